@@ -1,0 +1,5 @@
+import sys
+
+from gemmgate.cli import main
+
+sys.exit(main())

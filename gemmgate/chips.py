@@ -1,0 +1,146 @@
+"""Chip profiles, detection from the torch device, and explicit override.
+
+Peak rates are the vendors' dense datasheet figures (leads, not measurements); the
+measured ceilings live in docs/PERF.md. A chip's `modes` are the precision modes its
+matrix units support; gemmgate refuses the others with a clear message.
+Selection order: --chip, then $GEMMGATE_CHIP, then the torch device's name; an unknown
+GPU runs with a generic profile and a warning; no GPU means the `cpu` profile (Triton
+interpreter + CPU BLAS).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Chip:
+    id: str
+    vendor: str                     # "nvidia", "amd", "cpu", "unknown"
+    name: str                       # marketing name
+    compute_units: int              # SMs / CUs / cores
+    smem_per_block: int             # bytes of shared memory (LDS) a block may use
+    llc_bytes: int                  # L2 / last-level cache; sizes the flush buffer
+    mem_bw_gbs: float               # datasheet memory bandwidth, GB/s
+    peak_tflops: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
+    modes: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16")
+    match: tuple[str, ...] = ()     # lower-case substrings of the torch device name
+    fp8_dtype: str = "float8_e4m3fn"
+
+    def __post_init__(self) -> None:
+        if self.vendor not in ("nvidia", "amd", "cpu", "unknown"):
+            raise ValueError(f"{self.id}: unknown vendor {self.vendor!r}")
+        if min(self.compute_units, self.smem_per_block, self.llc_bytes) < 0:
+            raise ValueError(f"{self.id}: negative size")
+        stray = set(self.peak_tflops) - set(self.modes)
+        if stray:
+            raise ValueError(f"{self.id}: peak given for unsupported modes {sorted(stray)}")
+
+    @property
+    def device_type(self) -> str:
+        return "cpu" if self.vendor == "cpu" else "cuda"
+
+    def peak(self, mode: str) -> float | None:
+        return self.peak_tflops.get(mode)
+
+    def require_mode(self, mode: str) -> None:
+        if mode not in self.modes:
+            raise ValueError(f"{mode} is not supported on {self.id}")
+
+
+_HOPPER = dict(vendor="nvidia", compute_units=132, smem_per_block=232448, llc_bytes=50 * MiB,
+               peak_tflops={"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4,
+                            "fp8": 1978.9},
+               modes=("fp32", "tf32", "bf16", "fp16", "fp8"))
+
+CHIPS: dict[str, Chip] = {
+    c.id: c
+    for c in (
+        Chip("nvidia-a100", "nvidia", "NVIDIA A100 SXM4 80GB", 108, 166912, 40 * MiB, 2039.0,
+             {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}, match=("a100",)),
+        Chip("nvidia-h100", name="NVIDIA H100 SXM5", mem_bw_gbs=3350.0, match=("h100",),
+             **_HOPPER),
+        Chip("nvidia-h200", name="NVIDIA H200 SXM", mem_bw_gbs=4800.0, match=("h200",),
+             **_HOPPER),
+        Chip("amd-mi300x", "amd", "AMD Instinct MI300X", 304, 65536, 256 * MiB, 5300.0,
+             {"fp32": 163.4, "tf32": 653.7, "bf16": 1307.4, "fp16": 1307.4, "fp8": 2614.9},
+             modes=("fp32", "tf32", "bf16", "fp16", "fp8"), match=("mi300x",),
+             fp8_dtype="float8_e4m3fnuz"),
+        # The CPU profile: Triton interpreter against the CPU BLAS. No tf32 or fp8 units.
+        Chip("cpu", "cpu", "CPU (Triton interpreter)", 0, 0, 32 * MiB, 0.0,
+             modes=("fp32", "bf16", "fp16")),
+    )
+}
+
+GENERIC_GPU = Chip("generic-gpu", "unknown", "unknown GPU", 0, 49152, 64 * MiB, 0.0)
+
+
+@dataclass(frozen=True)
+class Selection:
+    chip: Chip
+    source: str               # "--chip", "GEMMGATE_CHIP", "detected", "generic", "no GPU"
+    device_name: str
+    warning: str | None = None
+
+
+def get_chip(chip_id: str) -> Chip:
+    try:
+        return CHIPS[chip_id]
+    except KeyError:
+        raise ValueError(f"unknown chip id {chip_id!r}; known: {', '.join(CHIPS)}") from None
+
+
+def match_device_name(device_name: str) -> Chip | None:
+    low = device_name.lower()
+    for chip in CHIPS.values():
+        if any(m in low for m in chip.match):
+            return chip
+    return None
+
+
+def select_chip(override: str | None = None) -> Selection:
+    """Pick the chip profile: explicit override, environment, then the torch device."""
+    import torch
+
+    gpu = torch.cuda.is_available()
+    device_name = torch.cuda.get_device_name(0) if gpu else "cpu"
+    requested, source = override, "--chip"
+    if not requested:
+        requested, source = os.environ.get("GEMMGATE_CHIP") or None, "GEMMGATE_CHIP"
+    if requested:
+        chip = get_chip(requested)
+        if chip.device_type == "cuda" and not gpu:
+            raise ValueError(f"chip {chip.id} was requested ({source}) but no GPU is present")
+        warning = None
+        if chip.device_type == "cuda" and not any(m in device_name.lower() for m in chip.match):
+            warning = f"{source} says {chip.id} but the device is {device_name!r}"
+        return Selection(chip, source, device_name, warning)
+    if not gpu:
+        return Selection(CHIPS["cpu"], "no GPU", device_name)
+    chip = match_device_name(device_name)
+    if chip is not None:
+        return Selection(chip, "detected", device_name)
+    return Selection(_generic(torch), "generic", device_name,
+                     f"unknown GPU {device_name!r}: generic profile, no peak figures")
+
+
+def _generic(torch) -> Chip:
+    """A profile read off the device itself: sizes are real, peaks unknown."""
+    props = torch.cuda.get_device_properties(0)
+    modes = ["fp32", "bf16", "fp16"]
+    if torch.version.hip is not None or props.major >= 8:
+        modes.insert(1, "tf32")
+    if torch.version.hip is None and (props.major, props.minor) >= (8, 9):
+        modes.append("fp8")
+    return replace(
+        GENERIC_GPU,
+        name=props.name,
+        vendor="amd" if torch.version.hip else "nvidia",
+        compute_units=props.multi_processor_count,
+        smem_per_block=getattr(props, "shared_memory_per_block_optin", GENERIC_GPU.smem_per_block),
+        llc_bytes=getattr(props, "L2_cache_size", 0) or GENERIC_GPU.llc_bytes,
+        modes=tuple(modes),
+    )

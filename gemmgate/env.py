@@ -1,0 +1,90 @@
+"""The environment record every run carries, and per-case GPU telemetry (pynvml).
+
+pynvml (package nvidia-ml-py) is optional: without it, or on AMD/CPU, telemetry is {}.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             cwd=Path(__file__).resolve().parent, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def _nvml():
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return pynvml
+    except Exception:  # no library, no driver, not NVIDIA: telemetry is optional
+        return None
+
+
+def _nvml_handle(nvml, device_index: int):
+    # NVML numbers devices by PCI order; CUDA_VISIBLE_DEVICES may remap. Use the PCI id.
+    import torch
+
+    try:
+        bus = torch.cuda.get_device_properties(device_index).pci_bus_id
+        return nvml.nvmlDeviceGetHandleByPciBusId(bus.encode() if isinstance(bus, str) else bus)
+    except Exception:
+        return nvml.nvmlDeviceGetHandleByIndex(device_index)
+
+
+def environment(chip_id: str, timing: str, device_index: int = 0) -> dict:
+    import torch
+    import triton
+
+    gpu = torch.cuda.is_available() and chip_id != "cpu"
+    rec = {
+        "chip": chip_id,
+        "device_name": torch.cuda.get_device_name(device_index) if gpu else platform.processor()
+        or platform.machine(),
+        "timing": timing,
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "cuda": torch.version.cuda,
+        "hip": torch.version.hip,
+        "driver": None,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "interpreter": os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"),
+        "commit": _git_commit(),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    nvml = _nvml() if gpu else None
+    if nvml is not None:
+        try:
+            drv = nvml.nvmlSystemGetDriverVersion()
+            rec["driver"] = drv.decode() if isinstance(drv, bytes) else drv
+        except Exception:
+            pass
+    return rec
+
+
+def telemetry(device_index: int = 0) -> dict:
+    """SM clock, memory clock, temperature and power now; {} where nothing answers."""
+    nvml = _nvml()
+    if nvml is None:
+        return {}
+    try:
+        h = _nvml_handle(nvml, device_index)
+        return {
+            "sm_clock_mhz": nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM),
+            "mem_clock_mhz": nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM),
+            "temp_c": nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU),
+            "power_w": nvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
+        }
+    except Exception:
+        return {}

@@ -1,0 +1,64 @@
+"""Seeded GEMM inputs in a case's layout and a mode's dtype, plus the float64 reference.
+
+Values are standard normal (never zeros: zeros hide unwritten outputs and run faster).
+fp8 inputs are quantised with a per-tensor scale (amax / dtype max), so that
+A = A_q * scale_a exactly; the reference is float64 of those same rounded inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from gemmgate.precision import PrecisionMode
+from gemmgate.shapes import Case
+
+
+@dataclass(frozen=True)
+class GemmInputs:
+    a: torch.Tensor
+    b: torch.Tensor
+    scale_a: torch.Tensor | None = None
+    scale_b: torch.Tensor | None = None
+
+    def reference(self) -> torch.Tensor:
+        """float64 A @ B of the already-rounded inputs (scales applied)."""
+        a, b = self.a.double(), self.b.double()
+        if self.scale_a is not None:
+            a = a * self.scale_a.double()
+            b = b * self.scale_b.double()
+        return a @ b
+
+
+def _buffer(rows: int, cols: int, col_major: bool, pad: int, gen, device) -> torch.Tensor:
+    """The contiguous float32 storage behind an operand, leading dimension padded."""
+    shape = (cols, rows + pad) if col_major else (rows, cols + pad)
+    return torch.randn(shape, generator=gen, device=device)
+
+
+def _view(buf: torch.Tensor, rows: int, cols: int, col_major: bool) -> torch.Tensor:
+    """The (rows, cols) operand: a slice of the buffer, transposed if column-major."""
+    return buf[:, :rows].t() if col_major else buf[:, :cols]
+
+
+def make_inputs(case: Case, mode: PrecisionMode, device: str, seed: int = 0,
+                fp8_dtype: str = "float8_e4m3fn") -> GemmInputs:
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    ca, cb = case.layout[0] == "c", case.layout[1] == "c"
+    bufs = (_buffer(case.m, case.k, ca, case.pad, gen, device),
+            _buffer(case.k, case.n, cb, case.pad, gen, device))
+    scales: list[torch.Tensor | None] = [None, None]
+    if mode.scaled:
+        dtype = getattr(torch, fp8_dtype)
+        fmax = torch.finfo(dtype).max
+        scales = [(buf.abs().amax() / fmax).clamp(min=1e-12) if buf.numel()
+                  else torch.ones((), device=device) for buf in bufs]
+        bufs = tuple((buf / s).to(dtype) for buf, s in zip(bufs, scales))
+    else:
+        dtype = getattr(torch, mode.input_dtype)
+        bufs = tuple(buf.to(dtype) for buf in bufs)
+    a = _view(bufs[0], case.m, case.k, ca)
+    b = _view(bufs[1], case.k, case.n, cb)
+    return GemmInputs(a, b, *scales)

@@ -1,0 +1,110 @@
+"""Precision modes: what each one fixes on the Triton side and on the vendor side.
+
+A mode names the input and output dtypes, the accumulator, Triton's `input_precision`
+for fp32 dots, the vendor's math flags, the 1e-2 error bound, and `max_error`: the
+largest relative error the mode can honestly produce on random normal inputs. An error
+under the bound but above `max_error` means the computation ran in a lower precision
+than promised ("precision downgraded"): e.g. fp32 that is really tf32 (~3e-4) or bf16
+(~3e-3). Typical errors (float64 reference of the same rounded inputs, random normal
+inputs): fp32 ~1e-7..1e-6, tf32 ~3e-4, bf16 output rounding ~1.5e-3, fp16 ~2e-4.
+
+dtypes are stored by name so importing this module does not import torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+ERROR_BOUND = 1e-2
+
+
+@dataclass(frozen=True)
+class PrecisionMode:
+    name: str
+    input_dtype: str          # torch dtype attribute name
+    output_dtype: str
+    input_precision: str      # Triton tl.dot input_precision for fp32 inputs
+    allow_tf32: bool          # vendor: torch.backends.cuda.matmul.allow_tf32
+    max_error: float          # above this (yet under the bound): "precision downgraded"
+    downgrade_hint: str       # what an error above max_error looks like
+    scaled: bool = False      # per-tensor scales (fp8)
+    accumulator: str = "float32"
+    bound: float = ERROR_BOUND
+
+    def __post_init__(self) -> None:
+        if not 0 < self.max_error < self.bound:
+            raise ValueError(f"{self.name}: need 0 < max_error < bound")
+        if self.input_precision not in ("ieee", "tf32"):
+            raise ValueError(f"{self.name}: unknown input_precision {self.input_precision!r}")
+
+
+MODES: dict[str, PrecisionMode] = {
+    m.name: m
+    for m in (
+        PrecisionMode("fp32", "float32", "float32", "ieee", False, 2e-5, "tf32 or lower"),
+        PrecisionMode("tf32", "float32", "float32", "tf32", True, 1.5e-3, "bf16 or lower"),
+        PrecisionMode("bf16", "bfloat16", "bfloat16", "ieee", False, 5e-3,
+                      "reduced-precision accumulation"),
+        PrecisionMode("fp16", "float16", "float16", "ieee", False, 1e-3,
+                      "reduced-precision accumulation"),
+        PrecisionMode("fp8", "float8_e4m3fn", "bfloat16", "ieee", False, 5e-3,
+                      "reduced-precision accumulation", scaled=True),
+    )
+}
+MODE_NAMES: tuple[str, ...] = tuple(MODES)
+
+
+def get_mode(name: str) -> PrecisionMode:
+    try:
+        return MODES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown precision mode {name!r}; known modes: {', '.join(MODE_NAMES)}"
+        ) from None
+
+
+def parse_modes(text: str) -> tuple[PrecisionMode, ...]:
+    """'fp32,tf32' -> modes, in the given order, duplicates dropped."""
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise ValueError("no precision mode given")
+    return tuple(get_mode(n) for n in dict.fromkeys(names))
+
+
+def mode_for_dtype(dtype_name: str) -> PrecisionMode:
+    """The mode a bare dtype implies: float32 means IEEE fp32, never tf32."""
+    for m in MODES.values():
+        if m.input_dtype == dtype_name and m.name != "tf32":
+            return m
+    if dtype_name.startswith("float8"):
+        return MODES["fp8"]
+    raise TypeError(
+        f"unsupported dtype {dtype_name}: use float32, bfloat16, float16 or float8_e4m3fn"
+    )
+
+
+@contextlib.contextmanager
+def vendor_flags(mode: PrecisionMode) -> Iterator[None]:
+    """Set torch's matmul math flags explicitly for `mode`; restore them afterwards.
+
+    Reduced-precision reductions are always off: the vendor must accumulate in fp32, as
+    the Triton kernel does, or the comparison is not like for like.
+    """
+    import torch
+
+    m = torch.backends.cuda.matmul
+    saved = (m.allow_tf32, m.allow_bf16_reduced_precision_reduction,
+             m.allow_fp16_reduced_precision_reduction, torch.get_float32_matmul_precision())
+    try:
+        # set_float32_matmul_precision also writes allow_tf32, so it goes first.
+        torch.set_float32_matmul_precision("high" if mode.allow_tf32 else "highest")
+        m.allow_tf32 = mode.allow_tf32
+        m.allow_bf16_reduced_precision_reduction = False
+        m.allow_fp16_reduced_precision_reduction = False
+        yield
+    finally:
+        torch.set_float32_matmul_precision(saved[3])
+        (m.allow_tf32, m.allow_bf16_reduced_precision_reduction,
+         m.allow_fp16_reduced_precision_reduction) = saved[:3]

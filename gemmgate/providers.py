@@ -1,0 +1,82 @@
+"""Providers: who computes the GEMM. Each builds, from inputs, a zero-argument callable
+that returns the output; anything that is setup (allocation, a layout the vendor
+insists on) happens in the builder, outside the timed call.
+
+- "triton": the project's kernel, kernels.matmul, with the mode passed explicitly.
+- "vendor": torch.matmul (cuBLAS / hipBLASLt / CPU BLAS); fp8 through torch._scaled_mm.
+  The vendor's math flags are set by gemmgate.precision.vendor_flags around the case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from gemmgate.inputs import GemmInputs
+from gemmgate.precision import PrecisionMode
+
+Call = Callable[[], torch.Tensor]
+Builder = Callable[[GemmInputs, PrecisionMode], Call]
+
+
+class Unsupported(Exception):
+    """This provider cannot run this case (e.g. the vendor's fp8 alignment rules)."""
+
+
+def _out(inp: GemmInputs, mode: PrecisionMode) -> torch.Tensor:
+    return torch.empty((inp.a.shape[0], inp.b.shape[1]), dtype=getattr(torch, mode.output_dtype),
+                       device=inp.a.device)
+
+
+def triton_provider(inp: GemmInputs, mode: PrecisionMode) -> Call:
+    from kernels import matmul
+
+    out = _out(inp, mode)
+    a, b, sa, sb = inp.a, inp.b, inp.scale_a, inp.scale_b
+
+    def call() -> torch.Tensor:
+        return matmul(a, b, precision=mode.name, out=out, scale_a=sa, scale_b=sb)
+
+    return call
+
+
+def vendor_provider(inp: GemmInputs, mode: PrecisionMode) -> Call:
+    a, b = inp.a, inp.b
+    if mode.scaled:
+        return _scaled_mm(inp)
+    out = _out(inp, mode)
+
+    def call() -> torch.Tensor:
+        return torch.matmul(a, b, out=out)
+
+    return call
+
+
+def _scaled_mm(inp: GemmInputs) -> Call:
+    m, k = inp.a.shape
+    n = inp.b.shape[1]
+    if k % 16 or n % 16 or m == 0 or n == 0 or k == 0:
+        raise Unsupported(f"torch._scaled_mm needs K and N multiples of 16 and no zero dims "
+                          f"(got M={m}, N={n}, K={k})")
+    # cuBLASLt fp8 wants A row-major and B column-major: copy once, outside the timing.
+    a = inp.a.contiguous()
+    b = inp.b.t().contiguous().t()
+    sa, sb = inp.scale_a, inp.scale_b
+
+    def call() -> torch.Tensor:
+        return torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                                use_fast_accum=False)
+
+    return call
+
+
+PROVIDERS: dict[str, Builder] = {"triton": triton_provider, "vendor": vendor_provider}
+
+
+def build(name: str, inp: GemmInputs, mode: PrecisionMode) -> Call:
+    try:
+        builder = PROVIDERS[name]
+    except KeyError:
+        raise ValueError(f"unknown provider {name!r}; known: {', '.join(PROVIDERS)}") from None
+    return builder(inp, mode)

@@ -1,0 +1,77 @@
+"""Presenting results: rich tables for the terminal, Markdown for CI summaries, JSON.
+
+Columns per mode: shape, Triton and vendor TFLOP/s, speed ratio (vendor time / Triton
+time: > 1 means Triton is faster), % of the chip's datasheet peak, both errors, verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from gemmgate.run import CaseResult, summary_by_mode
+
+
+def _f(x: float | None, fmt: str) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+
+
+def _err(p) -> str:
+    if p.accuracy == "unsupported":
+        return "n/a"
+    return _f(p.error, ".1e") if p.error is None or math.isfinite(p.error) else "NaN/Inf"
+
+
+def _status(r: CaseResult) -> str:
+    if r.passed:
+        return "pass"
+    bad = [f"{n}: {p.message or p.accuracy}" for n, p in r.providers.items()
+           if p.accuracy not in ("pass", "unsupported")]
+    return "FAIL " + "; ".join(bad)
+
+
+def _rows(results: Sequence[CaseResult]):
+    for r in results:
+        t, v = r.providers["triton"], r.providers["vendor"]
+        yield (r.case.id, _f(t.tflops, ".4g"), _f(v.tflops, ".4g"), _f(r.ratio, ".2f"),
+               _f(r.pct_peak, ".0f"), _err(t), _err(v), _status(r))
+
+
+HEAD = ("shape", "Triton TFLOP/s", "vendor TFLOP/s", "ratio", "% peak", "Triton err",
+        "vendor err", "status")
+
+
+def print_tables(results: Sequence[CaseResult], console: Console, title: str = "") -> None:
+    summary = summary_by_mode(results)
+    for mode, s in summary.items():
+        table = Table(title=f"{title} {mode}".strip(), title_justify="left")
+        for h in HEAD:
+            table.add_column(h, justify="left" if h in ("shape", "status") else "right",
+                             no_wrap=h == "shape")
+        for row in _rows([r for r in results if r.mode == mode]):
+            style = None if row[-1] == "pass" else "red"
+            table.add_row(*row, style=style)
+        console.print(table)
+        console.print(f"[bold]{mode}[/]: geomean Triton/vendor speed ratio "
+                      f"{_f(s['geomean_ratio'], '.3f')}, {s['passed']}/{s['cases']} passed\n")
+
+
+def markdown(results: Sequence[CaseResult], title: str = "") -> str:
+    lines = [f"## {title}" if title else ""]
+    for mode, s in summary_by_mode(results).items():
+        lines += [f"### {mode}: geomean ratio {_f(s['geomean_ratio'], '.3f')}, "
+                  f"{s['passed']}/{s['cases']} passed", "",
+                  "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+        lines += ["| " + " | ".join(row) + " |"
+                  for row in _rows([r for r in results if r.mode == mode])]
+        lines.append("")
+    return "\n".join(lines).lstrip("\n")
+
+
+def run_json(env: dict, results: Sequence[CaseResult], shapes: str) -> dict:
+    return {"schema": "gemmgate.run/1", "environment": env, "shapes": shapes,
+            "summary": summary_by_mode(results),
+            "cases": [r.to_json() for r in results]}

@@ -1,0 +1,164 @@
+"""Run cases: check accuracy, then time Triton against the vendor, per precision mode.
+
+For each case: fresh seeded inputs in the case's layout, a float64 reference, each
+provider's output poisoned with NaN and recomputed (so unwritten elements fail), the
+error classified (pass / fail / downgraded), then interleaved timing of every provider
+that could run, and GPU telemetry. The vendor's math flags are pinned for the whole mode.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from gemmgate import stats
+from gemmgate.accuracy import PASS, Accuracy, classify, relative_error
+from gemmgate.chips import Chip
+from gemmgate.precision import PrecisionMode, vendor_flags
+from gemmgate.shapes import Case
+from gemmgate.timing import TimingPolicy, measure
+
+PROVIDER_NAMES = ("triton", "vendor")
+UNSUPPORTED = "unsupported"
+
+@dataclass(frozen=True)
+class ProviderResult:
+    name: str
+    accuracy: str                        # pass | fail | downgraded | unsupported
+    error: float | None = None
+    message: str = ""
+    samples_ms: tuple[float, ...] = ()
+    tflops: float | None = None
+
+    @property
+    def median_ms(self) -> float | None:
+        return stats.median(self.samples_ms) if self.samples_ms else None
+
+    def to_json(self) -> dict:
+        d = {"accuracy": self.accuracy, "error": _num(self.error), "message": self.message,
+             "median_ms": self.median_ms, "tflops": self.tflops, "n": len(self.samples_ms),
+             "samples_ms": list(self.samples_ms)}
+        d["quantiles_ms"] = stats.quantiles(self.samples_ms) if self.samples_ms else {}
+        return d
+
+@dataclass(frozen=True)
+class CaseResult:
+    mode: str
+    case: Case
+    providers: dict[str, ProviderResult]
+    peak_tflops: float | None = None
+    telemetry: dict = field(default_factory=dict)
+
+    @property
+    def ratio_samples(self) -> tuple[float, ...]:
+        """Per-round speed ratios vendor_time / triton_time (> 1: Triton faster)."""
+        t, v = self.providers["triton"].samples_ms, self.providers["vendor"].samples_ms
+        return tuple(vi / ti for ti, vi in zip(t, v) if ti > 0)
+
+    @property
+    def ratio(self) -> float | None:
+        t, v = self.providers["triton"].median_ms, self.providers["vendor"].median_ms
+        return v / t if t and v else None
+
+    @property
+    def pct_peak(self) -> float | None:
+        f = self.providers["triton"].tflops
+        return 100.0 * f / self.peak_tflops if f and self.peak_tflops else None
+
+    @property
+    def passed(self) -> bool:
+        return all(p.accuracy in (PASS, UNSUPPORTED) for p in self.providers.values()) \
+            and self.providers["triton"].accuracy == PASS
+
+    @property
+    def key(self) -> str:
+        return f"{self.mode}-{self.case.id}"
+
+    def to_json(self) -> dict:
+        return {"id": self.key, "mode": self.mode, "m": self.case.m, "n": self.case.n,
+                "k": self.case.k, "layout": self.case.layout_id, "passed": self.passed,
+                "ratio": self.ratio, "pct_peak": self.pct_peak,
+                "ratio_samples": list(self.ratio_samples),
+                "providers": {k: p.to_json() for k, p in self.providers.items()},
+                "telemetry": self.telemetry}
+
+def _num(x: float | None):
+    return None if x is None else (x if math.isfinite(x) else str(x))
+
+def case_seed(mode: str, case: Case) -> int:
+    return zlib.crc32(f"{mode}/{case.id}".encode())
+
+def _check(name: str, inp, mode: PrecisionMode, ref):
+    """Build the provider, run it on a poisoned output, classify its error."""
+    import torch
+
+    from gemmgate.providers import Unsupported, build
+
+    try:
+        call = build(name, inp, mode)
+        out = call()
+        if out.is_floating_point() and out.numel():
+            out.fill_(math.nan)  # poison: elements the next call does not write stay NaN
+        out = call()
+        if out.is_cuda:
+            torch.cuda.synchronize()
+    except Unsupported as e:
+        return None, ProviderResult(name, UNSUPPORTED, message=str(e))
+    acc: Accuracy = classify(relative_error(out, ref), mode)
+    return call, ProviderResult(name, acc.status, acc.error, acc.message)
+
+def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
+             device: str, device_index: int = 0) -> CaseResult:
+
+    from gemmgate.env import telemetry
+    from gemmgate.inputs import make_inputs
+
+    inp = make_inputs(case, mode, device, case_seed(mode.name, case), chip.fp8_dtype)
+    ref = inp.reference()
+    calls, results = {}, {}
+    for name in PROVIDER_NAMES:
+        call, res = _check(name, inp, mode, ref)
+        results[name] = res
+        if call is not None:
+            calls[name] = call
+    del ref
+    samples = measure(calls, policy, flush_bytes=2 * chip.llc_bytes, device=device)
+    for name, ts in samples.items():
+        med = stats.median(ts)
+        tf = case.flops / (med * 1e-3) / 1e12 if case.flops and med > 0 else None
+        results[name] = replace(results[name], samples_ms=tuple(ts), tflops=tf)
+    tele = telemetry(device_index) if device != "cpu" else {}
+    return CaseResult(mode.name, case, results, chip.peak(mode.name), tele)
+
+def run_cases(chip: Chip, modes: Sequence[PrecisionMode], cases: Sequence[Case],
+              policy: TimingPolicy, device: str, device_index: int = 0,
+              on_case: Callable[[str], None] | None = None) -> list[CaseResult]:
+    """Every case in every mode; `on_case(label)` is called after each (progress bars)."""
+    out: list[CaseResult] = []
+    for mode in modes:
+        chip.require_mode(mode.name)
+        with vendor_flags(mode):
+            for case in cases:
+                out.append(run_case(chip, mode, case, policy, device, device_index))
+                if on_case:
+                    on_case(f"{mode.name} {case.id}")
+    return out
+
+def failures(results: Sequence[CaseResult]) -> list[CaseResult]:
+    return [r for r in results if not r.passed]
+
+def summary_by_mode(results: Sequence[CaseResult]) -> dict[str, dict]:
+    """Geomean speed ratio and pass counts per mode."""
+    by: dict[str, list[CaseResult]] = {}
+    for r in results:
+        by.setdefault(r.mode, []).append(r)
+    out = {}
+    for m, rs in by.items():
+        g = stats.geomean([r.ratio for r in rs if r.ratio])
+        out[m] = {"cases": len(rs), "passed": sum(r.passed for r in rs),
+                  "geomean_ratio": None if math.isnan(g) else g}
+    return out
+
+__all__ = ["CaseResult", "ProviderResult", "run_cases", "run_case", "failures", "summary_by_mode"]

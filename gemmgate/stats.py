@@ -1,0 +1,90 @@
+"""Pure statistics over lists of floats: no torch, no numpy, unit-tested on synthetic data.
+
+Medians with distribution-free confidence intervals (order statistics of the binomial),
+percentile bootstrap for a ratio of medians, geometric means. Timing samples are
+skewed (a long right tail from interrupts and clock changes), so everything here is
+rank-based rather than mean/variance-based.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+
+Z95 = 1.959963984540054
+
+
+def _sorted(xs: Sequence[float]) -> list[float]:
+    if not xs:
+        raise ValueError("empty sample")
+    return sorted(xs)
+
+
+def quantile(xs: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile (numpy's default 'linear' method)."""
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"quantile {q} outside [0, 1]")
+    s = _sorted(xs)
+    pos = q * (len(s) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def median(xs: Sequence[float]) -> float:
+    return quantile(xs, 0.5)
+
+
+def quantiles(xs: Sequence[float], qs: Sequence[float] = (0.1, 0.25, 0.5, 0.75, 0.9)
+              ) -> dict[str, float]:
+    """{'p10': ..., 'p50': ...}."""
+    return {f"p{round(q * 100)}": quantile(xs, q) for q in qs}
+
+
+def median_ci(xs: Sequence[float], z: float = Z95) -> tuple[float, float]:
+    """Distribution-free CI of the median: order statistics n/2 -+ z*sqrt(n)/2."""
+    s = _sorted(xs)
+    n = len(s)
+    half = z * math.sqrt(n) / 2
+    lo = max(math.floor(n / 2 - half), 0)
+    hi = min(math.ceil(n / 2 + half), n - 1)
+    return s[lo], s[hi]
+
+
+def relative_ci_halfwidth(xs: Sequence[float]) -> float:
+    """Half the width of the median's CI over the median: the stopping rule's measure."""
+    if len(xs) < 3:
+        return math.inf
+    lo, hi = median_ci(xs)
+    m = median(xs)
+    return (hi - lo) / 2 / m if m > 0 else math.inf
+
+
+def relative_iqr(xs: Sequence[float]) -> float:
+    m = median(xs)
+    return (quantile(xs, 0.75) - quantile(xs, 0.25)) / m if m > 0 else math.inf
+
+
+def geomean(xs: Sequence[float]) -> float:
+    vals = [x for x in xs if x > 0 and math.isfinite(x)]
+    if not vals:
+        return math.nan
+    return math.exp(sum(math.log(x) for x in vals) / len(vals))
+
+
+def bootstrap_median_ratio_ci(num: Sequence[float], den: Sequence[float], *,
+                              confidence: float = 0.95, resamples: int = 1000,
+                              seed: int = 0) -> tuple[float, float]:
+    """Percentile-bootstrap CI of median(num) / median(den), samples resampled
+    independently. Seeded: the same inputs always give the same interval."""
+    if not num or not den:
+        raise ValueError("empty sample")
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(resamples):
+        mn = median(rng.choices(num, k=len(num)))
+        md = median(rng.choices(den, k=len(den)))
+        ratios.append(mn / md if md else math.inf)
+    alpha = (1 - confidence) / 2
+    return quantile(ratios, alpha), quantile(ratios, 1 - alpha)

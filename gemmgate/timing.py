@@ -1,0 +1,151 @@
+"""The only module that times device work.
+
+Methods:
+- "graph": each provider's call is captured once in a CUDA graph and replayed between
+  two device events; the L2 flush before it keeps the GPU busy while the host enqueues,
+  so the figure is device time only (host launch cost hidden).
+- "eager": flush, synchronize, then events around a plain call: the GPU waits for the
+  host, so the figure includes host launch cost (Python, autotuner lookup, driver).
+- "wall": CPU path; perf_counter around the call after flushing the LLC.
+
+Providers are interleaved (A B, B A, A B, ...) so clock and thermal drift hit both, and
+rounds run until every provider's median is known to `target_rel_ci` (half-width of its
+95% distribution-free CI over the median), or `max_rounds`, or the time budget is spent.
+The flush writes a buffer twice the chip's L2/LLC, so every timed call starts cold.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gemmgate.stats import relative_ci_halfwidth
+
+METHODS = ("graph", "eager", "wall")
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    method: str = "graph"
+    warmup: int = 3
+    min_rounds: int = 10
+    max_rounds: int = 200
+    target_rel_ci: float = 0.005
+    budget_s: float = 2.0
+    batch: int = 5            # rounds between host syncs (device methods)
+    flush: bool = True
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"unknown timing method {self.method!r}; use graph or eager")
+        if not 1 <= self.min_rounds <= self.max_rounds:
+            raise ValueError("need 1 <= min_rounds <= max_rounds")
+        if self.budget_s <= 0 or self.target_rel_ci <= 0 or self.batch < 1:
+            raise ValueError("budget_s, target_rel_ci and batch must be positive")
+
+
+def cpu_policy() -> TimingPolicy:
+    """The interpreter is slow: a few rounds, a short budget."""
+    return TimingPolicy(method="wall", warmup=1, min_rounds=3, max_rounds=20,
+                        target_rel_ci=0.05, budget_s=1.0, batch=1)
+
+
+def _done(samples: dict[str, list[float]], policy: TimingPolicy, started: float) -> bool:
+    n = min(len(v) for v in samples.values())
+    if n >= policy.max_rounds:
+        return True
+    if n < policy.min_rounds:
+        return False
+    if time.perf_counter() - started > policy.budget_s:
+        return True
+    return all(relative_ci_halfwidth(v) <= policy.target_rel_ci for v in samples.values())
+
+
+def _order(names: list[str], rnd: int) -> list[str]:
+    return names if rnd % 2 == 0 else names[::-1]
+
+
+def measure(fns: dict[str, Callable[[], object]], policy: TimingPolicy, *,
+            flush_bytes: int, device: str = "cuda") -> dict[str, list[float]]:
+    """Interleaved timing of zero-argument callables; returns milliseconds per provider,
+    aligned by round (sample i of each provider comes from the same round)."""
+    if not fns:
+        return {}
+    if policy.method == "wall":
+        return _measure_wall(fns, policy, flush_bytes)
+    return _measure_device(fns, policy, flush_bytes, device)
+
+
+def _measure_wall(fns, policy, flush_bytes) -> dict[str, list[float]]:
+    import torch
+
+    buf = torch.empty(max(flush_bytes // 4, 1), dtype=torch.float32)
+    for fn in fns.values():
+        for _ in range(policy.warmup):
+            fn()
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    names = list(fns)
+    started = time.perf_counter()
+    rnd = 0
+    while not _done(samples, policy, started):
+        for name in _order(names, rnd):
+            if policy.flush:
+                buf.zero_()
+            t0 = time.perf_counter()
+            fns[name]()
+            samples[name].append((time.perf_counter() - t0) * 1e3)
+        rnd += 1
+    return samples
+
+
+def _graphed(fn: Callable[[], object], warmup: int) -> Callable[[], object]:
+    """Capture fn in a CUDA graph (after warm-up on a side stream, as torch requires)."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(max(warmup, 1)):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    torch.cuda.synchronize()
+    return graph.replay
+
+
+def _measure_device(fns, policy, flush_bytes, device) -> dict[str, list[float]]:
+    import torch
+
+    buf = torch.empty(max(flush_bytes // 4, 1), dtype=torch.float32, device=device)
+    for fn in fns.values():
+        for _ in range(policy.warmup):  # first call compiles and autotunes
+            fn()
+    torch.cuda.synchronize()
+    eager = policy.method == "eager"
+    run = dict(fns) if eager else {k: _graphed(f, policy.warmup) for k, f in fns.items()}
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    names = list(fns)
+    started = time.perf_counter()
+    rnd = 0
+    while not _done(samples, policy, started):
+        pending = []
+        for _ in range(policy.batch):
+            for name in _order(names, rnd):
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                if policy.flush:
+                    buf.zero_()
+                if eager:
+                    torch.cuda.synchronize()
+                start.record()
+                run[name]()
+                end.record()
+                pending.append((name, start, end))
+            rnd += 1
+        torch.cuda.synchronize()
+        for name, start, end in pending:
+            samples[name].append(start.elapsed_time(end))
+    return samples

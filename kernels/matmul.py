@@ -1,0 +1,225 @@
+"""Grouped, masked, stride-general Triton GEMM: C = (A @ B) * scale_a * scale_b.
+
+One program computes a BLOCK_M x BLOCK_N tile of C, walking K in BLOCK_K steps and
+accumulating in fp32. Programs are ordered in groups of GROUP_M tile-rows so that
+consecutive programs share the same B tiles while they are still in L2 ("grouped
+ordering"). Rows and columns past M/N are wrapped with a modulo on load (always in
+bounds, so loads need no M/N mask) and masked on store; the K remainder is masked with
+zeros. Strides are arguments, so row-major, column-major and padded views all work;
+Triton specialises unit strides at compile time, so the common layouts stay fast.
+
+`INPUT_PRECISION` is passed explicitly for fp32 inputs ("ieee" or "tf32"): Triton's
+default for an fp32 dot is tf32, which is exactly the silent downgrade this project
+exists to catch. Configs live in kernels/configs.py as data.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+from gemmgate.precision import PrecisionMode, get_mode, mode_for_dtype
+from kernels.configs import CONFIGS, INTERPRETER_CONFIG, TileConfig
+
+
+@triton.jit
+def _matmul_kernel(
+    a_ptr, b_ptr, c_ptr, scale_a_ptr, scale_b_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr,
+    IS_FP32: tl.constexpr,
+    HAS_SCALE: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_am = offs_m % M
+    offs_bn = offs_n % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        k_left = K - k * BLOCK_K
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        if IS_FP32:
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        else:
+            acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+
+    if HAS_SCALE:
+        acc = acc * (tl.load(scale_a_ptr) * tl.load(scale_b_ptr))
+    c = acc.to(c_ptr.dtype.element_ty)
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+# ----------------------------------------------------------------------------- launcher
+
+_ELEM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def _family(mode: PrecisionMode) -> str:
+    return "fp32" if mode.input_dtype == "float32" else "fp8" if mode.scaled else "16bit"
+
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _prune(configs, named_args, **_):
+    """Drop configs whose pipeline does not fit the device's shared memory."""
+    a = named_args["a_ptr"]
+    limit = torch.cuda.get_device_properties(a.device).shared_memory_per_block_optin
+    elem = a.element_size()
+    kept = [c for c in configs if _smem(c, elem) <= limit]
+    return kept or configs[-1:]
+
+
+def _smem(cfg: triton.Config, elem: int) -> int:
+    kw = cfg.kwargs
+    tile = TileConfig(kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"],
+                      cfg.num_stages, cfg.num_warps)
+    return tile.smem_bytes(elem)
+
+
+def _to_triton(c: TileConfig) -> triton.Config:
+    return triton.Config(
+        {"BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "BLOCK_K": c.block_k, "GROUP_M": c.group_m},
+        num_stages=c.num_stages, num_warps=c.num_warps,
+    )
+
+
+def _bench(fn, quantiles):
+    # A short benchmark per config keeps tuning inside a budget (~10 configs x 30 ms).
+    return triton.testing.do_bench(fn, warmup=5, rep=25, quantiles=quantiles)
+
+
+@functools.cache
+def _tuned(family: str):
+    """The autotuned kernel for one config family (built on first use, not at import)."""
+    kwargs = dict(
+        configs=[_to_triton(c) for c in CONFIGS[family]],
+        key=["M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn"],
+        prune_configs_by={"early_config_prune": _prune},
+        do_bench=_bench,
+    )
+    if "cache_results" in inspect.signature(triton.autotune).parameters:
+        kwargs["cache_results"] = True  # persisted in TRITON_CACHE_DIR, one per chip
+    return triton.autotune(**kwargs)(_matmul_kernel)
+
+
+def _check(a, b, precision, out, scale_a, scale_b) -> PrecisionMode:
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        raise TypeError(f"a and b must be torch.Tensor, got {type(a).__name__} and "
+                        f"{type(b).__name__}")
+    if a.dim() != 2 or b.dim() != 2:
+        raise ValueError(f"matmul needs 2-D a (M, K) and b (K, N); got a.dim()={a.dim()}, "
+                         f"b.dim()={b.dim()}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"inner dimensions differ: a is {tuple(a.shape)}, b is "
+                         f"{tuple(b.shape)} (a.shape[1] must equal b.shape[0])")
+    if a.dtype != b.dtype:
+        raise TypeError(f"mixed dtypes: a is {a.dtype}, b is {b.dtype}")
+    if a.device != b.device:
+        raise ValueError(f"mixed devices: a is on {a.device}, b is on {b.device}")
+    if not a.dtype.is_floating_point:
+        raise TypeError(f"unsupported dtype {a.dtype}: integer, bool and complex inputs "
+                        "are not supported")
+    dtype_name = str(a.dtype).removeprefix("torch.")
+    mode = mode_for_dtype(dtype_name) if precision is None else get_mode(precision)
+    if mode.scaled:
+        if not dtype_name.startswith("float8_e4m3"):
+            raise TypeError(f"precision 'fp8' needs float8 e4m3 inputs, got {a.dtype}")
+    elif dtype_name != mode.input_dtype:
+        raise TypeError(f"precision {mode.name!r} needs {mode.input_dtype} inputs, "
+                        f"got {a.dtype}")
+    _check_device(a.device, mode)
+    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if s is not None and (s.numel() != 1 or s.dtype != torch.float32 or s.device != a.device):
+            raise ValueError(f"{name} must be a one-element float32 tensor on {a.device}")
+    if out is not None:
+        want = (a.shape[0], b.shape[1])
+        if tuple(out.shape) != want or str(out.dtype) != f"torch.{mode.output_dtype}":
+            raise ValueError(f"out must be {want} {mode.output_dtype}, got "
+                             f"{tuple(out.shape)} {out.dtype}")
+        if out.device != a.device:
+            raise ValueError(f"out is on {out.device}, inputs on {a.device}")
+    return mode
+
+
+def _check_device(device: torch.device, mode: PrecisionMode) -> None:
+    if device.type == "cpu":
+        if not _interpreting():
+            raise ValueError("CPU tensors need the Triton interpreter (TRITON_INTERPRET=1)")
+        if mode.name in ("tf32", "fp8"):
+            raise ValueError(f"{mode.name} is not supported on cpu")
+        return
+    if torch.version.hip is not None:
+        return
+    cc = torch.cuda.get_device_capability(device)
+    need = (8, 9) if mode.scaled else (8, 0) if mode.name == "tf32" else (0, 0)
+    if cc < need:
+        raise ValueError(f"{mode.name} is not supported on {torch.cuda.get_device_name(device)} "
+                         f"(needs compute capability {need[0]}.{need[1]}+)")
+
+
+def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config=None):
+    """C = A @ B under an explicit precision mode (see gemmgate.precision).
+
+    precision=None means the mode implied by the dtype (float32 -> IEEE fp32, never tf32).
+    fp8 takes per-tensor float32 scales: C = (A @ B) * scale_a * scale_b, in bfloat16.
+    `config` (a TileConfig) bypasses autotuning.
+    """
+    mode = _check(a, b, precision, out, scale_a, scale_b)
+    M, K = a.shape
+    N = b.shape[1]
+    if out is None:
+        out = torch.empty((M, N), dtype=getattr(torch, mode.output_dtype), device=a.device)
+    if M == 0 or N == 0:
+        return out
+    has_scale = scale_a is not None or scale_b is not None
+    one = None
+    if has_scale and (scale_a is None or scale_b is None):
+        one = torch.ones((), dtype=torch.float32, device=a.device)
+    sa = scale_a if scale_a is not None else one
+    sb = scale_b if scale_b is not None else one
+    args = (a, b, out, sa if has_scale else a, sb if has_scale else a, M, N, K,
+            a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1))
+    flags = dict(INPUT_PRECISION=mode.input_precision, IS_FP32=mode.input_dtype == "float32",
+                 HAS_SCALE=has_scale)
+    if config is None and (_interpreting() or a.device.type == "cpu"):
+        config = INTERPRETER_CONFIG
+    if config is not None:
+        tc = _to_triton(config)
+        grid = (triton.cdiv(M, config.block_m) * triton.cdiv(N, config.block_n),)
+        _matmul_kernel[grid](*args, **tc.kwargs, **flags,
+                             num_stages=tc.num_stages, num_warps=tc.num_warps)
+        return out
+
+    def grid(meta):
+        return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+
+    _tuned(_family(mode))[grid](*args, **flags)
+    return out

@@ -1,0 +1,84 @@
+"""scripts/runner/wait_gpu_idle.py: the pure polling logic, without any GPU."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[1] / "scripts" / "runner" / "wait_gpu_idle.py"
+_spec = importlib.util.spec_from_file_location("wait_gpu_idle", _PATH)
+wgi = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(wgi)
+
+
+@pytest.mark.parametrize(
+    ("samples", "settle", "expected"),
+    [
+        ([], 1, False),  # no sample yet
+        ([0.0], 1, True),
+        ([0.0, 0.0], 3, False),  # not settled long enough
+        ([0.0, 0.0, 0.0], 3, True),
+        ([90.0, 0.0, 1.0, 4.9], 3, True),  # only the last `settle` samples count
+        ([0.0, 0.0, 7.0, 0.0], 3, False),  # a spike inside the window
+        ([0.0, 0.0, 5.0], 3, False),  # the bound is strict: 5 % is not below 5 %
+    ],
+)
+def test_is_idle(samples, settle, expected):
+    assert wgi.is_idle(samples, 5.0, settle) is expected
+
+
+def test_is_idle_rejects_empty_window():
+    with pytest.raises(ValueError, match="settle_samples"):
+        wgi.is_idle([0.0], 5.0, 0)
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+    def sleep(self, dt):
+        self.t += dt
+
+
+def test_wait_idle_settles_after_busy_phase():
+    clock = FakeClock()
+    readings = iter([[80.0], [60.0, 3.0], [2.0], [1.0], [0.0]])
+    idle, last = wgi.wait_idle(lambda: next(readings), max_util=5.0, settle_samples=3,
+                               interval=1.0, timeout=60.0, clock=clock, sleep=clock.sleep)
+    assert idle and last == [2.0, 1.0, 0.0]  # busiest GPU of each sample counts
+    assert clock.t == 4.0
+
+
+def test_wait_idle_times_out_when_busy():
+    clock = FakeClock()
+    idle, last = wgi.wait_idle(lambda: [50.0], max_util=5.0, settle_samples=2,
+                               interval=1.0, timeout=10.0, clock=clock, sleep=clock.sleep)
+    assert not idle and last == [50.0, 50.0]
+    assert clock.t == 10.0
+
+
+def test_parse_rocm_smi():
+    text = '{"card0": {"GPU use (%)": "3"}, "card1": {"GPU use (%)": "97"},' \
+           ' "card2": {"GPU use (%)": "N/A"}, "system": {"Driver version": "6.8"}}'
+    assert wgi.parse_rocm_smi(text) == [3.0, 97.0]
+
+
+def test_main_without_gpu_tooling(monkeypatch, capsys):
+    monkeypatch.setattr(wgi, "_find_reader", lambda: None)
+    assert wgi.main([]) == 0
+    assert "no GPU tooling" in capsys.readouterr().out
+
+
+def test_main_usage_error():
+    with pytest.raises(SystemExit) as e:
+        wgi.main(["--max-util", "0"])
+    assert e.value.code == 2
+
+
+def test_main_busy_gpu_exits_1(monkeypatch, capsys):
+    monkeypatch.setattr(wgi, "_find_reader", lambda: ("fake", lambda: [99.0]))
+    assert wgi.main(["--timeout", "0", "--settle", "1"]) == 1
+    assert "still busy" in capsys.readouterr().err
