@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 
 from gemmgate.precision import MODE_NAMES
 from gemmgate.shapes import SETS
@@ -57,15 +58,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console()
     if not console.is_terminal:  # CI logs: wide enough that tables do not fold
         console = Console(width=160)
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)
     try:
         args = build_parser().parse_args(argv)
         return _dispatch(args, console, err)
     except UsageError as e:
-        err.print(f"[red]gemmgate: error:[/] {e}")
+        err.print(f"[red]gemmgate: error:[/] {escape(str(e))}")
         return USAGE
     except (ValueError, TypeError, OSError) as e:
-        err.print(f"[red]gemmgate: error:[/] {e}")
+        err.print(f"[red]gemmgate: error:[/] {escape(str(e))}")
         return USAGE
     except KeyboardInterrupt:
         err.print("gemmgate: interrupted")

@@ -1,0 +1,121 @@
+"""kernels.matmul against a float64 reference on every layout and corner the contract
+names. On the CPU it runs on the Triton interpreter (fp32, fp16: the modes it computes
+correctly); on a GPU every mode the device supports."""
+
+import pytest
+import torch
+
+import kernels
+from gemmgate.accuracy import relative_error
+from gemmgate.inputs import make_inputs
+from gemmgate.precision import MODES
+from gemmgate.shapes import SETS, Case
+
+# (mode, tolerance): fp32 IEEE far under tf32's ~3e-4; 16-bit output rounding ~2e-3.
+CPU_MODES = [("fp32", 1e-5), ("fp16", 1e-3)]
+GPU_MODES = [("fp32", 2e-5), ("tf32", 1.5e-3), ("bf16", 5e-3), ("fp16", 1e-3), ("fp8", 5e-3)]
+CORNERS = SETS["tail"] + SETS["smoke"]
+
+
+def _run(case: Case, mode: str, device: str):
+    inp = make_inputs(case, MODES[mode], device, seed=case.m * 31 + case.k)
+    out = torch.full((case.m, case.n), float("nan"),
+                     dtype=getattr(torch, MODES[mode].output_dtype), device=device)
+    got = kernels.matmul(inp.a, inp.b, precision=mode, out=out,
+                         scale_a=inp.scale_a, scale_b=inp.scale_b)
+    assert got is out
+    return relative_error(got, inp.reference())
+
+
+@pytest.mark.parametrize("case", CORNERS, ids=lambda c: c.id)
+@pytest.mark.parametrize("mode,tol", CPU_MODES)
+def test_matches_float64_reference(case, mode, tol, device):
+    assert _run(case, mode, device) < tol
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CORNERS + (Case(300, 257, 1000), Case(128, 256, 4096, "cc")),
+                         ids=lambda c: c.id)
+@pytest.mark.parametrize("mode,tol", GPU_MODES)
+def test_gpu_modes_match_reference(case, mode, tol):
+    if mode == "fp8" and torch.cuda.get_device_capability() < (8, 9):
+        pytest.skip("fp8 needs compute capability 8.9+")
+    assert _run(case, mode, "cuda") < tol
+
+
+@pytest.mark.gpu
+def test_gpu_fp32_is_ieee_not_tf32():
+    # K=4096 normal inputs: IEEE fp32 ~1e-6, tf32 ~3e-4. Triton's default for an fp32
+    # dot is tf32, so this fails if the kernel ever stops passing input_precision.
+    err = _run(Case(256, 256, 4096), "fp32", "cuda")
+    assert err < 2e-5
+    assert _run(Case(256, 256, 4096), "tf32", "cuda") > 5e-5
+
+
+def test_dtype_implies_mode(device):
+    a = torch.randn(32, 16, device=device)
+    b = torch.randn(16, 8, device=device)
+    c = kernels.matmul(a, b)
+    assert c.dtype == torch.float32
+    assert relative_error(c, a.double() @ b.double()) < 1e-5  # fp32, never tf32
+
+
+def test_zero_k_gives_zeros(device):
+    a = torch.randn(5, 0, device=device)
+    b = torch.randn(0, 7, device=device)
+    assert torch.equal(kernels.matmul(a, b), torch.zeros(5, 7, device=device))
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((0, 4), (4, 3)), ((4, 3), (3, 0))])
+def test_empty_output(a_shape, b_shape, device):
+    c = kernels.matmul(torch.randn(a_shape, device=device), torch.randn(b_shape, device=device))
+    assert c.shape == (a_shape[0], b_shape[1])
+
+
+# ------------------------------------------------------------------------- bad input
+
+def _t(*shape, dtype=torch.float32, device="cpu"):
+    return torch.ones(shape, dtype=dtype, device=device)
+
+
+@pytest.mark.parametrize("a,b,exc,match", [
+    (_t(2, 3, 4), _t(4, 5), ValueError, "2-D"),
+    (_t(3), _t(3, 5), ValueError, "2-D"),
+    (_t(2, 3), _t(4, 5), ValueError, "inner dimensions differ"),
+    (_t(2, 3), _t(3, 5, dtype=torch.float16), TypeError, "mixed dtypes"),
+    (_t(2, 3, dtype=torch.int32), _t(3, 5, dtype=torch.int32), TypeError, "integer"),
+    (_t(2, 3, dtype=torch.bool), _t(3, 5, dtype=torch.bool), TypeError, "integer"),
+    ([[1.0]], _t(1, 1), TypeError, "torch.Tensor"),
+])
+def test_bad_input_is_named(a, b, exc, match):
+    with pytest.raises(exc, match=match):
+        kernels.matmul(a, b)
+
+
+def test_mixed_devices():
+    with pytest.raises(ValueError, match="mixed devices"):
+        kernels.matmul(_t(2, 3), _t(3, 5, device="meta"))
+
+
+def test_unknown_mode():
+    with pytest.raises(ValueError, match="unknown precision mode 'fp64'"):
+        kernels.matmul(_t(2, 3), _t(3, 5), precision="fp64")
+
+
+def test_mode_dtype_mismatch():
+    with pytest.raises(TypeError, match="needs bfloat16 inputs"):
+        kernels.matmul(_t(2, 3), _t(3, 5), precision="bf16")
+
+
+@pytest.mark.parametrize("mode", ["tf32", "fp8"])
+def test_mode_unsupported_on_cpu(mode):
+    if torch.cuda.is_available():
+        pytest.skip("checks the CPU path")
+    dtype = torch.float8_e4m3fn if mode == "fp8" else torch.float32
+    with pytest.raises(ValueError, match=f"{mode} is not supported on cpu"):
+        kernels.matmul(_t(2, 3).to(dtype), _t(3, 5).to(dtype), precision=mode)
+
+
+def test_bad_out():
+    with pytest.raises(ValueError, match="out must be"):
+        kernels.matmul(_t(2, 3), _t(3, 5), out=torch.empty(5, 2))
