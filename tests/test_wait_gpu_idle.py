@@ -46,23 +46,39 @@ class FakeClock:
 def test_wait_idle_settles_after_busy_phase():
     clock = FakeClock()
     readings = iter([[80.0], [60.0, 3.0], [2.0], [1.0], [0.0]])
-    idle, last = wgi.wait_idle(lambda: next(readings), max_util=5.0, settle_samples=3,
-                               interval=1.0, timeout=60.0, clock=clock, sleep=clock.sleep)
+    idle, last = wgi.wait_idle(
+        lambda: next(readings),
+        max_util=5.0,
+        settle_samples=3,
+        interval=1.0,
+        timeout=60.0,
+        clock=clock,
+        sleep=clock.sleep,
+    )
     assert idle and last == [2.0, 1.0, 0.0]  # busiest GPU of each sample counts
     assert clock.t == 4.0
 
 
 def test_wait_idle_times_out_when_busy():
     clock = FakeClock()
-    idle, last = wgi.wait_idle(lambda: [50.0], max_util=5.0, settle_samples=2,
-                               interval=1.0, timeout=10.0, clock=clock, sleep=clock.sleep)
+    idle, last = wgi.wait_idle(
+        lambda: [50.0],
+        max_util=5.0,
+        settle_samples=2,
+        interval=1.0,
+        timeout=10.0,
+        clock=clock,
+        sleep=clock.sleep,
+    )
     assert not idle and last == [50.0, 50.0]
     assert clock.t == 10.0
 
 
 def test_parse_rocm_smi():
-    text = '{"card0": {"GPU use (%)": "3"}, "card1": {"GPU use (%)": "97"},' \
-           ' "card2": {"GPU use (%)": "N/A"}, "system": {"Driver version": "6.8"}}'
+    text = (
+        '{"card0": {"GPU use (%)": "3"}, "card1": {"GPU use (%)": "97"},'
+        ' "card2": {"GPU use (%)": "N/A"}, "system": {"Driver version": "6.8"}}'
+    )
     assert wgi.parse_rocm_smi(text) == [3.0, 97.0]
 
 

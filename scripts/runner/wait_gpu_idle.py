@@ -64,15 +64,22 @@ def _nvml_reader() -> Reader | None:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     try:
         if visible is None:
-            handles = [pynvml.nvmlDeviceGetHandleByIndex(i)
-                       for i in range(pynvml.nvmlDeviceGetCount())]
+            handles = [
+                pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())
+            ]
         else:
-            handles = [pynvml.nvmlDeviceGetHandleByIndex(int(d)) if d.isdigit()
-                       else pynvml.nvmlDeviceGetHandleByUUID(d)
-                       for d in (d.strip() for d in visible.split(",")) if d]
+            handles = [
+                pynvml.nvmlDeviceGetHandleByIndex(int(d))
+                if d.isdigit()
+                else pynvml.nvmlDeviceGetHandleByUUID(d)
+                for d in (d.strip() for d in visible.split(","))
+                if d
+            ]
     except pynvml.NVMLError as e:
-        print(f"wait_gpu_idle: NVML cannot open CUDA_VISIBLE_DEVICES={visible!r}: {e}",
-              file=sys.stderr)
+        print(
+            f"wait_gpu_idle: NVML cannot open CUDA_VISIBLE_DEVICES={visible!r}: {e}",
+            file=sys.stderr,
+        )
         return None
     if not handles:
         return None
@@ -85,8 +92,9 @@ def _rocm_reader() -> Reader | None:
         return None
 
     def read() -> list[float]:
-        proc = subprocess.run([exe, "--showuse", "--json"], capture_output=True,
-                              text=True, timeout=30, check=True)
+        proc = subprocess.run(
+            [exe, "--showuse", "--json"], capture_output=True, text=True, timeout=30, check=True
+        )
         return parse_rocm_smi(proc.stdout)
 
     try:
@@ -103,9 +111,16 @@ def _find_reader() -> tuple[str, Reader] | None:
     return None
 
 
-def wait_idle(read: Reader, *, max_util: float, settle_samples: int, interval: float,
-              timeout: float, clock: Callable[[], float] = time.monotonic,
-              sleep: Callable[[float], None] = time.sleep) -> tuple[bool, list[float]]:
+def wait_idle(
+    read: Reader,
+    *,
+    max_util: float,
+    settle_samples: int,
+    interval: float,
+    timeout: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[bool, list[float]]:
     """Poll `read` until idle or timeout; returns (idle, last samples)."""
     samples: deque[float] = deque(maxlen=settle_samples)
     deadline = clock() + timeout
@@ -120,13 +135,19 @@ def wait_idle(read: Reader, *, max_util: float, settle_samples: int, interval: f
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--max-util", type=float, default=5.0,
-                   help="idle means utilization below this percentage (default 5)")
-    p.add_argument("--settle", type=float, default=5.0,
-                   help="seconds the GPU must stay idle (default 5)")
+    p.add_argument(
+        "--max-util",
+        type=float,
+        default=5.0,
+        help="idle means utilization below this percentage (default 5)",
+    )
+    p.add_argument(
+        "--settle", type=float, default=5.0, help="seconds the GPU must stay idle (default 5)"
+    )
     p.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
-    p.add_argument("--timeout", type=float, default=600.0,
-                   help="give up after this many seconds (default 600)")
+    p.add_argument(
+        "--timeout", type=float, default=600.0, help="give up after this many seconds (default 600)"
+    )
     args = p.parse_args(argv)
     if not 0 < args.max_util <= 100:
         p.error("--max-util must be in (0, 100]")
@@ -140,17 +161,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     name, read = found
 
     settle_samples = max(1, math.ceil(args.settle / args.interval))
-    idle, last = wait_idle(read, max_util=args.max_util, settle_samples=settle_samples,
-                           interval=args.interval, timeout=args.timeout)
+    idle, last = wait_idle(
+        read,
+        max_util=args.max_util,
+        settle_samples=settle_samples,
+        interval=args.interval,
+        timeout=args.timeout,
+    )
     shown = ", ".join(f"{s:.0f}" for s in last)
     if idle:
         print(f"wait_gpu_idle: {name} idle (last samples: {shown} %).")
         return 0
     prefix = "::error::" if os.environ.get("GITHUB_ACTIONS") == "true" else ""
-    print(f"{prefix}wait_gpu_idle: {name} still busy after {args.timeout:.0f} s "
-          f"(last samples: {shown} %, idle means < {args.max_util:g} % for "
-          f"{args.settle:g} s). Another process is using the GPU; timings would be "
-          f"unreliable. Check nvidia-smi / rocm-smi on the runner.", file=sys.stderr)
+    print(
+        f"{prefix}wait_gpu_idle: {name} still busy after {args.timeout:.0f} s "
+        f"(last samples: {shown} %, idle means < {args.max_util:g} % for "
+        f"{args.settle:g} s). Another process is using the GPU; timings would be "
+        f"unreliable. Check nvidia-smi / rocm-smi on the runner.",
+        file=sys.stderr,
+    )
     return 1
 
 

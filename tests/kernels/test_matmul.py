@@ -10,6 +10,7 @@ from gemmgate.accuracy import relative_error
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import MODES
 from gemmgate.shapes import SETS, Case
+from kernels.configs import TileConfig
 
 # (mode, tolerance): fp32 IEEE far under tf32's ~3e-4; 16-bit output rounding ~2e-3.
 CPU_MODES = [("fp32", 1e-5), ("fp16", 1e-3)]
@@ -17,12 +18,17 @@ GPU_MODES = [("fp32", 2e-5), ("tf32", 1.5e-3), ("bf16", 5e-3), ("fp16", 1e-3), (
 CORNERS = SETS["tail"] + SETS["smoke"]
 
 
-def _run(case: Case, mode: str, device: str):
+# A fixed tile for GPU corner tests: autotuning every odd shape would cost minutes of
+# compiles; the autotuned path is exercised by `gemmgate run` and test_gpu_autotuned.
+GPU_TILE = TileConfig(64, 64, 64, 8, 3, 4)
+
+
+def _run(case: Case, mode: str, device: str, config=None):
     inp = make_inputs(case, MODES[mode], device, seed=case.m * 31 + case.k)
     out = torch.full((case.m, case.n), float("nan"),
                      dtype=getattr(torch, MODES[mode].output_dtype), device=device)
     got = kernels.matmul(inp.a, inp.b, precision=mode, out=out,
-                         scale_a=inp.scale_a, scale_b=inp.scale_b)
+                         scale_a=inp.scale_a, scale_b=inp.scale_b, config=config)
     assert got is out
     return relative_error(got, inp.reference())
 
@@ -40,6 +46,14 @@ def test_matches_float64_reference(case, mode, tol, device):
 def test_gpu_modes_match_reference(case, mode, tol):
     if mode == "fp8" and torch.cuda.get_device_capability() < (8, 9):
         pytest.skip("fp8 needs compute capability 8.9+")
+    assert _run(case, mode, "cuda", GPU_TILE) < tol
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", [Case(1000, 1000, 1000), Case(512, 768, 253, "cr")],
+                         ids=lambda c: c.id)
+@pytest.mark.parametrize("mode,tol", [("fp32", 2e-5), ("bf16", 5e-3)])
+def test_gpu_autotuned(case, mode, tol):
     assert _run(case, mode, "cuda") < tol
 
 
@@ -47,9 +61,9 @@ def test_gpu_modes_match_reference(case, mode, tol):
 def test_gpu_fp32_is_ieee_not_tf32():
     # K=4096 normal inputs: IEEE fp32 ~1e-6, tf32 ~3e-4. Triton's default for an fp32
     # dot is tf32, so this fails if the kernel ever stops passing input_precision.
-    err = _run(Case(256, 256, 4096), "fp32", "cuda")
+    err = _run(Case(256, 256, 4096), "fp32", "cuda", GPU_TILE)
     assert err < 2e-5
-    assert _run(Case(256, 256, 4096), "tf32", "cuda") > 5e-5
+    assert _run(Case(256, 256, 4096), "tf32", "cuda", GPU_TILE) > 5e-5
 
 
 def test_dtype_implies_mode(device):
