@@ -15,4 +15,4 @@ echo "pytest rc=$?"; tail -5 "$OUT/pytest_gpu.txt"
 timeout 60 python3 scripts/device/ceilings.py > "$OUT/ceilings.txt" 2>&1
 timeout 60 python3 -m gemmgate run --shapes pr --modes bf16 --timing eager --budget 1 \
   --json "$OUT/pr_eager_bf16.json" > "$OUT/pr_eager_bf16.txt" 2>&1; echo "eager rc=$?"
-cd "$OUT" && tar czf results.tgz *.txt *.json && rm -f *.json && cat env.txt ceilings.txt pr_*.txt | grep -v '^$' | cut -c1-150
+cd "$OUT" && tar czf results.tgz *.txt *.json && cat ceilings.txt pr_*.txt | grep -v "^$" | cut -c1-150; rm -f *.txt *.json
