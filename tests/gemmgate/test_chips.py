@@ -1,0 +1,205 @@
+"""gemmgate/chips.py: the chip table, lookup, and selection (override, env, detection)."""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from gemmgate import chips
+from gemmgate.chips import CHIPS, Chip, get_chip, match_device_name, select_chip
+from gemmgate.precision import MODE_NAMES
+
+IDS = ("nvidia-a100", "nvidia-h100", "nvidia-h200", "amd-mi300x", "cpu")
+
+
+@pytest.fixture
+def no_env(monkeypatch):
+    monkeypatch.delenv("GEMMGATE_CHIP", raising=False)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch, no_env):
+    """Pretend torch sees one CUDA device; returns a setter for its name/properties."""
+    def install(name: str, major: int = 9, minor: int = 0):
+        props = SimpleNamespace(name=name, major=major, minor=minor,
+                                multi_processor_count=100,
+                                shared_memory_per_block_optin=100000, L2_cache_size=1 << 25)
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: name)
+        monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i=0: props)
+        monkeypatch.setattr(torch.version, "hip", None)
+    return install
+
+
+# --- the table ---------------------------------------------------------------------------
+
+def test_all_chip_ids_present():
+    assert set(CHIPS) == set(IDS)
+    assert all(CHIPS[i].id == i for i in CHIPS)
+
+
+@pytest.mark.parametrize("chip_id", IDS)
+def test_chip_invariants(chip_id):
+    c = CHIPS[chip_id]
+    assert set(c.modes) <= set(MODE_NAMES)
+    assert "fp32" in c.modes
+    assert set(c.peak_tflops) <= set(c.modes)      # peaks only for supported modes
+    assert all(v > 0 for v in c.peak_tflops.values())
+    assert c.llc_bytes > 0
+    assert c.device_type == ("cpu" if chip_id == "cpu" else "cuda")
+    for mode in c.modes:
+        c.require_mode(mode)
+        assert c.peak(mode) == c.peak_tflops.get(mode)
+
+
+@pytest.mark.parametrize("chip_id", IDS[:4])
+def test_gpu_chips_have_sizes_peaks_and_names(chip_id):
+    c = CHIPS[chip_id]
+    assert c.compute_units > 0 and c.smem_per_block > 0 and c.mem_bw_gbs > 0
+    assert set(c.peak_tflops) == set(c.modes)
+    assert c.match and all(m == m.lower() for m in c.match)
+    # Faster precisions have higher peaks.
+    assert c.peak("fp32") < c.peak("tf32") < c.peak("bf16") == c.peak("fp16")
+
+
+def test_cpu_profile():
+    cpu = CHIPS["cpu"]
+    assert cpu.vendor == "cpu"
+    assert "tf32" not in cpu.modes and "fp8" not in cpu.modes
+    assert cpu.peak("fp32") is None and cpu.match == ()
+
+
+def test_fp8_dtypes():
+    assert CHIPS["amd-mi300x"].fp8_dtype == "float8_e4m3fnuz"
+    assert CHIPS["nvidia-h200"].fp8_dtype == "float8_e4m3fn"
+    assert "fp8" in CHIPS["nvidia-h100"].modes and "fp8" not in CHIPS["nvidia-a100"].modes
+
+
+def test_require_mode_unsupported():
+    with pytest.raises(ValueError, match="fp8 is not supported on cpu"):
+        CHIPS["cpu"].require_mode("fp8")
+    with pytest.raises(ValueError, match="tf32 is not supported on cpu"):
+        CHIPS["cpu"].require_mode("tf32")
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    (dict(vendor="intel"), "unknown vendor"),
+    (dict(compute_units=-1), "negative size"),
+    (dict(peak_tflops={"fp8": 1.0}), "unsupported modes"),
+])
+def test_chip_validation(kwargs, match):
+    base = dict(id="x", vendor="nvidia", name="X", compute_units=1, smem_per_block=1,
+                llc_bytes=1, mem_bw_gbs=1.0)
+    Chip(**base)
+    with pytest.raises(ValueError, match=match):
+        Chip(**{**base, **kwargs})
+
+
+# --- lookup --------------------------------------------------------------------------------
+
+def test_get_chip():
+    assert get_chip("nvidia-h200") is CHIPS["nvidia-h200"]
+
+
+def test_get_chip_unknown_lists_known_ids():
+    with pytest.raises(ValueError, match="unknown chip id 'nvidia-b200'") as e:
+        get_chip("nvidia-b200")
+    for chip_id in IDS:
+        assert chip_id in str(e.value)
+
+
+@pytest.mark.parametrize(("device_name", "chip_id"), [
+    ("NVIDIA H200", "nvidia-h200"),
+    ("NVIDIA H100 80GB HBM3", "nvidia-h100"),
+    ("NVIDIA A100-SXM4-80GB", "nvidia-a100"),
+    ("AMD Instinct MI300X", "amd-mi300x"),
+])
+def test_match_device_name(device_name, chip_id):
+    assert match_device_name(device_name).id == chip_id
+
+
+@pytest.mark.parametrize("device_name", ["Foo GPU 9000", "NVIDIA GeForce RTX 4090", "cpu", ""])
+def test_match_device_name_unknown(device_name):
+    assert match_device_name(device_name) is None
+
+
+# --- select_chip, without a GPU (this machine) ----------------------------------------------
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
+def test_select_default_without_gpu_is_cpu(no_gpu, no_env):
+    sel = select_chip()
+    assert sel.chip is CHIPS["cpu"]
+    assert sel.source == "no GPU" and sel.device_name == "cpu" and sel.warning is None
+
+
+def test_select_from_env(no_gpu, monkeypatch):
+    monkeypatch.setenv("GEMMGATE_CHIP", "cpu")
+    sel = select_chip()
+    assert sel.chip.id == "cpu" and sel.source == "GEMMGATE_CHIP" and sel.warning is None
+
+
+def test_select_override_beats_env(no_gpu, monkeypatch):
+    monkeypatch.setenv("GEMMGATE_CHIP", "nvidia-h200")
+    sel = select_chip("cpu")
+    assert sel.chip.id == "cpu" and sel.source == "--chip"
+
+
+def test_select_gpu_override_without_gpu(no_gpu, no_env):
+    with pytest.raises(ValueError, match="no GPU"):
+        select_chip("nvidia-h200")
+
+
+def test_select_gpu_env_without_gpu(no_gpu, monkeypatch):
+    monkeypatch.setenv("GEMMGATE_CHIP", "amd-mi300x")
+    with pytest.raises(ValueError, match=r"amd-mi300x.*GEMMGATE_CHIP.*no GPU"):
+        select_chip()
+
+
+@pytest.mark.parametrize("via_env", [False, True])
+def test_select_unknown_id(no_gpu, monkeypatch, via_env):
+    if via_env:
+        monkeypatch.setenv("GEMMGATE_CHIP", "tpu-v5")
+    else:
+        monkeypatch.delenv("GEMMGATE_CHIP", raising=False)
+    with pytest.raises(ValueError, match="unknown chip id 'tpu-v5'"):
+        select_chip(None if via_env else "tpu-v5")
+
+
+# --- select_chip with a (faked) GPU ------------------------------------------------------------
+
+def test_select_detects_known_gpu(fake_gpu):
+    fake_gpu("NVIDIA H200")
+    sel = select_chip()
+    assert sel.chip is CHIPS["nvidia-h200"]
+    assert sel.source == "detected" and sel.device_name == "NVIDIA H200" and sel.warning is None
+
+
+def test_select_override_disagreeing_with_device_warns(fake_gpu):
+    fake_gpu("NVIDIA H100 80GB HBM3")
+    sel = select_chip("nvidia-h200")
+    assert sel.chip.id == "nvidia-h200" and sel.source == "--chip"
+    assert "nvidia-h200" in sel.warning and "NVIDIA H100 80GB HBM3" in sel.warning
+
+
+def test_select_unknown_gpu_gets_generic_profile(fake_gpu):
+    fake_gpu("Foo GPU 9000")
+    sel = select_chip()
+    assert sel.source == "generic" and sel.device_name == "Foo GPU 9000"
+    assert sel.warning and "Foo GPU 9000" in sel.warning
+    c = sel.chip
+    assert c.id == chips.GENERIC_GPU.id and c.name == "Foo GPU 9000"
+    assert c.vendor == "nvidia" and c.device_type == "cuda"
+    assert c.compute_units == 100
+    assert c.smem_per_block == 100000 and c.llc_bytes == 1 << 25
+    assert c.modes == ("fp32", "tf32", "bf16", "fp16", "fp8")
+    assert c.peak_tflops == {}
+
+
+def test_generic_profile_of_an_older_gpu(fake_gpu):
+    fake_gpu("Foo GPU 8000", major=8, minor=0)          # Ampere: tf32, but fp8 needs sm_89
+    c = select_chip().chip
+    assert c.modes == ("fp32", "tf32", "bf16", "fp16")

@@ -1,0 +1,194 @@
+"""gemmgate/precision.py: mode table invariants, parsing, dtype mapping, vendor flags."""
+
+import pytest
+import torch
+
+from gemmgate import precision
+from gemmgate.precision import ERROR_BOUND, MODE_NAMES, MODES, PrecisionMode
+
+M = torch.backends.cuda.matmul
+
+
+def _flags():
+    return (M.allow_tf32, M.allow_bf16_reduced_precision_reduction,
+            M.allow_fp16_reduced_precision_reduction, torch.get_float32_matmul_precision())
+
+
+@pytest.fixture(autouse=True)
+def restore_torch_flags():
+    """Every test starts and ends with torch's matmul flags as they were, even if a test
+    (or the code under test) leaves torch in its 'mixed legacy/new API' state."""
+    saved = _flags()
+    new_api = getattr(M, "fp32_precision", None)
+    global_new = getattr(torch.backends, "fp32_precision", None)
+    yield
+    if global_new is not None:
+        torch.backends.fp32_precision = global_new
+    # set_float32_matmul_precision clears the mixed state and sets allow_tf32 with it.
+    torch.set_float32_matmul_precision(saved[3])
+    if new_api is not None:
+        M.fp32_precision = new_api
+    M.allow_bf16_reduced_precision_reduction = saved[1]
+    M.allow_fp16_reduced_precision_reduction = saved[2]
+    assert _flags() == saved
+
+
+# --- the mode table ----------------------------------------------------------------------
+
+def test_mode_names():
+    assert MODE_NAMES == ("fp32", "tf32", "bf16", "fp16", "fp8")
+    assert all(MODES[n].name == n for n in MODE_NAMES)
+
+
+@pytest.mark.parametrize("name", MODE_NAMES)
+def test_every_mode_invariants(name):
+    m = MODES[name]
+    assert m.bound == ERROR_BOUND == 1e-2
+    assert 0 < m.max_error < m.bound
+    assert m.input_precision in ("ieee", "tf32")
+    assert m.accumulator == "float32"
+    for dtype_name in (m.input_dtype, m.output_dtype):
+        assert isinstance(getattr(torch, dtype_name), torch.dtype)
+    assert m.downgrade_hint
+    assert m.scaled == (name == "fp8")
+    # Only tf32 may use tf32, on either side.
+    assert m.allow_tf32 == (name == "tf32")
+    assert (m.input_precision == "tf32") == (name == "tf32")
+
+
+def test_fp32_is_ieee_and_tight():
+    fp32 = MODES["fp32"]
+    assert (fp32.input_dtype, fp32.output_dtype) == ("float32", "float32")
+    assert fp32.input_precision == "ieee" and fp32.allow_tf32 is False
+    # A tf32-like error (~3e-4) must sit above the fp32 band.
+    assert fp32.max_error < 3e-4
+
+
+def test_tf32_sets_allow_tf32():
+    tf32 = MODES["tf32"]
+    assert tf32.allow_tf32 is True and tf32.input_precision == "tf32"
+    assert tf32.input_dtype == "float32"
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    (dict(max_error=0.0), "max_error"),
+    (dict(max_error=1e-2), "max_error"),            # == bound is not below it
+    (dict(max_error=2e-2), "max_error"),
+    (dict(input_precision="tf32x3"), "input_precision"),
+])
+def test_precision_mode_validation(kwargs, match):
+    base = dict(name="x", input_dtype="float32", output_dtype="float32",
+                input_precision="ieee", allow_tf32=False, max_error=1e-5, downgrade_hint="h")
+    PrecisionMode(**base)  # the base is valid
+    with pytest.raises(ValueError, match=match):
+        PrecisionMode(**{**base, **kwargs})
+
+
+# --- get_mode / parse_modes ----------------------------------------------------------------
+
+def test_get_mode_unknown_names_it_and_lists_known():
+    assert precision.get_mode("bf16") is MODES["bf16"]
+    with pytest.raises(ValueError, match=r"unknown precision mode 'fp64'.*fp32, tf32"):
+        precision.get_mode("fp64")
+
+
+def test_parse_modes_keeps_order_and_drops_duplicates():
+    got = precision.parse_modes("bf16, fp32,bf16 ,tf32,fp32")
+    assert [m.name for m in got] == ["bf16", "fp32", "tf32"]
+    assert [m.name for m in precision.parse_modes("fp8")] == ["fp8"]
+    assert precision.parse_modes(",".join(MODE_NAMES)) == tuple(MODES.values())
+
+
+def test_parse_modes_unknown_names_the_mode():
+    with pytest.raises(ValueError, match="'int8'"):
+        precision.parse_modes("fp32,int8")
+
+
+@pytest.mark.parametrize("text", ["", " ", ",", " , ,"])
+def test_parse_modes_empty(text):
+    with pytest.raises(ValueError, match="no precision mode"):
+        precision.parse_modes(text)
+
+
+# --- mode_for_dtype --------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("dtype_name", "mode"), [
+    ("float32", "fp32"), ("bfloat16", "bf16"), ("float16", "fp16"),
+    ("float8_e4m3fn", "fp8"), ("float8_e4m3fnuz", "fp8"),
+])
+def test_mode_for_dtype(dtype_name, mode):
+    assert precision.mode_for_dtype(dtype_name).name == mode
+
+
+def test_float32_means_ieee_never_tf32():
+    m = precision.mode_for_dtype("float32")
+    assert m.name == "fp32" and not m.allow_tf32 and m.input_precision == "ieee"
+
+
+@pytest.mark.parametrize("dtype_name", ["int32", "int8", "float64", "bool", "complex64"])
+def test_mode_for_dtype_rejects_other_dtypes(dtype_name):
+    with pytest.raises(TypeError, match=f"unsupported dtype {dtype_name}"):
+        precision.mode_for_dtype(dtype_name)
+
+
+# --- vendor_flags ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", MODE_NAMES)
+def test_vendor_flags_set_explicitly_and_restored(name):
+    mode = MODES[name]
+    # Start from the opposite of what the mode wants, so every flag has to be written.
+    torch.set_float32_matmul_precision("highest" if mode.allow_tf32 else "high")
+    M.allow_bf16_reduced_precision_reduction = True
+    M.allow_fp16_reduced_precision_reduction = True
+    before = _flags()
+    with precision.vendor_flags(mode):
+        assert M.allow_tf32 is mode.allow_tf32
+        assert M.allow_bf16_reduced_precision_reduction is False
+        assert M.allow_fp16_reduced_precision_reduction is False
+        assert torch.get_float32_matmul_precision() == ("high" if mode.allow_tf32
+                                                        else "highest")
+    assert _flags() == before
+
+
+def test_vendor_flags_restored_when_body_raises():
+    torch.set_float32_matmul_precision("high")
+    M.allow_bf16_reduced_precision_reduction = True
+    M.allow_fp16_reduced_precision_reduction = False
+    before = _flags()
+    assert before[0] is True
+    with pytest.raises(RuntimeError, match="boom"):
+        with precision.vendor_flags(MODES["fp32"]):
+            assert M.allow_tf32 is False
+            raise RuntimeError("boom")
+    assert _flags() == before
+
+
+def test_vendor_flags_nested():
+    with precision.vendor_flags(MODES["fp32"]):
+        with precision.vendor_flags(MODES["tf32"]):
+            assert M.allow_tf32 is True
+        assert M.allow_tf32 is False
+        assert torch.get_float32_matmul_precision() == "highest"
+
+
+@pytest.mark.xfail(strict=True, raises=RuntimeError,
+                   reason="bug: precision.py:108-110 restores with set_float32_matmul_"
+                   "precision('medium') then the legacy allow_tf32 setter, leaving torch "
+                   "2.13 in its mixed-API state: get_float32_matmul_precision() raises")
+def test_vendor_flags_restores_medium_precision():
+    torch.set_float32_matmul_precision("medium")
+    with precision.vendor_flags(MODES["fp32"]):
+        pass
+    assert torch.get_float32_matmul_precision() == "medium"
+
+
+@pytest.mark.skipif(not hasattr(M, "fp32_precision"), reason="torch without fp32_precision")
+@pytest.mark.xfail(strict=True, raises=RuntimeError,
+                   reason="bug: precision.py:98 reads the legacy allow_tf32 flag; after the "
+                   "new API (torch.backends.cuda.matmul.fp32_precision = 'tf32') torch 2.13 "
+                   "raises on that read, so vendor_flags cannot be entered")
+def test_vendor_flags_after_new_fp32_precision_api():
+    M.fp32_precision = "tf32"
+    with precision.vendor_flags(MODES["fp32"]):
+        assert M.fp32_precision == "ieee"
+    assert M.fp32_precision == "tf32"

@@ -1,0 +1,167 @@
+"""gemmgate/shapes.py: named shape sets, Case ids and validation, user shape files."""
+
+import pytest
+
+from gemmgate.shapes import LAYOUTS, SETS, Case, load_shape_file, resolve
+
+# --- named sets ---------------------------------------------------------------------------
+
+
+def test_set_names():
+    assert set(SETS) == {"smoke", "tail", "pr", "nightly", "llm"}
+    assert all(SETS[name] for name in SETS)
+
+
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_ids_unique_within_each_set(name):
+    ids = [c.id for c in SETS[name]]
+    assert len(ids) == len(set(ids))
+    assert all(isinstance(c, Case) for c in SETS[name])
+
+
+def test_pr_set_is_small():
+    assert 0 < len(SETS["pr"]) <= 30
+
+
+def test_nightly_includes_the_27_case_grid():
+    grid = {(m, n, k) for m in (256, 1024, 4096) for n in (256, 1024, 4096)
+            for k in (128, 512, 2048)}
+    assert len(grid) == 27
+    nightly = {(c.m, c.n, c.k) for c in SETS["nightly"] if c.layout == "rr" and c.pad == 0}
+    assert grid <= nightly
+
+
+def test_tail_covers_the_corners():
+    tail = SETS["tail"]
+    assert {c.layout for c in tail} == set(LAYOUTS)
+    assert any(c.pad > 0 for c in tail)
+    assert any(c.k % 32 for c in tail)
+    for dim in ("m", "n", "k"):
+        assert any(getattr(c, dim) == 0 for c in tail), dim
+
+
+def test_smoke_is_interpreter_sized():
+    assert all(max(c.m, c.n, c.k) <= 128 for c in SETS["smoke"])
+
+
+# --- Case ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("case", "case_id"), [
+    (Case(64, 64, 64), "m64-n64-k64"),
+    (Case(64, 32, 96, "cr"), "m64-n32-k96-cr"),
+    (Case(32, 64, 48, "rc", 5), "m32-n64-k48-rc+p5"),
+    (Case(8, 8, 8, "rr", 3), "m8-n8-k8-rr+p3"),
+    (Case(0, 8, 8, "cc"), "m0-n8-k8-cc"),
+])
+def test_case_id(case, case_id):
+    assert case.id == case_id
+
+
+def test_case_layout_id_flops_and_defaults():
+    c = Case(2, 3, 4)
+    assert (c.layout, c.pad, c.layout_id) == ("rr", 0, "rr")
+    assert Case(2, 3, 4, "cc", 7).layout_id == "cc+p7"
+    assert c.flops == 2 * 2 * 3 * 4
+    assert Case(0, 3, 4).flops == 0
+    assert Case(1, 2, 3) == Case(1, 2, 3, "rr", 0)
+
+
+@pytest.mark.parametrize(("args", "match"), [
+    ((-1, 2, 3), "negative dimension"),
+    ((1, -2, 3), "negative dimension"),
+    ((1, 2, -3), "negative dimension"),
+    ((1, 2, 3, "xx"), "unknown layout 'xx'"),
+    ((1, 2, 3, "RR"), "unknown layout"),
+    ((1, 2, 3, "rr", -1), "pad must be >= 0"),
+])
+def test_case_validation(args, match):
+    with pytest.raises(ValueError, match=match):
+        Case(*args)
+
+
+# --- shape files --------------------------------------------------------------------------
+
+def _write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_csv_full_header(tmp_path):
+    p = _write(tmp_path, "s.csv", "m,n,k,layout,pad\n64,32,96,cr,0\n8, 16, 24, rc, 5\n")
+    assert load_shape_file(p) == (Case(64, 32, 96, "cr"), Case(8, 16, 24, "rc", 5))
+
+
+def test_csv_without_optional_columns_and_blank_optionals(tmp_path):
+    p = _write(tmp_path, "s.CSV", "M,N,K\n1,2,3\n4,5,6\n")
+    assert load_shape_file(str(p)) == (Case(1, 2, 3), Case(4, 5, 6))
+    q = _write(tmp_path, "t.csv", "m,n,k,layout,pad\n1,2,3,,\n")
+    assert load_shape_file(q) == (Case(1, 2, 3),)
+
+
+def test_yaml_list_and_cases_key(tmp_path):
+    p = _write(tmp_path, "s.yaml",
+               "- {m: 64, n: 64, k: 64}\n- {m: 1, n: 2, k: 3, layout: cc, pad: 2}\n")
+    assert load_shape_file(p) == (Case(64, 64, 64), Case(1, 2, 3, "cc", 2))
+    q = _write(tmp_path, "s.yml", "cases:\n  - m: 7\n    n: 8\n    k: 9\n    layout: rc\n")
+    assert load_shape_file(q) == (Case(7, 8, 9, "rc"),)
+
+
+@pytest.mark.parametrize(("name", "text", "match"), [
+    ("s.txt", "m,n,k\n1,2,3\n", "must end in .csv, .yaml or .yml"),
+    ("s.csv", "", "holds no cases"),
+    ("s.csv", "m,n,k\n", "holds no cases"),
+    ("s.yaml", "[]\n", "holds no cases"),
+    ("s.csv", "m,n\n1,2\n", "case 1 lacks 'k'"),
+    ("s.yaml", "- {m: 1, k: 3}\n", "case 1 lacks 'n'"),
+    ("s.csv", "m,n,k\n1,2,3\n4,x,6\n", "case 2"),
+    ("s.yaml", "- {m: 1, n: 2, k: 3.5}\n", "case 1"),
+    ("s.csv", "m,n,k\n1,-2,3\n", "negative dimension"),
+    ("s.csv", "m,n,k,pad\n1,2,3,-4\n", "pad must be >= 0"),
+    ("s.csv", "m,n,k,layout\n1,2,3,tt\n", "unknown layout 'tt'"),
+    ("s.yaml", "- {m: 1, n: [2\n", "not valid YAML"),
+    ("s.yaml", "42\n", "must hold a list"),
+    ("s.yaml", "other: []\n", "must hold a list"),
+    ("s.yaml", "- 1\n", "case 1 must be a mapping"),
+])
+def test_shape_file_errors(tmp_path, name, text, match):
+    p = _write(tmp_path, name, text)
+    with pytest.raises(ValueError, match=match) as e:
+        load_shape_file(p)
+    assert str(p) in str(e.value)  # every message names the file
+
+
+@pytest.mark.parametrize("name", ["missing.csv", "missing.yaml", "missing.txt"])
+def test_missing_shape_file(tmp_path, name):
+    with pytest.raises(ValueError, match="cannot read shape file"):
+        load_shape_file(tmp_path / name)
+
+
+def test_directory_is_not_readable(tmp_path):
+    d = tmp_path / "dir.csv"
+    d.mkdir()
+    with pytest.raises(ValueError, match="cannot read"):
+        load_shape_file(d)
+
+
+# --- resolve --------------------------------------------------------------------------------
+
+def test_resolve_set_name():
+    assert resolve("smoke") == ("smoke", SETS["smoke"])
+
+
+def test_resolve_file(tmp_path):
+    p = _write(tmp_path, "mine.yaml", "- {m: 3, n: 4, k: 5}\n")
+    assert resolve(str(p)) == (str(p), (Case(3, 4, 5),))
+
+
+def test_resolve_missing_file_with_suffix(tmp_path):
+    with pytest.raises(ValueError, match="cannot read"):
+        resolve(str(tmp_path / "nope.csv"))
+
+
+def test_resolve_unknown_name():
+    with pytest.raises(ValueError, match="unknown shape set 'weekly'") as e:
+        resolve("weekly")
+    for name in SETS:
+        assert name in str(e.value)
