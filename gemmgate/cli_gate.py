@@ -1,11 +1,171 @@
-"""`gemmgate check` and `gemmgate baseline ...` (the regression gate)."""
+"""`gemmgate check` (the regression gate) and `gemmgate baseline update|calibrate`."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from rich.table import Table
+
+from gemmgate import baselines
+from gemmgate.compare import DEFAULT_FLOOR, REGRESSED
+
 
 def add_gate_commands(sub, common) -> None:
-    pass
+    check = sub.add_parser("check", help="run the chip's set and compare with its baseline")
+    common(check)
+    check.add_argument("--baseline", metavar="FILE", help="default: baselines/<chip>.json")
+    check.add_argument("--floor", type=float, default=DEFAULT_FLOOR,
+                       help="smallest relative change ever flagged (default 0.015)")
+    check.add_argument("--no-remeasure", action="store_true",
+                       help="report suspected regressions without measuring them again")
+    check.add_argument("--summary", metavar="PATH", default=os.environ.get("GITHUB_STEP_SUMMARY"),
+                       help="append the Markdown summary here (default: $GITHUB_STEP_SUMMARY)")
+    check.add_argument("--inject-slowdown", type=float, default=0.0, metavar="F",
+                       help="VALIDATION ONLY: add F x Triton's time of extra device work")
+    base = sub.add_parser("baseline", help="create or refresh baselines/<chip>.json")
+    bsub = base.add_subparsers(dest="action", required=True, parser_class=type(base))
+    for name, text in (("update", "one run; keeps the old file's noise per case"),
+                       ("calibrate", "several A/A runs in fresh processes; stores noise")):
+        p = bsub.add_parser(name, help=text)
+        common(p)
+        p.add_argument("--output", metavar="FILE", help="default: baselines/<chip>.json")
+        p.add_argument("--runs", type=int, default=1 if name == "update" else 3,
+                       help="independent runs (fresh processes)")
 
 
 def gate_command(args, console, err) -> int:
-    raise ValueError(f"unknown command {args.command!r}")
+    if args.command == "check":
+        return _check(args, console, err)
+    return _baseline(args, console, err)
+
+
+def _modes_arg(args, base: dict | None) -> str | None:
+    if args.modes or not base:
+        return args.modes
+    return ",".join(base["provenance"].get("modes", [])) or None
+
+
+def _check(args, console, err) -> int:
+    from gemmgate.chips import select_chip
+    from gemmgate.cli_run import execute
+    from gemmgate.files import write_json_atomic
+    from gemmgate.gate import annotations, compare_run, markdown, remeasure
+    from gemmgate.report import print_tables, run_json
+    from gemmgate.session import make_session
+
+    if not 0 <= args.inject_slowdown <= 10:
+        raise ValueError("--inject-slowdown must be between 0 and 10")
+    chip_id = select_chip(args.chip).chip.id
+    path = args.baseline or baselines.default_path(chip_id)
+    base = baselines.load(path, chip_id)  # before any work: a bad file is exit 2
+    session = make_session(args.chip, args.shapes or base["provenance"].get("shapes"),
+                           _modes_arg(args, base), args.timing, args.budget)
+    env, results = execute(session, console, err, slowdown=args.inject_slowdown)
+    gate = compare_run(results, base, args.floor)
+    if not args.no_remeasure:
+        results, gate = remeasure(session, results, gate, base, args.floor,
+                                  args.inject_slowdown)
+    print_tables(results, console, title=f"{chip_id} {session.shapes_label}")
+    md = markdown(gate, chip_id)
+    console.print(_gate_table(gate))
+    for line in annotations(gate):
+        print(line, flush=True)
+    if args.summary:
+        with open(args.summary, "a") as f:
+            f.write(md + "\n")
+    if args.json:
+        data = run_json(env, results, session.shapes_label)
+        data["gate"] = {"baseline": str(path), "failed": gate.failed,
+                        "verdicts": [v.to_json() for v in gate.verdicts],
+                        "missing": list(gate.missing), "extra": list(gate.extra),
+                        "inject_slowdown": args.inject_slowdown}
+        write_json_atomic(args.json, data)
+    return 1 if gate.failed else 0
+
+
+def _gate_table(gate) -> Table:
+    t = Table(title="regression gate", title_justify="left")
+    for h in ("case", "verdict", "ratio change", "95% CI", "tol", "TFLOP/s change", "note"):
+        t.add_column(h, no_wrap=h == "case")
+    for v in gate.verdicts:
+        r, f = v.ratio, v.tflops
+        style = "red" if v.verdict in (REGRESSED, "failed") else None
+        t.add_row(v.key, v.verdict + (" (re-measured)" if v.remeasured else ""),
+                  f"{r.change:+.2%}" if r else "—",
+                  f"[{r.ci_low:+.2%}, {r.ci_high:+.2%}]" if r else "—",
+                  f"±{r.tolerance:.1%}" if r else "—", f"{f.change:+.2%}" if f else "—",
+                  v.note, style=style)
+    return t
+
+
+def _baseline(args, console, err) -> int:
+    from gemmgate.session import make_session
+
+    if args.runs < 1:
+        raise ValueError("--runs must be at least 1")
+    session = make_session(args.chip, args.shapes, args.modes, args.timing, args.budget)
+    chip_id = session.chip.id
+    path = Path(args.output or baselines.default_path(chip_id))
+    old = None
+    if path.exists():
+        try:
+            old = baselines.load(path, chip_id)
+        except baselines.BaselineError as e:
+            err.print(f"[yellow]warning:[/] replacing an unusable baseline: {e}")
+    try:
+        runs = _runs(args, session, console, err)
+    except RuntimeError as e:
+        err.print(f"[red]{e}[/]; baseline not written")
+        return 1
+    bad = [c["id"] for r in runs for c in r["cases"] if not c["passed"]]
+    if bad:
+        err.print(f"[red]accuracy failures, baseline not written:[/] {', '.join(sorted(set(bad)))}")
+        return 1
+    new = baselines.carry_noise(baselines.build(runs, chip_id, session.shapes_label), old)
+    baselines.save(path, new)
+    console.print(_summary_table(baselines.summary(old), baselines.summary(new)))
+    console.print(f"wrote {path} ({len(new['cases'])} cases, {len(runs)} run(s))")
+    return 0
+
+
+def _runs(args, session, console, err) -> list[dict]:
+    """One run in this process, or --runs fresh processes (A/A calibration)."""
+    if args.runs == 1:
+        from gemmgate.cli_run import execute
+        from gemmgate.report import run_json
+
+        env, results = execute(session, console, err)
+        return [json.loads(json.dumps(run_json(env, results, session.shapes_label)))]
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.runs):
+            out = Path(tmp) / f"run{i}.json"
+            cmd = [sys.executable, "-m", "gemmgate", "run", "--chip", session.chip.id,
+                   "--shapes", session.shapes_label,
+                   "--modes", ",".join(m.name for m in session.modes), "--json", str(out)]
+            if args.timing:
+                cmd += ["--timing", args.timing]
+            if args.budget:
+                cmd += ["--budget", str(args.budget)]
+            err.print(f"calibration run {i + 1}/{args.runs}")
+            proc = subprocess.run(cmd, stdout=subprocess.DEVNULL)
+            if proc.returncode not in (0, 1) or not out.exists():
+                raise RuntimeError(f"calibration run {i + 1} failed (exit {proc.returncode})")
+            runs.append(json.loads(out.read_text()))
+    return runs
+
+
+def _summary_table(old: dict, new: dict) -> Table:
+    t = Table(title="baseline: old beside new", title_justify="left")
+    for h in ("mode", "old cases", "old geomean ratio", "new cases", "new geomean ratio"):
+        t.add_column(h)
+    for m in sorted(set(old) | set(new)):
+        o, n = old.get(m, {}), new.get(m, {})
+        t.add_row(m, str(o.get("cases", "—")), f"{o['geomean_ratio']:.3f}" if o else "—",
+                  str(n.get("cases", "—")), f"{n['geomean_ratio']:.3f}" if n else "—")
+    return t

@@ -14,7 +14,7 @@ def progress_bar(console: Console) -> Progress:
                     TimeElapsedColumn(), console=console, transient=True)
 
 
-def execute(session, console: Console, err: Console):
+def execute(session, console: Console, err: Console, slowdown: float = 0.0):
     """Run a session's cases with a progress bar; returns (environment, results)."""
     from gemmgate.env import environment
     from gemmgate.run import run_cases
@@ -34,7 +34,7 @@ def execute(session, console: Console, err: Console):
             bar.update(task, advance=1, description=label)
 
         results = run_cases(sel.chip, session.modes, session.cases, session.policy,
-                            session.device, on_case=tick)
+                            session.device, on_case=tick, slowdown=slowdown)
     return env, results
 
 

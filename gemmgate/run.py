@@ -109,8 +109,18 @@ def _check(name: str, inp, mode: PrecisionMode, ref):
     acc: Accuracy = classify(relative_error(out, ref), mode)
     return call, ProviderResult(name, acc.status, acc.error, acc.message)
 
+def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int, device: str):
+    """Wrap the Triton call with `slowdown` x its own median time of extra device work."""
+    from gemmgate.slowdown import slowed
+
+    quick = replace(policy, min_rounds=5, max_rounds=20, budget_s=0.3)
+    base = stats.median(measure({"triton": calls["triton"]}, quick, flush_bytes=flush,
+                                device=device)["triton"])
+    calls["triton"] = slowed(calls["triton"], slowdown * base, device)
+
+
 def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
-             device: str, device_index: int = 0) -> CaseResult:
+             device: str, device_index: int = 0, slowdown: float = 0.0) -> CaseResult:
 
     from gemmgate.env import telemetry
     from gemmgate.inputs import make_inputs
@@ -124,7 +134,10 @@ def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
         if call is not None:
             calls[name] = call
     del ref
-    samples = measure(calls, policy, flush_bytes=2 * chip.llc_bytes, device=device)
+    flush = 2 * chip.llc_bytes
+    if slowdown > 0 and "triton" in calls:
+        _inject(calls, slowdown, policy, flush, device)
+    samples = measure(calls, policy, flush_bytes=flush, device=device)
     for name, ts in samples.items():
         med = stats.median(ts)
         tf = case.flops / (med * 1e-3) / 1e12 if case.flops and med > 0 else None
@@ -134,14 +147,15 @@ def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
 
 def run_cases(chip: Chip, modes: Sequence[PrecisionMode], cases: Sequence[Case],
               policy: TimingPolicy, device: str, device_index: int = 0,
-              on_case: Callable[[str], None] | None = None) -> list[CaseResult]:
+              on_case: Callable[[str], None] | None = None,
+              slowdown: float = 0.0) -> list[CaseResult]:
     """Every case in every mode; `on_case(label)` is called after each (progress bars)."""
     out: list[CaseResult] = []
     for mode in modes:
         chip.require_mode(mode.name)
         with vendor_flags(mode):
             for case in cases:
-                out.append(run_case(chip, mode, case, policy, device, device_index))
+                out.append(run_case(chip, mode, case, policy, device, device_index, slowdown))
                 if on_case:
                     on_case(f"{mode.name} {case.id}")
     return out

@@ -1,0 +1,154 @@
+"""Per-chip baseline files (baselines/<chip>.json): schema, validation, building, writing.
+
+Schema "gemmgate.baseline" version 1:
+  {"schema", "version", "chip", "provenance": {environment record, shapes, modes, runs},
+   "cases": {"<mode>-<case id>": {"mode", "m", "n", "k", "layout", "ratio",
+             "providers": {"triton"|"vendor": {"median_ms", "quantiles_ms", "tflops",
+                                               "error"}},
+             "noise": {"ratio": rel, "tflops": rel, "runs": n}}}}
+Figures are medians over the calibration runs; noise is their A/A spread
+(gemmgate.compare.aa_noise). Files are only written by `gemmgate baseline ...`, atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from gemmgate import stats
+from gemmgate.compare import aa_noise
+from gemmgate.files import write_json_atomic
+
+SCHEMA, VERSION = "gemmgate.baseline", 1
+
+
+class BaselineError(ValueError):
+    """A baseline file that cannot be used: missing, corrupt, wrong version or chip."""
+
+
+def default_path(chip_id: str) -> Path:
+    return Path("baselines") / f"{chip_id}.json"
+
+
+def load(path: str | Path, chip_id: str | None = None) -> dict:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise BaselineError(f"no baseline at {p}: create one with `gemmgate baseline "
+                            f"calibrate --chip {chip_id or '<chip>'}`") from None
+    except OSError as e:
+        raise BaselineError(f"cannot read baseline {p}: {e.strerror or e}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BaselineError(f"baseline {p} is corrupt (not JSON: {e})") from None
+    validate(data, str(p))
+    if chip_id is not None and data["chip"] != chip_id:
+        raise BaselineError(f"baseline {p} is for chip {data['chip']}, not {chip_id}")
+    return data
+
+
+def _need(cond: bool, where: str, what: str) -> None:
+    if not cond:
+        raise BaselineError(f"baseline {where} is corrupt: {what}")
+
+
+def validate(data, where: str = "<data>") -> None:
+    _need(isinstance(data, dict), where, "top level is not an object")
+    _need(data.get("schema") == SCHEMA, where, f"schema is {data.get('schema')!r}, "
+                                               f"expected {SCHEMA!r}")
+    if data.get("version") != VERSION:
+        raise BaselineError(f"baseline {where} has schema version {data.get('version')!r}; "
+                            f"this gemmgate reads version {VERSION}: recalibrate it")
+    _need(isinstance(data.get("chip"), str), where, "no chip id")
+    _need(isinstance(data.get("provenance"), dict), where, "no provenance")
+    cases = data.get("cases")
+    _need(isinstance(cases, dict), where, "no cases object")
+    for key, c in cases.items():
+        _need(isinstance(c, dict), where, f"case {key} is not an object")
+        for f in ("mode", "m", "n", "k", "layout", "providers", "noise"):
+            _need(f in c, where, f"case {key} lacks {f!r}")
+        r = c.get("ratio")
+        _need(r is None or (isinstance(r, (int, float)) and r > 0), where,
+              f"case {key} has a bad ratio {r!r}")
+        t = c["providers"].get("triton", {})
+        _need(isinstance(t.get("median_ms"), (int, float)), where,
+              f"case {key} lacks triton median_ms")
+
+
+def _median_or_none(xs: Sequence[float | None]) -> float | None:
+    vals = [x for x in xs if x is not None and math.isfinite(x)]
+    return stats.median(vals) if vals else None
+
+
+def build(runs: Sequence[dict], chip_id: str, shapes: str) -> dict:
+    """A baseline from one or more run JSONs (`gemmgate run --json`) of the same set."""
+    if not runs:
+        raise ValueError("no runs to build a baseline from")
+    by_key: dict[str, list[dict]] = {}
+    for run in runs:
+        for c in run["cases"]:
+            by_key.setdefault(c["id"], []).append(c)
+    cases = {}
+    for key, cs in by_key.items():
+        first = cs[0]
+        provs = {}
+        for name in first["providers"]:
+            ps = [c["providers"][name] for c in cs]
+            med = _median_or_none([p["median_ms"] for p in ps])
+            if med is None:
+                continue
+            provs[name] = {"median_ms": med,
+                           "quantiles_ms": ps[0]["quantiles_ms"],
+                           "tflops": _median_or_none([p["tflops"] for p in ps]),
+                           "error": _median_or_none([_f(p["error"]) for p in ps])}
+        if "triton" not in provs:
+            continue
+        ratios = [c["ratio"] for c in cs if c["ratio"]]
+        tflops = [c["providers"]["triton"]["tflops"] for c in cs
+                  if c["providers"]["triton"]["tflops"]]
+        cases[key] = {
+            "mode": first["mode"], "m": first["m"], "n": first["n"], "k": first["k"],
+            "layout": first["layout"], "ratio": _median_or_none(ratios),
+            "providers": provs,
+            "noise": {"ratio": aa_noise(ratios) if len(ratios) > 1 else None,
+                      "tflops": aa_noise(tflops) if len(tflops) > 1 else None,
+                      "runs": len(cs)},
+        }
+    env = dict(runs[0]["environment"])
+    env.update(shapes=shapes, runs=len(runs),
+               modes=sorted({c["mode"] for c in cases.values()}))
+    return {"schema": SCHEMA, "version": VERSION, "chip": chip_id, "provenance": env,
+            "cases": cases}
+
+
+def _f(x):
+    return x if isinstance(x, (int, float)) else math.inf
+
+
+def carry_noise(new: dict, old: dict | None) -> dict:
+    """An uncalibrated update keeps the old baseline's measured noise per case."""
+    if old:
+        for key, c in new["cases"].items():
+            if c["noise"]["runs"] < 2 and key in old["cases"]:
+                c["noise"] = dict(old["cases"][key]["noise"])
+    return new
+
+
+def save(path: str | Path, data: dict) -> None:
+    validate(data, str(path))
+    write_json_atomic(path, data)
+
+
+def summary(data: dict | None) -> dict:
+    """Per-mode geomean ratio and case count: shown old beside new on update."""
+    if not data:
+        return {}
+    out: dict[str, dict] = {}
+    for c in data["cases"].values():
+        out.setdefault(c["mode"], []).append(c["ratio"])
+    return {m: {"cases": len(rs), "geomean_ratio": stats.geomean([r for r in rs if r])}
+            for m, rs in sorted(out.items())}

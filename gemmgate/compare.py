@@ -1,0 +1,89 @@
+"""Regression verdicts: current measurement against a baseline, noise-aware. Pure.
+
+Each case is judged on two figures:
+- the speed ratio vendor_time / triton_time, from per-round paired samples (both
+  providers timed in the same round, interleaved): clock and thermal drift hit both, so
+  it cancels. This figure gates.
+- Triton's absolute TFLOP/s: reported with its own interval and tolerance, so drift that
+  slows both providers shows up as "drift", not as a regression.
+
+change = current median / baseline median - 1, with the distribution-free 95% CI of the
+current median (order statistics). The tolerance comes from the baseline's measured A/A
+noise (spread of the median across independent runs), never below a floor:
+- regressed:    change < -tol and the whole CI is below the baseline (CI high < 0)
+- improved:     change > +tol and the whole CI is above it
+- unchanged:    |change| <= tol
+- inconclusive: beyond tol but the CI still reaches the baseline (too noisy to say)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gemmgate import stats
+
+IMPROVED, UNCHANGED, REGRESSED, INCONCLUSIVE = "improved", "unchanged", "regressed", \
+    "inconclusive"
+DEFAULT_FLOOR = 0.015   # 1.5%: below this, medians of the same case differ by noise alone
+NOISE_FACTOR = 1.5      # tolerance = max(floor, factor * A/A spread)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verdict: str
+    change: float          # current / baseline - 1 (higher-is-better figure)
+    ci_low: float          # CI of change
+    ci_high: float
+    tolerance: float
+
+    def to_json(self) -> dict:
+        return {"verdict": self.verdict, "change": self.change, "ci_low": self.ci_low,
+                "ci_high": self.ci_high, "tolerance": self.tolerance}
+
+
+def tolerance(noise: float | None, floor: float = DEFAULT_FLOOR,
+              factor: float = NOISE_FACTOR) -> float:
+    """Threshold for a relative change: the measured A/A noise, scaled, with a floor."""
+    if noise is None or not math.isfinite(noise):
+        return floor
+    return max(floor, factor * noise)
+
+
+def aa_noise(run_medians: Sequence[float]) -> float:
+    """A/A noise of a figure from its medians over independent runs: the largest
+    relative deviation from their median (0 for a single run)."""
+    if not run_medians:
+        raise ValueError("no runs")
+    m = stats.median(run_medians)
+    return max(abs(x / m - 1) for x in run_medians) if m > 0 else math.inf
+
+
+def judge(current: Sequence[float], baseline: float, tol: float) -> Judgement:
+    """Verdict on a higher-is-better figure (speed ratio or TFLOP/s samples)."""
+    if baseline <= 0 or not math.isfinite(baseline):
+        raise ValueError(f"baseline figure must be positive, got {baseline}")
+    if not current:
+        raise ValueError("no current samples")
+    med = stats.median(current)
+    lo, hi = stats.median_ci(current)
+    change, ci_low, ci_high = med / baseline - 1, lo / baseline - 1, hi / baseline - 1
+    if abs(change) <= tol:
+        verdict = UNCHANGED
+    elif change < 0:
+        verdict = REGRESSED if ci_high < 0 else INCONCLUSIVE
+    else:
+        verdict = IMPROVED if ci_low > 0 else INCONCLUSIVE
+    return Judgement(verdict, change, ci_low, ci_high, tol)
+
+
+def drift_note(ratio: Judgement, tflops: Judgement | None) -> str:
+    """The ratio gates; absolute TFLOP/s explains: both providers moving is drift."""
+    if tflops is None:
+        return ""
+    if tflops.verdict == REGRESSED and ratio.verdict == UNCHANGED:
+        return "both providers slower (clock/thermal drift?): not a regression"
+    if tflops.verdict == IMPROVED and ratio.verdict == UNCHANGED:
+        return "both providers faster (drift)"
+    return ""

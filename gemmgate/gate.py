@@ -1,0 +1,133 @@
+"""The regression gate: this run's cases against the chip's baseline.
+
+Accuracy failures fail the gate. Each case present on both sides is judged on the speed
+ratio (gates) and Triton TFLOP/s (explains drift), see gemmgate/compare.py. Cases absent
+from the baseline or from the run are listed, not fatal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from gemmgate.compare import REGRESSED, Judgement, drift_note, judge, tolerance
+from gemmgate.run import CaseResult
+
+
+@dataclass(frozen=True)
+class CaseVerdict:
+    key: str
+    verdict: str                  # improved | unchanged | regressed | inconclusive | failed
+    ratio: Judgement | None
+    tflops: Judgement | None
+    note: str = ""
+    remeasured: bool = False
+
+    def to_json(self) -> dict:
+        return {"id": self.key, "verdict": self.verdict, "note": self.note,
+                "remeasured": self.remeasured,
+                "ratio": self.ratio.to_json() if self.ratio else None,
+                "tflops": self.tflops.to_json() if self.tflops else None}
+
+
+@dataclass(frozen=True)
+class GateResult:
+    verdicts: tuple[CaseVerdict, ...]
+    missing: tuple[str, ...]      # in the baseline, not run
+    extra: tuple[str, ...]        # run, not in the baseline
+
+    def count(self, verdict: str) -> int:
+        return sum(v.verdict == verdict for v in self.verdicts)
+
+    @property
+    def failed(self) -> bool:
+        return any(v.verdict in (REGRESSED, "failed") for v in self.verdicts)
+
+
+def judge_case(result: CaseResult, base: dict, floor: float) -> CaseVerdict:
+    if not result.passed:
+        return CaseVerdict(result.key, "failed", None, None, "accuracy failure")
+    noise = base.get("noise", {})
+    ratio_j = None
+    if base.get("ratio") and result.ratio_samples:
+        ratio_j = judge(result.ratio_samples, base["ratio"], tolerance(noise.get("ratio"), floor))
+    t = result.providers["triton"]
+    base_tf = base["providers"]["triton"].get("tflops")
+    tf_j = None
+    if base_tf and t.samples_ms and result.case.flops:
+        tf_samples = [result.case.flops / (ms * 1e-3) / 1e12 for ms in t.samples_ms]
+        tf_j = judge(tf_samples, base_tf, tolerance(noise.get("tflops"), 2 * floor))
+    if ratio_j is None:  # no vendor figure (e.g. unsupported): gate on TFLOP/s
+        verdict = tf_j.verdict if tf_j else "unchanged"
+        return CaseVerdict(result.key, verdict, None, tf_j, "no ratio: judged on TFLOP/s")
+    return CaseVerdict(result.key, ratio_j.verdict, ratio_j, tf_j, drift_note(ratio_j, tf_j))
+
+
+def compare_run(results: Sequence[CaseResult], baseline: dict,
+                floor: float) -> GateResult:
+    cases = baseline["cases"]
+    run_keys = {r.key for r in results}
+    verdicts = tuple(judge_case(r, cases[r.key], floor) if r.key in cases
+                     else CaseVerdict(r.key, "new", None, None, "not in the baseline")
+                     for r in results)
+    return GateResult(verdicts=tuple(v for v in verdicts if v.verdict != "new"),
+                      missing=tuple(sorted(set(cases) - run_keys)),
+                      extra=tuple(sorted(run_keys - set(cases))))
+
+
+def remeasure(session, results: Sequence[CaseResult], gate: GateResult, baseline: dict,
+              floor: float, slowdown: float = 0.0):
+    """Measure suspected regressions once more; the second measurement decides."""
+    from gemmgate.precision import get_mode, vendor_flags
+    from gemmgate.run import run_case
+
+    suspects = {v.key for v in gate.verdicts if v.verdict == REGRESSED}
+    if not suspects:
+        return list(results), gate
+    fresh = []
+    for r in results:
+        if r.key in suspects:
+            mode = get_mode(r.mode)
+            with vendor_flags(mode):
+                r = run_case(session.chip, mode, r.case, session.policy, session.device,
+                             slowdown=slowdown)
+        fresh.append(r)
+    again = compare_run(fresh, baseline, floor)
+    verdicts = tuple(replace(v, remeasured=v.key in suspects) for v in again.verdicts)
+    return fresh, replace(again, verdicts=verdicts)
+
+
+def markdown(gate: GateResult, chip: str) -> str:
+    head = (f"### gemmgate check on {chip}: "
+            + ("**FAILED**" if gate.failed else "passed")
+            + f" — {gate.count('regressed')} regressed, {gate.count('failed')} failed "
+              f"accuracy, {gate.count('improved')} improved, {gate.count('unchanged')} "
+              f"unchanged, {gate.count('inconclusive')} inconclusive")
+    lines = [head, "", "| case | verdict | ratio change | CI | tolerance | TFLOP/s change "
+             "| note |", "|---|---|---|---|---|---|---|"]
+    for v in gate.verdicts:
+        r, t = v.ratio, v.tflops
+        lines.append(f"| {v.key} | {v.verdict}{' (re-measured)' if v.remeasured else ''} | "
+                     + (f"{r.change:+.2%} | [{r.ci_low:+.2%}, {r.ci_high:+.2%}] | "
+                        f"±{r.tolerance:.1%}" if r else "— | — | —")
+                     + f" | {f'{t.change:+.2%}' if t else '—'} | {v.note} |")
+    if gate.missing:
+        lines += ["", f"Not run (in the baseline): {', '.join(gate.missing)}"]
+    if gate.extra:
+        lines += ["", f"Not in the baseline (new cases): {', '.join(gate.extra)}"]
+    return "\n".join(lines) + "\n"
+
+
+def annotations(gate: GateResult) -> list[str]:
+    """GitHub workflow commands: one ::error per regression or accuracy failure."""
+    out = []
+    for v in gate.verdicts:
+        if v.verdict == REGRESSED and v.ratio:
+            out.append(f"::error title=gemmgate regression::{v.key}: Triton/vendor speed ratio "
+                       f"{v.ratio.change:+.2%} (CI {v.ratio.ci_low:+.2%}..{v.ratio.ci_high:+.2%}"
+                       f", tolerance ±{v.ratio.tolerance:.1%})")
+        elif v.verdict == REGRESSED:
+            out.append(f"::error title=gemmgate regression::{v.key}: TFLOP/s {v.note}")
+        elif v.verdict == "failed":
+            out.append(f"::error title=gemmgate accuracy::{v.key}: {v.note}")
+    return out
