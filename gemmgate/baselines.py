@@ -72,11 +72,21 @@ def validate(data, where: str = "<data>") -> None:
         for f in ("mode", "m", "n", "k", "layout", "providers", "noise"):
             _need(f in c, where, f"case {key} lacks {f!r}")
         r = c.get("ratio")
-        _need(r is None or (isinstance(r, (int, float)) and r > 0), where,
-              f"case {key} has a bad ratio {r!r}")
-        t = c["providers"].get("triton", {})
-        _need(isinstance(t.get("median_ms"), (int, float)), where,
-              f"case {key} lacks triton median_ms")
+        _need(r is None or _positive(r), where, f"case {key} has a bad ratio {r!r}")
+        _need(isinstance(c["providers"], dict), where, f"case {key}: providers is not an object")
+        t = c["providers"].get("triton")
+        _need(isinstance(t, dict) and _positive(t.get("median_ms")), where,
+              f"case {key} lacks triton median_ms > 0")
+        noise = c["noise"]
+        _need(isinstance(noise, dict), where, f"case {key}: noise is not an object")
+        for f in ("ratio", "tflops"):
+            _need(noise.get(f) is None or _positive(noise[f], zero=True), where,
+                  f"case {key} has a bad noise.{f} {noise.get(f)!r}")
+
+
+def _positive(x, zero: bool = False) -> bool:
+    ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    return ok and (x >= 0 if zero else x > 0)
 
 
 def _median_or_none(xs: Sequence[float | None]) -> float | None:
@@ -136,6 +146,21 @@ def carry_noise(new: dict, old: dict | None) -> dict:
             if c["noise"]["runs"] < 2 and key in old["cases"]:
                 c["noise"] = dict(old["cases"][key]["noise"])
     return new
+
+
+def merge(new: dict, old: dict | None) -> tuple[dict, list[str]]:
+    """Cases measured now replace theirs; the old file's other cases are kept (a run of
+    some modes or shapes refreshes those only). Returns the merged data and kept keys."""
+    if not old:
+        return new, []
+    kept = [k for k in old["cases"] if k not in new["cases"]]
+    cases = {**{k: old["cases"][k] for k in kept}, **new["cases"]}
+    prov = dict(new["provenance"])
+    prov["modes"] = sorted({c["mode"] for c in cases.values()})
+    if kept:
+        prov["kept_from"] = old["provenance"].get("commit") or old["provenance"].get("date")
+        prov["shapes"] = old["provenance"].get("shapes", prov.get("shapes"))
+    return {**new, "provenance": prov, "cases": cases}, kept
 
 
 def save(path: str | Path, data: dict) -> None:

@@ -127,8 +127,13 @@ def _baseline(args, console, err) -> int:
         err.print(f"[red]accuracy failures, baseline not written:[/] {', '.join(sorted(set(bad)))}")
         return 1
     new = baselines.carry_noise(baselines.build(runs, chip_id, session.shapes_label), old)
+    new, kept = baselines.merge(new, old)
     baselines.save(path, new)
-    console.print(_summary_table(baselines.summary(old), baselines.summary(new)))
+    if kept:
+        console.print(f"kept {len(kept)} case(s) of the old baseline that this run did not "
+                      "measure")
+    if old:
+        console.print(_summary_table(baselines.summary(old), baselines.summary(new)))
     console.print(f"wrote {path} ({len(new['cases'])} cases, {len(runs)} run(s))")
     return 0
 

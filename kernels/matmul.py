@@ -77,7 +77,7 @@ def _matmul_kernel(
 
 # ----------------------------------------------------------------------------- launcher
 
-_ELEM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+_COPY_MIN_DIM = 512  # copy an operand K-major only when the other side reuses it this much
 
 
 def _family(mode: PrecisionMode) -> str:
@@ -188,15 +188,18 @@ def _check_device(device: torch.device, mode: PrecisionMode) -> None:
 def _k_major(a: torch.Tensor, b: torch.Tensor, mode: PrecisionMode):
     """Hopper's wgmma takes tf32 and fp8 operands only K-major (A row-major, B column-
     major); otherwise Triton falls back to the Ampere mma path at ~1/4 of the rate
-    (measured on the H200: docs/PERF.md, v1). One copy of the operand is far cheaper."""
+    (measured on the H200: docs/PERF.md, v1 -> v2). The copy costs K*N (or M*K) bytes
+    against 2*M*N*K flops, so it only pays when the other dimension is large: for skinny
+    M (decode-like shapes) v2's unconditional copy made tf32/fp8 4x slower (v2 -> v3)."""
     if a.device.type != "cuda" or torch.version.hip is not None:
         return a, b
     wgmma = torch.cuda.get_device_capability(a.device) >= (9, 0)
     if not wgmma or not (mode.scaled or mode.name == "tf32"):
         return a, b
-    if a.stride(1) != 1 and a.numel():
+    M, N = a.shape[0], b.shape[1]
+    if a.stride(1) != 1 and a.numel() and N >= _COPY_MIN_DIM:
         a = a.contiguous()
-    if b.stride(0) != 1 and b.numel():
+    if b.stride(0) != 1 and b.numel() and M >= _COPY_MIN_DIM:
         b = b.t().contiguous().t()
     return a, b
 

@@ -1,0 +1,210 @@
+"""gemmgate/compare.py: tolerances and verdicts on seeded synthetic samples (pure, no torch).
+
+Figures are higher-is-better (speed ratio vendor/triton, TFLOP/s). Sample noise is stated
+as a fraction of the baseline next to each test; all generators are random.Random(seed).
+"""
+
+import math
+import random
+
+import pytest
+
+from gemmgate import compare
+from gemmgate.compare import (
+    DEFAULT_FLOOR,
+    IMPROVED,
+    INCONCLUSIVE,
+    NOISE_FACTOR,
+    REGRESSED,
+    UNCHANGED,
+    aa_noise,
+    drift_note,
+    judge,
+    tolerance,
+)
+
+BASE = 0.9  # baseline speed ratio (vendor time / triton time)
+
+
+def _normal(seed: int, n: int, mu: float, rel_sigma: float) -> list[float]:
+    rng = random.Random(seed)
+    return [rng.gauss(mu, rel_sigma * mu) for _ in range(n)]
+
+
+# --- tolerance ---------------------------------------------------------------------------
+
+def test_tolerance_floor_when_noise_unknown():
+    assert tolerance(None) == DEFAULT_FLOOR == 0.015
+    assert tolerance(math.nan) == DEFAULT_FLOOR
+    assert tolerance(math.inf) == DEFAULT_FLOOR
+    assert tolerance(None, floor=0.04) == 0.04
+
+
+def test_tolerance_floor_wins_over_small_noise():
+    assert tolerance(0.0) == DEFAULT_FLOOR
+    assert tolerance(0.005) == DEFAULT_FLOOR          # 1.5 * 0.5% = 0.75% < 1.5%
+    assert tolerance(DEFAULT_FLOOR / NOISE_FACTOR) == pytest.approx(DEFAULT_FLOOR, rel=1e-12)
+
+
+def test_tolerance_scales_large_noise():
+    assert NOISE_FACTOR == 1.5
+    assert tolerance(0.02) == pytest.approx(0.03, rel=1e-12)
+    assert tolerance(0.1) == pytest.approx(0.15, rel=1e-12)
+    assert tolerance(0.02, floor=0.01, factor=3.0) == pytest.approx(0.06, rel=1e-12)
+    assert tolerance(0.02, floor=0.10) == 0.10
+
+
+# --- aa_noise ----------------------------------------------------------------------------
+
+def test_aa_noise_single_run_is_zero():
+    assert aa_noise([0.87]) == 0.0
+
+
+def test_aa_noise_known_values():
+    # median 1.0; deviations -2%, 0, +1% -> largest 2%
+    assert aa_noise([0.98, 1.0, 1.01]) == pytest.approx(0.02, rel=1e-9)
+    # even count: median 2.0 (linear), deviations -5%, -2.5%, +2.5%, +10%
+    assert aa_noise([1.9, 1.95, 2.05, 2.2]) == pytest.approx(0.10, rel=1e-9)
+    assert aa_noise([3.0, 3.0, 3.0]) == 0.0
+
+
+def test_aa_noise_rejects_empty_and_handles_nonpositive_median():
+    with pytest.raises(ValueError, match="no runs"):
+        aa_noise([])
+    assert aa_noise([0.0, 0.0, 0.0]) == math.inf
+
+
+# --- judge -------------------------------------------------------------------------------
+
+def test_judge_tight_sample_at_baseline_is_unchanged():
+    xs = _normal(seed=1, n=30, mu=BASE, rel_sigma=0.003)   # 0.3% noise
+    j = judge(xs, BASE, tolerance(None))
+    assert j.verdict == UNCHANGED
+    assert abs(j.change) < 0.005
+    assert j.ci_low <= j.change <= j.ci_high
+    assert j.tolerance == DEFAULT_FLOOR
+
+
+def test_judge_three_percent_slower_is_regressed():
+    xs = _normal(seed=2, n=30, mu=0.97 * BASE, rel_sigma=0.003)
+    j = judge(xs, BASE, 0.015)
+    assert j.verdict == REGRESSED
+    assert j.change == pytest.approx(-0.03, abs=0.003)
+    assert j.ci_high < 0
+
+
+def test_judge_three_percent_faster_is_improved():
+    xs = _normal(seed=3, n=30, mu=1.03 * BASE, rel_sigma=0.003)
+    j = judge(xs, BASE, 0.015)
+    assert j.verdict == IMPROVED
+    assert j.change == pytest.approx(0.03, abs=0.003)
+    assert j.ci_low > 0
+
+
+def test_judge_wide_sample_off_by_five_percent_is_inconclusive():
+    # 25% noise, n=15: the median lands ~5% below, but its CI still reaches the baseline.
+    xs = _normal(seed=4, n=15, mu=BASE, rel_sigma=0.25)
+    med = sorted(xs)[7]
+    xs = [x * 0.95 * BASE / med for x in xs]                # median exactly 5% below
+    j = judge(xs, BASE, 0.015)
+    assert j.change == pytest.approx(-0.05, rel=1e-9)
+    assert j.ci_low < 0 <= j.ci_high
+    assert j.verdict == INCONCLUSIVE
+    # mirrored: 5% above with a CI that reaches below the baseline
+    up = [x * 1.05 / 0.95 for x in xs]
+    ju = judge(up, BASE, 0.015)
+    assert ju.ci_low <= 0 < ju.ci_high
+    assert ju.verdict == INCONCLUSIVE
+
+
+def test_judge_exactly_at_tolerance_is_unchanged():
+    j = judge([1.0] * 9, 1.0 / 0.98, 0.02 + 1e-12)   # change -2%, tol 2%
+    assert j.verdict == UNCHANGED
+
+
+@pytest.mark.parametrize("baseline", [0.0, -0.9, math.nan, math.inf])
+def test_judge_rejects_invalid_baseline(baseline):
+    with pytest.raises(ValueError, match="baseline figure must be positive"):
+        judge([0.9, 0.91], baseline, 0.015)
+
+
+def test_judge_rejects_empty_samples():
+    with pytest.raises(ValueError, match="no current samples"):
+        judge([], BASE, 0.015)
+
+
+def test_judgement_to_json_round_trips_fields():
+    j = judge([1.0, 1.1, 1.2], 1.0, 0.015)
+    assert j.to_json() == {"verdict": j.verdict, "change": j.change, "ci_low": j.ci_low,
+                           "ci_high": j.ci_high, "tolerance": 0.015}
+
+
+# --- drift: both providers slow down together --------------------------------------------
+
+def _drift_rounds(seed: int, n: int = 30, fall: float = 0.08):
+    """Paired rounds (triton_ms, vendor_ms) while the clock falls linearly by `fall`
+    over the run; each time also gets 0.2% independent noise."""
+    rng = random.Random(seed)
+    t_ms, v_ms = 1.0, 0.9
+    tri, ven = [], []
+    for i in range(n):
+        d = 1.0 / (1.0 - fall * i / (n - 1))                # common drift factor on time
+        tri.append(t_ms * d * (1 + rng.gauss(0, 0.002)))
+        ven.append(v_ms * d * (1 + rng.gauss(0, 0.002)))
+    return tri, ven
+
+
+def test_drift_cancels_in_ratio_but_shows_in_tflops():
+    flops = 2 * 4096 ** 3
+    tri, ven = _drift_rounds(seed=5)
+    base_ratio = 0.9 / 1.0
+    base_tflops = flops / 1.0e-3 / 1e12                     # triton at 1.0 ms, no drift
+    ratio_samples = [v / t for t, v in zip(tri, ven)]
+    tf_samples = [flops / (t * 1e-3) / 1e12 for t in tri]
+
+    ratio_j = judge(ratio_samples, base_ratio, tolerance(None))
+    tf_j = judge(tf_samples, base_tflops, tolerance(None, floor=2 * DEFAULT_FLOOR))
+    assert ratio_j.verdict == UNCHANGED
+    assert abs(ratio_j.change) < 0.005
+    assert tf_j.verdict == REGRESSED                        # ~4% lower at the median
+    assert tf_j.change < -0.03
+    note = drift_note(ratio_j, tf_j)
+    assert "drift" in note and "not a regression" in note
+
+
+def test_drift_note_cases():
+    tri, ven = _drift_rounds(seed=6)
+    unchanged = judge([v / t for t, v in zip(tri, ven)], 0.9, 0.015)
+    regressed = judge([0.97 * 0.9] * 5, 0.9, 0.015)
+    improved = judge([1.05] * 5, 1.0, 0.015)
+    assert unchanged.verdict == UNCHANGED
+    assert drift_note(unchanged, None) == ""
+    assert drift_note(unchanged, improved) == "both providers faster (drift)"
+    assert drift_note(unchanged, unchanged) == ""
+    # a real regression of the ratio is never explained away as drift
+    assert drift_note(regressed, regressed) == ""
+
+
+# --- error rates over many seeded trials -------------------------------------------------
+
+TRIALS, N = 200, 30
+
+
+def test_false_alarm_rate_aa():
+    # A/A: ratio samples ~ N(b, 0.5% of b), tol from 0.5% measured noise (-> 1.5% floor)
+    tol = tolerance(0.005)
+    flagged = sum(judge(_normal(1000 + s, N, BASE, 0.005), BASE, tol).verdict == REGRESSED
+                  for s in range(TRIALS))
+    assert flagged <= 0.01 * TRIALS
+
+
+def test_power_against_three_percent_slowdown():
+    tol = tolerance(0.005)
+    flagged = sum(judge(_normal(5000 + s, N, 0.97 * BASE, 0.005), BASE, tol).verdict
+                  == REGRESSED for s in range(TRIALS))
+    assert flagged >= 0.95 * TRIALS
+
+
+def test_verdict_constants():
+    assert (compare.IMPROVED, compare.UNCHANGED, compare.REGRESSED, compare.INCONCLUSIVE) == (
+        "improved", "unchanged", "regressed", "inconclusive")

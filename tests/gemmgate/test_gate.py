@@ -1,0 +1,234 @@
+"""gemmgate/gate.py: compare_run on CaseResult objects with synthetic samples_ms, the
+Markdown summary and the GitHub annotations. No timing, no torch work.
+
+Samples: Triton ~1.0 ms and vendor ~0.9 ms per round with 0.3% seeded Gaussian noise,
+so the speed ratio vendor/triton is ~0.9 with a tight CI.
+"""
+
+import random
+
+import pytest
+
+from gemmgate import baselines
+from gemmgate.compare import DEFAULT_FLOOR
+from gemmgate.gate import CaseVerdict, GateResult, annotations, compare_run, markdown
+from gemmgate.run import CaseResult, ProviderResult
+from gemmgate.shapes import Case
+
+A, B, C = Case(64, 64, 64), Case(48, 80, 72), Case(32, 64, 48, "rc", 5)
+N = 30
+
+
+def _times(seed: int, ms: float, n: int = N, rel: float = 0.003) -> tuple[float, ...]:
+    rng = random.Random(seed)
+    return tuple(ms * (1 + rng.gauss(0, rel)) for _ in range(n))
+
+
+def result(case: Case, t_ms=1.0, v_ms=0.9, seed=0, mode="fp32", t_acc="pass",
+           v_acc="pass", t_samples=None, v_samples=None) -> CaseResult:
+    ts = t_samples if t_samples is not None else _times(seed, t_ms)
+    vs = v_samples if v_samples is not None else (
+        () if v_acc == "unsupported" else _times(seed + 1, v_ms))
+    provs = {"triton": ProviderResult("triton", t_acc, 1e-7, "" if t_acc == "pass" else
+                                      "error 3e-1 > 1e-2", ts),
+             "vendor": ProviderResult("vendor", v_acc, 1e-7, "", vs)}
+    return CaseResult(mode, case, provs)
+
+
+def base_case(case: Case, ratio=0.9, t_ms=1.0, noise_ratio=None, noise_tflops=None,
+              mode="fp32") -> dict:
+    tf = case.flops / (t_ms * 1e-3) / 1e12
+    return {"mode": mode, "m": case.m, "n": case.n, "k": case.k, "layout": case.layout_id,
+            "ratio": ratio,
+            "providers": {"triton": {"median_ms": t_ms, "quantiles_ms": {}, "tflops": tf,
+                                     "error": 1e-7}},
+            "noise": {"ratio": noise_ratio, "tflops": noise_tflops, "runs": 3}}
+
+
+def baseline(**cases: dict) -> dict:
+    data = {"schema": "gemmgate.baseline", "version": 1, "chip": "cpu",
+            "provenance": {"shapes": "smoke", "modes": ["fp32"], "runs": 3},
+            "cases": {f"fp32-{k}": v for k, v in cases.items()}}
+    baselines.validate(data)  # the gate only ever sees validated baselines
+    return data
+
+
+def _one(results, base, floor=DEFAULT_FLOOR) -> tuple[GateResult, CaseVerdict]:
+    gate = compare_run(results, base, floor)
+    assert len(gate.verdicts) == 1
+    return gate, gate.verdicts[0]
+
+
+# --- verdicts ----------------------------------------------------------------------------
+
+def test_unchanged_against_same_ratio():
+    gate, v = _one([result(A)], baseline(**{A.id: base_case(A, 0.9)}))
+    assert v.key == f"fp32-{A.id}"
+    assert v.verdict == "unchanged"
+    assert abs(v.ratio.change) < 0.005 and v.ratio.tolerance == DEFAULT_FLOOR
+    assert v.tflops.verdict == "unchanged"
+    assert v.tflops.tolerance == 2 * DEFAULT_FLOOR              # TFLOP/s: twice the floor
+    assert not gate.failed and gate.count("unchanged") == 1
+    assert annotations(gate) == []
+
+
+def test_regressed_against_higher_baseline_ratio():
+    gate, v = _one([result(A)], baseline(**{A.id: base_case(A, 0.95)}))   # ~5.3% drop
+    assert v.verdict == "regressed"
+    assert v.ratio.change == pytest.approx(0.9 / 0.95 - 1, abs=0.003)
+    assert v.ratio.ci_high < 0
+    assert gate.failed and gate.count("regressed") == 1
+
+
+def test_improved_against_lower_baseline_ratio():
+    gate, v = _one([result(A)], baseline(**{A.id: base_case(A, 0.85)}))
+    assert v.verdict == "improved" and v.ratio.ci_low > 0
+    assert not gate.failed and gate.count("improved") == 1
+
+
+def test_measured_noise_widens_tolerance():
+    # 4% A/A noise -> tolerance 6%: a 5.3% drop is within noise
+    base = baseline(**{A.id: base_case(A, 0.95, noise_ratio=0.04)})
+    gate, v = _one([result(A)], base)
+    assert v.ratio.tolerance == pytest.approx(0.06)
+    assert v.verdict == "unchanged" and not gate.failed
+
+
+def test_floor_argument_is_used():
+    gate, v = _one([result(A)], baseline(**{A.id: base_case(A, 0.95)}), floor=0.10)
+    assert v.ratio.tolerance == 0.10 and v.verdict == "unchanged"
+
+
+@pytest.mark.parametrize("t_acc,v_acc", [("fail", "pass"), ("downgraded", "pass"),
+                                         ("pass", "fail"), ("unsupported", "pass")])
+def test_accuracy_failure_fails_the_gate(t_acc, v_acc):
+    gate, v = _one([result(A, t_acc=t_acc, v_acc=v_acc)], baseline(**{A.id: base_case(A)}))
+    assert v.verdict == "failed" and v.note == "accuracy failure"
+    assert v.ratio is None and v.tflops is None
+    assert gate.failed and gate.count("failed") == 1
+    assert annotations(gate) == [f"::error title=gemmgate accuracy::fp32-{A.id}: "
+                                 "accuracy failure"]
+
+
+def test_drift_is_not_a_regression():
+    # clocks fall 8% over the run: both providers' times grow by the same factor per round
+    rng = random.Random(7)
+    d = [1 / (1 - 0.08 * i / (N - 1)) for i in range(N)]
+    ts = tuple(1.0 * x * (1 + rng.gauss(0, 0.002)) for x in d)
+    vs = tuple(0.9 * x * (1 + rng.gauss(0, 0.002)) for x in d)
+    gate, v = _one([result(A, t_samples=ts, v_samples=vs)], baseline(**{A.id: base_case(A)}))
+    assert v.verdict == "unchanged"
+    assert v.tflops.verdict == "regressed"
+    assert "drift" in v.note and "not a regression" in v.note
+    assert not gate.failed
+
+
+def test_no_vendor_figure_gates_on_tflops():
+    base = baseline(**{A.id: base_case(A), B.id: base_case(B)})
+    slow = result(A, t_ms=1.2, v_acc="unsupported")               # 1/1.2: -17% TFLOP/s
+    same = result(B, v_acc="unsupported", seed=10)
+    gate = compare_run([slow, same], base, DEFAULT_FLOOR)
+    va, vb = gate.verdicts
+    assert va.ratio is None and va.verdict == "regressed"
+    assert va.note == "no ratio: judged on TFLOP/s"
+    assert vb.ratio is None and vb.verdict == "unchanged"
+    assert gate.failed
+    assert annotations(gate) == [f"::error title=gemmgate regression::fp32-{A.id}: TFLOP/s "
+                                 "no ratio: judged on TFLOP/s"]
+
+
+def test_baseline_without_ratio_gates_on_tflops():
+    base = baseline(**{A.id: base_case(A, ratio=None)})
+    gate, v = _one([result(A)], base)
+    assert v.ratio is None and v.verdict == "unchanged"
+
+
+# --- missing / extra cases ---------------------------------------------------------------
+
+def test_missing_and_extra_cases_listed_not_fatal():
+    base = baseline(**{A.id: base_case(A), B.id: base_case(B)})
+    gate = compare_run([result(A), result(C, seed=5)], base, DEFAULT_FLOOR)
+    assert [v.key for v in gate.verdicts] == [f"fp32-{A.id}"]    # the new case is not judged
+    assert gate.missing == (f"fp32-{B.id}",)
+    assert gate.extra == (f"fp32-{C.id}",)
+    assert not gate.failed
+    md = markdown(gate, "cpu")
+    assert f"Not run (in the baseline): fp32-{B.id}" in md
+    assert f"Not in the baseline (new cases): fp32-{C.id}" in md
+
+
+def test_other_mode_is_extra():
+    base = baseline(**{A.id: base_case(A)})
+    gate = compare_run([result(A, mode="fp16")], base, DEFAULT_FLOOR)
+    assert gate.verdicts == () and gate.missing == (f"fp32-{A.id}",)
+    assert gate.extra == (f"fp16-{A.id}",)
+
+
+# --- markdown / annotations --------------------------------------------------------------
+
+def _mixed() -> GateResult:
+    base = baseline(**{A.id: base_case(A, 0.95), B.id: base_case(B, 0.9),
+                       C.id: base_case(C, 0.85), "m1-n1-k1": base_case(Case(1, 1, 1))})
+    rs = [result(A, seed=1), result(B, seed=2), result(C, seed=3),
+          result(Case(8, 8, 8), seed=4, t_acc="fail")]
+    base["cases"]["fp32-m8-n8-k8"] = base_case(Case(8, 8, 8))
+    return compare_run(rs, base, DEFAULT_FLOOR)
+
+
+def test_markdown_counts_and_rows():
+    gate = _mixed()
+    assert [v.verdict for v in gate.verdicts] == ["regressed", "unchanged", "improved",
+                                                  "failed"]
+    md = markdown(gate, "cpu")
+    head = md.splitlines()[0]
+    assert head.startswith("### gemmgate check on cpu: **FAILED**")
+    assert ("1 regressed, 1 failed accuracy, 1 improved, 1 unchanged, 0 inconclusive"
+            in head)
+    for v in gate.verdicts:
+        row = next(line for line in md.splitlines() if line.startswith(f"| {v.key} |"))
+        assert f"| {v.verdict} |" in row
+    regressed_row = next(line for line in md.splitlines() if f"fp32-{A.id} |" in line)
+    assert f"{gate.verdicts[0].ratio.change:+.2%}" in regressed_row
+    assert "Not run (in the baseline): fp32-m1-n1-k1" in md
+    assert "Not in the baseline" not in md
+
+
+def test_markdown_passed():
+    gate, _ = _one([result(A)], baseline(**{A.id: base_case(A)}))
+    md = markdown(gate, "nvidia-h200")
+    assert md.startswith("### gemmgate check on nvidia-h200: passed — 0 regressed, 0 failed "
+                         "accuracy, 0 improved, 1 unchanged, 0 inconclusive")
+    assert "Not run" not in md and md.endswith("\n")
+
+
+def test_annotations_one_error_per_regression_or_failure():
+    gate = _mixed()
+    lines = annotations(gate)
+    assert len(lines) == 2
+    reg, acc = lines
+    assert reg.startswith(f"::error title=gemmgate regression::fp32-{A.id}: "
+                          "Triton/vendor speed ratio -")
+    assert "tolerance ±1.5%" in reg
+    assert acc == "::error title=gemmgate accuracy::fp32-m8-n8-k8: accuracy failure"
+    assert all("\n" not in line for line in lines)
+
+
+def test_case_verdict_to_json():
+    gate = _mixed()
+    js = [v.to_json() for v in gate.verdicts]
+    assert js[0]["id"] == f"fp32-{A.id}" and js[0]["verdict"] == "regressed"
+    assert js[0]["ratio"]["verdict"] == "regressed" and js[0]["remeasured"] is False
+    assert js[3]["ratio"] is None and js[3]["tflops"] is None
+
+
+# --- a baseline the validator accepts must be usable by the gate -------------------------
+
+def test_validated_baseline_with_null_noise_is_usable():
+    data = baseline(**{A.id: base_case(A)})
+    data["cases"][f"fp32-{A.id}"]["noise"] = None
+    try:
+        baselines.validate(data)
+    except baselines.BaselineError:
+        return  # rejecting it up front is a fine fix too
+    gate, v = _one([result(A)], data)
+    assert v.verdict == "unchanged" and v.ratio.tolerance == DEFAULT_FLOOR
