@@ -43,6 +43,8 @@ def relative_error(out, ref) -> float:
     """||out - ref||_F / ||ref||_F in float64; inf for NaN/Inf; 0/0 (empty or K=0) is 0."""
     import torch
 
+    if tuple(out.shape) != tuple(ref.shape):
+        raise ValueError(f"output shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
     out = out.double()
     if not bool(torch.isfinite(out).all()):
         return math.inf

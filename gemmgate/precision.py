@@ -89,22 +89,26 @@ def mode_for_dtype(dtype_name: str) -> PrecisionMode:
 def vendor_flags(mode: PrecisionMode) -> Iterator[None]:
     """Set torch's matmul math flags explicitly for `mode`; restore them afterwards.
 
+    tf32 goes through `torch.backends.cuda.matmul.fp32_precision` where torch has it
+    (2.9+): mixing it with the legacy `allow_tf32` / `set_float32_matmul_precision`
+    puts torch 2.13 in a state where reading either raises. Older torch: legacy flag.
     Reduced-precision reductions are always off: the vendor must accumulate in fp32, as
     the Triton kernel does, or the comparison is not like for like.
     """
     import torch
 
     m = torch.backends.cuda.matmul
-    saved = (m.allow_tf32, m.allow_bf16_reduced_precision_reduction,
-             m.allow_fp16_reduced_precision_reduction, torch.get_float32_matmul_precision())
+    new_api = hasattr(m, "fp32_precision")
+    tf32_attr = "fp32_precision" if new_api else "allow_tf32"
+    tf32_value = ("tf32" if mode.allow_tf32 else "ieee") if new_api else mode.allow_tf32
+    names = (tf32_attr, "allow_bf16_reduced_precision_reduction",
+             "allow_fp16_reduced_precision_reduction")
+    saved = {n: getattr(m, n) for n in names}
     try:
-        # set_float32_matmul_precision also writes allow_tf32, so it goes first.
-        torch.set_float32_matmul_precision("high" if mode.allow_tf32 else "highest")
-        m.allow_tf32 = mode.allow_tf32
+        setattr(m, tf32_attr, tf32_value)
         m.allow_bf16_reduced_precision_reduction = False
         m.allow_fp16_reduced_precision_reduction = False
         yield
     finally:
-        torch.set_float32_matmul_precision(saved[3])
-        (m.allow_tf32, m.allow_bf16_reduced_precision_reduction,
-         m.allow_fp16_reduced_precision_reduction) = saved[:3]
+        for n, v in saved.items():
+            setattr(m, n, v)

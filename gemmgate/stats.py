@@ -29,6 +29,8 @@ def quantile(xs: Sequence[float], q: float) -> float:
     pos = q * (len(s) - 1)
     lo = math.floor(pos)
     hi = min(lo + 1, len(s) - 1)
+    if pos == lo or s[lo] == s[hi]:  # no interpolation: keeps inf intact (inf*0 is nan)
+        return s[lo]
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 

@@ -38,7 +38,8 @@ class TimingPolicy:
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
-            raise ValueError(f"unknown timing method {self.method!r}; use graph or eager")
+            raise ValueError(f"unknown timing method {self.method!r}; use one of "
+                             f"{', '.join(METHODS)}")
         if not 1 <= self.min_rounds <= self.max_rounds:
             raise ValueError("need 1 <= min_rounds <= max_rounds")
         if self.budget_s <= 0 or self.target_rel_ci <= 0 or self.batch < 1:
@@ -47,7 +48,7 @@ class TimingPolicy:
 
 def cpu_policy() -> TimingPolicy:
     """The interpreter is slow: a few rounds, a short budget."""
-    return TimingPolicy(method="wall", warmup=1, min_rounds=3, max_rounds=20,
+    return TimingPolicy(method="wall", warmup=1, min_rounds=5, max_rounds=20,
                         target_rel_ci=0.05, budget_s=1.0, batch=1)
 
 

@@ -9,9 +9,18 @@ from gemmgate.precision import ERROR_BOUND, MODE_NAMES, MODES, PrecisionMode
 M = torch.backends.cuda.matmul
 
 
+NEW_API = hasattr(M, "fp32_precision")  # torch >= 2.9: the flag vendor_flags writes
+
+
+def _tf32() -> bool:
+    """Whether cuBLAS may use tf32 for fp32 matmuls, read through the API in use."""
+    return M.fp32_precision == "tf32" if NEW_API else M.allow_tf32
+
+
 def _flags():
-    return (M.allow_tf32, M.allow_bf16_reduced_precision_reduction,
-            M.allow_fp16_reduced_precision_reduction, torch.get_float32_matmul_precision())
+    return (M.fp32_precision if NEW_API else M.allow_tf32,
+            M.allow_bf16_reduced_precision_reduction,
+            M.allow_fp16_reduced_precision_reduction)
 
 
 @pytest.fixture(autouse=True)
@@ -19,13 +28,14 @@ def restore_torch_flags():
     """Every test starts and ends with torch's matmul flags as they were, even if a test
     (or the code under test) leaves torch in its 'mixed legacy/new API' state."""
     saved = _flags()
+    global_precision = torch.get_float32_matmul_precision()
     new_api = getattr(M, "fp32_precision", None)
     global_new = getattr(torch.backends, "fp32_precision", None)
     yield
     if global_new is not None:
         torch.backends.fp32_precision = global_new
     # set_float32_matmul_precision clears the mixed state and sets allow_tf32 with it.
-    torch.set_float32_matmul_precision(saved[3])
+    torch.set_float32_matmul_precision(global_precision)
     if new_api is not None:
         M.fp32_precision = new_api
     M.allow_bf16_reduced_precision_reduction = saved[1]
@@ -137,16 +147,17 @@ def test_mode_for_dtype_rejects_other_dtypes(dtype_name):
 def test_vendor_flags_set_explicitly_and_restored(name):
     mode = MODES[name]
     # Start from the opposite of what the mode wants, so every flag has to be written.
-    torch.set_float32_matmul_precision("highest" if mode.allow_tf32 else "high")
+    if NEW_API:
+        M.fp32_precision = "ieee" if mode.allow_tf32 else "tf32"
+    else:
+        M.allow_tf32 = not mode.allow_tf32
     M.allow_bf16_reduced_precision_reduction = True
     M.allow_fp16_reduced_precision_reduction = True
     before = _flags()
     with precision.vendor_flags(mode):
-        assert M.allow_tf32 is mode.allow_tf32
+        assert _tf32() is mode.allow_tf32
         assert M.allow_bf16_reduced_precision_reduction is False
         assert M.allow_fp16_reduced_precision_reduction is False
-        assert torch.get_float32_matmul_precision() == ("high" if mode.allow_tf32
-                                                        else "highest")
     assert _flags() == before
 
 
@@ -155,10 +166,10 @@ def test_vendor_flags_restored_when_body_raises():
     M.allow_bf16_reduced_precision_reduction = True
     M.allow_fp16_reduced_precision_reduction = False
     before = _flags()
-    assert before[0] is True
+    assert _tf32() is True
     with pytest.raises(RuntimeError, match="boom"):
         with precision.vendor_flags(MODES["fp32"]):
-            assert M.allow_tf32 is False
+            assert _tf32() is False
             raise RuntimeError("boom")
     assert _flags() == before
 
@@ -166,15 +177,10 @@ def test_vendor_flags_restored_when_body_raises():
 def test_vendor_flags_nested():
     with precision.vendor_flags(MODES["fp32"]):
         with precision.vendor_flags(MODES["tf32"]):
-            assert M.allow_tf32 is True
-        assert M.allow_tf32 is False
-        assert torch.get_float32_matmul_precision() == "highest"
+            assert _tf32() is True
+        assert _tf32() is False
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError,
-                   reason="bug: precision.py:108-110 restores with set_float32_matmul_"
-                   "precision('medium') then the legacy allow_tf32 setter, leaving torch "
-                   "2.13 in its mixed-API state: get_float32_matmul_precision() raises")
 def test_vendor_flags_restores_medium_precision():
     torch.set_float32_matmul_precision("medium")
     with precision.vendor_flags(MODES["fp32"]):
@@ -183,10 +189,6 @@ def test_vendor_flags_restores_medium_precision():
 
 
 @pytest.mark.skipif(not hasattr(M, "fp32_precision"), reason="torch without fp32_precision")
-@pytest.mark.xfail(strict=True, raises=RuntimeError,
-                   reason="bug: precision.py:98 reads the legacy allow_tf32 flag; after the "
-                   "new API (torch.backends.cuda.matmul.fp32_precision = 'tf32') torch 2.13 "
-                   "raises on that read, so vendor_flags cannot be entered")
 def test_vendor_flags_after_new_fp32_precision_api():
     M.fp32_precision = "tf32"
     with precision.vendor_flags(MODES["fp32"]):
