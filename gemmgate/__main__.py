@@ -2,4 +2,5 @@ import sys
 
 from gemmgate.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # spawned worker processes re-import this module
+    sys.exit(main())

@@ -39,6 +39,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "eager: host launch cost included")
     p.add_argument("--budget", type=float, metavar="S", help="timing budget per case, seconds")
     p.add_argument("--json", metavar="PATH", help="write the full results as JSON")
+    p.add_argument("--devices", metavar="IDS",
+                   help="spread cases over these devices, one worker process each (e.g. 0,1)")
 
 
 def build_parser() -> argparse.ArgumentParser:

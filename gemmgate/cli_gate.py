@@ -64,7 +64,7 @@ def _check(args, console, err) -> int:
     path = args.baseline or baselines.default_path(chip_id)
     base = baselines.load(path, chip_id)  # before any work: a bad file is exit 2
     session = make_session(args.chip, args.shapes or base["provenance"].get("shapes"),
-                           _modes_arg(args, base), args.timing, args.budget)
+                           _modes_arg(args, base), args.timing, args.budget, args.devices)
     env, results = execute(session, console, err, slowdown=args.inject_slowdown)
     gate = compare_run(results, base, args.floor)
     if not args.no_remeasure:
@@ -108,7 +108,8 @@ def _baseline(args, console, err) -> int:
 
     if args.runs < 1:
         raise ValueError("--runs must be at least 1")
-    session = make_session(args.chip, args.shapes, args.modes, args.timing, args.budget)
+    session = make_session(args.chip, args.shapes, args.modes, args.timing, args.budget,
+                           args.devices)
     chip_id = session.chip.id
     path = Path(args.output or baselines.default_path(chip_id))
     old = None

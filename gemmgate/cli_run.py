@@ -23,18 +23,26 @@ def execute(session, console: Console, err: Console, slowdown: float = 0.0):
     if sel.warning:
         err.print(f"[yellow]warning:[/] {sel.warning}")
     env = environment(sel.chip.id, session.policy.method)
+    env["devices"] = list(session.devices)
     total = len(session.modes) * len(session.cases)
     err.print(f"chip {sel.chip.id} ({sel.source}: {sel.device_name}), "
               f"{len(session.cases)} cases x {len(session.modes)} modes, "
-              f"timing {session.policy.method}")
+              f"timing {session.policy.method}, devices {','.join(map(str, session.devices))}")
     with progress_bar(err) as bar:
         task = bar.add_task("running", total=total)
 
         def tick(label: str) -> None:
             bar.update(task, advance=1, description=label)
 
-        results = run_cases(sel.chip, session.modes, session.cases, session.policy,
-                            session.device, on_case=tick, slowdown=slowdown)
+        if len(session.devices) > 1:
+            from gemmgate.parallel import run_parallel
+
+            results = run_parallel(sel.chip, session.modes, session.cases, session.policy,
+                                   session.devices, on_case=tick, slowdown=slowdown)
+        else:
+            results = run_cases(sel.chip, session.modes, session.cases, session.policy,
+                                session.device, session.devices[0], on_case=tick,
+                                slowdown=slowdown)
     return env, results
 
 
@@ -44,7 +52,8 @@ def run_command(args, console: Console, err: Console) -> int:
     from gemmgate.run import failures
     from gemmgate.session import make_session
 
-    session = make_session(args.chip, args.shapes, args.modes, args.timing, args.budget)
+    session = make_session(args.chip, args.shapes, args.modes, args.timing, args.budget,
+                           args.devices)
     env, results = execute(session, console, err)
     print_tables(results, console, title=f"{session.chip.id} {session.shapes_label}")
     if args.json:

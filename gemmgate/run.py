@@ -9,6 +9,7 @@ that could run, and GPU telemetry. The vendor's math flags are pinned for the wh
 from __future__ import annotations
 
 import math
+import os
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -50,6 +51,7 @@ class CaseResult:
     providers: dict[str, ProviderResult]
     peak_tflops: float | None = None
     telemetry: dict = field(default_factory=dict)
+    worker: str = ""                     # device and process that measured it
 
     @property
     def ratio_samples(self) -> tuple[float, ...]:
@@ -82,7 +84,7 @@ class CaseResult:
                 "ratio": self.ratio, "pct_peak": self.pct_peak,
                 "ratio_samples": list(self.ratio_samples),
                 "providers": {k: p.to_json() for k, p in self.providers.items()},
-                "telemetry": self.telemetry}
+                "telemetry": self.telemetry, "worker": self.worker}
 
 def _num(x: float | None):
     return None if x is None else (x if math.isfinite(x) else str(x))
@@ -143,7 +145,8 @@ def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
         tf = case.flops / (med * 1e-3) / 1e12 if case.flops and med > 0 else None
         results[name] = replace(results[name], samples_ms=tuple(ts), tflops=tf)
     tele = telemetry(device_index) if device != "cpu" else {}
-    return CaseResult(mode.name, case, results, chip.peak(mode.name), tele)
+    return CaseResult(mode.name, case, results, chip.peak(mode.name), tele,
+                      f"{device}/pid{os.getpid()}")
 
 def run_cases(chip: Chip, modes: Sequence[PrecisionMode], cases: Sequence[Case],
               policy: TimingPolicy, device: str, device_index: int = 0,

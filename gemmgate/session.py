@@ -28,6 +28,7 @@ class Session:
     cases: tuple[Case, ...]
     policy: TimingPolicy
     device: str
+    devices: tuple[int, ...] = (0,)
 
     @property
     def chip(self) -> Chip:
@@ -42,10 +43,14 @@ def default_modes(chip: Chip) -> tuple[str, ...]:
 
 def make_session(chip: str | None = None, shapes: str | None = None, modes: str | None = None,
                  timing: str | None = None, budget_s: float | None = None,
-                 device_index: int = 0) -> Session:
+                 devices: str | None = None) -> Session:
     """Validate every choice up front (ValueError on bad input, before any work)."""
+    from gemmgate.parallel import check_devices, parse_devices
+
     sel = select_chip(chip)
     c = sel.chip
+    device_ids = parse_devices(devices)
+    check_devices(device_ids, c.device_type)
     mode_list = parse_modes(modes) if modes else tuple(get_mode(m) for m in default_modes(c))
     for m in mode_list:
         c.require_mode(m.name)
@@ -58,9 +63,9 @@ def make_session(chip: str | None = None, shapes: str | None = None, modes: str 
         device = "cpu"
     else:
         policy = TimingPolicy(method=timing or "graph")
-        device = f"cuda:{device_index}"
+        device = f"cuda:{device_ids[0]}"
     if budget_s is not None:
         from dataclasses import replace
 
         policy = replace(policy, budget_s=budget_s)
-    return Session(sel, mode_list, label, cases, policy, device)
+    return Session(sel, mode_list, label, cases, policy, device, device_ids)
