@@ -6,6 +6,16 @@ set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/trials"
 B="$OUT/nvidia-h200.json"
+python3 - <<'PY'
+import torch
+from gemmgate.precision import MODES, vendor_flags
+a, b = torch.randn(2048, 4096, device="cuda"), torch.randn(4096, 2048, device="cuda")
+ref = a.double() @ b.double()
+for m in ("fp32", "tf32", "fp32"):
+    with vendor_flags(MODES[m]):
+        err = ((a @ b).double() - ref).norm() / ref.norm()
+    print(f"vendor {m} under vendor_flags: rel err {err:.2e}", torch.backends.cuda.matmul.fp32_precision)
+PY
 s=$(date +%s)
 timeout 280 python3 -m gemmgate baseline calibrate --chip nvidia-h200 --shapes pr \
   --modes fp32,tf32,bf16,fp16,fp8 --runs 5 --budget 0.5 --output "$B" > "$OUT/calibrate.txt" 2>&1
