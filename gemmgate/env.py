@@ -13,6 +13,28 @@ from pathlib import Path
 
 
 def _git_commit() -> str | None:
+    """HEAD's commit: from git, else read from .git directly (machines without git)."""
+    found = _git_cli()
+    return found if found else _git_files(Path(__file__).resolve().parent.parent / ".git")
+
+
+def _git_files(git: Path) -> str | None:
+    try:
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref: "):
+            return head or None
+        ref = head[5:]
+        if (git / ref).exists():
+            return (git / ref).read_text().strip()
+        for line in (git / "packed-refs").read_text().splitlines():
+            if line.endswith(" " + ref):
+                return line.split()[0]
+    except OSError:
+        pass
+    return None
+
+
+def _git_cli() -> str | None:
     try:
         out = subprocess.run(["git", "-c", "safe.directory=*", "rev-parse", "HEAD"],
                              capture_output=True, text=True,

@@ -112,13 +112,25 @@ def _check(name: str, inp, mode: PrecisionMode, ref):
     return call, ProviderResult(name, acc.status, acc.error, acc.message)
 
 def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int, device: str):
-    """Wrap the Triton call with `slowdown` x its own median time of extra device work."""
+    """Wrap the Triton call with `slowdown` x its own median time of extra device work.
+
+    Closed loop: the spin is sized, measured against the plain call, and rescaled, so
+    the injected fraction holds whatever the clock did while sizing it."""
     from gemmgate.slowdown import slowed
 
-    quick = replace(policy, min_rounds=5, max_rounds=20, budget_s=0.3)
-    base = stats.median(measure({"triton": calls["triton"]}, quick, flush_bytes=flush,
-                                device=device)["triton"])
-    calls["triton"] = slowed(calls["triton"], slowdown * base, device)
+    quick = replace(policy, min_rounds=10, max_rounds=40, budget_s=0.5, target_rel_ci=0.002)
+    plain = calls["triton"]
+    extra = None
+    for _ in range(3):
+        wrapped = slowed(plain, extra, device) if extra else plain
+        got = measure({"plain": plain, "wrapped": wrapped}, quick, flush_bytes=flush,
+                      device=device)
+        base, slow = stats.median(got["plain"]), stats.median(got["wrapped"])
+        achieved = slow / base - 1 if extra else 0.0
+        if extra and abs(achieved - slowdown) <= 0.1 * slowdown:
+            break
+        extra = slowdown * base if not extra or achieved <= 0 else extra * slowdown / achieved
+    calls["triton"] = slowed(plain, extra, device)
 
 
 def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,

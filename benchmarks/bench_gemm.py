@@ -1,0 +1,171 @@
+"""asv suite: Triton GEMM against the vendor BLAS, one history per chip (asv machine).
+
+The expensive part, measuring every (case, mode), happens once per commit per machine in
+`setup_cache` (asv runs it in its own process and pickles the returned dict of plain
+numbers); each `track_*` then only reads its figure from that dict. Figures come from
+gemmgate.run.run_case under gemmgate.precision.vendor_flags: device-timed (CUDA graphs,
+L2 flushed, interleaved) on a GPU, wall clock on the Triton interpreter on the CPU.
+
+Importing this module is cheap and imports neither torch nor gemmgate: asv imports it in
+every benchmark process, and it must stay importable when PYTHONPATH points at an older
+commit's package (only APIs present since the first commit are used).
+
+Skips (asv's NotImplementedError in setup): a mode the chip lacks, a case the provider
+cannot do (the vendor's fp8 path needs K % 16 == 0), a case not measured on this machine.
+A wrong result (accuracy fail or silently downgraded precision) is a failure, not a skip.
+"""
+
+import math
+import os
+
+# Representative cases from gemmgate.shapes.SETS["pr"] (GPU) and SETS["smoke"] (CPU),
+# named by Case.id: square large/huge, decode-like skinny M, unaligned K.
+GPU_CASES = ("m4096-n4096-k4096", "m8192-n8192-k8192", "m16-n4096-k4096", "m4096-n4096-k253")
+GPU_MODES = ("bf16", "fp16", "fp8", "tf32", "fp32")
+CPU_CASES = ("m64-n64-k64", "m48-n80-k72", "m64-n32-k96-cr", "m32-n64-k48-rc+p5")
+CPU_MODES = ("fp32",)  # bf16 is wrong in the interpreter; fp16 adds little on the CPU
+GPU_BUDGET_S = 0.3     # per case: ~20 cases stay around a minute on an H200
+CPU_BUDGET_S = 0.3
+
+
+def on_gpu() -> bool:
+    """Decided without importing torch: $GEMMGATE_CHIP, else a GPU driver's device node.
+    (If this guesses a GPU that torch cannot use, setup_cache measures the CPU set and
+    every GPU case is skipped as not measured.)"""
+    chip = os.environ.get("GEMMGATE_CHIP")
+    if chip:
+        return chip != "cpu"
+    return os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/kfd")
+
+
+def plan() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return (GPU_CASES, GPU_MODES) if on_gpu() else (CPU_CASES, CPU_MODES)
+
+
+def measure_all(cases=None, modes=None, budget_s=None) -> dict:
+    """{"<mode>-<case id>": figures} for every case and mode this chip can run, plus
+    "_meta" (chip, package path). Figures are plain floats/strings (pickled by asv)."""
+    from gemmgate.chips import select_chip
+    from gemmgate.precision import get_mode, vendor_flags
+    from gemmgate.run import run_case
+    from gemmgate.session import make_session
+    from gemmgate.shapes import SETS
+
+    chip = select_chip().chip
+    gpu = chip.device_type != "cpu"
+    want_cases, want_modes = (GPU_CASES, GPU_MODES) if gpu else (CPU_CASES, CPU_MODES)
+    cases = want_cases if cases is None else cases
+    modes = [m for m in (want_modes if modes is None else modes) if m in chip.modes]
+    by_id = {c.id: c for s in SETS.values() for c in s}
+    budget = budget_s or (GPU_BUDGET_S if gpu else CPU_BUDGET_S)
+    # make_session picks the device and timing policy, and switches the Triton
+    # interpreter on for the CPU before `kernels` is first imported.
+    session = make_session(modes=",".join(modes) or None, budget_s=budget)
+    import gemmgate
+
+    out: dict = {"_meta": {"chip": chip.id, "chip_modes": list(chip.modes),
+                           "gemmgate": os.path.dirname(gemmgate.__file__),
+                           "policy": session.policy.method, "budget_s": budget}}
+    for mode_name in modes:
+        mode = get_mode(mode_name)
+        with vendor_flags(mode):
+            for case_id in cases:
+                key = f"{mode_name}-{case_id}"
+                if case_id not in by_id:
+                    out[key] = {"error": f"case {case_id} is not in gemmgate.shapes.SETS"}
+                    continue
+                try:
+                    res = run_case(chip, mode, by_id[case_id], session.policy, session.device)
+                except Exception as e:  # one broken case must not cost the others
+                    out[key] = {"error": f"{type(e).__name__}: {e}"}
+                    continue
+                out[key] = figures(res)
+    return out
+
+
+def figures(res) -> dict:
+    """The numbers asv tracks, from a gemmgate CaseResult."""
+    t, v = res.providers["triton"], res.providers["vendor"]
+    return {"triton_tflops": t.tflops, "vendor_tflops": v.tflops, "ratio": res.ratio,
+            "triton_ms": t.median_ms, "vendor_ms": v.median_ms,
+            "triton_accuracy": t.accuracy, "vendor_accuracy": v.accuracy,
+            "triton_message": t.message, "vendor_message": v.message}
+
+
+# Which accuracy each figure needs from which provider.
+_NEEDS = {"triton_tflops": ("triton",), "vendor_tflops": ("vendor",),
+          "ratio": ("triton", "vendor")}
+
+
+def pick(cache: dict, case: str, mode: str, figure: str) -> float:
+    """The figure for (case, mode); NotImplementedError (asv: skipped) where it cannot
+    exist on this machine, RuntimeError (asv: failed) where it should but does not."""
+    meta = cache.get("_meta", {})
+    if mode not in meta.get("chip_modes", (mode,)):
+        raise NotImplementedError(f"{mode} is not supported on {meta.get('chip')}")
+    entry = cache.get(f"{mode}-{case}")
+    if entry is None:
+        raise NotImplementedError(f"{mode}-{case} is not measured on {meta.get('chip')}")
+    if "error" in entry:
+        raise RuntimeError(entry["error"])
+    for p in _NEEDS[figure]:
+        acc = entry[f"{p}_accuracy"]
+        if acc == "unsupported":
+            raise NotImplementedError(f"{p}: {entry[f'{p}_message']}")
+        if acc != "pass":
+            raise RuntimeError(f"{p} accuracy {acc}: {entry[f'{p}_message']}")
+    value = entry[figure]
+    if value is None or not math.isfinite(value):
+        raise RuntimeError(f"no {figure} for {mode}-{case}")
+    return value
+
+
+_CASES, _MODES = plan()
+
+
+class _Gemm:
+    """Shared declaration: params, one setup_cache (same function, so one cache key for
+    every subclass), and a setup that fetches this class's figure or skips."""
+
+    params = [list(_CASES), list(_MODES)]
+    param_names = ["case", "mode"]
+    timeout = 900
+    figure = ""
+
+    def setup_cache(self):
+        return measure_all()
+
+    setup_cache.timeout = 900
+
+    def setup(self, cache, case, mode):
+        self.value = pick(cache, case, mode, self.figure)
+
+
+class Triton(_Gemm):
+    """The project's Triton GEMM: TFLOP/s at its median (device) time."""
+
+    figure = "triton_tflops"
+    unit = "TFLOP/s"
+
+    def track_tflops(self, cache, case, mode):
+        return self.value
+
+
+class Vendor(_Gemm):
+    """The vendor BLAS (cuBLAS / hipBLASLt / CPU BLAS, fp8 via torch._scaled_mm)."""
+
+    figure = "vendor_tflops"
+    unit = "TFLOP/s"
+
+    def track_tflops(self, cache, case, mode):
+        return self.value
+
+
+class Ratio(_Gemm):
+    """vendor time / Triton time on interleaved samples (> 1: Triton faster)."""
+
+    figure = "ratio"
+    unit = "ratio"
+
+    def track_ratio(self, cache, case, mode):
+        return self.value

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Register this runner with asv under its chip id, with the GPU and software recorded.
+
+asv keys result histories by machine: the machine name is the gemmgate chip id
+(gemmgate.chips.select_chip: --chip / $GEMMGATE_CHIP / detected), and asv's free-text
+machine fields carry what identifies the hardware and the software stack:
+
+  cpu      GPU name, driver, CUDA/HIP (on the CPU chip: the host CPU)
+  arch     host architecture and host CPU
+  os       OS, torch, triton
+  num_cpu, ram   the host's
+
+asv keys a result history by the machine name alone (results params are machine and
+python); the other fields are a description, copied into results/<machine>/machine.json
+on every `asv run` and shown on the site. So a driver or torch upgrade is not a new
+line: it shows as a step, and this description says what the machine runs now.
+
+The entry is written through asv's own MachineCollection (the file `asv machine` writes,
+~/.asv-machine.json): `asv machine --yes --cpu ...` silently drops every field equal to
+asv's detected default, which would leave the CPU chip's entry without cpu/num_cpu/ram.
+
+  python3 scripts/asv_machine.py              # then: asv run --python=same --machine <chip>
+  python3 scripts/asv_machine.py --print      # show the fields, change nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+
+
+def fields(chip: str | None = None) -> dict[str, str]:
+    from asv import util
+
+    from gemmgate.chips import select_chip
+    from gemmgate.env import environment
+
+    sel = select_chip(chip)
+    env = environment(sel.chip.id, "wall" if sel.chip.device_type == "cpu" else "graph")
+    host_cpu = util.get_cpu_info() or platform.processor() or "unknown CPU"
+    if sel.chip.device_type == "cpu":
+        cpu = host_cpu
+    else:
+        runtime = f"CUDA {env['cuda']}" if env.get("cuda") else f"HIP {env.get('hip')}"
+        cpu = f"{env['device_name']} | driver {env.get('driver') or 'unknown'} | {runtime}"
+    return {
+        "machine": sel.chip.id,
+        "cpu": cpu,
+        "arch": f"{platform.machine()} | {host_cpu}",
+        "os": f"{platform.system()} {platform.release()} | torch {env['torch']} "
+              f"| triton {env['triton']}",
+        "num_cpu": str(os.cpu_count() or 1),
+        "ram": str(util.get_memsize()),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--chip", help="gemmgate chip id (default: $GEMMGATE_CHIP or detected)")
+    p.add_argument("--machine", help="asv machine name (default: the chip id)")
+    p.add_argument("--print", action="store_true", help="print the fields, write nothing")
+    args = p.parse_args(argv)
+    try:
+        f = fields(args.chip)
+    except ValueError as e:
+        print(f"asv_machine: {e}", file=sys.stderr)
+        return 2
+    if args.machine:
+        f["machine"] = args.machine
+    for k, v in f.items():
+        print(f"{k:8} {v}")
+    if args.print:
+        return 0
+    from asv.machine import MachineCollection
+
+    MachineCollection.save(f["machine"], f)
+    print(f"asv machine {f['machine']!r} written to {MachineCollection.get_machine_file_path()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

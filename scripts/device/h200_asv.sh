@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# One device call for the asv suite (issue 4): asv over the last commits that have
+# gemmgate/run.py -- the CURRENT benchmarks/ against each commit's OWN gemmgate/kernels
+# (exported with git archive to /tmp/wt-<sha>) -- then pytest-benchmark save + compare.
+# Needs the asv wheels in .whl/ (carry: [".whl"]). Aim: < 9 min. Everything to $OUT:
+# asv.tgz (.asv/results, .asv/html, .benchmarks, logs) and summary.txt.
+#
+# asv drops PYTHONPATH in its benchmark processes and puts ASV_PYTHONPATH first on
+# sys.path instead: that is what makes `import gemmgate` find the old commit's package.
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+CHIP=${CHIP:-nvidia-h200}          # asv machine name = gemmgate chip id
+N_COMMITS=${N_COMMITS:-5}
+ASV_END=${ASV_END:-320}            # s after start: no asv run may go past this
+PYTEST_TIMEOUT=${PYTEST_TIMEOUT:-90}
+LOG=/tmp/asvlogs; rm -rf "$LOG"; mkdir -p "$LOG"
+T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
+# The tree arrives as a copy, perhaps owned by another user: let git (and asv's git) read it.
+export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
+SITE=/tmp/site
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "$SITE" .whl/*.whl || exit 1
+else
+  SITE=""                          # asv already installed (local dry run)
+fi
+export GEMMGATE_CHIP=$CHIP
+{ nvidia-smi 2>&1 | head -15; git log --oneline -8
+  PYTHONPATH=$PWD${SITE:+:$SITE} python3 -c 'import torch, triton, asv, pytest_benchmark as pb
+print("torch", torch.__version__, "cuda", torch.version.cuda, "triton", triton.__version__,
+      "asv", asv.__version__, "pytest-benchmark", pb.__version__)'; } > "$LOG/env.txt" 2>&1
+cat "$LOG/env.txt"
+# asv's `branches: ["main"]` must name a branch of this copy (publish draws along it).
+git rev-parse -q --verify refs/heads/main >/dev/null || git branch -f main HEAD
+PYTHONPATH=$PWD${SITE:+:$SITE} python3 scripts/asv_machine.py --chip "$CHIP" > "$LOG/machine.txt" 2>&1
+echo "asv_machine rc=$?"; cat "$LOG/machine.txt"
+
+SHAS=()
+for s in $(git rev-list --first-parent HEAD); do
+  git cat-file -e "$s:gemmgate/run.py" 2>/dev/null && SHAS+=("$s")
+  [ ${#SHAS[@]} -ge "$N_COMMITS" ] && break
+done
+echo "commits: ${SHAS[*]}"
+for sha in "${SHAS[@]}"; do           # newest first: a deadline costs the oldest
+  short=${sha:0:8}; left=$(( ASV_END - $(el) ))
+  if [ "$left" -lt 60 ]; then echo "$short skipped: ${left}s left before ASV_END"; continue; fi
+  wt=/tmp/wt-$short; rm -rf "$wt"; mkdir -p "$wt"
+  git archive "$sha" gemmgate kernels | tar -x -C "$wt"
+  s=$(date +%s)
+  ASV_PYTHONPATH=$wt${SITE:+:$SITE} PYTHONPATH=$wt${SITE:+:$SITE} timeout "$left" \
+    python3 -m asv run --python=same --set-commit-hash "$sha" --machine "$CHIP" \
+    --launch-method spawn --show-stderr > "$LOG/asv_$short.txt" 2>&1
+  echo "asv $short rc=$? wall_s=$(( $(date +%s) - s )) (t=$(el)s)"
+done
+PYTHONPATH=${SITE:-} python3 -m asv publish > "$LOG/asv_publish.txt" 2>&1; echo "publish rc=$?"
+
+export PYTHONPATH=$PWD${SITE:+:$SITE}
+PT=(python3 -m pytest tests/perf -q -p no:cacheprovider --benchmark-enable)
+s=$(date +%s); timeout "$PYTEST_TIMEOUT" "${PT[@]}" --benchmark-autosave > "$LOG/pytest_save.txt" 2>&1
+echo "pytest save rc=$? wall_s=$(( $(date +%s) - s ))"
+s=$(date +%s); timeout "$PYTEST_TIMEOUT" "${PT[@]}" --benchmark-compare \
+  --benchmark-compare-fail=median:10% > "$LOG/pytest_compare.txt" 2>&1
+echo "pytest compare rc=$? wall_s=$(( $(date +%s) - s )) (t=$(el)s)"
+
+python3 - "$CHIP" > "$LOG/summary.txt" 2>&1 <<'PY'
+# Per commit: how many figures each benchmark has, and the geomean ratio per mode.
+import glob, itertools, json, math, sys
+for f in sorted(glob.glob(f".asv/results/{sys.argv[1]}/*.json")):
+    if f.endswith("machine.json"):
+        continue
+    d = json.load(open(f))
+    print(f"commit {d['commit_hash'][:8]}  {f.rsplit('/', 1)[1]}")
+    for name, row in sorted(d["results"].items()):
+        vals, params = row[0], row[1]
+        combos = list(itertools.product(*params)) if params else [()]
+        ok = [(p, v) for p, v in zip(combos, vals) if isinstance(v, (int, float)) and math.isfinite(v)]
+        nul = sum(v is None for v in vals)
+        line = f"  {name:34} {len(ok):2}/{len(vals)} numbers, {nul} failed"
+        if name.endswith("track_ratio"):
+            by = {}
+            for (case, mode), v in ok:
+                by.setdefault(mode.strip("'"), []).append(v)
+            line += "  geomean " + " ".join(
+                f"{m}={math.exp(sum(map(math.log, vs)) / len(vs)):.2f}" for m, vs in by.items())
+        print(line)
+PY
+cat "$LOG/summary.txt"
+grep -E "passed|failed|error|regress|Comparing" "$LOG"/pytest_*.txt | cut -c1-200 | tail -12
+cp "$LOG/summary.txt" "$OUT/summary.txt"
+tar czf "$OUT/asv.tgz" .asv/results .asv/html .benchmarks -C /tmp asvlogs 2>/dev/null
+ls -la "$OUT"; echo "total t=$(el)s"

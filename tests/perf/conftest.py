@@ -1,0 +1,174 @@
+"""pytest-benchmark set-up for tests/perf (docs/PERF_TESTS.md).
+
+- Cases: the asv suite's (benchmarks/bench_gemm.py): on a GPU a few representative `pr`
+  cases in every mode the chip has, on the CPU the `smoke` set in fp32 (interpreter).
+- Benchmarking is off unless asked for (--benchmark-enable, or a save/compare/json/only
+  option): the default `pytest -q` still runs every perf test once, as a smoke check.
+- Storage per chip: without --benchmark-storage, runs are saved under
+  <rootdir>/.benchmarks/<chip id>/, so a compare never crosses chips.
+- machine_info carries the chip, GPU, driver and versions (pytest-benchmark warns on a
+  compare when they differ).
+
+This conftest may be registered after pytest-benchmark built its session (a plain
+`pytest` from the root loads it during collection): then the storage is rebuilt and the
+compare data reloaded here.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_STORAGE = "file://./.benchmarks"
+# Options that only make sense with benchmarking on: any of them switches it on.
+ENABLING = ("benchmark_enable", "benchmark_only", "benchmark_save", "benchmark_autosave",
+            "benchmark_compare", "benchmark_json")
+GPU_ROUNDS, GPU_WARMUP = 20, 3   # pytest-benchmark rounds of the synchronized call
+CPU_ROUNDS, CPU_WARMUP = 3, 1
+BUDGET_S = 0.3                   # gemmgate's own (device-timed) measurement per case
+
+
+@functools.cache
+def suite():
+    """The asv suite module, for its case list (loaded by path: not a package here)."""
+    spec = importlib.util.spec_from_file_location("gemmgate_bench_gemm",
+                                                  ROOT / "benchmarks" / "bench_gemm.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@functools.cache
+def chip():
+    from gemmgate.chips import select_chip
+
+    return select_chip().chip
+
+
+@functools.cache
+def stack() -> dict:
+    """What identifies the measurement: chip, device, driver, versions (no dates)."""
+    from gemmgate.env import environment
+
+    c = chip()
+    env = environment(c.id, "wall" if c.device_type == "cpu" else "graph")
+    keep = ("device_name", "driver", "cuda", "hip", "torch", "triton", "interpreter")
+    return {"gemmgate_chip": c.id, **{k: env.get(k) for k in keep}}
+
+
+def _storage_given(config) -> bool:
+    return (config.getoption("benchmark_storage") != DEFAULT_STORAGE
+            or any(a.startswith("--benchmark-storage") for a in config.invocation_params.args))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "perf: GEMM performance test (pytest-benchmark)")
+    if not hasattr(config.option, "benchmark_storage"):
+        return  # pytest-benchmark not installed or -p no:benchmark
+    enabled = any(config.getoption(o) for o in ENABLING)
+    if not enabled:
+        config.option.benchmark_disable = True
+    uri = None
+    if not _storage_given(config):
+        try:
+            chip_id = chip().id
+        except ValueError as e:  # e.g. GEMMGATE_CHIP names no known chip
+            raise pytest.UsageError(str(e)) from None
+        uri = f"file://{ROOT / '.benchmarks' / chip_id}"
+        config.option.benchmark_storage = uri
+    bs = getattr(config, "_benchmarksession", None)
+    if bs is None:
+        return  # pytest-benchmark's own (trylast) configure comes next and reads the options
+    if not enabled:
+        bs.disabled = True
+    if uri is not None:
+        from pytest_benchmark.utils import load_storage
+
+        bs.storage = load_storage(uri, logger=bs.logger, default_machine_id=bs.machine_id,
+                                  netrc=config.getoption("benchmark_netrc"))
+    bs.handle_loading()  # compare data and machine_info, now with this file's hooks
+
+
+def pytest_benchmark_update_machine_info(config, machine_info):
+    machine_info.update(stack())
+
+
+def pytest_generate_tests(metafunc):
+    if {"mode", "case_id"} <= set(metafunc.fixturenames):
+        bench = suite()
+        c = chip()
+        cases, modes = ((bench.GPU_CASES, bench.GPU_MODES) if c.device_type != "cpu"
+                        else (bench.CPU_CASES, bench.CPU_MODES))
+        pairs = [(m, k) for m in modes if m in c.modes for k in cases]
+        metafunc.parametrize("mode,case_id", pairs, ids=[f"{m}-{k}" for m, k in pairs])
+
+
+class PerfRunner:
+    """gemmgate's measurement of one case, and the Triton call for pytest-benchmark."""
+
+    def __init__(self, disabled: bool):
+        from gemmgate.session import make_session
+        from gemmgate.shapes import SETS
+
+        self.chip = chip()
+        self.gpu = self.chip.device_type != "cpu"
+        modes = ",".join(m for m in suite().GPU_MODES if m in self.chip.modes) \
+            if self.gpu else "fp32"
+        self.session = make_session(modes=modes, budget_s=BUDGET_S)
+        policy = self.session.policy
+        if disabled:  # figures are not kept: the fewest rounds that exercise the path
+            policy = replace(policy, warmup=1, min_rounds=2, max_rounds=2)
+        self.policy = policy
+        self.rounds, self.warmup = (GPU_ROUNDS, GPU_WARMUP) if self.gpu else \
+            (CPU_ROUNDS, CPU_WARMUP)
+        self.cases = {c.id: c for s in SETS.values() for c in s}
+
+    def measure(self, mode_name: str, case_id: str):
+        from gemmgate.precision import get_mode, vendor_flags
+        from gemmgate.run import run_case
+
+        mode = get_mode(mode_name)
+        with vendor_flags(mode):
+            return run_case(self.chip, mode, self.cases[case_id], self.policy,
+                            self.session.device)
+
+    def triton_call(self, mode_name: str, case_id: str):
+        """The provider's zero-argument call, synchronized so wall time is device time."""
+        from gemmgate.inputs import make_inputs
+        from gemmgate.precision import get_mode
+        from gemmgate.providers import build
+        from gemmgate.run import case_seed
+
+        mode, case = get_mode(mode_name), self.cases[case_id]
+        inp = make_inputs(case, mode, self.session.device, case_seed(mode.name, case),
+                          self.chip.fp8_dtype)
+        fn = build("triton", inp, mode)
+        if not self.gpu:
+            return fn
+        import torch
+
+        def call():
+            out = fn()
+            torch.cuda.synchronize()
+            return out
+
+        return call
+
+    def extra_info(self, res) -> dict:
+        t, v = res.providers["triton"], res.providers["vendor"]
+        return {**stack(), "mode": res.mode, "case": res.case.id, "timing": self.policy.method,
+                "triton_median_ms": t.median_ms, "vendor_median_ms": v.median_ms,
+                "triton_tflops": t.tflops, "vendor_tflops": v.tflops, "ratio": res.ratio,
+                "pct_peak": res.pct_peak, "triton_error": t.error,
+                "vendor_accuracy": v.accuracy}
+
+
+@pytest.fixture(scope="session")
+def perf(request) -> PerfRunner:
+    bs = getattr(request.config, "_benchmarksession", None)
+    return PerfRunner(disabled=bool(bs is None or bs.disabled))

@@ -1,0 +1,135 @@
+"""The asv suite (benchmarks/, asv.conf.json): declarations checked without asv, then
+`asv check`, a quick `asv run --python=same` on the CPU chip, and `asv publish`, all
+against a temporary copy of the configuration (results, html, machine file in tmp)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gemmgate.shapes import SETS
+
+ROOT = Path(__file__).resolve().parents[1]
+HAS_ASV = importlib.util.find_spec("asv") is not None
+
+
+def _bench_module():
+    spec = importlib.util.spec_from_file_location("gemmgate_bench_gemm",
+                                                  ROOT / "benchmarks" / "bench_gemm.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_suite_cases_are_named_set_cases():
+    bench = _bench_module()
+    assert set(bench.GPU_CASES) <= {c.id for c in SETS["pr"]}
+    assert set(bench.CPU_CASES) == {c.id for c in SETS["smoke"]}
+
+
+def test_import_is_cheap():
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import benchmarks.bench_gemm; "
+            "print(sorted(m for m in ('torch', 'gemmgate', 'triton') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT)], capture_output=True,
+                         text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_pick_skips_and_fails():
+    pick = _bench_module().pick
+    ok = {"triton_tflops": 2.0, "vendor_tflops": 1.0, "ratio": 0.5, "triton_accuracy": "pass",
+          "vendor_accuracy": "pass", "triton_message": "", "vendor_message": ""}
+    cache = {"_meta": {"chip": "x", "chip_modes": ["fp32", "fp8"]},
+             "fp32-m1-n1-k1": ok,
+             "fp8-m1-n1-k1": {**ok, "vendor_accuracy": "unsupported", "vendor_tflops": None,
+                              "ratio": None, "vendor_message": "K % 16"},
+             "fp32-m2-n2-k2": {**ok, "triton_accuracy": "downgraded"},
+             "fp32-m3-n3-k3": {"error": "RuntimeError: boom"}}
+    assert pick(cache, "m1-n1-k1", "fp32", "ratio") == 0.5
+    assert pick(cache, "m1-n1-k1", "fp8", "triton_tflops") == 2.0
+    for case, mode, fig, exc in [("m1-n1-k1", "tf32", "ratio", NotImplementedError),
+                                 ("m9-n9-k9", "fp32", "ratio", NotImplementedError),
+                                 ("m1-n1-k1", "fp8", "vendor_tflops", NotImplementedError),
+                                 ("m1-n1-k1", "fp8", "ratio", NotImplementedError),
+                                 ("m2-n2-k2", "fp32", "triton_tflops", RuntimeError),
+                                 ("m2-n2-k2", "fp32", "vendor_tflops", None),
+                                 ("m3-n3-k3", "fp32", "ratio", RuntimeError)]:
+        if exc is None:
+            assert pick(cache, case, mode, fig) == 1.0
+        else:
+            with pytest.raises(exc):
+                pick(cache, case, mode, fig)
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+@pytest.fixture(scope="module")
+def asv_conf(tmp_path_factory):
+    if not HAS_ASV:
+        pytest.skip("asv is not installed (pip install asv)")
+    head = _git("rev-parse", "HEAD")
+    if not head:
+        pytest.skip("no git HEAD in the repository: asv needs a commit to record")
+    import json5
+
+    tmp = tmp_path_factory.mktemp("asv")
+    conf = json5.loads((ROOT / "asv.conf.json").read_text())
+    conf.update(repo=str(ROOT), benchmark_dir=str(ROOT / "benchmarks"),
+                results_dir=str(tmp / "results"), html_dir=str(tmp / "html"),
+                env_dir=str(tmp / "env"), branches=[head])
+    path = tmp / "asv.conf.json"
+    path.write_text(json.dumps(conf, indent=2))
+    # asv drops PYTHONPATH in benchmark processes; ASV_PYTHONPATH goes first on sys.path.
+    path_env = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, HOME=str(tmp), GEMMGATE_CHIP="cpu", PYTHONPATH=path_env,
+               ASV_PYTHONPATH=path_env)
+    return tmp, path, env, head
+
+
+def _asv(conf, *args: str, timeout: float = 50) -> str:
+    tmp, path, env, _ = conf
+    cmd = [sys.executable, "-m", "asv", *args, "--config", str(path)]
+    out = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True,
+                         timeout=timeout)
+    assert out.returncode == 0, f"{' '.join(args)} failed:\n{out.stdout}\n{out.stderr}"
+    return out.stdout + out.stderr
+
+
+def test_asv_check_run_publish(asv_conf):
+    tmp, _, _, head = asv_conf
+    assert "No problems found" in _asv(asv_conf, "check", "--python=same")
+    # The machine entry: scripts/asv_machine.py (chip id and software stack) under HOME=tmp.
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "asv_machine.py"), "--machine",
+                          "cpu-ci"], cwd=tmp, env=asv_conf[2], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    _asv(asv_conf, "run", "--python=same", "--quick", "--show-stderr",
+         "--set-commit-hash", head, "--machine", "cpu-ci")
+    files = [p for p in (tmp / "results" / "cpu-ci").glob("*.json") if p.name != "machine.json"]
+    assert len(files) == 1, files
+    data = json.loads(files[0].read_text())
+    assert data["commit_hash"] == head
+    machine = json.loads((tmp / "results" / "cpu-ci" / "machine.json").read_text())
+    assert "torch" in machine["os"] and machine["num_cpu"], machine
+    names = ("bench_gemm.Triton.track_tflops", "bench_gemm.Vendor.track_tflops",
+             "bench_gemm.Ratio.track_ratio")
+    for name in names:
+        values = data["results"][name][0]
+        assert values and all(isinstance(v, float) and math.isfinite(v) and v > 0
+                              for v in values), (name, values)
+    _asv(asv_conf, "publish")
+    assert (tmp / "html" / "index.html").is_file()
