@@ -118,7 +118,7 @@ def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int, devi
     the injected fraction holds whatever the clock did while sizing it."""
     from gemmgate.slowdown import slowed
 
-    quick = replace(policy, min_rounds=10, max_rounds=40, budget_s=0.5, target_rel_ci=0.002)
+    quick = replace(policy, min_rounds=10, max_rounds=30, budget_s=0.2, target_rel_ci=0.003)
     plain = calls["triton"]
     extra = None
     for _ in range(3):

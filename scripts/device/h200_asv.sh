@@ -12,8 +12,8 @@ export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 CHIP=${CHIP:-nvidia-h200}          # asv machine name = gemmgate chip id
 N_COMMITS=${N_COMMITS:-5}
-ASV_END=${ASV_END:-320}            # s after start: no asv run may go past this
-PYTEST_TIMEOUT=${PYTEST_TIMEOUT:-90}
+ASV_END=${ASV_END:-290}            # s after start: no asv run may go past this
+PYTEST_TIMEOUT=${PYTEST_TIMEOUT:-110}
 LOG=/tmp/asvlogs; rm -rf "$LOG"; mkdir -p "$LOG"
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 # The tree arrives as a copy, perhaps owned by another user: let git (and asv's git) read it.
@@ -36,6 +36,10 @@ git rev-parse -q --verify refs/heads/main >/dev/null || git branch -f main HEAD
 PYTHONPATH=$PWD${SITE:+:$SITE} python3 scripts/asv_machine.py --chip "$CHIP" > "$LOG/machine.txt" 2>&1
 echo "asv_machine rc=$?"; cat "$LOG/machine.txt"
 
+ASV_PYTHONPATH=$PWD${SITE:+:$SITE} PYTHONPATH=$PWD${SITE:+:$SITE} \
+  python3 -m asv check --python=same > "$LOG/asv_check.txt" 2>&1
+echo "asv check rc=$?"; tail -3 "$LOG/asv_check.txt"
+
 SHAS=()
 for s in $(git rev-list --first-parent HEAD); do
   git cat-file -e "$s:gemmgate/run.py" 2>/dev/null && SHAS+=("$s")
@@ -51,7 +55,8 @@ for sha in "${SHAS[@]}"; do           # newest first: a deadline costs the oldes
   ASV_PYTHONPATH=$wt${SITE:+:$SITE} PYTHONPATH=$wt${SITE:+:$SITE} timeout "$left" \
     python3 -m asv run --python=same --set-commit-hash "$sha" --machine "$CHIP" \
     --launch-method spawn --show-stderr > "$LOG/asv_$short.txt" 2>&1
-  echo "asv $short rc=$? wall_s=$(( $(date +%s) - s )) (t=$(el)s)"
+  rc=$?; echo "asv $short rc=$rc wall_s=$(( $(date +%s) - s )) (t=$(el)s)"
+  [ "$rc" -ne 0 ] && tail -15 "$LOG/asv_$short.txt" | cut -c1-160
 done
 PYTHONPATH=${SITE:-} python3 -m asv publish > "$LOG/asv_publish.txt" 2>&1; echo "publish rc=$?"
 
@@ -82,7 +87,7 @@ for f in sorted(glob.glob(f".asv/results/{sys.argv[1]}/*.json")):
             for (case, mode), v in ok:
                 by.setdefault(mode.strip("'"), []).append(v)
             line += "  geomean " + " ".join(
-                f"{m}={math.exp(sum(map(math.log, vs)) / len(vs)):.2f}" for m, vs in by.items())
+                f"{m}={math.exp(sum(map(math.log, vs)) / len(vs)):.3g}" for m, vs in by.items())
         print(line)
 PY
 cat "$LOG/summary.txt"

@@ -10,8 +10,8 @@
   compare when they differ).
 
 This conftest may be registered after pytest-benchmark built its session (a plain
-`pytest` from the root loads it during collection): then the storage is rebuilt and the
-compare data reloaded here.
+`pytest` from the root loads it during collection): then the session re-reads the
+options and reloads the compare data here.
 """
 
 from __future__ import annotations
@@ -70,28 +70,22 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "perf: GEMM performance test (pytest-benchmark)")
     if not hasattr(config.option, "benchmark_storage"):
         return  # pytest-benchmark not installed or -p no:benchmark
-    enabled = any(config.getoption(o) for o in ENABLING)
+    enabled = any(config.getoption(o, None) for o in ENABLING)
     if not enabled:
         config.option.benchmark_disable = True
-    uri = None
     if not _storage_given(config):
         try:
             chip_id = chip().id
         except ValueError as e:  # e.g. GEMMGATE_CHIP names no known chip
             raise pytest.UsageError(str(e)) from None
-        uri = f"file://{ROOT / '.benchmarks' / chip_id}"
-        config.option.benchmark_storage = uri
+        config.option.benchmark_storage = f"file://{ROOT / '.benchmarks' / chip_id}"
     bs = getattr(config, "_benchmarksession", None)
     if bs is None:
         return  # pytest-benchmark's own (trylast) configure comes next and reads the options
-    if not enabled:
-        bs.disabled = True
-    if uri is not None:
-        from pytest_benchmark.utils import load_storage
-
-        bs.storage = load_storage(uri, logger=bs.logger, default_machine_id=bs.machine_id,
-                                  netrc=config.getoption("benchmark_netrc"))
-    bs.handle_loading()  # compare data and machine_info, now with this file's hooks
+    # Registered late: re-read the options with pytest-benchmark's own code (storage,
+    # disabled), then reload the compare data, now that this file's hooks are in.
+    bs.__init__(config)
+    bs.handle_loading()
 
 
 def pytest_benchmark_update_machine_info(config, machine_info):
