@@ -39,7 +39,12 @@ def on_gpu() -> bool:
 
 
 def plan() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    return (GPU_CASES, GPU_MODES) if on_gpu() else (CPU_CASES, CPU_MODES)
+    """The (cases, modes) grid; $GEMMGATE_BENCH_MODES narrows the modes (e.g. bf16,fp8)."""
+    cases, modes = (GPU_CASES, GPU_MODES) if on_gpu() else (CPU_CASES, CPU_MODES)
+    only = os.environ.get("GEMMGATE_BENCH_MODES")
+    if only:
+        modes = tuple(m for m in modes if m in only.split(","))
+    return cases, modes
 
 
 def measure_all(cases=None, modes=None, budget_s=None) -> dict:
@@ -53,7 +58,8 @@ def measure_all(cases=None, modes=None, budget_s=None) -> dict:
 
     chip = select_chip().chip
     gpu = chip.device_type != "cpu"
-    want_cases, want_modes = (GPU_CASES, GPU_MODES) if gpu else (CPU_CASES, CPU_MODES)
+    want_cases, want_modes = plan() if gpu == on_gpu() else \
+        ((GPU_CASES, GPU_MODES) if gpu else (CPU_CASES, CPU_MODES))
     cases = want_cases if cases is None else cases
     modes = [m for m in (want_modes if modes is None else modes) if m in chip.modes]
     by_id = {c.id: c for s in SETS.values() for c in s}

@@ -9,6 +9,11 @@
 # sys.path instead: that is what makes `import gemmgate` find the old commit's package.
 set -u
 export PYTHONUNBUFFERED=1
+# The device's copy of the tree may arrive without history: then use a carried bundle.
+if ! git rev-parse -q --verify HEAD >/dev/null 2>&1 && [ -f .whl/repo.bundle ]; then
+  rm -rf /tmp/repo && git clone -q .whl/repo.bundle /tmp/repo && cp -r .whl /tmp/repo/ \
+    && cd /tmp/repo && echo "using the carried bundle: $(git log --oneline -1)"
+fi
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 CHIP=${CHIP:-nvidia-h200}          # asv machine name = gemmgate chip id
 N_COMMITS=${N_COMMITS:-5}
@@ -60,6 +65,7 @@ for sha in "${SHAS[@]}"; do           # newest first: a deadline costs the oldes
 done
 PYTHONPATH=${SITE:-} python3 -m asv publish > "$LOG/asv_publish.txt" 2>&1; echo "publish rc=$?"
 
+if [ -n "${SKIP_PYTEST:-}" ]; then PYTEST_TIMEOUT=1; fi
 export PYTHONPATH=$PWD${SITE:+:$SITE}
 PT=(python3 -m pytest tests/perf -q -p no:cacheprovider --benchmark-enable)
 s=$(date +%s); timeout "$PYTEST_TIMEOUT" "${PT[@]}" --benchmark-autosave > "$LOG/pytest_save.txt" 2>&1
