@@ -114,22 +114,26 @@ def _check(name: str, inp, mode: PrecisionMode, ref):
 def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int, device: str):
     """Wrap the Triton call with `slowdown` x its own median time of extra device work.
 
-    Closed loop: the spin is sized, measured against the plain call, and rescaled, so
-    the injected fraction holds whatever the clock did while sizing it."""
+    On a GPU it is a closed loop: the spin is sized, measured against the plain call,
+    and rescaled, so the injected fraction holds whatever the clock did while sizing it.
+    On the CPU the host busy-waits wall-clock time: sized once."""
     from gemmgate.slowdown import slowed
 
     quick = replace(policy, min_rounds=10, max_rounds=30, budget_s=0.2, target_rel_ci=0.003)
     plain = calls["triton"]
-    extra = None
-    for _ in range(3):
-        wrapped = slowed(plain, extra, device) if extra else plain
-        got = measure({"plain": plain, "wrapped": wrapped}, quick, flush_bytes=flush,
-                      device=device)
-        base, slow = stats.median(got["plain"]), stats.median(got["wrapped"])
-        achieved = slow / base - 1 if extra else 0.0
-        if extra and abs(achieved - slowdown) <= 0.1 * slowdown:
+
+    def medians(fns: dict) -> dict:
+        got = measure(fns, quick, flush_bytes=flush, device=device)
+        return {k: stats.median(v) for k, v in got.items()}
+
+    extra = slowdown * medians({"plain": plain})["plain"]
+    for _ in range(0 if device == "cpu" else 2):
+        m = medians({"plain": plain, "wrapped": slowed(plain, extra, device)})
+        achieved = m["wrapped"] / m["plain"] - 1
+        if abs(achieved - slowdown) <= 0.1 * slowdown:
             break
-        extra = slowdown * base if not extra or achieved <= 0 else extra * slowdown / achieved
+        if achieved > 0:
+            extra *= slowdown / achieved
     calls["triton"] = slowed(plain, extra, device)
 
 

@@ -12,7 +12,6 @@ import math
 import random
 from collections.abc import Sequence
 
-Z95 = 1.959963984540054
 
 
 def _sorted(xs: Sequence[float]) -> list[float]:
@@ -44,14 +43,21 @@ def quantiles(xs: Sequence[float], qs: Sequence[float] = (0.1, 0.25, 0.5, 0.75, 
     return {f"p{round(q * 100)}": quantile(xs, q) for q in qs}
 
 
-def median_ci(xs: Sequence[float], z: float = Z95) -> tuple[float, float]:
-    """Distribution-free CI of the median: order statistics n/2 -+ z*sqrt(n)/2."""
+def median_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Distribution-free CI of the median: sorted samples (j, n-1-j), 0-indexed, whose
+    coverage is 1 - 2 P(Bin(n, 1/2) <= j); j is the largest with P(...) <= (1-conf)/2.
+    Below n = 6 even j = 0 falls short and the CI is the whole sample range."""
     s = _sorted(xs)
     n = len(s)
-    half = z * math.sqrt(n) / 2
-    lo = max(math.floor(n / 2 - half), 0)
-    hi = min(math.ceil(n / 2 + half), n - 1)
-    return s[lo], s[hi]
+    alpha = (1 - confidence) / 2
+    tail, j = 0.0, 0
+    while j < n // 2:
+        tail += math.comb(n, j) / 2**n   # now P(X <= j)
+        if tail > alpha:
+            break
+        j += 1
+    j = max(j - 1, 0)                    # the last j whose tail stayed within alpha
+    return s[j], s[n - 1 - j]
 
 
 def relative_ci_halfwidth(xs: Sequence[float]) -> float:

@@ -80,16 +80,17 @@ def test_median_ci_bounds_are_sample_elements_around_the_median():
     lo, hi = stats.median_ci(xs)
     assert lo in xs and hi in xs
     assert lo <= stats.median(xs) <= hi
-    # Narrower than the whole range for n=50 (order statistics 18 and 32 of 0..49).
+    # n=50: P(Bin(50, 1/2) <= 17) = 0.016 <= 0.025 < P(<= 18) = 0.032, so the symmetric
+    # interval is sorted samples 17 and 32 (0-indexed), coverage 96.7%.
     s = sorted(xs)
-    assert (lo, hi) == (s[18], s[32])
+    assert (lo, hi) == (s[17], s[32])
 
 
 def test_median_ci_single_element_and_wider_z():
     assert stats.median_ci([4.0]) == (4.0, 4.0)
     xs = _normal(seed=2, n=100)
     lo95, hi95 = stats.median_ci(xs)
-    lo99, hi99 = stats.median_ci(xs, z=2.576)
+    lo99, hi99 = stats.median_ci(xs, confidence=0.99)
     assert lo99 <= lo95 and hi99 >= hi95 and (hi99 - lo99) > (hi95 - lo95)
 
 
