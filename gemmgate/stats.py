@@ -13,7 +13,6 @@ import random
 from collections.abc import Sequence
 
 
-
 def _sorted(xs: Sequence[float]) -> list[float]:
     if not xs:
         raise ValueError("empty sample")
