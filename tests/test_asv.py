@@ -21,11 +21,9 @@ HAS_ASV = importlib.util.find_spec("asv") is not None
 
 
 def _bench_module():
-    spec = importlib.util.spec_from_file_location("gemmgate_bench_gemm",
-                                                  ROOT / "benchmarks" / "bench_gemm.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from benchmarks import bench_gemm
+
+    return bench_gemm
 
 
 def test_suite_cases_are_named_set_cases():

@@ -17,7 +17,6 @@ options and reloads the compare data here.
 from __future__ import annotations
 
 import functools
-import importlib.util
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,14 +32,11 @@ CPU_ROUNDS, CPU_WARMUP = 3, 1
 BUDGET_S = 0.3                   # gemmgate's own (device-timed) measurement per case
 
 
-@functools.cache
 def suite():
-    """The asv suite module, for its case list (loaded by path: not a package here)."""
-    spec = importlib.util.spec_from_file_location("gemmgate_bench_gemm",
-                                                  ROOT / "benchmarks" / "bench_gemm.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """The asv suite module, for its case list."""
+    from benchmarks import bench_gemm
+
+    return bench_gemm
 
 
 @functools.cache
