@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from gemmgate import stats
-from gemmgate.accuracy import PASS, Accuracy, classify, relative_error
+from gemmgate.accuracy import FAIL, PASS, Accuracy, classify, relative_error
 from gemmgate.chips import Chip
 from gemmgate.precision import PrecisionMode, vendor_flags
 from gemmgate.shapes import Case
@@ -108,8 +108,11 @@ def _check(name: str, inp, mode: PrecisionMode, ref):
             torch.cuda.synchronize()
     except Unsupported as e:
         return None, ProviderResult(name, UNSUPPORTED, message=str(e))
+    except Exception as e:  # a compile or launch error fails this case, not the run
+        return None, ProviderResult(name, FAIL, message=f"{type(e).__name__}: {e}"[:300])
     acc: Accuracy = classify(relative_error(out, ref), mode)
     return call, ProviderResult(name, acc.status, acc.error, acc.message)
+
 
 def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int, device: str):
     """Wrap the Triton call with `slowdown` x its own median time of extra device work.
@@ -139,7 +142,6 @@ def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int, devi
 
 def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
              device: str, device_index: int = 0, slowdown: float = 0.0) -> CaseResult:
-
     from gemmgate.env import telemetry
     from gemmgate.inputs import make_inputs
 
@@ -163,6 +165,7 @@ def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
     tele = telemetry(device_index) if device != "cpu" else {}
     return CaseResult(mode.name, case, results, chip.peak(mode.name), tele,
                       f"{device}/pid{os.getpid()}")
+
 
 def run_cases(chip: Chip, modes: Sequence[PrecisionMode], cases: Sequence[Case],
               policy: TimingPolicy, device: str, device_index: int = 0,

@@ -50,3 +50,17 @@ def test_ratio_and_summary():
     assert len(r.ratio_samples) == len(r.providers["triton"].samples_ms)
     s = summary_by_mode([r])
     assert s["fp16"]["cases"] == 1 and math.isclose(s["fp16"]["geomean_ratio"], r.ratio)
+
+
+def test_provider_error_fails_the_case_not_the_run(monkeypatch):
+    # A provider that cannot even launch (compile error, CUDA error...) is a failed case
+    # with the error named; the other provider is still checked and timed.
+    def broken(inp, mode):
+        raise RuntimeError("triton compile failed: out of registers")
+
+    monkeypatch.setitem(providers.PROVIDERS, "triton", broken)
+    r = run_case(CHIPS["cpu"], MODES["fp32"], Case(16, 16, 16), cpu_policy(), "cpu")
+    t = r.providers["triton"]
+    assert t.accuracy == "fail" and "out of registers" in t.message and not t.samples_ms
+    assert r.providers["vendor"].accuracy == "pass" and r.providers["vendor"].samples_ms
+    assert not r.passed and r.ratio is None
