@@ -163,6 +163,10 @@ def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
         tf = case.flops / (med * 1e-3) / 1e12 if case.flops and med > 0 else None
         results[name] = replace(results[name], samples_ms=tuple(ts), tflops=tf)
     tele = telemetry(device_index) if device != "cpu" else {}
+    if "triton" in calls and device != "cpu":  # which tile the autotuner chose here
+        from kernels.matmul import chosen_config
+
+        tele["triton_config"] = chosen_config(mode.name)
     return CaseResult(mode.name, case, results, chip.peak(mode.name), tele,
                       f"{device}/pid{os.getpid()}")
 

@@ -204,6 +204,16 @@ def _k_major(a: torch.Tensor, b: torch.Tensor, mode: PrecisionMode):
     return a, b
 
 
+def chosen_config(precision: str) -> str | None:
+    """The config the autotuner picked on its last call for this mode's family (None
+    before any tuned call, e.g. on the interpreter, which uses INTERPRETER_CONFIG)."""
+    family = _family(get_mode(precision))
+    if _tuned.cache_info().currsize == 0:
+        return None
+    best = getattr(_tuned(family), "best_config", None)
+    return None if best is None else str(best)
+
+
 def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config=None):
     """C = A @ B under an explicit precision mode (see gemmgate.precision).
 
