@@ -36,7 +36,7 @@ def _status(r: CaseResult) -> str:
 def _rows(results: Sequence[CaseResult]):
     for r in results:
         t, v = r.providers["triton"], r.providers["vendor"]
-        yield (r.case.id, _f(t.tflops, ".4g"), _f(v.tflops, ".4g"), _f(r.ratio, ".2f"),
+        yield (r.case.id, _f(t.tflops, ".4g"), _f(v.tflops, ".4g"), _f(r.ratio, ".3g"),
                _f(r.pct_peak, ".0f"), _err(t), _err(v), _status(r))
 
 
