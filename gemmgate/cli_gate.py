@@ -89,17 +89,14 @@ def _check(args, console, err) -> int:
 
 
 def _gate_table(gate) -> Table:
+    from gemmgate.gate import GATE_HEAD, verdict_row
+
     t = Table(title="regression gate", title_justify="left")
-    for h in ("case", "verdict", "ratio change", "95% CI", "tol", "TFLOP/s change", "note"):
+    for h in GATE_HEAD:
         t.add_column(h, no_wrap=h == "case")
     for v in gate.verdicts:
-        r, f = v.ratio, v.tflops
         style = "red" if v.verdict in (REGRESSED, "failed") else None
-        t.add_row(v.key, v.verdict + (" (re-measured)" if v.remeasured else ""),
-                  f"{r.change:+.2%}" if r else "—",
-                  f"[{r.ci_low:+.2%}, {r.ci_high:+.2%}]" if r else "—",
-                  f"±{r.tolerance:.1%}" if r else "—", f"{f.change:+.2%}" if f else "—",
-                  v.note, style=style)
+        t.add_row(*verdict_row(v), style=style)
     return t
 
 

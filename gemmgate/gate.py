@@ -97,20 +97,27 @@ def remeasure(session, results: Sequence[CaseResult], gate: GateResult, baseline
     return fresh, replace(again, verdicts=verdicts)
 
 
+GATE_HEAD = ("case", "verdict", "ratio change", "95% CI", "tolerance", "TFLOP/s change",
+             "note")
+
+
+def verdict_row(v: CaseVerdict) -> tuple[str, ...]:
+    """One case's cells under GATE_HEAD: the terminal table and Markdown share them."""
+    r, t = v.ratio, v.tflops
+    return (v.key, v.verdict + (" (re-measured)" if v.remeasured else ""),
+            f"{r.change:+.2%}" if r else "—",
+            f"[{r.ci_low:+.2%}, {r.ci_high:+.2%}]" if r else "—",
+            f"±{r.tolerance:.1%}" if r else "—", f"{t.change:+.2%}" if t else "—", v.note)
+
+
 def markdown(gate: GateResult, chip: str) -> str:
     head = (f"### gemmgate check on {chip}: "
             + ("**FAILED**" if gate.failed else "passed")
             + f" — {gate.count('regressed')} regressed, {gate.count('failed')} failed "
               f"accuracy, {gate.count('improved')} improved, {gate.count('unchanged')} "
               f"unchanged, {gate.count('inconclusive')} inconclusive")
-    lines = [head, "", "| case | verdict | ratio change | CI | tolerance | TFLOP/s change "
-             "| note |", "|---|---|---|---|---|---|---|"]
-    for v in gate.verdicts:
-        r, t = v.ratio, v.tflops
-        lines.append(f"| {v.key} | {v.verdict}{' (re-measured)' if v.remeasured else ''} | "
-                     + (f"{r.change:+.2%} | [{r.ci_low:+.2%}, {r.ci_high:+.2%}] | "
-                        f"±{r.tolerance:.1%}" if r else "— | — | —")
-                     + f" | {f'{t.change:+.2%}' if t else '—'} | {v.note} |")
+    lines = [head, "", "| " + " | ".join(GATE_HEAD) + " |", "|" + "---|" * len(GATE_HEAD)]
+    lines += ["| " + " | ".join(verdict_row(v)) + " |" for v in gate.verdicts]
     if gate.missing:
         lines += ["", f"Not run (in the baseline): {', '.join(gate.missing)}"]
     if gate.extra:
