@@ -1,7 +1,7 @@
 """Pure statistics over lists of floats: no torch, no numpy, unit-tested on synthetic data.
 
-Medians with distribution-free confidence intervals (order statistics of the binomial),
-percentile bootstrap for a ratio of medians, geometric means. Timing samples are
+Medians with distribution-free confidence intervals (order statistics of the binomial)
+and geometric means. Timing samples are
 skewed (a long right tail from interrupts and clock changes), so everything here is
 rank-based rather than mean/variance-based.
 """
@@ -9,7 +9,6 @@ rank-based rather than mean/variance-based.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 
 
@@ -68,30 +67,8 @@ def relative_ci_halfwidth(xs: Sequence[float]) -> float:
     return (hi - lo) / 2 / m if m > 0 else math.inf
 
 
-def relative_iqr(xs: Sequence[float]) -> float:
-    m = median(xs)
-    return (quantile(xs, 0.75) - quantile(xs, 0.25)) / m if m > 0 else math.inf
-
-
 def geomean(xs: Sequence[float]) -> float:
     vals = [x for x in xs if x > 0 and math.isfinite(x)]
     if not vals:
         return math.nan
     return math.exp(sum(math.log(x) for x in vals) / len(vals))
-
-
-def bootstrap_median_ratio_ci(num: Sequence[float], den: Sequence[float], *,
-                              confidence: float = 0.95, resamples: int = 1000,
-                              seed: int = 0) -> tuple[float, float]:
-    """Percentile-bootstrap CI of median(num) / median(den), samples resampled
-    independently. Seeded: the same inputs always give the same interval."""
-    if not num or not den:
-        raise ValueError("empty sample")
-    rng = random.Random(seed)
-    ratios = []
-    for _ in range(resamples):
-        mn = median(rng.choices(num, k=len(num)))
-        md = median(rng.choices(den, k=len(den)))
-        ratios.append(mn / md if md else math.inf)
-    alpha = (1 - confidence) / 2
-    return quantile(ratios, alpha), quantile(ratios, 1 - alpha)
