@@ -5,9 +5,12 @@ Schema "gemmgate.baseline" version 1:
    "cases": {"<mode>-<case id>": {"mode", "m", "n", "k", "layout", "ratio",
              "providers": {"triton"|"vendor": {"median_ms", "quantiles_ms", "tflops",
                                                "error"}},
-             "noise": {"ratio": rel, "tflops": rel, "runs": n}}}}
+             "noise": {"ratio": rel, "tflops": rel, "runs": n},
+             "tuning": {"key", "config", "source", "kernel", ...} (GPU only)}}}
 Figures are medians over the calibration runs; noise is their A/A spread
-(gemmgate.compare.aa_noise). Files are only written by `gemmgate baseline ...`, atomically.
+(gemmgate.compare.aa_noise). `tuning` is the Triton tile the case was measured with:
+`gemmgate check` pins it (gemmgate/tuning.py). Files are only written by
+`gemmgate baseline ...`, atomically.
 """
 
 from __future__ import annotations
@@ -82,6 +85,10 @@ def validate(data, where: str = "<data>") -> None:
         for f in ("ratio", "tflops"):
             _need(noise.get(f) is None or _positive(noise[f], zero=True), where,
                   f"case {key} has a bad noise.{f} {noise.get(f)!r}")
+        tun = c.get("tuning")
+        _need(tun is None or (isinstance(tun, dict) and isinstance(tun.get("key"), str)
+                              and isinstance(tun.get("config"), dict)), where,
+              f"case {key} has a bad tuning record")
 
 
 def _positive(x, zero: bool = False) -> bool:
@@ -128,6 +135,10 @@ def build(runs: Sequence[dict], chip_id: str, shapes: str) -> dict:
                       "tflops": aa_noise(tflops) if len(tflops) > 1 else None,
                       "runs": len(cs)},
         }
+        tiles = [c.get("telemetry", {}).get("tuning") for c in cs]
+        if tiles[0]:
+            cases[key]["tuning"] = {**tiles[0], "runs_agree": all(
+                t and t.get("config") == tiles[0]["config"] for t in tiles)}
     env = dict(runs[0]["environment"])
     env.update(shapes=shapes, runs=len(runs),
                modes=sorted({c["mode"] for c in cases.values()}))

@@ -41,6 +41,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="PATH", help="write the full results as JSON")
     p.add_argument("--devices", metavar="IDS",
                    help="spread cases over these devices, one worker process each (e.g. 0,1)")
+    p.add_argument("--retune", action="store_true",
+                   help="ignore pinned and cached Triton tiles: tune every shape afresh")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="check accuracy and time Triton against the vendor")
     _common(run)
+    run.add_argument("--pin-tiles", metavar="FILE",
+                     help="use the Triton tiles recorded in this baseline file")
     chips = sub.add_parser("chips", help="list the chip table and what is detected here")
     chips.add_argument("--ids", action="store_true", help="print chip ids only")
     from gemmgate.cli_gate import add_gate_commands

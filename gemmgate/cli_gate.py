@@ -64,7 +64,8 @@ def _check(args, console, err) -> int:
     path = args.baseline or baselines.default_path(chip_id)
     base = baselines.load(path, chip_id)  # before any work: a bad file is exit 2
     session = make_session(args.chip, args.shapes or base["provenance"].get("shapes"),
-                           _modes_arg(args, base), args.timing, args.budget, args.devices)
+                           _modes_arg(args, base), args.timing, args.budget, args.devices,
+                           pins_from=path, retune=args.retune)
     env, results = execute(session, console, err, slowdown=args.inject_slowdown)
     gate = compare_run(results, base, args.floor)
     if not args.no_remeasure:
@@ -101,13 +102,12 @@ def _gate_table(gate) -> Table:
 
 
 def _baseline(args, console, err) -> int:
+    from gemmgate.chips import select_chip
     from gemmgate.session import make_session
 
     if args.runs < 1:
         raise ValueError("--runs must be at least 1")
-    session = make_session(args.chip, args.shapes, args.modes, args.timing, args.budget,
-                           args.devices)
-    chip_id = session.chip.id
+    chip_id = select_chip(args.chip).chip.id
     path = Path(args.output or baselines.default_path(chip_id))
     old = None
     if path.exists():
@@ -115,6 +115,9 @@ def _baseline(args, console, err) -> int:
             old = baselines.load(path, chip_id)
         except baselines.BaselineError as e:
             err.print(f"[yellow]warning:[/] replacing an unusable baseline: {e}")
+    pins = str(path) if old and not args.retune else None  # keep the baseline's tiles
+    session = make_session(args.chip, args.shapes, args.modes, args.timing, args.budget,
+                           args.devices, pins_from=pins, retune=args.retune)
     try:
         runs = _runs(args, session, console, err)
     except RuntimeError as e:
@@ -155,6 +158,12 @@ def _runs(args, session, console, err) -> list[dict]:
                 cmd += ["--timing", args.timing]
             if args.budget:
                 cmd += ["--budget", str(args.budget)]
+            # Run 1 tunes (when asked to) and fills the local cache; the others reuse it,
+            # so every run measures the same tiles.
+            if session.tuning.retune and i == 0:
+                cmd += ["--retune"]
+            elif session.tuning.pins_from:
+                cmd += ["--pin-tiles", session.tuning.pins_from]
             err.print(f"calibration run {i + 1}/{args.runs}")
             proc = subprocess.run(cmd, stdout=subprocess.DEVNULL)
             if proc.returncode not in (0, 1) or not out.exists():

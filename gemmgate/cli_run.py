@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -38,11 +40,12 @@ def execute(session, console: Console, err: Console, slowdown: float = 0.0):
             from gemmgate.parallel import run_parallel
 
             results = run_parallel(sel.chip, session.modes, session.cases, session.policy,
-                                   session.devices, on_case=tick, slowdown=slowdown)
+                                   session.devices, on_case=tick, slowdown=slowdown,
+                                   tuning_setup=session.tuning)
         else:
             results = run_cases(sel.chip, session.modes, session.cases, session.policy,
                                 session.device, session.devices[0], on_case=tick,
-                                slowdown=slowdown)
+                                slowdown=slowdown, tuning_setup=session.tuning)
     return env, results
 
 
@@ -52,8 +55,10 @@ def run_command(args, console: Console, err: Console) -> int:
     from gemmgate.run import failures
     from gemmgate.session import make_session
 
+    if args.pin_tiles and not Path(args.pin_tiles).is_file():
+        raise ValueError(f"--pin-tiles {args.pin_tiles}: no such file")
     session = make_session(args.chip, args.shapes, args.modes, args.timing, args.budget,
-                           args.devices)
+                           args.devices, pins_from=args.pin_tiles, retune=args.retune)
     env, results = execute(session, console, err)
     print_tables(results, console, title=f"{session.chip.id} {session.shapes_label}")
     if args.json:

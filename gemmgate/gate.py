@@ -57,10 +57,31 @@ def judge_case(result: CaseResult, base: dict, floor: float) -> CaseVerdict:
     if base_tf and t.samples_ms and result.case.flops:
         tf_samples = [result.case.flops / (ms * 1e-3) / 1e12 for ms in t.samples_ms]
         tf_j = judge(tf_samples, base_tf, tolerance(noise.get("tflops"), 2 * floor))
+    tile = _tile_note(result, base)
     if ratio_j is None:  # no vendor figure (e.g. unsupported): gate on TFLOP/s
         verdict = tf_j.verdict if tf_j else "unchanged"
-        return CaseVerdict(result.key, verdict, None, tf_j, "no ratio: judged on TFLOP/s")
-    return CaseVerdict(result.key, ratio_j.verdict, ratio_j, tf_j, drift_note(ratio_j, tf_j))
+        return CaseVerdict(result.key, verdict, None, tf_j,
+                           _join("no ratio: judged on TFLOP/s", tile))
+    return CaseVerdict(result.key, ratio_j.verdict, ratio_j, tf_j,
+                       _join(drift_note(ratio_j, tf_j), tile))
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+def _tile_note(result: CaseResult, base: dict) -> str:
+    """Say when the Triton tile differs from the baseline's, or was pinned for an older
+    kernel version: a change of tile explains a change of speed."""
+    from gemmgate.tuning import config_from_json, config_name
+
+    now, then = result.telemetry.get("tuning"), base.get("tuning")
+    if not now or not then:
+        return ""
+    if now["config"] != then["config"]:
+        return (f"tile {config_name(config_from_json(now['config']))} "
+                f"({now['source']}), baseline had {config_name(config_from_json(then['config']))}")
+    return "tile pinned for an older kernel" if now.get("stale") else ""
 
 
 def compare_run(results: Sequence[CaseResult], baseline: dict,

@@ -16,6 +16,7 @@ from gemmgate.chips import Chip
 from gemmgate.precision import PrecisionMode
 from gemmgate.shapes import Case
 from gemmgate.timing import TimingPolicy
+from gemmgate.tuning import TuningSetup
 
 _DEVICE: tuple[str, int] = ("cpu", 0)
 
@@ -44,8 +45,11 @@ def check_devices(ids: Sequence[int], device_type: str) -> None:
         raise ValueError(f"--devices {','.join(map(str, bad))}: only {n} GPU(s) present")
 
 
-def _init(counter, devices: Sequence[int], device_type: str) -> None:
+def _init(counter, devices: Sequence[int], device_type: str, tuning_setup) -> None:
     global _DEVICE
+    from gemmgate import tuning
+
+    tuning.configure(tuning_setup)
     with counter.get_lock():
         slot = counter.value
         counter.value += 1
@@ -71,7 +75,8 @@ def _item(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
 
 def run_parallel(chip: Chip, modes: Sequence[PrecisionMode], cases: Sequence[Case],
                  policy: TimingPolicy, devices: Sequence[int],
-                 on_case: Callable[[str], None] | None = None, slowdown: float = 0.0):
+                 on_case: Callable[[str], None] | None = None, slowdown: float = 0.0,
+                 tuning_setup=None):
     for m in modes:
         chip.require_mode(m.name)
     items = [(m, c) for m in modes for c in cases]
@@ -79,7 +84,8 @@ def run_parallel(chip: Chip, modes: Sequence[PrecisionMode], cases: Sequence[Cas
     counter = ctx.Value("i", 0)
     results = [None] * len(items)
     with ProcessPoolExecutor(len(devices), mp_context=ctx, initializer=_init,
-                             initargs=(counter, tuple(devices), chip.device_type)) as pool:
+                             initargs=(counter, tuple(devices), chip.device_type,
+                                       tuning_setup or TuningSetup(chip.id))) as pool:
         futures = {pool.submit(_item, chip, m, c, policy, slowdown): i
                    for i, (m, c) in enumerate(items)}
         for fut in as_completed(futures):

@@ -142,9 +142,11 @@ def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int, devi
 
 def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
              device: str, device_index: int = 0, slowdown: float = 0.0) -> CaseResult:
+    from gemmgate import tuning
     from gemmgate.env import telemetry
     from gemmgate.inputs import make_inputs
 
+    tuning.current().last = None
     inp = make_inputs(case, mode, device, case_seed(mode.name, case), chip.fp8_dtype)
     ref = inp.reference()
     calls, results = {}, {}
@@ -163,10 +165,10 @@ def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
         tf = case.flops / (med * 1e-3) / 1e12 if case.flops and med > 0 else None
         results[name] = replace(results[name], samples_ms=tuple(ts), tflops=tf)
     tele = telemetry(device_index) if device != "cpu" else {}
-    if "triton" in calls and device != "cpu":  # which tile the autotuner chose here
-        from kernels.matmul import chosen_config
-
-        tele["triton_config"] = chosen_config(mode.name)
+    choice = tuning.last_choice()
+    if choice is not None:  # which tile ran, and whether it was pinned, cached or tuned
+        tele["tuning"] = choice.to_json()
+        tele["triton_config"] = tuning.config_name(choice.config)
     return CaseResult(mode.name, case, results, chip.peak(mode.name), tele,
                       f"{device}/pid{os.getpid()}")
 
@@ -174,8 +176,12 @@ def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
 def run_cases(chip: Chip, modes: Sequence[PrecisionMode], cases: Sequence[Case],
               policy: TimingPolicy, device: str, device_index: int = 0,
               on_case: Callable[[str], None] | None = None,
-              slowdown: float = 0.0) -> list[CaseResult]:
-    """Every case in every mode; `on_case(label)` is called after each (progress bars)."""
+              slowdown: float = 0.0, tuning_setup=None) -> list[CaseResult]:
+    """Every case in every mode; `on_case(label)` is called after each (progress bars).
+    `tuning_setup` (gemmgate.tuning.TuningSetup): pinned and cached Triton tiles."""
+    from gemmgate import tuning
+
+    tuning.configure(tuning_setup or tuning.TuningSetup(chip.id))
     out: list[CaseResult] = []
     for mode in modes:
         chip.require_mode(mode.name)

@@ -14,6 +14,7 @@ from gemmgate.chips import Chip, Selection, select_chip
 from gemmgate.precision import PrecisionMode, get_mode, parse_modes
 from gemmgate.shapes import Case, resolve
 from gemmgate.timing import TimingPolicy, cpu_policy
+from gemmgate.tuning import TuningSetup
 
 # Modes the interpreter computes wrongly (pinned by tests/kernels/test_interpreter_defects.py):
 # they stay selectable on the CPU, but are not run by default.
@@ -29,6 +30,7 @@ class Session:
     policy: TimingPolicy
     device: str
     devices: tuple[int, ...] = (0,)
+    tuning: TuningSetup = TuningSetup()
 
     @property
     def chip(self) -> Chip:
@@ -43,7 +45,8 @@ def default_modes(chip: Chip) -> tuple[str, ...]:
 
 def make_session(chip: str | None = None, shapes: str | None = None, modes: str | None = None,
                  timing: str | None = None, budget_s: float | None = None,
-                 devices: str | None = None) -> Session:
+                 devices: str | None = None, pins_from: str | None = None,
+                 retune: bool = False) -> Session:
     """Validate every choice up front (ValueError on bad input, before any work)."""
     from gemmgate.parallel import check_devices, parse_devices
 
@@ -68,4 +71,5 @@ def make_session(chip: str | None = None, shapes: str | None = None, modes: str 
         from dataclasses import replace
 
         policy = replace(policy, budget_s=budget_s)
-    return Session(sel, mode_list, label, cases, policy, device, device_ids)
+    tuning = TuningSetup(c.id, pins_from=str(pins_from) if pins_from else None, retune=retune)
+    return Session(sel, mode_list, label, cases, policy, device, device_ids, tuning)

@@ -8,6 +8,13 @@ Methods:
   host, so the figure includes host launch cost (Python, autotuner lookup, driver).
 - "wall": CPU path; perf_counter around the call after flushing the LLC.
 
+In the device methods the host never sits inside a timed region: each batch of timed
+calls starts behind a GPU-side spin (torch.cuda._sleep, nvbench's "blocking kernel"
+idea) long enough for the host to enqueue the whole batch, so every start event is
+reached with the flush and the call already queued behind it. Without it, a 10 us kernel
+after a 30 us flush is timed with whatever launch gap the host left (H200: per-round
+jitter of +-1 us and 2-3x outliers on bf16 1024^3).
+
 Providers are interleaved (A B, B A, A B, ...) so clock and thermal drift hit both, and
 rounds run until every provider's median is known to `target_rel_ci` (half-width of its
 95% distribution-free CI over the median), or `max_rounds`, or the time budget is spent.
@@ -53,6 +60,11 @@ def cpu_policy() -> TimingPolicy:
     interrupts (seen here: 2 of 9 rounds 5-10x slow)."""
     return TimingPolicy(method="wall", warmup=1, min_rounds=15, max_rounds=30,
                         target_rel_ci=0.05, budget_s=1.0, batch=1)
+
+
+# Spin per timed call in a batch, in GPU cycles (~100 us at 2 GHz): more than the host
+# needs to enqueue one flush + two events + one graph launch from Python (~30-40 us).
+SPIN_CYCLES_PER_CALL = 200_000
 
 
 def _done(samples: dict[str, list[float]], policy: TimingPolicy, started: float) -> bool:
@@ -130,16 +142,24 @@ def _measure_device(fns, policy, flush_bytes, device) -> dict[str, list[float]]:
     torch.cuda.synchronize()
     eager = policy.method == "eager"
     run = dict(fns) if eager else {k: _graphed(f, policy.warmup) for k, f in fns.items()}
+    if not eager:
+        for replay in run.values():  # the first replay of a fresh graph is slow
+            replay()
     samples: dict[str, list[float]] = {k: [] for k in fns}
     names = list(fns)
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(policy.batch * len(names))]
+    spin = SPIN_CYCLES_PER_CALL * len(events)
+    torch.cuda.synchronize()
     started = time.perf_counter()
     rnd = 0
     while not _done(samples, policy, started):
         pending = []
+        if not eager:
+            torch.cuda._sleep(spin)  # the host enqueues the batch while the GPU spins
         for _ in range(policy.batch):
             for name in _order(names, rnd):
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
+                start, end = events[len(pending)]
                 if policy.flush:
                     buf.zero_()
                 if eager:

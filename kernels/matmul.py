@@ -10,13 +10,15 @@ Triton specialises unit strides at compile time, so the common layouts stay fast
 
 `INPUT_PRECISION` is passed explicitly for fp32 inputs ("ieee" or "tf32"): Triton's
 default for an fp32 dot is tf32, which is exactly the silent downgrade this project
-exists to catch. Configs live in kernels/configs.py as data.
+exists to catch. Configs live in kernels/configs.py as data; gemmgate/tuning.py picks among them.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
+import math
 import os
 
 import torch
@@ -88,46 +90,46 @@ def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
-def _prune(configs, named_args, **_):
-    """Drop configs whose pipeline does not fit the device's shared memory."""
-    a = named_args["a_ptr"]
-    limit = torch.cuda.get_device_properties(a.device).shared_memory_per_block_optin
-    elem = a.element_size()
-    kept = [c for c in configs if _smem(c, elem) <= limit]
-    return kept or configs[-1:]
-
-
-def _smem(cfg: triton.Config, elem: int) -> int:
-    kw = cfg.kwargs
-    tile = TileConfig(kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"], kw["GROUP_M"],
-                      cfg.num_stages, cfg.num_warps)
-    return tile.smem_bytes(elem)
-
-
-def _to_triton(c: TileConfig) -> triton.Config:
-    return triton.Config(
-        {"BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "BLOCK_K": c.block_k, "GROUP_M": c.group_m},
-        num_stages=c.num_stages, num_warps=c.num_warps,
-    )
-
-
-def _bench(fn, quantiles):
-    # A short benchmark per config keeps tuning inside a budget (~10 configs x 30 ms).
-    return triton.testing.do_bench(fn, warmup=5, rep=25, quantiles=quantiles)
+def _to_triton(c: TileConfig) -> dict:
+    return {"BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "BLOCK_K": c.block_k,
+            "GROUP_M": c.group_m, "num_stages": c.num_stages, "num_warps": c.num_warps}
 
 
 @functools.cache
-def _tuned(family: str):
-    """The autotuned kernel for one config family (built on first use, not at import)."""
-    kwargs = dict(
-        configs=[_to_triton(c) for c in CONFIGS[family]],
-        key=["M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn"],
-        prune_configs_by={"early_config_prune": _prune},
-        do_bench=_bench,
-    )
-    if "cache_results" in inspect.signature(triton.autotune).parameters:
-        kwargs["cache_results"] = True  # persisted in TRITON_CACHE_DIR, one per chip
-    return triton.autotune(**kwargs)(_matmul_kernel)
+def kernel_hash() -> str:
+    """Hash of the kernel's source: tuning entries record which version they were tuned on."""
+    return hashlib.sha1(inspect.getsource(_matmul_kernel.fn).encode()).hexdigest()[:12]
+
+
+def _launch(config: TileConfig, args, flags, M: int, N: int) -> None:
+    grid = (triton.cdiv(M, config.block_m) * triton.cdiv(N, config.block_n),)
+    _matmul_kernel[grid](*args, **_to_triton(config), **flags)
+
+
+def _bench_ms(fn, rep_ms: float) -> float:
+    """One candidate's median time while tuning; inf if it cannot compile or launch
+    (e.g. out of registers or shared memory on this chip)."""
+    try:
+        return triton.testing.do_bench(fn, warmup=5, rep=rep_ms, return_mode="median")
+    except Exception:  # noqa: BLE001 - any compile/launch failure only rules the config out
+        return math.inf
+
+
+def _tuned_config(mode: PrecisionMode, a, b, args, flags, M, N, K) -> TileConfig:
+    """The pinned, cached or freshly tuned tile for this call (gemmgate/tuning.py)."""
+    from gemmgate import tuning
+
+    family = _family(mode)
+    limit = torch.cuda.get_device_properties(a.device).shared_memory_per_block_optin
+    candidates = tuning.fits(CONFIGS[family], a.element_size(), limit)
+    key = (f"{family} m{M} n{N} k{K} a{a.stride(0)},{a.stride(1)} "
+           f"b{b.stride(0)},{b.stride(1)}")
+    tuner = tuning.current()
+
+    def bench(cfg: TileConfig) -> float:
+        return _bench_ms(lambda: _launch(cfg, args, flags, M, N), tuner.setup.rep_ms)
+
+    return tuner.choose(key, candidates, bench, kernel_hash())
 
 
 def _check(a, b, precision, out, scale_a, scale_b) -> PrecisionMode:
@@ -204,22 +206,13 @@ def _k_major(a: torch.Tensor, b: torch.Tensor, mode: PrecisionMode):
     return a, b
 
 
-def chosen_config(precision: str) -> str | None:
-    """The config the autotuner picked on its last call for this mode's family (None
-    before any tuned call, e.g. on the interpreter, which uses INTERPRETER_CONFIG)."""
-    family = _family(get_mode(precision))
-    if _tuned.cache_info().currsize == 0:
-        return None
-    best = getattr(_tuned(family), "best_config", None)
-    return None if best is None else str(best)
-
-
 def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config=None):
     """C = A @ B under an explicit precision mode (see gemmgate.precision).
 
     precision=None means the mode implied by the dtype (float32 -> IEEE fp32, never tf32).
     fp8 takes per-tensor float32 scales: C = (A @ B) * scale_a * scale_b, in bfloat16.
-    `config` (a TileConfig) bypasses autotuning.
+    `config` (a TileConfig) bypasses tuning; otherwise the tile is pinned, cached or
+    tuned within a budget by gemmgate.tuning.
     """
     mode = _check(a, b, precision, out, scale_a, scale_b)
     a, b = _k_major(a, b, mode)
@@ -241,15 +234,7 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
                  HAS_SCALE=has_scale)
     if config is None and (_interpreting() or a.device.type == "cpu"):
         config = INTERPRETER_CONFIG
-    if config is not None:
-        tc = _to_triton(config)
-        grid = (triton.cdiv(M, config.block_m) * triton.cdiv(N, config.block_n),)
-        _matmul_kernel[grid](*args, **tc.kwargs, **flags,
-                             num_stages=tc.num_stages, num_warps=tc.num_warps)
-        return out
-
-    def grid(meta):
-        return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
-
-    _tuned(_family(mode))[grid](*args, **flags)
+    if config is None:
+        config = _tuned_config(mode, a, b, args, flags, M, N, K)
+    _launch(config, args, flags, M, N)
     return out

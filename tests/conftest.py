@@ -26,3 +26,12 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def device() -> str:
     return "cuda" if HAS_GPU else "cpu"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _tuning_cache(tmp_path_factory):
+    """Tests never read or write the user's tuning cache (~/.cache/gemmgate/tuning)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("GEMMGATE_TUNING_DIR", str(tmp_path_factory.mktemp("tuning")))
+    yield
+    mp.undo()

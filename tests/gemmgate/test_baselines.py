@@ -8,6 +8,7 @@ synthetic samples_ms through report.run_json, then a JSON round-trip.
 import json
 import math
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -353,3 +354,31 @@ def test_summary_per_mode():
 def test_summary_of_nothing():
     assert baselines.summary(None) == {}
     assert baselines.summary({}) == {}
+
+
+def _tile(block_m: int, source: str = "tuned") -> dict:
+    return {"key": "16bit m32 n32 k32 a32,1 b32,1", "source": source, "kernel": "k1",
+            "config": {"block_m": block_m, "block_n": 64, "block_k": 32, "group_m": 8,
+                       "num_stages": 3, "num_warps": 4}, "timings_ms": {}, "stale": False}
+
+
+def test_build_records_the_tile_each_case_ran_with_and_whether_runs_agree():
+    results = [make_result(C1, [1.0], [0.9])]
+    same = [make_run([replace(results[0], telemetry={"tuning": _tile(64, s)})])
+            for s in ("tuned", "cache", "cache")]
+    rec = baselines.build(same, "cpu", "s")["cases"]["fp32-" + C1.id]["tuning"]
+    assert rec["config"]["block_m"] == 64 and rec["runs_agree"] is True
+    differ = same[:2] + [make_run([replace(results[0], telemetry={"tuning": _tile(128)})])]
+    data = baselines.build(differ, "cpu", "s")
+    assert data["cases"]["fp32-" + C1.id]["tuning"]["runs_agree"] is False
+    baselines.validate(data)
+    assert "tuning" not in baselines.build([make_run(results)], "cpu", "s")["cases"][
+        "fp32-" + C1.id]  # the CPU path has no tuning record
+
+
+@pytest.mark.parametrize("bad", [[], {"config": {}}, {"key": "k", "config": "128x64"}])
+def test_load_rejects_a_bad_tuning_record(tmp_path, good, bad):
+    _, data = good
+    next(iter(data["cases"].values()))["tuning"] = bad
+    with pytest.raises(baselines.BaselineError, match="bad tuning record"):
+        baselines.load(_write(tmp_path, data))

@@ -232,3 +232,24 @@ def test_validated_baseline_with_null_noise_is_usable():
         return  # rejecting it up front is a fine fix too
     gate, v = _one([result(A)], data)
     assert v.verdict == "unchanged" and v.ratio.tolerance == DEFAULT_FLOOR
+
+
+def _tile(block_m: int, stale: bool = False) -> dict:
+    return {"key": "fp32 m64", "source": "pinned", "kernel": "k1", "stale": stale,
+            "config": {"block_m": block_m, "block_n": 64, "block_k": 32, "group_m": 8,
+                       "num_stages": 3, "num_warps": 4}}
+
+
+def test_a_tile_other_than_the_baselines_is_named_in_the_note():
+    from dataclasses import replace
+
+    bc = base_case(A)
+    bc["tuning"] = _tile(64)
+    base = baseline(**{A.id: bc})
+    same = replace(result(A), telemetry={"tuning": _tile(64)})
+    assert _one([same], base)[1].note == ""
+    other = replace(result(A), telemetry={"tuning": _tile(128) | {"source": "tuned"}})
+    note = _one([other], base)[1].note
+    assert note == "tile 128x64x32 g8 s3 w4 (tuned), baseline had 64x64x32 g8 s3 w4"
+    stale = replace(result(A), telemetry={"tuning": _tile(64, stale=True)})
+    assert _one([stale], base)[1].note == "tile pinned for an older kernel"

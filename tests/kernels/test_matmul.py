@@ -10,7 +10,7 @@ from gemmgate.accuracy import relative_error
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import MODES
 from gemmgate.shapes import SETS, Case
-from kernels.configs import TileConfig
+from kernels.configs import CONFIGS, TileConfig
 
 # (mode, tolerance): fp32 IEEE far under tf32's ~3e-4; 16-bit output rounding ~2e-3.
 CPU_MODES = [("fp32", 1e-5), ("fp16", 1e-3)]
@@ -55,6 +55,39 @@ def test_gpu_modes_match_reference(case, mode, tol):
 @pytest.mark.parametrize("mode,tol", [("fp32", 2e-5), ("bf16", 5e-3)])
 def test_gpu_autotuned(case, mode, tol):
     assert _run(case, mode, "cuda") < tol
+
+
+@pytest.mark.gpu
+def test_gpu_tuning_is_cached_and_pinned(tmp_path):
+    """The first call tunes and writes the local cache; a new process (Tuner) reuses the
+    tile without benchmarking; a baseline's pin wins over the cache."""
+    import json
+    from dataclasses import asdict
+
+    from gemmgate import tuning
+
+    setup = tuning.TuningSetup("test-chip", cache_dir=str(tmp_path), budget_s=5, rep_ms=5)
+    case = Case(512, 512, 512)
+    first = tuning.configure(setup)
+    assert _run(case, "bf16", "cuda") < 5e-3
+    chosen = first.last
+    assert chosen.source == tuning.TUNED and len(chosen.timings_ms) >= 1
+    assert chosen.key in json.loads(setup.cache_path.read_text())["entries"]
+    tuning._CURRENT = None  # a fresh process
+    tuning.configure(setup)
+    _run(case, "bf16", "cuda")
+    assert tuning.last_choice().source == tuning.CACHED
+    assert tuning.last_choice().config == chosen.config
+    other = next(c for c in tuning.fits(CONFIGS["16bit"], 2, 1 << 30) if c != chosen.config)
+    pins = tmp_path / "baseline.json"
+    pins.write_text(json.dumps({"cases": {"x": {"tuning": {
+        "key": chosen.key, "config": asdict(other)}}}}))
+    tuning.configure(tuning.TuningSetup("test-chip", pins_from=str(pins),
+                                        cache_dir=str(tmp_path)))
+    assert _run(case, "bf16", "cuda") < 5e-3
+    assert tuning.last_choice().source == tuning.PINNED
+    assert tuning.last_choice().config == other
+    tuning._CURRENT = None
 
 
 @pytest.mark.gpu

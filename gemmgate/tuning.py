@@ -1,0 +1,224 @@
+"""Autotuning within a budget, config pruning by chip limits, and the tuning cache.
+
+Why not triton.autotune alone: it benchmarks every config again in each fresh process
+(unless that machine's TRITON_CACHE_DIR survived), and configs within a few percent of
+each other win by noise. Two processes can then measure two different kernels, a
+process-to-process "noise" that no number of repeats inside one process removes. So a
+choice is made once per key (kernel family, M, N, K, operand strides) and kept:
+
+1. pins: the config each case of a baseline was measured with (`tuning` in
+   baselines/<chip>.json). `gemmgate check` pins its baseline's choices, so a clean
+   runner measures the kernels the baseline measured. They change only with the baseline
+   (`gemmgate baseline ... --retune` picks afresh);
+2. the local cache, $GEMMGATE_TUNING_DIR/<chip>.json (default ~/.cache/gemmgate/tuning),
+   written atomically after every new choice;
+3. otherwise tune: every candidate that fits the device's shared memory is benchmarked
+   with triton.testing.do_bench (median of `rep_ms`), fastest wins; once `budget_s` is
+   spent the remaining candidates are skipped (at least one is always measured).
+
+A pin or cache entry whose config is no longer a candidate (configs.py changed) is
+ignored and the key is tuned again. Entries record the kernel source hash they were
+tuned with; a pin tuned for another kernel version is still used, and reported stale.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernels.configs import TileConfig
+
+SCHEMA, VERSION = "gemmgate.tuning", 1
+PINNED, CACHED, TUNED = "pinned", "cache", "tuned"
+
+
+@dataclass(frozen=True)
+class TuningSetup:
+    """What a process tunes against; picklable, so parallel workers get the same."""
+    chip_id: str = "default"
+    pins_from: str | None = None   # a baseline file whose cases' configs are pinned
+    retune: bool = False           # ignore pins and the cache; tune every key afresh
+    budget_s: float = 20.0         # per key
+    rep_ms: float = 25.0           # do_bench time per candidate
+    cache_dir: str | None = None   # default: $GEMMGATE_TUNING_DIR or ~/.cache/gemmgate/tuning
+
+    def __post_init__(self) -> None:
+        if self.budget_s <= 0 or self.rep_ms <= 0:
+            raise ValueError("tuning budget_s and rep_ms must be positive")
+
+    @property
+    def cache_path(self) -> Path:
+        root = self.cache_dir or os.environ.get("GEMMGATE_TUNING_DIR") or \
+            Path.home() / ".cache" / "gemmgate" / "tuning"
+        return Path(root) / f"{self.chip_id}.json"
+
+
+@dataclass(frozen=True)
+class Choice:
+    key: str
+    config: TileConfig
+    source: str                    # pinned | cache | tuned
+    kernel: str = ""               # source hash of the kernel it was tuned with
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    stale: bool = False            # pinned for another kernel version
+
+    def to_json(self) -> dict:
+        return {"key": self.key, "config": asdict(self.config), "source": self.source,
+                "kernel": self.kernel, "timings_ms": self.timings_ms, "stale": self.stale}
+
+
+class TuningError(ValueError):
+    """A tuning cache or pin file that cannot be used."""
+
+
+def config_from_json(d) -> TileConfig:
+    from kernels.configs import TileConfig
+
+    try:
+        return TileConfig(**d)
+    except (TypeError, ValueError) as e:
+        raise TuningError(f"bad tile config {d!r}: {e}") from None
+
+
+def fits(candidates: Sequence[TileConfig], elem_bytes: int,
+         smem_limit: int) -> tuple[TileConfig, ...]:
+    """Candidates whose pipeline fits the device's shared memory (the smallest one if
+    none does, so that there is always something to launch)."""
+    kept = tuple(c for c in candidates if c.smem_bytes(elem_bytes) <= smem_limit)
+    return kept or (min(candidates, key=lambda c: c.smem_bytes(elem_bytes)),)
+
+
+def load_pins(path: str | Path) -> dict[str, dict]:
+    """key -> entry, from the `tuning` record of each case of a baseline file."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, json.JSONDecodeError) as e:
+        raise TuningError(f"cannot read tuning pins from {path}: {e}") from None
+    cases = data.get("cases") if isinstance(data, dict) else None
+    if not isinstance(cases, dict):
+        raise TuningError(f"{path} has no cases to take tuning pins from")
+    return {t["key"]: t for c in cases.values()
+            if isinstance(c, dict) and isinstance(t := c.get("tuning"), dict) and "key" in t}
+
+
+def load_cache(path: Path, chip_id: str) -> dict[str, dict]:
+    """The local cache's entries; a missing file is empty, a corrupt one is an error
+    that names the file (delete it to start afresh)."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, json.JSONDecodeError) as e:
+        raise TuningError(f"tuning cache {path} is unreadable ({e}); delete it to retune") \
+            from None
+    ok = isinstance(data, dict) and data.get("schema") == SCHEMA and \
+        data.get("version") == VERSION and isinstance(data.get("entries"), dict)
+    if not ok:
+        raise TuningError(f"tuning cache {path} is not a {SCHEMA} v{VERSION} file; "
+                          "delete it to retune")
+    if data.get("chip") != chip_id:
+        raise TuningError(f"tuning cache {path} is for chip {data.get('chip')!r}, "
+                          f"not {chip_id!r}")
+    return data["entries"]
+
+
+def save_cache(path: Path, chip_id: str, entries: dict[str, dict]) -> None:
+    """Merge into the file as it is now (another process may have added keys), atomically."""
+    from gemmgate.files import write_json_atomic
+
+    try:
+        merged = {**load_cache(path, chip_id), **entries}
+    except TuningError:
+        merged = dict(entries)  # replace an unusable cache rather than fail the run
+    write_json_atomic(path, {"schema": SCHEMA, "version": VERSION, "chip": chip_id,
+                             "entries": merged})
+
+
+def tune(candidates: Sequence[TileConfig], bench: Callable[[TileConfig], float],
+         budget_s: float, clock: Callable[[], float] = time.perf_counter):
+    """Benchmark candidates in order until the budget is spent; (best, timings by name)."""
+    if not candidates:
+        raise ValueError("no candidate configs to tune")
+    started, timings = clock(), {}
+    best, best_ms = None, math.inf
+    for cfg in candidates:
+        if timings and clock() - started > budget_s:
+            break
+        ms = bench(cfg)  # inf: the config failed to compile or launch
+        timings[config_name(cfg)] = ms if math.isfinite(ms) else None
+        if ms < best_ms:
+            best, best_ms = cfg, ms
+    if best is None:
+        raise RuntimeError(f"no candidate config ran ({len(timings)} tried)")
+    return best, timings
+
+
+def config_name(c: TileConfig) -> str:
+    return f"{c.block_m}x{c.block_n}x{c.block_k} g{c.group_m} s{c.num_stages} w{c.num_warps}"
+
+
+class Tuner:
+    """One process's tuning state: pins, the local cache, and the last choice made."""
+
+    def __init__(self, setup: TuningSetup) -> None:
+        self.setup = setup
+        self.pins = {} if setup.retune or not setup.pins_from else load_pins(setup.pins_from)
+        self.cache = {} if setup.retune else load_cache(setup.cache_path, setup.chip_id)
+        self.memo: dict[str, Choice] = {}
+        self.last: Choice | None = None
+
+    def choose(self, key: str, candidates: Sequence[TileConfig],
+               bench: Callable[[TileConfig], float], kernel: str = "") -> TileConfig:
+        choice = self.memo.get(key) or self._lookup(key, candidates, kernel)
+        if choice is None:
+            best, timings = tune(candidates, bench, self.setup.budget_s)
+            choice = Choice(key, best, TUNED, kernel, timings)
+            self.cache[key] = choice.to_json()
+            save_cache(self.setup.cache_path, self.setup.chip_id, {key: self.cache[key]})
+        self.memo[key] = self.last = choice
+        return choice.config
+
+    def _lookup(self, key: str, candidates: Sequence[TileConfig], kernel: str):
+        for source, table in ((PINNED, self.pins), (CACHED, self.cache)):
+            entry = table.get(key)
+            if not isinstance(entry, dict):
+                continue
+            try:
+                cfg = config_from_json(entry.get("config"))
+            except TuningError:
+                continue
+            if cfg not in candidates:
+                continue  # configs.py changed since: tune again
+            tuned_for = entry.get("kernel", "")
+            return Choice(key, cfg, source, tuned_for, dict(entry.get("timings_ms", {})),
+                          stale=source == PINNED and bool(kernel) and tuned_for != kernel)
+        return None
+
+
+_CURRENT: Tuner | None = None
+
+
+def configure(setup: TuningSetup) -> Tuner:
+    """Make `setup` this process's tuning state (reads pins and cache: TuningError)."""
+    global _CURRENT
+    if _CURRENT is None or _CURRENT.setup != setup:
+        _CURRENT = Tuner(setup)
+    return _CURRENT
+
+
+def current() -> Tuner:
+    """This process's tuner; a default one (no pins) if nothing was configured."""
+    return _CURRENT if _CURRENT is not None else configure(TuningSetup())
+
+
+def last_choice() -> Choice | None:
+    return _CURRENT.last if _CURRENT is not None else None

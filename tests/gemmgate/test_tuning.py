@@ -1,0 +1,163 @@
+"""gemmgate.tuning: budgeted tuning, pruning by shared memory, pins and the local cache.
+Pure logic: the benchmark is a fake, so no GPU is needed."""
+
+import json
+import math
+
+import pytest
+
+from gemmgate import tuning
+from gemmgate.tuning import Tuner, TuningError, TuningSetup
+from kernels.configs import TileConfig
+
+BIG = TileConfig(128, 256, 64, 8, 3, 8)
+MID = TileConfig(128, 128, 64, 8, 4, 4)
+SMALL = TileConfig(64, 64, 64, 8, 4, 4)
+CANDIDATES = (BIG, MID, SMALL)
+KEY = "16bit m4096 n4096 k4096 a4096,1 b4096,1"
+
+
+def fake_bench(times: dict, calls: list):
+    def bench(cfg):
+        calls.append(cfg)
+        return times[cfg]
+    return bench
+
+
+def setup_for(tmp_path, **kw) -> TuningSetup:
+    return TuningSetup("h200", cache_dir=str(tmp_path / "cache"), **kw)
+
+
+def test_fits_drops_configs_over_the_shared_memory_limit():
+    # bf16: BIG needs (128+256)*64*2*2 = 98304 bytes, MID 3*32768 = 98304, SMALL 49152
+    assert tuning.fits(CANDIDATES, 2, 232448) == CANDIDATES
+    assert tuning.fits(CANDIDATES, 2, 60000) == (SMALL,)
+    assert tuning.fits(CANDIDATES, 2, 1000) == (SMALL,)  # nothing fits: the smallest
+
+
+def test_tune_picks_the_fastest_and_records_every_timing():
+    calls = []
+    best, timings = tuning.tune(CANDIDATES, fake_bench({BIG: 2.0, MID: 1.0, SMALL: 3.0}, calls),
+                                budget_s=10)
+    assert best == MID and calls == list(CANDIDATES)
+    assert timings == {"128x256x64 g8 s3 w8": 2.0, "128x128x64 g8 s4 w4": 1.0,
+                       "64x64x64 g8 s4 w4": 3.0}
+
+
+def test_tune_stops_when_the_budget_is_spent_but_measures_one():
+    ticks = iter([0.0, 5.0, 11.0, 12.0])
+    calls = []
+    best, timings = tuning.tune(CANDIDATES, fake_bench({BIG: 2.0, MID: 1.0, SMALL: 0.5}, calls),
+                                budget_s=10, clock=lambda: next(ticks))
+    assert calls == [BIG, MID] and best == MID and len(timings) == 2
+
+
+def test_tune_skips_configs_that_fail_and_raises_when_none_runs():
+    best, timings = tuning.tune(CANDIDATES, fake_bench({BIG: math.inf, MID: 4.0, SMALL: 5.0}, []),
+                                budget_s=10)
+    assert best == MID and timings["128x256x64 g8 s3 w8"] is None
+    with pytest.raises(RuntimeError, match="no candidate config ran"):
+        tuning.tune(CANDIDATES, lambda c: math.inf, budget_s=10)
+    with pytest.raises(ValueError, match="no candidate"):
+        tuning.tune((), lambda c: 1.0, budget_s=10)
+
+
+def test_tuner_tunes_once_then_reuses_the_cache_in_a_new_process(tmp_path):
+    calls = []
+    times = {BIG: 2.0, MID: 1.0, SMALL: 3.0}
+    first = Tuner(setup_for(tmp_path))
+    assert first.choose(KEY, CANDIDATES, fake_bench(times, calls), "k1") == MID
+    assert first.last.source == tuning.TUNED and len(calls) == 3
+    assert first.choose(KEY, CANDIDATES, fake_bench(times, calls), "k1") == MID
+    assert len(calls) == 3  # memoised in-process
+    cache = json.loads(setup_for(tmp_path).cache_path.read_text())
+    assert cache["schema"] == tuning.SCHEMA and cache["chip"] == "h200"
+    # a new process (new Tuner) reads the file: no benchmarking, same tile
+    times_now = {BIG: 0.1, MID: 1.0, SMALL: 3.0}
+    again = Tuner(setup_for(tmp_path))
+    assert again.choose(KEY, CANDIDATES, fake_bench(times_now, calls), "k1") == MID
+    assert again.last.source == tuning.CACHED and len(calls) == 3
+
+
+def test_retune_ignores_pins_and_cache_and_overwrites_the_cache(tmp_path):
+    Tuner(setup_for(tmp_path)).choose(KEY, CANDIDATES, fake_bench({BIG: 2, MID: 1, SMALL: 3}, []))
+    t = Tuner(setup_for(tmp_path, retune=True))
+    assert t.choose(KEY, CANDIDATES, fake_bench({BIG: 0.5, MID: 1, SMALL: 3}, [])) == BIG
+    assert Tuner(setup_for(tmp_path)).choose(KEY, CANDIDATES, lambda c: 9.0) == BIG
+
+
+def _baseline_with_pin(tmp_path, cfg: TileConfig, kernel="k1"):
+    from dataclasses import asdict
+
+    p = tmp_path / "h200.json"
+    p.write_text(json.dumps({"cases": {"bf16-x": {"tuning": {
+        "key": KEY, "config": asdict(cfg), "source": "tuned", "kernel": kernel}}}}))
+    return p
+
+
+def test_pins_win_over_the_cache_and_are_flagged_stale_for_another_kernel(tmp_path):
+    Tuner(setup_for(tmp_path)).choose(KEY, CANDIDATES, fake_bench({BIG: 2, MID: 1, SMALL: 3}, []))
+    pins = _baseline_with_pin(tmp_path, SMALL, kernel="old")
+    t = Tuner(setup_for(tmp_path, pins_from=str(pins)))
+    calls = []
+    assert t.choose(KEY, CANDIDATES, fake_bench({}, calls), "new") == SMALL and not calls
+    assert t.last.source == tuning.PINNED and t.last.stale
+    t2 = Tuner(setup_for(tmp_path, pins_from=str(pins)))
+    t2.choose(KEY, CANDIDATES, fake_bench({}, []), "old")
+    assert not t2.last.stale
+
+
+def test_a_pin_that_is_no_longer_a_candidate_is_tuned_again(tmp_path):
+    pins = _baseline_with_pin(tmp_path, TileConfig(32, 32, 32, 4, 2, 4))
+    t = Tuner(setup_for(tmp_path, pins_from=str(pins)))
+    assert t.choose(KEY, CANDIDATES, fake_bench({BIG: 2, MID: 1, SMALL: 3}, [])) == MID
+    assert t.last.source == tuning.TUNED
+
+
+def test_missing_pin_file_means_no_pins_but_a_bad_one_is_an_error(tmp_path):
+    assert tuning.load_pins(tmp_path / "absent.json") == {}
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(TuningError, match="cannot read tuning pins"):
+        tuning.load_pins(bad)
+    bad.write_text("[]")
+    with pytest.raises(TuningError, match="no cases"):
+        tuning.load_pins(bad)
+
+
+@pytest.mark.parametrize("content, match", [
+    ("{oops", "unreadable"),
+    (json.dumps({"schema": "other", "version": 1, "chip": "h200", "entries": {}}), "not a"),
+    (json.dumps({"schema": tuning.SCHEMA, "version": 99, "chip": "h200", "entries": {}}),
+     "not a"),
+    (json.dumps({"schema": tuning.SCHEMA, "version": 1, "chip": "a100", "entries": {}}),
+     "for chip 'a100'"),
+])
+def test_a_corrupt_or_foreign_cache_is_a_clear_error(tmp_path, content, match):
+    path = setup_for(tmp_path).cache_path
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+    with pytest.raises(TuningError, match=match):
+        Tuner(setup_for(tmp_path))
+
+
+def test_save_cache_merges_with_what_another_process_wrote(tmp_path):
+    path = setup_for(tmp_path).cache_path
+    tuning.save_cache(path, "h200", {"a": {"config": {}}})
+    tuning.save_cache(path, "h200", {"b": {"config": {}}})
+    assert set(json.loads(path.read_text())["entries"]) == {"a", "b"}
+    assert [p.name for p in path.parent.iterdir()] == ["h200.json"]  # no temp files left
+
+
+def test_setup_validates_and_defaults_the_cache_dir_from_the_environment(monkeypatch, tmp_path):
+    with pytest.raises(ValueError, match="positive"):
+        TuningSetup(budget_s=0)
+    monkeypatch.setenv("GEMMGATE_TUNING_DIR", str(tmp_path))
+    assert TuningSetup("mi300x").cache_path == tmp_path / "mi300x.json"
+
+
+def test_configure_replaces_the_process_tuner_only_when_the_setup_changes(tmp_path):
+    a = tuning.configure(setup_for(tmp_path))
+    assert tuning.configure(setup_for(tmp_path)) is a and tuning.current() is a
+    b = tuning.configure(setup_for(tmp_path, retune=True))
+    assert b is not a and tuning.current() is b
