@@ -25,7 +25,8 @@ ap.add_argument("--deadline-s", type=float, default=120)
 ap.add_argument("--out", required=True)
 args = ap.parse_args()
 
-session = make_session(None, args.shapes, args.modes, None, args.budget)
+session = make_session(None, args.shapes, args.modes, None, args.budget,
+                       pins_from=args.baseline)  # the baseline's tiles, as `check` does
 base = baselines.load(args.baseline, session.chip.id)
 levels = [float(x) for x in args.levels.split(",")]
 rows = {lv: {"trials": 0, "regressed": 0, "first_pass": 0, "inconclusive": 0, "runs": 0}
@@ -37,7 +38,7 @@ while True:
         if time.perf_counter() - t0 > args.deadline_s:
             break
         results = run_cases(session.chip, session.modes, session.cases, session.policy,
-                            session.device, slowdown=lv)
+                            session.device, slowdown=lv, tuning_setup=session.tuning)
         gate = compare_run(results, base, DEFAULT_FLOOR)
         first = gate.count("regressed")
         _, gate = remeasure(session, results, gate, base, DEFAULT_FLOOR, lv)
