@@ -5,7 +5,8 @@ Schema "gemmgate.baseline" version 1:
    "cases": {"<mode>-<case id>": {"mode", "m", "n", "k", "layout", "ratio",
              "providers": {"triton"|"vendor": {"median_ms", "quantiles_ms", "tflops",
                                                "error"}},
-             "noise": {"ratio": rel, "tflops": rel, "runs": n},
+             "noise": {"ratio": rel, "tflops": rel, "runs": n,
+                       "ratio_runs": [per-run median ratio], "tflops_runs": [...]},
              "tuning": {"key", "config", "source", "kernel", ...} (GPU only)}}}
 Figures are medians over the calibration runs; noise is their A/A spread
 (gemmgate.compare.aa_noise). `tuning` is the Triton tile the case was measured with:
@@ -133,7 +134,7 @@ def build(runs: Sequence[dict], chip_id: str, shapes: str) -> dict:
             "providers": provs,
             "noise": {"ratio": aa_noise(ratios) if len(ratios) > 1 else None,
                       "tflops": aa_noise(tflops) if len(tflops) > 1 else None,
-                      "runs": len(cs)},
+                      "runs": len(cs), "ratio_runs": ratios, "tflops_runs": tflops},
         }
         tiles = [c.get("telemetry", {}).get("tuning") for c in cs]
         if tiles[0]:

@@ -114,15 +114,19 @@ def _check(name: str, inp, mode: PrecisionMode, ref):
     return call, ProviderResult(name, acc.status, acc.error, acc.message)
 
 
-def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int, device: str):
+def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int,
+            device: str) -> float:
     """Wrap the Triton call with `slowdown` x its own median time of extra device work.
 
     On a GPU it is a closed loop: the spin is sized, measured against the plain call,
     and rescaled, so the injected fraction holds whatever the clock did while sizing it.
-    On the CPU the host busy-waits wall-clock time: sized once."""
+    On the CPU the host busy-waits wall-clock time: sized once. Returns the fraction
+    measured in the last sizing step (a spin kernel costs ~1 us at least, so on a 10 us
+    kernel 3% asked is ~10-15% got)."""
     from gemmgate.slowdown import slowed
 
-    quick = replace(policy, min_rounds=10, max_rounds=30, budget_s=0.2, target_rel_ci=0.003)
+    quick = replace(policy, min_rounds=10, max_rounds=30, budget_s=0.2, target_rel_ci=0.003,
+                    warmup_s=0.02)
     plain = calls["triton"]
 
     def medians(fns: dict) -> dict:
@@ -130,6 +134,7 @@ def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int, devi
         return {k: stats.median(v) for k, v in got.items()}
 
     extra = slowdown * medians({"plain": plain})["plain"]
+    achieved = slowdown
     for _ in range(0 if device == "cpu" else 2):
         m = medians({"plain": plain, "wrapped": slowed(plain, extra, device)})
         achieved = m["wrapped"] / m["plain"] - 1
@@ -138,6 +143,7 @@ def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int, devi
         if achieved > 0:
             extra *= slowdown / achieved
     calls["triton"] = slowed(plain, extra, device)
+    return achieved if device != "cpu" else slowdown
 
 
 def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
@@ -157,14 +163,17 @@ def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
             calls[name] = call
     del ref
     flush = 2 * chip.llc_bytes
+    injected = None
     if slowdown > 0 and "triton" in calls:
-        _inject(calls, slowdown, policy, flush, device)
+        injected = _inject(calls, slowdown, policy, flush, device)
     samples = measure(calls, policy, flush_bytes=flush, device=device)
     for name, ts in samples.items():
         med = stats.median(ts)
         tf = case.flops / (med * 1e-3) / 1e12 if case.flops and med > 0 else None
         results[name] = replace(results[name], samples_ms=tuple(ts), tflops=tf)
     tele = telemetry(device_index) if device != "cpu" else {}
+    if injected is not None:
+        tele["injected_slowdown"] = {"asked": slowdown, "sized": injected}
     choice = tuning.last_choice()
     if choice is not None:  # which tile ran, and whether it was pinned, cached or tuned
         tele["tuning"] = choice.to_json()

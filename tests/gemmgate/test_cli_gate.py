@@ -216,3 +216,38 @@ def test_c_literal_null_noise_baseline(work, capsys):
     out = capsys.readouterr().out
     # either refused up front (exit 2) or judged with the floor tolerance (exit 1)
     assert rc == 2 or (rc == 1 and "::error title=gemmgate regression::" in out)
+
+
+@pytest.mark.parametrize("device_type, retune, pins", [
+    ("cuda", True, None), ("cuda", False, "baselines/x.json"), ("cpu", False, None)])
+def test_i_calibration_command_lines(monkeypatch, tmp_path, device_type, retune, pins):
+    """On a GPU an unrecorded priming run goes first and is the only one that retunes;
+    the recorded runs reuse its tiles (cache) or the old baseline's (pins)."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from gemmgate import cli_gate
+    from gemmgate.precision import MODES
+    from gemmgate.tuning import TuningSetup
+
+    seen = []
+
+    def fake_run(cmd, stdout=None):
+        seen.append(cmd)
+        out = cmd[cmd.index("--json") + 1]
+        with open(out, "w") as f:
+            json.dump({"n": len(seen)}, f)
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(cli_gate.subprocess, "run", fake_run)
+    session = SimpleNamespace(chip=SimpleNamespace(id="c", device_type=device_type),
+                              shapes_label="pr", modes=(MODES["bf16"],),
+                              tuning=TuningSetup("c", pins_from=pins, retune=retune))
+    args = SimpleNamespace(runs=3, timing=None, budget=None)
+    err = SimpleNamespace(print=lambda *a, **k: None)
+    runs = cli_gate._runs(args, session, None, err)
+    primed = device_type != "cpu"
+    assert len(seen) == 3 + primed
+    assert runs == [{"n": i} for i in range(1 + primed, 4 + primed)]  # priming not recorded
+    assert [("--retune" in c) for c in seen] == [retune] + [False] * (len(seen) - 1)
+    assert all(("--pin-tiles" in c) == bool(pins) for c in seen)

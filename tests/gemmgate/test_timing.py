@@ -52,6 +52,7 @@ def test_defaults_and_cpu_policy_are_valid():
     (dict(budget_s=-1.0), "budget_s"),
     (dict(target_rel_ci=0.0), "target_rel_ci"),
     (dict(batch=0), "batch"),
+    (dict(warmup_s=-0.1), "warmup_s"),
 ])
 def test_policy_validation(kwargs, match):
     with pytest.raises(ValueError, match=match):
