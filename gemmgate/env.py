@@ -97,13 +97,14 @@ def environment(chip_id: str, timing: str, device_index: int = 0) -> dict:
 
 
 def telemetry(device_index: int = 0) -> dict:
-    """SM clock, memory clock, temperature and power now; {} where nothing answers."""
+    """SM clock, memory clock, temperature, power and why clocks are held down now;
+    {} where nothing answers."""
     nvml = _nvml()
     if nvml is None:
         return {}
     try:
         h = _nvml_handle(nvml, device_index)
-        return {
+        out = {
             "sm_clock_mhz": nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM),
             "mem_clock_mhz": nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM),
             "temp_c": nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU),
@@ -111,3 +112,29 @@ def telemetry(device_index: int = 0) -> dict:
         }
     except Exception:
         return {}
+    reasons = _clock_reasons(nvml, h)
+    if reasons is not None:
+        out["clock_reasons"] = reasons
+    return out
+
+
+# NVML clocks-event (throttle) reason bits that explain a lower SM clock.
+CLOCK_REASONS = {0x1: "idle", 0x2: "app_clocks", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
+                 0x10: "sync_boost", 0x20: "sw_thermal", 0x40: "hw_thermal",
+                 0x80: "hw_power_brake", 0x100: "display_clocks"}
+
+
+def decode_clock_reasons(mask: int) -> list[str]:
+    return [name for bit, name in CLOCK_REASONS.items() if mask & bit]
+
+
+def _clock_reasons(nvml, handle) -> list[str] | None:
+    for name in ("nvmlDeviceGetCurrentClocksEventReasons",
+                 "nvmlDeviceGetCurrentClocksThrottleReasons"):
+        fn = getattr(nvml, name, None)
+        if fn is not None:
+            try:
+                return decode_clock_reasons(int(fn(handle)))
+            except Exception:
+                return None
+    return None
