@@ -66,11 +66,17 @@ def get_mode(name: str) -> PrecisionMode:
 
 
 def parse_modes(text: str) -> tuple[PrecisionMode, ...]:
-    """'fp32,tf32' -> modes, in the given order, duplicates dropped."""
+    """'tf32,fp32' -> modes in the canonical order (MODE_NAMES), duplicates dropped.
+
+    Canonical because the run order is part of what is measured: each case runs in the
+    thermal and power state its predecessors left. On the H200, checks that ran fp8
+    after fp32 (alphabetical order) measured fp8 4096^3 3.8% faster, in every check, than
+    the calibration that ran it after fp16."""
     names = [t.strip() for t in text.split(",") if t.strip()]
     if not names:
         raise ValueError("no precision mode given")
-    return tuple(get_mode(n) for n in dict.fromkeys(names))
+    wanted = {get_mode(n).name for n in names}
+    return tuple(MODES[n] for n in MODE_NAMES if n in wanted)
 
 
 def mode_for_dtype(dtype_name: str) -> PrecisionMode:

@@ -102,9 +102,11 @@ def test_get_mode_unknown_names_it_and_lists_known():
         precision.get_mode("fp64")
 
 
-def test_parse_modes_keeps_order_and_drops_duplicates():
+def test_parse_modes_uses_the_canonical_order_and_drops_duplicates():
+    # the order modes run in is part of the measurement: a check must match its baseline
     got = precision.parse_modes("bf16, fp32,bf16 ,tf32,fp32")
-    assert [m.name for m in got] == ["bf16", "fp32", "tf32"]
+    assert [m.name for m in got] == ["fp32", "tf32", "bf16"]
+    assert precision.parse_modes("fp8,fp16,bf16,tf32,fp32") == tuple(MODES.values())
     assert [m.name for m in precision.parse_modes("fp8")] == ["fp8"]
     assert precision.parse_modes(",".join(MODE_NAMES)) == tuple(MODES.values())
 
