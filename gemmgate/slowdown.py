@@ -1,11 +1,12 @@
 """A known slowdown, for validating the regression gate only (`--inject-slowdown F`).
 
-After each Triton call the GPU runs a one-thread kernel that spins on the `%globaltimer`
-register (nanoseconds of wall time) for F x Triton's own median time, inside the same
-stream and the same CUDA graph. A wall-time spin keeps the injected time fixed while SM
-clocks move; the older torch.cuda._sleep counts SM cycles, so its length followed the
-clock: sized at one clock and measured at another, it injected 0.3-1% where 3% was asked
-(H200, power-capped cases). _sleep stays the fallback where the spin cannot be built
+After each Triton call the GPU runs a kernel on every SM that does FMAs until the
+`%globaltimer` register (nanoseconds of wall time) says F x Triton's own median time has
+passed, inside the same stream and the same CUDA graph. Wall time, because
+torch.cuda._sleep counts SM cycles and its length followed the clock; busy SMs, because
+an idle wait on a power-capped GPU lets the clock rise for both providers (H200 with
+_sleep: 3% asked, the vendor/Triton ratio moved 0.3-1.5% on power-capped cases, while
+both providers got faster). _sleep stays the fallback where the spin cannot be built
 (no %globaltimer: AMD). On the CPU the host busy-waits for the same fraction.
 """
 
@@ -37,32 +38,45 @@ def _spin_kernel():
     import triton.language as tl
 
     @triton.jit
-    def spin(ns):
+    def spin(ns, sink_ptr, BLOCK: tl.constexpr):
+        # Every program does dependent FMAs until `ns` of wall time have passed: busy
+        # SMs draw power the way real extra work does (an idle wait would hand the power
+        # cap's headroom to the kernels around it, so both providers speed up).
         start = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [],
                                           dtype=tl.int64, is_pure=False, pack=1)
+        x = tl.arange(0, BLOCK).to(tl.float32)
         now = start
         while now - start < ns:
+            for _ in tl.static_range(32):
+                x = x * 0.9999 + 0.0001
             now = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [],
                                             dtype=tl.int64, is_pure=False, pack=1)
+        tl.store(sink_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK), x)
     return spin
 
 
+BLOCK = 1024
+
+
 def _timer_spin(device: str) -> Callable[[int], None] | None:
-    """A launcher of the wall-time spin, or None where it cannot run here."""
+    """A launcher of the wall-time spin on every SM, or None where it cannot run here."""
     import torch
 
     if torch.version.hip is not None:
         return None
+    dev = torch.device(device)
+    programs = 2 * torch.cuda.get_device_properties(dev).multi_processor_count
+    sink = torch.empty(programs * BLOCK, dtype=torch.float32, device=dev)
+    kernel = _spin_kernel()
+
+    def launch(ns: int) -> None:
+        kernel[(programs,)](ns, sink, BLOCK=BLOCK, num_warps=8)
     try:
-        kernel = _spin_kernel()
-        with torch.cuda.device(torch.device(device)):
-            kernel[(1,)](1000, num_warps=1)
+        with torch.cuda.device(dev):
+            launch(1000)
             torch.cuda.synchronize()
     except Exception:  # noqa: BLE001 - no inline PTX here: fall back to _sleep
         return None
-
-    def launch(ns: int) -> None:
-        kernel[(1,)](ns, num_warps=1)
     return launch
 
 
