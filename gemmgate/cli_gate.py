@@ -25,6 +25,9 @@ def add_gate_commands(sub, common) -> None:
                        help="report suspected regressions without measuring them again")
     check.add_argument("--summary", metavar="PATH", default=os.environ.get("GITHUB_STEP_SUMMARY"),
                        help="append the Markdown summary here (default: $GITHUB_STEP_SUMMARY)")
+    check.add_argument("--ab-ref", metavar="REF",
+                       help="also time the kernel at git REF in the same process (A/B); "
+                            "'baseline' means the baseline's commit")
     check.add_argument("--inject-slowdown", type=float, default=0.0, metavar="F",
                        help="VALIDATION ONLY: add F x Triton's time of extra device work")
     base = sub.add_parser("baseline", help="create or refresh baselines/<chip>.json")
@@ -66,13 +69,17 @@ def _check(args, console, err) -> int:
     session = make_session(args.chip, args.shapes or base["provenance"].get("shapes"),
                            _modes_arg(args, base), args.timing, args.budget, args.devices,
                            pins_from=path, retune=args.retune)
-    env, results = execute(session, console, err, slowdown=args.inject_slowdown)
+    ab_sha = _ab_commit(args.ab_ref, base)
+    if ab_sha:
+        err.print(f"A/B: the kernel at {ab_sha[:12]} is timed beside the current one")
+    env, results = execute(session, console, err, slowdown=args.inject_slowdown,
+                           reference=ab_sha)
     gate = compare_run(results, base, args.floor)
     if not args.no_remeasure:
         results, gate = remeasure(session, results, gate, base, args.floor,
                                   args.inject_slowdown)
     print_tables(results, console, title=f"{chip_id} {session.shapes_label}")
-    md = markdown(gate, chip_id)
+    md = markdown(gate, chip_id, ab_sha)
     console.print(_gate_table(gate))
     for line in annotations(gate):
         print(line, flush=True)
@@ -84,9 +91,22 @@ def _check(args, console, err) -> int:
         data["gate"] = {"baseline": str(path), "failed": gate.failed,
                         "verdicts": [v.to_json() for v in gate.verdicts],
                         "missing": list(gate.missing), "extra": list(gate.extra),
-                        "inject_slowdown": args.inject_slowdown}
+                        "inject_slowdown": args.inject_slowdown, "ab_ref": ab_sha}
         write_json_atomic(args.json, data)
     return 1 if gate.failed else 0
+
+
+def _ab_commit(ref: str | None, base: dict) -> str | None:
+    """The commit id for --ab-ref (before any work: a bad ref is exit 2)."""
+    if not ref:
+        return None
+    from gemmgate.reference import resolve
+
+    if ref == "baseline":
+        ref = base["provenance"].get("commit") or ""
+        if not ref:
+            raise ValueError("--ab-ref baseline: the baseline records no commit")
+    return resolve(ref)
 
 
 def _gate_table(gate) -> Table:

@@ -16,7 +16,8 @@ def progress_bar(console: Console) -> Progress:
                     TimeElapsedColumn(), console=console, transient=True)
 
 
-def execute(session, console: Console, err: Console, slowdown: float = 0.0):
+def execute(session, console: Console, err: Console, slowdown: float = 0.0,
+            reference: str | None = None):
     """Run a session's cases with a progress bar; returns (environment, results)."""
     from gemmgate.env import environment
     from gemmgate.run import run_cases
@@ -41,11 +42,12 @@ def execute(session, console: Console, err: Console, slowdown: float = 0.0):
 
             results = run_parallel(sel.chip, session.modes, session.cases, session.policy,
                                    session.devices, on_case=tick, slowdown=slowdown,
-                                   tuning_setup=session.tuning)
+                                   tuning_setup=session.tuning, reference=reference)
         else:
             results = run_cases(sel.chip, session.modes, session.cases, session.policy,
                                 session.device, session.devices[0], on_case=tick,
-                                slowdown=slowdown, tuning_setup=session.tuning)
+                                slowdown=slowdown, tuning_setup=session.tuning,
+                                reference=reference)
     return env, results
 
 

@@ -3,6 +3,12 @@
 Accuracy failures fail the gate. Each case present on both sides is judged on the speed
 ratio (gates) and Triton TFLOP/s (explains drift), see gemmgate/compare.py. Cases absent
 from the baseline or from the run are listed, not fatal.
+
+With a reference kernel (`check --ab-ref REF`, gemmgate/reference.py) each case is also
+judged A/B: per-round reference_time / triton_time against 1, with the same floor. A
+case is regressed if either judgement says so: A/B resolves what the code change did
+(both kernels share the process, inputs and power state), the stored baseline still
+catches what hits both kernels (a Triton or driver upgrade).
 """
 
 from __future__ import annotations
@@ -22,12 +28,14 @@ class CaseVerdict:
     tflops: Judgement | None
     note: str = ""
     remeasured: bool = False
+    ab: Judgement | None = None   # current vs the reference commit's kernel, same process
 
     def to_json(self) -> dict:
         return {"id": self.key, "verdict": self.verdict, "note": self.note,
                 "remeasured": self.remeasured,
                 "ratio": self.ratio.to_json() if self.ratio else None,
-                "tflops": self.tflops.to_json() if self.tflops else None}
+                "tflops": self.tflops.to_json() if self.tflops else None,
+                "ab": self.ab.to_json() if self.ab else None}
 
 
 @dataclass(frozen=True)
@@ -58,12 +66,16 @@ def judge_case(result: CaseResult, base: dict, floor: float) -> CaseVerdict:
         tf_samples = [result.case.flops / (ms * 1e-3) / 1e12 for ms in t.samples_ms]
         tf_j = judge(tf_samples, base_tf, tolerance(noise.get("tflops"), 2 * floor))
     tile = _tile_note(result, base)
+    ab_j = judge(result.ab_samples, 1.0, floor) if result.ab_samples else None
     if ratio_j is None:  # no vendor figure (e.g. unsupported): gate on TFLOP/s
         verdict = tf_j.verdict if tf_j else "unchanged"
-        return CaseVerdict(result.key, verdict, None, tf_j,
-                           _join("no ratio: judged on TFLOP/s", tile))
-    return CaseVerdict(result.key, ratio_j.verdict, ratio_j, tf_j,
-                       _join(drift_note(ratio_j, tf_j), tile))
+        note = _join("no ratio: judged on TFLOP/s", tile)
+    else:
+        verdict, note = ratio_j.verdict, _join(drift_note(ratio_j, tf_j), tile)
+    if ab_j is not None and ab_j.verdict == REGRESSED:
+        verdict = REGRESSED
+        note = _join(f"A/B: slower than the reference kernel by {-ab_j.change:.2%}", note)
+    return CaseVerdict(result.key, verdict, ratio_j, tf_j, note, ab=ab_j)
 
 
 def _join(*notes: str) -> str:
@@ -119,7 +131,7 @@ def remeasure(session, results: Sequence[CaseResult], gate: GateResult, baseline
 
 
 GATE_HEAD = ("case", "verdict", "ratio change", "95% CI", "tolerance", "TFLOP/s change",
-             "note")
+             "A/B change", "note")
 
 
 def verdict_row(v: CaseVerdict) -> tuple[str, ...]:
@@ -128,16 +140,21 @@ def verdict_row(v: CaseVerdict) -> tuple[str, ...]:
     return (v.key, v.verdict + (" (re-measured)" if v.remeasured else ""),
             f"{r.change:+.2%}" if r else "—",
             f"[{r.ci_low:+.2%}, {r.ci_high:+.2%}]" if r else "—",
-            f"±{r.tolerance:.1%}" if r else "—", f"{t.change:+.2%}" if t else "—", v.note)
+            f"±{r.tolerance:.1%}" if r else "—", f"{t.change:+.2%}" if t else "—",
+            f"{v.ab.change:+.2%}" if v.ab else "—", v.note)
 
 
-def markdown(gate: GateResult, chip: str) -> str:
+def markdown(gate: GateResult, chip: str, ab_ref: str | None = None) -> str:
     head = (f"### gemmgate check on {chip}: "
             + ("**FAILED**" if gate.failed else "passed")
             + f" — {gate.count('regressed')} regressed, {gate.count('failed')} failed "
               f"accuracy, {gate.count('improved')} improved, {gate.count('unchanged')} "
               f"unchanged, {gate.count('inconclusive')} inconclusive")
-    lines = [head, "", "| " + " | ".join(GATE_HEAD) + " |", "|" + "---|" * len(GATE_HEAD)]
+    lines = [head, ""]
+    if ab_ref:
+        lines += [f"A/B: each case also timed against the kernel at `{ab_ref[:12]}` in the "
+                  "same process.", ""]
+    lines += ["| " + " | ".join(GATE_HEAD) + " |", "|" + "---|" * len(GATE_HEAD)]
     lines += ["| " + " | ".join(verdict_row(v)) + " |" for v in gate.verdicts]
     if gate.missing:
         lines += ["", f"Not run (in the baseline): {', '.join(gate.missing)}"]
@@ -150,7 +167,11 @@ def annotations(gate: GateResult) -> list[str]:
     """GitHub workflow commands: one ::error per regression or accuracy failure."""
     out = []
     for v in gate.verdicts:
-        if v.verdict == REGRESSED and v.ratio:
+        if v.verdict == REGRESSED and v.ab and v.ab.verdict == REGRESSED:
+            out.append(f"::error title=gemmgate regression::{v.key}: {v.ab.change:+.2%} against "
+                       f"the reference kernel in the same process (CI {v.ab.ci_low:+.2%}.."
+                       f"{v.ab.ci_high:+.2%}, tolerance ±{v.ab.tolerance:.1%})")
+        elif v.verdict == REGRESSED and v.ratio:
             out.append(f"::error title=gemmgate regression::{v.key}: Triton/vendor speed ratio "
                        f"{v.ratio.change:+.2%} (CI {v.ratio.ci_low:+.2%}..{v.ratio.ci_high:+.2%}"
                        f", tolerance ±{v.ratio.tolerance:.1%})")

@@ -45,11 +45,14 @@ def check_devices(ids: Sequence[int], device_type: str) -> None:
         raise ValueError(f"--devices {','.join(map(str, bad))}: only {n} GPU(s) present")
 
 
-def _init(counter, devices: Sequence[int], device_type: str, tuning_setup) -> None:
+def _init(counter, devices: Sequence[int], device_type: str, tuning_setup,
+          reference: str | None) -> None:
     global _DEVICE
     from gemmgate import tuning
+    from gemmgate.providers import use_reference
 
     tuning.configure(tuning_setup)
+    use_reference(reference)
     with counter.get_lock():
         slot = counter.value
         counter.value += 1
@@ -76,7 +79,7 @@ def _item(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
 def run_parallel(chip: Chip, modes: Sequence[PrecisionMode], cases: Sequence[Case],
                  policy: TimingPolicy, devices: Sequence[int],
                  on_case: Callable[[str], None] | None = None, slowdown: float = 0.0,
-                 tuning_setup=None):
+                 tuning_setup=None, reference: str | None = None):
     for m in modes:
         chip.require_mode(m.name)
     items = [(m, c) for m in modes for c in cases]
@@ -85,7 +88,8 @@ def run_parallel(chip: Chip, modes: Sequence[PrecisionMode], cases: Sequence[Cas
     results = [None] * len(items)
     with ProcessPoolExecutor(len(devices), mp_context=ctx, initializer=_init,
                              initargs=(counter, tuple(devices), chip.device_type,
-                                       tuning_setup or TuningSetup(chip.id))) as pool:
+                                       tuning_setup or TuningSetup(chip.id),
+                                       reference)) as pool:
         futures = {pool.submit(_item, chip, m, c, policy, slowdown): i
                    for i, (m, c) in enumerate(items)}
         for fut in as_completed(futures):

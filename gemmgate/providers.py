@@ -5,6 +5,8 @@ insists on) happens in the builder, outside the timed call.
 - "triton": the project's kernel, kernels.matmul, with the mode passed explicitly.
 - "vendor": torch.matmul (cuBLAS / hipBLASLt / CPU BLAS); fp8 through torch._scaled_mm.
   The vendor's math flags are set by gemmgate.precision.vendor_flags around the case.
+- "reference": the project's kernel at another commit (gemmgate/reference.py), for A/B;
+  present only after use_reference().
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ def _out(inp: GemmInputs, mode: PrecisionMode) -> torch.Tensor:
                        device=inp.a.device)
 
 
-def triton_provider(inp: GemmInputs, mode: PrecisionMode) -> Call:
-    from kernels import matmul
+def triton_provider(inp: GemmInputs, mode: PrecisionMode, matmul=None) -> Call:
+    if matmul is None:
+        from kernels import matmul
 
     out = _out(inp, mode)
     a, b, sa, sb = inp.a, inp.b, inp.scale_a, inp.scale_b
@@ -72,6 +75,24 @@ def _scaled_mm(inp: GemmInputs) -> Call:
 
 
 PROVIDERS: dict[str, Builder] = {"triton": triton_provider, "vendor": vendor_provider}
+REFERENCE = "reference"
+
+
+def use_reference(ref: str | None) -> str | None:
+    """Register the "reference" provider: `kernels` at git ref `ref` (None removes it).
+    Returns the commit id. ValueError when git cannot produce it."""
+    if ref is None:
+        PROVIDERS.pop(REFERENCE, None)
+        return None
+    from gemmgate import reference
+
+    sha, pkg = reference.load(ref)
+
+    def reference_provider(inp: GemmInputs, mode: PrecisionMode) -> Call:
+        return triton_provider(inp, mode, matmul=pkg.matmul)
+
+    PROVIDERS[REFERENCE] = reference_provider
+    return sha
 
 
 def build(name: str, inp: GemmInputs, mode: PrecisionMode) -> Call:

@@ -60,6 +60,16 @@ class CaseResult:
         return tuple(vi / ti for ti, vi in zip(t, v) if ti > 0)
 
     @property
+    def ab_samples(self) -> tuple[float, ...]:
+        """Per-round reference_time / triton_time (A/B: > 1 means the current kernel is
+        faster than the reference commit's); empty without a reference."""
+        ref = self.providers.get("reference")
+        if ref is None:
+            return ()
+        t = self.providers["triton"].samples_ms
+        return tuple(ri / ti for ti, ri in zip(t, ref.samples_ms) if ti > 0)
+
+    @property
     def ratio(self) -> float | None:
         t, v = self.providers["triton"].median_ms, self.providers["vendor"].median_ms
         return v / t if t and v else None
@@ -71,7 +81,8 @@ class CaseResult:
 
     @property
     def passed(self) -> bool:
-        return all(p.accuracy in (PASS, UNSUPPORTED) for p in self.providers.values()) \
+        judged = (p for n, p in self.providers.items() if n != "reference")  # not under test
+        return all(p.accuracy in (PASS, UNSUPPORTED) for p in judged) \
             and self.providers["triton"].accuracy == PASS
 
     @property
@@ -155,12 +166,17 @@ def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
     tuning.current().last = None
     inp = make_inputs(case, mode, device, case_seed(mode.name, case), chip.fp8_dtype)
     ref = inp.reference()
+    from gemmgate.providers import PROVIDERS, REFERENCE
+
     calls, results = {}, {}
-    for name in PROVIDER_NAMES:
+    choice = None
+    for name in PROVIDER_NAMES + ((REFERENCE,) if REFERENCE in PROVIDERS else ()):
         call, res = _check(name, inp, mode, ref)
         results[name] = res
         if call is not None:
             calls[name] = call
+        if name == "triton":  # the tile of the kernel under test, before any other call
+            choice = tuning.last_choice()
     del ref
     flush = 2 * chip.llc_bytes
     injected = None
@@ -174,7 +190,6 @@ def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
     tele = telemetry(device_index) if device != "cpu" else {}
     if injected is not None:
         tele["injected_slowdown"] = {"asked": slowdown, "sized": injected}
-    choice = tuning.last_choice()
     if choice is not None:  # which tile ran, and whether it was pinned, cached or tuned
         tele["tuning"] = choice.to_json()
         tele["triton_config"] = tuning.config_name(choice.config)
@@ -185,12 +200,16 @@ def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
 def run_cases(chip: Chip, modes: Sequence[PrecisionMode], cases: Sequence[Case],
               policy: TimingPolicy, device: str, device_index: int = 0,
               on_case: Callable[[str], None] | None = None,
-              slowdown: float = 0.0, tuning_setup=None) -> list[CaseResult]:
+              slowdown: float = 0.0, tuning_setup=None,
+              reference: str | None = None) -> list[CaseResult]:
     """Every case in every mode; `on_case(label)` is called after each (progress bars).
-    `tuning_setup` (gemmgate.tuning.TuningSetup): pinned and cached Triton tiles."""
+    `tuning_setup` (gemmgate.tuning.TuningSetup): pinned and cached Triton tiles;
+    `reference`: a commit whose kernel is timed beside the current one (A/B)."""
     from gemmgate import tuning
+    from gemmgate.providers import use_reference
 
     tuning.configure(tuning_setup or tuning.TuningSetup(chip.id))
+    use_reference(reference)
     out: list[CaseResult] = []
     for mode in modes:
         chip.require_mode(mode.name)

@@ -5,6 +5,9 @@ module imports `kernels`. GPU tests carry the `gpu` marker and skip without a de
 """
 
 import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -35,3 +38,34 @@ def _tuning_cache(tmp_path_factory):
     mp.setenv("GEMMGATE_TUNING_DIR", str(tmp_path_factory.mktemp("tuning")))
     yield
     mp.undo()
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def kernels_repo(tmp_path_factory) -> tuple[Path, str, str]:
+    """A throw-away git repository: (path, first commit, second commit). Both commits hold
+    a copy of this checkout's kernels/ whose configs.py ends in MARK = 'old' / 'new'; a
+    third commit (HEAD) removes kernels/. For the A/B reference (gemmgate/reference.py)."""
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    d = tmp_path_factory.mktemp("refrepo")
+    shutil.copytree(Path(__file__).resolve().parents[1] / "kernels", d / "kernels",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    _git(d, "init", "-q")
+    _git(d, "config", "user.email", "t@example.com")
+    _git(d, "config", "user.name", "t")
+    configs = d / "kernels" / "configs.py"
+    original = configs.read_text()
+    commits = []
+    for mark in ("old", "new"):
+        configs.write_text(original + f"\nMARK = {mark!r}\n")
+        _git(d, "add", "-A")
+        _git(d, "commit", "-q", "-m", mark)
+        commits.append(_git(d, "rev-parse", "HEAD"))
+    _git(d, "rm", "-q", "-r", "kernels")
+    _git(d, "commit", "-q", "-m", "drop kernels")
+    return d, commits[0], commits[1]

@@ -251,3 +251,28 @@ def test_i_calibration_command_lines(monkeypatch, tmp_path, device_type, retune,
     assert runs == [{"n": i} for i in range(1 + primed, 4 + primed)]  # priming not recorded
     assert [("--retune" in c) for c in seen] == [retune] + [False] * (len(seen) - 1)
     assert all(("--pin-tiles" in c) == bool(pins) for c in seen)
+
+
+def test_j_ab_ref_times_the_reference_and_catches_a_slowdown(work, base_file, kernels_repo,
+                                                             monkeypatch, capsys):
+    d, old, _ = kernels_repo
+    monkeypatch.chdir(d)  # --ab-ref resolves in the working directory's repository
+    out = work / "ab.json"
+    rc = main(["check", *FAST, *_shapes(work), "--baseline", str(base_file), "--ab-ref", old,
+               "--inject-slowdown", "2", "--json", str(out)])
+    data = json.loads(out.read_text())
+    assert rc == 1 and data["gate"]["ab_ref"] == old
+    for v in data["gate"]["verdicts"]:  # 3x the time: -67% against the reference
+        assert v["verdict"] == "regressed" and v["ab"]["change"] < -0.5
+    assert "against the reference kernel" in capsys.readouterr().out
+    assert all("reference" in c["providers"] for c in data["cases"])
+
+
+def test_j_bad_ab_ref_is_exit_2_before_any_work(work, base_file, kernels_repo, monkeypatch,
+                                                capsys):
+    d, _, _ = kernels_repo
+    monkeypatch.chdir(d)
+    out = work / "never.json"
+    assert main(["check", *FAST, *_shapes(work), "--baseline", str(base_file),
+                 "--ab-ref", "no-such-ref", "--json", str(out)]) == 2
+    assert "no such commit" in capsys.readouterr().err and not out.exists()

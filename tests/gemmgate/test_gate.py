@@ -253,3 +253,47 @@ def test_a_tile_other_than_the_baselines_is_named_in_the_note():
     assert note == "tile 128x64x32 g8 s3 w4 (tuned), baseline had 64x64x32 g8 s3 w4"
     stale = replace(result(A), telemetry={"tuning": _tile(64, stale=True)})
     assert _one([stale], base)[1].note == "tile pinned for an older kernel"
+
+
+# --- A/B against a reference kernel ---------------------------------------------------------
+
+def ab_result(case: Case, slower: float, seed=0, ratio_scale=1.0) -> CaseResult:
+    """Triton `slower` x slower than the reference kernel, timed in the same rounds."""
+    from dataclasses import replace
+
+    r = result(case, t_ms=1.0 * slower, v_ms=0.9 * slower * ratio_scale, seed=seed)
+    ref = ProviderResult("reference", "pass", 1e-7, "", _times(seed + 7, 1.0))
+    return replace(r, providers={**r.providers, "reference": ref})
+
+
+def test_ab_identical_kernels_are_unchanged_and_a_3pct_slowdown_is_regressed():
+    base = baseline(**{A.id: base_case(A, noise_ratio=0.03)})  # stored tolerance 7.5%
+    same = _one([ab_result(A, 1.0)], base)[1]
+    assert same.verdict == "unchanged" and abs(same.ab.change) < 0.005
+    # 3% slower than the reference; the vendor slowed alike, so the stored ratio (noisy
+    # case, tolerance 7.5%) sees nothing: A/B alone catches it
+    slow = _one([ab_result(A, 1.03)], base)[1]
+    assert slow.ratio.verdict == "unchanged" and slow.ab.verdict == "regressed"
+    assert slow.verdict == "regressed" and slow.note.startswith("A/B: slower than the reference")
+    assert slow.ab.change == pytest.approx(1 / 1.03 - 1, abs=0.004)
+    gate = compare_run([ab_result(A, 1.03)], base, DEFAULT_FLOOR)
+    (line,) = annotations(gate)
+    assert "against the reference kernel in the same process" in line
+
+
+def test_ab_does_not_hide_what_the_stored_baseline_sees():
+    # both kernels slowed alike (a Triton upgrade): A/B unchanged, the ratio still regressed
+    base = baseline(**{A.id: base_case(A)})
+    v = _one([ab_result(A, 1.0, ratio_scale=0.9)], base)[1]
+    assert v.ab.verdict == "unchanged" and v.ratio.verdict == "regressed"
+    assert v.verdict == "regressed"
+
+
+def test_ab_column_and_json():
+    base = baseline(**{A.id: base_case(A)})
+    gate = compare_run([ab_result(A, 1.0)], base, DEFAULT_FLOOR)
+    assert "A/B change" in markdown(gate, "cpu", "0123456789abcdef")
+    assert "`0123456789ab`" in markdown(gate, "cpu", "0123456789abcdef")
+    assert gate.verdicts[0].to_json()["ab"]["verdict"] == "unchanged"
+    no_ab = compare_run([result(A)], base, DEFAULT_FLOOR).verdicts[0]
+    assert no_ab.ab is None and no_ab.to_json()["ab"] is None

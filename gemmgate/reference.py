@@ -1,0 +1,89 @@
+"""The reference kernel: `kernels/` as it was at another commit, loaded beside the current
+one so that `gemmgate check --ab-ref REF` times both in the same process (A/B).
+
+Why: against a stored baseline, a case's speed ratio carries process-to-process noise
+(power-cap and thermal state, see docs/PERF.md), so some cases cannot resolve 3%. Timed
+in the same rounds as the current kernel, on the same inputs, the reference kernel shares
+that state, and current/reference isolates what the code change did. It cannot see what
+hits both alike (a new Triton, a new driver): the stored baseline still judges that.
+
+The commit's `kernels/` is extracted with `git archive` into a temporary directory and
+imported as a package of its own. Its `import kernels....` lines run while it loads, with
+the current package set aside, so they bind the reference's own files. `gemmgate` itself
+is shared, so a reference kernel must use gemmgate APIs that still exist.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import io
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+from types import ModuleType
+
+_LOADED: dict[str, ModuleType] = {}
+
+
+def resolve(ref: str, repo: str | Path = ".") -> str:
+    """The full commit id of `ref` (a branch, tag or sha); ValueError if git cannot."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+                             cwd=repo, capture_output=True, text=True, timeout=30)
+    except FileNotFoundError:
+        raise ValueError("--ab-ref needs git on PATH") from None
+    if out.returncode != 0 or not out.stdout.strip():
+        raise ValueError(f"--ab-ref {ref!r}: no such commit in {Path(repo).resolve()} "
+                         "(a shallow clone? fetch it, e.g. actions/checkout fetch-depth: 0)")
+    return out.stdout.strip()
+
+
+def _extract(sha: str, repo: str | Path) -> Path:
+    out = subprocess.run(["git", "archive", "--format=tar", sha, "kernels"], cwd=repo,
+                         capture_output=True, timeout=60)
+    if out.returncode != 0:
+        raise ValueError(f"commit {sha[:12]} has no kernels/ directory "
+                         f"({out.stderr.decode(errors='replace').strip()})")
+    root = Path(tempfile.mkdtemp(prefix=f"gemmgate-ref-{sha[:12]}-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    with tarfile.open(fileobj=io.BytesIO(out.stdout)) as tar:
+        tar.extractall(root, filter="data")
+    return root
+
+
+def _import_isolated(root: Path, alias: str) -> ModuleType:
+    """Import root/kernels as a package named `alias`, leaving the current `kernels`."""
+    def ours(name: str) -> bool:
+        return name == "kernels" or name.startswith("kernels.")
+
+    saved = {k: v for k, v in sys.modules.items() if ours(k)}
+    for k in saved:
+        del sys.modules[k]
+    sys.path.insert(0, str(root))
+    loaded: dict[str, ModuleType] = {}
+    try:
+        pkg = importlib.import_module("kernels")
+        loaded = {k: v for k, v in sys.modules.items() if ours(k)}
+    finally:
+        sys.path.remove(str(root))
+        for k in [k for k in sys.modules if ours(k)]:
+            del sys.modules[k]
+        sys.modules.update(saved)
+    for name, mod in loaded.items():
+        sys.modules[alias + name[len("kernels"):]] = mod
+    return pkg
+
+
+def load(ref: str, repo: str | Path = ".") -> tuple[str, ModuleType]:
+    """(commit id, the reference `kernels` package) for `ref`; loaded once per commit."""
+    sha = resolve(ref, repo)
+    if sha not in _LOADED:
+        pkg = _import_isolated(_extract(sha, repo), f"gemmgate_ref_{sha[:12]}")
+        if not callable(getattr(pkg, "matmul", None)):
+            raise ValueError(f"kernels/ at {sha[:12]} has no matmul()")
+        _LOADED[sha] = pkg
+    return sha, _LOADED[sha]

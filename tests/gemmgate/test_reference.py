@@ -1,0 +1,61 @@
+"""gemmgate/reference.py: the kernel at another commit, loaded beside the current one.
+The `kernels_repo` fixture (tests/conftest.py) holds two commits of a copy of kernels/
+with a marker that differs, so the test can tell which commit's files were imported."""
+
+import shutil
+import sys
+
+import pytest
+import torch
+
+import kernels
+from gemmgate import providers, reference
+from gemmgate.accuracy import relative_error
+from gemmgate.inputs import make_inputs
+from gemmgate.precision import MODES
+from gemmgate.shapes import Case
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def test_loads_the_commits_own_files_and_leaves_the_current_package(kernels_repo):
+    d, old, _new = kernels_repo
+    current = sys.modules["kernels"]
+    sha, pkg = reference.load(old, d)
+    assert sha == old and pkg is not kernels and pkg.matmul is not kernels.matmul
+    assert sys.modules["kernels"] is current and not hasattr(sys.modules["kernels.configs"], "MARK")
+    # the reference's own `from kernels.configs import ...` bound the old commit's file
+    assert sys.modules[f"gemmgate_ref_{old[:12]}.configs"].MARK == "old"
+    assert reference.load(old[:10], d)[1] is pkg  # loaded once per commit
+
+
+def test_the_reference_kernel_computes_correctly(kernels_repo, device):
+    d, old, _ = kernels_repo
+    _, pkg = reference.load(old, d)
+    case = Case(48, 40, 64)
+    inp = make_inputs(case, MODES["fp32"], device, seed=3)
+    assert relative_error(pkg.matmul(inp.a, inp.b, precision="fp32"), inp.reference()) < 1e-5
+
+
+def test_bad_refs_are_clear_errors(kernels_repo, tmp_path):
+    d, _, _ = kernels_repo
+    with pytest.raises(ValueError, match="no such commit"):
+        reference.resolve("no-such-branch", d)
+    with pytest.raises(ValueError, match="no such commit"):
+        reference.resolve("HEAD", tmp_path)  # not a git repository
+    with pytest.raises(ValueError, match="has no kernels/"):
+        reference.load("HEAD", d)  # the last commit dropped kernels/
+
+
+def test_use_reference_registers_and_removes_the_provider(kernels_repo, monkeypatch):
+    d, old, _ = kernels_repo
+    monkeypatch.chdir(d)
+    try:
+        assert providers.use_reference(old) == old
+        assert providers.REFERENCE in providers.PROVIDERS
+        inp = make_inputs(Case(16, 16, 32), MODES["fp32"], "cpu", seed=1)
+        out = providers.build("reference", inp, MODES["fp32"])()
+        assert torch.isfinite(out).all()
+    finally:
+        providers.use_reference(None)
+    assert providers.REFERENCE not in providers.PROVIDERS
