@@ -23,6 +23,7 @@ ap.add_argument("--levels", default="0,0.02,0.03,0.05,0.10")
 ap.add_argument("--budget", type=float, default=0.5)
 ap.add_argument("--deadline-s", type=float, default=120)
 ap.add_argument("--out", required=True)
+ap.add_argument("--ab-ref", help="time the kernel at this git ref beside the current one")
 args = ap.parse_args()
 
 session = make_session(None, args.shapes, args.modes, None, args.budget,
@@ -38,7 +39,8 @@ while True:
         if time.perf_counter() - t0 > args.deadline_s:
             break
         results = run_cases(session.chip, session.modes, session.cases, session.policy,
-                            session.device, slowdown=lv, tuning_setup=session.tuning)
+                            session.device, slowdown=lv, tuning_setup=session.tuning,
+                            reference=args.ab_ref)
         gate = compare_run(results, base, DEFAULT_FLOOR)
         first = gate.count("regressed")
         _, gate = remeasure(session, results, gate, base, DEFAULT_FLOOR, lv)

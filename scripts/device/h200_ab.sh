@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Next device call for issue 3 (written in session 2, not yet run): fresh-process
+# `gemmgate check --ab-ref` trials against the committed baseline. The reference is this
+# tree's own HEAD, so A/A compares two copies of the same kernel. The device copy's git
+# metadata lagged the working tree in session 2 (HEAD read c40fb39), so carry a bundle
+# (`git bundle create .whl/repo.bundle --all`) and put `.whl` in `carry`; HEAD is then the
+# bundle's main.
+set -u
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+export TRITON_CACHE_DIR=$PWD/.cache/triton GEMMGATE_TUNING_DIR=$PWD/.cache/tuning
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/trials"
+if [ -f .whl/repo.bundle ]; then
+  git fetch -q .whl/repo.bundle "+refs/heads/main:refs/remotes/bundle/main" && \
+    REF=${AB_REF:-bundle/main} || REF=${AB_REF:-HEAD}
+else
+  REF=${AB_REF:-HEAD}
+fi
+echo "A/B reference: $REF = $(git rev-parse "$REF" 2>&1)"
+i=0
+for lv in ${LEVELS:-0 0.03 0 0.03 0 0.03}; do
+  i=$((i + 1)); s=$(date +%s)
+  timeout 200 python3 -m gemmgate check --chip nvidia-h200 --budget 0.5 --ab-ref "$REF" \
+    --inject-slowdown "$lv" --json "$OUT/trials/check_${i}_${lv}.json" \
+    > "$OUT/trials/check_${i}_${lv}.txt" 2>&1
+  echo "trial $i slowdown $lv rc=$? wall_s=$(( $(date +%s) - s )) $(grep -c '::error title=gemmgate regression' "$OUT/trials/check_${i}_${lv}.txt") flagged"
+done
+cd "$OUT" && gzip -f trials/*.json && tar czf ab.tgz trials && rm -rf trials
