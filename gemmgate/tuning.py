@@ -11,7 +11,7 @@ choice is made once per key (kernel family, M, N, K, operand strides) and kept:
    runner measures the kernels the baseline measured. They change only with the baseline
    (`gemmgate baseline ... --retune` picks afresh);
 2. the local cache, $GEMMGATE_TUNING_DIR/<chip>.json (default ~/.cache/gemmgate/tuning),
-   written atomically after every new choice;
+   written atomically after every new choice, one entry per key and candidate list;
 3. otherwise tune: every candidate that fits the device's shared memory is benchmarked
    with triton.testing.do_bench (median of `rep_ms`), fastest wins; once `budget_s` is
    spent the remaining candidates are skipped (at least one is always measured).
@@ -23,6 +23,7 @@ tuned with; a pin tuned for another kernel version is still used, and reported s
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -162,6 +163,12 @@ def tune(candidates: Sequence[TileConfig], bench: Callable[[TileConfig], float],
     return best, timings
 
 
+def _cache_key(key: str, candidates: Sequence[TileConfig]) -> str:
+    """Cache entries are per candidate list: `key` plus a digest of the configs."""
+    digest = hashlib.sha1(repr(tuple(candidates)).encode()).hexdigest()[:8]
+    return f"{key} #{digest}"
+
+
 def config_name(c: TileConfig) -> str:
     return f"{c.block_m}x{c.block_n}x{c.block_k} g{c.group_m} s{c.num_stages} w{c.num_warps}"
 
@@ -173,23 +180,28 @@ class Tuner:
         self.setup = setup
         self.pins = {} if setup.retune or not setup.pins_from else load_pins(setup.pins_from)
         self.cache = {} if setup.retune else load_cache(setup.cache_path, setup.chip_id)
-        self.memo: dict[str, Choice] = {}
+        self.memo: dict[tuple, Choice] = {}
         self.last: Choice | None = None
 
     def choose(self, key: str, candidates: Sequence[TileConfig],
                bench: Callable[[TileConfig], float], kernel: str = "") -> TileConfig:
-        choice = self.memo.get(key) or self._lookup(key, candidates, kernel)
+        # Memo and cache are per candidate list too: the A/B reference kernel may come
+        # from a commit with other configs, and must not overwrite the current's choice.
+        memo_key = (key, tuple(candidates))
+        choice = self.memo.get(memo_key) or self._lookup(key, candidates, kernel)
         if choice is None:
             best, timings = tune(candidates, bench, self.setup.budget_s)
             choice = Choice(key, best, TUNED, kernel, timings)
-            self.cache[key] = choice.to_json()
-            save_cache(self.setup.cache_path, self.setup.chip_id, {key: self.cache[key]})
-        self.memo[key] = self.last = choice
+            entry = {_cache_key(key, candidates): choice.to_json()}
+            self.cache.update(entry)
+            save_cache(self.setup.cache_path, self.setup.chip_id, entry)
+        self.memo[memo_key] = self.last = choice
         return choice.config
 
     def _lookup(self, key: str, candidates: Sequence[TileConfig], kernel: str):
-        for source, table in ((PINNED, self.pins), (CACHED, self.cache)):
-            entry = table.get(key)
+        lookups = ((PINNED, self.pins, key), (CACHED, self.cache, _cache_key(key, candidates)))
+        for source, table, k in lookups:
+            entry = table.get(k)
             if not isinstance(entry, dict):
                 continue
             try:

@@ -161,3 +161,18 @@ def test_configure_replaces_the_process_tuner_only_when_the_setup_changes(tmp_pa
     assert tuning.configure(setup_for(tmp_path)) is a and tuning.current() is a
     b = tuning.configure(setup_for(tmp_path, retune=True))
     assert b is not a and tuning.current() is b
+
+
+def test_a_kernel_with_other_candidates_gets_its_own_choice(tmp_path):
+    """The A/B reference kernel may come from a commit with other configs: its choice
+    must not leak into the current kernel's, nor the other way round."""
+    t = Tuner(setup_for(tmp_path))
+    assert t.choose(KEY, CANDIDATES, fake_bench({BIG: 2, MID: 1, SMALL: 3}, [])) == MID
+    older = (BIG, SMALL)  # the reference's configs.py lacked MID
+    assert t.choose(KEY, older, fake_bench({BIG: 2, SMALL: 3}, [])) == BIG
+    assert t.choose(KEY, CANDIDATES, lambda c: 9.0) == MID
+    assert t.choose(KEY, older, lambda c: 9.0) == BIG
+    # and the cache keeps both, so the next process agrees
+    fresh = Tuner(setup_for(tmp_path))
+    assert fresh.choose(KEY, CANDIDATES, lambda c: 9.0) == MID
+    assert fresh.choose(KEY, older, lambda c: 9.0) == BIG
