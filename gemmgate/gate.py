@@ -72,6 +72,9 @@ def judge_case(result: CaseResult, base: dict, floor: float) -> CaseVerdict:
         note = _join("no ratio: judged on TFLOP/s", tile)
     else:
         verdict, note = ratio_j.verdict, _join(drift_note(ratio_j, tf_j), tile)
+    ref = result.providers.get("reference")
+    if ref is not None and ref.accuracy not in ("pass", "unsupported"):
+        note = _join(f"A/B: the reference kernel failed ({ref.accuracy}: {ref.message})", note)
     if ab_j is not None and ab_j.verdict == REGRESSED:
         verdict = REGRESSED
         note = _join(f"A/B: slower than the reference kernel by {-ab_j.change:.2%}", note)

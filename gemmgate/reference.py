@@ -82,7 +82,11 @@ def load(ref: str, repo: str | Path = ".") -> tuple[str, ModuleType]:
     """(commit id, the reference `kernels` package) for `ref`; loaded once per commit."""
     sha = resolve(ref, repo)
     if sha not in _LOADED:
-        pkg = _import_isolated(_extract(sha, repo), f"gemmgate_ref_{sha[:12]}")
+        try:
+            pkg = _import_isolated(_extract(sha, repo), f"gemmgate_ref_{sha[:12]}")
+        except (ImportError, SyntaxError, AttributeError) as e:  # e.g. a gemmgate API gone
+            raise ValueError(f"kernels/ at {sha[:12]} does not import with this gemmgate: "
+                             f"{type(e).__name__}: {e}") from None
         if not callable(getattr(pkg, "matmul", None)):
             raise ValueError(f"kernels/ at {sha[:12]} has no matmul()")
         _LOADED[sha] = pkg

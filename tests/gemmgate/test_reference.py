@@ -59,3 +59,16 @@ def test_use_reference_registers_and_removes_the_provider(kernels_repo, monkeypa
     finally:
         providers.use_reference(None)
     assert providers.REFERENCE not in providers.PROVIDERS
+
+
+def test_a_reference_that_does_not_import_is_a_clear_error(kernels_repo, tmp_path):
+    import subprocess
+
+    d = tmp_path / "broken"
+    shutil.copytree(kernels_repo[0], d)
+    (d / "kernels").mkdir(exist_ok=True)  # HEAD of the fixture repo dropped kernels/
+    (d / "kernels" / "__init__.py").write_text("from gemmgate.no_such_module import x\n")
+    subprocess.run(["git", "add", "-A"], cwd=d, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "broken"], cwd=d, check=True)
+    with pytest.raises(ValueError, match="does not import with this gemmgate"):
+        reference.load("HEAD", d)
