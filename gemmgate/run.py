@@ -162,12 +162,11 @@ def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
     from gemmgate import tuning
     from gemmgate.env import telemetry
     from gemmgate.inputs import make_inputs
-
-    tuning.current().last = None
-    inp = make_inputs(case, mode, device, case_seed(mode.name, case), chip.fp8_dtype)
-    ref = inp.reference()
     from gemmgate.providers import PROVIDERS, REFERENCE
 
+    inp = make_inputs(case, mode, device, case_seed(mode.name, case), chip.fp8_dtype)
+    ref = inp.reference()
+    tuning.forget_last()
     calls, results = {}, {}
     choice = None
     for name in PROVIDER_NAMES + ((REFERENCE,) if REFERENCE in PROVIDERS else ()):

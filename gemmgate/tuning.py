@@ -233,4 +233,11 @@ def current() -> Tuner:
 
 
 def last_choice() -> Choice | None:
+    """The tile of the last tuned call in this process (None after forget_last())."""
     return _CURRENT.last if _CURRENT is not None else None
+
+
+def forget_last() -> None:
+    """Start a case: a provider that fails before choosing must not inherit a tile."""
+    if _CURRENT is not None:
+        _CURRENT.last = None
