@@ -176,3 +176,11 @@ def test_a_kernel_with_other_candidates_gets_its_own_choice(tmp_path):
     fresh = Tuner(setup_for(tmp_path))
     assert fresh.choose(KEY, CANDIDATES, lambda c: 9.0) == MID
     assert fresh.choose(KEY, older, lambda c: 9.0) == BIG
+
+
+def test_forget_last_clears_the_tile_a_case_reports(tmp_path):
+    t = tuning.configure(setup_for(tmp_path, budget_s=1))
+    t.choose(KEY, CANDIDATES, fake_bench({BIG: 2, MID: 1, SMALL: 3}, []))
+    assert tuning.last_choice().config == MID
+    tuning.forget_last()
+    assert tuning.last_choice() is None
