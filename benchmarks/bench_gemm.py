@@ -67,6 +67,12 @@ def measure_all(cases=None, modes=None, budget_s=None) -> dict:
     # make_session picks the device and timing policy, and switches the Triton
     # interpreter on for the CPU before `kernels` is first imported.
     session = make_session(modes=",".join(modes) or None, budget_s=budget)
+    try:  # tiles from this chip's tuning cache (gemmgate/tuning.py)
+        from gemmgate import tuning
+
+        tuning.configure(session.tuning)
+    except (ImportError, AttributeError):  # a commit from before tuning.py
+        pass
     import gemmgate
 
     out: dict = {"_meta": {"chip": chip.id, "chip_modes": list(chip.modes),

@@ -110,6 +110,9 @@ class PerfRunner:
         modes = ",".join(m for m in suite().GPU_MODES if m in self.chip.modes) \
             if self.gpu else "fp32"
         self.session = make_session(modes=modes, budget_s=BUDGET_S)
+        from gemmgate import tuning
+
+        tuning.configure(self.session.tuning)  # this chip's tuning cache, not "default"
         policy = self.session.policy
         if disabled:  # figures are not kept: the fewest rounds that exercise the path
             policy = replace(policy, warmup=1, min_rounds=2, max_rounds=2)
