@@ -38,6 +38,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="graph: CUDA-graph replay, device time only (default); "
                         "eager: host launch cost included")
     p.add_argument("--budget", type=float, metavar="S", help="timing budget per case, seconds")
+    p.add_argument("--block", type=int, metavar="N",
+                   help="time each provider N calls in a row (default 1: strict A B "
+                        "alternation); see gemmgate/timing.py on power-capped GPUs")
     p.add_argument("--json", metavar="PATH", help="write the full results as JSON")
     p.add_argument("--devices", metavar="IDS",
                    help="spread cases over these devices, one worker process each (e.g. 0,1)")

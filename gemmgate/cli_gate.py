@@ -68,7 +68,8 @@ def _check(args, console, err) -> int:
     base = baselines.load(path, chip_id)  # before any work: a bad file is exit 2
     session = make_session(args.chip, args.shapes or base["provenance"].get("shapes"),
                            _modes_arg(args, base), args.timing, args.budget, args.devices,
-                           pins_from=path, retune=args.retune)
+                           pins_from=path, retune=args.retune,
+                           block=args.block or base["provenance"].get("block"))
     ab_sha = _ab_commit(args.ab_ref, base)
     if ab_sha:
         err.print(f"A/B: the kernel at {ab_sha[:12]} is timed beside the current one")
@@ -137,7 +138,7 @@ def _baseline(args, console, err) -> int:
             err.print(f"[yellow]warning:[/] replacing an unusable baseline: {e}")
     pins = str(path) if old and not args.retune else None  # keep the baseline's tiles
     session = make_session(args.chip, args.shapes, args.modes, args.timing, args.budget,
-                           args.devices, pins_from=pins, retune=args.retune)
+                           args.devices, pins_from=pins, retune=args.retune, block=args.block)
     try:
         runs = _runs(args, session, console, err)
     except RuntimeError as e:
@@ -183,6 +184,8 @@ def _runs(args, session, console, err) -> list[dict]:
                 cmd += ["--timing", args.timing]
             if args.budget:
                 cmd += ["--budget", str(args.budget)]
+            if args.block:
+                cmd += ["--block", str(args.block)]
             first = i == (-1 if prime else 0)
             if session.tuning.retune and first:
                 cmd += ["--retune"]  # the others then find its tiles in the local cache

@@ -27,6 +27,7 @@ def execute(session, console: Console, err: Console, slowdown: float = 0.0,
         err.print(f"[yellow]warning:[/] {sel.warning}")
     env = environment(sel.chip.id, session.policy.method)
     env["devices"] = list(session.devices)
+    env["block"] = session.policy.block
     total = len(session.modes) * len(session.cases)
     err.print(f"chip {sel.chip.id} ({sel.source}: {sel.device_name}), "
               f"{len(session.cases)} cases x {len(session.modes)} modes, "
@@ -60,7 +61,8 @@ def run_command(args, console: Console, err: Console) -> int:
     if args.pin_tiles and not Path(args.pin_tiles).is_file():
         raise ValueError(f"--pin-tiles {args.pin_tiles}: no such file")
     session = make_session(args.chip, args.shapes, args.modes, args.timing, args.budget,
-                           args.devices, pins_from=args.pin_tiles, retune=args.retune)
+                           args.devices, pins_from=args.pin_tiles, retune=args.retune,
+                           block=args.block)
     env, results = execute(session, console, err)
     print_tables(results, console, title=f"{session.chip.id} {session.shapes_label}")
     if args.json:

@@ -46,7 +46,7 @@ def default_modes(chip: Chip) -> tuple[str, ...]:
 def make_session(chip: str | None = None, shapes: str | None = None, modes: str | None = None,
                  timing: str | None = None, budget_s: float | None = None,
                  devices: str | None = None, pins_from: str | None = None,
-                 retune: bool = False) -> Session:
+                 retune: bool = False, block: int | None = None) -> Session:
     """Validate every choice up front (ValueError on bad input, before any work)."""
     from gemmgate.parallel import check_devices, parse_devices
 
@@ -67,9 +67,11 @@ def make_session(chip: str | None = None, shapes: str | None = None, modes: str 
     else:
         policy = TimingPolicy(method=timing or "graph")
         device = f"cuda:{device_ids[0]}"
-    if budget_s is not None:
-        from dataclasses import replace
+    from dataclasses import replace
 
+    if budget_s is not None:
         policy = replace(policy, budget_s=budget_s)
+    if block is not None:
+        policy = replace(policy, block=block)
     tuning = TuningSetup(c.id, pins_from=str(pins_from) if pins_from else None, retune=retune)
     return Session(sel, mode_list, label, cases, policy, device, device_ids, tuning)

@@ -19,6 +19,12 @@ Providers are interleaved (A B, B A, A B, ...) so clock and thermal drift hit bo
 rounds run until every provider's median is known to `target_rel_ci` (half-width of its
 95% distribution-free CI over the median), or `max_rounds`, or the time budget is spent.
 The flush writes a buffer twice the chip's L2/LLC, so every timed call starts cold.
+
+`block` > 1 times each provider that many calls in a row (A A A B B B, B B B A A A, ...).
+Under a power cap, strict alternation couples the providers: extra power drawn by one
+lowers the clock for the other too (H200: a 2.6% Triton slowdown made cuBLAS 0.8-2.1%
+slower in the same rounds). Blocks of several milliseconds let each run at the clock its
+own draw allows, at some cost in drift cancellation.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ class TimingPolicy:
     batch: int = 5            # rounds between host syncs (device methods)
     flush: bool = True
     warmup_s: float = 0.1     # device methods: run the calls this long before timing
+    block: int = 1            # timed calls of one provider in a row before the next
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -54,6 +61,8 @@ class TimingPolicy:
             raise ValueError("budget_s, target_rel_ci and batch must be positive")
         if self.warmup_s < 0:
             raise ValueError("warmup_s must be >= 0")
+        if self.block < 1:
+            raise ValueError("block must be >= 1")
 
 
 def cpu_policy() -> TimingPolicy:
@@ -109,11 +118,12 @@ def _measure_wall(fns, policy, flush_bytes) -> dict[str, list[float]]:
     rnd = 0
     while not _done(samples, policy, started):
         for name in _order(names, rnd):
-            if policy.flush:
-                buf.zero_()
-            t0 = time.perf_counter()
-            fns[name]()
-            samples[name].append((time.perf_counter() - t0) * 1e3)
+            for _ in range(policy.block):
+                if policy.flush:
+                    buf.zero_()
+                t0 = time.perf_counter()
+                fns[name]()
+                samples[name].append((time.perf_counter() - t0) * 1e3)
         rnd += 1
     return samples
 
@@ -167,7 +177,7 @@ def _measure_device(fns, policy, flush_bytes, device) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {k: [] for k in fns}
     names = list(fns)
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(policy.batch * len(names))]
+              for _ in range(policy.batch * len(names) * policy.block)]
     spin = SPIN_CYCLES_PER_CALL * len(events)
     torch.cuda.synchronize()
     started = time.perf_counter()
@@ -178,15 +188,16 @@ def _measure_device(fns, policy, flush_bytes, device) -> dict[str, list[float]]:
             torch.cuda._sleep(spin)  # the host enqueues the batch while the GPU spins
         for _ in range(policy.batch):
             for name in _order(names, rnd):
-                start, end = events[len(pending)]
-                if policy.flush:
-                    buf.zero_()
-                if eager:
-                    torch.cuda.synchronize()
-                start.record()
-                run[name]()
-                end.record()
-                pending.append((name, start, end))
+                for _ in range(policy.block):
+                    start, end = events[len(pending)]
+                    if policy.flush:
+                        buf.zero_()
+                    if eager:
+                        torch.cuda.synchronize()
+                    start.record()
+                    run[name]()
+                    end.record()
+                    pending.append((name, start, end))
             rnd += 1
         torch.cuda.synchronize()
         for name, start, end in pending:

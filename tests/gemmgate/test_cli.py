@@ -81,3 +81,14 @@ def test_module_entry_point_and_chips():
     for chip in ("nvidia-a100", "nvidia-h100", "nvidia-h200", "amd-mi300x", "cpu"):
         assert chip in r.stdout
     assert "selected:" in r.stdout
+
+
+def test_run_block_is_recorded_and_bad_block_is_exit_2(tmp_path, capsys):
+    out = tmp_path / "run.json"
+    assert main(["run", "--chip", "cpu", "--modes", "fp32", "--block", "2", "--budget", "0.2",
+                 "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["environment"]["block"] == 2
+    assert all(len(c["providers"]["triton"]["samples_ms"]) % 2 == 0 for c in data["cases"])
+    assert main(["run", "--chip", "cpu", "--block", "0"]) == 2
+    assert "block must be >= 1" in capsys.readouterr().err

@@ -243,7 +243,7 @@ def test_i_calibration_command_lines(monkeypatch, tmp_path, device_type, retune,
     session = SimpleNamespace(chip=SimpleNamespace(id="c", device_type=device_type),
                               shapes_label="pr", modes=(MODES["bf16"],),
                               tuning=TuningSetup("c", pins_from=pins, retune=retune))
-    args = SimpleNamespace(runs=3, timing=None, budget=None)
+    args = SimpleNamespace(runs=3, timing=None, budget=None, block=None)
     err = SimpleNamespace(print=lambda *a, **k: None)
     runs = cli_gate._runs(args, session, None, err)
     primed = device_type != "cpu"
@@ -276,3 +276,15 @@ def test_j_bad_ab_ref_is_exit_2_before_any_work(work, base_file, kernels_repo, m
     assert main(["check", *FAST, *_shapes(work), "--baseline", str(base_file),
                  "--ab-ref", "no-such-ref", "--json", str(out)]) == 2
     assert "no such commit" in capsys.readouterr().err and not out.exists()
+
+
+def test_k_check_times_with_the_baselines_block(work, base_file):
+    data = json.loads(base_file.read_text())
+    assert data["provenance"]["block"] == 1  # recorded by `baseline update`
+    data["provenance"]["block"] = 3
+    p = work / "block3.json"
+    p.write_text(json.dumps(data))
+    out = work / "block3-check.json"
+    assert main(["check", *FAST, *_shapes(work), "--baseline", str(p), "--no-remeasure",
+                 "--json", str(out)]) in (0, 1)
+    assert json.loads(out.read_text())["environment"]["block"] == 3

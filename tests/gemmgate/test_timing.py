@@ -53,6 +53,7 @@ def test_defaults_and_cpu_policy_are_valid():
     (dict(target_rel_ci=0.0), "target_rel_ci"),
     (dict(batch=0), "batch"),
     (dict(warmup_s=-0.1), "warmup_s"),
+    (dict(block=0), "block"),
 ])
 def test_policy_validation(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -131,3 +132,12 @@ def test_budget_does_not_cut_below_min_rounds():
     fns = {"slow": lambda: sum(range(20000))}
     policy = _policy(min_rounds=5, max_rounds=100, target_rel_ci=1e-9, budget_s=1e-6)
     assert len(measure(fns, policy, flush_bytes=FLUSH)["slow"]) == 5
+
+
+def test_block_times_each_provider_several_calls_in_a_row():
+    order = []
+    fns = {"a": lambda: order.append("a"), "b": lambda: order.append("b")}
+    got = measure(fns, _policy(warmup=0, min_rounds=4, max_rounds=4, block=2),
+                  flush_bytes=FLUSH)
+    assert order == list("aabb" "bbaa")  # two rounds: A A B B, then B B A A
+    assert len(got["a"]) == len(got["b"]) == 4
