@@ -20,6 +20,7 @@ i=0
 for lv in ${LEVELS:-0 0.03 0 0.03 0 0.03}; do
   i=$((i + 1)); s=$(date +%s)
   timeout 200 python3 -m gemmgate check --chip nvidia-h200 --budget 0.5 --ab-ref "$REF" \
+    ${BLOCK:+--block "$BLOCK"} \
     --inject-slowdown "$lv" --json "$OUT/trials/check_${i}_${lv}.json" \
     > "$OUT/trials/check_${i}_${lv}.txt" 2>&1
   echo "trial $i slowdown $lv rc=$? wall_s=$(( $(date +%s) - s )) $(grep -c '::error title=gemmgate regression' "$OUT/trials/check_${i}_${lv}.txt") flagged"
