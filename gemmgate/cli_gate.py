@@ -57,7 +57,7 @@ def _check(args, console, err) -> int:
     from gemmgate.chips import select_chip
     from gemmgate.cli_run import execute
     from gemmgate.files import write_json_atomic
-    from gemmgate.gate import annotations, compare_run, markdown, remeasure
+    from gemmgate.gate import annotations, clock_note, compare_run, markdown, remeasure
     from gemmgate.report import print_tables, run_json
     from gemmgate.session import make_session
 
@@ -80,8 +80,11 @@ def _check(args, console, err) -> int:
         results, gate = remeasure(session, results, gate, base, args.floor,
                                   args.inject_slowdown)
     print_tables(results, console, title=f"{chip_id} {session.shapes_label}")
-    md = markdown(gate, chip_id, ab_sha)
+    held = clock_note(results)
+    md = markdown(gate, chip_id, ab_sha, held)
     console.print(_gate_table(gate))
+    if held:
+        err.print(f"[yellow]note:[/] {held}")
     for line in annotations(gate):
         print(line, flush=True)
     if args.summary:

@@ -147,7 +147,29 @@ def verdict_row(v: CaseVerdict) -> tuple[str, ...]:
             f"{v.ab.change:+.2%}" if v.ab else "—", v.note)
 
 
-def markdown(gate: GateResult, chip: str, ab_ref: str | None = None) -> str:
+HELD_DOWN = ("sw_power_cap", "hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake")
+
+
+def clock_note(results: Sequence[CaseResult]) -> str:
+    """One line when NVML said clocks were held down (power cap, thermal) after cases:
+    their speed ratios then move between runs (docs/RUNNERS.md: lock clocks)."""
+    counts: dict[str, int] = {}
+    held = 0
+    for r in results:
+        reasons = [x for x in r.telemetry.get("clock_reasons", []) if x in HELD_DOWN]
+        held += bool(reasons)
+        for x in reasons:
+            counts[x] = counts.get(x, 0) + 1
+    if not held:
+        return ""
+    why = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    return (f"Clocks were held down after {held} of {len(results)} cases ({why}): speed "
+            "ratios of power-heavy cases move between runs, so their tolerances are wide. "
+            "Lock the runner's clocks (docs/RUNNERS.md) and recalibrate.")
+
+
+def markdown(gate: GateResult, chip: str, ab_ref: str | None = None,
+             note: str = "") -> str:
     head = (f"### gemmgate check on {chip}: "
             + ("**FAILED**" if gate.failed else "passed")
             + f" — {gate.count('regressed')} regressed, {gate.count('failed')} failed "
@@ -157,6 +179,8 @@ def markdown(gate: GateResult, chip: str, ab_ref: str | None = None) -> str:
     if ab_ref:
         lines += [f"A/B: each case also timed against the kernel at `{ab_ref[:12]}` in the "
                   "same process.", ""]
+    if note:
+        lines += [note, ""]
     lines += ["| " + " | ".join(GATE_HEAD) + " |", "|" + "---|" * len(GATE_HEAD)]
     lines += ["| " + " | ".join(verdict_row(v)) + " |" for v in gate.verdicts]
     if gate.missing:

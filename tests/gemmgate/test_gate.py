@@ -297,3 +297,21 @@ def test_ab_column_and_json():
     assert gate.verdicts[0].to_json()["ab"]["verdict"] == "unchanged"
     no_ab = compare_run([result(A)], base, DEFAULT_FLOOR).verdicts[0]
     assert no_ab.ab is None and no_ab.to_json()["ab"] is None
+
+
+def test_clock_note_counts_cases_whose_clocks_were_held_down():
+    from dataclasses import replace
+
+    from gemmgate.gate import clock_note
+
+    plain = result(A)
+    capped = replace(result(B), telemetry={"clock_reasons": ["sw_power_cap"]})
+    hot = replace(result(C), telemetry={"clock_reasons": ["sw_power_cap", "sw_thermal"]})
+    idle = replace(result(A), telemetry={"clock_reasons": ["idle"]})  # not a hold-down
+    assert clock_note([plain, idle]) == ""
+    note = clock_note([plain, capped, hot, idle])
+    assert note.startswith("Clocks were held down after 2 of 4 cases "
+                           "(sw_power_cap 2, sw_thermal 1)")
+    base = baseline(**{A.id: base_case(A)})
+    md = markdown(compare_run([plain], base, DEFAULT_FLOOR), "h200", None, note)
+    assert note in md
