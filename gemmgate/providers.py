@@ -56,21 +56,48 @@ def vendor_provider(inp: GemmInputs, mode: PrecisionMode) -> Call:
     return call
 
 
+def _round16(x: int) -> int:
+    return -(-x // 16) * 16
+
+
+def _k_major_padded(inp: GemmInputs) -> tuple[torch.Tensor, torch.Tensor]:
+    """A row-major (M, K16) and B column-major (K16, N16), zero-padded where K or N is not
+    a multiple of 16: what cuBLASLt's fp8 GEMM needs, done once, outside the timing."""
+    a, b = inp.a, inp.b
+    (m, k), n = a.shape, b.shape[1]
+    k16, n16 = _round16(k), _round16(n)
+    if (k16, n16) == (k, n):
+        return a.contiguous(), b.t().contiguous().t()
+    ap = torch.zeros((m, k16), dtype=a.dtype, device=a.device)
+    ap[:, :k].copy_(a)
+    bt = torch.zeros((n16, k16), dtype=b.dtype, device=b.device)  # B^T row-major
+    bt[:n, :k].copy_(b.t())
+    return ap, bt.t()
+
+
 def _scaled_mm(inp: GemmInputs) -> Call:
+    """fp8 through torch._scaled_mm (cuBLASLt). Where K or N is not a multiple of 16,
+    which cuBLASLt requires, both operands are zero-padded up to one, as a cuBLAS user
+    would pad, and the output is sliced back. The padded product is exact (the extra
+    terms are zeros), and the vendor does at most 16/K + 16/N more work (K = 253: 1.2%)."""
     m, k = inp.a.shape
     n = inp.b.shape[1]
-    if k % 16 or n % 16 or m == 0 or n == 0 or k == 0:
-        raise Unsupported(f"torch._scaled_mm needs K and N multiples of 16 and no zero dims "
-                          f"(got M={m}, N={n}, K={k})")
-    # cuBLASLt fp8 wants A row-major and B column-major: copy once, outside the timing.
-    a = inp.a.contiguous()
-    b = inp.b.t().contiguous().t()
+    if m == 0 or n == 0 or k == 0:
+        raise Unsupported(f"torch._scaled_mm needs non-zero dims (got M={m}, N={n}, K={k})")
+    a, b = _k_major_padded(inp)
     sa, sb = inp.scale_a, inp.scale_b
+    padded_n = b.shape[1] != n
 
     def call() -> torch.Tensor:
-        return torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
-                                use_fast_accum=False)
+        out = torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                               use_fast_accum=False)
+        return out[:, :n] if padded_n else out
 
+    try:
+        call()
+    except RuntimeError as e:  # a shape rule of this torch/cuBLASLt not met: no vendor
+        raise Unsupported(f"torch._scaled_mm rejects M={m}, N={n}, K={k}: "
+                          f"{str(e).splitlines()[0][:200]}") from None
     return call
 
 

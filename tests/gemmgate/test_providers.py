@@ -1,0 +1,69 @@
+"""gemmgate/providers.py: the registry, and the vendor's fp8 path with its zero padding
+(torch._scaled_mm is replaced by a float emulation: the CPU has no cuBLASLt)."""
+
+import pytest
+import torch
+
+from gemmgate import providers
+from gemmgate.inputs import GemmInputs, make_inputs
+from gemmgate.precision import MODES
+from gemmgate.shapes import Case
+
+
+def test_unknown_provider_names_the_known_ones():
+    inp = make_inputs(Case(8, 8, 8), MODES["fp32"], "cpu", seed=0)
+    with pytest.raises(ValueError, match="unknown provider 'cublas'; known: triton, vendor"):
+        providers.build("cublas", inp, MODES["fp32"])
+
+
+def test_vendor_fp32_matches_the_reference():
+    inp = make_inputs(Case(40, 24, 56), MODES["fp32"], "cpu", seed=1)
+    out = providers.build("vendor", inp, MODES["fp32"])()
+    assert torch.allclose(out.double(), inp.reference(), rtol=1e-5, atol=1e-5)
+
+
+def _fp8_inputs(m: int, n: int, k: int) -> GemmInputs:
+    g = torch.Generator().manual_seed(m * n + k)
+    a = torch.randn(m, k, generator=g).to(torch.float8_e4m3fn)
+    b = torch.randn(k, n, generator=g).to(torch.float8_e4m3fn)
+    one = torch.ones((), dtype=torch.float32)
+    return GemmInputs(a, b, one * 0.5, one * 2.0)
+
+
+@pytest.fixture
+def fake_scaled_mm(monkeypatch):
+    """A float emulation that enforces cuBLASLt's rules: K and N multiples of 16, A
+    row-major, B column-major."""
+    shapes = []
+
+    def fake(a, b, scale_a, scale_b, out_dtype, use_fast_accum):
+        assert a.shape[1] % 16 == 0 and b.shape[1] % 16 == 0, "cuBLASLt alignment"
+        assert a.stride(1) == 1 and b.stride(0) == 1, "A row-major, B column-major"
+        shapes.append((tuple(a.shape), tuple(b.shape)))
+        return ((a.float() @ b.float()) * scale_a * scale_b).to(out_dtype)
+
+    monkeypatch.setattr(torch, "_scaled_mm", fake)
+    return shapes
+
+
+@pytest.mark.parametrize("m,n,k", [(32, 48, 64), (24, 40, 253), (20, 40, 40)])
+def test_fp8_vendor_pads_k_and_n_to_16_and_slices_back(fake_scaled_mm, m, n, k):
+    inp = _fp8_inputs(m, n, k)
+    out = providers.build("vendor", inp, MODES["fp8"])()
+    assert out.shape == (m, n) and out.dtype == torch.bfloat16
+    want = (inp.a.double() @ inp.b.double()) * 1.0  # scales 0.5 x 2.0
+    assert torch.allclose(out.double(), want, rtol=1e-2, atol=1e-2)
+    (a_shape, b_shape) = fake_scaled_mm[-1]
+    assert a_shape == (m, -(-k // 16) * 16) and b_shape == (-(-k // 16) * 16, -(-n // 16) * 16)
+
+
+def test_fp8_vendor_unsupported_on_zero_dims_or_when_torch_rejects(monkeypatch):
+    with pytest.raises(providers.Unsupported, match="non-zero dims"):
+        providers.build("vendor", _fp8_inputs(0, 16, 16), MODES["fp8"])
+
+    def reject(*a, **k):
+        raise RuntimeError("mat1 must be divisible by 16\nmore detail")
+
+    monkeypatch.setattr(torch, "_scaled_mm", reject)
+    with pytest.raises(providers.Unsupported, match="rejects M=8, N=16, K=16: mat1 must"):
+        providers.build("vendor", _fp8_inputs(8, 16, 16), MODES["fp8"])
