@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from gemmgate.accuracy import PASS
 from gemmgate.compare import REGRESSED, Judgement, drift_note, judge, tolerance
-from gemmgate.run import CaseResult
+from gemmgate.run import UNSUPPORTED, CaseResult
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def judge_case(result: CaseResult, base: dict, floor: float) -> CaseVerdict:
     else:
         verdict, note = ratio_j.verdict, _join(drift_note(ratio_j, tf_j), tile)
     ref = result.providers.get("reference")
-    if ref is not None and ref.accuracy not in ("pass", "unsupported"):
+    if ref is not None and ref.accuracy not in (PASS, UNSUPPORTED):
         note = _join(f"A/B: the reference kernel failed ({ref.accuracy}: {ref.message})", note)
     if ab_j is not None and ab_j.verdict == REGRESSED:
         verdict = REGRESSED

@@ -58,8 +58,10 @@ def _spin_kernel():
 BLOCK = 1024
 
 
+@functools.cache
 def _timer_spin(device: str) -> Callable[[int], None] | None:
-    """A launcher of the wall-time spin on every SM, or None where it cannot run here."""
+    """A launcher of the wall-time spin on every SM, or None where it cannot run here.
+    Built and test-launched once per device (the sizing loop wraps a call 3 times)."""
     import torch
 
     if torch.version.hip is not None:

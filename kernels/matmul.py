@@ -115,13 +115,21 @@ def _bench_ms(fn, rep_ms: float) -> float:
         return math.inf
 
 
+@functools.cache
+def _candidates(family: str, device: torch.device, elem_bytes: int) -> tuple[TileConfig, ...]:
+    """The family's configs that fit the device's shared memory (asked once, not per call)."""
+    from gemmgate import tuning
+
+    limit = torch.cuda.get_device_properties(device).shared_memory_per_block_optin
+    return tuning.fits(CONFIGS[family], elem_bytes, limit)
+
+
 def _tuned_config(mode: PrecisionMode, a, b, args, flags, M, N, K) -> TileConfig:
     """The pinned, cached or freshly tuned tile for this call (gemmgate/tuning.py)."""
     from gemmgate import tuning
 
     family = _family(mode)
-    limit = torch.cuda.get_device_properties(a.device).shared_memory_per_block_optin
-    candidates = tuning.fits(CONFIGS[family], a.element_size(), limit)
+    candidates = _candidates(family, a.device, a.element_size())
     key = (f"{family} m{M} n{N} k{K} a{a.stride(0)},{a.stride(1)} "
            f"b{b.stride(0)},{b.stride(1)}")
     tuner = tuning.current()
