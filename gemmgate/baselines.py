@@ -6,10 +6,13 @@ Schema "gemmgate.baseline" version 1:
              "providers": {"triton"|"vendor": {"median_ms", "quantiles_ms", "tflops",
                                                "error"}},
              "noise": {"ratio": rel, "tflops": rel, "runs": n,
-                       "ratio_runs": [per-run median ratio], "tflops_runs": [...]},
+                       "ratio_runs": [per-run median ratio], "tflops_runs": [...],
+                       "ab": rel, "ab_runs": [...] (calibrated with --ab-ref only)},
              "tuning": {"key", "config", "source", "kernel", ...} (GPU only)}}}
 Figures are medians over the calibration runs; noise is their A/A spread
-(gemmgate.compare.aa_noise). `tuning` is the Triton tile the case was measured with:
+(gemmgate.compare.aa_noise). `ab` is the A/A noise of `check --ab-ref`'s figure (the
+reference kernel's time over the current one's, per run, when both are this tree's
+kernel; gemmgate.compare.ab_noise). `tuning` is the Triton tile the case was measured with:
 `gemmgate check` pins it (gemmgate/tuning.py). Files are only written by
 `gemmgate baseline ...`, atomically.
 """
@@ -22,8 +25,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gemmgate import stats
-from gemmgate.compare import aa_noise
+from gemmgate.compare import aa_noise, ab_noise
 from gemmgate.files import write_json_atomic
+from gemmgate.run import REFERENCE
 
 SCHEMA, VERSION = "gemmgate.baseline", 1
 
@@ -83,7 +87,7 @@ def validate(data, where: str = "<data>") -> None:
               f"case {key} lacks triton median_ms > 0")
         noise = c["noise"]
         _need(isinstance(noise, dict), where, f"case {key}: noise is not an object")
-        for f in ("ratio", "tflops"):
+        for f in ("ratio", "tflops", "ab"):
             _need(noise.get(f) is None or _positive(noise[f], zero=True), where,
                   f"case {key} has a bad noise.{f} {noise.get(f)!r}")
         tun = c.get("tuning")
@@ -115,6 +119,8 @@ def build(runs: Sequence[dict], chip_id: str, shapes: str) -> dict:
         first = cs[0]
         provs = {}
         for name in first["providers"]:
+            if name == REFERENCE:  # the A/A twin of triton: only its ratio is kept
+                continue
             ps = [c["providers"][name] for c in cs]
             med = _median_or_none([p["median_ms"] for p in ps])
             if med is None:
@@ -136,6 +142,9 @@ def build(runs: Sequence[dict], chip_id: str, shapes: str) -> dict:
                       "tflops": aa_noise(tflops) if len(tflops) > 1 else None,
                       "runs": len(cs), "ratio_runs": ratios, "tflops_runs": tflops},
         }
+        abs_ = [m for m in map(ab_median, cs) if m is not None]
+        if len(abs_) > 1:
+            cases[key]["noise"].update(ab=ab_noise(abs_), ab_runs=abs_)
         tiles = [c.get("telemetry", {}).get("tuning") for c in cs]
         if tiles[0]:
             cases[key]["tuning"] = {**tiles[0], "runs_agree": all(
@@ -145,6 +154,16 @@ def build(runs: Sequence[dict], chip_id: str, shapes: str) -> dict:
                modes=sorted({c["mode"] for c in cases.values()}))
     return {"schema": SCHEMA, "version": VERSION, "chip": chip_id, "provenance": env,
             "cases": cases}
+
+
+def ab_median(case: dict) -> float | None:
+    """Median of a run JSON case's per-round reference/triton time ratios (None without
+    a timed reference)."""
+    p = case["providers"]
+    ref, tri = p.get(REFERENCE, {}).get("samples_ms"), p["triton"].get("samples_ms")
+    if not ref or not tri:
+        return None
+    return stats.median([r / t for t, r in zip(tri, ref) if t > 0])
 
 
 def _f(x):

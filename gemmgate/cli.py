@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     _common(run)
     run.add_argument("--pin-tiles", metavar="FILE",
                      help="use the Triton tiles recorded in this baseline file")
+    run.add_argument("--ab-ref", metavar="REF",
+                     help="also time the kernel at git REF in the same process (A/B); "
+                          "the JSON then holds a 'reference' provider")
     chips = sub.add_parser("chips", help="list the chip table and what is detected here")
     chips.add_argument("--ids", action="store_true", help="print chip ids only")
     from gemmgate.cli_gate import add_gate_commands

@@ -34,11 +34,15 @@ def add_gate_commands(sub, common) -> None:
     bsub = base.add_subparsers(dest="action", required=True, parser_class=type(base))
     for name, text in (("update", "one run; keeps the old file's noise per case"),
                        ("calibrate", "several A/A runs in fresh processes; stores noise")):
-        p = bsub.add_parser(name, help=text)
+        p = calibrate = bsub.add_parser(name, help=text)
         common(p)
         p.add_argument("--output", metavar="FILE", help="default: baselines/<chip>.json")
         p.add_argument("--runs", type=int, default=1 if name == "update" else 3,
                        help="independent runs (fresh processes)")
+    calibrate.add_argument("--ab-ref", metavar="REF",
+                           help="also store each case's A/B noise, the spread `check "
+                                "--ab-ref` sees when nothing changed: REF's kernels/ must "
+                                "be the tree's (e.g. HEAD)")
 
 
 def gate_command(args, console, err) -> int:
@@ -73,6 +77,10 @@ def _check(args, console, err) -> int:
     ab_sha = _ab_commit(args.ab_ref, base)
     if ab_sha:
         err.print(f"A/B: the kernel at {ab_sha[:12]} is timed beside the current one")
+        if not any("ab" in c["noise"] for c in base["cases"].values()):
+            err.print("[yellow]warning:[/] the baseline has no A/B noise: every A/B "
+                      f"tolerance is the {args.floor:.1%} floor (small kernels differ by "
+                      "more between processes); recalibrate with --ab-ref HEAD")
     env, results = execute(session, console, err, slowdown=args.inject_slowdown,
                            reference=ab_sha)
     gate = compare_run(results, base, args.floor)
@@ -139,11 +147,12 @@ def _baseline(args, console, err) -> int:
             old = baselines.load(path, chip_id)
         except baselines.BaselineError as e:
             err.print(f"[yellow]warning:[/] replacing an unusable baseline: {e}")
+    ab_sha = _same_kernels(getattr(args, "ab_ref", None))
     pins = str(path) if old and not args.retune else None  # keep the baseline's tiles
     session = make_session(args.chip, args.shapes, args.modes, args.timing, args.budget,
                            args.devices, pins_from=pins, retune=args.retune, block=args.block)
     try:
-        runs = _runs(args, session, console, err)
+        runs = _runs(args, session, console, err, ab_sha)
     except RuntimeError as e:
         err.print(f"[red]{e}[/]; baseline not written")
         return 1
@@ -163,13 +172,29 @@ def _baseline(args, console, err) -> int:
     return 0
 
 
-def _runs(args, session, console, err) -> list[dict]:
+def _same_kernels(ref: str | None) -> str | None:
+    """The commit for calibrate --ab-ref: its kernels/ must be the working tree's, or the
+    stored "A/A" noise would hold a real difference (exit 2 before any work)."""
+    if not ref:
+        return None
+    from gemmgate.reference import resolve
+
+    sha = resolve(ref)
+    diff = subprocess.run(["git", "diff", "--quiet", sha, "--", "kernels"],
+                          capture_output=True, timeout=60)
+    if diff.returncode != 0:
+        raise ValueError(f"--ab-ref {ref}: kernels/ differs from {sha[:12]}; A/B noise is "
+                         "measured against the same kernel (commit first, or use HEAD)")
+    return sha
+
+
+def _runs(args, session, console, err, ab_sha: str | None = None) -> list[dict]:
     """One run in this process, or --runs fresh processes (A/A calibration)."""
     if args.runs == 1:
         from gemmgate.cli_run import execute
         from gemmgate.report import run_json
 
-        env, results = execute(session, console, err)
+        env, results = execute(session, console, err, reference=ab_sha)
         return [json.loads(json.dumps(run_json(env, results, session.shapes_label)))]
     # On a GPU a priming run goes first and is not recorded: it compiles every kernel and
     # tunes (--retune) while the GPU idles between cases, and a run measured like that
@@ -189,6 +214,8 @@ def _runs(args, session, console, err) -> list[dict]:
                 cmd += ["--budget", str(args.budget)]
             if args.block:
                 cmd += ["--block", str(args.block)]
+            if ab_sha:
+                cmd += ["--ab-ref", ab_sha]
             first = i == (-1 if prime else 0)
             if session.tuning.retune and first:
                 cmd += ["--retune"]  # the others then find its tiles in the local cache

@@ -63,7 +63,12 @@ def run_command(args, console: Console, err: Console) -> int:
     session = make_session(args.chip, args.shapes, args.modes, args.timing, args.budget,
                            args.devices, pins_from=args.pin_tiles, retune=args.retune,
                            block=args.block)
-    env, results = execute(session, console, err)
+    ab_sha = None
+    if args.ab_ref:
+        from gemmgate.reference import resolve
+
+        ab_sha = resolve(args.ab_ref)
+    env, results = execute(session, console, err, reference=ab_sha)
     print_tables(results, console, title=f"{session.chip.id} {session.shapes_label}")
     if args.json:
         write_json_atomic(args.json, run_json(env, results, session.shapes_label))

@@ -64,6 +64,15 @@ def aa_noise(run_medians: Sequence[float]) -> float:
     return max(abs(x / m - 1) for x in run_medians) if m > 0 else math.inf
 
 
+def ab_noise(run_medians: Sequence[float]) -> float:
+    """A/A noise of the A/B figure (reference time / current time, the same kernel on
+    both sides) from its medians over independent runs: the largest relative deviation
+    from 1, the value an A/A comparison should give."""
+    if not run_medians:
+        raise ValueError("no runs")
+    return max(abs(x - 1) for x in run_medians)
+
+
 def judge(current: Sequence[float], baseline: float, tol: float) -> Judgement:
     """Verdict on a higher-is-better figure (speed ratio or TFLOP/s samples)."""
     if baseline <= 0 or not math.isfinite(baseline):

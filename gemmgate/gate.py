@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from gemmgate.accuracy import PASS
 from gemmgate.compare import REGRESSED, Judgement, drift_note, judge, tolerance
-from gemmgate.run import UNSUPPORTED, CaseResult
+from gemmgate.run import REFERENCE, UNSUPPORTED, CaseResult
 
 
 @dataclass(frozen=True)
@@ -67,15 +67,19 @@ def judge_case(result: CaseResult, base: dict, floor: float) -> CaseVerdict:
         tf_samples = [result.case.flops / (ms * 1e-3) / 1e12 for ms in t.samples_ms]
         tf_j = judge(tf_samples, base_tf, tolerance(noise.get("tflops"), 2 * floor))
     tile = _tile_note(result, base)
-    ab_j = judge(result.ab_samples, 1.0, floor) if result.ab_samples else None
+    ab_j = judge(result.ab_samples, 1.0, tolerance(noise.get("ab"), floor)) \
+        if result.ab_samples else None
     if ratio_j is None:  # no vendor figure (e.g. unsupported): gate on TFLOP/s
         verdict = tf_j.verdict if tf_j else "unchanged"
         note = _join("no ratio: judged on TFLOP/s", tile)
     else:
         verdict, note = ratio_j.verdict, _join(drift_note(ratio_j, tf_j), tile)
-    ref = result.providers.get("reference")
+    ref = result.providers.get(REFERENCE)
     if ref is not None and ref.accuracy not in (PASS, UNSUPPORTED):
         note = _join(f"A/B: the reference kernel failed ({ref.accuracy}: {ref.message})", note)
+    ref_tile = result.telemetry.get("reference_config")
+    if ab_j is not None and ref_tile and ref_tile != result.telemetry.get("triton_config"):
+        note = _join(f"A/B: the reference kernel ran tile {ref_tile}", note)
     if ab_j is not None and ab_j.verdict == REGRESSED:
         verdict = REGRESSED
         note = _join(f"A/B: slower than the reference kernel by {-ab_j.change:.2%}", note)

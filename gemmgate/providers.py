@@ -17,6 +17,7 @@ import torch
 
 from gemmgate.inputs import GemmInputs
 from gemmgate.precision import PrecisionMode
+from gemmgate.run import REFERENCE
 
 Call = Callable[[], torch.Tensor]
 Builder = Callable[[GemmInputs, PrecisionMode], Call]
@@ -102,7 +103,6 @@ def _scaled_mm(inp: GemmInputs) -> Call:
 
 
 PROVIDERS: dict[str, Builder] = {"triton": triton_provider, "vendor": vendor_provider}
-REFERENCE = "reference"
 
 
 def use_reference(ref: str | None) -> str | None:

@@ -22,6 +22,7 @@ from gemmgate.shapes import Case
 from gemmgate.timing import TimingPolicy, measure
 
 PROVIDER_NAMES = ("triton", "vendor")
+REFERENCE = "reference"   # the kernel at another commit, timed beside triton (A/B)
 UNSUPPORTED = "unsupported"
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class CaseResult:
     def ab_samples(self) -> tuple[float, ...]:
         """Per-round reference_time / triton_time (A/B: > 1 means the current kernel is
         faster than the reference commit's); empty without a reference."""
-        ref = self.providers.get("reference")
+        ref = self.providers.get(REFERENCE)
         if ref is None:
             return ()
         t = self.providers["triton"].samples_ms
@@ -81,7 +82,7 @@ class CaseResult:
 
     @property
     def passed(self) -> bool:
-        judged = (p for n, p in self.providers.items() if n != "reference")  # not under test
+        judged = (p for n, p in self.providers.items() if n != REFERENCE)  # not under test
         return all(p.accuracy in (PASS, UNSUPPORTED) for p in judged) \
             and self.providers["triton"].accuracy == PASS
 
@@ -162,20 +163,19 @@ def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
     from gemmgate import tuning
     from gemmgate.env import telemetry
     from gemmgate.inputs import make_inputs
-    from gemmgate.providers import PROVIDERS, REFERENCE
+    from gemmgate.providers import PROVIDERS
 
     inp = make_inputs(case, mode, device, case_seed(mode.name, case), chip.fp8_dtype)
     ref = inp.reference()
-    tuning.forget_last()
-    calls, results = {}, {}
-    choice = None
+    calls, results, chosen = {}, {}, {}
     for name in PROVIDER_NAMES + ((REFERENCE,) if REFERENCE in PROVIDERS else ()):
+        tuning.forget_last()
         call, res = _check(name, inp, mode, ref)
         results[name] = res
         if call is not None:
             calls[name] = call
-        if name == "triton":  # the tile of the kernel under test, before any other call
-            choice = tuning.last_choice()
+        chosen[name] = tuning.last_choice()  # the tile a Triton kernel ran (None: vendor)
+    choice, ref_choice = chosen["triton"], chosen.get(REFERENCE)
     del ref
     flush = 2 * chip.llc_bytes
     injected = None
@@ -192,6 +192,8 @@ def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
     if choice is not None:  # which tile ran, and whether it was pinned, cached or tuned
         tele["tuning"] = choice.to_json()
         tele["triton_config"] = tuning.config_name(choice.config)
+    if ref_choice is not None:  # a different tile explains an A/B change
+        tele["reference_config"] = tuning.config_name(ref_choice.config)
     return CaseResult(mode.name, case, results, chip.peak(mode.name), tele,
                       f"{device}/pid{os.getpid()}")
 

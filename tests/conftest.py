@@ -69,3 +69,20 @@ def kernels_repo(tmp_path_factory) -> tuple[Path, str, str]:
     _git(d, "rm", "-q", "-r", "kernels")
     _git(d, "commit", "-q", "-m", "drop kernels")
     return d, commits[0], commits[1]
+
+
+@pytest.fixture(scope="session")
+def clean_repo(tmp_path_factory) -> tuple[Path, str]:
+    """A throw-away git repository whose one commit (HEAD) holds this checkout's kernels/,
+    with a working tree equal to it: (path, HEAD)."""
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    d = tmp_path_factory.mktemp("cleanrepo")
+    shutil.copytree(Path(__file__).resolve().parents[1] / "kernels", d / "kernels",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    _git(d, "init", "-q")
+    _git(d, "config", "user.email", "t@example.com")
+    _git(d, "config", "user.name", "t")
+    _git(d, "add", "-A")
+    _git(d, "commit", "-q", "-m", "kernels")
+    return d, _git(d, "rev-parse", "HEAD")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Next device call for issue 3 (written in session 2, not yet run): fresh-process
-# `gemmgate check --ab-ref` trials against the committed baseline. The reference is this
-# tree's own HEAD, so A/A compares two copies of the same kernel. The device copy's git
+# Fresh-process `gemmgate check --ab-ref` trials against the baseline (issue 3; first run
+# in session 3). CALIBRATE=1 recalibrates the baseline first, A/B noise included. The
+# reference is this tree's own HEAD, so A/A compares two copies of the same kernel. The device copy's git
 # metadata lagged the working tree in session 2 (HEAD read c40fb39), so carry a bundle
 # (`git bundle create .whl/repo.bundle --all`) and put `.whl` in `carry`; HEAD is then the
 # bundle's main.
@@ -16,6 +16,13 @@ else
   REF=${AB_REF:-HEAD}
 fi
 echo "A/B reference: $REF = $(git rev-parse "$REF" 2>&1)"
+if [ -n "${CALIBRATE:-}" ]; then  # recalibrate first, A/B noise included (session 3)
+  s=$(date +%s)
+  timeout "${CAL_TIMEOUT:-450}" python3 -m gemmgate baseline calibrate --chip nvidia-h200 \
+    --shapes pr --runs "${RUNS:-5}" --budget 0.5 --ab-ref "$REF" > "$OUT/calibrate.txt" 2>&1
+  echo "calibrate rc=$? wall_s=$(( $(date +%s) - s ))"
+  cp baselines/nvidia-h200.json "$OUT/baseline.json"
+fi
 i=0
 for lv in ${LEVELS:-0 0.03 0 0.03 0 0.03}; do
   i=$((i + 1)); s=$(date +%s)

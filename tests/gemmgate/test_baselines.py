@@ -164,6 +164,15 @@ def test_load_bad_ratio(tmp_path, good, ratio):
         baselines.load(_write(tmp_path, data))
 
 
+@pytest.mark.parametrize("field", ["ratio", "tflops", "ab"])
+@pytest.mark.parametrize("value", [-0.01, "0.01", math.inf])
+def test_load_bad_noise(tmp_path, good, field, value):
+    data = json.loads(json.dumps(good[1]))
+    data["cases"]["fp32-m32-n32-k32"]["noise"][field] = value
+    with pytest.raises(BaselineError, match=f"bad noise.{field}"):
+        baselines.load(_write(tmp_path, data))
+
+
 def test_load_rejects_infinite_ratio(tmp_path, good):
     data = json.loads(json.dumps(good[1]))
     data["cases"]["fp32-m32-n32-k32"]["ratio"] = math.inf  # json writes Infinity
@@ -221,6 +230,23 @@ def test_build_medians_noise_runs_provenance():
     assert c2["layout"] == "cr" and c2["mode"] == "fp16"
     assert c2["ratio"] == pytest.approx(4.2 / 2.1, rel=1e-12)
     assert c2["providers"]["triton"]["error"] == pytest.approx(2e-4)
+
+
+def test_build_stores_ab_noise_from_a_timed_reference_and_not_the_reference():
+    """Calibrated with --ab-ref: each run's median reference/triton ratio is kept, its
+    largest deviation from 1 is noise.ab; the reference is not a stored provider."""
+    runs = []
+    for ref_scale in (1.0, 1.01, 0.98):
+        r = make_result(C1, [1.0, 1.1, 0.9], [0.9, 0.95, 0.85])
+        ref = _provider("reference", [x * ref_scale for x in (1.0, 1.1, 0.9)], C1)
+        runs.append(make_run([replace(r, providers={**r.providers, "reference": ref})]))
+    c = baselines.build(runs, "cpu", "s.csv")["cases"]["fp32-m32-n32-k32"]
+    assert set(c["providers"]) == {"triton", "vendor"}
+    assert c["noise"]["ab_runs"] == pytest.approx([1.0, 1.01, 0.98], rel=1e-12)
+    assert c["noise"]["ab"] == pytest.approx(0.02, rel=1e-9)
+    baselines.validate({**baselines.build(runs, "cpu", "s")})
+    plain = baselines.build(_runs3(), "cpu", "s.csv")["cases"]["fp32-m32-n32-k32"]
+    assert "ab" not in plain["noise"]                    # no reference: no A/B noise
 
 
 def test_build_single_run_has_no_noise():

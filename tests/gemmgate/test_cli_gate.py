@@ -278,6 +278,38 @@ def test_j_bad_ab_ref_is_exit_2_before_any_work(work, base_file, kernels_repo, m
     assert "no such commit" in capsys.readouterr().err and not out.exists()
 
 
+def test_j_calibrate_ab_ref_stores_ab_noise(work, clean_repo, monkeypatch, capsys):
+    d, head = clean_repo
+    monkeypatch.chdir(d)  # fresh `gemmgate run --ab-ref` processes resolve HEAD here too
+    out = work / "ab-cal.json"
+    assert main(["baseline", "calibrate", *FAST, *_shapes(work), "--runs", "2",
+                 "--ab-ref", "HEAD", "--output", str(out)]) == 0
+    for c in baselines.load(out, "cpu")["cases"].values():
+        assert set(c["providers"]) == {"triton", "vendor"}
+        assert len(c["noise"]["ab_runs"]) == 2 and all(x > 0 for x in c["noise"]["ab_runs"])
+        assert c["noise"]["ab"] == max(abs(x - 1) for x in c["noise"]["ab_runs"])
+
+
+def test_j_calibrate_ab_ref_needs_the_trees_own_kernel(work, kernels_repo, monkeypatch,
+                                                       capsys):
+    d, old, _ = kernels_repo  # the working tree there has no kernels/: it differs
+    monkeypatch.chdir(d)
+    out = work / "never-ab.json"
+    assert main(["baseline", "calibrate", *FAST, *_shapes(work), "--runs", "2",
+                 "--ab-ref", old, "--output", str(out)]) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert "kernels/ differs from" in err and "calibration run" not in err
+    assert not out.exists()
+
+
+def test_j_check_warns_when_the_baseline_has_no_ab_noise(work, base_file, clean_repo,
+                                                         monkeypatch, capsys):
+    monkeypatch.chdir(clean_repo[0])
+    assert main(["check", *FAST, *_shapes(work), "--baseline", str(base_file), "--ab-ref",
+                 "HEAD", "--no-remeasure"]) in (0, 1)
+    assert "the baseline has no A/B noise" in capsys.readouterr().err
+
+
 def test_k_check_times_with_the_baselines_block(work, base_file):
     data = json.loads(base_file.read_text())
     assert data["provenance"]["block"] == 1  # recorded by `baseline update`

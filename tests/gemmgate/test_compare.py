@@ -76,6 +76,16 @@ def test_aa_noise_rejects_empty_and_handles_nonpositive_median():
 
 # --- judge -------------------------------------------------------------------------------
 
+def test_ab_noise_is_the_largest_deviation_from_one():
+    from gemmgate.compare import ab_noise
+
+    assert ab_noise([1.0]) == 0.0
+    assert ab_noise([0.99, 1.002, 1.0]) == pytest.approx(0.01)
+    assert ab_noise([1.03, 1.03]) == pytest.approx(0.03)  # agreeing runs, both off 1
+    with pytest.raises(ValueError):
+        ab_noise([])
+
+
 def test_judge_tight_sample_at_baseline_is_unchanged():
     xs = _normal(seed=1, n=30, mu=BASE, rel_sigma=0.003)   # 0.3% noise
     j = judge(xs, BASE, tolerance(None))

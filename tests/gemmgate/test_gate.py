@@ -281,6 +281,35 @@ def test_ab_identical_kernels_are_unchanged_and_a_3pct_slowdown_is_regressed():
     assert "against the reference kernel in the same process" in line
 
 
+def test_ab_tolerance_comes_from_the_calibrated_ab_noise():
+    # H200: identical small kernels differed by up to 3.2% between processes; a baseline
+    # calibrated with --ab-ref stores that spread, and A/B is judged against it
+    noisy = base_case(A)
+    noisy["noise"]["ab"] = 0.016                      # tolerance 2.5 x 1.6% = 4%
+    v = _one([ab_result(A, 1.03)], baseline(**{A.id: noisy}))[1]
+    assert v.ab.tolerance == pytest.approx(NOISE_FACTOR * 0.016)
+    assert v.ab.verdict == "unchanged" and v.verdict == "unchanged"
+    v = _one([ab_result(A, 1.06)], baseline(**{A.id: noisy}))[1]
+    assert v.ab.verdict == "regressed"
+    quiet = base_case(A)
+    quiet["noise"]["ab"] = 0.001                      # the floor wins
+    v = _one([ab_result(A, 1.03)], baseline(**{A.id: quiet}))[1]
+    assert v.ab.tolerance == DEFAULT_FLOOR and v.ab.verdict == "regressed"
+
+
+def test_a_reference_tile_other_than_the_current_is_named():
+    from dataclasses import replace
+
+    base = baseline(**{A.id: base_case(A)})
+    r = ab_result(A, 1.0)
+    same = replace(r, telemetry={"triton_config": "64x64x32 g8 s3 w4",
+                                 "reference_config": "64x64x32 g8 s3 w4"})
+    assert "reference kernel ran tile" not in _one([same], base)[1].note
+    other = replace(r, telemetry={"triton_config": "64x64x32 g8 s3 w4",
+                                  "reference_config": "128x64x32 g8 s3 w4"})
+    assert "A/B: the reference kernel ran tile 128x64x32 g8 s3 w4" in _one([other], base)[1].note
+
+
 def test_ab_does_not_hide_what_the_stored_baseline_sees():
     # both kernels slowed alike (a Triton upgrade): A/B unchanged, the ratio still regressed
     base = baseline(**{A.id: base_case(A)})
