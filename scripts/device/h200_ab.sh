@@ -26,6 +26,9 @@ fi
 i=0
 for lv in ${LEVELS:-0 0.03 0 0.03 0 0.03}; do
   i=$((i + 1)); s=$(date +%s)
+  if [ -n "${DEADLINE:-}" ] && [ $((s + 90)) -gt "$DEADLINE" ]; then
+    echo "stopping before trial $i: DEADLINE"; break
+  fi
   timeout 200 python3 -m gemmgate check --chip nvidia-h200 --budget 0.5 --ab-ref "$REF" \
     ${BLOCK:+--block "$BLOCK"} \
     --inject-slowdown "$lv" --json "$OUT/trials/check_${i}_${lv}.json" \
