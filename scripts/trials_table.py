@@ -3,6 +3,12 @@ of them): per injected slowdown, how many case checks were flagged `regressed`, 
 cases were missed or falsely flagged. Recomputes docs/PERF.md's fresh-process tables.
 
     python3 scripts/trials_table.py docs/results/h200-2026-11-29-s2/call4/knob.tgz
+    python3 scripts/trials_table.py --baseline baselines/nvidia-h200.json TGZ...
+
+--baseline FILE re-judges every check's stored samples against FILE (gemmgate.gate
+compare_run) instead of reading the verdicts the check printed: the same measurements
+against a baseline calibrated elsewhere. Re-judged verdicts skip the check's re-measure
+(a case the check re-measured is judged on its second measurement, the one it stored).
 """
 
 import gzip
@@ -30,7 +36,28 @@ def _checks(path: Path):
         yield path.name, json.loads(path.read_text())
 
 
-def main(paths: list[str]) -> None:
+def _result(c: dict):
+    """A stored check case as a gemmgate CaseResult (samples, accuracy, telemetry)."""
+    from gemmgate.run import CaseResult, ProviderResult
+    from gemmgate.shapes import Case
+
+    layout, _, pad = c["layout"].partition("+p")
+    provs = {n: ProviderResult(n, p["accuracy"], None, p.get("message", ""),
+                               tuple(p["samples_ms"]), p.get("tflops"))
+             for n, p in c["providers"].items()}
+    return CaseResult(c["mode"], Case(c["m"], c["n"], c["k"], layout, int(pad or 0)), provs,
+                      None, c.get("telemetry", {}))
+
+
+def _rejudge(data: dict, baseline: dict) -> list[dict]:
+    from gemmgate.compare import DEFAULT_FLOOR
+    from gemmgate.gate import compare_run
+
+    gate = compare_run([_result(c) for c in data["cases"]], baseline, DEFAULT_FLOOR)
+    return [v.to_json() for v in gate.verdicts]
+
+
+def main(paths: list[str], baseline: dict | None = None) -> None:
     rows = defaultdict(lambda: {"checks": 0, "judged": 0, "regressed": 0})
     flagged = defaultdict(lambda: defaultdict(list))
     for p in paths:
@@ -41,7 +68,8 @@ def main(paths: list[str]) -> None:
             level = gate.get("inject_slowdown", 0.0)
             r = rows[level]
             r["checks"] += 1
-            for v in gate["verdicts"]:
+            verdicts = _rejudge(data, baseline) if baseline else gate["verdicts"]
+            for v in verdicts:
                 if v["verdict"] == "failed":
                     continue
                 r["judged"] += 1
@@ -63,6 +91,12 @@ def main(paths: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    base = None
+    if args[:1] == ["--baseline"] and len(args) > 1:
+        from gemmgate import baselines
+
+        base, args = baselines.load(args[1]), args[2:]
+    if not args:
         sys.exit(__doc__)
-    main(sys.argv[1:])
+    main(args, base)

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Fresh-process `gemmgate check --ab-ref` trials against the baseline (issue 3; first run
 # in session 3). CALIBRATE=1 recalibrates the baseline first, A/B noise included. The
-# reference is this tree's own HEAD, so A/A compares two copies of the same kernel. The device copy's git
-# metadata lagged the working tree in session 2 (HEAD read c40fb39), so carry a bundle
-# (`git bundle create .whl/repo.bundle --all`) and put `.whl` in `carry`; HEAD is then the
-# bundle's main.
+# reference is this tree's own HEAD, so A/A compares two copies of the same kernel. The
+# device copy's git metadata lags the working tree (sessions 2 and 3), so carry a bundle
+# (`git bundle create .whl/repo.bundle --all`) and put `.whl` in `carry`; HEAD is then
+# moved to the bundle's main.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 export TRITON_CACHE_DIR=$PWD/.cache/triton GEMMGATE_TUNING_DIR=$PWD/.cache/tuning
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/trials"
 if [ -f .whl/repo.bundle ]; then
+  # HEAD := the bundle's main (tree untouched), so provenance records the commit measured
   git fetch -q .whl/repo.bundle "+refs/heads/main:refs/remotes/bundle/main" && \
-    REF=${AB_REF:-bundle/main} || REF=${AB_REF:-HEAD}
+    git reset -q --soft bundle/main && REF=${AB_REF:-bundle/main} || REF=${AB_REF:-HEAD}
 else
   REF=${AB_REF:-HEAD}
 fi

@@ -178,6 +178,28 @@ def test_a_kernel_with_other_candidates_gets_its_own_choice(tmp_path):
     assert fresh.choose(KEY, older, lambda c: 9.0) == BIG
 
 
+def test_the_reference_kernels_own_tile_class_still_takes_pins_and_the_cache(tmp_path):
+    """The A/B reference imports its commit's kernels/configs.py: its TileConfig is another
+    class with the same fields. Pins and cache entries match by value, and the choice is
+    the candidate itself (H200, session 3: matched by class, the reference ignored every
+    pin and tuned in each process; 44 of 845 case checks then ran another tile)."""
+    import dataclasses
+
+    Other = dataclasses.make_dataclass(
+        "TileConfig", [(f.name, int) for f in dataclasses.fields(TileConfig)], frozen=True)
+    theirs = tuple(Other(**dataclasses.asdict(c)) for c in CANDIDATES)
+    assert theirs[2] != SMALL  # not equal across classes: the trap
+    pins = _baseline_with_pin(tmp_path, SMALL)
+    t = Tuner(setup_for(tmp_path, pins_from=str(pins)))
+    calls = []
+    got = t.choose(KEY, theirs, fake_bench({}, calls))
+    assert got is theirs[2] and not calls and t.last.source == tuning.PINNED
+    Tuner(setup_for(tmp_path)).choose(KEY, CANDIDATES, fake_bench({BIG: 2, MID: 1, SMALL: 3}, []))
+    fresh = Tuner(setup_for(tmp_path))
+    assert fresh.choose(KEY, theirs, fake_bench({}, calls)) is theirs[1] and not calls
+    assert fresh.last.source == tuning.CACHED
+
+
 def test_forget_last_clears_the_tile_a_case_reports(tmp_path):
     t = tuning.configure(setup_for(tmp_path, budget_s=1))
     t.choose(KEY, CANDIDATES, fake_bench({BIG: 2, MID: 1, SMALL: 3}, []))
