@@ -18,17 +18,19 @@ def main(path: str) -> None:
         geo = stats.geomean([c["ratio"] for _, c in rows if c["ratio"]])
         print(f"\n**{mode}** — geomean Triton/vendor speed ratio **{geo:.3f}**\n")
         print("| case | Triton TFLOP/s | vendor TFLOP/s | ratio | A/A noise (ratio) | "
-              "Triton err | vendor err | Triton tile |\n|---|---:|---:|---:|---:|---:|---:|---|")
+              "A/B noise | Triton err | vendor err | Triton tile |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---:|---|")
         for key, c in rows:
             t, v = c["providers"]["triton"], c["providers"].get("vendor")
             vt = f"{v['tflops']:.1f}" if v and v["tflops"] else "n/a"
             ve = f"{v['error']:.1e}" if v and v["error"] is not None else "n/a"
             r = f"{c['ratio']:.3f}" if c["ratio"] else "—"
-            nz = c["noise"]["ratio"]
+            nz, ab = c["noise"]["ratio"], c["noise"].get("ab")
             tile = c.get("tuning")
             tile = config_name(config_from_json(tile["config"])) if tile else "—"
             print(f"| {key.split('-', 1)[1]} | {t['tflops']:.1f} | {vt} | {r} | "
-                  f"{'—' if nz is None else f'{nz:.2%}'} | {t['error']:.1e} | {ve} | {tile} |")
+                  f"{'—' if nz is None else f'{nz:.2%}'} | {'—' if ab is None else f'{ab:.2%}'} | "
+                  f"{t['error']:.1e} | {ve} | {tile} |")
 
 
 if __name__ == "__main__":
