@@ -72,3 +72,37 @@ def test_a_reference_that_does_not_import_is_a_clear_error(kernels_repo, tmp_pat
     subprocess.run(["git", "commit", "-q", "-m", "broken"], cwd=d, check=True)
     with pytest.raises(ValueError, match="does not import with this gemmgate"):
         reference.load("HEAD", d)
+
+
+@pytest.mark.gpu
+def test_gpu_the_reference_kernel_takes_the_pinned_tile(kernels_repo, tmp_path):
+    """H200, session 3: the reference's TileConfig is its commit's own class, and pins
+    matched by class never applied to it, so it tuned in every process and ran another
+    tile than the current kernel in 44 of 845 case checks. Both must run the pin."""
+    import json
+    from dataclasses import asdict
+
+    from gemmgate import tuning
+    from kernels.configs import CONFIGS
+
+    d, old, _ = kernels_repo
+    _, pkg = reference.load(old, d)
+    inp = make_inputs(Case(512, 512, 512), MODES["bf16"], "cuda", seed=2)
+    setup = tuning.TuningSetup("test-chip", cache_dir=str(tmp_path), budget_s=5, rep_ms=5)
+    tuning.configure(setup)
+    kernels.matmul(inp.a, inp.b, precision="bf16")
+    key = tuning.last_choice().key
+    pin = min(CONFIGS["16bit"], key=lambda c: c.smem_bytes(2))  # fits any device
+    pins = tmp_path / "baseline.json"
+    pins.write_text(json.dumps({"cases": {"x": {"tuning": {"key": key, "config": asdict(pin)}}}}))
+    try:
+        tuning.configure(tuning.TuningSetup("test-chip", pins_from=str(pins),
+                                            cache_dir=str(tmp_path)))
+        for matmul in (kernels.matmul, pkg.matmul):
+            tuning.forget_last()
+            out = matmul(inp.a, inp.b, precision="bf16")
+            assert relative_error(out, inp.reference()) < 5e-3
+            got = tuning.last_choice()
+            assert got.source == tuning.PINNED and asdict(got.config) == asdict(pin)
+    finally:
+        tuning._CURRENT = None
