@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,8 @@ def add_gate_commands(sub, common) -> None:
         p.add_argument("--output", metavar="FILE", help="default: baselines/<chip>.json")
         p.add_argument("--runs", type=int, default=1 if name == "update" else 3,
                        help="independent runs (fresh processes)")
+    calibrate.add_argument("--keep-runs", metavar="DIR",
+                           help="also keep each calibration run's JSON here (run1.json ...)")
     calibrate.add_argument("--ab-ref", metavar="REF",
                            help="also store each case's A/B noise, the spread `check "
                                 "--ab-ref` sees when nothing changed: REF's kernels/ must "
@@ -229,6 +232,10 @@ def _runs(args, session, console, err, ab_sha: str | None = None) -> list[dict]:
                 raise RuntimeError(f"{label} failed (exit {proc.returncode})")
             if i >= 0:
                 runs.append(json.loads(out.read_text()))
+                if getattr(args, "keep_runs", None):
+                    keep = Path(args.keep_runs)
+                    keep.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(out, keep / f"run{i + 1}.json")
     return runs
 
 

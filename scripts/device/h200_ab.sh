@@ -20,7 +20,8 @@ echo "A/B reference: $REF = $(git rev-parse "$REF" 2>&1)"
 if [ -n "${CALIBRATE:-}" ]; then  # recalibrate first, A/B noise included (session 3)
   s=$(date +%s)
   timeout "${CAL_TIMEOUT:-450}" python3 -m gemmgate baseline calibrate --chip nvidia-h200 \
-    --shapes pr --runs "${RUNS:-5}" --budget 0.5 --ab-ref "$REF" > "$OUT/calibrate.txt" 2>&1
+    --shapes pr --runs "${RUNS:-5}" --budget 0.5 --ab-ref "$REF" --keep-runs "$OUT/trials/cal" \
+    > "$OUT/calibrate.txt" 2>&1
   echo "calibrate rc=$? wall_s=$(( $(date +%s) - s ))"
   cp baselines/nvidia-h200.json "$OUT/baseline.json"
 fi

@@ -175,7 +175,11 @@ def test_f_calibrate_runs_0_creates_nothing(work, capsys):
 def test_g_calibrate_two_fresh_runs(work, capsys):
     out = work / "b2.json"
     assert main(["baseline", "calibrate", *FAST, *_shapes(work), "--runs", "2",
-                 "--output", str(out)]) == 0
+                 "--output", str(out), "--keep-runs", str(work / "kept")]) == 0
+    kept = sorted(p.name for p in (work / "kept").iterdir())
+    assert kept == ["run1.json", "run2.json"]
+    assert {c["id"] for c in json.loads((work / "kept" / "run2.json").read_text())["cases"]} \
+        == KEYS
     data = baselines.load(out, "cpu")
     assert set(data["cases"]) == KEYS and data["provenance"]["runs"] == 2
     for c in data["cases"].values():
