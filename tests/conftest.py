@@ -45,19 +45,24 @@ def _git(repo: Path, *args: str) -> str:
                           text=True).stdout.strip()
 
 
-@pytest.fixture(scope="session")
-def kernels_repo(tmp_path_factory) -> tuple[Path, str, str]:
-    """A throw-away git repository: (path, first commit, second commit). Both commits hold
-    a copy of this checkout's kernels/ whose configs.py ends in MARK = 'old' / 'new'; a
-    third commit (HEAD) removes kernels/. For the A/B reference (gemmgate/reference.py)."""
+def _repo_with_kernels(d: Path) -> Path:
+    """A new git repository in `d` holding an uncommitted copy of this checkout's kernels/."""
     if shutil.which("git") is None:
         pytest.skip("needs git")
-    d = tmp_path_factory.mktemp("refrepo")
     shutil.copytree(Path(__file__).resolve().parents[1] / "kernels", d / "kernels",
                     ignore=shutil.ignore_patterns("__pycache__"))
     _git(d, "init", "-q")
     _git(d, "config", "user.email", "t@example.com")
     _git(d, "config", "user.name", "t")
+    return d
+
+
+@pytest.fixture(scope="session")
+def kernels_repo(tmp_path_factory) -> tuple[Path, str, str]:
+    """A throw-away git repository: (path, first commit, second commit). Both commits hold
+    a copy of this checkout's kernels/ whose configs.py ends in MARK = 'old' / 'new'; a
+    third commit (HEAD) removes kernels/. For the A/B reference (gemmgate/reference.py)."""
+    d = _repo_with_kernels(tmp_path_factory.mktemp("refrepo"))
     configs = d / "kernels" / "configs.py"
     original = configs.read_text()
     commits = []
@@ -75,14 +80,7 @@ def kernels_repo(tmp_path_factory) -> tuple[Path, str, str]:
 def clean_repo(tmp_path_factory) -> tuple[Path, str]:
     """A throw-away git repository whose one commit (HEAD) holds this checkout's kernels/,
     with a working tree equal to it: (path, HEAD)."""
-    if shutil.which("git") is None:
-        pytest.skip("needs git")
-    d = tmp_path_factory.mktemp("cleanrepo")
-    shutil.copytree(Path(__file__).resolve().parents[1] / "kernels", d / "kernels",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    _git(d, "init", "-q")
-    _git(d, "config", "user.email", "t@example.com")
-    _git(d, "config", "user.name", "t")
+    d = _repo_with_kernels(tmp_path_factory.mktemp("cleanrepo"))
     _git(d, "add", "-A")
     _git(d, "commit", "-q", "-m", "kernels")
     return d, _git(d, "rev-parse", "HEAD")
