@@ -1,7 +1,9 @@
 """Presenting results: rich tables for the terminal, Markdown for CI summaries, JSON.
 
 Columns per mode: shape, Triton and vendor TFLOP/s, speed ratio (vendor time / Triton
-time: > 1 means Triton is faster), % of the chip's datasheet peak, both errors, verdict.
+time: > 1 means Triton is faster), % of the chip's datasheet peak, both errors, verdict;
+with a reference kernel (`--ab-ref`), "A/B": reference time / current time, the median of
+per-round ratios (> 1: the current kernel is faster).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
-from gemmgate.run import CaseResult, summary_by_mode
+from gemmgate import stats
+from gemmgate.run import REFERENCE, CaseResult, summary_by_mode
 
 
 def _f(x: float | None, fmt: str) -> str:
@@ -33,25 +36,37 @@ def _status(r: CaseResult) -> str:
     return "FAIL " + "; ".join(bad)
 
 
-def _rows(results: Sequence[CaseResult]):
+def _rows(results: Sequence[CaseResult], ab: bool = False):
     for r in results:
         t, v = r.providers["triton"], r.providers["vendor"]
-        yield (r.case.id, _f(t.tflops, ".4g"), _f(v.tflops, ".4g"), _f(r.ratio, ".3g"),
-               _f(r.pct_peak, ".0f"), _err(t), _err(v), _status(r))
+        row = (r.case.id, _f(t.tflops, ".4g"), _f(v.tflops, ".4g"), _f(r.ratio, ".3g"),
+               _f(r.pct_peak, ".0f"), _err(t), _err(v))
+        if ab:
+            row += (_f(stats.median(r.ab_samples) if r.ab_samples else None, ".3f"),)
+        yield row + (_status(r),)
 
 
 HEAD = ("shape", "Triton TFLOP/s", "vendor TFLOP/s", "ratio", "% peak", "Triton err",
         "vendor err", "status")
 
 
+def _head(ab: bool) -> tuple[str, ...]:
+    return HEAD[:-1] + ("A/B",) + HEAD[-1:] if ab else HEAD
+
+
+def _has_ab(results: Sequence[CaseResult]) -> bool:
+    return any(REFERENCE in r.providers for r in results)
+
+
 def print_tables(results: Sequence[CaseResult], console: Console, title: str = "") -> None:
     summary = summary_by_mode(results)
+    ab = _has_ab(results)
     for mode, s in summary.items():
         table = Table(title=f"{title} {mode}".strip(), title_justify="left")
-        for h in HEAD:
+        for h in _head(ab):
             table.add_column(h, justify="left" if h in ("shape", "status") else "right",
                              no_wrap=h == "shape")
-        for row in _rows([r for r in results if r.mode == mode]):
+        for row in _rows([r for r in results if r.mode == mode], ab):
             style = None if row[-1] == "pass" else "red"
             table.add_row(*row, style=style)
         console.print(table)
@@ -61,12 +76,14 @@ def print_tables(results: Sequence[CaseResult], console: Console, title: str = "
 
 def markdown(results: Sequence[CaseResult], title: str = "") -> str:
     lines = [f"## {title}" if title else ""]
+    ab = _has_ab(results)
+    head = _head(ab)
     for mode, s in summary_by_mode(results).items():
         lines += [f"### {mode}: geomean ratio {_f(s['geomean_ratio'], '.3f')}, "
                   f"{s['passed']}/{s['cases']} passed", "",
-                  "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+                  "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(row) + " |"
-                  for row in _rows([r for r in results if r.mode == mode])]
+                  for row in _rows([r for r in results if r.mode == mode], ab)]
         lines.append("")
     return "\n".join(lines).lstrip("\n")
 

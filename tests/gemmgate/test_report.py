@@ -1,0 +1,63 @@
+"""gemmgate/report.py: the run tables (rich and Markdown) and the run JSON, on synthetic
+CaseResults (no timing, no torch work)."""
+
+import io
+import json
+
+from rich.console import Console
+
+from gemmgate.report import markdown, print_tables, run_json
+from gemmgate.run import CaseResult, ProviderResult
+from gemmgate.shapes import Case
+
+CASE = Case(64, 64, 64)
+
+
+def _result(t_ms=(1.0, 1.0, 1.0), v_ms=(0.5, 0.5, 0.5), ref_ms=None, t_acc="pass",
+            mode="fp32") -> CaseResult:
+    provs = {"triton": ProviderResult("triton", t_acc, 1e-7 if t_acc == "pass" else 0.3,
+                                      "" if t_acc == "pass" else "error 3e-1 > 1e-2", t_ms),
+             "vendor": ProviderResult("vendor", "pass", 2e-7, "", v_ms)}
+    if ref_ms is not None:
+        provs["reference"] = ProviderResult("reference", "pass", 1e-7, "", ref_ms)
+    return CaseResult(mode, CASE, provs)
+
+
+def _printed(results) -> str:
+    buf = io.StringIO()
+    print_tables(results, Console(file=buf, width=200), title="cpu smoke")
+    return buf.getvalue()
+
+
+def test_tables_show_ratio_errors_status_and_no_ab_column_without_a_reference():
+    out = _printed([_result()])
+    assert "cpu smoke fp32" in out and "A/B" not in out
+    assert "0.5" in out and "1.0e-07" in out and "pass" in out
+    assert "geomean Triton/vendor speed ratio 0.500, 1/1 passed" in out
+
+
+def test_a_reference_adds_the_ab_column_with_the_median_per_round_ratio():
+    # rounds: reference/triton = 1.1, 1.2, 1.3 -> median 1.2 (the current kernel faster)
+    r = _result(t_ms=(1.0, 1.0, 1.0), ref_ms=(1.1, 1.2, 1.3))
+    out = _printed([r])
+    assert "A/B" in out and "1.200" in out
+    md = markdown([r], "run")
+    head = next(line for line in md.splitlines() if line.startswith("| shape"))
+    row = next(line for line in md.splitlines() if line.startswith("| m64"))
+    cells = dict(zip((c.strip() for c in head.strip("|").split("|")),
+                     (c.strip() for c in row.strip("|").split("|"))))
+    assert cells["A/B"] == "1.200" and cells["status"] == "pass"
+
+
+def test_an_accuracy_failure_is_named_in_the_status():
+    md = markdown([_result(t_acc="fail")])
+    assert "FAIL triton: error 3e-1 > 1e-2" in md and "0/1 passed" in md
+
+
+def test_run_json_round_trips_and_keeps_every_provider():
+    data = json.loads(json.dumps(run_json({"chip": "cpu"}, [_result(ref_ms=(1.0, 1.0, 1.0))],
+                                          "smoke")))
+    assert data["schema"] == "gemmgate.run/1" and data["shapes"] == "smoke"
+    (case,) = data["cases"]
+    assert set(case["providers"]) == {"triton", "vendor", "reference"}
+    assert data["summary"]["fp32"]["cases"] == 1
