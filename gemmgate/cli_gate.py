@@ -35,14 +35,15 @@ def add_gate_commands(sub, common) -> None:
     bsub = base.add_subparsers(dest="action", required=True, parser_class=type(base))
     for name, text in (("update", "one run; keeps the old file's noise per case"),
                        ("calibrate", "several A/A runs in fresh processes; stores noise")):
-        p = calibrate = bsub.add_parser(name, help=text)
+        p = bsub.add_parser(name, help=text)
         common(p)
         p.add_argument("--output", metavar="FILE", help="default: baselines/<chip>.json")
         p.add_argument("--runs", type=int, default=1 if name == "update" else 3,
                        help="independent runs (fresh processes)")
-    calibrate.add_argument("--keep-runs", metavar="DIR",
+        if name == "calibrate":
+            p.add_argument("--keep-runs", metavar="DIR",
                            help="also keep each calibration run's JSON here (run1.json ...)")
-    calibrate.add_argument("--ab-ref", metavar="REF",
+            p.add_argument("--ab-ref", metavar="REF",
                            help="also store each case's A/B noise, the spread `check "
                                 "--ab-ref` sees when nothing changed: REF's kernels/ must "
                                 "be the tree's (e.g. HEAD)")
@@ -204,6 +205,9 @@ def _runs(args, session, console, err, ab_sha: str | None = None) -> list[dict]:
     # is unlike every later one (H200: it set a 5-run noise of 4-6% on 1024^3 cases whose
     # checks then agreed within 1%). The recorded runs reuse its tiles from the cache.
     prime = session.chip.device_type != "cpu"
+    keep = Path(args.keep_runs) if getattr(args, "keep_runs", None) else None
+    if keep:
+        keep.mkdir(parents=True, exist_ok=True)
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(-1 if prime else 0, args.runs):
@@ -232,9 +236,7 @@ def _runs(args, session, console, err, ab_sha: str | None = None) -> list[dict]:
                 raise RuntimeError(f"{label} failed (exit {proc.returncode})")
             if i >= 0:
                 runs.append(json.loads(out.read_text()))
-                if getattr(args, "keep_runs", None):
-                    keep = Path(args.keep_runs)
-                    keep.mkdir(parents=True, exist_ok=True)
+                if keep:
                     shutil.copyfile(out, keep / f"run{i + 1}.json")
     return runs
 
