@@ -3,12 +3,12 @@
 The expensive part, measuring every (case, mode), happens once per commit per machine in
 `setup_cache` (asv runs it in its own process and pickles the returned dict of plain
 numbers); each `track_*` then only reads its figure from that dict. Figures come from
-gemmgate.run.run_case under gemmgate.precision.vendor_flags: device-timed (CUDA graphs,
+gemmgate.run.Runner.run_case (vendor flags pinned per case): device-timed (CUDA graphs,
 L2 flushed, interleaved) on a GPU, wall clock on the Triton interpreter on the CPU.
 
 Importing this module is cheap and imports neither torch nor gemmgate: asv imports it in
-every benchmark process, and it must stay importable when PYTHONPATH points at an older
-commit's package (only APIs present since the first commit are used).
+every benchmark process. Older commits are measured by pointing ASV_PYTHONPATH at that
+commit's `kernels/` with this commit's gemmgate (kernels/ depends on nothing else).
 
 Skips (asv's NotImplementedError in setup): a mode the chip lacks, a case the provider
 cannot do (the vendor's fp8 path needs K % 16 == 0), a case not measured on this machine.
@@ -49,11 +49,12 @@ def plan() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def measure_all(cases=None, modes=None, budget_s=None) -> dict:
     """{"<mode>-<case id>": figures} for every case and mode this chip can run, plus
-    "_meta" (chip, package path). Figures are plain floats/strings (pickled by asv)."""
+    "_meta" (chip, package path). Figures are plain floats/strings (pickled by asv).
+    Cases run through gemmgate's one run path: a RunContext and Runner.run_case."""
     from gemmgate.chips import select_chip
-    from gemmgate.precision import get_mode, vendor_flags
-    from gemmgate.run import run_case
-    from gemmgate.session import make_session
+    from gemmgate.context import make_context
+    from gemmgate.precision import get_mode
+    from gemmgate.run import Runner
     from gemmgate.shapes import SETS
 
     chip = select_chip().chip
@@ -64,34 +65,28 @@ def measure_all(cases=None, modes=None, budget_s=None) -> dict:
     modes = [m for m in (want_modes if modes is None else modes) if m in chip.modes]
     by_id = {c.id: c for s in SETS.values() for c in s}
     budget = budget_s or (GPU_BUDGET_S if gpu else CPU_BUDGET_S)
-    # make_session picks the device and timing policy, and switches the Triton
-    # interpreter on for the CPU before `kernels` is first imported.
-    session = make_session(modes=",".join(modes) or None, budget_s=budget)
-    try:  # tiles from this chip's tuning cache (gemmgate/tuning.py)
-        from gemmgate import tuning
-
-        tuning.configure(session.tuning)
-    except (ImportError, AttributeError):  # a commit from before tuning.py
-        pass
+    # make_context picks the device, timing policy and this chip's tuning cache, and
+    # switches the Triton interpreter on for the CPU before `kernels` is first imported.
+    ctx = make_context(modes=",".join(modes) or None, budget_s=budget)
+    runner = Runner(ctx)
     import gemmgate
 
     out: dict = {"_meta": {"chip": chip.id, "chip_modes": list(chip.modes),
                            "gemmgate": os.path.dirname(gemmgate.__file__),
-                           "policy": session.policy.method, "budget_s": budget}}
+                           "policy": ctx.policy.method, "budget_s": budget}}
     for mode_name in modes:
         mode = get_mode(mode_name)
-        with vendor_flags(mode):
-            for case_id in cases:
-                key = f"{mode_name}-{case_id}"
-                if case_id not in by_id:
-                    out[key] = {"error": f"case {case_id} is not in gemmgate.shapes.SETS"}
-                    continue
-                try:
-                    res = run_case(chip, mode, by_id[case_id], session.policy, session.device)
-                except Exception as e:  # one broken case must not cost the others
-                    out[key] = {"error": f"{type(e).__name__}: {e}"}
-                    continue
-                out[key] = figures(res)
+        for case_id in cases:
+            key = f"{mode_name}-{case_id}"
+            if case_id not in by_id:
+                out[key] = {"error": f"case {case_id} is not in gemmgate.shapes.SETS"}
+                continue
+            try:
+                res = runner.run_case(mode, by_id[case_id])
+            except Exception as e:  # one broken case must not cost the others
+                out[key] = {"error": f"{type(e).__name__}: {e}"}
+                continue
+            out[key] = figures(res)
     return out
 
 

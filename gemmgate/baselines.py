@@ -14,7 +14,9 @@ Figures are medians over the calibration runs; noise is their A/A spread
 reference kernel's time over the current one's, per run, when both are this tree's
 kernel; gemmgate.compare.ab_noise). `tuning` is the Triton tile the case was measured with:
 `gemmgate check` pins it (gemmgate/tuning.py). Files are only written by
-`gemmgate baseline ...`, atomically.
+`gemmgate baseline ...`, atomically, and under a file lock (`write_merged`): the file is
+read again under the lock and the new cases merged onto what is there now, so two
+updates of different modes running at once both land.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from filelock import FileLock
+
 from gemmgate import stats
 from gemmgate.compare import aa_noise, ab_noise
-from gemmgate.files import write_json_atomic
-from gemmgate.run import REFERENCE
+from gemmgate.files import read_text, write_json_atomic
+from gemmgate.results import REFERENCE, ResultsError, case_from_json
 
 SCHEMA, VERSION = "gemmgate.baseline", 1
 
@@ -42,13 +46,13 @@ def default_path(chip_id: str) -> Path:
 
 def load(path: str | Path, chip_id: str | None = None) -> dict:
     p = Path(path)
-    try:
-        text = p.read_text()
-    except FileNotFoundError:
+    if not p.exists():
         raise BaselineError(f"no baseline at {p}: create one with `gemmgate baseline "
-                            f"calibrate --chip {chip_id or '<chip>'}`") from None
-    except OSError as e:
-        raise BaselineError(f"cannot read baseline {p}: {e.strerror or e}") from None
+                            f"calibrate --chip {chip_id or '<chip>'}`")
+    try:
+        text = read_text(p, "baseline")
+    except (OSError, ValueError) as e:
+        raise BaselineError(f"cannot read baseline {p}: {e}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
@@ -79,12 +83,24 @@ def validate(data, where: str = "<data>") -> None:
         _need(isinstance(c, dict), where, f"case {key} is not an object")
         for f in ("mode", "m", "n", "k", "layout", "providers", "noise"):
             _need(f in c, where, f"case {key} lacks {f!r}")
+        try:
+            case = case_from_json(c, f"case {key}:")
+        except ResultsError as e:
+            raise BaselineError(f"baseline {where} is corrupt: {e}") from None
+        _need(key == f"{c['mode']}-{case.id}", where,
+              f"case {key} holds {c['mode']}-{case.id} (key and fields disagree)")
         r = c.get("ratio")
         _need(r is None or _positive(r), where, f"case {key} has a bad ratio {r!r}")
         _need(isinstance(c["providers"], dict), where, f"case {key}: providers is not an object")
         t = c["providers"].get("triton")
         _need(isinstance(t, dict) and _positive(t.get("median_ms")), where,
               f"case {key} lacks triton median_ms > 0")
+        for name, prov in c["providers"].items():
+            _need(isinstance(prov, dict) and _positive(prov.get("median_ms")), where,
+                  f"case {key}: providers.{name}.median_ms is missing or not > 0")
+            tf = prov.get("tflops")
+            _need(tf is None or _positive(tf, zero=True), where,
+                  f"case {key}: providers.{name}.tflops is {tf!r}, not a number")
         noise = c["noise"]
         _need(isinstance(noise, dict), where, f"case {key}: noise is not an object")
         for f in ("ratio", "tflops", "ab"):
@@ -197,6 +213,24 @@ def merge(new: dict, old: dict | None) -> tuple[dict, list[str]]:
 def save(path: str | Path, data: dict) -> None:
     validate(data, str(path))
     write_json_atomic(path, data)
+
+
+def write_merged(path: str | Path, chip_id: str, measured: dict,
+                 timeout_s: float = 600) -> tuple[dict, dict | None, list[str]]:
+    """Merge freshly measured cases onto the baseline file as it is *now* and write it,
+    all under a lock on the file: (written data, the file as found, kept case keys).
+    An unusable old file is replaced; another update running at once either finished
+    before (its cases are kept) or waits for this one."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(p) + ".lock", timeout=timeout_s):
+        try:
+            old = load(p, chip_id) if p.exists() else None
+        except BaselineError:
+            old = None
+        new, kept = merge(carry_noise(measured, old), old)
+        save(p, new)
+    return new, old, kept
 
 
 def summary(data: dict | None) -> dict:

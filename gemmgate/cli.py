@@ -1,4 +1,5 @@
-"""gemmgate command line: parse, call, print, exit code.
+"""gemmgate command line: every parser and every printed line live in the cli* modules;
+they parse, build a RunContext, call the harness, print, and return the exit code.
 
 Exit codes: 0 all good; 1 regression or accuracy failure; 2 usage or input error.
 """
@@ -6,12 +7,14 @@ Exit codes: 0 all good; 1 regression or accuracy failure; 2 usage or input error
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from rich.console import Console
 from rich.markup import escape
 
+from gemmgate.compare import DEFAULT_FLOOR
 from gemmgate.precision import MODE_NAMES
 from gemmgate.shapes import SETS
 
@@ -28,7 +31,8 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _run_args(p: argparse.ArgumentParser) -> None:
+    """What a run measures and how: every command that measures takes these."""
     p.add_argument("--chip", help="chip id (default: $GEMMGATE_CHIP, else detected)")
     p.add_argument("--shapes", help=f"shape set ({', '.join(SETS)}) or a .csv/.yaml file "
                                     "(default: smoke on the CPU, pr on a GPU)")
@@ -41,29 +45,88 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--block", type=int, metavar="N",
                    help="time each provider N calls in a row (default 1: strict A B "
                         "alternation); see gemmgate/timing.py on power-capped GPUs")
-    p.add_argument("--json", metavar="PATH", help="write the full results as JSON")
     p.add_argument("--devices", metavar="IDS",
                    help="spread cases over these devices, one worker process each (e.g. 0,1)")
     p.add_argument("--retune", action="store_true",
                    help="ignore pinned and cached Triton tiles: tune every shape afresh")
 
 
+def _json_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", metavar="PATH", help="write the full results as JSON")
+
+
+def _ab_arg(p: argparse.ArgumentParser, extra: str = "") -> None:
+    p.add_argument("--ab-ref", metavar="REF",
+                   help="also time the kernel at git REF in the same process (A/B)" + extra)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="gemmgate", description="Triton GEMM vs vendor BLAS, per chip.")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="check accuracy and time Triton against the vendor")
-    _common(run)
+    _run_args(run)
+    _json_arg(run)
     run.add_argument("--pin-tiles", metavar="FILE",
                      help="use the Triton tiles recorded in this baseline file")
-    run.add_argument("--ab-ref", metavar="REF",
-                     help="also time the kernel at git REF in the same process (A/B); "
-                          "the JSON then holds a 'reference' provider")
+    _ab_arg(run, "; the JSON then holds a 'reference' provider")
     chips = sub.add_parser("chips", help="list the chip table and what is detected here")
+    chips.add_argument("--chip", help="chip id to select (default: detected)")
     chips.add_argument("--ids", action="store_true", help="print chip ids only")
-    from gemmgate.cli_gate import add_gate_commands
-
-    add_gate_commands(sub, _common)
+    _check_parser(sub)
+    _baseline_parsers(sub)
+    _trials_parser(sub)
     return ap
+
+
+def _check_parser(sub) -> None:
+    check = sub.add_parser("check", help="run the chip's set and compare with its baseline")
+    _run_args(check)
+    _json_arg(check)
+    check.add_argument("--baseline", metavar="FILE", help="default: baselines/<chip>.json")
+    check.add_argument("--floor", type=float, default=DEFAULT_FLOOR,
+                       help=f"smallest relative change ever flagged (default {DEFAULT_FLOOR})")
+    check.add_argument("--no-remeasure", action="store_true",
+                       help="report suspected regressions without measuring them again")
+    check.add_argument("--summary", metavar="PATH", default=os.environ.get("GITHUB_STEP_SUMMARY"),
+                       help="append the Markdown summary here (default: $GITHUB_STEP_SUMMARY)")
+    _ab_arg(check, "; 'baseline' means the baseline's commit")
+    check.add_argument("--inject-slowdown", type=float, default=0.0, metavar="F",
+                       help="VALIDATION ONLY: add F x Triton's time of extra device work")
+
+
+def _baseline_parsers(sub) -> None:
+    base = sub.add_parser("baseline", help="create or refresh baselines/<chip>.json")
+    bsub = base.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    for name, text in (("update", "one run; keeps the old file's noise per case"),
+                       ("calibrate", "several A/A runs in fresh processes; stores noise")):
+        p = bsub.add_parser(name, help=text)
+        _run_args(p)
+        p.add_argument("--output", metavar="FILE", help="default: baselines/<chip>.json")
+        p.add_argument("--runs", type=int, default=1 if name == "update" else 3,
+                       help="independent runs (fresh processes)")
+        if name == "calibrate":
+            p.add_argument("--keep-runs", metavar="DIR",
+                           help="also keep each calibration run's JSON here (run1.json ...)")
+            _ab_arg(p, ": stores each case's A/B noise, the spread `check --ab-ref` sees "
+                       "when nothing changed; REF's kernels/ must be the tree's (e.g. HEAD)")
+
+
+def _trials_parser(sub) -> None:
+    t = sub.add_parser("trials", help="gate power: fresh-process checks with injected "
+                                      "slowdowns, counted per case (validation)")
+    _run_args(t)
+    t.add_argument("--levels", default="0,0.03",
+                   help="comma-separated injected slowdowns, 0 = A/A (default 0,0.03)")
+    t.add_argument("--repeats", type=int, default=1, help="checks per level (default 1)")
+    t.add_argument("--deadline", type=float, metavar="S",
+                   help="start no check after S seconds (default: no deadline)")
+    t.add_argument("--baseline", metavar="FILE", help="default: baselines/<chip>.json")
+    t.add_argument("--calibrate", type=int, metavar="RUNS",
+                   help="first recalibrate the baseline with this many runs (A/B noise too "
+                        "with --ab-ref)")
+    _ab_arg(t, " in every check")
+    t.add_argument("--out", required=True, metavar="DIR",
+                   help="folder for each check's JSON and the summary trials.csv")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -74,10 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         return _dispatch(args, console, err)
-    except UsageError as e:
-        err.print(f"[red]gemmgate: error:[/] {escape(str(e))}")
-        return USAGE
-    except (ValueError, TypeError, OSError) as e:
+    except (UsageError, ValueError, TypeError, OSError) as e:
         err.print(f"[red]gemmgate: error:[/] {escape(str(e))}")
         return USAGE
     except KeyboardInterrupt:
@@ -86,17 +146,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args, console: Console, err: Console) -> int:
-    if args.command == "chips":
-        from gemmgate.cli_run import chips_command
+    from gemmgate import cli_gate, cli_run, cli_trials  # each pulls in torch
 
-        return chips_command(args, console)
-    if args.command == "run":
-        from gemmgate.cli_run import run_command
-
-        return run_command(args, console, err)
-    from gemmgate.cli_gate import gate_command
-
-    return gate_command(args, console, err)
+    commands = {"chips": cli_run.chips_command, "run": cli_run.run_command,
+                "check": cli_gate.check_command, "baseline": cli_gate.baseline_command,
+                "trials": cli_trials.trials_command}
+    return commands[args.command](args, console, err)
 
 
 if __name__ == "__main__":

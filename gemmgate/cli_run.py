@@ -1,4 +1,6 @@
-"""`gemmgate run` and `gemmgate chips`."""
+"""`gemmgate run` and `gemmgate chips`, and the pieces every measuring command shares:
+turning parsed arguments into a RunContext, checking output paths before any work, and
+running with a progress bar."""
 
 from __future__ import annotations
 
@@ -8,7 +10,35 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gemmgate.chips import CHIPS
+from gemmgate.chips import CHIPS, select_chip
+from gemmgate.context import RunContext, make_context
+from gemmgate.execute import run_cases
+from gemmgate.files import check_writable, write_json_atomic
+from gemmgate.reference import resolve
+from gemmgate.report import print_tables
+from gemmgate.results import RunRecord, failures
+from gemmgate.run import environment_of
+
+
+def context_from_args(args, *, shapes: str | None = None, modes: str | None = None,
+                      pins_from: str | None = None, block: int | None = None,
+                      reference: str | None = None, slowdown: float = 0.0) -> RunContext:
+    """The run context for parsed run arguments (keywords override them)."""
+    return make_context(args.chip, shapes or args.shapes, modes if modes is not None
+                        else args.modes, args.timing, args.budget, args.devices,
+                        pins_from=pins_from, retune=args.retune,
+                        block=block if block is not None else args.block,
+                        reference=reference, slowdown=slowdown)
+
+
+def check_outputs(*paths: tuple[str | None, str], append: str | None = None) -> None:
+    """Every output path writable, before any measuring (exit 2 otherwise); `append` is
+    a file only ever appended to (a CI step summary)."""
+    for path, what in paths:
+        if path:
+            check_writable(path, what)
+    if append:
+        check_writable(append, "--summary", append=True)
 
 
 def progress_bar(console: Console) -> Progress:
@@ -16,76 +46,49 @@ def progress_bar(console: Console) -> Progress:
                     TimeElapsedColumn(), console=console, transient=True)
 
 
-def execute(session, console: Console, err: Console, slowdown: float = 0.0,
-            reference: str | None = None):
-    """Run a session's cases with a progress bar; returns (environment, results)."""
-    from gemmgate.env import environment
-    from gemmgate.run import run_cases
-
-    sel = session.selection
+def execute(ctx: RunContext, err: Console) -> RunRecord:
+    """Run the context's cases with a progress bar."""
+    sel = ctx.selection
     if sel.warning:
         err.print(f"[yellow]warning:[/] {sel.warning}")
-    env = environment(sel.chip.id, session.policy.method)
-    env["devices"] = list(session.devices)
-    env["block"] = session.policy.block
-    total = len(session.modes) * len(session.cases)
     err.print(f"chip {sel.chip.id} ({sel.source}: {sel.device_name}), "
-              f"{len(session.cases)} cases x {len(session.modes)} modes, "
-              f"timing {session.policy.method}, devices {','.join(map(str, session.devices))}")
+              f"{len(ctx.cases)} cases x {len(ctx.modes)} modes, "
+              f"timing {ctx.policy.method}, devices {','.join(map(str, ctx.devices))}")
+    if ctx.reference:
+        err.print(f"A/B: the kernel at {ctx.reference[:12]} is timed beside the current one")
+    env = environment_of(ctx)
     with progress_bar(err) as bar:
-        task = bar.add_task("running", total=total)
+        task = bar.add_task("running", total=len(ctx.items))
 
         def tick(label: str) -> None:
             bar.update(task, advance=1, description=label)
 
-        if len(session.devices) > 1:
-            from gemmgate.parallel import run_parallel
-
-            results = run_parallel(sel.chip, session.modes, session.cases, session.policy,
-                                   session.devices, on_case=tick, slowdown=slowdown,
-                                   tuning_setup=session.tuning, reference=reference)
-        else:
-            results = run_cases(sel.chip, session.modes, session.cases, session.policy,
-                                session.device, session.devices[0], on_case=tick,
-                                slowdown=slowdown, tuning_setup=session.tuning,
-                                reference=reference)
-    return env, results
+        results = run_cases(ctx, on_case=tick)
+    return RunRecord(env, ctx.shapes_label, tuple(results))
 
 
 def run_command(args, console: Console, err: Console) -> int:
-    from gemmgate.files import write_json_atomic
-    from gemmgate.report import print_tables, run_json
-    from gemmgate.run import failures
-    from gemmgate.session import make_session
-
     if args.pin_tiles and not Path(args.pin_tiles).is_file():
         raise ValueError(f"--pin-tiles {args.pin_tiles}: no such file")
-    session = make_session(args.chip, args.shapes, args.modes, args.timing, args.budget,
-                           args.devices, pins_from=args.pin_tiles, retune=args.retune,
-                           block=args.block)
-    ab_sha = None
-    if args.ab_ref:
-        from gemmgate.reference import resolve
-
-        ab_sha = resolve(args.ab_ref)
-    env, results = execute(session, console, err, reference=ab_sha)
-    print_tables(results, console, title=f"{session.chip.id} {session.shapes_label}")
+    check_outputs((args.json, "--json"))
+    ref = resolve(args.ab_ref) if args.ab_ref else None
+    ctx = context_from_args(args, pins_from=args.pin_tiles, reference=ref)
+    record = execute(ctx, err)
+    print_tables(record.cases, console, title=f"{ctx.chip.id} {ctx.shapes_label}")
     if args.json:
-        write_json_atomic(args.json, run_json(env, results, session.shapes_label))
+        write_json_atomic(args.json, record.to_json())
         err.print(f"wrote {args.json}")
-    bad = failures(results)
+    bad = failures(record.cases)
     if bad:
         err.print(f"[red]{len(bad)} case(s) failed accuracy[/]")
         return 1
     return 0
 
 
-def chips_command(args, console: Console) -> int:
+def chips_command(args, console: Console, err: Console) -> int:
     if args.ids:
         console.print("\n".join(CHIPS), highlight=False)
         return 0
-    from gemmgate.chips import select_chip
-
     table = Table(title="chips")
     for h in ("id", "name", "SM/CU", "smem/block KiB", "L2/LLC MiB", "GB/s", "modes",
               "peak TFLOP/s"):
@@ -95,7 +98,7 @@ def chips_command(args, console: Console) -> int:
         table.add_row(c.id, c.name, str(c.compute_units or "—"), f"{c.smem_per_block / 1024:g}",
                       f"{c.llc_bytes / 2**20:g}", f"{c.mem_bw_gbs:g}", ",".join(c.modes), peaks)
     console.print(table)
-    sel = select_chip(getattr(args, "chip", None))
+    sel = select_chip(args.chip)
     console.print(f"selected: [bold]{sel.chip.id}[/] ({sel.source}; device {sel.device_name!r})")
     if sel.warning:
         console.print(f"[yellow]warning:[/] {sel.warning}")

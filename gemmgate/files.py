@@ -1,11 +1,128 @@
-"""Atomic file writes: a temp file in the same directory, fsync, then rename over."""
+"""Input and output files, checked before any measuring starts.
+
+Reading: `read_text` turns every way a user's file can be wrong (missing, a directory,
+unreadable, binary, not UTF-8) into an InputError that names the file and the fix, instead
+of a traceback or a half-parsed table. Writing: `check_writable` proves an output path can
+be written before the run spends minutes on the GPU; `write_text_atomic` then writes a temp
+file in the same directory, fsyncs it and renames it over, so a reader never sees half a file.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
+
+
+class InputError(ValueError):
+    """Bad user input (a file, a path, a value); the CLI maps ValueError to exit 2."""
+
+
+# --- reading ------------------------------------------------------------------------------
+
+_NOT_TEXT = "give a CSV/YAML/JSON file"
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """The UTF-8 text of a user's file (a leading BOM dropped, newlines made \\n).
+
+    `what` names the file in errors, e.g. "shape file" or "baseline"."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"cannot read {what} {p}: it is a directory; give a file in it")
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"cannot read {what} {p}: no such file; check the path") from None
+    except PermissionError:
+        raise InputError(f"cannot read {what} {p}: permission denied; make it readable "
+                         "(chmod a+r) or give a copy you can read") from None
+    except OSError as e:
+        raise InputError(f"cannot read {what} {p}: {e.strerror or e}") from None
+    return _decode(data, p, what)
+
+
+def _decode(data: bytes, p: Path, what: str) -> str:
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # e.g. PowerShell's `>` writes UTF-16
+        raise InputError(f"{what} {p} is not UTF-8 text (UTF-16 byte-order mark at offset 0);"
+                         f" {_NOT_TEXT} saved as UTF-8")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise InputError(f"{what} {p} is not UTF-8 text (NUL byte at offset {nul}: "
+                         f"a binary file?); {_NOT_TEXT}")
+    try:
+        text = data.decode("utf-8-sig")  # Excel's "CSV UTF-8" starts with a BOM
+    except UnicodeDecodeError as e:
+        raise InputError(f"{what} {p} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset "
+                         f"{e.start}); {_NOT_TEXT}") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # as Path.read_text() did
+
+
+# --- writing ------------------------------------------------------------------------------
+
+def check_writable(path: str | Path, what: str, *, append: bool = False) -> None:
+    """InputError unless `path` can be written, checked before any work is done.
+
+    Creates the parent directory if missing (the writers would anyway). By default the
+    file is written atomically (a temp file beside it, renamed over), so the directory must
+    take a new file and an existing target must be a regular file. With `append` (e.g. a
+    GitHub step summary) an existing file only needs to open for appending."""
+    p = Path(path)
+
+    def fail(reason: str, fix: str = "give a path you can write") -> NoReturn:
+        raise InputError(f"cannot write {what} {p}: {reason}; {fix}")
+
+    if p.is_dir():
+        fail("it is a directory", f"give a file path, e.g. {p / 'out.json'}")
+    _make_parent(p, fail)
+    if p.exists() or p.is_symlink():
+        if append:
+            _try_append(p, fail)
+            return
+        if not p.is_file():
+            fail("it is not a regular file and would be replaced", "give a regular file path")
+        _try_append(p, fail)  # it is there now; be sure we may change it
+    _try_create_in(p.parent, fail)
+
+
+_Fail = Callable[..., NoReturn]
+
+
+def _make_parent(p: Path, fail: _Fail) -> None:
+    parent = p.parent
+    for d in (parent, *parent.parents):  # the nearest existing ancestor must be a directory
+        if d.exists():
+            if not d.is_dir():
+                fail(f"{d} is a file, not a directory", "give a path inside a directory")
+            break
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        fail(f"cannot create directory {parent}: {e.strerror or e}")
+
+
+def _try_append(p: Path, fail: _Fail) -> None:
+    try:
+        with open(p, "a"):  # opens without truncating or writing: contents stay untouched
+            pass
+    except OSError as e:
+        fail(f"cannot open it for writing: {e.strerror or e}")
+
+
+def _try_create_in(d: Path, fail: _Fail) -> None:
+    # os.access first for a plain message; then really create a file, since root passes
+    # access() whatever the mode bits, and pseudo filesystems (/proc) refuse new files.
+    if not os.access(d, os.W_OK | os.X_OK):
+        fail(f"directory {d} is not writable (permission denied)")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".gemmgate-check.", suffix=".tmp", dir=d)
+    except OSError as e:
+        fail(f"cannot create a file in {d}: {e.strerror or e}")
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:

@@ -18,7 +18,11 @@ from dataclasses import dataclass, replace
 
 from gemmgate.accuracy import PASS
 from gemmgate.compare import REGRESSED, Judgement, drift_note, judge, tolerance
-from gemmgate.run import REFERENCE, UNSUPPORTED, CaseResult
+from gemmgate.context import RunContext
+from gemmgate.execute import run_cases
+from gemmgate.precision import get_mode
+from gemmgate.results import REFERENCE, UNSUPPORTED, CaseResult
+from gemmgate.tuning import config_name
 
 
 @dataclass(frozen=True)
@@ -93,14 +97,12 @@ def _join(*notes: str) -> str:
 def _tile_note(result: CaseResult, base: dict) -> str:
     """Say when the Triton tile differs from the baseline's, or was pinned for an older
     kernel version: a change of tile explains a change of speed."""
-    from gemmgate.tuning import config_from_json, config_name
-
     now, then = result.telemetry.get("tuning"), base.get("tuning")
     if not now or not then:
         return ""
     if now["config"] != then["config"]:
-        return (f"tile {config_name(config_from_json(now['config']))} "
-                f"({now['source']}), baseline had {config_name(config_from_json(then['config']))}")
+        return (f"tile {config_name(now['config'])} "
+                f"({now['source']}), baseline had {config_name(then['config'])}")
     return "tile pinned for an older kernel" if now.get("stale") else ""
 
 
@@ -116,23 +118,17 @@ def compare_run(results: Sequence[CaseResult], baseline: dict,
                       extra=tuple(sorted(run_keys - set(cases))))
 
 
-def remeasure(session, results: Sequence[CaseResult], gate: GateResult, baseline: dict,
-              floor: float, slowdown: float = 0.0):
-    """Measure suspected regressions once more; the second measurement decides."""
-    from gemmgate.precision import get_mode, vendor_flags
-    from gemmgate.run import run_case
-
+def remeasure(ctx: RunContext, results: Sequence[CaseResult], gate: GateResult,
+              baseline: dict, floor: float):
+    """Measure suspected regressions once more, with the run's own context (its devices,
+    reference kernel and injected slowdown); the second measurement decides."""
     suspects = {v.key for v in gate.verdicts if v.verdict == REGRESSED}
     if not suspects:
         return list(results), gate
-    fresh = []
-    for r in results:
-        if r.key in suspects:
-            mode = get_mode(r.mode)
-            with vendor_flags(mode):
-                r = run_case(session.chip, mode, r.case, session.policy, session.device,
-                             slowdown=slowdown)
-        fresh.append(r)
+    again_of = [r for r in results if r.key in suspects]
+    redone = run_cases(ctx, [(get_mode(r.mode), r.case) for r in again_of])
+    by_key = {r.key: r for r in redone}
+    fresh = [by_key.get(r.key, r) for r in results]
     again = compare_run(fresh, baseline, floor)
     verdicts = tuple(replace(v, remeasured=v.key in suspects) for v in again.verdicts)
     return fresh, replace(again, verdicts=verdicts)

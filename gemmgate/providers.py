@@ -2,11 +2,14 @@
 that returns the output; anything that is setup (allocation, a layout the vendor
 insists on) happens in the builder, outside the timed call.
 
-- "triton": the project's kernel, kernels.matmul, with the mode passed explicitly.
+- "triton": the project's kernel, kernels.matmul, with the mode passed explicitly and
+  the run's tile-choice hook (gemmgate/tuning.py Chooser), which records the tile.
 - "vendor": torch.matmul (cuBLAS / hipBLASLt / CPU BLAS); fp8 through torch._scaled_mm.
   The vendor's math flags are set by gemmgate.precision.vendor_flags around the case.
-- "reference": the project's kernel at another commit (gemmgate/reference.py), for A/B;
-  present only after use_reference().
+- "reference": the project's kernel at another commit (gemmgate/reference.py), for A/B:
+  the same kernel_call with that commit's matmul.
+
+Nothing here is global state: the Runner (gemmgate/run.py) holds the kernels it calls.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ import torch
 
 from gemmgate.inputs import GemmInputs
 from gemmgate.precision import PrecisionMode
-from gemmgate.run import REFERENCE
 
 Call = Callable[[], torch.Tensor]
 Builder = Callable[[GemmInputs, PrecisionMode], Call]
@@ -32,15 +34,14 @@ def _out(inp: GemmInputs, mode: PrecisionMode) -> torch.Tensor:
                        device=inp.a.device)
 
 
-def triton_provider(inp: GemmInputs, mode: PrecisionMode, matmul=None) -> Call:
-    if matmul is None:
-        from kernels import matmul
-
+def kernel_call(matmul, choose, inp: GemmInputs, mode: PrecisionMode) -> Call:
+    """A kernel honouring the kernels.matmul contract, with a tile-choice hook."""
     out = _out(inp, mode)
     a, b, sa, sb = inp.a, inp.b, inp.scale_a, inp.scale_b
 
     def call() -> torch.Tensor:
-        return matmul(a, b, precision=mode.name, out=out, scale_a=sa, scale_b=sb)
+        return matmul(a, b, precision=mode.name, out=out, scale_a=sa, scale_b=sb,
+                      choose=choose)
 
     return call
 
@@ -100,31 +101,3 @@ def _scaled_mm(inp: GemmInputs) -> Call:
         raise Unsupported(f"torch._scaled_mm rejects M={m}, N={n}, K={k}: "
                           f"{str(e).splitlines()[0][:200]}") from None
     return call
-
-
-PROVIDERS: dict[str, Builder] = {"triton": triton_provider, "vendor": vendor_provider}
-
-
-def use_reference(ref: str | None) -> str | None:
-    """Register the "reference" provider: `kernels` at git ref `ref` (None removes it).
-    Returns the commit id. ValueError when git cannot produce it."""
-    if ref is None:
-        PROVIDERS.pop(REFERENCE, None)
-        return None
-    from gemmgate import reference
-
-    sha, pkg = reference.load(ref)
-
-    def reference_provider(inp: GemmInputs, mode: PrecisionMode) -> Call:
-        return triton_provider(inp, mode, matmul=pkg.matmul)
-
-    PROVIDERS[REFERENCE] = reference_provider
-    return sha
-
-
-def build(name: str, inp: GemmInputs, mode: PrecisionMode) -> Call:
-    try:
-        builder = PROVIDERS[name]
-    except KeyError:
-        raise ValueError(f"unknown provider {name!r}; known: {', '.join(PROVIDERS)}") from None
-    return builder(inp, mode)

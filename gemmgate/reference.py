@@ -9,8 +9,10 @@ hits both alike (a new Triton, a new driver): the stored baseline still judges t
 
 The commit's `kernels/` is extracted with `git archive` into a temporary directory and
 imported as a package of its own. Its `import kernels....` lines run while it loads, with
-the current package set aside, so they bind the reference's own files. `gemmgate` itself
-is shared, so a reference kernel must use gemmgate APIs that still exist.
+the current package set aside, so they bind the reference's own files. `kernels/` imports
+nothing of the harness (an import-linter contract), so any commit's kernels load on
+their own; commits from before that rule (they imported gemmgate.tuning) are refused
+with a message by gemmgate.run.load_reference.
 """
 
 from __future__ import annotations
@@ -84,10 +86,22 @@ def load(ref: str, repo: str | Path = ".") -> tuple[str, ModuleType]:
     if sha not in _LOADED:
         try:
             pkg = _import_isolated(_extract(sha, repo), f"gemmgate_ref_{sha[:12]}")
-        except (ImportError, SyntaxError, AttributeError) as e:  # e.g. a gemmgate API gone
-            raise ValueError(f"kernels/ at {sha[:12]} does not import with this gemmgate: "
+        except (ImportError, SyntaxError, AttributeError) as e:
+            raise ValueError(f"kernels/ at {sha[:12]} does not import: "
                              f"{type(e).__name__}: {e}") from None
         if not callable(getattr(pkg, "matmul", None)):
             raise ValueError(f"kernels/ at {sha[:12]} has no matmul()")
         _LOADED[sha] = pkg
     return sha, _LOADED[sha]
+
+
+def same_kernels(ref: str, repo: str | Path = ".") -> str:
+    """The commit for calibrate --ab-ref: its kernels/ must be the working tree's, or the
+    stored "A/A" noise would hold a real difference (ValueError before any work)."""
+    sha = resolve(ref, repo)
+    diff = subprocess.run(["git", "diff", "--quiet", sha, "--", "kernels"], cwd=repo,
+                          capture_output=True, timeout=60)
+    if diff.returncode != 0:
+        raise ValueError(f"--ab-ref {ref}: kernels/ differs from {sha[:12]}; A/B noise is "
+                         "measured against the same kernel (commit first, or use HEAD)")
+    return sha

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gemmgate import stats
-from gemmgate.run import REFERENCE, CaseResult, summary_by_mode
+from gemmgate.results import REFERENCE, CaseResult, summary_by_mode
 
 
 def _f(x: float | None, fmt: str) -> str:
@@ -86,9 +86,3 @@ def markdown(results: Sequence[CaseResult], title: str = "") -> str:
                   for row in _rows([r for r in results if r.mode == mode], ab)]
         lines.append("")
     return "\n".join(lines).lstrip("\n")
-
-
-def run_json(env: dict, results: Sequence[CaseResult], shapes: str) -> dict:
-    return {"schema": "gemmgate.run/1", "environment": env, "shapes": shapes,
-            "summary": summary_by_mode(results),
-            "cases": [r.to_json() for r in results]}

@@ -1,117 +1,137 @@
-"""Run cases: check accuracy, then time Triton against the vendor, per precision mode.
+"""The one place a case is measured: check accuracy, then time Triton against the vendor.
+
+Every entry point (the CLI, `--devices` workers, the gate's re-measure, `baseline
+calibrate`'s fresh processes, the asv suite, the pytest-benchmark tests, trials) builds
+a RunContext (gemmgate/context.py) and calls `run_cases(ctx)` or `Runner(ctx).run_case`.
 
 For each case: fresh seeded inputs in the case's layout, a float64 reference, each
 provider's output poisoned with NaN and recomputed (so unwritten elements fail), the
 error classified (pass / fail / downgraded), then interleaved timing of every provider
-that could run, and GPU telemetry. The vendor's math flags are pinned for the whole mode.
+that could run, and GPU telemetry. The vendor's math flags are pinned for the case.
+
+A Runner is one process's live state for a context: the tuner (pins, cache) and the
+kernel packages it calls (this tree's `kernels`, and the A/B reference commit's). It is
+built from the context, never read from module globals.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import zlib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
-from gemmgate import stats
-from gemmgate.accuracy import FAIL, PASS, Accuracy, classify, relative_error
-from gemmgate.chips import Chip
+import torch
+
+from gemmgate import reference, stats
+from gemmgate.accuracy import FAIL, Accuracy, classify, relative_error
+from gemmgate.context import RunContext
+from gemmgate.env import environment, telemetry
+from gemmgate.inputs import make_inputs
 from gemmgate.precision import PrecisionMode, vendor_flags
+from gemmgate.providers import Builder, Unsupported, kernel_call, vendor_provider
+from gemmgate.results import REFERENCE, UNSUPPORTED, CaseResult, ProviderResult
 from gemmgate.shapes import Case
+from gemmgate.slowdown import slowed
 from gemmgate.timing import TimingPolicy, measure
+from gemmgate.tuning import Tuner
 
 PROVIDER_NAMES = ("triton", "vendor")
-REFERENCE = "reference"   # the kernel at another commit, timed beside triton (A/B)
-UNSUPPORTED = "unsupported"
 
-@dataclass(frozen=True)
-class ProviderResult:
-    name: str
-    accuracy: str                        # pass | fail | downgraded | unsupported
-    error: float | None = None
-    message: str = ""
-    samples_ms: tuple[float, ...] = ()
-    tflops: float | None = None
-
-    @property
-    def median_ms(self) -> float | None:
-        return stats.median(self.samples_ms) if self.samples_ms else None
-
-    def to_json(self) -> dict:
-        d = {"accuracy": self.accuracy, "error": _num(self.error), "message": self.message,
-             "median_ms": self.median_ms, "tflops": self.tflops, "n": len(self.samples_ms),
-             "samples_ms": list(self.samples_ms)}
-        d["quantiles_ms"] = stats.quantiles(self.samples_ms) if self.samples_ms else {}
-        return d
-
-@dataclass(frozen=True)
-class CaseResult:
-    mode: str
-    case: Case
-    providers: dict[str, ProviderResult]
-    peak_tflops: float | None = None
-    telemetry: dict = field(default_factory=dict)
-    worker: str = ""                     # device and process that measured it
-
-    @property
-    def ratio_samples(self) -> tuple[float, ...]:
-        """Per-round speed ratios vendor_time / triton_time (> 1: Triton faster)."""
-        t, v = self.providers["triton"].samples_ms, self.providers["vendor"].samples_ms
-        return tuple(vi / ti for ti, vi in zip(t, v) if ti > 0)
-
-    @property
-    def ab_samples(self) -> tuple[float, ...]:
-        """Per-round reference_time / triton_time (A/B: > 1 means the current kernel is
-        faster than the reference commit's); empty without a reference."""
-        ref = self.providers.get(REFERENCE)
-        if ref is None:
-            return ()
-        t = self.providers["triton"].samples_ms
-        return tuple(ri / ti for ti, ri in zip(t, ref.samples_ms) if ti > 0)
-
-    @property
-    def ratio(self) -> float | None:
-        t, v = self.providers["triton"].median_ms, self.providers["vendor"].median_ms
-        return v / t if t and v else None
-
-    @property
-    def pct_peak(self) -> float | None:
-        f = self.providers["triton"].tflops
-        return 100.0 * f / self.peak_tflops if f and self.peak_tflops else None
-
-    @property
-    def passed(self) -> bool:
-        judged = (p for n, p in self.providers.items() if n != REFERENCE)  # not under test
-        return all(p.accuracy in (PASS, UNSUPPORTED) for p in judged) \
-            and self.providers["triton"].accuracy == PASS
-
-    @property
-    def key(self) -> str:
-        return f"{self.mode}-{self.case.id}"
-
-    def to_json(self) -> dict:
-        return {"id": self.key, "mode": self.mode, "m": self.case.m, "n": self.case.n,
-                "k": self.case.k, "layout": self.case.layout_id, "passed": self.passed,
-                "ratio": self.ratio, "pct_peak": self.pct_peak,
-                "ratio_samples": list(self.ratio_samples),
-                "providers": {k: p.to_json() for k, p in self.providers.items()},
-                "telemetry": self.telemetry, "worker": self.worker}
-
-def _num(x: float | None):
-    return None if x is None else (x if math.isfinite(x) else str(x))
 
 def case_seed(mode: str, case: Case) -> int:
     return zlib.crc32(f"{mode}/{case.id}".encode())
 
-def _check(name: str, inp, mode: PrecisionMode, ref):
+
+def load_reference(ctx: RunContext):
+    """The reference commit's kernels package, or None without --ab-ref. ValueError
+    (exit 2) when it cannot be used: it must import alone and take a `choose` hook."""
+    if ctx.reference is None:
+        return None
+    _, pkg = reference.load(ctx.reference, ctx.repo)
+    if "choose" not in inspect.signature(pkg.matmul).parameters:
+        raise ValueError(f"kernels/ at {ctx.reference[:12]} has no choose= hook (it predates "
+                         "the harness-free kernel API); pick a later --ab-ref commit")
+    return pkg
+
+
+class Runner:
+    """One process's live state for a run context; `run_case` measures one case."""
+
+    def __init__(self, ctx: RunContext, triton=None, vendor: Builder = vendor_provider) -> None:
+        """`triton`: a package with the kernels.matmul contract (default: this tree's
+        kernels); `vendor`: the vendor's builder (tests substitute both)."""
+        if triton is None:
+            # Imported here, not at the top: on the CPU, make_context switched the Triton
+            # interpreter on, and TRITON_INTERPRET is read when the kernel is decorated.
+            import kernels as triton
+
+        self.ctx = ctx
+        self.tuner = Tuner(ctx.tuning)
+        self.vendor = vendor
+        self.kernels = {"triton": triton}
+        ref = load_reference(ctx)
+        if ref is not None:
+            self.kernels[REFERENCE] = ref
+
+    def run_case(self, mode: PrecisionMode, case: Case) -> CaseResult:
+        ctx = self.ctx
+        ctx.chip.require_mode(mode.name)
+        with vendor_flags(mode):
+            return self._run(mode, case)
+
+    def _run(self, mode: PrecisionMode, case: Case) -> CaseResult:
+        ctx, chip = self.ctx, self.ctx.chip
+        inp = make_inputs(case, mode, ctx.device, case_seed(mode.name, case), chip.fp8_dtype)
+        ref = inp.reference()
+        calls, results, tiles = {}, {}, {}
+        for name in PROVIDER_NAMES + ((REFERENCE,) if REFERENCE in self.kernels else ()):
+            build, chooser = self._builder(name)
+            call, res = _check(name, build, inp, mode, ref)
+            results[name] = res
+            if call is not None:
+                calls[name] = call
+            if chooser is not None and chooser.last is not None:
+                tiles[name] = chooser.last   # the tile that kernel ran
+        del ref
+        flush = 2 * chip.llc_bytes
+        injected = None
+        if ctx.slowdown > 0 and "triton" in calls:
+            injected = _inject(calls, ctx.slowdown, ctx.policy, flush, ctx.device)
+        samples = measure(calls, ctx.policy, flush_bytes=flush, device=ctx.device)
+        for name, ts in samples.items():
+            med = stats.median(ts)
+            tf = case.flops / (med * 1e-3) / 1e12 if case.flops and med > 0 else None
+            results[name] = replace(results[name], samples_ms=tuple(ts), tflops=tf)
+        tele = telemetry(ctx.device_index) if ctx.device != "cpu" else {}
+        if injected is not None:
+            tele["injected_slowdown"] = {"asked": ctx.slowdown, "sized": injected}
+        if "triton" in tiles:  # which tile ran, and whether it was pinned, cached or tuned
+            tele["tuning"] = tiles["triton"].to_json()
+            tele["triton_config"] = tiles["triton"].name
+        if REFERENCE in tiles:  # a different tile explains an A/B change
+            tele["reference_config"] = tiles[REFERENCE].name
+        return CaseResult(mode.name, case, results, chip.peak(mode.name), tele,
+                          f"{ctx.device}/pid{os.getpid()}")
+
+    def _builder(self, name: str):
+        """(builder(inp, mode) -> call, the kernel's recording chooser or None)."""
+        if name == "vendor":
+            return self.vendor, None
+        pkg = self.kernels[name]
+        chooser = self.tuner.chooser(getattr(pkg, "kernel_hash", lambda: "")())
+
+        def build(inp, mode):
+            return kernel_call(pkg.matmul, chooser, inp, mode)
+
+        return build, chooser
+
+
+def _check(name: str, build, inp, mode: PrecisionMode, ref):
     """Build the provider, run it on a poisoned output, classify its error."""
-    import torch
-
-    from gemmgate.providers import Unsupported, build
-
     try:
-        call = build(name, inp, mode)
+        call = build(inp, mode)
         out = call()
         if out.is_floating_point() and out.numel():
             out.fill_(math.nan)  # poison: elements the next call does not write stay NaN
@@ -135,8 +155,6 @@ def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int,
     On the CPU the host busy-waits wall-clock time: sized once. Returns the fraction
     measured in the last sizing step (a spin kernel costs ~1 us at least, so on a 10 us
     kernel 3% asked is ~10-15% got)."""
-    from gemmgate.slowdown import slowed
-
     quick = replace(policy, min_rounds=10, max_rounds=30, budget_s=0.2, target_rel_ci=0.003,
                     warmup_s=0.02)
     plain = calls["triton"]
@@ -158,82 +176,10 @@ def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int,
     return achieved if device != "cpu" else slowdown
 
 
-def run_case(chip: Chip, mode: PrecisionMode, case: Case, policy: TimingPolicy,
-             device: str, device_index: int = 0, slowdown: float = 0.0) -> CaseResult:
-    from gemmgate import tuning
-    from gemmgate.env import telemetry
-    from gemmgate.inputs import make_inputs
-    from gemmgate.providers import PROVIDERS
-
-    inp = make_inputs(case, mode, device, case_seed(mode.name, case), chip.fp8_dtype)
-    ref = inp.reference()
-    calls, results, chosen = {}, {}, {}
-    for name in PROVIDER_NAMES + ((REFERENCE,) if REFERENCE in PROVIDERS else ()):
-        tuning.forget_last()
-        call, res = _check(name, inp, mode, ref)
-        results[name] = res
-        if call is not None:
-            calls[name] = call
-        chosen[name] = tuning.last_choice()  # the tile a Triton kernel ran (None: vendor)
-    choice, ref_choice = chosen["triton"], chosen.get(REFERENCE)
-    del ref
-    flush = 2 * chip.llc_bytes
-    injected = None
-    if slowdown > 0 and "triton" in calls:
-        injected = _inject(calls, slowdown, policy, flush, device)
-    samples = measure(calls, policy, flush_bytes=flush, device=device)
-    for name, ts in samples.items():
-        med = stats.median(ts)
-        tf = case.flops / (med * 1e-3) / 1e12 if case.flops and med > 0 else None
-        results[name] = replace(results[name], samples_ms=tuple(ts), tflops=tf)
-    tele = telemetry(device_index) if device != "cpu" else {}
-    if injected is not None:
-        tele["injected_slowdown"] = {"asked": slowdown, "sized": injected}
-    if choice is not None:  # which tile ran, and whether it was pinned, cached or tuned
-        tele["tuning"] = choice.to_json()
-        tele["triton_config"] = tuning.config_name(choice.config)
-    if ref_choice is not None:  # a different tile explains an A/B change
-        tele["reference_config"] = tuning.config_name(ref_choice.config)
-    return CaseResult(mode.name, case, results, chip.peak(mode.name), tele,
-                      f"{device}/pid{os.getpid()}")
-
-
-def run_cases(chip: Chip, modes: Sequence[PrecisionMode], cases: Sequence[Case],
-              policy: TimingPolicy, device: str, device_index: int = 0,
-              on_case: Callable[[str], None] | None = None,
-              slowdown: float = 0.0, tuning_setup=None,
-              reference: str | None = None) -> list[CaseResult]:
-    """Every case in every mode; `on_case(label)` is called after each (progress bars).
-    `tuning_setup` (gemmgate.tuning.TuningSetup): pinned and cached Triton tiles;
-    `reference`: a commit whose kernel is timed beside the current one (A/B)."""
-    from gemmgate import tuning
-    from gemmgate.providers import use_reference
-
-    tuning.configure(tuning_setup or tuning.TuningSetup(chip.id))
-    use_reference(reference)
-    out: list[CaseResult] = []
-    for mode in modes:
-        chip.require_mode(mode.name)
-        with vendor_flags(mode):
-            for case in cases:
-                out.append(run_case(chip, mode, case, policy, device, device_index, slowdown))
-                if on_case:
-                    on_case(f"{mode.name} {case.id}")
-    return out
-
-def failures(results: Sequence[CaseResult]) -> list[CaseResult]:
-    return [r for r in results if not r.passed]
-
-def summary_by_mode(results: Sequence[CaseResult]) -> dict[str, dict]:
-    """Geomean speed ratio and pass counts per mode."""
-    by: dict[str, list[CaseResult]] = {}
-    for r in results:
-        by.setdefault(r.mode, []).append(r)
-    out = {}
-    for m, rs in by.items():
-        g = stats.geomean([r.ratio for r in rs if r.ratio])
-        out[m] = {"cases": len(rs), "passed": sum(r.passed for r in rs),
-                  "geomean_ratio": None if math.isnan(g) else g}
-    return out
-
-__all__ = ["CaseResult", "ProviderResult", "run_cases", "run_case", "failures", "summary_by_mode"]
+def environment_of(ctx: RunContext) -> dict:
+    """The environment record of a run in this context (versions, device, commit, and
+    the context's choices that change figures)."""
+    env = environment(ctx.chip.id, ctx.policy.method, ctx.device_index)
+    env.update(devices=list(ctx.devices), block=ctx.policy.block, ab_ref=ctx.reference,
+               inject_slowdown=ctx.slowdown)
+    return env

@@ -3,14 +3,21 @@
 A case is M, N, K plus a layout: `rr` means A and B row-major; `c` in the first or second
 place makes A or B column-major (a transposed view); `pad` > 0 adds that many elements
 to each leading dimension (a sliced view of a wider buffer), so lda != K.
+
+User shape files are read strictly (an unknown column or key is an error naming the file
+and line, not silently dropped), and `check_fits` rejects a case too large for the device
+before any measuring starts.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import operator
 from dataclasses import dataclass
 from pathlib import Path
+
+from gemmgate.files import InputError, read_text
 
 LAYOUTS = ("rr", "cr", "rc", "cc")
 
@@ -91,52 +98,140 @@ SETS: dict[str, tuple[Case, ...]] = {
 }
 
 
+COLUMNS = ("m", "n", "k", "layout", "pad")  # of a CSV header, or keys of a YAML case
+_ALLOWED = ", ".join(COLUMNS)
+
+
 def load_shape_file(path: str | Path) -> tuple[Case, ...]:
     """Read a user's shape file: CSV with a header m,n,k[,layout,pad], or YAML with a
-    top-level list of {m, n, k, layout?, pad?} mappings (or under a `cases:` key)."""
+    top-level list of {m, n, k, layout?, pad?} mappings (or under a `cases:` key).
+
+    Strict on purpose: an unknown column or key (a typo such as `lyout`, a `dtype` column
+    the harness does not read) is an InputError naming the file and line, never ignored."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise ValueError(f"cannot read shape file {p}: {e.strerror or e}") from None
+    text = read_text(p, "shape file")
     if p.suffix.lower() in (".yaml", ".yml"):
         rows = _yaml_rows(text, p)
     elif p.suffix.lower() == ".csv":
-        rows = list(csv.DictReader(io.StringIO(text)))
+        rows = _csv_rows(text, p)
     else:
-        raise ValueError(f"shape file {p} must end in .csv, .yaml or .yml")
+        raise InputError(f"shape file {p} must end in .csv, .yaml or .yml")
     if not rows:
-        raise ValueError(f"shape file {p} holds no cases")
-    return tuple(_row_case(r, p, i) for i, r in enumerate(rows, start=1))
+        raise InputError(f"shape file {p} holds no cases")
+    return tuple(_row_case(r, f"{p}:{line}" if line else str(p), i)
+                 for i, (r, line) in enumerate(rows, start=1))
 
 
-def _yaml_rows(text: str, p: Path) -> list:
+def _blank(fields: list[str]) -> bool:
+    return not any(f.strip() for f in fields)
+
+
+def _csv_rows(text: str, p: Path) -> list[tuple[dict, int]]:
+    """(row, line) per case; blank lines and all-empty rows (`,,,` from a spreadsheet)
+    are skipped, and so are empty trailing fields."""
+    reader = csv.reader(io.StringIO(text))
+    header = next((f for f in reader if not _blank(f)), None)
+    if header is None:
+        return []
+    where = f"{p}:{reader.line_num}"
+    names = [h.strip().lower() for h in header]
+    for j, name in enumerate(names):
+        if name.isdigit():
+            raise InputError(f"{where}: the first line is not a header; start the file with "
+                             f"a line naming its columns, e.g. m,n,k (allowed: {_ALLOWED})")
+        if name and name not in COLUMNS:
+            hint = "; separate columns with commas" if any(c in name for c in ";\t ") else ""
+            raise InputError(f"{where}: unknown column {header[j].strip()!r} (column {j + 1});"
+                             f" allowed columns: {_ALLOWED}{hint}")
+        if name and name in names[:j]:
+            raise InputError(f"{where}: column {name!r} appears twice (columns "
+                             f"{names.index(name) + 1} and {j + 1}); keep one")
+    rows: list[tuple[dict, int]] = []
+    for fields in reader:
+        if _blank(fields):
+            continue
+        line = reader.line_num
+        for j, v in enumerate(fields):
+            if v.strip() and (j >= len(names) or not names[j]):
+                raise InputError(
+                    f"{p}:{line}: case {len(rows) + 1} has a value {v.strip()!r} in column "
+                    f"{j + 1}, which the header names no column for; remove it "
+                    f"(allowed columns: {_ALLOWED})")
+        rows.append(({n: v for n, v in zip(names, fields) if n}, line))
+    return rows
+
+
+def _yaml_rows(text: str, p: Path) -> list[tuple[object, int | None]]:
+    """(case, line) per list entry; node marks give the lines that safe_load drops."""
     import yaml
 
+    loader = yaml.SafeLoader(text)
     try:
-        data = yaml.safe_load(text)
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as e:
-        raise ValueError(f"shape file {p} is not valid YAML: {e}") from None
+        raise InputError(f"shape file {p} is not valid YAML: {e}") from None
+    finally:
+        loader.dispose()
     if isinstance(data, dict):
         data = data.get("cases")
+        node = next((v for k, v in node.value if k.value == "cases"), None)
     if not isinstance(data, list):
-        raise ValueError(f"shape file {p} must hold a list of cases (or a `cases:` list)")
-    return data
+        raise InputError(f"shape file {p} must hold a list of cases (or a `cases:` list)")
+    items = node.value if isinstance(node, yaml.SequenceNode) else []
+    rows: list[tuple[object, int | None]] = []
+    for i, entry in enumerate(data, start=1):
+        item = items[i - 1] if i <= len(items) else None
+        if isinstance(entry, dict) and isinstance(item, yaml.MappingNode):
+            _check_yaml_keys(item, p, i)
+        rows.append((entry, item.start_mark.line + 1 if item is not None else None))
+    return rows
 
 
-def _row_case(row, p: Path, i: int) -> Case:
+def _check_yaml_keys(item, p: Path, i: int) -> None:
+    seen: set[str] = set()
+    for key, _ in item.value:
+        name = str(key.value).strip().lower()
+        where = f"{p}:{key.start_mark.line + 1}"
+        if name not in COLUMNS:
+            raise InputError(f"{where}: case {i} has unknown key {key.value!r}; "
+                             f"allowed keys: {_ALLOWED}")
+        if name in seen:
+            raise InputError(f"{where}: case {i} gives {name!r} twice; keep one")
+        seen.add(name)
+
+
+def _row_case(row, where: str, i: int) -> Case:
+    """`where` is the file, or file:line where the line is known."""
     if not isinstance(row, dict):
-        raise ValueError(f"{p}: case {i} must be a mapping with m, n, k")
-    row = {str(k).strip().lower(): v for k, v in row.items() if k is not None}
+        raise InputError(f"{where}: case {i} must be a mapping with m, n, k")
+    row = {str(k).strip().lower(): v for k, v in row.items()}
+    for d in ("m", "n", "k"):
+        if d not in row:
+            raise InputError(f"{where}: case {i} lacks {d!r}")
+    dims = [_whole(row, d, where, i) for d in ("m", "n", "k")]
+    layout = str(row.get("layout") or "rr").strip()
+    pad = _whole(row, "pad", where, i) if _given(row.get("pad")) else 0
     try:
-        dims = [int(str(row[d]).strip()) for d in ("m", "n", "k")]
-        layout = str(row.get("layout") or "rr").strip()
-        pad = int(str(row.get("pad") or 0).strip())
         return Case(*dims, layout, pad)
-    except KeyError as e:
-        raise ValueError(f"{p}: case {i} lacks {e.args[0]!r}") from None
     except ValueError as e:
-        raise ValueError(f"{p}: case {i}: {e}") from None
+        raise InputError(f"{where}: case {i}: {e}") from None
+
+
+def _given(v) -> bool:
+    return v is not None and str(v).strip() != ""
+
+
+def _whole(row: dict, key: str, where: str, i: int) -> int:
+    v = row[key]
+    if not _given(v):
+        raise InputError(f"{where}: case {i} has no value for {key!r}")
+    try:
+        if isinstance(v, bool) or not isinstance(v, (int, str)):
+            raise ValueError
+        return int(str(v).strip())
+    except ValueError:
+        raise InputError(f"{where}: case {i}: {key} must be a whole number, got {v!r}") from None
 
 
 def resolve(spec: str) -> tuple[str, tuple[Case, ...]]:
@@ -145,5 +240,49 @@ def resolve(spec: str) -> tuple[str, tuple[Case, ...]]:
         return spec, SETS[spec]
     if Path(spec).suffix.lower() in (".csv", ".yaml", ".yml") or Path(spec).exists():
         return spec, load_shape_file(spec)
-    raise ValueError(f"unknown shape set {spec!r}; known sets: {', '.join(SETS)}, "
+    raise InputError(f"unknown shape set {spec!r}; known sets: {', '.join(SETS)}, "
                      "or a .csv/.yaml shape file")
+
+
+# --- device memory ------------------------------------------------------------------------
+# Checked before measuring starts, so an impossible case is a clear error, not a CUDA
+# out-of-memory traceback (or minutes of host-side randn) halfway through a run.
+
+def _buffer_elems(rows: int, cols: int, col_major: bool, pad: int) -> int:
+    """Elements of an operand's storage, as gemmgate/inputs.py allocates it."""
+    return cols * (rows + pad) if col_major else rows * (cols + pad)
+
+
+def case_bytes(case: Case, input_bytes: int, output_bytes: int) -> int:
+    """Upper estimate of the device memory one case needs, in bytes (exact int math).
+
+    Per operand buffer (pad included): the float32 randn, its copy at `input_bytes` and a
+    float64 copy for the reference; per M x N: one output at `output_bytes` for each of the
+    two providers and the float64 reference product."""
+    m, n, k, pad = (operator.index(x) for x in (case.m, case.n, case.k, case.pad))
+    operands = (_buffer_elems(m, k, case.layout[0] == "c", pad)
+                + _buffer_elems(k, n, case.layout[1] == "c", pad))
+    return operands * (4 + input_bytes + 8) + m * n * (2 * output_bytes + 8)
+
+
+_HUGE = 2**30 * 10**12  # past this, sizes print as "over 10^12 GiB"
+
+
+def _size(nbytes: int) -> str:
+    """Readable size; GiB in int math, so absurd dimensions format (no OverflowError)."""
+    if nbytes < 2**30:
+        return f"{nbytes / 2**20:.1f} MiB"
+    tenths = (min(nbytes, _HUGE) * 10 + 2**29) // 2**30
+    return f"{tenths // 10:,}.{tenths % 10} GiB"
+
+
+def check_fits(cases, input_bytes: int, output_bytes: int, limit_bytes: int,
+               where: str) -> None:
+    """InputError for the first case whose case_bytes exceeds `limit_bytes`. `where` ends
+    the sentence about the limit, e.g. "free on cuda:0" or "set by --max-mem"."""
+    for case in cases:
+        need = case_bytes(case, input_bytes, output_bytes)
+        if need > limit_bytes:
+            about = "over 10^12 GiB" if need > _HUGE else f"about {_size(need)}"
+            raise InputError(f"case {case.id} needs {about} of device memory, more than the "
+                             f"{_size(limit_bytes)} {where}; use smaller M/N/K")

@@ -19,6 +19,11 @@ choice is made once per key (kernel family, M, N, K, operand strides) and kept:
 A pin or cache entry whose config is no longer a candidate (configs.py changed) is
 ignored and the key is tuned again. Entries record the kernel source hash they were
 tuned with; a pin tuned for another kernel version is still used, and reported stale.
+
+The kernel knows nothing of this module: it takes a `choose(key, candidates, bench)`
+hook. `Tuner.chooser(kernel_hash)` makes one per provider and case; it remembers the
+choice it returned, which is how the harness learns the tile a kernel ran. A Tuner
+lives in a run's Runner (gemmgate/run.py), never in a module global.
 """
 
 from __future__ import annotations
@@ -31,10 +36,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from kernels.configs import TileConfig
+from gemmgate.files import read_text, write_json_atomic
+
+TileConfig = Any  # a kernel's frozen dataclass of tile fields; matched by value (asdict)
 
 SCHEMA, VERSION = "gemmgate.tuning", 1
 PINNED, CACHED, TUNED = "pinned", "cache", "tuned"
@@ -47,12 +53,11 @@ class TuningSetup:
     pins_from: str | None = None   # a baseline file whose cases' configs are pinned
     retune: bool = False           # ignore pins and the cache; tune every key afresh
     budget_s: float = 20.0         # per key
-    rep_ms: float = 25.0           # do_bench time per candidate
     cache_dir: str | None = None   # default: $GEMMGATE_TUNING_DIR or ~/.cache/gemmgate/tuning
 
     def __post_init__(self) -> None:
-        if self.budget_s <= 0 or self.rep_ms <= 0:
-            raise ValueError("tuning budget_s and rep_ms must be positive")
+        if self.budget_s <= 0:
+            raise ValueError("tuning budget_s must be positive")
 
     @property
     def cache_path(self) -> Path:
@@ -70,6 +75,10 @@ class Choice:
     timings_ms: dict[str, float] = field(default_factory=dict)
     stale: bool = False            # pinned for another kernel version
 
+    @property
+    def name(self) -> str:
+        return config_name(asdict(self.config))
+
     def to_json(self) -> dict:
         return {"key": self.key, "config": asdict(self.config), "source": self.source,
                 "kernel": self.kernel, "timings_ms": self.timings_ms, "stale": self.stale}
@@ -79,30 +88,13 @@ class TuningError(ValueError):
     """A tuning cache or pin file that cannot be used."""
 
 
-def config_from_json(d) -> TileConfig:
-    from kernels.configs import TileConfig
-
-    try:
-        return TileConfig(**d)
-    except (TypeError, ValueError) as e:
-        raise TuningError(f"bad tile config {d!r}: {e}") from None
-
-
-def fits(candidates: Sequence[TileConfig], elem_bytes: int,
-         smem_limit: int) -> tuple[TileConfig, ...]:
-    """Candidates whose pipeline fits the device's shared memory (the smallest one if
-    none does, so that there is always something to launch)."""
-    kept = tuple(c for c in candidates if c.smem_bytes(elem_bytes) <= smem_limit)
-    return kept or (min(candidates, key=lambda c: c.smem_bytes(elem_bytes)),)
-
-
 def load_pins(path: str | Path) -> dict[str, dict]:
     """key -> entry, from the `tuning` record of each case of a baseline file."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
+    if not Path(path).exists():
         return {}
-    except (OSError, json.JSONDecodeError) as e:
+    try:
+        data = json.loads(read_text(path, "tuning pins file"))
+    except (ValueError, OSError) as e:
         raise TuningError(f"cannot read tuning pins from {path}: {e}") from None
     cases = data.get("cases") if isinstance(data, dict) else None
     if not isinstance(cases, dict):
@@ -134,8 +126,6 @@ def load_cache(path: Path, chip_id: str) -> dict[str, dict]:
 
 def save_cache(path: Path, chip_id: str, entries: dict[str, dict]) -> None:
     """Merge into the file as it is now (another process may have added keys), atomically."""
-    from gemmgate.files import write_json_atomic
-
     try:
         merged = {**load_cache(path, chip_id), **entries}
     except TuningError:
@@ -169,8 +159,14 @@ def _cache_key(key: str, candidates: Sequence[TileConfig]) -> str:
     return f"{key} #{digest}"
 
 
-def config_name(c: TileConfig) -> str:
-    return f"{c.block_m}x{c.block_n}x{c.block_k} g{c.group_m} s{c.num_stages} w{c.num_warps}"
+def config_name(c) -> str:
+    """'128x256x64 g8 s3 w8' for a tile given as a dict (JSON) or a kernel's TileConfig."""
+    d = c if isinstance(c, dict) else asdict(c)
+    try:
+        return (f"{d['block_m']}x{d['block_n']}x{d['block_k']} g{d['group_m']} "
+                f"s{d['num_stages']} w{d['num_warps']}")
+    except KeyError:
+        return repr(d)
 
 
 def _candidate(stored, candidates: Sequence[TileConfig]) -> TileConfig | None:
@@ -181,17 +177,21 @@ def _candidate(stored, candidates: Sequence[TileConfig]) -> TileConfig | None:
 
 
 class Tuner:
-    """One process's tuning state: pins, the local cache, and the last choice made."""
+    """One run's tuning state: pins, the local cache, and the choices made so far."""
 
     def __init__(self, setup: TuningSetup) -> None:
         self.setup = setup
         self.pins = {} if setup.retune or not setup.pins_from else load_pins(setup.pins_from)
         self.cache = {} if setup.retune else load_cache(setup.cache_path, setup.chip_id)
         self.memo: dict[tuple, Choice] = {}
-        self.last: Choice | None = None
 
     def choose(self, key: str, candidates: Sequence[TileConfig],
                bench: Callable[[TileConfig], float], kernel: str = "") -> TileConfig:
+        return self.choice(key, candidates, bench, kernel).config
+
+    def choice(self, key: str, candidates: Sequence[TileConfig],
+               bench: Callable[[TileConfig], float], kernel: str = "") -> Choice:
+        """The pinned, cached or freshly tuned tile for `key`, with where it came from."""
         # Memo and cache are per candidate list too: the A/B reference kernel may come
         # from a commit with other configs, and must not overwrite the current's choice.
         memo_key = (key, tuple(candidates))
@@ -202,8 +202,12 @@ class Tuner:
             entry = {_cache_key(key, candidates): choice.to_json()}
             self.cache.update(entry)
             save_cache(self.setup.cache_path, self.setup.chip_id, entry)
-        self.memo[memo_key] = self.last = choice
-        return choice.config
+        self.memo[memo_key] = choice
+        return choice
+
+    def chooser(self, kernel: str = "") -> Chooser:
+        """A `choose` hook for one kernel (source hash `kernel`) that records its choice."""
+        return Chooser(self, kernel)
 
     def _lookup(self, key: str, candidates: Sequence[TileConfig], kernel: str):
         lookups = ((PINNED, self.pins, key), (CACHED, self.cache, _cache_key(key, candidates)))
@@ -220,28 +224,15 @@ class Tuner:
         return None
 
 
-_CURRENT: Tuner | None = None
+class Chooser:
+    """The hook a kernel calls: `choose(key, candidates, bench) -> tile`. `last` is the
+    choice of its latest call (None until called): the tile the kernel ran."""
 
+    def __init__(self, tuner: Tuner, kernel: str) -> None:
+        self.tuner, self.kernel = tuner, kernel
+        self.last: Choice | None = None
 
-def configure(setup: TuningSetup) -> Tuner:
-    """Make `setup` this process's tuning state (reads pins and cache: TuningError)."""
-    global _CURRENT
-    if _CURRENT is None or _CURRENT.setup != setup:
-        _CURRENT = Tuner(setup)
-    return _CURRENT
-
-
-def current() -> Tuner:
-    """This process's tuner; a default one (no pins) if nothing was configured."""
-    return _CURRENT if _CURRENT is not None else configure(TuningSetup())
-
-
-def last_choice() -> Choice | None:
-    """The tile of the last tuned call in this process (None after forget_last())."""
-    return _CURRENT.last if _CURRENT is not None else None
-
-
-def forget_last() -> None:
-    """Start a case: a provider that fails before choosing must not inherit a tile."""
-    if _CURRENT is not None:
-        _CURRENT.last = None
+    def __call__(self, key: str, candidates: Sequence[TileConfig],
+                 bench: Callable[[TileConfig], float]) -> TileConfig:
+        self.last = self.tuner.choice(key, candidates, bench, self.kernel)
+        return self.last.config

@@ -2,11 +2,14 @@
 
 Each entry: BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps. Families differ by
 element size: fp32 tiles hold twice the bytes of 16-bit tiles, fp8 wants a deeper K.
-Configs whose shared-memory footprint exceeds the device's limit are pruned at tune time.
+Configs whose shared-memory footprint exceeds the device's limit are pruned (`fits`).
+`heuristic` is the tile a call gets when the caller passes neither a tile nor a chooser:
+picked in microseconds from the shape, never by timing on the call path.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -65,3 +68,29 @@ CONFIGS: dict[str, tuple[TileConfig, ...]] = {
 
 # The Triton interpreter runs programs one by one in numpy: few, large tiles are fastest.
 INTERPRETER_CONFIG = TileConfig(32, 32, 32, 4, 1, 4)
+
+
+def config_name(c: TileConfig) -> str:
+    return f"{c.block_m}x{c.block_n}x{c.block_k} g{c.group_m} s{c.num_stages} w{c.num_warps}"
+
+
+def fits(candidates: Sequence[TileConfig], elem_bytes: int,
+         smem_limit: int) -> tuple[TileConfig, ...]:
+    """Candidates whose pipeline fits the device's shared memory (the smallest one if
+    none does, so that there is always something to launch)."""
+    kept = tuple(c for c in candidates if c.smem_bytes(elem_bytes) <= smem_limit)
+    return kept or (min(candidates, key=lambda c: c.smem_bytes(elem_bytes)),)
+
+
+def heuristic(candidates: Sequence[TileConfig], m: int, n: int,
+              num_sms: int) -> TileConfig:
+    """The largest tile that still gives every SM at least one program; the smallest
+    tile when even that is too few (skinny shapes). Candidates come largest first."""
+    skinny = [c for c in candidates if c.block_m <= 16]
+    if m <= 16 and skinny:
+        return skinny[0]
+    square = [c for c in candidates if c.block_m > 16] or list(candidates)
+    for c in square:
+        if -(-m // c.block_m) * -(-n // c.block_n) >= num_sms:
+            return c
+    return square[-1]

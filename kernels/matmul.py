@@ -10,7 +10,13 @@ Triton specialises unit strides at compile time, so the common layouts stay fast
 
 `INPUT_PRECISION` is passed explicitly for fp32 inputs ("ieee" or "tf32"): Triton's
 default for an fp32 dot is tf32, which is exactly the silent downgrade this project
-exists to catch. Configs live in kernels/configs.py as data; gemmgate/tuning.py picks among them.
+exists to catch. Configs live in kernels/configs.py as data.
+
+Which tile runs: `config=` when the caller gives one; else the caller's `choose(key,
+candidates, bench)` hook (the harness's tuner: pins, a cache, or timing `bench` within
+a budget); else kernels.configs.heuristic, in microseconds. The kernel itself never
+tunes on the call path and keeps no state that changes a result; it imports only torch,
+triton and itself, so an old commit's `kernels/` loads on its own (A/B, bisect).
 """
 
 from __future__ import annotations
@@ -20,13 +26,17 @@ import hashlib
 import inspect
 import math
 import os
+from collections.abc import Callable, Sequence
 
 import torch
 import triton
 import triton.language as tl
 
-from gemmgate.precision import PrecisionMode, get_mode, mode_for_dtype
-from kernels.configs import CONFIGS, INTERPRETER_CONFIG, TileConfig
+from kernels.configs import CONFIGS, INTERPRETER_CONFIG, TileConfig, fits, heuristic
+from kernels.modes import KernelMode, mode_for_dtype, mode_named
+
+# choose(key, candidates, bench) -> the tile to run; bench(tile) -> median ms (inf: fails)
+Chooser = Callable[[str, Sequence[TileConfig], Callable[[TileConfig], float]], TileConfig]
 
 
 @triton.jit
@@ -82,8 +92,8 @@ def _matmul_kernel(
 _COPY_MIN_DIM = 512  # copy an operand K-major only when the other side reuses it this much
 
 
-def _family(mode: PrecisionMode) -> str:
-    return "fp32" if mode.input_dtype == "float32" else "fp8" if mode.scaled else "16bit"
+def _family(mode: KernelMode) -> str:
+    return "fp32" if mode.input_dtypes == ("float32",) else "fp8" if mode.scaled else "16bit"
 
 
 def _interpreting() -> bool:
@@ -106,8 +116,8 @@ def _launch(config: TileConfig, args, flags, M: int, N: int) -> None:
     _matmul_kernel[grid](*args, **_to_triton(config), **flags)
 
 
-def _bench_ms(fn, rep_ms: float) -> float:
-    """One candidate's median time while tuning; inf if it cannot compile or launch
+def _bench_ms(fn, rep_ms: float = 25.0) -> float:
+    """One candidate's median time for a chooser; inf if it cannot compile or launch
     (e.g. out of registers or shared memory on this chip)."""
     try:
         return triton.testing.do_bench(fn, warmup=5, rep=rep_ms, return_mode="median")
@@ -116,31 +126,30 @@ def _bench_ms(fn, rep_ms: float) -> float:
 
 
 @functools.cache
-def _candidates(family: str, device: torch.device, elem_bytes: int) -> tuple[TileConfig, ...]:
-    """The family's configs that fit the device's shared memory (asked once, not per call)."""
-    from gemmgate import tuning
-
-    limit = torch.cuda.get_device_properties(device).shared_memory_per_block_optin
-    return tuning.fits(CONFIGS[family], elem_bytes, limit)
+def _device_limits(device: torch.device) -> tuple[int, int]:
+    """(shared memory per block, SM count): asked once per device, not per call."""
+    p = torch.cuda.get_device_properties(device)
+    return p.shared_memory_per_block_optin, p.multi_processor_count
 
 
-def _tuned_config(mode: PrecisionMode, a, b, args, flags, M, N, K) -> TileConfig:
-    """The pinned, cached or freshly tuned tile for this call (gemmgate/tuning.py)."""
-    from gemmgate import tuning
-
+def candidates(mode: KernelMode, device: torch.device) -> tuple[TileConfig, ...]:
+    """The mode's tiles that fit the device's shared memory."""
     family = _family(mode)
-    candidates = _candidates(family, a.device, a.element_size())
-    key = (f"{family} m{M} n{N} k{K} a{a.stride(0)},{a.stride(1)} "
+    elem = 1 if mode.scaled else 4 if family == "fp32" else 2
+    return fits(CONFIGS[family], elem, _device_limits(device)[0])
+
+
+def _pick(mode: KernelMode, a, b, args, flags, M, N, K, choose) -> TileConfig:
+    """The caller's choice (`choose` hook) or the heuristic tile for this call."""
+    cands = candidates(mode, a.device)
+    if choose is None:
+        return heuristic(cands, M, N, _device_limits(a.device)[1])
+    key = (f"{_family(mode)} m{M} n{N} k{K} a{a.stride(0)},{a.stride(1)} "
            f"b{b.stride(0)},{b.stride(1)}")
-    tuner = tuning.current()
-
-    def bench(cfg: TileConfig) -> float:
-        return _bench_ms(lambda: _launch(cfg, args, flags, M, N), tuner.setup.rep_ms)
-
-    return tuner.choose(key, candidates, bench, kernel_hash())
+    return choose(key, cands, lambda cfg: _bench_ms(lambda: _launch(cfg, args, flags, M, N)))
 
 
-def _check(a, b, precision, out, scale_a, scale_b) -> PrecisionMode:
+def _check(a, b, precision, out, scale_a, scale_b) -> KernelMode:
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         raise TypeError(f"a and b must be torch.Tensor, got {type(a).__name__} and "
                         f"{type(b).__name__}")
@@ -158,13 +167,10 @@ def _check(a, b, precision, out, scale_a, scale_b) -> PrecisionMode:
         raise TypeError(f"unsupported dtype {a.dtype}: integer, bool and complex inputs "
                         "are not supported")
     dtype_name = str(a.dtype).removeprefix("torch.")
-    mode = mode_for_dtype(dtype_name) if precision is None else get_mode(precision)
-    if mode.scaled:
-        if not dtype_name.startswith("float8_e4m3"):
-            raise TypeError(f"precision 'fp8' needs float8 e4m3 inputs, got {a.dtype}")
-    elif dtype_name != mode.input_dtype:
-        raise TypeError(f"precision {mode.name!r} needs {mode.input_dtype} inputs, "
-                        f"got {a.dtype}")
+    mode = mode_for_dtype(dtype_name) if precision is None else mode_named(precision)
+    if dtype_name not in mode.input_dtypes:
+        raise TypeError(f"precision {mode.name!r} needs {' or '.join(mode.input_dtypes)} "
+                        f"inputs, got {a.dtype}")
     _check_device(a.device, mode)
     for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
         if s is not None and (s.numel() != 1 or s.dtype != torch.float32 or s.device != a.device):
@@ -179,7 +185,7 @@ def _check(a, b, precision, out, scale_a, scale_b) -> PrecisionMode:
     return mode
 
 
-def _check_device(device: torch.device, mode: PrecisionMode) -> None:
+def _check_device(device: torch.device, mode: KernelMode) -> None:
     if device.type == "cpu":
         if not _interpreting():
             raise ValueError("CPU tensors need the Triton interpreter (TRITON_INTERPRET=1)")
@@ -189,13 +195,13 @@ def _check_device(device: torch.device, mode: PrecisionMode) -> None:
     if torch.version.hip is not None:
         return
     cc = torch.cuda.get_device_capability(device)
-    need = (8, 9) if mode.scaled else (8, 0) if mode.name == "tf32" else (0, 0)
+    need = mode.min_capability
     if cc < need:
         raise ValueError(f"{mode.name} is not supported on {torch.cuda.get_device_name(device)} "
                          f"(needs compute capability {need[0]}.{need[1]}+)")
 
 
-def _k_major(a: torch.Tensor, b: torch.Tensor, mode: PrecisionMode):
+def _k_major(a: torch.Tensor, b: torch.Tensor, mode: KernelMode):
     """Hopper's wgmma takes tf32 and fp8 operands only K-major (A row-major, B column-
     major); otherwise Triton falls back to the Ampere mma path at ~1/4 of the rate
     (measured on the H200: docs/PERF.md, v1 -> v2). The copy costs K*N (or M*K) bytes
@@ -214,13 +220,14 @@ def _k_major(a: torch.Tensor, b: torch.Tensor, mode: PrecisionMode):
     return a, b
 
 
-def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config=None):
-    """C = A @ B under an explicit precision mode (see gemmgate.precision).
+def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config=None,
+           choose: Chooser | None = None):
+    """C = A @ B under an explicit precision mode (names in kernels/modes.py).
 
     precision=None means the mode implied by the dtype (float32 -> IEEE fp32, never tf32).
     fp8 takes per-tensor float32 scales: C = (A @ B) * scale_a * scale_b, in bfloat16.
-    `config` (a TileConfig) bypasses tuning; otherwise the tile is pinned, cached or
-    tuned within a budget by gemmgate.tuning.
+    `config` (a TileConfig) fixes the tile; else `choose(key, candidates, bench)` picks
+    it (and so knows which tile ran); else kernels.configs.heuristic does.
     """
     mode = _check(a, b, precision, out, scale_a, scale_b)
     a, b = _k_major(a, b, mode)
@@ -238,11 +245,11 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
     sb = scale_b if scale_b is not None else one
     args = (a, b, out, sa if has_scale else a, sb if has_scale else a, M, N, K,
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1))
-    flags = dict(INPUT_PRECISION=mode.input_precision, IS_FP32=mode.input_dtype == "float32",
+    flags = dict(INPUT_PRECISION=mode.input_precision, IS_FP32=_family(mode) == "fp32",
                  HAS_SCALE=has_scale)
     if config is None and (_interpreting() or a.device.type == "cpu"):
         config = INTERPRETER_CONFIG
     if config is None:
-        config = _tuned_config(mode, a, b, args, flags, M, N, K)
+        config = _pick(mode, a, b, args, flags, M, N, K, choose)
     _launch(config, args, flags, M, N)
     return out

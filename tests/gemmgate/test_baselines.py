@@ -2,7 +2,7 @@
 atomic save, summary. Pure file work on tmp_path with synthetic data (no timing).
 
 Run dicts are made the way `gemmgate run --json` makes them: CaseResult objects with
-synthetic samples_ms through report.run_json, then a JSON round-trip.
+synthetic samples_ms through RunRecord.to_json, then a JSON round-trip.
 """
 
 import json
@@ -15,8 +15,7 @@ import pytest
 from gemmgate import baselines, stats
 from gemmgate.baselines import BaselineError
 from gemmgate.compare import aa_noise
-from gemmgate.report import run_json
-from gemmgate.run import CaseResult, ProviderResult
+from gemmgate.results import CaseResult, ProviderResult, RunRecord
 from gemmgate.shapes import Case
 
 ENV = {"chip": "cpu", "device_name": "x86_64", "timing": "wall", "torch": "2.13.0+cpu",
@@ -41,7 +40,7 @@ def make_result(case: Case, t_ms: list[float], v_ms: list[float] | None,
 
 def make_run(results: list[CaseResult], shapes: str = "s.csv") -> dict:
     """What `gemmgate run --json` writes, read back."""
-    return json.loads(json.dumps(run_json(dict(ENV), results, shapes)))
+    return json.loads(json.dumps(_rj(dict(ENV), results, shapes)))
 
 
 def _runs3() -> list[dict]:
@@ -412,3 +411,7 @@ def test_load_rejects_a_bad_tuning_record(tmp_path, good, bad):
     next(iter(data["cases"].values()))["tuning"] = bad
     with pytest.raises(baselines.BaselineError, match="bad tuning record"):
         baselines.load(_write(tmp_path, data))
+
+
+def _rj(env, results, shapes):
+    return RunRecord(env, shapes, tuple(results)).to_json()

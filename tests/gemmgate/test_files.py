@@ -1,11 +1,19 @@
-"""gemmgate/files.py: atomic JSON writes."""
+"""gemmgate/files.py: atomic JSON writes, user-file reading, output-path checks."""
 
 import json
 import math
+import os
+import re
 
 import pytest
 
-from gemmgate.files import write_json_atomic, write_text_atomic
+from gemmgate.files import (
+    InputError,
+    check_writable,
+    read_text,
+    write_json_atomic,
+    write_text_atomic,
+)
 
 
 def test_writes_valid_json(tmp_path):
@@ -58,3 +66,112 @@ def test_failed_text_write_removes_temp_and_keeps_original(tmp_path):
         write_text_atomic(p, "\ud800")  # a lone surrogate cannot be encoded
     assert p.read_text() == "keep"
     assert [f.name for f in tmp_path.iterdir()] == ["t.txt"]
+
+
+# --- read_text ----------------------------------------------------------------------------
+
+def test_read_text_utf8_drops_bom_and_normalises_newlines(tmp_path):
+    p = tmp_path / "s.csv"
+    p.write_bytes("\ufeffm,n,k\r\n1,2,3\r4,5,6\n".encode())
+    assert read_text(p, "shape file") == "m,n,k\n1,2,3\n4,5,6\n"
+
+
+@pytest.mark.parametrize(("data", "match"), [
+    (b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", r"is not UTF-8 text \(NUL byte at offset 8"),
+    (b"m,n,k\n1,2,\xff\n", r"is not UTF-8 text \(byte 0xff at offset 10\)"),
+    ("m,n,k\n".encode("utf-16"), r"is not UTF-8 text \(UTF-16 byte-order mark"),
+])
+def test_read_text_refuses_binary_and_non_utf8(tmp_path, data, match):
+    p = tmp_path / "s.csv"
+    p.write_bytes(data)
+    with pytest.raises(InputError, match=match) as e:
+        read_text(p, "shape file")
+    assert f"shape file {p} " in str(e.value)
+    assert "give a CSV/YAML/JSON file" in str(e.value)
+    assert isinstance(e.value, ValueError)  # the CLI maps ValueError to exit 2
+
+
+def test_read_text_missing_and_directory(tmp_path):
+    with pytest.raises(InputError, match="cannot read baseline .*no such file; check the path"):
+        read_text(tmp_path / "nope.json", "baseline")
+    msg = f"cannot read shape file {tmp_path}: it is a directory"
+    with pytest.raises(InputError, match=re.escape(msg)):
+        read_text(tmp_path, "shape file")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_read_text_unreadable(tmp_path):
+    p = tmp_path / "s.csv"
+    p.write_text("m,n,k\n")
+    p.chmod(0)
+    msg = f"cannot read shape file {p}: permission denied"
+    with pytest.raises(InputError, match=re.escape(msg)):
+        read_text(p, "shape file")
+
+
+# --- check_writable -----------------------------------------------------------------------
+
+def test_check_writable_new_path_ok_and_leaves_nothing(tmp_path):
+    check_writable(tmp_path / "out.json", "--json")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_writable_creates_missing_parent(tmp_path):
+    p = tmp_path / "a" / "b" / "out.json"
+    check_writable(str(p), "--json")
+    assert p.parent.is_dir() and list(p.parent.iterdir()) == []
+
+
+@pytest.mark.parametrize("append", [False, True])
+def test_check_writable_existing_file_ok_and_untouched(tmp_path, append):
+    p = tmp_path / "summary.md"
+    p.write_text("## earlier step\n")
+    check_writable(p, "$GITHUB_STEP_SUMMARY", append=append)
+    assert p.read_text() == "## earlier step\n"
+    assert [f.name for f in tmp_path.iterdir()] == ["summary.md"]
+
+
+def test_check_writable_directory(tmp_path):
+    msg = f"cannot write --json {tmp_path}: it is a directory; give a file path"
+    with pytest.raises(InputError, match=re.escape(msg)):
+        check_writable(tmp_path, "--json")
+
+
+@pytest.mark.parametrize("under", ["", "deeper/"])
+def test_check_writable_parent_is_a_file(tmp_path, under):
+    f = tmp_path / "results.json"
+    f.write_text("{}")
+    p = tmp_path / "results.json" / f"{under}out.json"
+    with pytest.raises(InputError, match="is a file, not a directory") as e:
+        check_writable(p, "--json")
+    assert f"--json {p}" in str(e.value) and f"{f} is a file" in str(e.value)
+
+
+def test_check_writable_special_file_would_be_replaced():
+    with pytest.raises(InputError, match="cannot write --json /dev/null: it is not a regular"):
+        check_writable("/dev/null", "--json")
+    check_writable("/dev/null", "--summary", append=True)  # appending to it is fine
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
+@pytest.mark.parametrize("path", ["/proc/gemmgate-out.json", "/proc/gemmgate-dir/out.json"])
+def test_check_writable_where_even_root_cannot_create(path):
+    # root passes os.access() there; only really creating a file shows it fails
+    with pytest.raises(InputError, match=re.escape(f"cannot write --json {path}: cannot create")):
+        check_writable(path, "--json")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes whatever the mode bits")
+def test_check_writable_read_only_directory_and_file(tmp_path):
+    d = tmp_path / "ro"
+    d.mkdir()
+    (d / "old.json").write_text("{}")
+    (d / "old.json").chmod(0o444)
+    d.chmod(0o555)
+    try:
+        with pytest.raises(InputError, match=re.escape(f"directory {d} is not writable")):
+            check_writable(d / "new.json", "--json")
+        with pytest.raises(InputError, match="cannot open it for writing: Permission denied"):
+            check_writable(d / "old.json", "--summary", append=True)
+    finally:
+        d.chmod(0o755)

@@ -12,7 +12,7 @@ import pytest
 from gemmgate import baselines
 from gemmgate.compare import DEFAULT_FLOOR, NOISE_FACTOR
 from gemmgate.gate import CaseVerdict, GateResult, annotations, compare_run, markdown
-from gemmgate.run import CaseResult, ProviderResult
+from gemmgate.results import CaseResult, ProviderResult
 from gemmgate.shapes import Case
 
 A, B, C = Case(64, 64, 64), Case(48, 80, 72), Case(32, 64, 48, "rc", 5)

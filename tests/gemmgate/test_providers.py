@@ -1,5 +1,5 @@
-"""gemmgate/providers.py: the registry, and the vendor's fp8 path with its zero padding
-(torch._scaled_mm is replaced by a float emulation: the CPU has no cuBLASLt)."""
+"""gemmgate/providers.py: the kernel call with its chooser, and the vendor's fp8 path with
+its zero padding (torch._scaled_mm is replaced by a float emulation: the CPU has no cuBLASLt)."""
 
 import pytest
 import torch
@@ -10,15 +10,22 @@ from gemmgate.precision import MODES
 from gemmgate.shapes import Case
 
 
-def test_unknown_provider_names_the_known_ones():
+def test_kernel_call_passes_the_mode_and_the_chooser_explicitly():
+    seen = {}
+
+    def matmul(a, b, **kw):
+        seen.update(kw)
+        return kw["out"]
+
     inp = make_inputs(Case(8, 8, 8), MODES["fp32"], "cpu", seed=0)
-    with pytest.raises(ValueError, match="unknown provider 'cublas'; known: triton, vendor"):
-        providers.build("cublas", inp, MODES["fp32"])
+    hook = object()
+    out = providers.kernel_call(matmul, hook, inp, MODES["fp32"])()
+    assert seen["precision"] == "fp32" and seen["choose"] is hook and out.shape == (8, 8)
 
 
 def test_vendor_fp32_matches_the_reference():
     inp = make_inputs(Case(40, 24, 56), MODES["fp32"], "cpu", seed=1)
-    out = providers.build("vendor", inp, MODES["fp32"])()
+    out = providers.vendor_provider(inp, MODES["fp32"])()
     assert torch.allclose(out.double(), inp.reference(), rtol=1e-5, atol=1e-5)
 
 
@@ -49,7 +56,7 @@ def fake_scaled_mm(monkeypatch):
 @pytest.mark.parametrize("m,n,k", [(32, 48, 64), (24, 40, 253), (20, 40, 40)])
 def test_fp8_vendor_pads_k_and_n_to_16_and_slices_back(fake_scaled_mm, m, n, k):
     inp = _fp8_inputs(m, n, k)
-    out = providers.build("vendor", inp, MODES["fp8"])()
+    out = providers.vendor_provider(inp, MODES["fp8"])()
     assert out.shape == (m, n) and out.dtype == torch.bfloat16
     want = (inp.a.double() @ inp.b.double()) * 1.0  # scales 0.5 x 2.0
     assert torch.allclose(out.double(), want, rtol=1e-2, atol=1e-2)
@@ -59,11 +66,11 @@ def test_fp8_vendor_pads_k_and_n_to_16_and_slices_back(fake_scaled_mm, m, n, k):
 
 def test_fp8_vendor_unsupported_on_zero_dims_or_when_torch_rejects(monkeypatch):
     with pytest.raises(providers.Unsupported, match="non-zero dims"):
-        providers.build("vendor", _fp8_inputs(0, 16, 16), MODES["fp8"])
+        providers.vendor_provider(_fp8_inputs(0, 16, 16), MODES["fp8"])
 
     def reject(*a, **k):
         raise RuntimeError("mat1 must be divisible by 16\nmore detail")
 
     monkeypatch.setattr(torch, "_scaled_mm", reject)
     with pytest.raises(providers.Unsupported, match="rejects M=8, N=16, K=16: mat1 must"):
-        providers.build("vendor", _fp8_inputs(8, 16, 16), MODES["fp8"])
+        providers.vendor_provider(_fp8_inputs(8, 16, 16), MODES["fp8"])

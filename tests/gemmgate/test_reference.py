@@ -6,10 +6,9 @@ import shutil
 import sys
 
 import pytest
-import torch
 
 import kernels
-from gemmgate import providers, reference
+from gemmgate import reference
 from gemmgate.accuracy import relative_error
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import MODES
@@ -47,18 +46,39 @@ def test_bad_refs_are_clear_errors(kernels_repo, tmp_path):
         reference.load("HEAD", d)  # the last commit dropped kernels/
 
 
-def test_use_reference_registers_and_removes_the_provider(kernels_repo, monkeypatch):
+def test_the_runner_loads_the_reference_kernel_from_its_context(kernels_repo, monkeypatch):
+    from gemmgate.context import make_context
+    from gemmgate.run import Runner
+
     d, old, _ = kernels_repo
     monkeypatch.chdir(d)
-    try:
-        assert providers.use_reference(old) == old
-        assert providers.REFERENCE in providers.PROVIDERS
-        inp = make_inputs(Case(16, 16, 32), MODES["fp32"], "cpu", seed=1)
-        out = providers.build("reference", inp, MODES["fp32"])()
-        assert torch.isfinite(out).all()
-    finally:
-        providers.use_reference(None)
-    assert providers.REFERENCE not in providers.PROVIDERS
+    ctx = make_context(chip="cpu", shapes="smoke", modes="fp32", reference=old)
+    runner = Runner(ctx)
+    assert runner.kernels["reference"] is not runner.kernels["triton"]
+    r = runner.run_case(MODES["fp32"], Case(16, 16, 32))
+    assert r.providers["reference"].accuracy == "pass" and r.ab_samples
+
+
+def test_a_reference_from_before_the_choose_hook_is_refused(kernels_repo, tmp_path,
+                                                            monkeypatch):
+    import subprocess
+
+    from gemmgate.context import make_context
+    from gemmgate.run import Runner
+
+    d = tmp_path / "old-api"
+    shutil.copytree(kernels_repo[0], d)
+    (d / "kernels").mkdir(exist_ok=True)
+    (d / "kernels" / "__init__.py").write_text(
+        "def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):\n"
+        "    return a @ b\n")
+    subprocess.run(["git", "add", "-A"], cwd=d, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "old api"], cwd=d, check=True)
+    monkeypatch.chdir(d)
+    sha = reference.resolve("HEAD", d)
+    ctx = make_context(chip="cpu", shapes="smoke", modes="fp32", reference=sha)
+    with pytest.raises(ValueError, match="no choose= hook"):
+        Runner(ctx)
 
 
 def test_a_reference_that_does_not_import_is_a_clear_error(kernels_repo, tmp_path):
@@ -70,7 +90,7 @@ def test_a_reference_that_does_not_import_is_a_clear_error(kernels_repo, tmp_pat
     (d / "kernels" / "__init__.py").write_text("from gemmgate.no_such_module import x\n")
     subprocess.run(["git", "add", "-A"], cwd=d, check=True)
     subprocess.run(["git", "commit", "-q", "-m", "broken"], cwd=d, check=True)
-    with pytest.raises(ValueError, match="does not import with this gemmgate"):
+    with pytest.raises(ValueError, match="does not import"):
         reference.load("HEAD", d)
 
 
@@ -88,21 +108,17 @@ def test_gpu_the_reference_kernel_takes_the_pinned_tile(kernels_repo, tmp_path):
     d, old, _ = kernels_repo
     _, pkg = reference.load(old, d)
     inp = make_inputs(Case(512, 512, 512), MODES["bf16"], "cuda", seed=2)
-    setup = tuning.TuningSetup("test-chip", cache_dir=str(tmp_path), budget_s=5, rep_ms=5)
-    tuning.configure(setup)
-    kernels.matmul(inp.a, inp.b, precision="bf16")
-    key = tuning.last_choice().key
+    setup = tuning.TuningSetup("test-chip", cache_dir=str(tmp_path), budget_s=5)
+    first = tuning.Tuner(setup).chooser()
+    kernels.matmul(inp.a, inp.b, precision="bf16", choose=first)
+    key = first.last.key
     pin = min(CONFIGS["16bit"], key=lambda c: c.smem_bytes(2))  # fits any device
     pins = tmp_path / "baseline.json"
     pins.write_text(json.dumps({"cases": {"x": {"tuning": {"key": key, "config": asdict(pin)}}}}))
-    try:
-        tuning.configure(tuning.TuningSetup("test-chip", pins_from=str(pins),
+    tuner = tuning.Tuner(tuning.TuningSetup("test-chip", pins_from=str(pins),
                                             cache_dir=str(tmp_path)))
-        for matmul in (kernels.matmul, pkg.matmul):
-            tuning.forget_last()
-            out = matmul(inp.a, inp.b, precision="bf16")
-            assert relative_error(out, inp.reference()) < 5e-3
-            got = tuning.last_choice()
-            assert got.source == tuning.PINNED and asdict(got.config) == asdict(pin)
-    finally:
-        tuning._CURRENT = None
+    for matmul in (kernels.matmul, pkg.matmul):
+        choose = tuner.chooser()
+        out = matmul(inp.a, inp.b, precision="bf16", choose=choose)
+        assert relative_error(out, inp.reference()) < 5e-3
+        assert choose.last.source == tuning.PINNED and asdict(choose.last.config) == asdict(pin)

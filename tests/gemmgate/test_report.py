@@ -6,8 +6,8 @@ import json
 
 from rich.console import Console
 
-from gemmgate.report import markdown, print_tables, run_json
-from gemmgate.run import CaseResult, ProviderResult
+from gemmgate.report import markdown, print_tables
+from gemmgate.results import CaseResult, ProviderResult, RunRecord
 from gemmgate.shapes import Case
 
 CASE = Case(64, 64, 64)
@@ -55,9 +55,13 @@ def test_an_accuracy_failure_is_named_in_the_status():
 
 
 def test_run_json_round_trips_and_keeps_every_provider():
-    data = json.loads(json.dumps(run_json({"chip": "cpu"}, [_result(ref_ms=(1.0, 1.0, 1.0))],
+    data = json.loads(json.dumps(_rj({"chip": "cpu"}, [_result(ref_ms=(1.0, 1.0, 1.0))],
                                           "smoke")))
     assert data["schema"] == "gemmgate.run/1" and data["shapes"] == "smoke"
     (case,) = data["cases"]
     assert set(case["providers"]) == {"triton", "vendor", "reference"}
     assert data["summary"]["fp32"]["cases"] == 1
+
+
+def _rj(env, results, shapes):
+    return RunRecord(env, shapes, tuple(results)).to_json()

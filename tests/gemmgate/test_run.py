@@ -1,26 +1,34 @@
-"""The run loop's accuracy verdicts, including a silently downgraded vendor."""
+"""gemmgate/run.py: the one place a case runs. Accuracy verdicts (including a silently
+downgraded vendor), failures that stay per case, and the tile a kernel reports through
+its chooser, on the CPU (interpreter) with small shapes. No verdict here rests on timing."""
 
 import math
+import types
 
+import pytest
 import torch
 
-from gemmgate import providers
-from gemmgate.chips import CHIPS
+from gemmgate.context import make_context
+from gemmgate.execute import run_cases
 from gemmgate.precision import MODES
-from gemmgate.run import run_case, summary_by_mode
+from gemmgate.results import summary_by_mode
+from gemmgate.run import Runner
 from gemmgate.shapes import Case
-from gemmgate.timing import cpu_policy
 
 
-def test_downgraded_vendor_is_caught(monkeypatch):
+@pytest.fixture
+def ctx():
+    return make_context(chip="cpu", shapes="smoke", modes="fp32")
+
+
+def test_downgraded_vendor_is_caught(ctx):
     # A vendor that quietly rounds fp32 inputs to bf16 (as a tf32/bf16 fast path would):
     # error ~3e-3 is under the 1e-2 bound, so only the downgrade band can catch it.
     def sloppy(inp, mode):
         a, b = inp.a.to(torch.bfloat16), inp.b.to(torch.bfloat16)
         return lambda: (a @ b).float()
 
-    monkeypatch.setitem(providers.PROVIDERS, "vendor", sloppy)
-    r = run_case(CHIPS["cpu"], MODES["fp32"], Case(64, 64, 256), cpu_policy(), "cpu")
+    r = Runner(ctx, vendor=sloppy).run_case(MODES["fp32"], Case(64, 64, 256))
     v = r.providers["vendor"]
     assert v.accuracy == "downgraded" and 1e-3 < v.error < 1e-2
     assert "precision downgraded" in v.message
@@ -28,7 +36,7 @@ def test_downgraded_vendor_is_caught(monkeypatch):
     assert not r.passed
 
 
-def test_unwritten_output_fails(monkeypatch):
+def test_unwritten_output_fails(ctx):
     # A provider that leaves part of its output unwritten: the NaN poison must show.
     def lazy(inp, mode):
         out = torch.empty(inp.a.shape[0], inp.b.shape[1])
@@ -38,29 +46,63 @@ def test_unwritten_output_fails(monkeypatch):
             return out
         return call
 
-    monkeypatch.setitem(providers.PROVIDERS, "vendor", lazy)
-    r = run_case(CHIPS["cpu"], MODES["fp32"], Case(16, 16, 16), cpu_policy(), "cpu")
+    r = Runner(ctx, vendor=lazy).run_case(MODES["fp32"], Case(16, 16, 16))
     assert r.providers["vendor"].accuracy == "fail"
     assert math.isinf(r.providers["vendor"].error)
 
 
 def test_ratio_and_summary():
-    r = run_case(CHIPS["cpu"], MODES["fp16"], Case(32, 32, 32), cpu_policy(), "cpu")
+    ctx = make_context(chip="cpu", shapes="smoke", modes="fp16")
+    r = Runner(ctx).run_case(MODES["fp16"], Case(32, 32, 32))
     assert r.passed and r.ratio > 0
     assert len(r.ratio_samples) == len(r.providers["triton"].samples_ms)
     s = summary_by_mode([r])
     assert s["fp16"]["cases"] == 1 and math.isclose(s["fp16"]["geomean_ratio"], r.ratio)
 
 
-def test_provider_error_fails_the_case_not_the_run(monkeypatch):
-    # A provider that cannot even launch (compile error, CUDA error...) is a failed case
+def test_provider_error_fails_the_case_not_the_run(ctx):
+    # A kernel that cannot even launch (compile error, CUDA error...) is a failed case
     # with the error named; the other provider is still checked and timed.
-    def broken(inp, mode):
+    def matmul(a, b, **kw):
         raise RuntimeError("triton compile failed: out of registers")
 
-    monkeypatch.setitem(providers.PROVIDERS, "triton", broken)
-    r = run_case(CHIPS["cpu"], MODES["fp32"], Case(16, 16, 16), cpu_policy(), "cpu")
+    broken = types.SimpleNamespace(matmul=matmul)
+    r = Runner(ctx, triton=broken).run_case(MODES["fp32"], Case(16, 16, 16))
     t = r.providers["triton"]
     assert t.accuracy == "fail" and "out of registers" in t.message and not t.samples_ms
     assert r.providers["vendor"].accuracy == "pass" and r.providers["vendor"].samples_ms
     assert not r.passed and r.ratio is None
+
+
+def test_the_tile_a_kernel_chose_comes_back_through_its_chooser(ctx):
+    # A kernel that asks its chooser (as the GPU path does) reports the tile it ran in
+    # the case's telemetry: no module global carries it.
+    import kernels
+    from kernels.configs import CONFIGS
+
+    def matmul(a, b, *, choose=None, **kw):
+        choose("fp32 test-key", CONFIGS["fp32"][:2], lambda cfg: float(cfg.block_m))
+        return kernels.matmul(a, b, **kw)
+
+    fake = types.SimpleNamespace(matmul=matmul, kernel_hash=lambda: "abc")
+    r = Runner(ctx, triton=fake).run_case(MODES["fp32"], Case(16, 16, 16))
+    assert r.passed
+    tile = r.telemetry["tuning"]
+    assert tile["source"] == "tuned" and tile["kernel"] == "abc"
+    assert tile["config"]["block_m"] == min(c.block_m for c in CONFIGS["fp32"][:2])
+    assert r.telemetry["triton_config"].startswith(f"{tile['config']['block_m']}x")
+
+
+def test_run_cases_runs_every_item_in_order(ctx):
+    items = [(MODES["fp32"], Case(16, 16, 16)), (MODES["fp32"], Case(8, 24, 16))]
+    seen = []
+    got = run_cases(ctx, items, on_case=seen.append)
+    assert [r.case for r in got] == [c for _, c in items]
+    assert seen == ["fp32 m16-n16-k16", "fp32 m8-n24-k16"]
+
+
+def test_the_context_pickles_for_workers_and_fresh_processes(ctx):
+    import pickle
+
+    again = pickle.loads(pickle.dumps(ctx))
+    assert again == ctx

@@ -1,8 +1,22 @@
 """gemmgate/shapes.py: named shape sets, Case ids and validation, user shape files."""
 
+import re
+import subprocess
+import sys
+
 import pytest
 
-from gemmgate.shapes import LAYOUTS, SETS, Case, load_shape_file, resolve
+from gemmgate.files import InputError
+from gemmgate.shapes import (
+    COLUMNS,
+    LAYOUTS,
+    SETS,
+    Case,
+    case_bytes,
+    check_fits,
+    load_shape_file,
+    resolve,
+)
 
 # --- named sets ---------------------------------------------------------------------------
 
@@ -140,8 +154,83 @@ def test_missing_shape_file(tmp_path, name):
 def test_directory_is_not_readable(tmp_path):
     d = tmp_path / "dir.csv"
     d.mkdir()
-    with pytest.raises(ValueError, match="cannot read"):
+    with pytest.raises(ValueError, match="cannot read") as e:
         load_shape_file(d)
+    assert f"shape file {d}: it is a directory" in str(e.value)
+
+
+@pytest.mark.parametrize(("data", "match"), [
+    (b"PK\x03\x04\x14\x00\x06\x00", r"not UTF-8 text \(NUL byte at offset 5"),  # an .xlsx
+    ("m,n,k\n1,2,3 # \xe9\n".encode("latin-1"), r"not UTF-8 text \(byte 0xe9 at offset 14\)"),
+])
+def test_binary_or_non_utf8_shape_file(tmp_path, data, match):
+    p = tmp_path / "s.csv"
+    p.write_bytes(data)
+    with pytest.raises(InputError, match=match) as e:
+        load_shape_file(p)
+    assert f"shape file {p} is not UTF-8 text" in str(e.value)
+    assert "give a CSV/YAML/JSON file" in str(e.value)
+
+
+def test_csv_from_a_spreadsheet(tmp_path):
+    # Excel: a BOM, CRLF, empty trailing columns and all-empty rows; all harmless
+    p = tmp_path / "s.csv"
+    p.write_bytes(b"\xef\xbb\xbfm,n,k,,\r\n1,2,3,,\r\n,,,,\r\n\r\n4,5,6\r\n")
+    assert load_shape_file(p) == (Case(1, 2, 3), Case(4, 5, 6))
+
+
+def _error(p) -> str:
+    with pytest.raises(InputError) as e:
+        load_shape_file(p)
+    assert str(p) in str(e.value)
+    return str(e.value)
+
+
+def test_csv_unknown_header_column(tmp_path):
+    p = _write(tmp_path, "s.csv", "m,n,k,dtype\n1,2,3,fp16\n")
+    assert _error(p) == (f"{p}:1: unknown column 'dtype' (column 4); "
+                         "allowed columns: m, n, k, layout, pad")
+
+
+def test_csv_row_with_more_fields_than_the_header(tmp_path):
+    p = _write(tmp_path, "s.csv", "m,n,k\n1,2,3\n\n4,5,6,rc\n")
+    msg = _error(p)
+    assert msg.startswith(f"{p}:4: case 2 has a value 'rc' in column 4")
+    assert "allowed columns: m, n, k, layout, pad" in msg
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("64,64,64\n", ":1: the first line is not a header"),
+    ("m;n;k\n1;2;3\n", r"unknown column 'm;n;k' .*separate columns with commas"),
+    ("m,n,k,M\n1,2,3,4\n", r":1: column 'm' appears twice \(columns 1 and 4\)"),
+    ("m,n,k\n1,,3\n", ":2: case 1 has no value for 'n'"),
+    ("m,n,k\n1,2\n", ":2: case 1 lacks 'k'"),
+    ("m,n,k\n1,2,4k\n", ":2: case 1: k must be a whole number, got '4k'"),
+])
+def test_csv_mistakes_name_the_line(tmp_path, text, match):
+    p = _write(tmp_path, "s.csv", text)
+    assert re.search(match, _error(p))
+
+
+def test_yaml_unknown_key_names_the_line(tmp_path):
+    p = _write(tmp_path, "s.yaml", "- {m: 1, n: 2, k: 3}\n- m: 4\n  n: 5\n  k: 6\n  lyout: cc\n")
+    assert _error(p) == (f"{p}:5: case 2 has unknown key 'lyout'; "
+                         "allowed keys: m, n, k, layout, pad")
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("cases:\n  - {m: 1, n: 2, k: 3, dtype: bf16}\n", ":2: case 1 has unknown key 'dtype'"),
+    ("- {m: 1, n: 2, k: 3, M: 4}\n", ":1: case 1 gives 'm' twice"),
+    ("- {m: 1, n: 2, k: null}\n", ":1: case 1 has no value for 'k'"),
+    ("- {m: 1, n: 2, k: true}\n", ":1: case 1: k must be a whole number, got True"),
+])
+def test_yaml_mistakes_name_the_line(tmp_path, text, match):
+    p = _write(tmp_path, "s.yaml", text)
+    assert match in _error(p)
+
+
+def test_allowed_columns():
+    assert COLUMNS == ("m", "n", "k", "layout", "pad")
 
 
 # --- resolve --------------------------------------------------------------------------------
@@ -165,3 +254,45 @@ def test_resolve_unknown_name():
         resolve("weekly")
     for name in SETS:
         assert name in str(e.value)
+
+
+# --- device memory --------------------------------------------------------------------------
+
+def test_case_bytes_counts_padded_buffers_copies_outputs_and_reference():
+    # A column-major: k x (m + pad) = 7 * 5; B row-major: k x (n + pad) = 7 * 7
+    operands, mn = 7 * 5 + 7 * 7, 3 * 5
+    assert case_bytes(Case(3, 5, 7, "cr", 2), 2, 2) == operands * (4 + 2 + 8) + mn * (2 * 2 + 8)
+    # row-major A: m x (k + pad); column-major B: n x (k + pad)
+    assert case_bytes(Case(3, 5, 7, "rc", 1), 1, 4) == (3 * 8 + 5 * 8) * 13 + 15 * 16
+    assert case_bytes(Case(0, 0, 0), 4, 4) == 0
+    assert case_bytes(Case(8192, 8192, 8192), 2, 2) == 8192 * 8192 * (2 * 14 + 12)
+
+
+def test_check_fits_accepts_the_named_sets():
+    for cases in SETS.values():
+        check_fits(cases, 4, 4, 139 * 2**30, "free on cuda:0")
+
+
+def test_check_fits_names_the_case_the_size_and_the_fix():
+    cases = [Case(64, 64, 64), Case(10**12, 64, 64), Case(2 * 10**12, 64, 64)]
+    with pytest.raises(InputError) as e:
+        check_fits(cases, 2, 2, 139 * 2**30, "free on cuda:0")
+    msg = str(e.value)
+    assert msg.startswith("case m1000000000000-n64-k64 needs about 1,549,720.8 GiB of device")
+    assert "more than the 139.0 GiB free on cuda:0; use smaller M/N/K" in msg
+
+
+def test_check_fits_absurd_sizes_give_the_same_clean_message():
+    with pytest.raises(InputError, match="needs over 10\\^12 GiB .* use smaller M/N/K"):
+        check_fits([Case(10**400, 10**400, 10**400)], 8, 8, 2**30, "free on cuda:0")
+    check_fits([Case(10**12, 0, 0)], 8, 8, 2**30, "free on cuda:0")  # zero bytes: it fits
+
+
+def test_check_fits_small_limit_in_mib():
+    with pytest.raises(InputError, match="about 3.0 MiB .* than the 1.0 MiB set by --max-mem"):
+        check_fits([Case(256, 256, 256)], 4, 4, 2**20, "set by --max-mem")
+
+
+def test_shapes_does_not_import_torch():
+    code = "import sys, gemmgate.shapes; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0

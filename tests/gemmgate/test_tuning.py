@@ -28,13 +28,6 @@ def setup_for(tmp_path, **kw) -> TuningSetup:
     return TuningSetup("h200", cache_dir=str(tmp_path / "cache"), **kw)
 
 
-def test_fits_drops_configs_over_the_shared_memory_limit():
-    # bf16: BIG needs (128+256)*64*2*2 = 98304 bytes, MID 3*32768 = 98304, SMALL 49152
-    assert tuning.fits(CANDIDATES, 2, 232448) == CANDIDATES
-    assert tuning.fits(CANDIDATES, 2, 60000) == (SMALL,)
-    assert tuning.fits(CANDIDATES, 2, 1000) == (SMALL,)  # nothing fits: the smallest
-
-
 def test_tune_picks_the_fastest_and_records_every_timing():
     calls = []
     best, timings = tuning.tune(CANDIDATES, fake_bench({BIG: 2.0, MID: 1.0, SMALL: 3.0}, calls),
@@ -65,17 +58,17 @@ def test_tune_skips_configs_that_fail_and_raises_when_none_runs():
 def test_tuner_tunes_once_then_reuses_the_cache_in_a_new_process(tmp_path):
     calls = []
     times = {BIG: 2.0, MID: 1.0, SMALL: 3.0}
-    first = Tuner(setup_for(tmp_path))
-    assert first.choose(KEY, CANDIDATES, fake_bench(times, calls), "k1") == MID
+    first = Tuner(setup_for(tmp_path)).chooser("k1")
+    assert first(KEY, CANDIDATES, fake_bench(times, calls)) == MID
     assert first.last.source == tuning.TUNED and len(calls) == 3
-    assert first.choose(KEY, CANDIDATES, fake_bench(times, calls), "k1") == MID
+    assert first(KEY, CANDIDATES, fake_bench(times, calls)) == MID
     assert len(calls) == 3  # memoised in-process
     cache = json.loads(setup_for(tmp_path).cache_path.read_text())
     assert cache["schema"] == tuning.SCHEMA and cache["chip"] == "h200"
     # a new process (new Tuner) reads the file: no benchmarking, same tile
     times_now = {BIG: 0.1, MID: 1.0, SMALL: 3.0}
-    again = Tuner(setup_for(tmp_path))
-    assert again.choose(KEY, CANDIDATES, fake_bench(times_now, calls), "k1") == MID
+    again = Tuner(setup_for(tmp_path)).chooser("k1")
+    assert again(KEY, CANDIDATES, fake_bench(times_now, calls)) == MID
     assert again.last.source == tuning.CACHED and len(calls) == 3
 
 
@@ -98,19 +91,19 @@ def _baseline_with_pin(tmp_path, cfg: TileConfig, kernel="k1"):
 def test_pins_win_over_the_cache_and_are_flagged_stale_for_another_kernel(tmp_path):
     Tuner(setup_for(tmp_path)).choose(KEY, CANDIDATES, fake_bench({BIG: 2, MID: 1, SMALL: 3}, []))
     pins = _baseline_with_pin(tmp_path, SMALL, kernel="old")
-    t = Tuner(setup_for(tmp_path, pins_from=str(pins)))
+    t = Tuner(setup_for(tmp_path, pins_from=str(pins))).chooser("new")
     calls = []
-    assert t.choose(KEY, CANDIDATES, fake_bench({}, calls), "new") == SMALL and not calls
+    assert t(KEY, CANDIDATES, fake_bench({}, calls)) == SMALL and not calls
     assert t.last.source == tuning.PINNED and t.last.stale
-    t2 = Tuner(setup_for(tmp_path, pins_from=str(pins)))
-    t2.choose(KEY, CANDIDATES, fake_bench({}, []), "old")
+    t2 = Tuner(setup_for(tmp_path, pins_from=str(pins))).chooser("old")
+    t2(KEY, CANDIDATES, fake_bench({}, []))
     assert not t2.last.stale
 
 
 def test_a_pin_that_is_no_longer_a_candidate_is_tuned_again(tmp_path):
     pins = _baseline_with_pin(tmp_path, TileConfig(32, 32, 32, 4, 2, 4))
-    t = Tuner(setup_for(tmp_path, pins_from=str(pins)))
-    assert t.choose(KEY, CANDIDATES, fake_bench({BIG: 2, MID: 1, SMALL: 3}, [])) == MID
+    t = Tuner(setup_for(tmp_path, pins_from=str(pins))).chooser()
+    assert t(KEY, CANDIDATES, fake_bench({BIG: 2, MID: 1, SMALL: 3}, [])) == MID
     assert t.last.source == tuning.TUNED
 
 
@@ -156,13 +149,6 @@ def test_setup_validates_and_defaults_the_cache_dir_from_the_environment(monkeyp
     assert TuningSetup("mi300x").cache_path == tmp_path / "mi300x.json"
 
 
-def test_configure_replaces_the_process_tuner_only_when_the_setup_changes(tmp_path):
-    a = tuning.configure(setup_for(tmp_path))
-    assert tuning.configure(setup_for(tmp_path)) is a and tuning.current() is a
-    b = tuning.configure(setup_for(tmp_path, retune=True))
-    assert b is not a and tuning.current() is b
-
-
 def test_a_kernel_with_other_candidates_gets_its_own_choice(tmp_path):
     """The A/B reference kernel may come from a commit with other configs: its choice
     must not leak into the current kernel's, nor the other way round."""
@@ -190,19 +176,24 @@ def test_the_reference_kernels_own_tile_class_still_takes_pins_and_the_cache(tmp
     theirs = tuple(Other(**dataclasses.asdict(c)) for c in CANDIDATES)
     assert theirs[2] != SMALL  # not equal across classes: the trap
     pins = _baseline_with_pin(tmp_path, SMALL)
-    t = Tuner(setup_for(tmp_path, pins_from=str(pins)))
+    choose = Tuner(setup_for(tmp_path, pins_from=str(pins))).chooser()
     calls = []
-    got = t.choose(KEY, theirs, fake_bench({}, calls))
-    assert got is theirs[2] and not calls and t.last.source == tuning.PINNED
+    got = choose(KEY, theirs, fake_bench({}, calls))
+    assert got is theirs[2] and not calls and choose.last.source == tuning.PINNED
     Tuner(setup_for(tmp_path)).choose(KEY, CANDIDATES, fake_bench({BIG: 2, MID: 1, SMALL: 3}, []))
-    fresh = Tuner(setup_for(tmp_path))
-    assert fresh.choose(KEY, theirs, fake_bench({}, calls)) is theirs[1] and not calls
+    fresh = Tuner(setup_for(tmp_path)).chooser()
+    assert fresh(KEY, theirs, fake_bench({}, calls)) is theirs[1] and not calls
     assert fresh.last.source == tuning.CACHED
 
 
-def test_forget_last_clears_the_tile_a_case_reports(tmp_path):
-    t = tuning.configure(setup_for(tmp_path, budget_s=1))
-    t.choose(KEY, CANDIDATES, fake_bench({BIG: 2, MID: 1, SMALL: 3}, []))
-    assert tuning.last_choice().config == MID
-    tuning.forget_last()
-    assert tuning.last_choice() is None
+def test_a_chooser_reports_the_tile_it_returned_and_its_kernel(tmp_path):
+    """The kernel's `choose` hook is how the harness learns the tile a case ran: each
+    provider gets its own chooser, which remembers its last choice (no module global)."""
+    t = Tuner(setup_for(tmp_path, budget_s=1))
+    mine, theirs = t.chooser("hash-a"), t.chooser("hash-b")
+    assert mine.last is None
+    assert mine(KEY, CANDIDATES, fake_bench({BIG: 2, MID: 1, SMALL: 3}, [])) == MID
+    assert mine.last.config == MID and mine.last.kernel == "hash-a"
+    assert mine.last.source == tuning.TUNED and theirs.last is None
+    assert theirs(KEY, CANDIDATES, lambda c: 9.0) == MID  # memo: not tuned again
+    assert theirs.last.name == "128x128x64 g8 s4 w4" == tuning.config_name(MID)

@@ -1,6 +1,6 @@
 """Known Triton-interpreter defects, pinned as strict xfails: when a Triton release fixes
 one, its test XPASSes, strict turns that into a failure, and we learn to drop the pin
-(and, for bf16, to add the mode back to the CPU defaults in gemmgate/session.py)."""
+(and, for bf16, to add the mode back to the CPU defaults in gemmgate/context.py)."""
 
 import pytest
 import torch

@@ -23,12 +23,13 @@ CORNERS = SETS["tail"] + SETS["smoke"]
 GPU_TILE = TileConfig(64, 64, 64, 8, 3, 4)
 
 
-def _run(case: Case, mode: str, device: str, config=None):
+def _run(case: Case, mode: str, device: str, config=None, choose=None):
     inp = make_inputs(case, MODES[mode], device, seed=case.m * 31 + case.k)
     out = torch.full((case.m, case.n), float("nan"),
                      dtype=getattr(torch, MODES[mode].output_dtype), device=device)
     got = kernels.matmul(inp.a, inp.b, precision=mode, out=out,
-                         scale_a=inp.scale_a, scale_b=inp.scale_b, config=config)
+                         scale_a=inp.scale_a, scale_b=inp.scale_b, config=config,
+                         choose=choose)
     assert got is out
     return relative_error(got, inp.reference())
 
@@ -59,36 +60,43 @@ def test_gpu_autotuned(case, mode, tol):
 
 @pytest.mark.gpu
 def test_gpu_tuning_is_cached_and_pinned(tmp_path):
-    """The first call tunes and writes the local cache; a new process (Tuner) reuses the
-    tile without benchmarking; a baseline's pin wins over the cache."""
+    """The first call tunes through the chooser hook and writes the local cache; a new
+    Tuner (a new process) reuses the tile without benchmarking; a baseline's pin wins."""
     import json
     from dataclasses import asdict
 
     from gemmgate import tuning
+    from kernels.configs import fits
 
-    setup = tuning.TuningSetup("test-chip", cache_dir=str(tmp_path), budget_s=5, rep_ms=5)
+    setup = tuning.TuningSetup("test-chip", cache_dir=str(tmp_path), budget_s=5)
     case = Case(512, 512, 512)
-    first = tuning.configure(setup)
-    assert _run(case, "bf16", "cuda") < 5e-3
-    chosen = first.last
+    choose = tuning.Tuner(setup).chooser(kernels.kernel_hash())
+    assert _run(case, "bf16", "cuda", choose=choose) < 5e-3
+    chosen = choose.last
     assert chosen.source == tuning.TUNED and len(chosen.timings_ms) >= 1
     entries = json.loads(setup.cache_path.read_text())["entries"]
     assert [k for k in entries if k.startswith(chosen.key + " #")]  # one per candidate list
-    tuning._CURRENT = None  # a fresh process
-    tuning.configure(setup)
-    _run(case, "bf16", "cuda")
-    assert tuning.last_choice().source == tuning.CACHED
-    assert tuning.last_choice().config == chosen.config
-    other = next(c for c in tuning.fits(CONFIGS["16bit"], 2, 1 << 30) if c != chosen.config)
+    again = tuning.Tuner(setup).chooser(kernels.kernel_hash())
+    _run(case, "bf16", "cuda", choose=again)
+    assert again.last.source == tuning.CACHED and again.last.config == chosen.config
+    other = next(c for c in fits(CONFIGS["16bit"], 2, 1 << 30) if c != chosen.config)
     pins = tmp_path / "baseline.json"
     pins.write_text(json.dumps({"cases": {"x": {"tuning": {
         "key": chosen.key, "config": asdict(other)}}}}))
-    tuning.configure(tuning.TuningSetup("test-chip", pins_from=str(pins),
-                                        cache_dir=str(tmp_path)))
-    assert _run(case, "bf16", "cuda") < 5e-3
-    assert tuning.last_choice().source == tuning.PINNED
-    assert tuning.last_choice().config == other
-    tuning._CURRENT = None
+    pinned = tuning.Tuner(tuning.TuningSetup("test-chip", pins_from=str(pins),
+                                             cache_dir=str(tmp_path))).chooser()
+    assert _run(case, "bf16", "cuda", choose=pinned) < 5e-3
+    assert pinned.last.source == tuning.PINNED and pinned.last.config == other
+
+
+@pytest.mark.gpu
+def test_gpu_without_a_chooser_the_heuristic_tile_runs_and_nothing_is_timed(monkeypatch):
+    """No tuning on the call path: a library call on an unseen shape never benchmarks."""
+    import importlib
+
+    mm = importlib.import_module("kernels.matmul")  # the module (kernels.matmul is the function)
+    monkeypatch.setattr(mm, "_bench_ms", lambda *a, **k: pytest.fail("timed on the call path"))
+    assert _run(Case(777, 333, 999), "bf16", "cuda") < 5e-3
 
 
 @pytest.mark.gpu
@@ -146,7 +154,7 @@ def test_mixed_devices():
 
 
 def test_unknown_mode():
-    with pytest.raises(ValueError, match="unknown precision mode 'fp64'"):
+    with pytest.raises(ValueError, match="unknown precision 'fp64'"):
         kernels.matmul(_t(2, 3), _t(3, 5), precision="fp64")
 
 

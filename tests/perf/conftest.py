@@ -99,48 +99,48 @@ def pytest_generate_tests(metafunc):
 
 
 class PerfRunner:
-    """gemmgate's measurement of one case, and the Triton call for pytest-benchmark."""
+    """gemmgate's measurement of one case, and the Triton call for pytest-benchmark: both
+    through the run's context and Runner (the one place a case runs)."""
 
     def __init__(self, disabled: bool):
-        from gemmgate.session import make_session
+        from gemmgate.context import make_context
+        from gemmgate.run import Runner
         from gemmgate.shapes import SETS
 
         self.chip = chip()
         self.gpu = self.chip.device_type != "cpu"
         modes = ",".join(m for m in suite().GPU_MODES if m in self.chip.modes) \
             if self.gpu else "fp32"
-        self.session = make_session(modes=modes, budget_s=BUDGET_S)
-        from gemmgate import tuning
-
-        tuning.configure(self.session.tuning)  # this chip's tuning cache, not "default"
-        policy = self.session.policy
+        ctx = make_context(modes=modes, budget_s=BUDGET_S)  # this chip's tuning cache
         if disabled:  # figures are not kept: the fewest rounds that exercise the path
-            policy = replace(policy, warmup=1, min_rounds=2, max_rounds=2)
-        self.policy = policy
+            ctx = replace(ctx, policy=replace(ctx.policy, warmup=1, min_rounds=2,
+                                              max_rounds=2))
+        self.ctx, self.policy = ctx, ctx.policy
+        self.runner = Runner(ctx)
         self.rounds, self.warmup = (GPU_ROUNDS, GPU_WARMUP) if self.gpu else \
             (CPU_ROUNDS, CPU_WARMUP)
         self.cases = {c.id: c for s in SETS.values() for c in s}
 
     def measure(self, mode_name: str, case_id: str):
-        from gemmgate.precision import get_mode, vendor_flags
-        from gemmgate.run import run_case
+        from gemmgate.precision import get_mode
 
-        mode = get_mode(mode_name)
-        with vendor_flags(mode):
-            return run_case(self.chip, mode, self.cases[case_id], self.policy,
-                            self.session.device)
+        return self.runner.run_case(get_mode(mode_name), self.cases[case_id])
 
     def triton_call(self, mode_name: str, case_id: str):
-        """The provider's zero-argument call, synchronized so wall time is device time."""
+        """The kernel's zero-argument call with the run's chooser (the tile measure()
+        ran), synchronized so wall time is device time."""
         from gemmgate.inputs import make_inputs
-        from gemmgate.precision import get_mode
-        from gemmgate.providers import build
+        from gemmgate.precision import get_mode, vendor_flags
+        from gemmgate.providers import kernel_call
         from gemmgate.run import case_seed
 
         mode, case = get_mode(mode_name), self.cases[case_id]
-        inp = make_inputs(case, mode, self.session.device, case_seed(mode.name, case),
-                          self.chip.fp8_dtype)
-        fn = build("triton", inp, mode)
+        with vendor_flags(mode):
+            inp = make_inputs(case, mode, self.ctx.device, case_seed(mode.name, case),
+                              self.chip.fp8_dtype)
+        kernels = self.runner.kernels["triton"]
+        chooser = self.runner.tuner.chooser(kernels.kernel_hash())
+        fn = kernel_call(kernels.matmul, chooser, inp, mode)
         if not self.gpu:
             return fn
         import torch

@@ -1,0 +1,66 @@
+"""`gemmgate trials`: the gate's power and false-alarm rate, from fresh-process checks
+with injected slowdowns (gemmgate/trials.py). Replaces the per-experiment device
+scripts: one command with levels, repeats, a deadline, a reference and an output folder.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.table import Table
+
+from gemmgate import baselines
+from gemmgate.chips import select_chip
+from gemmgate.cli_run import check_outputs
+from gemmgate.reference import resolve
+from gemmgate.trials import parse_levels, power_table, run_trials
+
+_FORWARD = ("chip", "shapes", "modes", "timing", "budget", "block", "devices")
+
+
+def _forwarded(args) -> list[str]:
+    out = []
+    for name in _FORWARD:
+        value = getattr(args, name)
+        if value is not None:
+            out += [f"--{name}", str(value)]
+    return out
+
+
+def trials_command(args, console, err) -> int:
+    levels = parse_levels(args.levels)
+    if args.repeats < 1:
+        raise ValueError(f"--repeats must be at least 1, got {args.repeats}")
+    if args.calibrate is not None and args.calibrate < 2:
+        raise ValueError("--calibrate needs at least 2 runs (noise is their spread)")
+    out = Path(args.out)
+    check_outputs((str(out / "trials.csv"), "--out"))
+    chip_id = select_chip(args.chip).chip.id
+    base = Path(args.baseline or baselines.default_path(chip_id))
+    ab = resolve(args.ab_ref) if args.ab_ref else None
+    common = _forwarded(args)
+    if args.calibrate:
+        cmd = [sys.executable, "-m", "gemmgate", "baseline", "calibrate", *common,
+               "--runs", str(args.calibrate), "--output", str(base),
+               "--keep-runs", str(out / "calibration")] + (["--ab-ref", ab] if ab else [])
+        err.print(f"calibrating {base} ({args.calibrate} runs)")
+        rc = subprocess.run(cmd).returncode
+        if rc != 0:
+            err.print(f"[red]calibration failed (exit {rc})[/]")
+            return rc
+    baselines.load(base, chip_id)  # exit 2 before any check when unusable
+    check_args = [*common, "--baseline", str(base)] + (["--ab-ref", ab] if ab else [])
+    rows = run_trials(check_args, levels, args.repeats, out, args.deadline, err.print)
+    t = Table(title=f"gate power on {chip_id}", title_justify="left")
+    for h in ("injected", "checks", "case checks", "flagged regressed", "fraction",
+              "improved", "checks red"):
+        t.add_column(h, justify="right")
+    for r in power_table(rows):
+        frac = r["regressed"] / r["case_checks"] if r["case_checks"] else float("nan")
+        t.add_row(f"{r['level']:.0%}", str(r["checks"]), str(r["case_checks"]),
+                  str(r["regressed"]), f"{frac:.1%}", str(r["improved"]), str(r["red_checks"]))
+    console.print(t)
+    console.print(f"wrote {out / 'trials.csv'}")
+    return 0

@@ -1,0 +1,158 @@
+"""The run context: everything that decides what a run measures and how, built once from
+the user's choices and passed explicitly to the one place that runs a case
+(gemmgate/run.py). It is a frozen dataclass of plain values, so it pickles: `--devices`
+workers and the fresh processes of `baseline calibrate` get the very same object.
+
+`make_context` validates every choice before any work (ValueError: exit 2). The Triton
+interpreter is switched on here when the chip is the CPU, before `kernels` is first
+imported: TRITON_INTERPRET is read when a kernel is decorated.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from gemmgate.chips import Chip, Selection, select_chip
+from gemmgate.precision import PrecisionMode, get_mode, parse_modes
+from gemmgate.shapes import Case, check_fits, resolve
+from gemmgate.timing import TimingPolicy, cpu_policy
+from gemmgate.tuning import TuningSetup
+
+# Modes the interpreter computes wrongly (pinned by tests/kernels/test_interpreter_defects.py):
+# they stay selectable on the CPU, but are not run by default.
+INTERPRETER_DEFECTS = {"bf16": "tl.dot on bf16 inputs returns garbage in the interpreter"}
+
+
+@dataclass(frozen=True)
+class RunContext:
+    selection: Selection
+    modes: tuple[PrecisionMode, ...]
+    shapes_label: str
+    cases: tuple[Case, ...]
+    policy: TimingPolicy
+    device: str                          # "cuda:0" or "cpu": where this process measures
+    devices: tuple[int, ...] = (0,)      # all devices of the run (--devices)
+    tuning: TuningSetup = field(default_factory=TuningSetup)
+    reference: str | None = None         # commit whose kernels/ is timed beside (A/B)
+    repo: str = "."                      # the git repository the reference comes from
+    slowdown: float = 0.0                # validation only: injected extra Triton time
+
+    def __post_init__(self) -> None:
+        if not self.modes:
+            raise ValueError("no precision mode to run")
+        if not 0 <= self.slowdown <= 10:
+            raise ValueError(f"--inject-slowdown must be between 0 and 10, got {self.slowdown}")
+
+    @property
+    def chip(self) -> Chip:
+        return self.selection.chip
+
+    @property
+    def device_index(self) -> int:
+        return int(self.device.partition(":")[2] or 0)
+
+    @property
+    def items(self) -> list[tuple[PrecisionMode, Case]]:
+        """Every (mode, case) of the run, modes in canonical order."""
+        return [(m, c) for m in self.modes for c in self.cases]
+
+    def on_device(self, index: int) -> RunContext:
+        """This context for a worker that measures on device `index`."""
+        if self.chip.device_type == "cpu":
+            return self
+        return replace(self, device=f"cuda:{index}")
+
+    def with_cases(self, items: Sequence[tuple[PrecisionMode, Case]]) -> RunContext:
+        """A context for some of this run's (mode, case) pairs (e.g. a re-measure)."""
+        modes = tuple(m for m in self.modes if any(m == x for x, _ in items))
+        cases = tuple(dict.fromkeys(c for _, c in items))
+        return replace(self, modes=modes or self.modes, cases=cases)
+
+
+def default_modes(chip: Chip) -> tuple[str, ...]:
+    if chip.device_type == "cpu":
+        return tuple(m for m in chip.modes if m not in INTERPRETER_DEFECTS)
+    return chip.modes
+
+
+def parse_devices(text: str | None) -> tuple[int, ...]:
+    if text is None:
+        return (0,)
+    try:
+        ids = tuple(int(t) for t in text.split(","))
+    except ValueError:
+        raise ValueError(f"--devices takes comma-separated device numbers, got {text!r}") \
+            from None
+    if not ids or min(ids) < 0 or len(set(ids)) != len(ids):
+        raise ValueError(f"--devices needs distinct non-negative numbers, got {text!r}")
+    return ids
+
+
+def check_devices(ids: Sequence[int], device_type: str) -> None:
+    if device_type == "cpu":
+        if len(ids) > 1 and max(ids) >= (os.cpu_count() or 1) * 4:
+            raise ValueError(f"--devices {max(ids)}: on the CPU a device is a worker process; "
+                             "use small numbers")
+        return
+    import torch
+
+    n = torch.cuda.device_count()
+    bad = [i for i in ids if i >= n]
+    if bad:
+        raise ValueError(f"--devices {','.join(map(str, bad))}: only {n} GPU(s) present "
+                         f"(valid: {','.join(map(str, range(n))) or 'none'})")
+
+
+def _bytes(dtype_name: str) -> int:
+    return 1 if dtype_name.startswith("float8") else 4 if dtype_name == "float32" else 2
+
+
+def _check_memory(cases: Sequence[Case], modes: Sequence[PrecisionMode], device: str) -> None:
+    """Every case fits the device's free memory (host RAM on the CPU), before any work."""
+    if device == "cpu":
+        limit, where = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "of host RAM"
+    else:
+        import torch
+
+        limit, where = torch.cuda.mem_get_info(device)[0], f"free on {device}"
+    for m in modes:
+        check_fits(cases, _bytes(m.input_dtype), _bytes(m.output_dtype), limit, where)
+
+
+def make_context(chip: str | None = None, shapes: str | None = None, modes: str | None = None,
+                 timing: str | None = None, budget_s: float | None = None,
+                 devices: str | None = None, pins_from: str | None = None,
+                 retune: bool = False, block: int | None = None,
+                 reference: str | None = None, slowdown: float = 0.0) -> RunContext:
+    """Validate every choice up front (ValueError on bad input, before any work)."""
+    sel = select_chip(chip)
+    c = sel.chip
+    device_ids = parse_devices(devices)
+    check_devices(device_ids, c.device_type)
+    if modes is not None and not modes.strip(", "):
+        raise ValueError(f"--modes {modes!r} names no mode; give e.g. --modes bf16,fp8")
+    mode_list = parse_modes(modes) if modes else tuple(get_mode(m) for m in default_modes(c))
+    for m in mode_list:
+        c.require_mode(m.name)
+    label, cases = resolve(shapes or ("smoke" if c.device_type == "cpu" else "pr"))
+    if c.device_type == "cpu":
+        if timing not in (None, "wall"):
+            raise ValueError(f"--timing {timing} needs a GPU; the CPU path times wall clock")
+        os.environ["TRITON_INTERPRET"] = "1"
+        policy, device = cpu_policy(), "cpu"
+    else:
+        policy, device = TimingPolicy(method=timing or "graph"), f"cuda:{device_ids[0]}"
+    if budget_s is not None:
+        if not budget_s > 0:
+            raise ValueError(f"--budget must be > 0 seconds, got {budget_s}")
+        policy = replace(policy, budget_s=budget_s)
+    if block is not None:
+        if block < 1:
+            raise ValueError(f"--block must be >= 1, got {block}")
+        policy = replace(policy, block=block)
+    _check_memory(cases, mode_list, device)
+    tuning = TuningSetup(c.id, pins_from=str(pins_from) if pins_from else None, retune=retune)
+    return RunContext(sel, mode_list, label, cases, policy, device, device_ids, tuning,
+                      reference=reference, slowdown=slowdown)

@@ -1,0 +1,33 @@
+"""Run a context's cases: in this process, or over several devices, one worker process
+each (gemmgate/parallel.py). Every caller that runs more than one case comes here: the
+CLI, the gate's re-measure, calibration workers, trials."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from gemmgate.context import RunContext
+from gemmgate.parallel import run_parallel
+from gemmgate.precision import PrecisionMode
+from gemmgate.results import CaseResult
+from gemmgate.run import Runner
+from gemmgate.shapes import Case
+
+
+def run_cases(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]] | None = None,
+              on_case: Callable[[str], None] | None = None) -> list[CaseResult]:
+    """Every (mode, case) of `items` (default: the whole run), in order; on several
+    devices one worker process each (gemmgate/parallel.py), all with this context.
+    `on_case(label)` is called after each case (progress bars)."""
+    items = ctx.items if items is None else list(items)
+    for m in dict.fromkeys(m for m, _ in items):
+        ctx.chip.require_mode(m.name)
+    if len(ctx.devices) > 1:
+        return run_parallel(ctx, items, on_case)
+    runner = Runner(ctx)
+    out = []
+    for mode, case in items:
+        out.append(runner.run_case(mode, case))
+        if on_case:
+            on_case(f"{mode.name} {case.id}")
+    return out

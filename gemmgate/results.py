@@ -1,0 +1,227 @@
+"""The results model: one case's measurement and a run's record, as typed objects that
+read and write the run JSON (`gemmgate run --json`, schema "gemmgate.run/1").
+
+Everything that reads a run file (calibration runs from fresh processes, baselines,
+trials, reports) goes through `RunRecord.load`, which validates as it reads: an unknown
+mode, a non-integer dimension or a provider lacking a field is a `ResultsError`
+(exit 2) that names the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gemmgate import stats
+from gemmgate.accuracy import FAIL, PASS
+from gemmgate.files import read_text
+from gemmgate.precision import MODES
+from gemmgate.shapes import Case
+
+REFERENCE = "reference"   # the kernel at another commit, timed beside triton (A/B)
+UNSUPPORTED = "unsupported"
+STATUSES = (PASS, FAIL, "downgraded", UNSUPPORTED)
+RUN_SCHEMA = "gemmgate.run/1"
+
+
+class ResultsError(ValueError):
+    """A run file that cannot be used; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class ProviderResult:
+    name: str
+    accuracy: str                        # pass | fail | downgraded | unsupported
+    error: float | None = None
+    message: str = ""
+    samples_ms: tuple[float, ...] = ()
+    tflops: float | None = None
+
+    @property
+    def median_ms(self) -> float | None:
+        return stats.median(self.samples_ms) if self.samples_ms else None
+
+    def to_json(self) -> dict:
+        d = {"accuracy": self.accuracy, "error": _num(self.error), "message": self.message,
+             "median_ms": self.median_ms, "tflops": self.tflops, "n": len(self.samples_ms),
+             "samples_ms": list(self.samples_ms)}
+        d["quantiles_ms"] = stats.quantiles(self.samples_ms) if self.samples_ms else {}
+        return d
+
+    @classmethod
+    def from_json(cls, name: str, d, where: str) -> ProviderResult:
+        _need(isinstance(d, dict), where, "is not an object")
+        for f in ("accuracy", "error", "samples_ms", "tflops"):
+            _need(f in d, f"{where}.{f}", "is missing")
+        _need(d["accuracy"] in STATUSES, f"{where}.accuracy",
+              f"is {d['accuracy']!r}, not one of {', '.join(STATUSES)}")
+        samples = d["samples_ms"]
+        _need(isinstance(samples, list) and all(_real(x) and x >= 0 for x in samples),
+              f"{where}.samples_ms", "is not a list of non-negative numbers")
+        err = d["error"]
+        _need(err is None or _real(err) or err in ("nan", "inf", "-inf"), f"{where}.error",
+              f"is {err!r}, not a number")
+        tf = d["tflops"]
+        _need(tf is None or _real(tf), f"{where}.tflops", f"is {tf!r}, not a number")
+        return cls(name, d["accuracy"], None if err is None else float(err),
+                   str(d.get("message", "")), tuple(float(x) for x in samples), tf)
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    mode: str
+    case: Case
+    providers: dict[str, ProviderResult]
+    peak_tflops: float | None = None
+    telemetry: dict = field(default_factory=dict)
+    worker: str = ""                     # device and process that measured it
+
+    @property
+    def ratio_samples(self) -> tuple[float, ...]:
+        """Per-round speed ratios vendor_time / triton_time (> 1: Triton faster)."""
+        t, v = self.providers["triton"].samples_ms, self.providers["vendor"].samples_ms
+        return tuple(vi / ti for ti, vi in zip(t, v) if ti > 0)
+
+    @property
+    def ab_samples(self) -> tuple[float, ...]:
+        """Per-round reference_time / triton_time (A/B: > 1 means the current kernel is
+        faster than the reference commit's); empty without a reference."""
+        ref = self.providers.get(REFERENCE)
+        if ref is None:
+            return ()
+        t = self.providers["triton"].samples_ms
+        return tuple(ri / ti for ti, ri in zip(t, ref.samples_ms) if ti > 0)
+
+    @property
+    def ab_median(self) -> float | None:
+        return stats.median(self.ab_samples) if self.ab_samples else None
+
+    @property
+    def ratio(self) -> float | None:
+        t, v = self.providers["triton"].median_ms, self.providers["vendor"].median_ms
+        return v / t if t and v else None
+
+    @property
+    def pct_peak(self) -> float | None:
+        f = self.providers["triton"].tflops
+        return 100.0 * f / self.peak_tflops if f and self.peak_tflops else None
+
+    @property
+    def passed(self) -> bool:
+        judged = (p for n, p in self.providers.items() if n != REFERENCE)  # not under test
+        return all(p.accuracy in (PASS, UNSUPPORTED) for p in judged) \
+            and self.providers["triton"].accuracy == PASS
+
+    @property
+    def key(self) -> str:
+        return f"{self.mode}-{self.case.id}"
+
+    def to_json(self) -> dict:
+        return {"id": self.key, "mode": self.mode, "m": self.case.m, "n": self.case.n,
+                "k": self.case.k, "layout": self.case.layout_id, "passed": self.passed,
+                "ratio": self.ratio, "pct_peak": self.pct_peak,
+                "ratio_samples": list(self.ratio_samples),
+                "providers": {k: p.to_json() for k, p in self.providers.items()},
+                "peak_tflops": self.peak_tflops,
+                "telemetry": self.telemetry, "worker": self.worker}
+
+    @classmethod
+    def from_json(cls, d, where: str) -> CaseResult:
+        _need(isinstance(d, dict), where, "is not an object")
+        case = case_from_json(d, where)
+        provs = d.get("providers")
+        _need(isinstance(provs, dict), f"{where}.providers", "is missing or not an object")
+        for name in ("triton", "vendor"):
+            _need(name in provs, f"{where}.providers.{name}", "is missing")
+        providers = {n: ProviderResult.from_json(n, p, f"{where}.providers.{n}")
+                     for n, p in provs.items()}
+        tele = d.get("telemetry", {})
+        _need(isinstance(tele, dict), f"{where}.telemetry", "is not an object")
+        peak = d.get("peak_tflops")
+        return cls(d["mode"], case, providers, peak if _real(peak) else None, tele,
+                   str(d.get("worker", "")))
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A run: the environment it ran in, the shape set's label, and its cases."""
+    environment: dict
+    shapes: str
+    cases: tuple[CaseResult, ...]
+
+    def to_json(self) -> dict:
+        return {"schema": RUN_SCHEMA, "environment": self.environment, "shapes": self.shapes,
+                "summary": summary_by_mode(self.cases),
+                "cases": [r.to_json() for r in self.cases]}
+
+    @classmethod
+    def from_json(cls, data, where: str = "<run>") -> RunRecord:
+        _need(isinstance(data, dict), where, "top level is not an object")
+        _need(data.get("schema") == RUN_SCHEMA, f"{where}: schema",
+              f"is {data.get('schema')!r}, expected {RUN_SCHEMA!r}")
+        env = data.get("environment")
+        _need(isinstance(env, dict), f"{where}: environment", "is missing")
+        cases = data.get("cases")
+        _need(isinstance(cases, list), f"{where}: cases", "is missing or not a list")
+        return cls(env, str(data.get("shapes", "")),
+                   tuple(CaseResult.from_json(c, f"{where}: cases[{i}]")
+                         for i, c in enumerate(cases)))
+
+    @classmethod
+    def load(cls, path: str | Path) -> RunRecord:
+        text = read_text(path, "run file")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ResultsError(f"run file {path} is not JSON ({e})") from None
+        return cls.from_json(data, str(path))
+
+
+def case_from_json(d: dict, where: str) -> Case:
+    """The case of a run or baseline entry: mode known, dimensions integers >= 0."""
+    mode = d.get("mode")
+    _need(mode in MODES, f"{where}.mode", f"is {mode!r}, not one of {', '.join(MODES)}")
+    for f in ("m", "n", "k"):
+        x = d.get(f)
+        _need(isinstance(x, int) and not isinstance(x, bool) and x >= 0, f"{where}.{f}",
+              f"is {x!r}, not an integer >= 0")
+    layout = d.get("layout")
+    _need(isinstance(layout, str), f"{where}.layout", "is missing")
+    base, _, pad = layout.partition("+p")
+    try:
+        return Case(d["m"], d["n"], d["k"], base, int(pad) if pad else 0)
+    except ValueError as e:
+        raise ResultsError(f"{where}.layout {layout!r}: {e}") from None
+
+
+def _need(cond: bool, where: str, what: str) -> None:
+    if not cond:
+        raise ResultsError(f"{where} {what}")
+
+
+def _real(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _num(x: float | None):
+    return None if x is None else (x if math.isfinite(x) else str(x))
+
+
+def failures(results: Sequence[CaseResult]) -> list[CaseResult]:
+    return [r for r in results if not r.passed]
+
+
+def summary_by_mode(results: Sequence[CaseResult]) -> dict[str, dict]:
+    """Geomean speed ratio and pass counts per mode."""
+    by: dict[str, list[CaseResult]] = {}
+    for r in results:
+        by.setdefault(r.mode, []).append(r)
+    out = {}
+    for m, rs in by.items():
+        g = stats.geomean([r.ratio for r in rs if r.ratio])
+        out[m] = {"cases": len(rs), "passed": sum(r.passed for r in rs),
+                  "geomean_ratio": None if math.isnan(g) else g}
+    return out

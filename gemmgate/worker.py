@@ -1,0 +1,42 @@
+"""A fresh process that runs one RunContext and writes its run JSON:
+
+    python -m gemmgate.worker CONTEXT.pickle OUT.json
+
+`baseline calibrate` starts one per calibration run, handing each the same pickled
+context (A/A runs must not share a process: process-to-process noise is what they
+measure). The pickle is written by the parent into its own temporary directory.
+Exit 0: written (accuracy failures are in the JSON); 2: the context could not be used.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+
+from gemmgate.execute import run_cases
+from gemmgate.files import write_json_atomic
+from gemmgate.results import RunRecord
+from gemmgate.run import environment_of
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m gemmgate.worker CONTEXT.pickle OUT.json", file=sys.stderr)
+        return 2
+    with open(argv[0], "rb") as f:
+        ctx = pickle.load(f)
+    if ctx.chip.device_type == "cpu":
+        import os
+
+        os.environ["TRITON_INTERPRET"] = "1"  # before kernels is imported (by the Runner)
+    try:
+        record = RunRecord(environment_of(ctx), ctx.shapes_label, tuple(run_cases(ctx)))
+    except ValueError as e:
+        print(f"gemmgate worker: error: {e}", file=sys.stderr)
+        return 2
+    write_json_atomic(argv[1], record.to_json())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,210 @@
+"""Regenerate the tables of docs/PERF.md from the measurement data in the repository.
+
+    python3 scripts/perf_tables.py             # rewrite the generated tables in docs/PERF.md
+    python3 scripts/perf_tables.py --check     # exit 1, naming each table that is out of date
+    python3 scripts/perf_tables.py --print NAME         # print one table (NAME from TABLES)
+    python3 scripts/perf_tables.py --power CHECKS.csv...  # power table plus misses/false alarms
+
+A generated table sits between `<!-- perf_tables:NAME -->` and `<!-- /perf_tables:NAME -->`
+in docs/PERF.md; everything outside the markers is prose, written by hand. Sources:
+baselines/nvidia-h200.json (the per-mode baseline tables), docs/results/*/checks.csv (one
+row per case check of a `gemmgate check --json`: the power tables) and docs/results/*/power.json
+(`scripts/device/power.py`: the in-process power tables). JSON is read directly, so this
+script depends on nothing in gemmgate but the pure functions of gemmgate.stats.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gemmgate.stats import geomean  # noqa: E402
+
+PERF_MD = ROOT / "docs" / "PERF.md"
+RESULTS = ROOT / "docs" / "results"
+BASELINE = ROOT / "baselines" / "nvidia-h200.json"
+MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
+
+
+def tile_name(cfg: dict) -> str:
+    return (f"{cfg['block_m']}x{cfg['block_n']}x{cfg['block_k']} g{cfg['group_m']} "
+            f"s{cfg['num_stages']} w{cfg['num_warps']}")
+
+
+# --- baseline tables -------------------------------------------------------------------
+
+
+def baseline_tables(path: Path) -> str:
+    """One table per mode of a baselines/<chip>.json: speeds, ratio, noise, errors, tile."""
+    cases = json.loads(path.read_text())["cases"]
+    out = []
+    for mode in MODES:
+        rows = [(key, c) for key, c in cases.items() if c["mode"] == mode]
+        if not rows:
+            continue
+        geo = geomean([c["ratio"] for _, c in rows if c["ratio"]])
+        out += [f"**{mode}** — geomean Triton/vendor speed ratio **{geo:.3f}**", "",
+                "| case | Triton TFLOP/s | vendor TFLOP/s | ratio | A/A noise (ratio) | "
+                "A/B noise | Triton err | vendor err | Triton tile |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for key, c in rows:
+            t, v = c["providers"]["triton"], c["providers"].get("vendor")
+            vt = f"{v['tflops']:.1f}" if v and v["tflops"] else "n/a"
+            ve = f"{v['error']:.1e}" if v and v["error"] is not None else "n/a"
+            r = f"{c['ratio']:.3f}" if c["ratio"] else "—"
+            nz, ab = c["noise"]["ratio"], c["noise"].get("ab")
+            tile = tile_name(c["tuning"]["config"]) if c.get("tuning") else "—"
+            out.append(f"| {key.split('-', 1)[1]} | {t['tflops']:.1f} | {vt} | {r} | "
+                       f"{'—' if nz is None else f'{nz:.2%}'} | "
+                       f"{'—' if ab is None else f'{ab:.2%}'} | "
+                       f"{t['error']:.1e} | {ve} | {tile} |")
+        out.append("")
+    return "\n".join(out).rstrip("\n")
+
+
+# --- power tables from checks.csv ------------------------------------------------------
+
+
+def read_checks(*paths: Path) -> list[dict]:
+    """The rows of checks.csv files, each tagged with the file it came from (`file`)."""
+    rows = []
+    for p in paths:
+        with open(p, newline="") as f:
+            rows += [{**r, "file": str(p)} for r in csv.DictReader(f)]
+    return rows
+
+
+def power(rows: Iterable[dict]) -> dict[float, dict]:
+    """Per injected slowdown: checks, case checks judged, flagged `regressed`, and the cases
+    that went the wrong way (a false alarm at 0%, a miss above it) with how often."""
+    out: dict[float, dict] = defaultdict(
+        lambda: {"checks": set(), "judged": 0, "regressed": 0, "wrong": Counter()})
+    for r in rows:
+        level = float(r["injected"] or 0)
+        p = out[level]
+        p["checks"].add((r["file"], r["source"]))
+        if r["verdict"] == "failed":
+            continue
+        p["judged"] += 1
+        hit = r["verdict"] == "regressed"
+        p["regressed"] += hit
+        if hit == (level == 0):
+            p["wrong"][f"{r['mode']}-{r['case']}"] += 1
+    return {level: {**p, "checks": len(p["checks"])} for level, p in sorted(out.items())}
+
+
+def power_table(groups: list[tuple[str, list[dict]]], label: str = "") -> str:
+    """Markdown power table; with `label`, one block of rows per (name, rows) group."""
+    head = (f"| {label} " if label else "") + \
+        "| injected slowdown | checks | case checks | flagged regressed | fraction |"
+    out = [head, "|" + "---|" * bool(label) + "---:|---:|---:|---:|---:|"]
+    for name, rows in groups:
+        for level, p in power(rows).items():
+            frac = f"{p['regressed'] / p['judged']:.1%}" if p["judged"] else "—"
+            if level == 0.03:
+                frac = f"**{frac}**"
+            what = f"{level:.0%}" + (" (A/A: false alarms)" if level == 0 else "")
+            out.append((f"| {name} " if label else "") +
+                       f"| {what} | {p['checks']} | {p['judged']} | {p['regressed']} | {frac} |")
+    return "\n".join(out)
+
+
+def wrong_cases(rows: list[dict]) -> str:
+    """The false alarms (0%) and misses (> 0%) of `power`, one case per line."""
+    out = []
+    for level, p in power(rows).items():
+        if p["wrong"]:
+            out.append(f"\n{'false alarms' if level == 0 else 'missed'} at {level:.0%}:")
+            out += [f"  {case}: {n}" for case, n in sorted(p["wrong"].items())]
+    return "\n".join(out)
+
+
+def inprocess_table(path: Path) -> str:
+    """Power table of an in-process `scripts/device/power.py` run (its power.json)."""
+    rows = json.loads(path.read_text())["rows"]
+    out = ["| injected slowdown | checks | cases judged | flagged regressed | fraction |",
+           "|---|---:|---:|---:|---:|"]
+    for key in sorted(rows, key=float):
+        r, level = rows[key], float(key)
+        frac = f"{r['regressed'] / r['trials']:.1%}"
+        if level == 0.03:
+            frac = f"**{frac}**"
+        what = f"{level:.0%}" + (" (A/A: false alarms)" if level == 0 else "")
+        out.append(f"| {what} | {r['runs']} | {r['trials']} | {r['regressed']} | {frac} |")
+    return "\n".join(out)
+
+
+# --- the tables of docs/PERF.md --------------------------------------------------------
+
+
+def _session_checks(session: str, *calls: str) -> list[dict]:
+    base = RESULTS / f"h200-2026-11-29-{session}"
+    return read_checks(*[base / c / "checks.csv" for c in calls] if calls
+                       else [base / "checks.csv"])
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "baseline": lambda: baseline_tables(BASELINE),
+    "v2-inprocess": lambda: inprocess_table(RESULTS / "h200-2026-11-29-v2" / "power.json"),
+    "v3-fresh": lambda: power_table([("", _session_checks("v3"))]),
+    "v4-inprocess": lambda: inprocess_table(RESULTS / "h200-2026-11-29-v4" / "power.json"),
+    "s2-calls": lambda: power_table(
+        [(f"call {i}", _session_checks("s2", f"call{i}")) for i in range(1, 5)], "device call"),
+    "s3-call1": lambda: power_table([("", _session_checks("s3", "call1"))]),
+    "s3-calls2-4": lambda: power_table([("", _session_checks("s3", "call2", "call3", "call4"))]),
+}
+
+
+def _block(name: str) -> re.Pattern:
+    return re.compile(rf"(<!-- perf_tables:{re.escape(name)} -->\n)(.*?)"
+                      rf"(<!-- /perf_tables:{re.escape(name)} -->)", re.S)
+
+
+def render(text: str) -> tuple[str, list[str]]:
+    """PERF.md's text with every table regenerated, and the names of those that changed."""
+    changed = []
+    for name, make in TABLES.items():
+        m = _block(name).search(text)
+        if not m:
+            raise SystemExit(f"{PERF_MD}: no <!-- perf_tables:{name} --> block")
+        body = f"\n{make()}\n\n"
+        if m.group(2) != body:
+            changed.append(name)
+            text = text[:m.start(2)] + body + text[m.end(2):]
+    return text, changed
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--power"] and argv[1:]:
+        rows = read_checks(*map(Path, argv[1:]))
+        print(power_table([("", rows)]) + "\n" + wrong_cases(rows))
+        return 0
+    if argv[:1] == ["--print"] and argv[1:2] and argv[1] in TABLES:
+        print(TABLES[argv[1]]())
+        return 0
+    if argv not in ([], ["--check"]):
+        print(__doc__, file=sys.stderr)
+        return 2
+    text = PERF_MD.read_text()
+    new, changed = render(text)
+    if argv == ["--check"]:
+        for name in changed:
+            print(f"{PERF_MD.relative_to(ROOT)}: table {name!r} is out of date "
+                  "(run python3 scripts/perf_tables.py)")
+        return 1 if changed else 0
+    if changed:
+        PERF_MD.write_text(new)
+    print(f"updated: {', '.join(changed) or 'nothing'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

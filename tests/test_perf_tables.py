@@ -1,0 +1,76 @@
+"""scripts/perf_tables.py: docs/PERF.md is up to date with docs/results, docs/results holds
+only small text summaries, and the power-table arithmetic on a tiny synthetic checks.csv."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "perf_tables.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("perf_tables", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_perf_md_is_up_to_date():
+    out = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True,
+                         text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_results_are_small_text():
+    files = [p for p in (ROOT / "docs" / "results").rglob("*") if p.is_file()]
+    assert sum(p.stat().st_size for p in files) < 1_000_000
+    archives = [p for p in files if p.name.endswith((".tgz", ".gz", ".tar", ".zip", ".xz"))]
+    assert archives == []
+
+
+CSV = """\
+source,injected,mode,case,verdict
+check_1_0,0,bf16,m1,unchanged
+check_1_0,0,bf16,m2,regressed
+check_2_0,0,bf16,m1,unchanged
+check_2_0,0,bf16,m2,unchanged
+check_3_0.03,0.03,bf16,m1,regressed
+check_3_0.03,0.03,bf16,m2,unchanged
+check_4_0.03,0.03,bf16,m1,regressed
+check_4_0.03,0.03,bf16,m2,failed
+"""
+
+
+def test_power_table_on_synthetic_checks(tmp_path):
+    pt = _module()
+    path = tmp_path / "checks.csv"
+    path.write_text(CSV)
+    rows = pt.read_checks(path)
+    p = pt.power(rows)
+    assert list(p) == [0.0, 0.03]
+    assert (p[0.0]["checks"], p[0.0]["judged"], p[0.0]["regressed"]) == (2, 4, 1)
+    # a failed case check is not judged; the check still counts
+    assert (p[0.03]["checks"], p[0.03]["judged"], p[0.03]["regressed"]) == (2, 3, 2)
+    assert p[0.0]["wrong"] == {"bf16-m2": 1}  # the false alarm
+    assert p[0.03]["wrong"] == {"bf16-m2": 1}  # the miss
+    table = pt.power_table([("", rows)]).splitlines()
+    assert table[2] == "| 0% (A/A: false alarms) | 2 | 4 | 1 | 25.0% |"
+    assert table[3] == "| 3% | 2 | 3 | 2 | **66.7%** |"
+    grouped = pt.power_table([("call 1", rows)], "device call").splitlines()
+    assert grouped[0].startswith("| device call | injected slowdown |")
+    assert grouped[3] == "| call 1 | 3% | 2 | 3 | 2 | **66.7%** |"
+
+
+def test_render_rewrites_only_between_markers():
+    pt = _module()
+    pt.TABLES = {"t": lambda: "| a |\n|---|\n| 1 |"}
+    text = "intro\n<!-- perf_tables:t -->\nstale\n<!-- /perf_tables:t -->\noutro\n"
+    new, changed = pt.render(text)
+    assert changed == ["t"]
+    assert new == ("intro\n<!-- perf_tables:t -->\n\n| a |\n|---|\n| 1 |\n\n"
+                   "<!-- /perf_tables:t -->\noutro\n")
+    assert pt.render(new) == (new, [])
