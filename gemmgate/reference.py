@@ -99,6 +99,10 @@ def same_kernels(ref: str, repo: str | Path = ".") -> str:
     """The commit for calibrate --ab-ref: its kernels/ must be the working tree's, or the
     stored "A/A" noise would hold a real difference (ValueError before any work)."""
     sha = resolve(ref, repo)
+    # `git diff --quiet` trusts stale stat data (a copied tree: every file looks touched)
+    # and answers "differs" without reading the files: refresh the index first.
+    subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=repo, capture_output=True,
+                   timeout=60)
     diff = subprocess.run(["git", "diff", "--quiet", sha, "--", "kernels"], cwd=repo,
                           capture_output=True, timeout=60)
     if diff.returncode != 0:

@@ -11,7 +11,7 @@ export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
 mkdir -p "$OUT"
 if [ -f .whl/repo.bundle ]; then
   git fetch -q .whl/repo.bundle "+refs/heads/main:refs/remotes/bundle/main" \
-    && git reset -q --soft bundle/main
+    && git reset -q --mixed bundle/main
 fi
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
