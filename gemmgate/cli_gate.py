@@ -47,9 +47,9 @@ def check_command(args, console, err) -> int:
     path = args.baseline or baselines.default_path(chip_id)
     base = baselines.load(path, chip_id)  # before any work: a bad file is exit 2
     ab_sha = _ab_commit(args.ab_ref, base)
-    ctx = context_from_args(args, shapes=base["provenance"].get("shapes"),
-                            modes=_modes_arg(args, base), pins_from=str(path),
-                            block=args.block or base["provenance"].get("block"),
+    block = args.block if args.block is not None else base["provenance"].get("block")
+    ctx = context_from_args(args, shapes=args.shapes or base["provenance"].get("shapes"),
+                            modes=_modes_arg(args, base), pins_from=str(path), block=block,
                             reference=ab_sha, slowdown=args.inject_slowdown)
     if ab_sha and not any("ab" in c["noise"] for c in base["cases"].values()):
         err.print("[yellow]warning:[/] the baseline has no A/B noise: every A/B "
@@ -123,11 +123,13 @@ def baseline_command(args, console, err) -> int:
     pins = str(path) if old and not args.retune else None  # keep the baseline's tiles
     ctx = context_from_args(args, pins_from=pins, reference=ab_sha)
     try:
+        if keep:
+            keep.mkdir(parents=True, exist_ok=True)
         if args.runs == 1:
             records = [execute(ctx, err)]
-        else:
             if keep:
-                keep.mkdir(parents=True, exist_ok=True)
+                write_json_atomic(keep / "run1.json", records[0].to_json())
+        else:
             records = fresh_runs(ctx, args.runs, keep, on_run=err.print)
     except CalibrationError as e:
         err.print(f"[red]{e}[/]; baseline not written")

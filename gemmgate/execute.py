@@ -10,7 +10,7 @@ from gemmgate.context import RunContext
 from gemmgate.parallel import run_parallel
 from gemmgate.precision import PrecisionMode
 from gemmgate.results import CaseResult
-from gemmgate.run import Runner
+from gemmgate.run import Runner, load_reference
 from gemmgate.shapes import Case
 
 
@@ -23,6 +23,7 @@ def run_cases(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]] | Non
     for m in dict.fromkeys(m for m, _ in items):
         ctx.chip.require_mode(m.name)
     if len(ctx.devices) > 1:
+        load_reference(ctx)  # an unusable reference is a clear error here, not in a worker
         return run_parallel(ctx, items, on_case)
     runner = Runner(ctx)
     out = []

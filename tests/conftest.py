@@ -84,3 +84,88 @@ def clean_repo(tmp_path_factory) -> tuple[Path, str]:
     _git(d, "add", "-A")
     _git(d, "commit", "-q", "-m", "kernels")
     return d, _git(d, "rev-parse", "HEAD")
+
+
+# --- synthetic timing and synthetic runs: verdicts that never rest on wall-clock time ---
+
+SYNTHETIC_ROUNDS = 20
+SYNTHETIC_BASE_MS = {"triton": 1.0, "vendor": 0.9, "reference": 1.0}
+
+
+class _Slowed:
+    """Stands for the Triton call wrapped by `--inject-slowdown F`: calls the original
+    (so the code path runs) and carries F, which the fake `measure` adds to the time."""
+
+    def __init__(self, call, fraction: float) -> None:
+        self.call, self.fraction = call, fraction
+
+    def __call__(self):
+        return self.call()
+
+
+class SyntheticTiming:
+    """What `synthetic_timing` installed: `base_ms` (provider name -> median ms, edit it
+    to make a kernel slower or faster; unnamed providers get 1.0), `rounds` per provider,
+    and, per fake `measure` call in order, `measured` (its provider names) and
+    `policies` (the TimingPolicy it was given)."""
+
+    def __init__(self) -> None:
+        self.base_ms = dict(SYNTHETIC_BASE_MS)
+        self.rounds = SYNTHETIC_ROUNDS
+        self.measured: list[tuple[str, ...]] = []
+        self.policies: list = []
+
+    def measure(self, fns, policy, *, flush_bytes, device="cuda"):
+        import random
+        import zlib
+
+        self.measured.append(tuple(fns))
+        self.policies.append(policy)
+        out = {}
+        for name, fn in fns.items():
+            fn()  # each callable still runs once
+            ms = self.base_ms.get(name, 1.0) * (1 + getattr(fn, "fraction", 0.0))
+            rng = random.Random(zlib.crc32(name.encode()))  # 0.2% jitter, same every call
+            out[name] = [ms * (1 + rng.gauss(0, 0.002)) for _ in range(self.rounds)]
+        return out
+
+    @staticmethod
+    def inject(calls, slowdown, policy, flush, device) -> float:
+        calls["triton"] = _Slowed(calls["triton"], slowdown)
+        return slowdown
+
+
+@pytest.fixture
+def synthetic_timing(monkeypatch) -> SyntheticTiming:
+    """Replace gemmgate.run's `measure` and `_inject` in this process: every provider
+    gets SYNTHETIC_ROUNDS samples around its base time (triton 1.0 ms, vendor 0.9 ms,
+    reference 1.0 ms) with seeded 0.2% jitter, and an injected slowdown F makes Triton
+    (1 + F) x slower exactly. Worker and calibration processes are NOT patched."""
+    import gemmgate.run
+
+    fake = SyntheticTiming()
+    monkeypatch.setattr(gemmgate.run, "measure", fake.measure)
+    monkeypatch.setattr(gemmgate.run, "_inject", fake.inject)
+    return fake
+
+
+@pytest.fixture
+def synthetic_record():
+    """A factory of RunRecords (what a run JSON holds) with fixed samples, no measuring:
+    synthetic_record(items, triton_ms=1.0, vendor_ms=0.9, shapes="synthetic",
+    environment=None), items being (mode name, Case) pairs."""
+    from gemmgate.results import CaseResult, ProviderResult, RunRecord
+
+    def provider(name: str, ms: float, case) -> ProviderResult:
+        samples = tuple(ms * (1 + 0.001 * (i % 3 - 1)) for i in range(5))
+        return ProviderResult(name, "pass", 1e-7, "", samples, case.flops / (ms * 1e-3) / 1e12)
+
+    def make(items, triton_ms: float = 1.0, vendor_ms: float = 0.9,
+             shapes: str = "synthetic", environment: dict | None = None) -> RunRecord:
+        cases = tuple(CaseResult(mode, case, {"triton": provider("triton", triton_ms, case),
+                                              "vendor": provider("vendor", vendor_ms, case)})
+                      for mode, case in items)
+        env = environment if environment is not None else {"chip": "cpu", "timing": "wall"}
+        return RunRecord(env, shapes, cases)
+
+    return make

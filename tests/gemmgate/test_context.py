@@ -1,0 +1,152 @@
+"""gemmgate/context.py: --devices parsing and checking, make_context's validation and the
+RunContext itself (it pickles; worker and fresh processes get the same object).
+
+Each bad choice is driven through `gemmgate.cli.main`: exit 2, a message naming the bad
+value, nothing measured (the `no_measuring` fixture records any attempt) and no file
+created in the working directory.
+"""
+
+import pickle
+from dataclasses import replace
+
+import pytest
+import torch
+
+import gemmgate.cli_run
+import gemmgate.run
+from gemmgate.chips import CHIPS, Selection
+from gemmgate.cli import main
+from gemmgate.context import check_devices, make_context, parse_devices
+from gemmgate.precision import MODES
+from gemmgate.shapes import Case
+
+
+def test_parse_devices():
+    assert parse_devices(None) == (0,)
+    assert parse_devices("0,1, 3") == (0, 1, 3)
+    for bad in ("a", "0,0", "-1", ","):
+        with pytest.raises(ValueError, match="--devices"):
+            parse_devices(bad)
+
+
+def test_gpu_devices_must_exist(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    check_devices((0, 1), "cuda")
+    with pytest.raises(ValueError, match=r"--devices 2,5: only 2 GPU\(s\) present \(valid: 0,1\)"):
+        check_devices((0, 2, 5), "cuda")
+
+
+def test_cpu_devices_are_worker_processes():
+    assert make_context(chip="cpu", modes="fp32", devices="5").devices == (5,)  # one worker
+    assert make_context(chip="cpu", modes="fp32", devices="0,1").devices == (0, 1)
+    with pytest.raises(ValueError, match="--devices 10000: on the CPU a device is a worker"):
+        make_context(chip="cpu", modes="fp32", devices="0,10000")
+
+
+@pytest.fixture
+def fake_gpus(monkeypatch):
+    """Two GPUs, as far as select_chip and check_devices can tell."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+
+
+@pytest.fixture
+def no_measuring(monkeypatch):
+    """Every way into measuring, recorded: the list must stay empty."""
+    calls = []
+
+    def record(what):
+        return lambda *a, **k: calls.append(what)
+
+    monkeypatch.setattr(gemmgate.run.Runner, "run_case", record("Runner.run_case"))
+    monkeypatch.setattr(gemmgate.run, "measure", record("measure"))
+    monkeypatch.setattr(gemmgate.cli_run, "run_cases", record("run_cases"))
+    return calls
+
+
+def _files(d):
+    return sorted(str(p.relative_to(d)) for p in d.rglob("*"))
+
+
+@pytest.fixture
+def cwd(tmp_path, monkeypatch, synthetic_record):
+    """A working directory holding a valid cpu baseline (synthetic), a file to put paths
+    under, a binary file, a non-UTF-8 baseline and shape files."""
+    from gemmgate import baselines
+
+    monkeypatch.chdir(tmp_path)
+    run = synthetic_record([("fp32", Case(64, 64, 64))], shapes="smoke",
+                           environment={"chip": "cpu", "block": 1}).to_json()
+    baselines.save(tmp_path / "base.json", baselines.build([run], "cpu", "smoke"))
+    (tmp_path / "afile").write_text("not a directory")
+    (tmp_path / "blob.csv").write_bytes(b"m,n,k\n\x00\x01\x02\n")
+    (tmp_path / "latin1.json").write_bytes(b'{"chip": "caf\xe9"}')
+    (tmp_path / "extra-col.csv").write_text("m,n,k,dtype\n32,32,32,fp32\n")
+    (tmp_path / "extra-val.csv").write_text("m,n,k\n32,32,32,7\n")
+    (tmp_path / "huge.csv").write_text(f"m,n,k\n{10**12},32,32\n")
+    return tmp_path
+
+
+def run(*extra: str) -> list[str]:
+    return ["run", "--chip", "cpu", "--json", "out.json", *extra]
+
+
+def check(*extra: str) -> list[str]:
+    return ["check", "--chip", "cpu", "--baseline", "base.json", "--json", "out.json",
+            "--summary", "summary.md", *extra]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (run("--devices", "0,zero"), "--devices takes comma-separated device numbers, got '0,zero'"),
+    (run("--devices", "0,10000"), "--devices 10000: on the CPU a device is a worker process"),
+    (run("--modes", ""), "--modes '' names no mode"),
+    (run("--modes", ","), "--modes ',' names no mode"),
+    (check("--floor", "-5"), "--floor must be a fraction between 0 and 1 (e.g. 0.015), got -5.0"),
+    (check("--floor", "0"), "--floor must be a fraction between 0 and 1 (e.g. 0.015), got 0.0"),
+    (run("--budget", "0"), "--budget must be > 0 seconds, got 0.0"),
+    (check("--budget", "0"), "--budget must be > 0 seconds, got 0.0"),
+    (run("--block", "0"), "--block must be >= 1, got 0"),
+    (check("--block", "0"), "--block must be >= 1, got 0"),
+    (run("--shapes", "extra-col.csv"), "extra-col.csv:1: unknown column 'dtype' (column 4)"),
+    (run("--shapes", "extra-val.csv"), "extra-val.csv:2: case 1 has a value '7' in column 4"),
+    (run("--shapes", "huge.csv"), f"case m{10**12}-n32-k32 needs about"),
+    (run("--shapes", "blob.csv"), "shape file blob.csv is not UTF-8 text (NUL byte at offset 6"),
+    (check("--baseline", "latin1.json"), "latin1.json is not UTF-8 text (byte 0xe9 at offset 13)"),
+    (run("--json", "afile/out.json"), "cannot write --json afile/out.json: afile is a file"),
+    (check("--json", "afile/out.json"), "cannot write --json afile/out.json: afile is a file"),
+    (check("--summary", "afile/s.md"), "cannot write --summary afile/s.md: afile is a file"),
+])
+def test_bad_choice_exits_2_before_any_work(cwd, no_measuring, capsys, argv, message):
+    before = _files(cwd)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert "gemmgate: error:" in err and message in err
+    assert no_measuring == [] and "cases x" not in err
+    assert _files(cwd) == before                              # no file created
+
+
+def test_a_gpu_that_is_not_there_exits_2(cwd, fake_gpus, no_measuring, capsys):
+    assert main(["run", "--chip", "nvidia-h200", "--devices", "1,5"]) == 2
+    assert "--devices 5: only 2 GPU(s) present (valid: 0,1)" in capsys.readouterr().err
+    assert no_measuring == []
+
+
+def test_the_context_pickles_equal(tmp_path):
+    ctx = make_context(chip="cpu", shapes="smoke", modes="fp32,fp16", devices="0,1",
+                       budget_s=0.5, block=2, reference="0" * 40, slowdown=0.03)
+    gpu = replace(ctx, selection=Selection(CHIPS["nvidia-h200"], "--chip", "NVIDIA H200"),
+                  device="cuda:1")
+    for c in (ctx, gpu):
+        again = pickle.loads(pickle.dumps(c))
+        assert again == c and again.items == c.items
+    assert (ctx.policy.budget_s, ctx.policy.block, ctx.devices) == (0.5, 2, (0, 1))
+
+
+def test_on_device_and_with_cases():
+    ctx = make_context(chip="cpu", shapes="smoke", modes="fp32,fp16")
+    assert ctx.on_device(1) is ctx                            # the CPU has no device index
+    gpu = replace(ctx, selection=Selection(CHIPS["nvidia-h200"], "--chip", "NVIDIA H200"))
+    assert gpu.on_device(1).device == "cuda:1" and gpu.on_device(1).device_index == 1
+    some = ctx.with_cases([(MODES["fp16"], ctx.cases[2])])
+    assert some.items == [(MODES["fp16"], ctx.cases[2])]
