@@ -126,7 +126,7 @@ def _trials_parser(sub) -> None:
                         "with --ab-ref)")
     _ab_arg(t, " in every check")
     t.add_argument("--out", required=True, metavar="DIR",
-                   help="folder for each check's JSON and the summary trials.csv")
+                   help="folder for each check's JSON and the summary checks.csv")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

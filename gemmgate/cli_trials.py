@@ -15,7 +15,7 @@ from gemmgate import baselines
 from gemmgate.chips import select_chip
 from gemmgate.cli_run import check_outputs
 from gemmgate.reference import resolve
-from gemmgate.trials import parse_levels, power_table, run_trials
+from gemmgate.trials import parse_levels, power, run_trials
 
 _FORWARD = ("chip", "shapes", "modes", "timing", "budget", "block", "devices")
 
@@ -36,7 +36,7 @@ def trials_command(args, console, err) -> int:
     if args.calibrate is not None and args.calibrate < 2:
         raise ValueError("--calibrate needs at least 2 runs (noise is their spread)")
     out = Path(args.out)
-    check_outputs((str(out / "trials.csv"), "--out"))
+    check_outputs((str(out / "checks.csv"), "--out"))
     chip_id = select_chip(args.chip).chip.id
     base = Path(args.baseline or baselines.default_path(chip_id))
     ab = resolve(args.ab_ref) if args.ab_ref else None
@@ -57,10 +57,10 @@ def trials_command(args, console, err) -> int:
     for h in ("injected", "checks", "case checks", "flagged regressed", "fraction",
               "improved", "checks red"):
         t.add_column(h, justify="right")
-    for r in power_table(rows):
-        frac = r["regressed"] / r["case_checks"] if r["case_checks"] else float("nan")
-        t.add_row(f"{r['level']:.0%}", str(r["checks"]), str(r["case_checks"]),
-                  str(r["regressed"]), f"{frac:.1%}", str(r["improved"]), str(r["red_checks"]))
+    for level, p in power(rows).items():
+        frac = p["regressed"] / p["judged"] if p["judged"] else float("nan")
+        t.add_row(f"{level:.0%}", str(p["checks"]), str(p["judged"]), str(p["regressed"]),
+                  f"{frac:.1%}", str(p["improved"]), str(p["red"]))
     console.print(t)
-    console.print(f"wrote {out / 'trials.csv'}")
+    console.print(f"wrote {out / 'checks.csv'}")
     return 0

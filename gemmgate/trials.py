@@ -1,10 +1,11 @@
 """Trials: how well the gate tells a real slowdown from noise, measured the way CI meets
 it. Each trial is a fresh-process `gemmgate check` with a known injected slowdown
 (`--inject-slowdown F`, 0 = A/A); levels are interleaved per repeat so drift hits every
-level alike. Every case check becomes one row of trials.csv; `power_table` turns rows
-into "injected | case checks | flagged" (level 0: the false-alarm rate).
+level alike. Every case check becomes one row of checks.csv (`check_rows`: the one
+definition of that row, also used for the data under docs/results); `power` counts, per
+level, the case checks flagged "regressed" (at 0: false alarms) and "improved".
 
-The rows are the data kept under docs/results; the per-check JSON stays in --out.
+The CSV is the data kept in the repository; each check's JSON stays in --out.
 """
 
 from __future__ import annotations
@@ -14,26 +15,97 @@ import json
 import subprocess
 import sys
 import time
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from gemmgate.results import RunRecord
+from gemmgate.tuning import config_name
+
+COLUMNS = (
+    "source", "commit", "date", "injected", "ab_ref", "mode", "case", "verdict", "remeasured",
+    "ratio_change", "ratio_tolerance", "ab_change", "ab_tolerance", "tflops_change",
+    "tflops_tolerance", "triton_median_ms", "vendor_median_ms", "reference_median_ms",
+    "triton_tflops", "vendor_tflops", "ratio", "triton_config", "reference_config",
+    "injected_sized", "sm_clock_mhz", "power_w", "temp_c", "clock_reasons", "note",
+    "rc", "worker", "gpu",
+)
 
 
-@dataclass(frozen=True)
-class TrialRow:
-    trial: int
-    level: float
-    rc: int
-    case: str
-    verdict: str
-    remeasured: bool
-    ratio_change: float | None
-    ratio_tolerance: float | None
-    ab_change: float | None
-    ab_tolerance: float | None
-    tflops_change: float | None
+def _g(x, sig: int = 5):
+    if x is None:
+        return ""
+    if isinstance(x, bool):
+        return int(x)
+    return x if isinstance(x, int) else f"{x:.{sig}g}"
+
+
+def check_rows(source: str, data: dict, rc: int | str = "") -> list[dict]:
+    """One row per case a `gemmgate check --json` judged (COLUMNS, as strings)."""
+    env, gate = data["environment"], data["gate"]
+    cases = {c["id"]: c for c in data["cases"]}
+    rows = []
+    for v in gate["verdicts"]:
+        c = cases[v["id"]]
+        t, p = c.get("telemetry", {}), c["providers"]
+        inj = t.get("injected_slowdown") or {}
+        r, ab, tf = v.get("ratio") or {}, v.get("ab") or {}, v.get("tflops") or {}
+        tile = t.get("triton_config") or (config_name(t["tuning"]["config"])
+                                          if t.get("tuning") else "")
+
+        def prov(name: str, key: str, sig: int = 5):
+            return _g(p[name].get(key), sig) if name in p else ""
+
+        rows.append({
+            "source": source, "commit": (env.get("commit") or "")[:10],
+            "date": str(env.get("date", "")).removesuffix("+00:00"),
+            "injected": _g(gate.get("inject_slowdown", 0.0)),
+            "ab_ref": (gate.get("ab_ref") or "")[:10], "mode": c["mode"],
+            "case": c["id"][len(c["mode"]) + 1:], "verdict": v["verdict"],
+            "remeasured": _g(bool(v.get("remeasured"))),
+            "ratio_change": _g(r.get("change"), 4), "ratio_tolerance": _g(r.get("tolerance"), 4),
+            "ab_change": _g(ab.get("change"), 4), "ab_tolerance": _g(ab.get("tolerance"), 4),
+            "tflops_change": _g(tf.get("change"), 4),
+            "tflops_tolerance": _g(tf.get("tolerance"), 4),
+            "triton_median_ms": prov("triton", "median_ms"),
+            "vendor_median_ms": prov("vendor", "median_ms"),
+            "reference_median_ms": prov("reference", "median_ms"),
+            "triton_tflops": prov("triton", "tflops", 4),
+            "vendor_tflops": prov("vendor", "tflops", 4), "ratio": _g(c.get("ratio")),
+            "triton_config": tile, "reference_config": t.get("reference_config", ""),
+            "injected_sized": _g(inj.get("sized"), 4),
+            "sm_clock_mhz": _g(t.get("sm_clock_mhz")), "power_w": _g(t.get("power_w"), 4),
+            "temp_c": _g(t.get("temp_c")), "clock_reasons": "+".join(t.get("clock_reasons") or []),
+            "note": v.get("note", ""), "rc": rc, "worker": c.get("worker", ""),
+            "gpu": t.get("gpu_uuid", ""),
+        })
+    return rows
+
+
+def power(rows: Iterable[dict]) -> dict[float, dict]:
+    """Per injected slowdown: checks, case checks judged, flagged regressed and improved,
+    checks that exited 1, and the cases that went the wrong way (a false alarm at 0, a
+    miss above it) with how often. Rows carry `file` and `source` to tell checks apart."""
+    out: dict[float, dict] = defaultdict(lambda: {
+        "checks": set(), "red": set(), "judged": 0, "regressed": 0, "improved": 0,
+        "wrong": Counter()})
+    for r in rows:
+        level = float(r["injected"] or 0)
+        p = out[level]
+        check = (r.get("file", ""), r["source"])
+        p["checks"].add(check)
+        if str(r.get("rc", "")) == "1":
+            p["red"].add(check)
+        if r["verdict"] == "failed":
+            continue
+        p["judged"] += 1
+        hit = r["verdict"] == "regressed"
+        p["regressed"] += hit
+        p["improved"] += r["verdict"] == "improved"
+        if hit == (level == 0):
+            p["wrong"][f"{r['mode']}-{r['case']}"] += 1
+    return {level: {**p, "checks": len(p["checks"]), "red": len(p["red"])}
+            for level, p in sorted(out.items())}
 
 
 def parse_levels(text: str) -> tuple[float, ...]:
@@ -51,65 +123,35 @@ def schedule(levels: Sequence[float], repeats: int) -> list[float]:
     return [lv for _ in range(repeats) for lv in levels]
 
 
-def rows_of(check_json: dict, trial: int, level: float, rc: int) -> list[TrialRow]:
-    """One row per case the check judged."""
-    out = []
-    for v in check_json.get("gate", {}).get("verdicts", []):
-        r, ab, tf = v.get("ratio") or {}, v.get("ab") or {}, v.get("tflops") or {}
-        out.append(TrialRow(trial, level, rc, v["id"], v["verdict"], bool(v.get("remeasured")),
-                            r.get("change"), r.get("tolerance"), ab.get("change"),
-                            ab.get("tolerance"), tf.get("change")))
-    return out
-
-
-def power_table(rows: Iterable[TrialRow]) -> list[dict]:
-    """Per level: checks, case checks, flagged regressed / improved, checks that exited 1."""
-    by: dict[float, list[TrialRow]] = {}
-    for r in rows:
-        by.setdefault(r.level, []).append(r)
-    table = []
-    for level, rs in sorted(by.items()):
-        n = len(rs)
-        table.append({"level": level, "checks": len({r.trial for r in rs}), "case_checks": n,
-                      "regressed": sum(r.verdict == "regressed" for r in rs),
-                      "improved": sum(r.verdict == "improved" for r in rs),
-                      "red_checks": len({r.trial for r in rs if r.rc == 1})})
-    return table
-
-
-def write_csv(path: Path, rows: Sequence[TrialRow]) -> None:
+def write_csv(path: Path, rows: Sequence[dict]) -> None:
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, [fl.name for fl in fields(TrialRow)])
+        w = csv.DictWriter(f, COLUMNS, extrasaction="ignore")
         w.writeheader()
-        for r in rows:
-            w.writerow(asdict(r))
+        w.writerows(rows)
 
 
-def read_csv(path: Path) -> list[TrialRow]:
-    def num(x: str):
-        return float(x) if x not in ("", "None") else None
-
-    with open(path, newline="") as f:
-        return [TrialRow(int(d["trial"]), float(d["level"]), int(d["rc"]), d["case"],
-                         d["verdict"], d["remeasured"] == "True", num(d["ratio_change"]),
-                         num(d["ratio_tolerance"]), num(d["ab_change"]),
-                         num(d["ab_tolerance"]), num(d["tflops_change"]))
-                for d in csv.DictReader(f)]
+def read_csv(*paths: Path) -> list[dict]:
+    """The rows of checks.csv files, each tagged with the file it came from (`file`)."""
+    rows = []
+    for p in paths:
+        with open(p, newline="") as f:
+            rows += [{**r, "file": str(p)} for r in csv.DictReader(f)]
+    return rows
 
 
 def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
                out: Path, deadline_s: float | None = None,
-               on_trial: Callable[[str], None] | None = None) -> list[TrialRow]:
+               on_trial: Callable[[str], None] | None = None) -> list[dict]:
     """Fresh-process checks (`python -m gemmgate check CHECK_ARGS --inject-slowdown L
-    --json ...`), until done or the deadline; returns every case check's row."""
+    --json ...`), until done or the deadline; writes and returns every case check's row."""
     started, rows = time.monotonic(), []
     for i, level in enumerate(schedule(levels, repeats), 1):
         if deadline_s is not None and time.monotonic() - started > deadline_s:
             if on_trial:
                 on_trial(f"deadline: stopping before trial {i}")
             break
-        path = out / f"check_{i}_{level:g}.json"
-        log = out / f"check_{i}_{level:g}.txt"
+        name = f"check_{i}_{level:g}"
+        path, log = out / f"{name}.json", out / f"{name}.txt"
         with open(log, "w") as f:
             proc = subprocess.run([sys.executable, "-m", "gemmgate", "check", *check_args,
                                    "--inject-slowdown", str(level), "--json", str(path)],
@@ -118,11 +160,12 @@ def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
             raise RuntimeError(f"trial {i} (slowdown {level:g}) failed with exit "
                                f"{proc.returncode}; see {log}")
         RunRecord.load(path)  # validates the check's JSON before counting it
-        got = rows_of(json.loads(path.read_text()), i, level, proc.returncode)
+        got = check_rows(name, json.loads(path.read_text()), proc.returncode)
         rows += got
+        write_csv(out / "checks.csv", rows)  # after every trial: a deadline kill keeps data
         if on_trial:
-            flagged = sum(r.verdict == "regressed" for r in got)
+            flagged = sum(r["verdict"] == "regressed" for r in got)
             on_trial(f"trial {i}: slowdown {level:g}, exit {proc.returncode}, "
                      f"{flagged}/{len(got)} case checks flagged")
-    write_csv(out / "trials.csv", rows)
+    write_csv(out / "checks.csv", rows)
     return rows

@@ -9,24 +9,24 @@ A generated table sits between `<!-- perf_tables:NAME -->` and `<!-- /perf_table
 in docs/PERF.md; everything outside the markers is prose, written by hand. Sources:
 baselines/nvidia-h200.json (the per-mode baseline tables), docs/results/*/checks.csv (one
 row per case check of a `gemmgate check --json`: the power tables) and docs/results/*/power.json
-(`scripts/device/power.py`: the in-process power tables). JSON is read directly, so this
-script depends on nothing in gemmgate but the pure functions of gemmgate.stats.
+(the in-process power tables of sessions 1-2). The check rows and their counting are
+gemmgate.trials' (`check_rows`, `power`): the same code that `gemmgate trials` writes with.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 import sys
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gemmgate.stats import geomean  # noqa: E402
+from gemmgate.trials import power  # noqa: E402
+from gemmgate.trials import read_csv as read_checks  # noqa: E402
 
 PERF_MD = ROOT / "docs" / "PERF.md"
 RESULTS = ROOT / "docs" / "results"
@@ -73,34 +73,6 @@ def baseline_tables(path: Path) -> str:
 # --- power tables from checks.csv ------------------------------------------------------
 
 
-def read_checks(*paths: Path) -> list[dict]:
-    """The rows of checks.csv files, each tagged with the file it came from (`file`)."""
-    rows = []
-    for p in paths:
-        with open(p, newline="") as f:
-            rows += [{**r, "file": str(p)} for r in csv.DictReader(f)]
-    return rows
-
-
-def power(rows: Iterable[dict]) -> dict[float, dict]:
-    """Per injected slowdown: checks, case checks judged, flagged `regressed`, and the cases
-    that went the wrong way (a false alarm at 0%, a miss above it) with how often."""
-    out: dict[float, dict] = defaultdict(
-        lambda: {"checks": set(), "judged": 0, "regressed": 0, "wrong": Counter()})
-    for r in rows:
-        level = float(r["injected"] or 0)
-        p = out[level]
-        p["checks"].add((r["file"], r["source"]))
-        if r["verdict"] == "failed":
-            continue
-        p["judged"] += 1
-        hit = r["verdict"] == "regressed"
-        p["regressed"] += hit
-        if hit == (level == 0):
-            p["wrong"][f"{r['mode']}-{r['case']}"] += 1
-    return {level: {**p, "checks": len(p["checks"])} for level, p in sorted(out.items())}
-
-
 def power_table(groups: list[tuple[str, list[dict]]], label: str = "") -> str:
     """Markdown power table; with `label`, one block of rows per (name, rows) group."""
     head = (f"| {label} " if label else "") + \
@@ -114,6 +86,20 @@ def power_table(groups: list[tuple[str, list[dict]]], label: str = "") -> str:
             what = f"{level:.0%}" + (" (A/A: false alarms)" if level == 0 else "")
             out.append((f"| {name} " if label else "") +
                        f"| {what} | {p['checks']} | {p['judged']} | {p['regressed']} | {frac} |")
+    return "\n".join(out)
+
+
+def gate_table(rows: list[dict]) -> str:
+    """Power table with the figures a fleet needs: checks that went red, and "improved"
+    (a baseline refresh acts on it, so it has the same false-alarm bound)."""
+    out = ["| injected slowdown | checks | checks red | case checks | flagged regressed | "
+           "fraction | flagged improved |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for level, p in power(rows).items():
+        frac = f"{p['regressed'] / p['judged']:.1%}" if p["judged"] else "—"
+        imp = f"{p['improved']} ({p['improved'] / p['judged']:.1%})" if p["judged"] else "—"
+        what = f"{level:.0%}" + (" (A/A: false alarms)" if level == 0 else "")
+        out.append(f"| {what} | {p['checks']} | {p['red']} | {p['judged']} | {p['regressed']} "
+                   f"| {frac} | {imp} |")
     return "\n".join(out)
 
 
@@ -145,8 +131,8 @@ def inprocess_table(path: Path) -> str:
 # --- the tables of docs/PERF.md --------------------------------------------------------
 
 
-def _session_checks(session: str, *calls: str) -> list[dict]:
-    base = RESULTS / f"h200-2026-11-29-{session}"
+def _session_checks(session: str, *calls: str, day: str = "2026-11-29") -> list[dict]:
+    base = RESULTS / f"h200-{day}-{session}"
     return read_checks(*[base / c / "checks.csv" for c in calls] if calls
                        else [base / "checks.csv"])
 
@@ -160,6 +146,7 @@ TABLES: dict[str, Callable[[], str]] = {
         [(f"call {i}", _session_checks("s2", f"call{i}")) for i in range(1, 5)], "device call"),
     "s3-call1": lambda: power_table([("", _session_checks("s3", "call1"))]),
     "s3-calls2-4": lambda: power_table([("", _session_checks("s3", "call2", "call3", "call4"))]),
+    "s4-call2": lambda: gate_table(_session_checks("s4", "call2", day="2026-11-30")),
 }
 
 
