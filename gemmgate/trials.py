@@ -40,6 +40,10 @@ def _g(x, sig: int = 5):
     return x if isinstance(x, int) else f"{x:.{sig}g}"
 
 
+def _prov(providers: dict, name: str, key: str, sig: int = 5):
+    return _g(providers[name].get(key), sig) if name in providers else ""
+
+
 def check_rows(source: str, data: dict, rc: int | str = "") -> list[dict]:
     """One row per case a `gemmgate check --json` judged (COLUMNS, as strings)."""
     env, gate = data["environment"], data["gate"]
@@ -53,9 +57,6 @@ def check_rows(source: str, data: dict, rc: int | str = "") -> list[dict]:
         tile = t.get("triton_config") or (config_name(t["tuning"]["config"])
                                           if t.get("tuning") else "")
 
-        def prov(name: str, key: str, sig: int = 5):
-            return _g(p[name].get(key), sig) if name in p else ""
-
         rows.append({
             "source": source, "commit": (env.get("commit") or "")[:10],
             "date": str(env.get("date", "")).removesuffix("+00:00"),
@@ -67,11 +68,11 @@ def check_rows(source: str, data: dict, rc: int | str = "") -> list[dict]:
             "ab_change": _g(ab.get("change"), 4), "ab_tolerance": _g(ab.get("tolerance"), 4),
             "tflops_change": _g(tf.get("change"), 4),
             "tflops_tolerance": _g(tf.get("tolerance"), 4),
-            "triton_median_ms": prov("triton", "median_ms"),
-            "vendor_median_ms": prov("vendor", "median_ms"),
-            "reference_median_ms": prov("reference", "median_ms"),
-            "triton_tflops": prov("triton", "tflops", 4),
-            "vendor_tflops": prov("vendor", "tflops", 4), "ratio": _g(c.get("ratio")),
+            "triton_median_ms": _prov(p, "triton", "median_ms"),
+            "vendor_median_ms": _prov(p, "vendor", "median_ms"),
+            "reference_median_ms": _prov(p, "reference", "median_ms"),
+            "triton_tflops": _prov(p, "triton", "tflops", 4),
+            "vendor_tflops": _prov(p, "vendor", "tflops", 4), "ratio": _g(c.get("ratio")),
             "triton_config": tile, "reference_config": t.get("reference_config", ""),
             "injected_sized": _g(inj.get("sized"), 4),
             "sm_clock_mhz": _g(t.get("sm_clock_mhz")), "power_w": _g(t.get("power_w"), 4),

@@ -1,0 +1,97 @@
+"""gemmgate/trials.py: the check row, the power count, the trial schedule, and the
+`gemmgate trials` loop with its checks faked (each check is a fresh process: here a fake
+subprocess writes a synthetic check JSON, so nothing is timed)."""
+
+import json
+import subprocess
+
+import pytest
+
+from gemmgate import trials
+from gemmgate.cli import main
+from gemmgate.shapes import Case
+
+A, B = Case(32, 32, 32), Case(48, 16, 64)
+
+
+def _check_json(record, verdicts: dict, level: float) -> dict:
+    data = record.to_json()
+    data["gate"] = {"verdicts": [{"id": k, "verdict": v, "remeasured": v == "regressed",
+                                  "ratio": {"change": -0.05, "tolerance": 0.015},
+                                  "ab": None, "tflops": None, "note": ""}
+                                 for k, v in verdicts.items()],
+                    "inject_slowdown": level, "ab_ref": None}
+    return data
+
+
+def test_check_rows_one_per_judged_case(synthetic_record):
+    rec = synthetic_record([("fp32", A), ("fp32", B)])
+    rows = trials.check_rows("check_1_0", _check_json(
+        rec, {"fp32-m32-n32-k32": "regressed", "fp32-m48-n16-k64": "unchanged"}, 0.0), 1)
+    assert [(r["mode"], r["case"], r["verdict"]) for r in rows] == [
+        ("fp32", "m32-n32-k32", "regressed"), ("fp32", "m48-n16-k64", "unchanged")]
+    assert rows[0]["ratio_change"] == "-0.05" and rows[0]["rc"] == 1
+    assert set(rows[0]) == set(trials.COLUMNS)
+
+
+def test_power_counts_false_alarms_misses_improved_and_red_checks():
+    def row(src, level, verdict, rc=""):
+        return {"source": src, "injected": str(level), "verdict": verdict, "mode": "fp32",
+                "case": "m1", "rc": rc}
+
+    rows = [row("c1", 0, "unchanged", 0), row("c1", 0, "improved", 0),
+            row("c2", 0, "regressed", 1), row("c3", 0.03, "regressed", 1),
+            row("c3", 0.03, "unchanged", 1), row("c3", 0.03, "failed", 1)]
+    p = trials.power(rows)
+    assert p[0.0] == {**p[0.0], "checks": 2, "red": 1, "judged": 3, "regressed": 1,
+                      "improved": 1}
+    assert p[0.0]["wrong"] == {"fp32-m1": 1}                      # the false alarm
+    assert p[0.03]["judged"] == 2 and p[0.03]["wrong"] == {"fp32-m1": 1}   # the miss
+
+
+def test_levels_and_schedule():
+    assert trials.parse_levels("0,0.03") == (0.0, 0.03)
+    assert trials.schedule((0, 0.03), 2) == [0, 0.03, 0, 0.03]
+    for bad in ("", "x", "-1", "11"):
+        with pytest.raises(ValueError, match="--levels"):
+            trials.parse_levels(bad)
+
+
+def test_trials_command_runs_fresh_checks_and_writes_the_csv(tmp_path, monkeypatch,
+                                                             synthetic_record, capsys):
+    base = tmp_path / "b.json"
+    (tmp_path / "s.csv").write_text("m,n,k\n32,32,32\n")
+    assert main(["baseline", "update", "--chip", "cpu", "--modes", "fp32", "--budget", "0.1",
+                 "--shapes", str(tmp_path / "s.csv"), "--output", str(base)]) == 0
+    seen = []
+
+    def fake_run(cmd, stdout=None, stderr=None):
+        seen.append(cmd)
+        level = float(cmd[cmd.index("--inject-slowdown") + 1])
+        verdict = "regressed" if level > 0 else "unchanged"
+        data = _check_json(synthetic_record([("fp32", A)]), {"fp32-m32-n32-k32": verdict},
+                           level)
+        with open(cmd[cmd.index("--json") + 1], "w") as f:
+            json.dump(data, f)
+        return subprocess.CompletedProcess(cmd, int(level > 0))
+
+    monkeypatch.setattr(trials.subprocess, "run", fake_run)
+    out = tmp_path / "trials"
+    assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--baseline", str(base),
+                 "--levels", "0,0.03", "--repeats", "2", "--out", str(out)]) == 0
+    assert len(seen) == 4 and all(c[3] == "check" for c in seen)
+    assert [c[c.index("--inject-slowdown") + 1] for c in seen] == ["0.0", "0.03"] * 2
+    assert all("--baseline" in c and "--modes" in c for c in seen)
+    rows = trials.read_csv(out / "checks.csv")
+    assert len(rows) == 4
+    p = trials.power(rows)
+    assert p[0.0]["regressed"] == 0 and p[0.03]["regressed"] == 2 and p[0.03]["red"] == 2
+    assert "gate power on cpu" in capsys.readouterr().out
+
+
+def test_trials_refuses_bad_arguments_before_any_check(tmp_path, capsys):
+    assert main(["trials", "--chip", "cpu", "--levels", "0,x", "--out", str(tmp_path)]) == 2
+    assert main(["trials", "--chip", "cpu", "--repeats", "0", "--out", str(tmp_path)]) == 2
+    assert main(["trials", "--chip", "cpu", "--baseline", str(tmp_path / "none.json"),
+                 "--out", str(tmp_path / "o")]) == 2
+    assert "no baseline at" in capsys.readouterr().err
