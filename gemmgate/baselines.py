@@ -1,21 +1,31 @@
-"""Per-chip baseline files (baselines/<chip>.json): schema, validation, building, writing.
+"""Per-chip baseline files (baselines/<chip>.json): the typed model, validation on load,
+building from calibration runs, merging machines, and locked atomic writes.
 
-Schema "gemmgate.baseline" version 1:
-  {"schema", "version", "chip", "provenance": {environment record, shapes, modes, runs},
+Schema "gemmgate.baseline" version 1 (fields added since are optional):
+  {"schema", "version", "chip", "provenance": {environment record, shapes, modes, runs,
+                                               machines: {id: {host, gpu_uuid, ...}}},
    "cases": {"<mode>-<case id>": {"mode", "m", "n", "k", "layout", "ratio",
              "providers": {"triton"|"vendor": {"median_ms", "quantiles_ms", "tflops",
                                                "error"}},
-             "noise": {"ratio": rel, "tflops": rel, "runs": n,
-                       "ratio_runs": [per-run median ratio], "tflops_runs": [...],
-                       "ab": rel, "ab_runs": [...] (calibrated with --ab-ref only)},
+             "noise": {...three levels, below...},
              "tuning": {"key", "config", "source", "kernel", ...} (GPU only)}}}
-Figures are medians over the calibration runs; noise is their A/A spread
-(gemmgate.compare.aa_noise). `ab` is the A/A noise of `check --ab-ref`'s figure (the
-reference kernel's time over the current one's, per run, when both are this tree's
-kernel; gemmgate.compare.ab_noise). `tuning` is the Triton tile the case was measured with:
-`gemmgate check` pins it (gemmgate/tuning.py). Files are only written by
-`gemmgate baseline ...`, atomically, and under a file lock (`write_merged`): the file is
-read again under the lock and the new cases merged onto what is there now, so two
+
+Noise, per case, at three levels (each a relative spread; the gate's tolerance is
+max(floor, 2.5 x spread), gemmgate/compare.py):
+- `ab`: A/B in one process, interleaved: the spread of the reference/current time ratio
+  when both are the same kernel (`calibrate --ab-ref HEAD`);
+- `ratio`, `tflops` (process level): fresh processes on one machine, the largest
+  per-machine spread of the run medians;
+- `machine`, `tflops_machine`: different physical GPUs of the chip: the spread of every
+  run median, pooled over machines (present once runs come from two or more machines:
+  `calibrate --devices 0,1`, or `gemmgate baseline merge` of calibrations made on
+  several hosts).
+`ratio_runs`, `tflops_runs`, `ab_runs` and `run_machines` keep each run's median and the
+machine (host/GPU UUID) it ran on, so later merges recompute every level. Baselines from
+before machine ids count as one machine, "legacy:<commit>".
+
+Files are written only by `gemmgate baseline ...`, atomically, under a file lock
+(`write_merged`): the new cases are merged onto the file as it is at write time, so two
 updates of different modes running at once both land.
 """
 
@@ -24,97 +34,36 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from filelock import FileLock
 
 from gemmgate import stats
+from gemmgate.baseline_schema import (  # noqa: F401 - the model is part of this API
+    SCHEMA,
+    VERSION,
+    Baseline,
+    BaselineCase,
+    BaselineError,
+    Noise,
+    ProviderFigures,
+    default_path,
+    from_json,
+    load,
+)
 from gemmgate.compare import aa_noise, ab_noise
-from gemmgate.files import read_text, write_json_atomic
-from gemmgate.results import REFERENCE, ResultsError, case_from_json
+from gemmgate.files import write_json_atomic
+from gemmgate.results import REFERENCE, CaseResult, RunRecord
 
-SCHEMA, VERSION = "gemmgate.baseline", 1
-
-
-class BaselineError(ValueError):
-    """A baseline file that cannot be used: missing, corrupt, wrong version or chip."""
+# --- building ----------------------------------------------------------------------------
 
 
-def default_path(chip_id: str) -> Path:
-    return Path("baselines") / f"{chip_id}.json"
-
-
-def load(path: str | Path, chip_id: str | None = None) -> dict:
-    p = Path(path)
-    if not p.exists():
-        raise BaselineError(f"no baseline at {p}: create one with `gemmgate baseline "
-                            f"calibrate --chip {chip_id or '<chip>'}`")
-    try:
-        text = read_text(p, "baseline")
-    except (OSError, ValueError) as e:
-        raise BaselineError(f"cannot read baseline {p}: {e}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise BaselineError(f"baseline {p} is corrupt (not JSON: {e})") from None
-    validate(data, str(p))
-    if chip_id is not None and data["chip"] != chip_id:
-        raise BaselineError(f"baseline {p} is for chip {data['chip']}, not {chip_id}")
-    return data
-
-
-def _need(cond: bool, where: str, what: str) -> None:
-    if not cond:
-        raise BaselineError(f"baseline {where} is corrupt: {what}")
-
-
-def validate(data, where: str = "<data>") -> None:
-    _need(isinstance(data, dict), where, "top level is not an object")
-    _need(data.get("schema") == SCHEMA, where, f"schema is {data.get('schema')!r}, "
-                                               f"expected {SCHEMA!r}")
-    if data.get("version") != VERSION:
-        raise BaselineError(f"baseline {where} has schema version {data.get('version')!r}; "
-                            f"this gemmgate reads version {VERSION}: recalibrate it")
-    _need(isinstance(data.get("chip"), str), where, "no chip id")
-    _need(isinstance(data.get("provenance"), dict), where, "no provenance")
-    cases = data.get("cases")
-    _need(isinstance(cases, dict), where, "no cases object")
-    for key, c in cases.items():
-        _need(isinstance(c, dict), where, f"case {key} is not an object")
-        for f in ("mode", "m", "n", "k", "layout", "providers", "noise"):
-            _need(f in c, where, f"case {key} lacks {f!r}")
-        try:
-            case = case_from_json(c, f"case {key}:")
-        except ResultsError as e:
-            raise BaselineError(f"baseline {where} is corrupt: {e}") from None
-        _need(key == f"{c['mode']}-{case.id}", where,
-              f"case {key} holds {c['mode']}-{case.id} (key and fields disagree)")
-        r = c.get("ratio")
-        _need(r is None or _positive(r), where, f"case {key} has a bad ratio {r!r}")
-        _need(isinstance(c["providers"], dict), where, f"case {key}: providers is not an object")
-        t = c["providers"].get("triton")
-        _need(isinstance(t, dict) and _positive(t.get("median_ms")), where,
-              f"case {key} lacks triton median_ms > 0")
-        for name, prov in c["providers"].items():
-            _need(isinstance(prov, dict) and _positive(prov.get("median_ms")), where,
-                  f"case {key}: providers.{name}.median_ms is missing or not > 0")
-            tf = prov.get("tflops")
-            _need(tf is None or _positive(tf, zero=True), where,
-                  f"case {key}: providers.{name}.tflops is {tf!r}, not a number")
-        noise = c["noise"]
-        _need(isinstance(noise, dict), where, f"case {key}: noise is not an object")
-        for f in ("ratio", "tflops", "ab"):
-            _need(noise.get(f) is None or _positive(noise[f], zero=True), where,
-                  f"case {key} has a bad noise.{f} {noise.get(f)!r}")
-        tun = c.get("tuning")
-        _need(tun is None or (isinstance(tun, dict) and isinstance(tun.get("key"), str)
-                              and isinstance(tun.get("config"), dict)), where,
-              f"case {key} has a bad tuning record")
-
-
-def _positive(x, zero: bool = False) -> bool:
-    ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-    return ok and (x >= 0 if zero else x > 0)
+def machine_of(result: CaseResult, env: dict) -> str:
+    """The machine a case ran on: host/GPU UUID on a GPU, the host on the CPU."""
+    host = env.get("host") or "unknown-host"
+    gpu = result.telemetry.get("gpu_uuid")
+    return f"{host}/{gpu}" if gpu else host
 
 
 def _median_or_none(xs: Sequence[float | None]) -> float | None:
@@ -122,101 +71,184 @@ def _median_or_none(xs: Sequence[float | None]) -> float | None:
     return stats.median(vals) if vals else None
 
 
-def build(runs: Sequence[dict], chip_id: str, shapes: str) -> dict:
-    """A baseline from one or more run JSONs (`gemmgate run --json`) of the same set."""
-    if not runs:
+def level_noise(values: Sequence[float], machines: Sequence[str]) -> tuple:
+    """(process, machine) spread of per-run medians tagged by machine: process is the
+    largest spread within one machine's runs (None without a machine of >= 2 runs),
+    machine the spread of all runs pooled (None with fewer than two machines)."""
+    by: dict[str, list[float]] = {}
+    for v, m in zip(values, machines):
+        by.setdefault(m, []).append(v)
+    within = [aa_noise(vs) for vs in by.values() if len(vs) > 1]
+    process = max(within) if within else None
+    machine = aa_noise(values) if len(by) > 1 else None
+    if machine is not None and process is not None:
+        machine = max(machine, process)
+    return process, machine
+
+
+def _noise(ratios, machines, tflops, tflops_machines, abs_, runs) -> Noise:
+    """Noise at every level from per-run medians (each list tagged with its machines)."""
+    process, machine = level_noise(ratios, machines) if ratios else (None, None)
+    if len(tflops_machines) != len(tflops):  # untagged: count them as one machine
+        tflops_machines = ["?"] * len(tflops)
+    tf_process, tf_machine = level_noise(tflops, tflops_machines) if tflops else (None, None)
+    return Noise(process, tf_process, ab_noise(abs_) if len(abs_) > 1 else None, machine,
+                 tf_machine, tuple(ratios), tuple(tflops), tuple(abs_), tuple(machines), runs)
+
+
+def build(records: Sequence[RunRecord], chip_id: str, shapes: str) -> Baseline:
+    """A baseline from one or more runs of the same set (medians over runs, noise at each
+    level the runs allow)."""
+    if not records:
         raise ValueError("no runs to build a baseline from")
-    by_key: dict[str, list[dict]] = {}
-    for run in runs:
-        for c in run["cases"]:
-            by_key.setdefault(c["id"], []).append(c)
+    by_key: dict[str, list[tuple[CaseResult, str]]] = {}
+    for rec in records:
+        for c in rec.cases:
+            by_key.setdefault(c.key, []).append((c, machine_of(c, rec.environment)))
     cases = {}
-    for key, cs in by_key.items():
-        first = cs[0]
+    for key, tagged in by_key.items():
+        cs = [c for c, _ in tagged]
         provs = {}
-        for name in first["providers"]:
+        for name in cs[0].providers:
             if name == REFERENCE:  # the A/A twin of triton: only its ratio is kept
                 continue
-            ps = [c["providers"][name] for c in cs]
-            med = _median_or_none([p["median_ms"] for p in ps])
+            ps = [c.providers[name] for c in cs if name in c.providers]
+            med = _median_or_none([p.median_ms for p in ps])
             if med is None:
                 continue
-            provs[name] = {"median_ms": med,
-                           "quantiles_ms": ps[0]["quantiles_ms"],
-                           "tflops": _median_or_none([p["tflops"] for p in ps]),
-                           "error": _median_or_none([_f(p["error"]) for p in ps])}
+            first = next(p for p in ps if p.samples_ms)
+            provs[name] = ProviderFigures(
+                med, _median_or_none([p.tflops for p in ps]),
+                _median_or_none([p.error if p.error is not None else math.inf for p in ps]),
+                stats.quantiles(first.samples_ms))
         if "triton" not in provs:
             continue
-        ratios = [c["ratio"] for c in cs if c["ratio"]]
-        tflops = [c["providers"]["triton"]["tflops"] for c in cs
-                  if c["providers"]["triton"]["tflops"]]
-        cases[key] = {
-            "mode": first["mode"], "m": first["m"], "n": first["n"], "k": first["k"],
-            "layout": first["layout"], "ratio": _median_or_none(ratios),
-            "providers": provs,
-            "noise": {"ratio": aa_noise(ratios) if len(ratios) > 1 else None,
-                      "tflops": aa_noise(tflops) if len(tflops) > 1 else None,
-                      "runs": len(cs), "ratio_runs": ratios, "tflops_runs": tflops},
-        }
-        abs_ = [m for m in map(ab_median, cs) if m is not None]
-        if len(abs_) > 1:
-            cases[key]["noise"].update(ab=ab_noise(abs_), ab_runs=abs_)
-        tiles = [c.get("telemetry", {}).get("tuning") for c in cs]
-        if tiles[0]:
-            cases[key]["tuning"] = {**tiles[0], "runs_agree": all(
-                t and t.get("config") == tiles[0]["config"] for t in tiles)}
-    env = dict(runs[0]["environment"])
-    env.update(shapes=shapes, runs=len(runs),
-               modes=sorted({c["mode"] for c in cases.values()}))
-    return {"schema": SCHEMA, "version": VERSION, "chip": chip_id, "provenance": env,
-            "cases": cases}
+        ratio_rows = [(c.ratio, m) for c, m in tagged if c.ratio]
+        tf_rows = [(c.providers["triton"].tflops, m) for c, m in tagged
+                   if c.providers["triton"].tflops]
+        abs_ = [c.ab_median for c in cs if c.ab_median is not None]
+        noise = _noise([r for r, _ in ratio_rows], [m for _, m in ratio_rows],
+                       [t for t, _ in tf_rows], [m for _, m in tf_rows], abs_, len(cs))
+        tiles = [c.telemetry.get("tuning") for c in cs]
+        tuning = {**tiles[0], "runs_agree": all(
+            t and t.get("config") == tiles[0]["config"] for t in tiles)} if tiles[0] else None
+        cases[key] = BaselineCase(cs[0].mode, cs[0].case, _median_or_none(
+            [r for r, _ in ratio_rows]), provs, noise, tuning)
+    env = dict(records[0].environment)
+    env.update(shapes=shapes, runs=len(records),
+               modes=sorted({c.mode for c in cases.values()}),
+               machines=_machines(records))
+    return Baseline(chip_id, env, cases)
 
 
-def ab_median(case: dict) -> float | None:
-    """Median of a run JSON case's per-round reference/triton time ratios (None without
-    a timed reference)."""
-    p = case["providers"]
-    ref, tri = p.get(REFERENCE, {}).get("samples_ms"), p["triton"].get("samples_ms")
-    if not ref or not tri:
-        return None
-    return stats.median([r / t for t, r in zip(tri, ref) if t > 0])
+def _machines(records: Sequence[RunRecord]) -> dict:
+    """Provenance of every machine the runs used: host, GPU UUID and serial, power limit,
+    clocks (from each run's environment record), keyed by machine id."""
+    out: dict[str, dict] = {}
+    for rec in records:
+        env = rec.environment
+        gpus = {g.get("uuid"): g for g in env.get("gpus", []) if isinstance(g, dict)}
+        for c in rec.cases:
+            mid = machine_of(c, env)
+            entry = out.setdefault(mid, {"host": env.get("host"), "runs": 0})
+            gpu = gpus.get(c.telemetry.get("gpu_uuid"))
+            if gpu:
+                entry.update({k: v for k, v in gpu.items() if k != "index"})
+        for mid in {machine_of(c, env) for c in rec.cases}:
+            out[mid]["runs"] += 1
+    return out
 
 
-def _f(x):
-    return x if isinstance(x, (int, float)) else math.inf
+# --- combining -----------------------------------------------------------------------------
 
 
-def carry_noise(new: dict, old: dict | None) -> dict:
+def carry_noise(new: Baseline, old: Baseline | None) -> Baseline:
     """An uncalibrated update keeps the old baseline's measured noise per case."""
-    if old:
-        for key, c in new["cases"].items():
-            if c["noise"]["runs"] < 2 and key in old["cases"]:
-                c["noise"] = dict(old["cases"][key]["noise"])
-    return new
+    if not old:
+        return new
+    cases = {k: replace(c, noise=old.cases[k].noise)
+             if c.noise.runs < 2 and k in old.cases else c for k, c in new.cases.items()}
+    return replace(new, cases=cases)
 
 
-def merge(new: dict, old: dict | None) -> tuple[dict, list[str]]:
+def merge(new: Baseline, old: Baseline | None) -> tuple[Baseline, list[str]]:
     """Cases measured now replace theirs; the old file's other cases are kept (a run of
     some modes or shapes refreshes those only). Returns the merged data and kept keys."""
     if not old:
         return new, []
-    kept = [k for k in old["cases"] if k not in new["cases"]]
-    cases = {**{k: old["cases"][k] for k in kept}, **new["cases"]}
-    prov = dict(new["provenance"])
-    prov["modes"] = sorted({c["mode"] for c in cases.values()})
+    kept = [k for k in old.cases if k not in new.cases]
+    cases = {**{k: old.cases[k] for k in kept}, **new.cases}
+    prov = dict(new.provenance)
+    prov["modes"] = sorted({c.mode for c in cases.values()})
     if kept:
-        prov["kept_from"] = old["provenance"].get("commit") or old["provenance"].get("date")
-        prov["shapes"] = old["provenance"].get("shapes", prov.get("shapes"))
-    return {**new, "provenance": prov, "cases": cases}, kept
+        prov["kept_from"] = old.provenance.get("commit") or old.provenance.get("date")
+        prov["shapes"] = old.provenance.get("shapes", prov.get("shapes"))
+    return replace(new, provenance=prov, cases=cases), kept
 
 
-def save(path: str | Path, data: dict) -> None:
-    validate(data, str(path))
+def _tflops_machines(n: Noise) -> tuple[str, ...]:
+    """The machine of each TFLOP/s run (runs without a ratio leave them untagged)."""
+    if len(n.run_machines) == len(n.tflops_runs):
+        return n.run_machines
+    return ("?",) * len(n.tflops_runs)
+
+
+def combine(parts: Sequence[Baseline]) -> Baseline:
+    """One baseline from calibrations made on several machines (`gemmgate baseline
+    merge`): per case, every run median pooled with its machine; figures are the pooled
+    medians, noise recomputed at each level. Cases need not all be in every part; tiles
+    are taken from the first part that has the case (disagreements are recorded)."""
+    if not parts:
+        raise ValueError("nothing to merge")
+    chips = {p.chip for p in parts}
+    if len(chips) > 1:
+        raise BaselineError(f"cannot merge baselines of different chips: {sorted(chips)}")
+    keys = list(dict.fromkeys(k for p in parts for k in p.cases))
+    cases = {}
+    for key in keys:
+        cs = [p.cases[key] for p in parts if key in p.cases]
+        n = cs[0].noise
+        ratios = [x for c in cs for x in c.noise.ratio_runs]
+        machines = [m for c in cs for m in c.noise.run_machines]
+        tflops = [x for c in cs for x in c.noise.tflops_runs]
+        tf_machines = [m for c in cs for m in _tflops_machines(c.noise)]
+        abs_ = [x for c in cs for x in c.noise.ab_runs]
+        noise = _noise(ratios, machines, tflops, tf_machines, abs_,
+                       sum(c.noise.runs for c in cs))
+        if noise.ab is None and n.ab is not None:
+            noise = replace(noise, ab=max(c.noise.ab for c in cs if c.noise.ab is not None))
+        provs = {}
+        for name in cs[0].providers:
+            ps = [c.providers[name] for c in cs if name in c.providers]
+            provs[name] = replace(ps[0], median_ms=stats.median([p.median_ms for p in ps]),
+                                  tflops=_median_or_none([p.tflops for p in ps]))
+        tuning = cs[0].tuning
+        if tuning is not None:
+            agree = all(c.tuning and c.tuning.get("config") == tuning["config"] for c in cs)
+            tuning = {**tuning, "runs_agree": bool(tuning.get("runs_agree", True) and agree)}
+        ratio = stats.median(ratios) if ratios else cs[0].ratio
+        cases[key] = BaselineCase(cs[0].mode, cs[0].case, ratio, provs, noise, tuning)
+    prov = dict(parts[0].provenance)
+    machines_prov: dict = {}
+    for p in parts:
+        machines_prov.update(p.provenance.get("machines") or {})
+    prov.update(runs=sum(p.provenance.get("runs", 0) for p in parts), machines=machines_prov,
+                modes=sorted({c.mode for c in cases.values()}),
+                merged_from=[p.provenance.get("commit") for p in parts])
+    return Baseline(parts[0].chip, prov, cases)
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def save(path: str | Path, base: Baseline) -> None:
+    data = base.to_json()
+    from_json(json.loads(json.dumps(data)), str(path))  # what is written must load
     write_json_atomic(path, data)
 
 
-def write_merged(path: str | Path, chip_id: str, measured: dict,
-                 timeout_s: float = 600) -> tuple[dict, dict | None, list[str]]:
+def write_merged(path: str | Path, chip_id: str, measured: Baseline,
+                 timeout_s: float = 600) -> tuple[Baseline, Baseline | None, list[str]]:
     """Merge freshly measured cases onto the baseline file as it is *now* and write it,
     all under a lock on the file: (written data, the file as found, kept case keys).
     An unusable old file is replaced; another update running at once either finished
@@ -233,12 +265,12 @@ def write_merged(path: str | Path, chip_id: str, measured: dict,
     return new, old, kept
 
 
-def summary(data: dict | None) -> dict:
+def summary(base: Baseline | None) -> dict:
     """Per-mode geomean ratio and case count: shown old beside new on update."""
-    if not data:
+    if not base:
         return {}
-    out: dict[str, dict] = {}
-    for c in data["cases"].values():
-        out.setdefault(c["mode"], []).append(c["ratio"])
+    out: dict[str, list] = {}
+    for c in base.cases.values():
+        out.setdefault(c.mode, []).append(c.ratio)
     return {m: {"cases": len(rs), "geomean_ratio": stats.geomean([r for r in rs if r])}
             for m, rs in sorted(out.items())}

@@ -75,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     _check_parser(sub)
     _baseline_parsers(sub)
     _trials_parser(sub)
+    _bisect_parser(sub)
     return ap
 
 
@@ -109,6 +110,10 @@ def _baseline_parsers(sub) -> None:
                            help="also keep each calibration run's JSON here (run1.json ...)")
             _ab_arg(p, ": stores each case's A/B noise, the spread `check --ab-ref` sees "
                        "when nothing changed; REF's kernels/ must be the tree's (e.g. HEAD)")
+    merge = bsub.add_parser("merge", help="combine calibrations from several machines into "
+                                          "one baseline with machine-level noise")
+    merge.add_argument("inputs", nargs="+", metavar="FILE", help="baseline files to combine")
+    merge.add_argument("--output", metavar="FILE", help="default: baselines/<chip>.json")
 
 
 def _trials_parser(sub) -> None:
@@ -129,6 +134,28 @@ def _trials_parser(sub) -> None:
                    help="folder for each check's JSON and the summary checks.csv")
 
 
+def _bisect_parser(sub) -> None:
+    b = sub.add_parser("bisect", help="find the first commit that slowed the named cases "
+                                      "(A/B against GOOD in one process, binary search)")
+    b.add_argument("good", metavar="GOOD",
+                   help="a commit where the cases were fast; 'baseline': the baseline's commit")
+    b.add_argument("bad", metavar="BAD", help="a later commit where they are slow (e.g. HEAD)")
+    b.add_argument("--case", action="append", metavar="ID",
+                   help="a case id as the tables print it, e.g. bf16-m4096-n4096-k4096 or "
+                        "fp32-m64-n32-k96-cr (repeat for more)")
+    b.add_argument("--from-check", metavar="FILE",
+                   help="bisect the cases this `gemmgate check --json` file calls regressed")
+    b.add_argument("--baseline", metavar="FILE",
+                   help="pin this baseline's tiles, and its commit for GOOD 'baseline' "
+                        "(default with GOOD 'baseline': baselines/<chip>.json)")
+    _run_args(b)
+    _json_arg(b)
+    b.add_argument("--floor", type=float, default=DEFAULT_FLOOR,
+                   help=f"smallest A/B slowdown called a regression (default {DEFAULT_FLOOR})")
+    b.add_argument("--summary", metavar="PATH", default=os.environ.get("GITHUB_STEP_SUMMARY"),
+                   help="append the Markdown summary here (default: $GITHUB_STEP_SUMMARY)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     console = Console()
     if not console.is_terminal:  # CI logs: wide enough that tables do not fold
@@ -146,11 +173,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args, console: Console, err: Console) -> int:
-    from gemmgate import cli_gate, cli_run, cli_trials  # each pulls in torch
+    from gemmgate import cli_bisect, cli_gate, cli_run, cli_trials  # each pulls in torch
 
     commands = {"chips": cli_run.chips_command, "run": cli_run.run_command,
                 "check": cli_gate.check_command, "baseline": cli_gate.baseline_command,
-                "trials": cli_trials.trials_command}
+                "trials": cli_trials.trials_command, "bisect": cli_bisect.bisect_command}
     return commands[args.command](args, console, err)
 
 

@@ -26,10 +26,10 @@ from gemmgate.reference import resolve, same_kernels
 from gemmgate.report import print_tables
 
 
-def _modes_arg(args, base: dict | None) -> str | None:
+def _modes_arg(args, base) -> str | None:
     if args.modes is not None or not base:
         return args.modes
-    return ",".join(base["provenance"].get("modes", [])) or None
+    return ",".join(base.provenance.get("modes", [])) or None
 
 
 def _floor(x: float) -> float:
@@ -47,19 +47,20 @@ def check_command(args, console, err) -> int:
     path = args.baseline or baselines.default_path(chip_id)
     base = baselines.load(path, chip_id)  # before any work: a bad file is exit 2
     ab_sha = _ab_commit(args.ab_ref, base)
-    block = args.block if args.block is not None else base["provenance"].get("block")
-    ctx = context_from_args(args, shapes=args.shapes or base["provenance"].get("shapes"),
+    block = args.block if args.block is not None else base.provenance.get("block")
+    ctx = context_from_args(args, shapes=args.shapes or base.provenance.get("shapes"),
                             modes=_modes_arg(args, base), pins_from=str(path), block=block,
                             reference=ab_sha, slowdown=args.inject_slowdown)
-    if ab_sha and not any("ab" in c["noise"] for c in base["cases"].values()):
+    if ab_sha and not base.has_ab_noise:
         err.print("[yellow]warning:[/] the baseline has no A/B noise: every A/B "
                   f"tolerance is the {floor:.1%} floor (small kernels differ by "
                   "more between processes); recalibrate with --ab-ref HEAD")
     record = execute(ctx, err)
-    gate = compare_run(record.cases, base, floor)
+    env = record.environment
+    gate = compare_run(record.cases, base, floor, env)
     results = record.cases
     if not args.no_remeasure:
-        results, gate = remeasure(ctx, results, gate, base, floor)
+        results, gate = remeasure(ctx, results, gate, base, floor, env)
     print_tables(results, console, title=f"{chip_id} {ctx.shapes_label}")
     held = clock_note(results)
     console.print(_gate_table(gate))
@@ -84,12 +85,12 @@ def check_command(args, console, err) -> int:
     return 1 if gate.failed else 0
 
 
-def _ab_commit(ref: str | None, base: dict) -> str | None:
+def _ab_commit(ref: str | None, base) -> str | None:
     """The commit id for --ab-ref (before any work: a bad ref is exit 2)."""
     if not ref:
         return None
     if ref == "baseline":
-        ref = base["provenance"].get("commit") or ""
+        ref = base.provenance.get("commit") or ""
         if not ref:
             raise ValueError("--ab-ref baseline: the baseline records no commit")
     return resolve(ref)
@@ -106,6 +107,8 @@ def _gate_table(gate) -> Table:
 
 
 def baseline_command(args, console, err) -> int:
+    if args.action == "merge":
+        return merge_command(args, console, err)
     if args.runs < 1:
         raise ValueError(f"--runs must be at least 1, got {args.runs}")
     chip_id = select_chip(args.chip).chip.id
@@ -134,19 +137,53 @@ def baseline_command(args, console, err) -> int:
     except CalibrationError as e:
         err.print(f"[red]{e}[/]; baseline not written")
         return 1
-    runs = [r.to_json() for r in records]
     bad = sorted({c.key for r in records for c in r.cases if not c.passed})
     if bad:
         err.print(f"[red]accuracy failures, baseline not written:[/] {', '.join(bad)}")
         return 1
-    measured = baselines.build(runs, chip_id, ctx.shapes_label)
+    measured = baselines.build(records, chip_id, ctx.shapes_label)
     new, old, kept = baselines.write_merged(path, chip_id, measured)
     if kept:
         console.print(f"kept {len(kept)} case(s) of the old baseline that this run did not "
                       "measure")
     if old:
         console.print(_summary_table(baselines.summary(old), baselines.summary(new)))
-    console.print(f"wrote {path} ({len(new['cases'])} cases, {len(runs)} run(s))")
+    console.print(f"wrote {path} ({len(new.cases)} cases, {len(records)} run(s), "
+                  f"{_levels(new)})")
+    return 0
+
+
+def _levels(base) -> str:
+    """Which noise levels the written baseline holds, for the user to see."""
+    n = len(base.cases)
+    ab = sum(c.noise.ab is not None for c in base.cases.values())
+    machine = sum(c.noise.machine is not None for c in base.cases.values())
+    return (f"noise: A/B {ab}/{n} cases, machine-level {machine}/{n} cases over "
+            f"{len(base.machines)} machine(s)")
+
+
+def merge_command(args, console, err) -> int:
+    """`gemmgate baseline merge A.json B.json ... --output OUT`: calibrations made on
+    several machines become one baseline with machine-level noise."""
+    if len(args.inputs) < 2:
+        raise ValueError("baseline merge needs at least two baseline files")
+    parts = [baselines.load(p) for p in args.inputs]
+    chip_id = parts[0].chip
+    out = Path(args.output or baselines.default_path(chip_id))
+    check_outputs((str(out), "--output (the baseline file)"))
+    merged = baselines.combine(parts)
+    old = None
+    with baselines.FileLock(str(out) + ".lock", timeout=600):
+        if out.exists() and out.resolve() not in {Path(p).resolve() for p in args.inputs}:
+            try:
+                old = baselines.load(out, chip_id)
+            except baselines.BaselineError:
+                old = None
+        baselines.save(out, merged)
+    if old:
+        console.print(_summary_table(baselines.summary(old), baselines.summary(merged)))
+    console.print(f"wrote {out} ({len(merged.cases)} cases from {len(parts)} files, "
+                  f"{_levels(merged)})")
     return 0
 
 

@@ -65,7 +65,8 @@ def _nvml_handle(nvml, device_index: int):
         return nvml.nvmlDeviceGetHandleByIndex(device_index)
 
 
-def environment(chip_id: str, timing: str, device_index: int = 0) -> dict:
+def environment(chip_id: str, timing: str, device_index: int = 0,
+                devices: tuple[int, ...] = ()) -> dict:
     import torch
     import triton
 
@@ -84,6 +85,7 @@ def environment(chip_id: str, timing: str, device_index: int = 0) -> dict:
         "platform": platform.platform(),
         "interpreter": os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"),
         "commit": _git_commit(),
+        "host": platform.node(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     nvml = _nvml() if gpu else None
@@ -93,7 +95,32 @@ def environment(chip_id: str, timing: str, device_index: int = 0) -> dict:
             rec["driver"] = drv.decode() if isinstance(drv, bytes) else drv
         except Exception:
             pass
+        rec["gpus"] = [g for g in (gpu_identity(nvml, i) for i in devices or (device_index,))
+                       if g]
     return rec
+
+
+def _text(x) -> str:
+    return x.decode() if isinstance(x, bytes) else str(x)
+
+
+def gpu_identity(nvml, device_index: int) -> dict:
+    """Which physical GPU this is (UUID, serial) and how it is limited (power limit, max
+    SM clock): the gate tells the calibration's own GPUs from others by the UUID."""
+    try:
+        h = _nvml_handle(nvml, device_index)
+        out = {"index": device_index, "uuid": _text(nvml.nvmlDeviceGetUUID(h))}
+    except Exception:
+        return {}
+    for key, call in (("serial", lambda: _text(nvml.nvmlDeviceGetSerial(h))),
+                      ("power_limit_w", lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1e3),
+                      ("max_sm_clock_mhz",
+                       lambda: nvml.nvmlDeviceGetMaxClockInfo(h, nvml.NVML_CLOCK_SM))):
+        try:
+            out[key] = call()
+        except Exception:
+            pass
+    return out
 
 
 def telemetry(device_index: int = 0) -> dict:
@@ -105,6 +132,7 @@ def telemetry(device_index: int = 0) -> dict:
     try:
         h = _nvml_handle(nvml, device_index)
         out = {
+            "gpu_uuid": _text(nvml.nvmlDeviceGetUUID(h)),
             "sm_clock_mhz": nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM),
             "mem_clock_mhz": nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM),
             "temp_c": nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU),

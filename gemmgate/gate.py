@@ -1,14 +1,24 @@
-"""The regression gate: this run's cases against the chip's baseline.
+"""The regression gate: this run's cases against the chip's baseline, and the verdict
+policy (stated in README and docs/GATE.md; tested in tests/gemmgate/test_gate.py).
 
-Accuracy failures fail the gate. Each case present on both sides is judged on the speed
-ratio (gates) and Triton TFLOP/s (explains drift), see gemmgate/compare.py. Cases absent
-from the baseline or from the run are listed, not fatal.
-
-With a reference kernel (`check --ab-ref REF`, gemmgate/reference.py) each case is also
-judged A/B: per-round reference_time / triton_time against 1, with the same floor. A
-case is regressed if either judgement says so: A/B resolves what the code change did
-(both kernels share the process, inputs and power state), the stored baseline still
-catches what hits both kernels (a Triton or driver upgrade).
+Accuracy failures fail the gate. Each case present on both sides is judged on up to
+three figures (gemmgate/compare.py: median change, its 95% CI, a noise-derived tolerance):
+- A/B (`--ab-ref`): current against the reference commit's kernel, in the same process
+  on the same inputs, tolerance from the baseline's A/B noise. **This is the PR gate.**
+- the stored baseline's speed ratio (vendor time / Triton time), at the noise level that
+  applies to the GPU the case ran on:
+  - "process": the GPU is one the baseline was calibrated on: process-level noise;
+  - "machine": another GPU, and the baseline holds machine-level noise (calibrations
+    from two or more GPUs): machine-level noise;
+  - "advisory": another GPU and no machine-level noise measured: the judgement is shown
+    but decides nothing (a single machine's noise does not describe a fleet: H200,
+    2026-11-30, 16.9% of A/A case checks on another host said "improved").
+- Triton TFLOP/s: reported at the same level, explains drift, never decides alone.
+Verdict: "regressed" when A/B says so, or the stored ratio says so at a deciding level;
+"improved" when A/B says so (with A/B) or the stored ratio does (without A/B), and
+nothing says regressed: "improved" obeys the same tolerance as "regressed". With only an
+advisory stored judgement and no A/B, a change beyond it is "inconclusive".
+Cases absent from the baseline or from the run are listed, not fatal.
 """
 
 from __future__ import annotations
@@ -17,12 +27,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gemmgate.accuracy import PASS
-from gemmgate.compare import REGRESSED, Judgement, drift_note, judge, tolerance
+from gemmgate.baselines import Baseline, BaselineCase, machine_of
+from gemmgate.compare import (
+    INCONCLUSIVE,
+    REGRESSED,
+    UNCHANGED,
+    Judgement,
+    drift_note,
+    judge,
+    tolerance,
+)
 from gemmgate.context import RunContext
 from gemmgate.execute import run_cases
 from gemmgate.precision import get_mode
 from gemmgate.results import REFERENCE, UNSUPPORTED, CaseResult
 from gemmgate.tuning import config_name
+
+PROCESS, MACHINE, ADVISORY = "process", "machine", "advisory"
 
 
 @dataclass(frozen=True)
@@ -34,10 +55,11 @@ class CaseVerdict:
     note: str = ""
     remeasured: bool = False
     ab: Judgement | None = None   # current vs the reference commit's kernel, same process
+    level: str = ""               # the stored judgement's noise level: process|machine|advisory
 
     def to_json(self) -> dict:
         return {"id": self.key, "verdict": self.verdict, "note": self.note,
-                "remeasured": self.remeasured,
+                "remeasured": self.remeasured, "level": self.level,
                 "ratio": self.ratio.to_json() if self.ratio else None,
                 "tflops": self.tflops.to_json() if self.tflops else None,
                 "ab": self.ab.to_json() if self.ab else None}
@@ -57,47 +79,73 @@ class GateResult:
         return any(v.verdict in (REGRESSED, "failed") for v in self.verdicts)
 
 
-def judge_case(result: CaseResult, base: dict, floor: float) -> CaseVerdict:
+def stored_level(base: BaselineCase, machine: str) -> str:
+    """Which noise level judges this case against the stored baseline."""
+    if machine in base.noise.machines:
+        return PROCESS
+    return MACHINE if base.noise.machine is not None else ADVISORY
+
+
+def judge_case(result: CaseResult, base: BaselineCase, floor: float,
+               machine: str = "") -> CaseVerdict:
     if not result.passed:
         return CaseVerdict(result.key, "failed", None, None, "accuracy failure")
-    noise = base.get("noise", {})
+    noise = base.noise
+    level = stored_level(base, machine)
+    ratio_noise, tf_noise = (noise.machine, noise.tflops_machine) if level == MACHINE else \
+        (noise.ratio, noise.tflops)
     ratio_j = None
-    if base.get("ratio") and result.ratio_samples:
-        ratio_j = judge(result.ratio_samples, base["ratio"], tolerance(noise.get("ratio"), floor))
+    if base.ratio and result.ratio_samples:
+        ratio_j = judge(result.ratio_samples, base.ratio, tolerance(ratio_noise, floor))
     t = result.providers["triton"]
-    base_tf = base["providers"]["triton"].get("tflops")
+    base_tf = base.providers["triton"].tflops
     tf_j = None
     if base_tf and t.samples_ms and result.case.flops:
         tf_samples = [result.case.flops / (ms * 1e-3) / 1e12 for ms in t.samples_ms]
-        tf_j = judge(tf_samples, base_tf, tolerance(noise.get("tflops"), 2 * floor))
-    tile = _tile_note(result, base)
-    ab_j = judge(result.ab_samples, 1.0, tolerance(noise.get("ab"), floor)) \
+        tf_j = judge(tf_samples, base_tf, tolerance(tf_noise, 2 * floor))
+    ab_j = judge(result.ab_samples, 1.0, tolerance(noise.ab, floor)) \
         if result.ab_samples else None
-    if ratio_j is None:  # no vendor figure (e.g. unsupported): gate on TFLOP/s
-        verdict = tf_j.verdict if tf_j else "unchanged"
-        note = _join("no ratio: judged on TFLOP/s", tile)
-    else:
-        verdict, note = ratio_j.verdict, _join(drift_note(ratio_j, tf_j), tile)
+    stored = ratio_j if ratio_j is not None else tf_j  # no vendor figure: TFLOP/s
+    verdict = _policy(stored.verdict if stored else UNCHANGED, level,
+                      ab_j.verdict if ab_j else None)
+    notes = [f"stored: {level}-level ±{stored.tolerance:.1%}" if stored else "",
+             "no ratio: judged on TFLOP/s" if ratio_j is None and tf_j else "",
+             "stored judgement advisory: GPU not in the calibration, machine noise "
+             "unmeasured (gemmgate baseline merge)" if level == ADVISORY and stored
+             and stored.verdict != UNCHANGED else "",
+             drift_note(ratio_j, tf_j) if ratio_j else "", _tile_note(result, base)]
     ref = result.providers.get(REFERENCE)
     if ref is not None and ref.accuracy not in (PASS, UNSUPPORTED):
-        note = _join(f"A/B: the reference kernel failed ({ref.accuracy}: {ref.message})", note)
+        notes.insert(0, f"A/B: the reference kernel failed ({ref.accuracy}: {ref.message})")
     ref_tile = result.telemetry.get("reference_config")
     if ab_j is not None and ref_tile and ref_tile != result.telemetry.get("triton_config"):
-        note = _join(f"A/B: the reference kernel ran tile {ref_tile}", note)
+        notes.insert(0, f"A/B: the reference kernel ran tile {ref_tile}")
     if ab_j is not None and ab_j.verdict == REGRESSED:
-        verdict = REGRESSED
-        note = _join(f"A/B: slower than the reference kernel by {-ab_j.change:.2%}", note)
-    return CaseVerdict(result.key, verdict, ratio_j, tf_j, note, ab=ab_j)
+        notes.insert(0, f"A/B: slower than the reference kernel by {-ab_j.change:.2%}")
+    return CaseVerdict(result.key, verdict, ratio_j, tf_j, _join(*notes), ab=ab_j,
+                       level=level)
+
+
+def _policy(stored: str, level: str, ab: str | None) -> str:
+    """The verdict policy (module docstring) from the stored and the A/B verdicts."""
+    deciding = level != ADVISORY
+    if ab == REGRESSED or (deciding and stored == REGRESSED):
+        return REGRESSED
+    if ab is not None:
+        return ab
+    if deciding:
+        return stored
+    return UNCHANGED if stored == UNCHANGED else INCONCLUSIVE
 
 
 def _join(*notes: str) -> str:
     return "; ".join(n for n in notes if n)
 
 
-def _tile_note(result: CaseResult, base: dict) -> str:
+def _tile_note(result: CaseResult, base: BaselineCase) -> str:
     """Say when the Triton tile differs from the baseline's, or was pinned for an older
     kernel version: a change of tile explains a change of speed."""
-    now, then = result.telemetry.get("tuning"), base.get("tuning")
+    now, then = result.telemetry.get("tuning"), base.tuning
     if not now or not then:
         return ""
     if now["config"] != then["config"]:
@@ -106,11 +154,14 @@ def _tile_note(result: CaseResult, base: dict) -> str:
     return "tile pinned for an older kernel" if now.get("stale") else ""
 
 
-def compare_run(results: Sequence[CaseResult], baseline: dict,
-                floor: float) -> GateResult:
-    cases = baseline["cases"]
+def compare_run(results: Sequence[CaseResult], baseline: Baseline, floor: float,
+                env: dict | None = None) -> GateResult:
+    """Every case against the baseline; `env` (the run's environment record) tells on
+    which machine each case ran (host, GPU UUID)."""
+    cases = baseline.cases
     run_keys = {r.key for r in results}
-    verdicts = tuple(judge_case(r, cases[r.key], floor) if r.key in cases
+    verdicts = tuple(judge_case(r, cases[r.key], floor, machine_of(r, env or {}))
+                     if r.key in cases
                      else CaseVerdict(r.key, "new", None, None, "not in the baseline")
                      for r in results)
     return GateResult(verdicts=tuple(v for v in verdicts if v.verdict != "new"),
@@ -119,7 +170,7 @@ def compare_run(results: Sequence[CaseResult], baseline: dict,
 
 
 def remeasure(ctx: RunContext, results: Sequence[CaseResult], gate: GateResult,
-              baseline: dict, floor: float):
+              baseline: Baseline, floor: float, env: dict | None = None):
     """Measure suspected regressions once more, with the run's own context (its devices,
     reference kernel and injected slowdown); the second measurement decides."""
     suspects = {v.key for v in gate.verdicts if v.verdict == REGRESSED}
@@ -129,13 +180,13 @@ def remeasure(ctx: RunContext, results: Sequence[CaseResult], gate: GateResult,
     redone = run_cases(ctx, [(get_mode(r.mode), r.case) for r in again_of])
     by_key = {r.key: r for r in redone}
     fresh = [by_key.get(r.key, r) for r in results]
-    again = compare_run(fresh, baseline, floor)
+    again = compare_run(fresh, baseline, floor, env)
     verdicts = tuple(replace(v, remeasured=v.key in suspects) for v in again.verdicts)
     return fresh, replace(again, verdicts=verdicts)
 
 
-GATE_HEAD = ("case", "verdict", "ratio change", "95% CI", "tolerance", "TFLOP/s change",
-             "A/B change", "note")
+GATE_HEAD = ("case", "verdict", "ratio change", "95% CI", "tolerance", "level",
+             "TFLOP/s change", "A/B change", "note")
 
 
 def verdict_row(v: CaseVerdict) -> tuple[str, ...]:
@@ -144,7 +195,8 @@ def verdict_row(v: CaseVerdict) -> tuple[str, ...]:
     return (v.key, v.verdict + (" (re-measured)" if v.remeasured else ""),
             f"{r.change:+.2%}" if r else "—",
             f"[{r.ci_low:+.2%}, {r.ci_high:+.2%}]" if r else "—",
-            f"±{r.tolerance:.1%}" if r else "—", f"{t.change:+.2%}" if t else "—",
+            f"±{r.tolerance:.1%}" if r else "—", v.level or "—",
+            f"{t.change:+.2%}" if t else "—",
             f"{v.ab.change:+.2%}" if v.ab else "—", v.note)
 
 

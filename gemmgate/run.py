@@ -179,7 +179,8 @@ def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int,
 def environment_of(ctx: RunContext) -> dict:
     """The environment record of a run in this context (versions, device, commit, and
     the context's choices that change figures)."""
-    env = environment(ctx.chip.id, ctx.policy.method, ctx.device_index)
+    env = environment(ctx.chip.id, ctx.policy.method, ctx.device_index,
+                      ctx.devices if ctx.chip.device_type != "cpu" else ())
     env.update(devices=list(ctx.devices), block=ctx.policy.block, ab_ref=ctx.reference,
                inject_slowdown=ctx.slowdown)
     return env

@@ -28,7 +28,7 @@ COLUMNS = (
     "tflops_tolerance", "triton_median_ms", "vendor_median_ms", "reference_median_ms",
     "triton_tflops", "vendor_tflops", "ratio", "triton_config", "reference_config",
     "injected_sized", "sm_clock_mhz", "power_w", "temp_c", "clock_reasons", "note",
-    "rc", "worker", "gpu",
+    "rc", "worker", "gpu", "level", "stored_verdict", "ab_verdict",
 )
 
 
@@ -78,15 +78,18 @@ def check_rows(source: str, data: dict, rc: int | str = "") -> list[dict]:
             "sm_clock_mhz": _g(t.get("sm_clock_mhz")), "power_w": _g(t.get("power_w"), 4),
             "temp_c": _g(t.get("temp_c")), "clock_reasons": "+".join(t.get("clock_reasons") or []),
             "note": v.get("note", ""), "rc": rc, "worker": c.get("worker", ""),
-            "gpu": t.get("gpu_uuid", ""),
+            "gpu": t.get("gpu_uuid", ""), "level": v.get("level", ""),
+            "stored_verdict": r.get("verdict", ""), "ab_verdict": ab.get("verdict", ""),
         })
     return rows
 
 
-def power(rows: Iterable[dict]) -> dict[float, dict]:
+def power(rows: Iterable[dict], verdict: str = "verdict") -> dict[float, dict]:
     """Per injected slowdown: checks, case checks judged, flagged regressed and improved,
     checks that exited 1, and the cases that went the wrong way (a false alarm at 0, a
-    miss above it) with how often. Rows carry `file` and `source` to tell checks apart."""
+    miss above it) with how often. Rows carry `file` and `source` to tell checks apart.
+    `verdict` picks the column counted: "verdict" (the gate's), "stored_verdict" (the
+    stored baseline's ratio judgement alone), "ab_verdict" (A/B alone)."""
     out: dict[float, dict] = defaultdict(lambda: {
         "checks": set(), "red": set(), "judged": 0, "regressed": 0, "improved": 0,
         "wrong": Counter()})
@@ -97,12 +100,12 @@ def power(rows: Iterable[dict]) -> dict[float, dict]:
         p["checks"].add(check)
         if str(r.get("rc", "")) == "1":
             p["red"].add(check)
-        if r["verdict"] == "failed":
+        if r["verdict"] == "failed" or not r.get(verdict):
             continue
         p["judged"] += 1
-        hit = r["verdict"] == "regressed"
+        hit = r[verdict] == "regressed"
         p["regressed"] += hit
-        p["improved"] += r["verdict"] == "improved"
+        p["improved"] += r[verdict] == "improved"
         if hit == (level == 0):
             p["wrong"][f"{r['mode']}-{r['case']}"] += 1
     return {level: {**p, "checks": len(p["checks"]), "red": len(p["red"])}

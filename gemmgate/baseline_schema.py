@@ -1,0 +1,216 @@
+"""The baseline file's typed model and its validation on load (schema "gemmgate.baseline"
+version 1; the fields and the three noise levels are described in gemmgate/baselines.py).
+`from_json` turns a file's JSON into a Baseline or raises BaselineError naming the file
+and the field; `to_json` is its inverse.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gemmgate.files import read_text
+from gemmgate.results import ResultsError, case_from_json
+from gemmgate.shapes import Case
+
+SCHEMA, VERSION = "gemmgate.baseline", 1
+
+
+class BaselineError(ValueError):
+    """A baseline file that cannot be used: missing, corrupt, wrong version or chip."""
+
+
+@dataclass(frozen=True)
+class ProviderFigures:
+    median_ms: float
+    tflops: float | None = None
+    error: float | None = None
+    quantiles_ms: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"median_ms": self.median_ms, "quantiles_ms": self.quantiles_ms,
+                "tflops": self.tflops, "error": self.error}
+
+
+@dataclass(frozen=True)
+class Noise:
+    ratio: float | None = None            # process level (fresh processes, one machine)
+    tflops: float | None = None
+    ab: float | None = None               # A/B, in one process
+    machine: float | None = None          # across physical GPUs / hosts
+    tflops_machine: float | None = None
+    ratio_runs: tuple[float, ...] = ()
+    tflops_runs: tuple[float, ...] = ()
+    ab_runs: tuple[float, ...] = ()
+    run_machines: tuple[str, ...] = ()    # the machine of each entry of ratio_runs
+    runs: int = 0
+
+    @property
+    def machines(self) -> frozenset[str]:
+        return frozenset(self.run_machines)
+
+    def to_json(self) -> dict:
+        d = {"ratio": self.ratio, "tflops": self.tflops, "runs": self.runs,
+             "ratio_runs": list(self.ratio_runs), "tflops_runs": list(self.tflops_runs)}
+        if self.ab is not None:
+            d.update(ab=self.ab, ab_runs=list(self.ab_runs))
+        if self.machine is not None or self.tflops_machine is not None:
+            d.update(machine=self.machine, tflops_machine=self.tflops_machine)
+        if self.run_machines:
+            d["run_machines"] = list(self.run_machines)
+        return d
+
+
+@dataclass(frozen=True)
+class BaselineCase:
+    mode: str
+    case: Case
+    ratio: float | None
+    providers: dict[str, ProviderFigures]
+    noise: Noise
+    tuning: dict | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.mode}-{self.case.id}"
+
+    def to_json(self) -> dict:
+        d = {"mode": self.mode, "m": self.case.m, "n": self.case.n, "k": self.case.k,
+             "layout": self.case.layout_id, "ratio": self.ratio,
+             "providers": {n: p.to_json() for n, p in self.providers.items()},
+             "noise": self.noise.to_json()}
+        if self.tuning is not None:
+            d["tuning"] = self.tuning
+        return d
+
+
+@dataclass(frozen=True)
+class Baseline:
+    chip: str
+    provenance: dict
+    cases: dict[str, BaselineCase]
+
+    @property
+    def machines(self) -> frozenset[str]:
+        """Every machine (host/GPU) some calibration run of this baseline ran on."""
+        return frozenset(m for c in self.cases.values() for m in c.noise.run_machines)
+
+    @property
+    def has_ab_noise(self) -> bool:
+        return any(c.noise.ab is not None for c in self.cases.values())
+
+    def to_json(self) -> dict:
+        return {"schema": SCHEMA, "version": VERSION, "chip": self.chip,
+                "provenance": self.provenance,
+                "cases": {k: c.to_json() for k, c in self.cases.items()}}
+
+
+def default_path(chip_id: str) -> Path:
+    return Path("baselines") / f"{chip_id}.json"
+
+
+def load(path: str | Path, chip_id: str | None = None) -> Baseline:
+    p = Path(path)
+    if not p.exists():
+        raise BaselineError(f"no baseline at {p}: create one with `gemmgate baseline "
+                            f"calibrate --chip {chip_id or '<chip>'}`")
+    try:
+        text = read_text(p, "baseline")
+    except (OSError, ValueError) as e:
+        raise BaselineError(f"cannot read baseline {p}: {e}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BaselineError(f"baseline {p} is corrupt (not JSON: {e})") from None
+    base = from_json(data, str(p))
+    if chip_id is not None and base.chip != chip_id:
+        raise BaselineError(f"baseline {p} is for chip {base.chip}, not {chip_id}")
+    return base
+
+
+def _need(cond: bool, where: str, what: str) -> None:
+    if not cond:
+        raise BaselineError(f"baseline {where} is corrupt: {what}")
+
+
+def _positive(x, zero: bool = False) -> bool:
+    ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    return ok and (x >= 0 if zero else x > 0)
+
+
+def _opt(x):
+    """An optional number as stored: None, a number, or an error string ('inf', 'nan')."""
+    return x if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def from_json(data, where: str = "<data>") -> Baseline:
+    """The typed baseline of a file's JSON; BaselineError names the file and the field."""
+    _need(isinstance(data, dict), where, "top level is not an object")
+    _need(data.get("schema") == SCHEMA, where, f"schema is {data.get('schema')!r}, "
+                                               f"expected {SCHEMA!r}")
+    if data.get("version") != VERSION:
+        raise BaselineError(f"baseline {where} has schema version {data.get('version')!r}; "
+                            f"this gemmgate reads version {VERSION}: recalibrate it")
+    _need(isinstance(data.get("chip"), str), where, "no chip id")
+    prov = data.get("provenance")
+    _need(isinstance(prov, dict), where, "no provenance")
+    cases = data.get("cases")
+    _need(isinstance(cases, dict), where, "no cases object")
+    legacy = f"legacy:{str(prov.get('commit') or prov.get('date') or '?')[:10]}"
+    return Baseline(data["chip"], prov,
+                    {k: _case(k, c, where, legacy) for k, c in cases.items()})
+
+
+def _case(key: str, c, where: str, legacy: str) -> BaselineCase:
+    _need(isinstance(c, dict), where, f"case {key} is not an object")
+    for f in ("mode", "m", "n", "k", "layout", "providers", "noise"):
+        _need(f in c, where, f"case {key} lacks {f!r}")
+    try:
+        case = case_from_json(c, f"case {key}:")
+    except ResultsError as e:
+        raise BaselineError(f"baseline {where} is corrupt: {e}") from None
+    _need(key == f"{c['mode']}-{case.id}", where,
+          f"case {key} holds {c['mode']}-{case.id} (key and fields disagree)")
+    r = c.get("ratio")
+    _need(r is None or _positive(r), where, f"case {key} has a bad ratio {r!r}")
+    _need(isinstance(c["providers"], dict), where, f"case {key}: providers is not an object")
+    t = c["providers"].get("triton")
+    _need(isinstance(t, dict) and _positive(t.get("median_ms")), where,
+          f"case {key} lacks triton median_ms > 0")
+    provs = {}
+    for name, p in c["providers"].items():
+        _need(isinstance(p, dict) and _positive(p.get("median_ms")), where,
+              f"case {key}: providers.{name}.median_ms is missing or not > 0")
+        tf = p.get("tflops")
+        _need(tf is None or _positive(tf, zero=True), where,
+              f"case {key}: providers.{name}.tflops is {tf!r}, not a number")
+        q = p.get("quantiles_ms", {})
+        provs[name] = ProviderFigures(p["median_ms"], tf, _opt(p.get("error")),
+                                      q if isinstance(q, dict) else {})
+    noise = c["noise"]
+    _need(isinstance(noise, dict), where, f"case {key}: noise is not an object")
+    for f in ("ratio", "tflops", "ab", "machine", "tflops_machine"):
+        _need(noise.get(f) is None or _positive(noise[f], zero=True), where,
+              f"case {key} has a bad noise.{f} {noise.get(f)!r}")
+    runs = {}
+    for f in ("ratio_runs", "tflops_runs", "ab_runs"):
+        xs = noise.get(f, [])
+        _need(isinstance(xs, list) and all(_positive(x) for x in xs), where,
+              f"case {key}: noise.{f} is not a list of positive numbers")
+        runs[f] = tuple(xs)
+    machines = noise.get("run_machines") or [legacy] * len(runs["ratio_runs"])
+    _need(isinstance(machines, list) and len(machines) == len(runs["ratio_runs"])
+          and all(isinstance(m, str) for m in machines), where,
+          f"case {key}: noise.run_machines does not name one machine per ratio run")
+    n_runs = noise.get("runs", len(runs["ratio_runs"]))
+    _need(isinstance(n_runs, int) and n_runs >= 0, where, f"case {key}: bad noise.runs")
+    tun = c.get("tuning")
+    _need(tun is None or (isinstance(tun, dict) and isinstance(tun.get("key"), str)
+                          and isinstance(tun.get("config"), dict)), where,
+          f"case {key} has a bad tuning record")
+    return BaselineCase(c["mode"], case, r, provs, Noise(
+        noise.get("ratio"), noise.get("tflops"), noise.get("ab"), noise.get("machine"),
+        noise.get("tflops_machine"), runs["ratio_runs"], runs["tflops_runs"],
+        runs["ab_runs"], tuple(machines), n_runs), tun)

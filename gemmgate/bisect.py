@@ -1,0 +1,312 @@
+"""`gemmgate bisect GOOD BAD`: the first commit that slowed the named cases.
+
+Three parts, kept apart:
+
+- the history (`commit_range`, `describe`): the first-parent commits after GOOD up to
+  and including BAD (`git rev-list --first-parent --reverse GOOD..BAD`), with subject
+  and author; a bad ref, GOOD not an ancestor of BAD, or an empty range is a ValueError
+  (exit 2) before anything is measured;
+- the search (`search`): pure binary search over those commits with a predicate
+  `is_bad(commit) -> True | False | None`, None meaning "cannot be tested" (like `git
+  bisect skip`): the search goes on around it, and when skipped commits sit at the
+  boundary the result is the range that holds the culprit. BAD is tested first: if it
+  is not bad there is nothing to find. Unit-tested without torch or a kernel;
+- the step (`measure_step`): the kernel at one commit timed against the kernel at
+  another in the same process, interleaved, on the same inputs (gemmgate.run.Runner
+  with that commit's `kernels/` as its "triton" package and the other commit as the
+  A/B reference, gemmgate/reference.py). Each named case's per-round A/B figure
+  (reference time / this commit's time, < 1: this commit is slower) is judged against
+  1 with the floor as tolerance (gemmgate.compare.judge). A step is bad when any case
+  regressed, good when none did, and skipped when the commit's `kernels/` does not
+  import, lacks the `choose=` hook, or fails a case's accuracy check.
+
+During the search every commit is measured against GOOD. Once the search names a
+first bad commit X, X is measured once more against the commit before it (its
+first parent, the last good commit): only if that also says regressed is X the culprit;
+otherwise the slowdown crept in over several commits, or the step was noise, and the
+result is "inconclusive", with the figures. The vendor's BLAS is not timed: A/B needs
+only the two kernels.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from gemmgate.accuracy import PASS
+from gemmgate.compare import REGRESSED, Judgement, judge, tolerance
+from gemmgate.context import RunContext
+from gemmgate.precision import MODES, PrecisionMode, get_mode
+from gemmgate.results import REFERENCE, CaseResult
+from gemmgate.shapes import Case
+
+GOOD, BAD, SKIP = "good", "bad", "skip"                      # a step's verdict
+FOUND, CLEAN, RANGE, UNTESTABLE = "found", "clean", "range", "untestable"  # a search's end
+
+
+# --- the search (pure) ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SearchResult:
+    """How a search ended.
+
+    found:      `candidates` is the one first bad commit; `last_good` the commit before
+                it (None: GOOD itself, i.e. the first commit of the range is the culprit)
+    range:      skipped commits sit at the boundary: the first bad commit is one of
+                `candidates` (oldest first, the last one tested bad)
+    clean:      BAD itself tested good: nothing to find
+    untestable: BAD itself could not be tested
+    `tested`: (commit, good | bad | skip) in the order tested."""
+    status: str
+    candidates: tuple[str, ...]
+    last_good: str | None
+    tested: tuple[tuple[str, str], ...]
+
+    @property
+    def first_bad(self) -> str | None:
+        return self.candidates[0] if self.status == FOUND else None
+
+
+def expected_steps(n: int) -> int:
+    """Tests a search of n commits takes without skips: BAD, then ceil(log2(n))."""
+    return 1 + max(n - 1, 0).bit_length()
+
+
+def search(commits: Sequence[str], is_bad: Callable[[str], bool | None]) -> SearchResult:
+    """Binary search for the first bad commit of `commits` (oldest first; the commit
+    before the first one is known good, the last one is BAD). `is_bad(commit)`: True
+    bad, False good, None skip. Each commit is tested at most once; after a skip the
+    untested commit nearest the middle of the open interval is tried instead."""
+    if not commits:
+        raise ValueError("no commits to search")
+    tested: list[tuple[str, str]] = []
+
+    def test(i: int) -> str:
+        answer = is_bad(commits[i])
+        verdict = SKIP if answer is None else BAD if answer else GOOD
+        tested.append((commits[i], verdict))
+        return verdict
+
+    n = len(commits)
+    top = test(n - 1)
+    if top != BAD:
+        return SearchResult(CLEAN if top == GOOD else UNTESTABLE, (), None, tuple(tested))
+    lo, hi, skipped = -1, n - 1, set()   # commits[lo] good (-1: GOOD), commits[hi] bad
+    while True:
+        open_ = [i for i in range(lo + 1, hi) if i not in skipped]
+        if not open_:
+            break
+        mid = (lo + hi) // 2
+        i = min(open_, key=lambda j: (abs(j - mid), j))
+        verdict = test(i)
+        if verdict == BAD:
+            hi = i
+        elif verdict == GOOD:
+            lo = i
+        else:
+            skipped.add(i)
+    candidates = tuple(commits[lo + 1:hi + 1])
+    return SearchResult(FOUND if len(candidates) == 1 else RANGE, candidates,
+                        commits[lo] if lo >= 0 else None, tuple(tested))
+
+
+# --- the history (git) ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str
+    author: str
+
+    @property
+    def short(self) -> str:
+        return self.sha[:12]
+
+    def to_json(self) -> dict:
+        return {"sha": self.sha, "subject": self.subject, "author": self.author}
+
+
+_SEP = "\x1f"
+_FORMAT = f"--format=%H{_SEP}%s{_SEP}%an <%ae>"
+
+
+def _git(repo: str | Path, *args: str) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+                              timeout=60)
+    except FileNotFoundError:
+        raise ValueError("gemmgate bisect needs git on PATH") from None
+
+
+def _resolve(ref: str, what: str, repo: str | Path) -> str:
+    out = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    if out.returncode != 0 or not out.stdout.strip():
+        raise ValueError(f"{what} {ref!r}: no such commit in {Path(repo).resolve()} "
+                         "(a typo, or a shallow clone? fetch the history, e.g. "
+                         "actions/checkout fetch-depth: 0)")
+    return out.stdout.strip()
+
+
+def _parse_log(text: str) -> list[Commit]:
+    return [Commit(*line.split(_SEP, 2)) for line in text.splitlines() if line.strip()]
+
+
+def describe(sha: str, repo: str | Path = ".") -> Commit:
+    out = _git(repo, "log", "-1", _FORMAT, sha)
+    if out.returncode != 0:
+        raise ValueError(f"git log {sha[:12]}: {out.stderr.strip()}")
+    return _parse_log(out.stdout)[0]
+
+
+def commit_range(good: str, bad: str, repo: str | Path = ".") \
+        -> tuple[Commit, Commit, list[Commit]]:
+    """(GOOD, BAD, the first-parent commits after GOOD up to BAD, oldest first); a
+    ValueError naming the problem for an unknown ref, GOOD not an ancestor of BAD, or
+    an empty range."""
+    g, b = _resolve(good, "GOOD", repo), _resolve(bad, "BAD", repo)
+    if g == b:
+        raise ValueError(f"GOOD {good!r} and BAD {bad!r} are the same commit ({g[:12]}): "
+                         "no commit to search")
+    anc = _git(repo, "merge-base", "--is-ancestor", g, b)
+    if anc.returncode == 1:
+        raise ValueError(f"GOOD {good!r} ({g[:12]}) is not an ancestor of BAD {bad!r} "
+                         f"({b[:12]}): give an older GOOD (swapped arguments?)")
+    if anc.returncode != 0:
+        raise ValueError(f"git merge-base {g[:12]} {b[:12]}: {anc.stderr.strip()}")
+    out = _git(repo, "log", "--first-parent", "--reverse", _FORMAT, f"{g}..{b}")
+    if out.returncode != 0:
+        raise ValueError(f"git log {g[:12]}..{b[:12]}: {out.stderr.strip()}")
+    commits = _parse_log(out.stdout)
+    if not commits:
+        raise ValueError(f"no first-parent commit between GOOD {g[:12]} and BAD {b[:12]}")
+    return describe(g, repo), describe(b, repo), commits
+
+
+# --- naming cases --------------------------------------------------------------------------
+
+_CASE_ID = re.compile(r"(?P<mode>[a-z0-9]+)-m(?P<m>\d+)-n(?P<n>\d+)-k(?P<k>\d+)"
+                      r"(?:-(?P<layout>[a-z]{2})(?:\+p(?P<pad>\d+))?)?")
+
+
+def parse_case_id(text: str) -> tuple[PrecisionMode, Case]:
+    """'bf16-m4096-n4096-k4096' or 'fp32-m64-n32-k96-cr' (mode + gemmgate.shapes Case.id,
+    layout and pad as `-cr`, `-rr+p8`) -> (mode, case); ValueError otherwise."""
+    m = _CASE_ID.fullmatch(text.strip())
+    if m is None:
+        raise ValueError(f"--case {text!r}: expected MODE-m<M>-n<N>-k<K>[-<layout>[+p<pad>]], "
+                         "e.g. bf16-m4096-n4096-k4096 or fp32-m64-n32-k96-cr")
+    if m["mode"] not in MODES:
+        raise ValueError(f"--case {text!r}: unknown mode {m['mode']!r} "
+                         f"(modes: {', '.join(MODES)})")
+    try:
+        case = Case(int(m["m"]), int(m["n"]), int(m["k"]), m["layout"] or "rr",
+                    int(m["pad"] or 0))
+    except ValueError as e:
+        raise ValueError(f"--case {text!r}: {e}") from None
+    return get_mode(m["mode"]), case
+
+
+def regressed_in_check(data, where: str) -> list[str]:
+    """The ids of the cases a `gemmgate check --json` file calls regressed."""
+    gate = data.get("gate") if isinstance(data, dict) else None
+    verdicts = gate.get("verdicts") if isinstance(gate, dict) else None
+    if not isinstance(verdicts, list) or not all(isinstance(v, dict) and "id" in v
+                                                 for v in verdicts):
+        raise ValueError(f"--from-check {where}: not a `gemmgate check --json` file "
+                         "(no gate.verdicts list)")
+    return [str(v["id"]) for v in verdicts if v.get("verdict") == REGRESSED]
+
+
+# --- one step: a commit's kernel against another's, in this process --------------------------
+
+FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class CaseAB:
+    """One case of a step: this commit's kernel against the reference commit's."""
+    key: str
+    verdict: str                  # improved | unchanged | regressed | inconclusive | failed
+    ab: Judgement | None = None   # per-round reference time / this commit's time, vs 1
+    note: str = ""
+
+    def to_json(self) -> dict:
+        return {"id": self.key, "verdict": self.verdict, "note": self.note,
+                "ab": self.ab.to_json() if self.ab else None}
+
+
+@dataclass(frozen=True)
+class Step:
+    commit: str
+    against: str                  # the reference commit (GOOD, or the parent at the end)
+    verdict: str                  # good | bad | skip
+    cases: tuple[CaseAB, ...] = ()
+    note: str = ""                # why it was skipped
+    boundary: bool = False        # the re-measure against the last good commit
+
+    @property
+    def regressed(self) -> tuple[CaseAB, ...]:
+        return tuple(c for c in self.cases if c.verdict == REGRESSED)
+
+    def to_json(self) -> dict:
+        return {"commit": self.commit, "against": self.against, "verdict": self.verdict,
+                "boundary": self.boundary, "note": self.note,
+                "cases": [c.to_json() for c in self.cases]}
+
+
+def judge_ab(result: CaseResult, floor: float) -> CaseAB:
+    """A case's A/B verdict: this commit's kernel ("triton") against the reference's."""
+    here, ref = result.providers["triton"], result.providers.get(REFERENCE)
+    if here.accuracy != PASS:
+        return CaseAB(result.key, FAILED, None,
+                      f"this commit's kernel: {here.accuracy} {here.message}".strip())
+    if ref is None or ref.accuracy != PASS:
+        why = f"{ref.accuracy} {ref.message}".strip() if ref else "not run"
+        return CaseAB(result.key, FAILED, None, f"the reference kernel: {why}")
+    if not result.ab_samples:
+        return CaseAB(result.key, FAILED, None, "no A/B samples")
+    j = judge(result.ab_samples, 1.0, tolerance(None, floor))
+    return CaseAB(result.key, j.verdict, j)
+
+
+def step_verdict(cases: Sequence[CaseAB]) -> tuple[str, str]:
+    """(good | bad | skip, note): bad when any case regressed; skip when none did but a
+    case could not be judged; good otherwise."""
+    if any(c.verdict == REGRESSED for c in cases):
+        return BAD, ""
+    failed = [c for c in cases if c.verdict == FAILED]
+    if failed:
+        return SKIP, "; ".join(f"{c.key}: {c.note}" for c in failed)
+    return GOOD, ""
+
+
+def load_kernels(ctx: RunContext, commit: str):
+    """The `kernels` package at `commit`; ValueError when it does not import or lacks
+    the `choose=` hook (gemmgate.run.load_reference)."""
+    from gemmgate.run import load_reference
+
+    return load_reference(replace(ctx, reference=commit))
+
+
+def measure_step(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]], commit: str,
+                 against: str, floor: float, boundary: bool = False) -> Step:
+    """Time the kernel at `commit` against the kernel at `against`, interleaved, in this
+    process, on each (mode, case) of `items`; judge each case's A/B figure."""
+    from gemmgate.providers import Unsupported
+    from gemmgate.run import Runner
+
+    try:
+        pkg = load_kernels(ctx, commit)
+    except ValueError as e:  # like `git bisect skip`: the search goes on around it
+        return Step(commit, against, SKIP, (), str(e), boundary)
+
+    def untimed_vendor(inp, mode):
+        raise Unsupported("not timed by bisect (A/B needs only the two kernels)")
+
+    runner = Runner(replace(ctx, reference=against), triton=pkg, vendor=untimed_vendor)
+    cases = tuple(judge_ab(runner.run_case(mode, case), floor) for mode, case in items)
+    verdict, note = step_verdict(cases)
+    return Step(commit, against, verdict, cases, note, boundary)

@@ -1,0 +1,294 @@
+"""`gemmgate bisect GOOD BAD`: the first commit that slowed the named cases
+(gemmgate/bisect.py). Checks every input before measuring (refs, the range, case ids,
+GOOD's and BAD's kernels, output paths: exit 2), then binary-searches the first-parent
+history, printing the step table after each step, re-measures the boundary, and writes
+`--json` and the Markdown summary.
+
+Exit codes: 0 a culprit was found (or nothing regressed at BAD); 1 inconclusive (the
+boundary re-measure did not confirm it, skipped commits hide it, or BAD could not be
+measured); 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from rich.markup import escape
+from rich.table import Table
+
+from gemmgate import baselines
+from gemmgate.bisect import (
+    BAD,
+    CLEAN,
+    FOUND,
+    RANGE,
+    SKIP,
+    Commit,
+    SearchResult,
+    Step,
+    commit_range,
+    expected_steps,
+    load_kernels,
+    measure_step,
+    parse_case_id,
+    regressed_in_check,
+    search,
+)
+from gemmgate.chips import select_chip
+from gemmgate.cli_run import check_outputs
+from gemmgate.context import RunContext, make_context, parse_devices
+from gemmgate.files import read_text, write_json_atomic
+from gemmgate.run import environment_of
+
+SCHEMA = "gemmgate.bisect/1"
+CULPRIT, INCONCLUSIVE = "culprit", "inconclusive"   # outcomes beside search's clean/range
+MAX_CASE_COLUMNS = 6  # past this, the step table folds the cases into one column
+
+
+def _floor(x: float) -> float:
+    if not 0 < x < 1:
+        raise ValueError(f"--floor must be a fraction between 0 and 1 (e.g. 0.015), got {x}")
+    return x
+
+
+def _check_file(path: str) -> tuple[list[str], str | None]:
+    """(regressed case ids, the chip it ran on) of a `gemmgate check --json` file."""
+    try:
+        data = json.loads(read_text(path, "check file"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--from-check {path} is not JSON ({e})") from None
+    env = data.get("environment") if isinstance(data, dict) else None
+    chip = env.get("chip") if isinstance(env, dict) else None
+    return regressed_in_check(data, path), chip if isinstance(chip, str) else None
+
+
+def _provenance(base) -> dict:
+    # baselines.load returns a Baseline object (a dict before the typed schema)
+    return base.provenance if hasattr(base, "provenance") else base["provenance"]
+
+
+def _context(args, chip: str | None, items, pins_from: str | None) -> RunContext:
+    """The run context: the named cases (written to a shape file, so make_context
+    validates them like any other, memory included), else --shapes/--modes."""
+    common = dict(timing=args.timing, budget_s=args.budget, devices=args.devices,
+                  pins_from=pins_from, retune=args.retune, block=args.block)
+    if not items:
+        return make_context(chip, args.shapes, args.modes, **common)
+    cases = list(dict.fromkeys(c for _, c in items))
+    modes = ",".join(dict.fromkeys(m.name for m, _ in items))
+    with tempfile.TemporaryDirectory(prefix="gemmgate-bisect-") as d:
+        path = Path(d) / "cases.csv"
+        path.write_text("m,n,k,layout,pad\n" + "".join(
+            f"{c.m},{c.n},{c.k},{c.layout},{c.pad}\n" for c in cases))
+        ctx = make_context(chip, str(path), modes, **common)
+    return replace(ctx, shapes_label="named cases")
+
+
+def bisect_command(args, console, err) -> int:
+    floor = _floor(args.floor)
+    if len(parse_devices(args.devices)) > 1:
+        raise ValueError("--devices: bisect times both kernels of a step in one process; "
+                         "give one device")
+    check_outputs((args.json, "--json"), append=args.summary)
+    ids, check_chip = list(args.case or []), None
+    if args.from_check:
+        named, check_chip = _check_file(args.from_check)
+        ids += named
+        if not ids:
+            msg = (f"the check {args.from_check} calls no case regressed: nothing to bisect")
+            console.print(msg)
+            _append_summary(args.summary, f"### gemmgate bisect: {msg}\n", err)
+            return 0
+    if ids and (args.shapes or args.modes):
+        raise ValueError("--shapes/--modes pick the cases only when neither --case nor "
+                         "--from-check names them")
+    items = list(dict.fromkeys(parse_case_id(i) for i in ids))
+    chip = args.chip or check_chip
+    chip_id = select_chip(chip).chip.id
+    good_ref, pins = args.good, None
+    if args.good == "baseline" or args.baseline:
+        path = Path(args.baseline or baselines.default_path(chip_id))
+        base = baselines.load(path, chip_id)  # exit 2 on any problem
+        pins = str(path)  # the tiles the check measured, as `gemmgate check` pins them
+        if args.good == "baseline":
+            good_ref = _provenance(base).get("commit") or ""
+            if not good_ref:
+                raise ValueError(f"GOOD baseline: {path} records no commit")
+    good, bad, commits = commit_range(good_ref, args.bad)
+    ctx = _context(args, chip, items, pins)
+    items = items or ctx.items
+    for what, c in (("GOOD", good), ("BAD", bad)):
+        try:
+            load_kernels(ctx, c.sha)
+        except ValueError as e:
+            raise ValueError(f"{what} {c.short}: {e}") from None
+    keys = [f"{m.name}-{c.id}" for m, c in items]
+    info = {c.sha: c for c in (good, bad, *commits)}
+    err.print(f"bisect on {ctx.chip.id}: {len(commits)} commit(s) after GOOD {good.short} up "
+              f"to BAD {bad.short}, about {expected_steps(len(commits))} steps; each times a "
+              f"commit's kernel against GOOD's in this process ({ctx.policy.method}); "
+              f"{len(keys)} case(s): {', '.join(keys)}")
+    steps: list[Step] = []
+
+    def is_bad(sha: str) -> bool | None:
+        err.print(f"step {len(steps) + 1}: {info[sha].short} {escape(info[sha].subject)}")
+        steps.append(measure_step(ctx, items, sha, good.sha, floor))
+        console.print(_steps_table(steps, keys, info, good.sha))
+        return None if steps[-1].verdict == SKIP else steps[-1].verdict == BAD
+
+    result = search([c.sha for c in commits], is_bad)
+    boundary = None
+    if result.status == FOUND:
+        parent = result.last_good or good.sha
+        err.print(f"re-measure: {info[result.first_bad].short} against the commit before it, "
+                  f"{info[parent].short}")
+        boundary = measure_step(ctx, items, result.first_bad, parent, floor, boundary=True)
+        console.print(_steps_table([*steps, boundary], keys, info, good.sha))
+    outcome = _outcome(result, boundary)
+    text = _conclusion(outcome, result, steps[0] if steps else None, boundary, info, good, bad)
+    console.print(("[bold]" if outcome == CULPRIT else "") + escape(text))
+    if args.json:  # before the summary: a summary that fails must not lose the results
+        write_json_atomic(args.json, _record(ctx, floor, keys, good, bad, commits, steps,
+                                             boundary, result, outcome, info))
+        err.print(f"wrote {args.json}")
+    all_steps = [*steps, boundary] if boundary else steps
+    _append_summary(args.summary, _markdown(ctx.chip.id, outcome, text, all_steps, keys, info,
+                                            good.sha), err)
+    return 0 if outcome in (CULPRIT, CLEAN) else 1
+
+
+def _outcome(result: SearchResult, boundary: Step | None) -> str:
+    if result.status == FOUND:
+        return CULPRIT if boundary is not None and boundary.verdict == BAD else INCONCLUSIVE
+    return result.status  # clean | range | untestable
+
+
+def _figures(step: Step) -> str:
+    """Each case's A/B change and verdict; with many cases, the regressed ones."""
+    shown = step.cases
+    if len(shown) > MAX_CASE_COLUMNS:
+        shown = step.regressed[:MAX_CASE_COLUMNS]
+    text = ", ".join(f"{c.key} {c.ab.change:+.2%} {c.verdict}" if c.ab else
+                     f"{c.key} {c.verdict}" for c in shown)
+    if len(step.cases) > MAX_CASE_COLUMNS:
+        text = f"{len(step.regressed)} of {len(step.cases)} cases regressed" + (
+            f" ({text}{', ...' if len(step.regressed) > len(shown) else ''})" if text else "")
+    return text or step.note
+
+
+def _conclusion(outcome: str, result: SearchResult, first: Step | None, boundary: Step | None,
+                info: dict[str, Commit], good: Commit, bad: Commit) -> str:
+    """The result in one paragraph; `first`: the first step (BAD against GOOD)."""
+    if outcome == CLEAN:
+        return (f"nothing regressed at BAD {bad.short} against GOOD {good.short} "
+                "(A/B in one process): no commit's kernels/ to blame (a slowdown a check "
+                "saw comes from elsewhere: Triton, driver, machine)")
+    if outcome in (CULPRIT, INCONCLUSIVE):
+        x = info[result.first_bad]
+        p = info[boundary.against]
+        if outcome == CULPRIT:
+            return (f"first slow commit: {x.sha} \"{x.subject}\" by {x.author}; against the "
+                    f"commit before it ({p.short}): {_figures(boundary)}")
+        return (f"inconclusive: {x.short} \"{x.subject}\" is the first commit the search "
+                f"found slower than GOOD {good.short}, but against the commit before it "
+                f"({p.short}) it is not: {_figures(boundary)}. The slowdown may have come in "
+                "over several commits, or a step was noise; re-run, or bisect with a lower "
+                "--floor")
+    if outcome == RANGE:
+        cands = [info[c] for c in result.candidates]
+        skipped = [c.short for c in cands if any(t == (c.sha, SKIP) for t in result.tested)]
+        return (f"the first slow commit is one of {len(cands)}: "
+                f"{', '.join(c.short for c in cands)} (oldest first); "
+                f"{', '.join(skipped)} could not be measured (skip), so it cannot be isolated")
+    why = f" ({first.note})" if first is not None and first.note else ""
+    return (f"BAD {bad.short} could not be measured against GOOD {good.short}{why}: "
+            "nothing to bisect")
+
+
+def _cell(step: Step, key: str) -> str:
+    c = next((c for c in step.cases if c.key == key), None)
+    if c is None:
+        return "—"
+    return f"{c.ab.change:+.2%} {c.verdict}" if c.ab else f"{c.verdict}: {c.note}"
+
+
+def _row(n: str, step: Step, keys: Sequence[str], info: dict[str, Commit],
+         good: str) -> list[str]:
+    c = info[step.commit]
+    against = "GOOD" if step.against == good else info[step.against].short
+    if len(keys) <= MAX_CASE_COLUMNS:
+        cells = [_cell(step, k) for k in keys]
+    else:
+        worst = min((c for c in step.cases if c.ab), key=lambda c: c.ab.change, default=None)
+        cells = [f"{len(step.regressed)} of {len(keys)} regressed"
+                 + (f"; worst {worst.key} {worst.ab.change:+.2%}" if worst else "")]
+    verdict = step.verdict + (" (re-measure)" if step.boundary else "")
+    return [n, c.short, c.subject, against, *cells, verdict, step.note]
+
+
+def _head(keys: Sequence[str]) -> list[str]:
+    cases = [f"{k} A/B" for k in keys] if len(keys) <= MAX_CASE_COLUMNS else ["cases"]
+    return ["step", "commit", "subject", "against", *cases, "verdict", "note"]
+
+
+def _numbered(steps: Sequence[Step]) -> list[tuple[str, Step]]:
+    return [("re-measure" if s.boundary else str(i + 1), s) for i, s in enumerate(steps)]
+
+
+def _steps_table(steps: Sequence[Step], keys: Sequence[str], info: dict[str, Commit],
+                 good: str) -> Table:
+    t = Table(title=f"bisect steps (GOOD {good[:12]}; A/B: the commit's kernel against the "
+                    "reference commit's, same process; < 0: slower)", title_justify="left")
+    for h in _head(keys):
+        t.add_column(h, no_wrap=h in ("commit", "step"))
+    for n, s in _numbered(steps):
+        style = "red" if s.verdict == BAD else "yellow" if s.verdict == SKIP else None
+        t.add_row(*(escape(x) for x in _row(n, s, keys, info, good)), style=style)
+    return t
+
+
+def _md(x: str) -> str:
+    return x.replace("|", "\\|").replace("\n", " ")
+
+
+def _markdown(chip: str, outcome: str, text: str, steps: Sequence[Step], keys: Sequence[str],
+              info: dict[str, Commit], good: str) -> str:
+    head = {CULPRIT: "first slow commit found", CLEAN: "nothing regressed",
+            INCONCLUSIVE: "**inconclusive**", RANGE: "**culprit not isolated** (skips)"}
+    lines = [f"### gemmgate bisect on {chip}: {head.get(outcome, '**BAD not measurable**')}",
+             "", _md(text), "", f"GOOD `{good[:12]}`, {len(keys)} case(s); A/B: the commit's "
+             "kernel against the reference commit's in one process (< 0: slower).", "",
+             "| " + " | ".join(_head(keys)) + " |", "|" + "---|" * len(_head(keys))]
+    lines += ["| " + " | ".join(_md(x) for x in _row(n, s, keys, info, good)) + " |"
+              for n, s in _numbered(steps)]
+    return "\n".join(lines) + "\n"
+
+
+def _append_summary(path: str | None, text: str, err) -> None:
+    if not path:
+        return
+    try:
+        with open(path, "a") as f:
+            f.write(text + "\n")
+    except OSError as e:  # the result stands: report, keep the exit code
+        err.print(f"[yellow]warning:[/] could not append the summary to {path}: {e}")
+
+
+def _record(ctx: RunContext, floor: float, keys, good: Commit, bad: Commit, commits,
+            steps: Sequence[Step], boundary: Step | None, result: SearchResult, outcome: str,
+            info: dict[str, Commit]) -> dict:
+    def step_json(s: Step) -> dict:
+        return {**s.to_json(), "subject": info[s.commit].subject}
+
+    culprit = info[result.first_bad].to_json() if outcome == CULPRIT else None
+    return {"schema": SCHEMA, "chip": ctx.chip.id, "outcome": outcome, "culprit": culprit,
+            "first_bad": result.first_bad, "last_good": result.last_good,
+            "candidates": list(result.candidates), "good": good.to_json(),
+            "bad": bad.to_json(), "commits": [c.to_json() for c in commits], "cases": keys,
+            "floor": floor, "steps": [step_json(s) for s in steps],
+            "boundary": step_json(boundary) if boundary else None,
+            "environment": environment_of(ctx)}

@@ -1,0 +1,436 @@
+"""`gemmgate bisect` (gemmgate/bisect.py, gemmgate/cli_bisect.py).
+
+The search is pure and tested over synthetic histories. The command is tested end to end
+on throw-away git repositories whose commits each hold a copy of this checkout's kernels/
+with a module constant `COST` in kernels/configs.py. Timing is synthetic and comes from
+the commit's own kernel: `gemmgate.run.kernel_call` is wrapped so each call carries its
+package's COST, and the fake `measure` gives each provider 20 samples of 1 ms x COST
+(seeded 0.2% jitter). So every verdict and exit code here rests on COST, never on
+wall-clock time; the kernels still run (the accuracy check) on the Triton interpreter.
+"""
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from gemmgate.bisect import (
+    BAD,
+    CLEAN,
+    FOUND,
+    GOOD,
+    RANGE,
+    SKIP,
+    UNTESTABLE,
+    commit_range,
+    expected_steps,
+    judge_ab,
+    parse_case_id,
+    regressed_in_check,
+    search,
+    step_verdict,
+)
+from gemmgate.cli import main
+from gemmgate.results import CaseResult, ProviderResult
+from gemmgate.shapes import SETS, Case
+
+ROOT = Path(__file__).resolve().parents[2]
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+CASE = "fp32-m16-n16-k16"
+FAST = ["--chip", "cpu", "--budget", "0.2"]
+
+
+# --- the search over synthetic histories ---------------------------------------------------
+
+def _history(n: int, first_bad: int, skips=()):
+    """(commits, is_bad, calls): commits c0..c{n-1}; c{i} is bad from `first_bad` on;
+    the indices in `skips` cannot be tested."""
+    commits = [f"c{i}" for i in range(n)]
+    calls: list[str] = []
+
+    def is_bad(c: str):
+        calls.append(c)
+        i = commits.index(c)
+        return None if i in skips else i >= first_bad
+
+    return commits, is_bad, calls
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 9, 16, 33])
+def test_finds_the_first_bad_commit_at_every_position(n):
+    for k in range(n):
+        commits, is_bad, calls = _history(n, k)
+        r = search(commits, is_bad)
+        assert r.status == FOUND and r.first_bad == f"c{k}" and r.candidates == (f"c{k}",)
+        assert r.last_good == (f"c{k - 1}" if k else None)
+        assert calls[0] == commits[-1]                 # BAD first
+        assert len(calls) == len(set(calls)) <= expected_steps(n)
+        assert [c for c, _ in r.tested] == calls
+
+
+def test_all_good_is_clean_after_one_test():
+    commits, is_bad, calls = _history(9, 9)
+    r = search(commits, is_bad)
+    assert (r.status, r.candidates, r.first_bad, calls) == (CLEAN, (), None, ["c8"])
+
+
+def test_all_bad_blames_the_first_commit():
+    commits, is_bad, _ = _history(9, 0)
+    r = search(commits, is_bad)
+    assert r.status == FOUND and r.first_bad == "c0" and r.last_good is None
+
+
+def test_one_commit():
+    for bad, status in ((0, FOUND), (1, CLEAN)):
+        commits, is_bad, calls = _history(1, bad)
+        r = search(commits, is_bad)
+        assert r.status == status and calls == ["c0"]
+    _, is_bad, _ = _history(1, 0, skips={0})
+    assert search(["c0"], is_bad).status == UNTESTABLE
+
+
+def test_a_skip_away_from_the_boundary_is_searched_around():
+    commits, is_bad, calls = _history(9, 6, skips={3})
+    r = search(commits, is_bad)
+    assert r.status == FOUND and r.first_bad == "c6" and r.last_good == "c5"
+    assert ("c3", SKIP) in r.tested and len(calls) <= expected_steps(9) + 1
+
+
+def test_skips_at_the_boundary_give_the_range():
+    commits, is_bad, _ = _history(9, 6, skips={4, 5})
+    r = search(commits, is_bad)
+    assert r.status == RANGE and r.first_bad is None
+    assert r.candidates == ("c4", "c5", "c6") and r.last_good == "c3"
+
+
+def test_bad_untestable_stops_at_once():
+    commits, is_bad, calls = _history(9, 3, skips={8})
+    r = search(commits, is_bad)
+    assert r.status == UNTESTABLE and calls == ["c8"]
+
+
+def test_random_histories_with_skips_stay_consistent():
+    rng = random.Random(7)
+    for _ in range(500):
+        n = rng.randint(1, 40)
+        k = rng.randint(0, n - 1)                      # BAD is bad
+        skips = {i for i in range(n - 1) if rng.random() < 0.3}
+        commits, is_bad, calls = _history(n, k, skips)
+        r = search(commits, is_bad)
+        assert len(calls) == len(set(calls))          # nothing tested twice
+        assert f"c{k}" in r.candidates
+        *others, last = r.candidates
+        assert last in [c for c, v in r.tested if v == BAD]
+        assert all(int(c[1:]) in skips for c in others)
+        assert r.status == (FOUND if not others else RANGE)
+        if r.last_good is not None:
+            assert (r.last_good, GOOD) in r.tested and int(r.last_good[1:]) == \
+                int(r.candidates[0][1:]) - 1
+
+
+def test_an_empty_history_is_an_error():
+    with pytest.raises(ValueError, match="no commits"):
+        search([], lambda c: True)
+
+
+def test_expected_steps():
+    assert [expected_steps(n) for n in (1, 2, 3, 4, 5, 9, 16, 17)] == [1, 2, 3, 3, 4, 5, 5, 6]
+
+
+# --- case ids, check files, one case's verdict ----------------------------------------------
+
+@pytest.mark.parametrize("case", [*SETS["smoke"], *SETS["tail"], Case(64, 64, 64, "rr", 8)])
+def test_case_ids_round_trip(case):
+    for mode in ("fp32", "bf16"):
+        m, c = parse_case_id(f"{mode}-{case.id}")
+        assert (m.name, c) == (mode, case)
+
+
+@pytest.mark.parametrize("text", ["m16-n16-k16", "fp64-m16-n16-k16", "fp32-m16-n16",
+                                  "fp32-m16-n16-k16-xy", "fp32-m16-n16-k16-cr+q3", ""])
+def test_bad_case_ids_are_clear_errors(text):
+    with pytest.raises(ValueError, match="--case"):
+        parse_case_id(text)
+
+
+def test_regressed_cases_of_a_check_file():
+    data = {"gate": {"verdicts": [{"id": "fp32-m16-n16-k16", "verdict": "regressed"},
+                                  {"id": "bf16-m64-n64-k64", "verdict": "unchanged"},
+                                  {"id": "fp16-m8-n8-k8", "verdict": "failed"}]}}
+    assert regressed_in_check(data, "c.json") == ["fp32-m16-n16-k16"]
+    with pytest.raises(ValueError, match="not a `gemmgate check --json` file"):
+        regressed_in_check({"cases": []}, "run.json")
+
+
+def _result(triton_ms: float, ref_ms: float, triton_ok: str = "pass") -> CaseResult:
+    def p(name, ms, acc="pass"):
+        return ProviderResult(name, acc, 0.0, "", tuple(ms * (1 + 0.001 * (i % 3 - 1))
+                                                        for i in range(20)))
+    return CaseResult("fp32", Case(16, 16, 16), {"triton": p("triton", triton_ms, triton_ok),
+                                                 "vendor": ProviderResult("vendor",
+                                                                          "unsupported"),
+                                                 "reference": p("reference", ref_ms)})
+
+
+def test_one_case_is_judged_on_its_ab_figure_with_the_floor():
+    slow, same = judge_ab(_result(1.10, 1.0), 0.015), judge_ab(_result(1.01, 1.0), 0.015)
+    assert slow.verdict == "regressed" and slow.ab.change == pytest.approx(1 / 1.1 - 1, 1e-3)
+    assert same.verdict == "unchanged" and same.ab.tolerance == 0.015
+    assert judge_ab(_result(1.01, 1.0), 0.005).verdict == "regressed"  # --floor
+    failed = judge_ab(_result(1.0, 1.0, "fail"), 0.015)
+    assert failed.verdict == "failed" and "this commit's kernel" in failed.note
+    assert step_verdict([slow, same]) == (BAD, "")
+    assert step_verdict([same, failed])[0] == SKIP
+    assert step_verdict([slow, failed])[0] == BAD
+    assert step_verdict([same]) == (GOOD, "")
+
+
+# --- end to end: throw-away histories, cost from each commit's kernel -----------------------
+
+def _git(repo, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def _make_history(d, costs) -> list[str]:
+    """A new git repository in `d` (as tests/conftest.py's `_repo_with_kernels` makes
+    one) with a copy of this checkout's kernels/ committed once per entry of `costs` (a
+    float: configs.py ends in COST = that; "broken": configs.py raises on import;
+    "nochoose": matmul lacks the choose= hook); the commits, oldest first."""
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    shutil.copytree(ROOT / "kernels", d / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    _git(d, "init", "-q")
+    _git(d, "config", "user.email", "t@example.com")
+    _git(d, "config", "user.name", "t")
+    configs, init = d / "kernels" / "configs.py", d / "kernels" / "__init__.py"
+    original, original_init = configs.read_text(), init.read_text()
+    shas = []
+    for i, cost in enumerate(costs):
+        tail = ('raise ImportError("broken on purpose")\n' if cost == "broken"
+                else f"COST = {cost!r}\n")
+        configs.write_text(original + f"\nSTEP = {i}\n" + tail)
+        init.write_text(original_init + (NO_CHOOSE if cost == "nochoose" else ""))
+        _git(d, "add", "-A")
+        _git(d, "commit", "-q", "-m", f"step {i}: cost {cost}")
+        shas.append(_git(d, "rev-parse", "HEAD"))
+    return shas
+
+
+# kernels/__init__.py of a commit from before the `choose=` hook: matmul without it
+NO_CHOOSE = """
+_matmul = matmul
+
+
+def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config=None):
+    return _matmul(a, b, precision=precision, out=out, scale_a=scale_a, scale_b=scale_b,
+                   config=config)
+"""
+
+PLANTED = 6   # the commit (index in the history, 0 = GOOD) that sets COST = 3.0
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """GOOD and 9 more commits; commit PLANTED makes the kernel 3x slower, for good."""
+    d = tmp_path_factory.mktemp("bisect-planted")
+    return d, _make_history(d, [1.0 if i < PLANTED else 3.0 for i in range(10)])
+
+
+def _package_cost(matmul) -> float:
+    """COST of the kernels package `matmul` belongs to (this tree's, or a commit's loaded
+    under its alias gemmgate_ref_<sha12>, gemmgate/reference.py); 1.0 without one."""
+    name = next(n for n, m in list(sys.modules.items())
+                if getattr(m, "matmul", None) is matmul and hasattr(m, "configs"))
+    return getattr(sys.modules[name + ".configs"], "COST", 1.0)
+
+
+class _Costed:
+    def __init__(self, call, cost: float) -> None:
+        self.call, self.cost = call, cost
+
+    def __call__(self):
+        return self.call()
+
+
+@pytest.fixture
+def costed_timing(monkeypatch):
+    """Each kernel call carries its commit's COST; `measure` gives every provider 20
+    samples of 1 ms x COST (the vendor, never timed by bisect, would get 1 ms)."""
+    import gemmgate.run
+
+    real = gemmgate.run.kernel_call
+    measured = []
+
+    def kernel_call(matmul, choose, inp, mode):
+        return _Costed(real(matmul, choose, inp, mode), _package_cost(matmul))
+
+    def measure(fns, policy, *, flush_bytes, device="cuda"):
+        measured.append(tuple(fns))
+        out = {}
+        for name, fn in fns.items():
+            rng = random.Random(zlib.crc32(name.encode()))
+            ms = 1.0 * getattr(fn, "cost", 1.0)
+            out[name] = [ms * (1 + rng.gauss(0, 0.002)) for _ in range(20)]
+        return out
+
+    monkeypatch.setattr(gemmgate.run, "kernel_call", kernel_call)
+    monkeypatch.setattr(gemmgate.run, "measure", measure)
+    return measured
+
+
+def _bisect(tmp_path, *args) -> tuple[int, dict | None, str]:
+    out, summary = tmp_path / "bisect.json", tmp_path / "summary.md"
+    rc = main(["bisect", *args, *FAST, "--json", str(out), "--summary", str(summary)])
+    data = json.loads(out.read_text()) if out.exists() else None
+    return rc, data, summary.read_text() if summary.exists() else ""
+
+
+@needs_git
+def test_names_the_planted_commit(planted, costed_timing, monkeypatch, tmp_path, capsys):
+    d, shas = planted
+    monkeypatch.chdir(d)
+    rc, data, summary = _bisect(tmp_path, shas[0], "HEAD", "--case", CASE)
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    culprit = shas[PLANTED]
+    assert data["outcome"] == "culprit" and data["culprit"]["sha"] == culprit
+    assert data["culprit"]["subject"] == f"step {PLANTED}: cost 3.0"
+    assert data["culprit"]["author"] == "t <t@example.com>"
+    assert data["last_good"] == shas[PLANTED - 1] and data["cases"] == [CASE]
+    assert [c["sha"] for c in data["commits"]] == shas[1:]
+    steps = data["steps"]
+    assert 3 <= len(steps) <= expected_steps(9)               # ~ log2(9) + BAD
+    assert steps[0]["commit"] == shas[-1] and steps[0]["verdict"] == "bad"
+    for s in steps:                                          # every step: against GOOD
+        assert s["against"] == shas[0]
+        assert s["verdict"] == ("bad" if shas.index(s["commit"]) >= PLANTED else "good")
+        (case,) = s["cases"]
+        expect = -2 / 3 if s["verdict"] == "bad" else 0.0
+        assert case["ab"]["change"] == pytest.approx(expect, abs=0.01)
+    b = data["boundary"]
+    assert (b["commit"], b["against"], b["verdict"]) == (culprit, shas[PLANTED - 1], "bad")
+    # only the two kernels were timed, once per step and once at the boundary
+    assert costed_timing == [("triton", "reference")] * (len(steps) + 1)
+    assert "bisect steps" in out and culprit[:12] in out and "first slow commit" in out
+    assert out.count("bisect steps") == len(steps) + 1       # the table after each step
+    assert "first slow commit found" in summary and culprit in summary
+    assert f"step {PLANTED}: cost 3.0" in summary
+
+
+@needs_git
+def test_nightly_style_from_a_check_with_nothing_slower(planted, costed_timing, monkeypatch,
+                                                        tmp_path, capsys):
+    """`bisect baseline HEAD --from-check`: GOOD is the baseline's commit, the cases are
+    the check's regressed ones; here the baseline's commit already had the slow kernel."""
+    d, shas = planted
+    monkeypatch.chdir(d)
+    (tmp_path / "shapes.csv").write_text("m,n,k\n16,16,16\n")
+    base = tmp_path / "b.json"
+    assert main(["baseline", "update", *FAST, "--modes", "fp32", "--shapes",
+                 str(tmp_path / "shapes.csv"), "--output", str(base)]) == 0
+    data = json.loads(base.read_text())
+    data["provenance"]["commit"] = shas[PLANTED]
+    base.write_text(json.dumps(data))
+    check = tmp_path / "check.json"
+    check.write_text(json.dumps({"environment": {"chip": "cpu"}, "gate": {"verdicts": [
+        {"id": CASE, "verdict": "regressed"}, {"id": "fp32-m64-n64-k64", "verdict": "unchanged"}
+    ]}}))
+    rc, data, summary = _bisect(tmp_path, "baseline", "HEAD", "--baseline", str(base),
+                                "--from-check", str(check))
+    out, err = capsys.readouterr()
+    assert rc == 0, out + err
+    assert data["outcome"] == "clean" and data["culprit"] is None and data["cases"] == [CASE]
+    assert data["good"]["sha"] == shas[PLANTED] and len(data["steps"]) == 1
+    assert "nothing regressed at BAD" in out and "nothing regressed" in summary
+
+
+@needs_git
+def test_a_check_without_regressions_has_nothing_to_bisect(planted, monkeypatch, tmp_path):
+    d, shas = planted
+    monkeypatch.chdir(d)
+    check = tmp_path / "check.json"
+    check.write_text(json.dumps({"gate": {"verdicts": [{"id": CASE, "verdict": "unchanged"}]}}))
+    rc, data, summary = _bisect(tmp_path, shas[0], "HEAD", "--from-check", str(check))
+    assert rc == 0 and data is None and "nothing to bisect" in summary
+
+
+@needs_git
+def test_a_slow_creep_is_inconclusive_at_the_boundary(tmp_path_factory, costed_timing,
+                                                       monkeypatch, tmp_path, capsys):
+    """1% per commit: the 2% commit is the first slower than GOOD beyond the 1.5% floor,
+    but against its parent it is 1% slower: not confirmed, exit 1 with the figures."""
+    d = tmp_path_factory.mktemp("bisect-creep")
+    shas = _make_history(d, [1.0, 1.01, 1.02, 1.03])
+    monkeypatch.chdir(d)
+    rc, data, summary = _bisect(tmp_path, shas[0], "HEAD", "--case", CASE)
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert data["outcome"] == "inconclusive" and data["culprit"] is None
+    assert data["first_bad"] == shas[2] and data["boundary"]["verdict"] == "good"
+    (case,) = data["boundary"]["cases"]
+    assert case["ab"]["change"] == pytest.approx(1.01 / 1.02 - 1, abs=0.003)
+    assert "inconclusive" in out and "inconclusive" in summary
+
+
+@needs_git
+def test_unimportable_commits_are_skipped_and_the_range_said(tmp_path_factory, costed_timing,
+                                                              monkeypatch, tmp_path, capsys):
+    d = tmp_path_factory.mktemp("bisect-skip")
+    shas = _make_history(d, [1.0, 1.0, "broken", 3.0, 3.0])
+    monkeypatch.chdir(d)
+    rc, data, summary = _bisect(tmp_path, shas[0], "HEAD", "--case", CASE)
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert data["outcome"] == "range" and data["candidates"] == [shas[2], shas[3]]
+    skipped = [s for s in data["steps"] if s["verdict"] == "skip"]
+    assert [s["commit"] for s in skipped] == [shas[2]]
+    assert "does not import" in skipped[0]["note"] and skipped[0]["cases"] == []
+    assert "could not be measured (skip)" in out and "not isolated" in summary
+    # GOOD itself unusable: exit 2 before measuring, naming it
+    assert main(["bisect", shas[2], "HEAD", *FAST, "--case", CASE]) == 2
+    assert "GOOD" in capsys.readouterr().err
+
+
+@needs_git
+def test_a_commit_without_the_choose_hook_is_skipped_around(tmp_path_factory, costed_timing,
+                                                           monkeypatch, tmp_path):
+    d = tmp_path_factory.mktemp("bisect-nochoose")
+    shas = _make_history(d, [1.0, 1.0, "nochoose", 1.0, 3.0, 3.0])
+    monkeypatch.chdir(d)
+    rc, data, _ = _bisect(tmp_path, shas[0], "HEAD", "--case", CASE)
+    assert rc == 0 and data["outcome"] == "culprit" and data["culprit"]["sha"] == shas[4]
+    (skip,) = [s for s in data["steps"] if s["verdict"] == "skip"]
+    assert skip["commit"] == shas[2] and "no choose= hook" in skip["note"]
+
+
+@needs_git
+@pytest.mark.parametrize("args, message", [
+    (["no-such-ref", "HEAD"], "GOOD 'no-such-ref': no such commit"),
+    (["HEAD", "HEAD~3"], "is not an ancestor of BAD"),
+    (["HEAD", "HEAD"], "same commit"),
+    (["HEAD~2", "HEAD", "--case", "fp32-m16"], "--case"),
+    (["HEAD~2", "HEAD", "--case", CASE, "--shapes", "smoke"], "--shapes/--modes"),
+    (["HEAD~2", "HEAD", "--case", CASE, "--devices", "0,1"], "one process"),
+    (["HEAD~2", "HEAD", "--case", CASE, "--floor", "1.5"], "--floor"),
+    (["baseline", "HEAD", "--case", CASE, "--baseline", "missing.json"], "no baseline"),
+])
+def test_usage_errors_exit_2_before_measuring(planted, monkeypatch, capsys, args, message):
+    d, _ = planted
+    monkeypatch.chdir(d)
+    assert main(["bisect", *args, "--chip", "cpu"]) == 2
+    assert message in capsys.readouterr().err.replace("\n", " ")
+
+
+@needs_git
+def test_commit_range_is_the_first_parent_history(planted):
+    d, shas = planted
+    good, bad, commits = commit_range(shas[2], "HEAD", d)
+    assert (good.sha, bad.sha) == (shas[2], shas[-1])
+    assert [c.sha for c in commits] == shas[3:]
+    assert commits[0].subject == "step 3: cost 1.0"
