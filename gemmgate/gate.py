@@ -110,8 +110,8 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
                       ab_j.verdict if ab_j else None)
     notes = [f"stored: {level}-level ±{stored.tolerance:.1%}" if stored else "",
              "no ratio: judged on TFLOP/s" if ratio_j is None and tf_j else "",
-             "stored judgement advisory: GPU not in the calibration, machine noise "
-             "unmeasured (gemmgate baseline merge)" if level == ADVISORY and stored
+             "stored judgement advisory: this GPU/machine is not in the calibration and "
+             "machine noise is unmeasured (gemmgate baseline merge)" if level == ADVISORY and stored
              and stored.verdict != UNCHANGED else "",
              drift_note(ratio_j, tf_j) if ratio_j else "", _tile_note(result, base)]
     ref = result.providers.get(REFERENCE)
