@@ -46,10 +46,11 @@ class Noise:
     ab_runs: tuple[float, ...] = ()
     run_machines: tuple[str, ...] = ()    # the machine of each entry of ratio_runs
     runs: int = 0
+    tflops_machines: tuple[str, ...] = ()  # the machine of each entry of tflops_runs
 
     @property
     def machines(self) -> frozenset[str]:
-        return frozenset(self.run_machines)
+        return frozenset(self.run_machines) | frozenset(self.tflops_machines)
 
     def to_json(self) -> dict:
         d = {"ratio": self.ratio, "tflops": self.tflops, "runs": self.runs,
@@ -60,6 +61,8 @@ class Noise:
             d.update(machine=self.machine, tflops_machine=self.tflops_machine)
         if self.run_machines:
             d["run_machines"] = list(self.run_machines)
+        if self.tflops_machines and self.tflops_machines != self.run_machines:
+            d["tflops_machines"] = list(self.tflops_machines)  # else: the same as run_machines
         return d
 
 
@@ -168,7 +171,7 @@ def _case(key: str, c, where: str, legacy: str) -> BaselineCase:
     for f in ("mode", "m", "n", "k", "layout", "providers", "noise"):
         _need(f in c, where, f"case {key} lacks {f!r}")
     try:
-        case = case_from_json(c, f"case {key}:")
+        case = case_from_json(c, f"case {key}")
     except ResultsError as e:
         raise BaselineError(f"baseline {where} is corrupt: {e}") from None
     _need(key == f"{c['mode']}-{case.id}", where,
@@ -204,6 +207,12 @@ def _case(key: str, c, where: str, legacy: str) -> BaselineCase:
     _need(isinstance(machines, list) and len(machines) == len(runs["ratio_runs"])
           and all(isinstance(m, str) for m in machines), where,
           f"case {key}: noise.run_machines does not name one machine per ratio run")
+    tf_machines = noise.get("tflops_machines") or (
+        machines if len(machines) == len(runs["tflops_runs"]) else [legacy] * len(
+            runs["tflops_runs"]))
+    _need(isinstance(tf_machines, list) and len(tf_machines) == len(runs["tflops_runs"])
+          and all(isinstance(m, str) for m in tf_machines), where,
+          f"case {key}: noise.tflops_machines does not name one machine per TFLOP/s run")
     n_runs = noise.get("runs", len(runs["ratio_runs"]))
     _need(isinstance(n_runs, int) and n_runs >= 0, where, f"case {key}: bad noise.runs")
     tun = c.get("tuning")
@@ -213,4 +222,4 @@ def _case(key: str, c, where: str, legacy: str) -> BaselineCase:
     return BaselineCase(c["mode"], case, r, provs, Noise(
         noise.get("ratio"), noise.get("tflops"), noise.get("ab"), noise.get("machine"),
         noise.get("tflops_machine"), runs["ratio_runs"], runs["tflops_runs"],
-        runs["ab_runs"], tuple(machines), n_runs), tun)
+        runs["ab_runs"], tuple(machines), n_runs, tuple(tf_machines)), tun)

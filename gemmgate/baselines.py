@@ -93,7 +93,8 @@ def _noise(ratios, machines, tflops, tflops_machines, abs_, runs) -> Noise:
         tflops_machines = ["?"] * len(tflops)
     tf_process, tf_machine = level_noise(tflops, tflops_machines) if tflops else (None, None)
     return Noise(process, tf_process, ab_noise(abs_) if len(abs_) > 1 else None, machine,
-                 tf_machine, tuple(ratios), tuple(tflops), tuple(abs_), tuple(machines), runs)
+                 tf_machine, tuple(ratios), tuple(tflops), tuple(abs_), tuple(machines), runs,
+                 tuple(tflops_machines))
 
 
 def build(records: Sequence[RunRecord], chip_id: str, shapes: str) -> Baseline:
@@ -166,9 +167,17 @@ def carry_noise(new: Baseline, old: Baseline | None) -> Baseline:
     """An uncalibrated update keeps the old baseline's measured noise per case."""
     if not old:
         return new
-    cases = {k: replace(c, noise=old.cases[k].noise)
+    cases = {k: replace(c, noise=_carried(old.cases[k].noise, c.noise))
              if c.noise.runs < 2 and k in old.cases else c for k, c in new.cases.items()}
     return replace(new, cases=cases)
+
+
+def _carried(old: Noise, new: Noise) -> Noise:
+    """The old noise figures, with the runs (and so the machines) the new figures came
+    from: a check on the old calibration's machine must not judge the new machine's
+    figures at process level."""
+    return replace(old, ratio_runs=new.ratio_runs, tflops_runs=new.tflops_runs,
+                   run_machines=new.run_machines, tflops_machines=new.tflops_machines)
 
 
 def merge(new: Baseline, old: Baseline | None) -> tuple[Baseline, list[str]]:
@@ -187,7 +196,9 @@ def merge(new: Baseline, old: Baseline | None) -> tuple[Baseline, list[str]]:
 
 
 def _tflops_machines(n: Noise) -> tuple[str, ...]:
-    """The machine of each TFLOP/s run (runs without a ratio leave them untagged)."""
+    """The machine of each TFLOP/s run."""
+    if len(n.tflops_machines) == len(n.tflops_runs):
+        return n.tflops_machines
     if len(n.run_machines) == len(n.tflops_runs):
         return n.run_machines
     return ("?",) * len(n.tflops_runs)

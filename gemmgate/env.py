@@ -132,7 +132,6 @@ def telemetry(device_index: int = 0) -> dict:
     try:
         h = _nvml_handle(nvml, device_index)
         out = {
-            "gpu_uuid": _text(nvml.nvmlDeviceGetUUID(h)),
             "sm_clock_mhz": nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM),
             "mem_clock_mhz": nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM),
             "temp_c": nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU),
@@ -140,6 +139,10 @@ def telemetry(device_index: int = 0) -> dict:
         }
     except Exception:
         return {}
+    try:  # which physical GPU: the gate's noise level depends on it
+        out["gpu_uuid"] = _text(nvml.nvmlDeviceGetUUID(h))
+    except Exception:
+        pass
     reasons = _clock_reasons(nvml, h)
     if reasons is not None:
         out["clock_reasons"] = reasons

@@ -92,8 +92,11 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
         return CaseVerdict(result.key, "failed", None, None, "accuracy failure")
     noise = base.noise
     level = stored_level(base, machine)
-    ratio_noise, tf_noise = (noise.machine, noise.tflops_machine) if level == MACHINE else \
-        (noise.ratio, noise.tflops)
+    if level == MACHINE:
+        ratio_noise, tf_noise = noise.machine, noise.tflops_machine
+    else:  # process level; with one run per machine only the pooled spread is known
+        ratio_noise = noise.ratio if noise.ratio is not None else noise.machine
+        tf_noise = noise.tflops if noise.tflops is not None else noise.tflops_machine
     ratio_j = None
     if base.ratio and result.ratio_samples:
         ratio_j = judge(result.ratio_samples, base.ratio, tolerance(ratio_noise, floor))

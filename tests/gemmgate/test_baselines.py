@@ -1,26 +1,30 @@
-"""gemmgate/baselines.py: load/validate error paths, build from run JSONs, carry_noise,
-atomic save, summary. Pure file work on tmp_path with synthetic data (no timing).
+"""gemmgate/baselines.py: load/validate error paths, build from RunRecords, the three
+noise levels (process, machine, A/B), carry_noise, combine (`baseline merge`), atomic
+save, summary. Pure file work on tmp_path with synthetic data (no timing).
 
-Run dicts are made the way `gemmgate run --json` makes them: CaseResult objects with
-synthetic samples_ms through RunRecord.to_json, then a JSON round-trip.
+Runs are made the way `gemmgate run --json` makes them: CaseResult objects with
+synthetic samples_ms through RunRecord.to_json, a JSON round-trip, RunRecord.from_json.
+The schema's own field checks are in test_baseline_schema.py.
 """
 
 import json
 import math
 import os
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, replace
 
 import pytest
 
 from gemmgate import baselines, stats
-from gemmgate.baselines import BaselineError
+from gemmgate.baselines import Baseline, BaselineError
 from gemmgate.compare import aa_noise
 from gemmgate.results import CaseResult, ProviderResult, RunRecord
 from gemmgate.shapes import Case
 
+HOST = "ci-a"
 ENV = {"chip": "cpu", "device_name": "x86_64", "timing": "wall", "torch": "2.13.0+cpu",
-       "triton": "3.9.0", "interpreter": True, "commit": "abc123"}
+       "triton": "3.9.0", "interpreter": True, "commit": "abc123", "host": HOST}
 C1, C2 = Case(32, 32, 32), Case(48, 16, 64, "cr")
+K1, K2 = "fp32-m32-n32-k32", "fp16-m48-n16-k64-cr"
 
 
 def _provider(name: str, samples: list[float], case: Case, error: float = 1e-7,
@@ -31,19 +35,20 @@ def _provider(name: str, samples: list[float], case: Case, error: float = 1e-7,
 
 
 def make_result(case: Case, t_ms: list[float], v_ms: list[float] | None,
-                mode: str = "fp32", error: float = 1e-7) -> CaseResult:
+                mode: str = "fp32", error: float = 1e-7, gpu: str | None = None) -> CaseResult:
     provs = {"triton": _provider("triton", t_ms, case, error)}
     provs["vendor"] = (_provider("vendor", v_ms, case, error) if v_ms is not None
                        else ProviderResult("vendor", "unsupported", message="no vendor"))
-    return CaseResult(mode, case, provs, None, {})
+    return CaseResult(mode, case, provs, None, {"gpu_uuid": gpu} if gpu else {})
 
 
-def make_run(results: list[CaseResult], shapes: str = "s.csv") -> dict:
-    """What `gemmgate run --json` writes, read back."""
-    return json.loads(json.dumps(_rj(dict(ENV), results, shapes)))
+def make_run(results: list[CaseResult], shapes: str = "s.csv", **env) -> RunRecord:
+    """What `gemmgate run --json` writes, read back (environment ENV, changed by `env`)."""
+    data = json.loads(json.dumps(_rj({**ENV, **env}, results, shapes)))
+    return RunRecord.from_json(data, "run")
 
 
-def _runs3() -> list[dict]:
+def _runs3(**env) -> list[RunRecord]:
     """Three runs of two cases; run r scales Triton's times by (1, 1.02, 0.99)[r]."""
     runs = []
     for scale in (1.0, 1.02, 0.99):
@@ -51,8 +56,20 @@ def _runs3() -> list[dict]:
             make_result(C1, [1.0 * scale, 1.1 * scale, 0.9 * scale], [0.9, 0.95, 0.85]),
             make_result(C2, [2.0 * scale, 2.2 * scale, 2.1 * scale], [4.0, 4.4, 4.2],
                         mode="fp16", error=2e-4),
-        ]))
+        ], **env))
     return runs
+
+
+def _js(base: Baseline) -> dict:
+    """The file's JSON of a baseline (as `save` writes it, read back)."""
+    return json.loads(json.dumps(base.to_json()))
+
+
+def _reload(base: Baseline) -> Baseline:
+    """What loading the written file gives: validates, and must equal `base`."""
+    again = baselines.from_json(_js(base), "test")
+    assert again == base
+    return again
 
 
 @pytest.fixture
@@ -73,8 +90,10 @@ def _write(tmp_path, data, name="b.json"):
 
 def test_load_valid_round_trip(good):
     path, data = good
+    assert isinstance(data, Baseline)
     assert baselines.load(path) == data
     assert baselines.load(path, "cpu") == data
+    assert json.loads(path.read_text()) == _js(data)
 
 
 def test_default_path():
@@ -105,25 +124,25 @@ def test_load_not_json_is_corrupt(tmp_path):
 
 
 def test_load_wrong_schema_name(tmp_path, good):
-    data = dict(good[1], schema="gemmgate.run/1")
+    data = dict(_js(good[1]), schema="gemmgate.run/1")
     with pytest.raises(BaselineError, match="schema is 'gemmgate.run/1'"):
         baselines.load(_write(tmp_path, data))
 
 
 @pytest.mark.parametrize("version", [2, 0, None, "1"])
 def test_load_wrong_schema_version(tmp_path, good, version):
-    data = dict(good[1], version=version)
+    data = dict(_js(good[1]), version=version)
     with pytest.raises(BaselineError, match="schema version") as e:
         baselines.load(_write(tmp_path, data))
     assert "recalibrate" in str(e.value)
 
 
 def test_load_other_chip(tmp_path, good):
-    data = dict(good[1], chip="nvidia-h200")
+    data = dict(_js(good[1]), chip="nvidia-h200")
     p = _write(tmp_path, data)
     with pytest.raises(BaselineError, match="is for chip nvidia-h200, not cpu"):
         baselines.load(p, "cpu")
-    assert baselines.load(p)["chip"] == "nvidia-h200"  # no chip asked: no check
+    assert baselines.load(p).chip == "nvidia-h200"  # no chip asked: no check
 
 
 @pytest.mark.parametrize("mutate,message", [
@@ -135,7 +154,7 @@ def test_load_other_chip(tmp_path, good):
     (lambda d: d["cases"].update(x=3), "case x is not an object"),
 ])
 def test_load_structure_errors(tmp_path, good, mutate, message):
-    data = json.loads(json.dumps(good[1]))
+    data = _js(good[1])
     mutate(data)
     with pytest.raises(BaselineError, match="corrupt") as e:
         baselines.load(_write(tmp_path, data))
@@ -149,46 +168,46 @@ def test_load_top_level_not_object(tmp_path):
 
 @pytest.mark.parametrize("field", ["mode", "m", "n", "k", "layout", "providers", "noise"])
 def test_load_case_lacking_a_field(tmp_path, good, field):
-    data = json.loads(json.dumps(good[1]))
-    data["cases"]["fp32-m32-n32-k32"].pop(field)
-    with pytest.raises(BaselineError, match=f"case fp32-m32-n32-k32 lacks '{field}'"):
+    data = _js(good[1])
+    data["cases"][K1].pop(field)
+    with pytest.raises(BaselineError, match=f"case {K1} lacks '{field}'"):
         baselines.load(_write(tmp_path, data))
 
 
 @pytest.mark.parametrize("ratio", [-0.9, 0, "0.9", [0.9], math.nan])
 def test_load_bad_ratio(tmp_path, good, ratio):
-    data = json.loads(json.dumps(good[1]))
-    data["cases"]["fp32-m32-n32-k32"]["ratio"] = ratio
+    data = _js(good[1])
+    data["cases"][K1]["ratio"] = ratio
     with pytest.raises(BaselineError, match="bad ratio"):
         baselines.load(_write(tmp_path, data))
 
 
-@pytest.mark.parametrize("field", ["ratio", "tflops", "ab"])
+@pytest.mark.parametrize("field", ["ratio", "tflops", "ab", "machine", "tflops_machine"])
 @pytest.mark.parametrize("value", [-0.01, "0.01", math.inf])
 def test_load_bad_noise(tmp_path, good, field, value):
-    data = json.loads(json.dumps(good[1]))
-    data["cases"]["fp32-m32-n32-k32"]["noise"][field] = value
-    with pytest.raises(BaselineError, match=f"bad noise.{field}"):
+    data = _js(good[1])
+    data["cases"][K1]["noise"][field] = value
+    with pytest.raises(BaselineError, match=f"case {K1} has a bad noise.{field}"):
         baselines.load(_write(tmp_path, data))
 
 
 def test_load_rejects_infinite_ratio(tmp_path, good):
-    data = json.loads(json.dumps(good[1]))
-    data["cases"]["fp32-m32-n32-k32"]["ratio"] = math.inf  # json writes Infinity
+    data = _js(good[1])
+    data["cases"][K1]["ratio"] = math.inf  # json writes Infinity
     with pytest.raises(BaselineError, match="bad ratio"):
         baselines.load(_write(tmp_path, data))
 
 
 def test_load_case_without_triton_median(tmp_path, good):
-    data = json.loads(json.dumps(good[1]))
-    del data["cases"]["fp32-m32-n32-k32"]["providers"]["triton"]
+    data = _js(good[1])
+    del data["cases"][K1]["providers"]["triton"]
     with pytest.raises(BaselineError, match="lacks triton median_ms"):
         baselines.load(_write(tmp_path, data))
 
 
 def test_load_providers_not_an_object(tmp_path, good):
-    data = json.loads(json.dumps(good[1]))
-    data["cases"]["fp32-m32-n32-k32"]["providers"] = []
+    data = _js(good[1])
+    data["cases"][K1]["providers"] = []
     with pytest.raises(BaselineError):
         baselines.load(_write(tmp_path, data))
 
@@ -198,37 +217,41 @@ def test_load_providers_not_an_object(tmp_path, good):
 def test_build_medians_noise_runs_provenance():
     runs = _runs3()
     data = baselines.build(runs, "cpu", "s.csv")
-    baselines.validate(data)
-    assert data["schema"] == "gemmgate.baseline" and data["version"] == 1
-    assert data["chip"] == "cpu"
-    assert set(data["cases"]) == {"fp32-m32-n32-k32", "fp16-m48-n16-k64-cr"}
-    prov = data["provenance"]
+    _reload(data)
+    js = _js(data)
+    assert js["schema"] == "gemmgate.baseline" and js["version"] == 1
+    assert data.chip == "cpu"
+    assert set(data.cases) == {K1, K2}
+    prov = data.provenance
     assert prov["shapes"] == "s.csv" and prov["runs"] == 3
     assert prov["modes"] == ["fp16", "fp32"]
     assert prov["torch"] == ENV["torch"] and prov["commit"] == "abc123"
 
-    c = data["cases"]["fp32-m32-n32-k32"]
-    assert (c["mode"], c["m"], c["n"], c["k"], c["layout"]) == ("fp32", 32, 32, 32, "rr")
+    c = data.cases[K1]
+    assert (c.mode, c.case.m, c.case.n, c.case.k, c.case.layout_id) == ("fp32", 32, 32, 32,
+                                                                         "rr")
+    assert c.key == K1
     per_run = [0.9 / (1.0 * s) for s in (1.0, 1.02, 0.99)]        # median v / median t
-    assert c["ratio"] == pytest.approx(stats.median(per_run), rel=1e-12)
-    assert c["ratio"] == pytest.approx(0.9 / 1.0, rel=1e-12)
-    assert c["noise"]["ratio"] == pytest.approx(aa_noise(per_run), rel=1e-12)
-    assert c["noise"]["ratio"] == pytest.approx(1 - 1 / 1.02, rel=1e-9)
+    assert c.ratio == pytest.approx(stats.median(per_run), rel=1e-12)
+    assert c.ratio == pytest.approx(0.9 / 1.0, rel=1e-12)
+    assert c.noise.ratio == pytest.approx(aa_noise(per_run), rel=1e-12)
+    assert c.noise.ratio == pytest.approx(1 - 1 / 1.02, rel=1e-9)
     tf = [C1.flops / (1.0 * s * 1e-3) / 1e12 for s in (1.0, 1.02, 0.99)]
-    assert c["noise"]["tflops"] == pytest.approx(aa_noise(tf), rel=1e-9)
-    assert c["noise"]["runs"] == 3
-    assert c["noise"]["ratio_runs"] == pytest.approx(per_run, rel=1e-12)  # kept for analysis
-    t = c["providers"]["triton"]
-    assert t["median_ms"] == pytest.approx(1.0, rel=1e-12)       # median of 1.0, 1.02, 0.99
-    assert t["tflops"] == pytest.approx(stats.median(tf), rel=1e-12)
-    assert t["error"] == pytest.approx(1e-7)
-    assert t["quantiles_ms"] == runs[0]["cases"][0]["providers"]["triton"]["quantiles_ms"]
-    assert c["providers"]["vendor"]["median_ms"] == pytest.approx(0.9, rel=1e-12)
+    assert c.noise.tflops == pytest.approx(aa_noise(tf), rel=1e-9)
+    assert c.noise.runs == 3
+    assert c.noise.ratio_runs == pytest.approx(per_run, rel=1e-12)  # kept for analysis
+    assert c.noise.tflops_runs == pytest.approx(tf, rel=1e-12)
+    t = c.providers["triton"]
+    assert t.median_ms == pytest.approx(1.0, rel=1e-12)       # median of 1.0, 1.02, 0.99
+    assert t.tflops == pytest.approx(stats.median(tf), rel=1e-12)
+    assert t.error == pytest.approx(1e-7)
+    assert t.quantiles_ms == stats.quantiles(runs[0].cases[0].providers["triton"].samples_ms)
+    assert c.providers["vendor"].median_ms == pytest.approx(0.9, rel=1e-12)
 
-    c2 = data["cases"]["fp16-m48-n16-k64-cr"]
-    assert c2["layout"] == "cr" and c2["mode"] == "fp16"
-    assert c2["ratio"] == pytest.approx(4.2 / 2.1, rel=1e-12)
-    assert c2["providers"]["triton"]["error"] == pytest.approx(2e-4)
+    c2 = data.cases[K2]
+    assert c2.case.layout_id == "cr" and c2.mode == "fp16"
+    assert c2.ratio == pytest.approx(4.2 / 2.1, rel=1e-12)
+    assert c2.providers["triton"].error == pytest.approx(2e-4)
 
 
 def test_build_stores_ab_noise_from_a_timed_reference_and_not_the_reference():
@@ -239,46 +262,51 @@ def test_build_stores_ab_noise_from_a_timed_reference_and_not_the_reference():
         r = make_result(C1, [1.0, 1.1, 0.9], [0.9, 0.95, 0.85])
         ref = _provider("reference", [x * ref_scale for x in (1.0, 1.1, 0.9)], C1)
         runs.append(make_run([replace(r, providers={**r.providers, "reference": ref})]))
-    c = baselines.build(runs, "cpu", "s.csv")["cases"]["fp32-m32-n32-k32"]
-    assert set(c["providers"]) == {"triton", "vendor"}
-    assert c["noise"]["ab_runs"] == pytest.approx([1.0, 1.01, 0.98], rel=1e-12)
-    assert c["noise"]["ab"] == pytest.approx(0.02, rel=1e-9)
-    baselines.validate({**baselines.build(runs, "cpu", "s")})
-    plain = baselines.build(_runs3(), "cpu", "s.csv")["cases"]["fp32-m32-n32-k32"]
-    assert "ab" not in plain["noise"]                    # no reference: no A/B noise
+    base = baselines.build(runs, "cpu", "s.csv")
+    c = base.cases[K1]
+    assert set(c.providers) == {"triton", "vendor"}
+    assert c.noise.ab_runs == pytest.approx([1.0, 1.01, 0.98], rel=1e-12)
+    assert c.noise.ab == pytest.approx(0.02, rel=1e-9)
+    assert base.has_ab_noise
+    _reload(base)
+    plain = baselines.build(_runs3(), "cpu", "s.csv")
+    assert plain.cases[K1].noise.ab is None and not plain.has_ab_noise
+    assert "ab" not in _js(plain)["cases"][K1]["noise"]    # no reference: no A/B noise
 
 
 def test_build_single_run_has_no_noise():
     data = baselines.build(_runs3()[:1], "cpu", "smoke")
-    for c in data["cases"].values():
-        noise = c["noise"]
-        assert (noise["ratio"], noise["tflops"], noise["runs"]) == (None, None, 1)
-        assert noise["ratio_runs"] == [c["ratio"]]
-    assert data["provenance"]["runs"] == 1
+    for c in data.cases.values():
+        noise = c.noise
+        assert (noise.ratio, noise.tflops, noise.runs) == (None, None, 1)
+        assert (noise.machine, noise.tflops_machine) == (None, None)
+        assert noise.ratio_runs == (c.ratio,)
+        assert noise.run_machines == (HOST,)
+    assert data.provenance["runs"] == 1
 
 
 def test_build_case_missing_from_a_run_counts_its_own_runs():
     runs = _runs3()
-    runs[2]["cases"] = runs[2]["cases"][:1]
+    runs[2] = replace(runs[2], cases=runs[2].cases[:1])
     data = baselines.build(runs, "cpu", "s.csv")
-    assert data["cases"]["fp32-m32-n32-k32"]["noise"]["runs"] == 3
-    assert data["cases"]["fp16-m48-n16-k64-cr"]["noise"]["runs"] == 2
+    assert data.cases[K1].noise.runs == 3
+    assert data.cases[K2].noise.runs == 2
 
 
 def test_build_vendor_unsupported_and_triton_missing():
     run = make_run([make_result(C1, [1.0, 1.0, 1.0], None),
                     make_result(C2, [], [1.0, 1.0])])
     data = baselines.build([run], "cpu", "s.csv")
-    assert set(data["cases"]) == {"fp32-m32-n32-k32"}           # no Triton figure: dropped
-    c = data["cases"]["fp32-m32-n32-k32"]
-    assert c["ratio"] is None and set(c["providers"]) == {"triton"}
-    baselines.validate(data)
+    assert set(data.cases) == {K1}                              # no Triton figure: dropped
+    c = data.cases[K1]
+    assert c.ratio is None and set(c.providers) == {"triton"}
+    _reload(data)
 
 
 def test_build_drops_non_finite_errors():
     runs = [make_run([make_result(C1, [1.0], [1.0], error=e)]) for e in (math.nan, 1e-6)]
     data = baselines.build(runs, "cpu", "s.csv")
-    assert data["cases"]["fp32-m32-n32-k32"]["providers"]["triton"]["error"] == 1e-6
+    assert data.cases[K1].providers["triton"].error == 1e-6
 
 
 def test_build_needs_runs():
@@ -291,6 +319,173 @@ def make_result_list() -> list[CaseResult]:
             make_result(C2, [2.0], [4.0], mode="fp16")]
 
 
+# --- the three noise levels: machine ids, process, machine ----------------------------------
+
+def test_machine_of_is_host_and_gpu_uuid_on_a_gpu_and_the_host_on_the_cpu():
+    cpu = make_result(C1, [1.0], [0.9])
+    gpu = make_result(C1, [1.0], [0.9], gpu="GPU-1234")
+    assert baselines.machine_of(cpu, {"host": "box"}) == "box"
+    assert baselines.machine_of(gpu, {"host": "box"}) == "box/GPU-1234"
+    assert baselines.machine_of(cpu, {}) == "unknown-host"      # an environment without host
+
+
+def test_level_noise_process_within_a_machine_machine_pooled():
+    assert baselines.level_noise([1.0], ["a"]) == (None, None)          # one run: nothing
+    assert baselines.level_noise([1.0, 1.1], ["a", "b"]) == (None, aa_noise([1.0, 1.1]))
+    p, m = baselines.level_noise([1.0, 1.02, 0.99], ["a"] * 3)
+    assert p == aa_noise([1.0, 1.02, 0.99]) and m is None               # one machine
+    vals = [1.0, 1.01, 1.05, 1.06]
+    p, m = baselines.level_noise(vals, ["a", "a", "b", "b"])
+    assert p == max(aa_noise([1.0, 1.01]), aa_noise([1.05, 1.06]))
+    assert m == aa_noise(vals) and m >= p
+    # the pooled spread can be below a machine's own: machine-level never narrower
+    vals, machines = [1.0, 1.0, 1.3, 1.3, 1.3], ["a", "a", "a", "b", "b"]
+    assert aa_noise(vals) < aa_noise(vals[:3])
+    p, m = baselines.level_noise(vals, machines)
+    assert m == p == aa_noise(vals[:3])
+
+
+def test_build_on_one_machine_process_noise_only_runs_tagged_with_the_host():
+    data = baselines.build(_runs3(), "cpu", "s.csv")
+    for c in data.cases.values():
+        n = c.noise
+        assert n.run_machines == (HOST,) * 3 and n.machines == {HOST}
+        assert n.ratio == pytest.approx(aa_noise(n.ratio_runs), rel=1e-12)   # process
+        assert n.tflops == pytest.approx(aa_noise(n.tflops_runs), rel=1e-12)
+        assert n.machine is None and n.tflops_machine is None
+    assert data.machines == {HOST}
+    assert data.provenance["machines"] == {HOST: {"host": HOST, "runs": 3}}
+    js = _js(data)["cases"][K1]["noise"]
+    assert js["run_machines"] == [HOST] * 3
+    assert "machine" not in js and "tflops_machine" not in js    # absent, not null
+
+
+GPUS = [{"index": 0, "uuid": "GPU-a", "serial": "S-a", "power_limit_w": 700.0},
+        {"index": 1, "uuid": "GPU-b", "serial": "S-b", "power_limit_w": 650.0}]
+
+
+def _two_gpu_runs() -> list[RunRecord]:
+    """Four runs on host gpu-host with GPUs a and b (`calibrate --devices 0,1`): C1 ran
+    on a, b, a, b with Triton scaled 1.0, 1.05, 1.01, 1.06 (GPU b ~5% slower); C2 ran on
+    GPU a every time."""
+    runs = []
+    for gpu, scale in (("GPU-a", 1.0), ("GPU-b", 1.05), ("GPU-a", 1.01), ("GPU-b", 1.06)):
+        runs.append(make_run([
+            make_result(C1, [1.0 * scale, 1.1 * scale, 0.9 * scale], [0.9, 0.95, 0.85],
+                        gpu=gpu),
+            make_result(C2, [2.0 * scale, 2.2 * scale, 2.1 * scale], [4.0, 4.4, 4.2],
+                        mode="fp16", gpu="GPU-a"),
+        ], host="gpu-host", gpus=GPUS))
+    return runs
+
+
+def test_build_from_two_gpus_has_machine_noise_at_least_the_process_noise():
+    data = baselines.build(_two_gpu_runs(), "nvidia-h200", "pr")
+    n = data.cases[K1].noise
+    a, b = "gpu-host/GPU-a", "gpu-host/GPU-b"
+    assert n.run_machines == (a, b, a, b)
+    ratios = [0.9 / s for s in (1.0, 1.05, 1.01, 1.06)]
+    assert n.ratio_runs == pytest.approx(ratios, rel=1e-12)
+    process = max(aa_noise(ratios[0::2]), aa_noise(ratios[1::2]))
+    assert n.ratio == pytest.approx(process, rel=1e-12)
+    assert n.machine == pytest.approx(aa_noise(ratios), rel=1e-12)
+    assert n.machine >= n.ratio and n.machine > 0.02 > n.ratio      # GPU b is ~5% off
+    assert n.tflops_machine is not None and n.tflops_machine >= n.tflops
+    # C2 only ever ran on GPU a: process noise, no machine level
+    n2 = data.cases[K2].noise
+    assert n2.machines == {a} and n2.machine is None and n2.ratio is not None
+    assert data.machines == {a, b}
+    machines = data.provenance["machines"]
+    assert machines[a] == {"host": "gpu-host", "runs": 4, "uuid": "GPU-a", "serial": "S-a",
+                           "power_limit_w": 700.0}                  # no "index"
+    assert machines[b]["runs"] == 2 and machines[b]["serial"] == "S-b"
+    _reload(data)
+
+
+def _runs_on(host: str, scales, vendor: float = 1.0, commit: str = "abc123"):
+    return [make_run([make_result(C1, [1.0 * s, 1.1 * s, 0.9 * s],
+                                  [0.9 * vendor, 0.95 * vendor, 0.85 * vendor])],
+                     host=host, commit=commit) for s in scales]
+
+
+def test_combine_two_machines_pools_the_runs():
+    a = baselines.build(_runs_on("ci-a", (1.0, 1.02, 0.99), commit="aaa"), "cpu", "s")
+    b = baselines.build(_runs_on("ci-b", (1.0, 1.01, 0.995), vendor=1.04, commit="bbb"),
+                        "cpu", "s")
+    assert a.cases[K1].noise.machine is None and b.cases[K1].noise.machine is None
+    merged = baselines.combine([a, b])
+    c, na, nb = merged.cases[K1], a.cases[K1].noise, b.cases[K1].noise
+    pooled = na.ratio_runs + nb.ratio_runs
+    assert c.noise.ratio_runs == pooled
+    assert c.noise.run_machines == ("ci-a",) * 3 + ("ci-b",) * 3
+    assert c.ratio == pytest.approx(stats.median(pooled), rel=1e-12)   # the pooled median
+    assert c.noise.ratio == pytest.approx(max(na.ratio, nb.ratio), rel=1e-12)
+    assert c.noise.machine == pytest.approx(aa_noise(pooled), rel=1e-12)
+    assert c.noise.machine > c.noise.ratio                 # the hosts differ by ~4%
+    tf = na.tflops_runs + nb.tflops_runs
+    assert c.noise.tflops_machine == pytest.approx(max(aa_noise(tf), c.noise.tflops))
+    assert c.noise.runs == 6
+    t = c.providers["triton"]
+    assert t.median_ms == pytest.approx(stats.median(
+        [a.cases[K1].providers["triton"].median_ms, b.cases[K1].providers["triton"].median_ms]))
+    prov = merged.provenance
+    assert set(prov["machines"]) == {"ci-a", "ci-b"} and merged.machines == {"ci-a", "ci-b"}
+    assert prov["runs"] == 6 and prov["merged_from"] == ["aaa", "bbb"]
+    assert merged.chip == "cpu"
+    _reload(merged)
+
+
+def test_combine_keeps_a_case_only_one_part_has_and_refuses_other_chips():
+    a = baselines.build(_runs3(), "cpu", "s")
+    b = baselines.build(_runs_on("ci-b", (1.0, 1.01)), "cpu", "s")       # C1 only
+    merged = baselines.combine([a, b])
+    assert set(merged.cases) == {K1, K2}
+    assert merged.cases[K2] == a.cases[K2]                 # one machine: its own noise
+    assert merged.cases[K1].noise.machine is not None
+    with pytest.raises(BaselineError, match="different chips"):
+        baselines.combine([a, replace(b, chip="nvidia-h200")])
+    with pytest.raises(ValueError, match="nothing to merge"):
+        baselines.combine([])
+
+
+def test_combine_keeps_ab_noise_and_tiles():
+    parts = []
+    for host, ref_scales in (("ci-a", (1.0, 1.01)), ("ci-b", (0.99, 1.0))):
+        runs = []
+        for rs in ref_scales:
+            r = make_result(C1, [1.0], [0.9])
+            ref = _provider("reference", [rs], C1)
+            runs.append(make_run([replace(r, providers={**r.providers, "reference": ref},
+                                          telemetry={"tuning": _tile(64)})], host=host))
+        parts.append(baselines.build(runs, "cpu", "s"))
+    merged = baselines.combine(parts)
+    n = merged.cases[K1].noise
+    assert n.ab_runs == pytest.approx([1.0, 1.01, 0.99, 1.0])
+    assert n.ab == pytest.approx(0.01)
+    assert merged.cases[K1].tuning["runs_agree"] is True
+    other = replace(parts[1], cases={K1: replace(parts[1].cases[K1], tuning={
+        **_tile(128), "runs_agree": True})})
+    assert baselines.combine([parts[0], other]).cases[K1].tuning["runs_agree"] is False
+
+
+def test_a_legacy_file_without_run_machines_is_one_machine_named_by_its_commit(tmp_path, good):
+    data = _js(good[1])
+    for c in data["cases"].values():
+        del c["noise"]["run_machines"]
+    data["provenance"]["commit"] = "f88ad28953dda5615c3085320e8e740d829ef316"
+    base = baselines.load(_write(tmp_path, data))
+    for c in base.cases.values():
+        assert c.noise.run_machines == ("legacy:f88ad28953",) * 3
+    assert base.machines == {"legacy:f88ad28953"}
+    data["provenance"].pop("commit")                      # no commit: the date
+    data["provenance"]["date"] = "2026-11-29T10:14:57+00:00"
+    assert baselines.load(_write(tmp_path, data)).machines == {"legacy:2026-11-29"}
+    # merged with a calibration from a known machine: two machines, machine noise
+    merged = baselines.combine([base, baselines.build(_runs_on("ci-b", (1.0, 0.98)), "cpu",
+                                                      "s")])
+    assert merged.cases[K1].noise.machine is not None
+
+
 # --- carry_noise -------------------------------------------------------------------------
 
 def test_carry_noise_keeps_old_noise_for_single_run_updates():
@@ -298,53 +493,90 @@ def test_carry_noise_keeps_old_noise_for_single_run_updates():
     extra = make_result(Case(8, 8, 8), [1.0], [1.0])
     new = baselines.build([make_run(make_result_list() + [extra])], "cpu", "s.csv")
     out = baselines.carry_noise(new, old)
-    assert out is new
-    for key in old["cases"]:
-        assert new["cases"][key]["noise"] == old["cases"][key]["noise"]
-        assert new["cases"][key]["noise"]["runs"] == 3
-    fresh = new["cases"]["fp32-m8-n8-k8"]["noise"]
-    assert (fresh["ratio"], fresh["tflops"], fresh["runs"]) == (None, None, 1)
-    # a copy, not shared
-    new["cases"]["fp32-m32-n32-k32"]["noise"]["ratio"] = 9.0
-    assert old["cases"]["fp32-m32-n32-k32"]["noise"]["ratio"] != 9.0
+    assert set(out.cases) == set(new.cases) and out.provenance == new.provenance
+    for key in old.cases:
+        o, n, got = old.cases[key].noise, new.cases[key].noise, out.cases[key].noise
+        # the old noise figures, with the run (and machines) the new figures came from
+        assert (got.ratio, got.tflops, got.ab, got.machine) == (o.ratio, o.tflops, o.ab,
+                                                                o.machine)
+        assert got.ratio_runs == n.ratio_runs and got.run_machines == n.run_machines
+        assert got.runs == 3                                     # runs behind the noise
+        assert out.cases[key].ratio == new.cases[key].ratio    # the figures are the new run's
+    fresh = out.cases["fp32-m8-n8-k8"].noise
+    assert (fresh.ratio, fresh.tflops, fresh.runs) == (None, None, 1)
+    # shared, but immutable: nobody can change the old baseline through the new one
+    with pytest.raises(FrozenInstanceError):
+        out.cases[K1].noise.ratio = 9.0
 
 
 def test_carry_noise_keeps_new_calibration_and_handles_no_old():
     old = baselines.build(_runs3(), "cpu", "s.csv")
     runs = [make_run(make_result_list()), make_run(make_result_list())]
     new = baselines.build(runs, "cpu", "s.csv")
-    before = json.loads(json.dumps(new))
-    assert baselines.carry_noise(new, old) == before          # runs >= 2: its own noise
+    assert baselines.carry_noise(new, old) == new              # runs >= 2: its own noise
     single = baselines.build(runs[:1], "cpu", "s.csv")
-    snapshot = json.loads(json.dumps(single))
-    assert baselines.carry_noise(single, None) == snapshot
-    assert baselines.carry_noise(single, {}) == snapshot
+    assert baselines.carry_noise(single, None) is single
+
+
+# --- merge onto the file, write_merged ---------------------------------------------------------
+
+def test_merge_keeps_the_old_files_other_cases():
+    old = baselines.build(_runs3(), "cpu", "all.csv")
+    new = baselines.build([make_run([make_result(C1, [1.0], [0.8])])], "cpu", "one.csv")
+    merged, kept = baselines.merge(new, old)
+    assert kept == [K2] and merged.cases[K2] == old.cases[K2]
+    assert merged.cases[K1] == new.cases[K1]
+    assert merged.provenance["modes"] == ["fp16", "fp32"]
+    assert merged.provenance["kept_from"] == "abc123"
+    assert merged.provenance["shapes"] == "all.csv"
+    assert baselines.merge(new, None) == (new, [])
+
+
+def test_write_merged_carries_noise_and_replaces_an_unusable_file(tmp_path):
+    path = tmp_path / "cpu.json"
+    baselines.save(path, baselines.build(_runs3(), "cpu", "s.csv"))
+    measured = baselines.build([make_run([make_result(C1, [1.0], [0.8])])], "cpu", "s.csv")
+    written, old, kept = baselines.write_merged(path, "cpu", measured)
+    assert kept == [K2] and old is not None and baselines.load(path, "cpu") == written
+    assert written.cases[K1].ratio == pytest.approx(0.8)
+    got, was = written.cases[K1].noise, old.cases[K1].noise  # single run: noise carried,
+    assert (got.ratio, got.tflops, got.runs) == (was.ratio, was.tflops, was.runs)
+    assert got.ratio_runs == measured.cases[K1].noise.ratio_runs  # with the run it came from
+    path.write_text("not json")
+    written, old, kept = baselines.write_merged(path, "cpu", measured)
+    assert old is None and kept == [] and baselines.load(path) == measured
 
 
 # --- save --------------------------------------------------------------------------------
 
 def test_save_writes_valid_json_atomically(tmp_path, good):
     path, data = good
-    assert json.loads(path.read_text()) == data
+    assert json.loads(path.read_text()) == _js(data)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cpu.json"]  # no temp files left
     nested = tmp_path / "a" / "b" / "cpu.json"
     baselines.save(nested, data)
     assert baselines.load(nested, "cpu") == data
 
 
+def _with_case(base: Baseline, key: str, **changes) -> Baseline:
+    return replace(base, cases={**base.cases, key: replace(base.cases[key], **changes)})
+
+
 def test_save_refuses_invalid_data_without_touching_the_file(tmp_path, good):
     path, data = good
     before = path.read_bytes()
-    bad = json.loads(json.dumps(data))
-    bad["cases"]["fp32-m32-n32-k32"]["ratio"] = -1.0
+    bad = _with_case(data, K1, ratio=-1.0)
     with pytest.raises(BaselineError, match="bad ratio"):
         baselines.save(path, bad)
-    with pytest.raises(BaselineError, match="schema version"):
-        baselines.save(path, dict(data, version=7))
-    nan = json.loads(json.dumps(data))
-    nan["cases"]["fp32-m32-n32-k32"]["providers"]["triton"]["tflops"] = math.nan
+    # (a wrong schema version cannot be saved any more: to_json always writes VERSION)
+    t = data.cases[K1].providers["triton"]
+    nan = _with_case(data, K1, providers={**data.cases[K1].providers,
+                                          "triton": replace(t, tflops=math.nan)})
     with pytest.raises(ValueError):                             # JSON has no NaN
         baselines.save(path, nan)
+    lost = _with_case(data, K1, noise=replace(data.cases[K1].noise, run_machines=("x",)))
+    with pytest.raises(BaselineError, match="run_machines"):
+        baselines.save(path, lost)
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cpu.json"]
     with pytest.raises(BaselineError):
@@ -360,7 +592,7 @@ def test_save_failure_mid_write_keeps_old_file(tmp_path, good, monkeypatch):
         raise OSError("disk full")
     monkeypatch.setattr(os, "replace", boom)
     with pytest.raises(OSError, match="disk full"):
-        baselines.save(path, dict(data, chip="other"))
+        baselines.save(path, replace(data, chip="other"))
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cpu.json"]
 
@@ -382,7 +614,7 @@ def test_summary_per_mode():
 
 def test_summary_of_nothing():
     assert baselines.summary(None) == {}
-    assert baselines.summary({}) == {}
+    assert baselines.summary(Baseline("cpu", {}, {})) == {}
 
 
 def _tile(block_m: int, source: str = "tuned") -> dict:
@@ -395,19 +627,20 @@ def test_build_records_the_tile_each_case_ran_with_and_whether_runs_agree():
     results = [make_result(C1, [1.0], [0.9])]
     same = [make_run([replace(results[0], telemetry={"tuning": _tile(64, s)})])
             for s in ("tuned", "cache", "cache")]
-    rec = baselines.build(same, "cpu", "s")["cases"]["fp32-" + C1.id]["tuning"]
+    rec = baselines.build(same, "cpu", "s").cases["fp32-" + C1.id].tuning
     assert rec["config"]["block_m"] == 64 and rec["runs_agree"] is True
     differ = same[:2] + [make_run([replace(results[0], telemetry={"tuning": _tile(128)})])]
     data = baselines.build(differ, "cpu", "s")
-    assert data["cases"]["fp32-" + C1.id]["tuning"]["runs_agree"] is False
-    baselines.validate(data)
-    assert "tuning" not in baselines.build([make_run(results)], "cpu", "s")["cases"][
-        "fp32-" + C1.id]  # the CPU path has no tuning record
+    assert data.cases["fp32-" + C1.id].tuning["runs_agree"] is False
+    _reload(data)
+    assert baselines.build([make_run(results)], "cpu", "s").cases[
+        "fp32-" + C1.id].tuning is None  # the CPU path has no tuning record
+    assert "tuning" not in _js(baselines.build([make_run(results)], "cpu", "s"))["cases"][K1]
 
 
 @pytest.mark.parametrize("bad", [[], {"config": {}}, {"key": "k", "config": "128x64"}])
 def test_load_rejects_a_bad_tuning_record(tmp_path, good, bad):
-    _, data = good
+    data = _js(good[1])
     next(iter(data["cases"].values()))["tuning"] = bad
     with pytest.raises(baselines.BaselineError, match="bad tuning record"):
         baselines.load(_write(tmp_path, data))

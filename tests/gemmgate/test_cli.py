@@ -1,6 +1,7 @@
 """The CLI end to end on the CPU path (interpreter + CPU BLAS): output, JSON, exit codes."""
 
 import json
+import platform
 import subprocess
 import sys
 
@@ -18,8 +19,12 @@ def test_run_smoke_writes_json(tmp_path, capsys):
     assert data["environment"]["chip"] == "cpu"
     assert {"torch", "triton", "driver", "cuda", "device_name", "timing"} <= set(
         data["environment"])
+    # the machine the gate tells calibration hosts by: on the CPU the host alone
+    assert data["environment"]["host"] == platform.node()
+    assert "gpus" not in data["environment"]
     cases = data["cases"]
     assert len(cases) == 4 and all(c["passed"] for c in cases)
+    assert not any("gpu_uuid" in c["telemetry"] for c in cases)
     c = cases[0]
     assert {"mode", "m", "n", "k", "layout", "ratio", "providers"} <= set(c)
     for p in c["providers"].values():

@@ -1,5 +1,5 @@
-"""`gemmgate check` and `gemmgate baseline update|calibrate` end to end on the CPU path
-(chip cpu, Triton interpreter): exit codes, verdicts, files, output.
+"""`gemmgate check` and `gemmgate baseline update|calibrate|merge` end to end on the CPU
+path (chip cpu, Triton interpreter): exit codes, verdicts, noise levels, files, output.
 
 Every verdict and exit code asserted here rests on synthetic timing (the
 `synthetic_timing` fixture in tests/conftest.py: triton 1.0 ms, vendor 0.9 ms, reference
@@ -11,15 +11,21 @@ fp32 only, two tiny cases from a user shape file.
 
 import json
 import math
+import os
+import platform
 import shutil
+from pathlib import Path
 
 import pytest
 
-from gemmgate import baselines
+from gemmgate import baselines, stats
 from gemmgate.cli import main
+from gemmgate.compare import aa_noise
 
 FAST = ["--chip", "cpu", "--modes", "fp32", "--budget", "0.3"]
 KEYS = {"fp32-m32-n32-k32", "fp32-m48-n16-k64"}
+HERE = platform.node()            # the CPU path's machine id: the host
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -58,6 +64,22 @@ def _scaled(work, name: str, scale: float):
     return _edited(work, name, edit)
 
 
+def _on_host(work, name: str, host: str, scale: float = 1.0):
+    """A copy of the baseline b.json (as `name`, not b.json) as if calibrated on `host`
+    (its runs, provenance), every stored ratio scaled by `scale`."""
+    def edit(data):
+        data["provenance"].update(host=host, machines={host: {"host": host, "runs": 1}})
+        for c in data["cases"].values():
+            c["ratio"] *= scale
+            runs = [r * scale for r in c["noise"]["ratio_runs"]]
+            c["noise"].update(ratio_runs=runs, run_machines=[host] * len(runs))
+    return _edited(work, name, edit)
+
+
+def _listing(d) -> list[str]:
+    return sorted(str(p.relative_to(d)) for p in Path(d).rglob("*"))
+
+
 def _check(work, baseline, *extra: str) -> tuple[int, dict]:
     """Run `check` with --json; (exit code, the JSON written)."""
     out = work / "check.json"
@@ -72,12 +94,14 @@ def _verdicts(data: dict) -> dict[str, str]:
 
 def test_a_baseline_update_writes_valid_file(base_file, synthetic_timing):
     data = baselines.load(base_file, "cpu")
-    assert set(data["cases"]) == KEYS
-    assert data["provenance"]["modes"] == ["fp32"] and data["provenance"]["runs"] == 1
-    for c in data["cases"].values():
-        assert c["ratio"] == pytest.approx(0.9, rel=0.01)     # vendor 0.9 ms / triton 1.0 ms
-        assert c["providers"]["triton"]["median_ms"] == pytest.approx(1.0, rel=0.01)
-        assert c["noise"]["runs"] == 1
+    assert set(data.cases) == KEYS
+    assert data.provenance["modes"] == ["fp32"] and data.provenance["runs"] == 1
+    assert data.provenance["host"] == HERE and data.machines == {HERE}
+    for c in data.cases.values():
+        assert c.ratio == pytest.approx(0.9, rel=0.01)       # vendor 0.9 ms / triton 1.0 ms
+        assert c.providers["triton"].median_ms == pytest.approx(1.0, rel=0.01)
+        assert c.noise.runs == 1 and c.noise.run_machines == (HERE,)   # the CPU: host only
+        assert c.noise.ratio is None and c.noise.machine is None
     assert synthetic_timing.measured == [("triton", "vendor")] * 2  # one timing per case
 
 
@@ -89,12 +113,20 @@ def test_b_check_against_fresh_baseline_is_unchanged(work, base_file, capsys):
     assert gate["baseline"] == str(base_file) and gate["failed"] is False
     assert _verdicts(data) == dict.fromkeys(KEYS, "unchanged")
     assert not any(v["remeasured"] for v in gate["verdicts"])  # nothing suspect
+    assert {v["level"] for v in gate["verdicts"]} == {"process"}  # calibrated here
     assert gate["missing"] == [] and gate["extra"] == [] and gate["inject_slowdown"] == 0.0
     assert {c["id"] for c in data["cases"]} == KEYS
     md = summary.read_text()
     assert "gemmgate check on cpu: passed" in md and all(k in md for k in KEYS)
     out = capsys.readouterr().out
     assert "regression gate" in out and "::error" not in out
+    head = next(line for line in out.splitlines() if line.startswith("┃ case"))
+    cols = [c.strip() for c in head.strip("┃ ").split("┃")]
+    assert cols[:6] == ["case", "verdict", "ratio change", "95% CI", "tolerance", "level"]
+    for key in KEYS:                                          # the gate table's level column
+        row = next(line for line in out.splitlines() if line.startswith(f"│ {key} "))
+        assert [c.strip() for c in row.strip("│ ").split("│")][5] == "process"
+    assert "| level |" in md
 
 
 def test_c_three_times_higher_baseline_ratio_is_a_regression(work, base_file, synthetic_timing,
@@ -213,18 +245,20 @@ def test_g_calibrate_two_fresh_runs(work, capsys):
     assert {c["id"] for c in json.loads((work / "kept" / "run2.json").read_text())["cases"]} \
         == KEYS
     data = baselines.load(out, "cpu")
-    assert set(data["cases"]) == KEYS and data["provenance"]["runs"] == 2
-    for c in data["cases"].values():
-        assert c["noise"]["runs"] == 2 and len(c["noise"]["ratio_runs"]) == 2
-        r = c["noise"]["ratio"]
+    assert set(data.cases) == KEYS and data.provenance["runs"] == 2
+    for c in data.cases.values():
+        assert c.noise.runs == 2 and len(c.noise.ratio_runs) == 2
+        r = c.noise.ratio
         assert isinstance(r, float) and math.isfinite(r) and r >= 0
+        assert c.noise.run_machines == (HERE, HERE) and c.noise.machine is None
     assert "wrote" in capsys.readouterr().out
 
 
 def test_h_update_over_existing_shows_old_beside_new(work, base_file, capsys):
     old = work / "h.json"
     data = json.loads(base_file.read_text())
-    new_geo = baselines.summary(data)["fp32"]["geomean_ratio"]  # synthetic: the same again
+    # synthetic timing: the update measures the same again
+    new_geo = baselines.summary(baselines.from_json(data))["fp32"]["geomean_ratio"]
     for c in data["cases"].values():
         c["noise"] = {"ratio": 0.0123, "tflops": 0.0456, "runs": 5}
         c["ratio"] *= 2
@@ -237,9 +271,11 @@ def test_h_update_over_existing_shows_old_beside_new(work, base_file, capsys):
     cells = [c.strip() for c in row.strip("│ ").split("│")]
     assert cells == ["fp32", "2", f"{2 * new_geo:.3f}", "2", f"{new_geo:.3f}"]
     new = baselines.load(old, "cpu")
-    assert set(new["cases"]) == KEYS
-    for c in new["cases"].values():                             # single run: noise carried
-        assert c["noise"] == {"ratio": 0.0123, "tflops": 0.0456, "runs": 5}
+    assert set(new.cases) == KEYS
+    for c in new.cases.values():                                # single run: noise carried
+        assert (c.noise.ratio, c.noise.tflops, c.noise.runs) == (0.0123, 0.0456, 5)
+        assert c.noise.machine is None
+        assert len(c.noise.ratio_runs) == 1 and c.noise.run_machines == (HERE,)  # the new run
 
 
 def test_j_ab_ref_times_the_reference_and_catches_a_slowdown(work, base_file, kernels_repo,
@@ -289,10 +325,10 @@ def test_j_calibrate_ab_ref_stores_ab_noise(work, clean_repo, monkeypatch, capsy
     out = work / "ab-cal.json"
     assert main(["baseline", "calibrate", *FAST, *_shapes(work), "--runs", "2",
                  "--ab-ref", "HEAD", "--output", str(out)]) == 0
-    for c in baselines.load(out, "cpu")["cases"].values():
-        assert set(c["providers"]) == {"triton", "vendor"}
-        assert len(c["noise"]["ab_runs"]) == 2 and all(x > 0 for x in c["noise"]["ab_runs"])
-        assert c["noise"]["ab"] == max(abs(x - 1) for x in c["noise"]["ab_runs"])
+    for c in baselines.load(out, "cpu").cases.values():
+        assert set(c.providers) == {"triton", "vendor"}
+        assert len(c.noise.ab_runs) == 2 and all(x > 0 for x in c.noise.ab_runs)
+        assert c.noise.ab == max(abs(x - 1) for x in c.noise.ab_runs)
 
 
 def test_j_calibrate_ab_ref_needs_the_trees_own_kernel(work, kernels_repo, monkeypatch,
@@ -341,3 +377,138 @@ def test_g_calibrate_one_run_still_keeps_it(work, synthetic_timing):
     assert main(["baseline", "calibrate", *FAST, *_shapes(work), "--runs", "1",
                  "--output", str(work / "b1.json"), "--keep-runs", str(work / "kept")]) == 0
     assert sorted(p.name for p in (work / "kept").iterdir()) == ["run1.json"]
+
+
+# --- baseline merge: calibrations from several machines -> machine-level noise -------------
+
+def test_m_merge_two_hosts_gives_machine_noise_and_check_elsewhere_is_machine_level(
+        work, base_file, synthetic_timing, capsys):
+    a = _on_host(work, "on-a.json", "host-a")
+    b = _on_host(work, "on-b.json", "host-b", scale=1.03)            # host b: 3% higher ratio
+    inputs = {p: p.read_bytes() for p in (a, b)}
+    out = work / "merged.json"
+    shutil.copy(base_file, out)                                   # an old file to replace
+    before = set(_listing(work))
+    capsys.readouterr()
+    assert main(["baseline", "merge", str(a), str(b), "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "old beside new" in printed
+    assert f"wrote {out} (2 cases from 2 files" in printed.replace("\n", "")
+    assert "machine-level 2/2 cases over 2 machine(s)" in printed.replace("\n", "")
+    assert all(p.read_bytes() == data for p, data in inputs.items())  # inputs untouched
+    assert set(_listing(work)) - before <= {"merged.json.lock"}   # no temp file left
+    merged = baselines.load(out, "cpu")
+    olds = {k: c.ratio for k, c in baselines.load(base_file).cases.items()}
+    assert merged.machines == {"host-a", "host-b"}
+    assert set(merged.provenance["machines"]) == {"host-a", "host-b"}
+    assert merged.provenance["runs"] == 2
+    for key, c in merged.cases.items():
+        pooled = [olds[key], olds[key] * 1.03]
+        assert c.noise.run_machines == ("host-a", "host-b") and c.noise.runs == 2
+        assert c.ratio == pytest.approx(stats.median(pooled), rel=1e-12)
+        assert c.noise.machine == pytest.approx(aa_noise(pooled), rel=1e-9)
+        assert c.noise.ratio is None                  # one run per host: no process level
+    # checked here (neither host-a nor host-b): judged at machine level, tolerance ~3.7%
+    merged_bytes = out.read_bytes()
+    rc, data = _check(work, out)
+    assert rc == 0 and _verdicts(data) == dict.fromkeys(KEYS, "unchanged")
+    for v in data["gate"]["verdicts"]:
+        assert v["level"] == "machine"
+        assert v["ratio"]["tolerance"] == pytest.approx(2.5 * aa_noise([1, 1.03]), rel=0.05)
+        assert "stored: machine-level ±" in v["note"]
+    synthetic_timing.base_ms["triton"] = 1.10                      # -9%: beyond it
+    rc, data = _check(work, out)
+    assert rc == 1 and _verdicts(data) == dict.fromkeys(KEYS, "regressed")
+    assert out.read_bytes() == merged_bytes                        # check never writes it
+
+
+def test_m_merge_onto_one_of_its_inputs(work, base_file, capsys):
+    a = _on_host(work, "on-a.json", "host-a")
+    b = _on_host(work, "on-b.json", "host-b", scale=1.02)
+    assert main(["baseline", "merge", str(a), str(b), "--output", str(a)]) == 0
+    assert baselines.load(a).machines == {"host-a", "host-b"}
+    assert "old beside new" not in capsys.readouterr().out      # an input is no old file
+
+
+@pytest.mark.parametrize("what", ["one-input", "other-chip", "missing-input", "corrupt-input",
+                                  "output-under-a-file", "output-is-a-directory"])
+def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, what):
+    a = _on_host(work, "on-a.json", "host-a")
+    b = _on_host(work, "on-b.json", "host-b", scale=1.02)
+    out = work / "out.json"
+    inputs = [str(a), str(b)]
+    if what == "one-input":
+        inputs, msg = [str(a)], "at least two baseline files"
+    elif what == "other-chip":
+        b.write_text(json.dumps(dict(json.loads(b.read_text()), chip="nvidia-h200")))
+        msg = "cannot merge baselines of different chips: ['cpu', 'nvidia-h200']"
+    elif what == "missing-input":
+        inputs, msg = [str(a), str(work / "nope.json")], "no baseline at"
+    elif what == "corrupt-input":
+        b.write_text("{")
+        msg = "corrupt"
+    elif what == "output-under-a-file":
+        (work / "afile").write_text("x")
+        out, msg = work / "afile" / "out.json", "cannot write --output (the baseline file)"
+    else:
+        (work / "adir").mkdir()
+        out, msg = work / "adir", "it is a directory"
+    listing = _listing(work)
+    data = {p: p.read_bytes() for p in (a, b)}
+    assert main(["baseline", "merge", *inputs, "--output", str(out)]) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert "gemmgate: error:" in err and msg in err
+    assert _listing(work) == listing                              # nothing written
+    assert all(p.read_bytes() == d for p, d in data.items())
+
+
+def test_m_merge_writes_atomically(work, base_file, monkeypatch, capsys):
+    a = _on_host(work, "on-a.json", "host-a")
+    b = _on_host(work, "on-b.json", "host-b", scale=1.02)
+    out = work / "out.json"
+    out.write_text("the old file")
+    before = set(_listing(work))
+
+    def boom(src, dst):
+        raise OSError("disk full")
+    monkeypatch.setattr(os, "replace", boom)
+    assert main(["baseline", "merge", str(a), str(b), "--output", str(out)]) == 2
+    assert "disk full" in capsys.readouterr().err
+    assert out.read_text() == "the old file"
+    assert set(_listing(work)) - before <= {"out.json.lock"}    # the temp file is gone
+
+
+# --- the CPU path on another machine: advisory, never a false alarm (issue 10 item 5) -----
+
+def test_l_cpu_check_against_another_hosts_baseline_is_advisory(work, base_file,
+                                                                synthetic_timing, capsys):
+    elsewhere = _on_host(work, "elsewhere.json", "another-host")
+    synthetic_timing.base_ms["triton"] = 3.0                      # ratio -67%
+    rc, data = _check(work, elsewhere)
+    assert rc == 0 and data["gate"]["failed"] is False
+    assert _verdicts(data) == dict.fromkeys(KEYS, "inconclusive")
+    for v in data["gate"]["verdicts"]:
+        assert v["level"] == "advisory" and v["ratio"]["verdict"] == "regressed"
+        assert "advisory" in v["note"] and not v["remeasured"]
+    assert "::error" not in capsys.readouterr().out
+    # the same baseline on its own host (the unchanged file): a regression, exit 1
+    rc, data = _check(work, base_file)
+    assert rc == 1 and _verdicts(data) == dict.fromkeys(KEYS, "regressed")
+    assert {v["level"] for v in data["gate"]["verdicts"]} == {"process"}
+
+
+def test_l_the_committed_cpu_baseline_is_advisory_here(work, synthetic_timing, capsys):
+    committed = REPO / "baselines" / "cpu.json"
+    before = committed.read_bytes()
+    synthetic_timing.base_ms["triton"] = 3.0
+    out = work / "committed.json"
+    rc = main(["check", "--chip", "cpu", "--modes", "fp32", "--budget", "0.3",
+               "--shapes", "smoke", "--baseline", str(committed), "--json", str(out)])
+    assert rc == 0
+    gate = json.loads(out.read_text())["gate"]
+    assert gate["failed"] is False and len(gate["verdicts"]) == 4
+    for v in gate["verdicts"]:
+        assert v["verdict"] == "inconclusive" and v["level"] == "advisory"
+        assert "stored judgement advisory" in v["note"]
+    assert all(k.startswith("fp16-") for k in gate["missing"]) and gate["extra"] == []
+    assert committed.read_bytes() == before

@@ -77,7 +77,7 @@ def cwd(tmp_path, monkeypatch, synthetic_record):
 
     monkeypatch.chdir(tmp_path)
     run = synthetic_record([("fp32", Case(64, 64, 64))], shapes="smoke",
-                           environment={"chip": "cpu", "block": 1}).to_json()
+                           environment={"chip": "cpu", "block": 1})
     baselines.save(tmp_path / "base.json", baselines.build([run], "cpu", "smoke"))
     (tmp_path / "afile").write_text("not a directory")
     (tmp_path / "blob.csv").write_bytes(b"m,n,k\n\x00\x01\x02\n")

@@ -1,6 +1,10 @@
-"""gemmgate/env.py: telemetry through a fake NVML (no GPU needed) and clock reasons."""
+"""gemmgate/env.py: telemetry through a fake NVML (no GPU needed), clock reasons, and the
+machine identity the gate uses (environment "host" and "gpus", telemetry "gpu_uuid")."""
 
+import platform
 from types import SimpleNamespace
+
+import torch
 
 from gemmgate import env
 
@@ -11,19 +15,23 @@ def test_decode_clock_reasons():
 
 
 def _fake_nvml(**extra):
-    return SimpleNamespace(
-        NVML_CLOCK_SM=0, NVML_CLOCK_MEM=1, NVML_TEMPERATURE_GPU=0,
-        nvmlDeviceGetClockInfo=lambda h, which: (1980, 3201)[which],
-        nvmlDeviceGetTemperature=lambda h, which: 51,
-        nvmlDeviceGetPowerUsage=lambda h: 612_500, **extra)
+    """NVML as far as env.py asks it; `extra` adds or replaces calls."""
+    return SimpleNamespace(**{
+        "NVML_CLOCK_SM": 0, "NVML_CLOCK_MEM": 1, "NVML_TEMPERATURE_GPU": 0,
+        "nvmlDeviceGetClockInfo": lambda h, which: (1980, 3201)[which],
+        "nvmlDeviceGetTemperature": lambda h, which: 51,
+        "nvmlDeviceGetPowerUsage": lambda h: 612_500,
+        "nvmlDeviceGetUUID": lambda h: b"GPU-" + h.encode(),   # bytes in older pynvml
+        **extra})
 
 
 def test_telemetry_reads_clocks_power_and_reasons(monkeypatch):
     nvml = _fake_nvml(nvmlDeviceGetCurrentClocksEventReasons=lambda h: 0x4)
     monkeypatch.setattr(env, "_nvml", lambda: nvml)
     monkeypatch.setattr(env, "_nvml_handle", lambda n, i: "h")
-    assert env.telemetry(0) == {"sm_clock_mhz": 1980, "mem_clock_mhz": 3201, "temp_c": 51,
-                                "power_w": 612.5, "clock_reasons": ["sw_power_cap"]}
+    assert env.telemetry(0) == {"gpu_uuid": "GPU-h", "sm_clock_mhz": 1980,
+                                "mem_clock_mhz": 3201, "temp_c": 51, "power_w": 612.5,
+                                "clock_reasons": ["sw_power_cap"]}
 
 
 def test_telemetry_uses_the_old_nvml_name_and_survives_its_absence(monkeypatch):
@@ -38,3 +46,51 @@ def test_telemetry_uses_the_old_nvml_name_and_survives_its_absence(monkeypatch):
 def test_telemetry_without_nvml_is_empty(monkeypatch):
     monkeypatch.setattr(env, "_nvml", lambda: None)
     assert env.telemetry(0) == {}
+
+
+def _identity_nvml(**extra):
+    return _fake_nvml(**{
+        "nvmlSystemGetDriverVersion": lambda: b"580.159.04",
+        "nvmlDeviceGetSerial": lambda h: "S-" + h,
+        "nvmlDeviceGetEnforcedPowerLimit": lambda h: 700_000,
+        "nvmlDeviceGetMaxClockInfo": lambda h, which: 1980, **extra})
+
+
+def test_gpu_identity_uuid_serial_power_limit_and_clock(monkeypatch):
+    monkeypatch.setattr(env, "_nvml_handle", lambda n, i: f"d{i}")
+    assert env.gpu_identity(_identity_nvml(), 1) == {
+        "index": 1, "uuid": "GPU-d1", "serial": "S-d1", "power_limit_w": 700.0,
+        "max_sm_clock_mhz": 1980}
+
+    def no(h):
+        raise RuntimeError("not supported")
+    partial = _identity_nvml(nvmlDeviceGetSerial=no)
+    assert env.gpu_identity(partial, 0) == {"index": 0, "uuid": "GPU-d0",
+                                            "power_limit_w": 700.0, "max_sm_clock_mhz": 1980}
+    assert env.gpu_identity(_identity_nvml(nvmlDeviceGetUUID=no), 0) == {}  # no UUID: none
+
+
+def test_the_environment_records_the_host_and_each_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
+    monkeypatch.setattr(env, "_nvml", _identity_nvml)
+    monkeypatch.setattr(env, "_nvml_handle", lambda n, i: f"d{i}")
+    rec = env.environment("nvidia-h200", "graph", 0, (0, 1))
+    assert rec["host"] == platform.node() and rec["driver"] == "580.159.04"
+    assert [(g["index"], g["uuid"]) for g in rec["gpus"]] == [(0, "GPU-d0"), (1, "GPU-d1")]
+    assert [g["uuid"] for g in env.environment("nvidia-h200", "graph", 1)["gpus"]] == [
+        "GPU-d1"]                                  # no devices given: the run's device
+
+
+def test_the_cpu_environment_records_the_host_and_no_gpus():
+    rec = env.environment("cpu", "wall")
+    assert rec["host"] == platform.node() and "gpus" not in rec
+
+
+def test_telemetry_without_a_uuid_keeps_the_clocks(monkeypatch):
+    def no(h):
+        raise RuntimeError("not supported")
+    monkeypatch.setattr(env, "_nvml", lambda: _fake_nvml(nvmlDeviceGetUUID=no))
+    monkeypatch.setattr(env, "_nvml_handle", lambda n, i: "h")
+    got = env.telemetry(0)
+    assert got.get("sm_clock_mhz") == 1980 and "gpu_uuid" not in got

@@ -43,13 +43,14 @@ def test_remeasure_on_several_devices_keeps_the_reference_kernel(clean_repo, mon
     ctx = replace(ctx, cases=(Case(16, 16, 16), Case(8, 24, 16)))
     results = run_cases(ctx)
     assert all(REFERENCE in r.providers for r in results)
-    run = RunRecord({"chip": "cpu"}, ctx.shapes_label, tuple(results)).to_json()
+    env = {"chip": "cpu", "host": "this-host"}
+    run = RunRecord(env, ctx.shapes_label, tuple(results))
     base = baselines.build([run], "cpu", ctx.shapes_label)
     suspect, fine = (r.key for r in results)
     gate = GateResult((CaseVerdict(suspect, REGRESSED, None, None),
                        CaseVerdict(fine, UNCHANGED, None, None)), (), ())
 
-    fresh, again = remeasure(ctx, results, gate, base, 0.015)
+    fresh, again = remeasure(ctx, results, gate, base, 0.015, env)
 
     assert fresh[0] is not results[0] and fresh[1] is results[1]  # the suspect only
     assert fresh[0].worker.startswith("cpu/pid") and fresh[0].worker != f"cpu/pid{os.getpid()}"
@@ -58,6 +59,8 @@ def test_remeasure_on_several_devices_keeps_the_reference_kernel(clean_repo, mon
     verdicts = {v.key: v for v in again.verdicts}
     assert verdicts[suspect].remeasured and verdicts[suspect].ab is not None
     assert not verdicts[fine].remeasured and verdicts[fine].ab is not None
+    # the run's environment reaches the second judgement: the calibration host, process
+    assert {v.level for v in again.verdicts} == {"process"}
 
 
 def _write(path, measured: dict, barrier, slow_s: float) -> None:
@@ -77,7 +80,7 @@ def _write(path, measured: dict, barrier, slow_s: float) -> None:
 def test_two_writers_on_one_baseline_both_land(tmp_path, synthetic_record):
     path = tmp_path / "cpu.json"
     one, two = Case(32, 32, 32), Case(48, 16, 64)
-    measured = [baselines.build([synthetic_record([("fp32", c)]).to_json()], "cpu", "s")
+    measured = [baselines.build([synthetic_record([("fp32", c)])], "cpu", "s")
                 for c in (one, two)]
     fork = mp.get_context("fork")
     barrier = fork.Barrier(2)
@@ -87,8 +90,8 @@ def test_two_writers_on_one_baseline_both_land(tmp_path, synthetic_record):
     for p in procs:
         p.join(60)
     assert [p.exitcode for p in procs] == [0, 0]
-    assert set(baselines.load(path, "cpu")["cases"]) == {"fp32-m32-n32-k32",
-                                                          "fp32-m48-n16-k64"}
+    assert set(baselines.load(path, "cpu").cases) == {"fp32-m32-n32-k32",
+                                                       "fp32-m48-n16-k64"}
 
 
 def test_an_unusable_reference_on_several_devices_is_exit_2(tmp_path, monkeypatch, capsys):

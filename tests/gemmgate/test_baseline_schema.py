@@ -1,0 +1,171 @@
+"""gemmgate/baseline_schema.py: the typed baseline model, `from_json` validation of the
+noise levels and of each case's fields (every error names the case and the field), the
+legacy reading of files from before machine ids, and the committed baselines.
+
+The dict helper `_file` documents the file format; pure, no timing.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gemmgate.baseline_schema import (
+    Baseline,
+    BaselineCase,
+    BaselineError,
+    Noise,
+    ProviderFigures,
+    from_json,
+    load,
+)
+from gemmgate.shapes import Case
+
+REPO = Path(__file__).resolve().parents[2]
+KEY = "fp32-m64-n64-k64"
+
+
+def _case(**noise) -> dict:
+    """One case as the file holds it: three calibration runs on host ci-a."""
+    return {"mode": "fp32", "m": 64, "n": 64, "k": 64, "layout": "rr", "ratio": 0.9,
+            "providers": {"triton": {"median_ms": 1.0, "quantiles_ms": {"p50": 1.0},
+                                     "tflops": 0.5, "error": 1e-7},
+                          "vendor": {"median_ms": 0.9, "quantiles_ms": {}, "tflops": 0.55,
+                                     "error": "inf"}},
+            "noise": {"ratio": 0.01, "tflops": 0.02, "runs": 3,
+                      "ratio_runs": [0.9, 0.91, 0.895], "tflops_runs": [0.5, 0.49, 0.51],
+                      "run_machines": ["ci-a"] * 3, **noise}}
+
+
+def _file(**cases) -> dict:
+    return {"schema": "gemmgate.baseline", "version": 1, "chip": "cpu",
+            "provenance": {"commit": "0123456789abcdef", "shapes": "smoke", "runs": 3,
+                           "host": "ci-a", "machines": {"ci-a": {"host": "ci-a", "runs": 3}}},
+            "cases": cases or {KEY: _case()}}
+
+
+def test_from_json_builds_the_typed_model_and_to_json_is_its_inverse():
+    data = _file()
+    base = from_json(data, "f.json")
+    assert isinstance(base, Baseline) and base.chip == "cpu"
+    c = base.cases[KEY]
+    assert isinstance(c, BaselineCase) and c.key == KEY and c.case == Case(64, 64, 64)
+    assert c.ratio == 0.9 and isinstance(c.providers["triton"], ProviderFigures)
+    assert c.providers["vendor"].error is None           # an error string is no number
+    assert c.noise == Noise(0.01, 0.02, None, None, None, (0.9, 0.91, 0.895),
+                            (0.5, 0.49, 0.51), (), ("ci-a",) * 3, 3, ("ci-a",) * 3)
+    assert base.machines == {"ci-a"} and not base.has_ab_noise
+    again = json.loads(json.dumps(base.to_json()))
+    assert from_json(again) == base
+    data["cases"][KEY]["providers"]["vendor"]["error"] = None
+    assert again == data
+
+
+def test_machine_noise_round_trips_and_absent_levels_are_not_written():
+    base = from_json(_file(**{KEY: _case(machine=0.03, tflops_machine=0.05, ab=0.004,
+                                         ab_runs=[1.0, 1.004])}))
+    n = base.cases[KEY].noise
+    assert (n.machine, n.tflops_machine, n.ab) == (0.03, 0.05, 0.004) and base.has_ab_noise
+    js = n.to_json()
+    assert js["machine"] == 0.03 and js["tflops_machine"] == 0.05 and js["ab_runs"] == [1.0,
+                                                                                      1.004]
+    plain = Noise(ratio=0.01).to_json()
+    assert not {"machine", "tflops_machine", "ab", "ab_runs", "run_machines"} & set(plain)
+
+
+def _corrupt(mutate) -> str:
+    data = _file()
+    mutate(data["cases"][KEY])
+    with pytest.raises(BaselineError, match="corrupt") as e:
+        from_json(data, "f.json")
+    msg = str(e.value)
+    assert "f.json" in msg and KEY in msg                   # names the file and the case
+    return msg
+
+
+@pytest.mark.parametrize("machines", [["ci-a"] * 2, ["ci-a"] * 4, "ci-a", ["ci-a", 7, "x"]])
+def test_run_machines_must_name_one_machine_per_ratio_run(machines):
+    msg = _corrupt(lambda c: c["noise"].update(run_machines=machines))
+    assert "noise.run_machines" in msg
+
+
+@pytest.mark.parametrize("field", ["machine", "tflops_machine"])
+@pytest.mark.parametrize("value", [-0.01, "0.03", float("inf"), True])
+def test_bad_machine_noise(field, value):
+    msg = _corrupt(lambda c: c["noise"].update({field: value}))
+    assert f"bad noise.{field}" in msg
+
+
+@pytest.mark.parametrize("field", ["ratio_runs", "tflops_runs", "ab_runs"])
+@pytest.mark.parametrize("value", [0.9, "0.9", {"a": 1}, [0.9, -1.0], [0.9, None], [0]])
+def test_run_lists_must_be_lists_of_positive_numbers(field, value):
+    msg = _corrupt(lambda c: c["noise"].update({field: value}))
+    assert f"noise.{field} is not a list of positive numbers" in msg
+
+
+@pytest.mark.parametrize("runs", [-1, 2.5, "3", None])
+def test_bad_noise_runs(runs):
+    assert "noise.runs" in _corrupt(lambda c: c["noise"].update(runs=runs))
+
+
+def test_an_unknown_mode_is_named(tmp_path):
+    """Issue 9: a baseline holding mode fp64 is refused on load, naming it."""
+    data = _file(**{"fp64-m64-n64-k64": {**_case(), "mode": "fp64"}})
+    p = tmp_path / "b.json"
+    p.write_text(json.dumps(data))
+    with pytest.raises(BaselineError) as e:
+        load(p)
+    msg = str(e.value)
+    assert "fp64" in msg and "mode" in msg and "fp64-m64-n64-k64" in msg and str(p) in msg
+
+
+@pytest.mark.parametrize("field, value", [("m", "abc"), ("n", 1.5), ("k", -3), ("m", True)])
+def test_a_bad_dimension_is_named(field, value):
+    msg = _corrupt(lambda c: c.update({field: value}))
+    assert f".{field} is {value!r}" in msg
+
+
+def test_key_and_fields_must_agree():
+    assert "key and fields disagree" in _corrupt(lambda c: c.update(m=32))
+
+
+def test_provider_figures_are_checked():
+    assert "providers.vendor.median_ms" in _corrupt(
+        lambda c: c["providers"]["vendor"].update(median_ms=0))
+    assert "providers.vendor.tflops is 'fast'" in _corrupt(
+        lambda c: c["providers"]["vendor"].update(tflops="fast"))
+
+
+def test_a_file_from_before_machine_ids_is_one_legacy_machine():
+    data = _file()
+    del data["cases"][KEY]["noise"]["run_machines"]
+    base = from_json(data)
+    assert base.cases[KEY].noise.run_machines == ("legacy:0123456789",) * 3
+    data["provenance"] = {"date": "2026-11-29T10:14:57+00:00"}
+    assert from_json(data).machines == {"legacy:2026-11-29"}
+    data["provenance"] = {}
+    assert from_json(data).machines == {"legacy:?"}
+    del data["cases"][KEY]["noise"]["ratio_runs"]           # no runs kept: no machine
+    assert from_json(data).machines == frozenset()
+
+
+@pytest.mark.parametrize("name, chip, cases", [("nvidia-h200.json", "nvidia-h200", 65),
+                                               ("cpu.json", "cpu", 8)])
+def test_the_committed_baselines_load(name, chip, cases):
+    base = load(REPO / "baselines" / name, chip)
+    assert base.chip == chip and len(base.cases) == cases
+    assert all(c.providers["triton"].median_ms > 0 for c in base.cases.values())
+    assert from_json(json.loads(json.dumps(base.to_json()))) == base   # re-saving keeps it
+    assert all(c.noise.machine is None for c in base.cases.values())   # one machine each
+
+
+def test_the_committed_baselines_are_legacy_machines():
+    h200 = load(REPO / "baselines" / "nvidia-h200.json")
+    commit = h200.provenance["commit"]
+    assert h200.machines == {f"legacy:{commit[:10]}"}
+    assert all(len(c.noise.run_machines) == 5 and c.noise.ratio is not None
+               for c in h200.cases.values())
+    assert h200.has_ab_noise
+    cpu = load(REPO / "baselines" / "cpu.json")
+    assert cpu.machines == frozenset()                    # no ratio_runs kept at all
+    assert all(c.noise.runs == 3 for c in cpu.cases.values())
