@@ -79,6 +79,18 @@ class BaselineCase:
     def key(self) -> str:
         return f"{self.mode}-{self.case.id}"
 
+    def ratio_on(self, machine: str) -> float | None:
+        """The speed ratio `machine` itself measured in the calibration (median of its
+        runs), else the pooled figure: on a calibration machine the gate compares with
+        that machine's own runs, not with a median that other hosts pulled away."""
+        own = [x for x, m in zip(self.noise.ratio_runs, self.noise.run_machines) if m == machine]
+        return _median(own) if own else self.ratio
+
+    def tflops_on(self, machine: str) -> float | None:
+        own = [x for x, m in zip(self.noise.tflops_runs, self.noise.tflops_machines)
+               if m == machine]
+        return _median(own) if own else self.providers["triton"].tflops
+
     def to_json(self) -> dict:
         d = {"mode": self.mode, "m": self.case.m, "n": self.case.n, "k": self.case.k,
              "layout": self.case.layout_id, "ratio": self.ratio,
@@ -108,6 +120,12 @@ class Baseline:
         return {"schema": SCHEMA, "version": VERSION, "chip": self.chip,
                 "provenance": self.provenance,
                 "cases": {k: c.to_json() for k, c in self.cases.items()}}
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 
 def default_path(chip_id: str) -> Path:

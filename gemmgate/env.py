@@ -55,14 +55,38 @@ def _nvml():
 
 
 def _nvml_handle(nvml, device_index: int):
-    # NVML numbers devices by PCI order; CUDA_VISIBLE_DEVICES may remap. Use the PCI id.
+    """The NVML handle of torch's device `device_index`. NVML numbers every GPU of the
+    host and ignores CUDA_VISIBLE_DEVICES, so torch's index is not NVML's: match the GPU
+    by its UUID, else its PCI address, else map the index through CUDA_VISIBLE_DEVICES.
+    (H200, 2026-11-30: with CUDA_VISIBLE_DEVICES=1 the old lookup, by a PCI bus id torch
+    gives as an int, fell back to NVML index 0 and reported the other GPU.)"""
     import torch
 
-    try:
-        bus = torch.cuda.get_device_properties(device_index).pci_bus_id
-        return nvml.nvmlDeviceGetHandleByPciBusId(bus.encode() if isinstance(bus, str) else bus)
-    except Exception:
-        return nvml.nvmlDeviceGetHandleByIndex(device_index)
+    props = torch.cuda.get_device_properties(device_index)
+    uuid = str(getattr(props, "uuid", "") or "")
+    if uuid:
+        try:
+            return nvml.nvmlDeviceGetHandleByUUID(
+                (uuid if uuid.startswith("GPU-") else f"GPU-{uuid}").encode())
+        except Exception:
+            pass
+    bus, dev = getattr(props, "pci_bus_id", None), getattr(props, "pci_device_id", None)
+    if isinstance(bus, int) and isinstance(dev, int):
+        domain = getattr(props, "pci_domain_id", 0) or 0
+        try:
+            return nvml.nvmlDeviceGetHandleByPciBusId(
+                f"{domain:08x}:{bus:02x}:{dev:02x}.0".encode())
+        except Exception:
+            pass
+    return nvml.nvmlDeviceGetHandleByIndex(_physical_index(device_index))
+
+
+def _physical_index(device_index: int) -> int:
+    """torch's device index as the host's GPU index, through CUDA_VISIBLE_DEVICES."""
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")]
+    if device_index < len(visible) and visible[device_index].isdigit():
+        return int(visible[device_index])
+    return device_index
 
 
 def environment(chip_id: str, timing: str, device_index: int = 0,

@@ -92,16 +92,18 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
         return CaseVerdict(result.key, "failed", None, None, "accuracy failure")
     noise = base.noise
     level = stored_level(base, machine)
+    base_ratio, base_tf = base.ratio, base.providers["triton"].tflops
     if level == MACHINE:
         ratio_noise, tf_noise = noise.machine, noise.tflops_machine
-    else:  # process level; with one run per machine only the pooled spread is known
+    else:  # process level: against this machine's own calibration runs
+        base_ratio, base_tf = base.ratio_on(machine), base.tflops_on(machine)
+        # with one run per machine, only the pooled spread is known
         ratio_noise = noise.ratio if noise.ratio is not None else noise.machine
         tf_noise = noise.tflops if noise.tflops is not None else noise.tflops_machine
     ratio_j = None
-    if base.ratio and result.ratio_samples:
-        ratio_j = judge(result.ratio_samples, base.ratio, tolerance(ratio_noise, floor))
+    if base_ratio and result.ratio_samples:
+        ratio_j = judge(result.ratio_samples, base_ratio, tolerance(ratio_noise, floor))
     t = result.providers["triton"]
-    base_tf = base.providers["triton"].tflops
     tf_j = None
     if base_tf and t.samples_ms and result.case.flops:
         tf_samples = [result.case.flops / (ms * 1e-3) / 1e12 for ms in t.samples_ms]

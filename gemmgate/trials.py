@@ -5,7 +5,9 @@ level alike. Every case check becomes one row of checks.csv (`check_rows`: the o
 definition of that row, also used for the data under docs/results); `power` counts, per
 level, the case checks flagged "regressed" (at 0: false alarms) and "improved".
 
-The CSV is the data kept in the repository; each check's JSON stays in --out.
+--out gets each check's JSON, checks.csv (one row per case check) and two summaries,
+checks_summary.csv (one row per check) and cases_summary.csv (one row per level and
+case): the summaries are what docs/results keeps.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ COLUMNS = (
     "triton_tflops", "vendor_tflops", "ratio", "triton_config", "reference_config",
     "injected_sized", "sm_clock_mhz", "power_w", "temp_c", "clock_reasons", "note",
     "rc", "worker", "gpu", "level", "stored_verdict", "ab_verdict",
-)
+)  # reference_config is blank when the reference ran the Triton tile; gpu: UUID prefix
 
 
 def _g(x, sig: int = 5):
@@ -38,6 +40,11 @@ def _g(x, sig: int = 5):
     if isinstance(x, bool):
         return int(x)
     return x if isinstance(x, int) else f"{x:.{sig}g}"
+
+
+def _short_note(note: str) -> str:
+    """The gate's note less what other columns hold (the level and its tolerance)."""
+    return "; ".join(p for p in note.split("; ") if not p.startswith("stored: "))
 
 
 def _prov(providers: dict, name: str, key: str, sig: int = 5):
@@ -73,12 +80,15 @@ def check_rows(source: str, data: dict, rc: int | str = "") -> list[dict]:
             "reference_median_ms": _prov(p, "reference", "median_ms"),
             "triton_tflops": _prov(p, "triton", "tflops", 4),
             "vendor_tflops": _prov(p, "vendor", "tflops", 4), "ratio": _g(c.get("ratio")),
-            "triton_config": tile, "reference_config": t.get("reference_config", ""),
+            "triton_config": tile,
+            "reference_config": "" if t.get("reference_config") == tile
+            else t.get("reference_config", ""),
             "injected_sized": _g(inj.get("sized"), 4),
             "sm_clock_mhz": _g(t.get("sm_clock_mhz")), "power_w": _g(t.get("power_w"), 4),
             "temp_c": _g(t.get("temp_c")), "clock_reasons": "+".join(t.get("clock_reasons") or []),
-            "note": v.get("note", ""), "rc": rc, "worker": c.get("worker", ""),
-            "gpu": t.get("gpu_uuid", ""), "level": v.get("level", ""),
+            "note": _short_note(v.get("note", "")), "rc": rc,
+            "worker": c.get("worker", "").split("/")[0], "gpu": t.get("gpu_uuid", "")[:12],
+            "level": v.get("level", ""),
             "stored_verdict": r.get("verdict", ""), "ab_verdict": ab.get("verdict", ""),
         })
     return rows
@@ -167,9 +177,82 @@ def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
         got = check_rows(name, json.loads(path.read_text()), proc.returncode)
         rows += got
         write_csv(out / "checks.csv", rows)  # after every trial: a deadline kill keeps data
+        write_summaries(out, rows)
         if on_trial:
             flagged = sum(r["verdict"] == "regressed" for r in got)
             on_trial(f"trial {i}: slowdown {level:g}, exit {proc.returncode}, "
                      f"{flagged}/{len(got)} case checks flagged")
     write_csv(out / "checks.csv", rows)
+    write_summaries(out, rows)
     return rows
+
+
+# --- summaries: what is kept in the repository (docs/results), a few hundred rows --------
+
+CHECK_SUMMARY = ("source", "injected", "rc", "gpu", "cases", "regressed", "improved",
+                 "stored_regressed", "stored_improved", "ab_regressed", "ab_improved")
+CASE_SUMMARY = ("injected", "mode", "case", "level", "checks", "regressed", "improved",
+                "stored_regressed", "stored_improved", "ab_regressed", "ab_improved",
+                "ratio_tolerance", "ratio_change_median", "ratio_change_max_abs",
+                "ab_tolerance", "ab_change_median", "ab_change_max_abs")
+
+
+def _count(rows: list[dict], column: str, verdict: str) -> int:
+    return sum(r.get(column) == verdict for r in rows)
+
+
+def _verdict_counts(rows: list[dict]) -> dict:
+    return {"regressed": _count(rows, "verdict", "regressed"),
+            "improved": _count(rows, "verdict", "improved"),
+            "stored_regressed": _count(rows, "stored_verdict", "regressed"),
+            "stored_improved": _count(rows, "stored_verdict", "improved"),
+            "ab_regressed": _count(rows, "ab_verdict", "regressed"),
+            "ab_improved": _count(rows, "ab_verdict", "improved")}
+
+
+def _stats(rows: list[dict], column: str) -> tuple:
+    xs = sorted(float(r[column]) for r in rows if r.get(column) not in ("", None))
+    if not xs:
+        return "", ""
+    return f"{xs[len(xs) // 2]:.4g}", f"{max(abs(x) for x in xs):.4g}"
+
+
+def summarize_checks(rows: Iterable[dict]) -> list[dict]:
+    """One row per check: its level, exit code, GPU(s) and verdict counts."""
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(r["source"], []).append(r)
+    return [{"source": src, "injected": rs[0]["injected"], "rc": rs[0].get("rc", ""),
+             "gpu": "+".join(sorted({r.get("gpu", "") for r in rs} - {""})),
+             "cases": len(rs), **_verdict_counts(rs)} for src, rs in by.items()]
+
+
+def summarize_cases(rows: Iterable[dict]) -> list[dict]:
+    """One row per (injected level, case): verdict counts over the checks, and the median
+    and largest change of the stored ratio and of A/B, with their tolerances."""
+    by: dict[tuple, list[dict]] = {}
+    for r in rows:
+        by.setdefault((float(r["injected"] or 0), r["mode"], r["case"]), []).append(r)
+    out = []
+    for (level, mode, case), rs in sorted(by.items()):
+        levels = Counter(r.get("level", "") for r in rs)
+        out.append({"injected": f"{level:g}", "mode": mode, "case": case,
+                    "level": levels.most_common(1)[0][0], "checks": len(rs),
+                    **_verdict_counts(rs),
+                    "ratio_tolerance": _stats(rs, "ratio_tolerance")[0],
+                    "ratio_change_median": _stats(rs, "ratio_change")[0],
+                    "ratio_change_max_abs": _stats(rs, "ratio_change")[1],
+                    "ab_tolerance": _stats(rs, "ab_tolerance")[0],
+                    "ab_change_median": _stats(rs, "ab_change")[0],
+                    "ab_change_max_abs": _stats(rs, "ab_change")[1]})
+    return out
+
+
+def write_summaries(out: Path, rows: Sequence[dict]) -> None:
+    """checks_summary.csv and cases_summary.csv: the reviewable data of a trials run."""
+    for name, cols, data in (("checks_summary.csv", CHECK_SUMMARY, summarize_checks(rows)),
+                             ("cases_summary.csv", CASE_SUMMARY, summarize_cases(rows))):
+        with open(out / name, "w", newline="") as f:
+            w = csv.DictWriter(f, cols)
+            w.writeheader()
+            w.writerows(data)

@@ -56,10 +56,12 @@ def _edited(work, name: str, edit):
 
 
 def _scaled(work, name: str, scale: float):
-    """A copy of the baseline with every case's ratio scaled and no measured noise."""
+    """A copy of the baseline with every case's ratio (and its runs) scaled and no
+    measured noise."""
     def edit(data):
         for c in data["cases"].values():
             c["ratio"] *= scale
+            c["noise"]["ratio_runs"] = [r * scale for r in c["noise"]["ratio_runs"]]
             c["noise"]["ratio"] = c["noise"]["tflops"] = None
     return _edited(work, name, edit)
 

@@ -4,6 +4,7 @@ machine identity the gate uses (environment "host" and "gpus", telemetry "gpu_uu
 import platform
 from types import SimpleNamespace
 
+import pytest
 import torch
 
 from gemmgate import env
@@ -94,3 +95,44 @@ def test_telemetry_without_a_uuid_keeps_the_clocks(monkeypatch):
     monkeypatch.setattr(env, "_nvml_handle", lambda n, i: "h")
     got = env.telemetry(0)
     assert got.get("sm_clock_mhz") == 1980 and "gpu_uuid" not in got
+
+
+class _Props:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class _HandleNvml:
+    """NVML that answers by UUID, PCI address or index, naming what it was asked."""
+
+    def __init__(self, uuid_ok=True, pci_ok=True):
+        self.uuid_ok, self.pci_ok = uuid_ok, pci_ok
+
+    def nvmlDeviceGetHandleByUUID(self, u):
+        if not self.uuid_ok:
+            raise RuntimeError("no")
+        return ("uuid", u)
+
+    def nvmlDeviceGetHandleByPciBusId(self, b):
+        if not self.pci_ok:
+            raise RuntimeError("no")
+        return ("pci", b)
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return ("index", i)
+
+
+@pytest.mark.parametrize("uuid_ok, pci_ok, visible, want", [
+    (True, True, "1", ("uuid", b"GPU-4c881892-46d6")),
+    (False, True, "1", ("pci", b"00000000:19:00.0")),
+    (False, False, "1", ("index", 1)),       # CUDA_VISIBLE_DEVICES=1: torch 0 is host GPU 1
+    (False, False, "", ("index", 0)),
+])
+def test_the_nvml_handle_is_torchs_device_not_nvmls_index(monkeypatch, uuid_ok, pci_ok,
+                                                           visible, want):
+    import torch
+
+    props = _Props(uuid="4c881892-46d6", pci_bus_id=0x19, pci_device_id=0, pci_domain_id=0)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: props)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert env._nvml_handle(_HandleNvml(uuid_ok, pci_ok), 0) == want
