@@ -256,3 +256,27 @@ def write_summaries(out: Path, rows: Sequence[dict]) -> None:
             w = csv.DictWriter(f, cols)
             w.writeheader()
             w.writerows(data)
+
+
+def power_from_summaries(checks: Iterable[dict], cases: Iterable[dict],
+                         verdict: str = "") -> dict[float, dict]:
+    """`power` from the two summaries: `verdict` "" counts the gate's verdicts, "stored_"
+    the stored baseline's judgement alone, "ab_" A/B alone."""
+    out: dict[float, dict] = defaultdict(lambda: {
+        "checks": 0, "red": 0, "judged": 0, "regressed": 0, "improved": 0,
+        "wrong": Counter()})
+    for c in checks:
+        p = out[float(c["injected"] or 0)]
+        p["checks"] += 1
+        p["red"] += str(c.get("rc", "")) == "1"
+    for c in cases:
+        level = float(c["injected"] or 0)
+        p = out[level]
+        n, hit = int(c["checks"]), int(c[f"{verdict}regressed"])
+        p["judged"] += n
+        p["regressed"] += hit
+        p["improved"] += int(c[f"{verdict}improved"])
+        wrong = hit if level == 0 else n - hit
+        if wrong:
+            p["wrong"][f"{c['mode']}-{c['case']}"] += wrong
+    return dict(sorted(out.items()))

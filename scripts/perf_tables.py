@@ -15,6 +15,7 @@ gemmgate.trials' (`check_rows`, `power`): the same code that `gemmgate trials` w
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import sys
@@ -25,12 +26,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gemmgate.stats import geomean  # noqa: E402
-from gemmgate.trials import power  # noqa: E402
+from gemmgate.trials import power, power_from_summaries  # noqa: E402
 from gemmgate.trials import read_csv as read_checks  # noqa: E402
 
 PERF_MD = ROOT / "docs" / "PERF.md"
 RESULTS = ROOT / "docs" / "results"
 BASELINE = ROOT / "baselines" / "nvidia-h200.json"
+S4 = RESULTS / "h200-2026-11-30-s4"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 
 
@@ -89,17 +91,58 @@ def power_table(groups: list[tuple[str, list[dict]]], label: str = "") -> str:
     return "\n".join(out)
 
 
-def gate_table(rows: list[dict]) -> str:
+def _summaries(*dirs: Path, verdict: str = "") -> dict:
+    checks, cases = [], []
+    for d in dirs:
+        with open(d / "checks_summary.csv", newline="") as f:
+            checks += list(csv.DictReader(f))
+        with open(d / "cases_summary.csv", newline="") as f:
+            cases += list(csv.DictReader(f))
+    return power_from_summaries(checks, cases, verdict)
+
+
+def gate_table(groups: list[tuple[str, dict]]) -> str:
     """Power table with the figures a fleet needs: checks that went red, and "improved"
-    (a baseline refresh acts on it, so it has the same false-alarm bound)."""
-    out = ["| injected slowdown | checks | checks red | case checks | flagged regressed | "
-           "fraction | flagged improved |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for level, p in power(rows).items():
+    (a baseline refresh acts on it, so it has the same false-alarm bound); one block of
+    rows per (label, power) group."""
+    out = ["| GPU | injected slowdown | checks | checks red | case checks | flagged regressed | "
+           "fraction | flagged improved |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for label, pw in groups:
+        out += [f"| {label} " + row for row in _gate_rows(pw)]
+    return "\n".join(out)
+
+
+def _gate_rows(pw: dict) -> list[str]:
+    out = []
+    for level, p in pw.items():
         frac = f"{p['regressed'] / p['judged']:.1%}" if p["judged"] else "—"
         imp = f"{p['improved']} ({p['improved'] / p['judged']:.1%})" if p["judged"] else "—"
         what = f"{level:.0%}" + (" (A/A: false alarms)" if level == 0 else "")
         out.append(f"| {what} | {p['checks']} | {p['red']} | {p['judged']} | {p['regressed']} "
                    f"| {frac} | {imp} |")
+    return out
+
+
+def stored_alone_table(path: Path) -> str:
+    """The stored baseline's judgement alone (no A/B), by mode: fraction flagged."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    out = ["| stored level (GPU) | injected | " + " | ".join(MODES) + " | all |",
+           "|---|---|" + "---:|" * (len(MODES) + 1)]
+    keys = sorted({(r["level"], r["gpu"], float(r["injected"])) for r in rows})
+    by = {(r["level"], r["gpu"], float(r["injected"]), r["mode"]): r for r in rows}
+    for level, gpu, inj in keys:
+        cells = []
+        for mode in MODES + ("all",):
+            r = by.get((level, gpu, inj, mode))
+            if r is None:
+                cells.append("—")
+                continue
+            n, k = int(r["case_checks"]), int(r["regressed"] if inj else r["improved"])
+            extra = f", {int(r['regressed'])} regr." if inj == 0 and int(r["regressed"]) else ""
+            cells.append(f"{k / n:.1%}{extra}")
+        what = f"{inj:.0%}" + (" (A/A: 'improved')" if inj == 0 else "")
+        out.append(f"| {level} ({gpu}) | {what} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
@@ -146,7 +189,11 @@ TABLES: dict[str, Callable[[], str]] = {
         [(f"call {i}", _session_checks("s2", f"call{i}")) for i in range(1, 5)], "device call"),
     "s3-call1": lambda: power_table([("", _session_checks("s3", "call1"))]),
     "s3-calls2-4": lambda: power_table([("", _session_checks("s3", "call2", "call3", "call4"))]),
-    "s4-call2": lambda: gate_table(_session_checks("s4", "call2", day="2026-11-30")),
+    "s4-call2": lambda: gate_table([("host Y, both", _summaries(S4 / "call2"))]),
+    "s4-gate": lambda: gate_table([
+        ("Z/gpu0 (calibrated)", _summaries(S4 / "call3" / "gpu0", S4 / "call4" / "gpu0")),
+        ("Z/gpu1 (not calibrated)", _summaries(S4 / "call3" / "gpu1", S4 / "call4" / "gpu1"))]),
+    "s4-stored-alone": lambda: stored_alone_table(S4 / "stored_alone.csv"),
 }
 
 
