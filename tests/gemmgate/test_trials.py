@@ -95,3 +95,32 @@ def test_trials_refuses_bad_arguments_before_any_check(tmp_path, capsys):
     assert main(["trials", "--chip", "cpu", "--baseline", str(tmp_path / "none.json"),
                  "--out", str(tmp_path / "o")]) == 2
     assert "no baseline at" in capsys.readouterr().err
+
+
+def test_the_summaries_kept_in_the_repository_give_the_same_power(tmp_path):
+    """docs/results keeps checks_summary.csv and cases_summary.csv, not every case check:
+    the power counts from them must equal those from the full rows."""
+    import csv
+
+    def row(src, level, case, verdict, stored, ab, rc):
+        return {"source": src, "injected": str(level), "mode": "bf16", "case": case,
+                "verdict": verdict, "stored_verdict": stored, "ab_verdict": ab, "rc": rc,
+                "level": "machine", "ratio_change": "-0.01", "ratio_tolerance": "0.02",
+                "ab_change": "0.001", "ab_tolerance": "0.015", "gpu": "GPU-1"}
+
+    rows = [row("c1", 0, "m1", "unchanged", "improved", "unchanged", 0),
+            row("c1", 0, "m2", "regressed", "regressed", "unchanged", 0),
+            row("c2", 0.03, "m1", "regressed", "unchanged", "regressed", 1),
+            row("c2", 0.03, "m2", "unchanged", "unchanged", "unchanged", 1)]
+    trials.write_summaries(tmp_path, rows)
+    with open(tmp_path / "checks_summary.csv") as f:
+        checks = list(csv.DictReader(f))
+    with open(tmp_path / "cases_summary.csv") as f:
+        cases = list(csv.DictReader(f))
+    for column, prefix in (("verdict", ""), ("stored_verdict", "stored_"),
+                           ("ab_verdict", "ab_")):
+        full = trials.power(rows, column)
+        kept = trials.power_from_summaries(checks, cases, prefix)
+        for level in full:
+            for key in ("checks", "red", "judged", "regressed", "improved", "wrong"):
+                assert full[level][key] == kept[level][key], (column, level, key)
