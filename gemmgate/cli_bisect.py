@@ -12,9 +12,7 @@ measured); 2 usage or input error.
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from rich.markup import escape
@@ -72,20 +70,14 @@ def _provenance(base) -> dict:
 
 
 def _context(args, chip: str | None, items, pins_from: str | None) -> RunContext:
-    """The run context: the named cases (written to a shape file, so make_context
-    validates them like any other, memory included), else --shapes/--modes."""
+    """The run context: the named cases (validated by make_context like any other,
+    memory included), else --shapes/--modes."""
     common = dict(timing=args.timing, budget_s=args.budget, devices=args.devices,
                   pins_from=pins_from, retune=args.retune, block=args.block)
     if not items:
         return make_context(chip, args.shapes, args.modes, **common)
-    cases = list(dict.fromkeys(c for _, c in items))
     modes = ",".join(dict.fromkeys(m.name for m, _ in items))
-    with tempfile.TemporaryDirectory(prefix="gemmgate-bisect-") as d:
-        path = Path(d) / "cases.csv"
-        path.write_text("m,n,k,layout,pad\n" + "".join(
-            f"{c.m},{c.n},{c.k},{c.layout},{c.pad}\n" for c in cases))
-        ctx = make_context(chip, str(path), modes, **common)
-    return replace(ctx, shapes_label="named cases")
+    return make_context(chip, None, modes, cases=[c for _, c in items], **common)
 
 
 def bisect_command(args, console, err) -> int:

@@ -125,8 +125,11 @@ def make_context(chip: str | None = None, shapes: str | None = None, modes: str 
                  timing: str | None = None, budget_s: float | None = None,
                  devices: str | None = None, pins_from: str | None = None,
                  retune: bool = False, block: int | None = None,
-                 reference: str | None = None, slowdown: float = 0.0) -> RunContext:
-    """Validate every choice up front (ValueError on bad input, before any work)."""
+                 reference: str | None = None, slowdown: float = 0.0,
+                 cases: Sequence[Case] | None = None,
+                 cases_label: str = "named cases") -> RunContext:
+    """Validate every choice up front (ValueError on bad input, before any work).
+    `cases` (e.g. bisect's named cases) replaces `shapes`."""
     sel = select_chip(chip)
     c = sel.chip
     device_ids = parse_devices(devices)
@@ -136,7 +139,12 @@ def make_context(chip: str | None = None, shapes: str | None = None, modes: str 
     mode_list = parse_modes(modes) if modes else tuple(get_mode(m) for m in default_modes(c))
     for m in mode_list:
         c.require_mode(m.name)
-    label, cases = resolve(shapes or ("smoke" if c.device_type == "cpu" else "pr"))
+    if cases is not None:
+        label, cases = cases_label, tuple(dict.fromkeys(cases))
+        if not cases:
+            raise ValueError("no cases to run")
+    else:
+        label, cases = resolve(shapes or ("smoke" if c.device_type == "cpu" else "pr"))
     if c.device_type == "cpu":
         if timing not in (None, "wall"):
             raise ValueError(f"--timing {timing} needs a GPU; the CPU path times wall clock")
