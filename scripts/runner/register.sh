@@ -102,8 +102,11 @@ done
 [[ -n "$url" ]] || die_usage "--url is required"
 [[ "$url" =~ ^https?://[^[:space:]]+$ ]] || die_usage "--url must be an http(s) URL, got '$url'"
 [[ -n "$chip" ]] || die_usage "--chip is required"
-if ! known_chips | grep -qxF -- "$chip"; then
-  die_usage "unknown chip '$chip'; known: $(known_chips | tr '\n' ' ')"
+# Not `known_chips | grep -q`: grep -q exits at the first match, the writer then dies of
+# SIGPIPE, and under pipefail the pipeline fails (seen once in ten suite runs under load).
+chips="$(known_chips)"
+if ! grep -qxF -- "$chip" <<<"$chips"; then
+  die_usage "unknown chip '$chip'; known: $(tr '\n' ' ' <<<"$chips")"
 fi
 if [[ -n "$token_file" ]]; then read_token_file "$token_file"; fi
 [[ -n "$token" ]] || die_usage "a registration token is required: --token-file FILE, --token-file - (stdin) or RUNNER_TOKEN"
