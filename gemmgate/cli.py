@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     _baseline_parsers(sub)
     _trials_parser(sub)
     _bisect_parser(sub)
+    _report_parser(sub)
     return ap
 
 
@@ -93,6 +94,8 @@ def _check_parser(sub) -> None:
     _ab_arg(check, "; 'baseline' means the baseline's commit")
     check.add_argument("--inject-slowdown", type=float, default=0.0, metavar="F",
                        help="VALIDATION ONLY: add F x Triton's time of extra device work")
+    check.add_argument("--comment", metavar="PATH",
+                       help="write a Markdown PR comment here: changed cases, then the rest")
 
 
 def _baseline_parsers(sub) -> None:
@@ -156,6 +159,17 @@ def _bisect_parser(sub) -> None:
                    help="append the Markdown summary here (default: $GITHUB_STEP_SUMMARY)")
 
 
+def _report_parser(sub) -> None:
+    r = sub.add_parser("report", help="draw runs and baselines as an offline HTML page "
+                                      "(PNG figures): ratio maps, roofline, errors, history")
+    r.add_argument("runs", nargs="*", metavar="RUN.json",
+                   help="run files (gemmgate run --json, check --json)")
+    r.add_argument("--baseline", action="extend", nargs="+", default=[], metavar="FILE",
+                   help="baseline files (baselines/<chip>.json), for history and cross-chip")
+    r.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="folder for index.html and the PNGs")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     console = Console()
     if not console.is_terminal:  # CI logs: wide enough that tables do not fold
@@ -173,11 +187,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args, console: Console, err: Console) -> int:
-    from gemmgate import cli_bisect, cli_gate, cli_run, cli_trials  # each pulls in torch
+    from gemmgate import cli_bisect, cli_gate, cli_report, cli_run, cli_trials  # torch
 
     commands = {"chips": cli_run.chips_command, "run": cli_run.run_command,
                 "check": cli_gate.check_command, "baseline": cli_gate.baseline_command,
-                "trials": cli_trials.trials_command, "bisect": cli_bisect.bisect_command}
+                "trials": cli_trials.trials_command, "bisect": cli_bisect.bisect_command,
+                "report": cli_report.report_command}
     return commands[args.command](args, console, err)
 
 

@@ -12,11 +12,12 @@ from gemmgate.calibrate import CalibrationError, fresh_runs
 from gemmgate.chips import select_chip
 from gemmgate.cli_run import check_outputs, context_from_args, execute
 from gemmgate.compare import REGRESSED
-from gemmgate.files import write_json_atomic
+from gemmgate.files import write_json_atomic, write_text_atomic
 from gemmgate.gate import (
     GATE_HEAD,
     annotations,
     clock_note,
+    comment,
     compare_run,
     markdown,
     remeasure,
@@ -42,7 +43,8 @@ def check_command(args, console, err) -> int:
     floor = _floor(args.floor)
     if not 0 <= args.inject_slowdown <= 10:
         raise ValueError("--inject-slowdown must be between 0 and 10")
-    check_outputs((args.json, "--json"), append=args.summary)
+    pr_comment = getattr(args, "comment", None)
+    check_outputs((args.json, "--json"), (pr_comment, "--comment"), append=args.summary)
     chip_id = select_chip(args.chip).chip.id
     path = args.baseline or baselines.default_path(chip_id)
     base = baselines.load(path, chip_id)  # before any work: a bad file is exit 2
@@ -75,6 +77,8 @@ def check_command(args, console, err) -> int:
                         "missing": list(gate.missing), "extra": list(gate.extra),
                         "inject_slowdown": args.inject_slowdown, "ab_ref": ab_sha}
         write_json_atomic(args.json, data)
+    if pr_comment:  # after --json, before the summary; posted by .github/workflows/gpu.yml
+        write_text_atomic(pr_comment, comment(gate, chip_id, ab_sha, held))
     if args.summary:
         try:
             with open(args.summary, "a") as f:

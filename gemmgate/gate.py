@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from gemmgate.accuracy import PASS
 from gemmgate.baselines import Baseline, BaselineCase, machine_of
 from gemmgate.compare import (
+    IMPROVED,
     INCONCLUSIVE,
     REGRESSED,
     UNCHANGED,
@@ -226,14 +227,17 @@ def clock_note(results: Sequence[CaseResult]) -> str:
             "Lock the runner's clocks (docs/RUNNERS.md) and recalibrate.")
 
 
-def markdown(gate: GateResult, chip: str, ab_ref: str | None = None,
-             note: str = "") -> str:
-    head = (f"### gemmgate check on {chip}: "
+def _head(gate: GateResult, chip: str) -> str:
+    return (f"### gemmgate check on {chip}: "
             + ("**FAILED**" if gate.failed else "passed")
             + f" — {gate.count('regressed')} regressed, {gate.count('failed')} failed "
               f"accuracy, {gate.count('improved')} improved, {gate.count('unchanged')} "
               f"unchanged, {gate.count('inconclusive')} inconclusive")
-    lines = [head, ""]
+
+
+def markdown(gate: GateResult, chip: str, ab_ref: str | None = None,
+             note: str = "") -> str:
+    lines = [_head(gate, chip), ""]
     if ab_ref:
         lines += [f"A/B: each case also timed against the kernel at `{ab_ref[:12]}` in the "
                   "same process.", ""]
@@ -245,6 +249,60 @@ def markdown(gate: GateResult, chip: str, ab_ref: str | None = None,
         lines += ["", f"Not run (in the baseline): {', '.join(gate.missing)}"]
     if gate.extra:
         lines += ["", f"Not in the baseline (new cases): {', '.join(gate.extra)}"]
+    return "\n".join(lines) + "\n"
+
+
+CHANGED = ("failed", REGRESSED, INCONCLUSIVE, IMPROVED)   # in the order a comment lists them
+
+
+def _arrow(v: CaseVerdict) -> str:
+    j = v.ab or v.ratio or v.tflops  # an inconclusive case: which way it moved
+    way = "↓?" if j and j.change < 0 else "↑?" if j and j.change > 0 else "?"
+    return {"failed": "✗", REGRESSED: "↓", IMPROVED: "↑"}.get(v.verdict, way)
+
+
+def _moved(j: Judgement | None) -> str:
+    if j is None:
+        return "—"
+    arrow = "↑" if j.change > 0 else "↓" if j.change < 0 else "→"
+    return f"{arrow} {j.change:+.2%} (±{j.tolerance:.1%})"
+
+
+def _why(v: CaseVerdict) -> str:
+    """The verdict policy's reason (docs/GATE.md), then the case's note."""
+    by_ab = v.ab is not None and v.ab.verdict == v.verdict
+    why = {REGRESSED: "A/B: slower than the reference kernel" if by_ab else
+           f"stored ratio below the baseline at {v.level} level",
+           IMPROVED: "A/B: faster than the reference kernel" if by_ab else
+           f"stored ratio above the baseline at {v.level} level",
+           INCONCLUSIVE: "beyond the tolerance, but advisory or the CI reaches the baseline",
+           }.get(v.verdict, "")
+    return _join(why if why not in v.note else "", v.note).replace("|", "\\|")
+
+
+def comment(gate: GateResult, chip: str, ab_ref: str | None = None, note: str = "") -> str:
+    """A PR comment: the cases that changed (failed, regressed, inconclusive, improved)
+    with arrows, A/B and stored ratio changes and the reason; then, folded, the rest."""
+    changed = sorted((v for v in gate.verdicts if v.verdict in CHANGED),
+                     key=lambda v: CHANGED.index(v.verdict))
+    rest = [v for v in gate.verdicts if v.verdict not in CHANGED]
+    lines = [_head(gate, chip), ""]
+    if ab_ref:
+        lines += [f"A/B against the kernel at `{ab_ref[:12]}`, in the same process.", ""]
+    lines += ["| | case | verdict | A/B change | stored ratio change | level | reason |",
+              "|---|---|---|---|---|---|---|"] if changed else ["No case changed."]
+    lines += [f"| {_arrow(v)} | `{v.key}` | **{v.verdict}**"
+              f"{' (re-measured)' if v.remeasured else ''} | {_moved(v.ab)} | "
+              f"{_moved(v.ratio)} | {v.level or '—'} | {_why(v)} |" for v in changed]
+    if note:
+        lines += ["", note]
+    if rest:
+        lines += ["", f"<details><summary>{len(rest)} other case(s)</summary>", "",
+                  "| " + " | ".join(GATE_HEAD) + " |", "|" + "---|" * len(GATE_HEAD),
+                  *("| " + " | ".join(verdict_row(v)) + " |" for v in rest), "", "</details>"]
+    for what, keys in (("Not run (in the baseline)", gate.missing),
+                       ("Not in the baseline (new cases)", gate.extra)):
+        lines += ["", f"{what}: {', '.join(keys)}"] if keys else []
     return "\n".join(lines) + "\n"
 
 

@@ -156,6 +156,34 @@ def test_gpu_checkout_is_pinned_to_the_labelled_sha_and_verified():
     assert job["permissions"] == {"contents": "read", "pull-requests": "read"}
 
 
+def test_gpu_pr_comment_is_posted_by_a_separate_job_that_runs_no_pr_code():
+    wf = _load("gpu.yml")
+    check, job = wf["jobs"]["check"], wf["jobs"]["comment"]
+    run = next(s["run"] for s in check["steps"] if "gemmgate check" in s.get("run", ""))
+    assert "--comment gemmgate-comment.md" in run
+    upload = next(s for s in check["steps"] if _uses(s, "actions/upload-artifact")
+                  and s["with"]["path"] == "gemmgate-comment.md")
+    assert upload["if"] == "always() && github.event_name == 'pull_request'"
+    # The check job stays read-only (test_gpu_checkout_...); only this job may write,
+    # on GitHub's runners, never for a fork (whose token is read-only anyway).
+    assert job["needs"] == "check" and job["runs-on"] == "ubuntu-latest"
+    assert job["permissions"] == {"pull-requests": "write"}
+    cond = " ".join(job["if"].split())
+    assert cond.startswith("!cancelled() && needs.check.result != 'skipped'")
+    assert "github.event_name == 'pull_request'" in cond
+    assert "github.event.pull_request.head.repo.full_name == github.repository" in cond
+    steps = job["steps"]
+    assert not any(_uses(s, "actions/checkout") for s in steps), "it checks out nothing"
+    assert [s["uses"].split("@")[0] for s in steps if "uses" in s] == [
+        "actions/download-artifact"]
+    assert steps[0]["with"]["pattern"] == "gemmgate-comment-*"
+    post = steps[-1]
+    assert 'gh pr comment "$PR_NUMBER"' in post["run"] and "--body-file" in post["run"]
+    assert post["env"]["PR_NUMBER"] == "${{ github.event.pull_request.number }}"
+    assert post["env"]["GH_TOKEN"] == "${{ github.token }}"
+    assert "scripts/" not in post["run"] and "python" not in post["run"]
+
+
 def test_fork_push_revokes_gpu_ok_without_touching_pr_code():
     wf = _load("gpu-ok-revoke.yml")
     assert _on(wf) == {"pull_request_target": {"types": ["synchronize"]}}

@@ -1,0 +1,31 @@
+"""`gemmgate report [RUN.json ...] [--baseline FILE ...] -o DIR`: an offline HTML page
+with PNG figures (gemmgate/report_page.py, gemmgate/plots.py).
+
+Checked before any drawing, exit 2 otherwise: at least one input, DIR writable, every run
+and baseline file readable and valid (the message names the file). matplotlib is
+imported only when this command runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gemmgate.files import check_writable
+
+
+def report_command(args, console, err) -> int:
+    runs, bases = list(args.runs or []), list(args.baseline or [])
+    if not runs and not bases:
+        raise ValueError("nothing to report: give run files (gemmgate run --json) and/or "
+                         "--baseline FILE")
+    out = Path(args.output)
+    check_writable(out / "index.html", "-o (the report folder)")
+    from gemmgate import report_page  # matplotlib: only for this command
+
+    sources = report_page.load_sources(runs, bases)
+    if not any(s.points for s in sources):
+        raise ValueError("nothing to report: the files given hold no cases")
+    images = report_page.write_report(sources, out)
+    console.print(f"wrote {out / 'index.html'} ({len(images)} figures from {len(runs)} "
+                  f"run(s) and {len(bases)} baseline(s))", highlight=False)
+    return 0

@@ -1,0 +1,283 @@
+"""The report's figures (`gemmgate report`): plain typed data in, a matplotlib Figure out.
+
+Pure: no file is read or written here (gemmgate/report_page.py collects the data and
+saves the PNGs). Figures are built with the object API on an explicit Agg canvas, never
+through pyplot, so drawing needs no display and sets no process-wide backend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import TwoSlopeNorm
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from gemmgate.precision import ERROR_BOUND, MODES
+
+DPI = 100
+PROVIDERS = ("triton", "vendor", "reference")
+COLOR = {"triton": "#1f77b4", "vendor": "#ff7f0e", "reference": "#2ca02c"}
+SHAPE_MARK = {"triton": "o", "vendor": "s", "reference": "^"}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One case of one run or baseline, as the figures need it."""
+    mode: str
+    m: int
+    n: int
+    k: int
+    layout: str                       # "rr", "cr", "rr+p8", ...
+    ratio: float | None               # vendor time / Triton time (> 1: Triton faster)
+    tflops: dict[str, float] = field(default_factory=dict)   # per provider that ran
+    errors: dict[str, float] = field(default_factory=dict)   # relative error; inf: NaN/Inf
+    failed: bool = False              # accuracy failure or downgrade
+    in_bytes: int = 4
+    out_bytes: int = 4
+
+    @property
+    def label(self) -> str:
+        return f"{self.m}×{self.n}×{self.k}" + ("" if self.layout == "rr" else f" {self.layout}")
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+    @property
+    def intensity(self) -> float | None:
+        """FLOPs per byte moved at least once: (MK + KN) inputs, MN output."""
+        moved = (self.m * self.k + self.k * self.n) * self.in_bytes \
+            + self.m * self.n * self.out_bytes
+        return self.flops / moved if self.flops and moved else None
+
+
+@dataclass(frozen=True)
+class HeatPanel:
+    """The M×N grid of one K: ratio[i][j] for ms[i], ns[j]; None where no case ran."""
+    k: int
+    ms: tuple[int, ...]
+    ns: tuple[int, ...]
+    ratio: tuple[tuple[float | None, ...], ...]
+    failed: tuple[tuple[bool, ...], ...]
+
+
+def heat_panels(points: Sequence[Point]) -> tuple[list[HeatPanel], list[Point]]:
+    """Row-major unpadded cases as one M×N panel per K (the last of duplicate cases wins)
+    and the other cases (other layouts, padded), which the page lists apart."""
+    grid = {(p.k, p.m, p.n): p for p in points if p.layout == "rr"}
+    panels = []
+    for k in sorted({key[0] for key in grid}):
+        ms = sorted({m for kk, m, _ in grid if kk == k})
+        ns = sorted({n for kk, _, n in grid if kk == k})
+        cell = [[grid.get((k, m, n)) for n in ns] for m in ms]
+        panels.append(HeatPanel(k, tuple(ms), tuple(ns),
+                                tuple(tuple(p.ratio if p else None for p in r) for r in cell),
+                                tuple(tuple(bool(p and p.failed) for p in r) for r in cell)))
+    return panels, [p for p in points if p.layout != "rr"]
+
+
+def error_band(error: float | None, mode: str) -> str | None:
+    """Where an error falls: "expected" (<= the mode's max_error), "downgraded" (above it,
+    under the bound: a lower precision ran) or "fail" (above the 1e-2 bound, NaN/Inf)."""
+    if error is None:
+        return None
+    if not math.isfinite(error) or error > MODES[mode].bound:
+        return "fail"
+    return "expected" if error <= MODES[mode].max_error else "downgraded"
+
+
+def roofline_ceiling(intensity: float, peak_tflops: float | None,
+                     mem_bw_gbs: float | None) -> float | None:
+    """Attainable TFLOP/s at an arithmetic intensity: min(peak, intensity × bandwidth)."""
+    roofs = [x for x in (peak_tflops, intensity * mem_bw_gbs / 1e3 if mem_bw_gbs else None)
+             if x]
+    return min(roofs) if roofs else None
+
+
+def figure(width: float, height: float) -> Figure:
+    """An empty figure of that size (inches at DPI) on its own Agg canvas."""
+    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _empty(ax, text: str) -> None:
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, wrap=True)
+
+
+def heatmap(points: Sequence[Point], title: str) -> Figure:
+    """Triton/vendor speed ratio over M×N, one panel per K; failed cases hatched, 'FAIL'."""
+    panels, _ = heat_panels(points)
+    cols = min(4, max(1, len(panels)))
+    rows = max(1, math.ceil(len(panels) / cols))
+    fig = figure(3.6 * cols + 1.2, 3.2 * rows + 0.6)
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    fig.suptitle(f"{title}: vendor time / Triton time (> 1: Triton faster)")
+    if not panels:
+        _empty(axes[0], "no row-major unpadded cases: see the table below")
+        return fig
+    logs = [abs(math.log2(r)) for p in panels for row in p.ratio for r in row if r]
+    lim = max([0.25, *logs])
+    norm = TwoSlopeNorm(vcenter=0.0, vmin=-lim, vmax=lim)
+    image = None
+    for ax, p in zip(axes, panels):
+        data = [[math.log2(r) if r else math.nan for r in row] for row in p.ratio]
+        image = ax.imshow(data, cmap="RdYlGn", norm=norm, origin="lower", aspect="auto")
+        ax.set_xticks(range(len(p.ns)), [str(n) for n in p.ns], rotation=45)
+        ax.set_yticks(range(len(p.ms)), [str(m) for m in p.ms])
+        ax.set_xlabel("N")
+        ax.set_ylabel("M")
+        ax.set_title(f"K = {p.k}")
+        for i, row in enumerate(p.ratio):
+            for j, r in enumerate(row):
+                bad = p.failed[i][j]
+                if bad:
+                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="xx",
+                                           edgecolor="black", linewidth=0, gid="failed"))
+                text = ("FAIL\n" if bad else "") + (f"{r:.3g}" if r else "—")
+                ax.text(j, i, text, ha="center", va="center", fontsize=8,
+                        fontweight="bold" if bad else "normal")
+    for ax in axes[len(panels):]:
+        ax.set_axis_off()
+    bar = fig.colorbar(image, ax=list(axes[:len(panels)]), shrink=0.9)
+    step = max(1, math.ceil(lim / 3))
+    ticks = [t for t in range(-step * 3, step * 3 + 1, step) if abs(t) <= lim]
+    bar.set_ticks(ticks, labels=[f"{2.0 ** t:.3g}" for t in ticks])
+    bar.set_label("speed ratio (log scale)")
+    return fig
+
+
+def _categorical(ax, points: Sequence[Point]) -> None:
+    ax.set_xticks(range(len(points)), [("✗ " if p.failed else "") + p.label for p in points],
+                  rotation=45, ha="right", fontsize=8)
+    for tick, p in zip(ax.get_xticklabels(), points):
+        if p.failed:
+            tick.set_color("red")
+
+
+def _providers(points: Sequence[Point]) -> list[str]:
+    return [n for n in PROVIDERS if any(n in p.tflops for p in points)]
+
+
+def _width(points: Sequence[Point]) -> float:
+    return min(18.0, max(6.4, 0.45 * len(points) + 3))
+
+
+def tflops_bars(points: Sequence[Point], title: str) -> Figure:
+    """TFLOP/s per shape for every provider that ran (log scale)."""
+    fig = figure(_width(points), 4.6)
+    ax = fig.subplots()
+    names = _providers(points)
+    w = 0.8 / max(1, len(names))
+    for i, name in enumerate(names):
+        xs = [j + (i - (len(names) - 1) / 2) * w for j in range(len(points))]
+        ys = [p.tflops.get(name, 0.0) for p in points]
+        ax.bar(xs, ys, w, label=name, color=COLOR[name])
+    _categorical(ax, points)
+    if any(v > 0 for p in points for v in p.tflops.values()):
+        ax.set_yscale("log")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(f"{title}: TFLOP/s per shape")
+    ax.grid(axis="y", alpha=0.3)
+    if names:
+        ax.legend(fontsize=8)
+    return fig
+
+
+def peak_and_roofline(points: Sequence[Point], title: str, chip: str,
+                      peak: float | None, mem_bw_gbs: float | None) -> Figure:
+    """Left: % of the chip's datasheet peak per shape (left out without a peak). Right:
+    the roofline, arithmetic intensity against TFLOP/s, under the compute (peak) and
+    bandwidth ceilings."""
+    names = _providers(points)
+    if not peak:
+        fig = figure(6.4, 4.8)
+        right = fig.subplots()
+    else:
+        fig = figure(max(12.0, _width(points) + 5), 4.8)
+        left, right = fig.subplots(1, 2, width_ratios=(1.4, 1))
+        w = 0.8 / max(1, len(names))
+        for i, name in enumerate(names):
+            xs = [j + (i - (len(names) - 1) / 2) * w for j in range(len(points))]
+            left.bar(xs, [100 * p.tflops.get(name, 0.0) / peak for p in points], w,
+                     label=name, color=COLOR[name])
+        _categorical(left, points)
+        left.axhline(100, color="black", lw=0.8, ls="--")
+        left.set_ylabel(f"% of {peak:g} TFLOP/s (datasheet)")
+        left.legend(fontsize=8)
+        left.set_title(f"{title}: % of peak")
+    pts = [(p.intensity, p.tflops[n], n) for p in points for n in names
+           if p.intensity and p.tflops.get(n)]
+    for name in names:
+        xy = [(x, y) for x, y, n in pts if n == name]
+        right.scatter([x for x, _ in xy], [y for _, y in xy], label=name, color=COLOR[name],
+                      marker=SHAPE_MARK[name], zorder=3)
+    xs = [x for x, _, _ in pts] or [1.0]
+    lo, hi = min(xs) / 3, max(xs) * 3
+    if mem_bw_gbs and peak:
+        lo, hi = min(lo, peak * 1e3 / mem_bw_gbs / 10), max(hi, peak * 1e3 / mem_bw_gbs * 10)
+    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    if peak:
+        right.plot([lo, hi], [peak, peak], "k--", lw=1, gid="compute-ceiling",
+                   label=f"peak {peak:g} TFLOP/s")
+    if mem_bw_gbs:
+        right.plot(grid, [x * mem_bw_gbs / 1e3 for x in grid], ":", color="gray", lw=1,
+                   gid="bandwidth-ceiling", label=f"memory {mem_bw_gbs:g} GB/s")
+    if peak or mem_bw_gbs:
+        right.plot(grid, [roofline_ceiling(x, peak, mem_bw_gbs) for x in grid], "k-", lw=2,
+                   gid="roofline", alpha=0.6)
+    else:
+        right.text(0.02, 0.98, f"{chip}: no peak or bandwidth in the chip table", va="top",
+                   transform=right.transAxes, fontsize=8)
+    ys = [y for _, y, _ in pts] or [1.0]
+    right.set_ylim(min(ys) / 3, max([*ys, peak or 0]) * 3)
+    right.set_xscale("log")
+    right.set_yscale("log")
+    right.set_xlabel("arithmetic intensity, FLOP/byte (2MNK / bytes moved)")
+    right.set_ylabel("TFLOP/s")
+    right.set_title(f"{title}: roofline")
+    right.grid(alpha=0.3)
+    right.legend(fontsize=8)
+    return fig
+
+
+BAND_COLOR = {"expected": "#2ca02c", "downgraded": "#ff9f1c", "fail": "#d62728"}
+
+
+def error_bands(points: Sequence[Point], mode: str, title: str) -> Figure:
+    """Relative errors per shape and provider (log scale) over the mode's bands: expected
+    (<= max_error), downgraded (a lower precision ran), fail (> 1e-2, NaN/Inf plotted at
+    the top). A silent downgrade is a point in the middle band."""
+    m = MODES[mode]
+    fig = figure(_width(points), 4.6)
+    ax = fig.subplots()
+    finite = [e for p in points for e in p.errors.values() if math.isfinite(e) and e > 0]
+    bottom = min([m.max_error / 1e4, *(e / 10 for e in finite)])
+    top = 1.0
+    ax.axhspan(bottom, m.max_error, color=BAND_COLOR["expected"], alpha=0.12,
+               label=f"expected ≤ {m.max_error:g}")
+    ax.axhspan(m.max_error, ERROR_BOUND, color=BAND_COLOR["downgraded"], alpha=0.15,
+               label=f"downgraded ({m.downgrade_hint})")
+    ax.axhspan(ERROR_BOUND, top, color=BAND_COLOR["fail"], alpha=0.12,
+               label=f"fail > {ERROR_BOUND:g}")
+    names = [n for n in PROVIDERS if any(n in p.errors for p in points)]
+    for i, name in enumerate(names):  # side by side: equal errors stay visible
+        dx = (i - (len(names) - 1) / 2) * 0.18
+        xy = [(j + dx, p.errors[name]) for j, p in enumerate(points) if name in p.errors]
+        ys = [min(max(e, bottom * 1.5), top * 0.8) if math.isfinite(e) else top * 0.8
+              for _, e in xy]  # 0 at the bottom, NaN/Inf at the top
+        ax.scatter([j for j, _ in xy], ys, color=COLOR[name], marker=SHAPE_MARK[name],
+                   label=name, zorder=3, edgecolor="black", linewidth=0.5)
+    _categorical(ax, points)
+    ax.set_yscale("log")
+    ax.set_ylim(bottom, top)
+    ax.set_xlim(-0.7, max(0, len(points) - 1) + 0.7)
+    ax.set_ylabel("relative error vs float64")
+    ax.set_title(f"{title}: errors against the bound and the {mode} band")
+    ax.legend(fontsize=7, loc="upper left", ncols=2)
+    return fig

@@ -1,0 +1,89 @@
+"""The report's comparison figures (`gemmgate report`): a chip's runs and baselines over
+time, and chips side by side normalised to each one's datasheet peak. Plain data in, a
+matplotlib Figure out, like gemmgate/plots.py (whose Point and canvas it uses).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from matplotlib.figure import Figure
+
+from gemmgate.plots import Point, figure
+
+
+@dataclass(frozen=True)
+class Series:
+    """A run or baseline of one chip: what the history and cross-chip views compare."""
+    label: str
+    chip: str
+    points: tuple[Point, ...]
+    peaks: dict[str, float] = field(default_factory=dict)   # mode -> datasheet TFLOP/s
+
+
+def geomean(xs: Sequence[float]) -> float | None:
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
+def history(series: Sequence[Series], mode: str, title: str) -> Figure:
+    """A chip's runs and baselines in date order: the speed ratio and Triton TFLOP/s of
+    every case (thin lines) and their geomean (bold)."""
+    fig = figure(max(8.0, 1.6 * len(series) + 4), 4.8)
+    axes = fig.subplots(1, 2)
+    labels = sorted({p.label for s in series for p in s.points if p.mode == mode})
+    for ax, what, get in ((axes[0], "speed ratio (vendor / Triton)", lambda p: p.ratio),
+                          (axes[1], "Triton TFLOP/s", lambda p: p.tflops.get("triton"))):
+        by = [{p.label: get(p) for p in s.points if p.mode == mode} for s in series]
+        for lab in labels:
+            ax.plot(range(len(series)), [b.get(lab) or math.nan for b in by], lw=0.8,
+                    marker=".", alpha=0.6)
+        ax.plot(range(len(series)), [geomean(list(b.values())) or math.nan for b in by],
+                "k-o", lw=2.5, label="geomean", gid="geomean")
+        ax.set_xticks(range(len(series)), [s.label for s in series], rotation=30, ha="right",
+                      fontsize=7)
+        ax.set_yscale("log")
+        ax.set_ylabel(what)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"{title}: history, {len(labels)} cases")
+    return fig
+
+
+def cross_chip(series: Sequence[Series], mode: str) -> Figure:
+    """Chips side by side, normalised: Triton (filled) and vendor (hollow) % of each
+    chip's datasheet peak against the case's GFLOP, and the speed ratio."""
+    fig = figure(13.0, 4.8)
+    left, right = fig.subplots(1, 2)
+    missing = []
+    for i, s in enumerate(series):
+        pts = [p for p in s.points if p.mode == mode and p.flops]
+        color = f"C{i}"
+        peak = s.peaks.get(mode)
+        if peak:
+            for name, face in (("triton", color), ("vendor", "none")):
+                xy = [(p.flops / 1e9, 100 * p.tflops[name] / peak) for p in pts
+                      if p.tflops.get(name)]
+                left.scatter([x for x, _ in xy], [y for _, y in xy], facecolors=face,
+                             edgecolors=color, label=f"{s.chip} {name}", gid=f"pct-{s.chip}")
+        else:
+            missing.append(s.chip)
+        xy = [(p.flops / 1e9, p.ratio) for p in pts if p.ratio]
+        right.scatter([x for x, _ in xy], [y for _, y in xy], color=color, label=s.label)
+    left.set_title(f"{mode}: % of each chip's datasheet peak")
+    if missing:
+        left.text(0.02, 0.98, "no datasheet peak: " + ", ".join(missing), va="top",
+                  transform=left.transAxes, fontsize=8)
+    right.axhline(1.0, color="black", lw=0.8, ls="--")
+    right.set_title(f"{mode}: speed ratio vendor / Triton (> 1: Triton faster)")
+    for ax, ylabel in ((left, "% of peak"), (right, "speed ratio")):
+        ax.set_xscale("log")
+        ax.set_xlabel("GFLOP per case (2MNK / 1e9)")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    right.set_yscale("log")
+    return fig

@@ -1,0 +1,254 @@
+"""The report page (`gemmgate report`): runs and baselines turned into plain typed rows
+(plots.Point), drawn by gemmgate/plots.py and plots_history.py, written as DIR/index.html
+plus PNGs that open offline (no script, no remote resource).
+
+Per subject (each chip's newest run; for a chip without runs, its newest baseline) and
+mode: the speed-ratio heat-map, TFLOP/s per shape, % of peak and the roofline,
+errors against their bands, and a table of the cases off the M×N grid. Then a history per
+chip that has two or more runs/baselines, and a cross-chip view when two chips are given.
+Every file is written atomically (a temp file renamed over); index.html comes last, so it
+never names a PNG that is not there yet.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gemmgate import plots, plots_history
+from gemmgate.baseline_schema import Baseline
+from gemmgate.baseline_schema import load as load_baseline
+from gemmgate.chips import CHIPS
+from gemmgate.files import write_text_atomic
+from gemmgate.plots import Point
+from gemmgate.plots_history import Series
+from gemmgate.precision import MODE_NAMES, MODES
+from gemmgate.results import CaseResult, RunRecord
+
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3fn": 1,
+               "float8_e4m3fnuz": 1}
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input file: a run (`gemmgate run|check --json`) or a baseline."""
+    path: str
+    kind: str                 # "run" | "baseline"
+    chip: str
+    date: str
+    commit: str
+    points: tuple[Point, ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.date[:10] or '?'} {self.commit[:7] or '?'}"
+
+    @property
+    def modes(self) -> list[str]:
+        return [m for m in MODE_NAMES if any(p.mode == m for p in self.points)]
+
+
+@dataclass(frozen=True)
+class Image:
+    file: str                 # name inside DIR
+    width: int                # pixels, as the <img> tag states
+    height: int
+    alt: str
+
+
+def _bytes(mode: str) -> tuple[int, int]:
+    m = MODES[mode]
+    return DTYPE_BYTES.get(m.input_dtype, 4), DTYPE_BYTES.get(m.output_dtype, 4)
+
+
+def point_of_result(r: CaseResult) -> Point:
+    provs = r.providers
+    return Point(r.mode, r.case.m, r.case.n, r.case.k, r.case.layout_id, r.ratio,
+                 {n: p.tflops for n, p in provs.items() if p.tflops},
+                 {n: (p.error if math.isfinite(p.error) else math.inf)
+                  for n, p in provs.items() if p.error is not None},
+                 not r.passed, *_bytes(r.mode))
+
+
+def from_run(path: str | Path, rec: RunRecord) -> Source:
+    env = rec.environment
+    return Source(str(path), "run", str(env.get("chip") or "?"), str(env.get("date") or ""),
+                  str(env.get("commit") or ""), tuple(map(point_of_result, rec.cases)))
+
+
+def from_baseline(path: str | Path, base: Baseline) -> Source:
+    """A baseline's cases (written only when every case passed accuracy)."""
+    prov = base.provenance
+    pts = tuple(Point(c.mode, c.case.m, c.case.n, c.case.k, c.case.layout_id, c.ratio,
+                      {n: p.tflops for n, p in c.providers.items() if p.tflops},
+                      {n: p.error for n, p in c.providers.items() if p.error is not None},
+                      False, *_bytes(c.mode)) for c in base.cases.values())
+    return Source(str(path), "baseline", base.chip, str(prov.get("date") or ""),
+                  str(prov.get("commit") or ""), pts)
+
+
+def load_sources(runs: Sequence[str], baseline_files: Sequence[str]) -> list[Source]:
+    """Every input, validated before anything is drawn: a missing or corrupt file is a
+    ValueError (exit 2) naming it."""
+    out = [from_run(p, RunRecord.load(p)) for p in runs]
+    return out + [from_baseline(p, load_baseline(p)) for p in baseline_files]
+
+
+def _newest(sources: Sequence[Source]) -> dict[str, Source]:
+    by: dict[str, Source] = {}
+    for s in sorted(sources, key=lambda s: s.date):
+        by[s.chip] = s
+    return by
+
+
+def subjects(sources: Sequence[Source]) -> list[Source]:
+    """What the per-mode figures show, per chip: its newest run, else (no run of that
+    chip given) its newest baseline."""
+    runs = _newest([s for s in sources if s.kind == "run"])
+    return [runs.get(chip, s) for chip, s in sorted(_newest(sources).items())]
+
+
+def ceilings(chip_id: str, mode: str) -> tuple[float | None, float | None]:
+    """(peak TFLOP/s of the mode, memory GB/s) from the chip table; None where unknown."""
+    chip = CHIPS.get(chip_id)
+    if chip is None:
+        return None, None
+    return chip.peak(mode), chip.mem_bw_gbs or None
+
+
+def _series(s: Source) -> Series:
+    chip = CHIPS.get(s.chip)
+    return Series(f"{s.chip} {s.label}", s.chip, s.points,
+                  dict(chip.peak_tflops) if chip else {})
+
+
+class _Writer:
+    """Saves figures as DIR/<name>.png, atomically, and remembers what it wrote."""
+
+    def __init__(self, out: Path) -> None:
+        self.out, self.images = out, []
+
+    def save(self, fig, name: str, alt: str) -> Image:
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".png", dir=self.out)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                fig.savefig(f, format="png", dpi=plots.DPI, metadata={"Software": None})
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, self.out / f"{name}.png")
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        w, h = (round(x * plots.DPI) for x in fig.get_size_inches())
+        img = Image(f"{name}.png", w, h, alt)
+        self.images.append(img)
+        fig.clear()
+        return img
+
+
+def _img(i: Image) -> str:
+    return (f'<figure><img src="{html.escape(i.file)}" width="{i.width}" height="{i.height}"'
+            f' alt="{html.escape(i.alt)}"><figcaption>{html.escape(i.alt)}</figcaption>'
+            "</figure>")
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    trs = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
+                  for r in rows)
+    return f"<table><tr>{th}</tr>{trs}</table>"
+
+
+def _f(x: float | None, fmt: str = ".3g") -> str:
+    return "—" if x is None or not math.isfinite(x) else format(x, fmt)
+
+
+def _mode_section(w: _Writer, s: Source, idx: int, mode: str) -> list[str]:
+    pts = sorted((p for p in s.points if p.mode == mode), key=lambda p: (p.flops, p.label))
+    name, title = f"s{idx}-{s.chip}-{mode}", f"{s.chip} {mode}"
+    peak, bw = ceilings(s.chip, mode)
+    failed = [p.label for p in pts if p.failed]
+    g = plots_history.geomean([p.ratio for p in pts if p.ratio])
+    parts = [f'<h3 id="{name}">{html.escape(title)}</h3>',
+             f"<p>{len(pts)} cases, {len(failed)} failing accuracy"
+             f"{': ' + html.escape(', '.join(failed)) if failed else ''}; geomean speed "
+             f"ratio {_f(g)}; " + (f"datasheet peak {peak:g} TFLOP/s" if peak else
+                                    "no datasheet peak") + f", memory {_f(bw, 'g')} GB/s.</p>"]
+    _, off = plots.heat_panels(pts)
+    if off:
+        parts.append("<p>Cases off the M×N grid (other layouts, padded):</p>" + _table(
+            ("case", "ratio", "Triton TFLOP/s", "accuracy"),
+            [(p.label, _f(p.ratio), _f(p.tflops.get("triton")), "FAIL" if p.failed else "pass")
+             for p in off]))
+    parts.append("<div class=figs>")
+    parts.append(_img(w.save(plots.heatmap(pts, title), f"{name}-heatmap",
+                             f"{title}: speed ratio over M×N per K (failed cases hatched)")))
+    parts.append(_img(w.save(plots.tflops_bars(pts, title), f"{name}-tflops",
+                             f"{title}: TFLOP/s per shape and provider")))
+    parts.append(_img(w.save(plots.peak_and_roofline(pts, title, s.chip, peak, bw),
+                             f"{name}-roofline", f"{title}: % of peak and roofline")))
+    parts.append(_img(w.save(plots.error_bands(pts, mode, title), f"{name}-errors",
+                             f"{title}: errors against the 1e-2 bound and the {mode} band")))
+    return [*parts, "</div>"]
+
+
+def _history(w: _Writer, sources: Sequence[Source]) -> list[str]:
+    parts = []
+    for chip in sorted({s.chip for s in sources}):
+        ss = sorted((s for s in sources if s.chip == chip), key=lambda s: s.date)
+        if len(ss) < 2:
+            continue
+        for mode in [m for m in MODE_NAMES if any(m in s.modes for s in ss)]:
+            fig = plots_history.history([_series(s) for s in ss], mode, f"{chip} {mode}")
+            parts.append(_img(w.save(fig, f"history-{chip}-{mode}",
+                                     f"{chip} {mode}: history over {len(ss)} runs/baselines")))
+    return ["<h2 id=history>History</h2><div class=figs>", *parts, "</div>"] if parts else []
+
+
+def _cross(w: _Writer, sources: Sequence[Source]) -> list[str]:
+    newest = list(_newest(sources).values())
+    if len(newest) < 2:
+        return []
+    parts = ["<h2 id=cross-chip>Cross-chip</h2>",
+             "<p>The newest run or baseline of each chip: "
+             + html.escape("; ".join(f"{s.chip}: {s.path}" for s in newest)) + "</p>",
+             "<div class=figs>"]
+    for mode in MODE_NAMES:
+        if sum(mode in s.modes for s in newest) >= 2:
+            fig = plots_history.cross_chip([_series(s) for s in newest], mode)
+            parts.append(_img(w.save(fig, f"cross-{mode}",
+                                     f"{mode}: chips normalised to their peak")))
+    return [*parts, "</div>"]
+
+
+CSS = ("body{font-family:sans-serif;margin:1.5em;max-width:1900px}figure{margin:0}"
+       ".figs{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}"
+       "img{max-width:100%;height:auto;border:1px solid #ddd}table{border-collapse:collapse;"
+       "margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;font-size:90%}"
+       "figcaption{color:#555;font-size:90%}")
+
+
+def write_report(sources: Sequence[Source], out: str | Path) -> list[Image]:
+    """Draw every figure into `out` and write out/index.html; returns the images."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    w = _Writer(out)
+    body = ["<h1>gemmgate report</h1>", _table(
+        ("kind", "file", "chip", "date", "commit", "modes", "cases"),
+        [(s.kind, s.path, s.chip, s.date, s.commit[:12], ",".join(s.modes),
+          str(len(s.points))) for s in sources])]
+    for idx, s in enumerate(subjects(sources), 1):
+        body.append(f"<h2>{html.escape(s.chip)}: {html.escape(s.label)} "
+                    f"({html.escape(s.path)})</h2>")
+        for mode in s.modes:
+            body += _mode_section(w, s, idx, mode)
+    body += _history(w, sources) + _cross(w, sources)
+    page = ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+            f"<title>gemmgate report</title><style>{CSS}</style></head><body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
+    write_text_atomic(out / "index.html", page)
+    return w.images

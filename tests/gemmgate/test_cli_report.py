@@ -1,0 +1,114 @@
+"""`gemmgate report` end to end: exit 2 on bad input before anything is drawn, the CPU
+path (a `smoke` run, then its report beside the committed CPU baseline), and matplotlib
+stays out of every other command."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gemmgate.cli import main
+from gemmgate.shapes import Case
+
+REPO = Path(__file__).resolve().parents[2]
+CPU_BASE = REPO / "baselines" / "cpu.json"
+
+
+@pytest.fixture
+def run_file(tmp_path, synthetic_record):
+    rec = synthetic_record([("fp32", Case(64, 64, 64)), ("fp32", Case(48, 80, 72))])
+    p = tmp_path / "run.json"
+    p.write_text(json.dumps(rec.to_json()))
+    return p
+
+
+def _bad_inputs(tmp_path, run_file):
+    """(name, argv tail, text the error must hold) for each way the input can be wrong."""
+    (tmp_path / "notjson.json").write_text("{not json")
+    (tmp_path / "schema.json").write_text(json.dumps({"schema": "other/9", "cases": []}))
+    bad_case = json.loads(run_file.read_text())
+    bad_case["cases"][0]["m"] = "64"
+    (tmp_path / "badcase.json").write_text(json.dumps(bad_case))
+    base = json.loads(CPU_BASE.read_text())
+    base["version"] = 99
+    (tmp_path / "base99.json").write_text(json.dumps(base))
+    (tmp_path / "afile").write_text("x")
+    r = str(run_file)
+    return {
+        "missing run": ([str(tmp_path / "nope.json")], "nope.json"),
+        "run not JSON": ([str(tmp_path / "notjson.json")], "notjson.json"),
+        "run of another schema": ([str(tmp_path / "schema.json")], "schema.json"),
+        "run with a bad case": ([str(tmp_path / "badcase.json")], "cases[0].m"),
+        "missing baseline": ([r, "--baseline", str(tmp_path / "gone.json")], "gone.json"),
+        "baseline of another version": ([r, "--baseline", str(tmp_path / "base99.json")],
+                                        "base99.json"),
+        "baseline is a run": ([r, "--baseline", r], "run.json"),
+        "nothing given": ([], "nothing to report"),
+    }
+
+
+@pytest.mark.parametrize("what", ["missing run", "run not JSON", "run of another schema",
+                                  "run with a bad case", "missing baseline",
+                                  "baseline of another version", "baseline is a run",
+                                  "nothing given"])
+def test_bad_input_is_exit_2_naming_the_file_and_nothing_is_drawn(tmp_path, run_file, capsys,
+                                                                   what):
+    argv, text = _bad_inputs(tmp_path, run_file)[what]
+    out = tmp_path / "out"
+    assert main(["report", *argv, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "error" in err and text in err.replace("\n", "")
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_an_unwritable_output_is_exit_2_before_any_work(tmp_path, run_file, capsys,
+                                                        monkeypatch):
+    import gemmgate.report_page
+
+    def no_work(*a, **k):
+        raise AssertionError("inputs were read before -o was checked")
+
+    monkeypatch.setattr(gemmgate.report_page, "load_sources", no_work)
+    (tmp_path / "afile").write_text("x")
+    assert main(["report", str(run_file), "-o", str(tmp_path / "afile" / "out")]) == 2
+    err = capsys.readouterr().err.replace("\n", "")
+    assert "cannot write -o (the report folder)" in err and "is a file" in err
+    assert main(["report", str(run_file), "-o", str(tmp_path / "afile")]) == 2
+
+
+def test_report_writes_the_page_and_says_so(tmp_path, run_file, capsys):
+    out = tmp_path / "out"
+    assert main(["report", str(run_file), "--baseline", str(CPU_BASE), "-o", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert f"wrote {out / 'index.html'}" in said.replace("\n", "")
+    assert "from 1 run(s) and 1 baseline(s)" in said.replace("\n", " ")
+    assert (out / "index.html").is_file() and len(list(out.glob("*.png"))) >= 5
+
+
+def test_other_commands_never_import_matplotlib():
+    code = ("import sys; from gemmgate import cli, cli_report, cli_run, cli_gate; "
+            "cli.build_parser().parse_args(['report', 'r.json', '-o', 'x']); "
+            "print('matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_the_cpu_smoke_run_makes_the_report(tmp_path, capsys):
+    """What CI runs on the CPU path: a real `smoke` run (Triton interpreter against the CPU
+    BLAS), then its report beside the committed CPU baseline."""
+    run = tmp_path / "run.json"
+    assert main(["run", "--chip", "cpu", "--modes", "fp32", "--budget", "0.1", "--json",
+                 str(run)]) == 0
+    out = tmp_path / "out"
+    assert main(["report", str(run), "--baseline", str(CPU_BASE), "-o", str(out)]) == 0
+    html = (out / "index.html").read_text()
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    for kind in ("heatmap", "tflops", "roofline", "errors"):
+        assert f"s1-cpu-fp32-{kind}.png" in pngs
+    assert "history-cpu-fp32.png" in pngs                   # the run beside the baseline
+    assert all(f'src="{p}"' in html for p in pngs)
+    assert "4 cases, 0 failing accuracy" in html

@@ -1,0 +1,167 @@
+"""gemmgate/plots.py and plots_history.py: the data functions that decide what a figure
+shows (heat-map grid and failure marks, error bands, roofline ceilings, intensity), and
+that each figure function draws from plain data without a display. No pixels compared."""
+
+import io
+import math
+
+import pytest
+from matplotlib.patches import Rectangle
+
+from gemmgate import plots, plots_history
+from gemmgate.chips import CHIPS
+from gemmgate.plots import Point
+from gemmgate.plots_history import Series
+
+
+def _pt(m, n, k, ratio=1.0, layout="rr", failed=False, mode="fp32", **kw) -> Point:
+    tf = kw.pop("tflops", {"triton": 1.0 * ratio, "vendor": 1.0})
+    errs = kw.pop("errors", {"triton": 1e-7, "vendor": 2e-7})
+    return Point(mode, m, n, k, layout, ratio, tf, errs, failed, **kw)
+
+
+POINTS = [_pt(64, 64, 64, 1.2), _pt(64, 128, 64, 0.8, failed=True), _pt(128, 64, 64, 1.0),
+          _pt(64, 64, 32, 2.0), _pt(64, 32, 96, 0.5, layout="cr"),
+          _pt(32, 64, 48, 0.9, layout="rr+p5")]
+
+
+def _png_size(fig) -> tuple[int, int]:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=plots.DPI)
+    data = buf.getvalue()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_heat_panels_one_per_k_with_the_failed_case_marked_and_other_layouts_apart():
+    panels, off = plots.heat_panels(POINTS)
+    assert [p.k for p in panels] == [32, 64]
+    k64 = panels[1]
+    assert k64.ms == (64, 128) and k64.ns == (64, 128)
+    assert k64.ratio == ((1.2, 0.8), (1.0, None))          # 128x128 was not run
+    assert k64.failed == ((False, True), (False, False))    # only 64x128x64 failed
+    assert panels[0].ratio == ((2.0,),) and panels[0].failed == ((False,),)
+    assert [p.layout for p in off] == ["cr", "rr+p5"]
+
+
+def test_heatmap_hatches_exactly_the_failed_cells():
+    fig = plots.heatmap(POINTS, "cpu fp32")
+    marks = [a for ax in fig.axes for a in ax.patches
+             if isinstance(a, Rectangle) and a.get_gid() == "failed"]
+    assert len(marks) == 1 and marks[0].get_hatch() == "xx"
+    assert marks[0].get_xy() == (0.5, -0.5)                 # column N=128, row M=64
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert "FAIL\n0.8" in texts and "—" in texts
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["K = 32", "K = 64"]
+    _png_size(fig)
+
+
+def test_heatmap_without_grid_cases_still_draws():
+    fig = plots.heatmap([_pt(64, 32, 96, layout="cr")], "x")
+    assert "no row-major" in fig.axes[0].texts[0].get_text()
+
+
+@pytest.mark.parametrize("error,mode,band", [
+    (1e-7, "fp32", "expected"), (3e-4, "fp32", "downgraded"),   # fp32 that ran as tf32
+    (3e-3, "fp16", "downgraded"), (2e-3, "bf16", "expected"),
+    (0.05, "bf16", "fail"), (math.inf, "fp32", "fail"), (None, "fp32", None)])
+def test_error_band_puts_a_downgrade_in_the_middle_band(error, mode, band):
+    assert plots.error_band(error, mode) == band
+
+
+def test_error_figure_draws_the_bound_and_the_modes_band():
+    pts = [_pt(64, 64, 64, errors={"triton": 3e-4, "vendor": 1e-7}),
+           _pt(48, 80, 72, errors={"triton": math.inf, "vendor": 0.0})]
+    fig = plots.error_bands(pts, "fp32", "cpu fp32")
+    ax = fig.axes[0]
+    labels = ax.get_legend_handles_labels()[1]
+    assert "expected ≤ 2e-05" in labels and "fail > 0.01" in labels
+    assert any(lab.startswith("downgraded") for lab in labels)
+    lo, hi = ax.get_ylim()
+    assert lo < 2e-5 and hi == 1.0 and ax.get_yscale() == "log"
+    ys = [y for c in ax.collections for _, y in c.get_offsets()]
+    assert all(lo <= y < hi for y in ys)                    # inf and 0 are drawn in range
+    _png_size(fig)
+
+
+def test_intensity_is_flops_over_bytes_moved():
+    p = _pt(64, 32, 96, in_bytes=2, out_bytes=2)
+    assert p.intensity == pytest.approx(2 * 64 * 32 * 96 / ((64 * 96 + 96 * 32) * 2 + 64 * 32 * 2))
+    assert _pt(0, 8, 8).intensity is None
+
+
+def test_roofline_ceiling_is_the_lower_of_compute_and_bandwidth():
+    h200 = CHIPS["nvidia-h200"]
+    peak, bw = h200.peak("bf16"), h200.mem_bw_gbs
+    ridge = peak * 1e3 / bw
+    assert plots.roofline_ceiling(ridge / 10, peak, bw) == pytest.approx(ridge / 10 * bw / 1e3)
+    assert plots.roofline_ceiling(ridge * 10, peak, bw) == peak
+    assert plots.roofline_ceiling(5.0, None, None) is None
+    assert plots.roofline_ceiling(5.0, None, bw) == pytest.approx(5.0 * bw / 1e3)
+
+
+def test_roofline_figure_draws_the_chip_ceilings():
+    h200 = CHIPS["nvidia-h200"]
+    peak, bw = h200.peak("bf16"), h200.mem_bw_gbs
+    pts = [_pt(4096, 4096, 4096, mode="bf16", in_bytes=2, out_bytes=2,
+               tflops={"triton": 700.0, "vendor": 720.0, "reference": 690.0})]
+    fig = plots.peak_and_roofline(pts, "h200 bf16", "nvidia-h200", peak, bw)
+    left, right = fig.axes
+    lines = {ln.get_gid(): ln for ln in right.lines}
+    assert set(lines["compute-ceiling"].get_ydata()) == {peak}
+    x, y = lines["bandwidth-ceiling"].get_data()
+    assert y[0] == pytest.approx(x[0] * bw / 1e3)
+    assert max(lines["roofline"].get_ydata()) == pytest.approx(peak)
+    heights = sorted(round(b.get_height(), 3) for b in left.patches)
+    assert heights == sorted(round(100 * t / peak, 3) for t in (700.0, 720.0, 690.0))
+    _png_size(fig)
+
+
+def test_roofline_without_chip_figures_says_so():
+    fig = plots.peak_and_roofline([_pt(64, 64, 64)], "cpu fp32", "cpu", None, None)
+    (ax,) = fig.axes                                         # no % of peak panel
+    assert [t.get_text() for t in ax.texts] == ["cpu: no peak or bandwidth in the chip table"]
+    assert not [ln for ln in ax.lines if ln.get_gid()] and len(ax.collections) == 2
+
+
+def test_tflops_bars_one_series_per_provider_that_ran():
+    pts = [_pt(64, 64, 64, tflops={"triton": 1.0, "vendor": 2.0, "reference": 1.1}),
+           _pt(48, 80, 72, tflops={"triton": 1.5, "vendor": 2.5})]
+    fig = plots.tflops_bars(pts, "cpu fp32")
+    ax = fig.axes[0]
+    assert ax.get_legend_handles_labels()[1] == ["triton", "vendor", "reference"]
+    assert len(ax.patches) == 6 and ax.get_yscale() == "log"
+
+
+def test_figure_pixel_size_is_its_inches_at_dpi():
+    fig = plots.figure(7.0, 4.6)
+    fig.subplots().plot([1, 2], [1, 2])
+    assert _png_size(fig) == (700, 460)
+
+
+def _series(chip, ratio, date, peaks):
+    return Series(f"{chip} {date}", chip, (
+        _pt(64, 64, 64, ratio, tflops={"triton": 10.0 * ratio, "vendor": 10.0}),
+        _pt(1024, 1024, 1024, ratio * 1.1, tflops={"triton": 30.0, "vendor": 33.0})), peaks)
+
+
+def test_history_draws_the_geomean_per_snapshot():
+    ss = [_series("cpu", r, f"2026-11-0{i}", {}) for i, r in enumerate((1.0, 0.9, 1.1), 1)]
+    fig = plots_history.history(ss, "fp32", "cpu fp32")
+    ratio_ax = fig.axes[0]
+    gm = next(ln for ln in ratio_ax.lines if ln.get_gid() == "geomean")
+    expect = [plots_history.geomean([r, r * 1.1]) for r in (1.0, 0.9, 1.1)]
+    assert list(gm.get_ydata()) == pytest.approx(expect)
+    assert [t.get_text() for t in ratio_ax.get_xticklabels()] == [s.label for s in ss]
+
+
+def test_cross_chip_normalises_to_each_chips_peak_and_names_chips_without_one():
+    peaks = dict(CHIPS["nvidia-h200"].peak_tflops)
+    ss = [_series("nvidia-h200", 1.0, "2026-11-30", peaks), _series("cpu", 0.01, "2026-11-29", {})]
+    fig = plots_history.cross_chip(ss, "fp32")
+    left = fig.axes[0]
+    pct = [c for c in left.collections if c.get_gid() == "pct-nvidia-h200"]
+    ys = sorted(y for c in pct for _, y in c.get_offsets())
+    assert ys == pytest.approx(sorted(100 * t / peaks["fp32"] for t in (10.0, 30.0, 10.0, 33.0)))
+    assert any("no datasheet peak: cpu" in t.get_text() for t in left.texts)
+    _png_size(fig)

@@ -1,0 +1,151 @@
+"""gemmgate/report_page.py: runs and baselines into typed rows, and the page written from
+them (index.html + PNGs): synthetic runs (tests/conftest.py `synthetic_record`) and the
+committed baselines. Checks files, references, PNG sizes, offline-ness; no pixels."""
+
+import json
+import math
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gemmgate import report_page
+from gemmgate.chips import CHIPS
+from gemmgate.results import ProviderResult
+from gemmgate.shapes import Case
+
+REPO = Path(__file__).resolve().parents[2]
+CPU_BASE, H200_BASE = REPO / "baselines" / "cpu.json", REPO / "baselines" / "nvidia-h200.json"
+ITEMS = [("fp32", Case(64, 64, 64)), ("fp32", Case(48, 80, 72)), ("fp32", Case(64, 128, 64)),
+         ("fp32", Case(64, 32, 96, "cr")), ("fp32", Case(32, 64, 48, "rc", 5))]
+ENV = {"chip": "cpu", "timing": "wall", "date": "2026-12-01T10:00:00+00:00",
+       "commit": "c0ffee1" * 5}
+
+
+def _with_failure_and_reference(rec):
+    """The 64x128x64 case fails accuracy on the Triton side; every case has a reference."""
+    cases = []
+    for c in rec.cases:
+        provs = dict(c.providers)
+        t = provs["triton"]
+        provs["reference"] = replace(t, name="reference", tflops=t.tflops * 1.01)
+        if c.case == Case(64, 128, 64):
+            provs["triton"] = replace(t, accuracy="fail", error=math.inf,
+                                      message="NaN/Inf in the output")
+        cases.append(replace(c, providers=provs))
+    return replace(rec, cases=tuple(cases))
+
+
+@pytest.fixture
+def run_file(tmp_path, synthetic_record):
+    rec = _with_failure_and_reference(synthetic_record(ITEMS, environment=ENV))
+    p = tmp_path / "run.json"
+    p.write_text(json.dumps(rec.to_json()))
+    return p
+
+
+def test_a_run_becomes_points_with_its_failure_errors_and_providers(run_file):
+    (src,) = report_page.load_sources([str(run_file)], [])
+    assert (src.kind, src.chip, src.date[:10], src.commit[:7]) == ("run", "cpu", "2026-12-01",
+                                                                   "c0ffee1")
+    assert src.modes == ["fp32"] and len(src.points) == 5
+    by = {p.label: p for p in src.points}
+    bad = by["64×128×64"]
+    assert bad.failed and bad.errors["triton"] == math.inf
+    assert [p.label for p in src.points if p.failed] == ["64×128×64"]
+    assert set(by["64×64×64"].tflops) == {"triton", "vendor", "reference"}
+    assert by["64×64×64"].ratio == pytest.approx(0.9)
+    assert by["32×64×48 rc+p5"].layout == "rc+p5"
+    assert (bad.in_bytes, bad.out_bytes) == (4, 4)
+
+
+def test_committed_baselines_become_points():
+    cpu, h200 = report_page.load_sources([], [str(CPU_BASE), str(H200_BASE)])
+    assert cpu.kind == "baseline" and cpu.chip == "cpu" and cpu.modes == ["fp32", "fp16"]
+    assert h200.chip == "nvidia-h200" and h200.modes == ["fp32", "tf32", "bf16", "fp16", "fp8"]
+    assert not any(p.failed for p in cpu.points + h200.points)
+    fp8 = next(p for p in h200.points if p.mode == "fp8")
+    assert (fp8.in_bytes, fp8.out_bytes) == (1, 2)
+    assert all(p.tflops.get("triton") for p in h200.points)
+
+
+def test_ceilings_come_from_the_chip_table():
+    h200 = CHIPS["nvidia-h200"]
+    for mode in h200.modes:
+        assert report_page.ceilings("nvidia-h200", mode) == (h200.peak(mode), h200.mem_bw_gbs)
+    assert report_page.ceilings("cpu", "fp32") == (None, None)
+    assert report_page.ceilings("no-such-chip", "fp32") == (None, None)
+
+
+def _src(kind, chip, date):
+    return report_page.Source(f"{kind}-{chip}-{date}", kind, chip, date, "", ())
+
+
+def test_subjects_are_each_chips_newest_run_else_its_newest_baseline():
+    srcs = [_src("run", "cpu", "2026-11-01"), _src("run", "cpu", "2026-12-01"),
+            _src("baseline", "cpu", "2026-12-05"), _src("baseline", "nvidia-h200", "2026-11-01"),
+            _src("baseline", "nvidia-h200", "2026-11-30")]
+    assert [s.path for s in report_page.subjects(srcs)] == [
+        "run-cpu-2026-12-01", "baseline-nvidia-h200-2026-11-30"]
+
+
+def _trimmed_h200(tmp_path) -> Path:
+    """The committed H200 baseline, fp32 cases only (fewer figures to draw)."""
+    data = json.loads(H200_BASE.read_text())
+    data["cases"] = {k: c for k, c in data["cases"].items() if c["mode"] == "fp32"}
+    p = tmp_path / "nvidia-h200.json"
+    p.write_text(json.dumps(data))
+    return p
+
+
+def _png_size(p: Path) -> tuple[int, int]:
+    data = p.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", p
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_the_page_references_every_png_at_its_size_opens_offline_and_holds_each_view(
+        tmp_path, run_file):
+    out = tmp_path / "out"
+    srcs = report_page.load_sources([str(run_file)], [str(CPU_BASE), str(_trimmed_h200(tmp_path))])
+    images = report_page.write_report(srcs, out)
+    html = (out / "index.html").read_text()
+    tags = re.findall(r'<img src="([^"]+)" width="(\d+)" height="(\d+)"', html)
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert sorted(t[0] for t in tags) == pngs == sorted(i.file for i in images)
+    for name, w, h in tags:
+        assert _png_size(out / name) == (int(w), int(h))
+        assert (out / name).stat().st_size > 5000
+    assert not re.search(r"<script|https?://|src=\"//", html)     # no JS, nothing remote
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no temp files
+    names = set(pngs)
+    for kind in ("heatmap", "tflops", "roofline", "errors"):
+        assert f"s1-cpu-fp32-{kind}.png" in names               # the run, per mode
+        assert f"s2-nvidia-h200-fp32-{kind}.png" in names       # the H200 baseline
+    assert {"history-cpu-fp32.png", "history-cpu-fp16.png", "cross-fp32.png"} <= names
+    assert not any(n.startswith("cross-fp16") for n in names)   # fp16: the CPU only
+    assert "1 failing accuracy: 64×128×64" in html
+    assert "<td>64×32×96 cr</td>" in html and "<td>32×64×48 rc+p5</td>" in html
+    assert "History" in html and "Cross-chip" in html
+
+
+def test_a_baseline_only_report_then_a_run_only_report_over_it(tmp_path, run_file):
+    out = tmp_path / "o"
+    images = report_page.write_report(report_page.load_sources([], [str(CPU_BASE)]), out)
+    assert sorted(i.file for i in images) == sorted(
+        f"s1-cpu-{m}-{k}.png" for m in ("fp32", "fp16")
+        for k in ("heatmap", "tflops", "roofline", "errors"))
+    images = report_page.write_report(report_page.load_sources([str(run_file)], []), out)
+    assert len(images) == 4
+    html = (out / "index.html").read_text()
+    assert "History" not in html and html.count("<img") == 4 and "baselines/" not in html
+
+
+def test_a_provider_without_figures_is_left_out(tmp_path, synthetic_record):
+    rec = synthetic_record(ITEMS[:1], environment=ENV)
+    c = rec.cases[0]
+    v = ProviderResult("vendor", "unsupported", None, "no fp8 here")
+    rec = replace(rec, cases=(replace(c, providers={**c.providers, "vendor": v}),))
+    (src,) = [report_page.from_run("r.json", rec)]
+    assert set(src.points[0].tflops) == {"triton"} and src.points[0].ratio is None
