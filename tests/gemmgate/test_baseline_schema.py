@@ -156,16 +156,24 @@ def test_the_committed_baselines_load(name, chip, cases):
     assert base.chip == chip and len(base.cases) == cases
     assert all(c.providers["triton"].median_ms > 0 for c in base.cases.values())
     assert from_json(json.loads(json.dumps(base.to_json()))) == base   # re-saving keeps it
-    assert all(c.noise.machine is None for c in base.cases.values())   # one machine each
 
 
-def test_the_committed_baselines_are_legacy_machines():
+def test_the_committed_h200_baseline_merges_two_machines():
+    """Session 4: the session-3 calibration (host X, 5 runs, no machine ids: legacy) merged
+    with a 2-run calibration on host Z's GPU 0: machine-level noise on every case."""
     h200 = load(REPO / "baselines" / "nvidia-h200.json")
     commit = h200.provenance["commit"]
-    assert h200.machines == {f"legacy:{commit[:10]}"}
-    assert all(len(c.noise.run_machines) == 5 and c.noise.ratio is not None
-               for c in h200.cases.values())
+    legacy = f"legacy:{commit[:10]}"
+    assert legacy in h200.machines and len(h200.machines) == 2
+    for c in h200.cases.values():
+        assert len(c.noise.run_machines) == 7 and c.noise.run_machines.count(legacy) == 5
+        assert c.noise.ratio is not None and c.noise.machine is not None
+        assert c.noise.machine >= c.noise.ratio
     assert h200.has_ab_noise
+
+
+def test_the_committed_cpu_baseline_is_a_legacy_file():
     cpu = load(REPO / "baselines" / "cpu.json")
+    assert all(c.noise.machine is None for c in cpu.cases.values())
     assert cpu.machines == frozenset()                    # no ratio_runs kept at all
     assert all(c.noise.runs == 3 for c in cpu.cases.values())
