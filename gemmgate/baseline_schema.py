@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gemmgate import stats
 from gemmgate.files import read_text
 from gemmgate.results import ResultsError, case_from_json
 from gemmgate.shapes import Case
@@ -84,12 +85,12 @@ class BaselineCase:
         runs), else the pooled figure: on a calibration machine the gate compares with
         that machine's own runs, not with a median that other hosts pulled away."""
         own = [x for x, m in zip(self.noise.ratio_runs, self.noise.run_machines) if m == machine]
-        return _median(own) if own else self.ratio
+        return stats.median(own) if own else self.ratio
 
     def tflops_on(self, machine: str) -> float | None:
         own = [x for x, m in zip(self.noise.tflops_runs, self.noise.tflops_machines)
                if m == machine]
-        return _median(own) if own else self.providers["triton"].tflops
+        return stats.median(own) if own else self.providers["triton"].tflops
 
     def to_json(self) -> dict:
         d = {"mode": self.mode, "m": self.case.m, "n": self.case.n, "k": self.case.k,
@@ -120,12 +121,6 @@ class Baseline:
         return {"schema": SCHEMA, "version": VERSION, "chip": self.chip,
                 "provenance": self.provenance,
                 "cases": {k: c.to_json() for k, c in self.cases.items()}}
-
-
-def _median(xs: list[float]) -> float:
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 
 def default_path(chip_id: str) -> Path:

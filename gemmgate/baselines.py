@@ -258,6 +258,11 @@ def save(path: str | Path, base: Baseline) -> None:
     write_json_atomic(path, data)
 
 
+def locked(path: str | Path, timeout_s: float = 600) -> FileLock:
+    """The lock every writer of a baseline file holds while it reads and writes it."""
+    return FileLock(str(path) + ".lock", timeout=timeout_s)
+
+
 def write_merged(path: str | Path, chip_id: str, measured: Baseline,
                  timeout_s: float = 600) -> tuple[Baseline, Baseline | None, list[str]]:
     """Merge freshly measured cases onto the baseline file as it is *now* and write it,
@@ -266,7 +271,7 @@ def write_merged(path: str | Path, chip_id: str, measured: Baseline,
     before (its cases are kept) or waits for this one."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(p) + ".lock", timeout=timeout_s):
+    with locked(p, timeout_s):
         try:
             old = load(p, chip_id) if p.exists() else None
         except BaselineError:

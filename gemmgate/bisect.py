@@ -40,6 +40,7 @@ from gemmgate.accuracy import PASS
 from gemmgate.compare import REGRESSED, Judgement, judge, tolerance
 from gemmgate.context import RunContext
 from gemmgate.precision import MODES, PrecisionMode, get_mode
+from gemmgate.reference import resolve
 from gemmgate.results import REFERENCE, CaseResult
 from gemmgate.shapes import Case
 
@@ -141,15 +142,6 @@ def _git(repo: str | Path, *args: str) -> subprocess.CompletedProcess:
         raise ValueError("gemmgate bisect needs git on PATH") from None
 
 
-def _resolve(ref: str, what: str, repo: str | Path) -> str:
-    out = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
-    if out.returncode != 0 or not out.stdout.strip():
-        raise ValueError(f"{what} {ref!r}: no such commit in {Path(repo).resolve()} "
-                         "(a typo, or a shallow clone? fetch the history, e.g. "
-                         "actions/checkout fetch-depth: 0)")
-    return out.stdout.strip()
-
-
 def _parse_log(text: str) -> list[Commit]:
     return [Commit(*line.split(_SEP, 2)) for line in text.splitlines() if line.strip()]
 
@@ -166,7 +158,7 @@ def commit_range(good: str, bad: str, repo: str | Path = ".") \
     """(GOOD, BAD, the first-parent commits after GOOD up to BAD, oldest first); a
     ValueError naming the problem for an unknown ref, GOOD not an ancestor of BAD, or
     an empty range."""
-    g, b = _resolve(good, "GOOD", repo), _resolve(bad, "BAD", repo)
+    g, b = resolve(good, repo, "GOOD"), resolve(bad, repo, "BAD")
     if g == b:
         raise ValueError(f"GOOD {good!r} and BAD {bad!r} are the same commit ({g[:12]}): "
                          "no commit to search")

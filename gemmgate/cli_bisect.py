@@ -37,7 +37,7 @@ from gemmgate.bisect import (
     search,
 )
 from gemmgate.chips import select_chip
-from gemmgate.cli_run import check_outputs
+from gemmgate.cli_run import append_summary, check_floor, check_outputs
 from gemmgate.context import RunContext, make_context, parse_devices
 from gemmgate.files import read_text, write_json_atomic
 from gemmgate.run import environment_of
@@ -45,12 +45,6 @@ from gemmgate.run import environment_of
 SCHEMA = "gemmgate.bisect/1"
 CULPRIT, INCONCLUSIVE = "culprit", "inconclusive"   # outcomes beside search's clean/range
 MAX_CASE_COLUMNS = 6  # past this, the step table folds the cases into one column
-
-
-def _floor(x: float) -> float:
-    if not 0 < x < 1:
-        raise ValueError(f"--floor must be a fraction between 0 and 1 (e.g. 0.015), got {x}")
-    return x
 
 
 def _check_file(path: str) -> tuple[list[str], str | None]:
@@ -62,11 +56,6 @@ def _check_file(path: str) -> tuple[list[str], str | None]:
     env = data.get("environment") if isinstance(data, dict) else None
     chip = env.get("chip") if isinstance(env, dict) else None
     return regressed_in_check(data, path), chip if isinstance(chip, str) else None
-
-
-def _provenance(base) -> dict:
-    # baselines.load returns a Baseline object (a dict before the typed schema)
-    return base.provenance if hasattr(base, "provenance") else base["provenance"]
 
 
 def _context(args, chip: str | None, items, pins_from: str | None) -> RunContext:
@@ -81,7 +70,7 @@ def _context(args, chip: str | None, items, pins_from: str | None) -> RunContext
 
 
 def bisect_command(args, console, err) -> int:
-    floor = _floor(args.floor)
+    floor = check_floor(args.floor)
     if len(parse_devices(args.devices)) > 1:
         raise ValueError("--devices: bisect times both kernels of a step in one process; "
                          "give one device")
@@ -93,7 +82,7 @@ def bisect_command(args, console, err) -> int:
         if not ids:
             msg = (f"the check {args.from_check} calls no case regressed: nothing to bisect")
             console.print(msg)
-            _append_summary(args.summary, f"### gemmgate bisect: {msg}\n", err)
+            append_summary(args.summary, f"### gemmgate bisect: {msg}\n", err)
             return 0
     if ids and (args.shapes or args.modes):
         raise ValueError("--shapes/--modes pick the cases only when neither --case nor "
@@ -107,7 +96,7 @@ def bisect_command(args, console, err) -> int:
         base = baselines.load(path, chip_id)  # exit 2 on any problem
         pins = str(path)  # the tiles the check measured, as `gemmgate check` pins them
         if args.good == "baseline":
-            good_ref = _provenance(base).get("commit") or ""
+            good_ref = base.provenance.get("commit") or ""
             if not good_ref:
                 raise ValueError(f"GOOD baseline: {path} records no commit")
     good, bad, commits = commit_range(good_ref, args.bad)
@@ -148,7 +137,7 @@ def bisect_command(args, console, err) -> int:
                                              boundary, result, outcome, info))
         err.print(f"wrote {args.json}")
     all_steps = [*steps, boundary] if boundary else steps
-    _append_summary(args.summary, _markdown(ctx.chip.id, outcome, text, all_steps, keys, info,
+    append_summary(args.summary, _markdown(ctx.chip.id, outcome, text, all_steps, keys, info,
                                             good.sha), err)
     return 0 if outcome in (CULPRIT, CLEAN) else 1
 
@@ -258,16 +247,6 @@ def _markdown(chip: str, outcome: str, text: str, steps: Sequence[Step], keys: S
     lines += ["| " + " | ".join(_md(x) for x in _row(n, s, keys, info, good)) + " |"
               for n, s in _numbered(steps)]
     return "\n".join(lines) + "\n"
-
-
-def _append_summary(path: str | None, text: str, err) -> None:
-    if not path:
-        return
-    try:
-        with open(path, "a") as f:
-            f.write(text + "\n")
-    except OSError as e:  # the result stands: report, keep the exit code
-        err.print(f"[yellow]warning:[/] could not append the summary to {path}: {e}")
 
 
 def _record(ctx: RunContext, floor: float, keys, good: Commit, bad: Commit, commits,

@@ -10,7 +10,7 @@ from rich.table import Table
 from gemmgate import baselines
 from gemmgate.calibrate import CalibrationError, fresh_runs
 from gemmgate.chips import select_chip
-from gemmgate.cli_run import check_outputs, context_from_args, execute
+from gemmgate.cli_run import append_summary, check_floor, check_outputs, context_from_args, execute
 from gemmgate.compare import REGRESSED
 from gemmgate.files import write_json_atomic, write_text_atomic
 from gemmgate.gate import (
@@ -33,14 +33,8 @@ def _modes_arg(args, base) -> str | None:
     return ",".join(base.provenance.get("modes", [])) or None
 
 
-def _floor(x: float) -> float:
-    if not 0 < x < 1:
-        raise ValueError(f"--floor must be a fraction between 0 and 1 (e.g. 0.015), got {x}")
-    return x
-
-
 def check_command(args, console, err) -> int:
-    floor = _floor(args.floor)
+    floor = check_floor(args.floor)
     if not 0 <= args.inject_slowdown <= 10:
         raise ValueError("--inject-slowdown must be between 0 and 10")
     pr_comment = getattr(args, "comment", None)
@@ -79,13 +73,7 @@ def check_command(args, console, err) -> int:
         write_json_atomic(args.json, data)
     if pr_comment:  # after --json, before the summary; posted by .github/workflows/gpu.yml
         write_text_atomic(pr_comment, comment(gate, chip_id, ab_sha, held))
-    if args.summary:
-        try:
-            with open(args.summary, "a") as f:
-                f.write(markdown(gate, chip_id, ab_sha, held) + "\n")
-        except OSError as e:  # the verdict stands: report, keep the exit code
-            err.print(f"[yellow]warning:[/] could not append the summary to "
-                      f"{args.summary}: {e}")
+    append_summary(args.summary, markdown(gate, chip_id, ab_sha, held), err)
     return 1 if gate.failed else 0
 
 
@@ -177,7 +165,7 @@ def merge_command(args, console, err) -> int:
     check_outputs((str(out), "--output (the baseline file)"))
     merged = baselines.combine(parts)
     old = None
-    with baselines.FileLock(str(out) + ".lock", timeout=600):
+    with baselines.locked(out):
         if out.exists() and out.resolve() not in {Path(p).resolve() for p in args.inputs}:
             try:
                 old = baselines.load(out, chip_id)

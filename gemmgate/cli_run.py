@@ -41,6 +41,24 @@ def check_outputs(*paths: tuple[str | None, str], append: str | None = None) -> 
         check_writable(append, "--summary", append=True)
 
 
+def check_floor(x: float) -> float:
+    """--floor: the smallest relative change ever flagged (check, bisect)."""
+    if not 0 < x < 1:
+        raise ValueError(f"--floor must be a fraction between 0 and 1 (e.g. 0.015), got {x}")
+    return x
+
+
+def append_summary(path: str | None, text: str, err: Console) -> None:
+    """Append Markdown to a CI step summary; a failure is reported and changes no verdict."""
+    if not path:
+        return
+    try:
+        with open(path, "a") as f:
+            f.write(text + "\n")
+    except OSError as e:  # the result stands: report, keep the exit code
+        err.print(f"[yellow]warning:[/] could not append the summary to {path}: {e}")
+
+
 def progress_bar(console: Console) -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), console=console, transient=True)

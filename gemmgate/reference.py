@@ -31,16 +31,18 @@ from types import ModuleType
 _LOADED: dict[str, ModuleType] = {}
 
 
-def resolve(ref: str, repo: str | Path = ".") -> str:
-    """The full commit id of `ref` (a branch, tag or sha); ValueError if git cannot."""
+def resolve(ref: str, repo: str | Path = ".", what: str = "--ab-ref") -> str:
+    """The full commit id of `ref` (a branch, tag or sha); ValueError if git cannot, the
+    message naming the argument `what` ("--ab-ref", "GOOD" ...)."""
     try:
         out = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
                              cwd=repo, capture_output=True, text=True, timeout=30)
     except FileNotFoundError:
-        raise ValueError("--ab-ref needs git on PATH") from None
+        raise ValueError(f"{what} needs git on PATH") from None
     if out.returncode != 0 or not out.stdout.strip():
-        raise ValueError(f"--ab-ref {ref!r}: no such commit in {Path(repo).resolve()} "
-                         "(a shallow clone? fetch it, e.g. actions/checkout fetch-depth: 0)")
+        raise ValueError(f"{what} {ref!r}: no such commit in {Path(repo).resolve()} "
+                         "(a typo, or a shallow clone? fetch the history, e.g. "
+                         "actions/checkout fetch-depth: 0)")
     return out.stdout.strip()
 
 
