@@ -48,7 +48,8 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--devices", metavar="IDS",
                    help="spread cases over these devices, one worker process each (e.g. 0,1)")
     p.add_argument("--retune", action="store_true",
-                   help="ignore pinned and cached Triton tiles: tune every shape afresh")
+                   help="tune every Triton key afresh within the budget, ignoring pinned tiles "
+                        "(default: no tuning; the kernel's own dispatch, as a library call)")
 
 
 def _json_arg(p: argparse.ArgumentParser) -> None:

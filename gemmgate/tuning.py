@@ -12,9 +12,17 @@ choice is made once per key (kernel family, M, N, K, operand strides) and kept:
    (`gemmgate baseline ... --retune` picks afresh);
 2. the local cache, $GEMMGATE_TUNING_DIR/<chip>.json (default ~/.cache/gemmgate/tuning),
    written atomically after every new choice, one entry per key and candidate list;
-3. otherwise tune: every candidate that fits the device's shared memory is benchmarked
-   with triton.testing.do_bench (median of `rep_ms`), fastest wins; once `budget_s` is
-   spent the remaining candidates are skipped (at least one is always measured).
+3. otherwise the kernel's own choice: a kernel puts the tile its dispatcher picks (its
+   committed tuning table, kernels/tuned/<chip>.json, or its heuristic) first among the
+   candidates, and that is what runs. No tuning on the measured path: `gemmgate check`,
+   `run` and `baseline` measure what a library user's call runs.
+
+Only with `search` (`--retune`, and `gemmgate tune`, which writes the kernel's table)
+are keys without a pin tuned: the local cache is read, and a key not in it has every
+candidate benchmarked with triton.testing.do_bench, fastest wins; once `budget_s` is
+spent the remaining candidates are skipped (at least one is always measured).
+`force` overrides fields of the kernel's own choice (`gemmgate sweep`: one parameter
+across values); it wins over pins.
 
 A pin or cache entry whose config is no longer a candidate (configs.py changed) is
 ignored and the key is tuned again. Entries record the kernel source hash they were
@@ -43,7 +51,7 @@ from gemmgate.files import read_text, write_json_atomic
 TileConfig = Any  # a kernel's frozen dataclass of tile fields; matched by value (asdict)
 
 SCHEMA, VERSION = "gemmgate.tuning", 1
-PINNED, CACHED, TUNED = "pinned", "cache", "tuned"
+PINNED, CACHED, TUNED, KERNEL, FORCED = "pinned", "cache", "tuned", "kernel", "forced"
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,8 @@ class TuningSetup:
     pins_from: str | None = None   # a baseline file whose cases' configs are pinned
     retune: bool = False           # ignore pins and the cache; tune every key afresh
     budget_s: float = 20.0         # per key
+    search: bool = False           # tune keys without a pin (else: the kernel's choice)
+    force: tuple[tuple[str, object], ...] = ()   # field overrides of the kernel's choice
     cache_dir: str | None = None   # default: $GEMMGATE_TUNING_DIR or ~/.cache/gemmgate/tuning
 
     def __post_init__(self) -> None:
@@ -160,13 +170,18 @@ def _cache_key(key: str, candidates: Sequence[TileConfig]) -> str:
 
 
 def config_name(c) -> str:
-    """'128x256x64 g8 s3 w8' for a tile given as a dict (JSON) or a kernel's TileConfig."""
+    """'128x256x64 g8 s3 w8' (a variant other than the tiled kernel first, e.g. 'tma
+    128x256x64 g8 s3 w8', and ' k4' for split-K) for a tile given as a dict (JSON) or a
+    kernel's TileConfig."""
     d = c if isinstance(c, dict) else asdict(c)
     try:
-        return (f"{d['block_m']}x{d['block_n']}x{d['block_k']} g{d['group_m']} "
+        name = (f"{d['block_m']}x{d['block_n']}x{d['block_k']} g{d['group_m']} "
                 f"s{d['num_stages']} w{d['num_warps']}")
     except KeyError:
         return repr(d)
+    variant, split = d.get("variant", "tiled"), d.get("split_k", 1)
+    return (f"{variant} " if variant != "tiled" else "") + name + \
+        (f" k{split}" if split != 1 else "")
 
 
 def _candidate(stored, candidates: Sequence[TileConfig]) -> TileConfig | None:
@@ -182,7 +197,9 @@ class Tuner:
     def __init__(self, setup: TuningSetup) -> None:
         self.setup = setup
         self.pins = {} if setup.retune or not setup.pins_from else load_pins(setup.pins_from)
-        self.cache = {} if setup.retune else load_cache(setup.cache_path, setup.chip_id)
+        searching = setup.search or setup.retune
+        self.cache = {} if setup.retune or not searching else \
+            load_cache(setup.cache_path, setup.chip_id)
         self.memo: dict[tuple, Choice] = {}
 
     def choose(self, key: str, candidates: Sequence[TileConfig],
@@ -195,7 +212,12 @@ class Tuner:
         # Memo and cache are per candidate list too: the A/B reference kernel may come
         # from a commit with other configs, and must not overwrite the current's choice.
         memo_key = (key, tuple(candidates))
-        choice = self.memo.get(memo_key) or self._lookup(key, candidates, kernel)
+        choice = self.memo.get(memo_key)
+        if choice is None and self.setup.force:
+            choice = Choice(key, forced(candidates[0], self.setup.force), FORCED, kernel)
+        choice = choice or self._lookup(key, candidates, kernel)
+        if choice is None and not (self.setup.search or self.setup.retune):
+            choice = Choice(key, candidates[0], KERNEL, kernel)
         if choice is None:
             best, timings = tune(candidates, bench, self.setup.budget_s)
             choice = Choice(key, best, TUNED, kernel, timings)
@@ -222,6 +244,16 @@ class Tuner:
             return Choice(key, cfg, source, tuned_for, dict(entry.get("timings_ms", {})),
                           stale=source == PINNED and bool(kernel) and tuned_for != kernel)
         return None
+
+
+def forced(config: TileConfig, overrides) -> TileConfig:
+    """`config` with some fields replaced (validated by the kernel's own dataclass)."""
+    fields = asdict(config)
+    unknown = [k for k, _ in overrides if k not in fields]
+    if unknown:
+        raise TuningError(f"unknown tile field(s) {', '.join(unknown)}; "
+                          f"known: {', '.join(fields)}")
+    return type(config)(**{**fields, **dict(overrides)})
 
 
 class Chooser:

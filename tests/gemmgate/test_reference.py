@@ -108,7 +108,7 @@ def test_gpu_the_reference_kernel_takes_the_pinned_tile(kernels_repo, tmp_path):
     d, old, _ = kernels_repo
     _, pkg = reference.load(old, d)
     inp = make_inputs(Case(512, 512, 512), MODES["bf16"], "cuda", seed=2)
-    setup = tuning.TuningSetup("test-chip", cache_dir=str(tmp_path), budget_s=5)
+    setup = tuning.TuningSetup("test-chip", cache_dir=str(tmp_path), budget_s=5, search=True)
     first = tuning.Tuner(setup).chooser()
     kernels.matmul(inp.a, inp.b, precision="bf16", choose=first)
     key = first.last.key

@@ -25,7 +25,7 @@ def fake_bench(times: dict, calls: list):
 
 
 def setup_for(tmp_path, **kw) -> TuningSetup:
-    return TuningSetup("h200", cache_dir=str(tmp_path / "cache"), **kw)
+    return TuningSetup("h200", cache_dir=str(tmp_path / "cache"), **{"search": True, **kw})
 
 
 def test_tune_picks_the_fastest_and_records_every_timing():

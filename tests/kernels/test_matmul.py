@@ -68,7 +68,7 @@ def test_gpu_tuning_is_cached_and_pinned(tmp_path):
     from gemmgate import tuning
     from kernels.configs import fits
 
-    setup = tuning.TuningSetup("test-chip", cache_dir=str(tmp_path), budget_s=5)
+    setup = tuning.TuningSetup("test-chip", cache_dir=str(tmp_path), budget_s=5, search=True)
     case = Case(512, 512, 512)
     choose = tuning.Tuner(setup).chooser(kernels.kernel_hash())
     assert _run(case, "bf16", "cuda", choose=choose) < 5e-3
