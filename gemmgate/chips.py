@@ -52,15 +52,16 @@ class Chip:
 
 
 _HOPPER = dict(vendor="nvidia", compute_units=132, smem_per_block=232448, llc_bytes=50 * MiB,
-               peak_tflops={"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4,
-                            "fp8": 1978.9},
-               modes=("fp32", "tf32", "bf16", "fp16", "fp8"))
+               peak_tflops={"fp32": 66.9, "tf32": 494.7, "tf32x3": 164.9, "bf16": 989.4,
+                            "fp16": 989.4, "fp8": 1978.9},
+               modes=("fp32", "tf32", "tf32x3", "bf16", "fp16", "fp8"))
 
 CHIPS: dict[str, Chip] = {
     c.id: c
     for c in (
         Chip("nvidia-a100", "nvidia", "NVIDIA A100 SXM4 80GB", 108, 166912, 40 * MiB, 2039.0,
-             {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}, match=("a100",)),
+             {"fp32": 19.5, "tf32": 156.0, "tf32x3": 52.0, "bf16": 312.0, "fp16": 312.0},
+             modes=("fp32", "tf32", "tf32x3", "bf16", "fp16"), match=("a100",)),
         Chip("nvidia-h100", name="NVIDIA H100 SXM5", mem_bw_gbs=3350.0, match=("h100",),
              **_HOPPER),
         Chip("nvidia-h200", name="NVIDIA H200 SXM", mem_bw_gbs=4800.0, match=("h200",),
@@ -133,6 +134,8 @@ def _generic(torch) -> Chip:
     modes = ["fp32", "bf16", "fp16"]
     if torch.version.hip is not None or props.major >= 8:
         modes.insert(1, "tf32")
+    if torch.version.hip is None and props.major >= 8:
+        modes.insert(2, "tf32x3")
     if torch.version.hip is None and (props.major, props.minor) >= (8, 9):
         modes.append("fp8")
     return replace(

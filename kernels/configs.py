@@ -1,16 +1,28 @@
-"""Tile configurations for kernels/matmul.py, kept as data (not inside the decorator).
+"""Tile configurations for the kernel variants, kept as data (not inside any decorator).
 
-Each entry: BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps. Families differ by
-element size: fp32 tiles hold twice the bytes of 16-bit tiles, fp8 wants a deeper K.
-Configs whose shared-memory footprint exceeds the device's limit are pruned (`fits`).
-`heuristic` is the tile a call gets when the caller passes neither a tile nor a chooser:
-picked in microseconds from the shape, never by timing on the call path.
+A TileConfig names the variant it is for and that variant's launch parameters:
+
+- `tiled` (kernels/matmul_tiled.py): one program per BLOCK_M x BLOCK_N tile, pointer loads,
+  any strides. `split_k` > 1 splits K over that many programs per tile (fp32 partials,
+  then a reduction): for small M*N with a long K, where tiles alone cannot fill the SMs.
+- `tma` (kernels/matmul_tma.py): persistent, one program per SM, operands through
+  Hopper's tensor-memory descriptors. Needs 16-byte aligned operands (kernels/dispatch.py).
+
+`search_space` is what `gemmgate tune` times for one key: generated per family and
+variant, pruned by shared memory (pipeline stages x tiles) and registers (the fp32
+accumulator per thread), at most `limit` configs. `heuristic` is what a call gets when
+the tuning table has nothing near: picked from the shape in microseconds, never timed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+VARIANTS = ("tiled", "tma")
+FAMILIES = ("16bit", "fp32", "fp8")
+ELEM_BYTES = {"16bit": 2, "fp32": 4, "fp8": 1}
+_MAX_ACC_REGS = 128  # fp32 accumulator registers per thread; more spills (255 in all)
 
 
 @dataclass(frozen=True)
@@ -21,6 +33,8 @@ class TileConfig:
     group_m: int
     num_stages: int
     num_warps: int
+    variant: str = "tiled"
+    split_k: int = 1
 
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n", "block_k"):
@@ -29,68 +43,128 @@ class TileConfig:
                 raise ValueError(f"{name}={v} must be a power of two >= 16")
         if self.group_m < 1 or self.num_stages < 1 or self.num_warps not in (1, 2, 4, 8, 16):
             raise ValueError(f"invalid launch parameters in {self}")
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown variant {self.variant!r}; known: {', '.join(VARIANTS)}")
+        if self.split_k < 1 or (self.split_k > 1 and self.variant != "tiled"):
+            raise ValueError(f"split_k={self.split_k}: only the tiled variant splits K")
 
     def smem_bytes(self, elem_bytes: int) -> int:
-        """Shared memory of the software pipeline: one A and one B tile per stage."""
+        """Shared memory of the software pipeline: one A and one B tile per stage (the
+        TMA variant keeps all stages in flight, the pointer pipeline one fewer), plus the
+        TMA variant's epilogue tile of C (fp32 for fp32 inputs, else 16-bit)."""
         per_stage = (self.block_m + self.block_n) * self.block_k * elem_bytes
+        if self.variant == "tma":
+            out_bytes = 4 if elem_bytes == 4 else 2
+            return per_stage * self.num_stages + self.block_m * self.block_n * out_bytes
         return per_stage * max(self.num_stages - 1, 1)
 
-
-def _tiles(rows: list[tuple[int, int, int, int, int, int]]) -> tuple[TileConfig, ...]:
-    return tuple(TileConfig(*r) for r in rows)
-
-
-# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps)
-CONFIGS: dict[str, tuple[TileConfig, ...]] = {
-    "16bit": _tiles([
-        (128, 256, 64, 8, 3, 8),
-        (128, 128, 64, 8, 4, 4),
-        (128, 64, 64, 8, 4, 4),
-        (64, 128, 64, 8, 4, 4),
-        (64, 64, 64, 8, 4, 4),
-        (16, 128, 128, 8, 4, 4),
-    ]),
-    "fp32": _tiles([
-        (128, 128, 32, 8, 3, 8),
-        (128, 64, 32, 8, 4, 4),
-        (64, 128, 32, 8, 4, 4),
-        (64, 64, 32, 8, 4, 4),
-        (16, 128, 64, 8, 4, 4),
-    ]),
-    "fp8": _tiles([
-        (128, 256, 128, 8, 3, 8),
-        (128, 128, 128, 8, 4, 8),
-        (128, 64, 128, 8, 4, 4),
-        (64, 64, 128, 8, 4, 4),
-        (16, 128, 128, 8, 4, 4),
-    ]),
-}
-
-# The Triton interpreter runs programs one by one in numpy: few, large tiles are fastest.
-INTERPRETER_CONFIG = TileConfig(32, 32, 32, 4, 1, 4)
+    def acc_regs(self) -> int:
+        """fp32 accumulator registers per thread."""
+        return self.block_m * self.block_n // (self.num_warps * 32)
 
 
 def config_name(c: TileConfig) -> str:
-    return f"{c.block_m}x{c.block_n}x{c.block_k} g{c.group_m} s{c.num_stages} w{c.num_warps}"
+    name = (f"{c.block_m}x{c.block_n}x{c.block_k} g{c.group_m} s{c.num_stages} "
+            f"w{c.num_warps}")
+    return (f"{c.variant} " if c.variant != "tiled" else "") + name + \
+        (f" k{c.split_k}" if c.split_k > 1 else "")
 
 
-def fits(candidates: Sequence[TileConfig], elem_bytes: int,
-         smem_limit: int) -> tuple[TileConfig, ...]:
-    """Candidates whose pipeline fits the device's shared memory (the smallest one if
-    none does, so that there is always something to launch)."""
-    kept = tuple(c for c in candidates if c.smem_bytes(elem_bytes) <= smem_limit)
-    return kept or (min(candidates, key=lambda c: c.smem_bytes(elem_bytes)),)
+def _t(bm, bn, bk, stages, warps, variant="tiled", split=1, group=8) -> TileConfig:
+    return TileConfig(bm, bn, bk, group, stages, warps, variant, split)
 
 
-def heuristic(candidates: Sequence[TileConfig], m: int, n: int,
-              num_sms: int) -> TileConfig:
-    """The largest tile that still gives every SM at least one program; the smallest
-    tile when even that is too few (skinny shapes). Candidates come largest first."""
-    skinny = [c for c in candidates if c.block_m <= 16]
-    if m <= 16 and skinny:
-        return skinny[0]
-    square = [c for c in candidates if c.block_m > 16] or list(candidates)
-    for c in square:
-        if -(-m // c.block_m) * -(-n // c.block_n) >= num_sms:
-            return c
-    return square[-1]
+# The tiles each family starts from (largest first); tma needs BLOCK_M >= 64 (wgmma).
+_TILES = {
+    "16bit": ((128, 256, 64), (256, 128, 64), (128, 128, 64), (128, 64, 64), (64, 128, 64),
+              (64, 64, 64), (128, 128, 128), (64, 256, 64)),
+    "fp32": ((128, 128, 32), (128, 256, 32), (128, 64, 32), (64, 128, 32), (64, 64, 32),
+             (128, 128, 64), (64, 256, 32)),
+    "fp8": ((128, 256, 128), (256, 128, 128), (128, 128, 128), (128, 64, 128),
+            (64, 128, 128), (64, 64, 128), (128, 256, 64)),
+}
+_SKINNY = {"16bit": ((16, 128, 128), (32, 128, 128), (16, 64, 256), (32, 64, 128)),
+           "fp32": ((16, 128, 64), (32, 128, 64), (16, 64, 128)),
+           "fp8": ((16, 128, 256), (32, 128, 128), (16, 64, 256))}
+
+# The interpreter runs programs one by one in numpy: few, large tiles are fastest.
+INTERPRETER_CONFIG = TileConfig(32, 32, 32, 4, 1, 4)
+
+
+def usable(c: TileConfig, family: str, smem_limit: int) -> bool:
+    return c.smem_bytes(ELEM_BYTES[family]) <= smem_limit and c.acc_regs() <= _MAX_ACC_REGS
+
+
+def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinny: bool,
+                 split_ks: Sequence[int] = (), limit: int = 30) -> tuple[TileConfig, ...]:
+    """The configs `gemmgate tune` times for one key, most promising first, pruned by
+    shared memory and accumulator registers, at most `limit`."""
+    out: list[TileConfig] = []
+    if "tma" in variants and not skinny:
+        for bm, bn, bk in _TILES[family]:
+            for stages in (3, 4, 5):
+                for warps in (8, 4):
+                    out.append(_t(bm, bn, bk, stages, warps, "tma"))
+    if "tiled" in variants:
+        tiles = _SKINNY[family] + _TILES[family][2:5] if skinny else _TILES[family]
+        for bm, bn, bk in tiles:
+            for stages in (3, 4):
+                out.append(_t(bm, bn, bk, stages, 4 if bm * bn <= 128 * 64 else 8))
+        for split in split_ks:
+            for bm, bn, bk in (_SKINNY[family][:2] if skinny else _TILES[family][4:6]):
+                out.append(_t(bm, bn, bk, 4, 4, split=split))
+    kept = [c for c in dict.fromkeys(out) if usable(c, family, smem_limit)]
+    return tuple(_interleave(kept, limit))
+
+
+def _interleave(configs: list[TileConfig], limit: int) -> list[TileConfig]:
+    """Round-robin over (variant, split_k) groups so that a truncated list still tries
+    every kind of kernel."""
+    groups: dict[tuple, list[TileConfig]] = {}
+    for c in configs:
+        groups.setdefault((c.variant, c.split_k > 1), []).append(c)
+    out: list[TileConfig] = []
+    while len(out) < limit and any(groups.values()):
+        for g in groups.values():
+            if g and len(out) < limit:
+                out.append(g.pop(0))
+    return out
+
+
+def split_for(m: int, n: int, k: int, c: TileConfig, num_sms: int) -> int:
+    """Split K so that tiles x splits roughly fill the SMs, keeping >= 4 K-blocks each."""
+    tiles = -(-m // c.block_m) * -(-n // c.block_n)
+    if tiles >= num_sms // 2:
+        return 1
+    split = 1
+    while tiles * split * 2 <= num_sms and k // (split * 2) >= 4 * c.block_k:
+        split *= 2
+    return split
+
+
+def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
+              smem_limit: int) -> TileConfig:
+    """The tile a call gets when the tuning table has nothing near: the largest tile that
+    still gives every SM work; split-K when even small tiles leave most SMs idle and K is
+    long; skinny tiles for decode-like M."""
+    big, mid, small = _TILES[family][0], _TILES[family][2], _TILES[family][5]
+    if m <= 32:
+        bm, bn, bk = _SKINNY[family][0]
+        c = _t(bm, bn, bk, 4, 4)
+    else:
+        variant = "tma" if tma else "tiled"
+        c = None
+        for (bm, bn, bk), stages, warps in ((big, 3, 8), (mid, 4, 8), (small, 4, 4)):
+            cand = _t(bm, bn, bk, stages, warps, variant)
+            if -(-m // bm) * -(-n // bn) >= num_sms and usable(cand, family, smem_limit):
+                c = cand
+                break
+        if c is None:
+            bm, bn, bk = small
+            c = _t(bm, bn, bk, 4, 4)
+    split = split_for(m, n, k, c, num_sms) if c.variant == "tiled" else 1
+    if split > 1:
+        c = _t(c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, split=split)
+    if not usable(c, family, smem_limit):
+        c = _t(*small, 2, 4)
+    return c

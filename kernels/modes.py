@@ -27,6 +27,8 @@ class KernelMode:
 MODES: dict[str, KernelMode] = {m.name: m for m in (
     KernelMode("fp32", ("float32",), "float32", "ieee"),
     KernelMode("tf32", ("float32",), "float32", "tf32", min_capability=(8, 0)),
+    # Three tf32 passes (hi*hi + hi*lo + lo*hi): near-fp32 accuracy on tensor cores.
+    KernelMode("tf32x3", ("float32",), "float32", "tf32x3", min_capability=(8, 0)),
     KernelMode("bf16", ("bfloat16",), "bfloat16", "ieee"),
     KernelMode("fp16", ("float16",), "float16", "ieee"),
     KernelMode("fp8", ("float8_e4m3fn", "float8_e4m3fnuz"), "bfloat16", "ieee", scaled=True,

@@ -195,11 +195,11 @@ def test_select_unknown_gpu_gets_generic_profile(fake_gpu):
     assert c.vendor == "nvidia" and c.device_type == "cuda"
     assert c.compute_units == 100
     assert c.smem_per_block == 100000 and c.llc_bytes == 1 << 25
-    assert c.modes == ("fp32", "tf32", "bf16", "fp16", "fp8")
+    assert c.modes == ("fp32", "tf32", "tf32x3", "bf16", "fp16", "fp8")
     assert c.peak_tflops == {}
 
 
 def test_generic_profile_of_an_older_gpu(fake_gpu):
     fake_gpu("Foo GPU 8000", major=8, minor=0)          # Ampere: tf32, but fp8 needs sm_89
     c = select_chip().chip
-    assert c.modes == ("fp32", "tf32", "bf16", "fp16")
+    assert c.modes == ("fp32", "tf32", "tf32x3", "bf16", "fp16")

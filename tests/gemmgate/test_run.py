@@ -4,6 +4,7 @@ its chooser, on the CPU (interpreter) with small shapes. No verdict here rests o
 
 import math
 import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -78,18 +79,21 @@ def test_the_tile_a_kernel_chose_comes_back_through_its_chooser(ctx):
     # A kernel that asks its chooser (as the GPU path does) reports the tile it ran in
     # the case's telemetry: no module global carries it.
     import kernels
-    from kernels.configs import CONFIGS
+    from kernels.configs import TileConfig
+
+    tiles = (TileConfig(64, 32, 32, 4, 2, 4), TileConfig(32, 32, 32, 4, 1, 4))
 
     def matmul(a, b, *, choose=None, **kw):
-        choose("fp32 test-key", CONFIGS["fp32"][:2], lambda cfg: float(cfg.block_m))
+        choose("fp32 test-key", tiles, lambda cfg: pytest.fail("tuned on the measured path"))
         return kernels.matmul(a, b, **kw)
 
     fake = types.SimpleNamespace(matmul=matmul, kernel_hash=lambda: "abc")
     r = Runner(ctx, triton=fake).run_case(MODES["fp32"], Case(16, 16, 16))
     assert r.passed
     tile = r.telemetry["tuning"]
-    assert tile["source"] == "tuned" and tile["kernel"] == "abc"
-    assert tile["config"]["block_m"] == min(c.block_m for c in CONFIGS["fp32"][:2])
+    # no tuning by default: the kernel's own choice (its first candidate) runs
+    assert tile["source"] == "kernel" and tile["kernel"] == "abc"
+    assert tile["config"]["block_m"] == 64
     assert r.telemetry["triton_config"].startswith(f"{tile['config']['block_m']}x")
 
 
@@ -106,3 +110,56 @@ def test_the_context_pickles_for_workers_and_fresh_processes(ctx):
 
     again = pickle.loads(pickle.dumps(ctx))
     assert again == ctx
+
+
+# --- --providers: extras are checked and timed like the others, judged apart ---------------
+
+HERE = Path(__file__).parent  # custom_providers.py: GEMMs to name as module:function
+
+
+@pytest.fixture
+def custom(monkeypatch):
+    monkeypatch.syspath_prepend(str(HERE))
+    import custom_providers
+
+    custom_providers.SEEN.clear()
+    return custom_providers
+
+
+def _extras_ctx(*names: str):
+    return make_context(chip="cpu", shapes="smoke", modes="fp32",
+                        providers=",".join(("triton", "vendor") + names))
+
+
+def test_a_correct_custom_provider_passes_and_has_its_ratio(custom):
+    ctx = _extras_ctx("custom_providers:correct", "custom_providers:hooked")
+    r = Runner(ctx).run_case(MODES["fp32"], Case(16, 24, 32))
+    assert list(r.providers) == ["triton", "vendor", "custom_providers:correct",
+                                 "custom_providers:hooked"]
+    assert r.extras == ("custom_providers:correct", "custom_providers:hooked")
+    p = r.providers["custom_providers:correct"]
+    assert p.accuracy == "pass" and p.error < 1e-6 and p.samples_ms and p.tflops
+    ratio = r.ratio_to("custom_providers:correct")  # its time / Triton's, as `ratio`
+    assert ratio == p.median_ms / r.providers["triton"].median_ms
+    assert r.to_json()["ratios"]["custom_providers:correct"] == ratio
+    assert r.passed and r.gate_passed
+    # a `choose` parameter gets the run's recording chooser; one without gets none
+    assert custom.SEEN and all(c is not None for c in custom.SEEN)
+
+
+def test_a_wrong_custom_provider_fails_accuracy_but_not_the_gated_pair(custom):
+    ctx = _extras_ctx("custom_providers:wrong")
+    r = Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
+    p = r.providers["custom_providers:wrong"]
+    assert p.accuracy == "fail" and p.error > 1e-2
+    assert not r.passed                      # the run reports it (exit 1) ...
+    assert r.gate_passed                     # ... the gate judges triton vs vendor only
+
+
+def test_inductor_on_the_cpu_is_unsupported_not_a_failure():
+    ctx = _extras_ctx("inductor")
+    r = Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
+    p = r.providers["inductor"]
+    assert p.accuracy == "unsupported" and "needs a CUDA GPU" in p.message
+    assert not p.samples_ms and r.ratio_to("inductor") is None
+    assert r.passed and r.ratio > 0

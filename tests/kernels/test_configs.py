@@ -1,30 +1,67 @@
-"""kernels/configs.py: shared-memory pruning and the call-time heuristic (no timing)."""
+"""kernels/configs.py: validation, pruning by shared memory and registers, the search
+space `gemmgate tune` times, and the call-time heuristic (no timing)."""
 
-from kernels.configs import CONFIGS, TileConfig, config_name, fits, heuristic
+import pytest
 
-BIG = TileConfig(128, 256, 64, 8, 3, 8)
-MID = TileConfig(128, 128, 64, 8, 4, 4)
-SMALL = TileConfig(64, 64, 64, 8, 4, 4)
-SKINNY = TileConfig(16, 128, 128, 8, 4, 4)
-CANDIDATES = (BIG, MID, SMALL)
+from kernels.configs import TileConfig, config_name, heuristic, search_space, split_for, usable
 
-
-def test_fits_drops_configs_over_the_shared_memory_limit():
-    # bf16: BIG needs (128+256)*64*2*2 = 98304 bytes, MID 3*32768 = 98304, SMALL 49152
-    assert fits(CANDIDATES, 2, 232448) == CANDIDATES
-    assert fits(CANDIDATES, 2, 60000) == (SMALL,)
-    assert fits(CANDIDATES, 2, 1000) == (SMALL,)  # nothing fits: the smallest
+H200_SMEM, H200_SMS = 232448, 132
 
 
-def test_heuristic_takes_the_largest_tile_that_fills_the_sms():
-    cands = CANDIDATES + (SKINNY,)
-    assert heuristic(cands, 8192, 8192, 132) == BIG       # 32*64 programs
-    assert heuristic(cands, 2048, 2048, 132) == MID       # BIG gives 128 < 132
-    assert heuristic(cands, 256, 256, 132) == SMALL       # nothing fills: the smallest square
-    assert heuristic(cands, 16, 4096, 132) == SKINNY      # decode-like M
+def test_tile_fields_are_validated():
+    with pytest.raises(ValueError, match="power of two"):
+        TileConfig(24, 64, 64, 8, 3, 4)
+    with pytest.raises(ValueError, match="unknown variant"):
+        TileConfig(64, 64, 64, 8, 3, 4, "wgmma")
+    with pytest.raises(ValueError, match="only the tiled variant"):
+        TileConfig(64, 64, 64, 8, 3, 4, "tma", split_k=2)
 
 
-def test_every_family_has_a_skinny_tile_and_names_read_well():
-    for family, cands in CONFIGS.items():
-        assert any(c.block_m <= 16 for c in cands), family
-    assert config_name(MID) == "128x128x64 g8 s4 w4"
+def test_usable_prunes_by_shared_memory_and_accumulator_registers():
+    big = TileConfig(128, 256, 64, 8, 3, 8, "tma")
+    assert big.smem_bytes(2) == 3 * (128 + 256) * 64 * 2 + 128 * 256 * 2
+    assert usable(big, "16bit", H200_SMEM)
+    assert not usable(TileConfig(128, 256, 64, 8, 6, 8, "tma"), "16bit", H200_SMEM)  # smem
+    assert not usable(TileConfig(256, 256, 32, 8, 2, 4), "16bit", H200_SMEM)  # 512 regs
+
+
+@pytest.mark.parametrize("family", ["16bit", "fp32", "fp8"])
+def test_search_space_is_bounded_pruned_and_tries_every_kind(family):
+    space = search_space(family, ("tma", "tiled"), H200_SMEM, skinny=False, split_ks=(2, 4))
+    assert 0 < len(space) <= 30 and len(set(space)) == len(space)
+    assert all(usable(c, family, H200_SMEM) for c in space)
+    kinds = {(c.variant, c.split_k > 1) for c in space}
+    assert kinds == {("tma", False), ("tiled", False), ("tiled", True)}
+    skinny = search_space(family, ("tiled",), H200_SMEM, skinny=True)
+    assert skinny and all(c.variant == "tiled" and c.block_m <= 128 for c in skinny)
+    assert any(c.block_m <= 32 for c in skinny)
+
+
+def test_heuristic_fills_the_sms_and_splits_k_when_tiles_cannot():
+    big = heuristic("16bit", 8192, 8192, 8192, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
+    assert (big.variant, big.block_m, big.block_n) == ("tma", 128, 256)
+    mid = heuristic("16bit", 2048, 2048, 2048, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
+    assert (mid.block_m, mid.block_n) == (128, 128)        # 128x256 gives 128 < 132 tiles
+    long_k = heuristic("16bit", 128, 128, 65536, tma=True, num_sms=H200_SMS,
+                       smem_limit=H200_SMEM)
+    assert long_k.variant == "tiled" and long_k.split_k > 1
+    skinny = heuristic("fp8", 16, 4096, 4096, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
+    assert skinny.block_m == 16 and skinny.variant == "tiled"
+    for fam in ("16bit", "fp32", "fp8"):   # whatever the shape, the pick fits the chip
+        for shape in ((1, 1, 1), (64, 64, 64), (4096, 4096, 253), (300, 300, 100000)):
+            c = heuristic(fam, *shape, tma=False, num_sms=H200_SMS, smem_limit=H200_SMEM)
+            assert usable(c, fam, H200_SMEM) and c.variant == "tiled"
+
+
+def test_split_for_keeps_whole_blocks_per_split():
+    c = TileConfig(64, 64, 64, 8, 4, 4)
+    assert split_for(4096, 4096, 4096, c, H200_SMS) == 1      # tiles fill the SMs
+    s = split_for(128, 128, 65536, c, H200_SMS)
+    assert s > 1 and 4 * s <= H200_SMS and 65536 // s >= 4 * 64
+    assert split_for(128, 128, 256, c, H200_SMS) == 1          # too short to split
+
+
+def test_names_read_well():
+    assert config_name(TileConfig(128, 128, 64, 8, 4, 4)) == "128x128x64 g8 s4 w4"
+    assert config_name(TileConfig(128, 256, 64, 8, 3, 8, "tma")) == "tma 128x256x64 g8 s3 w8"
+    assert config_name(TileConfig(64, 64, 64, 8, 4, 4, split_k=8)) == "64x64x64 g8 s4 w4 k8"

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from gemmgate.accuracy import relative_error
+from kernels import matmul_tiled
 from kernels.configs import INTERPRETER_CONFIG
-from kernels.matmul import _matmul_kernel
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(),
                                 reason="pins defects of the CPU interpreter only")
@@ -15,16 +15,9 @@ pytestmark = pytest.mark.skipif(torch.cuda.is_available(),
 
 def _raw(a, b, out_dtype, precision="ieee"):
     """Launch the kernel directly (the public launcher refuses tf32 on the CPU)."""
-    M, K = a.shape
-    N = b.shape[1]
-    c = torch.empty(M, N, dtype=out_dtype)
-    cfg = INTERPRETER_CONFIG
-    grid = (-(-M // cfg.block_m) * -(-N // cfg.block_n),)
-    _matmul_kernel[grid](a, b, c, a, a, M, N, K, a.stride(0), a.stride(1), b.stride(0),
-                         b.stride(1), c.stride(0), c.stride(1), BLOCK_M=cfg.block_m,
-                         BLOCK_N=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_M=cfg.group_m,
-                         INPUT_PRECISION=precision, IS_FP32=a.dtype == torch.float32,
-                         HAS_SCALE=False)
+    c = torch.empty(a.shape[0], b.shape[1], dtype=out_dtype)
+    matmul_tiled.launch(INTERPRETER_CONFIG, a, b, c, a, a, None, input_precision=precision,
+                        is_fp32=a.dtype == torch.float32, has_scale=False)
     return c
 
 

@@ -10,17 +10,25 @@ from gemmgate.accuracy import relative_error
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import MODES
 from gemmgate.shapes import SETS, Case
-from kernels.configs import CONFIGS, TileConfig
+from kernels import matmul_tma
+from kernels.configs import INTERPRETER_CONFIG, TileConfig
 
 # (mode, tolerance): fp32 IEEE far under tf32's ~3e-4; 16-bit output rounding ~2e-3.
 CPU_MODES = [("fp32", 1e-5), ("fp16", 1e-3)]
-GPU_MODES = [("fp32", 2e-5), ("tf32", 1.5e-3), ("bf16", 5e-3), ("fp16", 1e-3), ("fp8", 5e-3)]
+GPU_MODES = [("fp32", 2e-5), ("tf32", 1.5e-3), ("tf32x3", 1e-5), ("bf16", 5e-3),
+             ("fp16", 1e-3), ("fp8", 5e-3)]
 CORNERS = SETS["tail"] + SETS["smoke"]
 
 
 # A fixed tile for GPU corner tests: autotuning every odd shape would cost minutes of
 # compiles; the autotuned path is exercised by `gemmgate run` and test_gpu_autotuned.
 GPU_TILE = TileConfig(64, 64, 64, 8, 3, 4)
+# Every variant on the interpreter: the tiled kernel, split-K, and the persistent TMA
+# kernel (which falls back to pointer loads where operands cannot be described).
+CPU_VARIANTS = {"tiled": INTERPRETER_CONFIG, "split3": TileConfig(32, 32, 16, 2, 1, 4, split_k=3),
+                "tma": TileConfig(32, 32, 16, 2, 1, 4, "tma")}
+GPU_VARIANTS = {"tiled": GPU_TILE, "split4": TileConfig(64, 64, 64, 8, 3, 4, split_k=4),
+                "tma": TileConfig(128, 128, 64, 8, 3, 8, "tma")}
 
 
 def _run(case: Case, mode: str, device: str, config=None, choose=None):
@@ -40,6 +48,34 @@ def test_matches_float64_reference(case, mode, tol, device):
     assert _run(case, mode, device) < tol
 
 
+@pytest.mark.parametrize("case", SETS["smoke"] + (Case(33, 17, 65), Case(40, 24, 56, "cc", 3)),
+                         ids=lambda c: c.id)
+@pytest.mark.parametrize("variant", CPU_VARIANTS)
+def test_every_variant_matches_the_reference(case, variant, device):
+    assert _run(case, "fp32", device, CPU_VARIANTS[variant]) < 1e-5  # fp32: ~1e-7
+
+
+@pytest.mark.parametrize("shape", [(72, 52, 44), (36, 20, 68), (36, 50, 44)])
+@pytest.mark.parametrize("a_t,b_t", [(0, 0), (0, 1), (1, 0), (1, 1)])
+def test_tma_kernel_itself_on_every_layout(shape, a_t, b_t, device):
+    """The TMA kernel proper (not its pointer fallback): descriptors of row- and column-
+    major operands, zero-filled edges past M, N, K, and a C too narrow for a descriptor
+    (N=50 fp32: 200 bytes) stored by masked pointers."""
+    m, n, k = shape
+    g = torch.Generator().manual_seed(m + n + k)
+    a = torch.randn(m, k, generator=g).to(device)
+    b = torch.randn(k, n, generator=g).to(device)
+    a = a.t().contiguous().t() if a_t else a
+    b = b.t().contiguous().t() if b_t else b
+    if matmul_tma.tma_view(a) is None or matmul_tma.tma_view(b) is None:
+        pytest.skip("operands not describable (16-byte rule): the dispatcher never sends these")
+    out = torch.full((m, n), float("nan"), device=device)
+    matmul_tma.launch(CPU_VARIANTS["tma"], a, b, out, a, a, input_precision="ieee",
+                      is_fp32=True, has_scale=False)
+    ref = a.double() @ b.double()
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", CORNERS + (Case(300, 257, 1000), Case(128, 256, 4096, "cc")),
                          ids=lambda c: c.id)
@@ -48,6 +84,31 @@ def test_gpu_modes_match_reference(case, mode, tol):
     if mode == "fp8" and torch.cuda.get_device_capability() < (8, 9):
         pytest.skip("fp8 needs compute capability 8.9+")
     assert _run(case, mode, "cuda", GPU_TILE) < tol
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", [Case(33, 17, 65), Case(300, 264, 1000, "cc"),
+                                  Case(128, 256, 4096, "cr"), Case(1024, 1000, 2000, "rc", 8)],
+                         ids=lambda c: c.id)
+@pytest.mark.parametrize("mode,tol", GPU_MODES)
+@pytest.mark.parametrize("variant", ["split4", "tma"])
+def test_gpu_variants_match_reference(case, mode, tol, variant):
+    """Split-K and the TMA kernel on edges, every layout and padded leading dimensions
+    (operands a descriptor cannot take run the same tile with pointer loads)."""
+    if mode == "fp8" and torch.cuda.get_device_capability() < (8, 9):
+        pytest.skip("fp8 needs compute capability 8.9+")
+    assert _run(case, mode, "cuda", GPU_VARIANTS[variant]) < tol
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", SETS["pr"] + (Case(4097, 4095, 1000), Case(128, 128, 65536)),
+                         ids=lambda c: c.id)
+@pytest.mark.parametrize("mode,tol", GPU_MODES)
+def test_gpu_dispatched_pr_shapes(case, mode, tol):
+    """What a library call runs (table or heuristic, copies, TMA): every pr shape."""
+    if mode == "fp8" and torch.cuda.get_device_capability() < (8, 9):
+        pytest.skip("fp8 needs compute capability 8.9+")
+    assert _run(case, mode, "cuda") < tol
 
 
 @pytest.mark.gpu
@@ -66,7 +127,6 @@ def test_gpu_tuning_is_cached_and_pinned(tmp_path):
     from dataclasses import asdict
 
     from gemmgate import tuning
-    from kernels.configs import fits
 
     setup = tuning.TuningSetup("test-chip", cache_dir=str(tmp_path), budget_s=5, search=True)
     case = Case(512, 512, 512)
@@ -79,7 +139,7 @@ def test_gpu_tuning_is_cached_and_pinned(tmp_path):
     again = tuning.Tuner(setup).chooser(kernels.kernel_hash())
     _run(case, "bf16", "cuda", choose=again)
     assert again.last.source == tuning.CACHED and again.last.config == chosen.config
-    other = next(c for c in fits(CONFIGS["16bit"], 2, 1 << 30) if c != chosen.config)
+    other = next(c for c in (TileConfig(128, 128, 64, 8, 3, 8), GPU_TILE) if c != chosen.config)
     pins = tmp_path / "baseline.json"
     pins.write_text(json.dumps({"cases": {"x": {"tuning": {
         "key": chosen.key, "config": asdict(other)}}}}))

@@ -1,0 +1,72 @@
+"""`gemmgate tune`: search tiles for a shape set and write the kernel's tuning table
+(gemmgate/tune.py). Exit 0 when every tuned case passed accuracy, 1 otherwise (those
+keys are not written), 2 on bad input or on the CPU (the interpreter runs one tile)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from rich.table import Table
+
+from gemmgate.cli_run import check_outputs, context_from_args, progress_bar
+from gemmgate.context import make_context
+from gemmgate.files import write_json_atomic
+from gemmgate.results import RunRecord
+from gemmgate.run import environment_of
+from gemmgate.tune import entry_of, stale_items, table_path, tune, write_table
+
+
+def tune_command(args, console, err) -> int:
+    if not args.budget_per_key > 0:
+        raise ValueError(f"--budget-per-key must be > 0 seconds, got {args.budget_per_key}")
+    ctx = context_from_args(args)
+    if ctx.chip.device_type == "cpu":
+        raise ValueError("gemmgate tune needs a GPU: on the CPU the Triton interpreter runs "
+                         "one fixed tile, so there is nothing to tune")
+    path = Path(args.table) if args.table else table_path(ctx.chip.id)
+    check_outputs((str(path), "--table"), (args.json, "--json"))
+    contexts = [ctx]
+    if args.stale:
+        by_mode = defaultdict(list)
+        for mode, case in stale_items(path, ctx.selection.device_name):
+            by_mode[mode].append(case)
+        if not by_mode:
+            err.print(f"no stale entries in {path}: nothing to retune")
+            return 0
+        contexts = [make_context(ctx.chip.id, modes=m, timing=args.timing,
+                                 budget_s=args.budget, cases=cs, cases_label="stale entries")
+                    for m, cs in by_mode.items()]
+    results = []
+    with progress_bar(err) as bar:
+        task = bar.add_task("tuning", total=sum(len(c.items) for c in contexts))
+        for c in contexts:
+            results += tune(c, args.budget_per_key, on_result=lambda r: bar.update(
+                task, advance=1, description=f"{r.mode} {r.case.id}"))
+    env = environment_of(ctx)
+    entries = [e for r in results if (e := entry_of(r, env)) is not None]
+    data = write_table(path, ctx.chip.id, ctx.chip.match, entries)
+    _print(console, entries, f"tuned {len(entries)} keys into {path} "
+                             f"({len(data['entries'])} entries)")
+    if args.json:
+        write_json_atomic(args.json, RunRecord(env, ctx.shapes_label, tuple(results)).to_json())
+    failed = [r for r in results if r.providers["triton"].status != "pass"]
+    for r in failed:
+        err.print(f"[red]{r.mode} {r.case.id}: Triton {r.providers['triton'].status}, "
+                  f"not written[/]")
+    return 1 if failed else 0
+
+
+def _print(console, entries, title: str) -> None:
+    from kernels.configs import TileConfig, config_name
+
+    t = Table(title=title)
+    for h in ("mode", "case", "bucket", "tile", "tried", "Triton ms", "vendor ms", "ratio"):
+        t.add_column(h)
+    for e in entries:
+        tri, ven = e["triton_ms"], e["vendor_ms"]
+        ratio = f"{ven / tri:.3f}" if tri and ven else "—"
+        t.add_row(e["mode"], f"m{e['m']}-n{e['n']}-k{e['k']}", e["bucket"],
+                  config_name(TileConfig(**e["config"])), str(e["tried"]),
+                  f"{tri:.4f}" if tri else "—", f"{ven:.4f}" if ven else "—", ratio)
+    console.print(t)

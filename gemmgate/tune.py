@@ -1,0 +1,126 @@
+"""`gemmgate tune`: search tiles offline and write the kernel's tuning table.
+
+The table (kernels/tuned/<chip>.json, read by kernels/table.py at call time) is the
+tuning knowledge base: per bucket (family, mode, operand layouts, tma or pointer path)
+and shape, the fastest tile found, with what it was found on (chip, driver, triton,
+torch, the variant's source hash). Nothing tunes on the measured path: `run`, `check`
+and `baseline` measure the kernel as a library call runs it, table and all.
+
+Tuning is a run: every case goes through the one run path (Runner.run_case) with a
+searching tuner (at most the kernel's 30 candidates per key, within `budget_s` per key),
+so each entry comes with the tuned kernel's accuracy and its time against the vendor.
+Only keys whose Triton result passed accuracy are written. Entries merge into the file
+as it is now, under a lock, atomically (replacing the same bucket and shape).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from filelock import FileLock
+
+from gemmgate import stats
+from gemmgate.context import RunContext
+from gemmgate.files import write_json_atomic
+from gemmgate.results import CaseResult
+from gemmgate.run import Runner
+from gemmgate.shapes import Case
+
+SCHEMA, VERSION = "kernels.tuning-table", 1   # kernels/table.py reads this format
+
+
+def table_path(chip_id: str, directory: str | Path | None = None) -> Path:
+    from kernels import table
+
+    return Path(directory or table.DEFAULT_DIR) / f"{chip_id}.json"
+
+
+def tune_context(ctx: RunContext, budget_s: float) -> RunContext:
+    """The run's context with a tuner that searches every key afresh."""
+    return replace(ctx, tuning=replace(ctx.tuning, search=True, retune=True, pins_from=None,
+                                       budget_s=budget_s))
+
+
+def tune(ctx: RunContext, budget_s: float, on_result=None) -> list[CaseResult]:
+    """Run every case of `ctx` with a searching tuner; the CaseResults carry the choice."""
+    tctx = tune_context(ctx, budget_s)
+    runner = Runner(tctx)
+    out = []
+    for mode, case in tctx.items:
+        r = runner.run_case(mode, case)
+        out.append(r)
+        if on_result is not None:
+            on_result(r)
+    return out
+
+
+def entry_of(r: CaseResult, env: dict) -> dict | None:
+    """A table entry for a tuned case, or None (not tuned, or Triton failed accuracy)."""
+    from kernels import table
+
+    t = r.telemetry.get("tuning")
+    tri = r.providers.get("triton")
+    if not t or " | " not in t.get("key", "") or tri is None or tri.status != "pass":
+        return None
+    timings = [ms for ms in t.get("timings_ms", {}).values() if ms is not None]
+    vendor = r.providers.get("vendor")
+    return {
+        "bucket": t["key"].split(" | ")[0], "mode": r.mode, "m": r.case.m, "n": r.case.n,
+        "k": r.case.k, "layout": r.case.layout, "pad": r.case.pad, "config": t["config"],
+        "kernel": table.variant_hash(t["config"].get("variant", "tiled")),
+        "tuned_ms": min(timings) if timings else None, "tried": len(timings),
+        "triton_ms": _median(tri.samples_ms), "vendor_ms": _median(vendor.samples_ms)
+        if vendor else None, "driver": env.get("driver"), "triton": env.get("triton"),
+        "torch": env.get("torch"), "date": env.get("date") or _today(),
+    }
+
+
+def _median(xs) -> float | None:
+    return stats.median(list(xs)) if xs else None
+
+
+def _today() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).date().isoformat()
+
+
+def _where(e: dict) -> tuple:
+    return e["bucket"], int(e["m"]), int(e["n"]), int(e["k"])
+
+
+def merged(old: Sequence[dict], new: Sequence[dict]) -> list[dict]:
+    """Old entries not re-tuned, then the new ones; sorted for reviewable diffs."""
+    fresh = {_where(e): e for e in new}
+    keep = [e for e in old if _where(e) not in fresh]
+    return sorted(keep + list(fresh.values()), key=_where)
+
+
+def write_table(path: Path, chip_id: str, match: Sequence[str], new: Sequence[dict]) -> dict:
+    """Merge `new` into the table file as it is now, under a lock; returns what was
+    written. An unreadable old file is an error (nothing is overwritten blindly)."""
+    from kernels import table
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock", timeout=600):
+        old = table.read_table(path)["entries"] if path.exists() else []
+        data = {"schema": SCHEMA, "version": VERSION, "chip": chip_id,
+                "match": list(match), "entries": merged(old, new)}
+        write_json_atomic(path, data)
+        table.read_table(path)   # what was written must load
+    table.reload()
+    return data
+
+
+def stale_items(path: Path, device_name: str) -> list[tuple[str, Case]]:
+    """(mode, case) of the entries tuned on another version of their kernel source."""
+    from kernels import table
+
+    if not path.exists():
+        return []
+    entries = table.read_table(path)["entries"]
+    return [(e["mode"], Case(int(e["m"]), int(e["n"]), int(e["k"]), e.get("layout", "rr"),
+                             int(e.get("pad", 0))))
+            for e in entries if e["kernel"] != table.variant_hash(
+                e["config"].get("variant", "tiled"))]

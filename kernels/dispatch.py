@@ -1,0 +1,180 @@
+"""Which variant and tile a call runs, and on what operands: decided in microseconds.
+
+A call is keyed by (device, mode, M, N, K, operand strides and alignment). For a key:
+
+1. Operands. On Hopper, tf32 and fp8 wgmma take K-major operands only (otherwise Triton
+   falls back to the Ampere mma at ~1/4 of the rate, docs/PERF.md v1 -> v2). A non-K-
+   major operand is copied K-major when the other dimension reuses it enough to pay for
+   the copy (>= 512); a skinny call keeps its layout (the copy would be all the work).
+   A large GEMM (M, N, K >= 1024) whose operand a tensor descriptor cannot take (a
+   leading dimension like 4097 that is not 16-byte aligned) gets an aligned copy too.
+2. Variants: `tma` where both operands (after 1) can be described and the chip has TMA
+   (sm_90+); `tiled` always; split-K (`tiled`, split_k > 1) where the output tiles
+   leave SMs idle and K is long.
+3. The tile: the committed tuning table's entry for the exact key or the nearest shape of
+   the same bucket (kernels/table.py); else kernels.configs.heuristic. A caller's
+   `choose` hook (the harness) gets this pick first among the candidates.
+
+Plans are cached per key, so a repeated call skips all of this.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+
+import torch
+
+from kernels import table
+from kernels.configs import INTERPRETER_CONFIG, TileConfig, heuristic, search_space, usable
+from kernels.matmul_tma import num_sms, tma_view
+from kernels.modes import KernelMode
+
+_COPY_MIN_DIM = 512    # copy an operand K-major only when the other side reuses it this much
+_ALIGN_MIN_DIM = 1024  # give a large GEMM aligned operands for the TMA variant
+
+
+@dataclass(frozen=True)
+class Plan:
+    family: str
+    key: str                        # the tuning key: "<bucket> | <shape and strides>"
+    bucket: str                     # the table's bucket (family, layouts, alignment)
+    copy_a: str                     # "" | "kmajor" | "aligned": what to do with A first
+    copy_b: str
+    variants: tuple[str, ...]
+    pick: TileConfig                # the table's or the heuristic's choice
+    source: str                     # "table", "table-nearest", "heuristic", "interpreter"
+
+
+def family(mode: KernelMode) -> str:
+    return "fp32" if mode.input_dtypes == ("float32",) else "fp8" if mode.scaled else "16bit"
+
+
+def interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+@functools.cache
+def _device_info(device: torch.device) -> tuple[tuple[int, int], int, str]:
+    """(capability, shared memory per block, device name): asked once per device."""
+    if device.type != "cuda":
+        return (0, 0), 1 << 20, "cpu"
+    p = torch.cuda.get_device_properties(device)
+    cap = (0, 0) if torch.version.hip is not None else (p.major, p.minor)
+    return cap, p.shared_memory_per_block_optin, p.name
+
+
+def _layout(x: torch.Tensor) -> str:
+    return "r" if x.stride(1) == 1 else "c" if x.stride(0) == 1 else "s"
+
+
+def _needs_kmajor(mode: KernelMode, cap: tuple[int, int]) -> bool:
+    return cap >= (9, 0) and (mode.scaled or mode.input_precision.startswith("tf32"))
+
+
+def plan(mode: KernelMode, a: torch.Tensor, b: torch.Tensor) -> Plan:
+    M, K = a.shape
+    N = b.shape[1]
+    align = tuple(x.data_ptr() % 16 == 0 for x in (a, b))
+    return _plan(mode, a.device, M, N, K, a.stride(), b.stride(), align, a.element_size())
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tuple,
+          sb: tuple, aligned: tuple, elem: int) -> Plan:
+    cap, smem, name = _device_info(device)
+    on_cpu = interpreting() or device.type == "cpu"
+    fam, key, bucket, copy_a, copy_b, variants = decide(
+        mode, cap, M, N, K, sa, sb, aligned, elem, has_tma=cap >= (9, 0) and not on_cpu)
+    if on_cpu:
+        return Plan(fam, key, bucket, copy_a, copy_b, variants, INTERPRETER_CONFIG,
+                    "interpreter")
+    found = table.lookup(name, bucket, M, N, K)
+    if found is not None and found[0].variant in variants and usable(found[0], fam, smem):
+        return Plan(fam, key, bucket, copy_a, copy_b, variants, found[0], found[1])
+    pick = heuristic(fam, M, N, K, tma=variants[0] == "tma", num_sms=num_sms(device),
+                     smem_limit=smem)
+    return Plan(fam, key, bucket, copy_a, copy_b, variants, pick, "heuristic")
+
+
+def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: tuple,
+           sb: tuple, aligned: tuple[bool, bool], elem: int, *, has_tma: bool):
+    """(family, key, bucket, copy_a, copy_b, variants) for a call: pure, no device."""
+    fam = family(mode)
+    a = torch.empty_strided((M, K), sa, device="meta")
+    b = torch.empty_strided((K, N), sb, device="meta")
+    copy_a = copy_b = ""
+    if _needs_kmajor(mode, cap):
+        copy_a = "kmajor" if a.stride(1) != 1 and N >= _COPY_MIN_DIM else ""
+        copy_b = "kmajor" if b.stride(0) != 1 and M >= _COPY_MIN_DIM else ""
+    ok_a = copy_a != "" or (aligned[0] and _describable(a, elem))
+    ok_b = copy_b != "" or (aligned[1] and _describable(b, elem))
+    if has_tma and min(M, N, K) >= _ALIGN_MIN_DIM:
+        copy_a = copy_a or ("" if ok_a else "aligned")
+        copy_b = copy_b or ("" if ok_b else "aligned")
+        ok_a = ok_b = True
+    variants = ("tma", "tiled") if has_tma and ok_a and ok_b and M >= 64 else ("tiled",)
+    la = "r" if copy_a else _layout(a)
+    lb = "c" if _b_kmajor_after(copy_b, sb) else "r" if copy_b else _layout(b)
+    bucket = f"{fam} {mode.name} {la}{lb} {'tma' if variants[0] == 'tma' else 'ptr'}"
+    key = f"{bucket} | m{M} n{N} k{K} a{sa[0]},{sa[1]} b{sb[0]},{sb[1]}"
+    return fam, key, bucket, copy_a, copy_b, variants
+
+
+def _describable(x: torch.Tensor, elem: int) -> bool:
+    """tma_view's stride rule, on a meta tensor of the operand's strides."""
+    s0, s1 = x.stride()
+    if s1 == 1:
+        return (s0 * elem) % 16 == 0 and s0 >= x.shape[1]
+    return s0 == 1 and (s1 * elem) % 16 == 0 and s1 >= x.shape[0]
+
+
+def candidates(p: Plan, device: torch.device, M: int, N: int, K: int) -> tuple[TileConfig, ...]:
+    """What a `choose` hook picks from: the plan's pick first, then the search space
+    (the interpreter: the pick alone)."""
+    if p.source == "interpreter":
+        return (p.pick,)
+    _, smem, _ = _device_info(device)
+    splits = tuple(s for s in (2, 4, 8, 16) if K >= s * 256 and M * N <= 1024 * 1024)
+    skinny = M <= 32
+    space = search_space(p.family, p.variants, smem, skinny=skinny, split_ks=splits,
+                         limit=29)
+    return (p.pick, *(c for c in space if c != p.pick))
+
+
+def prepare(p: Plan, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The operands the plan's kernels read (copies where the plan says so)."""
+    if p.copy_a:
+        a = _copy(a)
+    if _b_kmajor_after(p.copy_b, b.stride()):
+        b = _copy(b.t()).t()
+    elif p.copy_b:
+        b = _copy(b)
+    return a, b
+
+
+def _b_kmajor_after(copy_b: str, stride: tuple) -> bool:
+    """Whether B is copied K-major (column-major): asked for, or aligning a K-major B."""
+    return copy_b == "kmajor" or (copy_b == "aligned" and stride[0] == 1)
+
+
+def _copy(x: torch.Tensor) -> torch.Tensor:
+    """x as a row-major matrix whose leading dimension is padded to 16 bytes."""
+    rows, cols = x.shape
+    per = max(16 // x.element_size(), 1)
+    pitch = -(-cols // per) * per
+    buf = torch.empty((rows, pitch), dtype=x.dtype, device=x.device)
+    view = buf[:, :cols]
+    view.copy_(x)
+    return view
+
+
+def reset() -> None:
+    """Forget cached plans and tables (after a tuning table was written)."""
+    _plan.cache_clear()
+    table.reload()
+
+
+def uses_tma(config: TileConfig, a: torch.Tensor, b: torch.Tensor) -> bool:
+    return config.variant == "tma" and tma_view(a) is not None and tma_view(b) is not None

@@ -1,0 +1,154 @@
+"""The tiled variant: grouped, stride-general, optionally split-K.
+
+One program computes a BLOCK_M x BLOCK_N tile of C (or, with SPLIT_K > 1, that tile's
+share of one K range), walking K in BLOCK_K steps with an fp32 accumulator. Programs are
+ordered in groups of GROUP_M tile-rows so consecutive programs share B tiles in L2.
+Rows and columns past M/N are wrapped with a modulo on load (always in bounds) and
+masked on store. The K loop runs unmasked over whole blocks and masks only the last,
+partial block, so a K that is not a multiple of BLOCK_K (1000, 253) keeps the fast loop.
+
+Alignment: Triton specialises an integer argument only for divisibility by 16, so a
+leading dimension of 1000 or 2056 elements would get scalar loads. Each stride is passed
+as (stride // G, G) with G = its power-of-two factor up to 16, a constexpr: the kernel
+multiplies back, and Triton then knows the stride's divisibility and vectorises loads.
+
+Split-K: with SPLIT_K > 1 each program writes its fp32 partial tile to a workspace
+(SPLIT_K, M, N) and `_reduce_kernel` sums the partials in a fixed order (deterministic,
+no atomics), applies the fp8 scales and casts. `INPUT_PRECISION` is always explicit
+("ieee", "tf32" or "tf32x3" for fp32 inputs): Triton's default for an fp32 dot is tf32.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from kernels.configs import TileConfig
+
+
+@triton.jit
+def _tiled_kernel(
+    a_ptr, b_ptr, c_ptr, ws_ptr, scale_a_ptr, scale_b_ptr,
+    M, N, K, K_PER_SPLIT,
+    sam, sak, sbk, sbn, scm, scn,
+    G_AM: tl.constexpr, G_AK: tl.constexpr, G_BK: tl.constexpr, G_BN: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr, HAS_SCALE: tl.constexpr,
+):
+    stride_am = sam * G_AM
+    stride_ak = sak * G_AK
+    stride_bk = sbk * G_BK
+    stride_bn = sbn * G_BN
+    pid = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_am = offs_m % M
+    offs_bn = offs_n % N
+    offs_k = tl.arange(0, BLOCK_K)
+    k_start = pid_k * K_PER_SPLIT
+    k_len = min(K - k_start, K_PER_SPLIT)
+    a_ptrs = a_ptr + offs_am[:, None] * stride_am + (k_start + offs_k[None, :]) * stride_ak
+    b_ptrs = b_ptr + (k_start + offs_k[:, None]) * stride_bk + offs_bn[None, :] * stride_bn
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, k_len // BLOCK_K):
+        a = tl.load(a_ptrs)
+        b = tl.load(b_ptrs)
+        if IS_FP32:
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        else:
+            acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    k_left = k_len % BLOCK_K
+    if k_left > 0:
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        if IS_FP32:
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        else:
+            acc = tl.dot(a, b, acc)
+
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    if SPLIT_K == 1:
+        if HAS_SCALE:
+            acc = acc * (tl.load(scale_a_ptr) * tl.load(scale_b_ptr))
+        c_ptrs = c_ptr + offs_m[:, None] * scm + offs_n[None, :] * scn
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+    else:
+        w_ptrs = ws_ptr + pid_k * M * N + offs_m[:, None] * N + offs_n[None, :]
+        tl.store(w_ptrs, acc, mask=mask)
+
+
+@triton.jit
+def _reduce_kernel(ws_ptr, c_ptr, scale_a_ptr, scale_b_ptr, M, N, scm, scn,
+                   SPLIT_K: tl.constexpr, BLOCK: tl.constexpr, HAS_SCALE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < M * N
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for s in tl.static_range(SPLIT_K):
+        acc += tl.load(ws_ptr + s * M * N + offs, mask=mask, other=0.0)
+    if HAS_SCALE:
+        acc = acc * (tl.load(scale_a_ptr) * tl.load(scale_b_ptr))
+    c_ptrs = c_ptr + (offs // N) * scm + (offs % N) * scn
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+KERNELS = (_tiled_kernel, _reduce_kernel)
+_REDUCE_BLOCK = 1024
+
+
+def _split_stride(s: int) -> tuple[int, int]:
+    """(s // g, g) with g the power-of-two factor of s, at most 16 (0 counts as 16)."""
+    g = 16
+    while g > 1 and s % g:
+        g //= 2
+    return s // g, g
+
+
+def launch(config: TileConfig, a, b, out, sa, sb, workspace, *, input_precision: str,
+           is_fp32: bool, has_scale: bool) -> None:
+    """Run the tiled variant; `workspace` is an fp32 (split_k, M, N) tensor when split_k >
+    1 (allocated by the caller, so a CUDA graph captures it once)."""
+    M, K = a.shape
+    N = b.shape[1]
+    k_per = _k_per_split(config, K)
+    split = splits(config, K)
+    (sam, g_am), (sak, g_ak) = _split_stride(a.stride(0)), _split_stride(a.stride(1))
+    (sbk, g_bk), (sbn, g_bn) = _split_stride(b.stride(0)), _split_stride(b.stride(1))
+    grid = (triton.cdiv(M, config.block_m) * triton.cdiv(N, config.block_n), split)
+    ws = workspace if split > 1 else out
+    _tiled_kernel[grid](
+        a, b, out, ws, sa, sb, M, N, K, k_per, sam, sak, sbk, sbn,
+        out.stride(0), out.stride(1), G_AM=g_am, G_AK=g_ak, G_BK=g_bk, G_BN=g_bn,
+        BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+        GROUP_M=config.group_m, SPLIT_K=split, INPUT_PRECISION=input_precision,
+        IS_FP32=is_fp32, HAS_SCALE=has_scale,
+        num_stages=config.num_stages, num_warps=config.num_warps)
+    if split > 1:
+        _reduce_kernel[(triton.cdiv(M * N, _REDUCE_BLOCK),)](
+            ws, out, sa, sb, M, N, out.stride(0), out.stride(1), SPLIT_K=split,
+            BLOCK=_REDUCE_BLOCK, HAS_SCALE=has_scale, num_warps=4)
+
+
+def _k_per_split(config: TileConfig, K: int) -> int:
+    """K range per split: whole BLOCK_K blocks, so only the last range has a tail."""
+    if config.split_k == 1 or K == 0:
+        return max(K, 1)
+    return triton.cdiv(triton.cdiv(K, config.split_k), config.block_k) * config.block_k
+
+
+def splits(config: TileConfig, K: int) -> int:
+    """How many K ranges `launch` will use (the workspace's first dimension)."""
+    return triton.cdiv(K, _k_per_split(config, K)) if K else 1

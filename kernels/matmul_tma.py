@@ -1,0 +1,127 @@
+"""The TMA variant: a persistent GEMM fed by Hopper's tensor-memory accelerator.
+
+One program per SM (NUM_SMS) walks the output tiles tile_id = pid, pid + NUM_SMS, ...
+in grouped order (GROUP_M tile-rows share B tiles in L2). Operands arrive through host-
+built tensor descriptors (triton.tools.tensor_descriptor): the copy engine moves whole
+BLOCK x BLOCK boxes into shared memory, zero-filling what lies past M, N or K, so the
+kernel has no masks and no address arithmetic, and a K of 1000 or 253 needs no tail
+code. `tl.range(..., flatten=True)` lets Triton pipeline across tile boundaries (the
+next tile's first loads overlap this tile's last dots and epilogue).
+
+Layouts: a descriptor's last dimension must be contiguous, so a column-major operand is
+described transposed (A_T / B_T) and transposed back in shared memory (`.T`), which
+wgmma takes for 16-bit types. tf32 and fp8 wgmma take K-major operands only: the
+dispatcher (kernels/dispatch.py) hands this kernel K-major copies where needed.
+Descriptors need 16-byte aligned base and leading dimension; the dispatcher checks.
+C is stored through a descriptor too when it is aligned (C_TMA), else by masked stores.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from kernels.configs import TileConfig
+
+
+@triton.jit
+def _tma_kernel(
+    a_desc, b_desc, c_desc, c_ptr, scale_a_ptr, scale_b_ptr,
+    M, N, K, scm, scn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
+    A_T: tl.constexpr, B_T: tl.constexpr, C_TMA: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr, HAS_SCALE: tl.constexpr,
+):
+    start_pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_tiles = num_pid_m * num_pid_n
+    num_pid_in_group = GROUP_M * num_pid_n
+    if HAS_SCALE:
+        scale = tl.load(scale_a_ptr) * tl.load(scale_b_ptr)
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True):
+        group_id = tile_id // num_pid_in_group
+        first_pid_m = group_id * GROUP_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+        pid_m = first_pid_m + ((tile_id % num_pid_in_group) % group_size_m)
+        pid_n = (tile_id % num_pid_in_group) // group_size_m
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            off_k = ki * BLOCK_K
+            if A_T:
+                a = a_desc.load([off_k, off_m]).T
+            else:
+                a = a_desc.load([off_m, off_k])
+            if B_T:
+                b = b_desc.load([off_n, off_k]).T
+            else:
+                b = b_desc.load([off_k, off_n])
+            if IS_FP32:
+                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+            else:
+                acc = tl.dot(a, b, acc)
+        if HAS_SCALE:
+            acc = acc * scale
+        c = acc.to(c_ptr.dtype.element_ty)
+        if C_TMA:
+            c_desc.store([off_m, off_n], c)
+        else:
+            offs_m = off_m + tl.arange(0, BLOCK_M)
+            offs_n = off_n + tl.arange(0, BLOCK_N)
+            c_ptrs = c_ptr + offs_m[:, None] * scm + offs_n[None, :] * scn
+            tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+KERNELS = (_tma_kernel,)
+
+
+def tma_view(x: torch.Tensor) -> tuple[torch.Tensor, bool] | None:
+    """(a row-major 2-D view of x or of x.T, whether it is x.T) that a tensor descriptor
+    can take: last dimension contiguous, 16-byte aligned base and leading dimension."""
+    e = x.element_size()
+    if x.data_ptr() % 16:
+        return None
+    if x.stride(1) == 1 and (x.stride(0) * e) % 16 == 0 and x.stride(0) >= x.shape[1]:
+        return x, False
+    if x.stride(0) == 1 and (x.stride(1) * e) % 16 == 0 and x.stride(1) >= x.shape[0]:
+        return x.t(), True
+    return None
+
+
+@functools.cache
+def _sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def num_sms(device: torch.device) -> int:
+    return 4 if device.type == "cpu" else _sm_count(device.index or 0)
+
+
+def launch(config: TileConfig, a, b, out, sa, sb, *, input_precision: str, is_fp32: bool,
+           has_scale: bool) -> None:
+    """Run the TMA variant; a, b and out must pass `tma_view` (out row-major)."""
+    M, K = a.shape
+    N = b.shape[1]
+    bm, bn, bk = config.block_m, config.block_n, config.block_k
+    av, a_t = tma_view(a)
+    bv, b_t = tma_view(b)
+    a_desc = TensorDescriptor.from_tensor(av, [bk, bm] if a_t else [bm, bk])
+    b_desc = TensorDescriptor.from_tensor(bv, [bn, bk] if b_t else [bk, bn])
+    cv = tma_view(out)
+    c_tma = cv is not None and not cv[1]
+    c_desc = TensorDescriptor.from_tensor(out, [bm, bn]) if c_tma else a_desc
+    sms = num_sms(a.device)
+    grid = (min(sms, triton.cdiv(M, bm) * triton.cdiv(N, bn)),)
+    _tma_kernel[grid](
+        a_desc, b_desc, c_desc, out, sa, sb, M, N, K, out.stride(0), out.stride(1),
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=config.group_m, NUM_SMS=sms,
+        A_T=a_t, B_T=b_t, C_TMA=c_tma, INPUT_PRECISION=input_precision, IS_FP32=is_fp32,
+        HAS_SCALE=has_scale, num_stages=config.num_stages, num_warps=config.num_warps)

@@ -1,0 +1,128 @@
+"""The tuning knowledge base: committed per-chip tables of tuned tiles, read at call time.
+
+`gemmgate tune` searches tiles offline and writes kernels/tuned/<chip>.json. Each entry
+records what it was tuned on and for: chip, driver, triton version, the source hash of
+the variant's kernel, the bucket (family, mode, operand layouts, tma or pointer path) and
+the exact shape. At call time, `lookup` returns the entry for the exact shape, or the
+nearest shape of the same bucket (log-distance over M, N, K, within NEAREST_MAX), or
+None (the caller's heuristic then decides). An entry whose kernel hash differs from the
+current source is stale: never used, listed by `stale_entries` (and `gemmgate tune
+--stale` retunes them); the first stale hit in a process warns.
+
+A table file names the device names it serves (`match`: lower-case substrings of
+torch.cuda.get_device_name), so the kernel needs no knowledge of the harness's chips.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import json
+import math
+import warnings
+from pathlib import Path
+
+from kernels import matmul_tiled, matmul_tma
+from kernels.configs import TileConfig
+
+SCHEMA, VERSION = "kernels.tuning-table", 1
+DEFAULT_DIR = Path(__file__).parent / "tuned"
+NEAREST_MAX = 3.0   # sum of |log2| ratios over M, N, K: e.g. M and N 2x apart, K 2x
+_SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS}
+
+
+@functools.cache
+def variant_hash(variant: str) -> str:
+    """Hash of a variant's kernel source: an entry tuned on other code is stale."""
+    src = "".join(inspect.getsource(k.fn) for k in _SOURCES[variant])
+    return hashlib.sha1(src.encode()).hexdigest()[:12]
+
+
+class TableError(ValueError):
+    """A tuning table that cannot be used (names the file)."""
+
+
+def read_table(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise TableError(f"tuning table {path} is unreadable: {e}") from None
+    ok = isinstance(data, dict) and data.get("schema") == SCHEMA and \
+        data.get("version") == VERSION and isinstance(data.get("entries"), list) and \
+        isinstance(data.get("match"), list)
+    if not ok:
+        raise TableError(f"tuning table {path} is not a {SCHEMA} v{VERSION} file")
+    for i, e in enumerate(data["entries"]):
+        try:
+            TileConfig(**e["config"])
+            int(e["m"]), int(e["n"]), int(e["k"]), str(e["bucket"]), str(e["kernel"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise TableError(f"tuning table {path}: entry {i} is invalid ({err})") from None
+    return data
+
+
+@functools.cache
+def _tables(directory: str) -> tuple[tuple[str, tuple[str, ...], tuple[dict, ...]], ...]:
+    """(path, match substrings, entries) of every table in `directory`, read once."""
+    root = Path(directory)
+    out = []
+    for path in sorted(root.glob("*.json")) if root.is_dir() else ():
+        data = read_table(path)
+        out.append((str(path), tuple(m.lower() for m in data["match"]),
+                    tuple(data["entries"])))
+    return tuple(out)
+
+
+def entries_for(device_name: str, directory: Path = DEFAULT_DIR) -> tuple[str, tuple[dict, ...]]:
+    """(table path, entries) of the first table whose `match` names this device."""
+    low = device_name.lower()
+    for path, match, entries in _tables(str(directory)):
+        if any(m in low for m in match):
+            return path, entries
+    return "", ()
+
+
+def stale_entries(device_name: str, directory: Path = DEFAULT_DIR) -> list[dict]:
+    """Entries tuned on another version of their variant's kernel source."""
+    return [e for e in entries_for(device_name, directory)[1]
+            if e["kernel"] != variant_hash(e["config"].get("variant", "tiled"))]
+
+
+@functools.cache
+def _warn_stale(path: str, count: int) -> None:
+    warnings.warn(f"{path}: {count} tuning entries were tuned on other kernel source and "
+                  "are not used; run `gemmgate tune --stale` to retune them", stacklevel=4)
+
+
+def _distance(e: dict, m: int, n: int, k: int) -> float:
+    return sum(abs(math.log2(max(x, 1) / max(int(e[f]), 1)))
+               for x, f in ((m, "m"), (n, "n"), (k, "k")))
+
+
+def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
+           directory: Path = DEFAULT_DIR) -> tuple[TileConfig, str] | None:
+    """(tile, "table" | "table-nearest") for this shape, or None."""
+    path, entries = entries_for(device_name, directory)
+    fresh, stale = [], 0
+    for e in entries:
+        if e["bucket"] != bucket:
+            continue
+        if e["kernel"] != variant_hash(e["config"].get("variant", "tiled")):
+            stale += 1
+            continue
+        fresh.append(e)
+    if stale:
+        _warn_stale(path, stale)
+    if not fresh:
+        return None
+    best = min(fresh, key=lambda e: _distance(e, m, n, k))
+    d = _distance(best, m, n, k)
+    if d > NEAREST_MAX:
+        return None
+    return TileConfig(**best["config"]), "table" if d == 0 else "table-nearest"
+
+
+def reload() -> None:
+    """Forget the tables read so far (after `gemmgate tune` wrote one)."""
+    _tables.cache_clear()

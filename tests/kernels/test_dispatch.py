@@ -1,0 +1,68 @@
+"""kernels/dispatch.py: the per-call decisions (copies, variants, bucket) as pure logic
+for a Hopper-like device, and the interpreter's plan on the CPU."""
+
+import torch
+
+from kernels import dispatch
+from kernels.configs import INTERPRETER_CONFIG
+from kernels.modes import MODES
+
+HOPPER, AMPERE = (9, 0), (8, 0)
+
+
+def _decide(mode, m, n, k, a="r", b="r", cap=HOPPER, pad=0, elem=2, aligned=(True, True)):
+    sa = (k + pad, 1) if a == "r" else (1, m + pad)
+    sb = (n + pad, 1) if b == "r" else (1, k + pad)
+    return dispatch.decide(MODES[mode], cap, m, n, k, sa, sb, aligned, elem,
+                           has_tma=cap >= HOPPER)
+
+
+def test_aligned_16bit_goes_to_tma_without_copies():
+    fam, key, bucket, ca, cb, variants = _decide("bf16", 4096, 4096, 4096)
+    assert (fam, ca, cb, variants) == ("16bit", "", "", ("tma", "tiled"))
+    assert bucket == "16bit bf16 rr tma"
+    assert key == "16bit bf16 rr tma | m4096 n4096 k4096 a4096,1 b4096,1"
+
+
+def test_fp8_and_tf32_get_k_major_copies_only_when_reused():
+    _, _, bucket, ca, cb, _ = _decide("fp8", 4096, 4096, 4096, elem=1)
+    assert (ca, cb) == ("", "kmajor") and bucket == "fp8 fp8 rc tma"   # B copied K-major
+    _, _, _, ca, cb, _ = _decide("tf32", 16, 4096, 4096, a="c", elem=4)
+    assert (ca, cb) == ("kmajor", "")   # skinny M: copying B would be all the work
+    _, _, _, ca, cb, _ = _decide("tf32x3", 4096, 4096, 4096, elem=4)
+    assert cb == "kmajor"
+    _, _, _, ca, cb, _ = _decide("fp8", 4096, 4096, 4096, elem=1, cap=(8, 9))
+    assert (ca, cb) == ("", "")          # no wgmma before Hopper: nothing to copy for
+
+
+def test_unaligned_leading_dimensions():
+    # 1000 bf16 = 2000 bytes: describable as is; 4097 is not: a large GEMM gets aligned copies
+    assert _decide("bf16", 1000, 1000, 1000)[3:] == ("", "", ("tma", "tiled"))
+    assert _decide("bf16", 4097, 4095, 4093)[3:] == ("aligned", "aligned", ("tma", "tiled"))
+    # K=253 with N=4096: A cannot be described and K is too short to pay for a copy
+    assert _decide("bf16", 4096, 4096, 253)[3:] == ("", "", ("tiled",))
+    # lda = 2056 (pad 8) bf16 = 4112 bytes: a multiple of 16, described as is
+    assert _decide("bf16", 2048, 2048, 2048, pad=8)[5] == ("tma", "tiled")
+    assert _decide("bf16", 4096, 4096, 4096, aligned=(False, True))[3] == "aligned"
+
+
+def test_skinny_m_and_old_chips_use_the_tiled_kernel():
+    assert _decide("bf16", 16, 4096, 4096)[5] == ("tiled",)
+    assert _decide("bf16", 4096, 4096, 4096, cap=AMPERE)[5] == ("tiled",)
+
+
+def test_cpu_plan_is_the_interpreter_tile_and_the_only_candidate():
+    a, b = torch.randn(40, 24), torch.randn(24, 56)
+    p = dispatch.plan(MODES["fp32"], a, b)
+    assert p.source == "interpreter" and p.pick == INTERPRETER_CONFIG
+    assert dispatch.candidates(p, a.device, 40, 56, 24) == (INTERPRETER_CONFIG,)
+
+
+def test_prepare_copies_to_aligned_k_major_operands():
+    a = torch.randn(64, 44)[:, :37]                    # lda 44, K=37
+    b = torch.randn(37, 50)
+    p = dispatch.Plan("fp32", "k", "b", "aligned", "kmajor", ("tma",), INTERPRETER_CONFIG, "t")
+    a2, b2 = dispatch.prepare(p, a, b)
+    assert torch.equal(a2, a) and torch.equal(b2, b)
+    assert a2.stride() == (40, 1)                      # 37 fp32 padded to 40 (160 bytes)
+    assert b2.stride() == (1, 40)                      # column-major, K padded the same

@@ -1,0 +1,70 @@
+"""kernels/table.py: the committed tuning table, read at call time."""
+
+import json
+import warnings
+from dataclasses import asdict
+
+import pytest
+
+from kernels import table
+from kernels.configs import TileConfig
+
+TMA = TileConfig(128, 256, 64, 8, 3, 8, "tma")
+TILED = TileConfig(64, 64, 64, 8, 4, 4, split_k=4)
+
+
+def _entry(m, n, k, config, bucket="16bit bf16 rr tma", kernel=None):
+    return {"bucket": bucket, "m": m, "n": n, "k": k, "config": asdict(config),
+            "kernel": kernel or table.variant_hash(config.variant), "ms": 1.0}
+
+
+def _write(tmp_path, entries, match=("h200",)):
+    d = tmp_path / "tuned"
+    d.mkdir(exist_ok=True)
+    (d / "nvidia-h200.json").write_text(json.dumps({
+        "schema": table.SCHEMA, "version": table.VERSION, "chip": "nvidia-h200",
+        "match": list(match), "entries": entries}))
+    table.reload()
+    return d
+
+
+def test_exact_then_nearest_then_nothing(tmp_path):
+    d = _write(tmp_path, [_entry(4096, 4096, 4096, TMA),
+                          _entry(128, 128, 65536, TILED, bucket="16bit bf16 rr ptr")])
+    look = lambda *a: table.lookup("NVIDIA H200", *a, directory=d)  # noqa: E731
+    assert look("16bit bf16 rr tma", 4096, 4096, 4096) == (TMA, "table")
+    assert look("16bit bf16 rr tma", 4096, 8192, 4096) == (TMA, "table-nearest")
+    assert look("16bit bf16 rr tma", 64, 64, 64) is None          # too far: the heuristic
+    assert look("16bit bf16 rc tma", 4096, 4096, 4096) is None    # another bucket
+    assert look("16bit bf16 rr ptr", 128, 128, 32768) == (TILED, "table-nearest")
+    assert table.lookup("NVIDIA A100", "16bit bf16 rr tma", 4096, 4096, 4096,
+                        directory=d) is None                      # no table matches
+
+
+def test_stale_entries_are_never_used_and_are_reported(tmp_path):
+    d = _write(tmp_path, [_entry(4096, 4096, 4096, TMA, kernel="0123456789ab")])
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert table.lookup("NVIDIA H200", "16bit bf16 rr tma", 4096, 4096, 4096,
+                            directory=d) is None
+    assert any("gemmgate tune --stale" in str(x.message) for x in w)
+    assert len(table.stale_entries("NVIDIA H200", d)) == 1
+
+
+@pytest.mark.parametrize("bad,match", [
+    ("not json", "unreadable"),
+    (json.dumps({"schema": "x"}), "not a kernels.tuning-table"),
+    (json.dumps({"schema": table.SCHEMA, "version": 1, "match": [], "entries": [
+        {"bucket": "b", "m": 1, "n": 1, "k": 1, "kernel": "k",
+         "config": {"block_m": 24}}]}), "entry 0 is invalid"),
+])
+def test_a_bad_table_names_the_file(tmp_path, bad, match):
+    p = tmp_path / "t.json"
+    p.write_text(bad)
+    with pytest.raises(table.TableError, match=match):
+        table.read_table(p)
+
+
+def test_variant_hash_follows_the_source():
+    assert table.variant_hash("tiled") != table.variant_hash("tma")
+    assert len(table.variant_hash("tiled")) == 12
