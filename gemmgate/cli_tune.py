@@ -50,9 +50,9 @@ def tune_command(args, console, err) -> int:
                              f"({len(data['entries'])} entries)")
     if args.json:
         write_json_atomic(args.json, RunRecord(env, ctx.shapes_label, tuple(results)).to_json())
-    failed = [r for r in results if r.providers["triton"].status != "pass"]
+    failed = [r for r in results if r.providers["triton"].accuracy != "pass"]
     for r in failed:
-        err.print(f"[red]{r.mode} {r.case.id}: Triton {r.providers['triton'].status}, "
+        err.print(f"[red]{r.mode} {r.case.id}: Triton {r.providers['triton'].accuracy}, "
                   f"not written[/]")
     return 1 if failed else 0
 

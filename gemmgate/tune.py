@@ -63,7 +63,7 @@ def entry_of(r: CaseResult, env: dict) -> dict | None:
 
     t = r.telemetry.get("tuning")
     tri = r.providers.get("triton")
-    if not t or " | " not in t.get("key", "") or tri is None or tri.status != "pass":
+    if not t or " | " not in t.get("key", "") or tri is None or tri.accuracy != "pass":
         return None
     timings = [ms for ms in t.get("timings_ms", {}).values() if ms is not None]
     vendor = r.providers.get("vendor")

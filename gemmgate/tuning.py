@@ -216,7 +216,8 @@ class Tuner:
         if choice is None and self.setup.force:
             choice = Choice(key, forced(candidates[0], self.setup.force), FORCED, kernel)
         choice = choice or self._lookup(key, candidates, kernel)
-        if choice is None and not (self.setup.search or self.setup.retune):
+        searching = (self.setup.search or self.setup.retune) and len(candidates) > 1
+        if choice is None and not searching:  # the kernel's own choice: nothing to time
             choice = Choice(key, candidates[0], KERNEL, kernel)
         if choice is None:
             best, timings = tune(candidates, bench, self.setup.budget_s)

@@ -49,14 +49,14 @@ class TileConfig:
             raise ValueError(f"split_k={self.split_k}: only the tiled variant splits K")
 
     def smem_bytes(self, elem_bytes: int) -> int:
-        """Shared memory of the software pipeline: one A and one B tile per stage (the
-        TMA variant keeps all stages in flight, the pointer pipeline one fewer), plus the
+        """Shared memory of the software pipeline: one A and one B tile per stage (triton
+        3.6 on the H200 asked 4 x 64 KiB for a 4-stage 128x128x64 fp32 tile), plus the
         TMA variant's epilogue tile of C (fp32 for fp32 inputs, else 16-bit)."""
         per_stage = (self.block_m + self.block_n) * self.block_k * elem_bytes
         if self.variant == "tma":
             out_bytes = 4 if elem_bytes == 4 else 2
             return per_stage * self.num_stages + self.block_m * self.block_n * out_bytes
-        return per_stage * max(self.num_stages - 1, 1)
+        return per_stage * self.num_stages
 
     def acc_regs(self) -> int:
         """fp32 accumulator registers per thread."""
@@ -86,6 +86,9 @@ _TILES = {
 _SKINNY = {"16bit": ((16, 128, 128), (32, 128, 128), (16, 64, 256), (32, 64, 128)),
            "fp32": ((16, 128, 64), (32, 128, 64), (16, 64, 128)),
            "fp8": ((16, 128, 256), (32, 128, 128), (16, 64, 256))}
+
+_MID = {"16bit": (128, 128, 64), "fp32": (128, 128, 32), "fp8": (128, 128, 128)}
+_SMALL = {"16bit": (64, 64, 64), "fp32": (64, 64, 32), "fp8": (64, 64, 128)}
 
 # The interpreter runs programs one by one in numpy: few, large tiles are fastest.
 INTERPRETER_CONFIG = TileConfig(32, 32, 32, 4, 1, 4)
@@ -147,7 +150,7 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
     """The tile a call gets when the tuning table has nothing near: the largest tile that
     still gives every SM work; split-K when even small tiles leave most SMs idle and K is
     long; skinny tiles for decode-like M."""
-    big, mid, small = _TILES[family][0], _TILES[family][2], _TILES[family][5]
+    big, mid, small = _TILES[family][0], _MID[family], _SMALL[family]
     if m <= 32:
         bm, bn, bk = _SKINNY[family][0]
         c = _t(bm, bn, bk, 4, 4)

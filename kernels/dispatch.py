@@ -6,8 +6,9 @@ A call is keyed by (device, mode, M, N, K, operand strides and alignment). For a
    falls back to the Ampere mma at ~1/4 of the rate, docs/PERF.md v1 -> v2). A non-K-
    major operand is copied K-major when the other dimension reuses it enough to pay for
    the copy (>= 512); a skinny call keeps its layout (the copy would be all the work).
-   A large GEMM (M, N, K >= 1024) whose operand a tensor descriptor cannot take (a
-   leading dimension like 4097 that is not 16-byte aligned) gets an aligned copy too.
+   An operand a tensor descriptor cannot take (a leading dimension like 4097 or fp8's
+   1000 bytes, not 16-byte aligned) gets an aligned copy by the same reuse rule, so the
+   TMA variant can run (kernels/relayout.py: a tiled transposing copy kernel).
 2. Variants: `tma` where both operands (after 1) can be described and the chip has TMA
    (sm_90+); `tiled` always; split-K (`tiled`, split_k > 1) where the output tiles
    leave SMs idle and K is long.
@@ -29,10 +30,10 @@ import torch
 from kernels import table
 from kernels.configs import INTERPRETER_CONFIG, TileConfig, heuristic, search_space, usable
 from kernels.matmul_tma import num_sms, tma_view
+from kernels.relayout import aligned_copy
 from kernels.modes import KernelMode
 
 _COPY_MIN_DIM = 512    # copy an operand K-major only when the other side reuses it this much
-_ALIGN_MIN_DIM = 1024  # give a large GEMM aligned operands for the TMA variant
 
 
 @dataclass(frozen=True)
@@ -110,13 +111,18 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
         copy_b = "kmajor" if b.stride(0) != 1 and M >= _COPY_MIN_DIM else ""
     ok_a = copy_a != "" or (aligned[0] and _describable(a, elem))
     ok_b = copy_b != "" or (aligned[1] and _describable(b, elem))
-    if has_tma and min(M, N, K) >= _ALIGN_MIN_DIM:
-        copy_a = copy_a or ("" if ok_a else "aligned")
-        copy_b = copy_b or ("" if ok_b else "aligned")
-        ok_a = ok_b = True
-    variants = ("tma", "tiled") if has_tma and ok_a and ok_b and M >= 64 else ("tiled",)
+    if has_tma and M >= 64:
+        if not ok_a and N >= _COPY_MIN_DIM:
+            copy_a, ok_a = "aligned", True
+        if not ok_b and M >= _COPY_MIN_DIM:
+            copy_b, ok_b = "aligned", True
     la = "r" if copy_a else _layout(a)
     lb = "c" if _b_kmajor_after(copy_b, sb) else "r" if copy_b else _layout(b)
+    # IEEE fp32 runs on FMA units, which read a transposed shared-memory tile badly
+    # (6 TFLOP/s for cr/rc on the H200, session 5): TMA only for row-major A and B.
+    natural = mode.input_precision != "ieee" or fam != "fp32" or la + lb == "rr"
+    variants = ("tma", "tiled") if has_tma and ok_a and ok_b and M >= 64 and natural \
+        else ("tiled",)
     bucket = f"{fam} {mode.name} {la}{lb} {'tma' if variants[0] == 'tma' else 'ptr'}"
     key = f"{bucket} | m{M} n{N} k{K} a{sa[0]},{sa[1]} b{sb[0]},{sb[1]}"
     return fam, key, bucket, copy_a, copy_b, variants
@@ -146,28 +152,17 @@ def candidates(p: Plan, device: torch.device, M: int, N: int, K: int) -> tuple[T
 def prepare(p: Plan, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The operands the plan's kernels read (copies where the plan says so)."""
     if p.copy_a:
-        a = _copy(a)
+        a = aligned_copy(a)
     if _b_kmajor_after(p.copy_b, b.stride()):
-        b = _copy(b.t()).t()
+        b = aligned_copy(b.t()).t()
     elif p.copy_b:
-        b = _copy(b)
+        b = aligned_copy(b)
     return a, b
 
 
 def _b_kmajor_after(copy_b: str, stride: tuple) -> bool:
     """Whether B is copied K-major (column-major): asked for, or aligning a K-major B."""
     return copy_b == "kmajor" or (copy_b == "aligned" and stride[0] == 1)
-
-
-def _copy(x: torch.Tensor) -> torch.Tensor:
-    """x as a row-major matrix whose leading dimension is padded to 16 bytes."""
-    rows, cols = x.shape
-    per = max(16 // x.element_size(), 1)
-    pitch = -(-cols // per) * per
-    buf = torch.empty((rows, pitch), dtype=x.dtype, device=x.device)
-    view = buf[:, :cols]
-    view.copy_(x)
-    return view
 
 
 def reset() -> None:

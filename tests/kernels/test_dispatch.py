@@ -39,11 +39,19 @@ def test_unaligned_leading_dimensions():
     # 1000 bf16 = 2000 bytes: describable as is; 4097 is not: a large GEMM gets aligned copies
     assert _decide("bf16", 1000, 1000, 1000)[3:] == ("", "", ("tma", "tiled"))
     assert _decide("bf16", 4097, 4095, 4093)[3:] == ("aligned", "aligned", ("tma", "tiled"))
-    # K=253 with N=4096: A cannot be described and K is too short to pay for a copy
-    assert _decide("bf16", 4096, 4096, 253)[3:] == ("", "", ("tiled",))
+    # K=253: A (lda 506 bytes) is copied aligned, N=4096 reuses it; skinny M copies nothing
+    assert _decide("bf16", 4096, 4096, 253)[3:] == ("aligned", "", ("tma", "tiled"))
+    assert _decide("bf16", 16, 4096, 253)[3:] == ("", "", ("tiled",))
+    assert _decide("fp8", 1000, 1000, 1000, elem=1)[3:] == ("aligned", "kmajor", ("tma", "tiled"))
     # lda = 2056 (pad 8) bf16 = 4112 bytes: a multiple of 16, described as is
     assert _decide("bf16", 2048, 2048, 2048, pad=8)[5] == ("tma", "tiled")
     assert _decide("bf16", 4096, 4096, 4096, aligned=(False, True))[3] == "aligned"
+
+
+def test_ieee_fp32_uses_tma_only_for_row_major_operands():
+    assert _decide("fp32", 4096, 4096, 4096, elem=4)[5] == ("tma", "tiled")
+    assert _decide("fp32", 4096, 4096, 4096, a="c", elem=4)[5] == ("tiled",)
+    assert _decide("tf32", 4096, 4096, 4096, a="c", elem=4)[5] == ("tma", "tiled")  # copied
 
 
 def test_skinny_m_and_old_chips_use_the_tiled_kernel():
@@ -66,3 +74,12 @@ def test_prepare_copies_to_aligned_k_major_operands():
     assert torch.equal(a2, a) and torch.equal(b2, b)
     assert a2.stride() == (40, 1)                      # 37 fp32 padded to 40 (160 bytes)
     assert b2.stride() == (1, 40)                      # column-major, K padded the same
+
+
+def test_relayout_copies_any_view_to_an_aligned_row_major_matrix():
+    from kernels.relayout import aligned_copy
+
+    x = torch.randn(70, 90).half()
+    for view in (x, x.t(), x[:, 3:40], x.t()[5:, :33]):
+        y = aligned_copy(view)
+        assert torch.equal(y, view) and y.stride(1) == 1 and y.stride(0) % 8 == 0

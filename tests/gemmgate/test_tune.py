@@ -1,0 +1,97 @@
+"""gemmgate/tune.py and `gemmgate tune`: table entries from tuned cases, merging, the
+file written atomically and readable by the kernel, stale entries, and the CPU refusal.
+The GPU search itself runs on the device (docs/PERF.md); here tuned results are synthetic."""
+
+import json
+from dataclasses import asdict
+
+import pytest
+
+from gemmgate.cli import main
+from gemmgate.results import CaseResult, ProviderResult
+from gemmgate.shapes import Case
+from gemmgate.tune import entry_of, merged, stale_items, write_table
+from kernels import table
+from kernels.configs import TileConfig
+
+TMA = TileConfig(128, 256, 64, 8, 3, 8, "tma")
+ENV = {"driver": "580.159.04", "triton": "3.6.0", "torch": "2.11.0", "date": "2026-11-30"}
+
+
+def _result(config=TMA, accuracy="pass", key="16bit bf16 rr tma | m4096 n4096 k4096 a4096,1 b4096,1"):
+    tele = {"tuning": {"key": key, "config": asdict(config), "source": "tuned",
+                       "kernel": "x", "timings_ms": {"a": 0.2, "b": 0.25, "c": None}}}
+    return CaseResult("bf16", Case(4096, 4096, 4096), {
+        "triton": ProviderResult("triton", accuracy, 1e-3, samples_ms=(0.2, 0.21, 0.2)),
+        "vendor": ProviderResult("vendor", "pass", 1e-3, samples_ms=(0.22, 0.22, 0.23))},
+        telemetry=tele)
+
+
+def test_an_entry_records_what_it_was_tuned_on():
+    e = entry_of(_result(), ENV)
+    assert e["bucket"] == "16bit bf16 rr tma" and (e["m"], e["n"], e["k"]) == (4096,) * 3
+    assert e["config"] == asdict(TMA) and e["kernel"] == table.variant_hash("tma")
+    assert e["tuned_ms"] == 0.2 and e["tried"] == 2          # a failed candidate: None
+    assert e["triton_ms"] == 0.2 and e["vendor_ms"] == 0.22
+    assert (e["driver"], e["triton"], e["torch"]) == ("580.159.04", "3.6.0", "2.11.0")
+
+
+def test_failed_or_untuned_cases_make_no_entry():
+    assert entry_of(_result(accuracy="fail"), ENV) is None
+    assert entry_of(_result(key="old-style key"), ENV) is None
+    r = _result()
+    r.telemetry.clear()
+    assert entry_of(r, ENV) is None
+
+
+def test_write_merges_replaces_the_same_key_and_the_kernel_reads_it(tmp_path):
+    path = tmp_path / "tuned" / "nvidia-h200.json"
+    first = entry_of(_result(), ENV)
+    other = dict(first, m=1024, n=1024, k=1024)
+    write_table(path, "nvidia-h200", ("h200",), [first, other])
+    newer = dict(first, config=asdict(TileConfig(128, 128, 64, 8, 4, 8, "tma")))
+    data = write_table(path, "nvidia-h200", ("h200",), [newer])
+    assert len(data["entries"]) == 2                       # other kept, first replaced
+    assert json.loads(path.read_text()) == data
+    table.reload()
+    got = table.lookup("NVIDIA H200", "16bit bf16 rr tma", 4096, 4096, 4096,
+                       directory=path.parent)
+    assert got == (TileConfig(128, 128, 64, 8, 4, 8, "tma"), "table")
+    assert merged([first], []) == [first]
+
+
+def test_an_unreadable_table_is_not_overwritten(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text("{broken")
+    with pytest.raises(table.TableError, match="unreadable"):
+        write_table(path, "nvidia-h200", ("h200",), [entry_of(_result(), ENV)])
+    assert path.read_text() == "{broken"
+
+
+def test_stale_entries_become_cases_to_retune(tmp_path):
+    path = tmp_path / "t.json"
+    e = dict(entry_of(_result(), ENV), kernel="0123456789ab", layout="cr", pad=8)
+    write_table(path, "nvidia-h200", ("h200",), [e, entry_of(_result(), ENV) | {"m": 8}])
+    assert stale_items(path, "NVIDIA H200") == [("bf16", Case(4096, 4096, 4096, "cr", 8))]
+
+
+def test_tune_refuses_the_cpu_and_bad_budgets(capsys):
+    assert main(["tune", "--chip", "cpu"]) == 2
+    assert "needs a GPU" in capsys.readouterr().err
+    assert main(["tune", "--chip", "cpu", "--budget-per-key", "0"]) == 2
+
+
+def test_tune_runs_cases_through_the_run_path_and_writes_entries(tmp_path):
+    """On the CPU the interpreter offers one tile, so nothing is timed, but the whole
+    path (Runner.run_case with a searching tuner, entries, the file) runs."""
+    from gemmgate.context import make_context
+    from gemmgate.run import environment_of
+    from gemmgate.tune import tune
+
+    ctx = make_context("cpu", "smoke", "fp32", budget_s=0.05)
+    results = tune(ctx, budget_s=1.0)
+    assert len(results) == len(ctx.items) and all(r.passed for r in results)
+    entries = [entry_of(r, environment_of(ctx)) for r in results]
+    assert all(e is not None and e["bucket"].startswith("fp32 fp32 ") for e in entries)
+    data = write_table(tmp_path / "cpu.json", "cpu", ("cpu",), entries)
+    assert len(data["entries"]) == len(ctx.cases) > 0
