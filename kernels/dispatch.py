@@ -30,8 +30,8 @@ import torch
 from kernels import table
 from kernels.configs import INTERPRETER_CONFIG, TileConfig, heuristic, search_space, usable
 from kernels.matmul_tma import num_sms, tma_view
-from kernels.relayout import aligned_copy
 from kernels.modes import KernelMode
+from kernels.relayout import aligned_copy
 
 _COPY_MIN_DIM = 512    # copy an operand K-major only when the other side reuses it this much
 

@@ -18,7 +18,10 @@ TMA = TileConfig(128, 256, 64, 8, 3, 8, "tma")
 ENV = {"driver": "580.159.04", "triton": "3.6.0", "torch": "2.11.0", "date": "2026-11-30"}
 
 
-def _result(config=TMA, accuracy="pass", key="16bit bf16 rr tma | m4096 n4096 k4096 a4096,1 b4096,1"):
+KEY = "16bit bf16 rr tma | m4096 n4096 k4096 a4096,1 b4096,1"
+
+
+def _result(config=TMA, accuracy="pass", key=KEY):
     tele = {"tuning": {"key": key, "config": asdict(config), "source": "tuned",
                        "kernel": "x", "timings_ms": {"a": 0.2, "b": 0.25, "c": None}}}
     return CaseResult("bf16", Case(4096, 4096, 4096), {
