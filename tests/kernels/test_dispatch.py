@@ -20,13 +20,14 @@ def _decide(mode, m, n, k, a="r", b="r", cap=HOPPER, pad=0, elem=2, aligned=(Tru
 def test_aligned_16bit_goes_to_tma_without_copies():
     fam, key, bucket, ca, cb, variants = _decide("bf16", 4096, 4096, 4096)
     assert (fam, ca, cb, variants) == ("16bit", "", "", ("tma", "tiled"))
-    assert bucket == "16bit bf16 rr tma"
-    assert key == "16bit bf16 rr tma | m4096 n4096 k4096 a4096,1 b4096,1"
+    assert bucket == "16bit bf16 rr tma ld128"
+    assert key == "16bit bf16 rr tma ld128 | m4096 n4096 k4096 a4096,1 b4096,1"
+    assert _decide("bf16", 2048, 2048, 2048, pad=8)[2] == "16bit bf16 rr tma ld16"
 
 
 def test_fp8_and_tf32_get_k_major_copies_only_when_reused():
     _, _, bucket, ca, cb, _ = _decide("fp8", 4096, 4096, 4096, elem=1)
-    assert (ca, cb) == ("", "kmajor") and bucket == "fp8 fp8 rc tma"   # B copied K-major
+    assert (ca, cb) == ("", "kmajor") and bucket == "fp8 fp8 rc tma ld128"   # B copied K-major
     _, _, _, ca, cb, _ = _decide("tf32", 16, 4096, 4096, a="c", elem=4)
     assert (ca, cb) == ("kmajor", "")   # skinny M: copying B would be all the work
     _, _, _, ca, cb, _ = _decide("tf32x3", 4096, 4096, 4096, elem=4)

@@ -28,7 +28,7 @@ GPU_TILE = TileConfig(64, 64, 64, 8, 3, 4)
 CPU_VARIANTS = {"tiled": INTERPRETER_CONFIG, "split3": TileConfig(32, 32, 16, 2, 1, 4, split_k=3),
                 "tma": TileConfig(32, 32, 16, 2, 1, 4, "tma")}
 GPU_VARIANTS = {"tiled": GPU_TILE, "split4": TileConfig(64, 64, 64, 8, 3, 4, split_k=4),
-                "tma": TileConfig(128, 128, 64, 8, 3, 8, "tma")}
+                "tma": TileConfig(128, 128, 32, 8, 3, 8, "tma")}  # fits fp32 too
 
 
 def _run(case: Case, mode: str, device: str, config=None, choose=None):
