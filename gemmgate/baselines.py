@@ -54,7 +54,7 @@ from gemmgate.baseline_schema import (  # noqa: F401 - the model is part of this
 )
 from gemmgate.compare import aa_noise, ab_noise
 from gemmgate.files import write_json_atomic
-from gemmgate.results import REFERENCE, CaseResult, RunRecord
+from gemmgate.results import GATED, CaseResult, RunRecord
 
 # --- building ----------------------------------------------------------------------------
 
@@ -110,9 +110,7 @@ def build(records: Sequence[RunRecord], chip_id: str, shapes: str) -> Baseline:
     for key, tagged in by_key.items():
         cs = [c for c, _ in tagged]
         provs = {}
-        for name in cs[0].providers:
-            if name == REFERENCE:  # the A/A twin of triton: only its ratio is kept
-                continue
+        for name in GATED:  # not the A/B reference (only its ratio is kept), no extras
             ps = [c.providers[name] for c in cs if name in c.providers]
             med = _median_or_none([p.median_ms for p in ps])
             if med is None:

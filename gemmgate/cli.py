@@ -52,6 +52,13 @@ def _run_args(p: argparse.ArgumentParser) -> None:
                         "(default: no tuning; the kernel's own dispatch, as a library call)")
 
 
+def _providers_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--providers", metavar="LIST",
+                   help="who computes: triton,vendor (default; both always), plus inductor "
+                        "(torch.compile, Triton GEMM templates; GPU) and/or module:function "
+                        "GEMMs with the kernels.matmul contract; shown, never gated")
+
+
 def _json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="PATH", help="write the full results as JSON")
 
@@ -70,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--pin-tiles", metavar="FILE",
                      help="use the Triton tiles recorded in this baseline file")
     _ab_arg(run, "; the JSON then holds a 'reference' provider")
+    _providers_arg(run)
     chips = sub.add_parser("chips", help="list the chip table and what is detected here")
     chips.add_argument("--chip", help="chip id to select (default: detected)")
     chips.add_argument("--ids", action="store_true", help="print chip ids only")
@@ -78,12 +86,15 @@ def build_parser() -> argparse.ArgumentParser:
     _trials_parser(sub)
     _bisect_parser(sub)
     _report_parser(sub)
+    _sweep_parser(sub)
+    _tune_parser(sub)
     return ap
 
 
 def _check_parser(sub) -> None:
     check = sub.add_parser("check", help="run the chip's set and compare with its baseline")
     _run_args(check)
+    _providers_arg(check)
     _json_arg(check)
     check.add_argument("--baseline", metavar="FILE", help="default: baselines/<chip>.json")
     check.add_argument("--floor", type=float, default=DEFAULT_FLOOR,
@@ -171,6 +182,37 @@ def _report_parser(sub) -> None:
                    help="folder for index.html and the PNGs")
 
 
+def _sweep_parser(sub) -> None:
+    s = sub.add_parser("sweep", help="one case across one tile parameter (e.g. num_stages): "
+                                     "the rise-then-collapse curve")
+    s.add_argument("--param", required=True, metavar="NAME",
+                   help="an integer field of the kernel's tile: num_stages, num_warps, "
+                        "block_m, block_n, block_k, group_m (split_k where the tile has it)")
+    s.add_argument("--values", metavar="V,..", help="comma-separated values (default per "
+                   "parameter, e.g. num_stages 1..7, block sizes 16..256)")
+    s.add_argument("--shape", required=True, metavar="MxNxK", help="e.g. 4096x4096x4096")
+    s.add_argument("--mode", required=True, help=f"one precision mode ({','.join(MODE_NAMES)})")
+    s.add_argument("--chip", help="chip id (default: $GEMMGATE_CHIP, else detected)")
+    s.add_argument("--layout", default="rr", help="rr (default), cr, rc or cc")
+    s.add_argument("--timing", choices=("graph", "eager"), help="as for run")
+    s.add_argument("--budget", type=float, metavar="S", help="timing budget per value, seconds")
+    s.add_argument("--csv", metavar="PATH", help="write one row per value")
+    s.add_argument("--plot", metavar="PATH.png", help="draw TFLOP/s against the values")
+    _json_arg(s)
+
+
+def _tune_parser(sub) -> None:
+    t = sub.add_parser("tune", help="search Triton tiles offline and write the kernel's "
+                                    "tuning table (kernels/tuned/<chip>.json)")
+    _run_args(t)
+    _json_arg(t)
+    t.add_argument("--budget-per-key", type=float, default=10.0, metavar="S",
+                   help="tuning seconds per key, at most 30 configs timed (default 10)")
+    t.add_argument("--table", metavar="FILE", help="default: kernels/tuned/<chip>.json")
+    t.add_argument("--stale", action="store_true",
+                   help="retune only the table's entries tuned on other kernel source")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     console = Console()
     if not console.is_terminal:  # CI logs: wide enough that tables do not fold
@@ -188,12 +230,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args, console: Console, err: Console) -> int:
-    from gemmgate import cli_bisect, cli_gate, cli_report, cli_run, cli_trials  # torch
+    from gemmgate import (  # torch
+        cli_bisect,
+        cli_gate,
+        cli_report,
+        cli_run,
+        cli_sweep,
+        cli_trials,
+        cli_tune,
+    )
 
     commands = {"chips": cli_run.chips_command, "run": cli_run.run_command,
                 "check": cli_gate.check_command, "baseline": cli_gate.baseline_command,
                 "trials": cli_trials.trials_command, "bisect": cli_bisect.bisect_command,
-                "report": cli_report.report_command}
+                "report": cli_report.report_command, "sweep": cli_sweep.sweep_command,
+                "tune": cli_tune.tune_command}
     return commands[args.command](args, console, err)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -23,12 +24,14 @@ from gemmgate.run import environment_of
 def context_from_args(args, *, shapes: str | None = None, modes: str | None = None,
                       pins_from: str | None = None, block: int | None = None,
                       reference: str | None = None, slowdown: float = 0.0) -> RunContext:
-    """The run context for parsed run arguments (keywords override them)."""
+    """The run context for parsed run arguments (keywords override them); commands
+    without --providers run triton and vendor."""
     return make_context(args.chip, shapes or args.shapes, modes if modes is not None
                         else args.modes, args.timing, args.budget, args.devices,
                         pins_from=pins_from, retune=args.retune,
                         block=block if block is not None else args.block,
-                        reference=reference, slowdown=slowdown)
+                        reference=reference, slowdown=slowdown,
+                        providers=getattr(args, "providers", None))
 
 
 def check_outputs(*paths: tuple[str | None, str], append: str | None = None) -> None:
@@ -74,6 +77,8 @@ def execute(ctx: RunContext, err: Console) -> RunRecord:
               f"timing {ctx.policy.method}, devices {','.join(map(str, ctx.devices))}")
     if ctx.reference:
         err.print(f"A/B: the kernel at {ctx.reference[:12]} is timed beside the current one")
+    if ctx.providers[2:]:
+        err.print(f"also timed, not gated: {escape(', '.join(ctx.providers[2:]))}")
     env = environment_of(ctx)
     with progress_bar(err) as bar:
         task = bar.add_task("running", total=len(ctx.items))

@@ -6,11 +6,17 @@ workers and the fresh processes of `baseline calibrate` get the very same object
 `make_context` validates every choice before any work (ValueError: exit 2). The Triton
 interpreter is switched on here when the chip is the CPU, before `kernels` is first
 imported: TRITON_INTERPRET is read when a kernel is decorated.
+
+Providers (`--providers`): "triton" and "vendor" always (the gate compares them), then
+any of "inductor" and `module:function` paths, in the order given. A path is imported
+here, so a bad one is exit 2 before any work; the Runner imports it again by name.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -23,6 +29,9 @@ from gemmgate.tuning import TuningSetup
 # Modes the interpreter computes wrongly (pinned by tests/kernels/test_interpreter_defects.py):
 # they stay selectable on the CPU, but are not run by default.
 INTERPRETER_DEFECTS = {"bf16": "tl.dot on bf16 inputs returns garbage in the interpreter"}
+
+GATED = ("triton", "vendor")              # always run: the gate compares these two
+KNOWN_PROVIDERS = GATED + ("inductor",)   # besides `module:function` paths
 
 
 @dataclass(frozen=True)
@@ -38,10 +47,13 @@ class RunContext:
     reference: str | None = None         # commit whose kernels/ is timed beside (A/B)
     repo: str = "."                      # the git repository the reference comes from
     slowdown: float = 0.0                # validation only: injected extra Triton time
+    providers: tuple[str, ...] = GATED   # triton, vendor, then extras (--providers)
 
     def __post_init__(self) -> None:
         if not self.modes:
             raise ValueError("no precision mode to run")
+        if self.providers[:2] != GATED:
+            raise ValueError(f"providers must start with triton,vendor, got {self.providers}")
         if not 0 <= self.slowdown <= 10:
             raise ValueError(f"--inject-slowdown must be between 0 and 10, got {self.slowdown}")
 
@@ -105,6 +117,46 @@ def check_devices(ids: Sequence[int], device_type: str) -> None:
                          f"(valid: {','.join(map(str, range(n))) or 'none'})")
 
 
+def load_function(path: str):
+    """The function a `module:function` provider names; ValueError naming the path when
+    it cannot be imported or is not callable. The current directory is searched last,
+    as `python -m` would, so a team's own module is found without installing it."""
+    module, _, attr = path.partition(":")
+    if not module or not attr:
+        raise ValueError(f"--providers {path!r}: a custom provider is module:function")
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
+    try:
+        fn = importlib.import_module(module)
+        for part in attr.split("."):
+            fn = getattr(fn, part)
+    except Exception as e:  # ImportError, AttributeError, or the module's own error
+        raise ValueError(f"--providers {path}: cannot import it "
+                         f"({type(e).__name__}: {e})") from None
+    if not callable(fn):
+        raise ValueError(f"--providers {path}: {type(fn).__name__} is not callable")
+    return fn
+
+
+def parse_providers(text: str | None) -> tuple[str, ...]:
+    """'triton,vendor,inductor' -> ("triton", "vendor", "inductor"): triton and vendor
+    first whatever the order given, then the extras in order, duplicates dropped."""
+    if text is None:
+        return GATED
+    names = tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    for n in names:
+        if ":" in n:
+            load_function(n)
+        elif n not in KNOWN_PROVIDERS:
+            raise ValueError(f"unknown provider {n!r}; known providers: "
+                             f"{', '.join(KNOWN_PROVIDERS)}, or a module:function path")
+    missing = [n for n in GATED if n not in names]
+    if missing:
+        raise ValueError(f"--providers needs {' and '.join(missing)} (the gate compares "
+                         f"triton with vendor); e.g. --providers triton,vendor,inductor")
+    return GATED + tuple(n for n in names if n not in GATED)
+
+
 def _bytes(dtype_name: str) -> int:
     return 1 if dtype_name.startswith("float8") else 4 if dtype_name == "float32" else 2
 
@@ -127,9 +179,13 @@ def make_context(chip: str | None = None, shapes: str | None = None, modes: str 
                  retune: bool = False, block: int | None = None,
                  reference: str | None = None, slowdown: float = 0.0,
                  cases: Sequence[Case] | None = None,
-                 cases_label: str = "named cases") -> RunContext:
+                 cases_label: str = "named cases",
+                 force: Sequence[tuple[str, object]] = (),
+                 providers: str | None = None) -> RunContext:
     """Validate every choice up front (ValueError on bad input, before any work).
-    `cases` (e.g. bisect's named cases) replaces `shapes`."""
+    `cases` (e.g. bisect's named cases) replaces `shapes`. `force`: (field, value) pairs
+    that override the kernel's own tile (`gemmgate sweep`; the kernel's TileConfig
+    validates the values when the tile is made). `providers`: --providers, as text."""
     sel = select_chip(chip)
     c = sel.chip
     device_ids = parse_devices(devices)
@@ -161,6 +217,12 @@ def make_context(chip: str | None = None, shapes: str | None = None, modes: str 
             raise ValueError(f"--block must be >= 1, got {block}")
         policy = replace(policy, block=block)
     _check_memory(cases, mode_list, device)
-    tuning = TuningSetup(c.id, pins_from=str(pins_from) if pins_from else None, retune=retune)
+    # after TRITON_INTERPRET is set: a custom provider's module may import `kernels`
+    provider_names = parse_providers(providers)
+    force = tuple(force)
+    if not all(isinstance(f, tuple) and len(f) == 2 and isinstance(f[0], str) for f in force):
+        raise ValueError(f"force takes (field, value) pairs, got {force!r}")
+    tuning = TuningSetup(c.id, pins_from=str(pins_from) if pins_from else None, retune=retune,
+                         force=force)
     return RunContext(sel, mode_list, label, cases, policy, device, device_ids, tuning,
-                      reference=reference, slowdown=slowdown)
+                      reference=reference, slowdown=slowdown, providers=provider_names)

@@ -89,7 +89,7 @@ def stored_level(base: BaselineCase, machine: str) -> str:
 
 def judge_case(result: CaseResult, base: BaselineCase, floor: float,
                machine: str = "") -> CaseVerdict:
-    if not result.passed:
+    if not result.gate_passed:  # extra providers (--providers) never decide a verdict
         return CaseVerdict(result.key, "failed", None, None, "accuracy failure")
     noise = base.noise
     level = stored_level(base, machine)
@@ -120,6 +120,8 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
              "machine noise is unmeasured (gemmgate baseline merge)" if level == ADVISORY and stored
              and stored.verdict != UNCHANGED else "",
              drift_note(ratio_j, tf_j) if ratio_j else "", _tile_note(result, base)]
+    notes += [f"{n} (not gated): {p.accuracy}" for n in result.extras
+              if (p := result.providers[n]).accuracy not in (PASS, UNSUPPORTED)]
     ref = result.providers.get(REFERENCE)
     if ref is not None and ref.accuracy not in (PASS, UNSUPPORTED):
         notes.insert(0, f"A/B: the reference kernel failed ({ref.accuracy}: {ref.message})")

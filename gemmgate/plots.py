@@ -281,3 +281,42 @@ def error_bands(points: Sequence[Point], mode: str, title: str) -> Figure:
     ax.set_title(f"{title}: errors against the bound and the {mode} band")
     ax.legend(fontsize=7, loc="upper left", ncols=2)
     return fig
+
+
+def sweep_curve(param: str, values: Sequence[int], tflops: Sequence[float | None],
+                status: Sequence[str], vendor_tflops: float | None, title: str) -> Figure:
+    """`gemmgate sweep`: Triton TFLOP/s against one tile parameter's values (the rise and
+    the collapse), the vendor's TFLOP/s as a horizontal line; failed values (invalid
+    tile, compile or launch error, wrong result) as red crosses on the axis, values the
+    kernel did not apply ('ignored') as hollow grey markers."""
+    fig = figure(max(6.4, 0.6 * len(values) + 3), 4.4)
+    ax = fig.subplots()
+    xs = range(len(values))
+    ok = [y if s == "ok" and y else math.nan for y, s in zip(tflops, status)]
+    ax.plot(list(xs), ok, "-o", color=COLOR["triton"], label="triton", gid="triton",
+            zorder=3)  # NaN: the line breaks where a value did not run
+    ign = [(x, y) for x, y, s in zip(xs, tflops, status) if s == "ignored" and y]
+    if ign:
+        ax.scatter([x for x, _ in ign], [y for _, y in ign], facecolors="none",
+                   edgecolors="gray", label="not applied by the kernel", gid="ignored")
+    bad = [x for x, s in zip(xs, status) if s == "failed"]
+    if bad:
+        ax.scatter(bad, [0.0] * len(bad), marker="x", color="#d62728", s=80, zorder=4,
+                   label="failed", gid="failed", clip_on=False)
+    if vendor_tflops:
+        ax.axhline(vendor_tflops, color=COLOR["vendor"], ls="--", gid="vendor",
+                   label=f"vendor {vendor_tflops:.4g} TFLOP/s")
+    ax.set_xticks(list(xs), [("✗ " if s == "failed" else "") + str(v)
+                             for v, s in zip(values, status)])
+    for tick, s in zip(ax.get_xticklabels(), status):
+        if s == "failed":
+            tick.set_color("red")
+    top = max([y for y in tflops if y] + [vendor_tflops or 0.0, 1e-9])
+    ax.set_ylim(0, top * 1.15)
+    ax.set_xlim(-0.5, max(0, len(values) - 1) + 0.5)
+    ax.set_xlabel(param)
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(f"{title}: TFLOP/s against {param}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig

@@ -8,13 +8,20 @@ insists on) happens in the builder, outside the timed call.
   The vendor's math flags are set by gemmgate.precision.vendor_flags around the case.
 - "reference": the project's kernel at another commit (gemmgate/reference.py), for A/B:
   the same kernel_call with that commit's matmul.
+- "inductor" (`--providers`): torch.compile of the same matmul (fp8: the same
+  torch._scaled_mm on the same padded operands as "vendor"), max-autotune restricted to
+  Triton templates, compiled and autotuned in the builder. Needs a CUDA GPU.
+- `module:function` (`--providers`): any GEMM with the kernels.matmul contract, through
+  kernel_call (a `choose` hook only if its signature takes one).
 
 Nothing here is global state: the Runner (gemmgate/run.py) holds the kernels it calls.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import inspect
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -35,15 +42,24 @@ def _out(inp: GemmInputs, mode: PrecisionMode) -> torch.Tensor:
 
 
 def kernel_call(matmul, choose, inp: GemmInputs, mode: PrecisionMode) -> Call:
-    """A kernel honouring the kernels.matmul contract, with a tile-choice hook."""
+    """A kernel honouring the kernels.matmul contract, with a tile-choice hook (None: no
+    hook passed, for a kernel whose signature has none)."""
     out = _out(inp, mode)
     a, b, sa, sb = inp.a, inp.b, inp.scale_a, inp.scale_b
+    hook = {} if choose is None else {"choose": choose}
 
     def call() -> torch.Tensor:
-        return matmul(a, b, precision=mode.name, out=out, scale_a=sa, scale_b=sb,
-                      choose=choose)
+        return matmul(a, b, precision=mode.name, out=out, scale_a=sa, scale_b=sb, **hook)
 
     return call
+
+
+def takes_choose(fn) -> bool:
+    """Whether a custom provider's signature names a `choose` parameter."""
+    try:
+        return "choose" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # no signature (a builtin): do not pass one
+        return False
 
 
 def vendor_provider(inp: GemmInputs, mode: PrecisionMode) -> Call:
@@ -100,4 +116,83 @@ def _scaled_mm(inp: GemmInputs) -> Call:
     except RuntimeError as e:  # a shape rule of this torch/cuBLASLt not met: no vendor
         raise Unsupported(f"torch._scaled_mm rejects M={m}, N={n}, K={k}: "
                           f"{str(e).splitlines()[0][:200]}") from None
+    return call
+
+
+# max-autotune-no-cudagraphs, as options: torch.compile takes a mode or options, not both
+_INDUCTOR_OPTIONS = {"max_autotune": True, "coordinate_descent_tuning": True,
+                     "triton.cudagraphs": False, "max_autotune_gemm_backends": "TRITON"}
+
+
+@contextlib.contextmanager
+def _legacy_precision_readable() -> Iterator[None]:
+    """Inductor reads torch.get_float32_matmul_precision() while it autotunes, and that
+    raises ("mix of the legacy and new APIs") once vendor_flags has set tf32 through the
+    new API (torch 2.11, 2.13). While it compiles, the same tf32/ieee choice is stated
+    through the legacy API, which sets both; the new-API state is put back exactly."""
+    m = torch.backends.cuda.matmul
+    try:
+        torch.get_float32_matmul_precision()
+    except RuntimeError:
+        pass
+    else:
+        yield  # readable already (ieee, or a torch with the legacy API only)
+        return
+    mkl = torch.backends.mkldnn.matmul
+    saved = m.fp32_precision, mkl.fp32_precision
+    torch.set_float32_matmul_precision("high" if saved[0] == "tf32" else "highest")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision("highest")
+        m.fp32_precision, mkl.fp32_precision = saved
+
+
+def inductor_provider(inp: GemmInputs, mode: PrecisionMode) -> Call:
+    """torch.compile's Triton GEMM for this case, compiled and autotuned here (outside the
+    timed call), under the math flags vendor_flags(mode) has set around the case: inductor
+    reads torch.backends.cuda.matmul when it lowers, so fp32 stays IEEE and tf32 is tf32."""
+    if not inp.a.is_cuda:
+        raise Unsupported("inductor provider needs a CUDA GPU")
+    return _compiled(inp, mode)
+
+
+def _compiled(inp: GemmInputs, mode: PrecisionMode) -> Call:
+    """The compiled call, on any device (tests drive it on the CPU with torch.compile
+    replaced)."""
+    if mode.scaled:
+        m, k = inp.a.shape
+        n = inp.b.shape[1]
+        if m == 0 or n == 0 or k == 0:
+            raise Unsupported(f"torch._scaled_mm needs non-zero dims (got M={m}, N={n}, K={k})")
+        args = (*_k_major_padded(inp), inp.scale_a, inp.scale_b)
+
+        def fn(a, b, sa, sb):
+            out = torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                                   use_fast_accum=False)
+            return out[:, :n]
+    else:
+        args = (inp.a, inp.b)
+
+        def fn(a, b):
+            return torch.matmul(a, b)
+    # Dynamo keeps compiled code per code object, and `fn` has one code object for every
+    # case: past its recompile limit (8 shapes) it would silently run eager, i.e. cuBLAS.
+    # A reset per case keeps one compiled function per case; fullgraph: no silent breaks.
+    import torch._dynamo  # heavy: imported only when --providers inductor runs
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, fullgraph=True, dynamic=False, options=_INDUCTOR_OPTIONS)
+    try:
+        with _legacy_precision_readable():
+            compiled(*args)  # compile and autotune now, not in the timed call
+    except Exception as e:
+        if "NoValidChoicesError" in f"{type(e).__name__} {e}":  # no Triton template fits
+            raise Unsupported(f"inductor has no Triton GEMM template for this case: "
+                              f"{str(e).splitlines()[0][:200]}") from None
+        raise
+
+    def call() -> torch.Tensor:
+        return compiled(*args)
+
     return call

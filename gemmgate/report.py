@@ -3,7 +3,10 @@
 Columns per mode: shape, Triton and vendor TFLOP/s, speed ratio (vendor time / Triton
 time: > 1 means Triton is faster), % of the chip's datasheet peak, both errors, verdict;
 with a reference kernel (`--ab-ref`), "A/B": reference time / current time, the median of
-per-round ratios (> 1: the current kernel is faster).
+per-round ratios (> 1: the current kernel is faster). Each extra provider (`--providers`:
+inductor, module:function) adds its TFLOP/s (with its accuracy status unless it passed)
+and "ratio vs NAME" (its time / Triton time, as "ratio"); the mode's line gives its
+geomean ratio too.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import math
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from gemmgate import stats
@@ -36,22 +40,45 @@ def _status(r: CaseResult) -> str:
     return "FAIL " + "; ".join(bad)
 
 
-def _rows(results: Sequence[CaseResult], ab: bool = False):
+def _rows(results: Sequence[CaseResult], ab: bool = False, extras: Sequence[str] = ()):
     for r in results:
         t, v = r.providers["triton"], r.providers["vendor"]
         row = (r.case.id, _f(t.tflops, ".4g"), _f(v.tflops, ".4g"), _f(r.ratio, ".3g"),
                _f(r.pct_peak, ".0f"), _err(t), _err(v))
         if ab:
             row += (_f(stats.median(r.ab_samples) if r.ab_samples else None, ".3f"),)
+        for n in extras:
+            row += _extra_cells(r, n)
         yield row + (_status(r),)
+
+
+def _extra_cells(r: CaseResult, name: str) -> tuple[str, str]:
+    """An extra provider's TFLOP/s, with its status unless it passed, and its ratio."""
+    p = r.providers.get(name)
+    if p is None:
+        return "not run", "—"
+    tf = _f(p.tflops, ".4g")
+    if p.accuracy != "pass":
+        tf = p.accuracy if p.tflops is None else f"{tf} {p.accuracy}"
+    return tf, _f(r.ratio_to(name), ".3g")
 
 
 HEAD = ("shape", "Triton TFLOP/s", "vendor TFLOP/s", "ratio", "% peak", "Triton err",
         "vendor err", "status")
 
 
-def _head(ab: bool) -> tuple[str, ...]:
-    return HEAD[:-1] + ("A/B",) + HEAD[-1:] if ab else HEAD
+def _head(ab: bool, extras: Sequence[str] = ()) -> tuple[str, ...]:
+    cols = tuple(c for n in extras for c in (f"{n} TFLOP/s", f"ratio vs {n}"))
+    return HEAD[:-1] + (("A/B",) if ab else ()) + cols + HEAD[-1:]
+
+
+def _extras(results: Sequence[CaseResult]) -> list[str]:
+    """The extra providers (--providers) of these results, in run order."""
+    return list(dict.fromkeys(n for r in results for n in r.extras))
+
+
+def _extra_line(s: dict) -> str:
+    return "".join(f", vs {n} {_f(g, '.3f')}" for n, g in s.get("geomean_ratios", {}).items())
 
 
 def _has_ab(results: Sequence[CaseResult]) -> bool:
@@ -62,27 +89,31 @@ def print_tables(results: Sequence[CaseResult], console: Console, title: str = "
     summary = summary_by_mode(results)
     ab = _has_ab(results)
     for mode, s in summary.items():
+        rs = [r for r in results if r.mode == mode]
+        extras = _extras(rs)
         table = Table(title=f"{title} {mode}".strip(), title_justify="left")
-        for h in _head(ab):
-            table.add_column(h, justify="left" if h in ("shape", "status") else "right",
-                             no_wrap=h == "shape")
-        for row in _rows([r for r in results if r.mode == mode], ab):
+        for h in _head(ab, extras):
+            table.add_column(escape(h), justify="left" if h in ("shape", "status") else "right",
+                             no_wrap=h == "shape", overflow="fold")  # names stay whole
+        for row in _rows(rs, ab, extras):
             style = None if row[-1] == "pass" else "red"
-            table.add_row(*row, style=style)
+            table.add_row(*map(escape, row), style=style)
         console.print(table)
         console.print(f"[bold]{mode}[/]: geomean Triton/vendor speed ratio "
-                      f"{_f(s['geomean_ratio'], '.3f')}, {s['passed']}/{s['cases']} passed\n")
+                      f"{_f(s['geomean_ratio'], '.3f')}{escape(_extra_line(s))}, "
+                      f"{s['passed']}/{s['cases']} passed\n")
 
 
 def markdown(results: Sequence[CaseResult], title: str = "") -> str:
     lines = [f"## {title}" if title else ""]
     ab = _has_ab(results)
-    head = _head(ab)
     for mode, s in summary_by_mode(results).items():
-        lines += [f"### {mode}: geomean ratio {_f(s['geomean_ratio'], '.3f')}, "
-                  f"{s['passed']}/{s['cases']} passed", "",
+        rs = [r for r in results if r.mode == mode]
+        extras = _extras(rs)
+        head = _head(ab, extras)
+        lines += [f"### {mode}: geomean ratio {_f(s['geomean_ratio'], '.3f')}"
+                  f"{_extra_line(s)}, {s['passed']}/{s['cases']} passed", "",
                   "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        lines += ["| " + " | ".join(row) + " |"
-                  for row in _rows([r for r in results if r.mode == mode], ab)]
+        lines += ["| " + " | ".join(row) + " |" for row in _rows(rs, ab, extras)]
         lines.append("")
     return "\n".join(lines).lstrip("\n")

@@ -22,6 +22,7 @@ from gemmgate.precision import MODES
 from gemmgate.shapes import Case
 
 REFERENCE = "reference"   # the kernel at another commit, timed beside triton (A/B)
+GATED = ("triton", "vendor")   # the pair the gate and baselines compare; others are extras
 UNSUPPORTED = "unsupported"
 STATUSES = (PASS, FAIL, "downgraded", UNSUPPORTED)
 RUN_SCHEMA = "gemmgate.run/1"
@@ -101,8 +102,18 @@ class CaseResult:
 
     @property
     def ratio(self) -> float | None:
-        t, v = self.providers["triton"].median_ms, self.providers["vendor"].median_ms
-        return v / t if t and v else None
+        return self.ratio_to("vendor")
+
+    def ratio_to(self, name: str) -> float | None:
+        """Speed ratio name_time / triton_time, medians (> 1: Triton faster)."""
+        t, o = self.providers["triton"].median_ms, self.providers[name].median_ms
+        return o / t if t and o else None
+
+    @property
+    def extras(self) -> tuple[str, ...]:
+        """Providers beyond triton, vendor and the A/B reference (--providers): shown
+        beside them, never judged by the gate nor stored in a baseline."""
+        return tuple(n for n in self.providers if n not in GATED and n != REFERENCE)
 
     @property
     def pct_peak(self) -> float | None:
@@ -116,6 +127,12 @@ class CaseResult:
             and self.providers["triton"].accuracy == PASS
 
     @property
+    def gate_passed(self) -> bool:
+        """`passed` for triton and vendor only: what the gate and baselines go by."""
+        return self.providers["triton"].accuracy == PASS \
+            and self.providers["vendor"].accuracy in (PASS, UNSUPPORTED)
+
+    @property
     def key(self) -> str:
         return f"{self.mode}-{self.case.id}"
 
@@ -124,6 +141,7 @@ class CaseResult:
                 "k": self.case.k, "layout": self.case.layout_id, "passed": self.passed,
                 "ratio": self.ratio, "pct_peak": self.pct_peak,
                 "ratio_samples": list(self.ratio_samples),
+                "ratios": {n: self.ratio_to(n) for n in ("vendor",) + self.extras},
                 "providers": {k: p.to_json() for k, p in self.providers.items()},
                 "peak_tflops": self.peak_tflops,
                 "telemetry": self.telemetry, "worker": self.worker}
@@ -215,13 +233,22 @@ def failures(results: Sequence[CaseResult]) -> list[CaseResult]:
 
 
 def summary_by_mode(results: Sequence[CaseResult]) -> dict[str, dict]:
-    """Geomean speed ratio and pass counts per mode."""
+    """Geomean speed ratio and pass counts per mode; with extra providers, the geomean
+    Triton/that provider ratio of each too ("geomean_ratios")."""
     by: dict[str, list[CaseResult]] = {}
     for r in results:
         by.setdefault(r.mode, []).append(r)
     out = {}
     for m, rs in by.items():
-        g = stats.geomean([r.ratio for r in rs if r.ratio])
         out[m] = {"cases": len(rs), "passed": sum(r.passed for r in rs),
-                  "geomean_ratio": None if math.isnan(g) else g}
+                  "geomean_ratio": _geomean([r.ratio for r in rs])}
+        extras = dict.fromkeys(n for r in rs for n in r.extras)
+        if extras:
+            out[m]["geomean_ratios"] = {
+                n: _geomean([r.ratio_to(n) for r in rs if n in r.providers]) for n in extras}
     return out
+
+
+def _geomean(xs: Sequence[float | None]) -> float | None:
+    g = stats.geomean([x for x in xs if x])
+    return None if math.isnan(g) else g

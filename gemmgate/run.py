@@ -26,18 +26,23 @@ import torch
 
 from gemmgate import reference, stats
 from gemmgate.accuracy import FAIL, Accuracy, classify, relative_error
-from gemmgate.context import RunContext
+from gemmgate.context import RunContext, load_function
 from gemmgate.env import environment, telemetry
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import PrecisionMode, vendor_flags
-from gemmgate.providers import Builder, Unsupported, kernel_call, vendor_provider
+from gemmgate.providers import (
+    Builder,
+    Unsupported,
+    inductor_provider,
+    kernel_call,
+    takes_choose,
+    vendor_provider,
+)
 from gemmgate.results import REFERENCE, UNSUPPORTED, CaseResult, ProviderResult
 from gemmgate.shapes import Case
 from gemmgate.slowdown import slowed
 from gemmgate.timing import TimingPolicy, measure
 from gemmgate.tuning import Tuner
-
-PROVIDER_NAMES = ("triton", "vendor")
 
 
 def case_seed(mode: str, case: Case) -> int:
@@ -86,7 +91,7 @@ class Runner:
         inp = make_inputs(case, mode, ctx.device, case_seed(mode.name, case), chip.fp8_dtype)
         ref = inp.reference()
         calls, results, tiles = {}, {}, {}
-        for name in PROVIDER_NAMES + ((REFERENCE,) if REFERENCE in self.kernels else ()):
+        for name in ctx.providers + ((REFERENCE,) if REFERENCE in self.kernels else ()):
             build, chooser = self._builder(name)
             call, res = _check(name, build, inp, mode, ref)
             results[name] = res
@@ -119,6 +124,12 @@ class Runner:
         """(builder(inp, mode) -> call, the kernel's recording chooser or None)."""
         if name == "vendor":
             return self.vendor, None
+        if name == "inductor":
+            return inductor_provider, None
+        if name not in self.kernels:  # a module:function path (--providers)
+            fn = load_function(name)
+            chooser = self.tuner.chooser(name) if takes_choose(fn) else None
+            return (lambda inp, mode: kernel_call(fn, chooser, inp, mode)), chooser
         pkg = self.kernels[name]
         chooser = self.tuner.chooser(getattr(pkg, "kernel_hash", lambda: "")())
 
@@ -183,4 +194,6 @@ def environment_of(ctx: RunContext) -> dict:
                       ctx.devices if ctx.chip.device_type != "cpu" else ())
     env.update(devices=list(ctx.devices), block=ctx.policy.block, ab_ref=ctx.reference,
                inject_slowdown=ctx.slowdown)
+    if ctx.providers[2:]:  # extras (--providers); a baseline's runs never have any
+        env["providers"] = list(ctx.providers)
     return env

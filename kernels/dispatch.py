@@ -5,7 +5,8 @@ A call is keyed by (device, mode, M, N, K, operand strides and alignment). For a
 1. Operands. On Hopper, tf32 and fp8 wgmma take K-major operands only (otherwise Triton
    falls back to the Ampere mma at ~1/4 of the rate, docs/PERF.md v1 -> v2). A non-K-
    major operand is copied K-major when the other dimension reuses it enough to pay for
-   the copy (>= 512); a skinny call keeps its layout (the copy would be all the work).
+   the copy (>= 128: at M=128 the slow path ran fp8 at 0.21 of cuBLAS, session 5); a
+   decode-like call (M=16) keeps its layout (the copy would be all the work).
    An operand a tensor descriptor cannot take (a leading dimension like 4097 or fp8's
    1000 bytes, not 16-byte aligned) gets an aligned copy by the same reuse rule, so the
    TMA variant can run (kernels/relayout.py: a tiled transposing copy kernel).
@@ -33,7 +34,7 @@ from kernels.matmul_tma import num_sms, tma_view
 from kernels.modes import KernelMode
 from kernels.relayout import aligned_copy
 
-_COPY_MIN_DIM = 512    # copy an operand K-major only when the other side reuses it this much
+_COPY_MIN_DIM = 128    # copy an operand K-major only when the other side reuses it this much
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,10 @@ def _device_info(device: torch.device) -> tuple[tuple[int, int], int, str]:
     p = torch.cuda.get_device_properties(device)
     cap = (0, 0) if torch.version.hip is not None else (p.major, p.minor)
     return cap, p.shared_memory_per_block_optin, p.name
+
+
+def device_capability(device: torch.device) -> tuple[int, int]:
+    return _device_info(device)[0]
 
 
 def _layout(x: torch.Tensor) -> str:

@@ -96,7 +96,7 @@ def _check_device(device: torch.device, mode: KernelMode) -> None:
         return
     if torch.version.hip is not None:
         return
-    cc = torch.cuda.get_device_capability(device)
+    cc = dispatch.device_capability(device)
     need = mode.min_capability
     if cc < need:
         raise ValueError(f"{mode.name} is not supported on {torch.cuda.get_device_name(device)} "
@@ -130,26 +130,24 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
     flags = dict(input_precision=mode.input_precision, is_fp32=plan.family == "fp32",
                  has_scale=has_scale)
 
-    def run(cfg: TileConfig) -> None:
-        _launch(cfg, a, b, out, sa, sb, flags)
+    def bench(cfg: TileConfig) -> float:  # the launch prepared once: device time only
+        try:
+            fn = _launcher(cfg, a, b, out, sa, sb, flags)
+        except Exception:  # noqa: BLE001 - a tile this call cannot take is ruled out
+            return math.inf
+        return _bench_ms(fn)
 
     if config is None and choose is not None:
         cands = dispatch.candidates(plan, a.device, M, N, K)
-        config = choose(plan.key, cands, lambda cfg: _bench_ms(lambda: run(cfg)))
-    run(config or plan.pick)
+        config = choose(plan.key, cands, bench)
+    _launcher(config or plan.pick, a, b, out, sa, sb, flags)()
     return out
 
 
-def _launch(cfg: TileConfig, a, b, out, sa, sb, flags: dict) -> None:
+def _launcher(cfg: TileConfig, a, b, out, sa, sb, flags: dict):
     if cfg.variant == "tma" and dispatch.uses_tma(cfg, a, b):
-        matmul_tma.launch(cfg, a, b, out, sa, sb, **flags)
-        return
+        return matmul_tma.launcher(cfg, a, b, out, sa, sb, **flags)
     if cfg.variant == "tma":  # the operands cannot be described: same tile, pointer loads
         cfg = TileConfig(cfg.block_m, cfg.block_n, cfg.block_k, cfg.group_m,
                          cfg.num_stages, cfg.num_warps)
-    M, K = a.shape
-    split = matmul_tiled.splits(cfg, K)
-    ws = None
-    if split > 1:
-        ws = torch.empty((split, M, out.shape[1]), dtype=torch.float32, device=a.device)
-    matmul_tiled.launch(cfg, a, b, out, sa, sb, ws, **flags)
+    return matmul_tiled.launcher(cfg, a, b, out, sa, sb, **flags)

@@ -20,6 +20,9 @@ no atomics), applies the fp8 scales and casts. `INPUT_PRECISION` is always expli
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import torch
 import triton
 import triton.language as tl
 
@@ -117,10 +120,10 @@ def _split_stride(s: int) -> tuple[int, int]:
     return s // g, g
 
 
-def launch(config: TileConfig, a, b, out, sa, sb, workspace, *, input_precision: str,
-           is_fp32: bool, has_scale: bool) -> None:
-    """Run the tiled variant; `workspace` is an fp32 (split_k, M, N) tensor when split_k >
-    1 (allocated by the caller, so a CUDA graph captures it once)."""
+def launcher(config: TileConfig, a, b, out, sa, sb, *, input_precision: str, is_fp32: bool,
+             has_scale: bool) -> Callable[[], None]:
+    """The tiled variant's launch, prepared; with split-K it owns an fp32 (splits, M, N)
+    workspace, allocated here (inside a CUDA graph capture when the call is captured)."""
     M, K = a.shape
     N = b.shape[1]
     k_per = _k_per_split(config, K)
@@ -128,18 +131,30 @@ def launch(config: TileConfig, a, b, out, sa, sb, workspace, *, input_precision:
     (sam, g_am), (sak, g_ak) = _split_stride(a.stride(0)), _split_stride(a.stride(1))
     (sbk, g_bk), (sbn, g_bn) = _split_stride(b.stride(0)), _split_stride(b.stride(1))
     grid = (triton.cdiv(M, config.block_m) * triton.cdiv(N, config.block_n), split)
-    ws = workspace if split > 1 else out
-    _tiled_kernel[grid](
-        a, b, out, ws, sa, sb, M, N, K, k_per, sam, sak, sbk, sbn,
-        out.stride(0), out.stride(1), G_AM=g_am, G_AK=g_ak, G_BK=g_bk, G_BN=g_bn,
-        BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-        GROUP_M=config.group_m, SPLIT_K=split, INPUT_PRECISION=input_precision,
-        IS_FP32=is_fp32, HAS_SCALE=has_scale,
-        num_stages=config.num_stages, num_warps=config.num_warps)
-    if split > 1:
-        _reduce_kernel[(triton.cdiv(M * N, _REDUCE_BLOCK),)](
-            ws, out, sa, sb, M, N, out.stride(0), out.stride(1), SPLIT_K=split,
-            BLOCK=_REDUCE_BLOCK, HAS_SCALE=has_scale, num_warps=4)
+    ws = torch.empty((split, M, N), dtype=torch.float32, device=a.device) if split > 1 \
+        else out
+    args = (a, b, out, ws, sa, sb, M, N, K, k_per, sam, sak, sbk, sbn,
+            out.stride(0), out.stride(1))
+    kw = dict(G_AM=g_am, G_AK=g_ak, G_BK=g_bk, G_BN=g_bn, BLOCK_M=config.block_m,
+              BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
+              SPLIT_K=split, INPUT_PRECISION=input_precision, IS_FP32=is_fp32,
+              HAS_SCALE=has_scale, num_stages=config.num_stages, num_warps=config.num_warps)
+    main = _tiled_kernel[grid]
+    if split == 1:
+        return lambda: main(*args, **kw)
+    reduce = _reduce_kernel[(triton.cdiv(M * N, _REDUCE_BLOCK),)]
+    rargs = (ws, out, sa, sb, M, N, out.stride(0), out.stride(1))
+    rkw = dict(SPLIT_K=split, BLOCK=_REDUCE_BLOCK, HAS_SCALE=has_scale, num_warps=4)
+
+    def run() -> None:
+        main(*args, **kw)
+        reduce(*rargs, **rkw)
+
+    return run
+
+
+def launch(config: TileConfig, a, b, out, sa, sb, **flags) -> None:
+    launcher(config, a, b, out, sa, sb, **flags)()
 
 
 def _k_per_split(config: TileConfig, K: int) -> int:

@@ -274,6 +274,17 @@ def test_build_stores_ab_noise_from_a_timed_reference_and_not_the_reference():
     assert "ab" not in _js(plain)["cases"][K1]["noise"]    # no reference: no A/B noise
 
 
+def test_build_stores_no_extra_provider():
+    # --providers extras (inductor, module:function) are shown, never stored
+    r = make_result(C1, [1.0, 1.1, 0.9], [0.9, 0.95, 0.85])
+    extra = _provider("inductor", [0.5, 0.5, 0.5], C1)
+    base = baselines.build([make_run([replace(r, providers={**r.providers, "inductor": extra})])],
+                           "cpu", "s.csv")
+    plain = baselines.build([make_run([r])], "cpu", "s.csv")
+    assert set(base.cases[K1].providers) == {"triton", "vendor"}
+    assert _js(base)["cases"] == _js(plain)["cases"]
+
+
 def test_build_single_run_has_no_noise():
     data = baselines.build(_runs3()[:1], "cpu", "smoke")
     for c in data.cases.values():

@@ -4,6 +4,7 @@ import json
 import platform
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +98,41 @@ def test_run_block_is_recorded_and_bad_block_is_exit_2(tmp_path, capsys):
     assert all(len(c["providers"]["triton"]["samples_ms"]) % 2 == 0 for c in data["cases"])
     assert main(["run", "--chip", "cpu", "--block", "0"]) == 2
     assert "block must be >= 1" in capsys.readouterr().err
+
+
+def test_run_with_a_custom_provider_shows_it_with_its_ratio(tmp_path, monkeypatch, capsys):
+    # custom_providers.py beside this file: `correct` computes the GEMM in float64
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    shapes, out = tmp_path / "shapes.csv", tmp_path / "run.json"
+    shapes.write_text("m,n,k\n16,24,32\n")
+    name = "custom_providers:correct"
+    assert main(["run", "--chip", "cpu", "--modes", "fp32", "--shapes", str(shapes),
+                 "--providers", f"triton,vendor,{name}", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "ratio vs" in printed
+    line = next(x for x in printed.splitlines() if x.startswith("fp32: geomean"))
+    assert f", vs {name} " in line and line.endswith("1/1 passed")  # its geomean ratio
+    data = json.loads(out.read_text())
+    (case,) = data["cases"]
+    p, t = case["providers"][name], case["providers"]["triton"]
+    assert p["accuracy"] == "pass" and p["tflops"] > 0
+    assert case["ratios"][name] == pytest.approx(p["median_ms"] / t["median_ms"], rel=1e-12)
+    assert case["ratios"]["vendor"] == case["ratio"]
+    assert data["summary"]["fp32"]["geomean_ratios"][name] == pytest.approx(case["ratios"][name])
+    assert data["environment"]["providers"] == ["triton", "vendor", name]
+
+
+def test_run_with_a_wrong_custom_provider_exits_1(tmp_path, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    shapes = tmp_path / "shapes.csv"
+    shapes.write_text("m,n,k\n16,16,16\n")
+    assert main(["run", "--chip", "cpu", "--modes", "fp32", "--shapes", str(shapes),
+                 "--providers", "triton,vendor,custom_providers:wrong"]) == 1
+    got = capsys.readouterr()
+    assert "1 case(s) failed accuracy" in got.err and "fail" in got.out
+
+
+def test_a_bad_provider_path_exits_2(capsys):
+    assert main(["run", "--chip", "cpu", "--shapes", "smoke", "--modes", "fp32",
+                 "--providers", "triton,vendor,nosuch.mod:fn"]) == 2
+    assert "--providers nosuch.mod:fn: cannot import it" in capsys.readouterr().err

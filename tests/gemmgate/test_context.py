@@ -7,7 +7,9 @@ created in the working directory.
 """
 
 import pickle
+import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -150,3 +152,52 @@ def test_on_device_and_with_cases():
     assert gpu.on_device(1).device == "cuda:1" and gpu.on_device(1).device_index == 1
     some = ctx.with_cases([(MODES["fp16"], ctx.cases[2])])
     assert some.items == [(MODES["fp16"], ctx.cases[2])]
+
+
+# --- --providers ---------------------------------------------------------------------------
+
+HERE = Path(__file__).parent  # custom_providers.py: GEMMs to name as module:function
+
+
+def test_providers_default_and_order():
+    assert make_context(chip="cpu", modes="fp32").providers == ("triton", "vendor")
+    ctx = make_context(chip="cpu", modes="fp32", providers="inductor, vendor,triton,inductor")
+    assert ctx.providers == ("triton", "vendor", "inductor")  # gated pair first, no repeats
+    assert pickle.loads(pickle.dumps(ctx)) == ctx
+
+
+@pytest.mark.parametrize("text, message", [
+    ("triton,vendor,cublas", "unknown provider 'cublas'; known providers: triton, vendor, "
+                             "inductor, or a module:function path"),
+    ("triton,vendor,reference", "unknown provider 'reference'"),
+    ("triton,inductor", "--providers needs vendor (the gate compares triton with vendor)"),
+    ("", "--providers needs triton and vendor"),
+])
+def test_bad_providers(text, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make_context(chip="cpu", modes="fp32", providers=text)
+
+
+def test_a_module_function_provider_is_imported_when_the_context_is_built(monkeypatch):
+    monkeypatch.syspath_prepend(str(HERE))
+    ctx = make_context(chip="cpu", modes="fp32", providers="triton,vendor,custom_providers:correct")
+    assert ctx.providers == ("triton", "vendor", "custom_providers:correct")
+    for path, why in (("nosuch.mod:fn", "ModuleNotFoundError: No module named 'nosuch'"),
+                      ("custom_providers:nosuch", "AttributeError"),
+                      ("custom_providers:NOT_CALLABLE", "int is not callable"),
+                      ("custom_providers:", "a custom provider is module:function")):
+        with pytest.raises(ValueError, match=re.escape(path)) as e:
+            make_context(chip="cpu", modes="fp32", providers=f"triton,vendor,{path}")
+        assert why in str(e.value)
+
+
+def test_a_bad_provider_path_exits_2_before_any_work(cwd, no_measuring, capsys):
+    argv = ["run", "--chip", "cpu", "--shapes", "smoke", "--modes", "fp32",
+            "--providers", "triton,vendor,nosuch.mod:fn"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert "--providers nosuch.mod:fn: cannot import it" in err
+    assert no_measuring == []
+    assert main(["check", "--chip", "cpu", "--baseline", "base.json",
+                 "--providers", "triton,vendor,nosuch"]) == 2
+    assert "unknown provider 'nosuch'" in capsys.readouterr().err

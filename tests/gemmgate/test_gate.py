@@ -141,6 +141,20 @@ def test_accuracy_failure_fails_the_gate(t_acc, v_acc):
                                  "accuracy failure"]
 
 
+@pytest.mark.parametrize("acc", ["fail", "downgraded", "unsupported", "pass"])
+def test_an_extra_provider_changes_no_verdict(acc):
+    # --providers inductor / module:function: shown beside, never judged
+    base = baseline(**{A.id: base_case(A, 0.9)})
+    plain = result(A)
+    extra = ProviderResult("inductor", acc, 1e-7, "", _times(5, 0.1))
+    with_extra = CaseResult(plain.mode, plain.case, {**plain.providers, "inductor": extra})
+    _, v0 = _one([plain], base)
+    _, v1 = _one([with_extra], base)
+    assert v0.verdict == "unchanged"
+    assert (v1.verdict, v1.ratio, v1.tflops) == (v0.verdict, v0.ratio, v0.tflops)
+    assert ("inductor (not gated)" in v1.note) == (acc in ("fail", "downgraded"))
+
+
 def test_drift_is_not_a_regression():
     # clocks fall 8% over the run: both providers' times grow by the same factor per round
     rng = random.Random(7)

@@ -74,3 +74,91 @@ def test_fp8_vendor_unsupported_on_zero_dims_or_when_torch_rejects(monkeypatch):
     monkeypatch.setattr(torch, "_scaled_mm", reject)
     with pytest.raises(providers.Unsupported, match="rejects M=8, N=16, K=16: mat1 must"):
         providers.vendor_provider(_fp8_inputs(8, 16, 16), MODES["fp8"])
+
+
+# --- --providers: custom module:function GEMMs and inductor ------------------------------
+
+def test_kernel_call_without_a_hook_passes_no_choose():
+    # a custom GEMM may not take `choose=`: None means the keyword is left out
+    def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+        return out.copy_(a @ b)
+
+    inp = make_inputs(Case(8, 8, 8), MODES["fp32"], "cpu", seed=0)
+    out = providers.kernel_call(matmul, None, inp, MODES["fp32"])()
+    assert torch.allclose(out.double(), inp.reference(), rtol=1e-5, atol=1e-5)
+
+
+def test_takes_choose_reads_the_signature():
+    assert providers.takes_choose(lambda a, b, *, choose=None: None)
+    assert not providers.takes_choose(lambda a, b, *, precision=None, out=None: None)
+    assert not providers.takes_choose(lambda a, b, **kw: None)  # only a named parameter
+    assert not providers.takes_choose(max)  # no signature: no hook
+
+
+def test_inductor_needs_a_cuda_gpu():
+    inp = make_inputs(Case(8, 8, 8), MODES["fp32"], "cpu", seed=0)
+    with pytest.raises(providers.Unsupported, match="inductor provider needs a CUDA GPU"):
+        providers.inductor_provider(inp, MODES["fp32"])
+
+
+@pytest.fixture
+def fake_compile(monkeypatch):
+    """torch.compile replaced by the identity, recording how it was asked to compile."""
+    seen = []
+
+    def compile_(fn, **kw):
+        seen.append(kw)
+        return fn
+
+    monkeypatch.setattr(torch, "compile", compile_)
+    return seen
+
+
+def test_inductor_compiles_once_with_triton_templates_only(fake_compile):
+    inp = make_inputs(Case(24, 40, 56), MODES["fp32"], "cpu", seed=2)
+    call = providers._compiled(inp, MODES["fp32"])
+    assert torch.allclose(call().double(), inp.reference(), rtol=1e-5, atol=1e-5)
+    (kw,) = fake_compile  # one compiled function for the case, built in the builder
+    assert kw["dynamic"] is False and kw["fullgraph"] is True
+    opts = kw["options"]  # max-autotune-no-cudagraphs, Triton GEMM templates only
+    assert opts["max_autotune"] and opts["max_autotune_gemm_backends"] == "TRITON"
+    assert opts["triton.cudagraphs"] is False and "mode" not in kw
+
+
+def test_inductor_fp8_uses_the_vendors_padded_scaled_mm(fake_compile, fake_scaled_mm):
+    inp = _fp8_inputs(24, 40, 253)
+    out = providers._compiled(inp, MODES["fp8"])()
+    assert out.shape == (24, 40) and out.dtype == torch.bfloat16
+    assert fake_scaled_mm[-1] == ((24, 256), (256, 48))
+    want = inp.a.double() @ inp.b.double()  # scales 0.5 x 2.0
+    assert torch.allclose(out.double(), want, rtol=1e-2, atol=1e-2)
+    with pytest.raises(providers.Unsupported, match="non-zero dims"):
+        providers._compiled(_fp8_inputs(0, 16, 16), MODES["fp8"])
+
+
+def test_inductor_without_a_triton_template_is_unsupported(monkeypatch):
+    def no_choice(fn, **kw):
+        def compiled(*a):
+            raise RuntimeError("BackendCompilerFailed: NoValidChoicesError: no choices\n...")
+        return compiled
+
+    monkeypatch.setattr(torch, "compile", no_choice)
+    inp = make_inputs(Case(8, 8, 8), MODES["fp32"], "cpu", seed=0)
+    with pytest.raises(providers.Unsupported, match="no Triton GEMM template"):
+        providers._compiled(inp, MODES["fp32"])
+
+
+@pytest.mark.parametrize("mode, legacy", [("tf32", "high"), ("fp32", "highest")])
+def test_inductor_compiles_under_the_modes_flags_readable_the_legacy_way(mode, legacy):
+    # vendor_flags sets tf32 through the new API, and then the legacy reader inductor
+    # uses while autotuning raises; the compile sees the same choice, and the state after
+    # is exactly what vendor_flags set
+    from gemmgate.precision import vendor_flags
+
+    m = torch.backends.cuda.matmul
+    with vendor_flags(MODES[mode]):
+        before = (m.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision)
+        with providers._legacy_precision_readable():
+            assert torch.get_float32_matmul_precision() == legacy
+            assert m.allow_tf32 == (mode == "tf32")
+        assert (m.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision) == before

@@ -4,6 +4,7 @@ CaseResults (no timing, no torch work)."""
 import io
 import json
 
+import pytest
 from rich.console import Console
 
 from gemmgate.report import markdown, print_tables
@@ -65,3 +66,45 @@ def test_run_json_round_trips_and_keeps_every_provider():
 
 def _rj(env, results, shapes):
     return RunRecord(env, shapes, tuple(results)).to_json()
+
+
+def _with_extras() -> CaseResult:
+    r = _result(t_ms=(1.0, 1.0, 1.0))
+    extra = {"inductor": ProviderResult("inductor", "unsupported",
+                                        message="inductor provider needs a CUDA GPU"),
+             "team.gemm:mm": ProviderResult("team.gemm:mm", "pass", 1e-7, "", (2.0, 2.0, 2.0),
+                                            0.5)}
+    return CaseResult(r.mode, r.case, {**r.providers, **extra})
+
+
+def test_extra_providers_get_their_tflops_ratio_and_status_columns():
+    r = _with_extras()
+    md = markdown([r], "run")
+    head = next(line for line in md.splitlines() if line.startswith("| shape"))
+    row = next(line for line in md.splitlines() if line.startswith("| m64"))
+    cells = dict(zip((c.strip() for c in head.strip("|").split("|")),
+                     (c.strip() for c in row.strip("|").split("|"))))
+    assert cells["ratio"] == "0.5"                               # vendor, as before
+    assert cells["team.gemm:mm TFLOP/s"] == "0.5" and cells["ratio vs team.gemm:mm"] == "2"
+    assert cells["inductor TFLOP/s"] == "unsupported" and cells["ratio vs inductor"] == "—"
+    assert cells["status"] == "pass"
+    assert "geomean ratio 0.500, vs inductor —, vs team.gemm:mm 2.000, 1/1 passed" in md
+    out = _printed([r])
+    assert "vs team.gemm:mm 2.000" in out and "unsupported" in out
+
+
+def test_the_run_json_has_every_ratio_and_each_extras_geomean():
+    data = _rj({"chip": "cpu"}, [_with_extras()], "smoke")
+    (case,) = data["cases"]
+    assert case["ratio"] == 0.5
+    assert case["ratios"] == {"vendor": 0.5, "inductor": None, "team.gemm:mm": 2.0}
+    geo = data["summary"]["fp32"]["geomean_ratios"]
+    assert geo["inductor"] is None and geo["team.gemm:mm"] == pytest.approx(2.0)
+    again = RunRecord.from_json(json.loads(json.dumps(data))).cases[0]
+    assert again.extras == ("inductor", "team.gemm:mm")
+
+
+def test_without_extras_nothing_changes():
+    r = _result()
+    md = markdown([r])
+    assert "ratio vs" not in md and "geomean_ratios" not in _rj({}, [r], "s")["summary"]["fp32"]

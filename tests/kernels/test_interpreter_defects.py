@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(torch.cuda.is_available(),
 def _raw(a, b, out_dtype, precision="ieee"):
     """Launch the kernel directly (the public launcher refuses tf32 on the CPU)."""
     c = torch.empty(a.shape[0], b.shape[1], dtype=out_dtype)
-    matmul_tiled.launch(INTERPRETER_CONFIG, a, b, c, a, a, None, input_precision=precision,
+    matmul_tiled.launch(INTERPRETER_CONFIG, a, b, c, a, a, input_precision=precision,
                         is_fp32=a.dtype == torch.float32, has_scale=False)
     return c
 

@@ -1,0 +1,110 @@
+"""`gemmgate sweep --param P [--values V,..] --shape MxNxK --mode M`: one case across one
+tile parameter (gemmgate/sweep.py): a table, and optionally --csv, --json and --plot (PNG).
+
+Checked before any measuring, exit 2 otherwise: the parameter (an integer field of the
+kernel's TileConfig), the values, the shape text, the layout, the mode on this chip, the
+budget, the output paths. A value that fails (invalid tile, compile or launch error,
+wrong result) is a failed point, not an error. Exit 0 when at least one value ran; 1
+when every value failed. matplotlib is imported only with --plot.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from gemmgate import sweep
+from gemmgate.cli_run import check_outputs, progress_bar
+from gemmgate.context import INTERPRETER_DEFECTS
+from gemmgate.files import write_json_atomic, write_text_atomic
+
+
+def _f(x: float | None, fmt: str) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+
+
+def print_sweep(result: sweep.Sweep, console: Console) -> None:
+    s = result.spec
+    table = Table(title=f"sweep {s.param}: {s.chip} {s.mode.name} {s.case.id}",
+                  title_justify="left")
+    for h in (s.param, "config", "Triton ms", "Triton TFLOP/s", "vendor TFLOP/s", "ratio",
+              "status"):
+        table.add_column(h, justify="left" if h in ("config", "status") else "right")
+    style = {sweep.OK: None, sweep.FAILED: "red", sweep.IGNORED: "yellow"}
+    for p in result.points:
+        status = p.status + (f": {p.message}" if p.message else "")
+        table.add_row(str(p.value), p.config or "—", _f(p.triton_ms, ".4g"),
+                      _f(p.triton_tflops, ".4g"), _f(p.vendor_tflops, ".4g"),
+                      _f(p.ratio, ".3g"), escape(status), style=style[p.status])
+    console.print(table)
+    best = result.best
+    line = f"vendor {_f(result.vendor_tflops, '.4g')} TFLOP/s (median over the values)"
+    if best is not None:
+        line += (f"; best {s.param}={best.value}: {_f(best.triton_tflops, '.4g')} TFLOP/s, "
+                 f"ratio {_f(best.ratio, '.3g')} (vendor time / Triton time)")
+    console.print(line, highlight=False)
+
+
+def plot_sweep(result: sweep.Sweep, path: str) -> None:
+    """The sweep's figure as a PNG, written atomically (a temp file beside it, renamed)."""
+    from gemmgate import plots  # matplotlib: only with --plot
+
+    s = result.spec
+    fig = plots.sweep_curve(s.param, s.values, [p.triton_tflops for p in result.points],
+                            [p.status for p in result.points], result.vendor_tflops,
+                            f"{s.chip} {s.mode.name} {s.case.id}")
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format="png", dpi=plots.DPI, metadata={"Software": None})
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def sweep_command(args, console: Console, err: Console) -> int:
+    if args.plot and not args.plot.lower().endswith(".png"):
+        raise ValueError(f"--plot {args.plot}: the figure is a PNG; give a path ending .png")
+    check_outputs((args.csv, "--csv"), (args.json, "--json"), (args.plot, "--plot"))
+    spec = sweep.plan(args.param, args.shape, args.mode, args.values, chip=args.chip,
+                      layout=args.layout, budget_s=args.budget, timing=args.timing)
+    ctx = spec.contexts[0]
+    if ctx.selection.warning:
+        err.print(f"[yellow]warning:[/] {ctx.selection.warning}")
+    if ctx.device == "cpu" and spec.mode.name in INTERPRETER_DEFECTS:
+        err.print(f"[yellow]warning:[/] {spec.mode.name} on the CPU: "
+                  f"{INTERPRETER_DEFECTS[spec.mode.name]}")
+    err.print(f"chip {spec.chip} ({ctx.selection.source}: {ctx.selection.device_name}), "
+              f"{spec.mode.name} {spec.case.id}, {spec.param} over "
+              f"{','.join(map(str, spec.values))}, timing {ctx.policy.method}")
+    with progress_bar(err) as bar:
+        task = bar.add_task("sweeping", total=len(spec.values))
+
+        def tick(p: sweep.SweepPoint) -> None:
+            bar.update(task, advance=1, description=f"{spec.param}={p.value} {p.status}")
+
+        result = sweep.run_sweep(spec, on_point=tick)
+    print_sweep(result, console)
+    if args.csv:
+        write_text_atomic(args.csv, result.csv_text())
+        err.print(f"wrote {args.csv}")
+    if args.json:
+        write_json_atomic(args.json, result.to_json())
+        err.print(f"wrote {args.json}")
+    if args.plot:
+        plot_sweep(result, args.plot)
+        err.print(f"wrote {args.plot}")
+    if all(p.status == sweep.FAILED for p in result.points):
+        err.print(f"[red]every value of {spec.param} failed[/]")
+        return 1
+    return 0

@@ -1,0 +1,70 @@
+"""Host cost per call, on the device: where eager time goes for small GEMMs.
+
+`python3 scripts/device/overhead.py [MxNxK ...] [--mode bf16] [--calls 2000]` prints, per
+shape, microseconds per call (wall clock over `calls` back-to-back calls, one sync at
+the end: on a tiny shape the GPU keeps up, so this is the host's launch path) for
+  - kernels.matmul as a library user calls it (checks, plan, copies, launch),
+  - the prepared launch alone (kernels.matmul._launcher: the Triton JIT launch),
+  - torch.matmul (cuBLAS) and, with --mode fp8, torch._scaled_mm,
+and one-call cold figures: the first call on an unseen shape (compile included when the
+tile is new) and the second (the plan cached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+import kernels
+from kernels import dispatch
+from kernels.matmul import _launcher
+from kernels.modes import mode_named
+
+
+def _per_call_us(fn, calls: int) -> float:
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t) / calls * 1e6
+
+
+def _once_ms(fn) -> float:
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t) * 1e3
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("shapes", nargs="*", default=["64x64x64", "1024x1024x1024"])
+    ap.add_argument("--mode", default="bf16")
+    ap.add_argument("--calls", type=int, default=2000)
+    args = ap.parse_args()
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.mode]
+    print("shape,mode,matmul_us,launch_us,torch_us,first_call_ms,second_call_ms")
+    for text in args.shapes:
+        m, n, k = (int(x) for x in text.split("x"))
+        a = torch.randn(m, k, device="cuda", dtype=dtype)
+        b = torch.randn(k, n, device="cuda", dtype=dtype)
+        out = torch.empty(m, n, device="cuda", dtype=dtype)
+        first = _once_ms(lambda: kernels.matmul(a, b, out=out))
+        second = _once_ms(lambda: kernels.matmul(a, b, out=out))
+        lib = _per_call_us(lambda: kernels.matmul(a, b, out=out), args.calls)
+        plan = dispatch.plan(mode_named(args.mode), a, b)
+        flags = dict(input_precision="ieee", is_fp32=dtype == torch.float32, has_scale=False)
+        fn = _launcher(plan.pick, a, b, out, a, a, flags)
+        raw = _per_call_us(fn, args.calls)
+        ref = _per_call_us(lambda: torch.matmul(a, b, out=out), args.calls)
+        print(f"{text},{args.mode},{lib:.1f},{raw:.1f},{ref:.1f},{first:.1f},{second:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""gemmgate/sweep.py and `gemmgate sweep`: one case across one tile parameter, on the CPU
+(Triton interpreter, tiny fp32 case, short budget). Nothing here rests on timings.
+
+The tests that need the forced tile to reach the kernel wrap kernels.matmul in a kernel
+that asks its chooser and launches the real kernel with the tile it got, so they hold
+whether or not kernels/ asks its chooser under the interpreter (it did not always).
+"""
+
+import dataclasses
+import json
+import types
+
+import pytest
+
+from gemmgate import sweep
+from gemmgate.cli import main
+
+CASE = ["--chip", "cpu", "--shape", "32x32x32", "--mode", "fp32", "--budget", "0.05"]
+
+
+def _asking(seen: list):
+    """kernels.matmul behind a chooser call; `seen` collects the tiles it launched."""
+    import kernels
+
+    own = kernels.TileConfig(32, 32, 32, 4, 1, 4)  # the kernel's own pick: its first candidate
+    real = kernels.matmul
+
+    def matmul(a, b, *, choose=None, **kw):
+        cfg = choose("fp32 sweep-test", (own,), lambda c: 1.0)
+        seen.append(cfg)
+        return real(a, b, config=cfg, **kw)
+
+    return matmul
+
+
+@pytest.fixture
+def fake_kernels():
+    import kernels
+
+    seen: list = []
+    pkg = types.SimpleNamespace(matmul=_asking(seen), kernel_hash=lambda: "test",
+                                TileConfig=kernels.TileConfig)
+    return pkg, seen
+
+
+def _spec(param: str, values: str):
+    return sweep.plan(param, "32x32x32", "fp32", values, chip="cpu", budget_s=0.05)
+
+
+def test_the_forced_value_reaches_the_kernel(fake_kernels):
+    pkg, seen = fake_kernels
+    got = sweep.run_sweep(_spec("block_m", "16,64"), triton=pkg)
+    assert [p.value for p in got.points] == [16, 64]
+    assert {c.block_m for c in seen} == {16, 64}   # the kernel launched both tiles
+    for p in got.points:
+        assert p.status == sweep.OK, p.message
+        tile = p.result.telemetry["tuning"]
+        assert tile["source"] == "forced" and tile["config"]["block_m"] == p.value
+        assert tile["config"]["block_n"] == 32      # the rest is the kernel's own pick
+        assert p.config.startswith(f"{p.value}x32x32")
+        assert p.result.providers["triton"].accuracy == "pass"
+        assert p.triton_tflops and p.vendor_tflops and p.ratio  # measured; never compared
+
+
+def test_an_invalid_tile_is_a_failed_point_not_a_crash(fake_kernels):
+    pkg, _ = fake_kernels
+    got = sweep.run_sweep(_spec("block_m", "24,32"), triton=pkg)
+    bad, good = got.points
+    assert bad.status == sweep.FAILED and "block_m=24" in bad.message
+    assert bad.triton_ms is None and bad.ratio is None
+    assert bad.vendor_tflops  # the vendor still ran beside it
+    assert good.status == sweep.OK
+    assert got.best is good
+
+
+def test_num_stages_is_forced_too(fake_kernels):
+    # The interpreter ignores num_stages; the tile the kernel was handed still has it.
+    pkg, seen = fake_kernels
+    got = sweep.run_sweep(_spec("num_stages", "1,3"), triton=pkg)
+    assert [p.result.telemetry["tuning"]["config"]["num_stages"] for p in got.points] == [1, 3]
+    assert {c.num_stages for c in seen} == {1, 3}
+
+
+def test_the_real_kernel_on_the_cpu_runs_and_says_whether_it_took_the_value(tmp_path):
+    out = tmp_path / "s.json"
+    assert main(["sweep", "--param", "num_warps", "--values", "2,4", *CASE,
+                 "--json", str(out)]) == 0
+    points = json.loads(out.read_text())["points"]
+    assert [p["value"] for p in points] == [2, 4]
+    for p in points:  # ignored: a kernel that runs a fixed tile under the interpreter
+        assert p["status"] in ("ok", "ignored")
+        if p["status"] == "ignored":
+            assert "not applied" in p["message"]
+        else:
+            assert p["tuning"]["source"] == "forced"
+            assert p["tuning"]["config"]["num_warps"] == p["value"]
+
+
+def test_cli_writes_csv_json_and_plot(tmp_path, monkeypatch, capsys):
+    import kernels
+
+    monkeypatch.setattr(kernels, "matmul", _asking([]))
+    csv_path, js, png = tmp_path / "s.csv", tmp_path / "s.json", tmp_path / "d" / "s.png"
+    code = main(["sweep", "--param", "block_m", "--values", "24,32", *CASE,
+                 "--csv", str(csv_path), "--json", str(js), "--plot", str(png)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "sweep block_m" in printed and "failed" in printed
+    rows = csv_path.read_text().splitlines()
+    assert rows[0].split(",")[:3] == ["block_m", "status", "config"]
+    assert [r.split(",")[:2] for r in rows[1:]] == [["24", "failed"], ["32", "ok"]]
+    data = json.loads(js.read_text())
+    assert data["schema"] == sweep.SCHEMA and data["param"] == "block_m"
+    assert data["case"]["id"] == "m32-n32-k32" and data["mode"] == "fp32"
+    assert [p["status"] for p in data["points"]] == ["failed", "ok"]
+    assert data["points"][1]["tuning"]["source"] == "forced" and data["best"] == 32
+    assert "samples_ms" not in json.dumps(data)  # small text: medians, not samples
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_every_value_failing_exits_1(monkeypatch):
+    import kernels
+
+    monkeypatch.setattr(kernels, "matmul", _asking([]))
+    assert main(["sweep", "--param", "block_m", "--values", "24,48", *CASE]) == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--param", "stages", "--values", "1,2"], "unknown --param 'stages'"),
+    (["--param", "variant", "--values", "1,2"], "unknown --param 'variant'"),
+    (["--param", "num_stages", "--values", "1,x"], "positive integers"),
+    (["--param", "num_stages", "--values", "0,2"], "positive integers"),
+    (["--param", "num_stages", "--values", ","], "names no value"),
+    (["--param", "num_stages", "--values", "2,2"], "repeats"),
+    (["--param", "num_stages", "--shape", "32x32"], "M x N x K"),
+    (["--param", "num_stages", "--shape", "32x0x32"], ">= 1"),
+    (["--param", "num_stages", "--mode", "fp64"], "unknown precision mode"),
+    (["--param", "num_stages", "--mode", "fp32,fp16"], "one precision mode"),
+    (["--param", "num_stages", "--layout", "xx"], "unknown layout"),
+    (["--param", "num_stages", "--budget", "0"], "--budget"),
+    (["--param", "num_stages", "--plot", "curve.svg"], ".png"),
+])
+def test_bad_input_exits_2_before_measuring(args, message, monkeypatch, capsys):
+    def never(*a, **kw):
+        raise AssertionError("measured before validating")
+
+    monkeypatch.setattr(sweep, "Runner", never)
+    code = main(["sweep", *CASE, *args])  # later options override CASE's
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_sweepable_fields_come_from_the_kernels_tile_class():
+    @dataclasses.dataclass(frozen=True)
+    class Old:
+        block_m: int
+        num_stages: int
+        variant: str = "tiled"
+
+    @dataclasses.dataclass(frozen=True)
+    class New(Old):
+        split_k: int = 1
+
+    assert sweep.sweepable(Old) == ("block_m", "num_stages")
+    sweep.check_param("split_k", New)
+    with pytest.raises(ValueError, match="no split-K field"):
+        sweep.check_param("split_k", Old)
+    with pytest.raises(ValueError, match="takes: block_m, num_stages"):
+        sweep.check_param("variant", Old)
+
+
+def test_default_values():
+    assert sweep.parse_values(None, "num_stages") == (1, 2, 3, 4, 5, 6, 7)
+    assert sweep.parse_values(None, "block_k") == (16, 32, 64, 128, 256)
+    assert sweep.parse_values(None, "group_m") == (1, 2, 4, 8, 16, 32)
+    assert sweep.parse_values(" 3, 1 ", "num_stages") == (3, 1)  # the order given
+    with pytest.raises(ValueError, match="no default values"):
+        sweep.parse_values(None, "num_ctas")
+
+
+def test_the_figure_marks_failed_values_and_the_vendor_line():
+    from gemmgate import plots
+
+    fig = plots.sweep_curve("num_stages", [1, 2, 3], [1.0, 2.0, None],
+                            ["ok", "ok", "failed"], 1.5, "cpu fp32 m32-n32-k32")
+    ax = fig.axes[0]
+    gids = {a.get_gid() for a in ax.get_children()}
+    assert {"triton", "failed", "vendor"} <= gids
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "✗ 3"]
