@@ -28,17 +28,21 @@ sys.path.insert(0, str(ROOT))
 from gemmgate.stats import geomean  # noqa: E402
 from gemmgate.trials import power, power_from_summaries  # noqa: E402
 from gemmgate.trials import read_csv as read_checks  # noqa: E402
+from gemmgate.tuning import config_name  # noqa: E402
 
 PERF_MD = ROOT / "docs" / "PERF.md"
 RESULTS = ROOT / "docs" / "results"
 BASELINE = ROOT / "baselines" / "nvidia-h200.json"
 S4 = RESULTS / "h200-2026-11-30-s4"
+S5 = RESULTS / "h200-2026-11-30-s5"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
+ALL_MODES = MODES + ("tf32x3",)
+TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
+           "tf32x3": 1.4}   # issue 11 (tf32x3: against IEEE fp32 on 4096^3 and 8192^3)
 
 
 def tile_name(cfg: dict) -> str:
-    return (f"{cfg['block_m']}x{cfg['block_n']}x{cfg['block_k']} g{cfg['group_m']} "
-            f"s{cfg['num_stages']} w{cfg['num_warps']}")
+    return config_name(cfg)
 
 
 # --- baseline tables -------------------------------------------------------------------
@@ -48,7 +52,7 @@ def baseline_tables(path: Path) -> str:
     """One table per mode of a baselines/<chip>.json: speeds, ratio, noise, errors, tile."""
     cases = json.loads(path.read_text())["cases"]
     out = []
-    for mode in MODES:
+    for mode in ALL_MODES:
         rows = [(key, c) for key, c in cases.items() if c["mode"] == mode]
         if not rows:
             continue
@@ -194,7 +198,66 @@ TABLES: dict[str, Callable[[], str]] = {
         ("Z/gpu0 (calibrated)", _summaries(S4 / "call3" / "gpu0", S4 / "call4" / "gpu0")),
         ("Z/gpu1 (not calibrated)", _summaries(S4 / "call3" / "gpu1", S4 / "call4" / "gpu1"))]),
     "s4-stored-alone": lambda: stored_alone_table(S4 / "stored_alone.csv"),
+    "s5-modes": lambda: s5_modes(S5 / "cases.csv"),
+    "s5-nightly": lambda: s5_cases(S5 / "cases.csv", "nightly"),
+    "s5-eager": lambda: s5_cases(S5 / "cases.csv", "eager"),
+    "s5-inductor": lambda: s5_cases(S5 / "cases.csv", "inductor", extra=True),
+    "s5-overhead": lambda: csv_table(S5 / "overhead.csv"),
+    "s5-sweep": lambda: csv_table(S5 / "sweep_num_stages.csv"),
+    "s5-tuning": lambda: csv_table(S5 / "tuning_keys.csv"),
 }
+
+
+# --- session 5: the kernel (issue 11) ---------------------------------------------------
+
+
+def _rows(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def s5_modes(path: Path) -> str:
+    """Geomean Triton/vendor ratio per mode and kernel version (labels of cases.csv)."""
+    rows = _rows(path)
+    labels = (("heuristic", "call 2: dispatch, heuristic tiles"),
+              ("table1", "call 3: first tuning table"),
+              ("final", "call 4: final (= baseline, host V)"),
+              ("check-hostW", "call 5: A/B check, host W"))
+    out = ["| mode | target | " + " | ".join(t for _, t in labels) + " | worst case (final) |",
+           "|---|---:|" + "---:|" * len(labels) + "---|"]
+    for mode in ALL_MODES:
+        cells = []
+        for lab, _ in labels:
+            rs = [float(r["ratio"]) for r in rows if r["label"] == lab and r["mode"] == mode
+                  and r["ratio"]]
+            cells.append(f"{geomean(rs):.3f}" if rs else "—")
+        fin = [r for r in rows if r["label"] == "final" and r["mode"] == mode and r["ratio"]]
+        worst = min(fin, key=lambda r: float(r["ratio"]))
+        cells.append(f"{worst['case']} {float(worst['ratio']):.2f}")
+        out.append(f"| {mode} | ≥ {TARGETS[mode]} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def s5_cases(path: Path, label: str, extra: bool = False) -> str:
+    """Per case rows of one label of cases.csv."""
+    rows = [r for r in _rows(path) if r["label"] == label]
+    head = "| mode | case | Triton TFLOP/s | vendor TFLOP/s | ratio |" + \
+        (" other providers (their time / Triton's) |" if extra else "") + " tile |"
+    out = [head, "|---|---|---:|---:|---:|" + ("---|" if extra else "") + "---|"]
+    for r in rows:
+        out.append(f"| {r['mode']} | {r['case']} | {r['triton_tflops']} | {r['vendor_tflops']} "
+                   f"| {float(r['ratio']):.3f} |" + (f" {r['extra']} |" if extra else "") +
+                   f" {r['tile']} |")
+    geo = geomean([float(r["ratio"]) for r in rows if r["ratio"]])
+    return "\n".join(out) + f"\n\ngeomean ratio {geo:.3f} over {len(rows)} cases"
+
+
+def csv_table(path: Path) -> str:
+    """A small CSV as a Markdown table, as measured."""
+    rows = _rows(path)
+    cols = list(rows[0])
+    return "\n".join(["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)] +
+                      ["| " + " | ".join(r[c] for c in cols) + " |" for r in rows])
 
 
 def _block(name: str) -> re.Pattern:

@@ -149,7 +149,7 @@ def test_a_file_from_before_machine_ids_is_one_legacy_machine():
     assert from_json(data).machines == frozenset()
 
 
-@pytest.mark.parametrize("name, chip, cases", [("nvidia-h200.json", "nvidia-h200", 65),
+@pytest.mark.parametrize("name, chip, cases", [("nvidia-h200.json", "nvidia-h200", 78),
                                                ("cpu.json", "cpu", 8)])
 def test_the_committed_baselines_load(name, chip, cases):
     base = load(REPO / "baselines" / name, chip)
@@ -158,18 +158,19 @@ def test_the_committed_baselines_load(name, chip, cases):
     assert from_json(json.loads(json.dumps(base.to_json()))) == base   # re-saving keeps it
 
 
-def test_the_committed_h200_baseline_merges_two_machines():
-    """Session 4: the session-3 calibration (host X, 5 runs, no machine ids: legacy) merged
-    with a 2-run calibration on host Z's GPU 0: machine-level noise on every case."""
+def test_the_committed_h200_baseline_merges_two_hosts():
+    """Session 5 (kernel with TMA, split-K and the tuning table): a 2-run calibration on
+    one H200 merged with a 2-run calibration spread over both GPUs of a second host:
+    machine-level noise on every case, from 3 GPUs; no A/B noise stored."""
     h200 = load(REPO / "baselines" / "nvidia-h200.json")
-    commit = h200.provenance["commit"]
-    legacy = f"legacy:{commit[:10]}"
-    assert legacy in h200.machines and len(h200.machines) == 2
+    assert len(h200.machines) == 3
     for c in h200.cases.values():
-        assert len(c.noise.run_machines) == 7 and c.noise.run_machines.count(legacy) == 5
+        assert len(c.noise.run_machines) == 4 and len(set(c.noise.run_machines)) >= 2
         assert c.noise.ratio is not None and c.noise.machine is not None
         assert c.noise.machine >= c.noise.ratio
-    assert h200.has_ab_noise
+    assert {c.mode for c in h200.cases.values()} == {"fp32", "tf32", "bf16", "fp16", "fp8",
+                                                     "tf32x3"}
+    assert not h200.has_ab_noise
 
 
 def test_the_committed_cpu_baseline_is_a_legacy_file():

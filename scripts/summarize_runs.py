@@ -1,0 +1,69 @@
+"""Compact, reviewable rows from `gemmgate run/check --json` files (no raw samples).
+
+    python3 scripts/summarize_runs.py OUT.csv LABEL=RUN.json[,RUN2.json...] ...
+
+One row per (label, mode, case): Triton and vendor TFLOP/s and the speed ratio (medians
+over the label's runs), the ratio against each extra provider (e.g. inductor), the tile
+that ran and Triton's accuracy. Rows are appended to OUT.csv's existing rows of other
+labels (a label given again replaces its rows). scripts/perf_tables.py reads the file.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+FIELDS = ("label", "mode", "case", "triton_tflops", "vendor_tflops", "ratio", "extra",
+          "tile", "accuracy", "runs")
+
+
+def _median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    return xs[len(xs) // 2] if xs else None
+
+
+def rows_of(label: str, paths: list[str]) -> list[dict]:
+    by: dict[str, list[dict]] = {}
+    for p in paths:
+        for c in json.loads(Path(p).read_text())["cases"]:
+            by.setdefault(c["id"], []).append(c)
+    out = []
+    for cid, cs in by.items():
+        t = _median(c["providers"]["triton"].get("tflops") for c in cs)
+        v = _median(c["providers"].get("vendor", {}).get("tflops") for c in cs)
+        extra = {name: _median(c.get("ratios", {}).get(name) for c in cs)
+                 for name in cs[0].get("ratios", {}) if name not in ("vendor", "reference")}
+        out.append({
+            "label": label, "mode": cs[0]["mode"], "case": cid.split("-", 1)[1],
+            "triton_tflops": f"{t:.1f}" if t else "", "vendor_tflops": f"{v:.1f}" if v else "",
+            "ratio": f"{_median(c.get('ratio') for c in cs):.4f}" if cs[0].get("ratio") else "",
+            "extra": " ".join(f"{k}:{r:.4f}" for k, r in extra.items() if r),
+            "tile": cs[0]["telemetry"].get("triton_config", ""),
+            "accuracy": cs[0]["providers"]["triton"]["accuracy"], "runs": len(cs)})
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2 or any("=" not in a for a in argv[1:]):
+        print(__doc__, file=sys.stderr)
+        return 2
+    out = Path(argv[0])
+    labels = [a.split("=", 1) for a in argv[1:]]
+    keep = []
+    if out.exists():
+        with open(out, newline="") as f:
+            keep = [r for r in csv.DictReader(f) if r["label"] not in {lab for lab, _ in labels}]
+    rows = keep + [r for lab, paths in labels for r in rows_of(lab, paths.split(","))]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    print(f"wrote {out}: {len(rows)} rows")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
