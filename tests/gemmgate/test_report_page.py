@@ -63,7 +63,8 @@ def test_a_run_becomes_points_with_its_failure_errors_and_providers(run_file):
 def test_committed_baselines_become_points():
     cpu, h200 = report_page.load_sources([], [str(CPU_BASE), str(H200_BASE)])
     assert cpu.kind == "baseline" and cpu.chip == "cpu" and cpu.modes == ["fp32", "fp16"]
-    assert h200.chip == "nvidia-h200" and h200.modes == ["fp32", "tf32", "bf16", "fp16", "fp8", "tf32x3"]
+    assert h200.chip == "nvidia-h200"
+    assert h200.modes == ["fp32", "tf32", "bf16", "fp16", "fp8", "tf32x3"]
     assert not any(p.failed for p in cpu.points + h200.points)
     fp8 = next(p for p in h200.points if p.mode == "fp8")
     assert (fp8.in_bytes, fp8.out_bytes) == (1, 2)
