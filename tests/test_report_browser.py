@@ -6,7 +6,9 @@ delivered every one of them (HTTP 200) and nothing else was missing, the browser
 no console message (the page has no script: any message is an error), and the
 screenshot is a non-empty PNG. Skips when no Chromium binary is on PATH (CI images need
 not have one; scripts/bootstrap.sh does not install it). GEMMGATE_UPDATE_SCREENSHOT=1
-also saves the screenshot as docs/img/report-cpu.png (the committed one).
+also saves the screenshots as docs/img/report-cpu.png and report-h200.png (the committed
+ones). The H200 page is made from the committed H200 baseline, plus the H200 run that
+GEMMGATE_H200_RUN names (not in the repository: device runs keep every sample).
 """
 
 import functools
@@ -25,6 +27,7 @@ from gemmgate.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 SCREENSHOT = ROOT / "docs" / "img" / "report-cpu.png"
+SCREENSHOT_H200 = ROOT / "docs" / "img" / "report-h200.png"
 
 
 def _browser() -> str:
@@ -76,13 +79,35 @@ def _chromium(exe: str, profile: Path, *args: str) -> subprocess.CompletedProces
 
 def test_the_cpu_report_renders_in_chromium(tmp_path, serve, monkeypatch):
     exe = _browser()
-    run, out = tmp_path / "run.json", tmp_path / "report"
+    run = tmp_path / "run.json"
     assert main(["run", "--chip", "cpu", "--modes", "fp32", "--budget", "0.1", "--json",
                  str(run)]) == 0
     (tmp_path / "baselines").mkdir()
     shutil.copyfile(ROOT / "baselines" / "cpu.json", tmp_path / "baselines" / "cpu.json")
     monkeypatch.chdir(tmp_path)  # the page names its inputs as given: short paths
-    assert main(["report", "run.json", "--baseline", "baselines/cpu.json", "-o", "report"]) == 0
+    _render_and_check(exe, tmp_path, serve, ["run.json", "--baseline", "baselines/cpu.json"],
+                      SCREENSHOT)
+
+
+def test_the_h200_report_renders_in_chromium(tmp_path, serve, monkeypatch):
+    """The committed H200 baseline, plus an H200 run when GEMMGATE_H200_RUN names one
+    (a `gemmgate run --json` file from the device; session 5 used call 4's pr run)."""
+    exe = _browser()
+    (tmp_path / "baselines").mkdir()
+    shutil.copyfile(ROOT / "baselines" / "nvidia-h200.json",
+                    tmp_path / "baselines" / "nvidia-h200.json")
+    args = ["--baseline", "baselines/nvidia-h200.json"]
+    run = os.environ.get("GEMMGATE_H200_RUN")
+    if run:
+        shutil.copyfile(run, tmp_path / "h200-run.json")
+        args = ["h200-run.json", *args]
+    monkeypatch.chdir(tmp_path)
+    _render_and_check(exe, tmp_path, serve, args, SCREENSHOT_H200)
+
+
+def _render_and_check(exe: str, tmp_path: Path, serve, inputs: list[str], keep: Path) -> None:
+    out = tmp_path / "report"
+    assert main(["report", *inputs, "-o", "report"]) == 0
     pngs = sorted(p.name for p in out.glob("*.png"))
     assert len(pngs) >= 5
     url, served = serve(out)
@@ -106,5 +131,5 @@ def test_the_cpu_report_renders_in_chromium(tmp_path, serve, monkeypatch):
     assert (int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")) == (
         1400, 2000)
     if os.environ.get("GEMMGATE_UPDATE_SCREENSHOT") == "1":
-        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(shot, SCREENSHOT)
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, keep)
