@@ -2,6 +2,14 @@
 
 TRITON_INTERPRET is read when a kernel is decorated, so it is set here, before any test
 module imports `kernels`. GPU tests carry the `gpu` marker and skip without a device.
+
+pytest-benchmark (tests/perf, docs/PERF_TESTS.md) is configured here through its public
+options only: this conftest is loaded before the plugin's own (trylast) pytest_configure
+reads them, whether pytest runs from the root or on tests/perf.
+- Benchmarking is off unless asked for (--benchmark-enable, or a save/compare/json/only
+  option): the default `pytest -q` still runs every perf test once, as a smoke check.
+- Storage per chip: without --benchmark-storage, runs are saved under
+  <rootdir>/.benchmarks/<chip id>/, so a compare never crosses chips.
 """
 
 import os
@@ -15,6 +23,33 @@ import torch
 HAS_GPU = torch.cuda.is_available()
 if not HAS_GPU:
     os.environ["TRITON_INTERPRET"] = "1"
+
+
+DEFAULT_STORAGE = "file://./.benchmarks"
+# Options that only make sense with benchmarking on: any of them switches it on.
+ENABLING = ("benchmark_enable", "benchmark_only", "benchmark_save", "benchmark_autosave",
+            "benchmark_compare", "benchmark_json")
+
+
+def _storage_given(config) -> bool:
+    return (config.getoption("benchmark_storage") != DEFAULT_STORAGE
+            or any(a.startswith("--benchmark-storage") for a in config.invocation_params.args))
+
+
+def pytest_configure(config):
+    if not hasattr(config.option, "benchmark_storage"):
+        return  # pytest-benchmark not installed or -p no:benchmark
+    if not any(config.getoption(o, None) for o in ENABLING):
+        config.option.benchmark_disable = True
+    if not _storage_given(config):
+        from gemmgate.chips import select_chip
+
+        try:
+            chip_id = select_chip().chip.id
+        except ValueError as e:  # e.g. GEMMGATE_CHIP names no known chip
+            raise pytest.UsageError(str(e)) from None
+        root = Path(__file__).resolve().parents[1]
+        config.option.benchmark_storage = f"file://{root / '.benchmarks' / chip_id}"
 
 
 def pytest_collection_modifyitems(config, items):

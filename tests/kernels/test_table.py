@@ -68,3 +68,21 @@ def test_a_bad_table_names_the_file(tmp_path, bad, match):
 def test_variant_hash_follows_the_source():
     assert table.variant_hash("tiled") != table.variant_hash("tma")
     assert len(table.variant_hash("tiled")) == 12
+
+
+def test_the_committed_tables_load_and_name_real_buckets():
+    """kernels/tuned/*.json: readable by the kernel, each entry's tile valid and its
+    bucket one the dispatcher can produce (family, mode, layouts, path, ld class)."""
+    from kernels.modes import MODES
+
+    tables = sorted(table.DEFAULT_DIR.glob("*.json"))
+    assert tables, "no committed tuning table"
+    for path in tables:
+        data = table.read_table(path)
+        assert data["match"] and data["entries"]
+        for e in data["entries"]:
+            fam, mode, layouts, path_kind, ld = e["bucket"].split()
+            assert fam in ("16bit", "fp32", "fp8") and mode in MODES
+            assert len(layouts) == 2 and set(layouts) <= {"r", "c", "s"}
+            assert path_kind in ("tma", "ptr") and ld.startswith("ld")
+            assert TileConfig(**e["config"]).variant in ("tiled", "tma")

@@ -2,31 +2,20 @@
 
 - Cases: the asv suite's (benchmarks/bench_gemm.py): on a GPU a few representative `pr`
   cases in every mode the chip has, on the CPU the `smoke` set in fp32 (interpreter).
-- Benchmarking is off unless asked for (--benchmark-enable, or a save/compare/json/only
-  option): the default `pytest -q` still runs every perf test once, as a smoke check.
-- Storage per chip: without --benchmark-storage, runs are saved under
-  <rootdir>/.benchmarks/<chip id>/, so a compare never crosses chips.
+- Benchmarking off unless asked for, and storage per chip: set in tests/conftest.py,
+  which pytest loads before pytest-benchmark reads its options (this file is loaded
+  later, during collection, when pytest runs from the root).
 - machine_info carries the chip, GPU, driver and versions (pytest-benchmark warns on a
   compare when they differ).
-
-This conftest may be registered after pytest-benchmark built its session (a plain
-`pytest` from the root loads it during collection): then the session re-reads the
-options and reloads the compare data here.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_STORAGE = "file://./.benchmarks"
-# Options that only make sense with benchmarking on: any of them switches it on.
-ENABLING = ("benchmark_enable", "benchmark_only", "benchmark_save", "benchmark_autosave",
-            "benchmark_compare", "benchmark_json")
 GPU_ROUNDS, GPU_WARMUP = 20, 3   # pytest-benchmark rounds of the synchronized call
 CPU_ROUNDS, CPU_WARMUP = 3, 1
 BUDGET_S = 0.3                   # gemmgate's own (device-timed) measurement per case
@@ -57,31 +46,8 @@ def stack() -> dict:
     return {"gemmgate_chip": c.id, **{k: env.get(k) for k in keep}}
 
 
-def _storage_given(config) -> bool:
-    return (config.getoption("benchmark_storage") != DEFAULT_STORAGE
-            or any(a.startswith("--benchmark-storage") for a in config.invocation_params.args))
-
-
 def pytest_configure(config):
     config.addinivalue_line("markers", "perf: GEMM performance test (pytest-benchmark)")
-    if not hasattr(config.option, "benchmark_storage"):
-        return  # pytest-benchmark not installed or -p no:benchmark
-    enabled = any(config.getoption(o, None) for o in ENABLING)
-    if not enabled:
-        config.option.benchmark_disable = True
-    if not _storage_given(config):
-        try:
-            chip_id = chip().id
-        except ValueError as e:  # e.g. GEMMGATE_CHIP names no known chip
-            raise pytest.UsageError(str(e)) from None
-        config.option.benchmark_storage = f"file://{ROOT / '.benchmarks' / chip_id}"
-    bs = getattr(config, "_benchmarksession", None)
-    if bs is None:
-        return  # pytest-benchmark's own (trylast) configure comes next and reads the options
-    # Registered late: re-read the options with pytest-benchmark's own code (storage,
-    # disabled), then reload the compare data, now that this file's hooks are in.
-    bs.__init__(config)
-    bs.handle_loading()
 
 
 def pytest_benchmark_update_machine_info(config, machine_info):
