@@ -161,7 +161,7 @@ def _bisect_parser(sub) -> None:
     b.add_argument("--from-check", metavar="FILE",
                    help="bisect the cases this `gemmgate check --json` file calls regressed")
     b.add_argument("--baseline", metavar="FILE",
-                   help="pin this baseline's tiles, and its commit for GOOD 'baseline' "
+                   help="the baseline whose commit GOOD 'baseline' means "
                         "(default with GOOD 'baseline': baselines/<chip>.json)")
     _run_args(b)
     _json_arg(b)

@@ -90,17 +90,18 @@ def bisect_command(args, console, err) -> int:
     items = list(dict.fromkeys(parse_case_id(i) for i in ids))
     chip = args.chip or check_chip
     chip_id = select_chip(chip).chip.id
-    good_ref, pins = args.good, None
+    good_ref = args.good
     if args.good == "baseline" or args.baseline:
         path = Path(args.baseline or baselines.default_path(chip_id))
         base = baselines.load(path, chip_id)  # exit 2 on any problem
-        pins = str(path)  # the tiles the check measured, as `gemmgate check` pins them
         if args.good == "baseline":
             good_ref = base.provenance.get("commit") or ""
             if not good_ref:
                 raise ValueError(f"GOOD baseline: {path} records no commit")
     good, bad, commits = commit_range(good_ref, args.bad)
-    ctx = _context(args, chip, items, pins)
+    # No pins: each commit's kernel runs its own dispatch (its tuning table), so a
+    # commit that changed the table is found like any other.
+    ctx = _context(args, chip, items, None)
     items = items or ctx.items
     for what, c in (("GOOD", good), ("BAD", bad)):
         try:

@@ -45,7 +45,7 @@ def check_command(args, console, err) -> int:
     ab_sha = _ab_commit(args.ab_ref, base)
     block = args.block if args.block is not None else base.provenance.get("block")
     ctx = context_from_args(args, shapes=args.shapes or base.provenance.get("shapes"),
-                            modes=_modes_arg(args, base), pins_from=str(path), block=block,
+                            modes=_modes_arg(args, base), block=block,
                             reference=ab_sha, slowdown=args.inject_slowdown)
     if ab_sha and not base.has_ab_noise:
         err.print("[yellow]warning:[/] the baseline has no A/B noise: every A/B "
@@ -115,8 +115,9 @@ def baseline_command(args, console, err) -> int:
         except baselines.BaselineError as e:
             err.print(f"[yellow]warning:[/] replacing an unusable baseline: {e}")
     ab_sha = same_kernels(args.ab_ref) if getattr(args, "ab_ref", None) else None
-    pins = str(path) if old and not args.retune else None  # keep the baseline's tiles
-    ctx = context_from_args(args, pins_from=pins, reference=ab_sha)
+    # No pins: the kernel's own dispatch (its committed tuning table) is what is measured,
+    # so a retuned table shows up in the next baseline and in a PR's check.
+    ctx = context_from_args(args, reference=ab_sha)
     try:
         if keep:
             keep.mkdir(parents=True, exist_ok=True)

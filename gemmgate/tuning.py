@@ -7,9 +7,9 @@ process-to-process "noise" that no number of repeats inside one process removes.
 choice is made once per key (kernel family, M, N, K, operand strides) and kept:
 
 1. pins: the config each case of a baseline was measured with (`tuning` in
-   baselines/<chip>.json). `gemmgate check` pins its baseline's choices, so a clean
-   runner measures the kernels the baseline measured. They change only with the baseline
-   (`gemmgate baseline ... --retune` picks afresh);
+   baselines/<chip>.json), for `run --pin-tiles`. Since the kernel's dispatch became
+   deterministic (the committed tuning table, session 5), check, baseline and bisect pin
+   nothing: a table change must show in them;
 2. the local cache, $GEMMGATE_TUNING_DIR/<chip>.json (default ~/.cache/gemmgate/tuning),
    written atomically after every new choice, one entry per key and candidate list;
 3. otherwise the kernel's own choice: a kernel puts the tile its dispatcher picks (its
