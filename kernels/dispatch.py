@@ -126,8 +126,9 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     # IEEE fp32 runs on FMA units, which read a transposed shared-memory tile badly
     # (6 TFLOP/s for cr/rc on the H200, session 5): TMA only for row-major A and B.
     natural = mode.input_precision != "ieee" or fam != "fp32" or la + lb == "rr"
-    variants = ("tma", "tiled") if has_tma and ok_a and ok_b and M >= 64 and natural \
-        else ("tiled",)
+    # A descriptor needs every dimension > 0: K = 0 (a zero result) takes the tiled kernel.
+    variants = ("tma", "tiled") if has_tma and ok_a and ok_b and M >= 64 and K > 0 \
+        and natural else ("tiled",)
     ld = min(_ld_class(sa, K if la == "r" else M, copy_a, elem),
              _ld_class(sb, N if lb == "r" else K, copy_b, elem))
     bucket = f"{fam} {mode.name} {la}{lb} {'tma' if variants[0] == 'tma' else 'ptr'} ld{ld}"

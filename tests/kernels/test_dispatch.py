@@ -55,8 +55,9 @@ def test_ieee_fp32_uses_tma_only_for_row_major_operands():
     assert _decide("tf32", 4096, 4096, 4096, a="c", elem=4)[5] == ("tma", "tiled")  # copied
 
 
-def test_skinny_m_and_old_chips_use_the_tiled_kernel():
+def test_skinny_m_zero_k_and_old_chips_use_the_tiled_kernel():
     assert _decide("bf16", 16, 4096, 4096)[5] == ("tiled",)
+    assert _decide("bf16", 4096, 4096, 0)[5] == ("tiled",)
     assert _decide("bf16", 4096, 4096, 4096, cap=AMPERE)[5] == ("tiled",)
 
 
