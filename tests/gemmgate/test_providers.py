@@ -162,3 +162,25 @@ def test_inductor_compiles_under_the_modes_flags_readable_the_legacy_way(mode, l
             assert torch.get_float32_matmul_precision() == legacy
             assert m.allow_tf32 == (mode == "tf32")
         assert (m.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision) == before
+
+
+def test_the_hook_is_asked_once_then_the_tile_is_passed():
+    """Timed calls (eager: the host path counts) must not rebuild the candidate list:
+    after the chooser recorded its tile, the call passes it as config=."""
+    import types
+
+    seen = []
+
+    def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config=None,
+               choose=None):
+        seen.append(("choose" if choose is not None else "config", config))
+        if choose is not None:
+            choose.last = types.SimpleNamespace(config="tile-A")
+        return out
+
+    chooser = types.SimpleNamespace(last=None)
+    inp = make_inputs(Case(8, 8, 8), MODES["fp32"], "cpu", seed=1)
+    call = providers.kernel_call(matmul, chooser, inp, MODES["fp32"])
+    for _ in range(3):
+        call()
+    assert seen == [("choose", None), ("config", "tile-A"), ("config", "tile-A")]
