@@ -63,13 +63,6 @@ class TileConfig:
         return self.block_m * self.block_n // (self.num_warps * 32)
 
 
-def config_name(c: TileConfig) -> str:
-    name = (f"{c.block_m}x{c.block_n}x{c.block_k} g{c.group_m} s{c.num_stages} "
-            f"w{c.num_warps}")
-    return (f"{c.variant} " if c.variant != "tiled" else "") + name + \
-        (f" k{c.split_k}" if c.split_k > 1 else "")
-
-
 def _t(bm, bn, bk, stages, warps, variant="tiled", split=1, group=8) -> TileConfig:
     return TileConfig(bm, bn, bk, group, stages, warps, variant, split)
 

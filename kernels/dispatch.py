@@ -30,9 +30,9 @@ import torch
 
 from kernels import table
 from kernels.configs import INTERPRETER_CONFIG, TileConfig, heuristic, search_space, usable
-from kernels.matmul_tma import num_sms, tma_view
+from kernels.matmul_tma import describable, num_sms
 from kernels.modes import KernelMode
-from kernels.relayout import aligned_copy
+from kernels.relayout import aligned_copy, pitch
 
 _COPY_MIN_DIM = 128    # copy an operand K-major only when the other side reuses it this much
 
@@ -41,7 +41,6 @@ _COPY_MIN_DIM = 128    # copy an operand K-major only when the other side reuses
 class Plan:
     family: str
     key: str                        # the tuning key: "<bucket> | <shape and strides>"
-    bucket: str                     # the table's bucket (family, layouts, alignment)
     copy_a: str                     # "" | "kmajor" | "aligned": what to do with A first
     copy_b: str
     variants: tuple[str, ...]
@@ -71,8 +70,8 @@ def device_capability(device: torch.device) -> tuple[int, int]:
     return _device_info(device)[0]
 
 
-def _layout(x: torch.Tensor) -> str:
-    return "r" if x.stride(1) == 1 else "c" if x.stride(0) == 1 else "s"
+def _layout(stride: tuple) -> str:
+    return "r" if stride[1] == 1 else "c" if stride[0] == 1 else "s"
 
 
 def _needs_kmajor(mode: KernelMode, cap: tuple[int, int]) -> bool:
@@ -94,35 +93,32 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
     fam, key, bucket, copy_a, copy_b, variants = decide(
         mode, cap, M, N, K, sa, sb, aligned, elem, has_tma=cap >= (9, 0) and not on_cpu)
     if on_cpu:
-        return Plan(fam, key, bucket, copy_a, copy_b, variants, INTERPRETER_CONFIG,
-                    "interpreter")
+        return Plan(fam, key, copy_a, copy_b, variants, INTERPRETER_CONFIG, "interpreter")
     found = table.lookup(name, bucket, M, N, K)
     if found is not None and found[0].variant in variants and usable(found[0], fam, smem):
-        return Plan(fam, key, bucket, copy_a, copy_b, variants, found[0], found[1])
+        return Plan(fam, key, copy_a, copy_b, variants, found[0], found[1])
     pick = heuristic(fam, M, N, K, tma=variants[0] == "tma", num_sms=num_sms(device),
                      smem_limit=smem)
-    return Plan(fam, key, bucket, copy_a, copy_b, variants, pick, "heuristic")
+    return Plan(fam, key, copy_a, copy_b, variants, pick, "heuristic")
 
 
 def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: tuple,
            sb: tuple, aligned: tuple[bool, bool], elem: int, *, has_tma: bool):
     """(family, key, bucket, copy_a, copy_b, variants) for a call: pure, no device."""
     fam = family(mode)
-    a = torch.empty_strided((M, K), sa, device="meta")
-    b = torch.empty_strided((K, N), sb, device="meta")
     copy_a = copy_b = ""
     if _needs_kmajor(mode, cap):
-        copy_a = "kmajor" if a.stride(1) != 1 and N >= _COPY_MIN_DIM else ""
-        copy_b = "kmajor" if b.stride(0) != 1 and M >= _COPY_MIN_DIM else ""
-    ok_a = copy_a != "" or (aligned[0] and _describable(a, elem))
-    ok_b = copy_b != "" or (aligned[1] and _describable(b, elem))
+        copy_a = "kmajor" if sa[1] != 1 and N >= _COPY_MIN_DIM else ""
+        copy_b = "kmajor" if sb[0] != 1 and M >= _COPY_MIN_DIM else ""
+    ok_a = copy_a != "" or (aligned[0] and describable((M, K), sa, elem) is not None)
+    ok_b = copy_b != "" or (aligned[1] and describable((K, N), sb, elem) is not None)
     if has_tma and M >= 64:
         if not ok_a and N >= _COPY_MIN_DIM:
             copy_a, ok_a = "aligned", True
         if not ok_b and M >= _COPY_MIN_DIM:
             copy_b, ok_b = "aligned", True
-    la = "r" if copy_a else _layout(a)
-    lb = "c" if _b_kmajor_after(copy_b, sb) else "r" if copy_b else _layout(b)
+    la = "r" if copy_a else _layout(sa)
+    lb = "c" if _b_kmajor_after(copy_b, sb) else "r" if copy_b else _layout(sb)
     # IEEE fp32 runs on FMA units, which read a transposed shared-memory tile badly
     # (6 TFLOP/s for cr/rc on the H200, session 5): TMA only for row-major A and B.
     natural = mode.input_precision != "ieee" or fam != "fp32" or la + lb == "rr"
@@ -139,16 +135,8 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
 def _ld_class(stride: tuple, cols: int, copied: str, elem: int) -> int:
     """Bytes the leading dimension is aligned to, up to 128: a padded lda (2056 bf16 =
     4112 bytes) runs at 0.65 of an aligned one on the H200, so it is its own bucket."""
-    ld = (-(-cols * elem // 16) * 16) if copied else max(stride) * elem
+    ld = pitch(cols, elem) * elem if copied else max(stride) * elem
     return next((b for b in (128, 64, 32, 16, 8, 4, 2) if ld % b == 0), 1)
-
-
-def _describable(x: torch.Tensor, elem: int) -> bool:
-    """tma_view's stride rule, on a meta tensor of the operand's strides."""
-    s0, s1 = x.stride()
-    if s1 == 1:
-        return (s0 * elem) % 16 == 0 and s0 >= x.shape[1]
-    return s0 == 1 and (s1 * elem) % 16 == 0 and s1 >= x.shape[0]
 
 
 def candidates(p: Plan, device: torch.device, M: int, N: int, K: int) -> tuple[TileConfig, ...]:
@@ -184,7 +172,3 @@ def reset() -> None:
     """Forget cached plans and tables (after a tuning table was written)."""
     _plan.cache_clear()
     table.reload()
-
-
-def uses_tma(config: TileConfig, a: torch.Tensor, b: torch.Tensor) -> bool:
-    return config.variant == "tma" and tma_view(a) is not None and tma_view(b) is not None

@@ -19,6 +19,7 @@ default for an fp32 dot is tf32, the silent downgrade this project exists to cat
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import math
@@ -145,9 +146,9 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
 
 
 def _launcher(cfg: TileConfig, a, b, out, sa, sb, flags: dict):
-    if cfg.variant == "tma" and dispatch.uses_tma(cfg, a, b):
-        return matmul_tma.launcher(cfg, a, b, out, sa, sb, **flags)
-    if cfg.variant == "tma":  # the operands cannot be described: same tile, pointer loads
-        cfg = TileConfig(cfg.block_m, cfg.block_n, cfg.block_k, cfg.group_m,
-                         cfg.num_stages, cfg.num_warps)
+    if cfg.variant == "tma":
+        fn = matmul_tma.launcher(cfg, a, b, out, sa, sb, **flags)
+        if fn is not None:
+            return fn
+        cfg = dataclasses.replace(cfg, variant="tiled")  # not describable: pointer loads
     return matmul_tiled.launcher(cfg, a, b, out, sa, sb, **flags)

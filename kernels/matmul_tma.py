@@ -85,17 +85,24 @@ def _tma_kernel(
 KERNELS = (_tma_kernel,)
 
 
+def describable(shape: tuple, stride: tuple, elem: int) -> bool | None:
+    """Whether a tensor descriptor can take a 2-D operand of this shape and strides: as
+    it is (False), transposed (True: column-major), or not at all (None). The last
+    dimension must be contiguous and the leading one 16-byte aligned."""
+    if stride[1] == 1 and (stride[0] * elem) % 16 == 0 and stride[0] >= shape[1]:
+        return False
+    if stride[0] == 1 and (stride[1] * elem) % 16 == 0 and stride[1] >= shape[0]:
+        return True
+    return None
+
+
 def tma_view(x: torch.Tensor) -> tuple[torch.Tensor, bool] | None:
     """(a row-major 2-D view of x or of x.T, whether it is x.T) that a tensor descriptor
-    can take: last dimension contiguous, 16-byte aligned base and leading dimension."""
-    e = x.element_size()
+    can take (`describable`, and a 16-byte aligned base), or None."""
     if x.data_ptr() % 16:
         return None
-    if x.stride(1) == 1 and (x.stride(0) * e) % 16 == 0 and x.stride(0) >= x.shape[1]:
-        return x, False
-    if x.stride(0) == 1 and (x.stride(1) * e) % 16 == 0 and x.stride(1) >= x.shape[0]:
-        return x.t(), True
-    return None
+    t = describable(x.shape, x.stride(), x.element_size())
+    return None if t is None else (x.t() if t else x, t)
 
 
 @functools.cache
@@ -119,14 +126,18 @@ def _descriptor(t: torch.Tensor, block: list[int]) -> TensorDescriptor:
 
 
 def launcher(config: TileConfig, a, b, out, sa, sb, *, input_precision: str, is_fp32: bool,
-             has_scale: bool) -> Callable[[], None]:
-    """The TMA variant's launch, prepared (descriptors built once); a, b and out must pass
-    `tma_view` (out row-major, or C is stored by pointers)."""
+             has_scale: bool) -> Callable[[], None] | None:
+    """The TMA variant's launch, prepared (descriptors built once), or None when a or b
+    cannot be described (`tma_view`); C is stored through a descriptor when it can be,
+    else by pointers."""
+    va, vb = tma_view(a), tma_view(b)
+    if va is None or vb is None:
+        return None
     M, K = a.shape
     N = b.shape[1]
     bm, bn, bk = config.block_m, config.block_n, config.block_k
-    av, a_t = tma_view(a)
-    bv, b_t = tma_view(b)
+    av, a_t = va
+    bv, b_t = vb
     a_desc = _descriptor(av, [bk, bm] if a_t else [bm, bk])
     b_desc = _descriptor(bv, [bn, bk] if b_t else [bk, bn])
     cv = tma_view(out)

@@ -29,14 +29,19 @@ KERNELS = (_copy_kernel,)
 _BLOCK = 64
 
 
+def pitch(cols: int, elem: int) -> int:
+    """Elements per row of the copy: `cols` rounded up to 16 bytes."""
+    per = max(16 // elem, 1)
+    return -(-cols // per) * per
+
+
 def aligned_copy(x: torch.Tensor) -> torch.Tensor:
     """x (rows, cols), any strides, as a row-major view with a 16-byte aligned pitch."""
     rows, cols = x.shape
-    per = max(16 // x.element_size(), 1)
-    pitch = -(-cols // per) * per
-    buf = torch.empty((rows, pitch), dtype=x.dtype, device=x.device)
+    pitch_ = pitch(cols, x.element_size())
+    buf = torch.empty((rows, pitch_), dtype=x.dtype, device=x.device)
     if rows and cols:
         grid = (triton.cdiv(rows, _BLOCK), triton.cdiv(cols, _BLOCK))
-        _copy_kernel[grid](x, buf, rows, cols, x.stride(0), x.stride(1), pitch,
+        _copy_kernel[grid](x, buf, rows, cols, x.stride(0), x.stride(1), pitch_,
                            BLOCK_R=_BLOCK, BLOCK_C=_BLOCK, num_warps=4)
     return buf[:, :cols]

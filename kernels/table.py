@@ -85,10 +85,14 @@ def entries_for(device_name: str, directory: Path = DEFAULT_DIR) -> tuple[str, t
     return "", ()
 
 
+def is_stale(entry: dict) -> bool:
+    """Tuned on another version of its variant's kernel source."""
+    return entry["kernel"] != variant_hash(entry["config"].get("variant", "tiled"))
+
+
 def stale_entries(device_name: str, directory: Path = DEFAULT_DIR) -> list[dict]:
-    """Entries tuned on another version of their variant's kernel source."""
-    return [e for e in entries_for(device_name, directory)[1]
-            if e["kernel"] != variant_hash(e["config"].get("variant", "tiled"))]
+    """The entries of this device's table that are stale."""
+    return [e for e in entries_for(device_name, directory)[1] if is_stale(e)]
 
 
 @functools.cache
@@ -110,7 +114,7 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
     for e in entries:
         if e["bucket"] != bucket:
             continue
-        if e["kernel"] != variant_hash(e["config"].get("variant", "tiled")):
+        if is_stale(e):
             stale += 1
             continue
         fresh.append(e)

@@ -197,3 +197,13 @@ def test_a_chooser_reports_the_tile_it_returned_and_its_kernel(tmp_path):
     assert mine.last.source == tuning.TUNED and theirs.last is None
     assert theirs(KEY, CANDIDATES, lambda c: 9.0) == MID  # memo: not tuned again
     assert theirs.last.name == "128x128x64 g8 s4 w4" == tuning.config_name(MID)
+
+
+def test_names_read_well_for_every_variant():
+    from kernels.configs import TileConfig
+
+    assert tuning.config_name(TileConfig(128, 128, 64, 8, 4, 4)) == "128x128x64 g8 s4 w4"
+    assert tuning.config_name(TileConfig(128, 256, 64, 8, 3, 8, "tma")) == \
+        "tma 128x256x64 g8 s3 w8"
+    assert tuning.config_name(TileConfig(64, 64, 64, 8, 4, 4, split_k=8)) == \
+        "64x64x64 g8 s4 w4 k8"

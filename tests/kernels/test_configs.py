@@ -3,7 +3,7 @@ space `gemmgate tune` times, and the call-time heuristic (no timing)."""
 
 import pytest
 
-from kernels.configs import TileConfig, config_name, heuristic, search_space, split_for, usable
+from kernels.configs import TileConfig, heuristic, search_space, split_for, usable
 
 H200_SMEM, H200_SMS = 232448, 132
 
@@ -59,9 +59,3 @@ def test_split_for_keeps_whole_blocks_per_split():
     s = split_for(128, 128, 65536, c, H200_SMS)
     assert s > 1 and 4 * s <= H200_SMS and 65536 // s >= 4 * 64
     assert split_for(128, 128, 256, c, H200_SMS) == 1          # too short to split
-
-
-def test_names_read_well():
-    assert config_name(TileConfig(128, 128, 64, 8, 4, 4)) == "128x128x64 g8 s4 w4"
-    assert config_name(TileConfig(128, 256, 64, 8, 3, 8, "tma")) == "tma 128x256x64 g8 s3 w8"
-    assert config_name(TileConfig(64, 64, 64, 8, 4, 4, split_k=8)) == "64x64x64 g8 s4 w4 k8"

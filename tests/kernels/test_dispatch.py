@@ -71,7 +71,7 @@ def test_cpu_plan_is_the_interpreter_tile_and_the_only_candidate():
 def test_prepare_copies_to_aligned_k_major_operands():
     a = torch.randn(64, 44)[:, :37]                    # lda 44, K=37
     b = torch.randn(37, 50)
-    p = dispatch.Plan("fp32", "k", "b", "aligned", "kmajor", ("tma",), INTERPRETER_CONFIG, "t")
+    p = dispatch.Plan("fp32", "k", "aligned", "kmajor", ("tma",), INTERPRETER_CONFIG, "t")
     a2, b2 = dispatch.prepare(p, a, b)
     assert torch.equal(a2, a) and torch.equal(b2, b)
     assert a2.stride() == (40, 1)                      # 37 fp32 padded to 40 (160 bytes)
