@@ -4,7 +4,6 @@ keys are not written), 2 on bad input or on the CPU (the interpreter runs one ti
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 
 from rich.table import Table
@@ -12,9 +11,11 @@ from rich.table import Table
 from gemmgate.cli_run import check_outputs, context_from_args, progress_bar
 from gemmgate.context import make_context
 from gemmgate.files import write_json_atomic
+from gemmgate.precision import get_mode
 from gemmgate.results import RunRecord
 from gemmgate.run import environment_of
 from gemmgate.tune import entry_of, stale_items, table_path, tune, write_table
+from gemmgate.tuning import config_name
 
 
 def tune_command(args, console, err) -> int:
@@ -26,23 +27,21 @@ def tune_command(args, console, err) -> int:
                          "one fixed tile, so there is nothing to tune")
     path = Path(args.table) if args.table else table_path(ctx.chip.id)
     check_outputs((str(path), "--table"), (args.json, "--json"))
-    contexts = [ctx]
+    items = None
     if args.stale:
-        by_mode = defaultdict(list)
-        for mode, case in stale_items(path, ctx.selection.device_name):
-            by_mode[mode].append(case)
-        if not by_mode:
+        stale = stale_items(path)
+        if not stale:
             err.print(f"no stale entries in {path}: nothing to retune")
             return 0
-        contexts = [make_context(ctx.chip.id, modes=m, timing=args.timing,
-                                 budget_s=args.budget, cases=cs, cases_label="stale entries")
-                    for m, cs in by_mode.items()]
-    results = []
+        ctx = make_context(ctx.chip.id, modes=",".join(dict.fromkeys(m for m, _ in stale)),
+                           timing=args.timing, budget_s=args.budget,
+                           cases=tuple(dict.fromkeys(c for _, c in stale)),
+                           cases_label="stale entries")
+        items = [(get_mode(m), c) for m, c in stale]
     with progress_bar(err) as bar:
-        task = bar.add_task("tuning", total=sum(len(c.items) for c in contexts))
-        for c in contexts:
-            results += tune(c, args.budget_per_key, on_result=lambda r: bar.update(
-                task, advance=1, description=f"{r.mode} {r.case.id}"))
+        task = bar.add_task("tuning", total=len(items if items is not None else ctx.items))
+        results = tune(ctx, args.budget_per_key, items,
+                       lambda label: bar.update(task, advance=1, description=label))
     env = environment_of(ctx)
     entries = [e for r in results if (e := entry_of(r, env)) is not None]
     data = write_table(path, ctx.chip.id, ctx.chip.match, entries)
@@ -58,8 +57,6 @@ def tune_command(args, console, err) -> int:
 
 
 def _print(console, entries, title: str) -> None:
-    from kernels.configs import TileConfig, config_name
-
     t = Table(title=title)
     for h in ("mode", "case", "bucket", "tile", "tried", "Triton ms", "vendor ms", "ratio"):
         t.add_column(h)
@@ -67,6 +64,6 @@ def _print(console, entries, title: str) -> None:
         tri, ven = e["triton_ms"], e["vendor_ms"]
         ratio = f"{ven / tri:.3f}" if tri and ven else "—"
         t.add_row(e["mode"], f"m{e['m']}-n{e['n']}-k{e['k']}", e["bucket"],
-                  config_name(TileConfig(**e["config"])), str(e["tried"]),
+                  config_name(e["config"]), str(e["tried"]),
                   f"{tri:.4f}" if tri else "—", f"{ven:.4f}" if ven else "—", ratio)
     console.print(t)

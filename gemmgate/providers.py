@@ -108,27 +108,36 @@ def _k_major_padded(inp: GemmInputs) -> tuple[torch.Tensor, torch.Tensor]:
     return ap, bt.t()
 
 
+def _scaled_operands(inp: GemmInputs) -> tuple:
+    """(A, B K-major, both padded; scale_a, scale_b; N) for torch._scaled_mm, which needs
+    non-zero dims (Unsupported otherwise)."""
+    m, k = inp.a.shape
+    n = inp.b.shape[1]
+    if m == 0 or n == 0 or k == 0:
+        raise Unsupported(f"torch._scaled_mm needs non-zero dims (got M={m}, N={n}, K={k})")
+    return (*_k_major_padded(inp), inp.scale_a, inp.scale_b, n)
+
+
+def _scaled_product(a, b, sa, sb, n: int) -> torch.Tensor:
+    out = torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
+                           use_fast_accum=False)
+    return out[:, :n] if out.shape[1] != n else out
+
+
 def _scaled_mm(inp: GemmInputs) -> Call:
     """fp8 through torch._scaled_mm (cuBLASLt). Where K or N is not a multiple of 16,
     which cuBLASLt requires, both operands are zero-padded up to one, as a cuBLAS user
     would pad, and the output is sliced back. The padded product is exact (the extra
     terms are zeros), and the vendor does at most 16/K + 16/N more work (K = 253: 1.2%)."""
-    m, k = inp.a.shape
-    n = inp.b.shape[1]
-    if m == 0 or n == 0 or k == 0:
-        raise Unsupported(f"torch._scaled_mm needs non-zero dims (got M={m}, N={n}, K={k})")
-    a, b = _k_major_padded(inp)
-    sa, sb = inp.scale_a, inp.scale_b
-    padded_n = b.shape[1] != n
+    args = _scaled_operands(inp)
 
     def call() -> torch.Tensor:
-        out = torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
-                               use_fast_accum=False)
-        return out[:, :n] if padded_n else out
+        return _scaled_product(*args)
 
     try:
         call()
     except RuntimeError as e:  # a shape rule of this torch/cuBLASLt not met: no vendor
+        (m, k), n = inp.a.shape, inp.b.shape[1]
         raise Unsupported(f"torch._scaled_mm rejects M={m}, N={n}, K={k}: "
                           f"{str(e).splitlines()[0][:200]}") from None
     return call
@@ -176,16 +185,10 @@ def _compiled(inp: GemmInputs, mode: PrecisionMode) -> Call:
     """The compiled call, on any device (tests drive it on the CPU with torch.compile
     replaced)."""
     if mode.scaled:
-        m, k = inp.a.shape
-        n = inp.b.shape[1]
-        if m == 0 or n == 0 or k == 0:
-            raise Unsupported(f"torch._scaled_mm needs non-zero dims (got M={m}, N={n}, K={k})")
-        args = (*_k_major_padded(inp), inp.scale_a, inp.scale_b)
+        *args, n = _scaled_operands(inp)
 
         def fn(a, b, sa, sb):
-            out = torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
-                                   use_fast_accum=False)
-            return out[:, :n]
+            return _scaled_product(a, b, sa, sb, n)
     else:
         args = (inp.a, inp.b)
 

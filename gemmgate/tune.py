@@ -22,14 +22,12 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from gemmgate import stats
 from gemmgate.context import RunContext
+from gemmgate.execute import run_cases
 from gemmgate.files import write_json_atomic
+from gemmgate.precision import PrecisionMode
 from gemmgate.results import CaseResult
-from gemmgate.run import Runner
 from gemmgate.shapes import Case
-
-SCHEMA, VERSION = "kernels.tuning-table", 1   # kernels/table.py reads this format
 
 
 def table_path(chip_id: str, directory: str | Path | None = None) -> Path:
@@ -44,17 +42,12 @@ def tune_context(ctx: RunContext, budget_s: float) -> RunContext:
                                        budget_s=budget_s))
 
 
-def tune(ctx: RunContext, budget_s: float, on_result=None) -> list[CaseResult]:
-    """Run every case of `ctx` with a searching tuner; the CaseResults carry the choice."""
-    tctx = tune_context(ctx, budget_s)
-    runner = Runner(tctx)
-    out = []
-    for mode, case in tctx.items:
-        r = runner.run_case(mode, case)
-        out.append(r)
-        if on_result is not None:
-            on_result(r)
-    return out
+def tune(ctx: RunContext, budget_s: float,
+         items: Sequence[tuple[PrecisionMode, Case]] | None = None,
+         on_case=None) -> list[CaseResult]:
+    """Run `items` (default: every case of `ctx`) with a searching tuner, through
+    execute.run_cases like any run; the CaseResults carry the choice."""
+    return run_cases(tune_context(ctx, budget_s), items, on_case)
 
 
 def entry_of(r: CaseResult, env: dict) -> dict | None:
@@ -72,14 +65,10 @@ def entry_of(r: CaseResult, env: dict) -> dict | None:
         "k": r.case.k, "layout": r.case.layout, "pad": r.case.pad, "config": t["config"],
         "kernel": table.variant_hash(t["config"].get("variant", "tiled")),
         "tuned_ms": min(timings) if timings else None, "tried": len(timings),
-        "triton_ms": _median(tri.samples_ms), "vendor_ms": _median(vendor.samples_ms)
-        if vendor else None, "driver": env.get("driver"), "triton": env.get("triton"),
-        "torch": env.get("torch"), "date": env.get("date") or _today(),
+        "triton_ms": tri.median_ms, "vendor_ms": vendor.median_ms if vendor else None,
+        "driver": env.get("driver"), "triton": env.get("triton"), "torch": env.get("torch"),
+        "date": env.get("date") or _today(),
     }
-
-
-def _median(xs) -> float | None:
-    return stats.median(list(xs)) if xs else None
 
 
 def _today() -> str:
@@ -100,21 +89,21 @@ def merged(old: Sequence[dict], new: Sequence[dict]) -> list[dict]:
 def write_table(path: Path, chip_id: str, match: Sequence[str], new: Sequence[dict]) -> dict:
     """Merge `new` into the table file as it is now, under a lock; returns what was
     written. An unreadable old file is an error (nothing is overwritten blindly)."""
-    from kernels import table
+    from kernels import dispatch, table
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock", timeout=600):
         old = table.read_table(path)["entries"] if path.exists() else []
-        data = {"schema": SCHEMA, "version": VERSION, "chip": chip_id,
+        data = {"schema": table.SCHEMA, "version": table.VERSION, "chip": chip_id,
                 "match": list(match), "entries": merged(old, new)}
         write_json_atomic(path, data)
         table.read_table(path)   # what was written must load
-    table.reload()
+    dispatch.reset()   # this process's cached plans and tables
     return data
 
 
-def stale_items(path: Path, device_name: str) -> list[tuple[str, Case]]:
-    """(mode, case) of the entries tuned on another version of their kernel source."""
+def stale_items(path: Path) -> list[tuple[str, Case]]:
+    """(mode, case) of the table's entries tuned on another version of their kernel."""
     from kernels import table
 
     if not path.exists():
@@ -122,5 +111,4 @@ def stale_items(path: Path, device_name: str) -> list[tuple[str, Case]]:
     entries = table.read_table(path)["entries"]
     return [(e["mode"], Case(int(e["m"]), int(e["n"]), int(e["k"]), e.get("layout", "rr"),
                              int(e.get("pad", 0))))
-            for e in entries if e["kernel"] != table.variant_hash(
-                e["config"].get("variant", "tiled"))]
+            for e in entries if table.is_stale(e)]

@@ -70,6 +70,11 @@ class TuningSetup:
             raise ValueError("tuning budget_s must be positive")
 
     @property
+    def searching(self) -> bool:
+        """Keys without a pin are tuned (`--retune` implies it)."""
+        return self.search or self.retune
+
+    @property
     def cache_path(self) -> Path:
         root = self.cache_dir or os.environ.get("GEMMGATE_TUNING_DIR") or \
             Path.home() / ".cache" / "gemmgate" / "tuning"
@@ -197,8 +202,7 @@ class Tuner:
     def __init__(self, setup: TuningSetup) -> None:
         self.setup = setup
         self.pins = {} if setup.retune or not setup.pins_from else load_pins(setup.pins_from)
-        searching = setup.search or setup.retune
-        self.cache = {} if setup.retune or not searching else \
+        self.cache = {} if setup.retune or not setup.searching else \
             load_cache(setup.cache_path, setup.chip_id)
         self.memo: dict[tuple, Choice] = {}
 
@@ -216,8 +220,8 @@ class Tuner:
         if choice is None and self.setup.force:
             choice = Choice(key, forced(candidates[0], self.setup.force), FORCED, kernel)
         choice = choice or self._lookup(key, candidates, kernel)
-        searching = (self.setup.search or self.setup.retune) and len(candidates) > 1
-        if choice is None and not searching:  # the kernel's own choice: nothing to time
+        if choice is None and not (self.setup.searching and len(candidates) > 1):
+            # the kernel's own choice: nothing to time
             choice = Choice(key, candidates[0], KERNEL, kernel)
         if choice is None:
             best, timings = tune(candidates, bench, self.setup.budget_s)

@@ -41,10 +41,6 @@ TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
            "tf32x3": 1.4}   # issue 11 (tf32x3: against IEEE fp32 on 4096^3 and 8192^3)
 
 
-def tile_name(cfg: dict) -> str:
-    return config_name(cfg)
-
-
 # --- baseline tables -------------------------------------------------------------------
 
 
@@ -67,7 +63,7 @@ def baseline_tables(path: Path) -> str:
             ve = f"{v['error']:.1e}" if v and v["error"] is not None else "n/a"
             r = f"{c['ratio']:.3f}" if c["ratio"] else "—"
             nz, ab = c["noise"]["ratio"], c["noise"].get("ab")
-            tile = tile_name(c["tuning"]["config"]) if c.get("tuning") else "—"
+            tile = config_name(c["tuning"]["config"]) if c.get("tuning") else "—"
             out.append(f"| {key.split('-', 1)[1]} | {t['tflops']:.1f} | {vt} | {r} | "
                        f"{'—' if nz is None else f'{nz:.2%}'} | "
                        f"{'—' if ab is None else f'{ab:.2%}'} | "

@@ -75,7 +75,7 @@ def test_stale_entries_become_cases_to_retune(tmp_path):
     path = tmp_path / "t.json"
     e = dict(entry_of(_result(), ENV), kernel="0123456789ab", layout="cr", pad=8)
     write_table(path, "nvidia-h200", ("h200",), [e, entry_of(_result(), ENV) | {"m": 8}])
-    assert stale_items(path, "NVIDIA H200") == [("bf16", Case(4096, 4096, 4096, "cr", 8))]
+    assert stale_items(path) == [("bf16", Case(4096, 4096, 4096, "cr", 8))]
 
 
 def test_tune_refuses_the_cpu_and_bad_budgets(capsys):
