@@ -128,10 +128,13 @@ def _measure_wall(fns, policy, flush_bytes) -> dict[str, list[float]]:
     return samples
 
 
-def _graphed(fn: Callable[[], object], warmup: int) -> Callable[[], object]:
-    """Capture fn in a CUDA graph (after warm-up on a side stream, as torch requires)."""
+def graphed(fn: Callable[[], object], warmup: int, reps: int = 1) -> Callable[[], object]:
+    """Capture `reps` back-to-back calls of fn in one CUDA graph (after warm-up on a side
+    stream, as torch requires); returns the graph's replay."""
     import torch
 
+    if reps < 1:
+        raise ValueError(f"reps must be >= 1, got {reps}")
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -140,7 +143,8 @@ def _graphed(fn: Callable[[], object], warmup: int) -> Callable[[], object]:
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        fn()
+        for _ in range(reps):
+            fn()
     torch.cuda.synchronize()
     return graph.replay
 
@@ -172,7 +176,7 @@ def _measure_device(fns, policy, flush_bytes, device) -> dict[str, list[float]]:
             fn()
     torch.cuda.synchronize()
     eager = policy.method == "eager"
-    run = dict(fns) if eager else {k: _graphed(f, policy.warmup) for k, f in fns.items()}
+    run = dict(fns) if eager else {k: graphed(f, policy.warmup) for k, f in fns.items()}
     _warm(run, buf if policy.flush else None, policy.warmup_s)
     samples: dict[str, list[float]] = {k: [] for k in fns}
     names = list(fns)

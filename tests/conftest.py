@@ -36,7 +36,15 @@ def _storage_given(config) -> bool:
             or any(a.startswith("--benchmark-storage") for a in config.invocation_params.args))
 
 
+def pytest_addoption(parser):
+    parser.addoption("--inject-slowdown", type=float, default=0.0, metavar="F",
+                     help="tests/perf: add F x the Triton call's device time of extra work "
+                          "after each call (validates --benchmark-compare-fail)")
+
+
 def pytest_configure(config):
+    if config.getoption("inject_slowdown") < 0:
+        raise pytest.UsageError("--inject-slowdown must be >= 0")
     if not hasattr(config.option, "benchmark_storage"):
         return  # pytest-benchmark not installed or -p no:benchmark
     if not any(config.getoption(o, None) for o in ENABLING):

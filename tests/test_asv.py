@@ -123,11 +123,14 @@ def test_asv_check_run_publish(asv_conf):
     assert data["commit_hash"] == head
     machine = json.loads((tmp / "results" / "cpu-ci" / "machine.json").read_text())
     assert "torch" in machine["os"] and machine["num_cpu"], machine
-    names = ("bench_gemm.Triton.track_tflops", "bench_gemm.Vendor.track_tflops",
-             "bench_gemm.Ratio.track_ratio")
+    names = ("bench_gemm.Fp32.track_triton_tflops", "bench_gemm.Fp32.track_vendor_tflops",
+             "bench_gemm.Fp32.track_ratio")
     for name in names:
         values = data["results"][name][0]
         assert values and all(isinstance(v, float) and math.isfinite(v) and v > 0
                               for v in values), (name, values)
+    for mode in ("Tf32", "Bf16", "Fp16", "Fp8", "Tf32x3"):   # not measured on the CPU
+        values = data["results"][f"bench_gemm.{mode}.track_ratio"][0]
+        assert all(v is None or math.isnan(v) for v in values), (mode, values)
     _asv(asv_conf, "publish")
     assert (tmp / "html" / "index.html").is_file()

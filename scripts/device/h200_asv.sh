@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# One device call for the asv suite (issue 4): asv over the last commits that have
-# gemmgate/run.py -- the CURRENT benchmarks/ against each commit's OWN gemmgate/kernels
-# (exported with git archive to /tmp/wt-<sha>) -- then pytest-benchmark save + compare.
+# One device call for the asv suite (issues 4, 12): asv over the last commits that have
+# gemmgate/run.py, or the commits named in $COMMITS -- the CURRENT benchmarks/ against each
+# commit's OWN gemmgate/kernels (exported with git archive to /tmp/wt-<sha>) -- then
+# pytest-benchmark: save, compare twice (median:$COMPARE_FAIL), then a compare with an
+# injected slowdown ($INJECT), which must fail.
 # Needs the asv wheels in .whl/ (carry: [".whl"]). Aim: < 9 min. Everything to $OUT:
 # asv.tgz (.asv/results, .asv/html, .benchmarks, logs) and summary.txt.
 #
@@ -46,7 +48,8 @@ ASV_PYTHONPATH=$PWD${SITE:+:$SITE} PYTHONPATH=$PWD${SITE:+:$SITE} \
 echo "asv check rc=$?"; tail -3 "$LOG/asv_check.txt"
 
 SHAS=()
-for s in $(git rev-list --first-parent HEAD); do
+for s in ${COMMITS:-$(git rev-list --first-parent HEAD)}; do
+  s=$(git rev-parse "$s")
   git cat-file -e "$s:gemmgate/run.py" 2>/dev/null && SHAS+=("$s")
   [ ${#SHAS[@]} -ge "$N_COMMITS" ] && break
 done
@@ -68,14 +71,18 @@ PYTHONPATH=${SITE:-} python3 -m asv publish > "$LOG/asv_publish.txt" 2>&1; echo 
 if [ -n "${SKIP_PYTEST:-}" ]; then PYTEST_TIMEOUT=1; fi
 export PYTHONPATH=$PWD${SITE:+:$SITE}
 PT=(python3 -m pytest tests/perf -q -p no:cacheprovider --benchmark-enable)
+COMPARE_FAIL=${COMPARE_FAIL:-5%}; INJECT=${INJECT:-0.1}
 s=$(date +%s); timeout "$PYTEST_TIMEOUT" "${PT[@]}" --benchmark-autosave > "$LOG/pytest_save.txt" 2>&1
 echo "pytest save rc=$? wall_s=$(( $(date +%s) - s ))"
-s=$(date +%s); timeout "$PYTEST_TIMEOUT" "${PT[@]}" --benchmark-compare \
-  --benchmark-compare-fail=median:10% > "$LOG/pytest_compare.txt" 2>&1
-echo "pytest compare rc=$? wall_s=$(( $(date +%s) - s )) (t=$(el)s)"
+for run in compare1 compare2 inject; do
+  extra=(); [ "$run" = inject ] && extra=(--inject-slowdown "$INJECT")
+  s=$(date +%s); timeout "$PYTEST_TIMEOUT" "${PT[@]}" --benchmark-compare \
+    --benchmark-compare-fail=median:$COMPARE_FAIL "${extra[@]}" > "$LOG/pytest_$run.txt" 2>&1
+  echo "pytest $run rc=$? wall_s=$(( $(date +%s) - s )) (t=$(el)s)"
+done
 
 python3 - "$CHIP" > "$LOG/summary.txt" 2>&1 <<'PY'
-# Per commit: how many figures each benchmark has, and the geomean ratio per mode.
+# Per commit: how many figures each benchmark has, and the geomean ratio of each mode.
 import glob, itertools, json, math, sys
 for f in sorted(glob.glob(f".asv/results/{sys.argv[1]}/*.json")):
     if f.endswith("machine.json"):
@@ -88,12 +95,9 @@ for f in sorted(glob.glob(f".asv/results/{sys.argv[1]}/*.json")):
         ok = [(p, v) for p, v in zip(combos, vals) if isinstance(v, (int, float)) and math.isfinite(v)]
         nul = sum(v is None for v in vals)
         line = f"  {name:34} {len(ok):2}/{len(vals)} numbers, {nul} failed"
-        if name.endswith("track_ratio"):
-            by = {}
-            for (case, mode), v in ok:
-                by.setdefault(mode.strip("'"), []).append(v)
-            line += "  geomean " + " ".join(
-                f"{m}={math.exp(sum(map(math.log, vs)) / len(vs)):.3g}" for m, vs in by.items())
+        if name.endswith("track_ratio") and ok:   # one class per mode: bench_gemm.Bf16...
+            vs = [v for _, v in ok]
+            line += f"  geomean {math.exp(sum(map(math.log, vs)) / len(vs)):.3g}"
         print(line)
 PY
 cat "$LOG/summary.txt"

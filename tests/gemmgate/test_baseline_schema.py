@@ -158,19 +158,20 @@ def test_the_committed_baselines_load(name, chip, cases):
     assert from_json(json.loads(json.dumps(base.to_json()))) == base   # re-saving keeps it
 
 
-def test_the_committed_h200_baseline_merges_two_hosts():
-    """Session 5 (kernel with TMA, split-K and the tuning table): a 2-run calibration on
-    one H200 merged with a 2-run calibration spread over both GPUs of a second host:
-    machine-level noise on every case, from 3 GPUs; no A/B noise stored."""
+def test_the_committed_h200_baseline_merges_three_hosts():
+    """Session 5's kernel: 2-run calibrations on one H200 (host V), over both GPUs of a
+    second host (W), and (session 6) on a third host with --ab-ref HEAD (P): machine-level
+    noise on every case from 4 GPUs, A/B noise on every case."""
     h200 = load(REPO / "baselines" / "nvidia-h200.json")
-    assert len(h200.machines) == 3
+    assert len(h200.machines) == 4
     for c in h200.cases.values():
-        assert len(c.noise.run_machines) == 4 and len(set(c.noise.run_machines)) >= 2
+        assert len(c.noise.run_machines) == 6 and len(set(c.noise.run_machines)) >= 3
         assert c.noise.ratio is not None and c.noise.machine is not None
         assert c.noise.machine >= c.noise.ratio
+        assert c.noise.ab is not None and len(c.noise.ab_runs) == 2
     assert {c.mode for c in h200.cases.values()} == {"fp32", "tf32", "bf16", "fp16", "fp8",
                                                      "tf32x3"}
-    assert not h200.has_ab_noise
+    assert h200.has_ab_noise
 
 
 def test_the_committed_cpu_baseline_is_a_legacy_file():
