@@ -127,7 +127,9 @@ def _baseline_parsers(sub) -> None:
                        "when nothing changed; REF's kernels/ must be the tree's (e.g. HEAD)")
     merge = bsub.add_parser("merge", help="combine calibrations from several machines into "
                                           "one baseline with machine-level noise")
-    merge.add_argument("inputs", nargs="+", metavar="FILE", help="baseline files to combine")
+    merge.add_argument("inputs", nargs="+", metavar="FILE",
+                       help="baseline files to combine; run JSONs (run/check --json, no "
+                            "injected slowdown) count together as one more calibration")
     merge.add_argument("--output", metavar="FILE", help="default: baselines/<chip>.json")
 
 
@@ -145,6 +147,11 @@ def _trials_parser(sub) -> None:
                    help="first recalibrate the baseline with this many runs (A/B noise too "
                         "with --ab-ref)")
     _ab_arg(t, " in every check")
+    t.add_argument("--rejudge", nargs="+", metavar="CHECK.json",
+                   help="measure nothing: judge these recorded `check --json` files again "
+                        "against --baseline (e.g. a baseline that leaves their machine out)")
+    t.add_argument("--floor", type=float, default=None,
+                   help="with --rejudge: minimum tolerance (default: each check's own)")
     t.add_argument("--out", required=True, metavar="DIR",
                    help="folder for each check's JSON and the summary checks.csv")
 

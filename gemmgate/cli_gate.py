@@ -3,6 +3,7 @@ parse-level checks, then the harness (gate.py, baselines.py, calibrate.py), then
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from rich.table import Table
@@ -12,7 +13,7 @@ from gemmgate.calibrate import CalibrationError, fresh_runs
 from gemmgate.chips import select_chip
 from gemmgate.cli_run import append_summary, check_floor, check_outputs, context_from_args, execute
 from gemmgate.compare import REGRESSED
-from gemmgate.files import write_json_atomic, write_text_atomic
+from gemmgate.files import read_text, write_json_atomic, write_text_atomic
 from gemmgate.gate import (
     GATE_HEAD,
     annotations,
@@ -25,6 +26,7 @@ from gemmgate.gate import (
 )
 from gemmgate.reference import resolve, same_kernels
 from gemmgate.report import print_tables
+from gemmgate.results import RUN_SCHEMA, RunRecord
 
 
 def _modes_arg(args, base) -> str | None:
@@ -66,7 +68,7 @@ def check_command(args, console, err) -> int:
         print(line, flush=True)
     if args.json:  # before the summary: a summary that fails must not lose the results
         data = type(record)(record.environment, record.shapes, tuple(results)).to_json()
-        data["gate"] = {"baseline": str(path), "failed": gate.failed,
+        data["gate"] = {"baseline": str(path), "failed": gate.failed, "floor": floor,
                         "verdicts": [v.to_json() for v in gate.verdicts],
                         "missing": list(gate.missing), "extra": list(gate.extra),
                         "inject_slowdown": args.inject_slowdown, "ab_ref": ab_sha}
@@ -157,10 +159,22 @@ def _levels(base) -> str:
 
 def merge_command(args, console, err) -> int:
     """`gemmgate baseline merge A.json B.json ... --output OUT`: calibrations made on
-    several machines become one baseline with machine-level noise."""
+    several machines become one baseline with machine-level noise. Inputs may also be
+    run JSONs (`gemmgate run/check --json`, e.g. a fleet's A/A checks): together they
+    count as one more calibration, each run a fresh process on its own machine."""
     if len(args.inputs) < 2:
-        raise ValueError("baseline merge needs at least two baseline files")
-    parts = [baselines.load(p) for p in args.inputs]
+        raise ValueError("baseline merge needs at least two files")
+    parts, runs = [], []
+    for p in args.inputs:
+        if _is_run(p):
+            runs.append(_calibration_run(p))
+        else:
+            parts.append(baselines.load(p))
+    if runs:
+        chip_id = runs[0].environment.get("chip")
+        if chip_id is None or any(r.environment.get("chip") != chip_id for r in runs):
+            raise ValueError("baseline merge: the run files are not all of one chip")
+        parts.append(baselines.build(runs, chip_id, runs[0].shapes))
     chip_id = parts[0].chip
     out = Path(args.output or baselines.default_path(chip_id))
     check_outputs((str(out), "--output (the baseline file)"))
@@ -175,9 +189,35 @@ def merge_command(args, console, err) -> int:
         baselines.save(out, merged)
     if old:
         console.print(_summary_table(baselines.summary(old), baselines.summary(merged)))
-    console.print(f"wrote {out} ({len(merged.cases)} cases from {len(parts)} files, "
+    console.print(f"wrote {out} ({len(merged.cases)} cases from {len(args.inputs)} files, "
                   f"{_levels(merged)})")
     return 0
+
+
+def _is_run(path: str) -> bool:
+    """A run JSON (schema gemmgate.run/1) rather than a baseline file; unreadable or
+    non-JSON files are left to the baseline loader, whose message names the file."""
+    try:
+        return json.loads(read_text(path, "input"))["schema"] == RUN_SCHEMA
+    except (ValueError, KeyError, TypeError):
+        return False
+
+
+def _calibration_run(path: str) -> RunRecord:
+    """A run that may calibrate: no injected slowdown, no accuracy failure, no extras."""
+    rec = RunRecord.load(path)
+    env = rec.environment
+    if env.get("inject_slowdown"):
+        raise ValueError(f"{path}: a run with an injected slowdown "
+                         f"({env['inject_slowdown']}) cannot calibrate a baseline")
+    if env.get("providers"):
+        raise ValueError(f"{path}: a run with extra providers ({env['providers']}) cannot "
+                         "calibrate a baseline")
+    bad = [c.key for c in rec.cases if not c.gate_passed]
+    if bad:
+        raise ValueError(f"{path}: accuracy failures cannot calibrate a baseline: "
+                         f"{', '.join(bad[:5])}")
+    return rec
 
 
 def _summary_table(old: dict, new: dict) -> Table:

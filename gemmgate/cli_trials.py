@@ -15,7 +15,7 @@ from gemmgate import baselines
 from gemmgate.chips import select_chip
 from gemmgate.cli_run import check_outputs
 from gemmgate.reference import resolve
-from gemmgate.trials import parse_levels, power, run_trials
+from gemmgate.trials import parse_levels, power, rejudge, run_trials
 
 _FORWARD = ("chip", "shapes", "modes", "timing", "budget", "block", "devices")
 
@@ -30,6 +30,8 @@ def _forwarded(args) -> list[str]:
 
 
 def trials_command(args, console, err) -> int:
+    if args.rejudge:
+        return _rejudge(args, console)
     levels = parse_levels(args.levels)
     if args.repeats < 1:
         raise ValueError(f"--repeats must be at least 1, got {args.repeats}")
@@ -53,6 +55,26 @@ def trials_command(args, console, err) -> int:
     baselines.load(base, chip_id)  # exit 2 before any check when unusable
     check_args = [*common, "--baseline", str(base)] + (["--ab-ref", ab] if ab else [])
     rows = run_trials(check_args, levels, args.repeats, out, args.deadline, err.print)
+    _print_power(rows, chip_id, out, console)
+    return 0
+
+
+def _rejudge(args, console) -> int:
+    """`trials --rejudge CHECK.json ... --baseline FILE --out DIR`: the recorded checks'
+    cases judged again, offline, against another baseline."""
+    if args.floor is not None and args.floor <= 0:
+        raise ValueError(f"--floor must be positive, got {args.floor}")
+    out = Path(args.out)
+    check_outputs((str(out / "checks.csv"), "--out"))
+    if not args.baseline:  # offline: the chip comes from the file, no device is needed
+        raise ValueError("--rejudge needs --baseline FILE")
+    base = baselines.load(Path(args.baseline))
+    rows = rejudge(args.rejudge, base, out, args.floor)
+    _print_power(rows, base.chip, out, console)
+    return 0
+
+
+def _print_power(rows, chip_id: str, out: Path, console) -> None:
     t = Table(title=f"gate power on {chip_id}", title_justify="left")
     for h in ("injected", "checks", "case checks", "flagged regressed", "fraction",
               "improved", "checks red"):
@@ -63,4 +85,3 @@ def trials_command(args, console, err) -> int:
                   f"{frac:.1%}", str(p["improved"]), str(p["red"]))
     console.print(t)
     console.print(f"wrote {out / 'checks.csv'}")
-    return 0

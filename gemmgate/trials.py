@@ -21,6 +21,10 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from gemmgate.baseline_schema import Baseline
+from gemmgate.compare import DEFAULT_FLOOR
+from gemmgate.files import read_text
+from gemmgate.gate import compare_run
 from gemmgate.results import RunRecord
 from gemmgate.tuning import config_name
 
@@ -182,6 +186,28 @@ def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
             flagged = sum(r["verdict"] == "regressed" for r in got)
             on_trial(f"trial {i}: slowdown {level:g}, exit {proc.returncode}, "
                      f"{flagged}/{len(got)} case checks flagged")
+    write_csv(out / "checks.csv", rows)
+    write_summaries(out, rows)
+    return rows
+
+
+def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
+            floor: float | None = None) -> list[dict]:
+    """Recorded checks (`check --json`, or plain `run --json` files) judged again against
+    `baseline`, offline: the same rows as `run_trials` (exit code = whether the new
+    judgement fails). Each check's cases are its final measurements (re-measured where
+    the check re-measured)."""
+    rows = []
+    for p in paths:
+        data = json.loads(read_text(p, "check file"))
+        rec = RunRecord.from_json(data, str(p))
+        gate_rec = data.get("gate") or {}   # a plain run (no gate record): A/A, no injection
+        fl = floor if floor is not None else float(gate_rec.get("floor") or DEFAULT_FLOOR)
+        gate = compare_run(rec.cases, baseline, fl, rec.environment)
+        data["gate"] = {**gate_rec, "failed": gate.failed,
+                        "verdicts": [v.to_json() for v in gate.verdicts]}
+        rows += check_rows(f"{Path(p).parent.name}/{Path(p).stem}", data, int(gate.failed))
+    out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "checks.csv", rows)
     write_summaries(out, rows)
     return rows

@@ -424,6 +424,50 @@ def test_m_merge_two_hosts_gives_machine_noise_and_check_elsewhere_is_machine_le
     assert out.read_bytes() == merged_bytes                        # check never writes it
 
 
+def test_m_merge_folds_check_runs_in_as_one_more_calibration(work, base_file,
+                                                             synthetic_timing, capsys):
+    """A fleet's A/A checks (`check --json`) are runs: merged with a baseline file they
+    add their machine to the machine-level noise, each check one fresh process."""
+    a = _on_host(work, "on-a.json", "host-a", scale=1.04)          # host a: 4% higher ratio
+    runs = []
+    for i in range(2):
+        rc, data = _check(work, base_file)
+        assert rc == 0
+        runs.append(work / f"run{i}.json")
+        runs[-1].write_text(json.dumps(data))
+    out = work / "merged.json"
+    assert main(["baseline", "merge", str(a), *map(str, runs), "--output", str(out)]) == 0
+    assert "from 3 files" in capsys.readouterr().out.replace("\n", "")
+    merged = baselines.load(out, "cpu")
+    assert merged.machines == {"host-a", HERE}
+    for c in merged.cases.values():
+        assert c.noise.run_machines == ("host-a", HERE, HERE) and c.noise.runs == 3
+        assert c.noise.machine is not None and c.noise.machine >= 0.04 / 1.04 - 1e-9
+
+
+@pytest.mark.parametrize("what", ["injected", "failed", "other-chip"])
+def test_m_merge_refuses_runs_that_cannot_calibrate(work, base_file, synthetic_timing,
+                                                     capsys, what):
+    a = _on_host(work, "on-a.json", "host-a")
+    extra = ("--inject-slowdown", "0.05") if what == "injected" else ()
+    rc, data = _check(work, base_file, *extra)
+    if what == "failed":
+        data["cases"][0]["providers"]["triton"]["accuracy"] = "fail"
+        msg = "accuracy failures cannot calibrate a baseline: fp32-m32-n32-k32"
+    elif what == "injected":
+        msg = "a run with an injected slowdown (0.05) cannot calibrate a baseline"
+    else:
+        data["environment"]["chip"] = "nvidia-h200"
+        msg = "cannot merge baselines of different chips"
+    run = work / "run.json"
+    run.write_text(json.dumps(data))
+    out = work / "merged.json"
+    capsys.readouterr()
+    assert main(["baseline", "merge", str(a), str(run), "--output", str(out)]) == 2
+    assert msg in capsys.readouterr().err.replace("\n", " ")
+    assert not out.exists()
+
+
 def test_m_merge_onto_one_of_its_inputs(work, base_file, capsys):
     a = _on_host(work, "on-a.json", "host-a")
     b = _on_host(work, "on-b.json", "host-b", scale=1.02)
@@ -440,7 +484,7 @@ def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, 
     out = work / "out.json"
     inputs = [str(a), str(b)]
     if what == "one-input":
-        inputs, msg = [str(a)], "at least two baseline files"
+        inputs, msg = [str(a)], "at least two files"
     elif what == "other-chip":
         b.write_text(json.dumps(dict(json.loads(b.read_text()), chip="nvidia-h200")))
         msg = "cannot merge baselines of different chips: ['cpu', 'nvidia-h200']"

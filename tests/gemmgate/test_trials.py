@@ -124,3 +124,40 @@ def test_the_summaries_kept_in_the_repository_give_the_same_power(tmp_path):
         for level in full:
             for key in ("checks", "red", "judged", "regressed", "improved", "wrong"):
                 assert full[level][key] == kept[level][key], (column, level, key)
+
+
+def test_rejudge_judges_recorded_checks_against_another_baseline(tmp_path, synthetic_record,
+                                                                  capsys):
+    """`trials --rejudge`: no measuring; the recorded cases against the baseline given.
+    A baseline 10% faster than the recorded ratios says regressed, one equal to them
+    unchanged, and the CSV and exit column follow."""
+    from gemmgate import baselines as bl
+
+    rec = synthetic_record([("fp32", A), ("fp32", B)])
+    check = tmp_path / "g0" / "check_1_0.json"
+    check.parent.mkdir()
+    check.write_text(json.dumps(_check_json(rec, dict.fromkeys(
+        ("fp32-m32-n32-k32", "fp32-m48-n16-k64"), "unchanged"), 0.0)))
+    same = bl.build([rec], "cpu", "test")
+    for name, scale, want in (("same", 1.0, "unchanged"), ("faster", 1.1, "regressed")):
+        base = bl.Baseline(same.chip, same.provenance, {
+            k: trials_replace(c, scale) for k, c in same.cases.items()})
+        path = tmp_path / f"{name}.json"
+        bl.save(path, base)
+        out = tmp_path / f"out-{name}"
+        assert main(["trials", "--rejudge", str(check), "--baseline", str(path),
+                     "--out", str(out)]) == 0
+        rows = trials.read_csv(out / "checks.csv")
+        assert {r["verdict"] for r in rows} == {want} and len(rows) == 2
+        assert {r["source"] for r in rows} == {"g0/check_1_0"}
+        assert {r["rc"] for r in rows} == {str(int(want == "regressed"))}
+    assert main(["trials", "--rejudge", str(check), "--out", str(tmp_path / "x")]) == 2
+    assert "--rejudge needs --baseline FILE" in capsys.readouterr().err
+
+
+def trials_replace(case, scale: float):
+    """A baseline case with its stored ratio (and runs) scaled, noise from one run."""
+    from dataclasses import replace
+
+    noise = replace(case.noise, ratio_runs=tuple(r * scale for r in case.noise.ratio_runs))
+    return replace(case, ratio=case.ratio * scale, noise=noise)

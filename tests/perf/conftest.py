@@ -27,10 +27,11 @@ CPU_ROUNDS, CPU_WARMUP = 3, 1
 BUDGET_S = 0.2                   # gemmgate's own (device-timed) measurement per case
 # On a GPU one timed round replays a CUDA graph of `launches(case)` back-to-back kernel
 # calls, then synchronizes: the host's share (one graph launch, one synchronize, ~10-20
-# us of jitter) stays small against the round. (H200, session 6: with 0.2 TFLOP rounds,
-# 0.2-0.8 ms, 4 of 78 cases moved 5.0-6.6% between two unchanged runs.) The count depends on the case only, so
-# every run of a case times the same work and --benchmark-compare compares like with
-# like: enough calls for about ROUND_FLOP of work, at most MAX_LAUNCHES.
+# us of jitter) stays small against the round (H200, session 6: with 0.2 TFLOP rounds,
+# 0.2-0.8 ms, 4 of 78 cases moved 5.0-6.6% between two unchanged runs). The count
+# depends on the case only, so every run of a case times the same work and
+# --benchmark-compare compares like with like: enough calls for about ROUND_FLOP of
+# work, at most MAX_LAUNCHES.
 ROUND_FLOP, MAX_LAUNCHES = 2e12, 500
 
 
