@@ -35,6 +35,7 @@ RESULTS = ROOT / "docs" / "results"
 BASELINE = ROOT / "baselines" / "nvidia-h200.json"
 S4 = RESULTS / "h200-2026-11-30-s4"
 S5 = RESULTS / "h200-2026-11-30-s5"
+S6 = RESULTS / "h200-2026-11-30-s6"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -75,13 +76,13 @@ def baseline_tables(path: Path) -> str:
 # --- power tables from checks.csv ------------------------------------------------------
 
 
-def power_table(groups: list[tuple[str, list[dict]]], label: str = "") -> str:
-    """Markdown power table; with `label`, one block of rows per (name, rows) group."""
+def power_table(groups: list[tuple[str, dict]], label: str = "") -> str:
+    """Markdown power table; with `label`, one block of rows per (name, power) group."""
     head = (f"| {label} " if label else "") + \
         "| injected slowdown | checks | case checks | flagged regressed | fraction |"
     out = [head, "|" + "---|" * bool(label) + "---:|---:|---:|---:|---:|"]
-    for name, rows in groups:
-        for level, p in power(rows).items():
+    for name, pw in groups:
+        for level, p in pw.items():
             frac = f"{p['regressed'] / p['judged']:.1%}" if p["judged"] else "—"
             if level == 0.03:
                 frac = f"**{frac}**"
@@ -174,21 +175,21 @@ def inprocess_table(path: Path) -> str:
 # --- the tables of docs/PERF.md --------------------------------------------------------
 
 
-def _session_checks(session: str, *calls: str, day: str = "2026-11-29") -> list[dict]:
+def _session(session: str, *calls: str, day: str = "2026-11-29") -> dict:
+    """Power of a session's checks, from their trials summaries (one folder per call)."""
     base = RESULTS / f"h200-{day}-{session}"
-    return read_checks(*[base / c / "checks.csv" for c in calls] if calls
-                       else [base / "checks.csv"])
+    return _summaries(*[base / c for c in calls] if calls else [base])
 
 
 TABLES: dict[str, Callable[[], str]] = {
     "baseline": lambda: baseline_tables(BASELINE),
     "v2-inprocess": lambda: inprocess_table(RESULTS / "h200-2026-11-29-v2" / "power.json"),
-    "v3-fresh": lambda: power_table([("", _session_checks("v3"))]),
+    "v3-fresh": lambda: power_table([("", _session("v3"))]),
     "v4-inprocess": lambda: inprocess_table(RESULTS / "h200-2026-11-29-v4" / "power.json"),
     "s2-calls": lambda: power_table(
-        [(f"call {i}", _session_checks("s2", f"call{i}")) for i in range(1, 5)], "device call"),
-    "s3-call1": lambda: power_table([("", _session_checks("s3", "call1"))]),
-    "s3-calls2-4": lambda: power_table([("", _session_checks("s3", "call2", "call3", "call4"))]),
+        [(f"call {i}", _session("s2", f"call{i}")) for i in range(1, 5)], "device call"),
+    "s3-call1": lambda: power_table([("", _session("s3", "call1"))]),
+    "s3-calls2-4": lambda: power_table([("", _session("s3", "call2", "call3", "call4"))]),
     "s4-call2": lambda: gate_table([("host Y, both", _summaries(S4 / "call2"))]),
     "s4-gate": lambda: gate_table([
         ("Z/gpu0 (calibrated)", _summaries(S4 / "call3" / "gpu0", S4 / "call4" / "gpu0")),
@@ -201,6 +202,16 @@ TABLES: dict[str, Callable[[], str]] = {
     "s5-overhead": lambda: csv_table(S5 / "overhead.csv"),
     "s5-sweep": lambda: csv_table(S5 / "sweep_num_stages.csv"),
     "s5-tuning": lambda: csv_table(S5 / "tuning_keys.csv"),
+    "s6-checks": lambda: s6_checks([
+        ("Q/gpu0+gpu1, live (OR policy)", S6 / "q-live"),
+        ("Q/gpu0+gpu1, re-judged (A/B decides), same baseline", S6 / "q-asrun"),
+        ("Q/gpu0+gpu1, re-judged (A/B decides), Q left out", S6 / "q-lomo"),
+        ("R/gpu1, live (A/B decides)", S6 / "r-live"),
+        ("R/gpu1, re-judged, R left out", S6 / "r-lomo"),
+        ("P/gpu0 calibration runs, re-judged, P left out", S6 / "p-lomo")]),
+    "s6-stored-alone": lambda: s6_stored_alone([
+        ("Q (2 GPUs)", S6 / "q-lomo"), ("R (1 GPU)", S6 / "r-lomo"), ("P (1 GPU)", S6 / "p-lomo")]),
+    "s6-pytest-benchmark": lambda: s6_pytest_benchmark(S6 / "pytest_benchmark_0p2tflop.csv"),
 }
 
 
@@ -248,6 +259,86 @@ def s5_cases(path: Path, label: str, extra: bool = False) -> str:
     return "\n".join(out) + f"\n\ngeomean ratio {geo:.3f} over {len(rows)} cases"
 
 
+# --- session 6: the gate across hosts (issue 10), pytest-benchmark (issue 12) ---------
+
+
+def s6_checks(groups: list[tuple[str, Path]]) -> str:
+    """Per group and injected level, from checks_summary.csv: checks, checks red, case
+    checks, and each judgement's flags (gate, stored alone, A/B alone)."""
+    out = ["| checks | injected | checks | red | case checks | gate regressed | gate improved "
+           "| stored alone: regressed / improved | A/B alone: regressed / improved |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for label, d in groups:
+        by: dict[float, list[dict]] = {}
+        for r in _rows(d / "checks_summary.csv"):
+            by.setdefault(float(r["injected"] or 0), []).append(r)
+        for level, rs in sorted(by.items()):
+            def tot(col):
+                return sum(int(r[col]) for r in rs)
+            n = tot("cases")
+            out.append(f"| {label} | {level:.0%} | {len(rs)} | "
+                       f"{sum(r['rc'] == '1' for r in rs)} | {n} | {tot('regressed')} | "
+                       f"{tot('improved')} ({tot('improved') / n:.1%}) | "
+                       f"{tot('stored_regressed')} / {tot('stored_improved')} | "
+                       f"{tot('ab_regressed')} / {tot('ab_improved')} |")
+    return "\n".join(out)
+
+
+def s6_stored_alone(groups: list[tuple[str, Path]]) -> str:
+    """The stored judgement alone (no A/B) on a host left out of the baseline, by mode:
+    false alarms at 0% (regressed + improved), flagged fraction at each injected level,
+    and the smallest level flagged in >= 95% of case checks."""
+    out = ["| host left out | injected | " + " | ".join(ALL_MODES) + " | all |",
+           "|---|---|" + "---:|" * (len(ALL_MODES) + 1)]
+    smallest: dict[str, dict[float, list[int]]] = {m: {} for m in ALL_MODES}
+    for label, d in groups:
+        by: dict[tuple, list[int]] = {}
+        for r in _rows(d / "cases_summary.csv"):
+            level = float(r["injected"] or 0)
+            hit = int(r["stored_regressed"]) + (int(r["stored_improved"]) if level == 0 else 0)
+            for key in ((level, r["mode"]), (level, "all")):
+                n_k = by.setdefault(key, [0, 0])
+                n_k[0] += int(r["checks"])
+                n_k[1] += hit
+            if level > 0:
+                acc = smallest[r["mode"]].setdefault(level, [0, 0])
+                acc[0] += int(r["checks"])
+                acc[1] += int(r["stored_regressed"])
+        for level in sorted({lv for lv, _ in by}):
+            cells = []
+            for mode in ALL_MODES + ("all",):
+                n, k = by.get((level, mode), (0, 0))
+                cells.append(f"{k}/{n} ({k / n:.1%})" if n else "—")
+            what = f"{level:.0%}" + (" (A/A: false alarms)" if level == 0 else "")
+            out.append(f"| {label} | {what} | " + " | ".join(cells) + " |")
+    cells = []
+    for mode in ALL_MODES:
+        ok = [lv for lv, (n, k) in sorted(smallest[mode].items()) if n and k / n >= 0.95]
+        cells.append(f"{ok[0]:.0%}" if ok else f"> {max(smallest[mode]):.0%}"
+                     if smallest[mode] else "—")
+    out.append("| smallest caught in ≥ 95% | | " + " | ".join(cells) + " | |")
+    return "\n".join(out)
+
+
+def s6_pytest_benchmark(path: Path) -> str:
+    """Two unchanged compares and one with 10% injected, against the saved run: cases
+    beyond 5%, median and extreme change; per call against gemmgate's device median."""
+    rows = _rows(path)
+    out = ["| run | cases | beyond +5% (fails) | median change | largest change | smallest change |",
+           "|---|---:|---:|---:|---:|---:|"]
+    for run in ("compare1", "compare2", "inject"):
+        xs = sorted(float(r[f"{run}_change"]) for r in rows if r[f"{run}_change"])
+        med = (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
+        out.append(f"| {run} | {len(xs)} | {sum(x > 0.05 for x in xs)} | {med:+.2%} | "
+                   f"{max(xs):+.2%} | {min(xs):+.2%} |")
+    agree = sorted(float(r["per_call_over_gemmgate"]) for r in rows)
+    one = [float(r["per_call_over_gemmgate"]) for r in rows if r["launches"] == "1"]
+    out.append(f"\nper call / gemmgate's device median: all {len(agree)} cases "
+               f"{agree[0]:.2f}–{agree[-1]:.2f}; the {len(one)} cases of one call per round "
+               f"{min(one):.3f}–{max(one):.3f}")
+    return "\n".join(out)
+
+
 def csv_table(path: Path) -> str:
     """A small CSV as a Markdown table, as measured."""
     rows = _rows(path)
@@ -278,7 +369,7 @@ def render(text: str) -> tuple[str, list[str]]:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--power"] and argv[1:]:
         rows = read_checks(*map(Path, argv[1:]))
-        print(power_table([("", rows)]) + "\n" + wrong_cases(rows))
+        print(power_table([("", power(rows))]) + "\n" + wrong_cases(rows))
         return 0
     if argv[:1] == ["--print"] and argv[1:2] and argv[1] in TABLES:
         print(TABLES[argv[1]]())
