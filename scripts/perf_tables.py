@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gemmgate.stats import geomean  # noqa: E402
-from gemmgate.trials import power, power_from_summaries  # noqa: E402
+from gemmgate.trials import CHECK_SUMMARY, power, power_from_summaries  # noqa: E402
 from gemmgate.trials import read_csv as read_checks  # noqa: E402
 from gemmgate.tuning import config_name  # noqa: E402
 
@@ -273,14 +273,13 @@ def s6_checks(groups: list[tuple[str, Path]]) -> str:
         for r in _rows(d / "checks_summary.csv"):
             by.setdefault(float(r["injected"] or 0), []).append(r)
         for level, rs in sorted(by.items()):
-            def tot(col):
-                return sum(int(r[col]) for r in rs)
-            n = tot("cases")
+            tot = {c: sum(int(r[c]) for r in rs) for c in CHECK_SUMMARY[4:]}
+            n = tot["cases"]
             out.append(f"| {label} | {level:.0%} | {len(rs)} | "
-                       f"{sum(r['rc'] == '1' for r in rs)} | {n} | {tot('regressed')} | "
-                       f"{tot('improved')} ({tot('improved') / n:.1%}) | "
-                       f"{tot('stored_regressed')} / {tot('stored_improved')} | "
-                       f"{tot('ab_regressed')} / {tot('ab_improved')} |")
+                       f"{sum(r['rc'] == '1' for r in rs)} | {n} | {tot['regressed']} | "
+                       f"{tot['improved']} ({tot['improved'] / n:.1%}) | "
+                       f"{tot['stored_regressed']} / {tot['stored_improved']} | "
+                       f"{tot['ab_regressed']} / {tot['ab_improved']} |")
     return "\n".join(out)
 
 
@@ -324,8 +323,8 @@ def s6_pytest_benchmark(path: Path) -> str:
     """Two unchanged compares and one with 10% injected, against the saved run: cases
     beyond 5%, median and extreme change; per call against gemmgate's device median."""
     rows = _rows(path)
-    out = ["| run | cases | beyond +5% (fails) | median change | largest change | smallest change |",
-           "|---|---:|---:|---:|---:|---:|"]
+    out = ["| run | cases | beyond +5% (fails) | median change | largest change "
+           "| smallest change |", "|---|---:|---:|---:|---:|---:|"]
     for run in ("compare1", "compare2", "inject"):
         xs = sorted(float(r[f"{run}_change"]) for r in rows if r[f"{run}_change"])
         med = (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
