@@ -199,9 +199,14 @@ def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
     the check re-measured)."""
     rows = []
     for p in paths:
-        data = json.loads(read_text(p, "check file"))
+        try:
+            data = json.loads(read_text(p, "check file"))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"check file {p} is not JSON ({e})") from None
         rec = RunRecord.from_json(data, str(p))
-        gate_rec = data.get("gate") or {}   # a plain run (no gate record): A/A, no injection
+        # a plain run (no gate record): its own injected slowdown, no A/B reference
+        gate_rec = data.get("gate") or {
+            "inject_slowdown": rec.environment.get("inject_slowdown") or 0.0}
         fl = floor if floor is not None else float(gate_rec.get("floor") or DEFAULT_FLOOR)
         gate = compare_run(rec.cases, baseline, fl, rec.environment)
         data["gate"] = {**gate_rec, "failed": gate.failed,

@@ -153,6 +153,11 @@ def test_rejudge_judges_recorded_checks_against_another_baseline(tmp_path, synth
         assert {r["rc"] for r in rows} == {str(int(want == "regressed"))}
     assert main(["trials", "--rejudge", str(check), "--out", str(tmp_path / "x")]) == 2
     assert "--rejudge needs --baseline FILE" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert main(["trials", "--rejudge", str(bad), "--baseline", str(path),
+                 "--out", str(tmp_path / "y")]) == 2
+    assert f"check file {bad} is not JSON" in capsys.readouterr().err.replace("\n", "")
 
 
 def trials_replace(case, scale: float):
