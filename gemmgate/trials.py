@@ -221,8 +221,8 @@ def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
 # --- summaries: what is kept in the repository (docs/results), a few hundred rows --------
 
 CHECK_SUMMARY = ("source", "injected", "rc", "gpu", "cases", "regressed", "improved",
-                 "stored_regressed", "stored_improved", "ab_regressed", "ab_improved")
-CASE_SUMMARY = ("injected", "mode", "case", "level", "checks", "regressed", "improved",
+                 "stored_regressed", "stored_improved", "ab_regressed", "ab_improved", "failed")
+CASE_SUMMARY = ("injected", "mode", "case", "level", "checks", "failed", "regressed", "improved",
                 "stored_regressed", "stored_improved", "ab_regressed", "ab_improved",
                 "ratio_tolerance", "ratio_change_median", "ratio_change_max_abs",
                 "ab_tolerance", "ab_change_median", "ab_change_max_abs")
@@ -233,7 +233,8 @@ def _count(rows: list[dict], column: str, verdict: str) -> int:
 
 
 def _verdict_counts(rows: list[dict]) -> dict:
-    return {"regressed": _count(rows, "verdict", "regressed"),
+    return {"failed": _count(rows, "verdict", "failed"),
+            "regressed": _count(rows, "verdict", "regressed"),
             "improved": _count(rows, "verdict", "improved"),
             "stored_regressed": _count(rows, "stored_verdict", "regressed"),
             "stored_improved": _count(rows, "stored_verdict", "improved"),
@@ -303,7 +304,10 @@ def power_from_summaries(checks: Iterable[dict], cases: Iterable[dict],
     for c in cases:
         level = float(c["injected"] or 0)
         p = out[level]
-        n, hit = int(c["checks"]), int(c[f"{verdict}regressed"])
+        # a failed case check is not judged (as in `power`); summaries written before the
+        # `failed` column had none
+        n = int(c["checks"]) - int(c.get("failed") or 0)
+        hit = int(c[f"{verdict}regressed"])
         p["judged"] += n
         p["regressed"] += hit
         p["improved"] += int(c[f"{verdict}improved"])

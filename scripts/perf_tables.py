@@ -273,7 +273,7 @@ def s6_checks(groups: list[tuple[str, Path]]) -> str:
         for r in _rows(d / "checks_summary.csv"):
             by.setdefault(float(r["injected"] or 0), []).append(r)
         for level, rs in sorted(by.items()):
-            tot = {c: sum(int(r[c]) for r in rs) for c in CHECK_SUMMARY[4:]}
+            tot = {c: sum(int(r.get(c) or 0) for r in rs) for c in CHECK_SUMMARY[4:]}
             n = tot["cases"]
             out.append(f"| {label} | {level:.0%} | {len(rs)} | "
                        f"{sum(r['rc'] == '1' for r in rs)} | {n} | {tot['regressed']} | "

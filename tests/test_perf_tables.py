@@ -57,12 +57,17 @@ def test_power_table_on_synthetic_checks(tmp_path):
     assert (p[0.03]["checks"], p[0.03]["judged"], p[0.03]["regressed"]) == (2, 3, 2)
     assert p[0.0]["wrong"] == {"bf16-m2": 1}  # the false alarm
     assert p[0.03]["wrong"] == {"bf16-m2": 1}  # the miss
-    table = pt.power_table([("", rows)]).splitlines()
+    table = pt.power_table([("", p)]).splitlines()
     assert table[2] == "| 0% (A/A: false alarms) | 2 | 4 | 1 | 25.0% |"
     assert table[3] == "| 3% | 2 | 3 | 2 | **66.7%** |"
-    grouped = pt.power_table([("call 1", rows)], "device call").splitlines()
+    grouped = pt.power_table([("call 1", p)], "device call").splitlines()
     assert grouped[0].startswith("| device call | injected slowdown |")
     assert grouped[3] == "| call 1 | 3% | 2 | 3 | 2 | **66.7%** |"
+    # the trials summaries that docs/results keeps give the same table as the rows
+    from gemmgate.trials import write_summaries
+
+    write_summaries(tmp_path, rows)
+    assert pt.power_table([("", pt._summaries(tmp_path))]).splitlines() == table
 
 
 def test_render_rewrites_only_between_markers():
