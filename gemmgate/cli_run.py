@@ -4,6 +4,7 @@ running with a progress bar."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -19,19 +20,22 @@ from gemmgate.reference import resolve
 from gemmgate.report import print_tables
 from gemmgate.results import RunRecord, failures
 from gemmgate.run import environment_of
+from gemmgate.shapes import Case
 
 
 def context_from_args(args, *, shapes: str | None = None, modes: str | None = None,
                       pins_from: str | None = None, block: int | None = None,
-                      reference: str | None = None, slowdown: float = 0.0) -> RunContext:
-    """The run context for parsed run arguments (keywords override them); commands
-    without --providers run triton and vendor."""
+                      reference: str | None = None, slowdown: float = 0.0,
+                      cases: Sequence[Case] | None = None,
+                      cases_label: str = "named cases") -> RunContext:
+    """The run context for parsed run arguments (keywords override them; `cases`
+    replaces the shape set); commands without --providers run triton and vendor."""
     return make_context(args.chip, shapes or args.shapes, modes if modes is not None
                         else args.modes, args.timing, args.budget, args.devices,
                         pins_from=pins_from, retune=args.retune,
                         block=block if block is not None else args.block,
-                        reference=reference, slowdown=slowdown,
-                        providers=getattr(args, "providers", None))
+                        reference=reference, slowdown=slowdown, cases=cases,
+                        cases_label=cases_label, providers=getattr(args, "providers", None))
 
 
 def check_outputs(*paths: tuple[str | None, str], append: str | None = None) -> None:

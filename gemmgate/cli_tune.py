@@ -9,7 +9,6 @@ from pathlib import Path
 from rich.table import Table
 
 from gemmgate.cli_run import check_outputs, context_from_args, progress_bar
-from gemmgate.context import make_context
 from gemmgate.files import write_json_atomic
 from gemmgate.precision import get_mode
 from gemmgate.results import RunRecord
@@ -33,10 +32,8 @@ def tune_command(args, console, err) -> int:
         if not stale:
             err.print(f"no stale entries in {path}: nothing to retune")
             return 0
-        ctx = make_context(ctx.chip.id, modes=",".join(dict.fromkeys(m for m, _ in stale)),
-                           timing=args.timing, budget_s=args.budget,
-                           cases=tuple(dict.fromkeys(c for _, c in stale)),
-                           cases_label="stale entries")
+        ctx = context_from_args(args, modes=",".join(dict.fromkeys(m for m, _ in stale)),
+                                cases=tuple(c for _, c in stale), cases_label="stale entries")
         items = [(get_mode(m), c) for m, c in stale]
     with progress_bar(err) as bar:
         task = bar.add_task("tuning", total=len(items if items is not None else ctx.items))

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from gemmgate.chips import Chip, Selection, select_chip
 from gemmgate.precision import PrecisionMode, get_mode, parse_modes
+from gemmgate.results import GATED  # always run: the gate compares these two
 from gemmgate.shapes import Case, check_fits, resolve
 from gemmgate.timing import TimingPolicy, cpu_policy
 from gemmgate.tuning import TuningSetup
@@ -30,7 +31,6 @@ from gemmgate.tuning import TuningSetup
 # they stay selectable on the CPU, but are not run by default.
 INTERPRETER_DEFECTS = {"bf16": "tl.dot on bf16 inputs returns garbage in the interpreter"}
 
-GATED = ("triton", "vendor")              # always run: the gate compares these two
 KNOWN_PROVIDERS = GATED + ("inductor",)   # besides `module:function` paths
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gemmgate.stats import geomean  # noqa: E402
+from gemmgate.stats import geomean, median  # noqa: E402
 from gemmgate.trials import CHECK_SUMMARY, power, power_from_summaries  # noqa: E402
 from gemmgate.trials import read_csv as read_checks  # noqa: E402
 from gemmgate.tuning import config_name  # noqa: E402
@@ -93,12 +93,8 @@ def power_table(groups: list[tuple[str, dict]], label: str = "") -> str:
 
 
 def _summaries(*dirs: Path, verdict: str = "") -> dict:
-    checks, cases = [], []
-    for d in dirs:
-        with open(d / "checks_summary.csv", newline="") as f:
-            checks += list(csv.DictReader(f))
-        with open(d / "cases_summary.csv", newline="") as f:
-            cases += list(csv.DictReader(f))
+    checks = [r for d in dirs for r in _rows(d / "checks_summary.csv")]
+    cases = [r for d in dirs for r in _rows(d / "cases_summary.csv")]
     return power_from_summaries(checks, cases, verdict)
 
 
@@ -327,8 +323,7 @@ def s6_pytest_benchmark(path: Path) -> str:
            "| smallest change |", "|---|---:|---:|---:|---:|---:|"]
     for run in ("compare1", "compare2", "inject"):
         xs = sorted(float(r[f"{run}_change"]) for r in rows if r[f"{run}_change"])
-        med = (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
-        out.append(f"| {run} | {len(xs)} | {sum(x > 0.05 for x in xs)} | {med:+.2%} | "
+        out.append(f"| {run} | {len(xs)} | {sum(x > 0.05 for x in xs)} | {median(xs):+.2%} | "
                    f"{max(xs):+.2%} | {min(xs):+.2%} |")
     agree = sorted(float(r["per_call_over_gemmgate"]) for r in rows)
     one = [float(r["per_call_over_gemmgate"]) for r in rows if r["launches"] == "1"]
