@@ -4,6 +4,7 @@ cycle through public options (per-chip storage, --benchmark-compare-fail)."""
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 import subprocess
@@ -11,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from gemmgate.timing import DeviceClock
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,13 +26,42 @@ def _conftest():
     return mod
 
 
-def test_launches_per_round_depend_on_the_case_only():
+def test_on_a_gpu_every_case_is_timed_on_the_device_clock():
     c = _conftest()
-    assert c.launches(None) == 1 and c.launches(0) == 1
-    assert c.launches(2 * 8192**3) == 2                      # 1.1 TFLOP: 2 calls
-    assert c.launches(2 * 4096**3) == 15                     # 137 GFLOP: ceil(2e12 / it)
-    assert c.launches(2 * 1024**3) == c.MAX_LAUNCHES
-    assert c.launches(int(c.ROUND_FLOP)) == 1
+    clock = DeviceClock()
+    params = c.case_params(["bf16", "fp8"], ["m64-n64-k64", "m128-n8192-k8192"], clock)
+    assert [p.id for p in params] == ["bf16-m64-n64-k64", "bf16-m128-n8192-k8192",
+                                      "fp8-m64-n64-k64", "fp8-m128-n8192-k8192"]
+    for p in params:
+        (mark,) = p.marks
+        assert mark.name == "benchmark" and mark.kwargs == {"timer": clock}
+    assert all(p.marks == () for p in c.case_params(["fp32"], ["m64-n64-k64"]))  # CPU
+
+
+def test_the_device_clock_moves_only_by_timed_device_work():
+    clock = DeviceClock()
+    assert clock() == 0.0
+    clock.advance(2.5)          # ms
+    clock.advance(0.0)
+    assert clock() == pytest.approx(2.5e-3)
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match=">= 0 ms"):
+            clock.advance(bad)
+    assert clock() == pytest.approx(2.5e-3)
+
+
+@pytest.mark.gpu
+def test_the_device_clock_times_a_call_with_events():
+    import torch
+
+    from gemmgate.slowdown import slowed
+
+    clock = DeviceClock()
+    flush = torch.empty(1 << 20, device="cuda")
+    spin = slowed(lambda: None, 0.5, "cuda")        # about 0.5 ms of device work
+    ms = [clock.time(spin, flush) for _ in range(5)]
+    assert clock() == pytest.approx(sum(ms) / 1e3)
+    assert 0.2 < sorted(ms)[2] < 5.0
 
 
 def test_the_injected_slowdown_is_sized_from_gemmgates_median(monkeypatch):
@@ -45,7 +77,7 @@ def test_the_injected_slowdown_is_sized_from_gemmgates_median(monkeypatch):
     case_id = "m64-n64-k64"
     call = runner.triton_call("fp32", case_id, median_ms=7.0)
     assert seen == [(pytest.approx(0.7), "cpu")]
-    assert call().shape == (64, 64) and runner.launches(case_id) == 1   # CPU: one call
+    assert call().shape == (64, 64)   # CPU: the plain call, timed on the host
 
 
 def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -65,10 +97,37 @@ def test_autosave_then_compare_fail_through_public_options(tmp_path):
     assert len(runs) == 1
     bench = json.loads(runs[0].read_text())["benchmarks"][0]
     assert bench["extra_info"]["case"] == "m64-n64-k64"
-    assert bench["extra_info"]["launches_per_round"] == 1
     assert bench["extra_info"]["per_call_median_ms"] > 0
     assert bench["stats"]["rounds"] >= 3
     compared = _pytest(tmp_path, "--benchmark-compare",
                        "--benchmark-compare-fail=median:100000%")
     assert compared.returncode == 0, compared.stdout + compared.stderr
     assert "Comparing against benchmarks from" in compared.stdout + compared.stderr
+
+
+def _bench_json(path: Path, medians: dict[str, float]) -> str:
+    path.write_text(json.dumps({"benchmarks": [
+        {"name": f"test_triton_gemm[{n}]", "stats": {"median": m},
+         "extra_info": {"mode": n.split("-")[0], "case": n.split("-", 1)[1],
+                        "triton_median_ms": 0.5}} for n, m in medians.items()]}))
+    return str(path)
+
+
+def test_pytest_benchmark_rows_give_each_runs_median_change(tmp_path):
+    script = ROOT / "scripts" / "pytest_benchmark_rows.py"
+    saved = _bench_json(tmp_path / "s.json", {"bf16-m8-n8-k8": 1e-3, "fp8-m8-n8-k8": 2e-3})
+    again = _bench_json(tmp_path / "a.json", {"bf16-m8-n8-k8": 1.02e-3, "fp8-m8-n8-k8": 2e-3})
+    slow = _bench_json(tmp_path / "b.json", {"bf16-m8-n8-k8": 1.1e-3})
+    out = tmp_path / "rows.csv"
+    run = subprocess.run([sys.executable, str(script), str(out), saved, f"compare1={again}",
+                          f"inject={slow}"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["mode"], r["case"]) for r in rows] == [("bf16", "m8-n8-k8"), ("fp8", "m8-n8-k8")]
+    assert [r["compare1_change"] for r in rows] == ["0.0200", "0.0000"]
+    assert [r["inject_change"] for r in rows] == ["0.1000", ""]       # a test that did not run
+    assert rows[0]["per_call_over_gemmgate"] == "2.000"                # 1 ms against 0.5 ms
+    bad = subprocess.run([sys.executable, str(script), str(tmp_path / "x.csv"), saved,
+                          f"compare1={script}"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "is not a pytest-benchmark JSON" in bad.stderr
+    assert not (tmp_path / "x.csv").exists()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call for the history suites (issues 4, 12). First pytest-benchmark: save,
 # compare twice (median:$COMPARE_FAIL), then a compare with an injected slowdown ($INJECT),
-# which must fail (SKIP_PYTEST=1 skips it). Then asv over the last commits that have
+# which must fail (SKIP_PYTEST=1 skips it); rows of all four to $OUT/pytest_benchmark.csv
+# (scripts/pytest_benchmark_rows.py). Then asv over the last commits that have
 # gemmgate/run.py, or the commits named in $COMMITS (newest first: a deadline costs the
 # oldest) -- the CURRENT benchmarks/ against each commit's OWN gemmgate/kernels (exported
 # with git archive to /tmp/wt-<sha>); an old commit compiles its kernels from scratch
@@ -61,9 +62,15 @@ echo "pytest save rc=$? wall_s=$(( $(date +%s) - s ))"
 for run in compare1 compare2 inject; do
   extra=(); [ "$run" = inject ] && extra=(--inject-slowdown "$INJECT")
   s=$(date +%s); PYTHONPATH=$PP timeout "$PYTEST_TIMEOUT" "${PT[@]}" --benchmark-compare \
-    --benchmark-compare-fail=median:$COMPARE_FAIL "${extra[@]}" > "$LOG/pytest_$run.txt" 2>&1
+    --benchmark-compare-fail=median:$COMPARE_FAIL --benchmark-json "$LOG/pytest_$run.json" \
+    "${extra[@]}" > "$LOG/pytest_$run.txt" 2>&1
   echo "pytest $run rc=$? wall_s=$(( $(date +%s) - s )) (t=$(el)s)"
 done
+saved=$(ls .benchmarks/"$CHIP"/*/0001_*.json 2>/dev/null | head -1)
+runs=(); for run in compare1 compare2 inject; do
+  [ -s "$LOG/pytest_$run.json" ] && runs+=("$run=$LOG/pytest_$run.json"); done
+[ -n "$saved" ] && python3 scripts/pytest_benchmark_rows.py "$OUT/pytest_benchmark.csv" \
+  "$saved" "${runs[@]}"
 fi
 
 SHAS=()

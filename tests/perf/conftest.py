@@ -1,16 +1,20 @@
 """pytest-benchmark set-up for tests/perf (docs/PERF_TESTS.md).
 
-- Cases: the asv suite's (benchmarks/bench_gemm.py): on a GPU a few representative `pr`
-  cases in every mode the chip has, on the CPU the `smoke` set in fp32 (interpreter).
+- Cases: the asv suite's (benchmarks/bench_gemm.py): on a GPU the `pr` cases in every
+  mode the chip has, on the CPU the `smoke` set in fp32 (interpreter).
 - Benchmarking off unless asked for, and storage per chip: set in tests/conftest.py,
   which pytest loads before pytest-benchmark reads its options (this file is loaded
   later, during collection, when pytest runs from the root).
-- One timed round on a GPU replays a CUDA graph of `launches(case)` kernel calls (a
-  count fixed per case) and synchronizes: wall time is device time, and the stored figure
-  is the round's (extra_info: launches_per_round, and per-call figures beside gemmgate's).
+- On a GPU every test carries the plugin's public `benchmark(timer=...)` marker with a
+  `gemmgate.timing.DeviceClock`: one timed round is one gemmgate sample of the Triton
+  call (GPU spin, L2 flush, CUDA events around a graph replay of one call), and the
+  stored figure is that device time. Rounds of back-to-back calls timed on the host
+  moved 6-15% between unchanged runs on the H200 (session 7: the GPU ran some rounds at
+  full clock and the rest at its power cap).
 - `--inject-slowdown F` (tests/conftest.py) adds F x gemmgate's device-timed median of
-  extra device work after each Triton call: proof that --benchmark-compare-fail catches
-  a slowdown (validation only, like `gemmgate check --inject-slowdown`).
+  extra device work after each Triton call, inside the timed region: proof that
+  --benchmark-compare-fail catches a slowdown (validation only, like `gemmgate check
+  --inject-slowdown`).
 - machine_info carries the chip, GPU, driver and versions (pytest-benchmark warns on a
   compare when they differ).
 """
@@ -22,24 +26,10 @@ from dataclasses import replace
 
 import pytest
 
-GPU_ROUNDS, GPU_WARMUP = 20, 3   # pytest-benchmark rounds of the synchronized call
+GPU_ROUNDS, GPU_WARMUP = 50, 5   # pytest-benchmark rounds: one device-timed call each
 CPU_ROUNDS, CPU_WARMUP = 3, 1
 BUDGET_S = 0.2                   # gemmgate's own (device-timed) measurement per case
-# On a GPU one timed round replays a CUDA graph of `launches(case)` back-to-back kernel
-# calls, then synchronizes: the host's share (one graph launch, one synchronize, ~10-20
-# us of jitter) stays small against the round (H200, session 6: with 0.2 TFLOP rounds,
-# 0.2-0.8 ms, 4 of 78 cases moved 5.0-6.6% between two unchanged runs). The count
-# depends on the case only, so every run of a case times the same work and
-# --benchmark-compare compares like with like: enough calls for about ROUND_FLOP of
-# work, at most MAX_LAUNCHES.
-ROUND_FLOP, MAX_LAUNCHES = 2e12, 500
-
-
-def launches(flops: int | None) -> int:
-    """Kernel calls per timed round of a case (GPU)."""
-    if not flops:
-        return 1
-    return max(1, min(MAX_LAUNCHES, -(-int(ROUND_FLOP) // int(flops))))
+CLOCK = pytest.StashKey()        # the session's DeviceClock (GPU only)
 
 
 def suite():
@@ -81,15 +71,33 @@ def pytest_generate_tests(metafunc):
         c = chip()
         cases, modes = ((bench.GPU_CASES, bench.GPU_MODES) if c.device_type != "cpu"
                         else (bench.CPU_CASES, bench.CPU_MODES))
-        pairs = [(m, k) for m in modes if m in c.modes for k in cases]
-        metafunc.parametrize("mode,case_id", pairs, ids=[f"{m}-{k}" for m, k in pairs])
+        clock = device_clock(metafunc.config) if c.device_type != "cpu" else None
+        metafunc.parametrize("mode,case_id",
+                             case_params([m for m in modes if m in c.modes], cases, clock))
+
+
+def case_params(modes, cases, clock=None) -> list:
+    """One param per (mode, case); with a clock, each carries pytest-benchmark's public
+    timer marker, so the plugin times its rounds on that clock."""
+    marks = (pytest.mark.benchmark(timer=clock),) if clock is not None else ()
+    return [pytest.param(m, k, id=f"{m}-{k}", marks=marks) for m in modes for k in cases]
+
+
+def device_clock(config):
+    """The session's device clock: the timer of every GPU test's rounds, and what
+    PerfRunner's calls advance."""
+    from gemmgate.timing import DeviceClock
+
+    if CLOCK not in config.stash:
+        config.stash[CLOCK] = DeviceClock()
+    return config.stash[CLOCK]
 
 
 class PerfRunner:
     """gemmgate's measurement of one case, and the Triton call for pytest-benchmark: both
     through the run's context and Runner (the one place a case runs)."""
 
-    def __init__(self, disabled: bool, slowdown: float = 0.0):
+    def __init__(self, disabled: bool, slowdown: float = 0.0, clock=None):
         from gemmgate.context import make_context
         from gemmgate.run import Runner
         from gemmgate.shapes import SETS
@@ -107,6 +115,7 @@ class PerfRunner:
         self.rounds, self.warmup = (GPU_ROUNDS, GPU_WARMUP) if self.gpu else \
             (CPU_ROUNDS, CPU_WARMUP)
         self.slowdown = slowdown
+        self.clock = clock
         self.cases = {c.id: c for s in SETS.values() for c in s}
 
     def measure(self, mode_name: str, case_id: str):
@@ -114,14 +123,12 @@ class PerfRunner:
 
         return self.runner.run_case(get_mode(mode_name), self.cases[case_id])
 
-    def launches(self, case_id: str) -> int:
-        return launches(self.cases[case_id].flops) if self.gpu else 1
-
     def triton_call(self, mode_name: str, case_id: str, median_ms: float):
         """The kernel's zero-argument call with the run's chooser (the tile measure()
         ran), with --inject-slowdown's extra work (that fraction of `median_ms`, gemmgate's
-        device-timed median) after each call. On a GPU: `launches(case)` calls captured in
-        one CUDA graph, replayed and synchronized, so wall time is device time."""
+        device-timed median) after each call. On a GPU the call is captured in a CUDA
+        graph, and each round is one sample on the session's DeviceClock: spin, L2
+        flush, events around the replay."""
         from gemmgate.inputs import make_inputs
         from gemmgate.precision import get_mode, vendor_flags
         from gemmgate.providers import kernel_call
@@ -141,18 +148,19 @@ class PerfRunner:
             return fn
         import torch
 
-        replay = graphed(fn, self.policy.warmup, self.launches(case_id))
+        replay = graphed(fn, self.policy.warmup)
+        flush = torch.empty(2 * self.chip.llc_bytes // 4, dtype=torch.float32,
+                            device=self.ctx.device)
+        clock = self.clock
 
         def call():
-            replay()
-            torch.cuda.synchronize()
+            clock.time(replay, flush)
 
         return call
 
     def extra_info(self, res) -> dict:
         t, v = res.providers["triton"], res.providers["vendor"]
         return {**stack(), "mode": res.mode, "case": res.case.id, "timing": self.policy.method,
-                "launches_per_round": self.launches(res.case.id),
                 "injected_slowdown": self.slowdown,
                 "triton_median_ms": t.median_ms, "vendor_median_ms": v.median_ms,
                 "triton_tflops": t.tflops, "vendor_tflops": v.tflops, "ratio": res.ratio,
@@ -162,6 +170,6 @@ class PerfRunner:
 
 @pytest.fixture(scope="session")
 def perf(request) -> PerfRunner:
-    bs = getattr(request.config, "_benchmarksession", None)
-    return PerfRunner(disabled=bool(bs is None or bs.disabled),
-                      slowdown=request.config.getoption("inject_slowdown"))
+    return PerfRunner(disabled=bool(request.config.getoption("benchmark_disable", True)),
+                      slowdown=request.config.getoption("inject_slowdown"),
+                      clock=request.config.stash.get(CLOCK, None))
