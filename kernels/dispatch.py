@@ -9,7 +9,10 @@ A call is keyed by (device, mode, M, N, K, operand strides and alignment). For a
    decode-like call (M=16) keeps its layout (the copy would be all the work).
    An operand a tensor descriptor cannot take (a leading dimension like 4097 or fp8's
    1000 bytes, not 16-byte aligned) gets an aligned copy by the same reuse rule, so the
-   TMA variant can run (kernels/relayout.py: a tiled transposing copy kernel).
+   TMA variant can run (kernels/relayout.py: a tiled transposing copy kernel). With
+   `cache_copies=True` a copy is made once per unchanged source tensor and reused
+   (relayout.CopyCache), so an operand that stays the same across calls, like a weight,
+   does not pay it per call.
 2. Variants: `tma` where both operands (after 1) can be described and the chip has TMA
    (sm_90+); `tiled` always; split-K (`tiled`, split_k > 1) where the output tiles
    leave SMs idle and K is long.
@@ -32,9 +35,10 @@ from kernels import table
 from kernels.configs import INTERPRETER_CONFIG, TileConfig, heuristic, search_space, usable
 from kernels.matmul_tma import describable, num_sms
 from kernels.modes import KernelMode
-from kernels.relayout import aligned_copy, pitch
+from kernels.relayout import CopyCache, aligned_copy, pitch
 
 _COPY_MIN_DIM = 128    # copy an operand K-major only when the other side reuses it this much
+COPIES = CopyCache()   # operand copies of calls with cache_copies=True
 
 
 @dataclass(frozen=True)
@@ -152,14 +156,19 @@ def candidates(p: Plan, device: torch.device, M: int, N: int, K: int) -> tuple[T
     return (p.pick, *(c for c in space if c != p.pick))
 
 
-def prepare(p: Plan, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The operands the plan's kernels read (copies where the plan says so)."""
+def prepare(p: Plan, a: torch.Tensor, b: torch.Tensor, cache: bool = False
+            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The operands the plan's kernels read (copies where the plan says so); with
+    `cache`, a copy is reused while its source tensor is unchanged (COPIES)."""
+    def copy(x: torch.Tensor, kind: str, make) -> torch.Tensor:
+        return COPIES.get(x, kind, make) if cache else make(x)
+
     if p.copy_a:
-        a = aligned_copy(a)
+        a = copy(a, "a", aligned_copy)
     if _b_kmajor_after(p.copy_b, b.stride()):
-        b = aligned_copy(b.t()).t()
+        b = copy(b, "b-kmajor", lambda x: aligned_copy(x.t()).t())
     elif p.copy_b:
-        b = aligned_copy(b)
+        b = copy(b, "b", aligned_copy)
     return a, b
 
 
@@ -169,6 +178,7 @@ def _b_kmajor_after(copy_b: str, stride: tuple) -> bool:
 
 
 def reset() -> None:
-    """Forget cached plans and tables (after a tuning table was written)."""
+    """Forget cached plans, tables and operand copies (after a tuning table was written)."""
     _plan.cache_clear()
+    COPIES.clear()
     table.reload()

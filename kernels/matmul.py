@@ -105,13 +105,18 @@ def _check_device(device: torch.device, mode: KernelMode) -> None:
 
 
 def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config=None,
-           choose: Chooser | None = None):
+           choose: Chooser | None = None, cache_copies: bool = False):
     """C = A @ B under an explicit precision mode (names in kernels/modes.py).
 
     precision=None means the mode implied by the dtype (float32 -> IEEE fp32, never tf32).
     fp8 takes per-tensor float32 scales: C = (A @ B) * scale_a * scale_b, in bfloat16.
     `config` (a TileConfig) fixes the tile; else `choose(key, candidates, bench)` picks
     it (and so knows which tile ran); else the dispatcher's pick does.
+    `cache_copies=True`: an operand the dispatcher copies (K-major for tf32/fp8 wgmma, or
+    16-byte aligned for a descriptor) is copied once and the copy reused by later calls
+    while the tensor is unchanged (its version counter: in-place PyTorch ops bump it);
+    for operands that stay the same across calls, like weights. A write into the tensor
+    that bypasses PyTorch is not seen: do not ask for it then.
     """
     mode = _check(a, b, precision, out, scale_a, scale_b)
     M, K = a.shape
@@ -121,7 +126,7 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
     if M == 0 or N == 0:
         return out
     plan = dispatch.plan(mode, a, b)
-    a, b = dispatch.prepare(plan, a, b)
+    a, b = dispatch.prepare(plan, a, b, cache=cache_copies)
     has_scale = scale_a is not None or scale_b is not None
     one = None
     if has_scale and (scale_a is None or scale_b is None):

@@ -10,6 +10,10 @@ memory in between.
 
 from __future__ import annotations
 
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+
 import torch
 import triton
 import triton.language as tl
@@ -45,3 +49,56 @@ def aligned_copy(x: torch.Tensor) -> torch.Tensor:
         _copy_kernel[grid](x, buf, rows, cols, x.stride(0), x.stride(1), pitch_,
                            BLOCK_R=_BLOCK, BLOCK_C=_BLOCK, num_warps=4)
     return buf[:, :cols]
+
+
+class CopyCache:
+    """Operand copies kept for reuse while their source is unchanged (`cache_copies=True`
+    in kernels.matmul: an operand that stays the same across calls, like a weight, pays
+    its K-major or aligned copy once).
+
+    An entry holds the copy, a weak reference to the source (its base tensor for a view,
+    so `w.t()` made afresh per call still hits) and the source's version counter, which
+    every in-place PyTorch op on the tensor or a view of it bumps. It is dropped when the
+    source is freed or after `entries` newer ones. Not cached: inference tensors (no
+    version counter) and calls during CUDA-graph capture (the copy must be in the graph).
+    A write that bypasses PyTorch (a raw kernel storing into the tensor) is not seen:
+    that is what the caller promises against by asking for the cache.
+    """
+
+    def __init__(self, entries: int = 16) -> None:
+        if entries < 1:
+            raise ValueError(f"entries must be >= 1, got {entries}")
+        self.entries = entries
+        self._store: OrderedDict[tuple, tuple[weakref.ref, int, torch.Tensor]] = OrderedDict()
+        self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def get(self, x: torch.Tensor, kind: str, make: Callable[[torch.Tensor], torch.Tensor]):
+        """make(x), or the copy made earlier for the same, unchanged x and kind."""
+        if x.is_inference() or (x.is_cuda and torch.cuda.is_current_stream_capturing()):
+            return make(x)
+        anchor = x._base if x._base is not None else x
+        key = (kind, x.data_ptr(), tuple(x.shape), x.stride(), x.dtype, x.device)
+        hit = self._store.get(key)
+        if hit is not None and hit[0]() is anchor and hit[1] == x._version:
+            self._store.move_to_end(key)
+            self.hits += 1
+            return hit[2]
+        self.misses += 1
+        y = make(x)
+        store = self._store
+
+        def drop(ref, key=key):  # the source was freed: free its copy with it
+            if key in store and store[key][0] is ref:
+                del store[key]
+
+        store[key] = (weakref.ref(anchor, drop), x._version, y)
+        store.move_to_end(key)
+        while len(store) > self.entries:
+            store.popitem(last=False)
+        return y
+
+    def clear(self) -> None:
+        self._store.clear()

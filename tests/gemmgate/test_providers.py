@@ -184,3 +184,20 @@ def test_the_hook_is_asked_once_then_the_tile_is_passed():
     for _ in range(3):
         call()
     assert seen == [("choose", None), ("config", "tile-A"), ("config", "tile-A")]
+
+
+def test_kernel_call_asks_a_kernel_that_can_to_keep_its_operand_copies():
+    seen = []
+
+    def keeps(a, b, *, precision, out, scale_a, scale_b, cache_copies=False):
+        seen.append(cache_copies)
+        return out
+
+    def plain(a, b, *, precision, out, scale_a, scale_b):   # an old commit's contract
+        seen.append("plain")
+        return out
+
+    inp = make_inputs(Case(8, 8, 8), MODES["fp32"], "cpu", seed=0)
+    providers.kernel_call(keeps, None, inp, MODES["fp32"])()
+    providers.kernel_call(plain, None, inp, MODES["fp32"])()
+    assert seen == [True, "plain"]

@@ -120,6 +120,37 @@ def test_gpu_autotuned(case, mode, tol):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("mode,tol", [("fp8", 5e-3), ("tf32", 1.5e-3)])
+def test_gpu_cached_copies_are_reused_and_follow_an_in_place_change(mode, tol):
+    """fp8/tf32 row-major B is copied K-major: with cache_copies the copy is made once,
+    and an in-place change of B makes a new one (the result follows B)."""
+    from kernels import dispatch
+
+    if mode == "fp8" and torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("the K-major copy is a Hopper (sm_90) path")
+    inp = make_inputs(Case(512, 384, 256), MODES[mode], "cuda", seed=5)
+    dispatch.COPIES.clear()
+    misses = dispatch.COPIES.misses
+
+    def run():
+        return kernels.matmul(inp.a, inp.b, precision=mode, scale_a=inp.scale_a,
+                              scale_b=inp.scale_b, cache_copies=True)
+
+    run()
+    assert relative_error(run(), inp.reference()) < tol
+    assert dispatch.COPIES.misses == misses + 1 and len(dispatch.COPIES) == 1
+    inp.b.copy_(inp.b.float().neg())   # in place: the copy must be made again
+    assert relative_error(run(), inp.reference()) < tol
+    assert dispatch.COPIES.misses == misses + 2
+
+
+def test_cache_copies_is_accepted_where_nothing_is_copied(device):
+    inp = make_inputs(Case(40, 24, 56), MODES["fp32"], device, seed=2)
+    got = kernels.matmul(inp.a, inp.b, precision="fp32", cache_copies=True)
+    assert relative_error(got, inp.reference()) < 1e-5
+
+
+@pytest.mark.gpu
 def test_gpu_tuning_is_cached_and_pinned(tmp_path):
     """The first call tunes through the chooser hook and writes the local cache; a new
     Tuner (a new process) reuses the tile without benchmarking; a baseline's pin wins."""

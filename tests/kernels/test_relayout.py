@@ -1,0 +1,85 @@
+"""kernels/relayout.py: the operand copy cache (cache_copies=True) reuses a copy only
+while its source tensor is the same and unchanged, and frees it with the source."""
+
+import gc
+
+import pytest
+import torch
+
+from kernels.relayout import CopyCache, aligned_copy
+
+
+def _counting():
+    made = []
+
+    def make(x):
+        made.append(tuple(x.shape))   # not x itself: the cache must see it freed
+        return x.clone()
+    return made, make
+
+
+def test_a_copy_is_made_once_per_unchanged_tensor():
+    cache, (made, make) = CopyCache(), _counting()
+    w = torch.randn(8, 4)
+    first = cache.get(w, "b", make)
+    assert cache.get(w, "b", make) is first and len(made) == 1
+    assert (cache.hits, cache.misses) == (1, 1)
+    assert cache.get(w, "a", make) is not first and len(made) == 2   # another kind
+
+
+def test_a_fresh_view_of_the_same_weight_hits():
+    cache, (made, make) = CopyCache(), _counting()
+    w = torch.randn(8, 4)
+    first = cache.get(w.t(), "b-kmajor", make)
+    assert cache.get(w.t(), "b-kmajor", make) is first and len(made) == 1
+
+
+def test_an_in_place_change_makes_a_new_copy():
+    cache, (made, make) = CopyCache(), _counting()
+    w = torch.randn(8, 4)
+    cache.get(w, "b", make)
+    w.add_(1.0)
+    assert torch.equal(cache.get(w, "b", make), w) and len(made) == 2
+    w[0].zero_()                     # through a view: the version counter is shared
+    assert torch.equal(cache.get(w, "b", make), w) and len(made) == 3
+
+
+def test_another_tensor_at_the_same_address_misses():
+    cache, (made, make) = CopyCache(), _counting()
+    base = torch.randn(16)
+    cache.get(base[:8].view(2, 4), "a", make)
+    other = torch.randn(16)
+    assert cache.get(other[:8].view(2, 4), "a", make) is not None and len(made) == 2
+
+
+def test_the_copy_is_freed_with_its_source_and_the_oldest_goes_first():
+    cache, (made, make) = CopyCache(entries=2), _counting()
+    w = torch.randn(4, 4)
+    cache.get(w, "b", make)
+    assert len(cache) == 1
+    del w
+    gc.collect()
+    assert len(cache) == 0
+    ws = [torch.randn(4, 4) for _ in range(3)]
+    for x in ws:
+        cache.get(x, "b", make)
+    assert len(cache) == 2
+    cache.get(ws[0], "b", make)      # evicted: made again
+    assert len(made) == 5
+    with pytest.raises(ValueError, match="entries"):
+        CopyCache(entries=0)
+
+
+def test_inference_tensors_are_not_cached():
+    cache, (made, make) = CopyCache(), _counting()
+    with torch.inference_mode():
+        w = torch.randn(4, 4)
+    cache.get(w, "b", make)
+    cache.get(w, "b", make)
+    assert len(made) == 2 and len(cache) == 0
+
+
+def test_aligned_copy_pads_the_pitch_to_16_bytes():
+    x = torch.arange(15, dtype=torch.float32).reshape(3, 5)
+    y = aligned_copy(x.t())                    # (5, 3) from a column-major view
+    assert torch.equal(y, x.t()) and y.stride() == (4, 1)
