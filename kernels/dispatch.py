@@ -45,7 +45,7 @@ COPIES = CopyCache()   # operand copies of calls with cache_copies=True
 class Plan:
     family: str
     key: str                        # the tuning key: "<bucket> | <shape and strides>"
-    copy_a: str                     # "" | "kmajor" | "aligned": what to do with A first
+    copy_a: str                     # "" | "kmajor" | "aligned" | "rowmajor": A's copy first
     copy_b: str
     variants: tuple[str, ...]
     pick: TileConfig                # the table's or the heuristic's choice
@@ -114,6 +114,11 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     if _needs_kmajor(mode, cap):
         copy_a = "kmajor" if sa[1] != 1 and N >= _COPY_MIN_DIM else ""
         copy_b = "kmajor" if sb[0] != 1 and M >= _COPY_MIN_DIM else ""
+    ieee = mode.input_precision == "ieee" and fam == "fp32"
+    if ieee and has_tma and sb[0] == 1 and sb[1] != 1 and M >= _COPY_MIN_DIM:
+        # IEEE fp32 runs on FMA units, which read a column-major B tile badly (rc 4096^3:
+        # 0.44 of cuBLAS, rr 0.83, session 5): a row-major copy (~1% of the GEMM).
+        copy_b = "rowmajor"
     ok_a = copy_a != "" or (aligned[0] and describable((M, K), sa, elem) is not None)
     ok_b = copy_b != "" or (aligned[1] and describable((K, N), sb, elem) is not None)
     if has_tma and M >= 64:
@@ -125,7 +130,7 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     lb = "c" if _b_kmajor_after(copy_b, sb) else "r" if copy_b else _layout(sb)
     # IEEE fp32 runs on FMA units, which read a transposed shared-memory tile badly
     # (6 TFLOP/s for cr/rc on the H200, session 5): TMA only for row-major A and B.
-    natural = mode.input_precision != "ieee" or fam != "fp32" or la + lb == "rr"
+    natural = not ieee or la + lb == "rr"
     # A descriptor needs every dimension > 0: K = 0 (a zero result) takes the tiled kernel.
     variants = ("tma", "tiled") if has_tma and ok_a and ok_b and M >= 64 and K > 0 \
         and natural else ("tiled",)

@@ -55,6 +55,19 @@ def test_ieee_fp32_uses_tma_only_for_row_major_operands():
     assert _decide("tf32", 4096, 4096, 4096, a="c", elem=4)[5] == ("tma", "tiled")  # copied
 
 
+def test_ieee_fp32_copies_a_column_major_b_row_major():
+    _, _, bucket, ca, cb, variants = _decide("fp32", 4096, 4096, 4096, b="c", elem=4)
+    assert (ca, cb, variants) == ("", "rowmajor", ("tma", "tiled"))
+    assert bucket == "fp32 fp32 rr tma ld128"
+    assert _decide("fp32", 16, 4096, 4096, b="c", elem=4)[4] == ""         # decode-like
+    assert _decide("tf32", 4096, 4096, 4096, b="c", elem=4)[4] == ""       # K-major already
+    assert _decide("fp32", 4096, 4096, 4096, b="c", elem=4, cap=AMPERE)[4] == ""
+    b = torch.randn(50, 37).t()                                           # (37, 50) col-major
+    p = dispatch.Plan("fp32", "k", "", "rowmajor", ("tma",), INTERPRETER_CONFIG, "t")
+    _, b2 = dispatch.prepare(p, torch.randn(8, 37), b)
+    assert torch.equal(b2, b) and b2.stride() == (52, 1)                  # row-major, padded
+
+
 def test_skinny_m_zero_k_and_old_chips_use_the_tiled_kernel():
     assert _decide("bf16", 16, 4096, 4096)[5] == ("tiled",)
     assert _decide("bf16", 4096, 4096, 0)[5] == ("tiled",)
