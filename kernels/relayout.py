@@ -59,8 +59,10 @@ class CopyCache:
     An entry holds the copy, a weak reference to the source (its base tensor for a view,
     so `w.t()` made afresh per call still hits) and the source's version counter, which
     every in-place PyTorch op on the tensor or a view of it bumps. It is dropped when the
-    source is freed or after `entries` newer ones. Not cached: inference tensors (no
-    version counter) and calls during CUDA-graph capture (the copy must be in the graph).
+    source is freed or after `entries` newer ones. Inference tensors (no version counter)
+    are not cached. During CUDA-graph capture a valid copy is used, so the graph reads
+    it as it was at capture, as a graph reads any tensor it captured (change the source:
+    capture again); a copy made during capture lives in the graph's pool and is not kept.
     A write that bypasses PyTorch (a raw kernel storing into the tensor) is not seen:
     that is what the caller promises against by asking for the cache.
     """
@@ -77,7 +79,7 @@ class CopyCache:
 
     def get(self, x: torch.Tensor, kind: str, make: Callable[[torch.Tensor], torch.Tensor]):
         """make(x), or the copy made earlier for the same, unchanged x and kind."""
-        if x.is_inference() or (x.is_cuda and torch.cuda.is_current_stream_capturing()):
+        if x.is_inference():
             return make(x)
         anchor = x._base if x._base is not None else x
         key = (kind, x.data_ptr(), tuple(x.shape), x.stride(), x.dtype, x.device)
@@ -88,6 +90,8 @@ class CopyCache:
             return hit[2]
         self.misses += 1
         y = make(x)
+        if x.is_cuda and torch.cuda.is_current_stream_capturing():
+            return y
         store = self._store
 
         def drop(ref, key=key):  # the source was freed: free its copy with it

@@ -48,6 +48,9 @@ def test_the_device_clock_moves_only_by_timed_device_work():
         with pytest.raises(ValueError, match=">= 0 ms"):
             clock.advance(bad)
     assert clock() == pytest.approx(2.5e-3)
+    for bad in (0.0, 1.5):
+        with pytest.raises(ValueError, match="duty"):
+            DeviceClock(duty=bad)
 
 
 @pytest.mark.gpu
@@ -56,7 +59,7 @@ def test_the_device_clock_times_a_call_with_events():
 
     from gemmgate.slowdown import slowed
 
-    clock = DeviceClock()
+    clock = DeviceClock(duty=0.5)
     flush = torch.empty(1 << 20, device="cuda")
     spin = slowed(lambda: None, 0.5, "cuda")        # about 0.5 ms of device work
     ms = [clock.time(spin, flush) for _ in range(5)]

@@ -142,6 +142,14 @@ def test_gpu_cached_copies_are_reused_and_follow_an_in_place_change(mode, tol):
     inp.b.copy_(inp.b.float().neg())   # in place: the copy must be made again
     assert relative_error(run(), inp.reference()) < tol
     assert dispatch.COPIES.misses == misses + 2
+    hits = dispatch.COPIES.hits
+    graph = torch.cuda.CUDAGraph()     # capture reads the kept copy: no copy in the graph
+    with torch.cuda.graph(graph):
+        got = run()
+    graph.replay()
+    torch.cuda.synchronize()
+    assert relative_error(got, inp.reference()) < tol
+    assert (dispatch.COPIES.hits, dispatch.COPIES.misses) == (hits + 1, misses + 2)
 
 
 def test_cache_copies_is_accepted_where_nothing_is_copied(device):
