@@ -3,7 +3,9 @@
     python3 scripts/summarize_runs.py OUT.csv LABEL=RUN.json[,RUN2.json...] ...
 
 One row per (label, mode, case): Triton and vendor TFLOP/s and the speed ratio (medians
-over the label's runs), the ratio against each extra provider (e.g. inductor), the tile
+over the label's runs), the ratio against each extra provider (e.g. inductor) and, with
+an A/B reference, `ab` (the reference's time / Triton's: > 1, the current kernel is
+faster), the tile
 that ran and Triton's accuracy. Rows are appended to OUT.csv's existing rows of other
 labels (a label given again replaces its rows). scripts/perf_tables.py reads the file.
 """
@@ -24,6 +26,11 @@ def _median(xs):
     return xs[len(xs) // 2] if xs else None
 
 
+def _ab(providers: dict) -> float | None:
+    ref, tri = providers["reference"].get("median_ms"), providers["triton"].get("median_ms")
+    return ref / tri if ref and tri else None
+
+
 def rows_of(label: str, paths: list[str]) -> list[dict]:
     by: dict[str, list[dict]] = {}
     for p in paths:
@@ -35,6 +42,8 @@ def rows_of(label: str, paths: list[str]) -> list[dict]:
         v = _median(c["providers"].get("vendor", {}).get("tflops") for c in cs)
         extra = {name: _median(c.get("ratios", {}).get(name) for c in cs)
                  for name in cs[0].get("ratios", {}) if name not in ("vendor", "reference")}
+        if "reference" in cs[0]["providers"]:   # A/B: the reference's time / Triton's
+            extra["ab"] = _median(_ab(c["providers"]) for c in cs)
         out.append({
             "label": label, "mode": cs[0]["mode"], "case": cid.split("-", 1)[1],
             "triton_tflops": f"{t:.1f}" if t else "", "vendor_tflops": f"{v:.1f}" if v else "",
