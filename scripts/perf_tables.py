@@ -36,6 +36,7 @@ BASELINE = ROOT / "baselines" / "nvidia-h200.json"
 S4 = RESULTS / "h200-2026-11-30-s4"
 S5 = RESULTS / "h200-2026-11-30-s5"
 S6 = RESULTS / "h200-2026-11-30-s6"
+S7 = RESULTS / "h200-2026-11-30-s7"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -208,6 +209,16 @@ TABLES: dict[str, Callable[[], str]] = {
     "s6-stored-alone": lambda: s6_stored_alone([
         ("Q (2 GPUs)", S6 / "q-lomo"), ("R (1 GPU)", S6 / "r-lomo"), ("P (1 GPU)", S6 / "p-lomo")]),
     "s6-pytest-benchmark": lambda: s6_pytest_benchmark(S6 / "pytest_benchmark_0p2tflop.csv"),
+    "s7-checks": lambda: s6_checks([("T/gpu1 (GPU-29e7fba0), live (A/B decides)",
+                                     S7 / "t-live")]),
+    "s7-modes": lambda: s7_modes(S5 / "cases.csv", S7 / "cases.csv"),
+    "s7-pytest-benchmark": lambda: s7_pytest_benchmark([
+        ("call 1: host-timed rounds, CUDA graph of ~2e12 FLOP", "pytest_benchmark_2ms_host"),
+        ("call 2: device clock, back to back, save compiled as it went",
+         "pytest_benchmark_device_clock_duty1"),
+        ("call 3: device clock, duty 0.25, warm save", "pytest_benchmark_device_clock_duty025"),
+        ("call 4: duty 0.25 + 8 ms idle per call, GPU 0", "pytest_benchmark_spread8ms_gpu0"),
+        ("call 4: duty 0.25 + 8 ms idle per call, GPU 1", "pytest_benchmark_spread8ms_gpu1")]),
 }
 
 
@@ -330,6 +341,64 @@ def s6_pytest_benchmark(path: Path) -> str:
     out.append(f"\nper call / gemmgate's device median: all {len(agree)} cases "
                f"{agree[0]:.2f}–{agree[-1]:.2f}; the {len(one)} cases of one call per round "
                f"{min(one):.3f}–{max(one):.3f}")
+    return "\n".join(out)
+
+
+# --- session 7: amortized operand copies (issue 11), pytest-benchmark timing (issue 12) --
+
+
+def _ab(extra: str) -> float | None:
+    got = dict(x.split(":", 1) for x in extra.split()) if extra else {}
+    return float(got["ab"]) if "ab" in got else None
+
+
+def s7_modes(s5: Path, s7: Path) -> str:
+    """Geomean Triton/cuBLAS per mode and set: session 5's kernel, call 2 (IEEE fp32
+    row-major B), call 3 (+ operand copies kept across calls); the A/B geomean of call 3
+    against session 5's kernel timed in the same process; worst case and cases < 0.80."""
+    old = [r for r in _rows(s5) if r["label"] == "final"]
+    new = _rows(s7)
+    out = ["| set | mode | target | session 5 kernel | call 2 | call 3 | A/B call 3 / f497b15 "
+           "| worst case (call 3) | cases < 0.80 (call 3) |",
+           "|---|---|---:|---:|---:|---:|---:|---|---:|"]
+    for shapes in ("pr", "nightly"):
+        for mode in ALL_MODES:
+            c2 = [r for r in new if r["label"] == f"call2-{shapes}" and r["mode"] == mode]
+            c3 = [r for r in new if r["label"] == f"call3-{shapes}" and r["mode"] == mode]
+            if not c3:
+                continue
+            base = [float(r["ratio"]) for r in old if r["mode"] == mode] if shapes == "pr" else []
+            worst = min(c3, key=lambda r: float(r["ratio"]))
+            abs_ = [a for a in (_ab(r["extra"]) for r in c3) if a]
+            cells = [f"{geomean(base):.3f}" if base else "—",
+                     f"{geomean([float(r['ratio']) for r in c2]):.3f}" if c2 else "—",
+                     f"**{geomean([float(r['ratio']) for r in c3]):.3f}**",
+                     f"{geomean(abs_):.3f}" if abs_ else "—",
+                     f"{worst['case']} {float(worst['ratio']):.2f}",
+                     f"{sum(float(r['ratio']) < 0.8 for r in c3)} of {len(c3)}"]
+            out.append(f"| {shapes} | {mode} | ≥ {TARGETS[mode]} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def s7_pytest_benchmark(runs: list[tuple[str, str]]) -> str:
+    """Per timing design: cases beyond +5% in each unchanged compare (what
+    --benchmark-compare-fail=median:5% fails on), the largest change, and the 10%
+    injection's catch."""
+    out = ["| timing of a round | compare 1: beyond +5% | compare 2: beyond +5% "
+           "| largest unchanged change | 10% injected: caught |",
+           "|---|---:|---:|---:|---:|"]
+    for label, name in runs:
+        rows = _rows(S7 / f"{name}.csv")
+        cells, worst = [], 0.0
+        for run in ("compare1", "compare2", "inject"):
+            xs = [float(r[f"{run}_change"]) for r in rows if r.get(f"{run}_change")]
+            if not xs:
+                cells.append("—")
+                continue
+            if run != "inject":
+                worst = max(worst, max(xs), -min(xs))
+            cells.append(f"{sum(x > 0.05 for x in xs)} of {len(xs)}")
+        out.append(f"| {label} | {cells[0]} | {cells[1]} | {worst:.1%} | {cells[2]} |")
     return "\n".join(out)
 
 
