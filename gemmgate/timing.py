@@ -165,15 +165,26 @@ class DeviceClock:
     boost clock and the time repeats. (A fixed idle gap of 8 ms after every call was
     worse: the H200 lowers its clock within milliseconds of idling, and small cases
     moved up to 139% between unchanged runs, session 7.)
+
+    `gap_ms` > 0 (not yet measured on a GPU) keeps the GPU busy after each call with a
+    spin kernel (`torch.cuda._sleep`: an active GPU at little power) for that long,
+    untimed and without the host waiting for it: a test's rounds then span at least
+    rounds x gap_ms at a steady clock, never idle, so a short clock dip moves some
+    rounds, not the median. `cycles_per_ms` converts (gemmgate.slowdown.cycles_per_ms).
     """
 
     __name__ = "DeviceClock"   # how pytest-benchmark names the timer in its JSON
 
-    def __init__(self, duty: float = 1.0) -> None:
+    def __init__(self, duty: float = 1.0, gap_ms: float = 0.0,
+                 cycles_per_ms: float | None = None) -> None:
         if not 0 < duty <= 1:
             raise ValueError(f"duty must be in (0, 1], got {duty}")
+        if not 0 <= gap_ms <= 1000:
+            raise ValueError(f"gap_ms must be in [0, 1000], got {gap_ms}")
+        if gap_ms > 0 and not (cycles_per_ms or 0) > 0:
+            raise ValueError("gap_ms needs the GPU's cycles_per_ms")
         self.seconds = 0.0
-        self.duty = duty
+        self.duty, self.gap_ms, self.cycles_per_ms = duty, gap_ms, cycles_per_ms
 
     def __call__(self) -> float:
         return self.seconds
@@ -196,6 +207,8 @@ class DeviceClock:
         start.record()
         fn()
         end.record()
+        if self.gap_ms > 0:  # queued behind the call: runs while the host goes on
+            torch.cuda._sleep(int(self.gap_ms * self.cycles_per_ms))
         end.synchronize()
         ms = start.elapsed_time(end)
         self.advance(ms)

@@ -6,7 +6,8 @@ SAVED.json is the run `--benchmark-autosave` stored; each RUN=FILE is a later ru
 `--benchmark-json` (e.g. compare1=..., compare2=..., inject=...). One row per test: the
 saved round median, gemmgate's own device median from extra_info and their ratio, and
 each run's median change against the saved one (what `--benchmark-compare-fail=median:X`
-judges). scripts/perf_tables.py reads the file.
+judges) and the change of gemmgate's own median in that run (`RUN_gemmgate_change`: did
+the GPU run slower then?). scripts/perf_tables.py reads the file.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ def rows(saved: dict[str, dict], runs: dict[str, dict[str, dict]]) -> list[dict]
             other = bs.get(name)
             row[f"{label}_change"] = (f"{other['stats']['median'] / med - 1:.4f}"
                                       if other else "")
+            # gemmgate's own device median in that run, against the saved run's: whether
+            # the GPU itself ran slower then (clock, power cap), beside the kernel's figure
+            og = (other or {}).get("extra_info", {}).get("triton_median_ms")
+            row[f"{label}_gemmgate_change"] = f"{og / gg - 1:.4f}" if og and gg else ""
         out.append(row)
     return out
 

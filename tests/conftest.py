@@ -40,11 +40,16 @@ def pytest_addoption(parser):
     parser.addoption("--inject-slowdown", type=float, default=0.0, metavar="F",
                      help="tests/perf: add F x the Triton call's device time of extra work "
                           "after each call (validates --benchmark-compare-fail)")
+    parser.addoption("--perf-gap-ms", type=float, default=0.0, metavar="MS",
+                     help="tests/perf on a GPU: keep the GPU spinning this long after "
+                          "each timed call (DeviceClock gap_ms; 0: off)")
 
 
 def pytest_configure(config):
     if config.getoption("inject_slowdown") < 0:
         raise pytest.UsageError("--inject-slowdown must be >= 0")
+    if not 0 <= config.getoption("perf_gap_ms") <= 1000:
+        raise pytest.UsageError("--perf-gap-ms must be between 0 and 1000")
     if not hasattr(config.option, "benchmark_storage"):
         return  # pytest-benchmark not installed or -p no:benchmark
     if not any(config.getoption(o, None) for o in ENABLING):

@@ -51,20 +51,25 @@ def test_the_device_clock_moves_only_by_timed_device_work():
     for bad in (0.0, 1.5):
         with pytest.raises(ValueError, match="duty"):
             DeviceClock(duty=bad)
+    with pytest.raises(ValueError, match="gap_ms must be"):
+        DeviceClock(gap_ms=-1.0)
+    with pytest.raises(ValueError, match="cycles_per_ms"):
+        DeviceClock(gap_ms=5.0)                   # a spin needs the clock rate
 
 
 @pytest.mark.gpu
 def test_the_device_clock_times_a_call_with_events():
     import torch
 
-    from gemmgate.slowdown import slowed
+    from gemmgate.slowdown import cycles_per_ms, slowed
 
-    clock = DeviceClock(duty=0.5)
     flush = torch.empty(1 << 20, device="cuda")
     spin = slowed(lambda: None, 0.5, "cuda")        # about 0.5 ms of device work
-    ms = [clock.time(spin, flush) for _ in range(5)]
-    assert clock() == pytest.approx(sum(ms) / 1e3)
-    assert 0.2 < sorted(ms)[2] < 5.0
+    for clock in (DeviceClock(duty=0.5),
+                  DeviceClock(gap_ms=2.0, cycles_per_ms=cycles_per_ms("cuda"))):
+        ms = [clock.time(spin, flush) for _ in range(5)]
+        assert clock() == pytest.approx(sum(ms) / 1e3)
+        assert 0.2 < sorted(ms)[2] < 2.0             # the untimed gap is not counted
 
 
 def test_the_injected_slowdown_is_sized_from_gemmgates_median(monkeypatch):
@@ -130,6 +135,7 @@ def test_pytest_benchmark_rows_give_each_runs_median_change(tmp_path):
     assert [r["compare1_change"] for r in rows] == ["0.0200", "0.0000"]
     assert [r["inject_change"] for r in rows] == ["0.1000", ""]       # a test that did not run
     assert rows[0]["per_call_over_gemmgate"] == "2.000"                # 1 ms against 0.5 ms
+    assert rows[0]["compare1_gemmgate_change"] == "0.0000"            # same 0.5 ms in both
     bad = subprocess.run([sys.executable, str(script), str(tmp_path / "x.csv"), saved,
                           f"compare1={script}"], capture_output=True, text=True)
     assert bad.returncode == 2 and "is not a pytest-benchmark JSON" in bad.stderr

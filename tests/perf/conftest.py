@@ -94,7 +94,13 @@ def device_clock(config):
     from gemmgate.timing import DeviceClock
 
     if CLOCK not in config.stash:
-        config.stash[CLOCK] = DeviceClock(duty=DUTY)
+        gap = config.getoption("perf_gap_ms")
+        cpm = None
+        if gap > 0:
+            from gemmgate.slowdown import cycles_per_ms
+
+            cpm = cycles_per_ms("cuda")
+        config.stash[CLOCK] = DeviceClock(duty=DUTY, gap_ms=gap, cycles_per_ms=cpm)
     return config.stash[CLOCK]
 
 
