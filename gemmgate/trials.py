@@ -21,6 +21,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from gemmgate import stats
 from gemmgate.baseline_schema import Baseline
 from gemmgate.compare import DEFAULT_FLOOR
 from gemmgate.files import read_text
@@ -246,7 +247,7 @@ def _stats(rows: list[dict], column: str) -> tuple:
     xs = sorted(float(r[column]) for r in rows if r.get(column) not in ("", None))
     if not xs:
         return "", ""
-    return f"{xs[len(xs) // 2]:.4g}", f"{max(abs(x) for x in xs):.4g}"
+    return f"{stats.median(xs):.4g}", f"{max(abs(x) for x in xs):.4g}"
 
 
 def summarize_checks(rows: Iterable[dict]) -> list[dict]:

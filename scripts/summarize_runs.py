@@ -17,13 +17,17 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gemmgate.stats import median  # noqa: E402
+
 FIELDS = ("label", "mode", "case", "triton_tflops", "vendor_tflops", "ratio", "extra",
           "tile", "accuracy", "runs")
 
 
 def _median(xs):
-    xs = sorted(x for x in xs if x is not None)
-    return xs[len(xs) // 2] if xs else None
+    xs = [x for x in xs if x is not None]
+    return median(xs) if xs else None
 
 
 def _ab(providers: dict) -> float | None:

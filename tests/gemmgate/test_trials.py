@@ -166,3 +166,14 @@ def trials_replace(case, scale: float):
 
     noise = replace(case.noise, ratio_runs=tuple(r * scale for r in case.noise.ratio_runs))
     return replace(case, ratio=case.ratio * scale, noise=noise)
+
+
+def test_case_summaries_take_the_median_and_largest_change():
+    rows = [{"injected": "0", "mode": "bf16", "case": "m1", "verdict": "unchanged",
+             "stored_verdict": "unchanged", "ab_verdict": "unchanged", "level": "machine",
+             "ratio_change": str(x), "ratio_tolerance": "0.02", "ab_change": "",
+             "ab_tolerance": ""} for x in (0.01, -0.03, 0.02, 0.0)]
+    (case,) = trials.summarize_cases(rows)
+    assert float(case["ratio_change_median"]) == pytest.approx(0.005)   # (0 + 0.01) / 2
+    assert float(case["ratio_change_max_abs"]) == pytest.approx(0.03)
+    assert case["ab_change_median"] == "" and case["checks"] == 4
