@@ -198,6 +198,29 @@ class DeviceClock:
         """Run fn once (behind a GPU-side spin and the zeroing of `flush`, a buffer
         larger than L2, as `measure` does) between two device events; advance the clock
         by the elapsed ms and return them."""
+        ms = self._sample(fn, flush)
+        self.advance(ms)
+        self._rest(ms)
+        return ms
+
+    def time_ratio(self, fn: Callable[[], object], ref: Callable[[], object],
+                   flush=None) -> float:
+        """A vendor-relative round (not yet measured on a GPU): ref (the vendor's call)
+        then fn, each sampled as `time` does; the clock advances by fn's time / ref's
+        time, read as milliseconds (1 ms: parity). Both run at the clock of the moment,
+        as gemmgate's interleaved ratio does, so a power-cap swing cancels."""
+        ref_ms = self._sample(ref, flush)
+        ms = self._sample(fn, flush)
+        ratio = ms / ref_ms if ref_ms > 0 else float("nan")
+        self.advance(ratio)
+        self._rest(ms + ref_ms)
+        return ratio
+
+    def _rest(self, ms: float) -> None:
+        if self.duty < 1:
+            time.sleep(ms * 1e-3 * (1 / self.duty - 1))
+
+    def _sample(self, fn: Callable[[], object], flush) -> float:
         import torch
 
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -210,11 +233,7 @@ class DeviceClock:
         if self.gap_ms > 0:  # queued behind the call: runs while the host goes on
             torch.cuda._sleep(int(self.gap_ms * self.cycles_per_ms))
         end.synchronize()
-        ms = start.elapsed_time(end)
-        self.advance(ms)
-        if self.duty < 1:
-            time.sleep(ms * 1e-3 * (1 / self.duty - 1))
-        return ms
+        return start.elapsed_time(end)
 
 
 def _warm(run: dict, buf, seconds: float) -> None:

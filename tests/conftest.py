@@ -43,6 +43,9 @@ def pytest_addoption(parser):
     parser.addoption("--perf-gap-ms", type=float, default=0.0, metavar="MS",
                      help="tests/perf on a GPU: keep the GPU spinning this long after "
                           "each timed call (DeviceClock gap_ms; 0: off)")
+    parser.addoption("--perf-figure", choices=("time", "ratio"), default="time",
+                     help="tests/perf on a GPU: the stored figure of a round, Triton's "
+                          "device time, or Triton's time / the vendor's in the same round")
 
 
 def pytest_configure(config):

@@ -70,6 +70,11 @@ def test_the_device_clock_times_a_call_with_events():
         ms = [clock.time(spin, flush) for _ in range(5)]
         assert clock() == pytest.approx(sum(ms) / 1e3)
         assert 0.2 < sorted(ms)[2] < 2.0             # the untimed gap is not counted
+    clock = DeviceClock()
+    half = slowed(lambda: None, 0.25, "cuda")
+    ratios = [clock.time_ratio(spin, half, flush) for _ in range(5)]
+    assert clock() == pytest.approx(sum(ratios) / 1e3)  # ms per vendor-ms
+    assert 1.5 < sorted(ratios)[2] < 2.5
 
 
 def test_the_injected_slowdown_is_sized_from_gemmgates_median(monkeypatch):
@@ -136,6 +141,16 @@ def test_pytest_benchmark_rows_give_each_runs_median_change(tmp_path):
     assert [r["inject_change"] for r in rows] == ["0.1000", ""]       # a test that did not run
     assert rows[0]["per_call_over_gemmgate"] == "2.000"                # 1 ms against 0.5 ms
     assert rows[0]["compare1_gemmgate_change"] == "0.0000"            # same 0.5 ms in both
+    ratio = json.loads(Path(saved).read_text())
+    for b in ratio["benchmarks"]:          # --perf-figure ratio: Triton / vendor time
+        b["extra_info"].update(figure="ratio", ratio=1.25)
+        b["stats"]["median"] = 0.8e-3       # 0.8 "ms" per vendor-ms
+    (tmp_path / "r.json").write_text(json.dumps(ratio))
+    run = subprocess.run([sys.executable, str(script), str(tmp_path / "r.csv"),
+                          str(tmp_path / "r.json")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert {r["per_call_over_gemmgate"] for r in csv.DictReader((tmp_path / "r.csv").open())} \
+        == {"1.000"}                        # 0.8 against gemmgate's 1 / 1.25
     bad = subprocess.run([sys.executable, str(script), str(tmp_path / "x.csv"), saved,
                           f"compare1={script}"], capture_output=True, text=True)
     assert bad.returncode == 2 and "is not a pytest-benchmark JSON" in bad.stderr

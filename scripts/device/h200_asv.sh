@@ -57,6 +57,7 @@ PP=$PWD${SITE:+:$SITE}
 if [ -z "${SKIP_PYTEST:-}" ]; then
 PT=(python3 -m pytest tests/perf -q -p no:cacheprovider --benchmark-enable)
 [ -n "${PERF_GAP_MS:-}" ] && PT+=(--perf-gap-ms "$PERF_GAP_MS")   # DeviceClock gap_ms
+[ -n "${PERF_FIGURE:-}" ] && PT+=(--perf-figure "$PERF_FIGURE")   # time | ratio
 COMPARE_FAIL=${COMPARE_FAIL:-5%}; INJECT=${INJECT:-0.1}
 # A first pass with benchmarking off compiles every kernel, so the stored run is a warm
 # one (session 7: a save run that compiled as it went idled the GPU between tests, and

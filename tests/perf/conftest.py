@@ -12,6 +12,9 @@
   moved 6-15% between unchanged runs on the H200 (session 7: the GPU ran some rounds at
   full clock and the rest at its power cap), and so did back-to-back device-timed calls
   (5-17%): the clock idles the GPU 3x each call's time after it (DUTY).
+- `--perf-figure ratio` (not yet measured on a GPU): a round is the vendor's call then
+  Triton's, each one gemmgate sample, and the stored figure is Triton's time / the
+  vendor's (ms per vendor-ms: 1 ms is parity), the ratio gemmgate gates on.
 - `--inject-slowdown F` (tests/conftest.py) adds F x gemmgate's device-timed median of
   extra device work after each Triton call, inside the timed region: proof that
   --benchmark-compare-fail catches a slowdown (validation only, like `gemmgate check
@@ -108,7 +111,8 @@ class PerfRunner:
     """gemmgate's measurement of one case, and the Triton call for pytest-benchmark: both
     through the run's context and Runner (the one place a case runs)."""
 
-    def __init__(self, disabled: bool, slowdown: float = 0.0, clock=None):
+    def __init__(self, disabled: bool, slowdown: float = 0.0, clock=None,
+                 figure: str = "time"):
         from gemmgate.context import make_context
         from gemmgate.run import Runner
         from gemmgate.shapes import SETS
@@ -127,6 +131,7 @@ class PerfRunner:
             (CPU_ROUNDS, CPU_WARMUP)
         self.slowdown = slowdown
         self.clock = clock
+        self.figure = figure   # "time" or "ratio" (--perf-figure; GPU only)
         self.cases = {c.id: c for s in SETS.values() for c in s}
 
     def measure(self, mode_name: str, case_id: str):
@@ -142,7 +147,7 @@ class PerfRunner:
         flush, events around the replay."""
         from gemmgate.inputs import make_inputs
         from gemmgate.precision import get_mode, vendor_flags
-        from gemmgate.providers import kernel_call
+        from gemmgate.providers import kernel_call, vendor_provider
         from gemmgate.run import case_seed
         from gemmgate.slowdown import slowed
         from gemmgate.timing import graphed
@@ -163,16 +168,17 @@ class PerfRunner:
         flush = torch.empty(2 * self.chip.llc_bytes // 4, dtype=torch.float32,
                             device=self.ctx.device)
         clock = self.clock
-
-        def call():
-            clock.time(replay, flush)
-
-        return call
+        if self.figure == "ratio":  # the vendor's call beside it, captured under its flags
+            with vendor_flags(mode):
+                vendor = graphed(vendor_provider(inp, mode), self.policy.warmup)
+            return lambda: clock.time_ratio(replay, vendor, flush)
+        return lambda: clock.time(replay, flush)
 
     def extra_info(self, res) -> dict:
         t, v = res.providers["triton"], res.providers["vendor"]
         return {**stack(), "mode": res.mode, "case": res.case.id, "timing": self.policy.method,
                 "injected_slowdown": self.slowdown,
+                "figure": self.figure if self.gpu else "time",
                 "triton_median_ms": t.median_ms, "vendor_median_ms": v.median_ms,
                 "triton_tflops": t.tflops, "vendor_tflops": v.tflops, "ratio": res.ratio,
                 "pct_peak": res.pct_peak, "triton_error": t.error,
@@ -183,4 +189,5 @@ class PerfRunner:
 def perf(request) -> PerfRunner:
     return PerfRunner(disabled=bool(request.config.getoption("benchmark_disable", True)),
                       slowdown=request.config.getoption("inject_slowdown"),
-                      clock=request.config.stash.get(CLOCK, None))
+                      clock=request.config.stash.get(CLOCK, None),
+                      figure=request.config.getoption("perf_figure"))
