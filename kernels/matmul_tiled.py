@@ -26,7 +26,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.configs import TileConfig
+from kernels.configs import TileConfig, cdiv
 
 
 @triton.jit
@@ -130,7 +130,7 @@ def launcher(config: TileConfig, a, b, out, sa, sb, *, input_precision: str, is_
     split = splits(config, K)
     (sam, g_am), (sak, g_ak) = _split_stride(a.stride(0)), _split_stride(a.stride(1))
     (sbk, g_bk), (sbn, g_bn) = _split_stride(b.stride(0)), _split_stride(b.stride(1))
-    grid = (triton.cdiv(M, config.block_m) * triton.cdiv(N, config.block_n), split)
+    grid = (cdiv(M, config.block_m) * cdiv(N, config.block_n), split)
     ws = torch.empty((split, M, N), dtype=torch.float32, device=a.device) if split > 1 \
         else out
     args = (a, b, out, ws, sa, sb, M, N, K, k_per, sam, sak, sbk, sbn,
@@ -142,7 +142,7 @@ def launcher(config: TileConfig, a, b, out, sa, sb, *, input_precision: str, is_
     main = _tiled_kernel[grid]
     if split == 1:
         return lambda: main(*args, **kw)
-    reduce = _reduce_kernel[(triton.cdiv(M * N, _REDUCE_BLOCK),)]
+    reduce = _reduce_kernel[(cdiv(M * N, _REDUCE_BLOCK),)]
     rargs = (ws, out, sa, sb, M, N, out.stride(0), out.stride(1))
     rkw = dict(SPLIT_K=split, BLOCK=_REDUCE_BLOCK, HAS_SCALE=has_scale, num_warps=4)
 
@@ -161,9 +161,9 @@ def _k_per_split(config: TileConfig, K: int) -> int:
     """K range per split: whole BLOCK_K blocks, so only the last range has a tail."""
     if config.split_k == 1 or K == 0:
         return max(K, 1)
-    return triton.cdiv(triton.cdiv(K, config.split_k), config.block_k) * config.block_k
+    return cdiv(cdiv(K, config.split_k), config.block_k) * config.block_k
 
 
 def splits(config: TileConfig, K: int) -> int:
     """How many K ranges `launch` will use (the workspace's first dimension)."""
-    return triton.cdiv(K, _k_per_split(config, K)) if K else 1
+    return cdiv(K, _k_per_split(config, K)) if K else 1

@@ -27,7 +27,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from kernels.configs import TileConfig
+from kernels.configs import TileConfig, cdiv
 
 
 @triton.jit
@@ -118,11 +118,17 @@ def _descriptor(t: torch.Tensor, block: list[int]) -> TensorDescriptor:
     """A host descriptor without from_tensor's per-call validation: the dispatcher checked
     alignment (tma_view) once for this call's tensors; this runs on every eager call."""
     d = object.__new__(TensorDescriptor)
-    for f in dataclasses.fields(TensorDescriptor):
-        if f.default is not dataclasses.MISSING:
-            setattr(d, f.name, f.default)
+    for name, value in _descriptor_defaults():
+        setattr(d, name, value)
     d.base, d.shape, d.strides, d.block_shape = t, list(t.shape), list(t.stride()), block
     return d
+
+
+@functools.cache
+def _descriptor_defaults() -> tuple[tuple[str, object], ...]:
+    """TensorDescriptor's fields with defaults (this triton's), read once."""
+    return tuple((f.name, f.default) for f in dataclasses.fields(TensorDescriptor)
+                 if f.default is not dataclasses.MISSING)
 
 
 def launcher(config: TileConfig, a, b, out, sa, sb, *, input_precision: str, is_fp32: bool,
@@ -144,7 +150,7 @@ def launcher(config: TileConfig, a, b, out, sa, sb, *, input_precision: str, is_
     c_tma = cv is not None and not cv[1]
     c_desc = _descriptor(out, [bm, bn]) if c_tma else a_desc
     sms = num_sms(a.device)
-    grid = (min(sms, triton.cdiv(M, bm) * triton.cdiv(N, bn)),)
+    grid = (min(sms, cdiv(M, bm) * cdiv(N, bn)),)
     args = (a_desc, b_desc, c_desc, out, sa, sb, M, N, K, out.stride(0), out.stride(1))
     kw = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=config.group_m, NUM_SMS=sms,
               A_T=a_t, B_T=b_t, C_TMA=c_tma, INPUT_PRECISION=input_precision,

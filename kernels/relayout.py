@@ -45,7 +45,7 @@ def aligned_copy(x: torch.Tensor) -> torch.Tensor:
     pitch_ = pitch(cols, x.element_size())
     buf = torch.empty((rows, pitch_), dtype=x.dtype, device=x.device)
     if rows and cols:
-        grid = (triton.cdiv(rows, _BLOCK), triton.cdiv(cols, _BLOCK))
+        grid = (-(-rows // _BLOCK), -(-cols // _BLOCK))
         _copy_kernel[grid](x, buf, rows, cols, x.stride(0), x.stride(1), pitch_,
                            BLOCK_R=_BLOCK, BLOCK_C=_BLOCK, num_warps=4)
     return buf[:, :cols]

@@ -59,3 +59,9 @@ def test_split_for_keeps_whole_blocks_per_split():
     s = split_for(128, 128, 65536, c, H200_SMS)
     assert s > 1 and 4 * s <= H200_SMS and 65536 // s >= 4 * 64
     assert split_for(128, 128, 256, c, H200_SMS) == 1          # too short to split
+
+
+def test_cdiv_is_the_ceiling_of_a_division():
+    from kernels.configs import cdiv
+
+    assert [cdiv(a, 4) for a in (0, 1, 4, 5, 8, 9)] == [0, 1, 1, 2, 2, 3]
