@@ -128,13 +128,11 @@ def _measure_wall(fns, policy, flush_bytes) -> dict[str, list[float]]:
     return samples
 
 
-def graphed(fn: Callable[[], object], warmup: int, reps: int = 1) -> Callable[[], object]:
-    """Capture `reps` back-to-back calls of fn in one CUDA graph (after warm-up on a side
-    stream, as torch requires); returns the graph's replay."""
+def graphed(fn: Callable[[], object], warmup: int) -> Callable[[], object]:
+    """Capture fn in a CUDA graph (after warm-up on a side stream, as torch requires);
+    returns the graph's replay."""
     import torch
 
-    if reps < 1:
-        raise ValueError(f"reps must be >= 1, got {reps}")
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -143,8 +141,7 @@ def graphed(fn: Callable[[], object], warmup: int, reps: int = 1) -> Callable[[]
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for _ in range(reps):
-            fn()
+        fn()
     torch.cuda.synchronize()
     return graph.replay
 

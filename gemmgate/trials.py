@@ -244,7 +244,7 @@ def _verdict_counts(rows: list[dict]) -> dict:
 
 
 def _stats(rows: list[dict], column: str) -> tuple:
-    xs = sorted(float(r[column]) for r in rows if r.get(column) not in ("", None))
+    xs = [float(r[column]) for r in rows if r.get(column) not in ("", None)]
     if not xs:
         return "", ""
     return f"{stats.median(xs):.4g}", f"{max(abs(x) for x in xs):.4g}"

@@ -135,7 +135,7 @@ def _interleave(configs: list[TileConfig], limit: int) -> list[TileConfig]:
 
 def split_for(m: int, n: int, k: int, c: TileConfig, num_sms: int) -> int:
     """Split K so that tiles x splits roughly fill the SMs, keeping >= 4 K-blocks each."""
-    tiles = -(-m // c.block_m) * -(-n // c.block_n)
+    tiles = cdiv(m, c.block_m) * cdiv(n, c.block_n)
     if tiles >= num_sms // 2:
         return 1
     split = 1
@@ -158,7 +158,7 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
         c = None
         for (bm, bn, bk), stages, warps in ((big, 3, 8), (mid, 4, 8), (small, 4, 4)):
             cand = _t(bm, bn, bk, stages, warps, variant)
-            if -(-m // bm) * -(-n // bn) >= num_sms and usable(cand, family, smem_limit):
+            if cdiv(m, bm) * cdiv(n, bn) >= num_sms and usable(cand, family, smem_limit):
                 c = cand
                 break
         if c is None:

@@ -18,6 +18,8 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.configs import cdiv
+
 
 @triton.jit
 def _copy_kernel(x_ptr, y_ptr, R, C, sxr, sxc, syr,
@@ -36,7 +38,7 @@ _BLOCK = 64
 def pitch(cols: int, elem: int) -> int:
     """Elements per row of the copy: `cols` rounded up to 16 bytes."""
     per = max(16 // elem, 1)
-    return -(-cols // per) * per
+    return cdiv(cols, per) * per
 
 
 def aligned_copy(x: torch.Tensor) -> torch.Tensor:
@@ -45,7 +47,7 @@ def aligned_copy(x: torch.Tensor) -> torch.Tensor:
     pitch_ = pitch(cols, x.element_size())
     buf = torch.empty((rows, pitch_), dtype=x.dtype, device=x.device)
     if rows and cols:
-        grid = (-(-rows // _BLOCK), -(-cols // _BLOCK))
+        grid = (cdiv(rows, _BLOCK), cdiv(cols, _BLOCK))
         _copy_kernel[grid](x, buf, rows, cols, x.stride(0), x.stride(1), pitch_,
                            BLOCK_R=_BLOCK, BLOCK_C=_BLOCK, num_warps=4)
     return buf[:, :cols]
