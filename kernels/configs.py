@@ -86,6 +86,11 @@ _SKINNY = {"16bit": ((16, 128, 128), (32, 128, 128), (16, 64, 256), (32, 64, 128
            "fp32": ((16, 128, 64), (32, 128, 64), (16, 64, 128)),
            "fp8": ((16, 128, 256), (32, 128, 128), (16, 64, 256))}
 
+# Split-K tiles, for small M*N with a long K (m128 x 8192^2, 1024^3): whole 128x128
+# tiles first (full-width wgmma; session 7's split-K tried 64-wide tiles only).
+_SPLIT = {"16bit": ((128, 128, 64), (64, 128, 64), (128, 64, 64), (64, 64, 64)),
+          "fp32": ((128, 128, 32), (64, 128, 32), (128, 64, 32), (64, 64, 32)),
+          "fp8": ((128, 128, 128), (64, 128, 128), (128, 64, 128), (64, 64, 128))}
 _MID = {"16bit": (128, 128, 64), "fp32": (128, 128, 32), "fp8": (128, 128, 128)}
 _SMALL = {"16bit": (64, 64, 64), "fp32": (64, 64, 32), "fp8": (64, 64, 128)}
 
@@ -112,9 +117,11 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
         for bm, bn, bk in tiles:
             for stages in (3, 4):
                 out.append(_t(bm, bn, bk, stages, 4 if bm * bn <= 128 * 64 else 8))
-        for split in split_ks:
-            for bm, bn, bk in (_SKINNY[family][:2] if skinny else _TILES[family][4:6]):
-                out.append(_t(bm, bn, bk, 4, 4, split=split))
+        for stages in (4, 3):
+            for bm, bn, bk in (_SKINNY[family][:2] if skinny else _SPLIT[family]):
+                for split in split_ks:
+                    out.append(_t(bm, bn, bk, stages, 8 if bm * bn >= 128 * 128 else 4,
+                                  split=split))
     kept = [c for c in dict.fromkeys(out) if usable(c, family, smem_limit)]
     return tuple(_interleave(kept, limit))
 
