@@ -16,6 +16,7 @@ built from the context, never read from module globals.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import os
@@ -61,6 +62,15 @@ def load_reference(ctx: RunContext):
     return pkg
 
 
+def device_scope(device: str):
+    """The case's GPU as the current device while it runs: Triton launches on the current
+    device, not the tensors' (a run on `--devices 1` alone, in this process, launched
+    every tile on GPU 0 and none ran, session 8). A no-op on the CPU."""
+    if device == "cpu" or not device.startswith("cuda"):
+        return contextlib.nullcontext()
+    return torch.cuda.device(torch.device(device))
+
+
 class Runner:
     """One process's live state for a run context; `run_case` measures one case."""
 
@@ -83,7 +93,7 @@ class Runner:
     def run_case(self, mode: PrecisionMode, case: Case) -> CaseResult:
         ctx = self.ctx
         ctx.chip.require_mode(mode.name)
-        with vendor_flags(mode):
+        with device_scope(ctx.device), vendor_flags(mode):
             return self._run(mode, case)
 
     def _run(self, mode: PrecisionMode, case: Case) -> CaseResult:

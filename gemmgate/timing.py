@@ -163,11 +163,12 @@ class DeviceClock:
     worse: the H200 lowers its clock within milliseconds of idling, and small cases
     moved up to 139% between unchanged runs, session 7.)
 
-    `gap_ms` > 0 (not yet measured on a GPU) keeps the GPU busy after each call with a
+    `gap_ms` > 0 keeps the GPU busy after each call with a
     spin kernel (`torch.cuda._sleep`: an active GPU at little power) for that long,
     untimed and without the host waiting for it: a test's rounds then span at least
     rounds x gap_ms at a steady clock, never idle, so a short clock dip moves some
-    rounds, not the median. `cycles_per_ms` converts (gemmgate.slowdown.cycles_per_ms).
+    rounds, not the median (session 8, H200: with duty 0.25 and 10 ms, two unchanged
+    pytest-benchmark compares moved no case more than 2.0%). `cycles_per_ms` converts (gemmgate.slowdown.cycles_per_ms).
     """
 
     __name__ = "DeviceClock"   # how pytest-benchmark names the timer in its JSON
@@ -202,7 +203,7 @@ class DeviceClock:
 
     def time_ratio(self, fn: Callable[[], object], ref: Callable[[], object],
                    flush=None) -> float:
-        """A vendor-relative round (not yet measured on a GPU): ref (the vendor's call)
+        """A vendor-relative round: ref (the vendor's call)
         then fn, each sampled as `time` does; the clock advances by fn's time / ref's
         time, read as milliseconds (1 ms: parity). Both run at the clock of the moment,
         as gemmgate's interleaved ratio does, so a power-cap swing cancels."""

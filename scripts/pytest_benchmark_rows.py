@@ -26,15 +26,21 @@ def _benchmarks(path: str) -> dict[str, dict]:
         raise ValueError(f"{path} is not a pytest-benchmark JSON: {e}") from None
 
 
+def _gemmgate_figure(info: dict) -> float | None:
+    """gemmgate's own figure for what the round measured: Triton's device median, or
+    with `--perf-figure ratio` Triton's time / the vendor's (1 / gemmgate's ratio)."""
+    if info.get("figure") == "ratio":
+        return 1 / info["ratio"] if info.get("ratio") else None
+    return info.get("triton_median_ms")
+
+
 def rows(saved: dict[str, dict], runs: dict[str, dict[str, dict]]) -> list[dict]:
     out = []
     for name, b in saved.items():
         info, med = b.get("extra_info", {}), b["stats"]["median"]
         launches = int(info.get("launches_per_round", 1))
         per_call = med * 1e3 / launches
-        gg = info.get("triton_median_ms")
-        if info.get("figure") == "ratio" and info.get("ratio"):
-            gg = 1 / info["ratio"]   # gemmgate's Triton time / vendor time, as the figure
+        gg = _gemmgate_figure(info)
         row = {"mode": info.get("mode", ""), "case": info.get("case", name),
                "launches": launches, "round_median_ms": f"{med * 1e3:.4g}",
                "per_call_ms": f"{per_call:.4g}", "gemmgate_ms": f"{gg:.4g}" if gg else "",
@@ -45,7 +51,7 @@ def rows(saved: dict[str, dict], runs: dict[str, dict[str, dict]]) -> list[dict]
                                       if other else "")
             # gemmgate's own device median in that run, against the saved run's: whether
             # the GPU itself ran slower then (clock, power cap), beside the kernel's figure
-            og = (other or {}).get("extra_info", {}).get("triton_median_ms")
+            og = _gemmgate_figure((other or {}).get("extra_info", {}))
             row[f"{label}_gemmgate_change"] = f"{og / gg - 1:.4f}" if og and gg else ""
         out.append(row)
     return out

@@ -40,9 +40,9 @@ def pytest_addoption(parser):
     parser.addoption("--inject-slowdown", type=float, default=0.0, metavar="F",
                      help="tests/perf: add F x the Triton call's device time of extra work "
                           "after each call (validates --benchmark-compare-fail)")
-    parser.addoption("--perf-gap-ms", type=float, default=0.0, metavar="MS",
+    parser.addoption("--perf-gap-ms", type=float, default=10.0, metavar="MS",
                      help="tests/perf on a GPU: keep the GPU spinning this long after "
-                          "each timed call (DeviceClock gap_ms; 0: off)")
+                          "each timed call (DeviceClock gap_ms; default 10, 0: off)")
     parser.addoption("--perf-figure", choices=("time", "ratio"), default="time",
                      help="tests/perf on a GPU: the stored figure of a round, Triton's "
                           "device time, or Triton's time / the vendor's in the same round")

@@ -146,11 +146,17 @@ def test_pytest_benchmark_rows_give_each_runs_median_change(tmp_path):
         b["extra_info"].update(figure="ratio", ratio=1.25)
         b["stats"]["median"] = 0.8e-3       # 0.8 "ms" per vendor-ms
     (tmp_path / "r.json").write_text(json.dumps(ratio))
+    for b in ratio["benchmarks"]:          # a later ratio run: gemmgate read 1.0 there
+        b["extra_info"]["ratio"] = 1.0
+    (tmp_path / "r2.json").write_text(json.dumps(ratio))
     run = subprocess.run([sys.executable, str(script), str(tmp_path / "r.csv"),
-                          str(tmp_path / "r.json")], capture_output=True, text=True)
+                          str(tmp_path / "r.json"), f"compare1={tmp_path / 'r2.json'}"],
+                         capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert {r["per_call_over_gemmgate"] for r in csv.DictReader((tmp_path / "r.csv").open())} \
-        == {"1.000"}                        # 0.8 against gemmgate's 1 / 1.25
+    got = list(csv.DictReader((tmp_path / "r.csv").open()))
+    assert {r["per_call_over_gemmgate"] for r in got} == {"1.000"}  # 0.8 against 1 / 1.25
+    # the run's own figure in the same unit (Triton / vendor), not Triton's milliseconds
+    assert {r["compare1_gemmgate_change"] for r in got} == {"0.2500"}
     bad = subprocess.run([sys.executable, str(script), str(tmp_path / "x.csv"), saved,
                           f"compare1={script}"], capture_output=True, text=True)
     assert bad.returncode == 2 and "is not a pytest-benchmark JSON" in bad.stderr

@@ -56,7 +56,7 @@ echo "asv check rc=$?"; tail -3 "$LOG/asv_check.txt"
 PP=$PWD${SITE:+:$SITE}
 if [ -z "${SKIP_PYTEST:-}" ]; then
 PT=(python3 -m pytest tests/perf -q -p no:cacheprovider --benchmark-enable)
-[ -n "${PERF_GAP_MS:-}" ] && PT+=(--perf-gap-ms "$PERF_GAP_MS")   # DeviceClock gap_ms
+[ -n "${PERF_GAP_MS:-}" ] && PT+=(--perf-gap-ms "$PERF_GAP_MS")   # DeviceClock gap_ms (default 10)
 [ -n "${PERF_FIGURE:-}" ] && PT+=(--perf-figure "$PERF_FIGURE")   # time | ratio
 COMPARE_FAIL=${COMPARE_FAIL:-5%}; INJECT=${INJECT:-0.1}
 # A first pass with benchmarking off compiles every kernel, so the stored run is a warm

@@ -163,3 +163,24 @@ def test_inductor_on_the_cpu_is_unsupported_not_a_failure():
     assert p.accuracy == "unsupported" and "needs a CUDA GPU" in p.message
     assert not p.samples_ms and r.ratio_to("inductor") is None
     assert r.passed and r.ratio > 0
+
+
+def test_device_scope_is_a_no_op_on_the_cpu_and_names_the_case_gpu():
+    from gemmgate.run import device_scope
+
+    with device_scope("cpu"):
+        pass
+    scope = device_scope("cuda:1")  # built without touching CUDA
+    assert isinstance(scope, torch.cuda.device) and scope.idx == 1
+
+
+@pytest.mark.gpu
+def test_gpu_a_run_on_the_last_gpu_alone_launches_there():
+    """Session 8, two H200s: `gemmgate tune --devices 1` ran in-process with CUDA's current
+    device 0, Triton launched every tile there, and none ran ("no candidate config ran").
+    On one GPU this is device 0 (the plain path); on two it is the case that failed."""
+    last = torch.cuda.device_count() - 1
+    c = make_context(shapes="smoke", modes="fp16", budget_s=0.05, devices=str(last))
+    [res] = run_cases(c, [(MODES["fp16"], Case(256, 256, 256))])
+    assert res.providers["triton"].accuracy == "pass", res.providers["triton"].message
+    assert torch.cuda.current_device() == 0

@@ -11,10 +11,12 @@
   stored figure is that device time. Rounds of back-to-back calls timed on the host
   moved 6-15% between unchanged runs on the H200 (session 7: the GPU ran some rounds at
   full clock and the rest at its power cap), and so did back-to-back device-timed calls
-  (5-17%): the clock idles the GPU 3x each call's time after it (DUTY).
-- `--perf-figure ratio` (not yet measured on a GPU): a round is the vendor's call then
-  Triton's, each one gemmgate sample, and the stored figure is Triton's time / the
-  vendor's (ms per vendor-ms: 1 ms is parity), the ratio gemmgate gates on.
+  (5-17%): the clock idles the GPU 3x each call's time after it (DUTY), and a spin
+  kernel keeps it busy `--perf-gap-ms` (default 10) after that, untimed: two unchanged
+  5% compares then failed 0 of 78 (session 8; 3 and 2 without the gap, session 7).
+- `--perf-figure ratio`: a round is the vendor's call then Triton's, each one gemmgate
+  sample, and the stored figure is Triton's time / the vendor's (ms per vendor-ms: 1 ms
+  is parity), the ratio gemmgate gates on (session 8: also 0 of 78 twice).
 - `--inject-slowdown F` (tests/conftest.py) adds F x gemmgate's device-timed median of
   extra device work after each Triton call, inside the timed region: proof that
   --benchmark-compare-fail catches a slowdown (validation only, like `gemmgate check
