@@ -66,26 +66,39 @@ def _check(a, b, precision, out, scale_a, scale_b) -> KernelMode:
         raise TypeError(f"mixed dtypes: a is {a.dtype}, b is {b.dtype}")
     if a.device != b.device:
         raise ValueError(f"mixed devices: a is on {a.device}, b is on {b.device}")
-    if not a.dtype.is_floating_point:
-        raise TypeError(f"unsupported dtype {a.dtype}: integer, bool and complex inputs "
-                        "are not supported")
-    dtype_name = str(a.dtype).removeprefix("torch.")
-    mode = mode_for_dtype(dtype_name) if precision is None else mode_named(precision)
-    if dtype_name not in mode.input_dtypes:
-        raise TypeError(f"precision {mode.name!r} needs {' or '.join(mode.input_dtypes)} "
-                        f"inputs, got {a.dtype}")
-    _check_device(a.device, mode)
+    mode, out_dtype = _mode_for(a.dtype, precision, a.device)
+    if a.device.type == "cpu":  # reads TRITON_INTERPRET, which may change: never cached
+        _check_device(a.device, mode)
     for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
         if s is not None and (s.numel() != 1 or s.dtype != torch.float32 or s.device != a.device):
             raise ValueError(f"{name} must be a one-element float32 tensor on {a.device}")
     if out is not None:
         want = (a.shape[0], b.shape[1])
-        if tuple(out.shape) != want or str(out.dtype) != f"torch.{mode.output_dtype}":
+        if out.shape != want or out.dtype != out_dtype:
             raise ValueError(f"out must be {want} {mode.output_dtype}, got "
                              f"{tuple(out.shape)} {out.dtype}")
         if out.device != a.device:
             raise ValueError(f"out is on {out.device}, inputs on {a.device}")
     return mode
+
+
+@functools.lru_cache(maxsize=256)
+def _mode_for(dtype: torch.dtype, precision: str | None, device: torch.device
+              ) -> tuple[KernelMode, torch.dtype]:
+    """(mode, output dtype) for a call's dtype, precision and device, or the error: the
+    checks that depend on nothing else, made once per combination (host path: session 8
+    measured 58 us a call on the H200's host, against cuBLAS's 12)."""
+    if not dtype.is_floating_point:
+        raise TypeError(f"unsupported dtype {dtype}: integer, bool and complex inputs "
+                        "are not supported")
+    dtype_name = str(dtype).removeprefix("torch.")
+    mode = mode_for_dtype(dtype_name) if precision is None else mode_named(precision)
+    if dtype_name not in mode.input_dtypes:
+        raise TypeError(f"precision {mode.name!r} needs {' or '.join(mode.input_dtypes)} "
+                        f"inputs, got {dtype}")
+    if device.type != "cpu":
+        _check_device(device, mode)
+    return mode, getattr(torch, mode.output_dtype)
 
 
 def _check_device(device: torch.device, mode: KernelMode) -> None:
