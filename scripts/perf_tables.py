@@ -37,6 +37,7 @@ S4 = RESULTS / "h200-2026-11-30-s4"
 S5 = RESULTS / "h200-2026-11-30-s5"
 S6 = RESULTS / "h200-2026-11-30-s6"
 S7 = RESULTS / "h200-2026-11-30-s7"
+S8 = RESULTS / "h200-2026-11-30-s8"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -219,6 +220,18 @@ TABLES: dict[str, Callable[[], str]] = {
         ("call 3: device clock, duty 0.25, warm save", "pytest_benchmark_device_clock_duty025"),
         ("call 4: duty 0.25 + 8 ms idle per call, GPU 0", "pytest_benchmark_spread8ms_gpu0"),
         ("call 4: duty 0.25 + 8 ms idle per call, GPU 1", "pytest_benchmark_spread8ms_gpu1")]),
+    "s8-pytest-benchmark": lambda: s7_pytest_benchmark([
+        ("call A, GPU 0: device clock, duty 0.25, + 10 ms GPU spin (the new default)",
+         "pytest_benchmark_gap10ms"),
+        ("call A, GPU 1: the same, figure = Triton time / vendor time",
+         "pytest_benchmark_ratio"),
+        ("call F, another host: defaults (as GPU 0), no injection",
+         "pytest_benchmark_defaults")], S8),
+    "s8-modes": lambda: s8_modes(S7 / "cases.csv", S8 / "cases.csv"),
+    "s8-tuning": lambda: s8_tuning(S7 / "cases.csv", S8 / "cases.csv"),
+    "s8-side": lambda: s8_side(S8 / "cases.csv"),
+    "s8-eager": lambda: s5_cases(S8 / "cases.csv", "callC-eager"),
+    "s8-overhead": lambda: csv_table(S8 / "overhead_callD.csv"),
 }
 
 
@@ -380,7 +393,7 @@ def s7_modes(s5: Path, s7: Path) -> str:
     return "\n".join(out)
 
 
-def s7_pytest_benchmark(runs: list[tuple[str, str]]) -> str:
+def s7_pytest_benchmark(runs: list[tuple[str, str]], where: Path = S7) -> str:
     """Per timing design: cases beyond +5% in each unchanged compare (what
     --benchmark-compare-fail=median:5% fails on), the largest change, and the 10%
     injection's catch."""
@@ -388,7 +401,7 @@ def s7_pytest_benchmark(runs: list[tuple[str, str]]) -> str:
            "| largest unchanged change | 10% injected: caught |",
            "|---|---:|---:|---:|---:|"]
     for label, name in runs:
-        rows = _rows(S7 / f"{name}.csv")
+        rows = _rows(where / f"{name}.csv")
         cells, worst = [], 0.0
         for run in ("compare1", "compare2", "inject"):
             xs = [float(r[f"{run}_change"]) for r in rows if r.get(f"{run}_change")]
@@ -399,6 +412,74 @@ def s7_pytest_benchmark(runs: list[tuple[str, str]]) -> str:
                 worst = max(worst, max(xs), -min(xs))
             cells.append(f"{sum(x > 0.05 for x in xs)} of {len(xs)}")
         out.append(f"| {label} | {cells[0]} | {cells[1]} | {worst:.1%} | {cells[2]} |")
+    return "\n".join(out)
+
+
+def _ratios(rows: list[dict], label: str, mode: str) -> list[dict]:
+    return [r for r in rows if r["label"] == label and r["mode"] == mode and r["ratio"]]
+
+
+def s8_modes(s7: Path, s8: Path) -> str:
+    """Geomean Triton/cuBLAS per mode and set: session 7 (call 3), session 8 after the
+    16-bit/small-key retune (call C) and after the fp32 retune (call D, nightly: call E);
+    the A/B geomean of the last against e609e40 (session 7's table) in the same process;
+    worst case and cases < 0.80."""
+    old, new = _rows(s7), _rows(s8)
+    out = ["| set | mode | target | session 7 | call C | call D / E | A/B vs e609e40 "
+           "| worst case | cases < 0.80 |", "|---|---|---:|---:|---:|---:|---:|---|---:|"]
+    sets = (("pr", "call3-pr", "callC-pr", "callD-pr"),
+            ("nightly", "call3-nightly", "", "callE-nightly"))
+    for shapes, before, mid, last in sets:
+        for mode in ALL_MODES:
+            fin = _ratios(new, last, mode)
+            if not fin:
+                continue
+            prev = _ratios(old, before, mode)
+            c = _ratios(new, mid, mode) if mid else []
+            worst = min(fin, key=lambda r: float(r["ratio"]))
+            abs_ = [a for a in (_ab(r["extra"]) for r in fin) if a]
+            cells = [f"{geomean([float(r['ratio']) for r in rs]):.3f}" if rs else "—"
+                     for rs in (prev, c)]
+            cells += [f"**{geomean([float(r['ratio']) for r in fin]):.3f}**",
+                      f"{geomean(abs_):.3f}" if abs_ else "—",
+                      f"{worst['case']} {float(worst['ratio']):.2f}",
+                      f"{sum(float(r['ratio']) < 0.8 for r in fin)} of {len(fin)}"]
+            out.append(f"| {shapes} | {mode} | ≥ {TARGETS[mode]} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def s8_tuning(s7: Path, s8: Path) -> str:
+    """The retuned keys: session 7's tile and ratio on `pr` (call 3), the tuner's pick
+    (best of the configs it timed, ratio at tuning time) and the ratio in call D's run."""
+    before = {(r["mode"], r["case"]): r for r in _rows(s7) if r["label"] == "call3-pr"}
+    rows = _rows(s8)
+    after = {(r["mode"], r["case"]): r for r in rows if r["label"] == "callD-pr"}
+    out = ["| mode | case | session 7 tile | ratio | retuned tile | ratio (tuning) "
+           "| ratio (call D) |", "|---|---|---|---:|---|---:|---:|"]
+    for r in rows:
+        if not r["label"].startswith("tune-"):
+            continue
+        k = (r["mode"], r["case"])
+        b, a = before.get(k), after.get(k)
+        cells = [b["tile"] if b else "—", f"{float(b['ratio']):.3f}" if b else "—",
+                 r["tile"] or "—",
+                 f"{float(r['ratio']):.3f}" if r["ratio"] else f"— ({r['accuracy']})",
+                 f"{float(a['ratio']):.3f}" if a and a["ratio"] else "—"]
+        out.append(f"| {k[0]} | {k[1]} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def s8_side(path: Path) -> str:
+    """bf16, one process, interleaved: this kernel against cuBLAS and public Triton GEMMs
+    (each figure: their time / this kernel's; > 1, this kernel is faster)."""
+    rows = [r for r in _rows(path) if r["label"] == "callD-side"]
+    names = [x.rsplit(":", 1)[0] for x in rows[0]["extra"].split()]
+    out = ["| case | Triton TFLOP/s | Triton/cuBLAS | " + " | ".join(n.split(":")[1] for n in names)
+           + " | tile |", "|---|---:|---:|" + "---:|" * len(names) + "---|"]
+    for r in rows:
+        got = dict(x.rsplit(":", 1) for x in r["extra"].split())
+        out.append(f"| {r['case']} | {r['triton_tflops']} | {float(r['ratio']):.3f} | "
+                   + " | ".join(f"{float(got[n]):.2f}" for n in names) + f" | {r['tile']} |")
     return "\n".join(out)
 
 
