@@ -168,7 +168,8 @@ class DeviceClock:
     untimed and without the host waiting for it: a test's rounds then span at least
     rounds x gap_ms at a steady clock, never idle, so a short clock dip moves some
     rounds, not the median (session 8, H200: with duty 0.25 and 10 ms, two unchanged
-    pytest-benchmark compares moved no case more than 2.0%). `cycles_per_ms` converts (gemmgate.slowdown.cycles_per_ms).
+    pytest-benchmark compares moved no case more than 2.0%). `cycles_per_ms` converts
+    (gemmgate.slowdown.cycles_per_ms).
     """
 
     __name__ = "DeviceClock"   # how pytest-benchmark names the timer in its JSON

@@ -245,3 +245,19 @@ def test_self_hosted_jobs_are_read_only_and_use_a_per_job_venv():
             if _uses(s, "actions/checkout"):
                 assert s["with"]["persist-credentials"] is False, (name, job_id)
     assert seen == {"gpu.yml", "nightly.yml", "baseline-refresh.yml"}
+
+
+def test_nightly_compares_pytest_benchmark_with_the_runners_previous_run():
+    """docs/PERF_TESTS.md: a warm pass first (a save that compiles as it goes was 5-17%
+    off later runs), then compare at 5% and save, with storage per chip outside the
+    workspace (a fresh checkout every night would otherwise have nothing to compare)."""
+    steps = _load("nightly.yml")["jobs"]["sweep"]["steps"]
+    runs = [s.get("run", "") for s in steps]
+    [run] = [r for r in runs if "--benchmark-compare" in r]
+    cmds = [c for c in run.replace("\\\n", " ").splitlines() if "pytest tests/perf" in c]
+    assert len(cmds) == 2 and "--benchmark-enable" not in cmds[0]
+    for opt in ("--benchmark-compare-fail=median:5%", "--benchmark-autosave",
+                '"file://$RUNNER_TOOL_CACHE/gemmgate-benchmarks/$CHIP"'):
+        assert opt in cmds[1]
+    assert any(_uses(s, "actions/upload-artifact") and "pytest-benchmark" in
+               s["with"]["path"] for s in steps)

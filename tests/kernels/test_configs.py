@@ -35,6 +35,11 @@ def test_search_space_is_bounded_pruned_and_tries_every_kind(family):
     skinny = search_space(family, ("tiled",), H200_SMEM, skinny=True)
     assert skinny and all(c.variant == "tiled" and c.block_m <= 128 for c in skinny)
     assert any(c.block_m <= 32 for c in skinny)
+    # split-K tries whole 128x128 tiles (8 warps) at every split within the 30: session 8's
+    # retune took them for tf32 and tf32x3 m128 x 8192^2 (0.55 -> 1.00, 0.81 -> 1.47)
+    split = [c for c in space if c.split_k > 1]
+    assert {c.split_k for c in split if (c.block_m, c.block_n) == (128, 128)} == {2, 4}
+    assert all(c.num_warps == 8 for c in split if c.block_m * c.block_n >= 128 * 128)
 
 
 def test_heuristic_fills_the_sms_and_splits_k_when_tiles_cannot():
