@@ -66,6 +66,8 @@ def _check(a, b, precision, out, scale_a, scale_b) -> KernelMode:
         raise TypeError(f"mixed dtypes: a is {a.dtype}, b is {b.dtype}")
     if a.device != b.device:
         raise ValueError(f"mixed devices: a is on {a.device}, b is on {b.device}")
+    if precision is not None and not isinstance(precision, str):
+        raise ValueError(f"precision must be a mode name or None, got {precision!r}")
     mode, out_dtype = _mode_for(a.dtype, precision, a.device)
     if a.device.type == "cpu":  # reads TRITON_INTERPRET, which may change: never cached
         _check_device(a.device, mode)

@@ -256,6 +256,10 @@ def test_mixed_devices():
 def test_unknown_mode():
     with pytest.raises(ValueError, match="unknown precision 'fp64'"):
         kernels.matmul(_t(2, 3), _t(3, 5), precision="fp64")
+    with pytest.raises(ValueError, match="unknown precision 'fp64'"):  # not cached: again
+        kernels.matmul(_t(2, 3), _t(3, 5), precision="fp64")
+    with pytest.raises(ValueError, match="must be a mode name or None"):
+        kernels.matmul(_t(2, 3), _t(3, 5), precision=["bf16"])
 
 
 def test_mode_dtype_mismatch():
