@@ -369,28 +369,12 @@ def s7_modes(s5: Path, s7: Path) -> str:
     """Geomean Triton/cuBLAS per mode and set: session 5's kernel, call 2 (IEEE fp32
     row-major B), call 3 (+ operand copies kept across calls); the A/B geomean of call 3
     against session 5's kernel timed in the same process; worst case and cases < 0.80."""
-    old = [r for r in _rows(s5) if r["label"] == "final"]
-    new = _rows(s7)
-    out = ["| set | mode | target | session 5 kernel | call 2 | call 3 | A/B call 3 / f497b15 "
-           "| worst case (call 3) | cases < 0.80 (call 3) |",
-           "|---|---|---:|---:|---:|---:|---:|---|---:|"]
-    for shapes in ("pr", "nightly"):
-        for mode in ALL_MODES:
-            c2 = [r for r in new if r["label"] == f"call2-{shapes}" and r["mode"] == mode]
-            c3 = [r for r in new if r["label"] == f"call3-{shapes}" and r["mode"] == mode]
-            if not c3:
-                continue
-            base = [float(r["ratio"]) for r in old if r["mode"] == mode] if shapes == "pr" else []
-            worst = min(c3, key=lambda r: float(r["ratio"]))
-            abs_ = [a for a in (_ab(r["extra"]) for r in c3) if a]
-            cells = [f"{geomean(base):.3f}" if base else "—",
-                     f"{geomean([float(r['ratio']) for r in c2]):.3f}" if c2 else "—",
-                     f"**{geomean([float(r['ratio']) for r in c3]):.3f}**",
-                     f"{geomean(abs_):.3f}" if abs_ else "—",
-                     f"{worst['case']} {float(worst['ratio']):.2f}",
-                     f"{sum(float(r['ratio']) < 0.8 for r in c3)} of {len(c3)}"]
-            out.append(f"| {shapes} | {mode} | ≥ {TARGETS[mode]} | " + " | ".join(cells) + " |")
-    return "\n".join(out)
+    old, new = _rows(s5), _rows(s7)
+    return modes_table(
+        ["session 5 kernel", "call 2", "call 3", "A/B call 3 / f497b15",
+         "worst case (call 3)", "cases < 0.80 (call 3)"],
+        [(old, {"pr": "final"}), (new, {s: f"call2-{s}" for s in ("pr", "nightly")})],
+        (new, {s: f"call3-{s}" for s in ("pr", "nightly")}))
 
 
 def s7_pytest_benchmark(runs: list[tuple[str, str]], where: Path = S7) -> str:
@@ -415,8 +399,34 @@ def s7_pytest_benchmark(runs: list[tuple[str, str]], where: Path = S7) -> str:
     return "\n".join(out)
 
 
-def _ratios(rows: list[dict], label: str, mode: str) -> list[dict]:
+def _ratios(rows: list[dict], label: str | None, mode: str) -> list[dict]:
     return [r for r in rows if r["label"] == label and r["mode"] == mode and r["ratio"]]
+
+
+def modes_table(heads: list[str], earlier: list[tuple[list[dict], dict[str, str]]],
+                final: tuple[list[dict], dict[str, str]]) -> str:
+    """Geomean Triton/cuBLAS per set and mode: one column per (rows, label per set) of
+    `earlier` ("—" where a set has no label), then `final` in bold, its A/B geomean,
+    worst case and cases below 0.80. `heads` names the columns after "target"."""
+    out = ["| set | mode | target | " + " | ".join(heads) + " |",
+           "|---|---|---:|" + "---:|" * (len(earlier) + 2) + "---|---:|"]
+    rows, labels = final
+    for shapes, label in labels.items():
+        for mode in ALL_MODES:
+            fin = _ratios(rows, label, mode)
+            if not fin:
+                continue
+            cols = [_ratios(rs, by.get(shapes), mode) for rs, by in earlier]
+            worst = min(fin, key=lambda r: float(r["ratio"]))
+            abs_ = [a for a in (_ab(r["extra"]) for r in fin) if a]
+            cells = [f"{geomean([float(r['ratio']) for r in rs]):.3f}" if rs else "—"
+                     for rs in cols]
+            cells += [f"**{geomean([float(r['ratio']) for r in fin]):.3f}**",
+                      f"{geomean(abs_):.3f}" if abs_ else "—",
+                      f"{worst['case']} {float(worst['ratio']):.2f}",
+                      f"{sum(float(r['ratio']) < 0.8 for r in fin)} of {len(fin)}"]
+            out.append(f"| {shapes} | {mode} | ≥ {TARGETS[mode]} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 def s8_modes(s7: Path, s8: Path) -> str:
@@ -425,27 +435,10 @@ def s8_modes(s7: Path, s8: Path) -> str:
     the A/B geomean of the last against e609e40 (session 7's table) in the same process;
     worst case and cases < 0.80."""
     old, new = _rows(s7), _rows(s8)
-    out = ["| set | mode | target | session 7 | call C | call D / E | A/B vs e609e40 "
-           "| worst case | cases < 0.80 |", "|---|---|---:|---:|---:|---:|---:|---|---:|"]
-    sets = (("pr", "call3-pr", "callC-pr", "callD-pr"),
-            ("nightly", "call3-nightly", "", "callE-nightly"))
-    for shapes, before, mid, last in sets:
-        for mode in ALL_MODES:
-            fin = _ratios(new, last, mode)
-            if not fin:
-                continue
-            prev = _ratios(old, before, mode)
-            c = _ratios(new, mid, mode) if mid else []
-            worst = min(fin, key=lambda r: float(r["ratio"]))
-            abs_ = [a for a in (_ab(r["extra"]) for r in fin) if a]
-            cells = [f"{geomean([float(r['ratio']) for r in rs]):.3f}" if rs else "—"
-                     for rs in (prev, c)]
-            cells += [f"**{geomean([float(r['ratio']) for r in fin]):.3f}**",
-                      f"{geomean(abs_):.3f}" if abs_ else "—",
-                      f"{worst['case']} {float(worst['ratio']):.2f}",
-                      f"{sum(float(r['ratio']) < 0.8 for r in fin)} of {len(fin)}"]
-            out.append(f"| {shapes} | {mode} | ≥ {TARGETS[mode]} | " + " | ".join(cells) + " |")
-    return "\n".join(out)
+    return modes_table(
+        ["session 7", "call C", "call D / E", "A/B vs e609e40", "worst case", "cases < 0.80"],
+        [(old, {"pr": "call3-pr", "nightly": "call3-nightly"}), (new, {"pr": "callC-pr"})],
+        (new, {"pr": "callD-pr", "nightly": "callE-nightly"}))
 
 
 def s8_tuning(s7: Path, s8: Path) -> str:
