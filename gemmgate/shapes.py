@@ -89,6 +89,26 @@ SETS: dict[str, tuple[Case, ...]] = {
         (4096, 4096, 4096, "cr"), (4096, 4096, 4096, "rc"), (4096, 4096, 4096, "cc"),
         (4096, 4096, 4096, "rr", 8), (2048, 2048, 2048, "rr", 1),
     ]),
+    # What `gemmgate tune` searches for a chip's table: regime representatives (see
+    # kernels/table.regime: tile count, K depth, thin side), off the points of every set
+    # that measures the kernel, so pr, nightly and holdout measure how the table carries
+    # to shapes it was not tuned on.
+    "tune": _cases([
+        (192, 256, 256), (384, 256, 768), (256, 384, 3072), (512, 512, 256),
+        (512, 768, 1024), (512, 512, 4096), (768, 768, 128), (1536, 1536, 256),
+        (2048, 3072, 768), (3072, 3072, 128), (64, 4096, 2048), (128, 2048, 1024),
+    ]),
+    # Shapes never tuned (a test keeps them out of the committed tables): drawn once,
+    # log-uniform, random.Random(20261130); even draws rounded to multiples of 16, odd
+    # draws left odd; the last four thin (M < 100).
+    "holdout": _cases([
+        (3024, 1456, 160), (4933, 7763, 186), (2016, 2720, 4800), (3628, 259, 5063),
+        (2016, 192, 2816), (4417, 532, 1753), (7904, 384, 3744), (1427, 1377, 7005),
+        (176, 656, 496), (278, 4538, 313), (544, 192, 4976), (4827, 3714, 1477),
+        (4368, 400, 224), (170, 7564, 2053), (832, 496, 7392), (417, 5120, 587),
+        (1264, 1280, 720), (273, 1060, 2567), (192, 720, 176), (2378, 7316, 166),
+        (64, 3844, 3817), (26, 5523, 7310), (70, 1762, 3010), (78, 1786, 1144),
+    ]),
     # LLM layer shapes only (prefill M=4096 and decode-ish M=16), LLaMA-7B/13B/70B.
     "llm": _cases([
         (m, n, k) for m in (16, 4096) for (n, k) in

@@ -4,8 +4,9 @@
 records what it was tuned on and for: chip, driver, triton version, the source hash of
 the variant's kernel, the bucket (family, mode, operand layouts, tma or pointer path) and
 the exact shape. At call time, `lookup` returns the entry for the exact shape, or the
-nearest shape of the same bucket (log-distance over M, N, K, within NEAREST_MAX), or
-None (the caller's heuristic then decides). An entry whose kernel hash differs from the
+nearest entry of the same bucket by regime (`regime`: how many output tiles, how deep
+K, how narrow the thinner side; within NEAREST_MAX), or None (the caller's heuristic
+then decides). An entry whose kernel hash differs from the
 current source is stale: never used, listed by `stale_entries` (and `gemmgate tune
 --stale` retunes them); the first stale hit in a process warns.
 
@@ -28,9 +29,13 @@ from kernels.configs import TileConfig
 
 SCHEMA, VERSION = "kernels.tuning-table", 1
 DEFAULT_DIR = Path(__file__).parent / "tuned"
-NEAREST_MAX = 1.0   # sum of |log2| ratios over M, N, K: one dimension 2x apart at most
-# (session 5: a 1024^3 entry taken for 2048^3, distance 3, ran at 0.40 of cuBLAS where the
-# heuristic ran 0.93; tile counts per SM change regime over such distances)
+NEAREST_MAX = 2.0   # L1 distance between regimes (log2 units); 1024^3 -> 2048^3 is 3
+# (session 5: a 1024^3 entry taken for 2048^3 ran at 0.40 of cuBLAS where the heuristic
+# ran 0.93; tile counts per SM change regime over such distances)
+_TILES_CAP = 10     # log2 of 128x128 output tiles: 1024 tiles are ~8 waves of 132 SMs;
+                    # past that the best tile no longer depends on the count (session 9)
+_DEPTH_CAP = 12     # log2 K: past 4096 the pipeline is in steady state
+_NARROW_CAP = 8     # log2 min(M, N): 256 and up fill a 128- or 256-wide tile
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS}
 
 
@@ -101,9 +106,20 @@ def _warn_stale(path: str, count: int) -> None:
                   "are not used; run `gemmgate tune --stale` to retune them", stacklevel=4)
 
 
+def regime(m: int, n: int, k: int) -> tuple[float, float, float]:
+    """Where a shape sits for tile choice, in log2 units: (128x128 output tiles, K, the
+    thinner of M and N), each capped where it stops mattering. Shapes of one regime take
+    the same tile (8192 x 28672 x 8192 runs 8192^3's), unlike shapes merely near in
+    M, N, K (2048^3 does not run 1024^3's)."""
+    tiles = -(-max(m, 1) // 128) * -(-max(n, 1) // 128)
+    return (min(math.log2(tiles), _TILES_CAP), min(math.log2(max(k, 1)), _DEPTH_CAP),
+            min(math.log2(max(min(m, n), 1)), _NARROW_CAP))
+
+
 def _distance(e: dict, m: int, n: int, k: int) -> float:
-    return sum(abs(math.log2(max(x, 1) / max(int(e[f]), 1)))
-               for x, f in ((m, "m"), (n, "n"), (k, "k")))
+    here = regime(m, n, k)
+    there = regime(int(e["m"]), int(e["n"]), int(e["k"]))
+    return sum(abs(x - y) for x, y in zip(here, there))
 
 
 def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
@@ -122,11 +138,13 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
         _warn_stale(path, stale)
     if not fresh:
         return None
+    exact = [e for e in fresh if (int(e["m"]), int(e["n"]), int(e["k"])) == (m, n, k)]
+    if exact:
+        return TileConfig(**exact[0]["config"]), "table"
     best = min(fresh, key=lambda e: _distance(e, m, n, k))
-    d = _distance(best, m, n, k)
-    if d > NEAREST_MAX:
+    if _distance(best, m, n, k) > NEAREST_MAX:
         return None
-    return TileConfig(**best["config"]), "table" if d == 0 else "table-nearest"
+    return TileConfig(**best["config"]), "table-nearest"
 
 
 def reload() -> None:

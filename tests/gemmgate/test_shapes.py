@@ -22,7 +22,7 @@ from gemmgate.shapes import (
 
 
 def test_set_names():
-    assert set(SETS) == {"smoke", "tail", "pr", "nightly", "llm"}
+    assert set(SETS) == {"smoke", "tail", "pr", "nightly", "llm", "tune", "holdout"}
     assert all(SETS[name] for name in SETS)
 
 
@@ -31,6 +31,15 @@ def test_ids_unique_within_each_set(name):
     ids = [c.id for c in SETS[name]]
     assert len(ids) == len(set(ids))
     assert all(isinstance(c, Case) for c in SETS[name])
+
+
+def test_tuning_and_holdout_points_are_off_the_measured_sets():
+    def points(name):
+        return {(c.m, c.n, c.k) for c in SETS[name]}
+
+    measured = points("pr") | points("nightly") | points("llm")
+    assert not points("tune") & (measured | points("holdout"))
+    assert not points("holdout") & measured
 
 
 def test_pr_set_is_small():

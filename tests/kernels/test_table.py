@@ -41,6 +41,36 @@ def test_exact_then_nearest_then_nothing(tmp_path):
                         directory=d) is None                      # no table matches
 
 
+def test_nearest_is_by_regime_not_by_shape(tmp_path):
+    """A shape of the same regime (tile count and K past their caps) takes the entry even
+    when M, N, K are far apart; a shape near in M, N, K but with 4x the tiles and 2x the
+    K does not (session 5: 1024^3's tile on 2048^3 ran at 0.40 of cuBLAS)."""
+    small = TileConfig(64, 128, 64, 8, 4, 4)
+    d = _write(tmp_path, [_entry(8192, 8192, 8192, TMA), _entry(1024, 1024, 1024, small)])
+    look = lambda *a: table.lookup("NVIDIA H200", "16bit bf16 rr tma", *a, directory=d)  # noqa: E731
+    assert look(8192, 28672, 8192) == (TMA, "table-nearest")
+    assert look(4096, 256, 2048) == (small, "table-nearest")      # 64 tiles, like 1024^2
+    assert look(2048, 2048, 2048) is None                         # 256 tiles, K 2x: 3 apart
+    assert look(1024, 1024, 1024) == (small, "table")
+
+
+def test_regime_caps_and_symmetry():
+    assert table.regime(8192, 28672, 8192) == table.regime(4096, 4096, 4096)
+    assert table.regime(256, 4096, 2048) == table.regime(4096, 256, 2048)
+    assert table.regime(64, 4096, 2048)[2] == 6.0                 # thin side counts
+    assert table.regime(0, 0, 0) == (0.0, 0.0, 0.0)               # degenerate: no error
+
+
+def test_no_committed_entry_is_a_holdout_shape():
+    """The holdout set measures how the table carries to shapes it was not tuned on."""
+    from gemmgate.shapes import SETS
+
+    held = {(c.m, c.n, c.k) for c in SETS["holdout"]}
+    for path in table.DEFAULT_DIR.glob("*.json"):
+        tuned = {(e["m"], e["n"], e["k"]) for e in table.read_table(path)["entries"]}
+        assert not tuned & held, f"{path} tunes holdout shapes {sorted(tuned & held)}"
+
+
 def test_stale_entries_are_never_used_and_are_reported(tmp_path):
     d = _write(tmp_path, [_entry(4096, 4096, 4096, TMA, kernel="0123456789ab")])
     with warnings.catch_warnings(record=True) as w:
