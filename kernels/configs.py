@@ -152,28 +152,27 @@ def split_for(m: int, n: int, k: int, c: TileConfig, num_sms: int) -> int:
 
 
 def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
-              smem_limit: int) -> TileConfig:
+              smem_limit: int, tiled: bool = True) -> TileConfig:
     """The tile a call gets when the tuning table has nothing near: the largest tile that
-    still gives every SM work; split-K when even small tiles leave most SMs idle and K is
-    long; skinny tiles for decode-like M."""
+    still gives every SM work, on the TMA variant where it applies; split-K (the tiled
+    variant) when even small tiles leave most SMs idle and K is long; skinny tiles for
+    decode-like M. `tiled=False`: the tiled variant is not an option (its loads would
+    not vectorise, kernels/dispatch.py)."""
     big, mid, small = _TILES[family][0], _MID[family], _SMALL[family]
-    if m <= 32:
+    variant = "tma" if tma else "tiled"
+    if m <= 32 and tiled:
         bm, bn, bk = _SKINNY[family][0]
-        c = _t(bm, bn, bk, 4, 4)
-    else:
-        variant = "tma" if tma else "tiled"
-        c = None
-        for (bm, bn, bk), stages, warps in ((big, 3, 8), (mid, 4, 8), (small, 4, 4)):
-            cand = _t(bm, bn, bk, stages, warps, variant)
-            if cdiv(m, bm) * cdiv(n, bn) >= num_sms and usable(cand, family, smem_limit):
-                c = cand
-                break
-        if c is None:
-            bm, bn, bk = small
-            c = _t(bm, bn, bk, 4, 4)
-    split = split_for(m, n, k, c, num_sms) if c.variant == "tiled" else 1
+        return _t(bm, bn, bk, 4, 4)
+    for (bm, bn, bk), stages, warps in ((big, 3, 8), (mid, 4, 8), (small, 4, 4)):
+        cand = _t(bm, bn, bk, stages, warps, variant)
+        if cdiv(m, bm) * cdiv(n, bn) >= num_sms and usable(cand, family, smem_limit):
+            return cand
+    # Even small tiles leave SMs idle. Split K where it is long (session 9: the tiled
+    # variant unsplit ran fp8 at 0.09-0.50 of cuBLAS where TMA ran 0.94).
+    c = _t(*small, 4, 4, variant)
+    split = split_for(m, n, k, _t(*small, 4, 4), num_sms) if tiled else 1
     if split > 1:
-        c = _t(c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps, split=split)
+        c = _t(*small, 4, 4, split=split)
     if not usable(c, family, smem_limit):
-        c = _t(*small, 2, 4)
+        c = _t(*small, 2, 4, c.variant, c.split_k)
     return c

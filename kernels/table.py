@@ -123,12 +123,26 @@ def _distance(e: dict, m: int, n: int, k: int) -> float:
 
 
 def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
-           directory: Path = DEFAULT_DIR) -> tuple[TileConfig, str] | None:
-    """(tile, "table" | "table-nearest") for this shape, or None."""
-    path, entries = entries_for(device_name, directory)
+           directory: Path = DEFAULT_DIR, variants: tuple[str, ...] = ("tma", "tiled"),
+           ) -> tuple[TileConfig, str] | None:
+    """(tile, "table" | "table-nearest") for this shape among entries whose variant the
+    call can run, or None. A bucket below ld128 with nothing near borrows from its
+    ld128 sibling (the same operands, rows aligned to 128 bytes)."""
+    found = _lookup(entries_for(device_name, directory), bucket, m, n, k, variants)
+    head, _, ld = bucket.rpartition(" ld")
+    if found is None and ld != "128":
+        found = _lookup(entries_for(device_name, directory), f"{head} ld128", m, n, k,
+                        variants)
+        found = found and (found[0], "table-nearest")
+    return found
+
+
+def _lookup(table_entries: tuple[str, tuple[dict, ...]], bucket: str, m: int, n: int,
+            k: int, variants: tuple[str, ...]) -> tuple[TileConfig, str] | None:
+    path, entries = table_entries
     fresh, stale = [], 0
     for e in entries:
-        if e["bucket"] != bucket:
+        if e["bucket"] != bucket or e["config"].get("variant", "tiled") not in variants:
             continue
         if is_stale(e):
             stale += 1

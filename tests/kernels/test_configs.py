@@ -52,6 +52,14 @@ def test_heuristic_fills_the_sms_and_splits_k_when_tiles_cannot():
     assert long_k.variant == "tiled" and long_k.split_k > 1
     skinny = heuristic("fp8", 16, 4096, 4096, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
     assert skinny.block_m == 16 and skinny.variant == "tiled"
+    few = heuristic("fp8", 273, 1060, 2567, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
+    assert few.variant == "tma" and few.split_k == 1    # tiles < SMs, K too short to split
+    no_tiled = heuristic("16bit", 128, 128, 65536, tma=True, num_sms=H200_SMS,
+                         smem_limit=H200_SMEM, tiled=False)
+    assert no_tiled.variant == "tma"                   # no split-K without the tiled kernel
+    thin = heuristic("16bit", 26, 5523, 7310, tma=True, num_sms=H200_SMS,
+                     smem_limit=H200_SMEM, tiled=False)
+    assert (thin.variant, thin.block_m) == ("tma", 64)
     for fam in ("16bit", "fp32", "fp8"):   # whatever the shape, the pick fits the chip
         for shape in ((1, 1, 1), (64, 64, 64), (4096, 4096, 253), (300, 300, 100000)):
             c = heuristic(fam, *shape, tma=False, num_sms=H200_SMS, smem_limit=H200_SMEM)

@@ -38,15 +38,30 @@ def test_fp8_and_tf32_get_k_major_copies_only_when_reused():
 
 def test_unaligned_leading_dimensions():
     # 1000 bf16 = 2000 bytes: describable as is; 4097 is not: a large GEMM gets aligned copies
-    assert _decide("bf16", 1000, 1000, 1000)[3:] == ("", "", ("tma", "tiled"))
-    assert _decide("bf16", 4097, 4095, 4093)[3:] == ("aligned", "aligned", ("tma", "tiled"))
-    # K=253: A (lda 506 bytes) is copied aligned, N=4096 reuses it; skinny M copies nothing
+    # N=1000 is not a multiple of 16: the tiled kernel's B loads would be scalar, TMA only
+    assert _decide("bf16", 1000, 1000, 1000)[3:] == ("", "", ("tma",))
+    assert _decide("bf16", 4097, 4095, 4093)[3:] == ("aligned", "aligned", ("tma",))
+    # K=253: A (lda 506 bytes) is copied aligned, N=4096 reuses it; so is a skinny M's A,
+    # whose pointer loads would be scalar (and the copy is small)
     assert _decide("bf16", 4096, 4096, 253)[3:] == ("aligned", "", ("tma", "tiled"))
-    assert _decide("bf16", 16, 4096, 253)[3:] == ("", "", ("tiled",))
+    assert _decide("bf16", 16, 4096, 253)[3:] == ("aligned", "", ("tma", "tiled"))
     assert _decide("fp8", 1000, 1000, 1000, elem=1)[3:] == ("aligned", "kmajor", ("tma", "tiled"))
+    # skinny M with aligned operands keeps its layout and the pointer path
+    assert _decide("bf16", 16, 4096, 4096)[3:] == ("", "", ("tiled",))
+    # skinny M, unaligned B (5523 bf16 = 11046 bytes): copied K-major for fp8's wgmma
+    assert _decide("fp8", 26, 5523, 7310, elem=1)[3:] == ("aligned", "kmajor", ("tma", "tiled"))
     # lda = 2056 (pad 8) bf16 = 4112 bytes: a multiple of 16, described as is
     assert _decide("bf16", 2048, 2048, 2048, pad=8)[5] == ("tma", "tiled")
     assert _decide("bf16", 4096, 4096, 4096, aligned=(False, True))[3] == "aligned"
+
+
+def test_pointer_loads_vectorise_only_with_aligned_rows_and_wrapped_dims_of_16():
+    fast = dispatch._pointer_fast
+    assert fast(4096, 4096, "r", "r", 128)
+    assert not fast(4096, 4538, "r", "r", 128)       # B rows wrap at N = 4538
+    assert fast(4096, 4538, "r", "c", 128)           # K-major B: contiguous along K
+    assert not fast(4100, 4096, "c", "c", 128)       # column-major A wraps at M
+    assert not fast(4096, 4096, "r", "r", 8)         # rows 8-byte aligned
 
 
 def test_ieee_fp32_uses_tma_only_for_row_major_operands():

@@ -54,6 +54,20 @@ def test_nearest_is_by_regime_not_by_shape(tmp_path):
     assert look(1024, 1024, 1024) == (small, "table")
 
 
+def test_lookup_takes_only_variants_the_call_can_run_and_borrows_from_ld128(tmp_path):
+    d = _write(tmp_path, [_entry(4096, 4096, 4096, TMA),
+                          _entry(4096, 4096, 2048, TileConfig(64, 64, 64, 8, 4, 4))])
+    look = lambda b, v: table.lookup("NVIDIA H200", b, 4096, 4096, 2048,  # noqa: E731
+                                     directory=d, variants=v)
+    assert look("16bit bf16 rr tma", ("tma", "tiled"))[0].variant == "tiled"   # exact
+    assert look("16bit bf16 rr tma", ("tma",)) == (TMA, "table-nearest")
+    d = _write(tmp_path, [{**_entry(4096, 4096, 4096, TMA), "bucket": "16bit bf16 rr tma ld128"}])
+    look = lambda b: table.lookup("NVIDIA H200", b, 4096, 4096, 4096, directory=d)  # noqa: E731
+    assert look("16bit bf16 rr tma ld32") == (TMA, "table-nearest")
+    assert look("16bit bf16 rr tma ld128") == (TMA, "table")
+    assert look("16bit bf16 rc tma ld32") is None
+
+
 def test_regime_caps_and_symmetry():
     assert table.regime(8192, 28672, 8192) == table.regime(4096, 4096, 4096)
     assert table.regime(256, 4096, 2048) == table.regime(4096, 256, 2048)
