@@ -97,6 +97,7 @@ SETS: dict[str, tuple[Case, ...]] = {
         (192, 256, 256), (384, 256, 768), (256, 384, 3072), (512, 512, 256),
         (512, 768, 1024), (512, 512, 4096), (768, 768, 128), (1536, 1536, 256),
         (2048, 3072, 768), (3072, 3072, 128), (64, 4096, 2048), (128, 2048, 1024),
+        (40, 3000, 5000), (96, 2500, 2000), (24, 6000, 3000),   # thin M, odd N and K
     ]),
     # Shapes never tuned (a test keeps them out of the committed tables): drawn once,
     # log-uniform, random.Random(20261130); even draws rounded to multiples of 16, odd

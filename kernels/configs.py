@@ -162,7 +162,9 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
     variant = "tma" if tma else "tiled"
     if m <= 32 and tiled:
         bm, bn, bk = _SKINNY[family][0]
-        return _t(bm, bn, bk, 4, 4)
+        c = _t(bm, bn, bk, 4, 4)
+        split = split_for(m, n, k, c, num_sms)
+        return _t(bm, bn, bk, 4, 4, split=split) if split > 1 else c
     for (bm, bn, bk), stages, warps in ((big, 3, 8), (mid, 4, 8), (small, 4, 4)):
         cand = _t(bm, bn, bk, stages, warps, variant)
         if cdiv(m, bm) * cdiv(n, bn) >= num_sms and usable(cand, family, smem_limit):

@@ -124,7 +124,10 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
         copy_b = "rowmajor"
     ok_a = copy_a != "" or (aligned[0] and describable((M, K), sa, elem) is not None)
     ok_b = copy_b != "" or (aligned[1] and describable((K, N), sb, elem) is not None)
-    tma_m = M >= 64 or slow
+    # fp8 with a K-major B and thin M: the tiled kernel ran at 0.01-0.33 of cuBLAS (session
+    # 9 holdout, M = 26-70), the TMA variant fp8 K-major at 0.7-1.0 elsewhere.
+    fp8_kb = mode.scaled and _needs_kmajor(mode, cap) and (sb[0] == 1 or copy_b == "kmajor")
+    tma_m = M >= 64 or slow or fp8_kb
     if has_tma and tma_m:
         if not ok_a and (N >= _COPY_MIN_DIM or slow):
             copy_a, ok_a = "aligned", True
@@ -140,7 +143,8 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
         and natural else ("tiled",)
     ld = min(_ld_class(sa, K if la == "r" else M, copy_a, elem),
              _ld_class(sb, N if lb == "r" else K, copy_b, elem))
-    if variants[0] == "tma" and not _pointer_fast(M, N, la, lb, ld):
+    # Where the tiled kernel is slow, TMA only: scalar pointer loads, or fp8_kb.
+    if variants[0] == "tma" and (not _pointer_fast(M, N, la, lb, ld) or (fp8_kb and M < 128)):
         variants = ("tma",)
     bucket = f"{fam} {mode.name} {la}{lb} {'tma' if variants[0] == 'tma' else 'ptr'} ld{ld}"
     key = f"{bucket} | m{M} n{N} k{K} a{sa[0]},{sa[1]} b{sb[0]},{sb[1]}"

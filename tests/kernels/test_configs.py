@@ -52,6 +52,7 @@ def test_heuristic_fills_the_sms_and_splits_k_when_tiles_cannot():
     assert long_k.variant == "tiled" and long_k.split_k > 1
     skinny = heuristic("fp8", 16, 4096, 4096, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
     assert skinny.block_m == 16 and skinny.variant == "tiled"
+    assert skinny.split_k == 4     # 32 tiles: K split 4 ways (unsplit: 0.34x, session 9)
     few = heuristic("fp8", 273, 1060, 2567, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
     assert few.variant == "tma" and few.split_k == 1    # tiles < SMs, K too short to split
     no_tiled = heuristic("16bit", 128, 128, 65536, tma=True, num_sms=H200_SMS,
