@@ -122,6 +122,16 @@ def _distance(e: dict, m: int, n: int, k: int) -> float:
     return sum(abs(x - y) for x, y in zip(here, there))
 
 
+def fragile(c: TileConfig, m: int, n: int) -> bool:
+    """A tile fast only where it was measured: the tiled kernel unsplit with a 128x128
+    tile or larger (pointer loads, 128+ accumulator registers per thread) on a shape it
+    does not tile exactly. Taken from an entry of the same regime for such shapes, it ran
+    at 0.31-0.71 of the pick before (session 9 holdout: M = 170-4827, not multiples of
+    128); for 8192 x 28672 x 8192 from 4096^3 at 1.39. Only an exact entry uses it."""
+    return c.variant == "tiled" and c.split_k == 1 and c.block_m * c.block_n >= 128 * 128 \
+        and (m % c.block_m != 0 or n % c.block_n != 0)
+
+
 def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
            directory: Path = DEFAULT_DIR, variants: tuple[str, ...] = ("tma", "tiled"),
            ) -> tuple[TileConfig, str] | None:
@@ -155,6 +165,9 @@ def _lookup(table_entries: tuple[str, tuple[dict, ...]], bucket: str, m: int, n:
     exact = [e for e in fresh if (int(e["m"]), int(e["n"]), int(e["k"])) == (m, n, k)]
     if exact:
         return TileConfig(**exact[0]["config"]), "table"
+    fresh = [e for e in fresh if not fragile(TileConfig(**e["config"]), m, n)]
+    if not fresh:
+        return None
     best = min(fresh, key=lambda e: _distance(e, m, n, k))
     if _distance(best, m, n, k) > NEAREST_MAX:
         return None

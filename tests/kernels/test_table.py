@@ -68,6 +68,19 @@ def test_lookup_takes_only_variants_the_call_can_run_and_borrows_from_ld128(tmp_
     assert look("16bit bf16 rc tma ld32") is None
 
 
+def test_a_fragile_tile_serves_its_own_shape_and_exact_multiples_only(tmp_path):
+    big = TileConfig(128, 256, 32, 8, 3, 8)                      # tiled, unsplit, 128x256
+    d = _write(tmp_path, [_entry(1536, 1536, 256, big)])
+    look = lambda *a: table.lookup("NVIDIA H200", "16bit bf16 rr tma", *a, directory=d)  # noqa: E731
+    assert look(1536, 1536, 256) == (big, "table")
+    assert look(1024, 2048, 256) == (big, "table-nearest")       # tiles it exactly
+    assert look(1427, 1377, 300) is None                         # partial tiles: heuristic
+    assert table.fragile(big, 278, 4538)
+    assert not table.fragile(TileConfig(128, 256, 64, 8, 3, 8, "tma"), 278, 4538)
+    assert not table.fragile(TileConfig(128, 128, 64, 8, 4, 8, split_k=4), 278, 4538)
+    assert not table.fragile(TileConfig(64, 128, 64, 8, 4, 4), 278, 4538)
+
+
 def test_regime_caps_and_symmetry():
     assert table.regime(8192, 28672, 8192) == table.regime(4096, 4096, 4096)
     assert table.regime(256, 4096, 2048) == table.regime(4096, 256, 2048)
