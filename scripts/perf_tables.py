@@ -38,6 +38,7 @@ S5 = RESULTS / "h200-2026-11-30-s5"
 S6 = RESULTS / "h200-2026-11-30-s6"
 S7 = RESULTS / "h200-2026-11-30-s7"
 S8 = RESULTS / "h200-2026-11-30-s8"
+S9 = RESULTS / "h200-2026-11-30-s9"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -232,6 +233,10 @@ TABLES: dict[str, Callable[[], str]] = {
     "s8-side": lambda: s8_side(S8 / "cases.csv"),
     "s8-eager": lambda: s5_cases(S8 / "cases.csv", "callC-eager"),
     "s8-overhead": lambda: csv_table(S8 / "overhead_callD.csv"),
+    "s9-modes": lambda: s9_modes(S8 / "cases.csv", S9 / "cases.csv"),
+    "s9-long-tail": lambda: s9_long_tail(S9 / "cases.csv", "callE-"),
+    "s9-odd": lambda: s9_odd(S9 / "cases.csv"),
+    "s9-losses": lambda: s9_losses(S9 / "cases.csv", "callE-", 0.9),
 }
 
 
@@ -439,6 +444,81 @@ def s8_modes(s7: Path, s8: Path) -> str:
         ["session 7", "call C", "call D / E", "A/B vs e609e40", "worst case", "cases < 0.80"],
         [(old, {"pr": "call3-pr", "nightly": "call3-nightly"}), (new, {"pr": "callC-pr"})],
         (new, {"pr": "callD-pr", "nightly": "callE-nightly"}))
+
+
+def _reference_rows(rows: list[dict]) -> list[dict]:
+    """The A/B reference's own rows: its ratio to the vendor is Triton's ratio / ab."""
+    return [{**r, "ratio": f"{float(r['ratio']) / a:.4f}"} for r in rows
+            if r["ratio"] and (a := _ab(r["extra"]))]
+
+
+def s9_modes(s8: Path, s9: Path) -> str:
+    """Geomean Triton/cuBLAS per set and mode: session 8 (calls D/E, another host); the
+    session's start (76a2142, timed as the A/B reference in call E's process); calls A
+    (holdout only), B, C, D; call E in bold, its A/B geomean against 76a2142, worst case, cases < 0.80."""
+    old, new = _rows(s8), _rows(s9)
+    sets = ("pr", "nightly", "holdout")
+    ref = _reference_rows([r for r in new if r["label"].startswith("callE-")])
+    return modes_table(
+        ["session 8", "session start (A/B ref.)", "call A", "call B", "call C", "call D",
+         "call E", "A/B vs 76a2142", "worst case", "cases < 0.80"],
+        [(old, {"pr": "callD-pr", "nightly": "callE-nightly"}),
+         (ref, {s: f"callE-{s}" for s in sets}),
+         (new, {"holdout": "callA-holdout"}),
+         *((new, {s: f"call{c}-{s}" for s in sets}) for c in "BCD")],
+        (new, {s: f"callE-{s}" for s in sets}))
+
+
+def _long_tail(case: str) -> bool:
+    """A case whose M, N, K or leading dimension is not a multiple of 16 (issue 11)."""
+    dims = [int(x) for x in re.findall(r"[mnk](\d+)", case.split("-rr")[0].split("-c")[0])]
+    pad = re.search(r"\+p(\d+)", case)
+    return any(d % 16 for d in dims) or (pad is not None and int(pad.group(1)) % 16 != 0)
+
+
+def s9_long_tail(path: Path, prefix: str) -> str:
+    """Issue 11's long tail (M, N, K or leading dimension not a multiple of 16), over
+    every set of the labels with `prefix`: per mode, how many cases reach 1.2x cuBLAS."""
+    rows = [r for r in _rows(path) if r["label"].startswith(prefix) and r["ratio"]
+            and _long_tail(r["case"])]
+    out = ["| mode | long-tail cases | geomean | ≥ 1.2x | < 0.80 | worst |",
+           "|---|---:|---:|---:|---:|---|"]
+    for mode in ALL_MODES:
+        rs = [r for r in rows if r["mode"] == mode]
+        if not rs:
+            continue
+        xs = [float(r["ratio"]) for r in rs]
+        worst = min(rs, key=lambda r: float(r["ratio"]))
+        out.append(f"| {mode} | {len(rs)} | {geomean(xs):.3f} | {sum(x >= 1.2 for x in xs)} "
+                   f"| {sum(x < 0.8 for x in xs)} | {worst['case']} {float(worst['ratio']):.2f} |")
+    return "\n".join(out)
+
+
+def s9_odd(path: Path) -> str:
+    """Which odd dimension costs speed: the probe of calls C (C stored by masked pointer
+    stores) and D (C staged in an aligned buffer), Triton TFLOP/s and ratio."""
+    rows = _rows(path)
+    before = {(r["mode"], r["case"]): r for r in rows if r["label"] == "callC-odd"}
+    out = ["| mode | case | call C TFLOP/s | ratio | call D TFLOP/s | ratio |",
+           "|---|---|---:|---:|---:|---:|"]
+    for r in (r for r in rows if r["label"] == "callD-odd"):
+        b = before.get((r["mode"], r["case"]))
+        cells = [b["triton_tflops"], f"{float(b['ratio']):.2f}"] if b else ["—", "—"]
+        out.append(f"| {r['mode']} | {r['case']} | {' | '.join(cells)} | {r['triton_tflops']} "
+                   f"| {float(r['ratio']):.2f} |")
+    return "\n".join(out)
+
+
+def s9_losses(path: Path, prefix: str, below: float) -> str:
+    """The cases the session made slower: A/B against the session's start below `below`
+    in the labels with `prefix` (same process, same inputs)."""
+    rows = [r for r in _rows(path) if r["label"].startswith(prefix)
+            and (_ab(r["extra"]) or 1) < below]
+    out = ["| set | mode | case | ratio | A/B vs 76a2142 | tile |", "|---|---|---|---:|---:|---|"]
+    for r in sorted(rows, key=lambda r: _ab(r["extra"])):
+        out.append(f"| {r['label'].split('-', 1)[1]} | {r['mode']} | {r['case']} "
+                   f"| {float(r['ratio']):.2f} | {_ab(r['extra']):.2f} | {r['tile']} |")
+    return "\n".join(out)
 
 
 def s8_tuning(s7: Path, s8: Path) -> str:

@@ -79,3 +79,11 @@ def test_render_rewrites_only_between_markers():
     assert new == ("intro\n<!-- perf_tables:t -->\n\n| a |\n|---|\n| 1 |\n\n"
                    "<!-- /perf_tables:t -->\noutro\n")
     assert pt.render(new) == (new, [])
+
+
+def test_long_tail_is_any_dimension_or_padded_leading_dimension_off_16():
+    tail = _module()._long_tail
+    assert tail("m4095-n4097-k4093") and tail("m1000-n1000-k1000") and tail("m26-n5523-k7310")
+    assert tail("m2048-n2048-k2048-rr+p1") and tail("m4096-n4096-k4096-rr+p8")
+    assert not tail("m4096-n4096-k4096") and not tail("m4096-n4096-k4096-cr")
+    assert not tail("m2048-n2048-k2048-rr+p16")
