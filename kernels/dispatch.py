@@ -5,8 +5,10 @@ A call is keyed by (device, mode, M, N, K, operand strides and alignment). For a
 1. Operands. On Hopper, tf32 and fp8 wgmma take K-major operands only (otherwise Triton
    falls back to the Ampere mma at ~1/4 of the rate, docs/PERF.md v1 -> v2). A non-K-
    major operand is copied K-major when the other dimension reuses it enough to pay for
-   the copy (>= 128: at M=128 the slow path ran fp8 at 0.21 of cuBLAS, session 5); a
-   decode-like call (M=16) keeps its layout (the copy would be all the work).
+   the copy (>= 128: at M=128 the slow path ran fp8 at 0.21 of cuBLAS, session 5; B
+   from M >= 64, where the TMA variant runs: at M=64 the N-major B ran tf32 at 0.37 and
+   fp8 at 0.30, session 9); a decode-like call (M=16) keeps its layout (the copy would
+   be all the work).
    An operand a tensor descriptor cannot take (a leading dimension like 4097 or fp8's
    1000 bytes, not 16-byte aligned) gets an aligned copy by the same reuse rule, so the
    TMA variant can run (kernels/relayout.py: a tiled transposing copy kernel). With
@@ -38,6 +40,7 @@ from kernels.modes import KernelMode
 from kernels.relayout import CopyCache, aligned_copy, pitch
 
 _COPY_MIN_DIM = 128    # copy an operand K-major only when the other side reuses it this much
+_TMA_MIN_M = 64        # wgmma's M: from here the TMA variant runs, and needs B K-major
 COPIES = CopyCache()   # operand copies of calls with cache_copies=True
 
 
@@ -116,7 +119,7 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
                              min(_ld_class(sa, 0, "", elem), _ld_class(sb, 0, "", elem)))
     if _needs_kmajor(mode, cap):
         copy_a = "kmajor" if sa[1] != 1 and (N >= _COPY_MIN_DIM or slow) else ""
-        copy_b = "kmajor" if sb[0] != 1 and (M >= _COPY_MIN_DIM or slow) else ""
+        copy_b = "kmajor" if sb[0] != 1 and (M >= _TMA_MIN_M or slow) else ""
     ieee = mode.input_precision == "ieee" and fam == "fp32"
     if ieee and has_tma and sb[0] == 1 and sb[1] != 1 and M >= _COPY_MIN_DIM:
         # IEEE fp32 runs on FMA units, which read a column-major B tile badly (rc 4096^3:
@@ -127,7 +130,7 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     # fp8 with a K-major B and thin M: the tiled kernel ran at 0.01-0.33 of cuBLAS (session
     # 9 holdout, M = 26-70), the TMA variant fp8 K-major at 0.7-1.0 elsewhere.
     fp8_kb = mode.scaled and _needs_kmajor(mode, cap) and (sb[0] == 1 or copy_b == "kmajor")
-    tma_m = M >= 64 or slow or fp8_kb
+    tma_m = M >= _TMA_MIN_M or slow or fp8_kb
     if has_tma and tma_m:
         if not ok_a and (N >= _COPY_MIN_DIM or slow):
             copy_a, ok_a = "aligned", True

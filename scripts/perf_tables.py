@@ -455,7 +455,8 @@ def _reference_rows(rows: list[dict]) -> list[dict]:
 def s9_modes(s8: Path, s9: Path) -> str:
     """Geomean Triton/cuBLAS per set and mode: session 8 (calls D/E, another host); the
     session's start (76a2142, timed as the A/B reference in call E's process); calls A
-    (holdout only), B, C, D; call E in bold, its A/B geomean against 76a2142, worst case, cases < 0.80."""
+    (holdout only), B, C, D; call E in bold, its A/B geomean against 76a2142, worst
+    case, cases < 0.80."""
     old, new = _rows(s8), _rows(s9)
     sets = ("pr", "nightly", "holdout")
     ref = _reference_rows([r for r in new if r["label"].startswith("callE-")])

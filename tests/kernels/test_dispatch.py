@@ -30,6 +30,9 @@ def test_fp8_and_tf32_get_k_major_copies_only_when_reused():
     assert (ca, cb) == ("", "kmajor") and bucket == "fp8 fp8 rc tma ld128"   # B copied K-major
     _, _, _, ca, cb, _ = _decide("tf32", 16, 4096, 4096, a="c", elem=4)
     assert (ca, cb) == ("kmajor", "")   # skinny M: copying B would be all the work
+    _, _, bucket, _, cb, _ = _decide("tf32", 64, 11008, 4096, elem=4)
+    assert cb == "kmajor" and bucket.startswith("fp32 tf32 rc tma")   # M=64: TMA, K-major B
+    assert _decide("fp8", 32, 4096, 4096, elem=1)[4] == ""              # pointer path keeps it
     _, _, _, ca, cb, _ = _decide("tf32x3", 4096, 4096, 4096, elem=4)
     assert cb == "kmajor"
     _, _, _, ca, cb, _ = _decide("fp8", 4096, 4096, 4096, elem=1, cap=(8, 9))

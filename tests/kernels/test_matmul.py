@@ -12,6 +12,7 @@ from gemmgate.precision import MODES
 from gemmgate.shapes import SETS, Case
 from kernels import matmul_tma
 from kernels.configs import INTERPRETER_CONFIG, TileConfig
+from kernels.modes import mode_named
 
 # (mode, tolerance): fp32 IEEE far under tf32's ~3e-4; 16-bit output rounding ~2e-3.
 CPU_MODES = [("fp32", 1e-5), ("fp16", 1e-3)]
@@ -109,6 +110,33 @@ def test_gpu_dispatched_pr_shapes(case, mode, tol):
     if mode == "fp8" and torch.cuda.get_device_capability() < (8, 9):
         pytest.skip("fp8 needs compute capability 8.9+")
     assert _run(case, mode, "cuda") < tol
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", [Case(26, 523, 731), Case(70, 1762, 301), Case(300, 4097, 200),
+                                  Case(64, 1100, 512)], ids=lambda c: c.id)
+@pytest.mark.parametrize("mode,tol", [("bf16", 5e-3), ("fp8", 5e-3), ("tf32", 1.5e-3)])
+@pytest.mark.parametrize("out_layout", ["row", "col"])
+def test_gpu_tma_for_thin_and_odd_shapes_stages_c(case, mode, tol, out_layout):
+    """Shapes whose pointer loads would be scalar run TMA (thin M included, operands
+    copied; tf32's K-major copy makes them vectorise, so it may take either), and a C
+    whose rows a descriptor cannot take (N = 4097, or column-major) is staged in an
+    aligned buffer and copied into `out`: every element written."""
+    from kernels import dispatch
+
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("the TMA variant is a Hopper (sm_90) path")
+    inp = make_inputs(case, MODES[mode], "cuda", seed=case.n)
+    dtype = getattr(torch, MODES[mode].output_dtype)
+    out = torch.full((case.m, case.n), float("nan"), dtype=dtype, device="cuda") \
+        if out_layout == "row" else \
+        torch.full((case.n, case.m), float("nan"), dtype=dtype, device="cuda").t()
+    if mode != "tf32":   # 16-bit N not a multiple of 16 and fp8 (K-major B, M < 128): TMA
+        assert dispatch.plan(mode_named(mode), inp.a, inp.b).pick.variant == "tma"
+    got = kernels.matmul(inp.a, inp.b, precision=mode, out=out, scale_a=inp.scale_a,
+                         scale_b=inp.scale_b)
+    assert got is out and not torch.isnan(got.float()).any()
+    assert relative_error(got, inp.reference()) < tol
 
 
 @pytest.mark.gpu
