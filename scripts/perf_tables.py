@@ -237,6 +237,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s9-long-tail": lambda: s9_long_tail(S9 / "cases.csv", "callE-"),
     "s9-odd": lambda: s9_odd(S9 / "cases.csv"),
     "s9-losses": lambda: s9_losses(S9 / "cases.csv", "callE-", 0.9),
+    "s9-call-f": lambda: s9_call_f(S9 / "cases.csv"),
 }
 
 
@@ -468,6 +469,16 @@ def s9_modes(s8: Path, s9: Path) -> str:
          (new, {"holdout": "callA-holdout"}),
          *((new, {s: f"call{c}-{s}" for s in sets}) for c in "BCD")],
         (new, {s: f"callE-{s}" for s in sets}))
+
+
+def s9_call_f(path: Path) -> str:
+    """tf32 and fp8 after B is copied K-major from M >= 64 (call F), beside call E; the
+    A/B is against 5419b01, the commit before the change."""
+    rows = _rows(path)
+    sets = ("pr", "nightly", "holdout")
+    return modes_table(["call E", "call F", "A/B vs 5419b01", "worst case", "cases < 0.80"],
+                       [(rows, {s: f"callE-{s}" for s in sets})],
+                       (rows, {s: f"callF-{s}" for s in sets}))
 
 
 def _long_tail(case: str) -> bool:
