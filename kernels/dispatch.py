@@ -16,11 +16,14 @@ A call is keyed by (device, mode, M, N, K, operand strides and alignment). For a
    (relayout.CopyCache), so an operand that stays the same across calls, like a weight,
    does not pay it per call.
 2. Variants: `tma` where both operands (after 1) can be described and the chip has TMA
-   (sm_90+); `tiled` always; split-K (`tiled`, split_k > 1) where the output tiles
-   leave SMs idle and K is long.
-3. The tile: the committed tuning table's entry for the exact key or the nearest shape of
-   the same bucket (kernels/table.py); else kernels.configs.heuristic. A caller's
-   `choose` hook (the harness) gets this pick first among the candidates.
+   (sm_90+); `tiled` too unless its pointer loads would be scalar (`_pointer_fast`; such
+   a call takes TMA even at thin M, with aligned copies) or it is fp8 with a K-major B
+   and M < 128; split-K (`tiled`, split_k > 1) where the output tiles leave SMs idle and
+   K is long.
+3. The tile: the committed tuning table's entry for the exact key, else the nearest entry
+   of the same bucket by regime (kernels/table.py), among the variants the call can run;
+   else kernels.configs.heuristic. A caller's `choose` hook (the harness) gets this pick
+   first among the candidates.
 
 Plans are cached per key, so a repeated call skips all of this.
 """
