@@ -4,10 +4,12 @@
 records what it was tuned on and for: chip, driver, triton version, the source hash of
 the variant's kernel, the bucket (family, mode, operand layouts, tma or pointer path) and
 the exact shape. At call time, `lookup` returns the entry for the exact shape, or the
-nearest entry of the same bucket by regime (`regime`: how many output tiles, how deep
-K, how narrow the thinner side; within NEAREST_MAX), or None (the caller's heuristic
-then decides). An entry whose kernel hash differs from the
-current source is stale: never used, listed by `stale_entries` (and `gemmgate tune
+nearest entry of the same bucket by regime (`regime`: how many output tiles, how deep K,
+how narrow the thinner side; within NEAREST_MAX), or None (the caller's heuristic then
+decides). Only entries whose variant the call can run count; a `fragile` tile serves its
+own shape and shapes it tiles exactly; a bucket of unaligned rows (ld16-ld64) with
+nothing near borrows from its ld128 sibling. An entry whose kernel hash differs from
+the current source is stale: never used, listed by `stale_entries` (and `gemmgate tune
 --stale` retunes them); the first stale hit in a process warns.
 
 A table file names the device names it serves (`match`: lower-case substrings of
