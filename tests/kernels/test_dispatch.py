@@ -119,3 +119,29 @@ def test_relayout_copies_any_view_to_an_aligned_row_major_matrix():
     for view in (x, x.t(), x[:, 3:40], x.t()[5:, :33]):
         y = aligned_copy(view)
         assert torch.equal(y, view) and y.stride(1) == 1 and y.stride(0) % 8 == 0
+
+
+def test_every_set_resolves_to_a_runnable_tile_on_the_committed_h200_table():
+    """decide + the committed table (or the heuristic) for every shape of every set and
+    mode, as an H200 would: the tile fits its shared memory and registers, and its
+    variant is one the call may run (a tiled entry never reaches a TMA-only call)."""
+    from gemmgate.shapes import SETS
+    from kernels import table
+    from kernels.configs import heuristic, usable
+
+    smem, sms = 232448, 132
+    for shapes in SETS.values():
+        for case in shapes:
+            if 0 in (case.m, case.n, case.k):
+                continue
+            for name in ("fp32", "tf32", "tf32x3", "bf16", "fp16", "fp8"):
+                elem = {"fp8": 1, "bf16": 2, "fp16": 2}.get(name, 4)
+                fam, _, bucket, _, _, variants = _decide(
+                    name, case.m, case.n, case.k, a=case.layout[0], b=case.layout[1],
+                    pad=case.pad, elem=elem)
+                found = table.lookup("NVIDIA H200", bucket, case.m, case.n, case.k,
+                                     variants=variants)
+                tile = found[0] if found else heuristic(
+                    fam, case.m, case.n, case.k, tma=variants[0] == "tma", num_sms=sms,
+                    smem_limit=smem, tiled="tiled" in variants)
+                assert usable(tile, fam, smem) and tile.variant in variants, (case, name)
