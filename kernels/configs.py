@@ -17,7 +17,7 @@ the tuning table has nothing near: picked from the shape in microseconds, never 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 VARIANTS = ("tiled", "tma")
 FAMILIES = ("16bit", "fp32", "fp8")
@@ -161,10 +161,8 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
     big, mid, small = _TILES[family][0], _MID[family], _SMALL[family]
     variant = "tma" if tma else "tiled"
     if m <= 32 and tiled:
-        bm, bn, bk = _SKINNY[family][0]
-        c = _t(bm, bn, bk, 4, 4)
-        split = split_for(m, n, k, c, num_sms)
-        return _t(bm, bn, bk, 4, 4, split=split) if split > 1 else c
+        c = _t(*_SKINNY[family][0], 4, 4)
+        return replace(c, split_k=split_for(m, n, k, c, num_sms))
     for (bm, bn, bk), stages, warps in ((big, 3, 8), (mid, 4, 8), (small, 4, 4)):
         cand = _t(bm, bn, bk, stages, warps, variant)
         if cdiv(m, bm) * cdiv(n, bn) >= num_sms and usable(cand, family, smem_limit):
@@ -172,9 +170,9 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
     # Even small tiles leave SMs idle. Split K where it is long (session 9: the tiled
     # variant unsplit ran fp8 at 0.09-0.50 of cuBLAS where TMA ran 0.94).
     c = _t(*small, 4, 4, variant)
-    split = split_for(m, n, k, _t(*small, 4, 4), num_sms) if tiled else 1
+    split = split_for(m, n, k, c, num_sms) if tiled else 1   # counts c's tiles only
     if split > 1:
-        c = _t(*small, 4, 4, split=split)
+        c = replace(c, variant="tiled", split_k=split)
     if not usable(c, family, smem_limit):
         c = _t(*small, 2, 4, c.variant, c.split_k)
     return c

@@ -120,7 +120,8 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     # The tiled kernel's loads would be scalar: a thin-M call takes TMA too (with copies).
     slow = not _pointer_fast(M, N, _layout(sa), _layout(sb),
                              min(_ld_class(sa, 0, "", elem), _ld_class(sb, 0, "", elem)))
-    if _needs_kmajor(mode, cap):
+    kmajor = _needs_kmajor(mode, cap)
+    if kmajor:
         copy_a = "kmajor" if sa[1] != 1 and (N >= _COPY_MIN_DIM or slow) else ""
         copy_b = "kmajor" if sb[0] != 1 and (M >= _TMA_MIN_M or slow) else ""
     ieee = mode.input_precision == "ieee" and fam == "fp32"
@@ -132,7 +133,7 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     ok_b = copy_b != "" or (aligned[1] and describable((K, N), sb, elem) is not None)
     # fp8 with a K-major B and thin M: the tiled kernel ran at 0.01-0.33 of cuBLAS (session
     # 9 holdout, M = 26-70), the TMA variant fp8 K-major at 0.7-1.0 elsewhere.
-    fp8_kb = mode.scaled and _needs_kmajor(mode, cap) and (sb[0] == 1 or copy_b == "kmajor")
+    fp8_kb = mode.scaled and kmajor and (sb[0] == 1 or copy_b == "kmajor")
     tma_m = M >= _TMA_MIN_M or slow or fp8_kb
     if has_tma and tma_m:
         if not ok_a and (N >= _COPY_MIN_DIM or slow):

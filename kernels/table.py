@@ -27,7 +27,7 @@ import warnings
 from pathlib import Path
 
 from kernels import matmul_tiled, matmul_tma
-from kernels.configs import TileConfig
+from kernels.configs import TileConfig, cdiv
 
 SCHEMA, VERSION = "kernels.tuning-table", 1
 DEFAULT_DIR = Path(__file__).parent / "tuned"
@@ -113,7 +113,7 @@ def regime(m: int, n: int, k: int) -> tuple[float, float, float]:
     thinner of M and N), each capped where it stops mattering. Shapes of one regime take
     the same tile (8192 x 28672 x 8192 runs 8192^3's), unlike shapes merely near in
     M, N, K (2048^3 does not run 1024^3's)."""
-    tiles = -(-max(m, 1) // 128) * -(-max(n, 1) // 128)
+    tiles = cdiv(max(m, 1), 128) * cdiv(max(n, 1), 128)
     return (min(math.log2(tiles), _TILES_CAP), min(math.log2(max(k, 1)), _DEPTH_CAP),
             min(math.log2(max(min(m, n), 1)), _NARROW_CAP))
 
@@ -140,11 +140,11 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
     """(tile, "table" | "table-nearest") for this shape among entries whose variant the
     call can run, or None. A bucket below ld128 with nothing near borrows from its
     ld128 sibling (the same operands, rows aligned to 128 bytes)."""
-    found = _lookup(entries_for(device_name, directory), bucket, m, n, k, variants)
+    table_entries = entries_for(device_name, directory)
+    found = _lookup(table_entries, bucket, m, n, k, variants)
     head, _, ld = bucket.rpartition(" ld")
     if found is None and ld != "128":
-        found = _lookup(entries_for(device_name, directory), f"{head} ld128", m, n, k,
-                        variants)
+        found = _lookup(table_entries, f"{head} ld128", m, n, k, variants)
         found = found and (found[0], "table-nearest")
     return found
 
