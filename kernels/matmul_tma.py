@@ -30,7 +30,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.configs import TileConfig, cdiv
-from kernels.relayout import pitch
+from kernels.relayout import aligned_empty
 
 
 @triton.jit
@@ -153,8 +153,7 @@ def launcher(config: TileConfig, a, b, out, sa, sb, *, input_precision: str, is_
     # C rows a descriptor cannot take (N = 4097 bf16): stage C in an aligned buffer and
     # copy it into `out` after; the kernel's masked pointer stores ran the whole GEMM at
     # 0.51-0.59 of the aligned speed (session 9, fp8 and bf16 4096 x 4097 x 4096).
-    stage = None if cv is not None and not cv[1] else \
-        torch.empty((M, pitch(N, out.element_size())), dtype=out.dtype, device=out.device)[:, :N]
+    stage = None if cv is not None and not cv[1] else aligned_empty(M, N, out.dtype, out.device)
     c = out if stage is None else stage
     c_desc = _descriptor(c, [bm, bn])
     sms = num_sms(a.device)

@@ -41,16 +41,20 @@ def pitch(cols: int, elem: int) -> int:
     return cdiv(cols, per) * per
 
 
+def aligned_empty(rows: int, cols: int, dtype: torch.dtype, device) -> torch.Tensor:
+    """An uninitialised (rows, cols) row-major view whose rows start 16-byte aligned."""
+    return torch.empty((rows, pitch(cols, dtype.itemsize)), dtype=dtype, device=device)[:, :cols]
+
+
 def aligned_copy(x: torch.Tensor) -> torch.Tensor:
     """x (rows, cols), any strides, as a row-major view with a 16-byte aligned pitch."""
     rows, cols = x.shape
-    pitch_ = pitch(cols, x.element_size())
-    buf = torch.empty((rows, pitch_), dtype=x.dtype, device=x.device)
+    y = aligned_empty(rows, cols, x.dtype, x.device)
     if rows and cols:
         grid = (cdiv(rows, _BLOCK), cdiv(cols, _BLOCK))
-        _copy_kernel[grid](x, buf, rows, cols, x.stride(0), x.stride(1), pitch_,
+        _copy_kernel[grid](x, y, rows, cols, x.stride(0), x.stride(1), y.stride(0),
                            BLOCK_R=_BLOCK, BLOCK_C=_BLOCK, num_warps=4)
-    return buf[:, :cols]
+    return y
 
 
 class CopyCache:
