@@ -40,6 +40,11 @@ class Chip:
             raise ValueError(f"{self.id}: peak given for unsupported modes {sorted(stray)}")
 
     @property
+    def flush_bytes(self) -> int:
+        """The L2-flush buffer zeroed before each timed call: twice the last-level cache."""
+        return 2 * self.llc_bytes
+
+    @property
     def device_type(self) -> str:
         return "cpu" if self.vendor == "cpu" else "cuda"
 

@@ -110,7 +110,7 @@ class Runner:
             if chooser is not None and chooser.last is not None:
                 tiles[name] = chooser.last   # the tile that kernel ran
         del ref
-        flush = 2 * chip.llc_bytes
+        flush = chip.flush_bytes
         injected = None
         if ctx.slowdown > 0 and "triton" in calls:
             injected = _inject(calls, ctx.slowdown, ctx.policy, flush, ctx.device)

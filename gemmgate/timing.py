@@ -105,10 +105,15 @@ def measure(fns: dict[str, Callable[[], object]], policy: TimingPolicy, *,
     return _measure_device(fns, policy, flush_bytes, device)
 
 
-def _measure_wall(fns, policy, flush_bytes) -> dict[str, list[float]]:
+def flush_buffer(flush_bytes: int, device: str = "cpu"):
+    """The buffer zeroed before each timed call to evict the cache (at least one float)."""
     import torch
 
-    buf = torch.empty(max(flush_bytes // 4, 1), dtype=torch.float32)
+    return torch.empty(max(flush_bytes // 4, 1), dtype=torch.float32, device=device)
+
+
+def _measure_wall(fns, policy, flush_bytes) -> dict[str, list[float]]:
+    buf = flush_buffer(flush_bytes)
     for fn in fns.values():
         for _ in range(policy.warmup):
             fn()
@@ -256,7 +261,7 @@ def _warm(run: dict, buf, seconds: float) -> None:
 def _measure_device(fns, policy, flush_bytes, device) -> dict[str, list[float]]:
     import torch
 
-    buf = torch.empty(max(flush_bytes // 4, 1), dtype=torch.float32, device=device)
+    buf = flush_buffer(flush_bytes, device)
     for fn in fns.values():
         for _ in range(policy.warmup):  # first call compiles and autotunes
             fn()

@@ -152,7 +152,7 @@ class PerfRunner:
         from gemmgate.providers import kernel_call, vendor_provider
         from gemmgate.run import case_seed
         from gemmgate.slowdown import slowed
-        from gemmgate.timing import graphed
+        from gemmgate.timing import flush_buffer, graphed
 
         mode, case = get_mode(mode_name), self.cases[case_id]
         with vendor_flags(mode):
@@ -164,11 +164,8 @@ class PerfRunner:
                     self.slowdown * median_ms, self.ctx.device)
         if not self.gpu:
             return fn
-        import torch
-
         replay = graphed(fn, self.policy.warmup)
-        flush = torch.empty(2 * self.chip.llc_bytes // 4, dtype=torch.float32,
-                            device=self.ctx.device)
+        flush = flush_buffer(self.chip.flush_bytes, self.ctx.device)
         clock = self.clock
         if self.figure == "ratio":  # the vendor's call beside it, captured under its flags
             with vendor_flags(mode):
