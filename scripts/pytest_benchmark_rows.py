@@ -13,9 +13,14 @@ the GPU run slower then?). scripts/perf_tables.py reads the file.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gemmgate.files import write_text_atomic  # noqa: E402
 
 
 def _benchmarks(path: str) -> dict[str, dict]:
@@ -72,12 +77,11 @@ def main(argv: list[str]) -> int:
     if not got:
         print(f"error: {argv[1]} holds no benchmarks", file=sys.stderr)
         return 2
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    with tmp.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(got[0]))
-        w.writeheader()
-        w.writerows(got)
-    tmp.replace(out)
+    text = io.StringIO(newline="")
+    w = csv.DictWriter(text, fieldnames=list(got[0]))
+    w.writeheader()
+    w.writerows(got)
+    write_text_atomic(out, text.getvalue())
     print(f"wrote {len(got)} rows to {out}")
     return 0
 
