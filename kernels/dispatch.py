@@ -45,6 +45,8 @@ from kernels.relayout import CopyCache, aligned_copy, pitch
 _COPY_MIN_DIM = 128    # copy an operand K-major only when the other side reuses it this much
 _TMA_MIN_M = 64        # wgmma's M: from here the TMA variant runs, and needs B K-major
 COPIES = CopyCache()   # operand copies of calls with cache_copies=True
+CALLS: dict[tuple, tuple] = {}   # kernels.matmul's checked calls: key -> (mode, plan)
+_MAX_CALLS = 4096
 
 
 @dataclass(frozen=True)
@@ -207,8 +209,16 @@ def _b_kmajor_after(copy_b: str, stride: tuple) -> bool:
     return copy_b == "kmajor" or (copy_b == "aligned" and stride[0] == 1)
 
 
+def remember(key: tuple, resolved: tuple) -> None:
+    """Keep a checked call's (mode, plan) for kernels.matmul (CALLS), at most _MAX_CALLS."""
+    if len(CALLS) >= _MAX_CALLS:
+        CALLS.clear()
+    CALLS[key] = resolved
+
+
 def reset() -> None:
     """Forget cached plans, tables and operand copies (after a tuning table was written)."""
+    CALLS.clear()
     _plan.cache_clear()
     COPIES.clear()
     table.reload()

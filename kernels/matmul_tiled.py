@@ -20,6 +20,7 @@ no atomics), applies the fp8 scales and casts. `INPUT_PRECISION` is always expli
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
@@ -27,6 +28,7 @@ import triton
 import triton.language as tl
 
 from kernels.configs import TileConfig, cdiv
+from kernels.launch import Launch
 
 
 @triton.jit
@@ -126,31 +128,39 @@ def launcher(config: TileConfig, a, b, out, sa, sb, *, input_precision: str, is_
     workspace, allocated here (inside a CUDA graph capture when the call is captured)."""
     M, K = a.shape
     N = b.shape[1]
+    main, reduce = _launches(config, M, N, K, a.stride(), b.stride(), out.stride(),
+                             input_precision, is_fp32, has_scale)
+    if reduce is None:
+        return lambda: main(a, b, out, out, sa, sb)
+    ws = torch.empty((reduce.kw["SPLIT_K"], M, N), dtype=torch.float32, device=a.device)
+
+    def run() -> None:
+        main(a, b, out, ws, sa, sb)
+        reduce(ws, out, sa, sb)
+
+    return run
+
+
+@functools.lru_cache(maxsize=1024)
+def _launches(config: TileConfig, M: int, N: int, K: int, sa: tuple, sb: tuple, sc: tuple,
+              input_precision: str, is_fp32: bool, has_scale: bool
+              ) -> tuple[Launch, Launch | None]:
+    """The main kernel's launch and, with split-K, the reduction's: everything but the
+    tensors, made once per shape, strides, tile and flags (kernels/launch.py)."""
     k_per = _k_per_split(config, K)
     split = splits(config, K)
-    (sam, g_am), (sak, g_ak) = _split_stride(a.stride(0)), _split_stride(a.stride(1))
-    (sbk, g_bk), (sbn, g_bn) = _split_stride(b.stride(0)), _split_stride(b.stride(1))
+    (sam, g_am), (sak, g_ak) = _split_stride(sa[0]), _split_stride(sa[1])
+    (sbk, g_bk), (sbn, g_bn) = _split_stride(sb[0]), _split_stride(sb[1])
     grid = (cdiv(M, config.block_m) * cdiv(N, config.block_n), split)
-    ws = torch.empty((split, M, N), dtype=torch.float32, device=a.device) if split > 1 \
-        else out
-    args = (a, b, out, ws, sa, sb, M, N, K, k_per, sam, sak, sbk, sbn,
-            out.stride(0), out.stride(1))
     kw = dict(G_AM=g_am, G_AK=g_ak, G_BK=g_bk, G_BN=g_bn, BLOCK_M=config.block_m,
               BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
               SPLIT_K=split, INPUT_PRECISION=input_precision, IS_FP32=is_fp32,
               HAS_SCALE=has_scale, num_stages=config.num_stages, num_warps=config.num_warps)
-    main = _tiled_kernel[grid]
+    main = Launch(_tiled_kernel, grid, (M, N, K, k_per, sam, sak, sbk, sbn, *sc), kw)
     if split == 1:
-        return lambda: main(*args, **kw)
-    reduce = _reduce_kernel[(cdiv(M * N, _REDUCE_BLOCK),)]
-    rargs = (ws, out, sa, sb, M, N, out.stride(0), out.stride(1))
+        return main, None
     rkw = dict(SPLIT_K=split, BLOCK=_REDUCE_BLOCK, HAS_SCALE=has_scale, num_warps=4)
-
-    def run() -> None:
-        main(*args, **kw)
-        reduce(*rargs, **rkw)
-
-    return run
+    return main, Launch(_reduce_kernel, (cdiv(M * N, _REDUCE_BLOCK),), (M, N, *sc), rkw)
 
 
 def launch(config: TileConfig, a, b, out, sa, sb, **flags) -> None:

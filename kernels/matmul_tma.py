@@ -30,6 +30,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.configs import TileConfig, cdiv
+from kernels.launch import Launch
 from kernels.relayout import aligned_empty
 
 
@@ -99,13 +100,13 @@ def describable(shape: tuple, stride: tuple, elem: int) -> bool | None:
     return None
 
 
-def tma_view(x: torch.Tensor) -> tuple[torch.Tensor, bool] | None:
-    """(a row-major 2-D view of x or of x.T, whether it is x.T) that a tensor descriptor
-    can take (`describable`, and a 16-byte aligned base), or None."""
+def tma_form(x: torch.Tensor) -> bool | None:
+    """How a tensor descriptor takes x: row-major (False), transposed (True: x is
+    column-major), or not at all (None: `describable` says no, or the base is not 16-byte
+    aligned)."""
     if x.data_ptr() % 16:
         return None
-    t = describable(x.shape, x.stride(), x.element_size())
-    return None if t is None else (x.t() if t else x, t)
+    return describable(x.shape, x.stride(), x.element_size())
 
 
 @functools.cache
@@ -117,61 +118,70 @@ def num_sms(device: torch.device) -> int:
     return 4 if device.type == "cpu" else _sm_count(device.index or 0)
 
 
-def _descriptor(t: torch.Tensor, block: list[int]) -> TensorDescriptor:
-    """A host descriptor without from_tensor's per-call validation: the dispatcher checked
-    alignment (tma_view) once for this call's tensors; this runs on every eager call."""
+def _descriptor(t: torch.Tensor, transposed: bool, block: list[int]) -> TensorDescriptor:
+    """A host descriptor of t (of t.T when `transposed`, without making the view) built
+    without from_tensor's per-call validation: the launcher checked it (`tma_form`), and
+    this runs on every eager call."""
+    (r, c), (sr, sc) = t.shape, t.stride()
     d = object.__new__(TensorDescriptor)
-    for name, value in _descriptor_defaults():
-        setattr(d, name, value)
-    d.base, d.shape, d.strides, d.block_shape = t, list(t.shape), list(t.stride()), block
+    d.__dict__.update(_descriptor_defaults(), base=t, block_shape=block,
+                      shape=[c, r] if transposed else [r, c],
+                      strides=[sc, sr] if transposed else [sr, sc])
     return d
 
 
 @functools.cache
-def _descriptor_defaults() -> tuple[tuple[str, object], ...]:
+def _descriptor_defaults() -> dict[str, object]:
     """TensorDescriptor's fields with defaults (this triton's), read once."""
-    return tuple((f.name, f.default) for f in dataclasses.fields(TensorDescriptor)
-                 if f.default is not dataclasses.MISSING)
+    return {f.name: f.default for f in dataclasses.fields(TensorDescriptor)
+            if f.default is not dataclasses.MISSING}
 
 
 def launcher(config: TileConfig, a, b, out, sa, sb, *, input_precision: str, is_fp32: bool,
              has_scale: bool) -> Callable[[], None] | None:
     """The TMA variant's launch, prepared (descriptors built once), or None when a or b
-    cannot be described (`tma_view`); C is stored through a descriptor when it can be,
-    else by pointers."""
-    va, vb = tma_view(a), tma_view(b)
-    if va is None or vb is None:
+    cannot be described (`tma_form`); C is stored through a descriptor, into `out` or
+    into an aligned staging buffer copied into `out`."""
+    a_t, b_t = tma_form(a), tma_form(b)
+    if a_t is None or b_t is None:
         return None
     M, K = a.shape
     N = b.shape[1]
-    bm, bn, bk = config.block_m, config.block_n, config.block_k
-    av, a_t = va
-    bv, b_t = vb
-    a_desc = _descriptor(av, [bk, bm] if a_t else [bm, bk])
-    b_desc = _descriptor(bv, [bn, bk] if b_t else [bk, bn])
-    cv = tma_view(out)
     # C rows a descriptor cannot take (N = 4097 bf16): stage C in an aligned buffer and
     # copy it into `out` after; the kernel's masked pointer stores ran the whole GEMM at
     # 0.51-0.59 of the aligned speed (session 9, fp8 and bf16 4096 x 4097 x 4096).
-    stage = None if cv is not None and not cv[1] else aligned_empty(M, N, out.dtype, out.device)
+    stage = None if tma_form(out) is False else aligned_empty(M, N, out.dtype, out.device)
     c = out if stage is None else stage
-    c_desc = _descriptor(c, [bm, bn])
-    sms = num_sms(a.device)
-    grid = (min(sms, cdiv(M, bm) * cdiv(N, bn)),)
-    args = (a_desc, b_desc, c_desc, c, sa, sb, M, N, K, c.stride(0), c.stride(1))
-    kw = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=config.group_m, NUM_SMS=sms,
-              A_T=a_t, B_T=b_t, C_TMA=True, INPUT_PRECISION=input_precision,
-              IS_FP32=is_fp32, HAS_SCALE=has_scale, num_stages=config.num_stages,
-              num_warps=config.num_warps)
-    kernel = _tma_kernel[grid]
+    run = _launch(config, M, N, K, a_t, b_t, c.stride(), a.dtype, num_sms(a.device),
+                  input_precision, is_fp32, has_scale)
+    bm, bn, bk = config.block_m, config.block_n, config.block_k
+    a_desc = _descriptor(a, a_t, [bk, bm] if a_t else [bm, bk])
+    b_desc = _descriptor(b, b_t, [bn, bk] if b_t else [bk, bn])
+    c_desc = _descriptor(c, False, [bm, bn])
     if stage is None:
-        return lambda: kernel(*args, **kw)
+        return lambda: run(a_desc, b_desc, c_desc, c, sa, sb)
 
     def staged() -> None:
-        kernel(*args, **kw)
+        run(a_desc, b_desc, c_desc, c, sa, sb)
         out.copy_(stage)
 
     return staged
+
+
+@functools.lru_cache(maxsize=1024)
+def _launch(config: TileConfig, M: int, N: int, K: int, a_t: bool, b_t: bool, sc: tuple,
+            dtype: torch.dtype, sms: int, input_precision: str, is_fp32: bool,
+            has_scale: bool) -> Launch:
+    """The kernel's launch but for its tensors, made once per shape, layout, operand
+    dtype, tile and flags (kernels/launch.py: the descriptors' specialization, their
+    dtype and block shape, is fixed by these)."""
+    bm, bn = config.block_m, config.block_n
+    grid = (min(sms, cdiv(M, bm) * cdiv(N, bn)),)
+    kw = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=config.block_k, GROUP_M=config.group_m,
+              NUM_SMS=sms, A_T=a_t, B_T=b_t, C_TMA=True, INPUT_PRECISION=input_precision,
+              IS_FP32=is_fp32, HAS_SCALE=has_scale, num_stages=config.num_stages,
+              num_warps=config.num_warps)
+    return Launch(_tma_kernel, grid, (M, N, K, *sc), kw)
 
 
 def launch(config: TileConfig, a, b, out, sa, sb, **flags) -> None:

@@ -10,6 +10,7 @@ memory in between.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -19,6 +20,7 @@ import triton
 import triton.language as tl
 
 from kernels.configs import cdiv
+from kernels.launch import Launch
 
 
 @triton.jit
@@ -51,10 +53,16 @@ def aligned_copy(x: torch.Tensor) -> torch.Tensor:
     rows, cols = x.shape
     y = aligned_empty(rows, cols, x.dtype, x.device)
     if rows and cols:
-        grid = (cdiv(rows, _BLOCK), cdiv(cols, _BLOCK))
-        _copy_kernel[grid](x, y, rows, cols, x.stride(0), x.stride(1), y.stride(0),
-                           BLOCK_R=_BLOCK, BLOCK_C=_BLOCK, num_warps=4)
+        _copy(rows, cols, x.stride(0), x.stride(1), y.stride(0))(x, y)
     return y
+
+
+@functools.lru_cache(maxsize=256)
+def _copy(rows: int, cols: int, sxr: int, sxc: int, syr: int) -> Launch:
+    """The copy kernel's launch but for its tensors (kernels/launch.py)."""
+    grid = (cdiv(rows, _BLOCK), cdiv(cols, _BLOCK))
+    return Launch(_copy_kernel, grid, (rows, cols, sxr, sxc, syr),
+                  dict(BLOCK_R=_BLOCK, BLOCK_C=_BLOCK, num_warps=4))
 
 
 class CopyCache:

@@ -68,7 +68,7 @@ def test_tma_kernel_itself_on_every_layout(shape, a_t, b_t, device):
     b = torch.randn(k, n, generator=g).to(device)
     a = a.t().contiguous().t() if a_t else a
     b = b.t().contiguous().t() if b_t else b
-    if matmul_tma.tma_view(a) is None or matmul_tma.tma_view(b) is None:
+    if matmul_tma.tma_form(a) is None or matmul_tma.tma_form(b) is None:
         pytest.skip("operands not describable (16-byte rule): the dispatcher never sends these")
     out = torch.full((m, n), float("nan"), device=device)
     matmul_tma.launch(CPU_VARIANTS["tma"], a, b, out, a, a, input_precision="ieee",
