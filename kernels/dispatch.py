@@ -45,7 +45,7 @@ from kernels.relayout import CopyCache, aligned_copy, pitch
 _COPY_MIN_DIM = 128    # copy an operand K-major only when the other side reuses it this much
 _TMA_MIN_M = 64        # wgmma's M: from here the TMA variant runs, and needs B K-major
 COPIES = CopyCache()   # operand copies of calls with cache_copies=True
-CALLS: dict[tuple, tuple] = {}   # kernels.matmul's checked calls: key -> (mode, plan)
+CALLS: dict[tuple, object] = {}   # kernels.matmul's checked calls: key -> Resolved
 _MAX_CALLS = 4096
 
 
@@ -209,8 +209,8 @@ def _b_kmajor_after(copy_b: str, stride: tuple) -> bool:
     return copy_b == "kmajor" or (copy_b == "aligned" and stride[0] == 1)
 
 
-def remember(key: tuple, resolved: tuple) -> None:
-    """Keep a checked call's (mode, plan) for kernels.matmul (CALLS), at most _MAX_CALLS."""
+def remember(key: tuple, resolved: object) -> None:
+    """Keep a checked call (kernels.matmul.Resolved) for reuse (CALLS), at most _MAX_CALLS."""
     if len(CALLS) >= _MAX_CALLS:
         CALLS.clear()
     CALLS[key] = resolved

@@ -3,8 +3,10 @@
 The public entry: validate the call, ask the dispatcher (kernels/dispatch.py) for a plan
 (operand copies, which variants apply, the tuned or heuristic tile), then launch one
 variant: `tiled` (kernels/matmul_tiled.py: any strides, split-K) or `tma` (kernels/
-matmul_tma.py: persistent, tensor-memory descriptors, Hopper). Plans are cached per
-shape and strides, so a repeated call costs the checks and the launch only.
+matmul_tma.py: persistent, tensor-memory descriptors, Hopper). A call like an earlier one
+(dtypes, shapes, strides, alignment) reuses its checks, plan and launch recipe, and the
+kernel launches without Triton's binder (kernels/launch.py): it costs a key, the
+descriptors and the launch.
 
 Which tile runs: `config=` when the caller gives one; else the caller's `choose(key,
 candidates, bench)` hook (the harness: pins, or timing `bench` within a budget for
@@ -24,6 +26,7 @@ import functools
 import hashlib
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import torch
 import triton
@@ -52,14 +55,25 @@ def _bench_ms(fn, rep_ms: float = 25.0) -> float:
         return math.inf
 
 
-def _resolve(a, b, precision, out, scale_a, scale_b) -> tuple[KernelMode, dispatch.Plan | None]:
-    """The call's mode and plan (None when M or N is 0). A GPU call whose tensors match
-    an earlier call's in everything the checks and the plan read (dtypes, devices,
-    shapes, strides, alignment, out and scales) reuses that call's answer (dispatch.CALLS):
-    the checks and the plan lookup cost ~12 us of host time a call, the key ~3 us."""
+@dataclass
+class Resolved:
+    """A checked call: its mode, its plan (None when M or N is 0), and the launch recipes
+    made for its tensors per tile (kernels/matmul_tiled.py, matmul_tma.py)."""
+
+    mode: KernelMode
+    plan: dispatch.Plan | None
+    recipes: dict = field(default_factory=dict)
+
+
+def _resolve(a, b, precision, out, scale_a, scale_b) -> Resolved:
+    """The call checked and planned. A GPU call whose tensors match an earlier call's in
+    everything the checks, the plan and the launch recipe read (dtypes, devices, shapes,
+    strides, alignment, out and scales) reuses that call's answer (dispatch.CALLS): the
+    checks and the plan lookup cost ~12 us of host time a call, the key ~3 us."""
     try:
         key = (a.device, b.device, a.dtype, b.dtype, a.shape, b.shape, a.stride(), b.stride(),
-               a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0, precision, _facts(out),
+               a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0, precision,
+               None if out is None else (*_facts(out), out.stride(), out.data_ptr() % 16 == 0),
                _facts(scale_a), _facts(scale_b))
         hit = dispatch.CALLS.get(key)
     except (AttributeError, TypeError):  # not tensors, or an unhashable precision:
@@ -67,10 +81,10 @@ def _resolve(a, b, precision, out, scale_a, scale_b) -> tuple[KernelMode, dispat
     if hit is not None:
         return hit
     mode = _check(a, b, precision, out, scale_a, scale_b)
-    plan = dispatch.plan(mode, a, b) if a.shape[0] and b.shape[1] else None
+    resolved = Resolved(mode, dispatch.plan(mode, a, b) if a.shape[0] and b.shape[1] else None)
     if key is not None and a.device.type != "cpu":  # the CPU's checks read TRITON_INTERPRET
-        dispatch.remember(key, (mode, plan))
-    return mode, plan
+        dispatch.remember(key, resolved)
+    return resolved
 
 
 def _facts(x) -> tuple | None:
@@ -155,7 +169,8 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
     for operands that stay the same across calls, like weights. A write into the tensor
     that bypasses PyTorch is not seen: do not ask for it then.
     """
-    mode, plan = _resolve(a, b, precision, out, scale_a, scale_b)
+    resolved = _resolve(a, b, precision, out, scale_a, scale_b)
+    mode, plan = resolved.mode, resolved.plan
     M, K = a.shape
     N = b.shape[1]
     if out is None:
@@ -182,14 +197,22 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
     if config is None and choose is not None:
         cands = dispatch.candidates(plan, a.device, M, N, K)
         config = choose(plan.key, cands, bench)
-    _launcher(config or plan.pick, a, b, out, sa, sb, flags)()
+    cfg = config or plan.pick
+    recipe = resolved.recipes.get(cfg)
+    if recipe is None:  # the resolved call's tensors always yield the same recipe
+        recipe = resolved.recipes[cfg] = _recipe(cfg, a, b, out, flags)
+    recipe.bind(a, b, out, sa, sb)()
     return out
 
 
-def _launcher(cfg: TileConfig, a, b, out, sa, sb, flags: dict):
+def _recipe(cfg: TileConfig, a, b, out, flags: dict):
     if cfg.variant == "tma":
-        fn = matmul_tma.launcher(cfg, a, b, out, sa, sb, **flags)
-        if fn is not None:
-            return fn
+        r = matmul_tma.recipe(cfg, a, b, out, **flags)
+        if r is not None:
+            return r
         cfg = dataclasses.replace(cfg, variant="tiled")  # not describable: pointer loads
-    return matmul_tiled.launcher(cfg, a, b, out, sa, sb, **flags)
+    return matmul_tiled.recipe(cfg, a, b, out, **flags)
+
+
+def _launcher(cfg: TileConfig, a, b, out, sa, sb, flags: dict):
+    return _recipe(cfg, a, b, out, flags).bind(a, b, out, sa, sb)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -122,23 +123,43 @@ def _split_stride(s: int) -> tuple[int, int]:
     return s // g, g
 
 
-def launcher(config: TileConfig, a, b, out, sa, sb, *, input_precision: str, is_fp32: bool,
-             has_scale: bool) -> Callable[[], None]:
-    """The tiled variant's launch, prepared; with split-K it owns an fp32 (splits, M, N)
-    workspace, allocated here (inside a CUDA graph capture when the call is captured)."""
+@dataclass(frozen=True)
+class Recipe:
+    """The tiled variant's launch for operands of given shapes and strides: the main
+    kernel's Launch and, with split-K, the reduction's over an fp32 (splits, M, N)
+    workspace that `bind` allocates (inside a CUDA graph capture when the call is
+    captured)."""
+
+    main: Launch
+    reduce: Launch | None
+    workspace: tuple[int, int, int]
+
+    def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
+        main, reduce = self.main, self.reduce
+        if reduce is None:
+            return lambda: main(a, b, out, out, sa, sb)
+        ws = torch.empty(self.workspace, dtype=torch.float32, device=a.device)
+
+        def run() -> None:
+            main(a, b, out, ws, sa, sb)
+            reduce(ws, out, sa, sb)
+
+        return run
+
+
+def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
+           has_scale: bool) -> Recipe:
+    """The tiled variant's launch for tensors like these (kernels/launch.py)."""
     M, K = a.shape
     N = b.shape[1]
     main, reduce = _launches(config, M, N, K, a.stride(), b.stride(), out.stride(),
                              input_precision, is_fp32, has_scale)
-    if reduce is None:
-        return lambda: main(a, b, out, out, sa, sb)
-    ws = torch.empty((reduce.kw["SPLIT_K"], M, N), dtype=torch.float32, device=a.device)
+    return Recipe(main, reduce, (splits(config, K), M, N))
 
-    def run() -> None:
-        main(a, b, out, ws, sa, sb)
-        reduce(ws, out, sa, sb)
 
-    return run
+def launcher(config: TileConfig, a, b, out, sa, sb, **flags) -> Callable[[], None]:
+    """The tiled variant's launch for these tensors, prepared."""
+    return recipe(config, a, b, out, **flags).bind(a, b, out, sa, sb)
 
 
 @functools.lru_cache(maxsize=1024)

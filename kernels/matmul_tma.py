@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -31,7 +32,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.configs import TileConfig, cdiv
 from kernels.launch import Launch
-from kernels.relayout import aligned_empty
+from kernels.relayout import aligned_empty, pitch
 
 
 @triton.jit
@@ -137,11 +138,39 @@ def _descriptor_defaults() -> dict[str, object]:
             if f.default is not dataclasses.MISSING}
 
 
-def launcher(config: TileConfig, a, b, out, sa, sb, *, input_precision: str, is_fp32: bool,
-             has_scale: bool) -> Callable[[], None] | None:
-    """The TMA variant's launch, prepared (descriptors built once), or None when a or b
-    cannot be described (`tma_form`); C is stored through a descriptor, into `out` or
-    into an aligned staging buffer copied into `out`."""
+@dataclass(frozen=True)
+class Recipe:
+    """The TMA variant's launch for operands of given shapes, layouts and alignment: all
+    but the descriptors, which `bind` builds from a call's tensors."""
+
+    run: Launch
+    a_t: bool
+    b_t: bool
+    blocks: tuple[list[int], list[int], list[int]]   # A's, B's, C's descriptor boxes
+    staged: bool
+
+    def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
+        stage = aligned_empty(*out.shape, out.dtype, out.device) if self.staged else None
+        c = out if stage is None else stage
+        ab, bb, cb = self.blocks
+        args = (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb),
+                _descriptor(c, False, cb), c, sa, sb)
+        run = self.run
+        if stage is None:
+            return lambda: run(*args)
+
+        def staged() -> None:
+            run(*args)
+            out.copy_(stage)
+
+        return staged
+
+
+def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
+           has_scale: bool) -> Recipe | None:
+    """The TMA variant's launch for tensors like these, or None when a or b cannot be
+    described (`tma_form`); C is stored through a descriptor, into `out` or into an
+    aligned staging buffer copied into `out`."""
     a_t, b_t = tma_form(a), tma_form(b)
     if a_t is None or b_t is None:
         return None
@@ -150,22 +179,19 @@ def launcher(config: TileConfig, a, b, out, sa, sb, *, input_precision: str, is_
     # C rows a descriptor cannot take (N = 4097 bf16): stage C in an aligned buffer and
     # copy it into `out` after; the kernel's masked pointer stores ran the whole GEMM at
     # 0.51-0.59 of the aligned speed (session 9, fp8 and bf16 4096 x 4097 x 4096).
-    stage = None if tma_form(out) is False else aligned_empty(M, N, out.dtype, out.device)
-    c = out if stage is None else stage
-    run = _launch(config, M, N, K, a_t, b_t, c.stride(), a.dtype, num_sms(a.device),
-                  input_precision, is_fp32, has_scale)
+    staged = tma_form(out) is not False
+    sc = (pitch(N, out.element_size()), 1) if staged else out.stride()
+    run = _launch(config, M, N, K, a_t, b_t, sc, a.dtype, num_sms(a.device), input_precision,
+                  is_fp32, has_scale)
     bm, bn, bk = config.block_m, config.block_n, config.block_k
-    a_desc = _descriptor(a, a_t, [bk, bm] if a_t else [bm, bk])
-    b_desc = _descriptor(b, b_t, [bn, bk] if b_t else [bk, bn])
-    c_desc = _descriptor(c, False, [bm, bn])
-    if stage is None:
-        return lambda: run(a_desc, b_desc, c_desc, c, sa, sb)
+    blocks = ([bk, bm] if a_t else [bm, bk], [bn, bk] if b_t else [bk, bn], [bm, bn])
+    return Recipe(run, a_t, b_t, blocks, staged)
 
-    def staged() -> None:
-        run(a_desc, b_desc, c_desc, c, sa, sb)
-        out.copy_(stage)
 
-    return staged
+def launcher(config: TileConfig, a, b, out, sa, sb, **flags) -> Callable[[], None] | None:
+    """The TMA variant's launch for these tensors, prepared, or None (`recipe`)."""
+    r = recipe(config, a, b, out, **flags)
+    return None if r is None else r.bind(a, b, out, sa, sb)
 
 
 @functools.lru_cache(maxsize=1024)

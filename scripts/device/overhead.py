@@ -63,11 +63,29 @@ class CompileClock:
         JITFunction._do_compile = timed
 
 
+def _profile(fn, calls: int, label: str) -> None:
+    import cProfile
+    import pstats
+    import sys
+
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(calls):
+        fn()
+    prof.disable()
+    torch.cuda.synchronize()
+    print(f"--- {label}: {calls} calls", file=sys.stderr)
+    pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(18)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("shapes", nargs="*", default=["64x64x64", "1024x1024x1024"])
     ap.add_argument("--mode", default="bf16")
     ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="then profile N library calls per shape (cProfile, top functions "
+                         "by own time, to stderr)")
     args = ap.parse_args()
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.mode]
     clock = CompileClock()
@@ -89,6 +107,8 @@ def main() -> None:
         ref = _per_call_us(lambda: torch.matmul(a, b, out=out), args.calls)
         print(f"{text},{args.mode},{lib:.1f},{raw:.1f},{ref:.1f},{first:.1f},{compile_ms:.1f},"
               f"{second:.2f}")
+        if args.profile:
+            _profile(lambda: kernels.matmul(a, b, out=out), args.profile, text)
 
 
 if __name__ == "__main__":
