@@ -4,12 +4,14 @@
 shape, microseconds per call (wall clock over `calls` back-to-back calls, one sync at
 the end: on a tiny shape the GPU keeps up, so this is the host's launch path) for
   - kernels.matmul as a library user calls it (checks, plan, copies, launch),
-  - the prepared launch alone (kernels.matmul._launcher: the Triton JIT launch),
+  - the launch alone (kernels.matmul._launcher on the caller's tensors: recipe,
+    descriptors, launch; not what the library runs where its plan copies an operand),
   - torch.matmul (cuBLAS) and, with --mode fp8, torch._scaled_mm,
 and one-call cold figures: the first call on an unseen shape, the part of it spent in
 Triton's compile-or-load (`compile_ms`: JITFunction._do_compile, which builds the kernel
-or loads it from the on-disk cache for a new specialization) and the second call (the
-plan cached). The first shape's first call also reads the tuning table.
+or loads it from the on-disk cache for a new specialization, and CompiledKernel.
+_init_handles, which loads it onto the GPU) and the second call (the plan cached). The
+first shape's first call also reads the tuning table.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import argparse
 import time
 
 import torch
+from triton.compiler.compiler import CompiledKernel
 from triton.runtime.jit import JITFunction
 
 import kernels
@@ -46,21 +49,26 @@ def _once_ms(fn) -> float:
 
 
 class CompileClock:
-    """Time spent inside JITFunction._do_compile while installed (a measurement hook)."""
+    """Time spent compiling (JITFunction._do_compile: build, or load from the on-disk
+    cache) and loading kernels onto the GPU (CompiledKernel._init_handles) while
+    installed (a measurement hook)."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
-        self._orig = JITFunction._do_compile
+        for cls, name in ((JITFunction, "_do_compile"), (CompiledKernel, "_init_handles")):
+            setattr(cls, name, self._timed(getattr(cls, name)))
+
+    def _timed(self, orig):
         clock = self
 
-        def timed(fn, *args, **kwargs):
+        def timed(obj, *args, **kwargs):
             t = time.perf_counter()
             try:
-                return clock._orig(fn, *args, **kwargs)
+                return orig(obj, *args, **kwargs)
             finally:
                 clock.seconds += time.perf_counter() - t
 
-        JITFunction._do_compile = timed
+        return timed
 
 
 def _profile(fn, calls: int, label: str) -> None:
