@@ -24,7 +24,6 @@ import inspect
 import json
 import math
 import warnings
-from dataclasses import replace
 from pathlib import Path
 
 from kernels import matmul_tiled, matmul_tma
@@ -174,22 +173,7 @@ def _lookup(table_entries: tuple[str, tuple[dict, ...]], bucket: str, m: int, n:
     best = min(fresh, key=lambda e: _distance(e, m, n, k))
     if _distance(best, m, n, k) > NEAREST_MAX:
         return None
-    return fit_k(TileConfig(**best["config"]), k), "table-nearest"
-
-
-def fit_k(c: TileConfig, k: int) -> TileConfig:
-    """A borrowed tile with BLOCK_K halved where that cuts the zero-filled tail of the
-    last K-block by a tenth of K or more: the regime distance sees K in log2 units, blind
-    to how a short K divides into blocks (session 10: bf16 3024 x 1456 x 160 took a
-    128x128x128 tile, 96 of its 256 K-columns empty, from a K = 256 entry and ran at
-    0.81 of the 128x128x64 it had before)."""
-    def padded(bk: int) -> float:
-        return cdiv(k, bk) * bk / max(k, 1)
-
-    half = c.block_k // 2
-    if half >= 32 and padded(c.block_k) - padded(half) >= 0.1:
-        return replace(c, block_k=half)
-    return c
+    return TileConfig(**best["config"]), "table-nearest"
 
 
 def reload() -> None:

@@ -54,18 +54,6 @@ def test_nearest_is_by_regime_not_by_shape(tmp_path):
     assert look(1024, 1024, 1024) == (small, "table")
 
 
-def test_a_borrowed_tile_fits_its_block_k_to_a_short_k(tmp_path):
-    """From a K = 256 entry, K = 160 runs BLOCK_K 64 (3 blocks, 32 empty K-columns), not
-    128 (2 blocks, 96 empty); K = 253 and the entry's own shape keep 128."""
-    deep = TileConfig(128, 128, 128, 8, 3, 8, "tma")
-    d = _write(tmp_path, [_entry(2048, 2048, 256, deep)])
-    look = lambda *a: table.lookup("NVIDIA H200", "16bit bf16 rr tma", *a, directory=d)  # noqa: E731
-    assert look(3024, 1456, 160) == (TileConfig(128, 128, 64, 8, 3, 8, "tma"), "table-nearest")
-    assert look(2048, 1024, 253) == (deep, "table-nearest")
-    assert look(2048, 2048, 256) == (deep, "table")
-    assert table.fit_k(TileConfig(64, 64, 32, 8, 4, 4), 20) == TileConfig(64, 64, 32, 8, 4, 4)
-
-
 def test_lookup_takes_only_variants_the_call_can_run_and_borrows_from_ld128(tmp_path):
     d = _write(tmp_path, [_entry(4096, 4096, 4096, TMA),
                           _entry(4096, 4096, 2048, TileConfig(64, 64, 64, 8, 4, 4))])
