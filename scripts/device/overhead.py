@@ -71,7 +71,7 @@ class CompileClock:
         return timed
 
 
-def _profile(fn, calls: int, label: str) -> None:
+def _profile(fn, calls: int, label: str, order: str = "tottime") -> None:
     import cProfile
     import pstats
     import sys
@@ -83,7 +83,7 @@ def _profile(fn, calls: int, label: str) -> None:
     prof.disable()
     torch.cuda.synchronize()
     print(f"--- {label}: {calls} calls", file=sys.stderr)
-    pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(18)
+    pstats.Stats(prof, stream=sys.stderr).sort_stats(order).print_stats(18)
 
 
 def main() -> None:
@@ -94,6 +94,10 @@ def main() -> None:
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="then profile N library calls per shape (cProfile, top functions "
                          "by own time, to stderr)")
+    ap.add_argument("--profile-first", action="store_true",
+                    help="profile each shape's first call instead of timing it plainly "
+                         "(cumulative time, to stderr; first_call_ms then includes the "
+                         "profiler's cost)")
     args = ap.parse_args()
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.mode]
     clock = CompileClock()
@@ -104,7 +108,9 @@ def main() -> None:
         b = torch.randn(k, n, device="cuda", dtype=dtype)
         out = torch.empty(m, n, device="cuda", dtype=dtype)
         clock.seconds = 0.0
-        first = _once_ms(lambda: kernels.matmul(a, b, out=out))
+        call = lambda: kernels.matmul(a, b, out=out)  # noqa: E731
+        first = _once_ms(call) if not args.profile_first else \
+            _once_ms(lambda: _profile(call, 1, f"{text} first call", "cumulative"))
         compile_ms = clock.seconds * 1e3
         second = _once_ms(lambda: kernels.matmul(a, b, out=out))
         lib = _per_call_us(lambda: kernels.matmul(a, b, out=out), args.calls)
