@@ -38,6 +38,7 @@ S5 = RESULTS / "h200-2026-11-30-s5"
 S6 = RESULTS / "h200-2026-11-30-s6"
 S7 = RESULTS / "h200-2026-11-30-s7"
 S8 = RESULTS / "h200-2026-11-30-s8"
+S10 = RESULTS / "h200-2026-11-30-s10"
 S9 = RESULTS / "h200-2026-11-30-s9"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
@@ -238,6 +239,12 @@ TABLES: dict[str, Callable[[], str]] = {
     "s9-odd": lambda: s9_odd(S9 / "cases.csv"),
     "s9-losses": lambda: s9_losses(S9 / "cases.csv", "callE-", 0.9),
     "s9-call-f": lambda: s9_call_f(S9 / "cases.csv"),
+    "s10-modes": lambda: s10_modes(S9 / "cases.csv", S10 / "cases.csv"),
+    "s10-call-e": lambda: s10_call_e(S10 / "cases.csv"),
+    "s10-eager": lambda: s5_cases(S10 / "cases.csv", "callE-eager"),
+    "s10-eager-calls": lambda: s10_eager_calls(S10 / "cases.csv"),
+    "s10-overhead": lambda: csv_table(S10 / "overhead.csv"),
+    "s10-long-tail": lambda: s9_long_tail(S10 / "cases.csv", "callD-"),
 }
 
 
@@ -479,6 +486,54 @@ def s9_call_f(path: Path) -> str:
     return modes_table(["call E", "call F", "A/B vs 5419b01", "worst case", "cases < 0.80"],
                        [(rows, {s: f"callE-{s}" for s in sets})],
                        (rows, {s: f"callF-{s}" for s in sets}))
+
+
+def s10_modes(s9: Path, s10: Path) -> str:
+    """Geomean Triton/cuBLAS per set and mode: session 9's closing figures (call E; tf32
+    and fp8 call F); the table before the retune (c1d97ba, timed as the A/B reference in
+    call D's process); call D with the retuned table in bold, its A/B geomean against
+    c1d97ba, worst case, cases < 0.80."""
+    old, new = _rows(s9), _rows(s10)
+    sets = ("pr", "nightly", "holdout")
+    ref = _reference_rows([r for r in new if r["label"].startswith("callD-")])
+    return modes_table(
+        ["session 9 call E", "session 9 call F", "before the retune (A/B ref.)", "call D",
+         "A/B vs c1d97ba", "worst case", "cases < 0.80"],
+        [(old, {s: f"callE-{s}" for s in sets}), (old, {s: f"callF-{s}" for s in sets}),
+         (ref, {s: f"callD-{s}" for s in sets})],
+        (new, {s: f"callD-{s}" for s in sets}))
+
+
+def s10_call_e(path: Path) -> str:
+    """Call E, another host: the session's final kernel and table (50465cb, timed as the
+    A/B reference) beside the fit_k rule (reverted after this call) in bold, its A/B
+    geomean against 50465cb, worst case, cases < 0.80."""
+    rows = _rows(path)
+    sets = ("pr", "nightly", "holdout")
+    ref = _reference_rows([r for r in rows if r["label"].startswith("callE-")
+                           and r["label"] != "callE-eager"])
+    return modes_table(["final: 50465cb (A/B ref.)", "fit_k", "A/B vs 50465cb", "worst case",
+                        "cases < 0.80"],
+                       [(ref, {s: f"callE-{s}" for s in sets})],
+                       (rows, {s: f"callE-{s}" for s in sets}))
+
+
+def s10_eager_calls(path: Path) -> str:
+    """Eager timing, `pr`: geomean Triton/cuBLAS per call and mode, beside the session's
+    start (ddc8bb9, timed as the A/B reference in the same processes)."""
+    rows = _rows(path)
+    out = ["| call | mode | session start (A/B ref.) | this session | A/B |",
+           "|---|---|---:|---:|---:|"]
+    for call in ("callA-eager", "callB-eager", "callE-eager"):
+        for mode in ALL_MODES:
+            rs = _ratios(rows, call, mode)
+            if not rs:
+                continue
+            ab = [_ab(r["extra"]) for r in rs]
+            now = geomean([float(r["ratio"]) for r in rs])
+            out.append(f"| {call.removesuffix('-eager')} | {mode} | {now / geomean(ab):.3f} | "
+                       f"**{now:.3f}** | {geomean(ab):.3f} |")
+    return "\n".join(out)
 
 
 def _long_tail(case: str) -> bool:
