@@ -181,9 +181,12 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
     if not fresh:
         return None
     here = regime(m, n, k)
-    dist = {id(r): sum(abs(x - y) for x, y in zip(here, r.where)) for r in fresh}
-    best = min(fresh, key=lambda r: dist[id(r)])
-    if dist[id(best)] > NEAREST_MAX:
+
+    def distance(r: _Row) -> float:
+        return sum(abs(x - y) for x, y in zip(here, r.where))
+
+    best = min(fresh, key=distance)
+    if distance(best) > NEAREST_MAX:
         return None
     return best.config, "table-nearest"
 
