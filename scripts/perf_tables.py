@@ -510,8 +510,7 @@ def s10_call_e(path: Path) -> str:
     geomean against 50465cb, worst case, cases < 0.80."""
     rows = _rows(path)
     sets = ("pr", "nightly", "holdout")
-    ref = _reference_rows([r for r in rows if r["label"].startswith("callE-")
-                           and r["label"] != "callE-eager"])
+    ref = _reference_rows([r for r in rows if r["label"].startswith("callE-")])
     return modes_table(["final: 50465cb (A/B ref.)", "fit_k", "A/B vs 50465cb", "worst case",
                         "cases < 0.80"],
                        [(ref, {s: f"callE-{s}" for s in sets})],
