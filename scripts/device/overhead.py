@@ -12,11 +12,17 @@ Triton's compile-or-load (`compile_ms`: JITFunction._do_compile, which builds th
 or loads it from the on-disk cache for a new specialization, and CompiledKernel.
 _init_handles, which loads it onto the GPU) and the second call (the plan cached). The
 first shape's first call also reads the tuning table.
+
+`--kernels N` then profiles N library calls per shape with torch.profiler and prints each
+GPU kernel's device time per call (the GEMM, operand copies, a staged C's copy), so a
+slow case shows which launch its time goes to. `--mode fp8` calls with unit scales and
+`cache_copies=True`, as the harness's Triton provider does.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import torch
@@ -74,7 +80,6 @@ class CompileClock:
 def _profile(fn, calls: int, label: str, order: str = "tottime") -> None:
     import cProfile
     import pstats
-    import sys
 
     prof = cProfile.Profile()
     prof.enable()
@@ -84,6 +89,38 @@ def _profile(fn, calls: int, label: str, order: str = "tottime") -> None:
     torch.cuda.synchronize()
     print(f"--- {label}: {calls} calls", file=sys.stderr)
     pstats.Stats(prof, stream=sys.stderr).sort_stats(order).print_stats(18)
+
+
+def _kernel_times(fn, calls: int, label: str) -> None:
+    """Device time per call of each GPU kernel fn launches, from torch.profiler."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    print(f"--- {label}: device us per call, {calls} calls", file=sys.stderr)
+    for ev in sorted(prof.key_averages(), key=lambda e: -e.device_time_total):
+        if ev.device_time_total > 0:
+            print(f"  {ev.device_time_total / calls:9.2f}  x{ev.count / calls:.2f}  "
+                  f"{ev.key[:110]}", file=sys.stderr)
+
+
+def _operands(m: int, n: int, k: int, mode: str) -> tuple:
+    """(a, b, out, library call kwargs) for one shape and mode."""
+    if mode == "fp8":
+        f8 = torch.float8_e4m3fn
+        a = torch.randn(m, k, device="cuda").to(f8)
+        b = torch.randn(k, n, device="cuda").to(f8)
+        one = torch.ones((), device="cuda")
+        return (a, b, torch.empty(m, n, device="cuda", dtype=torch.bfloat16),
+                dict(precision="fp8", scale_a=one, scale_b=one, cache_copies=True))
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[mode]
+    a = torch.randn(m, k, device="cuda", dtype=dtype)
+    b = torch.randn(k, n, device="cuda", dtype=dtype)
+    return a, b, torch.empty(m, n, device="cuda", dtype=dtype), {}
 
 
 def main() -> None:
@@ -98,31 +135,45 @@ def main() -> None:
                     help="profile each shape's first call instead of timing it plainly "
                          "(cumulative time, to stderr; first_call_ms then includes the "
                          "profiler's cost)")
+    ap.add_argument("--kernels", type=int, default=0, metavar="N",
+                    help="then profile N library calls per shape on the device "
+                         "(torch.profiler: each GPU kernel's time per call, to stderr)")
     args = ap.parse_args()
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.mode]
     clock = CompileClock()
     print("shape,mode,matmul_us,launch_us,torch_us,first_call_ms,compile_ms,second_call_ms")
     for text in args.shapes:
         m, n, k = (int(x) for x in text.split("x"))
-        a = torch.randn(m, k, device="cuda", dtype=dtype)
-        b = torch.randn(k, n, device="cuda", dtype=dtype)
-        out = torch.empty(m, n, device="cuda", dtype=dtype)
+        a, b, out, kw = _operands(m, n, k, args.mode)
         clock.seconds = 0.0
-        call = lambda: kernels.matmul(a, b, out=out)  # noqa: E731
+        call = lambda: kernels.matmul(a, b, out=out, **kw)  # noqa: E731
         first = _once_ms(call) if not args.profile_first else \
             _once_ms(lambda: _profile(call, 1, f"{text} first call", "cumulative"))
         compile_ms = clock.seconds * 1e3
-        second = _once_ms(lambda: kernels.matmul(a, b, out=out))
-        lib = _per_call_us(lambda: kernels.matmul(a, b, out=out), args.calls)
+        second = _once_ms(call)
+        lib = _per_call_us(call, args.calls)
         plan = dispatch.plan(mode_named(args.mode), a, b)
-        flags = dict(input_precision="ieee", is_fp32=dtype == torch.float32, has_scale=False)
-        fn = _launcher(plan.pick, a, b, out, a, a, flags)
+        if args.mode == "fp8":  # the plan's copies made as the library makes them
+            pa, pb = dispatch.prepare(plan, a, b, cache=True)
+            flags = dict(input_precision="ieee", is_fp32=False, has_scale=True)
+            fn = _launcher(plan.pick, pa, pb, out, kw["scale_a"], kw["scale_b"], flags)
+            sa = kw["scale_a"]
+            ref = _per_call_us(lambda: torch._scaled_mm(
+                pa, pb if pb.stride(0) == 1 else pb.t().contiguous().t(), scale_a=sa,
+                scale_b=sa, out_dtype=torch.bfloat16), args.calls) \
+                if (k % 16 == 0 and n % 16 == 0) else float("nan")
+        else:
+            flags = dict(input_precision="ieee", is_fp32=a.dtype == torch.float32,
+                         has_scale=False)
+            fn = _launcher(plan.pick, a, b, out, a, a, flags)
+            ref = _per_call_us(lambda: torch.matmul(a, b, out=out), args.calls)
         raw = _per_call_us(fn, args.calls)
-        ref = _per_call_us(lambda: torch.matmul(a, b, out=out), args.calls)
         print(f"{text},{args.mode},{lib:.1f},{raw:.1f},{ref:.1f},{first:.1f},{compile_ms:.1f},"
               f"{second:.2f}")
         if args.profile:
-            _profile(lambda: kernels.matmul(a, b, out=out), args.profile, text)
+            _profile(call, args.profile, text)
+        if args.kernels:
+            print(f"    tile {plan.pick}", file=sys.stderr)
+            _kernel_times(call, args.kernels, f"{text} {args.mode}")
 
 
 if __name__ == "__main__":
