@@ -39,8 +39,13 @@ class Unsupported(Exception):
 
 
 def _out(inp: GemmInputs, mode: PrecisionMode) -> torch.Tensor:
-    return torch.empty((inp.a.shape[0], inp.b.shape[1]), dtype=getattr(torch, mode.output_dtype),
-                       device=inp.a.device)
+    """The output a kernel writes: (M, N) row-major; in fp8, in the vendor's layout, rows
+    padded to 16 elements (`_scaled_mm`: cuBLASLt writes a padded C and the provider
+    returns its (M, N) view), so that both write the same memory."""
+    m, n = inp.a.shape[0], inp.b.shape[1]
+    cols = _round16(n) if mode.scaled else n
+    out = torch.empty((m, cols), dtype=getattr(torch, mode.output_dtype), device=inp.a.device)
+    return out[:, :n] if cols != n else out
 
 
 def kernel_call(matmul, choose, inp: GemmInputs, mode: PrecisionMode) -> Call:

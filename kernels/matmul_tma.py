@@ -32,7 +32,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.configs import TileConfig, cdiv
 from kernels.launch import Launch
-from kernels.relayout import aligned_empty, pitch
+from kernels.relayout import aligned_empty, copy_launch, pitch
 
 
 @triton.jit
@@ -148,6 +148,7 @@ class Recipe:
     b_t: bool
     blocks: tuple[list[int], list[int], list[int]]   # A's, B's, C's descriptor boxes
     staged: bool
+    unstage: Launch | None = None   # the staged C's copy into a row-major `out`
 
     def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
         stage = aligned_empty(*out.shape, out.dtype, out.device) if self.staged else None
@@ -155,13 +156,16 @@ class Recipe:
         ab, bb, cb = self.blocks
         args = (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb),
                 _descriptor(c, False, cb), c, sa, sb)
-        run = self.run
+        run, unstage = self.run, self.unstage
         if stage is None:
             return lambda: run(*args)
 
         def staged() -> None:
             run(*args)
-            out.copy_(stage)
+            if unstage is None:
+                out.copy_(stage)
+            else:
+                unstage(stage, out)
 
         return staged
 
@@ -185,7 +189,11 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
                   is_fp32, has_scale)
     bm, bn, bk = config.block_m, config.block_n, config.block_k
     blocks = ([bk, bm] if a_t else [bm, bk], [bn, bk] if b_t else [bk, bn], [bm, bn])
-    return Recipe(run, a_t, b_t, blocks, staged)
+    # A row-major `out` gets the staged C through the copy kernel: torch's strided copy
+    # ran at ~1.7 TB/s, 91 us of a 131 us fp8 4933 x 7763 x 186 call (session 11).
+    unstage = copy_launch(M, N, sc[0], 1, out.stride(0)) \
+        if staged and out.stride(1) == 1 and M and N else None
+    return Recipe(run, a_t, b_t, blocks, staged, unstage)
 
 
 def launcher(config: TileConfig, a, b, out, sa, sb, **flags) -> Callable[[], None] | None:

@@ -53,13 +53,14 @@ def aligned_copy(x: torch.Tensor) -> torch.Tensor:
     rows, cols = x.shape
     y = aligned_empty(rows, cols, x.dtype, x.device)
     if rows and cols:
-        _copy(rows, cols, x.stride(0), x.stride(1), y.stride(0))(x, y)
+        copy_launch(rows, cols, x.stride(0), x.stride(1), y.stride(0))(x, y)
     return y
 
 
 @functools.lru_cache(maxsize=256)
-def _copy(rows: int, cols: int, sxr: int, sxc: int, syr: int) -> Launch:
-    """The copy kernel's launch but for its tensors (kernels/launch.py)."""
+def copy_launch(rows: int, cols: int, sxr: int, sxc: int, syr: int) -> Launch:
+    """The copy kernel's launch but for its tensors (kernels/launch.py): x (rows, cols)
+    with strides (sxr, sxc) into y with strides (syr, 1)."""
     grid = (cdiv(rows, _BLOCK), cdiv(cols, _BLOCK))
     return Launch(_copy_kernel, grid, (rows, cols, sxr, sxc, syr),
                   dict(BLOCK_R=_BLOCK, BLOCK_C=_BLOCK, num_warps=4))

@@ -23,6 +23,25 @@ def test_kernel_call_passes_the_mode_and_the_chooser_explicitly():
     assert seen["precision"] == "fp32" and seen["choose"] is hook and out.shape == (8, 8)
 
 
+@pytest.mark.parametrize("mode,n,pitch", [("fp8", 40, 48), ("fp8", 48, 48), ("fp32", 40, 40),
+                                          ("fp16", 37, 37)])
+def test_kernel_call_writes_the_vendors_output_layout(mode, n, pitch):
+    """fp8: the vendor writes rows padded to 16 (cuBLASLt) and returns the (M, N) view,
+    so the kernel is handed the same layout; other modes: a row-major (M, N) out, as
+    torch.matmul(out=) writes."""
+    seen = {}
+
+    def matmul(a, b, **kw):
+        seen.update(kw)
+        return kw["out"]
+
+    inp = _fp8_inputs(8, n, 32) if mode == "fp8" else \
+        make_inputs(Case(8, n, 32), MODES[mode], "cpu", seed=0)
+    providers.kernel_call(matmul, None, inp, MODES[mode])()
+    out = seen["out"]
+    assert out.shape == (8, n) and out.stride() == (pitch, 1)
+
+
 def test_vendor_fp32_matches_the_reference():
     inp = make_inputs(Case(40, 24, 56), MODES["fp32"], "cpu", seed=1)
     out = providers.vendor_provider(inp, MODES["fp32"])()
