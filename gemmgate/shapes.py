@@ -98,6 +98,9 @@ SETS: dict[str, tuple[Case, ...]] = {
         (512, 768, 1024), (512, 512, 4096), (768, 768, 128), (1536, 1536, 256),
         (2048, 3072, 768), (3072, 3072, 128), (64, 4096, 2048), (128, 2048, 1024),
         (40, 3000, 5000), (96, 2500, 2000), (24, 6000, 3000),   # thin M, odd N and K
+        # few output tiles over a long K (the TMA split-K variant's regimes, session 11)
+        (96, 128, 61440), (160, 192, 36864), (320, 288, 20480), (320, 640, 2816),
+        (1280, 768, 2560), (384, 2304, 1792), (3072, 320, 2304),
     ]),
     # Shapes never tuned (a test keeps them out of the committed tables): drawn once,
     # log-uniform, random.Random(20261130); even draws rounded to multiples of 16, odd

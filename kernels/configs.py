@@ -7,6 +7,8 @@ A TileConfig names the variant it is for and that variant's launch parameters:
   then a reduction): for small M*N with a long K, where tiles alone cannot fill the SMs.
 - `tma` (kernels/matmul_tma.py): persistent, one program per SM, operands through
   Hopper's tensor-memory descriptors. Needs 16-byte aligned operands (kernels/dispatch.py).
+- `tma_split` (kernels/matmul_tma_split.py): split-K (`split_k` K ranges per tile) with
+  TMA loads, where `tma` runs: for few output tiles over a long K.
 
 `search_space` is what `gemmgate tune` times for one key: generated per family and
 variant, pruned by shared memory (pipeline stages x tiles) and registers (the fp32
@@ -19,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-VARIANTS = ("tiled", "tma")
+VARIANTS = ("tiled", "tma", "tma_split")
 FAMILIES = ("16bit", "fp32", "fp8")
 ELEM_BYTES = {"16bit": 2, "fp32": 4, "fp8": 1}
 _MAX_ACC_REGS = 128  # fp32 accumulator registers per thread; more spills (255 in all)
@@ -45,8 +47,9 @@ class TileConfig:
             raise ValueError(f"invalid launch parameters in {self}")
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; known: {', '.join(VARIANTS)}")
-        if self.split_k < 1 or (self.split_k > 1 and self.variant != "tiled"):
-            raise ValueError(f"split_k={self.split_k}: only the tiled variant splits K")
+        if self.split_k < 1 or (self.split_k > 1 and self.variant == "tma"):
+            raise ValueError(f"split_k={self.split_k}: the tma variant does not split K "
+                             "(tiled and tma_split do)")
 
     def smem_bytes(self, elem_bytes: int) -> int:
         """Shared memory of the software pipeline: one A and one B tile per stage (triton
@@ -103,10 +106,12 @@ def usable(c: TileConfig, family: str, smem_limit: int) -> bool:
 
 
 def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinny: bool,
-                 split_ks: Sequence[int] = (), limit: int = 30) -> tuple[TileConfig, ...]:
+                 split_ks: Sequence[int] = (), tma_splits: Sequence[TileConfig] = (),
+                 limit: int = 30) -> tuple[TileConfig, ...]:
     """The configs `gemmgate tune` times for one key, most promising first, pruned by
-    shared memory and accumulator registers, at most `limit`."""
-    out: list[TileConfig] = []
+    shared memory and accumulator registers, at most `limit`. `split_ks`: the tiled
+    variant's K splits to try; `tma_splits`: the TMA split-K configs (`tma_split_space`)."""
+    out: list[TileConfig] = list(tma_splits) if "tma_split" in variants else []
     if "tma" in variants and not skinny:
         out += _round_robin(family, _TILES[family], "tma", smem_limit)
     if "tiled" in variants:
@@ -121,6 +126,32 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
                                   split=split))
     kept = [c for c in dict.fromkeys(out) if usable(c, family, smem_limit)]
     return tuple(_interleave(kept, limit))
+
+
+_MAX_TMA_SPLIT = 64   # K ranges: the reduction reads splits x M x N fp32 partials
+
+
+def tma_split_space(family: str, m: int, n: int, k: int, num_sms: int,
+                    smem_limit: int) -> list[TileConfig]:
+    """TMA split-K configs for one shape: each split-K tile whose output tiles fill at most
+    half the SMs, at the splits that make tiles x splits one and two waves at most (fewer
+    where K ranges would be shorter than two blocks); 4 stages first, then 3."""
+    out: list[TileConfig] = []
+    for stages in (4, 3):
+        for bm, bn, bk in _SPLIT[family]:
+            tiles = cdiv(m, bm) * cdiv(n, bn)
+            if tiles * 2 > num_sms:
+                continue
+            s = 1
+            while tiles * s * 2 <= num_sms and s < _MAX_TMA_SPLIT:
+                s *= 2
+            while s > 1 and k < s * 2 * bk:   # K ranges of two blocks at least
+                s //= 2
+            for split in (s, 2 * s):
+                if 2 <= split <= _MAX_TMA_SPLIT and k >= split * 2 * bk:
+                    out.append(_t(bm, bn, bk, stages, 8 if bm * bn >= 128 * 128 else 4,
+                                  "tma_split", split))
+    return [c for c in out if usable(c, family, smem_limit)]
 
 
 def _round_robin(family: str, tiles, variant: str, smem_limit: int) -> list[TileConfig]:

@@ -2,8 +2,9 @@
 
 The public entry: validate the call, ask the dispatcher (kernels/dispatch.py) for a plan
 (operand copies, which variants apply, the tuned or heuristic tile), then launch one
-variant: `tiled` (kernels/matmul_tiled.py: any strides, split-K) or `tma` (kernels/
-matmul_tma.py: persistent, tensor-memory descriptors, Hopper). A call like an earlier one
+variant: `tiled` (kernels/matmul_tiled.py: any strides, split-K), `tma` (kernels/
+matmul_tma.py: persistent, tensor-memory descriptors, Hopper) or `tma_split` (kernels/
+matmul_tma_split.py: split-K on tensor-memory descriptors). A call like an earlier one
 (dtypes, shapes, strides, alignment) reuses its checks, plan and launch recipe, and the
 kernel launches without Triton's binder (kernels/launch.py): it costs a key, the
 descriptors and the launch.
@@ -31,8 +32,8 @@ from dataclasses import dataclass, field
 import torch
 import triton
 
-from kernels import dispatch, matmul_tiled, matmul_tma, table
-from kernels.configs import TileConfig
+from kernels import dispatch, matmul_tiled, matmul_tma, matmul_tma_split, table
+from kernels.configs import VARIANTS, TileConfig
 from kernels.modes import KernelMode, mode_for_dtype, mode_named
 
 # choose(key, candidates, bench) -> the tile to run; bench(tile) -> median ms (inf: fails)
@@ -42,7 +43,7 @@ Chooser = Callable[[str, Sequence[TileConfig], Callable[[TileConfig], float]], T
 @functools.cache
 def kernel_hash() -> str:
     """Hash of every variant's source: a choice records which kernel it was made on."""
-    joined = ",".join(table.variant_hash(v) for v in ("tiled", "tma"))
+    joined = ",".join(table.variant_hash(v) for v in VARIANTS)
     return hashlib.sha1(joined.encode()).hexdigest()[:12]
 
 
@@ -206,8 +207,9 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
 
 
 def _recipe(cfg: TileConfig, a, b, out, flags: dict):
-    if cfg.variant == "tma":
-        r = matmul_tma.recipe(cfg, a, b, out, **flags)
+    if cfg.variant != "tiled":
+        make = matmul_tma.recipe if cfg.variant == "tma" else matmul_tma_split.recipe
+        r = make(cfg, a, b, out, **flags)
         if r is not None:
             return r
         cfg = dataclasses.replace(cfg, variant="tiled")  # not describable: pointer loads

@@ -178,10 +178,21 @@ def _launches(config: TileConfig, M: int, N: int, K: int, sa: tuple, sb: tuple, 
               SPLIT_K=split, INPUT_PRECISION=input_precision, IS_FP32=is_fp32,
               HAS_SCALE=has_scale, num_stages=config.num_stages, num_warps=config.num_warps)
     main = Launch(_tiled_kernel, grid, (M, N, K, k_per, sam, sak, sbk, sbn, *sc), kw)
-    if split == 1:
-        return main, None
-    rkw = dict(SPLIT_K=split, BLOCK=_REDUCE_BLOCK, HAS_SCALE=has_scale, num_warps=4)
-    return main, Launch(_reduce_kernel, (cdiv(M * N, _REDUCE_BLOCK),), (M, N, *sc), rkw)
+    return main, (None if split == 1 else reduction(M, N, sc, split, has_scale))
+
+
+@functools.lru_cache(maxsize=1024)
+def reduction(M: int, N: int, sc: tuple, split: int, has_scale: bool) -> Launch:
+    """The split-K reduction's launch but for its tensors (workspace, out, scales): the
+    `split` fp32 partials of an (M, N) product summed in order, scaled, cast into an out
+    of strides `sc` (also the TMA split-K variant's, kernels/matmul_tma_split.py).
+    Blocks of 1024 elements, halved down to 128 while that leaves fewer than 256
+    programs: a 128 x 128 output is 128 programs, not 16 (a split-K output is small)."""
+    block = _REDUCE_BLOCK
+    while block > 128 and cdiv(M * N, block) < 256:
+        block //= 2
+    rkw = dict(SPLIT_K=split, BLOCK=block, HAS_SCALE=has_scale, num_warps=4)
+    return Launch(_reduce_kernel, (cdiv(M * N, block),), (M, N, *sc), rkw)
 
 
 def launch(config: TileConfig, a, b, out, sa, sb, **flags) -> None:

@@ -27,7 +27,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernels import matmul_tiled, matmul_tma
+from kernels import matmul_tiled, matmul_tma, matmul_tma_split
 from kernels.configs import TileConfig, cdiv
 
 SCHEMA, VERSION = "kernels.tuning-table", 1
@@ -39,7 +39,8 @@ _TILES_CAP = 10     # log2 of 128x128 output tiles: 1024 tiles are ~8 waves of 1
                     # past that the best tile no longer depends on the count (session 9)
 _DEPTH_CAP = 12     # log2 K: past 4096 the pipeline is in steady state
 _NARROW_CAP = 8     # log2 min(M, N): 256 and up fill a 128- or 256-wide tile
-_SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS}
+_SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
+            "tma_split": matmul_tma_split.KERNELS}
 
 
 @functools.cache

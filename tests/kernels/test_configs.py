@@ -3,7 +3,14 @@ space `gemmgate tune` times, and the call-time heuristic (no timing)."""
 
 import pytest
 
-from kernels.configs import TileConfig, heuristic, search_space, split_for, usable
+from kernels.configs import (
+    TileConfig,
+    heuristic,
+    search_space,
+    split_for,
+    tma_split_space,
+    usable,
+)
 
 H200_SMEM, H200_SMS = 232448, 132
 
@@ -13,7 +20,7 @@ def test_tile_fields_are_validated():
         TileConfig(24, 64, 64, 8, 3, 4)
     with pytest.raises(ValueError, match="unknown variant"):
         TileConfig(64, 64, 64, 8, 3, 4, "wgmma")
-    with pytest.raises(ValueError, match="only the tiled variant"):
+    with pytest.raises(ValueError, match="tma variant does not split K"):
         TileConfig(64, 64, 64, 8, 3, 4, "tma", split_k=2)
 
 
@@ -55,6 +62,42 @@ def test_the_tma_share_of_the_search_tries_every_tile_shape(family):
         usable(TileConfig(*t, 8, st, w, "tma"), family, H200_SMEM)
         for st in (3, 4, 5) for w in (4, 8))}
     assert len(fits) >= 5 and fits <= tried
+
+
+@pytest.mark.parametrize("family", ["16bit", "fp32", "fp8"])
+@pytest.mark.parametrize("m,n,k", [(128, 128, 65536), (1024, 1024, 2048), (256, 256, 2048),
+                                   (192, 160, 50000)])
+def test_tma_split_space_fills_idle_sms_with_k_ranges_of_two_blocks(family, m, n, k):
+    from kernels.configs import cdiv
+
+    space = tma_split_space(family, m, n, k, H200_SMS, H200_SMEM)
+    assert space and all(usable(c, family, H200_SMEM) for c in space)
+    for c in space:
+        tiles = cdiv(m, c.block_m) * cdiv(n, c.block_n)
+        assert c.variant == "tma_split" and 2 <= c.split_k <= 64
+        assert c.split_k & (c.split_k - 1) == 0 and tiles * 2 <= H200_SMS
+        assert tiles * c.split_k <= 2 * H200_SMS and k >= c.split_k * 2 * c.block_k
+    # a whole 128x128 tile is tried wherever it leaves SMs idle and K allows a split
+    assert any((c.block_m, c.block_n) == (128, 128) for c in space) == (k >= 2 * 2 * 128)
+
+
+def test_tma_split_space_is_empty_where_tiles_fill_the_sms_or_k_is_short():
+    assert tma_split_space("16bit", 2048, 2048, 2048, H200_SMS, H200_SMEM) == []  # 256 tiles
+    assert tma_split_space("16bit", 4096, 4096, 4096, H200_SMS, H200_SMEM) == []
+    assert tma_split_space("16bit", 256, 256, 64, H200_SMS, H200_SMEM) == []   # one block
+
+
+def test_search_space_gives_tma_split_its_share():
+    extra = tma_split_space("16bit", 1024, 1024, 2048, H200_SMS, H200_SMEM)
+    space = search_space("16bit", ("tma", "tiled", "tma_split"), H200_SMEM, skinny=False,
+                         split_ks=(2, 4), tma_splits=extra, limit=29)
+    assert len(space) <= 29
+    assert {(c.variant, c.split_k > 1) for c in space} == \
+        {("tma", False), ("tiled", False), ("tiled", True), ("tma_split", True)}
+    assert set(extra) <= set(space)   # 4 configs: all within their share
+    without = search_space("16bit", ("tma", "tiled"), H200_SMEM, skinny=False,
+                           split_ks=(2, 4), tma_splits=extra, limit=29)
+    assert all(c.variant != "tma_split" for c in without)   # not a variant the call runs
 
 
 def test_heuristic_fills_the_sms_and_splits_k_when_tiles_cannot():

@@ -10,7 +10,7 @@ from gemmgate.accuracy import relative_error
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import MODES
 from gemmgate.shapes import SETS, Case
-from kernels import matmul_tma
+from kernels import matmul_tma, matmul_tma_split
 from kernels.configs import INTERPRETER_CONFIG, TileConfig
 from kernels.modes import mode_named
 
@@ -27,9 +27,11 @@ GPU_TILE = TileConfig(64, 64, 64, 8, 3, 4)
 # Every variant on the interpreter: the tiled kernel, split-K, and the persistent TMA
 # kernel (which falls back to pointer loads where operands cannot be described).
 CPU_VARIANTS = {"tiled": INTERPRETER_CONFIG, "split3": TileConfig(32, 32, 16, 2, 1, 4, split_k=3),
-                "tma": TileConfig(32, 32, 16, 2, 1, 4, "tma")}
+                "tma": TileConfig(32, 32, 16, 2, 1, 4, "tma"),
+                "tma_split3": TileConfig(32, 32, 16, 2, 1, 4, "tma_split", 3)}
 GPU_VARIANTS = {"tiled": GPU_TILE, "split4": TileConfig(64, 64, 64, 8, 3, 4, split_k=4),
-                "tma": TileConfig(128, 128, 32, 8, 3, 8, "tma")}  # fits fp32 too
+                "tma": TileConfig(128, 128, 32, 8, 3, 8, "tma"),   # fits fp32 too
+                "tma_split4": TileConfig(128, 128, 32, 8, 3, 8, "tma_split", 4)}
 
 
 def _run(case: Case, mode: str, device: str, config=None, choose=None):
@@ -75,6 +77,10 @@ def test_tma_kernel_itself_on_every_layout(shape, a_t, b_t, device):
                       is_fp32=True, has_scale=False)
     ref = a.double() @ b.double()
     assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
+    out.fill_(float("nan"))   # TMA split-K: K ranges of 16 (the last one partial) summed
+    matmul_tma_split.launcher(CPU_VARIANTS["tma_split3"], a, b, out, a, a, input_precision="ieee",
+                              is_fp32=True, has_scale=False)()
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
 
 
 @pytest.mark.gpu
@@ -92,10 +98,10 @@ def test_gpu_modes_match_reference(case, mode, tol):
                                   Case(128, 256, 4096, "cr"), Case(1024, 1000, 2000, "rc", 8)],
                          ids=lambda c: c.id)
 @pytest.mark.parametrize("mode,tol", GPU_MODES)
-@pytest.mark.parametrize("variant", ["split4", "tma"])
+@pytest.mark.parametrize("variant", ["split4", "tma", "tma_split4"])
 def test_gpu_variants_match_reference(case, mode, tol, variant):
-    """Split-K and the TMA kernel on edges, every layout and padded leading dimensions
-    (operands a descriptor cannot take run the same tile with pointer loads)."""
+    """Split-K, the TMA kernel and TMA split-K on edges, every layout and padded leading
+    dimensions (operands a descriptor cannot take run the same tile with pointer loads)."""
     if mode == "fp8" and torch.cuda.get_device_capability() < (8, 9):
         pytest.skip("fp8 needs compute capability 8.9+")
     assert _run(case, mode, "cuda", GPU_VARIANTS[variant]) < tol

@@ -1,0 +1,132 @@
+"""The TMA split-K variant: for few output tiles over a long K (128 x 128 x 65536,
+1024 x 1024 x 2048), where one program per tile leaves most SMs idle.
+
+A grid of (tiles, SPLIT_K) programs: program (t, s) computes output tile t over the s-th
+K range, its operands arriving through Hopper's tensor-memory descriptors as in the TMA
+variant (kernels/matmul_tma.py: zero-filled past M, N and K, so the last range needs no
+tail code, and the K loop is software-pipelined with TMA loads), and stores its fp32
+partial tile into a (SPLIT_K, M, N) workspace. The tiled variant's reduction
+(matmul_tiled.reduction) then sums the partials in a fixed order (deterministic, no
+atomics), applies the fp8 scales and casts into `out`, whatever its strides.
+
+The tiled variant splits K too, but with pointer loads (session 11: 0.55-0.78 of cuBLAS
+bf16 on 128 x 128 x 65536-like shapes, 0.75-0.82 at K = 2048 with M * N <= 1M).
+Tiles are few here, so they are walked row by row (GROUP_M is not read).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.configs import TileConfig, cdiv
+from kernels.launch import Launch
+from kernels.matmul_tiled import _reduce_kernel, reduction
+from kernels.matmul_tma import _descriptor, tma_form
+
+
+@triton.jit
+def _tma_split_kernel(
+    a_desc, b_desc, ws_ptr,
+    M, N, K, K_PER_SPLIT,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    A_T: tl.constexpr, B_T: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    off_m = (pid // num_pid_n) * BLOCK_M
+    off_n = (pid % num_pid_n) * BLOCK_N
+    k_start = pid_k * K_PER_SPLIT
+    k_tiles = tl.cdiv(min(K - k_start, K_PER_SPLIT), BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for ki in range(k_tiles):
+        off_k = k_start + ki * BLOCK_K
+        if A_T:
+            a = a_desc.load([off_k, off_m]).T
+        else:
+            a = a_desc.load([off_m, off_k])
+        if B_T:
+            b = b_desc.load([off_n, off_k]).T
+        else:
+            b = b_desc.load([off_k, off_n])
+        if IS_FP32:
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        else:
+            acc = tl.dot(a, b, acc)
+    offs_m = off_m + tl.arange(0, BLOCK_M)
+    offs_n = off_n + tl.arange(0, BLOCK_N)
+    w_ptrs = ws_ptr + pid_k * M * N + offs_m[:, None] * N + offs_n[None, :]
+    tl.store(w_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+KERNELS = (_tma_split_kernel, _reduce_kernel)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The variant's launches for operands of given shapes and layouts: the split
+    kernel's and the reduction's, over a workspace `bind` allocates per call (inside a
+    CUDA graph capture when the call is captured)."""
+
+    main: Launch
+    reduce: Launch
+    workspace: tuple[int, int, int]
+    a_t: bool
+    b_t: bool
+    blocks: tuple[list[int], list[int]]   # A's and B's descriptor boxes
+
+    def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
+        ab, bb = self.blocks
+        da, db = _descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb)
+        ws = torch.empty(self.workspace, dtype=torch.float32, device=a.device)
+        main, reduce = self.main, self.reduce
+
+        def run() -> None:
+            main(da, db, ws)
+            reduce(ws, out, sa, sb)
+
+        return run
+
+
+def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
+           has_scale: bool) -> Recipe | None:
+    """The variant's launches for tensors like these, or None when a or b cannot be
+    described (matmul_tma.tma_form)."""
+    a_t, b_t = tma_form(a), tma_form(b)
+    if a_t is None or b_t is None:
+        return None
+    M, K = a.shape
+    N = b.shape[1]
+    main, split = _launch(config, M, N, K, a_t, b_t, input_precision, is_fp32)
+    bm, bn, bk = config.block_m, config.block_n, config.block_k
+    blocks = ([bk, bm] if a_t else [bm, bk], [bn, bk] if b_t else [bk, bn])
+    return Recipe(main, reduction(M, N, out.stride(), split, has_scale), (split, M, N),
+                  a_t, b_t, blocks)
+
+
+@functools.lru_cache(maxsize=1024)
+def _launch(config: TileConfig, M: int, N: int, K: int, a_t: bool, b_t: bool,
+            input_precision: str, is_fp32: bool) -> tuple[Launch, int]:
+    """(the split kernel's launch but for its tensors, the number of K ranges): K ranges
+    of whole BLOCK_K blocks, so only the last one has a tail (zero-filled by TMA)."""
+    bk = config.block_k
+    k_per = cdiv(cdiv(K, config.split_k), bk) * bk
+    split = cdiv(K, k_per)
+    grid = (cdiv(M, config.block_m) * cdiv(N, config.block_n), split)
+    kw = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=bk, A_T=a_t, B_T=b_t,
+              INPUT_PRECISION=input_precision, IS_FP32=is_fp32,
+              num_stages=config.num_stages, num_warps=config.num_warps)
+    return Launch(_tma_split_kernel, grid, (M, N, K, k_per), kw), split
+
+
+def launcher(config: TileConfig, a, b, out, sa, sb, **flags) -> Callable[[], None] | None:
+    """The variant's launches for these tensors, prepared, or None (`recipe`)."""
+    r = recipe(config, a, b, out, **flags)
+    return None if r is None else r.bind(a, b, out, sa, sb)
