@@ -104,7 +104,7 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
         return None
     M, K = a.shape
     N = b.shape[1]
-    main, split = _launch(config, M, N, K, a_t, b_t, input_precision, is_fp32)
+    main, split = _launch(config, M, N, K, a_t, b_t, a.dtype, input_precision, is_fp32)
     bm, bn, bk = config.block_m, config.block_n, config.block_k
     blocks = ([bk, bm] if a_t else [bm, bk], [bn, bk] if b_t else [bk, bn])
     return Recipe(main, reduction(M, N, out.stride(), split, has_scale), (split, M, N),
@@ -113,9 +113,11 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
 
 @functools.lru_cache(maxsize=1024)
 def _launch(config: TileConfig, M: int, N: int, K: int, a_t: bool, b_t: bool,
-            input_precision: str, is_fp32: bool) -> tuple[Launch, int]:
+            dtype: torch.dtype, input_precision: str, is_fp32: bool) -> tuple[Launch, int]:
     """(the split kernel's launch but for its tensors, the number of K ranges): K ranges
-    of whole BLOCK_K blocks, so only the last one has a tail (zero-filled by TMA)."""
+    of whole BLOCK_K blocks, so only the last one has a tail (zero-filled by TMA). One per
+    operand dtype: a Launch keeps its compiled kernel by its tensors' signature, to which
+    a descriptor adds nothing (kernels/launch.py; an fp16 call once ran the bf16 kernel)."""
     bk = config.block_k
     k_per = cdiv(cdiv(K, config.split_k), bk) * bk
     split = cdiv(K, k_per)

@@ -83,6 +83,27 @@ def test_tma_kernel_itself_on_every_layout(shape, a_t, b_t, device):
     assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
 
 
+@pytest.mark.parametrize("dtypes", [(torch.bfloat16, torch.float16),
+                                    (torch.float16, torch.float8_e4m3fn)])
+def test_tma_launches_are_kept_per_operand_dtype(dtypes):
+    """A Launch keeps its compiled kernel by its tensors' signature, and a descriptor adds
+    none: each TMA variant must make one Launch per operand dtype (an fp16 call that
+    reused the bf16 Launch ran the bf16 kernel: error 12.7, session 11)."""
+    def made(dtype, variant):
+        a, b = torch.empty(256, 512, dtype=dtype), torch.empty(512, 256, dtype=dtype)
+        out = torch.empty(256, 256, dtype=torch.bfloat16)
+        flags = dict(input_precision="ieee", is_fp32=False, has_scale=False)
+        if variant == "tma":
+            return matmul_tma.recipe(TileConfig(64, 64, 64, 8, 3, 4, "tma"), a, b, out,
+                                     **flags).run
+        return matmul_tma_split.recipe(TileConfig(64, 64, 64, 8, 3, 4, "tma_split", 2), a, b,
+                                       out, **flags).main
+
+    for variant in ("tma", "tma_split"):
+        one, other = (made(d, variant) for d in dtypes)
+        assert one is not other and one is made(dtypes[0], variant)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", CORNERS + (Case(300, 257, 1000), Case(128, 256, 4096, "cc")),
                          ids=lambda c: c.id)
