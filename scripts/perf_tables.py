@@ -39,6 +39,7 @@ S6 = RESULTS / "h200-2026-11-30-s6"
 S7 = RESULTS / "h200-2026-11-30-s7"
 S8 = RESULTS / "h200-2026-11-30-s8"
 S10 = RESULTS / "h200-2026-11-30-s10"
+S11 = RESULTS / "h200-2026-11-30-s11"
 S9 = RESULTS / "h200-2026-11-30-s9"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
@@ -245,6 +246,15 @@ TABLES: dict[str, Callable[[], str]] = {
     "s10-eager-calls": lambda: s10_eager_calls(S10 / "cases.csv"),
     "s10-overhead": lambda: csv_table(S10 / "overhead.csv"),
     "s10-long-tail": lambda: s9_long_tail(S10 / "cases.csv", "callD-"),
+    "s11-kernel-times": lambda: csv_table(S11 / "kernel_times.csv"),
+    "s11-retune": lambda: s5_cases(S11 / "cases.csv", "callA-retune"),
+    "s11-modes": lambda: s11_modes(S10 / "cases.csv", S11 / "cases.csv"),
+    "s11-longk": lambda: s5_cases(S11 / "cases.csv", "callC-longk", extra=True),
+    "s11-call-d": lambda: s11_call_d(S11 / "cases.csv"),
+    "s11-inductor": lambda: s11_inductor(S11 / "cases.csv"),
+    "s11-inductor-losses": lambda: s11_inductor_losses(S11 / "cases.csv"),
+    "s11-eager": lambda: s10_eager_calls(S11 / "cases.csv", ("callC-eager",)),
+    "s11-long-tail": lambda: s9_long_tail(S11 / "cases.csv", "callC-", graph_only=True),
 }
 
 
@@ -517,13 +527,15 @@ def s10_call_e(path: Path) -> str:
                        (rows, {s: f"callE-{s}" for s in sets}))
 
 
-def s10_eager_calls(path: Path) -> str:
+def s10_eager_calls(path: Path,
+                    calls: tuple[str, ...] = ("callA-eager", "callB-eager", "callE-eager")
+                    ) -> str:
     """Eager timing, `pr`: geomean Triton/cuBLAS per call and mode, beside the session's
-    start (ddc8bb9, timed as the A/B reference in the same processes)."""
+    start (timed as the A/B reference in the same processes)."""
     rows = _rows(path)
     out = ["| call | mode | session start (A/B ref.) | this session | A/B |",
            "|---|---|---:|---:|---:|"]
-    for call in ("callA-eager", "callB-eager", "callE-eager"):
+    for call in calls:
         for mode in ALL_MODES:
             rs = _ratios(rows, call, mode)
             if not rs:
@@ -535,6 +547,71 @@ def s10_eager_calls(path: Path) -> str:
     return "\n".join(out)
 
 
+def s11_modes(s10: Path, s11: Path) -> str:
+    """Geomean Triton/cuBLAS per set and mode: session 10's closing figures (call E); the
+    session's start (66da261, timed as the A/B reference in call C's process); call C in
+    bold (tma_split, retuned table, the staged-C copy kernel, fp8's output in the
+    vendor's layout), its A/B geomean against 66da261, worst case, cases < 0.80."""
+    old, new = _rows(s10), _rows(s11)
+    sets = ("pr", "nightly", "holdout", "longk")
+    ref = _reference_rows([r for r in new if r["label"].startswith("callC-")])
+    return modes_table(
+        ["session 10 call E", "session start (A/B ref.)", "call C", "A/B vs 66da261",
+         "worst case", "cases < 0.80"],
+        [(old, {s: f"callE-{s}" for s in sets}), (ref, {s: f"callC-{s}" for s in sets})],
+        (new, {s: f"callC-{s}" for s in sets}))
+
+
+def s11_call_d(path: Path) -> str:
+    """Call D, another host: nightly with the BLOCK_K = 128 tiles retuned into the mid-K
+    representatives, against the table before them (timed as the A/B reference)."""
+    rows = _rows(path)
+    ref = _reference_rows([r for r in rows if r["label"] == "callD-nightly"])
+    return modes_table(["call C", "before (A/B ref.)", "call D", "A/B", "worst case",
+                        "cases < 0.80"],
+                       [(rows, {"nightly": "callC-nightly"}), (ref, {"nightly": "callD-nightly"})],
+                       (rows, {"nightly": "callD-nightly"}))
+
+
+def _vs_inductor(r: dict) -> float | None:
+    """Inductor's time / Triton's from a row's `extra` (> 1: Triton is faster)."""
+    m = re.search(r"inductor:([\d.]+)", r["extra"])
+    return float(m.group(1)) if m else None
+
+
+_INDUCTOR = (("nightly (calls A and B)", ("callA-ind-nightly", "callB-ind-nightly")),
+             ("long-K, session start kernel (call A)", ("callA-ind-longk",)),
+             ("long-K, tma_split (call B)", ("callB-ind-longk",)))
+
+
+def s11_inductor(path: Path) -> str:
+    """bf16 against torch.compile (max-autotune, Triton templates) in the same process:
+    per group of labels, cases, geomean inductor/Triton time, cases Triton is slower."""
+    rows = _rows(path)
+    out = ["| shapes | cases | geomean Triton/cuBLAS | geomean vs inductor | slower than "
+           "inductor | worst |", "|---|---:|---:|---:|---:|---|"]
+    for name, labels in _INDUCTOR:
+        rs = [r for r in rows if r["label"] in labels and _vs_inductor(r)]
+        v = [_vs_inductor(r) for r in rs]
+        worst = min(rs, key=_vs_inductor)
+        out.append(f"| {name} | {len(rs)} | {geomean([float(r['ratio']) for r in rs]):.3f} | "
+                   f"{geomean(v):.3f} | {sum(x < 1 for x in v)} | {worst['case']} "
+                   f"{_vs_inductor(worst):.2f} |")
+    return "\n".join(out)
+
+
+def s11_inductor_losses(path: Path) -> str:
+    """The nightly cases where inductor's Triton is faster than ours (bf16)."""
+    rows = [r for r in _rows(path) if r["label"] in _INDUCTOR[0][1]
+            and (_vs_inductor(r) or 1) < 1]
+    out = ["| label | case | Triton/cuBLAS | inductor/Triton time | tile |",
+           "|---|---|---:|---:|---|"]
+    for r in sorted(rows, key=_vs_inductor):
+        out.append(f"| {r['label']} | {r['case']} | {float(r['ratio']):.3f} | "
+                   f"{_vs_inductor(r):.3f} | {r['tile']} |")
+    return "\n".join(out)
+
+
 def _long_tail(case: str) -> bool:
     """A case whose M, N, K or leading dimension is not a multiple of 16 (issue 11)."""
     dims = [int(x) for x in re.findall(r"[mnk](\d+)", case)]   # layouts hold no m, n, k
@@ -542,11 +619,12 @@ def _long_tail(case: str) -> bool:
     return any(d % 16 for d in dims) or (pad is not None and int(pad.group(1)) % 16 != 0)
 
 
-def s9_long_tail(path: Path, prefix: str) -> str:
+def s9_long_tail(path: Path, prefix: str, graph_only: bool = False) -> str:
     """Issue 11's long tail (M, N, K or leading dimension not a multiple of 16), over
-    every set of the labels with `prefix`: per mode, how many cases reach 1.2x cuBLAS."""
+    every set of the labels with `prefix` (`graph_only`: not the eager labels): per
+    mode, how many cases reach 1.2x cuBLAS."""
     rows = [r for r in _rows(path) if r["label"].startswith(prefix) and r["ratio"]
-            and _long_tail(r["case"])]
+            and _long_tail(r["case"]) and not (graph_only and r["label"].endswith("-eager"))]
     out = ["| mode | long-tail cases | geomean | ≥ 1.2x | < 0.80 | worst |",
            "|---|---:|---:|---:|---:|---|"]
     for mode in ALL_MODES:
