@@ -44,6 +44,9 @@ def tune_command(args, console, err) -> int:
     data = write_table(path, ctx.chip.id, ctx.chip.match, entries)
     _print(console, entries, f"tuned {len(entries)} keys into {path} "
                              f"({len(data['entries'])} entries)")
+    line = budget_cut_line(entries, args.budget_per_key)
+    if line:
+        err.print(f"[yellow]{line}[/]")
     if args.json:
         write_json_atomic(args.json, RunRecord(env, ctx.shapes_label, tuple(results)).to_json())
     failed = [r for r in results if r.providers["triton"].accuracy != "pass"]
@@ -51,6 +54,20 @@ def tune_command(args, console, err) -> int:
         err.print(f"[red]{r.mode} {r.case.id}: Triton {r.providers['triton'].accuracy}, "
                   f"not written[/]")
     return 1 if failed else 0
+
+
+def budget_cut_line(entries, budget_s: float) -> str | None:
+    """A warning when the budget ended some keys' search before every candidate was timed
+    (session 11: mid-K keys stopped at 19-21 of 29, short of the tiles that won), else
+    None."""
+    cut = [e for e in entries if e["tried"] < e.get("offered", 0)]
+    if not cut:
+        return None
+    worst = min(cut, key=lambda e: e["tried"] / e["offered"])
+    return (f"{len(cut)} of {len(entries)} keys spent --budget-per-key {budget_s:g} s before "
+            f"timing every candidate (fewest: {worst['mode']} m{worst['m']}-n{worst['n']}-"
+            f"k{worst['k']}, {worst['tried']} of {worst['offered']}); a larger budget "
+            "searches them all")
 
 
 def _print(console, entries, title: str) -> None:
@@ -61,6 +78,11 @@ def _print(console, entries, title: str) -> None:
         tri, ven = e["triton_ms"], e["vendor_ms"]
         ratio = f"{ven / tri:.3f}" if tri and ven else "—"
         t.add_row(e["mode"], f"m{e['m']}-n{e['n']}-k{e['k']}", e["bucket"],
-                  config_name(e["config"]), str(e["tried"]),
+                  config_name(e["config"]), _tried(e),
                   f"{tri:.4f}" if tri else "—", f"{ven:.4f}" if ven else "—", ratio)
     console.print(t)
+
+
+def _tried(e: dict) -> str:
+    """'21 of 29' where the candidates offered are known, else the count timed."""
+    return f"{e['tried']} of {e['offered']}" if e.get("offered") else str(e["tried"])

@@ -65,6 +65,7 @@ def entry_of(r: CaseResult, env: dict) -> dict | None:
         "k": r.case.k, "layout": r.case.layout, "pad": r.case.pad, "config": t["config"],
         "kernel": table.variant_hash(t["config"].get("variant", "tiled")),
         "tuned_ms": min(timings) if timings else None, "tried": len(timings),
+        "offered": t.get("offered", 0),
         "triton_ms": tri.median_ms, "vendor_ms": vendor.median_ms if vendor else None,
         "driver": env.get("driver"), "triton": env.get("triton"), "torch": env.get("torch"),
         "date": env.get("date") or _today(),

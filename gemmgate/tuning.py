@@ -89,14 +89,21 @@ class Choice:
     kernel: str = ""               # source hash of the kernel it was tuned with
     timings_ms: dict[str, float] = field(default_factory=dict)
     stale: bool = False            # pinned for another kernel version
+    offered: int = 0               # candidates the search had (tuned); 0: not recorded
 
     @property
     def name(self) -> str:
         return config_name(asdict(self.config))
 
+    @property
+    def cut(self) -> bool:
+        """Whether the budget ended the search before every candidate was timed."""
+        return len(self.timings_ms) < self.offered
+
     def to_json(self) -> dict:
         return {"key": self.key, "config": asdict(self.config), "source": self.source,
-                "kernel": self.kernel, "timings_ms": self.timings_ms, "stale": self.stale}
+                "kernel": self.kernel, "timings_ms": self.timings_ms, "stale": self.stale,
+                "offered": self.offered}
 
 
 class TuningError(ValueError):
@@ -225,7 +232,7 @@ class Tuner:
             choice = Choice(key, candidates[0], KERNEL, kernel)
         if choice is None:
             best, timings = tune(candidates, bench, self.setup.budget_s)
-            choice = Choice(key, best, TUNED, kernel, timings)
+            choice = Choice(key, best, TUNED, kernel, timings, offered=len(candidates))
             entry = {_cache_key(key, candidates): choice.to_json()}
             self.cache.update(entry)
             save_cache(self.setup.cache_path, self.setup.chip_id, entry)
@@ -246,8 +253,10 @@ class Tuner:
             if cfg is None:
                 continue  # configs.py changed since: tune again
             tuned_for = entry.get("kernel", "")
+            offered = entry.get("offered", 0)
             return Choice(key, cfg, source, tuned_for, dict(entry.get("timings_ms", {})),
-                          stale=source == PINNED and bool(kernel) and tuned_for != kernel)
+                          stale=source == PINNED and bool(kernel) and tuned_for != kernel,
+                          offered=offered if isinstance(offered, int) else 0)
         return None
 
 

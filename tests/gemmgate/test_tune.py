@@ -39,6 +39,25 @@ def test_an_entry_records_what_it_was_tuned_on():
     assert (e["driver"], e["triton"], e["torch"]) == ("580.159.04", "3.6.0", "2.11.0")
 
 
+def test_an_entry_records_how_many_candidates_the_search_had():
+    r = _result()
+    assert entry_of(r, ENV)["offered"] == 0          # not recorded (older caches, pins)
+    r.telemetry["tuning"]["offered"] = 29
+    assert entry_of(r, ENV)["offered"] == 29
+
+
+def test_tune_warns_when_the_budget_cut_a_search():
+    from gemmgate.cli_tune import budget_cut_line
+
+    e = entry_of(_result(), ENV)
+    full = {**e, "tried": 29, "offered": 29}
+    assert budget_cut_line([full, {**e, "offered": 0}], 10) is None
+    line = budget_cut_line([full, {**e, "tried": 21, "offered": 29, "m": 1280},
+                            {**e, "tried": 25, "offered": 29}], 10)
+    assert line.startswith("2 of 3 keys spent --budget-per-key 10 s")
+    assert "m1280-n4096-k4096, 21 of 29" in line
+
+
 def test_failed_or_untuned_cases_make_no_entry():
     assert entry_of(_result(accuracy="fail"), ENV) is None
     assert entry_of(_result(key="old-style key"), ENV) is None

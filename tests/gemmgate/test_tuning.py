@@ -45,6 +45,20 @@ def test_tune_stops_when_the_budget_is_spent_but_measures_one():
     assert calls == [BIG, MID] and best == MID and len(timings) == 2
 
 
+def test_a_tuned_choice_records_what_it_was_offered_and_whether_the_budget_cut_it(
+        tmp_path, monkeypatch):
+    ticks = iter([0.0, 5.0, 11.0, 12.0])
+    real = tuning.tune
+    monkeypatch.setattr(tuning, "tune", lambda c, b, s: real(c, b, s, clock=lambda: next(ticks)))
+    chooser = Tuner(setup_for(tmp_path, budget_s=10)).chooser("k1")
+    chooser(KEY, CANDIDATES, fake_bench({BIG: 2.0, MID: 1.0, SMALL: 0.5}, []))
+    assert chooser.last.offered == 3 and len(chooser.last.timings_ms) == 2
+    assert chooser.last.cut and chooser.last.to_json()["offered"] == 3
+    again = Tuner(setup_for(tmp_path)).chooser("k1")   # from the cache: still known
+    again(KEY, CANDIDATES, fake_bench({BIG: 2.0, MID: 1.0, SMALL: 0.5}, []))
+    assert again.last.source == tuning.CACHED and again.last.offered == 3 and again.last.cut
+
+
 def test_tune_skips_configs_that_fail_and_raises_when_none_runs():
     best, timings = tuning.tune(CANDIDATES, fake_bench({BIG: math.inf, MID: 4.0, SMALL: 5.0}, []),
                                 budget_s=10)
