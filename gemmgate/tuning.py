@@ -95,11 +95,6 @@ class Choice:
     def name(self) -> str:
         return config_name(asdict(self.config))
 
-    @property
-    def cut(self) -> bool:
-        """Whether the budget ended the search before every candidate was timed."""
-        return len(self.timings_ms) < self.offered
-
     def to_json(self) -> dict:
         return {"key": self.key, "config": asdict(self.config), "source": self.source,
                 "kernel": self.kernel, "timings_ms": self.timings_ms, "stale": self.stale,

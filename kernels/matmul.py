@@ -59,7 +59,8 @@ def _bench_ms(fn, rep_ms: float = 25.0) -> float:
 @dataclass
 class Resolved:
     """A checked call: its mode, its plan (None when M or N is 0), and the launch recipes
-    made for its tensors per tile (kernels/matmul_tiled.py, matmul_tma.py)."""
+    made for its tensors per tile (kernels/matmul_tiled.py, matmul_tma.py,
+    matmul_tma_split.py)."""
 
     mode: KernelMode
     plan: dispatch.Plan | None

@@ -187,13 +187,19 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     sc = (pitch(N, out.element_size()), 1) if staged else out.stride()
     run = _launch(config, M, N, K, a_t, b_t, sc, a.dtype, num_sms(a.device), input_precision,
                   is_fp32, has_scale)
-    bm, bn, bk = config.block_m, config.block_n, config.block_k
-    blocks = ([bk, bm] if a_t else [bm, bk], [bn, bk] if b_t else [bk, bn], [bm, bn])
+    blocks = (*operand_boxes(config, a_t, b_t), [config.block_m, config.block_n])
     # A row-major `out` gets the staged C through the copy kernel: torch's strided copy
     # ran at ~1.7 TB/s, 91 us of a 131 us fp8 4933 x 7763 x 186 call (session 11).
     unstage = copy_launch(M, N, sc[0], 1, out.stride(0)) \
         if staged and out.stride(1) == 1 and M and N else None
     return Recipe(run, a_t, b_t, blocks, staged, unstage)
+
+
+def operand_boxes(config: TileConfig, a_t: bool, b_t: bool) -> tuple[list[int], list[int]]:
+    """A's and B's descriptor boxes for a tile: BLOCK_M x BLOCK_K and BLOCK_K x BLOCK_N,
+    each the other way round for an operand described transposed (`tma_form`)."""
+    bm, bn, bk = config.block_m, config.block_n, config.block_k
+    return [bk, bm] if a_t else [bm, bk], [bn, bk] if b_t else [bk, bn]
 
 
 def launcher(config: TileConfig, a, b, out, sa, sb, **flags) -> Callable[[], None] | None:

@@ -32,7 +32,7 @@ import triton.language as tl
 from kernels.configs import TileConfig, cdiv
 from kernels.launch import Launch
 from kernels.matmul_tiled import _reduce_kernel, reduction
-from kernels.matmul_tma import _descriptor, tma_form
+from kernels.matmul_tma import _descriptor, operand_boxes, tma_form
 
 
 @triton.jit
@@ -110,10 +110,8 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     M, K = a.shape
     N = b.shape[1]
     main, split = _launch(config, M, N, K, a_t, b_t, a.dtype, input_precision, is_fp32)
-    bm, bn, bk = config.block_m, config.block_n, config.block_k
-    blocks = ([bk, bm] if a_t else [bm, bk], [bn, bk] if b_t else [bk, bn])
     return Recipe(main, reduction(M, N, out.stride(), split, has_scale), (split, M, N),
-                  a_t, b_t, blocks)
+                  a_t, b_t, operand_boxes(config, a_t, b_t))
 
 
 @functools.lru_cache(maxsize=1024)
