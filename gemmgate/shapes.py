@@ -101,6 +101,10 @@ SETS: dict[str, tuple[Case, ...]] = {
         # few output tiles over a long K (the TMA split-K variant's regimes, session 11)
         (96, 128, 61440), (160, 192, 36864), (320, 288, 20480), (320, 640, 2816),
         (1280, 768, 2560), (384, 2304, 1792), (3072, 320, 2304),
+        # about one wave of 128x128 tiles over a deep K, and thin M across wide N (session
+        # 12: nightly's 64 x 11008 x 4096 and holdout's fp8 1427 x 1377 x 7005 borrowed
+        # from 1-1.7 regime units away; holdout2 was drawn after these were chosen)
+        (80, 12288, 5120), (1536, 1280, 6144), (160, 5120, 3072),
     ]),
     # Shapes never tuned (a test keeps them out of the committed tables): drawn once,
     # log-uniform, random.Random(20261130); even draws rounded to multiples of 16, odd
@@ -112,6 +116,15 @@ SETS: dict[str, tuple[Case, ...]] = {
         (4368, 400, 224), (170, 7564, 2053), (832, 496, 7392), (417, 5120, 587),
         (1264, 1280, 720), (273, 1060, 2567), (192, 720, 176), (2378, 7316, 166),
         (64, 3844, 3817), (26, 5523, 7310), (70, 1762, 3010), (78, 1786, 1144),
+    ]),
+    # A second draw, made after the tune set's session-12 representatives were chosen
+    # with holdout's misses in view: log-uniform in [128, 8192] (M in [16, 100] for the
+    # last four), random.Random(202611302); even draws rounded to multiples of 16.
+    "holdout2": _cases([
+        (144, 192, 400), (593, 1620, 289), (1152, 1856, 1920), (1027, 260, 714),
+        (480, 256, 720), (2630, 5875, 136), (1200, 176, 144), (807, 158, 232),
+        (176, 1760, 1600), (714, 1044, 651), (272, 720, 5840), (1849, 1748, 8155),
+        (32, 3504, 2544), (38, 3014, 215), (32, 512, 3376), (81, 3939, 2693),
     ]),
     # LLM layer shapes only (prefill M=4096 and decode-ish M=16), LLaMA-7B/13B/70B.
     "llm": _cases([

@@ -135,14 +135,16 @@ _MAX_TMA_SPLIT = 64   # K ranges: the reduction reads splits x M x N fp32 partia
 
 def tma_split_space(family: str, m: int, n: int, k: int, num_sms: int,
                     smem_limit: int) -> list[TileConfig]:
-    """TMA split-K configs for one shape: each split-K tile whose output tiles fill at most
-    half the SMs, at the splits that make tiles x splits one and two waves at most (fewer
-    where K ranges would be shorter than two blocks); 4 stages first, then 3."""
+    """TMA split-K configs for one shape: each split-K tile whose output tiles make at most
+    one wave, at the splits that make tiles x splits one and two waves at most (fewer
+    where K ranges would be shorter than two blocks); 4 stages first, then 3. A tile that
+    fills more than half the SMs gets split 2: two programs per SM, both resident where
+    shared memory allows (64 x 11008 x 4096 bf16: 86 tiles of 64x128, session 12)."""
     out: list[TileConfig] = []
     for stages in (4, 3):
         for bm, bn, bk in _SPLIT[family]:
             tiles = cdiv(m, bm) * cdiv(n, bn)
-            if tiles * 2 > num_sms:
+            if tiles > num_sms:
                 continue
             s = 1
             while tiles * s * 2 <= num_sms and s < _MAX_TMA_SPLIT:

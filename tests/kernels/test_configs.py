@@ -75,7 +75,7 @@ def test_tma_split_space_fills_idle_sms_with_k_ranges_of_two_blocks(family, m, n
     for c in space:
         tiles = cdiv(m, c.block_m) * cdiv(n, c.block_n)
         assert c.variant == "tma_split" and 2 <= c.split_k <= 64
-        assert c.split_k & (c.split_k - 1) == 0 and tiles * 2 <= H200_SMS
+        assert c.split_k & (c.split_k - 1) == 0 and tiles <= H200_SMS
         assert tiles * c.split_k <= 2 * H200_SMS and k >= c.split_k * 2 * c.block_k
     # a whole 128x128 tile is tried wherever it leaves SMs idle and K allows a split
     assert any((c.block_m, c.block_n) == (128, 128) for c in space) == (k >= 2 * 2 * 128)
@@ -85,6 +85,13 @@ def test_tma_split_space_is_empty_where_tiles_fill_the_sms_or_k_is_short():
     assert tma_split_space("16bit", 2048, 2048, 2048, H200_SMS, H200_SMEM) == []  # 256 tiles
     assert tma_split_space("16bit", 4096, 4096, 4096, H200_SMS, H200_SMEM) == []
     assert tma_split_space("16bit", 256, 256, 64, H200_SMS, H200_SMEM) == []   # one block
+
+
+def test_tma_split_space_splits_a_one_wave_tile_in_two():
+    space = tma_split_space("16bit", 64, 11008, 4096, H200_SMS, H200_SMEM)
+    wide = {(c.block_m, c.block_n, c.split_k) for c in space}
+    assert (64, 128, 2) in wide and (128, 128, 2) in wide     # 86 tiles each: one wave
+    assert all(n != 64 for _, n, _ in wide)                    # 172 tiles: more than a wave
 
 
 def test_search_space_gives_tma_split_its_share():
