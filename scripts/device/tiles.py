@@ -1,0 +1,132 @@
+"""Named tiles side by side on the device: is a case slow for its tile, or for its code?
+
+`python3 scripts/device/tiles.py 1024x1024x2048 [...] --mode bf16 --configs
+tma:128x64x64:s4:w4,tiled:64x128x128:s4:w4,tma_split:128x128x64:s4:w8:k2 [--inductor]
+[--csv PATH]` times, per shape, in one interleaved measurement (gemmgate.timing.measure,
+CUDA graphs, the harness's policy):
+  - `pick`: kernels.matmul as the library runs it (table or heuristic tile),
+  - each named tile (kernels.matmul(config=...)); a tile that fails to compile or launch
+    is reported and left out,
+  - `vendor`: torch.matmul (cuBLAS), and with --inductor torch.compile's Triton GEMM
+    (the harness's inductor provider; its autotuning log goes to stderr),
+twice: with the L2 flushed before each call (as every gemmgate run times) and without,
+so a tile that loses only from a cold L2 shows. One CSV row per (shape, flush, provider):
+median device microseconds, TFLOP/s and the ratio to the vendor.
+
+A tile is variant:BMxBNxBK:sSTAGES:wWARPS[:kSPLIT][:gGROUP_M] (split 1, GROUP_M 8 unless
+given). Modes: the unscaled ones (fp32, tf32, tf32x3, bf16, fp16).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+import statistics
+import sys
+
+import torch
+
+import kernels
+from gemmgate import providers
+from gemmgate.chips import select_chip
+from gemmgate.inputs import make_inputs
+from gemmgate.precision import get_mode, vendor_flags
+from gemmgate.sweep import parse_shape
+from gemmgate.timing import TimingPolicy, measure
+from kernels.configs import TileConfig
+
+_TILE = re.compile(r"(\w+):(\d+)x(\d+)x(\d+):s(\d+):w(\d+)((?::[kg]\d+)*)")
+
+
+def parse_tile(text: str) -> TileConfig:
+    got = _TILE.fullmatch(text.strip())
+    if not got:
+        raise ValueError(f"tile {text!r}: give variant:BMxBNxBK:sS:wW[:kSPLIT][:gGROUP]")
+    variant, bm, bn, bk, st, w, rest = got.groups()
+    extra = {p[0]: int(p[1:]) for p in rest.split(":") if p}
+    return TileConfig(int(bm), int(bn), int(bk), extra.get("g", 8), int(st), int(w),
+                      variant, extra.get("k", 1))
+
+
+def _label(c: TileConfig) -> str:
+    split = f":k{c.split_k}" if c.split_k > 1 else ""
+    return f"{c.variant}:{c.block_m}x{c.block_n}x{c.block_k}:s{c.num_stages}:w{c.num_warps}{split}"
+
+
+def shape_rows(shape: str, mode_name: str, tiles: list[TileConfig], inductor: bool,
+               policy: TimingPolicy, flush_bytes: int) -> list[dict]:
+    case, mode = parse_shape(shape), get_mode(mode_name)
+    inp = make_inputs(case, mode, "cuda")
+    out = torch.empty((case.m, case.n), dtype=getattr(torch, mode.output_dtype), device="cuda")
+    picked: list[TileConfig] = []
+
+    def choose(key, candidates, bench):   # the plan's own pick comes first: take it
+        picked.append(candidates[0])
+        return candidates[0]
+
+    kernels.matmul(inp.a, inp.b, precision=mode.name, out=out, choose=choose)
+    fns = {"pick": lambda: kernels.matmul(inp.a, inp.b, precision=mode.name, out=out,
+                                          config=picked[0])}
+    for c in tiles:
+        def run(c=c):
+            return kernels.matmul(inp.a, inp.b, precision=mode.name, out=out, config=c)
+        try:
+            run()
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - a tile that cannot run is reported, not fatal
+            print(f"{shape} {_label(c)}: {type(e).__name__}: {str(e)[:160]}", file=sys.stderr)
+            continue
+        fns[_label(c)] = run
+    with vendor_flags(mode):
+        fns["vendor"] = providers.vendor_provider(inp, mode)
+        if inductor:
+            fns["inductor"] = providers.inductor_provider(inp, mode)
+        rows = []
+        for flushed in (True, False):
+            samples = measure(fns, policy, flush_bytes=flush_bytes if flushed else 0)
+            vendor = statistics.median(samples["vendor"])
+            for name, ms in samples.items():
+                med = statistics.median(ms)
+                name = f"pick {_label(picked[0])}" if name == "pick" else name
+                rows.append({"shape": shape, "mode": mode.name, "flush": int(flushed),
+                             "provider": name, "us": round(med * 1e3, 2),
+                             "tflops": round(2 * case.m * case.n * case.k / med / 1e9, 1),
+                             "ratio": round(vendor / med, 4)})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("shapes", nargs="+", help="M x N x K, e.g. 1024x1024x2048")
+    p.add_argument("--mode", default="bf16")
+    p.add_argument("--configs", default="", help="comma-separated tiles (see the docstring)")
+    p.add_argument("--inductor", action="store_true", help="also time torch.compile's GEMM")
+    p.add_argument("--budget", type=float, default=0.5, help="seconds of timing per shape")
+    p.add_argument("--csv", help="write the rows here (default: stdout)")
+    args = p.parse_args(argv)
+    try:
+        tiles = [parse_tile(t) for t in args.configs.split(",") if t.strip()]
+        get_mode(args.mode)
+        for s in args.shapes:
+            parse_shape(s)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("error: tiles.py times on a CUDA GPU", file=sys.stderr)
+        return 2
+    policy = TimingPolicy(method="graph", budget_s=args.budget)
+    flush = select_chip().chip.flush_bytes
+    rows = [r for s in args.shapes
+            for r in shape_rows(s, args.mode, tiles, args.inductor, policy, flush)]
+    sink = open(args.csv, "w", newline="") if args.csv else sys.stdout
+    with sink:
+        w = csv.DictWriter(sink, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
