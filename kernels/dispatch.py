@@ -113,7 +113,7 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
         mode, cap, M, N, K, sa, sb, aligned, elem, has_tma=cap >= (9, 0) and not on_cpu)
     if on_cpu:
         return Plan(fam, key, copy_a, copy_b, variants, INTERPRETER_CONFIG, "interpreter")
-    found = table.lookup(name, bucket, M, N, K, variants=variants)
+    found = table.lookup(name, bucket, M, N, K, variants=variants, sms=num_sms(device))
     if found is not None and usable(found[0], fam, smem):
         return Plan(fam, key, copy_a, copy_b, variants, found[0], found[1])
     pick = heuristic(fam, M, N, K, tma=variants[0] == "tma", num_sms=num_sms(device),

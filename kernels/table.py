@@ -39,6 +39,7 @@ _TILES_CAP = 10     # log2 of 128x128 output tiles: 1024 tiles are ~8 waves of 1
                     # past that the best tile no longer depends on the count (session 9)
 _DEPTH_CAP = 12     # log2 K: past 4096 the pipeline is in steady state
 _NARROW_CAP = 8     # log2 min(M, N): 256 and up fill a 128- or 256-wide tile
+NEIGHBOURS = 3      # the nearest entries whose tiles compete for a shape (`_transfer`)
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
             "tma_split": matmul_tma_split.KERNELS}
 
@@ -138,6 +139,7 @@ class _Row:
     shape: tuple[int, int, int]
     where: tuple[float, float, float]   # its regime
     stale: bool
+    ms: float                           # its tuned time (0: not recorded)
 
 
 @functools.cache
@@ -150,27 +152,57 @@ def _index(device_name: str, directory: str) -> tuple[str, dict[str, tuple[_Row,
     for e in entries:
         m, n, k = int(e["m"]), int(e["n"]), int(e["k"])
         rows.setdefault(e["bucket"], []).append(
-            _Row(TileConfig(**e["config"]), (m, n, k), regime(m, n, k), is_stale(e)))
+            _Row(TileConfig(**e["config"]), (m, n, k), regime(m, n, k), is_stale(e),
+                 float(e.get("tuned_ms") or 0.0)))
     return path, {b: tuple(r) for b, r in rows.items()}
 
 
 def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
            directory: Path = DEFAULT_DIR, variants: tuple[str, ...] = ("tma", "tiled"),
-           ) -> tuple[TileConfig, str] | None:
+           sms: int = 0) -> tuple[TileConfig, str] | None:
     """(tile, "table" | "table-nearest") for this shape among entries whose variant the
     call can run, or None. A bucket below ld128 with nothing near borrows from its
-    ld128 sibling (the same operands, rows aligned to 128 bytes)."""
+    ld128 sibling (the same operands, rows aligned to 128 bytes). Given the device's
+    `sms`, a nearest lookup weighs the NEIGHBOURS nearest entries' tiles by `_transfer`."""
     path, rows = _index(device_name, str(directory))
-    found = _lookup(path, rows.get(bucket, ()), m, n, k, variants)
+    found = _lookup(path, rows.get(bucket, ()), m, n, k, variants, sms)
     head, _, ld = bucket.rpartition(" ld")
     if found is None and ld != "128":
-        found = _lookup(path, rows.get(f"{head} ld128", ()), m, n, k, variants)
+        found = _lookup(path, rows.get(f"{head} ld128", ()), m, n, k, variants, sms)
         found = found and (found[0], "table-nearest")
     return found
 
 
+def steps(c: TileConfig, m: int, n: int, k: int, sms: int) -> int:
+    """A tile's work on a shape as the busiest SM sees it: programs per SM (rounded up:
+    programs resident together share the SM) times the K blocks each program walks."""
+    programs = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n) * c.split_k
+    return cdiv(programs, sms) * cdiv(cdiv(max(k, 1), c.split_k), c.block_k)
+
+
+_FIXED_MS = 0.003        # a launch's time outside its K loop (launch, prologue, epilogue)
+_PARTIALS_B_PER_MS = 3e9  # split-K partials: written and read back at ~3 TB/s
+
+
+def _fixed_ms(c: TileConfig, m: int, n: int) -> float:
+    return _FIXED_MS + (c.split_k * m * n * 4 * 2 / _PARTIALS_B_PER_MS if c.split_k > 1 else 0.0)
+
+
+def _transfer(r: _Row, m: int, n: int, k: int, sms: int) -> float:
+    """An entry's tile's predicted time on another shape: a fixed part (`_fixed_ms`: the
+    launch, and split-K's partials) plus its tuned time per step on its own shape
+    (`steps`), times the steps it takes here. A tile won on its shape for
+    that shape's fit (3072 x 320 x 2304 bf16: 128x64 makes 120 tiles, one wave; 64x128
+    makes 144) can lose on a neighbour that another neighbour's tile fits (1024 x 1024 x
+    2048: 64x128x128 from 1280 x 768 x 2560 ran 12.6 us where 128x64x64 ran 16.2,
+    session 12)."""
+    c, (rm, rn, rk) = r.config, r.shape
+    per_step = max(r.ms - _fixed_ms(c, rm, rn), 0.1 * r.ms) / steps(c, rm, rn, rk, sms)
+    return _fixed_ms(c, m, n) + per_step * steps(c, m, n, k, sms)
+
+
 def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
-            variants: tuple[str, ...]) -> tuple[TileConfig, str] | None:
+            variants: tuple[str, ...], sms: int = 0) -> tuple[TileConfig, str] | None:
     runnable = [r for r in rows if r.config.variant in variants]
     fresh = [r for r in runnable if not r.stale]
     if len(fresh) < len(runnable):
@@ -186,9 +218,11 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
     def distance(r: _Row) -> float:
         return sum(abs(x - y) for x, y in zip(here, r.where))
 
-    best = min(fresh, key=distance)
-    if distance(best) > NEAREST_MAX:
+    near = sorted((r for r in fresh if distance(r) <= NEAREST_MAX), key=distance)
+    if not near:
         return None
+    timed = [r for r in near[:NEIGHBOURS] if r.ms > 0]
+    best = min(timed, key=lambda r: _transfer(r, m, n, k, sms)) if sms and timed else near[0]
     return best.config, "table-nearest"
 
 
