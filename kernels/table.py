@@ -188,6 +188,13 @@ def _fixed_ms(c: TileConfig, m: int, n: int) -> float:
     return _FIXED_MS + (c.split_k * m * n * 4 * 2 / _PARTIALS_B_PER_MS if c.split_k > 1 else 0.0)
 
 
+def _splits_fit(c: TileConfig, k: int) -> bool:
+    """Whether a split-K tile's K ranges here are two blocks at least, as the search asks
+    of its own candidates (`configs.tma_split_space`): 160 x 192 x 36864's 32 splits on
+    256 x 256 x 2048 would be one block each (0.88 of the split it replaced, session 12)."""
+    return c.split_k == 1 or k >= c.split_k * 2 * c.block_k
+
+
 def _transfer(r: _Row, m: int, n: int, k: int, sms: int) -> float:
     """An entry's tile's predicted time on another shape: a fixed part (`_fixed_ms`: the
     launch, and split-K's partials) plus its tuned time per step on its own shape
@@ -221,7 +228,7 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
     near = sorted((r for r in fresh if distance(r) <= NEAREST_MAX), key=distance)
     if not near:
         return None
-    timed = [r for r in near[:NEIGHBOURS] if r.ms > 0]
+    timed = [r for r in near[:NEIGHBOURS] if r.ms > 0 and _splits_fit(r.config, k)]
     best = min(timed, key=lambda r: _transfer(r, m, n, k, sms)) if sms and timed else near[0]
     return best.config, "table-nearest"
 

@@ -13,9 +13,10 @@ TMA = TileConfig(128, 256, 64, 8, 3, 8, "tma")
 TILED = TileConfig(64, 64, 64, 8, 4, 4, split_k=4)
 
 
-def _entry(m, n, k, config, bucket="16bit bf16 rr tma", kernel=None):
-    return {"bucket": bucket, "m": m, "n": n, "k": k, "config": asdict(config),
-            "kernel": kernel or table.variant_hash(config.variant), "ms": 1.0}
+def _entry(m, n, k, config, bucket="16bit bf16 rr tma", kernel=None, tuned_ms=None):
+    e = {"bucket": bucket, "m": m, "n": n, "k": k, "config": asdict(config),
+         "kernel": kernel or table.variant_hash(config.variant), "ms": 1.0}
+    return e if tuned_ms is None else {**e, "tuned_ms": tuned_ms}
 
 
 def _write(tmp_path, entries, match=("h200",)):
@@ -79,6 +80,37 @@ def test_a_fragile_tile_serves_its_own_shape_and_exact_multiples_only(tmp_path):
     assert not table.fragile(TileConfig(128, 256, 64, 8, 3, 8, "tma"), 278, 4538)
     assert not table.fragile(TileConfig(128, 128, 64, 8, 4, 8, split_k=4), 278, 4538)
     assert not table.fragile(TileConfig(64, 128, 64, 8, 4, 4), 278, 4538)
+
+
+def test_nearest_lookup_weighs_the_neighbours_tiles_by_their_steps_on_the_shape(tmp_path):
+    """Session 12's tunes, H200 bf16: 3072 x 320 x 2304 won with 128x64x64 (120 tiles: one
+    wave), 1280 x 768 x 2560 with 64x128x128. For 1024 x 1024 x 2048 the first is nearer,
+    but the second takes half the K steps per SM: measured 12.6 us against 16.2."""
+    narrow = TileConfig(128, 64, 64, 8, 4, 4, "tma")
+    wide = TileConfig(64, 128, 128, 8, 4, 4, "tma")
+    d = _write(tmp_path, [_entry(3072, 320, 2304, narrow, tuned_ms=0.0196),
+                          _entry(1280, 768, 2560, wide, tuned_ms=0.0147)])
+    look = lambda *a, **kw: table.lookup("NVIDIA H200", "16bit bf16 rr tma", *a,  # noqa: E731
+                                         directory=d, **kw)
+    assert look(1024, 1024, 2048) == (narrow, "table-nearest")      # no SM count: nearest
+    assert look(1024, 1024, 2048, sms=132) == (wide, "table-nearest")
+    assert look(3072, 320, 2304, sms=132) == (narrow, "table")      # exact stays exact
+    assert table.steps(narrow, 3072, 320, 2304, 132) == 36          # 120 programs: 1 per SM
+    assert table.steps(wide, 3072, 320, 2304, 132) == 2 * 18        # 144 programs: 2
+    d = _write(tmp_path, [_entry(3072, 320, 2304, narrow, tuned_ms=0.0196),
+                          _entry(1280, 768, 2560, wide)])             # no tuned time
+    assert look(1024, 1024, 2048, sms=132) == (narrow, "table-nearest")
+
+
+def test_a_split_tile_is_not_borrowed_where_its_k_ranges_would_be_one_block(tmp_path):
+    split32 = TileConfig(64, 128, 64, 8, 4, 4, "tma_split", 32)
+    split8 = TileConfig(128, 64, 64, 8, 4, 4, "tma_split", 8)
+    d = _write(tmp_path, [_entry(160, 192, 36864, split32, tuned_ms=0.001),
+                          _entry(256, 384, 3072, split8, tuned_ms=0.02)])
+    look = lambda *a: table.lookup("NVIDIA H200", "16bit bf16 rr tma", *a, directory=d,  # noqa: E731
+                                   variants=("tma", "tma_split"), sms=132)
+    assert look(256, 256, 2048) == (split8, "table-nearest")         # 2048 / 32 = 1 block
+    assert look(256, 256, 8192) == (split32, "table-nearest")        # 4 blocks: fits
 
 
 def test_regime_caps_and_symmetry():
