@@ -105,8 +105,6 @@ SETS: dict[str, tuple[Case, ...]] = {
         # 12: nightly's 64 x 11008 x 4096 and holdout's fp8 1427 x 1377 x 7005 borrowed
         # from 1-1.7 regime units away; holdout2 was drawn after these were chosen)
         (80, 12288, 5120), (1536, 1280, 6144), (160, 5120, 3072),
-        # a last partial wave of 128x256 and 128x128 tiles (the streamk variant's regimes)
-        (1408, 1920, 2560), (5376, 640, 3584),
     ]),
     # Shapes never tuned (a test keeps them out of the committed tables): drawn once,
     # log-uniform, random.Random(20261130); even draws rounded to multiples of 16, odd

@@ -9,9 +9,6 @@ A TileConfig names the variant it is for and that variant's launch parameters:
   Hopper's tensor-memory descriptors. Needs 16-byte aligned operands (kernels/dispatch.py).
 - `tma_split` (kernels/matmul_tma_split.py): split-K (`split_k` K ranges per tile) with
   TMA loads, where `tma` runs: for few output tiles over a long K.
-- `streamk` (kernels/matmul_streamk.py): stream-K with TMA loads, where `tma` runs: one
-  program per SM takes an equal share of all tiles' K blocks, for tile counts that fill
-  the SMs unevenly (a last partial wave).
 
 `search_space` is what `gemmgate tune` times for one key: generated per family and
 variant, pruned by shared memory (pipeline stages x tiles) and registers (the fp32
@@ -24,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-VARIANTS = ("tiled", "tma", "tma_split", "streamk")
+VARIANTS = ("tiled", "tma", "tma_split")
 FAMILIES = ("16bit", "fp32", "fp8")
 ELEM_BYTES = {"16bit": 2, "fp32": 4, "fp8": 1}
 _MAX_ACC_REGS = 128  # fp32 accumulator registers per thread; more spills (255 in all)
@@ -50,9 +47,9 @@ class TileConfig:
             raise ValueError(f"invalid launch parameters in {self}")
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; known: {', '.join(VARIANTS)}")
-        if self.split_k < 1 or (self.split_k > 1 and self.variant in ("tma", "streamk")):
-            raise ValueError(f"split_k={self.split_k}: the {self.variant} variant does not "
-                             "split K by a count (tiled and tma_split do)")
+        if self.split_k < 1 or (self.split_k > 1 and self.variant == "tma"):
+            raise ValueError(f"split_k={self.split_k}: the tma variant does not split K "
+                             "(tiled and tma_split do)")
 
     def smem_bytes(self, elem_bytes: int) -> int:
         """Shared memory of the software pipeline: one A and one B tile per stage (triton
@@ -114,14 +111,11 @@ def usable(c: TileConfig, family: str, smem_limit: int) -> bool:
 
 def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinny: bool,
                  split_ks: Sequence[int] = (), tma_splits: Sequence[TileConfig] = (),
-                 streamks: Sequence[TileConfig] = (), limit: int = 30
-                 ) -> tuple[TileConfig, ...]:
+                 limit: int = 30) -> tuple[TileConfig, ...]:
     """The configs `gemmgate tune` times for one key, most promising first, pruned by
     shared memory and accumulator registers, at most `limit`. `split_ks`: the tiled
-    variant's K splits to try; `tma_splits`: the TMA split-K configs (`tma_split_space`);
-    `streamks`: the stream-K configs (`streamk_space`)."""
-    out: list[TileConfig] = list(streamks) if "streamk" in variants else []
-    out += list(tma_splits) if "tma_split" in variants else []
+    variant's K splits to try; `tma_splits`: the TMA split-K configs (`tma_split_space`)."""
+    out: list[TileConfig] = list(tma_splits) if "tma_split" in variants else []
     if "tma" in variants and not skinny:
         out += _round_robin(family, _TILES[family], "tma", smem_limit)
     if "tiled" in variants:
@@ -139,27 +133,6 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
 
 
 _MAX_TMA_SPLIT = 64   # K ranges: the reduction reads splits x M x N fp32 partials
-
-
-# Stream-K is offered where one program per tile would use the SMs less than this well
-# (tiles / (SMs x waves)): 1152 x 1856 with 128x128 tiles is 135 / 264 = 0.51.
-_STREAMK_BELOW = 0.85
-
-
-def streamk_space(family: str, m: int, n: int, k: int, num_sms: int,
-                  smem_limit: int) -> list[TileConfig]:
-    """Stream-K configs for one shape: each of the family's first five tiles (128x256 down
-    to 64x128) whose one-program-per-tile waves would fill the SMs below _STREAMK_BELOW,
-    with at least 4 K blocks a tile (partials cost a tile's worth of fp32 traffic), at its
-    likely warps and stages (`_round_robin`'s first setting)."""
-    out = []
-    for bm, bn, bk in _TILES[family][:5]:
-        tiles = cdiv(m, bm) * cdiv(n, bn)
-        if cdiv(k, bk) < 4 or tiles / (num_sms * cdiv(tiles, num_sms)) >= _STREAMK_BELOW:
-            continue
-        out.append(_t(bm, bn, bk, 3 if bm * bn >= 128 * 256 else 4,
-                      8 if bm * bn >= 128 * 128 else 4, "streamk"))
-    return [c for c in out if usable(c, family, smem_limit)]
 
 
 def tma_split_space(family: str, m: int, n: int, k: int, num_sms: int,

@@ -19,8 +19,7 @@ A call is keyed by (device, mode, M, N, K, operand strides and alignment). For a
    (sm_90+); `tiled` too unless its pointer loads would be scalar (`_pointer_fast`; such
    a call takes TMA even at thin M, with aligned copies) or it is fp8 with a K-major B
    and M < 128; split-K where the output tiles leave SMs idle and K is long: `tiled`
-   with split_k > 1, and `tma_split` (split-K on TMA loads) wherever `tma` runs; and
-   `streamk` (stream-K on TMA loads, for tile counts that fill the SMs unevenly) too.
+   with split_k > 1, and `tma_split` (split-K on TMA loads) wherever `tma` runs.
 3. The tile: the committed tuning table's entry for the exact key, else the nearest entry
    of the same bucket by regime (kernels/table.py), among the variants the call can run;
    else kernels.configs.heuristic. A caller's `choose` hook (the harness) gets this pick
@@ -43,7 +42,6 @@ from kernels.configs import (
     TileConfig,
     heuristic,
     search_space,
-    streamk_space,
     tma_split_space,
     usable,
 )
@@ -164,8 +162,8 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     # Where the tiled kernel is slow, TMA only: scalar pointer loads, or fp8_kb.
     if variants[0] == "tma" and (not _pointer_fast(M, N, la, lb, ld) or (fp8_kb and M < 128)):
         variants = ("tma",)
-    if variants[0] == "tma":   # split-K and stream-K with TMA loads run wherever TMA does
-        variants = (*variants, "tma_split", "streamk")
+    if variants[0] == "tma":   # split-K with TMA loads runs wherever TMA does
+        variants = (*variants, "tma_split")
     bucket = f"{fam} {mode.name} {la}{lb} {'tma' if variants[0] == 'tma' else 'ptr'} ld{ld}"
     key = f"{bucket} | m{M} n{N} k{K} a{sa[0]},{sa[1]} b{sb[0]},{sb[1]}"
     return fam, key, bucket, copy_a, copy_b, variants
@@ -196,10 +194,8 @@ def candidates(p: Plan, device: torch.device, M: int, N: int, K: int) -> tuple[T
     skinny = M <= 32
     tma_splits = tma_split_space(p.family, M, N, K, num_sms(device), smem) \
         if "tma_split" in p.variants and not skinny else ()
-    streamks = streamk_space(p.family, M, N, K, num_sms(device), smem) \
-        if "streamk" in p.variants and not skinny else ()
     space = search_space(p.family, p.variants, smem, skinny=skinny, split_ks=splits,
-                         tma_splits=tma_splits, streamks=streamks, limit=29)
+                         tma_splits=tma_splits, limit=29)
     return (p.pick, *(c for c in space if c != p.pick))
 
 

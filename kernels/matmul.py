@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import torch
 import triton
 
-from kernels import dispatch, matmul_streamk, matmul_tiled, matmul_tma, matmul_tma_split, table
+from kernels import dispatch, matmul_tiled, matmul_tma, matmul_tma_split, table
 from kernels.configs import VARIANTS, TileConfig
 from kernels.modes import KernelMode, mode_for_dtype, mode_named
 
@@ -209,8 +209,7 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
 
 def _recipe(cfg: TileConfig, a, b, out, flags: dict):
     if cfg.variant != "tiled":
-        make = {"tma": matmul_tma.recipe, "tma_split": matmul_tma_split.recipe,
-                "streamk": matmul_streamk.recipe}[cfg.variant]
+        make = matmul_tma.recipe if cfg.variant == "tma" else matmul_tma_split.recipe
         r = make(cfg, a, b, out, **flags)
         if r is not None:
             return r

@@ -27,7 +27,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernels import matmul_streamk, matmul_tiled, matmul_tma, matmul_tma_split
+from kernels import matmul_tiled, matmul_tma, matmul_tma_split
 from kernels.configs import TileConfig, cdiv
 
 SCHEMA, VERSION = "kernels.tuning-table", 1
@@ -41,7 +41,7 @@ _DEPTH_CAP = 12     # log2 K: past 4096 the pipeline is in steady state
 _NARROW_CAP = 8     # log2 min(M, N): 256 and up fill a 128- or 256-wide tile
 NEIGHBOURS = 3      # the nearest entries whose tiles compete for a shape (`_transfer`)
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
-            "tma_split": matmul_tma_split.KERNELS, "streamk": matmul_streamk.KERNELS}
+            "tma_split": matmul_tma_split.KERNELS}
 
 
 @functools.cache
@@ -176,10 +176,8 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
 def steps(c: TileConfig, m: int, n: int, k: int, sms: int) -> int:
     """A tile's work on a shape as the busiest SM sees it: programs per SM (rounded up:
     programs resident together share the SM) times the K blocks each program walks."""
-    tiles = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n)
-    if c.variant == "streamk":   # every program an equal share of all K blocks
-        return cdiv(tiles * cdiv(max(k, 1), c.block_k), sms)
-    return cdiv(tiles * c.split_k, sms) * cdiv(cdiv(max(k, 1), c.split_k), c.block_k)
+    programs = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n) * c.split_k
+    return cdiv(programs, sms) * cdiv(cdiv(max(k, 1), c.split_k), c.block_k)
 
 
 _FIXED_MS = 0.003        # a launch's time outside its K loop (launch, prologue, epilogue)

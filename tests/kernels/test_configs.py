@@ -8,7 +8,6 @@ from kernels.configs import (
     heuristic,
     search_space,
     split_for,
-    streamk_space,
     tma_split_space,
     usable,
 )
@@ -93,26 +92,6 @@ def test_tma_split_space_splits_a_one_wave_tile_in_two():
     wide = {(c.block_m, c.block_n, c.split_k) for c in space}
     assert (64, 128, 2) in wide and (128, 128, 2) in wide     # 86 tiles each: one wave
     assert all(n != 64 for _, n, _ in wide)                    # 172 tiles: more than a wave
-
-
-def test_streamk_space_offers_tiles_whose_waves_leave_sms_idle():
-    space = streamk_space("16bit", 1152, 1856, 1920, H200_SMS, H200_SMEM)
-    tiles = {(c.block_m, c.block_n) for c in space}
-    assert all(c.variant == "streamk" and c.split_k == 1 for c in space)
-    assert (128, 128) in tiles and (128, 256) in tiles   # 135 tiles: 0.51; 72: 0.55
-    assert all(usable(c, "16bit", H200_SMEM) for c in space)
-    # 4096^2: 128x256 makes 512 tiles, 0.97 of 4 waves; 64x128 2048, 0.97 of 16
-    assert streamk_space("16bit", 4096, 4096, 4096, H200_SMS, H200_SMEM) == []
-    assert streamk_space("16bit", 1152, 1856, 192, H200_SMS, H200_SMEM) == []  # 3 K blocks
-
-
-def test_search_space_gives_streamk_its_share():
-    extra = streamk_space("fp8", 1152, 1856, 1920, H200_SMS, H200_SMEM)
-    space = search_space("fp8", ("tma", "tiled", "tma_split", "streamk"), H200_SMEM,
-                         skinny=False, streamks=extra, limit=29)
-    assert extra and set(extra) <= set(space) and len(space) <= 29
-    without = search_space("fp8", ("tma", "tiled"), H200_SMEM, skinny=False, streamks=extra)
-    assert all(c.variant != "streamk" for c in without)
 
 
 def test_search_space_gives_tma_split_its_share():

@@ -10,7 +10,7 @@ from gemmgate.accuracy import relative_error
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import MODES
 from gemmgate.shapes import SETS, Case
-from kernels import matmul_streamk, matmul_tma, matmul_tma_split
+from kernels import matmul_tma, matmul_tma_split
 from kernels.configs import INTERPRETER_CONFIG, TileConfig
 from kernels.modes import mode_named
 
@@ -28,12 +28,10 @@ GPU_TILE = TileConfig(64, 64, 64, 8, 3, 4)
 # kernel (which falls back to pointer loads where operands cannot be described).
 CPU_VARIANTS = {"tiled": INTERPRETER_CONFIG, "split3": TileConfig(32, 32, 16, 2, 1, 4, split_k=3),
                 "tma": TileConfig(32, 32, 16, 2, 1, 4, "tma"),
-                "tma_split3": TileConfig(32, 32, 16, 2, 1, 4, "tma_split", 3),
-                "streamk": TileConfig(32, 32, 16, 2, 1, 4, "streamk")}
+                "tma_split3": TileConfig(32, 32, 16, 2, 1, 4, "tma_split", 3)}
 GPU_VARIANTS = {"tiled": GPU_TILE, "split4": TileConfig(64, 64, 64, 8, 3, 4, split_k=4),
                 "tma": TileConfig(128, 128, 32, 8, 3, 8, "tma"),   # fits fp32 too
-                "tma_split4": TileConfig(128, 128, 32, 8, 3, 8, "tma_split", 4),
-                "streamk": TileConfig(128, 128, 32, 8, 3, 8, "streamk")}
+                "tma_split4": TileConfig(128, 128, 32, 8, 3, 8, "tma_split", 4)}
 
 
 def _run(case: Case, mode: str, device: str, config=None, choose=None):
@@ -83,28 +81,6 @@ def test_tma_kernel_itself_on_every_layout(shape, a_t, b_t, device):
     matmul_tma_split.launcher(CPU_VARIANTS["tma_split3"], a, b, out, a, a, input_precision="ieee",
                               is_fp32=True, has_scale=False)()
     assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
-    out.fill_(float("nan"))   # stream-K: 4 programs' ranges cross tiles mid-K
-    matmul_streamk.launcher(CPU_VARIANTS["streamk"], a, b, out, a, a, input_precision="ieee",
-                            is_fp32=True, has_scale=False)()
-    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
-
-
-@pytest.mark.parametrize("shape", [(32, 32, 320), (40, 72, 100), (96, 64, 16), (64, 96, 48)])
-def test_streamk_sums_partials_of_tiles_shared_by_several_programs(shape, device):
-    """Stream-K's fixup: one tile's K blocks split over all 4 interpreter programs
-    (32 x 32 x 320: 20 blocks), ranges ending mid-tile on both sides (40 x 72 x 100), one
-    block a tile (96 x 64 x 16: 6 iterations, every segment whole) and 4 programs over 18
-    iterations of 6 tiles (64 x 96 x 48)."""
-    m, n, k = shape
-    g = torch.Generator().manual_seed(m * n + k)
-    a, b = torch.randn(m, k, generator=g).to(device), torch.randn(k, n, generator=g).to(device)
-    out = torch.full((m, n), float("nan"), device=device)
-    cfg = CPU_VARIANTS["streamk"]
-    assert matmul_streamk.programs(cfg, m, n, k, 4) == 4
-    matmul_streamk.launcher(cfg, a, b, out, a, a, input_precision="ieee", is_fp32=True,
-                            has_scale=False)()
-    ref = a.double() @ b.double()
-    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
 
 
 @pytest.mark.parametrize("dtypes", [(torch.bfloat16, torch.float16),
@@ -120,13 +96,10 @@ def test_tma_launches_are_kept_per_operand_dtype(dtypes):
         if variant == "tma":
             return matmul_tma.recipe(TileConfig(64, 64, 64, 8, 3, 4, "tma"), a, b, out,
                                      **flags).run
-        if variant == "streamk":
-            return matmul_streamk.recipe(TileConfig(64, 64, 64, 8, 3, 4, "streamk"), a, b,
-                                         out, **flags).main
         return matmul_tma_split.recipe(TileConfig(64, 64, 64, 8, 3, 4, "tma_split", 2), a, b,
                                        out, **flags).main
 
-    for variant in ("tma", "tma_split", "streamk"):
+    for variant in ("tma", "tma_split"):
         one, other = (made(d, variant) for d in dtypes)
         assert one is not other and one is made(dtypes[0], variant)
 
@@ -146,9 +119,9 @@ def test_gpu_modes_match_reference(case, mode, tol):
                                   Case(128, 256, 4096, "cr"), Case(1024, 1000, 2000, "rc", 8)],
                          ids=lambda c: c.id)
 @pytest.mark.parametrize("mode,tol", GPU_MODES)
-@pytest.mark.parametrize("variant", ["split4", "tma", "tma_split4", "streamk"])
+@pytest.mark.parametrize("variant", ["split4", "tma", "tma_split4"])
 def test_gpu_variants_match_reference(case, mode, tol, variant):
-    """Split-K, the TMA kernel, TMA split-K and stream-K on edges, every layout and padded leading
+    """Split-K, the TMA kernel and TMA split-K on edges, every layout and padded leading
     dimensions (operands a descriptor cannot take run the same tile with pointer loads)."""
     if mode == "fp8" and torch.cuda.get_device_capability() < (8, 9):
         pytest.skip("fp8 needs compute capability 8.9+")

@@ -97,8 +97,6 @@ def test_nearest_lookup_weighs_the_neighbours_tiles_by_their_steps_on_the_shape(
     assert look(3072, 320, 2304, sms=132) == (narrow, "table")      # exact stays exact
     assert table.steps(narrow, 3072, 320, 2304, 132) == 36          # 120 programs: 1 per SM
     assert table.steps(wide, 3072, 320, 2304, 132) == 2 * 18        # 144 programs: 2
-    streamk = TileConfig(64, 128, 128, 8, 4, 4, "streamk")
-    assert table.steps(streamk, 3072, 320, 2304, 132) == 20         # 144 x 18 / 132
     d = _write(tmp_path, [_entry(3072, 320, 2304, narrow, tuned_ms=0.0196),
                           _entry(1280, 768, 2560, wide)])             # no tuned time
     assert look(1024, 1024, 2048, sms=132) == (narrow, "table-nearest")
