@@ -41,6 +41,7 @@ S8 = RESULTS / "h200-2026-11-30-s8"
 S10 = RESULTS / "h200-2026-11-30-s10"
 S11 = RESULTS / "h200-2026-11-30-s11"
 S9 = RESULTS / "h200-2026-11-30-s9"
+S12 = RESULTS / "h200-2026-11-30-s12"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -255,6 +256,13 @@ TABLES: dict[str, Callable[[], str]] = {
     "s11-inductor-losses": lambda: s11_inductor_losses(S11 / "cases.csv"),
     "s11-eager": lambda: s10_eager_calls(S11 / "cases.csv", ("callC-eager",)),
     "s11-long-tail": lambda: s9_long_tail(S11 / "cases.csv", "callC-", graph_only=True),
+    "s12-tiles": lambda: tiles_table(S12 / "tiles.csv"),
+    "s12-steps": lambda: csv_table(S12 / "steps.csv"),
+    "s12-streamk": lambda: tiles_table(S12 / "tiles_streamk.csv"),
+    "s12-modes": lambda: s12_modes(S11 / "cases.csv", S12 / "cases.csv"),
+    "s12-call-g": lambda: s12_call_g(S12 / "cases.csv"),
+    "s12-inductor": lambda: s12_inductor(S12 / "cases.csv"),
+    "s12-long-tail": lambda: s9_long_tail(S12 / "cases.csv", "callE-", graph_only=True),
 }
 
 
@@ -571,6 +579,58 @@ def s11_call_d(path: Path) -> str:
                         "cases < 0.80"],
                        [(rows, {"nightly": "callC-nightly"}), (ref, {"nightly": "callD-nightly"})],
                        (rows, {"nightly": "callD-nightly"}))
+
+
+_S12_SETS = {"pr": "callE-pr", "nightly": "callE-nightly", "holdout": "callE-holdout",
+             "holdout2": "callE-holdout2", "longk": "callF-longk"}
+
+
+def s12_modes(s11: Path, s12: Path) -> str:
+    """Geomean Triton/cuBLAS per set and mode: session 11's closing figures (call C); the
+    session's start (cb6bcf8, timed as the A/B reference in calls E and F); calls E and F
+    in bold (retuned table, the transfer lookup, one-wave TMA split-K), their A/B geomean
+    against cb6bcf8, worst case, cases < 0.80."""
+    old, new = _rows(s11), _rows(s12)
+    ref = _reference_rows([r for r in new if r["label"] in _S12_SETS.values()])
+    return modes_table(
+        ["session 11 call C", "session start (A/B ref.)", "calls E, F", "A/B vs cb6bcf8",
+         "worst case", "cases < 0.80"],
+        [(old, {s: f"callC-{s}" for s in ("pr", "nightly", "holdout", "longk")}),
+         (ref, _S12_SETS)], (new, _S12_SETS))
+
+
+def s12_call_g(path: Path) -> str:
+    """Call G, another host: the tune set retuned (bf16, fp16) with the BLOCK_K = 128
+    tiles earlier in the search, against call E's table (timed as the A/B reference)."""
+    rows = _rows(path)
+    sets = ("nightly", "holdout", "holdout2")
+    ref = _reference_rows([r for r in rows if r["label"].startswith("callG-")])
+    return modes_table(["call E", "before (A/B ref.)", "call G", "A/B", "worst case",
+                        "cases < 0.80"],
+                       [(rows, {s: f"callE-{s}" for s in sets}),
+                        (ref, {s: f"callG-{s}" for s in sets})],
+                       (rows, {s: f"callG-{s}" for s in sets}))
+
+
+def tiles_table(path: Path, flush: str = "1") -> str:
+    """scripts/device/tiles.py's rows with the L2 flushed (as every run times), per shape
+    fastest first: microseconds, TFLOP/s, speed ratio to cuBLAS."""
+    rows = [r for r in _rows(path) if r["flush"] == flush]
+    rows.sort(key=lambda r: (r["shape"], float(r["us"])))
+    return "\n".join(["| shape | provider / tile | us | TFLOP/s | ratio |",
+                      "|---|---|---:|---:|---:|"] +
+                     [f"| {r['shape']} | {r['provider']} | {r['us']} | {r['tflops']} | "
+                      f"{r['ratio']} |" for r in rows])
+
+
+def s12_inductor(path: Path) -> str:
+    """Call F: session 11's nine nightly shapes where inductor was faster, bf16, again."""
+    rows = [r for r in _rows(path) if r["label"] == "callF-ind-losses"]
+    out = ["| case | Triton/cuBLAS | inductor/Triton time | tile |", "|---|---:|---:|---|"]
+    for r in sorted(rows, key=_vs_inductor):
+        out.append(f"| {r['case']} | {float(r['ratio']):.3f} | {_vs_inductor(r):.3f} | "
+                   f"{r['tile']} |")
+    return "\n".join(out)
 
 
 def _vs_inductor(r: dict) -> float | None:
