@@ -7,8 +7,9 @@ the exact shape. At call time, `lookup` returns the entry for the exact shape, o
 near entry of the same bucket by regime (`regime`: how many output tiles, how deep K,
 how narrow the thinner side; within NEAREST_MAX): of the NEIGHBOURS nearest, the one
 whose tile `_transfer` predicts fastest here (its tuned time per SM step, times the steps
-it takes on this shape), or None (the caller's heuristic then decides). Only entries whose variant the call can run count; a `fragile` tile serves its
-own shape and shapes it tiles exactly; a bucket of unaligned rows (ld16-ld64) with
+it takes on this shape), or None (the caller's heuristic then decides). Only entries
+whose variant the call can run count; a `fragile` tile serves its own shape and shapes
+it tiles exactly; a bucket of unaligned rows (ld16-ld64) with
 nothing near borrows from its ld128 sibling. An entry whose kernel hash differs from
 the current source is stale: never used, listed by `stale_entries` (and `gemmgate tune
 --stale` retunes them); the first stale hit in a process warns.

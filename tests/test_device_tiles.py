@@ -1,0 +1,52 @@
+"""scripts/device/tiles.py: its tile syntax and its refusals (exit 2 with a message); the
+timing itself runs on the device only."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernels.configs import TileConfig
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "device" / "tiles.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("device_tiles", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_tile_names_its_variant_blocks_stages_warps_split_and_group():
+    parse = _module().parse_tile
+    assert parse("tma:64x128x128:s4:w4") == TileConfig(64, 128, 128, 8, 4, 4, "tma")
+    assert parse("tma_split:128x128x64:s4:w8:k2") == \
+        TileConfig(128, 128, 64, 8, 4, 8, "tma_split", 2)
+    assert parse(" tiled:64x64x64:s3:w4:g4 ").group_m == 4
+
+
+@pytest.mark.parametrize("text", ["tma:64x128:s4:w4", "tma:64x128x128", "64x128x128:s4:w4",
+                                  "tma:64x128x128:s4:w4:x2"])
+def test_a_malformed_tile_is_named(text):
+    with pytest.raises(ValueError, match="variant:BMxBNxBK"):
+        _module().parse_tile(text)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["1024x1024", "--configs", "tma:64x64x64:s4:w4"], "--shape"),
+    (["1024x1024x1024", "--configs", "tma:64x64:s4:w4"], "variant:BMxBNxBK"),
+    (["1024x1024x1024", "--configs", "warp:64x64x64:s4:w4"], "unknown variant"),
+    (["1024x1024x1024", "--mode", "int4"], "int4"),
+])
+def test_bad_input_exits_2_before_any_gpu_work(argv, message, capsys):
+    assert _module().main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present: the script would time")
+def test_without_a_gpu_it_exits_2():
+    assert _module().main(["64x64x64"]) == 2
