@@ -3,8 +3,9 @@ timing itself runs on the device only."""
 
 from __future__ import annotations
 
-import importlib.util
+import runpy
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -14,11 +15,8 @@ from kernels.configs import TileConfig
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "device" / "tiles.py"
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("device_tiles", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def _module() -> SimpleNamespace:
+    return SimpleNamespace(**runpy.run_path(str(SCRIPT)))   # not as __main__: nothing runs
 
 
 def test_a_tile_names_its_variant_blocks_stages_warps_split_and_group():
