@@ -136,6 +136,13 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
 _MAX_TMA_SPLIT = 64   # K ranges: the reduction reads splits x M x N fp32 partials
 
 
+def ranges_fit(k: int, split: int, block_k: int) -> bool:
+    """Whether K split `split` ways leaves every range two BLOCK_K blocks at least: the TMA
+    split-K search's rule (`tma_split_space`), and the table's when it borrows a split
+    tile for another shape (kernels/table.py)."""
+    return k >= split * 2 * block_k
+
+
 def tma_split_space(family: str, m: int, n: int, k: int, num_sms: int,
                     smem_limit: int) -> list[TileConfig]:
     """TMA split-K configs for one shape: each split-K tile whose output tiles make at most
@@ -152,10 +159,10 @@ def tma_split_space(family: str, m: int, n: int, k: int, num_sms: int,
             s = 1
             while tiles * s * 2 <= num_sms and s < _MAX_TMA_SPLIT:
                 s *= 2
-            while s > 1 and k < s * 2 * bk:   # K ranges of two blocks at least
+            while s > 1 and not ranges_fit(k, s, bk):
                 s //= 2
             for split in (s, 2 * s):
-                if 2 <= split <= _MAX_TMA_SPLIT and k >= split * 2 * bk:
+                if 2 <= split <= _MAX_TMA_SPLIT and ranges_fit(k, split, bk):
                     out.append(_t(bm, bn, bk, stages, 8 if bm * bn >= 128 * 128 else 4,
                                   "tma_split", split))
     return [c for c in out if usable(c, family, smem_limit)]

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernels import matmul_tiled, matmul_tma, matmul_tma_split
-from kernels.configs import TileConfig, cdiv
+from kernels.configs import TileConfig, cdiv, ranges_fit
 
 SCHEMA, VERSION = "kernels.tuning-table", 1
 DEFAULT_DIR = Path(__file__).parent / "tuned"
@@ -192,9 +192,9 @@ def _fixed_ms(c: TileConfig, m: int, n: int) -> float:
 
 def _splits_fit(c: TileConfig, k: int) -> bool:
     """Whether a split-K tile's K ranges here are two blocks at least, as the search asks
-    of its own candidates (`configs.tma_split_space`): 160 x 192 x 36864's 32 splits on
+    of its own candidates (`configs.ranges_fit`): 160 x 192 x 36864's 32 splits on
     256 x 256 x 2048 would be one block each (0.88 of the split it replaced, session 12)."""
-    return c.split_k == 1 or k >= c.split_k * 2 * c.block_k
+    return c.split_k == 1 or ranges_fit(k, c.split_k, c.block_k)
 
 
 def _transfer(r: _Row, m: int, n: int, k: int, sms: int) -> float:
