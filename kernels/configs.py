@@ -9,8 +9,6 @@ A TileConfig names the variant it is for and that variant's launch parameters:
   Hopper's tensor-memory descriptors. Needs 16-byte aligned operands (kernels/dispatch.py).
 - `tma_split` (kernels/matmul_tma_split.py): split-K (`split_k` K ranges per tile) with
   TMA loads, where `tma` runs: for few output tiles over a long K.
-- `tma_sk` (kernels/matmul_tma_sk.py): the TMA variant's whole waves, and the last partial
-  wave's tiles shared out by K over every SM (stream-K), where `tma` runs.
 
 `search_space` is what `gemmgate tune` times for one key: generated per family and
 variant, pruned by shared memory (pipeline stages x tiles) and registers (the fp32
@@ -23,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-VARIANTS = ("tiled", "tma", "tma_split", "tma_sk")
+VARIANTS = ("tiled", "tma", "tma_split")
 FAMILIES = ("16bit", "fp32", "fp8")
 ELEM_BYTES = {"16bit": 2, "fp32": 4, "fp8": 1}
 _MAX_ACC_REGS = 128  # fp32 accumulator registers per thread; more spills (255 in all)
@@ -49,16 +47,16 @@ class TileConfig:
             raise ValueError(f"invalid launch parameters in {self}")
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; known: {', '.join(VARIANTS)}")
-        if self.split_k < 1 or (self.split_k > 1 and self.variant in ("tma", "tma_sk")):
-            raise ValueError(f"split_k={self.split_k}: the {self.variant} variant does not "
-                             "split K by a count (tiled and tma_split do)")
+        if self.split_k < 1 or (self.split_k > 1 and self.variant == "tma"):
+            raise ValueError(f"split_k={self.split_k}: the tma variant does not split K "
+                             "(tiled and tma_split do)")
 
     def smem_bytes(self, elem_bytes: int) -> int:
         """Shared memory of the software pipeline: one A and one B tile per stage (triton
         3.6 on the H200 asked 4 x 64 KiB for a 4-stage 128x128x64 fp32 tile), plus the
         TMA variant's epilogue tile of C (fp32 for fp32 inputs, else 16-bit)."""
         per_stage = (self.block_m + self.block_n) * self.block_k * elem_bytes
-        if self.variant in ("tma", "tma_sk"):
+        if self.variant == "tma":
             out_bytes = 4 if elem_bytes == 4 else 2
             return per_stage * self.num_stages + self.block_m * self.block_n * out_bytes
         return per_stage * self.num_stages

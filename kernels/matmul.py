@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import torch
 import triton
 
-from kernels import dispatch, matmul_tiled, matmul_tma, matmul_tma_sk, matmul_tma_split, table
+from kernels import dispatch, matmul_tiled, matmul_tma, matmul_tma_split, table
 from kernels.configs import VARIANTS, TileConfig
 from kernels.modes import KernelMode, mode_for_dtype, mode_named
 
@@ -208,11 +208,6 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
 
 
 def _recipe(cfg: TileConfig, a, b, out, flags: dict):
-    if cfg.variant == "tma_sk":   # a C no descriptor takes: the TMA variant stages it
-        r = matmul_tma_sk.recipe(cfg, a, b, out, **flags)
-        if r is not None:
-            return r
-        cfg = dataclasses.replace(cfg, variant="tma")
     if cfg.variant != "tiled":
         make = matmul_tma.recipe if cfg.variant == "tma" else matmul_tma_split.recipe
         r = make(cfg, a, b, out, **flags)

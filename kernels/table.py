@@ -29,7 +29,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernels import matmul_tiled, matmul_tma, matmul_tma_sk, matmul_tma_split
+from kernels import matmul_tiled, matmul_tma, matmul_tma_split
 from kernels.configs import TileConfig, cdiv, ranges_fit
 
 SCHEMA, VERSION = "kernels.tuning-table", 1
@@ -43,7 +43,7 @@ _DEPTH_CAP = 12     # log2 K: past 4096 the pipeline is in steady state
 _NARROW_CAP = 8     # log2 min(M, N): 256 and up fill a 128- or 256-wide tile
 NEIGHBOURS = 3      # the nearest entries whose tiles compete for a shape (`_transfer`)
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
-            "tma_split": matmul_tma_split.KERNELS, "tma_sk": matmul_tma_sk.KERNELS}
+            "tma_split": matmul_tma_split.KERNELS}
 
 
 @functools.cache

@@ -10,7 +10,7 @@ from gemmgate.accuracy import relative_error
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import MODES
 from gemmgate.shapes import SETS, Case
-from kernels import matmul_tma, matmul_tma_sk, matmul_tma_split
+from kernels import matmul_tma, matmul_tma_split
 from kernels.configs import INTERPRETER_CONFIG, TileConfig
 from kernels.modes import mode_named
 
@@ -28,12 +28,10 @@ GPU_TILE = TileConfig(64, 64, 64, 8, 3, 4)
 # kernel (which falls back to pointer loads where operands cannot be described).
 CPU_VARIANTS = {"tiled": INTERPRETER_CONFIG, "split3": TileConfig(32, 32, 16, 2, 1, 4, split_k=3),
                 "tma": TileConfig(32, 32, 16, 2, 1, 4, "tma"),
-                "tma_split3": TileConfig(32, 32, 16, 2, 1, 4, "tma_split", 3),
-                "tma_sk": TileConfig(32, 32, 16, 2, 1, 4, "tma_sk")}
+                "tma_split3": TileConfig(32, 32, 16, 2, 1, 4, "tma_split", 3)}
 GPU_VARIANTS = {"tiled": GPU_TILE, "split4": TileConfig(64, 64, 64, 8, 3, 4, split_k=4),
                 "tma": TileConfig(128, 128, 32, 8, 3, 8, "tma"),   # fits fp32 too
-                "tma_split4": TileConfig(128, 128, 32, 8, 3, 8, "tma_split", 4),
-                "tma_sk": TileConfig(128, 128, 32, 8, 3, 8, "tma_sk")}
+                "tma_split4": TileConfig(128, 128, 32, 8, 3, 8, "tma_split", 4)}
 
 
 def _run(case: Case, mode: str, device: str, config=None, choose=None):
@@ -83,55 +81,6 @@ def test_tma_kernel_itself_on_every_layout(shape, a_t, b_t, device):
     matmul_tma_split.launcher(CPU_VARIANTS["tma_split3"], a, b, out, a, a, input_precision="ieee",
                               is_fp32=True, has_scale=False)()
     assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
-    out.fill_(float("nan"))   # whole waves, then the last wave's tiles shared out by K
-    run = matmul_tma_sk.launcher(CPU_VARIANTS["tma_sk"], a, b, out, a, a,
-                                 input_precision="ieee", is_fp32=True, has_scale=False)
-    if run is not None:       # else a C no descriptor takes (N=50 fp32): the TMA variant
-        run()
-        assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
-
-
-@pytest.mark.parametrize("shape,plan", [
-    ((32, 32, 320), (0, 5, 1, 4)),     # one tile, 20 K blocks: 4 ranges of 5
-    ((40, 72, 100), (4, 4, 2, 4)),     # ranges ending mid-tile on both sides
-    ((96, 64, 16), (4, 4, 2, 1)),      # one K block a tile: one range covers both whole
-    ((160, 96, 200), (12, 10, 3, 4)),  # three whole waves, then 3 tiles over 4 programs
-    ((64, 96, 48), (4, 4, 2, 2))])
-def test_tma_sk_sums_the_last_waves_partial_tiles(shape, plan, device):
-    """The stream-K tail on the interpreter's 4 programs: `schedule`'s split, the result
-    against float64, the same bits again on a second launch (the counters reset
-    themselves to 0; the partials are summed in range order, whoever arrives last)."""
-    m, n, k = shape
-    cfg = CPU_VARIANTS["tma_sk"]
-    s = matmul_tma_sk.schedule(cfg, m, n, k, 4)
-    assert (s.dp_tiles, s.sk_iters, s.sk_tiles, s.sk_programs) == plan
-    g = torch.Generator().manual_seed(m * n + k)
-    a, b = torch.randn(m, k, generator=g).to(device), torch.randn(k, n, generator=g).to(device)
-    out = torch.full((m, n), float("nan"), device=device)
-    r = matmul_tma_sk.recipe(cfg, a, b, out, input_precision="ieee", is_fp32=True,
-                             has_scale=False)
-    r.bind(a, b, out, a, a)()
-    ref = a.double() @ b.double()
-    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
-    first = out.clone()
-    (counters,) = r.counters.values()
-    assert counters.tolist() == [0] * max(s.sk_tiles, 1)
-    out.fill_(float("nan"))
-    r.bind(a, b, out, a, a)()
-    assert torch.equal(out, first)
-
-
-def test_tma_sk_schedule_on_the_h200():
-    """1152 x 1856 x 1920 bf16 on 132 SMs: 135 tiles of 128x128 are one whole wave and 3
-    tiles of 30 K blocks, cut into 4 ranges each (the cap), so 12 programs share them;
-    72 tiles of 128x256 are no whole wave, 2160 K blocks over 132 programs of 17."""
-    big = matmul_tma_sk.schedule(TileConfig(128, 128, 64, 8, 4, 8, "tma_sk"), 1152, 1856,
-                                 1920, 132)
-    assert (big.dp_tiles, big.sk_tiles, big.sk_iters, big.sk_programs) == (132, 3, 8, 12)
-    wide = matmul_tma_sk.schedule(TileConfig(128, 256, 64, 8, 3, 8, "tma_sk"), 1152, 1856,
-                                  1920, 132)
-    assert (wide.dp_tiles, wide.sk_tiles, wide.sk_iters, wide.sk_programs) == (0, 72, 17, 128)
-    assert wide.max_seg == 2
 
 
 @pytest.mark.parametrize("dtypes", [(torch.bfloat16, torch.float16),
@@ -170,40 +119,13 @@ def test_gpu_modes_match_reference(case, mode, tol):
                                   Case(128, 256, 4096, "cr"), Case(1024, 1000, 2000, "rc", 8)],
                          ids=lambda c: c.id)
 @pytest.mark.parametrize("mode,tol", GPU_MODES)
-@pytest.mark.parametrize("variant", ["split4", "tma", "tma_split4", "tma_sk"])
+@pytest.mark.parametrize("variant", ["split4", "tma", "tma_split4"])
 def test_gpu_variants_match_reference(case, mode, tol, variant):
-    """Split-K, the TMA kernel, TMA split-K and the stream-K tail on edges, every layout and padded leading
+    """Split-K, the TMA kernel and TMA split-K on edges, every layout and padded leading
     dimensions (operands a descriptor cannot take run the same tile with pointer loads)."""
     if mode == "fp8" and torch.cuda.get_device_capability() < (8, 9):
         pytest.skip("fp8 needs compute capability 8.9+")
     assert _run(case, mode, "cuda", GPU_VARIANTS[variant]) < tol
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("case", [Case(1152, 1856, 1920), Case(7904, 384, 3744, "cr"),
-                                  Case(1000, 1000, 1000, "rc"), Case(832, 496, 7392)],
-                         ids=lambda c: c.id)
-@pytest.mark.parametrize("mode,tol", GPU_MODES)
-@pytest.mark.parametrize("tile", [(128, 128, 64), (128, 256, 64), (64, 128, 128)])
-def test_gpu_tma_sk_on_partial_waves_is_exact_and_deterministic(case, mode, tol, tile):
-    """The stream-K tail where the last wave is partial (135, 186, 64 and 28 tiles of
-    128x128 on an H200's 132 SMs): against float64, and bit for bit the same on a second
-    call (the partials' sum does not depend on which program arrives last)."""
-    if mode == "fp8" and torch.cuda.get_device_capability() < (9, 0):
-        pytest.skip("fp8 TMA is a Hopper (sm_90) path")
-    bm, bn, bk = tile
-    if mode in ("fp32", "tf32", "tf32x3"):
-        bk //= 2                        # fp32 operands: half the K block in shared memory
-    elif mode == "fp8":
-        bk *= 2
-    cfg = TileConfig(bm, bn, bk, 8, 3, 8 if bm * bn >= 128 * 128 else 4, "tma_sk")
-    first = _run(case, mode, "cuda", cfg)
-    inp = make_inputs(case, MODES[mode], "cuda", seed=case.m * 31 + case.k)
-    one = kernels.matmul(inp.a, inp.b, precision=mode, scale_a=inp.scale_a,
-                         scale_b=inp.scale_b, config=cfg)
-    two = kernels.matmul(inp.a, inp.b, precision=mode, scale_a=inp.scale_a,
-                         scale_b=inp.scale_b, config=cfg)
-    assert first < tol and torch.equal(one, two)
 
 
 @pytest.mark.gpu
