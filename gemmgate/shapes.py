@@ -105,6 +105,12 @@ SETS: dict[str, tuple[Case, ...]] = {
         # 12: nightly's 64 x 11008 x 4096 and holdout's fp8 1427 x 1377 x 7005 borrowed
         # from 1-1.7 regime units away; holdout2 was drawn after these were chosen)
         (80, 12288, 5120), (1536, 1280, 6144), (160, 5120, 3072),
+        # a grid over one to four waves of 128x128 tiles (1408^2, 2048^2, 2880^2) at
+        # K = 1024, 2048, 4096, where holdout's mid-size shapes borrowed from a regime unit
+        # away or more (session 13); and few tiles at K = 2048 (64x32x128's regime)
+        (1408, 1408, 1024), (1408, 1408, 2048), (1408, 1408, 4096), (2048, 2048, 1024),
+        (2048, 2048, 4096), (2880, 2880, 1024), (2880, 2880, 2048), (2880, 2880, 4096),
+        (384, 1536, 2048),
     ]),
     # Shapes never tuned (a test keeps them out of the committed tables): drawn once,
     # log-uniform, random.Random(20261130); even draws rounded to multiples of 16, odd

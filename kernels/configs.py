@@ -81,10 +81,12 @@ def _t(bm, bn, bk, stages, warps, variant="tiled", split=1, group=8) -> TileConf
 # (1024 x 1024 x 2048 bf16, session 11), where every tile here had BLOCK_K = 64. Both come
 # fourth and fifth: a list cut at its share of the 30 reaches the first six or so, and they
 # ran 1024 x 1024 x 2048 at 0.99 of cuBLAS and 256 x 1024 x 2048 at 0.96 where the table's
-# tiles ran 0.78 and 0.82 (session 12).
+# tiles ran 0.78 and 0.82 (session 12). 64x32x128 (inductor's tile there, 5 stages) ran
+# 256 x 1024 x 2048 and 1024 x 256 x 2048 at 0.94 and 0.96 where 64x64x128 ran 0.89 and
+# 0.92 (session 13); it took the place of 64x256x64, which no 16-bit key of the table chose.
 _TILES = {
     "16bit": ((128, 256, 64), (256, 128, 64), (128, 128, 64), (64, 128, 128), (64, 64, 128),
-              (128, 64, 64), (64, 128, 64), (64, 64, 64), (128, 128, 128), (64, 256, 64)),
+              (64, 32, 128), (128, 64, 64), (64, 128, 64), (64, 64, 64), (128, 128, 128)),
     "fp32": ((128, 128, 32), (128, 256, 32), (128, 64, 32), (64, 128, 32), (64, 64, 32),
              (128, 128, 64), (64, 256, 32)),
     "fp8": ((128, 256, 128), (256, 128, 128), (128, 128, 128), (128, 64, 128),
@@ -172,11 +174,13 @@ def _round_robin(family: str, tiles, variant: str, smem_limit: int) -> list[Tile
     """Every tile at its most likely stages and warps first, then each tile's next
     setting, and so on: a list cut at its share of the 30 still tries every tile shape.
     (Tile by tile, session 9's cut reached only the first three TMA tiles of 16-bit.)
-    Likely first: 8 warps from 128x128 up, else 4; 3 stages for 128x256-sized tiles, else
-    4; then the other warp count, then one stage more and one less."""
+    Likely first: 8 warps from 128x128 up, else 4; 3 stages for 128x256-sized tiles, 5 for
+    64x32 (its stages are small: 5 ran 256 x 1024 x 2048 bf16 at 1.06x 4, session 13),
+    else 4; then the other warp count, then one stage more and one less."""
     orders = []
     for bm, bn, bk in tiles:
-        w0, s0 = (8 if bm * bn >= 128 * 128 else 4), (3 if bm * bn >= 128 * 256 else 4)
+        s0 = 3 if bm * bn >= 128 * 256 else 5 if bm * bn <= 64 * 32 else 4
+        w0 = 8 if bm * bn >= 128 * 128 else 4
         w1 = 12 - w0
         settings = ((s0, w0), (s0, w1), (s0 + 1, w0), (s0 - 1, w0), (s0 + 1, w1), (s0 - 1, w1))
         orders.append([c for c in (_t(bm, bn, bk, st, w, variant) for st, w in settings)
