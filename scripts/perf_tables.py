@@ -42,6 +42,7 @@ S10 = RESULTS / "h200-2026-11-30-s10"
 S11 = RESULTS / "h200-2026-11-30-s11"
 S9 = RESULTS / "h200-2026-11-30-s9"
 S12 = RESULTS / "h200-2026-11-30-s12"
+S13 = RESULTS / "h200-2026-11-30-s13"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -263,6 +264,11 @@ TABLES: dict[str, Callable[[], str]] = {
     "s12-call-g": lambda: s12_call_g(S12 / "cases.csv"),
     "s12-inductor": lambda: s12_inductor(S12 / "cases.csv"),
     "s12-long-tail": lambda: s9_long_tail(S12 / "cases.csv", "callE-", graph_only=True),
+    "s13-sk-tiles": lambda: tiles_table(S13 / "tiles_sk.csv"),
+    "s13-sk-parts": lambda: csv_table(S13 / "sk_parts.csv"),
+    "s13-n32": lambda: tiles_table(S13 / "tiles_n32.csv"),
+    "s13-steps": lambda: csv_table(S13 / "steps.csv"),
+    "s13-long-tail": lambda: s9_long_tail(S13 / "cases.csv", "callC-", graph_only=True),
 }
 
 
