@@ -10,10 +10,20 @@ the compiled kernel the JIT returned per (device, that signature) and later laun
 with the call JITFunction.run itself ends in (`CompiledKernel.run`; launch hooks and
 their metadata passed when a profiler installed hooks). The first call of a signature,
 the interpreter, and a triton whose JIT does not return the compiled kernel take the JIT.
+
+Tensor descriptors: triton 3.6's CUDA launcher wraps the C launch in a Python loop over
+every argument that encodes each descriptor's tensor map anew (`make_tensordesc_arg`,
+cuTensorMapEncodeTiled), three per TMA launch. A map is a value of (address, shape,
+strides, box, padding), so `_Direct` keeps the wrapper's expansion per such value and calls
+the C launch itself with the arguments the wrapper would pass (the non-tensor ones
+expanded once). It is used where the launcher has exactly 3.6's form (checked on the
+compiled kernel: the wrapper's closure, its globals, no scratch memory, no launch hooks);
+anything else, triton 3.9's launcher included, takes `CompiledKernel.run`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import triton
@@ -35,6 +45,7 @@ class Launch:
     ints: tuple[int, ...]
     kw: dict
     compiled: dict = field(default_factory=dict)  # (device, tensor signature) -> kernel
+    direct: dict = field(default_factory=dict)    # the same key -> _Direct | None
     _values: tuple | None = field(default=None, init=False, repr=False)
 
     def __call__(self, *tensors) -> None:
@@ -52,14 +63,24 @@ class Launch:
             if hasattr(kernel, "packed_metadata") and hasattr(kernel, "function"):
                 self.compiled[key] = kernel
             return
-        every = (*args, *self._constexprs(len(args)))
         stream = driver.get_current_stream(device)
         grid = self.grid
         g1 = grid[1] if len(grid) > 1 else 1
         g2 = grid[2] if len(grid) > 2 else 1
         hooks = triton.knobs.runtime
         enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
-        meta = kernel.launch_metadata(grid, stream, *every) if _active(enter) else None
+        hooked = _active(enter)
+        if not hooked:
+            direct = self.direct.get(key, _UNSET)
+            if direct is _UNSET:
+                direct = self.direct[key] = _Direct.of(kernel, len(tensors),
+                                                       (*self.ints, *self._constexprs(len(args))))
+            if direct is not None:
+                direct(grid[0], g1, g2, stream, kernel.function, kernel.packed_metadata,
+                       enter, leave, tensors)
+                return
+        every = (*args, *self._constexprs(len(args)))
+        meta = kernel.launch_metadata(grid, stream, *every) if hooked else None
         kernel.run(grid[0], g1, g2, stream, kernel.function, kernel.packed_metadata, meta,
                    enter, leave, *every)
 
@@ -69,6 +90,67 @@ class Launch:
         if self._values is None:
             self._values = tuple(self.kw[n] for n in self.fn.arg_names[positional:])
         return self._values
+
+
+_UNSET = object()
+_BASE_ARGS = 13      # triton 3.6's launch arguments before the kernel's ('iiiKKppOOOOOO')
+_MAX_MAPS = 256      # tensor maps kept per compiled kernel; past this the cache restarts
+
+
+@dataclass(eq=False)
+class _Direct:
+    """A compiled kernel's launch past triton 3.6's tensor-map wrapper (module docstring):
+    `launcher` is the C launch, `descs` the leading arguments that are descriptors (their
+    position -> the compiled kernel's tensor-map metadata), `tail` the arguments after
+    the leading ones, `maps` the wrapper's expansion of each descriptor value seen."""
+
+    launcher: Callable
+    make: Callable                    # triton's make_tensordesc_arg(descriptor, metadata)
+    descs: dict[int, object]
+    coop: bool
+    pdl: bool
+    tail: tuple
+    maps: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, kernel, leading: int, tail: tuple) -> _Direct | None:
+        """The direct launch of `kernel` when its launcher has triton 3.6's form and its
+        descriptors are all among the `leading` arguments, else None."""
+        run = getattr(kernel, "run", None)
+        inner = getattr(run, "launch", None)
+        code, cells = getattr(inner, "__code__", None), getattr(inner, "__closure__", None)
+        if code is None or not cells or getattr(run, "global_scratch_size", 1) \
+                or getattr(run, "profile_scratch_size", 1):
+            return None
+        env = dict(zip(code.co_freevars, (c.cell_contents for c in cells)))
+        glob = getattr(inner, "__globals__", {})
+        make = glob.get("make_tensordesc_arg")
+        if set(env) != {"launcher", "tensordesc_indices", "tensordesc_meta"} \
+                or glob.get("_BASE_ARGS_FORMAT_LEN") != _BASE_ARGS or make is None \
+                or make.__code__.co_argcount != 2:
+            return None
+        indices = sorted(env["tensordesc_indices"])
+        meta = env["tensordesc_meta"] or [None] * len(indices)
+        if not indices or indices[-1] >= leading or len(meta) != len(indices):
+            return None
+        return cls(env["launcher"], make, dict(zip(indices, meta)),
+                   run.launch_cooperative_grid, run.launch_pdl, tail)
+
+    def __call__(self, g0, g1, g2, stream, function, packed, enter, leave, tensors) -> None:
+        args = [g0, g1, g2, stream, function, self.coop, self.pdl, None, None, packed, None,
+                enter, leave]
+        for i, t in enumerate(tensors):
+            if i not in self.descs:
+                args.append(t)
+                continue
+            key = (i, t.base.data_ptr(), *t.shape, *t.strides, t.padding)
+            expanded = self.maps.get(key)
+            if expanded is None:
+                if len(self.maps) >= _MAX_MAPS:
+                    self.maps.clear()
+                expanded = self.maps[key] = self.make(t, self.descs[i])
+            args.extend(expanded)
+        self.launcher(*args, *self.tail)
 
 
 def _signature(x) -> tuple | None:

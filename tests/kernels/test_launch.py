@@ -1,6 +1,8 @@
 """kernels.launch: a prepared launch takes the JIT once per tensor signature, then the
 compiled kernel directly, with the arguments the JIT itself would pass."""
 
+import types
+
 import pytest
 import torch
 import triton
@@ -107,6 +109,87 @@ def test_descriptor_arguments_do_not_enter_the_signature():
     assert launch._signature(torch.zeros(4)) == (torch.float32, True)
 
 
+# triton 3.6's CUDA launcher wraps the C launch like this (backends/nvidia/driver.py,
+# wrap_handle_tensordesc); a stand-in built the same way, in a module namespace of its own.
+_WRAPPER_36 = """
+def wrap(launcher, tensordesc_indices, tensordesc_meta):
+    def inner(*args):
+        final_args = list(args[:_BASE_ARGS_FORMAT_LEN])
+        tensordesc_idx = 0
+        for i, arg in enumerate(args[_BASE_ARGS_FORMAT_LEN:]):
+            if i in tensordesc_indices:
+                final_args.extend(make_tensordesc_arg(arg, tensordesc_meta[tensordesc_idx]))
+                tensordesc_idx += 1
+            else:
+                final_args.append(arg)
+        return launcher(*final_args)
+    return inner
+"""
+
+
+class _Runner36:
+    """Stands in for triton 3.6's CudaLauncher around a recording C launch."""
+
+    global_scratch_size = profile_scratch_size = 0
+    launch_cooperative_grid, launch_pdl = False, True
+
+    def __init__(self, indices, meta) -> None:
+        self.c_calls: list[tuple] = []
+        self.encoded: list[tuple] = []
+
+        def make_tensordesc_arg(arg, metadata):
+            self.encoded.append((arg.base.data_ptr(), metadata))
+            return [("map", arg.base.data_ptr(), metadata), *arg.shape, *arg.strides]
+
+        namespace = {"_BASE_ARGS_FORMAT_LEN": 13, "make_tensordesc_arg": make_tensordesc_arg}
+        exec(_WRAPPER_36, namespace)
+        self.launch = namespace["wrap"](lambda *a: self.c_calls.append(a), set(indices), meta)
+
+    def __call__(self, g0, g1, g2, stream, function, *args) -> None:
+        self.launch(g0, g1, g2, stream, function, self.launch_cooperative_grid,
+                    self.launch_pdl, None, None, *args)
+
+
+def test_direct_launch_passes_what_the_36_wrapper_passes_and_encodes_a_map_once():
+    """The direct launch hands the C launch the 3.6 wrapper's exact arguments, encoding a
+    descriptor's tensor map once per (address, shape, strides, padding): a new address is
+    a new map, the same one again is not."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    x, y, w = torch.zeros(16, 32), torch.zeros(32, 16), torch.zeros(16, 16)
+    dx = TensorDescriptor.from_tensor(x, [16, 16])
+    dy = TensorDescriptor.from_tensor(y, [16, 16])
+    tail = (7, 8, 64, True)
+    runner = _Runner36([0, 1], ["mx", "my"])
+    kernel = types.SimpleNamespace(run=runner, function="fn", packed_metadata="pk")
+    direct = launch._Direct.of(kernel, 3, tail)
+    assert direct is not None
+    runner(2, 1, 1, 99, "fn", "pk", None, "enter", "leave", dx, dy, w, *tail)
+    want = runner.c_calls.pop()
+    for _ in range(2):
+        direct(2, 1, 1, 99, "fn", "pk", "enter", "leave", (dx, dy, w))
+        assert runner.c_calls.pop() == want
+    assert len(runner.encoded) == 2 + 2              # the wrapper's two, then ours once
+    dz = TensorDescriptor.from_tensor(torch.zeros(16, 32), [16, 16])
+    direct(2, 1, 1, 99, "fn", "pk", "enter", "leave", (dz, dy, w))
+    assert runner.c_calls.pop()[13][1] == dz.base.data_ptr() and len(runner.encoded) == 5
+
+
+def test_direct_launch_is_not_used_on_another_launcher_form():
+    """Scratch memory, a descriptor past the leading arguments, or a wrapper of another
+    form (a triton other than 3.6): the compiled kernel's own run."""
+    runner = _Runner36([0], ["m"])
+    kernel = types.SimpleNamespace(run=runner, function="fn", packed_metadata="pk")
+    assert launch._Direct.of(kernel, 1, ()) is not None
+    assert launch._Direct.of(kernel, 0, ()) is None          # descriptor not leading
+    runner.global_scratch_size = 64
+    assert launch._Direct.of(kernel, 1, ()) is None
+    assert launch._Direct.of(types.SimpleNamespace(run=lambda *a: None), 1, ()) is None
+    other = _Runner36([0], ["m"])
+    other.launch = lambda *args: None                      # no closure of 3.6's names
+    assert launch._Direct.of(types.SimpleNamespace(run=other), 1, ()) is None
+
+
 def test_the_interpreter_always_takes_the_jit(device):
     """On the CPU (interpreter) the copy kernel's Launch runs and is correct."""
     if device != "cpu":
@@ -144,3 +227,26 @@ def test_gpu_repeated_calls_skip_the_jit_and_alignment_changes_recompile(monkeyp
     monkeypatch.setattr(JITFunction, "run", lambda *a, **k: pytest.fail("went through the JIT"))
     check(0)
     check(1)
+
+
+@pytest.mark.gpu
+def test_gpu_tma_launches_go_direct_and_follow_new_tensors():
+    """On triton 3.6 the TMA kernel's repeated launches take the direct launch, and a call
+    on other tensors of the same shape (new addresses: new tensor maps) is right too."""
+    from kernels import matmul_tma
+    from kernels.configs import TileConfig
+
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("the TMA variant is a Hopper (sm_90) path")
+    cfg = TileConfig(128, 128, 64, 8, 3, 8, "tma")
+    flags = dict(input_precision="ieee", is_fp32=False, has_scale=False)
+    for _ in range(3):
+        a = torch.randn(384, 256, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(256, 320, device="cuda", dtype=torch.bfloat16)
+        out = torch.empty(384, 320, device="cuda", dtype=torch.bfloat16)
+        r = matmul_tma.recipe(cfg, a, b, out, **flags)
+        r.bind(a, b, out, a, a)()
+        want = a.double() @ b.double()
+        assert ((out.double() - want).norm() / want.norm()).item() < 5e-3
+    if triton.__version__.startswith("3.6."):
+        assert any(d is not None for d in r.run.direct.values())
