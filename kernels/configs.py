@@ -230,11 +230,12 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
         if cdiv(m, bm) * cdiv(n, bn) >= num_sms and usable(cand, family, smem_limit):
             return cand
     # Even small tiles leave SMs idle. Split K where it is long (session 9: the tiled
-    # variant unsplit ran fp8 at 0.09-0.50 of cuBLAS where TMA ran 0.94).
+    # variant unsplit ran fp8 at 0.09-0.50 of cuBLAS where TMA ran 0.94): on TMA loads
+    # where the tiled variant is not an option (fp8 at thin M with kept copies, session 13).
     c = _t(*small, 4, 4, variant)
-    split = split_for(m, n, k, c, num_sms) if tiled else 1   # counts c's tiles only
+    split = split_for(m, n, k, c, num_sms) if tiled or tma else 1   # counts c's tiles only
     if split > 1:
-        c = replace(c, variant="tiled", split_k=split)
+        c = replace(c, variant="tiled" if tiled else "tma_split", split_k=split)
     if not usable(c, family, smem_limit):
         c = _t(*small, 2, 4, c.variant, c.split_k)
     return c

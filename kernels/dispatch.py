@@ -97,20 +97,24 @@ def _needs_kmajor(mode: KernelMode, cap: tuple[int, int]) -> bool:
     return cap >= (9, 0) and (mode.scaled or mode.input_precision.startswith("tf32"))
 
 
-def plan(mode: KernelMode, a: torch.Tensor, b: torch.Tensor) -> Plan:
+def plan(mode: KernelMode, a: torch.Tensor, b: torch.Tensor, cached: bool = False) -> Plan:
+    """The call's plan; `cached`: its operand copies are kept across calls
+    (kernels.matmul's cache_copies), so a copy's cost is paid once."""
     M, K = a.shape
     N = b.shape[1]
     align = tuple(x.data_ptr() % 16 == 0 for x in (a, b))
-    return _plan(mode, a.device, M, N, K, a.stride(), b.stride(), align, a.element_size())
+    return _plan(mode, a.device, M, N, K, a.stride(), b.stride(), align, a.element_size(),
+                 cached)
 
 
 @functools.lru_cache(maxsize=4096)
 def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tuple,
-          sb: tuple, aligned: tuple, elem: int) -> Plan:
+          sb: tuple, aligned: tuple, elem: int, cached: bool = False) -> Plan:
     cap, smem, name = _device_info(device)
     on_cpu = interpreting() or device.type == "cpu"
     fam, key, bucket, copy_a, copy_b, variants = decide(
-        mode, cap, M, N, K, sa, sb, aligned, elem, has_tma=cap >= (9, 0) and not on_cpu)
+        mode, cap, M, N, K, sa, sb, aligned, elem, has_tma=cap >= (9, 0) and not on_cpu,
+        cached=cached)
     if on_cpu:
         return Plan(fam, key, copy_a, copy_b, variants, INTERPRETER_CONFIG, "interpreter")
     found = table.lookup(name, bucket, M, N, K, variants=variants, sms=num_sms(device))
@@ -122,8 +126,10 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
 
 
 def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: tuple,
-           sb: tuple, aligned: tuple[bool, bool], elem: int, *, has_tma: bool):
-    """(family, key, bucket, copy_a, copy_b, variants) for a call: pure, no device."""
+           sb: tuple, aligned: tuple[bool, bool], elem: int, *, has_tma: bool,
+           cached: bool = False):
+    """(family, key, bucket, copy_a, copy_b, variants) for a call: pure, no device.
+    `cached`: copies are kept across calls (fp8 then copies B K-major at any M)."""
     fam = family(mode)
     copy_a = copy_b = ""
     # The tiled kernel's loads would be scalar: a thin-M call takes TMA too (with copies).
@@ -132,7 +138,10 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     kmajor = _needs_kmajor(mode, cap)
     if kmajor:
         copy_a = "kmajor" if sa[1] != 1 and (N >= _COPY_MIN_DIM or slow) else ""
-        copy_b = "kmajor" if sb[0] != 1 and (M >= _TMA_MIN_M or slow) else ""
+        # fp8 with kept copies: B K-major at any M, for the TMA variant's wgmma (a decode-
+        # like call's copy is paid once, as the vendor's K-major fp8 B is made once).
+        keep = cached and mode.scaled
+        copy_b = "kmajor" if sb[0] != 1 and (M >= _TMA_MIN_M or slow or keep) else ""
     ieee = mode.input_precision == "ieee" and fam == "fp32"
     if ieee and has_tma and sb[0] == 1 and sb[1] != 1 and M >= _COPY_MIN_DIM:
         # IEEE fp32 runs on FMA units, which read a column-major B tile badly (rc 4096^3:

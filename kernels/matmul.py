@@ -67,7 +67,7 @@ class Resolved:
     recipes: dict = field(default_factory=dict)
 
 
-def _resolve(a, b, precision, out, scale_a, scale_b) -> Resolved:
+def _resolve(a, b, precision, out, scale_a, scale_b, cached: bool = False) -> Resolved:
     """The call checked and planned. A GPU call whose tensors match an earlier call's in
     everything the checks, the plan and the launch recipe read (dtypes, devices, shapes,
     strides, alignment, out and scales) reuses that call's answer (dispatch.CALLS): the
@@ -76,14 +76,15 @@ def _resolve(a, b, precision, out, scale_a, scale_b) -> Resolved:
         key = (a.device, b.device, a.dtype, b.dtype, a.shape, b.shape, a.stride(), b.stride(),
                a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0, precision,
                None if out is None else (*_facts(out), out.stride(), out.data_ptr() % 16 == 0),
-               _facts(scale_a), _facts(scale_b))
+               _facts(scale_a), _facts(scale_b), cached)
         hit = dispatch.CALLS.get(key)
     except (AttributeError, TypeError):  # not tensors, or an unhashable precision:
         key = hit = None                 # the checks say what is wrong
     if hit is not None:
         return hit
     mode = _check(a, b, precision, out, scale_a, scale_b)
-    resolved = Resolved(mode, dispatch.plan(mode, a, b) if a.shape[0] and b.shape[1] else None)
+    resolved = Resolved(mode, dispatch.plan(mode, a, b, cached) if a.shape[0] and b.shape[1]
+                        else None)
     if key is not None and a.device.type != "cpu":  # the CPU's checks read TRITON_INTERPRET
         dispatch.remember(key, resolved)
     return resolved
@@ -171,7 +172,7 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
     for operands that stay the same across calls, like weights. A write into the tensor
     that bypasses PyTorch is not seen: do not ask for it then.
     """
-    resolved = _resolve(a, b, precision, out, scale_a, scale_b)
+    resolved = _resolve(a, b, precision, out, scale_a, scale_b, cache_copies)
     mode, plan = resolved.mode, resolved.plan
     M, K = a.shape
     N = b.shape[1]

@@ -122,7 +122,10 @@ def test_heuristic_fills_the_sms_and_splits_k_when_tiles_cannot():
     assert few.variant == "tma" and few.split_k == 1    # tiles < SMs, K too short to split
     no_tiled = heuristic("16bit", 128, 128, 65536, tma=True, num_sms=H200_SMS,
                          smem_limit=H200_SMEM, tiled=False)
-    assert no_tiled.variant == "tma"                   # no split-K without the tiled kernel
+    assert no_tiled.variant == "tma_split" and no_tiled.split_k > 1   # split-K on TMA loads
+    decode = heuristic("fp8", 1, 4096, 4096, tma=True, num_sms=H200_SMS,
+                       smem_limit=H200_SMEM, tiled=False)     # fp8 with a kept K-major B
+    assert (decode.variant, decode.block_m, decode.split_k) == ("tma_split", 64, 2)
     thin = heuristic("16bit", 26, 5523, 7310, tma=True, num_sms=H200_SMS,
                      smem_limit=H200_SMEM, tiled=False)
     assert (thin.variant, thin.block_m) == ("tma", 64)

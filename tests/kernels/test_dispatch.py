@@ -10,11 +10,12 @@ from kernels.modes import MODES
 HOPPER, AMPERE = (9, 0), (8, 0)
 
 
-def _decide(mode, m, n, k, a="r", b="r", cap=HOPPER, pad=0, elem=2, aligned=(True, True)):
+def _decide(mode, m, n, k, a="r", b="r", cap=HOPPER, pad=0, elem=2, aligned=(True, True),
+            cached=False):
     sa = (k + pad, 1) if a == "r" else (1, m + pad)
     sb = (n + pad, 1) if b == "r" else (1, k + pad)
     return dispatch.decide(MODES[mode], cap, m, n, k, sa, sb, aligned, elem,
-                           has_tma=cap >= HOPPER)
+                           has_tma=cap >= HOPPER, cached=cached)
 
 
 def test_aligned_16bit_goes_to_tma_without_copies():
@@ -57,6 +58,15 @@ def test_unaligned_leading_dimensions():
     # fp8, thin M, B given K-major: TMA only (the tiled kernel ran it at 0.01-0.33)
     assert _decide("fp8", 16, 4096, 4096, b="c", elem=1)[3:] == ("", "", ("tma", "tma_split"))
     assert _decide("fp8", 16, 4096, 4096, elem=1)[3:] == ("", "", ("tiled",))  # N-major B
+    # ... unless copies are kept (cache_copies): then B is copied K-major once, and TMA runs
+    for m in (1, 16, 32):
+        _, _, bucket, ca, cb, variants = _decide("fp8", m, 4096, 4096, elem=1, cached=True)
+        assert (ca, cb, variants) == ("", "kmajor", ("tma", "tma_split"))
+        assert bucket == "fp8 fp8 rc tma ld128"
+    # kept copies change nothing for 16-bit (no K-major rule) or where M reuses B anyway
+    assert _decide("bf16", 16, 4096, 4096, cached=True)[3:] == ("", "", ("tiled",))
+    assert _decide("fp8", 256, 4096, 4096, elem=1, cached=True)[3:] == \
+        _decide("fp8", 256, 4096, 4096, elem=1)[3:]
     # lda = 2056 (pad 8) bf16 = 4112 bytes: a multiple of 16, described as is
     assert _decide("bf16", 2048, 2048, 2048, pad=8)[5] == ("tma", "tiled", "tma_split")
     assert _decide("bf16", 4096, 4096, 4096, aligned=(False, True))[3] == "aligned"
