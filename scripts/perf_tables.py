@@ -11,6 +11,8 @@ baselines/nvidia-h200.json (the per-mode baseline tables), docs/results/*/checks
 row per case check of a `gemmgate check --json`: the power tables) and docs/results/*/power.json
 (the in-process power tables of sessions 1-2). The check rows and their counting are
 gemmgate.trials' (`check_rows`, `power`): the same code that `gemmgate trials` writes with.
+docs/results/*/modes_summary.csv: per label and mode, the figures of per-case rows that
+left cases.csv (sessions 5, 7, 9: labels that a modes table reads for a geomean only).
 """
 
 from __future__ import annotations
@@ -198,7 +200,7 @@ TABLES: dict[str, Callable[[], str]] = {
         ("Z/gpu0 (calibrated)", _summaries(S4 / "call3" / "gpu0", S4 / "call4" / "gpu0")),
         ("Z/gpu1 (not calibrated)", _summaries(S4 / "call3" / "gpu1", S4 / "call4" / "gpu1"))]),
     "s4-stored-alone": lambda: stored_alone_table(S4 / "stored_alone.csv"),
-    "s5-modes": lambda: s5_modes(S5 / "cases.csv"),
+    "s5-modes": lambda: s5_modes(S5 / "cases.csv", S5 / "modes_summary.csv"),
     "s5-nightly": lambda: s5_cases(S5 / "cases.csv", "nightly"),
     "s5-eager": lambda: s5_cases(S5 / "cases.csv", "eager"),
     "s5-inductor": lambda: s5_cases(S5 / "cases.csv", "inductor", extra=True),
@@ -217,7 +219,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s6-pytest-benchmark": lambda: s6_pytest_benchmark(S6 / "pytest_benchmark_0p2tflop.csv"),
     "s7-checks": lambda: s6_checks([("T/gpu1 (GPU-29e7fba0), live (A/B decides)",
                                      S7 / "t-live")]),
-    "s7-modes": lambda: s7_modes(S5 / "cases.csv", S7 / "cases.csv"),
+    "s7-modes": lambda: s7_modes(S5 / "cases.csv", S7 / "cases.csv", S7 / "modes_summary.csv"),
     "s7-pytest-benchmark": lambda: s7_pytest_benchmark([
         ("call 1: host-timed rounds, CUDA graph of ~2e12 FLOP", "pytest_benchmark_2ms_host"),
         ("call 2: device clock, back to back, save compiled as it went",
@@ -237,7 +239,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s8-side": lambda: s8_side(S8 / "cases.csv"),
     "s8-eager": lambda: s5_cases(S8 / "cases.csv", "callC-eager"),
     "s8-overhead": lambda: csv_table(S8 / "overhead_callD.csv"),
-    "s9-modes": lambda: s9_modes(S8 / "cases.csv", S9 / "cases.csv"),
+    "s9-modes": lambda: s9_modes(S8 / "cases.csv", S9 / "cases.csv", S9 / "modes_summary.csv"),
     "s9-long-tail": lambda: s9_long_tail(S9 / "cases.csv", "callE-"),
     "s9-odd": lambda: s9_odd(S9 / "cases.csv"),
     "s9-losses": lambda: s9_losses(S9 / "cases.csv", "callE-", 0.9),
@@ -280,21 +282,35 @@ def _rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def s5_modes(path: Path) -> str:
-    """Geomean Triton/vendor ratio per mode and kernel version (labels of cases.csv)."""
-    rows = _rows(path)
-    labels = (("heuristic", "call 2: dispatch, heuristic tiles"),
-              ("table1", "call 3: first tuning table"),
-              ("final", "call 4: final (= baseline, host V)"),
-              ("check-hostW", "call 5: A/B check, host W"))
-    out = ["| mode | target | " + " | ".join(t for _, t in labels) + " | worst case (final) |",
-           "|---|---:|" + "---:|" * len(labels) + "---|"]
+def _summary(path: Path) -> dict[tuple[str, str], dict]:
+    """A session's modes_summary.csv by (label, mode): `cases`, `geomean`, `ab_geomean`,
+    `min_ratio`, `below_080` of per-case rows that left cases.csv (computed from them
+    once, with this file's statistics; docs/results/README.md names the commit with them)."""
+    return {(r["label"], r["mode"]): r for r in _rows(path)}
+
+
+def _geomean_cell(source: list[dict] | dict, label: str | None, mode: str) -> str:
+    """Geomean Triton/vendor ratio of one label and mode, from cases.csv rows or from a
+    `_summary`; "—" where there is none."""
+    if isinstance(source, dict):
+        s = source.get((label, mode))
+        return f"{float(s['geomean']):.3f}" if s else "—"
+    rs = _ratios(source, label, mode)
+    return f"{geomean([float(r['ratio']) for r in rs]):.3f}" if rs else "—"
+
+
+def s5_modes(path: Path, summary: Path) -> str:
+    """Geomean Triton/vendor ratio per mode and kernel version (labels of cases.csv; calls
+    2, 3 and 5 from modes_summary.csv)."""
+    rows, summ = _rows(path), _summary(summary)
+    labels = (("heuristic", "call 2: dispatch, heuristic tiles", summ),
+              ("table1", "call 3: first tuning table", summ),
+              ("final", "call 4: final (= baseline, host V)", rows),
+              ("check-hostW", "call 5: A/B check, host W", summ))
+    out = ["| mode | target | " + " | ".join(t for _, t, _ in labels) +
+           " | worst case (final) |", "|---|---:|" + "---:|" * len(labels) + "---|"]
     for mode in ALL_MODES:
-        cells = []
-        for lab, _ in labels:
-            rs = [float(r["ratio"]) for r in rows if r["label"] == lab and r["mode"] == mode
-                  and r["ratio"]]
-            cells.append(f"{geomean(rs):.3f}" if rs else "—")
+        cells = [_geomean_cell(src, lab, mode) for lab, _, src in labels]
         fin = [r for r in rows if r["label"] == "final" and r["mode"] == mode and r["ratio"]]
         worst = min(fin, key=lambda r: float(r["ratio"]))
         cells.append(f"{worst['case']} {float(worst['ratio']):.2f}")
@@ -402,15 +418,17 @@ def _ab(extra: str) -> float | None:
     return float(got["ab"]) if "ab" in got else None
 
 
-def s7_modes(s5: Path, s7: Path) -> str:
+def s7_modes(s5: Path, s7: Path, summary: Path) -> str:
     """Geomean Triton/cuBLAS per mode and set: session 5's kernel, call 2 (IEEE fp32
-    row-major B), call 3 (+ operand copies kept across calls); the A/B geomean of call 3
-    against session 5's kernel timed in the same process; worst case and cases < 0.80."""
+    row-major B; modes_summary.csv), call 3 (+ operand copies kept across calls); the A/B
+    geomean of call 3 against session 5's kernel timed in the same process; worst case
+    and cases < 0.80."""
     old, new = _rows(s5), _rows(s7)
     return modes_table(
         ["session 5 kernel", "call 2", "call 3", "A/B call 3 / f497b15",
          "worst case (call 3)", "cases < 0.80 (call 3)"],
-        [(old, {"pr": "final"}), (new, {s: f"call2-{s}" for s in ("pr", "nightly")})],
+        [(old, {"pr": "final"}),
+         (_summary(summary), {s: f"call2-{s}" for s in ("pr", "nightly")})],
         (new, {s: f"call3-{s}" for s in ("pr", "nightly")}))
 
 
@@ -440,11 +458,11 @@ def _ratios(rows: list[dict], label: str | None, mode: str) -> list[dict]:
     return [r for r in rows if r["label"] == label and r["mode"] == mode and r["ratio"]]
 
 
-def modes_table(heads: list[str], earlier: list[tuple[list[dict], dict[str, str]]],
+def modes_table(heads: list[str], earlier: list[tuple[list[dict] | dict, dict[str, str]]],
                 final: tuple[list[dict], dict[str, str]]) -> str:
-    """Geomean Triton/cuBLAS per set and mode: one column per (rows, label per set) of
-    `earlier` ("—" where a set has no label), then `final` in bold, its A/B geomean,
-    worst case and cases below 0.80. `heads` names the columns after "target"."""
+    """Geomean Triton/cuBLAS per set and mode: one column per (rows or `_summary`, label
+    per set) of `earlier` ("—" where a set has no label), then `final` in bold, its A/B
+    geomean, worst case and cases below 0.80. `heads` names the columns after "target"."""
     out = ["| set | mode | target | " + " | ".join(heads) + " |",
            "|---|---|---:|" + "---:|" * (len(earlier) + 2) + "---|---:|"]
     rows, labels = final
@@ -453,11 +471,9 @@ def modes_table(heads: list[str], earlier: list[tuple[list[dict], dict[str, str]
             fin = _ratios(rows, label, mode)
             if not fin:
                 continue
-            cols = [_ratios(rs, by.get(shapes), mode) for rs, by in earlier]
             worst = min(fin, key=lambda r: float(r["ratio"]))
             abs_ = [a for a in (_ab(r["extra"]) for r in fin) if a]
-            cells = [f"{geomean([float(r['ratio']) for r in rs]):.3f}" if rs else "—"
-                     for rs in cols]
+            cells = [_geomean_cell(src, by.get(shapes), mode) for src, by in earlier]
             cells += [f"**{geomean([float(r['ratio']) for r in fin]):.3f}**",
                       f"{geomean(abs_):.3f}" if abs_ else "—",
                       f"{worst['case']} {float(worst['ratio']):.2f}",
@@ -484,12 +500,12 @@ def _reference_rows(rows: list[dict]) -> list[dict]:
             if r["ratio"] and (a := _ab(r["extra"]))]
 
 
-def s9_modes(s8: Path, s9: Path) -> str:
+def s9_modes(s8: Path, s9: Path, summary: Path) -> str:
     """Geomean Triton/cuBLAS per set and mode: session 8 (calls D/E, another host); the
     session's start (76a2142, timed as the A/B reference in call E's process); calls A
-    (holdout only), B, C, D; call E in bold, its A/B geomean against 76a2142, worst
-    case, cases < 0.80."""
-    old, new = _rows(s8), _rows(s9)
+    (holdout only), B, C, D (modes_summary.csv); call E in bold, its A/B geomean against
+    76a2142, worst case, cases < 0.80."""
+    old, new, summ = _rows(s8), _rows(s9), _summary(summary)
     sets = ("pr", "nightly", "holdout")
     ref = _reference_rows([r for r in new if r["label"].startswith("callE-")])
     return modes_table(
@@ -497,8 +513,8 @@ def s9_modes(s8: Path, s9: Path) -> str:
          "call E", "A/B vs 76a2142", "worst case", "cases < 0.80"],
         [(old, {"pr": "callD-pr", "nightly": "callE-nightly"}),
          (ref, {s: f"callE-{s}" for s in sets}),
-         (new, {"holdout": "callA-holdout"}),
-         *((new, {s: f"call{c}-{s}" for s in sets}) for c in "BCD")],
+         (summ, {"holdout": "callA-holdout"}),
+         *((summ, {s: f"call{c}-{s}" for s in sets}) for c in "BCD")],
         (new, {s: f"callE-{s}" for s in sets}))
 
 
