@@ -271,6 +271,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s13-n32": lambda: tiles_table(S13 / "tiles_n32.csv"),
     "s13-steps": lambda: csv_table(S13 / "steps.csv"),
     "s13-long-tail": lambda: s9_long_tail(S13 / "cases.csv", "callC-", graph_only=True),
+    "s13-first-call": lambda: csv_table(S13 / "first_call.csv"),
 }
 
 
