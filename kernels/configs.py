@@ -119,7 +119,9 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
     shared memory and accumulator registers, at most `limit`. `split_ks`: the tiled
     variant's K splits to try; `tma_splits`: the TMA split-K configs (`tma_split_space`)."""
     out: list[TileConfig] = list(tma_splits) if "tma_split" in variants else []
-    if "tma" in variants and not skinny:
+    # Skinny M searches the tiled kernel's skinny tiles, and TMA's 64-row tiles only where
+    # the tiled kernel is not an option (fp8 with a kept K-major B, session 13).
+    if "tma" in variants and (not skinny or "tiled" not in variants):
         out += _round_robin(family, _TILES[family], "tma", smem_limit)
     if "tiled" in variants:
         tiles = _SKINNY[family] + _TILES[family][2:5] if skinny else _TILES[family]

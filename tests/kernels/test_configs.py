@@ -107,6 +107,20 @@ def test_search_space_gives_tma_split_its_share():
     assert all(c.variant != "tma_split" for c in without)   # not a variant the call runs
 
 
+def test_skinny_m_searches_tma_tiles_only_where_the_tiled_kernel_cannot_run():
+    """M <= 32 searches the tiled kernel's skinny tiles; where the call runs TMA only (fp8
+    with a kept K-major B) it searches TMA's tiles and the TMA split-K configs instead of
+    nothing but the pick."""
+    splits = tma_split_space("fp8", 16, 4096, 4096, H200_SMS, H200_SMEM)
+    assert splits
+    only = search_space("fp8", ("tma", "tma_split"), H200_SMEM, skinny=True,
+                        tma_splits=splits, limit=29)
+    assert {c.variant for c in only} == {"tma", "tma_split"} and len(only) >= 10
+    both = search_space("fp8", ("tma", "tiled", "tma_split"), H200_SMEM, skinny=True,
+                        split_ks=(2, 4), limit=29)
+    assert all(c.variant == "tiled" for c in both)
+
+
 def test_heuristic_fills_the_sms_and_splits_k_when_tiles_cannot():
     big = heuristic("16bit", 8192, 8192, 8192, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
     assert (big.variant, big.block_m, big.block_n) == ("tma", 128, 256)
