@@ -14,13 +14,14 @@ so a tile that loses only from a cold L2 shows. One CSV row per (shape, flush, p
 median device microseconds, TFLOP/s and the ratio to the vendor.
 
 A tile is variant:BMxBNxBK:sSTAGES:wWARPS[:kSPLIT][:gGROUP_M] (split 1, GROUP_M 8 unless
-given). Modes: the unscaled ones (fp32, tf32, tf32x3, bf16, fp16).
+given). Every mode (fp8 with its scales and kept K-major copies, as the harness calls).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import re
 import statistics
 import sys
@@ -58,19 +59,22 @@ def shape_rows(shape: str, mode_name: str, tiles: list[TileConfig], inductor: bo
                policy: TimingPolicy, flush_bytes: int) -> list[dict]:
     case, mode = parse_shape(shape), get_mode(mode_name)
     inp = make_inputs(case, mode, "cuda")
-    out = torch.empty((case.m, case.n), dtype=getattr(torch, mode.output_dtype), device="cuda")
     picked: list[TileConfig] = []
 
     def choose(key, candidates, bench):   # the plan's own pick comes first: take it
         picked.append(candidates[0])
         return candidates[0]
 
-    kernels.matmul(inp.a, inp.b, precision=mode.name, out=out, choose=choose)
-    fns = {"pick": lambda: kernels.matmul(inp.a, inp.b, precision=mode.name, out=out,
-                                          config=picked[0])}
+    def tile_call(config=None, hook=None):
+        """The call as the harness's Triton provider makes it (its output layout, fp8's
+        scales, kept operand copies), with this tile or hook."""
+        return providers.kernel_call(functools.partial(kernels.matmul, config=config),
+                                     hook, inp, mode)
+
+    tile_call(hook=choose)()
+    fns = {"pick": tile_call(picked[0])}
     for c in tiles:
-        def run(c=c):
-            return kernels.matmul(inp.a, inp.b, precision=mode.name, out=out, config=c)
+        run = tile_call(c)
         try:
             run()
             torch.cuda.synchronize()
