@@ -118,10 +118,12 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
     """The configs `gemmgate tune` times for one key, most promising first, pruned by
     shared memory and accumulator registers, at most `limit`. `split_ks`: the tiled
     variant's K splits to try; `tma_splits`: the TMA split-K configs (`tma_split_space`)."""
-    out: list[TileConfig] = list(tma_splits) if "tma_split" in variants else []
-    # Skinny M searches the tiled kernel's skinny tiles, and TMA's 64-row tiles only where
-    # the tiled kernel is not an option (fp8 with a kept K-major B, session 13).
-    if "tma" in variants and (not skinny or "tiled" not in variants):
+    # Skinny M searches the tiled kernel's skinny tiles, and TMA's 64-row tiles (split-K
+    # among them) only where the tiled kernel is not an option (fp8 with a kept K-major B,
+    # session 13).
+    tma_ok = not skinny or "tiled" not in variants
+    out: list[TileConfig] = list(tma_splits) if "tma_split" in variants and tma_ok else []
+    if "tma" in variants and tma_ok:
         out += _round_robin(family, _TILES[family], "tma", smem_limit)
     if "tiled" in variants:
         tiles = _SKINNY[family] + _TILES[family][2:5] if skinny else _TILES[family]

@@ -201,9 +201,8 @@ def candidates(p: Plan, device: torch.device, M: int, N: int, K: int) -> tuple[T
     _, smem, _ = _device_info(device)
     splits = tuple(s for s in (2, 4, 8, 16) if K >= s * 256 and M * N <= 1024 * 1024)
     skinny = M <= 32
-    tma_only = "tiled" not in p.variants
     tma_splits = tma_split_space(p.family, M, N, K, num_sms(device), smem) \
-        if "tma_split" in p.variants and (not skinny or tma_only) else ()
+        if "tma_split" in p.variants else ()
     space = search_space(p.family, p.variants, smem, skinny=skinny, split_ks=splits,
                          tma_splits=tma_splits, limit=29)
     return (p.pick, *(c for c in space if c != p.pick))

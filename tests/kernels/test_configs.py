@@ -117,7 +117,7 @@ def test_skinny_m_searches_tma_tiles_only_where_the_tiled_kernel_cannot_run():
                         tma_splits=splits, limit=29)
     assert {c.variant for c in only} == {"tma", "tma_split"} and len(only) >= 10
     both = search_space("fp8", ("tma", "tiled", "tma_split"), H200_SMEM, skinny=True,
-                        split_ks=(2, 4), limit=29)
+                        split_ks=(2, 4), tma_splits=splits, limit=29)
     assert all(c.variant == "tiled" for c in both)
 
 
