@@ -18,11 +18,20 @@ strides, box, padding), so `_Direct` keeps the wrapper's expansion per such valu
 the C launch itself with the arguments the wrapper would pass (the non-tensor ones
 expanded once). It is used where the launcher has exactly 3.6's form (checked on the
 compiled kernel: the wrapper's closure, its globals, no scratch memory, no launch hooks);
-anything else, triton 3.9's launcher included, takes `CompiledKernel.run`.
+anything else, triton 3.9's launcher included, takes `CompiledKernel.run`. A kernel
+without descriptors takes the C launch the same way, past CudaLauncher's Python call.
+
+Bound launches: a caller whose calls repeat the same tensors (the same addresses, shapes
+and strides: a weight, a preallocated out) keeps each as a `Bound` entry, the C launch
+with every argument fixed (pointers as integers, tensor maps encoded), keyed by device,
+stream and addresses. A repeated eager call then costs reading the keys and one C call:
+no descriptors, no signature, no expansion (~10 us of Python a call on a 2-core CI host,
+a stand-in launch). The entry holds no tensor, so it keeps no memory alive.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -71,10 +80,7 @@ class Launch:
         enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
         hooked = _active(enter)
         if not hooked:
-            direct = self.direct.get(key, _UNSET)
-            if direct is _UNSET:
-                direct = self.direct[key] = _Direct.of(kernel, len(tensors),
-                                                       (*self.ints, *self._constexprs(len(args))))
+            direct = self._direct(key, kernel, len(tensors))
             if direct is not None:
                 direct(grid[0], g1, g2, stream, kernel.function, kernel.packed_metadata,
                        enter, leave, tensors)
@@ -83,6 +89,37 @@ class Launch:
         meta = kernel.launch_metadata(grid, stream, *every) if hooked else None
         kernel.run(grid[0], g1, g2, stream, kernel.function, kernel.packed_metadata, meta,
                    enter, leave, *every)
+
+    def bound(self, *tensors) -> Callable[[], None] | None:
+        """This launch of `tensors` with every argument fixed, on the current device and
+        stream, as long as the tensors keep their addresses (the caller keys it so, with
+        shapes and strides fixed: `Bound`); None where the launch is not direct (the
+        interpreter, a signature not yet compiled, a profiler's hooks, another launcher)."""
+        if isinstance(self.fn, InterpretedFunction):
+            return None
+        driver = triton.runtime.driver.active
+        device = driver.get_current_device()
+        key = (device, *map(_signature, tensors))
+        kernel = self.compiled.get(key)
+        hooks = triton.knobs.runtime
+        enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
+        if kernel is None or _active(enter) or _active(leave):
+            return None
+        direct = self._direct(key, kernel, len(tensors))
+        if direct is None:
+            return None
+        grid = self.grid
+        return direct.bound(grid[0], grid[1] if len(grid) > 1 else 1,
+                            grid[2] if len(grid) > 2 else 1, driver.get_current_stream(device),
+                            kernel.function, kernel.packed_metadata, enter, leave, tensors)
+
+    def _direct(self, key: tuple, kernel, leading: int) -> _Direct | None:
+        """The compiled kernel's direct launch (or None), worked out once per key."""
+        direct = self.direct.get(key, _UNSET)
+        if direct is _UNSET:
+            tail = (*self.ints, *self._constexprs(leading + len(self.ints)))
+            direct = self.direct[key] = _Direct.of(kernel, leading, tail)
+        return direct
 
     def _constexprs(self, positional: int) -> tuple:
         """The keyword arguments' values in the kernel's parameter order, as the JIT
@@ -95,6 +132,7 @@ class Launch:
 _UNSET = object()
 _BASE_ARGS = 13      # triton 3.6's launch arguments before the kernel's ('iiiKKppOOOOOO')
 _MAX_MAPS = 256      # tensor maps kept per compiled kernel; past this the cache restarts
+_MAX_BOUND = 64      # bound launches kept per call shape; past this they restart
 
 
 @dataclass(eq=False)
@@ -105,7 +143,7 @@ class _Direct:
     the leading ones, `maps` the wrapper's expansion of each descriptor value seen."""
 
     launcher: Callable
-    make: Callable                    # triton's make_tensordesc_arg(descriptor, metadata)
+    make: Callable | None             # triton's make_tensordesc_arg(descriptor, metadata)
     descs: dict[int, object]
     coop: bool
     pdl: bool
@@ -114,13 +152,24 @@ class _Direct:
 
     @classmethod
     def of(cls, kernel, leading: int, tail: tuple) -> _Direct | None:
-        """The direct launch of `kernel` when its launcher has triton 3.6's form and its
-        descriptors are all among the `leading` arguments, else None."""
+        """The direct launch of `kernel` when its launcher has triton 3.6's form (its
+        descriptors, if any, all among the `leading` arguments), else None."""
         run = getattr(kernel, "run", None)
         inner = getattr(run, "launch", None)
+        call = vars(type(run)).get("__call__")  # its own, not inherited
+        if inner is None or getattr(run, "global_scratch_size", 1) \
+                or getattr(run, "profile_scratch_size", 1) \
+                or getattr(getattr(call, "__code__", None), "co_argcount", 0) != 6:
+            return None  # 3.6: CudaLauncher.__call__(self, gridX, gridY, gridZ, stream,
+            #                                          function, *args)
         code, cells = getattr(inner, "__code__", None), getattr(inner, "__closure__", None)
-        if code is None or not cells or getattr(run, "global_scratch_size", 1) \
-                or getattr(run, "profile_scratch_size", 1):
+        if code is None:  # no descriptors: launch is the C launch itself
+            glob = getattr(call, "__globals__", {})
+            if glob.get("_BASE_ARGS_FORMAT_LEN") != _BASE_ARGS \
+                    or "wrap_handle_tensordesc" not in glob:
+                return None
+            return cls(inner, None, {}, run.launch_cooperative_grid, run.launch_pdl, tail)
+        if not cells:
             return None
         env = dict(zip(code.co_freevars, (c.cell_contents for c in cells)))
         glob = getattr(inner, "__globals__", {})
@@ -137,11 +186,26 @@ class _Direct:
                    run.launch_cooperative_grid, run.launch_pdl, tail)
 
     def __call__(self, g0, g1, g2, stream, function, packed, enter, leave, tensors) -> None:
-        args = [g0, g1, g2, stream, function, self.coop, self.pdl, None, None, packed, None,
-                enter, leave]
+        self.launcher(*self._head(g0, g1, g2, stream, function, packed, enter, leave),
+                      *self._expand(tensors, lambda t: t), *self.tail)
+
+    def bound(self, g0, g1, g2, stream, function, packed, enter, leave, tensors
+              ) -> Callable[[], None]:
+        """The C launch with all its arguments fixed: tensors as their addresses (what the
+        C launch reads of them), descriptors as their encoded maps."""
+        return functools.partial(
+            self.launcher, *self._head(g0, g1, g2, stream, function, packed, enter, leave),
+            *self._expand(tensors, lambda t: t.data_ptr()), *self.tail)
+
+    def _head(self, g0, g1, g2, stream, function, packed, enter, leave) -> tuple:
+        return (g0, g1, g2, stream, function, self.coop, self.pdl, None, None, packed, None,
+                enter, leave)
+
+    def _expand(self, tensors, pointer: Callable) -> list:
+        args: list = []
         for i, t in enumerate(tensors):
             if i not in self.descs:
-                args.append(t)
+                args.append(pointer(t))
                 continue
             key = (i, t.base.data_ptr(), *t.shape, *t.strides, t.padding)
             expanded = self.maps.get(key)
@@ -150,7 +214,38 @@ class _Direct:
                     self.maps.clear()
                 expanded = self.maps[key] = self.make(t, self.descs[i])
             args.extend(expanded)
-        self.launcher(*args, *self.tail)
+        return args
+
+
+@dataclass(eq=False)
+class Bound:
+    """One call shape's bound launches (`Launch.bound`) by (device, stream, the tensors'
+    addresses), for a caller whose shapes and strides are fixed (a resolved matmul call's
+    recipe): `run` launches a repeated call through its entry, any other the usual way."""
+
+    entries: dict = field(default_factory=dict)
+
+    def run(self, addresses: tuple, launch: Launch, tensors: Callable[[], tuple]) -> None:
+        """launch(*tensors()), where `addresses` are those tensors' data pointers."""
+        if isinstance(launch.fn, InterpretedFunction):
+            launch(*tensors())
+            return
+        driver = triton.runtime.driver.active
+        device = driver.get_current_device()
+        key = (device, driver.get_current_stream(device), addresses)
+        go = self.entries.get(key)
+        hooks = triton.knobs.runtime
+        if go is not None and not _active(hooks.launch_enter_hook) \
+                and not _active(hooks.launch_exit_hook):
+            go()
+            return
+        args = tensors()
+        launch(*args)
+        go = launch.bound(*args)
+        if go is not None:
+            if len(self.entries) >= _MAX_BOUND:
+                self.entries.clear()
+            self.entries[key] = go
 
 
 def _signature(x) -> tuple | None:

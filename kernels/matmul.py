@@ -7,7 +7,8 @@ matmul_tma.py: persistent, tensor-memory descriptors, Hopper) or `tma_split` (ke
 matmul_tma_split.py: split-K on tensor-memory descriptors). A call like an earlier one
 (dtypes, shapes, strides, alignment) reuses its checks, plan and launch recipe, and the
 kernel launches without Triton's binder (kernels/launch.py): it costs a key, the
-descriptors and the launch.
+descriptors and the launch; a call on the same tensors again (a weight, a preallocated
+out) reuses the launch with its arguments fixed (kernels/launch.py, `Bound`).
 
 Which tile runs: `config=` when the caller gives one; else the caller's `choose(key,
 candidates, bench)` hook (the harness: pins, or timing `bench` within a budget for
@@ -187,25 +188,30 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
         one = torch.ones((), dtype=torch.float32, device=a.device)
     sa = scale_a if scale_a is not None else one if has_scale else a
     sb = scale_b if scale_b is not None else one if has_scale else a
-    flags = dict(input_precision=mode.input_precision, is_fp32=plan.family == "fp32",
-                 has_scale=has_scale)
-
-    def bench(cfg: TileConfig) -> float:  # the launch prepared once: device time only
-        try:
-            fn = _launcher(cfg, a, b, out, sa, sb, flags)
-        except Exception:  # noqa: BLE001 - a tile this call cannot take is ruled out
-            return math.inf
-        return _bench_ms(fn)
-
     if config is None and choose is not None:
-        cands = dispatch.candidates(plan, a.device, M, N, K)
-        config = choose(plan.key, cands, bench)
+        flags = _flags(mode, plan, has_scale)
+
+        def bench(cfg: TileConfig) -> float:  # the launch prepared once: device time only
+            try:
+                fn = _launcher(cfg, a, b, out, sa, sb, flags)
+            except Exception:  # noqa: BLE001 - a tile this call cannot take is ruled out
+                return math.inf
+            return _bench_ms(fn)
+
+        config = choose(plan.key, dispatch.candidates(plan, a.device, M, N, K), bench)
     cfg = config or plan.pick
     recipe = resolved.recipes.get(cfg)
     if recipe is None:  # the resolved call's tensors always yield the same recipe
-        recipe = resolved.recipes[cfg] = _recipe(cfg, a, b, out, flags)
-    recipe.bind(a, b, out, sa, sb)()
+        recipe = resolved.recipes[cfg] = _recipe(cfg, a, b, out,
+                                                 _flags(mode, plan, has_scale))
+    recipe.launch(a, b, out, sa, sb)
     return out
+
+
+def _flags(mode: KernelMode, plan: dispatch.Plan, has_scale: bool) -> dict:
+    """The kernels' mode arguments for a planned call."""
+    return dict(input_precision=mode.input_precision, is_fp32=plan.family == "fp32",
+                has_scale=has_scale)
 
 
 def _recipe(cfg: TileConfig, a, b, out, flags: dict):

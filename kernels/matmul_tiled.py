@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import triton
 import triton.language as tl
 
 from kernels.configs import TileConfig, cdiv
-from kernels.launch import Launch
+from kernels.launch import Bound, Launch
 
 
 @triton.jit
@@ -133,6 +133,17 @@ class Recipe:
     main: Launch
     reduce: Launch | None
     workspace: tuple[int, int, int]
+    repeats: Bound = field(default_factory=Bound, compare=False, repr=False)
+
+    def launch(self, a, b, out, sa, sb) -> None:
+        """bind(...)(); without split-K, a call on tensors at addresses launched before
+        (on this device and stream) takes its bound launch (kernels/launch.py)."""
+        if self.reduce is not None:
+            self.bind(a, b, out, sa, sb)()
+            return
+        self.repeats.run(
+            (a.data_ptr(), b.data_ptr(), out.data_ptr(), sa.data_ptr(), sb.data_ptr()),
+            self.main, lambda: (a, b, out, out, sa, sb))
 
     def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
         main, reduce = self.main, self.reduce

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import triton
@@ -31,7 +31,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.configs import TileConfig, cdiv
-from kernels.launch import Launch
+from kernels.launch import Bound, Launch
 from kernels.relayout import aligned_empty, copy_launch, pitch
 
 
@@ -149,6 +149,19 @@ class Recipe:
     blocks: tuple[list[int], list[int], list[int]]   # A's, B's, C's descriptor boxes
     staged: bool
     unstage: Launch | None = None   # the staged C's copy into a row-major `out`
+    repeats: Bound = field(default_factory=Bound, compare=False, repr=False)
+
+    def launch(self, a, b, out, sa, sb) -> None:
+        """bind(...)(); a call on tensors at addresses launched before (on this device
+        and stream) takes its bound launch (kernels/launch.py)."""
+        if self.staged:
+            self.bind(a, b, out, sa, sb)()
+            return
+        ab, bb, cb = self.blocks
+        self.repeats.run(
+            (a.data_ptr(), b.data_ptr(), out.data_ptr(), sa.data_ptr(), sb.data_ptr()),
+            self.run, lambda: (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb),
+                               _descriptor(out, False, cb), out, sa, sb))
 
     def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
         stage = aligned_empty(*out.shape, out.dtype, out.device) if self.staged else None

@@ -87,6 +87,9 @@ class Recipe:
     b_t: bool
     blocks: tuple[list[int], list[int]]   # A's and B's descriptor boxes
 
+    def launch(self, a, b, out, sa, sb) -> None:
+        self.bind(a, b, out, sa, sb)()
+
     def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
         ab, bb = self.blocks
         da, db = _descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb)

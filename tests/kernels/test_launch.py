@@ -1,6 +1,7 @@
 """kernels.launch: a prepared launch takes the JIT once per tensor signature, then the
 compiled kernel directly, with the arguments the JIT itself would pass."""
 
+import functools
 import types
 
 import pytest
@@ -190,6 +191,112 @@ def test_direct_launch_is_not_used_on_another_launcher_form():
     assert launch._Direct.of(types.SimpleNamespace(run=other), 1, ()) is None
 
 
+# triton 3.6's CudaLauncher for a kernel without descriptors: `launch` is the C launch
+# itself; a stand-in class made in a namespace with the driver module's names.
+_PLAIN_36 = """
+class Runner:
+    global_scratch_size = profile_scratch_size = 0
+    launch_cooperative_grid, launch_pdl = False, False
+
+    def __init__(self, c_launch):
+        self.launch = c_launch
+
+    def __call__(self, gridX, gridY, gridZ, stream, function, *args):
+        self.launch(gridX, gridY, gridZ, stream, function, self.launch_cooperative_grid,
+                    self.launch_pdl, None, None, *args)
+"""
+
+
+def _plain_runner(calls: list):
+    namespace = {"_BASE_ARGS_FORMAT_LEN": 13, "wrap_handle_tensordesc": None}
+    exec(_PLAIN_36, namespace)
+    # functools.partial: like the C launch, it has no __code__
+    return namespace["Runner"](functools.partial(lambda *a: calls.append(a)))
+
+
+class _Driver2(_Driver):
+    stream = 1234
+
+    def get_current_stream(self, device):
+        return self.stream
+
+
+class _PlainJit(_Jit):
+    """A JIT whose compiled kernels have 3.6's descriptor-free launcher."""
+
+    arg_names = ["x_ptr", "y_ptr", "n", "BLOCK"]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c_calls: list[tuple] = []
+
+    def __getitem__(self, grid):
+        def run(*args, **kw):
+            self.jit_calls.append((grid, args, kw))
+            self.made.append(types.SimpleNamespace(run=_plain_runner(self.c_calls),
+                                                   function="fn", packed_metadata="pk"))
+            return self.made[-1]
+        return run
+
+
+def test_direct_launch_of_a_kernel_without_descriptors_is_the_c_launch():
+    """No descriptors: the direct launch calls 3.6's C launch with what CudaLauncher
+    passes it; a bound launch passes the tensors' addresses in their place."""
+    calls: list = []
+    runner = _plain_runner(calls)
+    kernel = types.SimpleNamespace(run=runner, function="fn", packed_metadata="pk")
+    direct = launch._Direct.of(kernel, 2, (5, 64))
+    assert direct is not None and direct.descs == {}
+    x, y = torch.zeros(4), torch.zeros(4)
+    runner(2, 1, 1, 99, "fn", "pk", None, "enter", "leave", x, y, 5, 64)
+    want = calls.pop()
+    direct(2, 1, 1, 99, "fn", "pk", "enter", "leave", (x, y))
+    assert calls.pop() == want
+    direct.bound(2, 1, 1, 99, "fn", "pk", "enter", "leave", (x, y))()
+    got = calls.pop()
+    assert got[13:15] == (x.data_ptr(), y.data_ptr()) and got[:13] + got[15:] == \
+        want[:13] + want[15:]
+    namespace = {"_BASE_ARGS_FORMAT_LEN": 14, "wrap_handle_tensordesc": None}
+    exec(_PLAIN_36, namespace)                 # another base-argument count: not 3.6's
+    other = types.SimpleNamespace(run=namespace["Runner"](functools.partial(print)))
+    assert launch._Direct.of(other, 2, ()) is None
+
+
+def test_bound_launch_repeats_a_call_on_the_same_addresses_only(monkeypatch):
+    """Bound.run: the first call compiles, a repeat on the same tensors is one C call with
+    every argument fixed; another address, another stream or a profiler's hook take the
+    launch's usual path."""
+    driver = _Driver2()
+    monkeypatch.setattr(triton.runtime.driver, "_active", driver)
+    fn = _PlainJit()
+    run = Launch(fn, (3,), (64,), dict(BLOCK=16))
+    bound = launch.Bound()
+    x, y, z = torch.zeros(64), torch.zeros(64), torch.zeros(64)
+    made: list = []
+
+    def call(*tensors):
+        bound.run(tuple(t.data_ptr() for t in tensors), run,
+                  lambda: made.append(tensors) or tensors)
+
+    call(x, y)                      # JIT
+    call(x, y)                      # bound entry
+    assert len(fn.jit_calls) == 1 and len(made) == 1 and len(fn.c_calls) == 1
+    assert fn.c_calls[-1][13:] == (x.data_ptr(), y.data_ptr(), 64, 16)
+    call(z, y)                      # a new address: the usual launch, then its entry
+    assert len(made) == 2 and fn.c_calls[-1][13] is z
+    call(z, y)
+    assert len(made) == 2 and fn.c_calls[-1][13] == z.data_ptr()
+    driver.stream = 77              # another stream: its own entry
+    call(z, y)
+    assert len(made) == 3 and fn.c_calls[-1][3] == 77
+    assert len(bound.entries) == 3
+    monkeypatch.setattr(triton.knobs.runtime, "launch_enter_hook", lambda *a: None)
+    fn.made[0].launch_metadata = lambda grid, stream, *args: "meta"
+    fn.made[0].run = lambda *args: fn.c_calls.append(("hooked", *args))
+    call(z, y)                      # a hook: the launch's hooked path
+    assert len(made) == 4 and fn.c_calls[-1][0] == "hooked"
+
+
 def test_the_interpreter_always_takes_the_jit(device):
     """On the CPU (interpreter) the copy kernel's Launch runs and is correct."""
     if device != "cpu":
@@ -250,3 +357,33 @@ def test_gpu_tma_launches_go_direct_and_follow_new_tensors():
         assert ((out.double() - want).norm() / want.norm()).item() < 5e-3
     if triton.__version__.startswith("3.6."):
         assert any(d is not None for d in r.run.direct.values())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", ["tiled", "tma"])
+def test_gpu_repeats_on_the_same_tensors_take_the_bound_launch_and_see_new_values(variant):
+    """kernels.matmul on the same a, b and out again and again (a weight, a preallocated
+    out): right after the inputs change in place, right into another out; on triton
+    3.6 the repeats run their bound launch."""
+    import kernels
+    from kernels.configs import TileConfig
+
+    if variant == "tma" and torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("the TMA variant is a Hopper (sm_90) path")
+    cfg = TileConfig(64, 64, 32, 8, 3, 4, variant)
+    a = torch.empty(320, 192, device="cuda", dtype=torch.float16)
+    b = torch.empty(192, 256, device="cuda", dtype=torch.float16)
+    outs = [torch.empty(320, 256, device="cuda", dtype=torch.float16) for _ in range(2)]
+    for i in range(6):
+        a.normal_()
+        b.normal_()
+        out = outs[i // 4]
+        kernels.matmul(a, b, out=out, config=cfg)
+        want = a.double() @ b.double()
+        assert ((out.double() - want).norm() / want.norm()).item() < 1e-3, i
+    if triton.__version__.startswith("3.6."):
+        from kernels import dispatch
+
+        recipes = [r for res in dispatch.CALLS.values() for r in res.recipes.values()
+                   if getattr(r, "repeats", None) is not None and r.repeats.entries]
+        assert recipes, "no bound launch was kept"
