@@ -39,6 +39,7 @@ def test_a_malformed_tile_is_named(text):
     (["1024x1024x1024", "--configs", "tma:64x64:s4:w4"], "variant:BMxBNxBK"),
     (["1024x1024x1024", "--configs", "warp:64x64x64:s4:w4"], "unknown variant"),
     (["1024x1024x1024", "--mode", "int4"], "int4"),
+    (["1024x1024x1024", "--pad", "-8"], "--pad -8"),
 ])
 def test_bad_input_exits_2_before_any_gpu_work(argv, message, capsys):
     assert _module().main(argv) == 2

@@ -2,7 +2,7 @@
 
 `python3 scripts/device/tiles.py 1024x1024x2048 [...] --mode bf16 --configs
 tma:128x64x64:s4:w4,tiled:64x128x128:s4:w4,tma_split:128x128x64:s4:w8:k2 [--inductor]
-[--csv PATH]` times, per shape, in one interleaved measurement (gemmgate.timing.measure,
+[--pad P] [--csv PATH]` times, per shape, in one interleaved measurement (gemmgate.timing.measure,
 CUDA graphs, the harness's policy):
   - `pick`: kernels.matmul as the library runs it (table or heuristic tile),
   - each named tile (kernels.matmul(config=...)); a tile that fails to compile or launch
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import functools
 import re
 import statistics
@@ -56,8 +57,9 @@ def _label(c: TileConfig) -> str:
 
 
 def shape_rows(shape: str, mode_name: str, tiles: list[TileConfig], inductor: bool,
-               policy: TimingPolicy, flush_bytes: int) -> list[dict]:
-    case, mode = parse_shape(shape), get_mode(mode_name)
+               policy: TimingPolicy, flush_bytes: int, pad: int = 0) -> list[dict]:
+    case, mode = dataclasses.replace(parse_shape(shape), pad=pad), get_mode(mode_name)
+    shape = f"{shape}+p{pad}" if pad else shape
     inp = make_inputs(case, mode, "cuda")
     picked: list[TileConfig] = []
 
@@ -107,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--configs", default="", help="comma-separated tiles (see the docstring)")
     p.add_argument("--inductor", action="store_true", help="also time torch.compile's GEMM")
     p.add_argument("--budget", type=float, default=0.5, help="seconds of timing per shape")
+    p.add_argument("--pad", type=int, default=0,
+                   help="pad A's and B's leading dimension by this many elements (as the "
+                        "shape sets' +pN cases)")
     p.add_argument("--csv", help="write the rows here (default: stdout)")
     args = p.parse_args(argv)
     try:
@@ -114,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         get_mode(args.mode)
         for s in args.shapes:
             parse_shape(s)
+        if args.pad < 0:
+            raise ValueError(f"--pad {args.pad}: give 0 or more elements")
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -123,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     policy = TimingPolicy(method="graph", budget_s=args.budget)
     flush = select_chip().chip.flush_bytes
     rows = [r for s in args.shapes
-            for r in shape_rows(s, args.mode, tiles, args.inductor, policy, flush)]
+            for r in shape_rows(s, args.mode, tiles, args.inductor, policy, flush, args.pad)]
     sink = open(args.csv, "w", newline="") if args.csv else sys.stdout
     with sink:
         w = csv.DictWriter(sink, fieldnames=list(rows[0]))
