@@ -111,6 +111,9 @@ SETS: dict[str, tuple[Case, ...]] = {
         (1408, 1408, 1024), (1408, 1408, 2048), (1408, 1408, 4096), (2048, 2048, 1024),
         (2048, 2048, 4096), (2880, 2880, 1024), (2880, 2880, 2048), (2880, 2880, 4096),
         (384, 1536, 2048),
+        # thin M over N and K on whole 128-byte lines: fp8's kept K-major B puts decode-
+        # like calls in a bucket (rc tma ld128) that had no thin entry (session 14)
+        (8, 5120, 3072), (32, 3584, 6144),
     ]),
     # Shapes never tuned (a test keeps them out of the committed tables): drawn once,
     # log-uniform, random.Random(20261130); even draws rounded to multiples of 16, odd

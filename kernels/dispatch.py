@@ -14,7 +14,9 @@ A call is keyed by (device, mode, M, N, K, operand strides and alignment). For a
    TMA variant can run (kernels/relayout.py: a tiled transposing copy kernel). With
    `cache_copies=True` a copy is made once per unchanged source tensor and reused
    (relayout.CopyCache), so an operand that stays the same across calls, like a weight,
-   does not pay it per call.
+   does not pay it per call; then an operand the TMA variant would read with rows off
+   128-byte lines (a pitch like 2000 or 4112 bytes) is copied to whole lines too, in its
+   own layout (`pitch`: ~28% of the kernel's time on the H200, session 14).
 2. Variants: `tma` where both operands (after 1) can be described and the chip has TMA
    (sm_90+); `tiled` too unless its pointer loads would be scalar (`_pointer_fast`; such
    a call takes TMA even at thin M, with aligned copies) or it is fp8 with a K-major B
@@ -47,7 +49,7 @@ from kernels.configs import (
 )
 from kernels.matmul_tma import describable, num_sms
 from kernels.modes import KernelMode
-from kernels.relayout import CopyCache, aligned_copy, pitch
+from kernels.relayout import LINE, CopyCache, aligned_copy, pitch, pitched_copy
 
 _COPY_MIN_DIM = 128    # copy an operand K-major only when the other side reuses it this much
 _TMA_MIN_M = 64        # wgmma's M: from here the TMA variant runs, and needs B K-major
@@ -60,7 +62,7 @@ _MAX_CALLS = 4096
 class Plan:
     family: str
     key: str                        # the tuning key: "<bucket> | <shape and strides>"
-    copy_a: str                     # "" | "kmajor" | "aligned" | "rowmajor": A's copy first
+    copy_a: str                     # "" | "kmajor" | "aligned" | "rowmajor" | "pitch"
     copy_b: str
     variants: tuple[str, ...]
     pick: TileConfig                # the table's or the heuristic's choice
@@ -173,6 +175,11 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
         variants = ("tma",)
     if variants[0] == "tma":   # split-K with TMA loads runs wherever TMA does
         variants = (*variants, "tma_split")
+        if cached:  # kept copies: every operand the descriptors read on whole 128 B lines
+            copy_a = copy_a or ("pitch" if max(sa) * elem % LINE else "")
+            copy_b = copy_b or ("pitch" if max(sb) * elem % LINE else "")
+            ld = min(_ld_class(sa, K if la == "r" else M, copy_a, elem),
+                     _ld_class(sb, N if lb == "r" else K, copy_b, elem))
     bucket = f"{fam} {mode.name} {la}{lb} {'tma' if variants[0] == 'tma' else 'ptr'} ld{ld}"
     key = f"{bucket} | m{M} n{N} k{K} a{sa[0]},{sa[1]} b{sb[0]},{sb[1]}"
     return fam, key, bucket, copy_a, copy_b, variants
@@ -189,7 +196,8 @@ def _pointer_fast(M: int, N: int, la: str, lb: str, ld_bytes: int) -> bool:
 def _ld_class(stride: tuple, cols: int, copied: str, elem: int) -> int:
     """Bytes the leading dimension is aligned to, up to 128: a padded lda (2056 bf16 =
     4112 bytes) runs at 0.65 of an aligned one on the H200, so it is its own bucket."""
-    ld = pitch(cols, elem) * elem if copied else max(stride) * elem
+    ld = pitch(cols, elem, LINE if copied == "pitch" else 16) * elem if copied \
+        else max(stride) * elem
     return next((b for b in (128, 64, 32, 16, 8, 4, 2) if ld % b == 0), 1)
 
 
@@ -215,9 +223,13 @@ def prepare(p: Plan, a: torch.Tensor, b: torch.Tensor, cache: bool = False
     def copy(x: torch.Tensor, kind: str, make) -> torch.Tensor:
         return COPIES.get(x, kind, make) if cache else make(x)
 
-    if p.copy_a:
+    if p.copy_a == "pitch":
+        a = copy(a, "a-pitch", pitched_copy)
+    elif p.copy_a:
         a = copy(a, "a", aligned_copy)
-    if _b_kmajor_after(p.copy_b, b.stride()):
+    if p.copy_b == "pitch":
+        b = copy(b, "b-pitch", pitched_copy)
+    elif _b_kmajor_after(p.copy_b, b.stride()):
         b = copy(b, "b-kmajor", lambda x: aligned_copy(x.t()).t())
     elif p.copy_b:
         b = copy(b, "b", aligned_copy)

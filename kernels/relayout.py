@@ -37,24 +37,38 @@ KERNELS = (_copy_kernel,)
 _BLOCK = 64
 
 
-def pitch(cols: int, elem: int) -> int:
-    """Elements per row of the copy: `cols` rounded up to 16 bytes."""
-    per = max(16 // elem, 1)
+def pitch(cols: int, elem: int, align: int = 16) -> int:
+    """Elements per row of the copy: `cols` rounded up to `align` bytes."""
+    per = max(align // elem, 1)
     return cdiv(cols, per) * per
 
 
-def aligned_empty(rows: int, cols: int, dtype: torch.dtype, device) -> torch.Tensor:
-    """An uninitialised (rows, cols) row-major view whose rows start 16-byte aligned."""
-    return torch.empty((rows, pitch(cols, dtype.itemsize)), dtype=dtype, device=device)[:, :cols]
+def aligned_empty(rows: int, cols: int, dtype: torch.dtype, device,
+                  align: int = 16) -> torch.Tensor:
+    """An uninitialised (rows, cols) row-major view whose rows start `align`-byte aligned."""
+    return torch.empty((rows, pitch(cols, dtype.itemsize, align)), dtype=dtype,
+                       device=device)[:, :cols]
 
 
-def aligned_copy(x: torch.Tensor) -> torch.Tensor:
-    """x (rows, cols), any strides, as a row-major view with a 16-byte aligned pitch."""
+def aligned_copy(x: torch.Tensor, align: int = 16) -> torch.Tensor:
+    """x (rows, cols), any strides, as a row-major view with an `align`-byte pitch."""
     rows, cols = x.shape
-    y = aligned_empty(rows, cols, x.dtype, x.device)
+    y = aligned_empty(rows, cols, x.dtype, x.device, align)
     if rows and cols:
         copy_launch(rows, cols, x.stride(0), x.stride(1), y.stride(0))(x, y)
     return y
+
+
+LINE = 128   # bytes: a pitch that is a multiple of this starts every row on an L2 line
+
+
+def pitched_copy(x: torch.Tensor) -> torch.Tensor:
+    """x, row- or column-major as it is, with its leading dimension's pitch rounded up to
+    whole 128-byte lines (`LINE`): rows that straddle lines cost the TMA loads ~28%
+    (docs/PERF.md, session 14: bf16 2048^3 with lda 2056 ran 35.7 us, with 2112 27.9)."""
+    if x.stride(1) == 1 or x.shape[1] == 1:
+        return aligned_copy(x, LINE)
+    return aligned_copy(x.t(), LINE).t()
 
 
 @functools.lru_cache(maxsize=256)

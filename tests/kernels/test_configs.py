@@ -139,7 +139,12 @@ def test_heuristic_fills_the_sms_and_splits_k_when_tiles_cannot():
     assert no_tiled.variant == "tma_split" and no_tiled.split_k > 1   # split-K on TMA loads
     decode = heuristic("fp8", 1, 4096, 4096, tma=True, num_sms=H200_SMS,
                        smem_limit=H200_SMEM, tiled=False)     # fp8 with a kept K-major B
-    assert (decode.variant, decode.block_m, decode.split_k) == ("tma_split", 64, 2)
+    # one row of 64 x 128 tiles, K split 4: 32 x 4 programs (64 x 64 split 2 was slower)
+    assert (decode.variant, decode.block_m, decode.block_n, decode.split_k) == \
+        ("tma_split", 64, 128, 4)
+    rows = heuristic("fp8", 24, 6144, 2560, tma=True, num_sms=H200_SMS,
+                     smem_limit=H200_SMEM, tiled=False)   # 96 tiles of 64 x 64: no split
+    assert (rows.variant, rows.block_n, rows.split_k) == ("tma", 64, 1)
     thin = heuristic("16bit", 26, 5523, 7310, tma=True, num_sms=H200_SMS,
                      smem_limit=H200_SMEM, tiled=False)
     assert (thin.variant, thin.block_m) == ("tma", 64)

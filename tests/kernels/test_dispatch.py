@@ -1,6 +1,7 @@
 """kernels/dispatch.py: the per-call decisions (copies, variants, bucket) as pure logic
 for a Hopper-like device, and the interpreter's plan on the CPU."""
 
+import pytest
 import torch
 
 from kernels import dispatch
@@ -72,6 +73,22 @@ def test_unaligned_leading_dimensions():
     assert _decide("bf16", 4096, 4096, 4096, aligned=(False, True))[3] == "aligned"
 
 
+def test_kept_copies_put_every_descriptor_row_on_whole_128_byte_lines():
+    # lda = ldb = 2056 bf16 = 4112 bytes: rows straddle L2 lines; kept copies re-pitch both
+    _, _, bucket, ca, cb, variants = _decide("bf16", 2048, 2048, 2048, pad=8, cached=True)
+    assert (ca, cb) == ("pitch", "pitch") and bucket == "16bit bf16 rr tma ld128"
+    assert variants == ("tma", "tiled", "tma_split")
+    assert _decide("bf16", 2048, 2048, 2048, pad=8)[3:5] == ("", "")   # not kept: as is
+    # 1000^3 bf16 (2000-byte rows), column-major A: re-pitched in its own layout
+    _, _, bucket, ca, cb, _ = _decide("bf16", 1000, 1000, 1000, a="c", cached=True)
+    assert (ca, cb) == ("pitch", "pitch") and bucket == "16bit bf16 cr tma ld128"
+    # already on whole lines, or copied anyway (fp8's K-major B, A's aligned copy): as before
+    assert _decide("bf16", 4096, 4096, 4096, cached=True)[3:5] == ("", "")
+    assert _decide("fp8", 1000, 1000, 1000, elem=1, cached=True)[3:5] == ("aligned", "kmajor")
+    # only the pointer path runs (skinny aligned 16-bit M): no descriptor, no copy
+    assert _decide("bf16", 16, 4096, 4096, pad=8, cached=True)[3:] == ("", "", ("tiled",))
+
+
 def test_pointer_loads_vectorise_only_with_aligned_rows_and_wrapped_dims_of_16():
     fast = dispatch._pointer_fast
     assert fast(4096, 4096, "r", "r", 128)
@@ -124,6 +141,15 @@ def test_prepare_copies_to_aligned_k_major_operands():
     assert b2.stride() == (1, 40)                      # column-major, K padded the same
 
 
+def test_prepare_re_pitches_each_operand_in_its_own_layout():
+    a = torch.randn(24, 40).half()[:, :36]             # row-major, 80-byte rows
+    b = torch.randn(48, 36).half().t()                 # (36, 48) column-major, 72-byte pitch
+    p = dispatch.Plan("16bit", "k", "pitch", "pitch", ("tma",), INTERPRETER_CONFIG, "t")
+    a2, b2 = dispatch.prepare(p, a, b)
+    assert torch.equal(a2, a) and torch.equal(b2, b)
+    assert a2.stride() == (64, 1) and b2.stride() == (1, 64)   # 36 halves -> 128 bytes
+
+
 def test_relayout_copies_any_view_to_an_aligned_row_major_matrix():
     from kernels.relayout import aligned_copy
 
@@ -133,10 +159,12 @@ def test_relayout_copies_any_view_to_an_aligned_row_major_matrix():
         assert torch.equal(y, view) and y.stride(1) == 1 and y.stride(0) % 8 == 0
 
 
-def test_every_set_resolves_to_a_runnable_tile_on_the_committed_h200_table():
+@pytest.mark.parametrize("cached", [False, True])
+def test_every_set_resolves_to_a_runnable_tile_on_the_committed_h200_table(cached):
     """decide + the committed table (or the heuristic) for every shape of every set and
-    mode, as an H200 would: the tile fits its shared memory and registers, and its
-    variant is one the call may run (a tiled entry never reaches a TMA-only call)."""
+    mode, as an H200 would, with copies kept (the harness) or not: the tile fits its
+    shared memory and registers, and its variant is one the call may run (a tiled entry
+    never reaches a TMA-only call)."""
     from gemmgate.shapes import SETS
     from kernels import table
     from kernels.configs import heuristic, usable
@@ -150,7 +178,7 @@ def test_every_set_resolves_to_a_runnable_tile_on_the_committed_h200_table():
                 elem = {"fp8": 1, "bf16": 2, "fp16": 2}.get(name, 4)
                 fam, _, bucket, _, _, variants = _decide(
                     name, case.m, case.n, case.k, a=case.layout[0], b=case.layout[1],
-                    pad=case.pad, elem=elem)
+                    pad=case.pad, elem=elem, cached=cached)
                 found = table.lookup("NVIDIA H200", bucket, case.m, case.n, case.k,
                                      variants=variants)
                 tile = found[0] if found else heuristic(
