@@ -2,13 +2,16 @@
 
 `python3 scripts/device/tiles.py 1024x1024x2048 [...] --mode bf16 --configs
 tma:128x64x64:s4:w4,tiled:64x128x128:s4:w4,tma_split:128x128x64:s4:w8:k2 [--inductor]
-[--pad P] [--csv PATH]` times, per shape, in one interleaved measurement (gemmgate.timing.measure,
-CUDA graphs, the harness's policy):
+[--pad P] [--uncached] [--csv PATH]` times, per shape, in one interleaved measurement
+(gemmgate.timing.measure, CUDA graphs, the harness's policy):
   - `pick`: kernels.matmul as the library runs it (table or heuristic tile),
   - each named tile (kernels.matmul(config=...)); a tile that fails to compile or launch
     is reported and left out,
   - `vendor`: torch.matmul (cuBLAS), and with --inductor torch.compile's Triton GEMM
     (the harness's inductor provider; its autotuning log goes to stderr),
+  - with --uncached, `uncached`: kernels.matmul without cache_copies, as a library caller
+    whose operands change every call makes it (its operand copies made per call; the
+    harness's calls keep them, as a weight's),
 twice: with the L2 flushed before each call (as every gemmgate run times) and without,
 so a tile that loses only from a cold L2 shows. One CSV row per (shape, flush, provider):
 median device microseconds, TFLOP/s and the ratio to the vendor.
@@ -57,7 +60,8 @@ def _label(c: TileConfig) -> str:
 
 
 def shape_rows(shape: str, mode_name: str, tiles: list[TileConfig], inductor: bool,
-               policy: TimingPolicy, flush_bytes: int, pad: int = 0) -> list[dict]:
+               policy: TimingPolicy, flush_bytes: int, pad: int = 0,
+               uncached: bool = False) -> list[dict]:
     case, mode = dataclasses.replace(parse_shape(shape), pad=pad), get_mode(mode_name)
     shape = f"{shape}+p{pad}" if pad else shape
     inp = make_inputs(case, mode, "cuda")
@@ -75,6 +79,12 @@ def shape_rows(shape: str, mode_name: str, tiles: list[TileConfig], inductor: bo
 
     tile_call(hook=choose)()
     fns = {"pick": tile_call(picked[0])}
+    if uncached:
+        def plain(a, b, *, precision, out, scale_a, scale_b):   # no cache_copies parameter
+            return kernels.matmul(a, b, precision=precision, out=out, scale_a=scale_a,
+                                  scale_b=scale_b)
+
+        fns["uncached"] = providers.kernel_call(plain, None, inp, mode)
     for c in tiles:
         run = tile_call(c)
         try:
@@ -109,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--configs", default="", help="comma-separated tiles (see the docstring)")
     p.add_argument("--inductor", action="store_true", help="also time torch.compile's GEMM")
     p.add_argument("--budget", type=float, default=0.5, help="seconds of timing per shape")
+    p.add_argument("--uncached", action="store_true",
+                   help="also time the library call without kept operand copies")
     p.add_argument("--pad", type=int, default=0,
                    help="pad A's and B's leading dimension by this many elements (as the "
                         "shape sets' +pN cases)")
@@ -130,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     policy = TimingPolicy(method="graph", budget_s=args.budget)
     flush = select_chip().chip.flush_bytes
     rows = [r for s in args.shapes
-            for r in shape_rows(s, args.mode, tiles, args.inductor, policy, flush, args.pad)]
+            for r in shape_rows(s, args.mode, tiles, args.inductor, policy, flush, args.pad,
+                                 args.uncached)]
     sink = open(args.csv, "w", newline="") if args.csv else sys.stdout
     with sink:
         w = csv.DictWriter(sink, fieldnames=list(rows[0]))

@@ -235,7 +235,12 @@ def test_gpu_tuning_is_cached_and_pinned(tmp_path):
     again = tuning.Tuner(setup).chooser(kernels.kernel_hash())
     _run(case, "bf16", "cuda", choose=again)
     assert again.last.source == tuning.CACHED and again.last.config == chosen.config
-    other = next(c for c in (TileConfig(128, 128, 64, 8, 3, 8), GPU_TILE) if c != chosen.config)
+    from kernels import dispatch
+
+    inp = make_inputs(case, MODES["bf16"], "cuda")
+    offered = dispatch.candidates(dispatch.plan(MODES["bf16"], inp.a, inp.b), inp.a.device,
+                                  case.m, case.n, case.k)
+    other = next(c for c in offered if c != chosen.config)   # a pin names an offered tile
     pins = tmp_path / "baseline.json"
     pins.write_text(json.dumps({"cases": {"x": {"tuning": {
         "key": chosen.key, "config": asdict(other)}}}}))
