@@ -238,7 +238,7 @@ def test_gpu_tuning_is_cached_and_pinned(tmp_path):
     from kernels import dispatch
 
     inp = make_inputs(case, MODES["bf16"], "cuda")
-    offered = dispatch.candidates(dispatch.plan(MODES["bf16"], inp.a, inp.b), inp.a.device,
+    offered = dispatch.candidates(dispatch.plan(mode_named("bf16"), inp.a, inp.b), inp.a.device,
                                   case.m, case.n, case.k)
     other = next(c for c in offered if c != chosen.config)   # a pin names an offered tile
     pins = tmp_path / "baseline.json"
