@@ -45,6 +45,7 @@ S11 = RESULTS / "h200-2026-11-30-s11"
 S9 = RESULTS / "h200-2026-11-30-s9"
 S12 = RESULTS / "h200-2026-11-30-s12"
 S13 = RESULTS / "h200-2026-11-30-s13"
+S14 = RESULTS / "h200-2026-11-30-s14"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -272,6 +273,16 @@ TABLES: dict[str, Callable[[], str]] = {
     "s13-steps": lambda: csv_table(S13 / "steps.csv"),
     "s13-long-tail": lambda: s9_long_tail(S13 / "cases.csv", "callC-", graph_only=True),
     "s13-first-call": lambda: csv_table(S13 / "first_call.csv"),
+    "s14-eager": lambda: s10_eager_calls(S14 / "cases.csv",
+                                         ("callA-eager1", "callA-eager2", "callD-eager")),
+    "s14-eager-cases": lambda: s5_cases(S14 / "cases.csv", "callD-eager", extra=True),
+    "s14-overhead": lambda: csv_table(S14 / "overhead.csv"),
+    "s14-tiles": lambda: tiles_table(S14 / "tiles.csv"),
+    "s14-steps": lambda: csv_table(S14 / "steps.csv"),
+    "s14-changes": lambda: ab_changes(S14 / "cases.csv", "callC-", 0.95, 1.05),
+    "s14-copy-cost": lambda: tiles_table(S14 / "copy_cost.csv"),
+    "s14-long-tail": lambda: s9_long_tail(S14 / "cases.csv", "callC-", graph_only=True),
+    "s14-inductor": lambda: s12_inductor(S14 / "cases.csv", "callE-ind"),
 }
 
 
@@ -646,13 +657,26 @@ def tiles_table(path: Path, flush: str = "1") -> str:
                       f"{r['ratio']} |" for r in rows])
 
 
-def s12_inductor(path: Path) -> str:
-    """Call F: session 11's nine nightly shapes where inductor was faster, bf16, again."""
-    rows = [r for r in _rows(path) if r["label"] == "callF-ind-losses"]
+def s12_inductor(path: Path, label: str = "callF-ind-losses") -> str:
+    """Session 11's nine nightly shapes where inductor was faster, bf16, again (session
+    12's call F; session 14's call E, with 1000^3)."""
+    rows = [r for r in _rows(path) if r["label"] == label]
     out = ["| case | Triton/cuBLAS | inductor/Triton time | tile |", "|---|---:|---:|---|"]
     for r in sorted(rows, key=_vs_inductor):
         out.append(f"| {r['case']} | {float(r['ratio']):.3f} | {_vs_inductor(r):.3f} | "
                    f"{r['tile']} |")
+    return "\n".join(out)
+
+
+def ab_changes(path: Path, prefix: str, lo: float, hi: float) -> str:
+    """The cases an A/B moved out of [lo, hi] in the labels with `prefix` (same process,
+    same inputs; > 1: the current kernel is faster), largest change first."""
+    rows = [r for r in _rows(path) if r["label"].startswith(prefix)
+            and not lo <= (_ab(r["extra"]) or 1) <= hi]
+    out = ["| set | mode | case | ratio | A/B | tile |", "|---|---|---|---:|---:|---|"]
+    for r in sorted(rows, key=lambda r: -abs(_ab(r["extra"]) - 1)):
+        out.append(f"| {r['label'].removeprefix(prefix)} | {r['mode']} | {r['case']} | "
+                   f"{float(r['ratio']):.2f} | {_ab(r['extra']):.3f} | {r['tile']} |")
     return "\n".join(out)
 
 
