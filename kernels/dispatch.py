@@ -14,9 +14,10 @@ A call is keyed by (device, mode, M, N, K, operand strides and alignment). For a
    TMA variant can run (kernels/relayout.py: a tiled transposing copy kernel). With
    `cache_copies=True` a copy is made once per unchanged source tensor and reused
    (relayout.CopyCache), so an operand that stays the same across calls, like a weight,
-   does not pay it per call; then an operand the TMA variant would read with rows off
-   128-byte lines (a pitch like 2000 or 4112 bytes) is copied to whole lines too, in its
-   own layout (`pitch`: ~28% of the kernel's time on the H200, session 14).
+   does not pay it per call; kept copies are made on whole 128-byte lines, and an operand
+   the TMA variant would read with rows off them (a pitch like 2000 or 4112 bytes) is
+   copied to whole lines too, in its own layout (`pitch`: ~28% of the kernel's time on
+   the H200, session 14).
 2. Variants: `tma` where both operands (after 1) can be described and the chip has TMA
    (sm_90+); `tiled` too unless its pointer loads would be scalar (`_pointer_fast`; such
    a call takes TMA even at thin M, with aligned copies) or it is fp8 with a K-major B
@@ -168,8 +169,8 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     # A descriptor needs every dimension > 0: K = 0 (a zero result) takes the tiled kernel.
     variants = ("tma", "tiled") if has_tma and ok_a and ok_b and tma_m and K > 0 \
         and natural else ("tiled",)
-    ld = min(_ld_class(sa, K if la == "r" else M, copy_a, elem),
-             _ld_class(sb, N if lb == "r" else K, copy_b, elem))
+    ld = min(_ld_class(sa, K if la == "r" else M, copy_a, elem, cached),
+             _ld_class(sb, N if lb == "r" else K, copy_b, elem, cached))
     # Where the tiled kernel is slow, TMA only: scalar pointer loads, or fp8_kb.
     if variants[0] == "tma" and (not _pointer_fast(M, N, la, lb, ld) or (fp8_kb and M < 128)):
         variants = ("tma",)
@@ -178,8 +179,8 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
         if cached:  # kept copies: every operand the descriptors read on whole 128 B lines
             copy_a = copy_a or ("pitch" if max(sa) * elem % LINE else "")
             copy_b = copy_b or ("pitch" if max(sb) * elem % LINE else "")
-            ld = min(_ld_class(sa, K if la == "r" else M, copy_a, elem),
-                     _ld_class(sb, N if lb == "r" else K, copy_b, elem))
+            ld = min(_ld_class(sa, K if la == "r" else M, copy_a, elem, cached),
+                     _ld_class(sb, N if lb == "r" else K, copy_b, elem, cached))
     bucket = f"{fam} {mode.name} {la}{lb} {'tma' if variants[0] == 'tma' else 'ptr'} ld{ld}"
     key = f"{bucket} | m{M} n{N} k{K} a{sa[0]},{sa[1]} b{sb[0]},{sb[1]}"
     return fam, key, bucket, copy_a, copy_b, variants
@@ -193,11 +194,13 @@ def _pointer_fast(M: int, N: int, la: str, lb: str, ld_bytes: int) -> bool:
     return ld_bytes >= 16 and (la != "c" or M % 16 == 0) and (lb != "r" or N % 16 == 0)
 
 
-def _ld_class(stride: tuple, cols: int, copied: str, elem: int) -> int:
+def _ld_class(stride: tuple, cols: int, copied: str, elem: int, kept: bool = False) -> int:
     """Bytes the leading dimension is aligned to, up to 128: a padded lda (2056 bf16 =
-    4112 bytes) runs at 0.65 of an aligned one on the H200, so it is its own bucket."""
-    ld = pitch(cols, elem, LINE if copied == "pitch" else 16) * elem if copied \
-        else max(stride) * elem
+    4112 bytes) runs at 0.65 of an aligned one on the H200, so it is its own bucket. A
+    copy's pitch is its `cols` on 16 bytes, or on whole 128-byte lines when `kept`
+    (`prepare`) or re-pitched."""
+    line = copied == "pitch" or kept
+    ld = pitch(cols, elem, LINE if line else 16) * elem if copied else max(stride) * elem
     return next((b for b in (128, 64, 32, 16, 8, 4, 2) if ld % b == 0), 1)
 
 
@@ -219,20 +222,23 @@ def candidates(p: Plan, device: torch.device, M: int, N: int, K: int) -> tuple[T
 def prepare(p: Plan, a: torch.Tensor, b: torch.Tensor, cache: bool = False
             ) -> tuple[torch.Tensor, torch.Tensor]:
     """The operands the plan's kernels read (copies where the plan says so); with
-    `cache`, a copy is reused while its source tensor is unchanged (COPIES)."""
+    `cache` (the plan's `cached`), a copy is reused while its source tensor is unchanged
+    (COPIES), and is made on whole 128-byte lines (a copy per call: on 16 bytes)."""
+    align = LINE if cache else 16
+
     def copy(x: torch.Tensor, kind: str, make) -> torch.Tensor:
         return COPIES.get(x, kind, make) if cache else make(x)
 
     if p.copy_a == "pitch":
         a = copy(a, "a-pitch", pitched_copy)
     elif p.copy_a:
-        a = copy(a, "a", aligned_copy)
+        a = copy(a, "a", lambda x: aligned_copy(x, align))
     if p.copy_b == "pitch":
         b = copy(b, "b-pitch", pitched_copy)
     elif _b_kmajor_after(p.copy_b, b.stride()):
-        b = copy(b, "b-kmajor", lambda x: aligned_copy(x.t()).t())
+        b = copy(b, "b-kmajor", lambda x: aligned_copy(x.t(), align).t())
     elif p.copy_b:
-        b = copy(b, "b", aligned_copy)
+        b = copy(b, "b", lambda x: aligned_copy(x, align))
     return a, b
 
 

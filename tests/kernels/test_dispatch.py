@@ -84,7 +84,9 @@ def test_kept_copies_put_every_descriptor_row_on_whole_128_byte_lines():
     assert (ca, cb) == ("pitch", "pitch") and bucket == "16bit bf16 cr tma ld128"
     # already on whole lines, or copied anyway (fp8's K-major B, A's aligned copy): as before
     assert _decide("bf16", 4096, 4096, 4096, cached=True)[3:5] == ("", "")
-    assert _decide("fp8", 1000, 1000, 1000, elem=1, cached=True)[3:5] == ("aligned", "kmajor")
+    _, _, bucket, ca, cb, _ = _decide("fp8", 1000, 1000, 1000, elem=1, cached=True)
+    assert (ca, cb) == ("aligned", "kmajor") and bucket.endswith("ld128")   # kept: on lines
+    assert _decide("fp8", 1000, 1000, 1000, elem=1)[2].endswith("ld16")    # per call: 16 B
     # only the pointer path runs (skinny aligned 16-bit M): no descriptor, no copy
     assert _decide("bf16", 16, 4096, 4096, pad=8, cached=True)[3:] == ("", "", ("tiled",))
 
@@ -139,6 +141,18 @@ def test_prepare_copies_to_aligned_k_major_operands():
     assert torch.equal(a2, a) and torch.equal(b2, b)
     assert a2.stride() == (40, 1)                      # 37 fp32 padded to 40 (160 bytes)
     assert b2.stride() == (1, 40)                      # column-major, K padded the same
+
+
+def test_kept_copies_are_made_on_whole_lines():
+    a = torch.randn(64, 44)[:, :37]                    # lda 44, K=37
+    b = torch.randn(37, 50)
+    p = dispatch.Plan("fp32", "k", "aligned", "kmajor", ("tma",), INTERPRETER_CONFIG, "t")
+    try:
+        a2, b2 = dispatch.prepare(p, a, b, cache=True)
+    finally:
+        dispatch.COPIES.clear()
+    assert torch.equal(a2, a) and torch.equal(b2, b)
+    assert a2.stride() == (64, 1) and b2.stride() == (1, 64)   # 148 bytes -> 256
 
 
 def test_prepare_re_pitches_each_operand_in_its_own_layout():
