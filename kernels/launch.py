@@ -132,7 +132,7 @@ class Launch:
 _UNSET = object()
 _BASE_ARGS = 13      # triton 3.6's launch arguments before the kernel's ('iiiKKppOOOOOO')
 _MAX_MAPS = 256      # tensor maps kept per compiled kernel; past this the cache restarts
-_MAX_BOUND = 64      # bound launches kept per call shape; past this they restart
+_MAX_BOUND = 16      # bound launches kept per recipe (~1 KB each); past this they restart
 
 
 @dataclass(eq=False)

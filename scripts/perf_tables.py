@@ -283,6 +283,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "s14-copy-cost": lambda: tiles_table(S14 / "copy_cost.csv"),
     "s14-long-tail": lambda: s9_long_tail(S14 / "cases.csv", "callC-", graph_only=True),
     "s14-inductor": lambda: s12_inductor(S14 / "cases.csv", "callE-ind"),
+    "s14-holdout-tiles": lambda: tiles_table(S14 / "tiles_holdout.csv"),
+    "s14-changes-g": lambda: ab_changes(S14 / "cases.csv", "callG-", 0.95, 1.05),
+    "s14-long-tail-g": lambda: s9_long_tail(S14 / "cases.csv", "callG-", graph_only=True),
 }
 
 
