@@ -169,8 +169,11 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     # A descriptor needs every dimension > 0: K = 0 (a zero result) takes the tiled kernel.
     variants = ("tma", "tiled") if has_tma and ok_a and ok_b and tma_m and K > 0 \
         and natural else ("tiled",)
-    ld = min(_ld_class(sa, K if la == "r" else M, copy_a, elem, cached),
-             _ld_class(sb, N if lb == "r" else K, copy_b, elem, cached))
+    def ld_of(copy_a: str, copy_b: str) -> int:   # the bucket's row alignment
+        return min(_ld_class(sa, K if la == "r" else M, copy_a, elem, cached),
+                   _ld_class(sb, N if lb == "r" else K, copy_b, elem, cached))
+
+    ld = ld_of(copy_a, copy_b)
     # Where the tiled kernel is slow, TMA only: scalar pointer loads, or fp8_kb.
     if variants[0] == "tma" and (not _pointer_fast(M, N, la, lb, ld) or (fp8_kb and M < 128)):
         variants = ("tma",)
@@ -179,8 +182,7 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
         if cached:  # kept copies: every operand the descriptors read on whole 128 B lines
             copy_a = copy_a or ("pitch" if max(sa) * elem % LINE else "")
             copy_b = copy_b or ("pitch" if max(sb) * elem % LINE else "")
-            ld = min(_ld_class(sa, K if la == "r" else M, copy_a, elem, cached),
-                     _ld_class(sb, N if lb == "r" else K, copy_b, elem, cached))
+            ld = ld_of(copy_a, copy_b)
     bucket = f"{fam} {mode.name} {la}{lb} {'tma' if variants[0] == 'tma' else 'ptr'} ld{ld}"
     key = f"{bucket} | m{M} n{N} k{K} a{sa[0]},{sa[1]} b{sb[0]},{sb[1]}"
     return fam, key, bucket, copy_a, copy_b, variants

@@ -74,8 +74,7 @@ class Launch:
             return
         stream = driver.get_current_stream(device)
         grid = self.grid
-        g1 = grid[1] if len(grid) > 1 else 1
-        g2 = grid[2] if len(grid) > 2 else 1
+        _, g1, g2 = _grid3(grid)
         hooks = triton.knobs.runtime
         enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
         hooked = _active(enter)
@@ -108,9 +107,7 @@ class Launch:
         direct = self._direct(key, kernel, len(tensors))
         if direct is None:
             return None
-        grid = self.grid
-        return direct.bound(grid[0], grid[1] if len(grid) > 1 else 1,
-                            grid[2] if len(grid) > 2 else 1, driver.get_current_stream(device),
+        return direct.bound(*_grid3(self.grid), driver.get_current_stream(device),
                             kernel.function, kernel.packed_metadata, enter, leave, tensors)
 
     def _direct(self, key: tuple, kernel, leading: int) -> _Direct | None:
@@ -246,6 +243,11 @@ class Bound:
             if len(self.entries) >= _MAX_BOUND:
                 self.entries.clear()
             self.entries[key] = go
+
+
+def _grid3(grid: tuple[int, ...]) -> tuple[int, int, int]:
+    """A 1-, 2- or 3-D grid as the launch's (x, y, z)."""
+    return (*grid, 1, 1)[:3]
 
 
 def _signature(x) -> tuple | None:

@@ -157,18 +157,21 @@ class Recipe:
         if self.staged:
             self.bind(a, b, out, sa, sb)()
             return
-        ab, bb, cb = self.blocks
         self.repeats.run(
             (a.data_ptr(), b.data_ptr(), out.data_ptr(), sa.data_ptr(), sb.data_ptr()),
-            self.run, lambda: (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb),
-                               _descriptor(out, False, cb), out, sa, sb))
+            self.run, lambda: self._args(a, b, out, sa, sb))
+
+    def _args(self, a, b, c, sa, sb) -> tuple:
+        """The kernel's leading arguments: A's, B's and C's descriptors, then C and the
+        scales."""
+        ab, bb, cb = self.blocks
+        return (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb),
+                _descriptor(c, False, cb), c, sa, sb)
 
     def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
         stage = aligned_empty(*out.shape, out.dtype, out.device) if self.staged else None
         c = out if stage is None else stage
-        ab, bb, cb = self.blocks
-        args = (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb),
-                _descriptor(c, False, cb), c, sa, sb)
+        args = self._args(a, b, c, sa, sb)
         run, unstage = self.run, self.unstage
         if stage is None:
             return lambda: run(*args)
