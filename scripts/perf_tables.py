@@ -278,7 +278,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s14-eager-cases": lambda: s5_cases(S14 / "cases.csv", "callD-eager", extra=True),
     "s14-overhead": lambda: csv_table(S14 / "overhead.csv"),
     "s14-tiles": lambda: tiles_table(S14 / "tiles.csv"),
-    "s14-steps": lambda: csv_table(S14 / "steps.csv"),
+    "s14-steps": lambda: label_steps(S14 / "cases.csv"),
     "s14-changes": lambda: ab_changes(S14 / "cases.csv", "callC-", 0.95, 1.05),
     "s14-copy-cost": lambda: tiles_table(S14 / "copy_cost.csv"),
     "s14-long-tail": lambda: s9_long_tail(S14 / "cases.csv", "callC-", graph_only=True),
@@ -668,6 +668,25 @@ def s12_inductor(path: Path, label: str = "callF-ind-losses") -> str:
     for r in sorted(rows, key=_vs_inductor):
         out.append(f"| {r['case']} | {float(r['ratio']):.3f} | {_vs_inductor(r):.3f} | "
                    f"{r['tile']} |")
+    return "\n".join(out)
+
+
+def label_steps(path: Path) -> str:
+    """Per label (in file order) and mode: cases, geomean Triton/cuBLAS, A/B geomean
+    (where the label has an A/B reference), worst ratio, cases below 0.80."""
+    rows = _rows(path)
+    out = ["| label | mode | cases | geomean | ab_geomean | min_ratio | below_080 |",
+           "|---|---|---|---|---|---|---|"]
+    for label in dict.fromkeys(r["label"] for r in rows):
+        for mode in ALL_MODES:
+            rs = _ratios(rows, label, mode)
+            if not rs:
+                continue
+            xs = [float(r["ratio"]) for r in rs]
+            ab = [x for x in (_ab(r["extra"]) for r in rs) if x]
+            out.append(f"| {label} | {mode} | {len(rs)} | {geomean(xs):.3f} | "
+                       f"{f'{geomean(ab):.3f}' if ab else ''} | {min(xs):.2f} | "
+                       f"{sum(x < 0.8 for x in xs)} |")
     return "\n".join(out)
 
 
