@@ -26,7 +26,11 @@ and strides: a weight, a preallocated out) keeps each as a `Bound` entry, the C 
 with every argument fixed (pointers as integers, tensor maps encoded), keyed by device,
 stream and addresses. A repeated eager call then costs reading the keys and one C call:
 no descriptors, no signature, no expansion (~10 us of Python a call on a 2-core CI host,
-a stand-in launch). The entry holds no tensor, so it keeps no memory alive.
+a stand-in launch). The entry holds no tensor, so it keeps no memory alive. A call at
+new addresses makes its entry and runs it (the arguments expanded once). `Launch.fast`
+keeps such entries for a Launch of plain tensors: operand copies, a staged C's copy,
+split-K workspaces and their reductions, whose buffers PyTorch's caching allocator hands
+back at the same addresses call after call.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ class Launch:
     kw: dict
     compiled: dict = field(default_factory=dict)  # (device, tensor signature) -> kernel
     direct: dict = field(default_factory=dict)    # the same key -> _Direct | None
+    repeats: Bound = field(default_factory=lambda: Bound())   # `fast`'s bound launches
     _values: tuple | None = field(default=None, init=False, repr=False)
 
     def __call__(self, *tensors) -> None:
@@ -88,6 +93,16 @@ class Launch:
         meta = kernel.launch_metadata(grid, stream, *every) if hooked else None
         kernel.run(grid[0], g1, g2, stream, kernel.function, kernel.packed_metadata, meta,
                    enter, leave, *every)
+
+    def fast(self, *tensors) -> None:
+        """self(*tensors) for plain tensors (no descriptors), through a bound launch kept
+        in `repeats` by the tensors' addresses and dtypes (this Launch fixes their shapes
+        and strides; a Launch may serve several dtypes, e.g. a copy or a reduction into
+        bf16 and fp16 outputs). Buffers a caller allocates per call (a staging C, a split-K
+        workspace, an operand copy) come back at the same addresses from PyTorch's caching
+        allocator, so their launches repeat too."""
+        self.repeats.run(tuple((t.data_ptr(), t.dtype) for t in tensors), self,
+                         lambda: tensors)
 
     def bound(self, *tensors) -> Callable[[], None] | None:
         """This launch of `tensors` with every argument fixed, on the current device and
@@ -237,12 +252,20 @@ class Bound:
             go()
             return
         args = tensors()
-        launch(*args)
-        go = launch.bound(*args)
+        go = launch.bound(*args)   # None: not compiled yet, hooked, or not direct
         if go is not None:
-            if len(self.entries) >= _MAX_BOUND:
-                self.entries.clear()
-            self.entries[key] = go
+            self._keep(key, go)
+            go()
+            return
+        launch(*args)
+        go = launch.bound(*args)   # compiled by that launch: the next call's entry
+        if go is not None:
+            self._keep(key, go)
+
+    def _keep(self, key: tuple, go: Callable[[], None]) -> None:
+        if len(self.entries) >= _MAX_BOUND:
+            self.entries.clear()
+        self.entries[key] = go
 
 
 def _grid3(grid: tuple[int, ...]) -> tuple[int, int, int]:

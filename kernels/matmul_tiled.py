@@ -136,14 +136,16 @@ class Recipe:
     repeats: Bound = field(default_factory=Bound, compare=False, repr=False)
 
     def launch(self, a, b, out, sa, sb) -> None:
-        """bind(...)(); without split-K, a call on tensors at addresses launched before
-        (on this device and stream) takes its bound launch (kernels/launch.py)."""
-        if self.reduce is not None:
-            self.bind(a, b, out, sa, sb)()
-            return
+        """bind(...)(); a call on tensors at addresses launched before (on this device
+        and stream) takes its bound launch (kernels/launch.py), split-K's workspace and
+        reduction included (the caching allocator's block of the call before)."""
+        ws = out if self.reduce is None else \
+            torch.empty(self.workspace, dtype=torch.float32, device=a.device)
         self.repeats.run(
-            (a.data_ptr(), b.data_ptr(), out.data_ptr(), sa.data_ptr(), sb.data_ptr()),
-            self.main, lambda: (a, b, out, out, sa, sb))
+            (a.data_ptr(), b.data_ptr(), out.data_ptr(), ws.data_ptr(), sa.data_ptr(),
+             sb.data_ptr()), self.main, lambda: (a, b, out, ws, sa, sb))
+        if self.reduce is not None:
+            self.reduce.fast(ws, out, sa, sb)
 
     def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
         main, reduce = self.main, self.reduce

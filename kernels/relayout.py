@@ -55,7 +55,7 @@ def aligned_copy(x: torch.Tensor, align: int = 16) -> torch.Tensor:
     rows, cols = x.shape
     y = aligned_empty(rows, cols, x.dtype, x.device, align)
     if rows and cols:
-        copy_launch(rows, cols, x.stride(0), x.stride(1), y.stride(0))(x, y)
+        copy_launch(rows, cols, x.stride(0), x.stride(1), y.stride(0)).fast(x, y)
     return y
 
 

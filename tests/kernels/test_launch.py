@@ -2,6 +2,7 @@
 compiled kernel directly, with the arguments the JIT itself would pass."""
 
 import functools
+import gc
 import types
 
 import pytest
@@ -282,8 +283,8 @@ def test_bound_launch_repeats_a_call_on_the_same_addresses_only(monkeypatch):
     call(x, y)                      # bound entry
     assert len(fn.jit_calls) == 1 and len(made) == 1 and len(fn.c_calls) == 1
     assert fn.c_calls[-1][13:] == (x.data_ptr(), y.data_ptr(), 64, 16)
-    call(z, y)                      # a new address: the usual launch, then its entry
-    assert len(made) == 2 and fn.c_calls[-1][13] is z
+    call(z, y)                      # a new address: its entry, made and run
+    assert len(made) == 2 and fn.c_calls[-1][13] == z.data_ptr()
     call(z, y)
     assert len(made) == 2 and fn.c_calls[-1][13] == z.data_ptr()
     driver.stream = 77              # another stream: its own entry
@@ -295,6 +296,25 @@ def test_bound_launch_repeats_a_call_on_the_same_addresses_only(monkeypatch):
     fn.made[0].run = lambda *args: fn.c_calls.append(("hooked", *args))
     call(z, y)                      # a hook: the launch's hooked path
     assert len(made) == 4 and fn.c_calls[-1][0] == "hooked"
+
+
+def test_fast_launches_keep_an_entry_per_address_and_dtype(monkeypatch):
+    """Launch.fast: a plain-tensor launch repeated at the same addresses runs its bound
+    entry; the same addresses with another dtype (a copy or a reduction serving bf16 and
+    fp16) are another entry, on the kernel compiled for that dtype."""
+    monkeypatch.setattr(triton.runtime.driver, "_active", _Driver2())
+    fn = _PlainJit()
+    run = Launch(fn, (3,), (64,), dict(BLOCK=16))
+    x, y = torch.zeros(64), torch.zeros(64)
+    for _ in range(3):
+        run.fast(x, y)
+    assert len(fn.jit_calls) == 1 and len(fn.c_calls) == 2 and len(run.repeats.entries) == 1
+    assert fn.c_calls[-1][13:] == (x.data_ptr(), y.data_ptr(), 64, 16)
+    xi, yi = x.view(torch.int32), y.view(torch.int32)
+    run.fast(xi, yi)
+    run.fast(xi, yi)
+    assert len(fn.jit_calls) == 2 and len(run.repeats.entries) == 2
+    assert fn.c_calls[-1][13:15] == (x.data_ptr(), y.data_ptr())
 
 
 def test_the_interpreter_always_takes_the_jit(device):
@@ -387,3 +407,38 @@ def test_gpu_repeats_on_the_same_tensors_take_the_bound_launch_and_see_new_value
         recipes = [r for res in dispatch.CALLS.values() for r in res.recipes.values()
                    if getattr(r, "repeats", None) is not None and r.repeats.entries]
         assert recipes, "no bound launch was kept"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant, split", [("tma", 1), ("tiled", 2), ("tma_split", 2)])
+def test_gpu_repeats_with_buffers_made_per_call_stay_right(variant, split):
+    """Calls whose launches use buffers made per call (operand copies for rows off 16
+    bytes, a staged C, a split-K workspace) repeat through bound launches at the caching
+    allocator's addresses: right after the inputs change in place, and into fresh outs."""
+    import kernels
+    from kernels import relayout
+    from kernels.configs import TileConfig
+
+    if variant != "tiled" and torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("the TMA variants are a Hopper (sm_90) path")
+    cfg = TileConfig(64, 64, 32, 8, 3, 4, variant, split)
+    a = torch.empty(320, 196, device="cuda", dtype=torch.bfloat16)   # 392-byte rows
+    b = torch.empty(196, 250, device="cuda", dtype=torch.bfloat16)   # 500-byte rows
+    for i in range(6):
+        a.normal_()
+        b.normal_()
+        out = kernels.matmul(a, b, config=cfg) if i % 2 else \
+            kernels.matmul(a, b, config=cfg, out=torch.empty(320, 250, device="cuda",
+                                                             dtype=torch.bfloat16))
+        want = a.double() @ b.double()
+        assert ((out.double() - want).norm() / want.norm()).item() < 1e-2, i
+    if triton.__version__.startswith("3.6."):
+        assert relayout.copy_launch.cache_info().currsize and any(
+            launch.repeats.entries for launch in _copy_launches()), "no bound copy kept"
+
+
+def _copy_launches():
+    from kernels import relayout
+
+    return [v for v in gc.get_objects() if isinstance(v, Launch)
+            and v.fn is relayout._copy_kernel]
