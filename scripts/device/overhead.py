@@ -10,8 +10,11 @@ the end: on a tiny shape the GPU keeps up, so this is the host's launch path) fo
 and one-call cold figures: the first call on an unseen shape, the part of it spent in
 Triton's compile-or-load (`compile_ms`: JITFunction._do_compile, which builds the kernel
 or loads it from the on-disk cache for a new specialization, and CompiledKernel.
-_init_handles, which loads it onto the GPU) and the second call (the plan cached). The
-first shape's first call also reads the tuning table.
+_init_handles, which loads it onto the GPU), the part spent in Triton's JIT altogether
+(`jit_ms`: JITFunction.run, which a Launch takes on its first call, compile-or-load
+included), the rest (`own_ms`: the library's checks, plan, copies' and launches' own
+code) and the second call (the plan cached). The first shape's first call also reads the
+tuning table and pays the process's one-time costs (Triton hashing its own source).
 
 `--kernels N` then profiles N library calls per shape with torch.profiler and prints each
 GPU kernel's device time per call (the GEMM, operand copies, a staged C's copy), so a
@@ -55,13 +58,14 @@ def _once_ms(fn) -> float:
 
 
 class CompileClock:
-    """Time spent compiling (JITFunction._do_compile: build, or load from the on-disk
-    cache) and loading kernels onto the GPU (CompiledKernel._init_handles) while
-    installed (a measurement hook)."""
+    """Time spent in the given methods while installed (a measurement hook); default:
+    compiling (JITFunction._do_compile: build, or load from the on-disk cache) and
+    loading kernels onto the GPU (CompiledKernel._init_handles)."""
 
-    def __init__(self) -> None:
+    def __init__(self, methods=((JITFunction, "_do_compile"),
+                                (CompiledKernel, "_init_handles"))) -> None:
         self.seconds = 0.0
-        for cls, name in ((JITFunction, "_do_compile"), (CompiledKernel, "_init_handles")):
+        for cls, name in methods:
             setattr(cls, name, self._timed(getattr(cls, name)))
 
     def _timed(self, orig):
@@ -139,16 +143,17 @@ def main() -> None:
                     help="then profile N library calls per shape on the device "
                          "(torch.profiler: each GPU kernel's time per call, to stderr)")
     args = ap.parse_args()
-    clock = CompileClock()
-    print("shape,mode,matmul_us,launch_us,torch_us,first_call_ms,compile_ms,second_call_ms")
+    clock, jit = CompileClock(), CompileClock(((JITFunction, "run"),))
+    print("shape,mode,matmul_us,launch_us,torch_us,first_call_ms,compile_ms,jit_ms,own_ms,"
+          "second_call_ms")
     for text in args.shapes:
         m, n, k = (int(x) for x in text.split("x"))
         a, b, out, kw = _operands(m, n, k, args.mode)
-        clock.seconds = 0.0
+        clock.seconds = jit.seconds = 0.0
         call = lambda: kernels.matmul(a, b, out=out, **kw)  # noqa: E731
         first = _once_ms(call) if not args.profile_first else \
             _once_ms(lambda: _profile(call, 1, f"{text} first call", "cumulative"))
-        compile_ms = clock.seconds * 1e3
+        compile_ms, jit_ms = clock.seconds * 1e3, jit.seconds * 1e3
         second = _once_ms(call)
         lib = _per_call_us(call, args.calls)
         plan = dispatch.plan(mode_named(args.mode), a, b, cached=args.mode == "fp8")
@@ -168,7 +173,7 @@ def main() -> None:
             ref = _per_call_us(lambda: torch.matmul(a, b, out=out), args.calls)
         raw = _per_call_us(fn, args.calls)
         print(f"{text},{args.mode},{lib:.1f},{raw:.1f},{ref:.1f},{first:.1f},{compile_ms:.1f},"
-              f"{second:.2f}")
+              f"{jit_ms:.2f},{first - jit_ms:.2f},{second:.2f}")
         if args.profile:
             _profile(call, args.profile, text)
         if args.kernels:
