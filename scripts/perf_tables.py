@@ -46,6 +46,7 @@ S9 = RESULTS / "h200-2026-11-30-s9"
 S12 = RESULTS / "h200-2026-11-30-s12"
 S13 = RESULTS / "h200-2026-11-30-s13"
 S14 = RESULTS / "h200-2026-11-30-s14"
+S15 = RESULTS / "h200-2026-11-30-s15"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -286,6 +287,13 @@ TABLES: dict[str, Callable[[], str]] = {
     "s14-holdout-tiles": lambda: tiles_table(S14 / "tiles_holdout.csv"),
     "s14-changes-g": lambda: ab_changes(S14 / "cases.csv", "callG-", 0.95, 1.05),
     "s14-long-tail-g": lambda: s9_long_tail(S14 / "cases.csv", "callG-", graph_only=True),
+    "s15-tiles": lambda: tiles_table(S15 / "tiles.csv"),
+    "s15-steps": lambda: label_steps(S15 / "cases.csv"),
+    "s15-changes": lambda: ab_changes(S15 / "cases.csv", "callC-", 0.95, 1.05),
+    "s15-eager-changes": lambda: ab_changes(S15 / "cases.csv", "callE-", 0.9, 1.2),
+    "s15-long-tail": lambda: s9_long_tail(S15 / "cases.csv", "callF-"),
+    "s15-below": lambda: ratios_below(S15 / "cases.csv", "callF-", 0.8),
+    "s15-overhead": lambda: csv_table(S15 / "overhead.csv"),
 }
 
 
@@ -791,6 +799,18 @@ def s9_losses(path: Path, prefix: str, below: float) -> str:
     for r in sorted(rows, key=lambda r: _ab(r["extra"])):
         out.append(f"| {r['label'].split('-', 1)[1]} | {r['mode']} | {r['case']} "
                    f"| {float(r['ratio']):.2f} | {_ab(r['extra']):.2f} | {r['tile']} |")
+    return "\n".join(out)
+
+
+def ratios_below(path: Path, prefix: str, under: float) -> str:
+    """The cases of the labels with `prefix` that ran below `under` of cuBLAS, slowest
+    first (issue 11: no case below 0.80)."""
+    rows = [r for r in _rows(path) if r["label"].startswith(prefix) and r["ratio"]
+            and float(r["ratio"]) < under]
+    out = ["| set | mode | case | ratio | tile |", "|---|---|---|---:|---|"]
+    for r in sorted(rows, key=lambda r: float(r["ratio"])):
+        out.append(f"| {r['label'].removeprefix(prefix)} | {r['mode']} | {r['case']} "
+                   f"| {float(r['ratio']):.2f} | {r['tile']} |")
     return "\n".join(out)
 
 

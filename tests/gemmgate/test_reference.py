@@ -103,7 +103,8 @@ def test_gpu_the_reference_kernel_takes_the_pinned_tile(kernels_repo, tmp_path):
     from dataclasses import asdict
 
     from gemmgate import tuning
-    from kernels.configs import TileConfig
+    from kernels import dispatch
+    from kernels.modes import mode_named
 
     d, old, _ = kernels_repo
     _, pkg = reference.load(old, d)
@@ -112,7 +113,9 @@ def test_gpu_the_reference_kernel_takes_the_pinned_tile(kernels_repo, tmp_path):
     first = tuning.Tuner(setup).chooser()
     kernels.matmul(inp.a, inp.b, precision="bf16", choose=first)
     key = first.last.key
-    pin = TileConfig(128, 128, 64, 8, 3, 8)  # a candidate of both kernels, fits any Hopper
+    plan = dispatch.plan(mode_named("bf16"), inp.a, inp.b)   # both kernels are this one:
+    pin = next(c for c in dispatch.candidates(plan, inp.a.device, 512, 512, 512)
+               if c != plan.pick)                           # an offered tile, not the pick
     pins = tmp_path / "baseline.json"
     pins.write_text(json.dumps({"cases": {"x": {"tuning": {"key": key, "config": asdict(pin)}}}}))
     tuner = tuning.Tuner(tuning.TuningSetup("test-chip", pins_from=str(pins),
