@@ -7,7 +7,8 @@ the exact shape. At call time, `lookup` returns the entry for the exact shape, o
 near entry of the same bucket by regime (`regime`: how many output tiles, how deep K,
 how narrow the thinner side; within NEAREST_MAX): of the NEIGHBOURS nearest, the one
 whose tile `_transfer` predicts fastest here (its tuned time per SM step, times the steps
-it takes on this shape), or None (the caller's heuristic then decides). Only entries
+it takes on this shape), each tile also with K split anew where its tiles leave SMs idle
+(`resplits`), or None (the caller's heuristic then decides). Only entries
 whose variant the call can run count; a `fragile` tile serves its own shape and shapes
 it tiles exactly; a bucket of unaligned rows (ld16-ld64) with
 nothing near borrows from its ld128 sibling. An entry whose kernel hash differs from
@@ -26,7 +27,7 @@ import inspect
 import json
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kernels import matmul_tiled, matmul_tma, matmul_tma_split
@@ -42,6 +43,7 @@ _TILES_CAP = 10     # log2 of 128x128 output tiles: 1024 tiles are ~8 waves of 1
 _DEPTH_CAP = 12     # log2 K: past 4096 the pipeline is in steady state
 _NARROW_CAP = 8     # log2 min(M, N): 256 and up fill a 128- or 256-wide tile
 NEIGHBOURS = 3      # the nearest entries whose tiles compete for a shape (`_transfer`)
+_MAX_SPLIT = 64     # K splits `resplits` tries at most (the TMA split search's limit)
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
             "tma_split": matmul_tma_split.KERNELS}
 
@@ -184,10 +186,16 @@ def steps(c: TileConfig, m: int, n: int, k: int, sms: int) -> int:
 
 _FIXED_MS = 0.003        # a launch's time outside its K loop (launch, prologue, epilogue)
 _PARTIALS_B_PER_MS = 3e9  # split-K partials: written and read back at ~3 TB/s
+# split-K's second kernel (the reduction) beyond its partials' traffic: bf16 256 x 1024 x
+# 2048 on 64x32x128 ran 10.72 us unsplit, 13.66 split 2 at the same 16 K steps per SM,
+# 1.4 us of it partials (session 15, call A)
+_REDUCE_MS = 0.0015
 
 
 def _fixed_ms(c: TileConfig, m: int, n: int) -> float:
-    return _FIXED_MS + (c.split_k * m * n * 4 * 2 / _PARTIALS_B_PER_MS if c.split_k > 1 else 0.0)
+    if c.split_k == 1:
+        return _FIXED_MS
+    return _FIXED_MS + _REDUCE_MS + c.split_k * m * n * 4 * 2 / _PARTIALS_B_PER_MS
 
 
 def _splits_fit(c: TileConfig, k: int) -> bool:
@@ -197,7 +205,8 @@ def _splits_fit(c: TileConfig, k: int) -> bool:
     return c.split_k == 1 or ranges_fit(k, c.split_k, c.block_k)
 
 
-def _transfer(r: _Row, m: int, n: int, k: int, sms: int) -> float:
+def _transfer(r: _Row, m: int, n: int, k: int, sms: int, c: TileConfig | None = None
+              ) -> float:
     """An entry's tile's predicted time on another shape: a fixed part (`_fixed_ms`: the
     launch, and split-K's partials) plus its tuned time per step on its own shape
     (`steps`), times the steps it takes here. A tile won on its shape for
@@ -205,9 +214,31 @@ def _transfer(r: _Row, m: int, n: int, k: int, sms: int) -> float:
     makes 144) can lose on a neighbour that another neighbour's tile fits (1024 x 1024 x
     2048: 64x128x128 from 1280 x 768 x 2560 ran 12.6 us where 128x64x64 ran 16.2,
     session 12)."""
-    c, (rm, rn, rk) = r.config, r.shape
-    per_step = max(r.ms - _fixed_ms(c, rm, rn), 0.1 * r.ms) / steps(c, rm, rn, rk, sms)
+    (rm, rn, rk) = r.shape
+    per_step = max(r.ms - _fixed_ms(r.config, rm, rn), 0.1 * r.ms) / \
+        steps(r.config, rm, rn, rk, sms)
+    c = c or r.config   # the row's tile, or that tile with K split otherwise (`resplits`)
     return _fixed_ms(c, m, n) + per_step * steps(c, m, n, k, sms)
+
+
+def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sms: int
+             ) -> list[TileConfig]:
+    """A neighbour's tile with K split anew for this shape: where its output tiles leave
+    SMs idle, the splits (powers of two) that keep tiles x splits within one wave and
+    every K range two blocks at least (`ranges_fit`), on the split-K variant of its kind
+    (TMA loads: `tma_split`; pointer loads: `tiled`) if the call can run it. A split
+    borrowed from a neighbour was made for the neighbour's tile count and K (fp8 832 x 496
+    x 7392: 64x128x128 unsplit 0.67 of cuBLAS, split 4 0.98, session 15)."""
+    variant = "tiled" if c.variant == "tiled" else "tma_split"
+    if variant not in variants:
+        return []
+    tiles = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n)
+    out, split = [], 2
+    while tiles * split <= sms and split <= _MAX_SPLIT and ranges_fit(k, split, c.block_k):
+        if split != c.split_k:
+            out.append(replace(c, variant=variant, split_k=split))
+        split *= 2
+    return out
 
 
 def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
@@ -231,8 +262,11 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
     if not near:
         return None
     timed = [r for r in near[:NEIGHBOURS] if r.ms > 0 and _splits_fit(r.config, k)]
-    best = min(timed, key=lambda r: _transfer(r, m, n, k, sms)) if sms and timed else near[0]
-    return best.config, "table-nearest"
+    if not (sms and timed):
+        return near[0].config, "table-nearest"
+    tiles = [(r, c) for r in timed for c in (r.config, *resplits(r.config, m, n, k, variants,
+                                                                  sms))]
+    return min(tiles, key=lambda rc: _transfer(rc[0], m, n, k, sms, rc[1]))[1], "table-nearest"
 
 
 def reload() -> None:
