@@ -44,6 +44,10 @@ _DEPTH_CAP = 12     # log2 K: past 4096 the pipeline is in steady state
 _NARROW_CAP = 8     # log2 min(M, N): 256 and up fill a 128- or 256-wide tile
 NEIGHBOURS = 3      # the nearest entries whose tiles compete for a shape (`_transfer`)
 _MAX_SPLIT = 64     # K splits `resplits` tries at most (the TMA split search's limit)
+# K blocks each range of a split made anew keeps: a split's second kernel, its partials
+# and each program's pipeline fill pay off over long K loops only (session 15, call H:
+# holdout splits into ranges of 9.5-29 blocks ran x1.02-1.31, into 3-6 blocks x0.80-0.93)
+_MIN_RANGE_BLOCKS = 8
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
             "tma_split": matmul_tma_split.KERNELS}
 
@@ -223,20 +227,22 @@ def _transfer(r: _Row, m: int, n: int, k: int, sms: int, c: TileConfig | None = 
 
 def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sms: int
              ) -> list[TileConfig]:
-    """A neighbour's tile with K split anew for this shape: where its output tiles leave
+    """A neighbour's unsplit tile with K split for this shape: where its output tiles leave
     SMs idle, the splits (powers of two) that keep tiles x splits within one wave and
-    every K range two blocks at least (`ranges_fit`), on the split-K variant of its kind
-    (TMA loads: `tma_split`; pointer loads: `tiled`) if the call can run it. A split
-    borrowed from a neighbour was made for the neighbour's tile count and K (fp8 832 x 496
-    x 7392: 64x128x128 unsplit 0.67 of cuBLAS, split 4 0.98, session 15)."""
+    every K range `_MIN_RANGE_BLOCKS` blocks at least, on the split-K variant of its kind
+    (TMA loads: `tma_split`; pointer loads: `tiled`) if the call can run it. A tile tuned
+    unsplit filled the SMs on its own shape; borrowed by a shape of few tiles over a long
+    K it leaves most of them idle (fp8 832 x 496 x 7392: 64x128x128 unsplit 0.67 of
+    cuBLAS, split 4 0.98, session 15). A tile tuned split keeps its split (call H: fp8
+    64 x 3844 x 3817 and 32 x 3504 x 2544 from split 4 to 2 ran x0.96 and x0.93)."""
     variant = "tiled" if c.variant == "tiled" else "tma_split"
-    if variant not in variants:
+    if variant not in variants or c.split_k > 1:   # a tuned split stays as tuned
         return []
     tiles = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n)
     out, split = [], 2
-    while tiles * split <= sms and split <= _MAX_SPLIT and ranges_fit(k, split, c.block_k):
-        if split != c.split_k:
-            out.append(replace(c, variant=variant, split_k=split))
+    while tiles * split <= sms and split <= _MAX_SPLIT and \
+            k >= split * _MIN_RANGE_BLOCKS * c.block_k:
+        out.append(replace(c, variant=variant, split_k=split))
         split *= 2
     return out
 
