@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kernels import matmul_tiled, matmul_tma, matmul_tma_split
-from kernels.configs import TileConfig, cdiv, ranges_fit
+from kernels.configs import ELEM_BYTES, TileConfig, cdiv, ranges_fit
 
 SCHEMA, VERSION = "kernels.tuning-table", 1
 DEFAULT_DIR = Path(__file__).parent / "tuned"
@@ -44,10 +44,11 @@ _DEPTH_CAP = 12     # log2 K: past 4096 the pipeline is in steady state
 _NARROW_CAP = 8     # log2 min(M, N): 256 and up fill a 128- or 256-wide tile
 NEIGHBOURS = 3      # the nearest entries whose tiles compete for a shape (`_transfer`)
 _MAX_SPLIT = 64     # K splits `resplits` tries at most (the TMA split search's limit)
-# K blocks each range of a split made anew keeps: a split's second kernel, its partials
-# and each program's pipeline fill pay off over long K loops only (session 15, call H:
-# holdout splits into ranges of 9.5-29 blocks ran x1.02-1.31, into 3-6 blocks x0.80-0.93)
-_MIN_RANGE_BLOCKS = 8
+# K bytes per row each range of a split made anew keeps: a split's second kernel, its
+# partials and each program's pipeline fill pay off over long K loops only (session 15,
+# call H: holdout splits into ranges of 2.4-7.4 KB ran x1.02-1.31 in bf16, fp16 and fp8,
+# into 0.8-1.5 KB x0.80-0.93)
+_MIN_RANGE_BYTES = 2048
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
             "tma_split": matmul_tma_split.KERNELS}
 
@@ -173,10 +174,11 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
     ld128 sibling (the same operands, rows aligned to 128 bytes). Given the device's
     `sms`, a nearest lookup weighs the NEIGHBOURS nearest entries' tiles by `_transfer`."""
     path, rows = _index(device_name, str(directory))
-    found = _lookup(path, rows.get(bucket, ()), m, n, k, variants, sms)
+    elem = ELEM_BYTES.get(bucket.split(" ", 1)[0], 2)   # the bucket names its family
+    found = _lookup(path, rows.get(bucket, ()), m, n, k, variants, sms, elem)
     head, _, ld = bucket.rpartition(" ld")
     if found is None and ld != "128":
-        found = _lookup(path, rows.get(f"{head} ld128", ()), m, n, k, variants, sms)
+        found = _lookup(path, rows.get(f"{head} ld128", ()), m, n, k, variants, sms, elem)
         found = found and (found[0], "table-nearest")
     return found
 
@@ -225,11 +227,12 @@ def _transfer(r: _Row, m: int, n: int, k: int, sms: int, c: TileConfig | None = 
     return _fixed_ms(c, m, n) + per_step * steps(c, m, n, k, sms)
 
 
-def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sms: int
-             ) -> list[TileConfig]:
+def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sms: int,
+             elem: int) -> list[TileConfig]:
     """A neighbour's unsplit tile with K split for this shape: where its output tiles leave
     SMs idle, the splits (powers of two) that keep tiles x splits within one wave and
-    every K range `_MIN_RANGE_BLOCKS` blocks at least, on the split-K variant of its kind
+    every K range `_MIN_RANGE_BYTES` of `elem`-byte elements at least (and two blocks),
+    on the split-K variant of its kind
     (TMA loads: `tma_split`; pointer loads: `tiled`) if the call can run it. A tile tuned
     unsplit filled the SMs on its own shape; borrowed by a shape of few tiles over a long
     K it leaves most of them idle (fp8 832 x 496 x 7392: 64x128x128 unsplit 0.67 of
@@ -240,15 +243,16 @@ def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], s
         return []
     tiles = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n)
     out, split = [], 2
-    while tiles * split <= sms and split <= _MAX_SPLIT and \
-            k >= split * _MIN_RANGE_BLOCKS * c.block_k:
+    while tiles * split <= sms and split <= _MAX_SPLIT and ranges_fit(k, split, c.block_k) \
+            and k * elem >= split * _MIN_RANGE_BYTES:
         out.append(replace(c, variant=variant, split_k=split))
         split *= 2
     return out
 
 
 def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
-            variants: tuple[str, ...], sms: int = 0) -> tuple[TileConfig, str] | None:
+            variants: tuple[str, ...], sms: int = 0, elem: int = 2
+            ) -> tuple[TileConfig, str] | None:
     runnable = [r for r in rows if r.config.variant in variants]
     fresh = [r for r in runnable if not r.stale]
     if len(fresh) < len(runnable):
@@ -270,8 +274,8 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
     timed = [r for r in near[:NEIGHBOURS] if r.ms > 0 and _splits_fit(r.config, k)]
     if not (sms and timed):
         return near[0].config, "table-nearest"
-    tiles = [(r, c) for r in timed for c in (r.config, *resplits(r.config, m, n, k, variants,
-                                                                  sms))]
+    tiles = [(r, c) for r in timed
+             for c in (r.config, *resplits(r.config, m, n, k, variants, sms, elem))]
     return min(tiles, key=lambda rc: _transfer(rc[0], m, n, k, sms, rc[1]))[1], "table-nearest"
 
 

@@ -114,30 +114,32 @@ def test_a_split_tile_is_not_borrowed_where_its_k_ranges_would_be_one_block(tmp_
 
 
 def test_resplits_fill_one_wave_with_long_k_ranges():
-    """Splits of an unsplit tile: tiles x splits within one wave, every K range 8 blocks
-    at least (`_MIN_RANGE_BLOCKS`), on the split-K variant of the tile's kind."""
+    """Splits of an unsplit tile: tiles x splits within one wave, every K range 2 KB of
+    a row at least (`_MIN_RANGE_BYTES`), on the split-K variant of the tile's kind."""
     tma = TileConfig(128, 128, 64, 8, 4, 8, "tma")
     both = ("tma", "tma_split")
-    got = table.resplits(tma, 256, 256, 8192, both, 132)          # 4 tiles, 128 K blocks
-    assert [c.split_k for c in got] == [2, 4, 8, 16]                # 32: ranges of 4 blocks
+    got = table.resplits(tma, 256, 256, 8192, both, 132, 2)       # 4 tiles, 16 KB of K
+    assert [c.split_k for c in got] == [2, 4, 8]                    # 16: ranges of 1 KB
     assert {c.variant for c in got} == {"tma_split"} and got[0].block_k == 64
-    assert [c.split_k for c in table.resplits(tma, 256, 256, 8192, both, 24)] == [2, 4]
-    assert table.resplits(tma, 256, 256, 512, both, 132) == []        # 8 K blocks in all
-    assert table.resplits(tma, 256, 256, 8192, ("tma",), 132) == []   # cannot run split-K
-    assert table.resplits(tma, 4096, 4096, 8192, both, 132) == []     # tiles fill the SMs
+    assert [c.split_k for c in table.resplits(tma, 256, 256, 8192, both, 132, 4)] == \
+        [2, 4, 8, 16]                                               # fp32: 32 KB of K
+    assert [c.split_k for c in table.resplits(tma, 256, 256, 8192, both, 12, 2)] == [2]
+    assert table.resplits(tma, 256, 256, 1024, both, 132, 2) == []    # 2 KB of K in all
+    assert table.resplits(tma, 256, 256, 8192, ("tma",), 132, 2) == []   # no split-K here
+    assert table.resplits(tma, 4096, 4096, 8192, both, 132, 2) == []  # tiles fill the SMs
     split8 = TileConfig(128, 64, 64, 8, 4, 4, "tma_split", 8)
-    assert table.resplits(split8, 256, 256, 8192, both, 132) == []    # tuned split: kept
+    assert table.resplits(split8, 256, 256, 8192, both, 132, 2) == []   # tuned split: kept
     tiled = TileConfig(64, 64, 64, 8, 4, 4)
-    assert [(c.variant, c.split_k) for c in table.resplits(tiled, 256, 256, 2048,
-                                                           ("tiled",), 132)] == \
-        [("tiled", 2), ("tiled", 4)]                                  # 16 tiles, K 2048
+    assert [(c.variant, c.split_k) for c in table.resplits(tiled, 256, 256, 4096,
+                                                           ("tiled",), 132, 2)] == \
+        [("tiled", 2), ("tiled", 4)]                                  # 16 tiles, 8 KB of K
 
 
 def test_a_borrowed_tile_is_split_anew_for_few_tiles_over_a_long_k(tmp_path):
     """A tile tuned unsplit where its tiles filled the SMs, borrowed by a shape of few
     tiles and a long K: K split so that tiles x splits make one wave (fp8 832 x 496 x
     7392, session 15: 64x128x128 unsplit 0.67 of cuBLAS, split 4 0.98), where the call
-    can run split-K, into K ranges of 8 blocks at least."""
+    can run split-K, into K ranges of 2 KB of a row at least."""
     tile = TileConfig(64, 128, 128, 8, 4, 4, "tma")
     d = _write(tmp_path, [_entry(1280, 768, 2560, tile, tuned_ms=0.0147)])   # 120 tiles
     look = lambda *a, v=("tma", "tma_split"): table.lookup(  # noqa: E731
