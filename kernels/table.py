@@ -229,23 +229,23 @@ def _transfer(r: _Row, m: int, n: int, k: int, sms: int, c: TileConfig | None = 
 
 def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sms: int,
              elem: int) -> list[TileConfig]:
-    """A neighbour's unsplit tile with K split for this shape: where its output tiles leave
-    SMs idle, the splits (powers of two) that keep tiles x splits within one wave and
-    every K range `_MIN_RANGE_BYTES` of `elem`-byte elements at least (and two blocks),
-    on the split-K variant of its kind
-    (TMA loads: `tma_split`; pointer loads: `tiled`) if the call can run it. A tile tuned
-    unsplit filled the SMs on its own shape; borrowed by a shape of few tiles over a long
-    K it leaves most of them idle (fp8 832 x 496 x 7392: 64x128x128 unsplit 0.67 of
-    cuBLAS, split 4 0.98, session 15). A tile tuned split keeps its split (call H: fp8
-    64 x 3844 x 3817 and 32 x 3504 x 2544 from split 4 to 2 ran x0.96 and x0.93)."""
-    variant = "tiled" if c.variant == "tiled" else "tma_split"
-    if variant not in variants or c.split_k > 1:   # a tuned split stays as tuned
+    """A neighbour's unsplit TMA tile with K split for this shape, as `tma_split` where the
+    call can run it: where its output tiles leave SMs idle, the splits (powers of two)
+    that keep tiles x splits within one wave and every K range `_MIN_RANGE_BYTES` of
+    `elem`-byte elements at least (and two blocks). A tile tuned unsplit filled the SMs on
+    its own shape; borrowed by a shape of few tiles over a long K it leaves most of them
+    idle (fp8 832 x 496 x 7392: 64x128x128 unsplit 0.67 of cuBLAS, split 4 0.98; session
+    15, call I: bf16, fp16 and fp8 holdout cases x1.02-1.29). Not the tiled kernel's
+    tiles (call H: bf16 144 x 192 x 400 x0.88; call I: tf32 78 x 1786 x 1144 x0.93), and a
+    tile tuned split keeps its split (call H: fp8 64 x 3844 x 3817 and 32 x 3504 x 2544
+    from split 4 to 2 ran x0.96 and x0.93)."""
+    if c.variant != "tma" or "tma_split" not in variants:
         return []
     tiles = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n)
     out, split = [], 2
     while tiles * split <= sms and split <= _MAX_SPLIT and ranges_fit(k, split, c.block_k) \
             and k * elem >= split * _MIN_RANGE_BYTES:
-        out.append(replace(c, variant=variant, split_k=split))
+        out.append(replace(c, variant="tma_split", split_k=split))
         split *= 2
     return out
 
