@@ -294,6 +294,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s15-long-tail": lambda: s9_long_tail(S15 / "cases.csv", "callF-"),
     "s15-below": lambda: ratios_below(S15 / "cases.csv", "callF-", 0.8),
     "s15-overhead": lambda: csv_table(S15 / "overhead.csv"),
+    "s15-resplit": lambda: ab_changes(S15 / "cases.csv", "callI-", 0.96, 1.04),
 }
 
 
