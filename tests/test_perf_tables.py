@@ -87,3 +87,16 @@ def test_long_tail_is_any_dimension_or_padded_leading_dimension_off_16():
     assert tail("m2048-n2048-k2048-rr+p1") and tail("m4096-n4096-k4096-rr+p8")
     assert not tail("m4096-n4096-k4096") and not tail("m4096-n4096-k4096-cr")
     assert not tail("m2048-n2048-k2048-rr+p16")
+
+
+def test_ratios_below_lists_the_labels_slow_cases_slowest_first(tmp_path):
+    rows = ["label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile",
+            "callF-holdout,bf16,m1-n2-k3,1,1,0.7500,,t1",
+            "callF-holdout,fp8,m4-n5-k6,1,1,0.6000,,t2",
+            "callF-nightly,bf16,m7-n8-k9,1,1,0.9000,,t3",
+            "callE-holdout,bf16,m1-n2-k3,1,1,0.5000,,t4"]
+    path = tmp_path / "cases.csv"
+    path.write_text("\n".join(rows) + "\n")
+    lines = _module().ratios_below(path, "callF-", 0.8).splitlines()
+    assert lines[2:] == ["| holdout | fp8 | m4-n5-k6 | 0.60 | t2 |",
+                         "| holdout | bf16 | m1-n2-k3 | 0.75 | t1 |"]
