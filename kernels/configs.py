@@ -144,7 +144,7 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
     return tuple(_interleave(kept, limit))
 
 
-_MAX_TMA_SPLIT = 64   # K ranges: the reduction reads splits x M x N fp32 partials
+MAX_TMA_SPLIT = 64   # K ranges: the reduction reads splits x M x N fp32 partials
 
 
 def ranges_fit(k: int, split: int, block_k: int) -> bool:
@@ -168,12 +168,12 @@ def tma_split_space(family: str, m: int, n: int, k: int, num_sms: int,
             if tiles > num_sms:
                 continue
             s = 1
-            while tiles * s * 2 <= num_sms and s < _MAX_TMA_SPLIT:
+            while tiles * s * 2 <= num_sms and s < MAX_TMA_SPLIT:
                 s *= 2
             while s > 1 and not ranges_fit(k, s, bk):
                 s //= 2
             for split in (s, 2 * s):
-                if 2 <= split <= _MAX_TMA_SPLIT and ranges_fit(k, split, bk):
+                if 2 <= split <= MAX_TMA_SPLIT and ranges_fit(k, split, bk):
                     out.append(_t(bm, bn, bk, stages, 8 if bm * bn >= 128 * 128 else 4,
                                   "tma_split", split))
     return [c for c in out if usable(c, family, smem_limit)]

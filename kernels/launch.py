@@ -242,25 +242,29 @@ class Bound:
         if isinstance(launch.fn, InterpretedFunction):
             launch(*tensors())
             return
+        hooks = triton.knobs.runtime
+        if _active(hooks.launch_enter_hook) or _active(hooks.launch_exit_hook):
+            launch(*tensors())   # a profiler's hooks: the launch's hooked path
+            return
         driver = triton.runtime.driver.active
         device = driver.get_current_device()
         key = (device, driver.get_current_stream(device), addresses)
         go = self.entries.get(key)
-        hooks = triton.knobs.runtime
-        if go is not None and not _active(hooks.launch_enter_hook) \
-                and not _active(hooks.launch_exit_hook):
+        if go is not None:
             go()
             return
         args = tensors()
-        go = launch.bound(*args)   # None: not compiled yet, hooked, or not direct
+        go = launch.bound(*args)   # None: not compiled yet, or not a direct launch
         if go is not None:
             self._keep(key, go)
             go()
             return
+        compiled = len(launch.compiled)
         launch(*args)
-        go = launch.bound(*args)   # compiled by that launch: the next call's entry
-        if go is not None:
-            self._keep(key, go)
+        if len(launch.compiled) != compiled:   # compiled by that launch: the next call's
+            go = launch.bound(*args)           # entry (not retried for another launcher)
+            if go is not None:
+                self._keep(key, go)
 
     def _keep(self, key: tuple, go: Callable[[], None]) -> None:
         if len(self.entries) >= _MAX_BOUND:

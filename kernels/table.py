@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kernels import matmul_tiled, matmul_tma, matmul_tma_split
-from kernels.configs import ELEM_BYTES, TileConfig, cdiv, ranges_fit
+from kernels.configs import ELEM_BYTES, MAX_TMA_SPLIT, TileConfig, cdiv, ranges_fit
 
 SCHEMA, VERSION = "kernels.tuning-table", 1
 DEFAULT_DIR = Path(__file__).parent / "tuned"
@@ -43,7 +43,6 @@ _TILES_CAP = 10     # log2 of 128x128 output tiles: 1024 tiles are ~8 waves of 1
 _DEPTH_CAP = 12     # log2 K: past 4096 the pipeline is in steady state
 _NARROW_CAP = 8     # log2 min(M, N): 256 and up fill a 128- or 256-wide tile
 NEIGHBOURS = 3      # the nearest entries whose tiles compete for a shape (`_transfer`)
-_MAX_SPLIT = 64     # K splits `resplits` tries at most (the TMA split search's limit)
 # K bytes per row each range of a split made anew keeps: a split's second kernel, its
 # partials and each program's pipeline fill pay off over long K loops only (session 15,
 # call H: holdout splits into ranges of 2.4-7.4 KB ran x1.02-1.31 in bf16, fp16 and fp8,
@@ -243,7 +242,7 @@ def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], s
         return []
     tiles = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n)
     out, split = [], 2
-    while tiles * split <= sms and split <= _MAX_SPLIT and ranges_fit(k, split, c.block_k) \
+    while tiles * split <= sms and split <= MAX_TMA_SPLIT and ranges_fit(k, split, c.block_k) \
             and k * elem >= split * _MIN_RANGE_BYTES:
         out.append(replace(c, variant="tma_split", split_k=split))
         split *= 2
@@ -274,9 +273,10 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
     timed = [r for r in near[:NEIGHBOURS] if r.ms > 0 and _splits_fit(r.config, k)]
     if not (sms and timed):
         return near[0].config, "table-nearest"
-    tiles = [(r, c) for r in timed
-             for c in (r.config, *resplits(r.config, m, n, k, variants, sms, elem))]
-    return min(tiles, key=lambda rc: _transfer(rc[0], m, n, k, sms, rc[1]))[1], "table-nearest"
+    options = [(r, c) for r in timed
+               for c in (r.config, *resplits(r.config, m, n, k, variants, sms, elem))]
+    return min(options, key=lambda rc: _transfer(rc[0], m, n, k, sms, rc[1]))[1], \
+        "table-nearest"
 
 
 def reload() -> None:
