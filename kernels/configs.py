@@ -9,9 +9,6 @@ A TileConfig names the variant it is for and that variant's launch parameters:
   Hopper's tensor-memory descriptors. Needs 16-byte aligned operands (kernels/dispatch.py).
 - `tma_split` (kernels/matmul_tma_split.py): split-K (`split_k` K ranges per tile) with
   TMA loads, where `tma` runs: for few output tiles over a long K.
-- `tma_wide` (kernels/matmul_tma_wide.py): `tma` with tiles 1.5 powers of two wide
-  (BLOCK_N 192 = 128 + 64, or 96), where `tma` runs: for N (384, 192) or tile counts that
-  power-of-two tiles fit badly.
 
 `search_space` is what `gemmgate tune` times for one key: generated per family and
 variant, pruned by shared memory (pipeline stages x tiles) and registers (the fp32
@@ -24,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-VARIANTS = ("tiled", "tma", "tma_split", "tma_wide")
+VARIANTS = ("tiled", "tma", "tma_split")
 FAMILIES = ("16bit", "fp32", "fp8")
 ELEM_BYTES = {"16bit": 2, "fp32": 4, "fp8": 1}
 _MAX_ACC_REGS = 128  # fp32 accumulator registers per thread; more spills (255 in all)
@@ -44,26 +41,22 @@ class TileConfig:
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n", "block_k"):
             v = getattr(self, name)
-            if name == "block_n" and self.variant == "tma_wide":
-                if not _is_wide(v):
-                    raise ValueError(f"block_n={v}: the tma_wide variant's tiles are 1.5 "
-                                     "times a power of two >= 32 wide (48, 96, 192, ...)")
-            elif v < 16 or v & (v - 1):
+            if v < 16 or v & (v - 1):
                 raise ValueError(f"{name}={v} must be a power of two >= 16")
         if self.group_m < 1 or self.num_stages < 1 or self.num_warps not in (1, 2, 4, 8, 16):
             raise ValueError(f"invalid launch parameters in {self}")
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; known: {', '.join(VARIANTS)}")
-        if self.split_k < 1 or (self.split_k > 1 and self.variant in ("tma", "tma_wide")):
-            raise ValueError(f"split_k={self.split_k}: the {self.variant} variant does not "
-                             "split K (tiled and tma_split do)")
+        if self.split_k < 1 or (self.split_k > 1 and self.variant == "tma"):
+            raise ValueError(f"split_k={self.split_k}: the tma variant does not split K "
+                             "(tiled and tma_split do)")
 
     def smem_bytes(self, elem_bytes: int) -> int:
         """Shared memory of the software pipeline: one A and one B tile per stage (triton
         3.6 on the H200 asked 4 x 64 KiB for a 4-stage 128x128x64 fp32 tile), plus the
-        persistent TMA variants' epilogue tile of C (fp32 for fp32 inputs, else 16-bit)."""
+        TMA variant's epilogue tile of C (fp32 for fp32 inputs, else 16-bit)."""
         per_stage = (self.block_m + self.block_n) * self.block_k * elem_bytes
-        if self.variant in ("tma", "tma_wide"):
+        if self.variant == "tma":
             out_bytes = 4 if elem_bytes == 4 else 2
             return per_stage * self.num_stages + self.block_m * self.block_n * out_bytes
         return per_stage * self.num_stages
@@ -71,15 +64,6 @@ class TileConfig:
     def acc_regs(self) -> int:
         """fp32 accumulator registers per thread."""
         return self.block_m * self.block_n // (self.num_warps * 32)
-
-
-def _is_wide(v: int) -> bool:
-    return v % 3 == 0 and v // 3 >= 16 and not (v // 3) & (v // 3 - 1)
-
-
-def wide_parts(block_n: int) -> tuple[int, int]:
-    """A tma_wide tile's two power-of-two parts side by side: 192 -> (128, 64)."""
-    return 2 * block_n // 3, block_n // 3
 
 
 def cdiv(a: int, b: int) -> int:

@@ -120,8 +120,7 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
         cached=cached)
     if on_cpu:
         return Plan(fam, key, copy_a, copy_b, variants, INTERPRETER_CONFIG, "interpreter")
-    found = table.lookup(name, bucket, M, N, K, variants=variants, sms=num_sms(device),
-                         smem=smem)
+    found = table.lookup(name, bucket, M, N, K, variants=variants, sms=num_sms(device))
     if found is not None and usable(found[0], fam, smem):
         return Plan(fam, key, copy_a, copy_b, variants, found[0], found[1])
     pick = heuristic(fam, M, N, K, tma=variants[0] == "tma", num_sms=num_sms(device),
@@ -178,8 +177,8 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     # Where the tiled kernel is slow, TMA only: scalar pointer loads, or fp8_kb.
     if variants[0] == "tma" and (not _pointer_fast(M, N, la, lb, ld) or (fp8_kb and M < 128)):
         variants = ("tma",)
-    if variants[0] == "tma":   # split-K and wide tiles on TMA loads run wherever TMA does
-        variants = (*variants, "tma_split", "tma_wide")
+    if variants[0] == "tma":   # split-K with TMA loads runs wherever TMA does
+        variants = (*variants, "tma_split")
         if cached:  # kept copies: every operand the descriptors read on whole 128 B lines
             copy_a = copy_a or ("pitch" if max(sa) * elem % LINE else "")
             copy_b = copy_b or ("pitch" if max(sb) * elem % LINE else "")

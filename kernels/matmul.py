@@ -3,9 +3,8 @@
 The public entry: validate the call, ask the dispatcher (kernels/dispatch.py) for a plan
 (operand copies, which variants apply, the tuned or heuristic tile), then launch one
 variant: `tiled` (kernels/matmul_tiled.py: any strides, split-K), `tma` (kernels/
-matmul_tma.py: persistent, tensor-memory descriptors, Hopper), `tma_split` (kernels/
-matmul_tma_split.py: split-K on tensor-memory descriptors) or `tma_wide` (kernels/
-matmul_tma_wide.py: `tma` with 1.5-power-of-two-wide tiles). A call like an earlier one
+matmul_tma.py: persistent, tensor-memory descriptors, Hopper) or `tma_split` (kernels/
+matmul_tma_split.py: split-K on tensor-memory descriptors). A call like an earlier one
 (dtypes, shapes, strides, alignment) reuses its checks, plan and launch recipe, and the
 kernel launches without Triton's binder (kernels/launch.py): it costs a key, the
 descriptors and the launch; a call on the same tensors again (a weight, a preallocated
@@ -34,15 +33,8 @@ from dataclasses import dataclass, field
 import torch
 import triton
 
-from kernels import (
-    dispatch,
-    matmul_tiled,
-    matmul_tma,
-    matmul_tma_split,
-    matmul_tma_wide,
-    table,
-)
-from kernels.configs import VARIANTS, TileConfig, wide_parts
+from kernels import dispatch, matmul_tiled, matmul_tma, matmul_tma_split, table
+from kernels.configs import VARIANTS, TileConfig
 from kernels.modes import KernelMode, mode_for_dtype, mode_named
 
 # choose(key, candidates, bench) -> the tile to run; bench(tile) -> median ms (inf: fails)
@@ -224,17 +216,12 @@ def _flags(mode: KernelMode, plan: dispatch.Plan, has_scale: bool) -> dict:
 
 def _recipe(cfg: TileConfig, a, b, out, flags: dict):
     if cfg.variant != "tiled":
-        r = _RECIPES[cfg.variant](cfg, a, b, out, **flags)
+        make = matmul_tma.recipe if cfg.variant == "tma" else matmul_tma_split.recipe
+        r = make(cfg, a, b, out, **flags)
         if r is not None:
             return r
-        # not describable: pointer loads (a wide tile's power-of-two part)
-        bn = wide_parts(cfg.block_n)[0] if cfg.variant == "tma_wide" else cfg.block_n
-        cfg = dataclasses.replace(cfg, variant="tiled", block_n=bn)
+        cfg = dataclasses.replace(cfg, variant="tiled")  # not describable: pointer loads
     return matmul_tiled.recipe(cfg, a, b, out, **flags)
-
-
-_RECIPES = {"tma": matmul_tma.recipe, "tma_split": matmul_tma_split.recipe,
-            "tma_wide": matmul_tma_wide.recipe}
 
 
 def _launcher(cfg: TileConfig, a, b, out, sa, sb, flags: dict):

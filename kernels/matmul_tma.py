@@ -146,7 +146,7 @@ class Recipe:
     run: Launch
     a_t: bool
     b_t: bool
-    blocks: tuple[list[int], ...]   # the descriptors' boxes: A's, B's, C's
+    blocks: tuple[list[int], list[int], list[int]]   # A's, B's, C's descriptor boxes
     staged: bool
     unstage: Launch | None = None   # the staged C's copy into a row-major `out`
     repeats: Bound = field(default_factory=Bound, compare=False, repr=False)
@@ -195,37 +195,24 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     """The TMA variant's launch for tensors like these, or None when a or b cannot be
     described (`tma_form`); C is stored through a descriptor, into `out` or into an
     aligned staging buffer copied into `out`."""
-    def boxes(config: TileConfig, a_t: bool, b_t: bool) -> tuple[list[int], ...]:
-        return (*operand_boxes(config, a_t, b_t), [config.block_m, config.block_n])
-
-    def make(a_t: bool, b_t: bool, sc: tuple) -> Launch:
-        return _launch(config, a.shape[0], b.shape[1], a.shape[1], a_t, b_t, sc, a.dtype,
-                       num_sms(a.device), input_precision, is_fp32, has_scale)
-
-    return staged_recipe(config, a, b, out, boxes, Recipe, make)
-
-
-def staged_recipe(config: TileConfig, a, b, out, boxes, cls: type[Recipe], make
-                  ) -> Recipe | None:
-    """A persistent TMA kernel's recipe (`cls`), or None when a or b cannot be described
-    (`tma_form`): `boxes(config, a_t, b_t)` its descriptors' boxes, `make(a_t, b_t, C's
-    strides)` its Launch. C is stored through descriptors, into `out` when it is
-    aligned, else into an aligned staging buffer copied into `out`."""
     a_t, b_t = tma_form(a), tma_form(b)
     if a_t is None or b_t is None:
         return None
-    M = a.shape[0]
+    M, K = a.shape
     N = b.shape[1]
     # C rows a descriptor cannot take (N = 4097 bf16): stage C in an aligned buffer and
     # copy it into `out` after; the kernel's masked pointer stores ran the whole GEMM at
     # 0.51-0.59 of the aligned speed (session 9, fp8 and bf16 4096 x 4097 x 4096).
     staged = tma_form(out) is not False
     sc = (pitch(N, out.element_size()), 1) if staged else out.stride()
+    run = _launch(config, M, N, K, a_t, b_t, sc, a.dtype, num_sms(a.device), input_precision,
+                  is_fp32, has_scale)
+    blocks = (*operand_boxes(config, a_t, b_t), [config.block_m, config.block_n])
     # A row-major `out` gets the staged C through the copy kernel: torch's strided copy
     # ran at ~1.7 TB/s, 91 us of a 131 us fp8 4933 x 7763 x 186 call (session 11).
     unstage = copy_launch(M, N, sc[0], 1, out.stride(0)) \
         if staged and out.stride(1) == 1 and M and N else None
-    return cls(make(a_t, b_t, sc), a_t, b_t, boxes(config, a_t, b_t), staged, unstage)
+    return Recipe(run, a_t, b_t, blocks, staged, unstage)
 
 
 def operand_boxes(config: TileConfig, a_t: bool, b_t: bool) -> tuple[list[int], list[int]]:

@@ -8,13 +8,12 @@ near entry of the same bucket by regime (`regime`: how many output tiles, how de
 how narrow the thinner side; within NEAREST_MAX): of the NEIGHBOURS nearest, the one
 whose tile `_transfer` predicts fastest here (its tuned time per SM step, times the steps
 it takes on this shape), each tile also with K split anew where its tiles leave SMs idle
-(`resplits`) and made 1.5 powers of two wide (`widens`), or None (the caller's
-heuristic then decides). Only entries whose variant the call can run count; a
-`fragile` tile serves its own shape and shapes it tiles exactly; a bucket of unaligned
-rows (ld16-ld64) with nothing near borrows from its ld128 sibling. An entry whose
-kernel hash differs from the current source is stale: never used, listed by
-`stale_entries` (and `gemmgate tune --stale` retunes them); the first stale hit in a
-process warns.
+(`resplits`), or None (the caller's heuristic then decides). Only entries
+whose variant the call can run count; a `fragile` tile serves its own shape and shapes
+it tiles exactly; a bucket of unaligned rows (ld16-ld64) with
+nothing near borrows from its ld128 sibling. An entry whose kernel hash differs from
+the current source is stale: never used, listed by `stale_entries` (and `gemmgate tune
+--stale` retunes them); the first stale hit in a process warns.
 
 A table file names the device names it serves (`match`: lower-case substrings of
 torch.cuda.get_device_name), so the kernel needs no knowledge of the harness's chips.
@@ -31,7 +30,7 @@ import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kernels import matmul_tiled, matmul_tma, matmul_tma_split, matmul_tma_wide
+from kernels import matmul_tiled, matmul_tma, matmul_tma_split
 from kernels.configs import ELEM_BYTES, MAX_TMA_SPLIT, TileConfig, cdiv, ranges_fit
 
 SCHEMA, VERSION = "kernels.tuning-table", 1
@@ -50,7 +49,7 @@ NEIGHBOURS = 3      # the nearest entries whose tiles compete for a shape (`_tra
 # into 0.8-1.5 KB x0.80-0.93)
 _MIN_RANGE_BYTES = 2048
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
-            "tma_split": matmul_tma_split.KERNELS, "tma_wide": matmul_tma_wide.KERNELS}
+            "tma_split": matmul_tma_split.KERNELS}
 
 
 @functools.cache
@@ -168,18 +167,17 @@ def _index(device_name: str, directory: str) -> tuple[str, dict[str, tuple[_Row,
 
 def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
            directory: Path = DEFAULT_DIR, variants: tuple[str, ...] = ("tma", "tiled"),
-           sms: int = 0, smem: int = 0) -> tuple[TileConfig, str] | None:
+           sms: int = 0) -> tuple[TileConfig, str] | None:
     """(tile, "table" | "table-nearest") for this shape among entries whose variant the
     call can run, or None. A bucket below ld128 with nothing near borrows from its
     ld128 sibling (the same operands, rows aligned to 128 bytes). Given the device's
     `sms`, a nearest lookup weighs the NEIGHBOURS nearest entries' tiles by `_transfer`."""
     path, rows = _index(device_name, str(directory))
     elem = ELEM_BYTES.get(bucket.split(" ", 1)[0], 2)   # the bucket names its family
-    found = _lookup(path, rows.get(bucket, ()), m, n, k, variants, sms, elem, smem)
+    found = _lookup(path, rows.get(bucket, ()), m, n, k, variants, sms, elem)
     head, _, ld = bucket.rpartition(" ld")
     if found is None and ld != "128":
-        found = _lookup(path, rows.get(f"{head} ld128", ()), m, n, k, variants, sms, elem,
-                        smem)
+        found = _lookup(path, rows.get(f"{head} ld128", ()), m, n, k, variants, sms, elem)
         found = found and (found[0], "table-nearest")
     return found
 
@@ -197,8 +195,6 @@ _PARTIALS_B_PER_MS = 3e9  # split-K partials: written and read back at ~3 TB/s
 # 2048 on 64x32x128 ran 10.72 us unsplit, 13.66 split 2 at the same 16 K steps per SM,
 # 1.4 us of it partials (session 15, call A)
 _REDUCE_MS = 0.0015
-# a wide tile's step against a power-of-two tile's of the same work (its two dots)
-_WIDE_COST = 1.0
 
 
 def _fixed_ms(c: TileConfig, m: int, n: int) -> float:
@@ -222,35 +218,12 @@ def _transfer(r: _Row, m: int, n: int, k: int, sms: int, c: TileConfig | None = 
     that shape's fit (3072 x 320 x 2304 bf16: 128x64 makes 120 tiles, one wave; 64x128
     makes 144) can lose on a neighbour that another neighbour's tile fits (1024 x 1024 x
     2048: 64x128x128 from 1280 x 768 x 2560 ran 12.6 us where 128x64x64 ran 16.2,
-    session 12). `c`: the row's tile split anew (`resplits`) or made wide (`widens`),
-    whose step costs the row's per step in proportion to its work (BLOCK_M x BLOCK_N)."""
+    session 12)."""
     (rm, rn, rk) = r.shape
     per_step = max(r.ms - _fixed_ms(r.config, rm, rn), 0.1 * r.ms) / \
         steps(r.config, rm, rn, rk, sms)
-    c = c or r.config
-    if c.variant == "tma_wide" and r.config.variant != "tma_wide":
-        per_step *= c.block_m * c.block_n / (r.config.block_m * r.config.block_n) * _WIDE_COST
+    c = c or r.config   # the row's tile, or that tile with K split otherwise (`resplits`)
     return _fixed_ms(c, m, n) + per_step * steps(c, m, n, k, sms)
-
-
-def widens(c: TileConfig, variants: tuple[str, ...], elem: int, smem: int
-           ) -> list[TileConfig]:
-    """A neighbour's TMA tile at 1.5 powers of two wide (`tma_wide`) where the call can run
-    it: its width x 3/4 and x 3/2 where that is 96 or 192, at most 128 rows (the
-    accumulator), stages cut to `smem` bytes (0: not checked). A tile tuned on one shape's
-    fit can fit another badly either way: N = 384 wastes a third of two 256-wide tiles
-    and fits two 192-wide ones exactly; 72 tiles of 128x256 leave 60 of 132 SMs idle."""
-    if c.variant != "tma" or "tma_wide" not in variants or c.block_m > 128:
-        return []
-    out = []
-    for bn in {c.block_n * 3 // 4, c.block_n * 3 // 2} & {96, 192}:
-        w = replace(c, variant="tma_wide", block_n=bn,
-                    num_warps=8 if c.block_m * bn >= 128 * 128 else 4)
-        while smem and w.num_stages > 2 and w.smem_bytes(elem) > smem:
-            w = replace(w, num_stages=w.num_stages - 1)
-        if not smem or w.smem_bytes(elem) <= smem:
-            out.append(w)
-    return out
 
 
 def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sms: int,
@@ -277,7 +250,7 @@ def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], s
 
 
 def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
-            variants: tuple[str, ...], sms: int = 0, elem: int = 2, smem: int = 0
+            variants: tuple[str, ...], sms: int = 0, elem: int = 2
             ) -> tuple[TileConfig, str] | None:
     runnable = [r for r in rows if r.config.variant in variants]
     fresh = [r for r in runnable if not r.stale]
@@ -301,8 +274,7 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
     if not (sms and timed):
         return near[0].config, "table-nearest"
     options = [(r, c) for r in timed
-               for c in (r.config, *resplits(r.config, m, n, k, variants, sms, elem),
-                         *widens(r.config, variants, elem, smem))]
+               for c in (r.config, *resplits(r.config, m, n, k, variants, sms, elem))]
     return min(options, key=lambda rc: _transfer(rc[0], m, n, k, sms, rc[1]))[1], \
         "table-nearest"
 

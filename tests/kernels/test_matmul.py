@@ -10,7 +10,7 @@ from gemmgate.accuracy import relative_error
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import MODES
 from gemmgate.shapes import SETS, Case
-from kernels import matmul_tma, matmul_tma_split, matmul_tma_wide
+from kernels import matmul_tma, matmul_tma_split
 from kernels.configs import INTERPRETER_CONFIG, TileConfig
 from kernels.modes import mode_named
 
@@ -28,12 +28,10 @@ GPU_TILE = TileConfig(64, 64, 64, 8, 3, 4)
 # kernel (which falls back to pointer loads where operands cannot be described).
 CPU_VARIANTS = {"tiled": INTERPRETER_CONFIG, "split3": TileConfig(32, 32, 16, 2, 1, 4, split_k=3),
                 "tma": TileConfig(32, 32, 16, 2, 1, 4, "tma"),
-                "tma_split3": TileConfig(32, 32, 16, 2, 1, 4, "tma_split", 3),
-                "tma_wide": TileConfig(32, 48, 16, 2, 1, 4, "tma_wide")}
+                "tma_split3": TileConfig(32, 32, 16, 2, 1, 4, "tma_split", 3)}
 GPU_VARIANTS = {"tiled": GPU_TILE, "split4": TileConfig(64, 64, 64, 8, 3, 4, split_k=4),
                 "tma": TileConfig(128, 128, 32, 8, 3, 8, "tma"),   # fits fp32 too
-                "tma_split4": TileConfig(128, 128, 32, 8, 3, 8, "tma_split", 4),
-                "tma_wide": TileConfig(128, 192, 32, 8, 3, 8, "tma_wide")}
+                "tma_split4": TileConfig(128, 128, 32, 8, 3, 8, "tma_split", 4)}
 
 
 def _run(case: Case, mode: str, device: str, config=None, choose=None):
@@ -63,10 +61,9 @@ def test_every_variant_matches_the_reference(case, variant, device):
 @pytest.mark.parametrize("shape", [(72, 52, 44), (36, 20, 68), (36, 50, 44)])
 @pytest.mark.parametrize("a_t,b_t", [(0, 0), (0, 1), (1, 0), (1, 1)])
 def test_tma_kernel_itself_on_every_layout(shape, a_t, b_t, device):
-    """The TMA kernels proper (not their pointer fallback): descriptors of row- and column-
+    """The TMA kernel proper (not its pointer fallback): descriptors of row- and column-
     major operands, zero-filled edges past M, N, K, and a C too narrow for a descriptor
-    (N=50 fp32: 200 bytes) staged; the wide kernel's 48-wide tiles (32 + 16) with the
-    last one's parts partly or wholly past N."""
+    (N=50 fp32: 200 bytes) stored by masked pointers."""
     m, n, k = shape
     g = torch.Generator().manual_seed(m + n + k)
     a = torch.randn(m, k, generator=g).to(device)
@@ -84,10 +81,6 @@ def test_tma_kernel_itself_on_every_layout(shape, a_t, b_t, device):
     matmul_tma_split.launcher(CPU_VARIANTS["tma_split3"], a, b, out, a, a, input_precision="ieee",
                               is_fp32=True, has_scale=False)()
     assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
-    out.fill_(float("nan"))
-    matmul_tma_wide.launcher(CPU_VARIANTS["tma_wide"], a, b, out, a, a, input_precision="ieee",
-                             is_fp32=True, has_scale=False)()
-    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
 
 
 @pytest.mark.parametrize("dtypes", [(torch.bfloat16, torch.float16),
@@ -103,13 +96,10 @@ def test_tma_launches_are_kept_per_operand_dtype(dtypes):
         if variant == "tma":
             return matmul_tma.recipe(TileConfig(64, 64, 64, 8, 3, 4, "tma"), a, b, out,
                                      **flags).run
-        if variant == "tma_wide":
-            return matmul_tma_wide.recipe(TileConfig(64, 96, 64, 8, 3, 4, "tma_wide"), a, b,
-                                          out, **flags).run
         return matmul_tma_split.recipe(TileConfig(64, 64, 64, 8, 3, 4, "tma_split", 2), a, b,
                                        out, **flags).main
 
-    for variant in ("tma", "tma_split", "tma_wide"):
+    for variant in ("tma", "tma_split"):
         one, other = (made(d, variant) for d in dtypes)
         assert one is not other and one is made(dtypes[0], variant)
 
@@ -129,7 +119,7 @@ def test_gpu_modes_match_reference(case, mode, tol):
                                   Case(128, 256, 4096, "cr"), Case(1024, 1000, 2000, "rc", 8)],
                          ids=lambda c: c.id)
 @pytest.mark.parametrize("mode,tol", GPU_MODES)
-@pytest.mark.parametrize("variant", ["split4", "tma", "tma_split4", "tma_wide"])
+@pytest.mark.parametrize("variant", ["split4", "tma", "tma_split4"])
 def test_gpu_variants_match_reference(case, mode, tol, variant):
     """Split-K, the TMA kernel and TMA split-K on edges, every layout and padded leading
     dimensions (operands a descriptor cannot take run the same tile with pointer loads)."""
