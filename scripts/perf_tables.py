@@ -47,6 +47,7 @@ S12 = RESULTS / "h200-2026-11-30-s12"
 S13 = RESULTS / "h200-2026-11-30-s13"
 S14 = RESULTS / "h200-2026-11-30-s14"
 S15 = RESULTS / "h200-2026-11-30-s15"
+S16 = RESULTS / "h200-2026-11-30-s16"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -295,6 +296,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "s15-below": lambda: ratios_below(S15 / "cases.csv", "callF-", 0.8),
     "s15-overhead": lambda: csv_table(S15 / "overhead.csv"),
     "s15-resplit": lambda: ab_changes(S15 / "cases.csv", "callI-", 0.96, 1.04),
+    "s16-inductor": lambda: s12_inductor(S16 / "cases.csv", "callA-ind-nightly"),
+    "s16-wide": lambda: best_of_kinds(S16 / "tiles.csv", "tma_wide:"),
 }
 
 
@@ -667,6 +670,29 @@ def tiles_table(path: Path, flush: str = "1") -> str:
                       "|---|---|---:|---:|---:|"] +
                      [f"| {r['shape']} | {r['provider']} | {r['us']} | {r['tflops']} | "
                       f"{r['ratio']} |" for r in rows])
+
+
+def best_of_kinds(path: Path, kind: str) -> str:
+    """Per shape and mode of a tiles.py CSV (L2 flushed): the fastest named tile of `kind`
+    (a provider prefix) against the fastest other named tile, and the table's pick."""
+    by: dict[tuple[str, str], list[dict]] = {}
+    for r in _rows(path):
+        if r["flush"] == "1":
+            by.setdefault((r["shape"], r["mode"]), []).append(r)
+    out = [f"| shape | mode | pick ratio | best other tile | ratio | best {kind.rstrip(':')} | "
+           "ratio | its speed / other's |", "|---|---|---:|---|---:|---|---:|---:|"]
+    for (shape, mode), rs in by.items():
+        named = [r for r in rs if ":" in r["provider"] and not r["provider"].startswith("pick")]
+        mine = [r for r in named if r["provider"].startswith(kind)]
+        other = [r for r in named if not r["provider"].startswith(kind)]
+        pick = next((r for r in rs if r["provider"].startswith("pick")), None)
+        if not (mine and other and pick):
+            continue
+        m = min(mine, key=lambda r: float(r["us"]))
+        o = min(other, key=lambda r: float(r["us"]))
+        out.append(f"| {shape} | {mode} | {pick['ratio']} | {o['provider']} | {o['ratio']} | "
+                   f"{m['provider']} | {m['ratio']} | {float(o['us']) / float(m['us']):.3f} |")
+    return "\n".join(out)
 
 
 def s12_inductor(path: Path, label: str = "callF-ind-losses") -> str:
