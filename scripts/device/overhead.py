@@ -13,8 +13,13 @@ or loads it from the on-disk cache for a new specialization, and CompiledKernel.
 _init_handles, which loads it onto the GPU), the part spent in Triton's JIT altogether
 (`jit_ms`: JITFunction.run, which a Launch takes on its first call, compile-or-load
 included), the rest (`own_ms`: the library's checks, plan, copies' and launches' own
-code) and the second call (the plan cached). The first shape's first call also reads the
-tuning table and pays the process's one-time costs (Triton hashing its own source).
+code, and the wait for the device) and the second call (the plan cached); `own_host_ms`:
+the first call's own part until it returns, `wait_ms`: from its return until the device
+is done (the kernels' run, and CUDA's lazy load of a module launched the first time
+unless CUDA_MODULE_LOADING=EAGER), `torch_first_ms`: torch.matmul's first call on the
+shape, after the library's (cuBLAS's heuristic query for a new shape). The first
+shape's first call also reads the tuning table and pays the process's one-time costs
+(Triton hashing its own source).
 
 `--kernels N` then profiles N library calls per shape with torch.profiler and prints each
 GPU kernel's device time per call (the GEMM, operand copies, a staged C's copy), so a
@@ -50,11 +55,17 @@ def _per_call_us(fn, calls: int) -> float:
 
 
 def _once_ms(fn) -> float:
+    return _once_split_ms(fn)[1]
+
+
+def _once_split_ms(fn) -> tuple[float, float]:
+    """(ms until fn returns, ms until the device is done too) for one call."""
     torch.cuda.synchronize()
     t = time.perf_counter()
     fn()
+    back = time.perf_counter()
     torch.cuda.synchronize()
-    return (time.perf_counter() - t) * 1e3
+    return (back - t) * 1e3, (time.perf_counter() - t) * 1e3
 
 
 class CompileClock:
@@ -148,16 +159,20 @@ def main() -> None:
     args = ap.parse_args()
     clock, jit = CompileClock(), CompileClock(((JITFunction, "run"),))
     print("shape,mode,matmul_us,launch_us,torch_us,first_call_ms,compile_ms,jit_ms,own_ms,"
-          "second_call_ms")
+          "second_call_ms,own_host_ms,wait_ms,torch_first_ms")
     for text in args.shapes:
         m, n, k = (int(x) for x in text.split("x"))
         a, b, out, kw = _operands(m, n, k, args.mode)
         clock.seconds = jit.seconds = 0.0
         call = lambda: kernels.matmul(a, b, out=out, **kw)  # noqa: E731
-        first = _once_ms(call) if not args.profile_first else \
-            _once_ms(lambda: _profile(call, 1, f"{text} first call", "cumulative"))
+        host, first = _once_split_ms(call) if not args.profile_first else \
+            _once_split_ms(lambda: _profile(call, 1, f"{text} first call", "cumulative"))
         compile_ms, jit_ms = clock.seconds * 1e3, jit.seconds * 1e3
         second = _once_ms(call)
+        if args.mode == "fp8":
+            torch_first = float("nan")
+        else:   # cuBLAS's first call on the shape (its heuristic query, its own loads)
+            torch_first = _once_ms(lambda: torch.matmul(a, b, out=out))
         lib = _per_call_us(call, args.calls)
         plan = dispatch.plan(mode_named(args.mode), a, b, cached=args.mode == "fp8")
         if args.mode == "fp8":  # the plan's copies made as the library makes them
@@ -176,7 +191,8 @@ def main() -> None:
             ref = _per_call_us(lambda: torch.matmul(a, b, out=out), args.calls)
         raw = _per_call_us(fn, args.calls)
         print(f"{text},{args.mode},{lib:.1f},{raw:.1f},{ref:.1f},{first:.1f},{compile_ms:.1f},"
-              f"{jit_ms:.2f},{first - jit_ms:.2f},{second:.2f}")
+              f"{jit_ms:.2f},{first - jit_ms:.2f},{second:.2f},{host - jit_ms:.2f},"
+              f"{first - host:.2f},{torch_first:.2f}")
         if args.profile:
             _profile(call, args.profile, text)
         if args.kernels:
