@@ -298,6 +298,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s15-resplit": lambda: ab_changes(S15 / "cases.csv", "callI-", 0.96, 1.04),
     "s16-inductor": lambda: s12_inductor(S16 / "cases.csv", "callA-ind-nightly"),
     "s16-wide": lambda: best_of_kinds(S16 / "tiles.csv", "tma_wide:"),
+    "s16-overhead": lambda: csv_table(S16 / "overhead.csv"),
 }
 
 
