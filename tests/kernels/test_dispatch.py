@@ -107,16 +107,16 @@ def test_ieee_fp32_uses_tma_only_for_row_major_operands():
         ("tma", "tiled", "tma_split")  # copied
 
 
-def test_ieee_fp32_copies_a_column_major_b_row_major():
+def test_ieee_fp32_copies_a_column_major_b_row_major(device):
     _, _, bucket, ca, cb, variants = _decide("fp32", 4096, 4096, 4096, b="c", elem=4)
     assert (ca, cb, variants) == ("", "rowmajor", ("tma", "tiled", "tma_split"))
     assert bucket == "fp32 fp32 rr tma ld128"
     assert _decide("fp32", 16, 4096, 4096, b="c", elem=4)[4] == ""         # decode-like
     assert _decide("tf32", 4096, 4096, 4096, b="c", elem=4)[4] == ""       # K-major already
     assert _decide("fp32", 4096, 4096, 4096, b="c", elem=4, cap=AMPERE)[4] == ""
-    b = torch.randn(50, 37).t()                                           # (37, 50) col-major
+    b = torch.randn(50, 37, device=device).t()                            # (37, 50) col-major
     p = dispatch.Plan("fp32", "k", "", "rowmajor", ("tma",), INTERPRETER_CONFIG, "t")
-    _, b2 = dispatch.prepare(p, torch.randn(8, 37), b)
+    _, b2 = dispatch.prepare(p, torch.randn(8, 37, device=device), b)   # the copy kernel
     assert torch.equal(b2, b) and b2.stride() == (52, 1)                  # row-major, padded
 
 
@@ -133,9 +133,9 @@ def test_cpu_plan_is_the_interpreter_tile_and_the_only_candidate():
     assert dispatch.candidates(p, a.device, 40, 56, 24) == (INTERPRETER_CONFIG,)
 
 
-def test_prepare_copies_to_aligned_k_major_operands():
-    a = torch.randn(64, 44)[:, :37]                    # lda 44, K=37
-    b = torch.randn(37, 50)
+def test_prepare_copies_to_aligned_k_major_operands(device):
+    a = torch.randn(64, 44, device=device)[:, :37]     # lda 44, K=37
+    b = torch.randn(37, 50, device=device)
     p = dispatch.Plan("fp32", "k", "aligned", "kmajor", ("tma",), INTERPRETER_CONFIG, "t")
     a2, b2 = dispatch.prepare(p, a, b)
     assert torch.equal(a2, a) and torch.equal(b2, b)
@@ -143,9 +143,9 @@ def test_prepare_copies_to_aligned_k_major_operands():
     assert b2.stride() == (1, 40)                      # column-major, K padded the same
 
 
-def test_kept_copies_are_made_on_whole_lines():
-    a = torch.randn(64, 44)[:, :37]                    # lda 44, K=37
-    b = torch.randn(37, 50)
+def test_kept_copies_are_made_on_whole_lines(device):
+    a = torch.randn(64, 44, device=device)[:, :37]     # lda 44, K=37
+    b = torch.randn(37, 50, device=device)
     p = dispatch.Plan("fp32", "k", "aligned", "kmajor", ("tma",), INTERPRETER_CONFIG, "t")
     try:
         a2, b2 = dispatch.prepare(p, a, b, cache=True)
@@ -155,19 +155,19 @@ def test_kept_copies_are_made_on_whole_lines():
     assert a2.stride() == (64, 1) and b2.stride() == (1, 64)   # 148 bytes -> 256
 
 
-def test_prepare_re_pitches_each_operand_in_its_own_layout():
-    a = torch.randn(24, 40).half()[:, :36]             # row-major, 80-byte rows
-    b = torch.randn(48, 36).half().t()                 # (36, 48) column-major, 72-byte pitch
+def test_prepare_re_pitches_each_operand_in_its_own_layout(device):
+    a = torch.randn(24, 40, device=device).half()[:, :36]   # row-major, 80-byte rows
+    b = torch.randn(48, 36, device=device).half().t()       # (36, 48) col-major, 72-byte pitch
     p = dispatch.Plan("16bit", "k", "pitch", "pitch", ("tma",), INTERPRETER_CONFIG, "t")
     a2, b2 = dispatch.prepare(p, a, b)
     assert torch.equal(a2, a) and torch.equal(b2, b)
     assert a2.stride() == (64, 1) and b2.stride() == (1, 64)   # 36 halves -> 128 bytes
 
 
-def test_relayout_copies_any_view_to_an_aligned_row_major_matrix():
+def test_relayout_copies_any_view_to_an_aligned_row_major_matrix(device):
     from kernels.relayout import aligned_copy
 
-    x = torch.randn(70, 90).half()
+    x = torch.randn(70, 90, device=device).half()
     for view in (x, x.t(), x[:, 3:40], x.t()[5:, :33]):
         y = aligned_copy(view)
         assert torch.equal(y, view) and y.stride(1) == 1 and y.stride(0) % 8 == 0

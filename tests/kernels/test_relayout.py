@@ -79,18 +79,18 @@ def test_inference_tensors_are_not_cached():
     assert len(made) == 2 and len(cache) == 0
 
 
-def test_aligned_copy_pads_the_pitch_to_16_bytes():
-    x = torch.arange(15, dtype=torch.float32).reshape(3, 5)
+def test_aligned_copy_pads_the_pitch_to_16_bytes(device):
+    x = torch.arange(15, dtype=torch.float32, device=device).reshape(3, 5)
     y = aligned_copy(x.t())                    # (5, 3) from a column-major view
     assert torch.equal(y, x.t()) and y.stride() == (4, 1)
 
 
-def test_pitched_copy_keeps_the_layout_and_pads_the_pitch_to_whole_lines():
+def test_pitched_copy_keeps_the_layout_and_pads_the_pitch_to_whole_lines(device):
     from kernels.relayout import pitched_copy
 
-    x = torch.randn(6, 50).half()
+    x = torch.randn(6, 50, device=device).half()
     for view, stride in ((x, (64, 1)), (x.t(), (1, 64)), (x[:, 3:20], (64, 1))):
         y = pitched_copy(view)
         assert torch.equal(y, view) and y.stride() == stride   # 50 or 17 halves: 128 bytes
-    f = torch.randn(3, 33)
+    f = torch.randn(3, 33, device=device)
     assert pitched_copy(f).stride() == (64, 1)                  # 132 bytes -> 256
