@@ -338,6 +338,7 @@ def test_mode_unsupported_on_cpu(mode):
         kernels.matmul(_t(2, 3).to(dtype), _t(3, 5).to(dtype), precision=mode)
 
 
-def test_bad_out():
+def test_bad_out(device):
     with pytest.raises(ValueError, match="out must be"):
-        kernels.matmul(_t(2, 3), _t(3, 5), out=torch.empty(5, 2))
+        kernels.matmul(_t(2, 3, device=device), _t(3, 5, device=device),
+                       out=torch.empty(5, 2, device=device))
