@@ -299,6 +299,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s16-inductor": lambda: s12_inductor(S16 / "cases.csv", "callA-ind-nightly"),
     "s16-wide": lambda: best_of_kinds(S16 / "tiles.csv", "tma_wide:"),
     "s16-overhead": lambda: csv_table(S16 / "overhead.csv"),
+    "s16-steps": lambda: label_steps(S16 / "cases.csv"),
 }
 
 
