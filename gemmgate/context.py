@@ -20,6 +20,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from gemmgate import interpreter
 from gemmgate.chips import Chip, Selection, select_chip
 from gemmgate.precision import PrecisionMode, get_mode, parse_modes
 from gemmgate.results import GATED  # always run: the gate compares these two
@@ -204,7 +205,7 @@ def make_context(chip: str | None = None, shapes: str | None = None, modes: str 
     if c.device_type == "cpu":
         if timing not in (None, "wall"):
             raise ValueError(f"--timing {timing} needs a GPU; the CPU path times wall clock")
-        os.environ["TRITON_INTERPRET"] = "1"
+        interpreter.enable()
         policy, device = cpu_policy(), "cpu"
     else:
         policy, device = TimingPolicy(method=timing or "graph"), f"cuda:{device_ids[0]}"

@@ -26,9 +26,9 @@ def main(argv: list[str]) -> int:
     with open(argv[0], "rb") as f:
         ctx = pickle.load(f)
     if ctx.chip.device_type == "cpu":
-        import os
+        from gemmgate import interpreter
 
-        os.environ["TRITON_INTERPRET"] = "1"  # before kernels is imported (by the Runner)
+        interpreter.enable()  # before kernels is imported (by the Runner)
     try:
         record = RunRecord(environment_of(ctx), ctx.shapes_label, tuple(run_cases(ctx)))
     except ValueError as e:

@@ -2,6 +2,11 @@
 
 TRITON_INTERPRET is read when a kernel is decorated, so it is set here, before any test
 module imports `kernels`. GPU tests carry the `gpu` marker and skip without a device.
+On a GPU host the kernels are compiled for the whole process, so a test that asks for the
+CPU path in-process (gemmgate.interpreter.enable: `--chip cpu`) skips there, saying so,
+instead of switching the process to the interpreter for every test after it (session
+16: reference kernels loaded later were decorated for the interpreter and failed on CUDA
+tensors). The CPU suite runs on a GPU host with CUDA_VISIBLE_DEVICES= (no GPU visible).
 
 pytest-benchmark (tests/perf, docs/PERF_TESTS.md) is configured here through its public
 options only: this conftest is loaded before the plugin's own (trylast) pytest_configure
@@ -12,7 +17,6 @@ reads them, whether pytest runs from the root or on tests/perf.
   <rootdir>/.benchmarks/<chip id>/, so a compare never crosses chips.
 """
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -22,7 +26,9 @@ import torch
 
 HAS_GPU = torch.cuda.is_available()
 if not HAS_GPU:
-    os.environ["TRITON_INTERPRET"] = "1"
+    from gemmgate import interpreter
+
+    interpreter.enable()   # TRITON_INTERPRET=1, and triton 3.6's interpreter fixed
 
 
 DEFAULT_STORAGE = "file://./.benchmarks"
@@ -80,6 +86,21 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def device() -> str:
     return "cuda" if HAS_GPU else "cpu"
+
+
+@pytest.fixture(autouse=True)
+def _compiled_kernels_on_a_gpu_host(monkeypatch):
+    """On a GPU host, the in-process CPU path skips the test (module docstring)."""
+    if HAS_GPU:
+        from gemmgate import interpreter
+
+        def enable() -> None:
+            pytest.skip("the CPU path (Triton interpreter) in-process, on a GPU host: run "
+                        "the CPU suite with CUDA_VISIBLE_DEVICES= (kernels are compiled "
+                        "for this whole process)")
+
+        monkeypatch.setattr(interpreter, "enable", enable)
+        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
 
 
 @pytest.fixture(autouse=True, scope="session")
