@@ -13,6 +13,7 @@ import multiprocessing as mp
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
+from gemmgate import interpreter
 from gemmgate.context import RunContext
 from gemmgate.precision import PrecisionMode
 from gemmgate.run import Runner
@@ -31,6 +32,8 @@ def _init(counter, ctx: RunContext) -> None:
         import torch
 
         torch.cuda.set_device(index)
+    else:   # a spawned process: the interpreter (and its fix) before kernels is imported
+        interpreter.enable()
     _RUNNER = Runner(ctx.on_device(index))
 
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from gemmgate.timing import DeviceClock
 
@@ -89,14 +90,19 @@ def test_the_injected_slowdown_is_sized_from_gemmgates_median(monkeypatch):
     runner = c.PerfRunner(disabled=True, slowdown=0.1)
     case_id = "m64-n64-k64"
     call = runner.triton_call("fp32", case_id, median_ms=7.0)
-    assert seen == [(pytest.approx(0.7), "cpu")]
-    assert call().shape == (64, 64)   # CPU: the plain call, timed on the host
+    device = "cuda:0" if torch.cuda.is_available() else "cpu"   # the run context's device
+    assert seen == [(pytest.approx(0.7), device)]
+    assert call().shape == (64, 64)
+
+
+# One case of the suite's set: the CPU's `smoke` (fp32), a GPU's `pr` (one mode of it)
+CASE = "m1024-n1024-k1024" if torch.cuda.is_available() else "m64-n64-k64"
 
 
 def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/perf",
-         "-k", "m64-n64-k64", f"--benchmark-storage=file://{tmp_path}", *args],
+         "-k", f"fp32-{CASE}", f"--benchmark-storage=file://{tmp_path}", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
@@ -109,7 +115,7 @@ def test_autosave_then_compare_fail_through_public_options(tmp_path):
     runs = list(tmp_path.rglob("*.json"))
     assert len(runs) == 1
     bench = json.loads(runs[0].read_text())["benchmarks"][0]
-    assert bench["extra_info"]["case"] == "m64-n64-k64"
+    assert bench["extra_info"]["case"] == CASE
     assert bench["extra_info"]["per_call_median_ms"] > 0
     assert bench["stats"]["rounds"] >= 3
     compared = _pytest(tmp_path, "--benchmark-compare",
