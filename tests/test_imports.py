@@ -1,6 +1,7 @@
 """The import graph is part of the design (docs/ARCHITECTURE.md): import-linter checks
 the contracts in pyproject.toml, and a planted violation must be caught."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -19,8 +20,11 @@ def _lint(cwd: Path) -> subprocess.CompletedProcess:
         pytest.fail("import-linter missing: scripts/bootstrap.sh installs it ('.[test]')")
     code = ("import sys; from importlinter.cli import lint_imports_command; "
             "lint_imports_command(['--no-cache'])")
+    # the linted tree first; then whatever made import-linter importable here (a
+    # PYTHONPATH site, as the device machine's carried wheels are)
+    path = os.pathsep.join(p for p in (str(cwd), os.environ.get("PYTHONPATH", "")) if p)
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True,
-                          text=True, timeout=300, env={"PYTHONPATH": str(cwd), "PATH": str(
+                          text=True, timeout=300, env={"PYTHONPATH": path, "PATH": str(
                               Path(sys.executable).parent) + ":/usr/bin:/bin"})
 
 
