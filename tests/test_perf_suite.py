@@ -87,12 +87,15 @@ def test_the_injected_slowdown_is_sized_from_gemmgates_median(monkeypatch):
         return call
 
     monkeypatch.setattr("gemmgate.slowdown.slowed", fake_slowed)
-    runner = c.PerfRunner(disabled=True, slowdown=0.1)
+    gpu = torch.cuda.is_available()
+    runner = c.PerfRunner(disabled=True, slowdown=0.1, clock=DeviceClock() if gpu else None)
     case_id = "m64-n64-k64"
     call = runner.triton_call("fp32", case_id, median_ms=7.0)
-    device = "cuda:0" if torch.cuda.is_available() else "cpu"   # the run context's device
-    assert seen == [(pytest.approx(0.7), device)]
-    assert call().shape == (64, 64)
+    assert seen == [(pytest.approx(0.7), "cuda:0" if gpu else "cpu")]   # the context's device
+    if gpu:
+        assert call() > 0                  # one device-timed round, in ms
+    else:
+        assert call().shape == (64, 64)    # the plain call, timed on the host
 
 
 # One case of the suite's set: the CPU's `smoke` (fp32), a GPU's `pr` (one mode of it)
