@@ -1,0 +1,45 @@
+"""scripts/lookup_diff.py: the picks of two `kernels` packages compared on the CPU, as
+decide + the H200 table would make them (no device)."""
+
+import importlib.util
+import re
+import types
+from pathlib import Path
+
+import kernels
+from gemmgate.shapes import Case
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "lookup_diff.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("lookup_diff", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+SETS = [("few", (Case(1024, 1024, 1024), Case(256, 4096, 512), Case(1000, 1000, 1000)))]
+
+
+def test_the_same_package_picks_the_same_tiles():
+    ld = _module()
+    # 1024^3 bf16 has an exact entry in the committed table
+    assert re.fullmatch(r"(tiled|tma|tma_split) \d+x\d+x\d+ g\d+ s\d+ w\d+( k\d+)?",
+                        ld.pick(kernels, "bf16", Case(1024, 1024, 1024), 132))
+    assert ld.diff(kernels, kernels, SETS, ["bf16", "fp16"], 132) == []
+
+
+def test_a_table_with_nothing_near_shows_every_case_as_the_heuristic():
+    ld = _module()
+    bare = types.SimpleNamespace(dispatch=kernels.dispatch, modes=kernels.modes,
+                                 table=types.SimpleNamespace(lookup=lambda *a, **k: None))
+    rows = ld.diff(kernels, bare, SETS, ["bf16"], 132)
+    assert [(r[0], r[1], r[2], r[4]) for r in rows] == [
+        ("few", "bf16", c.id, "heuristic") for c in SETS[0][1]]
+    assert all(r[3] != "heuristic" for r in rows)
+
+
+def test_a_bad_ref_is_exit_2(capsys):
+    assert _module().main(["--ref", "no-such-ref-anywhere", "--sets", "smoke"]) == 2
+    assert "no-such-ref-anywhere" in capsys.readouterr().err
