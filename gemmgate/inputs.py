@@ -31,15 +31,23 @@ class GemmInputs:
         return a @ b
 
 
+def _buffer_shape(rows: int, cols: int, col_major: bool, pad: int) -> tuple[int, int]:
+    """The contiguous storage behind an operand, leading dimension padded."""
+    return (cols, rows + pad) if col_major else (rows, cols + pad)
+
+
 def _buffer(rows: int, cols: int, col_major: bool, pad: int, gen, device) -> torch.Tensor:
-    """The contiguous float32 storage behind an operand, leading dimension padded."""
-    shape = (cols, rows + pad) if col_major else (rows, cols + pad)
-    return torch.randn(shape, generator=gen, device=device)
+    return torch.randn(_buffer_shape(rows, cols, col_major, pad), generator=gen,
+                       device=device)
 
 
 def _view(buf: torch.Tensor, rows: int, cols: int, col_major: bool) -> torch.Tensor:
     """The (rows, cols) operand: a slice of the buffer, transposed if column-major."""
     return buf[:, :rows].t() if col_major else buf[:, :cols]
+
+
+def _dtype(mode: PrecisionMode, fp8_dtype: str) -> torch.dtype:
+    return getattr(torch, fp8_dtype if mode.scaled else mode.input_dtype)
 
 
 def make_inputs(case: Case, mode: PrecisionMode, device: str, seed: int = 0,
@@ -50,15 +58,29 @@ def make_inputs(case: Case, mode: PrecisionMode, device: str, seed: int = 0,
     bufs = (_buffer(case.m, case.k, ca, case.pad, gen, device),
             _buffer(case.k, case.n, cb, case.pad, gen, device))
     scales: list[torch.Tensor | None] = [None, None]
+    dtype = _dtype(mode, fp8_dtype)
     if mode.scaled:
-        dtype = getattr(torch, fp8_dtype)
         fmax = torch.finfo(dtype).max
         scales = [(buf.abs().amax() / fmax).clamp(min=1e-12) if buf.numel()
                   else torch.ones((), device=device) for buf in bufs]
         bufs = tuple((buf / s).to(dtype) for buf, s in zip(bufs, scales))
     else:
-        dtype = getattr(torch, mode.input_dtype)
         bufs = tuple(buf.to(dtype) for buf in bufs)
     a = _view(bufs[0], case.m, case.k, ca)
     b = _view(bufs[1], case.k, case.n, cb)
     return GemmInputs(a, b, *scales)
+
+
+def layout(case: Case, mode: PrecisionMode, fp8_dtype: str = "float8_e4m3fn"
+           ) -> tuple[torch.Tensor, torch.Tensor]:
+    """A and B as `make_inputs` lays them out (shape, strides, dtype) on the meta device:
+    no memory and no values, for decisions that read the layout only (the dispatcher's)."""
+    ca, cb = case.layout[0] == "c", case.layout[1] == "c"
+    dtype = _dtype(mode, fp8_dtype)
+
+    def operand(rows: int, cols: int, col_major: bool) -> torch.Tensor:
+        buf = torch.empty(_buffer_shape(rows, cols, col_major, case.pad), dtype=dtype,
+                          device="meta")
+        return _view(buf, rows, cols, col_major)
+
+    return operand(case.m, case.k, ca), operand(case.k, case.n, cb)

@@ -27,11 +27,10 @@ MODES = ("fp32", "tf32", "bf16", "fp16", "fp8", "tf32x3")
 def pick(pkg, mode_name: str, case, sms: int) -> str:
     """The tile `pkg` (a `kernels` package) picks for a case, as text ('heuristic' where
     the table has nothing near)."""
-    from gemmgate.inputs import make_inputs
+    from gemmgate.inputs import layout
     from gemmgate.precision import get_mode
 
-    inp = make_inputs(case, get_mode(mode_name), "cpu")
-    a, b = inp.a, inp.b
+    a, b = layout(case, get_mode(mode_name))   # meta tensors: the harness's strides
     mode = pkg.modes.mode_named(mode_name)
     _, _, bucket, _, _, variants = pkg.dispatch.decide(
         mode, (9, 0), case.m, case.n, case.k, a.stride(), b.stride(), (True, True),
