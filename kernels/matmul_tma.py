@@ -32,7 +32,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.configs import TileConfig, cdiv
 from kernels.launch import Bound, Launch
-from kernels.relayout import aligned_empty, copy_launch, pitch
+from kernels.relayout import LINE, aligned_empty, copy_launch, pitch, unstage_launch
 
 
 @triton.jit
@@ -155,7 +155,7 @@ class Recipe:
         """bind(...)(); a call on tensors at addresses launched before (on this device
         and stream) takes its bound launch (kernels/launch.py), the staging buffer's
         included (the caching allocator's block of the call before)."""
-        c = aligned_empty(*out.shape, out.dtype, out.device) if self.staged else out
+        c = _stage(out) if self.staged else out
         self.repeats.run(
             (a.data_ptr(), b.data_ptr(), c.data_ptr(), sa.data_ptr(), sb.data_ptr()),
             self.run, lambda: self._args(a, b, c, sa, sb))
@@ -176,7 +176,7 @@ class Recipe:
                 _descriptor(c, False, cb), c, sa, sb)
 
     def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
-        stage = aligned_empty(*out.shape, out.dtype, out.device) if self.staged else None
+        stage = _stage(out) if self.staged else None
         c = out if stage is None else stage
         args = self._args(a, b, c, sa, sb)
         run = self.run
@@ -204,15 +204,25 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     # copy it into `out` after; the kernel's masked pointer stores ran the whole GEMM at
     # 0.51-0.59 of the aligned speed (session 9, fp8 and bf16 4096 x 4097 x 4096).
     staged = tma_form(out) is not False
-    sc = (pitch(N, out.element_size()), 1) if staged else out.stride()
+    sc = (pitch(N, out.element_size(), LINE), 1) if staged else out.stride()
     run = _launch(config, M, N, K, a_t, b_t, sc, a.dtype, num_sms(a.device), input_precision,
                   is_fp32, has_scale)
     blocks = (*operand_boxes(config, a_t, b_t), [config.block_m, config.block_n])
-    # A row-major `out` gets the staged C through the copy kernel: torch's strided copy
-    # ran at ~1.7 TB/s, 91 us of a 131 us fp8 4933 x 7763 x 186 call (session 11).
-    unstage = copy_launch(M, N, sc[0], 1, out.stride(0)) \
-        if staged and out.stride(1) == 1 and M and N else None
+    # A row-major `out` gets the staged C through a copy kernel: torch's strided copy
+    # ran at ~1.7 TB/s, 91 us of a 131 us fp8 4933 x 7763 x 186 call (session 11); a
+    # contiguous one through the flat copy, whose stores are whole vectors (session 17).
+    unstage = None
+    if staged and out.stride(1) == 1 and M and N:
+        unstage = unstage_launch(M, N, sc[0]) if out.stride(0) == N or M == 1 \
+            else copy_launch(M, N, sc[0], 1, out.stride(0))
     return Recipe(run, a_t, b_t, blocks, staged, unstage)
+
+
+def _stage(out: torch.Tensor) -> torch.Tensor:
+    """The aligned buffer a C that `out` cannot take is stored into: rows on whole
+    128-byte lines, as kept operand copies are (their TMA loads ran ~28% faster so,
+    session 14), and a pitch of 16 elements or more, which the unstaging copy reads."""
+    return aligned_empty(*out.shape, out.dtype, out.device, LINE)
 
 
 def operand_boxes(config: TileConfig, a_t: bool, b_t: bool) -> tuple[list[int], list[int]]:

@@ -48,6 +48,7 @@ S13 = RESULTS / "h200-2026-11-30-s13"
 S14 = RESULTS / "h200-2026-11-30-s14"
 S15 = RESULTS / "h200-2026-11-30-s15"
 S16 = RESULTS / "h200-2026-11-30-s16"
+S17 = RESULTS / "h200-2026-12-01-s17"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -300,6 +301,10 @@ TABLES: dict[str, Callable[[], str]] = {
     "s16-wide": lambda: best_of_kinds(S16 / "tiles.csv", "tma_wide:"),
     "s16-overhead": lambda: csv_table(S16 / "overhead.csv"),
     "s16-steps": lambda: label_steps(S16 / "cases.csv"),
+    "s17-steps": lambda: label_steps(S17 / "cases.csv"),
+    "s17-nearest": lambda: ab_changes(S17 / "cases.csv", "callA-nm25", 1.0, 1.0),
+    "s17-inductor": lambda: s12_inductor(S17 / "cases.csv", "callA-ind-nm25"),
+    "s17-tiles-a": lambda: tiles_table(S17 / "tiles.csv"),
 }
 
 

@@ -1,12 +1,13 @@
 """kernels/relayout.py: the operand copy cache (cache_copies=True) reuses a copy only
-while its source tensor is the same and unchanged, and frees it with the source."""
+while its source tensor is the same and unchanged, and frees it with the source; the
+unstaging copy writes every element of a contiguous C from its staged rows."""
 
 import gc
 
 import pytest
 import torch
 
-from kernels.relayout import CopyCache, aligned_copy
+from kernels.relayout import LINE, CopyCache, aligned_copy, aligned_empty, unstage_launch
 
 
 def _counting():
@@ -94,3 +95,31 @@ def test_pitched_copy_keeps_the_layout_and_pads_the_pitch_to_whole_lines(device)
         assert torch.equal(y, view) and y.stride() == stride   # 50 or 17 halves: 128 bytes
     f = torch.randn(3, 33, device=device)
     assert pitched_copy(f).stride() == (64, 1)                  # 132 bytes -> 256
+
+
+@pytest.mark.parametrize("rows,cols,block", [
+    (5, 37, 64),     # rows shorter than a block: several row ends per block
+    (7, 150, 64),    # a block crosses one row end at most, last block partial
+    (3, 128, 64),    # blocks end exactly on row ends
+    (1, 3, 64),      # one short row
+    (33, 17, 0),     # the launch's own block for a small C
+    (3, 3000, 0),    # its full block: one row end a block at most
+    (6, 300, 0),     # a block of 256 within a row, a warp's worth of programs
+])
+def test_unstage_copies_staged_rows_into_a_contiguous_matrix(device, rows, cols, block):
+    x = aligned_empty(rows, cols, torch.float16, device, LINE)
+    x.copy_(torch.randn(rows, cols, device=device))
+    y = torch.full((rows, cols), float("nan"), dtype=torch.float16, device=device)
+    unstage_launch(rows, cols, x.stride(0), block).fast(x, y)
+    assert x.stride(0) % 64 == 0 and torch.equal(y, x)
+
+
+def test_unstage_into_a_second_buffer_at_another_address(device):
+    """The launch is bound by address: a second out gets its own elements."""
+    x = aligned_empty(4, 100, torch.float32, device, LINE)
+    x.copy_(torch.randn(4, 100, device=device))
+    launch = unstage_launch(4, 100, x.stride(0), 64)
+    for _ in range(2):
+        y = torch.zeros(4, 100, device=device)
+        launch.fast(x, y)
+        assert torch.equal(y, x)
