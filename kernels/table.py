@@ -8,7 +8,8 @@ near entry of the same bucket by regime (`regime`: how many output tiles, how de
 how narrow the thinner side; within NEAREST_MAX): of the NEIGHBOURS nearest, the one
 whose tile `_transfer` predicts fastest here (its tuned time per SM step, times the steps
 it takes on this shape), each tile also with K split anew where its tiles leave SMs idle
-(`resplits`), or None (the caller's heuristic then decides). Only entries
+(`resplits`); a farther one's (up to FAR_NEIGHBOURS) where it predicts FAR_MARGIN faster
+still; or None (the caller's heuristic then decides). Only entries
 whose variant the call can run count; a `fragile` tile serves its own shape and shapes
 it tiles exactly; a bucket of unaligned rows (ld16-ld64) with
 nothing near borrows from its ld128 sibling. An entry whose kernel hash differs from
@@ -43,6 +44,13 @@ _TILES_CAP = 10     # log2 of 128x128 output tiles: 1024 tiles are ~8 waves of 1
 _DEPTH_CAP = 12     # log2 K: past 4096 the pipeline is in steady state
 _NARROW_CAP = 8     # log2 min(M, N): 256 and up fill a 128- or 256-wide tile
 NEIGHBOURS = 3      # the nearest entries whose tiles compete for a shape (`_transfer`)
+# Farther entries within NEAREST_MAX compete too, but only where `_transfer` predicts
+# their tile FAR_MARGIN faster than the nearest three's best: predictions carried over
+# larger regime distances miss by more (session 17, call G, 24 cases that 8 neighbours
+# changed: every change predicted >= 1.115x ran 1.00-1.32x; those predicted 1.015-1.08x
+# ran 0.78-1.06x, bf16 2016 x 192 x 2816 0.78)
+FAR_NEIGHBOURS = 8
+FAR_MARGIN = 1.10
 # K bytes per row each range of a split made anew keeps: a split's second kernel, its
 # partials and each program's pipeline fill pay off over long K loops only (session 15,
 # call H: holdout splits into ranges of 2.4-7.4 KB ran x1.02-1.31 in bf16, fp16 and fp8,
@@ -270,13 +278,21 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
     near = sorted((r for r in fresh if distance(r) <= NEAREST_MAX), key=distance)
     if not near:
         return None
-    timed = [r for r in near[:NEIGHBOURS] if r.ms > 0 and _splits_fit(r.config, k)]
-    if not (sms and timed):
+
+    def timed(rows: list[_Row]) -> list[tuple[float, TileConfig]]:
+        """(predicted ms, tile) of each timed row's tile and its K re-splits here."""
+        return [(_transfer(r, m, n, k, sms, c), c) for r in rows
+                if r.ms > 0 and _splits_fit(r.config, k)
+                for c in (r.config, *resplits(r.config, m, n, k, variants, sms, elem))]
+
+    options = timed(near[:NEIGHBOURS]) if sms else []
+    if not options:
         return near[0].config, "table-nearest"
-    options = [(r, c) for r in timed
-               for c in (r.config, *resplits(r.config, m, n, k, variants, sms, elem))]
-    return min(options, key=lambda rc: _transfer(rc[0], m, n, k, sms, rc[1]))[1], \
-        "table-nearest"
+    best = min(options, key=lambda o: o[0])
+    far = timed(near[NEIGHBOURS:FAR_NEIGHBOURS])
+    if far and min(o[0] for o in far) * FAR_MARGIN <= best[0]:
+        best = min(far, key=lambda o: o[0])
+    return best[1], "table-nearest"
 
 
 def reload() -> None:

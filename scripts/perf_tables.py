@@ -305,6 +305,14 @@ TABLES: dict[str, Callable[[], str]] = {
     "s17-nearest": lambda: ab_changes(S17 / "cases.csv", "callA-nm25", 1.0, 1.0),
     "s17-inductor": lambda: s12_inductor(S17 / "cases.csv", "callA-ind-nm25"),
     "s17-tiles-a": lambda: tiles_table(S17 / "tiles.csv"),
+    "s17-kernels": lambda: csv_table(S17 / "kernels.csv"),
+    "s17-tiles-b": lambda: tiles_table(S17 / "tiles_b.csv"),
+    "s17-unstage": lambda: ab_changes(S17 / "cases.csv", "callD-", 0.97, 1.03),
+    "s17-long-tail": lambda: s9_long_tail(S17 / "cases.csv", "callE-longtail"),
+    "s17-long-tail-s15": lambda: s9_long_tail(S15 / "cases.csv", "callF-"),
+    "s17-decode-bf16": lambda: tiles_table(S17 / "tiles_f.csv", mode="bf16"),
+    "s17-decode-fp8": lambda: tiles_table(S17 / "tiles_f.csv", mode="fp8"),
+    "s17-far": lambda: ab_changes(S17 / "cases.csv", "callG-", 1.0, 1.0),
 }
 
 
@@ -668,10 +676,10 @@ def s12_call_g(path: Path) -> str:
                        (rows, {s: f"callG-{s}" for s in sets}))
 
 
-def tiles_table(path: Path, flush: str = "1") -> str:
+def tiles_table(path: Path, flush: str = "1", mode: str = "") -> str:
     """scripts/device/tiles.py's rows with the L2 flushed (as every run times), per shape
-    fastest first: microseconds, TFLOP/s, speed ratio to cuBLAS."""
-    rows = [r for r in _rows(path) if r["flush"] == flush]
+    fastest first: microseconds, TFLOP/s, speed ratio to cuBLAS (one mode's, if given)."""
+    rows = [r for r in _rows(path) if r["flush"] == flush and mode in ("", r["mode"])]
     rows.sort(key=lambda r: (r["shape"], float(r["us"])))
     return "\n".join(["| shape | provider / tile | us | TFLOP/s | ratio |",
                       "|---|---|---:|---:|---:|"] +

@@ -102,6 +102,27 @@ def test_nearest_lookup_weighs_the_neighbours_tiles_by_their_steps_on_the_shape(
     assert look(1024, 1024, 2048, sms=132) == (narrow, "table-nearest")
 
 
+def test_a_farther_neighbour_competes_only_with_a_clear_predicted_win(tmp_path):
+    """Past the three nearest entries, an entry's tile is taken only where `_transfer`
+    predicts it FAR_MARGIN faster than the nearest three's best (session 17, call G)."""
+    near_tile = TileConfig(128, 128, 64, 8, 4, 8, "tma")
+    far_tile = TileConfig(64, 128, 128, 8, 4, 4, "tma")
+    q, far = (1024, 1024, 1024), (2048, 2048, 1024)      # regime distance 2.0: the 4th
+
+    def tuned(tile, shape, predicted_ms):   # the tuned time that predicts this on q
+        fixed = table._FIXED_MS
+        return fixed + (predicted_ms - fixed) * table.steps(tile, *shape, 132) / \
+            table.steps(tile, *q, 132)
+
+    nears = [(1024, 1024, k) for k in (1100, 1200, 950)]
+    entries = [_entry(*s, near_tile, tuned_ms=tuned(near_tile, s, 0.020)) for s in nears]
+    for gain, want in ((1.2, far_tile), (1.05, near_tile)):
+        d = _write(tmp_path, [*entries, _entry(*far, far_tile,
+                                               tuned_ms=tuned(far_tile, far, 0.020 / gain))])
+        assert table.lookup("NVIDIA H200", "16bit bf16 rr tma", *q, directory=d,
+                            sms=132) == (want, "table-nearest"), gain
+
+
 def test_a_split_tile_is_not_borrowed_where_its_k_ranges_would_be_one_block(tmp_path):
     split32 = TileConfig(64, 128, 64, 8, 4, 4, "tma_split", 32)
     split8 = TileConfig(128, 64, 64, 8, 4, 4, "tma_split", 8)
