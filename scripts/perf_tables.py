@@ -313,6 +313,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "s17-decode-bf16": lambda: tiles_table(S17 / "tiles_f.csv", mode="bf16"),
     "s17-decode-fp8": lambda: tiles_table(S17 / "tiles_f.csv", mode="fp8"),
     "s17-far": lambda: ab_changes(S17 / "cases.csv", "callG-", 1.0, 1.0),
+    "s17-far-h": lambda: ab_changes(S17 / "cases.csv", "callHab-far", 1.0, 1.0),
+    "s17-sets-long-tail": lambda: s9_long_tail(S17 / "cases.csv", "callH-"),
+    "s17-below": lambda: ratios_below(S17 / "cases.csv", "callH-", 0.8),
 }
 
 
