@@ -316,6 +316,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s17-far-h": lambda: ab_changes(S17 / "cases.csv", "callHab-far", 1.0, 1.0),
     "s17-sets-long-tail": lambda: s9_long_tail(S17 / "cases.csv", "callH-"),
     "s17-below": lambda: ratios_below(S17 / "cases.csv", "callH-", 0.8),
+    "s17-inductor-12": lambda: s12_inductor(S17 / "cases.csv", "callI-ind12"),
 }
 
 
