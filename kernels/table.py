@@ -190,6 +190,28 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
     return found
 
 
+def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileConfig,
+            directory: Path = DEFAULT_DIR, sms: int = 132,
+            variants: tuple[str, ...] = ("tma", "tma_split", "tiled")) -> float | None:
+    """What `lookup`'s model predicts `config` takes on this shape, in ms: the fastest
+    `_transfer` of it from an entry within NEAREST_MAX of the bucket (or its ld128
+    sibling's) that has it, or K re-split from it; None where no entry does. For sizing a
+    change to the table or the lookup before a device A/B (scripts/lookup_diff.py)."""
+    _, rows = _index(device_name, str(directory))
+    elem = ELEM_BYTES.get(bucket.split(" ", 1)[0], 2)
+    head, _, _ = bucket.rpartition(" ld")
+    here = regime(m, n, k)
+    for b in (bucket, f"{head} ld128"):
+        got = [_transfer(r, m, n, k, sms, c) for r in rows.get(b, ())
+               if not r.stale and r.ms > 0 and _splits_fit(r.config, k)
+               and sum(abs(x - y) for x, y in zip(here, r.where)) <= NEAREST_MAX
+               for c in (r.config, *resplits(r.config, m, n, k, variants, sms, elem))
+               if c == config]
+        if got:
+            return min(got)
+    return None
+
+
 def steps(c: TileConfig, m: int, n: int, k: int, sms: int) -> int:
     """A tile's work on a shape as the busiest SM sees it: programs per SM (rounded up:
     programs resident together share the SM) times the K blocks each program walks."""

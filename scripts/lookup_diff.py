@@ -2,18 +2,23 @@
 
     python3 scripts/lookup_diff.py [--ref HEAD] [--sets pr,nightly,holdout,holdout2]
                                    [--modes fp32,tf32,bf16,fp16,fp8,tf32x3] [--sms 132]
+                                   [--predict]
 
 For every case of the sets and every mode, the pick an H200 would make (kernels.dispatch.
 decide with TMA, then kernels.table.lookup on the H200 table with `--sms` SMs: both pure,
 no device) with this tree's `kernels/` and with `--ref`'s (gemmgate.reference.load), as
 the harness calls them (operand copies kept). Prints each case whose pick differs, then
 a count per set and mode; exit 0. What a device A/B must then measure, and nothing else
-(sessions 15 and 16 sized their lookup changes so before spending device time).
+(sessions 15 and 16 sized their lookup changes so before spending device time). With
+`--predict`, each row also gives the time this tree's table model predicts for the old
+and the new pick and the predicted gain (session 17 kept a lookup change only where that
+gain was 1.10 or more: docs/PERF.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections import Counter
 from pathlib import Path
@@ -24,9 +29,9 @@ DEVICE = "NVIDIA H200"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8", "tf32x3")
 
 
-def pick(pkg, mode_name: str, case, sms: int) -> str:
-    """The tile `pkg` (a `kernels` package) picks for a case, as text ('heuristic' where
-    the table has nothing near)."""
+def _choice(pkg, mode_name: str, case, sms: int) -> tuple[object, str]:
+    """(the tile `pkg` (a `kernels` package) picks for a case or None where the table
+    has nothing near, the case's bucket)."""
     from gemmgate.inputs import layout
     from gemmgate.precision import get_mode
 
@@ -37,24 +42,46 @@ def pick(pkg, mode_name: str, case, sms: int) -> str:
         a.element_size(), has_tma=True, cached=True)
     found = pkg.table.lookup(DEVICE, bucket, case.m, case.n, case.k, variants=variants,
                              sms=sms)
-    if found is None:
+    return (None if found is None else found[0]), bucket
+
+
+def _text(c) -> str:
+    if c is None:
         return "heuristic"
-    c = found[0]
     split = f" k{c.split_k}" if c.split_k > 1 else ""
     return (f"{c.variant} {c.block_m}x{c.block_n}x{c.block_k} g{c.group_m} "
             f"s{c.num_stages} w{c.num_warps}{split}")
 
 
-def diff(old, new, sets, modes: list[str], sms: int) -> list[tuple[str, str, str, str, str]]:
+def pick(pkg, mode_name: str, case, sms: int) -> str:
+    """The tile `pkg` picks for a case, as text ('heuristic' where the table has nothing
+    near)."""
+    return _text(_choice(pkg, mode_name, case, sms)[0])
+
+
+def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False
+         ) -> list[tuple[str, ...]]:
     """(set, mode, case id, old pick, new pick) for every case whose pick differs; `sets`:
-    (name, cases) pairs."""
+    (name, cases) pairs. `predict`: also the time `new`'s table model predicts for each
+    pick (kernels.table.predict, microseconds; '-' where it has no figure: a heuristic
+    pick, or a tile no near entry has) and old / new (the predicted gain)."""
     out = []
     for name, cases in sets:
         for mode in modes:
             for case in cases:
-                a, b = pick(old, mode, case, sms), pick(new, mode, case, sms)
-                if a != b:
-                    out.append((name, mode, case.id, a, b))
+                (a, _), (b, bucket) = _choice(old, mode, case, sms), _choice(new, mode, case, sms)
+                if _text(a) == _text(b):   # tiles of two packages: compared as text
+                    continue
+                row = (name, mode, case.id, _text(a), _text(b))
+                if predict:
+                    us = [None if c is None else new.table.predict(
+                        DEVICE, bucket, case.m, case.n, case.k,
+                        new.table.TileConfig(**dataclasses.asdict(c)), sms=sms)
+                          for c in (a, b)]
+                    shown = [f"{u * 1e3:.1f}" if u else "-" for u in us]
+                    gain = f"{us[0] / us[1]:.3f}" if all(us) else "-"
+                    row += (f"{shown[0]} -> {shown[1]} us", f"x{gain}")
+                out.append(row)
     return out
 
 
@@ -64,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sets", default="pr,nightly,holdout,holdout2")
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--sms", type=int, default=132, help="SM count (default: the H200's)")
+    ap.add_argument("--predict", action="store_true",
+                    help="also print the time this tree's table model predicts for each "
+                         "pick, and the predicted gain")
     args = ap.parse_args(argv)
     import kernels  # its kernels are never run here: decide and lookup are pure
     from gemmgate import reference
@@ -72,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sha, old = reference.load(reference.resolve(args.ref, ".", "--ref"))
         sets = [(name, resolve(name)[1]) for name in args.sets.split(",")]
-        rows = diff(old, kernels, sets, args.modes.split(","), args.sms)
+        rows = diff(old, kernels, sets, args.modes.split(","), args.sms, args.predict)
     except ValueError as e:
         print(f"lookup_diff: error: {e}", file=sys.stderr)
         return 2

@@ -121,6 +121,11 @@ def test_a_farther_neighbour_competes_only_with_a_clear_predicted_win(tmp_path):
                                                tuned_ms=tuned(far_tile, far, 0.020 / gain))])
         assert table.lookup("NVIDIA H200", "16bit bf16 rr tma", *q, directory=d,
                             sms=132) == (want, "table-nearest"), gain
+        # the model's own figures, as scripts/lookup_diff.py --predict prints them
+        guess = [table.predict("NVIDIA H200", "16bit bf16 rr tma", *q, c, directory=d)
+                 for c in (near_tile, far_tile, TileConfig(32, 32, 32, 8, 4, 4, "tma"))]
+        assert guess[:2] == [pytest.approx(0.020), pytest.approx(0.020 / gain)]
+        assert guess[2] is None                              # no entry has that tile
 
 
 def test_a_split_tile_is_not_borrowed_where_its_k_ranges_would_be_one_block(tmp_path):
