@@ -292,12 +292,11 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
     fresh = [r for r in fresh if not fragile(r.config, m, n)]
     if not fresh:
         return None
-    here = regime(m, n, k)
-
-    def distance(r: _Row) -> float:
-        return sum(abs(x - y) for x, y in zip(here, r.where))
-
-    near = sorted((r for r in fresh if distance(r) <= NEAREST_MAX), key=distance)
+    t, d, w = regime(m, n, k)
+    scored = [(abs(t - rt) + abs(d - rd) + abs(w - rw), r)   # each row's distance, once
+              for r in fresh for rt, rd, rw in (r.where,)]
+    near = [r for _, r in sorted((s for s in scored if s[0] <= NEAREST_MAX),
+                                 key=lambda s: s[0])]
     if not near:
         return None
 
