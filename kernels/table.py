@@ -48,7 +48,7 @@ NEIGHBOURS = 3      # the nearest entries whose tiles compete for a shape (`_tra
 # their tile FAR_MARGIN faster than the nearest three's best: predictions carried over
 # larger regime distances miss by more (session 17, call G, 24 cases that 8 neighbours
 # changed: every change predicted >= 1.115x ran 1.00-1.32x; those predicted 1.015-1.08x
-# ran 0.78-1.06x, bf16 2016 x 192 x 2816 0.78)
+# ran 0.78-1.09x, bf16 2016 x 192 x 2816 0.78)
 FAR_NEIGHBOURS = 8
 FAR_MARGIN = 1.10
 # K bytes per row each range of a split made anew keeps: a split's second kernel, its
@@ -194,19 +194,16 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
             directory: Path = DEFAULT_DIR, sms: int = 132,
             variants: tuple[str, ...] = ("tma", "tma_split", "tiled")) -> float | None:
     """What `lookup`'s model predicts `config` takes on this shape, in ms: the fastest
-    `_transfer` of it from an entry within NEAREST_MAX of the bucket (or its ld128
-    sibling's) that has it, or K re-split from it; None where no entry does. For sizing a
-    change to the table or the lookup before a device A/B (scripts/lookup_diff.py)."""
+    `_transfer` of it from an entry `lookup` could take it from (`_near`, of the bucket or
+    its ld128 sibling), as the entry's tile or K re-split from it; None where none has it.
+    For sizing a change to the table or the lookup before a device A/B
+    (scripts/lookup_diff.py --predict)."""
     _, rows = _index(device_name, str(directory))
     elem = ELEM_BYTES.get(bucket.split(" ", 1)[0], 2)
     head, _, _ = bucket.rpartition(" ld")
-    here = regime(m, n, k)
     for b in (bucket, f"{head} ld128"):
-        got = [_transfer(r, m, n, k, sms, c) for r in rows.get(b, ())
-               if not r.stale and r.ms > 0 and _splits_fit(r.config, k)
-               and sum(abs(x - y) for x, y in zip(here, r.where)) <= NEAREST_MAX
-               for c in (r.config, *resplits(r.config, m, n, k, variants, sms, elem))
-               if c == config]
+        got = [ms for ms, c in _timed(_near(rows.get(b, ()), m, n, k, variants), m, n, k,
+                                      variants, sms, elem) if c == config]
         if got:
             return min(got)
     return None
@@ -279,6 +276,26 @@ def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], s
     return out
 
 
+def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
+          variants: tuple[str, ...]) -> list[_Row]:
+    """The rows a nearest lookup weighs: fresh, of a variant the call can run, not
+    `fragile` here, within NEAREST_MAX of this shape's regime; nearest first."""
+    t, d, w = regime(m, n, k)
+    scored = [(abs(t - rt) + abs(d - rd) + abs(w - rw), r)   # each row's distance, once
+              for r in rows if r.config.variant in variants and not r.stale
+              and not fragile(r.config, m, n) for rt, rd, rw in (r.where,)]
+    return [r for _, r in sorted((s for s in scored if s[0] <= NEAREST_MAX),
+                                 key=lambda s: s[0])]
+
+
+def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], sms: int,
+           elem: int) -> list[tuple[float, TileConfig]]:
+    """(predicted ms, tile) of each timed row's tile and its K re-splits on this shape."""
+    return [(_transfer(r, m, n, k, sms, c), c) for r in rows
+            if r.ms > 0 and _splits_fit(r.config, k)
+            for c in (r.config, *resplits(r.config, m, n, k, variants, sms, elem))]
+
+
 def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
             variants: tuple[str, ...], sms: int = 0, elem: int = 2
             ) -> tuple[TileConfig, str] | None:
@@ -289,28 +306,14 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
     exact = [r for r in fresh if r.shape == (m, n, k)]
     if exact:
         return exact[0].config, "table"
-    fresh = [r for r in fresh if not fragile(r.config, m, n)]
-    if not fresh:
-        return None
-    t, d, w = regime(m, n, k)
-    scored = [(abs(t - rt) + abs(d - rd) + abs(w - rw), r)   # each row's distance, once
-              for r in fresh for rt, rd, rw in (r.where,)]
-    near = [r for _, r in sorted((s for s in scored if s[0] <= NEAREST_MAX),
-                                 key=lambda s: s[0])]
+    near = _near(rows, m, n, k, variants)
     if not near:
         return None
-
-    def timed(rows: list[_Row]) -> list[tuple[float, TileConfig]]:
-        """(predicted ms, tile) of each timed row's tile and its K re-splits here."""
-        return [(_transfer(r, m, n, k, sms, c), c) for r in rows
-                if r.ms > 0 and _splits_fit(r.config, k)
-                for c in (r.config, *resplits(r.config, m, n, k, variants, sms, elem))]
-
-    options = timed(near[:NEIGHBOURS]) if sms else []
+    options = _timed(near[:NEIGHBOURS], m, n, k, variants, sms, elem) if sms else []
     if not options:
         return near[0].config, "table-nearest"
     best = min(options, key=lambda o: o[0])
-    far = timed(near[NEIGHBOURS:FAR_NEIGHBOURS])
+    far = _timed(near[NEIGHBOURS:FAR_NEIGHBOURS], m, n, k, variants, sms, elem)
     if far and min(o[0] for o in far) * FAR_MARGIN <= best[0]:
         best = min(far, key=lambda o: o[0])
     return best[1], "table-nearest"

@@ -29,9 +29,9 @@ DEVICE = "NVIDIA H200"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8", "tf32x3")
 
 
-def _choice(pkg, mode_name: str, case, sms: int) -> tuple[object, str]:
+def _choice(pkg, mode_name: str, case, sms: int) -> tuple[object, str, tuple[str, ...]]:
     """(the tile `pkg` (a `kernels` package) picks for a case or None where the table
-    has nothing near, the case's bucket)."""
+    has nothing near, the case's bucket, the variants it may run)."""
     from gemmgate.inputs import layout
     from gemmgate.precision import get_mode
 
@@ -42,7 +42,7 @@ def _choice(pkg, mode_name: str, case, sms: int) -> tuple[object, str]:
         a.element_size(), has_tma=True, cached=True)
     found = pkg.table.lookup(DEVICE, bucket, case.m, case.n, case.k, variants=variants,
                              sms=sms)
-    return (None if found is None else found[0]), bucket
+    return (None if found is None else found[0]), bucket, variants
 
 
 def _text(c) -> str:
@@ -69,14 +69,16 @@ def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False
     for name, cases in sets:
         for mode in modes:
             for case in cases:
-                (a, _), (b, bucket) = _choice(old, mode, case, sms), _choice(new, mode, case, sms)
+                a = _choice(old, mode, case, sms)[0]
+                b, bucket, variants = _choice(new, mode, case, sms)
                 if _text(a) == _text(b):   # tiles of two packages: compared as text
                     continue
                 row = (name, mode, case.id, _text(a), _text(b))
                 if predict:
                     us = [None if c is None else new.table.predict(
                         DEVICE, bucket, case.m, case.n, case.k,
-                        new.table.TileConfig(**dataclasses.asdict(c)), sms=sms)
+                        new.table.TileConfig(**dataclasses.asdict(c)), sms=sms,
+                        variants=variants)
                           for c in (a, b)]
                     shown = [f"{u * 1e3:.1f}" if u else "-" for u in us]
                     gain = f"{us[0] / us[1]:.3f}" if all(us) else "-"

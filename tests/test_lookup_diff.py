@@ -48,16 +48,21 @@ def test_a_bad_ref_is_exit_2(capsys):
 def test_predict_adds_the_models_time_for_each_pick_and_the_gain():
     """--predict: the time this tree's table model predicts for the old and the new pick
     (kernels.table.predict), '-' where it has none (the heuristic)."""
+    from kernels import table
+
     ld = _module()
-    cube = ld._choice(kernels, "bf16", Case(1024, 1024, 1024), 132)[0]   # an exact entry
+    cube = Case(1000, 1000, 1000)
+    new, bucket, variants = ld._choice(kernels, "bf16", cube, 132)
+    rows = table._index(ld.DEVICE, str(table.DEFAULT_DIR))[1][bucket]
+    other = next(r.config for r in table._near(rows, 1000, 1000, 1000, variants)
+                 if r.config != new)                        # a near entry's other tile
     fixed = types.SimpleNamespace(dispatch=kernels.dispatch, modes=kernels.modes,
                                   table=types.SimpleNamespace(
-                                      lookup=lambda *a, **k: (cube, "table")))
-    rows = {r[2]: r for r in ld.diff(fixed, kernels, SETS, ["bf16"], 132, predict=True)}
-    assert "m1024-n1024-k1024" not in rows                 # the same pick: no row
-    near = rows["m1000-n1000-k1000"]                        # 1024^3's entry is near it
-    old_us, new_us = map(float, re.fullmatch(r"([\d.]+) -> ([\d.]+) us", near[5]).groups())
-    assert old_us > 0 < new_us and abs(float(near[6][1:]) - old_us / new_us) < 0.02
+                                      lookup=lambda *a, **k: (other, "table")))
+    got = ld.diff(fixed, kernels, [("few", (cube,))], ["bf16"], 132, predict=True)
+    assert [r[:5] for r in got] == [("few", "bf16", cube.id, ld._text(other), ld._text(new))]
+    old_us, new_us = map(float, re.fullmatch(r"([\d.]+) -> ([\d.]+) us", got[0][5]).groups())
+    assert old_us > 0 < new_us and abs(float(got[0][6][1:]) - old_us / new_us) < 0.02
     bare = types.SimpleNamespace(dispatch=kernels.dispatch, modes=kernels.modes,
                                  table=types.SimpleNamespace(lookup=lambda *a, **k: None))
     for r in ld.diff(bare, kernels, SETS, ["bf16"], 132, predict=True):
