@@ -1,0 +1,146 @@
+"""How well the tuning table's model ranks tiles that were measured, on the CPU.
+
+    python3 scripts/model_check.py [TILES.csv ...] [--sms 132] [--groups]
+
+`kernels.table.lookup` picks a tile for a shape the table was not tuned on by what its
+model (`kernels.table.predict`: a near entry's tuned time per SM step, times the steps
+the tile takes here) says is fastest. `scripts/device/tiles.py` measured named tiles side
+by side on such shapes. This reads those rows (default: docs/results/*/tiles*.csv; L2
+flushed; the `pick` rows left out, they repeat a named tile) and, per measurement (file,
+shape, mode) with no exact table entry and two or more tiles the model has a figure for
+(a near entry has the tile, or K re-split from it):
+  - the tile the model ranks first among them (by `predict` alone: lookup's three-
+    nearest rule and its far margin aside), and its regret: its measured time / the
+    fastest of them (1.0: the model's first is the measured best),
+  - the model's error per tile: predicted / measured time.
+Prints a summary (`--groups`: one line per measurement too); exit 0. A change to the
+model or the table can be checked here against every tile measured so far before a
+device A/B (session 17: the far-neighbour margin, docs/PERF.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import math
+import re
+import runpy
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+_SHAPE = re.compile(r"(\d+)x(\d+)x(\d+)(?:\+p(\d+))?")
+
+
+@dataclasses.dataclass(frozen=True)
+class Group:
+    """One measurement's tiles on one shape and mode: (tile, measured us, predicted us)."""
+
+    source: str
+    shape: str
+    mode: str
+    tiles: tuple[tuple[object, float, float], ...]
+
+    @property
+    def regret(self) -> float:
+        """Measured time of the model's first / the fastest measured of these tiles."""
+        first = min(self.tiles, key=lambda t: t[2])
+        return first[1] / min(t[1] for t in self.tiles)
+
+
+def groups(paths: list[Path], sms: int) -> list[Group]:
+    """Every measurement the model can rank (see the module docstring)."""
+    from lookup_diff import DEVICE, _choice
+
+    import kernels
+    from gemmgate.shapes import Case
+    from kernels import table
+
+    parse = runpy.run_path(str(ROOT / "scripts" / "device" / "tiles.py"))["parse_tile"]
+    rows: dict[tuple[str, str, str], list[tuple[object, float]]] = defaultdict(list)
+    for path in paths:
+        for r in csv.DictReader(path.open()):
+            name = r["provider"]
+            if r.get("flush") != "1" or name in ("vendor", "inductor", "uncached") \
+                    or name.startswith("pick "):
+                continue
+            try:
+                tile = parse(name)
+            except ValueError:
+                continue
+            rows[(str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path),
+                  r["shape"], r["mode"])].append((tile, float(r["us"])))
+    out = []
+    for (source, shape, mode), measured in rows.items():
+        m, n, k, pad = _SHAPE.fullmatch(shape).groups()
+        case = Case(int(m), int(n), int(k), pad=int(pad or 0))
+        _, bucket, variants = _choice(kernels, mode, case, sms)
+        index = table._index(DEVICE, str(table.DEFAULT_DIR))[1]
+        if any(e.shape == (case.m, case.n, case.k) for e in index.get(bucket, ())):
+            continue   # an exact entry: the model's transfer is not what runs
+        ranked = []
+        for tile, us in measured:
+            ms = table.predict(DEVICE, bucket, case.m, case.n, case.k, tile, sms=sms,
+                               variants=variants)
+            if ms is not None:
+                ranked.append((tile, us, ms * 1e3))
+        if len(ranked) >= 2:
+            out.append(Group(source, shape, mode, tuple(ranked)))
+    return out
+
+
+def summary(found: list[Group]) -> str:
+    """Measurements, how often the model's first is the measured best, the regret's
+    geomean and worst, and the model's error over every tile it ranked."""
+    if not found:
+        return "no measurement the model can rank"
+    regrets = [g.regret for g in found]
+    errors = [p / us for g in found for _, us, p in g.tiles]
+    worst = max(found, key=lambda g: g.regret)
+    return (f"{len(found)} measurements, {len(errors)} tiles: the model's first is the "
+            f"measured best in {sum(r == 1.0 for r in regrets)}; regret geomean "
+            f"{math.exp(statistics.fmean(map(math.log, regrets))):.3f}, worst "
+            f"{worst.regret:.3f} ({worst.mode} {worst.shape}, {worst.source}); predicted/"
+            f"measured median {statistics.median(errors):.2f}, middle half "
+            f"{_quantile(errors, 0.25):.2f}-{_quantile(errors, 0.75):.2f}")
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    return statistics.quantiles(xs, n=4, method="inclusive")[round(q * 4) - 1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("csv", nargs="*", type=Path,
+                    help="tiles.py CSVs (default: docs/results/*/tiles*.csv)")
+    ap.add_argument("--sms", type=int, default=132, help="SM count (default: the H200's)")
+    ap.add_argument("--groups", action="store_true", help="one line per measurement too")
+    args = ap.parse_args(argv)
+    paths = args.csv or sorted((ROOT / "docs" / "results").glob("*/tiles*.csv"))
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        print(f"model_check: error: no such file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    try:
+        found = groups(paths, args.sms)
+    except (KeyError, AttributeError) as e:
+        print(f"model_check: error: not a tiles.py CSV ({e})", file=sys.stderr)
+        return 2
+    if args.groups:
+        for g in sorted(found, key=lambda g: -g.regret):
+            first = min(g.tiles, key=lambda t: t[2])[0]
+            print(f"{g.regret:.3f} {g.mode} {g.shape} {g.source}: model's first "
+                  f"{first.variant}:{first.block_m}x{first.block_n}x{first.block_k}, "
+                  f"{len(g.tiles)} tiles")
+    print(summary(found))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

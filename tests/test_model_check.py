@@ -1,0 +1,66 @@
+"""scripts/model_check.py: the table model's ranking of measured tiles, on the CPU."""
+
+import csv
+import importlib.util
+import runpy
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "model_check.py"
+SHAPE, TILES = "1152x1856x1920", ("tma:128x256x64:s3:w8", "tma:64x128x128:s4:w4")
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("model_check", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["model_check"] = mod       # its dataclass looks its module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["shape", "mode", "flush", "provider", "us",
+                                          "tflops", "ratio"])
+        w.writeheader()
+        w.writerows({"tflops": 1, "ratio": 1, **r} for r in rows)
+    return path
+
+
+def test_the_regret_is_the_models_first_tiles_time_over_the_best(tmp_path):
+    """A holdout shape (no exact entry) with two tiles near entries have: whichever the
+    model ranks first is given 12.5 us, the other 10: regret 1.25."""
+    mc = _module()                         # puts scripts/ on sys.path
+    from lookup_diff import DEVICE, _choice
+
+    import kernels
+    from gemmgate.shapes import Case
+    from kernels import table
+
+    parse = runpy.run_path(str(SCRIPT.parent / "device" / "tiles.py"))["parse_tile"]
+    _, bucket, variants = _choice(kernels, "bf16", Case(1152, 1856, 1920), 132)
+    guess = {t: table.predict(DEVICE, bucket, 1152, 1856, 1920, parse(t), variants=variants)
+             for t in TILES}
+    assert None not in guess.values()
+    first = min(TILES, key=guess.get)
+    rows = [{"shape": SHAPE, "mode": "bf16", "flush": "1", "provider": t,
+             "us": 12.5 if t == first else 10.0} for t in TILES]
+    rows += [{"shape": SHAPE, "mode": "bf16", "flush": "0", "provider": TILES[0], "us": 1},
+             {"shape": SHAPE, "mode": "bf16", "flush": "1", "provider": "vendor", "us": 1},
+             {"shape": SHAPE, "mode": "bf16", "flush": "1", "provider": f"pick {first}",
+              "us": 1}]
+    found = mc.groups([_write(tmp_path / "tiles.csv", rows)], 132)
+    assert len(found) == 1 and len(found[0].tiles) == 2      # flush 0, vendor, pick: out
+    assert found[0].regret == 1.25
+    assert "1 measurements, 2 tiles" in mc.summary(found)
+
+
+def test_an_exact_entry_is_not_ranked_and_bad_files_are_exit_2(tmp_path, capsys):
+    mc = _module()
+    exact = [{"shape": "4096x4096x4096", "mode": "bf16", "flush": "1", "provider": t,
+              "us": 100} for t in TILES]                    # the table holds 4096^3
+    assert mc.groups([_write(tmp_path / "t.csv", exact)], 132) == []
+    assert mc.main([str(tmp_path / "missing.csv")]) == 2
+    (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+    assert mc.main([str(tmp_path / "other.csv")]) == 2
+    assert "not a tiles.py CSV" in capsys.readouterr().err
