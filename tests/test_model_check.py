@@ -2,6 +2,7 @@
 
 import csv
 import importlib.util
+import math
 import runpy
 import sys
 from pathlib import Path
@@ -64,3 +65,16 @@ def test_an_exact_entry_is_not_ranked_and_bad_files_are_exit_2(tmp_path, capsys)
     (tmp_path / "other.csv").write_text("a,b\n1,2\n")
     assert mc.main([str(tmp_path / "other.csv")]) == 2
     assert "not a tiles.py CSV" in capsys.readouterr().err
+
+
+def test_the_committed_model_ranks_the_committed_tiles_well():
+    """A guard on kernels.table's model: over every tile measured so far (docs/results),
+    its first pick's regret stays small (session 17: 25 of 30 measurements exact,
+    geomean 1.017; fractional waves scored 1.058 and fail here). A model or table change
+    that fails this ranks measured tiles worse: see `scripts/model_check.py --groups`."""
+    mc = _module()
+    paths = sorted((SCRIPT.parents[1] / "docs" / "results").glob("*/tiles*.csv"))
+    found = mc.groups(paths, 132)
+    regrets = [g.regret for g in found]
+    geomean = math.exp(sum(map(math.log, regrets)) / len(regrets))
+    assert len(found) >= 30 and geomean <= 1.04, mc.summary(found)
