@@ -59,27 +59,38 @@ def groups(paths: list[Path], sms: int) -> list[Group]:
     from lookup_diff import DEVICE, _choice
 
     import kernels
+    from gemmgate.precision import get_mode
     from gemmgate.shapes import Case
     from kernels import table
 
     parse = runpy.run_path(str(ROOT / "scripts" / "device" / "tiles.py"))["parse_tile"]
-    rows: dict[tuple[str, str, str], list[tuple[object, float]]] = defaultdict(list)
+    rows: dict[tuple[str, Case, str], list[tuple[object, float]]] = defaultdict(list)
     for path in paths:
-        for r in csv.DictReader(path.open()):
-            name = r["provider"]
-            if r.get("flush") != "1" or name in ("vendor", "inductor", "uncached") \
-                    or name.startswith("pick "):
-                continue
-            try:
-                tile = parse(name)
-            except ValueError:
-                continue
-            rows[(str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path),
-                  r["shape"], r["mode"])].append((tile, float(r["us"])))
+        source = str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+        with path.open(newline="") as f:
+            for line, r in enumerate(csv.DictReader(f), start=2):
+                name = r["provider"]
+                if r.get("flush") != "1" or name in ("vendor", "inductor", "uncached") \
+                        or name.startswith("pick "):
+                    continue
+                try:
+                    tile = parse(name)
+                except ValueError:
+                    continue   # not a named tile of this tree's variants
+                got = _SHAPE.fullmatch(r["shape"])
+                try:
+                    if got is None:
+                        raise ValueError(f"shape {r['shape']!r} is not MxNxK[+pP]")
+                    get_mode(r["mode"])
+                    us = float(r["us"])
+                except ValueError as e:
+                    raise ValueError(f"{source}:{line}: {e}") from None
+                m, n, k, pad = got.groups()
+                rows[(source, Case(int(m), int(n), int(k), pad=int(pad or 0)),
+                      r["mode"])].append((tile, us))
     out = []
-    for (source, shape, mode), measured in rows.items():
-        m, n, k, pad = _SHAPE.fullmatch(shape).groups()
-        case = Case(int(m), int(n), int(k), pad=int(pad or 0))
+    for (source, case, mode), measured in rows.items():
+        shape = f"{case.m}x{case.n}x{case.k}" + (f"+p{case.pad}" if case.pad else "")
         _, bucket, variants = _choice(kernels, mode, case, sms)
         index = table._index(DEVICE, str(table.DEFAULT_DIR))[1]
         if any(e.shape == (case.m, case.n, case.k) for e in index.get(bucket, ())):
@@ -129,8 +140,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         found = groups(paths, args.sms)
-    except (KeyError, AttributeError) as e:
-        print(f"model_check: error: not a tiles.py CSV ({e})", file=sys.stderr)
+    except KeyError as e:
+        print(f"model_check: error: not a tiles.py CSV (no column {e})", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"model_check: error: {e}", file=sys.stderr)
         return 2
     if args.groups:
         for g in sorted(found, key=lambda g: -g.regret):
