@@ -181,13 +181,20 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
     ld128 sibling (the same operands, rows aligned to 128 bytes). Given the device's
     `sms`, a nearest lookup weighs the NEIGHBOURS nearest entries' tiles by `_transfer`."""
     path, rows = _index(device_name, str(directory))
-    elem = ELEM_BYTES.get(bucket.split(" ", 1)[0], 2)   # the bucket names its family
-    found = _lookup(path, rows.get(bucket, ()), m, n, k, variants, sms, elem)
-    head, _, ld = bucket.rpartition(" ld")
-    if found is None and ld != "128":
-        found = _lookup(path, rows.get(f"{head} ld128", ()), m, n, k, variants, sms, elem)
+    buckets, elem = _sources(bucket)
+    found = _lookup(path, rows.get(buckets[0], ()), m, n, k, variants, sms, elem)
+    if found is None and len(buckets) > 1:
+        found = _lookup(path, rows.get(buckets[1], ()), m, n, k, variants, sms, elem)
         found = found and (found[0], "table-nearest")
     return found
+
+
+def _sources(bucket: str) -> tuple[tuple[str, ...], int]:
+    """The buckets a lookup reads, in order (one below ld128, then its ld128 sibling),
+    and the bytes of the bucket's elements (the bucket names its family)."""
+    head, _, ld = bucket.rpartition(" ld")
+    return ((bucket,) if ld == "128" else (bucket, f"{head} ld128")), \
+        ELEM_BYTES.get(bucket.split(" ", 1)[0], 2)
 
 
 def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileConfig,
@@ -199,9 +206,8 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
     For sizing a change to the table or the lookup before a device A/B
     (scripts/lookup_diff.py --predict)."""
     _, rows = _index(device_name, str(directory))
-    elem = ELEM_BYTES.get(bucket.split(" ", 1)[0], 2)
-    head, _, _ = bucket.rpartition(" ld")
-    for b in (bucket, f"{head} ld128"):
+    buckets, elem = _sources(bucket)
+    for b in buckets:
         got = [ms for ms, c in _timed(_near(rows.get(b, ()), m, n, k, variants), m, n, k,
                                       variants, sms, elem) if c == config]
         if got:

@@ -88,11 +88,11 @@ def groups(paths: list[Path], sms: int) -> list[Group]:
                 m, n, k, pad = got.groups()
                 rows[(source, Case(int(m), int(n), int(k), pad=int(pad or 0)),
                       r["mode"])].append((tile, us))
+    index = table._index(DEVICE, str(table.DEFAULT_DIR))[1]
     out = []
     for (source, case, mode), measured in rows.items():
         shape = f"{case.m}x{case.n}x{case.k}" + (f"+p{case.pad}" if case.pad else "")
         _, bucket, variants = _choice(kernels, mode, case, sms)
-        index = table._index(DEVICE, str(table.DEFAULT_DIR))[1]
         if any(e.shape == (case.m, case.n, case.k) for e in index.get(bucket, ())):
             continue   # an exact entry: the model's transfer is not what runs
         ranked = []
@@ -114,16 +114,12 @@ def summary(found: list[Group]) -> str:
     regrets = [g.regret for g in found]
     errors = [p / us for g in found for _, us, p in g.tiles]
     worst = max(found, key=lambda g: g.regret)
+    q1, median, q3 = statistics.quantiles(errors, n=4, method="inclusive")
     return (f"{len(found)} measurements, {len(errors)} tiles: the model's first is the "
             f"measured best in {sum(r == 1.0 for r in regrets)}; regret geomean "
             f"{math.exp(statistics.fmean(map(math.log, regrets))):.3f}, worst "
             f"{worst.regret:.3f} ({worst.mode} {worst.shape}, {worst.source}); predicted/"
-            f"measured median {statistics.median(errors):.2f}, middle half "
-            f"{_quantile(errors, 0.25):.2f}-{_quantile(errors, 0.75):.2f}")
-
-
-def _quantile(xs: list[float], q: float) -> float:
-    return statistics.quantiles(xs, n=4, method="inclusive")[round(q * 4) - 1]
+            f"measured median {median:.2f}, middle half {q1:.2f}-{q3:.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
