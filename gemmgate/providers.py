@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 
 import torch
 
+from gemmgate.autotune_pick import Picks, recording
 from gemmgate.inputs import GemmInputs
 from gemmgate.precision import PrecisionMode
 
@@ -184,16 +185,18 @@ def _legacy_precision_readable() -> Iterator[None]:
         m.fp32_precision, mkl.fp32_precision = saved
 
 
-def inductor_provider(inp: GemmInputs, mode: PrecisionMode) -> Call:
+def inductor_provider(inp: GemmInputs, mode: PrecisionMode, picks: Picks | None = None
+                      ) -> Call:
     """torch.compile's Triton GEMM for this case, compiled and autotuned here (outside the
     timed call), under the math flags vendor_flags(mode) has set around the case: inductor
-    reads torch.backends.cuda.matmul when it lowers, so fp32 stays IEEE and tf32 is tf32."""
+    reads torch.backends.cuda.matmul when it lowers, so fp32 stays IEEE and tf32 is tf32.
+    `picks` records which template config its autotuning chose (gemmgate.autotune_pick)."""
     if not inp.a.is_cuda:
         raise Unsupported("inductor provider needs a CUDA GPU")
-    return _compiled(inp, mode)
+    return _compiled(inp, mode, picks)
 
 
-def _compiled(inp: GemmInputs, mode: PrecisionMode) -> Call:
+def _compiled(inp: GemmInputs, mode: PrecisionMode, picks: Picks | None = None) -> Call:
     """The compiled call, on any device (tests drive it on the CPU with torch.compile
     replaced)."""
     if mode.scaled:
@@ -214,7 +217,7 @@ def _compiled(inp: GemmInputs, mode: PrecisionMode) -> Call:
     torch._dynamo.reset()
     compiled = torch.compile(fn, fullgraph=True, dynamic=False, options=_INDUCTOR_OPTIONS)
     try:
-        with _legacy_precision_readable():
+        with _legacy_precision_readable(), recording(picks or Picks()):
             compiled(*args)  # compile and autotune now, not in the timed call
     except Exception as e:
         if "NoValidChoicesError" in f"{type(e).__name__} {e}":  # no Triton template fits

@@ -27,6 +27,7 @@ import torch
 
 from gemmgate import reference, stats
 from gemmgate.accuracy import FAIL, Accuracy, classify, relative_error
+from gemmgate.autotune_pick import Picks
 from gemmgate.context import RunContext, load_function
 from gemmgate.env import environment, telemetry
 from gemmgate.inputs import make_inputs
@@ -127,6 +128,8 @@ class Runner:
             tele["triton_config"] = tiles["triton"].name
         if REFERENCE in tiles:  # a different tile explains an A/B change
             tele["reference_config"] = tiles[REFERENCE].name
+        if "inductor" in tiles:  # the template config that beat (or lost to) ours
+            tele["inductor_config"] = tiles["inductor"].name
         return CaseResult(mode.name, case, results, chip.peak(mode.name), tele,
                           f"{ctx.device}/pid{os.getpid()}")
 
@@ -135,7 +138,8 @@ class Runner:
         if name == "vendor":
             return self.vendor, None
         if name == "inductor":
-            return inductor_provider, None
+            picks = Picks()   # which template its autotuning chose, for this case
+            return (lambda inp, mode: inductor_provider(inp, mode, picks)), picks
         if name not in self.kernels:  # a module:function path (--providers)
             fn = load_function(name)
             chooser = self.tuner.chooser(name) if takes_choose(fn) else None

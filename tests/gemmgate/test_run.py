@@ -165,6 +165,21 @@ def test_inductor_on_the_cpu_is_unsupported_not_a_failure():
     assert r.passed and r.ratio > 0
 
 
+def test_inductors_pick_is_in_the_cases_telemetry(monkeypatch):
+    from gemmgate import run
+    from gemmgate.autotune_pick import Pick
+
+    def fake(inp, mode, picks):   # inductor on the CPU: its autotuning's pick recorded
+        picks.last = Pick("triton_mm 64x32x128 g8 s5 w4")
+        return lambda: inp.a @ inp.b
+
+    monkeypatch.setattr(run, "inductor_provider", fake)
+    r = Runner(_extras_ctx("inductor")).run_case(MODES["fp32"], Case(16, 16, 16))
+    assert r.providers["inductor"].accuracy == "pass"
+    assert r.telemetry["inductor_config"] == "triton_mm 64x32x128 g8 s5 w4"
+    assert r.to_json()["telemetry"]["inductor_config"] == "triton_mm 64x32x128 g8 s5 w4"
+
+
 def test_device_scope_is_a_no_op_on_the_cpu_and_names_the_case_gpu():
     from gemmgate.run import device_scope
 
