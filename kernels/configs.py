@@ -185,29 +185,39 @@ def _round_robin(family: str, tiles, variant: str, smem_limit: int) -> list[Tile
     (Tile by tile, session 9's cut reached only the first three TMA tiles of 16-bit.)
     Likely first: 8 warps from 128x128 up, else 4; 3 stages for 128x256-sized tiles, 5 for
     64x32 (its stages are small: 5 ran 256 x 1024 x 2048 bf16 at 1.06x 4, session 13),
-    else 4; then the other warp count, then one stage more and one less."""
+    else 4; then one stage more (128x64x64 at 5 ran 1152 x 1856 x 1920 bf16 and fp16 in
+    22.3 us, at 4 in 25.3; session 18), the other warp count, one stage less (not below
+    3: a persistent kernel's loads of one tile overlap its previous tile's dots)."""
     orders = []
     for bm, bn, bk in tiles:
         s0 = 3 if bm * bn >= 128 * 256 else 5 if bm * bn <= 64 * 32 else 4
         w0 = 8 if bm * bn >= 128 * 128 else 4
         w1 = 12 - w0
-        settings = ((s0, w0), (s0, w1), (s0 + 1, w0), (s0 - 1, w0), (s0 + 1, w1), (s0 - 1, w1))
-        orders.append([c for c in (_t(bm, bn, bk, st, w, variant) for st, w in settings)
-                       if usable(c, family, smem_limit)])
+        settings = ((s0, w0), (s0 + 1, w0), (s0, w1), (s0 - 1, w0), (s0 + 1, w1), (s0 - 1, w1))
+        orders.append([c for c in (_t(bm, bn, bk, st, w, variant) for st, w in settings
+                                   if st >= 3) if usable(c, family, smem_limit)])
     return [o[i] for i in range(6) for o in orders if i < len(o)]
+
+
+# The unsplit TMA kernel's configs per round of `_interleave` (the other groups take one):
+# the variant most keys' winners run. With one a round, its tiles at their first setting
+# (10 in 16-bit) filled its share of the 30, so no tile's second setting was ever timed
+# (1408 x 1408 x 2048's search, session 18).
+_TMA_PER_ROUND = 3
 
 
 def _interleave(configs: list[TileConfig], limit: int) -> list[TileConfig]:
     """Round-robin over (variant, split_k) groups so that a truncated list still tries
-    every kind of kernel."""
+    every kind of kernel; the unsplit TMA group takes `_TMA_PER_ROUND` a round."""
     groups: dict[tuple, list[TileConfig]] = {}
     for c in configs:
         groups.setdefault((c.variant, c.split_k > 1), []).append(c)
     out: list[TileConfig] = []
     while len(out) < limit and any(groups.values()):
-        for g in groups.values():
-            if g and len(out) < limit:
-                out.append(g.pop(0))
+        for kind, g in groups.items():
+            for _ in range(_TMA_PER_ROUND if kind == ("tma", False) else 1):
+                if g and len(out) < limit:
+                    out.append(g.pop(0))
     return out
 
 

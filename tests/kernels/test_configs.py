@@ -101,10 +101,27 @@ def test_search_space_gives_tma_split_its_share():
     assert len(space) <= 29
     assert {(c.variant, c.split_k > 1) for c in space} == \
         {("tma", False), ("tiled", False), ("tiled", True), ("tma_split", True)}
-    assert set(extra) <= set(space)   # 4 configs: all within their share
+    # one a round against the unsplit TMA kernel's three: the 4-stage splits all in
+    assert len(extra) == 8 and set(extra[:4]) <= set(space)
+    assert sum(c.variant == "tma_split" for c in space) >= 29 // 6
     without = search_space("16bit", ("tma", "tiled"), H200_SMEM, skinny=False,
                            split_ks=(2, 4), tma_splits=extra, limit=29)
     assert all(c.variant != "tma_split" for c in without)   # not a variant the call runs
+
+
+def test_the_unsplit_tma_kernel_tries_a_second_setting_of_its_tiles():
+    """Three TMA configs a round: past each tile's first setting, one stage more, where
+    128x64x64 at 5 stages ran 1152 x 1856 x 1920 bf16 in 22.3 us against 25.3 at 4
+    (session 18); never fewer than 3 stages."""
+    space = search_space("16bit", ("tma", "tiled", "tma_split"), H200_SMEM, skinny=False,
+                         split_ks=(2, 4), tma_splits=tma_split_space(
+                             "16bit", 1408, 1408, 2048, H200_SMS, H200_SMEM))
+    tma = [c for c in space if c.variant == "tma"]
+    assert TileConfig(128, 64, 64, 8, 5, 4, "tma") in tma
+    assert TileConfig(128, 128, 64, 8, 5, 8, "tma") in tma
+    assert all(c.num_stages >= 3 for c in tma) and len(space) == 30
+    assert {(c.variant, c.split_k > 1) for c in space} == \
+        {("tma", False), ("tiled", False), ("tiled", True), ("tma_split", True)}
 
 
 def test_skinny_m_searches_tma_tiles_only_where_the_tiled_kernel_cannot_run():
