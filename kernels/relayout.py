@@ -40,14 +40,14 @@ def _unstage_kernel(x_ptr, y_ptr, total, C, sxr,
     memory: each program stores BLOCK consecutive elements of y with whole vectors (y's
     rows need not start aligned) and gathers them from x's rows."""
     start = tl.program_id(0).to(tl.int64) * BLOCK
+    i = tl.arange(0, BLOCK)
     r0 = start // C              # the block's first row and column: once per program
-    c = (start - r0 * C).to(tl.int32) + tl.arange(0, BLOCK)
+    c = (start - r0 * C).to(tl.int32) + i
     if ONE_WRAP:   # BLOCK <= C: the block crosses one row end at most
         src = x_ptr + r0 * sxr + c + (c >= C).to(tl.int64) * (sxr - C)
     else:          # rows shorter than a block (< 128): a division per element
         q = c // C
         src = x_ptr + (r0 + q) * sxr + (c - q * C)
-    i = tl.arange(0, BLOCK)
     dst = y_ptr + start + i
     if start + BLOCK <= total:
         tl.store(dst, tl.load(src))
