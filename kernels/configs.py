@@ -102,8 +102,10 @@ _SKINNY = {"16bit": ((16, 128, 128), (32, 128, 128), (16, 64, 256), (32, 64, 128
            "fp8": ((16, 128, 256), (32, 128, 128), (16, 64, 256))}
 
 # Split-K tiles, for small M*N with a long K (m128 x 8192^2, 1024^3): whole 128x128
-# tiles first (full-width wgmma; session 7's split-K tried 64-wide tiles only).
-_SPLIT = {"16bit": ((128, 128, 64), (64, 128, 64), (128, 64, 64), (64, 64, 64)),
+# tiles first (full-width wgmma; session 7's split-K tried 64-wide tiles only). 16-bit
+# 64x128x128 (BLOCK_K 128, as its unsplit TMA tile): split 2-4 ran thin M (26-81 x 1762-
+# 5523 x 2693-7310, bf16) at 1.36-1.48x the table's unsplit 64x32x128 picks (session 18).
+_SPLIT = {"16bit": ((128, 128, 64), (64, 128, 128), (64, 128, 64), (128, 64, 64), (64, 64, 64)),
           "fp32": ((128, 128, 32), (64, 128, 32), (128, 64, 32), (64, 64, 32)),
           "fp8": ((128, 128, 128), (64, 128, 128), (128, 64, 128), (64, 64, 128))}
 _MID = {"16bit": (128, 128, 64), "fp32": (128, 128, 32), "fp8": (128, 128, 128)}

@@ -49,6 +49,7 @@ S14 = RESULTS / "h200-2026-11-30-s14"
 S15 = RESULTS / "h200-2026-11-30-s15"
 S16 = RESULTS / "h200-2026-11-30-s16"
 S17 = RESULTS / "h200-2026-12-01-s17"
+S18 = RESULTS / "h200-2026-12-01-s18"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -317,6 +318,17 @@ TABLES: dict[str, Callable[[], str]] = {
     "s17-sets-long-tail": lambda: s9_long_tail(S17 / "cases.csv", "callH-"),
     "s17-below": lambda: ratios_below(S17 / "cases.csv", "callH-", 0.8),
     "s17-inductor-12": lambda: s12_inductor(S17 / "cases.csv", "callI-ind12"),
+    "s18-k128": lambda: tiles_table(S18 / "tiles_k128.csv"),
+    "s18-k128-inductor": lambda: tiles_table(S18 / "tiles_k128_inductor.csv"),
+    "s18-fit-bf16": lambda: tiles_table(S18 / "tiles_fit.csv", mode="bf16"),
+    "s18-fit-fp16": lambda: tiles_table(S18 / "tiles_fit.csv", mode="fp16"),
+    "s18-fit-fp8": lambda: tiles_table(S18 / "tiles_fit.csv", mode="fp8"),
+    "s18-retune": lambda: csv_table(S18 / "retune.csv"),
+    "s18-full-retune": lambda: ab_changes(S18 / "cases.csv", "callC-", 0.97, 1.03),
+    "s18-kept": lambda: ab_changes(S18 / "cases.csv", "final-", 1.0, 1.0),
+    "s18-steps": lambda: label_steps(S18 / "cases.csv"),
+    "s18-below": lambda: ratios_below(S18 / "cases.csv", "final-", 0.8),
+    "s18-long-tail": lambda: s9_long_tail(S18 / "cases.csv", "final-"),
 }
 
 

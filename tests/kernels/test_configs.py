@@ -101,9 +101,10 @@ def test_search_space_gives_tma_split_its_share():
     assert len(space) <= 29
     assert {(c.variant, c.split_k > 1) for c in space} == \
         {("tma", False), ("tiled", False), ("tiled", True), ("tma_split", True)}
-    # one a round against the unsplit TMA kernel's three: the 4-stage splits all in
-    assert len(extra) == 8 and set(extra[:4]) <= set(space)
-    assert sum(c.variant == "tma_split" for c in space) >= 29 // 6
+    # one a round against the unsplit TMA kernel's three: the first of them, in order
+    share = 29 // 6
+    assert len(extra) > share and set(extra[:share]) <= set(space)
+    assert sum(c.variant == "tma_split" for c in space) >= share
     without = search_space("16bit", ("tma", "tiled"), H200_SMEM, skinny=False,
                            split_ks=(2, 4), tma_splits=extra, limit=29)
     assert all(c.variant != "tma_split" for c in without)   # not a variant the call runs
@@ -183,3 +184,11 @@ def test_cdiv_is_the_ceiling_of_a_division():
     from kernels.configs import cdiv
 
     assert [cdiv(a, 4) for a in (0, 1, 4, 5, 8, 9)] == [0, 1, 1, 2, 2, 3]
+
+
+def test_thin_m_split_space_offers_64x128_with_128_deep_k_blocks():
+    """16-bit thin M (26-81 rows) ran split 2-4 of 64x128x128 at 1.36-1.48x the unsplit
+    64x32x128 the table borrowed (session 18): the split search offers it."""
+    space = tma_split_space("16bit", 64, 4096, 2048, H200_SMS, H200_SMEM)
+    got = {(c.block_m, c.block_n, c.block_k, c.split_k) for c in space}
+    assert (64, 128, 128, 4) in got
