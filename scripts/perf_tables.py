@@ -329,6 +329,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "s18-steps": lambda: label_steps(S18 / "cases.csv"),
     "s18-below": lambda: ratios_below(S18 / "cases.csv", "final-", 0.8),
     "s18-long-tail": lambda: s9_long_tail(S18 / "cases.csv", "final-"),
+    "s18-thin": lambda: tiles_table(S18 / "tiles_thin.csv"),
+    "s18-thin-retune": lambda: ab_changes(S18 / "cases.csv", "callE-", 0.97, 1.03),
 }
 
 
