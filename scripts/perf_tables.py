@@ -331,6 +331,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "s18-long-tail": lambda: s9_long_tail(S18 / "cases.csv", "final-"),
     "s18-thin": lambda: tiles_table(S18 / "tiles_thin.csv"),
     "s18-thin-retune": lambda: ab_changes(S18 / "cases.csv", "callE-", 0.97, 1.03),
+    "s18-final-below": lambda: ratios_below(S18 / "cases.csv", "callF-", 0.8),
+    "s18-final-long-tail": lambda: s9_long_tail(S18 / "cases.csv", "callF-"),
 }
 
 
