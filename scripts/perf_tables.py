@@ -333,6 +333,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "s18-thin-retune": lambda: ab_changes(S18 / "cases.csv", "callE-", 0.97, 1.03),
     "s18-final-below": lambda: ratios_below(S18 / "cases.csv", "callF-", 0.8),
     "s18-final-long-tail": lambda: s9_long_tail(S18 / "cases.csv", "callF-"),
+    "s18-thin-reps": lambda: ab_changes(S18 / "cases.csv", "callG-", 0.9, 1.1),
+    "s18-g-below": lambda: ratios_below(S18 / "cases.csv", "callG-", 0.8),
+    "s18-g-long-tail": lambda: s9_long_tail(S18 / "cases.csv", "callG-"),
 }
 
 
