@@ -327,15 +327,16 @@ TABLES: dict[str, Callable[[], str]] = {
     "s18-full-retune": lambda: ab_changes(S18 / "cases.csv", "callC-", 0.97, 1.03),
     "s18-kept": lambda: ab_changes(S18 / "cases.csv", "final-", 1.0, 1.0),
     "s18-steps": lambda: label_steps(S18 / "cases.csv"),
+    "s18-steps-efg": lambda: label_steps(S18 / "cases_efg.csv"),
     "s18-below": lambda: ratios_below(S18 / "cases.csv", "final-", 0.8),
     "s18-long-tail": lambda: s9_long_tail(S18 / "cases.csv", "final-"),
     "s18-thin": lambda: tiles_table(S18 / "tiles_thin.csv"),
-    "s18-thin-retune": lambda: ab_changes(S18 / "cases.csv", "callE-", 0.97, 1.03),
-    "s18-final-below": lambda: ratios_below(S18 / "cases.csv", "callF-", 0.8),
-    "s18-final-long-tail": lambda: s9_long_tail(S18 / "cases.csv", "callF-"),
-    "s18-thin-reps": lambda: ab_changes(S18 / "cases.csv", "callG-", 0.9, 1.1),
-    "s18-g-below": lambda: ratios_below(S18 / "cases.csv", "callG-", 0.8),
-    "s18-g-long-tail": lambda: s9_long_tail(S18 / "cases.csv", "callG-"),
+    "s18-thin-retune": lambda: ab_changes(S18 / "cases_efg.csv", "callE-", 0.97, 1.03),
+    "s18-final-below": lambda: ratios_below(S18 / "cases_efg.csv", "callF-", 0.8),
+    "s18-final-long-tail": lambda: s9_long_tail(S18 / "cases_efg.csv", "callF-"),
+    "s18-thin-reps": lambda: ab_changes(S18 / "cases_efg.csv", "callG-", 0.9, 1.1),
+    "s18-g-below": lambda: ratios_below(S18 / "cases_efg.csv", "callG-", 0.8),
+    "s18-g-long-tail": lambda: s9_long_tail(S18 / "cases_efg.csv", "callG-"),
 }
 
 
