@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,9 +28,13 @@ class Pick:
 
 @dataclass
 class Picks:
-    """The last case's pick (a run's Runner makes one per case, as a kernel's Chooser)."""
-    last: Pick | None = None
+    """A case's picks, one per autotuning, in order (a run's Runner makes one per case,
+    as a kernel's Chooser); `last` is the one a run records."""
     seen: list[Pick] = field(default_factory=list)
+
+    @property
+    def last(self) -> Pick | None:
+        return self.seen[-1] if self.seen else None
 
 
 def describe(name: str, description: str) -> str:
@@ -47,7 +52,7 @@ def describe(name: str, description: str) -> str:
 @contextlib.contextmanager
 def recording(picks: Picks) -> Iterator[None]:
     """While the body compiles, each of inductor's autotunings appends its fastest choice
-    to `picks.seen` and sets `picks.last`."""
+    to `picks.seen`."""
     try:
         sa = importlib.import_module("torch._inductor.select_algorithm")
         cache = sa.get_algorithm_selector_cache()
@@ -57,13 +62,11 @@ def recording(picks: Picks) -> Iterator[None]:
         return
 
     def saver(timings, *_rest) -> None:
-        finite = {c: t for c, t in (timings or {}).items() if t == t and t != float("inf")}
+        finite = {c: t for c, t in (timings or {}).items() if math.isfinite(t)}
         if finite:
             best = min(finite, key=finite.__getitem__)
-            pick = Pick(describe(getattr(best, "name", type(best).__name__),
-                                 getattr(best, "description", "")))
-            picks.seen.append(pick)
-            picks.last = pick
+            picks.seen.append(Pick(describe(getattr(best, "name", type(best).__name__),
+                                            getattr(best, "description", ""))))
 
     hooks.append(saver)
     try:

@@ -312,7 +312,7 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
     exact = [r for r in fresh if r.shape == (m, n, k)]
     if exact:
         return exact[0].config, "table"
-    near = _near(rows, m, n, k, variants)
+    near = _near(tuple(fresh), m, n, k, variants)
     if not near:
         return None
     options = _timed(near[:NEIGHBOURS], m, n, k, variants, sms, elem) if sms else []
@@ -320,8 +320,10 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
         return near[0].config, "table-nearest"
     best = min(options, key=lambda o: o[0])
     far = _timed(near[NEIGHBOURS:FAR_NEIGHBOURS], m, n, k, variants, sms, elem)
-    if far and min(o[0] for o in far) * FAR_MARGIN <= best[0]:
-        best = min(far, key=lambda o: o[0])
+    if far:
+        far_best = min(far, key=lambda o: o[0])
+        if far_best[0] * FAR_MARGIN <= best[0]:
+            best = far_best
     return best[1], "table-nearest"
 
 

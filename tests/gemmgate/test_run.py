@@ -170,7 +170,7 @@ def test_inductors_pick_is_in_the_cases_telemetry(monkeypatch):
     from gemmgate.autotune_pick import Pick
 
     def fake(inp, mode, picks):   # inductor on the CPU: its autotuning's pick recorded
-        picks.last = Pick("triton_mm 64x32x128 g8 s5 w4")
+        picks.seen.append(Pick("triton_mm 64x32x128 g8 s5 w4"))
         return lambda: inp.a @ inp.b
 
     monkeypatch.setattr(run, "inductor_provider", fake)
