@@ -140,6 +140,18 @@ SETS: dict[str, tuple[Case, ...]] = {
         (176, 1760, 1600), (714, 1044, 651), (272, 720, 5840), (1849, 1748, 8155),
         (32, 3504, 2544), (38, 3014, 215), (32, 512, 3376), (81, 3939, 2693),
     ]),
+    # A third draw (session 19), after sessions 13-18 changed the search, the lookup and
+    # the table with holdout's and holdout2's misses in view: log-uniform in [128, 8192]
+    # (M in [16, 100] for the last four), random.Random(20261201); even draws rounded to
+    # multiples of 16 (at least 16), odd draws left odd.
+    "holdout3": _cases([
+        (231, 7147, 240), (288, 7968, 176), (6096, 333, 489), (5120, 4001, 4240),
+        (1721, 191, 3309), (4583, 1584, 6880), (512, 1280, 4256), (365, 5904, 1648),
+        (1465, 1073, 1263), (144, 2672, 464), (4651, 5168, 144), (1696, 272, 977),
+        (245, 6960, 1775), (491, 1965, 4752), (307, 256, 1969), (1936, 4651, 4304),
+        (5021, 1232, 224), (7725, 416, 883), (155, 473, 1689), (177, 2955, 4617),
+        (64, 3477, 2457), (29, 288, 192), (64, 1392, 809), (32, 1389, 304),
+    ]),
     # LLM layer shapes only (prefill M=4096 and decode-ish M=16), LLaMA-7B/13B/70B.
     "llm": _cases([
         (m, n, k) for m in (16, 4096) for (n, k) in

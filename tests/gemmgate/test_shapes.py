@@ -22,7 +22,8 @@ from gemmgate.shapes import (
 
 
 def test_set_names():
-    assert set(SETS) == {"smoke", "tail", "pr", "nightly", "llm", "tune", "holdout", "holdout2"}
+    assert set(SETS) == {"smoke", "tail", "pr", "nightly", "llm", "tune", "holdout", "holdout2",
+                         "holdout3"}
     assert all(SETS[name] for name in SETS)
 
 
@@ -38,7 +39,7 @@ def test_tuning_and_holdout_points_are_off_the_measured_sets():
         return {(c.m, c.n, c.k) for c in SETS[name]}
 
     measured = points("pr") | points("nightly") | points("llm")
-    held = points("holdout") | points("holdout2")
+    held = points("holdout") | points("holdout2") | points("holdout3")
     assert not points("tune") & (measured | held)
     assert not held & measured
 
