@@ -108,6 +108,15 @@ _SKINNY = {"16bit": ((16, 128, 128), (32, 128, 128), (16, 64, 256), (32, 64, 128
 _SPLIT = {"16bit": ((128, 128, 64), (64, 128, 128), (64, 128, 64), (128, 64, 64), (64, 64, 64)),
           "fp32": ((128, 128, 32), (64, 128, 32), (128, 64, 32), (64, 64, 32)),
           "fp8": ((128, 128, 128), (64, 128, 128), (128, 64, 128), (64, 64, 128))}
+# IEEE fp32 runs on the FMA units, not wgmma: its best tiles are small (4096^3 and 8192^3:
+# the tiled kernel's 64x64x32 with 4 warps; mid-size shapes: TMA 64x64x32, where the
+# tf32-shaped tiles of 128 and up ran 0.10-0.53 of cuBLAS, session 19 call A), and
+# 128x128 with 4 warps (128 accumulators a thread) ran at a tenth of that. So its own
+# list, smallest first, and splits of small tiles.
+_FMA_TILES = ((64, 64, 32), (128, 64, 32), (64, 128, 32), (64, 32, 32), (128, 128, 32),
+              (64, 64, 16), (128, 32, 32), (64, 64, 64))
+_FMA_SPLIT = ((64, 64, 32), (128, 64, 32), (64, 128, 32), (64, 32, 32))
+_FMA_SMALL_TILED = ((32, 64, 32), (32, 32, 32))
 _MID = {"16bit": (128, 128, 64), "fp32": (128, 128, 32), "fp8": (128, 128, 128)}
 _SMALL = {"16bit": (64, 64, 64), "fp32": (64, 64, 32), "fp8": (64, 64, 128)}
 
@@ -121,24 +130,28 @@ def usable(c: TileConfig, family: str, smem_limit: int) -> bool:
 
 def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinny: bool,
                  split_ks: Sequence[int] = (), tma_splits: Sequence[TileConfig] = (),
-                 limit: int = 30) -> tuple[TileConfig, ...]:
+                 limit: int = 30, fma: bool = False) -> tuple[TileConfig, ...]:
     """The configs `gemmgate tune` times for one key, most promising first, pruned by
     shared memory and accumulator registers, at most `limit`. `split_ks`: the tiled
-    variant's K splits to try; `tma_splits`: the TMA split-K configs (`tma_split_space`)."""
+    variant's K splits to try; `tma_splits`: the TMA split-K configs (`tma_split_space`);
+    `fma`: IEEE fp32, on the FMA units (`_FMA_TILES`)."""
     # Skinny M searches the tiled kernel's skinny tiles, and TMA's 64-row tiles (split-K
     # among them) only where the tiled kernel is not an option (fp8 with a kept K-major B,
     # session 13).
     tma_ok = not skinny or "tiled" not in variants
+    big = _FMA_TILES if fma else _TILES[family]
     out: list[TileConfig] = list(tma_splits) if "tma_split" in variants and tma_ok else []
     if "tma" in variants and tma_ok:
-        out += _round_robin(family, _TILES[family], "tma", smem_limit)
+        out += _round_robin(family, big, "tma", smem_limit)
     if "tiled" in variants:
-        tiles = _SKINNY[family] + _TILES[family][2:5] if skinny else _TILES[family]
+        tiles = _SKINNY[family] + big[2:5] if skinny else \
+            big + _FMA_SMALL_TILED if fma else big
         for stages in (4, 3):
             for bm, bn, bk in tiles:
                 out.append(_t(bm, bn, bk, stages, 4 if bm * bn <= 128 * 64 else 8))
         for stages in (4, 3):
-            for bm, bn, bk in (_SKINNY[family][:2] if skinny else _SPLIT[family]):
+            for bm, bn, bk in (_SKINNY[family][:2] if skinny else
+                               _FMA_SPLIT if fma else _SPLIT[family]):
                 for split in split_ks:
                     out.append(_t(bm, bn, bk, stages, 8 if bm * bn >= 128 * 128 else 4,
                                   split=split))
@@ -157,15 +170,16 @@ def ranges_fit(k: int, split: int, block_k: int) -> bool:
 
 
 def tma_split_space(family: str, m: int, n: int, k: int, num_sms: int,
-                    smem_limit: int) -> list[TileConfig]:
+                    smem_limit: int, fma: bool = False) -> list[TileConfig]:
     """TMA split-K configs for one shape: each split-K tile whose output tiles make at most
     one wave, at the splits that make tiles x splits one and two waves at most (fewer
     where K ranges would be shorter than two blocks); 4 stages first, then 3. A tile that
     fills more than half the SMs gets split 2: two programs per SM, both resident where
-    shared memory allows (64 x 11008 x 4096 bf16: 86 tiles of 64x128, session 12)."""
+    shared memory allows (64 x 11008 x 4096 bf16: 86 tiles of 64x128, session 12).
+    `fma`: IEEE fp32's small tiles (`_FMA_SPLIT`)."""
     out: list[TileConfig] = []
     for stages in (4, 3):
-        for bm, bn, bk in _SPLIT[family]:
+        for bm, bn, bk in _FMA_SPLIT if fma else _SPLIT[family]:
             tiles = cdiv(m, bm) * cdiv(n, bn)
             if tiles > num_sms:
                 continue
@@ -235,18 +249,19 @@ def split_for(m: int, n: int, k: int, c: TileConfig, num_sms: int) -> int:
 
 
 def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
-              smem_limit: int, tiled: bool = True) -> TileConfig:
+              smem_limit: int, tiled: bool = True, fma: bool = False) -> TileConfig:
     """The tile a call gets when the tuning table has nothing near: the largest tile that
     still gives every SM work, on the TMA variant where it applies; split-K (the tiled
     variant) when even small tiles leave most SMs idle and K is long; skinny tiles for
     decode-like M. `tiled=False`: the tiled variant is not an option (its loads would
-    not vectorise, kernels/dispatch.py)."""
+    not vectorise, kernels/dispatch.py). `fma` (IEEE fp32): the small tile at any size."""
     big, mid, small = _TILES[family][0], _MID[family], _SMALL[family]
     variant = "tma" if tma else "tiled"
     if m <= 32 and tiled:
         c = _t(*_SKINNY[family][0], 4, 4)
         return replace(c, split_k=split_for(m, n, k, c, num_sms))
-    for (bm, bn, bk), stages, warps in ((big, 3, 8), (mid, 4, 8), (small, 4, 4)):
+    sizes = ((small, 4, 4),) if fma else ((big, 3, 8), (mid, 4, 8), (small, 4, 4))
+    for (bm, bn, bk), stages, warps in sizes:
         cand = _t(bm, bn, bk, stages, warps, variant)
         if cdiv(m, bm) * cdiv(n, bn) >= num_sms and usable(cand, family, smem_limit):
             return cand

@@ -68,6 +68,7 @@ class Plan:
     variants: tuple[str, ...]
     pick: TileConfig                # the table's or the heuristic's choice
     source: str                     # "table", "table-nearest", "heuristic", "interpreter"
+    fma: bool = False               # IEEE fp32: the FMA units' tiles (kernels/configs.py)
 
 
 def family(mode: KernelMode) -> str:
@@ -118,14 +119,16 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
     fam, key, bucket, copy_a, copy_b, variants = decide(
         mode, cap, M, N, K, sa, sb, aligned, elem, has_tma=cap >= (9, 0) and not on_cpu,
         cached=cached)
+    fma = fam == "fp32" and mode.input_precision == "ieee"
     if on_cpu:
-        return Plan(fam, key, copy_a, copy_b, variants, INTERPRETER_CONFIG, "interpreter")
+        return Plan(fam, key, copy_a, copy_b, variants, INTERPRETER_CONFIG, "interpreter",
+                    fma)
     found = table.lookup(name, bucket, M, N, K, variants=variants, sms=num_sms(device))
     if found is not None and usable(found[0], fam, smem):
-        return Plan(fam, key, copy_a, copy_b, variants, found[0], found[1])
+        return Plan(fam, key, copy_a, copy_b, variants, found[0], found[1], fma)
     pick = heuristic(fam, M, N, K, tma=variants[0] == "tma", num_sms=num_sms(device),
-                     smem_limit=smem, tiled="tiled" in variants)
-    return Plan(fam, key, copy_a, copy_b, variants, pick, "heuristic")
+                     smem_limit=smem, tiled="tiled" in variants, fma=fma)
+    return Plan(fam, key, copy_a, copy_b, variants, pick, "heuristic", fma)
 
 
 def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: tuple,
@@ -214,10 +217,10 @@ def candidates(p: Plan, device: torch.device, M: int, N: int, K: int) -> tuple[T
     _, smem, _ = _device_info(device)
     splits = tuple(s for s in (2, 4, 8, 16) if K >= s * 256 and M * N <= 1024 * 1024)
     skinny = M <= 32
-    tma_splits = tma_split_space(p.family, M, N, K, num_sms(device), smem) \
+    tma_splits = tma_split_space(p.family, M, N, K, num_sms(device), smem, p.fma) \
         if "tma_split" in p.variants else ()
     space = search_space(p.family, p.variants, smem, skinny=skinny, split_ks=splits,
-                         tma_splits=tma_splits, limit=29)
+                         tma_splits=tma_splits, limit=29, fma=p.fma)
     return (p.pick, *(c for c in space if c != p.pick))
 
 

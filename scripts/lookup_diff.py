@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
 import sys
 from collections import Counter
 from pathlib import Path
@@ -29,53 +30,65 @@ DEVICE = "NVIDIA H200"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8", "tf32x3")
 
 
-def _choice(pkg, mode_name: str, case, sms: int) -> tuple[object, str, tuple[str, ...]]:
-    """(the tile `pkg` (a `kernels` package) picks for a case or None where the table
-    has nothing near, the case's bucket, the variants it may run)."""
+SMEM = 232448   # the H200's shared memory per block (opt-in), for the heuristic
+
+
+def _choice(pkg, mode_name: str, case, sms: int
+            ) -> tuple[object, bool, str, tuple[str, ...]]:
+    """(the tile `pkg` (a `kernels` package) picks for a case: the table's, or where it
+    has nothing near the heuristic's; whether it is the heuristic's; the case's bucket;
+    the variants it may run)."""
     from gemmgate.inputs import layout
     from gemmgate.precision import get_mode
 
     a, b = layout(case, get_mode(mode_name))   # meta tensors: the harness's strides
     mode = pkg.modes.mode_named(mode_name)
-    _, _, bucket, _, _, variants = pkg.dispatch.decide(
+    fam, _, bucket, _, _, variants = pkg.dispatch.decide(
         mode, (9, 0), case.m, case.n, case.k, a.stride(), b.stride(), (True, True),
         a.element_size(), has_tma=True, cached=True)
     found = pkg.table.lookup(DEVICE, bucket, case.m, case.n, case.k, variants=variants,
                              sms=sms)
-    return (None if found is None else found[0]), bucket, variants
+    if found is not None:
+        return found[0], False, bucket, variants
+    heuristic = pkg.configs.heuristic
+    extra = {"fma": fam == "fp32" and mode.input_precision == "ieee"} \
+        if "fma" in inspect.signature(heuristic).parameters else {}   # older trees: none
+    tile = heuristic(fam, case.m, case.n, case.k, tma=variants[0] == "tma", num_sms=sms,
+                     smem_limit=SMEM, tiled="tiled" in variants, **extra)
+    return tile, True, bucket, variants
 
 
-def _text(c) -> str:
-    if c is None:
-        return "heuristic"
+def _text(c, heuristic: bool = False) -> str:
     split = f" k{c.split_k}" if c.split_k > 1 else ""
-    return (f"{c.variant} {c.block_m}x{c.block_n}x{c.block_k} g{c.group_m} "
-            f"s{c.num_stages} w{c.num_warps}{split}")
+    return ("heuristic " if heuristic else "") + (
+        f"{c.variant} {c.block_m}x{c.block_n}x{c.block_k} g{c.group_m} "
+        f"s{c.num_stages} w{c.num_warps}{split}")
 
 
 def pick(pkg, mode_name: str, case, sms: int) -> str:
-    """The tile `pkg` picks for a case, as text ('heuristic' where the table has nothing
-    near)."""
-    return _text(_choice(pkg, mode_name, case, sms)[0])
+    """The tile `pkg` picks for a case, as text ('heuristic ...' where the table has
+    nothing near)."""
+    return _text(*_choice(pkg, mode_name, case, sms)[:2])
 
 
 def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False
          ) -> list[tuple[str, ...]]:
     """(set, mode, case id, old pick, new pick) for every case whose pick differs; `sets`:
     (name, cases) pairs. `predict`: also the time `new`'s table model predicts for each
-    pick (kernels.table.predict, microseconds; '-' where it has no figure: a heuristic
-    pick, or a tile no near entry has) and old / new (the predicted gain)."""
+    pick (kernels.table.predict, microseconds; '-' where no near entry has the tile,
+    as for most heuristic picks) and old / new (the predicted gain)."""
     out = []
     for name, cases in sets:
         for mode in modes:
             for case in cases:
-                a = _choice(old, mode, case, sms)[0]
-                b, bucket, variants = _choice(new, mode, case, sms)
-                if _text(a) == _text(b):   # tiles of two packages: compared as text
+                a, heur_a, _, _ = _choice(old, mode, case, sms)
+                b, heur_b, bucket, variants = _choice(new, mode, case, sms)
+                text_a, text_b = _text(a, heur_a), _text(b, heur_b)
+                if text_a == text_b:   # tiles of two packages: compared as text
                     continue
-                row = (name, mode, case.id, _text(a), _text(b))
+                row = (name, mode, case.id, text_a, text_b)
                 if predict:
-                    us = [None if c is None else new.table.predict(
+                    us = [new.table.predict(
                         DEVICE, bucket, case.m, case.n, case.k,
                         new.table.TileConfig(**dataclasses.asdict(c)), sms=sms,
                         variants=variants)

@@ -33,11 +33,29 @@ def test_the_same_package_picks_the_same_tiles():
 def test_a_table_with_nothing_near_shows_every_case_as_the_heuristic():
     ld = _module()
     bare = types.SimpleNamespace(dispatch=kernels.dispatch, modes=kernels.modes,
+                                 configs=kernels.configs,
                                  table=types.SimpleNamespace(lookup=lambda *a, **k: None))
     rows = ld.diff(kernels, bare, SETS, ["bf16"], 132)
-    assert [(r[0], r[1], r[2], r[4]) for r in rows] == [
-        ("few", "bf16", c.id, "heuristic") for c in SETS[0][1]]
-    assert all(r[3] != "heuristic" for r in rows)
+    assert [(r[0], r[1], r[2]) for r in rows] == [("few", "bf16", c.id) for c in SETS[0][1]]
+    for r, c in zip(rows, SETS[0][1]):   # the heuristic's own tile, named as such
+        tile = kernels.configs.heuristic("16bit", c.m, c.n, c.k, tma=True, num_sms=132,
+                                         smem_limit=ld.SMEM)
+        assert r[4] == "heuristic " + ld._text(tile) and not r[3].startswith("heuristic")
+
+
+def test_a_heuristic_change_shows_where_the_table_has_nothing_near():
+    """IEEE fp32 4096^3 cr has no table bucket: the heuristic's pick is what changes."""
+    ld = _module()
+    cr = Case(4096, 4096, 4096, "cr")
+    tile, heuristic, _, _ = ld._choice(kernels, "fp32", cr, 132)
+    assert heuristic and (tile.block_m, tile.block_n) == (64, 64)   # the FMA units' tile
+    big = types.SimpleNamespace(**{**vars(kernels.configs), "heuristic": lambda *a, **k:
+                                   kernels.configs.heuristic(*a, **{**k, "fma": False})})
+    old = types.SimpleNamespace(dispatch=kernels.dispatch, modes=kernels.modes,
+                                configs=big, table=kernels.table)
+    rows = ld.diff(old, kernels, [("pr", (cr,))], ["fp32"], 132)
+    assert [r[3:] for r in rows] == [("heuristic tiled 128x128x32 g8 s3 w8",
+                                      "heuristic " + ld._text(tile))]
 
 
 def test_a_bad_ref_is_exit_2(capsys):
@@ -52,7 +70,7 @@ def test_predict_adds_the_models_time_for_each_pick_and_the_gain():
 
     ld = _module()
     cube = Case(1000, 1000, 1000)
-    new, bucket, variants = ld._choice(kernels, "bf16", cube, 132)
+    new, _, bucket, variants = ld._choice(kernels, "bf16", cube, 132)
     rows = table._index(ld.DEVICE, str(table.DEFAULT_DIR))[1][bucket]
     other = next(r.config for r in table._near(rows, 1000, 1000, 1000, variants)
                  if r.config != new)                        # a near entry's other tile
@@ -64,6 +82,10 @@ def test_predict_adds_the_models_time_for_each_pick_and_the_gain():
     old_us, new_us = map(float, re.fullmatch(r"([\d.]+) -> ([\d.]+) us", got[0][5]).groups())
     assert old_us > 0 < new_us and abs(float(got[0][6][1:]) - old_us / new_us) < 0.02
     bare = types.SimpleNamespace(dispatch=kernels.dispatch, modes=kernels.modes,
+                                 configs=kernels.configs,
                                  table=types.SimpleNamespace(lookup=lambda *a, **k: None))
-    for r in ld.diff(bare, kernels, SETS, ["bf16"], 132, predict=True):
-        assert r[5].startswith("- -> ") and r[6] == "x-"
+    rows = ld.diff(bare, kernels, SETS, ["bf16"], 132, predict=True)
+    assert rows
+    for r in rows:   # the heuristic's tile: a figure only where a near entry has it
+        old_us, new_us = re.fullmatch(r"([\d.]+|-) -> ([\d.]+) us", r[5]).groups()
+        assert (r[6] == "x-") == (old_us == "-")

@@ -49,6 +49,33 @@ def test_search_space_is_bounded_pruned_and_tries_every_kind(family):
     assert all(c.num_warps == 8 for c in split if c.block_m * c.block_n >= 128 * 128)
 
 
+def test_ieee_fp32_searches_small_fma_tiles_first():
+    """IEEE fp32 runs on the FMA units: TMA 64x64x32 ran mid-size shapes at 0.45-0.67 of
+    cuBLAS where the tf32-shaped 128x128 tiles ran 0.20-0.53 (session 19, call A)."""
+    ts = tma_split_space("fp32", 1721, 191, 3309, H200_SMS, H200_SMEM, fma=True)
+    space = search_space("fp32", ("tma", "tiled", "tma_split"), H200_SMEM, skinny=False,
+                         split_ks=(2, 4), tma_splits=ts, limit=29, fma=True)
+    assert len(space) == 29 and len(set(space)) == len(space)
+    tma = [c for c in space if c.variant == "tma"]
+    assert (tma[0].block_m, tma[0].block_n, tma[0].block_k, tma[0].num_warps) == (64, 64, 32, 4)
+    assert all(c.block_m * c.block_n <= 128 * 128 for c in space)
+    assert all(c.acc_regs() <= 64 for c in space)          # 128 a thread ran at a tenth
+    assert {c.split_k for c in space if c.variant == "tma_split"} >= {2}
+    assert all((c.block_m, c.block_n) != (128, 128) for c in ts)   # small tiles split
+    tiled = {(c.block_m, c.block_n) for c in space if c.variant == "tiled"}
+    assert (64, 64) in tiled
+    # tf32 (the same family) keeps the tensor-core list
+    tf32 = search_space("fp32", ("tma", "tiled"), H200_SMEM, skinny=False)
+    assert (tf32[0].block_m, tf32[0].block_n) == (128, 128)
+    # with nothing near in the table, IEEE fp32 takes the small tile at any size
+    big = heuristic("fp32", 8192, 8192, 8192, tma=True, num_sms=H200_SMS,
+                    smem_limit=H200_SMEM, fma=True)
+    assert (big.block_m, big.block_n, big.block_k, big.variant) == (64, 64, 32, "tma")
+    few = heuristic("fp32", 512, 512, 8192, tma=True, num_sms=H200_SMS,
+                    smem_limit=H200_SMEM, fma=True)
+    assert (few.block_m, few.block_n, few.split_k) == (64, 64, 2)
+
+
 @pytest.mark.parametrize("family", ["16bit", "fp32", "fp8"])
 def test_the_tma_share_of_the_search_tries_every_tile_shape(family):
     """Cut at its share of the 30, the TMA list still holds every tile shape that fits at

@@ -120,6 +120,13 @@ def test_ieee_fp32_copies_a_column_major_b_row_major(device):
     assert torch.equal(b2, b) and b2.stride() == (52, 1)                  # row-major, padded
 
 
+def test_only_ieee_fp32_plans_search_the_fma_tiles():
+    a, b = torch.randn(40, 24), torch.randn(24, 56)
+    assert dispatch.plan(MODES["fp32"], a, b).fma
+    assert not dispatch.plan(MODES["tf32"], a, b).fma
+    assert not dispatch.plan(MODES["tf32x3"], a, b).fma
+
+
 def test_skinny_m_zero_k_and_old_chips_use_the_tiled_kernel():
     assert _decide("bf16", 16, 4096, 4096)[5] == ("tiled",)
     assert _decide("bf16", 4096, 4096, 0)[5] == ("tiled",)
