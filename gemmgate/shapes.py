@@ -119,6 +119,11 @@ SETS: dict[str, tuple[Case, ...]] = {
         # 64x32x128 they borrowed from 64 x 4096 x 2048 (K = 2048, where unsplit wins;
         # session 18, chosen with those cases in view)
         (56, 2999, 4096), (40, 5001, 7168),
+        # 16-bit thin M on aligned operands, now TMA and split-K beside the tiled kernel:
+        # M between 32 and 64, few output tiles over a deep K, and a wide N (session 19;
+        # the table's one thin aligned entry was pr's 16 x 4096 x 4096, and bf16 48 x 4096
+        # x 4096 borrowed its unsplit 16x64x256 at 0.59 of cuBLAS)
+        (48, 2560, 5120), (16, 1280, 7168), (24, 9216, 3072),
     ]),
     # Shapes never tuned (a test keeps them out of the committed tables): drawn once,
     # log-uniform, random.Random(20261130); even draws rounded to multiples of 16, odd

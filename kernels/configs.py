@@ -105,7 +105,10 @@ _SKINNY = {"16bit": ((16, 128, 128), (32, 128, 128), (16, 64, 256), (32, 64, 128
 # tiles first (full-width wgmma; session 7's split-K tried 64-wide tiles only). 16-bit
 # 64x128x128 (BLOCK_K 128, as its unsplit TMA tile): split 2-4 ran thin M (26-81 x 1762-
 # 5523 x 2693-7310, bf16) at 1.36-1.48x the table's unsplit 64x32x128 picks (session 18).
-_SPLIT = {"16bit": ((128, 128, 64), (64, 128, 128), (64, 128, 64), (128, 64, 64), (64, 64, 64)),
+# 64x64x128 split 4 ran bf16 32 x 512 x 3376 and 32 x 1392 x 2048 at 1.13 and 1.01 of
+# cuBLAS, the tiled pick 0.96 and 0.95 (session 19, call A).
+_SPLIT = {"16bit": ((128, 128, 64), (64, 128, 128), (64, 64, 128), (64, 128, 64), (128, 64, 64),
+                    (64, 64, 64)),
           "fp32": ((128, 128, 32), (64, 128, 32), (128, 64, 32), (64, 64, 32)),
           "fp8": ((128, 128, 128), (64, 128, 128), (128, 64, 128), (64, 64, 128))}
 # IEEE fp32 runs on the FMA units, not wgmma: its best tiles are small (4096^3 and 8192^3:
@@ -130,19 +133,17 @@ def usable(c: TileConfig, family: str, smem_limit: int) -> bool:
 
 def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinny: bool,
                  split_ks: Sequence[int] = (), tma_splits: Sequence[TileConfig] = (),
-                 limit: int = 30, fma: bool = False) -> tuple[TileConfig, ...]:
+                 limit: int = 30, fma: bool = False, tma_rows: int = 256
+                 ) -> tuple[TileConfig, ...]:
     """The configs `gemmgate tune` times for one key, most promising first, pruned by
     shared memory and accumulator registers, at most `limit`. `split_ks`: the tiled
     variant's K splits to try; `tma_splits`: the TMA split-K configs (`tma_split_space`);
-    `fma`: IEEE fp32, on the FMA units (`_FMA_TILES`)."""
-    # Skinny M searches the tiled kernel's skinny tiles, and TMA's 64-row tiles (split-K
-    # among them) only where the tiled kernel is not an option (fp8 with a kept K-major B,
-    # session 13).
-    tma_ok = not skinny or "tiled" not in variants
+    `fma`: IEEE fp32, on the FMA units (`_FMA_TILES`); `tma_rows`: the largest BLOCK_M
+    of the TMA tiles (64 below wgmma's M: thin M)."""
     big = _FMA_TILES if fma else _TILES[family]
-    out: list[TileConfig] = list(tma_splits) if "tma_split" in variants and tma_ok else []
-    if "tma" in variants and tma_ok:
-        out += _round_robin(family, big, "tma", smem_limit)
+    out: list[TileConfig] = list(tma_splits) if "tma_split" in variants else []
+    if "tma" in variants:
+        out += _round_robin(family, [t for t in big if t[0] <= tma_rows], "tma", smem_limit)
     if "tiled" in variants:
         tiles = _SKINNY[family] + big[2:5] if skinny else \
             big + _FMA_SMALL_TILED if fma else big
@@ -254,16 +255,19 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
     still gives every SM work, on the TMA variant where it applies; split-K (the tiled
     variant) when even small tiles leave most SMs idle and K is long; skinny tiles for
     decode-like M. `tiled=False`: the tiled variant is not an option (its loads would
-    not vectorise, kernels/dispatch.py). `fma` (IEEE fp32): the small tile at any size."""
+    not vectorise, kernels/dispatch.py). `fma` (IEEE fp32): 128x128 from four waves of it
+    up, else the small tile (session 19, call B: TMA 64x64x32 in place of 128x128x32 ran
+    x1.05-1.48 on six shapes of 1.1-2.2 waves of 128x128, x0.82-0.89 on three of 4.5-10)."""
     big, mid, small = _TILES[family][0], _MID[family], _SMALL[family]
     variant = "tma" if tma else "tiled"
     if m <= 32 and tiled:
         c = _t(*_SKINNY[family][0], 4, 4)
         return replace(c, split_k=split_for(m, n, k, c, num_sms))
-    sizes = ((small, 4, 4),) if fma else ((big, 3, 8), (mid, 4, 8), (small, 4, 4))
-    for (bm, bn, bk), stages, warps in sizes:
+    sizes = ((mid, 3, 8, 4), (small, 4, 4, 1)) if fma else \
+        ((big, 3, 8, 1), (mid, 4, 8, 1), (small, 4, 4, 1))
+    for (bm, bn, bk), stages, warps, waves in sizes:
         cand = _t(bm, bn, bk, stages, warps, variant)
-        if cdiv(m, bm) * cdiv(n, bn) >= num_sms and usable(cand, family, smem_limit):
+        if cdiv(m, bm) * cdiv(n, bn) >= waves * num_sms and usable(cand, family, smem_limit):
             return cand
     # Even small tiles leave SMs idle. Split K where it is long (session 9: the tiled
     # variant unsplit ran fp8 at 0.09-0.50 of cuBLAS where TMA ran 0.94): on TMA loads

@@ -158,8 +158,13 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     # fp8 with a K-major B and thin M: the tiled kernel ran at 0.01-0.33 of cuBLAS (session
     # 9 holdout, M = 26-70), the TMA variant fp8 K-major at 0.7-1.0 elsewhere.
     fp8_kb = mode.scaled and kmajor and (sb[0] == 1 or copy_b == "kmajor")
-    tma_m = M >= _TMA_MIN_M or slow or fp8_kb
-    if has_tma and tma_m:
+    # 16-bit at thin M: TMA tiles (64 rows, K split) beside the tiled kernel's thin ones,
+    # the table choosing per key (session 19, call A: bf16 48 x 4096 x 4096 0.59 -> 1.04,
+    # 16 x 1024 x 8192 0.46 -> 0.93, 32 x 3504 x 2544 0.77 -> 0.87 on split-K; the tiled
+    # kernel kept 1 and 16 x 4096 x 4096). Operands are used as they are (no copies).
+    thin16 = fam == "16bit"
+    tma_m = M >= _TMA_MIN_M or slow or fp8_kb or thin16
+    if has_tma and (M >= _TMA_MIN_M or slow or fp8_kb):
         if not ok_a and (N >= _COPY_MIN_DIM or slow):
             copy_a, ok_a = "aligned", True
         if not ok_b and (M >= _COPY_MIN_DIM or slow):
@@ -211,16 +216,18 @@ def _ld_class(stride: tuple, cols: int, copied: str, elem: int, kept: bool = Fal
 
 def candidates(p: Plan, device: torch.device, M: int, N: int, K: int) -> tuple[TileConfig, ...]:
     """What a `choose` hook picks from: the plan's pick first, then the search space
-    (the interpreter: the pick alone)."""
+    (the interpreter: the pick alone). Below wgmma's M, TMA tiles of 64 rows only."""
     if p.source == "interpreter":
         return (p.pick,)
     _, smem, _ = _device_info(device)
     splits = tuple(s for s in (2, 4, 8, 16) if K >= s * 256 and M * N <= 1024 * 1024)
     skinny = M <= 32
+    rows = _TMA_MIN_M if M < _TMA_MIN_M else 256
     tma_splits = tma_split_space(p.family, M, N, K, num_sms(device), smem, p.fma) \
         if "tma_split" in p.variants else ()
     space = search_space(p.family, p.variants, smem, skinny=skinny, split_ks=splits,
-                         tma_splits=tma_splits, limit=29, fma=p.fma)
+                         tma_splits=[c for c in tma_splits if c.block_m <= rows],
+                         limit=29, fma=p.fma, tma_rows=rows)
     return (p.pick, *(c for c in space if c != p.pick))
 
 

@@ -67,10 +67,14 @@ def test_ieee_fp32_searches_small_fma_tiles_first():
     # tf32 (the same family) keeps the tensor-core list
     tf32 = search_space("fp32", ("tma", "tiled"), H200_SMEM, skinny=False)
     assert (tf32[0].block_m, tf32[0].block_n) == (128, 128)
-    # with nothing near in the table, IEEE fp32 takes the small tile at any size
-    big = heuristic("fp32", 8192, 8192, 8192, tma=True, num_sms=H200_SMS,
+    # with nothing near in the table, IEEE fp32 takes 128x128 from four waves of it up,
+    # else the small tile
+    big = heuristic("fp32", 5120, 4001, 4240, tma=True, num_sms=H200_SMS,
                     smem_limit=H200_SMEM, fma=True)
-    assert (big.block_m, big.block_n, big.block_k, big.variant) == (64, 64, 32, "tma")
+    assert (big.block_m, big.block_n, big.block_k, big.num_warps) == (128, 128, 32, 8)
+    mid = heuristic("fp32", 6096, 333, 489, tma=True, num_sms=H200_SMS,
+                    smem_limit=H200_SMEM, fma=True)
+    assert (mid.block_m, mid.block_n, mid.block_k, mid.variant) == (64, 64, 32, "tma")
     few = heuristic("fp32", 512, 512, 8192, tma=True, num_sms=H200_SMS,
                     smem_limit=H200_SMEM, fma=True)
     assert (few.block_m, few.block_n, few.split_k) == (64, 64, 2)
@@ -152,18 +156,26 @@ def test_the_unsplit_tma_kernel_tries_a_second_setting_of_its_tiles():
         {("tma", False), ("tiled", False), ("tiled", True), ("tma_split", True)}
 
 
-def test_skinny_m_searches_tma_tiles_only_where_the_tiled_kernel_cannot_run():
-    """M <= 32 searches the tiled kernel's skinny tiles; where the call runs TMA only (fp8
-    with a kept K-major B) it searches TMA's tiles and the TMA split-K configs instead of
-    nothing but the pick."""
+def test_skinny_m_searches_every_variant_the_call_can_run():
+    """M <= 32 searches the tiled kernel's skinny tiles and, where the call can run them,
+    TMA's 64-row tiles and the TMA split-K configs (session 19: bf16 32 x 512 x 3376 on
+    64x64x128 split 4 ran 1.13 of cuBLAS, the tiled pick 0.96)."""
     splits = tma_split_space("fp8", 16, 4096, 4096, H200_SMS, H200_SMEM)
     assert splits
     only = search_space("fp8", ("tma", "tma_split"), H200_SMEM, skinny=True,
-                        tma_splits=splits, limit=29)
+                        tma_splits=splits, limit=29, tma_rows=64)
     assert {c.variant for c in only} == {"tma", "tma_split"} and len(only) >= 10
-    both = search_space("fp8", ("tma", "tiled", "tma_split"), H200_SMEM, skinny=True,
-                        split_ks=(2, 4), tma_splits=splits, limit=29)
-    assert all(c.variant == "tiled" for c in both)
+    thin = [c for c in splits if c.block_m <= 64]
+    both = search_space("16bit", ("tma", "tiled", "tma_split"), H200_SMEM, skinny=True,
+                        split_ks=(2, 4),
+                        tma_splits=[c for c in tma_split_space("16bit", 32, 512, 3376,
+                                                               H200_SMS, H200_SMEM)
+                                    if c.block_m <= 64], limit=29, tma_rows=64)
+    assert {c.variant for c in both} == {"tma", "tiled", "tma_split"} and thin
+    assert all(c.block_m <= 64 for c in both if c.variant == "tma")
+    assert any(c.block_m <= 32 for c in both if c.variant == "tiled")
+    assert any((c.block_m, c.block_n, c.block_k) == (64, 64, 128)
+               for c in both if c.variant == "tma_split")
 
 
 def test_heuristic_fills_the_sms_and_splits_k_when_tiles_cannot():
