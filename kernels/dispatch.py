@@ -54,6 +54,7 @@ from kernels.relayout import LINE, CopyCache, aligned_copy, pitch, pitched_copy
 
 _COPY_MIN_DIM = 128    # copy an operand K-major only when the other side reuses it this much
 _TMA_MIN_M = 64        # wgmma's M: from here the TMA variant runs, and needs B K-major
+_DECODE_M = 16         # 16-bit M up to this: the tiled kernel only (its 16-row tiles)
 COPIES = CopyCache()   # operand copies of calls with cache_copies=True
 CALLS: dict[tuple, object] = {}   # kernels.matmul's checked calls: key -> Resolved
 _MAX_CALLS = 4096
@@ -158,11 +159,12 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     # fp8 with a K-major B and thin M: the tiled kernel ran at 0.01-0.33 of cuBLAS (session
     # 9 holdout, M = 26-70), the TMA variant fp8 K-major at 0.7-1.0 elsewhere.
     fp8_kb = mode.scaled and kmajor and (sb[0] == 1 or copy_b == "kmajor")
-    # 16-bit at thin M: TMA tiles (64 rows, K split) beside the tiled kernel's thin ones,
-    # the table choosing per key (session 19, call A: bf16 48 x 4096 x 4096 0.59 -> 1.04,
-    # 16 x 1024 x 8192 0.46 -> 0.93, 32 x 3504 x 2544 0.77 -> 0.87 on split-K; the tiled
-    # kernel kept 1 and 16 x 4096 x 4096). Operands are used as they are (no copies).
-    thin16 = fam == "16bit"
+    # 16-bit at thin M above decode's: TMA tiles (64 rows, K split) beside the tiled
+    # kernel's thin ones, the table choosing per key (session 19, calls A and C: bf16 48 x
+    # 4096 x 4096 0.59 -> 1.00 of cuBLAS, 32 x 3504 x 2544 0.79 -> 0.92). At M <= 16 the
+    # tiled kernel's 16-row tiles were fastest or tied on every shape measured, and TMA
+    # tiles borrowed by LLM decode shapes ran x0.92-0.97. Operands are used as they are.
+    thin16 = fam == "16bit" and M > _DECODE_M
     tma_m = M >= _TMA_MIN_M or slow or fp8_kb or thin16
     if has_tma and (M >= _TMA_MIN_M or slow or fp8_kb):
         if not ok_a and (N >= _COPY_MIN_DIM or slow):

@@ -52,12 +52,15 @@ def test_unaligned_leading_dimensions():
     assert _decide("bf16", 16, 4096, 253)[3:] == ("aligned", "", ("tma", "tiled", "tma_split"))
     assert _decide("fp8", 1000, 1000, 1000, elem=1)[3:] == \
         ("aligned", "kmajor", ("tma", "tiled", "tma_split"))
-    # skinny M with aligned operands keeps its layout; 16-bit runs TMA's 64-row tiles (K
-    # split) beside the tiled kernel (session 19), tf32 and IEEE fp32 the tiled kernel only
-    assert _decide("bf16", 16, 4096, 4096)[3:] == ("", "", ("tma", "tiled", "tma_split"))
-    assert _decide("bf16", 1, 4096, 4096)[2] == "16bit bf16 rr tma ld128"
-    assert _decide("fp32", 16, 4096, 4096, elem=4)[3:] == ("", "", ("tiled",))
-    assert _decide("tf32", 16, 4096, 4096, elem=4)[3:] == ("", "", ("tiled",))
+    # skinny M with aligned operands keeps its layout; 16-bit above decode's M runs TMA's
+    # 64-row tiles (K split) beside the tiled kernel (session 19); decode-like 16-bit M,
+    # tf32 and IEEE fp32 the tiled kernel only
+    assert _decide("bf16", 17, 4096, 4096)[3:] == ("", "", ("tma", "tiled", "tma_split"))
+    assert _decide("fp16", 48, 4096, 4096)[2] == "16bit fp16 rr tma ld128"
+    assert _decide("bf16", 16, 4096, 4096)[3:] == ("", "", ("tiled",))
+    assert _decide("bf16", 1, 4096, 4096)[2] == "16bit bf16 rr ptr ld128"
+    assert _decide("fp32", 32, 4096, 4096, elem=4)[3:] == ("", "", ("tiled",))
+    assert _decide("tf32", 32, 4096, 4096, elem=4)[3:] == ("", "", ("tiled",))
     # skinny M, unaligned B (5523 bf16 = 11046 bytes): copied K-major for fp8's wgmma
     assert _decide("fp8", 26, 5523, 7310, elem=1)[3:] == ("aligned", "kmajor", ("tma", "tma_split"))
     # fp8, thin M, B given K-major: TMA only (the tiled kernel ran it at 0.01-0.33)
@@ -69,8 +72,9 @@ def test_unaligned_leading_dimensions():
         assert (ca, cb, variants) == ("", "kmajor", ("tma", "tma_split"))
         assert bucket == "fp8 fp8 rc tma ld128"
     # kept copies change nothing for 16-bit (no K-major rule) or where M reuses B anyway
-    assert _decide("bf16", 16, 4096, 4096, cached=True)[3:] == \
-        _decide("bf16", 16, 4096, 4096)[3:]
+    for m in (16, 32):
+        assert _decide("bf16", m, 4096, 4096, cached=True)[3:] == \
+            _decide("bf16", m, 4096, 4096)[3:]
     assert _decide("fp8", 256, 4096, 4096, elem=1, cached=True)[3:] == \
         _decide("fp8", 256, 4096, 4096, elem=1)[3:]
     # lda = 2056 (pad 8) bf16 = 4112 bytes: a multiple of 16, described as is
@@ -92,10 +96,11 @@ def test_kept_copies_put_every_descriptor_row_on_whole_128_byte_lines():
     _, _, bucket, ca, cb, _ = _decide("fp8", 1000, 1000, 1000, elem=1, cached=True)
     assert (ca, cb) == ("aligned", "kmajor") and bucket.endswith("ld128")   # kept: on lines
     assert _decide("fp8", 1000, 1000, 1000, elem=1)[2].endswith("ld16")    # per call: 16 B
-    # skinny 16-bit M reads B through descriptors too: kept, it is re-pitched once
-    assert _decide("bf16", 16, 4096, 4096, pad=8, cached=True)[3:5] == ("pitch", "pitch")
-    assert _decide("bf16", 16, 4096, 4096, pad=8)[3:5] == ("", "")     # per call: as is
-    # only the pointer path runs (skinny tf32 M): no descriptor, no copy
+    # thin 16-bit M reads B through descriptors too: kept, it is re-pitched once
+    assert _decide("bf16", 32, 4096, 4096, pad=8, cached=True)[3:5] == ("pitch", "pitch")
+    assert _decide("bf16", 32, 4096, 4096, pad=8)[3:5] == ("", "")     # per call: as is
+    # only the pointer path runs (decode-like 16-bit M, skinny tf32): no descriptor, no copy
+    assert _decide("bf16", 16, 4096, 4096, pad=8, cached=True)[3:] == ("", "", ("tiled",))
     assert _decide("tf32", 16, 4096, 4096, pad=8, elem=4, cached=True)[3:] == \
         ("", "", ("tiled",))
 
@@ -137,6 +142,7 @@ def test_only_ieee_fp32_plans_search_the_fma_tiles():
 
 
 def test_skinny_m_zero_k_and_old_chips_use_the_tiled_kernel():
+    assert _decide("bf16", 16, 4096, 4096)[5] == ("tiled",)
     assert _decide("tf32", 16, 4096, 4096, elem=4)[5] == ("tiled",)
     assert _decide("bf16", 4096, 4096, 0)[5] == ("tiled",)
     assert _decide("bf16", 4096, 4096, 4096, cap=AMPERE)[5] == ("tiled",)
