@@ -54,7 +54,7 @@ def test_a_heuristic_change_shows_where_the_table_has_nothing_near():
     old = types.SimpleNamespace(dispatch=kernels.dispatch, modes=kernels.modes,
                                 configs=big, table=kernels.table)
     rows = ld.diff(old, kernels, [("pr", (cr,))], ["fp32"], 132)
-    assert [r[3:] for r in rows] == [("heuristic tiled 128x128x32 g8 s4 w8",
+    assert [r[3:] for r in rows] == [("heuristic tiled 128x128x32 g8 s3 w8",
                                       "heuristic " + ld._text(tile))]
 
 
