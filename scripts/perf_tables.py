@@ -50,6 +50,7 @@ S15 = RESULTS / "h200-2026-11-30-s15"
 S16 = RESULTS / "h200-2026-11-30-s16"
 S17 = RESULTS / "h200-2026-12-01-s17"
 S18 = RESULTS / "h200-2026-12-01-s18"
+S19 = RESULTS / "h200-2026-12-01-s19"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -337,6 +338,15 @@ TABLES: dict[str, Callable[[], str]] = {
     "s18-thin-reps": lambda: ab_changes(S18 / "cases_efg.csv", "callG-", 0.9, 1.1),
     "s18-g-below": lambda: ratios_below(S18 / "cases_efg.csv", "callG-", 0.8),
     "s18-g-long-tail": lambda: s9_long_tail(S18 / "cases_efg.csv", "callG-"),
+    "s19-steps": lambda: label_steps(S19 / "cases.csv"),
+    "s19-h3-below": lambda: ratios_below(S19 / "cases.csv", "callA-", 0.8),
+    "s19-h3-long-tail": lambda: s9_long_tail(S19 / "cases.csv", "callA-"),
+    "s19-worst": lambda: pick_vs_best(S19 / "tiles_worst.csv"),
+    "s19-thin": lambda: pick_vs_best(S19 / "tiles_thin.csv"),
+    "s19-fma-heuristic": lambda: ab_changes(S19 / "cases.csv", "callB-", 0.97, 1.03),
+    "s19-tuned": lambda: csv_table(S19 / "tuned.csv"),
+    "s19-thin-ab": lambda: ab_changes(S19 / "cases.csv", "callC-thin", 0.97, 1.03),
+    "s19-fp32-ab": lambda: ab_changes(S19 / "cases.csv", "callC-fp32", 0.97, 1.03),
 }
 
 
@@ -709,6 +719,28 @@ def tiles_table(path: Path, flush: str = "1", mode: str = "") -> str:
                       "|---|---|---:|---:|---:|"] +
                      [f"| {r['shape']} | {r['provider']} | {r['us']} | {r['tflops']} | "
                       f"{r['ratio']} |" for r in rows])
+
+
+def pick_vs_best(path: Path) -> str:
+    """Per shape and mode of a tiles.py CSV (L2 flushed): the library's pick and the
+    fastest named tile, each with its speed ratio to cuBLAS, and how much faster the
+    best is than the pick."""
+    by: dict[tuple[str, str], list[dict]] = {}
+    for r in _rows(path):
+        if r["flush"] == "1":
+            by.setdefault((r["shape"], r["mode"]), []).append(r)
+    out = ["| shape | mode | pick | ratio | best named tile | ratio | best / pick |",
+           "|---|---|---|---:|---|---:|---:|"]
+    for (shape, mode), rs in by.items():
+        pick = next((r for r in rs if r["provider"].startswith("pick")), None)
+        named = [r for r in rs if ":" in r["provider"] and not r["provider"].startswith("pick")]
+        if not (pick and named):
+            continue
+        best = min(named, key=lambda r: float(r["us"]))
+        out.append(f"| {shape} | {mode} | {pick['provider'].removeprefix('pick ')} | "
+                   f"{pick['ratio']} | {best['provider']} | {best['ratio']} | "
+                   f"{float(pick['us']) / float(best['us']):.3f} |")
+    return "\n".join(out)
 
 
 def best_of_kinds(path: Path, kind: str) -> str:
