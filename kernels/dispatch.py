@@ -19,10 +19,12 @@ A call is keyed by (device, mode, M, N, K, operand strides and alignment). For a
    copied to whole lines too, in its own layout (`pitch`: ~28% of the kernel's time on
    the H200, session 14).
 2. Variants: `tma` where both operands (after 1) can be described and the chip has TMA
-   (sm_90+); `tiled` too unless its pointer loads would be scalar (`_pointer_fast`; such
-   a call takes TMA even at thin M, with aligned copies) or it is fp8 with a K-major B
-   and M < 128; split-K where the output tiles leave SMs idle and K is long: `tiled`
-   with split_k > 1, and `tma_split` (split-K on TMA loads) wherever `tma` runs.
+   (sm_90+), from wgmma's M = 64 (16-bit from M = 17, its operands as given: the table
+   chooses between TMA's 64-row tiles and the tiled kernel's thin ones); `tiled` too
+   unless its pointer loads would be scalar (`_pointer_fast`; such a call takes TMA even
+   at thin M, with aligned copies) or it is fp8 with a K-major B and M < 128; split-K
+   where the output tiles leave SMs idle and K is long: `tiled` with split_k > 1, and
+   `tma_split` (split-K on TMA loads) wherever `tma` runs.
 3. The tile: the committed tuning table's entry for the exact key, else the nearest entry
    of the same bucket by regime (kernels/table.py), among the variants the call can run;
    else kernels.configs.heuristic. A caller's `choose` hook (the harness) gets this pick
@@ -164,9 +166,9 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     # 4096 x 4096 0.59 -> 1.00 of cuBLAS, 32 x 3504 x 2544 0.79 -> 0.92). At M <= 16 the
     # tiled kernel's 16-row tiles were fastest or tied on every shape measured, and TMA
     # tiles borrowed by LLM decode shapes ran x0.92-0.97. Operands are used as they are.
-    thin16 = fam == "16bit" and M > _DECODE_M
-    tma_m = M >= _TMA_MIN_M or slow or fp8_kb or thin16
-    if has_tma and (M >= _TMA_MIN_M or slow or fp8_kb):
+    copies_for_tma = M >= _TMA_MIN_M or slow or fp8_kb
+    tma_m = copies_for_tma or (fam == "16bit" and M > _DECODE_M)
+    if has_tma and copies_for_tma:
         if not ok_a and (N >= _COPY_MIN_DIM or slow):
             copy_a, ok_a = "aligned", True
         if not ok_b and (M >= _COPY_MIN_DIM or slow):

@@ -59,10 +59,11 @@ def _choice(pkg, mode_name: str, case, sms: int
 
 
 def _text(c, heuristic: bool = False) -> str:
-    split = f" k{c.split_k}" if c.split_k > 1 else ""
-    return ("heuristic " if heuristic else "") + (
-        f"{c.variant} {c.block_m}x{c.block_n}x{c.block_k} g{c.group_m} "
-        f"s{c.num_stages} w{c.num_warps}{split}")
+    """A tile as the harness names it (gemmgate.tuning.config_name: the tiled kernel's
+    unprefixed), 'heuristic ' first where the table had nothing near."""
+    from gemmgate.tuning import config_name
+
+    return ("heuristic " if heuristic else "") + config_name(dataclasses.asdict(c))
 
 
 def pick(pkg, mode_name: str, case, sms: int) -> str:

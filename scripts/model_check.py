@@ -92,7 +92,7 @@ def groups(paths: list[Path], sms: int) -> list[Group]:
     out = []
     for (source, case, mode), measured in rows.items():
         shape = f"{case.m}x{case.n}x{case.k}" + (f"+p{case.pad}" if case.pad else "")
-        _, bucket, variants = _choice(kernels, mode, case, sms)
+        _, _, bucket, variants = _choice(kernels, mode, case, sms)
         if any(e.shape == (case.m, case.n, case.k) for e in index.get(bucket, ())):
             continue   # an exact entry: the model's transfer is not what runs
         ranked = []

@@ -345,8 +345,10 @@ TABLES: dict[str, Callable[[], str]] = {
     "s19-thin": lambda: pick_vs_best(S19 / "tiles_thin.csv"),
     "s19-fma-heuristic": lambda: ab_changes(S19 / "cases.csv", "callB-", 0.97, 1.03),
     "s19-tuned": lambda: csv_table(S19 / "tuned.csv"),
-    "s19-thin-ab": lambda: ab_changes(S19 / "cases.csv", "callC-thin", 0.97, 1.03),
-    "s19-fp32-ab": lambda: ab_changes(S19 / "cases.csv", "callC-fp32", 0.97, 1.03),
+    "s19-thin-ab": lambda: ab_changes(S19 / "cases.csv", "callC-thin", 0.97, 1.03, "callC-"),
+    "s19-fp32-ab": lambda: ab_changes(S19 / "cases.csv", "callD-fp32-", 0.9, 1.1),
+    "s19-retune-fp32": lambda: csv_table(S19 / "retune_fp32.csv"),
+    "s19-thin-layouts": lambda: layout_geomeans(S19 / "cases.csv", "callF-thin-layouts"),
 }
 
 
@@ -743,6 +745,23 @@ def pick_vs_best(path: Path) -> str:
     return "\n".join(out)
 
 
+def layout_geomeans(path: Path, label: str) -> str:
+    """Per mode and operand layout (a case id's -rc, -cr, -cc; rr where none): cases,
+    geomean Triton/cuBLAS, the worst case."""
+    by: dict[tuple[str, str], list[dict]] = {}
+    for r in _rows(path):
+        if r["label"] == label and r["ratio"]:
+            got = re.search(r"-(rr|rc|cr|cc)\b", r["case"])
+            by.setdefault((r["mode"], got.group(1) if got else "rr"), []).append(r)
+    out = ["| mode | layout | cases | geomean | worst |", "|---|---|---:|---:|---|"]
+    for (mode, lay), rs in by.items():
+        worst = min(rs, key=lambda r: float(r["ratio"]))
+        out.append(f"| {mode} | {lay} | {len(rs)} | "
+                   f"{geomean([float(r['ratio']) for r in rs]):.3f} | {worst['case']} "
+                   f"{float(worst['ratio']):.2f} ({worst['tile']}) |")
+    return "\n".join(out)
+
+
 def best_of_kinds(path: Path, kind: str) -> str:
     """Per shape and mode of a tiles.py CSV (L2 flushed): the fastest named tile of `kind`
     (a provider prefix) against the fastest other named tile, and the table's pick."""
@@ -796,14 +815,16 @@ def label_steps(path: Path) -> str:
     return "\n".join(out)
 
 
-def ab_changes(path: Path, prefix: str, lo: float, hi: float) -> str:
+def ab_changes(path: Path, prefix: str, lo: float, hi: float, strip: str | None = None) -> str:
     """The cases an A/B moved out of [lo, hi] in the labels with `prefix` (same process,
-    same inputs; > 1: the current kernel is faster), largest change first."""
+    same inputs; > 1: the current kernel is faster), largest change first; the set column
+    is the label less `strip` (default: the prefix)."""
     rows = [r for r in _rows(path) if r["label"].startswith(prefix)
             and not lo <= (_ab(r["extra"]) or 1) <= hi]
     out = ["| set | mode | case | ratio | A/B | tile |", "|---|---|---|---:|---:|---|"]
     for r in sorted(rows, key=lambda r: -abs(_ab(r["extra"]) - 1)):
-        out.append(f"| {r['label'].removeprefix(prefix)} | {r['mode']} | {r['case']} | "
+        out.append(f"| {r['label'].removeprefix(prefix if strip is None else strip)} | "
+                   f"{r['mode']} | {r['case']} | "
                    f"{float(r['ratio']):.2f} | {_ab(r['extra']):.3f} | {r['tile']} |")
     return "\n".join(out)
 

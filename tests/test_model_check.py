@@ -39,7 +39,7 @@ def test_the_regret_is_the_models_first_tiles_time_over_the_best(tmp_path):
     from kernels import table
 
     parse = runpy.run_path(str(SCRIPT.parent / "device" / "tiles.py"))["parse_tile"]
-    _, bucket, variants = _choice(kernels, "bf16", Case(1152, 1856, 1920), 132)
+    _, _, bucket, variants = _choice(kernels, "bf16", Case(1152, 1856, 1920), 132)
     guess = {t: table.predict(DEVICE, bucket, 1152, 1856, 1920, parse(t), variants=variants)
              for t in TILES}
     assert None not in guess.values()
