@@ -723,19 +723,25 @@ def tiles_table(path: Path, flush: str = "1", mode: str = "") -> str:
                       f"{r['ratio']} |" for r in rows])
 
 
-def pick_vs_best(path: Path) -> str:
-    """Per shape and mode of a tiles.py CSV (L2 flushed): the library's pick and the
-    fastest named tile, each with its speed ratio to cuBLAS, and how much faster the
-    best is than the pick."""
+def _tiles_by_case(path: Path) -> dict[tuple[str, str], tuple[dict | None, list[dict]]]:
+    """A tiles.py CSV's rows with the L2 flushed, per (shape, mode): the library's pick
+    (None where it was not timed) and the named tiles."""
     by: dict[tuple[str, str], list[dict]] = {}
     for r in _rows(path):
         if r["flush"] == "1":
             by.setdefault((r["shape"], r["mode"]), []).append(r)
+    return {k: (next((r for r in rs if r["provider"].startswith("pick")), None),
+                [r for r in rs if ":" in r["provider"] and not r["provider"].startswith("pick")])
+            for k, rs in by.items()}
+
+
+def pick_vs_best(path: Path) -> str:
+    """Per shape and mode of a tiles.py CSV (L2 flushed): the library's pick and the
+    fastest named tile, each with its speed ratio to cuBLAS, and how much faster the
+    best is than the pick."""
     out = ["| shape | mode | pick | ratio | best named tile | ratio | best / pick |",
            "|---|---|---|---:|---|---:|---:|"]
-    for (shape, mode), rs in by.items():
-        pick = next((r for r in rs if r["provider"].startswith("pick")), None)
-        named = [r for r in rs if ":" in r["provider"] and not r["provider"].startswith("pick")]
+    for (shape, mode), (pick, named) in _tiles_by_case(path).items():
         if not (pick and named):
             continue
         best = min(named, key=lambda r: float(r["us"]))
@@ -765,17 +771,11 @@ def layout_geomeans(path: Path, label: str) -> str:
 def best_of_kinds(path: Path, kind: str) -> str:
     """Per shape and mode of a tiles.py CSV (L2 flushed): the fastest named tile of `kind`
     (a provider prefix) against the fastest other named tile, and the table's pick."""
-    by: dict[tuple[str, str], list[dict]] = {}
-    for r in _rows(path):
-        if r["flush"] == "1":
-            by.setdefault((r["shape"], r["mode"]), []).append(r)
     out = [f"| shape | mode | pick ratio | best other tile | ratio | best {kind.rstrip(':')} | "
            "ratio | its speed / other's |", "|---|---|---:|---|---:|---|---:|---:|"]
-    for (shape, mode), rs in by.items():
-        named = [r for r in rs if ":" in r["provider"] and not r["provider"].startswith("pick")]
+    for (shape, mode), (pick, named) in _tiles_by_case(path).items():
         mine = [r for r in named if r["provider"].startswith(kind)]
         other = [r for r in named if not r["provider"].startswith(kind)]
-        pick = next((r for r in rs if r["provider"].startswith("pick")), None)
         if not (mine and other and pick):
             continue
         m = min(mine, key=lambda r: float(r["us"]))
