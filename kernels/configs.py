@@ -139,14 +139,17 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
     shared memory and accumulator registers, at most `limit`. `split_ks`: the tiled
     variant's K splits to try; `tma_splits`: the TMA split-K configs (`tma_split_space`);
     `fma`: IEEE fp32, on the FMA units (`_FMA_TILES`); `tma_rows`: the largest BLOCK_M
-    of the TMA tiles (64 below wgmma's M: thin M)."""
+    of the TMA tiles, split or not (64 below wgmma's M: thin M)."""
     big = _FMA_TILES if fma else _TILES[family]
-    out: list[TileConfig] = list(tma_splits) if "tma_split" in variants else []
+    out: list[TileConfig] = [c for c in tma_splits if c.block_m <= tma_rows] \
+        if "tma_split" in variants else []
     if "tma" in variants:
         out += _round_robin(family, [t for t in big if t[0] <= tma_rows], "tma", smem_limit)
     if "tiled" in variants:
-        tiles = _SKINNY[family] + big[2:5] if skinny else \
-            big + _FMA_SMALL_TILED if fma else big
+        if skinny:
+            tiles = _SKINNY[family] + big[2:5]
+        else:
+            tiles = big + _FMA_SMALL_TILED if fma else big
         for stages in (4, 3):
             for bm, bn, bk in tiles:
                 out.append(_t(bm, bn, bk, stages, 4 if bm * bn <= 128 * 64 else 8))

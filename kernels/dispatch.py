@@ -78,6 +78,12 @@ def family(mode: KernelMode) -> str:
     return "fp32" if mode.input_dtypes == ("float32",) else "fp8" if mode.scaled else "16bit"
 
 
+def on_fma_units(mode: KernelMode) -> bool:
+    """IEEE fp32: no tensor core takes it, so its dots run on the FMA units (its own
+    operand rules in `decide`, its own tiles in kernels/configs.py)."""
+    return family(mode) == "fp32" and mode.input_precision == "ieee"
+
+
 def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
@@ -122,7 +128,7 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
     fam, key, bucket, copy_a, copy_b, variants = decide(
         mode, cap, M, N, K, sa, sb, aligned, elem, has_tma=cap >= (9, 0) and not on_cpu,
         cached=cached)
-    fma = fam == "fp32" and mode.input_precision == "ieee"
+    fma = on_fma_units(mode)
     if on_cpu:
         return Plan(fam, key, copy_a, copy_b, variants, INTERPRETER_CONFIG, "interpreter",
                     fma)
@@ -151,7 +157,7 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
         # like call's copy is paid once, as the vendor's K-major fp8 B is made once).
         keep = cached and mode.scaled
         copy_b = "kmajor" if sb[0] != 1 and (M >= _TMA_MIN_M or slow or keep) else ""
-    ieee = mode.input_precision == "ieee" and fam == "fp32"
+    ieee = on_fma_units(mode)
     if ieee and has_tma and sb[0] == 1 and sb[1] != 1 and M >= _COPY_MIN_DIM:
         # IEEE fp32 runs on FMA units, which read a column-major B tile badly (rc 4096^3:
         # 0.44 of cuBLAS, rr 0.83, session 5): a row-major copy (~1% of the GEMM).
@@ -226,12 +232,11 @@ def candidates(p: Plan, device: torch.device, M: int, N: int, K: int) -> tuple[T
     _, smem, _ = _device_info(device)
     splits = tuple(s for s in (2, 4, 8, 16) if K >= s * 256 and M * N <= 1024 * 1024)
     skinny = M <= 32
-    rows = _TMA_MIN_M if M < _TMA_MIN_M else 256
     tma_splits = tma_split_space(p.family, M, N, K, num_sms(device), smem, p.fma) \
         if "tma_split" in p.variants else ()
     space = search_space(p.family, p.variants, smem, skinny=skinny, split_ks=splits,
-                         tma_splits=[c for c in tma_splits if c.block_m <= rows],
-                         limit=29, fma=p.fma, tma_rows=rows)
+                         tma_splits=tma_splits, limit=29, fma=p.fma,
+                         tma_rows=_TMA_MIN_M if M < _TMA_MIN_M else 256)
     return (p.pick, *(c for c in space if c != p.pick))
 
 

@@ -63,7 +63,7 @@ def _text(c, heuristic: bool = False) -> str:
     unprefixed), 'heuristic ' first where the table had nothing near."""
     from gemmgate.tuning import config_name
 
-    return ("heuristic " if heuristic else "") + config_name(dataclasses.asdict(c))
+    return ("heuristic " if heuristic else "") + config_name(c)
 
 
 def pick(pkg, mode_name: str, case, sms: int) -> str:

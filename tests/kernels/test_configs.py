@@ -176,6 +176,11 @@ def test_skinny_m_searches_every_variant_the_call_can_run():
     assert any(c.block_m <= 32 for c in both if c.variant == "tiled")
     assert any((c.block_m, c.block_n, c.block_k) == (64, 64, 128)
                for c in both if c.variant == "tma_split")
+    # split-K tiles of 128 rows are left out at thin M whoever passes them
+    wide = search_space("16bit", ("tma", "tiled", "tma_split"), H200_SMEM, skinny=True,
+                        tma_splits=tma_split_space("16bit", 32, 512, 3376, H200_SMS,
+                                                   H200_SMEM), limit=29, tma_rows=64)
+    assert all(c.block_m <= 64 for c in wide if c.variant == "tma_split")
 
 
 def test_heuristic_fills_the_sms_and_splits_k_when_tiles_cannot():
