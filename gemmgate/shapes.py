@@ -124,6 +124,12 @@ SETS: dict[str, tuple[Case, ...]] = {
         # the table's one thin aligned entry was pr's 16 x 4096 x 4096, and bf16 48 x 4096
         # x 4096 borrowed its unsplit 16x64x256 at 0.59 of cuBLAS)
         (48, 2560, 5120), (16, 1280, 7168), (24, 9216, 3072),
+        # thin M with B column-major: x @ W.T of an nn.Linear weight (rc), and A column-
+        # major too (cc). No entry lay near them: session 19 measured 16-bit thin rc at
+        # 0.31-0.45 of cuBLAS on the heuristic's tiled tile, fp32 rc and cc at 0.28-0.45
+        (8, 5120, 3072, "rc"), (16, 1280, 7168, "rc"), (24, 6000, 3000, "rc"),
+        (48, 2560, 5120, "rc"), (40, 5001, 7168, "rc"), (32, 3584, 6144, "cc"),
+        (48, 2560, 5120, "cc"),
     ]),
     # Shapes never tuned (a test keeps them out of the committed tables): drawn once,
     # log-uniform, random.Random(20261130); even draws rounded to multiples of 16, odd
@@ -156,6 +162,19 @@ SETS: dict[str, tuple[Case, ...]] = {
         (245, 6960, 1775), (491, 1965, 4752), (307, 256, 1969), (1936, 4651, 4304),
         (5021, 1232, 224), (7725, 416, 883), (155, 473, 1689), (177, 2955, 4617),
         (64, 3477, 2457), (29, 288, 192), (64, 1392, 809), (32, 1389, 304),
+    ]),
+    # A fourth draw (session 20), after session 19 changed fp32's tiles and thin M with
+    # holdout3's figures in view; the first with layouts: as holdout3's draw (seed
+    # random.Random(20261202)), then a layout uniform over rr, rc, cr, cc per case.
+    "holdout4": _cases([
+        (256, 2672, 1051, "rr"), (449, 4471, 245, "cr"), (467, 1024, 2128, "rr"),
+        (631, 1376, 912, "cr"), (3360, 304, 6624, "cr"), (384, 1568, 3200, "cr"),
+        (896, 288, 2207, "rr"), (208, 491, 173, "cc"), (1360, 2064, 3639, "cc"),
+        (1824, 5440, 464, "cc"), (2079, 208, 384, "rr"), (736, 256, 912, "rc"),
+        (752, 659, 133, "cr"), (153, 4256, 1792, "cc"), (176, 2441, 1632, "cc"),
+        (4945, 256, 528, "rc"), (1680, 4123, 1248, "cc"), (304, 192, 5131, "rr"),
+        (6672, 511, 557, "cc"), (507, 1088, 912, "cr"),
+        (41, 1229, 3088, "rc"), (23, 391, 1792, "cr"), (80, 608, 320, "rr"), (32, 3328, 571, "rr"),
     ]),
     # LLM layer shapes only (prefill M=4096 and decode-ish M=16), LLaMA-7B/13B/70B.
     "llm": _cases([

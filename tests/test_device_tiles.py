@@ -46,6 +46,13 @@ def test_bad_input_exits_2_before_any_gpu_work(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_an_unknown_layout_is_refused_with_exit_2(capsys):
+    with pytest.raises(SystemExit) as e:
+        _module().main(["64x64x64", "--layout", "xy"])
+    assert e.value.code == 2
+    assert "--layout" in capsys.readouterr().err
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present: the script would time")
 def test_without_a_gpu_it_exits_2():
     assert _module().main(["64x64x64"]) == 2

@@ -2,7 +2,7 @@
 
 `python3 scripts/device/tiles.py 1024x1024x2048 [...] --mode bf16 --configs
 tma:128x64x64:s4:w4,tiled:64x128x128:s4:w4,tma_split:128x128x64:s4:w8:k2 [--inductor]
-[--pad P] [--uncached] [--csv PATH]` times, per shape, in one interleaved measurement
+[--pad P] [--layout rc] [--uncached] [--csv PATH]` times, per shape, in one interleaved measurement
 (gemmgate.timing.measure, CUDA graphs, the harness's policy):
   - `pick`: kernels.matmul as the library runs it (table or heuristic tile),
   - each named tile (kernels.matmul(config=...)); a tile that fails to compile or launch
@@ -37,6 +37,7 @@ from gemmgate import providers
 from gemmgate.chips import select_chip
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import get_mode, vendor_flags
+from gemmgate.shapes import LAYOUTS
 from gemmgate.sweep import parse_shape
 from gemmgate.timing import TimingPolicy, measure
 from kernels.configs import TileConfig
@@ -61,8 +62,10 @@ def _label(c: TileConfig) -> str:
 
 def shape_rows(shape: str, mode_name: str, tiles: list[TileConfig], inductor: bool,
                policy: TimingPolicy, flush_bytes: int, pad: int = 0,
-               uncached: bool = False) -> list[dict]:
-    case, mode = dataclasses.replace(parse_shape(shape), pad=pad), get_mode(mode_name)
+               uncached: bool = False, layout: str = "rr") -> list[dict]:
+    case = dataclasses.replace(parse_shape(shape, layout), pad=pad)
+    mode = get_mode(mode_name)
+    shape = f"{shape}-{layout}" if layout != "rr" else shape
     shape = f"{shape}+p{pad}" if pad else shape
     inp = make_inputs(case, mode, "cuda")
     picked: list[TileConfig] = []
@@ -124,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pad", type=int, default=0,
                    help="pad A's and B's leading dimension by this many elements (as the "
                         "shape sets' +pN cases)")
+    p.add_argument("--layout", default="rr", choices=LAYOUTS,
+                   help="A's and B's layouts, as the shape sets' (rc: B column-major)")
     p.add_argument("--csv", help="write the rows here (default: stdout)")
     args = p.parse_args(argv)
     try:
@@ -143,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     flush = select_chip().chip.flush_bytes
     rows = [r for s in args.shapes
             for r in shape_rows(s, args.mode, tiles, args.inductor, policy, flush, args.pad,
-                                 args.uncached)]
+                                 args.uncached, args.layout)]
     sink = open(args.csv, "w", newline="") if args.csv else sys.stdout
     with sink:
         w = csv.DictWriter(sink, fieldnames=list(rows[0]))
