@@ -82,6 +82,21 @@ def test_a_fragile_tile_serves_its_own_shape_and_exact_multiples_only(tmp_path):
     assert not table.fragile(TileConfig(64, 128, 64, 8, 4, 4), 278, 4538)
 
 
+def test_a_tma_tile_taller_than_64_rows_serves_thin_m_only_from_its_own_shape(tmp_path):
+    """Below M = 64 the search offers 64-row TMA tiles only; a borrowed 128-row one ran fp32
+    63 x 1000 x 2048 at 0.34 of cuBLAS (session 19, call F)."""
+    tall = TileConfig(128, 64, 32, 8, 4, 4, "tma_split", 4)
+    d = _write(tmp_path, [_entry(96, 2500, 2000, tall, tuned_ms=0.02)])
+    look = lambda *a: table.lookup("NVIDIA H200", "16bit bf16 rr tma", *a, directory=d,  # noqa: E731
+                                   variants=("tma", "tiled", "tma_split"), sms=132)
+    assert look(96, 2500, 2000) == (tall, "table")
+    assert look(80, 2500, 2000) == (tall, "table-nearest")
+    assert look(63, 2500, 2000) is None
+    assert table.fragile(tall, 63, 1000)
+    assert not table.fragile(tall, 64, 1000)
+    assert not table.fragile(TileConfig(64, 128, 32, 8, 4, 4, "tma_split", 4), 16, 1000)
+
+
 def test_nearest_lookup_weighs_the_neighbours_tiles_by_their_steps_on_the_shape(tmp_path):
     """Session 12's tunes, H200 bf16: 3072 x 320 x 2304 won with 128x64x64 (120 tiles: one
     wave), 1280 x 768 x 2560 with 64x128x128. For 1024 x 1024 x 2048 the first is nearer,
