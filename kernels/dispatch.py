@@ -19,8 +19,9 @@ A call is keyed by (device, mode, M, N, K, operand strides and alignment). For a
    copied to whole lines too, in its own layout (`pitch`: ~28% of the kernel's time on
    the H200, session 14).
 2. Variants: `tma` where both operands (after 1) can be described and the chip has TMA
-   (sm_90+), from wgmma's M = 64 (16-bit from M = 17, its operands as given: the table
-   chooses between TMA's 64-row tiles and the tiled kernel's thin ones); `tiled` too
+   (sm_90+), from wgmma's M = 64 (16-bit from M = 17, or any M with B column-major, its
+   operands as given: the table chooses between TMA's 64-row tiles and the tiled
+   kernel's thin ones); `tiled` too
    unless its pointer loads would be scalar (`_pointer_fast`; such a call takes TMA even
    at thin M, with aligned copies) or it is fp8 with a K-major B and M < 128; split-K
    where the output tiles leave SMs idle and K is long: `tiled` with split_k > 1, and
@@ -66,7 +67,7 @@ _MAX_CALLS = 4096
 class Plan:
     family: str
     key: str                        # the tuning key: "<bucket> | <shape and strides>"
-    copy_a: str                     # "" | "kmajor" | "aligned" | "rowmajor" | "pitch"
+    copy_a: str                     # "" | "kmajor" | "aligned" | "rowmajor" (IEEE fp32) | "pitch"
     copy_b: str
     variants: tuple[str, ...]
     pick: TileConfig                # the table's or the heuristic's choice
@@ -158,10 +159,15 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
         keep = cached and mode.scaled
         copy_b = "kmajor" if sb[0] != 1 and (M >= _TMA_MIN_M or slow or keep) else ""
     ieee = on_fma_units(mode)
-    if ieee and has_tma and sb[0] == 1 and sb[1] != 1 and M >= _COPY_MIN_DIM:
-        # IEEE fp32 runs on FMA units, which read a column-major B tile badly (rc 4096^3:
-        # 0.44 of cuBLAS, rr 0.83, session 5): a row-major copy (~1% of the GEMM).
-        copy_b = "rowmajor"
+    if ieee and has_tma:
+        # IEEE fp32 runs on FMA units, which read a column-major tile badly (rc 4096^3:
+        # 0.44 of cuBLAS, rr 0.83, session 5; holdout4 cc 0.23-0.41, thin rc 0.22-0.39,
+        # session 20): row-major copies (~1% of the GEMM), by the reuse rule, or at any M
+        # for a kept B (a weight's copy is paid once).
+        if sb[0] == 1 and sb[1] != 1 and (M >= _COPY_MIN_DIM or cached):
+            copy_b = "rowmajor"
+        if sa[0] == 1 and sa[1] != 1 and N >= _COPY_MIN_DIM:
+            copy_a = "rowmajor"
     ok_a = copy_a != "" or (aligned[0] and describable((M, K), sa, elem) is not None)
     ok_b = copy_b != "" or (aligned[1] and describable((K, N), sb, elem) is not None)
     # fp8 with a K-major B and thin M: the tiled kernel ran at 0.01-0.33 of cuBLAS (session
@@ -173,7 +179,10 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     # tiled kernel's 16-row tiles were fastest or tied on every shape measured, and TMA
     # tiles borrowed by LLM decode shapes ran x0.92-0.97. Operands are used as they are.
     copies_for_tma = M >= _TMA_MIN_M or slow or fp8_kb
-    tma_m = copies_for_tma or (fam == "16bit" and M > _DECODE_M)
+    # A column-major B (x @ W.T of an nn.Linear weight) at decode's M: the tiled kernel ran
+    # LLM shapes at 0.31-0.50 of cuBLAS (session 20, call A), so TMA's tiles compete there.
+    b_kmajor = sb[0] == 1 and sb[1] != 1
+    tma_m = copies_for_tma or (fam == "16bit" and (M > _DECODE_M or b_kmajor))
     if has_tma and copies_for_tma:
         if not ok_a and (N >= _COPY_MIN_DIM or slow):
             copy_a, ok_a = "aligned", True

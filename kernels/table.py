@@ -12,7 +12,8 @@ it takes on this shape), each tile also with K split anew where its tiles leave 
 still; or None (the caller's heuristic then decides). Only entries
 whose variant the call can run count; a `fragile` tile serves its own shape and shapes
 it tiles exactly; a bucket of unaligned rows (ld16-ld64) with
-nothing near borrows from its ld128 sibling. An entry whose kernel hash differs from
+nothing near borrows from its ld128 sibling, and a 16-bit TMA bucket of other layouts from
+the row-major one (`_sources`). An entry whose kernel hash differs from
 the current source is stale: never used, listed by `stale_entries` (and `gemmgate tune
 --stale` retunes them); the first stale hit in a process warns.
 
@@ -57,6 +58,12 @@ FAR_MARGIN = 1.10
 # call H: holdout splits into ranges of 2.4-7.4 KB ran x1.02-1.31 in bf16, fp16 and fp8,
 # into 0.8-1.5 KB x0.80-0.93)
 _MIN_RANGE_BYTES = 2048
+# Buckets whose tiles carry across operand layouts: 16-bit on TMA loads, where wgmma
+# reads either major order from shared memory. A call in a layout with no entry near
+# borrows the row-major bucket's (holdout4, session 20: bf16 cr 384 x 1568 x 3200 ran
+# the heuristic's tile at 0.49 of cuBLAS, 3360 x 304 x 6624 at 0.67; the tune set holds
+# row-major shapes, and thin rc and cc ones only).
+_LAYOUT_FREE = {("16bit", "tma")}
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
             "tma_split": matmul_tma_split.KERNELS}
 
@@ -183,24 +190,30 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
            directory: Path = DEFAULT_DIR, variants: tuple[str, ...] = ("tma", "tiled"),
            sms: int = 0) -> tuple[TileConfig, str] | None:
     """(tile, "table" | "table-nearest") for this shape among entries whose variant the
-    call can run, or None. A bucket below ld128 with nothing near borrows from its
-    ld128 sibling (the same operands, rows aligned to 128 bytes). Given the device's
+    call can run, or None. A bucket with nothing near borrows from the next of
+    `_sources` that has (its ld128 sibling: the same operands, rows aligned to 128 bytes;
+    for 16-bit TMA, the row-major bucket). Given the device's
     `sms`, a nearest lookup weighs the NEIGHBOURS nearest entries' tiles by `_transfer`."""
     path, rows = _index(device_name, str(directory))
     buckets, elem = _sources(bucket)
-    found = _lookup(path, rows.get(buckets[0], ()), m, n, k, variants, sms, elem)
-    if found is None and len(buckets) > 1:
-        found = _lookup(path, rows.get(buckets[1], ()), m, n, k, variants, sms, elem)
-        found = found and (found[0], "table-nearest")
-    return found
+    for i, source in enumerate(buckets):
+        found = _lookup(path, rows.get(source, ()), m, n, k, variants, sms, elem)
+        if found is not None:
+            return found if i == 0 else (found[0], "table-nearest")
+    return None
 
 
 def _sources(bucket: str) -> tuple[tuple[str, ...], int]:
-    """The buckets a lookup reads, in order (one below ld128, then its ld128 sibling),
-    and the bytes of the bucket's elements (the bucket names its family)."""
+    """The buckets a lookup reads, in order, and the bytes of the bucket's elements (the
+    bucket names its family): the bucket; below ld128 its ld128 sibling; and for a 16-bit
+    TMA bucket of other layouts, the row-major one's (`_LAYOUT_FREE`)."""
     head, _, ld = bucket.rpartition(" ld")
-    return ((bucket,) if ld == "128" else (bucket, f"{head} ld128")), \
-        ELEM_BYTES.get(bucket.split(" ", 1)[0], 2)
+    out = [bucket] if ld == "128" else [bucket, f"{head} ld128"]
+    words = head.split(" ")
+    if (words[0], words[-1]) in _LAYOUT_FREE and words[2] != "rr":
+        rr = " ".join((*words[:2], "rr", *words[3:]))
+        out += [f"{rr} ld{ld}", f"{rr} ld128"] if ld != "128" else [f"{rr} ld128"]
+    return tuple(out), ELEM_BYTES.get(words[0], 2)
 
 
 def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileConfig,

@@ -116,7 +116,8 @@ def test_pointer_loads_vectorise_only_with_aligned_rows_and_wrapped_dims_of_16()
 
 def test_ieee_fp32_uses_tma_only_for_row_major_operands():
     assert _decide("fp32", 4096, 4096, 4096, elem=4)[5] == ("tma", "tiled", "tma_split")
-    assert _decide("fp32", 4096, 4096, 4096, a="c", elem=4)[5] == ("tiled",)
+    # a column-major A stays as it is where N does not reuse it: the tiled kernel only
+    assert _decide("fp32", 4096, 64, 4096, a="c", elem=4)[3:] == ("", "", ("tiled",))
     assert _decide("tf32", 4096, 4096, 4096, a="c", elem=4)[5] == \
         ("tma", "tiled", "tma_split")  # copied
 
@@ -126,6 +127,11 @@ def test_ieee_fp32_copies_a_column_major_b_row_major(device):
     assert (ca, cb, variants) == ("", "rowmajor", ("tma", "tiled", "tma_split"))
     assert bucket == "fp32 fp32 rr tma ld128"
     assert _decide("fp32", 16, 4096, 4096, b="c", elem=4)[4] == ""         # decode-like
+    assert _decide("fp32", 16, 4096, 4096, b="c", elem=4, cached=True)[4] == "rowmajor"
+    # a column-major A too, where N reuses it (session 20: holdout4 fp32 cc 0.23-0.41)
+    _, _, bucket, ca, cb, variants = _decide("fp32", 1680, 4123, 1248, a="c", b="c", elem=4)
+    assert (ca, cb, variants) == ("rowmajor", "rowmajor", ("tma", "tma_split"))
+    assert bucket == "fp32 fp32 rr tma ld16"       # N = 4123: the copies' rows on 16 bytes
     assert _decide("tf32", 4096, 4096, 4096, b="c", elem=4)[4] == ""       # K-major already
     assert _decide("fp32", 4096, 4096, 4096, b="c", elem=4, cap=AMPERE)[4] == ""
     b = torch.randn(50, 37, device=device).t()                            # (37, 50) col-major
@@ -143,6 +149,8 @@ def test_only_ieee_fp32_plans_search_the_fma_tiles():
 
 def test_skinny_m_zero_k_and_old_chips_use_the_tiled_kernel():
     assert _decide("bf16", 16, 4096, 4096)[5] == ("tiled",)
+    # but x @ W.T (B column-major) at decode's M: TMA's tiles compete (session 20)
+    assert _decide("bf16", 16, 4096, 4096, b="c")[5] == ("tma", "tiled", "tma_split")
     assert _decide("tf32", 16, 4096, 4096, elem=4)[5] == ("tiled",)
     assert _decide("bf16", 4096, 4096, 0)[5] == ("tiled",)
     assert _decide("bf16", 4096, 4096, 4096, cap=AMPERE)[5] == ("tiled",)

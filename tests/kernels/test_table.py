@@ -66,7 +66,14 @@ def test_lookup_takes_only_variants_the_call_can_run_and_borrows_from_ld128(tmp_
     look = lambda b: table.lookup("NVIDIA H200", b, 4096, 4096, 4096, directory=d)  # noqa: E731
     assert look("16bit bf16 rr tma ld32") == (TMA, "table-nearest")
     assert look("16bit bf16 rr tma ld128") == (TMA, "table")
-    assert look("16bit bf16 rc tma ld32") is None
+    # 16-bit TMA tiles carry across layouts (wgmma reads either major order); pointer
+    # tiles and other families' do not
+    assert look("16bit bf16 rc tma ld32") == (TMA, "table-nearest")
+    assert look("16bit bf16 cc tma ld128") == (TMA, "table-nearest")
+    assert look("16bit bf16 rc ptr ld128") is None
+    assert look("16bit fp16 rr tma ld128") is None                 # another mode's bucket
+    d = _write(tmp_path, [{**_entry(4096, 4096, 4096, TMA), "bucket": "fp8 fp8 rr tma ld128"}])
+    assert look("fp8 fp8 rc tma ld128") is None
 
 
 def test_a_fragile_tile_serves_its_own_shape_and_exact_multiples_only(tmp_path):
