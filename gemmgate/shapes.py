@@ -130,6 +130,11 @@ SETS: dict[str, tuple[Case, ...]] = {
         (8, 5120, 3072, "rc"), (16, 1280, 7168, "rc"), (24, 6000, 3000, "rc"),
         (48, 2560, 5120, "rc"), (40, 5001, 7168, "rc"), (32, 3584, 6144, "cc"),
         (48, 2560, 5120, "cc"),
+        # LLM decode's x @ W.T, now on TMA (session 20): M = 16 across N and K (the M = 24
+        # entry's 64x64x128 lay nearest 16 x 11008 x 4096, 0.72 of cuBLAS where 64x128x128
+        # ran 1.02), and M = 4
+        (16, 6144, 3072, "rc"), (16, 10240, 6144, "rc"), (16, 20480, 4608, "rc"),
+        (16, 3072, 10240, "rc"), (4, 6144, 6144, "rc"),
     ]),
     # Shapes never tuned (a test keeps them out of the committed tables): drawn once,
     # log-uniform, random.Random(20261130); even draws rounded to multiples of 16, odd

@@ -122,6 +122,7 @@ _FMA_SPLIT = ((64, 64, 32), (128, 64, 32), (64, 128, 32), (64, 32, 32))
 _FMA_SMALL_TILED = ((32, 64, 32), (32, 32, 32))
 _MID = {"16bit": (128, 128, 64), "fp32": (128, 128, 32), "fp8": (128, 128, 128)}
 _SMALL = {"16bit": (64, 64, 64), "fp32": (64, 64, 32), "fp8": (64, 64, 128)}
+_THIN_TMA = {"16bit": (64, 128, 128)}   # the heuristic's thin-M tile on TMA alone
 
 # The interpreter runs programs one by one in numpy: few, large tiles are fastest.
 INTERPRETER_CONFIG = TileConfig(32, 32, 32, 4, 1, 4)
@@ -266,6 +267,14 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
     if m <= 32 and tiled:
         c = _t(*_SKINNY[family][0], 4, 4)
         return replace(c, split_k=split_for(m, n, k, c, num_sms))
+    if family in _THIN_TMA and tma and not tiled and m <= 64:
+        # Thin M on TMA alone (16-bit x @ W.T): 64-row tiles, K split where they leave SMs
+        # idle (session 20, call B: 64x128x128 split 4 ran 1 and 16 x 4096 x 4096 rc at
+        # 1.02 of cuBLAS, unsplit 16 x 11008 x 4096 at 1.02; the 128-row tile the loop
+        # below would take at N = 28672 wastes half of each wgmma)
+        c = _t(*_THIN_TMA[family], 4, 4, "tma")
+        split = split_for(m, n, k, c, num_sms)
+        return replace(c, variant="tma_split", split_k=split) if split > 1 else c
     sizes = ((mid, 3, 8, 4), (small, 4, 4, 1)) if fma else \
         ((big, 3, 8, 1), (mid, 4, 8, 1), (small, 4, 4, 1))
     for (bm, bn, bk), stages, warps, waves in sizes:

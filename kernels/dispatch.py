@@ -168,6 +168,11 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
             copy_b = "rowmajor"
         if sa[0] == 1 and sa[1] != 1 and N >= _COPY_MIN_DIM:
             copy_a = "rowmajor"
+        # the copies as the tiled kernel would read them: a row-major B wrapping at an N
+        # not a multiple of 16 takes scalar loads, so TMA too (fp32 17 x 1000 x 2048 rc on
+        # the tiled kernel over a copied B: 0.43 of cuBLAS, x0.63; session 20, call B)
+        slow = slow or not _pointer_fast(M, N, "r" if copy_a else _layout(sa),
+                                         "r" if copy_b else _layout(sb), 16)
     ok_a = copy_a != "" or (aligned[0] and describable((M, K), sa, elem) is not None)
     ok_b = copy_b != "" or (aligned[1] and describable((K, N), sb, elem) is not None)
     # fp8 with a K-major B and thin M: the tiled kernel ran at 0.01-0.33 of cuBLAS (session
@@ -179,8 +184,10 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     # tiled kernel's 16-row tiles were fastest or tied on every shape measured, and TMA
     # tiles borrowed by LLM decode shapes ran x0.92-0.97. Operands are used as they are.
     copies_for_tma = M >= _TMA_MIN_M or slow or fp8_kb
-    # A column-major B (x @ W.T of an nn.Linear weight) at decode's M: the tiled kernel ran
-    # LLM shapes at 0.31-0.50 of cuBLAS (session 20, call A), so TMA's tiles compete there.
+    # A column-major B (x @ W.T of an nn.Linear weight) at thin M, decode's too: TMA only.
+    # The tiled kernel ran 16-bit LLM decode shapes at 0.31-0.50 of cuBLAS (session 20,
+    # call A); TMA split-K of 64x128x128 ran 16 and 1 x 4096 x 4096 at 1.02 where the
+    # tiled kernel's best named tile ran 0.84 and 0.70 (call B).
     b_kmajor = sb[0] == 1 and sb[1] != 1
     tma_m = copies_for_tma or (fam == "16bit" and (M > _DECODE_M or b_kmajor))
     if has_tma and copies_for_tma:
@@ -201,8 +208,11 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
                    _ld_class(sb, N if lb == "r" else K, copy_b, elem, cached))
 
     ld = ld_of(copy_a, copy_b)
-    # Where the tiled kernel is slow, TMA only: scalar pointer loads, or fp8_kb.
-    if variants[0] == "tma" and (not _pointer_fast(M, N, la, lb, ld) or (fp8_kb and M < 128)):
+    # Where the tiled kernel is slow, TMA only: scalar pointer loads, fp8_kb, or 16-bit
+    # thin M with B column-major.
+    thin_kb = fam == "16bit" and b_kmajor and M < _TMA_MIN_M
+    if variants[0] == "tma" and (not _pointer_fast(M, N, la, lb, ld) or (fp8_kb and M < 128)
+                                 or thin_kb):
         variants = ("tma",)
     if variants[0] == "tma":   # split-K with TMA loads runs wherever TMA does
         variants = (*variants, "tma_split")

@@ -58,11 +58,13 @@ FAR_MARGIN = 1.10
 # call H: holdout splits into ranges of 2.4-7.4 KB ran x1.02-1.31 in bf16, fp16 and fp8,
 # into 0.8-1.5 KB x0.80-0.93)
 _MIN_RANGE_BYTES = 2048
-# Buckets whose tiles carry across operand layouts: 16-bit on TMA loads, where wgmma
-# reads either major order from shared memory. A call in a layout with no entry near
-# borrows the row-major bucket's (holdout4, session 20: bf16 cr 384 x 1568 x 3200 ran
-# the heuristic's tile at 0.49 of cuBLAS, 3360 x 304 x 6624 at 0.67; the tune set holds
-# row-major shapes, and thin rc and cc ones only).
+# Buckets whose TMA tiles carry across operand layouts: 16-bit, where wgmma reads either
+# major order from shared memory (not the tiled kernel's: its pointer loads depend on the
+# layout; bf16 208 x 491 x 173 cc borrowed rr's 64x64x64 at x0.71, session 20, call B).
+# A call in a layout with no entry near borrows the row-major bucket's (holdout4, session
+# 20: bf16 cr 384 x 1568 x 3200 ran the heuristic's tile at 0.49 of cuBLAS and 3360 x 304
+# x 6624 at 0.67, borrowing 1.04 and 1.09; the tune set holds row-major shapes, and thin
+# rc and cc ones only).
 _LAYOUT_FREE = {("16bit", "tma")}
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
             "tma_split": matmul_tma_split.KERNELS}
@@ -196,23 +198,25 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
     `sms`, a nearest lookup weighs the NEIGHBOURS nearest entries' tiles by `_transfer`."""
     path, rows = _index(device_name, str(directory))
     buckets, elem = _sources(bucket)
-    for i, source in enumerate(buckets):
-        found = _lookup(path, rows.get(source, ()), m, n, k, variants, sms, elem)
+    for i, (source, tma_only) in enumerate(buckets):
+        usable = tuple(v for v in variants if v != "tiled") if tma_only else variants
+        found = _lookup(path, rows.get(source, ()), m, n, k, usable, sms, elem)
         if found is not None:
             return found if i == 0 else (found[0], "table-nearest")
     return None
 
 
-def _sources(bucket: str) -> tuple[tuple[str, ...], int]:
-    """The buckets a lookup reads, in order, and the bytes of the bucket's elements (the
-    bucket names its family): the bucket; below ld128 its ld128 sibling; and for a 16-bit
-    TMA bucket of other layouts, the row-major one's (`_LAYOUT_FREE`)."""
+def _sources(bucket: str) -> tuple[tuple[tuple[str, bool], ...], int]:
+    """The buckets a lookup reads, in order, each with whether only its TMA tiles carry
+    over, and the bytes of the bucket's elements (the bucket names its family): the
+    bucket; below ld128 its ld128 sibling; and for a 16-bit TMA bucket of other layouts,
+    the row-major one's TMA tiles (`_LAYOUT_FREE`)."""
     head, _, ld = bucket.rpartition(" ld")
-    out = [bucket] if ld == "128" else [bucket, f"{head} ld128"]
+    out = [(bucket, False)] if ld == "128" else [(bucket, False), (f"{head} ld128", False)]
     words = head.split(" ")
     if (words[0], words[-1]) in _LAYOUT_FREE and words[2] != "rr":
         rr = " ".join((*words[:2], "rr", *words[3:]))
-        out += [f"{rr} ld{ld}", f"{rr} ld128"] if ld != "128" else [f"{rr} ld128"]
+        out += [(f"{rr} ld{x}", True) for x in dict.fromkeys((ld, "128"))]
     return tuple(out), ELEM_BYTES.get(words[0], 2)
 
 
@@ -226,9 +230,10 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
     (scripts/lookup_diff.py --predict)."""
     _, rows = _index(device_name, str(directory))
     buckets, elem = _sources(bucket)
-    for b in buckets:
-        got = [ms for ms, c in _timed(_near(rows.get(b, ()), m, n, k, variants), m, n, k,
-                                      variants, sms, elem) if c == config]
+    for b, tma_only in buckets:
+        usable = tuple(v for v in variants if v != "tiled") if tma_only else variants
+        got = [ms for ms, c in _timed(_near(rows.get(b, ()), m, n, k, usable), m, n, k,
+                                      usable, sms, elem) if c == config]
         if got:
             return min(got)
     return None

@@ -209,7 +209,14 @@ def test_heuristic_fills_the_sms_and_splits_k_when_tiles_cannot():
     assert (rows.variant, rows.block_n, rows.split_k) == ("tma", 64, 1)
     thin = heuristic("16bit", 26, 5523, 7310, tma=True, num_sms=H200_SMS,
                      smem_limit=H200_SMEM, tiled=False)
-    assert (thin.variant, thin.block_m) == ("tma", 64)
+    assert (thin.variant, thin.block_m, thin.split_k) == ("tma_split", 64, 2)   # 44 tiles
+    # 16-bit thin M on TMA alone (x @ W.T): 64x128x128, K split where its tiles leave SMs
+    # idle (session 20: 1 and 16 x 4096 x 4096 rc at 1.02 of cuBLAS split 4)
+    for m, n, k, split in ((1, 4096, 4096, 4), (16, 4096, 4096, 4), (16, 28672, 8192, 1)):
+        c = heuristic("16bit", m, n, k, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM,
+                      tiled=False)
+        assert (c.block_m, c.block_n, c.block_k, c.split_k) == (64, 128, 128, split)
+        assert c.variant == ("tma_split" if split > 1 else "tma")
     for fam in ("16bit", "fp32", "fp8"):   # whatever the shape, the pick fits the chip
         for shape in ((1, 1, 1), (64, 64, 64), (4096, 4096, 253), (300, 300, 100000)):
             c = heuristic(fam, *shape, tma=False, num_sms=H200_SMS, smem_limit=H200_SMEM)

@@ -132,6 +132,11 @@ def test_ieee_fp32_copies_a_column_major_b_row_major(device):
     _, _, bucket, ca, cb, variants = _decide("fp32", 1680, 4123, 1248, a="c", b="c", elem=4)
     assert (ca, cb, variants) == ("rowmajor", "rowmajor", ("tma", "tma_split"))
     assert bucket == "fp32 fp32 rr tma ld16"       # N = 4123: the copies' rows on 16 bytes
+    # a copied B the tiled kernel would read with scalar loads (N = 1000): TMA too
+    assert _decide("fp32", 17, 1000, 2048, b="c", elem=4, cached=True)[3:] == \
+        ("", "rowmajor", ("tma", "tma_split"))
+    assert _decide("fp32", 17, 1024, 2048, b="c", elem=4, cached=True)[3:] == \
+        ("", "rowmajor", ("tiled",))
     assert _decide("tf32", 4096, 4096, 4096, b="c", elem=4)[4] == ""       # K-major already
     assert _decide("fp32", 4096, 4096, 4096, b="c", elem=4, cap=AMPERE)[4] == ""
     b = torch.randn(50, 37, device=device).t()                            # (37, 50) col-major
@@ -149,8 +154,11 @@ def test_only_ieee_fp32_plans_search_the_fma_tiles():
 
 def test_skinny_m_zero_k_and_old_chips_use_the_tiled_kernel():
     assert _decide("bf16", 16, 4096, 4096)[5] == ("tiled",)
-    # but x @ W.T (B column-major) at decode's M: TMA's tiles compete (session 20)
-    assert _decide("bf16", 16, 4096, 4096, b="c")[5] == ("tma", "tiled", "tma_split")
+    # but x @ W.T (B column-major) at thin M, decode's too: TMA only (session 20)
+    assert _decide("bf16", 16, 4096, 4096, b="c")[5] == ("tma", "tma_split")
+    assert _decide("fp16", 1, 4096, 4096, b="c")[5] == ("tma", "tma_split")
+    assert _decide("bf16", 48, 4096, 4096, a="c", b="c")[5] == ("tma", "tma_split")
+    assert _decide("bf16", 64, 4096, 4096, b="c")[5] == ("tma", "tiled", "tma_split")
     assert _decide("tf32", 16, 4096, 4096, elem=4)[5] == ("tiled",)
     assert _decide("bf16", 4096, 4096, 0)[5] == ("tiled",)
     assert _decide("bf16", 4096, 4096, 4096, cap=AMPERE)[5] == ("tiled",)

@@ -72,6 +72,10 @@ def test_lookup_takes_only_variants_the_call_can_run_and_borrows_from_ld128(tmp_
     assert look("16bit bf16 cc tma ld128") == (TMA, "table-nearest")
     assert look("16bit bf16 rc ptr ld128") is None
     assert look("16bit fp16 rr tma ld128") is None                 # another mode's bucket
+    tiled = TileConfig(64, 64, 64, 8, 4, 4)
+    d = _write(tmp_path, [{**_entry(4096, 4096, 4096, tiled), "bucket": "16bit bf16 rr tma ld128"}])
+    assert look("16bit bf16 rr tma ld128") == (tiled, "table")
+    assert look("16bit bf16 cc tma ld128") is None                 # pointer tiles stay
     d = _write(tmp_path, [{**_entry(4096, 4096, 4096, TMA), "bucket": "fp8 fp8 rr tma ld128"}])
     assert look("fp8 fp8 rc tma ld128") is None
 
