@@ -65,7 +65,14 @@ _MIN_RANGE_BYTES = 2048
 # 20: bf16 cr 384 x 1568 x 3200 ran the heuristic's tile at 0.49 of cuBLAS and 3360 x 304
 # x 6624 at 0.67, borrowing 1.04 and 1.09; the tune set holds row-major shapes, and thin
 # rc and cc ones only).
-_LAYOUT_FREE = {("16bit", "tma")}
+_TMA_TILES = ("tma", "tma_split")
+_LAYOUT_FREE: dict[tuple[str, str, str], tuple[str, ...]] = {
+    **{("16bit", "tma", lay): _TMA_TILES for lay in ("rc", "cr", "cc")},
+    # IEEE fp32 with A column-major (B row-major) runs the tiled kernel on the FMA units'
+    # own order; row-major's tiled tiles carry (holdout4 cr 0.48-0.76 on the heuristic's
+    # unsplit tile, 0.80-1.01 on row-major's split ones over a copied A: session 20, C)
+    ("fp32", "ptr", "cr"): ("tiled",),
+}
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
             "tma_split": matmul_tma_split.KERNELS}
 
@@ -198,26 +205,33 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
     `sms`, a nearest lookup weighs the NEIGHBOURS nearest entries' tiles by `_transfer`."""
     path, rows = _index(device_name, str(directory))
     buckets, elem = _sources(bucket)
-    for i, (source, tma_only) in enumerate(buckets):
-        usable = tuple(v for v in variants if v != "tiled") if tma_only else variants
-        found = _lookup(path, rows.get(source, ()), m, n, k, usable, sms, elem)
+    for i, (source, carried) in enumerate(buckets):
+        found = _lookup(path, rows.get(source, ()), m, n, k, _carried(variants, carried),
+                        sms, elem)
         if found is not None:
             return found if i == 0 else (found[0], "table-nearest")
     return None
 
 
-def _sources(bucket: str) -> tuple[tuple[tuple[str, bool], ...], int]:
-    """The buckets a lookup reads, in order, each with whether only its TMA tiles carry
-    over, and the bytes of the bucket's elements (the bucket names its family): the
-    bucket; below ld128 its ld128 sibling; and for a 16-bit TMA bucket of other layouts,
-    the row-major one's TMA tiles (`_LAYOUT_FREE`)."""
+def _sources(bucket: str) -> tuple[tuple[tuple[str, tuple[str, ...] | None], ...], int]:
+    """The buckets a lookup reads, in order, each with the variants whose tiles carry over
+    from it (None: all), and the bytes of the bucket's elements (the bucket names its
+    family): the bucket; below ld128 its ld128 sibling; and where `_LAYOUT_FREE` names
+    the bucket's family, path and layouts, the row-major buckets' tiles of those variants."""
     head, _, ld = bucket.rpartition(" ld")
-    out = [(bucket, False)] if ld == "128" else [(bucket, False), (f"{head} ld128", False)]
-    words = head.split(" ")
-    if (words[0], words[-1]) in _LAYOUT_FREE and words[2] != "rr":
-        rr = " ".join((*words[:2], "rr", *words[3:]))
-        out += [(f"{rr} ld{x}", True) for x in dict.fromkeys((ld, "128"))]
-    return tuple(out), ELEM_BYTES.get(words[0], 2)
+    out = [(bucket, None)] if ld == "128" else [(bucket, None), (f"{head} ld128", None)]
+    words = (bucket.split(" ") + ["", "", "", ""])[:4]   # family, mode, layouts, path
+    family, layouts, path = words[0], words[2], words[3]
+    carried = _LAYOUT_FREE.get((family, path, layouts))
+    if carried:
+        for rr_path in ("tma", "ptr") if "tiled" in carried else ("tma",):
+            rr = " ".join((*words[:2], "rr", rr_path))
+            out += [(f"{rr} ld{x}", carried) for x in dict.fromkeys((ld, "128"))]
+    return tuple(out), ELEM_BYTES.get(family, 2)
+
+
+def _carried(variants: tuple[str, ...], carried: tuple[str, ...] | None) -> tuple[str, ...]:
+    return variants if carried is None else tuple(v for v in variants if v in carried)
 
 
 def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileConfig,
@@ -230,8 +244,8 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
     (scripts/lookup_diff.py --predict)."""
     _, rows = _index(device_name, str(directory))
     buckets, elem = _sources(bucket)
-    for b, tma_only in buckets:
-        usable = tuple(v for v in variants if v != "tiled") if tma_only else variants
+    for b, carried in buckets:
+        usable = _carried(variants, carried)
         got = [ms for ms, c in _timed(_near(rows.get(b, ()), m, n, k, usable), m, n, k,
                                       usable, sms, elem) if c == config]
         if got:

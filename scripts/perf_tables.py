@@ -51,6 +51,7 @@ S16 = RESULTS / "h200-2026-11-30-s16"
 S17 = RESULTS / "h200-2026-12-01-s17"
 S18 = RESULTS / "h200-2026-12-01-s18"
 S19 = RESULTS / "h200-2026-12-01-s19"
+S20 = RESULTS / "h200-2026-12-01-s20"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -349,6 +350,15 @@ TABLES: dict[str, Callable[[], str]] = {
     "s19-fp32-ab": lambda: ab_changes(S19 / "cases.csv", "callD-fp32-", 0.9, 1.1),
     "s19-retune-fp32": lambda: csv_table(S19 / "retune_fp32.csv"),
     "s19-thin-layouts": lambda: layout_geomeans(S19 / "cases.csv", "callF-thin-layouts"),
+    "s20-steps": lambda: label_steps(S20 / "cases.csv"),
+    "s20-h4-layouts": lambda: layout_geomeans(S20 / "cases.csv", "callA-holdout4"),
+    "s20-h4-below": lambda: ratios_below(S20 / "cases.csv", "callA-", 0.8),
+    "s20-tiles-rc": lambda: pick_vs_best(S20 / "tiles_rc.csv"),
+    "s20-tuned": lambda: csv_table(S20 / "tuned.csv"),
+    "s20-ab": lambda: ab_changes(S20 / "cases.csv", "callC-", 0.95, 1.05),
+    "s20-after-layouts": lambda: layout_geomeans(S20 / "cases.csv", "callC-holdout4"),
+    "s20-after-below": lambda: ratios_below(S20 / "cases.csv", "callC-", 0.8),
+    "s20-long-tail": lambda: s9_long_tail(S20 / "cases.csv", "callC-holdout4"),
 }
 
 

@@ -58,7 +58,7 @@ def test_a_heuristic_change_shows_where_the_table_has_nothing_near():
     old = types.SimpleNamespace(dispatch=kernels.dispatch, modes=kernels.modes,
                                 configs=big, table=empty)
     rows = ld.diff(old, new, [("pr", (cr,))], ["fp32"], 132)
-    assert [r[3:] for r in rows] == [("heuristic tma 128x128x32 g8 s3 w8",
+    assert [r[3:] for r in rows] == [("heuristic 128x128x32 g8 s3 w8",
                                       "heuristic " + ld._text(tile))]
 
 

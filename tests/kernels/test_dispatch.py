@@ -116,8 +116,8 @@ def test_pointer_loads_vectorise_only_with_aligned_rows_and_wrapped_dims_of_16()
 
 def test_ieee_fp32_uses_tma_only_for_row_major_operands():
     assert _decide("fp32", 4096, 4096, 4096, elem=4)[5] == ("tma", "tiled", "tma_split")
-    # a column-major A stays as it is where N does not reuse it: the tiled kernel only
-    assert _decide("fp32", 4096, 64, 4096, a="c", elem=4)[3:] == ("", "", ("tiled",))
+    # a column-major A beside a row-major B is the FMA units' own order: as it is, tiled
+    assert _decide("fp32", 4096, 4096, 4096, a="c", elem=4)[3:] == ("", "", ("tiled",))
     assert _decide("tf32", 4096, 4096, 4096, a="c", elem=4)[5] == \
         ("tma", "tiled", "tma_split")  # copied
 

@@ -76,6 +76,13 @@ def test_lookup_takes_only_variants_the_call_can_run_and_borrows_from_ld128(tmp_
     d = _write(tmp_path, [{**_entry(4096, 4096, 4096, tiled), "bucket": "16bit bf16 rr tma ld128"}])
     assert look("16bit bf16 rr tma ld128") == (tiled, "table")
     assert look("16bit bf16 cc tma ld128") is None                 # pointer tiles stay
+    # IEEE fp32 with A column-major borrows row-major's tiled tiles, not its TMA ones
+    fp32 = [{**_entry(4096, 4096, 4096, tiled), "bucket": "fp32 fp32 rr tma ld128"}]
+    d = _write(tmp_path, fp32)
+    assert look("fp32 fp32 cr ptr ld128") == (tiled, "table-nearest")
+    assert look("fp32 fp32 rc ptr ld128") is None
+    d = _write(tmp_path, [{**fp32[0], "config": asdict(TMA), "kernel": table.variant_hash("tma")}])
+    assert look("fp32 fp32 cr ptr ld128") is None
     d = _write(tmp_path, [{**_entry(4096, 4096, 4096, TMA), "bucket": "fp8 fp8 rr tma ld128"}])
     assert look("fp8 fp8 rc tma ld128") is None
 
