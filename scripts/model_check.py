@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-_SHAPE = re.compile(r"(\d+)x(\d+)x(\d+)(?:\+p(\d+))?")
+_SHAPE = re.compile(r"(\d+)x(\d+)x(\d+)(?:-(rr|rc|cr|cc))?(?:\+p(\d+))?")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,18 +80,19 @@ def groups(paths: list[Path], sms: int) -> list[Group]:
                 got = _SHAPE.fullmatch(r["shape"])
                 try:
                     if got is None:
-                        raise ValueError(f"shape {r['shape']!r} is not MxNxK[+pP]")
+                        raise ValueError(f"shape {r['shape']!r} is not MxNxK[-LAYOUT][+pP]")
                     get_mode(r["mode"])
                     us = float(r["us"])
                 except ValueError as e:
                     raise ValueError(f"{source}:{line}: {e}") from None
-                m, n, k, pad = got.groups()
-                rows[(source, Case(int(m), int(n), int(k), pad=int(pad or 0)),
+                m, n, k, lay, pad = got.groups()
+                rows[(source, Case(int(m), int(n), int(k), lay or "rr", int(pad or 0)),
                       r["mode"])].append((tile, us))
     index = table._index(DEVICE, str(table.DEFAULT_DIR))[1]
     out = []
     for (source, case, mode), measured in rows.items():
-        shape = f"{case.m}x{case.n}x{case.k}" + (f"+p{case.pad}" if case.pad else "")
+        shape = f"{case.m}x{case.n}x{case.k}" + (f"-{case.layout}" if case.layout != "rr"
+                                                 else "") + (f"+p{case.pad}" if case.pad else "")
         _, _, bucket, variants = _choice(kernels, mode, case, sms)
         if any(e.shape == (case.m, case.n, case.k) for e in index.get(bucket, ())):
             continue   # an exact entry: the model's transfer is not what runs
