@@ -166,12 +166,13 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
         # (~1% of the GEMM) by the reuse rule, or at any M when kept (a weight's copy is
         # paid once). A column-major A is the FMA units' own order (4096^3 cr ran 0.92 of
         # cuBLAS on the tiled kernel, rr 0.85: session 20, call C) and stays, except beside
-        # a column-major B: cc copies both and runs row-major on TMA (holdout4 cc 0.23-0.41
-        # -> 0.60-0.96, call C).
+        # a column-major B (cc copies both and runs row-major on TMA: holdout4 cc 0.23-0.41
+        # -> 0.60-0.96, call C) or where the tiled kernel's loads would be scalar (N not a
+        # multiple of 16: 752 x 659 x 133 cr ran 0.48 as it is, 0.80 copied, call D).
         if sb[0] == 1 and sb[1] != 1 and (M >= _COPY_MIN_DIM or cached):
             copy_b = "rowmajor"
-            if sa[0] == 1 and sa[1] != 1 and N >= _COPY_MIN_DIM:
-                copy_a = "rowmajor"
+        if sa[0] == 1 and sa[1] != 1 and N >= _COPY_MIN_DIM and (copy_b or slow):
+            copy_a = "rowmajor"
         # the copies as the tiled kernel would read them: a row-major B wrapping at an N
         # not a multiple of 16 takes scalar loads, so TMA too (fp32 17 x 1000 x 2048 rc on
         # the tiled kernel over a copied B: 0.43 of cuBLAS, x0.63; session 20, call B)

@@ -116,8 +116,11 @@ def test_pointer_loads_vectorise_only_with_aligned_rows_and_wrapped_dims_of_16()
 
 def test_ieee_fp32_uses_tma_only_for_row_major_operands():
     assert _decide("fp32", 4096, 4096, 4096, elem=4)[5] == ("tma", "tiled", "tma_split")
-    # a column-major A beside a row-major B is the FMA units' own order: as it is, tiled
+    # a column-major A beside a row-major B is the FMA units' own order: as it is, tiled;
+    # copied row-major (TMA) where the tiled kernel's B loads would be scalar (N = 659)
     assert _decide("fp32", 4096, 4096, 4096, a="c", elem=4)[3:] == ("", "", ("tiled",))
+    assert _decide("fp32", 752, 659, 133, a="c", elem=4)[3:6:2] == ("rowmajor",
+                                                                   ("tma", "tma_split"))
     assert _decide("tf32", 4096, 4096, 4096, a="c", elem=4)[5] == \
         ("tma", "tiled", "tma_split")  # copied
 
