@@ -135,9 +135,6 @@ SETS: dict[str, tuple[Case, ...]] = {
         # ran 1.02), and M = 4
         (16, 6144, 3072, "rc"), (16, 10240, 6144, "rc"), (16, 20480, 4608, "rc"),
         (16, 3072, 10240, "rc"), (4, 6144, 6144, "rc"),
-        # IEEE fp32 GEMV-like M = 1 (nightly's fp32 1 x 4096 x 4096 ran the heuristic's
-        # 16x128x64 split 4 at 0.79 of cuBLAS, the one nightly case below 0.80; session 20)
-        (1, 3072, 6144), (1, 6144, 3072),
     ]),
     # Shapes never tuned (a test keeps them out of the committed tables): drawn once,
     # log-uniform, random.Random(20261130); even draws rounded to multiples of 16, odd
