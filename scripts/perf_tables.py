@@ -361,6 +361,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s20-after-below": lambda: ratios_below(S20 / "cases.csv", "callC-", 0.8),
     "s20-long-tail": lambda: s9_long_tail(S20 / "cases.csv", "callC-holdout4"),
     "s20-fma-layout": lambda: pick_vs_best(S20 / "tiles_fma_layout.csv"),
+    "s20-m1-fp32": lambda: pick_vs_best(S20 / "tiles_m1_fp32.csv"),
 }
 
 
