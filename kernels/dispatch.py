@@ -17,11 +17,12 @@ A call is keyed by (device, mode, M, N, K, operand strides and alignment). For a
    does not pay it per call; kept copies are made on whole 128-byte lines, and an operand
    the TMA variant would read with rows off them (a pitch like 2000 or 4112 bytes) is
    copied to whole lines too, in its own layout (`pitch`: ~28% of the kernel's time on
-   the H200, session 14).
+   the H200, session 14). IEEE fp32 (FMA units) copies a column-major B row-major, and a
+   column-major A only beside it or where its loads would be scalar (`rowmajor`).
 2. Variants: `tma` where both operands (after 1) can be described and the chip has TMA
-   (sm_90+), from wgmma's M = 64 (16-bit from M = 17, or any M with B column-major, its
-   operands as given: the table chooses between TMA's 64-row tiles and the tiled
-   kernel's thin ones); `tiled` too
+   (sm_90+), from wgmma's M = 64 (16-bit from M = 17, its operands as given: the table
+   chooses between TMA's 64-row tiles and the tiled kernel's thin ones; and at any M
+   with B column-major, x @ W.T, TMA alone); `tiled` too
    unless its pointer loads would be scalar (`_pointer_fast`; such a call takes TMA even
    at thin M, with aligned copies) or it is fp8 with a K-major B and M < 128; split-K
    where the output tiles leave SMs idle and K is long: `tiled` with split_k > 1, and
@@ -186,8 +187,8 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     # 16-bit at thin M above decode's: TMA tiles (64 rows, K split) beside the tiled
     # kernel's thin ones, the table choosing per key (session 19, calls A and C: bf16 48 x
     # 4096 x 4096 0.59 -> 1.00 of cuBLAS, 32 x 3504 x 2544 0.79 -> 0.92). At M <= 16 the
-    # tiled kernel's 16-row tiles were fastest or tied on every shape measured, and TMA
-    # tiles borrowed by LLM decode shapes ran x0.92-0.97. Operands are used as they are.
+    # tiled kernel's 16-row tiles were fastest or tied on every row-major shape measured,
+    # and TMA tiles borrowed by LLM decode shapes ran x0.92-0.97. Operands as they are.
     copies_for_tma = M >= _TMA_MIN_M or slow or fp8_kb
     # A column-major B (x @ W.T of an nn.Linear weight) at thin M, decode's too: TMA only.
     # The tiled kernel ran 16-bit LLM decode shapes at 0.31-0.50 of cuBLAS (session 20,

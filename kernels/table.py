@@ -12,10 +12,11 @@ it takes on this shape), each tile also with K split anew where its tiles leave 
 still; or None (the caller's heuristic then decides). Only entries
 whose variant the call can run count; a `fragile` tile serves its own shape and shapes
 it tiles exactly; a bucket of unaligned rows (ld16-ld64) with
-nothing near borrows from its ld128 sibling, and a 16-bit TMA bucket of other layouts from
-the row-major one (`_sources`). An entry whose kernel hash differs from
-the current source is stale: never used, listed by `stale_entries` (and `gemmgate tune
---stale` retunes them); the first stale hit in a process warns.
+nothing near borrows from its ld128 sibling, and a 16-bit TMA bucket of other layouts (or
+IEEE fp32's cr pointer bucket) from the row-major ones (`_LAYOUT_FREE`). An entry whose
+kernel hash differs from the current source is stale: never used, listed by
+`stale_entries` (and `gemmgate tune --stale` retunes them); the first stale hit in a
+process warns.
 
 A table file names the device names it serves (`match`: lower-case substrings of
 torch.cuda.get_device_name), so the kernel needs no knowledge of the harness's chips.
@@ -69,8 +70,9 @@ _TMA_TILES = ("tma", "tma_split")
 _LAYOUT_FREE: dict[tuple[str, str, str], tuple[str, ...]] = {
     **{("16bit", "tma", lay): _TMA_TILES for lay in ("rc", "cr", "cc")},
     # IEEE fp32 with A column-major (B row-major) runs the tiled kernel on the FMA units'
-    # own order; row-major's tiled tiles carry (holdout4 cr 0.48-0.76 on the heuristic's
-    # unsplit tile, 0.80-1.01 on row-major's split ones over a copied A: session 20, C)
+    # own order; row-major's tiled tiles carry (holdout4 cr 3360 x 304 x 6624 and 384 x
+    # 1568 x 3200: 0.76 and 0.60 on the heuristic's unsplit tile, 1.06 and 0.92 on
+    # row-major's split ones; session 20, calls A and D)
     ("fp32", "ptr", "cr"): ("tiled",),
 }
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
@@ -201,7 +203,7 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
     """(tile, "table" | "table-nearest") for this shape among entries whose variant the
     call can run, or None. A bucket with nothing near borrows from the next of
     `_sources` that has (its ld128 sibling: the same operands, rows aligned to 128 bytes;
-    for 16-bit TMA, the row-major bucket). Given the device's
+    the row-major buckets, where `_LAYOUT_FREE` says). Given the device's
     `sms`, a nearest lookup weighs the NEIGHBOURS nearest entries' tiles by `_transfer`."""
     path, rows = _index(device_name, str(directory))
     buckets, elem = _sources(bucket)
