@@ -7,7 +7,8 @@
 For every case of the sets and every mode, the pick an H200 would make (kernels.dispatch.
 decide with TMA, then kernels.table.lookup on the H200 table with `--sms` SMs: both pure,
 no device) with this tree's `kernels/` and with `--ref`'s (gemmgate.reference.load), as
-the harness calls them (operand copies kept). Prints each case whose pick differs, then
+the harness calls them (operand copies kept): the tile and the operand copies it runs on
+(`[A rowmajor, B pitch]`). Prints each case whose pick differs, then
 a count per set and mode; exit 0. What a device A/B must then measure, and nothing else
 (sessions 15 and 16 sized their lookup changes so before spending device time). With
 `--predict`, each row also gives the time this tree's table model predicts for the old
@@ -38,14 +39,8 @@ def _choice(pkg, mode_name: str, case, sms: int
     """(the tile `pkg` (a `kernels` package) picks for a case: the table's, or where it
     has nothing near the heuristic's; whether it is the heuristic's; the case's bucket;
     the variants it may run)."""
-    from gemmgate.inputs import layout
-    from gemmgate.precision import get_mode
-
-    a, b = layout(case, get_mode(mode_name))   # meta tensors: the harness's strides
+    fam, _, bucket, _, _, variants = _decided(pkg, mode_name, case)
     mode = pkg.modes.mode_named(mode_name)
-    fam, _, bucket, _, _, variants = pkg.dispatch.decide(
-        mode, (9, 0), case.m, case.n, case.k, a.stride(), b.stride(), (True, True),
-        a.element_size(), has_tma=True, cached=True)
     found = pkg.table.lookup(DEVICE, bucket, case.m, case.n, case.k, variants=variants,
                              sms=sms)
     if found is not None:
@@ -58,6 +53,28 @@ def _choice(pkg, mode_name: str, case, sms: int
     return tile, True, bucket, variants
 
 
+def _decided(pkg, mode_name: str, case) -> tuple:
+    """`pkg`'s kernels.dispatch.decide for a case on an H200, as the harness calls it
+    (its operands' strides, copies kept): (family, key, bucket, copy_a, copy_b,
+    variants)."""
+    from gemmgate.inputs import layout
+    from gemmgate.precision import get_mode
+
+    a, b = layout(case, get_mode(mode_name))   # meta tensors: the harness's strides
+    return pkg.dispatch.decide(
+        pkg.modes.mode_named(mode_name), (9, 0), case.m, case.n, case.k, a.stride(),
+        b.stride(), (True, True), a.element_size(), has_tma=True, cached=True)
+
+
+def _operands(pkg, mode_name: str, case) -> str:
+    """The operand copies `pkg` makes for a case, as text ('' where none): a copy the
+    tile's name does not show (session 20: fp32 4096^3 cr ran its tile 8% slower on a
+    row-major copy of A)."""
+    _, _, _, copy_a, copy_b, _ = _decided(pkg, mode_name, case)
+    copies = [f"{x} {c}" for x, c in (("A", copy_a), ("B", copy_b)) if c]
+    return f" [{', '.join(copies)}]" if copies else ""
+
+
 def _text(c, heuristic: bool = False) -> str:
     """A tile as the harness names it (gemmgate.tuning.config_name: the tiled kernel's
     unprefixed), 'heuristic ' first where the table had nothing near."""
@@ -68,8 +85,8 @@ def _text(c, heuristic: bool = False) -> str:
 
 def pick(pkg, mode_name: str, case, sms: int) -> str:
     """The tile `pkg` picks for a case, as text ('heuristic ...' where the table has
-    nothing near)."""
-    return _text(*_choice(pkg, mode_name, case, sms)[:2])
+    nothing near), and the operand copies it runs on (`_operands`)."""
+    return _text(*_choice(pkg, mode_name, case, sms)[:2]) + _operands(pkg, mode_name, case)
 
 
 def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False
@@ -84,7 +101,8 @@ def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False
             for case in cases:
                 a, heur_a, _, _ = _choice(old, mode, case, sms)
                 b, heur_b, bucket, variants = _choice(new, mode, case, sms)
-                text_a, text_b = _text(a, heur_a), _text(b, heur_b)
+                text_a = _text(a, heur_a) + _operands(old, mode, case)
+                text_b = _text(b, heur_b) + _operands(new, mode, case)
                 if text_a == text_b:   # tiles of two packages: compared as text
                     continue
                 row = (name, mode, case.id, text_a, text_b)
