@@ -123,6 +123,7 @@ _FMA_SMALL_TILED = ((32, 64, 32), (32, 32, 32))
 _MID = {"16bit": (128, 128, 64), "fp32": (128, 128, 32), "fp8": (128, 128, 128)}
 _SMALL = {"16bit": (64, 64, 64), "fp32": (64, 64, 32), "fp8": (64, 64, 128)}
 _THIN_TMA = {"16bit": (64, 128, 128)}   # the heuristic's thin-M tile on TMA alone
+WGMMA_M = 64   # wgmma's M: below it a TMA tile of 64 rows (the search's, the table's reach)
 
 # The interpreter runs programs one by one in numpy: few, large tiles are fastest.
 INTERPRETER_CONFIG = TileConfig(32, 32, 32, 4, 1, 4)
@@ -267,7 +268,7 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
     if m <= 32 and tiled:
         c = _t(*_SKINNY[family][0], 4, 4)
         return replace(c, split_k=split_for(m, n, k, c, num_sms))
-    if family in _THIN_TMA and tma and not tiled and m <= 64:
+    if family in _THIN_TMA and tma and not tiled and m <= WGMMA_M:
         # Thin M on TMA alone (16-bit x @ W.T): 64-row tiles, K split where they leave SMs
         # idle (session 20, call B: 64x128x128 split 4 ran 1 and 16 x 4096 x 4096 rc at
         # 1.02 of cuBLAS, unsplit 16 x 11008 x 4096 at 1.02; the 128-row tile the loop

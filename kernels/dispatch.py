@@ -46,6 +46,7 @@ import torch
 from kernels import table
 from kernels.configs import (
     INTERPRETER_CONFIG,
+    WGMMA_M,  # from here the TMA variant runs, and needs B K-major
     TileConfig,
     heuristic,
     search_space,
@@ -57,7 +58,6 @@ from kernels.modes import KernelMode
 from kernels.relayout import LINE, CopyCache, aligned_copy, pitch, pitched_copy
 
 _COPY_MIN_DIM = 128    # copy an operand K-major only when the other side reuses it this much
-_TMA_MIN_M = 64        # wgmma's M: from here the TMA variant runs, and needs B K-major
 _DECODE_M = 16         # 16-bit M up to this: the tiled kernel only (its 16-row tiles)
 COPIES = CopyCache()   # operand copies of calls with cache_copies=True
 CALLS: dict[tuple, object] = {}   # kernels.matmul's checked calls: key -> Resolved
@@ -149,8 +149,9 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     `cached`: copies are kept across calls (fp8 then copies B K-major at any M)."""
     fam = family(mode)
     copy_a = copy_b = ""
+    given_a, given_b = _layout(sa), _layout(sb)   # the operands' layouts as given
     # The tiled kernel's loads would be scalar: a thin-M call takes TMA too (with copies).
-    slow = not _pointer_fast(M, N, _layout(sa), _layout(sb),
+    slow = not _pointer_fast(M, N, given_a, given_b,
                              min(_ld_class(sa, 0, "", elem), _ld_class(sb, 0, "", elem)))
     kmajor = _needs_kmajor(mode, cap)
     if kmajor:
@@ -158,7 +159,7 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
         # fp8 with kept copies: B K-major at any M, for the TMA variant's wgmma (a decode-
         # like call's copy is paid once, as the vendor's K-major fp8 B is made once).
         keep = cached and mode.scaled
-        copy_b = "kmajor" if sb[0] != 1 and (M >= _TMA_MIN_M or slow or keep) else ""
+        copy_b = "kmajor" if sb[0] != 1 and (M >= WGMMA_M or slow or keep) else ""
     ieee = on_fma_units(mode)
     if ieee and has_tma:
         # IEEE fp32 runs on FMA units, whose outer products read a column of A and a row of
@@ -170,15 +171,15 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
         # a column-major B (cc copies both and runs row-major on TMA: holdout4 cc 0.23-0.41
         # -> 0.60-0.96, call C) or where the tiled kernel's loads would be scalar (N not a
         # multiple of 16: 752 x 659 x 133 cr ran 0.48 as it is, 0.80 copied, call D).
-        if sb[0] == 1 and sb[1] != 1 and (M >= _COPY_MIN_DIM or cached):
+        if given_b == "c" and (M >= _COPY_MIN_DIM or cached):
             copy_b = "rowmajor"
-        if sa[0] == 1 and sa[1] != 1 and N >= _COPY_MIN_DIM and (copy_b or slow):
+        if given_a == "c" and N >= _COPY_MIN_DIM and (copy_b or slow):
             copy_a = "rowmajor"
         # the copies as the tiled kernel would read them: a row-major B wrapping at an N
         # not a multiple of 16 takes scalar loads, so TMA too (fp32 17 x 1000 x 2048 rc on
         # the tiled kernel over a copied B: 0.43 of cuBLAS, x0.63; session 20, call B)
-        slow = slow or not _pointer_fast(M, N, "r" if copy_a else _layout(sa),
-                                         "r" if copy_b else _layout(sb), 16)
+        slow = slow or not _pointer_fast(M, N, "r" if copy_a else given_a,
+                                         "r" if copy_b else given_b, 16)
     ok_a = copy_a != "" or (aligned[0] and describable((M, K), sa, elem) is not None)
     ok_b = copy_b != "" or (aligned[1] and describable((K, N), sb, elem) is not None)
     # fp8 with a K-major B and thin M: the tiled kernel ran at 0.01-0.33 of cuBLAS (session
@@ -189,20 +190,19 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     # 4096 x 4096 0.59 -> 1.00 of cuBLAS, 32 x 3504 x 2544 0.79 -> 0.92). At M <= 16 the
     # tiled kernel's 16-row tiles were fastest or tied on every row-major shape measured,
     # and TMA tiles borrowed by LLM decode shapes ran x0.92-0.97. Operands as they are.
-    copies_for_tma = M >= _TMA_MIN_M or slow or fp8_kb
+    copies_for_tma = M >= WGMMA_M or slow or fp8_kb
     # A column-major B (x @ W.T of an nn.Linear weight) at thin M, decode's too: TMA only.
     # The tiled kernel ran 16-bit LLM decode shapes at 0.31-0.50 of cuBLAS (session 20,
     # call A); TMA split-K of 64x128x128 ran 16 and 1 x 4096 x 4096 at 1.02 where the
     # tiled kernel's best named tile ran 0.84 and 0.70 (call B).
-    b_kmajor = sb[0] == 1 and sb[1] != 1
-    tma_m = copies_for_tma or (fam == "16bit" and (M > _DECODE_M or b_kmajor))
+    tma_m = copies_for_tma or (fam == "16bit" and (M > _DECODE_M or given_b == "c"))
     if has_tma and copies_for_tma:
         if not ok_a and (N >= _COPY_MIN_DIM or slow):
             copy_a, ok_a = "aligned", True
         if not ok_b and (M >= _COPY_MIN_DIM or slow):
             copy_b, ok_b = "aligned", True
-    la = "r" if copy_a else _layout(sa)
-    lb = "c" if _b_kmajor_after(copy_b, sb) else "r" if copy_b else _layout(sb)
+    la = "r" if copy_a else given_a
+    lb = "c" if _b_kmajor_after(copy_b, sb) else "r" if copy_b else given_b
     # IEEE fp32 runs on FMA units, which read a transposed shared-memory tile badly
     # (6 TFLOP/s for cr/rc on the H200, session 5): TMA only for row-major A and B.
     natural = not ieee or la + lb == "rr"
@@ -216,7 +216,7 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     ld = ld_of(copy_a, copy_b)
     # Where the tiled kernel is slow, TMA only: scalar pointer loads, fp8_kb, or 16-bit
     # thin M with B column-major.
-    thin_kb = fam == "16bit" and b_kmajor and M < _TMA_MIN_M
+    thin_kb = fam == "16bit" and given_b == "c" and M < WGMMA_M
     if variants[0] == "tma" and (not _pointer_fast(M, N, la, lb, ld) or (fp8_kb and M < 128)
                                  or thin_kb):
         variants = ("tma",)
@@ -261,7 +261,7 @@ def candidates(p: Plan, device: torch.device, M: int, N: int, K: int) -> tuple[T
         if "tma_split" in p.variants else ()
     space = search_space(p.family, p.variants, smem, skinny=skinny, split_ks=splits,
                          tma_splits=tma_splits, limit=29, fma=p.fma,
-                         tma_rows=_TMA_MIN_M if M < _TMA_MIN_M else 256)
+                         tma_rows=WGMMA_M if M < WGMMA_M else 256)
     return (p.pick, *(c for c in space if c != p.pick))
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kernels import matmul_tiled, matmul_tma, matmul_tma_split
-from kernels.configs import ELEM_BYTES, MAX_TMA_SPLIT, TileConfig, cdiv, ranges_fit
+from kernels.configs import ELEM_BYTES, MAX_TMA_SPLIT, WGMMA_M, TileConfig, cdiv, ranges_fit
 
 SCHEMA, VERSION = "kernels.tuning-table", 1
 DEFAULT_DIR = Path(__file__).parent / "tuned"
@@ -45,7 +45,6 @@ _TILES_CAP = 10     # log2 of 128x128 output tiles: 1024 tiles are ~8 waves of 1
                     # past that the best tile no longer depends on the count (session 9)
 _DEPTH_CAP = 12     # log2 K: past 4096 the pipeline is in steady state
 _NARROW_CAP = 8     # log2 min(M, N): 256 and up fill a 128- or 256-wide tile
-_TMA_THIN_M = 64    # below wgmma's M, TMA tiles of 64 rows (`fragile`)
 NEIGHBOURS = 3      # the nearest entries whose tiles compete for a shape (`_transfer`)
 # Farther entries within NEAREST_MAX compete too, but only where `_transfer` predicts
 # their tile FAR_MARGIN faster than the nearest three's best: predictions carried over
@@ -166,7 +165,7 @@ def fragile(c: TileConfig, m: int, n: int) -> bool:
     fp32 63 x 1000 x 2048 borrowed 128x64 split-K at 0.34 of cuBLAS where 48 x 1000 x
     2048 ran its 64-row tile at 0.85 (session 19, call F). Only an exact entry uses it."""
     if c.variant != "tiled":
-        return m < _TMA_THIN_M and c.block_m > _TMA_THIN_M
+        return m < WGMMA_M and c.block_m > WGMMA_M
     return c.split_k == 1 and c.block_m * c.block_n >= 128 * 128 \
         and (m % c.block_m != 0 or n % c.block_n != 0)
 
