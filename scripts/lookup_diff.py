@@ -34,12 +34,12 @@ MODES = ("fp32", "tf32", "bf16", "fp16", "fp8", "tf32x3")
 SMEM = 232448   # the H200's shared memory per block (opt-in), for the heuristic
 
 
-def _choice(pkg, mode_name: str, case, sms: int
+def _choice(pkg, mode_name: str, case, sms: int, decided: tuple | None = None
             ) -> tuple[object, bool, str, tuple[str, ...]]:
     """(the tile `pkg` (a `kernels` package) picks for a case: the table's, or where it
     has nothing near the heuristic's; whether it is the heuristic's; the case's bucket;
-    the variants it may run)."""
-    fam, _, bucket, _, _, variants = _decided(pkg, mode_name, case)
+    the variants it may run). `decided`: the case's `_decided`, where the caller has it."""
+    fam, _, bucket, _, _, variants = decided or _decided(pkg, mode_name, case)
     mode = pkg.modes.mode_named(mode_name)
     found = pkg.table.lookup(DEVICE, bucket, case.m, case.n, case.k, variants=variants,
                              sms=sms)
@@ -66,11 +66,11 @@ def _decided(pkg, mode_name: str, case) -> tuple:
         b.stride(), (True, True), a.element_size(), has_tma=True, cached=True)
 
 
-def _operands(pkg, mode_name: str, case) -> str:
-    """The operand copies `pkg` makes for a case, as text ('' where none): a copy the
+def _operands(decided: tuple) -> str:
+    """The operand copies of a case's `_decided`, as text ('' where none): a copy the
     tile's name does not show (session 20: fp32 4096^3 cr ran its tile 8% slower on a
     row-major copy of A)."""
-    _, _, _, copy_a, copy_b, _ = _decided(pkg, mode_name, case)
+    _, _, _, copy_a, copy_b, _ = decided
     copies = [f"{x} {c}" for x, c in (("A", copy_a), ("B", copy_b)) if c]
     return f" [{', '.join(copies)}]" if copies else ""
 
@@ -86,7 +86,8 @@ def _text(c, heuristic: bool = False) -> str:
 def pick(pkg, mode_name: str, case, sms: int) -> str:
     """The tile `pkg` picks for a case, as text ('heuristic ...' where the table has
     nothing near), and the operand copies it runs on (`_operands`)."""
-    return _text(*_choice(pkg, mode_name, case, sms)[:2]) + _operands(pkg, mode_name, case)
+    decided = _decided(pkg, mode_name, case)
+    return _text(*_choice(pkg, mode_name, case, sms, decided)[:2]) + _operands(decided)
 
 
 def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False
@@ -99,10 +100,11 @@ def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False
     for name, cases in sets:
         for mode in modes:
             for case in cases:
-                a, heur_a, _, _ = _choice(old, mode, case, sms)
-                b, heur_b, bucket, variants = _choice(new, mode, case, sms)
-                text_a = _text(a, heur_a) + _operands(old, mode, case)
-                text_b = _text(b, heur_b) + _operands(new, mode, case)
+                da, db = _decided(old, mode, case), _decided(new, mode, case)
+                a, heur_a, _, _ = _choice(old, mode, case, sms, da)
+                b, heur_b, bucket, variants = _choice(new, mode, case, sms, db)
+                text_a = _text(a, heur_a) + _operands(da)
+                text_b = _text(b, heur_b) + _operands(db)
                 if text_a == text_b:   # tiles of two packages: compared as text
                     continue
                 row = (name, mode, case.id, text_a, text_b)

@@ -40,7 +40,7 @@ def test_a_table_with_nothing_near_shows_every_case_as_the_heuristic():
     for r, c in zip(rows, SETS[0][1]):   # the heuristic's own tile, named as such
         tile = kernels.configs.heuristic("16bit", c.m, c.n, c.k, tma=True, num_sms=132,
                                          smem_limit=ld.SMEM)
-        copies = ld._operands(kernels, "bf16", c)           # kept copies on whole lines
+        copies = ld._operands(ld._decided(kernels, "bf16", c))   # kept copies, whole lines
         assert r[4] == "heuristic " + ld._text(tile) + copies
         assert not r[3].startswith("heuristic")
 
@@ -84,7 +84,7 @@ def test_predict_adds_the_models_time_for_each_pick_and_the_gain():
                                   table=types.SimpleNamespace(
                                       lookup=lambda *a, **k: (other, "table")))
     got = ld.diff(fixed, kernels, [("few", (cube,))], ["bf16"], 132, predict=True)
-    copies = ld._operands(kernels, "bf16", cube)
+    copies = ld._operands(ld._decided(kernels, "bf16", cube))
     assert [r[:5] for r in got] == [("few", "bf16", cube.id, ld._text(other) + copies,
                                      ld._text(new) + copies)]
     old_us, new_us = map(float, re.fullmatch(r"([\d.]+) -> ([\d.]+) us", got[0][5]).groups())
