@@ -9,6 +9,8 @@ A TileConfig names the variant it is for and that variant's launch parameters:
   Hopper's tensor-memory descriptors. Needs 16-byte aligned operands (kernels/dispatch.py).
 - `tma_split` (kernels/matmul_tma_split.py): split-K (`split_k` K ranges per tile) with
   TMA loads, where `tma` runs: for few output tiles over a long K.
+- `gemv` (kernels/matmul_gemv.py): decode-like M on the CUDA cores, no dot; `block_m` is
+  the rows per program (1 up), `split_k` the K ranges.
 
 `search_space` is what `gemmgate tune` times for one key: generated per family and
 variant, pruned by shared memory (pipeline stages x tiles) and registers (the fp32
@@ -21,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-VARIANTS = ("tiled", "tma", "tma_split")
+VARIANTS = ("tiled", "tma", "tma_split", "gemv")
 FAMILIES = ("16bit", "fp32", "fp8")
 ELEM_BYTES = {"16bit": 2, "fp32": 4, "fp8": 1}
 _MAX_ACC_REGS = 128  # fp32 accumulator registers per thread; more spills (255 in all)
@@ -41,8 +43,9 @@ class TileConfig:
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n", "block_k"):
             v = getattr(self, name)
-            if v < 16 or v & (v - 1):
-                raise ValueError(f"{name}={v} must be a power of two >= 16")
+            least = 1 if name == "block_m" and self.variant == "gemv" else 16
+            if v < least or v & (v - 1):
+                raise ValueError(f"{name}={v} must be a power of two >= {least}")
         if self.group_m < 1 or self.num_stages < 1 or self.num_warps not in (1, 2, 4, 8, 16):
             raise ValueError(f"invalid launch parameters in {self}")
         if self.variant not in VARIANTS:
@@ -62,8 +65,10 @@ class TileConfig:
         return per_stage * self.num_stages
 
     def acc_regs(self) -> int:
-        """fp32 accumulator registers per thread."""
-        return self.block_m * self.block_n // (self.num_warps * 32)
+        """fp32 accumulator registers per thread (gemv's holds BLOCK_K products per output
+        until its loop ends)."""
+        k = self.block_k if self.variant == "gemv" else 1
+        return self.block_m * self.block_n * k // (self.num_warps * 32)
 
 
 def cdiv(a: int, b: int) -> int:

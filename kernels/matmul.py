@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import torch
 import triton
 
-from kernels import dispatch, matmul_tiled, matmul_tma, matmul_tma_split, table
+from kernels import dispatch, matmul_gemv, matmul_tiled, matmul_tma, matmul_tma_split, table
 from kernels.configs import VARIANTS, TileConfig
 from kernels.modes import KernelMode, mode_for_dtype, mode_named
 
@@ -215,6 +215,8 @@ def _flags(mode: KernelMode, plan: dispatch.Plan, has_scale: bool) -> dict:
 
 
 def _recipe(cfg: TileConfig, a, b, out, flags: dict):
+    if cfg.variant == "gemv":
+        return matmul_gemv.recipe(cfg, a, b, out, **flags)
     if cfg.variant != "tiled":
         make = matmul_tma.recipe if cfg.variant == "tma" else matmul_tma_split.recipe
         r = make(cfg, a, b, out, **flags)

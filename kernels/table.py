@@ -33,7 +33,7 @@ import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kernels import matmul_tiled, matmul_tma, matmul_tma_split
+from kernels import matmul_gemv, matmul_tiled, matmul_tma, matmul_tma_split
 from kernels.configs import ELEM_BYTES, MAX_TMA_SPLIT, WGMMA_M, TileConfig, cdiv, ranges_fit
 
 SCHEMA, VERSION = "kernels.tuning-table", 1
@@ -75,7 +75,7 @@ _LAYOUT_FREE: dict[tuple[str, str, str], tuple[str, ...]] = {
     ("fp32", "ptr", "cr"): ("tiled",),
 }
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
-            "tma_split": matmul_tma_split.KERNELS}
+            "tma_split": matmul_tma_split.KERNELS, "gemv": matmul_gemv.KERNELS}
 
 
 @functools.cache

@@ -1,0 +1,130 @@
+"""The gemv variant: few rows of A (decode-like M) times a wide B, on the CUDA cores.
+
+At M of 1 to a few rows the product is a read of B: 2 x M x N x K flops over N x K
+elements, far below any tensor core's rate. The tiled kernel's thinnest dot is 16 rows, so
+at M = 1 it computes 16 times the product and runs B's stream through a shared-memory
+pipeline sized for a GEMM (IEEE fp32 1 x 4096 x 4096: 2.2 TB/s of B, cuBLAS 2.7; session
+20, call G). This kernel does no dot: each program loads a BLOCK_K x BLOCK_N tile of B in
+registers (vectorised along whichever of B's axes is contiguous), multiplies it by its
+rows' BLOCK_K slice of A, and accumulates the products elementwise into a (BLOCK_M,
+BLOCK_K, BLOCK_N) fp32 accumulator; the sum over K happens once, after the loop, so the
+loop itself is loads and FMAs. Inputs are widened to fp32 before the multiply: IEEE fp32
+stays IEEE, 16-bit and fp8 products are exact in fp32.
+
+Grid (M blocks, N blocks, SPLIT_K): the programs of one B tile run one after another (its
+second read hits L2), and K split into ranges gives a 4096-wide output enough programs to
+fill the SMs. With SPLIT_K > 1 the partials go to a (SPLIT_K, M, N)
+fp32 workspace that the tiled variant's reduction sums in a fixed order (deterministic),
+scales (fp8) and casts, as split-K does there. Rows and columns past M and N wrap on load
+(always in bounds) and are masked on store; strides carry their power-of-two factor as a
+constexpr (kernels/matmul_tiled.py, `_split_stride`), so loads vectorise.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import triton
+import triton.language as tl
+
+from kernels.configs import TileConfig, cdiv
+from kernels.launch import Launch
+from kernels.matmul_tiled import (
+    Recipe,
+    _k_per_split,
+    _reduce_kernel,
+    _split_stride,
+    reduction,
+    splits,
+)
+
+
+@triton.jit
+def _gemv_kernel(
+    a_ptr, b_ptr, c_ptr, ws_ptr, scale_a_ptr, scale_b_ptr,
+    M, N, K, K_PER_SPLIT,
+    sam, sak, sbk, sbn, scm, scn,
+    G_AM: tl.constexpr, G_AK: tl.constexpr, G_BK: tl.constexpr, G_BN: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    SPLIT_K: tl.constexpr, HAS_SCALE: tl.constexpr,
+):
+    stride_am = sam * G_AM
+    stride_ak = sak * G_AK
+    stride_bk = sbk * G_BK
+    stride_bn = sbn * G_BN
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    pid_k = tl.program_id(2)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    k_start = pid_k * K_PER_SPLIT
+    k_len = min(K - k_start, K_PER_SPLIT)
+    a_ptrs = a_ptr + (offs_m % M)[:, None] * stride_am \
+        + (k_start + offs_k[None, :]) * stride_ak
+    b_ptrs = b_ptr + (k_start + offs_k[:, None]) * stride_bk \
+        + (offs_n % N)[None, :] * stride_bn
+
+    acc = tl.zeros((BLOCK_M, BLOCK_K, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, k_len // BLOCK_K):
+        a = tl.load(a_ptrs).to(tl.float32)
+        b = tl.load(b_ptrs).to(tl.float32)
+        acc += a[:, :, None] * b[None, :, :]
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    k_left = k_len % BLOCK_K
+    if k_left > 0:
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0).to(tl.float32)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0).to(tl.float32)
+        acc += a[:, :, None] * b[None, :, :]
+    out = tl.sum(acc, axis=1)
+
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    if SPLIT_K == 1:
+        if HAS_SCALE:
+            out = out * (tl.load(scale_a_ptr) * tl.load(scale_b_ptr))
+        c_ptrs = c_ptr + offs_m[:, None] * scm + offs_n[None, :] * scn
+        tl.store(c_ptrs, out.to(c_ptr.dtype.element_ty), mask=mask)
+    else:
+        w_ptrs = ws_ptr + pid_k * M * N + offs_m[:, None] * N + offs_n[None, :]
+        tl.store(w_ptrs, out, mask=mask)
+
+
+KERNELS = (_gemv_kernel, _reduce_kernel)
+
+
+def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
+           has_scale: bool) -> Recipe:
+    """The gemv variant's launches for tensors like these (the tiled variant's Recipe:
+    the main launch and, with split-K, the reduction over a workspace). The kernel
+    multiplies on the CUDA cores in fp32, whatever `input_precision` names: the dispatcher
+    offers it to IEEE fp32, 16-bit and fp8 calls only (kernels/dispatch.py)."""
+    M, K = a.shape
+    N = b.shape[1]
+    main, reduce = _launches(config, M, N, K, a.stride(), b.stride(), out.stride(),
+                             has_scale)
+    return Recipe(main, reduce, (splits(config, K), M, N))
+
+
+def launcher(config: TileConfig, a, b, out, sa, sb, **flags) -> Callable[[], None]:
+    return recipe(config, a, b, out, **flags).bind(a, b, out, sa, sb)
+
+
+@functools.lru_cache(maxsize=1024)
+def _launches(config: TileConfig, M: int, N: int, K: int, sa: tuple, sb: tuple, sc: tuple,
+              has_scale: bool) -> tuple[Launch, Launch | None]:
+    k_per = _k_per_split(config, K)
+    split = splits(config, K)
+    (sam, g_am), (sak, g_ak) = _split_stride(sa[0]), _split_stride(sa[1])
+    (sbk, g_bk), (sbn, g_bn) = _split_stride(sb[0]), _split_stride(sb[1])
+    grid = (cdiv(M, config.block_m), cdiv(N, config.block_n), split)
+    kw = dict(G_AM=g_am, G_AK=g_ak, G_BK=g_bk, G_BN=g_bn, BLOCK_M=config.block_m,
+              BLOCK_N=config.block_n, BLOCK_K=config.block_k, SPLIT_K=split,
+              HAS_SCALE=has_scale, num_stages=config.num_stages, num_warps=config.num_warps)
+    main = Launch(_gemv_kernel, grid, (M, N, K, k_per, sam, sak, sbk, sbn, *sc), kw)
+    return main, (None if split == 1 else reduction(M, N, sc, split, has_scale))
+
+
+def launch(config: TileConfig, a, b, out, sa, sb, **flags) -> None:
+    launcher(config, a, b, out, sa, sb, **flags)()
