@@ -69,14 +69,15 @@ def _gemv_kernel(
     acc = tl.zeros((BLOCK_M, BLOCK_K, BLOCK_N), dtype=tl.float32)
     for _ in range(0, k_len // BLOCK_K):
         a = tl.load(a_ptrs).to(tl.float32)
-        b = tl.load(b_ptrs).to(tl.float32)
+        b = tl.load(b_ptrs, eviction_policy="evict_first").to(tl.float32)
         acc += a[:, :, None] * b[None, :, :]
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
     k_left = k_len % BLOCK_K
     if k_left > 0:
         a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0).to(tl.float32)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0).to(tl.float32)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0,
+                    eviction_policy="evict_first").to(tl.float32)
         acc += a[:, :, None] * b[None, :, :]
     out = tl.sum(acc, axis=1)
 
