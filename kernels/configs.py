@@ -128,6 +128,13 @@ _FMA_SMALL_TILED = ((32, 64, 32), (32, 32, 32))
 _MID = {"16bit": (128, 128, 64), "fp32": (128, 128, 32), "fp8": (128, 128, 128)}
 _SMALL = {"16bit": (64, 64, 64), "fp32": (64, 64, 32), "fp8": (64, 64, 128)}
 _THIN_TMA = {"16bit": (64, 128, 128)}   # the heuristic's thin-M tile on TMA alone
+# gemv (IEEE fp32 at M <= GEMV_M): (BLOCK_N, BLOCK_K) per rows per program, first the
+# heuristic's. 1 x 4096 x 4096 rr, L2 flushed: 128x64 split 8 ran 0.90 of cuBLAS, the tiled
+# kernel's 16-row tile 0.80; rc 1.25 (1.11); 1 x 14336 x 4096 rc 128x32 split 16 1.04
+# (0.86); 2 x 4096 x 4096 two rows of 128x32 split 16 2.60 (2.16). Session 21, call C.
+_GEMV = {1: ((128, 64), (128, 32), (256, 64), (256, 32)), 2: ((128, 32), (128, 64), (256, 32))}
+GEMV_M = 2          # IEEE fp32 up to this M runs the gemv variant (kernels/dispatch.py)
+_GEMV_WAVES = 4     # the heuristic splits K until gemv's programs fill the SMs this often
 WGMMA_M = 64   # wgmma's M: below it a TMA tile of 64 rows (the search's, the table's reach)
 
 # The interpreter runs programs one by one in numpy: few, large tiles are fastest.
@@ -259,15 +266,43 @@ def split_for(m: int, n: int, k: int, c: TileConfig, num_sms: int) -> int:
     return split
 
 
+def gemv_splits(m: int, n: int, k: int, rows: int, block_n: int, block_k: int,
+                num_sms: int) -> tuple[int, ...]:
+    """K splits for a gemv tile: the least power of two whose programs fill the SMs
+    `_GEMV_WAVES` times (each program streams one B tile over its K range; several
+    resident per SM hide the loads' latency), then half and twice it; each K range four
+    BLOCK_K blocks at least, at most MAX_TMA_SPLIT ranges."""
+    programs = cdiv(m, rows) * cdiv(n, block_n)
+    split = 1
+    while programs * split < _GEMV_WAVES * num_sms and split < MAX_TMA_SPLIT \
+            and k >= split * 2 * 4 * block_k:
+        split *= 2
+    return tuple(s for s in (split, split // 2, split * 2)
+                 if s >= 1 and (s == 1 or k >= s * 4 * block_k) and s <= MAX_TMA_SPLIT)
+
+
+def gemv_space(m: int, n: int, k: int, num_sms: int, smem_limit: int) -> list[TileConfig]:
+    """The gemv variant's configs for one shape (IEEE fp32, M <= GEMV_M), the heuristic's
+    first: each tile of `_GEMV` at its splits (`gemv_splits`), 4 warps."""
+    rows = 1 if m == 1 else 2
+    out = [_t(rows, bn, bk, 1, 4, "gemv", split, 1) for bn, bk in _GEMV[rows]
+           for split in gemv_splits(m, n, k, rows, bn, bk, num_sms)]
+    return [c for c in out if usable(c, "fp32", smem_limit)]
+
+
 def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
-              smem_limit: int, tiled: bool = True, fma: bool = False) -> TileConfig:
+              smem_limit: int, tiled: bool = True, fma: bool = False,
+              gemv: bool = False) -> TileConfig:
     """The tile a call gets when the tuning table has nothing near: the largest tile that
     still gives every SM work, on the TMA variant where it applies; split-K (the tiled
     variant) when even small tiles leave most SMs idle and K is long; skinny tiles for
     decode-like M. `tiled=False`: the tiled variant is not an option (its loads would
-    not vectorise, kernels/dispatch.py). `fma` (IEEE fp32): 128x128 from four waves of it
+    not vectorise, kernels/dispatch.py). `gemv`: the call runs the gemv variant
+    (`gemv_space`'s first tile). `fma` (IEEE fp32): 128x128 from four waves of it
     up, else the small tile (session 19, call B: TMA 64x64x32 in place of 128x128x32 ran
     x1.05-1.48 on six shapes of 1.1-2.2 waves of 128x128, x0.82-0.89 on three of 4.5-10)."""
+    if gemv:
+        return gemv_space(m, n, k, num_sms, smem_limit)[0]
     big, mid, small = _TILES[family][0], _MID[family], _SMALL[family]
     variant = "tma" if tma else "tiled"
     if m <= 32 and tiled:

@@ -24,7 +24,8 @@ A call is keyed by (device, mode, M, N, K, operand strides and alignment). For a
    chooses between TMA's 64-row tiles and the tiled kernel's thin ones; and at any M
    with B column-major, x @ W.T, TMA alone); `tiled` too
    unless its pointer loads would be scalar (`_pointer_fast`; such a call takes TMA even
-   at thin M, with aligned copies) or it is fp8 with a K-major B and M < 128; split-K
+   at thin M, with aligned copies) or it is fp8 with a K-major B and M < 128; `gemv`
+   alone for IEEE fp32 at M <= GEMV_M (no copies: it reads either layout); split-K
    where the output tiles leave SMs idle and K is long: `tiled` with split_k > 1, and
    `tma_split` (split-K on TMA loads) wherever `tma` runs.
 3. The tile: the committed tuning table's entry for the exact key, else the nearest entry
@@ -45,9 +46,11 @@ import torch
 
 from kernels import table
 from kernels.configs import (
+    GEMV_M,
     INTERPRETER_CONFIG,
     WGMMA_M,  # from here the TMA variant runs, and needs B K-major
     TileConfig,
+    gemv_space,
     heuristic,
     search_space,
     tma_split_space,
@@ -137,9 +140,15 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
     found = table.lookup(name, bucket, M, N, K, variants=variants, sms=num_sms(device))
     if found is not None and usable(found[0], fam, smem):
         return Plan(fam, key, copy_a, copy_b, variants, found[0], found[1], fma)
-    pick = heuristic(fam, M, N, K, tma=variants[0] == "tma", num_sms=num_sms(device),
-                     smem_limit=smem, tiled="tiled" in variants, fma=fma)
+    pick = fallback(fam, M, N, K, variants, num_sms(device), smem, fma)
     return Plan(fam, key, copy_a, copy_b, variants, pick, "heuristic", fma)
+
+
+def fallback(fam: str, M: int, N: int, K: int, variants: tuple[str, ...], sms: int,
+             smem: int, fma: bool) -> TileConfig:
+    """The heuristic's tile for a call the table has nothing near (kernels.configs)."""
+    return heuristic(fam, M, N, K, tma=variants[0] == "tma", num_sms=sms, smem_limit=smem,
+                     tiled="tiled" in variants, fma=fma, gemv=variants == ("gemv",))
 
 
 def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: tuple,
@@ -150,6 +159,14 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     fam = family(mode)
     copy_a = copy_b = ""
     given_a, given_b = _layout(sa), _layout(sb)   # the operands' layouts as given
+    if on_fma_units(mode) and has_tma and 0 < M <= GEMV_M and K > 0:
+        # IEEE fp32 at one or two rows: a read of B, on the gemv variant, operands as they
+        # are (it reads either major order). The tiled kernel's thinnest dot is 16 rows:
+        # 1 x 4096 x 4096 ran 0.80 of cuBLAS on it, 0.90 on gemv (session 21, call C).
+        ld = min(_ld_class(sa, 0, "", elem), _ld_class(sb, 0, "", elem))
+        bucket = f"{fam} {mode.name} {given_a}{given_b} gemv ld{ld}"
+        key = f"{bucket} | m{M} n{N} k{K} a{sa[0]},{sa[1]} b{sb[0]},{sb[1]}"
+        return fam, key, bucket, "", "", ("gemv",)
     # The tiled kernel's loads would be scalar: a thin-M call takes TMA too (with copies).
     slow = not _pointer_fast(M, N, given_a, given_b,
                              min(_ld_class(sa, 0, "", elem), _ld_class(sb, 0, "", elem)))
@@ -255,6 +272,9 @@ def candidates(p: Plan, device: torch.device, M: int, N: int, K: int) -> tuple[T
     if p.source == "interpreter":
         return (p.pick,)
     _, smem, _ = _device_info(device)
+    if p.variants == ("gemv",):
+        space = gemv_space(M, N, K, num_sms(device), smem)
+        return (p.pick, *(c for c in space if c != p.pick))
     splits = tuple(s for s in (2, 4, 8, 16) if K >= s * 256 and M * N <= 1024 * 1024)
     skinny = M <= 32
     tma_splits = tma_split_space(p.family, M, N, K, num_sms(device), smem, p.fma) \

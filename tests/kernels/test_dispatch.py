@@ -148,6 +148,29 @@ def test_ieee_fp32_copies_a_column_major_b_row_major(device):
     assert torch.equal(b2, b) and b2.stride() == (52, 1)                  # row-major, padded
 
 
+def test_ieee_fp32_at_one_or_two_rows_runs_gemv_on_its_operands_as_they_are():
+    for m, a, b in ((1, "r", "r"), (2, "r", "c"), (1, "c", "c")):
+        fam, key, bucket, ca, cb, variants = _decide("fp32", m, 4096, 4096, a=a, b=b, elem=4,
+                                                      cached=True)
+        assert (ca, cb, variants) == ("", "", ("gemv",))
+        assert bucket.startswith("fp32 fp32 ") and " gemv ld" in bucket
+    assert _decide("fp32", 1, 1000, 333, elem=4)[2] == "fp32 fp32 rr gemv ld4"
+    assert _decide("fp32", 3, 4096, 4096, elem=4)[5] == ("tiled",)        # from 3 rows: tiled
+    for mode in ("tf32", "tf32x3", "bf16", "fp8"):                         # tensor-core modes
+        assert "gemv" not in _decide(mode, 1, 4096, 4096, elem=4)[5]
+    assert _decide("fp32", 1, 4096, 0, elem=4)[5] == ("tiled",)           # K = 0: zeros
+    assert _decide("fp32", 1, 4096, 4096, elem=4, cap=AMPERE)[5] == ("tiled",)  # measured on H200
+
+
+def test_gemv_candidates_are_gemv_tiles_the_heuristic_first():
+    p = dispatch.Plan("fp32", "k", "", "", ("gemv",),
+                      dispatch.fallback("fp32", 1, 4096, 4096, ("gemv",), 132, 232448, True),
+                      "heuristic", True)
+    assert p.pick.variant == "gemv" and p.pick.block_m == 1 and p.pick.split_k == 16
+    got = dispatch.candidates(p, torch.device("cpu"), 1, 4096, 4096)   # 4 SMs, as a CPU counts
+    assert got[0] == p.pick and len(got) > 1 and all(c.variant == "gemv" for c in got)
+
+
 def test_only_ieee_fp32_plans_search_the_fma_tiles():
     a, b = torch.randn(40, 24), torch.randn(24, 56)
     assert dispatch.plan(MODES["fp32"], a, b).fma
@@ -222,7 +245,7 @@ def test_every_set_resolves_to_a_runnable_tile_on_the_committed_h200_table(cache
     never reaches a TMA-only call)."""
     from gemmgate.shapes import SETS
     from kernels import table
-    from kernels.configs import heuristic, usable
+    from kernels.configs import usable
 
     smem, sms = 232448, 132
     for shapes in SETS.values():
@@ -236,7 +259,6 @@ def test_every_set_resolves_to_a_runnable_tile_on_the_committed_h200_table(cache
                     pad=case.pad, elem=elem, cached=cached)
                 found = table.lookup("NVIDIA H200", bucket, case.m, case.n, case.k,
                                      variants=variants)
-                tile = found[0] if found else heuristic(
-                    fam, case.m, case.n, case.k, tma=variants[0] == "tma", num_sms=sms,
-                    smem_limit=smem, tiled="tiled" in variants)
+                tile = found[0] if found else dispatch.fallback(
+                    fam, case.m, case.n, case.k, variants, sms, smem, name == "fp32")
                 assert usable(tile, fam, smem) and tile.variant in variants, (case, name)
