@@ -181,6 +181,22 @@ SETS: dict[str, tuple[Case, ...]] = {
         (6672, 511, 557, "cc"), (507, 1088, 912, "cr"),
         (41, 1229, 3088, "rc"), (23, 391, 1792, "cr"), (80, 608, 320, "rr"), (32, 3328, 571, "rr"),
     ]),
+    # A fifth draw (session 21), after session 20's layout rules and the gemv variant:
+    # random.Random(20261203); 20 cases log-uniform in [128, 8192] per dimension (an even
+    # draw rounded to a multiple of 16, at least 16; an odd one left odd), 4 thin (M
+    # log-uniform in [16, 100]), 4 decode-like (M from 1, 1, 2, 4, 8, 16; N and K
+    # log-uniform in [1024, 16384]; rr or rc); layouts uniform over rr, rc, cr, cc.
+    "holdout5": _cases([
+        (4985, 160, 265, "cr"), (463, 1227, 581, "rr"), (1792, 751, 801, "rc"),
+        (2895, 459, 1301, "cc"), (1137, 1843, 144, "cc"), (144, 833, 5792, "cc"),
+        (256, 432, 1408, "cr"), (4736, 5760, 720, "rr"), (4423, 275, 2891, "rr"),
+        (1536, 5241, 433, "cr"), (3147, 875, 5283, "rr"), (1345, 7744, 971, "rr"),
+        (176, 128, 1503, "cc"), (3717, 320, 640, "rc"), (7069, 2335, 448, "rc"),
+        (176, 144, 224, "cr"), (2595, 304, 3853, "rc"), (304, 2592, 197, "rr"),
+        (1424, 217, 4048, "cr"), (367, 1184, 5041, "cc"),
+        (39, 271, 559, "rc"), (60, 1673, 144, "cc"), (98, 153, 4011, "rr"), (30, 169, 887, "rr"),
+        (1, 5165, 4143, "rc"), (4, 2848, 2048, "rr"), (1, 8960, 6320, "rr"), (1, 2512, 3920, "rr"),
+    ]),
     # LLM layer shapes only (prefill M=4096 and decode-ish M=16), LLaMA-7B/13B/70B.
     "llm": _cases([
         (m, n, k) for m in (16, 4096) for (n, k) in

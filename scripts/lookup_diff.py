@@ -1,6 +1,6 @@
 """Which tiles a change to the dispatcher or the tuning table picks differently, on the CPU.
 
-    python3 scripts/lookup_diff.py [--ref HEAD] [--sets pr,nightly,holdout,...,holdout4]
+    python3 scripts/lookup_diff.py [--ref HEAD] [--sets pr,nightly,holdout,...,holdout5]
                                    [--modes fp32,tf32,bf16,fp16,fp8,tf32x3] [--sms 132]
                                    [--predict]
 
@@ -125,7 +125,7 @@ def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ref", default="HEAD", help="the commit to compare with (default HEAD)")
-    ap.add_argument("--sets", default="pr,nightly,holdout,holdout2,holdout3,holdout4")
+    ap.add_argument("--sets", default="pr,nightly,holdout,holdout2,holdout3,holdout4,holdout5")
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--sms", type=int, default=132, help="SM count (default: the H200's)")
     ap.add_argument("--predict", action="store_true",

@@ -23,7 +23,7 @@ from gemmgate.shapes import (
 
 def test_set_names():
     assert set(SETS) == {"smoke", "tail", "pr", "nightly", "llm", "tune", "holdout", "holdout2",
-                         "holdout3", "holdout4"}
+                         "holdout3", "holdout4", "holdout5"}
     assert all(SETS[name] for name in SETS)
 
 
@@ -40,7 +40,7 @@ def test_tuning_and_holdout_points_are_off_the_measured_sets():
 
     measured = points("pr") | points("nightly") | points("llm")
     held = set().union(*(points(name) for name in SETS if name.startswith("holdout")))
-    assert len([name for name in SETS if name.startswith("holdout")]) == 4
+    assert len([name for name in SETS if name.startswith("holdout")]) == 5
     assert not points("tune") & (measured | held)
     assert not held & measured
 
