@@ -135,6 +135,11 @@ SETS: dict[str, tuple[Case, ...]] = {
         # ran 1.02), and M = 4
         (16, 6144, 3072, "rc"), (16, 10240, 6144, "rc"), (16, 20480, 4608, "rc"),
         (16, 3072, 10240, "rc"), (4, 6144, 6144, "rc"),
+        # Wide decode (session 21): x @ W.T at N past 20000, where 64x256x64 halves the
+        # waves of 64x128 tiles (16-bit, call D); fp8 decode at N = 12288, where the
+        # nearest entries' 64x64 tiles ran 1 x 14336 x 4096 at 0.64 of cuBLAS, 64x128x128
+        # at 0.92 (call D)
+        (16, 24576, 6144, "rc"), (1, 12288, 4096), (16, 12288, 4096),
     ]),
     # Shapes never tuned (a test keeps them out of the committed tables): drawn once,
     # log-uniform, random.Random(20261130); even draws rounded to multiples of 16, odd

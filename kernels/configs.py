@@ -128,6 +128,10 @@ _FMA_SMALL_TILED = ((32, 64, 32), (32, 32, 32))
 _MID = {"16bit": (128, 128, 64), "fp32": (128, 128, 32), "fp8": (128, 128, 128)}
 _SMALL = {"16bit": (64, 64, 64), "fp32": (64, 64, 32), "fp8": (64, 64, 128)}
 _THIN_TMA = {"16bit": (64, 128, 128)}   # the heuristic's thin-M tile on TMA alone
+# TMA tiles the search adds below wgmma's M: 16-bit 64x256x64 (4 stages, 8 warps) ran x @
+# W.T at 16 x 28672 x 8192 and 16 x 20480 x 4608 at 1.00 of cuBLAS where the table's
+# 64x128 tiles ran 0.84-0.86 (half the tiles: fewer waves; session 21, call D)
+_THIN_EXTRA = {"16bit": ((64, 256, 64),)}
 # gemv (IEEE fp32 at M <= GEMV_M): (BLOCK_N, BLOCK_K) per rows per program, first the
 # heuristic's. 1 x 4096 x 4096 rr, L2 flushed: 128x64 split 8 ran 0.90 of cuBLAS, the tiled
 # kernel's 16-row tile 0.80; rc 1.25 (1.11); 1 x 14336 x 4096 rc 128x32 split 16 1.04
@@ -158,7 +162,9 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
     out: list[TileConfig] = [c for c in tma_splits if c.block_m <= tma_rows] \
         if "tma_split" in variants else []
     if "tma" in variants:
-        out += _round_robin(family, [t for t in big if t[0] <= tma_rows], "tma", smem_limit)
+        thin = _THIN_EXTRA.get(family, ()) if tma_rows <= WGMMA_M else ()
+        out += _round_robin(family, [t for t in (*big, *thin) if t[0] <= tma_rows], "tma",
+                            smem_limit)
     if "tiled" in variants:
         if skinny:
             tiles = _SKINNY[family] + big[2:5]

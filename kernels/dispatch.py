@@ -159,17 +159,23 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     fam = family(mode)
     copy_a = copy_b = ""
     given_a, given_b = _layout(sa), _layout(sb)   # the operands' layouts as given
-    if on_fma_units(mode) and has_tma and 0 < M <= GEMV_M and K > 0:
+    ld = min(_ld_class(sa, 0, "", elem), _ld_class(sb, 0, "", elem))
+    # (a single row of A has no leading dimension to align)
+    ld_gemv = ld if M > 1 else _ld_class(sb, 0, "", elem)
+    if on_fma_units(mode) and has_tma and 0 < M <= GEMV_M and K > 0 \
+            and _pointer_fast(M, N, given_a, given_b, ld_gemv):
         # IEEE fp32 at one or two rows: a read of B, on the gemv variant, operands as they
         # are (it reads either major order). The tiled kernel's thinnest dot is 16 rows:
-        # 1 x 4096 x 4096 ran 0.80 of cuBLAS on it, 0.90 on gemv (session 21, call C).
-        ld = min(_ld_class(sa, 0, "", elem), _ld_class(sb, 0, "", elem))
-        bucket = f"{fam} {mode.name} {given_a}{given_b} gemv ld{ld}"
+        # 1 x 4096 x 4096 ran 0.80 of cuBLAS on it, 0.94 on gemv; 2 x 4096 x 4096 2.45
+        # (x1.15); rc and cc x1.09-1.45 (session 21, calls C and D). Not where its pointer
+        # loads would be scalar (1 x 333 x 1999 x0.88, 2 x 333 x 1999 x0.26) or where A is
+        # column-major at M = 2 (2 x 4096 x 4096 cr x0.09): `_pointer_fast`, as the tiled
+        # kernel's rule.
+        bucket = f"{fam} {mode.name} {given_a}{given_b} gemv ld{ld_gemv}"
         key = f"{bucket} | m{M} n{N} k{K} a{sa[0]},{sa[1]} b{sb[0]},{sb[1]}"
         return fam, key, bucket, "", "", ("gemv",)
     # The tiled kernel's loads would be scalar: a thin-M call takes TMA too (with copies).
-    slow = not _pointer_fast(M, N, given_a, given_b,
-                             min(_ld_class(sa, 0, "", elem), _ld_class(sb, 0, "", elem)))
+    slow = not _pointer_fast(M, N, given_a, given_b, ld)
     kmajor = _needs_kmajor(mode, cap)
     if kmajor:
         copy_a = "kmajor" if sa[1] != 1 and (N >= _COPY_MIN_DIM or slow) else ""
