@@ -132,13 +132,16 @@ _THIN_TMA = {"16bit": (64, 128, 128)}   # the heuristic's thin-M tile on TMA alo
 # W.T at 16 x 28672 x 8192 and 16 x 20480 x 4608 at 1.00 of cuBLAS where the table's
 # 64x128 tiles ran 0.84-0.86 (half the tiles: fewer waves; session 21, call D)
 _THIN_EXTRA = {"16bit": ((64, 256, 64),)}
-# gemv (IEEE fp32 at M <= GEMV_M): (BLOCK_N, BLOCK_K) per rows per program, first the
-# heuristic's. 1 x 4096 x 4096 rr, L2 flushed: 128x64 split 8 ran 0.90 of cuBLAS, the tiled
-# kernel's 16-row tile 0.80; rc 1.25 (1.11); 1 x 14336 x 4096 rc 128x32 split 16 1.04
-# (0.86); 2 x 4096 x 4096 two rows of 128x32 split 16 2.60 (2.16). Session 21, call C.
-_GEMV = {1: ((128, 64), (128, 32), (256, 64), (256, 32)), 2: ((128, 32), (128, 64), (256, 32))}
+# gemv (IEEE fp32 at M <= GEMV_M): one row per program (at M = 2 two programs read each B
+# tile, the second mostly from L2), (BLOCK_N, BLOCK_K), the heuristic's first. L2 flushed:
+# 1 x 4096 x 4096 rr, 128x64 split 8: 0.90 of cuBLAS, the tiled kernel's 16-row tile 0.80;
+# rc 1.25 (1.11); 2 x 4096 x 4096 2.64 (2.16); at M = 2 one row per program matched or beat
+# two (2 x 28672 x 8192 rc 0.99 against 0.87-0.93; rr 0.83 against 0.79-0.85). Session 21,
+# calls C and E.
+_GEMV = ((128, 64), (128, 32), (256, 64), (256, 32))
 GEMV_M = 2          # IEEE fp32 up to this M runs the gemv variant (kernels/dispatch.py)
-_GEMV_WAVES = 4     # the heuristic splits K until gemv's programs fill the SMs this often
+_GEMV_RANGE = 512   # K rows per split the heuristic aims at (split 8 at K = 4096)
+
 WGMMA_M = 64   # wgmma's M: below it a TMA tile of 64 rows (the search's, the table's reach)
 
 # The interpreter runs programs one by one in numpy: few, large tiles are fastest.
@@ -272,27 +275,30 @@ def split_for(m: int, n: int, k: int, c: TileConfig, num_sms: int) -> int:
     return split
 
 
-def gemv_splits(m: int, n: int, k: int, rows: int, block_n: int, block_k: int,
+def gemv_splits(m: int, n: int, k: int, block_n: int, block_k: int,
                 num_sms: int) -> tuple[int, ...]:
-    """K splits for a gemv tile: the least power of two whose programs fill the SMs
-    `_GEMV_WAVES` times (each program streams one B tile over its K range; several
-    resident per SM hide the loads' latency), then half and twice it; each K range four
-    BLOCK_K blocks at least, at most MAX_TMA_SPLIT ranges."""
-    programs = cdiv(m, rows) * cdiv(n, block_n)
+    """K splits for a gemv tile: the most (powers of two) that leave every K range
+    `_GEMV_RANGE` rows, more while the programs (one per row, B tile and range) make less
+    than one wave; then half and twice it. Each range four BLOCK_K blocks at least, at most
+    MAX_TMA_SPLIT ranges. (1 x 4096 x 4096: split 8 ran 0.90 of cuBLAS, 16 0.88; 1 x
+    14336 x 4096: 8 best of 8, 16, 32; session 21, calls B and C.)"""
+    def fits(s: int) -> bool:
+        return s == 1 or (k >= s * 4 * block_k and s <= MAX_TMA_SPLIT)
+
     split = 1
-    while programs * split < _GEMV_WAVES * num_sms and split < MAX_TMA_SPLIT \
-            and k >= split * 2 * 4 * block_k:
+    while fits(split * 2) and k >= split * 2 * _GEMV_RANGE:
         split *= 2
-    return tuple(s for s in (split, split // 2, split * 2)
-                 if s >= 1 and (s == 1 or k >= s * 4 * block_k) and s <= MAX_TMA_SPLIT)
+    while fits(split * 2) and m * cdiv(n, block_n) * split < num_sms:
+        split *= 2
+    return tuple(s for s in (split, split // 2, split * 2) if s >= 1 and fits(s))
 
 
 def gemv_space(m: int, n: int, k: int, num_sms: int, smem_limit: int) -> list[TileConfig]:
     """The gemv variant's configs for one shape (IEEE fp32, M <= GEMV_M), the heuristic's
-    first: each tile of `_GEMV` at its splits (`gemv_splits`), 4 warps."""
-    rows = 1 if m == 1 else 2
-    out = [_t(rows, bn, bk, 1, 4, "gemv", split, 1) for bn, bk in _GEMV[rows]
-           for split in gemv_splits(m, n, k, rows, bn, bk, num_sms)]
+    first: each tile of `_GEMV`, one row per program, at its splits (`gemv_splits`), 4
+    warps."""
+    out = [_t(1, bn, bk, 1, 4, "gemv", split, 1) for bn, bk in _GEMV
+           for split in gemv_splits(m, n, k, bn, bk, num_sms)]
     return [c for c in out if usable(c, "fp32", smem_limit)]
 
 

@@ -52,6 +52,7 @@ S17 = RESULTS / "h200-2026-12-01-s17"
 S18 = RESULTS / "h200-2026-12-01-s18"
 S19 = RESULTS / "h200-2026-12-01-s19"
 S20 = RESULTS / "h200-2026-12-01-s20"
+S21 = RESULTS / "h200-2026-12-01-s21"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -362,6 +363,10 @@ TABLES: dict[str, Callable[[], str]] = {
     "s20-long-tail": lambda: s9_long_tail(S20 / "cases.csv", "callC-holdout4"),
     "s20-fma-layout": lambda: pick_vs_best(S20 / "tiles_fma_layout.csv"),
     "s20-m1-fp32": lambda: pick_vs_best(S20 / "tiles_m1_fp32.csv"),
+    "s21-gemv-a": lambda: pick_vs_best(S21 / "tiles_gemv_a.csv"),
+    "s21-designs": lambda: design_best(S21 / "gemv_designs.csv"),
+    "s21-gemv-c": lambda: pick_vs_best(S21 / "tiles_gemv_c.csv"),
+    "s21-wide": lambda: pick_vs_best(S21 / "tiles_wide_decode.csv"),
 }
 
 
@@ -806,6 +811,32 @@ def s12_inductor(path: Path, label: str = "callF-ind-losses") -> str:
     for r in sorted(rows, key=_vs_inductor):
         out.append(f"| {r['case']} | {float(r['ratio']):.3f} | {_vs_inductor(r):.3f} | "
                    f"{r['tile']} |")
+    return "\n".join(out)
+
+
+def design_best(path: Path) -> str:
+    """Per call, dtype, M = 1 shape and L2 flush of a gemv design CSV (session 21): cuBLAS's
+    time and the fastest design of each kind (pointer loads without and with B's
+    evict-first hint, descriptor loads), with its speed ratio to cuBLAS."""
+    by: dict[tuple, list[dict]] = {}
+    for r in _rows(path):
+        by.setdefault((r["call"], r["dtype"], r["shape"], r["flush"]), []).append(r)
+    kinds = (("pointer", lambda d: d.startswith("ptr") and "cg0 ef0" in d or
+              d.startswith("ptr") and d.endswith("u1 cg0")),
+             ("pointer, evict-first", lambda d: d.startswith("ptr") and d.endswith("ef1")),
+             ("descriptor", lambda d: d.startswith("tma")))
+    out = ["| call | dtype | shape | L2 flushed | cuBLAS us | " +
+           " | ".join(k for k, _ in kinds) + " |", "|---|---|---|---|---:|" + "---|" * 3]
+    for (call, dtype, shape, flush), rs in by.items():
+        vendor = next(r for r in rs if r["design"] == "vendor")
+        cells = []
+        for _, match in kinds:
+            got = [r for r in rs if match(r["design"])]
+            best = min(got, key=lambda r: float(r["us"])) if got else None
+            cells.append(f"{best['design']}: {best['us']} us, {float(best['ratio']):.2f}"
+                         if best else "-")
+        out.append(f"| {call} | {dtype} | {shape} | {'yes' if flush == '1' else 'no'} | "
+                   f"{vendor['us']} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
