@@ -25,7 +25,8 @@ A call is keyed by (device, mode, M, N, K, operand strides and alignment). For a
    with B column-major, x @ W.T, TMA alone); `tiled` too
    unless its pointer loads would be scalar (`_pointer_fast`; such a call takes TMA even
    at thin M, with aligned copies) or it is fp8 with a K-major B and M < 128; `gemv`
-   alone for IEEE fp32 at M <= GEMV_M (no copies: it reads either layout); split-K
+   alone for IEEE fp32 at M <= GEMV_M (it reads either layout: B copied only to align
+   its rows); split-K
    where the output tiles leave SMs idle and K is long: `tiled` with split_k > 1, and
    `tma_split` (split-K on TMA loads) wherever `tma` runs.
 3. The tile: the committed tuning table's entry for the exact key, else the nearest entry
@@ -159,23 +160,25 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     fam = family(mode)
     copy_a = copy_b = ""
     given_a, given_b = _layout(sa), _layout(sb)   # the operands' layouts as given
-    ld = min(_ld_class(sa, 0, "", elem), _ld_class(sb, 0, "", elem))
-    # (a single row of A has no leading dimension to align)
-    ld_gemv = ld if M > 1 else _ld_class(sb, 0, "", elem)
     if on_fma_units(mode) and has_tma and 0 < M <= GEMV_M and K > 0 \
-            and _pointer_fast(M, N, given_a, given_b, ld_gemv):
+            and given_b in ("r", "c") and (given_b == "c" or N % 4 == 0) \
+            and (M == 1 or given_a == "r"):
         # IEEE fp32 at one or two rows: a read of B, on the gemv variant, operands as they
         # are (it reads either major order). The tiled kernel's thinnest dot is 16 rows:
-        # 1 x 4096 x 4096 ran 0.80 of cuBLAS on it, 0.94 on gemv; 2 x 4096 x 4096 2.45
-        # (x1.15); rc and cc x1.09-1.45 (session 21, calls C and D). Not where its pointer
-        # loads would be scalar (1 x 333 x 1999 x0.88, 2 x 333 x 1999 x0.26) or where A is
-        # column-major at M = 2 (2 x 4096 x 4096 cr x0.09): `_pointer_fast`, as the tiled
-        # kernel's rule.
-        bucket = f"{fam} {mode.name} {given_a}{given_b} gemv ld{ld_gemv}"
+        # 1 x 4096 x 4096 ran 0.80 of cuBLAS on it, 0.96 on gemv; 2 x 4096 x 4096 2.59
+        # (x1.22); rc and cc x1.10-1.55 (session 21, calls C, D and F). Its loads of B
+        # vectorise where B's rows start on 16 bytes (else B is copied so, as the TMA
+        # path copies it) and, B row-major, N is a multiple of 4 (1 x 333 x 1999: the
+        # other path). A column-major A beyond one row is not measured on it (its two-row
+        # tiles ran 2 x 4096 x 4096 cr at x0.09, session 21 call D): the other path.
+        copy_b = "aligned" if max(sb) * elem % 16 else ""
+        ld_b = _ld_class(sb, N if given_b == "r" else K, copy_b, elem, cached)
+        bucket = f"{fam} {mode.name} {given_a}{given_b} gemv ld{ld_b}"
         key = f"{bucket} | m{M} n{N} k{K} a{sa[0]},{sa[1]} b{sb[0]},{sb[1]}"
-        return fam, key, bucket, "", "", ("gemv",)
+        return fam, key, bucket, "", copy_b, ("gemv",)
     # The tiled kernel's loads would be scalar: a thin-M call takes TMA too (with copies).
-    slow = not _pointer_fast(M, N, given_a, given_b, ld)
+    slow = not _pointer_fast(M, N, given_a, given_b,
+                             min(_ld_class(sa, 0, "", elem), _ld_class(sb, 0, "", elem)))
     kmajor = _needs_kmajor(mode, cap)
     if kmajor:
         copy_a = "kmajor" if sa[1] != 1 and (N >= _COPY_MIN_DIM or slow) else ""

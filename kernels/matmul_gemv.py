@@ -19,7 +19,9 @@ fill the SMs. With SPLIT_K > 1 the partials go to a (SPLIT_K, M, N)
 fp32 workspace that the tiled variant's reduction sums in a fixed order (deterministic),
 scales (fp8) and casts, as split-K does there. Rows and columns past M and N wrap on load
 (always in bounds) and are masked on store; strides carry their power-of-two factor as a
-constexpr (kernels/matmul_tiled.py, `_split_stride`), so loads vectorise.
+constexpr (kernels/matmul_tiled.py, `_split_stride`), and so does N, whose wrap would
+otherwise hide the contiguity of a row of B where N is not a multiple of 16 (1000): loads
+vectorise wherever B's rows start on 16 bytes and, B row-major, N is a multiple of 4.
 """
 
 from __future__ import annotations
@@ -45,12 +47,13 @@ from kernels.matmul_tiled import (
 @triton.jit
 def _gemv_kernel(
     a_ptr, b_ptr, c_ptr, ws_ptr, scale_a_ptr, scale_b_ptr,
-    M, N, K, K_PER_SPLIT,
+    M, N_DIV, K, K_PER_SPLIT,
     sam, sak, sbk, sbn, scm, scn,
     G_AM: tl.constexpr, G_AK: tl.constexpr, G_BK: tl.constexpr, G_BN: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    G_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     SPLIT_K: tl.constexpr, HAS_SCALE: tl.constexpr,
 ):
+    N = N_DIV * G_N
     stride_am = sam * G_AM
     stride_ak = sak * G_AK
     stride_bk = sbk * G_BK
@@ -141,7 +144,9 @@ def _launches(config: TileConfig, M: int, N: int, K: int, sa: tuple, sb: tuple, 
     kw = dict(G_AM=g_am, G_AK=g_ak, G_BK=g_bk, G_BN=g_bn, BLOCK_M=config.block_m,
               BLOCK_N=config.block_n, BLOCK_K=config.block_k, SPLIT_K=split,
               HAS_SCALE=has_scale, num_stages=config.num_stages, num_warps=config.num_warps)
-    main = Launch(_gemv_kernel, grid, (M, N, K, k_per, sam, sak, sbk, sbn, *sc), kw)
+    n_div, g_n = _split_stride(N)
+    kw["G_N"] = g_n
+    main = Launch(_gemv_kernel, grid, (M, n_div, K, k_per, sam, sak, sbk, sbn, *sc), kw)
     return main, (None if split == 1 else reduction(M, N, sc, split, has_scale))
 
 

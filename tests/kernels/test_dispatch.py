@@ -155,11 +155,15 @@ def test_ieee_fp32_at_one_or_two_rows_runs_gemv_on_its_operands_as_they_are():
         assert (ca, cb, variants) == ("", "", ("gemv",))
         assert bucket.startswith("fp32 fp32 ") and " gemv ld" in bucket
     assert _decide("fp32", 1, 1024, 333, elem=4)[2] == "fp32 fp32 rr gemv ld128"
-    # where its pointer loads would be scalar, or A is column-major beyond one row: not
-    assert _decide("fp32", 1, 1000, 1000, elem=4)[5] != ("gemv",)          # N % 16
-    assert _decide("fp32", 1, 4096, 4096, b="c", pad=1, elem=4)[5] != ("gemv",)  # odd lda
+    assert _decide("fp32", 1, 1000, 1000, elem=4)[3:] == ("", "", ("gemv",))  # N % 4 will do
+    # B's rows off 16 bytes: copied aligned, as the TMA path would copy them (kept: on lines)
+    assert _decide("fp32", 1, 4096, 4097, b="c", elem=4)[3:] == ("", "aligned", ("gemv",))
+    assert _decide("fp32", 1, 4096, 4097, b="c", elem=4, cached=True)[2] == \
+        "fp32 fp32 rc gemv ld128"
+    # where its loads of B would be scalar anyway (N % 4), or A is column-major beyond one
+    # row (not measured on gemv): the other path
+    assert _decide("fp32", 1, 333, 1999, elem=4)[5] != ("gemv",)
     assert _decide("fp32", 2, 4096, 4096, a="c", elem=4)[5] != ("gemv",)
-    assert _decide("fp32", 1, 1000, 1000, b="c", elem=4)[5] == ("gemv",)   # K-major B: fine
     assert _decide("fp32", 3, 4096, 4096, elem=4)[5] == ("tiled",)        # from 3 rows: tiled
     for mode in ("tf32", "tf32x3", "bf16", "fp8"):                         # tensor-core modes
         assert "gemv" not in _decide(mode, 1, 4096, 4096, elem=4)[5]
