@@ -367,6 +367,15 @@ TABLES: dict[str, Callable[[], str]] = {
     "s21-designs": lambda: design_best(S21 / "gemv_designs.csv"),
     "s21-gemv-c": lambda: pick_vs_best(S21 / "tiles_gemv_c.csv"),
     "s21-wide": lambda: pick_vs_best(S21 / "tiles_wide_decode.csv"),
+    "s21-m2": lambda: pick_vs_best(S21 / "tiles_m2.csv"),
+    "s21-narrow": lambda: pick_vs_best(S21 / "tiles_narrow.csv"),
+    "s21-tuned": lambda: csv_table(S21 / "tuned.csv"),
+    "s21-steps": lambda: label_steps(S21 / "cases.csv"),
+    "s21-ab": lambda: ab_changes(S21 / "cases.csv", "callF-decode", 0.97, 1.03, "callF-"),
+    "s21-ab-g": lambda: ab_changes(S21 / "cases.csv", "callG-", 0.97, 1.03),
+    "s21-h5-layouts": lambda: layout_geomeans(S21 / "cases.csv", "callF-holdout5"),
+    "s21-h5-below": lambda: ratios_below(S21 / "cases.csv", "callF-holdout5", 0.8),
+    "s21-long-tail": lambda: s9_long_tail(S21 / "cases.csv", "callF-holdout5"),
 }
 
 
