@@ -9,8 +9,8 @@ A TileConfig names the variant it is for and that variant's launch parameters:
   Hopper's tensor-memory descriptors. Needs 16-byte aligned operands (kernels/dispatch.py).
 - `tma_split` (kernels/matmul_tma_split.py): split-K (`split_k` K ranges per tile) with
   TMA loads, where `tma` runs: for few output tiles over a long K.
-- `gemv` (kernels/matmul_gemv.py): decode-like M on the CUDA cores, no dot; `block_m` is
-  the rows per program (1 up), `split_k` the K ranges.
+- `gemv` (kernels/matmul_gemv.py): decode-like M on the CUDA cores, no dot; one row of A
+  a program (`block_m` 1), `split_k` the K ranges.
 
 `search_space` is what `gemmgate tune` times for one key: generated per family and
 variant, pruned by shared memory (pipeline stages x tiles) and registers (the fp32
@@ -43,9 +43,12 @@ class TileConfig:
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n", "block_k"):
             v = getattr(self, name)
-            least = 1 if name == "block_m" and self.variant == "gemv" else 16
-            if v < least or v & (v - 1):
-                raise ValueError(f"{name}={v} must be a power of two >= {least}")
+            if self.variant == "gemv" and name == "block_m":
+                if v != 1:
+                    raise ValueError(f"block_m={v}: the gemv variant takes one row of A "
+                                     "a program (block_m=1)")
+            elif v < 16 or v & (v - 1):
+                raise ValueError(f"{name}={v} must be a power of two >= 16")
         if self.group_m < 1 or self.num_stages < 1 or self.num_warps not in (1, 2, 4, 8, 16):
             raise ValueError(f"invalid launch parameters in {self}")
         if self.variant not in VARIANTS:

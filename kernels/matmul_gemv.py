@@ -1,27 +1,29 @@
-"""The gemv variant: few rows of A (decode-like M) times a wide B, on the CUDA cores.
+"""The gemv variant: a row of A (decode-like M) times a wide B, on the CUDA cores.
 
-At M of 1 to a few rows the product is a read of B: 2 x M x N x K flops over N x K
-elements, far below any tensor core's rate. The tiled kernel's thinnest dot is 16 rows, so
-at M = 1 it computes 16 times the product and runs B's stream through a shared-memory
-pipeline sized for a GEMM (IEEE fp32 1 x 4096 x 4096: 2.2 TB/s of B, cuBLAS 2.7; session
-20, call G). This kernel does no dot: each program loads a BLOCK_K x BLOCK_N tile of B in
-registers (vectorised along whichever of B's axes is contiguous), multiplies it by its
-rows' BLOCK_K slice of A, and accumulates the products elementwise into a (BLOCK_M,
-BLOCK_K, BLOCK_N) fp32 accumulator; the sum over K happens once, after the loop, so the
-loop itself is loads and FMAs. Inputs are widened to fp32 before the multiply: IEEE fp32
-stays IEEE, 16-bit and fp8 products are exact in fp32. B's loads are marked evict-first:
-B is read once, so its lines should leave L2 before anything else (IEEE fp32 1 x 4096 x
-4096 with the L2 flushed: 30.1 us without the hint, 26.5 with it; session 21, call C).
+At M of 1 or 2 the product is a read of B: 2 x M x N x K flops over N x K elements, far
+below any tensor core's rate. The tiled kernel's thinnest dot is 16 rows, so at M = 1 it
+computes 16 times the product and runs B's stream through a shared-memory pipeline sized
+for a GEMM (IEEE fp32 1 x 4096 x 4096: 2.2 TB/s of B, cuBLAS 2.7; session 20, call G).
+This kernel does no dot: each program takes one row of A, loads a BLOCK_K x BLOCK_N tile of
+B into registers (vectorised along whichever of B's axes is contiguous), multiplies it by
+the row's BLOCK_K slice and accumulates the products elementwise into a BLOCK_K x BLOCK_N
+fp32 accumulator; the sum over K happens once, after the loop, so the loop itself is
+loads and FMAs. Inputs are widened to fp32 before the multiply: IEEE fp32 stays IEEE,
+16-bit and fp8 products are exact in fp32. B's loads are marked evict-first: B is read
+once, so its lines should leave L2 before anything else (IEEE fp32 1 x 4096 x 4096 with
+the L2 flushed: 30.1 us without the hint, 26.5 with it; session 21, call C). Two rows a
+program with a 3-D accumulator ran 2 x 28672 x 8192 rc at 0.87-0.93 of cuBLAS where one
+row ran 0.99, and a column-major A at x0.09 (calls D and E): one row it is (BLOCK_M = 1).
 
-Grid (M blocks, N blocks, SPLIT_K): the programs of one B tile run one after another (its
-second read hits L2), and K split into ranges gives a 4096-wide output enough programs to
-fill the SMs. With SPLIT_K > 1 the partials go to a (SPLIT_K, M, N)
-fp32 workspace that the tiled variant's reduction sums in a fixed order (deterministic),
-scales (fp8) and casts, as split-K does there. Rows and columns past M and N wrap on load
-(always in bounds) and are masked on store; strides carry their power-of-two factor as a
-constexpr (kernels/matmul_tiled.py, `_split_stride`), and so does N, whose wrap would
-otherwise hide the contiguity of a row of B where N is not a multiple of 16 (1000): loads
-vectorise wherever B's rows start on 16 bytes and, B row-major, N is a multiple of 4.
+Grid (M, N blocks, SPLIT_K): the programs of one B tile run one after another (the second
+row's read mostly hits L2), and K split into ranges gives a 4096-wide output enough
+programs to fill the SMs. With SPLIT_K > 1 the partials go to a (SPLIT_K, M, N) fp32
+workspace that the tiled variant's reduction sums in a fixed order (deterministic), scales
+(fp8) and casts, as split-K does there. Columns past N wrap on load (always in bounds) and
+are masked on store; strides carry their power-of-two factor as a constexpr
+(kernels/matmul_tiled.py, `_split_stride`), and so does N, whose wrap would otherwise hide
+the contiguity of a row of B where N is not a multiple of 16 (1000): loads vectorise
+wherever B's rows start on 16 bytes and, B row-major, N is a multiple of 4.
 """
 
 from __future__ import annotations
@@ -68,40 +70,24 @@ def _gemv_kernel(
     k_len = min(K - k_start, K_PER_SPLIT)
     b_ptrs = b_ptr + (k_start + offs_k[:, None]) * stride_bk \
         + (offs_n % N)[None, :] * stride_bn
-    if BLOCK_M == 1:   # one row: a (BLOCK_K, BLOCK_N) accumulator, A's slice a vector
-        a_ptrs = a_ptr + pid_m * stride_am + (k_start + offs_k) * stride_ak
-        acc = tl.zeros((BLOCK_K, BLOCK_N), dtype=tl.float32)
-        for _ in range(0, k_len // BLOCK_K):
-            a = tl.load(a_ptrs).to(tl.float32)
-            b = tl.load(b_ptrs, eviction_policy="evict_first").to(tl.float32)
-            acc += a[:, None] * b
-            a_ptrs += BLOCK_K * stride_ak
-            b_ptrs += BLOCK_K * stride_bk
-        k_left = k_len % BLOCK_K
-        if k_left > 0:
-            a = tl.load(a_ptrs, mask=offs_k < k_left, other=0.0).to(tl.float32)
-            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0,
-                        eviction_policy="evict_first").to(tl.float32)
-            acc += a[:, None] * b
-        out = tl.sum(acc, axis=0)[None, :]
-    else:
-        a_ptrs = a_ptr + (offs_m % M)[:, None] * stride_am \
-            + (k_start + offs_k[None, :]) * stride_ak
-        acc3 = tl.zeros((BLOCK_M, BLOCK_K, BLOCK_N), dtype=tl.float32)
-        for _ in range(0, k_len // BLOCK_K):
-            a = tl.load(a_ptrs).to(tl.float32)
-            b = tl.load(b_ptrs, eviction_policy="evict_first").to(tl.float32)
-            acc3 += a[:, :, None] * b[None, :, :]
-            a_ptrs += BLOCK_K * stride_ak
-            b_ptrs += BLOCK_K * stride_bk
-        k_left = k_len % BLOCK_K
-        if k_left > 0:
-            a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0).to(tl.float32)
-            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0,
-                        eviction_policy="evict_first").to(tl.float32)
-            acc3 += a[:, :, None] * b[None, :, :]
-        out = tl.sum(acc3, axis=1)
+    a_ptrs = a_ptr + pid_m * stride_am + (k_start + offs_k) * stride_ak
+    acc = tl.zeros((BLOCK_K, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, k_len // BLOCK_K):
+        a = tl.load(a_ptrs).to(tl.float32)
+        b = tl.load(b_ptrs, eviction_policy="evict_first").to(tl.float32)
+        acc += a[:, None] * b
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    k_left = k_len % BLOCK_K
+    if k_left > 0:
+        a = tl.load(a_ptrs, mask=offs_k < k_left, other=0.0).to(tl.float32)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0,
+                    eviction_policy="evict_first").to(tl.float32)
+        acc += a[:, None] * b
+    out = tl.sum(acc, axis=0)[None, :]
 
+    # The tiled kernel's epilogue, written out again: sharing it through a jit helper
+    # changes `_tiled_kernel`'s source, and so the hash of every `tiled` table entry.
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     if SPLIT_K == 1:
         if HAS_SCALE:

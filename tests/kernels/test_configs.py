@@ -22,10 +22,10 @@ def test_tile_fields_are_validated():
         TileConfig(64, 64, 64, 8, 3, 4, "wgmma")
     with pytest.raises(ValueError, match="tma variant does not split K"):
         TileConfig(64, 64, 64, 8, 3, 4, "tma", split_k=2)
-    # gemv: rows per program from 1, still powers of two; the other blocks from 16
+    # gemv: one row of A a program; the other blocks powers of two from 16
     assert TileConfig(1, 128, 32, 1, 1, 4, "gemv", 8).block_m == 1
-    with pytest.raises(ValueError, match="block_m=3 must be a power of two >= 1"):
-        TileConfig(3, 128, 32, 1, 1, 4, "gemv")
+    with pytest.raises(ValueError, match="block_m=2: the gemv variant takes one row"):
+        TileConfig(2, 128, 32, 1, 1, 4, "gemv")
     with pytest.raises(ValueError, match="block_k=8 must be a power of two >= 16"):
         TileConfig(1, 128, 8, 1, 1, 4, "gemv")
     with pytest.raises(ValueError, match="block_m=1 must be a power of two >= 16"):
@@ -39,8 +39,8 @@ def test_usable_prunes_by_shared_memory_and_accumulator_registers():
     assert not usable(TileConfig(128, 256, 64, 8, 6, 8, "tma"), "16bit", H200_SMEM)  # smem
     assert not usable(TileConfig(256, 256, 32, 8, 2, 4), "16bit", H200_SMEM)  # 512 regs
     # gemv keeps BLOCK_K products per output in registers until its loop ends
-    assert TileConfig(4, 128, 32, 1, 1, 8, "gemv").acc_regs() == 4 * 128 * 32 // 256
-    assert not usable(TileConfig(16, 128, 64, 1, 1, 4, "gemv"), "fp32", H200_SMEM)
+    assert TileConfig(1, 128, 64, 1, 1, 4, "gemv").acc_regs() == 128 * 64 // 128
+    assert not usable(TileConfig(1, 256, 128, 1, 1, 4, "gemv"), "fp32", H200_SMEM)
 
 
 @pytest.mark.parametrize("family", ["16bit", "fp32", "fp8"])

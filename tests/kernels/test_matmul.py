@@ -30,11 +30,11 @@ CPU_VARIANTS = {"tiled": INTERPRETER_CONFIG, "split3": TileConfig(32, 32, 16, 2,
                 "tma": TileConfig(32, 32, 16, 2, 1, 4, "tma"),
                 "tma_split3": TileConfig(32, 32, 16, 2, 1, 4, "tma_split", 3),
                 "gemv1": TileConfig(1, 32, 16, 1, 1, 4, "gemv"),
-                "gemv4_split3": TileConfig(4, 32, 16, 1, 1, 4, "gemv", 3)}
+                "gemv_split3": TileConfig(1, 32, 16, 1, 1, 4, "gemv", 3)}
 GPU_VARIANTS = {"tiled": GPU_TILE, "split4": TileConfig(64, 64, 64, 8, 3, 4, split_k=4),
                 "tma": TileConfig(128, 128, 32, 8, 3, 8, "tma"),   # fits fp32 too
                 "tma_split4": TileConfig(128, 128, 32, 8, 3, 8, "tma_split", 4),
-                "gemv4_split4": TileConfig(4, 128, 32, 1, 1, 8, "gemv", 4)}
+                "gemv_split4": TileConfig(1, 128, 64, 1, 1, 4, "gemv", 4)}
 
 
 def _run(case: Case, mode: str, device: str, config=None, choose=None):
@@ -64,10 +64,11 @@ def test_every_variant_matches_the_reference(case, variant, device):
 @pytest.mark.parametrize("case", [Case(1, 48, 70), Case(3, 40, 33, "rc"), Case(16, 24, 50, "cr"),
                                   Case(5, 17, 64, "cc", 3)], ids=lambda c: c.id)
 @pytest.mark.parametrize("mode,tol", CPU_MODES)
-@pytest.mark.parametrize("variant", ["gemv1", "gemv4_split3"])
+@pytest.mark.parametrize("variant", ["gemv1", "gemv_split3"])
 def test_gemv_on_decode_shapes(case, mode, tol, variant, device):
-    """The gemv variant on decode-like M in every layout: rows wrapping past M (5 rows in
-    blocks of 4), K ranges whose last one is partial (33 in ranges of 16), padded rows."""
+    """The gemv variant on decode-like M in every layout: several rows (a program each),
+    K ranges whose last one is partial (33 in ranges of 16), N past its last block (17 and
+    40 in blocks of 32), padded rows."""
     assert _run(case, mode, device, CPU_VARIANTS[variant]) < tol
 
 
@@ -132,7 +133,7 @@ def test_gpu_modes_match_reference(case, mode, tol):
                                   Case(128, 256, 4096, "cr"), Case(1024, 1000, 2000, "rc", 8)],
                          ids=lambda c: c.id)
 @pytest.mark.parametrize("mode,tol", GPU_MODES)
-@pytest.mark.parametrize("variant", ["split4", "tma", "tma_split4", "gemv4_split4"])
+@pytest.mark.parametrize("variant", ["split4", "tma", "tma_split4", "gemv_split4"])
 def test_gpu_variants_match_reference(case, mode, tol, variant):
     """Split-K, the TMA kernel and TMA split-K on edges, every layout and padded leading
     dimensions (operands a descriptor cannot take run the same tile with pointer loads)."""
