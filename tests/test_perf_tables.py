@@ -26,11 +26,11 @@ def test_perf_md_is_up_to_date():
 
 
 def test_results_are_small_text():
-    """Summaries, not dumps: each file under 100 KB, all of them under 1.5 MB (sixteen
-    sessions of cases, tiles and overhead tables came to ~1 MB)."""
+    """Summaries, not dumps: each file under 100 KB, all of them under 2 MB (sixteen
+    sessions of cases, tiles and overhead tables came to ~1 MB, twenty-one to ~1.5 MB)."""
     files = [p for p in (ROOT / "docs" / "results").rglob("*") if p.is_file()]
     assert max(p.stat().st_size for p in files) < 100_000
-    assert sum(p.stat().st_size for p in files) < 1_500_000
+    assert sum(p.stat().st_size for p in files) < 2_000_000
     archives = [p for p in files if p.name.endswith((".tgz", ".gz", ".tar", ".zip", ".xz"))]
     assert archives == []
 
