@@ -174,8 +174,7 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
         copy_b = "aligned" if max(sb) * elem % 16 else ""
         ld_b = _ld_class(sb, N if given_b == "r" else K, copy_b, elem, cached)
         bucket = f"{fam} {mode.name} {given_a}{given_b} gemv ld{ld_b}"
-        key = f"{bucket} | m{M} n{N} k{K} a{sa[0]},{sa[1]} b{sb[0]},{sb[1]}"
-        return fam, key, bucket, "", copy_b, ("gemv",)
+        return fam, _key(bucket, M, N, K, sa, sb), bucket, "", copy_b, ("gemv",)
     # The tiled kernel's loads would be scalar: a thin-M call takes TMA too (with copies).
     slow = not _pointer_fast(M, N, given_a, given_b,
                              min(_ld_class(sa, 0, "", elem), _ld_class(sb, 0, "", elem)))
@@ -253,8 +252,12 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
             copy_b = copy_b or ("pitch" if max(sb) * elem % LINE else "")
             ld = ld_of(copy_a, copy_b)
     bucket = f"{fam} {mode.name} {la}{lb} {'tma' if variants[0] == 'tma' else 'ptr'} ld{ld}"
-    key = f"{bucket} | m{M} n{N} k{K} a{sa[0]},{sa[1]} b{sb[0]},{sb[1]}"
-    return fam, key, bucket, copy_a, copy_b, variants
+    return fam, _key(bucket, M, N, K, sa, sb), bucket, copy_a, copy_b, variants
+
+
+def _key(bucket: str, M: int, N: int, K: int, sa: tuple, sb: tuple) -> str:
+    """The tuning key: the bucket, the shape and the operands' strides."""
+    return f"{bucket} | m{M} n{N} k{K} a{sa[0]},{sa[1]} b{sb[0]},{sb[1]}"
 
 
 def _pointer_fast(M: int, N: int, la: str, lb: str, ld_bytes: int) -> bool:

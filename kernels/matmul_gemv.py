@@ -29,7 +29,6 @@ wherever B's rows start on 16 bytes and, B row-major, N is a multiple of 4.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 
 import triton
 import triton.language as tl
@@ -107,16 +106,13 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     """The gemv variant's launches for tensors like these (the tiled variant's Recipe:
     the main launch and, with split-K, the reduction over a workspace). The kernel
     multiplies on the CUDA cores in fp32, whatever `input_precision` names: the dispatcher
-    offers it to IEEE fp32, 16-bit and fp8 calls only (kernels/dispatch.py)."""
+    sends it IEEE fp32 calls only (kernels/dispatch.py); a caller's `config` may run it
+    on 16-bit or fp8 inputs too."""
     M, K = a.shape
     N = b.shape[1]
     main, reduce = _launches(config, M, N, K, a.stride(), b.stride(), out.stride(),
                              has_scale)
     return Recipe(main, reduce, (splits(config, K), M, N))
-
-
-def launcher(config: TileConfig, a, b, out, sa, sb, **flags) -> Callable[[], None]:
-    return recipe(config, a, b, out, **flags).bind(a, b, out, sa, sb)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -126,15 +122,10 @@ def _launches(config: TileConfig, M: int, N: int, K: int, sa: tuple, sb: tuple, 
     split = splits(config, K)
     (sam, g_am), (sak, g_ak) = _split_stride(sa[0]), _split_stride(sa[1])
     (sbk, g_bk), (sbn, g_bn) = _split_stride(sb[0]), _split_stride(sb[1])
+    n_div, g_n = _split_stride(N)
     grid = (cdiv(M, config.block_m), cdiv(N, config.block_n), split)
-    kw = dict(G_AM=g_am, G_AK=g_ak, G_BK=g_bk, G_BN=g_bn, BLOCK_M=config.block_m,
+    kw = dict(G_AM=g_am, G_AK=g_ak, G_BK=g_bk, G_BN=g_bn, G_N=g_n, BLOCK_M=config.block_m,
               BLOCK_N=config.block_n, BLOCK_K=config.block_k, SPLIT_K=split,
               HAS_SCALE=has_scale, num_stages=config.num_stages, num_warps=config.num_warps)
-    n_div, g_n = _split_stride(N)
-    kw["G_N"] = g_n
     main = Launch(_gemv_kernel, grid, (M, n_div, K, k_per, sam, sak, sbk, sbn, *sc), kw)
     return main, (None if split == 1 else reduction(M, N, sc, split, has_scale))
-
-
-def launch(config: TileConfig, a, b, out, sa, sb, **flags) -> None:
-    launcher(config, a, b, out, sa, sb, **flags)()
