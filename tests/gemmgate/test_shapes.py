@@ -1,4 +1,4 @@
-"""gemmgate/shapes.py: named shape sets, Case ids and validation, user shape files."""
+"""gemmgate/shapes.py: set names resolved, user shape files, the device-memory check."""
 
 import re
 import subprocess
@@ -9,7 +9,6 @@ import pytest
 from gemmgate.files import InputError
 from gemmgate.shapes import (
     COLUMNS,
-    LAYOUTS,
     SETS,
     Case,
     case_bytes,
@@ -17,93 +16,6 @@ from gemmgate.shapes import (
     load_shape_file,
     resolve,
 )
-
-# --- named sets ---------------------------------------------------------------------------
-
-
-def test_set_names():
-    assert set(SETS) == {"smoke", "tail", "pr", "nightly", "llm", "tune", "holdout", "holdout2",
-                         "holdout3", "holdout4", "holdout5"}
-    assert all(SETS[name] for name in SETS)
-
-
-@pytest.mark.parametrize("name", sorted(SETS))
-def test_ids_unique_within_each_set(name):
-    ids = [c.id for c in SETS[name]]
-    assert len(ids) == len(set(ids))
-    assert all(isinstance(c, Case) for c in SETS[name])
-
-
-def test_tuning_and_holdout_points_are_off_the_measured_sets():
-    def points(name):
-        return {(c.m, c.n, c.k) for c in SETS[name]}
-
-    measured = points("pr") | points("nightly") | points("llm")
-    held = set().union(*(points(name) for name in SETS if name.startswith("holdout")))
-    assert len([name for name in SETS if name.startswith("holdout")]) == 5
-    assert not points("tune") & (measured | held)
-    assert not held & measured
-
-
-def test_pr_set_is_small():
-    assert 0 < len(SETS["pr"]) <= 30
-
-
-def test_nightly_includes_the_27_case_grid():
-    grid = {(m, n, k) for m in (256, 1024, 4096) for n in (256, 1024, 4096)
-            for k in (128, 512, 2048)}
-    assert len(grid) == 27
-    nightly = {(c.m, c.n, c.k) for c in SETS["nightly"] if c.layout == "rr" and c.pad == 0}
-    assert grid <= nightly
-
-
-def test_tail_covers_the_corners():
-    tail = SETS["tail"]
-    assert {c.layout for c in tail} == set(LAYOUTS)
-    assert any(c.pad > 0 for c in tail)
-    assert any(c.k % 32 for c in tail)
-    for dim in ("m", "n", "k"):
-        assert any(getattr(c, dim) == 0 for c in tail), dim
-
-
-def test_smoke_is_interpreter_sized():
-    assert all(max(c.m, c.n, c.k) <= 128 for c in SETS["smoke"])
-
-
-# --- Case ---------------------------------------------------------------------------------
-
-@pytest.mark.parametrize(("case", "case_id"), [
-    (Case(64, 64, 64), "m64-n64-k64"),
-    (Case(64, 32, 96, "cr"), "m64-n32-k96-cr"),
-    (Case(32, 64, 48, "rc", 5), "m32-n64-k48-rc+p5"),
-    (Case(8, 8, 8, "rr", 3), "m8-n8-k8-rr+p3"),
-    (Case(0, 8, 8, "cc"), "m0-n8-k8-cc"),
-])
-def test_case_id(case, case_id):
-    assert case.id == case_id
-
-
-def test_case_layout_id_flops_and_defaults():
-    c = Case(2, 3, 4)
-    assert (c.layout, c.pad, c.layout_id) == ("rr", 0, "rr")
-    assert Case(2, 3, 4, "cc", 7).layout_id == "cc+p7"
-    assert c.flops == 2 * 2 * 3 * 4
-    assert Case(0, 3, 4).flops == 0
-    assert Case(1, 2, 3) == Case(1, 2, 3, "rr", 0)
-
-
-@pytest.mark.parametrize(("args", "match"), [
-    ((-1, 2, 3), "negative dimension"),
-    ((1, -2, 3), "negative dimension"),
-    ((1, 2, -3), "negative dimension"),
-    ((1, 2, 3, "xx"), "unknown layout 'xx'"),
-    ((1, 2, 3, "RR"), "unknown layout"),
-    ((1, 2, 3, "rr", -1), "pad must be >= 0"),
-])
-def test_case_validation(args, match):
-    with pytest.raises(ValueError, match=match):
-        Case(*args)
-
 
 # --- shape files --------------------------------------------------------------------------
 

@@ -1,0 +1,43 @@
+"""A case: M, N, K, the operands' layout and padding, and its id (a history key).
+
+A case is M, N, K plus a layout: `rr` means A and B row-major; `c` in the first or second
+place makes A or B column-major (a transposed view); `pad` > 0 adds that many elements
+to each leading dimension (a sliced view of a wider buffer), so lda != K.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LAYOUTS = ("rr", "cr", "rc", "cc")
+
+
+@dataclass(frozen=True)
+class Case:
+    m: int
+    n: int
+    k: int
+    layout: str = "rr"
+    pad: int = 0
+
+    def __post_init__(self) -> None:
+        if min(self.m, self.n, self.k) < 0:
+            raise ValueError(f"negative dimension in {self.m}x{self.n}x{self.k}")
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"unknown layout {self.layout!r}; use one of {', '.join(LAYOUTS)}")
+        if self.pad < 0:
+            raise ValueError(f"pad must be >= 0, got {self.pad}")
+
+    @property
+    def layout_id(self) -> str:
+        return self.layout + (f"+p{self.pad}" if self.pad else "")
+
+    @property
+    def id(self) -> str:
+        """Readable id, e.g. m4096-n4096-k4096 (row-major) or m64-n64-k64-cr+p3."""
+        base = f"m{self.m}-n{self.n}-k{self.k}"
+        return base if self.layout_id == "rr" else f"{base}-{self.layout_id}"
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k

@@ -1,0 +1,40 @@
+"""gemmgate/case.py: Case ids, flops and validation."""
+
+import pytest
+
+from gemmgate.case import Case
+
+
+@pytest.mark.parametrize(("case", "case_id"), [
+    (Case(64, 64, 64), "m64-n64-k64"),
+    (Case(64, 32, 96, "cr"), "m64-n32-k96-cr"),
+    (Case(32, 64, 48, "rc", 5), "m32-n64-k48-rc+p5"),
+    (Case(8, 8, 8, "rr", 3), "m8-n8-k8-rr+p3"),
+    (Case(0, 8, 8, "cc"), "m0-n8-k8-cc"),
+])
+def test_case_id(case, case_id):
+    assert case.id == case_id
+
+
+def test_case_layout_id_flops_and_defaults():
+    c = Case(2, 3, 4)
+    assert (c.layout, c.pad, c.layout_id) == ("rr", 0, "rr")
+    assert Case(2, 3, 4, "cc", 7).layout_id == "cc+p7"
+    assert c.flops == 2 * 2 * 3 * 4
+    assert Case(0, 3, 4).flops == 0
+    assert Case(1, 2, 3) == Case(1, 2, 3, "rr", 0)
+
+
+@pytest.mark.parametrize(("args", "match"), [
+    ((-1, 2, 3), "negative dimension"),
+    ((1, -2, 3), "negative dimension"),
+    ((1, 2, -3), "negative dimension"),
+    ((1, 2, 3, "xx"), "unknown layout 'xx'"),
+    ((1, 2, 3, "RR"), "unknown layout"),
+    ((1, 2, 3, "rr", -1), "pad must be >= 0"),
+])
+def test_case_validation(args, match):
+    with pytest.raises(ValueError, match=match):
+        Case(*args)
+
+
