@@ -170,7 +170,7 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
     if "tma" in variants:
         thin = _THIN_EXTRA.get(family, ()) if tma_rows <= WGMMA_M else ()
         out += _round_robin(family, [t for t in (*big, *thin) if t[0] <= tma_rows], "tma",
-                            smem_limit)
+                            smem_limit, fma)
     if "tiled" in variants:
         if skinny:
             tiles = _SKINNY[family] + big[2:5]
@@ -191,6 +191,30 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
 
 MAX_TMA_SPLIT = 64   # K ranges: the reduction reads splits x M x N fp32 partials
 
+# IEEE fp32 on TMA loads: 64x64x32 with K split, one program per (tile, range), three
+# resident per SM (64 KiB each at 3 stages). On the FMA units that ran mid shapes at
+# 0.83-1.06 of cuBLAS where the persistent kernel's picks ran 0.46-0.76 (3147 x 875 x
+# 5283, 467 x 1024 x 2128, 176 x 2441 x 1632, 32 x 1389 x 304...), and 2048^3 and 4096^3
+# at 0.88 and 0.91 where the best unsplit tile ran 0.83 and 0.85 (session 22, calls A
+# and B). Split: K ranges of four blocks at least, as many as keep tiles x splits within
+# _FMA_PROGRAMS (k4 beat k2 at 210-350 tiles, k2 beat k4 at 840-1024); past that 2,
+# where ranges are 256 rows or more (5248 x 7271 x 272: k2 0.78, unsplit 0.83).
+FMA_TILE = (64, 64, 32)
+_FMA_PROGRAMS = 1536
+
+
+def fma_split(m: int, n: int, k: int, tile: tuple[int, int, int] = FMA_TILE) -> int:
+    """The K split of an IEEE fp32 TMA tile (1: unsplit, the persistent kernel)."""
+    bm, bn, bk = tile
+    tiles = cdiv(m, bm) * cdiv(n, bn)
+    split = 1
+    while tiles * split * 2 <= _FMA_PROGRAMS and k >= split * 2 * 4 * bk \
+            and split * 2 <= MAX_TMA_SPLIT:
+        split *= 2
+    if split == 1 and k >= 2 * 256:
+        split = 2
+    return split
+
 
 def ranges_fit(k: int, split: int, block_k: int) -> bool:
     """Whether K split `split` ways leaves every range two BLOCK_K blocks at least: the TMA
@@ -206,8 +230,14 @@ def tma_split_space(family: str, m: int, n: int, k: int, num_sms: int,
     where K ranges would be shorter than two blocks); 4 stages first, then 3. A tile that
     fills more than half the SMs gets split 2: two programs per SM, both resident where
     shared memory allows (64 x 11008 x 4096 bf16: 86 tiles of 64x128, session 12).
-    `fma`: IEEE fp32's small tiles (`_FMA_SPLIT`)."""
+    `fma`: IEEE fp32: first FMA_TILE at `fma_split`'s split, twice and half it, at any
+    tile count; then its small tiles (`_FMA_SPLIT`) as above."""
     out: list[TileConfig] = []
+    if fma:   # FMA_TILE at its split, then twice and half it, 3 stages first
+        s = fma_split(m, n, k)
+        splits = [x for x in dict.fromkeys((s, 2 * s, s // 2))
+                  if 2 <= x <= MAX_TMA_SPLIT and ranges_fit(k, x, FMA_TILE[2])]
+        out += [_t(*FMA_TILE, stages, 4, "tma_split", x) for x in splits for stages in (3, 4)]
     for stages in (4, 3):
         for bm, bn, bk in _FMA_SPLIT if fma else _SPLIT[family]:
             tiles = cdiv(m, bm) * cdiv(n, bn)
@@ -222,10 +252,11 @@ def tma_split_space(family: str, m: int, n: int, k: int, num_sms: int,
                 if 2 <= split <= MAX_TMA_SPLIT and ranges_fit(k, split, bk):
                     out.append(_t(bm, bn, bk, stages, 8 if bm * bn >= 128 * 128 else 4,
                                   "tma_split", split))
-    return [c for c in out if usable(c, family, smem_limit)]
+    return [c for c in dict.fromkeys(out) if usable(c, family, smem_limit)]
 
 
-def _round_robin(family: str, tiles, variant: str, smem_limit: int) -> list[TileConfig]:
+def _round_robin(family: str, tiles, variant: str, smem_limit: int,
+                 fma: bool = False) -> list[TileConfig]:
     """Every tile at its most likely stages and warps first, then each tile's next
     setting, and so on: a list cut at its share of the 30 still tries every tile shape.
     (Tile by tile, session 9's cut reached only the first three TMA tiles of 16-bit.)
@@ -233,10 +264,13 @@ def _round_robin(family: str, tiles, variant: str, smem_limit: int) -> list[Tile
     64x32 (its stages are small: 5 ran 256 x 1024 x 2048 bf16 at 1.06x 4, session 13),
     else 4; then one stage more (128x64x64 at 5 ran 1152 x 1856 x 1920 bf16 and fp16 in
     22.3 us, at 4 in 25.3; session 18), the other warp count, one stage less (not below
-    3: a persistent kernel's loads of one tile overlap its previous tile's dots)."""
+    3: a persistent kernel's loads of one tile overlap its previous tile's dots). IEEE
+    fp32 (`fma`) from 3 stages: three 64x64x32 programs fit an SM at 3, two at 4
+    (kernels/matmul_tma.programs_per_sm; 4423 x 275 x 2891: 0.90 of cuBLAS at 3, 0.65 at
+    4, session 22, call B)."""
     orders = []
     for bm, bn, bk in tiles:
-        s0 = 3 if bm * bn >= 128 * 256 else 5 if bm * bn <= 64 * 32 else 4
+        s0 = 3 if bm * bn >= 128 * 256 or fma else 5 if bm * bn <= 64 * 32 else 4
         w0 = 8 if bm * bn >= 128 * 128 else 4
         w1 = 12 - w0
         settings = ((s0, w0), (s0 + 1, w0), (s0, w1), (s0 - 1, w0), (s0 + 1, w1), (s0 - 1, w1))
@@ -323,6 +357,13 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
     if m <= 32 and tiled:
         c = _t(*_SKINNY[family][0], 4, 4)
         return replace(c, split_k=split_for(m, n, k, c, num_sms))
+    if fma and tma:
+        # IEEE fp32 on TMA loads: FMA_TILE, K split by `fma_split`, or unsplit (three
+        # persistent programs per SM) where K is short (session 22, calls A and B)
+        split = fma_split(m, n, k)
+        c = _t(*FMA_TILE, 3, 4, "tma_split" if split > 1 else "tma", split)
+        if usable(c, family, smem_limit):
+            return c
     if family in _THIN_TMA and tma and not tiled and m <= WGMMA_M:
         # Thin M on TMA alone (16-bit x @ W.T): 64-row tiles, K split where they leave SMs
         # idle (session 20, call B: 64x128x128 split 4 ran 1 and 16 x 4096 x 4096 rc at
@@ -351,7 +392,8 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
         if wide_split > 1 and usable(wide, family, smem_limit):
             return replace(wide, split_k=wide_split)
     if split > 1:
-        c = replace(c, variant="tiled" if tiled else "tma_split", split_k=split)
+        on_tma = tma and (family == "fp8" or not tiled)
+        c = replace(c, variant="tma_split" if on_tma else "tiled", split_k=split)
     if not usable(c, family, smem_limit):
         c = _t(*small, 2, 4, c.variant, c.split_k)
     return c

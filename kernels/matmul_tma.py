@@ -1,12 +1,13 @@
 """The TMA variant: a persistent GEMM fed by Hopper's tensor-memory accelerator.
 
-One program per SM (NUM_SMS) walks the output tiles tile_id = pid, pid + NUM_SMS, ...
-in grouped order (GROUP_M tile-rows share B tiles in L2). Operands arrive through host-
-built tensor descriptors (triton.tools.tensor_descriptor): the copy engine moves whole
-BLOCK x BLOCK boxes into shared memory, zero-filling what lies past M, N or K, so the
-kernel has no masks and no address arithmetic, and a K of 1000 or 253 needs no tail
-code. `tl.range(..., flatten=True)` lets Triton pipeline across tile boundaries (the
-next tile's first loads overlap this tile's last dots and epilogue).
+NUM_SMS programs (one per SM; for IEEE fp32 up to three, `programs_per_sm`) walk the
+output tiles tile_id = pid, pid + NUM_SMS, ... in grouped order (GROUP_M tile-rows share
+B tiles in L2). Operands arrive through host-built tensor descriptors
+(triton.tools.tensor_descriptor): the copy engine moves whole BLOCK x BLOCK boxes into
+shared memory, zero-filling what lies past M, N or K, so the kernel has no masks and no
+address arithmetic, and a K of 1000 or 253 needs no tail code. `tl.range(...,
+flatten=True)` lets Triton pipeline across tile boundaries (the next tile's first loads
+overlap this tile's last dots and epilogue).
 
 Layouts: a descriptor's last dimension must be contiguous, so a column-major operand is
 described transposed (A_T / B_T) and transposed back in shared memory (`.T`), which
@@ -119,6 +120,33 @@ def num_sms(device: torch.device) -> int:
     return 4 if device.type == "cpu" else _sm_count(device.index or 0)
 
 
+@functools.cache
+def _sm_smem(device_index: int) -> int:
+    """Shared memory per SM (a torch without the field: the per-block opt-in limit and
+    the one program's reserve, 228 KiB on the H200)."""
+    p = torch.cuda.get_device_properties(device_index)
+    return getattr(p, "shared_memory_per_multiprocessor", 0) or \
+        p.shared_memory_per_block_optin + _CTA_SMEM
+
+
+_FMA_RESIDENT = 3   # IEEE fp32: programs per SM at most (`programs_per_sm`)
+_CTA_SMEM = 1024    # shared memory the hardware reserves per resident program
+
+
+def programs_per_sm(config: TileConfig, input_precision: str, is_fp32: bool,
+                    device: torch.device) -> int:
+    """The persistent grid's programs per SM: one for the wgmma modes (16-bit, fp8, tf32: a
+    program's warps keep the tensor cores busy); for IEEE fp32, which runs on the FMA
+    units, as many as the SM's shared memory holds, up to `_FMA_RESIDENT`: one program
+    of 4 warps per SM left the FMA units waiting on latency (TMA 64x64x32 ran 0.56-0.76
+    of cuBLAS on mid shapes where the same tile with many programs, split-K 2, ran
+    0.83-0.97; session 22, call A)."""
+    if not is_fp32 or input_precision != "ieee" or device.type == "cpu":
+        return 1
+    per_sm = _sm_smem(device.index or 0) // (config.smem_bytes(4) + _CTA_SMEM)
+    return max(1, min(_FMA_RESIDENT, per_sm))
+
+
 def _descriptor(t: torch.Tensor, transposed: bool, block: list[int]) -> TensorDescriptor:
     """A host descriptor of t (of t.T when `transposed`, without making the view) built
     without from_tensor's per-call validation: the launcher checked it (`tma_form`), and
@@ -205,8 +233,10 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     # 0.51-0.59 of the aligned speed (session 9, fp8 and bf16 4096 x 4097 x 4096).
     staged = tma_form(out) is not False
     sc = (pitch(N, out.element_size(), LINE), 1) if staged else out.stride()
-    run = _launch(config, M, N, K, a_t, b_t, sc, a.dtype, num_sms(a.device), input_precision,
-                  is_fp32, has_scale)
+    programs = num_sms(a.device) * programs_per_sm(config, input_precision, is_fp32,
+                                                      a.device)
+    run = _launch(config, M, N, K, a_t, b_t, sc, a.dtype, programs, input_precision, is_fp32,
+                  has_scale)
     blocks = (*operand_boxes(config, a_t, b_t), [config.block_m, config.block_n])
     # A row-major `out` gets the staged C through a copy kernel: torch's strided copy
     # ran at ~1.7 TB/s, 91 us of a 131 us fp8 4933 x 7763 x 186 call (session 11); a

@@ -5,6 +5,7 @@ import pytest
 
 from kernels.configs import (
     TileConfig,
+    fma_split,
     heuristic,
     search_space,
     split_for,
@@ -62,33 +63,60 @@ def test_search_space_is_bounded_pruned_and_tries_every_kind(family):
 
 def test_ieee_fp32_searches_small_fma_tiles_first():
     """IEEE fp32 runs on the FMA units: TMA 64x64x32 ran mid-size shapes at 0.45-0.67 of
-    cuBLAS where the tf32-shaped 128x128 tiles ran 0.20-0.53 (session 19, call A)."""
+    cuBLAS where the tf32-shaped 128x128 tiles ran 0.20-0.53 (session 19, call A); split
+    K over many programs 0.83-1.06 (session 22, calls A and B)."""
     ts = tma_split_space("fp32", 1721, 191, 3309, H200_SMS, H200_SMEM, fma=True)
     space = search_space("fp32", ("tma", "tiled", "tma_split"), H200_SMEM, skinny=False,
                          split_ks=(2, 4), tma_splits=ts, limit=29, fma=True)
     assert len(space) == 29 and len(set(space)) == len(space)
     tma = [c for c in space if c.variant == "tma"]
     assert (tma[0].block_m, tma[0].block_n, tma[0].block_k, tma[0].num_warps) == (64, 64, 32, 4)
+    assert tma[0].num_stages == 3          # three programs an SM (matmul_tma.programs_per_sm)
     assert all(c.block_m * c.block_n <= 128 * 128 for c in space)
     assert all(c.acc_regs() <= 64 for c in space)          # 128 a thread ran at a tenth
-    assert {c.split_k for c in space if c.variant == "tma_split"} >= {2}
+    # 81 tiles of 64x64: K split 16 ways (1296 programs, ranges of 207 rows) comes first
+    split = [c for c in space if c.variant == "tma_split"]
+    assert split[0] == TileConfig(64, 64, 32, 8, 3, 4, "tma_split", 16)
+    assert {c.split_k for c in split} >= {8, 16, 32}
     assert all((c.block_m, c.block_n) != (128, 128) for c in ts)   # small tiles split
     tiled = {(c.block_m, c.block_n) for c in space if c.variant == "tiled"}
     assert (64, 64) in tiled
     # tf32 (the same family) keeps the tensor-core list
     tf32 = search_space("fp32", ("tma", "tiled"), H200_SMEM, skinny=False)
     assert (tf32[0].block_m, tf32[0].block_n) == (128, 128)
-    # with nothing near in the table, IEEE fp32 takes 128x128 from four waves of it up,
-    # else the small tile
-    big = heuristic("fp32", 5120, 4001, 4240, tma=True, num_sms=H200_SMS,
-                    smem_limit=H200_SMEM, fma=True)
-    assert (big.block_m, big.block_n, big.block_k, big.num_warps) == (128, 128, 32, 8)
-    mid = heuristic("fp32", 6096, 333, 489, tma=True, num_sms=H200_SMS,
-                    smem_limit=H200_SMEM, fma=True)
-    assert (mid.block_m, mid.block_n, mid.block_k, mid.variant) == (64, 64, 32, "tma")
-    few = heuristic("fp32", 512, 512, 8192, tma=True, num_sms=H200_SMS,
-                    smem_limit=H200_SMEM, fma=True)
-    assert (few.block_m, few.block_n, few.split_k) == (64, 64, 2)
+
+
+@pytest.mark.parametrize(("shape", "split"), [
+    ((5120, 4001, 4240), 2),     # 5040 tiles: 2 where ranges are 256 rows or more
+    ((6096, 333, 489), 2),       # 576 tiles: 4 would pass 1536 programs
+    ((1792, 751, 801), 4),       # 336 tiles
+    ((512, 512, 8192), 16),      # 64 tiles
+    ((100, 169, 887), 4),        # 6 tiles: ranges of four blocks at least
+    ((4096, 4096, 253), 1),      # K short: unsplit, the persistent kernel
+    ((5248, 7271, 272), 1),      # 9348 tiles, ranges of 136 rows: unsplit
+])
+def test_ieee_fp32_heuristic_splits_its_tile_over_many_programs(shape, split):
+    """With nothing near in the table, IEEE fp32 on TMA loads takes 64x64x32 at 3 stages,
+    K split by fma_split (session 22: the split tile beat every unsplit one from 0.56 to
+    0.83 on 3147 x 875 x 5283 and on 2048^3 and 4096^3; unsplit won where K is short)."""
+    assert fma_split(*shape) == split
+    c = heuristic("fp32", *shape, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM,
+                  fma=True)
+    assert (c.block_m, c.block_n, c.block_k, c.num_stages, c.num_warps) == (64, 64, 32, 3, 4)
+    assert (c.variant, c.split_k) == (("tma_split", split) if split > 1 else ("tma", 1))
+    # the pointer path (a column-major A beside a row-major B) keeps the tiled kernel
+    ptr = heuristic("fp32", *shape, tma=False, num_sms=H200_SMS, smem_limit=H200_SMEM,
+                    fma=True)
+    assert ptr.variant == "tiled"
+
+
+def test_fma_split_space_offers_the_split_twice_and_half_it_at_any_tile_count():
+    space = tma_split_space("fp32", 4096, 4096, 4096, H200_SMS, H200_SMEM, fma=True)
+    assert [(c.split_k, c.num_stages) for c in space] == [(2, 3), (2, 4), (4, 3), (4, 4)]
+    assert all((c.block_m, c.block_n, c.block_k) == (64, 64, 32) for c in space)
+    short = tma_split_space("fp32", 4096, 4096, 253, H200_SMS, H200_SMEM, fma=True)
+    assert {c.split_k for c in short} == {2}     # the search still times split 2
+    assert tma_split_space("fp32", 4096, 4096, 100, H200_SMS, H200_SMEM, fma=True) == []
 
 
 @pytest.mark.parametrize("family", ["16bit", "fp32", "fp8"])
@@ -202,6 +230,11 @@ def test_heuristic_fills_the_sms_and_splits_k_when_tiles_cannot():
     long_k = heuristic("16bit", 128, 128, 65536, tma=True, num_sms=H200_SMS,
                        smem_limit=H200_SMEM)
     assert long_k.variant == "tiled" and long_k.split_k > 1
+    # fp8 splits K on TMA loads where both variants run: its tiled split ran 176 x 128 x
+    # 1503 cc at 0.36 of cuBLAS, TMA split-K at 0.84 (session 22, call A)
+    fp8_long = heuristic("fp8", 176, 128, 1503, tma=True, num_sms=H200_SMS,
+                         smem_limit=H200_SMEM)
+    assert (fp8_long.variant, fp8_long.split_k) == ("tma_split", 2)
     skinny = heuristic("fp8", 16, 4096, 4096, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
     assert skinny.block_m == 16 and skinny.variant == "tiled"
     assert skinny.split_k == 4     # 32 tiles: K split 4 ways (unsplit: 0.34x, session 9)
