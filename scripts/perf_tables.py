@@ -53,6 +53,7 @@ S18 = RESULTS / "h200-2026-12-01-s18"
 S19 = RESULTS / "h200-2026-12-01-s19"
 S20 = RESULTS / "h200-2026-12-01-s20"
 S21 = RESULTS / "h200-2026-12-01-s21"
+S22 = RESULTS / "h200-2026-12-01-s22"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -376,6 +377,11 @@ TABLES: dict[str, Callable[[], str]] = {
     "s21-h5-layouts": lambda: layout_geomeans(S21 / "cases.csv", "callF-holdout5"),
     "s21-h5-below": lambda: ratios_below(S21 / "cases.csv", "callF-holdout5", 0.8),
     "s21-long-tail": lambda: s9_long_tail(S21 / "cases.csv", "callF-holdout5"),
+    "s22-fma-a": lambda: best_of_kinds(S22 / "tiles_fma_a.csv", "tma_split:"),
+    "s22-fma-b": lambda: best_of_kinds(S22 / "tiles_fma_b.csv", "tma_split:"),
+    "s22-fma-b-tma": lambda: best_of_kinds(S22 / "tiles_fma_b.csv", "tma:"),
+    "s22-wide-rc": lambda: pick_vs_best(S22 / "tiles_wide_rc.csv"),
+    "s22-fp8-cc": lambda: pick_vs_best(S22 / "tiles_fp8_cc.csv"),
 }
 
 
