@@ -95,6 +95,17 @@ SETS: dict[str, tuple[Case, ...]] = {
         # nearest entries' 64x64 tiles ran 1 x 14336 x 4096 at 0.64 of cuBLAS, 64x128x128
         # at 0.92 (call D)
         (16, 24576, 6144, "rc"), (1, 12288, 4096), (16, 12288, 4096),
+        # Short K between the two K = 128 entries' tile counts (session 23): after fp32's
+        # retune nightly's 256-4096 x 256-4096 x 128 borrowed TMA 64x32 / 64x64 tiles
+        # from 768^2 and 3072^2 at x0.80-0.94 of the tiled 64x64x32 those entries held
+        # before (chosen with nightly's misses in view)
+        (640, 2560, 128), (2560, 1536, 128),
+        # IEEE fp32 with A column-major takes the tiled kernel (its own bucket), which had
+        # one entry, 4096^3 cr, and borrowed the row-major buckets' tiled tiles, which
+        # fp32's retune turned to TMA: holdout4 cr cases ran x0.64-0.71 (session 23, call
+        # 2). Mid, thin and deep-K representatives, as cr
+        (384, 1536, 2048, "cr"), (1536, 1280, 6144, "cr"), (160, 5120, 3072, "cr"),
+        (2048, 2048, 1024, "cr"),
     ]),
     # Shapes never tuned (a test keeps them out of the committed tables): drawn once,
     # log-uniform, random.Random(20261130); even draws rounded to multiples of 16, odd

@@ -110,6 +110,30 @@ def test_ieee_fp32_heuristic_splits_its_tile_over_many_programs(shape, split):
     assert ptr.variant == "tiled"
 
 
+@pytest.mark.parametrize("shape,split", [
+    ((384, 1568, 3200), 8),      # 150 tiles of 64x64
+    ((3360, 304, 6624), 4),      # 265 tiles
+    ((256, 432, 1408), 8),       # 28 tiles: ranges of 176 rows
+])
+def test_ieee_fp32_on_pointer_loads_splits_the_tiled_kernel_where_tiles_are_few(shape, split):
+    """A column-major A beside a row-major B (the tiled kernel only) with nothing near:
+    64x64x32 split by fma_split on the tiled kernel, where tiles x 2 fit 1536 programs
+    (session 23: holdout4 cr split 4 / 8 ran 0.93 / 1.06 of cuBLAS, unsplit 0.60)."""
+    c = heuristic("fp32", *shape, tma=False, num_sms=H200_SMS, smem_limit=H200_SMEM,
+                  fma=True)
+    assert (c.variant, c.block_m, c.block_n, c.block_k, c.split_k) == \
+        ("tiled", 64, 64, 32, split)
+
+
+@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (1536, 5241, 433), (2267, 608, 128)])
+def test_ieee_fp32_on_pointer_loads_keeps_unsplit_tiles_where_they_fill_the_sms(shape):
+    """Past 768 tiles of 64x64 (or at a K too short to split) the pointer path keeps the
+    unsplit heuristic: split-K on the tiled kernel there is not measured."""
+    c = heuristic("fp32", *shape, tma=False, num_sms=H200_SMS, smem_limit=H200_SMEM,
+                  fma=True)
+    assert (c.variant, c.split_k) == ("tiled", 1)
+
+
 def test_fma_split_space_offers_the_split_twice_and_half_it_at_any_tile_count():
     space = tma_split_space("fp32", 4096, 4096, 4096, H200_SMS, H200_SMEM, fma=True)
     assert [(c.split_k, c.num_stages) for c in space] == [(2, 3), (2, 4), (4, 3), (4, 4)]
