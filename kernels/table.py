@@ -34,7 +34,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kernels import matmul_gemv, matmul_tiled, matmul_tma, matmul_tma_split
-from kernels.configs import ELEM_BYTES, MAX_TMA_SPLIT, WGMMA_M, TileConfig, cdiv, ranges_fit
+from kernels.configs import (ELEM_BYTES, MAX_TMA_SPLIT, WGMMA_M, TileConfig, cdiv, fma_split,
+                             ranges_fit)
 
 SCHEMA, VERSION = "kernels.tuning-table", 1
 DEFAULT_DIR = Path(__file__).parent / "tuned"
@@ -155,7 +156,7 @@ def regime(m: int, n: int, k: int) -> tuple[float, float, float]:
             min(math.log2(max(min(m, n), 1)), _NARROW_CAP))
 
 
-def fragile(c: TileConfig, m: int, n: int) -> bool:
+def fragile(c: TileConfig, m: int, n: int, k: int = 0, fma: bool = False) -> bool:
     """A tile fast only where it was measured: the tiled kernel unsplit with a 128x128
     tile or larger (pointer loads, 128+ accumulator registers per thread) on a shape it
     does not tile exactly. Taken from an entry of the same regime for such shapes, it ran
@@ -163,7 +164,13 @@ def fragile(c: TileConfig, m: int, n: int) -> bool:
     128); for 8192 x 28672 x 8192 from 4096^3 at 1.39. And a TMA tile of more than 64
     rows at M < 64, where the search offers 64 rows only (kernels.dispatch.candidates):
     fp32 63 x 1000 x 2048 borrowed 128x64 split-K at 0.34 of cuBLAS where 48 x 1000 x
-    2048 ran its 64-row tile at 0.85 (session 19, call F). Only an exact entry uses it."""
+    2048 ran its 64-row tile at 0.85 (session 19, call F). And an IEEE fp32 (`fma`)
+    TMA tile unsplit on a shape whose `fma_split` is 4 or more: 1000^3's and 1024^3's,
+    which won there by 2-3%, ran holdout5's 463 x 1227 x 581, 1792 x 751 x 801 rc and
+    3717 x 320 x 640 rc at x0.75-0.83 of the split tiles they replaced (session 23, call
+    3). Only an exact entry uses it."""
+    if fma and c.variant == "tma" and fma_split(m, n, k) >= 4:
+        return True
     if c.variant != "tiled":
         return m < WGMMA_M and c.block_m > WGMMA_M
     return c.split_k == 1 and c.block_m * c.block_n >= 128 * 128 \
@@ -208,7 +215,7 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
     buckets, elem = _sources(bucket)
     for i, (source, carried) in enumerate(buckets):
         found = _lookup(path, rows.get(source, ()), m, n, k, _carried(variants, carried),
-                        sms, elem)
+                        sms, elem, _fma(bucket))
         if found is not None:
             return found if i == 0 else (found[0], "table-nearest")
     return None
@@ -231,6 +238,11 @@ def _sources(bucket: str) -> tuple[tuple[tuple[str, tuple[str, ...] | None], ...
     return tuple(out), ELEM_BYTES.get(family, 2)
 
 
+def _fma(bucket: str) -> bool:
+    """Whether the bucket's calls run IEEE fp32 on the FMA units (its mode word)."""
+    return bucket.split(" ")[1:2] == ["fp32"]
+
+
 def _carried(variants: tuple[str, ...], carried: tuple[str, ...] | None) -> tuple[str, ...]:
     return variants if carried is None else tuple(v for v in variants if v in carried)
 
@@ -247,8 +259,8 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
     buckets, elem = _sources(bucket)
     for b, carried in buckets:
         usable = _carried(variants, carried)
-        got = [ms for ms, c in _timed(_near(rows.get(b, ()), m, n, k, usable), m, n, k,
-                                      usable, sms, elem) if c == config]
+        near = _near(rows.get(b, ()), m, n, k, usable, _fma(bucket))
+        got = [ms for ms, c in _timed(near, m, n, k, usable, sms, elem) if c == config]
         if got:
             return min(got)
     return None
@@ -322,13 +334,13 @@ def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], s
 
 
 def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
-          variants: tuple[str, ...]) -> list[_Row]:
+          variants: tuple[str, ...], fma: bool = False) -> list[_Row]:
     """The rows a nearest lookup weighs: fresh, of a variant the call can run, not
     `fragile` here, within NEAREST_MAX of this shape's regime; nearest first."""
     t, d, w = regime(m, n, k)
     scored = [(abs(t - rt) + abs(d - rd) + abs(w - rw), r)   # each row's distance, once
               for r in rows if r.config.variant in variants and not r.stale
-              and not fragile(r.config, m, n) for rt, rd, rw in (r.where,)]
+              and not fragile(r.config, m, n, k, fma) for rt, rd, rw in (r.where,)]
     return [r for _, r in sorted((s for s in scored if s[0] <= NEAREST_MAX),
                                  key=lambda s: s[0])]
 
@@ -342,7 +354,7 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
 
 
 def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
-            variants: tuple[str, ...], sms: int = 0, elem: int = 2
+            variants: tuple[str, ...], sms: int = 0, elem: int = 2, fma: bool = False
             ) -> tuple[TileConfig, str] | None:
     runnable = [r for r in rows if r.config.variant in variants]
     fresh = [r for r in runnable if not r.stale]
@@ -351,7 +363,7 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
     exact = [r for r in fresh if r.shape == (m, n, k)]
     if exact:
         return exact[0].config, "table"
-    near = _near(tuple(fresh), m, n, k, variants)
+    near = _near(tuple(fresh), m, n, k, variants, fma)
     if not near:
         return None
     options = _timed(near[:NEIGHBOURS], m, n, k, variants, sms, elem) if sms else []

@@ -115,6 +115,24 @@ def test_a_tma_tile_taller_than_64_rows_serves_thin_m_only_from_its_own_shape(tm
     assert not table.fragile(TileConfig(64, 128, 32, 8, 4, 4, "tma_split", 4), 16, 1000)
 
 
+def test_an_unsplit_ieee_fp32_tma_tile_is_not_borrowed_where_k_splits_four_ways(tmp_path):
+    """1024^3's unsplit 64x64x64 (3 programs per SM) won its own shape by 2-3%, and ran
+    holdout5's 463 x 1227 x 581 and 3717 x 320 x 640 rc at x0.67-0.83 of the split tile
+    (session 23, calls 3 and 4). Other modes and short K still borrow it."""
+    flat = TileConfig(64, 64, 64, 8, 3, 4, "tma")
+    bucket = "fp32 fp32 rr tma ld128"
+    d = _write(tmp_path, [_entry(1024, 1024, 1024, flat, bucket=bucket, tuned_ms=0.06)])
+    look = lambda b, *a: table.lookup("NVIDIA H200", b, *a, directory=d,  # noqa: E731
+                                      variants=("tma", "tiled", "tma_split"), sms=132)
+    assert look(bucket, 1024, 1024, 1024) == (flat, "table")          # its own shape
+    assert look(bucket, 463, 1227, 581) is None                        # fma_split 4
+    assert look(bucket, 1024, 1024, 384) == (flat, "table-nearest")    # fma_split 2
+    assert table.fragile(flat, 463, 1227, 581, fma=True)
+    assert not table.fragile(flat, 463, 1227, 581)                     # tf32's tiles
+    assert not table.fragile(TileConfig(64, 64, 32, 8, 3, 4, "tma_split", 4), 463, 1227, 581,
+                             fma=True)
+
+
 def test_nearest_lookup_weighs_the_neighbours_tiles_by_their_steps_on_the_shape(tmp_path):
     """Session 12's tunes, H200 bf16: 3072 x 320 x 2304 won with 128x64x64 (120 tiles: one
     wave), 1280 x 768 x 2560 with 64x128x128. For 1024 x 1024 x 2048 the first is nearer,
