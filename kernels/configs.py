@@ -128,6 +128,13 @@ _FMA_TILES = ((64, 64, 32), (128, 64, 32), (64, 128, 32), (64, 32, 32), (128, 12
               (64, 64, 16), (128, 32, 32), (64, 64, 64))
 _FMA_SPLIT = ((64, 64, 32), (128, 64, 32), (64, 128, 32), (64, 32, 32))
 _FMA_SMALL_TILED = ((32, 64, 32), (32, 32, 32))
+# IEEE fp32 at thin M on TMA loads: the FMA units have no wgmma's 64 rows, so tiles of 16
+# and 32 rows, K split about 16 ways, waste less of each dot. Beside the picks (64-row TMA
+# split tiles, a 16-row tiled one): 26 x 5523 x 7310 0.57 -> 1.08 of cuBLAS (32x128x32
+# k16), 32 x 512 x 3376 0.79 -> 1.17 and 30 x 169 x 887 0.86 -> 1.43 (16x64x32 k16), 45 x
+# 5239 x 3349 0.94 -> 1.01 (16x128x32 k16) (session 23, call 6). Searched, not yet a pick
+# (`tma_split_space`).
+_FMA_THIN = ((16, 64, 32), (16, 128, 32), (32, 64, 32), (32, 128, 32))
 _MID = {"16bit": (128, 128, 64), "fp32": (128, 128, 32), "fp8": (128, 128, 128)}
 _SMALL = {"16bit": (64, 64, 64), "fp32": (64, 64, 32), "fp8": (64, 64, 128)}
 _THIN_TMA = {"16bit": (64, 128, 128)}   # the heuristic's thin-M tile on TMA alone
@@ -231,13 +238,21 @@ def tma_split_space(family: str, m: int, n: int, k: int, num_sms: int,
     fills more than half the SMs gets split 2: two programs per SM, both resident where
     shared memory allows (64 x 11008 x 4096 bf16: 86 tiles of 64x128, session 12).
     `fma`: IEEE fp32: first FMA_TILE at `fma_split`'s split, twice and half it, at any
-    tile count; then its small tiles (`_FMA_SPLIT`) as above."""
+    tile count; at thin M `_FMA_THIN`'s tiles split 16, 8 and 32 ways (16 ran fastest on
+    the four shapes measured, in K ranges of 1.7 blocks and up; K ranges of one block at
+    least); then its small tiles (`_FMA_SPLIT`) as above."""
     out: list[TileConfig] = []
     if fma:   # FMA_TILE at its split, then twice and half it, 3 stages first
         s = fma_split(m, n, k)
         splits = [x for x in dict.fromkeys((s, 2 * s, s // 2))
                   if 2 <= x <= MAX_TMA_SPLIT and ranges_fit(k, x, FMA_TILE[2])]
-        out += [_t(*FMA_TILE, stages, 4, "tma_split", x) for x in splits for stages in (3, 4)]
+        fma_tiles = [_t(*FMA_TILE, stages, 4, "tma_split", x) for x in splits
+                     for stages in (3, 4)]
+        # thin M: 16- and 32-row tiles split 16 ways next to FMA_TILE's first (the search
+        # times a few split tiles among the 30, `_interleave`), then 8 and 32 ways
+        thin = [[_t(*tile, 3, 4, "tma_split", x) for tile in _FMA_THIN if k >= x * tile[2]]
+                for x in (16, 8, 32)] if m < WGMMA_M else [[], [], []]
+        out += fma_tiles[:1] + thin[0] + fma_tiles[1:] + thin[1] + thin[2]
     for stages in (4, 3):
         for bm, bn, bk in _FMA_SPLIT if fma else _SPLIT[family]:
             tiles = cdiv(m, bm) * cdiv(n, bn)

@@ -54,6 +54,7 @@ S19 = RESULTS / "h200-2026-12-01-s19"
 S20 = RESULTS / "h200-2026-12-01-s20"
 S21 = RESULTS / "h200-2026-12-01-s21"
 S22 = RESULTS / "h200-2026-12-01-s22"
+S23 = RESULTS / "h200-2026-12-02-s23"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -382,6 +383,12 @@ TABLES: dict[str, Callable[[], str]] = {
     "s22-fma-b-tma": lambda: best_of_kinds(S22 / "tiles_fma_b.csv", "tma:"),
     "s22-wide-rc": lambda: pick_vs_best(S22 / "tiles_wide_rc.csv"),
     "s22-fp8-cc": lambda: pick_vs_best(S22 / "tiles_fp8_cc.csv"),
+    "s23-tuned": lambda: csv_table(S23 / "tuned.csv"),
+    "s23-steps": lambda: label_steps(S23 / "cases.csv"),
+    "s23-ab-4": lambda: ab_changes(S23 / "cases.csv", "call4-", 0.97, 1.03),
+    "s23-below": lambda: ratios_below(S23 / "cases.csv", "call4-", 0.8),
+    "s23-worst": lambda: pick_vs_best(S23 / "tiles_worst.csv"),
+    "s23-thin": lambda: pick_vs_best(S23 / "tiles_thin_fma.csv"),
 }
 
 

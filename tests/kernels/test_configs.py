@@ -134,6 +134,24 @@ def test_ieee_fp32_on_pointer_loads_keeps_unsplit_tiles_where_they_fill_the_sms(
     assert (c.variant, c.split_k) == ("tiled", 1)
 
 
+def test_ieee_fp32_thin_m_searches_16_and_32_row_tma_split_tiles():
+    """The FMA units have no wgmma's 64 rows: at thin M the search times 16- and 32-row
+    TMA tiles split 16 ways among its first split tiles (session 23, call 6: 26 x 5523 x
+    7310 0.57 -> 1.08 of cuBLAS, 30 x 169 x 887 0.86 -> 1.43); not at M >= 64."""
+    def split_tiles(m, n, k):
+        ts = tma_split_space("fp32", m, n, k, H200_SMS, H200_SMEM, fma=True)
+        space = search_space("fp32", ("tma", "tiled", "tma_split"), H200_SMEM,
+                             skinny=m <= 32, split_ks=(2, 4), tma_splits=ts, limit=29,
+                             fma=True, tma_rows=64 if m < 64 else 256)
+        return [(c.block_m, c.block_n, c.split_k) for c in space if c.variant == "tma_split"]
+    thin = split_tiles(26, 5523, 7310)
+    assert {(16, 64, 16), (16, 128, 16), (32, 64, 16), (32, 128, 16)} <= set(thin)
+    assert split_tiles(30, 169, 887)[1:5] == [(16, 64, 16), (16, 128, 16), (32, 64, 16),
+                                              (32, 128, 16)]
+    assert all(bm == 64 for bm, _, _ in split_tiles(64, 5523, 7310))
+    assert all(bm == 64 for bm, _, _ in split_tiles(4096, 4096, 4096))
+
+
 def test_fma_split_space_offers_the_split_twice_and_half_it_at_any_tile_count():
     space = tma_split_space("fp32", 4096, 4096, 4096, H200_SMS, H200_SMEM, fma=True)
     assert [(c.split_k, c.num_stages) for c in space] == [(2, 3), (2, 4), (4, 3), (4, 4)]
