@@ -280,7 +280,8 @@ def _ld_class(stride: tuple, cols: int, copied: str, elem: int, kept: bool = Fal
 
 def candidates(p: Plan, device: torch.device, M: int, N: int, K: int) -> tuple[TileConfig, ...]:
     """What a `choose` hook picks from: the plan's pick first, then the search space
-    (the interpreter: the pick alone). Below wgmma's M, TMA tiles of 64 rows only."""
+    (the interpreter: the pick alone). Below wgmma's M, TMA tiles of 64 rows at most (IEEE
+    fp32's thin split tiles have 16 and 32: `tma_split_space`)."""
     if p.source == "interpreter":
         return (p.pick,)
     _, smem, _ = _device_info(device)
