@@ -372,20 +372,20 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
     if m <= 32 and tiled:
         c = _t(*_SKINNY[family][0], 4, 4)
         return replace(c, split_k=split_for(m, n, k, c, num_sms))
+    split = fma_split(m, n, k) if fma else 1
     if fma and tma:
         # IEEE fp32 on TMA loads: FMA_TILE, K split by `fma_split`, or unsplit (three
         # persistent programs per SM) where K is short (session 22, calls A and B)
-        split = fma_split(m, n, k)
         c = _t(*FMA_TILE, 3, 4, "tma_split" if split > 1 else "tma", split)
         if usable(c, family, smem_limit):
             return c
-    if fma and tiled and not tma and cdiv(m, FMA_TILE[0]) * cdiv(n, FMA_TILE[1]) * 2 \
-            <= _FMA_PROGRAMS and fma_split(m, n, k) > 1:
+    if fma and tiled and not tma and split > 1 \
+            and cdiv(m, FMA_TILE[0]) * cdiv(n, FMA_TILE[1]) * 2 <= _FMA_PROGRAMS:
         # IEEE fp32 on pointer loads (A column-major, as the FMA units read it): the same K
         # split over many programs on the tiled kernel. Holdout4's 384 x 1568 x 3200 and
         # 3360 x 304 x 6624 cr ran its 64x64x32 split 4 and 8 at 0.93 and 1.06 of cuBLAS,
         # unsplit and 128x64 split 2 at 0.60 and 0.75 (session 23, call 2)
-        return _t(*FMA_TILE, 4, 4, "tiled", fma_split(m, n, k))
+        return _t(*FMA_TILE, 4, 4, "tiled", split)
     if family in _THIN_TMA and tma and not tiled and m <= WGMMA_M:
         # Thin M on TMA alone (16-bit x @ W.T): 64-row tiles, K split where they leave SMs
         # idle (session 20, call B: 64x128x128 split 4 ran 1 and 16 x 4096 x 4096 rc at

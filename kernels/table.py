@@ -173,9 +173,9 @@ def fragile(c: TileConfig, m: int, n: int, k: int = 0, fma: bool = False) -> boo
     fp32 63 x 1000 x 2048 borrowed 128x64 split-K at 0.34 of cuBLAS where 48 x 1000 x
     2048 ran its 64-row tile at 0.85 (session 19, call F). And an IEEE fp32 (`fma`)
     TMA tile unsplit on a shape whose `fma_split` is 4 or more: 1000^3's and 1024^3's,
-    which won there by 2-3%, ran holdout5's 463 x 1227 x 581, 1792 x 751 x 801 rc and
-    3717 x 320 x 640 rc at x0.75-0.83 of the split tiles they replaced (session 23, call
-    3). Only an exact entry uses it."""
+    which won there by 4-7% over split 4, ran holdout5's 463 x 1227 x 581, 1792 x 751 x
+    801 rc and 3717 x 320 x 640 rc at x0.75-0.83 of the split tiles they replaced
+    (session 23, call 3). Only an exact entry uses it."""
     if fma and c.variant == "tma" and fma_split(m, n, k) >= 4:
         return True
     if c.variant != "tiled":
@@ -220,9 +220,10 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
     `sms`, a nearest lookup weighs the NEIGHBOURS nearest entries' tiles by `_transfer`."""
     path, rows = _index(device_name, str(directory))
     buckets, elem = _sources(bucket)
+    fma = _fma(bucket)
     for i, (source, carried) in enumerate(buckets):
         found = _lookup(path, rows.get(source, ()), m, n, k, _carried(variants, carried),
-                        sms, elem, _fma(bucket))
+                        sms, elem, fma)
         if found is not None:
             return found if i == 0 else (found[0], "table-nearest")
     return None
@@ -264,9 +265,10 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
     (scripts/lookup_diff.py --predict)."""
     _, rows = _index(device_name, str(directory))
     buckets, elem = _sources(bucket)
+    fma = _fma(bucket)
     for b, carried in buckets:
         usable = _carried(variants, carried)
-        near = _near(rows.get(b, ()), m, n, k, usable, _fma(bucket))
+        near = _near(rows.get(b, ()), m, n, k, usable, fma)
         got = [ms for ms, c in _timed(near, m, n, k, usable, sms, elem) if c == config]
         if got:
             return min(got)
