@@ -8,7 +8,7 @@ the tuning table kernels/tuned/<chip>.json (kernels/table.py) or a heuristic.
 This package imports only torch, triton and itself (an import-linter contract).
 """
 
-from kernels.configs import TileConfig
 from kernels.matmul import kernel_hash, matmul
+from kernels.tile import TileConfig
 
 __all__ = ["TileConfig", "kernel_hash", "matmul"]

@@ -1,16 +1,6 @@
 """Tile configurations for the kernel variants, kept as data (not inside any decorator).
 
-A TileConfig names the variant it is for and that variant's launch parameters:
-
-- `tiled` (kernels/matmul_tiled.py): one program per BLOCK_M x BLOCK_N tile, pointer loads,
-  any strides. `split_k` > 1 splits K over that many programs per tile (fp32 partials,
-  then a reduction): for small M*N with a long K, where tiles alone cannot fill the SMs.
-- `tma` (kernels/matmul_tma.py): persistent, one program per SM, operands through
-  Hopper's tensor-memory descriptors. Needs 16-byte aligned operands (kernels/dispatch.py).
-- `tma_split` (kernels/matmul_tma_split.py): split-K (`split_k` K ranges per tile) with
-  TMA loads, where `tma` runs: for few output tiles over a long K.
-- `gemv` (kernels/matmul_gemv.py): decode-like M on the CUDA cores, no dot; one row of A
-  a program (`block_m` 1), `split_k` the K ranges.
+Tiles themselves (TileConfig, the variants, `usable`) are kernels/tile.py's.
 
 `search_space` is what `gemmgate tune` times for one key: generated per family and
 variant, pruned by shared memory (pipeline stages x tiles) and registers (the fp32
@@ -21,63 +11,9 @@ the tuning table has nothing near: picked from the shape in microseconds, never 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-VARIANTS = ("tiled", "tma", "tma_split", "gemv")
-FAMILIES = ("16bit", "fp32", "fp8")
-ELEM_BYTES = {"16bit": 2, "fp32": 4, "fp8": 1}
-_MAX_ACC_REGS = 128  # fp32 accumulator registers per thread; more spills (255 in all)
-
-
-@dataclass(frozen=True)
-class TileConfig:
-    block_m: int
-    block_n: int
-    block_k: int
-    group_m: int
-    num_stages: int
-    num_warps: int
-    variant: str = "tiled"
-    split_k: int = 1
-
-    def __post_init__(self) -> None:
-        for name in ("block_m", "block_n", "block_k"):
-            v = getattr(self, name)
-            if self.variant == "gemv" and name == "block_m":
-                if v != 1:
-                    raise ValueError(f"block_m={v}: the gemv variant takes one row of A "
-                                     "a program (block_m=1)")
-            elif v < 16 or v & (v - 1):
-                raise ValueError(f"{name}={v} must be a power of two >= 16")
-        if self.group_m < 1 or self.num_stages < 1 or self.num_warps not in (1, 2, 4, 8, 16):
-            raise ValueError(f"invalid launch parameters in {self}")
-        if self.variant not in VARIANTS:
-            raise ValueError(f"unknown variant {self.variant!r}; known: {', '.join(VARIANTS)}")
-        if self.split_k < 1 or (self.split_k > 1 and self.variant == "tma"):
-            raise ValueError(f"split_k={self.split_k}: the tma variant does not split K "
-                             "(tiled and tma_split do)")
-
-    def smem_bytes(self, elem_bytes: int) -> int:
-        """Shared memory of the software pipeline: one A and one B tile per stage (triton
-        3.6 on the H200 asked 4 x 64 KiB for a 4-stage 128x128x64 fp32 tile), plus the
-        TMA variant's epilogue tile of C (fp32 for fp32 inputs, else 16-bit)."""
-        per_stage = (self.block_m + self.block_n) * self.block_k * elem_bytes
-        if self.variant == "tma":
-            out_bytes = 4 if elem_bytes == 4 else 2
-            return per_stage * self.num_stages + self.block_m * self.block_n * out_bytes
-        return per_stage * self.num_stages
-
-    def acc_regs(self) -> int:
-        """fp32 accumulator registers per thread (gemv's holds BLOCK_K products per output
-        until its loop ends)."""
-        k = self.block_k if self.variant == "gemv" else 1
-        return self.block_m * self.block_n * k // (self.num_warps * 32)
-
-
-def cdiv(a: int, b: int) -> int:
-    """ceil(a / b) for the host path in plain integers: triton.cdiv took 3.4 us a call
-    on triton 3.9 (it also runs inside kernels), this 0.07 us (session 7, timeit)."""
-    return -(-a // b)
+from kernels.tile import TileConfig, cdiv, usable
 
 
 def _t(bm, bn, bk, stages, warps, variant="tiled", split=1, group=8) -> TileConfig:
@@ -156,10 +92,6 @@ WGMMA_M = 64   # wgmma's M: below it a TMA tile of 64 rows (the search's, the ta
 
 # The interpreter runs programs one by one in numpy: few, large tiles are fastest.
 INTERPRETER_CONFIG = TileConfig(32, 32, 32, 4, 1, 4)
-
-
-def usable(c: TileConfig, family: str, smem_limit: int) -> bool:
-    return c.smem_bytes(ELEM_BYTES[family]) <= smem_limit and c.acc_regs() <= _MAX_ACC_REGS
 
 
 def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinny: bool,

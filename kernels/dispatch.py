@@ -50,16 +50,15 @@ from kernels.configs import (
     GEMV_M,
     INTERPRETER_CONFIG,
     WGMMA_M,  # from here the TMA variant runs, and needs B K-major
-    TileConfig,
     gemv_space,
     heuristic,
     search_space,
     tma_split_space,
-    usable,
 )
 from kernels.matmul_tma import describable, num_sms
 from kernels.modes import KernelMode
 from kernels.relayout import LINE, CopyCache, aligned_copy, pitch, pitched_copy
+from kernels.tile import TileConfig, usable
 
 _COPY_MIN_DIM = 128    # copy an operand K-major only when the other side reuses it this much
 _DECODE_M = 16         # 16-bit M up to this: the tiled kernel only (its 16-row tiles)

@@ -34,8 +34,8 @@ import torch
 import triton
 
 from kernels import dispatch, matmul_gemv, matmul_tiled, matmul_tma, matmul_tma_split, table
-from kernels.configs import VARIANTS, TileConfig
 from kernels.modes import KernelMode, mode_for_dtype, mode_named
+from kernels.tile import VARIANTS, TileConfig
 
 # choose(key, candidates, bench) -> the tile to run; bench(tile) -> median ms (inf: fails)
 Chooser = Callable[[str, Sequence[TileConfig], Callable[[TileConfig], float]], TileConfig]

@@ -33,7 +33,6 @@ import functools
 import triton
 import triton.language as tl
 
-from kernels.configs import TileConfig, cdiv
 from kernels.launch import Launch
 from kernels.matmul_tiled import (
     Recipe,
@@ -43,6 +42,7 @@ from kernels.matmul_tiled import (
     reduction,
     splits,
 )
+from kernels.tile import TileConfig, cdiv
 
 
 @triton.jit

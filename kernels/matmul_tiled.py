@@ -28,8 +28,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.configs import TileConfig, cdiv
 from kernels.launch import Bound, Launch
+from kernels.tile import TileConfig, cdiv
 
 
 @triton.jit

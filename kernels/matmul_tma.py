@@ -31,9 +31,9 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from kernels.configs import TileConfig, cdiv
 from kernels.launch import Bound, Launch
 from kernels.relayout import LINE, aligned_empty, copy_launch, pitch, unstage_launch
+from kernels.tile import TileConfig, cdiv
 
 
 @triton.jit

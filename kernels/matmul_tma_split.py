@@ -29,10 +29,10 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.configs import TileConfig, cdiv
 from kernels.launch import Bound, Launch
 from kernels.matmul_tiled import _reduce_kernel, reduction
 from kernels.matmul_tma import _descriptor, operand_boxes, tma_form
+from kernels.tile import TileConfig, cdiv
 
 
 @triton.jit

@@ -19,8 +19,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.configs import cdiv
 from kernels.launch import Launch
+from kernels.tile import cdiv
 
 
 @triton.jit

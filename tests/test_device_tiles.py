@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kernels.configs import TileConfig
+from kernels.tile import TileConfig
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "device" / "tiles.py"
 

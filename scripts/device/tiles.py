@@ -40,7 +40,7 @@ from gemmgate.precision import get_mode, vendor_flags
 from gemmgate.shapes import LAYOUTS
 from gemmgate.sweep import parse_shape
 from gemmgate.timing import TimingPolicy, measure
-from kernels.configs import TileConfig
+from kernels.tile import TileConfig
 
 _TILE = re.compile(r"(\w+):(\d+)x(\d+)x(\d+):s(\d+):w(\d+)((?::[kg]\d+)*)")
 

@@ -79,7 +79,7 @@ def test_the_tile_a_kernel_chose_comes_back_through_its_chooser(ctx):
     # A kernel that asks its chooser (as the GPU path does) reports the tile it ran in
     # the case's telemetry: no module global carries it.
     import kernels
-    from kernels.configs import TileConfig
+    from kernels.tile import TileConfig
 
     tiles = (TileConfig(64, 32, 32, 4, 2, 4), TileConfig(32, 32, 32, 4, 1, 4))
 

@@ -12,7 +12,7 @@ from gemmgate.results import CaseResult, ProviderResult
 from gemmgate.shapes import Case
 from gemmgate.tune import entry_of, merged, stale_items, write_table
 from kernels import table
-from kernels.configs import TileConfig
+from kernels.tile import TileConfig
 
 TMA = TileConfig(128, 256, 64, 8, 3, 8, "tma")
 ENV = {"driver": "580.159.04", "triton": "3.6.0", "torch": "2.11.0", "date": "2026-11-30"}

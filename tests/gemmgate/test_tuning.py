@@ -8,7 +8,7 @@ import pytest
 
 from gemmgate import tuning
 from gemmgate.tuning import Tuner, TuningError, TuningSetup
-from kernels.configs import TileConfig
+from kernels.tile import TileConfig
 
 BIG = TileConfig(128, 256, 64, 8, 3, 8)
 MID = TileConfig(128, 128, 64, 8, 4, 4)
@@ -216,7 +216,7 @@ def test_a_chooser_reports_the_tile_it_returned_and_its_kernel(tmp_path):
 
 
 def test_names_read_well_for_every_variant():
-    from kernels.configs import TileConfig
+    from kernels.tile import TileConfig
 
     assert tuning.config_name(TileConfig(128, 128, 64, 8, 4, 4)) == "128x128x64 g8 s4 w4"
     assert tuning.config_name(TileConfig(128, 256, 64, 8, 3, 8, "tma")) == \

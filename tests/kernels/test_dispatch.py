@@ -254,7 +254,7 @@ def test_every_set_resolves_to_a_runnable_tile_on_the_committed_h200_table(cache
     never reaches a TMA-only call)."""
     from gemmgate.shapes import SETS
     from kernels import table
-    from kernels.configs import usable
+    from kernels.tile import usable
 
     smem, sms = 232448, 132
     for shapes in SETS.values():

@@ -361,7 +361,7 @@ def test_gpu_tma_launches_go_direct_and_follow_new_tensors():
     """On triton 3.6 the TMA kernel's repeated launches take the direct launch, and a call
     on other tensors of the same shape (new addresses: new tensor maps) is right too."""
     from kernels import matmul_tma
-    from kernels.configs import TileConfig
+    from kernels.tile import TileConfig
 
     if torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("the TMA variant is a Hopper (sm_90) path")
@@ -386,7 +386,7 @@ def test_gpu_repeats_on_the_same_tensors_take_the_bound_launch_and_see_new_value
     out): right after the inputs change in place, right into another out; on triton
     3.6 the repeats run their bound launch."""
     import kernels
-    from kernels.configs import TileConfig
+    from kernels.tile import TileConfig
 
     if variant == "tma" and torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("the TMA variant is a Hopper (sm_90) path")
@@ -417,7 +417,7 @@ def test_gpu_repeats_with_buffers_made_per_call_stay_right(variant, split):
     allocator's addresses: right after the inputs change in place, and into fresh outs."""
     import kernels
     from kernels import relayout
-    from kernels.configs import TileConfig
+    from kernels.tile import TileConfig
 
     if variant != "tiled" and torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("the TMA variants are a Hopper (sm_90) path")

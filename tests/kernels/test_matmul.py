@@ -11,8 +11,9 @@ from gemmgate.inputs import make_inputs
 from gemmgate.precision import MODES
 from gemmgate.shapes import SETS, Case
 from kernels import matmul_tma, matmul_tma_split
-from kernels.configs import INTERPRETER_CONFIG, TileConfig
+from kernels.configs import INTERPRETER_CONFIG
 from kernels.modes import mode_named
+from kernels.tile import TileConfig
 
 # (mode, tolerance): fp32 IEEE far under tf32's ~3e-4; 16-bit output rounding ~2e-3.
 CPU_MODES = [("fp32", 1e-5), ("fp16", 1e-3)]

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from kernels import matmul_tma
-from kernels.configs import TileConfig
+from kernels.tile import TileConfig
 
 H200_SM_SMEM = 233472   # 228 KiB
 

@@ -7,7 +7,7 @@ from dataclasses import asdict
 import pytest
 
 from kernels import table
-from kernels.configs import TileConfig
+from kernels.tile import TileConfig
 
 TMA = TileConfig(128, 256, 64, 8, 3, 8, "tma")
 TILED = TileConfig(64, 64, 64, 8, 4, 4, split_k=4)

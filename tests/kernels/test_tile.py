@@ -1,0 +1,40 @@
+"""kernels/tile.py: a tile's validation, its shared memory and registers, and pruning by
+them."""
+
+import pytest
+
+from kernels.tile import TileConfig, cdiv, usable
+
+H200_SMEM = 232448
+
+
+def test_tile_fields_are_validated():
+    with pytest.raises(ValueError, match="power of two"):
+        TileConfig(24, 64, 64, 8, 3, 4)
+    with pytest.raises(ValueError, match="unknown variant"):
+        TileConfig(64, 64, 64, 8, 3, 4, "wgmma")
+    with pytest.raises(ValueError, match="tma variant does not split K"):
+        TileConfig(64, 64, 64, 8, 3, 4, "tma", split_k=2)
+    # gemv: one row of A a program; the other blocks powers of two from 16
+    assert TileConfig(1, 128, 32, 1, 1, 4, "gemv", 8).block_m == 1
+    with pytest.raises(ValueError, match="block_m=2: the gemv variant takes one row"):
+        TileConfig(2, 128, 32, 1, 1, 4, "gemv")
+    with pytest.raises(ValueError, match="block_k=8 must be a power of two >= 16"):
+        TileConfig(1, 128, 8, 1, 1, 4, "gemv")
+    with pytest.raises(ValueError, match="block_m=1 must be a power of two >= 16"):
+        TileConfig(1, 128, 32, 1, 1, 4)
+
+
+def test_usable_prunes_by_shared_memory_and_accumulator_registers():
+    big = TileConfig(128, 256, 64, 8, 3, 8, "tma")
+    assert big.smem_bytes(2) == 3 * (128 + 256) * 64 * 2 + 128 * 256 * 2
+    assert usable(big, "16bit", H200_SMEM)
+    assert not usable(TileConfig(128, 256, 64, 8, 6, 8, "tma"), "16bit", H200_SMEM)  # smem
+    assert not usable(TileConfig(256, 256, 32, 8, 2, 4), "16bit", H200_SMEM)  # 512 regs
+    # gemv keeps BLOCK_K products per output in registers until its loop ends
+    assert TileConfig(1, 128, 64, 1, 1, 4, "gemv").acc_regs() == 128 * 64 // 128
+    assert not usable(TileConfig(1, 256, 128, 1, 1, 4, "gemv"), "fp32", H200_SMEM)
+
+
+def test_cdiv_is_the_ceiling_of_a_division():
+    assert [cdiv(a, 4) for a in (0, 1, 4, 5, 8, 9)] == [0, 1, 1, 2, 2, 3]
