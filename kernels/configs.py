@@ -68,9 +68,10 @@ _FMA_SMALL_TILED = ((32, 64, 32), (32, 32, 32))
 # and 32 rows, K split about 16 ways, waste less of each dot. Beside the picks (64-row TMA
 # split tiles, a 16-row tiled one): 26 x 5523 x 7310 0.57 -> 1.08 of cuBLAS (32x128x32
 # k16), 32 x 512 x 3376 0.79 -> 1.17 and 30 x 169 x 887 0.86 -> 1.43 (16x64x32 k16), 45 x
-# 5239 x 3349 0.94 -> 1.01 (16x128x32 k16) (session 23, call 6). Searched, not yet a pick
-# (`tma_split_space`).
+# 5239 x 3349 0.94 -> 1.01 (16x128x32 k16) (session 23, call 6). Searched
+# (`tma_split_space`), and the heuristic's pick (`fma_thin`).
 _FMA_THIN = ((16, 64, 32), (16, 128, 32), (32, 64, 32), (32, 128, 32))
+_THIN_PROGRAMS = 132   # `fma_thin`: 128-wide tiles making fewer programs: 16x64
 _MID = {"16bit": (128, 128, 64), "fp32": (128, 128, 32), "fp8": (128, 128, 128)}
 _SMALL = {"16bit": (64, 64, 64), "fp32": (64, 64, 32), "fp8": (64, 64, 128)}
 _THIN_TMA = {"16bit": (64, 128, 128)}   # the heuristic's thin-M tile on TMA alone
@@ -140,6 +141,7 @@ MAX_TMA_SPLIT = 64   # K ranges: the reduction reads splits x M x N fp32 partial
 # where ranges are 256 rows or more (5248 x 7271 x 272: k2 0.78, unsplit 0.83).
 FMA_TILE = (64, 64, 32)
 _FMA_PROGRAMS = 1536
+_FMA_PER_SM = 3   # `fma_skinny_split`: programs per SM at most
 
 
 def fma_split(m: int, n: int, k: int, tile: tuple[int, int, int] = FMA_TILE) -> int:
@@ -153,6 +155,25 @@ def fma_split(m: int, n: int, k: int, tile: tuple[int, int, int] = FMA_TILE) -> 
     if split == 1 and k >= 2 * 256:
         split = 2
     return split
+
+
+def fma_thin(m: int, n: int, k: int) -> TileConfig | None:
+    """IEEE fp32 below wgmma's M on TMA loads: a `_FMA_THIN` tile split 16 ways where K
+    ranges are 1.5 blocks or more, else 8 (None: K too short for 8). 128 columns and the
+    rows, 16 or 32, that pad M less (32 on a tie: twice the reuse of each B tile); where
+    those make fewer programs than `_THIN_PROGRAMS`, 16x64 (four times the programs).
+    Measured tile by tile (session 23, call 6), the rule's pick first: 26 x 5523 x 7310
+    32x128 k16 1.08 of cuBLAS (16x128 0.93, the table's 64x64 0.57); 45 x 5239 x 3349
+    16x128 1.01 (32x128 0.89, 64x64 0.94); 32 x 512 x 3376 16x64 1.17 (32x64 1.10, 64x64
+    0.99); 30 x 169 x 887 16x64 1.43 (32x64 1.36, 64x64 1.26)."""
+    bk = _FMA_THIN[0][2]
+    split = next((s for s in (16, 8) if 2 * k >= 3 * s * bk), 0)
+    if not split:
+        return None
+    bm = 16 if cdiv(m, 16) * 16 < cdiv(m, 32) * 32 else 32
+    if cdiv(m, bm) * cdiv(n, 128) * split < _THIN_PROGRAMS:
+        return _t(16, 64, bk, 3, 4, "tma_split", split)
+    return _t(bm, 128, bk, 3, 4, "tma_split", split)
 
 
 def ranges_fit(k: int, split: int, block_k: int) -> bool:
@@ -259,6 +280,19 @@ def split_for(m: int, n: int, k: int, c: TileConfig, num_sms: int) -> int:
     return split
 
 
+def fma_skinny_split(m: int, n: int, k: int, c: TileConfig, num_sms: int) -> int:
+    """IEEE fp32's K split of a skinny tiled tile: the FMA units want more programs than
+    one per SM (`split_for`'s aim), so up to `_FMA_PER_SM` per SM, in K ranges of two
+    blocks at least. 32 x 512 x 3376 on 16x128x64 ran split 16 at 0.93 of cuBLAS, split
+    8 (`split_for`'s) at 0.78 (session 23, call 5)."""
+    tiles = cdiv(m, c.block_m) * cdiv(n, c.block_n)
+    split = 1
+    while tiles * split * 2 <= _FMA_PER_SM * num_sms and k >= split * 2 * 2 * c.block_k \
+            and split * 2 <= MAX_TMA_SPLIT:
+        split *= 2
+    return split
+
+
 def gemv_splits(m: int, n: int, k: int, block_n: int, block_k: int,
                 num_sms: int) -> tuple[int, ...]:
     """K splits for a gemv tile: the most (powers of two) that leave every K range
@@ -303,8 +337,13 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
     variant = "tma" if tma else "tiled"
     if m <= 32 and tiled:
         c = _t(*_SKINNY[family][0], 4, 4)
-        return replace(c, split_k=split_for(m, n, k, c, num_sms))
+        split = fma_skinny_split(m, n, k, c, num_sms) if fma else split_for(m, n, k, c, num_sms)
+        return replace(c, split_k=split)
     split = fma_split(m, n, k) if fma else 1
+    if fma and tma and m < WGMMA_M:
+        thin = fma_thin(m, n, k)
+        if thin is not None and usable(thin, family, smem_limit):
+            return thin
     if fma and tma:
         # IEEE fp32 on TMA loads: FMA_TILE, K split by `fma_split`, or unsplit (three
         # persistent programs per SM) where K is short (session 22, calls A and B)

@@ -2,7 +2,7 @@
 
     python3 scripts/lookup_diff.py [--ref HEAD] [--sets pr,nightly,holdout,...,holdout5]
                                    [--modes fp32,tf32,bf16,fp16,fp8,tf32x3] [--sms 132]
-                                   [--predict]
+                                   [--predict] [--csv FILE]
 
 For every case of the sets and every mode, the pick an H200 would make (kernels.dispatch.
 decide with TMA, then kernels.table.lookup on the H200 table with `--sms` SMs: both pure,
@@ -13,7 +13,9 @@ a count per set and mode; exit 0. What a device A/B must then measure, and nothi
 (sessions 15 and 16 sized their lookup changes so before spending device time). With
 `--predict`, each row also gives the time this tree's table model predicts for the old
 and the new pick and the predicted gain (session 17 kept a lookup change only where that
-gain was 1.10 or more: docs/PERF.md).
+gain was 1.10 or more: docs/PERF.md). `--csv FILE` also writes the cases whose pick
+differs in any mode, once each, as a shape file (`m,n,k,layout,pad`) for `gemmgate run
+--shapes FILE --ab-ref REF`: a device call then times those cases and nothing else.
 """
 
 from __future__ import annotations
@@ -122,6 +124,21 @@ def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False
     return out
 
 
+def write_cases(path: str, sets, rows: list[tuple[str, ...]]) -> int:
+    """Write the cases of `rows` (`diff`'s) once each, in the sets' order, as a shape
+    file; the number written."""
+    changed = {(name, case_id) for name, _, case_id, *_ in rows}
+    seen, lines = set(), ["m,n,k,layout,pad"]
+    for name, cases in sets:
+        for case in cases:
+            point = (case.m, case.n, case.k, case.layout, case.pad)
+            if (name, case.id) in changed and point not in seen:
+                seen.add(point)
+                lines.append(",".join(str(x) for x in point))
+    Path(path).write_text("\n".join(lines) + "\n")
+    return len(seen)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ref", default="HEAD", help="the commit to compare with (default HEAD)")
@@ -131,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--predict", action="store_true",
                     help="also print the time this tree's table model predicts for each "
                          "pick, and the predicted gain")
+    ap.add_argument("--csv", metavar="FILE",
+                    help="also write the cases whose pick differs as a shape file")
     args = ap.parse_args(argv)
     import kernels  # its kernels are never run here: decide and lookup are pure
     from gemmgate import reference
@@ -145,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for row in rows:
         print(" | ".join(row))
+    if args.csv:
+        print(f"{write_cases(args.csv, sets, rows)} cases written to {args.csv}")
     counts = Counter((s, m) for s, m, *_ in rows)
     print(f"{len(rows)} picks differ from {sha[:12]}: " +
           (", ".join(f"{s} {m} {n}" for (s, m), n in sorted(counts.items())) or "none"))

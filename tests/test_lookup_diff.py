@@ -115,3 +115,20 @@ def test_a_change_of_operand_copies_alone_shows():
     (row,) = ld.diff(bare, kernels, [("x", (cc,))], ["fp32"], 132)
     assert row[4] == row[3] + " [A rowmajor, B rowmajor]"
     assert ld.pick(kernels, "fp32", cc, 132) == row[4]
+
+
+def test_csv_writes_each_changed_case_once_as_a_shape_file(tmp_path):
+    """--csv: the cases whose pick differs in any mode, once each across sets and modes,
+    read back by the harness's shape-file reader (`gemmgate run --shapes FILE`)."""
+    from gemmgate.shapes import load_shape_file
+
+    ld = _module()
+    odd = Case(64, 64, 64, "cr", 3)
+    sets = [("a", (Case(1024, 1024, 1024), odd)), ("b", (odd, Case(8, 8, 8)))]
+    rows = [("a", "bf16", odd.id, "x", "y"), ("a", "fp16", odd.id, "x", "y"),
+            ("b", "bf16", odd.id, "x", "y"), ("b", "bf16", "m8-n8-k8", "x", "y")]
+    path = tmp_path / "changed.csv"
+    assert ld.write_cases(str(path), sets, rows) == 2
+    assert load_shape_file(path) == (odd, Case(8, 8, 8))
+    assert ld.write_cases(str(path), sets, []) == 0   # the header alone: no cases to run
+    assert path.read_text() == "m,n,k,layout,pad\n"

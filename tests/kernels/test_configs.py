@@ -3,7 +3,15 @@
 
 import pytest
 
-from kernels.configs import fma_split, heuristic, search_space, split_for, tma_split_space
+from kernels.configs import (
+    fma_skinny_split,
+    fma_split,
+    fma_thin,
+    heuristic,
+    search_space,
+    split_for,
+    tma_split_space,
+)
 from kernels.tile import TileConfig, cdiv, usable
 
 H200_SMEM, H200_SMS = 232448, 132
@@ -115,6 +123,53 @@ def test_ieee_fp32_thin_m_searches_16_and_32_row_tma_split_tiles():
                                               (32, 128, 16)]
     assert all(bm == 64 for bm, _, _ in split_tiles(64, 5523, 7310))
     assert all(bm == 64 for bm, _, _ in split_tiles(4096, 4096, 4096))
+
+
+@pytest.mark.parametrize("shape,tile", [
+    ((26, 5523, 7310), (32, 128, 16)),   # 26 rows pad to 32 either way: 32 (B reuse)
+    ((45, 5239, 3349), (16, 128, 16)),   # 48 rows padded, not 64
+    ((32, 512, 3376), (16, 64, 16)),     # 32x128 x 16 = 64 programs: 16x64
+    ((30, 169, 887), (16, 64, 16)),      # K ranges of 1.7 blocks
+    ((39, 271, 559), (16, 64, 8)),       # K ranges of 2.2 blocks at 8, 1.1 at 16
+    ((63, 8000, 300), None),             # K too short for 8 ranges of 1.5 blocks
+])
+def test_ieee_fp32_thin_m_heuristic_takes_a_16_or_32_row_tma_split_tile(shape, tile):
+    """Below wgmma's M with nothing near, IEEE fp32 on TMA loads takes `fma_thin`'s tile,
+    the one measured fastest on each of session 23's four shapes (call 6); where K is too
+    short for it, the 64x64x32 rule as before."""
+    c = fma_thin(*shape)
+    h = heuristic("fp32", *shape, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM,
+                  tiled=False, fma=True)
+    if tile is None:
+        assert c is None and (h.block_m, h.block_n) == (64, 64)
+        return
+    assert (c.block_m, c.block_n, c.split_k) == tile
+    assert (c.block_k, c.num_stages, c.num_warps, c.variant) == (32, 3, 4, "tma_split")
+    assert h == c and usable(c, "fp32", H200_SMEM)
+    # 16-bit and M >= 64 are untouched
+    assert heuristic("16bit", *shape, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM,
+                     tiled=False).block_m == 64
+    wide = heuristic("fp32", 64, *shape[1:], tma=True, num_sms=H200_SMS,
+                     smem_limit=H200_SMEM, tiled=False, fma=True)
+    assert (wide.block_m, wide.block_n) == (64, 64)
+
+
+@pytest.mark.parametrize("shape,split,tf32_split", [
+    ((32, 512, 3376), 16, 8),     # 8 tiles: 16 (128 programs), ranges of 211 rows
+    ((32, 3328, 571), 4, 2),      # 52 tiles: 8 would pass three programs per SM
+    ((29, 288, 192), 1, 1),       # K of three blocks: no split
+    ((16, 32768, 4096), 1, 1),    # 256 tiles of 16x128: 2 would pass 396 programs
+])
+def test_ieee_fp32_skinny_tiled_splits_k_to_three_programs_per_sm(shape, split, tf32_split):
+    """M <= 32 on the tiled kernel with nothing near: IEEE fp32 splits K up to three
+    programs per SM in ranges of two blocks (32 x 512 x 3376: split 16 ran 0.93 of
+    cuBLAS, 8 0.78; session 23, call 5); tf32 keeps `split_for`'s one per SM."""
+    c = heuristic("fp32", *shape, tma=False, num_sms=H200_SMS, smem_limit=H200_SMEM,
+                  fma=True)
+    assert (c.variant, c.block_m, c.block_n, c.split_k) == ("tiled", 16, 128, split)
+    assert fma_skinny_split(*shape, c, H200_SMS) == split
+    tf32 = heuristic("fp32", *shape, tma=False, num_sms=H200_SMS, smem_limit=H200_SMEM)
+    assert tf32.split_k == tf32_split == split_for(*shape, tf32, H200_SMS)
 
 
 def test_fma_split_space_offers_the_split_twice_and_half_it_at_any_tile_count():
