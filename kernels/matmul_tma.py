@@ -15,8 +15,8 @@ wgmma takes for 16-bit types. tf32 and fp8 wgmma take K-major operands only: the
 dispatcher (kernels/dispatch.py) hands this kernel K-major copies where needed.
 Descriptors need 16-byte aligned base and leading dimension; the dispatcher checks.
 C is stored through a descriptor too: into `out` when it is aligned, else into an aligned
-staging buffer copied into `out` (the launcher). C_TMA=False (masked pointer stores) is
-kept in the kernel so that its source, and the tuning table's hash of it, stay as tuned.
+staging buffer copied into `out` (the launcher); IEEE fp32 into an unaligned `out` by
+masked pointer stores (C_TMA=False).
 """
 
 from __future__ import annotations
@@ -177,6 +177,7 @@ class Recipe:
     blocks: tuple[list[int], list[int], list[int]]   # A's, B's, C's descriptor boxes
     staged: bool
     unstage: Launch | None = None   # the staged C's copy into a row-major `out`
+    c_tma: bool = True   # C through a descriptor (else masked pointer stores into `out`)
     repeats: Bound = field(default_factory=Bound, compare=False, repr=False)
 
     def launch(self, a, b, out, sa, sb) -> None:
@@ -200,8 +201,12 @@ class Recipe:
         """The kernel's leading arguments: A's, B's and C's descriptors, then C and the
         scales."""
         ab, bb, cb = self.blocks
+        # C by pointer stores: the kernel never reads its descriptor argument, which must
+        # still encode (its rows are not 16-byte aligned): A's memory stands in, as an
+        # operand of C's dtype (`recipe`), with C's box
         return (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb),
-                _descriptor(c, False, cb), c, sa, sb)
+                _descriptor(c if self.c_tma else a, False if self.c_tma else self.a_t, cb),
+                c, sa, sb)
 
     def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
         stage = _stage(out) if self.staged else None
@@ -230,13 +235,18 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     N = b.shape[1]
     # C rows a descriptor cannot take (N = 4097 bf16): stage C in an aligned buffer and
     # copy it into `out` after; the kernel's masked pointer stores ran the whole GEMM at
-    # 0.51-0.59 of the aligned speed (session 9, fp8 and bf16 4096 x 4097 x 4096).
-    staged = tma_form(out) is not False
+    # 0.51-0.59 of the aligned speed (session 9, fp8 and bf16 4096 x 4097 x 4096). IEEE
+    # fp32 (FMA units, three programs per SM) stores by pointer instead: its stores
+    # overlap the other programs' dots, where the staged C's copy is a pass of its own
+    # over twice C's bytes (session 24).
+    c_tma = tma_form(out) is False
+    pointer_c = not c_tma and is_fp32 and input_precision == "ieee" and a.dtype == out.dtype
+    staged = not c_tma and not pointer_c
     sc = (pitch(N, out.element_size(), LINE), 1) if staged else out.stride()
     programs = num_sms(a.device) * programs_per_sm(config, input_precision, is_fp32,
                                                       a.device)
     run = _launch(config, M, N, K, a_t, b_t, sc, a.dtype, programs, input_precision, is_fp32,
-                  has_scale)
+                  has_scale, not pointer_c)
     blocks = (*operand_boxes(config, a_t, b_t), [config.block_m, config.block_n])
     # A row-major `out` gets the staged C through a copy kernel: torch's strided copy
     # ran at ~1.7 TB/s, 91 us of a 131 us fp8 4933 x 7763 x 186 call (session 11); a
@@ -245,7 +255,7 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     if staged and out.stride(1) == 1 and M and N:
         unstage = unstage_launch(M, N, sc[0]) if out.stride(0) == N or M == 1 \
             else copy_launch(M, N, sc[0], 1, out.stride(0))
-    return Recipe(run, a_t, b_t, blocks, staged, unstage)
+    return Recipe(run, a_t, b_t, blocks, staged, unstage, not pointer_c)
 
 
 def _stage(out: torch.Tensor) -> torch.Tensor:
@@ -271,14 +281,14 @@ def launcher(config: TileConfig, a, b, out, sa, sb, **flags) -> Callable[[], Non
 @functools.lru_cache(maxsize=1024)
 def _launch(config: TileConfig, M: int, N: int, K: int, a_t: bool, b_t: bool, sc: tuple,
             dtype: torch.dtype, sms: int, input_precision: str, is_fp32: bool,
-            has_scale: bool) -> Launch:
+            has_scale: bool, c_tma: bool = True) -> Launch:
     """The kernel's launch but for its tensors, made once per shape, layout, operand
     dtype, tile and flags (kernels/launch.py: the descriptors' specialization, their
     dtype and block shape, is fixed by these)."""
     bm, bn = config.block_m, config.block_n
     grid = (min(sms, cdiv(M, bm) * cdiv(N, bn)),)
     kw = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=config.block_k, GROUP_M=config.group_m,
-              NUM_SMS=sms, A_T=a_t, B_T=b_t, C_TMA=True, INPUT_PRECISION=input_precision,
+              NUM_SMS=sms, A_T=a_t, B_T=b_t, C_TMA=c_tma, INPUT_PRECISION=input_precision,
               IS_FP32=is_fp32, HAS_SCALE=has_scale, num_stages=config.num_stages,
               num_warps=config.num_warps)
     return Launch(_tma_kernel, grid, (M, N, K, *sc), kw)

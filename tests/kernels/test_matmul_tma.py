@@ -56,3 +56,56 @@ def test_gpu_ieee_fp32_programs_walk_every_tile_once(shape):
                       has_scale=False)
     ref = a.double() @ b.double()
     assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
+
+
+@pytest.mark.parametrize(("dtype", "precision", "is_fp32", "n", "how"), [
+    (torch.float32, "ieee", True, 1001, "pointer"),    # IEEE fp32, rows not 16-B aligned
+    (torch.float32, "ieee", True, 1000, "descriptor"),
+    (torch.float32, "tf32", True, 1001, "staged"),     # wgmma modes keep the staged C
+    (torch.bfloat16, "ieee", False, 1001, "staged"),
+    (torch.bfloat16, "ieee", False, 1024, "descriptor"),
+])
+def test_a_c_the_descriptor_cannot_take_is_staged_except_ieee_fp32s(dtype, precision, is_fp32,
+                                                                     n, how):
+    """A C whose rows a descriptor cannot take: staged and copied into `out` (the wgmma
+    modes, session 9), or for IEEE fp32 stored by masked pointers straight into `out`
+    (C_TMA=False), the kernel's C descriptor argument then standing on A's memory."""
+    a = torch.zeros(96, 64, dtype=dtype)
+    b = torch.zeros(64, 1024, dtype=dtype)[:, :n]   # B on aligned rows, as dispatch copies it
+    out = torch.zeros(96, n, dtype=dtype)
+    r = matmul_tma.recipe(TileConfig(64, 64, 32, 8, 3, 4, "tma"), a, b, out,
+                          input_precision=precision, is_fp32=is_fp32, has_scale=False)
+    assert (r.c_tma, r.staged) == {"pointer": (False, False), "descriptor": (True, False),
+                                   "staged": (True, True)}[how]
+    assert r.run.kw["C_TMA"] is r.c_tma
+    assert (r.unstage is not None) is r.staged
+    c_desc = r._args(a, b, out, a, a)[2]
+    if how != "staged":   # (the staged C's descriptor is on its staging buffer)
+        assert c_desc.base is (out if how == "descriptor" else a)
+    assert c_desc.block_shape == [64, 64]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("shape", [(2630, 587, 136), (231, 1001, 240), (26, 523, 731)])
+@pytest.mark.parametrize("out_layout", ["row", "col"])
+def test_gpu_ieee_fp32_stores_an_unaligned_c_by_pointer(shape, out_layout):
+    """IEEE fp32 into a C whose rows a descriptor cannot take (N not a multiple of 4, or
+    column-major): masked pointer stores write every element, and nothing past it."""
+    m, n, k = shape
+    g = torch.Generator().manual_seed(2)
+    a = torch.randn(m, k, generator=g).cuda()
+    b = torch.zeros(k, 1024, device="cuda")[:, :n]
+    b.copy_(torch.randn(k, n, generator=g))
+    big = torch.full((n + 8, m + 8) if out_layout == "col" else (m + 8, n + 8), float("nan"),
+                     device="cuda")
+    out = big[:n, :m].t() if out_layout == "col" else big[:m, :n]
+    tile = TileConfig(64, 64, 32, 8, 3, 4, "tma")
+    r = matmul_tma.recipe(tile, a, b, out, input_precision="ieee", is_fp32=True,
+                          has_scale=False)
+    assert (r.c_tma, r.staged) == (False, False)
+    matmul_tma.launch(tile, a, b, out, a, a, input_precision="ieee", is_fp32=True,
+                      has_scale=False)
+    ref = a.double() @ b.double()
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
+    assert big.isnan().sum().item() == big.numel() - m * n   # nothing written outside C
