@@ -55,6 +55,7 @@ S20 = RESULTS / "h200-2026-12-01-s20"
 S21 = RESULTS / "h200-2026-12-01-s21"
 S22 = RESULTS / "h200-2026-12-01-s22"
 S23 = RESULTS / "h200-2026-12-02-s23"
+S24 = RESULTS / "h200-2026-12-02-s24"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -389,6 +390,20 @@ TABLES: dict[str, Callable[[], str]] = {
     "s23-below": lambda: ratios_below(S23 / "cases.csv", "call4-", 0.8),
     "s23-worst": lambda: pick_vs_best(S23 / "tiles_worst.csv"),
     "s23-thin": lambda: pick_vs_best(S23 / "tiles_thin_fma.csv"),
+    "s24-tuned": lambda: csv_table(S24 / "tuned.csv"),
+    "s24-steps": lambda: label_steps(S24 / "cases.csv"),
+    "s24-ab-thin": lambda: ab_changes(S24 / "cases.csv", "call1-", 0.97, 1.03),
+    "s24-ab-c": lambda: ab_changes(S24 / "cases.csv", "call2-ab", 0.97, 1.03, "call2-"),
+    "s24-ab-5": lambda: ab_changes(S24 / "cases.csv", "call5-", 0.97, 1.03),
+    "s24-pointer-c": lambda: pick_vs_best(S24 / "tiles_pointer_c.csv"),
+    "s24-shortk": lambda: pick_vs_best(S24 / "tiles_shortk.csv"),
+    "s24-rc-m4": lambda: "\n".join([pick_vs_best(S24 / "tiles_rc.csv"),
+                                     *pick_vs_best(S24 / "tiles_m4.csv").split("\n")[2:]]),
+    "s24-below-fp32": lambda: ratios_below(S24 / "cases.csv", "call2-holdout", 0.8, "call2-"),
+    "s24-below": lambda: ratios_below(S24 / "cases.csv", "call4-", 0.8),
+    "s24-long-tail": lambda: "\n".join([s9_long_tail(S24 / "cases.csv", "call4-"),
+                                         *s9_long_tail(S24 / "cases.csv",
+                                                       "call2-holdout").split("\n")[2:]]),
 }
 
 
@@ -987,15 +1002,16 @@ def s9_losses(path: Path, prefix: str, below: float) -> str:
     return "\n".join(out)
 
 
-def ratios_below(path: Path, prefix: str, under: float) -> str:
+def ratios_below(path: Path, prefix: str, under: float, strip: str | None = None) -> str:
     """The cases of the labels with `prefix` that ran below `under` of cuBLAS, slowest
-    first (issue 11: no case below 0.80)."""
+    first (issue 11: no case below 0.80); the set column is the label less `strip`
+    (default: the prefix)."""
     rows = [r for r in _rows(path) if r["label"].startswith(prefix) and r["ratio"]
             and float(r["ratio"]) < under]
     out = ["| set | mode | case | ratio | tile |", "|---|---|---|---:|---|"]
     for r in sorted(rows, key=lambda r: float(r["ratio"])):
-        out.append(f"| {r['label'].removeprefix(prefix)} | {r['mode']} | {r['case']} "
-                   f"| {float(r['ratio']):.2f} | {r['tile']} |")
+        out.append(f"| {r['label'].removeprefix(prefix if strip is None else strip)} | "
+                   f"{r['mode']} | {r['case']} | {float(r['ratio']):.2f} | {r['tile']} |")
     return "\n".join(out)
 
 
