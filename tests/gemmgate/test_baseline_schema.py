@@ -161,12 +161,12 @@ def test_the_committed_baselines_load(name, chip, cases):
 def test_the_committed_h200_baseline_keeps_its_calibrated_noise():
     """Session 10's kernel was calibrated with 4 runs of --ab-ref HEAD on each of two
     hosts of two H200s, every run spread over both GPUs, merged. Since then `baseline
-    update` (one run each; session 14: every mode in call D, fp8, tf32, tf32x3 and fp32
-    again in call H, two hosts; session 15: fp8 in call C, a third host) replaced the
-    figures and kept that calibrated noise: machine-level and A/B noise on every case,
-    from the 8 calibration runs."""
+    update` (one run each; sessions 14 and 15 on three hosts; session 24: every mode in
+    call 3, one host) replaced the figures and kept that calibrated noise: machine-level
+    and A/B noise on every case, from the 8 calibration runs. Each case's figures come
+    from the one run that last updated it (session 24's: one machine for every case)."""
     h200 = load(REPO / "baselines" / "nvidia-h200.json")
-    assert len(h200.machines) == 3
+    assert h200.machines == {"vm/GPU-2ad21837-fdb0-65d4-bf71-a7a65f889d35"}
     for c in h200.cases.values():
         assert len(c.noise.run_machines) == 1 and c.noise.runs == 8
         assert c.noise.ratio is not None and c.noise.machine is not None
