@@ -71,7 +71,6 @@ _FMA_SMALL_TILED = ((32, 64, 32), (32, 32, 32))
 # 5239 x 3349 0.94 -> 1.01 (16x128x32 k16) (session 23, call 6). Searched
 # (`tma_split_space`), and the heuristic's pick (`fma_thin`).
 _FMA_THIN = ((16, 64, 32), (16, 128, 32), (32, 64, 32), (32, 128, 32))
-_THIN_PROGRAMS = 132   # `fma_thin`: 128-wide tiles making fewer programs: 16x64
 _MID = {"16bit": (128, 128, 64), "fp32": (128, 128, 32), "fp8": (128, 128, 128)}
 _SMALL = {"16bit": (64, 64, 64), "fp32": (64, 64, 32), "fp8": (64, 64, 128)}
 _THIN_TMA = {"16bit": (64, 128, 128)}   # the heuristic's thin-M tile on TMA alone
@@ -157,11 +156,12 @@ def fma_split(m: int, n: int, k: int, tile: tuple[int, int, int] = FMA_TILE) -> 
     return split
 
 
-def fma_thin(m: int, n: int, k: int) -> TileConfig | None:
+def fma_thin(m: int, n: int, k: int, num_sms: int) -> TileConfig | None:
     """IEEE fp32 below wgmma's M on TMA loads: a `_FMA_THIN` tile split 16 ways where K
     ranges are 1.5 blocks or more, else 8 (None: K too short for 8). 128 columns and the
     rows, 16 or 32, that pad M less (32 on a tie: twice the reuse of each B tile); where
-    those make fewer programs than `_THIN_PROGRAMS`, 16x64 (four times the programs).
+    those make fewer programs than SMs, 16x64 (four times the programs). The one
+    holdout pick it made in session 24, 39 x 271 x 559 rc, ran x1.43 (1.00 -> 1.44).
     Measured tile by tile (session 23, call 6), the rule's pick first: 26 x 5523 x 7310
     32x128 k16 1.08 of cuBLAS (16x128 0.93, the table's 64x64 0.57); 45 x 5239 x 3349
     16x128 1.01 (32x128 0.89, 64x64 0.94); 32 x 512 x 3376 16x64 1.17 (32x64 1.10, 64x64
@@ -171,7 +171,7 @@ def fma_thin(m: int, n: int, k: int) -> TileConfig | None:
     if not split:
         return None
     bm = 16 if cdiv(m, 16) * 16 < cdiv(m, 32) * 32 else 32
-    if cdiv(m, bm) * cdiv(n, 128) * split < _THIN_PROGRAMS:
+    if cdiv(m, bm) * cdiv(n, 128) * split < num_sms:
         return _t(16, 64, bk, 3, 4, "tma_split", split)
     return _t(bm, 128, bk, 3, 4, "tma_split", split)
 
@@ -284,7 +284,9 @@ def fma_skinny_split(m: int, n: int, k: int, c: TileConfig, num_sms: int) -> int
     """IEEE fp32's K split of a skinny tiled tile: the FMA units want more programs than
     one per SM (`split_for`'s aim), so up to `_FMA_PER_SM` per SM, in K ranges of two
     blocks at least. 32 x 512 x 3376 on 16x128x64 ran split 16 at 0.93 of cuBLAS, split
-    8 (`split_for`'s) at 0.78 (session 23, call 5)."""
+    8 (`split_for`'s) at 0.78 (session 23, call 5); the holdout picks it changed in
+    session 24, 32 x 3328 x 571 (k2 -> k4) and 4 x 2848 x 2048 (k4 -> k16), ran x0.98 and
+    x1.01."""
     tiles = cdiv(m, c.block_m) * cdiv(n, c.block_n)
     split = 1
     while tiles * split * 2 <= _FMA_PER_SM * num_sms and k >= split * 2 * 2 * c.block_k \
@@ -341,7 +343,7 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
         return replace(c, split_k=split)
     split = fma_split(m, n, k) if fma else 1
     if fma and tma and m < WGMMA_M:
-        thin = fma_thin(m, n, k)
+        thin = fma_thin(m, n, k, num_sms)
         if thin is not None and usable(thin, family, smem_limit):
             return thin
     if fma and tma:

@@ -137,7 +137,7 @@ def test_ieee_fp32_thin_m_heuristic_takes_a_16_or_32_row_tma_split_tile(shape, t
     """Below wgmma's M with nothing near, IEEE fp32 on TMA loads takes `fma_thin`'s tile,
     the one measured fastest on each of session 23's four shapes (call 6); where K is too
     short for it, the 64x64x32 rule as before."""
-    c = fma_thin(*shape)
+    c = fma_thin(*shape, H200_SMS)
     h = heuristic("fp32", *shape, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM,
                   tiled=False, fma=True)
     if tile is None:
