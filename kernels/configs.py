@@ -125,7 +125,10 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
                     out.append(_t(bm, bn, bk, stages, 8 if bm * bn >= 128 * 128 else 4,
                                   split=split))
     kept = [c for c in dict.fromkeys(out) if usable(c, family, smem_limit)]
-    return tuple(_interleave(kept, limit))
+    # IEEE fp32 below wgmma's M: the split tiles take the unsplit TMA group's share of
+    # each round (session 24, call 1: the unsplit TMA tiles ran 2-7x slower than the best
+    # split tile on all three thin keys, and at 6 s a key took most of the search)
+    return tuple(_interleave(kept, limit, split_first=fma and tma_rows <= WGMMA_M))
 
 
 MAX_TMA_SPLIT = 64   # K ranges: the reduction reads splits x M x N fp32 partials
@@ -254,16 +257,19 @@ def _round_robin(family: str, tiles, variant: str, smem_limit: int,
 _TMA_PER_ROUND = 3
 
 
-def _interleave(configs: list[TileConfig], limit: int) -> list[TileConfig]:
+def _interleave(configs: list[TileConfig], limit: int,
+                split_first: bool = False) -> list[TileConfig]:
     """Round-robin over (variant, split_k) groups so that a truncated list still tries
-    every kind of kernel; the unsplit TMA group takes `_TMA_PER_ROUND` a round."""
+    every kind of kernel; the unsplit TMA group takes `_TMA_PER_ROUND` a round (with
+    `split_first`, the TMA split group does instead)."""
     groups: dict[tuple, list[TileConfig]] = {}
     for c in configs:
         groups.setdefault((c.variant, c.split_k > 1), []).append(c)
+    wide = ("tma_split", True) if split_first else ("tma", False)
     out: list[TileConfig] = []
     while len(out) < limit and any(groups.values()):
         for kind, g in groups.items():
-            for _ in range(_TMA_PER_ROUND if kind == ("tma", False) else 1):
+            for _ in range(_TMA_PER_ROUND if kind == wide else 1):
                 if g and len(out) < limit:
                     out.append(g.pop(0))
     return out

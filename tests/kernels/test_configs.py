@@ -172,6 +172,27 @@ def test_ieee_fp32_skinny_tiled_splits_k_to_three_programs_per_sm(shape, split, 
     assert tf32.split_k == tf32_split == split_for(*shape, tf32, H200_SMS)
 
 
+def test_ieee_fp32_thin_m_search_times_split_tiles_first():
+    """Below wgmma's M the unsplit TMA tiles ran 2-7x slower than the best split tile on
+    every thin fp32 key (session 24, call 1), so there the split tiles take three of each
+    round's places and the unsplit ones one; at M >= 64, as before, the other way."""
+    def first(m, n, k, count=8):
+        ts = tma_split_space("fp32", m, n, k, H200_SMS, H200_SMEM, fma=True)
+        space = search_space("fp32", ("tma", "tma_split"), H200_SMEM, skinny=False,
+                             tma_splits=ts, limit=29, fma=True,
+                             tma_rows=64 if m < 64 else 256)
+        return [c.variant for c in space[:count]]
+    thin = first(40, 3000, 5000)
+    assert thin.count("tma_split") == 6 and thin[:3] == ["tma_split"] * 3
+    wide = first(1536, 1280, 6144)
+    assert wide.count("tma") == 6 and wide[0] == "tma_split"
+    # 16-bit thin M keeps the unsplit group's share (not measured this way)
+    ts = tma_split_space("16bit", 40, 3000, 5000, H200_SMS, H200_SMEM)
+    space = search_space("16bit", ("tma", "tma_split"), H200_SMEM, skinny=False,
+                         tma_splits=ts, limit=29, tma_rows=64)
+    assert [c.variant for c in space[:4]].count("tma") == 3
+
+
 def test_fma_split_space_offers_the_split_twice_and_half_it_at_any_tile_count():
     space = tma_split_space("fp32", 4096, 4096, 4096, H200_SMS, H200_SMEM, fma=True)
     assert [(c.split_k, c.num_stages) for c in space] == [(2, 3), (2, 4), (4, 3), (4, 4)]
