@@ -395,6 +395,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s24-ab-thin": lambda: ab_changes(S24 / "cases.csv", "call1-", 0.97, 1.03),
     "s24-ab-c": lambda: ab_changes(S24 / "cases.csv", "call2-ab", 0.97, 1.03, "call2-"),
     "s24-ab-5": lambda: ab_changes(S24 / "cases.csv", "call5-", 0.97, 1.03),
+    "s24-ab-6": lambda: ab_changes(S24 / "cases.csv", "call6-", 0.97, 1.03),
     "s24-pointer-c": lambda: pick_vs_best(S24 / "tiles_pointer_c.csv"),
     "s24-shortk": lambda: pick_vs_best(S24 / "tiles_shortk.csv"),
     "s24-rc-m4": lambda: "\n".join([pick_vs_best(S24 / "tiles_rc.csv"),
