@@ -146,14 +146,20 @@ _FMA_PROGRAMS = 1536
 _FMA_PER_SM = 3   # `fma_skinny_split`: programs per SM at most
 
 
+def _most_splits(tiles: int, programs: int, k: int, range_k: int) -> int:
+    """The largest power-of-two K split (up to MAX_TMA_SPLIT) that keeps tiles x split
+    within `programs` and every K range `range_k` long at least."""
+    split = 1
+    while tiles * split * 2 <= programs and k >= split * 2 * range_k \
+            and split * 2 <= MAX_TMA_SPLIT:
+        split *= 2
+    return split
+
+
 def fma_split(m: int, n: int, k: int, tile: tuple[int, int, int] = FMA_TILE) -> int:
     """The K split of an IEEE fp32 TMA tile (1: unsplit, the persistent kernel)."""
     bm, bn, bk = tile
-    tiles = cdiv(m, bm) * cdiv(n, bn)
-    split = 1
-    while tiles * split * 2 <= _FMA_PROGRAMS and k >= split * 2 * 4 * bk \
-            and split * 2 <= MAX_TMA_SPLIT:
-        split *= 2
+    split = _most_splits(cdiv(m, bm) * cdiv(n, bn), _FMA_PROGRAMS, k, 4 * bk)
     if split == 1 and k >= 2 * 256:
         split = 2
     return split
@@ -293,12 +299,8 @@ def fma_skinny_split(m: int, n: int, k: int, c: TileConfig, num_sms: int) -> int
     8 (`split_for`'s) at 0.78 (session 23, call 5); the holdout picks it changed in
     session 24, 32 x 3328 x 571 (k2 -> k4) and 4 x 2848 x 2048 (k4 -> k16), ran x0.98 and
     x1.01."""
-    tiles = cdiv(m, c.block_m) * cdiv(n, c.block_n)
-    split = 1
-    while tiles * split * 2 <= _FMA_PER_SM * num_sms and k >= split * 2 * 2 * c.block_k \
-            and split * 2 <= MAX_TMA_SPLIT:
-        split *= 2
-    return split
+    return _most_splits(cdiv(m, c.block_m) * cdiv(n, c.block_n), _FMA_PER_SM * num_sms, k,
+                        2 * c.block_k)
 
 
 def gemv_splits(m: int, n: int, k: int, block_n: int, block_k: int,

@@ -177,8 +177,13 @@ class Recipe:
     blocks: tuple[list[int], list[int], list[int]]   # A's, B's, C's descriptor boxes
     staged: bool
     unstage: Launch | None = None   # the staged C's copy into a row-major `out`
-    c_tma: bool = True   # C through a descriptor (else masked pointer stores into `out`)
     repeats: Bound = field(default_factory=Bound, compare=False, repr=False)
+
+    @property
+    def c_tma(self) -> bool:
+        """Whether the kernel stores C through a descriptor (else by masked pointer stores
+        into `out`): the launch's C_TMA."""
+        return self.run.kw["C_TMA"]
 
     def launch(self, a, b, out, sa, sb) -> None:
         """bind(...)(); a call on tensors at addresses launched before (on this device
@@ -204,8 +209,8 @@ class Recipe:
         # C by pointer stores: the kernel never reads its descriptor argument, which must
         # still encode (its rows are not 16-byte aligned): A's memory stands in, as an
         # operand of C's dtype (`recipe`), with C's box
-        return (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb),
-                _descriptor(c if self.c_tma else a, False if self.c_tma else self.a_t, cb),
+        c_desc = _descriptor(c, False, cb) if self.c_tma else _descriptor(a, self.a_t, cb)
+        return (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb), c_desc,
                 c, sa, sb)
 
     def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
@@ -239,9 +244,10 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     # fp32 (FMA units, three programs per SM) stores by pointer instead: its stores
     # overlap the other programs' dots, where the staged C's copy is a pass of its own
     # over twice C's bytes (session 24).
-    c_tma = tma_form(out) is False
-    pointer_c = not c_tma and is_fp32 and input_precision == "ieee" and a.dtype == out.dtype
-    staged = not c_tma and not pointer_c
+    described = tma_form(out) is False
+    pointer_c = not described and is_fp32 and input_precision == "ieee" \
+        and a.dtype == out.dtype
+    staged = not described and not pointer_c
     sc = (pitch(N, out.element_size(), LINE), 1) if staged else out.stride()
     programs = num_sms(a.device) * programs_per_sm(config, input_precision, is_fp32,
                                                       a.device)
@@ -255,7 +261,7 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     if staged and out.stride(1) == 1 and M and N:
         unstage = unstage_launch(M, N, sc[0]) if out.stride(0) == N or M == 1 \
             else copy_launch(M, N, sc[0], 1, out.stride(0))
-    return Recipe(run, a_t, b_t, blocks, staged, unstage, not pointer_c)
+    return Recipe(run, a_t, b_t, blocks, staged, unstage)
 
 
 def _stage(out: torch.Tensor) -> torch.Tensor:
