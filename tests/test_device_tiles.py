@@ -56,3 +56,20 @@ def test_an_unknown_layout_is_refused_with_exit_2(capsys):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present: the script would time")
 def test_without_a_gpu_it_exits_2():
     assert _module().main(["64x64x64"]) == 2
+
+
+def test_kernel_events_reads_the_profilers_launch_record_in_launch_order():
+    trace = {"traceEvents": [
+        {"cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 9},
+        {"cat": "kernel", "name": "nvjet_tst_128x256_64x4_2x1_v_bz_coopA_NNT", "ts": 20,
+         "dur": 17.954, "args": {"grid": [72, 1, 1], "block": [384, 1, 1],
+                                 "registers per thread": 168, "shared memory": 0,
+                                 "est. achieved occupancy %": 13}},
+        {"cat": "kernel", "name": "copy", "ts": 5, "dur": 1.0, "args": {}},
+    ]}
+    got = _module().kernel_events(trace)
+    assert [g["kernel"] for g in got] == ["copy", "nvjet_tst_128x256_64x4_2x1_v_bz_coopA_NNT"]
+    assert got[1] == {"kernel": "nvjet_tst_128x256_64x4_2x1_v_bz_coopA_NNT", "grid": "72x1x1",
+                      "block": "384x1x1", "registers": 168, "smem": 0, "occupancy": 13,
+                      "us": 17.95}
+    assert got[0]["grid"] == "" and got[0]["us"] == 1.0

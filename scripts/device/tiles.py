@@ -16,6 +16,11 @@ twice: with the L2 flushed before each call (as every gemmgate run times) and wi
 so a tile that loses only from a cold L2 shows. One CSV row per (shape, flush, provider):
 median device microseconds, TFLOP/s and the ratio to the vendor.
 
+With --kernels PATH, one call of each provider also runs under torch.profiler, and PATH
+gets a row per GPU kernel it launched: its name (cuBLAS's names its tile, cluster and
+schedule), grid, block, registers a thread, shared memory, the profiler's estimated
+occupancy and its device microseconds (one call, L2 warm: for what ran, not for timing).
+
 A tile is variant:BMxBNxBK:sSTAGES:wWARPS[:kSPLIT][:gGROUP_M] (split 1, GROUP_M 8 unless
 given). Every mode (fp8 with its scales and kept K-major copies, as the harness calls).
 """
@@ -26,9 +31,12 @@ import argparse
 import csv
 import dataclasses
 import functools
+import json
 import re
 import statistics
 import sys
+import tempfile
+from pathlib import Path
 
 import torch
 
@@ -60,9 +68,45 @@ def _label(c: TileConfig) -> str:
     return f"{c.variant}:{c.block_m}x{c.block_n}x{c.block_k}:s{c.num_stages}:w{c.num_warps}{split}"
 
 
+_KERNEL_ARGS = {"grid": "grid", "block": "block", "registers per thread": "registers",
+                "shared memory": "smem", "est. achieved occupancy %": "occupancy"}
+
+
+def kernel_events(trace: dict) -> list[dict]:
+    """The GPU kernels of a torch.profiler chrome trace, in launch order: name, the launch
+    arguments the profiler records (`_KERNEL_ARGS`; grid and block as AxBxC) and device
+    microseconds."""
+    out = []
+    for ev in sorted((e for e in trace.get("traceEvents", ()) if e.get("cat") == "kernel"),
+                     key=lambda e: e.get("ts", 0)):
+        args = ev.get("args", {})
+        row = {"kernel": ev.get("name", "")}
+        for key, col in _KERNEL_ARGS.items():
+            v = args.get(key, "")
+            row[col] = "x".join(str(x) for x in v) if isinstance(v, list) else v
+        row["us"] = round(float(ev.get("dur", 0.0)), 2)
+        out.append(row)
+    return out
+
+
+def profile_kernels(fn) -> list[dict]:
+    """One warm call of `fn` under torch.profiler: the kernels it launched."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        return kernel_events(json.loads(Path(f.name).read_text()))
+
+
 def shape_rows(shape: str, mode_name: str, tiles: list[TileConfig], inductor: bool,
                policy: TimingPolicy, flush_bytes: int, pad: int = 0,
-               uncached: bool = False, layout: str = "rr") -> list[dict]:
+               uncached: bool = False, layout: str = "rr",
+               kernels_out: list[dict] | None = None) -> list[dict]:
     case = dataclasses.replace(parse_shape(shape, layout), pad=pad)
     mode = get_mode(mode_name)
     shape = f"{shape}-{layout}" if layout != "rr" else shape
@@ -101,6 +145,11 @@ def shape_rows(shape: str, mode_name: str, tiles: list[TileConfig], inductor: bo
         fns["vendor"] = providers.vendor_provider(inp, mode)
         if inductor:
             fns["inductor"] = providers.inductor_provider(inp, mode)
+        if kernels_out is not None:
+            for name, fn in fns.items():
+                label = f"pick {_label(picked[0])}" if name == "pick" else name
+                kernels_out += [{"shape": shape, "mode": mode.name, "provider": label, **k}
+                                for k in profile_kernels(fn)]
         rows = []
         for flushed in (True, False):
             samples = measure(fns, policy, flush_bytes=flush_bytes if flushed else 0)
@@ -130,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--layout", default="rr", choices=LAYOUTS,
                    help="A's and B's layouts, as the shape sets' (rc: B column-major)")
     p.add_argument("--csv", help="write the rows here (default: stdout)")
+    p.add_argument("--kernels", help="also write each provider's kernels (torch.profiler: "
+                                     "name, grid, registers, occupancy) to this CSV")
     args = p.parse_args(argv)
     try:
         tiles = [parse_tile(t) for t in args.configs.split(",") if t.strip()]
@@ -146,15 +197,22 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     policy = TimingPolicy(method="graph", budget_s=args.budget)
     flush = select_chip().chip.flush_bytes
+    launched: list[dict] | None = [] if args.kernels else None
     rows = [r for s in args.shapes
             for r in shape_rows(s, args.mode, tiles, args.inductor, policy, flush, args.pad,
-                                 args.uncached, args.layout)]
-    sink = open(args.csv, "w", newline="") if args.csv else sys.stdout
+                                 args.uncached, args.layout, launched)]
+    _write(rows, args.csv)
+    if args.kernels:
+        _write(launched, args.kernels)
+    return 0
+
+
+def _write(rows: list[dict], path: str | None) -> None:
+    sink = open(path, "w", newline="") if path else sys.stdout
     with sink:
-        w = csv.DictWriter(sink, fieldnames=list(rows[0]))
+        w = csv.DictWriter(sink, fieldnames=list(rows[0]) if rows else ["shape"])
         w.writeheader()
         w.writerows(rows)
-    return 0
 
 
 if __name__ == "__main__":
