@@ -73,6 +73,14 @@ _FMA_SMALL_TILED = ((32, 64, 32), (32, 32, 32))
 _FMA_THIN = ((16, 64, 32), (16, 128, 32), (32, 64, 32), (32, 128, 32))
 _MID = {"16bit": (128, 128, 64), "fp32": (128, 128, 32), "fp8": (128, 128, 128)}
 _SMALL = {"16bit": (64, 64, 64), "fp32": (64, 64, 32), "fp8": (64, 64, 128)}
+# tf32 and tf32x3 (the fp32 family on wgmma) on TMA loads: 128x128x32 at 5 stages and 4
+# warps, what every tf32 key of the table that tuned to that tile chose (8192^3, 4096 x
+# 4096 x 11008, 4096 x 11008 x 4096, 2048 x 3072 x 768, 3072 x 3072 x 128; 4 stages at
+# K = 253), never 3 stages and 8 warps: a K block of 32 elements is 128 bytes, so a stage
+# hides little of a load's latency. 7904 x 384 x 3744 ran 0.93 of cuBLAS on it (session
+# 9), 0.64 on 3 stages and 8 warps (session 24). It fits the H200's 227 KiB with its fp32
+# C tile (5 x 32 KiB + 64 KiB); where it does not, the usual stages and warps.
+_TF32_TMA = (5, 4)
 _THIN_TMA = {"16bit": (64, 128, 128)}   # the heuristic's thin-M tile on TMA alone
 # TMA tiles the search adds below wgmma's M: 16-bit 64x256x64 (4 stages, 8 warps) ran x @
 # W.T at 16 x 28672 x 8192 and 16 x 20480 x 4608 at 1.00 of cuBLAS where the table's
@@ -332,13 +340,15 @@ def gemv_space(m: int, n: int, k: int, num_sms: int, smem_limit: int) -> list[Ti
 
 def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
               smem_limit: int, tiled: bool = True, fma: bool = False,
-              gemv: bool = False) -> TileConfig:
+              gemv: bool = False, three_pass: bool = False) -> TileConfig:
     """The tile a call gets when the tuning table has nothing near: the largest tile that
     still gives every SM work, on the TMA variant where it applies; split-K (the tiled
     variant) when even small tiles leave most SMs idle and K is long; skinny tiles for
     decode-like M. `tiled=False`: the tiled variant is not an option (its loads would
     not vectorise, kernels/dispatch.py). `gemv`: the call runs the gemv variant
-    (`gemv_space`'s first tile). `fma` (IEEE fp32): 128x128 from four waves of it
+    (`gemv_space`'s first tile). `three_pass` (tf32x3): the fp32 family's TMA tile keeps
+    3 stages and 8 warps (three dots a K block; its tuned keys chose 8 warps), where tf32
+    takes `_TF32_TMA`. `fma` (IEEE fp32): 128x128 from four waves of it
     up, else the small tile (session 19, call B: TMA 64x64x32 in place of 128x128x32 ran
     x1.05-1.48 on six shapes of 1.1-2.2 waves of 128x128, x0.82-0.89 on three of 4.5-10)."""
     if gemv:
@@ -376,6 +386,8 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
         split = split_for(m, n, k, c, num_sms)
         return replace(c, variant="tma_split", split_k=split) if split > 1 else c
     sizes = ((mid, 3, 8, 4), (small, 4, 4, 1)) if fma else \
+        ((mid, *_TF32_TMA, 1), (mid, 3, 8, 1), (small, 4, 4, 1)) \
+        if family == "fp32" and tma and not three_pass else \
         ((big, 3, 8, 1), (mid, 4, 8, 1), (small, 4, 4, 1))
     for (bm, bn, bk), stages, warps, waves in sizes:
         cand = _t(bm, bn, bk, stages, warps, variant)

@@ -140,15 +140,17 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
     found = table.lookup(name, bucket, M, N, K, variants=variants, sms=num_sms(device))
     if found is not None and usable(found[0], fam, smem):
         return Plan(fam, key, copy_a, copy_b, variants, found[0], found[1], fma)
-    pick = fallback(fam, M, N, K, variants, num_sms(device), smem, fma)
+    pick = fallback(fam, M, N, K, variants, num_sms(device), smem, fma,
+                    mode.input_precision == "tf32x3")
     return Plan(fam, key, copy_a, copy_b, variants, pick, "heuristic", fma)
 
 
 def fallback(fam: str, M: int, N: int, K: int, variants: tuple[str, ...], sms: int,
-             smem: int, fma: bool) -> TileConfig:
+             smem: int, fma: bool, three_pass: bool = False) -> TileConfig:
     """The heuristic's tile for a call the table has nothing near (kernels.configs)."""
     return heuristic(fam, M, N, K, tma=variants[0] == "tma", num_sms=sms, smem_limit=smem,
-                     tiled="tiled" in variants, fma=fma, gemv=variants == ("gemv",))
+                     tiled="tiled" in variants, fma=fma, gemv=variants == ("gemv",),
+                     three_pass=three_pass)
 
 
 def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: tuple,

@@ -362,3 +362,17 @@ def test_thin_m_split_space_offers_64x128_with_128_deep_k_blocks():
     space = tma_split_space("16bit", 64, 4096, 2048, H200_SMS, H200_SMEM)
     got = {(c.block_m, c.block_n, c.block_k, c.split_k) for c in space}
     assert (64, 128, 128, 4) in got
+
+
+def test_tf32_heuristic_takes_the_tuned_keys_stages_and_warps_tf32x3_keeps_eight_warps():
+    kw = dict(tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM, tiled=False)
+    tf32 = heuristic("fp32", 7904, 384, 3744, **kw)
+    assert (tf32.variant, tf32.block_m, tf32.block_n, tf32.block_k) == ("tma", 128, 128, 32)
+    assert (tf32.num_stages, tf32.num_warps) == (5, 4)
+    x3 = heuristic("fp32", 7904, 384, 3744, three_pass=True, **kw)
+    assert (x3.block_m, x3.block_n, x3.num_stages, x3.num_warps) == (128, 128, 3, 8)
+    # a chip with less shared memory than 5 stages and the fp32 C tile: the 3-stage tile
+    small = heuristic("fp32", 7904, 384, 3744, tma=True, num_sms=H200_SMS,
+                      smem_limit=200_000, tiled=False)
+    assert (small.block_m, small.num_stages, small.num_warps) == (128, 3, 8)
+    assert heuristic("fp32", 7904, 384, 3744, fma=True, **kw).block_m == 64   # IEEE: FMA tile

@@ -269,5 +269,6 @@ def test_every_set_resolves_to_a_runnable_tile_on_the_committed_h200_table(cache
                 found = table.lookup("NVIDIA H200", bucket, case.m, case.n, case.k,
                                      variants=variants)
                 tile = found[0] if found else dispatch.fallback(
-                    fam, case.m, case.n, case.k, variants, sms, smem, name == "fp32")
+                    fam, case.m, case.n, case.k, variants, sms, smem, name == "fp32",
+                    name == "tf32x3")
                 assert usable(tile, fam, smem) and tile.variant in variants, (case, name)
