@@ -56,6 +56,7 @@ S21 = RESULTS / "h200-2026-12-01-s21"
 S22 = RESULTS / "h200-2026-12-01-s22"
 S23 = RESULTS / "h200-2026-12-02-s23"
 S24 = RESULTS / "h200-2026-12-02-s24"
+S25 = RESULTS / "h200-2026-12-02-s25"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -407,6 +408,23 @@ TABLES: dict[str, Callable[[], str]] = {
     "s24-long-tail": lambda: "\n".join([s9_long_tail(S24 / "cases_holdouts.csv", "call4-"),
                                          *s9_long_tail(S24 / "cases.csv",
                                                        "call2-holdout").split("\n")[2:]]),
+    "s25-steps": lambda: label_steps(S25 / "cases.csv"),
+    "s25-ab-heuristic": lambda: ab_changes(S25 / "cases.csv", "call1-", 1.0, 1.0),
+    "s25-tiles": lambda: pick_vs_best(S25 / "tiles.csv"),
+    "s25-kernels": lambda: csv_table(S25 / "kernels.csv"),
+    "s25-ncu": lambda: csv_table(S25 / "ncu.csv"),
+    "s25-tuned": lambda: tuned_summary(S25 / "tuned.csv"),
+    "s25-ab-tf32": lambda: "\n".join([ab_changes(S25 / "cases.csv", "call2-ab", 0.95, 1.25,
+                                                 "call2-"),
+                                      *ab_changes(S25 / "cases.csv", "call3-ab", 0.95, 1.25,
+                                                  "call3-").split("\n")[2:]]),
+    "s25-ab-fp8-bf16": lambda: "\n".join([ab_changes(S25 / "cases.csv", "call4-ab", 0.97, 1.03),
+                                          *ab_changes(S25 / "cases.csv", "call5-ab", 0.97,
+                                                      1.03).split("\n")[2:]]),
+    "s25-below": lambda: ratios_below(S25 / "cases.csv", "call5-holdout", 0.8, "call5-"),
+    "s25-long-tail": lambda: "\n".join([s9_long_tail(S25 / "cases.csv", "call3-holdout"),
+                                        *s9_long_tail(S25 / "cases.csv",
+                                                      "call5-holdout").split("\n")[2:]]),
 }
 
 
@@ -1050,6 +1068,22 @@ def s8_side(path: Path) -> str:
         got = dict(x.rsplit(":", 1) for x in r["extra"].split())
         out.append(f"| {r['case']} | {r['triton_tflops']} | {float(r['ratio']):.3f} | "
                    + " | ".join(f"{float(got[n]):.2f}" for n in names) + f" | {r['tile']} |")
+    return "\n".join(out)
+
+
+def tuned_summary(path: Path) -> str:
+    """A tune call's entries (a session's tuned.csv) per call and mode: keys written, new
+    keys, retuned keys whose tile changed, searches the budget cut short, entries kept."""
+    by: dict[tuple[str, str], list[dict]] = {}
+    for r in _rows(path):
+        by.setdefault((r["call"], r["mode"]), []).append(r)
+    out = ["| call | mode | keys | new | tile changed | cut short | kept |",
+           "|---|---|---:|---:|---:|---:|---:|"]
+    for (call, mode), rs in by.items():
+        cut = sum(int(a) < int(b) for a, _, b in (r["tried"].partition("/") for r in rs) if b)
+        out.append(f"| {call} | {mode} | {len(rs)} | {sum(not r['before'] for r in rs)} | "
+                   f"{sum(bool(r['before']) and r['before'] != r['after'] for r in rs)} | "
+                   f"{cut} | {sum(r['kept'] == 'yes' for r in rs)} |")
     return "\n".join(out)
 
 
