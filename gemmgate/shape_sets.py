@@ -117,7 +117,8 @@ SETS: dict[str, tuple[Case, ...]] = {
         # cases below 0.80 of cuBLAS sat in these regimes; chosen with them in view). Their
         # entries are kept where the picks they changed ran faster on the whole (call 5's
         # A/B, no case below x0.93): 144 x 520 x 1600 in every mode but fp32, 1280 x 1792
-        # x 1792 in bf16 only (fp16's ran holdout's 4417 x 532 x 1753 x0.83). Two more
+        # x 1792 in bf16 only (fp16's ran holdout's 4417 x 532 x 1753 x0.83); session 25's
+        # retune added tf32's (kept: its picks faster on the whole, none below cuBLAS). Two more
         # tried there and dropped: 384 x 5760 x 1536 and 6016 x 352 x 3584 (x0.74-0.89
         # on the picks they changed, every mode)
         (1280, 1792, 1792), (144, 520, 1600),

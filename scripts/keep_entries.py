@@ -1,0 +1,236 @@
+"""Which of a tune call's table entries to keep, judged by the A/B of the picks each changes.
+
+    python3 scripts/keep_entries.py --ref REV --table NEW.json --ab RUN.json[,RUN2.json]
+                                    --modes bf16[,fp8] [--sets pr,nightly,...] [--write]
+
+`gemmgate tune` writes an entry for every key it searched, and a new entry also moves the
+picks of the cases near it (kernels.table's nearest lookup). A device A/B of those cases
+(`scripts/lookup_diff.py --csv` then `gemmgate run --ab-ref REV --json RUN.json`) measures
+them; this script, on the CPU, decides per entry:
+
+- an entry's picks: the cases whose pick changes when that entry alone is left out of NEW
+  (each left-out key keeps REV's entry where REV had one);
+- it is kept where its picks ran faster on the whole (geomean A/B >= 1) and each it
+  slowed by more than x0.93 still runs at the vendor's speed or faster (`verdict`); an
+  entry that moves no pick by itself is kept (sessions 24 and 25);
+- the kept table's picks must then all have been measured: every case whose pick differs
+  from REV's ran that tile in the A/B. Those that did not are listed and the exit is 1
+  (take the entries they come from out with --leave-out, or measure them).
+
+With --write (and nothing unmeasured) the kept table replaces kernels/tuned/<chip>.json,
+atomically. Exit 0 when every pick is measured, 1 when some are not, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import lookup_diff  # noqa: E402
+
+Key = tuple[str, int, int, int]          # bucket, m, n, k: one table entry
+Pick = tuple[str, str, str]              # set, mode, case id
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One case's A/B: the reference's time / this tree's, the speed ratio to the vendor,
+    and the tile that ran (as the harness names it)."""
+
+    ab: float
+    ratio: float
+    tile: str
+
+
+def key(e: dict) -> Key:
+    return (e["bucket"], int(e["m"]), int(e["n"]), int(e["k"]))
+
+
+def changed_entries(base: list[dict], new: list[dict], modes: set[str]) -> list[dict]:
+    """NEW's entries of these modes that REV's table lacks or holds otherwise."""
+    old = {key(e): e for e in base}
+    return [e for e in new if e["mode"] in modes and old.get(key(e)) != e]
+
+
+def candidate(base: list[dict], new: list[dict], left_out: set[Key]) -> list[dict]:
+    """NEW with the keys of `left_out` as REV had them (or absent where REV had none)."""
+    old = {key(e): e for e in base}
+    return [old[key(e)] if key(e) in left_out else e for e in new
+            if key(e) not in left_out or key(e) in old]
+
+
+# A pick an entry slows by more than this must still run at the vendor's speed or faster
+# (session 24 kept entries with no pick below x0.93; session 25 also kept tf32's, whose
+# x0.85-0.86 picks ran 1.07 and 1.69 of cuBLAS)
+SLOWER_OK = 0.93
+
+
+def verdict(measured: list[Measured]) -> bool:
+    """Keep an entry whose picks ran faster on the whole, and each of them it slowed by
+    more than SLOWER_OK still at the vendor's speed or faster."""
+    if not measured:
+        return True
+    faster = math.exp(sum(math.log(m.ab) for m in measured) / len(measured)) >= 1.0
+    return faster and all(m.ratio >= 1.0 for m in measured if m.ab < SLOWER_OK)
+
+
+def read_ab(paths: list[str]) -> dict[tuple[str, str], Measured]:
+    """(mode, case id) -> its A/B from `gemmgate run --ab-ref --json` files (the last file
+    naming a case wins)."""
+    out = {}
+    for p in paths:
+        for c in json.loads(Path(p).read_text())["cases"]:
+            ref = c["providers"].get("reference", {}).get("median_ms")
+            tri = c["providers"]["triton"].get("median_ms")
+            if ref and tri and c.get("ratio"):
+                out[(c["mode"], c["id"].split("-", 1)[1])] = Measured(
+                    ref / tri, c["ratio"], c["telemetry"].get("triton_config", ""))
+    return out
+
+
+def _keys(text: str) -> set[tuple[str, ...]]:
+    """MxNxK:LAYOUT,... as (m, n, k, layout) strings (layout rr where not given)."""
+    out = set()
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        shape, _, layout = item.partition(":")
+        dims = shape.split("x")
+        if len(dims) != 3 or not all(d.isdigit() for d in dims):
+            raise ValueError(f"{item!r}: give a key as MxNxK[:LAYOUT], e.g. 2880x2880x1024:rr")
+        out.add((*dims, layout or "rr"))
+    return out
+
+
+def _named(e: dict) -> tuple[str, ...]:
+    return (str(e["m"]), str(e["n"]), str(e["k"]), e.get("layout", "rr"))
+
+
+def _tile(text: str) -> str:
+    """A lookup_diff pick as the harness names the tile: no 'heuristic ', no copies."""
+    return text.removeprefix("heuristic ").split(" [", 1)[0]
+
+
+class Picker:
+    """The picks this tree's dispatcher makes with a given table, on every case of the sets
+    (each table in its own directory: kernels.table caches its index per directory)."""
+
+    def __init__(self, sets, modes: list[str], sms: int, chip: str, header: dict):
+        import kernels
+
+        self.kernels, self.sets, self.modes, self.sms = kernels, sets, modes, sms
+        self.chip, self.header = chip, header
+        self._tmp = tempfile.TemporaryDirectory()
+        self._n = 0
+
+    def picks(self, entries: list[dict]) -> dict[Pick, str]:
+        self._n += 1
+        folder = Path(self._tmp.name) / str(self._n)
+        folder.mkdir()
+        (folder / f"{self.chip}.json").write_text(json.dumps({**self.header,
+                                                             "entries": entries}))
+        k = self.kernels
+        table = types.SimpleNamespace(**{**vars(k.table), "lookup": functools.partial(
+            k.table.lookup, directory=folder)})
+        pkg = types.SimpleNamespace(dispatch=k.dispatch, modes=k.modes, configs=k.configs,
+                                    table=table)
+        return {(name, mode, case.id): lookup_diff.pick(pkg, mode, case, self.sms)
+                for name, cases in self.sets for mode in self.modes for case in cases}
+
+
+def unmeasured(now: dict[Pick, str], before: dict[Pick, str],
+               ab: dict[tuple[str, str], Measured]) -> list[Pick]:
+    """The cases whose pick differs from REV's with no A/B of that tile."""
+    return [p for p, text in now.items() if text != before.get(p)
+            and ((p[1], p[2]) not in ab or ab[(p[1], p[2])].tile != _tile(text))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ref", required=True, help="the commit the A/B ran against")
+    ap.add_argument("--table", required=True, help="the table the tune call wrote")
+    ap.add_argument("--ab", required=True, help="comma-separated `gemmgate run --json` files")
+    ap.add_argument("--modes", required=True, help="the modes the tune call searched")
+    ap.add_argument("--sets", default="pr,nightly,holdout,holdout2,holdout3,holdout4,holdout5")
+    ap.add_argument("--chip", default="nvidia-h200")
+    ap.add_argument("--sms", type=int, default=132)
+    ap.add_argument("--leave-out", default="",
+                    help="keys to leave out whatever their verdict, e.g. 2880x2880x1024:rr")
+    ap.add_argument("--keep", default="",
+                    help="keys to keep whatever their verdict (where leaving them out "
+                         "leaves picks unmeasured)")
+    ap.add_argument("--write", action="store_true",
+                    help="replace kernels/tuned/<chip>.json with the kept table")
+    args = ap.parse_args(argv)
+    from gemmgate import reference
+    from gemmgate.files import write_json_atomic
+    from gemmgate.shapes import resolve
+
+    rel = f"kernels/tuned/{args.chip}.json"
+    try:
+        sha, old_pkg = reference.load(reference.resolve(args.ref, ROOT, "--ref"), ROOT)
+        shown = subprocess.run(["git", "show", f"{sha}:{rel}"], cwd=ROOT, capture_output=True,
+                               text=True, timeout=60)
+        if shown.returncode != 0:
+            raise ValueError(f"--ref {args.ref}: it has no {rel}")
+        base = json.loads(shown.stdout)["entries"]
+        new_data = json.loads(Path(args.table).read_text())
+        new = new_data["entries"]
+        ab = read_ab(args.ab.split(","))
+        sets = [(name, resolve(name)[1]) for name in args.sets.split(",")]
+        extra, forced = (_keys(x) for x in (args.leave_out, args.keep))
+    except (OSError, KeyError, json.JSONDecodeError, ValueError) as e:
+        print(f"keep_entries: error: {e}", file=sys.stderr)
+        return 2
+    modes = args.modes.split(",")
+    header = {k: v for k, v in new_data.items() if k != "entries"}
+    picker = Picker(sets, modes, args.sms, args.chip, header)
+    before = {(n, m, c.id): lookup_diff.pick(old_pkg, m, c, args.sms)
+              for n, cases in sets for m in modes for c in cases}
+    full = picker.picks(new)
+    named = {k: {key(e) for e in new if e["mode"] in modes and _named(e) in keys}
+             for k, keys in (("out", extra), ("keep", forced))}
+    left_out: set[Key] = set(named["out"])
+    for e in changed_entries(base, new, set(modes)):
+        alone = picker.picks(candidate(base, new, {key(e)}))
+        moved = [p for p in full if full[p] != alone.get(p)]
+        got = [ab[(p[1], p[2])] for p in moved if (p[1], p[2]) in ab
+               and ab[(p[1], p[2])].tile == _tile(full[p])]
+        keep = key(e) in named["keep"] or (verdict(got) and key(e) not in left_out)
+        if not keep:
+            left_out.add(key(e))
+        cells = ", ".join(f"{p[2]} as REV" if full[p] == before[p] else
+                          f"{p[2]} x{ab[(p[1], p[2])].ab:.2f}" if (p[1], p[2]) in ab
+                          else f"{p[2]} ?" for p in moved)
+        print(f"{'keep' if keep else 'out '} {e['mode']} {e['m']}x{e['n']}x{e['k']} "
+              f"{e.get('layout', 'rr')}: {len(moved)} picks{': ' + cells if cells else ''}")
+    kept = candidate(base, new, left_out)
+    final = picker.picks(kept)
+    missing = unmeasured(final, before, ab)
+    moved = [p for p in final if final[p] != before[p]]
+    gains = [ab[(p[1], p[2])].ab for p in moved if p not in missing]
+    geo = math.exp(sum(map(math.log, gains)) / len(gains)) if gains else 1.0
+    print(f"{len(left_out)} entries left out; {len(moved)} picks differ from {sha[:12]}, "
+          f"{len(moved) - len(missing)} measured (A/B geomean x{geo:.3f})")
+    for p in missing:
+        print(f"unmeasured: {p[0]} {p[1]} {p[2]} -> {final[p]}")
+    if missing:
+        return 1
+    if args.write:
+        write_json_atomic(ROOT / rel, {**header, "entries": kept})
+        print(f"wrote {rel}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

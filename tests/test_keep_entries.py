@@ -1,0 +1,120 @@
+"""scripts/keep_entries.py: which of a tune call's entries stay, from the A/B of the picks
+each one moves (CPU only: the H200 table and this tree's dispatcher)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "keep_entries.py"
+TABLE = "kernels/tuned/nvidia-h200.json"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("keep_entries", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod   # its dataclass looks its module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _entry(m, n, k, tile="a", mode="bf16", date="d1"):
+    return {"bucket": f"16bit {mode} rr tma ld128", "mode": mode, "m": m, "n": n, "k": k,
+            "layout": "rr", "pad": 0, "config": {"tile": tile}, "date": date}
+
+
+def test_changed_entries_and_the_candidate_that_leaves_one_out():
+    ke = _module()
+    base = [_entry(1, 2, 3), _entry(4, 5, 6)]
+    new = [_entry(1, 2, 3), _entry(4, 5, 6, "b", date="d2"), _entry(7, 8, 9, date="d2"),
+           _entry(4, 5, 6, "c", mode="fp16", date="d2")]
+    assert [e["m"] for e in ke.changed_entries(base, new, {"bf16"})] == [4, 7]
+    # a retuned key left out is REV's entry again; a new key left out is gone
+    out = ke.candidate(base, new, {ke.key(new[1]), ke.key(new[2])})
+    assert out == [base[0], base[1], new[3]]
+
+
+@pytest.mark.parametrize("measured,keep", [
+    ([], True),                                      # moves no pick by itself
+    ([(1.10, 1.2), (0.95, 0.9)], True),              # x0.95: within SLOWER_OK
+    ([(1.30, 1.2), (0.85, 1.07)], True),             # x0.85 but still faster than the vendor
+    ([(1.10, 1.2), (0.85, 0.84)], False),            # x0.85 to below the vendor
+    ([(1.02, 1.2), (0.97, 1.5)], False),             # slower on the whole
+])
+def test_the_verdict_wants_faster_on_the_whole_and_no_deep_loss_below_the_vendor(measured,
+                                                                                 keep):
+    ke = _module()
+    assert ke.verdict([ke.Measured(ab, r, "t") for ab, r in measured]) is keep
+
+
+def test_a_changed_pick_needs_an_ab_of_that_very_tile():
+    ke = _module()
+    before = {("s", "bf16", "m1"): "tma 64x64x64 g8 s4 w4", ("s", "bf16", "m2"): "x"}
+    now = {("s", "bf16", "m1"): "tma 64x128x128 g8 s4 w4 [B kmajor]",
+           ("s", "bf16", "m2"): "x", ("s", "bf16", "m3"): "heuristic y"}
+    ab = {("bf16", "m1"): ke.Measured(1.1, 1.0, "tma 64x128x128 g8 s4 w4")}
+    assert ke.unmeasured(now, before, ab) == [("s", "bf16", "m3")]
+    ab[("bf16", "m1")] = ke.Measured(1.1, 1.0, "tma 64x64x128 g8 s4 w4")   # another tile
+    assert ke.unmeasured(now, before, ab) == [("s", "bf16", "m1"), ("s", "bf16", "m3")]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--leave-out", "1024x1024"], "MxNxK"),
+    (["--keep", "axbxc:rr"], "MxNxK"),
+    (["--ref", "no-such-ref-anywhere"], "no-such-ref-anywhere"),
+])
+def test_bad_input_exits_2_with_a_message(tmp_path, capsys, argv, message):
+    ab = tmp_path / "ab.json"
+    ab.write_text(json.dumps({"cases": []}))
+    args = {"--ref": "HEAD", "--table": str(ROOT / TABLE), "--ab": str(ab), "--modes": "bf16",
+            "--sets": "pr"}
+    for flag, value in zip(argv[::2], argv[1::2]):
+        args[flag] = value
+    assert _module().main([x for kv in args.items() for x in kv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_retuned_entry_is_kept_or_left_out_by_its_measured_picks(tmp_path, capsys):
+    """HEAD's table with pr's 1024^3 bf16 entry retuned to another tile: faster in the
+    A/B, the entry stays and its pick is measured; slower and below the vendor, it goes
+    back to HEAD's entry and no pick differs."""
+    ke = _module()
+    shown = subprocess.run(["git", "show", f"HEAD:{TABLE}"], cwd=ROOT, capture_output=True,
+                           text=True, check=True)
+    data = json.loads(shown.stdout)
+    e = next(e for e in data["entries"] if e["mode"] == "bf16" and e["bucket"].startswith(
+        "16bit bf16 rr") and (e["m"], e["n"], e["k"]) == (1024, 1024, 1024))
+    # the same variant (its kernel hash stays current), a narrower tile
+    other = {**e["config"], "block_n": e["config"]["block_n"] // 2, "num_stages": 3}
+    e.update(config=other, date="2099-01-01T00:00:00+00:00")
+    new = tmp_path / "new.json"
+    new.write_text(json.dumps(data))
+    prefix = "" if other["variant"] == "tiled" else other["variant"] + " "
+    tile = (f"{prefix}{other['block_m']}x{other['block_n']}x{other['block_k']} "
+            f"g{other['group_m']} s3 w{other['num_warps']}")
+
+    def run(ab_ratio, vendor_ratio):
+        ab = tmp_path / "ab.json"
+        ab.write_text(json.dumps({"cases": [{
+            "mode": "bf16", "id": "bf16-m1024-n1024-k1024", "ratio": vendor_ratio,
+            "providers": {"reference": {"median_ms": ab_ratio}, "triton": {"median_ms": 1.0}},
+            "telemetry": {"triton_config": tile}}]}))
+        rc = ke.main(["--ref", "HEAD", "--table", str(new), "--ab", str(ab), "--modes",
+                      "bf16", "--sets", "pr"])
+        return rc, capsys.readouterr().out
+
+    rc, out = run(1.2, 1.1)
+    assert rc == 0 and "keep bf16 1024x1024x1024 rr: 1 picks: m1024-n1024-k1024 x1.20" in out
+    assert "1 picks differ" in out and "1 measured" in out
+    rc, out = run(0.8, 0.9)
+    assert rc == 0 and "out  bf16 1024x1024x1024 rr" in out and "0 picks differ" in out
+    # the same entry forced in: its one pick was measured, so exit 0
+    rc = ke.main(["--ref", "HEAD", "--table", str(new), "--ab", str(tmp_path / "ab.json"),
+                  "--modes", "bf16", "--sets", "pr", "--keep", "1024x1024x1024"])
+    assert rc == 0 and "keep bf16 1024x1024x1024" in capsys.readouterr().out
