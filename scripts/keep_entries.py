@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--table", required=True, help="the table the tune call wrote")
     ap.add_argument("--ab", required=True, help="comma-separated `gemmgate run --json` files")
     ap.add_argument("--modes", required=True, help="the modes the tune call searched")
-    ap.add_argument("--sets", default="pr,nightly,holdout,holdout2,holdout3,holdout4,holdout5")
+    ap.add_argument("--sets", default=lookup_diff.SETS)
     ap.add_argument("--chip", default="nvidia-h200")
     ap.add_argument("--sms", type=int, default=132)
     ap.add_argument("--leave-out", default="",

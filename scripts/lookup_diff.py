@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 DEVICE = "NVIDIA H200"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8", "tf32x3")
+SETS = "pr,nightly,holdout,holdout2,holdout3,holdout4,holdout5"   # what --sets defaults to
 
 
 SMEM = 232448   # the H200's shared memory per block (opt-in), for the heuristic
@@ -144,7 +145,7 @@ def write_cases(path: str, sets, rows: list[tuple[str, ...]]) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ref", default="HEAD", help="the commit to compare with (default HEAD)")
-    ap.add_argument("--sets", default="pr,nightly,holdout,holdout2,holdout3,holdout4,holdout5")
+    ap.add_argument("--sets", default=SETS)
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--sms", type=int, default=132, help="SM count (default: the H200's)")
     ap.add_argument("--predict", action="store_true",
