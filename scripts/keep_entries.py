@@ -155,6 +155,30 @@ def unmeasured(now: dict[Pick, str], before: dict[Pick, str],
             and ((p[1], p[2]) not in ab or ab[(p[1], p[2])].tile != _tile(text))]
 
 
+def judge(picker: Picker, base: list[dict], new: list[dict], modes: set[str],
+          ab: dict[tuple[str, str], Measured], before: dict[Pick, str],
+          named: dict[str, set[Key]]) -> set[Key]:
+    """The keys to leave out: `named["out"]`, and each changed entry whose picks fail the
+    `verdict` unless `named["keep"]` holds it. Prints a line per changed entry: its picks
+    and their A/Bs ('as REV': back to REV's pick; '?': not measured)."""
+    full = picker.picks(new)
+    left_out = set(named["out"])
+    for e in changed_entries(base, new, modes):
+        alone = picker.picks(candidate(base, new, {key(e)}))
+        moved = [p for p in full if full[p] != alone.get(p)]
+        got = [ab[(p[1], p[2])] for p in moved if (p[1], p[2]) in ab
+               and ab[(p[1], p[2])].tile == _tile(full[p])]
+        keep = key(e) in named["keep"] or (verdict(got) and key(e) not in left_out)
+        if not keep:
+            left_out.add(key(e))
+        cells = ", ".join(f"{p[2]} as REV" if full[p] == before[p] else
+                          f"{p[2]} x{ab[(p[1], p[2])].ab:.2f}" if (p[1], p[2]) in ab
+                          else f"{p[2]} ?" for p in moved)
+        print(f"{'keep' if keep else 'out '} {e['mode']} {e['m']}x{e['n']}x{e['k']} "
+              f"{e.get('layout', 'rr')}: {len(moved)} picks{': ' + cells if cells else ''}")
+    return left_out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ref", required=True, help="the commit the A/B ran against")
@@ -189,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         ab = read_ab(args.ab.split(","))
         sets = [(name, resolve(name)[1]) for name in args.sets.split(",")]
         extra, forced = (_keys(x) for x in (args.leave_out, args.keep))
+        if extra & forced:
+            raise ValueError(f"--leave-out and --keep both name {sorted(extra & forced)}")
     except (OSError, KeyError, json.JSONDecodeError, ValueError) as e:
         print(f"keep_entries: error: {e}", file=sys.stderr)
         return 2
@@ -197,23 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     picker = Picker(sets, modes, args.sms, args.chip, header)
     before = {(n, m, c.id): lookup_diff.pick(old_pkg, m, c, args.sms)
               for n, cases in sets for m in modes for c in cases}
-    full = picker.picks(new)
     named = {k: {key(e) for e in new if e["mode"] in modes and _named(e) in keys}
              for k, keys in (("out", extra), ("keep", forced))}
-    left_out: set[Key] = set(named["out"])
-    for e in changed_entries(base, new, set(modes)):
-        alone = picker.picks(candidate(base, new, {key(e)}))
-        moved = [p for p in full if full[p] != alone.get(p)]
-        got = [ab[(p[1], p[2])] for p in moved if (p[1], p[2]) in ab
-               and ab[(p[1], p[2])].tile == _tile(full[p])]
-        keep = key(e) in named["keep"] or (verdict(got) and key(e) not in left_out)
-        if not keep:
-            left_out.add(key(e))
-        cells = ", ".join(f"{p[2]} as REV" if full[p] == before[p] else
-                          f"{p[2]} x{ab[(p[1], p[2])].ab:.2f}" if (p[1], p[2]) in ab
-                          else f"{p[2]} ?" for p in moved)
-        print(f"{'keep' if keep else 'out '} {e['mode']} {e['m']}x{e['n']}x{e['k']} "
-              f"{e.get('layout', 'rr')}: {len(moved)} picks{': ' + cells if cells else ''}")
+    left_out = judge(picker, base, new, set(modes), ab, before, named)
     kept = candidate(base, new, left_out)
     final = picker.picks(kept)
     missing = unmeasured(final, before, ab)

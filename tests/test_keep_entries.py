@@ -68,6 +68,7 @@ def test_a_changed_pick_needs_an_ab_of_that_very_tile():
     (["--leave-out", "1024x1024"], "MxNxK"),
     (["--keep", "axbxc:rr"], "MxNxK"),
     (["--ref", "no-such-ref-anywhere"], "no-such-ref-anywhere"),
+    (["--keep", "8x8x8", "--leave-out", "8x8x8:rr"], "both name"),
 ])
 def test_bad_input_exits_2_with_a_message(tmp_path, capsys, argv, message):
     ab = tmp_path / "ab.json"
