@@ -385,10 +385,12 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
         c = _t(*_THIN_TMA[family], 4, 4, "tma")
         split = split_for(m, n, k, c, num_sms)
         return replace(c, variant="tma_split", split_k=split) if split > 1 else c
-    sizes = ((mid, 3, 8, 4), (small, 4, 4, 1)) if fma else \
-        ((mid, *_TF32_TMA, 1), (mid, 3, 8, 1), (small, 4, 4, 1)) \
-        if family == "fp32" and tma and not three_pass else \
-        ((big, 3, 8, 1), (mid, 4, 8, 1), (small, 4, 4, 1))
+    if fma:
+        sizes = ((mid, 3, 8, 4), (small, 4, 4, 1))
+    elif family == "fp32" and tma and not three_pass:   # tf32 (its big tile is `mid`)
+        sizes = ((mid, *_TF32_TMA, 1), (mid, 3, 8, 1), (small, 4, 4, 1))
+    else:
+        sizes = ((big, 3, 8, 1), (mid, 4, 8, 1), (small, 4, 4, 1))
     for (bm, bn, bk), stages, warps, waves in sizes:
         cand = _t(bm, bn, bk, stages, warps, variant)
         if cdiv(m, bm) * cdiv(n, bn) >= waves * num_sms and usable(cand, family, smem_limit):

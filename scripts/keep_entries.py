@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import math
 import subprocess
 import sys
 import tempfile
@@ -39,6 +38,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import lookup_diff  # noqa: E402
+from summarize_runs import ab_of  # noqa: E402
+
+from gemmgate.stats import geomean  # noqa: E402
 
 Key = tuple[str, int, int, int]          # bucket, m, n, k: one table entry
 Pick = tuple[str, str, str]              # set, mode, case id
@@ -82,7 +84,7 @@ def verdict(measured: list[Measured]) -> bool:
     more than SLOWER_OK still at the vendor's speed or faster."""
     if not measured:
         return True
-    faster = math.exp(sum(math.log(m.ab) for m in measured) / len(measured)) >= 1.0
+    faster = geomean([m.ab for m in measured]) >= 1.0
     return faster and all(m.ratio >= 1.0 for m in measured if m.ab < SLOWER_OK)
 
 
@@ -92,11 +94,10 @@ def read_ab(paths: list[str]) -> dict[tuple[str, str], Measured]:
     out = {}
     for p in paths:
         for c in json.loads(Path(p).read_text())["cases"]:
-            ref = c["providers"].get("reference", {}).get("median_ms")
-            tri = c["providers"]["triton"].get("median_ms")
-            if ref and tri and c.get("ratio"):
+            ab = ab_of(c["providers"]) if "reference" in c["providers"] else None
+            if ab and c.get("ratio"):
                 out[(c["mode"], c["id"].split("-", 1)[1])] = Measured(
-                    ref / tri, c["ratio"], c["telemetry"].get("triton_config", ""))
+                    ab, c["ratio"], c["telemetry"].get("triton_config", ""))
     return out
 
 
@@ -231,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     missing = unmeasured(final, before, ab)
     moved = [p for p in final if final[p] != before[p]]
     gains = [ab[(p[1], p[2])].ab for p in moved if p not in missing]
-    geo = math.exp(sum(map(math.log, gains)) / len(gains)) if gains else 1.0
+    geo = geomean(gains) if gains else 1.0
     print(f"{len(left_out)} entries left out; {len(moved)} picks differ from {sha[:12]}, "
           f"{len(moved) - len(missing)} measured (A/B geomean x{geo:.3f})")
     for p in missing:

@@ -400,31 +400,27 @@ TABLES: dict[str, Callable[[], str]] = {
     "s24-ab-6": lambda: ab_changes(S24 / "cases.csv", "call6-", 0.97, 1.03),
     "s24-pointer-c": lambda: pick_vs_best(S24 / "tiles_pointer_c.csv"),
     "s24-shortk": lambda: pick_vs_best(S24 / "tiles_shortk.csv"),
-    "s24-rc-m4": lambda: "\n".join([pick_vs_best(S24 / "tiles_rc.csv"),
-                                     *pick_vs_best(S24 / "tiles_m4.csv").split("\n")[2:]]),
+    "s24-rc-m4": lambda: _stacked(pick_vs_best(S24 / "tiles_rc.csv"),
+                                  pick_vs_best(S24 / "tiles_m4.csv")),
     "s24-below-fp32": lambda: ratios_below(S24 / "cases.csv", "call2-holdout", 0.8, "call2-"),
     "s24-below": lambda: ratios_below(S24 / "cases_holdouts.csv", "call4-", 0.8),
     "s24-final-below": lambda: ratios_below(S24 / "cases_holdouts.csv", "call7-", 0.8),
-    "s24-long-tail": lambda: "\n".join([s9_long_tail(S24 / "cases_holdouts.csv", "call4-"),
-                                         *s9_long_tail(S24 / "cases.csv",
-                                                       "call2-holdout").split("\n")[2:]]),
+    "s24-long-tail": lambda: _stacked(s9_long_tail(S24 / "cases_holdouts.csv", "call4-"),
+                                      s9_long_tail(S24 / "cases.csv", "call2-holdout")),
     "s25-steps": lambda: label_steps(S25 / "cases.csv"),
     "s25-ab-heuristic": lambda: ab_changes(S25 / "cases.csv", "call1-", 1.0, 1.0),
     "s25-tiles": lambda: pick_vs_best(S25 / "tiles.csv"),
     "s25-kernels": lambda: csv_table(S25 / "kernels.csv"),
     "s25-ncu": lambda: csv_table(S25 / "ncu.csv"),
     "s25-tuned": lambda: tuned_summary(S25 / "tuned.csv"),
-    "s25-ab-tf32": lambda: "\n".join([ab_changes(S25 / "cases.csv", "call2-ab", 0.95, 1.25,
-                                                 "call2-"),
-                                      *ab_changes(S25 / "cases.csv", "call3-ab", 0.95, 1.25,
-                                                  "call3-").split("\n")[2:]]),
-    "s25-ab-fp8-bf16": lambda: "\n".join([ab_changes(S25 / "cases.csv", "call4-ab", 0.97, 1.03),
-                                          *ab_changes(S25 / "cases.csv", "call5-ab", 0.97,
-                                                      1.03).split("\n")[2:]]),
+    "s25-ab-tf32": lambda: _stacked(
+        ab_changes(S25 / "cases.csv", "call2-ab", 0.95, 1.25, "call2-"),
+        ab_changes(S25 / "cases.csv", "call3-ab", 0.95, 1.25, "call3-")),
+    "s25-ab-fp8-bf16": lambda: _stacked(ab_changes(S25 / "cases.csv", "call4-ab", 0.97, 1.03),
+                                        ab_changes(S25 / "cases.csv", "call5-ab", 0.97, 1.03)),
     "s25-below": lambda: ratios_below(S25 / "cases.csv", "call5-holdout", 0.8, "call5-"),
-    "s25-long-tail": lambda: "\n".join([s9_long_tail(S25 / "cases.csv", "call3-holdout"),
-                                        *s9_long_tail(S25 / "cases.csv",
-                                                      "call5-holdout").split("\n")[2:]]),
+    "s25-long-tail": lambda: _stacked(s9_long_tail(S25 / "cases.csv", "call3-holdout"),
+                                      s9_long_tail(S25 / "cases.csv", "call5-holdout")),
 }
 
 
@@ -1085,6 +1081,12 @@ def tuned_summary(path: Path) -> str:
                    f"{sum(bool(r['before']) and r['before'] != r['after'] for r in rs)} | "
                    f"{cut} | {sum(r['kept'] == 'yes' for r in rs)} |")
     return "\n".join(out)
+
+
+def _stacked(first: str, *more: str) -> str:
+    """Markdown tables of one header as one table: `first`, then the rows of each of
+    `more` (their header and rule lines dropped)."""
+    return "\n".join([first, *(line for t in more for line in t.split("\n")[2:])])
 
 
 def csv_table(path: Path) -> str:

@@ -30,7 +30,8 @@ def _median(xs):
     return median(xs) if xs else None
 
 
-def _ab(providers: dict) -> float | None:
+def ab_of(providers: dict) -> float | None:
+    """A case's A/B from its providers: the reference's median time / Triton's."""
     ref, tri = providers["reference"].get("median_ms"), providers["triton"].get("median_ms")
     return ref / tri if ref and tri else None
 
@@ -47,7 +48,7 @@ def rows_of(label: str, paths: list[str]) -> list[dict]:
         extra = {name: _median(c.get("ratios", {}).get(name) for c in cs)
                  for name in cs[0].get("ratios", {}) if name not in ("vendor", "reference")}
         if "reference" in cs[0]["providers"]:   # A/B: the reference's time / Triton's
-            extra["ab"] = _median(_ab(c["providers"]) for c in cs)
+            extra["ab"] = _median(ab_of(c["providers"]) for c in cs)
         out.append({
             "label": label, "mode": cs[0]["mode"], "case": cid.split("-", 1)[1],
             "triton_tflops": f"{t:.1f}" if t else "", "vendor_tflops": f"{v:.1f}" if v else "",
