@@ -18,7 +18,7 @@ from gemmgate.execute import run_cases
 from gemmgate.files import check_writable, write_json_atomic
 from gemmgate.reference import resolve
 from gemmgate.report import print_tables
-from gemmgate.results import RunRecord, failures
+from gemmgate.results import CaseResult, RunRecord, failures
 from gemmgate.run import environment_of
 from gemmgate.shapes import Case
 
@@ -87,8 +87,8 @@ def execute(ctx: RunContext, err: Console) -> RunRecord:
     with progress_bar(err) as bar:
         task = bar.add_task("running", total=len(ctx.items))
 
-        def tick(label: str) -> None:
-            bar.update(task, advance=1, description=label)
+        def tick(r: CaseResult) -> None:
+            bar.update(task, advance=1, description=f"{r.mode} {r.case.id}")
 
         results = run_cases(ctx, on_case=tick)
     return RunRecord(env, ctx.shapes_label, tuple(results))

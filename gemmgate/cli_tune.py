@@ -11,9 +11,9 @@ from rich.table import Table
 from gemmgate.cli_run import check_outputs, context_from_args, progress_bar
 from gemmgate.files import write_json_atomic
 from gemmgate.precision import get_mode
-from gemmgate.results import RunRecord
+from gemmgate.results import CaseResult, RunRecord
 from gemmgate.run import environment_of
-from gemmgate.tune import entry_of, stale_items, table_path, tune, write_table
+from gemmgate.tune import KeyWriter, stale_items, table_data, table_path, tune
 from gemmgate.tuning import config_name
 
 
@@ -35,20 +35,25 @@ def tune_command(args, console, err) -> int:
         ctx = context_from_args(args, modes=",".join(dict.fromkeys(m for m, _ in stale)),
                                 cases=tuple(c for _, c in stale), cases_label="stale entries")
         items = [(get_mode(m), c) for m, c in stale]
+    written = KeyWriter(path, ctx.chip.id, tuple(ctx.chip.match), environment_of(ctx))
     with progress_bar(err) as bar:
         task = bar.add_task("tuning", total=len(items if items is not None else ctx.items))
-        results = tune(ctx, args.budget_per_key, items,
-                       lambda label: bar.update(task, advance=1, description=label))
-    env = environment_of(ctx)
-    entries = [e for r in results if (e := entry_of(r, env)) is not None]
-    data = write_table(path, ctx.chip.id, ctx.chip.match, entries)
+
+        def tick(r: CaseResult) -> None:
+            bar.update(task, advance=1, description=f"{r.mode} {r.case.id}")
+            written(r)
+
+        results = tune(ctx, args.budget_per_key, items, tick)
+    entries = written.entries
+    data = table_data(path)
     _print(console, entries, f"tuned {len(entries)} keys into {path} "
                              f"({len(data['entries'])} entries)")
     line = budget_cut_line(entries, args.budget_per_key)
     if line:
         err.print(f"[yellow]{line}[/]")
     if args.json:
-        write_json_atomic(args.json, RunRecord(env, ctx.shapes_label, tuple(results)).to_json())
+        record = RunRecord(written.env, ctx.shapes_label, tuple(results))
+        write_json_atomic(args.json, record.to_json())
     failed = [r for r in results if r.providers["triton"].accuracy != "pass"]
     for r in failed:
         err.print(f"[red]{r.mode} {r.case.id}: Triton {r.providers['triton'].accuracy}, "

@@ -15,10 +15,11 @@ from gemmgate.shapes import Case
 
 
 def run_cases(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]] | None = None,
-              on_case: Callable[[str], None] | None = None) -> list[CaseResult]:
+              on_case: Callable[[CaseResult], None] | None = None) -> list[CaseResult]:
     """Every (mode, case) of `items` (default: the whole run), in order; on several
     devices one worker process each (gemmgate/parallel.py), all with this context.
-    `on_case(label)` is called after each case (progress bars)."""
+    `on_case(result)` is called with each case's result as it finishes (progress bars;
+    `gemmgate tune` writes each key then, so a stopped search keeps the keys it finished)."""
     items = ctx.items if items is None else list(items)
     for m in dict.fromkeys(m for m, _ in items):
         ctx.chip.require_mode(m.name)
@@ -30,5 +31,5 @@ def run_cases(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]] | Non
     for mode, case in items:
         out.append(runner.run_case(mode, case))
         if on_case:
-            on_case(f"{mode.name} {case.id}")
+            on_case(out[-1])
     return out

@@ -16,6 +16,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from gemmgate import interpreter
 from gemmgate.context import RunContext
 from gemmgate.precision import PrecisionMode
+from gemmgate.results import CaseResult
 from gemmgate.run import Runner
 from gemmgate.shapes import Case
 
@@ -42,7 +43,7 @@ def _item(mode: PrecisionMode, case: Case):
 
 
 def run_parallel(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]],
-                 on_case: Callable[[str], None] | None = None):
+                 on_case: Callable[[CaseResult], None] | None = None):
     spawn = mp.get_context("spawn")
     counter = spawn.Value("i", 0)
     results = [None] * len(items)
@@ -54,5 +55,5 @@ def run_parallel(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]],
             i = futures[fut]
             results[i] = fut.result()
             if on_case:
-                on_case(f"{items[i][0].name} {items[i][1].id}")
+                on_case(results[i])
     return results

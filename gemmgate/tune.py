@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from filelock import FileLock
@@ -101,6 +101,32 @@ def write_table(path: Path, chip_id: str, match: Sequence[str], new: Sequence[di
         table.read_table(path)   # what was written must load
     dispatch.reset()   # this process's cached plans and tables
     return data
+
+
+@dataclass
+class KeyWriter:
+    """Called with each tuned case as its search ends: its entry goes into the table file
+    then (merged under the lock, atomically), so a tune stopped part way (a CI timeout,
+    Ctrl-C) keeps every key it finished. `entries` are those written, in order."""
+
+    path: Path
+    chip_id: str
+    match: tuple[str, ...]
+    env: dict
+    entries: list[dict] = field(default_factory=list)
+
+    def __call__(self, r: CaseResult) -> None:
+        e = entry_of(r, self.env)
+        if e is not None:
+            write_table(self.path, self.chip_id, self.match, [e])
+            self.entries.append(e)
+
+
+def table_data(path: Path) -> dict:
+    """The table file's contents; an empty table where there is no file yet."""
+    from kernels import table
+
+    return table.read_table(path) if path.exists() else {"entries": []}
 
 
 def stale_items(path: Path) -> list[tuple[str, Case]]:

@@ -102,7 +102,7 @@ def test_run_cases_runs_every_item_in_order(ctx):
     seen = []
     got = run_cases(ctx, items, on_case=seen.append)
     assert [r.case for r in got] == [c for _, c in items]
-    assert seen == ["fp32 m16-n16-k16", "fp32 m8-n24-k16"]
+    assert seen == got
 
 
 def test_the_context_pickles_for_workers_and_fresh_processes(ctx):

@@ -117,3 +117,21 @@ def test_tune_runs_cases_through_the_run_path_and_writes_entries(tmp_path):
     assert all(e is not None and e["bucket"].startswith("fp32 fp32 ") for e in entries)
     data = write_table(tmp_path / "cpu.json", "cpu", ("cpu",), entries)
     assert len(data["entries"]) == len(ctx.cases) > 0
+
+
+def test_each_key_is_in_the_table_as_its_search_ends(tmp_path):
+    """A tune stopped after its first key (a CI timeout) keeps that key: the writer
+    merges each entry into the file when its case finishes, not once at the end."""
+    from gemmgate.tune import KeyWriter
+
+    path = tmp_path / "chip.json"
+    write = KeyWriter(path, "chip", ("chip",), ENV)
+    write(_result())
+    assert [e["m"] for e in table.read_table(path)["entries"]] == [4096]
+    second = _result(key="16bit bf16 rr tma | m2048 n4096 k4096 a4096,1 b4096,1")
+    second = CaseResult("bf16", Case(2048, 4096, 4096), second.providers,
+                        telemetry=second.telemetry)
+    write(_result(accuracy="fail"))   # a failed key is not written
+    write(second)
+    assert sorted(e["m"] for e in table.read_table(path)["entries"]) == [2048, 4096]
+    assert [e["m"] for e in write.entries] == [4096, 2048]
