@@ -18,12 +18,16 @@ them; this script, on the CPU, decides per entry:
   (take the entries they come from out with --leave-out, or measure them).
 
 With --write (and nothing unmeasured) the kept table replaces kernels/tuned/<chip>.json,
-atomically. Exit 0 when every pick is measured, 1 when some are not, 2 on bad input.
+atomically. --tuned-csv FILE --call LABEL records the call's changed entries (REV's tile
+and ratio, the new ones, candidates timed, kept or not) as rows of a session's tuned.csv,
+replacing that label's rows (scripts/perf_tables.py's `tuned_summary` reads them).
+Exit 0 when every pick is measured, 1 when some are not, 2 on bad input.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import functools
 import json
 import subprocess
@@ -180,6 +184,56 @@ def judge(picker: Picker, base: list[dict], new: list[dict], modes: set[str],
     return left_out
 
 
+TUNED_COLUMNS = ("case", "mode", "before", "before_ratio", "after", "after_ratio", "tried",
+                 "call", "kept")
+
+
+def tile_spec(config: dict) -> str:
+    """A table entry's tile as scripts/device/tiles.py spells it: tma:64x128x128:s4:w4
+    (':kN' where K is split)."""
+    c = config
+    spec = (f"{c.get('variant', 'tiled')}:{c['block_m']}x{c['block_n']}x{c['block_k']}:"
+            f"s{c['num_stages']}:w{c['num_warps']}")
+    return spec + (f":k{c['split_k']}" if c.get("split_k", 1) > 1 else "")
+
+
+def _ratio(e: dict) -> str:
+    tri, ven = e.get("triton_ms"), e.get("vendor_ms")
+    return f"{ven / tri:.3f}" if tri and ven else ""
+
+
+def tuned_rows(base: list[dict], new: list[dict], modes: set[str], left_out: set[Key],
+               call: str) -> list[dict]:
+    """One row per changed entry of the tune call: REV's tile and its ratio as tuned
+    (empty for a new key), the new ones, candidates timed of those offered, kept or not."""
+    old = {key(e): e for e in base}
+    rows = []
+    for e in changed_entries(base, new, modes):
+        o = old.get(key(e))
+        case = f"{e['m']}x{e['n']}x{e['k']}" + (f"-{e['layout']}" if e.get("layout", "rr")
+                                                 != "rr" else "")
+        rows.append({"case": case, "mode": e["mode"],
+                     "before": tile_spec(o["config"]) if o else "",
+                     "before_ratio": _ratio(o) if o else "",
+                     "after": tile_spec(e["config"]), "after_ratio": _ratio(e),
+                     "tried": f"{e.get('tried', '')}/{e.get('offered', '')}", "call": call,
+                     "kept": "no" if key(e) in left_out else "yes"})
+    return rows
+
+
+def write_tuned_csv(path: Path, rows: list[dict], call: str) -> None:
+    """`rows` replace the file's rows of label `call`; other labels' rows stay."""
+    from gemmgate.files import write_text_atomic
+
+    kept = []
+    if path.exists():
+        with path.open(newline="") as f:
+            kept = [r for r in csv.DictReader(f) if r["call"] != call]
+    lines = [",".join(TUNED_COLUMNS)] + [",".join(str(r[c]) for c in TUNED_COLUMNS)
+                                         for r in kept + rows]
+    write_text_atomic(path, "\n".join(lines) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ref", required=True, help="the commit the A/B ran against")
@@ -196,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
                          "leaves picks unmeasured)")
     ap.add_argument("--write", action="store_true",
                     help="replace kernels/tuned/<chip>.json with the kept table")
+    ap.add_argument("--tuned-csv", help="record the changed entries as rows of this CSV")
+    ap.add_argument("--call", help="the rows' call label (with --tuned-csv)")
     args = ap.parse_args(argv)
     from gemmgate import reference
     from gemmgate.files import write_json_atomic
@@ -216,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
         extra, forced = (_keys(x) for x in (args.leave_out, args.keep))
         if extra & forced:
             raise ValueError(f"--leave-out and --keep both name {sorted(extra & forced)}")
+        if bool(args.tuned_csv) != bool(args.call):
+            raise ValueError("--tuned-csv and --call go together")
     except (OSError, KeyError, json.JSONDecodeError, ValueError) as e:
         print(f"keep_entries: error: {e}", file=sys.stderr)
         return 2
@@ -239,6 +297,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unmeasured: {p[0]} {p[1]} {p[2]} -> {final[p]}")
     if missing:
         return 1
+    if args.tuned_csv:
+        write_tuned_csv(Path(args.tuned_csv),
+                        tuned_rows(base, new, set(modes), left_out, args.call), args.call)
+        print(f"wrote {args.tuned_csv} ({args.call})")
     if args.write:
         write_json_atomic(ROOT / rel, {**header, "entries": kept})
         print(f"wrote {rel}")

@@ -119,3 +119,33 @@ def test_a_retuned_entry_is_kept_or_left_out_by_its_measured_picks(tmp_path, cap
     rc = ke.main(["--ref", "HEAD", "--table", str(new), "--ab", str(tmp_path / "ab.json"),
                   "--modes", "bf16", "--sets", "pr", "--keep", "1024x1024x1024"])
     assert rc == 0 and "keep bf16 1024x1024x1024" in capsys.readouterr().out
+
+
+def test_the_tune_calls_rows_name_both_tiles_and_replace_only_their_own_label(tmp_path):
+    ke = _module()
+
+    def entry(m, config, tri, mode="bf16", layout="rr"):
+        return {**_entry(m, 64, 128, mode=mode), "layout": layout, "config": config,
+                "triton_ms": tri, "vendor_ms": 1.0, "tried": 7, "offered": 29}
+
+    old = {"variant": "tma", "block_m": 64, "block_n": 128, "block_k": 128,
+           "num_stages": 4, "num_warps": 4, "split_k": 1}
+    split = {**old, "variant": "tma_split", "num_stages": 5, "split_k": 2}
+    base = [entry(16, old, 1.25)]
+    new = [entry(16, split, 0.8), entry(32, old, 2.0, layout="cr")]
+    rows = ke.tuned_rows(base, new, {"bf16"}, {ke.key(new[1])}, "2")
+    assert rows == [
+        {"case": "16x64x128", "mode": "bf16", "before": "tma:64x128x128:s4:w4",
+         "before_ratio": "0.800", "after": "tma_split:64x128x128:s5:w4:k2",
+         "after_ratio": "1.250", "tried": "7/29", "call": "2", "kept": "yes"},
+        {"case": "32x64x128-cr", "mode": "bf16", "before": "", "before_ratio": "",
+         "after": "tma:64x128x128:s4:w4", "after_ratio": "0.500", "tried": "7/29",
+         "call": "2", "kept": "no"}]
+    path = tmp_path / "tuned.csv"
+    first = ke.tuned_rows(base, new[:1], {"bf16"}, set(), "1")
+    ke.write_tuned_csv(path, first, "1")
+    ke.write_tuned_csv(path, rows, "2")
+    ke.write_tuned_csv(path, rows[1:], "2")      # a label given again replaces its rows
+    lines = path.read_text().splitlines()
+    assert lines[0] == ",".join(ke.TUNED_COLUMNS)
+    assert [line.split(",")[0] for line in lines[1:]] == ["16x64x128", "32x64x128-cr"]
