@@ -92,16 +92,21 @@ def verdict(measured: list[Measured]) -> bool:
     return faster and all(m.ratio >= 1.0 for m in measured if m.ab < SLOWER_OK)
 
 
-def read_ab(paths: list[str]) -> dict[tuple[str, str], Measured]:
-    """(mode, case id) -> its A/B from `gemmgate run --ab-ref --json` files (the last file
-    naming a case wins)."""
+AB = dict[tuple[str, str, str], Measured]    # (mode, case id, tile) -> its A/B
+
+
+def read_ab(paths: list[str]) -> AB:
+    """(mode, case id, tile) -> its A/B from `gemmgate run --ab-ref --json` files: a case
+    run on two tables (a tune call's, then the kept one's) keeps each tile's figure (the
+    last file wins for the same tile)."""
     out = {}
     for p in paths:
         for c in json.loads(Path(p).read_text())["cases"]:
             ab = ab_of(c["providers"]) if "reference" in c["providers"] else None
             if ab and c.get("ratio"):
-                out[(c["mode"], c["id"].split("-", 1)[1])] = Measured(
-                    ab, c["ratio"], c["telemetry"].get("triton_config", ""))
+                tile = c["telemetry"].get("triton_config", "")
+                out[(c["mode"], c["id"].split("-", 1)[1], tile)] = Measured(ab, c["ratio"],
+                                                                           tile)
     return out
 
 
@@ -153,15 +158,19 @@ class Picker:
                 for name, cases in self.sets for mode in self.modes for case in cases}
 
 
-def unmeasured(now: dict[Pick, str], before: dict[Pick, str],
-               ab: dict[tuple[str, str], Measured]) -> list[Pick]:
+def measured(ab: AB, p: Pick, text: str) -> Measured | None:
+    """The A/B of case `p` on the tile lookup_diff names `text`, if one ran."""
+    return ab.get((p[1], p[2], _tile(text)))
+
+
+def unmeasured(now: dict[Pick, str], before: dict[Pick, str], ab: AB) -> list[Pick]:
     """The cases whose pick differs from REV's with no A/B of that tile."""
     return [p for p, text in now.items() if text != before.get(p)
-            and ((p[1], p[2]) not in ab or ab[(p[1], p[2])].tile != _tile(text))]
+            and measured(ab, p, text) is None]
 
 
 def judge(picker: Picker, base: list[dict], new: list[dict], modes: set[str],
-          ab: dict[tuple[str, str], Measured], before: dict[Pick, str],
+          ab: AB, before: dict[Pick, str],
           named: dict[str, set[Key]]) -> set[Key]:
     """The keys to leave out: `named["out"]`, and each changed entry whose picks fail the
     `verdict` unless `named["keep"]` holds it. Prints a line per changed entry: its picks
@@ -171,13 +180,12 @@ def judge(picker: Picker, base: list[dict], new: list[dict], modes: set[str],
     for e in changed_entries(base, new, modes):
         alone = picker.picks(candidate(base, new, {key(e)}))
         moved = [p for p in full if full[p] != alone.get(p)]
-        got = [ab[(p[1], p[2])] for p in moved if (p[1], p[2]) in ab
-               and ab[(p[1], p[2])].tile == _tile(full[p])]
+        got = [m for p in moved if (m := measured(ab, p, full[p])) is not None]
         keep = key(e) in named["keep"] or (verdict(got) and key(e) not in left_out)
         if not keep:
             left_out.add(key(e))
         cells = ", ".join(f"{p[2]} as REV" if full[p] == before[p] else
-                          f"{p[2]} x{ab[(p[1], p[2])].ab:.2f}" if (p[1], p[2]) in ab
+                          f"{p[2]} x{m.ab:.2f}" if (m := measured(ab, p, full[p]))
                           else f"{p[2]} ?" for p in moved)
         print(f"{'keep' if keep else 'out '} {e['mode']} {e['m']}x{e['n']}x{e['k']} "
               f"{e.get('layout', 'rr')}: {len(moved)} picks{': ' + cells if cells else ''}")
@@ -289,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     final = picker.picks(kept)
     missing = unmeasured(final, before, ab)
     moved = [p for p in final if final[p] != before[p]]
-    gains = [ab[(p[1], p[2])].ab for p in moved if p not in missing]
+    gains = [measured(ab, p, final[p]).ab for p in moved if p not in missing]
     geo = geomean(gains) if gains else 1.0
     print(f"{len(left_out)} entries left out; {len(moved)} picks differ from {sha[:12]}, "
           f"{len(moved) - len(missing)} measured (A/B geomean x{geo:.3f})")

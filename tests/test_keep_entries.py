@@ -58,9 +58,11 @@ def test_a_changed_pick_needs_an_ab_of_that_very_tile():
     before = {("s", "bf16", "m1"): "tma 64x64x64 g8 s4 w4", ("s", "bf16", "m2"): "x"}
     now = {("s", "bf16", "m1"): "tma 64x128x128 g8 s4 w4 [B kmajor]",
            ("s", "bf16", "m2"): "x", ("s", "bf16", "m3"): "heuristic y"}
-    ab = {("bf16", "m1"): ke.Measured(1.1, 1.0, "tma 64x128x128 g8 s4 w4")}
+    tile = "tma 64x128x128 g8 s4 w4"
+    ab = {("bf16", "m1", tile): ke.Measured(1.1, 1.0, tile)}
     assert ke.unmeasured(now, before, ab) == [("s", "bf16", "m3")]
-    ab[("bf16", "m1")] = ke.Measured(1.1, 1.0, "tma 64x64x128 g8 s4 w4")   # another tile
+    other = "tma 64x64x128 g8 s4 w4"
+    ab = {("bf16", "m1", other): ke.Measured(1.1, 1.0, other)}   # another tile
     assert ke.unmeasured(now, before, ab) == [("s", "bf16", "m1"), ("s", "bf16", "m3")]
 
 
@@ -149,3 +151,21 @@ def test_the_tune_calls_rows_name_both_tiles_and_replace_only_their_own_label(tm
     lines = path.read_text().splitlines()
     assert lines[0] == ",".join(ke.TUNED_COLUMNS)
     assert [line.split(",")[0] for line in lines[1:]] == ["16x64x128", "32x64x128-cr"]
+
+
+def test_a_case_run_on_two_tables_keeps_each_tiles_ab(tmp_path):
+    """The tune call's A/B and a later A/B of the kept table can name one case with two
+    tiles: each tile keeps its own figure, so an entry is judged on the tile it picks."""
+    ke = _module()
+
+    def run(path, tile, ref_ms):
+        path.write_text(json.dumps({"cases": [{
+            "id": "fp8-m64-n64-k64", "mode": "fp8", "ratio": 0.9,
+            "telemetry": {"triton_config": tile},
+            "providers": {"reference": {"median_ms": ref_ms}, "triton": {"median_ms": 1.0}}}]}))
+        return str(path)
+
+    ab = ke.read_ab([run(tmp_path / "a.json", "t1", 1.2), run(tmp_path / "b.json", "t2", 0.9)])
+    assert {k: round(m.ab, 2) for k, m in ab.items()} == {("fp8", "m64-n64-k64", "t1"): 1.2,
+                                                         ("fp8", "m64-n64-k64", "t2"): 0.9}
+    assert ke.measured(ab, ("s", "fp8", "m64-n64-k64"), "heuristic t2 [B kmajor]").ab == 0.9
