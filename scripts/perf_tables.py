@@ -57,6 +57,7 @@ S22 = RESULTS / "h200-2026-12-01-s22"
 S23 = RESULTS / "h200-2026-12-02-s23"
 S24 = RESULTS / "h200-2026-12-02-s24"
 S25 = RESULTS / "h200-2026-12-02-s25"
+S26 = RESULTS / "h200-2026-12-02-s26"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -395,7 +396,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s24-steps": lambda: label_steps(S24 / "cases.csv"),
     "s24-steps-holdouts": lambda: label_steps(S24 / "cases_holdouts.csv"),
     "s24-ab-thin": lambda: ab_changes(S24 / "cases.csv", "call1-", 0.97, 1.03),
-    "s24-ab-c": lambda: ab_changes(S24 / "cases.csv", "call2-ab", 0.97, 1.03, "call2-"),
+    "s24-ab-c": lambda: ab_changes(S24 / "cases.csv", "call2-ab", 0.95, 1.05, "call2-"),
     "s24-ab-5": lambda: ab_changes(S24 / "cases.csv", "call5-", 0.97, 1.03),
     "s24-ab-6": lambda: ab_changes(S24 / "cases.csv", "call6-", 0.97, 1.03),
     "s24-pointer-c": lambda: pick_vs_best(S24 / "tiles_pointer_c.csv"),
@@ -421,6 +422,15 @@ TABLES: dict[str, Callable[[], str]] = {
     "s25-below": lambda: ratios_below(S25 / "cases.csv", "call5-holdout", 0.8, "call5-"),
     "s25-long-tail": lambda: _stacked(s9_long_tail(S25 / "cases.csv", "call3-holdout"),
                                       s9_long_tail(S25 / "cases.csv", "call5-holdout")),
+    "s26-tuned": lambda: tuned_summary(S26 / "tuned.csv"),
+    "s26-ab": lambda: _stacked(ab_changes(S26 / "cases.csv", "call1-ab", 0.95, 1.05, "call1-"),
+                               ab_changes(S26 / "cases.csv", "call2-ab", 0.95, 1.05, "call2-"),
+                               ab_changes(S26 / "cases.csv", "call4-ab", 0.95, 1.05, "call4-")),
+    "s26-steps": lambda: label_steps(S26 / "cases.csv"),
+    "s26-below": lambda: _stacked(ratios_below(S26 / "cases.csv", "call3-holdout", 0.8, "call3-"),
+                                  ratios_below(S26 / "cases.csv", "call5-holdout", 0.8, "call5-")),
+    "s26-long-tail": lambda: _stacked(s9_long_tail(S26 / "cases.csv", "call3-holdout"),
+                                      s9_long_tail(S26 / "cases.csv", "call5-holdout")),
 }
 
 
