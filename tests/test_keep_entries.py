@@ -169,3 +169,32 @@ def test_a_case_run_on_two_tables_keeps_each_tiles_ab(tmp_path):
     assert {k: round(m.ab, 2) for k, m in ab.items()} == {("fp8", "m64-n64-k64", "t1"): 1.2,
                                                          ("fp8", "m64-n64-k64", "t2"): 0.9}
     assert ke.measured(ab, ("s", "fp8", "m64-n64-k64"), "heuristic t2 [B kmajor]").ab == 0.9
+
+
+def test_an_entry_that_inherits_a_left_out_entrys_picks_is_judged_again_on_them(capsys):
+    """Round 1 leaves out e2 (its one pick ran x0.80); its pick m190 falls to e1, kept on
+    its own two picks in round 1, where it runs x0.85 below the vendor: round 2 leaves e1
+    out too (session 26's fp8 table kept such an entry)."""
+    ke = _module()
+
+    class NearestPicker:
+        """The tile of the entry nearest in m, for cases at m = 110, 140 and 190."""
+
+        def picks(self, entries):
+            return {("s", "bf16", f"m{m}"): min(entries, key=lambda e: abs(e["m"] - m))
+                    ["config"]["tile"] for m in (110, 140, 190)}
+
+    z, e1, e2 = _entry(0, 1, 1, "z"), _entry(100, 1, 1, "a"), _entry(200, 1, 1, "b")
+    ab = {("bf16", "m110", "a"): ke.Measured(1.1, 1.2, "a"),
+          ("bf16", "m140", "a"): ke.Measured(1.1, 1.2, "a"),
+          ("bf16", "m190", "b"): ke.Measured(0.8, 0.9, "b"),
+          ("bf16", "m190", "a"): ke.Measured(0.85, 0.8, "a")}
+    picker = NearestPicker()
+    before = picker.picks([z])
+    named = {"out": set(), "keep": set()}
+    left_out = ke.judge(picker, [z], [z, e1, e2], {"bf16"}, ab, before, named)
+    assert left_out == {ke.key(e1), ke.key(e2)}
+    assert "out  bf16 100x1x1 rr: 3 picks" in capsys.readouterr().out
+    # kept by name, e1 stays whatever its picks did
+    named = {"out": set(), "keep": {ke.key(e1)}}
+    assert ke.judge(picker, [z], [z, e1, e2], {"bf16"}, ab, before, named) == {ke.key(e2)}
