@@ -99,4 +99,11 @@ def drift_note(ratio: Judgement, tflops: Judgement | None) -> str:
         return "both providers slower (clock/thermal drift?): not a regression"
     if tflops.verdict == IMPROVED and ratio.verdict == UNCHANGED:
         return "both providers faster (drift)"
+    if tflops.verdict == UNCHANGED and ratio.verdict in (REGRESSED, IMPROVED):
+        # the verdict stands (a kernel slower on a faster machine looks the same), but
+        # the reader sees which side moved: H200, 2026-12-02, tf32x3 8192^3 on a new host,
+        # ratio -1.9% with Triton's TFLOP/s -0.1%, cuBLAS's IEEE fp32 ~1.8% faster
+        side = "faster" if ratio.verdict == REGRESSED else "slower"
+        return (f"Triton's own TFLOP/s unchanged ({tflops.change:+.1%}): the vendor ran "
+                f"{side} here")
     return ""

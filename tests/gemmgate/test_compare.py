@@ -193,6 +193,9 @@ def test_drift_note_cases():
     assert drift_note(unchanged, unchanged) == ""
     # a real regression of the ratio is never explained away as drift
     assert drift_note(regressed, regressed) == ""
+    # the ratio moved while Triton's own speed did not: the note names the vendor's side
+    assert drift_note(regressed, unchanged).endswith("the vendor ran faster here")
+    assert drift_note(improved, unchanged).endswith("the vendor ran slower here")
 
 
 # --- error rates over many seeded trials -------------------------------------------------
