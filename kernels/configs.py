@@ -1,6 +1,7 @@
 """Tile configurations for the kernel variants, kept as data (not inside any decorator).
 
-Tiles themselves (TileConfig, the variants, `usable`) are kernels/tile.py's.
+Tiles themselves (TileConfig, the variants, `usable`) are kernels/tile.py's; IEEE fp32's
+own tiles and K splits (the FMA units, the gemv variant) are kernels/fma.py's.
 
 `search_space` is what `gemmgate tune` times for one key: generated per family and
 variant, pruned by shared memory (pipeline stages x tiles) and registers (the fp32
@@ -13,12 +14,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from kernels.tile import TileConfig, cdiv, usable
-
-
-def _t(bm, bn, bk, stages, warps, variant="tiled", split=1, group=8) -> TileConfig:
-    return TileConfig(bm, bn, bk, group, stages, warps, variant, split)
-
+from kernels.fma import (
+    FMA_PROGRAMS,
+    FMA_SMALL_TILED,
+    FMA_SPLIT,
+    FMA_THIN,
+    FMA_TILE,
+    FMA_TILES,
+    fma_skinny_split,
+    fma_split,
+    fma_thin,
+    gemv_space,
+)
+from kernels.tile import MAX_TMA_SPLIT, WGMMA_M, TileConfig, cdiv, cfg, usable
 
 # The tiles each family starts from (largest first); tma needs BLOCK_M >= 64 (wgmma).
 # 16-bit 64x128x128 and 64x64x128: inductor's autotuning won K = 2048 shapes with them
@@ -55,22 +63,6 @@ _SPLIT = {"16bit": ((128, 128, 64), (64, 128, 128), (64, 64, 128), (64, 128, 64)
                     (64, 64, 64)),
           "fp32": ((128, 128, 32), (64, 128, 32), (128, 64, 32), (64, 64, 32)),
           "fp8": ((128, 128, 128), (64, 128, 128), (128, 64, 128), (64, 64, 128))}
-# IEEE fp32 runs on the FMA units, not wgmma: its best tiles are small (4096^3 and 8192^3:
-# the tiled kernel's 64x64x32 with 4 warps; mid-size shapes: TMA 64x64x32, where the
-# tf32-shaped tiles of 128 and up ran 0.10-0.53 of cuBLAS, session 19 call A), and
-# 128x128 with 4 warps (128 accumulators a thread) ran at a tenth of that. So its own
-# list, smallest first, and splits of small tiles.
-_FMA_TILES = ((64, 64, 32), (128, 64, 32), (64, 128, 32), (64, 32, 32), (128, 128, 32),
-              (64, 64, 16), (128, 32, 32), (64, 64, 64))
-_FMA_SPLIT = ((64, 64, 32), (128, 64, 32), (64, 128, 32), (64, 32, 32))
-_FMA_SMALL_TILED = ((32, 64, 32), (32, 32, 32))
-# IEEE fp32 at thin M on TMA loads: the FMA units have no wgmma's 64 rows, so tiles of 16
-# and 32 rows, K split about 16 ways, waste less of each dot. Beside the picks (64-row TMA
-# split tiles, a 16-row tiled one): 26 x 5523 x 7310 0.57 -> 1.08 of cuBLAS (32x128x32
-# k16), 32 x 512 x 3376 0.79 -> 1.17 and 30 x 169 x 887 0.86 -> 1.43 (16x64x32 k16), 45 x
-# 5239 x 3349 0.94 -> 1.01 (16x128x32 k16) (session 23, call 6). Searched
-# (`tma_split_space`), and the heuristic's pick (`fma_thin`).
-_FMA_THIN = ((16, 64, 32), (16, 128, 32), (32, 64, 32), (32, 128, 32))
 _MID = {"16bit": (128, 128, 64), "fp32": (128, 128, 32), "fp8": (128, 128, 128)}
 _SMALL = {"16bit": (64, 64, 64), "fp32": (64, 64, 32), "fp8": (64, 64, 128)}
 # tf32 and tf32x3 (the fp32 family on wgmma) on TMA loads: 128x128x32 at 5 stages and 4
@@ -86,18 +78,6 @@ _THIN_TMA = {"16bit": (64, 128, 128)}   # the heuristic's thin-M tile on TMA alo
 # W.T at 16 x 28672 x 8192 and 16 x 20480 x 4608 at 1.00 of cuBLAS where the table's
 # 64x128 tiles ran 0.84-0.86 (half the tiles: fewer waves; session 21, call D)
 _THIN_EXTRA = {"16bit": ((64, 256, 64),)}
-# gemv (IEEE fp32 at M <= GEMV_M): one row per program (at M = 2 two programs read each B
-# tile, the second mostly from L2), (BLOCK_N, BLOCK_K), the heuristic's first. L2 flushed:
-# 1 x 4096 x 4096 rr, 128x64 split 8: 0.90 of cuBLAS, the tiled kernel's 16-row tile 0.80;
-# rc 1.25 (1.11); 2 x 4096 x 4096 2.64 (2.16); at M = 2 one row per program matched or beat
-# two (2 x 28672 x 8192 rc 0.99 against 0.87-0.93; rr 0.83 against 0.79-0.85). Session 21,
-# calls C and E.
-_GEMV = ((128, 64), (128, 32), (256, 64), (256, 32))
-GEMV_M = 2          # IEEE fp32 up to this M runs the gemv variant (kernels/dispatch.py)
-_GEMV_RANGE = 512   # K rows per split the heuristic aims at (split 8 at K = 4096)
-
-WGMMA_M = 64   # wgmma's M: below it a TMA tile of 64 rows (the search's, the table's reach)
-
 # The interpreter runs programs one by one in numpy: few, large tiles are fastest.
 INTERPRETER_CONFIG = TileConfig(32, 32, 32, 4, 1, 4)
 
@@ -109,9 +89,9 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
     """The configs `gemmgate tune` times for one key, most promising first, pruned by
     shared memory and accumulator registers, at most `limit`. `split_ks`: the tiled
     variant's K splits to try; `tma_splits`: the TMA split-K configs (`tma_split_space`);
-    `fma`: IEEE fp32, on the FMA units (`_FMA_TILES`); `tma_rows`: the largest BLOCK_M
+    `fma`: IEEE fp32, on the FMA units (`FMA_TILES`); `tma_rows`: the largest BLOCK_M
     of the TMA tiles, split or not (64 below wgmma's M: thin M)."""
-    big = _FMA_TILES if fma else _TILES[family]
+    big = FMA_TILES if fma else _TILES[family]
     out: list[TileConfig] = [c for c in tma_splits if c.block_m <= tma_rows] \
         if "tma_split" in variants else []
     if "tma" in variants:
@@ -122,75 +102,21 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
         if skinny:
             tiles = _SKINNY[family] + big[2:5]
         else:
-            tiles = big + _FMA_SMALL_TILED if fma else big
+            tiles = big + FMA_SMALL_TILED if fma else big
         for stages in (4, 3):
             for bm, bn, bk in tiles:
-                out.append(_t(bm, bn, bk, stages, 4 if bm * bn <= 128 * 64 else 8))
+                out.append(cfg(bm, bn, bk, stages, 4 if bm * bn <= 128 * 64 else 8))
         for stages in (4, 3):
             for bm, bn, bk in (_SKINNY[family][:2] if skinny else
-                               _FMA_SPLIT if fma else _SPLIT[family]):
+                               FMA_SPLIT if fma else _SPLIT[family]):
                 for split in split_ks:
-                    out.append(_t(bm, bn, bk, stages, 8 if bm * bn >= 128 * 128 else 4,
+                    out.append(cfg(bm, bn, bk, stages, 8 if bm * bn >= 128 * 128 else 4,
                                   split=split))
     kept = [c for c in dict.fromkeys(out) if usable(c, family, smem_limit)]
     # IEEE fp32 below wgmma's M: the split tiles take the unsplit TMA group's share of
     # each round (session 24, call 1: the unsplit TMA tiles ran 2-7x slower than the best
     # split tile on all three thin keys, and at 6 s a key took most of the search)
     return tuple(_interleave(kept, limit, split_first=fma and tma_rows <= WGMMA_M))
-
-
-MAX_TMA_SPLIT = 64   # K ranges: the reduction reads splits x M x N fp32 partials
-
-# IEEE fp32 on TMA loads: 64x64x32 with K split, one program per (tile, range), three
-# resident per SM (64 KiB each at 3 stages). On the FMA units that ran mid shapes at
-# 0.83-1.06 of cuBLAS where the persistent kernel's picks ran 0.46-0.76 (3147 x 875 x
-# 5283, 467 x 1024 x 2128, 176 x 2441 x 1632, 32 x 1389 x 304...), and 2048^3 and 4096^3
-# at 0.88 and 0.91 where the best unsplit tile ran 0.83 and 0.85 (session 22, calls A
-# and B). Split: K ranges of four blocks at least, as many as keep tiles x splits within
-# _FMA_PROGRAMS (k4 beat k2 at 210-350 tiles, k2 beat k4 at 840-1024); past that 2,
-# where ranges are 256 rows or more (5248 x 7271 x 272: k2 0.78, unsplit 0.83).
-FMA_TILE = (64, 64, 32)
-_FMA_PROGRAMS = 1536
-_FMA_PER_SM = 3   # `fma_skinny_split`: programs per SM at most
-
-
-def _most_splits(tiles: int, programs: int, k: int, range_k: int) -> int:
-    """The largest power-of-two K split (up to MAX_TMA_SPLIT) that keeps tiles x split
-    within `programs` and every K range `range_k` long at least."""
-    split = 1
-    while tiles * split * 2 <= programs and k >= split * 2 * range_k \
-            and split * 2 <= MAX_TMA_SPLIT:
-        split *= 2
-    return split
-
-
-def fma_split(m: int, n: int, k: int, tile: tuple[int, int, int] = FMA_TILE) -> int:
-    """The K split of an IEEE fp32 TMA tile (1: unsplit, the persistent kernel)."""
-    bm, bn, bk = tile
-    split = _most_splits(cdiv(m, bm) * cdiv(n, bn), _FMA_PROGRAMS, k, 4 * bk)
-    if split == 1 and k >= 2 * 256:
-        split = 2
-    return split
-
-
-def fma_thin(m: int, n: int, k: int, num_sms: int) -> TileConfig | None:
-    """IEEE fp32 below wgmma's M on TMA loads: a `_FMA_THIN` tile split 16 ways where K
-    ranges are 1.5 blocks or more, else 8 (None: K too short for 8). 128 columns and the
-    rows, 16 or 32, that pad M less (32 on a tie: twice the reuse of each B tile); where
-    those make fewer programs than SMs, 16x64 (four times the programs). The one
-    holdout pick it made in session 24, 39 x 271 x 559 rc, ran x1.43 (1.00 -> 1.44).
-    Measured tile by tile (session 23, call 6), the rule's pick first: 26 x 5523 x 7310
-    32x128 k16 1.08 of cuBLAS (16x128 0.93, the table's 64x64 0.57); 45 x 5239 x 3349
-    16x128 1.01 (32x128 0.89, 64x64 0.94); 32 x 512 x 3376 16x64 1.17 (32x64 1.10, 64x64
-    0.99); 30 x 169 x 887 16x64 1.43 (32x64 1.36, 64x64 1.26)."""
-    bk = _FMA_THIN[0][2]
-    split = next((s for s in (16, 8) if 2 * k >= 3 * s * bk), 0)
-    if not split:
-        return None
-    bm = 16 if cdiv(m, 16) * 16 < cdiv(m, 32) * 32 else 32
-    if cdiv(m, bm) * cdiv(n, 128) * split < num_sms:
-        return _t(16, 64, bk, 3, 4, "tma_split", split)
-    return _t(bm, 128, bk, 3, 4, "tma_split", split)
 
 
 def ranges_fit(k: int, split: int, block_k: int) -> bool:
@@ -208,23 +134,23 @@ def tma_split_space(family: str, m: int, n: int, k: int, num_sms: int,
     fills more than half the SMs gets split 2: two programs per SM, both resident where
     shared memory allows (64 x 11008 x 4096 bf16: 86 tiles of 64x128, session 12).
     `fma`: IEEE fp32: first FMA_TILE at `fma_split`'s split, twice and half it, at any
-    tile count; at thin M `_FMA_THIN`'s tiles split 16, 8 and 32 ways (16 ran fastest on
+    tile count; at thin M `FMA_THIN`'s tiles split 16, 8 and 32 ways (16 ran fastest on
     the four shapes measured, in K ranges of 1.7 blocks and up; K ranges of one block at
-    least); then its small tiles (`_FMA_SPLIT`) as above."""
+    least); then its small tiles (`FMA_SPLIT`) as above."""
     out: list[TileConfig] = []
     if fma:   # FMA_TILE at its split, then twice and half it, 3 stages first
         s = fma_split(m, n, k)
         splits = [x for x in dict.fromkeys((s, 2 * s, s // 2))
                   if 2 <= x <= MAX_TMA_SPLIT and ranges_fit(k, x, FMA_TILE[2])]
-        fma_tiles = [_t(*FMA_TILE, stages, 4, "tma_split", x) for x in splits
+        fma_tiles = [cfg(*FMA_TILE, stages, 4, "tma_split", x) for x in splits
                      for stages in (3, 4)]
         # thin M: 16- and 32-row tiles split 16 ways next to FMA_TILE's first (the search
         # times a few split tiles among the 30, `_interleave`), then 8 and 32 ways
-        thin = [[_t(*tile, 3, 4, "tma_split", x) for tile in _FMA_THIN if k >= x * tile[2]]
+        thin = [[cfg(*tile, 3, 4, "tma_split", x) for tile in FMA_THIN if k >= x * tile[2]]
                 for x in (16, 8, 32)] if m < WGMMA_M else [[], [], []]
         out += fma_tiles[:1] + thin[0] + fma_tiles[1:] + thin[1] + thin[2]
     for stages in (4, 3):
-        for bm, bn, bk in _FMA_SPLIT if fma else _SPLIT[family]:
+        for bm, bn, bk in FMA_SPLIT if fma else _SPLIT[family]:
             tiles = cdiv(m, bm) * cdiv(n, bn)
             if tiles > num_sms:
                 continue
@@ -235,7 +161,7 @@ def tma_split_space(family: str, m: int, n: int, k: int, num_sms: int,
                 s //= 2
             for split in (s, 2 * s):
                 if 2 <= split <= MAX_TMA_SPLIT and ranges_fit(k, split, bk):
-                    out.append(_t(bm, bn, bk, stages, 8 if bm * bn >= 128 * 128 else 4,
+                    out.append(cfg(bm, bn, bk, stages, 8 if bm * bn >= 128 * 128 else 4,
                                   "tma_split", split))
     return [c for c in dict.fromkeys(out) if usable(c, family, smem_limit)]
 
@@ -259,7 +185,7 @@ def _round_robin(family: str, tiles, variant: str, smem_limit: int,
         w0 = 8 if bm * bn >= 128 * 128 else 4
         w1 = 12 - w0
         settings = ((s0, w0), (s0 + 1, w0), (s0, w1), (s0 - 1, w0), (s0 + 1, w1), (s0 - 1, w1))
-        orders.append([c for c in (_t(bm, bn, bk, st, w, variant) for st, w in settings
+        orders.append([c for c in (cfg(bm, bn, bk, st, w, variant) for st, w in settings
                                    if st >= 3) if usable(c, family, smem_limit)])
     return [o[i] for i in range(6) for o in orders if i < len(o)]
 
@@ -300,44 +226,6 @@ def split_for(m: int, n: int, k: int, c: TileConfig, num_sms: int) -> int:
     return split
 
 
-def fma_skinny_split(m: int, n: int, k: int, c: TileConfig, num_sms: int) -> int:
-    """IEEE fp32's K split of a skinny tiled tile: the FMA units want more programs than
-    one per SM (`split_for`'s aim), so up to `_FMA_PER_SM` per SM, in K ranges of two
-    blocks at least. 32 x 512 x 3376 on 16x128x64 ran split 16 at 0.93 of cuBLAS, split
-    8 (`split_for`'s) at 0.78 (session 23, call 5); the holdout picks it changed in
-    session 24, 32 x 3328 x 571 (k2 -> k4) and 4 x 2848 x 2048 (k4 -> k16), ran x0.98 and
-    x1.01."""
-    return _most_splits(cdiv(m, c.block_m) * cdiv(n, c.block_n), _FMA_PER_SM * num_sms, k,
-                        2 * c.block_k)
-
-
-def gemv_splits(m: int, n: int, k: int, block_n: int, block_k: int,
-                num_sms: int) -> tuple[int, ...]:
-    """K splits for a gemv tile: the most (powers of two) that leave every K range
-    `_GEMV_RANGE` rows, more while the programs (one per row, B tile and range) make less
-    than one wave; then half and twice it. Each range four BLOCK_K blocks at least, at most
-    MAX_TMA_SPLIT ranges. (1 x 4096 x 4096: split 8 ran 0.90 of cuBLAS, 16 0.88; 1 x
-    14336 x 4096: 8 best of 8, 16, 32; session 21, calls B and C.)"""
-    def fits(s: int) -> bool:
-        return s == 1 or (k >= s * 4 * block_k and s <= MAX_TMA_SPLIT)
-
-    split = 1
-    while fits(split * 2) and k >= split * 2 * _GEMV_RANGE:
-        split *= 2
-    while fits(split * 2) and m * cdiv(n, block_n) * split < num_sms:
-        split *= 2
-    return tuple(s for s in (split, split // 2, split * 2) if s >= 1 and fits(s))
-
-
-def gemv_space(m: int, n: int, k: int, num_sms: int, smem_limit: int) -> list[TileConfig]:
-    """The gemv variant's configs for one shape (IEEE fp32, M <= GEMV_M), the heuristic's
-    first: each tile of `_GEMV`, one row per program, at its splits (`gemv_splits`), 4
-    warps."""
-    out = [_t(1, bn, bk, 1, 4, "gemv", split, 1) for bn, bk in _GEMV
-           for split in gemv_splits(m, n, k, bn, bk, num_sms)]
-    return [c for c in out if usable(c, "fp32", smem_limit)]
-
-
 def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
               smem_limit: int, tiled: bool = True, fma: bool = False,
               gemv: bool = False, three_pass: bool = False) -> TileConfig:
@@ -356,7 +244,7 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
     big, mid, small = _TILES[family][0], _MID[family], _SMALL[family]
     variant = "tma" if tma else "tiled"
     if m <= 32 and tiled:
-        c = _t(*_SKINNY[family][0], 4, 4)
+        c = cfg(*_SKINNY[family][0], 4, 4)
         split = fma_skinny_split(m, n, k, c, num_sms) if fma else split_for(m, n, k, c, num_sms)
         return replace(c, split_k=split)
     split = fma_split(m, n, k) if fma else 1
@@ -367,22 +255,22 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
     if fma and tma:
         # IEEE fp32 on TMA loads: FMA_TILE, K split by `fma_split`, or unsplit (three
         # persistent programs per SM) where K is short (session 22, calls A and B)
-        c = _t(*FMA_TILE, 3, 4, "tma_split" if split > 1 else "tma", split)
+        c = cfg(*FMA_TILE, 3, 4, "tma_split" if split > 1 else "tma", split)
         if usable(c, family, smem_limit):
             return c
     if fma and tiled and not tma and split > 1 \
-            and cdiv(m, FMA_TILE[0]) * cdiv(n, FMA_TILE[1]) * 2 <= _FMA_PROGRAMS:
+            and cdiv(m, FMA_TILE[0]) * cdiv(n, FMA_TILE[1]) * 2 <= FMA_PROGRAMS:
         # IEEE fp32 on pointer loads (A column-major, as the FMA units read it): the same K
         # split over many programs on the tiled kernel. Holdout4's 384 x 1568 x 3200 and
         # 3360 x 304 x 6624 cr ran its 64x64x32 split 4 and 8 at 0.93 and 1.06 of cuBLAS,
         # unsplit and 128x64 split 2 at 0.60 and 0.75 (session 23, call 2)
-        return _t(*FMA_TILE, 4, 4, "tiled", split)
+        return cfg(*FMA_TILE, 4, 4, "tiled", split)
     if family in _THIN_TMA and tma and not tiled and m <= WGMMA_M:
         # Thin M on TMA alone (16-bit x @ W.T): 64-row tiles, K split where they leave SMs
         # idle (session 20, call B: 64x128x128 split 4 ran 1 and 16 x 4096 x 4096 rc at
         # 1.02 of cuBLAS, unsplit 16 x 11008 x 4096 at 1.02; the 128-row tile the loop
         # below would take at N = 28672 wastes half of each wgmma)
-        c = _t(*_THIN_TMA[family], 4, 4, "tma")
+        c = cfg(*_THIN_TMA[family], 4, 4, "tma")
         split = split_for(m, n, k, c, num_sms)
         return replace(c, variant="tma_split", split_k=split) if split > 1 else c
     if fma:
@@ -392,19 +280,19 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
     else:
         sizes = ((big, 3, 8, 1), (mid, 4, 8, 1), (small, 4, 4, 1))
     for (bm, bn, bk), stages, warps, waves in sizes:
-        cand = _t(bm, bn, bk, stages, warps, variant)
+        cand = cfg(bm, bn, bk, stages, warps, variant)
         if cdiv(m, bm) * cdiv(n, bn) >= waves * num_sms and usable(cand, family, smem_limit):
             return cand
     # Even small tiles leave SMs idle. Split K where it is long (session 9: the tiled
     # variant unsplit ran fp8 at 0.09-0.50 of cuBLAS where TMA ran 0.94): on TMA loads
     # where the tiled variant is not an option (fp8 at thin M with kept copies, session 13).
-    c = _t(*small, 4, 4, variant)
+    c = cfg(*small, 4, 4, variant)
     split = split_for(m, n, k, c, num_sms) if tiled or tma else 1   # counts c's tiles only
     if split > 1 and not tiled and m <= small[0]:
         # One row of tiles, K split on TMA loads, streaming B: tiles twice as wide carry
         # twice as much of it per stage (fp8 1 and 16 x 4096 x 4096: 64 x 128 split 4
         # ran 13.4-13.6 us, 64 x 64 split 2 14.9-15.7, session 14).
-        wide = _t(small[0], 2 * small[1], small[2], 4, 4, "tma_split")
+        wide = cfg(small[0], 2 * small[1], small[2], 4, 4, "tma_split")
         wide_split = split_for(m, n, k, wide, num_sms)
         if wide_split > 1 and usable(wide, family, smem_limit):
             return replace(wide, split_k=wide_split)
@@ -412,5 +300,5 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
         on_tma = tma and (family == "fp8" or not tiled)
         c = replace(c, variant="tma_split" if on_tma else "tiled", split_k=split)
     if not usable(c, family, smem_limit):
-        c = _t(*small, 2, 4, c.variant, c.split_k)
+        c = cfg(*small, 2, 4, c.variant, c.split_k)
     return c

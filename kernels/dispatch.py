@@ -46,19 +46,12 @@ from dataclasses import dataclass
 import torch
 
 from kernels import table
-from kernels.configs import (
-    GEMV_M,
-    INTERPRETER_CONFIG,
-    WGMMA_M,  # from here the TMA variant runs, and needs B K-major
-    gemv_space,
-    heuristic,
-    search_space,
-    tma_split_space,
-)
+from kernels.configs import INTERPRETER_CONFIG, heuristic, search_space, tma_split_space
+from kernels.fma import GEMV_M, gemv_space
 from kernels.matmul_tma import describable, num_sms
 from kernels.modes import KernelMode
 from kernels.relayout import LINE, CopyCache, aligned_copy, pitch, pitched_copy
-from kernels.tile import TileConfig, usable
+from kernels.tile import WGMMA_M, TileConfig, usable
 
 _COPY_MIN_DIM = 128    # copy an operand K-major only when the other side reuses it this much
 _DECODE_M = 16         # 16-bit M up to this: the tiled kernel only (its 16-row tiles)
@@ -76,7 +69,7 @@ class Plan:
     variants: tuple[str, ...]
     pick: TileConfig                # the table's or the heuristic's choice
     source: str                     # "table", "table-nearest", "heuristic", "interpreter"
-    fma: bool = False               # IEEE fp32: the FMA units' tiles (kernels/configs.py)
+    fma: bool = False               # IEEE fp32: the FMA units' tiles (kernels/fma.py)
 
 
 def family(mode: KernelMode) -> str:

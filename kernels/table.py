@@ -34,8 +34,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kernels import matmul_gemv, matmul_tiled, matmul_tma, matmul_tma_split
-from kernels.configs import MAX_TMA_SPLIT, WGMMA_M, fma_split, ranges_fit
-from kernels.tile import ELEM_BYTES, TileConfig, cdiv
+from kernels.configs import ranges_fit
+from kernels.fma import fma_split
+from kernels.tile import ELEM_BYTES, MAX_TMA_SPLIT, WGMMA_M, TileConfig, cdiv
 
 SCHEMA, VERSION = "kernels.tuning-table", 1
 DEFAULT_DIR = Path(__file__).parent / "tuned"

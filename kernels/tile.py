@@ -23,6 +23,8 @@ VARIANTS = ("tiled", "tma", "tma_split", "gemv")
 FAMILIES = ("16bit", "fp32", "fp8")
 ELEM_BYTES = {"16bit": 2, "fp32": 4, "fp8": 1}
 _MAX_ACC_REGS = 128  # fp32 accumulator registers per thread; more spills (255 in all)
+WGMMA_M = 64   # wgmma's M: below it a TMA tile of 64 rows (the search's, the table's reach)
+MAX_TMA_SPLIT = 64   # K ranges: the reduction reads splits x M x N fp32 partials
 
 
 @dataclass(frozen=True)
@@ -78,3 +80,9 @@ def cdiv(a: int, b: int) -> int:
 
 def usable(c: TileConfig, family: str, smem_limit: int) -> bool:
     return c.smem_bytes(ELEM_BYTES[family]) <= smem_limit and c.acc_regs() <= _MAX_ACC_REGS
+
+
+def cfg(bm: int, bn: int, bk: int, stages: int, warps: int, variant: str = "tiled",
+        split: int = 1, group: int = 8) -> TileConfig:
+    """A TileConfig in the order tile lists are written: block shape, stages, warps."""
+    return TileConfig(bm, bn, bk, group, stages, warps, variant, split)

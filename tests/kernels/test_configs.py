@@ -3,15 +3,8 @@
 
 import pytest
 
-from kernels.configs import (
-    fma_skinny_split,
-    fma_split,
-    fma_thin,
-    heuristic,
-    search_space,
-    split_for,
-    tma_split_space,
-)
+from kernels.configs import heuristic, search_space, split_for, tma_split_space
+from kernels.fma import fma_skinny_split, fma_split, fma_thin
 from kernels.tile import TileConfig, cdiv, usable
 
 H200_SMEM, H200_SMS = 232448, 132
