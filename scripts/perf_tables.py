@@ -240,6 +240,19 @@ TABLES: dict[str, Callable[[], str]] = {
     "s26-steps": lambda: label_steps(S26 / "cases.csv"),
     "s26-below": lambda: _stacked(ratios_below(S26 / "cases.csv", "call3-holdout", 0.8, "call3-"),
                                   ratios_below(S26 / "cases.csv", "call5-holdout", 0.8, "call5-")),
+    "s26-targets": lambda: targets_table({
+        "pr": {m: (S26 / "cases.csv", "call4-check") for m in MODES},
+        "nightly": {"fp32": (S24 / "cases.csv", "call3-nightly-fp32"),
+                    "tf32": (S25 / "cases.csv", "call3-nightly-tf32"),
+                    "bf16": (S26 / "cases.csv", "call3-nightly"),
+                    "fp16": (S26 / "cases.csv", "call3-nightly"),
+                    "fp8": (S26 / "cases.csv", "call5-nightly")},
+        **{h: {"fp32": (S24 / "cases_holdouts.csv", f"call7-{h}-fp32"),
+               "tf32": (S25 / "cases.csv", f"call3-{h}-tf32"),
+               "bf16": (S26 / "cases.csv", f"call3-{h}"),
+               "fp16": (S26 / "cases.csv", f"call3-{h}"),
+               "fp8": (S26 / "cases.csv", f"call5-{h}")}
+           for h in ("holdout", "holdout2", "holdout3", "holdout4", "holdout5")}}),
     "s26-long-tail": lambda: _stacked(s9_long_tail(S26 / "cases.csv", "call3-holdout"),
                                       s9_long_tail(S26 / "cases.csv", "call5-holdout")),
 }
@@ -373,6 +386,26 @@ def design_best(path: Path) -> str:
                          if best else "-")
         out.append(f"| {call} | {dtype} | {shape} | {'yes' if flush == '1' else 'no'} | "
                    f"{vendor['us']} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+Cell = tuple[Path, str]   # a cases.csv and the label of one run of a set
+
+
+def targets_table(rows: dict[str, dict[str, Cell]]) -> str:
+    """Where issue 11's graph-timed targets stand: per set (`rows`) and mode, the geomean
+    Triton/cuBLAS of that set's run named for the cell (each from the latest run of that
+    mode on that set, which may be another session's); the target first."""
+    modes = [m for m in MODES if any(m in cells for cells in rows.values())]
+    out = ["| set | " + " | ".join(modes) + " |", "|---|" + "---:|" * len(modes),
+           "| target | " + " | ".join(f"≥ {TARGETS[m]:.2f}" for m in modes) + " |"]
+    for name, cells in rows.items():
+        got = []
+        for m in modes:
+            xs = [float(r["ratio"]) for r in _ratios(_rows(cells[m][0]), cells[m][1], m)] \
+                if m in cells else []
+            got.append(f"{geomean(xs):.3f}" if xs else "")
+        out.append(f"| {name} | " + " | ".join(got) + " |")
     return "\n".join(out)
 
 

@@ -111,3 +111,17 @@ def test_ratios_below_lists_the_labels_slow_cases_slowest_first(tmp_path):
     lines = _module().ratios_below(path, "callF-", 0.8).splitlines()
     assert lines[2:] == ["| holdout | fp8 | m4-n5-k6 | 0.60 | t2 |",
                          "| holdout | bf16 | m1-n2-k3 | 0.75 | t1 |"]
+
+
+def test_targets_table_takes_each_cells_geomean_from_its_own_run(tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    head = "label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile"
+    a.write_text("\n".join([head, "c1-pr,bf16,m1-n1-k1,1,1,1.0000,,t",
+                            "c1-pr,bf16,m2-n2-k2,1,1,1.2100,,t",
+                            "c1-pr,fp8,m1-n1-k1,1,1,0.5000,,t"]) + "\n")
+    b.write_text("\n".join([head, "c9-pr,fp8,m1-n1-k1,1,1,0.9000,,t"]) + "\n")
+    lines = _module().targets_table({"pr": {"bf16": (a, "c1-pr"), "fp8": (b, "c9-pr")},
+                                     "nightly": {"bf16": (a, "none")}}).splitlines()
+    assert lines[0] == "| set | bf16 | fp8 |"
+    assert lines[2] == "| target | ≥ 1.05 | ≥ 0.90 |"
+    assert lines[3:] == ["| pr | 1.100 | 0.900 |", "| nightly |  |  |"]
