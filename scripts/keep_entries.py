@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import csv
 import functools
+import io
 import json
 import subprocess
 import sys
@@ -252,9 +253,11 @@ def write_tuned_csv(path: Path, rows: list[dict], call: str) -> None:
     if path.exists():
         with path.open(newline="") as f:
             kept = [r for r in csv.DictReader(f) if r["call"] != call]
-    lines = [",".join(TUNED_COLUMNS)] + [",".join(str(r[c]) for c in TUNED_COLUMNS)
-                                         for r in kept + rows]
-    write_text_atomic(path, "\n".join(lines) + "\n")
+    out = io.StringIO()
+    w = csv.DictWriter(out, TUNED_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    w.writerows(kept + rows)
+    write_text_atomic(path, out.getvalue())
 
 
 def main(argv: list[str] | None = None) -> int:
