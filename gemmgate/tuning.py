@@ -191,6 +191,15 @@ def config_name(c) -> str:
         (f" k{split}" if split != 1 else "")
 
 
+def config_spec(c) -> str:
+    """'tma:128x256x64:s3:w8' (':k4' for split-K): a tile as scripts/device/tiles.py takes
+    it on its command line, for a tile given as a dict (JSON) or a kernel's TileConfig."""
+    d = c if isinstance(c, dict) else asdict(c)
+    split = d.get("split_k", 1)
+    return (f"{d.get('variant', 'tiled')}:{d['block_m']}x{d['block_n']}x{d['block_k']}:"
+            f"s{d['num_stages']}:w{d['num_warps']}" + (f":k{split}" if split > 1 else ""))
+
+
 def _candidate(stored, candidates: Sequence[TileConfig]) -> TileConfig | None:
     """The candidate whose fields equal a stored config, matched by value: the A/B
     reference kernel's TileConfig is its own commit's class, never equal to ours."""

@@ -14,7 +14,7 @@ from kernels.tile import MAX_TMA_SPLIT, TileConfig, cdiv, cfg, usable
 # 128x128 with 4 warps (128 accumulators a thread) ran at a tenth of that. So its own
 # list, smallest first, and splits of small tiles.
 FMA_TILES = ((64, 64, 32), (128, 64, 32), (64, 128, 32), (64, 32, 32), (128, 128, 32),
-              (64, 64, 16), (128, 32, 32), (64, 64, 64))
+             (64, 64, 16), (128, 32, 32), (64, 64, 64))
 FMA_SPLIT = ((64, 64, 32), (128, 64, 32), (64, 128, 32), (64, 32, 32))
 FMA_SMALL_TILED = ((32, 64, 32), (32, 32, 32))
 # IEEE fp32 at thin M on TMA loads: the FMA units have no wgmma's 64 rows, so tiles of 16

@@ -46,6 +46,7 @@ import lookup_diff  # noqa: E402
 from summarize_runs import ab_of  # noqa: E402
 
 from gemmgate.stats import geomean  # noqa: E402
+from gemmgate.tuning import config_spec  # noqa: E402
 
 Key = tuple[str, int, int, int]          # bucket, m, n, k: one table entry
 Pick = tuple[str, str, str]              # set, mode, case id
@@ -212,15 +213,6 @@ TUNED_COLUMNS = ("case", "mode", "before", "before_ratio", "after", "after_ratio
                  "call", "kept")
 
 
-def tile_spec(config: dict) -> str:
-    """A table entry's tile as scripts/device/tiles.py spells it: tma:64x128x128:s4:w4
-    (':kN' where K is split)."""
-    c = config
-    spec = (f"{c.get('variant', 'tiled')}:{c['block_m']}x{c['block_n']}x{c['block_k']}:"
-            f"s{c['num_stages']}:w{c['num_warps']}")
-    return spec + (f":k{c['split_k']}" if c.get("split_k", 1) > 1 else "")
-
-
 def _ratio(e: dict) -> str:
     tri, ven = e.get("triton_ms"), e.get("vendor_ms")
     return f"{ven / tri:.3f}" if tri and ven else ""
@@ -237,9 +229,9 @@ def tuned_rows(base: list[dict], new: list[dict], modes: set[str], left_out: set
         case = f"{e['m']}x{e['n']}x{e['k']}" + (f"-{e['layout']}" if e.get("layout", "rr")
                                                  != "rr" else "")
         rows.append({"case": case, "mode": e["mode"],
-                     "before": tile_spec(o["config"]) if o else "",
+                     "before": config_spec(o["config"]) if o else "",
                      "before_ratio": _ratio(o) if o else "",
-                     "after": tile_spec(e["config"]), "after_ratio": _ratio(e),
+                     "after": config_spec(e["config"]), "after_ratio": _ratio(e),
                      "tried": f"{e.get('tried', '')}/{e.get('offered', '')}", "call": call,
                      "kept": "no" if key(e) in left_out else "yes"})
     return rows

@@ -3,6 +3,7 @@ timing itself runs on the device only."""
 
 from __future__ import annotations
 
+import dataclasses
 import runpy
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from gemmgate.tuning import config_spec
 from kernels.tile import TileConfig
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "device" / "tiles.py"
@@ -25,6 +27,10 @@ def test_a_tile_names_its_variant_blocks_stages_warps_split_and_group():
     assert parse("tma_split:128x128x64:s4:w8:k2") == \
         TileConfig(128, 128, 64, 8, 4, 8, "tma_split", 2)
     assert parse(" tiled:64x64x64:s3:w4:g4 ").group_m == 4
+    # gemmgate.tuning.config_spec writes what parse_tile reads (tiles.py labels, tuned.csv)
+    for c in (TileConfig(64, 128, 128, 8, 4, 4, "tma"),
+              TileConfig(128, 128, 64, 8, 4, 8, "tma_split", 2)):
+        assert parse(config_spec(c)) == c == parse(config_spec(dataclasses.asdict(c)))
 
 
 @pytest.mark.parametrize("text", ["tma:64x128:s4:w4", "tma:64x128x128", "64x128x128:s4:w4",

@@ -48,6 +48,7 @@ from gemmgate.precision import get_mode, vendor_flags
 from gemmgate.shapes import LAYOUTS
 from gemmgate.sweep import parse_shape
 from gemmgate.timing import TimingPolicy, measure
+from gemmgate.tuning import config_spec
 from kernels.tile import TileConfig
 
 _TILE = re.compile(r"(\w+):(\d+)x(\d+)x(\d+):s(\d+):w(\d+)((?::[kg]\d+)*)")
@@ -61,11 +62,6 @@ def parse_tile(text: str) -> TileConfig:
     extra = {p[0]: int(p[1:]) for p in rest.split(":") if p}
     return TileConfig(int(bm), int(bn), int(bk), extra.get("g", 8), int(st), int(w),
                       variant, extra.get("k", 1))
-
-
-def _label(c: TileConfig) -> str:
-    split = f":k{c.split_k}" if c.split_k > 1 else ""
-    return f"{c.variant}:{c.block_m}x{c.block_n}x{c.block_k}:s{c.num_stages}:w{c.num_warps}{split}"
 
 
 _KERNEL_ARGS = {"grid": "grid", "block": "block", "registers per thread": "registers",
@@ -138,16 +134,16 @@ def shape_rows(shape: str, mode_name: str, tiles: list[TileConfig], inductor: bo
             run()
             torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001 - a tile that cannot run is reported, not fatal
-            print(f"{shape} {_label(c)}: {type(e).__name__}: {str(e)[:160]}", file=sys.stderr)
+            print(f"{shape} {config_spec(c)}: {type(e).__name__}: {str(e)[:160]}", file=sys.stderr)
             continue
-        fns[_label(c)] = run
+        fns[config_spec(c)] = run
     with vendor_flags(mode):
         fns["vendor"] = providers.vendor_provider(inp, mode)
         if inductor:
             fns["inductor"] = providers.inductor_provider(inp, mode)
         if kernels_out is not None:
             for name, fn in fns.items():
-                label = f"pick {_label(picked[0])}" if name == "pick" else name
+                label = f"pick {config_spec(picked[0])}" if name == "pick" else name
                 kernels_out += [{"shape": shape, "mode": mode.name, "provider": label, **k}
                                 for k in profile_kernels(fn)]
         rows = []
@@ -156,7 +152,7 @@ def shape_rows(shape: str, mode_name: str, tiles: list[TileConfig], inductor: bo
             vendor = statistics.median(samples["vendor"])
             for name, ms in samples.items():
                 med = statistics.median(ms)
-                name = f"pick {_label(picked[0])}" if name == "pick" else name
+                name = f"pick {config_spec(picked[0])}" if name == "pick" else name
                 rows.append({"shape": shape, "mode": mode.name, "flush": int(flushed),
                              "provider": name, "us": round(med * 1e3, 2),
                              "tflops": round(case.flops / med / 1e9, 1),
