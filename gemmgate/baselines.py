@@ -202,10 +202,30 @@ def _tflops_machines(n: Noise) -> tuple[str, ...]:
     return ("?",) * len(n.tflops_runs)
 
 
+_LEVELS = ("ratio", "tflops", "ab", "machine", "tflops_machine")
+
+
+def _stored_floor(pooled: Noise, stored: Sequence[Noise]) -> Noise:
+    """Each level's noise from the pooled runs, but never below what a part stored: a
+    baseline refreshed by `baseline update` keeps the noise of calibrations whose runs it
+    no longer lists (one run, one machine), so recomputing from its runs alone would drop
+    its process and machine levels (a merge of pr's 78 cases with one host's tf32x3 and
+    fp32 run once left 52 cases with no machine level and tf32x3 8192^3's TFLOP/s machine
+    noise at 0.1% where the stored calibration said 1.7%)."""
+    floors = {}
+    for level in _LEVELS:
+        values = [v for v in (getattr(pooled, level), *(getattr(n, level) for n in stored))
+                  if v is not None]
+        if values:
+            floors[level] = max(values)
+    return replace(pooled, **floors)
+
+
 def combine(parts: Sequence[Baseline]) -> Baseline:
     """One baseline from calibrations made on several machines (`gemmgate baseline
     merge`): per case, every run median pooled with its machine; figures are the pooled
-    medians, noise recomputed at each level. Cases need not all be in every part; tiles
+    medians, noise recomputed at each level, no level below a part's stored figure
+    (`_stored_floor`). Cases need not all be in every part; tiles
     are taken from the first part that has the case (disagreements are recorded)."""
     if not parts:
         raise ValueError("nothing to merge")
@@ -216,16 +236,13 @@ def combine(parts: Sequence[Baseline]) -> Baseline:
     cases = {}
     for key in keys:
         cs = [p.cases[key] for p in parts if key in p.cases]
-        n = cs[0].noise
         ratios = [x for c in cs for x in c.noise.ratio_runs]
         machines = [m for c in cs for m in c.noise.run_machines]
         tflops = [x for c in cs for x in c.noise.tflops_runs]
         tf_machines = [m for c in cs for m in _tflops_machines(c.noise)]
         abs_ = [x for c in cs for x in c.noise.ab_runs]
-        noise = _noise(ratios, machines, tflops, tf_machines, abs_,
-                       sum(c.noise.runs for c in cs))
-        if noise.ab is None and n.ab is not None:
-            noise = replace(noise, ab=max(c.noise.ab for c in cs if c.noise.ab is not None))
+        noise = _stored_floor(_noise(ratios, machines, tflops, tf_machines, abs_,
+                                     sum(c.noise.runs for c in cs)), [c.noise for c in cs])
         provs = {}
         for name in cs[0].providers:
             ps = [c.providers[name] for c in cs if name in c.providers]

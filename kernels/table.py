@@ -9,7 +9,9 @@ how narrow the thinner side; within NEAREST_MAX): of the NEIGHBOURS nearest, the
 whose tile `_transfer` predicts fastest here (its tuned time per SM step, times the steps
 it takes on this shape), each tile also with K split anew where its tiles leave SMs idle
 (`resplits`); a farther one's (up to FAR_NEIGHBOURS) where it predicts FAR_MARGIN faster
-still; or None (the caller's heuristic then decides). Only entries
+still; or None (the caller's heuristic then decides). bf16 and fp16 lend each other
+tiles: the other type's nearest pick where predicted OTHER_TYPE_MARGIN faster than its
+own type's (`_other_type`). Only entries
 whose variant the call can run count; a `fragile` tile serves its own shape and shapes
 it tiles exactly; a bucket of unaligned rows (ld16-ld64) with
 nothing near borrows from its ld128 sibling, and a 16-bit TMA bucket of other layouts (or
@@ -76,6 +78,19 @@ _LAYOUT_FREE: dict[tuple[str, str, str], tuple[str, ...]] = {
     # row-major's split ones; session 20, calls A and D)
     ("fp32", "ptr", "cr"): ("tiled",),
 }
+# The two 16-bit types lend each other tiles: a bf16 call also runs the nearest lookup
+# on fp16's entries, and an fp16 call on bf16's (`_other_type`); the other type's tile is
+# taken where predicted OTHER_TYPE_MARGIN faster than the call's own type's best, or where
+# its own type has nothing near. An exact entry of its own type decides alone. The H200
+# runs both types at one rate (session 26, call 3: on 120 cases run on one tile in both,
+# Triton's bf16 time was 0.990 of fp16's, geomean), but each type's table was tuned and
+# kept apart: fp16 80 x 608 x 320 ran 0.78 of cuBLAS where bf16's tile ran 0.95.
+# Session 27, call 1, A/B against the tables apart of one pooled lookup (both types'
+# neighbours in one list, no margin): 42 picks changed, bf16's 16 ran x1.038 (0.85-1.38),
+# fp16's 26 x1.009 (0.89-1.22), 22 of fp16's predicted under 5% faster. The margin keeps
+# 18 of those picks: bf16's 14 ran x1.039, fp16's 4 x1.035 (80 x 608 x 320 x1.22).
+_OTHER_TYPE = {"bf16": "fp16", "fp16": "bf16"}
+OTHER_TYPE_MARGIN = 1.05
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
             "tma_split": matmul_tma_split.KERNELS, "gemv": matmul_gemv.KERNELS}
 
@@ -217,7 +232,7 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
     fma = _fma(bucket)
     for i, (source, carried) in enumerate(buckets):
         found = _lookup(path, rows.get(source, ()), m, n, k, _carried(variants, carried),
-                        sms, elem, fma)
+                        sms, elem, fma, rows.get(_other_type(source), ()))
         if found is not None:
             return found if i == 0 else (found[0], "table-nearest")
     return None
@@ -238,6 +253,14 @@ def _sources(bucket: str) -> tuple[tuple[tuple[str, tuple[str, ...] | None], ...
             rr = " ".join((*words[:2], "rr", rr_path))
             out += [(f"{rr} ld{x}", carried) for x in dict.fromkeys((ld, "128"))]
     return tuple(out), ELEM_BYTES.get(family, 2)
+
+
+def _other_type(bucket: str) -> str:
+    """The bucket of the other 16-bit type whose entries a lookup also weighs (the same
+    operands, layouts, path and row alignment); "" for the other families."""
+    words = bucket.split(" ")
+    other = _OTHER_TYPE.get(words[1]) if len(words) > 1 and words[0] == "16bit" else None
+    return " ".join((words[0], other, *words[2:])) if other else ""
 
 
 def _fma(bucket: str) -> bool:
@@ -262,7 +285,7 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
     fma = _fma(bucket)
     for b, carried in buckets:
         usable = _carried(variants, carried)
-        near = _near(rows.get(b, ()), m, n, k, usable, fma)
+        near = _near(rows.get(b, ()) + rows.get(_other_type(b), ()), m, n, k, usable, fma)
         got = [ms for ms, c in _timed(near, m, n, k, usable, sms, elem) if c == config]
         if got:
             return min(got)
@@ -357,8 +380,8 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
 
 
 def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
-            variants: tuple[str, ...], sms: int = 0, elem: int = 2, fma: bool = False
-            ) -> tuple[TileConfig, str] | None:
+            variants: tuple[str, ...], sms: int = 0, elem: int = 2, fma: bool = False,
+            other_type: tuple[_Row, ...] = ()) -> tuple[TileConfig, str] | None:
     runnable = [r for r in rows if r.config.variant in variants]
     fresh = [r for r in runnable if not r.stale]
     if len(fresh) < len(runnable):
@@ -366,19 +389,31 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
     exact = [r for r in fresh if r.shape == (m, n, k)]
     if exact:
         return exact[0].config, "table"
-    near = _near(tuple(fresh), m, n, k, variants, fma)
+    own = _nearest(tuple(fresh), m, n, k, variants, sms, elem, fma)
+    other = _nearest(other_type, m, n, k, variants, sms, elem, fma)
+    if own is None or (other is not None and other[0] * OTHER_TYPE_MARGIN <= own[0] < math.inf):
+        own = other
+    return None if own is None else (own[1], "table-nearest")
+
+
+def _nearest(rows: tuple[_Row, ...], m: int, n: int, k: int, variants: tuple[str, ...],
+             sms: int, elem: int, fma: bool) -> tuple[float, TileConfig] | None:
+    """(predicted ms, tile) of the rows' best near tile here (NEIGHBOURS nearest, a
+    farther one FAR_MARGIN faster), or None; without `sms` the nearest row's tile at
+    infinite ms (nothing to predict with)."""
+    near = _near(rows, m, n, k, variants, fma)
     if not near:
         return None
     options = _timed(near[:NEIGHBOURS], m, n, k, variants, sms, elem) if sms else []
     if not options:
-        return near[0].config, "table-nearest"
+        return math.inf, near[0].config
     best = min(options, key=lambda o: o[0])
     far = _timed(near[NEIGHBOURS:FAR_NEIGHBOURS], m, n, k, variants, sms, elem)
     if far:
         far_best = min(far, key=lambda o: o[0])
         if far_best[0] * FAR_MARGIN <= best[0]:
             best = far_best
-    return best[1], "table-nearest"
+    return best
 
 
 def reload() -> None:

@@ -459,6 +459,28 @@ def test_combine_keeps_a_case_only_one_part_has_and_refuses_other_chips():
         baselines.combine([])
 
 
+def test_combine_never_drops_a_parts_stored_noise():
+    """A baseline refreshed by `baseline update` lists one run on one machine but keeps
+    the noise its calibrations measured. Merged with one host's run of some of its cases,
+    a case the run lacks keeps every level, and a case it has gets no level below the
+    stored one (before: both lost their process and machine levels)."""
+    base = baselines.build(_runs3(host="ci-a"), "cpu", "s")
+    stored = baselines.Noise(ratio=0.004, tflops=0.005, ab=0.001, machine=0.02,
+                             tflops_machine=0.03, ratio_runs=(0.9,), tflops_runs=(0.1,),
+                             run_machines=("ci-a",), runs=8, tflops_machines=("ci-a",))
+    updated = replace(base, cases={k: replace(c, noise=stored) for k, c in base.cases.items()})
+    run = baselines.build(_runs_on("ci-b", (1.0,), vendor=1.003), "cpu", "s")   # C1 only
+    merged = baselines.combine([updated, run])
+    levels = ("ratio", "tflops", "ab", "machine", "tflops_machine")
+    assert merged.cases[K2].noise == stored                       # not in the run: as stored
+    n = merged.cases[K1].noise
+    assert n.run_machines == ("ci-a", "ci-b") and n.runs == 8 + 1
+    assert all(getattr(n, lv) >= getattr(stored, lv) for lv in levels)
+    assert n.machine == pytest.approx(max(0.02, aa_noise(n.ratio_runs)))
+    wide = baselines.build(_runs_on("ci-b", (1.0,), vendor=1.2), "cpu", "s")   # 20% off
+    assert baselines.combine([updated, wide]).cases[K1].noise.machine > 0.05 > stored.machine
+
+
 def test_combine_keeps_ab_noise_and_tiles():
     parts = []
     for host, ref_scales in (("ci-a", (1.0, 1.01)), ("ci-b", (0.99, 1.0))):

@@ -71,7 +71,7 @@ def test_lookup_takes_only_variants_the_call_can_run_and_borrows_from_ld128(tmp_
     assert look("16bit bf16 rc tma ld32") == (TMA, "table-nearest")
     assert look("16bit bf16 cc tma ld128") == (TMA, "table-nearest")
     assert look("16bit bf16 rc ptr ld128") is None
-    assert look("16bit fp16 rr tma ld128") is None                 # another mode's bucket
+    assert look("fp32 tf32 rr tma ld128") is None                   # another family's
     tiled = TileConfig(64, 64, 64, 8, 4, 4)
     d = _write(tmp_path, [{**_entry(4096, 4096, 4096, tiled), "bucket": "16bit bf16 rr tma ld128"}])
     assert look("16bit bf16 rr tma ld128") == (tiled, "table")
@@ -85,6 +85,34 @@ def test_lookup_takes_only_variants_the_call_can_run_and_borrows_from_ld128(tmp_
     assert look("fp32 fp32 cr ptr ld128") is None
     d = _write(tmp_path, [{**_entry(4096, 4096, 4096, TMA), "bucket": "fp8 fp8 rr tma ld128"}])
     assert look("fp8 fp8 rc tma ld128") is None
+
+
+def test_the_two_16bit_types_lend_each_other_tiles_predicted_clearly_faster(tmp_path):
+    """A bf16 call also runs the nearest lookup on fp16's entries, and an fp16 call on
+    bf16's (the H200 runs both at one rate): the other type's tile is taken where it is
+    predicted OTHER_TYPE_MARGIN faster than the call's own type's best, or where its own
+    type has nothing near; an exact entry of its own type decides alone (session 26,
+    call 3: fp16 80 x 608 x 320 ran 0.78 of cuBLAS on its own table's tile where bf16's
+    ran 0.95)."""
+    own = TileConfig(64, 32, 128, 8, 5, 4, "tma")
+    lent = TileConfig(64, 64, 128, 8, 5, 4, "tma")
+    bf16, fp16 = "16bit bf16 rr tma ld128", "16bit fp16 rr tma ld128"
+    entry = lambda shape, c, b, ms: {**_entry(*shape, c, tuned_ms=ms), "bucket": b}  # noqa: E731
+    q, near = (256, 512, 1024), (256, 512, 1100)   # 256x512: 64 or 32 programs, 1 an SM
+    look = lambda b, *s: table.lookup("NVIDIA H200", b, *s, directory=d, sms=132)  # noqa: E731
+    for gain, want in ((1.10, lent), (1.02, own)):
+        d = _write(tmp_path, [entry(near, own, fp16, 0.010),
+                              entry(near, lent, bf16, 0.010 / gain),
+                              entry(near, lent, "fp32 tf32 rr tma ld128", 0.001)])
+        assert look(fp16, *q) == (want, "table-nearest"), gain
+        assert look(bf16, *q) == (lent, "table-nearest")    # its own: not lent
+        assert look(fp16, *near) == (own, "table")           # an exact entry decides
+    assert look(bf16, 256, 512, 1300) == (lent, "table-nearest")
+    d = _write(tmp_path, [entry(near, lent, bf16, 0.010)])   # fp16 has nothing near
+    assert look(fp16, *q) == (lent, "table-nearest")
+    assert look("fp32 tf32 rr tma ld128", *q) is None        # other families: apart
+    assert table._other_type(bf16) == fp16 and table._other_type(fp16) == bf16
+    assert table._other_type("fp8 fp8 rc tma ld128") == ""
 
 
 def test_a_fragile_tile_serves_its_own_shape_and_exact_multiples_only(tmp_path):
