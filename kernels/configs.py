@@ -53,6 +53,15 @@ _SKINNY = {"16bit": ((16, 128, 128), (32, 128, 128), (16, 64, 256), (32, 64, 128
            "fp32": ((16, 128, 64), (32, 128, 64), (16, 64, 128)),
            "fp8": ((16, 128, 256), (32, 128, 128), (16, 64, 256))}
 
+# The 16-bit skinny tile (pointer loads) over a short K that leaves a tail (under 4 of
+# its 128-deep blocks, not a multiple of 128) takes 64-deep blocks: the tiled kernel's
+# loop is pipelined, its masked tail is not, and such a K is a loop of at most three
+# loads then a tail, waiting on memory in turn. bf16 29 x 288 x 192 (session 27, call 3,
+# no table entry near): 16x128x128 0.84 of cuBLAS, 16x128x256 (the tail alone) 0.79,
+# 16x64x64 1.05, 32x32x64 1.03. Call 4, A/B of 16x128x64 against 16x128x128 (bf16, fp16):
+# K = 192, 160, 320, 448 x1.04-1.19, 480 x1.00; without a tail (K = 256, 384) x0.97-1.00.
+_SHORT_K_BLOCKS, _SHORT_K_BLOCK = 4, 64
+
 # Split-K tiles, for small M*N with a long K (m128 x 8192^2, 1024^3): whole 128x128
 # tiles first (full-width wgmma; session 7's split-K tried 64-wide tiles only). 16-bit
 # 64x128x128 (BLOCK_K 128, as its unsplit TMA tile): split 2-4 ran thin M (26-81 x 1762-
@@ -245,6 +254,8 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
     variant = "tma" if tma else "tiled"
     if m <= 32 and tiled:
         c = cfg(*_SKINNY[family][0], 4, 4)
+        if family == "16bit" and k < _SHORT_K_BLOCKS * c.block_k and k % c.block_k:
+            c = replace(c, block_k=_SHORT_K_BLOCK)
         split = fma_skinny_split(m, n, k, c, num_sms) if fma else split_for(m, n, k, c, num_sms)
         return replace(c, split_k=split)
     split = fma_split(m, n, k) if fma else 1

@@ -296,6 +296,19 @@ def test_skinny_m_searches_every_variant_the_call_can_run():
     assert all(c.block_m <= 64 for c in wide if c.variant == "tma_split")
 
 
+@pytest.mark.parametrize("k, block_k", [(192, 64), (160, 64), (448, 64), (480, 64),
+                                         (256, 128), (384, 128), (512, 128), (4096, 128)])
+def test_16bit_skinny_heuristic_takes_64_deep_blocks_over_a_short_k_with_a_tail(k, block_k):
+    """A K under four 128-deep blocks and not a multiple of 128: the tiled kernel's
+    masked tail is not pipelined (session 27, call 4: x1.04-1.19 at K = 160-448, x0.97-1.00
+    without a tail)."""
+    for m, n in ((29, 288), (4, 1024)):
+        c = heuristic("16bit", m, n, k, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
+        assert (c.variant, c.block_m, c.block_n, c.block_k) == ("tiled", 16, 128, block_k)
+    fp8 = heuristic("fp8", 29, 288, 192, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
+    assert fp8.block_k == 256                               # other families: as before
+
+
 def test_heuristic_fills_the_sms_and_splits_k_when_tiles_cannot():
     big = heuristic("16bit", 8192, 8192, 8192, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
     assert (big.variant, big.block_m, big.block_n) == ("tma", 128, 256)
