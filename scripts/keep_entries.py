@@ -18,9 +18,12 @@ them; this script, on the CPU, decides per entry:
   (take the entries they come from out with --leave-out, or measure them).
 
 With --write (and nothing unmeasured) the kept table replaces kernels/tuned/<chip>.json,
-atomically. --tuned-csv FILE --call LABEL records the call's changed entries (REV's tile
-and ratio, the new ones, candidates timed, kept or not) as rows of a session's tuned.csv,
-replacing that label's rows (scripts/perf_tables.py's `tuned_summary` reads them).
+atomically. --candidate FILE writes the kept table to FILE whatever is unmeasured, and
+its unmeasured cases beside it as a shape file (FILE with .csv), for the next device
+call to A/B that table on them (`gemmgate run --shapes FILE.csv --ab-ref REV`).
+--tuned-csv FILE --call LABEL records the call's changed entries (REV's tile and ratio,
+the new ones, candidates timed, kept or not) as rows of a session's tuned.csv, replacing
+that label's rows (scripts/perf_tables.py's `tuned_summary` reads them).
 Exit 0 when every pick is measured, 1 when some are not, 2 on bad input.
 """
 
@@ -266,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", default="",
                     help="keys to keep whatever their verdict (where leaving them out "
                          "leaves picks unmeasured)")
+    ap.add_argument("--candidate", metavar="FILE",
+                    help="write the kept table here, and its unmeasured cases as FILE.csv")
     ap.add_argument("--write", action="store_true",
                     help="replace kernels/tuned/<chip>.json with the kept table")
     ap.add_argument("--tuned-csv", help="record the changed entries as rows of this CSV")
@@ -313,6 +318,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(moved) - len(missing)} measured (A/B geomean x{geo:.3f})")
     for p in missing:
         print(f"unmeasured: {p[0]} {p[1]} {p[2]} -> {final[p]}")
+    if args.candidate:
+        write_json_atomic(Path(args.candidate), {**header, "entries": kept})
+        shapes = Path(args.candidate).with_suffix(".csv")
+        lookup_diff.write_cases(str(shapes), sets, [(p[0], p[1], p[2]) for p in missing])
+        print(f"wrote {args.candidate} and {shapes} ({len(missing)} unmeasured)")
     if missing:
         return 1
     if args.tuned_csv:

@@ -117,6 +117,17 @@ def test_a_retuned_entry_is_kept_or_left_out_by_its_measured_picks(tmp_path, cap
     assert "1 picks differ" in out and "1 measured" in out
     rc, out = run(0.8, 0.9)
     assert rc == 0 and "out  bf16 1024x1024x1024 rr" in out and "0 picks differ" in out
+    # measured on another tile: unmeasured, exit 1; --candidate writes the kept table and
+    # the case to measure it on
+    cand = tmp_path / "kept.json"
+    (tmp_path / "other.json").write_text((tmp_path / "ab.json").read_text().replace(
+        tile, "tma 64x64x64 g8 s4 w4"))
+    rc = ke.main(["--ref", "HEAD", "--table", str(new), "--ab", str(tmp_path / "other.json"),
+                  "--modes", "bf16", "--sets", "pr", "--candidate", str(cand)])
+    out = capsys.readouterr().out
+    assert rc == 1 and "unmeasured: pr bf16 m1024-n1024-k1024" in out
+    assert e in json.loads(cand.read_text())["entries"]
+    assert cand.with_suffix(".csv").read_text() == "m,n,k,layout,pad\n1024,1024,1024,rr,0\n"
     # the same entry forced in: its one pick was measured, so exit 0
     rc = ke.main(["--ref", "HEAD", "--table", str(new), "--ab", str(tmp_path / "ab.json"),
                   "--modes", "bf16", "--sets", "pr", "--keep", "1024x1024x1024"])

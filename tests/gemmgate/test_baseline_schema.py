@@ -161,14 +161,21 @@ def test_the_committed_baselines_load(name, chip, cases):
 def test_the_committed_h200_baseline_keeps_its_calibrated_noise():
     """Session 10's kernel was calibrated with 4 runs of --ab-ref HEAD on each of two
     hosts of two H200s, every run spread over both GPUs, merged. Since then `baseline
-    update` (one run each; sessions 14 and 15 on three hosts; session 24: every mode in
-    call 3, one host) replaced the figures and kept that calibrated noise: machine-level
-    and A/B noise on every case, from the 8 calibration runs. Each case's figures come
-    from the one run that last updated it (session 24's: one machine for every case)."""
+    update` (one run each; last in session 24, every mode, one host) replaced the figures
+    and kept that calibrated noise: machine-level and A/B noise on every case, from the 8
+    calibration runs. Session 27 merged two more hosts' runs into it (`baseline merge`:
+    call 1's tf32x3 and fp32, call 2's PR check in every mode); no level fell below the
+    stored one, and the figures are the medians of the pooled runs."""
     h200 = load(REPO / "baselines" / "nvidia-h200.json")
-    assert h200.machines == {"vm/GPU-2ad21837-fdb0-65d4-bf71-a7a65f889d35"}
+    hosts = {"vm/GPU-2ad21837-fdb0-65d4-bf71-a7a65f889d35",     # session 24, call 3
+             "vm/GPU-79dfb5a0-c9e7-11b5-9b07-fad12545a851",     # session 27, call 1
+             "vm/GPU-9b776092-ebb1-7ea6-ff3f-215f68d6df71"}     # session 27, call 2
+    assert h200.machines == hosts
     for c in h200.cases.values():
-        assert len(c.noise.run_machines) == 1 and c.noise.runs == 8
+        three = c.mode in ("fp32", "tf32x3")
+        assert set(c.noise.run_machines) <= hosts
+        assert len(c.noise.run_machines) == (3 if three else 2)
+        assert c.noise.runs == (10 if three else 9)
         assert c.noise.ratio is not None and c.noise.machine is not None
         assert c.noise.machine >= c.noise.ratio
         assert c.noise.ab is not None and len(c.noise.ab_runs) == 8
