@@ -45,6 +45,7 @@ S23 = RESULTS / "h200-2026-12-02-s23"
 S24 = RESULTS / "h200-2026-12-02-s24"
 S25 = RESULTS / "h200-2026-12-02-s25"
 S26 = RESULTS / "h200-2026-12-02-s26"
+S27 = RESULTS / "h200-2026-12-02-s27"
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -255,6 +256,34 @@ TABLES: dict[str, Callable[[], str]] = {
            for h in ("holdout", "holdout2", "holdout3", "holdout4", "holdout5")}}),
     "s26-long-tail": lambda: _stacked(s9_long_tail(S26 / "cases.csv", "call3-holdout"),
                                       s9_long_tail(S26 / "cases.csv", "call5-holdout")),
+    "s27-lend": lambda: _stacked(
+        ab_changes(S27 / "cases.csv", "call2-ab18", 0.98, 1.02, ""),
+        ab_changes(S27 / "cases.csv", "call1-ab16", 0.98, 1.02, "")),
+    "s27-steps": lambda: label_steps(S27 / "cases.csv"),
+    "s27-tiles-fp8": lambda: tiles_table(S27 / "tiles.csv", label="call1"),
+    "s27-tiles-small": lambda: _stacked(pick_vs_best(S27 / "tiles.csv", "call3"),
+                                        pick_vs_best(S27 / "tiles.csv", "call4")),
+    "s27-skinny": lambda: ab_changes(S27 / "cases.csv", "call4-abk", 1.0, 1.0, "call4-"),
+    "s27-shallow": lambda: ab_changes(S27 / "cases.csv", "call5-shallow", 0.97, 1.03,
+                                      "call5-"),
+    "s27-swap": lambda: csv_table(S27 / "tuned.csv"),
+    "s27-swap-ab": lambda: ab_changes(S27 / "cases.csv", "call6-swap", 0.95, 1.05, "call6-"),
+    "s27-below": lambda: ratios_below(S27 / "cases.csv", "call7-final-holdout", 0.8,
+                                      "call7-final-"),
+    "s27-long-tail": lambda: s9_long_tail(S27 / "cases.csv", "call7-final-holdout"),
+    "s27-targets": lambda: targets_table({
+        "pr": {m: (S27 / "cases.csv", "call6-check") for m in MODES},
+        "nightly": {"fp32": (S24 / "cases.csv", "call3-nightly-fp32"),
+                    "tf32": (S25 / "cases.csv", "call3-nightly-tf32"),
+                    "bf16": (S27 / "cases.csv", "call7-final-nightly"),
+                    "fp16": (S27 / "cases.csv", "call7-final-nightly"),
+                    "fp8": (S26 / "cases.csv", "call5-nightly")},
+        **{h: {"fp32": (S24 / "cases_holdouts.csv", f"call7-{h}-fp32"),
+               "tf32": (S25 / "cases.csv", f"call3-{h}-tf32"),
+               "bf16": (S27 / "cases.csv", f"call7-final-{h}"),
+               "fp16": (S27 / "cases.csv", f"call7-final-{h}"),
+               "fp8": (S26 / "cases.csv", f"call5-{h}")}
+           for h in ("holdout", "holdout2", "holdout3", "holdout4", "holdout5")}}),
 }
 
 
@@ -279,10 +308,12 @@ _S12_SETS = {"pr": "callE-pr", "nightly": "callE-nightly", "holdout": "callE-hol
              "holdout2": "callE-holdout2", "longk": "callF-longk"}
 
 
-def tiles_table(path: Path, flush: str = "1", mode: str = "") -> str:
+def tiles_table(path: Path, flush: str = "1", mode: str = "", label: str = "") -> str:
     """scripts/device/tiles.py's rows with the L2 flushed (as every run times), per shape
-    fastest first: microseconds, TFLOP/s, speed ratio to cuBLAS (one mode's, if given)."""
-    rows = [r for r in _rows(path) if r["flush"] == flush and mode in ("", r["mode"])]
+    fastest first: microseconds, TFLOP/s, speed ratio to cuBLAS (one mode's, if given;
+    one call's, `label`, where the file gathers several)."""
+    rows = [r for r in _rows(path) if r["flush"] == flush and mode in ("", r["mode"])
+            and label in ("", r.get("label"))]
     rows.sort(key=lambda r: (r["shape"], float(r["us"])))
     return "\n".join(["| shape | provider / tile | us | TFLOP/s | ratio |",
                       "|---|---|---:|---:|---:|"] +
@@ -290,25 +321,27 @@ def tiles_table(path: Path, flush: str = "1", mode: str = "") -> str:
                       f"{r['ratio']} |" for r in rows])
 
 
-def _tiles_by_case(path: Path) -> dict[tuple[str, str], tuple[dict | None, list[dict]]]:
+def _tiles_by_case(path: Path, label: str = ""
+                   ) -> dict[tuple[str, str], tuple[dict | None, list[dict]]]:
     """A tiles.py CSV's rows with the L2 flushed, per (shape, mode): the library's pick
-    (None where it was not timed) and the named tiles."""
+    (None where it was not timed) and the named tiles; `label`: only the rows of that
+    call, where the file gathers several (a `label` column)."""
     by: dict[tuple[str, str], list[dict]] = {}
     for r in _rows(path):
-        if r["flush"] == "1":
+        if r["flush"] == "1" and label in ("", r.get("label")):
             by.setdefault((r["shape"], r["mode"]), []).append(r)
     return {k: (next((r for r in rs if r["provider"].startswith("pick")), None),
                 [r for r in rs if ":" in r["provider"] and not r["provider"].startswith("pick")])
             for k, rs in by.items()}
 
 
-def pick_vs_best(path: Path) -> str:
-    """Per shape and mode of a tiles.py CSV (L2 flushed): the library's pick and the
-    fastest named tile, each with its speed ratio to cuBLAS, and how much faster the
-    best is than the pick."""
+def pick_vs_best(path: Path, label: str = "") -> str:
+    """Per shape and mode of a tiles.py CSV (L2 flushed; `label`: one call's rows): the
+    library's pick and the fastest named tile, each with its speed ratio to cuBLAS, and
+    how much faster the best is than the pick."""
     out = ["| shape | mode | pick | ratio | best named tile | ratio | best / pick |",
            "|---|---|---|---:|---|---:|---:|"]
-    for (shape, mode), (pick, named) in _tiles_by_case(path).items():
+    for (shape, mode), (pick, named) in _tiles_by_case(path, label).items():
         if not (pick and named):
             continue
         best = min(named, key=lambda r: float(r["us"]))
