@@ -46,6 +46,11 @@ S24 = RESULTS / "h200-2026-12-02-s24"
 S25 = RESULTS / "h200-2026-12-02-s25"
 S26 = RESULTS / "h200-2026-12-02-s26"
 S27 = RESULTS / "h200-2026-12-02-s27"
+# the latest nightly and holdout runs of IEEE fp32 (session 24) and tf32 (session 25), as
+# `sets_targets` reads them
+FP32_S24 = ((S24 / "cases.csv", "call3-nightly-fp32"),
+            (S24 / "cases_holdouts.csv", "call7-{set}-fp32"))
+TF32_S25 = ((S25 / "cases.csv", "call3-nightly-tf32"), (S25 / "cases.csv", "call3-{set}-tf32"))
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
 TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
@@ -241,19 +246,11 @@ TABLES: dict[str, Callable[[], str]] = {
     "s26-steps": lambda: label_steps(S26 / "cases.csv"),
     "s26-below": lambda: _stacked(ratios_below(S26 / "cases.csv", "call3-holdout", 0.8, "call3-"),
                                   ratios_below(S26 / "cases.csv", "call5-holdout", 0.8, "call5-")),
-    "s26-targets": lambda: targets_table({
-        "pr": {m: (S26 / "cases.csv", "call4-check") for m in MODES},
-        "nightly": {"fp32": (S24 / "cases.csv", "call3-nightly-fp32"),
-                    "tf32": (S25 / "cases.csv", "call3-nightly-tf32"),
-                    "bf16": (S26 / "cases.csv", "call3-nightly"),
-                    "fp16": (S26 / "cases.csv", "call3-nightly"),
-                    "fp8": (S26 / "cases.csv", "call5-nightly")},
-        **{h: {"fp32": (S24 / "cases_holdouts.csv", f"call7-{h}-fp32"),
-               "tf32": (S25 / "cases.csv", f"call3-{h}-tf32"),
-               "bf16": (S26 / "cases.csv", f"call3-{h}"),
-               "fp16": (S26 / "cases.csv", f"call3-{h}"),
-               "fp8": (S26 / "cases.csv", f"call5-{h}")}
-           for h in ("holdout", "holdout2", "holdout3", "holdout4", "holdout5")}}),
+    "s26-targets": lambda: sets_targets((S26 / "cases.csv", "call4-check"), {
+        "fp32": FP32_S24, "tf32": TF32_S25,
+        "bf16": ((S26 / "cases.csv", "call3-nightly"), (S26 / "cases.csv", "call3-{set}")),
+        "fp16": ((S26 / "cases.csv", "call3-nightly"), (S26 / "cases.csv", "call3-{set}")),
+        "fp8": ((S26 / "cases.csv", "call5-nightly"), (S26 / "cases.csv", "call5-{set}"))}),
     "s26-long-tail": lambda: _stacked(s9_long_tail(S26 / "cases.csv", "call3-holdout"),
                                       s9_long_tail(S26 / "cases.csv", "call5-holdout")),
     "s27-lend": lambda: _stacked(
@@ -272,19 +269,13 @@ TABLES: dict[str, Callable[[], str]] = {
     "s27-below": lambda: ratios_below(S27 / "cases_swap.csv", "call7-final-holdout", 0.8,
                                       "call7-final-"),
     "s27-long-tail": lambda: s9_long_tail(S27 / "cases_swap.csv", "call7-final-holdout"),
-    "s27-targets": lambda: targets_table({
-        "pr": {m: (S27 / "cases_swap.csv", "call6-check") for m in MODES},
-        "nightly": {"fp32": (S24 / "cases.csv", "call3-nightly-fp32"),
-                    "tf32": (S25 / "cases.csv", "call3-nightly-tf32"),
-                    "bf16": (S27 / "cases_swap.csv", "call7-final-nightly"),
-                    "fp16": (S27 / "cases_swap.csv", "call7-final-nightly"),
-                    "fp8": (S26 / "cases.csv", "call5-nightly")},
-        **{h: {"fp32": (S24 / "cases_holdouts.csv", f"call7-{h}-fp32"),
-               "tf32": (S25 / "cases.csv", f"call3-{h}-tf32"),
-               "bf16": (S27 / "cases_swap.csv", f"call7-final-{h}"),
-               "fp16": (S27 / "cases_swap.csv", f"call7-final-{h}"),
-               "fp8": (S26 / "cases.csv", f"call5-{h}")}
-           for h in ("holdout", "holdout2", "holdout3", "holdout4", "holdout5")}}),
+    "s27-targets": lambda: sets_targets((S27 / "cases_swap.csv", "call6-check"), {
+        "fp32": FP32_S24, "tf32": TF32_S25,
+        "bf16": ((S27 / "cases_swap.csv", "call7-final-nightly"),
+                 (S27 / "cases_swap.csv", "call7-final-{set}")),
+        "fp16": ((S27 / "cases_swap.csv", "call7-final-nightly"),
+                 (S27 / "cases_swap.csv", "call7-final-{set}")),
+        "fp8": ((S26 / "cases.csv", "call5-nightly"), (S26 / "cases.csv", "call5-{set}"))}),
 }
 
 
@@ -441,6 +432,20 @@ def targets_table(rows: dict[str, dict[str, Cell]]) -> str:
             got.append(f"{geomean(xs):.3f}" if xs else "")
         out.append(f"| {name} | " + " | ".join(got) + " |")
     return "\n".join(out)
+
+
+HOLDOUTS = ("holdout", "holdout2", "holdout3", "holdout4", "holdout5")
+
+
+def sets_targets(pr: Cell, cells: dict[str, tuple[Cell, tuple[Path, str]]]) -> str:
+    """`targets_table` over pr (one run for every mode), nightly and the holdouts: per
+    mode, its nightly run and its holdout runs (a file and a label with `{set}` for each
+    holdout's name)."""
+    return targets_table({
+        "pr": {m: pr for m in cells},
+        "nightly": {m: nightly for m, (nightly, _) in cells.items()},
+        **{h: {m: (path, label.format(set=h)) for m, (_, (path, label)) in cells.items()}
+           for h in HOLDOUTS}})
 
 
 def label_steps(path: Path) -> str:

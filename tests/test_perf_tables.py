@@ -125,3 +125,16 @@ def test_targets_table_takes_each_cells_geomean_from_its_own_run(tmp_path):
     assert lines[0] == "| set | bf16 | fp8 |"
     assert lines[2] == "| target | ≥ 1.05 | ≥ 0.90 |"
     assert lines[3:] == ["| pr | 1.100 | 0.900 |", "| nightly |  |  |"]
+
+
+def test_sets_targets_reads_each_holdouts_run_by_its_label_pattern(tmp_path):
+    a = tmp_path / "a.csv"
+    rows = ["c1-pr,bf16,m1-n1-k1,1,1,1.2000,,t", "c2-nightly,bf16,m1-n1-k1,1,1,1.1000,,t",
+            "c3-holdout3,bf16,m1-n1-k1,1,1,0.8000,,t", "c3-holdout,bf16,m1-n1-k1,1,1,1.5,,t"]
+    a.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n" +
+                 "\n".join(rows) + "\n")
+    lines = _module().sets_targets((a, "c1-pr"), {
+        "bf16": ((a, "c2-nightly"), (a, "c3-{set}"))}).splitlines()
+    assert lines[3:6] == ["| pr | 1.200 |", "| nightly | 1.100 |", "| holdout | 1.500 |"]
+    assert lines[7] == "| holdout3 | 0.800 |" and lines[6] == "| holdout2 |  |"
+    assert len(lines) == 3 + 2 + 5
