@@ -6,9 +6,10 @@
 model (`kernels.table.predict`: a near entry's tuned time per SM step, times the steps
 the tile takes here) says is fastest. `scripts/device/tiles.py` measured named tiles side
 by side on such shapes. This reads those rows (default: docs/results/*/tiles*.csv; L2
-flushed; the `pick` rows left out, they repeat a named tile) and, per measurement (file,
-shape, mode) with no exact table entry and two or more tiles the model has a figure for
-(a near entry has the tile, or K re-split from it):
+flushed; the `pick` rows left out, they repeat a named tile) and, per measurement (file
+and its `label` column's call where it has one, shape, mode) with no exact table entry
+and two or more tiles the model has a figure for (a near entry has the tile, or K
+re-split from it):
   - the tile the model ranks first among them (by `predict` alone: lookup's three-
     nearest rule and its far margin aside), and its regret: its measured time / the
     fastest of them (1.0: the model's first is the measured best),
@@ -86,7 +87,8 @@ def groups(paths: list[Path], sms: int) -> list[Group]:
                 except ValueError as e:
                     raise ValueError(f"{source}:{line}: {e}") from None
                 m, n, k, lay, pad = got.groups()
-                rows[(source, Case(int(m), int(n), int(k), lay or "rr", int(pad or 0)),
+                call = f"{source}:{r['label']}" if r.get("label") else source   # one call's
+                rows[(call, Case(int(m), int(n), int(k), lay or "rr", int(pad or 0)),
                       r["mode"])].append((tile, us))
     index = table._index(DEVICE, str(table.DEFAULT_DIR))[1]
     out = []

@@ -20,9 +20,10 @@ def _module():
 
 
 def _write(path: Path, rows: list[dict]) -> Path:
+    labelled = any("label" in r for r in rows)
     with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["shape", "mode", "flush", "provider", "us",
-                                          "tflops", "ratio"])
+        w = csv.DictWriter(f, fieldnames=["label"] * labelled + [
+            "shape", "mode", "flush", "provider", "us", "tflops", "ratio"])
         w.writeheader()
         w.writerows({"tflops": 1, "ratio": 1, **r} for r in rows)
     return path
@@ -54,6 +55,11 @@ def test_the_regret_is_the_models_first_tiles_time_over_the_best(tmp_path):
     assert len(found) == 1 and len(found[0].tiles) == 2      # flush 0, vendor, pick: out
     assert found[0].regret == 1.25
     assert "1 measurements, 2 tiles" in mc.summary(found)
+    # a file of several calls (a `label` column): each call's tiles are one measurement
+    calls = [{**r, "label": c} for c in ("call1", "call2") for r in rows]
+    found = mc.groups([_write(tmp_path / "calls.csv", calls)], 132)
+    assert [g.source.rsplit(":", 1)[1] for g in found] == ["call1", "call2"]
+    assert all(len(g.tiles) == 2 and g.regret == 1.25 for g in found)
 
 
 def test_an_exact_entry_is_not_ranked_and_bad_files_are_exit_2(tmp_path, capsys):
