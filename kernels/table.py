@@ -292,6 +292,7 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
     return None
 
 
+@functools.lru_cache(maxsize=4096)   # a lookup asks it for each neighbour's own shape
 def steps(c: TileConfig, m: int, n: int, k: int, sms: int) -> int:
     """A tile's work on a shape as the busiest SM sees it: programs per SM (rounded up:
     programs resident together share the SM) times the K blocks each program walks."""
@@ -364,11 +365,12 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
     """The rows a nearest lookup weighs: fresh, of a variant the call can run, not
     `fragile` here, within NEAREST_MAX of this shape's regime; nearest first."""
     t, d, w = regime(m, n, k)
-    scored = [(abs(t - rt) + abs(d - rd) + abs(w - rw), r)   # each row's distance, once
-              for r in rows if r.config.variant in variants and not r.stale
-              and not fragile(r.config, m, n, k, fma) for rt, rd, rw in (r.where,)]
-    return [r for _, r in sorted((s for s in scored if s[0] <= NEAREST_MAX),
-                                 key=lambda s: s[0])]
+    scored = [(dist, r) for r in rows   # each row's distance, once, and first: it is cheap
+              for rt, rd, rw in (r.where,)
+              for dist in (abs(t - rt) + abs(d - rd) + abs(w - rw),)
+              if dist <= NEAREST_MAX and r.config.variant in variants and not r.stale
+              and not fragile(r.config, m, n, k, fma)]
+    return [r for _, r in sorted(scored, key=lambda s: s[0])]
 
 
 def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], sms: int,
