@@ -31,9 +31,9 @@ from gemmgate.shapes import Case
 
 
 def table_path(chip_id: str, directory: str | Path | None = None) -> Path:
-    from kernels import table
+    from kernels import table_file
 
-    return Path(directory or table.DEFAULT_DIR) / f"{chip_id}.json"
+    return Path(directory or table_file.DEFAULT_DIR) / f"{chip_id}.json"
 
 
 def tune_context(ctx: RunContext, budget_s: float) -> RunContext:
@@ -52,7 +52,7 @@ def tune(ctx: RunContext, budget_s: float,
 
 def entry_of(r: CaseResult, env: dict) -> dict | None:
     """A table entry for a tuned case, or None (not tuned, or Triton failed accuracy)."""
-    from kernels import table
+    from kernels import table_file
 
     t = r.telemetry.get("tuning")
     tri = r.providers.get("triton")
@@ -63,7 +63,7 @@ def entry_of(r: CaseResult, env: dict) -> dict | None:
     return {
         "bucket": t["key"].split(" | ")[0], "mode": r.mode, "m": r.case.m, "n": r.case.n,
         "k": r.case.k, "layout": r.case.layout, "pad": r.case.pad, "config": t["config"],
-        "kernel": table.variant_hash(t["config"].get("variant", "tiled")),
+        "kernel": table_file.variant_hash(t["config"].get("variant", "tiled")),
         "tuned_ms": min(timings) if timings else None, "tried": len(timings),
         "offered": t.get("offered", 0),
         "triton_ms": tri.median_ms, "vendor_ms": vendor.median_ms if vendor else None,
@@ -90,15 +90,14 @@ def merged(old: Sequence[dict], new: Sequence[dict]) -> list[dict]:
 def write_table(path: Path, chip_id: str, match: Sequence[str], new: Sequence[dict]) -> dict:
     """Merge `new` into the table file as it is now, under a lock; returns what was
     written. An unreadable old file is an error (nothing is overwritten blindly)."""
-    from kernels import dispatch, table
+    from kernels import dispatch, table_file
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock", timeout=600):
-        old = table.read_table(path)["entries"] if path.exists() else []
-        data = {"schema": table.SCHEMA, "version": table.VERSION, "chip": chip_id,
-                "match": list(match), "entries": merged(old, new)}
+        data = {"schema": table_file.SCHEMA, "version": table_file.VERSION, "chip": chip_id,
+                "match": list(match), "entries": merged(table_data(path)["entries"], new)}
         write_json_atomic(path, data)
-        table.read_table(path)   # what was written must load
+        table_file.read_table(path)   # what was written must load
     dispatch.reset()   # this process's cached plans and tables
     return data
 
@@ -124,18 +123,18 @@ class KeyWriter:
 
 def table_data(path: Path) -> dict:
     """The table file's contents; an empty table where there is no file yet."""
-    from kernels import table
+    from kernels import table_file
 
-    return table.read_table(path) if path.exists() else {"entries": []}
+    return table_file.read_table(path) if path.exists() else {"entries": []}
 
 
 def stale_items(path: Path) -> list[tuple[str, Case]]:
     """(mode, case) of the table's entries tuned on another version of their kernel."""
-    from kernels import table
+    from kernels import table_file
 
     if not path.exists():
         return []
-    entries = table.read_table(path)["entries"]
+    entries = table_file.read_table(path)["entries"]
     return [(e["mode"], Case(int(e["m"]), int(e["n"]), int(e["k"]), e.get("layout", "rr"),
                              int(e.get("pad", 0))))
-            for e in entries if table.is_stale(e)]
+            for e in entries if table_file.is_stale(e)]

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import torch
 import triton
 
-from kernels import dispatch, matmul_gemv, matmul_tiled, matmul_tma, matmul_tma_split, table
+from kernels import dispatch, matmul_gemv, matmul_tiled, matmul_tma, matmul_tma_split, table_file
 from kernels.modes import KernelMode, mode_for_dtype, mode_named
 from kernels.tile import VARIANTS, TileConfig
 
@@ -44,7 +44,7 @@ Chooser = Callable[[str, Sequence[TileConfig], Callable[[TileConfig], float]], T
 @functools.cache
 def kernel_hash() -> str:
     """Hash of every variant's source: a choice records which kernel it was made on."""
-    joined = ",".join(table.variant_hash(v) for v in VARIANTS)
+    joined = ",".join(table_file.variant_hash(v) for v in VARIANTS)
     return hashlib.sha1(joined.encode()).hexdigest()[:12]
 
 

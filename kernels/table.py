@@ -16,32 +16,24 @@ whose variant the call can run count; a `fragile` tile serves its own shape and 
 it tiles exactly; a bucket of unaligned rows (ld16-ld64) with
 nothing near borrows from its ld128 sibling, and a 16-bit TMA bucket of other layouts (or
 IEEE fp32's cr pointer bucket) from the row-major ones (`_LAYOUT_FREE`). An entry whose
-kernel hash differs from the current source is stale: never used, listed by
-`stale_entries` (and `gemmgate tune --stale` retunes them); the first stale hit in a
-process warns.
-
-A table file names the device names it serves (`match`: lower-case substrings of
-torch.cuda.get_device_name), so the kernel needs no knowledge of the harness's chips.
+kernel hash differs from the current source is stale: never used (kernels/table_file.py
+reads the files and tells which entries are stale); the first stale hit in a process
+warns.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import inspect
-import json
 import math
-import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kernels import matmul_gemv, matmul_tiled, matmul_tma, matmul_tma_split
 from kernels.configs import ranges_fit
 from kernels.fma import fma_split
+from kernels.table_file import DEFAULT_DIR, entries_for, is_stale, warn_stale
+from kernels.table_file import reload as _reload_files
 from kernels.tile import ELEM_BYTES, MAX_TMA_SPLIT, WGMMA_M, TileConfig, cdiv
 
-SCHEMA, VERSION = "kernels.tuning-table", 1
-DEFAULT_DIR = Path(__file__).parent / "tuned"
 NEAREST_MAX = 2.0   # L1 distance between regimes (log2 units); 1024^3 -> 2048^3 is 3
 # (session 5: a 1024^3 entry taken for 2048^3 ran at 0.40 of cuBLAS where the heuristic
 # ran 0.93; tile counts per SM change regime over such distances)
@@ -91,75 +83,6 @@ _LAYOUT_FREE: dict[tuple[str, str, str], tuple[str, ...]] = {
 # 18 of those picks: bf16's 14 ran x1.039, fp16's 4 x1.035 (80 x 608 x 320 x1.22).
 _OTHER_TYPE = {"bf16": "fp16", "fp16": "bf16"}
 OTHER_TYPE_MARGIN = 1.05
-_SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
-            "tma_split": matmul_tma_split.KERNELS, "gemv": matmul_gemv.KERNELS}
-
-
-@functools.cache
-def variant_hash(variant: str) -> str:
-    """Hash of a variant's kernel source: an entry tuned on other code is stale."""
-    src = "".join(inspect.getsource(k.fn) for k in _SOURCES[variant])
-    return hashlib.sha1(src.encode()).hexdigest()[:12]
-
-
-class TableError(ValueError):
-    """A tuning table that cannot be used (names the file)."""
-
-
-def read_table(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise TableError(f"tuning table {path} is unreadable: {e}") from None
-    ok = isinstance(data, dict) and data.get("schema") == SCHEMA and \
-        data.get("version") == VERSION and isinstance(data.get("entries"), list) and \
-        isinstance(data.get("match"), list)
-    if not ok:
-        raise TableError(f"tuning table {path} is not a {SCHEMA} v{VERSION} file")
-    for i, e in enumerate(data["entries"]):
-        try:
-            TileConfig(**e["config"])
-            int(e["m"]), int(e["n"]), int(e["k"]), str(e["bucket"]), str(e["kernel"])
-        except (KeyError, TypeError, ValueError) as err:
-            raise TableError(f"tuning table {path}: entry {i} is invalid ({err})") from None
-    return data
-
-
-@functools.cache
-def _tables(directory: str) -> tuple[tuple[str, tuple[str, ...], tuple[dict, ...]], ...]:
-    """(path, match substrings, entries) of every table in `directory`, read once."""
-    root = Path(directory)
-    out = []
-    for path in sorted(root.glob("*.json")) if root.is_dir() else ():
-        data = read_table(path)
-        out.append((str(path), tuple(m.lower() for m in data["match"]),
-                    tuple(data["entries"])))
-    return tuple(out)
-
-
-def entries_for(device_name: str, directory: Path = DEFAULT_DIR) -> tuple[str, tuple[dict, ...]]:
-    """(table path, entries) of the first table whose `match` names this device."""
-    low = device_name.lower()
-    for path, match, entries in _tables(str(directory)):
-        if any(m in low for m in match):
-            return path, entries
-    return "", ()
-
-
-def is_stale(entry: dict) -> bool:
-    """Tuned on another version of its variant's kernel source."""
-    return entry["kernel"] != variant_hash(entry["config"].get("variant", "tiled"))
-
-
-def stale_entries(device_name: str, directory: Path = DEFAULT_DIR) -> list[dict]:
-    """The entries of this device's table that are stale."""
-    return [e for e in entries_for(device_name, directory)[1] if is_stale(e)]
-
-
-@functools.cache
-def _warn_stale(path: str, count: int) -> None:
-    warnings.warn(f"{path}: {count} tuning entries were tuned on other kernel source and "
-                  "are not used; run `gemmgate tune --stale` to retune them", stacklevel=4)
 
 
 def regime(m: int, n: int, k: int) -> tuple[float, float, float]:
@@ -365,12 +288,15 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
     """The rows a nearest lookup weighs: fresh, of a variant the call can run, not
     `fragile` here, within NEAREST_MAX of this shape's regime; nearest first."""
     t, d, w = regime(m, n, k)
-    scored = [(dist, r) for r in rows   # each row's distance, once, and first: it is cheap
-              for rt, rd, rw in (r.where,)
-              for dist in (abs(t - rt) + abs(d - rd) + abs(w - rw),)
-              if dist <= NEAREST_MAX and r.config.variant in variants and not r.stale
-              and not fragile(r.config, m, n, k, fma)]
-    return [r for _, r in sorted(scored, key=lambda s: s[0])]
+    scored = []
+    for r in rows:
+        rt, rd, rw = r.where
+        dist = abs(t - rt) + abs(d - rd) + abs(w - rw)   # first: it is the cheap test
+        if dist <= NEAREST_MAX and r.config.variant in variants and not r.stale \
+                and not fragile(r.config, m, n, k, fma):
+            scored.append((dist, r))
+    scored.sort(key=lambda s: s[0])
+    return [r for _, r in scored]
 
 
 def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], sms: int,
@@ -387,7 +313,7 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
     runnable = [r for r in rows if r.config.variant in variants]
     fresh = [r for r in runnable if not r.stale]
     if len(fresh) < len(runnable):
-        _warn_stale(path, len(runnable) - len(fresh))
+        warn_stale(path, len(runnable) - len(fresh))
     exact = [r for r in fresh if r.shape == (m, n, k)]
     if exact:
         return exact[0].config, "table"
@@ -420,5 +346,5 @@ def _nearest(rows: tuple[_Row, ...], m: int, n: int, k: int, variants: tuple[str
 
 def reload() -> None:
     """Forget the tables read so far (after `gemmgate tune` wrote one)."""
-    _tables.cache_clear()
+    _reload_files()
     _index.cache_clear()

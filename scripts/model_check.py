@@ -62,7 +62,7 @@ def groups(paths: list[Path], sms: int) -> list[Group]:
     import kernels
     from gemmgate.precision import get_mode
     from gemmgate.shapes import Case
-    from kernels import table
+    from kernels import table, table_file
 
     parse = runpy.run_path(str(ROOT / "scripts" / "device" / "tiles.py"))["parse_tile"]
     rows: dict[tuple[str, Case, str], list[tuple[object, float]]] = defaultdict(list)
@@ -90,7 +90,7 @@ def groups(paths: list[Path], sms: int) -> list[Group]:
                 call = f"{source}:{r['label']}" if r.get("label") else source   # one call's
                 rows[(call, Case(int(m), int(n), int(k), lay or "rr", int(pad or 0)),
                       r["mode"])].append((tile, us))
-    index = table._index(DEVICE, str(table.DEFAULT_DIR))[1]
+    index = table._index(DEVICE, str(table_file.DEFAULT_DIR))[1]
     out = []
     for (source, case, mode), measured in rows.items():
         shape = f"{case.m}x{case.n}x{case.k}" + (f"-{case.layout}" if case.layout != "rr"

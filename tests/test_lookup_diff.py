@@ -72,12 +72,12 @@ def test_a_bad_ref_is_exit_2(capsys):
 def test_predict_adds_the_models_time_for_each_pick_and_the_gain():
     """--predict: the time this tree's table model predicts for the old and the new pick
     (kernels.table.predict), '-' where it has none (the heuristic)."""
-    from kernels import table
+    from kernels import table, table_file
 
     ld = _module()
     cube = Case(1000, 1000, 1000)
     new, _, bucket, variants = ld._choice(kernels, "bf16", cube, 132)
-    rows = table._index(ld.DEVICE, str(table.DEFAULT_DIR))[1][bucket]
+    rows = table._index(ld.DEVICE, str(table_file.DEFAULT_DIR))[1][bucket]
     other = next(r.config for r in table._near(rows, 1000, 1000, 1000, variants)
                  if r.config != new)                        # a near entry's other tile
     fixed = types.SimpleNamespace(dispatch=kernels.dispatch, modes=kernels.modes,

@@ -11,7 +11,7 @@ from gemmgate.cli import main
 from gemmgate.results import CaseResult, ProviderResult
 from gemmgate.shapes import Case
 from gemmgate.tune import entry_of, merged, stale_items, write_table
-from kernels import table
+from kernels import table, table_file
 from kernels.tile import TileConfig
 
 TMA = TileConfig(128, 256, 64, 8, 3, 8, "tma")
@@ -33,7 +33,7 @@ def _result(config=TMA, accuracy="pass", key=KEY):
 def test_an_entry_records_what_it_was_tuned_on():
     e = entry_of(_result(), ENV)
     assert e["bucket"] == "16bit bf16 rr tma" and (e["m"], e["n"], e["k"]) == (4096,) * 3
-    assert e["config"] == asdict(TMA) and e["kernel"] == table.variant_hash("tma")
+    assert e["config"] == asdict(TMA) and e["kernel"] == table_file.variant_hash("tma")
     assert e["tuned_ms"] == 0.2 and e["tried"] == 2          # a failed candidate: None
     assert e["triton_ms"] == 0.2 and e["vendor_ms"] == 0.22
     assert (e["driver"], e["triton"], e["torch"]) == ("580.159.04", "3.6.0", "2.11.0")
@@ -85,7 +85,7 @@ def test_write_merges_replaces_the_same_key_and_the_kernel_reads_it(tmp_path):
 def test_an_unreadable_table_is_not_overwritten(tmp_path):
     path = tmp_path / "t.json"
     path.write_text("{broken")
-    with pytest.raises(table.TableError, match="unreadable"):
+    with pytest.raises(table_file.TableError, match="unreadable"):
         write_table(path, "nvidia-h200", ("h200",), [entry_of(_result(), ENV)])
     assert path.read_text() == "{broken"
 
@@ -127,11 +127,11 @@ def test_each_key_is_in_the_table_as_its_search_ends(tmp_path):
     path = tmp_path / "chip.json"
     write = KeyWriter(path, "chip", ("chip",), ENV)
     write(_result())
-    assert [e["m"] for e in table.read_table(path)["entries"]] == [4096]
+    assert [e["m"] for e in table_file.read_table(path)["entries"]] == [4096]
     second = _result(key="16bit bf16 rr tma | m2048 n4096 k4096 a4096,1 b4096,1")
     second = CaseResult("bf16", Case(2048, 4096, 4096), second.providers,
                         telemetry=second.telemetry)
     write(_result(accuracy="fail"))   # a failed key is not written
     write(second)
-    assert sorted(e["m"] for e in table.read_table(path)["entries"]) == [2048, 4096]
+    assert sorted(e["m"] for e in table_file.read_table(path)["entries"]) == [2048, 4096]
     assert [e["m"] for e in write.entries] == [4096, 2048]

@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import pytest
 
-from kernels import table
+from kernels import table, table_file
 from kernels.tile import TileConfig
 
 TMA = TileConfig(128, 256, 64, 8, 3, 8, "tma")
@@ -15,7 +15,7 @@ TILED = TileConfig(64, 64, 64, 8, 4, 4, split_k=4)
 
 def _entry(m, n, k, config, bucket="16bit bf16 rr tma", kernel=None, tuned_ms=None):
     e = {"bucket": bucket, "m": m, "n": n, "k": k, "config": asdict(config),
-         "kernel": kernel or table.variant_hash(config.variant), "ms": 1.0}
+         "kernel": kernel or table_file.variant_hash(config.variant), "ms": 1.0}
     return e if tuned_ms is None else {**e, "tuned_ms": tuned_ms}
 
 
@@ -23,7 +23,7 @@ def _write(tmp_path, entries, match=("h200",)):
     d = tmp_path / "tuned"
     d.mkdir(exist_ok=True)
     (d / "nvidia-h200.json").write_text(json.dumps({
-        "schema": table.SCHEMA, "version": table.VERSION, "chip": "nvidia-h200",
+        "schema": table_file.SCHEMA, "version": table_file.VERSION, "chip": "nvidia-h200",
         "match": list(match), "entries": entries}))
     table.reload()
     return d
@@ -81,7 +81,8 @@ def test_lookup_takes_only_variants_the_call_can_run_and_borrows_from_ld128(tmp_
     d = _write(tmp_path, fp32)
     assert look("fp32 fp32 cr ptr ld128") == (tiled, "table-nearest")
     assert look("fp32 fp32 rc ptr ld128") is None
-    d = _write(tmp_path, [{**fp32[0], "config": asdict(TMA), "kernel": table.variant_hash("tma")}])
+    d = _write(tmp_path, [{**fp32[0], "config": asdict(TMA),
+                           "kernel": table_file.variant_hash("tma")}])
     assert look("fp32 fp32 cr ptr ld128") is None
     d = _write(tmp_path, [{**_entry(4096, 4096, 4096, TMA), "bucket": "fp8 fp8 rr tma ld128"}])
     assert look("fp8 fp8 rc tma ld128") is None
@@ -261,17 +262,6 @@ def test_regime_caps_and_symmetry():
     assert table.regime(0, 0, 0) == (0.0, 0.0, 0.0)               # degenerate: no error
 
 
-def test_no_committed_entry_is_a_holdout_shape():
-    """The holdout sets measure how the table carries to shapes it was not tuned on."""
-    from gemmgate.shapes import SETS
-
-    held = {(c.m, c.n, c.k) for name in SETS if name.startswith("holdout")
-            for c in SETS[name]}
-    for path in table.DEFAULT_DIR.glob("*.json"):
-        tuned = {(e["m"], e["n"], e["k"]) for e in table.read_table(path)["entries"]}
-        assert not tuned & held, f"{path} tunes holdout shapes {sorted(tuned & held)}"
-
-
 def test_stale_entries_are_never_used_and_are_reported(tmp_path):
     d = _write(tmp_path, [_entry(4096, 4096, 4096, TMA, kernel="0123456789ab")])
     with warnings.catch_warnings(record=True) as w:
@@ -279,42 +269,4 @@ def test_stale_entries_are_never_used_and_are_reported(tmp_path):
         assert table.lookup("NVIDIA H200", "16bit bf16 rr tma", 4096, 4096, 4096,
                             directory=d) is None
     assert any("gemmgate tune --stale" in str(x.message) for x in w)
-    assert len(table.stale_entries("NVIDIA H200", d)) == 1
-
-
-@pytest.mark.parametrize("bad,match", [
-    ("not json", "unreadable"),
-    (json.dumps({"schema": "x"}), "not a kernels.tuning-table"),
-    (json.dumps({"schema": table.SCHEMA, "version": 1, "match": [], "entries": [
-        {"bucket": "b", "m": 1, "n": 1, "k": 1, "kernel": "k",
-         "config": {"block_m": 24}}]}), "entry 0 is invalid"),
-])
-def test_a_bad_table_names_the_file(tmp_path, bad, match):
-    p = tmp_path / "t.json"
-    p.write_text(bad)
-    with pytest.raises(table.TableError, match=match):
-        table.read_table(p)
-
-
-def test_variant_hash_follows_the_source():
-    assert table.variant_hash("tiled") != table.variant_hash("tma")
-    assert len(table.variant_hash("tiled")) == 12
-
-
-def test_the_committed_tables_load_and_name_real_buckets():
-    """kernels/tuned/*.json: readable by the kernel, each entry's tile valid and its
-    bucket one the dispatcher can produce (family, mode, layouts, path, ld class)."""
-    from kernels.modes import MODES
-
-    tables = sorted(table.DEFAULT_DIR.glob("*.json"))
-    assert tables, "no committed tuning table"
-    for path in tables:
-        data = table.read_table(path)
-        assert data["match"] and data["entries"]
-        for e in data["entries"]:
-            fam, mode, layouts, path_kind, ld = e["bucket"].split()
-            assert fam in ("16bit", "fp32", "fp8") and mode in MODES
-            assert len(layouts) == 2 and set(layouts) <= {"r", "c", "s"}
-            assert path_kind in ("tma", "ptr") and ld.startswith("ld")
-            variant = TileConfig(**e["config"]).variant
-            assert variant == "tiled" or path_kind == "tma"   # TMA variants on TMA buckets
+    assert len(table_file.stale_entries("NVIDIA H200", d)) == 1

@@ -1,0 +1,99 @@
+"""The tuning table files, kernels/tuned/<chip>.json: read, checked, and their stale entries.
+
+`gemmgate tune` writes a table per chip; each entry records the source hash of its
+variant's kernel (`variant_hash`). An entry whose hash differs from the current source is
+stale: never used by kernels/table.py's lookup, listed by `stale_entries` (and `gemmgate
+tune --stale` retunes them). A table file names the device names it serves (`match`:
+lower-case substrings of torch.cuda.get_device_name), so the kernel needs no knowledge of
+the harness's chips. Files are read once per directory (`reload` forgets them).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import json
+import warnings
+from pathlib import Path
+
+from kernels import matmul_gemv, matmul_tiled, matmul_tma, matmul_tma_split
+from kernels.tile import TileConfig
+
+SCHEMA, VERSION = "kernels.tuning-table", 1
+DEFAULT_DIR = Path(__file__).parent / "tuned"
+_SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
+            "tma_split": matmul_tma_split.KERNELS, "gemv": matmul_gemv.KERNELS}
+
+
+@functools.cache
+def variant_hash(variant: str) -> str:
+    """Hash of a variant's kernel source: an entry tuned on other code is stale."""
+    src = "".join(inspect.getsource(k.fn) for k in _SOURCES[variant])
+    return hashlib.sha1(src.encode()).hexdigest()[:12]
+
+
+class TableError(ValueError):
+    """A tuning table that cannot be used (names the file)."""
+
+
+def read_table(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise TableError(f"tuning table {path} is unreadable: {e}") from None
+    ok = isinstance(data, dict) and data.get("schema") == SCHEMA and \
+        data.get("version") == VERSION and isinstance(data.get("entries"), list) and \
+        isinstance(data.get("match"), list)
+    if not ok:
+        raise TableError(f"tuning table {path} is not a {SCHEMA} v{VERSION} file")
+    for i, e in enumerate(data["entries"]):
+        try:
+            TileConfig(**e["config"])
+            int(e["m"]), int(e["n"]), int(e["k"]), str(e["bucket"]), str(e["kernel"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise TableError(f"tuning table {path}: entry {i} is invalid ({err})") from None
+    return data
+
+
+@functools.cache
+def _tables(directory: str) -> tuple[tuple[str, tuple[str, ...], tuple[dict, ...]], ...]:
+    """(path, match substrings, entries) of every table in `directory`, read once."""
+    root = Path(directory)
+    out = []
+    for path in sorted(root.glob("*.json")) if root.is_dir() else ():
+        data = read_table(path)
+        out.append((str(path), tuple(m.lower() for m in data["match"]),
+                    tuple(data["entries"])))
+    return tuple(out)
+
+
+def entries_for(device_name: str, directory: Path = DEFAULT_DIR) -> tuple[str, tuple[dict, ...]]:
+    """(table path, entries) of the first table whose `match` names this device."""
+    low = device_name.lower()
+    for path, match, entries in _tables(str(directory)):
+        if any(m in low for m in match):
+            return path, entries
+    return "", ()
+
+
+def is_stale(entry: dict) -> bool:
+    """Tuned on another version of its variant's kernel source."""
+    return entry["kernel"] != variant_hash(entry["config"].get("variant", "tiled"))
+
+
+def stale_entries(device_name: str, directory: Path = DEFAULT_DIR) -> list[dict]:
+    """The entries of this device's table that are stale."""
+    return [e for e in entries_for(device_name, directory)[1] if is_stale(e)]
+
+
+@functools.cache
+def warn_stale(path: str, count: int) -> None:
+    """Warn once per table and count that stale entries were passed over."""
+    warnings.warn(f"{path}: {count} tuning entries were tuned on other kernel source and "
+                  "are not used; run `gemmgate tune --stale` to retune them", stacklevel=4)
+
+
+def reload() -> None:
+    """Forget the files read so far."""
+    _tables.cache_clear()
