@@ -141,20 +141,20 @@ def shape_rows(shape: str, mode_name: str, tiles: list[TileConfig], inductor: bo
         fns["vendor"] = providers.vendor_provider(inp, mode)
         if inductor:
             fns["inductor"] = providers.inductor_provider(inp, mode)
+        shown = {name: f"pick {config_spec(picked[0])}" if name == "pick" else name
+                 for name in fns}   # the rows' provider column
         if kernels_out is not None:
             for name, fn in fns.items():
-                label = f"pick {config_spec(picked[0])}" if name == "pick" else name
-                kernels_out += [{"shape": shape, "mode": mode.name, "provider": label, **k}
-                                for k in profile_kernels(fn)]
+                kernels_out += [{"shape": shape, "mode": mode.name, "provider": shown[name],
+                                 **k} for k in profile_kernels(fn)]
         rows = []
         for flushed in (True, False):
             samples = measure(fns, policy, flush_bytes=flush_bytes if flushed else 0)
             vendor = statistics.median(samples["vendor"])
             for name, ms in samples.items():
                 med = statistics.median(ms)
-                name = f"pick {config_spec(picked[0])}" if name == "pick" else name
                 rows.append({"shape": shape, "mode": mode.name, "flush": int(flushed),
-                             "provider": name, "us": round(med * 1e3, 2),
+                             "provider": shown[name], "us": round(med * 1e3, 2),
                              "tflops": round(case.flops / med / 1e9, 1),
                              "ratio": round(vendor / med, 4)})
     return rows
