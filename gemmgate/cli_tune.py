@@ -4,6 +4,7 @@ keys are not written), 2 on bad input or on the CPU (the interpreter runs one ti
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from rich.table import Table
@@ -13,7 +14,7 @@ from gemmgate.files import write_json_atomic
 from gemmgate.precision import get_mode
 from gemmgate.results import CaseResult, RunRecord
 from gemmgate.run import environment_of
-from gemmgate.tune import KeyWriter, stale_items, table_data, table_path, tune
+from gemmgate.tune import KeyWriter, incumbents, stale_items, table_data, table_path, tune
 from gemmgate.tuning import config_name
 
 
@@ -35,6 +36,7 @@ def tune_command(args, console, err) -> int:
         ctx = context_from_args(args, modes=",".join(dict.fromkeys(m for m, _ in stale)),
                                 cases=tuple(c for _, c in stale), cases_label="stale entries")
         items = [(get_mode(m), c) for m, c in stale]
+        ctx = replace(ctx, tuning=replace(ctx.tuning, first=incumbents(path)))
     written = KeyWriter(path, ctx.chip.id, tuple(ctx.chip.match), environment_of(ctx))
     with progress_bar(err) as bar:
         task = bar.add_task("tuning", total=len(items if items is not None else ctx.items))

@@ -130,11 +130,22 @@ def table_data(path: Path) -> dict:
 
 def stale_items(path: Path) -> list[tuple[str, Case]]:
     """(mode, case) of the table's entries tuned on another version of their kernel."""
+    return [(e["mode"], Case(int(e["m"]), int(e["n"]), int(e["k"]), e.get("layout", "rr"),
+                             int(e.get("pad", 0))))
+            for e in _stale(path)]
+
+
+def incumbents(path: Path) -> tuple[tuple[str, tuple], ...]:
+    """For TuningSetup.first: each stale entry's tuning-key prefix (its bucket and shape,
+    as kernels.dispatch writes keys) and its tile, so a retune times the old tile on the
+    new source before any other candidate and keeps it unless one measures faster."""
+    return tuple((f"{e['bucket']} | m{e['m']} n{e['n']} k{e['k']} ",
+                  tuple(sorted(e["config"].items()))) for e in _stale(path))
+
+
+def _stale(path: Path) -> list[dict]:
     from kernels import table_file
 
     if not path.exists():
         return []
-    entries = table_file.read_table(path)["entries"]
-    return [(e["mode"], Case(int(e["m"]), int(e["n"]), int(e["k"]), e.get("layout", "rr"),
-                             int(e.get("pad", 0))))
-            for e in entries if table_file.is_stale(e)]
+    return [e for e in table_file.read_table(path)["entries"] if table_file.is_stale(e)]

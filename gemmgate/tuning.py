@@ -64,6 +64,9 @@ class TuningSetup:
     search: bool = False           # tune keys without a pin (else: the kernel's choice)
     force: tuple[tuple[str, object], ...] = ()   # field overrides of the kernel's choice
     cache_dir: str | None = None   # default: $GEMMGATE_TUNING_DIR or ~/.cache/gemmgate/tuning
+    # (key prefix, config fields): a search whose key starts with the prefix times that
+    # config first (`gemmgate tune --stale`: a stale entry's own tile, on the new source)
+    first: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
 
     def __post_init__(self) -> None:
         if self.budget_s <= 0:
@@ -235,7 +238,8 @@ class Tuner:
             # the kernel's own choice: nothing to time
             choice = Choice(key, candidates[0], KERNEL, kernel)
         if choice is None:
-            best, timings = tune(candidates, bench, self.setup.budget_s)
+            ordered = incumbent_first(key, candidates, self.setup.first)
+            best, timings = tune(ordered, bench, self.setup.budget_s)
             choice = Choice(key, best, TUNED, kernel, timings, offered=len(candidates))
             entry = {_cache_key(key, candidates): choice.to_json()}
             self.cache.update(entry)
@@ -262,6 +266,18 @@ class Tuner:
                           stale=source == PINNED and bool(kernel) and tuned_for != kernel,
                           offered=offered if isinstance(offered, int) else 0)
         return None
+
+
+def incumbent_first(key: str, candidates: Sequence[TileConfig],
+                    first: Sequence[tuple[str, tuple]]) -> tuple[TileConfig, ...]:
+    """`candidates` with the one `first` names for this key (its prefix starts the key)
+    moved to the front, so the budget always times it; unchanged where none matches."""
+    for prefix, fields in first:
+        if key.startswith(prefix):
+            hit = _candidate(dict(fields), candidates)
+            if hit is not None:
+                return (hit, *(c for c in candidates if c is not hit))
+    return tuple(candidates)
 
 
 def forced(config: TileConfig, overrides) -> TileConfig:

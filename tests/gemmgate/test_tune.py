@@ -10,7 +10,7 @@ import pytest
 from gemmgate.cli import main
 from gemmgate.results import CaseResult, ProviderResult
 from gemmgate.shapes import Case
-from gemmgate.tune import entry_of, merged, stale_items, write_table
+from gemmgate.tune import entry_of, incumbents, merged, stale_items, write_table
 from kernels import table, table_file
 from kernels.tile import TileConfig
 
@@ -95,6 +95,18 @@ def test_stale_entries_become_cases_to_retune(tmp_path):
     e = dict(entry_of(_result(), ENV), kernel="0123456789ab", layout="cr", pad=8)
     write_table(path, "nvidia-h200", ("h200",), [e, entry_of(_result(), ENV) | {"m": 8}])
     assert stale_items(path) == [("bf16", Case(4096, 4096, 4096, "cr", 8))]
+    (prefix, fields), = incumbents(path)   # its tile, to be timed first when retuned
+    assert dict(fields) == asdict(TMA)
+    assert KEY.startswith(prefix) and not KEY.replace("m4096", "m40960").startswith(prefix)
+
+
+def test_incumbent_prefixes_match_the_keys_the_dispatcher_writes():
+    """The prefix is the bucket and shape of kernels.dispatch's key, whatever strides."""
+    from kernels.dispatch import _key
+
+    key = _key("16bit bf16 rr tma", 4096, 4096, 4096, (4104, 1), (4096, 1))
+    e = entry_of(_result(key=key), ENV)
+    assert key.startswith(f"{e['bucket']} | m{e['m']} n{e['n']} k{e['k']} ")
 
 
 def test_tune_refuses_the_cpu_and_bad_budgets(capsys):
