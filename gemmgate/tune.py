@@ -28,6 +28,7 @@ from gemmgate.files import write_json_atomic
 from gemmgate.precision import PrecisionMode
 from gemmgate.results import CaseResult
 from gemmgate.shapes import Case
+from gemmgate.tuning import config_name
 
 
 def table_path(chip_id: str, directory: str | Path | None = None) -> Path:
@@ -59,12 +60,14 @@ def entry_of(r: CaseResult, env: dict) -> dict | None:
     if not t or " | " not in t.get("key", "") or tri is None or tri.accuracy != "pass":
         return None
     timings = [ms for ms in t.get("timings_ms", {}).values() if ms is not None]
+    own = t.get("timings_ms", {}).get(config_name(t["config"]))   # a kept incumbent's
     vendor = r.providers.get("vendor")
     return {
         "bucket": t["key"].split(" | ")[0], "mode": r.mode, "m": r.case.m, "n": r.case.n,
         "k": r.case.k, "layout": r.case.layout, "pad": r.case.pad, "config": t["config"],
         "kernel": table_file.variant_hash(t["config"].get("variant", "tiled")),
-        "tuned_ms": min(timings) if timings else None, "tried": len(timings),
+        "tuned_ms": own if own is not None else min(timings, default=None),
+        "tried": len(timings),
         "offered": t.get("offered", 0),
         "triton_ms": tri.median_ms, "vendor_ms": vendor.median_ms if vendor else None,
         "driver": env.get("driver"), "triton": env.get("triton"), "torch": env.get("torch"),

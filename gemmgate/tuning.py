@@ -52,6 +52,7 @@ TileConfig = Any  # a kernel's frozen dataclass of tile fields; matched by value
 
 SCHEMA, VERSION = "gemmgate.tuning", 1
 PINNED, CACHED, TUNED, KERNEL, FORCED = "pinned", "cache", "tuned", "kernel", "forced"
+KEEP_MARGIN = 0.03   # a retune replaces an incumbent tile only when this much faster
 
 
 @dataclass(frozen=True)
@@ -238,8 +239,12 @@ class Tuner:
             # the kernel's own choice: nothing to time
             choice = Choice(key, candidates[0], KERNEL, kernel)
         if choice is None:
-            ordered = incumbent_first(key, candidates, self.setup.first)
+            held = incumbent(key, candidates, self.setup.first)
+            ordered = candidates if held is None else \
+                (held, *(c for c in candidates if c is not held))
             best, timings = tune(ordered, bench, self.setup.budget_s)
+            if held is not None:
+                best = kept_incumbent(held, best, timings)
             choice = Choice(key, best, TUNED, kernel, timings, offered=len(candidates))
             entry = {_cache_key(key, candidates): choice.to_json()}
             self.cache.update(entry)
@@ -268,16 +273,26 @@ class Tuner:
         return None
 
 
-def incumbent_first(key: str, candidates: Sequence[TileConfig],
-                    first: Sequence[tuple[str, tuple]]) -> tuple[TileConfig, ...]:
-    """`candidates` with the one `first` names for this key (its prefix starts the key)
-    moved to the front, so the budget always times it; unchanged where none matches."""
+def incumbent(key: str, candidates: Sequence[TileConfig],
+              first: Sequence[tuple[str, tuple]]) -> TileConfig | None:
+    """The candidate `first` names for this key (its prefix starts the key), if any: a
+    search times it first, so the budget cannot skip it (`kept_incumbent`)."""
     for prefix, fields in first:
         if key.startswith(prefix):
             hit = _candidate(dict(fields), candidates)
             if hit is not None:
-                return (hit, *(c for c in candidates if c is not hit))
-    return tuple(candidates)
+                return hit
+    return None
+
+
+def kept_incumbent(incumbent: TileConfig, best: TileConfig,
+                   timings: dict[str, float | None]) -> TileConfig:
+    """The incumbent unless `best` measured more than KEEP_MARGIN faster: a retune does
+    not trade a table's tile for one within the search's own noise."""
+    mine, theirs = timings.get(config_name(incumbent)), timings.get(config_name(best))
+    if mine is None or theirs is None or theirs < mine * (1 - KEEP_MARGIN):
+        return best
+    return incumbent
 
 
 def forced(config: TileConfig, overrides) -> TileConfig:

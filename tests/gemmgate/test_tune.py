@@ -11,6 +11,7 @@ from gemmgate.cli import main
 from gemmgate.results import CaseResult, ProviderResult
 from gemmgate.shapes import Case
 from gemmgate.tune import entry_of, incumbents, merged, stale_items, write_table
+from gemmgate.tuning import config_name
 from kernels import table, table_file
 from kernels.tile import TileConfig
 
@@ -37,6 +38,9 @@ def test_an_entry_records_what_it_was_tuned_on():
     assert e["tuned_ms"] == 0.2 and e["tried"] == 2          # a failed candidate: None
     assert e["triton_ms"] == 0.2 and e["vendor_ms"] == 0.22
     assert (e["driver"], e["triton"], e["torch"]) == ("580.159.04", "3.6.0", "2.11.0")
+    kept = _result()   # a retune that kept its incumbent: the tile's own time, not the min
+    kept.telemetry["tuning"]["timings_ms"][config_name(TMA)] = 0.22
+    assert entry_of(kept, ENV)["tuned_ms"] == 0.22
 
 
 def test_an_entry_records_how_many_candidates_the_search_had():

@@ -97,11 +97,12 @@ def test_retune_ignores_pins_and_cache_and_overwrites_the_cache(tmp_path):
 
 def test_a_search_times_the_named_incumbent_first_so_the_budget_cannot_skip_it(
         tmp_path, monkeypatch):
-    """`first` (a stale entry's tile, `gemmgate tune --stale`) leads the search; the
-    fastest measured still wins, and other keys keep the kernel's order."""
+    """`first` (a stale entry's tile, `gemmgate tune --stale`) leads the search; a tile
+    measured more than KEEP_MARGIN faster replaces it, and other keys keep the kernel's
+    order."""
     from dataclasses import asdict
 
-    ticks = iter([0.0, 5.0, 11.0] * 2)   # each search: two candidates within the budget
+    ticks = iter([0.0, 5.0, 11.0] * 5)   # each search: two candidates within the budget
     real = tuning.tune
     monkeypatch.setattr(tuning, "tune", lambda c, b, s: real(c, b, s, clock=lambda: next(ticks)))
     times = {BIG: 2.0, MID: 1.0, SMALL: 1.5}
@@ -114,9 +115,17 @@ def test_a_search_times_the_named_incumbent_first_so_the_budget_cannot_skip_it(
     other = "16bit m8 n4096 k4096 a4096,1 b4096,1"
     assert t.choose(other, CANDIDATES, fake_bench(times, calls)) == MID
     assert calls == [BIG, MID]
-    assert tuning.incumbent_first(KEY, CANDIDATES, ()) == CANDIDATES
+    calls.clear()   # within KEEP_MARGIN of the fastest: the incumbent stays
+    t = Tuner(setup_for(tmp_path, budget_s=10, retune=True, first=first))
+    assert t.choose(KEY, CANDIDATES, fake_bench({**times, BIG: 1.49}, calls)) == SMALL
+    t = Tuner(setup_for(tmp_path, budget_s=10, retune=True, first=first))
+    assert t.choose(KEY, CANDIDATES, fake_bench({**times, BIG: 1.44}, calls)) == BIG
+    lead = ((first[0][0], tuple(sorted(asdict(BIG).items()))),)   # already first: kept too
+    t = Tuner(setup_for(tmp_path, budget_s=10, retune=True, first=lead))
+    assert t.choose(KEY, CANDIDATES, fake_bench({**times, MID: 1.95}, calls)) == BIG
+    assert tuning.incumbent(KEY, CANDIDATES, ()) is None
     gone = ((KEY, tuple(sorted(asdict(TileConfig(16, 16, 16, 1, 1, 1)).items()))),)
-    assert tuning.incumbent_first(KEY, CANDIDATES, gone) == CANDIDATES
+    assert tuning.incumbent(KEY, CANDIDATES, gone) is None
 
 
 def _baseline_with_pin(tmp_path, cfg: TileConfig, kernel="k1"):
