@@ -14,7 +14,16 @@ from gemmgate.files import write_json_atomic
 from gemmgate.precision import get_mode
 from gemmgate.results import CaseResult, RunRecord
 from gemmgate.run import environment_of
-from gemmgate.tune import KeyWriter, incumbents, stale_items, table_data, table_path, tune
+from gemmgate.tune import (
+    KeyWriter,
+    incumbents,
+    orphans,
+    stale_items,
+    table_data,
+    table_path,
+    tune,
+    write_table,
+)
 from gemmgate.tuning import config_name
 
 
@@ -47,6 +56,12 @@ def tune_command(args, console, err) -> int:
 
         results = tune(ctx, args.budget_per_key, items, tick)
     entries = written.entries
+    gone = orphans(path, entries) if args.stale else []
+    if gone:
+        write_table(path, ctx.chip.id, tuple(ctx.chip.match), [], drop=gone)
+        err.print(f"dropped {len(gone)} stale entries whose cases now tune under another "
+                  "bucket: " + ", ".join(f"{e['bucket']} m{e['m']}-n{e['n']}-k{e['k']}"
+                                         for e in gone))
     data = table_data(path)
     _print(console, entries, f"tuned {len(entries)} keys into {path} "
                              f"({len(data['entries'])} entries)")

@@ -90,15 +90,19 @@ def merged(old: Sequence[dict], new: Sequence[dict]) -> list[dict]:
     return sorted(keep + list(fresh.values()), key=_where)
 
 
-def write_table(path: Path, chip_id: str, match: Sequence[str], new: Sequence[dict]) -> dict:
-    """Merge `new` into the table file as it is now, under a lock; returns what was
-    written. An unreadable old file is an error (nothing is overwritten blindly)."""
+def write_table(path: Path, chip_id: str, match: Sequence[str], new: Sequence[dict],
+                drop: Sequence[dict] = ()) -> dict:
+    """Merge `new` into the table file as it is now, less the entries `drop` names (their
+    bucket and shape), under a lock; returns what was written. An unreadable old file is
+    an error (nothing is overwritten blindly)."""
     from kernels import dispatch, table_file
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock", timeout=600):
         data = {"schema": table_file.SCHEMA, "version": table_file.VERSION, "chip": chip_id,
-                "match": list(match), "entries": merged(table_data(path)["entries"], new)}
+                "match": list(match), "entries": [
+                    e for e in merged(table_data(path)["entries"], new)
+                    if _where(e) not in {_where(d) for d in drop}]}
         write_json_atomic(path, data)
         table_file.read_table(path)   # what was written must load
     dispatch.reset()   # this process's cached plans and tables
@@ -144,6 +148,18 @@ def incumbents(path: Path) -> tuple[tuple[str, tuple], ...]:
     new source before any other candidate and keeps it unless one measures faster."""
     return tuple((f"{e['bucket']} | m{e['m']} n{e['n']} k{e['k']} ",
                   tuple(sorted(e["config"].items()))) for e in _stale(path))
+
+
+def orphans(path: Path, tuned: Sequence[dict]) -> list[dict]:
+    """Stale entries whose case was just retuned (`tuned`) under another key: the
+    dispatcher now files that case in another bucket, so no retune can refresh them
+    (`gemmgate tune --stale` drops them)."""
+    def case(e: dict) -> tuple:
+        return e["mode"], int(e["m"]), int(e["n"]), int(e["k"]), e.get("layout", "rr"), \
+            int(e.get("pad", 0))
+
+    done = {case(e) for e in tuned}
+    return [e for e in _stale(path) if case(e) in done]
 
 
 def _stale(path: Path) -> list[dict]:

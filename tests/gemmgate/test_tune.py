@@ -10,7 +10,7 @@ import pytest
 from gemmgate.cli import main
 from gemmgate.results import CaseResult, ProviderResult
 from gemmgate.shapes import Case
-from gemmgate.tune import entry_of, incumbents, merged, stale_items, write_table
+from gemmgate.tune import entry_of, incumbents, merged, orphans, stale_items, write_table
 from gemmgate.tuning import config_name
 from kernels import table, table_file
 from kernels.tile import TileConfig
@@ -102,6 +102,19 @@ def test_stale_entries_become_cases_to_retune(tmp_path):
     (prefix, fields), = incumbents(path)   # its tile, to be timed first when retuned
     assert dict(fields) == asdict(TMA)
     assert KEY.startswith(prefix) and not KEY.replace("m4096", "m40960").startswith(prefix)
+
+
+def test_a_stale_entry_whose_case_retuned_under_another_bucket_is_an_orphan(tmp_path):
+    path = tmp_path / "t.json"
+    old = dict(entry_of(_result(), ENV), kernel="0123456789ab", bucket="16bit bf16 rc tma")
+    other = dict(old, m=8)   # stale, but its case was not retuned: kept
+    write_table(path, "nvidia-h200", ("h200",), [old, other])
+    fresh = entry_of(_result(), ENV)   # the same case, filed under today's bucket
+    write_table(path, "nvidia-h200", ("h200",), [fresh])
+    assert orphans(path, [fresh]) == [old]
+    left = write_table(path, "nvidia-h200", ("h200",), [], drop=orphans(path, [fresh]))
+    assert left["entries"] == sorted([other, fresh], key=lambda e: (e["bucket"], e["m"]))
+    assert orphans(path, []) == []
 
 
 def test_incumbent_prefixes_match_the_keys_the_dispatcher_writes():

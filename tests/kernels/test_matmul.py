@@ -10,7 +10,7 @@ from gemmgate.accuracy import relative_error
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import MODES
 from gemmgate.shapes import SETS, Case
-from kernels import matmul_tma, matmul_tma_split
+from kernels import matmul_tiled, matmul_tma, matmul_tma_split
 from kernels.configs import INTERPRETER_CONFIG
 from kernels.modes import mode_named
 from kernels.tile import TileConfig
@@ -47,6 +47,18 @@ def _run(case: Case, mode: str, device: str, config=None, choose=None):
                          choose=choose)
     assert got is out
     return relative_error(got, inp.reference())
+
+
+def test_the_tiled_kernel_masks_every_step_only_for_one_k_range_with_a_partial_block():
+    """Both K loops run in the corner tests: the tiled tile (32-deep blocks) masks every
+    step over K = 5, 65, 100...; split-K (`split3`) and whole blocks keep the unmasked
+    loop and the partial block after it."""
+    tile = INTERPRETER_CONFIG
+    assert matmul_tiled.masked_loop(tile, 65) and matmul_tiled.masked_loop(tile, 5)
+    assert not matmul_tiled.masked_loop(tile, 64) and not matmul_tiled.masked_loop(tile, 0)
+    assert not matmul_tiled.masked_loop(CPU_VARIANTS["split3"], 65)
+    assert any(matmul_tiled.masked_loop(tile, c.k) for c in CORNERS)
+    assert any(c.k % tile.block_k for c in CORNERS)   # split3's partial blocks
 
 
 @pytest.mark.parametrize("case", CORNERS, ids=lambda c: c.id)
