@@ -6,9 +6,9 @@ ordered in groups of GROUP_M tile-rows so consecutive programs share B tiles in 
 Rows and columns past M/N are wrapped with a modulo on load (always in bounds) and
 masked on store. The K loop runs unmasked over whole blocks and masks only the last,
 partial block after the loop, so a K that is not a multiple of BLOCK_K (1000, 253) keeps
-the fast loop; but that block's loads are not software-pipelined, so one K range that is
-not whole blocks masks every step instead (`masked_loop`), its partial block then inside
-the pipelined loop (session 28).
+the fast loop; but that block's loads are not software-pipelined, so where it measured
+faster (`masked_loop`) every step is masked instead and the partial block runs inside the
+pipelined loop (session 28).
 
 Alignment: Triton specialises an integer argument only for divisibility by 16, so a
 leading dimension of 1000 or 2056 elements would get scalar loads. Each stride is passed
@@ -230,12 +230,14 @@ def launch(config: TileConfig, a, b, out, sa, sb, **flags) -> None:
 
 def masked_loop(config: TileConfig, K: int) -> bool:
     """Whether the K loop masks every step (its partial last block inside the pipelined
-    loop): one K range (no split) that is not whole blocks. Session 28, H200, the same
-    tiles on both codes: masked every step, 11 of 11 such cases ran x1.02-1.35 faster
-    (144 x 192 x 400 x1.13-1.15, where the partial block after the loop was unpipelined);
-    split-K cases ran x0.65-1.10 (masked in every range, though only the last has a
-    partial block), and whole blocks gain nothing from masks."""
-    return config.split_k == 1 and K % config.block_k != 0
+    loop): K is not whole blocks, and either one K range (no split) or K a multiple of 16.
+    Session 28, H200, the same tiles on both loops (scripts/perf_tables.py `s28-masked`):
+    one range with a partial block ran x1.02-1.35 masked (12 of 12 faster; 144 x 192 x
+    400 x1.13-1.15: the block after the loop is not pipelined); split-K with a partial
+    block x1.040 where K is a multiple of 16 (14 cases) but x0.813 where it is not (14,
+    down to x0.65: every range pays the masks, whose K bound Triton then knows only to a
+    smaller divisor); whole blocks gain nothing from masks."""
+    return K % config.block_k != 0 and (config.split_k == 1 or K % 16 == 0)
 
 
 def _k_per_split(config: TileConfig, K: int) -> int:

@@ -46,6 +46,7 @@ S24 = RESULTS / "h200-2026-12-02-s24"
 S25 = RESULTS / "h200-2026-12-02-s25"
 S26 = RESULTS / "h200-2026-12-02-s26"
 S27 = RESULTS / "h200-2026-12-02-s27"
+S28 = RESULTS / "h200-2026-12-02-s28"
 # the latest nightly and holdout runs of IEEE fp32 (session 24) and tf32 (session 25), as
 # `sets_targets` reads them
 FP32_S24 = ((S24 / "cases.csv", "call3-nightly-fp32"),
@@ -276,6 +277,12 @@ TABLES: dict[str, Callable[[], str]] = {
         "fp16": ((S27 / "cases_swap.csv", "call7-final-nightly"),
                  (S27 / "cases_swap.csv", "call7-final-{set}")),
         "fp8": ((S26 / "cases.csv", "call5-nightly"), (S26 / "cases.csv", "call5-{set}"))}),
+    "s28-masked": lambda: k_loop_groups(S28 / "cases.csv", "call1-allmasked"),
+    "s28-masked-ab": lambda: ab_changes(S28 / "cases.csv", "call1-allmasked", 0.97, 1.03,
+                                        "call1-allmasked-"),
+    "s28-retune": lambda: label_steps(S28 / "cases.csv"),
+    "s28-retune-ab": lambda: ab_changes(S28 / "cases.csv", "call2-retuned", 0.95, 1.05,
+                                        "call2-retuned-"),
 }
 
 
@@ -464,6 +471,29 @@ def label_steps(path: Path) -> str:
             out.append(f"| {label} | {mode} | {len(rs)} | {geomean(xs):.3f} | "
                        f"{f'{geomean(ab):.3f}' if ab else ''} | {min(xs):.2f} | "
                        f"{sum(x < 0.8 for x in xs)} |")
+    return "\n".join(out)
+
+
+def k_loop_groups(path: Path, prefix: str) -> str:
+    """The tiled kernel's K loops compared (session 28): per kind of K walk (one range or
+    split-K; whole BLOCK_K blocks or a partial last one) and K a multiple of 16 or not,
+    the A/B of the labels with `prefix`: cases, geomean, lowest and highest."""
+    groups: dict[str, list[float]] = {}
+    for r in _rows(path):
+        ab = _ab(r["extra"])
+        if not r["label"].startswith(prefix) or not ab:
+            continue
+        k = int(re.search(r"-k(\d+)", r["case"]).group(1))
+        bk = int(re.match(r"(?:\w+ )?\d+x\d+x(\d+)", r["tile"]).group(1))
+        split = re.search(r" k\d+", r["tile"]) is not None
+        kind = (f"{'split-K' if split else 'one range'}, "
+                f"{'partial last block' if k % bk else 'whole blocks'}, "
+                f"K {'' if k % 16 == 0 else 'not '}a multiple of 16")
+        groups.setdefault(kind, []).append(ab)
+    out = ["| K walk | cases | A/B geomean | lowest | highest |", "|---|---:|---:|---:|---:|"]
+    for kind, xs in sorted(groups.items()):
+        out.append(f"| {kind} | {len(xs)} | {geomean(xs):.3f} | {min(xs):.3f} | "
+                   f"{max(xs):.3f} |")
     return "\n".join(out)
 
 

@@ -28,6 +28,7 @@ GPU_TILE = TileConfig(64, 64, 64, 8, 3, 4)
 # Every variant on the interpreter: the tiled kernel, split-K, and the persistent TMA
 # kernel (which falls back to pointer loads where operands cannot be described).
 CPU_VARIANTS = {"tiled": INTERPRETER_CONFIG, "split3": TileConfig(32, 32, 16, 2, 1, 4, split_k=3),
+                "split2": TileConfig(32, 32, 32, 2, 1, 4, split_k=2),   # masked over K = 48
                 "tma": TileConfig(32, 32, 16, 2, 1, 4, "tma"),
                 "tma_split3": TileConfig(32, 32, 16, 2, 1, 4, "tma_split", 3),
                 "gemv1": TileConfig(1, 32, 16, 1, 1, 4, "gemv"),
@@ -49,14 +50,16 @@ def _run(case: Case, mode: str, device: str, config=None, choose=None):
     return relative_error(got, inp.reference())
 
 
-def test_the_tiled_kernel_masks_every_step_only_for_one_k_range_with_a_partial_block():
+def test_the_tiled_kernel_masks_every_step_only_where_that_measured_faster():
     """Both K loops run in the corner tests: the tiled tile (32-deep blocks) masks every
-    step over K = 5, 65, 100...; split-K (`split3`) and whole blocks keep the unmasked
-    loop and the partial block after it."""
-    tile = INTERPRETER_CONFIG
+    step over K = 5, 65, 100...; split-K keeps the unmasked loop and the partial block
+    after it over K = 65 and 72 (not multiples of 16), and masks over K = 48 (`split2`,
+    every variant's test); whole blocks are never masked."""
+    tile, split = INTERPRETER_CONFIG, CPU_VARIANTS["split2"]
     assert matmul_tiled.masked_loop(tile, 65) and matmul_tiled.masked_loop(tile, 5)
     assert not matmul_tiled.masked_loop(tile, 64) and not matmul_tiled.masked_loop(tile, 0)
-    assert not matmul_tiled.masked_loop(CPU_VARIANTS["split3"], 65)
+    assert not matmul_tiled.masked_loop(split, 65) and not matmul_tiled.masked_loop(split, 72)
+    assert matmul_tiled.masked_loop(split, 48) and not matmul_tiled.masked_loop(split, 64)
     assert any(matmul_tiled.masked_loop(tile, c.k) for c in CORNERS)
     assert any(c.k % tile.block_k for c in CORNERS)   # split3's partial blocks
 
