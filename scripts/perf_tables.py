@@ -280,9 +280,18 @@ TABLES: dict[str, Callable[[], str]] = {
     "s28-masked": lambda: k_loop_groups(S28 / "cases.csv", "call1-allmasked"),
     "s28-masked-ab": lambda: ab_changes(S28 / "cases.csv", "call1-allmasked", 0.97, 1.03,
                                         "call1-allmasked-"),
-    "s28-retune": lambda: label_steps(S28 / "cases.csv"),
+    "s28-retune": lambda: label_steps_of(S28 / "cases.csv", "call1-", "call2-"),
     "s28-retune-ab": lambda: ab_changes(S28 / "cases.csv", "call2-retuned", 0.95, 1.05,
                                         "call2-retuned-"),
+    "s28-sets": lambda: label_steps_of(S28 / "cases.csv", "call3-", "call4-"),
+    "s28-below": lambda: ratios_below(S28 / "cases.csv", "call3-holdout", 0.8, "call3-"),
+    "s28-long-tail": lambda: s9_long_tail(S28 / "cases.csv", "call3-holdout"),
+    "s28-targets": lambda: sets_targets(
+        {**{m: (S28 / "cases.csv", "call3-check") for m in MODES},
+         "tf32": (S28 / "cases.csv", "call4-check-tf32")}, {
+            **{m: ((S28 / "cases.csv", "call3-nightly"), (S28 / "cases.csv", "call3-{set}"))
+               for m in ("fp32", "tf32", "bf16", "fp16")},
+            "fp8": ((S26 / "cases.csv", "call5-nightly"), (S26 / "cases.csv", "call5-{set}"))}),
 }
 
 
@@ -444,21 +453,27 @@ def targets_table(rows: dict[str, dict[str, Cell]]) -> str:
 HOLDOUTS = ("holdout", "holdout2", "holdout3", "holdout4", "holdout5")
 
 
-def sets_targets(pr: Cell, cells: dict[str, tuple[Cell, tuple[Path, str]]]) -> str:
-    """`targets_table` over pr (one run for every mode), nightly and the holdouts: per
-    mode, its nightly run and its holdout runs (a file and a label with `{set}` for each
-    holdout's name)."""
+def sets_targets(pr: Cell | dict[str, Cell],
+                 cells: dict[str, tuple[Cell, tuple[Path, str]]]) -> str:
+    """`targets_table` over pr (one run for every mode, or a run per mode), nightly and
+    the holdouts: per mode, its nightly run and its holdout runs (a file and a label with
+    `{set}` for each holdout's name)."""
     return targets_table({
-        "pr": {m: pr for m in cells},
+        "pr": {m: pr[m] if isinstance(pr, dict) else pr for m in cells},
         "nightly": {m: nightly for m, (nightly, _) in cells.items()},
         **{h: {m: (path, label.format(set=h)) for m, (_, (path, label)) in cells.items()}
            for h in HOLDOUTS}})
 
 
-def label_steps(path: Path) -> str:
+def label_steps_of(path: Path, *prefixes: str) -> str:
+    """`label_steps` of the labels that start with one of `prefixes`."""
+    return label_steps(path, prefixes)
+
+
+def label_steps(path: Path, prefixes: tuple[str, ...] = ("",)) -> str:
     """Per label (in file order) and mode: cases, geomean Triton/cuBLAS, A/B geomean
     (where the label has an A/B reference), worst ratio, cases below 0.80."""
-    rows = _rows(path)
+    rows = [r for r in _rows(path) if r["label"].startswith(prefixes)]
     out = ["| label | mode | cases | geomean | ab_geomean | min_ratio | below_080 |",
            "|---|---|---|---|---|---|---|"]
     for label in dict.fromkeys(r["label"] for r in rows):
