@@ -138,3 +138,31 @@ def test_sets_targets_reads_each_holdouts_run_by_its_label_pattern(tmp_path):
     assert lines[3:6] == ["| pr | 1.200 |", "| nightly | 1.100 |", "| holdout | 1.500 |"]
     assert lines[7] == "| holdout3 | 0.800 |" and lines[6] == "| holdout2 |  |"
     assert len(lines) == 3 + 2 + 5
+
+
+def test_sets_targets_takes_a_pr_run_per_mode(tmp_path):
+    a = tmp_path / "a.csv"
+    rows = ["c1-pr,bf16,m1-n1-k1,1,1,1.2000,,t", "c4-pr,tf32,m1-n1-k1,1,1,0.9000,,t",
+            "c1-pr,tf32,m1-n1-k1,1,1,0.5000,,t"]
+    a.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n" +
+                 "\n".join(rows) + "\n")
+    lines = _module().sets_targets({"bf16": (a, "c1-pr"), "tf32": (a, "c4-pr")}, {
+        "tf32": ((a, "x"), (a, "x-{set}")), "bf16": ((a, "x"), (a, "x-{set}"))}).splitlines()
+    assert lines[0] == "| set | tf32 | bf16 |" and lines[3] == "| pr | 0.900 | 1.200 |"
+
+
+def test_k_loop_groups_sorts_an_ab_by_how_the_tiled_kernel_walks_k(tmp_path):
+    a = tmp_path / "a.csv"
+    rows = ["c1-x,bf16,m144-n192-k400,1,1,0.9,ab:1.2000,64x64x64 g8 s4 w4",
+            "c1-x,bf16,m8-n8-k4096,1,1,0.9,ab:0.9000,tma 64x64x64 g8 s4 w4 k4",
+            "c1-x,tf32,m8-n8-k1503,1,1,0.9,ab:0.7000,64x64x32 g8 s4 w4 k4",
+            "c1-x,tf32,m8-n8-k1504,1,1,0.9,ab:1.1000,64x64x64 g8 s4 w4 k4",
+            "c2-y,tf32,m8-n8-k1504,1,1,0.9,ab:9.0000,64x64x64 g8 s4 w4 k4"]
+    a.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n" +
+                 "\n".join(rows) + "\n")
+    lines = _module().k_loop_groups(a, "c1-").splitlines()[2:]
+    assert lines == [
+        "| one range, partial last block, K a multiple of 16 | 1 | 1.200 | 1.200 | 1.200 |",
+        "| split-K, partial last block, K a multiple of 16 | 1 | 1.100 | 1.100 | 1.100 |",
+        "| split-K, partial last block, K not a multiple of 16 | 1 | 0.700 | 0.700 | 0.700 |",
+        "| split-K, whole blocks, K a multiple of 16 | 1 | 0.900 | 0.900 | 0.900 |"]
