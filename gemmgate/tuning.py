@@ -241,7 +241,7 @@ class Tuner:
         if choice is None:
             held = incumbent(key, candidates, self.setup.first)
             ordered = candidates if held is None else \
-                (held, *(c for c in candidates if c is not held))
+                (held, *(c for c in candidates if c != held))
             best, timings = tune(ordered, bench, self.setup.budget_s)
             if held is not None:
                 best = kept_incumbent(held, best, timings)
@@ -275,13 +275,19 @@ class Tuner:
 
 def incumbent(key: str, candidates: Sequence[TileConfig],
               first: Sequence[tuple[str, tuple]]) -> TileConfig | None:
-    """The candidate `first` names for this key (its prefix starts the key), if any: a
-    search times it first, so the budget cannot skip it (`kept_incumbent`)."""
+    """The tile `first` names for this key (its prefix starts the key), if any: a search
+    times it first, so the budget cannot skip it (`kept_incumbent`). One the kernel's
+    candidates lack (an older search space, a heuristic's tile: 6 of session 28's 72
+    stale entries) is made in the candidates' class; None if that class refuses it."""
     for prefix, fields in first:
         if key.startswith(prefix):
             hit = _candidate(dict(fields), candidates)
-            if hit is not None:
-                return hit
+            if hit is None and candidates:
+                try:
+                    hit = type(candidates[0])(**dict(fields))
+                except (TypeError, ValueError):
+                    continue
+            return hit
     return None
 
 

@@ -9,7 +9,9 @@ picks of the cases near it (kernels.table's nearest lookup). A device A/B of tho
 them; this script, on the CPU, decides per entry:
 
 - an entry's picks: the cases whose pick changes when that entry alone is left out of NEW
-  (each left-out key keeps REV's entry where REV had one);
+  (each left-out key keeps REV's entry where REV had one; where REV's is stale, tuned on
+  other kernel source, only if `--tune-json` (the tune's own JSON) timed its tile on this
+  tree: it comes back stamped with this source, else the key has no entry);
 - it is kept where its picks ran faster on the whole (geomean A/B >= 1) and each it
   slowed by more than x0.93 still runs at the vendor's speed or faster (`verdict`); an
   entry that moves no pick by itself is kept (sessions 24 and 25);
@@ -49,7 +51,7 @@ import lookup_diff  # noqa: E402
 from summarize_runs import ab_of  # noqa: E402
 
 from gemmgate.stats import geomean  # noqa: E402
-from gemmgate.tuning import config_spec  # noqa: E402
+from gemmgate.tuning import config_name, config_spec  # noqa: E402
 
 Key = tuple[str, int, int, int]          # bucket, m, n, k: one table entry
 Pick = tuple[str, str, str]              # set, mode, case id
@@ -75,11 +77,45 @@ def changed_entries(base: list[dict], new: list[dict], modes: set[str]) -> list[
     return [e for e in new if e["mode"] in modes and old.get(key(e)) != e]
 
 
-def candidate(base: list[dict], new: list[dict], left_out: set[Key]) -> list[dict]:
-    """NEW with the keys of `left_out` as REV had them (or absent where REV had none)."""
+Timed = dict[Key, dict[str, float]]     # a tune's timings on this tree: key -> tile -> ms
+
+
+def candidate(base: list[dict], new: list[dict], left_out: set[Key],
+              timed: Timed | None = None) -> list[dict]:
+    """NEW with the keys of `left_out` as REV had them (or absent where REV had none). A
+    REV entry tuned on other kernel source (stale here) comes back only where the tune
+    timed its tile on this tree's source (`timed`, `tune_timings`): stamped with this
+    source's hash, its times that timing; else that key has no entry (a stale one would
+    never be used, and nothing measured its tile on this source)."""
+    from kernels import table_file
+
     old = {key(e): e for e in base}
-    return [old[key(e)] if key(e) in left_out else e for e in new
-            if key(e) not in left_out or key(e) in old]
+    out = []
+    for e in new:
+        if key(e) not in left_out:
+            out.append(e)
+            continue
+        o = old.get(key(e))
+        if o is not None and table_file.is_stale(o):
+            ms = (timed or {}).get(key(e), {}).get(config_name(o["config"]))
+            variant = o["config"].get("variant", "tiled")
+            o = None if ms is None else {**o, "kernel": table_file.variant_hash(variant),
+                                         "tuned_ms": ms, "triton_ms": ms}
+        if o is not None:
+            out.append(o)
+    return out
+
+
+def tune_timings(paths: list[str]) -> Timed:
+    """key -> tile name -> ms: what `gemmgate tune --json` files timed, per key."""
+    out: Timed = {}
+    for p in paths:
+        for c in json.loads(Path(p).read_text())["cases"]:
+            t = (c.get("telemetry") or {}).get("tuning") or {}
+            if " | " in t.get("key", ""):
+                out[(t["key"].split(" | ")[0], int(c["m"]), int(c["n"]), int(c["k"]))] = {
+                    name: ms for name, ms in t.get("timings_ms", {}).items() if ms is not None}
+    return out
 
 
 # A pick an entry slows by more than this must still run at the vendor's speed or faster
@@ -176,7 +212,7 @@ def unmeasured(now: dict[Pick, str], before: dict[Pick, str], ab: AB) -> list[Pi
 
 def judge(picker: Picker, base: list[dict], new: list[dict], modes: set[str],
           ab: AB, before: dict[Pick, str],
-          named: dict[str, set[Key]]) -> set[Key]:
+          named: dict[str, set[Key]], timed: Timed | None = None) -> set[Key]:
     """The keys to leave out: `named["out"]`, and each changed entry whose picks fail the
     `verdict` unless `named["keep"]` holds it. Round 1 judges each entry in NEW; each later
     round judges the entries still kept in the table the rounds before left (an entry left
@@ -189,10 +225,10 @@ def judge(picker: Picker, base: list[dict], new: list[dict], modes: set[str],
     todo, rnd = changed, 1
     while True:
         others = set(left_out) if rnd > 1 else set()   # round 1 judges NEW as written
-        full = picker.picks(candidate(base, new, others))
+        full = picker.picks(candidate(base, new, others, timed))
         more = set()
         for e in todo:
-            alone = picker.picks(candidate(base, new, others | {key(e)}))
+            alone = picker.picks(candidate(base, new, others | {key(e)}, timed))
             moved = [p for p in full if full[p] != alone.get(p)]
             got = [m for p in moved if (m := measured(ab, p, full[p])) is not None]
             keep = key(e) in named["keep"] or (verdict(got) and key(e) not in left_out)
@@ -273,6 +309,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="write the kept table here, and its unmeasured cases as FILE.csv")
     ap.add_argument("--write", action="store_true",
                     help="replace kernels/tuned/<chip>.json with the kept table")
+    ap.add_argument("--tune-json", default="",
+                    help="comma-separated `gemmgate tune --json` files of the call: a left-out "
+                         "key whose REV entry is stale comes back where they timed its tile")
     ap.add_argument("--tuned-csv", help="record the changed entries as rows of this CSV")
     ap.add_argument("--call", help="the rows' call label (with --tuned-csv)")
     args = ap.parse_args(argv)
@@ -291,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         new_data = json.loads(Path(args.table).read_text())
         new = new_data["entries"]
         ab = read_ab(args.ab.split(","))
+        timed = tune_timings([x for x in args.tune_json.split(",") if x])
         sets = [(name, resolve(name)[1]) for name in args.sets.split(",")]
         extra, forced = (_keys(x) for x in (args.leave_out, args.keep))
         if extra & forced:
@@ -307,8 +347,8 @@ def main(argv: list[str] | None = None) -> int:
               for n, cases in sets for m in modes for c in cases}
     named = {k: {key(e) for e in new if e["mode"] in modes and _named(e) in keys}
              for k, keys in (("out", extra), ("keep", forced))}
-    left_out = judge(picker, base, new, set(modes), ab, before, named)
-    kept = candidate(base, new, left_out)
+    left_out = judge(picker, base, new, set(modes), ab, before, named, timed)
+    kept = candidate(base, new, left_out, timed)
     final = picker.picks(kept)
     missing = unmeasured(final, before, ab)
     moved = [p for p in final if final[p] != before[p]]

@@ -24,9 +24,12 @@ def _module():
     return mod
 
 
-def _entry(m, n, k, tile="a", mode="bf16", date="d1"):
+def _entry(m, n, k, tile="a", mode="bf16", date="d1", kernel=None):
+    from kernels import table_file
+
     return {"bucket": f"16bit {mode} rr tma ld128", "mode": mode, "m": m, "n": n, "k": k,
-            "layout": "rr", "pad": 0, "config": {"tile": tile}, "date": date}
+            "layout": "rr", "pad": 0, "config": {"tile": tile}, "date": date,
+            "kernel": kernel or table_file.variant_hash("tiled")}
 
 
 def test_changed_entries_and_the_candidate_that_leaves_one_out():
@@ -38,6 +41,33 @@ def test_changed_entries_and_the_candidate_that_leaves_one_out():
     # a retuned key left out is REV's entry again; a new key left out is gone
     out = ke.candidate(base, new, {ke.key(new[1]), ke.key(new[2])})
     assert out == [base[0], base[1], new[3]]
+
+
+def test_a_left_out_key_whose_ref_entry_is_stale_comes_back_only_if_the_tune_timed_it(
+        tmp_path):
+    """REV's entry tuned on other kernel source is never restored as it was: with the
+    tune's JSON timing its tile on this source, stamped anew with that time; else none."""
+    from kernels import table_file
+    from kernels.tile import TileConfig
+
+    ke = _module()
+    tile = {"block_m": 16, "block_n": 128, "block_k": 64, "group_m": 8, "num_stages": 4,
+            "num_warps": 4, "variant": "tiled", "split_k": 4}
+    old = dict(_entry(32, 3584, 6144, kernel="0123456789ab"), config=tile)
+    new = dict(_entry(32, 3584, 6144, date="d2"), config={**tile, "block_m": 32})
+    left = {ke.key(new)}
+    assert ke.candidate([old], [new], left) == []          # nothing timed: no entry
+    run = tmp_path / "tune.json"
+    name = ke.config_name(TileConfig(**tile))
+    run.write_text(json.dumps({"cases": [{"m": 32, "n": 3584, "k": 6144, "telemetry": {
+        "tuning": {"key": f"{old['bucket']} | m32 n3584 k6144 a6144,1 b3584,1",
+                   "timings_ms": {name: 0.0387, "32x128x64 g8 s4 w4 k4": 0.0364,
+                                  "x": None}}}}]}))
+    timed = ke.tune_timings([str(run)])
+    (back,) = ke.candidate([old], [new], left, timed)
+    assert back["config"] == tile and not table_file.is_stale(back)
+    assert back["tuned_ms"] == back["triton_ms"] == 0.0387
+    assert ke.candidate([old], [new], set(), timed) == [new]
 
 
 @pytest.mark.parametrize("measured,keep", [

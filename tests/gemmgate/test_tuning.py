@@ -102,7 +102,7 @@ def test_a_search_times_the_named_incumbent_first_so_the_budget_cannot_skip_it(
     order."""
     from dataclasses import asdict
 
-    ticks = iter([0.0, 5.0, 11.0] * 5)   # each search: two candidates within the budget
+    ticks = iter([0.0, 5.0, 11.0] * 6)   # each search: two candidates within the budget
     real = tuning.tune
     monkeypatch.setattr(tuning, "tune", lambda c, b, s: real(c, b, s, clock=lambda: next(ticks)))
     times = {BIG: 2.0, MID: 1.0, SMALL: 1.5}
@@ -124,8 +124,15 @@ def test_a_search_times_the_named_incumbent_first_so_the_budget_cannot_skip_it(
     t = Tuner(setup_for(tmp_path, budget_s=10, retune=True, first=lead))
     assert t.choose(KEY, CANDIDATES, fake_bench({**times, MID: 1.95}, calls)) == BIG
     assert tuning.incumbent(KEY, CANDIDATES, ()) is None
-    gone = ((KEY, tuple(sorted(asdict(TileConfig(16, 16, 16, 1, 1, 1)).items()))),)
-    assert tuning.incumbent(KEY, CANDIDATES, gone) is None
+    other = TileConfig(16, 16, 16, 1, 1, 1)   # not a candidate: timed all the same
+    named = ((KEY, tuple(sorted(asdict(other).items()))),)
+    assert tuning.incumbent(KEY, CANDIDATES, named) == other
+    calls.clear()
+    t = Tuner(setup_for(tmp_path, budget_s=10, retune=True, first=named))
+    assert t.choose(KEY, CANDIDATES, fake_bench({**times, other: 1.2}, calls)) == other
+    assert calls == [other, BIG]
+    bad = ((KEY, tuple(sorted({**asdict(other), "block_m": 24}.items()))),)
+    assert tuning.incumbent(KEY, CANDIDATES, bad) is None   # the class refuses it
 
 
 def _baseline_with_pin(tmp_path, cfg: TileConfig, kernel="k1"):
