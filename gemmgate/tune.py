@@ -98,11 +98,11 @@ def write_table(path: Path, chip_id: str, match: Sequence[str], new: Sequence[di
     from kernels import dispatch, table_file
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    gone = {_where(d) for d in drop}
     with FileLock(str(path) + ".lock", timeout=600):
         data = {"schema": table_file.SCHEMA, "version": table_file.VERSION, "chip": chip_id,
                 "match": list(match), "entries": [
-                    e for e in merged(table_data(path)["entries"], new)
-                    if _where(e) not in {_where(d) for d in drop}]}
+                    e for e in merged(table_data(path)["entries"], new) if _where(e) not in gone]}
         write_json_atomic(path, data)
         table_file.read_table(path)   # what was written must load
     dispatch.reset()   # this process's cached plans and tables
@@ -137,9 +137,12 @@ def table_data(path: Path) -> dict:
 
 def stale_items(path: Path) -> list[tuple[str, Case]]:
     """(mode, case) of the table's entries tuned on another version of their kernel."""
-    return [(e["mode"], Case(int(e["m"]), int(e["n"]), int(e["k"]), e.get("layout", "rr"),
-                             int(e.get("pad", 0))))
-            for e in _stale(path)]
+    return [_item(e) for e in _stale(path)]
+
+
+def _item(e: dict) -> tuple[str, Case]:
+    return e["mode"], Case(int(e["m"]), int(e["n"]), int(e["k"]), e.get("layout", "rr"),
+                           int(e.get("pad", 0)))
 
 
 def incumbents(path: Path) -> tuple[tuple[str, tuple], ...]:
@@ -154,12 +157,8 @@ def orphans(path: Path, tuned: Sequence[dict]) -> list[dict]:
     """Stale entries whose case was just retuned (`tuned`) under another key: the
     dispatcher now files that case in another bucket, so no retune can refresh them
     (`gemmgate tune --stale` drops them)."""
-    def case(e: dict) -> tuple:
-        return e["mode"], int(e["m"]), int(e["n"]), int(e["k"]), e.get("layout", "rr"), \
-            int(e.get("pad", 0))
-
-    done = {case(e) for e in tuned}
-    return [e for e in _stale(path) if case(e) in done]
+    done = {_item(e) for e in tuned}
+    return [e for e in _stale(path) if _item(e) in done]
 
 
 def _stale(path: Path) -> list[dict]:
