@@ -283,6 +283,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s28-retune": lambda: label_steps_of(S28 / "cases.csv", "call1-", "call2-"),
     "s28-retune-ab": lambda: ab_changes(S28 / "cases.csv", "call2-retuned", 0.95, 1.05,
                                         "call2-retuned-"),
+    "s28-ptx": lambda: ptx_counts(S28 / "ptx.csv"),
     "s28-sets": lambda: label_steps_of(S28 / "cases.csv", "call3-", "call4-"),
     "s28-below": lambda: ratios_below(S28 / "cases.csv", "call3-holdout", 0.8, "call3-"),
     "s28-long-tail": lambda: s9_long_tail(S28 / "cases.csv", "call3-holdout"),
@@ -486,6 +487,18 @@ def label_steps(path: Path, prefixes: tuple[str, ...] = ("",)) -> str:
             out.append(f"| {label} | {mode} | {len(rs)} | {geomean(xs):.3f} | "
                        f"{f'{geomean(ab):.3f}' if ab else ''} | {min(xs):.2f} | "
                        f"{sum(x < 0.8 for x in xs)} |")
+    return "\n".join(out)
+
+
+def ptx_counts(path: Path) -> str:
+    """scripts/ptx_diff.py's verdicts per mode (a CSV of mode, shape, tile, ptx): tiles
+    that compile to the same PTX as at the reference commit, and those that do not."""
+    by: dict[str, list[str]] = {}
+    for r in _rows(path):
+        by.setdefault(r["mode"], []).append(r["ptx"])
+    out = ["| mode | entries | same PTX | other PTX |", "|---|---:|---:|---:|"]
+    for mode, got in by.items():
+        out.append(f"| {mode} | {len(got)} | {got.count('same')} | {got.count('differs')} |")
     return "\n".join(out)
 
 
