@@ -59,8 +59,9 @@ def entry_of(r: CaseResult, env: dict) -> dict | None:
     tri = r.providers.get("triton")
     if not t or " | " not in t.get("key", "") or tri is None or tri.accuracy != "pass":
         return None
-    timings = [ms for ms in t.get("timings_ms", {}).values() if ms is not None]
-    own = t.get("timings_ms", {}).get(config_name(t["config"]))   # a kept incumbent's
+    by_tile = t.get("timings_ms", {})
+    timings = [ms for ms in by_tile.values() if ms is not None]
+    own = by_tile.get(config_name(t["config"]))   # a kept incumbent's
     vendor = r.providers.get("vendor")
     return {
         "bucket": t["key"].split(" | ")[0], "mode": r.mode, "m": r.case.m, "n": r.case.n,

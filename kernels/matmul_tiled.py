@@ -235,8 +235,8 @@ def masked_loop(config: TileConfig, K: int) -> bool:
     one range with a partial block ran x1.02-1.35 masked (12 of 12 faster; 144 x 192 x
     400 x1.13-1.15: the block after the loop is not pipelined); split-K with a partial
     block x1.040 where K is a multiple of 16 (14 cases) but x0.813 where it is not (14,
-    down to x0.65: every range pays the masks, whose K bound Triton then knows only to a
-    smaller divisor); whole blocks gain nothing from masks."""
+    down to x0.65: every range pays the masks; a guess, not profiled: Triton then knows
+    their K bound only to a smaller divisor); whole blocks gain nothing from masks."""
     return K % config.block_k != 0 and (config.split_k == 1 or K % 16 == 0)
 
 

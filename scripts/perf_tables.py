@@ -280,11 +280,11 @@ TABLES: dict[str, Callable[[], str]] = {
     "s28-masked": lambda: k_loop_groups(S28 / "cases.csv", "call1-allmasked"),
     "s28-masked-ab": lambda: ab_changes(S28 / "cases.csv", "call1-allmasked", 0.97, 1.03,
                                         "call1-allmasked-"),
-    "s28-retune": lambda: label_steps_of(S28 / "cases.csv", "call1-", "call2-"),
+    "s28-retune": lambda: label_steps(S28 / "cases.csv", ("call1-", "call2-")),
     "s28-retune-ab": lambda: ab_changes(S28 / "cases.csv", "call2-retuned", 0.95, 1.05,
                                         "call2-retuned-"),
     "s28-ptx": lambda: ptx_counts(S28 / "ptx.csv"),
-    "s28-sets": lambda: label_steps_of(S28 / "cases.csv", "call3-", "call4-"),
+    "s28-sets": lambda: label_steps(S28 / "cases.csv", ("call3-", "call4-")),
     "s28-below": lambda: ratios_below(S28 / "cases.csv", "call3-holdout", 0.8, "call3-"),
     "s28-long-tail": lambda: s9_long_tail(S28 / "cases.csv", "call3-holdout"),
     "s28-targets": lambda: sets_targets(
@@ -466,14 +466,10 @@ def sets_targets(pr: Cell | dict[str, Cell],
            for h in HOLDOUTS}})
 
 
-def label_steps_of(path: Path, *prefixes: str) -> str:
-    """`label_steps` of the labels that start with one of `prefixes`."""
-    return label_steps(path, prefixes)
-
-
 def label_steps(path: Path, prefixes: tuple[str, ...] = ("",)) -> str:
-    """Per label (in file order) and mode: cases, geomean Triton/cuBLAS, A/B geomean
-    (where the label has an A/B reference), worst ratio, cases below 0.80."""
+    """Per label (in file order; those that start with one of `prefixes`) and mode: cases,
+    geomean Triton/cuBLAS, A/B geomean (where the label has an A/B reference), worst
+    ratio, cases below 0.80."""
     rows = [r for r in _rows(path) if r["label"].startswith(prefixes)]
     out = ["| label | mode | cases | geomean | ab_geomean | min_ratio | below_080 |",
            "|---|---|---|---|---|---|---|"]

@@ -74,10 +74,14 @@ def ptx(launch, mode, arch: int) -> str:
 
 
 def _shape(text: str) -> tuple[int, int, int]:
-    dims = text.lower().split("x")
-    if len(dims) != 3 or not all(d.isdigit() and int(d) > 0 for d in dims):
-        raise ValueError(f"shape {text!r}: give MxNxK, e.g. 144x192x400")
-    return int(dims[0]), int(dims[1]), int(dims[2])
+    """gemmgate.sweep.parse_shape's M, N, K, with this script's message."""
+    from gemmgate.sweep import parse_shape
+
+    try:
+        case = parse_shape(text)
+    except ValueError:
+        raise ValueError(f"shape {text!r}: give MxNxK, e.g. 144x192x400") from None
+    return case.m, case.n, case.k
 
 
 def main(argv: list[str] | None = None) -> int:
