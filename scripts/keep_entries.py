@@ -11,7 +11,9 @@ them; this script, on the CPU, decides per entry:
 - an entry's picks: the cases whose pick changes when that entry alone is left out of NEW
   (each left-out key keeps REV's entry where REV had one; where REV's is stale, tuned on
   other kernel source, only if `--tune-json` (the tune's own JSON) timed its tile on this
-  tree: it comes back stamped with this source, else the key has no entry);
+  tree: it comes back stamped with this source, else the key has no entry), and those it
+  moves to NEW's tile as the call's one changed entry (twins, such as a bf16 and an fp16
+  entry lending each other one tile, each move nothing left out alone);
 - it is kept where its picks ran faster on the whole (geomean A/B >= 1) and each it
   slowed by more than x0.93 still runs at the vendor's speed or faster (`verdict`); an
   entry that moves no pick by itself is kept (sessions 24 and 25);
@@ -222,22 +224,32 @@ def judge(picker: Picker, base: list[dict], new: list[dict], modes: set[str],
     their A/Bs ('as REV': back to REV's pick; '?': not measured)."""
     left_out = set(named["out"])
     changed = changed_entries(base, new, modes)
+    every = {key(e) for e in changed}
     todo, rnd = changed, 1
     while True:
         others = set(left_out) if rnd > 1 else set()   # round 1 judges NEW as written
         full = picker.picks(candidate(base, new, others, timed))
+        bare = picker.picks(candidate(base, new, every, timed))   # no changed entry
         more = set()
         for e in todo:
-            alone = picker.picks(candidate(base, new, others | {key(e)}, timed))
-            moved = [p for p in full if full[p] != alone.get(p)]
+            without = picker.picks(candidate(base, new, others | {key(e)}, timed))
+            moved = [p for p in full if full[p] != without.get(p)]
+            # ...and the picks it moves as the one change (a twin entry that moves the
+            # same picks hides them from the leave-one-out above: session 29's bf16 and
+            # fp16 1536 x 1664 x 176 lent each other 128x64x64, each moving nothing alone)
+            only = picker.picks(candidate(base, new, every - {key(e)}, timed))
+            moved += [p for p in only if only[p] != bare.get(p) and p not in moved
+                      and only[p] == full.get(p)]
             got = [m for p in moved if (m := measured(ab, p, full[p])) is not None]
             keep = key(e) in named["keep"] or (verdict(got) and key(e) not in left_out)
             if not keep:
                 more.add(key(e))
             if rnd == 1 or moved:
-                cells = ", ".join(f"{p[2]} as REV" if full[p] == before[p] else
-                                  f"{p[2]} x{m.ab:.2f}" if (m := measured(ab, p, full[p]))
-                                  else f"{p[2]} ?" for p in moved)
+                cells = ", ".join(
+                    f"{'' if p[1] == e['mode'] else p[1] + ' '}{p[2]}"
+                    + (" as REV" if full[p] == before[p] else
+                       f" x{m.ab:.2f}" if (m := measured(ab, p, full[p])) else " ?")
+                    for p in moved)
                 print(f"{'keep' if keep else 'out '} {e['mode']} {e['m']}x{e['n']}x{e['k']} "
                       f"{e.get('layout', 'rr')}: {len(moved)} picks"
                       f"{': ' + cells if cells else ''}{f' (round {rnd})' if rnd > 1 else ''}")

@@ -239,3 +239,36 @@ def test_an_entry_that_inherits_a_left_out_entrys_picks_is_judged_again_on_them(
     # kept by name, e1 stays whatever its picks did
     named = {"out": set(), "keep": {ke.key(e1)}}
     assert ke.judge(picker, [z], [z, e1, e2], {"bf16"}, ab, before, named) == {ke.key(e2)}
+
+
+def test_twin_entries_that_each_move_nothing_alone_are_judged_on_what_they_move_together(
+        capsys):
+    """A bf16 and an fp16 entry of one shape lend each other one tile (kernels.table's
+    other-type lookup): left out one at a time, the other still moves the picks, so
+    leave-one-out alone finds no pick for either and kept both (session 29: 1536 x 1664 x
+    176's 128x64x64 moved nightly's K = 128 picks x0.93-1.00). Each is also judged on the
+    picks it moves as the one changed entry: both go."""
+    ke = _module()
+
+    class LendingPicker:
+        """Cases c1 (bf16) and c2 (fp16) run tile "t" where either twin is in the table."""
+
+        def picks(self, entries):
+            lent = any(e["config"]["tile"] == "t" for e in entries)
+            return {("s", mode, "c"): "t" if lent else "z" for mode in ("bf16", "fp16")}
+
+    z = _entry(0, 1, 1, "z")
+    twins = [_entry(100, 1, 1, "t", mode="bf16"), _entry(100, 1, 1, "t", mode="fp16")]
+    ab = {("bf16", "c", "t"): ke.Measured(0.92, 0.9, "t"),
+          ("fp16", "c", "t"): ke.Measured(0.95, 0.9, "t")}
+    picker = LendingPicker()
+    before = picker.picks([z])
+    left_out = ke.judge(picker, [z], [z, *twins], {"bf16", "fp16"}, ab, before,
+                        {"out": set(), "keep": set()})
+    assert left_out == {ke.key(t) for t in twins}
+    out = capsys.readouterr().out
+    assert "out  bf16 100x1x1 rr: 2 picks: c x0.92, fp16 c x0.95" in out
+    # faster where they land: both stay
+    ab = {k: ke.Measured(1.1, 1.2, "t") for k in ab}
+    assert ke.judge(picker, [z], [z, *twins], {"bf16", "fp16"}, ab, before,
+                    {"out": set(), "keep": set()}) == set()
