@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gemmgate.stats import geomean  # noqa: E402
+from gemmgate.stats import geomean, median  # noqa: E402
 from gemmgate.trials import power, power_from_summaries  # noqa: E402
 from gemmgate.trials import read_csv as read_checks  # noqa: E402
 from gemmgate.tuning import config_name  # noqa: E402
@@ -47,6 +47,7 @@ S25 = RESULTS / "h200-2026-12-02-s25"
 S26 = RESULTS / "h200-2026-12-02-s26"
 S27 = RESULTS / "h200-2026-12-02-s27"
 S28 = RESULTS / "h200-2026-12-02-s28"
+S29 = RESULTS / "h200-2026-12-02-s29"
 # the latest nightly and holdout runs of IEEE fp32 (session 24) and tf32 (session 25), as
 # `sets_targets` reads them
 FP32_S24 = ((S24 / "cases.csv", "call3-nightly-fp32"),
@@ -293,6 +294,14 @@ TABLES: dict[str, Callable[[], str]] = {
             **{m: ((S28 / "cases.csv", "call3-nightly"), (S28 / "cases.csv", "call3-{set}"))
                for m in ("fp32", "tf32", "bf16", "fp16")},
             "fp8": ((S26 / "cases.csv", "call5-nightly"), (S26 / "cases.csv", "call5-{set}"))}),
+    "s29-epilogue": lambda: variant_medians(S29 / "epilogue.csv"),
+    "s29-tuned": lambda: tuned_summary(S29 / "tuned.csv"),
+    "s29-steps": lambda: label_steps(S29 / "cases.csv", ("call2-", "call3-", "call4-")),
+    "s29-shallow-ab": lambda: ab_changes(S29 / "cases.csv", "call3-ab", 0.97, 1.03, "call3-"),
+    "s29-fp8-ab": lambda: ab_changes(S29 / "cases.csv", "call4-ab-fp8", 0.97, 1.03, "call4-"),
+    "s29-below": lambda: ratios_below(S29 / "cases.csv", "call3-holdout3", 0.8, "call3-"),
+    "s29-dpsk": lambda: variant_medians(S29 / "dpsk.csv"),
+    "s29-inductor": lambda: inductor_summary(S29 / "cases.csv", "call6-nightly-inductor"),
 }
 
 
@@ -598,6 +607,42 @@ def tuned_summary(path: Path) -> str:
         out.append(f"| {call} | {mode} | {len(rs)} | {sum(not r['before'] for r in rs)} | "
                    f"{sum(bool(r['before']) and r['before'] != r['after'] for r in rs)} | "
                    f"{cut} | {sum(r['kept'] == 'yes' for r in rs)} |")
+    return "\n".join(out)
+
+
+def variant_medians(path: Path) -> str:
+    """An exploration's kernels side by side (rows shape, mode, rep, variant, us, tflops,
+    ratio: a variant timed in several interleaved repeats): per shape, each variant's
+    median microseconds and ratio to cuBLAS over the repeats, fastest first."""
+    by: dict[tuple[str, str], list[dict]] = {}
+    for r in _rows(path):
+        by.setdefault((r["shape"], r["variant"]), []).append(r)
+    out = ["| shape | variant | us | ratio | repeats |", "|---|---|---:|---:|---:|"]
+    for shape in dict.fromkeys(s for s, _ in by):
+        rows = [(v, rs) for (s, v), rs in by.items() if s == shape]
+        rows.sort(key=lambda vr: -median([float(r["ratio"]) for r in vr[1]]))
+        for v, rs in rows:
+            out.append(f"| {shape} | {v} | {median([float(r['us']) for r in rs]):.2f} | "
+                       f"{median([float(r['ratio']) for r in rs]):.3f} | {len(rs)} |")
+    return "\n".join(out)
+
+
+def inductor_summary(path: Path, label: str) -> str:
+    """Issue 11's inductor target over a label's run (`--providers ...,inductor`): per
+    mode, cases, geomean Triton/cuBLAS and inductor time / Triton time, how many cases
+    Triton is faster on, and the ones it is not."""
+    rows = [r for r in _rows(path) if r["label"] == label and _vs_inductor(r)]
+    out = ["| mode | cases | Triton/cuBLAS | inductor/Triton | faster than inductor | "
+           "slower on |", "|---|---:|---:|---:|---:|---|"]
+    for mode in ALL_MODES:
+        rs = [r for r in rows if r["mode"] == mode]
+        if not rs:
+            continue
+        vs = [_vs_inductor(r) for r in rs]
+        slower = ", ".join(f"{r['case']} {_vs_inductor(r):.3f}"
+                           for r in sorted(rs, key=_vs_inductor) if _vs_inductor(r) < 1)
+        out.append(f"| {mode} | {len(rs)} | {geomean([float(r['ratio']) for r in rs]):.3f} "
+                   f"| {geomean(vs):.3f} | {sum(v >= 1 for v in vs)} | {slower or '-'} |")
     return "\n".join(out)
 
 

@@ -166,3 +166,26 @@ def test_k_loop_groups_sorts_an_ab_by_how_the_tiled_kernel_walks_k(tmp_path):
         "| split-K, partial last block, K a multiple of 16 | 1 | 1.100 | 1.100 | 1.100 |",
         "| split-K, partial last block, K not a multiple of 16 | 1 | 0.700 | 0.700 | 0.700 |",
         "| split-K, whole blocks, K a multiple of 16 | 1 | 0.900 | 0.900 | 0.900 |"]
+
+
+def test_variant_medians_takes_each_variants_median_over_repeats_fastest_first(tmp_path):
+    a = tmp_path / "x.csv"
+    a.write_text("shape,mode,rep,variant,us,tflops,ratio\n"
+                 "s1,bf16,0,pick,10,1,0.8\ns1,bf16,1,pick,12,1,0.7\ns1,bf16,2,pick,11,1,0.9\n"
+                 "s1,bf16,0,t2,8,1,1.1\ns2,bf16,0,pick,5,1,1.0\n")
+    assert _module().variant_medians(a).splitlines()[2:] == [
+        "| s1 | t2 | 8.00 | 1.100 | 1 |", "| s1 | pick | 11.00 | 0.800 | 3 |",
+        "| s2 | pick | 5.00 | 1.000 | 1 |"]
+
+
+def test_inductor_summary_counts_and_names_the_cases_inductor_wins(tmp_path):
+    a = tmp_path / "c.csv"
+    rows = ["L,bf16,m1-n1-k1,1,1,1.1,inductor:1.2000,t",
+            "L,bf16,m2-n2-k2,1,1,0.9,inductor:0.9500,t",
+            "L,fp16,m1-n1-k1,1,1,1.0,inductor:1.0000,t", "M,bf16,m3-n3-k3,1,1,1.0,inductor:0.5,t",
+            "L,bf16,m4-n4-k4,1,1,1.0,,t"]
+    a.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n" +
+                 "\n".join(rows) + "\n")
+    assert _module().inductor_summary(a, "L").splitlines()[2:] == [
+        "| bf16 | 2 | 0.995 | 1.068 | 1 | m2-n2-k2 0.950 |",
+        "| fp16 | 1 | 1.000 | 1.000 | 1 | - |"]
