@@ -221,21 +221,44 @@ def _stored_floor(pooled: Noise, stored: Sequence[Noise]) -> Noise:
     return replace(pooled, **floors)
 
 
+def _tile(c: BaselineCase) -> dict | None:
+    return c.tuning.get("config") if c.tuning else None
+
+
+def other_tiles(parts: Sequence[Baseline]) -> dict[str, list[int]]:
+    """Per case, the parts (indices) that ran it on another tile than the first part
+    that has the case with a recorded tile: a kernel change between calibrations, not
+    machine noise (`combine` leaves them out of that case). Parts without a tile agree."""
+    out: dict[str, list[int]] = {}
+    for key in dict.fromkeys(k for p in parts for k in p.cases):
+        tiles = [(i, _tile(p.cases[key])) for i, p in enumerate(parts) if key in p.cases]
+        first = next((t for _, t in tiles if t is not None), None)
+        other = [i for i, t in tiles if t is not None and t != first]
+        if other:
+            out[key] = other
+    return out
+
+
 def combine(parts: Sequence[Baseline]) -> Baseline:
     """One baseline from calibrations made on several machines (`gemmgate baseline
     merge`): per case, every run median pooled with its machine; figures are the pooled
     medians, noise recomputed at each level, no level below a part's stored figure
-    (`_stored_floor`). Cases need not all be in every part; tiles
-    are taken from the first part that has the case (disagreements are recorded)."""
+    (`_stored_floor`). Cases need not all be in every part. A part that ran a case on
+    another tile than the first part's (`other_tiles`) is left out of that case: pooled,
+    the kernel's change would pass for machine noise (session 29: a run after tf32
+    128 x 8192 x 8192's pick moved, +4% by A/B, took that case's machine noise from 1.4%
+    to 4.4% and moved its stored ratio)."""
     if not parts:
         raise ValueError("nothing to merge")
     chips = {p.chip for p in parts}
     if len(chips) > 1:
         raise BaselineError(f"cannot merge baselines of different chips: {sorted(chips)}")
     keys = list(dict.fromkeys(k for p in parts for k in p.cases))
+    skip = other_tiles(parts)
     cases = {}
     for key in keys:
-        cs = [p.cases[key] for p in parts if key in p.cases]
+        cs = [p.cases[key] for i, p in enumerate(parts)
+              if key in p.cases and i not in skip.get(key, ())]
         ratios = [x for c in cs for x in c.noise.ratio_runs]
         machines = [m for c in cs for m in c.noise.run_machines]
         tflops = [x for c in cs for x in c.noise.tflops_runs]

@@ -179,6 +179,7 @@ def merge_command(args, console, err) -> int:
     out = Path(args.output or baselines.default_path(chip_id))
     check_outputs((str(out), "--output (the baseline file)"))
     merged = baselines.combine(parts)
+    skipped = baselines.other_tiles(parts)
     old = None
     with baselines.locked(out):
         if out.exists() and out.resolve() not in {Path(p).resolve() for p in args.inputs}:
@@ -191,6 +192,13 @@ def merge_command(args, console, err) -> int:
         console.print(_summary_table(baselines.summary(old), baselines.summary(merged)))
     console.print(f"wrote {out} ({len(merged.cases)} cases from {len(args.inputs)} files, "
                   f"{_levels(merged)})")
+    if skipped:
+        names = [*(p for p in args.inputs if not _is_run(p)), "the run files"]
+        console.print(f"{len(skipped)} case(s) ran on another tile in some inputs; those "
+                      "inputs were left out of them (a kernel change is not machine "
+                      "noise; `gemmgate baseline update` takes the new tiles):")
+        for key, idx in skipped.items():
+            console.print(f"  {key}: {', '.join(names[i] for i in idx)}")
     return 0
 
 

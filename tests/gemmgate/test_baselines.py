@@ -498,7 +498,34 @@ def test_combine_keeps_ab_noise_and_tiles():
     assert merged.cases[K1].tuning["runs_agree"] is True
     other = replace(parts[1], cases={K1: replace(parts[1].cases[K1], tuning={
         **_tile(128), "runs_agree": True})})
-    assert baselines.combine([parts[0], other]).cases[K1].tuning["runs_agree"] is False
+    assert baselines.other_tiles([parts[0], other]) == {K1: [1]}
+    assert baselines.combine([parts[0], other]).cases[K1] == baselines.combine(
+        [parts[0]]).cases[K1]
+
+
+def test_combine_leaves_a_part_on_another_tile_out_of_that_case_only():
+    """A kernel change between calibrations is not machine noise: a part that ran a case
+    on another tile is left out of that case (its ratio, noise and tile stay the first
+    part's), and still pooled in the cases it ran on the same tile."""
+    a = baselines.build([make_run([replace(make_result(C1, [1.0], [0.9]),
+                                           telemetry={"tuning": _tile(64)}),
+                                   replace(make_result(C2, [1.0], [0.9], mode="fp16"),
+                                           telemetry={"tuning": _tile(64)})], host="ci-a")
+                         for _ in range(2)], "cpu", "s")
+    b = baselines.build([make_run([replace(make_result(C1, [0.8], [0.9]),
+                                           telemetry={"tuning": _tile(128)}),
+                                   replace(make_result(C2, [1.02], [0.9], mode="fp16"),
+                                           telemetry={"tuning": _tile(64)})], host="ci-b")
+                         for _ in range(2)], "cpu", "s")
+    assert baselines.other_tiles([a, b]) == {K1: [1]}
+    merged = baselines.combine([a, b])
+    assert merged.cases[K1].noise.run_machines == ("ci-a", "ci-a")
+    assert merged.cases[K1].ratio == a.cases[K1].ratio
+    assert merged.cases[K1].tuning["config"] == _tile(64)["config"]
+    assert merged.cases[K2].noise.run_machines == ("ci-a",) * 2 + ("ci-b",) * 2
+    assert merged.cases[K2].noise.machine is not None
+    # no tile recorded (a CPU run without tuning telemetry): pooled as before
+    assert baselines.other_tiles([baselines.build(_runs3(), "cpu", "s"), b]) == {}
 
 
 def test_a_legacy_file_without_run_machines_is_one_machine_named_by_its_commit(tmp_path, good):

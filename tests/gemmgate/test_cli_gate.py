@@ -383,6 +383,35 @@ def test_g_calibrate_one_run_still_keeps_it(work, synthetic_timing):
 
 # --- baseline merge: calibrations from several machines -> machine-level noise -------------
 
+def test_m_merge_leaves_an_input_on_another_tile_out_of_that_case_and_says_so(
+        work, base_file, capsys):
+    """A calibration whose case ran on another tile (the kernel's pick moved between the
+    two) is not pooled into that case: the message names the case and the input."""
+    def tiled(block_m):
+        def edit(c, key):
+            c["tuning"] = {"key": key, "source": "tuned", "kernel": "k",
+                           "config": {"block_m": block_m if key.startswith("fp32") else 64}}
+        return edit
+    a = _on_host(work, "on-a.json", "host-a")
+    b = _on_host(work, "on-b.json", "host-b", scale=1.03)
+    for path, edit in ((a, tiled(64)), (b, tiled(128))):
+        data = json.loads(path.read_text())
+        for key, c in data["cases"].items():
+            edit(c, key)
+        path.write_text(json.dumps(data))
+    out = work / "merged.json"
+    capsys.readouterr()
+    assert main(["baseline", "merge", str(a), str(b), "--output", str(out)]) == 0
+    printed = capsys.readouterr().out.replace("\n", " ")
+    moved = [k for k in json.loads(a.read_text())["cases"] if k.startswith("fp32")]
+    assert moved and "case(s) ran on another tile" in printed
+    assert all(f"{k}: {b}" in printed for k in moved)
+    merged = json.loads(out.read_text())["cases"]
+    for k, c in merged.items():
+        hosts = set(c["noise"]["run_machines"])
+        assert hosts == ({"host-a"} if k in moved else {"host-a", "host-b"}), k
+
+
 def test_m_merge_two_hosts_gives_machine_noise_and_check_elsewhere_is_machine_level(
         work, base_file, synthetic_timing, capsys):
     a = _on_host(work, "on-a.json", "host-a")
