@@ -164,13 +164,15 @@ def merge_command(args, console, err) -> int:
     count as one more calibration, each run a fresh process on its own machine."""
     if len(args.inputs) < 2:
         raise ValueError("baseline merge needs at least two files")
-    parts, runs = [], []
+    parts, runs, names = [], [], []   # names: each part's, for the message
     for p in args.inputs:
         if _is_run(p):
             runs.append(_calibration_run(p))
         else:
             parts.append(baselines.load(p))
+            names.append(p)
     if runs:
+        names.append("the run files")
         chip_id = runs[0].environment.get("chip")
         if chip_id is None or any(r.environment.get("chip") != chip_id for r in runs):
             raise ValueError("baseline merge: the run files are not all of one chip")
@@ -193,7 +195,6 @@ def merge_command(args, console, err) -> int:
     console.print(f"wrote {out} ({len(merged.cases)} cases from {len(args.inputs)} files, "
                   f"{_levels(merged)})")
     if skipped:
-        names = [*(p for p in args.inputs if not _is_run(p)), "the run files"]
         console.print(f"{len(skipped)} case(s) ran on another tile in some inputs; those "
                       "inputs were left out of them (a kernel change is not machine "
                       "noise; `gemmgate baseline update` takes the new tiles):")
