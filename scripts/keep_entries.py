@@ -225,11 +225,12 @@ def judge(picker: Picker, base: list[dict], new: list[dict], modes: set[str],
     left_out = set(named["out"])
     changed = changed_entries(base, new, modes)
     every = {key(e) for e in changed}
+    bare = picker.picks(candidate(base, new, every, timed))   # no changed entry
+    alone: dict[Key, dict[Pick, str]] = {}   # each entry as the one change: every round's
     todo, rnd = changed, 1
     while True:
         others = set(left_out) if rnd > 1 else set()   # round 1 judges NEW as written
         full = picker.picks(candidate(base, new, others, timed))
-        bare = picker.picks(candidate(base, new, every, timed))   # no changed entry
         more = set()
         for e in todo:
             without = picker.picks(candidate(base, new, others | {key(e)}, timed))
@@ -237,7 +238,9 @@ def judge(picker: Picker, base: list[dict], new: list[dict], modes: set[str],
             # ...and the picks it moves as the one change (a twin entry that moves the
             # same picks hides them from the leave-one-out above: session 29's bf16 and
             # fp16 1536 x 1664 x 176 lent each other 128x64x64, each moving nothing alone)
-            only = picker.picks(candidate(base, new, every - {key(e)}, timed))
+            if key(e) not in alone:
+                alone[key(e)] = picker.picks(candidate(base, new, every - {key(e)}, timed))
+            only = alone[key(e)]
             moved += [p for p in only if only[p] != bare.get(p) and p not in moved
                       and only[p] == full.get(p)]
             got = [m for p in moved if (m := measured(ab, p, full[p])) is not None]
