@@ -190,6 +190,9 @@ def merge(new: Baseline, old: Baseline | None) -> tuple[Baseline, list[str]]:
     if kept:
         prov["kept_from"] = old.provenance.get("commit") or old.provenance.get("date")
         prov["shapes"] = old.provenance.get("shapes", prov.get("shapes"))
+        if "machines" in old.provenance or "machines" in prov:   # the kept cases' too
+            prov["machines"] = {**(old.provenance.get("machines") or {}),
+                                **(prov.get("machines") or {})}
     return replace(new, provenance=prov, cases=cases), kept
 
 

@@ -182,14 +182,19 @@ def merge_command(args, console, err) -> int:
     check_outputs((str(out), "--output (the baseline file)"))
     merged = baselines.combine(parts)
     skipped = baselines.other_tiles(parts)
-    old = None
+    old, kept = None, []
     with baselines.locked(out):
         if out.exists() and out.resolve() not in {Path(p).resolve() for p in args.inputs}:
             try:
                 old = baselines.load(out, chip_id)
             except baselines.BaselineError:
                 old = None
+        # the file's cases that no input holds stay as they are (as `update` keeps them):
+        # merging calibrations of a few cases onto the baseline loses none of the others
+        merged, kept = baselines.merge(merged, old)
         baselines.save(out, merged)
+    if kept:
+        console.print(f"kept {len(kept)} case(s) of {out} that no input holds")
     if old:
         console.print(_summary_table(baselines.summary(old), baselines.summary(merged)))
     console.print(f"wrote {out} ({len(merged.cases)} cases from {len(args.inputs)} files, "

@@ -48,6 +48,7 @@ S26 = RESULTS / "h200-2026-12-02-s26"
 S27 = RESULTS / "h200-2026-12-02-s27"
 S28 = RESULTS / "h200-2026-12-02-s28"
 S29 = RESULTS / "h200-2026-12-02-s29"
+S30 = RESULTS / "h200-2026-12-02-s30"
 # the latest nightly and holdout runs of IEEE fp32 (session 24) and tf32 (session 25), as
 # `sets_targets` reads them
 FP32_S24 = ((S24 / "cases.csv", "call3-nightly-fp32"),
@@ -302,6 +303,13 @@ TABLES: dict[str, Callable[[], str]] = {
     "s29-below": lambda: ratios_below(S29 / "cases.csv", "call3-holdout3", 0.8, "call3-"),
     "s29-dpsk": lambda: variant_medians(S29 / "dpsk.csv"),
     "s29-inductor": lambda: inductor_summary(S29 / "cases.csv", "call6-nightly-inductor"),
+    "s30-cwrite": lambda: moved_ab(S30 / "cases.csv", "call1-cwrite-ab", S30 / "cwrite.csv"),
+    "s30-cwrite-worst": lambda: moved_worst(S30 / "cases.csv", "call1-cwrite-ab",
+                                            S30 / "cwrite.csv", 8),
+    "s30-seven": lambda: csv_table(S30 / "seven.csv"),
+    "s30-first-calls": lambda: csv_table(S30 / "overhead.csv", (
+        "run", "shape", "mode", "first_call_ms", "compile_ms", "own_ms", "second_call_ms",
+        "torch_first_ms", "matmul_us", "torch_us")),
 }
 
 
@@ -646,16 +654,60 @@ def inductor_summary(path: Path, label: str) -> str:
     return "\n".join(out)
 
 
+def _moved(cases: Path, label: str, moved: Path) -> tuple[list[tuple[dict, float]], list[dict]]:
+    """(each pick `moved` lists (`scripts/lookup_diff.py`'s rows: set, mode, case, old,
+    new, predicted) with its A/B in the label's run; the run's rows whose pick it does not
+    list: the A/A controls of the same process)."""
+    ab = {(r["mode"], r["case"]): r for r in _rows(cases) if r["label"] == label}
+    picks = [(m, _ab(ab[(m["mode"], m["case"])]["extra"])) for m in _rows(moved)
+             if (m["mode"], m["case"]) in ab]
+    listed = {(m["mode"], m["case"]) for m, _ in picks}
+    return picks, [r for key, r in ab.items() if key not in listed and _ab(r["extra"])]
+
+
+def moved_ab(cases: Path, label: str, moved: Path) -> str:
+    """A dispatcher change's A/B on the picks it moves, per mode: how many, the predicted
+    and the measured gain (geomean; A/B > 1: the change is faster), the measured range,
+    and the same run's unmoved cases (reference and tree run one tile: A/A noise)."""
+    picks, same = _moved(cases, label, moved)
+    out = ["| mode | moved | predicted | A/B geomean | A/B min | A/B max | faster | "
+           "unmoved | their A/B geomean | their range |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for mode in (*ALL_MODES, "all"):
+        ps = [(m, a) for m, a in picks if mode in (m["mode"], "all")]
+        cs = [_ab(r["extra"]) for r in same if mode in (r["mode"], "all")]
+        if not ps:
+            continue
+        abs_ = [a for _, a in ps]
+        span = f"{min(cs):.3f}–{max(cs):.3f}" if cs else "-"
+        out.append(f"| {mode} | {len(ps)} | {geomean([float(m['predicted']) for m, _ in ps]):.3f}"
+                   f" | {geomean(abs_):.3f} | {min(abs_):.3f} | {max(abs_):.3f} | "
+                   f"{sum(a > 1 for a in abs_)} | {len(cs)} | "
+                   f"{geomean(cs) if cs else float('nan'):.3f} | {span} |")
+    return "\n".join(out)
+
+
+def moved_worst(cases: Path, label: str, moved: Path, count: int) -> str:
+    """The `count` moved picks the A/B found slowest, slowest first (see `moved_ab`)."""
+    picks, _ = _moved(cases, label, moved)
+    out = ["| set | mode | case | old tile | new tile | predicted | A/B |",
+           "|---|---|---|---|---|---:|---:|"]
+    for m, a in sorted(picks, key=lambda p: p[1])[:count]:
+        out.append(f"| {m['set']} | {m['mode']} | {m['case']} | {m['old']} | {m['new']} | "
+                   f"{float(m['predicted']):.3f} | {a:.3f} |")
+    return "\n".join(out)
+
+
 def _stacked(first: str, *more: str) -> str:
     """Markdown tables of one header as one table: `first`, then the rows of each of
     `more` (their header and rule lines dropped)."""
     return "\n".join([first, *(line for t in more for line in t.split("\n")[2:])])
 
 
-def csv_table(path: Path) -> str:
-    """A small CSV as a Markdown table, as measured."""
+def csv_table(path: Path, cols: tuple[str, ...] = ()) -> str:
+    """A small CSV as a Markdown table, as measured (`cols`: those columns only)."""
     rows = _rows(path)
-    cols = list(rows[0])
+    cols = list(cols or rows[0])
     return "\n".join(["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)] +
                       ["| " + " | ".join(r[c] for c in cols) + " |" for r in rows])
 

@@ -189,3 +189,19 @@ def test_inductor_summary_counts_and_names_the_cases_inductor_wins(tmp_path):
     assert _module().inductor_summary(a, "L").splitlines()[2:] == [
         "| bf16 | 2 | 0.995 | 1.068 | 1 | m2-n2-k2 0.950 |",
         "| fp16 | 1 | 1.000 | 1.000 | 1 | - |"]
+
+
+def test_moved_ab_judges_the_moved_picks_against_the_runs_unmoved_cases(tmp_path):
+    cases, moved = tmp_path / "c.csv", tmp_path / "m.csv"
+    cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
+                     "L,bf16,m1-n1-k1,1,1,1,ab:0.8000,t\nL,bf16,m2-n2-k2,1,1,1,ab:1.2500,t\n"
+                     "L,bf16,m3-n3-k3,1,1,1,ab:1.0100,t\nL,fp8,m3-n3-k3,1,1,1,ab:0.9900,t\n"
+                     "M,bf16,m1-n1-k1,1,1,1,ab:2.0000,t\n")
+    moved.write_text("set,mode,case,old,new,predicted\n"
+                     "s,bf16,m1-n1-k1,a,b,1.2\ns,bf16,m2-n2-k2,a,c,1.2\ns,fp8,m9-n9-k9,a,b,1.5\n")
+    m = _module()
+    assert m.moved_ab(cases, "L", moved).splitlines()[2:] == [
+        "| bf16 | 2 | 1.200 | 1.000 | 0.800 | 1.250 | 1 | 1 | 1.010 | 1.010–1.010 |",
+        "| all | 2 | 1.200 | 1.000 | 0.800 | 1.250 | 1 | 2 | 1.000 | 0.990–1.010 |"]
+    assert m.moved_worst(cases, "L", moved, 1).splitlines()[2:] == [
+        "| s | bf16 | m1-n1-k1 | a | b | 1.200 | 0.800 |"]

@@ -166,26 +166,34 @@ def test_the_committed_h200_baseline_keeps_its_calibrated_noise():
     calibration runs. Session 27 merged two more hosts' runs into it (`baseline merge`:
     call 1's tf32x3 and fp32, call 2's PR check in every mode), session 29 a fourth's PR
     check, except in the seven cases that ran another tile there (the picks moved since
-    session 24: a kernel change, not machine noise). No level fell below the stored one,
-    and the figures are the medians of the pooled runs."""
+    session 24: a kernel change, not machine noise). Session 30 calibrated those seven on
+    their tiles on three more hosts (3 runs each, --ab-ref HEAD) and merged them in their
+    place. No level fell below the stored one, and the figures are the medians of the
+    pooled runs."""
     h200 = load(REPO / "baselines" / "nvidia-h200.json")
     s29 = "vm/GPU-6010d95b-c362-0aa8-70f3-c4f7090e1f4b"          # session 29, call 3
     hosts = {"vm/GPU-2ad21837-fdb0-65d4-bf71-a7a65f889d35",     # session 24, call 3
              "vm/GPU-79dfb5a0-c9e7-11b5-9b07-fad12545a851",     # session 27, call 1
              "vm/GPU-9b776092-ebb1-7ea6-ff3f-215f68d6df71",     # session 27, call 2
              s29}
+    s30 = {"vm/GPU-55c7fce5-9fb5-3cc3-82be-2319a3a265de",       # session 30, calls 1-3
+           "vm/GPU-b2d8e352-3e74-17dc-e592-2016041b28c1",
+           "vm/GPU-5bc01e23-32da-ace7-c639-697745932eeb"}
     moved = {"tf32-m4096-n4096-k4096", "tf32-m4096-n4096-k4096-cr",
              "tf32-m4096-n4096-k4096-rc", "tf32-m128-n8192-k8192",
              "tf32x3-m1024-n1024-k1024", "tf32x3-m1000-n1000-k1000", "bf16-m1024-n1024-k1024"}
-    assert h200.machines == hosts
+    assert h200.machines == hosts | s30
     for key, c in h200.cases.items():
-        runs = (3 if c.mode in ("fp32", "tf32x3") else 2) + (key not in moved)
-        assert set(c.noise.run_machines) <= hosts
-        assert (s29 in c.noise.run_machines) == (key not in moved)
-        assert len(c.noise.run_machines) == runs
-        assert c.noise.runs == runs + 7
         assert c.noise.ratio is not None and c.noise.machine is not None
         assert c.noise.machine >= c.noise.ratio
+        if key in moved:
+            assert set(c.noise.run_machines) == s30 and c.noise.runs == 9
+            assert len(c.noise.run_machines) == len(c.noise.ab_runs) == 9
+            continue
+        runs = (3 if c.mode in ("fp32", "tf32x3") else 2) + 1
+        assert set(c.noise.run_machines) <= hosts and s29 in c.noise.run_machines
+        assert len(c.noise.run_machines) == runs
+        assert c.noise.runs == runs + 7
         assert c.noise.ab is not None and len(c.noise.ab_runs) == 8
     assert {c.mode for c in h200.cases.values()} == {"fp32", "tf32", "bf16", "fp16", "fp8",
                                                      "tf32x3"}

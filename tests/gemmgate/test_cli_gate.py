@@ -412,6 +412,34 @@ def test_m_merge_leaves_an_input_on_another_tile_out_of_that_case_and_says_so(
         assert hosts == ({"host-a"} if k in moved else {"host-a", "host-b"}), k
 
 
+def test_m_merge_onto_a_baseline_keeps_the_cases_no_input_holds(work, base_file, capsys):
+    """Calibrations of one case merged onto the baseline file (not an input) replace that
+    case and leave the file's other cases as they were, as `update` does."""
+    def only(key):
+        def edit(data):
+            data["cases"] = {key: data["cases"][key]}
+        return edit
+    one, other = sorted(KEYS)
+    a = _on_host(work, "on-a.json", "host-a")
+    b = _on_host(work, "on-b.json", "host-b", scale=1.03)
+    for path in (a, b):
+        data = json.loads(path.read_text())
+        only(one)(data)
+        path.write_text(json.dumps(data))
+    out = work / "merged.json"
+    shutil.copy(base_file, out)
+    old = json.loads(out.read_text())
+    capsys.readouterr()
+    assert main(["baseline", "merge", str(a), str(b), "--output", str(out)]) == 0
+    printed = capsys.readouterr().out.replace("\n", " ")
+    assert f"kept 1 case(s) of {out} that no input holds" in printed
+    merged = baselines.load(out, "cpu")
+    assert set(merged.cases) == KEYS
+    assert merged.cases[one].noise.run_machines == ("host-a", "host-b")
+    assert json.loads(out.read_text())["cases"][other] == old["cases"][other]
+    assert set(merged.provenance["machines"]) >= {"host-a", "host-b"}
+
+
 def test_m_merge_two_hosts_gives_machine_noise_and_check_elsewhere_is_machine_level(
         work, base_file, synthetic_timing, capsys):
     a = _on_host(work, "on-a.json", "host-a")
