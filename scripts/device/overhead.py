@@ -21,8 +21,11 @@ shape, after the library's (cuBLAS's heuristic query for a new shape). The first
 shape's first call also reads the tuning table and pays the process's one-time costs
 (Triton hashing its own source).
 
-`--kernels N` then profiles N library calls per shape with torch.profiler and prints each
-GPU kernel's device time per call (the GEMM, operand copies, a staged C's copy), so a
+`--parts FILE` writes each first call's inclusive time per library step (the checks and
+plan, the table lookup, the recipe, the copies, the bound launches; the timers stay on,
+so that run's per-call figures carry their cost). `--kernels N` then profiles N
+library calls per shape with torch.profiler and prints each GPU kernel's device time per
+call (the GEMM, operand copies, a staged C's copy), so a
 slow case shows which launch its time goes to. `--mode fp8` calls with unit scales and
 `cache_copies=True`, as the harness's Triton provider does.
 """
@@ -30,6 +33,7 @@ slow case shows which launch its time goes to. `--mode fp8` calls with unit scal
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 
@@ -75,7 +79,7 @@ class CompileClock:
 
     def __init__(self, methods=((JITFunction, "_do_compile"),
                                 (CompiledKernel, "_init_handles"))) -> None:
-        self.seconds = 0.0
+        self.seconds, self.calls = 0.0, 0
         for cls, name in methods:
             setattr(cls, name, self._timed(getattr(cls, name)))
 
@@ -88,8 +92,24 @@ class CompileClock:
                 return orig(obj, *args, **kwargs)
             finally:
                 clock.seconds += time.perf_counter() - t
+                clock.calls += 1
 
         return timed
+
+
+def _part_clocks() -> dict[str, CompileClock]:
+    """`--parts`: inclusive time in the library's steps of a call (each clock counts its
+    method's calls too, nested parts inside their callers): the checks and plan
+    (`resolve`: kernels.matmul._resolve; inside it `decide` and the table `lookup`), the
+    launch recipe, operand copies (`prepare`), and the bound launches (`bound_run`:
+    launch.Bound.run, which holds the launch itself, the JIT's part and `make_bound`)."""
+    matmul_mod = importlib.import_module("kernels.matmul")
+    from kernels import launch, table
+    parts = {"resolve": (matmul_mod, "_resolve"), "decide": (dispatch, "decide"),
+             "lookup": (table, "lookup"), "recipe": (matmul_mod, "_recipe"),
+             "prepare": (dispatch, "prepare"), "bound_run": (launch.Bound, "run"),
+             "make_bound": (launch.Launch, "bound")}
+    return {name: CompileClock(((owner, attr),)) for name, (owner, attr) in parts.items()}
 
 
 def _profile(fn, calls: int, label: str, order: str = "tottime") -> None:
@@ -153,21 +173,32 @@ def main() -> None:
                     help="profile each shape's first call instead of timing it plainly "
                          "(cumulative time, to stderr; first_call_ms then includes the "
                          "profiler's cost)")
+    ap.add_argument("--parts", metavar="FILE",
+                    help="also write each first call's inclusive time per library step "
+                         "(shape,mode,part,ms,calls CSV; `_part_clocks`)")
     ap.add_argument("--kernels", type=int, default=0, metavar="N",
                     help="then profile N library calls per shape on the device "
                          "(torch.profiler: each GPU kernel's time per call, to stderr)")
     args = ap.parse_args()
     clock, jit = CompileClock(), CompileClock(((JITFunction, "run"),))
+    parts = _part_clocks() if args.parts else {}
+    part_rows = ["shape,mode,part,ms,calls"]
     print("shape,mode,matmul_us,launch_us,torch_us,first_call_ms,compile_ms,jit_ms,own_ms,"
           "second_call_ms,own_host_ms,wait_ms,torch_first_ms")
     for text in args.shapes:
         m, n, k = (int(x) for x in text.split("x"))
         a, b, out, kw = _operands(m, n, k, args.mode)
         clock.seconds = jit.seconds = 0.0
+        for c in parts.values():
+            c.seconds, c.calls = 0.0, 0
         call = lambda: kernels.matmul(a, b, out=out, **kw)  # noqa: E731
         host, first = _once_split_ms(call) if not args.profile_first else \
             _once_split_ms(lambda: _profile(call, 1, f"{text} first call", "cumulative"))
         compile_ms, jit_ms = clock.seconds * 1e3, jit.seconds * 1e3
+        part_rows += [f"{text},{args.mode},{name},{c.seconds * 1e3:.3f},{c.calls}"
+                      for name, c in (*parts.items(), ("jit", jit), ("compile", clock))]
+        for c in parts.values():   # the later calls are not timed by parts
+            c.seconds = 0.0
         second = _once_ms(call)
         if args.mode == "fp8":
             torch_first = float("nan")
@@ -198,6 +229,9 @@ def main() -> None:
         if args.kernels:
             print(f"    tile {plan.pick}", file=sys.stderr)
             _kernel_times(call, args.kernels, f"{text} {args.mode}")
+    if args.parts:
+        with open(args.parts, "w") as f:
+            f.write("\n".join(part_rows) + "\n")
 
 
 if __name__ == "__main__":
