@@ -307,6 +307,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s30-cwrite-worst": lambda: moved_worst(S30 / "cases.csv", "call1-cwrite-ab",
                                             S30 / "cwrite.csv", 8),
     "s30-seven": lambda: csv_table(S30 / "seven.csv"),
+    "s30-parts": lambda: call_parts(S30 / "parts.csv", "call6-warm"),
     "s30-first-calls": lambda: csv_table(S30 / "overhead.csv", (
         "run", "shape", "mode", "first_call_ms", "compile_ms", "own_ms", "second_call_ms",
         "torch_first_ms", "matmul_us", "torch_us")),
@@ -695,6 +696,21 @@ def moved_worst(cases: Path, label: str, moved: Path, count: int) -> str:
     for m, a in sorted(picks, key=lambda p: p[1])[:count]:
         out.append(f"| {m['set']} | {m['mode']} | {m['case']} | {m['old']} | {m['new']} | "
                    f"{float(m['predicted']):.3f} | {a:.3f} |")
+    return "\n".join(out)
+
+
+def call_parts(path: Path, run: str) -> str:
+    """`scripts/device/overhead.py --parts` rows of a run, one line per first call: each
+    library step's inclusive ms (calls in brackets where more than one)."""
+    rows = [r for r in _rows(path) if r["run"] == run]
+    parts = list(dict.fromkeys(r["part"] for r in rows))
+    out = ["| shape | mode | " + " | ".join(parts) + " |",
+           "|---|---|" + "---:|" * len(parts)]
+    for key in dict.fromkeys((r["shape"], r["mode"]) for r in rows):
+        got = {r["part"]: r for r in rows if (r["shape"], r["mode"]) == key}
+        cells = [f"{float(got[p]['ms']):.3f}" + (f" ({got[p]['calls']})"
+                 if int(got[p]["calls"]) > 1 else "") if p in got else "-" for p in parts]
+        out.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 

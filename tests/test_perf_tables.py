@@ -205,3 +205,13 @@ def test_moved_ab_judges_the_moved_picks_against_the_runs_unmoved_cases(tmp_path
         "| all | 2 | 1.200 | 1.000 | 0.800 | 1.250 | 1 | 2 | 1.000 | 0.990–1.010 |"]
     assert m.moved_worst(cases, "L", moved, 1).splitlines()[2:] == [
         "| s | bf16 | m1-n1-k1 | a | b | 1.200 | 0.800 |"]
+
+
+def test_call_parts_pivots_a_runs_first_call_steps(tmp_path):
+    path = tmp_path / "p.csv"
+    path.write_text("run,shape,mode,part,ms,calls\nR,1x1x1,bf16,resolve,0.2,1\n"
+                    "R,1x1x1,bf16,jit,1.5,3\nR,2x2x2,bf16,resolve,0.3,1\n"
+                    "S,1x1x1,bf16,resolve,9,1\n")
+    assert _module().call_parts(path, "R").splitlines() == [
+        "| shape | mode | resolve | jit |", "|---|---|---:|---:|",
+        "| 1x1x1 | bf16 | 0.200 | 1.500 (3) |", "| 2x2x2 | bf16 | 0.300 | - |"]

@@ -188,8 +188,7 @@ def main() -> None:
     for text in args.shapes:
         m, n, k = (int(x) for x in text.split("x"))
         a, b, out, kw = _operands(m, n, k, args.mode)
-        clock.seconds = jit.seconds = 0.0
-        for c in parts.values():
+        for c in (clock, jit, *parts.values()):
             c.seconds, c.calls = 0.0, 0
         call = lambda: kernels.matmul(a, b, out=out, **kw)  # noqa: E731
         host, first = _once_split_ms(call) if not args.profile_first else \
