@@ -307,6 +307,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s30-cwrite-worst": lambda: moved_worst(S30 / "cases.csv", "call1-cwrite-ab",
                                             S30 / "cwrite.csv", 8),
     "s30-seven": lambda: csv_table(S30 / "seven.csv"),
+    "s30-check": lambda: label_steps(S30 / "cases.csv", ("call7-",)),
     "s30-parts": lambda: call_parts(S30 / "parts.csv", "call6-warm"),
     "s30-first-calls": lambda: csv_table(S30 / "overhead.csv", (
         "run", "shape", "mode", "first_call_ms", "compile_ms", "own_ms", "second_call_ms",
