@@ -165,12 +165,22 @@ def merge_command(args, console, err) -> int:
     if len(args.inputs) < 2:
         raise ValueError("baseline merge needs at least two files")
     parts, runs, names = [], [], []   # names: each part's, for the message
+    # An input given twice would pool its runs twice. A run file is itself once (two
+    # runs of a second may hold the same environment); a calibration, its provenance.
+    seen: dict[str, str] = {}
     for p in args.inputs:
         if _is_run(p):
             runs.append(_calibration_run(p))
+            mark = "file " + str(Path(p).resolve())
         else:
             parts.append(baselines.load(p))
             names.append(p)
+            mark = json.dumps(parts[-1].provenance, sort_keys=True, default=str)
+        if mark in seen:
+            raise ValueError(f"baseline merge: {p} holds the same calibration as "
+                             f"{seen[mark]}; give each input once (its runs would count "
+                             "twice)")
+        seen[mark] = p
     if runs:
         names.append("the run files")
         chip_id = runs[0].environment.get("chip")

@@ -502,6 +502,32 @@ def test_m_merge_folds_check_runs_in_as_one_more_calibration(work, base_file,
         assert c.noise.machine is not None and c.noise.machine >= 0.04 / 1.04 - 1e-9
 
 
+@pytest.mark.parametrize("twice", ["same-path", "copy", "run"])
+def test_m_merge_refuses_an_input_given_twice(work, base_file, synthetic_timing, capsys,
+                                              twice):
+    """Pooled twice, one calibration's runs would count twice (twice the runs behind each
+    noise figure): the same file, a copy of a calibration, or a run file given again is
+    exit 2, naming both inputs, and nothing is written."""
+    a = _on_host(work, "on-a.json", "host-a")
+    if twice == "run":
+        rc, data = _check(work, base_file)
+        first = work / "run0.json"
+        first.write_text(json.dumps(data))
+        inputs = [a, first, first]
+    else:
+        first = _on_host(work, "on-b.json", "host-b")
+        again = first if twice == "same-path" else work / "copy-of-b.json"
+        if again != first:
+            shutil.copy(first, again)
+        inputs = [a, first, again]
+    out = work / "merged.json"
+    capsys.readouterr()
+    assert main(["baseline", "merge", *map(str, inputs), "--output", str(out)]) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert f"{inputs[2]} holds the same calibration as {first}" in err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("what", ["injected", "failed", "other-chip"])
 def test_m_merge_refuses_runs_that_cannot_calibrate(work, base_file, synthetic_timing,
                                                      capsys, what):
