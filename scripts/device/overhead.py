@@ -25,8 +25,8 @@ shape's first call also reads the tuning table and pays the process's one-time c
 plan, the table lookup, the recipe, the copies, the bound launches; the timers stay on,
 so that run's per-call figures carry their cost). `--kernels N` then profiles N
 library calls per shape with torch.profiler and prints each GPU kernel's device time per
-call (the GEMM, operand copies, a staged C's copy), so a
-slow case shows which launch its time goes to. `--mode fp8` calls with unit scales and
+call (the GEMM, operand copies, a staged C's copy), so a slow case shows which launch its
+time goes to. `--mode fp8` calls with unit scales and
 `cache_copies=True`, as the harness's Triton provider does.
 """
 
@@ -196,8 +196,6 @@ def main() -> None:
         compile_ms, jit_ms = clock.seconds * 1e3, jit.seconds * 1e3
         part_rows += [f"{text},{args.mode},{name},{c.seconds * 1e3:.3f},{c.calls}"
                       for name, c in (*parts.items(), ("jit", jit), ("compile", clock))]
-        for c in parts.values():   # the later calls are not timed by parts
-            c.seconds = 0.0
         second = _once_ms(call)
         if args.mode == "fp8":
             torch_first = float("nan")
