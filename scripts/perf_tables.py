@@ -308,7 +308,7 @@ TABLES: dict[str, Callable[[], str]] = {
                                             S30 / "cwrite.csv", 8),
     "s30-seven": lambda: csv_table(S30 / "seven.csv"),
     "s30-check": lambda: label_steps(S30 / "cases.csv", ("call7-",)),
-    "s30-inductor": lambda: inductor_rows(S30 / "cases.csv", "call8-inductor"),
+    "s30-inductor": lambda: s12_inductor(S30 / "cases.csv", "call8-inductor"),
     "s30-parts": lambda: call_parts(S30 / "parts.csv", "call6-warm"),
     "s30-first-calls": lambda: csv_table(S30 / "overhead.csv", (
         "run", "shape", "mode", "first_call_ms", "compile_ms", "own_ms", "second_call_ms",
@@ -698,19 +698,6 @@ def moved_worst(cases: Path, label: str, moved: Path, count: int) -> str:
     for m, a in sorted(picks, key=lambda p: p[1])[:count]:
         out.append(f"| {m['set']} | {m['mode']} | {m['case']} | {m['old']} | {m['new']} | "
                    f"{float(m['predicted']):.3f} | {a:.3f} |")
-    return "\n".join(out)
-
-
-def inductor_rows(path: Path, label: str) -> str:
-    """A label's rows as measured: case, Triton/cuBLAS, inductor's time / Triton's, tile,
-    and how many runs each median pools."""
-    out = ["| mode | case | Triton/cuBLAS | inductor/Triton | tile | runs |",
-           "|---|---|---:|---:|---|---:|"]
-    for r in _rows(path):
-        if r["label"] == label:
-            vs = _vs_inductor(r)
-            out.append(f"| {r['mode']} | {r['case']} | {float(r['ratio']):.3f} | "
-                       f"{'-' if vs is None else f'{vs:.3f}'} | {r['tile']} | {r['runs']} |")
     return "\n".join(out)
 
 

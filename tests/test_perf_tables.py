@@ -216,11 +216,3 @@ def test_call_parts_pivots_a_runs_first_call_steps(tmp_path):
         "| shape | mode | resolve | jit |", "|---|---|---:|---:|",
         "| 1x1x1 | bf16 | 0.200 | 1.500 (3) |", "| 2x2x2 | bf16 | 0.300 | - |"]
 
-
-def test_inductor_rows_lists_a_labels_cases_with_both_ratios(tmp_path):
-    path = tmp_path / "c.csv"
-    path.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile,accuracy,runs\n"
-                    "L,bf16,m1-n1-k1,1,1,0.9412,inductor:1.0389,t1,pass,2\n"
-                    "L,bf16,m2-n2-k2,1,1,1.0,,t2,pass,1\nM,bf16,m3-n3-k3,1,1,1.0,,t3,pass,1\n")
-    assert _module().inductor_rows(path, "L").splitlines()[2:] == [
-        "| bf16 | m1-n1-k1 | 0.941 | 1.039 | t1 | 2 |", "| bf16 | m2-n2-k2 | 1.000 | - | t2 | 1 |"]
