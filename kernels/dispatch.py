@@ -51,6 +51,7 @@ from kernels.fma import GEMV_M, gemv_space
 from kernels.matmul_tma import describable, num_sms
 from kernels.modes import KernelMode
 from kernels.relayout import LINE, CopyCache, aligned_copy, pitch, pitched_copy
+from kernels.scratch import SCRATCH
 from kernels.tile import WGMMA_M, TileConfig, usable
 
 _COPY_MIN_DIM = 128    # copy an operand K-major only when the other side reuses it this much
@@ -300,18 +301,20 @@ def prepare(p: Plan, a: torch.Tensor, b: torch.Tensor, cache: bool = False
     align = LINE if cache else 16
 
     def copy(x: torch.Tensor, kind: str, make) -> torch.Tensor:
-        return COPIES.get(x, kind, make) if cache else make(x)
+        # a kept copy is a tensor of its own; a copy per call goes into a buffer kept for
+        # the next call (kernels/scratch.py), `kind` its role
+        return COPIES.get(x, kind, make) if cache else make(x, kind)
 
     if p.copy_a == "pitch":
         a = copy(a, "a-pitch", pitched_copy)
     elif p.copy_a:
-        a = copy(a, "a", lambda x: aligned_copy(x, align))
+        a = copy(a, "a", lambda x, role=None: aligned_copy(x, align, role))
     if p.copy_b == "pitch":
         b = copy(b, "b-pitch", pitched_copy)
     elif _b_kmajor_after(p.copy_b, b.stride()):
-        b = copy(b, "b-kmajor", lambda x: aligned_copy(x.t(), align).t())
+        b = copy(b, "b-kmajor", lambda x, role=None: aligned_copy(x.t(), align, role).t())
     elif p.copy_b:
-        b = copy(b, "b", lambda x: aligned_copy(x, align))
+        b = copy(b, "b", lambda x, role=None: aligned_copy(x, align, role))
     return a, b
 
 
@@ -332,4 +335,5 @@ def reset() -> None:
     CALLS.clear()
     _plan.cache_clear()
     COPIES.clear()
+    SCRATCH.clear()
     table.reload()

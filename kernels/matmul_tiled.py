@@ -32,6 +32,7 @@ import triton
 import triton.language as tl
 
 from kernels.launch import Bound, Launch
+from kernels.scratch import SCRATCH
 from kernels.tile import TileConfig, cdiv
 
 
@@ -153,9 +154,9 @@ class Recipe:
     def launch(self, a, b, out, sa, sb) -> None:
         """bind(...)(); a call on tensors at addresses launched before (on this device
         and stream) takes its bound launch (kernels/launch.py), split-K's workspace and
-        reduction included (the caching allocator's block of the call before)."""
+        reduction included (a buffer kept for the next call, kernels/scratch.py)."""
         ws = out if self.reduce is None else \
-            torch.empty(self.workspace, dtype=torch.float32, device=a.device)
+            SCRATCH.empty(self.workspace, torch.float32, a.device, "ws")
         self.repeats.run(
             (a.data_ptr(), b.data_ptr(), out.data_ptr(), ws.data_ptr(), sa.data_ptr(),
              sb.data_ptr()), self.main, lambda: (a, b, out, ws, sa, sb))

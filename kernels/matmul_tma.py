@@ -189,7 +189,7 @@ class Recipe:
         """bind(...)(); a call on tensors at addresses launched before (on this device
         and stream) takes its bound launch (kernels/launch.py), the staging buffer's
         included (the caching allocator's block of the call before)."""
-        c = _stage(out) if self.staged else out
+        c = _stage(out, "c") if self.staged else out
         self.repeats.run(
             (a.data_ptr(), b.data_ptr(), c.data_ptr(), sa.data_ptr(), sb.data_ptr()),
             self.run, lambda: self._args(a, b, c, sa, sb))
@@ -264,11 +264,13 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     return Recipe(run, a_t, b_t, blocks, staged, unstage)
 
 
-def _stage(out: torch.Tensor) -> torch.Tensor:
+def _stage(out: torch.Tensor, role: str | None = None) -> torch.Tensor:
     """The aligned buffer a C that `out` cannot take is stored into: rows on whole
     128-byte lines, as kept operand copies are (their TMA loads ran ~28% faster so,
-    session 14), and a pitch of 16 elements or more, which the unstaging copy reads."""
-    return aligned_empty(*out.shape, out.dtype, out.device, LINE)
+    session 14), and a pitch of 16 elements or more, which the unstaging copy reads
+    (`role`: a buffer kept for the next call, kernels/scratch.py; a bound launch holds
+    its own)."""
+    return aligned_empty(*out.shape, out.dtype, out.device, LINE, role)
 
 
 def operand_boxes(config: TileConfig, a_t: bool, b_t: bool) -> tuple[list[int], list[int]]:

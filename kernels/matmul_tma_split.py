@@ -32,6 +32,7 @@ import triton.language as tl
 from kernels.launch import Bound, Launch
 from kernels.matmul_tiled import _reduce_kernel, reduction
 from kernels.matmul_tma import _descriptor, operand_boxes, tma_form
+from kernels.scratch import SCRATCH
 from kernels.tile import TileConfig, cdiv
 
 
@@ -92,8 +93,8 @@ class Recipe:
     def launch(self, a, b, out, sa, sb) -> None:
         """bind(...)(); a call on tensors at addresses launched before (on this device
         and stream) takes its bound launches (kernels/launch.py), the workspace's
-        included (the caching allocator's block of the call before)."""
-        ws = torch.empty(self.workspace, dtype=torch.float32, device=a.device)
+        included (a buffer kept for the next call, kernels/scratch.py)."""
+        ws = SCRATCH.empty(self.workspace, torch.float32, a.device, "ws")
         self.repeats.run((a.data_ptr(), b.data_ptr(), ws.data_ptr()), self.main,
                          lambda: (*self._descriptors(a, b), ws))
         self.reduce.fast(ws, out, sa, sb)

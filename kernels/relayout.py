@@ -20,6 +20,7 @@ import triton
 import triton.language as tl
 
 from kernels.launch import Launch
+from kernels.scratch import SCRATCH
 from kernels.tile import cdiv
 
 
@@ -68,16 +69,21 @@ def pitch(cols: int, elem: int, align: int = 16) -> int:
 
 
 def aligned_empty(rows: int, cols: int, dtype: torch.dtype, device,
-                  align: int = 16) -> torch.Tensor:
-    """An uninitialised (rows, cols) row-major view whose rows start `align`-byte aligned."""
-    return torch.empty((rows, pitch(cols, dtype.itemsize, align)), dtype=dtype,
-                       device=device)[:, :cols]
+                  align: int = 16, role: str | None = None) -> torch.Tensor:
+    """An uninitialised (rows, cols) row-major view whose rows start `align`-byte aligned;
+    with a `role`, a buffer for this call's kernels only, kept for the next call
+    (kernels/scratch.py)."""
+    shape = (rows, pitch(cols, dtype.itemsize, align))
+    if role is None:
+        return torch.empty(shape, dtype=dtype, device=device)[:, :cols]
+    return SCRATCH.empty(shape, dtype, torch.device(device), role)[:, :cols]
 
 
-def aligned_copy(x: torch.Tensor, align: int = 16) -> torch.Tensor:
-    """x (rows, cols), any strides, as a row-major view with an `align`-byte pitch."""
+def aligned_copy(x: torch.Tensor, align: int = 16, role: str | None = None) -> torch.Tensor:
+    """x (rows, cols), any strides, as a row-major view with an `align`-byte pitch (`role`:
+    into a kept buffer, `aligned_empty`)."""
     rows, cols = x.shape
-    y = aligned_empty(rows, cols, x.dtype, x.device, align)
+    y = aligned_empty(rows, cols, x.dtype, x.device, align, role)
     if rows and cols:
         copy_launch(rows, cols, x.stride(0), x.stride(1), y.stride(0)).fast(x, y)
     return y
@@ -86,13 +92,13 @@ def aligned_copy(x: torch.Tensor, align: int = 16) -> torch.Tensor:
 LINE = 128   # bytes: a pitch that is a multiple of this starts every row on an L2 line
 
 
-def pitched_copy(x: torch.Tensor) -> torch.Tensor:
+def pitched_copy(x: torch.Tensor, role: str | None = None) -> torch.Tensor:
     """x, row- or column-major as it is, with its leading dimension's pitch rounded up to
     whole 128-byte lines (`LINE`): rows that straddle lines cost the TMA loads ~28%
     (docs/PERF.md, session 14: bf16 2048^3 with lda 2056 ran 35.7 us, with 2112 27.9)."""
     if x.stride(1) == 1 or x.shape[1] == 1:
-        return aligned_copy(x, LINE)
-    return aligned_copy(x.t(), LINE).t()
+        return aligned_copy(x, LINE, role)
+    return aligned_copy(x.t(), LINE, role).t()
 
 
 @functools.lru_cache(maxsize=256)

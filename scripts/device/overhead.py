@@ -27,7 +27,10 @@ so that run's per-call figures carry their cost). `--kernels N` then profiles N
 library calls per shape with torch.profiler and prints each GPU kernel's device time per
 call (the GEMM, operand copies, a staged C's copy), so a slow case shows which launch its
 time goes to. `--mode fp8` calls with unit scales and
-`cache_copies=True`, as the harness's Triton provider does.
+`cache_copies=True`, as the harness's Triton provider does. `--scratch-ab R` then times
+the library call R times each with kept scratch buffers (kernels.scratch) on and off,
+alternating in the one process (the host's speed moves up to x1.6 between processes),
+and prints `scratch,SHAPE,MODE,on_us,off_us` per round.
 """
 
 from __future__ import annotations
@@ -146,6 +149,20 @@ def _kernel_times(fn, calls: int, label: str) -> None:
                   f"{ev.key[:110]}", file=sys.stderr)
 
 
+def _scratch_ab(call, calls: int) -> tuple[float, float]:
+    """(us a call with kept scratch buffers, us a call without) in one process."""
+    from kernels.scratch import SCRATCH
+    keep = SCRATCH.max_bytes
+    try:
+        on = _per_call_us(call, calls)
+        SCRATCH.max_bytes = -1
+        SCRATCH.clear()
+        off = _per_call_us(call, calls)
+    finally:
+        SCRATCH.max_bytes = keep
+    return on, off
+
+
 def _operands(m: int, n: int, k: int, mode: str) -> tuple:
     """(a, b, out, library call kwargs) for one shape and mode."""
     if mode == "fp8":
@@ -179,6 +196,9 @@ def main() -> None:
     ap.add_argument("--kernels", type=int, default=0, metavar="N",
                     help="then profile N library calls per shape on the device "
                          "(torch.profiler: each GPU kernel's time per call, to stderr)")
+    ap.add_argument("--scratch-ab", type=int, default=0, metavar="R",
+                    help="then time R rounds of library calls with kept scratch buffers "
+                         "on and off, alternating (kernels.scratch)")
     args = ap.parse_args()
     clock, jit = CompileClock(), CompileClock(((JITFunction, "run"),))
     parts = _part_clocks() if args.parts else {}
@@ -221,6 +241,9 @@ def main() -> None:
         print(f"{text},{args.mode},{lib:.1f},{raw:.1f},{ref:.1f},{first:.1f},{compile_ms:.1f},"
               f"{jit_ms:.2f},{first - jit_ms:.2f},{second:.2f},{host - jit_ms:.2f},"
               f"{first - host:.2f},{torch_first:.2f}")
+        for _ in range(args.scratch_ab):
+            on, off = _scratch_ab(call, args.calls)
+            print(f"scratch,{text},{args.mode},{on:.1f},{off:.1f}")
         if args.profile:
             _profile(call, args.profile, text)
         if args.kernels:

@@ -239,6 +239,56 @@ def test_gpu_cached_copies_are_reused_and_follow_an_in_place_change(mode, tol):
     assert (dispatch.COPIES.hits, dispatch.COPIES.misses) == (hits + 1, misses + 2)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("case,mode,tol", [(Case(1111, 777, 555), "bf16", 5e-3),
+                                           (Case(16, 4096, 4096), "fp32", 2e-5),
+                                           (Case(70, 1762, 3010), "fp16", 1e-3)],
+                         ids=["staged-copies", "tiled-split", "tma-split"])
+def test_gpu_kept_scratch_buffers_serve_calls_in_turn_threads_and_graphs(case, mode, tol):
+    """Buffers a call needs only while its kernels run (copies, a staged C, split-K
+    partials) are kept for the next call (kernels/scratch.py): calls in turn on other
+    inputs, two threads calling at once on one stream, and a graph captured before and
+    replayed after eager calls all get their own products."""
+    import threading
+
+    from kernels import dispatch
+    from kernels.scratch import SCRATCH
+
+    dispatch.reset()
+    inputs = [make_inputs(case, MODES[mode], "cuda", seed=s) for s in range(4)]
+
+    def call(inp):
+        return kernels.matmul(inp.a, inp.b, precision=mode, scale_a=inp.scale_a,
+                              scale_b=inp.scale_b)
+
+    first = call(inputs[0])
+    assert len(SCRATCH) >= 1                      # the case's per-call buffers were kept
+    for inp in inputs[1:]:                        # in turn, one stream
+        assert relative_error(call(inp), inp.reference()) < tol
+    assert torch.equal(call(inputs[0]), first)    # the same inputs: the same bits
+    graph, static = torch.cuda.CUDAGraph(), inputs[0]
+    call(static)                                  # warm-up outside the capture
+    torch.cuda.synchronize()
+    with torch.cuda.graph(graph):
+        captured = call(static)
+    errors, done = [], []
+
+    def worker(inp):
+        for _ in range(20):
+            errors.append(relative_error(call(inp), inp.reference()))
+        done.append(True)
+
+    threads = [threading.Thread(target=worker, args=(inp,)) for inp in inputs[1:3]]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    graph.replay()
+    torch.cuda.synchronize()
+    assert len(done) == 2 and max(errors) < tol
+    assert torch.equal(captured, first)
+
+
 def test_cache_copies_is_accepted_where_nothing_is_copied(device):
     inp = make_inputs(Case(40, 24, 56), MODES["fp32"], device, seed=2)
     got = kernels.matmul(inp.a, inp.b, precision="fp32", cache_copies=True)

@@ -1,0 +1,76 @@
+"""Buffers a call needs only while its own kernels run, kept for the next call.
+
+An eager call whose operands or C are not 16-byte aligned allocates three buffers (A's
+and B's copies, the staged C), a split-K call its fp32 partials: `torch.empty` took
+6.5-12.5 us of host time each on the H200's host, of a 64-104 us call at 1111 x 777 x
+555 bf16 (docs/PERF.md, session 30). `Scratch.empty` hands the same buffer to the next
+call that asks for one of the same role, shape and dtype on the same device, stream and
+thread. Calls of one thread on one stream run their kernels in the order they enqueued
+them, so a buffer is never rewritten while a previous call's kernels still read it; two
+threads, or two streams, get buffers of their own.
+
+Not kept, a plain `torch.empty` instead: on the CPU, under CUDA-graph capture (a graph's
+buffers are its own pool's), above `max_bytes` (there the device time dwarfs the
+allocation), and past `entries` buffers (the least recently used is dropped; the caching
+allocator frees it in its stream's order). Nothing a call returns is a kept buffer.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import torch
+import triton
+
+ENTRIES = 16
+MAX_BYTES = 8 << 20
+
+
+class Scratch:
+    """Kept buffers by (device, stream, thread, role, shape, dtype); see the module.
+    `kept_on`: the device types whose buffers are kept; `_capturing` and `_stream` ask
+    CUDA (a test's subclass answers for a meta device)."""
+
+    kept_on: tuple[str, ...] = ("cuda",)
+
+    def __init__(self, entries: int = ENTRIES, max_bytes: int = MAX_BYTES) -> None:
+        if entries < 1:
+            raise ValueError(f"entries must be >= 1, got {entries}")
+        self.entries, self.max_bytes = entries, max_bytes
+        self._kept: OrderedDict[tuple, torch.Tensor] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def empty(self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device,
+              role: str) -> torch.Tensor:
+        """An uninitialised buffer of `shape`, the one kept for this key if any."""
+        size = dtype.itemsize
+        for d in shape:
+            size *= d
+        if device.type not in self.kept_on or size > self.max_bytes or self._capturing():
+            return torch.empty(shape, dtype=dtype, device=device)
+        key = (device, self._stream(device), threading.get_ident(), role, shape, dtype)
+        kept = self._kept
+        buf = kept.get(key)
+        if buf is not None:
+            kept.move_to_end(key)
+            return buf
+        buf = kept[key] = torch.empty(shape, dtype=dtype, device=device)
+        while len(kept) > self.entries:
+            kept.popitem(last=False)
+        return buf
+
+    def clear(self) -> None:
+        self._kept.clear()
+
+    def _capturing(self) -> bool:
+        return torch.cuda.is_current_stream_capturing()
+
+    def _stream(self, device: torch.device) -> int:
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return triton.runtime.driver.active.get_current_stream(index)
+
+
+SCRATCH = Scratch()   # the process's kept buffers (kernels.dispatch.reset clears them)

@@ -1,0 +1,73 @@
+"""kernels/scratch.py: which calls share a kept buffer, on a meta device standing in for
+CUDA (the stream and the capture state answered by the test)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from kernels.scratch import Scratch
+
+META = torch.device("meta")
+
+
+class _Fake(Scratch):
+    kept_on = ("meta",)
+    stream = 7
+    capturing = False
+
+    def _capturing(self) -> bool:
+        return self.capturing
+
+    def _stream(self, device: torch.device) -> int:
+        return self.stream
+
+
+def test_the_next_call_of_a_key_gets_the_same_buffer_and_other_keys_their_own():
+    s = _Fake()
+    first = s.empty((4, 8), torch.bfloat16, META, "a")
+    assert s.empty((4, 8), torch.bfloat16, META, "a") is first
+    others = [s.empty((4, 8), torch.bfloat16, META, "b"),     # another role
+              s.empty((4, 16), torch.bfloat16, META, "a"),    # another shape
+              s.empty((4, 8), torch.float16, META, "a")]      # another dtype
+    assert all(o is not first for o in others) and len(s) == 4
+    s.stream = 8                                               # another stream
+    assert s.empty((4, 8), torch.bfloat16, META, "a") is not first
+
+
+def test_each_thread_gets_its_own_buffer():
+    s = _Fake()
+    mine = s.empty((4, 8), torch.float32, META, "ws")
+    got = []
+    t = threading.Thread(target=lambda: got.append(s.empty((4, 8), torch.float32, META, "ws")))
+    t.start()
+    t.join()
+    assert got[0] is not mine and s.empty((4, 8), torch.float32, META, "ws") is mine
+
+
+def test_nothing_is_kept_under_capture_above_the_size_cap_or_on_the_cpu():
+    s = _Fake(max_bytes=64)
+    s.capturing = True
+    assert s.empty((2, 2), torch.float32, META, "a") is not s.empty((2, 2), torch.float32,
+                                                                    META, "a")
+    s.capturing = False
+    assert s.empty((4, 5), torch.float32, META, "a") is not s.empty((4, 5), torch.float32,
+                                                                    META, "a")   # 80 B
+    cpu = torch.device("cpu")
+    assert s.empty((2, 2), torch.float32, cpu, "a") is not s.empty((2, 2), torch.float32,
+                                                                   cpu, "a")
+    assert len(s) == 0
+
+
+def test_past_its_entries_the_least_recently_used_buffer_is_dropped():
+    s = _Fake(entries=2)
+    a = s.empty((1,), torch.float32, META, "a")
+    b = s.empty((1,), torch.float32, META, "b")
+    assert s.empty((1,), torch.float32, META, "a") is a        # a is now the newest
+    s.empty((1,), torch.float32, META, "c")                    # drops b
+    assert len(s) == 2 and s.empty((1,), torch.float32, META, "a") is a
+    assert s.empty((1,), torch.float32, META, "b") is not b
+    with pytest.raises(ValueError, match="entries must be >= 1"):
+        Scratch(entries=0)
