@@ -97,10 +97,10 @@ class Choice:
 
     @property
     def name(self) -> str:
-        return config_name(asdict(self.config))
+        return config_name(self.config)
 
     def to_json(self) -> dict:
-        return {"key": self.key, "config": asdict(self.config), "source": self.source,
+        return {"key": self.key, "config": tile_dict(self.config), "source": self.source,
                 "kernel": self.kernel, "timings_ms": self.timings_ms, "stale": self.stale,
                 "offered": self.offered}
 
@@ -180,11 +180,27 @@ def _cache_key(key: str, candidates: Sequence[TileConfig]) -> str:
     return f"{key} #{digest}"
 
 
+# Tile fields added after tables and baselines were written, with the value every tile
+# had before: left out of a tile's JSON at that value, so a stored tile compares equal
+# (a baseline's tile, a pin, the tuning cache) and reads back as the same TileConfig.
+_LATER_FIELDS = {"occupancy": 1}
+
+
+def tile_dict(c) -> dict:
+    """A tile as JSON stores it: its fields, but a later one at its old value
+    (`_LATER_FIELDS`); a dict is taken as a tile's fields."""
+    d = dict(c) if isinstance(c, dict) else asdict(c)
+    for name, old in _LATER_FIELDS.items():
+        if d.get(name, old) == old:
+            d.pop(name, None)
+    return d
+
+
 def config_name(c) -> str:
     """'128x256x64 g8 s3 w8' (a variant other than the tiled kernel first, e.g. 'tma
-    128x256x64 g8 s3 w8', and ' k4' for split-K) for a tile given as a dict (JSON) or a
-    kernel's TileConfig."""
-    d = c if isinstance(c, dict) else asdict(c)
+    128x256x64 g8 s3 w8', ' k4' for split-K, ' o2' for two programs per SM) for a tile
+    given as a dict (JSON) or a kernel's TileConfig."""
+    d = tile_dict(c)
     try:
         name = (f"{d['block_m']}x{d['block_n']}x{d['block_k']} g{d['group_m']} "
                 f"s{d['num_stages']} w{d['num_warps']}")
@@ -192,23 +208,26 @@ def config_name(c) -> str:
         return repr(d)
     variant, split = d.get("variant", "tiled"), d.get("split_k", 1)
     return (f"{variant} " if variant != "tiled" else "") + name + \
-        (f" k{split}" if split != 1 else "")
+        (f" k{split}" if split != 1 else "") + \
+        (f" o{d['occupancy']}" if "occupancy" in d else "")
 
 
 def config_spec(c) -> str:
-    """'tma:128x256x64:s3:w8' (':k4' for split-K): a tile as scripts/device/tiles.py takes
-    it on its command line, for a tile given as a dict (JSON) or a kernel's TileConfig."""
-    d = c if isinstance(c, dict) else asdict(c)
+    """'tma:128x256x64:s3:w8' (':k4' for split-K, ':o2' for two programs per SM): a tile as
+    scripts/device/tiles.py takes it on its command line, for a tile given as a dict
+    (JSON) or a kernel's TileConfig."""
+    d = tile_dict(c)
     split = d.get("split_k", 1)
     return (f"{d.get('variant', 'tiled')}:{d['block_m']}x{d['block_n']}x{d['block_k']}:"
-            f"s{d['num_stages']}:w{d['num_warps']}" + (f":k{split}" if split > 1 else ""))
+            f"s{d['num_stages']}:w{d['num_warps']}" + (f":k{split}" if split > 1 else "")
+            + (f":o{d['occupancy']}" if "occupancy" in d else ""))
 
 
 def _candidate(stored, candidates: Sequence[TileConfig]) -> TileConfig | None:
     """The candidate whose fields equal a stored config, matched by value: the A/B
     reference kernel's TileConfig is its own commit's class, never equal to ours."""
-    return next((c for c in candidates if isinstance(stored, dict) and asdict(c) == stored),
-                None)
+    return next((c for c in candidates
+                 if isinstance(stored, dict) and tile_dict(c) == tile_dict(stored)), None)
 
 
 class Tuner:

@@ -105,8 +105,10 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
         if "tma_split" in variants else []
     if "tma" in variants:
         thin = _THIN_EXTRA.get(family, ()) if tma_rows <= WGMMA_M else ()
-        out += _round_robin(family, [t for t in (*big, *thin) if t[0] <= tma_rows], "tma",
-                            smem_limit, fma)
+        tiles = [t for t in (*big, *thin) if t[0] <= tma_rows]
+        out += _round_robin(family, tiles, "tma", smem_limit, fma)
+        if not fma:   # two programs per SM, where two fit (kernels/tile.py `occupancy`)
+            out += _round_robin(family, tiles, "tma", smem_limit, occupancy=2)
     if "tiled" in variants:
         if skinny:
             tiles = _SKINNY[family] + big[2:5]
@@ -176,7 +178,7 @@ def tma_split_space(family: str, m: int, n: int, k: int, num_sms: int,
 
 
 def _round_robin(family: str, tiles, variant: str, smem_limit: int,
-                 fma: bool = False) -> list[TileConfig]:
+                 fma: bool = False, occupancy: int = 1) -> list[TileConfig]:
     """Every tile at its most likely stages and warps first, then each tile's next
     setting, and so on: a list cut at its share of the 30 still tries every tile shape.
     (Tile by tile, session 9's cut reached only the first three TMA tiles of 16-bit.)
@@ -187,19 +189,22 @@ def _round_robin(family: str, tiles, variant: str, smem_limit: int,
     3: a persistent kernel's loads of one tile overlap its previous tile's dots). IEEE
     fp32 (`fma`) from 3 stages: three 64x64x32 programs fit an SM at 3, two at 4
     (kernels/matmul_tma.programs_per_sm; 4423 x 275 x 2891: 0.90 of cuBLAS at 3, 0.65 at
-    4, session 22, call B)."""
+    4, session 22, call B). With `occupancy` 2, the settings at which two programs fit an
+    SM (`usable`)."""
     orders = []
     for bm, bn, bk in tiles:
         s0 = 3 if bm * bn >= 128 * 256 or fma else 5 if bm * bn <= 64 * 32 else 4
         w0 = 8 if bm * bn >= 128 * 128 else 4
         w1 = 12 - w0
         settings = ((s0, w0), (s0 + 1, w0), (s0, w1), (s0 - 1, w0), (s0 + 1, w1), (s0 - 1, w1))
-        orders.append([c for c in (cfg(bm, bn, bk, st, w, variant) for st, w in settings
-                                   if st >= 3) if usable(c, family, smem_limit)])
+        orders.append([c for c in (cfg(bm, bn, bk, st, w, variant, occupancy=occupancy)
+                                   for st, w in settings if st >= 3)
+                       if usable(c, family, smem_limit)])
     return [o[i] for i in range(6) for o in orders if i < len(o)]
 
 
-# The unsplit TMA kernel's configs per round of `_interleave` (the other groups take one):
+# The unsplit TMA kernel's configs per round of `_interleave` (the other groups, its tiles
+# at two programs per SM one of them, take one):
 # the variant most keys' winners run. With one a round, its tiles at their first setting
 # (10 in 16-bit) filled its share of the 30, so no tile's second setting was ever timed
 # (1408 x 1408 x 2048's search, session 18).
@@ -208,13 +213,13 @@ _TMA_PER_ROUND = 3
 
 def _interleave(configs: list[TileConfig], limit: int,
                 split_first: bool = False) -> list[TileConfig]:
-    """Round-robin over (variant, split_k) groups so that a truncated list still tries
-    every kind of kernel; the unsplit TMA group takes `_TMA_PER_ROUND` a round (with
-    `split_first`, the TMA split group does instead)."""
+    """Round-robin over (variant, split_k, occupancy) groups so that a truncated list still
+    tries every kind of kernel; the unsplit TMA group at one program per SM takes
+    `_TMA_PER_ROUND` a round (with `split_first`, the TMA split group does instead)."""
     groups: dict[tuple, list[TileConfig]] = {}
     for c in configs:
-        groups.setdefault((c.variant, c.split_k > 1), []).append(c)
-    wide = ("tma_split", True) if split_first else ("tma", False)
+        groups.setdefault((c.variant, c.split_k > 1, c.occupancy), []).append(c)
+    wide = ("tma_split", True, 1) if split_first else ("tma", False, 1)
     out: list[TileConfig] = []
     while len(out) < limit and any(groups.values()):
         for kind, g in groups.items():

@@ -33,7 +33,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.launch import Bound, Launch
 from kernels.relayout import LINE, aligned_empty, copy_launch, pitch, unstage_launch
-from kernels.tile import TileConfig, cdiv
+from kernels.tile import CTA_SMEM, TileConfig, cdiv
 
 
 @triton.jit
@@ -126,24 +126,24 @@ def _sm_smem(device_index: int) -> int:
     the one program's reserve, 228 KiB on the H200)."""
     p = torch.cuda.get_device_properties(device_index)
     return getattr(p, "shared_memory_per_multiprocessor", 0) or \
-        p.shared_memory_per_block_optin + _CTA_SMEM
+        p.shared_memory_per_block_optin + CTA_SMEM
 
 
 _FMA_RESIDENT = 3   # IEEE fp32: programs per SM at most (`programs_per_sm`)
-_CTA_SMEM = 1024    # shared memory the hardware reserves per resident program
 
 
 def programs_per_sm(config: TileConfig, input_precision: str, is_fp32: bool,
                     device: torch.device) -> int:
-    """The persistent grid's programs per SM: one for the wgmma modes (16-bit, fp8, tf32: a
-    program's warps keep the tensor cores busy); for IEEE fp32, which runs on the FMA
+    """The persistent grid's programs per SM: the tile's `occupancy` for the wgmma modes
+    (16-bit, fp8, tf32: one program's warps keep the tensor cores busy on a large tile; two
+    of a small tile interleave, kernels/tile.py); for IEEE fp32, which runs on the FMA
     units, as many as the SM's shared memory holds, up to `_FMA_RESIDENT`: one program
     of 4 warps per SM left the FMA units waiting on latency (TMA 64x64x32 ran 0.56-0.76
     of cuBLAS on mid shapes where the same tile with many programs, split-K 2, ran
     0.83-0.97; session 22, call A)."""
     if not is_fp32 or input_precision != "ieee" or device.type == "cpu":
-        return 1
-    per_sm = _sm_smem(device.index or 0) // (config.smem_bytes(4) + _CTA_SMEM)
+        return config.occupancy
+    per_sm = _sm_smem(device.index or 0) // (config.smem_bytes(4) + CTA_SMEM)
     return max(1, min(_FMA_RESIDENT, per_sm))
 
 

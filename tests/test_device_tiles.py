@@ -21,15 +21,17 @@ def _module() -> SimpleNamespace:
     return SimpleNamespace(**runpy.run_path(str(SCRIPT)))   # not as __main__: nothing runs
 
 
-def test_a_tile_names_its_variant_blocks_stages_warps_split_and_group():
+def test_a_tile_names_its_variant_blocks_stages_warps_split_group_and_occupancy():
     parse = _module().parse_tile
     assert parse("tma:64x128x128:s4:w4") == TileConfig(64, 128, 128, 8, 4, 4, "tma")
     assert parse("tma_split:128x128x64:s4:w8:k2") == \
         TileConfig(128, 128, 64, 8, 4, 8, "tma_split", 2)
     assert parse(" tiled:64x64x64:s3:w4:g4 ").group_m == 4
+    assert parse("tma:128x64x64:s4:w4:o2").occupancy == 2
     # gemmgate.tuning.config_spec writes what parse_tile reads (tiles.py labels, tuned.csv)
     for c in (TileConfig(64, 128, 128, 8, 4, 4, "tma"),
-              TileConfig(128, 128, 64, 8, 4, 8, "tma_split", 2)):
+              TileConfig(128, 128, 64, 8, 4, 8, "tma_split", 2),
+              TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2)):
         assert parse(config_spec(c)) == c == parse(config_spec(dataclasses.asdict(c)))
 
 

@@ -21,8 +21,8 @@ gets a row per GPU kernel it launched: its name (cuBLAS's names its tile, cluste
 schedule), grid, block, registers a thread, shared memory, the profiler's estimated
 occupancy and its device microseconds (one call, L2 warm: for what ran, not for timing).
 
-A tile is variant:BMxBNxBK:sSTAGES:wWARPS[:kSPLIT][:gGROUP_M] (split 1, GROUP_M 8 unless
-given). Every mode (fp8 with its scales and kept K-major copies, as the harness calls).
+A tile is variant:BMxBNxBK:sSTAGES:wWARPS[:kSPLIT][:gGROUP_M][:oPROGRAMS] (split 1,
+GROUP_M 8, one program per SM unless given). Every mode (fp8 with its scales and kept K-major copies, as the harness calls).
 """
 
 from __future__ import annotations
@@ -51,17 +51,18 @@ from gemmgate.timing import TimingPolicy, measure
 from gemmgate.tuning import config_spec
 from kernels.tile import TileConfig
 
-_TILE = re.compile(r"(\w+):(\d+)x(\d+)x(\d+):s(\d+):w(\d+)((?::[kg]\d+)*)")
+_TILE = re.compile(r"(\w+):(\d+)x(\d+)x(\d+):s(\d+):w(\d+)((?::[kgo]\d+)*)")
 
 
 def parse_tile(text: str) -> TileConfig:
     got = _TILE.fullmatch(text.strip())
     if not got:
-        raise ValueError(f"tile {text!r}: give variant:BMxBNxBK:sS:wW[:kSPLIT][:gGROUP]")
+        raise ValueError(f"tile {text!r}: give variant:BMxBNxBK:sS:wW[:kSPLIT][:gGROUP]"
+                         "[:oPROGRAMS]")
     variant, bm, bn, bk, st, w, rest = got.groups()
     extra = {p[0]: int(p[1:]) for p in rest.split(":") if p}
     return TileConfig(int(bm), int(bn), int(bk), extra.get("g", 8), int(st), int(w),
-                      variant, extra.get("k", 1))
+                      variant, extra.get("k", 1), extra.get("o", 1))
 
 
 _KERNEL_ARGS = {"grid": "grid", "block": "block", "registers per thread": "registers",

@@ -263,3 +263,24 @@ def test_names_read_well_for_every_variant():
         "tma 128x256x64 g8 s3 w8"
     assert tuning.config_name(TileConfig(64, 64, 64, 8, 4, 4, split_k=8)) == \
         "64x64x64 g8 s4 w4 k8"
+
+
+def test_a_tile_at_one_program_per_sm_stores_as_tiles_did_before_occupancy():
+    """Tables, pins, caches and baselines written before `occupancy` existed hold tiles
+    without it: such a tile's JSON leaves it out, names and specs show it only at 2, and
+    a stored tile without the field matches the candidate at one program per SM."""
+    one = TileConfig(128, 64, 64, 8, 4, 4, "tma")
+    two = TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2)
+    assert "occupancy" not in tuning.tile_dict(one)
+    assert tuning.tile_dict(two)["occupancy"] == 2
+    assert TileConfig(**tuning.tile_dict(one)) == one
+    assert TileConfig(**tuning.tile_dict(two)) == two
+    assert tuning.config_name(one) == "tma 128x64x64 g8 s4 w4"
+    assert tuning.config_name(two) == "tma 128x64x64 g8 s4 w4 o2"
+    assert tuning.config_spec(two) == "tma:128x64x64:s4:w4:o2"
+    stored = {"block_m": 128, "block_n": 64, "block_k": 64, "group_m": 8, "num_stages": 4,
+              "num_warps": 4, "variant": "tma", "split_k": 1}
+    assert tuning._candidate(stored, [two, one]) is one
+    assert tuning._candidate({**stored, "occupancy": 2}, [one, two]) is two
+    assert tuning.Choice("k", two, "tuned").to_json()["config"] == {**stored, "occupancy": 2}
+    assert tuning.Choice("k", one, "tuned").to_json()["config"] == stored

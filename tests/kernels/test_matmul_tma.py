@@ -1,5 +1,6 @@
 """kernels/matmul_tma.py: the persistent grid's programs per SM (IEEE fp32 more than one,
-as the SM's shared memory holds), and the kernel walking several tiles a program."""
+as the SM's shared memory holds; the wgmma modes the tile's occupancy), and the kernel
+walking several tiles a program."""
 
 import pytest
 import torch
@@ -38,6 +39,49 @@ def test_wgmma_modes_keep_one_program_per_sm(h200, precision, is_fp32):
 def test_the_cpu_keeps_one_program_per_sm():
     tile = TileConfig(64, 64, 32, 8, 3, 4, "tma")
     assert matmul_tma.programs_per_sm(tile, "ieee", True, torch.device("cpu")) == 1
+
+
+@pytest.mark.parametrize(("precision", "is_fp32"), [("tf32", True), ("ieee", False)])
+def test_wgmma_modes_take_the_tiles_occupancy(h200, precision, is_fp32):
+    tile = TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2)
+    assert matmul_tma.programs_per_sm(tile, precision, is_fp32, h200) == 2
+    # IEEE fp32 counts its programs by shared memory whatever the tile says
+    assert matmul_tma.programs_per_sm(tile, "ieee", True, h200) == 1
+
+
+@pytest.mark.skipif(torch.cuda.is_available(),
+                    reason="the interpreter's run (CPU tensors); the GPU's is test_gpu_occupancy_*")
+@pytest.mark.parametrize(("m", "n", "k"), [(80, 96, 64), (200, 72, 40)])
+def test_two_programs_per_sm_walk_every_tile_once(m, n, k):
+    """occupancy 2 doubles the persistent grid (8 programs on the CPU's 4 'SMs'): with
+    32x32 tiles 80 x 96 has 9 tiles (some programs walk two), 200 x 72 has 21 (three)."""
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+    out = torch.full((m, n), float("nan"))
+    tile = TileConfig(32, 32, 32, 8, 1, 4, "tma", occupancy=2)
+    matmul_tma.launch(tile, a, b, out, a, a, input_precision="ieee", is_fp32=True,
+                      has_scale=False)
+    ref = a.double() @ b.double()
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize(("shape", "tile"), [
+    ((1152, 1856, 1920), TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2)),  # 261 tiles
+    ((2048, 2048, 256), TileConfig(64, 128, 64, 8, 4, 4, "tma", occupancy=2)),   # 512: 2 each
+    ((1000, 1000, 1000), TileConfig(64, 64, 128, 8, 3, 4, "tma", occupancy=2)),
+])
+def test_gpu_occupancy_two_walks_every_tile_once(shape, tile):
+    m, n, k = shape
+    g = torch.Generator().manual_seed(2)
+    a = torch.randn(m, k, generator=g).cuda().bfloat16()
+    b = torch.randn(k, n, generator=g).cuda().bfloat16()
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    matmul_tma.launch(tile, a, b, out, a, a, input_precision="ieee", is_fp32=False,
+                      has_scale=False)
+    ref = a.double() @ b.double()
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
 
 
 @pytest.mark.gpu

@@ -23,6 +23,12 @@ def test_tile_fields_are_validated():
         TileConfig(1, 128, 8, 1, 1, 4, "gemv")
     with pytest.raises(ValueError, match="block_m=1 must be a power of two >= 16"):
         TileConfig(1, 128, 32, 1, 1, 4)
+    # programs per SM: 1, or 2 for the persistent TMA grid only
+    assert TileConfig(64, 64, 64, 8, 3, 4, "tma", occupancy=2).occupancy == 2
+    with pytest.raises(ValueError, match="occupancy=2: programs per SM are 1, or 2 for"):
+        TileConfig(64, 64, 64, 8, 3, 4, "tma_split", 2, occupancy=2)
+    with pytest.raises(ValueError, match="occupancy=3"):
+        TileConfig(64, 64, 64, 8, 3, 4, "tma", occupancy=3)
 
 
 def test_usable_prunes_by_shared_memory_and_accumulator_registers():
@@ -34,6 +40,22 @@ def test_usable_prunes_by_shared_memory_and_accumulator_registers():
     # gemv keeps BLOCK_K products per output in registers until its loop ends
     assert TileConfig(1, 128, 64, 1, 1, 4, "gemv").acc_regs() == 128 * 64 // 128
     assert not usable(TileConfig(1, 256, 128, 1, 1, 4, "gemv"), "fp32", H200_SMEM)
+
+
+def test_two_programs_must_fit_one_sm_together():
+    """Two programs of 128x64x64 bf16 at 4 stages (112 KiB each, C's tile included) fit
+    the H200's 228 KiB an SM with their 1 KiB reserves; at 5 stages (136 KiB) they do
+    not, though one does. Their accumulators share the register file too."""
+    o2 = TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2)
+    assert o2.smem_bytes(2) == 4 * (128 + 64) * 64 * 2 + 128 * 64 * 2 == 112 * 1024
+    assert usable(o2, "16bit", H200_SMEM)
+    deep = TileConfig(128, 64, 64, 8, 5, 4, "tma", occupancy=2)
+    assert not usable(deep, "16bit", H200_SMEM)
+    assert usable(TileConfig(128, 64, 64, 8, 5, 4, "tma"), "16bit", H200_SMEM)
+    # 128x128 on 4 warps: 128 accumulator registers a thread, 256 for two programs
+    wide = TileConfig(128, 128, 32, 8, 2, 4, "tma", occupancy=2)
+    assert wide.smem_bytes(2) * 2 < H200_SMEM and not usable(wide, "16bit", H200_SMEM)
+    assert usable(TileConfig(128, 128, 32, 8, 2, 8, "tma", occupancy=2), "16bit", H200_SMEM)
 
 
 def test_cdiv_is_the_ceiling_of_a_division():
