@@ -22,7 +22,8 @@ schedule), grid, block, registers a thread, shared memory, the profiler's estima
 occupancy and its device microseconds (one call, L2 warm: for what ran, not for timing).
 
 A tile is variant:BMxBNxBK:sSTAGES:wWARPS[:kSPLIT][:gGROUP_M][:oPROGRAMS] (split 1,
-GROUP_M 8, one program per SM unless given). Every mode (fp8 with its scales and kept K-major copies, as the harness calls).
+GROUP_M 8, one program per SM unless given). Every mode (fp8 with its scales and kept
+K-major copies, as the harness calls).
 """
 
 from __future__ import annotations
