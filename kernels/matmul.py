@@ -222,7 +222,8 @@ def _recipe(cfg: TileConfig, a, b, out, flags: dict):
         r = make(cfg, a, b, out, **flags)
         if r is not None:
             return r
-        cfg = dataclasses.replace(cfg, variant="tiled")  # not describable: pointer loads
+        # not describable: pointer loads, one program a tile (the grid has no occupancy)
+        cfg = dataclasses.replace(cfg, variant="tiled", occupancy=1)
     return matmul_tiled.recipe(cfg, a, b, out, **flags)
 
 

@@ -271,14 +271,15 @@ def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], s
     15, call I: bf16, fp16 and fp8 holdout cases x1.02-1.29). Not the tiled kernel's
     tiles (call H: bf16 144 x 192 x 400 x0.88; call I: tf32 78 x 1786 x 1144 x0.93), and a
     tile tuned split keeps its split (call H: fp8 64 x 3844 x 3817 and 32 x 3504 x 2544
-    from split 4 to 2 ran x0.96 and x0.93)."""
+    from split 4 to 2 ran x0.96 and x0.93). The split tile is one program a (tile, range):
+    a tile of two programs per SM (`occupancy`) splits as one of one."""
     if c.variant != "tma" or "tma_split" not in variants:
         return []
     tiles = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n)
     out, split = [], 2
     while tiles * split <= sms and split <= MAX_TMA_SPLIT and ranges_fit(k, split, c.block_k) \
             and k * elem >= split * _MIN_RANGE_BYTES:
-        out.append(replace(c, variant="tma_split", split_k=split))
+        out.append(replace(c, variant="tma_split", split_k=split, occupancy=1))
         split *= 2
     return out
 

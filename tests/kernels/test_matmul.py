@@ -113,6 +113,20 @@ def test_tma_kernel_itself_on_every_layout(shape, a_t, b_t, device):
     assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
 
 
+def test_a_tile_of_two_programs_per_sm_on_operands_no_descriptor_takes(device):
+    """A TMA tile the call cannot describe (rows of 36 fp32: 144 bytes, not 16-byte
+    aligned from an odd offset) runs on the tiled kernel's pointer loads, one program a
+    tile, whatever its occupancy."""
+    g = torch.Generator().manual_seed(5)
+    a = torch.randn(40 * 36 + 1, generator=g)[1:].view(40, 36).to(device)
+    b = torch.randn(36, 24, generator=g).to(device)
+    tile = TileConfig(32, 32, 32, 8, 1, 4, "tma", occupancy=2)
+    assert matmul_tma.tma_form(a) is None
+    out = kernels.matmul(a, b, config=tile)
+    ref = a.double() @ b.double()
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
+
+
 @pytest.mark.parametrize("dtypes", [(torch.bfloat16, torch.float16),
                                     (torch.float16, torch.float8_e4m3fn)])
 def test_tma_launches_are_kept_per_operand_dtype(dtypes):

@@ -237,6 +237,9 @@ def test_resplits_fill_one_wave_with_long_k_ranges():
     assert table.resplits(split8, 256, 256, 8192, both, 132, 2) == []   # tuned split: kept
     tiled = TileConfig(64, 64, 64, 8, 4, 4)
     assert table.resplits(tiled, 256, 256, 4096, ("tiled", "tma_split"), 132, 2) == []
+    # a tile of two programs per SM splits as one of one (the split grid has no occupancy)
+    two = TileConfig(128, 128, 64, 8, 4, 8, "tma", occupancy=2)
+    assert table.resplits(two, 256, 256, 8192, both, 132, 2) == got
 
 
 def test_a_borrowed_tile_is_split_anew_for_few_tiles_over_a_long_k(tmp_path):
