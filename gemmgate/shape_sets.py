@@ -131,6 +131,11 @@ SETS: dict[str, tuple[Case, ...]] = {
         # moved nightly's 16-bit K = 128 picks x0.93-1.00, fp32's 304 x 2592 x 197 x0.95
         # (call 2)
         (2560, 2560, 176), (6144, 4096, 176),
+        # About one wave of 128x128 tiles over K = 2048 where 128x64 tiles at two programs
+        # per SM fill every SM twice (260 tiles on 132 x 2: kernels/tile.py `occupancy`;
+        # session 31: no key's tile was such a one, and the nearest keys' counts, 280 of
+        # 1280 x 1792 and 242 of 1408^2, leave a third program or idle SMs)
+        (1280, 1664, 2048),
     ]),
     # Shapes never tuned (a test keeps them out of the committed tables): drawn once,
     # log-uniform, random.Random(20261130); even draws rounded to multiples of 16, odd
