@@ -129,13 +129,11 @@ SETS: dict[str, tuple[Case, ...]] = {
         # where 128x128x64 at 4 stages ran 1.04 (call 1). Chosen with holdouts' shallow
         # misses in view. A third, 1536 x 1664 x 176, tried and dropped: its 128x64x64
         # moved nightly's 16-bit K = 128 picks x0.93-1.00, fp32's 304 x 2592 x 197 x0.95
-        # (call 2)
+        # (call 2). 1280 x 1664 x 2048 (260 tiles of 128x64: two programs per SM on every
+        # SM) tried and dropped in session 31 (call 6): bf16 and fp16 tuned to 128x128x64
+        # (holdout3 1465 x 1073 x 1263 x0.86), fp8 to 64x128x128 at two programs per SM
+        # (nightly's K = 2048 rows x0.85-0.88, 1152 x 1856 x 1920 x1.07)
         (2560, 2560, 176), (6144, 4096, 176),
-        # About one wave of 128x128 tiles over K = 2048 where 128x64 tiles at two programs
-        # per SM fill every SM twice (260 tiles on 132 x 2: kernels/tile.py `occupancy`;
-        # session 31: no key's tile was such a one, and the nearest keys' counts, 280 of
-        # 1280 x 1792 and 242 of 1408^2, leave a third program or idle SMs)
-        (1280, 1664, 2048),
     ]),
     # Shapes never tuned (a test keeps them out of the committed tables): drawn once,
     # log-uniform, random.Random(20261130); even draws rounded to multiples of 16, odd
