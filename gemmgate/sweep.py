@@ -40,6 +40,7 @@ DEFAULT_VALUES: dict[str, tuple[int, ...]] = {
     "num_stages": (1, 2, 3, 4, 5, 6, 7), "num_warps": (2, 4, 8),
     "block_m": _POW2, "block_n": _POW2, "block_k": _POW2,
     "group_m": (1, 2, 4, 8, 16, 32), "split_k": (1, 2, 4, 8, 16),
+    "occupancy": (1, 2),   # the TMA tile's programs per SM (kernels/tile.py)
 }
 CSV_COLUMNS = ("value", "status", "config", "triton_ms", "vendor_ms", "triton_tflops",
                "vendor_tflops", "ratio", "triton_error", "message")

@@ -49,6 +49,7 @@ S27 = RESULTS / "h200-2026-12-02-s27"
 S28 = RESULTS / "h200-2026-12-02-s28"
 S29 = RESULTS / "h200-2026-12-02-s29"
 S30 = RESULTS / "h200-2026-12-02-s30"
+S31 = RESULTS / "h200-2026-12-02-s31"
 # the latest nightly and holdout runs of IEEE fp32 (session 24) and tf32 (session 25), as
 # `sets_targets` reads them
 FP32_S24 = ((S24 / "cases.csv", "call3-nightly-fp32"),
@@ -313,6 +314,16 @@ TABLES: dict[str, Callable[[], str]] = {
     "s30-first-calls": lambda: csv_table(S30 / "overhead.csv", (
         "run", "shape", "mode", "first_call_ms", "compile_ms", "own_ms", "second_call_ms",
         "torch_first_ms", "matmul_us", "torch_us")),
+    "s31-scratch": lambda: on_off(S31 / "scratch_ab.csv"),
+    "s31-occupancy": lambda: occupancy_best(S31 / "occupancy.csv"),
+    "s31-retune-ab": lambda: moved_ab(S31 / "cases.csv", "call4-ab", S31 / "moved_all.csv"),
+    "s31-kept": lambda: moved_ab(S31 / "cases.csv", "call4-ab", S31 / "moved_kept.csv",
+                                 controls=False),
+    "s31-kept-worst": lambda: moved_worst(S31 / "cases.csv", "call4-ab",
+                                          S31 / "moved_kept.csv", 6),
+    "s31-rep": lambda: moved_ab(S31 / "cases.csv", "call6-ab", S31 / "moved_rep.csv"),
+    "s31-check": lambda: label_steps(S31 / "cases.csv", ("call5-",)),
+    "s31-inductor": lambda: s12_inductor(S31 / "cases.csv", "call4-inductor"),
 }
 
 
@@ -668,14 +679,25 @@ def _moved(cases: Path, label: str, moved: Path) -> tuple[list[tuple[dict, float
     return picks, [r for key, r in ab.items() if key not in listed and _ab(r["extra"])]
 
 
-def moved_ab(cases: Path, label: str, moved: Path) -> str:
+def _predicted(ps: list[tuple[dict, float]]) -> str:
+    """The geomean of the picks' predicted gains, over those the model predicted ('-':
+    no near entry had the tile), with how many where not all."""
+    got = [float(m["predicted"]) for m, _ in ps if m["predicted"] not in ("", "-")]
+    if not got:
+        return "-"
+    return f"{geomean(got):.3f}" + (f" ({len(got)})" if len(got) < len(ps) else "")
+
+
+def moved_ab(cases: Path, label: str, moved: Path, controls: bool = True) -> str:
     """A dispatcher change's A/B on the picks it moves, per mode: how many, the predicted
-    and the measured gain (geomean; A/B > 1: the change is faster), the measured range,
-    and the same run's unmoved cases (reference and tree run one tile: A/A noise)."""
+    gain (geomean over the picks predicted; their count in brackets where some were not)
+    and the measured one (geomean; A/B > 1: the change is faster), the measured range,
+    and with `controls` the same run's unmoved cases (reference and tree run one tile: A/A
+    noise; not where `moved` lists a subset of the run's change's picks)."""
     picks, same = _moved(cases, label, moved)
-    out = ["| mode | moved | predicted | A/B geomean | A/B min | A/B max | faster | "
-           "unmoved | their A/B geomean | their range |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    head = "| mode | moved | predicted | A/B geomean | A/B min | A/B max | faster |"
+    out = [head + (" unmoved | their A/B geomean | their range |" if controls else ""),
+           "|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---|" if controls else "")]
     for mode in (*ALL_MODES, "all"):
         ps = [(m, a) for m, a in picks if mode in (m["mode"], "all")]
         cs = [_ab(r["extra"]) for r in same if mode in (r["mode"], "all")]
@@ -683,10 +705,11 @@ def moved_ab(cases: Path, label: str, moved: Path) -> str:
             continue
         abs_ = [a for _, a in ps]
         span = f"{min(cs):.3f}–{max(cs):.3f}" if cs else "-"
-        out.append(f"| {mode} | {len(ps)} | {geomean([float(m['predicted']) for m, _ in ps]):.3f}"
-                   f" | {geomean(abs_):.3f} | {min(abs_):.3f} | {max(abs_):.3f} | "
-                   f"{sum(a > 1 for a in abs_)} | {len(cs)} | "
-                   f"{geomean(cs) if cs else float('nan'):.3f} | {span} |")
+        row = (f"| {mode} | {len(ps)} | {_predicted(ps)} | {geomean(abs_):.3f} | "
+               f"{min(abs_):.3f} | {max(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
+        if controls:
+            row += f" {len(cs)} | {f'{geomean(cs):.3f}' if cs else '-'} | {span} |"
+        out.append(row)
     return "\n".join(out)
 
 
@@ -696,8 +719,43 @@ def moved_worst(cases: Path, label: str, moved: Path, count: int) -> str:
     out = ["| set | mode | case | old tile | new tile | predicted | A/B |",
            "|---|---|---|---|---|---:|---:|"]
     for m, a in sorted(picks, key=lambda p: p[1])[:count]:
+        pred = "-" if m["predicted"] in ("", "-") else f"{float(m['predicted']):.3f}"
         out.append(f"| {m['set']} | {m['mode']} | {m['case']} | {m['old']} | {m['new']} | "
-                   f"{float(m['predicted']):.3f} | {a:.3f} |")
+                   f"{pred} | {a:.3f} |")
+    return "\n".join(out)
+
+
+def on_off(path: Path) -> str:
+    """An in-process on/off A/B (rows: shape, mode, round, on_us, off_us), per shape: the
+    rounds, the median time a call on and off, and on / off per round (lowest, median,
+    highest; < 1: faster on)."""
+    rows = _rows(path)
+    out = ["| shape | mode | rounds | on us | off us | on/off min | on/off median | "
+           "on/off max |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for key in dict.fromkeys((r["shape"], r["mode"]) for r in rows):
+        rs = [r for r in rows if (r["shape"], r["mode"]) == key]
+        on, off = [float(r["on_us"]) for r in rs], [float(r["off_us"]) for r in rs]
+        q = sorted(a / b for a, b in zip(on, off))
+        out.append(f"| {key[0]} | {key[1]} | {len(rs)} | {median(on):.1f} | {median(off):.1f}"
+                   f" | {q[0]:.3f} | {median(q):.3f} | {q[-1]:.3f} |")
+    return "\n".join(out)
+
+
+def occupancy_best(path: Path) -> str:
+    """Tiles timed at one and at two programs per SM (rows: shape, mode, tile, pick,
+    us_1, ratio_1, us_2, ratio_2), per shape: the pick's ratio to cuBLAS, then the best
+    tile at one program per SM and the best at two, with their ratios."""
+    rows = _rows(path)
+    out = ["| shape | mode | pick | its ratio | best at 1 | ratio | best at 2 | ratio |",
+           "|---|---|---|---:|---|---:|---|---:|"]
+    for key in dict.fromkeys((r["shape"], r["mode"]) for r in rows):
+        rs = [r for r in rows if (r["shape"], r["mode"]) == key]
+        pick = next(r for r in rs if r["pick"])
+        one = max(rs, key=lambda r: float(r["ratio_1"]))
+        two = max(rs, key=lambda r: float(r["ratio_2"]))
+        out.append(f"| {key[0]} | {key[1]} | {pick['tile']} | {float(pick['ratio_1']):.3f} | "
+                   f"{one['tile']} | {float(one['ratio_1']):.3f} | {two['tile']} | "
+                   f"{float(two['ratio_2']):.3f} |")
     return "\n".join(out)
 
 

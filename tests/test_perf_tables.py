@@ -216,3 +216,39 @@ def test_call_parts_pivots_a_runs_first_call_steps(tmp_path):
         "| shape | mode | resolve | jit |", "|---|---|---:|---:|",
         "| 1x1x1 | bf16 | 0.200 | 1.500 (3) |", "| 2x2x2 | bf16 | 0.300 | - |"]
 
+
+
+def test_moved_ab_takes_the_predicted_picks_only_and_can_leave_controls_out(tmp_path):
+    cases, moved = tmp_path / "c.csv", tmp_path / "m.csv"
+    cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
+                     "L,bf16,m1-n1-k1,1,1,1,ab:0.8000,t\nL,bf16,m2-n2-k2,1,1,1,ab:1.2500,t\n"
+                     "L,bf16,m3-n3-k3,1,1,1,ab:1.0100,t\n")
+    moved.write_text("set,mode,case,old,new,predicted\n"
+                     "s,bf16,m1-n1-k1,a,b,1.44\ns,bf16,m2-n2-k2,a,c,-\n")
+    m = _module()
+    assert m.moved_ab(cases, "L", moved, controls=False).splitlines() == [
+        "| mode | moved | predicted | A/B geomean | A/B min | A/B max | faster |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        "| bf16 | 2 | 1.440 (1) | 1.000 | 0.800 | 1.250 | 1 |",
+        "| all | 2 | 1.440 (1) | 1.000 | 0.800 | 1.250 | 1 |"]
+    assert m.moved_worst(cases, "L", moved, 1).splitlines()[2:] == [
+        "| s | bf16 | m1-n1-k1 | a | b | 1.440 | 0.800 |"]
+    assert "| - | 1.250 |" in m.moved_worst(cases, "L", moved, 2)
+
+
+def test_on_off_gives_each_shapes_medians_and_its_rounds_spread(tmp_path):
+    path = tmp_path / "s.csv"
+    path.write_text("call,shape,mode,round,on_us,off_us\n2,a,bf16,1,80,100\n"
+                    "2,a,bf16,2,90,90\n2,a,bf16,3,50,100\n2,b,bf16,1,10,10\n")
+    assert _module().on_off(path).splitlines()[2:] == [
+        "| a | bf16 | 3 | 80.0 | 100.0 | 0.500 | 0.800 | 1.000 |",
+        "| b | bf16 | 1 | 10.0 | 10.0 | 1.000 | 1.000 | 1.000 |"]
+
+
+def test_occupancy_best_names_the_pick_and_each_occupancys_best_tile(tmp_path):
+    path = tmp_path / "o.csv"
+    path.write_text("shape,mode,tile,pick,us_1,ratio_1,us_2,ratio_2,speedup_2\n"
+                    "s,bf16,t1,yes,10,0.70,10,0.70,1.0\ns,bf16,t2,,12,0.60,8,0.90,1.5\n"
+                    "s,bf16,t3,,9,0.75,11,0.65,0.8\n")
+    assert _module().occupancy_best(path).splitlines()[2:] == [
+        "| s | bf16 | t1 | 0.700 | t3 | 0.750 | t2 | 0.900 |"]

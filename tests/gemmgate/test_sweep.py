@@ -173,6 +173,7 @@ def test_default_values():
     assert sweep.parse_values(None, "num_stages") == (1, 2, 3, 4, 5, 6, 7)
     assert sweep.parse_values(None, "block_k") == (16, 32, 64, 128, 256)
     assert sweep.parse_values(None, "group_m") == (1, 2, 4, 8, 16, 32)
+    assert sweep.parse_values(None, "occupancy") == (1, 2)
     assert sweep.parse_values(" 3, 1 ", "num_stages") == (3, 1)  # the order given
     with pytest.raises(ValueError, match="no default values"):
         sweep.parse_values(None, "num_ctas")
