@@ -321,6 +321,8 @@ TABLES: dict[str, Callable[[], str]] = {
                                  controls=False),
     "s31-kept-worst": lambda: moved_worst(S31 / "cases.csv", "call4-ab",
                                           S31 / "moved_kept.csv", 6),
+    "s31-kept10": lambda: moved_worst(S31 / "cases.csv", "call10-ab",
+                                      S31 / "moved_kept10.csv", 8),
     "s31-rep": lambda: moved_ab(S31 / "cases.csv", "call6-ab", S31 / "moved_rep.csv"),
     "s31-check": lambda: label_steps(S31 / "cases.csv", ("call5-",)),
     "s31-inductor": lambda: s12_inductor(S31 / "cases.csv", "call4-inductor"),
