@@ -168,8 +168,9 @@ def test_the_committed_h200_baseline_keeps_its_calibrated_noise():
     check, except in the seven cases that ran another tile there (the picks moved since
     session 24: a kernel change, not machine noise). Session 30 calibrated those seven on
     their tiles on three more hosts (3 runs each, --ab-ref HEAD) and merged them in their
-    place. No level fell below the stored one, and the figures are the medians of the
-    pooled runs."""
+    place; session 31 did the same for bf16 1024^3, whose tile moved again (12 runs: 6 on
+    one host, 3 on each of two more). No level fell below the stored one, and the figures
+    are the medians of the pooled runs."""
     h200 = load(REPO / "baselines" / "nvidia-h200.json")
     s29 = "vm/GPU-6010d95b-c362-0aa8-70f3-c4f7090e1f4b"          # session 29, call 3
     hosts = {"vm/GPU-2ad21837-fdb0-65d4-bf71-a7a65f889d35",     # session 24, call 3
@@ -179,13 +180,21 @@ def test_the_committed_h200_baseline_keeps_its_calibrated_noise():
     s30 = {"vm/GPU-55c7fce5-9fb5-3cc3-82be-2319a3a265de",       # session 30, calls 1-3
            "vm/GPU-b2d8e352-3e74-17dc-e592-2016041b28c1",
            "vm/GPU-5bc01e23-32da-ace7-c639-697745932eeb"}
+    s31 = {"vm/GPU-1a8c0f04-82f2-3644-1dce-a903d1fb9244",       # session 31, calls 6-9
+           "vm/GPU-bf05a699-abf7-1622-25c1-077b6bfa8582",
+           "vm/GPU-011ee1d7-0c87-e971-3ad3-aed58c2ce6f1"}
     moved = {"tf32-m4096-n4096-k4096", "tf32-m4096-n4096-k4096-cr",
              "tf32-m4096-n4096-k4096-rc", "tf32-m128-n8192-k8192",
-             "tf32x3-m1024-n1024-k1024", "tf32x3-m1000-n1000-k1000", "bf16-m1024-n1024-k1024"}
-    assert h200.machines == hosts | s30
+             "tf32x3-m1024-n1024-k1024", "tf32x3-m1000-n1000-k1000"}
+    assert h200.machines == hosts | s30 | s31
     for key, c in h200.cases.items():
         assert c.noise.ratio is not None and c.noise.machine is not None
         assert c.noise.machine >= c.noise.ratio
+        if key == "bf16-m1024-n1024-k1024":
+            assert set(c.noise.run_machines) == s31 and c.noise.runs == 12
+            assert len(c.noise.run_machines) == len(c.noise.ab_runs) == 12
+            assert c.tuning["config"]["block_k"] == 128   # 64x128x128: the new tile
+            continue
         if key in moved:
             assert set(c.noise.run_machines) == s30 and c.noise.runs == 9
             assert len(c.noise.run_machines) == len(c.noise.ab_runs) == 9
