@@ -11,6 +11,15 @@ from kernels.tile import TileConfig
 H200_SM_SMEM = 233472   # 228 KiB
 
 
+def _error(tile: TileConfig, a, b, out, is_fp32: bool) -> float:
+    """The TMA kernel's relative error on a x b into `out` (NaN-filled: a tile no program
+    walked stays NaN) with this tile."""
+    matmul_tma.launch(tile, a, b, out, a, a, input_precision="ieee", is_fp32=is_fp32,
+                      has_scale=False)
+    ref = a.double() @ b.double()
+    return ((out.double() - ref).norm() / ref.norm()).item()
+
+
 @pytest.fixture
 def h200(monkeypatch):
     monkeypatch.setattr(matmul_tma, "_sm_smem", lambda index: H200_SM_SMEM)
@@ -58,11 +67,7 @@ def test_two_programs_per_sm_walk_every_tile_once(m, n, k):
     g = torch.Generator().manual_seed(3)
     a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
     out = torch.full((m, n), float("nan"))
-    tile = TileConfig(32, 32, 32, 8, 1, 4, "tma", occupancy=2)
-    matmul_tma.launch(tile, a, b, out, a, a, input_precision="ieee", is_fp32=True,
-                      has_scale=False)
-    ref = a.double() @ b.double()
-    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
+    assert _error(TileConfig(32, 32, 32, 8, 1, 4, "tma", occupancy=2), a, b, out, True) < 1e-6
 
 
 @pytest.mark.gpu
@@ -78,10 +83,7 @@ def test_gpu_occupancy_two_walks_every_tile_once(shape, tile):
     a = torch.randn(m, k, generator=g).cuda().bfloat16()
     b = torch.randn(k, n, generator=g).cuda().bfloat16()
     out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-    matmul_tma.launch(tile, a, b, out, a, a, input_precision="ieee", is_fp32=False,
-                      has_scale=False)
-    ref = a.double() @ b.double()
-    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
+    assert _error(tile, a, b, out, False) < 1e-2
 
 
 @pytest.mark.gpu
@@ -96,10 +98,7 @@ def test_gpu_ieee_fp32_programs_walk_every_tile_once(shape):
     out = torch.full((m, n), float("nan"), device="cuda")
     tile = TileConfig(64, 64, 32, 8, 3, 4, "tma")
     assert matmul_tma.programs_per_sm(tile, "ieee", True, a.device) > 1
-    matmul_tma.launch(tile, a, b, out, a, a, input_precision="ieee", is_fp32=True,
-                      has_scale=False)
-    ref = a.double() @ b.double()
-    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
+    assert _error(tile, a, b, out, True) < 1e-6
 
 
 @pytest.mark.parametrize(("dtype", "precision", "is_fp32", "n", "how"), [
