@@ -15,8 +15,9 @@ def test_search_space_is_bounded_pruned_and_tries_every_kind(family):
     space = search_space(family, ("tma", "tiled"), H200_SMEM, skinny=False, split_ks=(2, 4))
     assert 0 < len(space) <= 30 and len(set(space)) == len(space)
     assert all(usable(c, family, H200_SMEM) for c in space)
-    kinds = {(c.variant, c.split_k > 1) for c in space}
-    assert kinds == {("tma", False), ("tiled", False), ("tiled", True)}
+    kinds = {(c.variant, c.split_k > 1, c.occupancy) for c in space}
+    assert kinds == {("tma", False, 1), ("tma", False, 2), ("tiled", False, 1),
+                     ("tiled", True, 1)}
     skinny = search_space(family, ("tiled",), H200_SMEM, skinny=True)
     assert skinny and all(c.variant == "tiled" and c.block_m <= 128 for c in skinny)
     assert any(c.block_m <= 32 for c in skinny)
@@ -25,6 +26,20 @@ def test_search_space_is_bounded_pruned_and_tries_every_kind(family):
     split = [c for c in space if c.split_k > 1]
     assert {c.split_k for c in split if (c.block_m, c.block_n) == (128, 128)} == {2, 4}
     assert all(c.num_warps == 8 for c in split if c.block_m * c.block_n >= 128 * 128)
+
+
+@pytest.mark.parametrize("family", ["16bit", "fp32", "fp8"])
+def test_the_search_offers_tma_tiles_at_two_programs_per_sm_where_two_fit(family):
+    """Two programs per SM (session 31: bf16 1152 x 1856 x 1920 on 128x64x64, 0.72 -> 0.97
+    of cuBLAS) for the wgmma modes' TMA tiles, as a group of their own within the 30;
+    not for IEEE fp32, whose programs per SM its shared memory decides."""
+    space = search_space(family, ("tma", "tiled"), H200_SMEM, skinny=False, split_ks=(2,))
+    two = [c for c in space if c.occupancy == 2]
+    assert 3 <= len(two) <= 6 and all(c.variant == "tma" for c in two)
+    assert all(usable(c, family, H200_SMEM) for c in two)   # both programs fit one SM
+    assert {(c.block_m, c.block_n) for c in two} >= {(128, 64), (64, 128)}
+    fma = search_space("fp32", ("tma", "tiled"), H200_SMEM, skinny=False, fma=True)
+    assert all(c.occupancy == 1 for c in fma)
 
 
 def test_ieee_fp32_searches_small_fma_tiles_first():
