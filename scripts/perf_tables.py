@@ -337,6 +337,14 @@ def _rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+def _grouped(rows, key: Callable[[dict], object]) -> dict:
+    """Rows by key(row), each group in file order, groups in order of first appearance."""
+    by: dict = {}
+    for r in rows:
+        by.setdefault(key(r), []).append(r)
+    return by
+
+
 def _ab(extra: str) -> float | None:
     got = dict(x.split(":", 1) for x in extra.split()) if extra else {}
     return float(got["ab"]) if "ab" in got else None
@@ -368,10 +376,8 @@ def _tiles_by_case(path: Path, label: str = ""
     """A tiles.py CSV's rows with the L2 flushed, per (shape, mode): the library's pick
     (None where it was not timed) and the named tiles; `label`: only the rows of that
     call, where the file gathers several (a `label` column)."""
-    by: dict[tuple[str, str], list[dict]] = {}
-    for r in _rows(path):
-        if r["flush"] == "1" and label in ("", r.get("label")):
-            by.setdefault((r["shape"], r["mode"]), []).append(r)
+    by = _grouped((r for r in _rows(path) if r["flush"] == "1" and label in ("", r.get("label"))),
+                  lambda r: (r["shape"], r["mode"]))
     return {k: (next((r for r in rs if r["provider"].startswith("pick")), None),
                 [r for r in rs if ":" in r["provider"] and not r["provider"].startswith("pick")])
             for k, rs in by.items()}
@@ -396,11 +402,12 @@ def pick_vs_best(path: Path, label: str = "") -> str:
 def layout_geomeans(path: Path, label: str) -> str:
     """Per mode and operand layout (a case id's -rc, -cr, -cc; rr where none): cases,
     geomean Triton/cuBLAS, the worst case."""
-    by: dict[tuple[str, str], list[dict]] = {}
-    for r in _rows(path):
-        if r["label"] == label and r["ratio"]:
-            got = re.search(r"-(rr|rc|cr|cc)\b", r["case"])
-            by.setdefault((r["mode"], got.group(1) if got else "rr"), []).append(r)
+    def layout(r: dict) -> str:
+        got = re.search(r"-(rr|rc|cr|cc)\b", r["case"])
+        return got.group(1) if got else "rr"
+
+    by = _grouped((r for r in _rows(path) if r["label"] == label and r["ratio"]),
+                  lambda r: (r["mode"], layout(r)))
     out = ["| mode | layout | cases | geomean | worst |", "|---|---|---:|---:|---|"]
     for (mode, lay), rs in by.items():
         worst = min(rs, key=lambda r: float(r["ratio"]))
@@ -442,9 +449,7 @@ def design_best(path: Path) -> str:
     """Per call, dtype, M = 1 shape and L2 flush of a gemv design CSV (session 21): cuBLAS's
     time and the fastest design of each kind (pointer loads without and with B's
     evict-first hint, descriptor loads), with its speed ratio to cuBLAS."""
-    by: dict[tuple, list[dict]] = {}
-    for r in _rows(path):
-        by.setdefault((r["call"], r["dtype"], r["shape"], r["flush"]), []).append(r)
+    by = _grouped(_rows(path), lambda r: (r["call"], r["dtype"], r["shape"], r["flush"]))
     kinds = (("pointer", lambda d: d.startswith("ptr") and "cg0 ef0" in d or
               d.startswith("ptr") and d.endswith("u1 cg0")),
              ("pointer, evict-first", lambda d: d.startswith("ptr") and d.endswith("ef1")),
@@ -621,9 +626,7 @@ def ratios_below(path: Path, prefix: str, under: float, strip: str | None = None
 def tuned_summary(path: Path) -> str:
     """A tune call's entries (a session's tuned.csv) per call and mode: keys written, new
     keys, retuned keys whose tile changed, searches the budget cut short, entries kept."""
-    by: dict[tuple[str, str], list[dict]] = {}
-    for r in _rows(path):
-        by.setdefault((r["call"], r["mode"]), []).append(r)
+    by = _grouped(_rows(path), lambda r: (r["call"], r["mode"]))
     out = ["| call | mode | keys | new | tile changed | cut short | kept |",
            "|---|---|---:|---:|---:|---:|---:|"]
     for (call, mode), rs in by.items():
@@ -638,9 +641,7 @@ def variant_medians(path: Path) -> str:
     """An exploration's kernels side by side (rows shape, mode, rep, variant, us, tflops,
     ratio: a variant timed in several interleaved repeats): per shape, each variant's
     median microseconds and ratio to cuBLAS over the repeats, fastest first."""
-    by: dict[tuple[str, str], list[dict]] = {}
-    for r in _rows(path):
-        by.setdefault((r["shape"], r["variant"]), []).append(r)
+    by = _grouped(_rows(path), lambda r: (r["shape"], r["variant"]))
     out = ["| shape | variant | us | ratio | repeats |", "|---|---|---:|---:|---:|"]
     for shape in dict.fromkeys(s for s, _ in by):
         rows = [(v, rs) for (s, v), rs in by.items() if s == shape]
@@ -731,11 +732,9 @@ def on_off(path: Path) -> str:
     """An in-process on/off A/B (rows: shape, mode, round, on_us, off_us), per shape: the
     rounds, the median time a call on and off, and on / off per round (lowest, median,
     highest; < 1: faster on)."""
-    rows = _rows(path)
     out = ["| shape | mode | rounds | on us | off us | on/off min | on/off median | "
            "on/off max |", "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for key in dict.fromkeys((r["shape"], r["mode"]) for r in rows):
-        rs = [r for r in rows if (r["shape"], r["mode"]) == key]
+    for key, rs in _grouped(_rows(path), lambda r: (r["shape"], r["mode"])).items():
         on, off = [float(r["on_us"]) for r in rs], [float(r["off_us"]) for r in rs]
         q = sorted(a / b for a, b in zip(on, off))
         out.append(f"| {key[0]} | {key[1]} | {len(rs)} | {median(on):.1f} | {median(off):.1f}"
@@ -747,11 +746,9 @@ def occupancy_best(path: Path) -> str:
     """Tiles timed at one and at two programs per SM (rows: shape, mode, tile, pick,
     us_1, ratio_1, us_2, ratio_2), per shape: the pick's ratio to cuBLAS, then the best
     tile at one program per SM and the best at two, with their ratios."""
-    rows = _rows(path)
     out = ["| shape | mode | pick | its ratio | best at 1 | ratio | best at 2 | ratio |",
            "|---|---|---|---:|---|---:|---|---:|"]
-    for key in dict.fromkeys((r["shape"], r["mode"]) for r in rows):
-        rs = [r for r in rows if (r["shape"], r["mode"]) == key]
+    for key, rs in _grouped(_rows(path), lambda r: (r["shape"], r["mode"])).items():
         pick = next(r for r in rs if r["pick"])
         one = max(rs, key=lambda r: float(r["ratio_1"]))
         two = max(rs, key=lambda r: float(r["ratio_2"]))
@@ -768,8 +765,8 @@ def call_parts(path: Path, run: str) -> str:
     parts = list(dict.fromkeys(r["part"] for r in rows))
     out = ["| shape | mode | " + " | ".join(parts) + " |",
            "|---|---|" + "---:|" * len(parts)]
-    for key in dict.fromkeys((r["shape"], r["mode"]) for r in rows):
-        got = {r["part"]: r for r in rows if (r["shape"], r["mode"]) == key}
+    for key, rs in _grouped(rows, lambda r: (r["shape"], r["mode"])).items():
+        got = {r["part"]: r for r in rs}
         cells = [f"{float(got[p]['ms']):.3f}" + (f" ({got[p]['calls']})"
                  if int(got[p]["calls"]) > 1 else "") if p in got else "-" for p in parts]
         out.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
