@@ -17,6 +17,7 @@ allocator frees it in its stream's order). Nothing a call returns is a kept buff
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 
@@ -46,10 +47,8 @@ class Scratch:
     def empty(self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device,
               role: str) -> torch.Tensor:
         """An uninitialised buffer of `shape`, the one kept for this key if any."""
-        size = dtype.itemsize
-        for d in shape:
-            size *= d
-        if device.type not in self.kept_on or size > self.max_bytes or self._capturing():
+        big = math.prod(shape) * dtype.itemsize > self.max_bytes
+        if device.type not in self.kept_on or big or self._capturing():
             return torch.empty(shape, dtype=dtype, device=device)
         key = (device, self._stream(device), threading.get_ident(), role, shape, dtype)
         kept = self._kept
