@@ -131,7 +131,8 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
     if on_cpu:
         return Plan(fam, key, copy_a, copy_b, variants, INTERPRETER_CONFIG, "interpreter",
                     fma)
-    found = table.lookup(name, bucket, M, N, K, variants=variants, sms=num_sms(device))
+    found = table.lookup(name, bucket, M, N, K, variants=variants, sms=num_sms(device),
+                         smem=smem)
     if found is not None and usable(found[0], fam, smem):
         return Plan(fam, key, copy_a, copy_b, variants, found[0], found[1], fma)
     pick = fallback(fam, M, N, K, variants, num_sms(device), smem, fma,

@@ -32,7 +32,7 @@ from kernels.configs import ranges_fit
 from kernels.fma import fma_split
 from kernels.table_file import DEFAULT_DIR, entries_for, is_stale, warn_stale
 from kernels.table_file import reload as _reload_files
-from kernels.tile import ELEM_BYTES, MAX_TMA_SPLIT, WGMMA_M, TileConfig, cdiv
+from kernels.tile import ELEM_BYTES, MAX_TMA_SPLIT, WGMMA_M, TileConfig, cdiv, usable
 
 NEAREST_MAX = 2.0   # L1 distance between regimes (log2 units); 1024^3 -> 2048^3 is 3
 # (session 5: a 1024^3 entry taken for 2048^3 ran at 0.40 of cuBLAS where the heuristic
@@ -144,27 +144,27 @@ def _index(device_name: str, directory: str) -> tuple[str, dict[str, tuple[_Row,
 
 def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
            directory: Path = DEFAULT_DIR, variants: tuple[str, ...] = ("tma", "tiled"),
-           sms: int = 0) -> tuple[TileConfig, str] | None:
+           sms: int = 0, smem: int = 0) -> tuple[TileConfig, str] | None:
     """(tile, "table" | "table-nearest") for this shape among entries whose variant the
     call can run, or None. A bucket with nothing near borrows from the next of
     `_sources` that has (its ld128 sibling: the same operands, rows aligned to 128 bytes;
     the row-major buckets, where `_LAYOUT_FREE` says). Given the device's
-    `sms`, a nearest lookup weighs the NEIGHBOURS nearest entries' tiles by `_transfer`."""
+    `sms`, a nearest lookup weighs the NEIGHBOURS nearest entries' tiles by `_transfer`;
+    given its shared memory a program (`smem`), each one-program TMA tile's `twins` too."""
     path, rows = _index(device_name, str(directory))
-    buckets, elem = _sources(bucket)
+    buckets, fam = _sources(bucket)
     fma = _fma(bucket)
     for i, (source, carried) in enumerate(buckets):
         found = _lookup(path, rows.get(source, ()), m, n, k, _carried(variants, carried),
-                        sms, elem, fma, rows.get(_other_type(source), ()))
+                        _Chip(sms, smem, fam), fma, rows.get(_other_type(source), ()))
         if found is not None:
             return found if i == 0 else (found[0], "table-nearest")
     return None
 
 
-def _sources(bucket: str) -> tuple[tuple[tuple[str, tuple[str, ...] | None], ...], int]:
+def _sources(bucket: str) -> tuple[tuple[tuple[str, tuple[str, ...] | None], ...], str]:
     """The buckets a lookup reads, in order, each with the variants whose tiles carry over
-    from it (None: all), and the bytes of the bucket's elements (the bucket names its
-    family): the bucket; below ld128 its ld128 sibling; and where `_LAYOUT_FREE` names
+    from it (None: all), and the bucket's family (its first word): the bucket; below ld128 its ld128 sibling; and where `_LAYOUT_FREE` names
     the bucket's family, path and layouts, the row-major buckets' tiles of those variants."""
     head, _, ld = bucket.rpartition(" ld")
     out = [(bucket, None)] if ld == "128" else [(bucket, None), (f"{head} ld128", None)]
@@ -175,7 +175,7 @@ def _sources(bucket: str) -> tuple[tuple[tuple[str, tuple[str, ...] | None], ...
         for rr_path in ("tma", "ptr") if "tiled" in carried else ("tma",):
             rr = " ".join((*words[:2], "rr", rr_path))
             out += [(f"{rr} ld{x}", carried) for x in dict.fromkeys((ld, "128"))]
-    return tuple(out), ELEM_BYTES.get(family, 2)
+    return tuple(out), family
 
 
 def _other_type(bucket: str) -> str:
@@ -197,30 +197,49 @@ def _carried(variants: tuple[str, ...], carried: tuple[str, ...] | None) -> tupl
 
 def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileConfig,
             directory: Path = DEFAULT_DIR, sms: int = 132,
-            variants: tuple[str, ...] = ("tma", "tma_split", "tiled")) -> float | None:
+            variants: tuple[str, ...] = ("tma", "tma_split", "tiled"), smem: int = 0
+            ) -> float | None:
     """What `lookup`'s model predicts `config` takes on this shape, in ms: the fastest
     `_transfer` of it from an entry `lookup` could take it from (`_near`, of the bucket or
-    its ld128 sibling), as the entry's tile or K re-split from it; None where none has it.
+    its ld128 sibling), as the entry's tile, K re-split from it or its `twins` (given
+    `smem`); None where none has it.
     For sizing a change to the table or the lookup before a device A/B
     (scripts/lookup_diff.py --predict)."""
     _, rows = _index(device_name, str(directory))
-    buckets, elem = _sources(bucket)
+    buckets, fam = _sources(bucket)
     fma = _fma(bucket)
     for b, carried in buckets:
-        usable = _carried(variants, carried)
-        near = _near(rows.get(b, ()) + rows.get(_other_type(b), ()), m, n, k, usable, fma)
-        got = [ms for ms, c in _timed(near, m, n, k, usable, sms, elem) if c == config]
+        runs = _carried(variants, carried)
+        near = _near(rows.get(b, ()) + rows.get(_other_type(b), ()), m, n, k, runs, fma)
+        got = [ms for ms, c in _timed(near, m, n, k, runs, _Chip(sms, smem, fam), fma)
+               if c == config]
         if got:
             return min(got)
     return None
 
 
+# Two programs of a tile resident on one SM (`occupancy` 2) walk a K block each in
+# PAIR_STEP times the time one program alone takes for one: between 1 (each as fast as
+# alone) and 2 (no overlap at all). Session 31, call 2: 4-warp tiles that fit twice, on
+# shapes of more tiles than SMs, measured 1.16-1.82 (128x64x64 s4: 1.43 on 1152 x 1856 x
+# 1920, 1.82 on 4096^3; 64x128x64 s4: 1.22-1.37); session 32 (call 1), PAIR_STEP below.
+PAIR_STEP = 1.5
+TWIN_MIN_STAGES = 3   # the fewest stages a tile keeps at two programs (`twins`)
+
+
 @functools.lru_cache(maxsize=4096)   # a lookup asks it for each neighbour's own shape
-def steps(c: TileConfig, m: int, n: int, k: int, sms: int) -> int:
-    """A tile's work on a shape as the busiest SM sees it: programs per SM (rounded up:
-    programs resident together share the SM) times the K blocks each program walks."""
+def steps(c: TileConfig, m: int, n: int, k: int, sms: int) -> float:
+    """A tile's work on a shape as the busiest SM sees it, in K blocks of one program
+    alone on an SM: the tiles each program walks (the persistent grid's programs are
+    the tiles, up to `occupancy` per SM) times its K blocks; where two programs share an
+    SM, each of their blocks counts PAIR_STEP. The tiled kernel's programs (one a tile
+    and K range) count in waves of one per SM."""
     programs = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n) * c.split_k
-    return cdiv(programs, sms) * cdiv(cdiv(max(k, 1), c.split_k), c.block_k)
+    blocks = cdiv(cdiv(max(k, 1), c.split_k), c.block_k)
+    if c.occupancy == 1:
+        return cdiv(programs, sms) * blocks
+    grid = min(programs, sms * c.occupancy)
+    return cdiv(programs, grid) * blocks * (PAIR_STEP if grid > sms else 1.0)
 
 
 _FIXED_MS = 0.003        # a launch's time outside its K loop (launch, prologue, epilogue)
@@ -300,16 +319,48 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
     return [r for _, r in scored]
 
 
-def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], sms: int,
-           elem: int) -> list[tuple[float, TileConfig]]:
-    """(predicted ms, tile) of each timed row's tile and its K re-splits on this shape."""
-    return [(_transfer(r, m, n, k, sms, c), c) for r in rows
+def twins(c: TileConfig, fam: str, smem: int, fma: bool) -> list[TileConfig]:
+    """A neighbour's one-program TMA tile at two programs per SM, where two fit (`usable`
+    with `smem` bytes a program; not IEEE fp32, `fma`, whose programs per SM the launch
+    sets). The tune keys' winners at two programs are shallow-K tiles; a mid-size shape
+    whose tiles of 128x128 number just past the SMs takes two waves of its neighbours'
+    large tiles, or one of a small tile's pairs: bf16 1152 x 1856 x 1920 ran 128x64x64 at
+    0.72 of cuBLAS alone, 0.97 two to an SM, its table pick 0.78 (session 31, call 2).
+    `steps` prices the pair. A twin keeps the tile's stages, or as many as let two fit,
+    TWIN_MIN_STAGES at least: the same run's 64x128x128 at two programs of 2 stages (its
+    4 do not fit twice) ran 0.58, 128x64x64 of 3 stages 0.86 against 4 stages' 0.97."""
+    if c.variant != "tma" or c.occupancy != 1 or fma or not smem:
+        return []
+    for stages in range(c.num_stages, TWIN_MIN_STAGES - 1, -1):
+        two = replace(c, num_stages=stages, occupancy=2)
+        if usable(two, fam, smem):
+            return [two]
+    return []
+
+
+@dataclass(frozen=True)
+class _Chip:
+    """What a lookup's model knows of the device: SMs (0: nothing to predict with),
+    shared memory a program (0: no `twins`) and the bucket's family."""
+
+    sms: int
+    smem: int
+    fam: str
+
+
+def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], chip: _Chip,
+           fma: bool) -> list[tuple[float, TileConfig]]:
+    """(predicted ms, tile) of each timed row's tile, its K re-splits and its `twins` on
+    this shape."""
+    elem = ELEM_BYTES.get(chip.fam, 2)
+    return [(_transfer(r, m, n, k, chip.sms, c), c) for r in rows
             if r.ms > 0 and _splits_fit(r.config, k)
-            for c in (r.config, *resplits(r.config, m, n, k, variants, sms, elem))]
+            for c in (r.config, *resplits(r.config, m, n, k, variants, chip.sms, elem),
+                      *twins(r.config, chip.fam, chip.smem, fma))]
 
 
 def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
-            variants: tuple[str, ...], sms: int = 0, elem: int = 2, fma: bool = False,
+            variants: tuple[str, ...], chip: _Chip, fma: bool = False,
             other_type: tuple[_Row, ...] = ()) -> tuple[TileConfig, str] | None:
     runnable = [r for r in rows if r.config.variant in variants]
     fresh = [r for r in runnable if not r.stale]
@@ -318,26 +369,26 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
     exact = [r for r in fresh if r.shape == (m, n, k)]
     if exact:
         return exact[0].config, "table"
-    own = _nearest(tuple(fresh), m, n, k, variants, sms, elem, fma)
-    other = _nearest(other_type, m, n, k, variants, sms, elem, fma)
+    own = _nearest(tuple(fresh), m, n, k, variants, chip, fma)
+    other = _nearest(other_type, m, n, k, variants, chip, fma)
     if own is None or (other is not None and other[0] * OTHER_TYPE_MARGIN <= own[0] < math.inf):
         own = other
     return None if own is None else (own[1], "table-nearest")
 
 
 def _nearest(rows: tuple[_Row, ...], m: int, n: int, k: int, variants: tuple[str, ...],
-             sms: int, elem: int, fma: bool) -> tuple[float, TileConfig] | None:
+             chip: _Chip, fma: bool) -> tuple[float, TileConfig] | None:
     """(predicted ms, tile) of the rows' best near tile here (NEIGHBOURS nearest, a
     farther one FAR_MARGIN faster), or None; without `sms` the nearest row's tile at
     infinite ms (nothing to predict with)."""
     near = _near(rows, m, n, k, variants, fma)
     if not near:
         return None
-    options = _timed(near[:NEIGHBOURS], m, n, k, variants, sms, elem) if sms else []
+    options = _timed(near[:NEIGHBOURS], m, n, k, variants, chip, fma) if chip.sms else []
     if not options:
         return math.inf, near[0].config
     best = min(options, key=lambda o: o[0])
-    far = _timed(near[NEIGHBOURS:FAR_NEIGHBOURS], m, n, k, variants, sms, elem)
+    far = _timed(near[NEIGHBOURS:FAR_NEIGHBOURS], m, n, k, variants, chip, fma)
     if far:
         far_best = min(far, key=lambda o: o[0])
         if far_best[0] * FAR_MARGIN <= best[0]:

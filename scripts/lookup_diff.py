@@ -37,6 +37,11 @@ SETS = "pr,nightly,holdout,holdout2,holdout3,holdout4,holdout5"   # what --sets 
 SMEM = 232448   # the H200's shared memory per block (opt-in), for the heuristic
 
 
+def _smem(fn) -> dict:
+    """`smem=SMEM` where `fn` (a table's lookup or predict) takes it (older trees do not)."""
+    return {"smem": SMEM} if "smem" in inspect.signature(fn).parameters else {}
+
+
 def _choice(pkg, mode_name: str, case, sms: int, decided: tuple | None = None
             ) -> tuple[object, bool, str, tuple[str, ...]]:
     """(the tile `pkg` (a `kernels` package) picks for a case: the table's, or where it
@@ -45,7 +50,7 @@ def _choice(pkg, mode_name: str, case, sms: int, decided: tuple | None = None
     fam, _, bucket, _, _, variants = decided or _decided(pkg, mode_name, case)
     mode = pkg.modes.mode_named(mode_name)
     found = pkg.table.lookup(DEVICE, bucket, case.m, case.n, case.k, variants=variants,
-                             sms=sms)
+                             sms=sms, **_smem(pkg.table.lookup))
     if found is not None:
         return found[0], False, bucket, variants
     heuristic = pkg.configs.heuristic
@@ -118,7 +123,7 @@ def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False
                     us = [new.table.predict(
                         DEVICE, bucket, case.m, case.n, case.k,
                         new.table.TileConfig(**dataclasses.asdict(c)), sms=sms,
-                        variants=variants)
+                        variants=variants, **_smem(new.table.predict))
                           for c in (a, b)]
                     shown = [f"{u * 1e3:.1f}" if u else "-" for u in us]
                     gain = f"{us[0] / us[1]:.3f}" if all(us) else "-"

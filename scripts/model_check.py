@@ -57,7 +57,7 @@ class Group:
 
 def groups(paths: list[Path], sms: int) -> list[Group]:
     """Every measurement the model can rank (see the module docstring)."""
-    from lookup_diff import DEVICE, _choice
+    from lookup_diff import DEVICE, SMEM, _choice
 
     import kernels
     from gemmgate.precision import get_mode
@@ -101,7 +101,7 @@ def groups(paths: list[Path], sms: int) -> list[Group]:
         ranked = []
         for tile, us in measured:
             ms = table.predict(DEVICE, bucket, case.m, case.n, case.k, tile, sms=sms,
-                               variants=variants)
+                               variants=variants, smem=SMEM)
             if ms is not None:
                 ranked.append((tile, us, ms * 1e3))
         if len(ranked) >= 2:
