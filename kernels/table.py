@@ -9,9 +9,10 @@ how narrow the thinner side; within NEAREST_MAX): of the NEIGHBOURS nearest, the
 whose tile `_transfer` predicts fastest here (its tuned time per SM step, times the steps
 it takes on this shape), each tile also with K split anew where its tiles leave SMs idle
 (`resplits`); a farther one's (up to FAR_NEIGHBOURS) where it predicts FAR_MARGIN faster
-still; or None (the caller's heuristic then decides). bf16 and fp16 lend each other
-tiles: the other type's nearest pick where predicted OTHER_TYPE_MARGIN faster than its
-own type's (`_other_type`). Only entries
+still; or None (the caller's heuristic then decides). A neighbour's tile that fits an SM
+twice is also weighed at two programs per SM (`twins`, TWIN_MARGIN faster). bf16 and
+fp16 lend each other tiles: the other type's nearest pick where predicted
+OTHER_TYPE_MARGIN faster than its own type's (`_other_type`). Only entries
 whose variant the call can run count; a `fragile` tile serves its own shape and shapes
 it tiles exactly; a bucket of unaligned rows (ld16-ld64) with
 nothing near borrows from its ld128 sibling, and a 16-bit TMA bucket of other layouts (or
@@ -164,8 +165,9 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
 
 def _sources(bucket: str) -> tuple[tuple[tuple[str, tuple[str, ...] | None], ...], str]:
     """The buckets a lookup reads, in order, each with the variants whose tiles carry over
-    from it (None: all), and the bucket's family (its first word): the bucket; below ld128 its ld128 sibling; and where `_LAYOUT_FREE` names
-    the bucket's family, path and layouts, the row-major buckets' tiles of those variants."""
+    from it (None: all), and the bucket's family (its first word): the bucket; below ld128
+    its ld128 sibling; and where `_LAYOUT_FREE` names the bucket's family, path and layouts,
+    the row-major buckets' tiles of those variants."""
     head, _, ld = bucket.rpartition(" ld")
     out = [(bucket, None)] if ld == "128" else [(bucket, None), (f"{head} ld128", None)]
     words = (bucket.split(" ") + ["", "", "", ""])[:4]   # family, mode, layouts, path
@@ -211,7 +213,7 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
     for b, carried in buckets:
         runs = _carried(variants, carried)
         near = _near(rows.get(b, ()) + rows.get(_other_type(b), ()), m, n, k, runs, fma)
-        got = [ms for ms, c in _timed(near, m, n, k, runs, _Chip(sms, smem, fam), fma)
+        got = [ms for ms, c, _ in _timed(near, m, n, k, runs, _Chip(sms, smem, fam), fma)
                if c == config]
         if got:
             return min(got)
@@ -220,11 +222,22 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
 
 # Two programs of a tile resident on one SM (`occupancy` 2) walk a K block each in
 # PAIR_STEP times the time one program alone takes for one: between 1 (each as fast as
-# alone) and 2 (no overlap at all). Session 31, call 2: 4-warp tiles that fit twice, on
-# shapes of more tiles than SMs, measured 1.16-1.82 (128x64x64 s4: 1.43 on 1152 x 1856 x
-# 1920, 1.82 on 4096^3; 64x128x64 s4: 1.22-1.37); session 32 (call 1), PAIR_STEP below.
-PAIR_STEP = 1.5
-TWIN_MIN_STAGES = 3   # the fewest stages a tile keeps at two programs (`twins`)
+# alone) and 2 (no overlap at all). Session 32, call 1: 8 shapes of 252-800 tiles of
+# 128x64 (none of the sets'), 4-warp tiles that fit twice at their stages, in bf16, fp8
+# and tf32: 64 pairs, median 1.25 (quartiles 1.19-1.35; per tile and mode 1.12-1.37).
+PAIR_STEP = 1.25
+# A twin that fits twice only with a stage fewer pays STAGE_COST a block for it: the
+# same call's 128x64x64 bf16 ran 1.14 (1.10-1.18) the time at 4 stages as at 5, alone;
+# tf32's 64x128x32 and 128x64x32 1.22 a stage from 5 to 3, where its twins (of 3 stages)
+# ran 0.86-1.09 of the 5-stage tile alone. A twin drops TWIN_MAX_DROP stages at most.
+STAGE_COST = 1.15
+TWIN_MAX_DROP = 1
+TWIN_MIN_STAGES = 3   # the fewest stages a twin keeps (`twins`)
+# A twin is taken only where predicted TWIN_MARGIN faster than the best tile the entries
+# have as tuned (or K re-split): the pair's price is a median over 64 pairs (quartiles
+# 1.19-1.35), and a smaller predicted gain is within that spread (session 32, call 2:
+# tf32 K = 128 rows whose twins were predicted x1.21 ran x0.97-0.98)
+TWIN_MARGIN = 1.10
 
 
 @functools.lru_cache(maxsize=4096)   # a lookup asks it for each neighbour's own shape
@@ -275,7 +288,9 @@ def _transfer(r: _Row, m: int, n: int, k: int, sms: int, c: TileConfig | None = 
     (rm, rn, rk) = r.shape
     per_step = max(r.ms - _fixed_ms(r.config, rm, rn), 0.1 * r.ms) / \
         steps(r.config, rm, rn, rk, sms)
-    c = c or r.config   # the row's tile, or that tile with K split otherwise (`resplits`)
+    c = c or r.config   # the row's tile, K split otherwise (`resplits`), or a `twins`
+    if c.occupancy > r.config.occupancy:
+        per_step *= STAGE_COST ** (r.config.num_stages - c.num_stages)
     return _fixed_ms(c, m, n) + per_step * steps(c, m, n, k, sms)
 
 
@@ -326,12 +341,14 @@ def twins(c: TileConfig, fam: str, smem: int, fma: bool) -> list[TileConfig]:
     whose tiles of 128x128 number just past the SMs takes two waves of its neighbours'
     large tiles, or one of a small tile's pairs: bf16 1152 x 1856 x 1920 ran 128x64x64 at
     0.72 of cuBLAS alone, 0.97 two to an SM, its table pick 0.78 (session 31, call 2).
-    `steps` prices the pair. A twin keeps the tile's stages, or as many as let two fit,
-    TWIN_MIN_STAGES at least: the same run's 64x128x128 at two programs of 2 stages (its
-    4 do not fit twice) ran 0.58, 128x64x64 of 3 stages 0.86 against 4 stages' 0.97."""
+    `steps` prices the pair. A twin keeps the tile's stages, or one fewer where that lets
+    two fit (TWIN_MAX_DROP), TWIN_MIN_STAGES at least: the same run's 64x128x128 at two
+    programs of 2 stages (its 4 do not fit twice) ran 0.58, 128x64x64 of 3 stages 0.86
+    against 4 stages' 0.97."""
     if c.variant != "tma" or c.occupancy != 1 or fma or not smem:
         return []
-    for stages in range(c.num_stages, TWIN_MIN_STAGES - 1, -1):
+    for stages in range(c.num_stages, max(TWIN_MIN_STAGES, c.num_stages - TWIN_MAX_DROP) - 1,
+                        -1):
         two = replace(c, num_stages=stages, occupancy=2)
         if usable(two, fam, smem):
             return [two]
@@ -349,14 +366,24 @@ class _Chip:
 
 
 def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], chip: _Chip,
-           fma: bool) -> list[tuple[float, TileConfig]]:
-    """(predicted ms, tile) of each timed row's tile, its K re-splits and its `twins` on
-    this shape."""
+           fma: bool) -> list[tuple[float, TileConfig, float]]:
+    """(predicted ms, tile, the margin it must win by) of each timed row's tile, its K
+    re-splits (1) and its `twins` (TWIN_MARGIN) on this shape."""
     elem = ELEM_BYTES.get(chip.fam, 2)
-    return [(_transfer(r, m, n, k, chip.sms, c), c) for r in rows
-            if r.ms > 0 and _splits_fit(r.config, k)
-            for c in (r.config, *resplits(r.config, m, n, k, variants, chip.sms, elem),
-                      *twins(r.config, chip.fam, chip.smem, fma))]
+    out = []
+    for r in rows:
+        if r.ms > 0 and _splits_fit(r.config, k):
+            out += [(_transfer(r, m, n, k, chip.sms, c), c, 1.0)
+                    for c in (r.config, *resplits(r.config, m, n, k, variants, chip.sms, elem))]
+            out += [(_transfer(r, m, n, k, chip.sms, c), c, TWIN_MARGIN)
+                    for c in twins(r.config, chip.fam, chip.smem, fma)]
+    return out
+
+
+def _best(options: list[tuple[float, TileConfig, float]]) -> tuple[float, TileConfig]:
+    """The option predicted fastest, each weighed by its margin; (its prediction, tile)."""
+    ms, c, _ = min(options, key=lambda o: o[0] * o[2])
+    return ms, c
 
 
 def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
@@ -387,10 +414,10 @@ def _nearest(rows: tuple[_Row, ...], m: int, n: int, k: int, variants: tuple[str
     options = _timed(near[:NEIGHBOURS], m, n, k, variants, chip, fma) if chip.sms else []
     if not options:
         return math.inf, near[0].config
-    best = min(options, key=lambda o: o[0])
+    best = _best(options)
     far = _timed(near[NEIGHBOURS:FAR_NEIGHBOURS], m, n, k, variants, chip, fma)
     if far:
-        far_best = min(far, key=lambda o: o[0])
+        far_best = _best(far)
         if far_best[0] * FAR_MARGIN <= best[0]:
             best = far_best
     return best

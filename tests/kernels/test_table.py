@@ -182,6 +182,73 @@ def test_nearest_lookup_weighs_the_neighbours_tiles_by_their_steps_on_the_shape(
     assert look(1024, 1024, 2048, sms=132) == (narrow, "table-nearest")
 
 
+H200_SMEM = 232448
+
+
+def test_a_tile_that_fits_twice_has_a_two_program_twin_of_as_many_stages_as_fit():
+    """128x64x64 bf16 at 5 stages (138 KiB) fits an SM once; at 4 (112 KiB) twice. A tile
+    that fits twice only more than TWIN_MAX_DROP stages fewer or below TWIN_MIN_STAGES, a
+    split or tiled one, IEEE fp32 (the launch sets its programs per SM) and a lookup
+    without the shared memory have none."""
+    narrow = TileConfig(128, 64, 64, 8, 5, 4, "tma")
+    assert table.twins(narrow, "16bit", H200_SMEM, False) == [
+        TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2)]
+    assert table.twins(TileConfig(64, 128, 128, 8, 4, 4, "tma"), "16bit", H200_SMEM,
+                       False) == []                    # fits twice at 2 stages only
+    assert table.twins(TileConfig(64, 128, 32, 8, 5, 4, "tma"), "fp32", H200_SMEM,
+                       False) == []                    # tf32: at 3 stages, two fewer
+    assert table.twins(TileConfig(64, 128, 32, 8, 3, 4, "tma"), "fp32", H200_SMEM,
+                       False) == [TileConfig(64, 128, 32, 8, 3, 4, "tma", occupancy=2)]
+    assert table.twins(narrow, "16bit", H200_SMEM, True) == []
+    assert table.twins(narrow, "16bit", 0, False) == []
+    assert table.twins(TileConfig(128, 64, 64, 8, 4, 4, "tma_split", 2), "16bit",
+                       H200_SMEM, False) == []
+    assert table.twins(TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2), "16bit",
+                       H200_SMEM, False) == []
+
+
+def test_steps_price_two_programs_on_an_sm_at_pair_step_a_block():
+    """A two-program grid is the tiles, up to two per SM: 261 tiles of 128x64 on 132 SMs
+    walk one tile each, 30 blocks of K 1920, as pairs on most SMs (PAIR_STEP a block);
+    128 tiles run one to an SM, as the one-program tile does; 2048 tiles, 8 each."""
+    one = TileConfig(128, 64, 64, 8, 4, 4, "tma")
+    two = TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2)
+    assert table.steps(one, 1152, 1856, 1920, 132) == 2 * 30
+    assert table.steps(two, 1152, 1856, 1920, 132) == 30 * table.PAIR_STEP
+    assert table.steps(two, 1024, 1024, 1024, 132) == table.steps(one, 1024, 1024, 1024, 132)
+    assert table.steps(two, 4096, 4096, 4096, 132) == 8 * 64 * table.PAIR_STEP
+    assert table.steps(one, 4096, 4096, 4096, 132) == 16 * 64
+
+
+def test_a_neighbours_twin_is_taken_where_its_pairs_take_one_wave_of_two(tmp_path):
+    """Session 31: bf16 1152 x 1856 x 1920 (261 tiles of 128x64, 135 of 128x128) ran its
+    pick 64x128x128 at 0.78 of cuBLAS, 128x64x64 alone at 0.72, two to an SM at 0.97.
+    3072 x 320 x 2304's 128x64x64 (5 stages, one wave of 120) is offered at two programs
+    of 4 stages: one wave of pairs where alone it takes two."""
+    narrow = TileConfig(128, 64, 64, 8, 5, 4, "tma")
+    wide = TileConfig(64, 128, 128, 8, 4, 4, "tma")
+    d = _write(tmp_path, [_entry(3072, 320, 2304, narrow, tuned_ms=0.0170),
+                          _entry(1280, 1792, 1792, wide, tuned_ms=0.0222)])
+    look = lambda **kw: table.lookup("NVIDIA H200", "16bit bf16 rr tma",  # noqa: E731
+                                     1152, 1856, 1920, directory=d, sms=132, **kw)
+    twin = TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2)
+    assert look(smem=H200_SMEM) == (twin, "table-nearest")
+    assert look() == (wide, "table-nearest")                 # no shared memory: no twins
+    per_step = (0.0170 - table._FIXED_MS) / 36               # one wave of 36 blocks
+    predicted = table.predict("NVIDIA H200", "16bit bf16 rr tma", 1152, 1856, 1920, twin,
+                              directory=d, smem=H200_SMEM)
+    assert predicted == pytest.approx(                       # a stage fewer than tuned
+        table._FIXED_MS + per_step * table.STAGE_COST * 30 * table.PAIR_STEP)
+    # a twin wins by TWIN_MARGIN: the wide tile's entry tuned just slower than the twin
+    for gain, want in ((1.05, wide), (1.2, twin)):
+        wide_ms = table._FIXED_MS + (predicted * gain - table._FIXED_MS) * 42 / 45
+        d = _write(tmp_path, [_entry(3072, 320, 2304, narrow, tuned_ms=0.0170),
+                              _entry(1280, 1792, 1792, wide, tuned_ms=wide_ms)])
+        assert look(smem=H200_SMEM) == (want, "table-nearest"), gain
+    assert table.predict("NVIDIA H200", "16bit bf16 rr tma", 1152, 1856, 1920, twin,
+                         directory=d) is None
+
+
 def test_a_farther_neighbour_competes_only_with_a_clear_predicted_win(tmp_path):
     """Past the three nearest entries, an entry's tile is taken only where `_transfer`
     predicts it FAR_MARGIN faster than the nearest three's best (session 17, call G)."""
