@@ -33,7 +33,15 @@ from dataclasses import dataclass, field
 import torch
 import triton
 
-from kernels import dispatch, matmul_gemv, matmul_tiled, matmul_tma, matmul_tma_split, table_file
+from kernels import (
+    dispatch,
+    matmul_gemv,
+    matmul_tiled,
+    matmul_tma,
+    matmul_tma_split,
+    matmul_tma_streamk,
+    table_file,
+)
 from kernels.modes import KernelMode, mode_for_dtype, mode_named
 from kernels.tile import VARIANTS, TileConfig
 
@@ -218,7 +226,8 @@ def _recipe(cfg: TileConfig, a, b, out, flags: dict):
     if cfg.variant == "gemv":
         return matmul_gemv.recipe(cfg, a, b, out, **flags)
     if cfg.variant != "tiled":
-        make = matmul_tma.recipe if cfg.variant == "tma" else matmul_tma_split.recipe
+        make = {"tma": matmul_tma.recipe, "tma_split": matmul_tma_split.recipe,
+                "tma_streamk": matmul_tma_streamk.recipe}[cfg.variant]
         r = make(cfg, a, b, out, **flags)
         if r is not None:
             return r

@@ -61,6 +61,19 @@ class Scratch:
             kept.popitem(last=False)
         return buf
 
+    def zeros(self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device,
+              role: str) -> torch.Tensor:
+        """A zeroed buffer of `shape`: the one kept for this key, zeroed when it was made,
+        which its user leaves zeroed (stream-K's locks, which the kernel sets back); a
+        plain `torch.zeros` where `empty` would not keep it."""
+        big = math.prod(shape) * dtype.itemsize > self.max_bytes
+        if device.type not in self.kept_on or big or self._capturing():
+            return torch.zeros(shape, dtype=dtype, device=device)
+        key = (device, self._stream(device), threading.get_ident(), role, shape, dtype)
+        if key not in self._kept:
+            self.empty(shape, dtype, device, role).zero_()
+        return self.empty(shape, dtype, device, role)
+
     def clear(self) -> None:
         self._kept.clear()
 

@@ -14,6 +14,8 @@ A TileConfig names the variant it is for and that variant's launch parameters:
   with one, 0.97 with two (session 31, call 2).
 - `tma_split` (kernels/matmul_tma_split.py): split-K (`split_k` K ranges per tile) with
   TMA loads, where `tma` runs: for few output tiles over a long K.
+- `tma_streamk` (kernels/matmul_tma_streamk.py): the persistent TMA kernel with its last
+  waves' tiles shared out by K blocks (stream-K), where the tiles fill the SMs unevenly.
 - `gemv` (kernels/matmul_gemv.py): decode-like M on the CUDA cores, no dot; one row of A
   a program (`block_m` 1), `split_k` the K ranges.
 """
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-VARIANTS = ("tiled", "tma", "tma_split", "gemv")
+VARIANTS = ("tiled", "tma", "tma_split", "tma_streamk", "gemv")
 FAMILIES = ("16bit", "fp32", "fp8")
 ELEM_BYTES = {"16bit": 2, "fp32": 4, "fp8": 1}
 _MAX_ACC_REGS = 128  # fp32 accumulator registers per thread; more spills (255 in all)
@@ -58,9 +60,9 @@ class TileConfig:
             raise ValueError(f"invalid launch parameters in {self}")
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; known: {', '.join(VARIANTS)}")
-        if self.split_k < 1 or (self.split_k > 1 and self.variant == "tma"):
-            raise ValueError(f"split_k={self.split_k}: the tma variant does not split K "
-                             "(tiled and tma_split do)")
+        if self.split_k < 1 or (self.split_k > 1 and self.variant in ("tma", "tma_streamk")):
+            raise ValueError(f"split_k={self.split_k}: the {self.variant} variant does not "
+                             "split K (tiled and tma_split do)")
         if self.occupancy not in OCCUPANCIES or (self.occupancy > 1 and self.variant != "tma"):
             raise ValueError(f"occupancy={self.occupancy}: programs per SM are 1, or 2 for "
                              "the tma variant (its persistent grid)")
@@ -68,9 +70,9 @@ class TileConfig:
     def smem_bytes(self, elem_bytes: int) -> int:
         """Shared memory of the software pipeline: one A and one B tile per stage (triton
         3.6 on the H200 asked 4 x 64 KiB for a 4-stage 128x128x64 fp32 tile), plus the
-        TMA variant's epilogue tile of C (fp32 for fp32 inputs, else 16-bit)."""
+        TMA and stream-K variants' epilogue tile of C (fp32 for fp32 inputs, else 16-bit)."""
         per_stage = (self.block_m + self.block_n) * self.block_k * elem_bytes
-        if self.variant == "tma":
+        if self.variant in ("tma", "tma_streamk"):
             out_bytes = 4 if elem_bytes == 4 else 2
             return per_stage * self.num_stages + self.block_m * self.block_n * out_bytes
         return per_stage * self.num_stages
@@ -86,6 +88,15 @@ def cdiv(a: int, b: int) -> int:
     """ceil(a / b) for the host path in plain integers: triton.cdiv took 3.4 us a call
     on triton 3.9 (it also runs inside kernels), this 0.07 us (session 7, timeit)."""
     return -(-a // b)
+
+
+def stream_tiles(tiles: int, sms: int) -> int:
+    """How many of a shape's output tiles the stream-K variant shares out by K blocks
+    (kernels/matmul_tma_streamk.py): none where they fill whole waves of `sms` programs,
+    else the last partial wave and the full one before it (all of them, below two)."""
+    if tiles % sms == 0:
+        return 0
+    return tiles - max(tiles // sms - 1, 0) * sms
 
 
 def usable(c: TileConfig, family: str, smem_limit: int) -> bool:

@@ -1,0 +1,257 @@
+"""The TMA stream-K variant: the persistent TMA GEMM with its last waves' work shared out
+evenly by K blocks, for shapes whose tiles fill the SMs unevenly.
+
+A shape of T output tiles on P SMs takes ceil(T / P) waves of the persistent kernel
+(kernels/matmul_tma.py); 144 tiles on the H200's 132 SMs take two, the second 9% full.
+Stream-K (Osama et al., PPoPP 2023, "data-parallel + two-tile stream-K") keeps the first
+floor(T / P) - 1 waves whole (data-parallel: a program a tile, as the TMA kernel) and
+splits the rest, one to two waves' tiles, into their K blocks, handing each of the P
+programs an equal contiguous range of them (tile-major: a range covers the end of one
+tile, whole tiles, the start of another). A tile whose K blocks one range holds whole is
+stored at once. A tile split across ranges: each of its programs stores its fp32 partial
+in its own workspace slot (slot 0: the segment its range starts with, 1: the one it ends
+with; no other segment can be partial), then counts itself in on the tile's lock
+(release, acquire: an atomic add). The program that counts last adds every partial, in
+program order (the result does not depend on which came last), and stores the tile
+through C's descriptor; it sets the lock back to 0 for the next call (`locks` come
+zeroed from kernels/scratch.py and are left so). Nothing waits on another program: no
+spin, so no deadlock, whatever runs when.
+
+Operands and C as in the TMA variant: host-built descriptors, zero-filled past M, N and
+K (no masks, no tails), column-major operands described transposed; C must be
+describable or is staged by the launcher (matmul_tma.Recipe's rules).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.launch import Bound, Launch
+from kernels.matmul_tma import _descriptor, _stage, num_sms, operand_boxes, tma_form
+from kernels.relayout import LINE, copy_launch, pitch, unstage_launch
+from kernels.scratch import SCRATCH
+from kernels.tile import TileConfig, cdiv, stream_tiles
+
+
+@triton.jit
+def _tile_origin(tile_id, num_pid_m, num_pid_n, BLOCK_M: tl.constexpr,
+                 BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((tile_id % num_pid_in_group) % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m * BLOCK_M, pid_n * BLOCK_N
+
+
+@triton.jit
+def _owner(it, base, extra):
+    """The program whose range holds stream-K block `it` (ranges of base + 1 blocks for
+    the first `extra` programs, base after)."""
+    long_part = extra * (base + 1)
+    return tl.where(it < long_part, it // (base + 1),
+                    extra + (it - long_part) // tl.maximum(base, 1))
+
+
+@triton.jit
+def _streamk_kernel(
+    a_desc, b_desc, c_desc, c_ptr, ws_ptr, lock_ptr, scale_a_ptr, scale_b_ptr,
+    M, N, K,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
+    A_T: tl.constexpr, B_T: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr, HAS_SCALE: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_tiles = num_pid_m * num_pid_n
+    dp_tiles = num_tiles
+    if num_tiles % NUM_SMS != 0:
+        dp_tiles = tl.maximum(num_tiles // NUM_SMS - 1, 0) * NUM_SMS
+    scale = 1.0
+    if HAS_SCALE:
+        scale = tl.load(scale_a_ptr) * tl.load(scale_b_ptr)
+    # data-parallel waves: the TMA kernel's loop
+    for tile_id in tl.range(pid, dp_tiles, NUM_SMS, flatten=True):
+        off_m, off_n = _tile_origin(tile_id, num_pid_m, num_pid_n, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            off_k = ki * BLOCK_K
+            if A_T:
+                a = a_desc.load([off_k, off_m]).T
+            else:
+                a = a_desc.load([off_m, off_k])
+            if B_T:
+                b = b_desc.load([off_n, off_k]).T
+            else:
+                b = b_desc.load([off_k, off_n])
+            if IS_FP32:
+                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+            else:
+                acc = tl.dot(a, b, acc)
+        if HAS_SCALE:
+            acc = acc * scale
+        c_desc.store([off_m, off_n], acc.to(c_ptr.dtype.element_ty))
+    # stream-K: the other tiles' K blocks in equal contiguous ranges
+    sk_iters = (num_tiles - dp_tiles) * k_tiles
+    base = sk_iters // NUM_SMS
+    extra = sk_iters % NUM_SMS
+    start = pid * base + tl.minimum(pid, extra)
+    end = start + base + (pid < extra).to(tl.int32)
+    tile_elems: tl.constexpr = BLOCK_M * BLOCK_N
+    offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    it = start
+    while it < end:
+        t = it // k_tiles
+        k0 = it - t * k_tiles
+        k1 = tl.minimum(k_tiles, k0 + end - it)
+        off_m, off_n = _tile_origin(dp_tiles + t, num_pid_m, num_pid_n, BLOCK_M, BLOCK_N,
+                                    GROUP_M)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k0, k1):
+            off_k = ki * BLOCK_K
+            if A_T:
+                a = a_desc.load([off_k, off_m]).T
+            else:
+                a = a_desc.load([off_m, off_k])
+            if B_T:
+                b = b_desc.load([off_n, off_k]).T
+            else:
+                b = b_desc.load([off_k, off_n])
+            if IS_FP32:
+                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+            else:
+                acc = tl.dot(a, b, acc)
+        if (k0 == 0) & (k1 == k_tiles):   # the whole tile in this range
+            if HAS_SCALE:
+                acc = acc * scale
+            c_desc.store([off_m, off_n], acc.to(c_ptr.dtype.element_ty))
+        else:
+            slot = (it != start).to(tl.int32)
+            tl.store(ws_ptr + (pid * 2 + slot) * tile_elems + offs, acc, cache_modifier=".cg")
+            tl.debug_barrier()   # every thread's partial before the count
+            first = _owner(t * k_tiles, base, extra)
+            last = _owner(t * k_tiles + k_tiles - 1, base, extra)
+            arrived = tl.atomic_add(lock_ptr + t, 1, sem="acq_rel")
+            if arrived == last - first:   # the last of its programs to count in
+                total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+                for q in range(first, last + 1):
+                    q_start = q * base + tl.minimum(q, extra)
+                    q_slot = (q_start < t * k_tiles).to(tl.int32)
+                    total += tl.load(ws_ptr + (q * 2 + q_slot) * tile_elems + offs,
+                                     cache_modifier=".cg")
+                if HAS_SCALE:
+                    total = total * scale
+                c_desc.store([off_m, off_n], total.to(c_ptr.dtype.element_ty))
+                tl.atomic_xchg(lock_ptr + t, 0)
+        it += k1 - k0
+
+
+KERNELS = (_streamk_kernel,)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The variant's launch for operands of given shapes, layouts and alignment: the
+    kernel's, over kept partials (`workspace`: two tiles a program) and locks, and C's
+    staging copy where `out` is not describable (matmul_tma's rules)."""
+
+    run: Launch
+    a_t: bool
+    b_t: bool
+    blocks: tuple[list[int], list[int], list[int]]
+    workspace: tuple[int, int]
+    locks: int
+    staged: bool
+    unstage: Launch | None = None
+    repeats: Bound = field(default_factory=Bound, compare=False, repr=False)
+
+    def launch(self, a, b, out, sa, sb) -> None:
+        c = _stage(out, "c") if self.staged else out
+        ws = SCRATCH.empty(self.workspace, torch.float32, a.device, "sk-ws")
+        locks = SCRATCH.zeros((self.locks,), torch.int32, a.device, "sk-locks")
+        self.repeats.run(
+            (a.data_ptr(), b.data_ptr(), c.data_ptr(), ws.data_ptr(), locks.data_ptr(),
+             sa.data_ptr(), sb.data_ptr()),
+            self.run, lambda: self._args(a, b, c, ws, locks, sa, sb))
+        if c is not out:
+            self._unstage(c, out)
+
+    def _unstage(self, stage, out) -> None:
+        if self.unstage is None:
+            out.copy_(stage)
+        else:
+            self.unstage.fast(stage, out)
+
+    def _args(self, a, b, c, ws, locks, sa, sb) -> tuple:
+        ab, bb, cb = self.blocks
+        return (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb),
+                _descriptor(c, False, cb), c, ws, locks, sa, sb)
+
+    def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
+        stage = _stage(out) if self.staged else None
+        c = out if stage is None else stage
+        ws = torch.empty(self.workspace, dtype=torch.float32, device=a.device)
+        locks = torch.zeros((self.locks,), dtype=torch.int32, device=a.device)
+        args = self._args(a, b, c, ws, locks, sa, sb)
+        run = self.run
+        if stage is None:
+            return lambda: run(*args)
+
+        def staged() -> None:
+            run(*args)
+            self._unstage(stage, out)
+
+        return staged
+
+
+def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
+           has_scale: bool) -> Recipe | None:
+    """The variant's launch for tensors like these, or None when a or b cannot be
+    described (matmul_tma.tma_form). C through a descriptor, into `out` or a staged
+    buffer copied into it."""
+    a_t, b_t = tma_form(a), tma_form(b)
+    if a_t is None or b_t is None:
+        return None
+    M, K = a.shape
+    N = b.shape[1]
+    staged = tma_form(out) is not False
+    sc = (pitch(N, out.element_size(), LINE), 1) if staged else out.stride()
+    sms = num_sms(a.device)
+    run = _launch(config, M, N, K, a_t, b_t, a.dtype, sms, input_precision, is_fp32,
+                  has_scale)
+    bm, bn = config.block_m, config.block_n
+    locks = max(stream_tiles(cdiv(M, bm) * cdiv(N, bn), sms), 1)
+    unstage = None
+    if staged and out.stride(1) == 1 and M and N:
+        unstage = unstage_launch(M, N, sc[0]) if out.stride(0) == N or M == 1 \
+            else copy_launch(M, N, sc[0], 1, out.stride(0))
+    return Recipe(run, a_t, b_t, (*operand_boxes(config, a_t, b_t), [bm, bn]),
+                  (sms * 2, bm * bn), locks, staged, unstage)
+
+
+@functools.lru_cache(maxsize=1024)
+def _launch(config: TileConfig, M: int, N: int, K: int, a_t: bool, b_t: bool,
+            dtype: torch.dtype, sms: int, input_precision: str, is_fp32: bool,
+            has_scale: bool) -> Launch:
+    """The kernel's launch but for its tensors: one program per SM."""
+    kw = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+              GROUP_M=config.group_m, NUM_SMS=sms, A_T=a_t, B_T=b_t,
+              INPUT_PRECISION=input_precision, IS_FP32=is_fp32, HAS_SCALE=has_scale,
+              num_stages=config.num_stages, num_warps=config.num_warps)
+    return Launch(_streamk_kernel, (sms,), (M, N, K), kw)
+
+
+def launcher(config: TileConfig, a, b, out, sa, sb, **flags) -> Callable[[], None] | None:
+    """The variant's launch for these tensors, prepared, or None (`recipe`)."""
+    r = recipe(config, a, b, out, **flags)
+    return None if r is None else r.bind(a, b, out, sa, sb)
