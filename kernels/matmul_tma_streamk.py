@@ -109,51 +109,53 @@ def _streamk_kernel(
     end = start + base + (pid < extra).to(tl.int32)
     tile_elems: tl.constexpr = BLOCK_M * BLOCK_N
     offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-    it = start
-    while it < end:
+    # one flat loop over the range's blocks, the epilogue where a tile or the range ends:
+    # the form Triton's software pipeliner takes (its persistent-matmul tutorial's)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for it in tl.range(start, end):
         t = it // k_tiles
-        k0 = it - t * k_tiles
-        k1 = tl.minimum(k_tiles, k0 + end - it)
+        ki = it - t * k_tiles
         off_m, off_n = _tile_origin(dp_tiles + t, num_pid_m, num_pid_n, BLOCK_M, BLOCK_N,
                                     GROUP_M)
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for ki in range(k0, k1):
-            off_k = ki * BLOCK_K
-            if A_T:
-                a = a_desc.load([off_k, off_m]).T
-            else:
-                a = a_desc.load([off_m, off_k])
-            if B_T:
-                b = b_desc.load([off_n, off_k]).T
-            else:
-                b = b_desc.load([off_k, off_n])
-            if IS_FP32:
-                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-            else:
-                acc = tl.dot(a, b, acc)
-        if (k0 == 0) & (k1 == k_tiles):   # the whole tile in this range
-            if HAS_SCALE:
-                acc = acc * scale
-            c_desc.store([off_m, off_n], acc.to(c_ptr.dtype.element_ty))
+        off_k = ki * BLOCK_K
+        if A_T:
+            a = a_desc.load([off_k, off_m]).T
         else:
-            slot = (it != start).to(tl.int32)
-            tl.store(ws_ptr + (pid * 2 + slot) * tile_elems + offs, acc, cache_modifier=".cg")
-            tl.debug_barrier()   # every thread's partial before the count
-            first = _owner(t * k_tiles, base, extra)
-            last = _owner(t * k_tiles + k_tiles - 1, base, extra)
-            arrived = tl.atomic_add(lock_ptr + t, 1, sem="acq_rel")
-            if arrived == last - first:   # the last of its programs to count in
-                total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-                for q in range(first, last + 1):
-                    q_start = q * base + tl.minimum(q, extra)
-                    q_slot = (q_start < t * k_tiles).to(tl.int32)
-                    total += tl.load(ws_ptr + (q * 2 + q_slot) * tile_elems + offs,
-                                     cache_modifier=".cg")
+            a = a_desc.load([off_m, off_k])
+        if B_T:
+            b = b_desc.load([off_n, off_k]).T
+        else:
+            b = b_desc.load([off_k, off_n])
+        if IS_FP32:
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        else:
+            acc = tl.dot(a, b, acc)
+        if (ki == k_tiles - 1) | (it == end - 1):
+            tile_start = t * k_tiles
+            if (tile_start >= start) & (ki == k_tiles - 1):   # the whole tile in this range
                 if HAS_SCALE:
-                    total = total * scale
-                c_desc.store([off_m, off_n], total.to(c_ptr.dtype.element_ty))
-                tl.atomic_xchg(lock_ptr + t, 0)
-        it += k1 - k0
+                    acc = acc * scale
+                c_desc.store([off_m, off_n], acc.to(c_ptr.dtype.element_ty))
+            else:
+                slot = (tile_start > start).to(tl.int32)   # 0: the range's first segment
+                tl.store(ws_ptr + (pid * 2 + slot) * tile_elems + offs, acc,
+                         cache_modifier=".cg")
+                tl.debug_barrier()   # every thread's partial before the count
+                first = _owner(tile_start, base, extra)
+                last = _owner(tile_start + k_tiles - 1, base, extra)
+                arrived = tl.atomic_add(lock_ptr + t, 1, sem="acq_rel")
+                if arrived == last - first:   # the last of its programs to count in
+                    total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+                    for q in range(first, last + 1):
+                        q_start = q * base + tl.minimum(q, extra)
+                        q_slot = (tile_start > q_start).to(tl.int32)
+                        total += tl.load(ws_ptr + (q * 2 + q_slot) * tile_elems + offs,
+                                         cache_modifier=".cg")
+                    if HAS_SCALE:
+                        total = total * scale
+                    c_desc.store([off_m, off_n], total.to(c_ptr.dtype.element_ty))
+                    tl.atomic_xchg(lock_ptr + t, 0)
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
 
 
 KERNELS = (_streamk_kernel,)

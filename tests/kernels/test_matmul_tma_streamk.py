@@ -74,7 +74,7 @@ gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 @pytest.mark.parametrize(("shape", "tile"), [
     ((1536, 1536, 3072), TileConfig(128, 256, 64, 8, 3, 8, "tma_streamk")),  # 72 tiles
     ((1152, 1856, 1920), TileConfig(128, 128, 64, 8, 4, 8, "tma_streamk")),  # 135
-    ((3147, 875, 5283), TileConfig(128, 128, 64, 8, 5, 8, "tma_streamk")),   # 175
+    ((3144, 880, 5280), TileConfig(128, 128, 64, 8, 5, 8, "tma_streamk")),   # 175
     ((1000, 1000, 1000), TileConfig(64, 128, 128, 8, 4, 4, "tma_streamk")),  # 128
     ((4096, 4096, 512), TileConfig(128, 256, 64, 8, 3, 8, "tma_streamk")),   # 512: 3 waves
 ])
