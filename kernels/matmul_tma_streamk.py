@@ -17,6 +17,15 @@ through C's descriptor; it sets the lock back to 0 for the next call (`locks` co
 zeroed from kernels/scratch.py and are left so). Nothing waits on another program: no
 spin, so no deadlock, whatever runs when.
 
+Not offered by the dispatcher or the table: a tile runs it only when named (kernels.
+matmul(config=...), scripts/device/tiles.py). Measured on the H200 (session 32, call 4,
+bf16 and fp8, 7 shapes, the same tile as `tma`): 0.35-0.70 of the TMA kernel's speed,
+and 0.45-0.91 on 1408 x 1536 x 2048 (132 tiles of 128x128: whole waves, no K block
+shared), where only the stream-K phase's code is added: its second accumulator (the
+partials' sum) beside the first costs the data-parallel loop its registers. Call 3's
+nested form (a while loop over segments, a K loop in each) ran 0.60-0.76 of the picks.
+docs/PERF.md (session 32) says what to try next.
+
 Operands and C as in the TMA variant: host-built descriptors, zero-filled past M, N and
 K (no masks, no tails), column-major operands described transposed; C must be
 describable or is staged by the launcher (matmul_tma.Recipe's rules).

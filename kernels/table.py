@@ -33,15 +33,7 @@ from kernels.configs import ranges_fit
 from kernels.fma import fma_split
 from kernels.table_file import DEFAULT_DIR, entries_for, is_stale, warn_stale
 from kernels.table_file import reload as _reload_files
-from kernels.tile import (
-    ELEM_BYTES,
-    MAX_TMA_SPLIT,
-    WGMMA_M,
-    TileConfig,
-    cdiv,
-    stream_tiles,
-    usable,
-)
+from kernels.tile import ELEM_BYTES, MAX_TMA_SPLIT, WGMMA_M, TileConfig, cdiv, usable
 
 NEAREST_MAX = 2.0   # L1 distance between regimes (log2 units); 1024^3 -> 2048^3 is 3
 # (session 5: a 1024^3 entry taken for 2048^3 ran at 0.40 of cuBLAS where the heuristic
@@ -70,7 +62,7 @@ _MIN_RANGE_BYTES = 2048
 # 20: bf16 cr 384 x 1568 x 3200 ran the heuristic's tile at 0.49 of cuBLAS and 3360 x 304
 # x 6624 at 0.67, borrowing 1.04 and 1.09; the tune set holds row-major shapes, and thin
 # rc and cc ones only).
-_TMA_TILES = ("tma", "tma_split", "tma_streamk")
+_TMA_TILES = ("tma", "tma_split")
 _LAYOUT_FREE: dict[tuple[str, str, str], tuple[str, ...]] = {
     **{("16bit", "tma", lay): _TMA_TILES for lay in ("rc", "cr", "cc")},
     # IEEE fp32 with A column-major (B row-major) runs the tiled kernel on the FMA units'
@@ -246,7 +238,6 @@ TWIN_MIN_STAGES = 3   # the fewest stages a twin keeps (`twins`)
 # 1.19-1.35), and a smaller predicted gain is within that spread (session 32, call 2:
 # tf32 K = 128 rows whose twins were predicted x1.21 ran x0.97-0.98)
 TWIN_MARGIN = 1.10
-STREAMK_MARGIN = 1.10   # likewise a neighbour's tile as stream-K (`streamks`)
 
 
 @functools.lru_cache(maxsize=4096)   # a lookup asks it for each neighbour's own shape
@@ -258,9 +249,6 @@ def steps(c: TileConfig, m: int, n: int, k: int, sms: int) -> float:
     and K range) count in waves of one per SM."""
     programs = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n) * c.split_k
     blocks = cdiv(cdiv(max(k, 1), c.split_k), c.block_k)
-    if c.variant == "tma_streamk":   # whole waves, then the rest's blocks shared evenly
-        shared = stream_tiles(programs, sms)
-        return (programs - shared) // sms * blocks + cdiv(shared * blocks, sms)
     if c.occupancy == 1:
         return cdiv(programs, sms) * blocks
     grid = min(programs, sms * c.occupancy)
@@ -275,14 +263,7 @@ _PARTIALS_B_PER_MS = 3e9  # split-K partials: written and read back at ~3 TB/s
 _REDUCE_MS = 0.0015
 
 
-# stream-K's fix-up beyond its K blocks: a split tile's partials stored, counted and
-# read back by its last program
-_STREAMK_MS = 0.002
-
-
 def _fixed_ms(c: TileConfig, m: int, n: int) -> float:
-    if c.variant == "tma_streamk":
-        return _FIXED_MS + _STREAMK_MS
     if c.split_k == 1:
         return _FIXED_MS
     return _FIXED_MS + _REDUCE_MS + c.split_k * m * n * 4 * 2 / _PARTIALS_B_PER_MS
@@ -353,20 +334,6 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
     return [r for _, r in scored]
 
 
-def streamks(c: TileConfig, m: int, n: int, variants: tuple[str, ...], sms: int,
-             fma: bool) -> list[TileConfig]:
-    """A neighbour's one-program TMA tile as stream-K (kernels/matmul_tma_streamk.py),
-    where the call can run it and the tile's count leaves its last wave part full, and is
-    half the SMs at least (fewer tiles split K many ways: `resplits`). Not IEEE fp32
-    (`fma`), whose TMA kernel runs several programs an SM."""
-    if c.variant != "tma" or c.occupancy != 1 or fma or "tma_streamk" not in variants:
-        return []
-    tiles = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n)
-    if tiles % sms == 0 or 2 * tiles < sms:
-        return []
-    return [replace(c, variant="tma_streamk")]
-
-
 def twins(c: TileConfig, fam: str, smem: int, fma: bool) -> list[TileConfig]:
     """A neighbour's one-program TMA tile at two programs per SM, where two fit (`usable`
     with `smem` bytes a program; not IEEE fp32, `fma`, whose programs per SM the launch
@@ -410,8 +377,6 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
                     for c in (r.config, *resplits(r.config, m, n, k, variants, chip.sms, elem))]
             out += [(_transfer(r, m, n, k, chip.sms, c), c, TWIN_MARGIN)
                     for c in twins(r.config, chip.fam, chip.smem, fma)]
-            out += [(_transfer(r, m, n, k, chip.sms, c), c, STREAMK_MARGIN)
-                    for c in streamks(r.config, m, n, variants, chip.sms, fma)]
     return out
 
 

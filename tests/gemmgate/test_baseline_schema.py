@@ -169,8 +169,9 @@ def test_the_committed_h200_baseline_keeps_its_calibrated_noise():
     session 24: a kernel change, not machine noise). Session 30 calibrated those seven on
     their tiles on three more hosts (3 runs each, --ab-ref HEAD) and merged them in their
     place; session 31 did the same for bf16 1024^3, whose tile moved again (12 runs: 6 on
-    one host, 3 on each of two more). No level fell below the stored one, and the figures
-    are the medians of the pooled runs."""
+    one host, 3 on each of two more), and session 32 for fp16 1024^3, whose tile moved at
+    the end of session 31 (9 runs: 3 on each of three hosts). No level fell below the
+    stored one, and the figures are the medians of the pooled runs."""
     h200 = load(REPO / "baselines" / "nvidia-h200.json")
     s29 = "vm/GPU-6010d95b-c362-0aa8-70f3-c4f7090e1f4b"          # session 29, call 3
     hosts = {"vm/GPU-2ad21837-fdb0-65d4-bf71-a7a65f889d35",     # session 24, call 3
@@ -183,10 +184,13 @@ def test_the_committed_h200_baseline_keeps_its_calibrated_noise():
     s31 = {"vm/GPU-1a8c0f04-82f2-3644-1dce-a903d1fb9244",       # session 31, calls 6-9
            "vm/GPU-bf05a699-abf7-1622-25c1-077b6bfa8582",
            "vm/GPU-011ee1d7-0c87-e971-3ad3-aed58c2ce6f1"}
+    s32 = {"vm/GPU-6adcea17-fa70-c1f8-b997-a13a9f514509",       # session 32, calls 2-4
+           "vm/GPU-da31976b-2a6f-0ab3-810b-dac0d05a7583",
+           "vm/GPU-0aa6c02c-317d-7779-af73-5a7ff9a3a619"}
     moved = {"tf32-m4096-n4096-k4096", "tf32-m4096-n4096-k4096-cr",
              "tf32-m4096-n4096-k4096-rc", "tf32-m128-n8192-k8192",
              "tf32x3-m1024-n1024-k1024", "tf32x3-m1000-n1000-k1000"}
-    assert h200.machines == hosts | s30 | s31
+    assert h200.machines == hosts | s30 | s31 | s32
     for key, c in h200.cases.items():
         assert c.noise.ratio is not None and c.noise.machine is not None
         assert c.noise.machine >= c.noise.ratio
@@ -194,6 +198,11 @@ def test_the_committed_h200_baseline_keeps_its_calibrated_noise():
             assert set(c.noise.run_machines) == s31 and c.noise.runs == 12
             assert len(c.noise.run_machines) == len(c.noise.ab_runs) == 12
             assert c.tuning["config"]["block_k"] == 128   # 64x128x128: the new tile
+            continue
+        if key == "fp16-m1024-n1024-k1024":
+            assert set(c.noise.run_machines) == s32 and c.noise.runs == 9
+            assert len(c.noise.run_machines) == len(c.noise.ab_runs) == 9
+            assert c.tuning["config"]["block_k"] == 128
             continue
         if key in moved:
             assert set(c.noise.run_machines) == s30 and c.noise.runs == 9
