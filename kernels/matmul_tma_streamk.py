@@ -12,10 +12,11 @@ stored at once. A tile split across ranges: each of its programs stores its fp32
 in its own workspace slot (slot 0: the segment its range starts with, 1: the one it ends
 with; no other segment can be partial), then counts itself in on the tile's lock
 (release, acquire: an atomic add). The program that counts last adds every partial, in
-program order (the result does not depend on which came last), and stores the tile
-through C's descriptor; it sets the lock back to 0 for the next call (`locks` come
-zeroed from kernels/scratch.py and are left so). Nothing waits on another program: no
-spin, so no deadlock, whatever runs when.
+program order (the result does not depend on which came last), and stores the tile by
+pointer stores, FIX_ROWS rows at a time (a whole tile's sum beside the accumulator would
+double the registers the whole kernel is compiled for); it sets the lock back to 0 for
+the next call (`locks` come zeroed from kernels/scratch.py and are left so). Nothing
+waits on another program: no spin, so no deadlock, whatever runs when.
 
 Not offered by the dispatcher or the table: a tile runs it only when named (kernels.
 matmul(config=...), scripts/device/tiles.py). Measured on the H200 (session 32, call 4,
@@ -72,9 +73,9 @@ def _owner(it, base, extra):
 @triton.jit
 def _streamk_kernel(
     a_desc, b_desc, c_desc, c_ptr, ws_ptr, lock_ptr, scale_a_ptr, scale_b_ptr,
-    M, N, K,
+    M, N, K, scm, scn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
+    GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, FIX_M: tl.constexpr,
     A_T: tl.constexpr, B_T: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr, HAS_SCALE: tl.constexpr,
 ):
@@ -118,56 +119,67 @@ def _streamk_kernel(
     end = start + base + (pid < extra).to(tl.int32)
     tile_elems: tl.constexpr = BLOCK_M * BLOCK_N
     offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-    # one flat loop over the range's blocks, the epilogue where a tile or the range ends:
-    # the form Triton's software pipeliner takes (its persistent-matmul tutorial's)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for it in tl.range(start, end):
+    it = start
+    while it < end:   # a segment a pass: the end of a tile, a whole tile, a tile's start
         t = it // k_tiles
-        ki = it - t * k_tiles
+        k0 = it - t * k_tiles
+        k1 = tl.minimum(k_tiles, k0 + end - it)
         off_m, off_n = _tile_origin(dp_tiles + t, num_pid_m, num_pid_n, BLOCK_M, BLOCK_N,
                                     GROUP_M)
-        off_k = ki * BLOCK_K
-        if A_T:
-            a = a_desc.load([off_k, off_m]).T
-        else:
-            a = a_desc.load([off_m, off_k])
-        if B_T:
-            b = b_desc.load([off_n, off_k]).T
-        else:
-            b = b_desc.load([off_k, off_n])
-        if IS_FP32:
-            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-        else:
-            acc = tl.dot(a, b, acc)
-        if (ki == k_tiles - 1) | (it == end - 1):
-            tile_start = t * k_tiles
-            if (tile_start >= start) & (ki == k_tiles - 1):   # the whole tile in this range
-                if HAS_SCALE:
-                    acc = acc * scale
-                c_desc.store([off_m, off_n], acc.to(c_ptr.dtype.element_ty))
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k0, k1):
+            off_k = ki * BLOCK_K
+            if A_T:
+                a = a_desc.load([off_k, off_m]).T
             else:
-                slot = (tile_start > start).to(tl.int32)   # 0: the range's first segment
-                tl.store(ws_ptr + (pid * 2 + slot) * tile_elems + offs, acc,
-                         cache_modifier=".cg")
-                tl.debug_barrier()   # every thread's partial before the count
-                first = _owner(tile_start, base, extra)
-                last = _owner(tile_start + k_tiles - 1, base, extra)
-                arrived = tl.atomic_add(lock_ptr + t, 1, sem="acq_rel")
-                if arrived == last - first:   # the last of its programs to count in
-                    total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+                a = a_desc.load([off_m, off_k])
+            if B_T:
+                b = b_desc.load([off_n, off_k]).T
+            else:
+                b = b_desc.load([off_k, off_n])
+            if IS_FP32:
+                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+            else:
+                acc = tl.dot(a, b, acc)
+        if (k0 == 0) & (k1 == k_tiles):   # the whole tile in this range
+            if HAS_SCALE:
+                acc = acc * scale
+            c_desc.store([off_m, off_n], acc.to(c_ptr.dtype.element_ty))
+        else:
+            slot = (it != start).to(tl.int32)   # 0: the range's first segment
+            tl.store(ws_ptr + (pid * 2 + slot) * tile_elems + offs, acc, cache_modifier=".cg")
+            tl.debug_barrier()   # every thread's partial before the count
+            tile_start = t * k_tiles
+            first = _owner(tile_start, base, extra)
+            last = _owner(tile_start + k_tiles - 1, base, extra)
+            arrived = tl.atomic_add(lock_ptr + t, 1, sem="acq_rel")
+            if arrived == last - first:   # the last of its programs to count in
+                # the partials summed FIX_M rows at a time, in program order, into C by
+                # pointer stores: a whole tile's sum beside the accumulator would double
+                # the registers the kernel is compiled for
+                cols = tl.arange(0, BLOCK_N)
+                for r0 in range(0, BLOCK_M, FIX_M):
+                    rows = r0 + tl.arange(0, FIX_M)
+                    part = tl.zeros((FIX_M, BLOCK_N), dtype=tl.float32)
                     for q in range(first, last + 1):
                         q_start = q * base + tl.minimum(q, extra)
-                        q_slot = (tile_start > q_start).to(tl.int32)
-                        total += tl.load(ws_ptr + (q * 2 + q_slot) * tile_elems + offs,
-                                         cache_modifier=".cg")
+                        q_slot = (q_start < tile_start).to(tl.int32)
+                        part += tl.load(ws_ptr + (q * 2 + q_slot) * tile_elems
+                                        + rows[:, None] * BLOCK_N + cols[None, :],
+                                        cache_modifier=".cg")
                     if HAS_SCALE:
-                        total = total * scale
-                    c_desc.store([off_m, off_n], total.to(c_ptr.dtype.element_ty))
-                    tl.atomic_xchg(lock_ptr + t, 0)
-            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+                        part = part * scale
+                    cm = off_m + rows
+                    cn = off_n + cols
+                    tl.store(c_ptr + cm[:, None] * scm + cn[None, :] * scn,
+                             part.to(c_ptr.dtype.element_ty),
+                             mask=(cm[:, None] < M) & (cn[None, :] < N))
+                tl.atomic_xchg(lock_ptr + t, 0)
+        it += k1 - k0
 
 
 KERNELS = (_streamk_kernel,)
+FIX_ROWS = 32   # rows of a split tile's partials summed at a time (the kernel's FIX_M)
 
 
 @dataclass(frozen=True)
@@ -238,7 +250,7 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     staged = tma_form(out) is not False
     sc = (pitch(N, out.element_size(), LINE), 1) if staged else out.stride()
     sms = num_sms(a.device)
-    run = _launch(config, M, N, K, a_t, b_t, a.dtype, sms, input_precision, is_fp32,
+    run = _launch(config, M, N, K, a_t, b_t, sc, a.dtype, sms, input_precision, is_fp32,
                   has_scale)
     bm, bn = config.block_m, config.block_n
     locks = max(stream_tiles(cdiv(M, bm) * cdiv(N, bn), sms), 1)
@@ -251,15 +263,16 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
 
 
 @functools.lru_cache(maxsize=1024)
-def _launch(config: TileConfig, M: int, N: int, K: int, a_t: bool, b_t: bool,
+def _launch(config: TileConfig, M: int, N: int, K: int, a_t: bool, b_t: bool, sc: tuple,
             dtype: torch.dtype, sms: int, input_precision: str, is_fp32: bool,
             has_scale: bool) -> Launch:
     """The kernel's launch but for its tensors: one program per SM."""
     kw = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-              GROUP_M=config.group_m, NUM_SMS=sms, A_T=a_t, B_T=b_t,
+              GROUP_M=config.group_m, NUM_SMS=sms, FIX_M=min(FIX_ROWS, config.block_m),
+              A_T=a_t, B_T=b_t,
               INPUT_PRECISION=input_precision, IS_FP32=is_fp32, HAS_SCALE=has_scale,
               num_stages=config.num_stages, num_warps=config.num_warps)
-    return Launch(_streamk_kernel, (sms,), (M, N, K), kw)
+    return Launch(_streamk_kernel, (sms,), (M, N, K, *sc), kw)
 
 
 def launcher(config: TileConfig, a, b, out, sa, sb, **flags) -> Callable[[], None] | None:

@@ -42,12 +42,14 @@ def test_stream_tiles_are_the_last_partial_wave_and_the_one_before(tiles, sms, s
     (32, 32, 1000),   # one tile, its 32 blocks over 4 programs
     (64, 64, 64),     # whole waves only
 ])
-def test_every_tile_is_stored_once_and_summed_whole(m, n, k):
+@pytest.mark.parametrize("tile", [CPU_TILE, TileConfig(64, 32, 32, 8, 1, 4, "tma_streamk")])
+def test_every_tile_is_stored_once_and_summed_whole(m, n, k, tile):
+    """(64-row tiles: a split tile's partials summed in two passes of FIX_ROWS rows)"""
     g = torch.Generator().manual_seed(5)
     a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
     out = torch.empty(m, n)
     SCRATCH.clear()
-    assert _error(CPU_TILE, a, b, out, times=2) < 1e-6   # the second on the kept locks
+    assert _error(tile, a, b, out, times=2) < 1e-6   # the second on the kept locks
 
 
 @pytest.mark.skipif(torch.cuda.is_available(),
