@@ -50,6 +50,7 @@ S28 = RESULTS / "h200-2026-12-02-s28"
 S29 = RESULTS / "h200-2026-12-02-s29"
 S30 = RESULTS / "h200-2026-12-02-s30"
 S31 = RESULTS / "h200-2026-12-02-s31"
+S32 = RESULTS / "h200-2026-12-02-s32"
 # the latest nightly and holdout runs of IEEE fp32 (session 24) and tf32 (session 25), as
 # `sets_targets` reads them
 FP32_S24 = ((S24 / "cases.csv", "call3-nightly-fp32"),
@@ -326,6 +327,12 @@ TABLES: dict[str, Callable[[], str]] = {
     "s31-rep": lambda: moved_ab(S31 / "cases.csv", "call6-ab", S31 / "moved_rep.csv"),
     "s31-check": lambda: label_steps(S31 / "cases.csv", ("call5-",)),
     "s31-inductor": lambda: s12_inductor(S31 / "cases.csv", "call4-inductor"),
+    "s32-pairs": lambda: pair_steps(sorted(S32.glob("tiles_twins_*.csv"))),
+    "s32-twins-ab": lambda: ab_changes(S32 / "cases.csv", "call2-twins", 0.97, 1.03,
+                                       "call2-"),
+    "s32-streamk-ab": lambda: ab_by_mode(S32 / "cases.csv", "call3-streamk", "tma_streamk"),
+    "s32-streamk4": lambda: _stacked(variant_pairs(S32 / "streamk_bf16.csv"),
+                                     variant_pairs(S32 / "streamk_fp8.csv")),
 }
 
 
@@ -755,6 +762,88 @@ def occupancy_best(path: Path) -> str:
         out.append(f"| {key[0]} | {key[1]} | {pick['tile']} | {float(pick['ratio_1']):.3f} | "
                    f"{one['tile']} | {float(one['ratio_1']):.3f} | {two['tile']} | "
                    f"{float(two['ratio_2']):.3f} |")
+    return "\n".join(out)
+
+
+_TILE_RE = re.compile(r"(\w+):(\d+)x(\d+)x(\d+):s(\d+):w(\d+)(:o2)?$")
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def pair_steps(paths: list[Path], sms: int = 132, fixed_us: float = 3.0) -> str:
+    """From tiles.py rows of tiles timed alone and two to an SM (`:o2`), per mode, tile
+    alone and its two-program twin: the time a K block of a pair takes over one alone's
+    (kernels/table.py PAIR_STEP; with a stage fewer, STAGE_COST in it too), over the
+    shapes where the pairs outnumber the SMs: alone, (us - fixed) / (waves x blocks); a
+    pair, (us - fixed) / (tiles a program walks x blocks)."""
+    found: dict = {}
+    for path in paths:
+        by = _grouped((r for r in _rows(path) if r["flush"] == "1"),
+                      lambda r: (r["shape"], r["mode"]))
+        for (shape, mode), rs in by.items():
+            us = {r["provider"]: float(r["us"]) for r in rs}
+            m, n, k = map(int, shape.split("x"))
+            for two, t2 in us.items():
+                g = _TILE_RE.match(two)
+                if not g or not g.group(7):
+                    continue
+                bm, bn, bk, st, w = map(int, g.groups()[1:6])
+                tiles, blocks = _cdiv(m, bm) * _cdiv(n, bn), _cdiv(k, bk)
+                grid = min(tiles, 2 * sms)
+                if grid <= sms:
+                    continue
+                for s1 in (st, st + 1, st + 2):
+                    one = f"{g.group(1)}:{bm}x{bn}x{bk}:s{s1}:w{w}"
+                    if one in us:
+                        per = (us[one] - fixed_us) / (_cdiv(tiles, sms) * blocks)
+                        pair = (t2 - fixed_us) / (_cdiv(tiles, grid) * blocks)
+                        found.setdefault((mode, one, two), []).append(pair / per)
+    out = ["| mode | alone | two to an SM | shapes | pair step median | min | max |",
+           "|---|---|---|---:|---:|---:|---:|"]
+    for (mode, one, two), xs in found.items():
+        out.append(f"| {mode} | {one} | {two.removeprefix(one.split(':')[0] + ':')} | "
+                   f"{len(xs)} | {median(xs):.2f} | {min(xs):.2f} | {max(xs):.2f} |")
+    every = [x for (_, one, two), xs in found.items()
+             if one.split(":s")[1][0] == two.split(":s")[1][0] for x in xs]
+    if every:
+        q = sorted(every)
+        out.append(f"| all | same stages | | {len(q)} | {median(q):.2f} | "
+                   f"{q[len(q) // 4]:.2f} (q1) | {q[3 * len(q) // 4]:.2f} (q3) |")
+    return "\n".join(out)
+
+
+def variant_pairs(path: Path, a: str = "tma", b: str = "tma_streamk") -> str:
+    """tiles.py rows (L2 flushed) of tiles timed as two variants, per shape and mode:
+    cuBLAS's microseconds, then per tile each variant's and `a`'s time over `b`'s
+    (> 1: `b` is faster)."""
+    out = ["| shape | mode | cuBLAS us | tile | " + a + " us | " + b + " us | "
+           + a + " / " + b + " |", "|---|---|---:|---|---:|---:|---:|"]
+    by = _grouped((r for r in _rows(path) if r["flush"] == "1"),
+                  lambda r: (r["shape"], r["mode"]))
+    for (shape, mode), rs in by.items():
+        us = {r["provider"]: float(r["us"]) for r in rs}
+        for prov, t in us.items():
+            if prov.startswith(a + ":") and f"{b}:{prov[len(a) + 1:]}" in us:
+                tb = us[f"{b}:{prov[len(a) + 1:]}"]
+                out.append(f"| {shape} | {mode} | {us.get('vendor', 0):.1f} | "
+                           f"{prov[len(a) + 1:]} | {t:.1f} | {tb:.1f} | {t / tb:.2f} |")
+    return "\n".join(out)
+
+
+def ab_by_mode(path: Path, label: str, variant: str = "") -> str:
+    """A run's A/B per mode (> 1: the tree is faster than the reference): cases, how many
+    ran a `variant` tile, the geomean, range and faster count of those (all where no
+    `variant`)."""
+    out = ["| mode | cases | moved to " + (variant or "-") + " | their A/B geomean | min | "
+           "max | faster |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for mode, rs in _grouped((r for r in _rows(path) if r["label"] == label),
+                             lambda r: r["mode"]).items():
+        got = [_ab(r["extra"]) for r in rs if r["tile"].startswith(variant)]
+        if got:
+            out.append(f"| {mode} | {len(rs)} | {len(got)} | {geomean(got):.3f} | "
+                       f"{min(got):.3f} | {max(got):.3f} | {sum(x > 1 for x in got)} |")
     return "\n".join(out)
 
 
