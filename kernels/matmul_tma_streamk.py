@@ -76,6 +76,7 @@ def _streamk_kernel(
     M, N, K, scm, scn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, FIX_M: tl.constexpr,
+    MAX_PARTS: tl.constexpr,
     A_T: tl.constexpr, B_T: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr, HAS_SCALE: tl.constexpr,
 ):
@@ -119,11 +120,16 @@ def _streamk_kernel(
     end = start + base + (pid < extra).to(tl.int32)
     tile_elems: tl.constexpr = BLOCK_M * BLOCK_N
     offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-    it = start
-    while it < end:   # a segment a pass: the end of a tile, a whole tile, a tile's start
-        t = it // k_tiles
-        k0 = it - t * k_tiles
-        k1 = tl.minimum(k_tiles, k0 + end - it)
+    # a range spans three tiles at most (a tile's end, a whole tile, a tile's start: the
+    # shared tiles are under twice the programs): a loop of three passes whose bounds
+    # are constants, each pass's K loop Triton's to pipeline (a runtime `while` around
+    # it ran unpipelined, sessions 29 and 32)
+    t0 = start // k_tiles
+    for seg in tl.range(0, 3):
+        t = t0 + seg
+        tile_start = t * k_tiles
+        k0 = tl.maximum(start - tile_start, 0)
+        k1 = tl.minimum(end - tile_start, k_tiles)
         off_m, off_n = _tile_origin(dp_tiles + t, num_pid_m, num_pid_n, BLOCK_M, BLOCK_N,
                                     GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -145,28 +151,32 @@ def _streamk_kernel(
             if HAS_SCALE:
                 acc = acc * scale
             c_desc.store([off_m, off_n], acc.to(c_ptr.dtype.element_ty))
-        else:
-            slot = (it != start).to(tl.int32)   # 0: the range's first segment
+        elif k0 < k1:
+            slot = tl.minimum(seg, 1)   # 0: the range's first segment
             tl.store(ws_ptr + (pid * 2 + slot) * tile_elems + offs, acc, cache_modifier=".cg")
             tl.debug_barrier()   # every thread's partial before the count
-            tile_start = t * k_tiles
             first = _owner(tile_start, base, extra)
             last = _owner(tile_start + k_tiles - 1, base, extra)
             arrived = tl.atomic_add(lock_ptr + t, 1, sem="acq_rel")
             if arrived == last - first:   # the last of its programs to count in
                 # the partials summed FIX_M rows at a time, in program order, into C by
                 # pointer stores: a whole tile's sum beside the accumulator would double
-                # the registers the kernel is compiled for
+                # the registers the kernel is compiled for; MAX_PARTS programs a tile at
+                # most (`recipe` checks), unrolled: no loop in the pass's epilogue
                 cols = tl.arange(0, BLOCK_N)
-                for r0 in range(0, BLOCK_M, FIX_M):
+                for r0 in tl.static_range(0, BLOCK_M, FIX_M):
                     rows = r0 + tl.arange(0, FIX_M)
                     part = tl.zeros((FIX_M, BLOCK_N), dtype=tl.float32)
-                    for q in range(first, last + 1):
+                    for j in tl.static_range(0, MAX_PARTS):
+                        q = first + j
                         q_start = q * base + tl.minimum(q, extra)
                         q_slot = (q_start < tile_start).to(tl.int32)
+                        live = tl.where(q <= last, FIX_M, 0)   # past the last: none
                         part += tl.load(ws_ptr + (q * 2 + q_slot) * tile_elems
                                         + rows[:, None] * BLOCK_N + cols[None, :],
-                                        cache_modifier=".cg")
+                                        mask=((rows[:, None] - r0) < live)
+                                        & (cols[None, :] < BLOCK_N),
+                                        other=0.0, cache_modifier=".cg")
                     if HAS_SCALE:
                         part = part * scale
                     cm = off_m + rows
@@ -175,11 +185,21 @@ def _streamk_kernel(
                              part.to(c_ptr.dtype.element_ty),
                              mask=(cm[:, None] < M) & (cn[None, :] < N))
                 tl.atomic_xchg(lock_ptr + t, 0)
-        it += k1 - k0
 
 
 KERNELS = (_streamk_kernel,)
 FIX_ROWS = 32   # rows of a split tile's partials summed at a time (the kernel's FIX_M)
+MAX_PARTS = 4   # programs sharing a tile at most (the kernel's fix-up is unrolled for it)
+
+
+def parts(tiles: int, k_blocks: int, sms: int) -> int:
+    """The most programs any shared tile's K blocks are spread over (0: none shared):
+    a range of `base` blocks or one more meets ceil(k_blocks / base) + 1 tiles' worth."""
+    shared = stream_tiles(tiles, sms)
+    if not shared:
+        return 0
+    base = shared * k_blocks // sms
+    return k_blocks + 1 if base == 0 else min(cdiv(k_blocks, base) + 1, sms)
 
 
 @dataclass(frozen=True)
@@ -247,9 +267,15 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
         return None
     M, K = a.shape
     N = b.shape[1]
+    sms = num_sms(a.device)
+    tiles = cdiv(M, config.block_m) * cdiv(N, config.block_n)
+    if parts(tiles, cdiv(K, config.block_k), sms) > MAX_PARTS:
+        raise ValueError(f"stream-K {config.block_m}x{config.block_n}x{config.block_k} on "
+                         f"{M} x {N} x {K}: {tiles} tiles on {sms} SMs would spread a tile "
+                         f"over more than {MAX_PARTS} programs (take tiles at least half "
+                         "as many as the SMs, or split K: tma_split)")
     staged = tma_form(out) is not False
     sc = (pitch(N, out.element_size(), LINE), 1) if staged else out.stride()
-    sms = num_sms(a.device)
     run = _launch(config, M, N, K, a_t, b_t, sc, a.dtype, sms, input_precision, is_fp32,
                   has_scale)
     bm, bn = config.block_m, config.block_n
@@ -269,6 +295,7 @@ def _launch(config: TileConfig, M: int, N: int, K: int, a_t: bool, b_t: bool, sc
     """The kernel's launch but for its tensors: one program per SM."""
     kw = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
               GROUP_M=config.group_m, NUM_SMS=sms, FIX_M=min(FIX_ROWS, config.block_m),
+              MAX_PARTS=MAX_PARTS,
               A_T=a_t, B_T=b_t,
               INPUT_PRECISION=input_precision, IS_FP32=is_fp32, HAS_SCALE=has_scale,
               num_stages=config.num_stages, num_warps=config.num_warps)

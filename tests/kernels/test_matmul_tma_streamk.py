@@ -114,3 +114,22 @@ def test_gpu_stream_k_tf32_and_a_cuda_graph():
         graph.replay()
         torch.cuda.synchronize()
         assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+@pytest.mark.parametrize(("tiles", "k_blocks", "sms", "most"), [
+    (144, 48, 132, 2),    # 144 tiles' blocks over 132 programs: 52 each, two a tile
+    (70, 24, 132, 3),     # 12 each: a tile over three
+    (264, 24, 132, 0),    # whole waves: nothing shared
+    (1, 32, 4, 4),        # the CPU's 4 'SMs' on one tile: all of them
+])
+def test_parts_is_the_most_programs_a_shared_tile_is_spread_over(tiles, k_blocks, sms, most):
+    assert sk.parts(tiles, k_blocks, sms) == most
+
+
+def test_too_few_tiles_for_the_sms_is_a_clear_error(monkeypatch):
+    """One tile on 132 SMs would spread over 33 programs, past the unrolled fix-up's
+    MAX_PARTS: the recipe says so (the lookup offers stream-K from half the SMs up)."""
+    monkeypatch.setattr(sk, "num_sms", lambda device: 132)
+    a, b, out = torch.zeros(32, 1024), torch.zeros(1024, 32), torch.zeros(32, 32)
+    with pytest.raises(ValueError, match="more than 4 programs"):
+        sk.recipe(CPU_TILE, a, b, out, input_precision="ieee", is_fp32=True, has_scale=False)
