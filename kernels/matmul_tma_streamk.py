@@ -19,13 +19,12 @@ the next call (`locks` come zeroed from kernels/scratch.py and are left so). Not
 waits on another program: no spin, so no deadlock, whatever runs when.
 
 Not offered by the dispatcher or the table: a tile runs it only when named (kernels.
-matmul(config=...), scripts/device/tiles.py). Measured on the H200 (session 32, call 4,
-bf16 and fp8, 7 shapes, the same tile as `tma`): 0.35-0.70 of the TMA kernel's speed,
-and 0.45-0.91 on 1408 x 1536 x 2048 (132 tiles of 128x128: whole waves, no K block
-shared), where only the stream-K phase's code is added: its second accumulator (the
-partials' sum) beside the first costs the data-parallel loop its registers. Call 3's
-nested form (a while loop over segments, a K loop in each) ran 0.60-0.76 of the picks.
-docs/PERF.md (session 32) says what to try next.
+matmul(config=...), scripts/device/tiles.py). Measured on the H200 (session 32, call 5,
+bf16 and fp8, 7 shapes, the same tile as `tma`): 0.47-0.94 of the TMA kernel's speed,
+0.66-0.85 on 1408 x 1536 x 2048, whose 132 tiles of 128x128 fill whole waves (nothing
+shared: the data-parallel loop alone, compiled beside the stream-K code, loses 15-34%).
+Calls 3 and 4's forms (a `while` over segments; one flat loop with the fix-up inside)
+ran 0.35-0.91. docs/PERF.md (session 32) has the tables and what to try next.
 
 Operands and C as in the TMA variant: host-built descriptors, zero-filled past M, N and
 K (no masks, no tails), column-major operands described transposed; C must be

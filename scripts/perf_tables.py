@@ -333,6 +333,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "s32-streamk-ab": lambda: ab_by_mode(S32 / "cases.csv", "call3-streamk", "tma_streamk"),
     "s32-streamk4": lambda: _stacked(variant_pairs(S32 / "streamk_bf16.csv"),
                                      variant_pairs(S32 / "streamk_fp8.csv")),
+    "s32-streamk5": lambda: _stacked(variant_pairs(S32 / "streamk5_bf16.csv"),
+                                     variant_pairs(S32 / "streamk5_fp8.csv")),
 }
 
 
