@@ -194,13 +194,8 @@ class Recipe:
             (a.data_ptr(), b.data_ptr(), c.data_ptr(), sa.data_ptr(), sb.data_ptr()),
             self.run, lambda: self._args(a, b, c, sa, sb))
         if c is not out:
-            self._unstage(c, out)
+            unstage(self.unstage, c, out)
 
-    def _unstage(self, stage, out) -> None:
-        if self.unstage is None:
-            out.copy_(stage)
-        else:
-            self.unstage.fast(stage, out)
 
     def _args(self, a, b, c, sa, sb) -> tuple:
         """The kernel's leading arguments: A's, B's and C's descriptors, then C and the
@@ -216,16 +211,7 @@ class Recipe:
     def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
         stage = _stage(out) if self.staged else None
         c = out if stage is None else stage
-        args = self._args(a, b, c, sa, sb)
-        run = self.run
-        if stage is None:
-            return lambda: run(*args)
-
-        def staged() -> None:
-            run(*args)
-            self._unstage(stage, out)
-
-        return staged
+        return bound(self.run, self._args(a, b, c, sa, sb), stage, out, self.unstage)
 
 
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
@@ -254,14 +240,41 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     run = _launch(config, M, N, K, a_t, b_t, sc, a.dtype, programs, input_precision, is_fp32,
                   has_scale, not pointer_c)
     blocks = (*operand_boxes(config, a_t, b_t), [config.block_m, config.block_n])
-    # A row-major `out` gets the staged C through a copy kernel: torch's strided copy
-    # ran at ~1.7 TB/s, 91 us of a 131 us fp8 4933 x 7763 x 186 call (session 11); a
-    # contiguous one through the flat copy, whose stores are whole vectors (session 17).
-    unstage = None
-    if staged and out.stride(1) == 1 and M and N:
-        unstage = unstage_launch(M, N, sc[0]) if out.stride(0) == N or M == 1 \
-            else copy_launch(M, N, sc[0], 1, out.stride(0))
-    return Recipe(run, a_t, b_t, blocks, staged, unstage)
+    return Recipe(run, a_t, b_t, blocks, staged, unstager(out, sc[0]) if staged else None)
+
+
+def unstager(out: torch.Tensor, stage_pitch: int) -> Launch | None:
+    """The launch that copies a staged C (rows `stage_pitch` elements apart) into `out`:
+    for a contiguous `out` the flat copy, whose stores are whole vectors (session 17); for
+    other row-major strides the copy kernel (torch's strided copy ran at ~1.7 TB/s, 91 us
+    of a 131 us fp8 4933 x 7763 x 186 call, session 11); None (torch's copy) otherwise."""
+    M, N = out.shape
+    if out.stride(1) != 1 or not (M and N):
+        return None
+    return unstage_launch(M, N, stage_pitch) if out.stride(0) == N or M == 1 \
+        else copy_launch(M, N, stage_pitch, 1, out.stride(0))
+
+
+def unstage(launch: Launch | None, stage: torch.Tensor, out: torch.Tensor) -> None:
+    """Copy the staged C into `out` (`unstager`'s launch, or torch's copy)."""
+    if launch is None:
+        out.copy_(stage)
+    else:
+        launch.fast(stage, out)
+
+
+def bound(run: Launch, args: tuple, stage: torch.Tensor | None, out: torch.Tensor,
+          unstage_with: Launch | None) -> Callable[[], None]:
+    """A recipe's prepared call: the kernel on its bound arguments, then the staged C's
+    copy into `out` where C was staged."""
+    if stage is None:
+        return lambda: run(*args)
+
+    def staged() -> None:
+        run(*args)
+        unstage(unstage_with, stage, out)
+
+    return staged
 
 
 def _stage(out: torch.Tensor, role: str | None = None) -> torch.Tensor:

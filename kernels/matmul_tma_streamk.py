@@ -26,6 +26,10 @@ shared: the data-parallel loop alone, compiled beside the stream-K code, loses 1
 Calls 3 and 4's forms (a `while` over segments; one flat loop with the fix-up inside)
 ran 0.35-0.91. docs/PERF.md (session 32) has the tables and what to try next.
 
+`_k_block` and `_tile_origin` are the TMA kernel's loop body and tile order written out
+again, as matmul_tma_split.py's are: `_tma_kernel` calling them would change its source,
+and so the hash every `tma` entry of the tuning tables was tuned under.
+
 Operands and C as in the TMA variant: host-built descriptors, zero-filled past M, N and
 K (no masks, no tails), column-major operands described transposed; C must be
 describable or is staged by the launcher (matmul_tma.Recipe's rules).
@@ -42,8 +46,17 @@ import triton
 import triton.language as tl
 
 from kernels.launch import Bound, Launch
-from kernels.matmul_tma import _descriptor, _stage, num_sms, operand_boxes, tma_form
-from kernels.relayout import LINE, copy_launch, pitch, unstage_launch
+from kernels.matmul_tma import (
+    _descriptor,
+    _stage,
+    bound,
+    num_sms,
+    operand_boxes,
+    tma_form,
+    unstage,
+    unstager,
+)
+from kernels.relayout import LINE, pitch
 from kernels.scratch import SCRATCH
 from kernels.tile import TileConfig, cdiv, stream_tiles
 
@@ -58,6 +71,26 @@ def _tile_origin(tile_id, num_pid_m, num_pid_n, BLOCK_M: tl.constexpr,
     pid_m = first_pid_m + ((tile_id % num_pid_in_group) % group_size_m)
     pid_n = (tile_id % num_pid_in_group) // group_size_m
     return pid_m * BLOCK_M, pid_n * BLOCK_N
+
+
+@triton.jit
+def _k_block(a_desc, b_desc, acc, off_m, off_n, off_k, A_T: tl.constexpr, B_T: tl.constexpr,
+             INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr):
+    """One K block of a tile into `acc`: the TMA kernel's loop body (inlined; both
+    phases' K loops stay the kernel's own, for the pipeliner)."""
+    if A_T:
+        a = a_desc.load([off_k, off_m]).T
+    else:
+        a = a_desc.load([off_m, off_k])
+    if B_T:
+        b = b_desc.load([off_n, off_k]).T
+    else:
+        b = b_desc.load([off_k, off_n])
+    if IS_FP32:
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    else:
+        acc = tl.dot(a, b, acc)
+    return acc
 
 
 @triton.jit
@@ -95,19 +128,8 @@ def _streamk_kernel(
         off_m, off_n = _tile_origin(tile_id, num_pid_m, num_pid_n, BLOCK_M, BLOCK_N, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for ki in range(k_tiles):
-            off_k = ki * BLOCK_K
-            if A_T:
-                a = a_desc.load([off_k, off_m]).T
-            else:
-                a = a_desc.load([off_m, off_k])
-            if B_T:
-                b = b_desc.load([off_n, off_k]).T
-            else:
-                b = b_desc.load([off_k, off_n])
-            if IS_FP32:
-                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-            else:
-                acc = tl.dot(a, b, acc)
+            acc = _k_block(a_desc, b_desc, acc, off_m, off_n, ki * BLOCK_K, A_T, B_T,
+                           INPUT_PRECISION, IS_FP32)
         if HAS_SCALE:
             acc = acc * scale
         c_desc.store([off_m, off_n], acc.to(c_ptr.dtype.element_ty))
@@ -133,19 +155,8 @@ def _streamk_kernel(
                                     GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for ki in range(k0, k1):
-            off_k = ki * BLOCK_K
-            if A_T:
-                a = a_desc.load([off_k, off_m]).T
-            else:
-                a = a_desc.load([off_m, off_k])
-            if B_T:
-                b = b_desc.load([off_n, off_k]).T
-            else:
-                b = b_desc.load([off_k, off_n])
-            if IS_FP32:
-                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-            else:
-                acc = tl.dot(a, b, acc)
+            acc = _k_block(a_desc, b_desc, acc, off_m, off_n, ki * BLOCK_K, A_T, B_T,
+                           INPUT_PRECISION, IS_FP32)
         if (k0 == 0) & (k1 == k_tiles):   # the whole tile in this range
             if HAS_SCALE:
                 acc = acc * scale
@@ -186,7 +197,7 @@ def _streamk_kernel(
                 tl.atomic_xchg(lock_ptr + t, 0)
 
 
-KERNELS = (_streamk_kernel,)
+KERNELS = (_streamk_kernel, _k_block, _tile_origin, _owner)   # all its source (the hash)
 FIX_ROWS = 32   # rows of a split tile's partials summed at a time (the kernel's FIX_M)
 MAX_PARTS = 4   # programs sharing a tile at most (the kernel's fix-up is unrolled for it)
 
@@ -226,13 +237,8 @@ class Recipe:
              sa.data_ptr(), sb.data_ptr()),
             self.run, lambda: self._args(a, b, c, ws, locks, sa, sb))
         if c is not out:
-            self._unstage(c, out)
+            unstage(self.unstage, c, out)
 
-    def _unstage(self, stage, out) -> None:
-        if self.unstage is None:
-            out.copy_(stage)
-        else:
-            self.unstage.fast(stage, out)
 
     def _args(self, a, b, c, ws, locks, sa, sb) -> tuple:
         ab, bb, cb = self.blocks
@@ -244,16 +250,8 @@ class Recipe:
         c = out if stage is None else stage
         ws = torch.empty(self.workspace, dtype=torch.float32, device=a.device)
         locks = torch.zeros((self.locks,), dtype=torch.int32, device=a.device)
-        args = self._args(a, b, c, ws, locks, sa, sb)
-        run = self.run
-        if stage is None:
-            return lambda: run(*args)
-
-        def staged() -> None:
-            run(*args)
-            self._unstage(stage, out)
-
-        return staged
+        return bound(self.run, self._args(a, b, c, ws, locks, sa, sb), stage, out,
+                     self.unstage)
 
 
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
@@ -279,12 +277,8 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
                   has_scale)
     bm, bn = config.block_m, config.block_n
     locks = max(stream_tiles(cdiv(M, bm) * cdiv(N, bn), sms), 1)
-    unstage = None
-    if staged and out.stride(1) == 1 and M and N:
-        unstage = unstage_launch(M, N, sc[0]) if out.stride(0) == N or M == 1 \
-            else copy_launch(M, N, sc[0], 1, out.stride(0))
     return Recipe(run, a_t, b_t, (*operand_boxes(config, a_t, b_t), [bm, bn]),
-                  (sms * 2, bm * bn), locks, staged, unstage)
+                  (sms * 2, bm * bn), locks, staged, unstager(out, sc[0]) if staged else None)
 
 
 @functools.lru_cache(maxsize=1024)
