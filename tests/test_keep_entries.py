@@ -123,14 +123,15 @@ def test_a_retuned_entry_is_kept_or_left_out_by_its_measured_picks(tmp_path, cap
     data = json.loads(shown.stdout)
     e = next(e for e in data["entries"] if e["mode"] == "bf16" and e["bucket"].startswith(
         "16bit bf16 rr") and (e["m"], e["n"], e["k"]) == (1024, 1024, 1024))
-    # the same variant (its kernel hash stays current), a narrower tile
-    other = {**e["config"], "block_n": e["config"]["block_n"] // 2, "num_stages": 3}
+    # the same variant (its kernel hash stays current), the tile at a stage fewer (one
+    # that fits an SM twice would give 1000^3, which borrows it, its two-program twin)
+    other = {**e["config"], "num_stages": e["config"]["num_stages"] - 1}
     e.update(config=other, date="2099-01-01T00:00:00+00:00")
     new = tmp_path / "new.json"
     new.write_text(json.dumps(data))
     prefix = "" if other["variant"] == "tiled" else other["variant"] + " "
     tile = (f"{prefix}{other['block_m']}x{other['block_n']}x{other['block_k']} "
-            f"g{other['group_m']} s3 w{other['num_warps']}")
+            f"g{other['group_m']} s{other['num_stages']} w{other['num_warps']}")
 
     def run(ab_ratio, vendor_ratio):
         ab = tmp_path / "ab.json"
