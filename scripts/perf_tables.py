@@ -335,6 +335,7 @@ TABLES: dict[str, Callable[[], str]] = {
                                      variant_pairs(S32 / "streamk_fp8.csv")),
     "s32-streamk5": lambda: _stacked(variant_pairs(S32 / "streamk5_bf16.csv"),
                                      variant_pairs(S32 / "streamk5_fp8.csv")),
+    "s32-check": lambda: label_steps(S32 / "cases.csv", ("call6-",)),
 }
 
 
