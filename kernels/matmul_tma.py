@@ -196,7 +196,6 @@ class Recipe:
         if c is not out:
             unstage(self.unstage, c, out)
 
-
     def _args(self, a, b, c, sa, sb) -> tuple:
         """The kernel's leading arguments: A's, B's and C's descriptors, then C and the
         scales."""

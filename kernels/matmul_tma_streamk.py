@@ -58,7 +58,7 @@ from kernels.matmul_tma import (
 )
 from kernels.relayout import LINE, pitch
 from kernels.scratch import SCRATCH
-from kernels.tile import TileConfig, cdiv, stream_tiles
+from kernels.tile import TileConfig, cdiv
 
 
 @triton.jit
@@ -202,6 +202,15 @@ FIX_ROWS = 32   # rows of a split tile's partials summed at a time (the kernel's
 MAX_PARTS = 4   # programs sharing a tile at most (the kernel's fix-up is unrolled for it)
 
 
+def stream_tiles(tiles: int, sms: int) -> int:
+    """How many of a shape's output tiles the kernel shares out by K blocks: none where
+    they fill whole waves of `sms` programs, else the last partial wave and the full one
+    before it (all of them, below two)."""
+    if tiles % sms == 0:
+        return 0
+    return tiles - max(tiles // sms - 1, 0) * sms
+
+
 def parts(tiles: int, k_blocks: int, sms: int) -> int:
     """The most programs any shared tile's K blocks are spread over (0: none shared):
     a range of `base` blocks or one more meets ceil(k_blocks / base) + 1 tiles' worth."""
@@ -239,7 +248,6 @@ class Recipe:
         if c is not out:
             unstage(self.unstage, c, out)
 
-
     def _args(self, a, b, c, ws, locks, sa, sb) -> tuple:
         ab, bb, cb = self.blocks
         return (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb),
@@ -276,9 +284,9 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     run = _launch(config, M, N, K, a_t, b_t, sc, a.dtype, sms, input_precision, is_fp32,
                   has_scale)
     bm, bn = config.block_m, config.block_n
-    locks = max(stream_tiles(cdiv(M, bm) * cdiv(N, bn), sms), 1)
     return Recipe(run, a_t, b_t, (*operand_boxes(config, a_t, b_t), [bm, bn]),
-                  (sms * 2, bm * bn), locks, staged, unstager(out, sc[0]) if staged else None)
+                  (sms * 2, bm * bn), max(stream_tiles(tiles, sms), 1), staged,
+                  unstager(out, sc[0]) if staged else None)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -47,10 +47,9 @@ class Scratch:
     def empty(self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device,
               role: str) -> torch.Tensor:
         """An uninitialised buffer of `shape`, the one kept for this key if any."""
-        big = math.prod(shape) * dtype.itemsize > self.max_bytes
-        if device.type not in self.kept_on or big or self._capturing():
+        key = self._key(shape, dtype, device, role)
+        if key is None:
             return torch.empty(shape, dtype=dtype, device=device)
-        key = (device, self._stream(device), threading.get_ident(), role, shape, dtype)
         kept = self._kept
         buf = kept.get(key)
         if buf is not None:
@@ -66,13 +65,20 @@ class Scratch:
         """A zeroed buffer of `shape`: the one kept for this key, zeroed when it was made,
         which its user leaves zeroed (stream-K's locks, which the kernel sets back); a
         plain `torch.zeros` where `empty` would not keep it."""
+        key = self._key(shape, dtype, device, role)
+        if key is None:
+            return torch.zeros(shape, dtype=dtype, device=device)
+        made = key not in self._kept
+        buf = self.empty(shape, dtype, device, role)
+        return buf.zero_() if made else buf
+
+    def _key(self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device,
+             role: str) -> tuple | None:
+        """The kept buffer's key, or None where none is kept (see the module)."""
         big = math.prod(shape) * dtype.itemsize > self.max_bytes
         if device.type not in self.kept_on or big or self._capturing():
-            return torch.zeros(shape, dtype=dtype, device=device)
-        key = (device, self._stream(device), threading.get_ident(), role, shape, dtype)
-        if key not in self._kept:
-            self.empty(shape, dtype, device, role).zero_()
-        return self.empty(shape, dtype, device, role)
+            return None
+        return (device, self._stream(device), threading.get_ident(), role, shape, dtype)
 
     def clear(self) -> None:
         self._kept.clear()

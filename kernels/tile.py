@@ -90,15 +90,6 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def stream_tiles(tiles: int, sms: int) -> int:
-    """How many of a shape's output tiles the stream-K variant shares out by K blocks
-    (kernels/matmul_tma_streamk.py): none where they fill whole waves of `sms` programs,
-    else the last partial wave and the full one before it (all of them, below two)."""
-    if tiles % sms == 0:
-        return 0
-    return tiles - max(tiles // sms - 1, 0) * sms
-
-
 def usable(c: TileConfig, family: str, smem_limit: int) -> bool:
     """Whether the chip runs the tile with `smem_limit` bytes of shared memory a program:
     its pipeline within that (all `occupancy` programs within one SM's, which is the

@@ -6,7 +6,7 @@ import torch
 
 from kernels import matmul_tma_streamk as sk
 from kernels.scratch import SCRATCH
-from kernels.tile import TileConfig, stream_tiles
+from kernels.tile import TileConfig
 
 CPU_TILE = TileConfig(32, 32, 32, 8, 1, 4, "tma_streamk")
 
@@ -30,7 +30,7 @@ def _error(tile, a, b, out, is_fp32=True, precision="ieee", times=1) -> float:
     (9, 4, 5),
 ])
 def test_stream_tiles_are_the_last_partial_wave_and_the_one_before(tiles, sms, shared):
-    assert stream_tiles(tiles, sms) == shared
+    assert sk.stream_tiles(tiles, sms) == shared
 
 
 @pytest.mark.skipif(torch.cuda.is_available(),

@@ -71,3 +71,24 @@ def test_past_its_entries_the_least_recently_used_buffer_is_dropped():
     assert s.empty((1,), torch.float32, META, "b") is not b
     with pytest.raises(ValueError, match="entries must be >= 1"):
         Scratch(entries=0)
+
+
+class _OnCpu(_Fake):
+    kept_on = ("cpu",)
+
+
+def test_zeros_are_zeroed_when_made_then_kept_as_their_user_leaves_them():
+    """stream-K's locks: zeroed once, when the buffer is made; the kernel sets them back
+    to 0, so a later call gets the same buffer untouched. Where nothing is kept (a CUDA
+    graph capture), fresh zeros every call."""
+    s = _OnCpu()
+    s.empty((4,), torch.int32, torch.device("cpu"), "locks").fill_(7)   # stale memory
+    s.clear()
+    locks = s.zeros((4,), torch.int32, torch.device("cpu"), "locks")
+    assert locks.eq(0).all()
+    locks[1] = 5
+    assert s.zeros((4,), torch.int32, torch.device("cpu"), "locks") is locks
+    assert locks[1] == 5                       # kept, not zeroed again
+    s.capturing = True
+    fresh = s.zeros((4,), torch.int32, torch.device("cpu"), "locks")
+    assert fresh is not locks and fresh.eq(0).all()
