@@ -38,7 +38,6 @@ from kernels import (
     matmul_gemv,
     matmul_tiled,
     matmul_tma,
-    matmul_tma_band,
     matmul_tma_split,
     matmul_tma_streamk,
     table_file,
@@ -228,8 +227,7 @@ def _recipe(cfg: TileConfig, a, b, out, flags: dict):
         return matmul_gemv.recipe(cfg, a, b, out, **flags)
     if cfg.variant != "tiled":
         make = {"tma": matmul_tma.recipe, "tma_split": matmul_tma_split.recipe,
-                "tma_streamk": matmul_tma_streamk.recipe,
-                "tma_band": matmul_tma_band.recipe}[cfg.variant]
+                "tma_streamk": matmul_tma_streamk.recipe}[cfg.variant]
         r = make(cfg, a, b, out, **flags)
         if r is not None:
             return r

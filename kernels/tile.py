@@ -16,9 +16,6 @@ A TileConfig names the variant it is for and that variant's launch parameters:
   TMA loads, where `tma` runs: for few output tiles over a long K.
 - `tma_streamk` (kernels/matmul_tma_streamk.py): the persistent TMA kernel with its last
   waves' tiles shared out by K blocks (stream-K), where the tiles fill the SMs unevenly.
-- `tma_band` (kernels/matmul_tma_band.py): `tma` on the tile-rows (or columns) that fill
-  whole waves, `tma_split` with `split_k` K ranges on the rest: the tiles a little past
-  a whole wave spread over the SMs, with neither kernel changed.
 - `gemv` (kernels/matmul_gemv.py): decode-like M on the CUDA cores, no dot; one row of A
   a program (`block_m` 1), `split_k` the K ranges.
 """
@@ -27,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-VARIANTS = ("tiled", "tma", "tma_split", "tma_streamk", "tma_band", "gemv")
+VARIANTS = ("tiled", "tma", "tma_split", "tma_streamk", "gemv")
 FAMILIES = ("16bit", "fp32", "fp8")
 ELEM_BYTES = {"16bit": 2, "fp32": 4, "fp8": 1}
 _MAX_ACC_REGS = 128  # fp32 accumulator registers per thread; more spills (255 in all)
@@ -65,18 +62,17 @@ class TileConfig:
             raise ValueError(f"unknown variant {self.variant!r}; known: {', '.join(VARIANTS)}")
         if self.split_k < 1 or (self.split_k > 1 and self.variant in ("tma", "tma_streamk")):
             raise ValueError(f"split_k={self.split_k}: the {self.variant} variant does not "
-                             "split K (tiled, tma_split and tma_band do)")
-        if self.occupancy not in OCCUPANCIES or (
-                self.occupancy > 1 and self.variant not in ("tma", "tma_band")):
+                             "split K (tiled and tma_split do)")
+        if self.occupancy not in OCCUPANCIES or (self.occupancy > 1 and self.variant != "tma"):
             raise ValueError(f"occupancy={self.occupancy}: programs per SM are 1, or 2 for "
-                             "the tma and tma_band variants (their persistent grid)")
+                             "the tma variant (its persistent grid)")
 
     def smem_bytes(self, elem_bytes: int) -> int:
         """Shared memory of the software pipeline: one A and one B tile per stage (triton
         3.6 on the H200 asked 4 x 64 KiB for a 4-stage 128x128x64 fp32 tile), plus the
-        TMA, stream-K and band variants' epilogue tile of C (fp32 for fp32 inputs, else 16-bit)."""
+        TMA and stream-K variants' epilogue tile of C (fp32 for fp32 inputs, else 16-bit)."""
         per_stage = (self.block_m + self.block_n) * self.block_k * elem_bytes
-        if self.variant in ("tma", "tma_streamk", "tma_band"):
+        if self.variant in ("tma", "tma_streamk"):
             out_bytes = 4 if elem_bytes == 4 else 2
             return per_stage * self.num_stages + self.block_m * self.block_n * out_bytes
         return per_stage * self.num_stages
