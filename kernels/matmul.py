@@ -40,6 +40,7 @@ from kernels import (
     matmul_tma,
     matmul_tma_split,
     matmul_tma_streamk,
+    matmul_tma_wide,
     table_file,
 )
 from kernels.modes import KernelMode, mode_for_dtype, mode_named
@@ -227,7 +228,8 @@ def _recipe(cfg: TileConfig, a, b, out, flags: dict):
         return matmul_gemv.recipe(cfg, a, b, out, **flags)
     if cfg.variant != "tiled":
         make = {"tma": matmul_tma.recipe, "tma_split": matmul_tma_split.recipe,
-                "tma_streamk": matmul_tma_streamk.recipe}[cfg.variant]
+                "tma_streamk": matmul_tma_streamk.recipe,
+                "tma_wide": matmul_tma_wide.recipe}[cfg.variant]
         r = make(cfg, a, b, out, **flags)
         if r is not None:
             return r

@@ -17,13 +17,21 @@ import json
 import warnings
 from pathlib import Path
 
-from kernels import matmul_gemv, matmul_tiled, matmul_tma, matmul_tma_split, matmul_tma_streamk
+from kernels import (
+    matmul_gemv,
+    matmul_tiled,
+    matmul_tma,
+    matmul_tma_split,
+    matmul_tma_streamk,
+    matmul_tma_wide,
+)
 from kernels.tile import TileConfig
 
 SCHEMA, VERSION = "kernels.tuning-table", 1
 DEFAULT_DIR = Path(__file__).parent / "tuned"
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
             "tma_split": matmul_tma_split.KERNELS, "tma_streamk": matmul_tma_streamk.KERNELS,
+            "tma_wide": matmul_tma_wide.KERNELS,
             "gemv": matmul_gemv.KERNELS}
 
 

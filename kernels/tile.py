@@ -16,6 +16,9 @@ A TileConfig names the variant it is for and that variant's launch parameters:
   TMA loads, where `tma` runs: for few output tiles over a long K.
 - `tma_streamk` (kernels/matmul_tma_streamk.py): the persistent TMA kernel with its last
   waves' tiles shared out by K blocks (stream-K), where the tiles fill the SMs unevenly.
+- `tma_wide` (kernels/matmul_tma_wide.py): the persistent TMA GEMM on tiles 3 x a power of
+  two wide (`block_n` 48, 96, 192, 384: two power-of-two parts side by side), which fill
+  a wave where power-of-two tiles leave SMs idle.
 - `gemv` (kernels/matmul_gemv.py): decode-like M on the CUDA cores, no dot; one row of A
   a program (`block_m` 1), `split_k` the K ranges.
 """
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-VARIANTS = ("tiled", "tma", "tma_split", "tma_streamk", "gemv")
+VARIANTS = ("tiled", "tma", "tma_split", "tma_streamk", "tma_wide", "gemv")
 FAMILIES = ("16bit", "fp32", "fp8")
 ELEM_BYTES = {"16bit": 2, "fp32": 4, "fp8": 1}
 _MAX_ACC_REGS = 128  # fp32 accumulator registers per thread; more spills (255 in all)
@@ -54,25 +57,32 @@ class TileConfig:
                 if v != 1:
                     raise ValueError(f"block_m={v}: the gemv variant takes one row of A "
                                      "a program (block_m=1)")
+            elif self.variant == "tma_wide" and name == "block_n":
+                third = v // 3
+                if v % 3 or third < 16 or third & (third - 1):
+                    raise ValueError(f"block_n={v}: the tma_wide variant's tiles are 3 x a "
+                                     "power of two >= 16 wide (48, 96, 192, 384)")
             elif v < 16 or v & (v - 1):
                 raise ValueError(f"{name}={v} must be a power of two >= 16")
         if self.group_m < 1 or self.num_stages < 1 or self.num_warps not in (1, 2, 4, 8, 16):
             raise ValueError(f"invalid launch parameters in {self}")
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; known: {', '.join(VARIANTS)}")
-        if self.split_k < 1 or (self.split_k > 1 and self.variant in ("tma", "tma_streamk")):
+        if self.split_k < 1 or (self.split_k > 1
+                                and self.variant in ("tma", "tma_streamk", "tma_wide")):
             raise ValueError(f"split_k={self.split_k}: the {self.variant} variant does not "
                              "split K (tiled and tma_split do)")
-        if self.occupancy not in OCCUPANCIES or (self.occupancy > 1 and self.variant != "tma"):
+        if self.occupancy not in OCCUPANCIES or (
+                self.occupancy > 1 and self.variant not in ("tma", "tma_wide")):
             raise ValueError(f"occupancy={self.occupancy}: programs per SM are 1, or 2 for "
-                             "the tma variant (its persistent grid)")
+                             "the tma and tma_wide variants (their persistent grid)")
 
     def smem_bytes(self, elem_bytes: int) -> int:
         """Shared memory of the software pipeline: one A and one B tile per stage (triton
         3.6 on the H200 asked 4 x 64 KiB for a 4-stage 128x128x64 fp32 tile), plus the
-        TMA and stream-K variants' epilogue tile of C (fp32 for fp32 inputs, else 16-bit)."""
+        TMA, stream-K and wide variants' epilogue tile of C (fp32 for fp32 inputs, else 16-bit)."""
         per_stage = (self.block_m + self.block_n) * self.block_k * elem_bytes
-        if self.variant in ("tma", "tma_streamk"):
+        if self.variant in ("tma", "tma_streamk", "tma_wide"):
             out_bytes = 4 if elem_bytes == 4 else 2
             return per_stage * self.num_stages + self.block_m * self.block_n * out_bytes
         return per_stage * self.num_stages

@@ -1,0 +1,172 @@
+"""The TMA wide variant: the persistent TMA GEMM on tiles 1.5 powers of two wide
+(BLOCK_N = 48, 96, 192), which fill the SMs' waves where power-of-two tiles do not.
+
+cuBLAS sizes its tiles to the wave: 7904 x 384 x 3744 makes 124 tiles of 128x192 on the
+H200's 132 SMs, where 128x128 makes 186 (1.4 waves) and 128x256 62 (half the SMs idle).
+Triton's blocks are powers of two, so a 192-wide tile is two: a BLOCK_N0 = 2/3 and a
+BLOCK_N1 = 1/3 of BLOCK_N, side by side. Each K step loads A's box once and B's two
+boxes, and issues two dots on the one A tile into two accumulators; the epilogue stores
+two boxes of C. Everything else is the TMA kernel's (kernels/matmul_tma.py): the
+persistent grid of one program per SM in grouped tile order, host-built descriptors
+zero-filled past M, N and K, column-major operands described transposed, C stored
+through a descriptor into `out` or a staging buffer copied into it.
+
+The loop is written out again rather than shared with `_tma_kernel`: a shared helper
+would change that kernel's source, and so the hash every `tma` entry of the tuning
+tables was tuned under (as matmul_tma_split.py and matmul_tma_streamk.py say).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels.launch import Bound, Launch
+from kernels.matmul_tma import _descriptor, _stage, bound, num_sms, tma_form, unstage, unstager
+from kernels.relayout import LINE, pitch
+from kernels.tile import TileConfig, cdiv
+
+
+@triton.jit
+def _wide_kernel(
+    a_desc, b0_desc, b1_desc, c0_desc, c1_desc, c_ptr, scale_a_ptr, scale_b_ptr,
+    M, N, K,
+    BLOCK_M: tl.constexpr, BLOCK_N0: tl.constexpr, BLOCK_N1: tl.constexpr,
+    BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
+    A_T: tl.constexpr, B_T: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr, HAS_SCALE: tl.constexpr,
+):
+    start_pid = tl.program_id(0)
+    BLOCK_N: tl.constexpr = BLOCK_N0 + BLOCK_N1
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_tiles = num_pid_m * num_pid_n
+    num_pid_in_group = GROUP_M * num_pid_n
+    if HAS_SCALE:
+        scale = tl.load(scale_a_ptr) * tl.load(scale_b_ptr)
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True):
+        group_id = tile_id // num_pid_in_group
+        first_pid_m = group_id * GROUP_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+        pid_m = first_pid_m + ((tile_id % num_pid_in_group) % group_size_m)
+        pid_n = (tile_id % num_pid_in_group) // group_size_m
+        off_m = pid_m * BLOCK_M
+        off_n0 = pid_n * BLOCK_N
+        off_n1 = off_n0 + BLOCK_N0
+        acc0 = tl.zeros((BLOCK_M, BLOCK_N0), dtype=tl.float32)
+        acc1 = tl.zeros((BLOCK_M, BLOCK_N1), dtype=tl.float32)
+        for ki in range(k_tiles):
+            off_k = ki * BLOCK_K
+            if A_T:
+                a = a_desc.load([off_k, off_m]).T
+            else:
+                a = a_desc.load([off_m, off_k])
+            if B_T:
+                b0 = b0_desc.load([off_n0, off_k]).T
+                b1 = b1_desc.load([off_n1, off_k]).T
+            else:
+                b0 = b0_desc.load([off_k, off_n0])
+                b1 = b1_desc.load([off_k, off_n1])
+            if IS_FP32:
+                acc0 = tl.dot(a, b0, acc0, input_precision=INPUT_PRECISION)
+                acc1 = tl.dot(a, b1, acc1, input_precision=INPUT_PRECISION)
+            else:
+                acc0 = tl.dot(a, b0, acc0)
+                acc1 = tl.dot(a, b1, acc1)
+        if HAS_SCALE:
+            acc0 = acc0 * scale
+            acc1 = acc1 * scale
+        c0_desc.store([off_m, off_n0], acc0.to(c_ptr.dtype.element_ty))
+        c1_desc.store([off_m, off_n1], acc1.to(c_ptr.dtype.element_ty))
+
+
+KERNELS = (_wide_kernel,)
+
+
+def halves(block_n: int) -> tuple[int, int]:
+    """A wide tile's two power-of-two parts: (2/3, 1/3) of BLOCK_N (192 -> 128, 64)."""
+    if block_n % 3 or (block_n // 3) & (block_n // 3 - 1) or block_n < 48:
+        raise ValueError(f"block_n={block_n}: the tma_wide variant takes 3 x a power of "
+                         "two, 48 or more (48, 96, 192, 384)")
+    return 2 * block_n // 3, block_n // 3
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The variant's launch for operands of given shapes, layouts and alignment; C's
+    staging copy where `out` is not describable (matmul_tma's rules)."""
+
+    run: Launch
+    a_t: bool
+    b_t: bool
+    blocks: tuple[list[int], ...]   # A's, B's two, C's two descriptor boxes
+    staged: bool
+    unstage: Launch | None = None
+    repeats: Bound = field(default_factory=Bound, compare=False, repr=False)
+
+    def launch(self, a, b, out, sa, sb) -> None:
+        c = _stage(out, "c") if self.staged else out
+        self.repeats.run(
+            (a.data_ptr(), b.data_ptr(), c.data_ptr(), sa.data_ptr(), sb.data_ptr()),
+            self.run, lambda: self._args(a, b, c, sa, sb))
+        if c is not out:
+            unstage(self.unstage, c, out)
+
+    def _args(self, a, b, c, sa, sb) -> tuple:
+        ab, b0, b1, c0, c1 = self.blocks
+        return (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, b0),
+                _descriptor(b, self.b_t, b1), _descriptor(c, False, c0),
+                _descriptor(c, False, c1), c, sa, sb)
+
+    def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
+        stage = _stage(out) if self.staged else None
+        c = out if stage is None else stage
+        return bound(self.run, self._args(a, b, c, sa, sb), stage, out, self.unstage)
+
+
+def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
+           has_scale: bool) -> Recipe | None:
+    """The variant's launch for tensors like these, or None when a or b cannot be
+    described (matmul_tma.tma_form)."""
+    a_t, b_t = tma_form(a), tma_form(b)
+    if a_t is None or b_t is None:
+        return None
+    M, K = a.shape
+    N = b.shape[1]
+    staged = tma_form(out) is not False
+    sc = (pitch(N, out.element_size(), LINE), 1) if staged else out.stride()
+    sms = num_sms(a.device) * config.occupancy
+    run = _launch(config, M, N, K, a_t, b_t, a.dtype, sms, input_precision, is_fp32,
+                  has_scale)
+    bm, bk = config.block_m, config.block_k
+    n0, n1 = halves(config.block_n)
+    blocks = ([bk, bm] if a_t else [bm, bk], [n0, bk] if b_t else [bk, n0],
+              [n1, bk] if b_t else [bk, n1], [bm, n0], [bm, n1])
+    return Recipe(run, a_t, b_t, blocks, staged, unstager(out, sc[0]) if staged else None)
+
+
+@functools.lru_cache(maxsize=1024)
+def _launch(config: TileConfig, M: int, N: int, K: int, a_t: bool, b_t: bool,
+            dtype: torch.dtype, sms: int, input_precision: str, is_fp32: bool,
+            has_scale: bool) -> Launch:
+    """The kernel's launch but for its tensors: the persistent grid (one program per SM,
+    or `occupancy`), no more programs than tiles."""
+    n0, n1 = halves(config.block_n)
+    grid = (min(sms, cdiv(M, config.block_m) * cdiv(N, config.block_n)),)
+    kw = dict(BLOCK_M=config.block_m, BLOCK_N0=n0, BLOCK_N1=n1, BLOCK_K=config.block_k,
+              GROUP_M=config.group_m, NUM_SMS=sms, A_T=a_t, B_T=b_t,
+              INPUT_PRECISION=input_precision, IS_FP32=is_fp32, HAS_SCALE=has_scale,
+              num_stages=config.num_stages, num_warps=config.num_warps)
+    return Launch(_wide_kernel, grid, (M, N, K), kw)
+
+
+def launcher(config: TileConfig, a, b, out, sa, sb, **flags) -> Callable[[], None] | None:
+    """The variant's launch for these tensors, prepared, or None (`recipe`)."""
+    r = recipe(config, a, b, out, **flags)
+    return None if r is None else r.bind(a, b, out, sa, sb)

@@ -1,0 +1,114 @@
+"""kernels/matmul_tma_wide.py: tiles 3 x a power of two wide, as two parts side by side;
+every part of C stored once, at its own columns."""
+
+import pytest
+import torch
+
+from kernels import matmul_tma_wide as tw
+from kernels.tile import TileConfig
+
+CPU_TILE = TileConfig(16, 48, 32, 8, 1, 4, "tma_wide")
+
+
+@pytest.mark.parametrize(("block_n", "parts"), [(48, (32, 16)), (96, (64, 32)),
+                                                 (192, (128, 64)), (384, (256, 128))])
+def test_halves_are_two_thirds_and_one_third(block_n, parts):
+    assert tw.halves(block_n) == parts
+
+
+@pytest.mark.parametrize("block_n", [128, 144, 24, 0])
+def test_a_width_not_three_powers_of_two_is_refused(block_n):
+    with pytest.raises(ValueError, match="3 x a power of two"):
+        tw.halves(block_n)
+    with pytest.raises(ValueError, match="tma_wide"):
+        TileConfig(64, block_n, 64, 8, 3, 4, "tma_wide")
+
+
+def test_a_wide_tile_counts_its_shared_memory_and_registers():
+    t = TileConfig(128, 192, 64, 8, 4, 8, "tma_wide")
+    assert t.smem_bytes(2) == 4 * (128 + 192) * 64 * 2 + 128 * 192 * 2
+    assert t.acc_regs() == 96
+
+
+def _run(tile, a, b, out, precision="ieee", is_fp32=True):
+    r = tw.recipe(tile, a, b, out, input_precision=precision, is_fp32=is_fp32,
+                  has_scale=False)
+    out.fill_(float("nan"))
+    r.launch(a, b, out, a, a)
+    ref = a.double() @ b.double()
+    return r, ((out.double() - ref).norm() / ref.norm()).item()
+
+
+interpreter = pytest.mark.skipif(torch.cuda.is_available(),
+                                 reason="the interpreter's run (CPU tensors); the GPU's "
+                                        "is test_gpu_*")
+
+
+@interpreter
+@pytest.mark.parametrize(("m", "n", "k"), [
+    (48, 96, 64),     # 3 x 2 whole tiles on 4 'SMs': two tiles for two programs
+    (40, 100, 72),    # ragged: the last tile's second part past N, K's last block short
+    (16, 40, 32),     # one tile whose second part lies wholly past N
+    (64, 192, 32),    # 4 x 4 tiles: four each
+])
+def test_every_part_of_c_is_stored_once(m, n, k):
+    g = torch.Generator().manual_seed(7)
+    a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+    _, err = _run(CPU_TILE, a, b, torch.empty(m, n))
+    assert err < 1e-6
+
+
+@interpreter
+def test_column_major_operands_and_a_staged_c():
+    """A and B column-major (described transposed, B's two boxes too); C of 35 fp32
+    columns (140-byte rows) staged and copied into `out`."""
+    g = torch.Generator().manual_seed(8)
+    a = torch.randn(64, 80, generator=g).t()     # 80 x 64
+    b = torch.randn(36, 64, generator=g).t()[:, :35]
+    r, err = _run(CPU_TILE, a, b, torch.empty(80, 35))
+    assert err < 1e-6
+    assert r.a_t and r.b_t and r.staged
+
+
+gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize(("shape", "tile"), [
+    ((7904, 384, 3744), TileConfig(128, 192, 64, 8, 4, 8, "tma_wide")),   # 124 tiles
+    ((1536, 1536, 3072), TileConfig(128, 192, 64, 8, 4, 8, "tma_wide")),
+    ((1000, 1000, 1000), TileConfig(64, 96, 64, 8, 4, 4, "tma_wide")),    # ragged
+    ((1152, 1856, 1920), TileConfig(128, 96, 64, 8, 4, 4, "tma_wide", occupancy=2)),
+])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_gpu_wide_matches_the_reference(shape, tile, dtype):
+    m, n, k = shape
+    g = torch.Generator().manual_seed(2)
+    a = torch.randn(m, k, generator=g).cuda().to(dtype)
+    b = torch.randn(k, n, generator=g).cuda().to(dtype)
+    _, err = _run(tile, a, b, torch.empty(m, n, device="cuda", dtype=dtype), is_fp32=False)
+    assert err < 1e-2
+
+
+@pytest.mark.gpu
+@gpu
+def test_gpu_wide_tf32_in_a_cuda_graph():
+    """tf32 with B K-major (as the dispatcher copies it), replayed in a graph."""
+    m, n, k = 1600, 1700, 1800
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(m, k, generator=g).cuda()
+    b = torch.randn(n, k, generator=g).cuda().t()
+    out = torch.empty(m, n, device="cuda")
+    tile = TileConfig(128, 192, 32, 8, 4, 8, "tma_wide")
+    run = tw.launcher(tile, a, b, out, a, a, input_precision="tf32", is_fp32=True,
+                      has_scale=False)
+    run()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        run()
+    ref = a.double() @ b.double()
+    out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
