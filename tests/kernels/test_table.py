@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import pytest
 
-from kernels import table, table_file
+from kernels import steps, table, table_file
 from kernels.tile import TileConfig
 
 TMA = TileConfig(128, 256, 64, 8, 3, 8, "tma")
@@ -175,49 +175,14 @@ def test_nearest_lookup_weighs_the_neighbours_tiles_by_their_steps_on_the_shape(
     assert look(1024, 1024, 2048) == (narrow, "table-nearest")      # no SM count: nearest
     assert look(1024, 1024, 2048, sms=132) == (wide, "table-nearest")
     assert look(3072, 320, 2304, sms=132) == (narrow, "table")      # exact stays exact
-    assert table.steps(narrow, 3072, 320, 2304, 132) == 36          # 120 programs: 1 per SM
-    assert table.steps(wide, 3072, 320, 2304, 132) == 2 * 18        # 144 programs: 2
+    assert steps.steps(narrow, 3072, 320, 2304, 132) == 36          # 120 programs: 1 per SM
+    assert steps.steps(wide, 3072, 320, 2304, 132) == 2 * 18        # 144 programs: 2
     d = _write(tmp_path, [_entry(3072, 320, 2304, narrow, tuned_ms=0.0196),
                           _entry(1280, 768, 2560, wide)])             # no tuned time
     assert look(1024, 1024, 2048, sms=132) == (narrow, "table-nearest")
 
 
 H200_SMEM = 232448
-
-
-def test_a_tile_that_fits_twice_has_a_two_program_twin_of_as_many_stages_as_fit():
-    """128x64x64 bf16 at 5 stages (138 KiB) fits an SM once; at 4 (112 KiB) twice. A tile
-    that fits twice only more than TWIN_MAX_DROP stages fewer or below TWIN_MIN_STAGES, a
-    split or tiled one, IEEE fp32 (the launch sets its programs per SM) and a lookup
-    without the shared memory have none."""
-    narrow = TileConfig(128, 64, 64, 8, 5, 4, "tma")
-    assert table.twins(narrow, "16bit", H200_SMEM, False) == [
-        TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2)]
-    assert table.twins(TileConfig(64, 128, 128, 8, 4, 4, "tma"), "16bit", H200_SMEM,
-                       False) == []                    # fits twice at 2 stages only
-    assert table.twins(TileConfig(64, 128, 32, 8, 5, 4, "tma"), "fp32", H200_SMEM,
-                       False) == []                    # tf32: at 3 stages, two fewer
-    assert table.twins(TileConfig(64, 128, 32, 8, 3, 4, "tma"), "fp32", H200_SMEM,
-                       False) == [TileConfig(64, 128, 32, 8, 3, 4, "tma", occupancy=2)]
-    assert table.twins(narrow, "16bit", H200_SMEM, True) == []
-    assert table.twins(narrow, "16bit", 0, False) == []
-    assert table.twins(TileConfig(128, 64, 64, 8, 4, 4, "tma_split", 2), "16bit",
-                       H200_SMEM, False) == []
-    assert table.twins(TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2), "16bit",
-                       H200_SMEM, False) == []
-
-
-def test_steps_price_two_programs_on_an_sm_at_pair_step_a_block():
-    """A two-program grid is the tiles, up to two per SM: 261 tiles of 128x64 on 132 SMs
-    walk one tile each, 30 blocks of K 1920, as pairs on most SMs (PAIR_STEP a block);
-    128 tiles run one to an SM, as the one-program tile does; 2048 tiles, 8 each."""
-    one = TileConfig(128, 64, 64, 8, 4, 4, "tma")
-    two = TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2)
-    assert table.steps(one, 1152, 1856, 1920, 132) == 2 * 30
-    assert table.steps(two, 1152, 1856, 1920, 132) == 30 * table.PAIR_STEP
-    assert table.steps(two, 1024, 1024, 1024, 132) == table.steps(one, 1024, 1024, 1024, 132)
-    assert table.steps(two, 4096, 4096, 4096, 132) == 8 * 64 * table.PAIR_STEP
-    assert table.steps(one, 4096, 4096, 4096, 132) == 16 * 64
 
 
 def test_a_neighbours_twin_is_taken_where_its_pairs_take_one_wave_of_two(tmp_path):
@@ -234,14 +199,14 @@ def test_a_neighbours_twin_is_taken_where_its_pairs_take_one_wave_of_two(tmp_pat
     twin = TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2)
     assert look(smem=H200_SMEM) == (twin, "table-nearest")
     assert look() == (wide, "table-nearest")                 # no shared memory: no twins
-    per_step = (0.0170 - table._FIXED_MS) / 36               # one wave of 36 blocks
+    per_step = (0.0170 - steps.FIXED_MS) / 36                # one wave of 36 blocks
     predicted = table.predict("NVIDIA H200", "16bit bf16 rr tma", 1152, 1856, 1920, twin,
                               directory=d, smem=H200_SMEM)
     assert predicted == pytest.approx(                       # a stage fewer than tuned
-        table._FIXED_MS + per_step * table.STAGE_COST * 30 * table.PAIR_STEP)
+        steps.FIXED_MS + per_step * steps.STAGE_COST * 30 * steps.PAIR_STEP)
     # a twin wins by TWIN_MARGIN: the wide tile's entry tuned just slower than the twin
     for gain, want in ((1.05, wide), (1.2, twin)):
-        wide_ms = table._FIXED_MS + (predicted * gain - table._FIXED_MS) * 42 / 45
+        wide_ms = steps.FIXED_MS + (predicted * gain - steps.FIXED_MS) * 42 / 45
         d = _write(tmp_path, [_entry(3072, 320, 2304, narrow, tuned_ms=0.0170),
                               _entry(1280, 1792, 1792, wide, tuned_ms=wide_ms)])
         assert look(smem=H200_SMEM) == (want, "table-nearest"), gain
@@ -257,9 +222,9 @@ def test_a_farther_neighbour_competes_only_with_a_clear_predicted_win(tmp_path):
     q, far = (1024, 1024, 1024), (2048, 2048, 1024)      # regime distance 2.0: the 4th
 
     def tuned(tile, shape, predicted_ms):   # the tuned time that predicts this on q
-        fixed = table._FIXED_MS
-        return fixed + (predicted_ms - fixed) * table.steps(tile, *shape, 132) / \
-            table.steps(tile, *q, 132)
+        fixed = steps.FIXED_MS
+        return fixed + (predicted_ms - fixed) * steps.steps(tile, *shape, 132) / \
+            steps.steps(tile, *q, 132)
 
     nears = [(1024, 1024, k) for k in (1100, 1200, 950)]
     entries = [_entry(*s, near_tile, tuned_ms=tuned(near_tile, s, 0.020)) for s in nears]
@@ -284,29 +249,6 @@ def test_a_split_tile_is_not_borrowed_where_its_k_ranges_would_be_one_block(tmp_
                                    variants=("tma", "tma_split"), sms=132)
     assert look(256, 256, 2048) == (split8, "table-nearest")         # 2048 / 32 = 1 block
     assert look(256, 256, 8192) == (split32, "table-nearest")        # 4 blocks: fits
-
-
-def test_resplits_fill_one_wave_with_long_k_ranges():
-    """Splits of an unsplit TMA tile: tiles x splits within one wave, every K range 2 KB
-    of a row at least (`_MIN_RANGE_BYTES`), as `tma_split`; not the tiled kernel's."""
-    tma = TileConfig(128, 128, 64, 8, 4, 8, "tma")
-    both = ("tma", "tma_split")
-    got = table.resplits(tma, 256, 256, 8192, both, 132, 2)       # 4 tiles, 16 KB of K
-    assert [c.split_k for c in got] == [2, 4, 8]                    # 16: ranges of 1 KB
-    assert {c.variant for c in got} == {"tma_split"} and got[0].block_k == 64
-    assert [c.split_k for c in table.resplits(tma, 256, 256, 8192, both, 132, 4)] == \
-        [2, 4, 8, 16]                                               # fp32: 32 KB of K
-    assert [c.split_k for c in table.resplits(tma, 256, 256, 8192, both, 12, 2)] == [2]
-    assert table.resplits(tma, 256, 256, 1024, both, 132, 2) == []    # 2 KB of K in all
-    assert table.resplits(tma, 256, 256, 8192, ("tma",), 132, 2) == []   # no split-K here
-    assert table.resplits(tma, 4096, 4096, 8192, both, 132, 2) == []  # tiles fill the SMs
-    split8 = TileConfig(128, 64, 64, 8, 4, 4, "tma_split", 8)
-    assert table.resplits(split8, 256, 256, 8192, both, 132, 2) == []   # tuned split: kept
-    tiled = TileConfig(64, 64, 64, 8, 4, 4)
-    assert table.resplits(tiled, 256, 256, 4096, ("tiled", "tma_split"), 132, 2) == []
-    # a tile of two programs per SM splits as one of one (the split grid has no occupancy)
-    two = TileConfig(128, 128, 64, 8, 4, 8, "tma", occupancy=2)
-    assert table.resplits(two, 256, 256, 8192, both, 132, 2) == got
 
 
 def test_a_borrowed_tile_is_split_anew_for_few_tiles_over_a_long_k(tmp_path):

@@ -1,0 +1,126 @@
+"""The step model: how kernels/table.py's nearest lookup prices a tile on a shape it was
+not tuned on (`_transfer` there: an entry's tuned time per step, times the steps here).
+
+A tile's work on a shape is counted as the busiest SM sees it, in K blocks of one
+program alone on an SM (`steps`). A launch adds a fixed part outside its K loop
+(`fixed_ms`); a split-K launch also its reduction and its partials, written and read
+back. Two programs of a tile on one SM (`occupancy` 2) walk a block each in PAIR_STEP
+the time of one alone. Besides a neighbour's own tile, a lookup weighs it with K split
+anew where its tiles leave SMs idle (`resplits`) and at two programs per SM where two
+fit (`twins`).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+
+from kernels.configs import ranges_fit
+from kernels.tile import MAX_TMA_SPLIT, TileConfig, cdiv, usable
+
+# Two programs of a tile resident on one SM (`occupancy` 2) walk a K block each in
+# PAIR_STEP times the time one program alone takes for one: between 1 (each as fast as
+# alone) and 2 (no overlap at all). Session 32, call 1: 8 shapes of 252-800 tiles of
+# 128x64 (none of the sets'), 4-warp tiles that fit twice at their stages, in bf16, fp8
+# and tf32: 64 pairs, median 1.25 (quartiles 1.19-1.35; per tile and mode 1.12-1.37).
+PAIR_STEP = 1.25
+# A twin that fits twice only with a stage fewer pays STAGE_COST a block for it: the
+# same call's 128x64x64 bf16 ran 1.14 (1.10-1.18) the time at 4 stages as at 5, alone;
+# tf32's 64x128x32 and 128x64x32 1.22 a stage from 5 to 3, where its twins (of 3 stages)
+# ran 0.86-1.09 of the 5-stage tile alone. A twin drops TWIN_MAX_DROP stages at most.
+STAGE_COST = 1.15
+TWIN_MAX_DROP = 1
+TWIN_MIN_STAGES = 3   # the fewest stages a twin keeps (`twins`)
+# A twin is taken only where predicted TWIN_MARGIN faster than the best tile the entries
+# have as tuned (or K re-split): the pair's price is a median over 64 pairs (quartiles
+# 1.19-1.35), and a smaller predicted gain is within that spread (session 32, call 2:
+# tf32 K = 128 rows whose twins were predicted x1.21 ran x0.97-0.98)
+TWIN_MARGIN = 1.10
+
+
+@functools.lru_cache(maxsize=4096)   # a lookup asks it for each neighbour's own shape
+def steps(c: TileConfig, m: int, n: int, k: int, sms: int) -> float:
+    """A tile's work on a shape as the busiest SM sees it, in K blocks of one program
+    alone on an SM: the tiles each program walks (the persistent grid's programs are
+    the tiles, up to `occupancy` per SM) times its K blocks; where two programs share an
+    SM, each of their blocks counts PAIR_STEP. The tiled kernel's programs (one a tile
+    and K range) count in waves of one per SM."""
+    programs = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n) * c.split_k
+    blocks = cdiv(cdiv(max(k, 1), c.split_k), c.block_k)
+    if c.occupancy == 1:
+        return cdiv(programs, sms) * blocks
+    grid = min(programs, sms * c.occupancy)
+    return cdiv(programs, grid) * blocks * (PAIR_STEP if grid > sms else 1.0)
+
+
+FIXED_MS = 0.003        # a launch's time outside its K loop (launch, prologue, epilogue)
+PARTIALS_B_PER_MS = 3e9  # split-K partials: written and read back at ~3 TB/s
+# split-K's second kernel (the reduction) beyond its partials' traffic: bf16 256 x 1024 x
+# 2048 on 64x32x128 ran 10.72 us unsplit, 13.66 split 2 at the same 16 K steps per SM,
+# 1.4 us of it partials (session 15, call A)
+REDUCE_MS = 0.0015
+
+
+def fixed_ms(c: TileConfig, m: int, n: int) -> float:
+    if c.split_k == 1:
+        return FIXED_MS
+    return FIXED_MS + REDUCE_MS + c.split_k * m * n * 4 * 2 / PARTIALS_B_PER_MS
+
+
+def splits_fit(c: TileConfig, k: int) -> bool:
+    """Whether a split-K tile's K ranges here are two blocks at least, as the search asks
+    of its own candidates (`configs.ranges_fit`): 160 x 192 x 36864's 32 splits on
+    256 x 256 x 2048 would be one block each (0.88 of the split it replaced, session 12)."""
+    return c.split_k == 1 or ranges_fit(k, c.split_k, c.block_k)
+
+
+# K bytes per row each range of a split made anew keeps: a split's second kernel, its
+# partials and each program's pipeline fill pay off over long K loops only (session 15,
+# call H: holdout splits into ranges of 2.4-7.4 KB ran x1.02-1.31 in bf16, fp16 and fp8,
+# into 0.8-1.5 KB x0.80-0.93)
+MIN_RANGE_BYTES = 2048
+
+
+def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sms: int,
+             elem: int) -> list[TileConfig]:
+    """A neighbour's unsplit TMA tile with K split for this shape, as `tma_split` where the
+    call can run it: where its output tiles leave SMs idle, the splits (powers of two)
+    that keep tiles x splits within one wave and every K range `MIN_RANGE_BYTES` of
+    `elem`-byte elements at least (and two blocks). A tile tuned unsplit filled the SMs on
+    its own shape; borrowed by a shape of few tiles over a long K it leaves most of them
+    idle (fp8 832 x 496 x 7392: 64x128x128 unsplit 0.67 of cuBLAS, split 4 0.98; session
+    15, call I: bf16, fp16 and fp8 holdout cases x1.02-1.29). Not the tiled kernel's
+    tiles (call H: bf16 144 x 192 x 400 x0.88; call I: tf32 78 x 1786 x 1144 x0.93), and a
+    tile tuned split keeps its split (call H: fp8 64 x 3844 x 3817 and 32 x 3504 x 2544
+    from split 4 to 2 ran x0.96 and x0.93). The split tile is one program a (tile, range):
+    a tile of two programs per SM (`occupancy`) splits as one of one."""
+    if c.variant != "tma" or "tma_split" not in variants:
+        return []
+    tiles = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n)
+    out, split = [], 2
+    while tiles * split <= sms and split <= MAX_TMA_SPLIT and ranges_fit(k, split, c.block_k) \
+            and k * elem >= split * MIN_RANGE_BYTES:
+        out.append(replace(c, variant="tma_split", split_k=split, occupancy=1))
+        split *= 2
+    return out
+
+
+def twins(c: TileConfig, fam: str, smem: int, fma: bool) -> list[TileConfig]:
+    """A neighbour's one-program TMA tile at two programs per SM, where two fit (`usable`
+    with `smem` bytes a program; not IEEE fp32, `fma`, whose programs per SM the launch
+    sets). The tune keys' winners at two programs are shallow-K tiles; a mid-size shape
+    whose tiles of 128x128 number just past the SMs takes two waves of its neighbours'
+    large tiles, or one of a small tile's pairs: bf16 1152 x 1856 x 1920 ran 128x64x64 at
+    0.72 of cuBLAS alone, 0.97 two to an SM, its table pick 0.78 (session 31, call 2).
+    `steps` prices the pair. A twin keeps the tile's stages, or one fewer where that lets
+    two fit (TWIN_MAX_DROP), TWIN_MIN_STAGES at least: the same run's 64x128x128 at two
+    programs of 2 stages (its 4 do not fit twice) ran 0.58, 128x64x64 of 3 stages 0.86
+    against 4 stages' 0.97."""
+    if c.variant != "tma" or c.occupancy != 1 or fma or not smem:
+        return []
+    for stages in range(c.num_stages, max(TWIN_MIN_STAGES, c.num_stages - TWIN_MAX_DROP) - 1,
+                        -1):
+        two = replace(c, num_stages=stages, occupancy=2)
+        if usable(two, fam, smem):
+            return [two]
+    return []

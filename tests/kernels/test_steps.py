@@ -1,0 +1,65 @@
+"""kernels/steps.py: the step model that prices a tile on a shape, and the tiles (K split
+anew, two programs per SM) a lookup weighs besides a neighbour's own."""
+
+from kernels import steps
+from kernels.tile import TileConfig
+
+H200_SMEM = 232448
+
+
+def test_a_tile_that_fits_twice_has_a_two_program_twin_of_as_many_stages_as_fit():
+    """128x64x64 bf16 at 5 stages (138 KiB) fits an SM once; at 4 (112 KiB) twice. A tile
+    that fits twice only more than TWIN_MAX_DROP stages fewer or below TWIN_MIN_STAGES, a
+    split or tiled one, IEEE fp32 (the launch sets its programs per SM) and a lookup
+    without the shared memory have none."""
+    narrow = TileConfig(128, 64, 64, 8, 5, 4, "tma")
+    assert steps.twins(narrow, "16bit", H200_SMEM, False) == [
+        TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2)]
+    assert steps.twins(TileConfig(64, 128, 128, 8, 4, 4, "tma"), "16bit", H200_SMEM,
+                       False) == []                    # fits twice at 2 stages only
+    assert steps.twins(TileConfig(64, 128, 32, 8, 5, 4, "tma"), "fp32", H200_SMEM,
+                       False) == []                    # tf32: at 3 stages, two fewer
+    assert steps.twins(TileConfig(64, 128, 32, 8, 3, 4, "tma"), "fp32", H200_SMEM,
+                       False) == [TileConfig(64, 128, 32, 8, 3, 4, "tma", occupancy=2)]
+    assert steps.twins(narrow, "16bit", H200_SMEM, True) == []
+    assert steps.twins(narrow, "16bit", 0, False) == []
+    assert steps.twins(TileConfig(128, 64, 64, 8, 4, 4, "tma_split", 2), "16bit",
+                       H200_SMEM, False) == []
+    assert steps.twins(TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2), "16bit",
+                       H200_SMEM, False) == []
+
+
+def test_steps_price_two_programs_on_an_sm_at_pair_step_a_block():
+    """A two-program grid is the tiles, up to two per SM: 261 tiles of 128x64 on 132 SMs
+    walk one tile each, 30 blocks of K 1920, as pairs on most SMs (PAIR_STEP a block);
+    128 tiles run one to an SM, as the one-program tile does; 2048 tiles, 8 each."""
+    one = TileConfig(128, 64, 64, 8, 4, 4, "tma")
+    two = TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2)
+    assert steps.steps(one, 1152, 1856, 1920, 132) == 2 * 30
+    assert steps.steps(two, 1152, 1856, 1920, 132) == 30 * steps.PAIR_STEP
+    assert steps.steps(two, 1024, 1024, 1024, 132) == steps.steps(one, 1024, 1024, 1024, 132)
+    assert steps.steps(two, 4096, 4096, 4096, 132) == 8 * 64 * steps.PAIR_STEP
+    assert steps.steps(one, 4096, 4096, 4096, 132) == 16 * 64
+
+
+def test_resplits_fill_one_wave_with_long_k_ranges():
+    """Splits of an unsplit TMA tile: tiles x splits within one wave, every K range 2 KB
+    of a row at least (`MIN_RANGE_BYTES`), as `tma_split`; not the tiled kernel's."""
+    tma = TileConfig(128, 128, 64, 8, 4, 8, "tma")
+    both = ("tma", "tma_split")
+    got = steps.resplits(tma, 256, 256, 8192, both, 132, 2)       # 4 tiles, 16 KB of K
+    assert [c.split_k for c in got] == [2, 4, 8]                    # 16: ranges of 1 KB
+    assert {c.variant for c in got} == {"tma_split"} and got[0].block_k == 64
+    assert [c.split_k for c in steps.resplits(tma, 256, 256, 8192, both, 132, 4)] == \
+        [2, 4, 8, 16]                                               # fp32: 32 KB of K
+    assert [c.split_k for c in steps.resplits(tma, 256, 256, 8192, both, 12, 2)] == [2]
+    assert steps.resplits(tma, 256, 256, 1024, both, 132, 2) == []    # 2 KB of K in all
+    assert steps.resplits(tma, 256, 256, 8192, ("tma",), 132, 2) == []   # no split-K here
+    assert steps.resplits(tma, 4096, 4096, 8192, both, 132, 2) == []  # tiles fill the SMs
+    split8 = TileConfig(128, 64, 64, 8, 4, 4, "tma_split", 8)
+    assert steps.resplits(split8, 256, 256, 8192, both, 132, 2) == []   # tuned split: kept
+    tiled = TileConfig(64, 64, 64, 8, 4, 4)
+    assert steps.resplits(tiled, 256, 256, 4096, ("tiled", "tma_split"), 132, 2) == []
+    # a tile of two programs per SM splits as one of one (the split grid has no occupancy)
+    two = TileConfig(128, 128, 64, 8, 4, 8, "tma", occupancy=2)
+    assert steps.resplits(two, 256, 256, 8192, both, 132, 2) == got
