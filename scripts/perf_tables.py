@@ -51,6 +51,7 @@ S29 = RESULTS / "h200-2026-12-02-s29"
 S30 = RESULTS / "h200-2026-12-02-s30"
 S31 = RESULTS / "h200-2026-12-02-s31"
 S32 = RESULTS / "h200-2026-12-02-s32"
+S33 = RESULTS / "h200-2026-12-03-s33"
 # the latest nightly and holdout runs of IEEE fp32 (session 24) and tf32 (session 25), as
 # `sets_targets` reads them
 FP32_S24 = ((S24 / "cases.csv", "call3-nightly-fp32"),
@@ -336,6 +337,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "s32-streamk5": lambda: _stacked(variant_pairs(S32 / "streamk5_bf16.csv"),
                                      variant_pairs(S32 / "streamk5_fp8.csv")),
     "s32-check": lambda: label_steps(S32 / "cases.csv", ("call6-",)),
+    "s33-band": lambda: _stacked(variant_best(S33 / "band_bf16.csv", ("tma", "tma_band")),
+                                 variant_best(S33 / "band_fp8.csv", ("tma", "tma_band"))),
 }
 
 
@@ -778,7 +781,7 @@ def _cdiv(a: int, b: int) -> int:
 def pair_steps(paths: list[Path], sms: int = 132, fixed_us: float = 3.0) -> str:
     """From tiles.py rows of tiles timed alone and two to an SM (`:o2`), per mode, tile
     alone and its two-program twin: the time a K block of a pair takes over one alone's
-    (kernels/table.py PAIR_STEP; with a stage fewer, STAGE_COST in it too), over the
+    (kernels/steps.py PAIR_STEP; with a stage fewer, STAGE_COST in it too), over the
     shapes where the pairs outnumber the SMs: alone, (us - fixed) / (waves x blocks); a
     pair, (us - fixed) / (tiles a program walks x blocks)."""
     found: dict = {}
@@ -832,6 +835,28 @@ def variant_pairs(path: Path, a: str = "tma", b: str = "tma_streamk") -> str:
                 tb = us[f"{b}:{prov[len(a) + 1:]}"]
                 out.append(f"| {shape} | {mode} | {us.get('vendor', 0):.1f} | "
                            f"{prov[len(a) + 1:]} | {t:.1f} | {tb:.1f} | {t / tb:.2f} |")
+    return "\n".join(out)
+
+
+def variant_best(path: Path, variants: tuple[str, ...]) -> str:
+    """tiles.py rows (L2 flushed), per shape and mode: cuBLAS's microseconds, the pick's
+    ratio, then each variant's fastest named tile and its ratio to cuBLAS."""
+    out = ["| shape | mode | cuBLAS us | pick | " +
+           " | ".join(f"best {v} | ratio" for v in variants) + " |",
+           "|---|---|---:|---:|" + "---|---:|" * len(variants)]
+    by = _grouped((r for r in _rows(path) if r["flush"] == "1"),
+                  lambda r: (r["shape"], r["mode"]))
+    for (shape, mode), rs in by.items():
+        cells = []
+        for v in variants:
+            mine = [r for r in rs if r["provider"].startswith(v + ":")]
+            best = min(mine, key=lambda r: float(r["us"]), default=None)
+            cells += ["-", "-"] if best is None else \
+                [best["provider"][len(v) + 1:], f"{float(best['ratio']):.2f}"]
+        pick = next(float(r["ratio"]) for r in rs if r["provider"].startswith("pick"))
+        vendor = next(float(r["us"]) for r in rs if r["provider"] == "vendor")
+        out.append(f"| {shape} | {mode} | {vendor:.1f} | {pick:.2f} | " + " | ".join(cells)
+                   + " |")
     return "\n".join(out)
 
 
