@@ -53,14 +53,7 @@ def steps(c: TileConfig, m: int, n: int, k: int, sms: int) -> float:
     return cdiv(programs, grid) * blocks * (PAIR_STEP if grid > sms else 1.0)
 
 
-# A launch's time outside its K loop (launch, pipeline fill, the last tile's epilogue).
-# Fitted as time = fixed + per-step x steps over 9 shapes of 16-256 steps (session 33,
-# calls 1-2, fp8, L2 flushed): 64x128x256 5.0 us and 0.43 us a step, 128x256x128 6.7 and
-# 0.71; at 3 us, the per-step time taken from a one-wave entry of 10 steps (1280 x 768 x
-# 2560: 0.72 us) was 1.7 times what the tile takes a step on three waves, and the lookup
-# ranked 128x256x128 over 64x128x256 where it ran 5-12% slower. `model_check.py` over
-# every tiles.py measurement: regret geomean 1.024 -> 1.011, worst 1.241 -> 1.120.
-FIXED_MS = 0.005
+FIXED_MS = 0.003        # a launch's time outside its K loop (launch, prologue, epilogue)
 PARTIALS_B_PER_MS = 3e9  # split-K partials: written and read back at ~3 TB/s
 # split-K's second kernel (the reduction) beyond its partials' traffic: bf16 256 x 1024 x
 # 2048 on 64x32x128 ran 10.72 us unsplit, 13.66 split 2 at the same 16 K steps per SM,
