@@ -252,3 +252,13 @@ def test_occupancy_best_names_the_pick_and_each_occupancys_best_tile(tmp_path):
                     "s,bf16,t3,,9,0.75,11,0.65,0.8\n")
     assert _module().occupancy_best(path).splitlines()[2:] == [
         "| s | bf16 | t1 | 0.700 | t3 | 0.750 | t2 | 0.900 |"]
+
+
+def test_variant_best_takes_each_variants_fastest_tile_with_the_l2_flushed(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("shape,mode,flush,provider,us,tflops,ratio\n"
+                    "s,bf16,1,pick tma:a,12,1,0.80\ns,bf16,1,tma:a,12,1,0.80\n"
+                    "s,bf16,1,tma:b,11,1,0.90\ns,bf16,1,tma_band:a:k4,13,1,0.75\n"
+                    "s,bf16,1,vendor,10,1,1.00\ns,bf16,0,tma:c,5,1,1.50\n")
+    assert _module().variant_best(path, ("tma", "tma_band", "tma_wide")).splitlines()[2:] == [
+        "| s | bf16 | 10.0 | 0.80 | b | 0.90 | a:k4 | 0.75 | - | - |"]
