@@ -339,6 +339,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "s32-check": lambda: label_steps(S32 / "cases.csv", ("call6-",)),
     "s33-band": lambda: _stacked(variant_best(S33 / "band_bf16.csv", ("tma", "tma_band")),
                                  variant_best(S33 / "band_fp8.csv", ("tma", "tma_band"))),
+    "s33-wide": lambda: _stacked(variant_best(S33 / "wide_bf16.csv", ("tma", "tma_wide")),
+                                 variant_best(S33 / "wide_fp8.csv", ("tma", "tma_wide"))),
 }
 
 

@@ -1,0 +1,52 @@
+"""scripts/ptxas_check.py: a TMA variant's tile compiled for sm_90a on the CPU and given
+to Triton's ptxas (no GPU); its verdict on wgmma serialization. Run as a subprocess: the
+tests' kernels are decorated for the interpreter (conftest), which compiles nothing."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "ptxas_check.py"
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    return subprocess.run([sys.executable, "-W", "ignore", str(SCRIPT), *argv],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("ptxas_check", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_wide_tile_compiles_and_ptxas_reports_its_registers():
+    got = _run("tma_wide:64x96x64:s3:w4", "--shape", "1024x1024x1024")
+    assert got.returncode == 0, got.stderr[-2000:]
+    line = got.stdout.strip().splitlines()[-1]
+    assert line.startswith("tma_wide:64x96x64:s3:w4 bf16: ok, ") and "registers" in line
+
+
+def test_other_variants_and_bad_shapes_are_refused():
+    assert _run("tiled:64x64x64:s4:w4").returncode == 2
+    got = _run("tma:128x128x64:s4:w8", "--shape", "4096x4096")
+    assert got.returncode == 2 and "MxNxK" in got.stderr
+
+
+def test_the_serialization_warning_is_what_marks_a_tile():
+    """ptxas's own words (triton 3.6, the flattened two-accumulator loop of session 33)."""
+    said = ("ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async "
+            "instructions are serialized due to non wgmma instructions defining "
+            "accumulator registers of a wgmma between start and end of the pipeline stage\n"
+            "ptxas info    : Used 122 registers, used 1 barriers\n"
+            "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n")
+    parse = _module().parse_ptxas
+    assert parse(said) == {"serialized": True, "registers": 122, "spill_stores": 0}
+    assert parse(said.split("\n", 1)[1])["serialized"] is False
