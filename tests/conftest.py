@@ -17,9 +17,13 @@ reads them, whether pytest runs from the root or on tests/perf.
   <rootdir>/.benchmarks/<chip id>/, so a compare never crosses chips.
 """
 
+import importlib.util
 import shutil
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import torch
@@ -101,6 +105,23 @@ def _compiled_kernels_on_a_gpu_host(monkeypatch):
 
         monkeypatch.setattr(interpreter, "enable", enable)
         monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+
+
+@pytest.fixture(scope="session")
+def load_script() -> Callable[..., ModuleType]:
+    """A loader of a script by its path (scripts/ is no package): load(path, name=None)
+    executes the file as module `name or path.stem`, registered in sys.modules under
+    that name first (a script's dataclasses look their module up), and returns it."""
+
+    def load(path: Path, name: str | None = None) -> ModuleType:
+        name = name or path.stem
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+        return mod
+
+    return load
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -3,10 +3,8 @@ each one moves (CPU only: the H200 table and this tree's dispatcher)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,12 +14,9 @@ SCRIPT = ROOT / "scripts" / "keep_entries.py"
 TABLE = "kernels/tuned/nvidia-h200.json"
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("keep_entries", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod   # its dataclass looks its module up
-    spec.loader.exec_module(mod)
-    return mod
+@pytest.fixture
+def ke(load_script):
+    return load_script(SCRIPT)
 
 
 def _entry(m, n, k, tile="a", mode="bf16", date="d1", kernel=None):
@@ -32,8 +27,7 @@ def _entry(m, n, k, tile="a", mode="bf16", date="d1", kernel=None):
             "kernel": kernel or table_file.variant_hash("tiled")}
 
 
-def test_changed_entries_and_the_candidate_that_leaves_one_out():
-    ke = _module()
+def test_changed_entries_and_the_candidate_that_leaves_one_out(ke):
     base = [_entry(1, 2, 3), _entry(4, 5, 6)]
     new = [_entry(1, 2, 3), _entry(4, 5, 6, "b", date="d2"), _entry(7, 8, 9, date="d2"),
            _entry(4, 5, 6, "c", mode="fp16", date="d2")]
@@ -44,13 +38,12 @@ def test_changed_entries_and_the_candidate_that_leaves_one_out():
 
 
 def test_a_left_out_key_whose_ref_entry_is_stale_comes_back_only_if_the_tune_timed_it(
-        tmp_path):
+        ke, tmp_path):
     """REV's entry tuned on other kernel source is never restored as it was: with the
     tune's JSON timing its tile on this source, stamped anew with that time; else none."""
     from kernels import table_file
     from kernels.tile import TileConfig
 
-    ke = _module()
     tile = {"block_m": 16, "block_n": 128, "block_k": 64, "group_m": 8, "num_stages": 4,
             "num_warps": 4, "variant": "tiled", "split_k": 4}
     old = dict(_entry(32, 3584, 6144, kernel="0123456789ab"), config=tile)
@@ -77,14 +70,12 @@ def test_a_left_out_key_whose_ref_entry_is_stale_comes_back_only_if_the_tune_tim
     ([(1.10, 1.2), (0.85, 0.84)], False),            # x0.85 to below the vendor
     ([(1.02, 1.2), (0.97, 1.5)], False),             # slower on the whole
 ])
-def test_the_verdict_wants_faster_on_the_whole_and_no_deep_loss_below_the_vendor(measured,
-                                                                                 keep):
-    ke = _module()
+def test_the_verdict_wants_faster_on_the_whole_and_no_deep_loss_below_the_vendor(
+        ke, measured, keep):
     assert ke.verdict([ke.Measured(ab, r, "t") for ab, r in measured]) is keep
 
 
-def test_a_changed_pick_needs_an_ab_of_that_very_tile():
-    ke = _module()
+def test_a_changed_pick_needs_an_ab_of_that_very_tile(ke):
     before = {("s", "bf16", "m1"): "tma 64x64x64 g8 s4 w4", ("s", "bf16", "m2"): "x"}
     now = {("s", "bf16", "m1"): "tma 64x128x128 g8 s4 w4 [B kmajor]",
            ("s", "bf16", "m2"): "x", ("s", "bf16", "m3"): "heuristic y"}
@@ -102,22 +93,21 @@ def test_a_changed_pick_needs_an_ab_of_that_very_tile():
     (["--ref", "no-such-ref-anywhere"], "no-such-ref-anywhere"),
     (["--keep", "8x8x8", "--leave-out", "8x8x8:rr"], "both name"),
 ])
-def test_bad_input_exits_2_with_a_message(tmp_path, capsys, argv, message):
+def test_bad_input_exits_2_with_a_message(ke, tmp_path, capsys, argv, message):
     ab = tmp_path / "ab.json"
     ab.write_text(json.dumps({"cases": []}))
     args = {"--ref": "HEAD", "--table": str(ROOT / TABLE), "--ab": str(ab), "--modes": "bf16",
             "--sets": "pr"}
     for flag, value in zip(argv[::2], argv[1::2]):
         args[flag] = value
-    assert _module().main([x for kv in args.items() for x in kv]) == 2
+    assert ke.main([x for kv in args.items() for x in kv]) == 2
     assert message in capsys.readouterr().err
 
 
-def test_a_retuned_entry_is_kept_or_left_out_by_its_measured_picks(tmp_path, capsys):
+def test_a_retuned_entry_is_kept_or_left_out_by_its_measured_picks(ke, tmp_path, capsys):
     """HEAD's table with pr's 1024^3 bf16 entry retuned to another tile: faster in the
     A/B, the entry stays and its pick is measured; slower and below the vendor, it goes
     back to HEAD's entry and no pick differs."""
-    ke = _module()
     shown = subprocess.run(["git", "show", f"HEAD:{TABLE}"], cwd=ROOT, capture_output=True,
                            text=True, check=True)
     data = json.loads(shown.stdout)
@@ -165,9 +155,7 @@ def test_a_retuned_entry_is_kept_or_left_out_by_its_measured_picks(tmp_path, cap
     assert rc == 0 and "keep bf16 1024x1024x1024" in capsys.readouterr().out
 
 
-def test_the_tune_calls_rows_name_both_tiles_and_replace_only_their_own_label(tmp_path):
-    ke = _module()
-
+def test_the_tune_calls_rows_name_both_tiles_and_replace_only_their_own_label(ke, tmp_path):
     def entry(m, config, tri, mode="bf16", layout="rr"):
         return {**_entry(m, 64, 128, mode=mode), "layout": layout, "config": config,
                 "triton_ms": tri, "vendor_ms": 1.0, "tried": 7, "offered": 29}
@@ -195,10 +183,9 @@ def test_the_tune_calls_rows_name_both_tiles_and_replace_only_their_own_label(tm
     assert [line.split(",")[0] for line in lines[1:]] == ["16x64x128", "32x64x128-cr"]
 
 
-def test_a_case_run_on_two_tables_keeps_each_tiles_ab(tmp_path):
+def test_a_case_run_on_two_tables_keeps_each_tiles_ab(ke, tmp_path):
     """The tune call's A/B and a later A/B of the kept table can name one case with two
     tiles: each tile keeps its own figure, so an entry is judged on the tile it picks."""
-    ke = _module()
 
     def run(path, tile, ref_ms):
         path.write_text(json.dumps({"cases": [{
@@ -213,11 +200,10 @@ def test_a_case_run_on_two_tables_keeps_each_tiles_ab(tmp_path):
     assert ke.measured(ab, ("s", "fp8", "m64-n64-k64"), "heuristic t2 [B kmajor]").ab == 0.9
 
 
-def test_an_entry_that_inherits_a_left_out_entrys_picks_is_judged_again_on_them(capsys):
+def test_an_entry_that_inherits_a_left_out_entrys_picks_is_judged_again_on_them(ke, capsys):
     """Round 1 leaves out e2 (its one pick ran x0.80); its pick m190 falls to e1, kept on
     its own two picks in round 1, where it runs x0.85 below the vendor: round 2 leaves e1
     out too (session 26's fp8 table kept such an entry)."""
-    ke = _module()
 
     class NearestPicker:
         """The tile of the entry nearest in m, for cases at m = 110, 140 and 190."""
@@ -243,13 +229,12 @@ def test_an_entry_that_inherits_a_left_out_entrys_picks_is_judged_again_on_them(
 
 
 def test_twin_entries_that_each_move_nothing_alone_are_judged_on_what_they_move_together(
-        capsys):
+        ke, capsys):
     """A bf16 and an fp16 entry of one shape lend each other one tile (kernels.table's
     other-type lookup): left out one at a time, the other still moves the picks, so
     leave-one-out alone finds no pick for either and kept both (session 29: 1536 x 1664 x
     176's 128x64x64 moved nightly's K = 128 picks x0.93-1.00). Each is also judged on the
     picks it moves as the one changed entry: both go."""
-    ke = _module()
 
     class LendingPicker:
         """Cases c1 (bf16) and c2 (fp16) run tile "t" where either twin is in the table."""

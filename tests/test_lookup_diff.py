@@ -1,10 +1,11 @@
 """scripts/lookup_diff.py: the picks of two `kernels` packages compared on the CPU, as
 decide + the H200 table would make them (no device)."""
 
-import importlib.util
 import re
 import types
 from pathlib import Path
+
+import pytest
 
 import kernels
 from gemmgate.shapes import Case
@@ -12,26 +13,22 @@ from gemmgate.shapes import Case
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "lookup_diff.py"
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("lookup_diff", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+@pytest.fixture
+def ld(load_script):
+    return load_script(SCRIPT)
 
 
 SETS = [("few", (Case(1024, 1024, 1024), Case(256, 4096, 512), Case(1000, 1000, 1000)))]
 
 
-def test_the_same_package_picks_the_same_tiles():
-    ld = _module()
+def test_the_same_package_picks_the_same_tiles(ld):
     # 1024^3 bf16 has an exact entry in the committed table
     assert re.fullmatch(r"((tma|tma_split) )?\d+x\d+x\d+ g\d+ s\d+ w\d+( k\d+)?",
                         ld.pick(kernels, "bf16", Case(1024, 1024, 1024), 132))
     assert ld.diff(kernels, kernels, SETS, ["bf16", "fp16"], 132) == []
 
 
-def test_a_table_with_nothing_near_shows_every_case_as_the_heuristic():
-    ld = _module()
+def test_a_table_with_nothing_near_shows_every_case_as_the_heuristic(ld):
     bare = types.SimpleNamespace(dispatch=kernels.dispatch, modes=kernels.modes,
                                  configs=kernels.configs,
                                  table=types.SimpleNamespace(lookup=lambda *a, **k: None))
@@ -45,10 +42,9 @@ def test_a_table_with_nothing_near_shows_every_case_as_the_heuristic():
         assert not r[3].startswith("heuristic")
 
 
-def test_a_heuristic_change_shows_where_the_table_has_nothing_near():
+def test_a_heuristic_change_shows_where_the_table_has_nothing_near(ld):
     """With a table that has nothing near IEEE fp32 2048^3 cr, the heuristic's pick is
     what changes."""
-    ld = _module()
     cr = Case(2048, 2048, 2048, "cr")
     empty = types.SimpleNamespace(**{**vars(kernels.table), "lookup": lambda *a, **k: None})
     new = types.SimpleNamespace(dispatch=kernels.dispatch, modes=kernels.modes,
@@ -64,17 +60,16 @@ def test_a_heuristic_change_shows_where_the_table_has_nothing_near():
                                       "heuristic " + ld._text(tile))]
 
 
-def test_a_bad_ref_is_exit_2(capsys):
-    assert _module().main(["--ref", "no-such-ref-anywhere", "--sets", "smoke"]) == 2
+def test_a_bad_ref_is_exit_2(ld, capsys):
+    assert ld.main(["--ref", "no-such-ref-anywhere", "--sets", "smoke"]) == 2
     assert "no-such-ref-anywhere" in capsys.readouterr().err
 
 
-def test_predict_adds_the_models_time_for_each_pick_and_the_gain():
+def test_predict_adds_the_models_time_for_each_pick_and_the_gain(ld):
     """--predict: the time this tree's table model predicts for the old and the new pick
     (kernels.table.predict), '-' where it has none (the heuristic)."""
     from kernels import table, table_file
 
-    ld = _module()
     cube = Case(1000, 1000, 1000)
     new, _, bucket, variants = ld._choice(kernels, "bf16", cube, 132)
     rows = table._index(ld.DEVICE, str(table_file.DEFAULT_DIR))[1][bucket]
@@ -99,10 +94,9 @@ def test_predict_adds_the_models_time_for_each_pick_and_the_gain():
         assert (r[6] == "x-") == (old_us == "-")
 
 
-def test_a_change_of_operand_copies_alone_shows():
+def test_a_change_of_operand_copies_alone_shows(ld):
     """The same tile on other operands is another pick (session 20: fp32 4096^3 cr ran its
     tile 8% slower on a row-major copy of A)."""
-    ld = _module()
 
     def no_copies(*a, **k):
         fam, key, bucket, _, _, variants = kernels.dispatch.decide(*a, **k)
@@ -117,12 +111,11 @@ def test_a_change_of_operand_copies_alone_shows():
     assert ld.pick(kernels, "fp32", cc, 132) == row[4]
 
 
-def test_csv_writes_each_changed_case_once_as_a_shape_file(tmp_path):
+def test_csv_writes_each_changed_case_once_as_a_shape_file(ld, tmp_path):
     """--csv: the cases whose pick differs in any mode, once each across sets and modes,
     read back by the harness's shape-file reader (`gemmgate run --shapes FILE`)."""
     from gemmgate.shapes import load_shape_file
 
-    ld = _module()
     odd = Case(64, 64, 64, "cr", 3)
     sets = [("a", (Case(1024, 1024, 1024), odd)), ("b", (odd, Case(8, 8, 8)))]
     rows = [("a", "bf16", odd.id, "x", "y"), ("a", "fp16", odd.id, "x", "y"),

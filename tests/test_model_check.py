@@ -1,22 +1,19 @@
 """scripts/model_check.py: the table model's ranking of measured tiles, on the CPU."""
 
 import csv
-import importlib.util
 import math
 import runpy
-import sys
 from pathlib import Path
+
+import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "model_check.py"
 SHAPE, TILES = "1152x1856x1920", ("tma:128x256x64:s3:w8", "tma:64x128x128:s4:w4")
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("model_check", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["model_check"] = mod       # its dataclass looks its module up
-    spec.loader.exec_module(mod)
-    return mod
+@pytest.fixture
+def mc(load_script):
+    return load_script(SCRIPT)             # puts scripts/ on sys.path
 
 
 def _write(path: Path, rows: list[dict]) -> Path:
@@ -29,11 +26,10 @@ def _write(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def test_the_regret_is_the_models_first_tiles_time_over_the_best(tmp_path):
+def test_the_regret_is_the_models_first_tiles_time_over_the_best(mc, tmp_path):
     """A holdout shape (no exact entry) with two tiles near entries have: whichever the
     model ranks first is given 12.5 us, the other 10: regret 1.25."""
-    mc = _module()                         # puts scripts/ on sys.path
-    from lookup_diff import DEVICE, _choice
+    from lookup_diff import DEVICE, _choice  # scripts/ on sys.path: mc
 
     import kernels
     from gemmgate.shapes import Case
@@ -62,8 +58,7 @@ def test_the_regret_is_the_models_first_tiles_time_over_the_best(tmp_path):
     assert all(len(g.tiles) == 2 and g.regret == 1.25 for g in found)
 
 
-def test_an_exact_entry_is_not_ranked_and_bad_files_are_exit_2(tmp_path, capsys):
-    mc = _module()
+def test_an_exact_entry_is_not_ranked_and_bad_files_are_exit_2(mc, tmp_path, capsys):
     exact = [{"shape": "4096x4096x4096", "mode": "bf16", "flush": "1", "provider": t,
               "us": 100} for t in TILES]                    # the table holds 4096^3
     assert mc.groups([_write(tmp_path / "t.csv", exact)], 132) == []
@@ -79,12 +74,11 @@ def test_an_exact_entry_is_not_ranked_and_bad_files_are_exit_2(tmp_path, capsys)
         assert "bad.csv:2: " in (err := capsys.readouterr().err) and said in err
 
 
-def test_the_committed_model_ranks_the_committed_tiles_well():
+def test_the_committed_model_ranks_the_committed_tiles_well(mc):
     """A guard on kernels.table's model: over every tile measured so far (docs/results),
     its first pick's regret stays small (session 17: 25 of 30 measurements exact,
     geomean 1.017; fractional waves scored 1.058 and fail here). A model or table change
     that fails this ranks measured tiles worse: see `scripts/model_check.py --groups`."""
-    mc = _module()
     paths = sorted((SCRIPT.parents[1] / "docs" / "results").glob("*/tiles*.csv"))
     found = mc.groups(paths, 132)
     regrets = [g.regret for g in found]

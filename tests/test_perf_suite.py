@@ -5,7 +5,6 @@ cycle through public options (per-chip storage, --benchmark-compare-fail)."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import subprocess
 import sys
@@ -19,16 +18,13 @@ from gemmgate.timing import DeviceClock
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _conftest():
-    spec = importlib.util.spec_from_file_location("perf_conftest",
-                                                  ROOT / "tests" / "perf" / "conftest.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+@pytest.fixture
+def perf_conftest(load_script):
+    return load_script(ROOT / "tests" / "perf" / "conftest.py", "perf_conftest")
 
 
-def test_on_a_gpu_every_case_is_timed_on_the_device_clock():
-    c = _conftest()
+def test_on_a_gpu_every_case_is_timed_on_the_device_clock(perf_conftest):
+    c = perf_conftest
     clock = DeviceClock()
     params = c.case_params(["bf16", "fp8"], ["m64-n64-k64", "m128-n8192-k8192"], clock)
     assert [p.id for p in params] == ["bf16-m64-n64-k64", "bf16-m128-n8192-k8192",
@@ -78,8 +74,8 @@ def test_the_device_clock_times_a_call_with_events():
     assert 1.5 < sorted(ratios)[2] < 2.5
 
 
-def test_the_injected_slowdown_is_sized_from_gemmgates_median(monkeypatch):
-    c = _conftest()
+def test_the_injected_slowdown_is_sized_from_gemmgates_median(perf_conftest, monkeypatch):
+    c = perf_conftest
     seen = []
 
     def fake_slowed(call, extra_ms, device):

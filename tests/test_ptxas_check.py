@@ -4,7 +4,6 @@ tests' kernels are decorated for the interpreter (conftest), which compiles noth
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -20,13 +19,6 @@ def _run(*argv: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("ptxas_check", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_a_wide_tile_compiles_and_ptxas_reports_its_registers():
     got = _run("tma_wide:64x96x64:s3:w4", "--shape", "1024x1024x1024")
     assert got.returncode == 0, got.stderr[-2000:]
@@ -40,13 +32,13 @@ def test_other_variants_and_bad_shapes_are_refused():
     assert got.returncode == 2 and "MxNxK" in got.stderr
 
 
-def test_the_serialization_warning_is_what_marks_a_tile():
+def test_the_serialization_warning_is_what_marks_a_tile(load_script):
     """ptxas's own words (triton 3.6, the flattened two-accumulator loop of session 33)."""
     said = ("ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async "
             "instructions are serialized due to non wgmma instructions defining "
             "accumulator registers of a wgmma between start and end of the pipeline stage\n"
             "ptxas info    : Used 122 registers, used 1 barriers\n"
             "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n")
-    parse = _module().parse_ptxas
+    parse = load_script(SCRIPT).parse_ptxas
     assert parse(said) == {"serialized": True, "registers": 122, "spill_stores": 0}
     assert parse(said.split("\n", 1)[1])["serialized"] is False

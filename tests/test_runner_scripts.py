@@ -4,7 +4,6 @@ No GPU, no network: register.sh runs against a fake config.sh, the PR API is a l
 HTTP server or an injected function.
 """
 
-import importlib.util
 import json
 import os
 import shutil
@@ -22,13 +21,6 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "scripts" / "runner"
 REGISTER = RUNNER / "register.sh"
 TOKEN = "AFAKEREGTOKEN0123456789QZX"  # unique, so any leak is found by substring
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, RUNNER / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 # --- register.sh -------------------------------------------------------------------------
@@ -265,8 +257,8 @@ def test_job_venv_fails_when_a_required_module_is_missing(runner_python, tmp_pat
     assert proc.returncode == 2
 
 
-def test_job_venv_pth_quotes_paths():
-    jv = _load("job_venv")
+def test_job_venv_pth_quotes_paths(load_script):
+    jv = load_script(RUNNER / "job_venv.py")
     text = jv.pth_text(["/a/site-packages", "/b/it's"])
     lines = text.splitlines()
     assert lines[0].startswith("#")
@@ -285,8 +277,8 @@ def _pr(head=SHA, labels=("gpu-ok",), state="open"):
 
 
 @pytest.fixture(scope="module")
-def vph():
-    return _load("verify_pr_head")
+def vph(load_script):
+    return load_script(RUNNER / "verify_pr_head.py")
 
 
 def test_problems(vph):

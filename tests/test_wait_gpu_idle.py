@@ -1,14 +1,15 @@
 """scripts/runner/wait_gpu_idle.py: the pure polling logic, without any GPU."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 _PATH = Path(__file__).resolve().parents[1] / "scripts" / "runner" / "wait_gpu_idle.py"
-_spec = importlib.util.spec_from_file_location("wait_gpu_idle", _PATH)
-wgi = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(wgi)
+
+
+@pytest.fixture(scope="module")
+def wgi(load_script):
+    return load_script(_PATH)
 
 
 @pytest.mark.parametrize(
@@ -23,11 +24,11 @@ _spec.loader.exec_module(wgi)
         ([0.0, 0.0, 5.0], 3, False),  # the bound is strict: 5 % is not below 5 %
     ],
 )
-def test_is_idle(samples, settle, expected):
+def test_is_idle(wgi, samples, settle, expected):
     assert wgi.is_idle(samples, 5.0, settle) is expected
 
 
-def test_is_idle_rejects_empty_window():
+def test_is_idle_rejects_empty_window(wgi):
     with pytest.raises(ValueError, match="settle_samples"):
         wgi.is_idle([0.0], 5.0, 0)
 
@@ -43,7 +44,7 @@ class FakeClock:
         self.t += dt
 
 
-def test_wait_idle_settles_after_busy_phase():
+def test_wait_idle_settles_after_busy_phase(wgi):
     clock = FakeClock()
     readings = iter([[80.0], [60.0, 3.0], [2.0], [1.0], [0.0]])
     idle, last = wgi.wait_idle(
@@ -59,7 +60,7 @@ def test_wait_idle_settles_after_busy_phase():
     assert clock.t == 4.0
 
 
-def test_wait_idle_times_out_when_busy():
+def test_wait_idle_times_out_when_busy(wgi):
     clock = FakeClock()
     idle, last = wgi.wait_idle(
         lambda: [50.0],
@@ -74,7 +75,7 @@ def test_wait_idle_times_out_when_busy():
     assert clock.t == 10.0
 
 
-def test_parse_rocm_smi():
+def test_parse_rocm_smi(wgi):
     text = (
         '{"card0": {"GPU use (%)": "3"}, "card1": {"GPU use (%)": "97"},'
         ' "card2": {"GPU use (%)": "N/A"}, "system": {"Driver version": "6.8"}}'
@@ -82,19 +83,19 @@ def test_parse_rocm_smi():
     assert wgi.parse_rocm_smi(text) == [3.0, 97.0]
 
 
-def test_main_without_gpu_tooling(monkeypatch, capsys):
+def test_main_without_gpu_tooling(wgi, monkeypatch, capsys):
     monkeypatch.setattr(wgi, "_find_reader", lambda: None)
     assert wgi.main([]) == 0
     assert "no GPU tooling" in capsys.readouterr().out
 
 
-def test_main_usage_error():
+def test_main_usage_error(wgi):
     with pytest.raises(SystemExit) as e:
         wgi.main(["--max-util", "0"])
     assert e.value.code == 2
 
 
-def test_main_busy_gpu_exits_1(monkeypatch, capsys):
+def test_main_busy_gpu_exits_1(wgi, monkeypatch, capsys):
     monkeypatch.setattr(wgi, "_find_reader", lambda: ("fake", lambda: [99.0]))
     assert wgi.main(["--timeout", "0", "--settle", "1"]) == 1
     assert "still busy" in capsys.readouterr().err
