@@ -341,6 +341,11 @@ TABLES: dict[str, Callable[[], str]] = {
                                  variant_best(S33 / "band_fp8.csv", ("tma", "tma_band"))),
     "s33-wide": lambda: _stacked(variant_best(S33 / "wide_bf16.csv", ("tma", "tma_wide")),
                                  variant_best(S33 / "wide_fp8.csv", ("tma", "tma_wide"))),
+    "s33-wide3": lambda: _stacked(variant_best(S33 / "wide3_bf16.csv", ("tma", "tma_wide")),
+                                  variant_best(S33 / "wide3_fp8.csv", ("tma", "tma_wide"))),
+    "s33-f5-ab": lambda: _stacked(*(ab_by_mode(S33 / "cases.csv", f"call3-f5-{m}")
+                                    for m in ("fp8", "bf16", "fp16", "tf32", "fp32"))),
+    "s33-f5-worst": lambda: ab_changes(S33 / "cases.csv", "call3-f5-", 0.95, 1.05),
 }
 
 
