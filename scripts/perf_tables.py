@@ -52,6 +52,7 @@ S30 = RESULTS / "h200-2026-12-02-s30"
 S31 = RESULTS / "h200-2026-12-02-s31"
 S32 = RESULTS / "h200-2026-12-02-s32"
 S33 = RESULTS / "h200-2026-12-03-s33"
+S34 = RESULTS / "h200-2026-12-03-s34"
 # the latest nightly and holdout runs of IEEE fp32 (session 24) and tf32 (session 25), as
 # `sets_targets` reads them
 FP32_S24 = ((S24 / "cases.csv", "call3-nightly-fp32"),
@@ -341,11 +342,13 @@ TABLES: dict[str, Callable[[], str]] = {
                                  variant_best(S33 / "band_fp8.csv", ("tma", "tma_band"))),
     "s33-wide": lambda: _stacked(variant_best(S33 / "wide_bf16.csv", ("tma", "tma_wide")),
                                  variant_best(S33 / "wide_fp8.csv", ("tma", "tma_wide"))),
-    "s33-wide3": lambda: _stacked(variant_best(S33 / "wide3_bf16.csv", ("tma", "tma_wide")),
-                                  variant_best(S33 / "wide3_fp8.csv", ("tma", "tma_wide"))),
-    "s33-f5-ab": lambda: _stacked(*(ab_by_mode(S33 / "cases.csv", f"call3-f5-{m}")
+    "s34-wide": lambda: _stacked(variant_best(S34 / "wide3_bf16.csv", ("tma", "tma_wide")),
+                                 variant_best(S34 / "wide3_fp8.csv", ("tma", "tma_wide"))),
+    "s34-f5-ab": lambda: _stacked(*(ab_by_mode(S34 / "cases.csv", f"call3-f5-{m}")
                                     for m in ("fp8", "bf16", "fp16", "tf32", "fp32"))),
-    "s33-f5-worst": lambda: ab_changes(S33 / "cases.csv", "call3-f5-", 0.95, 1.05),
+    "s34-f5-worst": lambda: ab_changes(S34 / "cases.csv", "call3-f5-", 0.95, 1.05),
+    "s34-reps": lambda: csv_table(S34 / "tuned.csv", ("case", "mode", "after", "after_ratio", "tried", "kept")),
+    "s34-reps-ab": lambda: ab_changes(S34 / "cases.csv", "call4-", 0.0, 0.0, "call4-"),
 }
 
 
