@@ -13,12 +13,12 @@ scripts/device/tiles.py, tuned.csv from scripts/keep_entries.py). The tables of 
 1-16 are frozen (`<!-- frozen:NAME -->`, not regenerated): their data left the tree after
 commit 46bf53f, and docs/results/README.md says how to regenerate them there. `--power`
 counts any `gemmgate trials` checks.csv with gemmgate.trials' own code (`power`).
+This file is the registry (TABLES: a table's name, its function and its files) and the
+CLI; the functions that make the tables are in scripts/perf_formats.py.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import re
 import sys
 from collections.abc import Callable
@@ -26,11 +26,44 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
-from gemmgate.stats import geomean, median  # noqa: E402
-from gemmgate.trials import power, power_from_summaries  # noqa: E402
+from perf_formats import (  # noqa: E402
+    MODES,
+    _stacked,
+    ab_by_mode,
+    ab_changes,
+    baseline_tables,
+    best_of_kinds,
+    call_parts,
+    csv_table,
+    design_best,
+    inductor_summary,
+    k_loop_groups,
+    label_steps,
+    layout_geomeans,
+    moved_ab,
+    moved_worst,
+    occupancy_best,
+    on_off,
+    pair_steps,
+    pick_vs_best,
+    power_table,
+    ptx_counts,
+    ratios_below,
+    s9_long_tail,
+    s12_inductor,
+    sets_targets,
+    tiles_table,
+    tuned_summary,
+    variant_best,
+    variant_medians,
+    variant_pairs,
+    wrong_cases,
+)
+
+from gemmgate.trials import power  # noqa: E402
 from gemmgate.trials import read_csv as read_checks  # noqa: E402
-from gemmgate.tuning import config_name  # noqa: E402
 
 PERF_MD = ROOT / "docs" / "PERF.md"
 RESULTS = ROOT / "docs" / "results"
@@ -58,76 +91,12 @@ S34 = RESULTS / "h200-2026-12-03-s34"
 FP32_S24 = ((S24 / "cases.csv", "call3-nightly-fp32"),
             (S24 / "cases_holdouts.csv", "call7-{set}-fp32"))
 TF32_S25 = ((S25 / "cases.csv", "call3-nightly-tf32"), (S25 / "cases.csv", "call3-{set}-tf32"))
-MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
-ALL_MODES = MODES + ("tf32x3",)
-TARGETS = {"bf16": 1.05, "fp16": 1.05, "tf32": 0.95, "fp32": 0.95, "fp8": 0.90,
-           "tf32x3": 1.4}   # issue 11 (tf32x3: against IEEE fp32 on 4096^3 and 8192^3)
-
-
-# --- baseline tables -------------------------------------------------------------------
-
-
-def baseline_tables(path: Path) -> str:
-    """One table per mode of a baselines/<chip>.json: speeds, ratio, noise, errors, tile."""
-    cases = json.loads(path.read_text())["cases"]
-    out = []
-    for mode in ALL_MODES:
-        rows = [(key, c) for key, c in cases.items() if c["mode"] == mode]
-        if not rows:
-            continue
-        geo = geomean([c["ratio"] for _, c in rows if c["ratio"]])
-        out += [f"**{mode}** — geomean Triton/vendor speed ratio **{geo:.3f}**", "",
-                "| case | Triton TFLOP/s | vendor TFLOP/s | ratio | A/A noise (ratio) | "
-                "A/B noise | Triton err | vendor err | Triton tile |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-        for key, c in rows:
-            t, v = c["providers"]["triton"], c["providers"].get("vendor")
-            vt = f"{v['tflops']:.1f}" if v and v["tflops"] else "n/a"
-            ve = f"{v['error']:.1e}" if v and v["error"] is not None else "n/a"
-            r = f"{c['ratio']:.3f}" if c["ratio"] else "—"
-            nz, ab = c["noise"]["ratio"], c["noise"].get("ab")
-            tile = config_name(c["tuning"]["config"]) if c.get("tuning") else "—"
-            out.append(f"| {key.split('-', 1)[1]} | {t['tflops']:.1f} | {vt} | {r} | "
-                       f"{'—' if nz is None else f'{nz:.2%}'} | "
-                       f"{'—' if ab is None else f'{ab:.2%}'} | "
-                       f"{t['error']:.1e} | {ve} | {tile} |")
-        out.append("")
-    return "\n".join(out).rstrip("\n")
-
-
-# --- power tables from checks.csv ------------------------------------------------------
-
-
-def power_table(groups: list[tuple[str, dict]], label: str = "") -> str:
-    """Markdown power table; with `label`, one block of rows per (name, power) group."""
-    head = (f"| {label} " if label else "") + \
-        "| injected slowdown | checks | case checks | flagged regressed | fraction |"
-    out = [head, "|" + "---|" * bool(label) + "---:|---:|---:|---:|---:|"]
-    for name, pw in groups:
-        for level, p in pw.items():
-            frac = f"{p['regressed'] / p['judged']:.1%}" if p["judged"] else "—"
-            if level == 0.03:
-                frac = f"**{frac}**"
-            what = f"{level:.0%}" + (" (A/A: false alarms)" if level == 0 else "")
-            out.append((f"| {name} " if label else "") +
-                       f"| {what} | {p['checks']} | {p['judged']} | {p['regressed']} | {frac} |")
-    return "\n".join(out)
-
-
-def _summaries(*dirs: Path, verdict: str = "") -> dict:
-    checks = [r for d in dirs for r in _rows(d / "checks_summary.csv")]
-    cases = [r for d in dirs for r in _rows(d / "cases_summary.csv")]
-    return power_from_summaries(checks, cases, verdict)
-
-
-def wrong_cases(rows: list[dict]) -> str:
-    """The false alarms (0%) and misses (> 0%) of `power`, one case per line."""
-    out = []
-    for level, p in power(rows).items():
-        if p["wrong"]:
-            out.append(f"\n{'false alarms' if level == 0 else 'missed'} at {level:.0%}:")
-            out += [f"  {case}: {n}" for case, n in sorted(p["wrong"].items())]
-    return "\n".join(out)
+# the labels of session 11's and 12's runs: unused since their tables were frozen (128b408)
+_S12_SETS = {"pr": "callE-pr", "nightly": "callE-nightly", "holdout": "callE-holdout",
+             "holdout2": "callE-holdout2", "longk": "callF-longk"}
+_INDUCTOR = (("nightly (calls A and B)", ("callA-ind-nightly", "callB-ind-nightly")),
+             ("long-K, session start kernel (call A)", ("callA-ind-longk",)),
+             ("long-K, tma_split (call B)", ("callB-ind-longk",)))
 
 
 # --- the tables of docs/PERF.md --------------------------------------------------------
@@ -347,571 +316,10 @@ TABLES: dict[str, Callable[[], str]] = {
     "s34-f5-ab": lambda: _stacked(*(ab_by_mode(S34 / "cases.csv", f"call3-f5-{m}")
                                     for m in ("fp8", "bf16", "fp16", "tf32", "fp32"))),
     "s34-f5-worst": lambda: ab_changes(S34 / "cases.csv", "call3-f5-", 0.95, 1.05),
-    "s34-reps": lambda: csv_table(S34 / "tuned.csv", ("case", "mode", "after", "after_ratio", "tried", "kept")),
+    "s34-reps": lambda: csv_table(S34 / "tuned.csv", ("case", "mode", "after", "after_ratio",
+                                                      "tried", "kept")),
     "s34-reps-ab": lambda: ab_changes(S34 / "cases.csv", "call4-", 0.0, 0.0, "call4-"),
 }
-
-
-# --- the kernel's sessions (issue 11) ---------------------------------------------------
-
-
-def _rows(path: Path) -> list[dict]:
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def _grouped(rows, key: Callable[[dict], object]) -> dict:
-    """Rows by key(row), each group in file order, groups in order of first appearance."""
-    by: dict = {}
-    for r in rows:
-        by.setdefault(key(r), []).append(r)
-    return by
-
-
-def _ab(extra: str) -> float | None:
-    got = dict(x.split(":", 1) for x in extra.split()) if extra else {}
-    return float(got["ab"]) if "ab" in got else None
-
-
-def _ratios(rows: list[dict], label: str | None, mode: str) -> list[dict]:
-    return [r for r in rows if r["label"] == label and r["mode"] == mode and r["ratio"]]
-
-
-_S12_SETS = {"pr": "callE-pr", "nightly": "callE-nightly", "holdout": "callE-holdout",
-             "holdout2": "callE-holdout2", "longk": "callF-longk"}
-
-
-def tiles_table(path: Path, flush: str = "1", mode: str = "", label: str = "") -> str:
-    """scripts/device/tiles.py's rows with the L2 flushed (as every run times), per shape
-    fastest first: microseconds, TFLOP/s, speed ratio to cuBLAS (one mode's, if given;
-    one call's, `label`, where the file gathers several)."""
-    rows = [r for r in _rows(path) if r["flush"] == flush and mode in ("", r["mode"])
-            and label in ("", r.get("label"))]
-    rows.sort(key=lambda r: (r["shape"], float(r["us"])))
-    return "\n".join(["| shape | provider / tile | us | TFLOP/s | ratio |",
-                      "|---|---|---:|---:|---:|"] +
-                     [f"| {r['shape']} | {r['provider']} | {r['us']} | {r['tflops']} | "
-                      f"{r['ratio']} |" for r in rows])
-
-
-def _tiles_by_case(path: Path, label: str = ""
-                   ) -> dict[tuple[str, str], tuple[dict | None, list[dict]]]:
-    """A tiles.py CSV's rows with the L2 flushed, per (shape, mode): the library's pick
-    (None where it was not timed) and the named tiles; `label`: only the rows of that
-    call, where the file gathers several (a `label` column)."""
-    by = _grouped((r for r in _rows(path) if r["flush"] == "1" and label in ("", r.get("label"))),
-                  lambda r: (r["shape"], r["mode"]))
-    return {k: (next((r for r in rs if r["provider"].startswith("pick")), None),
-                [r for r in rs if ":" in r["provider"] and not r["provider"].startswith("pick")])
-            for k, rs in by.items()}
-
-
-def pick_vs_best(path: Path, label: str = "") -> str:
-    """Per shape and mode of a tiles.py CSV (L2 flushed; `label`: one call's rows): the
-    library's pick and the fastest named tile, each with its speed ratio to cuBLAS, and
-    how much faster the best is than the pick."""
-    out = ["| shape | mode | pick | ratio | best named tile | ratio | best / pick |",
-           "|---|---|---|---:|---|---:|---:|"]
-    for (shape, mode), (pick, named) in _tiles_by_case(path, label).items():
-        if not (pick and named):
-            continue
-        best = min(named, key=lambda r: float(r["us"]))
-        out.append(f"| {shape} | {mode} | {pick['provider'].removeprefix('pick ')} | "
-                   f"{pick['ratio']} | {best['provider']} | {best['ratio']} | "
-                   f"{float(pick['us']) / float(best['us']):.3f} |")
-    return "\n".join(out)
-
-
-def layout_geomeans(path: Path, label: str) -> str:
-    """Per mode and operand layout (a case id's -rc, -cr, -cc; rr where none): cases,
-    geomean Triton/cuBLAS, the worst case."""
-    def layout(r: dict) -> str:
-        got = re.search(r"-(rr|rc|cr|cc)\b", r["case"])
-        return got.group(1) if got else "rr"
-
-    by = _grouped((r for r in _rows(path) if r["label"] == label and r["ratio"]),
-                  lambda r: (r["mode"], layout(r)))
-    out = ["| mode | layout | cases | geomean | worst |", "|---|---|---:|---:|---|"]
-    for (mode, lay), rs in by.items():
-        worst = min(rs, key=lambda r: float(r["ratio"]))
-        out.append(f"| {mode} | {lay} | {len(rs)} | "
-                   f"{geomean([float(r['ratio']) for r in rs]):.3f} | {worst['case']} "
-                   f"{float(worst['ratio']):.2f} ({worst['tile']}) |")
-    return "\n".join(out)
-
-
-def best_of_kinds(path: Path, kind: str) -> str:
-    """Per shape and mode of a tiles.py CSV (L2 flushed): the fastest named tile of `kind`
-    (a provider prefix) against the fastest other named tile, and the table's pick."""
-    out = [f"| shape | mode | pick ratio | best other tile | ratio | best {kind.rstrip(':')} | "
-           "ratio | its speed / other's |", "|---|---|---:|---|---:|---|---:|---:|"]
-    for (shape, mode), (pick, named) in _tiles_by_case(path).items():
-        mine = [r for r in named if r["provider"].startswith(kind)]
-        other = [r for r in named if not r["provider"].startswith(kind)]
-        if not (mine and other and pick):
-            continue
-        m = min(mine, key=lambda r: float(r["us"]))
-        o = min(other, key=lambda r: float(r["us"]))
-        out.append(f"| {shape} | {mode} | {pick['ratio']} | {o['provider']} | {o['ratio']} | "
-                   f"{m['provider']} | {m['ratio']} | {float(o['us']) / float(m['us']):.3f} |")
-    return "\n".join(out)
-
-
-def s12_inductor(path: Path, label: str = "callF-ind-losses") -> str:
-    """Session 11's nine nightly shapes where inductor was faster, bf16, again (session
-    12's call F; session 14's call E, with 1000^3)."""
-    rows = [r for r in _rows(path) if r["label"] == label]
-    out = ["| case | Triton/cuBLAS | inductor/Triton time | tile |", "|---|---:|---:|---|"]
-    for r in sorted(rows, key=_vs_inductor):
-        out.append(f"| {r['case']} | {float(r['ratio']):.3f} | {_vs_inductor(r):.3f} | "
-                   f"{r['tile']} |")
-    return "\n".join(out)
-
-
-def design_best(path: Path) -> str:
-    """Per call, dtype, M = 1 shape and L2 flush of a gemv design CSV (session 21): cuBLAS's
-    time and the fastest design of each kind (pointer loads without and with B's
-    evict-first hint, descriptor loads), with its speed ratio to cuBLAS."""
-    by = _grouped(_rows(path), lambda r: (r["call"], r["dtype"], r["shape"], r["flush"]))
-    kinds = (("pointer", lambda d: d.startswith("ptr") and "cg0 ef0" in d or
-              d.startswith("ptr") and d.endswith("u1 cg0")),
-             ("pointer, evict-first", lambda d: d.startswith("ptr") and d.endswith("ef1")),
-             ("descriptor", lambda d: d.startswith("tma")))
-    out = ["| call | dtype | shape | L2 flushed | cuBLAS us | " +
-           " | ".join(k for k, _ in kinds) + " |", "|---|---|---|---|---:|" + "---|" * 3]
-    for (call, dtype, shape, flush), rs in by.items():
-        vendor = next(r for r in rs if r["design"] == "vendor")
-        cells = []
-        for _, match in kinds:
-            got = [r for r in rs if match(r["design"])]
-            best = min(got, key=lambda r: float(r["us"])) if got else None
-            cells.append(f"{best['design']}: {best['us']} us, {float(best['ratio']):.2f}"
-                         if best else "-")
-        out.append(f"| {call} | {dtype} | {shape} | {'yes' if flush == '1' else 'no'} | "
-                   f"{vendor['us']} | " + " | ".join(cells) + " |")
-    return "\n".join(out)
-
-
-Cell = tuple[Path, str]   # a cases.csv and the label of one run of a set
-
-
-def targets_table(rows: dict[str, dict[str, Cell]]) -> str:
-    """Where issue 11's graph-timed targets stand: per set (`rows`) and mode, the geomean
-    Triton/cuBLAS of that set's run named for the cell (each from the latest run of that
-    mode on that set, which may be another session's); the target first."""
-    modes = [m for m in MODES if any(m in cells for cells in rows.values())]
-    out = ["| set | " + " | ".join(modes) + " |", "|---|" + "---:|" * len(modes),
-           "| target | " + " | ".join(f"≥ {TARGETS[m]:.2f}" for m in modes) + " |"]
-    for name, cells in rows.items():
-        got = []
-        for m in modes:
-            xs = [float(r["ratio"]) for r in _ratios(_rows(cells[m][0]), cells[m][1], m)] \
-                if m in cells else []
-            got.append(f"{geomean(xs):.3f}" if xs else "")
-        out.append(f"| {name} | " + " | ".join(got) + " |")
-    return "\n".join(out)
-
-
-HOLDOUTS = ("holdout", "holdout2", "holdout3", "holdout4", "holdout5")
-
-
-def sets_targets(pr: Cell | dict[str, Cell],
-                 cells: dict[str, tuple[Cell, tuple[Path, str]]]) -> str:
-    """`targets_table` over pr (one run for every mode, or a run per mode), nightly and
-    the holdouts: per mode, its nightly run and its holdout runs (a file and a label with
-    `{set}` for each holdout's name)."""
-    return targets_table({
-        "pr": {m: pr[m] if isinstance(pr, dict) else pr for m in cells},
-        "nightly": {m: nightly for m, (nightly, _) in cells.items()},
-        **{h: {m: (path, label.format(set=h)) for m, (_, (path, label)) in cells.items()}
-           for h in HOLDOUTS}})
-
-
-def label_steps(path: Path, prefixes: tuple[str, ...] = ("",)) -> str:
-    """Per label (in file order; those that start with one of `prefixes`) and mode: cases,
-    geomean Triton/cuBLAS, A/B geomean (where the label has an A/B reference), worst
-    ratio, cases below 0.80."""
-    rows = [r for r in _rows(path) if r["label"].startswith(prefixes)]
-    out = ["| label | mode | cases | geomean | ab_geomean | min_ratio | below_080 |",
-           "|---|---|---|---|---|---|---|"]
-    for label in dict.fromkeys(r["label"] for r in rows):
-        for mode in ALL_MODES:
-            rs = _ratios(rows, label, mode)
-            if not rs:
-                continue
-            xs = [float(r["ratio"]) for r in rs]
-            ab = [x for x in (_ab(r["extra"]) for r in rs) if x]
-            out.append(f"| {label} | {mode} | {len(rs)} | {geomean(xs):.3f} | "
-                       f"{f'{geomean(ab):.3f}' if ab else ''} | {min(xs):.2f} | "
-                       f"{sum(x < 0.8 for x in xs)} |")
-    return "\n".join(out)
-
-
-def ptx_counts(path: Path) -> str:
-    """scripts/ptx_diff.py's verdicts per mode (a CSV of mode, shape, tile, ptx): tiles
-    that compile to the same PTX as at the reference commit, and those that do not."""
-    by: dict[str, list[str]] = {}
-    for r in _rows(path):
-        by.setdefault(r["mode"], []).append(r["ptx"])
-    out = ["| mode | entries | same PTX | other PTX |", "|---|---:|---:|---:|"]
-    for mode, got in by.items():
-        out.append(f"| {mode} | {len(got)} | {got.count('same')} | {got.count('differs')} |")
-    return "\n".join(out)
-
-
-def k_loop_groups(path: Path, prefix: str) -> str:
-    """The tiled kernel's K loops compared (session 28): per kind of K walk (one range or
-    split-K; whole BLOCK_K blocks or a partial last one) and K a multiple of 16 or not,
-    the A/B of the labels with `prefix`: cases, geomean, lowest and highest."""
-    groups: dict[str, list[float]] = {}
-    for r in _rows(path):
-        ab = _ab(r["extra"])
-        if not r["label"].startswith(prefix) or not ab:
-            continue
-        k = int(re.search(r"-k(\d+)", r["case"]).group(1))
-        bk = int(re.match(r"(?:\w+ )?\d+x\d+x(\d+)", r["tile"]).group(1))
-        split = re.search(r" k\d+", r["tile"]) is not None
-        kind = (f"{'split-K' if split else 'one range'}, "
-                f"{'partial last block' if k % bk else 'whole blocks'}, "
-                f"K {'' if k % 16 == 0 else 'not '}a multiple of 16")
-        groups.setdefault(kind, []).append(ab)
-    out = ["| K walk | cases | A/B geomean | lowest | highest |", "|---|---:|---:|---:|---:|"]
-    for kind, xs in sorted(groups.items()):
-        out.append(f"| {kind} | {len(xs)} | {geomean(xs):.3f} | {min(xs):.3f} | "
-                   f"{max(xs):.3f} |")
-    return "\n".join(out)
-
-
-def ab_changes(path: Path, prefix: str, lo: float, hi: float, strip: str | None = None) -> str:
-    """The cases an A/B moved out of [lo, hi] in the labels with `prefix` (same process,
-    same inputs; > 1: the current kernel is faster), largest change first; the set column
-    is the label less `strip` (default: the prefix)."""
-    rows = [r for r in _rows(path) if r["label"].startswith(prefix)
-            and not lo <= (_ab(r["extra"]) or 1) <= hi]
-    out = ["| set | mode | case | ratio | A/B | tile |", "|---|---|---|---:|---:|---|"]
-    for r in sorted(rows, key=lambda r: -abs(_ab(r["extra"]) - 1)):
-        out.append(f"| {r['label'].removeprefix(prefix if strip is None else strip)} | "
-                   f"{r['mode']} | {r['case']} | "
-                   f"{float(r['ratio']):.2f} | {_ab(r['extra']):.3f} | {r['tile']} |")
-    return "\n".join(out)
-
-
-def _vs_inductor(r: dict) -> float | None:
-    """Inductor's time / Triton's from a row's `extra` (> 1: Triton is faster)."""
-    m = re.search(r"inductor:([\d.]+)", r["extra"])
-    return float(m.group(1)) if m else None
-
-
-_INDUCTOR = (("nightly (calls A and B)", ("callA-ind-nightly", "callB-ind-nightly")),
-             ("long-K, session start kernel (call A)", ("callA-ind-longk",)),
-             ("long-K, tma_split (call B)", ("callB-ind-longk",)))
-
-
-def _long_tail(case: str) -> bool:
-    """A case whose M, N, K or leading dimension is not a multiple of 16 (issue 11)."""
-    dims = [int(x) for x in re.findall(r"[mnk](\d+)", case)]   # layouts hold no m, n, k
-    pad = re.search(r"\+p(\d+)", case)
-    return any(d % 16 for d in dims) or (pad is not None and int(pad.group(1)) % 16 != 0)
-
-
-def s9_long_tail(path: Path, prefix: str, graph_only: bool = False) -> str:
-    """Issue 11's long tail (M, N, K or leading dimension not a multiple of 16), over
-    every set of the labels with `prefix` (`graph_only`: not the eager labels): per
-    mode, how many cases reach 1.2x cuBLAS."""
-    rows = [r for r in _rows(path) if r["label"].startswith(prefix) and r["ratio"]
-            and _long_tail(r["case"]) and not (graph_only and r["label"].endswith("-eager"))]
-    out = ["| mode | long-tail cases | geomean | ≥ 1.2x | < 0.80 | worst |",
-           "|---|---:|---:|---:|---:|---|"]
-    for mode in ALL_MODES:
-        rs = [r for r in rows if r["mode"] == mode]
-        if not rs:
-            continue
-        xs = [float(r["ratio"]) for r in rs]
-        worst = min(rs, key=lambda r: float(r["ratio"]))
-        out.append(f"| {mode} | {len(rs)} | {geomean(xs):.3f} | {sum(x >= 1.2 for x in xs)} "
-                   f"| {sum(x < 0.8 for x in xs)} | {worst['case']} {float(worst['ratio']):.2f} |")
-    return "\n".join(out)
-
-
-def ratios_below(path: Path, prefix: str, under: float, strip: str | None = None) -> str:
-    """The cases of the labels with `prefix` that ran below `under` of cuBLAS, slowest
-    first (issue 11: no case below 0.80); the set column is the label less `strip`
-    (default: the prefix)."""
-    rows = [r for r in _rows(path) if r["label"].startswith(prefix) and r["ratio"]
-            and float(r["ratio"]) < under]
-    out = ["| set | mode | case | ratio | tile |", "|---|---|---|---:|---|"]
-    for r in sorted(rows, key=lambda r: float(r["ratio"])):
-        out.append(f"| {r['label'].removeprefix(prefix if strip is None else strip)} | "
-                   f"{r['mode']} | {r['case']} | {float(r['ratio']):.2f} | {r['tile']} |")
-    return "\n".join(out)
-
-
-def tuned_summary(path: Path) -> str:
-    """A tune call's entries (a session's tuned.csv) per call and mode: keys written, new
-    keys, retuned keys whose tile changed, searches the budget cut short, entries kept."""
-    by = _grouped(_rows(path), lambda r: (r["call"], r["mode"]))
-    out = ["| call | mode | keys | new | tile changed | cut short | kept |",
-           "|---|---|---:|---:|---:|---:|---:|"]
-    for (call, mode), rs in by.items():
-        cut = sum(int(a) < int(b) for a, _, b in (r["tried"].partition("/") for r in rs) if b)
-        out.append(f"| {call} | {mode} | {len(rs)} | {sum(not r['before'] for r in rs)} | "
-                   f"{sum(bool(r['before']) and r['before'] != r['after'] for r in rs)} | "
-                   f"{cut} | {sum(r['kept'] == 'yes' for r in rs)} |")
-    return "\n".join(out)
-
-
-def variant_medians(path: Path) -> str:
-    """An exploration's kernels side by side (rows shape, mode, rep, variant, us, tflops,
-    ratio: a variant timed in several interleaved repeats): per shape, each variant's
-    median microseconds and ratio to cuBLAS over the repeats, fastest first."""
-    by = _grouped(_rows(path), lambda r: (r["shape"], r["variant"]))
-    out = ["| shape | variant | us | ratio | repeats |", "|---|---|---:|---:|---:|"]
-    for shape in dict.fromkeys(s for s, _ in by):
-        rows = [(v, rs) for (s, v), rs in by.items() if s == shape]
-        rows.sort(key=lambda vr: -median([float(r["ratio"]) for r in vr[1]]))
-        for v, rs in rows:
-            out.append(f"| {shape} | {v} | {median([float(r['us']) for r in rs]):.2f} | "
-                       f"{median([float(r['ratio']) for r in rs]):.3f} | {len(rs)} |")
-    return "\n".join(out)
-
-
-def inductor_summary(path: Path, label: str) -> str:
-    """Issue 11's inductor target over a label's run (`--providers ...,inductor`): per
-    mode, cases, geomean Triton/cuBLAS and inductor time / Triton time, how many cases
-    Triton is faster on, and the ones it is not."""
-    rows = [r for r in _rows(path) if r["label"] == label and _vs_inductor(r)]
-    out = ["| mode | cases | Triton/cuBLAS | inductor/Triton | faster than inductor | "
-           "slower on |", "|---|---:|---:|---:|---:|---|"]
-    for mode in ALL_MODES:
-        rs = [r for r in rows if r["mode"] == mode]
-        if not rs:
-            continue
-        vs = [_vs_inductor(r) for r in rs]
-        slower = ", ".join(f"{r['case']} {_vs_inductor(r):.3f}"
-                           for r in sorted(rs, key=_vs_inductor) if _vs_inductor(r) < 1)
-        out.append(f"| {mode} | {len(rs)} | {geomean([float(r['ratio']) for r in rs]):.3f} "
-                   f"| {geomean(vs):.3f} | {sum(v >= 1 for v in vs)} | {slower or '-'} |")
-    return "\n".join(out)
-
-
-def _moved(cases: Path, label: str, moved: Path) -> tuple[list[tuple[dict, float]], list[dict]]:
-    """(each pick `moved` lists (`scripts/lookup_diff.py`'s rows: set, mode, case, old,
-    new, predicted) with its A/B in the label's run; the run's rows whose pick it does not
-    list: the A/A controls of the same process)."""
-    ab = {(r["mode"], r["case"]): r for r in _rows(cases) if r["label"] == label}
-    picks = [(m, _ab(ab[(m["mode"], m["case"])]["extra"])) for m in _rows(moved)
-             if (m["mode"], m["case"]) in ab]
-    listed = {(m["mode"], m["case"]) for m, _ in picks}
-    return picks, [r for key, r in ab.items() if key not in listed and _ab(r["extra"])]
-
-
-def _predicted(ps: list[tuple[dict, float]]) -> str:
-    """The geomean of the picks' predicted gains, over those the model predicted ('-':
-    no near entry had the tile), with how many where not all."""
-    got = [float(m["predicted"]) for m, _ in ps if m["predicted"] not in ("", "-")]
-    if not got:
-        return "-"
-    return f"{geomean(got):.3f}" + (f" ({len(got)})" if len(got) < len(ps) else "")
-
-
-def moved_ab(cases: Path, label: str, moved: Path, controls: bool = True) -> str:
-    """A dispatcher change's A/B on the picks it moves, per mode: how many, the predicted
-    gain (geomean over the picks predicted; their count in brackets where some were not)
-    and the measured one (geomean; A/B > 1: the change is faster), the measured range,
-    and with `controls` the same run's unmoved cases (reference and tree run one tile: A/A
-    noise; not where `moved` lists a subset of the run's change's picks)."""
-    picks, same = _moved(cases, label, moved)
-    head = "| mode | moved | predicted | A/B geomean | A/B min | A/B max | faster |"
-    out = [head + (" unmoved | their A/B geomean | their range |" if controls else ""),
-           "|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---|" if controls else "")]
-    for mode in (*ALL_MODES, "all"):
-        ps = [(m, a) for m, a in picks if mode in (m["mode"], "all")]
-        cs = [_ab(r["extra"]) for r in same if mode in (r["mode"], "all")]
-        if not ps:
-            continue
-        abs_ = [a for _, a in ps]
-        span = f"{min(cs):.3f}–{max(cs):.3f}" if cs else "-"
-        row = (f"| {mode} | {len(ps)} | {_predicted(ps)} | {geomean(abs_):.3f} | "
-               f"{min(abs_):.3f} | {max(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
-        if controls:
-            row += f" {len(cs)} | {f'{geomean(cs):.3f}' if cs else '-'} | {span} |"
-        out.append(row)
-    return "\n".join(out)
-
-
-def moved_worst(cases: Path, label: str, moved: Path, count: int) -> str:
-    """The `count` moved picks the A/B found slowest, slowest first (see `moved_ab`)."""
-    picks, _ = _moved(cases, label, moved)
-    out = ["| set | mode | case | old tile | new tile | predicted | A/B |",
-           "|---|---|---|---|---|---:|---:|"]
-    for m, a in sorted(picks, key=lambda p: p[1])[:count]:
-        pred = "-" if m["predicted"] in ("", "-") else f"{float(m['predicted']):.3f}"
-        out.append(f"| {m['set']} | {m['mode']} | {m['case']} | {m['old']} | {m['new']} | "
-                   f"{pred} | {a:.3f} |")
-    return "\n".join(out)
-
-
-def on_off(path: Path) -> str:
-    """An in-process on/off A/B (rows: shape, mode, round, on_us, off_us), per shape: the
-    rounds, the median time a call on and off, and on / off per round (lowest, median,
-    highest; < 1: faster on)."""
-    out = ["| shape | mode | rounds | on us | off us | on/off min | on/off median | "
-           "on/off max |", "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for key, rs in _grouped(_rows(path), lambda r: (r["shape"], r["mode"])).items():
-        on, off = [float(r["on_us"]) for r in rs], [float(r["off_us"]) for r in rs]
-        q = sorted(a / b for a, b in zip(on, off))
-        out.append(f"| {key[0]} | {key[1]} | {len(rs)} | {median(on):.1f} | {median(off):.1f}"
-                   f" | {q[0]:.3f} | {median(q):.3f} | {q[-1]:.3f} |")
-    return "\n".join(out)
-
-
-def occupancy_best(path: Path) -> str:
-    """Tiles timed at one and at two programs per SM (rows: shape, mode, tile, pick,
-    us_1, ratio_1, us_2, ratio_2), per shape: the pick's ratio to cuBLAS, then the best
-    tile at one program per SM and the best at two, with their ratios."""
-    out = ["| shape | mode | pick | its ratio | best at 1 | ratio | best at 2 | ratio |",
-           "|---|---|---|---:|---|---:|---|---:|"]
-    for key, rs in _grouped(_rows(path), lambda r: (r["shape"], r["mode"])).items():
-        pick = next(r for r in rs if r["pick"])
-        one = max(rs, key=lambda r: float(r["ratio_1"]))
-        two = max(rs, key=lambda r: float(r["ratio_2"]))
-        out.append(f"| {key[0]} | {key[1]} | {pick['tile']} | {float(pick['ratio_1']):.3f} | "
-                   f"{one['tile']} | {float(one['ratio_1']):.3f} | {two['tile']} | "
-                   f"{float(two['ratio_2']):.3f} |")
-    return "\n".join(out)
-
-
-_TILE_RE = re.compile(r"(\w+):(\d+)x(\d+)x(\d+):s(\d+):w(\d+)(:o2)?$")
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def pair_steps(paths: list[Path], sms: int = 132, fixed_us: float = 3.0) -> str:
-    """From tiles.py rows of tiles timed alone and two to an SM (`:o2`), per mode, tile
-    alone and its two-program twin: the time a K block of a pair takes over one alone's
-    (kernels/steps.py PAIR_STEP; with a stage fewer, STAGE_COST in it too), over the
-    shapes where the pairs outnumber the SMs: alone, (us - fixed) / (waves x blocks); a
-    pair, (us - fixed) / (tiles a program walks x blocks)."""
-    found: dict = {}
-    for path in paths:
-        by = _grouped((r for r in _rows(path) if r["flush"] == "1"),
-                      lambda r: (r["shape"], r["mode"]))
-        for (shape, mode), rs in by.items():
-            us = {r["provider"]: float(r["us"]) for r in rs}
-            m, n, k = map(int, shape.split("x"))
-            for two, t2 in us.items():
-                g = _TILE_RE.match(two)
-                if not g or not g.group(7):
-                    continue
-                bm, bn, bk, st, w = map(int, g.groups()[1:6])
-                tiles, blocks = _cdiv(m, bm) * _cdiv(n, bn), _cdiv(k, bk)
-                grid = min(tiles, 2 * sms)
-                if grid <= sms:
-                    continue
-                for s1 in (st, st + 1, st + 2):
-                    one = f"{g.group(1)}:{bm}x{bn}x{bk}:s{s1}:w{w}"
-                    if one in us:
-                        per = (us[one] - fixed_us) / (_cdiv(tiles, sms) * blocks)
-                        pair = (t2 - fixed_us) / (_cdiv(tiles, grid) * blocks)
-                        found.setdefault((mode, one, two), []).append(pair / per)
-    out = ["| mode | alone | two to an SM | shapes | pair step median | min | max |",
-           "|---|---|---|---:|---:|---:|---:|"]
-    for (mode, one, two), xs in found.items():
-        out.append(f"| {mode} | {one} | {two.removeprefix(one.split(':')[0] + ':')} | "
-                   f"{len(xs)} | {median(xs):.2f} | {min(xs):.2f} | {max(xs):.2f} |")
-    every = [x for (_, one, two), xs in found.items()
-             if one.split(":s")[1][0] == two.split(":s")[1][0] for x in xs]
-    if every:
-        q = sorted(every)
-        out.append(f"| all | same stages | | {len(q)} | {median(q):.2f} | "
-                   f"{q[len(q) // 4]:.2f} (q1) | {q[3 * len(q) // 4]:.2f} (q3) |")
-    return "\n".join(out)
-
-
-def variant_pairs(path: Path, a: str = "tma", b: str = "tma_streamk") -> str:
-    """tiles.py rows (L2 flushed) of tiles timed as two variants, per shape and mode:
-    cuBLAS's microseconds, then per tile each variant's and `a`'s time over `b`'s
-    (> 1: `b` is faster)."""
-    out = ["| shape | mode | cuBLAS us | tile | " + a + " us | " + b + " us | "
-           + a + " / " + b + " |", "|---|---|---:|---|---:|---:|---:|"]
-    by = _grouped((r for r in _rows(path) if r["flush"] == "1"),
-                  lambda r: (r["shape"], r["mode"]))
-    for (shape, mode), rs in by.items():
-        us = {r["provider"]: float(r["us"]) for r in rs}
-        for prov, t in us.items():
-            if prov.startswith(a + ":") and f"{b}:{prov[len(a) + 1:]}" in us:
-                tb = us[f"{b}:{prov[len(a) + 1:]}"]
-                out.append(f"| {shape} | {mode} | {us.get('vendor', 0):.1f} | "
-                           f"{prov[len(a) + 1:]} | {t:.1f} | {tb:.1f} | {t / tb:.2f} |")
-    return "\n".join(out)
-
-
-def variant_best(path: Path, variants: tuple[str, ...]) -> str:
-    """tiles.py rows (L2 flushed), per shape and mode: cuBLAS's microseconds, the pick's
-    ratio, then each variant's fastest named tile and its ratio to cuBLAS."""
-    out = ["| shape | mode | cuBLAS us | pick | " +
-           " | ".join(f"best {v} | ratio" for v in variants) + " |",
-           "|---|---|---:|---:|" + "---|---:|" * len(variants)]
-    by = _grouped((r for r in _rows(path) if r["flush"] == "1"),
-                  lambda r: (r["shape"], r["mode"]))
-    for (shape, mode), rs in by.items():
-        cells = []
-        for v in variants:
-            mine = [r for r in rs if r["provider"].startswith(v + ":")]
-            best = min(mine, key=lambda r: float(r["us"]), default=None)
-            cells += ["-", "-"] if best is None else \
-                [best["provider"][len(v) + 1:], f"{float(best['ratio']):.2f}"]
-        pick = next(float(r["ratio"]) for r in rs if r["provider"].startswith("pick"))
-        vendor = next(float(r["us"]) for r in rs if r["provider"] == "vendor")
-        out.append(f"| {shape} | {mode} | {vendor:.1f} | {pick:.2f} | " + " | ".join(cells)
-                   + " |")
-    return "\n".join(out)
-
-
-def ab_by_mode(path: Path, label: str, variant: str = "") -> str:
-    """A run's A/B per mode (> 1: the tree is faster than the reference): cases, how many
-    ran a `variant` tile, the geomean, range and faster count of those (all where no
-    `variant`)."""
-    out = ["| mode | cases | moved to " + (variant or "-") + " | their A/B geomean | min | "
-           "max | faster |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for mode, rs in _grouped((r for r in _rows(path) if r["label"] == label),
-                             lambda r: r["mode"]).items():
-        got = [_ab(r["extra"]) for r in rs if r["tile"].startswith(variant)]
-        if got:
-            out.append(f"| {mode} | {len(rs)} | {len(got)} | {geomean(got):.3f} | "
-                       f"{min(got):.3f} | {max(got):.3f} | {sum(x > 1 for x in got)} |")
-    return "\n".join(out)
-
-
-def call_parts(path: Path, run: str) -> str:
-    """`scripts/device/overhead.py --parts` rows of a run, one line per first call: each
-    library step's inclusive ms (calls in brackets where more than one)."""
-    rows = [r for r in _rows(path) if r["run"] == run]
-    parts = list(dict.fromkeys(r["part"] for r in rows))
-    out = ["| shape | mode | " + " | ".join(parts) + " |",
-           "|---|---|" + "---:|" * len(parts)]
-    for key, rs in _grouped(rows, lambda r: (r["shape"], r["mode"])).items():
-        got = {r["part"]: r for r in rs}
-        cells = [f"{float(got[p]['ms']):.3f}" + (f" ({got[p]['calls']})"
-                 if int(got[p]["calls"]) > 1 else "") if p in got else "-" for p in parts]
-        out.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
-    return "\n".join(out)
-
-
-def _stacked(first: str, *more: str) -> str:
-    """Markdown tables of one header as one table: `first`, then the rows of each of
-    `more` (their header and rule lines dropped)."""
-    return "\n".join([first, *(line for t in more for line in t.split("\n")[2:])])
-
-
-def csv_table(path: Path, cols: tuple[str, ...] = ()) -> str:
-    """A small CSV as a Markdown table, as measured (`cols`: those columns only)."""
-    rows = _rows(path)
-    cols = list(cols or rows[0])
-    return "\n".join(["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)] +
-                      ["| " + " | ".join(r[c] for c in cols) + " |" for r in rows])
 
 
 def _block(name: str) -> re.Pattern:
@@ -963,3 +371,4 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
