@@ -91,12 +91,6 @@ S34 = RESULTS / "h200-2026-12-03-s34"
 FP32_S24 = ((S24 / "cases.csv", "call3-nightly-fp32"),
             (S24 / "cases_holdouts.csv", "call7-{set}-fp32"))
 TF32_S25 = ((S25 / "cases.csv", "call3-nightly-tf32"), (S25 / "cases.csv", "call3-{set}-tf32"))
-# the labels of session 11's and 12's runs: unused since their tables were frozen (128b408)
-_S12_SETS = {"pr": "callE-pr", "nightly": "callE-nightly", "holdout": "callE-holdout",
-             "holdout2": "callE-holdout2", "longk": "callF-longk"}
-_INDUCTOR = (("nightly (calls A and B)", ("callA-ind-nightly", "callB-ind-nightly")),
-             ("long-K, session start kernel (call A)", ("callA-ind-longk",)),
-             ("long-K, tma_split (call B)", ("callB-ind-longk",)))
 
 
 # --- the tables of docs/PERF.md --------------------------------------------------------
