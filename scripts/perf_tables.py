@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from perf_formats import (  # noqa: E402
+    HOLDOUTS,
     MODES,
     _stacked,
     ab_by_mode,
@@ -54,6 +55,7 @@ from perf_formats import (  # noqa: E402
     s9_long_tail,
     s12_inductor,
     sets_targets,
+    targets_table,
     tiles_table,
     tuned_summary,
     variant_best,
@@ -313,6 +315,10 @@ TABLES: dict[str, Callable[[], str]] = {
     "s34-reps": lambda: csv_table(S34 / "tuned.csv", ("case", "mode", "after", "after_ratio",
                                                       "tried", "kept")),
     "s34-reps-ab": lambda: ab_changes(S34 / "cases.csv", "call4-", 0.0, 0.0, "call4-"),
+    "s34-sets": lambda: targets_table({
+        s: {m: (S34 / "cases.csv", f"call6-{s}") for m in ("fp32", "bf16", "fp8")}
+        for s in ("nightly", *HOLDOUTS)}),
+    "s34-below": lambda: ratios_below(S34 / "cases.csv", "call6-", 0.8),
 }
 
 
