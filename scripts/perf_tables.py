@@ -316,9 +316,13 @@ TABLES: dict[str, Callable[[], str]] = {
                                                       "tried", "kept")),
     "s34-reps-ab": lambda: ab_changes(S34 / "cases.csv", "call4-", 0.0, 0.0, "call4-"),
     "s34-sets": lambda: targets_table({
-        s: {m: (S34 / "cases.csv", f"call6-{s}") for m in ("fp32", "bf16", "fp8")}
+        s: {m: (S34 / "cases.csv", f"call{6 if m in ('fp32', 'bf16', 'fp8') else 7}-{s}")
+            for m in MODES if m != "tf32x3"}
         for s in ("nightly", *HOLDOUTS)}),
-    "s34-below": lambda: ratios_below(S34 / "cases.csv", "call6-", 0.8),
+    "s34-tail": lambda: _stacked(s9_long_tail(S34 / "cases.csv", "call6-"),
+                                 s9_long_tail(S34 / "cases.csv", "call7-")),
+    "s34-below": lambda: _stacked(ratios_below(S34 / "cases.csv", "call6-", 0.8),
+                                  ratios_below(S34 / "cases.csv", "call7-", 0.8)),
 }
 
 
