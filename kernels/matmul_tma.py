@@ -111,6 +111,15 @@ def tma_form(x: torch.Tensor) -> bool | None:
     return describable(x.shape, x.stride(), x.element_size())
 
 
+def tma_operands(a: torch.Tensor, b: torch.Tensor) -> tuple[bool, bool, int, int, int] | None:
+    """(how a descriptor takes a and b (`tma_form`), M, N, K), or None where it takes
+    either not at all: where each TMA variant's recipe starts."""
+    a_t, b_t = tma_form(a), tma_form(b)
+    if a_t is None or b_t is None:
+        return None
+    return a_t, b_t, a.shape[0], b.shape[1], a.shape[1]
+
+
 @functools.cache
 def _sm_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
@@ -218,11 +227,10 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     """The TMA variant's launch for tensors like these, or None when a or b cannot be
     described (`tma_form`); C is stored through a descriptor, into `out` or into an
     aligned staging buffer copied into `out`."""
-    a_t, b_t = tma_form(a), tma_form(b)
-    if a_t is None or b_t is None:
+    got = tma_operands(a, b)
+    if got is None:
         return None
-    M, K = a.shape
-    N = b.shape[1]
+    a_t, b_t, M, N, K = got
     # C rows a descriptor cannot take (N = 4097 bf16): stage C in an aligned buffer and
     # copy it into `out` after; the kernel's masked pointer stores ran the whole GEMM at
     # 0.51-0.59 of the aligned speed (session 9, fp8 and bf16 4096 x 4097 x 4096). IEEE

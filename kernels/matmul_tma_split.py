@@ -31,7 +31,7 @@ import triton.language as tl
 
 from kernels.launch import Bound, Launch
 from kernels.matmul_tiled import _reduce_kernel, reduction
-from kernels.matmul_tma import _descriptor, operand_boxes, tma_form
+from kernels.matmul_tma import _descriptor, operand_boxes, tma_operands
 from kernels.scratch import SCRATCH
 from kernels.tile import TileConfig, cdiv
 
@@ -118,12 +118,11 @@ class Recipe:
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
            has_scale: bool) -> Recipe | None:
     """The variant's launches for tensors like these, or None when a or b cannot be
-    described (matmul_tma.tma_form)."""
-    a_t, b_t = tma_form(a), tma_form(b)
-    if a_t is None or b_t is None:
+    described (matmul_tma.tma_operands)."""
+    got = tma_operands(a, b)
+    if got is None:
         return None
-    M, K = a.shape
-    N = b.shape[1]
+    a_t, b_t, M, N, K = got
     main, split = _launch(config, M, N, K, a_t, b_t, a.dtype, input_precision, is_fp32)
     return Recipe(main, reduction(M, N, out.stride(), split, has_scale), (split, M, N),
                   a_t, b_t, operand_boxes(config, a_t, b_t))

@@ -53,6 +53,7 @@ from kernels.matmul_tma import (
     num_sms,
     operand_boxes,
     tma_form,
+    tma_operands,
     unstage,
     unstager,
 )
@@ -265,13 +266,12 @@ class Recipe:
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
            has_scale: bool) -> Recipe | None:
     """The variant's launch for tensors like these, or None when a or b cannot be
-    described (matmul_tma.tma_form). C through a descriptor, into `out` or a staged
+    described (matmul_tma.tma_operands). C through a descriptor, into `out` or a staged
     buffer copied into it."""
-    a_t, b_t = tma_form(a), tma_form(b)
-    if a_t is None or b_t is None:
+    got = tma_operands(a, b)
+    if got is None:
         return None
-    M, K = a.shape
-    N = b.shape[1]
+    a_t, b_t, M, N, K = got
     sms = num_sms(a.device)
     tiles = cdiv(M, config.block_m) * cdiv(N, config.block_n)
     if parts(tiles, cdiv(K, config.block_k), sms) > MAX_PARTS:

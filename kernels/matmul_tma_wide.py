@@ -32,7 +32,16 @@ import triton
 import triton.language as tl
 
 from kernels.launch import Bound, Launch
-from kernels.matmul_tma import _descriptor, _stage, bound, num_sms, tma_form, unstage, unstager
+from kernels.matmul_tma import (
+    _descriptor,
+    _stage,
+    bound,
+    num_sms,
+    tma_form,
+    tma_operands,
+    unstage,
+    unstager,
+)
 from kernels.relayout import LINE, pitch
 from kernels.tile import TileConfig, cdiv
 
@@ -138,12 +147,11 @@ class Recipe:
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
            has_scale: bool) -> Recipe | None:
     """The variant's launch for tensors like these, or None when a or b cannot be
-    described (matmul_tma.tma_form)."""
-    a_t, b_t = tma_form(a), tma_form(b)
-    if a_t is None or b_t is None:
+    described (matmul_tma.tma_operands)."""
+    got = tma_operands(a, b)
+    if got is None:
         return None
-    M, K = a.shape
-    N = b.shape[1]
+    a_t, b_t, M, N, K = got
     staged = tma_form(out) is not False
     sc = (pitch(N, out.element_size(), LINE), 1) if staged else out.stride()
     sms = num_sms(a.device) * config.occupancy

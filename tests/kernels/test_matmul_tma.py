@@ -153,3 +153,17 @@ def test_gpu_ieee_fp32_stores_an_unaligned_c_by_pointer(shape, out_layout):
     ref = a.double() @ b.double()
     assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
     assert big.isnan().sum().item() == big.numel() - m * n   # nothing written outside C
+
+
+def test_tma_operands_names_each_operands_form_and_the_shape():
+    a = torch.empty(48, 64, dtype=torch.bfloat16)            # row-major
+    b = torch.empty(32, 64, dtype=torch.bfloat16).t()        # K x N = 64 x 32, column-major
+    assert matmul_tma.tma_operands(a, b) == (False, True, 48, 32, 64)
+
+
+def test_tma_operands_is_none_where_either_base_is_off_16_bytes():
+    ok = torch.empty(64, 64, dtype=torch.bfloat16)
+    off = torch.empty(64 * 64 + 1, dtype=torch.bfloat16)[1:].view(64, 64)   # 2 bytes off
+    assert matmul_tma.tma_operands(off, ok) is None
+    assert matmul_tma.tma_operands(ok, off) is None
+    assert matmul_tma.tma_operands(ok, ok) == (False, False, 64, 64, 64)
