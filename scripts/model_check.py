@@ -5,8 +5,9 @@
 `kernels.table.lookup` picks a tile for a shape the table was not tuned on by what its
 model (`kernels.table.predict`: a near entry's tuned time per SM step, times the steps
 the tile takes here) says is fastest. `scripts/device/tiles.py` measured named tiles side
-by side on such shapes. This reads those rows (default: docs/results/*/tiles*.csv; L2
-flushed; the `pick` rows left out, they repeat a named tile) and, per measurement (file
+by side on such shapes, and scripts/ab_tiles.py writes a device A/B's two tiles a case in
+the same form (tiles_ab_*.csv). This reads those rows (default: docs/results/*/tiles*.csv;
+L2 flushed; the `pick` rows left out, they repeat a named tile) and, per measurement (file
 and its `label` column's call where it has one, shape, mode) with no exact table entry
 and two or more tiles the model has a figure for (a near entry has the tile, or K
 re-split from it):
