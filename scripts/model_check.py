@@ -1,6 +1,6 @@
 """How well the tuning table's model ranks tiles that were measured, on the CPU.
 
-    python3 scripts/model_check.py [TILES.csv ...] [--sms 132] [--groups]
+    python3 scripts/model_check.py [TILES.csv ...] [--sms 132] [--groups] [--lookup]
 
 `kernels.table.lookup` picks a tile for a shape the table was not tuned on by what its
 model (`kernels.table.predict`: a near entry's tuned time per SM step, times the steps
@@ -15,6 +15,11 @@ re-split from it):
     nearest rule and its far margin aside), and its regret: its measured time / the
     fastest of them (1.0: the model's first is the measured best),
   - the model's error per tile: predicted / measured time.
+With `--lookup`, also the tile this tree's lookup picks for each measurement (margins and
+all, as lookup_diff asks it), where it is among the measured tiles: its regret. That is
+what a device A/B of a lookup change measures; `predict`'s first is not (session 34:
+`steps.FIXED_MS` = 5 us ranked no worse by `predict`, lookup regret 1.0119 -> 1.0181 on
+every measurement, worst 1.271 -> 1.400; its A/B: x0.98).
 Prints a summary (`--groups`: one line per measurement too); exit 0. A change to the
 model or the table can be checked here against every tile measured so far before a
 device A/B (session 17: the far-neighbour margin, docs/PERF.md).
@@ -56,14 +61,11 @@ class Group:
         return first[1] / min(t[1] for t in self.tiles)
 
 
-def groups(paths: list[Path], sms: int) -> list[Group]:
-    """Every measurement the model can rank (see the module docstring)."""
-    from lookup_diff import DEVICE, SMEM, _choice
-
-    import kernels
+def measured(paths: list[Path]) -> dict[tuple, list[tuple[object, float]]]:
+    """(call, Case, mode) -> [(tile, measured us)] of the named tiles in the files (L2
+    flushed; `call`: the file, and its `label` where it has one)."""
     from gemmgate.precision import get_mode
     from gemmgate.shapes import Case
-    from kernels import table, table_file
 
     parse = runpy.run_path(str(ROOT / "scripts" / "device" / "tiles.py"))["parse_tile"]
     rows: dict[tuple[str, Case, str], list[tuple[object, float]]] = defaultdict(list)
@@ -91,16 +93,30 @@ def groups(paths: list[Path], sms: int) -> list[Group]:
                 call = f"{source}:{r['label']}" if r.get("label") else source   # one call's
                 rows[(call, Case(int(m), int(n), int(k), lay or "rr", int(pad or 0)),
                       r["mode"])].append((tile, us))
+    return rows
+
+
+def _shape(case) -> str:
+    return f"{case.m}x{case.n}x{case.k}" + (f"-{case.layout}" if case.layout != "rr"
+                                            else "") + (f"+p{case.pad}" if case.pad else "")
+
+
+def groups(paths: list[Path], sms: int) -> list[Group]:
+    """Every measurement the model can rank (see the module docstring)."""
+    from lookup_diff import DEVICE, SMEM, _choice
+
+    import kernels
+    from kernels import table, table_file
+
     index = table._index(DEVICE, str(table_file.DEFAULT_DIR))[1]
     out = []
-    for (source, case, mode), measured in rows.items():
-        shape = f"{case.m}x{case.n}x{case.k}" + (f"-{case.layout}" if case.layout != "rr"
-                                                 else "") + (f"+p{case.pad}" if case.pad else "")
+    for (source, case, mode), tiles in measured(paths).items():
+        shape = _shape(case)
         _, _, bucket, variants = _choice(kernels, mode, case, sms)
         if any(e.shape == (case.m, case.n, case.k) for e in index.get(bucket, ())):
             continue   # an exact entry: the model's transfer is not what runs
         ranked = []
-        for tile, us in measured:
+        for tile, us in tiles:
             ms = table.predict(DEVICE, bucket, case.m, case.n, case.k, tile, sms=sms,
                                variants=variants, smem=SMEM)
             if ms is not None:
@@ -108,6 +124,35 @@ def groups(paths: list[Path], sms: int) -> list[Group]:
         if len(ranked) >= 2:
             out.append(Group(source, shape, mode, tuple(ranked)))
     return out
+
+
+def picked(paths: list[Path], sms: int) -> list[tuple[str, str, str, float | None]]:
+    """(call, shape, mode, regret) of every measurement: the measured time of the tile this
+    tree picks for the case (kernels.dispatch + lookup, as lookup_diff asks, margins and
+    all) / the fastest measured; None where the pick is none of the measured tiles."""
+    from lookup_diff import _choice
+
+    import kernels
+
+    out = []
+    for (source, case, mode), tiles in measured(paths).items():
+        pick = _choice(kernels, mode, case, sms)[0]
+        got = [us for tile, us in tiles if tile == pick]
+        out.append((source, _shape(case), mode,
+                    got[0] / min(us for _, us in tiles) if got else None))
+    return out
+
+
+def lookup_summary(found: list[tuple[str, str, str, float | None]]) -> str:
+    """How often this tree's pick was measured, the measured best, and its regret."""
+    regrets = [(r, f) for f in found if (r := f[3]) is not None]
+    if not regrets:
+        return "lookup: no measurement holds this tree's pick"
+    worst = max(regrets)[1]
+    return (f"lookup: {len(found)} measurements, this tree's pick among the measured tiles "
+            f"in {len(regrets)}, the measured best in {sum(r == 1.0 for r, _ in regrets)}; "
+            f"regret geomean {math.exp(statistics.fmean(math.log(r) for r, _ in regrets)):.4f}, "
+            f"worst {worst[3]:.3f} ({worst[2]} {worst[1]}, {worst[0]})")
 
 
 def summary(found: list[Group]) -> str:
@@ -132,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="tiles.py CSVs (default: docs/results/*/tiles*.csv)")
     ap.add_argument("--sms", type=int, default=132, help="SM count (default: the H200's)")
     ap.add_argument("--groups", action="store_true", help="one line per measurement too")
+    ap.add_argument("--lookup", action="store_true",
+                    help="also score the tile this tree's lookup picks (its margins and all) "
+                         "where it was measured: closer to a device A/B than `predict`")
     args = ap.parse_args(argv)
     paths = args.csv or sorted((ROOT / "docs" / "results").glob("*/tiles*.csv"))
     missing = [str(p) for p in paths if not p.is_file()]
@@ -153,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{first.variant}:{first.block_m}x{first.block_n}x{first.block_k}, "
                   f"{len(g.tiles)} tiles")
     print(summary(found))
+    if args.lookup:
+        print(lookup_summary(picked(paths, args.sms)))
     return 0
 
 

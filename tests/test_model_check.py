@@ -84,3 +84,27 @@ def test_the_committed_model_ranks_the_committed_tiles_well(mc):
     regrets = [g.regret for g in found]
     geomean = math.exp(sum(map(math.log, regrets)) / len(regrets))
     assert len(found) >= 30 and geomean <= 1.04, mc.summary(found)
+
+
+def test_lookup_scores_the_trees_own_pick_where_it_was_measured(mc, tmp_path):
+    """--lookup: the tile this tree picks (lookup, margins and all) timed 12 us beside a
+    10 us tile: regret 1.2; a measurement that did not time the pick counts apart."""
+    from lookup_diff import _choice  # scripts/ on sys.path: mc
+
+    import kernels
+    from gemmgate.shapes import Case
+    from gemmgate.tuning import config_spec
+
+    pick = config_spec(_choice(kernels, "bf16", Case(1152, 1856, 1920), 132)[0])
+    other = next(t for t in TILES if t != pick)
+    rows = [{"shape": SHAPE, "mode": "bf16", "flush": "1", "provider": pick, "us": 12.0},
+            {"shape": SHAPE, "mode": "bf16", "flush": "1", "provider": other, "us": 10.0},
+            {"shape": "3000x2000x1000", "mode": "bf16", "flush": "1",
+             "provider": "tma:16x16x16:s2:w4", "us": 5.0}]
+    found = mc.picked([_write(tmp_path / "tiles.csv", rows)], 132)
+    assert sorted((shape, r) for _, shape, _, r in found) == [
+        ("1152x1856x1920", 1.2), ("3000x2000x1000", None)]
+    text = mc.lookup_summary(found)
+    assert "2 measurements" in text and "tiles in 1, the measured best in 0" in text
+    assert "worst 1.200 (bf16 1152x1856x1920" in text
+    assert mc.lookup_summary([("f", "s", "bf16", None)]).startswith("lookup: no measurement")
