@@ -96,13 +96,14 @@ def measured(paths: list[Path]) -> dict[tuple, list[tuple[object, float]]]:
     return rows
 
 
-def _shape(case) -> str:
+def shape_text(case) -> str:
+    """A case as tiles.py names its shape: MxNxK[-LAYOUT][+pPAD]."""
     return f"{case.m}x{case.n}x{case.k}" + (f"-{case.layout}" if case.layout != "rr"
                                             else "") + (f"+p{case.pad}" if case.pad else "")
 
 
-def groups(paths: list[Path], sms: int) -> list[Group]:
-    """Every measurement the model can rank (see the module docstring)."""
+def groups(rows: dict[tuple, list[tuple[object, float]]], sms: int) -> list[Group]:
+    """Every measurement (`measured`'s) the model can rank (see the module docstring)."""
     from lookup_diff import DEVICE, SMEM, _choice
 
     import kernels
@@ -110,8 +111,8 @@ def groups(paths: list[Path], sms: int) -> list[Group]:
 
     index = table._index(DEVICE, str(table_file.DEFAULT_DIR))[1]
     out = []
-    for (source, case, mode), tiles in measured(paths).items():
-        shape = _shape(case)
+    for (source, case, mode), tiles in rows.items():
+        shape = shape_text(case)
         _, _, bucket, variants = _choice(kernels, mode, case, sms)
         if any(e.shape == (case.m, case.n, case.k) for e in index.get(bucket, ())):
             continue   # an exact entry: the model's transfer is not what runs
@@ -126,19 +127,21 @@ def groups(paths: list[Path], sms: int) -> list[Group]:
     return out
 
 
-def picked(paths: list[Path], sms: int) -> list[tuple[str, str, str, float | None]]:
-    """(call, shape, mode, regret) of every measurement: the measured time of the tile this
-    tree picks for the case (kernels.dispatch + lookup, as lookup_diff asks, margins and
-    all) / the fastest measured; None where the pick is none of the measured tiles."""
+def picked(rows: dict[tuple, list[tuple[object, float]]], sms: int
+           ) -> list[tuple[str, str, str, float | None]]:
+    """(call, shape, mode, regret) of every measurement (`measured`'s): the measured time
+    of the tile this tree picks for the case (kernels.dispatch + lookup, as lookup_diff
+    asks, margins and all) / the fastest measured; None where the pick is none of the
+    measured tiles."""
     from lookup_diff import _choice
 
     import kernels
 
     out = []
-    for (source, case, mode), tiles in measured(paths).items():
+    for (source, case, mode), tiles in rows.items():
         pick = _choice(kernels, mode, case, sms)[0]
         got = [us for tile, us in tiles if tile == pick]
-        out.append((source, _shape(case), mode,
+        out.append((source, shape_text(case), mode,
                     got[0] / min(us for _, us in tiles) if got else None))
     return out
 
@@ -187,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"model_check: error: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
     try:
-        found = groups(paths, args.sms)
+        rows = measured(paths)
+        found = groups(rows, args.sms)
     except KeyError as e:
         print(f"model_check: error: not a tiles.py CSV (no column {e})", file=sys.stderr)
         return 2
@@ -202,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{len(g.tiles)} tiles")
     print(summary(found))
     if args.lookup:
-        print(lookup_summary(picked(paths, args.sms)))
+        print(lookup_summary(picked(rows, args.sms)))
     return 0
 
 

@@ -47,13 +47,13 @@ def test_the_regret_is_the_models_first_tiles_time_over_the_best(mc, tmp_path):
              {"shape": SHAPE, "mode": "bf16", "flush": "1", "provider": "vendor", "us": 1},
              {"shape": SHAPE, "mode": "bf16", "flush": "1", "provider": f"pick {first}",
               "us": 1}]
-    found = mc.groups([_write(tmp_path / "tiles.csv", rows)], 132)
+    found = mc.groups(mc.measured([_write(tmp_path / "tiles.csv", rows)]), 132)
     assert len(found) == 1 and len(found[0].tiles) == 2      # flush 0, vendor, pick: out
     assert found[0].regret == 1.25
     assert "1 measurements, 2 tiles" in mc.summary(found)
     # a file of several calls (a `label` column): each call's tiles are one measurement
     calls = [{**r, "label": c} for c in ("call1", "call2") for r in rows]
-    found = mc.groups([_write(tmp_path / "calls.csv", calls)], 132)
+    found = mc.groups(mc.measured([_write(tmp_path / "calls.csv", calls)]), 132)
     assert [g.source.rsplit(":", 1)[1] for g in found] == ["call1", "call2"]
     assert all(len(g.tiles) == 2 and g.regret == 1.25 for g in found)
 
@@ -61,7 +61,7 @@ def test_the_regret_is_the_models_first_tiles_time_over_the_best(mc, tmp_path):
 def test_an_exact_entry_is_not_ranked_and_bad_files_are_exit_2(mc, tmp_path, capsys):
     exact = [{"shape": "4096x4096x4096", "mode": "bf16", "flush": "1", "provider": t,
               "us": 100} for t in TILES]                    # the table holds 4096^3
-    assert mc.groups([_write(tmp_path / "t.csv", exact)], 132) == []
+    assert mc.groups(mc.measured([_write(tmp_path / "t.csv", exact)]), 132) == []
     assert mc.main([str(tmp_path / "missing.csv")]) == 2
     (tmp_path / "other.csv").write_text("a,b\n1,2\n")
     assert mc.main([str(tmp_path / "other.csv")]) == 2
@@ -80,7 +80,7 @@ def test_the_committed_model_ranks_the_committed_tiles_well(mc):
     geomean 1.017; fractional waves scored 1.058 and fail here). A model or table change
     that fails this ranks measured tiles worse: see `scripts/model_check.py --groups`."""
     paths = sorted((SCRIPT.parents[1] / "docs" / "results").glob("*/tiles*.csv"))
-    found = mc.groups(paths, 132)
+    found = mc.groups(mc.measured(paths), 132)
     regrets = [g.regret for g in found]
     geomean = math.exp(sum(map(math.log, regrets)) / len(regrets))
     assert len(found) >= 30 and geomean <= 1.04, mc.summary(found)
@@ -101,7 +101,7 @@ def test_lookup_scores_the_trees_own_pick_where_it_was_measured(mc, tmp_path):
             {"shape": SHAPE, "mode": "bf16", "flush": "1", "provider": other, "us": 10.0},
             {"shape": "3000x2000x1000", "mode": "bf16", "flush": "1",
              "provider": "tma:16x16x16:s2:w4", "us": 5.0}]
-    found = mc.picked([_write(tmp_path / "tiles.csv", rows)], 132)
+    found = mc.picked(mc.measured([_write(tmp_path / "tiles.csv", rows)]), 132)
     assert sorted((shape, r) for _, shape, _, r in found) == [
         ("1152x1856x1920", 1.2), ("3000x2000x1000", None)]
     text = mc.lookup_summary(found)
