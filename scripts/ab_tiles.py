@@ -27,7 +27,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-_CASE = re.compile(r"m(\d+)-n(\d+)-k(\d+)(?:-(rr|rc|cr|cc))?(?:\+p(\d+))?")
 _NAME = re.compile(r"(?:(\w+) )?(\d+)x(\d+)x(\d+) g(\d+) s(\d+) w(\d+)((?: [ko]\d+)*)")
 FIELDS = ("label", "shape", "mode", "flush", "provider", "us", "tflops", "ratio")
 
@@ -54,29 +53,30 @@ def rows_for(cases: list[dict], prefix: str, old) -> tuple[list[dict], int]:
     """(OUT's rows, rows skipped) for the cases.csv rows of labels starting with `prefix`;
     `old`: REV's `kernels` package."""
     from lookup_diff import _choice
+    from model_check import shape_text
 
-    from gemmgate.shapes import Case
+    from gemmgate.bisect import parse_case_id
     from gemmgate.tuning import config_spec
 
     out, skipped = [], 0
     for r in cases:
         if not r["label"].startswith(prefix):
             continue
-        got, new = _CASE.fullmatch(r["case"]), tile_of(r["tile"])
-        ab = re.search(r"ab:([\d.]+)", r["extra"])
-        if got is None or new is None or ab is None or not r["triton_tflops"]:
+        new, ab = tile_of(r["tile"]), re.search(r"ab:([\d.]+)", r["extra"])
+        try:
+            case = parse_case_id(f"{r['mode']}-{r['case']}")[1]
+        except ValueError:
+            case = None
+        if case is None or new is None or ab is None or not r["triton_tflops"]:
             skipped += 1
             continue
-        m, n, k, lay, pad = got.groups()
-        case = Case(int(m), int(n), int(k), lay or "rr", int(pad or 0))
         before = _choice(old, r["mode"], case, 132)[0]
         if config_spec(before) == config_spec(new):
             continue   # the same tile both sides: nothing for the model to rank
-        flop = 2.0 * case.m * case.n * case.k
+        flop = float(case.flops)
         us = _us(flop, r["triton_tflops"])
         vendor = _us(flop, r["vendor_tflops"]) if r["vendor_tflops"] else None
-        shape = f"{case.m}x{case.n}x{case.k}" + (f"-{case.layout}" if lay else "") + \
-            (f"+p{case.pad}" if case.pad else "")
+        shape = shape_text(case)
         for tile, t in ((new, us), (before, us * float(ab.group(1)))):
             out.append({"label": r["label"], "shape": shape, "mode": r["mode"], "flush": "1",
                         "provider": config_spec(tile), "us": f"{t:.2f}",
