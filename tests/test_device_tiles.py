@@ -48,6 +48,7 @@ def test_a_malformed_tile_is_named(text):
     (["1024x1024x1024", "--configs", "warp:64x64x64:s4:w4"], "unknown variant"),
     (["1024x1024x1024", "--mode", "int4"], "int4"),
     (["1024x1024x1024", "--pad", "-8"], "--pad -8"),
+    (["1024x1024x1024", "--profile-calls", "-1"], "--profile-calls -1"),
 ])
 def test_bad_input_exits_2_before_any_gpu_work(argv, message, capsys):
     assert _module().main(argv) == 2
@@ -81,3 +82,30 @@ def test_kernel_events_reads_the_profilers_launch_record_in_launch_order():
                       "block": "384x1x1", "registers": 168, "smem": 0, "occupancy": 13,
                       "us": 17.95}
     assert got[0]["grid"] == "" and got[0]["us"] == 1.0
+
+
+def test_profiled_calls_each_provider_in_turn_inside_one_range_and_says_the_order(monkeypatch):
+    mod = _module()
+    seen, ranges = [], []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: seen.append("sync"))
+
+    class Range:
+        def __init__(self, name):
+            ranges.append(name)
+
+        def __enter__(self):
+            seen.append("push")
+
+        def __exit__(self, *exc):
+            seen.append("pop")
+
+    monkeypatch.setattr(torch.cuda.nvtx, "range", Range)
+    fns = {"pick": lambda: seen.append("pick"), "tma:64x64x64:s4:w4": lambda: seen.append("t"),
+           "vendor": lambda: seen.append("v")}
+    shown = {"pick": "pick tma:128x128x64:s4:w8", "tma:64x64x64:s4:w4": "tma:64x64x64:s4:w4",
+             "vendor": "vendor"}
+    rows = mod.profiled(fns, shown, 2, {"shape": "64x64x64", "mode": "bf16"})
+    assert ranges == ["profile"]
+    assert seen == ["sync", "push", "pick", "pick", "t", "t", "v", "v", "sync", "pop"]
+    assert rows == [{"shape": "64x64x64", "mode": "bf16", "provider": p, "calls": 2}
+                    for p in shown.values()]

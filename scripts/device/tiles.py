@@ -16,6 +16,12 @@ twice: with the L2 flushed before each call (as every gemmgate run times) and wi
 so a tile that loses only from a cold L2 shows. One CSV row per (shape, flush, provider):
 median device microseconds, TFLOP/s and the ratio to the vendor.
 
+With --profile-calls N nothing is timed: each provider makes N calls in turn inside one
+NVTX range named `profile`, for a profiler told to look there alone (`ncu --nvtx
+--nvtx-include profile/ ...`), and the rows say the order: (shape, mode, provider,
+calls). scripts/ncu_summary.py gives the profiler's rows (one a kernel launched) their
+providers by that order.
+
 With --kernels PATH, one call of each provider also runs under torch.profiler, and PATH
 gets a row per GPU kernel it launched: its name (cuBLAS's names its tile, cluster and
 schedule), grid, block, registers a thread, shared memory, the profiler's estimated
@@ -104,7 +110,7 @@ def profile_kernels(fn) -> list[dict]:
 def shape_rows(shape: str, mode_name: str, tiles: list[TileConfig], inductor: bool,
                policy: TimingPolicy, flush_bytes: int, pad: int = 0,
                uncached: bool = False, layout: str = "rr",
-               kernels_out: list[dict] | None = None) -> list[dict]:
+               kernels_out: list[dict] | None = None, profile_calls: int = 0) -> list[dict]:
     case = dataclasses.replace(parse_shape(shape, layout), pad=pad)
     mode = get_mode(mode_name)
     shape = f"{shape}-{layout}" if layout != "rr" else shape
@@ -149,6 +155,8 @@ def shape_rows(shape: str, mode_name: str, tiles: list[TileConfig], inductor: bo
             for name, fn in fns.items():
                 kernels_out += [{"shape": shape, "mode": mode.name, "provider": shown[name],
                                  **k} for k in profile_kernels(fn)]
+        if profile_calls:
+            return profiled(fns, shown, profile_calls, {"shape": shape, "mode": mode.name})
         rows = []
         for flushed in (True, False):
             samples = measure(fns, policy, flush_bytes=flush_bytes if flushed else 0)
@@ -160,6 +168,18 @@ def shape_rows(shape: str, mode_name: str, tiles: list[TileConfig], inductor: bo
                              "tflops": round(case.flops / med / 1e9, 1),
                              "ratio": round(vendor / med, 4)})
     return rows
+
+
+def profiled(fns: dict, shown: dict, calls: int, labels: dict) -> list[dict]:
+    """`calls` calls of each provider in turn, all inside one NVTX range `profile`: the
+    rows say the order (see the module docstring)."""
+    torch.cuda.synchronize()
+    with torch.cuda.nvtx.range("profile"):
+        for fn in fns.values():
+            for _ in range(calls):
+                fn()
+        torch.cuda.synchronize()
+    return [{**labels, "provider": shown[name], "calls": calls} for name in fns]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--csv", help="write the rows here (default: stdout)")
     p.add_argument("--kernels", help="also write each provider's kernels (torch.profiler: "
                                      "name, grid, registers, occupancy) to this CSV")
+    p.add_argument("--profile-calls", type=int, default=0, metavar="N",
+                   help="time nothing: N calls of each provider inside the NVTX range "
+                        "`profile`, for ncu (see the docstring)")
     args = p.parse_args(argv)
     try:
         tiles = [parse_tile(t) for t in args.configs.split(",") if t.strip()]
@@ -187,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
             parse_shape(s)
         if args.pad < 0:
             raise ValueError(f"--pad {args.pad}: give 0 or more elements")
+        if args.profile_calls < 0:
+            raise ValueError(f"--profile-calls {args.profile_calls}: give 1 or more calls "
+                             "(0: time as usual)")
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -198,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     launched: list[dict] | None = [] if args.kernels else None
     rows = [r for s in args.shapes
             for r in shape_rows(s, args.mode, tiles, args.inductor, policy, flush, args.pad,
-                                 args.uncached, args.layout, launched)]
+                                 args.uncached, args.layout, launched, args.profile_calls)]
     _write(rows, args.csv)
     if args.kernels:
         _write(launched, args.kernels)
