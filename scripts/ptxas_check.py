@@ -123,11 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     from tiles import parse_tile
 
+    from gemmgate.sweep import parse_shape
+
     try:
         tiles = [parse_tile(t) for t in args.tiles]
-        shape = tuple(int(x) for x in args.shape.lower().split("x"))
-        if len(shape) != 3 or min(shape) < 1:
-            raise ValueError(f"--shape {args.shape!r}: give MxNxK")
+        case = parse_shape(args.shape)
+        shape = (case.m, case.n, case.k)
         for t in tiles:
             _launch(t, args.mode, *shape)
     except ValueError as e:

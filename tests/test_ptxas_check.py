@@ -29,7 +29,7 @@ def test_a_wide_tile_compiles_and_ptxas_reports_its_registers():
 def test_other_variants_and_bad_shapes_are_refused():
     assert _run("tiled:64x64x64:s4:w4").returncode == 2
     got = _run("tma:128x128x64:s4:w8", "--shape", "4096x4096")
-    assert got.returncode == 2 and "MxNxK" in got.stderr
+    assert got.returncode == 2 and "give M x N x K" in got.stderr
 
 
 def test_the_serialization_warning_is_what_marks_a_tile(load_script):
