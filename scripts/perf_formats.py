@@ -644,3 +644,39 @@ def csv_table(path: Path, cols: tuple[str, ...] = ()) -> str:
     cols = list(cols or rows[0])
     return "\n".join(["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)] +
                       ["| " + " | ".join(r[c] for c in cols) + " |" for r in rows])
+
+
+# scripts/ncu_summary.py's metric columns, as ncu_table heads them
+_NCU_HEADS = {
+    "gpu__time_duration.sum": "us",
+    "sm__cycles_elapsed.avg": "cycles",
+    "launch__registers_per_thread": "regs",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": "tensor pipe %",
+    "l1tex__data_bank_reads.avg.pct_of_peak_sustained_elapsed": "smem reads %",
+    "l1tex__data_bank_writes.avg.pct_of_peak_sustained_elapsed": "smem writes %",
+    "smsp__issue_active.avg.pct_of_peak_sustained_active": "issue %",
+    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio": "stall barrier",
+    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": "stall long sb",
+    "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio": "stall wait",
+    "smsp__average_warps_issue_stalled_gmma_per_issue_active.ratio": "stall gmma",
+}
+
+
+def ncu_table(path: Path, labels: tuple[str, ...] = ()) -> str:
+    """ncu_summary.py's rows (`labels`: those labels only): each provider's kernel and
+    its metrics, headed short; the kernel name cut at 28 characters."""
+    rows = [r for r in _rows(path) if not labels or r["label"] in labels]
+    metrics = [m for m in _NCU_HEADS if m in rows[0]]
+    head = ["label", "shape", "provider", "kernel"] + [_NCU_HEADS[m] for m in metrics]
+    return "\n".join(["| " + " | ".join(head) + " |", "|---|---|---|---|" + "---:|" * len(metrics)]
+                     + ["| " + " | ".join([r["label"], r["shape"], r["provider"],
+                                           r["kernel"][:28]]
+                                          + [_ncu_cell(m, r[m]) for m in metrics]) + " |"
+                        for r in rows])
+
+
+def _ncu_cell(metric: str, value: str) -> str:
+    v = float(value)
+    if metric.endswith(".ratio"):
+        return f"{v:.2f}"
+    return f"{v:.0f}" if metric.startswith(("sm__cycles", "launch__")) else f"{v:.1f}"

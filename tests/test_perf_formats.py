@@ -222,3 +222,21 @@ def test_variant_best_takes_each_variants_fastest_tile_with_the_l2_flushed(pf, t
                     "s,bf16,1,vendor,10,1,1.00\ns,bf16,0,tma:c,5,1,1.50\n")
     assert pf.variant_best(path, ("tma", "tma_band", "tma_wide")).splitlines()[2:] == [
         "| s | bf16 | 10.0 | 0.80 | b | 0.90 | a:k4 | 0.75 | - | - |"]
+
+
+def test_ncu_table_heads_the_metrics_short_and_keeps_the_labels_asked(pf, tmp_path):
+    path = tmp_path / "ncu.csv"
+    path.write_text(
+        "label,shape,mode,provider,kernel,launches,gpu__time_duration.sum,"
+        "sm__cycles_elapsed.avg,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,"
+        "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio\n"
+        "a,64x64x64,bf16,pick,_tma_kernel_with_a_very_long_name_indeed,2,179.024,284421.9,"
+        "94.013,1.688\n"
+        "b,64x64x64,bf16,vendor,nvjet,2,176.3,281338.4,94.96,1.568\n")
+    got = pf.ncu_table(path, ("a",)).splitlines()
+    assert got[0] == ("| label | shape | provider | kernel | us | cycles | tensor pipe % "
+                      "| stall wait |")
+    assert got[2] == ("| a | 64x64x64 | pick | _tma_kernel_with_a_very_long | 179.0 | 284422 "
+                      "| 94.0 | 1.69 |")
+    assert len(got) == 3
+    assert len(pf.ncu_table(path).splitlines()) == 4
