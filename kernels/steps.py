@@ -7,7 +7,7 @@ program alone on an SM (`steps`). A launch adds a fixed part outside its K loop
 back. Two programs of a tile on one SM (`occupancy` 2) walk a block each in PAIR_STEP
 the time of one alone. Besides a neighbour's own tile, a lookup weighs it with K split
 anew where its tiles leave SMs idle (`resplits`) and at two programs per SM where two
-fit (`twins`).
+fit (`twins`), and a 16-bit 128x256 tile cut to 128x192 (`wides`).
 """
 
 from __future__ import annotations
@@ -36,6 +36,18 @@ TWIN_MIN_STAGES = 3   # the fewest stages a twin keeps (`twins`)
 # 1.19-1.35), and a smaller predicted gain is within that spread (session 32, call 2:
 # tf32 K = 128 rows whose twins were predicted x1.21 ran x0.97-0.98)
 TWIN_MARGIN = 1.10
+# A 16-bit 128x256 TMA tile's wide cut, 128x192 (kernels/matmul_tma_wide.py, a stage more
+# where it fits), walks a K block in WIDE_STEP times the time of its parent's: session
+# 35, call 3, 128x192x64:s4 against 128x256x64:s3, bf16, graph-timed, per block on the
+# busiest SM: 0.89 (1536 x 768 x 4096), 0.87 (3968 x 384 x 4096), 0.85 (4096^3: 6 tiles a
+# program against 4) and 0.84 (7904 x 384 x 3744); median 0.86. 3/4 of the columns in
+# 0.86 of the time: it wins only where it covers N in as few tiles as its parent (N =
+# 384: two each, the parent's second half empty), or fills a wave its parent leaves
+# short. Taken where predicted WIDE_MARGIN faster than the rest. Not fp8: its 128x192x128
+# walked a block in 0.90-0.96 of 128x256x128's time (the same call), so it would win by
+# 4-10% where it takes as few tiles, under the margin.
+WIDE_STEP = 0.86
+WIDE_MARGIN = 1.10
 
 
 @functools.lru_cache(maxsize=4096)   # a lookup asks it for each neighbour's own shape
@@ -103,6 +115,21 @@ def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], s
         out.append(replace(c, variant="tma_split", split_k=split, occupancy=1))
         split *= 2
     return out
+
+
+def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...]) -> list[TileConfig]:
+    """A neighbour's one-program 16-bit TMA tile 128x256 cut to its wide form 128x192
+    (`tma_wide`, where the call can run it), a stage more where that fits (`usable` with
+    `smem` bytes a program; the measured 128x192's fourth stage), else as many.
+    `_transfer` prices its block at WIDE_STEP of the parent's."""
+    if c.variant != "tma" or c.occupancy != 1 or fam != "16bit" or not smem \
+            or "tma_wide" not in variants or (c.block_m, c.block_n) != (128, 256):
+        return []
+    for stages in (c.num_stages + 1, c.num_stages):
+        wide = replace(c, block_n=192, num_stages=stages, variant="tma_wide")
+        if usable(wide, fam, smem):
+            return [wide]
+    return []
 
 
 def twins(c: TileConfig, fam: str, smem: int, fma: bool) -> list[TileConfig]:

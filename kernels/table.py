@@ -11,7 +11,7 @@ it takes on this shape: kernels/steps.py's step model), each tile also with K sp
 where its tiles leave SMs idle (`resplits`); a farther one's (up to FAR_NEIGHBOURS) where
 it predicts FAR_MARGIN faster still; or None (the caller's heuristic then decides). A
 neighbour's tile that fits an SM twice is also weighed at two programs per SM (`twins`,
-TWIN_MARGIN faster). bf16 and
+TWIN_MARGIN faster), and a 16-bit 128x256 one at 128x192 (`wides`, WIDE_MARGIN). bf16 and
 fp16 lend each other tiles: the other type's nearest pick where predicted
 OTHER_TYPE_MARGIN faster than its own type's (`_other_type`). Only entries
 whose variant the call can run count; a `fragile` tile serves its own shape and shapes
@@ -31,7 +31,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernels.fma import fma_split
-from kernels.steps import STAGE_COST, TWIN_MARGIN, fixed_ms, resplits, splits_fit, steps, twins
+from kernels.steps import (
+    STAGE_COST,
+    TWIN_MARGIN,
+    WIDE_MARGIN,
+    WIDE_STEP,
+    fixed_ms,
+    resplits,
+    splits_fit,
+    steps,
+    twins,
+    wides,
+)
 from kernels.table_file import DEFAULT_DIR, entries_for, is_stale, warn_stale
 from kernels.table_file import reload as _reload_files
 from kernels.tile import ELEM_BYTES, WGMMA_M, TileConfig, cdiv
@@ -228,9 +239,11 @@ def _transfer(r: _Row, m: int, n: int, k: int, sms: int, c: TileConfig | None = 
     (rm, rn, rk) = r.shape
     per_step = max(r.ms - fixed_ms(r.config, rm, rn), 0.1 * r.ms) / \
         steps(r.config, rm, rn, rk, sms)
-    c = c or r.config   # the row's tile, K split otherwise (`resplits`), or a `twins`
+    c = c or r.config   # the row's tile, K split otherwise (`resplits`), `twins`, `wides`
     if c.occupancy > r.config.occupancy:
         per_step *= STAGE_COST ** (r.config.num_stages - c.num_stages)
+    if c.variant == "tma_wide" and r.config.variant != "tma_wide":
+        per_step *= WIDE_STEP
     return fixed_ms(c, m, n) + per_step * steps(c, m, n, k, sms)
 
 
@@ -272,6 +285,8 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
                     for c in (r.config, *resplits(r.config, m, n, k, variants, chip.sms, elem))]
             out += [(_transfer(r, m, n, k, chip.sms, c), c, TWIN_MARGIN)
                     for c in twins(r.config, chip.fam, chip.smem, fma)]
+            out += [(_transfer(r, m, n, k, chip.sms, c), c, WIDE_MARGIN)
+                    for c in wides(r.config, chip.fam, chip.smem, variants)]
     return out
 
 

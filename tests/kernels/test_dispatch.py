@@ -10,6 +10,10 @@ from kernels.modes import MODES
 
 HOPPER, AMPERE = (9, 0), (8, 0)
 
+# the variants of a call TMA runs: with the tiled kernel (its pointer path fast) or without
+TMA_TILED = ("tma", "tiled", "tma_split", "tma_wide")
+TMA = ("tma", "tma_split", "tma_wide")
+
 
 def _decide(mode, m, n, k, a="r", b="r", cap=HOPPER, pad=0, elem=2, aligned=(True, True),
             cached=False):
@@ -21,7 +25,7 @@ def _decide(mode, m, n, k, a="r", b="r", cap=HOPPER, pad=0, elem=2, aligned=(Tru
 
 def test_aligned_16bit_goes_to_tma_without_copies():
     fam, key, bucket, ca, cb, variants = _decide("bf16", 4096, 4096, 4096)
-    assert (fam, ca, cb, variants) == ("16bit", "", "", ("tma", "tiled", "tma_split"))
+    assert (fam, ca, cb, variants) == ("16bit", "", "", TMA_TILED)
     assert bucket == "16bit bf16 rr tma ld128"
     assert key == "16bit bf16 rr tma ld128 | m4096 n4096 k4096 a4096,1 b4096,1"
     assert _decide("bf16", 2048, 2048, 2048, pad=8)[2] == "16bit bf16 rr tma ld16"
@@ -44,32 +48,32 @@ def test_fp8_and_tf32_get_k_major_copies_only_when_reused():
 def test_unaligned_leading_dimensions():
     # 1000 bf16 = 2000 bytes: describable as is; 4097 is not: a large GEMM gets aligned copies
     # N=1000 is not a multiple of 16: the tiled kernel's B loads would be scalar, TMA only
-    assert _decide("bf16", 1000, 1000, 1000)[3:] == ("", "", ("tma", "tma_split"))
-    assert _decide("bf16", 4097, 4095, 4093)[3:] == ("aligned", "aligned", ("tma", "tma_split"))
+    assert _decide("bf16", 1000, 1000, 1000)[3:] == ("", "", TMA)
+    assert _decide("bf16", 4097, 4095, 4093)[3:] == ("aligned", "aligned", TMA)
     # K=253: A (lda 506 bytes) is copied aligned, N=4096 reuses it; so is a skinny M's A,
     # whose pointer loads would be scalar (and the copy is small)
-    assert _decide("bf16", 4096, 4096, 253)[3:] == ("aligned", "", ("tma", "tiled", "tma_split"))
-    assert _decide("bf16", 16, 4096, 253)[3:] == ("aligned", "", ("tma", "tiled", "tma_split"))
+    assert _decide("bf16", 4096, 4096, 253)[3:] == ("aligned", "", TMA_TILED)
+    assert _decide("bf16", 16, 4096, 253)[3:] == ("aligned", "", TMA_TILED)
     assert _decide("fp8", 1000, 1000, 1000, elem=1)[3:] == \
-        ("aligned", "kmajor", ("tma", "tiled", "tma_split"))
+        ("aligned", "kmajor", TMA_TILED)
     # skinny M with aligned operands keeps its layout; 16-bit above decode's M runs TMA's
     # 64-row tiles (K split) beside the tiled kernel (session 19); decode-like 16-bit M,
     # tf32 and IEEE fp32 the tiled kernel only
-    assert _decide("bf16", 17, 4096, 4096)[3:] == ("", "", ("tma", "tiled", "tma_split"))
+    assert _decide("bf16", 17, 4096, 4096)[3:] == ("", "", TMA_TILED)
     assert _decide("fp16", 48, 4096, 4096)[2] == "16bit fp16 rr tma ld128"
     assert _decide("bf16", 16, 4096, 4096)[3:] == ("", "", ("tiled",))
     assert _decide("bf16", 1, 4096, 4096)[2] == "16bit bf16 rr ptr ld128"
     assert _decide("fp32", 32, 4096, 4096, elem=4)[3:] == ("", "", ("tiled",))
     assert _decide("tf32", 32, 4096, 4096, elem=4)[3:] == ("", "", ("tiled",))
     # skinny M, unaligned B (5523 bf16 = 11046 bytes): copied K-major for fp8's wgmma
-    assert _decide("fp8", 26, 5523, 7310, elem=1)[3:] == ("aligned", "kmajor", ("tma", "tma_split"))
+    assert _decide("fp8", 26, 5523, 7310, elem=1)[3:] == ("aligned", "kmajor", TMA)
     # fp8, thin M, B given K-major: TMA only (the tiled kernel ran it at 0.01-0.33)
-    assert _decide("fp8", 16, 4096, 4096, b="c", elem=1)[3:] == ("", "", ("tma", "tma_split"))
+    assert _decide("fp8", 16, 4096, 4096, b="c", elem=1)[3:] == ("", "", TMA)
     assert _decide("fp8", 16, 4096, 4096, elem=1)[3:] == ("", "", ("tiled",))  # N-major B
     # ... unless copies are kept (cache_copies): then B is copied K-major once, and TMA runs
     for m in (1, 16, 32):
         _, _, bucket, ca, cb, variants = _decide("fp8", m, 4096, 4096, elem=1, cached=True)
-        assert (ca, cb, variants) == ("", "kmajor", ("tma", "tma_split"))
+        assert (ca, cb, variants) == ("", "kmajor", TMA)
         assert bucket == "fp8 fp8 rc tma ld128"
     # kept copies change nothing for 16-bit (no K-major rule) or where M reuses B anyway
     for m in (16, 32):
@@ -78,7 +82,7 @@ def test_unaligned_leading_dimensions():
     assert _decide("fp8", 256, 4096, 4096, elem=1, cached=True)[3:] == \
         _decide("fp8", 256, 4096, 4096, elem=1)[3:]
     # lda = 2056 (pad 8) bf16 = 4112 bytes: a multiple of 16, described as is
-    assert _decide("bf16", 2048, 2048, 2048, pad=8)[5] == ("tma", "tiled", "tma_split")
+    assert _decide("bf16", 2048, 2048, 2048, pad=8)[5] == TMA_TILED
     assert _decide("bf16", 4096, 4096, 4096, aligned=(False, True))[3] == "aligned"
 
 
@@ -86,7 +90,7 @@ def test_kept_copies_put_every_descriptor_row_on_whole_128_byte_lines():
     # lda = ldb = 2056 bf16 = 4112 bytes: rows straddle L2 lines; kept copies re-pitch both
     _, _, bucket, ca, cb, variants = _decide("bf16", 2048, 2048, 2048, pad=8, cached=True)
     assert (ca, cb) == ("pitch", "pitch") and bucket == "16bit bf16 rr tma ld128"
-    assert variants == ("tma", "tiled", "tma_split")
+    assert variants == TMA_TILED
     assert _decide("bf16", 2048, 2048, 2048, pad=8)[3:5] == ("", "")   # not kept: as is
     # 1000^3 bf16 (2000-byte rows), column-major A: re-pitched in its own layout
     _, _, bucket, ca, cb, _ = _decide("bf16", 1000, 1000, 1000, a="c", cached=True)
@@ -115,29 +119,29 @@ def test_pointer_loads_vectorise_only_with_aligned_rows_and_wrapped_dims_of_16()
 
 
 def test_ieee_fp32_uses_tma_only_for_row_major_operands():
-    assert _decide("fp32", 4096, 4096, 4096, elem=4)[5] == ("tma", "tiled", "tma_split")
+    assert _decide("fp32", 4096, 4096, 4096, elem=4)[5] == TMA_TILED
     # a column-major A beside a row-major B is the FMA units' own order: as it is, tiled;
     # copied row-major (TMA) where the tiled kernel's B loads would be scalar (N = 659)
     assert _decide("fp32", 4096, 4096, 4096, a="c", elem=4)[3:] == ("", "", ("tiled",))
     assert _decide("fp32", 752, 659, 133, a="c", elem=4)[3:6:2] == ("rowmajor",
-                                                                   ("tma", "tma_split"))
+                                                                   TMA)
     assert _decide("tf32", 4096, 4096, 4096, a="c", elem=4)[5] == \
-        ("tma", "tiled", "tma_split")  # copied
+        TMA_TILED  # copied
 
 
 def test_ieee_fp32_copies_a_column_major_b_row_major(device):
     _, _, bucket, ca, cb, variants = _decide("fp32", 4096, 4096, 4096, b="c", elem=4)
-    assert (ca, cb, variants) == ("", "rowmajor", ("tma", "tiled", "tma_split"))
+    assert (ca, cb, variants) == ("", "rowmajor", TMA_TILED)
     assert bucket == "fp32 fp32 rr tma ld128"
     assert _decide("fp32", 16, 4096, 4096, b="c", elem=4)[4] == ""         # decode-like
     assert _decide("fp32", 16, 4096, 4096, b="c", elem=4, cached=True)[4] == "rowmajor"
     # a column-major A too, where N reuses it (session 20: holdout4 fp32 cc 0.23-0.41)
     _, _, bucket, ca, cb, variants = _decide("fp32", 1680, 4123, 1248, a="c", b="c", elem=4)
-    assert (ca, cb, variants) == ("rowmajor", "rowmajor", ("tma", "tma_split"))
+    assert (ca, cb, variants) == ("rowmajor", "rowmajor", TMA)
     assert bucket == "fp32 fp32 rr tma ld16"       # N = 4123: the copies' rows on 16 bytes
     # a copied B the tiled kernel would read with scalar loads (N = 1000): TMA too
     assert _decide("fp32", 17, 1000, 2048, b="c", elem=4, cached=True)[3:] == \
-        ("", "rowmajor", ("tma", "tma_split"))
+        ("", "rowmajor", TMA)
     assert _decide("fp32", 17, 1024, 2048, b="c", elem=4, cached=True)[3:] == \
         ("", "rowmajor", ("tiled",))
     assert _decide("tf32", 4096, 4096, 4096, b="c", elem=4)[4] == ""       # K-major already
@@ -190,10 +194,10 @@ def test_only_ieee_fp32_plans_search_the_fma_tiles():
 def test_skinny_m_zero_k_and_old_chips_use_the_tiled_kernel():
     assert _decide("bf16", 16, 4096, 4096)[5] == ("tiled",)
     # but x @ W.T (B column-major) at thin M, decode's too: TMA only (session 20)
-    assert _decide("bf16", 16, 4096, 4096, b="c")[5] == ("tma", "tma_split")
-    assert _decide("fp16", 1, 4096, 4096, b="c")[5] == ("tma", "tma_split")
-    assert _decide("bf16", 48, 4096, 4096, a="c", b="c")[5] == ("tma", "tma_split")
-    assert _decide("bf16", 64, 4096, 4096, b="c")[5] == ("tma", "tiled", "tma_split")
+    assert _decide("bf16", 16, 4096, 4096, b="c")[5] == TMA
+    assert _decide("fp16", 1, 4096, 4096, b="c")[5] == TMA
+    assert _decide("bf16", 48, 4096, 4096, a="c", b="c")[5] == TMA
+    assert _decide("bf16", 64, 4096, 4096, b="c")[5] == TMA_TILED
     assert _decide("tf32", 16, 4096, 4096, elem=4)[5] == ("tiled",)
     assert _decide("bf16", 4096, 4096, 0)[5] == ("tiled",)
     assert _decide("bf16", 4096, 4096, 4096, cap=AMPERE)[5] == ("tiled",)

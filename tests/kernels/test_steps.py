@@ -63,3 +63,24 @@ def test_resplits_fill_one_wave_with_long_k_ranges():
     # a tile of two programs per SM splits as one of one (the split grid has no occupancy)
     two = TileConfig(128, 128, 64, 8, 4, 8, "tma", occupancy=2)
     assert steps.resplits(two, 256, 256, 8192, both, 132, 2) == got
+
+
+def test_a_16bit_128x256_tile_has_a_wide_cut_with_a_stage_more_where_it_fits():
+    """128x256x64 at 3 stages is offered as 128x192x64 at 4 (208 KiB: session 35's measured
+    wide tile); where a stage more does not fit, at as many; only where the call can run
+    `tma_wide`, for one-program 16-bit TMA tiles 128x256."""
+    both = ("tma", "tiled", "tma_split", "tma_wide")
+    parent = TileConfig(128, 256, 64, 8, 3, 8, "tma")
+    assert steps.wides(parent, "16bit", H200_SMEM, both) == [
+        TileConfig(128, 192, 64, 8, 4, 8, "tma_wide")]
+    full = TileConfig(128, 256, 64, 8, 4, 8, "tma")        # 5 wide stages: 248 KiB
+    assert steps.wides(full, "16bit", H200_SMEM, both) == [
+        TileConfig(128, 192, 64, 8, 4, 8, "tma_wide")]
+    assert steps.wides(parent, "16bit", H200_SMEM, both[:3]) == []   # no tma_wide here
+    assert steps.wides(parent, "fp8", H200_SMEM, both) == []
+    assert steps.wides(parent, "16bit", 0, both) == []
+    assert steps.wides(TileConfig(128, 128, 64, 8, 4, 8, "tma"), "16bit", H200_SMEM, both) == []
+    assert steps.wides(TileConfig(128, 256, 64, 8, 3, 8, "tma", occupancy=2), "16bit",
+                       H200_SMEM, both) == []
+    assert steps.wides(TileConfig(128, 256, 64, 8, 3, 8, "tiled"), "16bit", H200_SMEM,
+                       both) == []

@@ -214,6 +214,29 @@ def test_a_neighbours_twin_is_taken_where_its_pairs_take_one_wave_of_two(tmp_pat
                          directory=d) is None
 
 
+def test_a_neighbours_128x256_tile_is_cut_to_128x192_where_that_fits_n_in_as_few_tiles(
+        tmp_path):
+    """Session 35: bf16 7904 x 384 x 3744 ran 128x256x64:s3 (two column tiles, the second
+    half empty) at 0.75 of cuBLAS, 128x192x64:s4 at 0.89. Its neighbour 3968 x 384 x 4096
+    tuned 128x256x64:s3 (46.3 us, one 64-block tile a program) lends it cut to 128x192
+    at WIDE_STEP of its time a block; at 4096^3 the cut takes 22 column tiles for 16 and
+    is not taken."""
+    parent = TileConfig(128, 256, 64, 8, 3, 8, "tma")
+    cut = TileConfig(128, 192, 64, 8, 4, 8, "tma_wide")
+    d = _write(tmp_path, [_entry(3968, 384, 4096, parent, tuned_ms=0.0463),
+                          _entry(4096, 4096, 4096, parent, tuned_ms=0.178)])
+    runs = ("tma", "tiled", "tma_split", "tma_wide")
+    look = lambda *shape, **kw: table.lookup("NVIDIA H200", "16bit bf16 rr tma",  # noqa: E731
+                                             *shape, directory=d, sms=132, **kw)
+    assert look(7904, 384, 3744, variants=runs, smem=H200_SMEM) == (cut, "table-nearest")
+    assert look(7904, 384, 3744, variants=runs[:3], smem=H200_SMEM) == (parent, "table-nearest")
+    assert look(4096, 4096, 4352, variants=runs, smem=H200_SMEM) == (parent, "table-nearest")
+    per_step = (0.0463 - steps.FIXED_MS) / 64
+    predicted = table.predict("NVIDIA H200", "16bit bf16 rr tma", 7904, 384, 3744, cut,
+                              directory=d, variants=runs, smem=H200_SMEM)
+    assert predicted == pytest.approx(steps.FIXED_MS + per_step * steps.WIDE_STEP * 59)
+
+
 def test_a_farther_neighbour_competes_only_with_a_clear_predicted_win(tmp_path):
     """Past the three nearest entries, an entry's tile is taken only where `_transfer`
     predicts it FAR_MARGIN faster than the nearest three's best (session 17, call G)."""
