@@ -680,3 +680,45 @@ def _ncu_cell(metric: str, value: str) -> str:
     if metric.endswith(".ratio"):
         return f"{v:.2f}"
     return f"{v:.0f}" if metric.startswith(("sm__cycles", "launch__")) else f"{v:.1f}"
+
+
+def label_pairs(path: Path, a: str, b: str, variant: str = "") -> str:
+    """The same tiles timed in two calls or processes of a tiles.py CSV (its `label`s
+    `a` and `b`; L2 flushed; `variant`: only its tiles), per shape, mode and tile: each
+    label's microseconds and b / a (< 1: faster in `b`)."""
+    out = [f"| shape | mode | tile | {a} us | {b} us | b / a |", "|---|---|---|---:|---:|---:|"]
+    rows = [r for r in _rows(path) if r["flush"] == "1"
+            and r["provider"].startswith(variant + ":" if variant else "")]
+    us = {(r["label"], r["shape"], r["mode"], r["provider"]): float(r["us"]) for r in rows}
+    for (label, shape, mode, prov), ta in us.items():
+        tb = us.get((b, shape, mode, prov))
+        if label == a and tb is not None:
+            out.append(f"| {shape} | {mode} | {prov} | {ta:.1f} | {tb:.1f} | {tb / ta:.3f} |")
+    return "\n".join(out)
+
+
+def block_ratios(path: Path, parent: str, child: str, label: str = "", sms: int = 132) -> str:
+    """Two tiles of a tiles.py CSV (L2 flushed; `label`: one call's rows) per shape and
+    mode: each one's
+    microseconds and K blocks on the busiest SM (kernels.steps.steps), and the child's
+    time a block over the parent's (launch overheads left in)."""
+    from kernels.steps import steps
+    from kernels.tile import TileConfig
+
+    def tile(spec: str) -> TileConfig:
+        v, bm, bn, bk, st, w = _TILE_RE.match(spec).groups()[:6]
+        return TileConfig(int(bm), int(bn), int(bk), 8, int(st), int(w), v)
+
+    out = ["| shape | mode | " + parent + " us | blocks | " + child + " us | blocks | "
+           "a block, child / parent |", "|---|---|---:|---:|---:|---:|---:|"]
+    by = _grouped((r for r in _rows(path) if r["flush"] == "1"
+                   and label in ("", r.get("label"))), lambda r: (r["shape"], r["mode"]))
+    for (shape, mode), rs in by.items():
+        us = {r["provider"]: float(r["us"]) for r in rs}
+        if parent not in us or child not in us:
+            continue
+        m, n, k = (int(x) for x in shape.split("-")[0].split("x"))
+        bp, bc = (steps(tile(t), m, n, k, sms) for t in (parent, child))
+        out.append(f"| {shape} | {mode} | {us[parent]:.1f} | {bp:g} | {us[child]:.1f} | "
+                   f"{bc:g} | {us[child] / bc / (us[parent] / bp):.3f} |")
+    return "\n".join(out)

@@ -36,15 +36,18 @@ from perf_formats import (  # noqa: E402
     ab_changes,
     baseline_tables,
     best_of_kinds,
+    block_ratios,
     call_parts,
     csv_table,
     design_best,
     inductor_summary,
     k_loop_groups,
+    label_pairs,
     label_steps,
     layout_geomeans,
     moved_ab,
     moved_worst,
+    ncu_table,
     occupancy_best,
     on_off,
     pair_steps,
@@ -88,6 +91,7 @@ S31 = RESULTS / "h200-2026-12-02-s31"
 S32 = RESULTS / "h200-2026-12-02-s32"
 S33 = RESULTS / "h200-2026-12-03-s33"
 S34 = RESULTS / "h200-2026-12-03-s34"
+S35 = RESULTS / "h200-2026-12-03-s35"
 # the latest nightly and holdout runs of IEEE fp32 (session 24) and tf32 (session 25), as
 # `sets_targets` reads them
 FP32_S24 = ((S24 / "cases.csv", "call3-nightly-fp32"),
@@ -323,6 +327,17 @@ TABLES: dict[str, Callable[[], str]] = {
                                  s9_long_tail(S34 / "cases.csv", "call7-")),
     "s34-below": lambda: _stacked(ratios_below(S34 / "cases.csv", "call6-", 0.8),
                                   ratios_below(S34 / "cases.csv", "call7-", 0.8)),
+    "s35-ncu": lambda: ncu_table(S35 / "ncu.csv"),
+    "s35-regs": lambda: label_pairs(S35 / "tiles_wide.csv", "call1-committed",
+                                    "call1-a-in-registers", "tma_wide"),
+    "s35-order": lambda: label_pairs(S35 / "tiles_wide_order.csv", "call2-wide-first",
+                                     "call2-narrow-first", "tma_wide"),
+    "s35-blocks": lambda: _stacked(
+        block_ratios(S35 / "tiles_calib.csv", "tma:128x256x64:s3:w8",
+                     "tma_wide:128x192x64:s4:w8"),
+        block_ratios(S35 / "tiles_calib.csv", "tma:128x256x128:s3:w8",
+                     "tma_wide:128x192x128:s4:w8")),
+    "s35-ab": lambda: ab_changes(S35 / "cases.csv", "call3-wide-", 0.0, 0.0),
 }
 
 

@@ -240,3 +240,32 @@ def test_ncu_table_heads_the_metrics_short_and_keeps_the_labels_asked(pf, tmp_pa
                       "| 94.0 | 1.69 |")
     assert len(got) == 3
     assert len(pf.ncu_table(path).splitlines()) == 4
+
+
+TILES = """\
+label,shape,mode,flush,provider,us,tflops,ratio
+a,7904x384x3744,bf16,1,tma:128x256x64:s3:w8,49.8,457.9,0.75
+a,7904x384x3744,bf16,1,tma_wide:128x192x64:s4:w8,45.7,500.0,0.81
+a,7904x384x3744,bf16,0,tma_wide:128x192x64:s4:w8,40.0,500.0,0.90
+b,7904x384x3744,bf16,1,tma_wide:128x192x64:s4:w8,42.1,540.0,0.88
+a,4096x4096x4096,bf16,1,tma:128x256x64:s3:w8,178.5,770.0,0.99
+a,4096x4096x4096,bf16,1,tma_wide:128x192x64:s4:w8,228.8,600.0,0.77
+"""
+
+
+def test_label_pairs_sets_one_tile_beside_itself_in_two_calls(pf, tmp_path):
+    path = tmp_path / "tiles.csv"
+    path.write_text(TILES)
+    got = pf.label_pairs(path, "a", "b", "tma_wide").splitlines()
+    assert got[2:] == ["| 7904x384x3744 | bf16 | tma_wide:128x192x64:s4:w8 | 45.7 | 42.1 | 0.921 |"]
+
+
+def test_block_ratios_price_a_block_of_the_child_against_its_parent(pf, tmp_path):
+    path = tmp_path / "tiles.csv"
+    path.write_text(TILES)
+    got = pf.block_ratios(path, "tma:128x256x64:s3:w8", "tma_wide:128x192x64:s4:w8", "a")
+    rows = got.splitlines()[2:]
+    # 7904 x 384: one tile a program each way (124 of each), 59 blocks of 64
+    assert rows[0] == "| 7904x384x3744 | bf16 | 49.8 | 59 | 45.7 | 59 | 0.918 |"
+    # 4096^3: 512 tiles of 128x256 (4 a busiest SM), 704 of 128x192 (6)
+    assert rows[1] == "| 4096x4096x4096 | bf16 | 178.5 | 256 | 228.8 | 384 | 0.855 |"
