@@ -338,6 +338,9 @@ TABLES: dict[str, Callable[[], str]] = {
         block_ratios(S35 / "tiles_calib.csv", "tma:128x256x128:s3:w8",
                      "tma_wide:128x192x128:s4:w8")),
     "s35-ab": lambda: ab_changes(S35 / "cases.csv", "call3-wide-", 0.0, 0.0),
+    "s35-rand": lambda: _stacked(*(ab_by_mode(S35 / "cases.csv", f"call4-rand-{m}", "tma_wide")
+                                   for m in ("bf16", "fp16"))),
+    "s35-rand-worst": lambda: ab_changes(S35 / "cases.csv", "call4-rand-", 1.05, 100.0),
 }
 
 
