@@ -13,7 +13,7 @@ def test_shapes_reexports_the_sets():
 
 def test_set_names():
     assert set(SETS) == {"smoke", "tail", "pr", "nightly", "llm", "tune", "holdout", "holdout2",
-                         "holdout3", "holdout4", "holdout5"}
+                         "holdout3", "holdout4", "holdout5", "holdout6"}
     assert all(SETS[name] for name in SETS)
 
 
@@ -30,7 +30,7 @@ def test_tuning_and_holdout_points_are_off_the_measured_sets():
 
     measured = points("pr") | points("nightly") | points("llm")
     held = set().union(*(points(name) for name in SETS if name.startswith("holdout")))
-    assert len([name for name in SETS if name.startswith("holdout")]) == 5
+    assert len([name for name in SETS if name.startswith("holdout")]) == 6
     assert not points("tune") & (measured | held)
     assert not held & measured
 
