@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -333,6 +334,12 @@ def ab_changes(path: Path, prefix: str, lo: float, hi: float, strip: str | None 
                    f"{r['mode']} | {r['case']} | "
                    f"{float(r['ratio']):.2f} | {_ab(r['extra']):.3f} | {r['tile']} |")
     return "\n".join(out)
+
+
+def ab_rows(path: Path, prefix: str, strip: str | None = None) -> str:
+    """Every case of the A/B labels with `prefix`, largest change first (`ab_changes` with
+    no range left out)."""
+    return ab_changes(path, prefix, math.inf, -math.inf, strip)
 
 
 def _vs_inductor(r: dict) -> float | None:

@@ -34,6 +34,7 @@ from perf_formats import (  # noqa: E402
     _stacked,
     ab_by_mode,
     ab_changes,
+    ab_rows,
     baseline_tables,
     best_of_kinds,
     block_ratios,
@@ -318,7 +319,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s34-f5-worst": lambda: ab_changes(S34 / "cases.csv", "call3-f5-", 0.95, 1.05),
     "s34-reps": lambda: csv_table(S34 / "tuned.csv", ("case", "mode", "after", "after_ratio",
                                                       "tried", "kept")),
-    "s34-reps-ab": lambda: ab_changes(S34 / "cases.csv", "call4-", 0.0, 0.0, "call4-"),
+    "s34-reps-ab": lambda: ab_rows(S34 / "cases.csv", "call4-"),
     "s34-sets": lambda: targets_table({
         s: {m: (S34 / "cases.csv", f"call{6 if m in ('fp32', 'bf16', 'fp8') else 7}-{s}")
             for m in MODES if m != "tf32x3"}
@@ -337,7 +338,7 @@ TABLES: dict[str, Callable[[], str]] = {
                      "tma_wide:128x192x64:s4:w8"),
         block_ratios(S35 / "tiles_calib.csv", "tma:128x256x128:s3:w8",
                      "tma_wide:128x192x128:s4:w8")),
-    "s35-ab": lambda: ab_changes(S35 / "cases.csv", "call3-wide-", 0.0, 0.0),
+    "s35-ab": lambda: ab_rows(S35 / "cases.csv", "call3-wide-"),
     "s35-rand": lambda: _stacked(*(ab_by_mode(S35 / "cases.csv", f"call4-rand-{m}", "tma_wide")
                                    for m in ("bf16", "fp16"))),
     "s35-rand-worst": lambda: ab_changes(S35 / "cases.csv", "call4-rand-", 1.05, 100.0),

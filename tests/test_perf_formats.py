@@ -269,3 +269,24 @@ def test_block_ratios_price_a_block_of_the_child_against_its_parent(pf, tmp_path
     assert rows[0] == "| 7904x384x3744 | bf16 | 49.8 | 59 | 45.7 | 59 | 0.918 |"
     # 4096^3: 512 tiles of 128x256 (4 a busiest SM), 704 of 128x192 (6)
     assert rows[1] == "| 4096x4096x4096 | bf16 | 178.5 | 256 | 228.8 | 384 | 0.855 |"
+
+
+CASES = """\
+label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile,accuracy,runs
+c3-bf16,bf16,m1-n2-k3,1,1,0.89,ab:1.18,tma_wide 128x192x64 g8 s4 w8,pass,1
+c3-bf16,bf16,m4-n5-k6,1,1,5.42,ab:1.00,tma 128x256x64 g8 s3 w8,pass,1
+c3-fp16,fp16,m1-n2-k3,1,1,0.90,ab:0.97,tma_wide 128x192x64 g8 s4 w8,pass,1
+c4-bf16,bf16,m1-n2-k3,1,1,0.90,ab:2.00,tma 64x64x64 g8 s4 w4,pass,1
+"""
+
+
+def test_ab_changes_lists_the_cases_outside_a_range_and_ab_rows_every_case(pf, tmp_path):
+    path = tmp_path / "cases.csv"
+    path.write_text(CASES)
+    moved = pf.ab_changes(path, "c3-", 0.98, 1.02).splitlines()[2:]
+    assert [r.split(" | ")[:5] for r in moved] == [["| bf16", "bf16", "m1-n2-k3", "0.89",
+                                                     "1.180"],
+                                                    ["| fp16", "fp16", "m1-n2-k3", "0.90",
+                                                     "0.970"]]
+    every = pf.ab_rows(path, "c3-").splitlines()[2:]
+    assert len(every) == 3 and "m4-n5-k6" in every[2]
