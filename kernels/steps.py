@@ -117,22 +117,25 @@ def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], s
     return out
 
 
-def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...]) -> list[TileConfig]:
+@functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour, each call
+def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...]
+          ) -> tuple[TileConfig, ...]:
     """A neighbour's one-program 16-bit TMA tile 128x256 cut to its wide form 128x192
     (`tma_wide`, where the call can run it), a stage more where that fits (`usable` with
     `smem` bytes a program; the measured 128x192's fourth stage), else as many.
     `_transfer` prices its block at WIDE_STEP of the parent's."""
     if c.variant != "tma" or c.occupancy != 1 or fam != "16bit" or not smem \
             or "tma_wide" not in variants or (c.block_m, c.block_n) != (128, 256):
-        return []
+        return ()
     for stages in (c.num_stages + 1, c.num_stages):
         wide = replace(c, block_n=192, num_stages=stages, variant="tma_wide")
         if usable(wide, fam, smem):
-            return [wide]
-    return []
+            return (wide,)
+    return ()
 
 
-def twins(c: TileConfig, fam: str, smem: int, fma: bool) -> list[TileConfig]:
+@functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour, each call
+def twins(c: TileConfig, fam: str, smem: int, fma: bool) -> tuple[TileConfig, ...]:
     """A neighbour's one-program TMA tile at two programs per SM, where two fit (`usable`
     with `smem` bytes a program; not IEEE fp32, `fma`, whose programs per SM the launch
     sets). The tune keys' winners at two programs are shallow-K tiles; a mid-size shape
@@ -144,10 +147,10 @@ def twins(c: TileConfig, fam: str, smem: int, fma: bool) -> list[TileConfig]:
     programs of 2 stages (its 4 do not fit twice) ran 0.58, 128x64x64 of 3 stages 0.86
     against 4 stages' 0.97."""
     if c.variant != "tma" or c.occupancy != 1 or fma or not smem:
-        return []
+        return ()
     for stages in range(c.num_stages, max(TWIN_MIN_STAGES, c.num_stages - TWIN_MAX_DROP) - 1,
                         -1):
         two = replace(c, num_stages=stages, occupancy=2)
         if usable(two, fam, smem):
-            return [two]
-    return []
+            return (two,)
+    return ()

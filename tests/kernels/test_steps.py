@@ -13,20 +13,20 @@ def test_a_tile_that_fits_twice_has_a_two_program_twin_of_as_many_stages_as_fit(
     split or tiled one, IEEE fp32 (the launch sets its programs per SM) and a lookup
     without the shared memory have none."""
     narrow = TileConfig(128, 64, 64, 8, 5, 4, "tma")
-    assert steps.twins(narrow, "16bit", H200_SMEM, False) == [
-        TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2)]
+    assert steps.twins(narrow, "16bit", H200_SMEM, False) == (
+        TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2),)
     assert steps.twins(TileConfig(64, 128, 128, 8, 4, 4, "tma"), "16bit", H200_SMEM,
-                       False) == []                    # fits twice at 2 stages only
+                       False) == ()                    # fits twice at 2 stages only
     assert steps.twins(TileConfig(64, 128, 32, 8, 5, 4, "tma"), "fp32", H200_SMEM,
-                       False) == []                    # tf32: at 3 stages, two fewer
+                       False) == ()                    # tf32: at 3 stages, two fewer
     assert steps.twins(TileConfig(64, 128, 32, 8, 3, 4, "tma"), "fp32", H200_SMEM,
-                       False) == [TileConfig(64, 128, 32, 8, 3, 4, "tma", occupancy=2)]
-    assert steps.twins(narrow, "16bit", H200_SMEM, True) == []
-    assert steps.twins(narrow, "16bit", 0, False) == []
+                       False) == (TileConfig(64, 128, 32, 8, 3, 4, "tma", occupancy=2),)
+    assert steps.twins(narrow, "16bit", H200_SMEM, True) == ()
+    assert steps.twins(narrow, "16bit", 0, False) == ()
     assert steps.twins(TileConfig(128, 64, 64, 8, 4, 4, "tma_split", 2), "16bit",
-                       H200_SMEM, False) == []
+                       H200_SMEM, False) == ()
     assert steps.twins(TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2), "16bit",
-                       H200_SMEM, False) == []
+                       H200_SMEM, False) == ()
 
 
 def test_steps_price_two_programs_on_an_sm_at_pair_step_a_block():
@@ -71,16 +71,16 @@ def test_a_16bit_128x256_tile_has_a_wide_cut_with_a_stage_more_where_it_fits():
     `tma_wide`, for one-program 16-bit TMA tiles 128x256."""
     both = ("tma", "tiled", "tma_split", "tma_wide")
     parent = TileConfig(128, 256, 64, 8, 3, 8, "tma")
-    assert steps.wides(parent, "16bit", H200_SMEM, both) == [
-        TileConfig(128, 192, 64, 8, 4, 8, "tma_wide")]
+    assert steps.wides(parent, "16bit", H200_SMEM, both) == (
+        TileConfig(128, 192, 64, 8, 4, 8, "tma_wide"),)
     full = TileConfig(128, 256, 64, 8, 4, 8, "tma")        # 5 wide stages: 248 KiB
-    assert steps.wides(full, "16bit", H200_SMEM, both) == [
-        TileConfig(128, 192, 64, 8, 4, 8, "tma_wide")]
-    assert steps.wides(parent, "16bit", H200_SMEM, both[:3]) == []   # no tma_wide here
-    assert steps.wides(parent, "fp8", H200_SMEM, both) == []
-    assert steps.wides(parent, "16bit", 0, both) == []
-    assert steps.wides(TileConfig(128, 128, 64, 8, 4, 8, "tma"), "16bit", H200_SMEM, both) == []
+    assert steps.wides(full, "16bit", H200_SMEM, both) == (
+        TileConfig(128, 192, 64, 8, 4, 8, "tma_wide"),)
+    assert steps.wides(parent, "16bit", H200_SMEM, both[:3]) == ()   # no tma_wide here
+    assert steps.wides(parent, "fp8", H200_SMEM, both) == ()
+    assert steps.wides(parent, "16bit", 0, both) == ()
+    assert steps.wides(TileConfig(128, 128, 64, 8, 4, 8, "tma"), "16bit", H200_SMEM, both) == ()
     assert steps.wides(TileConfig(128, 256, 64, 8, 3, 8, "tma", occupancy=2), "16bit",
-                       H200_SMEM, both) == []
+                       H200_SMEM, both) == ()
     assert steps.wides(TileConfig(128, 256, 64, 8, 3, 8, "tiled"), "16bit", H200_SMEM,
-                       both) == []
+                       both) == ()
