@@ -706,16 +706,13 @@ def label_pairs(path: Path, a: str, b: str, variant: str = "") -> str:
 
 def block_ratios(path: Path, parent: str, child: str, label: str = "", sms: int = 132) -> str:
     """Two tiles of a tiles.py CSV (L2 flushed; `label`: one call's rows) per shape and
-    mode: each one's
-    microseconds and K blocks on the busiest SM (kernels.steps.steps), and the child's
-    time a block over the parent's (launch overheads left in)."""
+    mode: each one's microseconds and K blocks on the busiest SM (kernels.steps.steps),
+    and the child's time a block over the parent's (launch overheads left in)."""
+    from runpy import run_path
+
     from kernels.steps import steps
-    from kernels.tile import TileConfig
 
-    def tile(spec: str) -> TileConfig:
-        v, bm, bn, bk, st, w = _TILE_RE.match(spec).groups()[:6]
-        return TileConfig(int(bm), int(bn), int(bk), 8, int(st), int(w), v)
-
+    tile = run_path(str(ROOT / "scripts" / "device" / "tiles.py"))["parse_tile"]
     out = ["| shape | mode | " + parent + " us | blocks | " + child + " us | blocks | "
            "a block, child / parent |", "|---|---|---:|---:|---:|---:|---:|"]
     by = _grouped((r for r in _rows(path) if r["flush"] == "1"
