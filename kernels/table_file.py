@@ -21,6 +21,7 @@ from kernels import (
     matmul_gemv,
     matmul_tiled,
     matmul_tma,
+    matmul_tma_hybrid,
     matmul_tma_split,
     matmul_tma_streamk,
     matmul_tma_wide,
@@ -31,7 +32,7 @@ SCHEMA, VERSION = "kernels.tuning-table", 1
 DEFAULT_DIR = Path(__file__).parent / "tuned"
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
             "tma_split": matmul_tma_split.KERNELS, "tma_streamk": matmul_tma_streamk.KERNELS,
-            "tma_wide": matmul_tma_wide.KERNELS,
+            "tma_wide": matmul_tma_wide.KERNELS, "tma_hybrid": matmul_tma_hybrid.KERNELS,
             "gemv": matmul_gemv.KERNELS}
 
 

@@ -19,6 +19,8 @@ A TileConfig names the variant it is for and that variant's launch parameters:
 - `tma_wide` (kernels/matmul_tma_wide.py): the persistent TMA GEMM on tiles 3 x a power of
   two wide (`block_n` 48, 96, 192, 384: two power-of-two parts side by side), which fill
   a wave where power-of-two tiles leave SMs idle.
+- `tma_hybrid` (kernels/matmul_tma_hybrid.py): `tma` on the tiles of the whole waves,
+  `tma_split` (`split_k` K ranges) on the tiles left over, where the last wave is part full.
 - `gemv` (kernels/matmul_gemv.py): decode-like M on the CUDA cores, no dot; one row of A
   a program (`block_m` 1), `split_k` the K ranges.
 """
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-VARIANTS = ("tiled", "tma", "tma_split", "tma_streamk", "tma_wide", "gemv")
+VARIANTS = ("tiled", "tma", "tma_split", "tma_streamk", "tma_wide", "tma_hybrid", "gemv")
 FAMILIES = ("16bit", "fp32", "fp8")
 ELEM_BYTES = {"16bit": 2, "fp32": 4, "fp8": 1}
 _MAX_ACC_REGS = 128  # fp32 accumulator registers per thread; more spills (255 in all)
@@ -71,18 +73,20 @@ class TileConfig:
         if self.split_k < 1 or (self.split_k > 1
                                 and self.variant in ("tma", "tma_streamk", "tma_wide")):
             raise ValueError(f"split_k={self.split_k}: the {self.variant} variant does not "
-                             "split K (tiled and tma_split do)")
+                             "split K (tiled, tma_split and tma_hybrid do)")
         if self.occupancy not in OCCUPANCIES or (
-                self.occupancy > 1 and self.variant not in ("tma", "tma_wide")):
+                self.occupancy > 1 and self.variant not in ("tma", "tma_wide", "tma_hybrid")):
             raise ValueError(f"occupancy={self.occupancy}: programs per SM are 1, or 2 for "
-                             "the tma and tma_wide variants (their persistent grid)")
+                             "the tma, tma_wide and tma_hybrid variants (their persistent "
+                             "grid)")
 
     def smem_bytes(self, elem_bytes: int) -> int:
         """Shared memory of the software pipeline: one A and one B tile per stage (triton
         3.6 on the H200 asked 4 x 64 KiB for a 4-stage 128x128x64 fp32 tile), plus the
-        TMA, stream-K and wide variants' epilogue tile of C (fp32 for fp32 inputs, else 16-bit)."""
+        TMA, stream-K, wide and hybrid variants' epilogue tile of C (fp32 for fp32
+        inputs, else 16-bit)."""
         per_stage = (self.block_m + self.block_n) * self.block_k * elem_bytes
-        if self.variant in ("tma", "tma_streamk", "tma_wide"):
+        if self.variant in ("tma", "tma_streamk", "tma_wide", "tma_hybrid"):
             out_bytes = 4 if elem_bytes == 4 else 2
             return per_stage * self.num_stages + self.block_m * self.block_n * out_bytes
         return per_stage * self.num_stages
