@@ -7,7 +7,9 @@ program alone on an SM (`steps`). A launch adds a fixed part outside its K loop
 back. Two programs of a tile on one SM (`occupancy` 2) walk a block each in PAIR_STEP
 the time of one alone. Besides a neighbour's own tile, a lookup weighs it with K split
 anew where its tiles leave SMs idle (`resplits`) and at two programs per SM where two
-fit (`twins`), and a 16-bit 128x256 tile cut to 128x192 (`wides`).
+fit (`twins`), a 16-bit 128x256 tile cut to 128x192 (`wides`), and a one-program TMA
+tile whose last wave is part full as `tma_hybrid`: the whole waves as they are, the
+tiles left over split K (`hybrids`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import functools
 from dataclasses import replace
 
 from kernels.configs import ranges_fit
+from kernels.matmul_tma_hybrid import cut
 from kernels.tile import MAX_TMA_SPLIT, TileConfig, cdiv, usable
 
 # Two programs of a tile resident on one SM (`occupancy` 2) walk a K block each in
@@ -48,6 +51,8 @@ TWIN_MARGIN = 1.10
 # 4-10% where it takes as few tiles, under the margin.
 WIDE_STEP = 0.86
 WIDE_MARGIN = 1.10
+# A hybrid tile (`hybrids`) is taken where predicted HYBRID_MARGIN faster than the rest.
+HYBRID_MARGIN = 1.10
 
 
 @functools.lru_cache(maxsize=4096)   # a lookup asks it for each neighbour's own shape
@@ -56,7 +61,10 @@ def steps(c: TileConfig, m: int, n: int, k: int, sms: int) -> float:
     alone on an SM: the tiles each program walks (the persistent grid's programs are
     the tiles, up to `occupancy` per SM) times its K blocks; where two programs share an
     SM, each of their blocks counts PAIR_STEP. The tiled kernel's programs (one a tile
-    and K range) count in waves of one per SM."""
+    and K range) count in waves of one per SM. A hybrid tile's two parts run one after
+    the other: their steps add."""
+    if c.variant == "tma_hybrid":
+        return sum(steps(p, pm, pn, k, sms) for p, pm, pn in hybrid_parts(c, m, n, sms))
     programs = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n) * c.split_k
     blocks = cdiv(cdiv(max(k, 1), c.split_k), c.block_k)
     if c.occupancy == 1:
@@ -73,10 +81,32 @@ PARTIALS_B_PER_MS = 3e9  # split-K partials: written and read back at ~3 TB/s
 REDUCE_MS = 0.0015
 
 
-def fixed_ms(c: TileConfig, m: int, n: int) -> float:
+def fixed_ms(c: TileConfig, m: int, n: int, sms: int = 0) -> float:
+    """A launch's time outside its K loop; a hybrid tile's (given `sms`) its parts'."""
+    if c.variant == "tma_hybrid" and sms:
+        return sum(fixed_ms(p, pm, pn) for p, pm, pn in hybrid_parts(c, m, n, sms))
     if c.split_k == 1:
         return FIXED_MS
     return FIXED_MS + REDUCE_MS + c.split_k * m * n * 4 * 2 / PARTIALS_B_PER_MS
+
+
+@functools.lru_cache(maxsize=4096)
+def hybrid_parts(c: TileConfig, m: int, n: int, sms: int
+                 ) -> tuple[tuple[TileConfig, int, int], ...]:
+    """(tile, M, N) of each part a hybrid tile runs on this shape (kernels/
+    matmul_tma_hybrid.py: its `cut` on `sms` x `occupancy` programs): the head as `tma`,
+    the tail as `tma_split`; one part where the tiles fill whole waves or less than one."""
+    head = replace(c, variant="tma", split_k=1)
+    tail = replace(c, variant="tma_split", occupancy=1)
+    where = cut(m, n, c, sms * c.occupancy)
+    if where is None:
+        return ((head, m, n),)
+    axis, at = where
+    if at == 0:
+        return ((tail, m, n),)
+    if axis == "m":
+        return (head, at, n), (tail, m - at, n)
+    return (head, m, at), (tail, m, n - at)
 
 
 def splits_fit(c: TileConfig, k: int) -> bool:
@@ -114,6 +144,30 @@ def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], s
             and k * elem >= split * MIN_RANGE_BYTES:
         out.append(replace(c, variant="tma_split", split_k=split, occupancy=1))
         split *= 2
+    return out
+
+
+def hybrids(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sms: int,
+            elem: int) -> list[TileConfig]:
+    """A neighbour's one-program TMA tile as `tma_hybrid` (where the call can run it) on a
+    shape where it makes one whole wave at least and a part-full last one: its tiles left
+    over split K into each count (2 up) whose programs fit the rest of one wave, every K
+    range `MIN_RANGE_BYTES` of `elem`-byte elements at least and two blocks (as
+    `resplits`). `_transfer` prices it as its parts' steps at the tile's own rate."""
+    if c.variant != "tma" or c.occupancy != 1 or "tma_hybrid" not in variants:
+        return []
+    tiles = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n)
+    if tiles < sms or tiles % sms == 0:
+        return []
+    where = cut(m, n, c, sms)
+    axis, at = where
+    left = tiles - (at // c.block_m * cdiv(n, c.block_n) if axis == "m"
+                    else at // c.block_n * cdiv(m, c.block_m))
+    out, split = [], 2
+    while left * split <= sms and split <= MAX_TMA_SPLIT and ranges_fit(k, split, c.block_k) \
+            and k * elem >= split * MIN_RANGE_BYTES:
+        out.append(replace(c, variant="tma_hybrid", split_k=split))
+        split += 1
     return out
 
 

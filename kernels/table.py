@@ -32,11 +32,13 @@ from pathlib import Path
 
 from kernels.fma import fma_split
 from kernels.steps import (
+    HYBRID_MARGIN,
     STAGE_COST,
     TWIN_MARGIN,
     WIDE_MARGIN,
     WIDE_STEP,
     fixed_ms,
+    hybrids,
     resplits,
     splits_fit,
     steps,
@@ -237,14 +239,15 @@ def _transfer(r: _Row, m: int, n: int, k: int, sms: int, c: TileConfig | None = 
     2048: 64x128x128 from 1280 x 768 x 2560 ran 12.6 us where 128x64x64 ran 16.2,
     session 12)."""
     (rm, rn, rk) = r.shape
-    per_step = max(r.ms - fixed_ms(r.config, rm, rn), 0.1 * r.ms) / \
+    per_step = max(r.ms - fixed_ms(r.config, rm, rn, sms), 0.1 * r.ms) / \
         steps(r.config, rm, rn, rk, sms)
-    c = c or r.config   # the row's tile, K split otherwise (`resplits`), `twins`, `wides`
+    c = c or r.config   # the row's tile, K split otherwise (`resplits`), `twins`, `wides`,
+    # `hybrids`
     if c.occupancy > r.config.occupancy:
         per_step *= STAGE_COST ** (r.config.num_stages - c.num_stages)
     if c.variant == "tma_wide" and r.config.variant != "tma_wide":
         per_step *= WIDE_STEP
-    return fixed_ms(c, m, n) + per_step * steps(c, m, n, k, sms)
+    return fixed_ms(c, m, n, sms) + per_step * steps(c, m, n, k, sms)
 
 
 def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
@@ -276,7 +279,8 @@ class _Chip:
 def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], chip: _Chip,
            fma: bool) -> list[tuple[float, TileConfig, float]]:
     """(predicted ms, tile, the margin it must win by) of each timed row's tile, its K
-    re-splits (1) and its `twins` (TWIN_MARGIN) on this shape."""
+    re-splits (1), its `twins` (TWIN_MARGIN), `wides` (WIDE_MARGIN) and `hybrids`
+    (HYBRID_MARGIN) on this shape."""
     elem = ELEM_BYTES.get(chip.fam, 2)
     out = []
     for r in rows:
@@ -287,6 +291,9 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
                     for c in twins(r.config, chip.fam, chip.smem, fma)]
             out += [(_transfer(r, m, n, k, chip.sms, c), c, WIDE_MARGIN)
                     for c in wides(r.config, chip.fam, chip.smem, variants)]
+            out += [(_transfer(r, m, n, k, chip.sms, c), c, HYBRID_MARGIN)
+                    for c in (() if fma else
+                              hybrids(r.config, m, n, k, variants, chip.sms, elem))]
     return out
 
 

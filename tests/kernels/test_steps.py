@@ -1,6 +1,8 @@
 """kernels/steps.py: the step model that prices a tile on a shape, and the tiles (K split
 anew, two programs per SM) a lookup weighs besides a neighbour's own."""
 
+import pytest
+
 from kernels import steps
 from kernels.tile import TileConfig
 
@@ -84,3 +86,36 @@ def test_a_16bit_128x256_tile_has_a_wide_cut_with_a_stage_more_where_it_fits():
                        H200_SMEM, both) == ()
     assert steps.wides(TileConfig(128, 256, 64, 8, 3, 8, "tiled"), "16bit", H200_SMEM,
                        both) == ()
+
+
+def test_a_tile_whose_last_wave_is_part_full_is_offered_as_a_hybrid():
+    """920 x 4504 x 4216 in 128x128 makes 288 tiles: two whole waves (33 tile-columns)
+    and 24 tiles left, split 2-4 ways: ranges of MIN_RANGE_BYTES at least (5 ways: 1.7
+    KB), programs within one wave; only for one-program TMA tiles where the call runs
+    `tma_hybrid`, on shapes of one whole wave at least and a part-full last one."""
+    runs = ("tma", "tiled", "tma_split", "tma_hybrid")
+    tile = TileConfig(128, 128, 64, 8, 5, 8, "tma")
+    got = steps.hybrids(tile, 920, 4504, 4216, runs, 132, 2)
+    assert [c.split_k for c in got] == [2, 3, 4]      # 5: ranges of 843 x 2 B < 2 KB
+    assert {(c.variant, c.block_m, c.block_n, c.num_stages) for c in got} == {
+        ("tma_hybrid", 128, 128, 5)}
+    assert steps.hybrids(tile, 920, 4504, 4216, runs[:3], 132, 2) == []     # not runnable
+    assert steps.hybrids(tile, 1408, 1536, 4096, runs, 132, 2) == []        # whole waves
+    assert steps.hybrids(tile, 1024, 1024, 4096, runs, 132, 2) == []        # under a wave
+    assert steps.hybrids(TileConfig(128, 128, 64, 8, 4, 8, "tma", occupancy=2),
+                         920, 4504, 4216, runs, 132, 2) == []
+    assert steps.hybrids(tile, 920, 4504, 256, runs, 132, 2) == []          # short K
+
+
+def test_a_hybrids_steps_and_fixed_part_are_its_parts():
+    """The head's two waves of 66 blocks, then 24 tiles x 4 ranges (96 programs, one
+    wave) of 17 blocks; the fixed part: two launches, the reduction and the partials."""
+    hy = TileConfig(128, 128, 64, 8, 5, 8, "tma_hybrid", 4)
+    head, tail = steps.hybrid_parts(hy, 920, 4504, 132)
+    assert head == (TileConfig(128, 128, 64, 8, 5, 8, "tma"), 920, 33 * 128)
+    assert tail == (TileConfig(128, 128, 64, 8, 5, 8, "tma_split", 4), 920, 4504 - 33 * 128)
+    assert steps.steps(hy, 920, 4504, 4216, 132) == 2 * 66 + 17
+    assert steps.fixed_ms(hy, 920, 4504, 132) == pytest.approx(
+        steps.fixed_ms(head[0], 920, 4224) + steps.fixed_ms(tail[0], 920, 280))
+    whole = steps.hybrid_parts(hy, 1408, 1536, 132)
+    assert whole == ((TileConfig(128, 128, 64, 8, 5, 8, "tma"), 1408, 1536),)
