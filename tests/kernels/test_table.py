@@ -237,6 +237,35 @@ def test_a_neighbours_128x256_tile_is_cut_to_128x192_where_that_fits_n_in_as_few
     assert predicted == pytest.approx(steps.FIXED_MS + per_step * steps.WIDE_STEP * 59)
 
 
+def test_a_neighbours_tile_runs_as_a_hybrid_where_its_last_wave_is_short(tmp_path):
+    """Holdout6's 920 x 4504 x 4216 (session 36): 128x128x64 makes 288 tiles, three waves,
+    the third 18% full. Its neighbour 1408 x 1536 x 4096 tuned the tile on 132 tiles (one
+    whole wave, 64 blocks): lent here, whole waves as they are and the 24 tiles left over
+    split K are predicted HYBRID_MARGIN faster; fp32 on the FMA units (its programs per SM
+    set by the launch) is not offered it, nor a call that cannot run it."""
+    tile = TileConfig(128, 128, 64, 8, 5, 8, "tma")
+    d = _write(tmp_path, [_entry(1408, 1536, 4096, tile, tuned_ms=0.030)])
+    runs = ("tma", "tiled", "tma_split", "tma_hybrid")
+    look = lambda *shape, **kw: table.lookup("NVIDIA H200", "16bit bf16 rr tma",  # noqa: E731
+                                             *shape, directory=d, sms=132, **kw)
+    hybrid = TileConfig(128, 128, 64, 8, 5, 8, "tma_hybrid", 4)
+    assert look(920, 4504, 4216, variants=runs) == (hybrid, "table-nearest")
+    assert look(920, 4504, 4216, variants=runs[:3]) == (tile, "table-nearest")
+    assert look(1408, 1536, 4224, variants=runs) == (tile, "table-nearest")   # whole wave
+    per_step = (0.030 - steps.FIXED_MS) / 64
+    predicted = table.predict("NVIDIA H200", "16bit bf16 rr tma", 920, 4504, 4216, hybrid,
+                              directory=d, variants=runs)
+    assert predicted == pytest.approx(steps.fixed_ms(hybrid, 920, 4504, 132)
+                                      + per_step * (2 * 66 + 17))
+    assert table.predict("NVIDIA H200", "16bit bf16 rr tma", 920, 4504, 4216, tile,
+                         directory=d, variants=runs) > predicted * steps.HYBRID_MARGIN
+    fp32 = _write(tmp_path, [_entry(1408, 1536, 4096, TileConfig(128, 128, 32, 8, 3, 4, "tma"),
+                                    bucket="fp32 fp32 rr tma", tuned_ms=0.5)])
+    got = table.lookup("NVIDIA H200", "fp32 fp32 rr tma", 920, 4504, 4216, directory=fp32,
+                       sms=132, variants=runs)
+    assert got is not None and got[0].variant == "tma"
+
+
 def test_a_farther_neighbour_competes_only_with_a_clear_predicted_win(tmp_path):
     """Past the three nearest entries, an entry's tile is taken only where `_transfer`
     predicts it FAR_MARGIN faster than the nearest three's best (session 17, call G)."""
