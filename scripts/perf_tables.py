@@ -93,6 +93,7 @@ S32 = RESULTS / "h200-2026-12-02-s32"
 S33 = RESULTS / "h200-2026-12-03-s33"
 S34 = RESULTS / "h200-2026-12-03-s34"
 S35 = RESULTS / "h200-2026-12-03-s35"
+S36 = RESULTS / "h200-2026-12-03-s36"
 # the latest nightly and holdout runs of IEEE fp32 (session 24) and tf32 (session 25), as
 # `sets_targets` reads them
 FP32_S24 = ((S24 / "cases.csv", "call3-nightly-fp32"),
@@ -342,6 +343,11 @@ TABLES: dict[str, Callable[[], str]] = {
     "s35-rand": lambda: _stacked(*(ab_by_mode(S35 / "cases.csv", f"call4-rand-{m}", "tma_wide")
                                    for m in ("bf16", "fp16"))),
     "s35-rand-worst": lambda: ab_changes(S35 / "cases.csv", "call4-rand-", 1.05, 100.0),
+    "s36-holdout6": lambda: label_steps(S36 / "cases.csv", ("call1-",)),
+    "s36-hybrid": lambda: _stacked(*(variant_best(S36 / f"tiles_hybrid_{m}.csv",
+                                                  ("tma", "tma_hybrid"))
+                                     for m in ("bf16", "tf32", "fp8"))),
+    "s36-ab": lambda: ab_rows(S36 / "cases.csv", "call2-ab-"),
 }
 
 
