@@ -6,6 +6,7 @@ import torch
 
 from kernels import matmul_tma_hybrid as th
 from kernels.tile import TileConfig
+from tests.kernels.tma_helpers import gpu, gpu_operands, interpreter, run_recipe
 
 
 def _tile(bm=16, bn=16, split=3, occupancy=1):
@@ -38,19 +39,6 @@ def test_a_hybrid_tile_splits_k_and_counts_its_epilogue():
         _tile(split=0)
 
 
-def _run(tile, a, b, out):
-    r = th.recipe(tile, a, b, out, input_precision="ieee", is_fp32=True, has_scale=False)
-    out.fill_(float("nan"))
-    r.launch(a, b, out, a, a)
-    ref = a.double() @ b.double()
-    return r, ((out.double() - ref).norm() / ref.norm()).item()
-
-
-interpreter = pytest.mark.skipif(torch.cuda.is_available(),
-                                 reason="the interpreter's run (CPU tensors); the GPU's "
-                                        "is test_gpu_*")
-
-
 @interpreter
 @pytest.mark.parametrize(("m", "n", "k", "layout", "occupancy", "parts"), [
     (80, 48, 40, "rr", 1, ("m", 64)),     # 5 x 3 tiles on 4 'SMs': 4 rows, one left over
@@ -67,7 +55,7 @@ def test_every_part_of_c_is_stored_once(m, n, k, layout, occupancy, parts):
         a = a.t().contiguous().t()
     if layout[1] == "c":
         b = b.t().contiguous().t()
-    r, err = _run(_tile(occupancy=occupancy), a, b, torch.empty(m, n))
+    r, err = run_recipe(th, _tile(occupancy=occupancy), a, b, torch.empty(m, n))
     assert err < 1e-6
     assert r.where == parts
     assert (r.head is not None, r.tail is not None) == (parts != ("m", 0), parts is not None)
@@ -83,9 +71,6 @@ def test_a_bound_hybrid_runs_both_parts():
     assert torch.allclose(out.double(), a.double() @ b.double(), rtol=1e-5, atol=1e-5)
 
 
-gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
-
-
 @pytest.mark.gpu
 @gpu
 @pytest.mark.parametrize(("shape", "tile"), [
@@ -96,27 +81,15 @@ gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 ])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_gpu_hybrid_matches_the_reference(shape, tile, dtype):
-    m, n, k = shape
-    g = torch.Generator().manual_seed(2)
-    a = torch.randn(m, k, generator=g).cuda().to(dtype)
-    b = torch.randn(k, n, generator=g).cuda().to(dtype)
-    out = torch.empty(m, n, device="cuda", dtype=dtype)
-    r = th.recipe(tile, a, b, out, input_precision="ieee", is_fp32=False, has_scale=False)
-    out.fill_(float("nan"))
-    r.launch(a, b, out, a, a)
-    ref = a.double() @ b.double()
-    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
+    a, b, out = gpu_operands(shape, dtype)
+    assert run_recipe(th, tile, a, b, out, is_fp32=False)[1] < 1e-2
 
 
 @pytest.mark.gpu
 @gpu
 def test_gpu_hybrid_in_a_cuda_graph():
     """Both parts replayed in a graph, the tail's workspace captured with them."""
-    m, n, k = 920, 4504, 1024
-    g = torch.Generator().manual_seed(3)
-    a = torch.randn(m, k, generator=g).cuda().half()
-    b = torch.randn(k, n, generator=g).cuda().half()
-    out = torch.empty(m, n, device="cuda", dtype=torch.half)
+    a, b, out = gpu_operands((920, 4504, 1024), torch.half, seed=3)
     run = th.launcher(TileConfig(128, 128, 64, 8, 4, 8, "tma_hybrid", 4), a, b, out, a, a,
                       input_precision="ieee", is_fp32=False, has_scale=False)
     run()

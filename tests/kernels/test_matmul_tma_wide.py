@@ -6,6 +6,7 @@ import torch
 
 from kernels import matmul_tma_wide as tw
 from kernels.tile import TileConfig
+from tests.kernels.tma_helpers import gpu, gpu_operands, interpreter, run_recipe
 
 CPU_TILE = TileConfig(16, 48, 32, 8, 1, 4, "tma_wide")
 
@@ -30,20 +31,6 @@ def test_a_wide_tile_counts_its_shared_memory_and_registers():
     assert t.acc_regs() == 96
 
 
-def _run(tile, a, b, out, precision="ieee", is_fp32=True):
-    r = tw.recipe(tile, a, b, out, input_precision=precision, is_fp32=is_fp32,
-                  has_scale=False)
-    out.fill_(float("nan"))
-    r.launch(a, b, out, a, a)
-    ref = a.double() @ b.double()
-    return r, ((out.double() - ref).norm() / ref.norm()).item()
-
-
-interpreter = pytest.mark.skipif(torch.cuda.is_available(),
-                                 reason="the interpreter's run (CPU tensors); the GPU's "
-                                        "is test_gpu_*")
-
-
 @interpreter
 @pytest.mark.parametrize(("m", "n", "k"), [
     (48, 96, 64),     # 3 x 2 whole tiles on 4 'SMs': two tiles for two programs
@@ -54,7 +41,7 @@ interpreter = pytest.mark.skipif(torch.cuda.is_available(),
 def test_every_part_of_c_is_stored_once(m, n, k):
     g = torch.Generator().manual_seed(7)
     a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
-    _, err = _run(CPU_TILE, a, b, torch.empty(m, n))
+    _, err = run_recipe(tw, CPU_TILE, a, b, torch.empty(m, n))
     assert err < 1e-6
 
 
@@ -65,12 +52,9 @@ def test_column_major_operands_and_a_staged_c():
     g = torch.Generator().manual_seed(8)
     a = torch.randn(64, 80, generator=g).t()     # 80 x 64
     b = torch.randn(36, 64, generator=g).t()[:, :35]
-    r, err = _run(CPU_TILE, a, b, torch.empty(80, 35))
+    r, err = run_recipe(tw, CPU_TILE, a, b, torch.empty(80, 35))
     assert err < 1e-6
     assert r.a_t and r.b_t and r.staged
-
-
-gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 
 
 @pytest.mark.gpu
@@ -83,12 +67,8 @@ gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 ])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_gpu_wide_matches_the_reference(shape, tile, dtype):
-    m, n, k = shape
-    g = torch.Generator().manual_seed(2)
-    a = torch.randn(m, k, generator=g).cuda().to(dtype)
-    b = torch.randn(k, n, generator=g).cuda().to(dtype)
-    _, err = _run(tile, a, b, torch.empty(m, n, device="cuda", dtype=dtype), is_fp32=False)
-    assert err < 1e-2
+    a, b, out = gpu_operands(shape, dtype)
+    assert run_recipe(tw, tile, a, b, out, is_fp32=False)[1] < 1e-2
 
 
 @pytest.mark.gpu
