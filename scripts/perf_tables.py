@@ -348,6 +348,11 @@ TABLES: dict[str, Callable[[], str]] = {
                                                   ("tma", "tma_hybrid"))
                                      for m in ("bf16", "tf32", "fp8"))),
     "s36-ab": lambda: ab_rows(S36 / "cases.csv", "call2-ab-"),
+    "s36-rand": lambda: _stacked(*(ab_by_mode(S36 / "cases.csv", f"call3-rand-{m}", "tma_hybrid")
+                                   for m in ("bf16", "fp16", "tf32", "fp8"))),
+    "s36-rand-sets": lambda: label_steps(S36 / "cases.csv", ("call3-",)),
+    "s36-rand-worst": lambda: ab_changes(S36 / "cases.csv", "call3-rand-", 0.97, 100.0),
+    "s36-short": lambda: variant_best(S36 / "tiles_short_bf16.csv", ("tma", "tma_wide")),
 }
 
 
