@@ -18,7 +18,7 @@ import functools
 from dataclasses import replace
 
 from kernels.configs import ranges_fit
-from kernels.matmul_tma_hybrid import cut
+from kernels.matmul_tma_hybrid import cut, parts
 from kernels.tile import MAX_TMA_SPLIT, TileConfig, cdiv, usable
 
 # Two programs of a tile resident on one SM (`occupancy` 2) walk a K block each in
@@ -96,8 +96,7 @@ def hybrid_parts(c: TileConfig, m: int, n: int, sms: int
     """(tile, M, N) of each part a hybrid tile runs on this shape (kernels/
     matmul_tma_hybrid.py: its `cut` on `sms` x `occupancy` programs): the head as `tma`,
     the tail as `tma_split`; one part where the tiles fill whole waves or less than one."""
-    head = replace(c, variant="tma", split_k=1)
-    tail = replace(c, variant="tma_split", occupancy=1)
+    head, tail = parts(c)
     where = cut(m, n, c, sms * c.occupancy)
     if where is None:
         return ((head, m, n),)
@@ -156,13 +155,11 @@ def hybrids(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sm
     `resplits`). `_transfer` prices it as its parts' steps at the tile's own rate."""
     if c.variant != "tma" or c.occupancy != 1 or "tma_hybrid" not in variants:
         return []
-    tiles = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n)
-    if tiles < sms or tiles % sms == 0:
+    split_parts = hybrid_parts(replace(c, variant="tma_hybrid"), m, n, sms)
+    if len(split_parts) < 2:   # whole waves, or less than one: no head and tail
         return []
-    where = cut(m, n, c, sms)
-    axis, at = where
-    left = tiles - (at // c.block_m * cdiv(n, c.block_n) if axis == "m"
-                    else at // c.block_n * cdiv(m, c.block_m))
+    _, tail_m, tail_n = split_parts[1]
+    left = cdiv(tail_m, c.block_m) * cdiv(tail_n, c.block_n)
     out, split = [], 2
     while left * split <= sms and split <= MAX_TMA_SPLIT and ranges_fit(k, split, c.block_k) \
             and k * elem >= split * MIN_RANGE_BYTES:
