@@ -1,15 +1,17 @@
-"""The TMA wide variant: the persistent TMA GEMM on tiles 1.5 powers of two wide
-(BLOCK_N = 48, 96, 192), which fill the SMs' waves where power-of-two tiles do not.
+"""The TMA wide variant: the persistent TMA GEMM on tiles a power of two plus a smaller
+power of two wide (BLOCK_N = 96, 144, 160, 192, ...), which fill the SMs' waves, or cover
+N, where power-of-two tiles do not.
 
 cuBLAS sizes its tiles to the wave: 7904 x 384 x 3744 makes 124 tiles of 128x192 on the
 H200's 132 SMs, where 128x128 makes 186 (1.4 waves) and 128x256 62 (half the SMs idle).
-Triton's blocks are powers of two, so a 192-wide tile is two: a BLOCK_N0 = 2/3 and a
-BLOCK_N1 = 1/3 of BLOCK_N, side by side. Each K step loads A's box once and B's two
-boxes, and issues two dots on the one A tile into two accumulators; the epilogue stores
-two boxes of C. Everything else is the TMA kernel's (kernels/matmul_tma.py): the
-persistent grid of one program per SM in grouped tile order, host-built descriptors
-zero-filled past M, N and K, column-major operands described transposed, C stored
-through a descriptor into `out` or a staging buffer copied into it.
+Triton's blocks are powers of two, so a 192-wide tile is two: BLOCK_N0 = 128 and
+BLOCK_N1 = 64, side by side (kernels/tile.py `wide_parts`: 160 is 128 + 32, 144 128 +
+16). Each K step loads A's box once and B's two boxes, and issues two dots on the one A
+tile into two accumulators; the epilogue stores two boxes of C. Everything else is the
+TMA kernel's (kernels/matmul_tma.py): the persistent grid of one program per SM in
+grouped tile order, host-built descriptors zero-filled past M, N and K, column-major
+operands described transposed, C stored through a descriptor into `out` or a staging
+buffer copied into it.
 
 The tile loop is not flattened (`_tma_kernel`'s `flatten=True`): flattened, ptxas
 (triton 3.6, sm_90a) serializes the two accumulators' wgmma ("C7515: non wgmma
@@ -50,7 +52,7 @@ from kernels.matmul_tma import (
     unstager,
 )
 from kernels.relayout import LINE, pitch
-from kernels.tile import TileConfig, cdiv
+from kernels.tile import TileConfig, cdiv, wide_parts
 
 
 @triton.jit
@@ -110,14 +112,6 @@ def _wide_kernel(
 KERNELS = (_wide_kernel,)
 
 
-def halves(block_n: int) -> tuple[int, int]:
-    """A wide tile's two power-of-two parts: (2/3, 1/3) of BLOCK_N (192 -> 128, 64)."""
-    if block_n % 3 or (block_n // 3) & (block_n // 3 - 1) or block_n < 48:
-        raise ValueError(f"block_n={block_n}: the tma_wide variant takes 3 x a power of "
-                         "two, 48 or more (48, 96, 192, 384)")
-    return 2 * block_n // 3, block_n // 3
-
-
 @dataclass(frozen=True)
 class Recipe:
     """The variant's launch for operands of given shapes, layouts and alignment; C's
@@ -165,7 +159,7 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     run = _launch(config, M, N, K, a_t, b_t, a.dtype, sms, input_precision, is_fp32,
                   has_scale)
     bm, bk = config.block_m, config.block_k
-    n0, n1 = halves(config.block_n)
+    n0, n1 = wide_parts(config.block_n)
     blocks = ([bk, bm] if a_t else [bm, bk], [n0, bk] if b_t else [bk, n0],
               [n1, bk] if b_t else [bk, n1], [bm, n0], [bm, n1])
     return Recipe(run, a_t, b_t, blocks, staged, unstager(out, sc[0]) if staged else None)
@@ -177,7 +171,7 @@ def _launch(config: TileConfig, M: int, N: int, K: int, a_t: bool, b_t: bool,
             has_scale: bool) -> Launch:
     """The kernel's launch but for its tensors: the persistent grid (one program per SM,
     or `occupancy`), no more programs than tiles."""
-    n0, n1 = halves(config.block_n)
+    n0, n1 = wide_parts(config.block_n)
     grid = (min(sms, cdiv(M, config.block_m) * cdiv(N, config.block_n)),)
     kw = dict(BLOCK_M=config.block_m, BLOCK_N0=n0, BLOCK_N1=n1, BLOCK_K=config.block_k,
               GROUP_M=config.group_m, NUM_SMS=sms, A_T=a_t, B_T=b_t,

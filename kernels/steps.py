@@ -7,9 +7,9 @@ program alone on an SM (`steps`). A launch adds a fixed part outside its K loop
 back. Two programs of a tile on one SM (`occupancy` 2) walk a block each in PAIR_STEP
 the time of one alone. Besides a neighbour's own tile, a lookup weighs it with K split
 anew where its tiles leave SMs idle (`resplits`) and at two programs per SM where two
-fit (`twins`), a 16-bit 128x256 tile cut to 128x192 (`wides`), and a one-program TMA
-tile whose last wave is part full as `tma_hybrid`: the whole waves as they are, the
-tiles left over split K (`hybrids`).
+fit (`twins`), a 16-bit 128x256 tile cut to 128x192 or a 128x128 one widened to cover
+N (`wides`), and a one-program TMA tile whose last wave is part full as `tma_hybrid`:
+the whole waves as they are, the tiles left over split K (`hybrids`).
 """
 
 from __future__ import annotations
@@ -51,6 +51,19 @@ TWIN_MARGIN = 1.10
 # 4-10% where it takes as few tiles, under the margin.
 WIDE_STEP = 0.86
 WIDE_MARGIN = 1.10
+# A 128x128 TMA tile widened to cover N (`wides`): 128 + 16, 32 or 64 columns. Session 37,
+# call 3 (graph-timed, L2 flushed; bf16 and fp8 on 6 long-K thin-N shapes each): a block of
+# 128x144 or 128x160 cost 1.01-1.21x of 128x128's per column (median ~1.10), 128x192
+# 0.87-1.34x (median ~1.02); priced at WIDE_COL per column. bf16 8136 x 280 x 7592 ran
+# 128x144 at 1.19 of cuBLAS (two column tiles, one wave) where its pick ran 0.94; fp8
+# 8024 x 312 x 6648 128x160 at 0.97 where its pick, 128x256, ran 0.58.
+FIT_WIDTHS = (144, 160, 192)
+WIDE_COL = 1.10
+# ... over a K of FIT_MIN_K_BYTES a row at least: over fewer, a wide tile's two-box
+# epilogue outweighs its K loop. Session 37, call 4 (A/B of the widened picks among 600
+# random shapes): fp8 K = 312, 352 and 440 ran x0.87-0.90 (predicted x1.13-1.15), K = 464
+# x1.01-1.03, K = 648-800 x1.04-1.08; 16-bit K = 648 and up x0.94-1.25, none shorter moved.
+FIT_MIN_K_BYTES = 512
 # A hybrid tile (`hybrids`) is taken where predicted HYBRID_MARGIN faster than the rest.
 HYBRID_MARGIN = 1.10
 
@@ -169,20 +182,39 @@ def hybrids(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sm
 
 
 @functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour, each call
-def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...]
-          ) -> tuple[TileConfig, ...]:
-    """A neighbour's one-program 16-bit TMA tile 128x256 cut to its wide form 128x192
-    (`tma_wide`, where the call can run it), a stage more where that fits (`usable` with
-    `smem` bytes a program; the measured 128x192's fourth stage), else as many.
-    `_transfer` prices its block at WIDE_STEP of the parent's."""
-    if c.variant != "tma" or c.occupancy != 1 or fam != "16bit" or not smem \
-            or "tma_wide" not in variants or (c.block_m, c.block_n) != (128, 256):
+def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
+          fit: bool = True) -> tuple[TileConfig, ...]:
+    """A neighbour's one-program TMA tile in its wide forms (`tma_wide`, where the call can
+    run it): a 16-bit 128x256 cut to 128x192; where `fit` (K of FIT_MIN_K_BYTES a row at
+    least), a 16-bit or fp8 128x128 widened to each of FIT_WIDTHS, which cover an N that
+    128-wide tiles leave a part-empty column of tiles in (N = 280: two tiles of 144
+    against three of 128). Each a stage more where that fits (`usable` with `smem` bytes
+    a program), else as many, else one fewer (3 at least). `_transfer` prices its block
+    at `wide_step` of the parent's."""
+    if c.variant != "tma" or c.occupancy != 1 or not smem or "tma_wide" not in variants:
         return ()
-    for stages in (c.num_stages + 1, c.num_stages):
-        wide = replace(c, block_n=192, num_stages=stages, variant="tma_wide")
-        if usable(wide, fam, smem):
-            return (wide,)
-    return ()
+    if fam == "16bit" and (c.block_m, c.block_n) == (128, 256):
+        widths: tuple[int, ...] = (192,)
+    elif fit and fam in ("16bit", "fp8") and (c.block_m, c.block_n) == (128, 128):
+        widths = FIT_WIDTHS
+    else:
+        return ()
+    out = []
+    for width in widths:
+        for stages in range(c.num_stages + 1, max(c.num_stages - 2, 2), -1):
+            wide = replace(c, block_n=width, num_stages=stages, variant="tma_wide")
+            if usable(wide, fam, smem):
+                out.append(wide)
+                break
+    return tuple(out)
+
+
+def wide_step(parent: TileConfig, wide: TileConfig) -> float:
+    """What a `wides` tile's K block costs, as a multiple of its parent's: WIDE_STEP for
+    128x256's cut; for a widened 128x128, its columns over the parent's times WIDE_COL."""
+    if parent.block_n == 256:
+        return WIDE_STEP
+    return wide.block_n / parent.block_n * WIDE_COL
 
 
 @functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour, each call

@@ -11,7 +11,8 @@ it takes on this shape: kernels/steps.py's step model), each tile also with K sp
 where its tiles leave SMs idle (`resplits`); a farther one's (up to FAR_NEIGHBOURS) where
 it predicts FAR_MARGIN faster still; or None (the caller's heuristic then decides). A
 neighbour's tile that fits an SM twice is also weighed at two programs per SM (`twins`,
-TWIN_MARGIN faster), and a 16-bit 128x256 one at 128x192 (`wides`, WIDE_MARGIN). bf16 and
+TWIN_MARGIN faster), a 16-bit 128x256 one at 128x192 and a 128x128 one widened to cover N
+(`wides`, WIDE_MARGIN). bf16 and
 fp16 lend each other tiles: the other type's nearest pick where predicted
 OTHER_TYPE_MARGIN faster than its own type's (`_other_type`). Only entries
 whose variant the call can run count; a `fragile` tile serves its own shape and shapes
@@ -32,17 +33,18 @@ from pathlib import Path
 
 from kernels.fma import fma_split
 from kernels.steps import (
+    FIT_MIN_K_BYTES,
     HYBRID_MARGIN,
     STAGE_COST,
     TWIN_MARGIN,
     WIDE_MARGIN,
-    WIDE_STEP,
     fixed_ms,
     hybrids,
     resplits,
     splits_fit,
     steps,
     twins,
+    wide_step,
     wides,
 )
 from kernels.table_file import DEFAULT_DIR, entries_for, is_stale, warn_stale
@@ -246,7 +248,7 @@ def _transfer(r: _Row, m: int, n: int, k: int, sms: int, c: TileConfig | None = 
     if c.occupancy > r.config.occupancy:
         per_step *= STAGE_COST ** (r.config.num_stages - c.num_stages)
     if c.variant == "tma_wide" and r.config.variant != "tma_wide":
-        per_step *= WIDE_STEP
+        per_step *= wide_step(r.config, c)
     return fixed_ms(c, m, n, sms) + per_step * steps(c, m, n, k, sms)
 
 
@@ -290,7 +292,8 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
             out += [(_transfer(r, m, n, k, chip.sms, c), c, TWIN_MARGIN)
                     for c in twins(r.config, chip.fam, chip.smem, fma)]
             out += [(_transfer(r, m, n, k, chip.sms, c), c, WIDE_MARGIN)
-                    for c in wides(r.config, chip.fam, chip.smem, variants)]
+                    for c in wides(r.config, chip.fam, chip.smem, variants,
+                                   k * elem >= FIT_MIN_K_BYTES)]
             out += [(_transfer(r, m, n, k, chip.sms, c), c, HYBRID_MARGIN)
                     for c in (() if fma else
                               hybrids(r.config, m, n, k, variants, chip.sms, elem))]

@@ -16,9 +16,9 @@ A TileConfig names the variant it is for and that variant's launch parameters:
   TMA loads, where `tma` runs: for few output tiles over a long K.
 - `tma_streamk` (kernels/matmul_tma_streamk.py): the persistent TMA kernel with its last
   waves' tiles shared out by K blocks (stream-K), where the tiles fill the SMs unevenly.
-- `tma_wide` (kernels/matmul_tma_wide.py): the persistent TMA GEMM on tiles 3 x a power of
-  two wide (`block_n` 48, 96, 192, 384: two power-of-two parts side by side), which fill
-  a wave where power-of-two tiles leave SMs idle.
+- `tma_wide` (kernels/matmul_tma_wide.py): the persistent TMA GEMM on tiles a power of
+  two plus a smaller one wide (`block_n` 96, 144, 160, 192, ...: two power-of-two parts side
+  by side, `wide_parts`), which fill a wave or cover N where power-of-two tiles do not.
 - `tma_hybrid` (kernels/matmul_tma_hybrid.py): `tma` on the tiles of the whole waves,
   `tma_split` (`split_k` K ranges) on the tiles left over, where the last wave is part full.
 - `gemv` (kernels/matmul_gemv.py): decode-like M on the CUDA cores, no dot; one row of A
@@ -38,6 +38,21 @@ CTA_SMEM = 1024      # shared memory the hardware reserves per resident program
 OCCUPANCIES = (1, 2)
 WGMMA_M = 64   # wgmma's M: below it a TMA tile of 64 rows (the search's, the table's reach)
 MAX_TMA_SPLIT = 64   # K ranges: the reduction reads splits x M x N fp32 partials
+
+
+def wide_parts(block_n: int) -> tuple[int, int]:
+    """A `tma_wide` tile's two power-of-two parts, side by side: the largest power of two
+    below `block_n` and the rest, itself a power of two of 16 or more (192 -> 128 + 64,
+    160 -> 128 + 32, 144 -> 128 + 16, 96 -> 64 + 32)."""
+    wide = 1 << (max(block_n, 1).bit_length() - 1)
+    if wide == block_n:
+        wide //= 2
+    rest = block_n - wide
+    if rest < 16 or rest & (rest - 1) or rest >= wide:
+        raise ValueError(f"block_n={block_n}: the tma_wide variant's tiles are a power of two "
+                         "plus a smaller power of two >= 16 wide (48, 80, 96, 144, 160, 192, "
+                         "288, 320, 384)")
+    return wide, rest
 
 
 @dataclass(frozen=True)
@@ -60,10 +75,7 @@ class TileConfig:
                     raise ValueError(f"block_m={v}: the gemv variant takes one row of A "
                                      "a program (block_m=1)")
             elif self.variant == "tma_wide" and name == "block_n":
-                third = v // 3
-                if v % 3 or third < 16 or third & (third - 1):
-                    raise ValueError(f"block_n={v}: the tma_wide variant's tiles are 3 x a "
-                                     "power of two >= 16 wide (48, 96, 192, 384)")
+                wide_parts(v)
             elif v < 16 or v & (v - 1):
                 raise ValueError(f"{name}={v} must be a power of two >= 16")
         if self.group_m < 1 or self.num_stages < 1 or self.num_warps not in (1, 2, 4, 8, 16):

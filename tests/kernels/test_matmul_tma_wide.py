@@ -1,26 +1,27 @@
-"""kernels/matmul_tma_wide.py: tiles 3 x a power of two wide, as two parts side by side;
-every part of C stored once, at its own columns."""
+"""kernels/matmul_tma_wide.py: tiles a power of two plus a smaller one wide, as two parts
+side by side; every part of C stored once, at its own columns."""
 
 import pytest
 import torch
 
 from kernels import matmul_tma_wide as tw
-from kernels.tile import TileConfig
+from kernels.tile import TileConfig, wide_parts
 from tests.kernels.tma_helpers import gpu, gpu_operands, interpreter, run_recipe
 
 CPU_TILE = TileConfig(16, 48, 32, 8, 1, 4, "tma_wide")
 
 
-@pytest.mark.parametrize(("block_n", "parts"), [(48, (32, 16)), (96, (64, 32)),
-                                                 (192, (128, 64)), (384, (256, 128))])
-def test_halves_are_two_thirds_and_one_third(block_n, parts):
-    assert tw.halves(block_n) == parts
+@pytest.mark.parametrize(("block_n", "parts"), [
+    (48, (32, 16)), (96, (64, 32)), (192, (128, 64)), (384, (256, 128)),
+    (80, (64, 16)), (144, (128, 16)), (160, (128, 32)), (288, (256, 32))])
+def test_a_wide_tile_is_a_power_of_two_and_a_smaller_one(block_n, parts):
+    assert wide_parts(block_n) == parts
 
 
-@pytest.mark.parametrize("block_n", [128, 144, 24, 0])
-def test_a_width_not_three_powers_of_two_is_refused(block_n):
-    with pytest.raises(ValueError, match="3 x a power of two"):
-        tw.halves(block_n)
+@pytest.mark.parametrize("block_n", [128, 24, 0, 176, 136, 40, 272 + 64])
+def test_a_width_not_two_powers_of_two_is_refused(block_n):
+    with pytest.raises(ValueError, match="a power of two plus a smaller power of two"):
+        wide_parts(block_n)
     with pytest.raises(ValueError, match="tma_wide"):
         TileConfig(64, block_n, 64, 8, 3, 4, "tma_wide")
 
@@ -46,6 +47,19 @@ def test_every_part_of_c_is_stored_once(m, n, k):
 
 
 @interpreter
+@pytest.mark.parametrize(("m", "n", "k"), [
+    (32, 160, 32),    # two whole tiles of 64 + 16 columns
+    (40, 144, 40),    # ragged rows; the second tile's narrow part wholly past N
+])
+def test_a_narrow_part_a_quarter_of_the_wide_one(m, n, k):
+    g = torch.Generator().manual_seed(9)
+    a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+    tile = TileConfig(16, 80, 32, 8, 1, 4, "tma_wide")
+    _, err = run_recipe(tw, tile, a, b, torch.empty(m, n))
+    assert err < 1e-6
+
+
+@interpreter
 def test_column_major_operands_and_a_staged_c():
     """A and B column-major (described transposed, B's two boxes too); C of 35 fp32
     columns (140-byte rows) staged and copied into `out`."""
@@ -64,6 +78,8 @@ def test_column_major_operands_and_a_staged_c():
     ((1536, 1536, 3072), TileConfig(128, 192, 64, 8, 4, 8, "tma_wide")),
     ((1000, 1000, 1000), TileConfig(64, 96, 64, 8, 4, 4, "tma_wide")),    # ragged
     ((1152, 1856, 1920), TileConfig(128, 96, 64, 8, 4, 4, "tma_wide", occupancy=2)),
+    ((4600, 472, 3552), TileConfig(128, 160, 64, 8, 4, 8, "tma_wide")),   # 128 + 32
+    ((920, 4504, 1000), TileConfig(128, 144, 64, 8, 4, 8, "tma_wide")),   # 128 + 16
 ])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_gpu_wide_matches_the_reference(shape, tile, dtype):

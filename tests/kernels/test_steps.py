@@ -81,11 +81,37 @@ def test_a_16bit_128x256_tile_has_a_wide_cut_with_a_stage_more_where_it_fits():
     assert steps.wides(parent, "16bit", H200_SMEM, both[:3]) == ()   # no tma_wide here
     assert steps.wides(parent, "fp8", H200_SMEM, both) == ()
     assert steps.wides(parent, "16bit", 0, both) == ()
-    assert steps.wides(TileConfig(128, 128, 64, 8, 4, 8, "tma"), "16bit", H200_SMEM, both) == ()
+    assert steps.wides(TileConfig(64, 256, 64, 8, 3, 8, "tma"), "16bit", H200_SMEM, both) == ()
     assert steps.wides(TileConfig(128, 256, 64, 8, 3, 8, "tma", occupancy=2), "16bit",
                        H200_SMEM, both) == ()
     assert steps.wides(TileConfig(128, 256, 64, 8, 3, 8, "tiled"), "16bit", H200_SMEM,
                        both) == ()
+    assert steps.wide_step(parent, TileConfig(128, 192, 64, 8, 4, 8, "tma_wide")) == \
+        steps.WIDE_STEP
+
+
+def test_a_128x128_tile_is_widened_to_each_fit_width_with_a_stage_more_where_it_fits():
+    """16-bit and fp8 128x128 tiles are offered 144, 160 and 192 wide (session 37): at a
+    stage more where it fits the H200's shared memory, else as many, else one fewer
+    (128x192 at 5 stages takes 248 KiB), priced at their columns over 128 times WIDE_COL
+    a block; not over a short K (`fit` False), not IEEE fp32's or tf32's, not 64-row
+    ones, not at two programs per SM."""
+    both = ("tma", "tiled", "tma_split", "tma_wide")
+    parent = TileConfig(128, 128, 64, 8, 4, 8, "tma")
+    got = steps.wides(parent, "16bit", H200_SMEM, both)
+    assert [(c.variant, c.block_n, c.num_stages) for c in got] == [
+        ("tma_wide", 144, 5), ("tma_wide", 160, 5), ("tma_wide", 192, 4)]
+    fp8 = TileConfig(128, 128, 128, 8, 5, 8, "tma")
+    assert [(c.block_n, c.num_stages) for c in steps.wides(fp8, "fp8", H200_SMEM, both)] == [
+        (144, 5), (160, 5), (192, 4)]
+    assert steps.wides(TileConfig(128, 128, 32, 8, 5, 4, "tma"), "fp32", H200_SMEM, both) == ()
+    assert steps.wides(TileConfig(64, 128, 64, 8, 4, 4, "tma"), "16bit", H200_SMEM, both) == ()
+    assert steps.wides(TileConfig(128, 128, 64, 8, 4, 8, "tma", occupancy=2), "16bit",
+                       H200_SMEM, both) == ()
+    assert steps.wides(parent, "16bit", H200_SMEM, both, fit=False) == ()
+    assert steps.wides(TileConfig(128, 256, 64, 8, 3, 8, "tma"), "16bit", H200_SMEM, both,
+                       fit=False) != ()   # 128x256's cut does not depend on K
+    assert steps.wide_step(parent, got[1]) == pytest.approx(160 / 128 * steps.WIDE_COL)
 
 
 def test_a_tile_whose_last_wave_is_part_full_is_offered_as_a_hybrid():

@@ -237,6 +237,30 @@ def test_a_neighbours_128x256_tile_is_cut_to_128x192_where_that_fits_n_in_as_few
     assert predicted == pytest.approx(steps.FIXED_MS + per_step * steps.WIDE_STEP * 59)
 
 
+def test_a_neighbours_128x128_tile_is_widened_where_fewer_column_tiles_cover_n(tmp_path):
+    """Session 37: bf16 8136 x 280 x 7592 in 128x128 makes three column tiles (the third
+    24 columns full) and 192 tiles, two waves; 128x144 covers N = 280 in two, 128 tiles,
+    one wave (1.19 of cuBLAS where the pick ran 0.94). A neighbour's 128x128x64 (tuned
+    on 132 tiles, one wave of 64 blocks) lends it widened, at `wide_step` of its block;
+    a square 4096 x 4096 x 4096, whose 1024 tiles of 128 fill waves, keeps the parent."""
+    parent = TileConfig(128, 128, 64, 8, 4, 8, "tma")
+    fit = TileConfig(128, 144, 64, 8, 5, 8, "tma_wide")
+    d = _write(tmp_path, [_entry(1408, 1536, 4096, parent, tuned_ms=0.0300),
+                          _entry(4096, 4096, 4096, parent, tuned_ms=0.215)])
+    runs = ("tma", "tiled", "tma_split", "tma_wide")
+    look = lambda *shape, **kw: table.lookup("NVIDIA H200", "16bit bf16 rr tma",  # noqa: E731
+                                             *shape, directory=d, sms=132, **kw)
+    assert look(8136, 280, 7592, variants=runs, smem=H200_SMEM) == (fit, "table-nearest")
+    assert look(8136, 280, 7592, variants=runs[:3], smem=H200_SMEM) == (
+        parent, "table-nearest")
+    assert look(4096, 4096, 4352, variants=runs, smem=H200_SMEM) == (parent, "table-nearest")
+    per_step = (0.0300 - steps.FIXED_MS) / 64
+    predicted = table.predict("NVIDIA H200", "16bit bf16 rr tma", 8136, 280, 7592, fit,
+                              directory=d, variants=runs, smem=H200_SMEM)
+    assert predicted == pytest.approx(
+        steps.FIXED_MS + per_step * 144 / 128 * steps.WIDE_COL * 119)
+
+
 def test_a_neighbours_tile_runs_as_a_hybrid_where_its_last_wave_is_short(tmp_path):
     """Holdout6's 920 x 4504 x 4216 (session 36): 128x128x64 makes 288 tiles, three waves,
     the third 18% full. Its neighbour 1408 x 1536 x 4096 tuned the tile on 132 tiles (one
