@@ -94,6 +94,7 @@ S33 = RESULTS / "h200-2026-12-03-s33"
 S34 = RESULTS / "h200-2026-12-03-s34"
 S35 = RESULTS / "h200-2026-12-03-s35"
 S36 = RESULTS / "h200-2026-12-03-s36"
+S37 = RESULTS / "h200-2026-12-03-s37"
 # the latest nightly and holdout runs of IEEE fp32 (session 24) and tf32 (session 25), as
 # `sets_targets` reads them
 FP32_S24 = ((S24 / "cases.csv", "call3-nightly-fp32"),
@@ -353,6 +354,20 @@ TABLES: dict[str, Callable[[], str]] = {
     "s36-rand-sets": lambda: label_steps(S36 / "cases.csv", ("call3-",)),
     "s36-rand-worst": lambda: ab_changes(S36 / "cases.csv", "call3-rand-", 0.97, 100.0),
     "s36-short": lambda: variant_best(S36 / "tiles_short_bf16.csv", ("tma", "tma_wide")),
+    "s37-margin": lambda: label_steps(S37 / "cases.csv", ("call1-",)),
+    "s37-short96": lambda: variant_best(S37 / "tiles_short96_bf16.csv", ("tma", "tma_wide")),
+    "s37-thin": lambda: _stacked(*(variant_best(S37 / f"tiles_thin_{m}.csv",
+                                                ("tma", "tma_hybrid", "tma_wide"))
+                                   for m in ("bf16", "fp8"))),
+    "s37-fit": lambda: _stacked(*(variant_best(S37 / f"tiles_fit_{m}.csv", ("tma", "tma_wide"))
+                                  for m in ("bf16", "fp8"))),
+    "s37-rand": lambda: _stacked(*(ab_by_mode(S37 / "cases.csv", f"call4-ab-fit-{m}", "tma_wide")
+                                   for m in ("bf16", "fp16", "fp8"))),
+    "s37-rand-b": lambda: _stacked(*(ab_by_mode(S37 / "cases.csv", f"call5-ab-fit-{m}",
+                                                "tma_wide") for m in ("bf16", "fp16", "fp8"))),
+    "s37-fit-worst": lambda: ab_changes(S37 / "cases.csv", "call4-ab-fit-", 0.97, 100.0),
+    "s37-fit-worst-b": lambda: ab_changes(S37 / "cases.csv", "call5-ab-fit-", 0.97, 100.0),
+    "s37-rand60": lambda: label_steps(S37 / "cases.csv", ("call5-rand60",)),
 }
 
 
