@@ -230,7 +230,7 @@ def _recipe(cfg: TileConfig, a, b, out, flags: dict):
     if cfg.variant != "tiled":
         make = {"tma": matmul_tma.recipe, "tma_split": matmul_tma_split.recipe,
                 "tma_streamk": matmul_tma_streamk.recipe,
-                "tma_wide": matmul_tma_wide.recipe,
+                "tma_wide": matmul_tma_wide.recipe, "tma_tall": matmul_tma_wide.recipe,
                 "tma_hybrid": matmul_tma_hybrid.recipe}[cfg.variant]
         r = make(cfg, a, b, out, **flags)
         if r is not None:

@@ -13,6 +13,14 @@ grouped tile order, host-built descriptors zero-filled past M, N and K, column-m
 operands described transposed, C stored through a descriptor into `out` or a staging
 buffer copied into it.
 
+The tall form (`tma_tall`, a tile `block_m` a power of two plus a smaller one tall) is
+this kernel on C.T = B.T @ A.T: the call's B.T is the kernel's A and A.T its B (described
+transposed where they are row-major), the tile's block_n its BLOCK_M and its block_m its
+two parts, and each part of C is stored transposed (`C_T`) through descriptors of C
+itself. 6040 x 328 x 4560 fp8 makes 126 tiles of 144x128, one wave, where cuBLAS runs
+144x128 too (session 37). In 16-bit with row-major operands both are read transposed
+and a block cost ~1.2x a wide one (kernels/steps.py offers the tall form in fp8 only).
+
 The tile loop is not flattened (`_tma_kernel`'s `flatten=True`): flattened, ptxas
 (triton 3.6, sm_90a) serializes the two accumulators' wgmma ("C7515: non wgmma
 instructions defining accumulator registers"), and 128x192 ran 4096^3 bf16 at 0.58 of
@@ -61,7 +69,7 @@ def _wide_kernel(
     M, N, K,
     BLOCK_M: tl.constexpr, BLOCK_N0: tl.constexpr, BLOCK_N1: tl.constexpr,
     BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
-    A_T: tl.constexpr, B_T: tl.constexpr,
+    A_T: tl.constexpr, B_T: tl.constexpr, C_T: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr, HAS_SCALE: tl.constexpr,
 ):
     start_pid = tl.program_id(0)
@@ -105,8 +113,12 @@ def _wide_kernel(
         if HAS_SCALE:
             acc0 = acc0 * scale
             acc1 = acc1 * scale
-        c0_desc.store([off_m, off_n0], acc0.to(c_ptr.dtype.element_ty))
-        c1_desc.store([off_m, off_n1], acc1.to(c_ptr.dtype.element_ty))
+        if C_T:   # the tall form: this C is the call's C transposed (module docstring)
+            c0_desc.store([off_n0, off_m], acc0.to(c_ptr.dtype.element_ty).T)
+            c1_desc.store([off_n1, off_m], acc1.to(c_ptr.dtype.element_ty).T)
+        else:
+            c0_desc.store([off_m, off_n0], acc0.to(c_ptr.dtype.element_ty))
+            c1_desc.store([off_m, off_n1], acc1.to(c_ptr.dtype.element_ty))
 
 
 KERNELS = (_wide_kernel,)
@@ -123,6 +135,7 @@ class Recipe:
     blocks: tuple[list[int], ...]   # A's, B's two, C's two descriptor boxes
     staged: bool
     unstage: Launch | None = None
+    tall: bool = False              # `tma_tall`: the kernel runs C.T = B.T @ A.T
     repeats: Bound = field(default_factory=Bound, compare=False, repr=False)
 
     def launch(self, a, b, out, sa, sb) -> None:
@@ -135,6 +148,8 @@ class Recipe:
 
     def _args(self, a, b, c, sa, sb) -> tuple:
         ab, b0, b1, c0, c1 = self.blocks
+        if self.tall:
+            a, b = b.t(), a.t()
         return (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, b0),
                 _descriptor(b, self.b_t, b1), _descriptor(c, False, c0),
                 _descriptor(c, False, c1), c, sa, sb)
@@ -148,35 +163,52 @@ class Recipe:
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
            has_scale: bool) -> Recipe | None:
     """The variant's launch for tensors like these, or None when a or b cannot be
-    described (matmul_tma.tma_operands)."""
-    got = tma_operands(a, b)
+    described (matmul_tma.tma_operands). A `tma_tall` tile runs the kernel on B.T and A.T
+    (its block_m, a power of two plus a smaller one, as the kernel's BLOCK_N; its
+    block_n as BLOCK_M), storing each part of C transposed into C."""
+    tall = config.variant == "tma_tall"
+    got = tma_operands(b.t(), a.t()) if tall else tma_operands(a, b)
     if got is None:
         return None
     a_t, b_t, M, N, K = got
     staged = tma_form(out) is not False
-    sc = (pitch(N, out.element_size(), LINE), 1) if staged else out.stride()
+    sc = (pitch(out.shape[1], out.element_size(), LINE), 1) if staged else out.stride()
     sms = num_sms(a.device) * config.occupancy
     run = _launch(config, M, N, K, a_t, b_t, a.dtype, sms, input_precision, is_fp32,
                   has_scale)
-    bm, bk = config.block_m, config.block_k
-    n0, n1 = wide_parts(config.block_n)
+    bm, width = _sides(config)
+    bk = config.block_k
+    n0, n1 = wide_parts(width)
     blocks = ([bk, bm] if a_t else [bm, bk], [n0, bk] if b_t else [bk, n0],
-              [n1, bk] if b_t else [bk, n1], [bm, n0], [bm, n1])
-    return Recipe(run, a_t, b_t, blocks, staged, unstager(out, sc[0]) if staged else None)
+              [n1, bk] if b_t else [bk, n1], *(([n0, bm], [n1, bm]) if tall else
+                                              ([bm, n0], [bm, n1])))
+    return Recipe(run, a_t, b_t, blocks, staged, unstager(out, sc[0]) if staged else None,
+                  tall)
+
+
+def _sides(config: TileConfig) -> tuple[int, int]:
+    """(the kernel's BLOCK_M, its two parts' width together): a `tma_wide` tile's
+    (block_m, block_n); a `tma_tall` tile's (block_n, block_m)."""
+    if config.variant == "tma_tall":
+        return config.block_n, config.block_m
+    return config.block_m, config.block_n
 
 
 @functools.lru_cache(maxsize=1024)
 def _launch(config: TileConfig, M: int, N: int, K: int, a_t: bool, b_t: bool,
             dtype: torch.dtype, sms: int, input_precision: str, is_fp32: bool,
             has_scale: bool) -> Launch:
-    """The kernel's launch but for its tensors: the persistent grid (one program per SM,
-    or `occupancy`), no more programs than tiles."""
-    n0, n1 = wide_parts(config.block_n)
-    grid = (min(sms, cdiv(M, config.block_m) * cdiv(N, config.block_n)),)
-    kw = dict(BLOCK_M=config.block_m, BLOCK_N0=n0, BLOCK_N1=n1, BLOCK_K=config.block_k,
+    """The kernel's launch but for its tensors (M, N: the kernel's, B.T's and A.T's for
+    a tall tile): the persistent grid (one program per SM, or `occupancy`), no more
+    programs than tiles."""
+    bm, width = _sides(config)
+    n0, n1 = wide_parts(width)
+    grid = (min(sms, cdiv(M, bm) * cdiv(N, width)),)
+    kw = dict(BLOCK_M=bm, BLOCK_N0=n0, BLOCK_N1=n1, BLOCK_K=config.block_k,
               GROUP_M=config.group_m, NUM_SMS=sms, A_T=a_t, B_T=b_t,
-              INPUT_PRECISION=input_precision, IS_FP32=is_fp32, HAS_SCALE=has_scale,
-              num_stages=config.num_stages, num_warps=config.num_warps)
+              C_T=config.variant == "tma_tall", INPUT_PRECISION=input_precision,
+              IS_FP32=is_fp32, HAS_SCALE=has_scale, num_stages=config.num_stages,
+              num_warps=config.num_warps)
     return Launch(_wide_kernel, grid, (M, N, K), kw)
 
 

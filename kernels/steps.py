@@ -64,6 +64,13 @@ WIDE_COL = 1.10
 # random shapes): fp8 K = 312, 352 and 440 ran x0.87-0.90 (predicted x1.13-1.15), K = 464
 # x1.01-1.03, K = 648-800 x1.04-1.08; 16-bit K = 648 and up x0.94-1.25, none shorter moved.
 FIT_MIN_K_BYTES = 512
+# The tall form (`tma_tall`: the wide kernel on C.T = B.T @ A.T) is offered in fp8 only.
+# Session 37, call 6, A/B of the picks it moved among 1,000 random shapes: fp8 x1.17 (11
+# of 11 faster, x1.05-1.35: 6040 x 328 x 4560 1.05 of cuBLAS); bf16 and fp16 x0.98 (0.83-
+# 1.22), slowest where it replaced a wide pick: a 16-bit tall block cost ~1.2x a wide one
+# of its size (4600 x 472 x 3552: 160 rows tall 0.66 us a block, 160 columns wide 0.56),
+# the row-major operands both read transposed in the swapped product; fp8's, K-major
+# both ways, cost the same (128x144 tall 21.5 us, 128x160 wide 22.9).
 # A hybrid tile (`hybrids`) is taken where predicted HYBRID_MARGIN faster than the rest.
 HYBRID_MARGIN = 1.10
 
@@ -188,9 +195,10 @@ def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
     run it): a 16-bit 128x256 cut to 128x192; where `fit` (K of FIT_MIN_K_BYTES a row at
     least), a 16-bit or fp8 128x128 widened to each of FIT_WIDTHS, which cover an N that
     128-wide tiles leave a part-empty column of tiles in (N = 280: two tiles of 144
-    against three of 128). Each a stage more where that fits (`usable` with `smem` bytes
-    a program), else as many, else one fewer (3 at least). `_transfer` prices its block
-    at `wide_step` of the parent's."""
+    against three of 128), and an fp8 one made as many rows tall (`tma_tall`, where the
+    call can run it), which cover such an M. Each a stage more where that fits (`usable`
+    with `smem` bytes a program), else as many, else one fewer (3 at least).
+    `_transfer` prices its block at `wide_step` of the parent's."""
     if c.variant != "tma" or c.occupancy != 1 or not smem or "tma_wide" not in variants:
         return ()
     if fam == "16bit" and (c.block_m, c.block_n) == (128, 256):
@@ -199,10 +207,13 @@ def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
         widths = FIT_WIDTHS
     else:
         return ()
+    forms = [replace(c, block_n=w, variant="tma_wide") for w in widths]
+    if len(widths) > 1 and fam == "fp8" and "tma_tall" in variants:
+        forms += [replace(c, block_m=w, variant="tma_tall") for w in widths]
     out = []
-    for width in widths:
+    for form in forms:
         for stages in range(c.num_stages + 1, max(c.num_stages - 2, 2), -1):
-            wide = replace(c, block_n=width, num_stages=stages, variant="tma_wide")
+            wide = replace(form, num_stages=stages)
             if usable(wide, fam, smem):
                 out.append(wide)
                 break
@@ -211,10 +222,10 @@ def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
 
 def wide_step(parent: TileConfig, wide: TileConfig) -> float:
     """What a `wides` tile's K block costs, as a multiple of its parent's: WIDE_STEP for
-    128x256's cut; for a widened 128x128, its columns over the parent's times WIDE_COL."""
+    128x256's cut; for a widened 128x128, its outputs over the parent's times WIDE_COL."""
     if parent.block_n == 256:
         return WIDE_STEP
-    return wide.block_n / parent.block_n * WIDE_COL
+    return wide.block_m * wide.block_n / (parent.block_m * parent.block_n) * WIDE_COL
 
 
 @functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour, each call

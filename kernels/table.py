@@ -94,6 +94,7 @@ _LAYOUT_FREE: dict[tuple[str, str, str], tuple[str, ...]] = {
 # fp16's 26 x1.009 (0.89-1.22), 22 of fp16's predicted under 5% faster. The margin keeps
 # 18 of those picks: bf16's 14 ran x1.039, fp16's 4 x1.035 (80 x 608 x 320 x1.22).
 _OTHER_TYPE = {"bf16": "fp16", "fp16": "bf16"}
+_WIDE = ("tma_wide", "tma_tall")   # `wides`' variants
 OTHER_TYPE_MARGIN = 1.05
 
 
@@ -247,7 +248,7 @@ def _transfer(r: _Row, m: int, n: int, k: int, sms: int, c: TileConfig | None = 
     # `hybrids`
     if c.occupancy > r.config.occupancy:
         per_step *= STAGE_COST ** (r.config.num_stages - c.num_stages)
-    if c.variant == "tma_wide" and r.config.variant != "tma_wide":
+    if c.variant in _WIDE and r.config.variant not in _WIDE:
         per_step *= wide_step(r.config, c)
     return fixed_ms(c, m, n, sms) + per_step * steps(c, m, n, k, sms)
 

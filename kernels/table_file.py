@@ -32,7 +32,8 @@ SCHEMA, VERSION = "kernels.tuning-table", 1
 DEFAULT_DIR = Path(__file__).parent / "tuned"
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
             "tma_split": matmul_tma_split.KERNELS, "tma_streamk": matmul_tma_streamk.KERNELS,
-            "tma_wide": matmul_tma_wide.KERNELS, "tma_hybrid": matmul_tma_hybrid.KERNELS,
+            "tma_wide": matmul_tma_wide.KERNELS, "tma_tall": matmul_tma_wide.KERNELS,
+            "tma_hybrid": matmul_tma_hybrid.KERNELS,
             "gemv": matmul_gemv.KERNELS}
 
 

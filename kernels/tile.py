@@ -19,6 +19,8 @@ A TileConfig names the variant it is for and that variant's launch parameters:
 - `tma_wide` (kernels/matmul_tma_wide.py): the persistent TMA GEMM on tiles a power of
   two plus a smaller one wide (`block_n` 96, 144, 160, 192, ...: two power-of-two parts side
   by side, `wide_parts`), which fill a wave or cover N where power-of-two tiles do not.
+- `tma_tall` (kernels/matmul_tma_wide.py): the same kernel on C.T = B.T @ A.T, for tiles
+  `block_m` a power of two plus a smaller one tall (144, 160, 192), which cover M so.
 - `tma_hybrid` (kernels/matmul_tma_hybrid.py): `tma` on the tiles of the whole waves,
   `tma_split` (`split_k` K ranges) on the tiles left over, where the last wave is part full.
 - `gemv` (kernels/matmul_gemv.py): decode-like M on the CUDA cores, no dot; one row of A
@@ -29,7 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-VARIANTS = ("tiled", "tma", "tma_split", "tma_streamk", "tma_wide", "tma_hybrid", "gemv")
+VARIANTS = ("tiled", "tma", "tma_split", "tma_streamk", "tma_wide", "tma_tall", "tma_hybrid",
+            "gemv")
 FAMILIES = ("16bit", "fp32", "fp8")
 ELEM_BYTES = {"16bit": 2, "fp32": 4, "fp8": 1}
 _MAX_ACC_REGS = 128  # fp32 accumulator registers per thread; more spills (255 in all)
@@ -38,20 +41,21 @@ CTA_SMEM = 1024      # shared memory the hardware reserves per resident program
 OCCUPANCIES = (1, 2)
 WGMMA_M = 64   # wgmma's M: below it a TMA tile of 64 rows (the search's, the table's reach)
 MAX_TMA_SPLIT = 64   # K ranges: the reduction reads splits x M x N fp32 partials
+_PERSISTENT = ("tma", "tma_wide", "tma_tall", "tma_hybrid")   # may run 2 programs per SM
 
 
-def wide_parts(block_n: int) -> tuple[int, int]:
-    """A `tma_wide` tile's two power-of-two parts, side by side: the largest power of two
-    below `block_n` and the rest, itself a power of two of 16 or more (192 -> 128 + 64,
-    160 -> 128 + 32, 144 -> 128 + 16, 96 -> 64 + 32)."""
-    wide = 1 << (max(block_n, 1).bit_length() - 1)
-    if wide == block_n:
+def wide_parts(width: int, name: str = "block_n") -> tuple[int, int]:
+    """A `tma_wide` tile's (a `tma_tall` tile's rows') two power-of-two parts, side by
+    side: the largest power of two below `width` and the rest, itself a power of two of
+    16 or more (192 -> 128 + 64, 160 -> 128 + 32, 144 -> 128 + 16, 96 -> 64 + 32)."""
+    wide = 1 << (max(width, 1).bit_length() - 1)
+    if wide == width:
         wide //= 2
-    rest = block_n - wide
+    rest = width - wide
     if rest < 16 or rest & (rest - 1) or rest >= wide:
-        raise ValueError(f"block_n={block_n}: the tma_wide variant's tiles are a power of two "
+        raise ValueError(f"{name}={width}: the tma_wide variant's tiles are a power of two "
                          "plus a smaller power of two >= 16 wide (48, 80, 96, 144, 160, 192, "
-                         "288, 320, 384)")
+                         "288, 320, 384), the tma_tall variant's as many rows")
     return wide, rest
 
 
@@ -74,8 +78,8 @@ class TileConfig:
                 if v != 1:
                     raise ValueError(f"block_m={v}: the gemv variant takes one row of A "
                                      "a program (block_m=1)")
-            elif self.variant == "tma_wide" and name == "block_n":
-                wide_parts(v)
+            elif (self.variant, name) in (("tma_wide", "block_n"), ("tma_tall", "block_m")):
+                wide_parts(v, name)
             elif v < 16 or v & (v - 1):
                 raise ValueError(f"{name}={v} must be a power of two >= 16")
         if self.group_m < 1 or self.num_stages < 1 or self.num_warps not in (1, 2, 4, 8, 16):
@@ -83,14 +87,15 @@ class TileConfig:
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; known: {', '.join(VARIANTS)}")
         if self.split_k < 1 or (self.split_k > 1
-                                and self.variant in ("tma", "tma_streamk", "tma_wide")):
+                                and self.variant in ("tma", "tma_streamk", "tma_wide",
+                                                     "tma_tall")):
             raise ValueError(f"split_k={self.split_k}: the {self.variant} variant does not "
                              "split K (tiled, tma_split and tma_hybrid do)")
         if self.occupancy not in OCCUPANCIES or (
-                self.occupancy > 1 and self.variant not in ("tma", "tma_wide", "tma_hybrid")):
+                self.occupancy > 1 and self.variant not in _PERSISTENT):
             raise ValueError(f"occupancy={self.occupancy}: programs per SM are 1, or 2 for "
-                             "the tma, tma_wide and tma_hybrid variants (their persistent "
-                             "grid)")
+                             "the tma, tma_wide, tma_tall and tma_hybrid variants (their "
+                             "persistent grid)")
 
     def smem_bytes(self, elem_bytes: int) -> int:
         """Shared memory of the software pipeline: one A and one B tile per stage (triton
@@ -98,7 +103,7 @@ class TileConfig:
         TMA, stream-K, wide and hybrid variants' epilogue tile of C (fp32 for fp32
         inputs, else 16-bit)."""
         per_stage = (self.block_m + self.block_n) * self.block_k * elem_bytes
-        if self.variant in ("tma", "tma_streamk", "tma_wide", "tma_hybrid"):
+        if self.variant in ("tma", "tma_streamk", "tma_wide", "tma_tall", "tma_hybrid"):
             out_bytes = 4 if elem_bytes == 4 else 2
             return per_stage * self.num_stages + self.block_m * self.block_n * out_bytes
         return per_stage * self.num_stages

@@ -11,8 +11,8 @@ from kernels.modes import MODES
 HOPPER, AMPERE = (9, 0), (8, 0)
 
 # the variants of a call TMA runs: with the tiled kernel (its pointer path fast) or without
-TMA_TILED = ("tma", "tiled", "tma_split", "tma_wide", "tma_hybrid")
-TMA = ("tma", "tma_split", "tma_wide", "tma_hybrid")
+TMA_TILED = ("tma", "tiled", "tma_split", "tma_wide", "tma_tall", "tma_hybrid")
+TMA = ("tma", "tma_split", "tma_wide", "tma_tall", "tma_hybrid")
 
 
 def _decide(mode, m, n, k, a="r", b="r", cap=HOPPER, pad=0, elem=2, aligned=(True, True),

@@ -71,6 +71,41 @@ def test_column_major_operands_and_a_staged_c():
     assert r.a_t and r.b_t and r.staged
 
 
+TALL = TileConfig(80, 16, 32, 8, 1, 4, "tma_tall")   # 64 + 16 rows, 16 columns
+
+
+@interpreter
+@pytest.mark.parametrize(("m", "n", "k"), [
+    (160, 32, 32),    # two whole tiles of 64 + 16 rows, two column tiles
+    (150, 40, 40),    # ragged rows: the second tile's 16-row part wholly past M
+])
+def test_a_tall_tile_stores_c_transposed_from_b_t_times_a_t(m, n, k):
+    g = torch.Generator().manual_seed(10)
+    a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+    r, err = run_recipe(tw, TALL, a, b, torch.empty(m, n))
+    assert err < 1e-6
+    assert r.tall and r.a_t and r.b_t   # B.T and A.T of row-major operands: column-major
+
+
+@interpreter
+def test_a_tall_tile_on_column_major_operands_and_a_staged_c():
+    g = torch.Generator().manual_seed(11)
+    a = torch.randn(64, 100, generator=g).t()    # 100 x 64, column-major
+    b = torch.randn(36, 64, generator=g).t()[:, :35]
+    r, err = run_recipe(tw, TALL, a, b, torch.empty(100, 35))
+    assert err < 1e-6
+    assert r.tall and not r.a_t and not r.b_t and r.staged
+
+
+def test_a_tall_tile_counts_rows_as_a_wide_one_columns():
+    t = TileConfig(144, 128, 64, 8, 5, 8, "tma_tall")
+    assert t.smem_bytes(2) == TileConfig(128, 144, 64, 8, 5, 8, "tma_wide").smem_bytes(2)
+    with pytest.raises(ValueError, match="block_m=136"):
+        TileConfig(136, 128, 64, 8, 4, 8, "tma_tall")
+    with pytest.raises(ValueError, match="block_n=144"):
+        TileConfig(144, 144, 64, 8, 4, 8, "tma_tall")
+
+
 @pytest.mark.gpu
 @gpu
 @pytest.mark.parametrize(("shape", "tile"), [
@@ -85,6 +120,29 @@ def test_column_major_operands_and_a_staged_c():
 def test_gpu_wide_matches_the_reference(shape, tile, dtype):
     a, b, out = gpu_operands(shape, dtype)
     assert run_recipe(tw, tile, a, b, out, is_fp32=False)[1] < 1e-2
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize(("shape", "tile"), [
+    ((472, 4600, 3552), TileConfig(160, 128, 64, 8, 5, 8, "tma_tall")),   # 128 + 32 rows
+    ((280, 8136, 2000), TileConfig(144, 128, 64, 8, 5, 8, "tma_tall")),   # 128 + 16
+    ((1000, 1000, 1024), TileConfig(192, 128, 64, 8, 4, 8, "tma_tall")),  # ragged M, N
+])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn])
+def test_gpu_tall_matches_the_reference(shape, tile, dtype):
+    """16-bit with B row-major; fp8 with B K-major, as the dispatcher copies it (wgmma
+    reads fp8 K-major only: B.T is then the kernel's row-major A), C in bf16."""
+    a, b, _ = gpu_operands(shape, torch.bfloat16)
+    out = torch.empty(shape[0], shape[1], device="cuda", dtype=torch.bfloat16)
+    if dtype != torch.bfloat16:
+        a, b = a.to(dtype), b.t().contiguous().to(dtype).t()
+        tile = TileConfig(tile.block_m, tile.block_n, 128, 8, tile.num_stages, 8, "tma_tall")
+    r = tw.recipe(tile, a, b, out, input_precision="ieee", is_fp32=False, has_scale=False)
+    out.fill_(float("nan"))
+    r.launch(a, b, out, a, a)
+    ref = a.double() @ b.double()
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
 
 
 @pytest.mark.gpu

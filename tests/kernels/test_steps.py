@@ -91,7 +91,8 @@ def test_a_16bit_128x256_tile_has_a_wide_cut_with_a_stage_more_where_it_fits():
 
 
 def test_a_128x128_tile_is_widened_to_each_fit_width_with_a_stage_more_where_it_fits():
-    """16-bit and fp8 128x128 tiles are offered 144, 160 and 192 wide (session 37): at a
+    """16-bit and fp8 128x128 tiles are offered 144, 160 and 192 wide, and fp8's as many
+    rows tall where the call runs `tma_tall` (session 37): at a
     stage more where it fits the H200's shared memory, else as many, else one fewer
     (128x192 at 5 stages takes 248 KiB), priced at their columns over 128 times WIDE_COL
     a block; not over a short K (`fit` False), not IEEE fp32's or tf32's, not 64-row
@@ -108,6 +109,11 @@ def test_a_128x128_tile_is_widened_to_each_fit_width_with_a_stage_more_where_it_
     assert steps.wides(TileConfig(64, 128, 64, 8, 4, 4, "tma"), "16bit", H200_SMEM, both) == ()
     assert steps.wides(TileConfig(128, 128, 64, 8, 4, 8, "tma", occupancy=2), "16bit",
                        H200_SMEM, both) == ()
+    assert steps.wides(parent, "16bit", H200_SMEM, (*both, "tma_tall")) == got   # fp8's only
+    tall = steps.wides(fp8, "fp8", H200_SMEM, (*both, "tma_tall"))
+    assert [(c.variant, c.block_m, c.block_n) for c in tall[3:]] == [
+        ("tma_tall", 144, 128), ("tma_tall", 160, 128), ("tma_tall", 192, 128)]
+    assert steps.wide_step(fp8, tall[4]) == steps.wide_step(parent, got[1])
     assert steps.wides(parent, "16bit", H200_SMEM, both, fit=False) == ()
     assert steps.wides(TileConfig(128, 256, 64, 8, 3, 8, "tma"), "16bit", H200_SMEM, both,
                        fit=False) != ()   # 128x256's cut does not depend on K

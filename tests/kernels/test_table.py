@@ -261,6 +261,23 @@ def test_a_neighbours_128x128_tile_is_widened_where_fewer_column_tiles_cover_n(t
         steps.FIXED_MS + per_step * 144 / 128 * steps.WIDE_COL * 119)
 
 
+def test_an_fp8_neighbours_128x128_tile_is_made_tall_where_fewer_row_tiles_cover_m(tmp_path):
+    """Session 37: fp8 6040 x 328 x 4560 ran 144x128 tall (42 row tiles x 3 column tiles,
+    126 tiles, one wave) at 1.05 of cuBLAS, its pick 128x256 at 0.81. A neighbour's
+    128x128x128 lends it tall where the call can run `tma_tall`, else 128x192 wide (96
+    tiles: a wave, its columns 85% full)."""
+    parent = TileConfig(128, 128, 128, 8, 5, 8, "tma")
+    d = _write(tmp_path, [_entry(1408, 1536, 4096, parent, "fp8 fp8 rc tma", tuned_ms=0.0180)])
+    runs = ("tma", "tma_split", "tma_wide", "tma_tall")
+    look = lambda *shape, **kw: table.lookup("NVIDIA H200", "fp8 fp8 rc tma",  # noqa: E731
+                                             *shape, directory=d, sms=132, smem=H200_SMEM,
+                                             **kw)
+    assert look(6040, 328, 4560, variants=runs) == (
+        TileConfig(144, 128, 128, 8, 5, 8, "tma_tall"), "table-nearest")
+    assert look(6040, 328, 4560, variants=runs[:3]) == (
+        TileConfig(128, 192, 128, 8, 4, 8, "tma_wide"), "table-nearest")
+
+
 def test_a_neighbours_tile_runs_as_a_hybrid_where_its_last_wave_is_short(tmp_path):
     """Holdout6's 920 x 4504 x 4216 (session 36): 128x128x64 makes 288 tiles, three waves,
     the third 18% full. Its neighbour 1408 x 1536 x 4096 tuned the tile on 132 tiles (one
