@@ -368,6 +368,12 @@ TABLES: dict[str, Callable[[], str]] = {
     "s37-fit-worst": lambda: ab_changes(S37 / "cases.csv", "call4-ab-fit-", 0.97, 100.0),
     "s37-fit-worst-b": lambda: ab_changes(S37 / "cases.csv", "call5-ab-fit-", 0.97, 100.0),
     "s37-rand60": lambda: label_steps(S37 / "cases.csv", ("call5-rand60",)),
+    "s37-tall": lambda: _stacked(*(variant_best(S37 / f"tiles_tall_{m}.csv",
+                                                ("tma", "tma_wide", "tma_tall"))
+                                   for m in ("bf16", "fp8"))),
+    "s37-tall-ab": lambda: _stacked(*(ab_by_mode(S37 / "cases.csv", f"call6-ab-tall-{m}",
+                                                 "tma_tall") for m in ("bf16", "fp16", "fp8"))),
+    "s37-tall-worst": lambda: ab_changes(S37 / "cases.csv", "call6-ab-tall-", 0.97, 100.0),
 }
 
 
