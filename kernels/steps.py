@@ -59,10 +59,11 @@ WIDE_MARGIN = 1.10
 # 8024 x 312 x 6648 128x160 at 0.97 where its pick, 128x256, ran 0.58.
 FIT_WIDTHS = (144, 160, 192)
 WIDE_COL = 1.10
-# ... over a K of FIT_MIN_K_BYTES a row at least: over fewer, a wide tile's two-box
-# epilogue outweighs its K loop. Session 37, call 4 (A/B of the widened picks among 600
-# random shapes): fp8 K = 312, 352 and 440 ran x0.87-0.90 (predicted x1.13-1.15), K = 464
-# x1.01-1.03, K = 648-800 x1.04-1.08; 16-bit K = 648 and up x0.94-1.25, none shorter moved.
+# A 128x128 tile is widened only over a K of FIT_MIN_K_BYTES a row at least: over fewer,
+# a wide tile's two-box epilogue outweighs its K loop. Session 37, call 4 (A/B of the
+# widened picks among 600 random shapes): fp8 K = 312, 352 and 440 ran x0.87-0.90
+# (predicted x1.13-1.15), K = 464 x1.01-1.03, K = 648-800 x1.04-1.08; 16-bit K = 648 and
+# up x0.94-1.25, none shorter moved.
 FIT_MIN_K_BYTES = 512
 # The tall form (`tma_tall`: the wide kernel on C.T = B.T @ A.T) is offered in fp8 only.
 # Session 37, call 6, A/B of the picks it moved among 1,000 random shapes: fp8 x1.17 (11

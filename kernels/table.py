@@ -3,25 +3,24 @@
 `gemmgate tune` searches tiles offline and writes kernels/tuned/<chip>.json. Each entry
 records what it was tuned on and for: chip, driver, triton version, the source hash of
 the variant's kernel, the bucket (family, mode, operand layouts, tma or pointer path) and
-the exact shape. At call time, `lookup` returns the entry for the exact shape, or a
-near entry of the same bucket by regime (`regime`: how many output tiles, how deep K,
-how narrow the thinner side; within NEAREST_MAX): of the NEIGHBOURS nearest, the one
-whose tile `_transfer` predicts fastest here (its tuned time per SM step, times the steps
-it takes on this shape: kernels/steps.py's step model), each tile also with K split anew
+the exact shape. At call time, `lookup` returns the entry for the exact shape, or a near
+entry of the same bucket by regime (`regime`: how many output tiles, how deep K, how
+narrow the thinner side; within NEAREST_MAX): of the NEIGHBOURS nearest, the one whose
+tile `_transfer` predicts fastest here (its tuned time per SM step, times the steps it
+takes on this shape: kernels/steps.py's step model), each tile also with K split anew
 where its tiles leave SMs idle (`resplits`); a farther one's (up to FAR_NEIGHBOURS) where
 it predicts FAR_MARGIN faster still; or None (the caller's heuristic then decides). A
 neighbour's tile that fits an SM twice is also weighed at two programs per SM (`twins`,
-TWIN_MARGIN faster), a 16-bit 128x256 one at 128x192 and a 128x128 one widened to cover N
-(`wides`, WIDE_MARGIN). bf16 and
-fp16 lend each other tiles: the other type's nearest pick where predicted
-OTHER_TYPE_MARGIN faster than its own type's (`_other_type`). Only entries
-whose variant the call can run count; a `fragile` tile serves its own shape and shapes
-it tiles exactly; a bucket of unaligned rows (ld16-ld64) with
-nothing near borrows from its ld128 sibling, and a 16-bit TMA bucket of other layouts (or
-IEEE fp32's cr pointer bucket) from the row-major ones (`_LAYOUT_FREE`). An entry whose
-kernel hash differs from the current source is stale: never used (kernels/table_file.py
-reads the files and tells which entries are stale); the first stale hit in a process
-warns.
+TWIN_MARGIN faster), a 16-bit 128x256 one at 128x192, and a 128x128 one widened to cover
+N (fp8's also made as tall, to cover M; `wides`, WIDE_MARGIN). bf16 and fp16 lend each
+other tiles: the other type's nearest pick where predicted OTHER_TYPE_MARGIN faster than
+its own type's (`_other_type`). Only entries whose variant the call can run count; a
+`fragile` tile serves its own shape and shapes it tiles exactly; a bucket of unaligned
+rows (ld16-ld64) with nothing near borrows from its ld128 sibling, and a 16-bit TMA
+bucket of other layouts (or IEEE fp32's cr pointer bucket) from the row-major ones
+(`_LAYOUT_FREE`). An entry whose kernel hash differs from the current source is stale:
+never used (kernels/table_file.py reads the files and tells which entries are stale); the
+first stale hit in a process warns.
 """
 
 from __future__ import annotations

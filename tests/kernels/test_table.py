@@ -214,51 +214,34 @@ def test_a_neighbours_twin_is_taken_where_its_pairs_take_one_wave_of_two(tmp_pat
                          directory=d) is None
 
 
-def test_a_neighbours_128x256_tile_is_cut_to_128x192_where_that_fits_n_in_as_few_tiles(
-        tmp_path):
-    """Session 35: bf16 7904 x 384 x 3744 ran 128x256x64:s3 (two column tiles, the second
-    half empty) at 0.75 of cuBLAS, 128x192x64:s4 at 0.89. Its neighbour 3968 x 384 x 4096
-    tuned 128x256x64:s3 (46.3 us, one 64-block tile a program) lends it cut to 128x192
-    at WIDE_STEP of its time a block; at 4096^3 the cut takes 22 column tiles for 16 and
-    is not taken."""
-    parent = TileConfig(128, 256, 64, 8, 3, 8, "tma")
-    cut = TileConfig(128, 192, 64, 8, 4, 8, "tma_wide")
-    d = _write(tmp_path, [_entry(3968, 384, 4096, parent, tuned_ms=0.0463),
-                          _entry(4096, 4096, 4096, parent, tuned_ms=0.178)])
+@pytest.mark.parametrize(("parent", "wide", "near", "shape", "step", "blocks"), [
+    # session 35: 128x256x64:s3 ran 7904 x 384 x 3744 (two column tiles, the second half
+    # empty) at 0.75 of cuBLAS, 128x192x64:s4 at 0.89
+    (TileConfig(128, 256, 64, 8, 3, 8, "tma"), TileConfig(128, 192, 64, 8, 4, 8, "tma_wide"),
+     (3968, 384, 4096, 0.0463), (7904, 384, 3744), steps.WIDE_STEP, 59),
+    # session 37: 8136 x 280 x 7592 in 128x128 makes three column tiles (the third 24
+    # columns full), two waves; 128x144 two, one wave (1.19 of cuBLAS, the pick 0.94)
+    (TileConfig(128, 128, 64, 8, 4, 8, "tma"), TileConfig(128, 144, 64, 8, 5, 8, "tma_wide"),
+     (1408, 1536, 4096, 0.0300), (8136, 280, 7592), 144 / 128 * steps.WIDE_COL, 119),
+])
+def test_a_neighbours_tile_is_offered_wide_where_fewer_column_tiles_cover_n(
+        tmp_path, parent, wide, near, shape, step, blocks):
+    """A neighbour tuned on one 64-block tile a program lends its tile in the wide form
+    at `wide_step` of its time a block, where the call can run `tma_wide`; at 4096^3,
+    whose tiles fill waves, the parent stays."""
+    *near_shape, near_ms = near
+    d = _write(tmp_path, [_entry(*near_shape, parent, tuned_ms=near_ms),
+                          _entry(4096, 4096, 4096, parent, tuned_ms=0.2)])
     runs = ("tma", "tiled", "tma_split", "tma_wide")
     look = lambda *shape, **kw: table.lookup("NVIDIA H200", "16bit bf16 rr tma",  # noqa: E731
                                              *shape, directory=d, sms=132, **kw)
-    assert look(7904, 384, 3744, variants=runs, smem=H200_SMEM) == (cut, "table-nearest")
-    assert look(7904, 384, 3744, variants=runs[:3], smem=H200_SMEM) == (parent, "table-nearest")
+    assert look(*shape, variants=runs, smem=H200_SMEM) == (wide, "table-nearest")
+    assert look(*shape, variants=runs[:3], smem=H200_SMEM) == (parent, "table-nearest")
     assert look(4096, 4096, 4352, variants=runs, smem=H200_SMEM) == (parent, "table-nearest")
-    per_step = (0.0463 - steps.FIXED_MS) / 64
-    predicted = table.predict("NVIDIA H200", "16bit bf16 rr tma", 7904, 384, 3744, cut,
+    per_step = (near_ms - steps.FIXED_MS) / 64
+    predicted = table.predict("NVIDIA H200", "16bit bf16 rr tma", *shape, wide,
                               directory=d, variants=runs, smem=H200_SMEM)
-    assert predicted == pytest.approx(steps.FIXED_MS + per_step * steps.WIDE_STEP * 59)
-
-
-def test_a_neighbours_128x128_tile_is_widened_where_fewer_column_tiles_cover_n(tmp_path):
-    """Session 37: bf16 8136 x 280 x 7592 in 128x128 makes three column tiles (the third
-    24 columns full) and 192 tiles, two waves; 128x144 covers N = 280 in two, 128 tiles,
-    one wave (1.19 of cuBLAS where the pick ran 0.94). A neighbour's 128x128x64 (tuned
-    on 132 tiles, one wave of 64 blocks) lends it widened, at `wide_step` of its block;
-    a square 4096 x 4096 x 4096, whose 1024 tiles of 128 fill waves, keeps the parent."""
-    parent = TileConfig(128, 128, 64, 8, 4, 8, "tma")
-    fit = TileConfig(128, 144, 64, 8, 5, 8, "tma_wide")
-    d = _write(tmp_path, [_entry(1408, 1536, 4096, parent, tuned_ms=0.0300),
-                          _entry(4096, 4096, 4096, parent, tuned_ms=0.215)])
-    runs = ("tma", "tiled", "tma_split", "tma_wide")
-    look = lambda *shape, **kw: table.lookup("NVIDIA H200", "16bit bf16 rr tma",  # noqa: E731
-                                             *shape, directory=d, sms=132, **kw)
-    assert look(8136, 280, 7592, variants=runs, smem=H200_SMEM) == (fit, "table-nearest")
-    assert look(8136, 280, 7592, variants=runs[:3], smem=H200_SMEM) == (
-        parent, "table-nearest")
-    assert look(4096, 4096, 4352, variants=runs, smem=H200_SMEM) == (parent, "table-nearest")
-    per_step = (0.0300 - steps.FIXED_MS) / 64
-    predicted = table.predict("NVIDIA H200", "16bit bf16 rr tma", 8136, 280, 7592, fit,
-                              directory=d, variants=runs, smem=H200_SMEM)
-    assert predicted == pytest.approx(
-        steps.FIXED_MS + per_step * 144 / 128 * steps.WIDE_COL * 119)
+    assert predicted == pytest.approx(steps.FIXED_MS + per_step * step * blocks)
 
 
 def test_an_fp8_neighbours_128x128_tile_is_made_tall_where_fewer_row_tiles_cover_m(tmp_path):
