@@ -102,10 +102,13 @@ PARTIALS_B_PER_MS = 3e9  # split-K partials: written and read back at ~3 TB/s
 REDUCE_MS = 0.0015
 
 
-def fixed_ms(c: TileConfig, m: int, n: int, sms: int = 0) -> float:
-    """A launch's time outside its K loop; a hybrid tile's (given `sms`) its parts'."""
-    if c.variant == "tma_hybrid" and sms:
-        return sum(fixed_ms(p, pm, pn) for p, pm, pn in hybrid_parts(c, m, n, sms))
+def fixed_ms(c: TileConfig, m: int, n: int, sms: int) -> float:
+    """A launch's time outside its K loop on `sms` SMs; a hybrid tile's, its parts' (where
+    the cut falls depends on the SMs)."""
+    if c.variant == "tma_hybrid":
+        if sms < 1:
+            raise ValueError("a hybrid tile's fixed part depends on the SM count (sms >= 1)")
+        return sum(fixed_ms(p, pm, pn, sms) for p, pm, pn in hybrid_parts(c, m, n, sms))
     if c.split_k == 1:
         return FIXED_MS
     return FIXED_MS + REDUCE_MS + c.split_k * m * n * 4 * 2 / PARTIALS_B_PER_MS

@@ -148,6 +148,8 @@ def test_a_hybrids_steps_and_fixed_part_are_its_parts():
     assert tail == (TileConfig(128, 128, 64, 8, 5, 8, "tma_split", 4), 920, 4504 - 33 * 128)
     assert steps.steps(hy, 920, 4504, 4216, 132) == 2 * 66 + 17
     assert steps.fixed_ms(hy, 920, 4504, 132) == pytest.approx(
-        steps.fixed_ms(head[0], 920, 4224) + steps.fixed_ms(tail[0], 920, 280))
+        steps.fixed_ms(head[0], 920, 4224, 132) + steps.fixed_ms(tail[0], 920, 280, 132))
+    with pytest.raises(ValueError, match="SM count"):
+        steps.fixed_ms(hy, 920, 4504, 0)
     whole = steps.hybrid_parts(hy, 1408, 1536, 132)
     assert whole == ((TileConfig(128, 128, 64, 8, 5, 8, "tma"), 1408, 1536),)
