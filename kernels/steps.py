@@ -69,9 +69,9 @@ FIT_MIN_K_BYTES = 512
 # Session 37, call 6, A/B of the picks it moved among 1,000 random shapes: fp8 x1.17 (11
 # of 11 faster, x1.05-1.35: 6040 x 328 x 4560 1.05 of cuBLAS); bf16 and fp16 x0.98 (0.83-
 # 1.22), slowest where it replaced a wide pick: a 16-bit tall block cost ~1.2x a wide one
-# of its size (4600 x 472 x 3552: 160 rows tall 0.66 us a block, 160 columns wide 0.56),
-# the row-major operands both read transposed in the swapped product; fp8's, K-major
-# both ways, cost the same (128x144 tall 21.5 us, 128x160 wide 22.9).
+# of its size (4600 x 472 x 3552: 160 rows tall 0.66 us a block, 160 columns wide 0.56;
+# not profiled: the swapped product holds its A operand, B.T, MN-major); fp8's, K-major in
+# both products, cost the same (128x144 tall 21.5 us, 128x160 wide 22.9).
 # A hybrid tile (`hybrids`) is taken where predicted HYBRID_MARGIN faster than the rest.
 HYBRID_MARGIN = 1.10
 
