@@ -205,15 +205,13 @@ def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
     `_transfer` prices its block at `wide_step` of the parent's."""
     if c.variant != "tma" or c.occupancy != 1 or not smem or "tma_wide" not in variants:
         return ()
+    forms: list[TileConfig] = []
     if fam == "16bit" and (c.block_m, c.block_n) == (128, 256):
-        widths: tuple[int, ...] = (192,)
+        forms = [replace(c, block_n=192, variant="tma_wide")]
     elif fit and fam in ("16bit", "fp8") and (c.block_m, c.block_n) == (128, 128):
-        widths = FIT_WIDTHS
-    else:
-        return ()
-    forms = [replace(c, block_n=w, variant="tma_wide") for w in widths]
-    if len(widths) > 1 and fam == "fp8" and "tma_tall" in variants:
-        forms += [replace(c, block_m=w, variant="tma_tall") for w in widths]
+        forms = [replace(c, block_n=w, variant="tma_wide") for w in FIT_WIDTHS]
+        if fam == "fp8" and "tma_tall" in variants:
+            forms += [replace(c, block_m=w, variant="tma_tall") for w in FIT_WIDTHS]
     out = []
     for form in forms:
         for stages in range(c.num_stages + 1, max(c.num_stages - 2, 2), -1):

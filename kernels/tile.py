@@ -100,7 +100,7 @@ class TileConfig:
     def smem_bytes(self, elem_bytes: int) -> int:
         """Shared memory of the software pipeline: one A and one B tile per stage (triton
         3.6 on the H200 asked 4 x 64 KiB for a 4-stage 128x128x64 fp32 tile), plus the
-        TMA, stream-K, wide and hybrid variants' epilogue tile of C (fp32 for fp32
+        TMA, stream-K, wide, tall and hybrid variants' epilogue tile of C (fp32 for fp32
         inputs, else 16-bit)."""
         per_stage = (self.block_m + self.block_n) * self.block_k * elem_bytes
         if self.variant in ("tma", "tma_streamk", "tma_wide", "tma_tall", "tma_hybrid"):
