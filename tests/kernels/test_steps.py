@@ -92,11 +92,11 @@ def test_a_16bit_128x256_tile_has_a_wide_cut_with_a_stage_more_where_it_fits():
 
 def test_a_128x128_tile_is_widened_to_each_fit_width_with_a_stage_more_where_it_fits():
     """16-bit and fp8 128x128 tiles are offered 144, 160 and 192 wide, and fp8's as many
-    rows tall where the call runs `tma_tall` (session 37): at a
-    stage more where it fits the H200's shared memory, else as many, else one fewer
-    (128x192 at 5 stages takes 248 KiB), priced at their columns over 128 times WIDE_COL
-    a block; not over a short K (`fit` False), not IEEE fp32's or tf32's, not 64-row
-    ones, not at two programs per SM."""
+    rows tall where the call runs `tma_tall` (session 37): at a stage more where it fits
+    the H200's shared memory, else as many, else one fewer (128x192 at 5 stages takes 248
+    KiB), priced at their columns over 128 times WIDE_COL a block; not over a short K
+    (`fit` False), not IEEE fp32's or tf32's, not 64-row ones, not at two programs per
+    SM."""
     both = ("tma", "tiled", "tma_split", "tma_wide")
     parent = TileConfig(128, 128, 64, 8, 4, 8, "tma")
     got = steps.wides(parent, "16bit", H200_SMEM, both)

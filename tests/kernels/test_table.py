@@ -214,24 +214,24 @@ def test_a_neighbours_twin_is_taken_where_its_pairs_take_one_wave_of_two(tmp_pat
                          directory=d) is None
 
 
-@pytest.mark.parametrize(("parent", "wide", "near", "shape", "step", "blocks"), [
+@pytest.mark.parametrize(("parent", "wide", "near", "square_ms", "shape", "step", "blocks"), [
     # session 35: 128x256x64:s3 ran 7904 x 384 x 3744 (two column tiles, the second half
     # empty) at 0.75 of cuBLAS, 128x192x64:s4 at 0.89
     (TileConfig(128, 256, 64, 8, 3, 8, "tma"), TileConfig(128, 192, 64, 8, 4, 8, "tma_wide"),
-     (3968, 384, 4096, 0.0463), (7904, 384, 3744), steps.WIDE_STEP, 59),
+     (3968, 384, 4096, 0.0463), 0.178, (7904, 384, 3744), steps.WIDE_STEP, 59),
     # session 37: 8136 x 280 x 7592 in 128x128 makes three column tiles (the third 24
     # columns full), two waves; 128x144 two, one wave (1.19 of cuBLAS, the pick 0.94)
     (TileConfig(128, 128, 64, 8, 4, 8, "tma"), TileConfig(128, 144, 64, 8, 5, 8, "tma_wide"),
-     (1408, 1536, 4096, 0.0300), (8136, 280, 7592), 144 / 128 * steps.WIDE_COL, 119),
+     (1408, 1536, 4096, 0.0300), 0.215, (8136, 280, 7592), 144 / 128 * steps.WIDE_COL, 119),
 ])
 def test_a_neighbours_tile_is_offered_wide_where_fewer_column_tiles_cover_n(
-        tmp_path, parent, wide, near, shape, step, blocks):
+        tmp_path, parent, wide, near, square_ms, shape, step, blocks):
     """A neighbour tuned on one 64-block tile a program lends its tile in the wide form
     at `wide_step` of its time a block, where the call can run `tma_wide`; at 4096^3,
     whose tiles fill waves, the parent stays."""
     *near_shape, near_ms = near
     d = _write(tmp_path, [_entry(*near_shape, parent, tuned_ms=near_ms),
-                          _entry(4096, 4096, 4096, parent, tuned_ms=0.2)])
+                          _entry(4096, 4096, 4096, parent, tuned_ms=square_ms)])
     runs = ("tma", "tiled", "tma_split", "tma_wide")
     look = lambda *shape, **kw: table.lookup("NVIDIA H200", "16bit bf16 rr tma",  # noqa: E731
                                              *shape, directory=d, sms=132, **kw)
