@@ -241,8 +241,11 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     if variants[0] == "tma" and (not _pointer_fast(M, N, la, lb, ld) or (fp8_kb and M < 128)
                                  or thin_kb):
         variants = ("tma",)
-    if variants[0] == "tma":   # split-K, wide, tall and hybrid tiles run wherever TMA does
-        variants = (*variants, "tma_split", "tma_wide", "tma_tall", "tma_hybrid")
+    if variants[0] == "tma":   # split-K, wide and hybrid tiles run wherever TMA does; the
+        # tall form (C.T = B.T @ A.T) where B is K-major, so that its A operand, B.T, is
+        # too (kernels/steps.py: 16-bit tall blocks over a row-major B cost ~1.2x)
+        variants = (*variants, "tma_split", "tma_wide", *(("tma_tall",) if lb == "c" else ()),
+                    "tma_hybrid")
         if cached:  # kept copies: every operand the descriptors read on whole 128 B lines
             copy_a = copy_a or ("pitch" if max(sa) * elem % LINE else "")
             copy_b = copy_b or ("pitch" if max(sb) * elem % LINE else "")

@@ -65,13 +65,16 @@ WIDE_COL = 1.10
 # (predicted x1.13-1.15), K = 464 x1.01-1.03, K = 648-800 x1.04-1.08; 16-bit K = 648 and
 # up x0.94-1.25, none shorter moved.
 FIT_MIN_K_BYTES = 512
-# The tall form (`tma_tall`: the wide kernel on C.T = B.T @ A.T) is offered in fp8 only.
-# Session 37, call 6, A/B of the picks it moved among 1,000 random shapes: fp8 x1.17 (11
-# of 11 faster, x1.05-1.35: 6040 x 328 x 4560 1.05 of cuBLAS); bf16 and fp16 x0.98 (0.83-
-# 1.22), slowest where it replaced a wide pick: a 16-bit tall block cost ~1.2x a wide one
-# of its size (4600 x 472 x 3552: 160 rows tall 0.66 us a block, 160 columns wide 0.56;
-# not profiled: the swapped product holds its A operand, B.T, MN-major); fp8's, K-major in
-# both products, cost the same (128x144 tall 21.5 us, 128x160 wide 22.9).
+# The tall form (`tma_tall`: the wide kernel on C.T = B.T @ A.T) is offered where B is
+# K-major (column-major, as fp8's copies always are), so that the swapped product's A
+# operand, B.T, is K-major too. Session 37, call 6, A/B of the picks it moved among 1,000
+# random row-major shapes: fp8 x1.17 (11 of 11 faster, x1.05-1.35: 6040 x 328 x 4560 1.05
+# of cuBLAS); bf16 and fp16 x0.98 (0.83-1.22): a 16-bit tall block over a row-major B (B.T
+# MN-major in shared memory) cost ~1.2x a wide one of its size (4600 x 472 x 3552: 160 rows
+# tall 0.66 us a block, 160 columns wide 0.56); fp8's cost the same (128x144 tall 21.5 us,
+# 128x160 wide 22.9). Session 38, call 1 (bf16 280 x 8136 x 7592, 144 rows tall, in each
+# layout): 74.2 us over rr, 78.9 cr, 64.7 rc and 68.5 cc, where the picks ran 75.9, 84.0,
+# 85.8 and 85.2 (cuBLAS 66.4, 84.5, 65.1, 81.9).
 # A hybrid tile (`hybrids`) is taken where predicted HYBRID_MARGIN faster than the rest.
 HYBRID_MARGIN = 1.10
 
@@ -199,25 +202,25 @@ def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
     run it): a 16-bit 128x256 cut to 128x192; where `fit` (K of FIT_MIN_K_BYTES a row at
     least), a 16-bit or fp8 128x128 widened to each of FIT_WIDTHS, which cover an N that
     128-wide tiles leave a part-empty column of tiles in (N = 280: two tiles of 144
-    against three of 128), and an fp8 one made as many rows tall (`tma_tall`, where the
-    call can run it), which cover such an M. Each a stage more where that fits (`usable`
+    against three of 128), and one made as many rows tall (`tma_tall`, where the call can
+    run it: B K-major), which cover such an M. Each a stage more where that fits (`usable`
     with `smem` bytes a program), else as many, else one fewer (3 at least).
     `_transfer` prices its block at `wide_step` of the parent's."""
-    if c.variant != "tma" or c.occupancy != 1 or not smem or "tma_wide" not in variants:
+    if c.variant != "tma" or c.occupancy != 1 or not smem:
         return ()
+    wide, tall = "tma_wide" in variants, "tma_tall" in variants
     forms: list[TileConfig] = []
-    if fam == "16bit" and (c.block_m, c.block_n) == (128, 256):
+    if wide and fam == "16bit" and (c.block_m, c.block_n) == (128, 256):
         forms = [replace(c, block_n=192, variant="tma_wide")]
     elif fit and fam in ("16bit", "fp8") and (c.block_m, c.block_n) == (128, 128):
-        forms = [replace(c, block_n=w, variant="tma_wide") for w in FIT_WIDTHS]
-        if fam == "fp8" and "tma_tall" in variants:
-            forms += [replace(c, block_m=w, variant="tma_tall") for w in FIT_WIDTHS]
+        forms = [replace(c, block_n=w, variant="tma_wide") for w in FIT_WIDTHS if wide]
+        forms += [replace(c, block_m=w, variant="tma_tall") for w in FIT_WIDTHS if tall]
     out = []
     for form in forms:
         for stages in range(c.num_stages + 1, max(c.num_stages - 2, 2), -1):
-            wide = replace(form, num_stages=stages)
-            if usable(wide, fam, smem):
-                out.append(wide)
+            staged = replace(form, num_stages=stages)
+            if usable(staged, fam, smem):
+                out.append(staged)
                 break
     return tuple(out)
 

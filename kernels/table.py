@@ -72,9 +72,15 @@ FAR_MARGIN = 1.10
 # 20: bf16 cr 384 x 1568 x 3200 ran the heuristic's tile at 0.49 of cuBLAS and 3360 x 304
 # x 6624 at 0.67, borrowing 1.04 and 1.09; the tune set holds row-major shapes, and thin
 # rc and cc ones only).
-_TMA_TILES = ("tma", "tma_split")
+# Besides the rows' own variants, the forms a lookup derives from them (`wides`,
+# `hybrids`) carry where they ran as fast as over row-major operands. Session 38, call 1
+# (bf16, 3 shapes, every layout): a wide 128x160 over a column-major A (cr, cc: its A
+# MN-major) ran 1.08-1.25x its row-major time, over a column-major B (rc) 0.95-1.07x; the
+# tall form over a column-major B ran faster than over a row-major one (`steps`).
 _LAYOUT_FREE: dict[tuple[str, str, str], tuple[str, ...]] = {
-    **{("16bit", "tma", lay): _TMA_TILES for lay in ("rc", "cr", "cc")},
+    ("16bit", "tma", "rc"): ("tma", "tma_split", "tma_wide", "tma_tall", "tma_hybrid"),
+    ("16bit", "tma", "cc"): ("tma", "tma_split", "tma_tall", "tma_hybrid"),
+    ("16bit", "tma", "cr"): ("tma", "tma_split", "tma_hybrid"),
     # IEEE fp32 with A column-major (B row-major) runs the tiled kernel on the FMA units'
     # own order; row-major's tiled tiles carry (holdout4 cr 3360 x 304 x 6624 and 384 x
     # 1568 x 3200: 0.76 and 0.60 on the heuristic's unsplit tile, 1.06 and 0.92 on

@@ -10,9 +10,12 @@ from kernels.modes import MODES
 
 HOPPER, AMPERE = (9, 0), (8, 0)
 
-# the variants of a call TMA runs: with the tiled kernel (its pointer path fast) or without
-TMA_TILED = ("tma", "tiled", "tma_split", "tma_wide", "tma_tall", "tma_hybrid")
-TMA = ("tma", "tma_split", "tma_wide", "tma_tall", "tma_hybrid")
+# the variants of a call TMA runs: with the tiled kernel (its pointer path fast) or without;
+# with the tall form where B is K-major (`_KB`)
+TMA_TILED = ("tma", "tiled", "tma_split", "tma_wide", "tma_hybrid")
+TMA = ("tma", "tma_split", "tma_wide", "tma_hybrid")
+TMA_TILED_KB = ("tma", "tiled", "tma_split", "tma_wide", "tma_tall", "tma_hybrid")
+TMA_KB = ("tma", "tma_split", "tma_wide", "tma_tall", "tma_hybrid")
 
 
 def _decide(mode, m, n, k, a="r", b="r", cap=HOPPER, pad=0, elem=2, aligned=(True, True),
@@ -55,7 +58,7 @@ def test_unaligned_leading_dimensions():
     assert _decide("bf16", 4096, 4096, 253)[3:] == ("aligned", "", TMA_TILED)
     assert _decide("bf16", 16, 4096, 253)[3:] == ("aligned", "", TMA_TILED)
     assert _decide("fp8", 1000, 1000, 1000, elem=1)[3:] == \
-        ("aligned", "kmajor", TMA_TILED)
+        ("aligned", "kmajor", TMA_TILED_KB)
     # skinny M with aligned operands keeps its layout; 16-bit above decode's M runs TMA's
     # 64-row tiles (K split) beside the tiled kernel (session 19); decode-like 16-bit M,
     # tf32 and IEEE fp32 the tiled kernel only
@@ -66,14 +69,14 @@ def test_unaligned_leading_dimensions():
     assert _decide("fp32", 32, 4096, 4096, elem=4)[3:] == ("", "", ("tiled",))
     assert _decide("tf32", 32, 4096, 4096, elem=4)[3:] == ("", "", ("tiled",))
     # skinny M, unaligned B (5523 bf16 = 11046 bytes): copied K-major for fp8's wgmma
-    assert _decide("fp8", 26, 5523, 7310, elem=1)[3:] == ("aligned", "kmajor", TMA)
+    assert _decide("fp8", 26, 5523, 7310, elem=1)[3:] == ("aligned", "kmajor", TMA_KB)
     # fp8, thin M, B given K-major: TMA only (the tiled kernel ran it at 0.01-0.33)
-    assert _decide("fp8", 16, 4096, 4096, b="c", elem=1)[3:] == ("", "", TMA)
+    assert _decide("fp8", 16, 4096, 4096, b="c", elem=1)[3:] == ("", "", TMA_KB)
     assert _decide("fp8", 16, 4096, 4096, elem=1)[3:] == ("", "", ("tiled",))  # N-major B
     # ... unless copies are kept (cache_copies): then B is copied K-major once, and TMA runs
     for m in (1, 16, 32):
         _, _, bucket, ca, cb, variants = _decide("fp8", m, 4096, 4096, elem=1, cached=True)
-        assert (ca, cb, variants) == ("", "kmajor", TMA)
+        assert (ca, cb, variants) == ("", "kmajor", TMA_KB)
         assert bucket == "fp8 fp8 rc tma ld128"
     # kept copies change nothing for 16-bit (no K-major rule) or where M reuses B anyway
     for m in (16, 32):
@@ -126,7 +129,7 @@ def test_ieee_fp32_uses_tma_only_for_row_major_operands():
     assert _decide("fp32", 752, 659, 133, a="c", elem=4)[3:6:2] == ("rowmajor",
                                                                    TMA)
     assert _decide("tf32", 4096, 4096, 4096, a="c", elem=4)[5] == \
-        TMA_TILED  # copied
+        TMA_TILED_KB  # copied (B K-major: the tall form too)
 
 
 def test_ieee_fp32_copies_a_column_major_b_row_major(device):
@@ -194,10 +197,10 @@ def test_only_ieee_fp32_plans_search_the_fma_tiles():
 def test_skinny_m_zero_k_and_old_chips_use_the_tiled_kernel():
     assert _decide("bf16", 16, 4096, 4096)[5] == ("tiled",)
     # but x @ W.T (B column-major) at thin M, decode's too: TMA only (session 20)
-    assert _decide("bf16", 16, 4096, 4096, b="c")[5] == TMA
-    assert _decide("fp16", 1, 4096, 4096, b="c")[5] == TMA
-    assert _decide("bf16", 48, 4096, 4096, a="c", b="c")[5] == TMA
-    assert _decide("bf16", 64, 4096, 4096, b="c")[5] == TMA_TILED
+    assert _decide("bf16", 16, 4096, 4096, b="c")[5] == TMA_KB
+    assert _decide("fp16", 1, 4096, 4096, b="c")[5] == TMA_KB
+    assert _decide("bf16", 48, 4096, 4096, a="c", b="c")[5] == TMA_KB
+    assert _decide("bf16", 64, 4096, 4096, b="c")[5] == TMA_TILED_KB
     assert _decide("tf32", 16, 4096, 4096, elem=4)[5] == ("tiled",)
     assert _decide("bf16", 4096, 4096, 0)[5] == ("tiled",)
     assert _decide("bf16", 4096, 4096, 4096, cap=AMPERE)[5] == ("tiled",)

@@ -91,8 +91,9 @@ def test_a_16bit_128x256_tile_has_a_wide_cut_with_a_stage_more_where_it_fits():
 
 
 def test_a_128x128_tile_is_widened_to_each_fit_width_with_a_stage_more_where_it_fits():
-    """16-bit and fp8 128x128 tiles are offered 144, 160 and 192 wide, and fp8's as many
-    rows tall where the call runs `tma_tall` (session 37): at a stage more where it fits
+    """16-bit and fp8 128x128 tiles are offered 144, 160 and 192 wide where the call runs
+    `tma_wide`, and as many rows tall where it runs `tma_tall` (B K-major: the dispatcher
+    says; sessions 37 and 38): at a stage more where it fits
     the H200's shared memory, else as many, else one fewer (128x192 at 5 stages takes 248
     KiB), priced at their columns over 128 times WIDE_COL a block; not over a short K
     (`fit` False), not IEEE fp32's or tf32's, not 64-row ones, not at two programs per
@@ -109,11 +110,17 @@ def test_a_128x128_tile_is_widened_to_each_fit_width_with_a_stage_more_where_it_
     assert steps.wides(TileConfig(64, 128, 64, 8, 4, 4, "tma"), "16bit", H200_SMEM, both) == ()
     assert steps.wides(TileConfig(128, 128, 64, 8, 4, 8, "tma", occupancy=2), "16bit",
                        H200_SMEM, both) == ()
-    assert steps.wides(parent, "16bit", H200_SMEM, (*both, "tma_tall")) == got   # fp8's only
     tall = steps.wides(fp8, "fp8", H200_SMEM, (*both, "tma_tall"))
     assert [(c.variant, c.block_m, c.block_n) for c in tall[3:]] == [
         ("tma_tall", 144, 128), ("tma_tall", 160, 128), ("tma_tall", 192, 128)]
     assert steps.wide_step(fp8, tall[4]) == steps.wide_step(parent, got[1])
+    tall16 = steps.wides(parent, "16bit", H200_SMEM, (*both, "tma_tall"))
+    assert tall16[:3] == got and [(c.block_m, c.num_stages) for c in tall16[3:]] == [
+        (144, 5), (160, 5), (192, 4)]
+    # tall without wide (a column-major A: kernels/table.py's _LAYOUT_FREE)
+    assert steps.wides(parent, "16bit", H200_SMEM, ("tma", "tma_tall")) == tall16[3:]
+    assert steps.wides(TileConfig(128, 256, 64, 8, 3, 8, "tma"), "16bit", H200_SMEM,
+                       ("tma", "tma_tall")) == ()   # 128x256's cut is wide only
     assert steps.wides(parent, "16bit", H200_SMEM, both, fit=False) == ()
     assert steps.wides(TileConfig(128, 256, 64, 8, 3, 8, "tma"), "16bit", H200_SMEM, both,
                        fit=False) != ()   # 128x256's cut does not depend on K

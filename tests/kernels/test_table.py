@@ -261,6 +261,31 @@ def test_an_fp8_neighbours_128x128_tile_is_made_tall_where_fewer_row_tiles_cover
         TileConfig(128, 192, 128, 8, 4, 8, "tma_wide"), "table-nearest")
 
 
+def test_a_row_major_neighbours_derived_forms_carry_to_other_layouts_where_they_ran(tmp_path):
+    """A 16-bit call of another layout borrows the row-major bucket's TMA tiles, and the
+    forms derived from them where they ran as fast there (session 38, call 1: bf16 280 x
+    8136 x 7592, 144 rows tall, 64.7 us over rc and 68.5 cc against its picks' 85.8 and
+    85.2; a wide tile over a column-major A, cr or cc, 1.08-1.25x its row-major time):
+    the tall form where B is K-major (the dispatcher offers `tma_tall` there), the wide
+    one where A is row-major."""
+    parent = TileConfig(128, 128, 64, 8, 5, 8, "tma")
+    d = _write(tmp_path, [_entry(1408, 1408, 4096, parent, "16bit bf16 rr tma ld128",
+                                 tuned_ms=0.0288)])
+    runs = ("tma", "tma_split", "tma_wide", "tma_hybrid")
+    kb = ("tma", "tma_split", "tma_wide", "tma_tall", "tma_hybrid")
+    look = lambda lay, *shape, variants=kb: table.lookup(  # noqa: E731
+        "NVIDIA H200", f"16bit bf16 {lay} tma ld128", *shape, directory=d, sms=132,
+        smem=H200_SMEM, variants=variants)
+    tall = (TileConfig(144, 128, 64, 8, 5, 8, "tma_tall"), "table-nearest")
+    assert look("rc", 280, 8136, 7592) == tall
+    assert look("cc", 280, 8136, 7592) == tall
+    assert look("rr", 280, 8136, 7592, variants=runs)[0].variant != "tma_tall"
+    # N thin: widened over rc; over cr and cc (A column-major) not
+    assert look("rc", 8136, 280, 7592)[0].variant == "tma_wide"
+    assert look("cr", 8136, 280, 7592, variants=runs)[0].variant == "tma_hybrid"
+    assert look("cc", 8136, 280, 7592)[0].variant == "tma_tall"   # 57 x 3 tiles
+
+
 def test_a_neighbours_tile_runs_as_a_hybrid_where_its_last_wave_is_short(tmp_path):
     """Holdout6's 920 x 4504 x 4216 (session 36): 128x128x64 makes 288 tiles, three waves,
     the third 18% full. Its neighbour 1408 x 1536 x 4096 tuned the tile on 132 tiles (one
