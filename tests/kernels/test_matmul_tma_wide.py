@@ -142,6 +142,22 @@ def test_gpu_tall_matches_the_reference(shape, tile, dtype):
 
 @pytest.mark.gpu
 @gpu
+@pytest.mark.parametrize("layout", ["rc", "cc"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_gpu_tall_over_a_column_major_b(layout, dtype):
+    """The 16-bit tall form where the lookup offers it (session 38): B column-major, so
+    B.T, the kernel's A, is K-major; A row-major (rc) or column-major (cc)."""
+    a, b, out = gpu_operands((280, 8136, 2000), dtype)
+    b = b.t().contiguous().t()
+    if layout == "cc":
+        a = a.t().contiguous().t()
+    tile = TileConfig(144, 128, 64, 8, 5, 8, "tma_tall")
+    r, err = run_recipe(tw, tile, a, b, out, is_fp32=False)
+    assert err < 1e-2 and r.tall and not r.a_t
+
+
+@pytest.mark.gpu
+@gpu
 def test_gpu_wide_tf32_in_a_cuda_graph():
     """tf32 with B K-major (as the dispatcher copies it), replayed in a graph."""
     m, n, k = 1600, 1700, 1800
