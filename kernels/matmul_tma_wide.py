@@ -18,9 +18,10 @@ this kernel on C.T = B.T @ A.T: the call's B.T is the kernel's A and A.T its B (
 transposed where they are row-major), the tile's block_n its BLOCK_M and its block_m its
 two parts, and each part of C is stored transposed (`C_T`) through descriptors of C
 itself. 6040 x 328 x 4560 fp8 makes 126 tiles of 144x128, one wave, where cuBLAS runs
-144x128 too (session 37). In 16-bit with row-major operands (the kernel's A, B.T, then
-MN-major in shared memory) a block cost ~1.2x a wide one's: kernels/steps.py offers the
-tall form in fp8 only.
+144x128 too (session 37). Over a row-major B (the kernel's A, B.T, then MN-major in
+shared memory) a 16-bit block cost ~1.2x a wide one's; over a column-major B it ran faster
+than a wide tile of its size (session 38): the dispatcher offers the tall form where B is
+K-major (fp8's copies always are).
 
 The tile loop is not flattened (`_tma_kernel`'s `flatten=True`): flattened, ptxas
 (triton 3.6, sm_90a) serializes the two accumulators' wgmma ("C7515: non wgmma

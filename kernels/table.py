@@ -12,15 +12,16 @@ where its tiles leave SMs idle (`resplits`); a farther one's (up to FAR_NEIGHBOU
 it predicts FAR_MARGIN faster still; or None (the caller's heuristic then decides). A
 neighbour's tile that fits an SM twice is also weighed at two programs per SM (`twins`,
 TWIN_MARGIN faster), a 16-bit 128x256 one at 128x192, and a 128x128 one widened to cover
-N (fp8's also made as tall, to cover M; `wides`, WIDE_MARGIN). bf16 and fp16 lend each
-other tiles: the other type's nearest pick where predicted OTHER_TYPE_MARGIN faster than
-its own type's (`_other_type`). Only entries whose variant the call can run count; a
-`fragile` tile serves its own shape and shapes it tiles exactly; a bucket of unaligned
-rows (ld16-ld64) with nothing near borrows from its ld128 sibling, and a 16-bit TMA
-bucket of other layouts (or IEEE fp32's cr pointer bucket) from the row-major ones
-(`_LAYOUT_FREE`). An entry whose kernel hash differs from the current source is stale:
-never used (kernels/table_file.py reads the files and tells which entries are stale); the
-first stale hit in a process warns.
+N (where B is K-major also made as tall, to cover M; `wides`, WIDE_MARGIN). bf16 and fp16
+lend each other tiles: the other type's nearest pick where predicted OTHER_TYPE_MARGIN
+faster than its own type's (`_other_type`). Only entries whose variant the call can run
+count; a `fragile` tile serves its own shape and shapes it tiles exactly; a bucket of
+unaligned rows (ld16-ld64) with nothing near borrows from its ld128 sibling, and a 16-bit
+TMA bucket of other layouts (or IEEE fp32's cr pointer bucket) from the row-major ones,
+with the forms derived from them that ran as fast there (`_LAYOUT_FREE`). An entry whose
+kernel hash differs from the current source is stale: never used (kernels/table_file.py
+reads the files and tells which entries are stale); the first stale hit in a process
+warns.
 """
 
 from __future__ import annotations

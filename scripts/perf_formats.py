@@ -624,6 +624,20 @@ def ab_by_mode(path: Path, label: str, variant: str = "") -> str:
     return "\n".join(out)
 
 
+def ab_by_variant(path: Path, prefix: str) -> str:
+    """The A/B of the labels with `prefix` (> 1: the tree is faster), per label, mode and
+    the variant of the tree's pick: cases, geomean, range and faster count."""
+    out = ["| label | mode | pick's variant | cases | A/B geomean | min | max | faster |",
+           "|---|---|---|---:|---:|---:|---:|---:|"]
+    rows = [r for r in _rows(path) if r["label"].startswith(prefix) and _ab(r["extra"])]
+    for (label, mode, variant), rs in _grouped(
+            rows, lambda r: (r["label"], r["mode"], r["tile"].split(" ")[0])).items():
+        got = [_ab(r["extra"]) for r in rs]
+        out.append(f"| {label} | {mode} | {variant} | {len(got)} | {geomean(got):.3f} | "
+                   f"{min(got):.3f} | {max(got):.3f} | {sum(x > 1 for x in got)} |")
+    return "\n".join(out)
+
+
 def call_parts(path: Path, run: str) -> str:
     """`scripts/device/overhead.py --parts` rows of a run, one line per first call: each
     library step's inclusive ms (calls in brackets where more than one)."""

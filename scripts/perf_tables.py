@@ -33,6 +33,7 @@ from perf_formats import (  # noqa: E402
     MODES,
     _stacked,
     ab_by_mode,
+    ab_by_variant,
     ab_changes,
     ab_rows,
     baseline_tables,
@@ -95,6 +96,7 @@ S34 = RESULTS / "h200-2026-12-03-s34"
 S35 = RESULTS / "h200-2026-12-03-s35"
 S36 = RESULTS / "h200-2026-12-03-s36"
 S37 = RESULTS / "h200-2026-12-03-s37"
+S38 = RESULTS / "h200-2026-12-03-s38"
 # the latest nightly and holdout runs of IEEE fp32 (session 24) and tf32 (session 25), as
 # `sets_targets` reads them
 FP32_S24 = ((S24 / "cases.csv", "call3-nightly-fp32"),
@@ -374,6 +376,13 @@ TABLES: dict[str, Callable[[], str]] = {
     "s37-tall-ab": lambda: _stacked(*(ab_by_mode(S37 / "cases.csv", f"call6-ab-tall-{m}",
                                                  "tma_tall") for m in ("bf16", "fp16", "fp8"))),
     "s37-tall-worst": lambda: ab_changes(S37 / "cases.csv", "call6-ab-tall-", 0.97, 100.0),
+    "s38-layout": lambda: variant_best(S38 / "tiles_layout_bf16.csv",
+                                       ("tma", "tma_wide", "tma_tall")),
+    "s38-ab": lambda: label_steps(S38 / "cases.csv", ("call2-ab-",)),
+    "s38-ab-variant": lambda: ab_by_variant(S38 / "cases.csv", "call2-ab-"),
+    "s38-ab-worst": lambda: ab_changes(S38 / "cases.csv", "call2-ab-", 0.97, 100.0),
+    "s38-subwave": lambda: variant_best(S38 / "tiles_subwave_bf16.csv",
+                                        ("tma", "tma_split", "tma_wide")),
 }
 
 
