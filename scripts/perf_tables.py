@@ -378,9 +378,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "s37-tall-worst": lambda: ab_changes(S37 / "cases.csv", "call6-ab-tall-", 0.97, 100.0),
     "s38-layout": lambda: variant_best(S38 / "tiles_layout_bf16.csv",
                                        ("tma", "tma_wide", "tma_tall")),
-    "s38-ab": lambda: label_steps(S38 / "cases.csv", ("call2-ab-",)),
-    "s38-ab-variant": lambda: ab_by_variant(S38 / "cases.csv", "call2-ab-"),
-    "s38-ab-worst": lambda: ab_changes(S38 / "cases.csv", "call2-ab-", 0.97, 100.0),
+    "s38-ab": lambda: label_steps(S38 / "cases.csv", ("call2-ab-", "call3-")),
+    "s38-ab-variant": lambda: ab_by_variant(S38 / "cases.csv", "call"),
+    "s38-ab-worst": lambda: ab_changes(S38 / "cases.csv", "call", 0.97, 100.0, ""),
     "s38-subwave": lambda: variant_best(S38 / "tiles_subwave_bf16.csv",
                                         ("tma", "tma_split", "tma_wide")),
 }
