@@ -162,24 +162,6 @@ def pick_vs_best(path: Path, label: str = "") -> str:
     return "\n".join(out)
 
 
-def layout_geomeans(path: Path, label: str) -> str:
-    """Per mode and operand layout (a case id's -rc, -cr, -cc; rr where none): cases,
-    geomean Triton/cuBLAS, the worst case."""
-    def layout(r: dict) -> str:
-        got = re.search(r"-(rr|rc|cr|cc)\b", r["case"])
-        return got.group(1) if got else "rr"
-
-    by = _grouped((r for r in _rows(path) if r["label"] == label and r["ratio"]),
-                  lambda r: (r["mode"], layout(r)))
-    out = ["| mode | layout | cases | geomean | worst |", "|---|---|---:|---:|---|"]
-    for (mode, lay), rs in by.items():
-        worst = min(rs, key=lambda r: float(r["ratio"]))
-        out.append(f"| {mode} | {lay} | {len(rs)} | "
-                   f"{geomean([float(r['ratio']) for r in rs]):.3f} | {worst['case']} "
-                   f"{float(worst['ratio']):.2f} ({worst['tile']}) |")
-    return "\n".join(out)
-
-
 def best_of_kinds(path: Path, kind: str) -> str:
     """Per shape and mode of a tiles.py CSV (L2 flushed): the fastest named tile of `kind`
     (a provider prefix) against the fastest other named tile, and the table's pick."""
@@ -205,30 +187,6 @@ def s12_inductor(path: Path, label: str = "callF-ind-losses") -> str:
     for r in sorted(rows, key=_vs_inductor):
         out.append(f"| {r['case']} | {float(r['ratio']):.3f} | {_vs_inductor(r):.3f} | "
                    f"{r['tile']} |")
-    return "\n".join(out)
-
-
-def design_best(path: Path) -> str:
-    """Per call, dtype, M = 1 shape and L2 flush of a gemv design CSV (session 21): cuBLAS's
-    time and the fastest design of each kind (pointer loads without and with B's
-    evict-first hint, descriptor loads), with its speed ratio to cuBLAS."""
-    by = _grouped(_rows(path), lambda r: (r["call"], r["dtype"], r["shape"], r["flush"]))
-    kinds = (("pointer", lambda d: d.startswith("ptr") and "cg0 ef0" in d or
-              d.startswith("ptr") and d.endswith("u1 cg0")),
-             ("pointer, evict-first", lambda d: d.startswith("ptr") and d.endswith("ef1")),
-             ("descriptor", lambda d: d.startswith("tma")))
-    out = ["| call | dtype | shape | L2 flushed | cuBLAS us | " +
-           " | ".join(k for k, _ in kinds) + " |", "|---|---|---|---|---:|" + "---|" * 3]
-    for (call, dtype, shape, flush), rs in by.items():
-        vendor = next(r for r in rs if r["design"] == "vendor")
-        cells = []
-        for _, match in kinds:
-            got = [r for r in rs if match(r["design"])]
-            best = min(got, key=lambda r: float(r["us"])) if got else None
-            cells.append(f"{best['design']}: {best['us']} us, {float(best['ratio']):.2f}"
-                         if best else "-")
-        out.append(f"| {call} | {dtype} | {shape} | {'yes' if flush == '1' else 'no'} | "
-                   f"{vendor['us']} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 

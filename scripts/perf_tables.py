@@ -8,10 +8,11 @@
 A generated table sits between `<!-- perf_tables:NAME -->` and `<!-- /perf_tables:NAME -->`
 in docs/PERF.md; everything outside the markers is prose, written by hand. Sources:
 baselines/nvidia-h200.json (the per-mode baseline tables) and the session folders under
-docs/results from session 17 on (cases.csv from scripts/summarize_runs.py, tiles*.csv from
+docs/results from session 22 on (cases.csv from scripts/summarize_runs.py, tiles*.csv from
 scripts/device/tiles.py, tuned.csv from scripts/keep_entries.py). The tables of sessions
-1-16 are frozen (`<!-- frozen:NAME -->`, not regenerated): their data left the tree after
-commit 46bf53f, and docs/results/README.md says how to regenerate them there. `--power`
+1-21 are frozen (`<!-- frozen:NAME -->`, not regenerated): their data left the tree after
+commit 46bf53f (sessions 1-16) and 29d4265 (sessions 17-21), and docs/results/README.md
+says how to regenerate them there. `--power`
 counts any `gemmgate trials` checks.csv with gemmgate.trials' own code (`power`).
 This file is the registry (TABLES: a table's name, its function and its files) and the
 CLI; the functions that make the tables are in scripts/perf_formats.py.
@@ -41,12 +42,10 @@ from perf_formats import (  # noqa: E402
     block_ratios,
     call_parts,
     csv_table,
-    design_best,
     inductor_summary,
     k_loop_groups,
     label_pairs,
     label_steps,
-    layout_geomeans,
     moved_ab,
     moved_worst,
     ncu_table,
@@ -75,11 +74,6 @@ from gemmgate.trials import read_csv as read_checks  # noqa: E402
 PERF_MD = ROOT / "docs" / "PERF.md"
 RESULTS = ROOT / "docs" / "results"
 BASELINE = ROOT / "baselines" / "nvidia-h200.json"
-S17 = RESULTS / "h200-2026-12-01-s17"
-S18 = RESULTS / "h200-2026-12-01-s18"
-S19 = RESULTS / "h200-2026-12-01-s19"
-S20 = RESULTS / "h200-2026-12-01-s20"
-S21 = RESULTS / "h200-2026-12-01-s21"
 S22 = RESULTS / "h200-2026-12-01-s22"
 S23 = RESULTS / "h200-2026-12-02-s23"
 S24 = RESULTS / "h200-2026-12-02-s24"
@@ -109,76 +103,6 @@ TF32_S25 = ((S25 / "cases.csv", "call3-nightly-tf32"), (S25 / "cases.csv", "call
 
 TABLES: dict[str, Callable[[], str]] = {
     "baseline": lambda: baseline_tables(BASELINE),
-    "s17-steps": lambda: label_steps(S17 / "cases.csv"),
-    "s17-nearest": lambda: ab_changes(S17 / "cases.csv", "callA-nm25", 1.0, 1.0),
-    "s17-inductor": lambda: s12_inductor(S17 / "cases.csv", "callA-ind-nm25"),
-    "s17-tiles-a": lambda: tiles_table(S17 / "tiles.csv"),
-    "s17-kernels": lambda: csv_table(S17 / "kernels.csv"),
-    "s17-tiles-b": lambda: tiles_table(S17 / "tiles_b.csv"),
-    "s17-unstage": lambda: ab_changes(S17 / "cases.csv", "callD-", 0.97, 1.03),
-    "s17-long-tail": lambda: s9_long_tail(S17 / "cases.csv", "callE-longtail"),
-    "s17-decode-bf16": lambda: tiles_table(S17 / "tiles_f.csv", mode="bf16"),
-    "s17-decode-fp8": lambda: tiles_table(S17 / "tiles_f.csv", mode="fp8"),
-    "s17-far": lambda: ab_changes(S17 / "cases.csv", "callG-", 1.0, 1.0),
-    "s17-far-h": lambda: ab_changes(S17 / "cases.csv", "callHab-far", 1.0, 1.0),
-    "s17-sets-long-tail": lambda: s9_long_tail(S17 / "cases.csv", "callH-"),
-    "s17-below": lambda: ratios_below(S17 / "cases.csv", "callH-", 0.8),
-    "s17-inductor-12": lambda: s12_inductor(S17 / "cases.csv", "callI-ind12"),
-    "s18-k128": lambda: tiles_table(S18 / "tiles_k128.csv"),
-    "s18-k128-inductor": lambda: tiles_table(S18 / "tiles_k128_inductor.csv"),
-    "s18-fit-bf16": lambda: tiles_table(S18 / "tiles_fit.csv", mode="bf16"),
-    "s18-fit-fp16": lambda: tiles_table(S18 / "tiles_fit.csv", mode="fp16"),
-    "s18-fit-fp8": lambda: tiles_table(S18 / "tiles_fit.csv", mode="fp8"),
-    "s18-retune": lambda: csv_table(S18 / "retune.csv"),
-    "s18-full-retune": lambda: ab_changes(S18 / "cases.csv", "callC-", 0.97, 1.03),
-    "s18-kept": lambda: ab_changes(S18 / "cases.csv", "final-", 1.0, 1.0),
-    "s18-steps": lambda: label_steps(S18 / "cases.csv"),
-    "s18-steps-efg": lambda: label_steps(S18 / "cases_efg.csv"),
-    "s18-below": lambda: ratios_below(S18 / "cases.csv", "final-", 0.8),
-    "s18-long-tail": lambda: s9_long_tail(S18 / "cases.csv", "final-"),
-    "s18-thin": lambda: tiles_table(S18 / "tiles_thin.csv"),
-    "s18-thin-retune": lambda: ab_changes(S18 / "cases_efg.csv", "callE-", 0.97, 1.03),
-    "s18-final-below": lambda: ratios_below(S18 / "cases_efg.csv", "callF-", 0.8),
-    "s18-final-long-tail": lambda: s9_long_tail(S18 / "cases_efg.csv", "callF-"),
-    "s18-thin-reps": lambda: ab_changes(S18 / "cases_efg.csv", "callG-", 0.9, 1.1),
-    "s18-g-below": lambda: ratios_below(S18 / "cases_efg.csv", "callG-", 0.8),
-    "s18-g-long-tail": lambda: s9_long_tail(S18 / "cases_efg.csv", "callG-"),
-    "s19-steps": lambda: label_steps(S19 / "cases.csv"),
-    "s19-h3-below": lambda: ratios_below(S19 / "cases.csv", "callA-", 0.8),
-    "s19-h3-long-tail": lambda: s9_long_tail(S19 / "cases.csv", "callA-"),
-    "s19-worst": lambda: pick_vs_best(S19 / "tiles_worst.csv"),
-    "s19-thin": lambda: pick_vs_best(S19 / "tiles_thin.csv"),
-    "s19-fma-heuristic": lambda: ab_changes(S19 / "cases.csv", "callB-", 0.97, 1.03),
-    "s19-tuned": lambda: csv_table(S19 / "tuned.csv"),
-    "s19-thin-ab": lambda: ab_changes(S19 / "cases.csv", "callC-thin", 0.97, 1.03, "callC-"),
-    "s19-fp32-ab": lambda: ab_changes(S19 / "cases.csv", "callD-fp32-", 0.9, 1.1),
-    "s19-retune-fp32": lambda: csv_table(S19 / "retune_fp32.csv"),
-    "s19-thin-layouts": lambda: layout_geomeans(S19 / "cases.csv", "callF-thin-layouts"),
-    "s20-steps": lambda: label_steps(S20 / "cases.csv"),
-    "s20-h4-layouts": lambda: layout_geomeans(S20 / "cases.csv", "callA-holdout4"),
-    "s20-h4-below": lambda: ratios_below(S20 / "cases.csv", "callA-", 0.8),
-    "s20-tiles-rc": lambda: pick_vs_best(S20 / "tiles_rc.csv"),
-    "s20-tuned": lambda: csv_table(S20 / "tuned.csv"),
-    "s20-ab": lambda: ab_changes(S20 / "cases.csv", "callC-holdout4", 0.95, 1.05, "callC-"),
-    "s20-cr-ab": lambda: ab_changes(S20 / "cases.csv", "callD-", 0.95, 1.05),
-    "s20-after-layouts": lambda: layout_geomeans(S20 / "cases.csv", "callC-holdout4"),
-    "s20-after-below": lambda: ratios_below(S20 / "cases.csv", "callC-", 0.8),
-    "s20-long-tail": lambda: s9_long_tail(S20 / "cases.csv", "callC-holdout4"),
-    "s20-fma-layout": lambda: pick_vs_best(S20 / "tiles_fma_layout.csv"),
-    "s20-m1-fp32": lambda: pick_vs_best(S20 / "tiles_m1_fp32.csv"),
-    "s21-gemv-a": lambda: pick_vs_best(S21 / "tiles_gemv_a.csv"),
-    "s21-designs": lambda: design_best(S21 / "gemv_designs.csv"),
-    "s21-gemv-c": lambda: pick_vs_best(S21 / "tiles_gemv_c.csv"),
-    "s21-wide": lambda: pick_vs_best(S21 / "tiles_wide_decode.csv"),
-    "s21-m2": lambda: pick_vs_best(S21 / "tiles_m2.csv"),
-    "s21-narrow": lambda: pick_vs_best(S21 / "tiles_narrow.csv"),
-    "s21-tuned": lambda: csv_table(S21 / "tuned.csv"),
-    "s21-steps": lambda: label_steps(S21 / "cases.csv"),
-    "s21-ab": lambda: ab_changes(S21 / "cases.csv", "callF-decode", 0.97, 1.03, "callF-"),
-    "s21-ab-g": lambda: ab_changes(S21 / "cases.csv", "callG-", 0.97, 1.03),
-    "s21-h5-layouts": lambda: layout_geomeans(S21 / "cases.csv", "callF-holdout5"),
-    "s21-h5-below": lambda: ratios_below(S21 / "cases.csv", "callF-holdout5", 0.8),
-    "s21-long-tail": lambda: s9_long_tail(S21 / "cases.csv", "callF-holdout5"),
     "s22-fma-a": lambda: best_of_kinds(S22 / "tiles_fma_a.csv", "tma_split:"),
     "s22-fma-b": lambda: best_of_kinds(S22 / "tiles_fma_b.csv", "tma_split:"),
     "s22-fma-b-tma": lambda: best_of_kinds(S22 / "tiles_fma_b.csv", "tma:"),
