@@ -304,7 +304,10 @@ TABLES: dict[str, Callable[[], str]] = {
                                        ("tma", "tma_wide", "tma_tall")),
     "s38-ab": lambda: label_steps(S38 / "cases.csv", ("call2-ab-", "call3-")),
     "s38-ab-variant": lambda: ab_by_variant(S38 / "cases.csv", "call"),
-    "s38-ab-worst": lambda: ab_changes(S38 / "cases.csv", "call", 0.97, 100.0, ""),
+    "s38-ab-worst": lambda: _stacked(*(ab_changes(S38 / "cases.csv", p, 0.97, 100.0, "")
+                                       for p in ("call2-", "call3-"))),
+    "s38-streamk-ab": lambda: label_steps(S38 / "cases.csv", ("call4-",)),
+    "s38-streamk": lambda: variant_best(S38 / "tiles_streamk_bf16.csv", ("tma", "tma_streamk")),
     "s38-subwave": lambda: variant_best(S38 / "tiles_subwave_bf16.csv",
                                         ("tma", "tma_split", "tma_wide")),
 }
