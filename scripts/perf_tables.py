@@ -12,8 +12,8 @@ docs/results from session 22 on (cases.csv from scripts/summarize_runs.py, tiles
 scripts/device/tiles.py, tuned.csv from scripts/keep_entries.py). The tables of sessions
 1-21 are frozen (`<!-- frozen:NAME -->`, not regenerated): their data left the tree after
 commit 46bf53f (sessions 1-16) and 29d4265 (sessions 17-21), and docs/results/README.md
-says how to regenerate them there. `--power`
-counts any `gemmgate trials` checks.csv with gemmgate.trials' own code (`power`).
+says how to regenerate them there. `--power` counts any `gemmgate trials` checks.csv
+with gemmgate.trials' own code (`power`).
 This file is the registry (TABLES: a table's name, its function and its files) and the
 CLI; the functions that make the tables are in scripts/perf_formats.py.
 """
