@@ -31,6 +31,17 @@ new addresses makes its entry and runs it (the arguments expanded once). `Launch
 keeps such entries for a Launch of plain tensors: operand copies, a staged C's copy,
 split-K workspaces and their reductions, whose buffers PyTorch's caching allocator hands
 back at the same addresses call after call.
+
+Compiled kernels shared between Launches: a Launch is one call shape (its grid and int
+arguments fixed), so a new shape is a new Launch, and its first call used to go through
+the JIT's binder and launch path for a kernel the process had already compiled. `SHARED`
+keeps each compiled kernel by what the JIT's cache key is made of: the function, the
+device, the tensors' signature, the int arguments as Triton itself specializes them
+(its `native_specialize_impl` with the JIT's backend for the device: 16-divisibility,
+equality to 1, integer width) and the keywords (constexprs, warps, stages). A new Launch
+whose key is there launches that kernel directly from its first call. Where Triton
+cannot be asked (another triton's internals, a stand-in JIT), a Launch keeps to its own
+cache.
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import triton
+from triton.runtime import jit as _jit
 from triton.runtime.interpreter import InterpretedFunction
 from triton.tools.tensor_descriptor import TensorDescriptor
 
@@ -71,11 +83,15 @@ class Launch:
         driver = triton.runtime.driver.active
         device = driver.get_current_device()
         key = (device, *map(_signature, tensors))
-        kernel = self.compiled.get(key)
+        kernel, shared = self._kernel(key, args)
         if kernel is None:
             kernel = fn[self.grid](*args, **self.kw)
             if hasattr(kernel, "packed_metadata") and hasattr(kernel, "function"):
                 self.compiled[key] = kernel
+                if shared is not None:
+                    if len(SHARED) >= _MAX_SHARED:
+                        SHARED.clear()
+                    SHARED[shared] = kernel
             return
         stream = driver.get_current_stream(device)
         grid = self.grid
@@ -114,7 +130,7 @@ class Launch:
         driver = triton.runtime.driver.active
         device = driver.get_current_device()
         key = (device, *map(_signature, tensors))
-        kernel = self.compiled.get(key)
+        kernel, _ = self._kernel(key, (*tensors, *self.ints))
         hooks = triton.knobs.runtime
         enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
         if kernel is None or _active(enter) or _active(leave):
@@ -124,6 +140,23 @@ class Launch:
             return None
         return direct.bound(*_grid3(self.grid), driver.get_current_stream(device),
                             kernel.function, kernel.packed_metadata, enter, leave, tensors)
+
+    def _kernel(self, key: tuple, args: tuple) -> tuple[object, tuple | None]:
+        """(the compiled kernel for a (device, tensor signature) key, or None: the JIT
+        must be asked; the SHARED key of `args`, where this Launch had none of its own).
+        This Launch's kernel, or the one another Launch of the same function compiled
+        for arguments the JIT specializes alike (`specialization`) and the same keywords."""
+        kernel = self.compiled.get(key)
+        if kernel is not None:
+            return kernel, None
+        spec = specialization(self.fn, key[0], args)
+        if spec is None:
+            return None, None
+        shared = (self.fn, key[0], spec, tuple(sorted(self.kw.items())))
+        kernel = SHARED.get(shared)
+        if kernel is not None:
+            self.compiled[key] = kernel
+        return kernel, shared
 
     def _direct(self, key: tuple, kernel, leading: int) -> _Direct | None:
         """The compiled kernel's direct launch (or None), worked out once per key."""
@@ -142,6 +175,8 @@ class Launch:
 
 
 _UNSET = object()
+SHARED: dict = {}    # (fn, (device, tensor signature), int specialization, keywords) -> kernel
+_MAX_SHARED = 1024   # compiled kernels kept so; past this the cache restarts
 _BASE_ARGS = 13      # triton 3.6's launch arguments before the kernel's ('iiiKKppOOOOOO')
 _MAX_MAPS = 256      # tensor maps kept per compiled kernel; past this the cache restarts
 _MAX_BOUND = 16      # bound launches kept per recipe (~1 KB each); past this they restart
@@ -270,6 +305,31 @@ class Bound:
         if len(self.entries) >= _MAX_BOUND:
             self.entries.clear()
         self.entries[key] = go
+
+
+def specialization(fn, device, args: tuple) -> tuple | None:
+    """How the JIT of `fn` specializes `args` (its leading, non-constexpr arguments:
+    tensors, descriptors, ints) on `device`: Triton's own `native_specialize_impl` with
+    the JIT's backend and each parameter's flags, as its binder calls it (triton 3.6 and
+    3.9): a tensor's dtype and 16-byte alignment, a descriptor's dtype and block, an int's
+    width, 16-divisibility and equality to 1. None where that cannot be asked: no binder
+    made for the device yet, a triton without these internals, a stand-in."""
+    spec = getattr(_jit, "native_specialize_impl", None)
+    caches, params = getattr(fn, "device_caches", None), getattr(fn, "params", None)
+    if spec is None or not isinstance(caches, dict) or device not in caches \
+            or not isinstance(params, list) or len(params) < len(args):
+        return None
+    try:
+        backend = caches[device][3]
+        out = []
+        for p, v in zip(params, args):
+            if p.is_constexpr or p.annotation_type:
+                return None   # the binder treats these otherwise
+            out.append(spec(backend, v, p.is_const, not p.do_not_specialize,
+                            not p.do_not_specialize_on_alignment))
+        return tuple(out)
+    except (AttributeError, IndexError, TypeError, ValueError):
+        return None
 
 
 def _grid3(grid: tuple[int, ...]) -> tuple[int, int, int]:

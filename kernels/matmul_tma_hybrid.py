@@ -25,6 +25,7 @@ stages and warps; the head its `occupancy`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -50,6 +51,7 @@ def cut(M: int, N: int, config: TileConfig, programs: int) -> tuple[str, int] | 
     return "n", cols * bn
 
 
+@functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour's hybrids
 def parts(config: TileConfig) -> tuple[TileConfig, TileConfig]:
     """(the head's `tma` tile, the tail's `tma_split` tile) of a hybrid tile."""
     head = dataclasses.replace(config, variant="tma", split_k=1)

@@ -168,7 +168,7 @@ def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], s
     out, split = [], 2
     while tiles * split <= sms and split <= MAX_TMA_SPLIT and ranges_fit(k, split, c.block_k) \
             and k * elem >= split * MIN_RANGE_BYTES:
-        out.append(replace(c, variant="tma_split", split_k=split, occupancy=1))
+        out.append(derive(c, "tma_split", split, 1))
         split *= 2
     return out
 
@@ -182,7 +182,7 @@ def hybrids(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sm
     `resplits`). `_transfer` prices it as its parts' steps at the tile's own rate."""
     if c.variant != "tma" or c.occupancy != 1 or "tma_hybrid" not in variants:
         return []
-    split_parts = hybrid_parts(replace(c, variant="tma_hybrid"), m, n, sms)
+    split_parts = hybrid_parts(derive(c, "tma_hybrid", 1, c.occupancy), m, n, sms)
     if len(split_parts) < 2:   # whole waves, or less than one: no head and tail
         return []
     _, tail_m, tail_n = split_parts[1]
@@ -190,9 +190,17 @@ def hybrids(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sm
     out, split = [], 2
     while left * split <= sms and split <= MAX_TMA_SPLIT and ranges_fit(k, split, c.block_k) \
             and k * elem >= split * MIN_RANGE_BYTES:
-        out.append(replace(c, variant="tma_hybrid", split_k=split))
+        out.append(derive(c, "tma_hybrid", split, c.occupancy))
         split += 1
     return out
+
+
+@functools.lru_cache(maxsize=4096)   # the same few table tiles, for every new shape
+def derive(c: TileConfig, variant: str, split_k: int, occupancy: int) -> TileConfig:
+    """`c` as another variant, split and occupancy (`resplits`, `hybrids`): made once per
+    tile, not per lookup (`dataclasses.replace` and its checks were a third of a first
+    call's lookup, session 39)."""
+    return replace(c, variant=variant, split_k=split_k, occupancy=occupancy)
 
 
 @functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour, each call

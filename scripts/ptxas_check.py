@@ -44,11 +44,14 @@ def _launch(tile, mode: str, m: int, n: int, k: int, sms: int = 132):
 
     import torch
 
-    from kernels import matmul_tma, matmul_tma_wide
+    from kernels import matmul_tma, matmul_tma_streamk, matmul_tma_wide
 
-    make = {"tma": matmul_tma.recipe, "tma_wide": matmul_tma_wide.recipe}.get(tile.variant)
+    make = {"tma": matmul_tma.recipe, "tma_wide": matmul_tma_wide.recipe,
+            "tma_tall": matmul_tma_wide.recipe,
+            "tma_streamk": matmul_tma_streamk.recipe}.get(tile.variant)
     if make is None:
-        raise ValueError(f"variant {tile.variant!r}: this checks tma and tma_wide tiles")
+        raise ValueError(f"variant {tile.variant!r}: this checks tma, tma_wide, tma_tall "
+                         "and tma_streamk tiles")
     dtype = getattr(torch, _DTYPES[mode][0])
     a = torch.empty((m, k), dtype=dtype, device="meta")
     b = torch.empty((n, k) if mode in ("tf32", "fp8") else (k, n), dtype=dtype,
@@ -57,7 +60,8 @@ def _launch(tile, mode: str, m: int, n: int, k: int, sms: int = 132):
     out = torch.empty((m, n), dtype=torch.bfloat16 if mode == "fp8" else dtype,
                       device="meta")
     with mock.patch.object(matmul_tma, "num_sms", lambda device: sms), \
-            mock.patch.object(matmul_tma_wide, "num_sms", lambda device: sms):
+            mock.patch.object(matmul_tma_wide, "num_sms", lambda device: sms), \
+            mock.patch.object(matmul_tma_streamk, "num_sms", lambda device: sms):
         r = make(tile, a, b, out, input_precision="tf32" if mode == "tf32" else "ieee",
                  is_fp32=mode == "tf32", has_scale=mode == "fp8")
     return r, r.run, out
@@ -77,7 +81,8 @@ def compile_tile(tile, mode: str, shape: tuple[int, int, int], arch: int):
     descs = [n for n in names if n.endswith("_desc")]
     sig = {d: f"tensordesc<{c_elem if d.startswith('c') else elem}"
               f"[{', '.join(map(str, box))}]>" for d, box in zip(descs, r.blocks)}
-    sig.update(c_ptr=f"*{c_elem}", scale_a_ptr="*fp32", scale_b_ptr="*fp32")
+    sig.update(c_ptr=f"*{c_elem}", scale_a_ptr="*fp32", scale_b_ptr="*fp32", ws_ptr="*fp32",
+               lock_ptr="*i32")
     ints = [n for n in names if n not in sig and n not in run.kw]
     sig.update({n: "i32" for n in ints[:len(run.ints)]})
     consts = {n: v for n, v in run.kw.items() if n not in ("num_warps", "num_stages")}

@@ -8,6 +8,7 @@ import types
 import pytest
 import torch
 import triton
+import triton.language as tl
 
 from kernels import launch
 from kernels.launch import Launch
@@ -357,6 +358,34 @@ def test_gpu_repeated_calls_skip_the_jit_and_alignment_changes_recompile(monkeyp
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("variant", ["tiled", "tma"])
+def test_gpu_a_new_shape_specialized_alike_takes_no_jit(monkeypatch, variant):
+    """A first call on a new shape whose arguments the JIT specializes as an earlier
+    shape's (every dimension and stride a multiple of 16) launches the kernel compiled for
+    that shape, right, without the JIT (triton 3.6 and 3.9: `specialization`)."""
+    from triton.runtime.jit import JITFunction
+
+    import kernels
+    from kernels.tile import TileConfig
+
+    if variant == "tma" and torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("the TMA variant is a Hopper (sm_90) path")
+    cfg = TileConfig(64, 64, 32, 8, 3, 4, variant)
+
+    def check(m: int, n: int, k: int) -> None:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        got = kernels.matmul(a, b, config=cfg)
+        want = a.double() @ b.double()
+        assert ((got.double() - want).norm() / want.norm()).item() < 5e-3, (m, n, k)
+
+    check(256, 256, 256)
+    monkeypatch.setattr(JITFunction, "run", lambda *a, **k: pytest.fail("went through the JIT"))
+    check(384, 512, 320)
+    check(512, 128, 640)
+
+
+@pytest.mark.gpu
 def test_gpu_tma_launches_go_direct_and_follow_new_tensors():
     """On triton 3.6 the TMA kernel's repeated launches take the direct launch, and a call
     on other tensors of the same shape (new addresses: new tensor maps) is right too."""
@@ -442,3 +471,66 @@ def _copy_launches():
 
     return [v for v in gc.get_objects() if isinstance(v, Launch)
             and v.fn is relayout._copy_kernel]
+
+
+def _spec_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    pass
+
+
+def _params(fn) -> list:
+    """A JIT's parameters for `fn`, as triton.jit makes them (without a JIT: the tests
+    run under the interpreter)."""
+    import inspect
+
+    from triton.runtime.jit import KernelParam
+
+    return [KernelParam(i, p, False, False)
+            for i, p in enumerate(inspect.signature(fn).parameters.values())]
+
+
+class _SpecJit(_Jit):
+    """A stand-in JIT with a real one's parameters and a binder made for device 0, so
+    that Triton's own specialization can be asked of its arguments."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from triton.backends.compiler import BaseBackend
+
+        self.params = _params(_spec_kernel)
+        self.device_caches = {0: (None, None, None, BaseBackend, None)}
+
+
+def test_a_new_launch_takes_a_kernel_compiled_for_the_same_specialization(
+        fake_driver, monkeypatch):
+    """Another call shape (a new Launch) whose arguments Triton specializes as an earlier
+    Launch's (ints alike in width, 16-divisibility and equality to 1; tensors in dtype
+    and alignment; the same keywords) launches that Launch's compiled kernel, with its own
+    grid and ints, without the JIT; any difference takes the JIT."""
+    if launch.specialization(_SpecJit(), 0, (torch.zeros(4), 16)) is None:
+        pytest.skip("this triton's specialization cannot be asked")
+    monkeypatch.setattr(launch, "SHARED", {})
+    fn = _SpecJit()
+    x, y = torch.zeros(64), torch.zeros(64)
+    kw = dict(BLOCK=16, EVEN=True)
+    Launch(fn, (1,), (64,), kw)(x, y)
+    Launch(fn, (2,), (4096,), dict(kw))(x, y)          # 4096: 'D' like 64
+    assert len(fn.jit_calls) == 1
+    g0, _, _, _, _, _, _, _, _, *args = fn.made[0].calls[-1]
+    assert g0 == 2 and args[:3] == [x, y, 4096]
+    for ints, k, tensors in (((65,), kw, (x, y)),       # not a multiple of 16
+                             ((1,), kw, (x, y)),        # equal to 1
+                             ((2**31 + 16,), kw, (x, y)),   # 64-bit
+                             ((64,), dict(BLOCK=32, EVEN=True), (x, y)),
+                             ((64,), kw, (x.double(), y)),
+                             ((64,), kw, (x[1:], y))):  # off 16 bytes
+        before = len(fn.jit_calls)
+        Launch(fn, (1,), ints, k)(*tensors)
+        assert len(fn.jit_calls) == before + 1, (ints, k)
+    Launch(fn, (3,), (33,), dict(kw))(x, y)            # like 65: 65's kernel
+    assert len(fn.jit_calls) == 7 and fn.made[1].calls[-1][0] == 3
+
+
+def test_specialization_is_none_without_the_jits_binder():
+    assert launch.specialization(_Jit(), 0, (torch.zeros(4), 16)) is None
+    fn = _SpecJit()
+    assert launch.specialization(fn, 1, (torch.zeros(4), 16)) is None   # no binder there
