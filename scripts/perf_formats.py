@@ -698,3 +698,53 @@ def block_ratios(path: Path, parent: str, child: str, label: str = "", sms: int 
         out.append(f"| {shape} | {mode} | {us[parent]:.1f} | {bp:g} | {us[child]:.1f} | "
                    f"{bc:g} | {us[child] / bc / (us[parent] / bp):.3f} |")
     return "\n".join(out)
+
+
+def first_calls_ab(path: Path, mode: str, a: str = "ref", b: str = "new") -> str:
+    """`scripts/device/overhead.py` rows of runs labelled `a<i>-<mode>` and `b<i>-<mode>`
+    (one process each, alternated): per shape, each run's first call less its compile-or-
+    load part (ms), the median second call of all of them, and whether the target holds
+    for `b` (first call less compilation within 2x a warm call) in every one of its runs.
+    A process's first shape (its one-time costs) is left out."""
+    rows = [r for r in _rows(path) if r["mode"] == mode and r["run"].endswith(f"-{mode}")]
+    runs = list(dict.fromkeys(r["run"] for r in rows if r["run"][:-len(mode) - 1].rstrip(
+        "0123456789") in (a, b)))
+    out = ["| shape | " + " | ".join(f"{r} ms" for r in runs) +
+           " | second call ms | target ms | met by " + b + " |",
+           "|---|" + "---:|" * (len(runs) + 2) + "---|"]
+    for shape, rs in list(_grouped(rows, lambda r: r["shape"]).items())[1:]:
+        got = {r["run"]: r for r in rs if r["run"] in runs}
+        own = {run: float(r["first_call_ms"]) - float(r["compile_ms"]) for run, r in got.items()}
+        second = median([float(r["second_call_ms"]) for r in got.values()])
+        mine = [own[r] for r in runs if r.startswith(b) and r in own]
+        met = all(x <= 2 * second for x in mine) if mine else False
+        out.append(f"| {shape} | " + " | ".join(f"{own[r]:.2f}" if r in own else "-"
+                                                for r in runs) +
+                   f" | {second:.2f} | {2 * second:.2f} | {'yes' if met else 'no'} |")
+    return "\n".join(out)
+
+
+def parts_ab(path: Path, mode: str, parts: tuple[str, ...], a: str = "ref",
+             b: str = "new") -> str:
+    """`overhead.py --parts` rows: per part, the median over shapes (a process's first
+    shape left out) and over the runs of `a` and of `b` (labelled as `first_calls_ab`'s)
+    of its inclusive ms in a first call, split by whether Triton compiled or loaded a
+    kernel in that call."""
+    rows = [r for r in _rows(path) if r["mode"] == mode]
+    first = {r["run"]: r["shape"] for r in reversed(rows)}
+    by = _grouped((r for r in rows if r["shape"] != first[r["run"]]),
+                  lambda r: (r["run"], r["shape"]))
+    out = ["| part | " + " | ".join(f"{t}, {k}" for t in (a, b)
+                                    for k in ("compiled", "none compiled")) + " |",
+           "|---|" + "---:|" * 4]
+    for part in parts:
+        cells = []
+        for tree in (a, b):
+            for compiled in (True, False):
+                vals = [float(g[part]["ms"]) for (run, _), rs in by.items()
+                        for g in [{r["part"]: r for r in rs}]
+                        if run.startswith(tree) and part in g and "compile" in g
+                        and (float(g["compile"]["ms"]) > 0.05) == compiled]
+                cells.append(f"{median(vals):.3f}" if vals else "-")
+        out.append(f"| {part} | " + " | ".join(cells) + " |")
+    return "\n".join(out)

@@ -42,6 +42,7 @@ from perf_formats import (  # noqa: E402
     block_ratios,
     call_parts,
     csv_table,
+    first_calls_ab,
     inductor_summary,
     k_loop_groups,
     label_pairs,
@@ -52,6 +53,7 @@ from perf_formats import (  # noqa: E402
     occupancy_best,
     on_off,
     pair_steps,
+    parts_ab,
     pick_vs_best,
     power_table,
     ptx_counts,
@@ -91,6 +93,9 @@ S35 = RESULTS / "h200-2026-12-03-s35"
 S36 = RESULTS / "h200-2026-12-03-s36"
 S37 = RESULTS / "h200-2026-12-03-s37"
 S38 = RESULTS / "h200-2026-12-03-s38"
+S39 = RESULTS / "h200-2026-12-03-s39"
+_S39_PARTS = ("resolve", "lookup", "decide", "recipe", "prepare", "bound_run", "make_bound",
+              "jit", "compile")
 # the latest nightly and holdout runs of IEEE fp32 (session 24) and tf32 (session 25), as
 # `sets_targets` reads them
 FP32_S24 = ((S24 / "cases.csv", "call3-nightly-fp32"),
@@ -310,6 +315,17 @@ TABLES: dict[str, Callable[[], str]] = {
     "s38-streamk": lambda: variant_best(S38 / "tiles_streamk_bf16.csv", ("tma", "tma_streamk")),
     "s38-subwave": lambda: variant_best(S38 / "tiles_subwave_bf16.csv",
                                         ("tma", "tma_split", "tma_wide")),
+    "s39-first-bf16": lambda: first_calls_ab(S39 / "first_calls.csv", "bf16"),
+    "s39-first-fp8": lambda: first_calls_ab(S39 / "first_calls.csv", "fp8"),
+    "s39-parts": lambda: _stacked(*(parts_ab(S39 / "first_parts.csv", m, _S39_PARTS)
+                                    for m in ("bf16", "fp8"))),
+    "s39-ncu": lambda: ncu_table(S39 / "ncu.csv"),
+    "s39-ncu-extra": lambda: csv_table(S39 / "ncu_extra.csv", (
+        "shape", "provider", "gpu__time_duration.sum",
+        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+        "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+        "smsp__inst_executed.sum", "dram__bytes_write.sum",
+        "lts__throughput.avg.pct_of_peak_sustained_elapsed")),
 }
 
 
