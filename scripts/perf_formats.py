@@ -734,9 +734,9 @@ def parts_ab(path: Path, mode: str, parts: tuple[str, ...], a: str = "ref",
     first = {r["run"]: r["shape"] for r in reversed(rows)}
     by = _grouped((r for r in rows if r["shape"] != first[r["run"]]),
                   lambda r: (r["run"], r["shape"]))
-    out = ["| part | " + " | ".join(f"{t}, {k}" for t in (a, b)
-                                    for k in ("compiled", "none compiled")) + " |",
-           "|---|" + "---:|" * 4]
+    out = ["| mode | part | " + " | ".join(f"{t}, {k}" for t in (a, b)
+                                           for k in ("compiled", "none compiled")) + " |",
+           "|---|---|" + "---:|" * 4]
     for part in parts:
         cells = []
         for tree in (a, b):
@@ -746,5 +746,5 @@ def parts_ab(path: Path, mode: str, parts: tuple[str, ...], a: str = "ref",
                         if run.startswith(tree) and part in g and "compile" in g
                         and (float(g["compile"]["ms"]) > 0.05) == compiled]
                 cells.append(f"{median(vals):.3f}" if vals else "-")
-        out.append(f"| {part} | " + " | ".join(cells) + " |")
+        out.append(f"| {mode} | {part} | " + " | ".join(cells) + " |")
     return "\n".join(out)
