@@ -75,6 +75,13 @@ FIT_MIN_K_BYTES = 512
 # 128x160 wide 22.9). Session 38, call 1 (bf16 280 x 8136 x 7592, 144 rows tall, in each
 # layout): 74.2 us over rr, 78.9 cr, 64.7 rc and 68.5 cc, where the picks ran 75.9, 84.0,
 # 85.8 and 85.2 (cuBLAS 66.4, 84.5, 65.1, 81.9).
+# fp8's 64x128 tiles widen too (64x144, 64x160, 64x192: one warpgroup, BLOCK_K 256).
+# Session 39, call 4, A/B of the picks this moved among 600 random row-major shapes (seed
+# 39): fp8 x1.068 (14 of 15 faster, 0.990-1.196); the same rule for 16-bit moved 38
+# picks a type and ran them x0.940-0.946 (8 and 10 faster; 2160 x 928 x 952 x0.71): a
+# 16-bit 64-row wide tile walks its blocks slower than WIDE_COL prices it (bf16 408 x
+# 2424 x 4832: 64x144x128 0.81 of cuBLAS, 128x128 0.75; 472 x 2992 x 2672, 168 tiles of
+# 64x144: 0.55).
 # A hybrid tile (`hybrids`) is taken where predicted HYBRID_MARGIN faster than the rest.
 HYBRID_MARGIN = 1.10
 
@@ -213,6 +220,7 @@ def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
     against three of 128), and one made as many rows tall (`tma_tall`, where the call can
     run it: B K-major), which cover such an M. Each a stage more where that fits (`usable`
     with `smem` bytes a program), else as many, else one fewer (3 at least).
+    An fp8 64x128 tile is widened as 128x128 is, not made tall.
     `_transfer` prices its block at `wide_step` of the parent's."""
     if c.variant != "tma" or c.occupancy != 1 or not smem:
         return ()
@@ -223,6 +231,8 @@ def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
     elif fit and fam in ("16bit", "fp8") and (c.block_m, c.block_n) == (128, 128):
         forms = [replace(c, block_n=w, variant="tma_wide") for w in FIT_WIDTHS if wide]
         forms += [replace(c, block_m=w, variant="tma_tall") for w in FIT_WIDTHS if tall]
+    elif fit and fam == "fp8" and (c.block_m, c.block_n) == (64, 128):
+        forms = [replace(c, block_n=w, variant="tma_wide") for w in FIT_WIDTHS if wide]
     out = []
     for form in forms:
         for stages in range(c.num_stages + 1, max(c.num_stages - 2, 2), -1):

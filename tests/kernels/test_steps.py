@@ -96,8 +96,8 @@ def test_a_128x128_tile_is_widened_to_each_fit_width_with_a_stage_more_where_it_
     says; sessions 37 and 38): at a stage more where it fits
     the H200's shared memory, else as many, else one fewer (128x192 at 5 stages takes 248
     KiB), priced at their columns over 128 times WIDE_COL a block; not over a short K
-    (`fit` False), not IEEE fp32's or tf32's, not 64-row ones, not at two programs per
-    SM."""
+    (`fit` False), not IEEE fp32's or tf32's, not 16-bit 64-row ones (fp8's 64x128 is
+    widened, not made tall), not at two programs per SM."""
     both = ("tma", "tiled", "tma_split", "tma_wide")
     parent = TileConfig(128, 128, 64, 8, 4, 8, "tma")
     got = steps.wides(parent, "16bit", H200_SMEM, both)
@@ -108,6 +108,13 @@ def test_a_128x128_tile_is_widened_to_each_fit_width_with_a_stage_more_where_it_
         (144, 5), (160, 5), (192, 4)]
     assert steps.wides(TileConfig(128, 128, 32, 8, 5, 4, "tma"), "fp32", H200_SMEM, both) == ()
     assert steps.wides(TileConfig(64, 128, 64, 8, 4, 4, "tma"), "16bit", H200_SMEM, both) == ()
+    # fp8's 64x128 widens (session 39), wide only
+    fp8_64 = TileConfig(64, 128, 256, 8, 4, 4, "tma")
+    assert [(c.variant, c.block_m, c.block_n) for c in
+            steps.wides(fp8_64, "fp8", H200_SMEM, (*both, "tma_tall"))] == [
+        ("tma_wide", 64, 144), ("tma_wide", 64, 160), ("tma_wide", 64, 192)]
+    assert steps.wide_step(fp8_64, TileConfig(64, 144, 256, 8, 4, 4, "tma_wide")) == \
+        pytest.approx(144 / 128 * steps.WIDE_COL)
     assert steps.wides(TileConfig(128, 128, 64, 8, 4, 8, "tma", occupancy=2), "16bit",
                        H200_SMEM, both) == ()
     tall = steps.wides(fp8, "fp8", H200_SMEM, (*both, "tma_tall"))
