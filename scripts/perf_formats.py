@@ -311,10 +311,10 @@ def _long_tail(case: str) -> bool:
     return any(d % 16 for d in dims) or (pad is not None and int(pad.group(1)) % 16 != 0)
 
 
-def s9_long_tail(path: Path, prefix: str, graph_only: bool = False) -> str:
+def s9_long_tail(path: Path, prefix: str | tuple[str, ...], graph_only: bool = False) -> str:
     """Issue 11's long tail (M, N, K or leading dimension not a multiple of 16), over
-    every set of the labels with `prefix` (`graph_only`: not the eager labels): per
-    mode, how many cases reach 1.2x cuBLAS."""
+    every set of the labels with `prefix` (or any of several; `graph_only`: not the eager
+    labels): per mode, how many cases reach 1.2x cuBLAS."""
     rows = [r for r in _rows(path) if r["label"].startswith(prefix) and r["ratio"]
             and _long_tail(r["case"]) and not (graph_only and r["label"].endswith("-eager"))]
     out = ["| mode | long-tail cases | geomean | ≥ 1.2x | < 0.80 | worst |",
@@ -330,15 +330,17 @@ def s9_long_tail(path: Path, prefix: str, graph_only: bool = False) -> str:
     return "\n".join(out)
 
 
-def ratios_below(path: Path, prefix: str, under: float, strip: str | None = None) -> str:
-    """The cases of the labels with `prefix` that ran below `under` of cuBLAS, slowest
-    first (issue 11: no case below 0.80); the set column is the label less `strip`
-    (default: the prefix)."""
+def ratios_below(path: Path, prefix: str | tuple[str, ...], under: float,
+                 strip: str | None = None) -> str:
+    """The cases of the labels with `prefix` (or any of several) that ran below `under` of
+    cuBLAS, slowest first (issue 11: no case below 0.80); the set column is the label less
+    `strip` (default: the prefix, where one is given)."""
     rows = [r for r in _rows(path) if r["label"].startswith(prefix) and r["ratio"]
             and float(r["ratio"]) < under]
     out = ["| set | mode | case | ratio | tile |", "|---|---|---|---:|---|"]
     for r in sorted(rows, key=lambda r: float(r["ratio"])):
-        out.append(f"| {r['label'].removeprefix(prefix if strip is None else strip)} | "
+        cut = strip if strip is not None else prefix if isinstance(prefix, str) else ""
+        out.append(f"| {r['label'].removeprefix(cut)} | "
                    f"{r['mode']} | {r['case']} | {float(r['ratio']):.2f} | {r['tile']} |")
     return "\n".join(out)
 

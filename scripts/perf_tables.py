@@ -320,6 +320,17 @@ TABLES: dict[str, Callable[[], str]] = {
     "s39-parts": lambda: _stacked(*(parts_ab(S39 / "first_parts.csv", m, _S39_PARTS)
                                     for m in ("bf16", "fp8"))),
     "s39-ncu": lambda: ncu_table(S39 / "ncu.csv"),
+    "s39-wide64": lambda: variant_best(S39 / "tiles_wide64_bf16.csv", ("tma", "tma_wide")),
+    "s39-wide64-ab": lambda: _stacked(*(ab_by_mode(S39 / "cases.csv", label, "tma_wide")
+                                        for label in ("call4-ab64", "call5-ab64-s40"))),
+    "s39-wide64-worst": lambda: ab_changes(S39 / "cases.csv", "call4-ab64", 0.80, 100.0, ""),
+    "s39-sets": lambda: targets_table({
+        s: {m: (S39 / "cases.csv", f"call{5 if s in ('holdout', 'holdout5') else 4}-{s}")
+            for m in ("bf16", "fp16", "fp8")}
+        for s in (*HOLDOUTS, "holdout6")}),
+    "s39-tail": lambda: s9_long_tail(S39 / "cases.csv", ("call4-holdout", "call5-holdout")),
+    "s39-below": lambda: ratios_below(S39 / "cases.csv", ("call4-holdout", "call5-holdout"),
+                                      0.8),
     "s39-ncu-extra": lambda: csv_table(S39 / "ncu_extra.csv", (
         "shape", "provider", "gpu__time_duration.sum",
         "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
