@@ -324,6 +324,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "s39-wide64-ab": lambda: _stacked(*(ab_by_mode(S39 / "cases.csv", label, "tma_wide")
                                         for label in ("call4-ab64", "call5-ab64-s40"))),
     "s39-wide64-worst": lambda: ab_changes(S39 / "cases.csv", "call4-ab64", 0.80, 100.0, ""),
+    "s39-onewave": lambda: label_steps(S39 / "cases.csv", ("call6-",)),
+    "s39-onewave-changes": lambda: ab_changes(S39 / "cases.csv", "call6-", 0.95, 1.05, ""),
     "s39-sets": lambda: targets_table({
         s: {m: (S39 / "cases.csv", f"call{5 if s in ('holdout', 'holdout5') else 4}-{s}")
             for m in ("bf16", "fp16", "fp8")}
