@@ -708,14 +708,16 @@ def first_calls_ab(path: Path, mode: str, a: str = "ref", b: str = "new") -> str
     load part (ms), the median second call of all of them, and whether the target holds
     for `b` (first call less compilation within 2x a warm call) in every one of its runs.
     A process's first shape (its one-time costs) is left out."""
-    rows = [r for r in _rows(path) if r["mode"] == mode and r["run"].endswith(f"-{mode}")]
-    runs = list(dict.fromkeys(r["run"] for r in rows if r["run"][:-len(mode) - 1].rstrip(
-        "0123456789") in (a, b)))
+    rows = [r for r in _rows(path) if r["mode"] == mode and r["run"].endswith(f"-{mode}")
+            and r["run"][:-len(mode) - 1].rstrip("0123456789") in (a, b)]
+    runs = list(dict.fromkeys(r["run"] for r in rows))
+    first = {r["run"]: r["shape"] for r in reversed(rows)}
+    rows = [r for r in rows if r["shape"] != first[r["run"]]]
     out = ["| shape | " + " | ".join(f"{r} ms" for r in runs) +
            " | second call ms | target ms | met by " + b + " |",
            "|---|" + "---:|" * (len(runs) + 2) + "---|"]
-    for shape, rs in list(_grouped(rows, lambda r: r["shape"]).items())[1:]:
-        got = {r["run"]: r for r in rs if r["run"] in runs}
+    for shape, rs in _grouped(rows, lambda r: r["shape"]).items():
+        got = {r["run"]: r for r in rs}
         own = {run: float(r["first_call_ms"]) - float(r["compile_ms"]) for run, r in got.items()}
         second = median([float(r["second_call_ms"]) for r in got.values()])
         mine = [own[r] for r in runs if r.startswith(b) and r in own]

@@ -179,6 +179,40 @@ def test_call_parts_pivots_a_runs_first_call_steps(pf, tmp_path):
 
 
 
+def test_first_calls_ab_leaves_a_processs_first_shape_out_and_judges_the_target(pf, tmp_path):
+    """Each run's first call less its compilation per shape, the median second call, and
+    the target (within twice it) judged on the `new` runs alone."""
+    path = tmp_path / "f.csv"
+    head = "run,shape,mode,first_call_ms,compile_ms,second_call_ms\n"
+    rows = ["warmup-bf16,9x9x9,bf16,100,99,0.1"]   # another run: left out
+    for run, first in (("ref1", 0.9), ("new1", 0.3), ("ref2", 0.8), ("new2", 0.35)):
+        rows += [f"{run}-bf16,1x1x1,bf16,500,400,0.1",   # each process's first shape
+                 f"{run}-bf16,2x2x2,bf16,{first + 2},2,0.2",
+                 f"{run}-bf16,3x3x3,bf16,{first},0,0.1"]
+    path.write_text(head + "\n".join(rows) + "\n")
+    assert pf.first_calls_ab(path, "bf16").splitlines() == [
+        "| shape | ref1-bf16 ms | new1-bf16 ms | ref2-bf16 ms | new2-bf16 ms | second call ms "
+        "| target ms | met by new |", "|---|---:|---:|---:|---:|---:|---:|---|",
+        "| 2x2x2 | 0.90 | 0.30 | 0.80 | 0.35 | 0.20 | 0.40 | yes |",
+        "| 3x3x3 | 0.90 | 0.30 | 0.80 | 0.35 | 0.10 | 0.20 | no |"]
+
+
+def test_parts_ab_splits_each_trees_parts_by_whether_a_kernel_was_compiled(pf, tmp_path):
+    path = tmp_path / "p.csv"
+    rows = []
+    for run in ("ref1", "new1"):
+        for shape, compile_ms, lookup in (("1x1x1", 300, 9), ("2x2x2", 2.0, 0.4),
+                                          ("3x3x3", 0.0, 0.3)):
+            scale = 0.5 if run == "new1" else 1.0
+            rows += [f"{run}-bf16,{shape},bf16,lookup,{lookup * scale},1",
+                     f"{run}-bf16,{shape},bf16,compile,{compile_ms},1"]
+    path.write_text("run,shape,mode,part,ms,calls\n" + "\n".join(rows) + "\n")
+    assert pf.parts_ab(path, "bf16", ("lookup",)).splitlines() == [
+        "| mode | part | ref, compiled | ref, none compiled | new, compiled | "
+        "new, none compiled |", "|---|---|---:|---:|---:|---:|",
+        "| bf16 | lookup | 0.400 | 0.300 | 0.200 | 0.150 |"]
+
+
 def test_moved_ab_takes_the_predicted_picks_only_and_can_leave_controls_out(pf, tmp_path):
     cases, moved = tmp_path / "c.csv", tmp_path / "m.csv"
     cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
