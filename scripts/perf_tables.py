@@ -326,6 +326,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s39-wide64-worst": lambda: ab_changes(S39 / "cases.csv", "call4-ab64", 0.80, 100.0, ""),
     "s39-onewave": lambda: label_steps(S39 / "cases.csv", ("call6-",)),
     "s39-onewave-changes": lambda: ab_changes(S39 / "cases.csv", "call6-", 0.95, 1.05, ""),
+    "s39-hybrid-warps": lambda: tiles_table(S39 / "tiles_hybrid_warps_fp16.csv"),
     "s39-sets": lambda: targets_table({
         s: {m: (S39 / "cases.csv", f"call{5 if s in ('holdout', 'holdout5') else 4}-{s}")
             for m in ("bf16", "fp16", "fp8")}
