@@ -142,6 +142,21 @@ def test_gpu_tall_matches_the_reference(shape, tile, dtype):
 
 @pytest.mark.gpu
 @gpu
+@pytest.mark.parametrize(("shape", "tile"), [
+    ((488, 2192, 2192), TileConfig(64, 144, 256, 8, 4, 4, "tma_wide")),   # 128 + 16 columns
+    ((2480, 456, 2000), TileConfig(64, 160, 256, 8, 3, 4, "tma_wide")),
+    ((3152, 376, 1968), TileConfig(64, 192, 256, 8, 3, 4, "tma_wide")),   # ragged N
+])
+def test_gpu_fp8_64_row_wide_matches_the_reference(shape, tile):
+    """fp8's 64x128 tiles widened (session 39: the lookup offers them), B K-major as the
+    dispatcher copies it, C in bf16."""
+    a, b, out = gpu_operands(shape, torch.bfloat16)
+    a, b = a.to(torch.float8_e4m3fn), b.t().contiguous().to(torch.float8_e4m3fn).t()
+    assert run_recipe(tw, tile, a, b, out, is_fp32=False)[1] < 1e-2
+
+
+@pytest.mark.gpu
+@gpu
 @pytest.mark.parametrize("layout", ["rc", "cc"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_gpu_tall_over_a_column_major_b(layout, dtype):
