@@ -240,8 +240,16 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
     return None
 
 
-def _transfer(r: _Row, m: int, n: int, k: int, sms: int, c: TileConfig | None = None
-              ) -> float:
+def _per_step(r: _Row, sms: int) -> float:
+    """An entry's tuned time per step on its own shape, its fixed part left out (at least
+    a tenth of its time: a tiny shape's time is mostly fixed)."""
+    (rm, rn, rk) = r.shape
+    return max(r.ms - fixed_ms(r.config, rm, rn, sms), 0.1 * r.ms) / \
+        steps(r.config, rm, rn, rk, sms)
+
+
+def _transfer(r: _Row, m: int, n: int, k: int, sms: int, c: TileConfig | None = None,
+              per_step: float | None = None) -> float:
     """An entry's tile's predicted time on another shape: a fixed part (`fixed_ms`: the
     launch, and split-K's partials) plus its tuned time per step on its own shape
     (`steps`), times the steps it takes here. A tile won on its shape for
@@ -249,9 +257,7 @@ def _transfer(r: _Row, m: int, n: int, k: int, sms: int, c: TileConfig | None = 
     makes 144) can lose on a neighbour that another neighbour's tile fits (1024 x 1024 x
     2048: 64x128x128 from 1280 x 768 x 2560 ran 12.6 us where 128x64x64 ran 16.2,
     session 12)."""
-    (rm, rn, rk) = r.shape
-    per_step = max(r.ms - fixed_ms(r.config, rm, rn, sms), 0.1 * r.ms) / \
-        steps(r.config, rm, rn, rk, sms)
+    per_step = _per_step(r, sms) if per_step is None else per_step
     c = c or r.config   # the row's tile, K split otherwise (`resplits`), `twins`, `wides`,
     # `hybrids`
     if c.occupancy > r.config.occupancy:
@@ -296,16 +302,16 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
     out = []
     for r in rows:
         if r.ms > 0 and splits_fit(r.config, k):
-            out += [(_transfer(r, m, n, k, chip.sms, c), c, 1.0)
-                    for c in (r.config, *resplits(r.config, m, n, k, variants, chip.sms, elem))]
-            out += [(_transfer(r, m, n, k, chip.sms, c), c, TWIN_MARGIN)
+            ps, sms = _per_step(r, chip.sms), chip.sms   # the row's, once for its options
+            out += [(_transfer(r, m, n, k, sms, c, ps), c, 1.0)
+                    for c in (r.config, *resplits(r.config, m, n, k, variants, sms, elem))]
+            out += [(_transfer(r, m, n, k, sms, c, ps), c, TWIN_MARGIN)
                     for c in twins(r.config, chip.fam, chip.smem, fma)]
-            out += [(_transfer(r, m, n, k, chip.sms, c), c, WIDE_MARGIN)
+            out += [(_transfer(r, m, n, k, sms, c, ps), c, WIDE_MARGIN)
                     for c in wides(r.config, chip.fam, chip.smem, variants,
                                    k * elem >= FIT_MIN_K_BYTES)]
-            out += [(_transfer(r, m, n, k, chip.sms, c), c, HYBRID_MARGIN)
-                    for c in (() if fma else
-                              hybrids(r.config, m, n, k, variants, chip.sms, elem))]
+            out += [(_transfer(r, m, n, k, sms, c, ps), c, HYBRID_MARGIN)
+                    for c in (() if fma else hybrids(r.config, m, n, k, variants, sms, elem))]
     return out
 
 
