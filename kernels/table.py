@@ -248,18 +248,16 @@ def _per_step(r: _Row, sms: int) -> float:
         steps(r.config, rm, rn, rk, sms)
 
 
-def _transfer(r: _Row, m: int, n: int, k: int, sms: int, c: TileConfig | None = None,
-              per_step: float | None = None) -> float:
-    """An entry's tile's predicted time on another shape: a fixed part (`fixed_ms`: the
-    launch, and split-K's partials) plus its tuned time per step on its own shape
-    (`steps`), times the steps it takes here. A tile won on its shape for
+def _transfer(r: _Row, per_step: float, c: TileConfig, m: int, n: int, k: int,
+              sms: int) -> float:
+    """A tile `c` priced from an entry on another shape: the row's tile, K split otherwise
+    (`resplits`), `twins`, `wides` or `hybrids`. A fixed part (`fixed_ms`: the launch, and
+    split-K's partials) plus the entry's tuned time per step on its own shape (`per_step`,
+    `_per_step`), times the steps `c` takes here. A tile won on its shape for
     that shape's fit (3072 x 320 x 2304 bf16: 128x64 makes 120 tiles, one wave; 64x128
     makes 144) can lose on a neighbour that another neighbour's tile fits (1024 x 1024 x
     2048: 64x128x128 from 1280 x 768 x 2560 ran 12.6 us where 128x64x64 ran 16.2,
     session 12)."""
-    per_step = _per_step(r, sms) if per_step is None else per_step
-    c = c or r.config   # the row's tile, K split otherwise (`resplits`), `twins`, `wides`,
-    # `hybrids`
     if c.occupancy > r.config.occupancy:
         per_step *= STAGE_COST ** (r.config.num_stages - c.num_stages)
     if c.variant in _WIDE and r.config.variant not in _WIDE:
@@ -299,18 +297,18 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
     re-splits (1), its `twins` (TWIN_MARGIN), `wides` (WIDE_MARGIN) and `hybrids`
     (HYBRID_MARGIN) on this shape."""
     elem = ELEM_BYTES.get(chip.fam, 2)
-    out = []
+    sms, out = chip.sms, []
     for r in rows:
         if r.ms > 0 and splits_fit(r.config, k):
-            ps, sms = _per_step(r, chip.sms), chip.sms   # the row's, once for its options
-            out += [(_transfer(r, m, n, k, sms, c, ps), c, 1.0)
+            ps = _per_step(r, sms)   # the row's, once for every option priced from it
+            out += [(_transfer(r, ps, c, m, n, k, sms), c, 1.0)
                     for c in (r.config, *resplits(r.config, m, n, k, variants, sms, elem))]
-            out += [(_transfer(r, m, n, k, sms, c, ps), c, TWIN_MARGIN)
+            out += [(_transfer(r, ps, c, m, n, k, sms), c, TWIN_MARGIN)
                     for c in twins(r.config, chip.fam, chip.smem, fma)]
-            out += [(_transfer(r, m, n, k, sms, c, ps), c, WIDE_MARGIN)
+            out += [(_transfer(r, ps, c, m, n, k, sms), c, WIDE_MARGIN)
                     for c in wides(r.config, chip.fam, chip.smem, variants,
                                    k * elem >= FIT_MIN_K_BYTES)]
-            out += [(_transfer(r, m, n, k, sms, c, ps), c, HYBRID_MARGIN)
+            out += [(_transfer(r, ps, c, m, n, k, sms), c, HYBRID_MARGIN)
                     for c in (() if fma else hybrids(r.config, m, n, k, variants, sms, elem))]
     return out
 
