@@ -36,10 +36,11 @@ Compiled kernels shared between Launches: a Launch is one call shape (its grid a
 arguments fixed), so a new shape is a new Launch, and its first call used to go through
 the JIT's binder and launch path for a kernel the process had already compiled. `SHARED`
 keeps each compiled kernel by what the JIT's cache key is made of: the function, the
-device, the tensors' signature, the int arguments as Triton itself specializes them
-(its `native_specialize_impl` with the JIT's backend for the device: 16-divisibility,
-equality to 1, integer width) and the keywords (constexprs, warps, stages). A new Launch
-whose key is there launches that kernel directly from its first call. Where Triton
+device, every leading argument as Triton itself specializes it (`specialization`: its
+`native_specialize_impl` with the JIT's backend for the device; a tensor's dtype and
+alignment, a descriptor's dtype and block, an int's width, 16-divisibility and equality
+to 1) and the keywords (constexprs, warps, stages). A new Launch whose key is there
+launches that kernel directly from its first call. Where Triton
 cannot be asked (another triton's internals, a stand-in JIT), a Launch keeps to its own
 cache.
 """
@@ -175,7 +176,7 @@ class Launch:
 
 
 _UNSET = object()
-SHARED: dict = {}    # (fn, (device, tensor signature), int specialization, keywords) -> kernel
+SHARED: dict = {}    # (fn, device, `specialization` of the arguments, keywords) -> kernel
 _MAX_SHARED = 1024   # compiled kernels kept so; past this the cache restarts
 _BASE_ARGS = 13      # triton 3.6's launch arguments before the kernel's ('iiiKKppOOOOOO')
 _MAX_MAPS = 256      # tensor maps kept per compiled kernel; past this the cache restarts
