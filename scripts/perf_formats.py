@@ -338,8 +338,8 @@ def ratios_below(path: Path, prefix: str | tuple[str, ...], under: float,
     rows = [r for r in _rows(path) if r["label"].startswith(prefix) and r["ratio"]
             and float(r["ratio"]) < under]
     out = ["| set | mode | case | ratio | tile |", "|---|---|---|---:|---|"]
+    cut = strip if strip is not None else prefix if isinstance(prefix, str) else ""
     for r in sorted(rows, key=lambda r: float(r["ratio"])):
-        cut = strip if strip is not None else prefix if isinstance(prefix, str) else ""
         out.append(f"| {r['label'].removeprefix(cut)} | "
                    f"{r['mode']} | {r['case']} | {float(r['ratio']):.2f} | {r['tile']} |")
     return "\n".join(out)
@@ -711,8 +711,7 @@ def first_calls_ab(path: Path, mode: str, a: str = "ref", b: str = "new") -> str
     rows = [r for r in _rows(path) if r["mode"] == mode and r["run"].endswith(f"-{mode}")
             and r["run"][:-len(mode) - 1].rstrip("0123456789") in (a, b)]
     runs = list(dict.fromkeys(r["run"] for r in rows))
-    first = {r["run"]: r["shape"] for r in reversed(rows)}
-    rows = [r for r in rows if r["shape"] != first[r["run"]]]
+    rows = _past_first_shape(rows)
     out = ["| shape | " + " | ".join(f"{r} ms" for r in runs) +
            " | second call ms | target ms | met by " + b + " |",
            "|---|" + "---:|" * (len(runs) + 2) + "---|"]
@@ -734,10 +733,10 @@ def parts_ab(path: Path, mode: str, parts: tuple[str, ...], a: str = "ref",
     shape left out) and over the runs of `a` and of `b` (labelled as `first_calls_ab`'s)
     of its inclusive ms in a first call, split by whether Triton compiled or loaded a
     kernel in that call."""
-    rows = [r for r in _rows(path) if r["mode"] == mode]
-    first = {r["run"]: r["shape"] for r in reversed(rows)}
-    by = _grouped((r for r in rows if r["shape"] != first[r["run"]]),
-                  lambda r: (r["run"], r["shape"]))
+    calls = [(run, {r["part"]: float(r["ms"]) for r in rs}) for (run, _), rs in _grouped(
+        _past_first_shape([r for r in _rows(path) if r["mode"] == mode]),
+        lambda r: (r["run"], r["shape"])).items()]
+    calls = [(run, got) for run, got in calls if "compile" in got]
     out = ["| mode | part | " + " | ".join(f"{t}, {k}" for t in (a, b)
                                            for k in ("compiled", "none compiled")) + " |",
            "|---|---|" + "---:|" * 4]
@@ -745,10 +744,14 @@ def parts_ab(path: Path, mode: str, parts: tuple[str, ...], a: str = "ref",
         cells = []
         for tree in (a, b):
             for compiled in (True, False):
-                vals = [float(g[part]["ms"]) for (run, _), rs in by.items()
-                        for g in [{r["part"]: r for r in rs}]
-                        if run.startswith(tree) and part in g and "compile" in g
-                        and (float(g["compile"]["ms"]) > 0.05) == compiled]
+                vals = [got[part] for run, got in calls if run.startswith(tree)
+                        and part in got and (got["compile"] > 0.05) == compiled]
                 cells.append(f"{median(vals):.3f}" if vals else "-")
         out.append(f"| {mode} | {part} | " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+def _past_first_shape(rows: list[dict]) -> list[dict]:
+    """`overhead.py` rows less each run's first shape (a process's one-time costs)."""
+    first = {r["run"]: r["shape"] for r in reversed(rows)}
+    return [r for r in rows if r["shape"] != first[r["run"]]]
