@@ -84,6 +84,12 @@ FIT_MIN_K_BYTES = 512
 # 64x144: 0.55).
 # A hybrid tile (`hybrids`) is taken where predicted HYBRID_MARGIN faster than the rest.
 HYBRID_MARGIN = 1.10
+# A 16-bit 128x128x64 four-warp tile runs its hybrid forms as HYBRID_EIGHT_WARPS (stages,
+# warps). Session 39, call 7 (fp16, L2 flushed): fp16's 128x128x64:s4:w4 entry tile (tied
+# at its own shape, 2880 x 2880 x 4096, with bf16's :s5:w8: 0.1224 and 0.1217 ms) ran its
+# hybrids x1.03-1.11 slower than :s5:w8 on 920 x 4504 x 4216, 3112 x 1328 x 3600 and
+# 2128 x 2112 x 7616 (0.74 of cuBLAS against 0.82 at 920 x 4504 x 4216).
+HYBRID_EIGHT_WARPS = (5, 8)
 
 
 @functools.lru_cache(maxsize=4096)   # a lookup asks it for each neighbour's own shape
@@ -186,9 +192,12 @@ def hybrids(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sm
     shape where it makes one whole wave at least and a part-full last one: its tiles left
     over split K into each count (2 up) whose programs fit the rest of one wave, every K
     range `MIN_RANGE_BYTES` of `elem`-byte elements at least and two blocks (as
-    `resplits`). `_transfer` prices it as its parts' steps at the tile's own rate."""
+    `resplits`). A 16-bit 128x128x64 four-warp tile's at HYBRID_EIGHT_WARPS. `_transfer`
+    prices it as its parts' steps at the tile's own rate."""
     if c.variant != "tma" or c.occupancy != 1 or "tma_hybrid" not in variants:
         return []
+    if elem == 2 and (c.block_m, c.block_n, c.block_k, c.num_warps) == (128, 128, 64, 4):
+        c = _eight_warps(c)
     split_parts = hybrid_parts(derive(c, "tma_hybrid", 1, c.occupancy), m, n, sms)
     if len(split_parts) < 2:   # whole waves, or less than one: no head and tail
         return []
@@ -200,6 +209,13 @@ def hybrids(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sm
         out.append(derive(c, "tma_hybrid", split, c.occupancy))
         split += 1
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _eight_warps(c: TileConfig) -> TileConfig:
+    """A 16-bit 128x128x64 tile at HYBRID_EIGHT_WARPS (made once per table tile)."""
+    stages, warps = HYBRID_EIGHT_WARPS
+    return replace(c, num_stages=stages, num_warps=warps)
 
 
 @functools.lru_cache(maxsize=4096)   # the same few table tiles, for every new shape

@@ -153,6 +153,22 @@ def test_a_tile_whose_last_wave_is_part_full_is_offered_as_a_hybrid():
     assert steps.hybrids(tile, 920, 4504, 256, runs, 132, 2) == []          # short K
 
 
+def test_a_16bit_128x128x64_four_warp_tiles_hybrids_run_eight_warps():
+    """fp16's 4-warp 128x128x64 entry tile ran its hybrids slower than the 8-warp one
+    (session 39, call 7): its hybrid forms are made at HYBRID_EIGHT_WARPS; fp8's, and
+    other 16-bit tiles', keep their own stages and warps."""
+    runs = ("tma", "tma_split", "tma_hybrid")
+    four = TileConfig(128, 128, 64, 8, 4, 4, "tma")
+    got = steps.hybrids(four, 920, 4504, 4216, runs, 132, 2)
+    assert got and {(c.num_stages, c.num_warps) for c in got} == {steps.HYBRID_EIGHT_WARPS}
+    assert {(c.block_m, c.block_n, c.block_k) for c in got} == {(128, 128, 64)}
+    fp8 = steps.hybrids(four, 920, 4504, 4216, runs, 132, 1)
+    assert fp8 and {(c.num_stages, c.num_warps) for c in fp8} == {(4, 4)}
+    deep = TileConfig(128, 128, 128, 8, 3, 4, "tma")
+    assert {(c.num_stages, c.num_warps)
+            for c in steps.hybrids(deep, 920, 4504, 4216, runs, 132, 2)} == {(3, 4)}
+
+
 def test_a_hybrids_steps_and_fixed_part_are_its_parts():
     """The head's two waves of 66 blocks, then 24 tiles x 4 ranges (96 programs, one
     wave) of 17 blocks; the fixed part: two launches, the reduction and the partials."""
