@@ -82,13 +82,27 @@ FIT_MIN_K_BYTES = 512
 # 16-bit 64-row wide tile walks its blocks slower than WIDE_COL prices it (bf16 408 x
 # 2424 x 4832: 64x144x128 0.81 of cuBLAS, 128x128 0.75; 472 x 2992 x 2672, 168 tiles of
 # 64x144: 0.55).
+# An fp8 128x128x128 tile is also offered at half its height, widened (`wides`: 64x144,
+# 64x160, 64x192 at BLOCK_K 256, one warpgroup), where HALF_MIN_STAGES stages fit: on a
+# shape whose 128-row tiles make one part-empty wave with a column of tiles mostly empty,
+# twice the rows and fewer columns fill more SMs. A 64-row block walks slower per output
+# than a 128-row one: priced at HALF_ROW times WIDE_COL per output. Session 40, call 1
+# (fp8, L2 flushed): 3628 x 259 x 5063 (87 tiles of 128x128, 3 columns, the last 3 wide)
+# ran 64x144x256:s4 (114 tiles, 2 columns) at 18.6 us against the pick's 24.5 (cuBLAS
+# 18.3): per output 1.29x the parent's time a block; 64x160x256 and 64x192x256 at 3
+# stages ran 22.2 and 28.7, and lost on 3360 x 304 x 6624 (cr) too.
+HALF_ROW = 1.17
+HALF_MIN_STAGES = 4
 # A hybrid tile (`hybrids`) is taken where predicted HYBRID_MARGIN faster than the rest.
 HYBRID_MARGIN = 1.10
 # A 16-bit 128x128x64 four-warp tile runs its hybrid forms as HYBRID_EIGHT_WARPS (stages,
 # warps). Session 39, call 7 (fp16, L2 flushed): fp16's 128x128x64:s4:w4 entry tile (tied
 # at its own shape, 2880 x 2880 x 4096, with bf16's :s5:w8: 0.1224 and 0.1217 ms) ran its
 # hybrids x1.03-1.11 slower than :s5:w8 on 920 x 4504 x 4216, 3112 x 1328 x 3600 and
-# 2128 x 2112 x 7616 (0.74 of cuBLAS against 0.82 at 920 x 4504 x 4216).
+# 2128 x 2112 x 7616 (0.74 of cuBLAS against 0.82 at 920 x 4504 x 4216). Session 40, call
+# 1, A/B of the picks this moved among 3,000 random row-major and 1,000 random rc/cr/cc
+# shapes: row-major fp16 x1.029 (21 of 28 faster), bf16 x1.032 (3 of 4); with A
+# column-major (cc) x0.885 (0 of 3: 744 x 5768 x 5256 x0.82), so not where A is MN-major.
 HYBRID_EIGHT_WARPS = (5, 8)
 
 
@@ -187,16 +201,18 @@ def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], s
 
 
 def hybrids(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sms: int,
-            elem: int) -> list[TileConfig]:
+            elem: int, a_kmajor: bool = True) -> list[TileConfig]:
     """A neighbour's one-program TMA tile as `tma_hybrid` (where the call can run it) on a
     shape where it makes one whole wave at least and a part-full last one: its tiles left
     over split K into each count (2 up) whose programs fit the rest of one wave, every K
     range `MIN_RANGE_BYTES` of `elem`-byte elements at least and two blocks (as
-    `resplits`). A 16-bit 128x128x64 four-warp tile's at HYBRID_EIGHT_WARPS. `_transfer`
-    prices it as its parts' steps at the tile's own rate."""
+    `resplits`). A 16-bit 128x128x64 four-warp tile's at HYBRID_EIGHT_WARPS where A is
+    K-major (`a_kmajor`). `_transfer` prices it as its parts' steps at the tile's own
+    rate."""
     if c.variant != "tma" or c.occupancy != 1 or "tma_hybrid" not in variants:
         return []
-    if elem == 2 and (c.block_m, c.block_n, c.block_k, c.num_warps) == (128, 128, 64, 4):
+    if a_kmajor and elem == 2 and (c.block_m, c.block_n, c.block_k, c.num_warps) == \
+            (128, 128, 64, 4):
         c = _eight_warps(c)
     split_parts = hybrid_parts(derive(c, "tma_hybrid", 1, c.occupancy), m, n, sms)
     if len(split_parts) < 2:   # whole waves, or less than one: no head and tail
@@ -236,8 +252,9 @@ def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
     against three of 128), and one made as many rows tall (`tma_tall`, where the call can
     run it: B K-major), which cover such an M. Each a stage more where that fits (`usable`
     with `smem` bytes a program), else as many, else one fewer (3 at least).
-    An fp8 64x128 tile is widened as 128x128 is, not made tall.
-    `_transfer` prices its block at `wide_step` of the parent's."""
+    An fp8 64x128 tile is widened as 128x128 is, not made tall; an fp8 128x128x128 one
+    also at half its height with BLOCK_K 256 and one warpgroup, where HALF_MIN_STAGES
+    stages fit. `_transfer` prices its block at `wide_step` of the parent's."""
     if c.variant != "tma" or c.occupancy != 1 or not smem:
         return ()
     wide, tall = "tma_wide" in variants, "tma_tall" in variants
@@ -256,15 +273,25 @@ def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
             if usable(staged, fam, smem):
                 out.append(staged)
                 break
+    if fit and wide and fam == "fp8" and (c.block_m, c.block_n, c.block_k) == (128, 128, 128):
+        for w in FIT_WIDTHS:
+            half = replace(c, block_m=64, block_n=w, block_k=256, num_warps=4,
+                           variant="tma_wide")
+            staged = [replace(half, num_stages=st)
+                      for st in range(max(c.num_stages, HALF_MIN_STAGES), HALF_MIN_STAGES - 1, -1)]
+            out += [st for st in staged if usable(st, fam, smem)][:1]
     return tuple(out)
 
 
 def wide_step(parent: TileConfig, wide: TileConfig) -> float:
     """What a `wides` tile's K block costs, as a multiple of its parent's: WIDE_STEP for
-    128x256's cut; for a widened 128x128, its outputs over the parent's times WIDE_COL."""
+    128x256's cut; for a widened 128x128, its block's work (outputs times BLOCK_K) over
+    the parent's times WIDE_COL, and HALF_ROW more where it is the parent at half height."""
     if parent.block_n == 256:
         return WIDE_STEP
-    return wide.block_m * wide.block_n / (parent.block_m * parent.block_n) * WIDE_COL
+    work = wide.block_m * wide.block_n * wide.block_k / (
+        parent.block_m * parent.block_n * parent.block_k)
+    return work * WIDE_COL * (HALF_ROW if wide.block_m < parent.block_m else 1.0)
 
 
 @functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour, each call

@@ -174,10 +174,10 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
     given its shared memory a program (`smem`), each one-program TMA tile's `twins` too."""
     path, rows = _index(device_name, str(directory))
     buckets, fam = _sources(bucket)
-    fma = _fma(bucket)
+    fma, chip = _fma(bucket), _Chip(sms, smem, fam, _a_kmajor(bucket))
     for i, (source, carried) in enumerate(buckets):
         found = _lookup(path, rows.get(source, ()), m, n, k, _carried(variants, carried),
-                        _Chip(sms, smem, fam), fma, rows.get(_other_type(source), ()))
+                        chip, fma, rows.get(_other_type(source), ()))
         if found is not None:
             return found if i == 0 else (found[0], "table-nearest")
     return None
@@ -208,6 +208,12 @@ def _other_type(bucket: str) -> str:
     return " ".join((words[0], other, *words[2:])) if other else ""
 
 
+def _a_kmajor(bucket: str) -> bool:
+    """Whether the bucket's A is row-major (K-major): its layouts word starts with 'r'."""
+    words = bucket.split(" ")
+    return len(words) > 2 and words[2].startswith("r")
+
+
 def _fma(bucket: str) -> bool:
     """Whether the bucket's calls run IEEE fp32 on the FMA units (its mode word)."""
     return bucket.split(" ")[1:2] == ["fp32"]
@@ -229,11 +235,11 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
     (scripts/lookup_diff.py --predict)."""
     _, rows = _index(device_name, str(directory))
     buckets, fam = _sources(bucket)
-    fma = _fma(bucket)
+    fma, chip = _fma(bucket), _Chip(sms, smem, fam, _a_kmajor(bucket))
     for b, carried in buckets:
         runs = _carried(variants, carried)
         near = _near(rows.get(b, ()) + rows.get(_other_type(b), ()), m, n, k, runs, fma)
-        got = [ms for ms, c, _ in _timed(near, m, n, k, runs, _Chip(sms, smem, fam), fma)
+        got = [ms for ms, c, _ in _timed(near, m, n, k, runs, chip, fma)
                if c == config]
         if got:
             return min(got)
@@ -284,11 +290,13 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
 @dataclass(frozen=True)
 class _Chip:
     """What a lookup's model knows of the device: SMs (0: nothing to predict with),
-    shared memory a program (0: no `twins`) and the bucket's family."""
+    shared memory a program (0: no `twins`); and of the call: the bucket's family and
+    whether its A is K-major (row-major: `hybrids`' eight-warp form)."""
 
     sms: int
     smem: int
     fam: str
+    a_kmajor: bool = True
 
 
 def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], chip: _Chip,
@@ -309,7 +317,8 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
                     for c in wides(r.config, chip.fam, chip.smem, variants,
                                    k * elem >= FIT_MIN_K_BYTES)]
             out += [(_transfer(r, ps, c, m, n, k, sms), c, HYBRID_MARGIN)
-                    for c in (() if fma else hybrids(r.config, m, n, k, variants, sms, elem))]
+                    for c in (() if fma else hybrids(r.config, m, n, k, variants, sms, elem,
+                                                     chip.a_kmajor))]
     return out
 
 

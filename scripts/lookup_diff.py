@@ -16,11 +16,15 @@ and the new pick and the predicted gain (session 17 kept a lookup change only wh
 gain was 1.10 or more: docs/PERF.md). `--csv FILE` also writes the cases whose pick
 differs in any mode, once each, as a shape file (`m,n,k,layout,pad`) for `gemmgate run
 --shapes FILE --ab-ref REF`: a device call then times those cases and nothing else.
+`--moved FILE` writes the differing picks themselves (`set,mode,case,old,new,predicted`,
+the predicted gain or '-'), which scripts/perf_formats.py's `moved_ab` joins with the
+A/B's cases.csv rows.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import dataclasses
 import inspect
 import sys
@@ -147,6 +151,18 @@ def write_cases(path: str, sets, rows: list[tuple[str, ...]]) -> int:
     return len(seen)
 
 
+def write_moved(path: str, rows: list[tuple[str, ...]]) -> None:
+    """Write `diff`'s rows as `set,mode,case,old,new,predicted` (a set given as a shape
+    file named by its stem; `predicted`: the gain without its 'x', or '-')."""
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f, lineterminator="\n")
+        out.writerow(("set", "mode", "case", "old", "new", "predicted"))
+        for name, mode, case_id, old, new, *pred in rows:
+            gain = pred[1].removeprefix("x") if pred else "-"
+            out.writerow((Path(name).stem if name.endswith(".csv") else name, mode, case_id,
+                          old, new, gain))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ref", default="HEAD", help="the commit to compare with (default HEAD)")
@@ -158,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
                          "pick, and the predicted gain")
     ap.add_argument("--csv", metavar="FILE",
                     help="also write the cases whose pick differs as a shape file")
+    ap.add_argument("--moved", metavar="FILE",
+                    help="also write the differing picks as CSV (set, mode, case, old, "
+                         "new, predicted gain)")
     args = ap.parse_args(argv)
     import kernels  # its kernels are never run here: decide and lookup are pure
     from gemmgate import reference
@@ -174,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         print(" | ".join(row))
     if args.csv:
         print(f"{write_cases(args.csv, sets, rows)} cases written to {args.csv}")
+    if args.moved:
+        write_moved(args.moved, rows)
     counts = Counter((s, m) for s, m, *_ in rows)
     print(f"{len(rows)} picks differ from {sha[:12]}: " +
           (", ".join(f"{s} {m} {n}" for (s, m), n in sorted(counts.items())) or "none"))

@@ -125,3 +125,21 @@ def test_csv_writes_each_changed_case_once_as_a_shape_file(ld, tmp_path):
     assert load_shape_file(path) == (odd, Case(8, 8, 8))
     assert ld.write_cases(str(path), sets, []) == 0   # the header alone: no cases to run
     assert path.read_text() == "m,n,k,layout,pad\n"
+
+
+def test_moved_writes_the_differing_picks_for_perf_formats(ld, tmp_path):
+    """--moved: one CSV row per differing pick, a shape file's set named by its stem, the
+    predicted gain without its 'x' ('-' where not predicted), read as moved_ab reads it."""
+    import csv
+
+    rows = [("/tmp/rand41.csv", "fp16", "m8-n8-k8", "tma 8", "tma 16", "1.0 -> 0.5 us",
+             "x2.000"),
+            ("holdout6", "bf16", "m1-n2-k3", "a, b", "c", "- -> 1.0 us", "x-")]
+    path = tmp_path / "moved.csv"
+    ld.write_moved(str(path), rows)
+    got = list(csv.DictReader(path.open()))
+    assert [(r["set"], r["mode"], r["case"], r["old"], r["new"], r["predicted"])
+            for r in got] == [("rand41", "fp16", "m8-n8-k8", "tma 8", "tma 16", "2.000"),
+                              ("holdout6", "bf16", "m1-n2-k3", "a, b", "c", "-")]
+    ld.write_moved(str(path), [rows[0][:5]])   # without --predict
+    assert next(csv.DictReader(path.open()))["predicted"] == "-"

@@ -104,8 +104,9 @@ def test_a_128x128_tile_is_widened_to_each_fit_width_with_a_stage_more_where_it_
     assert [(c.variant, c.block_n, c.num_stages) for c in got] == [
         ("tma_wide", 144, 5), ("tma_wide", 160, 5), ("tma_wide", 192, 4)]
     fp8 = TileConfig(128, 128, 128, 8, 5, 8, "tma")
-    assert [(c.block_n, c.num_stages) for c in steps.wides(fp8, "fp8", H200_SMEM, both)] == [
-        (144, 5), (160, 5), (192, 4)]
+    assert [(c.block_m, c.block_n, c.num_stages)
+            for c in steps.wides(fp8, "fp8", H200_SMEM, both)] == [
+        (128, 144, 5), (128, 160, 5), (128, 192, 4), (64, 144, 4)]   # and at half height
     assert steps.wides(TileConfig(128, 128, 32, 8, 5, 4, "tma"), "fp32", H200_SMEM, both) == ()
     assert steps.wides(TileConfig(64, 128, 64, 8, 4, 4, "tma"), "16bit", H200_SMEM, both) == ()
     # fp8's 64x128 widens (session 39), wide only
@@ -118,7 +119,7 @@ def test_a_128x128_tile_is_widened_to_each_fit_width_with_a_stage_more_where_it_
     assert steps.wides(TileConfig(128, 128, 64, 8, 4, 8, "tma", occupancy=2), "16bit",
                        H200_SMEM, both) == ()
     tall = steps.wides(fp8, "fp8", H200_SMEM, (*both, "tma_tall"))
-    assert [(c.variant, c.block_m, c.block_n) for c in tall[3:]] == [
+    assert [(c.variant, c.block_m, c.block_n) for c in tall[3:6]] == [
         ("tma_tall", 144, 128), ("tma_tall", 160, 128), ("tma_tall", 192, 128)]
     assert steps.wide_step(fp8, tall[4]) == steps.wide_step(parent, got[1])
     tall16 = steps.wides(parent, "16bit", H200_SMEM, (*both, "tma_tall"))
@@ -153,6 +154,29 @@ def test_a_tile_whose_last_wave_is_part_full_is_offered_as_a_hybrid():
     assert steps.hybrids(tile, 920, 4504, 256, runs, 132, 2) == []          # short K
 
 
+def test_an_fp8_128x128_tile_is_offered_at_half_height_widened_where_4_stages_fit():
+    """fp8 128x128x128 as 64xW at BLOCK_K 256, one warpgroup (session 40, call 1:
+    3628 x 259 x 5063 ran 64x144x256:s4 x1.32 its 128x128 pick; 64x160 and 64x192, 3
+    stages on the H200, lost): only where HALF_MIN_STAGES stages fit, wide only, not
+    from 16-bit tiles nor fp8 128x128x64; priced at its work over the parent's times
+    WIDE_COL and HALF_ROW."""
+    runs = ("tma", "tma_split", "tma_wide")
+    fp8 = TileConfig(128, 128, 128, 8, 4, 4, "tma")
+    half = [c for c in steps.wides(fp8, "fp8", H200_SMEM, runs) if c.block_m == 64]
+    assert half == [TileConfig(64, 144, 256, 8, 4, 4, "tma_wide")]
+    assert [c.block_n for c in steps.wides(fp8, "fp8", 10 ** 6, runs) if c.block_m == 64] \
+        == [144, 160, 192]                                  # all where 4 stages fit
+    assert not [c for c in steps.wides(fp8, "fp8", H200_SMEM, runs, fit=False)]
+    assert not [c for c in steps.wides(fp8, "fp8", H200_SMEM, ("tma", "tma_tall"))
+                if c.block_m == 64]
+    for other in (TileConfig(128, 128, 64, 8, 4, 8, "tma"),):
+        assert not [c for c in steps.wides(other, "fp8", H200_SMEM, runs) if c.block_m == 64]
+        assert not [c for c in steps.wides(other, "16bit", H200_SMEM, runs)
+                    if c.block_m == 64]
+    assert steps.wide_step(fp8, half[0]) == pytest.approx(
+        64 * 144 * 256 / (128 * 128 * 128) * steps.WIDE_COL * steps.HALF_ROW)
+
+
 def test_a_16bit_128x128x64_four_warp_tiles_hybrids_run_eight_warps():
     """fp16's 4-warp 128x128x64 entry tile ran its hybrids slower than the 8-warp one
     (session 39, call 7): its hybrid forms are made at HYBRID_EIGHT_WARPS; fp8's, and
@@ -162,6 +186,8 @@ def test_a_16bit_128x128x64_four_warp_tiles_hybrids_run_eight_warps():
     got = steps.hybrids(four, 920, 4504, 4216, runs, 132, 2)
     assert got and {(c.num_stages, c.num_warps) for c in got} == {steps.HYBRID_EIGHT_WARPS}
     assert {(c.block_m, c.block_n, c.block_k) for c in got} == {(128, 128, 64)}
+    mn_major_a = steps.hybrids(four, 920, 4504, 4216, runs, 132, 2, a_kmajor=False)
+    assert mn_major_a and {(c.num_stages, c.num_warps) for c in mn_major_a} == {(4, 4)}
     fp8 = steps.hybrids(four, 920, 4504, 4216, runs, 132, 1)
     assert fp8 and {(c.num_stages, c.num_warps) for c in fp8} == {(4, 4)}
     deep = TileConfig(128, 128, 128, 8, 3, 4, "tma")

@@ -315,6 +315,23 @@ def test_a_neighbours_tile_runs_as_a_hybrid_where_its_last_wave_is_short(tmp_pat
     assert got is not None and got[0].variant == "tma"
 
 
+def test_a_four_warp_neighbours_hybrid_runs_eight_warps_only_over_a_k_major_a(tmp_path):
+    """fp16's 4-warp 128x128x64 entry tile lent as a hybrid (session 40, call 1): at
+    steps.HYBRID_EIGHT_WARPS where A is row-major (rr, rc), at its own warps where A is
+    column-major (cc, cr: the 8-warp hybrid ran x0.885 there), borrowed from rr alike."""
+    tile = TileConfig(128, 128, 64, 8, 4, 4, "tma")
+    d = _write(tmp_path, [_entry(1408, 1536, 4096, tile, bucket="16bit fp16 rr tma ld128",
+                                 tuned_ms=0.030)])
+    runs = ("tma", "tiled", "tma_split", "tma_hybrid")
+    stages, warps = steps.HYBRID_EIGHT_WARPS
+    for layouts, want in (("rr", (stages, warps)), ("rc", (stages, warps)),
+                          ("cc", (4, 4)), ("cr", (4, 4))):
+        got = table.lookup("NVIDIA H200", f"16bit fp16 {layouts} tma ld128", 920, 4504,
+                           4216, directory=d, sms=132, variants=runs)
+        assert got is not None and got[0].variant == "tma_hybrid", layouts
+        assert (got[0].num_stages, got[0].num_warps) == want, layouts
+
+
 def test_a_farther_neighbour_competes_only_with_a_clear_predicted_win(tmp_path):
     """Past the three nearest entries, an entry's tile is taken only where `_transfer`
     predicts it FAR_MARGIN faster than the nearest three's best (session 17, call G)."""
