@@ -82,16 +82,18 @@ FIT_MIN_K_BYTES = 512
 # 16-bit 64-row wide tile walks its blocks slower than WIDE_COL prices it (bf16 408 x
 # 2424 x 4832: 64x144x128 0.81 of cuBLAS, 128x128 0.75; 472 x 2992 x 2672, 168 tiles of
 # 64x144: 0.55).
-# An fp8 128x128x128 tile is also offered at half its height, widened (`wides`: 64x144,
-# 64x160, 64x192 at BLOCK_K 256, one warpgroup), where HALF_MIN_STAGES stages fit: on a
-# shape whose 128-row tiles make one part-empty wave with a column of tiles mostly empty,
-# twice the rows and fewer columns fill more SMs. A 64-row block walks slower per output
-# than a 128-row one: priced at HALF_ROW times WIDE_COL per output. Session 40, call 1
-# (fp8, L2 flushed): 3628 x 259 x 5063 (87 tiles of 128x128, 3 columns, the last 3 wide)
-# ran 64x144x256:s4 (114 tiles, 2 columns) at 18.6 us against the pick's 24.5 (cuBLAS
-# 18.3): per output 1.29x the parent's time a block; 64x160x256 and 64x192x256 at 3
-# stages ran 22.2 and 28.7, and lost on 3360 x 304 x 6624 (cr) too.
-HALF_ROW = 1.17
+# An fp8 128x128x128 tile is also offered at half its height, widened (`halves`: 64x144,
+# 64x160, 64x192 at BLOCK_K 256, one warpgroup), where HALF_MIN_STAGES stages fit and the
+# width makes fewer waves than 64x128 tiles would: twice the rows and fewer columns fill
+# more SMs. A 64-row block walks slower per output than a 128-row one: priced at HALF_ROW
+# times WIDE_COL per output. Session 40, call 1 (fp8, L2 flushed): 3628 x 259 x 5063 (87
+# tiles of 128x128, 3 columns, the last 3 wide) ran 64x144x256:s4 (114 tiles) at 18.6 us
+# against the pick's 24.5 (cuBLAS 18.3): 1.29x the parent's time per output; 64x160 and
+# 64x192 at 3 stages ran 22.2 and 28.7. Call 2, A/B of the 41 picks this moved (HALF_ROW
+# 1.17, no wave rule) among 5,000 random shapes and the sets: x1.104, 30 faster; those
+# from 128x128x128 x1.157 (30 of 32; predicted 1.106x too fast, so HALF_ROW 1.17 -> 1.30),
+# those from 64x128x256 picks x0.913 (0 of 5: each shape already one wave of 64x128).
+HALF_ROW = 1.30
 HALF_MIN_STAGES = 4
 # A hybrid tile (`hybrids`) is taken where predicted HYBRID_MARGIN faster than the rest.
 HYBRID_MARGIN = 1.10
@@ -252,9 +254,8 @@ def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
     against three of 128), and one made as many rows tall (`tma_tall`, where the call can
     run it: B K-major), which cover such an M. Each a stage more where that fits (`usable`
     with `smem` bytes a program), else as many, else one fewer (3 at least).
-    An fp8 64x128 tile is widened as 128x128 is, not made tall; an fp8 128x128x128 one
-    also at half its height with BLOCK_K 256 and one warpgroup, where HALF_MIN_STAGES
-    stages fit. `_transfer` prices its block at `wide_step` of the parent's."""
+    An fp8 64x128 tile is widened as 128x128 is, not made tall (fp8 128x128x128 also at
+    half height: `halves`). `_transfer` prices its block at `wide_step` of the parent's."""
     if c.variant != "tma" or c.occupancy != 1 or not smem:
         return ()
     wide, tall = "tma_wide" in variants, "tma_tall" in variants
@@ -273,14 +274,35 @@ def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
             if usable(staged, fam, smem):
                 out.append(staged)
                 break
-    if fit and wide and fam == "fp8" and (c.block_m, c.block_n, c.block_k) == (128, 128, 128):
-        for w in FIT_WIDTHS:
-            half = replace(c, block_m=64, block_n=w, block_k=256, num_warps=4,
-                           variant="tma_wide")
-            staged = [replace(half, num_stages=st)
-                      for st in range(max(c.num_stages, HALF_MIN_STAGES), HALF_MIN_STAGES - 1, -1)]
-            out += [st for st in staged if usable(st, fam, smem)][:1]
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=256)   # a lookup asks it for each neighbour, each call
+def _half_forms(c: TileConfig, smem: int) -> tuple[TileConfig, ...]:
+    """An fp8 128x128x128 tile at half height, each of FIT_WIDTHS wide, BLOCK_K 256, one
+    warpgroup, at the most stages up to the parent's (HALF_MIN_STAGES at least) that fit."""
+    out = []
+    for w in FIT_WIDTHS:
+        half = replace(c, block_m=64, block_n=w, block_k=256, num_warps=4, variant="tma_wide")
+        staged = [replace(half, num_stages=st)
+                  for st in range(max(c.num_stages, HALF_MIN_STAGES), HALF_MIN_STAGES - 1, -1)]
+        out += [st for st in staged if usable(st, "fp8", smem)][:1]
+    return tuple(out)
+
+
+def halves(c: TileConfig, m: int, n: int, fam: str, smem: int, variants: tuple[str, ...],
+           sms: int, fit: bool = True) -> list[TileConfig]:
+    """A neighbour's fp8 128x128x128 one-program TMA tile at half height and widened
+    (`_half_forms`, where the call runs `tma_wide` and `fit` as for `wides`), each only
+    where its tiles take fewer waves of `sms` than 64x128 tiles would (a width that
+    leaves the waves as they are only adds work). `_transfer` prices its block at
+    `wide_step` of the parent's (HALF_ROW)."""
+    if fam != "fp8" or not fit or not smem or "tma_wide" not in variants or c.variant != "tma" \
+            or c.occupancy != 1 or (c.block_m, c.block_n, c.block_k) != (128, 128, 128):
+        return []
+    rows = cdiv(m, 64)
+    waves = cdiv(rows * cdiv(n, 128), sms)
+    return [h for h in _half_forms(c, smem) if cdiv(rows * cdiv(n, h.block_n), sms) < waves]
 
 
 def wide_step(parent: TileConfig, wide: TileConfig) -> float:

@@ -39,6 +39,7 @@ from kernels.steps import (
     TWIN_MARGIN,
     WIDE_MARGIN,
     fixed_ms,
+    halves,
     hybrids,
     resplits,
     splits_fit,
@@ -302,8 +303,8 @@ class _Chip:
 def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], chip: _Chip,
            fma: bool) -> list[tuple[float, TileConfig, float]]:
     """(predicted ms, tile, the margin it must win by) of each timed row's tile, its K
-    re-splits (1), its `twins` (TWIN_MARGIN), `wides` (WIDE_MARGIN) and `hybrids`
-    (HYBRID_MARGIN) on this shape."""
+    re-splits (1), its `twins` (TWIN_MARGIN), `wides` and `halves` (WIDE_MARGIN) and
+    `hybrids` (HYBRID_MARGIN) on this shape."""
     elem = ELEM_BYTES.get(chip.fam, 2)
     sms, out = chip.sms, []
     for r in rows:
@@ -313,9 +314,10 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
                     for c in (r.config, *resplits(r.config, m, n, k, variants, sms, elem))]
             out += [(_transfer(r, ps, c, m, n, k, sms), c, TWIN_MARGIN)
                     for c in twins(r.config, chip.fam, chip.smem, fma)]
+            fit = k * elem >= FIT_MIN_K_BYTES
             out += [(_transfer(r, ps, c, m, n, k, sms), c, WIDE_MARGIN)
-                    for c in wides(r.config, chip.fam, chip.smem, variants,
-                                   k * elem >= FIT_MIN_K_BYTES)]
+                    for c in (*wides(r.config, chip.fam, chip.smem, variants, fit),
+                              *halves(r.config, m, n, chip.fam, chip.smem, variants, sms, fit))]
             out += [(_transfer(r, ps, c, m, n, k, sms), c, HYBRID_MARGIN)
                     for c in (() if fma else hybrids(r.config, m, n, k, variants, sms, elem,
                                                      chip.a_kmajor))]

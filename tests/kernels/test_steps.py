@@ -104,9 +104,8 @@ def test_a_128x128_tile_is_widened_to_each_fit_width_with_a_stage_more_where_it_
     assert [(c.variant, c.block_n, c.num_stages) for c in got] == [
         ("tma_wide", 144, 5), ("tma_wide", 160, 5), ("tma_wide", 192, 4)]
     fp8 = TileConfig(128, 128, 128, 8, 5, 8, "tma")
-    assert [(c.block_m, c.block_n, c.num_stages)
-            for c in steps.wides(fp8, "fp8", H200_SMEM, both)] == [
-        (128, 144, 5), (128, 160, 5), (128, 192, 4), (64, 144, 4)]   # and at half height
+    assert [(c.block_n, c.num_stages) for c in steps.wides(fp8, "fp8", H200_SMEM, both)] == [
+        (144, 5), (160, 5), (192, 4)]
     assert steps.wides(TileConfig(128, 128, 32, 8, 5, 4, "tma"), "fp32", H200_SMEM, both) == ()
     assert steps.wides(TileConfig(64, 128, 64, 8, 4, 4, "tma"), "16bit", H200_SMEM, both) == ()
     # fp8's 64x128 widens (session 39), wide only
@@ -119,7 +118,7 @@ def test_a_128x128_tile_is_widened_to_each_fit_width_with_a_stage_more_where_it_
     assert steps.wides(TileConfig(128, 128, 64, 8, 4, 8, "tma", occupancy=2), "16bit",
                        H200_SMEM, both) == ()
     tall = steps.wides(fp8, "fp8", H200_SMEM, (*both, "tma_tall"))
-    assert [(c.variant, c.block_m, c.block_n) for c in tall[3:6]] == [
+    assert [(c.variant, c.block_m, c.block_n) for c in tall[3:]] == [
         ("tma_tall", 144, 128), ("tma_tall", 160, 128), ("tma_tall", 192, 128)]
     assert steps.wide_step(fp8, tall[4]) == steps.wide_step(parent, got[1])
     tall16 = steps.wides(parent, "16bit", H200_SMEM, (*both, "tma_tall"))
@@ -154,26 +153,28 @@ def test_a_tile_whose_last_wave_is_part_full_is_offered_as_a_hybrid():
     assert steps.hybrids(tile, 920, 4504, 256, runs, 132, 2) == []          # short K
 
 
-def test_an_fp8_128x128_tile_is_offered_at_half_height_widened_where_4_stages_fit():
-    """fp8 128x128x128 as 64xW at BLOCK_K 256, one warpgroup (session 40, call 1:
-    3628 x 259 x 5063 ran 64x144x256:s4 x1.32 its 128x128 pick; 64x160 and 64x192, 3
-    stages on the H200, lost): only where HALF_MIN_STAGES stages fit, wide only, not
-    from 16-bit tiles nor fp8 128x128x64; priced at its work over the parent's times
-    WIDE_COL and HALF_ROW."""
+def test_an_fp8_128x128_tile_is_offered_at_half_height_where_it_cuts_a_wave():
+    """fp8 128x128x128 as 64xW at BLOCK_K 256, one warpgroup (session 40): where
+    HALF_MIN_STAGES stages fit (64x144 on the H200; 64x160 and 64x192 ran at 3 stages and
+    lost) and its tiles take fewer waves than 64x128's (3628 x 259 x 5063: 57 x 3 = 171
+    tiles of 64x128, two waves; 57 x 2 = 114 of 64x144, one; 784 x 1280 x 7040: 130 and
+    117, one wave each, ran x0.91); wide only, fp8 128x128x128 only; priced at its work
+    over the parent's times WIDE_COL and HALF_ROW."""
     runs = ("tma", "tma_split", "tma_wide")
     fp8 = TileConfig(128, 128, 128, 8, 4, 4, "tma")
-    half = [c for c in steps.wides(fp8, "fp8", H200_SMEM, runs) if c.block_m == 64]
-    assert half == [TileConfig(64, 144, 256, 8, 4, 4, "tma_wide")]
-    assert [c.block_n for c in steps.wides(fp8, "fp8", 10 ** 6, runs) if c.block_m == 64] \
-        == [144, 160, 192]                                  # all where 4 stages fit
-    assert not [c for c in steps.wides(fp8, "fp8", H200_SMEM, runs, fit=False)]
-    assert not [c for c in steps.wides(fp8, "fp8", H200_SMEM, ("tma", "tma_tall"))
-                if c.block_m == 64]
-    for other in (TileConfig(128, 128, 64, 8, 4, 8, "tma"),):
-        assert not [c for c in steps.wides(other, "fp8", H200_SMEM, runs) if c.block_m == 64]
-        assert not [c for c in steps.wides(other, "16bit", H200_SMEM, runs)
-                    if c.block_m == 64]
-    assert steps.wide_step(fp8, half[0]) == pytest.approx(
+    half = TileConfig(64, 144, 256, 8, 4, 4, "tma_wide")
+    assert steps.halves(fp8, 3628, 259, "fp8", H200_SMEM, runs, 132) == [half]
+    assert steps.halves(fp8, 784, 1280, "fp8", H200_SMEM, runs, 132) == []     # one wave
+    assert [c.block_n for c in steps.halves(fp8, 3628, 259, "fp8", 10 ** 6, runs, 132)] == [
+        144, 160, 192]                                       # where 4 stages fit, each
+    assert steps.halves(fp8, 3628, 259, "fp8", H200_SMEM, runs, 132, fit=False) == []
+    assert steps.halves(fp8, 3628, 259, "fp8", H200_SMEM, ("tma", "tma_tall"), 132) == []
+    assert steps.halves(fp8, 3628, 259, "fp8", 0, runs, 132) == []
+    for other, fam in ((TileConfig(128, 128, 64, 8, 4, 8, "tma"), "fp8"), (fp8, "16bit"),
+                       (TileConfig(64, 128, 256, 8, 4, 4, "tma"), "fp8"),
+                       (TileConfig(128, 128, 128, 8, 4, 4, "tma", occupancy=2), "fp8")):
+        assert steps.halves(other, 3628, 259, fam, H200_SMEM, runs, 132) == []
+    assert steps.wide_step(fp8, half) == pytest.approx(
         64 * 144 * 256 / (128 * 128 * 128) * steps.WIDE_COL * steps.HALF_ROW)
 
 
