@@ -277,38 +277,32 @@ def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
     return tuple(out)
 
 
-# The tiles `halves` takes at half height: (family, parent's block) -> the half's BLOCK_K.
-_HALF_PARENTS = {("fp8", (128, 128, 128)): 256, ("16bit", (128, 128, 64)): 64}
-
-
 @functools.lru_cache(maxsize=256)   # a lookup asks it for each neighbour, each call
-def _half_forms(c: TileConfig, fam: str, smem: int) -> tuple[TileConfig, ...]:
-    """A `_HALF_PARENTS` tile at half height, each of FIT_WIDTHS wide, one warpgroup, at
-    the most stages up to the parent's (HALF_MIN_STAGES at least) that fit."""
-    block_k, out = _HALF_PARENTS[(fam, (c.block_m, c.block_n, c.block_k))], []
+def _half_forms(c: TileConfig, smem: int) -> tuple[TileConfig, ...]:
+    """An fp8 128x128x128 tile at half height, each of FIT_WIDTHS wide, BLOCK_K 256, one
+    warpgroup, at the most stages up to the parent's (HALF_MIN_STAGES at least) that fit."""
+    out = []
     for w in FIT_WIDTHS:
-        half = replace(c, block_m=64, block_n=w, block_k=block_k, num_warps=4,
-                       variant="tma_wide")
+        half = replace(c, block_m=64, block_n=w, block_k=256, num_warps=4, variant="tma_wide")
         staged = [replace(half, num_stages=st)
                   for st in range(max(c.num_stages, HALF_MIN_STAGES), HALF_MIN_STAGES - 1, -1)]
-        out += [st for st in staged if usable(st, fam, smem)][:1]
+        out += [st for st in staged if usable(st, "fp8", smem)][:1]
     return tuple(out)
 
 
 def halves(c: TileConfig, m: int, n: int, fam: str, smem: int, variants: tuple[str, ...],
            sms: int, fit: bool = True) -> list[TileConfig]:
-    """A neighbour's one-program TMA tile of `_HALF_PARENTS` at half height and widened
+    """A neighbour's fp8 128x128x128 one-program TMA tile at half height and widened
     (`_half_forms`, where the call runs `tma_wide` and `fit` as for `wides`), each only
     where its tiles take fewer waves of `sms` than 64x128 tiles would (a width that
     leaves the waves as they are only adds work). `_transfer` prices its block at
     `wide_step` of the parent's (HALF_ROW)."""
-    if not fit or not smem or "tma_wide" not in variants or c.variant != "tma" \
-            or c.occupancy != 1 or (fam, (c.block_m, c.block_n, c.block_k)) not in _HALF_PARENTS:
+    if fam != "fp8" or not fit or not smem or "tma_wide" not in variants or c.variant != "tma" \
+            or c.occupancy != 1 or (c.block_m, c.block_n, c.block_k) != (128, 128, 128):
         return []
     rows = cdiv(m, 64)
     waves = cdiv(rows * cdiv(n, 128), sms)
-    return [h for h in _half_forms(c, fam, smem)
-            if cdiv(rows * cdiv(n, h.block_n), sms) < waves]
+    return [h for h in _half_forms(c, smem) if cdiv(rows * cdiv(n, h.block_n), sms) < waves]
 
 
 def wide_step(parent: TileConfig, wide: TileConfig) -> float:
