@@ -73,6 +73,7 @@ class Launch:
     compiled: dict = field(default_factory=dict)  # (device, tensor signature) -> kernel
     direct: dict = field(default_factory=dict)    # the same key -> _Direct | None
     repeats: Bound = field(default_factory=lambda: Bound())   # `fast`'s bound launches
+    shared_keys: dict = field(default_factory=dict)   # the same key -> its SHARED key
     _values: tuple | None = field(default=None, init=False, repr=False)
 
     def __call__(self, *tensors) -> None:
@@ -150,10 +151,13 @@ class Launch:
         kernel = self.compiled.get(key)
         if kernel is not None:
             return kernel, None
-        spec = specialization(self.fn, key[0], args)
-        if spec is None:
-            return None, None
-        shared = (self.fn, key[0], spec, tuple(sorted(self.kw.items())))
+        shared = self.shared_keys.get(key)
+        if shared is None:   # worked out once per key (a first call asks from `bound`,
+            spec = specialization(self.fn, key[0], args)   # then from `__call__`)
+            if spec is None:
+                return None, None
+            shared = self.shared_keys[key] = (self.fn, key[0], spec,
+                                              tuple(sorted(self.kw.items())))
         kernel = SHARED.get(shared)
         if kernel is not None:
             self.compiled[key] = kernel

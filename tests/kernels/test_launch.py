@@ -532,6 +532,22 @@ def test_a_new_launch_takes_a_kernel_compiled_for_the_same_specialization(
     assert len(fn.jit_calls) == 7 and fn.made[1].calls[-1][0] == 3
 
 
+def test_a_first_call_works_out_its_specialization_once(fake_driver, monkeypatch):
+    """A bound first call (`Bound.run`: `Launch.bound`, then the launch itself where no
+    kernel is found) asks Triton for the arguments' specialization once, not once each."""
+    if launch.specialization(_SpecJit(), 0, (torch.zeros(4), 16)) is None:
+        pytest.skip("this triton's specialization cannot be asked")
+    monkeypatch.setattr(launch, "SHARED", {})
+    asked = []
+    real = launch.specialization
+    monkeypatch.setattr(launch, "specialization",
+                        lambda *a: asked.append(a[2]) or real(*a))
+    fn = _SpecJit()
+    x, y = torch.zeros(64), torch.zeros(64)
+    Launch(fn, (1,), (64,), dict(BLOCK=16, EVEN=True)).fast(x, y)
+    assert len(fn.jit_calls) == 1 and len(asked) == 1
+
+
 def test_specialization_is_none_without_the_jits_binder():
     assert launch.specialization(_Jit(), 0, (torch.zeros(4), 16)) is None
     fn = _SpecJit()
