@@ -89,10 +89,12 @@ FIT_MIN_K_BYTES = 512
 # times WIDE_COL per output. Session 40, call 1 (fp8, L2 flushed): 3628 x 259 x 5063 (87
 # tiles of 128x128, 3 columns, the last 3 wide) ran 64x144x256:s4 (114 tiles) at 18.6 us
 # against the pick's 24.5 (cuBLAS 18.3): 1.29x the parent's time per output; 64x160 and
-# 64x192 at 3 stages ran 22.2 and 28.7. Call 2, A/B of the 41 picks this moved (HALF_ROW
-# 1.17, no wave rule) among 5,000 random shapes and the sets: x1.104, 30 faster; those
-# from 128x128x128 x1.157 (30 of 32; predicted 1.106x too fast, so HALF_ROW 1.17 -> 1.30),
-# those from 64x128x256 picks x0.913 (0 of 5: each shape already one wave of 64x128).
+# 64x192 at 3 stages ran 22.2 and 28.7; made tall alike (144x64: `tma_tall`, B K-major,
+# as fp8's copies are) where N is the side so covered. Call 2, A/B of the 41 picks the
+# wide form moved (HALF_ROW 1.17, no wave rule) among 5,000 random shapes and the sets:
+# x1.104, 30 faster; those from 128x128x128 x1.157 (30 of 32; predicted 1.106x too
+# fast, so HALF_ROW 1.17 -> 1.30), those from 64x128x256 picks x0.913 (0 of 5: each shape
+# already one wave of 64x128).
 HALF_ROW = 1.30
 HALF_MIN_STAGES = 4
 # A hybrid tile (`hybrids`) is taken where predicted HYBRID_MARGIN faster than the rest.
@@ -278,12 +280,15 @@ def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
 
 
 @functools.lru_cache(maxsize=256)   # a lookup asks it for each neighbour, each call
-def _half_forms(c: TileConfig, smem: int) -> tuple[TileConfig, ...]:
-    """An fp8 128x128x128 tile at half height, each of FIT_WIDTHS wide, BLOCK_K 256, one
-    warpgroup, at the most stages up to the parent's (HALF_MIN_STAGES at least) that fit."""
+def _half_forms(c: TileConfig, smem: int, tall: bool) -> tuple[TileConfig, ...]:
+    """An fp8 128x128x128 tile at half height (`tall`: half width, made tall), each of
+    FIT_WIDTHS wide (tall), BLOCK_K 256, one warpgroup, at the most stages up to the
+    parent's (HALF_MIN_STAGES at least) that fit."""
     out = []
     for w in FIT_WIDTHS:
         half = replace(c, block_m=64, block_n=w, block_k=256, num_warps=4, variant="tma_wide")
+        if tall:
+            half = replace(half, block_m=w, block_n=64, variant="tma_tall")
         staged = [replace(half, num_stages=st)
                   for st in range(max(c.num_stages, HALF_MIN_STAGES), HALF_MIN_STAGES - 1, -1)]
         out += [st for st in staged if usable(st, "fp8", smem)][:1]
@@ -293,16 +298,26 @@ def _half_forms(c: TileConfig, smem: int) -> tuple[TileConfig, ...]:
 def halves(c: TileConfig, m: int, n: int, fam: str, smem: int, variants: tuple[str, ...],
            sms: int, fit: bool = True) -> list[TileConfig]:
     """A neighbour's fp8 128x128x128 one-program TMA tile at half height and widened
-    (`_half_forms`, where the call runs `tma_wide` and `fit` as for `wides`), each only
-    where its tiles take fewer waves of `sms` than 64x128 tiles would (a width that
-    leaves the waves as they are only adds work). `_transfer` prices its block at
-    `wide_step` of the parent's (HALF_ROW)."""
-    if fam != "fp8" or not fit or not smem or "tma_wide" not in variants or c.variant != "tma" \
-            or c.occupancy != 1 or (c.block_m, c.block_n, c.block_k) != (128, 128, 128):
+    (`_half_forms`, where the call runs `tma_wide` and `fit` as for `wides`), and at half
+    width made tall (where it runs `tma_tall`), each only where its tiles take fewer waves
+    of `sms` than 64x128 (128x64) tiles would (a width that leaves the waves as they are
+    only adds work). `_transfer` prices its block at `wide_step` of the parent's
+    (HALF_ROW)."""
+    if fam != "fp8" or not fit or not smem or c.variant != "tma" or c.occupancy != 1 \
+            or (c.block_m, c.block_n, c.block_k) != (128, 128, 128):
         return []
-    rows = cdiv(m, 64)
-    waves = cdiv(rows * cdiv(n, 128), sms)
-    return [h for h in _half_forms(c, smem) if cdiv(rows * cdiv(n, h.block_n), sms) < waves]
+    out = []
+    if "tma_wide" in variants:
+        rows = cdiv(m, 64)
+        waves = cdiv(rows * cdiv(n, 128), sms)
+        out += [h for h in _half_forms(c, smem, False)
+                if cdiv(rows * cdiv(n, h.block_n), sms) < waves]
+    if "tma_tall" in variants:
+        cols = cdiv(n, 64)
+        waves = cdiv(cols * cdiv(m, 128), sms)
+        out += [h for h in _half_forms(c, smem, True)
+                if cdiv(cols * cdiv(m, h.block_m), sms) < waves]
+    return out
 
 
 def wide_step(parent: TileConfig, wide: TileConfig) -> float:
@@ -313,7 +328,8 @@ def wide_step(parent: TileConfig, wide: TileConfig) -> float:
         return WIDE_STEP
     work = wide.block_m * wide.block_n * wide.block_k / (
         parent.block_m * parent.block_n * parent.block_k)
-    return work * WIDE_COL * (HALF_ROW if wide.block_m < parent.block_m else 1.0)
+    half = min(wide.block_m, wide.block_n) < min(parent.block_m, parent.block_n)
+    return work * WIDE_COL * (HALF_ROW if half else 1.0)
 
 
 @functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour, each call

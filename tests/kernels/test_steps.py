@@ -168,7 +168,13 @@ def test_an_fp8_128x128_tile_is_offered_at_half_height_where_it_cuts_a_wave():
     assert [c.block_n for c in steps.halves(fp8, 3628, 259, "fp8", 10 ** 6, runs, 132)] == [
         144, 160, 192]                                       # where 4 stages fit, each
     assert steps.halves(fp8, 3628, 259, "fp8", H200_SMEM, runs, 132, fit=False) == []
-    assert steps.halves(fp8, 3628, 259, "fp8", H200_SMEM, ("tma", "tma_tall"), 132) == []
+    assert all(c.variant == "tma_tall" for c in
+               steps.halves(fp8, 3628, 259, "fp8", H200_SMEM, ("tma", "tma_tall"), 132))
+    # made tall alike where N is the side covered (B K-major: the call runs `tma_tall`)
+    tall = TileConfig(144, 64, 256, 8, 4, 4, "tma_tall")
+    assert steps.halves(fp8, 259, 3628, "fp8", H200_SMEM, ("tma", "tma_tall"), 132) == [tall]
+    assert steps.halves(fp8, 1024, 1024, "fp8", H200_SMEM, ("tma", "tma_tall"), 132) == []
+    assert steps.wide_step(fp8, tall) == steps.wide_step(fp8, half)
     assert steps.halves(fp8, 3628, 259, "fp8", 0, runs, 132) == []
     for other, fam in ((TileConfig(128, 128, 64, 8, 4, 8, "tma"), "fp8"), (fp8, "16bit"),
                        (TileConfig(64, 128, 256, 8, 4, 4, "tma"), "fp8"),
