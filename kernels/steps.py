@@ -90,7 +90,10 @@ FIT_MIN_K_BYTES = 512
 # tiles of 128x128, 3 columns, the last 3 wide) ran 64x144x256:s4 (114 tiles) at 18.6 us
 # against the pick's 24.5 (cuBLAS 18.3): 1.29x the parent's time per output; 64x160 and
 # 64x192 at 3 stages ran 22.2 and 28.7; made tall alike (144x64: `tma_tall`, B K-major,
-# as fp8's copies are) where N is the side so covered. Call 2, A/B of the 41 picks the
+# as fp8's copies are) where N is the side so covered. Call 5, A/B of the 57 picks the
+# tall form moved among seeds 39-46 and the sets: x1.103, 52 faster; the 6 whose shape
+# 64x128 tiles already cover in as few waves x0.930 (5 slower), the 51 others all faster
+# (x1.125), hence its wave rule against both 64x128 and 128x64. Call 2, A/B of the 41 picks the
 # wide form moved (HALF_ROW 1.17, no wave rule) among 5,000 random shapes and the sets:
 # x1.104, 30 faster; those from 128x128x128 x1.157 (30 of 32; predicted 1.106x too
 # fast, so HALF_ROW 1.17 -> 1.30), those from 64x128x256 picks x0.913 (0 of 5: each shape
@@ -300,9 +303,9 @@ def halves(c: TileConfig, m: int, n: int, fam: str, smem: int, variants: tuple[s
     """A neighbour's fp8 128x128x128 one-program TMA tile at half height and widened
     (`_half_forms`, where the call runs `tma_wide` and `fit` as for `wides`), and at half
     width made tall (where it runs `tma_tall`), each only where its tiles take fewer waves
-    of `sms` than 64x128 (128x64) tiles would (a width that leaves the waves as they are
-    only adds work). `_transfer` prices its block at `wide_step` of the parent's
-    (HALF_ROW)."""
+    of `sms` than 64x128 tiles would, fp8's common small table tile (a width that leaves
+    the waves as they are only adds work), a tall one than 128x64 tiles too. `_transfer`
+    prices its block at `wide_step` of the parent's (HALF_ROW)."""
     if fam != "fp8" or not fit or not smem or c.variant != "tma" or c.occupancy != 1 \
             or (c.block_m, c.block_n, c.block_k) != (128, 128, 128):
         return []
@@ -314,7 +317,7 @@ def halves(c: TileConfig, m: int, n: int, fam: str, smem: int, variants: tuple[s
                 if cdiv(rows * cdiv(n, h.block_n), sms) < waves]
     if "tma_tall" in variants:
         cols = cdiv(n, 64)
-        waves = cdiv(cols * cdiv(m, 128), sms)
+        waves = min(cdiv(cols * cdiv(m, 128), sms), cdiv(cdiv(m, 64) * cdiv(n, 128), sms))
         out += [h for h in _half_forms(c, smem, True)
                 if cdiv(cols * cdiv(m, h.block_m), sms) < waves]
     return out

@@ -174,6 +174,8 @@ def test_an_fp8_128x128_tile_is_offered_at_half_height_where_it_cuts_a_wave():
     tall = TileConfig(144, 64, 256, 8, 4, 4, "tma_tall")
     assert steps.halves(fp8, 259, 3628, "fp8", H200_SMEM, ("tma", "tma_tall"), 132) == [tall]
     assert steps.halves(fp8, 1024, 1024, "fp8", H200_SMEM, ("tma", "tma_tall"), 132) == []
+    # 784 x 1280: 144x64 makes 120 tiles against 128x64's 140 but 64x128's 130, one wave
+    assert steps.halves(fp8, 784, 1280, "fp8", H200_SMEM, ("tma", "tma_tall"), 132) == []
     assert steps.wide_step(fp8, tall) == steps.wide_step(fp8, half)
     assert steps.halves(fp8, 3628, 259, "fp8", 0, runs, 132) == []
     for other, fam in ((TileConfig(128, 128, 64, 8, 4, 8, "tma"), "fp8"), (fp8, "16bit"),
