@@ -94,6 +94,15 @@ S36 = RESULTS / "h200-2026-12-03-s36"
 S37 = RESULTS / "h200-2026-12-03-s37"
 S38 = RESULTS / "h200-2026-12-03-s38"
 S39 = RESULTS / "h200-2026-12-03-s39"
+S40 = RESULTS / "h200-2026-12-03-s40"
+def _ab40(label: str, moved: str) -> str:
+    return moved_ab(S40 / "cases.csv", label, S40 / moved)
+
+
+def _worst40(label: str, moved: str, count: int) -> str:
+    return moved_worst(S40 / "cases.csv", label, S40 / moved, count)
+
+
 _S39_PARTS = ("resolve", "lookup", "decide", "recipe", "prepare", "bound_run", "make_bound",
               "jit", "compile")
 # the latest nightly and holdout runs of IEEE fp32 (session 24) and tf32 (session 25), as
@@ -334,6 +343,34 @@ TABLES: dict[str, Callable[[], str]] = {
     "s39-tail": lambda: s9_long_tail(S39 / "cases.csv", ("call4-holdout", "call5-holdout")),
     "s39-below": lambda: ratios_below(S39 / "cases.csv", ("call4-holdout", "call5-holdout"),
                                       0.8),
+    "s40-w8": lambda: _ab40("call1-ab-w8", "moved_w8.csv"),
+    "s40-w8-worst": lambda: _worst40("call1-ab-w8", "moved_w8.csv", 5),
+    "s40-w8-val": lambda: _ab40("call3-val-w8", "moved_w8_val.csv"),
+    "s40-cc": lambda: moved_ab(S40 / "cases.csv", "call2-ab-cc", S40 / "moved_w8.csv",
+                               controls=False),
+    "s40-mix-val": lambda: _ab40("call3-val-half-mix", "moved_half_val.csv"),
+    "s40-half-tiles": lambda: _stacked(tiles_table(S40 / "tiles_fp8_64wide.csv"),
+                                       tiles_table(S40 / "tiles_fp8_64wide_cr.csv")),
+    "s40-half-ab": lambda: _ab40("call2-ab-half", "moved_half.csv"),
+    "s40-half-ab-worst": lambda: _worst40("call2-ab-half", "moved_half.csv", 9),
+    "s40-half-val": lambda: _ab40("call3-val-half", "moved_half_val.csv"),
+    "s40-half-val-worst": lambda: _worst40("call3-val-half", "moved_half_val.csv", 3),
+    "s40-half16": lambda: _ab40("call4-ab-half16", "moved_half16.csv"),
+    "s40-half16-worst": lambda: _worst40("call4-ab-half16", "moved_half16.csv", 5),
+    "s40-half16-tiles": lambda: tiles_table(S40 / "tiles_half16_bf16.csv"),
+    "s40-tall": lambda: _ab40("call5-ab-tall-half", "moved_tall_half.csv"),
+    "s40-tall-worst": lambda: _worst40("call5-ab-tall-half", "moved_tall_half.csv", 7),
+    "s40-tall-val": lambda: _ab40("call6-val-tall", "moved_tall_val.csv"),
+    "s40-small-cc": lambda: tiles_table(S40 / "tiles_fp8_small_cc.csv"),
+    "s40-sets": lambda: targets_table({
+        s: {m: ((S40 / "cases.csv", "call3-holdout6") if s == "holdout6" else
+                (S40 / "cases.csv", "call3-holdout") if (s, m) == ("holdout", "fp8") else
+                (S40 / "cases.csv", "call6-holdout4") if (s, m) == ("holdout4", "fp8") else
+                (S39 / "cases.csv", f"call{5 if s in ('holdout', 'holdout5') else 4}-{s}"))
+            for m in ("bf16", "fp16", "fp8")}
+        for s in (*HOLDOUTS, "holdout6")}),
+    "s40-below": lambda: ratios_below(S40 / "cases.csv", ("call3-holdout", "call6-holdout"),
+                                      0.8, ""),
     "s39-ncu-extra": lambda: csv_table(S39 / "ncu_extra.csv", (
         "shape", "provider", "gpu__time_duration.sum",
         "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
