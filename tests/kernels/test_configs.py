@@ -163,7 +163,7 @@ def test_ieee_fp32_thin_m_heuristic_takes_a_16_or_32_row_tma_split_tile(shape, t
 
 
 @pytest.mark.parametrize("shape,split,tf32_split", [
-    ((32, 512, 3376), 16, 8),     # 8 tiles: 16 (128 programs), ranges of 211 rows
+    ((32, 512, 3376), 16, 16),    # 8 tiles: 16 (128 programs), ranges of 211 rows
     ((32, 3328, 571), 4, 2),      # 52 tiles: 8 would pass three programs per SM
     ((29, 288, 192), 1, 1),       # K of three blocks: no split
     ((16, 32768, 4096), 1, 1),    # 256 tiles of 16x128: 2 would pass 396 programs
@@ -171,7 +171,8 @@ def test_ieee_fp32_thin_m_heuristic_takes_a_16_or_32_row_tma_split_tile(shape, t
 def test_ieee_fp32_skinny_tiled_splits_k_to_three_programs_per_sm(shape, split, tf32_split):
     """M <= 32 on the tiled kernel with nothing near: IEEE fp32 splits K up to three
     programs per SM in ranges of two blocks (32 x 512 x 3376: split 16 ran 0.93 of
-    cuBLAS, 8 0.78; session 23, call 5); tf32 keeps `split_for`'s one per SM."""
+    cuBLAS, 8 0.78; session 23, call 5); tf32 keeps `split_for`'s one per SM (ranges of
+    two blocks past the first split, session 40)."""
     c = heuristic("fp32", *shape, tma=False, num_sms=H200_SMS, smem_limit=H200_SMEM,
                   fma=True)
     assert (c.variant, c.block_m, c.block_n, c.split_k) == ("tiled", 16, 128, split)
@@ -336,7 +337,9 @@ def test_heuristic_fills_the_sms_and_splits_k_when_tiles_cannot():
     # 1503 cc at 0.36 of cuBLAS, TMA split-K at 0.84 (session 22, call A)
     fp8_long = heuristic("fp8", 176, 128, 1503, tma=True, num_sms=H200_SMS,
                          smem_limit=H200_SMEM)
-    assert (fp8_long.variant, fp8_long.split_k) == ("tma_split", 2)
+    assert (fp8_long.variant, fp8_long.split_k) == ("tma_split", 4)   # 2 ways: 0.82, 4: 0.88
+    assert heuristic("fp8", 176, 128, 1000, tma=True, num_sms=H200_SMS,   # (session 40)
+                     smem_limit=H200_SMEM).split_k == 1   # halves under 4 blocks: none
     skinny = heuristic("fp8", 16, 4096, 4096, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
     assert skinny.block_m == 16 and skinny.variant == "tiled"
     assert skinny.split_k == 4     # 32 tiles: K split 4 ways (unsplit: 0.34x, session 9)
