@@ -362,6 +362,10 @@ TABLES: dict[str, Callable[[], str]] = {
     "s40-tall-worst": lambda: _worst40("call5-ab-tall-half", "moved_tall_half.csv", 7),
     "s40-tall-val": lambda: _ab40("call6-val-tall", "moved_tall_val.csv"),
     "s40-small-cc": lambda: tiles_table(S40 / "tiles_fp8_small_cc.csv"),
+    "s40-split": lambda: _ab40("call7-ab-split", "moved_split.csv"),
+    "s40-split-worst": lambda: _worst40("call7-ab-split", "moved_split.csv", 6),
+    "s40-split-val": lambda: _ab40("call8-val-split", "moved_split_val.csv"),
+    "s40-split-val-worst": lambda: _worst40("call8-val-split", "moved_split_val.csv", 4),
     "s40-sets": lambda: targets_table({
         s: {m: ((S40 / "cases.csv", "call3-holdout6") if s == "holdout6" else
                 (S40 / "cases.csv", "call3-holdout") if (s, m) == ("holdout", "fp8") else
