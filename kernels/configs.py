@@ -236,7 +236,7 @@ def split_for(m: int, n: int, k: int, c: TileConfig, num_sms: int) -> int:
     shapes: splits doubled from 2 and up ran bf16 x1.072, 37 of 39 faster, fp8 x1.09-1.11,
     15 of 15; fp8 split in two from none at K = 528-832 x0.913, 1 of 25)."""
     tiles = cdiv(m, c.block_m) * cdiv(n, c.block_n)
-    if tiles >= num_sms // 2 or tiles * 2 > num_sms or k // 2 < 4 * c.block_k:
+    if tiles >= num_sms // 2 or k // 2 < 4 * c.block_k:
         return 1
     split = 2
     while tiles * split * 2 <= num_sms and k // (split * 2) >= 2 * c.block_k:

@@ -83,21 +83,23 @@ FIT_MIN_K_BYTES = 512
 # 2424 x 4832: 64x144x128 0.81 of cuBLAS, 128x128 0.75; 472 x 2992 x 2672, 168 tiles of
 # 64x144: 0.55).
 # An fp8 128x128x128 tile is also offered at half its height, widened (`halves`: 64x144,
-# 64x160, 64x192 at BLOCK_K 256, one warpgroup), where HALF_MIN_STAGES stages fit and the
-# width makes fewer waves than 64x128 tiles would: twice the rows and fewer columns fill
-# more SMs. A 64-row block walks slower per output than a 128-row one: priced at HALF_ROW
-# times WIDE_COL per output. Session 40, call 1 (fp8, L2 flushed): 3628 x 259 x 5063 (87
-# tiles of 128x128, 3 columns, the last 3 wide) ran 64x144x256:s4 (114 tiles) at 18.6 us
-# against the pick's 24.5 (cuBLAS 18.3): 1.29x the parent's time per output; 64x160 and
-# 64x192 at 3 stages ran 22.2 and 28.7; made tall alike (144x64: `tma_tall`, B K-major,
-# as fp8's copies are) where N is the side so covered. Call 5, A/B of the 57 picks the
-# tall form moved among seeds 39-46 and the sets: x1.103, 52 faster; the 6 whose shape
-# 64x128 tiles already cover in as few waves x0.930 (5 slower), the 51 others all faster
-# (x1.125), hence its wave rule against both 64x128 and 128x64. Call 2, A/B of the 41 picks the
-# wide form moved (HALF_ROW 1.17, no wave rule) among 5,000 random shapes and the sets:
-# x1.104, 30 faster; those from 128x128x128 x1.157 (30 of 32; predicted 1.106x too
-# fast, so HALF_ROW 1.17 -> 1.30), those from 64x128x256 picks x0.913 (0 of 5: each shape
-# already one wave of 64x128).
+# 64x160, 64x192 at BLOCK_K 256, one warpgroup), or at half its width made tall (144x64
+# ...: `tma_tall`, B K-major as fp8's copies are), where HALF_MIN_STAGES stages fit and
+# its tiles take fewer waves than 64x128 tiles would (a tall one than 128x64 too): twice
+# the rows (columns) and fewer columns (rows) fill more SMs. A 64-row block walks slower
+# per output than a 128-row one: priced at HALF_ROW times WIDE_COL per output.
+# - Session 40, call 1 (fp8, L2 flushed): 3628 x 259 x 5063 (87 tiles of 128x128, the
+#   third column 3 wide) ran 64x144x256:s4 (114 tiles) at 18.6 us against the pick's 24.5
+#   (cuBLAS 18.3): 1.29x the parent's time per output; 64x160 and 64x192 (3 stages) ran
+#   22.2 and 28.7.
+# - Call 2, A/B of the 41 picks the wide form moved (HALF_ROW 1.17, no wave rule) among
+#   5,000 random shapes and the sets: x1.104, 30 faster; those from 128x128x128 x1.157
+#   (30 of 32, predicted 1.106x too fast: HALF_ROW 1.17 -> 1.30), those from 64x128x256
+#   picks x0.913 (0 of 5: each shape already one wave of 64x128), hence the wave rule.
+#   Call 3, fresh draws: x1.159 (35 of 38 faster).
+# - Call 5, the tall form: 57 picks x1.103, 52 faster; the 6 whose shape 64x128 tiles
+#   already cover in as few waves x0.930 (its rule then compared with 128x64 only), the
+#   51 others all faster. Call 6, fresh draws: x1.096 (24 of 24).
 HALF_ROW = 1.30
 HALF_MIN_STAGES = 4
 # A hybrid tile (`hybrids`) is taken where predicted HYBRID_MARGIN faster than the rest.
