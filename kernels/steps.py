@@ -274,14 +274,19 @@ def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
         forms += [replace(c, block_m=w, variant="tma_tall") for w in FIT_WIDTHS if tall]
     elif fit and fam == "fp8" and (c.block_m, c.block_n) == (64, 128):
         forms = [replace(c, block_n=w, variant="tma_wide") for w in FIT_WIDTHS if wide]
-    out = []
-    for form in forms:
-        for stages in range(c.num_stages + 1, max(c.num_stages - 2, 2), -1):
-            staged = replace(form, num_stages=stages)
-            if usable(staged, fam, smem):
-                out.append(staged)
-                break
-    return tuple(out)
+    stages = range(c.num_stages + 1, max(c.num_stages - 2, 2), -1)
+    return tuple(got for form in forms
+                 if (got := _most_stages(form, stages, fam, smem)) is not None)
+
+
+def _most_stages(form: TileConfig, stages: range, fam: str, smem: int) -> TileConfig | None:
+    """`form` at the first of `stages` (most first) that fits (`usable` with `smem` bytes a
+    program), or None."""
+    for st in stages:
+        staged = replace(form, num_stages=st)
+        if usable(staged, fam, smem):
+            return staged
+    return None
 
 
 @functools.lru_cache(maxsize=256)   # a lookup asks it for each neighbour, each call
@@ -289,14 +294,14 @@ def _half_forms(c: TileConfig, smem: int, tall: bool) -> tuple[TileConfig, ...]:
     """An fp8 128x128x128 tile at half height (`tall`: half width, made tall), each of
     FIT_WIDTHS wide (tall), BLOCK_K 256, one warpgroup, at the most stages up to the
     parent's (HALF_MIN_STAGES at least) that fit."""
+    stages = range(max(c.num_stages, HALF_MIN_STAGES), HALF_MIN_STAGES - 1, -1)
     out = []
     for w in FIT_WIDTHS:
-        half = replace(c, block_m=64, block_n=w, block_k=256, num_warps=4, variant="tma_wide")
-        if tall:
-            half = replace(half, block_m=w, block_n=64, variant="tma_tall")
-        staged = [replace(half, num_stages=st)
-                  for st in range(max(c.num_stages, HALF_MIN_STAGES), HALF_MIN_STAGES - 1, -1)]
-        out += [st for st in staged if usable(st, "fp8", smem)][:1]
+        (bm, bn, variant) = (w, 64, "tma_tall") if tall else (64, w, "tma_wide")
+        half = replace(c, block_m=bm, block_n=bn, block_k=256, num_warps=4, variant=variant)
+        got = _most_stages(half, stages, "fp8", smem)
+        if got is not None:
+            out.append(got)
     return tuple(out)
 
 
