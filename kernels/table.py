@@ -297,7 +297,7 @@ class _Chip:
     sms: int
     smem: int
     fam: str
-    a_kmajor: bool = True
+    a_kmajor: bool
 
 
 def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], chip: _Chip,
