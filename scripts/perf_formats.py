@@ -134,51 +134,6 @@ def tiles_table(path: Path, flush: str = "1", mode: str = "", label: str = "") -
                       f"{r['ratio']} |" for r in rows])
 
 
-def _tiles_by_case(path: Path, label: str = ""
-                   ) -> dict[tuple[str, str], tuple[dict | None, list[dict]]]:
-    """A tiles.py CSV's rows with the L2 flushed, per (shape, mode): the library's pick
-    (None where it was not timed) and the named tiles; `label`: only the rows of that
-    call, where the file gathers several (a `label` column)."""
-    by = _grouped((r for r in _rows(path) if r["flush"] == "1" and label in ("", r.get("label"))),
-                  lambda r: (r["shape"], r["mode"]))
-    return {k: (next((r for r in rs if r["provider"].startswith("pick")), None),
-                [r for r in rs if ":" in r["provider"] and not r["provider"].startswith("pick")])
-            for k, rs in by.items()}
-
-
-def pick_vs_best(path: Path, label: str = "") -> str:
-    """Per shape and mode of a tiles.py CSV (L2 flushed; `label`: one call's rows): the
-    library's pick and the fastest named tile, each with its speed ratio to cuBLAS, and
-    how much faster the best is than the pick."""
-    out = ["| shape | mode | pick | ratio | best named tile | ratio | best / pick |",
-           "|---|---|---|---:|---|---:|---:|"]
-    for (shape, mode), (pick, named) in _tiles_by_case(path, label).items():
-        if not (pick and named):
-            continue
-        best = min(named, key=lambda r: float(r["us"]))
-        out.append(f"| {shape} | {mode} | {pick['provider'].removeprefix('pick ')} | "
-                   f"{pick['ratio']} | {best['provider']} | {best['ratio']} | "
-                   f"{float(pick['us']) / float(best['us']):.3f} |")
-    return "\n".join(out)
-
-
-def best_of_kinds(path: Path, kind: str) -> str:
-    """Per shape and mode of a tiles.py CSV (L2 flushed): the fastest named tile of `kind`
-    (a provider prefix) against the fastest other named tile, and the table's pick."""
-    out = [f"| shape | mode | pick ratio | best other tile | ratio | best {kind.rstrip(':')} | "
-           "ratio | its speed / other's |", "|---|---|---:|---|---:|---|---:|---:|"]
-    for (shape, mode), (pick, named) in _tiles_by_case(path).items():
-        mine = [r for r in named if r["provider"].startswith(kind)]
-        other = [r for r in named if not r["provider"].startswith(kind)]
-        if not (mine and other and pick):
-            continue
-        m = min(mine, key=lambda r: float(r["us"]))
-        o = min(other, key=lambda r: float(r["us"]))
-        out.append(f"| {shape} | {mode} | {pick['ratio']} | {o['provider']} | {o['ratio']} | "
-                   f"{m['provider']} | {m['ratio']} | {float(o['us']) / float(m['us']):.3f} |")
-    return "\n".join(out)
-
-
 def s12_inductor(path: Path, label: str = "callF-ind-losses") -> str:
     """Session 11's nine nightly shapes where inductor was faster, bf16, again (session
     12's call F; session 14's call E, with 1000^3)."""
@@ -242,18 +197,6 @@ def label_steps(path: Path, prefixes: tuple[str, ...] = ("",)) -> str:
             out.append(f"| {label} | {mode} | {len(rs)} | {geomean(xs):.3f} | "
                        f"{f'{geomean(ab):.3f}' if ab else ''} | {min(xs):.2f} | "
                        f"{sum(x < 0.8 for x in xs)} |")
-    return "\n".join(out)
-
-
-def ptx_counts(path: Path) -> str:
-    """scripts/ptx_diff.py's verdicts per mode (a CSV of mode, shape, tile, ptx): tiles
-    that compile to the same PTX as at the reference commit, and those that do not."""
-    by: dict[str, list[str]] = {}
-    for r in _rows(path):
-        by.setdefault(r["mode"], []).append(r["ptx"])
-    out = ["| mode | entries | same PTX | other PTX |", "|---|---:|---:|---:|"]
-    for mode, got in by.items():
-        out.append(f"| {mode} | {len(got)} | {got.count('same')} | {got.count('differs')} |")
     return "\n".join(out)
 
 

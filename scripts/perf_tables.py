@@ -8,12 +8,12 @@
 A generated table sits between `<!-- perf_tables:NAME -->` and `<!-- /perf_tables:NAME -->`
 in docs/PERF.md; everything outside the markers is prose, written by hand. Sources:
 baselines/nvidia-h200.json (the per-mode baseline tables) and the session folders under
-docs/results from session 22 on (cases.csv from scripts/summarize_runs.py, tiles*.csv from
+docs/results from session 29 on (cases.csv from scripts/summarize_runs.py, tiles*.csv from
 scripts/device/tiles.py, tuned.csv from scripts/keep_entries.py). The tables of sessions
-1-21 are frozen (`<!-- frozen:NAME -->`, not regenerated): their data left the tree after
-commit 46bf53f (sessions 1-16) and 29d4265 (sessions 17-21), and docs/results/README.md
-says how to regenerate them there. `--power` counts any `gemmgate trials` checks.csv
-with gemmgate.trials' own code (`power`).
+1-28 are frozen (`<!-- frozen:NAME -->`, not regenerated): their data left the tree after
+commit 46bf53f (sessions 1-16), 29d4265 (sessions 17-21) and 5a5bca6 (sessions 22-28), and
+docs/results/README.md says how to regenerate them there. `--power` counts any
+`gemmgate trials` checks.csv with gemmgate.trials' own code (`power`).
 This file is the registry (TABLES: a table's name, its function and its files) and the
 CLI; the functions that make the tables are in scripts/perf_formats.py.
 """
@@ -38,13 +38,11 @@ from perf_formats import (  # noqa: E402
     ab_changes,
     ab_rows,
     baseline_tables,
-    best_of_kinds,
     block_ratios,
     call_parts,
     csv_table,
     first_calls_ab,
     inductor_summary,
-    k_loop_groups,
     label_pairs,
     label_steps,
     moved_ab,
@@ -54,13 +52,10 @@ from perf_formats import (  # noqa: E402
     on_off,
     pair_steps,
     parts_ab,
-    pick_vs_best,
     power_table,
-    ptx_counts,
     ratios_below,
     s9_long_tail,
     s12_inductor,
-    sets_targets,
     targets_table,
     tiles_table,
     tuned_summary,
@@ -76,13 +71,6 @@ from gemmgate.trials import read_csv as read_checks  # noqa: E402
 PERF_MD = ROOT / "docs" / "PERF.md"
 RESULTS = ROOT / "docs" / "results"
 BASELINE = ROOT / "baselines" / "nvidia-h200.json"
-S22 = RESULTS / "h200-2026-12-01-s22"
-S23 = RESULTS / "h200-2026-12-02-s23"
-S24 = RESULTS / "h200-2026-12-02-s24"
-S25 = RESULTS / "h200-2026-12-02-s25"
-S26 = RESULTS / "h200-2026-12-02-s26"
-S27 = RESULTS / "h200-2026-12-02-s27"
-S28 = RESULTS / "h200-2026-12-02-s28"
 S29 = RESULTS / "h200-2026-12-02-s29"
 S30 = RESULTS / "h200-2026-12-02-s30"
 S31 = RESULTS / "h200-2026-12-02-s31"
@@ -105,11 +93,6 @@ def _worst40(label: str, moved: str, count: int) -> str:
 
 _S39_PARTS = ("resolve", "lookup", "decide", "recipe", "prepare", "bound_run", "make_bound",
               "jit", "compile")
-# the latest nightly and holdout runs of IEEE fp32 (session 24) and tf32 (session 25), as
-# `sets_targets` reads them
-FP32_S24 = ((S24 / "cases.csv", "call3-nightly-fp32"),
-            (S24 / "cases_holdouts.csv", "call7-{set}-fp32"))
-TF32_S25 = ((S25 / "cases.csv", "call3-nightly-tf32"), (S25 / "cases.csv", "call3-{set}-tf32"))
 
 
 # --- the tables of docs/PERF.md --------------------------------------------------------
@@ -117,100 +100,6 @@ TF32_S25 = ((S25 / "cases.csv", "call3-nightly-tf32"), (S25 / "cases.csv", "call
 
 TABLES: dict[str, Callable[[], str]] = {
     "baseline": lambda: baseline_tables(BASELINE),
-    "s22-fma-a": lambda: best_of_kinds(S22 / "tiles_fma_a.csv", "tma_split:"),
-    "s22-fma-b": lambda: best_of_kinds(S22 / "tiles_fma_b.csv", "tma_split:"),
-    "s22-fma-b-tma": lambda: best_of_kinds(S22 / "tiles_fma_b.csv", "tma:"),
-    "s22-wide-rc": lambda: pick_vs_best(S22 / "tiles_wide_rc.csv"),
-    "s22-fp8-cc": lambda: pick_vs_best(S22 / "tiles_fp8_cc.csv"),
-    "s23-tuned": lambda: csv_table(S23 / "tuned.csv"),
-    "s23-steps": lambda: label_steps(S23 / "cases.csv"),
-    "s23-ab-4": lambda: ab_changes(S23 / "cases.csv", "call4-", 0.97, 1.03),
-    "s23-below": lambda: ratios_below(S23 / "cases.csv", "call4-", 0.8),
-    "s23-worst": lambda: pick_vs_best(S23 / "tiles_worst.csv"),
-    "s23-thin": lambda: pick_vs_best(S23 / "tiles_thin_fma.csv"),
-    "s24-tuned": lambda: csv_table(S24 / "tuned.csv"),
-    "s24-steps": lambda: label_steps(S24 / "cases.csv"),
-    "s24-steps-holdouts": lambda: label_steps(S24 / "cases_holdouts.csv"),
-    "s24-ab-thin": lambda: ab_changes(S24 / "cases.csv", "call1-", 0.97, 1.03),
-    "s24-ab-c": lambda: ab_changes(S24 / "cases.csv", "call2-ab", 0.95, 1.05, "call2-"),
-    "s24-ab-5": lambda: ab_changes(S24 / "cases.csv", "call5-", 0.97, 1.03),
-    "s24-ab-6": lambda: ab_changes(S24 / "cases.csv", "call6-", 0.97, 1.03),
-    "s24-pointer-c": lambda: pick_vs_best(S24 / "tiles_pointer_c.csv"),
-    "s24-shortk": lambda: pick_vs_best(S24 / "tiles_shortk.csv"),
-    "s24-rc-m4": lambda: _stacked(pick_vs_best(S24 / "tiles_rc.csv"),
-                                  pick_vs_best(S24 / "tiles_m4.csv")),
-    "s24-below-fp32": lambda: ratios_below(S24 / "cases.csv", "call2-holdout", 0.8, "call2-"),
-    "s24-below": lambda: ratios_below(S24 / "cases_holdouts.csv", "call4-", 0.8),
-    "s24-final-below": lambda: ratios_below(S24 / "cases_holdouts.csv", "call7-", 0.8),
-    "s24-long-tail": lambda: _stacked(s9_long_tail(S24 / "cases_holdouts.csv", "call4-"),
-                                      s9_long_tail(S24 / "cases.csv", "call2-holdout")),
-    "s25-steps": lambda: label_steps(S25 / "cases.csv"),
-    "s25-ab-heuristic": lambda: ab_changes(S25 / "cases.csv", "call1-", 1.0, 1.0),
-    "s25-tiles": lambda: pick_vs_best(S25 / "tiles.csv"),
-    "s25-kernels": lambda: csv_table(S25 / "kernels.csv"),
-    "s25-ncu": lambda: csv_table(S25 / "ncu.csv"),
-    "s25-tuned": lambda: tuned_summary(S25 / "tuned.csv"),
-    "s25-ab-tf32": lambda: _stacked(
-        ab_changes(S25 / "cases.csv", "call2-ab", 0.95, 1.25, "call2-"),
-        ab_changes(S25 / "cases.csv", "call3-ab", 0.95, 1.25, "call3-")),
-    "s25-ab-fp8-bf16": lambda: _stacked(ab_changes(S25 / "cases.csv", "call4-ab", 0.97, 1.03),
-                                        ab_changes(S25 / "cases.csv", "call5-ab", 0.97, 1.03)),
-    "s25-below": lambda: ratios_below(S25 / "cases.csv", "call5-holdout", 0.8, "call5-"),
-    "s25-long-tail": lambda: _stacked(s9_long_tail(S25 / "cases.csv", "call3-holdout"),
-                                      s9_long_tail(S25 / "cases.csv", "call5-holdout")),
-    "s26-tuned": lambda: tuned_summary(S26 / "tuned.csv"),
-    "s26-ab": lambda: _stacked(ab_changes(S26 / "cases.csv", "call1-ab", 0.95, 1.05, "call1-"),
-                               ab_changes(S26 / "cases.csv", "call2-ab", 0.95, 1.05, "call2-"),
-                               ab_changes(S26 / "cases.csv", "call4-ab", 0.95, 1.05, "call4-")),
-    "s26-steps": lambda: label_steps(S26 / "cases.csv"),
-    "s26-below": lambda: _stacked(ratios_below(S26 / "cases.csv", "call3-holdout", 0.8, "call3-"),
-                                  ratios_below(S26 / "cases.csv", "call5-holdout", 0.8, "call5-")),
-    "s26-targets": lambda: sets_targets((S26 / "cases.csv", "call4-check"), {
-        "fp32": FP32_S24, "tf32": TF32_S25,
-        "bf16": ((S26 / "cases.csv", "call3-nightly"), (S26 / "cases.csv", "call3-{set}")),
-        "fp16": ((S26 / "cases.csv", "call3-nightly"), (S26 / "cases.csv", "call3-{set}")),
-        "fp8": ((S26 / "cases.csv", "call5-nightly"), (S26 / "cases.csv", "call5-{set}"))}),
-    "s26-long-tail": lambda: _stacked(s9_long_tail(S26 / "cases.csv", "call3-holdout"),
-                                      s9_long_tail(S26 / "cases.csv", "call5-holdout")),
-    "s27-lend": lambda: _stacked(
-        ab_changes(S27 / "cases.csv", "call2-ab18", 0.98, 1.02, ""),
-        ab_changes(S27 / "cases.csv", "call1-ab16", 0.98, 1.02, "")),
-    "s27-steps": lambda: _stacked(label_steps(S27 / "cases.csv"),
-                                  label_steps(S27 / "cases_swap.csv")),
-    "s27-tiles-fp8": lambda: tiles_table(S27 / "tiles.csv", label="call1"),
-    "s27-tiles-small": lambda: _stacked(pick_vs_best(S27 / "tiles.csv", "call3"),
-                                        pick_vs_best(S27 / "tiles.csv", "call4")),
-    "s27-skinny": lambda: ab_changes(S27 / "cases.csv", "call4-abk", 1.0, 1.0, "call4-"),
-    "s27-shallow": lambda: ab_changes(S27 / "cases.csv", "call5-shallow", 0.97, 1.03,
-                                      "call5-"),
-    "s27-swap": lambda: csv_table(S27 / "tuned.csv"),
-    "s27-swap-ab": lambda: ab_changes(S27 / "cases_swap.csv", "call6-swap", 0.95, 1.05, "call6-"),
-    "s27-below": lambda: ratios_below(S27 / "cases_swap.csv", "call7-final-holdout", 0.8,
-                                      "call7-final-"),
-    "s27-long-tail": lambda: s9_long_tail(S27 / "cases_swap.csv", "call7-final-holdout"),
-    "s27-targets": lambda: sets_targets((S27 / "cases_swap.csv", "call6-check"), {
-        "fp32": FP32_S24, "tf32": TF32_S25,
-        "bf16": ((S27 / "cases_swap.csv", "call7-final-nightly"),
-                 (S27 / "cases_swap.csv", "call7-final-{set}")),
-        "fp16": ((S27 / "cases_swap.csv", "call7-final-nightly"),
-                 (S27 / "cases_swap.csv", "call7-final-{set}")),
-        "fp8": ((S26 / "cases.csv", "call5-nightly"), (S26 / "cases.csv", "call5-{set}"))}),
-    "s28-masked": lambda: k_loop_groups(S28 / "cases.csv", "call1-allmasked"),
-    "s28-masked-ab": lambda: ab_changes(S28 / "cases.csv", "call1-allmasked", 0.97, 1.03,
-                                        "call1-allmasked-"),
-    "s28-retune": lambda: label_steps(S28 / "cases.csv", ("call1-", "call2-")),
-    "s28-retune-ab": lambda: ab_changes(S28 / "cases.csv", "call2-retuned", 0.95, 1.05,
-                                        "call2-retuned-"),
-    "s28-ptx": lambda: ptx_counts(S28 / "ptx.csv"),
-    "s28-sets": lambda: label_steps(S28 / "cases.csv", ("call3-", "call4-")),
-    "s28-below": lambda: ratios_below(S28 / "cases.csv", "call3-holdout", 0.8, "call3-"),
-    "s28-long-tail": lambda: s9_long_tail(S28 / "cases.csv", "call3-holdout"),
-    "s28-targets": lambda: sets_targets(
-        {**{m: (S28 / "cases.csv", "call3-check") for m in MODES},
-         "tf32": (S28 / "cases.csv", "call4-check-tf32")}, {
-            **{m: ((S28 / "cases.csv", "call3-nightly"), (S28 / "cases.csv", "call3-{set}"))
-               for m in ("fp32", "tf32", "bf16", "fp16")},
-            "fp8": ((S26 / "cases.csv", "call5-nightly"), (S26 / "cases.csv", "call5-{set}"))}),
     "s29-epilogue": lambda: variant_medians(S29 / "epilogue.csv"),
     "s29-tuned": lambda: tuned_summary(S29 / "tuned.csv"),
     "s29-steps": lambda: label_steps(S29 / "cases.csv", ("call2-", "call3-", "call4-")),
