@@ -232,7 +232,7 @@ def launch(config: TileConfig, a, b, out, sa, sb, **flags) -> None:
 def masked_loop(config: TileConfig, K: int) -> bool:
     """Whether the K loop masks every step (its partial last block inside the pipelined
     loop): K is not whole blocks, and either one K range (no split) or K a multiple of 16.
-    Session 28, H200, the same tiles on both loops (scripts/perf_tables.py `s28-masked`):
+    Session 28, H200, the same tiles on both loops (docs/PERF.md's frozen table `s28-masked`):
     one range with a partial block ran x1.02-1.35 masked (12 of 12 faster; 144 x 192 x
     400 x1.13-1.15: the block after the loop is not pipelined); split-K with a partial
     block x1.040 where K is a multiple of 16 (14 cases) but x0.813 where it is not (14,
