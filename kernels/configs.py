@@ -231,17 +231,21 @@ def _interleave(configs: list[TileConfig], limit: int,
 
 def split_for(m: int, n: int, k: int, c: TileConfig, num_sms: int) -> int:
     """Split K so that tiles x splits roughly fill the SMs: in two where each half keeps
-    >= 4 K-blocks (the partials and their reduction must pay), then on while each range
-    keeps >= 2 (session 40, call 7, A/B of 2 blocks a range throughout on 40 small random
-    shapes: splits doubled from 2 and up ran bf16 x1.072, 37 of 39 faster, fp8 x1.09-1.11,
-    15 of 15; fp8 split in two from none at K = 528-832 x0.913, 1 of 25)."""
+    >= 4 K-blocks (the partials and their reduction must pay), then on, one range more at
+    a time, while they fit the SMs and each keeps >= 2 blocks (session 40, call 7, A/B of
+    2 blocks a range throughout on 40 small random shapes: splits doubled from 2 and up
+    ran bf16 x1.072, 37 of 39 faster, fp8 x1.09-1.11, 15 of 15; fp8 split in two from
+    none at K = 528-832 x0.913, 1 of 25. Session 41, call 5, any count against powers of
+    two, A/B of the picks it moved among 150 small random shapes and the sets: tf32x3
+    x1.127, 79 of 93 faster; tf32 x1.022, fp8 x1.015, bf16 and fp16 x1.010). The count
+    is the ranges the launch makes: whole K blocks each (`_k_per_split`)."""
     tiles = cdiv(m, c.block_m) * cdiv(n, c.block_n)
     if tiles >= num_sms // 2 or k // 2 < 4 * c.block_k:
         return 1
     split = 2
-    while tiles * split * 2 <= num_sms and k // (split * 2) >= 2 * c.block_k:
-        split *= 2
-    return split
+    while tiles * (split + 1) <= num_sms and k // (split + 1) >= 2 * c.block_k:
+        split += 1
+    return cdiv(k, cdiv(cdiv(k, split), c.block_k) * c.block_k)
 
 
 def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,

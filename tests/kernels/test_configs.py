@@ -163,7 +163,8 @@ def test_ieee_fp32_thin_m_heuristic_takes_a_16_or_32_row_tma_split_tile(shape, t
 
 
 @pytest.mark.parametrize("shape,split,tf32_split", [
-    ((32, 512, 3376), 16, 16),    # 8 tiles: 16 (128 programs), ranges of 211 rows
+    ((32, 512, 3376), 16, 14),    # 8 tiles: 16 (128 programs), ranges of 211 rows; tf32's
+    #                               16 ranges of 211 are 14 of whole 64-deep blocks
     ((32, 3328, 571), 4, 2),      # 52 tiles: 8 would pass three programs per SM
     ((29, 288, 192), 1, 1),       # K of three blocks: no split
     ((16, 32768, 4096), 1, 1),    # 256 tiles of 16x128: 2 would pass 396 programs
@@ -172,7 +173,8 @@ def test_ieee_fp32_skinny_tiled_splits_k_to_three_programs_per_sm(shape, split, 
     """M <= 32 on the tiled kernel with nothing near: IEEE fp32 splits K up to three
     programs per SM in ranges of two blocks (32 x 512 x 3376: split 16 ran 0.93 of
     cuBLAS, 8 0.78; session 23, call 5); tf32 keeps `split_for`'s one per SM (ranges of
-    two blocks past the first split, session 40)."""
+    two blocks past the first split, session 40), counted as the launch's ranges of whole
+    blocks (session 41)."""
     c = heuristic("fp32", *shape, tma=False, num_sms=H200_SMS, smem_limit=H200_SMEM,
                   fma=True)
     assert (c.variant, c.block_m, c.block_n, c.split_k) == ("tiled", 16, 128, split)
@@ -358,7 +360,7 @@ def test_heuristic_fills_the_sms_and_splits_k_when_tiles_cannot():
     assert (rows.variant, rows.block_n, rows.split_k) == ("tma", 64, 1)
     thin = heuristic("16bit", 26, 5523, 7310, tma=True, num_sms=H200_SMS,
                      smem_limit=H200_SMEM, tiled=False)
-    assert (thin.variant, thin.block_m, thin.split_k) == ("tma_split", 64, 2)   # 44 tiles
+    assert (thin.variant, thin.block_m, thin.split_k) == ("tma_split", 64, 3)   # 44 tiles x 3
     # 16-bit thin M on TMA alone (x @ W.T): 64x128x128, K split where its tiles leave SMs
     # idle (session 20: 1 and 16 x 4096 x 4096 rc at 1.02 of cuBLAS split 4)
     for m, n, k, split in ((1, 4096, 4096, 4), (16, 4096, 4096, 4), (16, 28672, 8192, 1)):
