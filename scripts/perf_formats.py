@@ -336,6 +336,30 @@ def inductor_summary(path: Path, label: str) -> str:
     return "\n".join(out)
 
 
+def pick_and_best(path: Path, flush: str = "1") -> str:
+    """Per shape and mode of a tiles.py CSV (L2 flushed): cuBLAS's microseconds, the
+    table's pick and the fastest named tile, each with its speed ratio to cuBLAS; the
+    geomeans of both over the shapes last."""
+    by = _grouped((r for r in _rows(path) if r["flush"] == flush),
+                  lambda r: (r["shape"], r["mode"]))
+    out = ["| shape | mode | cuBLAS us | pick | ratio | fastest named tile | ratio |",
+           "|---|---|---:|---|---:|---|---:|"]
+    picks, bests = [], []
+    for (shape, mode), rs in by.items():
+        vendor = next(r for r in rs if r["provider"] == "vendor")
+        pick = next(r for r in rs if r["provider"].startswith("pick "))
+        named = [r for r in rs if r is not vendor and r is not pick]
+        best = max(named, key=lambda r: float(r["ratio"]))
+        picks.append(float(pick["ratio"]))
+        bests.append(max(float(best["ratio"]), float(pick["ratio"])))
+        out.append(f"| {shape} | {mode} | {vendor['us']} | {pick['provider'][5:]} | "
+                   f"{float(pick['ratio']):.3f} | {best['provider']} | "
+                   f"{float(best['ratio']):.3f} |")
+    out.append(f"| geomean | | | | {geomean(picks):.3f} | pick or fastest named | "
+               f"{geomean(bests):.3f} |")
+    return "\n".join(out)
+
+
 def _moved(cases: Path, label: str, moved: Path) -> tuple[list[tuple[dict, float]], list[dict]]:
     """(each pick `moved` lists (`scripts/lookup_diff.py`'s rows: set, mode, case, old,
     new, predicted) with its A/B in the label's run; the run's rows whose pick it does not

@@ -52,6 +52,7 @@ from perf_formats import (  # noqa: E402
     on_off,
     pair_steps,
     parts_ab,
+    pick_and_best,
     power_table,
     ratios_below,
     s9_long_tail,
@@ -83,6 +84,7 @@ S37 = RESULTS / "h200-2026-12-03-s37"
 S38 = RESULTS / "h200-2026-12-03-s38"
 S39 = RESULTS / "h200-2026-12-03-s39"
 S40 = RESULTS / "h200-2026-12-03-s40"
+S41 = RESULTS / "h200-2026-12-03-s41"
 def _ab40(label: str, moved: str) -> str:
     return moved_ab(S40 / "cases.csv", label, S40 / moved)
 
@@ -264,6 +266,15 @@ TABLES: dict[str, Callable[[], str]] = {
         for s in (*HOLDOUTS, "holdout6")}),
     "s40-below": lambda: ratios_below(S40 / "cases.csv", ("call3-holdout", "call6-holdout"),
                                       0.8, ""),
+    "s41-shortk": lambda: pick_and_best(S41 / "tiles_shortk_bf16.csv"),
+    "s41-wave": lambda: _stacked(pick_and_best(S41 / "tiles_wave_bf16.csv"),
+                                 pick_and_best(S41 / "tiles_wave_fp8.csv")),
+    "s41-tail": lambda: csv_table(S41 / "reduce_tail.csv"),
+    "s41-reps": lambda: tuned_summary(S41 / "tuned.csv"),
+    "s41-reps-ab": lambda: moved_ab(S41 / "cases.csv", "call4-ab-reps", S41 / "moved_reps.csv"),
+    "s41-split": lambda: moved_ab(S41 / "cases.csv", "call5-ab-split", S41 / "moved_split.csv"),
+    "s41-split-worst": lambda: moved_worst(S41 / "cases.csv", "call5-ab-split",
+                                           S41 / "moved_split.csv", 6),
     "s39-ncu-extra": lambda: csv_table(S39 / "ncu_extra.csv", (
         "shape", "provider", "gpu__time_duration.sum",
         "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
