@@ -270,6 +270,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "s41-wave": lambda: _stacked(pick_and_best(S41 / "tiles_wave_bf16.csv"),
                                  pick_and_best(S41 / "tiles_wave_fp8.csv")),
     "s41-tail": lambda: csv_table(S41 / "reduce_tail.csv"),
+    "s41-parts": lambda: csv_table(S41 / "kernels_hybrid_parts.csv",
+                                   ("shape", "provider", "kernel", "grid", "registers", "us")),
     "s41-reps": lambda: tuned_summary(S41 / "tuned.csv"),
     "s41-reps-ab": lambda: moved_ab(S41 / "cases.csv", "call4-ab-reps", S41 / "moved_reps.csv"),
     "s41-split": lambda: moved_ab(S41 / "cases.csv", "call5-ab-split", S41 / "moved_split.csv"),
