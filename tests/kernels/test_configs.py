@@ -382,6 +382,23 @@ def test_split_for_keeps_whole_blocks_per_split():
     assert split_for(128, 128, 256, c, H200_SMS) == 1          # too short to split
 
 
+@pytest.mark.parametrize(("m", "n", "k", "bn", "bk", "want"), [
+    (26, 5523, 7310, 128, 128, 3),   # 44 tiles: 3 ranges fill 132 SMs (powers of two: 2)
+    (176, 128, 2000, 64, 64, 11),    # 6 tiles: 15 ranges of 134 rows keep 2 blocks each;
+    #                                  they are 11 ranges of three whole 64-deep blocks
+    (176, 128, 1503, 64, 128, 4),    # 5 ranges of 301 rows are 4 of three whole blocks
+    (32, 512, 3376, 128, 64, 18),    # 4 tiles: 26 ranges of 130 rows are 18 of three
+    (64, 64, 500, 64, 64, 1),        # each half under 4 blocks: no split
+])
+def test_split_for_takes_any_count_of_whole_block_ranges(m, n, k, bn, bk, want):
+    """After the first split, one range more at a time while the ranges fit the SMs and
+    keep 2 blocks each; the count is the ranges the launch makes (session 41)."""
+    c = TileConfig(64, bn, bk, 8, 4, 4)
+    got = split_for(m, n, k, c, H200_SMS)
+    assert got == want
+    assert cdiv(k, cdiv(cdiv(k, got), bk) * bk) == got   # the launch makes `got` ranges
+
+
 def test_thin_m_split_space_offers_64x128_with_128_deep_k_blocks():
     """16-bit thin M (26-81 rows) ran split 2-4 of 64x128x128 at 1.36-1.48x the unsplit
     64x32x128 the table borrowed (session 18): the split search offers it."""
