@@ -101,6 +101,13 @@ FIT_MIN_K_BYTES = 512
 #   already cover in as few waves x0.930 (its rule then compared with 128x64 only), the
 #   51 others all faster. Call 6, fresh draws: x1.096 (24 of 24).
 HALF_ROW = 1.30
+# A 128x128 tile widened to 144 (a 128-wide dot and a 16-wide one; made tall, the same)
+# is priced at WIDE_COL_144 per output, above WIDE_COL: the 16-wide dot reuses each A
+# block over 16 columns only. Session 41, call 1 (bf16, wave-bound shapes of 2.05-2.4
+# waves of 128x128 at K >= 3480): 128x144 picks ran 0.70-0.81 of cuBLAS where the
+# 128x128 hybrid ran 0.76-0.86; screened with model_check --lookup over every tile
+# measured (sessions 22-41): regret 1.0088 at 1.10, 1.0082 at 1.15, 1.0103 at 1.20.
+WIDE_COL_144 = 1.15
 HALF_MIN_STAGES = 4
 # A hybrid tile (`hybrids`) is taken where predicted HYBRID_MARGIN faster than the rest.
 HYBRID_MARGIN = 1.10
@@ -339,7 +346,9 @@ def wide_step(parent: TileConfig, wide: TileConfig) -> float:
     work = wide.block_m * wide.block_n * wide.block_k / (
         parent.block_m * parent.block_n * parent.block_k)
     half = min(wide.block_m, wide.block_n) < min(parent.block_m, parent.block_n)
-    return work * WIDE_COL * (HALF_ROW if half else 1.0)
+    if half:
+        return work * WIDE_COL * HALF_ROW
+    return work * (WIDE_COL_144 if max(wide.block_m, wide.block_n) == 144 else WIDE_COL)
 
 
 @functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour, each call
