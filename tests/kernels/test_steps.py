@@ -114,7 +114,7 @@ def test_a_128x128_tile_is_widened_to_each_fit_width_with_a_stage_more_where_it_
             steps.wides(fp8_64, "fp8", H200_SMEM, (*both, "tma_tall"))] == [
         ("tma_wide", 64, 144), ("tma_wide", 64, 160), ("tma_wide", 64, 192)]
     assert steps.wide_step(fp8_64, TileConfig(64, 144, 256, 8, 4, 4, "tma_wide")) == \
-        pytest.approx(144 / 128 * steps.WIDE_COL)
+        pytest.approx(144 / 128 * steps.WIDE_COL_144)   # the 16-wide dot: more a column
     assert steps.wides(TileConfig(128, 128, 64, 8, 4, 8, "tma", occupancy=2), "16bit",
                        H200_SMEM, both) == ()
     tall = steps.wides(fp8, "fp8", H200_SMEM, (*both, "tma_tall"))
