@@ -222,7 +222,7 @@ def test_a_neighbours_twin_is_taken_where_its_pairs_take_one_wave_of_two(tmp_pat
     # session 37: 8136 x 280 x 7592 in 128x128 makes three column tiles (the third 24
     # columns full), two waves; 128x144 two, one wave (1.19 of cuBLAS, the pick 0.94)
     (TileConfig(128, 128, 64, 8, 4, 8, "tma"), TileConfig(128, 144, 64, 8, 5, 8, "tma_wide"),
-     (1408, 1536, 4096, 0.0300), 0.215, (8136, 280, 7592), 144 / 128 * steps.WIDE_COL, 119),
+     (1408, 1536, 4096, 0.0300), 0.215, (8136, 280, 7592), 144 / 128 * steps.WIDE_COL_144, 119),
 ])
 def test_a_neighbours_tile_is_offered_wide_where_fewer_column_tiles_cover_n(
         tmp_path, parent, wide, near, square_ms, shape, step, blocks):
