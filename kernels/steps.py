@@ -101,12 +101,15 @@ FIT_MIN_K_BYTES = 512
 #   already cover in as few waves x0.930 (its rule then compared with 128x64 only), the
 #   51 others all faster. Call 6, fresh draws: x1.096 (24 of 24).
 HALF_ROW = 1.30
-# A 128x128 tile widened to 144 (a 128-wide dot and a 16-wide one; made tall, the same)
-# is priced at WIDE_COL_144 per output, above WIDE_COL: the 16-wide dot reuses each A
-# block over 16 columns only. Session 41, call 1 (bf16, wave-bound shapes of 2.05-2.4
+# A 16-bit 128x128 tile widened to 144 (a 128-wide dot and a 16-wide one; made tall, the
+# same) is priced at WIDE_COL_144 per output, above WIDE_COL: the 16-wide dot reuses each
+# A block over 16 columns only. Session 41, call 1 (bf16, wave-bound shapes of 2.05-2.4
 # waves of 128x128 at K >= 3480): 128x144 picks ran 0.70-0.81 of cuBLAS where the
 # 128x128 hybrid ran 0.76-0.86; screened with model_check --lookup over every tile
-# measured (sessions 22-41): regret 1.0088 at 1.10, 1.0082 at 1.15, 1.0103 at 1.20.
+# measured (sessions 22-41): regret 1.0088 at 1.10, 1.0082 at 1.15, 1.0103 at 1.20. Call
+# 8, A/B of the picks 1.15 moved (two fresh draws, holdout6): bf16 x1.068 (14 of 17
+# faster; 920 x 4504 x 4216 x1.128, 0.74 -> 0.83 of cuBLAS), fp16 x1.023 (12 of 18); its
+# one fp8 move (a widened 64x128x256) x0.97, so fp8 keeps WIDE_COL.
 WIDE_COL_144 = 1.15
 HALF_MIN_STAGES = 4
 # A hybrid tile (`hybrids`) is taken where predicted HYBRID_MARGIN faster than the rest.
@@ -337,10 +340,11 @@ def halves(c: TileConfig, m: int, n: int, fam: str, smem: int, variants: tuple[s
     return out
 
 
-def wide_step(parent: TileConfig, wide: TileConfig) -> float:
+def wide_step(parent: TileConfig, wide: TileConfig, fam: str = "16bit") -> float:
     """What a `wides` tile's K block costs, as a multiple of its parent's: WIDE_STEP for
     128x256's cut; for a widened 128x128, its block's work (outputs times BLOCK_K) over
-    the parent's times WIDE_COL, and HALF_ROW more where it is the parent at half height."""
+    the parent's times WIDE_COL (a 16-bit (`fam`) one 144 wide WIDE_COL_144), and
+    HALF_ROW more where it is the parent at half height."""
     if parent.block_n == 256:
         return WIDE_STEP
     work = wide.block_m * wide.block_n * wide.block_k / (
@@ -348,7 +352,8 @@ def wide_step(parent: TileConfig, wide: TileConfig) -> float:
     half = min(wide.block_m, wide.block_n) < min(parent.block_m, parent.block_n)
     if half:
         return work * WIDE_COL * HALF_ROW
-    return work * (WIDE_COL_144 if max(wide.block_m, wide.block_n) == 144 else WIDE_COL)
+    narrow = fam == "16bit" and max(wide.block_m, wide.block_n) == 144
+    return work * (WIDE_COL_144 if narrow else WIDE_COL)
 
 
 @functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour, each call

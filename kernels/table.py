@@ -256,7 +256,7 @@ def _per_step(r: _Row, sms: int) -> float:
 
 
 def _transfer(r: _Row, per_step: float, c: TileConfig, m: int, n: int, k: int,
-              sms: int) -> float:
+              sms: int, fam: str = "16bit") -> float:
     """A tile `c` priced from an entry on another shape: the row's tile, K split otherwise
     (`resplits`), `twins`, `wides` or `hybrids`. A fixed part (`fixed_ms`: the launch, and
     split-K's partials) plus the entry's tuned time per step on its own shape (`per_step`,
@@ -264,11 +264,11 @@ def _transfer(r: _Row, per_step: float, c: TileConfig, m: int, n: int, k: int,
     that shape's fit (3072 x 320 x 2304 bf16: 128x64 makes 120 tiles, one wave; 64x128
     makes 144) can lose on a neighbour that another neighbour's tile fits (1024 x 1024 x
     2048: 64x128x128 from 1280 x 768 x 2560 ran 12.6 us where 128x64x64 ran 16.2,
-    session 12)."""
+    session 12). `fam`: the call's family, for a wide tile's price (`wide_step`)."""
     if c.occupancy > r.config.occupancy:
         per_step *= STAGE_COST ** (r.config.num_stages - c.num_stages)
     if c.variant in _WIDE and r.config.variant not in _WIDE:
-        per_step *= wide_step(r.config, c)
+        per_step *= wide_step(r.config, c, fam)
     return fixed_ms(c, m, n, sms) + per_step * steps(c, m, n, k, sms)
 
 
@@ -315,7 +315,7 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
             out += [(_transfer(r, ps, c, m, n, k, sms), c, TWIN_MARGIN)
                     for c in twins(r.config, chip.fam, chip.smem, fma)]
             fit = k * elem >= FIT_MIN_K_BYTES
-            out += [(_transfer(r, ps, c, m, n, k, sms), c, WIDE_MARGIN)
+            out += [(_transfer(r, ps, c, m, n, k, sms, chip.fam), c, WIDE_MARGIN)
                     for c in (*wides(r.config, chip.fam, chip.smem, variants, fit),
                               *halves(r.config, m, n, chip.fam, chip.smem, variants, sms, fit))]
             out += [(_transfer(r, ps, c, m, n, k, sms), c, HYBRID_MARGIN)
