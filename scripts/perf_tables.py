@@ -277,6 +277,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "s41-split": lambda: moved_ab(S41 / "cases.csv", "call5-ab-split", S41 / "moved_split.csv"),
     "s41-split-worst": lambda: moved_worst(S41 / "cases.csv", "call5-ab-split",
                                            S41 / "moved_split.csv", 6),
+    "s41-w144": lambda: moved_ab(S41 / "cases.csv", "call8-ab-w144", S41 / "moved_w144.csv"),
+    "s41-w144-worst": lambda: moved_worst(S41 / "cases.csv", "call8-ab-w144",
+                                          S41 / "moved_w144.csv", 6),
     "s39-ncu-extra": lambda: csv_table(S39 / "ncu_extra.csv", (
         "shape", "provider", "gpu__time_duration.sum",
         "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
