@@ -340,7 +340,7 @@ def halves(c: TileConfig, m: int, n: int, fam: str, smem: int, variants: tuple[s
     return out
 
 
-def wide_step(parent: TileConfig, wide: TileConfig, fam: str = "16bit") -> float:
+def wide_step(parent: TileConfig, wide: TileConfig, fam: str) -> float:
     """What a `wides` tile's K block costs, as a multiple of its parent's: WIDE_STEP for
     128x256's cut; for a widened 128x128, its block's work (outputs times BLOCK_K) over
     the parent's times WIDE_COL (a 16-bit (`fam`) one 144 wide WIDE_COL_144), and

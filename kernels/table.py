@@ -256,7 +256,7 @@ def _per_step(r: _Row, sms: int) -> float:
 
 
 def _transfer(r: _Row, per_step: float, c: TileConfig, m: int, n: int, k: int,
-              sms: int, fam: str = "16bit") -> float:
+              sms: int, fam: str) -> float:
     """A tile `c` priced from an entry on another shape: the row's tile, K split otherwise
     (`resplits`), `twins`, `wides` or `hybrids`. A fixed part (`fixed_ms`: the launch, and
     split-K's partials) plus the entry's tuned time per step on its own shape (`per_step`,
@@ -310,15 +310,15 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
     for r in rows:
         if r.ms > 0 and splits_fit(r.config, k):
             ps = _per_step(r, sms)   # the row's, once for every option priced from it
-            out += [(_transfer(r, ps, c, m, n, k, sms), c, 1.0)
+            out += [(_transfer(r, ps, c, m, n, k, sms, chip.fam), c, 1.0)
                     for c in (r.config, *resplits(r.config, m, n, k, variants, sms, elem))]
-            out += [(_transfer(r, ps, c, m, n, k, sms), c, TWIN_MARGIN)
+            out += [(_transfer(r, ps, c, m, n, k, sms, chip.fam), c, TWIN_MARGIN)
                     for c in twins(r.config, chip.fam, chip.smem, fma)]
             fit = k * elem >= FIT_MIN_K_BYTES
             out += [(_transfer(r, ps, c, m, n, k, sms, chip.fam), c, WIDE_MARGIN)
                     for c in (*wides(r.config, chip.fam, chip.smem, variants, fit),
                               *halves(r.config, m, n, chip.fam, chip.smem, variants, sms, fit))]
-            out += [(_transfer(r, ps, c, m, n, k, sms), c, HYBRID_MARGIN)
+            out += [(_transfer(r, ps, c, m, n, k, sms, chip.fam), c, HYBRID_MARGIN)
                     for c in (() if fma else hybrids(r.config, m, n, k, variants, sms, elem,
                                                      chip.a_kmajor))]
     return out

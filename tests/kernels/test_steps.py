@@ -86,7 +86,7 @@ def test_a_16bit_128x256_tile_has_a_wide_cut_with_a_stage_more_where_it_fits():
                        H200_SMEM, both) == ()
     assert steps.wides(TileConfig(128, 256, 64, 8, 3, 8, "tiled"), "16bit", H200_SMEM,
                        both) == ()
-    assert steps.wide_step(parent, TileConfig(128, 192, 64, 8, 4, 8, "tma_wide")) == \
+    assert steps.wide_step(parent, TileConfig(128, 192, 64, 8, 4, 8, "tma_wide"), "16bit") == \
         steps.WIDE_STEP
 
 
@@ -113,14 +113,19 @@ def test_a_128x128_tile_is_widened_to_each_fit_width_with_a_stage_more_where_it_
     assert [(c.variant, c.block_m, c.block_n) for c in
             steps.wides(fp8_64, "fp8", H200_SMEM, (*both, "tma_tall"))] == [
         ("tma_wide", 64, 144), ("tma_wide", 64, 160), ("tma_wide", 64, 192)]
-    assert steps.wide_step(fp8_64, TileConfig(64, 144, 256, 8, 4, 4, "tma_wide")) == \
-        pytest.approx(144 / 128 * steps.WIDE_COL_144)   # the 16-wide dot: more a column
+    assert steps.wide_step(fp8_64, TileConfig(64, 144, 256, 8, 4, 4, "tma_wide"), "fp8") == \
+        pytest.approx(144 / 128 * steps.WIDE_COL)
+    # a 16-bit 144-wide tile: its 16-wide dot costs more a column (session 41)
+    assert steps.wide_step(parent, got[0], "16bit") == \
+        pytest.approx(144 / 128 * steps.WIDE_COL_144)
+    assert steps.wide_step(fp8, steps.wides(fp8, "fp8", H200_SMEM, both)[0], "fp8") == \
+        pytest.approx(144 / 128 * steps.WIDE_COL)
     assert steps.wides(TileConfig(128, 128, 64, 8, 4, 8, "tma", occupancy=2), "16bit",
                        H200_SMEM, both) == ()
     tall = steps.wides(fp8, "fp8", H200_SMEM, (*both, "tma_tall"))
     assert [(c.variant, c.block_m, c.block_n) for c in tall[3:]] == [
         ("tma_tall", 144, 128), ("tma_tall", 160, 128), ("tma_tall", 192, 128)]
-    assert steps.wide_step(fp8, tall[4]) == steps.wide_step(parent, got[1])
+    assert steps.wide_step(fp8, tall[4], "fp8") == steps.wide_step(parent, got[1], "16bit")
     tall16 = steps.wides(parent, "16bit", H200_SMEM, (*both, "tma_tall"))
     assert tall16[:3] == got and [(c.block_m, c.num_stages) for c in tall16[3:]] == [
         (144, 5), (160, 5), (192, 4)]
@@ -131,7 +136,7 @@ def test_a_128x128_tile_is_widened_to_each_fit_width_with_a_stage_more_where_it_
     assert steps.wides(parent, "16bit", H200_SMEM, both, fit=False) == ()
     assert steps.wides(TileConfig(128, 256, 64, 8, 3, 8, "tma"), "16bit", H200_SMEM, both,
                        fit=False) != ()   # 128x256's cut does not depend on K
-    assert steps.wide_step(parent, got[1]) == pytest.approx(160 / 128 * steps.WIDE_COL)
+    assert steps.wide_step(parent, got[1], "16bit") == pytest.approx(160 / 128 * steps.WIDE_COL)
 
 
 def test_a_tile_whose_last_wave_is_part_full_is_offered_as_a_hybrid():
@@ -176,13 +181,13 @@ def test_an_fp8_128x128_tile_is_offered_at_half_height_where_it_cuts_a_wave():
     assert steps.halves(fp8, 1024, 1024, "fp8", H200_SMEM, ("tma", "tma_tall"), 132) == []
     # 784 x 1280: 144x64 makes 120 tiles against 128x64's 140 but 64x128's 130, one wave
     assert steps.halves(fp8, 784, 1280, "fp8", H200_SMEM, ("tma", "tma_tall"), 132) == []
-    assert steps.wide_step(fp8, tall) == steps.wide_step(fp8, half)
+    assert steps.wide_step(fp8, tall, "fp8") == steps.wide_step(fp8, half, "fp8")
     assert steps.halves(fp8, 3628, 259, "fp8", 0, runs, 132) == []
     for other, fam in ((TileConfig(128, 128, 64, 8, 4, 8, "tma"), "fp8"), (fp8, "16bit"),
                        (TileConfig(64, 128, 256, 8, 4, 4, "tma"), "fp8"),
                        (TileConfig(128, 128, 128, 8, 4, 4, "tma", occupancy=2), "fp8")):
         assert steps.halves(other, 3628, 259, fam, H200_SMEM, runs, 132) == []
-    assert steps.wide_step(fp8, half) == pytest.approx(
+    assert steps.wide_step(fp8, half, "fp8") == pytest.approx(
         64 * 144 * 256 / (128 * 128 * 128) * steps.WIDE_COL * steps.HALF_ROW)
 
 
