@@ -26,7 +26,7 @@ from kernels.fma import (
     fma_thin,
     gemv_space,
 )
-from kernels.tile import MAX_TMA_SPLIT, WGMMA_M, TileConfig, cdiv, cfg, usable
+from kernels.tile import MAX_TMA_SPLIT, WGMMA_M, TileConfig, cdiv, cfg, k_range, usable
 
 # The tiles each family starts from (largest first); tma needs BLOCK_M >= 64 (wgmma).
 # 16-bit 64x128x128 and 64x64x128: inductor's autotuning won K = 2048 shapes with them
@@ -238,14 +238,14 @@ def split_for(m: int, n: int, k: int, c: TileConfig, num_sms: int) -> int:
     none at K = 528-832 x0.913, 1 of 25. Session 41, call 5, any count against powers of
     two, A/B of the picks it moved among 150 small random shapes and the sets: tf32x3
     x1.127, 79 of 93 faster; tf32 x1.022, fp8 x1.015, bf16 and fp16 x1.010). The count
-    is the ranges the launch makes: whole K blocks each (`_k_per_split`)."""
+    is the ranges the launch makes: whole K blocks each (`tile.k_range`)."""
     tiles = cdiv(m, c.block_m) * cdiv(n, c.block_n)
     if tiles >= num_sms // 2 or k // 2 < 4 * c.block_k:
         return 1
     split = 2
     while tiles * (split + 1) <= num_sms and k // (split + 1) >= 2 * c.block_k:
         split += 1
-    return cdiv(k, cdiv(cdiv(k, split), c.block_k) * c.block_k)
+    return cdiv(k, k_range(k, split, c.block_k))
 
 
 def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,

@@ -33,7 +33,7 @@ import triton.language as tl
 
 from kernels.launch import Bound, Launch
 from kernels.scratch import SCRATCH
-from kernels.tile import TileConfig, cdiv
+from kernels.tile import TileConfig, cdiv, k_range
 
 
 @triton.jit
@@ -245,7 +245,7 @@ def _k_per_split(config: TileConfig, K: int) -> int:
     """K range per split: whole BLOCK_K blocks, so only the last range has a tail."""
     if config.split_k == 1 or K == 0:
         return max(K, 1)
-    return cdiv(cdiv(K, config.split_k), config.block_k) * config.block_k
+    return k_range(K, config.split_k, config.block_k)
 
 
 def splits(config: TileConfig, K: int) -> int:

@@ -33,7 +33,7 @@ from kernels.launch import Bound, Launch
 from kernels.matmul_tiled import _reduce_kernel, reduction
 from kernels.matmul_tma import _descriptor, operand_boxes, tma_operands
 from kernels.scratch import SCRATCH
-from kernels.tile import TileConfig, cdiv
+from kernels.tile import TileConfig, cdiv, k_range
 
 
 @triton.jit
@@ -136,7 +136,7 @@ def _launch(config: TileConfig, M: int, N: int, K: int, a_t: bool, b_t: bool,
     operand dtype: a Launch keeps its compiled kernel by its tensors' signature, to which
     a descriptor adds nothing (kernels/launch.py; an fp16 call once ran the bf16 kernel)."""
     bk = config.block_k
-    k_per = cdiv(cdiv(K, config.split_k), bk) * bk
+    k_per = k_range(K, config.split_k, bk)
     split = cdiv(K, k_per)
     grid = (cdiv(M, config.block_m) * cdiv(N, config.block_n), split)
     kw = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=bk, A_T=a_t, B_T=b_t,

@@ -115,6 +115,13 @@ class TileConfig:
         return self.block_m * self.block_n * k // (self.num_warps * 32)
 
 
+def k_range(k: int, split: int, block_k: int) -> int:
+    """K a range covers when K is split `split` ways in whole BLOCK_K blocks (only the
+    last range has a tail); cdiv(k, k_range(...)) ranges, which can be fewer than
+    `split`. The split-K launches' and `configs.split_for`'s one rule."""
+    return cdiv(cdiv(k, split), block_k) * block_k
+
+
 def cdiv(a: int, b: int) -> int:
     """ceil(a / b) for the host path in plain integers: triton.cdiv took 3.4 us a call
     on triton 3.9 (it also runs inside kernels), this 0.07 us (session 7, timeit)."""

@@ -3,7 +3,7 @@ them."""
 
 import pytest
 
-from kernels.tile import TileConfig, cdiv, usable
+from kernels.tile import TileConfig, cdiv, k_range, usable
 
 H200_SMEM = 232448
 
@@ -60,3 +60,10 @@ def test_two_programs_must_fit_one_sm_together():
 
 def test_cdiv_is_the_ceiling_of_a_division():
     assert [cdiv(a, 4) for a in (0, 1, 4, 5, 8, 9)] == [0, 1, 1, 2, 2, 3]
+
+
+def test_k_range_splits_k_in_whole_blocks_and_may_make_fewer_ranges():
+    assert k_range(1503, 5, 128) == 384    # 301 rows a range round up to 3 blocks: 4 ranges
+    assert cdiv(1503, k_range(1503, 5, 128)) == 4
+    assert k_range(4096, 4, 64) == 1024    # whole blocks already: 4 ranges
+    assert k_range(100, 1, 64) == 128      # one range: K rounded up to its blocks
