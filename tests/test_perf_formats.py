@@ -324,3 +324,18 @@ def test_ab_changes_lists_the_cases_outside_a_range_and_ab_rows_every_case(pf, t
                                                      "0.970"]]
     every = pf.ab_rows(path, "c3-").splitlines()[2:]
     assert len(every) == 3 and "m4-n5-k6" in every[2]
+
+
+def test_pick_and_best_takes_the_fastest_named_tile_and_geomeans_the_flushed_rows(pf, tmp_path):
+    path = tmp_path / "tiles.csv"
+    path.write_text(
+        "shape,mode,flush,provider,us,tflops,ratio\n"
+        "1x1x1,bf16,1,pick tma:a,10,1,0.5\n1x1x1,bf16,1,tma:b,5,1,1.0\n"
+        "1x1x1,bf16,1,tma:c,8,1,0.625\n1x1x1,bf16,1,vendor,5,1,1.0\n"
+        "1x1x1,bf16,0,tma:c,1,1,9.0\n"                       # L2 warm: not read
+        "2x2x2,bf16,1,pick tma:a,4,1,2.0\n2x2x2,bf16,1,tma:b,8,1,1.0\n"
+        "2x2x2,bf16,1,vendor,8,1,1.0\n")
+    assert pf.pick_and_best(path).splitlines()[2:] == [
+        "| 1x1x1 | bf16 | 5 | tma:a | 0.500 | tma:b | 1.000 |",
+        "| 2x2x2 | bf16 | 8 | tma:a | 2.000 | tma:b | 1.000 |",   # the pick was faster
+        "| geomean | | | | 1.000 | pick or fastest named | 1.414 |"]
