@@ -15,8 +15,9 @@ nothing on the device said why. The device's Triton is what matters: install its
 in a venv beside this one (`python3 -m venv --system-site-packages V; V/bin/pip install
 --no-deps triton==3.6.0`) and run this with V/bin/python.
 
-Prints one line per tile: `ok` or `SERIALIZED`, registers a thread, spill stores; exit 0
-when none is serialized, 1 when any is, 2 on bad input.
+Prints one line per tile: `ok` or `SERIALIZED`, registers a thread, spill stores and the
+shared memory Triton allocates a program (the H200 grants 227 KiB: more fails at launch
+with "out of resources"); exit 0 when none is serialized, 1 when any is, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -141,10 +142,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     bad = 0
     for spec, t in zip(args.tiles, tiles):
-        rep = ptxas_report(compile_tile(t, args.mode, shape, args.arch).asm["ptx"], args.arch)
+        kernel = compile_tile(t, args.mode, shape, args.arch)
+        rep = ptxas_report(kernel.asm["ptx"], args.arch)
         bad += rep["serialized"]
         print(f"{spec} {args.mode}: {'SERIALIZED' if rep['serialized'] else 'ok'}, "
-              f"{rep['registers']} registers, {rep['spill_stores']} bytes spill stores")
+              f"{rep['registers']} registers, {rep['spill_stores']} bytes spill stores, "
+              f"{kernel.metadata.shared} bytes shared")
     return 1 if bad else 0
 
 
