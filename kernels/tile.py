@@ -44,6 +44,19 @@ MAX_TMA_SPLIT = 64   # K ranges: the reduction reads splits x M x N fp32 partial
 _PERSISTENT = ("tma", "tma_wide", "tma_tall", "tma_hybrid")   # may run 2 programs per SM
 
 
+# A `tma_wide` tile wider than C_BOX_MAX (a `tma_tall` one taller) stores C from its
+# registers by pointer: its C box would take the shared memory of a pipeline stage (16-bit
+# 128x320x64 at 3 stages: 172 KiB of stages and 80 KiB of C, past the H200's 227 KiB).
+C_BOX_MAX = 256
+
+
+def c_by_pointer(c: TileConfig) -> bool:
+    """Whether the tile stores C by pointer, holding no C box in shared memory."""
+    if c.variant == "tma_wide":
+        return c.block_n > C_BOX_MAX
+    return c.variant == "tma_tall" and c.block_m > C_BOX_MAX
+
+
 def wide_parts(width: int, name: str = "block_n") -> tuple[int, int]:
     """A `tma_wide` tile's (a `tma_tall` tile's rows') two power-of-two parts, side by
     side: the largest power of two below `width` and the rest, itself a power of two of
@@ -101,9 +114,10 @@ class TileConfig:
         """Shared memory of the software pipeline: one A and one B tile per stage (triton
         3.6 on the H200 asked 4 x 64 KiB for a 4-stage 128x128x64 fp32 tile), plus the
         TMA, stream-K, wide, tall and hybrid variants' epilogue tile of C (fp32 for fp32
-        inputs, else 16-bit)."""
+        inputs, else 16-bit), but for tiles that store C by pointer (`c_by_pointer`)."""
         per_stage = (self.block_m + self.block_n) * self.block_k * elem_bytes
-        if self.variant in ("tma", "tma_streamk", "tma_wide", "tma_tall", "tma_hybrid"):
+        if self.variant in ("tma", "tma_streamk", "tma_wide", "tma_tall", "tma_hybrid") \
+                and not c_by_pointer(self):
             out_bytes = 4 if elem_bytes == 4 else 2
             return per_stage * self.num_stages + self.block_m * self.block_n * out_bytes
         return per_stage * self.num_stages

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from kernels import matmul_tma_wide as tw
-from kernels.tile import TileConfig, wide_parts
+from kernels.tile import TileConfig, c_by_pointer, wide_parts
 from tests.kernels.tma_helpers import gpu, gpu_operands, interpreter, run_recipe
 
 CPU_TILE = TileConfig(16, 48, 32, 8, 1, 4, "tma_wide")
@@ -115,6 +115,8 @@ def test_a_tall_tile_counts_rows_as_a_wide_one_columns():
     ((1152, 1856, 1920), TileConfig(128, 96, 64, 8, 4, 4, "tma_wide", occupancy=2)),
     ((4600, 472, 3552), TileConfig(128, 160, 64, 8, 4, 8, "tma_wide")),   # 128 + 32
     ((920, 4504, 1000), TileConfig(128, 144, 64, 8, 4, 8, "tma_wide")),   # 128 + 16
+    ((920, 4504, 2000), TileConfig(128, 320, 64, 8, 3, 8, "tma_wide")),   # C by pointer
+    ((1000, 1000, 1000), TileConfig(128, 288, 32, 8, 4, 8, "tma_wide")),  # ragged, so
 ])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_gpu_wide_matches_the_reference(shape, tile, dtype):
@@ -128,6 +130,7 @@ def test_gpu_wide_matches_the_reference(shape, tile, dtype):
     ((472, 4600, 3552), TileConfig(160, 128, 64, 8, 5, 8, "tma_tall")),   # 128 + 32 rows
     ((280, 8136, 2000), TileConfig(144, 128, 64, 8, 5, 8, "tma_tall")),   # 128 + 16
     ((1000, 1000, 1024), TileConfig(192, 128, 64, 8, 4, 8, "tma_tall")),  # ragged M, N
+    ((1000, 760, 1024), TileConfig(320, 128, 64, 8, 3, 8, "tma_tall")),   # C by pointer
 ])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn])
 def test_gpu_tall_matches_the_reference(shape, tile, dtype):
@@ -192,3 +195,41 @@ def test_gpu_wide_tf32_in_a_cuda_graph():
     graph.replay()
     torch.cuda.synchronize()
     assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+POINTER_WIDE = TileConfig(16, 288, 32, 8, 1, 4, "tma_wide")   # 256 + 32: C by pointer
+POINTER_TALL = TileConfig(288, 16, 32, 8, 1, 4, "tma_tall")
+
+
+def test_only_tiles_past_the_c_box_store_c_by_pointer():
+    """Wider than 256 (taller, for a tall tile): C from registers, and no C box counted in
+    shared memory."""
+    assert c_by_pointer(POINTER_WIDE) and c_by_pointer(POINTER_TALL)
+    assert not c_by_pointer(TileConfig(128, 192, 64, 8, 4, 8, "tma_wide"))
+    assert not c_by_pointer(TileConfig(128, 256, 64, 8, 3, 8, "tma"))
+    t = TileConfig(128, 320, 64, 8, 3, 8, "tma_wide")
+    assert t.smem_bytes(2) == 3 * (128 + 320) * 64 * 2
+
+
+@interpreter
+@pytest.mark.parametrize(("tile", "m", "n", "k"), [
+    (POINTER_WIDE, 40, 300, 40),    # ragged: the second tile's narrow part past N
+    (POINTER_WIDE, 32, 288, 64),    # whole tiles
+    (POINTER_TALL, 300, 40, 40),    # C stored transposed, by pointer
+])
+def test_c_by_pointer_stores_every_part_once(tile, m, n, k):
+    g = torch.Generator().manual_seed(12)
+    a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+    out = torch.full((m, n), float("nan"))
+    _, err = run_recipe(tw, tile, a, b, out)
+    assert err < 1e-6
+
+
+@interpreter
+def test_c_by_pointer_into_a_staged_c():
+    """C of 35 fp32 columns (not describable): staged, stored by pointer, copied."""
+    g = torch.Generator().manual_seed(13)
+    a = torch.randn(24, 40, generator=g)
+    b = torch.randn(40, 36, generator=g)[:, :35]
+    r, err = run_recipe(tw, POINTER_TALL, a, b, torch.empty(24, 35))
+    assert err < 1e-6 and r.staged
