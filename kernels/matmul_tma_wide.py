@@ -65,10 +65,10 @@ from kernels.relayout import LINE, pitch
 from kernels.tile import TileConfig, c_by_pointer, cdiv, wide_parts
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["c_row"])
 def _wide_kernel(
     a_desc, b0_desc, b1_desc, c0_desc, c1_desc, c_ptr, scale_a_ptr, scale_b_ptr,
-    M, N, K, scm, scn,
+    M, N, K, c_row,
     BLOCK_M: tl.constexpr, BLOCK_N0: tl.constexpr, BLOCK_N1: tl.constexpr,
     BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
     A_T: tl.constexpr, B_T: tl.constexpr, C_T: tl.constexpr, C_PTR: tl.constexpr,
@@ -119,11 +119,15 @@ def _wide_kernel(
             offs_m = off_m + tl.arange(0, BLOCK_M)
             offs_n0 = off_n0 + tl.arange(0, BLOCK_N0)
             offs_n1 = off_n1 + tl.arange(0, BLOCK_N1)
+            if C_T:   # the call's C transposed: the kernel's M runs along C's rows
+                p0 = c_ptr + offs_m[:, None] + offs_n0[None, :] * c_row
+                p1 = c_ptr + offs_m[:, None] + offs_n1[None, :] * c_row
+            else:
+                p0 = c_ptr + offs_m[:, None] * c_row + offs_n0[None, :]
+                p1 = c_ptr + offs_m[:, None] * c_row + offs_n1[None, :]
             rows = offs_m[:, None] < M
-            tl.store(c_ptr + offs_m[:, None] * scm + offs_n0[None, :] * scn,
-                     acc0.to(c_ptr.dtype.element_ty), mask=rows & (offs_n0[None, :] < N))
-            tl.store(c_ptr + offs_m[:, None] * scm + offs_n1[None, :] * scn,
-                     acc1.to(c_ptr.dtype.element_ty), mask=rows & (offs_n1[None, :] < N))
+            tl.store(p0, acc0.to(c_ptr.dtype.element_ty), mask=rows & (offs_n0[None, :] < N))
+            tl.store(p1, acc1.to(c_ptr.dtype.element_ty), mask=rows & (offs_n1[None, :] < N))
         elif C_T:   # the tall form: this C is the call's C transposed (module docstring)
             c0_desc.store([off_n0, off_m], acc0.to(c_ptr.dtype.element_ty).T)
             c1_desc.store([off_n1, off_m], acc1.to(c_ptr.dtype.element_ty).T)
@@ -185,9 +189,7 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     staged = tma_form(out) is not False
     sc = (pitch(out.shape[1], out.element_size(), LINE), 1) if staged else out.stride()
     sms = num_sms(a.device) * config.occupancy
-    # C's strides along the kernel's M and N (the tall form's are the call's N and M)
-    scs = tuple(sc[::-1]) if tall else tuple(sc)
-    run = _launch(config, M, N, K, scs, a_t, b_t, a.dtype, sms, input_precision, is_fp32,
+    run = _launch(config, M, N, K, sc[0], a_t, b_t, a.dtype, sms, input_precision, is_fp32,
                   has_scale)
     bm, width = _sides(config)
     bk = config.block_k
@@ -208,8 +210,8 @@ def _sides(config: TileConfig) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=1024)
-def _launch(config: TileConfig, M: int, N: int, K: int, sc: tuple[int, int], a_t: bool,
-            b_t: bool, dtype: torch.dtype, sms: int, input_precision: str, is_fp32: bool,
+def _launch(config: TileConfig, M: int, N: int, K: int, c_row: int, a_t: bool, b_t: bool,
+            dtype: torch.dtype, sms: int, input_precision: str, is_fp32: bool,
             has_scale: bool) -> Launch:
     """The kernel's launch but for its tensors (M, N: the kernel's, B.T's and A.T's for
     a tall tile): the persistent grid (one program per SM, or `occupancy`), no more
@@ -223,7 +225,7 @@ def _launch(config: TileConfig, M: int, N: int, K: int, sc: tuple[int, int], a_t
               INPUT_PRECISION=input_precision,
               IS_FP32=is_fp32, HAS_SCALE=has_scale, num_stages=config.num_stages,
               num_warps=config.num_warps)
-    return Launch(_wide_kernel, grid, (M, N, K, *sc), kw)
+    return Launch(_wide_kernel, grid, (M, N, K, c_row), kw)
 
 
 def launcher(config: TileConfig, a, b, out, sa, sb, **flags) -> Callable[[], None] | None:
