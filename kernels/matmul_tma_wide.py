@@ -72,10 +72,17 @@ def _wide_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N0: tl.constexpr, BLOCK_N1: tl.constexpr,
     BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
     A_T: tl.constexpr, B_T: tl.constexpr, C_T: tl.constexpr, C_PTR: tl.constexpr,
+    C_VEC: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr, HAS_SCALE: tl.constexpr,
 ):
     start_pid = tl.program_id(0)
     BLOCK_N: tl.constexpr = BLOCK_N0 + BLOCK_N1
+    if C_PTR:   # C's pitch and the extent along its rows, multiples of C_VEC (`_c_vec`)
+        c_row = tl.multiple_of(c_row, C_VEC)
+        if C_T:
+            M = tl.multiple_of(M, C_VEC)
+        else:
+            N = tl.multiple_of(N, C_VEC)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
@@ -189,8 +196,8 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     staged = tma_form(out) is not False
     sc = (pitch(out.shape[1], out.element_size(), LINE), 1) if staged else out.stride()
     sms = num_sms(a.device) * config.occupancy
-    run = _launch(config, M, N, K, sc[0], a_t, b_t, a.dtype, sms, input_precision, is_fp32,
-                  has_scale)
+    run = _launch(config, M, N, K, sc[0], _c_vec(out.shape[1], sc[0]), a_t, b_t, a.dtype,
+                  sms, input_precision, is_fp32, has_scale)
     bm, width = _sides(config)
     bk = config.block_k
     n0, n1 = wide_parts(width)
@@ -210,8 +217,22 @@ def _sides(config: TileConfig) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=1024)
-def _launch(config: TileConfig, M: int, N: int, K: int, c_row: int, a_t: bool, b_t: bool,
-            dtype: torch.dtype, sms: int, input_precision: str, is_fp32: bool,
+def _c_vec(n: int, pitch: int) -> int:
+    """The largest power of two up to 16 dividing both C's columns and its row pitch (in
+    elements): what the pointer epilogue tells Triton of them, so that its stores are
+    vectors as wide as both allow, the column mask's included. Told the pitch alone (an
+    fp8 C's rows padded to 16 elements, N = 8 mod 16), Triton vectorized by the pitch
+    and stored element by element under the mask: 0.54-0.56 of cuBLAS where told
+    nothing ran 0.82-0.87 (session 42, call 4); told both (N = 0 mod 16), 4-8% faster
+    than told nothing."""
+    v = 16
+    while (n % v or pitch % v) and v > 1:
+        v //= 2
+    return v
+
+
+def _launch(config: TileConfig, M: int, N: int, K: int, c_row: int, c_vec: int, a_t: bool,
+            b_t: bool, dtype: torch.dtype, sms: int, input_precision: str, is_fp32: bool,
             has_scale: bool) -> Launch:
     """The kernel's launch but for its tensors (M, N: the kernel's, B.T's and A.T's for
     a tall tile): the persistent grid (one program per SM, or `occupancy`), no more
@@ -222,7 +243,7 @@ def _launch(config: TileConfig, M: int, N: int, K: int, c_row: int, a_t: bool, b
     kw = dict(BLOCK_M=bm, BLOCK_N0=n0, BLOCK_N1=n1, BLOCK_K=config.block_k,
               GROUP_M=config.group_m, NUM_SMS=sms, A_T=a_t, B_T=b_t,
               C_T=config.variant == "tma_tall", C_PTR=c_by_pointer(config),
-              INPUT_PRECISION=input_precision,
+              C_VEC=c_vec, INPUT_PRECISION=input_precision,
               IS_FP32=is_fp32, HAS_SCALE=has_scale, num_stages=config.num_stages,
               num_warps=config.num_warps)
     return Launch(_wide_kernel, grid, (M, N, K, c_row), kw)

@@ -112,6 +112,19 @@ HALF_ROW = 1.30
 # one fp8 move (a widened 64x128x256) x0.97, so fp8 keeps WIDE_COL.
 WIDE_COL_144 = 1.15
 HALF_MIN_STAGES = 4
+# A 16-bit or fp8 128x256 tile widened to 288 or 320 (`one_wave`: 256 + 32 or 64, C
+# stored by pointer) or made as tall, where that covers the shape in one wave of the SMs
+# and 128x256 takes more. Session 42, calls 1-4 (graph-timed, L2 flushed; 14 shapes of
+# 2.05-2.4 waves of 128x128 at K 2632-5552, 8 of them a fresh draw): a block of 128x320x64
+# (3 stages) cost 1.05-1.09x of 128x256x64's per output (median over each call), 128x288
+# 1.12-1.17x, 320x128 tall 1.05-1.06x; fp8's 128x320x128 1.25x, 320x128 tall 1.16x. bf16
+# 128x320 ran these shapes at 0.90 of cuBLAS (geomean, call 2) where the picks ran 0.79
+# and the 128x128 hybrid 0.78; fp8 320x128 tall 1.00 where the picks ran 0.88 (call 4).
+# Priced at ONE_WAVE_COL per output of the parent's block, NARROW_32 more for 288 (a
+# 32-wide part).
+ONE_WAVE_COL = {"16bit": 1.08, "fp8": 1.25}
+ONE_WAVE_WIDTHS = (288, 320)
+NARROW_32 = 1.06
 # A hybrid tile (`hybrids`) is taken where predicted HYBRID_MARGIN faster than the rest.
 HYBRID_MARGIN = 1.10
 # A 16-bit 128x128x64 four-warp tile runs its hybrid forms as HYBRID_EIGHT_WARPS (stages,
@@ -340,15 +353,54 @@ def halves(c: TileConfig, m: int, n: int, fam: str, smem: int, variants: tuple[s
     return out
 
 
+@functools.lru_cache(maxsize=256)   # a lookup asks it for each neighbour, each call
+def _one_wave_forms(c: TileConfig, fam: str, smem: int, tall: bool
+                    ) -> tuple[TileConfig, ...]:
+    """A 128x256 tile ONE_WAVE_WIDTHS wide (`tall`: as many rows tall, 128 wide), at the
+    most stages up to the parent's that fit (3 at least)."""
+    out = []
+    for w in ONE_WAVE_WIDTHS:
+        form = replace(c, block_m=w, block_n=128, variant="tma_tall") if tall else \
+            replace(c, block_n=w, variant="tma_wide")
+        got = _most_stages(form, range(c.num_stages, 2, -1), fam, smem)
+        if got is not None:
+            out.append(got)
+    return tuple(out)
+
+
+def one_wave(c: TileConfig, m: int, n: int, fam: str, smem: int, variants: tuple[str, ...],
+             sms: int) -> list[TileConfig]:
+    """A neighbour's 16-bit or fp8 128x256 one-program TMA tile widened to each of
+    ONE_WAVE_WIDTHS (`tma_wide`) or made as tall (`tma_tall`, where the call runs it),
+    each only where its tiles fit one wave of `sms` and 128x256's do not: a shape of 1-1.2
+    waves of 128x256 runs its second wave nearly empty (920 x 4504 x 4216: 144 tiles, 128
+    of 128x320). `_transfer` prices its block at `wide_step` of the parent's."""
+    if fam not in ONE_WAVE_COL or not smem or c.variant != "tma" or c.occupancy != 1 \
+            or (c.block_m, c.block_n) != (128, 256) or cdiv(m, 128) * cdiv(n, 256) <= sms:
+        return []
+    out = []
+    if "tma_wide" in variants:
+        out += [f for f in _one_wave_forms(c, fam, smem, False)
+                if cdiv(m, 128) * cdiv(n, f.block_n) <= sms]
+    if "tma_tall" in variants:
+        out += [f for f in _one_wave_forms(c, fam, smem, True)
+                if cdiv(m, f.block_m) * cdiv(n, 128) <= sms]
+    return out
+
+
 def wide_step(parent: TileConfig, wide: TileConfig, fam: str) -> float:
-    """What a `wides` tile's K block costs, as a multiple of its parent's: WIDE_STEP for
-    128x256's cut; for a widened 128x128, its block's work (outputs times BLOCK_K) over
-    the parent's times WIDE_COL (a 16-bit (`fam`) one 144 wide WIDE_COL_144), and
-    HALF_ROW more where it is the parent at half height."""
-    if parent.block_n == 256:
-        return WIDE_STEP
+    """What a `wides`, `halves` or `one_wave` tile's K block costs, as a multiple of its
+    parent's: WIDE_STEP for 128x256's cut; for a widened 128x128, its block's work
+    (outputs times BLOCK_K) over the parent's times WIDE_COL (a 16-bit (`fam`) one 144
+    wide WIDE_COL_144), and HALF_ROW more where it is the parent at half height; for a
+    widened (made tall) 128x256, the work times ONE_WAVE_COL, NARROW_32 more at 288."""
     work = wide.block_m * wide.block_n * wide.block_k / (
         parent.block_m * parent.block_n * parent.block_k)
+    if parent.block_n == 256:
+        if max(wide.block_m, wide.block_n) <= 256:
+            return WIDE_STEP
+        narrow = max(wide.block_m, wide.block_n) == 288
+        return work * ONE_WAVE_COL[fam] * (NARROW_32 if narrow else 1.0)
     half = min(wide.block_m, wide.block_n) < min(parent.block_m, parent.block_n)
     if half:
         return work * WIDE_COL * HALF_ROW

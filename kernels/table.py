@@ -12,7 +12,9 @@ where its tiles leave SMs idle (`resplits`); a farther one's (up to FAR_NEIGHBOU
 it predicts FAR_MARGIN faster still; or None (the caller's heuristic then decides). A
 neighbour's tile that fits an SM twice is also weighed at two programs per SM (`twins`,
 TWIN_MARGIN faster), a 16-bit 128x256 one at 128x192, and a 128x128 one widened to cover
-N (where B is K-major also made as tall, to cover M; `wides`, WIDE_MARGIN). bf16 and fp16
+N (where B is K-major also made as tall, to cover M; `wides`, WIDE_MARGIN), and a 16-bit
+or fp8 128x256 one widened to 288 or 320 (or made as tall) where that covers the shape in
+one wave and 128x256 takes two (`one_wave`, WIDE_MARGIN). bf16 and fp16
 lend each other tiles: the other type's nearest pick where predicted OTHER_TYPE_MARGIN
 faster than its own type's (`_other_type`). Only entries whose variant the call can run
 count; a `fragile` tile serves its own shape and shapes it tiles exactly; a bucket of
@@ -41,6 +43,7 @@ from kernels.steps import (
     fixed_ms,
     halves,
     hybrids,
+    one_wave,
     resplits,
     splits_fit,
     steps,
@@ -317,7 +320,8 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
             fit = k * elem >= FIT_MIN_K_BYTES
             out += [(_transfer(r, ps, c, m, n, k, sms, chip.fam), c, WIDE_MARGIN)
                     for c in (*wides(r.config, chip.fam, chip.smem, variants, fit),
-                              *halves(r.config, m, n, chip.fam, chip.smem, variants, sms, fit))]
+                              *halves(r.config, m, n, chip.fam, chip.smem, variants, sms, fit),
+                              *one_wave(r.config, m, n, chip.fam, chip.smem, variants, sms))]
             out += [(_transfer(r, ps, c, m, n, k, sms, chip.fam), c, HYBRID_MARGIN)
                     for c in (() if fma else hybrids(r.config, m, n, k, variants, sms, elem,
                                                      chip.a_kmajor))]
