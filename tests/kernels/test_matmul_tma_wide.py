@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from kernels import matmul_tma_wide as tw
-from kernels.tile import TileConfig, c_by_pointer, wide_parts
+from kernels.tile import TileConfig, c_by_pointer, usable, wide_parts
 from tests.kernels.tma_helpers import gpu, gpu_operands, interpreter, run_recipe
 
 CPU_TILE = TileConfig(16, 48, 32, 8, 1, 4, "tma_wide")
@@ -233,3 +233,19 @@ def test_c_by_pointer_into_a_staged_c():
     b = torch.randn(40, 36, generator=g)[:, :35]
     r, err = run_recipe(tw, POINTER_TALL, a, b, torch.empty(24, 35))
     assert err < 1e-6 and r.staged
+
+
+def test_a_pointer_c_tile_holds_160_accumulator_registers():
+    """128x320 on 8 warps (160 a thread) is usable where it stores C by pointer; 128x384
+    (192) is not, nor is a 128x256x64 `tma` tile on 4 warps (256)."""
+    assert usable(TileConfig(128, 320, 64, 8, 3, 8, "tma_wide"), "16bit", 232448)
+    assert not usable(TileConfig(128, 384, 64, 8, 3, 8, "tma_wide"), "16bit", 232448)
+    assert not usable(TileConfig(128, 256, 64, 8, 3, 4, "tma"), "16bit", 232448)
+    assert usable(TileConfig(128, 320, 64, 8, 4, 8, "tma_wide"), "16bit", 232448)  # 224 KiB
+    assert not usable(TileConfig(128, 320, 64, 8, 5, 8, "tma_wide"), "16bit", 232448)
+
+
+@pytest.mark.parametrize(("n", "pitch", "vec"), [
+    (4512, 4512, 16), (4504, 4512, 8), (4504, 4504, 8), (35, 64, 1), (4100, 4104, 4)])
+def test_the_pointer_epilogue_is_told_the_vector_both_columns_and_pitch_allow(n, pitch, vec):
+    assert tw._c_vec(n, pitch) == vec

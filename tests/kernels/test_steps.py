@@ -139,6 +139,44 @@ def test_a_128x128_tile_is_widened_to_each_fit_width_with_a_stage_more_where_it_
     assert steps.wide_step(parent, got[1], "16bit") == pytest.approx(160 / 128 * steps.WIDE_COL)
 
 
+def test_a_128x256_tile_is_offered_one_wave_wide_where_128x256_takes_two():
+    """920 x 4504 x 4216 makes 144 tiles of 128x256 (two waves of 132 SMs), 128 of
+    128x288 and 120 of 128x320 (one each): both offered wide, C by pointer (3 stages of
+    BLOCK_K 64 fit without a C box), and made tall where the call runs `tma_tall` (320x128:
+    on 4504 x 920, 15 x 8 = 120 tiles; on 920 x 4504 3 x 36 = 108, where 288x128 makes
+    4 x 36 = 144, two waves, not offered); not where 128x256
+    already fits one wave, nor for other tiles, families or two programs per SM. Priced at
+    the work over 128x256's times ONE_WAVE_COL, NARROW_32 more at 288."""
+    runs = ("tma", "tma_wide")
+    parent = TileConfig(128, 256, 64, 8, 3, 8, "tma")
+    got = steps.one_wave(parent, 920, 4504, "16bit", H200_SMEM, runs, 132)
+    assert got == [TileConfig(128, 288, 64, 8, 3, 8, "tma_wide"),
+                   TileConfig(128, 320, 64, 8, 3, 8, "tma_wide")]
+    tall = steps.one_wave(parent, 4504, 920, "16bit", H200_SMEM, ("tma", "tma_tall"), 132)
+    assert tall == [TileConfig(288, 128, 64, 8, 3, 8, "tma_tall"),
+                    TileConfig(320, 128, 64, 8, 3, 8, "tma_tall")]
+    both = steps.one_wave(parent, 920, 4504, "16bit", H200_SMEM, (*runs, "tma_tall"), 132)
+    assert both[2:] == [tall[1]]   # 320 rows: 3 x 36 tiles, one wave; 288: 4 x 36, two
+    assert steps.one_wave(parent, 1024, 4096, "16bit", H200_SMEM, runs, 132) == []  # 128
+    assert steps.one_wave(parent, 920, 4504, "16bit", H200_SMEM, ("tma",), 132) == []
+    assert steps.one_wave(parent, 920, 4504, "fp32", H200_SMEM, runs, 132) == []
+    assert steps.one_wave(parent, 920, 4504, "16bit", 0, runs, 132) == []
+    for other in (TileConfig(128, 128, 64, 8, 4, 8, "tma"),
+                  TileConfig(128, 256, 64, 8, 3, 8, "tma", occupancy=2),
+                  TileConfig(128, 256, 64, 8, 3, 8, "tma_split", 2)):
+        assert steps.one_wave(other, 920, 4504, "16bit", H200_SMEM, runs, 132) == []
+    fp8 = TileConfig(128, 256, 128, 8, 3, 8, "tma")
+    assert [(c.block_n, c.num_stages) for c in
+            steps.one_wave(fp8, 920, 4504, "fp8", H200_SMEM, runs, 132)] == [(288, 3), (320, 3)]
+    assert steps.wide_step(parent, got[1], "16bit") == pytest.approx(
+        320 / 256 * steps.ONE_WAVE_COL["16bit"])
+    assert steps.wide_step(parent, got[0], "16bit") == pytest.approx(
+        288 / 256 * steps.ONE_WAVE_COL["16bit"] * steps.NARROW_32)
+    fp8_tall = steps.one_wave(fp8, 4504, 920, "fp8", H200_SMEM, ("tma", "tma_tall"), 132)
+    assert steps.wide_step(fp8, fp8_tall[1], "fp8") == pytest.approx(
+        320 / 256 * steps.ONE_WAVE_COL["fp8"])
+
+
 def test_a_tile_whose_last_wave_is_part_full_is_offered_as_a_hybrid():
     """920 x 4504 x 4216 in 128x128 makes 288 tiles: two whole waves (33 tile-columns)
     and 24 tiles left, split 2-4 ways: ranges of MIN_RANGE_BYTES at least (5 ways: 1.7
