@@ -360,6 +360,29 @@ def pick_and_best(path: Path, flush: str = "1") -> str:
     return "\n".join(out)
 
 
+def tile_matrix(path: Path, flush: str = "1") -> str:
+    """A tiles.py CSV (one mode, L2 flushed) as a matrix: a row a shape, a column each of
+    the pick and the named tiles, each cell its speed ratio to cuBLAS; the geomean of each
+    column over the shapes it ran last."""
+    rows = [r for r in _rows(path) if r["flush"] == flush and r["provider"] != "vendor"]
+    cols = list(dict.fromkeys("pick" if r["provider"].startswith("pick ") else r["provider"]
+                              for r in rows))
+    by = _grouped(rows, lambda r: r["shape"])
+    out = ["| shape | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    ratios: dict[str, list[float]] = {c: [] for c in cols}
+    for shape, rs in by.items():
+        got = {("pick" if r["provider"].startswith("pick ") else r["provider"]):
+               float(r["ratio"]) for r in rs}
+        for c in cols:
+            if c in got:
+                ratios[c].append(got[c])
+        out.append(f"| {shape} | " + " | ".join(f"{got[c]:.3f}" if c in got else "-"
+                                               for c in cols) + " |")
+    out.append("| geomean | " + " | ".join(f"{geomean(ratios[c]):.3f}" if ratios[c] else "-"
+                                           for c in cols) + " |")
+    return "\n".join(out)
+
+
 def _moved(cases: Path, label: str, moved: Path) -> tuple[list[tuple[dict, float]], list[dict]]:
     """(each pick `moved` lists (`scripts/lookup_diff.py`'s rows: set, mode, case, old,
     new, predicted) with its A/B in the label's run; the run's rows whose pick it does not

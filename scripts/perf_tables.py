@@ -53,6 +53,7 @@ from perf_formats import (  # noqa: E402
     pair_steps,
     parts_ab,
     pick_and_best,
+    tile_matrix,
     power_table,
     ratios_below,
     s9_long_tail,
@@ -85,6 +86,7 @@ S38 = RESULTS / "h200-2026-12-03-s38"
 S39 = RESULTS / "h200-2026-12-03-s39"
 S40 = RESULTS / "h200-2026-12-03-s40"
 S41 = RESULTS / "h200-2026-12-03-s41"
+S42 = RESULTS / "h200-2026-12-03-s42"
 def _ab40(label: str, moved: str) -> str:
     return moved_ab(S40 / "cases.csv", label, S40 / moved)
 
@@ -267,6 +269,18 @@ TABLES: dict[str, Callable[[], str]] = {
     "s40-below": lambda: ratios_below(S40 / "cases.csv", ("call3-holdout", "call6-holdout"),
                                       0.8, ""),
     "s41-shortk": lambda: pick_and_best(S41 / "tiles_shortk_bf16.csv"),
+    "s42-onewave-bf16": lambda: tile_matrix(S42 / "tiles_onewave_bf16.csv"),
+    "s42-onewave-fp16": lambda: tile_matrix(S42 / "tiles_onewave_fp16.csv"),
+    "s42-onewave-fp8": lambda: tile_matrix(S42 / "tiles_onewave_fp8.csv"),
+    "s42-ptr-bf16": lambda: tile_matrix(S42 / "tiles_ptr_bf16.csv"),
+    "s42-ptr-fp8": lambda: tile_matrix(S42 / "tiles_ptr_fp8.csv"),
+    "s42-ptr2-bf16": lambda: tile_matrix(S42 / "tiles_ptr2_bf16.csv"),
+    "s42-ptr2-fp8": lambda: tile_matrix(S42 / "tiles_ptr2_fp8.csv"),
+    "s42-epi-bf16-1": lambda: tile_matrix(S42 / "epilogue_cm1_bf16.csv"),
+    "s42-epi-bf16-2": lambda: tile_matrix(S42 / "epilogue_cm2_bf16.csv"),
+    "s42-epi-fp8-1": lambda: tile_matrix(S42 / "epilogue_cm1_fp8.csv"),
+    "s42-epi-fp8-2": lambda: tile_matrix(S42 / "epilogue_cm2_fp8.csv"),
+    "s42-epi-fp8-0": lambda: tile_matrix(S42 / "epilogue_cm0_fp8.csv"),
     "s41-wave": lambda: _stacked(pick_and_best(S41 / "tiles_wave_bf16.csv"),
                                  pick_and_best(S41 / "tiles_wave_fp8.csv")),
     "s41-tail": lambda: csv_table(S41 / "reduce_tail.csv"),

@@ -339,3 +339,17 @@ def test_pick_and_best_takes_the_fastest_named_tile_and_geomeans_the_flushed_row
         "| 1x1x1 | bf16 | 5 | tma:a | 0.500 | tma:b | 1.000 |",
         "| 2x2x2 | bf16 | 8 | tma:a | 2.000 | tma:b | 1.000 |",   # the pick was faster
         "| geomean | | | | 1.000 | pick or fastest named | 1.414 |"]
+
+
+def test_tile_matrix_has_a_column_a_tile_and_geomeans_what_each_ran(pf, tmp_path):
+    path = tmp_path / "tiles.csv"
+    path.write_text(
+        "shape,mode,flush,provider,us,tflops,ratio\n"
+        "1x1x1,bf16,1,pick tma:a,10,1,0.5\n1x1x1,bf16,1,tma:b,5,1,2.0\n"
+        "1x1x1,bf16,1,vendor,5,1,1.0\n1x1x1,bf16,0,tma:b,1,1,9.0\n"   # L2 warm: not read
+        "2x2x2,bf16,1,pick tma:b,4,1,2.0\n2x2x2,bf16,1,vendor,8,1,1.0\n")
+    assert pf.tile_matrix(path).splitlines() == [
+        "| shape | pick | tma:b |", "|---|---:|---:|",
+        "| 1x1x1 | 0.500 | 2.000 |",
+        "| 2x2x2 | 2.000 | - |",                 # the named tile failed here: not counted
+        "| geomean | 1.000 | 2.000 |"]
