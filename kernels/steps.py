@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from kernels.configs import ranges_fit
 from kernels.matmul_tma_hybrid import cut, parts
-from kernels.tile import MAX_TMA_SPLIT, TileConfig, cdiv, usable
+from kernels.tile import ELEM_BYTES, MAX_TMA_SPLIT, TileConfig, cdiv, usable
 
 # Two programs of a tile resident on one SM (`occupancy` 2) walk a K block each in
 # PAIR_STEP times the time one program alone takes for one: between 1 (each as fast as
@@ -123,6 +123,12 @@ HALF_MIN_STAGES = 4
 # Priced at ONE_WAVE_COL per output of the parent's block, NARROW_32 more for 288 (a
 # 32-wide part).
 ONE_WAVE_COL = {"16bit": 1.08, "fp8": 1.25}
+# ... and only over a K of ONE_WAVE_MIN_K_BYTES a row at least. Session 42, call 5 (A/B of
+# the 113 picks the forms moved, no floor, among two fresh draws and holdout6): x1.079,
+# 93 faster; at K of 1,536 bytes or more x1.118 (89 of 92 faster, worst 0.97), below it
+# x0.92 (4 of 21: the 128x320 epilogue, 80 KB of C by pointer a tile, over a short loop).
+# The floor is read off that A/B itself; no fresh draw has checked it.
+ONE_WAVE_MIN_K_BYTES = 1536
 ONE_WAVE_WIDTHS = (288, 320)
 NARROW_32 = 1.06
 # A hybrid tile (`hybrids`) is taken where predicted HYBRID_MARGIN faster than the rest.
@@ -368,14 +374,16 @@ def _one_wave_forms(c: TileConfig, fam: str, smem: int, tall: bool
     return tuple(out)
 
 
-def one_wave(c: TileConfig, m: int, n: int, fam: str, smem: int, variants: tuple[str, ...],
-             sms: int) -> list[TileConfig]:
+def one_wave(c: TileConfig, m: int, n: int, k: int, fam: str, smem: int,
+             variants: tuple[str, ...], sms: int) -> list[TileConfig]:
     """A neighbour's 16-bit or fp8 128x256 one-program TMA tile widened to each of
     ONE_WAVE_WIDTHS (`tma_wide`) or made as tall (`tma_tall`, where the call runs it),
     each only where its tiles fit one wave of `sms` and 128x256's do not: a shape of 1-1.2
     waves of 128x256 runs its second wave nearly empty (920 x 4504 x 4216: 144 tiles, 128
-    of 128x320). `_transfer` prices its block at `wide_step` of the parent's."""
+    of 128x320), over a K of ONE_WAVE_MIN_K_BYTES a row at least. `_transfer` prices its
+    block at `wide_step` of the parent's."""
     if fam not in ONE_WAVE_COL or not smem or c.variant != "tma" or c.occupancy != 1 \
+            or k * ELEM_BYTES[fam] < ONE_WAVE_MIN_K_BYTES \
             or (c.block_m, c.block_n) != (128, 256) or cdiv(m, 128) * cdiv(n, 256) <= sms:
         return []
     out = []

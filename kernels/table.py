@@ -321,7 +321,8 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
             out += [(_transfer(r, ps, c, m, n, k, sms, chip.fam), c, WIDE_MARGIN)
                     for c in (*wides(r.config, chip.fam, chip.smem, variants, fit),
                               *halves(r.config, m, n, chip.fam, chip.smem, variants, sms, fit),
-                              *one_wave(r.config, m, n, chip.fam, chip.smem, variants, sms))]
+                              *one_wave(r.config, m, n, k, chip.fam, chip.smem, variants,
+                                        sms))]
             out += [(_transfer(r, ps, c, m, n, k, sms, chip.fam), c, HYBRID_MARGIN)
                     for c in (() if fma else hybrids(r.config, m, n, k, variants, sms, elem,
                                                      chip.a_kmajor))]

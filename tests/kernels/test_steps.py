@@ -146,33 +146,38 @@ def test_a_128x256_tile_is_offered_one_wave_wide_where_128x256_takes_two():
     on 4504 x 920, 15 x 8 = 120 tiles; on 920 x 4504 3 x 36 = 108, where 288x128 makes
     4 x 36 = 144, two waves, not offered); not where 128x256
     already fits one wave, nor for other tiles, families or two programs per SM. Priced at
-    the work over 128x256's times ONE_WAVE_COL, NARROW_32 more at 288."""
+    the work over 128x256's times ONE_WAVE_COL, NARROW_32 more at 288. Not over a K of
+    fewer than ONE_WAVE_MIN_K_BYTES a row."""
     runs = ("tma", "tma_wide")
     parent = TileConfig(128, 256, 64, 8, 3, 8, "tma")
-    got = steps.one_wave(parent, 920, 4504, "16bit", H200_SMEM, runs, 132)
+    got = steps.one_wave(parent, 920, 4504, 4216, "16bit", H200_SMEM, runs, 132)
     assert got == [TileConfig(128, 288, 64, 8, 3, 8, "tma_wide"),
                    TileConfig(128, 320, 64, 8, 3, 8, "tma_wide")]
-    tall = steps.one_wave(parent, 4504, 920, "16bit", H200_SMEM, ("tma", "tma_tall"), 132)
+    tall = steps.one_wave(parent, 4504, 920, 4216, "16bit", H200_SMEM, ("tma", "tma_tall"), 132)
     assert tall == [TileConfig(288, 128, 64, 8, 3, 8, "tma_tall"),
                     TileConfig(320, 128, 64, 8, 3, 8, "tma_tall")]
-    both = steps.one_wave(parent, 920, 4504, "16bit", H200_SMEM, (*runs, "tma_tall"), 132)
+    both = steps.one_wave(parent, 920, 4504, 4216, "16bit", H200_SMEM, (*runs, "tma_tall"), 132)
     assert both[2:] == [tall[1]]   # 320 rows: 3 x 36 tiles, one wave; 288: 4 x 36, two
-    assert steps.one_wave(parent, 1024, 4096, "16bit", H200_SMEM, runs, 132) == []  # 128
-    assert steps.one_wave(parent, 920, 4504, "16bit", H200_SMEM, ("tma",), 132) == []
-    assert steps.one_wave(parent, 920, 4504, "fp32", H200_SMEM, runs, 132) == []
-    assert steps.one_wave(parent, 920, 4504, "16bit", 0, runs, 132) == []
+    assert steps.one_wave(parent, 1024, 4096, 4216, "16bit", H200_SMEM, runs, 132) == []  # 128
+    assert steps.one_wave(parent, 920, 4504, 4216, "16bit", H200_SMEM, ("tma",), 132) == []
+    # K of 1,536 bytes a row at least: 16-bit K 768, fp8 1536 (ONE_WAVE_MIN_K_BYTES)
+    assert steps.one_wave(parent, 920, 4504, 768, "16bit", H200_SMEM, runs, 132) == got
+    assert steps.one_wave(parent, 920, 4504, 760, "16bit", H200_SMEM, runs, 132) == []
+    assert steps.one_wave(parent, 920, 4504, 4216, "fp32", H200_SMEM, runs, 132) == []
+    assert steps.one_wave(parent, 920, 4504, 4216, "16bit", 0, runs, 132) == []
     for other in (TileConfig(128, 128, 64, 8, 4, 8, "tma"),
                   TileConfig(128, 256, 64, 8, 3, 8, "tma", occupancy=2),
                   TileConfig(128, 256, 64, 8, 3, 8, "tma_split", 2)):
-        assert steps.one_wave(other, 920, 4504, "16bit", H200_SMEM, runs, 132) == []
+        assert steps.one_wave(other, 920, 4504, 4216, "16bit", H200_SMEM, runs, 132) == []
     fp8 = TileConfig(128, 256, 128, 8, 3, 8, "tma")
     assert [(c.block_n, c.num_stages) for c in
-            steps.one_wave(fp8, 920, 4504, "fp8", H200_SMEM, runs, 132)] == [(288, 3), (320, 3)]
+            steps.one_wave(fp8, 920, 4504, 4216, "fp8", H200_SMEM, runs, 132)] == [
+        (288, 3), (320, 3)]
     assert steps.wide_step(parent, got[1], "16bit") == pytest.approx(
         320 / 256 * steps.ONE_WAVE_COL["16bit"])
     assert steps.wide_step(parent, got[0], "16bit") == pytest.approx(
         288 / 256 * steps.ONE_WAVE_COL["16bit"] * steps.NARROW_32)
-    fp8_tall = steps.one_wave(fp8, 4504, 920, "fp8", H200_SMEM, ("tma", "tma_tall"), 132)
+    fp8_tall = steps.one_wave(fp8, 4504, 920, 4216, "fp8", H200_SMEM, ("tma", "tma_tall"), 132)
     assert steps.wide_step(fp8, fp8_tall[1], "fp8") == pytest.approx(
         320 / 256 * steps.ONE_WAVE_COL["fp8"])
 
