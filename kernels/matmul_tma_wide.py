@@ -23,6 +23,14 @@ shared memory) a 16-bit block cost ~1.2x a wide one's; over a column-major B it 
 than a wide tile of its size (session 38): the dispatcher offers the tall form where B is
 K-major (fp8's copies always are).
 
+A tile wider than 256 (a tall one taller: 288, 320) stores C from its registers by
+masked pointer stores (`C_PTR`, kernels/tile.py `c_by_pointer`): its C box (80 KiB for a
+16-bit 128x320) would take the shared memory of the third pipeline stage. The stores are
+told the vector C's columns and pitch both allow (`_c_vec`), and the pitch is not
+specialized otherwise: told a 16-aligned pitch but not N, fp8's padded C ran 0.54-0.57 of
+cuBLAS (session 42, call 4). Such a tile covers shapes of 1-1.2 waves of 128x256 in one
+wave: 16-bit 128x320x64 ran 14 of them at 0.90 of cuBLAS where the picks ran 0.79.
+
 The tile loop is not flattened (`_tma_kernel`'s `flatten=True`): flattened, ptxas
 (triton 3.6, sm_90a) serializes the two accumulators' wgmma ("C7515: non wgmma
 instructions defining accumulator registers"), and 128x192 ran 4096^3 bf16 at 0.58 of
