@@ -20,6 +20,7 @@ CLI; the functions that make the tables are in scripts/perf_formats.py.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections.abc import Callable
@@ -87,6 +88,13 @@ S39 = RESULTS / "h200-2026-12-03-s39"
 S40 = RESULTS / "h200-2026-12-03-s40"
 S41 = RESULTS / "h200-2026-12-03-s41"
 S42 = RESULTS / "h200-2026-12-03-s42"
+# session 42's tiles.py files, each one table (`tile_matrix`): table name -> file stem
+_S42_MATRICES = {
+    **{f"onewave-{m}": f"tiles_onewave_{m}" for m in ("bf16", "fp16", "fp8")},
+    **{f"{call}-{m}": f"tiles_{call}_{m}" for call in ("ptr", "ptr2") for m in ("bf16", "fp8")},
+    **{f"epi-{m}-{v}": f"epilogue_cm{v}_{m}" for m, v in (("bf16", 1), ("bf16", 2),
+                                                         ("fp8", 1), ("fp8", 2), ("fp8", 0))},
+}
 def _ab40(label: str, moved: str) -> str:
     return moved_ab(S40 / "cases.csv", label, S40 / moved)
 
@@ -269,18 +277,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "s40-below": lambda: ratios_below(S40 / "cases.csv", ("call3-holdout", "call6-holdout"),
                                       0.8, ""),
     "s41-shortk": lambda: pick_and_best(S41 / "tiles_shortk_bf16.csv"),
-    "s42-onewave-bf16": lambda: tile_matrix(S42 / "tiles_onewave_bf16.csv"),
-    "s42-onewave-fp16": lambda: tile_matrix(S42 / "tiles_onewave_fp16.csv"),
-    "s42-onewave-fp8": lambda: tile_matrix(S42 / "tiles_onewave_fp8.csv"),
-    "s42-ptr-bf16": lambda: tile_matrix(S42 / "tiles_ptr_bf16.csv"),
-    "s42-ptr-fp8": lambda: tile_matrix(S42 / "tiles_ptr_fp8.csv"),
-    "s42-ptr2-bf16": lambda: tile_matrix(S42 / "tiles_ptr2_bf16.csv"),
-    "s42-ptr2-fp8": lambda: tile_matrix(S42 / "tiles_ptr2_fp8.csv"),
-    "s42-epi-bf16-1": lambda: tile_matrix(S42 / "epilogue_cm1_bf16.csv"),
-    "s42-epi-bf16-2": lambda: tile_matrix(S42 / "epilogue_cm2_bf16.csv"),
-    "s42-epi-fp8-1": lambda: tile_matrix(S42 / "epilogue_cm1_fp8.csv"),
-    "s42-epi-fp8-2": lambda: tile_matrix(S42 / "epilogue_cm2_fp8.csv"),
-    "s42-epi-fp8-0": lambda: tile_matrix(S42 / "epilogue_cm0_fp8.csv"),
+    **{f"s42-{name}": functools.partial(tile_matrix, S42 / f"{file}.csv")
+       for name, file in _S42_MATRICES.items()},
     "s42-ab": lambda: moved_ab(S42 / "cases.csv", "call5-ab-onewave", S42 / "moved_onewave.csv"),
     "s42-ab-worst": lambda: moved_worst(S42 / "cases.csv", "call5-ab-onewave",
                                         S42 / "moved_onewave.csv", 8),
