@@ -224,7 +224,6 @@ def _sides(config: TileConfig) -> tuple[int, int]:
     return config.block_m, config.block_n
 
 
-@functools.lru_cache(maxsize=1024)
 def _c_vec(n: int, pitch: int) -> int:
     """The largest power of two up to 16 dividing both C's columns and its row pitch (in
     elements): what the pointer epilogue tells Triton of them, so that its stores are
@@ -239,6 +238,7 @@ def _c_vec(n: int, pitch: int) -> int:
     return v
 
 
+@functools.lru_cache(maxsize=1024)
 def _launch(config: TileConfig, M: int, N: int, K: int, c_row: int, c_vec: int, a_t: bool,
             b_t: bool, dtype: torch.dtype, sms: int, input_precision: str, is_fp32: bool,
             has_scale: bool) -> Launch:

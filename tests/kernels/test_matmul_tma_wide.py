@@ -249,3 +249,11 @@ def test_a_pointer_c_tile_holds_160_accumulator_registers():
     (4512, 4512, 16), (4504, 4512, 8), (4504, 4504, 8), (35, 64, 1), (4100, 4104, 4)])
 def test_the_pointer_epilogue_is_told_the_vector_both_columns_and_pitch_allow(n, pitch, vec):
     assert tw._c_vec(n, pitch) == vec
+
+
+def test_a_shape_s_launch_is_made_once():
+    """Every eager call makes the recipe: its launch comes from `_launch`'s cache."""
+    a, b, out = torch.zeros(40, 72), torch.zeros(72, 300), torch.zeros(40, 300)
+    first, again = (tw.recipe(POINTER_WIDE, a, b, out, input_precision="ieee", is_fp32=True,
+                              has_scale=False) for _ in range(2))
+    assert first.run is again.run
