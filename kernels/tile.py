@@ -37,8 +37,9 @@ FAMILIES = ("16bit", "fp32", "fp8")
 ELEM_BYTES = {"16bit": 2, "fp32": 4, "fp8": 1}
 _MAX_ACC_REGS = 128  # fp32 accumulator registers per thread; more spills (255 in all)
 # A tile that stores C by pointer (`c_by_pointer`) holds 160: 16-bit and fp8 128x320 on 8
-# warps compiled to 255 registers with no spill or 232 bytes (triton 3.6, sm_90a), and ran
-# one wave at 0.85-0.98 of cuBLAS (session 42, calls 2-4); 128x384 (192) ran 0.81-0.87
+# warps compiled to 255 registers with no spill or 232 bytes (triton 3.6, sm_90a); 16-bit
+# 128x320x64 ran one wave at 0.82-0.99 of cuBLAS (session 42, calls 2-4); 128x384 (192)
+# ran 0.77-0.87
 _MAX_ACC_REGS_POINTER_C = 160
 # (with `occupancy` programs resident on an SM, the register file is theirs together)
 CTA_SMEM = 1024      # shared memory the hardware reserves per resident program
