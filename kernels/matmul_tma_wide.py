@@ -204,8 +204,8 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     staged = tma_form(out) is not False
     sc = (pitch(out.shape[1], out.element_size(), LINE), 1) if staged else out.stride()
     sms = num_sms(a.device) * config.occupancy
-    run = _launch(config, M, N, K, sc[0], _c_vec(out.shape[1], sc[0]), a_t, b_t, a.dtype,
-                  sms, input_precision, is_fp32, has_scale)
+    run = _launch(config, M, N, K, sc[0], a_t, b_t, a.dtype, sms, input_precision, is_fp32,
+                  has_scale)
     bm, width = _sides(config)
     bk = config.block_k
     n0, n1 = wide_parts(width)
@@ -239,19 +239,23 @@ def _c_vec(n: int, pitch: int) -> int:
 
 
 @functools.lru_cache(maxsize=1024)
-def _launch(config: TileConfig, M: int, N: int, K: int, c_row: int, c_vec: int, a_t: bool,
-            b_t: bool, dtype: torch.dtype, sms: int, input_precision: str, is_fp32: bool,
+def _launch(config: TileConfig, M: int, N: int, K: int, c_row: int, a_t: bool, b_t: bool,
+            dtype: torch.dtype, sms: int, input_precision: str, is_fp32: bool,
             has_scale: bool) -> Launch:
     """The kernel's launch but for its tensors (M, N: the kernel's, B.T's and A.T's for
-    a tall tile): the persistent grid (one program per SM, or `occupancy`), no more
-    programs than tiles."""
+    a tall tile; `c_row`: C's row pitch): the persistent grid (one program per SM, or
+    `occupancy`), no more programs than tiles. A tile that stores C by pointer is told
+    the vector C allows (`_c_vec` of C's columns, the kernel's M for a tall tile); one
+    that stores it through its box, 1, so that it compiles once whatever C is."""
+    tall = config.variant == "tma_tall"
+    pointer = c_by_pointer(config)
+    c_vec = _c_vec(M if tall else N, c_row) if pointer else 1
     bm, width = _sides(config)
     n0, n1 = wide_parts(width)
     grid = (min(sms, cdiv(M, bm) * cdiv(N, width)),)
     kw = dict(BLOCK_M=bm, BLOCK_N0=n0, BLOCK_N1=n1, BLOCK_K=config.block_k,
               GROUP_M=config.group_m, NUM_SMS=sms, A_T=a_t, B_T=b_t,
-              C_T=config.variant == "tma_tall", C_PTR=c_by_pointer(config),
-              C_VEC=c_vec, INPUT_PRECISION=input_precision,
+              C_T=tall, C_PTR=pointer, C_VEC=c_vec, INPUT_PRECISION=input_precision,
               IS_FP32=is_fp32, HAS_SCALE=has_scale, num_stages=config.num_stages,
               num_warps=config.num_warps)
     return Launch(_wide_kernel, grid, (M, N, K, c_row), kw)

@@ -387,14 +387,9 @@ def one_wave(c: TileConfig, m: int, n: int, k: int, fam: str, smem: int,
             or k * ELEM_BYTES[fam] < ONE_WAVE_MIN_K_BYTES \
             or (c.block_m, c.block_n) != (128, 256) or cdiv(m, 128) * cdiv(n, 256) <= sms:
         return []
-    out = []
-    if "tma_wide" in variants:
-        out += [f for f in _one_wave_forms(c, fam, smem, False)
-                if cdiv(m, 128) * cdiv(n, f.block_n) <= sms]
-    if "tma_tall" in variants:
-        out += [f for f in _one_wave_forms(c, fam, smem, True)
-                if cdiv(m, f.block_m) * cdiv(n, 128) <= sms]
-    return out
+    forms = (*(_one_wave_forms(c, fam, smem, False) if "tma_wide" in variants else ()),
+             *(_one_wave_forms(c, fam, smem, True) if "tma_tall" in variants else ()))
+    return [f for f in forms if cdiv(m, f.block_m) * cdiv(n, f.block_n) <= sms]
 
 
 def wide_step(parent: TileConfig, wide: TileConfig, fam: str) -> float:

@@ -257,3 +257,15 @@ def test_a_shape_s_launch_is_made_once():
     first, again = (tw.recipe(POINTER_WIDE, a, b, out, input_precision="ieee", is_fp32=True,
                               has_scale=False) for _ in range(2))
     assert first.run is again.run
+
+
+@pytest.mark.parametrize(("tile", "shape", "vec"), [
+    (CPU_TILE, (40, 72, 300), 1), (CPU_TILE, (40, 72, 304), 1),   # a C box: one kernel
+    (POINTER_WIDE, (40, 72, 300), 4), (POINTER_WIDE, (40, 72, 304), 16),
+    (POINTER_TALL, (300, 72, 40), 8),     # C's columns: the tall kernel's M
+])
+def test_only_a_pointer_c_tile_is_told_c_s_vector(tile, shape, vec):
+    m, k, n = shape
+    a, b, out = torch.zeros(m, k), torch.zeros(k, n), torch.zeros(m, n)
+    r = tw.recipe(tile, a, b, out, input_precision="ieee", is_fp32=True, has_scale=False)
+    assert r.run.kw["C_VEC"] == vec
