@@ -7,9 +7,9 @@ program alone on an SM (`steps`). A launch adds a fixed part outside its K loop
 back. Two programs of a tile on one SM (`occupancy` 2) walk a block each in PAIR_STEP
 the time of one alone. Besides a neighbour's own tile, a lookup weighs it with K split
 anew where its tiles leave SMs idle (`resplits`) and at two programs per SM where two
-fit (`twins`), a 16-bit 128x256 tile cut to 128x192 or a 128x128 one widened to cover
-N (`wides`), and a one-program TMA tile whose last wave is part full as `tma_hybrid`:
-the whole waves as they are, the tiles left over split K (`hybrids`).
+fit (`twins`), a one-program TMA tile whose last wave is part full as `tma_hybrid`: the
+whole waves as they are, the tiles left over split K (`hybrids`), and in wide forms
+(kernels/wide_forms.py, priced there at `wide_step` of their parent's block).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from kernels.configs import ranges_fit
 from kernels.matmul_tma_hybrid import cut, parts
-from kernels.tile import ELEM_BYTES, MAX_TMA_SPLIT, TileConfig, cdiv, usable
+from kernels.tile import MAX_TMA_SPLIT, TileConfig, cdiv, usable
 
 # Two programs of a tile resident on one SM (`occupancy` 2) walk a K block each in
 # PAIR_STEP times the time one program alone takes for one: between 1 (each as fast as
@@ -39,99 +39,6 @@ TWIN_MIN_STAGES = 3   # the fewest stages a twin keeps (`twins`)
 # 1.19-1.35), and a smaller predicted gain is within that spread (session 32, call 2:
 # tf32 K = 128 rows whose twins were predicted x1.21 ran x0.97-0.98)
 TWIN_MARGIN = 1.10
-# A 16-bit 128x256 TMA tile's wide cut, 128x192 (kernels/matmul_tma_wide.py, a stage more
-# where it fits), walks a K block in WIDE_STEP times the time of its parent's: session
-# 35, call 3, 128x192x64:s4 against 128x256x64:s3, bf16, graph-timed, per block on the
-# busiest SM: 0.89 (1536 x 768 x 4096), 0.87 (3968 x 384 x 4096), 0.85 (4096^3: 6 tiles a
-# program against 4) and 0.84 (7904 x 384 x 3744); median 0.86. 3/4 of the columns in
-# 0.86 of the time: it wins only where it covers N in as few tiles as its parent (N =
-# 384: two each, the parent's second half empty), or fills a wave its parent leaves
-# short. Taken where predicted WIDE_MARGIN faster than the rest. Not fp8: its 128x192x128
-# walked a block in 0.90-0.96 of 128x256x128's time (the same call), so it would win by
-# 4-10% where it takes as few tiles, under the margin.
-WIDE_STEP = 0.86
-WIDE_MARGIN = 1.10
-# A 128x128 TMA tile widened to cover N (`wides`): 128 + 16, 32 or 64 columns. Session 37,
-# call 3 (graph-timed, L2 flushed; bf16 and fp8 on 6 long-K thin-N shapes each): a block of
-# 128x144 or 128x160 cost 1.01-1.21x of 128x128's per column (median ~1.10), 128x192
-# 0.87-1.34x (median ~1.02); priced at WIDE_COL per column. bf16 8136 x 280 x 7592 ran
-# 128x144 at 1.19 of cuBLAS (two column tiles, one wave) where its pick ran 0.94; fp8
-# 8024 x 312 x 6648 128x160 at 0.97 where its pick, 128x256, ran 0.58.
-FIT_WIDTHS = (144, 160, 192)
-WIDE_COL = 1.10
-# A 128x128 tile is widened only over a K of FIT_MIN_K_BYTES a row at least: over fewer,
-# a wide tile's two-box epilogue outweighs its K loop. Session 37, call 4 (A/B of the
-# widened picks among 600 random shapes): fp8 K = 312, 352 and 440 ran x0.87-0.90
-# (predicted x1.13-1.15), K = 464 x1.01-1.03, K = 648-800 x1.04-1.08; 16-bit K = 648 and
-# up x0.94-1.25, none shorter moved.
-FIT_MIN_K_BYTES = 512
-# The tall form (`tma_tall`: the wide kernel on C.T = B.T @ A.T) is offered where B is
-# K-major (column-major, as fp8's copies always are), so that the swapped product's A
-# operand, B.T, is K-major too. Session 37, call 6, A/B of the picks it moved among 1,000
-# random row-major shapes: fp8 x1.17 (11 of 11 faster, x1.05-1.35: 6040 x 328 x 4560 1.05
-# of cuBLAS); bf16 and fp16 x0.98 (0.83-1.22): a 16-bit tall block over a row-major B (B.T
-# MN-major in shared memory) cost ~1.2x a wide one of its size (4600 x 472 x 3552: 160 rows
-# tall 0.66 us a block, 160 columns wide 0.56); fp8's cost the same (128x144 tall 21.5 us,
-# 128x160 wide 22.9). Session 38, call 1 (bf16 280 x 8136 x 7592, 144 rows tall, in each
-# layout): 74.2 us over rr, 78.9 cr, 64.7 rc and 68.5 cc, where the picks ran 75.9, 84.0,
-# 85.8 and 85.2 (cuBLAS 66.4, 84.5, 65.1, 81.9).
-# fp8's 64x128 tiles widen too (64x144, 64x160, 64x192: one warpgroup, BLOCK_K 256).
-# Session 39, call 4, A/B of the picks this moved among 600 random row-major shapes (seed
-# 39): fp8 x1.068 (14 of 15 faster, 0.990-1.196); the same rule for 16-bit moved 38
-# picks a type and ran them x0.940-0.946 (8 and 10 faster; 2160 x 928 x 952 x0.71): a
-# 16-bit 64-row wide tile walks its blocks slower than WIDE_COL prices it (bf16 408 x
-# 2424 x 4832: 64x144x128 0.81 of cuBLAS, 128x128 0.75; 472 x 2992 x 2672, 168 tiles of
-# 64x144: 0.55).
-# An fp8 128x128x128 tile is also offered at half its height, widened (`halves`: 64x144,
-# 64x160, 64x192 at BLOCK_K 256, one warpgroup), or at half its width made tall (144x64
-# ...: `tma_tall`, B K-major as fp8's copies are), where HALF_MIN_STAGES stages fit and
-# its tiles take fewer waves than 64x128 tiles would (a tall one than 128x64 too): twice
-# the rows (columns) and fewer columns (rows) fill more SMs. A 64-row block walks slower
-# per output than a 128-row one: priced at HALF_ROW times WIDE_COL per output.
-# - Session 40, call 1 (fp8, L2 flushed): 3628 x 259 x 5063 (87 tiles of 128x128, the
-#   third column 3 wide) ran 64x144x256:s4 (114 tiles) at 18.6 us against the pick's 24.5
-#   (cuBLAS 18.3): 1.29x the parent's time per output; 64x160 and 64x192 (3 stages) ran
-#   22.2 and 28.7.
-# - Call 2, A/B of the 41 picks the wide form moved (HALF_ROW 1.17, no wave rule) among
-#   5,000 random shapes and the sets: x1.104, 30 faster; those from 128x128x128 x1.157
-#   (30 of 32, predicted 1.106x too fast: HALF_ROW 1.17 -> 1.30), those from 64x128x256
-#   picks x0.913 (0 of 5: each shape already one wave of 64x128), hence the wave rule.
-#   Call 3, fresh draws: x1.159 (35 of 38 faster).
-# - Call 5, the tall form: 57 picks x1.103, 52 faster; the 6 whose shape 64x128 tiles
-#   already cover in as few waves x0.930 (its rule then compared with 128x64 only), the
-#   51 others all faster. Call 6, fresh draws: x1.096 (24 of 24).
-HALF_ROW = 1.30
-# A 16-bit 128x128 tile widened to 144 (a 128-wide dot and a 16-wide one; made tall, the
-# same) is priced at WIDE_COL_144 per output, above WIDE_COL: the 16-wide dot reuses each
-# A block over 16 columns only. Session 41, call 1 (bf16, wave-bound shapes of 2.05-2.4
-# waves of 128x128 at K >= 3480): 128x144 picks ran 0.70-0.81 of cuBLAS where the
-# 128x128 hybrid ran 0.76-0.86; screened with model_check --lookup over every tile
-# measured (sessions 22-41): regret 1.0088 at 1.10, 1.0082 at 1.15, 1.0103 at 1.20. Call
-# 8, A/B of the picks 1.15 moved (two fresh draws, holdout6): bf16 x1.068 (14 of 17
-# faster; 920 x 4504 x 4216 x1.128, 0.74 -> 0.83 of cuBLAS), fp16 x1.023 (12 of 18); its
-# one fp8 move (a widened 64x128x256) x0.97, so fp8 keeps WIDE_COL.
-WIDE_COL_144 = 1.15
-HALF_MIN_STAGES = 4
-# A 16-bit or fp8 128x256 tile widened to 288 or 320 (`one_wave`: 256 + 32 or 64, C
-# stored by pointer) or made as tall, where that covers the shape in one wave of the SMs
-# and 128x256 takes more. Session 42, calls 1-4 (graph-timed, L2 flushed; 14 shapes of
-# 2.05-2.4 waves of 128x128 at K 2632-5552, 8 of them a fresh draw): a block of 128x320x64
-# (3 stages) cost 1.05-1.09x of 128x256x64's per output (median over each call), 128x288
-# 1.12-1.17x, 320x128 tall 1.05-1.06x; fp8's 128x320x128 1.25x, 320x128 tall 1.16x. bf16
-# 128x320 ran these shapes at 0.90 of cuBLAS (geomean, call 2) where the picks ran 0.79
-# and the 128x128 hybrid 0.78; fp8 320x128 tall 1.00 where the picks ran 0.88 (call 4).
-# Priced at ONE_WAVE_COL per output of the parent's block, NARROW_32 more for 288 (a
-# 32-wide part).
-ONE_WAVE_COL = {"16bit": 1.08, "fp8": 1.25}
-# ... and only over a K of ONE_WAVE_MIN_K_BYTES a row at least. Session 42, call 5 (A/B of
-# the 113 picks the forms moved, no floor, among two fresh draws and holdout6): x1.079,
-# 93 faster; at K of 1,536 bytes or more x1.118 (89 of 92 faster, worst 0.97), below it
-# x0.92 (4 of 21: the 128x320 epilogue, 80 KB of C by pointer a tile, over a short loop).
-# The floor was read off that A/B; call 6 checked the rule with it on a fresh draw (seed
-# 63, 1,500 random shapes): x1.141 on the 86 picks it moved, 85 faster, worst x0.993.
-ONE_WAVE_MIN_K_BYTES = 1536
-ONE_WAVE_WIDTHS = (288, 320)
-NARROW_32 = 1.06
 # A hybrid tile (`hybrids`) is taken where predicted HYBRID_MARGIN faster than the rest.
 HYBRID_MARGIN = 1.10
 # A 16-bit 128x128x64 four-warp tile runs its hybrid forms as HYBRID_EIGHT_WARPS (stages,
@@ -279,137 +186,6 @@ def derive(c: TileConfig, variant: str, split_k: int, occupancy: int) -> TileCon
     tile, not per lookup (`dataclasses.replace` and its checks were a third of a first
     call's lookup, session 39)."""
     return replace(c, variant=variant, split_k=split_k, occupancy=occupancy)
-
-
-@functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour, each call
-def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
-          fit: bool = True) -> tuple[TileConfig, ...]:
-    """A neighbour's one-program TMA tile in its wide forms (`tma_wide`, where the call can
-    run it): a 16-bit 128x256 cut to 128x192; where `fit` (K of FIT_MIN_K_BYTES a row at
-    least), a 16-bit or fp8 128x128 widened to each of FIT_WIDTHS, which cover an N that
-    128-wide tiles leave a part-empty column of tiles in (N = 280: two tiles of 144
-    against three of 128), and one made as many rows tall (`tma_tall`, where the call can
-    run it: B K-major), which cover such an M. Each a stage more where that fits (`usable`
-    with `smem` bytes a program), else as many, else one fewer (3 at least).
-    An fp8 64x128 tile is widened as 128x128 is, not made tall (fp8 128x128x128 also at
-    half height: `halves`). `_transfer` prices its block at `wide_step` of the parent's."""
-    if c.variant != "tma" or c.occupancy != 1 or not smem:
-        return ()
-    wide, tall = "tma_wide" in variants, "tma_tall" in variants
-    forms: list[TileConfig] = []
-    if wide and fam == "16bit" and (c.block_m, c.block_n) == (128, 256):
-        forms = [replace(c, block_n=192, variant="tma_wide")]
-    elif fit and fam in ("16bit", "fp8") and (c.block_m, c.block_n) == (128, 128):
-        forms = [replace(c, block_n=w, variant="tma_wide") for w in FIT_WIDTHS if wide]
-        forms += [replace(c, block_m=w, variant="tma_tall") for w in FIT_WIDTHS if tall]
-    elif fit and fam == "fp8" and (c.block_m, c.block_n) == (64, 128):
-        forms = [replace(c, block_n=w, variant="tma_wide") for w in FIT_WIDTHS if wide]
-    stages = range(c.num_stages + 1, max(c.num_stages - 2, 2), -1)
-    return tuple(got for form in forms
-                 if (got := _most_stages(form, stages, fam, smem)) is not None)
-
-
-def _most_stages(form: TileConfig, stages: range, fam: str, smem: int) -> TileConfig | None:
-    """`form` at the first of `stages` (most first) that fits (`usable` with `smem` bytes a
-    program), or None."""
-    for st in stages:
-        staged = replace(form, num_stages=st)
-        if usable(staged, fam, smem):
-            return staged
-    return None
-
-
-@functools.lru_cache(maxsize=256)   # a lookup asks it for each neighbour, each call
-def _half_forms(c: TileConfig, smem: int, tall: bool) -> tuple[TileConfig, ...]:
-    """An fp8 128x128x128 tile at half height (`tall`: half width, made tall), each of
-    FIT_WIDTHS wide (tall), BLOCK_K 256, one warpgroup, at the most stages up to the
-    parent's (HALF_MIN_STAGES at least) that fit."""
-    stages = range(max(c.num_stages, HALF_MIN_STAGES), HALF_MIN_STAGES - 1, -1)
-    out = []
-    for w in FIT_WIDTHS:
-        (bm, bn, variant) = (w, 64, "tma_tall") if tall else (64, w, "tma_wide")
-        half = replace(c, block_m=bm, block_n=bn, block_k=256, num_warps=4, variant=variant)
-        got = _most_stages(half, stages, "fp8", smem)
-        if got is not None:
-            out.append(got)
-    return tuple(out)
-
-
-def halves(c: TileConfig, m: int, n: int, fam: str, smem: int, variants: tuple[str, ...],
-           sms: int, fit: bool = True) -> list[TileConfig]:
-    """A neighbour's fp8 128x128x128 one-program TMA tile at half height and widened
-    (`_half_forms`, where the call runs `tma_wide` and `fit` as for `wides`), and at half
-    width made tall (where it runs `tma_tall`), each only where its tiles take fewer waves
-    of `sms` than 64x128 tiles would, fp8's common small table tile (a width that leaves
-    the waves as they are only adds work), a tall one than 128x64 tiles too. `_transfer`
-    prices its block at `wide_step` of the parent's (HALF_ROW)."""
-    if fam != "fp8" or not fit or not smem or c.variant != "tma" or c.occupancy != 1 \
-            or (c.block_m, c.block_n, c.block_k) != (128, 128, 128):
-        return []
-    out = []
-    if "tma_wide" in variants:
-        rows = cdiv(m, 64)
-        waves = cdiv(rows * cdiv(n, 128), sms)
-        out += [h for h in _half_forms(c, smem, False)
-                if cdiv(rows * cdiv(n, h.block_n), sms) < waves]
-    if "tma_tall" in variants:
-        cols = cdiv(n, 64)
-        waves = min(cdiv(cols * cdiv(m, 128), sms), cdiv(cdiv(m, 64) * cdiv(n, 128), sms))
-        out += [h for h in _half_forms(c, smem, True)
-                if cdiv(cols * cdiv(m, h.block_m), sms) < waves]
-    return out
-
-
-@functools.lru_cache(maxsize=256)   # a lookup asks it for each neighbour, each call
-def _one_wave_forms(c: TileConfig, fam: str, smem: int, tall: bool
-                    ) -> tuple[TileConfig, ...]:
-    """A 128x256 tile ONE_WAVE_WIDTHS wide (`tall`: as many rows tall, 128 wide), at the
-    most stages up to the parent's that fit (3 at least)."""
-    out = []
-    for w in ONE_WAVE_WIDTHS:
-        form = replace(c, block_m=w, block_n=128, variant="tma_tall") if tall else \
-            replace(c, block_n=w, variant="tma_wide")
-        got = _most_stages(form, range(c.num_stages, 2, -1), fam, smem)
-        if got is not None:
-            out.append(got)
-    return tuple(out)
-
-
-def one_wave(c: TileConfig, m: int, n: int, k: int, fam: str, smem: int,
-             variants: tuple[str, ...], sms: int) -> list[TileConfig]:
-    """A neighbour's 16-bit or fp8 128x256 one-program TMA tile widened to each of
-    ONE_WAVE_WIDTHS (`tma_wide`) or made as tall (`tma_tall`, where the call runs it),
-    each only where its tiles fit one wave of `sms` and 128x256's do not: a shape of 1-1.2
-    waves of 128x256 runs its second wave nearly empty (920 x 4504 x 4216: 144 tiles, 128
-    of 128x320), over a K of ONE_WAVE_MIN_K_BYTES a row at least. `_transfer` prices its
-    block at `wide_step` of the parent's."""
-    if fam not in ONE_WAVE_COL or not smem or c.variant != "tma" or c.occupancy != 1 \
-            or k * ELEM_BYTES[fam] < ONE_WAVE_MIN_K_BYTES \
-            or (c.block_m, c.block_n) != (128, 256) or cdiv(m, 128) * cdiv(n, 256) <= sms:
-        return []
-    forms = (*(_one_wave_forms(c, fam, smem, False) if "tma_wide" in variants else ()),
-             *(_one_wave_forms(c, fam, smem, True) if "tma_tall" in variants else ()))
-    return [f for f in forms if cdiv(m, f.block_m) * cdiv(n, f.block_n) <= sms]
-
-
-def wide_step(parent: TileConfig, wide: TileConfig, fam: str) -> float:
-    """What a `wides`, `halves` or `one_wave` tile's K block costs, as a multiple of its
-    parent's: WIDE_STEP for 128x256's cut; for a widened 128x128, its block's work
-    (outputs times BLOCK_K) over the parent's times WIDE_COL (a 16-bit (`fam`) one 144
-    wide WIDE_COL_144), and HALF_ROW more where it is the parent at half height; for a
-    widened (made tall) 128x256, the work times ONE_WAVE_COL, NARROW_32 more at 288."""
-    work = wide.block_m * wide.block_n * wide.block_k / (
-        parent.block_m * parent.block_n * parent.block_k)
-    if parent.block_n == 256:
-        if max(wide.block_m, wide.block_n) <= 256:
-            return WIDE_STEP
-        narrow = max(wide.block_m, wide.block_n) == 288
-        return work * ONE_WAVE_COL[fam] * (NARROW_32 if narrow else 1.0)
-    half = min(wide.block_m, wide.block_n) < min(parent.block_m, parent.block_n)
-    if half:
-        return work * WIDE_COL * HALF_ROW
-    narrow = fam == "16bit" and max(wide.block_m, wide.block_n) == 144
-    return work * (WIDE_COL_144 if narrow else WIDE_COL)
 
 
 @functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour, each call

@@ -35,25 +35,20 @@ from pathlib import Path
 
 from kernels.fma import fma_split
 from kernels.steps import (
-    FIT_MIN_K_BYTES,
     HYBRID_MARGIN,
     STAGE_COST,
     TWIN_MARGIN,
-    WIDE_MARGIN,
     fixed_ms,
-    halves,
     hybrids,
-    one_wave,
     resplits,
     splits_fit,
     steps,
     twins,
-    wide_step,
-    wides,
 )
 from kernels.table_file import DEFAULT_DIR, entries_for, is_stale, warn_stale
 from kernels.table_file import reload as _reload_files
 from kernels.tile import ELEM_BYTES, WGMMA_M, TileConfig, cdiv
+from kernels.wide_forms import FIT_MIN_K_BYTES, WIDE_MARGIN, halves, one_wave, wide_step, wides
 
 NEAREST_MAX = 2.0   # L1 distance between regimes (log2 units); 1024^3 -> 2048^3 is 3
 # (session 5: a 1024^3 entry taken for 2048^3 ran at 0.40 of cuBLAS where the heuristic

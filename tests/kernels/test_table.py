@@ -8,6 +8,7 @@ import pytest
 
 from kernels import steps, table, table_file
 from kernels.tile import TileConfig
+from kernels.wide_forms import WIDE_COL_144, WIDE_STEP
 
 TMA = TileConfig(128, 256, 64, 8, 3, 8, "tma")
 TILED = TileConfig(64, 64, 64, 8, 4, 4, split_k=4)
@@ -218,11 +219,11 @@ def test_a_neighbours_twin_is_taken_where_its_pairs_take_one_wave_of_two(tmp_pat
     # session 35: 128x256x64:s3 ran 7904 x 384 x 3744 (two column tiles, the second half
     # empty) at 0.75 of cuBLAS, 128x192x64:s4 at 0.89
     (TileConfig(128, 256, 64, 8, 3, 8, "tma"), TileConfig(128, 192, 64, 8, 4, 8, "tma_wide"),
-     (3968, 384, 4096, 0.0463), 0.178, (7904, 384, 3744), steps.WIDE_STEP, 59),
+     (3968, 384, 4096, 0.0463), 0.178, (7904, 384, 3744), WIDE_STEP, 59),
     # session 37: 8136 x 280 x 7592 in 128x128 makes three column tiles (the third 24
     # columns full), two waves; 128x144 two, one wave (1.19 of cuBLAS, the pick 0.94)
     (TileConfig(128, 128, 64, 8, 4, 8, "tma"), TileConfig(128, 144, 64, 8, 5, 8, "tma_wide"),
-     (1408, 1536, 4096, 0.0300), 0.215, (8136, 280, 7592), 144 / 128 * steps.WIDE_COL_144, 119),
+     (1408, 1536, 4096, 0.0300), 0.215, (8136, 280, 7592), 144 / 128 * WIDE_COL_144, 119),
 ])
 def test_a_neighbours_tile_is_offered_wide_where_fewer_column_tiles_cover_n(
         tmp_path, parent, wide, near, square_ms, shape, step, blocks):
