@@ -7,7 +7,8 @@ in kernels/steps.py's step model.
 - `halves`: an fp8 128x128x128 tile at half height widened (half width made tall), where
   that cuts a wave.
 - `one_wave`: a 16-bit or fp8 128x256 tile widened to 288 or 320 (or made as tall), where
-  that covers the shape in one wave and 128x256 takes two.
+  that covers the shape in one wave and 128x256 takes two; an fp8 128x128x128 tile made
+  288 or 320 tall, where that covers the shape in one wave and 128x128 takes more.
 
 Each is weighed where the call can run its variant (`tma_wide`, `tma_tall`) and taken
 where predicted WIDE_MARGIN faster than the rest.
@@ -113,6 +114,15 @@ ONE_WAVE_COL = {"16bit": 1.08, "fp8": 1.25}
 ONE_WAVE_MIN_K_BYTES = 1536
 ONE_WAVE_WIDTHS = (288, 320)
 NARROW_32 = 1.06
+# An fp8 128x128x128 tile (fp8's table has few 128x256 entries: 920 x 4504 x 4216's
+# neighbours are 128x128x128:s5:w4) made 288 or 320 tall (`tma_tall`, 8 warps, C by
+# pointer), where that covers the shape in one wave and 128x128 takes more. Session 42,
+# calls 3 and 4 (graph-timed, L2 flushed, the 14 wave-bound shapes of step 1): a block
+# of 320x128x128:s3:w8 cost 0.97-1.15x of the 128x128x128:s5:w4 pick's per output
+# (median 1.05, 22 measurements), 128x320x128 wide 1.01-1.24x (median 1.15), 128x320x64:s5
+# 1.13-1.24x; fp8's B is always K-major, so only the tall form is offered. Priced at
+# ONE_WAVE_TALL_128 per output of the parent's block, NARROW_32 more for 288.
+ONE_WAVE_TALL_128 = 1.05
 
 
 @functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour, each call
@@ -197,12 +207,13 @@ def halves(c: TileConfig, m: int, n: int, fam: str, smem: int, variants: tuple[s
 @functools.lru_cache(maxsize=256)   # a lookup asks it for each neighbour, each call
 def _one_wave_forms(c: TileConfig, fam: str, smem: int, tall: bool
                     ) -> tuple[TileConfig, ...]:
-    """A 128x256 tile ONE_WAVE_WIDTHS wide (`tall`: as many rows tall, 128 wide), at the
-    most stages up to the parent's that fit (3 at least)."""
+    """A 128x256 tile ONE_WAVE_WIDTHS wide (`tall`: as many rows tall, 128 wide), or a
+    128x128 one as many rows tall at 8 warps, each at the most stages up to the parent's
+    that fit (3 at least)."""
     out = []
     for w in ONE_WAVE_WIDTHS:
-        form = replace(c, block_m=w, block_n=128, variant="tma_tall") if tall else \
-            replace(c, block_n=w, variant="tma_wide")
+        form = replace(c, block_m=w, block_n=128, num_warps=8, variant="tma_tall") if tall \
+            else replace(c, block_n=w, variant="tma_wide")
         got = _most_stages(form, range(c.num_stages, 2, -1), fam, smem)
         if got is not None:
             out.append(got)
@@ -212,17 +223,24 @@ def _one_wave_forms(c: TileConfig, fam: str, smem: int, tall: bool
 def one_wave(c: TileConfig, m: int, n: int, k: int, fam: str, smem: int,
              variants: tuple[str, ...], sms: int) -> list[TileConfig]:
     """A neighbour's 16-bit or fp8 128x256 one-program TMA tile widened to each of
-    ONE_WAVE_WIDTHS (`tma_wide`) or made as tall (`tma_tall`, where the call runs it),
-    each only where its tiles fit one wave of `sms` and 128x256's do not: a shape of 1-1.2
-    waves of 128x256 runs its second wave nearly empty (920 x 4504 x 4216: 144 tiles, 128
-    of 128x320), over a K of ONE_WAVE_MIN_K_BYTES a row at least. `_transfer` prices its
-    block at `wide_step` of the parent's."""
+    ONE_WAVE_WIDTHS (`tma_wide`) or made as tall (`tma_tall`, where the call runs it), or
+    its fp8 128x128x128 one made as tall, each only where its tiles fit one wave of `sms`
+    and the parent's do not: a shape of 1-1.2 waves of 128x256 runs its second wave
+    nearly empty (920 x 4504 x 4216: 144 tiles, 128 of 128x288, 120 of 128x320), one of
+    2-2.4 waves of 128x128 its third; over a K of ONE_WAVE_MIN_K_BYTES a row at least.
+    `_transfer` prices its block at `wide_step` of the parent's."""
     if fam not in ONE_WAVE_COL or not smem or c.variant != "tma" or c.occupancy != 1 \
             or k * ELEM_BYTES[fam] < ONE_WAVE_MIN_K_BYTES \
-            or (c.block_m, c.block_n) != (128, 256) or cdiv(m, 128) * cdiv(n, 256) <= sms:
+            or cdiv(m, c.block_m) * cdiv(n, c.block_n) <= sms:
         return []
-    forms = (*(_one_wave_forms(c, fam, smem, False) if "tma_wide" in variants else ()),
-             *(_one_wave_forms(c, fam, smem, True) if "tma_tall" in variants else ()))
+    if (c.block_m, c.block_n) == (128, 256):
+        forms = (*(_one_wave_forms(c, fam, smem, False) if "tma_wide" in variants else ()),
+                 *(_one_wave_forms(c, fam, smem, True) if "tma_tall" in variants else ()))
+    elif fam == "fp8" and (c.block_m, c.block_n, c.block_k) == (128, 128, 128) \
+            and "tma_tall" in variants:
+        forms = _one_wave_forms(c, fam, smem, True)
+    else:
+        return []
     return [f for f in forms if cdiv(m, f.block_m) * cdiv(n, f.block_n) <= sms]
 
 
@@ -231,7 +249,8 @@ def wide_step(parent: TileConfig, wide: TileConfig, fam: str) -> float:
     parent's: WIDE_STEP for 128x256's cut; for a widened 128x128, its block's work
     (outputs times BLOCK_K) over the parent's times WIDE_COL (a 16-bit (`fam`) one 144
     wide WIDE_COL_144), and HALF_ROW more where it is the parent at half height; for a
-    widened (made tall) 128x256, the work times ONE_WAVE_COL, NARROW_32 more at 288."""
+    widened (made tall) 128x256, the work times ONE_WAVE_COL, for an fp8 128x128 made
+    288 or 320 tall ONE_WAVE_TALL_128; NARROW_32 more at 288."""
     work = wide.block_m * wide.block_n * wide.block_k / (
         parent.block_m * parent.block_n * parent.block_k)
     if parent.block_n == 256:
@@ -239,6 +258,9 @@ def wide_step(parent: TileConfig, wide: TileConfig, fam: str) -> float:
             return WIDE_STEP
         narrow = max(wide.block_m, wide.block_n) == 288
         return work * ONE_WAVE_COL[fam] * (NARROW_32 if narrow else 1.0)
+    if max(wide.block_m, wide.block_n) in ONE_WAVE_WIDTHS:
+        narrow = max(wide.block_m, wide.block_n) == 288
+        return work * ONE_WAVE_TALL_128 * (NARROW_32 if narrow else 1.0)
     half = min(wide.block_m, wide.block_n) < min(parent.block_m, parent.block_n)
     if half:
         return work * WIDE_COL * HALF_ROW

@@ -124,6 +124,34 @@ def test_a_128x256_tile_is_offered_one_wave_wide_where_128x256_takes_two():
         320 / 256 * forms.ONE_WAVE_COL["fp8"])
 
 
+def test_an_fp8_128x128_tile_is_offered_one_wave_tall_where_128x128_takes_more():
+    """fp8's 128x128x128 neighbours (920 x 4504 x 4216: 288 tiles, three waves of 132)
+    made 288 or 320 tall at 8 warps (`tma_tall`, B K-major as fp8's copies are), at the
+    most stages up to the parent's that fit: 320x128 makes 3 x 36 = 108 tiles (one
+    wave), 288x128 4 x 36 = 144 (not offered); on 4504 x 920 16 x 8 = 128 and 15 x 8 =
+    120, both. Not wide, not 16-bit, not where 128x128 already fits one wave, not over a
+    short K. Priced at the work over 128x128x128's times ONE_WAVE_TALL_128, NARROW_32
+    more at 288."""
+    runs = ("tma", "tma_wide", "tma_tall")
+    parent = TileConfig(128, 128, 128, 8, 5, 4, "tma")
+    got = forms.one_wave(parent, 920, 4504, 4216, "fp8", H200_SMEM, runs, 132)
+    assert got == [TileConfig(320, 128, 128, 8, 4, 8, "tma_tall")]
+    both = forms.one_wave(parent, 4504, 920, 4216, "fp8", H200_SMEM, runs, 132)
+    assert both == [TileConfig(288, 128, 128, 8, 4, 8, "tma_tall"),
+                    TileConfig(320, 128, 128, 8, 4, 8, "tma_tall")]
+    assert forms.one_wave(parent, 920, 4504, 4216, "fp8", H200_SMEM, ("tma", "tma_wide"),
+                          132) == []
+    assert forms.one_wave(parent, 920, 4504, 4216, "16bit", H200_SMEM, runs, 132) == []
+    assert forms.one_wave(parent, 1408, 1536, 4216, "fp8", H200_SMEM, runs, 132) == []  # 132
+    assert forms.one_wave(parent, 920, 4504, 1528, "fp8", H200_SMEM, runs, 132) == []
+    assert forms.one_wave(TileConfig(128, 128, 64, 8, 5, 4, "tma"), 920, 4504, 4216, "fp8",
+                          H200_SMEM, runs, 132) == []
+    assert forms.wide_step(parent, got[0], "fp8") == pytest.approx(
+        320 / 128 * forms.ONE_WAVE_TALL_128)
+    assert forms.wide_step(parent, both[0], "fp8") == pytest.approx(
+        288 / 128 * forms.ONE_WAVE_TALL_128 * forms.NARROW_32)
+
+
 def test_an_fp8_128x128_tile_is_offered_at_half_height_where_it_cuts_a_wave():
     """fp8 128x128x128 as 64xW at BLOCK_K 256, one warpgroup (session 40): where
     HALF_MIN_STAGES stages fit (64x144 on the H200; 64x160 and 64x192 ran at 3 stages and
