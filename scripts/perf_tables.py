@@ -88,6 +88,7 @@ S39 = RESULTS / "h200-2026-12-03-s39"
 S40 = RESULTS / "h200-2026-12-03-s40"
 S41 = RESULTS / "h200-2026-12-03-s41"
 S42 = RESULTS / "h200-2026-12-03-s42"
+S43 = RESULTS / "h200-2026-12-04-s43"
 # session 42's tiles.py files, each one table (`tile_matrix`): table name -> file stem
 _S42_MATRICES = {
     **{f"onewave-{m}": f"tiles_onewave_{m}" for m in ("bf16", "fp16", "fp8")},
@@ -286,6 +287,13 @@ TABLES: dict[str, Callable[[], str]] = {
                                   S42 / "moved_onewave_fresh.csv"),
     "s42-fresh-worst": lambda: moved_worst(S42 / "cases.csv", "call6-ab-onewave-fresh",
                                            S42 / "moved_onewave_fresh.csv", 4),
+    "s43-tall128": lambda: tile_matrix(S43 / "tiles_tall128_fp8.csv"),
+    "s43-stages": lambda: tile_matrix(S43 / "tiles_stages_bf16.csv"),
+    "s43-ab": lambda: moved_ab(S43 / "cases.csv", "call1-ab-tall128", S43 / "moved_tall128.csv"),
+    "s43-ab-worst": lambda: moved_worst(S43 / "cases.csv", "call1-ab-tall128",
+                                        S43 / "moved_tall128.csv", 6),
+    "s43-fresh": lambda: moved_ab(S43 / "cases.csv", "call2-ab-tall128-fresh",
+                                  S43 / "moved_tall128_fresh.csv"),
     "s41-wave": lambda: _stacked(pick_and_best(S41 / "tiles_wave_bf16.csv"),
                                  pick_and_best(S41 / "tiles_wave_fp8.csv")),
     "s41-tail": lambda: csv_table(S41 / "reduce_tail.csv"),
