@@ -14,7 +14,8 @@ neighbour's tile that fits an SM twice is also weighed at two programs per SM (`
 TWIN_MARGIN faster), a 16-bit 128x256 one at 128x192, and a 128x128 one widened to cover
 N (where B is K-major also made as tall, to cover M; `wides`, WIDE_MARGIN), and a 16-bit
 or fp8 128x256 one widened to 288 or 320 (or made as tall) where that covers the shape in
-one wave and 128x256 takes two (`one_wave`, WIDE_MARGIN). bf16 and fp16
+one wave and 128x256 takes two, an fp8 128x128x128 one made 288 or 320 tall where that
+covers it in one wave and 128x128 takes more (`one_wave`, WIDE_MARGIN). bf16 and fp16
 lend each other tiles: the other type's nearest pick where predicted OTHER_TYPE_MARGIN
 faster than its own type's (`_other_type`). Only entries whose variant the call can run
 count; a `fragile` tile serves its own shape and shapes it tiles exactly; a bucket of

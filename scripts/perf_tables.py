@@ -294,6 +294,16 @@ TABLES: dict[str, Callable[[], str]] = {
                                         S43 / "moved_tall128.csv", 6),
     "s43-fresh": lambda: moved_ab(S43 / "cases.csv", "call2-ab-tall128-fresh",
                                   S43 / "moved_tall128_fresh.csv"),
+    "s43-sets": lambda: targets_table({
+        s: {m: (S43 / "sets.csv", f"s43-{s}-a")
+            for m in (("fp32", "tf32", "bf16", "fp16", "fp8") if s in ("pr", "nightly")
+                      else ("bf16", "fp16", "fp8"))}
+        for s in ("pr", "nightly", *HOLDOUTS, "holdout6")}),
+    "s43-below": lambda: ratios_below(S43 / "sets.csv", "s43-", 0.8, ""),
+    "s43-x3": lambda: moved_ab(S43 / "cases.csv", "call5-ab-x3-kept", S43 / "moved_x3.csv"),
+    "s43-x3-worst": lambda: moved_worst(S43 / "cases.csv", "call5-ab-x3-kept",
+                                        S43 / "moved_x3.csv", 6),
+    "s43-x3-tuned": lambda: tuned_summary(S43 / "tuned.csv"),
     "s41-wave": lambda: _stacked(pick_and_best(S41 / "tiles_wave_bf16.csv"),
                                  pick_and_best(S41 / "tiles_wave_fp8.csv")),
     "s41-tail": lambda: csv_table(S41 / "reduce_tail.csv"),
