@@ -253,16 +253,14 @@ def wide_step(parent: TileConfig, wide: TileConfig, fam: str) -> float:
     288 or 320 tall ONE_WAVE_TALL_128; NARROW_32 more at 288."""
     work = wide.block_m * wide.block_n * wide.block_k / (
         parent.block_m * parent.block_n * parent.block_k)
-    if parent.block_n == 256:
-        if max(wide.block_m, wide.block_n) <= 256:
-            return WIDE_STEP
-        narrow = max(wide.block_m, wide.block_n) == 288
-        return work * ONE_WAVE_COL[fam] * (NARROW_32 if narrow else 1.0)
-    if max(wide.block_m, wide.block_n) in ONE_WAVE_WIDTHS:
-        narrow = max(wide.block_m, wide.block_n) == 288
-        return work * ONE_WAVE_TALL_128 * (NARROW_32 if narrow else 1.0)
+    longest = max(wide.block_m, wide.block_n)
+    if parent.block_n == 256 and longest <= 256:
+        return WIDE_STEP
+    if longest in ONE_WAVE_WIDTHS:
+        col = ONE_WAVE_COL[fam] if parent.block_n == 256 else ONE_WAVE_TALL_128
+        return work * col * (NARROW_32 if longest == 288 else 1.0)
     half = min(wide.block_m, wide.block_n) < min(parent.block_m, parent.block_n)
     if half:
         return work * WIDE_COL * HALF_ROW
-    narrow = fam == "16bit" and max(wide.block_m, wide.block_n) == 144
+    narrow = fam == "16bit" and longest == 144
     return work * (WIDE_COL_144 if narrow else WIDE_COL)
