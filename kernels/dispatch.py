@@ -243,8 +243,11 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
         variants = ("tma",)
     if variants[0] == "tma":   # split-K, wide and hybrid tiles run wherever TMA does; the
         # tall form (C.T = B.T @ A.T) where B is K-major, so that its A operand, B.T, is
-        # too (kernels/steps.py: 16-bit tall blocks over a row-major B cost ~1.2x)
-        variants = (*variants, "tma_split", "tma_wide", *(("tma_tall",) if lb == "c" else ()),
+        # too (kernels/steps.py: 16-bit tall blocks over a row-major B cost ~1.2x), and
+        # 16-bit rr, where the lookup offers it in one wave only (kernels/wide_forms.py
+        # ONE_WAVE_16_128: 320 rows tall over a row-major B ran as fast as 320 wide)
+        tall = lb == "c" or (fam == "16bit" and la + lb == "rr")
+        variants = (*variants, "tma_split", "tma_wide", *(("tma_tall",) if tall else ()),
                     "tma_hybrid")
         if cached:  # kept copies: every operand the descriptors read on whole 128 B lines
             copy_a = copy_a or ("pitch" if max(sa) * elem % LINE else "")

@@ -14,8 +14,9 @@ neighbour's tile that fits an SM twice is also weighed at two programs per SM (`
 TWIN_MARGIN faster), a 16-bit 128x256 one at 128x192, and a 128x128 one widened to cover
 N (where B is K-major also made as tall, to cover M; `wides`, WIDE_MARGIN), and a 16-bit
 or fp8 128x256 one widened to 288 or 320 (or made as tall) where that covers the shape in
-one wave and 128x256 takes two, an fp8 128x128x128 one made 288 or 320 tall where that
-covers it in one wave and 128x128 takes more (`one_wave`, WIDE_MARGIN). bf16 and fp16
+one wave and 128x256 takes two, an fp8 128x128x128 or 16-bit 128x128x64 one made 288 or
+320 tall where that covers it in one wave and 128x128 takes more (`one_wave`, WIDE_MARGIN;
+16-bit rr calls run the tall form there, `wides`' tall forms only over a K-major B). bf16 and fp16
 lend each other tiles: the other type's nearest pick where predicted OTHER_TYPE_MARGIN
 faster than its own type's (`_other_type`). Only entries whose variant the call can run
 count; a `fragile` tile serves its own shape and shapes it tiles exactly; a bucket of
@@ -174,7 +175,7 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
     given its shared memory a program (`smem`), each one-program TMA tile's `twins` too."""
     path, rows = _index(device_name, str(directory))
     buckets, fam = _sources(bucket)
-    fma, chip = _fma(bucket), _Chip(sms, smem, fam, _a_kmajor(bucket))
+    fma, chip = _fma(bucket), _chip(sms, smem, fam, bucket)
     for i, (source, carried) in enumerate(buckets):
         found = _lookup(path, rows.get(source, ()), m, n, k, _carried(variants, carried),
                         chip, fma, rows.get(_other_type(source), ()))
@@ -208,10 +209,12 @@ def _other_type(bucket: str) -> str:
     return " ".join((words[0], other, *words[2:])) if other else ""
 
 
-def _a_kmajor(bucket: str) -> bool:
-    """Whether the bucket's A is row-major (K-major): its layouts word starts with 'r'."""
+def _chip(sms: int, smem: int, fam: str, bucket: str) -> _Chip:
+    """The lookup's `_Chip` for a call of `bucket`: its A K-major where the layouts word
+    starts with 'r' (row-major), its B where it ends with 'c' (column-major)."""
     words = bucket.split(" ")
-    return len(words) > 2 and words[2].startswith("r")
+    layouts = words[2] if len(words) > 2 else ""
+    return _Chip(sms, smem, fam, layouts.startswith("r"), layouts.endswith("c"))
 
 
 def _fma(bucket: str) -> bool:
@@ -235,7 +238,7 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
     (scripts/lookup_diff.py --predict)."""
     _, rows = _index(device_name, str(directory))
     buckets, fam = _sources(bucket)
-    fma, chip = _fma(bucket), _Chip(sms, smem, fam, _a_kmajor(bucket))
+    fma, chip = _fma(bucket), _chip(sms, smem, fam, bucket)
     for b, carried in buckets:
         runs = _carried(variants, carried)
         near = _near(rows.get(b, ()) + rows.get(_other_type(b), ()), m, n, k, runs, fma)
@@ -297,6 +300,7 @@ class _Chip:
     smem: int
     fam: str
     a_kmajor: bool
+    b_kmajor: bool = True
 
 
 def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], chip: _Chip,
@@ -306,6 +310,8 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
     `hybrids` (HYBRID_MARGIN) on this shape."""
     elem = ELEM_BYTES.get(chip.fam, 2)
     sms, out = chip.sms, []
+    # `wides`' tall forms only over a K-major B (16-bit rr runs `tma_tall` in one wave only)
+    fits = variants if chip.b_kmajor else tuple(v for v in variants if v != "tma_tall")
     for r in rows:
         if r.ms > 0 and splits_fit(r.config, k):
             ps = _per_step(r, sms)   # the row's, once for every option priced from it
@@ -315,8 +321,8 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
                     for c in twins(r.config, chip.fam, chip.smem, fma)]
             fit = k * elem >= FIT_MIN_K_BYTES
             out += [(_transfer(r, ps, c, m, n, k, sms, chip.fam), c, WIDE_MARGIN)
-                    for c in (*wides(r.config, chip.fam, chip.smem, variants, fit),
-                              *halves(r.config, m, n, chip.fam, chip.smem, variants, sms, fit),
+                    for c in (*wides(r.config, chip.fam, chip.smem, fits, fit),
+                              *halves(r.config, m, n, chip.fam, chip.smem, fits, sms, fit),
                               *one_wave(r.config, m, n, k, chip.fam, chip.smem, variants,
                                         sms))]
             out += [(_transfer(r, ps, c, m, n, k, sms, chip.fam), c, HYBRID_MARGIN)

@@ -7,8 +7,9 @@ in kernels/steps.py's step model.
 - `halves`: an fp8 128x128x128 tile at half height widened (half width made tall), where
   that cuts a wave.
 - `one_wave`: a 16-bit or fp8 128x256 tile widened to 288 or 320 (or made as tall), where
-  that covers the shape in one wave and 128x256 takes two; an fp8 128x128x128 tile made
-  288 or 320 tall, where that covers the shape in one wave and 128x128 takes more.
+  that covers the shape in one wave and 128x256 takes two; a 16-bit 128x128x64 or fp8
+  128x128x128 tile made 288 or 320 tall, where that covers the shape in one wave and
+  128x128 takes more.
 
 Each is weighed where the call can run its variant (`tma_wide`, `tma_tall`) and taken
 where predicted WIDE_MARGIN faster than the rest.
@@ -123,6 +124,24 @@ NARROW_32 = 1.06
 # 1.13-1.24x; fp8's B is always K-major, so only the tall form is offered. Priced at
 # ONE_WAVE_TALL_128 per output of the parent's block, NARROW_32 more for 288.
 ONE_WAVE_TALL_128 = 1.05
+# A 16-bit 128x128x64 tile made 288 or 320 tall (8 warps, BLOCK_K 64, at most 3 stages:
+# the tile 128x256's forms are), where that covers the shape in one wave and 128x128
+# takes more; and a 16-bit tall form over a row-major B too (kernels/dispatch.py offers
+# `tma_tall` to 16-bit rr calls; `wides`' 144-192 tall forms stay K-major-B only, session
+# 38). Session 42, call 2 (bf16, graph-timed, L2 flushed): per output, 128x320x64:s3:w8
+# against a 128x128x64 pick on its shape 0.96-1.01, and 320x128 tall over a row-major B
+# against 128x320 wide, both one wave, 0.94-0.99 (2096 x 2184 x 2768 43.6 against 46.1
+# us, 3712 x 1208 x 4256 61.9 against 64.4, 920 x 4504 x 4216 60.6 against 62.1).
+# Session 44, call 1 (A/B against 14a6be5 of the picks it moved among two random draws,
+# wide and tall forms from 128x128 at ONE_WAVE_16_128 = 1.0, no tall discount): 128x128
+# -> 320 or 288 tall x1.175 and x1.119 (104 of 104 faster), 128x320 wide -> 288 tall
+# x1.102 (51 of 51), but 128x128 -> 128x320 wide x0.961 (9 of 42 faster, every one at K
+# < 1536: the wide pointer epilogue over a short loop) and -> 128x288 wide x1.03: from
+# 128x128 the tall forms only. The tall forms priced ONE_WAVE_TALL_16 of the wide: call 2
+# (the rule as here, a fresh draw of 4,000 shapes, a third of them rc, cr or cc): x1.088
+# on the 253 picks it moved, 244 faster, worst x0.94.
+ONE_WAVE_16_128 = 1.0
+ONE_WAVE_TALL_16 = 0.96
 
 
 @functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour, each call
@@ -224,7 +243,8 @@ def one_wave(c: TileConfig, m: int, n: int, k: int, fam: str, smem: int,
              variants: tuple[str, ...], sms: int) -> list[TileConfig]:
     """A neighbour's 16-bit or fp8 128x256 one-program TMA tile widened to each of
     ONE_WAVE_WIDTHS (`tma_wide`) or made as tall (`tma_tall`, where the call runs it), or
-    its fp8 128x128x128 one made as tall, each only where its tiles fit one wave of `sms`
+    its 16-bit 128x128x64 or fp8 128x128x128 one made as tall (the 16-bit one at 3 stages
+    at most), each only where its tiles fit one wave of `sms`
     and the parent's do not: a shape of 1-1.2 waves of 128x256 runs its second wave
     nearly empty (920 x 4504 x 4216: 144 tiles, 128 of 128x288, 120 of 128x320), one of
     2-2.4 waves of 128x128 its third; over a K of ONE_WAVE_MIN_K_BYTES a row at least.
@@ -239,6 +259,9 @@ def one_wave(c: TileConfig, m: int, n: int, k: int, fam: str, smem: int,
     elif fam == "fp8" and (c.block_m, c.block_n, c.block_k) == (128, 128, 128) \
             and "tma_tall" in variants:
         forms = _one_wave_forms(c, fam, smem, True)
+    elif fam == "16bit" and (c.block_m, c.block_n, c.block_k) == (128, 128, 64):
+        eight = replace(c, num_warps=8, num_stages=min(c.num_stages, 3))   # 128x256's forms
+        forms = _one_wave_forms(eight, fam, smem, True) if "tma_tall" in variants else ()
     else:
         return []
     return [f for f in forms if cdiv(m, f.block_m) * cdiv(n, f.block_n) <= sms]
@@ -249,16 +272,19 @@ def wide_step(parent: TileConfig, wide: TileConfig, fam: str) -> float:
     parent's: WIDE_STEP for 128x256's cut; for a widened 128x128, its block's work
     (outputs times BLOCK_K) over the parent's times WIDE_COL (a 16-bit (`fam`) one 144
     wide WIDE_COL_144), and HALF_ROW more where it is the parent at half height; for a
-    widened (made tall) 128x256, the work times ONE_WAVE_COL, for an fp8 128x128 made
-    288 or 320 tall ONE_WAVE_TALL_128; NARROW_32 more at 288."""
+    widened (made tall) 128x256, the work times ONE_WAVE_COL, for a 128x128 made 288 or
+    320 tall ONE_WAVE_16_128 (16-bit) or ONE_WAVE_TALL_128 (fp8); a 16-bit tall one
+    ONE_WAVE_TALL_16 of that; NARROW_32 more at 288."""
     work = wide.block_m * wide.block_n * wide.block_k / (
         parent.block_m * parent.block_n * parent.block_k)
     longest = max(wide.block_m, wide.block_n)
     if parent.block_n == 256 and longest <= 256:
         return WIDE_STEP
     if longest in ONE_WAVE_WIDTHS:
-        col = ONE_WAVE_COL[fam] if parent.block_n == 256 else ONE_WAVE_TALL_128
-        return work * col * (NARROW_32 if longest == 288 else 1.0)
+        col = ONE_WAVE_COL[fam] if parent.block_n == 256 \
+            else ONE_WAVE_16_128 if fam == "16bit" else ONE_WAVE_TALL_128
+        tall = ONE_WAVE_TALL_16 if fam == "16bit" and wide.variant == "tma_tall" else 1.0
+        return work * col * tall * (NARROW_32 if longest == 288 else 1.0)
     half = min(wide.block_m, wide.block_n) < min(parent.block_m, parent.block_n)
     if half:
         return work * WIDE_COL * HALF_ROW

@@ -440,6 +440,29 @@ def moved_worst(cases: Path, label: str, moved: Path, count: int) -> str:
     return "\n".join(out)
 
 
+def moved_forms(cases: Path, prefix: str, moved: Path) -> str:
+    """A dispatcher change's A/B on the picks it moves, per (old form, new form): the
+    variant and block of each, how many picks, the predicted and measured gain (geomean)
+    and the slowest. `moved` rows join the cases of label `prefix` + their `set` (one
+    run per random draw)."""
+    ab = {(r["label"], r["mode"], r["case"]): _ab(r["extra"]) for r in _rows(cases)}
+    groups: dict[tuple[str, str], list[tuple[dict, float]]] = {}
+    for m in _rows(moved):
+        got = ab.get((prefix + m["set"], m["mode"], m["case"]))
+        if got is not None:
+            form = tuple(" ".join(t.split()[:2]) for t in (m["old"], m["new"]))
+            groups.setdefault(form, []).append((m, got))
+    out = ["| old form | new form | moved | predicted | A/B geomean | A/B min | faster |",
+           "|---|---|---:|---:|---:|---:|---:|"]
+    everything = [p for ps in groups.values() for p in ps]
+    for (old, new), ps in (*sorted(groups.items(), key=lambda g: -len(g[1])),
+                           (("all", ""), everything)):
+        abs_ = [a for _, a in ps]
+        out.append(f"| {old} | {new} | {len(ps)} | {_predicted(ps)} | {geomean(abs_):.3f} | "
+                   f"{min(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
+    return "\n".join(out)
+
+
 def on_off(path: Path) -> str:
     """An in-process on/off A/B (rows: shape, mode, round, on_us, off_us), per shape: the
     rounds, the median time a call on and off, and on / off per round (lowest, median,

@@ -47,6 +47,7 @@ from perf_formats import (  # noqa: E402
     label_pairs,
     label_steps,
     moved_ab,
+    moved_forms,
     moved_worst,
     ncu_table,
     occupancy_best,
@@ -89,6 +90,7 @@ S40 = RESULTS / "h200-2026-12-03-s40"
 S41 = RESULTS / "h200-2026-12-03-s41"
 S42 = RESULTS / "h200-2026-12-03-s42"
 S43 = RESULTS / "h200-2026-12-04-s43"
+S44 = RESULTS / "h200-2026-12-04-s44"
 # session 42's tiles.py files, each one table (`tile_matrix`): table name -> file stem
 _S42_MATRICES = {
     **{f"onewave-{m}": f"tiles_onewave_{m}" for m in ("bf16", "fp16", "fp8")},
@@ -304,6 +306,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "s43-x3-worst": lambda: moved_worst(S43 / "cases.csv", "call5-ab-x3-kept",
                                         S43 / "moved_x3.csv", 6),
     "s43-x3-tuned": lambda: tuned_summary(S43 / "tuned.csv"),
+    "s44-forms": lambda: moved_forms(S44 / "cases.csv", "call1-ab-", S44 / "moved_onewave.csv"),
+    "s44-fresh": lambda: moved_forms(S44 / "cases.csv", "call2-ab-",
+                                     S44 / "moved_onewave_fresh.csv"),
     "s41-wave": lambda: _stacked(pick_and_best(S41 / "tiles_wave_bf16.csv"),
                                  pick_and_best(S41 / "tiles_wave_fp8.csv")),
     "s41-tail": lambda: csv_table(S41 / "reduce_tail.csv"),

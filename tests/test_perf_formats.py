@@ -353,3 +353,19 @@ def test_tile_matrix_has_a_column_a_tile_and_geomeans_what_each_ran(pf, tmp_path
         "| 1x1x1 | 0.500 | 2.000 |",
         "| 2x2x2 | 2.000 | - |",                 # the named tile failed here: not counted
         "| geomean | 1.000 | 2.000 |"]
+
+
+def test_moved_forms_groups_each_draws_picks_by_old_and_new_form(pf, tmp_path):
+    cases, moved = tmp_path / "c.csv", tmp_path / "m.csv"
+    cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
+                     "P-r1,bf16,m1-n1-k1,1,1,1,ab:0.8000,t\nP-r2,bf16,m1-n1-k1,1,1,1,ab:1.2500,t\n"
+                     "P-r1,fp16,m2-n2-k2,1,1,1,ab:2.0000,t\nQ-r1,bf16,m3-n3-k3,1,1,1,ab:9.0,t\n")
+    moved.write_text("set,mode,case,old,new,predicted\n"
+                     "r1,bf16,m1-n1-k1,tma 1x1x1 g8 [A],wide 2x2x2 g8,1.2\n"
+                     "r2,bf16,m1-n1-k1,tma 1x1x1 g8,wide 2x2x2 g8 s3,1.2\n"
+                     "r1,fp16,m2-n2-k2,tma 1x1x1,tall 3x3x3,-\n"
+                     "r1,bf16,m3-n3-k3,tma 1x1x1,tall 3x3x3,1.0\n")   # not run under P-
+    assert pf.moved_forms(cases, "P-", moved).splitlines()[2:] == [
+        "| tma 1x1x1 | wide 2x2x2 | 2 | 1.200 | 1.000 | 0.800 | 1 |",
+        "| tma 1x1x1 | tall 3x3x3 | 1 | - | 2.000 | 2.000 | 1 |",
+        "| all |  | 3 | 1.200 (2) | 1.260 | 0.800 | 2 |"]

@@ -281,6 +281,9 @@ def test_a_row_major_neighbours_derived_forms_carry_to_other_layouts_where_they_
     assert look("rc", 280, 8136, 7592) == tall
     assert look("cc", 280, 8136, 7592) == tall
     assert look("rr", 280, 8136, 7592, variants=runs)[0].variant != "tma_tall"
+    # 16-bit rr runs `tma_tall` too (the dispatcher offers it), but `wides`' tall forms
+    # only over a K-major B: 144 rows tall is not offered over rr
+    assert look("rr", 280, 8136, 7592) == look("rr", 280, 8136, 7592, variants=runs)
     # N thin: widened over rc; over cr and cc (A column-major) not
     assert look("rc", 8136, 280, 7592)[0].variant == "tma_wide"
     assert look("cr", 8136, 280, 7592, variants=runs)[0].variant == "tma_hybrid"
@@ -401,3 +404,22 @@ def test_stale_entries_are_never_used_and_are_reported(tmp_path):
                             directory=d) is None
     assert any("gemmgate tune --stale" in str(x.message) for x in w)
     assert len(table_file.stale_entries("NVIDIA H200", d)) == 1
+
+
+def test_a_16bit_128x128_neighbour_is_made_320_tall_over_any_b_where_that_is_one_wave(
+        tmp_path):
+    """Session 44: a 16-bit 128x128x64 neighbour lends its tile 288 or 320 tall (8 warps,
+    3 stages) where that covers the shape in one wave and 128x128 takes more, over a
+    row-major B too (calls 1 and 2: x1.12-1.18 on the picks it moved); not wide (the wide
+    form lost at short K, x0.96)."""
+    parent = TileConfig(128, 128, 64, 8, 4, 4, "tma")
+    d = _write(tmp_path, [_entry(2048, 2048, 2048, parent, tuned_ms=0.0300)])
+    kb = ("tma", "tiled", "tma_split", "tma_wide", "tma_tall", "tma_hybrid")
+    look = lambda *shape, variants=kb: table.lookup(  # noqa: E731
+        "NVIDIA H200", "16bit bf16 rr tma", *shape, directory=d, sms=132, smem=H200_SMEM,
+        variants=variants)
+    # 2096 x 2184: 17 x 18 = 306 tiles of 128x128 (three waves), 7 x 18 = 126 of 320x128
+    assert look(2096, 2184, 2768) == (TileConfig(320, 128, 64, 8, 3, 8, "tma_tall"),
+                                      "table-nearest")
+    no_tall = look(2096, 2184, 2768, variants=tuple(v for v in kb if v != "tma_tall"))
+    assert no_tall[0].variant not in ("tma_tall", "tma_wide")

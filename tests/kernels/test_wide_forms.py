@@ -152,6 +152,32 @@ def test_an_fp8_128x128_tile_is_offered_one_wave_tall_where_128x128_takes_more()
         288 / 128 * forms.ONE_WAVE_TALL_128 * forms.NARROW_32)
 
 
+def test_a_16bit_128x128x64_tile_is_offered_one_wave_tall_only():
+    """A 16-bit 128x128x64 neighbour (920 x 4504 x 4216: 288 tiles, three waves of 132)
+    made 288 or 320 tall at 8 warps and 3 stages at most (128x256's forms): 320x128 makes
+    3 x 36 = 108 tiles, 288x128 4 x 36 = 144 (not offered); on 4504 x 920 both. Not wide
+    (session 44, call 1: 128x320 wide from 128x128 ran x0.96 at short K), not from
+    BLOCK_K 128 or two programs per SM. A 16-bit tall one is priced ONE_WAVE_TALL_16 of
+    the wide, from 128x128 at ONE_WAVE_16_128 a parent's output."""
+    runs = ("tma", "tma_wide", "tma_tall")
+    parent = TileConfig(128, 128, 64, 8, 5, 4, "tma")
+    got = forms.one_wave(parent, 920, 4504, 4216, "16bit", H200_SMEM, runs, 132)
+    assert got == [TileConfig(320, 128, 64, 8, 3, 8, "tma_tall")]
+    assert forms.one_wave(parent, 4504, 920, 4216, "16bit", H200_SMEM, runs, 132) == [
+        TileConfig(288, 128, 64, 8, 3, 8, "tma_tall"), got[0]]
+    assert forms.one_wave(parent, 920, 4504, 4216, "16bit", H200_SMEM, runs[:2], 132) == []
+    for other in (TileConfig(128, 128, 128, 8, 3, 8, "tma"),
+                  TileConfig(128, 128, 64, 8, 4, 4, "tma", occupancy=2)):
+        assert forms.one_wave(other, 920, 4504, 4216, "16bit", H200_SMEM, runs, 132) == []
+    assert forms.one_wave(parent, 920, 4504, 760, "16bit", H200_SMEM, runs, 132) == []
+    assert forms.wide_step(parent, got[0], "16bit") == pytest.approx(
+        320 / 128 * forms.ONE_WAVE_16_128 * forms.ONE_WAVE_TALL_16)
+    wide_parent = TileConfig(128, 256, 64, 8, 3, 8, "tma")
+    tall = forms.one_wave(wide_parent, 4504, 920, 4216, "16bit", H200_SMEM, runs, 132)
+    assert forms.wide_step(wide_parent, tall[-1], "16bit") == pytest.approx(
+        320 / 256 * forms.ONE_WAVE_COL["16bit"] * forms.ONE_WAVE_TALL_16)
+
+
 def test_an_fp8_128x128_tile_is_offered_at_half_height_where_it_cuts_a_wave():
     """fp8 128x128x128 as 64xW at BLOCK_K 256, one warpgroup (session 40): where
     HALF_MIN_STAGES stages fit (64x144 on the H200; 64x160 and 64x192 ran at 3 stages and
