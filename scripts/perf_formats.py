@@ -273,6 +273,33 @@ def s9_long_tail(path: Path, prefix: str | tuple[str, ...], graph_only: bool = F
     return "\n".join(out)
 
 
+def alignment_split(path: Path, label: str) -> str:
+    """One run's cases against cuBLAS per mode and alignment (every dimension a multiple of
+    16; of 8, not all of 16: issue 11's long tail too; any other): count, geomean, how
+    many at 1.2x or more and below 0.80, the slowest."""
+    rows = [r for r in _rows(path) if r["label"] == label and r["ratio"]]
+
+    def kind(case: str) -> str:
+        dims = [int(x) for x in re.findall(r"[mnk](\d+)", case)]
+        return "16" if not any(d % 16 for d in dims) else "8" if not any(d % 8 for d in dims) \
+            else "other"
+
+    out = ["| mode | dimensions | n | geomean | ≥ 1.2x | < 0.80 | slowest |",
+           "|---|---|---:|---:|---:|---:|---|"]
+    for mode in ALL_MODES:
+        for name, want in (("multiples of 16", "16"), ("multiples of 8", "8"),
+                           ("other", "other")):
+            rs = [r for r in rows if r["mode"] == mode and kind(r["case"]) == want]
+            if not rs:
+                continue
+            xs = [float(r["ratio"]) for r in rs]
+            worst = min(rs, key=lambda r: float(r["ratio"]))
+            out.append(f"| {mode} | {name} | {len(rs)} | {geomean(xs):.3f} | "
+                       f"{sum(x >= 1.2 for x in xs)} | {sum(x < 0.8 for x in xs)} | "
+                       f"{worst['case']} {float(worst['ratio']):.2f} |")
+    return "\n".join(out)
+
+
 def ratios_below(path: Path, prefix: str | tuple[str, ...], under: float,
                  strip: str | None = None) -> str:
     """The cases of the labels with `prefix` (or any of several) that ran below `under` of

@@ -369,3 +369,15 @@ def test_moved_forms_groups_each_draws_picks_by_old_and_new_form(pf, tmp_path):
         "| tma 1x1x1 | wide 2x2x2 | 2 | 1.200 | 1.000 | 0.800 | 1 |",
         "| tma 1x1x1 | tall 3x3x3 | 1 | - | 2.000 | 2.000 | 1 |",
         "| all |  | 3 | 1.200 (2) | 1.260 | 0.800 | 2 |"]
+
+
+def test_alignment_split_parts_a_runs_cases_by_the_alignment_of_their_dimensions(pf, tmp_path):
+    cases = tmp_path / "c.csv"
+    cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
+                     "L,bf16,m16-n32-k64,1,1,0.5,,t\nL,bf16,m16-n32-k64-rc,1,1,2.0,,t\n"
+                     "L,bf16,m8-n32-k64,1,1,1.3,,t\nL,bf16,m7-n32-k64,1,1,0.9,,t\n"
+                     "M,bf16,m7-n32-k64,1,1,9.0,,t\n")
+    assert pf.alignment_split(cases, "L").splitlines()[2:] == [
+        "| bf16 | multiples of 16 | 2 | 1.000 | 1 | 1 | m16-n32-k64 0.50 |",
+        "| bf16 | multiples of 8 | 1 | 1.300 | 1 | 0 | m8-n32-k64 1.30 |",
+        "| bf16 | other | 1 | 0.900 | 0 | 0 | m7-n32-k64 0.90 |"]
