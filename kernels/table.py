@@ -282,12 +282,18 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
     scored = []
     for r in rows:
         rt, rd, rw = r.where
-        dist = abs(t - rt) + abs(d - rd) + abs(w - rw)   # first: it is the cheap test
-        if dist <= NEAREST_MAX and r.config.variant in variants and not r.stale \
-                and not fragile(r.config, m, n, k, fma):
-            scored.append((dist, r))
-    scored.sort(key=lambda s: s[0])
+        dt = t - rt   # the cheap tests first: each coordinate alone within NEAREST_MAX
+        if -NEAREST_MAX <= dt <= NEAREST_MAX:
+            dist = abs(dt) + abs(d - rd) + abs(w - rw)
+            if dist <= NEAREST_MAX and r.config.variant in variants and not r.stale \
+                    and not fragile(r.config, m, n, k, fma):
+                scored.append((dist, r))
+    scored.sort(key=_first)
     return [r for _, r in scored]
+
+
+def _first(pair: tuple) -> float:
+    return pair[0]
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,26 @@ class TileConfig:
             raise ValueError(f"occupancy={self.occupancy}: programs per SM are 1, or 2 for "
                              "the tma, tma_wide, tma_tall and tma_hybrid variants (their "
                              "persistent grid)")
+        # A lookup hashes and compares tiles thousands of times (its caches' keys): the
+        # fields' tuple and its hash are made once. Not pickled (`__reduce__`): str hashes
+        # differ between processes.
+        key = (self.block_m, self.block_n, self.block_k, self.group_m, self.num_stages,
+               self.num_warps, self.variant, self.split_k, self.occupancy)
+        object.__setattr__(self, "_key", key)
+        object.__setattr__(self, "_hash", hash(key))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not TileConfig:
+            return NotImplemented
+        return self._hash == other._hash and self._key == other._key
+
+    def __reduce__(self):
+        return TileConfig, self._key
 
     def smem_bytes(self, elem_bytes: int) -> int:
         """Shared memory of the software pipeline: one A and one B tile per stage (triton

@@ -228,7 +228,9 @@ def _one_wave_forms(c: TileConfig, fam: str, smem: int, tall: bool
                     ) -> tuple[TileConfig, ...]:
     """A 128x256 tile ONE_WAVE_WIDTHS wide (`tall`: as many rows tall, 128 wide), or a
     128x128 one as many rows tall at 8 warps, each at the most stages up to the parent's
-    that fit (3 at least)."""
+    that fit (3 at least; a 16-bit 128x128's at most 3, the stages 128x256's forms have)."""
+    if fam == "16bit" and c.block_n == 128:
+        c = replace(c, num_stages=min(c.num_stages, 3))
     out = []
     for w in ONE_WAVE_WIDTHS:
         form = replace(c, block_m=w, block_n=128, num_warps=8, variant="tma_tall") if tall \
@@ -259,9 +261,9 @@ def one_wave(c: TileConfig, m: int, n: int, k: int, fam: str, smem: int,
     elif fam == "fp8" and (c.block_m, c.block_n, c.block_k) == (128, 128, 128) \
             and "tma_tall" in variants:
         forms = _one_wave_forms(c, fam, smem, True)
-    elif fam == "16bit" and (c.block_m, c.block_n, c.block_k) == (128, 128, 64):
-        eight = replace(c, num_warps=8, num_stages=min(c.num_stages, 3))   # 128x256's forms
-        forms = _one_wave_forms(eight, fam, smem, True) if "tma_tall" in variants else ()
+    elif fam == "16bit" and (c.block_m, c.block_n, c.block_k) == (128, 128, 64) \
+            and "tma_tall" in variants:
+        forms = _one_wave_forms(c, fam, smem, True)
     else:
         return []
     return [f for f in forms if cdiv(m, f.block_m) * cdiv(n, f.block_n) <= sms]

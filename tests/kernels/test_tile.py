@@ -67,3 +67,28 @@ def test_k_range_splits_k_in_whole_blocks_and_may_make_fewer_ranges():
     assert cdiv(1503, k_range(1503, 5, 128)) == 4
     assert k_range(4096, 4, 64) == 1024    # whole blocks already: 4 ranges
     assert k_range(100, 1, 64) == 128      # one range: K rounded up to its blocks
+
+
+def test_a_tile_hashes_and_compares_by_its_fields_and_pickles_across_hash_seeds(tmp_path):
+    """TileConfig keeps its fields' hash (a lookup's caches hash tiles thousands of times);
+    a pickled tile is rebuilt, not carried with that hash: str hashes differ between
+    processes (PYTHONHASHSEED), and a worker's tiles must still find the parent's."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    a = TileConfig(128, 256, 64, 8, 3, 8, "tma")
+    b = TileConfig(128, 256, 64, 8, 3, 8, "tma")
+    assert a == b and hash(a) == hash(b) and {a: 1}[b] == 1
+    assert a != TileConfig(128, 256, 64, 8, 3, 8, "tiled") and a != (128, 256)
+    assert pickle.loads(pickle.dumps(a)) == a
+    path = tmp_path / "tile.pickle"
+    path.write_bytes(pickle.dumps({a: "found"}))
+    code = ("import pickle, sys; from kernels.tile import TileConfig; "
+            "d = pickle.load(open(sys.argv[1], 'rb')); "
+            "print(d[TileConfig(128, 256, 64, 8, 3, 8, 'tma')])")
+    for seed in ("1", "2"):
+        out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                             text=True, env={**os.environ, "PYTHONHASHSEED": seed})
+        assert out.stdout.strip() == "found", out.stderr
