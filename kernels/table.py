@@ -214,7 +214,8 @@ def _chip(sms: int, smem: int, fam: str, bucket: str) -> _Chip:
     starts with 'r' (row-major), its B where it ends with 'c' (column-major)."""
     words = bucket.split(" ")
     layouts = words[2] if len(words) > 2 else ""
-    return _Chip(sms, smem, fam, layouts.startswith("r"), layouts.endswith("c"))
+    return _Chip(sms, smem, fam, layouts.startswith("r"), layouts.endswith("c"),
+                 words[1:2] == ["tf32"])
 
 
 def _fma(bucket: str) -> bool:
@@ -307,6 +308,7 @@ class _Chip:
     fam: str
     a_kmajor: bool
     b_kmajor: bool = True
+    tf32: bool = False   # fp32 operands on single-pass TF32 (the bucket's mode word)
 
 
 def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], chip: _Chip,
@@ -330,7 +332,7 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
                     for c in (*wides(r.config, chip.fam, chip.smem, fits, fit),
                               *halves(r.config, m, n, chip.fam, chip.smem, fits, sms, fit),
                               *one_wave(r.config, m, n, k, chip.fam, chip.smem, variants,
-                                        sms))]
+                                        sms, chip.tf32))]
             out += [(_transfer(r, ps, c, m, n, k, sms, chip.fam), c, HYBRID_MARGIN)
                     for c in (() if fma else hybrids(r.config, m, n, k, variants, sms, elem,
                                                      chip.a_kmajor))]

@@ -142,6 +142,15 @@ ONE_WAVE_TALL_128 = 1.05
 # on the 253 picks it moved, 244 faster, worst x0.94.
 ONE_WAVE_16_128 = 1.0
 ONE_WAVE_TALL_16 = 0.96
+# A tf32 128x128x32 tile made 320 tall (8 warps, the most stages up to the parent's, 4 at
+# most, that fit: C by pointer), where that covers the shape in one wave and 128x128 takes
+# more. Session 44, call 4 (tf32, graph-timed, L2 flushed, session 42's eight wave-bound
+# shapes): per output, 320x128x32:s4:w8 against 128x128x32:s5:w4 on its shape 0.84-0.97;
+# against the picks (128x128x32 or its hybrid) x1.07-1.34 where it took one wave (2096 x
+# 2184 x 2768 1.09 -> 1.47 of cuBLAS); 288 rows tall 0.62-0.85 of cuBLAS on seven of the
+# eight (not offered). Priced at ONE_WAVE_TF32 per output of the parent's block. Call 5
+# (A/B of the picks it moved among two fresh draws): x1.181, 188 of 188 faster.
+ONE_WAVE_TF32 = 0.95
 
 
 @functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour, each call
@@ -242,7 +251,7 @@ def _one_wave_forms(c: TileConfig, fam: str, smem: int, tall: bool
 
 
 def one_wave(c: TileConfig, m: int, n: int, k: int, fam: str, smem: int,
-             variants: tuple[str, ...], sms: int) -> list[TileConfig]:
+             variants: tuple[str, ...], sms: int, tf32: bool = False) -> list[TileConfig]:
     """A neighbour's 16-bit or fp8 128x256 one-program TMA tile widened to each of
     ONE_WAVE_WIDTHS (`tma_wide`) or made as tall (`tma_tall`, where the call runs it), or
     its 16-bit 128x128x64 or fp8 128x128x128 one made as tall (the 16-bit one at 3 stages
@@ -250,7 +259,10 @@ def one_wave(c: TileConfig, m: int, n: int, k: int, fam: str, smem: int,
     and the parent's do not: a shape of 1-1.2 waves of 128x256 runs its second wave
     nearly empty (920 x 4504 x 4216: 144 tiles, 128 of 128x288, 120 of 128x320), one of
     2-2.4 waves of 128x128 its third; over a K of ONE_WAVE_MIN_K_BYTES a row at least.
+    A `tf32` call's (fp32 operands on single-pass TF32) 128x128x32 tile is made 320 tall.
     `_transfer` prices its block at `wide_step` of the parent's."""
+    if tf32 and fam == "fp32":
+        return _tf32_tall(c, m, n, k, smem, variants, sms)
     if fam not in ONE_WAVE_COL or not smem or c.variant != "tma" or c.occupancy != 1 \
             or k * ELEM_BYTES[fam] < ONE_WAVE_MIN_K_BYTES \
             or cdiv(m, c.block_m) * cdiv(n, c.block_n) <= sms:
@@ -269,6 +281,26 @@ def one_wave(c: TileConfig, m: int, n: int, k: int, fam: str, smem: int,
     return [f for f in forms if cdiv(m, f.block_m) * cdiv(n, f.block_n) <= sms]
 
 
+@functools.lru_cache(maxsize=64)
+def _tf32_form(c: TileConfig, smem: int) -> TileConfig | None:
+    form = replace(c, block_m=320, num_warps=8, variant="tma_tall")
+    return _most_stages(form, range(min(c.num_stages, 4), 2, -1), "fp32", smem)
+
+
+def _tf32_tall(c: TileConfig, m: int, n: int, k: int, smem: int, variants: tuple[str, ...],
+               sms: int) -> list[TileConfig]:
+    """`one_wave`'s tf32 form: a one-program 128x128x32 TMA tile 320 tall (ONE_WAVE_TF32)
+    where that covers the shape in one wave of `sms`, 128x128 takes more and K is
+    ONE_WAVE_MIN_K_BYTES a row at least."""
+    if not smem or "tma_tall" not in variants or c.variant != "tma" or c.occupancy != 1 \
+            or (c.block_m, c.block_n, c.block_k) != (128, 128, 32) \
+            or k * ELEM_BYTES["fp32"] < ONE_WAVE_MIN_K_BYTES \
+            or cdiv(m, 128) * cdiv(n, 128) <= sms:
+        return []
+    form = _tf32_form(c, smem)
+    return [form] if form is not None and cdiv(m, 320) * cdiv(n, 128) <= sms else []
+
+
 def wide_step(parent: TileConfig, wide: TileConfig, fam: str) -> float:
     """What a `wides`, `halves` or `one_wave` tile's K block costs, as a multiple of its
     parent's: WIDE_STEP for 128x256's cut; for a widened 128x128, its block's work
@@ -280,6 +312,8 @@ def wide_step(parent: TileConfig, wide: TileConfig, fam: str) -> float:
     work = wide.block_m * wide.block_n * wide.block_k / (
         parent.block_m * parent.block_n * parent.block_k)
     longest = max(wide.block_m, wide.block_n)
+    if fam == "fp32":   # tf32's one form (`one_wave`)
+        return work * ONE_WAVE_TF32
     if parent.block_n == 256 and longest <= 256:
         return WIDE_STEP
     if longest in ONE_WAVE_WIDTHS:

@@ -41,32 +41,24 @@ from perf_formats import (  # noqa: E402
     alignment_split,
     baseline_tables,
     block_ratios,
-    call_parts,
     csv_table,
     first_calls_ab,
-    inductor_summary,
     label_pairs,
     label_steps,
     moved_ab,
     moved_forms,
     moved_worst,
     ncu_table,
-    occupancy_best,
-    on_off,
-    pair_steps,
     parts_ab,
     pick_and_best,
     power_table,
     ratios_below,
     s9_long_tail,
-    s12_inductor,
     targets_table,
     tile_matrix,
     tiles_table,
     tuned_summary,
     variant_best,
-    variant_medians,
-    variant_pairs,
     wrong_cases,
 )
 
@@ -76,11 +68,6 @@ from gemmgate.trials import read_csv as read_checks  # noqa: E402
 PERF_MD = ROOT / "docs" / "PERF.md"
 RESULTS = ROOT / "docs" / "results"
 BASELINE = ROOT / "baselines" / "nvidia-h200.json"
-S29 = RESULTS / "h200-2026-12-02-s29"
-S30 = RESULTS / "h200-2026-12-02-s30"
-S31 = RESULTS / "h200-2026-12-02-s31"
-S32 = RESULTS / "h200-2026-12-02-s32"
-S33 = RESULTS / "h200-2026-12-03-s33"
 S34 = RESULTS / "h200-2026-12-03-s34"
 S35 = RESULTS / "h200-2026-12-03-s35"
 S36 = RESULTS / "h200-2026-12-03-s36"
@@ -116,49 +103,6 @@ _S39_PARTS = ("resolve", "lookup", "decide", "recipe", "prepare", "bound_run", "
 
 TABLES: dict[str, Callable[[], str]] = {
     "baseline": lambda: baseline_tables(BASELINE),
-    "s29-epilogue": lambda: variant_medians(S29 / "epilogue.csv"),
-    "s29-tuned": lambda: tuned_summary(S29 / "tuned.csv"),
-    "s29-steps": lambda: label_steps(S29 / "cases.csv", ("call2-", "call3-", "call4-")),
-    "s29-shallow-ab": lambda: ab_changes(S29 / "cases.csv", "call3-ab", 0.97, 1.03, "call3-"),
-    "s29-fp8-ab": lambda: ab_changes(S29 / "cases.csv", "call4-ab-fp8", 0.97, 1.03, "call4-"),
-    "s29-below": lambda: ratios_below(S29 / "cases.csv", "call3-holdout3", 0.8, "call3-"),
-    "s29-dpsk": lambda: variant_medians(S29 / "dpsk.csv"),
-    "s29-inductor": lambda: inductor_summary(S29 / "cases.csv", "call6-nightly-inductor"),
-    "s30-cwrite": lambda: moved_ab(S30 / "cases.csv", "call1-cwrite-ab", S30 / "cwrite.csv"),
-    "s30-cwrite-worst": lambda: moved_worst(S30 / "cases.csv", "call1-cwrite-ab",
-                                            S30 / "cwrite.csv", 8),
-    "s30-seven": lambda: csv_table(S30 / "seven.csv"),
-    "s30-check": lambda: label_steps(S30 / "cases.csv", ("call7-",)),
-    "s30-inductor": lambda: s12_inductor(S30 / "cases.csv", "call8-inductor"),
-    "s30-parts": lambda: call_parts(S30 / "parts.csv", "call6-warm"),
-    "s30-first-calls": lambda: csv_table(S30 / "overhead.csv", (
-        "run", "shape", "mode", "first_call_ms", "compile_ms", "own_ms", "second_call_ms",
-        "torch_first_ms", "matmul_us", "torch_us")),
-    "s31-scratch": lambda: on_off(S31 / "scratch_ab.csv"),
-    "s31-occupancy": lambda: occupancy_best(S31 / "occupancy.csv"),
-    "s31-retune-ab": lambda: moved_ab(S31 / "cases.csv", "call4-ab", S31 / "moved_all.csv"),
-    "s31-kept": lambda: moved_ab(S31 / "cases.csv", "call4-ab", S31 / "moved_kept.csv",
-                                 controls=False),
-    "s31-kept-worst": lambda: moved_worst(S31 / "cases.csv", "call4-ab",
-                                          S31 / "moved_kept.csv", 6),
-    "s31-kept10": lambda: moved_worst(S31 / "cases.csv", "call10-ab",
-                                      S31 / "moved_kept10.csv", 8),
-    "s31-rep": lambda: moved_ab(S31 / "cases.csv", "call6-ab", S31 / "moved_rep.csv"),
-    "s31-check": lambda: label_steps(S31 / "cases.csv", ("call5-",)),
-    "s31-inductor": lambda: s12_inductor(S31 / "cases.csv", "call4-inductor"),
-    "s32-pairs": lambda: pair_steps(sorted(S32.glob("tiles_twins_*.csv"))),
-    "s32-twins-ab": lambda: ab_changes(S32 / "cases.csv", "call2-twins", 0.97, 1.03,
-                                       "call2-"),
-    "s32-streamk-ab": lambda: ab_by_mode(S32 / "cases.csv", "call3-streamk", "tma_streamk"),
-    "s32-streamk4": lambda: _stacked(variant_pairs(S32 / "streamk_bf16.csv"),
-                                     variant_pairs(S32 / "streamk_fp8.csv")),
-    "s32-streamk5": lambda: _stacked(variant_pairs(S32 / "streamk5_bf16.csv"),
-                                     variant_pairs(S32 / "streamk5_fp8.csv")),
-    "s32-check": lambda: label_steps(S32 / "cases.csv", ("call6-",)),
-    "s33-band": lambda: _stacked(variant_best(S33 / "band_bf16.csv", ("tma", "tma_band")),
-                                 variant_best(S33 / "band_fp8.csv", ("tma", "tma_band"))),
-    "s33-wide": lambda: _stacked(variant_best(S33 / "wide_bf16.csv", ("tma", "tma_wide")),
-                                 variant_best(S33 / "wide_fp8.csv", ("tma", "tma_wide"))),
     "s34-wide": lambda: _stacked(variant_best(S34 / "wide3_bf16.csv", ("tma", "tma_wide")),
                                  variant_best(S34 / "wide3_fp8.csv", ("tma", "tma_wide"))),
     "s34-f5-ab": lambda: _stacked(*(ab_by_mode(S34 / "cases.csv", f"call3-f5-{m}")
@@ -311,6 +255,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "s44-fresh": lambda: moved_forms(S44 / "cases.csv", "call2-ab-",
                                      S44 / "moved_onewave_fresh.csv"),
     "s44-rand": lambda: alignment_split(S44 / "cases.csv", "call3-rand73"),
+    "s44-tf32-tiles": lambda: tile_matrix(S44 / "tiles_onewave_tf32.csv"),
+    "s44-tf32": lambda: moved_forms(S44 / "cases.csv", "call5-ab-", S44 / "moved_tf32.csv"),
     "s41-wave": lambda: _stacked(pick_and_best(S41 / "tiles_wave_bf16.csv"),
                                  pick_and_best(S41 / "tiles_wave_fp8.csv")),
     "s41-tail": lambda: csv_table(S41 / "reduce_tail.csv"),

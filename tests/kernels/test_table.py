@@ -423,3 +423,19 @@ def test_a_16bit_128x128_neighbour_is_made_320_tall_over_any_b_where_that_is_one
                                       "table-nearest")
     no_tall = look(2096, 2184, 2768, variants=tuple(v for v in kb if v != "tma_tall"))
     assert no_tall[0].variant not in ("tma_tall", "tma_wide")
+
+
+def test_a_tf32_128x128_neighbour_is_made_320_tall_for_tf32_calls_only(tmp_path):
+    """Session 44: a tf32 128x128x32 neighbour lends its tile 320 tall where that covers
+    the shape in one wave (calls 4 and 5: x1.18 on the 188 picks it moved); a tf32x3 or
+    IEEE fp32 bucket's same neighbour does not (their kernels walk other loops)."""
+    parent = TileConfig(128, 128, 32, 8, 5, 4, "tma")
+    buckets = ("fp32 tf32 rc tma", "fp32 tf32x3 rc tma", "fp32 fp32 rr tma")
+    d = _write(tmp_path, [_entry(2048, 2048, 2048, parent, b, tuned_ms=0.080) for b in buckets])
+    runs = ("tma", "tma_split", "tma_wide", "tma_tall", "tma_hybrid")
+    look = lambda bucket: table.lookup(  # noqa: E731
+        "NVIDIA H200", bucket, 2096, 2184, 2768, directory=d, sms=132, smem=H200_SMEM,
+        variants=runs)
+    assert look(buckets[0]) == (TileConfig(320, 128, 32, 8, 4, 8, "tma_tall"), "table-nearest")
+    assert look(buckets[1])[0].variant != "tma_tall"
+    assert look(buckets[2])[0].variant != "tma_tall"

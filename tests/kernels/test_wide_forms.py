@@ -178,6 +178,32 @@ def test_a_16bit_128x128x64_tile_is_offered_one_wave_tall_only():
         320 / 256 * forms.ONE_WAVE_COL["16bit"] * forms.ONE_WAVE_TALL_16)
 
 
+def test_a_tf32_128x128x32_tile_is_offered_320_tall_only_where_that_is_one_wave():
+    """A tf32 call's (fp32 family, `tf32`) 128x128x32 neighbour made 320 tall at 8 warps
+    and the most stages up to 4 that fit (session 44, call 4: 288 tall ran 0.64-0.85 of
+    cuBLAS, not offered): 2096 x 2184 makes 306 tiles of 128x128, 7 x 18 = 126 of 320x128.
+    Not for IEEE fp32 or tf32x3 (`tf32` False), not where 320x128 takes more than a wave,
+    not over K under ONE_WAVE_MIN_K_BYTES (384 fp32 elements). Priced ONE_WAVE_TF32 an
+    output of the parent's block."""
+    runs = ("tma", "tma_split", "tma_wide", "tma_tall", "tma_hybrid")
+    parent = TileConfig(128, 128, 32, 8, 5, 4, "tma")
+    got = forms.one_wave(parent, 2096, 2184, 2768, "fp32", H200_SMEM, runs, 132, tf32=True)
+    assert got == [TileConfig(320, 128, 32, 8, 4, 8, "tma_tall")]
+    assert forms.one_wave(parent, 2096, 2184, 2768, "fp32", H200_SMEM, runs, 132) == []
+    assert forms.one_wave(parent, 2096, 2184, 2768, "fp32", H200_SMEM, runs[:3], 132,
+                          tf32=True) == []
+    assert forms.one_wave(parent, 688, 6472, 5552, "fp32", H200_SMEM, runs, 132,
+                          tf32=True) == []   # 3 x 51 = 153 tiles of 320x128
+    assert forms.one_wave(parent, 2096, 2184, 380, "fp32", H200_SMEM, runs, 132,
+                          tf32=True) == []
+    assert forms.one_wave(parent, 2096, 2184, 384, "fp32", H200_SMEM, runs, 132,
+                          tf32=True) == got
+    assert forms.one_wave(TileConfig(128, 128, 32, 8, 3, 4, "tma"), 2096, 2184, 2768, "fp32",
+                          H200_SMEM, runs, 132, tf32=True)[0].num_stages == 3
+    assert forms.wide_step(parent, got[0], "fp32") == pytest.approx(
+        320 / 128 * forms.ONE_WAVE_TF32)
+
+
 def test_an_fp8_128x128_tile_is_offered_at_half_height_where_it_cuts_a_wave():
     """fp8 128x128x128 as 64xW at BLOCK_K 256, one warpgroup (session 40): where
     HALF_MIN_STAGES stages fit (64x144 on the H200; 64x160 and 64x192 ran at 3 stages and
