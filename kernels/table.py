@@ -15,8 +15,9 @@ TWIN_MARGIN faster), a 16-bit 128x256 one at 128x192, and a 128x128 one widened 
 N (where B is K-major also made as tall, to cover M; `wides`, WIDE_MARGIN), and a 16-bit
 or fp8 128x256 one widened to 288 or 320 (or made as tall) where that covers the shape in
 one wave and 128x256 takes two, an fp8 128x128x128 or 16-bit 128x128x64 one made 288 or
-320 tall where that covers it in one wave and 128x128 takes more (`one_wave`, WIDE_MARGIN;
-16-bit rr calls run the tall form there, `wides`' tall forms only over a K-major B). bf16 and fp16
+320 tall (a tf32 128x128x32 one 320 tall) where that covers it in one wave and 128x128 takes
+more (`one_wave`, WIDE_MARGIN; 16-bit rr calls run the tall form there, `wides`' tall forms
+only over a K-major B; a 16-bit call that cannot run it, cr, the wide form). bf16 and fp16
 lend each other tiles: the other type's nearest pick where predicted OTHER_TYPE_MARGIN
 faster than its own type's (`_other_type`). Only entries whose variant the call can run
 count; a `fragile` tile serves its own shape and shapes it tiles exactly; a bucket of

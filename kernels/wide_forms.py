@@ -142,6 +142,12 @@ ONE_WAVE_TALL_128 = 1.05
 # on the 253 picks it moved, 244 faster, worst x0.94.
 ONE_WAVE_16_128 = 1.0
 ONE_WAVE_TALL_16 = 0.96
+# ... and 288 or 320 wide where the call cannot run the tall form (A column-major, B
+# row-major: cr), over a K of ONE_WAVE_WIDE_128_MIN_K_BYTES a row at least (call 1's wide
+# losses were all under it). Session 44, call 6 (A/B of the picks it moved among 3,000
+# random cr shapes at K >= 1536 and session 44's rc/cr/cc draw): x1.222, 72 of 72 faster
+# (128x144 wide -> 128x288 x1.227, 128x128 -> 128x320 x1.253).
+ONE_WAVE_WIDE_128_MIN_K_BYTES = 3072
 # A tf32 128x128x32 tile made 320 tall (8 warps, the most stages up to the parent's, 4 at
 # most, that fit: C by pointer), where that covers the shape in one wave and 128x128 takes
 # more. Session 44, call 4 (tf32, graph-timed, L2 flushed, session 42's eight wave-bound
@@ -149,8 +155,10 @@ ONE_WAVE_TALL_16 = 0.96
 # against the picks (128x128x32 or its hybrid) x1.07-1.34 where it took one wave (2096 x
 # 2184 x 2768 1.09 -> 1.47 of cuBLAS); 288 rows tall 0.62-0.85 of cuBLAS on seven of the
 # eight (not offered). Priced at ONE_WAVE_TF32 per output of the parent's block. Call 5
-# (A/B of the picks it moved among two fresh draws): x1.181, 188 of 188 faster.
-ONE_WAVE_TF32 = 0.95
+# (A/B of the picks it moved at 0.95 among two fresh draws): x1.181, 188 of 188 faster;
+# its hybrids predicted x1.00-1.05 ran x1.18. Call 6 (the 70 more picks 0.85 moves among
+# those draws and a third, every one from a hybrid): x1.105, 60 of 70 faster, worst x0.94.
+ONE_WAVE_TF32 = 0.85
 
 
 @functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour, each call
@@ -255,7 +263,8 @@ def one_wave(c: TileConfig, m: int, n: int, k: int, fam: str, smem: int,
     """A neighbour's 16-bit or fp8 128x256 one-program TMA tile widened to each of
     ONE_WAVE_WIDTHS (`tma_wide`) or made as tall (`tma_tall`, where the call runs it), or
     its 16-bit 128x128x64 or fp8 128x128x128 one made as tall (the 16-bit one at 3 stages
-    at most), each only where its tiles fit one wave of `sms`
+    at most; where the call cannot run `tma_tall`, the 16-bit one widened instead over a K
+    of ONE_WAVE_WIDE_128_MIN_K_BYTES a row), each only where its tiles fit one wave of `sms`
     and the parent's do not: a shape of 1-1.2 waves of 128x256 runs its second wave
     nearly empty (920 x 4504 x 4216: 144 tiles, 128 of 128x288, 120 of 128x320), one of
     2-2.4 waves of 128x128 its third; over a K of ONE_WAVE_MIN_K_BYTES a row at least.
@@ -273,9 +282,13 @@ def one_wave(c: TileConfig, m: int, n: int, k: int, fam: str, smem: int,
     elif fam == "fp8" and (c.block_m, c.block_n, c.block_k) == (128, 128, 128) \
             and "tma_tall" in variants:
         forms = _one_wave_forms(c, fam, smem, True)
-    elif fam == "16bit" and (c.block_m, c.block_n, c.block_k) == (128, 128, 64) \
-            and "tma_tall" in variants:
-        forms = _one_wave_forms(c, fam, smem, True)
+    elif fam == "16bit" and (c.block_m, c.block_n, c.block_k) == (128, 128, 64):
+        if "tma_tall" in variants:
+            forms = _one_wave_forms(c, fam, smem, True)
+        elif "tma_wide" in variants and k * ELEM_BYTES[fam] >= ONE_WAVE_WIDE_128_MIN_K_BYTES:
+            forms = _one_wave_forms(replace(c, num_warps=8), fam, smem, False)
+        else:
+            return []
     else:
         return []
     return [f for f in forms if cdiv(m, f.block_m) * cdiv(n, f.block_n) <= sms]

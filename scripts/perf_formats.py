@@ -482,6 +482,8 @@ def moved_forms(cases: Path, prefix: str, moved: Path) -> str:
     out = ["| old form | new form | moved | predicted | A/B geomean | A/B min | faster |",
            "|---|---|---:|---:|---:|---:|---:|"]
     everything = [p for ps in groups.values() for p in ps]
+    if not everything:
+        raise ValueError(f"{moved}: no moved pick joins a case labelled {prefix}<set>")
     for (old, new), ps in (*sorted(groups.items(), key=lambda g: -len(g[1])),
                            (("all", ""), everything)):
         abs_ = [a for _, a in ps]

@@ -369,6 +369,8 @@ def test_moved_forms_groups_each_draws_picks_by_old_and_new_form(pf, tmp_path):
         "| tma 1x1x1 | wide 2x2x2 | 2 | 1.200 | 1.000 | 0.800 | 1 |",
         "| tma 1x1x1 | tall 3x3x3 | 1 | - | 2.000 | 2.000 | 1 |",
         "| all |  | 3 | 1.200 (2) | 1.260 | 0.800 | 2 |"]
+    with pytest.raises(ValueError, match="no moved pick joins"):
+        pf.moved_forms(cases, "Z-", moved)
 
 
 def test_alignment_split_parts_a_runs_cases_by_the_alignment_of_their_dimensions(pf, tmp_path):

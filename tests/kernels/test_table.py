@@ -410,8 +410,9 @@ def test_a_16bit_128x128_neighbour_is_made_320_tall_over_any_b_where_that_is_one
         tmp_path):
     """Session 44: a 16-bit 128x128x64 neighbour lends its tile 288 or 320 tall (8 warps,
     3 stages) where that covers the shape in one wave and 128x128 takes more, over a
-    row-major B too (calls 1 and 2: x1.12-1.18 on the picks it moved); not wide (the wide
-    form lost at short K, x0.96)."""
+    row-major B too (calls 1 and 2: x1.12-1.18 on the picks it moved); wide only where the
+    call cannot run the tall form, over a K of 1,536 (the wide form lost under it, x0.96;
+    call 6, cr: x1.22 over it)."""
     parent = TileConfig(128, 128, 64, 8, 4, 4, "tma")
     d = _write(tmp_path, [_entry(2048, 2048, 2048, parent, tuned_ms=0.0300)])
     kb = ("tma", "tiled", "tma_split", "tma_wide", "tma_tall", "tma_hybrid")
@@ -421,8 +422,11 @@ def test_a_16bit_128x128_neighbour_is_made_320_tall_over_any_b_where_that_is_one
     # 2096 x 2184: 17 x 18 = 306 tiles of 128x128 (three waves), 7 x 18 = 126 of 320x128
     assert look(2096, 2184, 2768) == (TileConfig(320, 128, 64, 8, 3, 8, "tma_tall"),
                                       "table-nearest")
-    no_tall = look(2096, 2184, 2768, variants=tuple(v for v in kb if v != "tma_tall"))
-    assert no_tall[0].variant not in ("tma_tall", "tma_wide")
+    # where the call cannot run the tall form (cr), 320 wide over a K of 1,536 or more
+    no_tall = tuple(v for v in kb if v != "tma_tall")
+    assert look(2096, 2184, 2768, variants=no_tall) == (
+        TileConfig(128, 320, 64, 8, 3, 8, "tma_wide"), "table-nearest")
+    assert look(2096, 2184, 1024, variants=no_tall)[0].variant not in ("tma_tall", "tma_wide")
 
 
 def test_a_tf32_128x128_neighbour_is_made_320_tall_for_tf32_calls_only(tmp_path):

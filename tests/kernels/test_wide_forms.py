@@ -107,7 +107,7 @@ def test_a_128x256_tile_is_offered_one_wave_wide_where_128x256_takes_two():
     assert forms.one_wave(parent, 920, 4504, 760, "16bit", H200_SMEM, runs, 132) == []
     assert forms.one_wave(parent, 920, 4504, 4216, "fp32", H200_SMEM, runs, 132) == []
     assert forms.one_wave(parent, 920, 4504, 4216, "16bit", 0, runs, 132) == []
-    for other in (TileConfig(128, 128, 64, 8, 4, 8, "tma"),
+    for other in (TileConfig(128, 128, 128, 8, 4, 8, "tma"),
                   TileConfig(128, 256, 64, 8, 3, 8, "tma", occupancy=2),
                   TileConfig(128, 256, 64, 8, 3, 8, "tma_split", 2)):
         assert forms.one_wave(other, 920, 4504, 4216, "16bit", H200_SMEM, runs, 132) == []
@@ -152,11 +152,12 @@ def test_an_fp8_128x128_tile_is_offered_one_wave_tall_where_128x128_takes_more()
         288 / 128 * forms.ONE_WAVE_TALL_128 * forms.NARROW_32)
 
 
-def test_a_16bit_128x128x64_tile_is_offered_one_wave_tall_only():
+def test_a_16bit_128x128x64_tile_is_offered_one_wave_tall_or_where_it_cannot_be_wide():
     """A 16-bit 128x128x64 neighbour (920 x 4504 x 4216: 288 tiles, three waves of 132)
     made 288 or 320 tall at 8 warps and 3 stages at most (128x256's forms): 320x128 makes
-    3 x 36 = 108 tiles, 288x128 4 x 36 = 144 (not offered); on 4504 x 920 both. Not wide
-    (session 44, call 1: 128x320 wide from 128x128 ran x0.96 at short K), not from
+    3 x 36 = 108 tiles, 288x128 4 x 36 = 144 (not offered); on 4504 x 920 both. Wide only
+    where the call cannot run `tma_tall` (cr), over K of 1,536 elements (session 44, call
+    1: 128x320 wide from 128x128 ran x0.96 under it; call 6, cr: x1.22 over it). Not from
     BLOCK_K 128 or two programs per SM. A 16-bit tall one is priced ONE_WAVE_TALL_16 of
     the wide, from 128x128 at ONE_WAVE_16_128 a parent's output."""
     runs = ("tma", "tma_wide", "tma_tall")
@@ -165,7 +166,12 @@ def test_a_16bit_128x128x64_tile_is_offered_one_wave_tall_only():
     assert got == [TileConfig(320, 128, 64, 8, 3, 8, "tma_tall")]
     assert forms.one_wave(parent, 4504, 920, 4216, "16bit", H200_SMEM, runs, 132) == [
         TileConfig(288, 128, 64, 8, 3, 8, "tma_tall"), got[0]]
-    assert forms.one_wave(parent, 920, 4504, 4216, "16bit", H200_SMEM, runs[:2], 132) == []
+    assert forms.one_wave(parent, 920, 4504, 4216, "16bit", H200_SMEM, runs[:2], 132) == [
+        TileConfig(128, 288, 64, 8, 3, 8, "tma_wide"), TileConfig(128, 320, 64, 8, 3, 8,
+                                                                  "tma_wide")]
+    assert forms.one_wave(parent, 920, 4504, 1535, "16bit", H200_SMEM, runs[:2], 132) == []
+    assert forms.one_wave(parent, 920, 4504, 1536, "16bit", H200_SMEM, runs[:2], 132) != []
+    assert forms.one_wave(parent, 920, 4504, 4216, "16bit", H200_SMEM, runs[:1], 132) == []
     for other in (TileConfig(128, 128, 128, 8, 3, 8, "tma"),
                   TileConfig(128, 128, 64, 8, 4, 4, "tma", occupancy=2)):
         assert forms.one_wave(other, 920, 4504, 4216, "16bit", H200_SMEM, runs, 132) == []
