@@ -255,6 +255,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s44-fresh": lambda: moved_forms(S44 / "cases.csv", "call2-ab-",
                                      S44 / "moved_onewave_fresh.csv"),
     "s44-rand": lambda: alignment_split(S44 / "cases.csv", "call3-rand73"),
+    "s44-rand-b": lambda: alignment_split(S44 / "cases_b.csv", "call7-rand73"),
     "s44-tf32-tiles": lambda: tile_matrix(S44 / "tiles_onewave_tf32.csv"),
     "s44-tf32": lambda: moved_forms(S44 / "cases.csv", "call5-ab-", S44 / "moved_tf32.csv"),
     "s44-tf32-085": lambda: moved_forms(S44 / "cases_b.csv", "call6-ab-",
