@@ -8,8 +8,9 @@ in kernels/steps.py's step model.
   that cuts a wave.
 - `one_wave`: a 16-bit or fp8 128x256 tile widened to 288 or 320 (or made as tall), where
   that covers the shape in one wave and 128x256 takes two; a 16-bit 128x128x64 or fp8
-  128x128x128 tile made 288 or 320 tall, where that covers the shape in one wave and
-  128x128 takes more.
+  128x128x128 tile made 288 or 320 tall (a 16-bit one that cannot be, wide), a tf32
+  128x128x32 one 320 tall, where that covers the shape in one wave and 128x128 takes
+  more.
 
 Each is weighed where the call can run its variant (`tma_wide`, `tma_tall`) and taken
 where predicted WIDE_MARGIN faster than the rest.
@@ -321,7 +322,8 @@ def wide_step(parent: TileConfig, wide: TileConfig, fam: str) -> float:
     wide WIDE_COL_144), and HALF_ROW more where it is the parent at half height; for a
     widened (made tall) 128x256, the work times ONE_WAVE_COL, for a 128x128 made 288 or
     320 tall ONE_WAVE_16_128 (16-bit) or ONE_WAVE_TALL_128 (fp8); a 16-bit tall one
-    ONE_WAVE_TALL_16 of that; NARROW_32 more at 288."""
+    ONE_WAVE_TALL_16 of that; NARROW_32 more at 288; tf32's 320 tall (`fam` fp32: its only
+    form) ONE_WAVE_TF32."""
     work = wide.block_m * wide.block_n * wide.block_k / (
         parent.block_m * parent.block_n * parent.block_k)
     longest = max(wide.block_m, wide.block_n)
