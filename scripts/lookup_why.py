@@ -1,0 +1,87 @@
+"""Why the lookup picks a tile for one shape, on the CPU: its neighbours and their options.
+
+    python3 scripts/lookup_why.py MODE MxNxK[-LAYOUT] [--sms 132] [--top 4]
+
+For a case as the harness calls it on an H200 (scripts/lookup_diff.py's `_decided`: the
+operands' strides, copies kept), prints the bucket and variants, the pick of
+`kernels.table.lookup` (with the operand copies it runs on), and for each bucket the
+lookup reads (the call's, the other 16-bit type's) the nearest entries (NEIGHBOURS near,
+up to FAR_NEIGHBOURS far: shape, tile, tuned us) and the `top` options each group prices
+(`_timed`: predicted us, the margin each must win by, the tile). What to read before
+changing a price or a form, and what a moved pick in an A/B came from (session 44: 952 x
+4312 x 992's far neighbour lost its FAR_MARGIN when a near one's 320-tall form came in).
+Exit 0; 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from lookup_diff import DEVICE, MODES, SMEM, _decided, _operands, _text  # noqa: E402
+
+_CASE = re.compile(r"(\d+)x(\d+)x(\d+)(?:-(rr|rc|cr|cc))?")
+
+
+def explain(mode: str, m: int, n: int, k: int, layout: str = "rr", sms: int = 132,
+            top: int = 4) -> list[str]:
+    """The lines `main` prints for one case."""
+    import kernels
+    from gemmgate.shapes import Case
+    from kernels import table
+
+    decided = _decided(kernels, mode, Case(m, n, k, layout=layout))
+    fam, _, bucket, _, _, variants = decided
+    found = table.lookup(DEVICE, bucket, m, n, k, variants=variants, sms=sms, smem=SMEM)
+    pick = f"{_text(found[0])}{_operands(decided)} ({found[1]})" if found \
+        else "none (the heuristic's tile)"
+    out = [f"{mode} {m}x{n}x{k} {layout}: bucket {bucket!r}, variants {', '.join(variants)}",
+           f"pick: {pick}"]
+    _, rows = table._index(DEVICE, str(table.DEFAULT_DIR))
+    chip = table._chip(sms, SMEM, fam, bucket)
+    fma = bucket.split(" ")[1:2] == ["fp32"]
+    for source in (bucket, table._other_type(bucket)):
+        near = table._near(rows.get(source, ()), m, n, k, variants, fma) if source else []
+        if not near:
+            continue
+        out.append(f"{source}:")
+        for name, group in (("near", near[:table.NEIGHBOURS]),
+                            ("far", near[table.NEIGHBOURS:table.FAR_NEIGHBOURS])):
+            for r in group:
+                out.append(f"  {name} entry {'x'.join(map(str, r.shape))}: {_text(r.config)}"
+                           f" {r.ms * 1e3:.1f} us")
+            options = sorted(table._timed(group, m, n, k, variants, chip, fma),
+                             key=lambda o: o[0] * o[2])
+            for ms, c, margin in options[:top]:
+                out.append(f"    {name} option {ms * 1e3:7.1f} us x{margin:.2f}  {_text(c)}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("mode", help=f"one of {', '.join(MODES)}")
+    ap.add_argument("case", help="MxNxK, optionally -rc, -cr or -cc")
+    ap.add_argument("--sms", type=int, default=132)
+    ap.add_argument("--top", type=int, default=4)
+    args = ap.parse_args(argv)
+    got = _CASE.fullmatch(args.case)
+    if args.mode not in MODES or got is None or args.sms < 1 or args.top < 1:
+        print(f"lookup_why: need a mode among {', '.join(MODES)}, a case MxNxK[-rc|-cr|-cc], "
+              f"--sms and --top >= 1 (got {args.mode} {args.case})", file=sys.stderr)
+        return 2
+    m, n, k = (int(x) for x in got.groups()[:3])
+    if min(m, n, k) < 1:
+        print("lookup_why: M, N and K must be 1 or more", file=sys.stderr)
+        return 2
+    print("\n".join(explain(args.mode, m, n, k, got.group(4) or "rr", args.sms, args.top)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""scripts/lookup_why.py: one case's pick, its neighbours and their priced options."""
+
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "lookup_why.py"
+
+
+@pytest.fixture
+def lw(load_script):
+    return load_script(SCRIPT)
+
+
+def test_a_case_s_pick_is_the_lookup_s_and_its_groups_are_listed(lw, capsys):
+    import kernels
+
+    ld = lw.sys.modules["lookup_diff"]
+    from gemmgate.shapes import Case
+
+    case = Case(952, 4312, 992)
+    assert lw.main(["bf16", "952x4312x992"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == f"pick: {ld.pick(kernels, 'bf16', case, 132)} (table-nearest)"
+    assert out[2] == "16bit bf16 rr tma ld128:"
+    assert sum(line.startswith("  near entry") for line in out) == 6   # both 16-bit types
+    options = [line for line in out if line.startswith("    near option")]
+    assert len(options) == 8 and all(" us x1." in line for line in options)
+    # the options are listed best first, each weighed by its margin
+    lines = lw.explain("bf16", 952, 4312, 992, top=50)
+    first = [float(x.split()[2]) * float(x.split()[4][1:]) for x in lines
+             if x.startswith("    near option")]
+    assert first[:len(first) // 2] == sorted(first[:len(first) // 2])
+
+
+def test_a_column_major_case_reads_its_own_bucket(lw):
+    assert "bucket '16bit bf16 cr tma" in lw.explain("bf16", 528, 6984, 3072, "cr")[0]
+
+
+@pytest.mark.parametrize("argv", [["bf17", "1x2x3"], ["bf16", "1x2"], ["bf16", "0x2x3"],
+                                  ["bf16", "1x2x3", "--top", "0"]])
+def test_bad_input_exits_2_with_a_message(lw, capsys, argv):
+    assert lw.main(argv) == 2
+    assert "lookup_why:" in capsys.readouterr().err
