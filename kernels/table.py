@@ -139,9 +139,10 @@ def fragile(c: TileConfig, m: int, n: int, k: int = 0, fma: bool = False) -> boo
         and (m % c.block_m != 0 or n % c.block_n != 0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Row:
-    """A table entry as a lookup reads it: parsed once per table (`_index`)."""
+    """A table entry as a lookup reads it: parsed once per table (`_index`); one object
+    per entry, hashed by identity (`_per_step` caches on it)."""
 
     config: TileConfig
     shape: tuple[int, int, int]
@@ -251,6 +252,7 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
     return None
 
 
+@functools.lru_cache(maxsize=4096)   # an entry's, for every shape it lends a tile to
 def _per_step(r: _Row, sms: int) -> float:
     """An entry's tuned time per step on its own shape, its fixed part left out (at least
     a tenth of its time: a tiny shape's time is mostly fixed)."""
@@ -387,3 +389,4 @@ def reload() -> None:
     """Forget the tables read so far (after `gemmgate tune` wrote one)."""
     _reload_files()
     _index.cache_clear()
+    _per_step.cache_clear()
