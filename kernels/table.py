@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 
 from kernels.fma import fma_split
@@ -292,12 +293,8 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
             if dist <= NEAREST_MAX and r.config.variant in variants and not r.stale \
                     and not fragile(r.config, m, n, k, fma):
                 scored.append((dist, r))
-    scored.sort(key=_first)
+    scored.sort(key=itemgetter(0))
     return [r for _, r in scored]
-
-
-def _first(pair: tuple) -> float:
-    return pair[0]
 
 
 @dataclass(frozen=True)

@@ -245,12 +245,14 @@ def halves(c: TileConfig, m: int, n: int, fam: str, smem: int, variants: tuple[s
 def _one_wave_forms(c: TileConfig, fam: str, smem: int, tall: bool
                     ) -> tuple[TileConfig, ...]:
     """A 128x256 tile ONE_WAVE_WIDTHS wide (`tall`: as many rows tall, 128 wide), or a
-    128x128 one as many rows tall at 8 warps, each at the most stages up to the parent's
-    that fit (3 at least; a 16-bit 128x128's at most 3, the stages 128x256's forms have)."""
-    if fam == "16bit" and c.block_n == 128:
-        c = replace(c, num_stages=min(c.num_stages, 3))
+    128x128 one so at 8 warps (tf32's 320 tall only), each at the most stages up to the
+    parent's that fit (3 at least; a 16-bit 128x128's at most 3, the stages 128x256's
+    forms have; tf32's at most 4)."""
+    if c.block_n == 128:
+        cap = {"16bit": 3, "fp32": 4}.get(fam, c.num_stages)
+        c = replace(c, num_warps=8, num_stages=min(c.num_stages, cap))
     out = []
-    for w in ONE_WAVE_WIDTHS:
+    for w in ((320,) if fam == "fp32" else ONE_WAVE_WIDTHS):
         form = replace(c, block_m=w, block_n=128, num_warps=8, variant="tma_tall") if tall \
             else replace(c, block_n=w, variant="tma_wide")
         got = _most_stages(form, range(c.num_stages, 2, -1), fam, smem)
@@ -271,13 +273,16 @@ def one_wave(c: TileConfig, m: int, n: int, k: int, fam: str, smem: int,
     2-2.4 waves of 128x128 its third; over a K of ONE_WAVE_MIN_K_BYTES a row at least.
     A `tf32` call's (fp32 operands on single-pass TF32) 128x128x32 tile is made 320 tall.
     `_transfer` prices its block at `wide_step` of the parent's."""
-    if tf32 and fam == "fp32":
-        return _tf32_tall(c, m, n, k, smem, variants, sms)
-    if fam not in ONE_WAVE_COL or not smem or c.variant != "tma" or c.occupancy != 1 \
+    if (fam not in ONE_WAVE_COL and not (tf32 and fam == "fp32")) or not smem \
+            or c.variant != "tma" or c.occupancy != 1 \
             or k * ELEM_BYTES[fam] < ONE_WAVE_MIN_K_BYTES \
             or cdiv(m, c.block_m) * cdiv(n, c.block_n) <= sms:
         return []
-    if (c.block_m, c.block_n) == (128, 256):
+    if fam == "fp32":
+        if (c.block_m, c.block_n, c.block_k) != (128, 128, 32) or "tma_tall" not in variants:
+            return []
+        forms = _one_wave_forms(c, fam, smem, True)
+    elif (c.block_m, c.block_n) == (128, 256):
         forms = (*(_one_wave_forms(c, fam, smem, False) if "tma_wide" in variants else ()),
                  *(_one_wave_forms(c, fam, smem, True) if "tma_tall" in variants else ()))
     elif fam == "fp8" and (c.block_m, c.block_n, c.block_k) == (128, 128, 128) \
@@ -287,32 +292,12 @@ def one_wave(c: TileConfig, m: int, n: int, k: int, fam: str, smem: int,
         if "tma_tall" in variants:
             forms = _one_wave_forms(c, fam, smem, True)
         elif "tma_wide" in variants and k * ELEM_BYTES[fam] >= ONE_WAVE_WIDE_128_MIN_K_BYTES:
-            forms = _one_wave_forms(replace(c, num_warps=8), fam, smem, False)
+            forms = _one_wave_forms(c, fam, smem, False)
         else:
             return []
     else:
         return []
     return [f for f in forms if cdiv(m, f.block_m) * cdiv(n, f.block_n) <= sms]
-
-
-@functools.lru_cache(maxsize=64)
-def _tf32_form(c: TileConfig, smem: int) -> TileConfig | None:
-    form = replace(c, block_m=320, num_warps=8, variant="tma_tall")
-    return _most_stages(form, range(min(c.num_stages, 4), 2, -1), "fp32", smem)
-
-
-def _tf32_tall(c: TileConfig, m: int, n: int, k: int, smem: int, variants: tuple[str, ...],
-               sms: int) -> list[TileConfig]:
-    """`one_wave`'s tf32 form: a one-program 128x128x32 TMA tile 320 tall (ONE_WAVE_TF32)
-    where that covers the shape in one wave of `sms`, 128x128 takes more and K is
-    ONE_WAVE_MIN_K_BYTES a row at least."""
-    if not smem or "tma_tall" not in variants or c.variant != "tma" or c.occupancy != 1 \
-            or (c.block_m, c.block_n, c.block_k) != (128, 128, 32) \
-            or k * ELEM_BYTES["fp32"] < ONE_WAVE_MIN_K_BYTES \
-            or cdiv(m, 128) * cdiv(n, 128) <= sms:
-        return []
-    form = _tf32_form(c, smem)
-    return [form] if form is not None and cdiv(m, 320) * cdiv(n, 128) <= sms else []
 
 
 def wide_step(parent: TileConfig, wide: TileConfig, fam: str) -> float:

@@ -45,7 +45,7 @@ def explain(mode: str, m: int, n: int, k: int, layout: str = "rr", sms: int = 13
            f"pick: {pick}"]
     _, rows = table._index(DEVICE, str(table.DEFAULT_DIR))
     chip = table._chip(sms, SMEM, fam, bucket)
-    fma = bucket.split(" ")[1:2] == ["fp32"]
+    fma = table._fma(bucket)
     for source in (bucket, table._other_type(bucket)):
         near = table._near(rows.get(source, ()), m, n, k, variants, fma) if source else []
         if not near:
