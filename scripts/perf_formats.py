@@ -264,13 +264,18 @@ def s9_long_tail(path: Path, prefix: str | tuple[str, ...], graph_only: bool = F
            "|---|---:|---:|---:|---:|---|"]
     for mode in ALL_MODES:
         rs = [r for r in rows if r["mode"] == mode]
-        if not rs:
-            continue
-        xs = [float(r["ratio"]) for r in rs]
-        worst = min(rs, key=lambda r: float(r["ratio"]))
-        out.append(f"| {mode} | {len(rs)} | {geomean(xs):.3f} | {sum(x >= 1.2 for x in xs)} "
-                   f"| {sum(x < 0.8 for x in xs)} | {worst['case']} {float(worst['ratio']):.2f} |")
+        if rs:
+            out.append(f"| {mode} | {_ratio_cells(rs)} |")
     return "\n".join(out)
+
+
+def _ratio_cells(rs: list[dict]) -> str:
+    """Cases' ratios to cuBLAS as table cells: count | geomean | at 1.2x or more | below
+    0.80 | the slowest case and its ratio."""
+    xs = [float(r["ratio"]) for r in rs]
+    worst = min(rs, key=lambda r: float(r["ratio"]))
+    return (f"{len(rs)} | {geomean(xs):.3f} | {sum(x >= 1.2 for x in xs)} | "
+            f"{sum(x < 0.8 for x in xs)} | {worst['case']} {float(worst['ratio']):.2f}")
 
 
 def alignment_split(path: Path, label: str) -> str:
@@ -290,13 +295,8 @@ def alignment_split(path: Path, label: str) -> str:
         for name, want in (("multiples of 16", "16"), ("multiples of 8", "8"),
                            ("other", "other")):
             rs = [r for r in rows if r["mode"] == mode and kind(r["case"]) == want]
-            if not rs:
-                continue
-            xs = [float(r["ratio"]) for r in rs]
-            worst = min(rs, key=lambda r: float(r["ratio"]))
-            out.append(f"| {mode} | {name} | {len(rs)} | {geomean(xs):.3f} | "
-                       f"{sum(x >= 1.2 for x in xs)} | {sum(x < 0.8 for x in xs)} | "
-                       f"{worst['case']} {float(worst['ratio']):.2f} |")
+            if rs:
+                out.append(f"| {mode} | {name} | {_ratio_cells(rs)} |")
     return "\n".join(out)
 
 
