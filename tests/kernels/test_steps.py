@@ -45,16 +45,19 @@ def test_steps_price_two_programs_on_an_sm_at_pair_step_a_block():
 
 
 def test_resplits_fill_one_wave_with_long_k_ranges():
-    """Splits of an unsplit TMA tile: tiles x splits within one wave, every K range 2 KB
-    of a row at least (`MIN_RANGE_BYTES`), as `tma_split`; not the tiled kernel's."""
+    """Splits of an unsplit TMA tile, every count from 2: tiles x splits within one wave,
+    every K range 2 KB of a row at least (`MIN_RANGE_BYTES`), as `tma_split`; not the
+    tiled kernel's."""
     tma = TileConfig(128, 128, 64, 8, 4, 8, "tma")
     both = ("tma", "tma_split")
     got = steps.resplits(tma, 256, 256, 8192, both, 132, 2)       # 4 tiles, 16 KB of K
-    assert [c.split_k for c in got] == [2, 4, 8]                    # 16: ranges of 1 KB
+    assert [c.split_k for c in got] == [2, 3, 4, 5, 6, 7, 8]        # 9: ranges < 2 KB
     assert {c.variant for c in got} == {"tma_split"} and got[0].block_k == 64
     assert [c.split_k for c in steps.resplits(tma, 256, 256, 8192, both, 132, 4)] == \
-        [2, 4, 8, 16]                                               # fp32: 32 KB of K
-    assert [c.split_k for c in steps.resplits(tma, 256, 256, 8192, both, 12, 2)] == [2]
+        list(range(2, 17))                                          # fp32: 32 KB of K
+    assert [c.split_k for c in steps.resplits(tma, 256, 256, 8192, both, 12, 2)] == [2, 3]
+    # 40 tiles: 3 ranges fill 120 of 132 SMs, where powers of two stopped at 80
+    assert [c.split_k for c in steps.resplits(tma, 1024, 640, 8192, both, 132, 2)] == [2, 3]
     assert steps.resplits(tma, 256, 256, 1024, both, 132, 2) == []    # 2 KB of K in all
     assert steps.resplits(tma, 256, 256, 8192, ("tma",), 132, 2) == []   # no split-K here
     assert steps.resplits(tma, 4096, 4096, 8192, both, 132, 2) == []  # tiles fill the SMs
