@@ -135,10 +135,17 @@ def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], s
     its own shape; borrowed by a shape of few tiles over a long K it leaves most of them
     idle (fp8 832 x 496 x 7392: 64x128x128 unsplit 0.67 of cuBLAS, split 4 0.98; session
     15, call I: bf16, fp16 and fp8 holdout cases x1.02-1.29). Not the tiled kernel's
-    tiles (call H: bf16 144 x 192 x 400 x0.88; call I: tf32 78 x 1786 x 1144 x0.93), and a
-    tile tuned split keeps its split (call H: fp8 64 x 3844 x 3817 and 32 x 3504 x 2544
-    from split 4 to 2 ran x0.96 and x0.93). The split tile is one program a (tile, range):
-    a tile of two programs per SM (`occupancy`) splits as one of one."""
+    tiles (call H: bf16 144 x 192 x 400 x0.88; call I: tf32 78 x 1786 x 1144 x0.93). A
+    16-bit (`elem` 2) tile tuned split is split anew too; other families' keep their split
+    (call H: fp8 64 x 3844 x 3817 and 32 x 3504 x 2544 from split 4 to 2 ran x0.96 and
+    x0.93). Session 45, call 4 (A/B of the picks re-splitting tuned split tiles moved among
+    two random draws and the sets): bf16 and fp16 x1.07-1.18 (82 of 85 faster; a split
+    that overran one wave cut to fit it, x1.173, 55 of 55), tf32 x0.945-0.964 (78 of 436
+    faster: its split tiles, small enough for two programs an SM, ran faster past one
+    wave), fp8 x0.876 (0 of 5). The split tile is one program a (tile, range): a tile of
+    two programs per SM (`occupancy`) splits as one of one."""
+    if c.variant == "tma_split" and elem == 2 and c.occupancy == 1:
+        c = derive(c, "tma", 1, 1)
     if c.variant != "tma" or "tma_split" not in variants:
         return []
     tiles = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n)
