@@ -62,7 +62,12 @@ def test_resplits_fill_one_wave_with_long_k_ranges():
     assert steps.resplits(tma, 256, 256, 8192, ("tma",), 132, 2) == []   # no split-K here
     assert steps.resplits(tma, 4096, 4096, 8192, both, 132, 2) == []  # tiles fill the SMs
     split8 = TileConfig(128, 64, 64, 8, 4, 4, "tma_split", 8)
-    assert steps.resplits(split8, 256, 256, 8192, both, 132, 2) == []   # tuned split: kept
+    # a tile tuned split: 16-bit's split anew (8 tiles: 2 to 16 ranges fit one wave, each
+    # 2 KB of K at least: up to 8); tf32's (4-byte) and fp8's (1-byte) keep their split
+    assert [c.split_k for c in steps.resplits(split8, 256, 256, 8192, both, 132, 2)] == \
+        list(range(2, 9))
+    assert steps.resplits(split8, 256, 256, 8192, both, 132, 4) == []
+    assert steps.resplits(split8, 256, 256, 8192, both, 132, 1) == []
     tiled = TileConfig(64, 64, 64, 8, 4, 4)
     assert steps.resplits(tiled, 256, 256, 4096, ("tiled", "tma_split"), 132, 2) == []
     # a tile of two programs per SM splits as one of one (the split grid has no occupancy)
