@@ -2,7 +2,7 @@
 
 import json
 import warnings
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pytest
 
@@ -370,7 +370,9 @@ def test_a_split_tile_is_not_borrowed_where_its_k_ranges_would_be_one_block(tmp_
     look = lambda *a: table.lookup("NVIDIA H200", "16bit bf16 rr tma", *a, directory=d,  # noqa: E731
                                    variants=("tma", "tma_split"), sms=132)
     assert look(256, 256, 2048) == (split8, "table-nearest")         # 2048 / 32 = 1 block
-    assert look(256, 256, 8192) == (split32, "table-nearest")        # 4 blocks: fits
+    # 4 blocks a range: fits; a 16-bit split tile is split anew (`steps.resplits`), and
+    # at this entry's tiny tuned time the fewest partials win: 2 ranges
+    assert look(256, 256, 8192) == (replace(split32, split_k=2), "table-nearest")
 
 
 def test_a_borrowed_tile_is_split_anew_for_few_tiles_over_a_long_k(tmp_path):
