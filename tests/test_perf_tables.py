@@ -28,7 +28,7 @@ def test_perf_md_is_up_to_date():
 def test_results_are_small_text():
     """Summaries, not dumps: each file under 100 KB, all of them under 2 MB (sixteen
     sessions of cases, tiles and overhead tables came to ~1 MB, twenty-six to ~1.9 MB; then
-    sessions 1-16 were frozen: docs/results/README.md)."""
+    sessions 1-16 were frozen, and later sessions in batches: docs/results/README.md)."""
     files = [p for p in (ROOT / "docs" / "results").rglob("*") if p.is_file()]
     assert max(p.stat().st_size for p in files) < 100_000
     assert sum(p.stat().st_size for p in files) < 2_000_000
