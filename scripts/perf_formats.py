@@ -244,10 +244,19 @@ def tile_matrix(path: Path, flush: str = "1") -> str:
     return "\n".join(out)
 
 
-def _moved(cases: Path, label: str, moved: Path) -> tuple[list[tuple[dict, float]], list[dict]]:
+def _moved(cases: Path, label: str, moved: Path, per_set: bool = False
+           ) -> tuple[list[tuple[dict, float]], list[dict]]:
     """(each pick `moved` lists (`scripts/lookup_diff.py`'s rows: set, mode, case, old,
     new, predicted) with its A/B in the label's run; the run's rows whose pick it does not
-    list: the A/A controls of the same process)."""
+    list: the A/A controls of the same process). `per_set`: each pick's run is labelled
+    `label` + its set (one run per draw; no controls)."""
+    if per_set:
+        ab = {(r["label"], r["mode"], r["case"]): r for r in _rows(cases)}
+        picks = [(m, _ab(ab[key]["extra"])) for m in _rows(moved)
+                 if (key := (label + m["set"], m["mode"], m["case"])) in ab]
+        if not picks:
+            raise ValueError(f"{moved}: no moved pick joins a case labelled {label}<set>")
+        return picks, []
     ab = {(r["mode"], r["case"]): r for r in _rows(cases) if r["label"] == label}
     picks = [(m, _ab(ab[(m["mode"], m["case"])]["extra"])) for m in _rows(moved)
              if (m["mode"], m["case"]) in ab]
@@ -264,13 +273,16 @@ def _predicted(ps: list[tuple[dict, float]]) -> str:
     return f"{geomean(got):.3f}" + (f" ({len(got)})" if len(got) < len(ps) else "")
 
 
-def moved_ab(cases: Path, label: str, moved: Path, controls: bool = True) -> str:
+def moved_ab(cases: Path, label: str, moved: Path, controls: bool = True,
+             per_set: bool = False) -> str:
     """A dispatcher change's A/B on the picks it moves, per mode: how many, the predicted
     gain (geomean over the picks predicted; their count in brackets where some were not)
     and the measured one (geomean; A/B > 1: the change is faster), the measured range,
     and with `controls` the same run's unmoved cases (reference and tree run one tile: A/A
-    noise; not where `moved` lists a subset of the run's change's picks)."""
-    picks, same = _moved(cases, label, moved)
+    noise; not where `moved` lists a subset of the run's change's picks). `per_set`: the
+    runs are labelled `label` + each pick's set (`_moved`), with no controls."""
+    picks, same = _moved(cases, label, moved, per_set)
+    controls = controls and not per_set
     head = "| mode | moved | predicted | A/B geomean | A/B min | A/B max | faster |"
     out = [head + (" unmoved | their A/B geomean | their range |" if controls else ""),
            "|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---|" if controls else "")]
@@ -289,9 +301,10 @@ def moved_ab(cases: Path, label: str, moved: Path, controls: bool = True) -> str
     return "\n".join(out)
 
 
-def moved_worst(cases: Path, label: str, moved: Path, count: int) -> str:
+def moved_worst(cases: Path, label: str, moved: Path, count: int,
+                per_set: bool = False) -> str:
     """The `count` moved picks the A/B found slowest, slowest first (see `moved_ab`)."""
-    picks, _ = _moved(cases, label, moved)
+    picks, _ = _moved(cases, label, moved, per_set)
     out = ["| set | mode | case | old tile | new tile | predicted | A/B |",
            "|---|---|---|---|---|---:|---:|"]
     for m, a in sorted(picks, key=lambda p: p[1])[:count]:
@@ -306,23 +319,47 @@ def moved_forms(cases: Path, prefix: str, moved: Path) -> str:
     variant and block of each, how many picks, the predicted and measured gain (geomean)
     and the slowest. `moved` rows join the cases of label `prefix` + their `set` (one
     run per random draw)."""
-    ab = {(r["label"], r["mode"], r["case"]): _ab(r["extra"]) for r in _rows(cases)}
     groups: dict[tuple[str, str], list[tuple[dict, float]]] = {}
-    for m in _rows(moved):
-        got = ab.get((prefix + m["set"], m["mode"], m["case"]))
-        if got is not None:
-            form = tuple(" ".join(t.split()[:2]) for t in (m["old"], m["new"]))
-            groups.setdefault(form, []).append((m, got))
+    for m, got in _moved(cases, prefix, moved, per_set=True)[0]:
+        form = tuple(" ".join(t.split()[:2]) for t in (m["old"], m["new"]))
+        groups.setdefault(form, []).append((m, got))
     out = ["| old form | new form | moved | predicted | A/B geomean | A/B min | faster |",
            "|---|---|---:|---:|---:|---:|---:|"]
     everything = [p for ps in groups.values() for p in ps]
-    if not everything:
-        raise ValueError(f"{moved}: no moved pick joins a case labelled {prefix}<set>")
     for (old, new), ps in (*sorted(groups.items(), key=lambda g: -len(g[1])),
                            (("all", ""), everything)):
         abs_ = [a for _, a in ps]
         out.append(f"| {old} | {new} | {len(ps)} | {_predicted(ps)} | {geomean(abs_):.3f} | "
                    f"{min(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
+    return "\n".join(out)
+
+
+def _split(tile: str) -> int:
+    """A tile name's K split (`... k3`; 1 where it has none)."""
+    return next((int(w[1:]) for w in tile.split(" [")[0].split() if re.fullmatch(r"k\d+", w)), 1)
+
+
+def split_moves(cases: Path, prefix: str, moved: Path) -> str:
+    """A K-split change's A/B (runs labelled `prefix` + each pick's set, `_moved`) per
+    family (16-bit, tf32, fp8...), whether the new pick splits the old tile (its block
+    kept) or another's, and whether it cuts K into more ranges, fewer or as many (another
+    stage count, say): how many, the
+    predicted and measured gain (geomean), the slowest and fastest, how many faster."""
+    groups: dict[tuple[str, str, str], list[tuple[dict, float]]] = {}
+    for m, a in _moved(cases, prefix, moved, per_set=True)[0]:
+        fam = "16-bit" if m["mode"] in ("bf16", "fp16") else m["mode"]
+        same = m["old"].split()[1] == m["new"].split()[1]
+        was, now = _split(m["old"]), _split(m["new"])
+        ranges = "more" if now > was else "fewer" if now < was else "as many"
+        key = (fam, "its own" if same else "another's", ranges)
+        groups.setdefault(key, []).append((m, a))
+    out = ["| family | tile split | ranges | moved | predicted | A/B geomean | A/B min | "
+           "A/B max | faster |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for (fam, whose, ranges), ps in sorted(groups.items()):
+        abs_ = [a for _, a in ps]
+        out.append(f"| {fam} | {whose} | {ranges} | {len(ps)} | {_predicted(ps)} | "
+                   f"{geomean(abs_):.3f} | {min(abs_):.3f} | {max(abs_):.3f} | "
+                   f"{sum(a > 1 for a in abs_)} |")
     return "\n".join(out)
 
 

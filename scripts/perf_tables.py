@@ -42,6 +42,7 @@ from perf_formats import (  # noqa: E402
     pick_and_best,
     power_table,
     ratios_below,
+    split_moves,
     targets_table,
     tile_matrix,
     tuned_summary,
@@ -58,6 +59,7 @@ S41 = RESULTS / "h200-2026-12-03-s41"
 S42 = RESULTS / "h200-2026-12-03-s42"
 S43 = RESULTS / "h200-2026-12-04-s43"
 S44 = RESULTS / "h200-2026-12-04-s44"
+S45 = RESULTS / "h200-2026-12-04-s45"
 # session 42's tiles.py files, each one table (`tile_matrix`): table name -> file stem
 _S42_MATRICES = {
     **{f"onewave-{m}": f"tiles_onewave_{m}" for m in ("bf16", "fp16", "fp8")},
@@ -109,6 +111,30 @@ TABLES: dict[str, Callable[[], str]] = {
     "s44-tf32-085": lambda: moved_forms(S44 / "cases_b.csv", "call6-ab-",
                                         S44 / "moved_tf32_085.csv"),
     "s44-cr": lambda: moved_forms(S44 / "cases_b.csv", "call6-ab-", S44 / "moved_cr_wide.csv"),
+    "s45-tall": lambda: moved_forms(S45 / "cases.csv", "call1-tall-", S45 / "moved_tall_rr.csv"),
+    "s45-split": lambda: _stacked(
+        moved_ab(S45 / "cases.csv", "call1-split-", S45 / "moved_split.csv", per_set=True),
+        moved_ab(S45 / "cases.csv", "call2-split-", S45 / "moved_split_fresh.csv",
+                 per_set=True)),
+    "s45-split-kinds": lambda: _stacked(
+        split_moves(S45 / "cases.csv", "call1-split-", S45 / "moved_split.csv"),
+        split_moves(S45 / "cases.csv", "call2-split-", S45 / "moved_split_fresh.csv")),
+    "s45-split-worst": lambda: moved_worst(S45 / "cases.csv", "call2-split-",
+                                           S45 / "moved_split_fresh.csv", 6, per_set=True),
+    "s45-resplit": lambda: _stacked(
+        moved_ab(S45 / "cases_b.csv", "call4-rs-", S45 / "moved_resplit.csv", per_set=True),
+        moved_ab(S45 / "cases_b.csv", "call5-rs-", S45 / "moved_resplit_fresh.csv",
+                 per_set=True)),
+    "s45-resplit-kinds": lambda: split_moves(S45 / "cases_b.csv", "call4-rs-",
+                                             S45 / "moved_resplit.csv"),
+    "s45-resplit-fresh-kinds": lambda: split_moves(S45 / "cases_b.csv", "call5-rs-",
+                                                   S45 / "moved_resplit_fresh.csv"),
+    "s45-sets": lambda: targets_table({
+        s: {m: (S45 / "sets.csv", f"s45-{s}-a")
+            for m in (("fp32", "tf32", "bf16", "fp16", "fp8") if s in ("pr", "nightly")
+                      else ("bf16", "fp16", "fp8"))}
+        for s in ("pr", "nightly", *HOLDOUTS, "holdout6")}),
+    "s45-below": lambda: ratios_below(S45 / "sets.csv", "s45-", 0.8, ""),
     "s41-wave": lambda: _stacked(pick_and_best(S41 / "tiles_wave_bf16.csv"),
                                  pick_and_best(S41 / "tiles_wave_fp8.csv")),
     "s41-tail": lambda: csv_table(S41 / "reduce_tail.csv"),

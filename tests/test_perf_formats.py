@@ -155,6 +155,48 @@ def test_moved_forms_groups_each_draws_picks_by_old_and_new_form(pf, tmp_path):
         pf.moved_forms(cases, "Z-", moved)
 
 
+def test_moved_ab_per_set_joins_each_pick_with_its_draws_run(pf, tmp_path):
+    cases, moved = tmp_path / "c.csv", tmp_path / "m.csv"
+    cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
+                     "P-r1,bf16,m1-n1-k1,1,1,1,ab:0.8000,t\nP-r2,bf16,m1-n1-k1,1,1,1,ab:1.2500,t\n"
+                     "P-r2,tf32,m2-n2-k2,1,1,1,ab:2.0000,t\nP-r2,bf16,m9-n9-k9,1,1,1,ab:1.0,t\n")
+    moved.write_text("set,mode,case,old,new,predicted\n"
+                     "r1,bf16,m1-n1-k1,a,b,1.1\nr2,bf16,m1-n1-k1,a,b,1.3\n"
+                     "r2,tf32,m2-n2-k2,a,c,-\nr3,bf16,m1-n1-k1,a,b,1.0\n")   # r3: no run
+    rows = pf.moved_ab(cases, "P-", moved, per_set=True).splitlines()
+    assert rows[0].endswith("| faster |")                   # no A/A controls per draw
+    assert rows[2:] == ["| tf32 | 1 | - | 2.000 | 2.000 | 2.000 | 1 |",
+                        "| bf16 | 2 | 1.196 | 1.000 | 0.800 | 1.250 | 1 |",
+                        "| all | 3 | 1.196 (2) | 1.260 | 0.800 | 2.000 | 2 |"]
+    assert pf.moved_worst(cases, "P-", moved, 1, per_set=True).splitlines()[2] == \
+        "| r1 | bf16 | m1-n1-k1 | a | b | 1.100 | 0.800 |"
+    with pytest.raises(ValueError, match="no moved pick joins"):
+        pf.moved_ab(cases, "Z-", moved, per_set=True)
+
+
+def test_split_moves_groups_by_family_whose_tile_and_more_or_fewer_ranges(pf, tmp_path):
+    cases, moved = tmp_path / "c.csv", tmp_path / "m.csv"
+    cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
+                     "P-r,bf16,m1-n1-k1,1,1,1,ab:1.2000,t\nP-r,fp16,m2-n2-k2,1,1,1,ab:0.9000,t\n"
+                     "P-r,tf32,m3-n3-k3,1,1,1,ab:1.1000,t\nP-r,bf16,m4-n4-k4,1,1,1,ab:1.0500,t\n"
+                     "P-r,tf32,m5-n5-k5,1,1,1,ab:0.9000,t\n")
+    moved.write_text("set,mode,case,old,new,predicted\n"
+                     "r,bf16,m1-n1-k1,tma_split 64x64x64 g8 s4 w4 k2 [A pitch],"
+                     "tma_split 64x64x64 g8 s4 w4 k3 [A pitch],1.2\n"
+                     "r,fp16,m2-n2-k2,tma 64x64x64 g8 s4 w4,tma_split 128x64x64 g8 s4 w4 k3,1.1\n"
+                     "r,tf32,m3-n3-k3,tma_split 64x64x32 g8 s4 w4 k8,"
+                     "tma_split 64x64x32 g8 s4 w4 k3,-\n"
+                     "r,bf16,m4-n4-k4,tma_split 64x64x64 g8 s4 w4 k4,"
+                     "tma_split 64x64x64 g8 s4 w4 k6,1.0\n"
+                     "r,tf32,m5-n5-k5,tma_split 64x64x32 g8 s5 w4 k4,"
+                     "tma_split 64x64x32 g8 s4 w4 k4,1.1\n")   # another stage count
+    assert pf.split_moves(cases, "P-", moved).splitlines()[2:] == [
+        "| 16-bit | another's | more | 1 | 1.100 | 0.900 | 0.900 | 0.900 | 0 |",
+        "| 16-bit | its own | more | 2 | 1.095 | 1.122 | 1.050 | 1.200 | 2 |",
+        "| tf32 | its own | as many | 1 | 1.100 | 0.900 | 0.900 | 0.900 | 0 |",
+        "| tf32 | its own | fewer | 1 | - | 1.100 | 1.100 | 1.100 | 1 |"]
+
+
 def test_alignment_split_parts_a_runs_cases_by_the_alignment_of_their_dimensions(pf, tmp_path):
     cases = tmp_path / "c.csv"
     cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
