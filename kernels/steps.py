@@ -139,12 +139,13 @@ def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], s
     16-bit (`elem` 2) tile tuned split is split anew too; other families' keep their split
     (call H: fp8 64 x 3844 x 3817 and 32 x 3504 x 2544 from split 4 to 2 ran x0.96 and
     x0.93). Session 45, call 4 (A/B of the picks re-splitting tuned split tiles moved among
-    two random draws and the sets): bf16 and fp16 x1.07-1.18 (82 of 85 faster; a split
-    that overran one wave cut to fit it, x1.173, 55 of 55), tf32 x0.945-0.964 (78 of 436
-    faster: its split tiles, small enough for two programs an SM, ran faster past one
-    wave), fp8 x0.876 (0 of 5). The split tile is one program a (tile, range): a tile of
-    two programs per SM (`occupancy`) splits as one of one."""
-    if c.variant == "tma_split" and elem == 2 and c.occupancy == 1:
+    two random draws and the sets): bf16 and fp16 x1.134-1.143 (82 of 85 faster; a split
+    that overran one wave cut to fit it, x1.173, 55 of 55), on fresh draws (call 5)
+    x1.097-1.100 (161 of 171); tf32 x0.954 (78 of 436 faster: a split cut to fit one wave
+    x0.949, its 64x128x32:s4 tiles fitting two programs an SM; a swap to another entry's
+    4-stage split x0.924), fp8 x0.876 (0 of 5). The split tile is one program a (tile,
+    range): a tile of two programs per SM (`occupancy`) splits as one of one."""
+    if c.variant == "tma_split" and elem == 2:
         c = derive(c, "tma", 1, 1)
     if c.variant != "tma" or "tma_split" not in variants:
         return []
