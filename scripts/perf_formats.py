@@ -343,8 +343,8 @@ def split_moves(cases: Path, prefix: str, moved: Path) -> str:
     """A K-split change's A/B (runs labelled `prefix` + each pick's set, `_moved`) per
     family (16-bit, tf32, fp8...), whether the new pick splits the old tile (its block
     kept) or another's, and whether it cuts K into more ranges, fewer or as many (another
-    stage count, say): how many, the
-    predicted and measured gain (geomean), the slowest and fastest, how many faster."""
+    stage count, say): how many, the predicted and measured gain (geomean), the slowest
+    and fastest, how many faster."""
     groups: dict[tuple[str, str, str], list[tuple[dict, float]]] = {}
     for m, a in _moved(cases, prefix, moved, per_set=True)[0]:
         fam = "16-bit" if m["mode"] in ("bf16", "fp16") else m["mode"]
