@@ -69,6 +69,16 @@ _S42_MATRICES = {
 }
 
 
+def _every_set(path: Path, session: str) -> str:
+    """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
+    in five modes, the holdouts in bf16, fp16 and fp8."""
+    return targets_table({
+        s: {m: (path, f"{session}-{s}-a")
+            for m in (("fp32", "tf32", "bf16", "fp16", "fp8") if s in ("pr", "nightly")
+                      else ("bf16", "fp16", "fp8"))}
+        for s in ("pr", "nightly", *HOLDOUTS, "holdout6")})
+
+
 # --- the tables of docs/PERF.md --------------------------------------------------------
 
 
@@ -91,11 +101,7 @@ TABLES: dict[str, Callable[[], str]] = {
                                         S43 / "moved_tall128.csv", 6),
     "s43-fresh": lambda: moved_ab(S43 / "cases.csv", "call2-ab-tall128-fresh",
                                   S43 / "moved_tall128_fresh.csv"),
-    "s43-sets": lambda: targets_table({
-        s: {m: (S43 / "sets.csv", f"s43-{s}-a")
-            for m in (("fp32", "tf32", "bf16", "fp16", "fp8") if s in ("pr", "nightly")
-                      else ("bf16", "fp16", "fp8"))}
-        for s in ("pr", "nightly", *HOLDOUTS, "holdout6")}),
+    "s43-sets": lambda: _every_set(S43 / "sets.csv", "s43"),
     "s43-below": lambda: ratios_below(S43 / "sets.csv", "s43-", 0.8, ""),
     "s43-x3": lambda: moved_ab(S43 / "cases.csv", "call5-ab-x3-kept", S43 / "moved_x3.csv"),
     "s43-x3-worst": lambda: moved_worst(S43 / "cases.csv", "call5-ab-x3-kept",
@@ -129,11 +135,7 @@ TABLES: dict[str, Callable[[], str]] = {
                                              S45 / "moved_resplit.csv"),
     "s45-resplit-fresh-kinds": lambda: split_moves(S45 / "cases_b.csv", "call5-rs-",
                                                    S45 / "moved_resplit_fresh.csv"),
-    "s45-sets": lambda: targets_table({
-        s: {m: (S45 / "sets.csv", f"s45-{s}-a")
-            for m in (("fp32", "tf32", "bf16", "fp16", "fp8") if s in ("pr", "nightly")
-                      else ("bf16", "fp16", "fp8"))}
-        for s in ("pr", "nightly", *HOLDOUTS, "holdout6")}),
+    "s45-sets": lambda: _every_set(S45 / "sets.csv", "s45"),
     "s45-below": lambda: ratios_below(S45 / "sets.csv", "s45-", 0.8, ""),
     "s41-wave": lambda: _stacked(pick_and_best(S41 / "tiles_wave_bf16.csv"),
                                  pick_and_best(S41 / "tiles_wave_fp8.csv")),
