@@ -375,6 +375,22 @@ def test_a_split_tile_is_not_borrowed_where_its_k_ranges_would_be_one_block(tmp_
     assert look(256, 256, 8192) == (replace(split32, split_k=2), "table-nearest")
 
 
+def test_a_borrowed_16bit_split_tile_is_cut_to_fit_one_wave(tmp_path):
+    """A 16-bit tile tuned split 4 ways on a shape of 20 tiles (80 programs), lent to one
+    of 40 tiles: 4 ways would make 160 programs, two rounds of 132 SMs; 3 ways (120) fit
+    one (session 45, call 4: such cuts ran x1.173, 55 of 55 faster). An fp8 split tile
+    keeps its split (the same call: fp8 re-splits ran x0.876)."""
+    split4 = TileConfig(64, 32, 128, 8, 5, 4, "tma_split", 4)
+    d = _write(tmp_path, [_entry(64, 640, 3600, split4, tuned_ms=0.010),
+                          _entry(64, 640, 3600, split4, bucket="fp8 fp8 rc tma",
+                                 tuned_ms=0.010)])
+    look = lambda b, *a: table.lookup("NVIDIA H200", b, *a, directory=d,  # noqa: E731
+                                      variants=("tma", "tma_split"), sms=132)
+    assert look("16bit bf16 rr tma", 88, 624, 3624) == \
+        (replace(split4, split_k=3), "table-nearest")
+    assert look("fp8 fp8 rc tma", 88, 624, 3624) == (split4, "table-nearest")
+
+
 def test_a_borrowed_tile_is_split_anew_for_few_tiles_over_a_long_k(tmp_path):
     """A tile tuned unsplit where its tiles filled the SMs, borrowed by a shape of few
     tiles and a long K: K split so that tiles x splits make one wave (fp8 832 x 496 x
