@@ -56,14 +56,23 @@ def test_targets_table_takes_each_cells_geomean_from_its_own_run(pf, tmp_path):
     assert lines[3:] == ["| pr | 1.100 | 0.900 |", "| nightly |  |  |"]
 
 
-def test_moved_ab_judges_the_moved_picks_against_the_runs_unmoved_cases(pf, tmp_path):
+def _ab_files(tmp_path, cases_rows: str, moved_rows: str):
+    """An A/B's cases.csv and lookup_diff's moved-picks file, their headers written here,
+    their rows each test's own."""
     cases, moved = tmp_path / "c.csv", tmp_path / "m.csv"
     cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
-                     "L,bf16,m1-n1-k1,1,1,1,ab:0.8000,t\nL,bf16,m2-n2-k2,1,1,1,ab:1.2500,t\n"
-                     "L,bf16,m3-n3-k3,1,1,1,ab:1.0100,t\nL,fp8,m3-n3-k3,1,1,1,ab:0.9900,t\n"
-                     "M,bf16,m1-n1-k1,1,1,1,ab:2.0000,t\n")
-    moved.write_text("set,mode,case,old,new,predicted\n"
-                     "s,bf16,m1-n1-k1,a,b,1.2\ns,bf16,m2-n2-k2,a,c,1.2\ns,fp8,m9-n9-k9,a,b,1.5\n")
+                     + cases_rows)
+    moved.write_text("set,mode,case,old,new,predicted\n" + moved_rows)
+    return cases, moved
+
+
+def test_moved_ab_judges_the_moved_picks_against_the_runs_unmoved_cases(pf, tmp_path):
+    cases, moved = _ab_files(
+        tmp_path,
+        "L,bf16,m1-n1-k1,1,1,1,ab:0.8000,t\nL,bf16,m2-n2-k2,1,1,1,ab:1.2500,t\n"
+        "L,bf16,m3-n3-k3,1,1,1,ab:1.0100,t\nL,fp8,m3-n3-k3,1,1,1,ab:0.9900,t\n"
+        "M,bf16,m1-n1-k1,1,1,1,ab:2.0000,t\n",
+        "s,bf16,m1-n1-k1,a,b,1.2\ns,bf16,m2-n2-k2,a,c,1.2\ns,fp8,m9-n9-k9,a,b,1.5\n")
     assert pf.moved_ab(cases, "L", moved).splitlines()[2:] == [
         "| bf16 | 2 | 1.200 | 1.000 | 0.800 | 1.250 | 1 | 1 | 1.010 | 1.010–1.010 |",
         "| all | 2 | 1.200 | 1.000 | 0.800 | 1.250 | 1 | 2 | 1.000 | 0.990–1.010 |"]
@@ -72,12 +81,11 @@ def test_moved_ab_judges_the_moved_picks_against_the_runs_unmoved_cases(pf, tmp_
 
 
 def test_moved_ab_takes_the_predicted_picks_only_and_can_leave_controls_out(pf, tmp_path):
-    cases, moved = tmp_path / "c.csv", tmp_path / "m.csv"
-    cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
-                     "L,bf16,m1-n1-k1,1,1,1,ab:0.8000,t\nL,bf16,m2-n2-k2,1,1,1,ab:1.2500,t\n"
-                     "L,bf16,m3-n3-k3,1,1,1,ab:1.0100,t\n")
-    moved.write_text("set,mode,case,old,new,predicted\n"
-                     "s,bf16,m1-n1-k1,a,b,1.44\ns,bf16,m2-n2-k2,a,c,-\n")
+    cases, moved = _ab_files(
+        tmp_path,
+        "L,bf16,m1-n1-k1,1,1,1,ab:0.8000,t\nL,bf16,m2-n2-k2,1,1,1,ab:1.2500,t\n"
+        "L,bf16,m3-n3-k3,1,1,1,ab:1.0100,t\n",
+        "s,bf16,m1-n1-k1,a,b,1.44\ns,bf16,m2-n2-k2,a,c,-\n")
     assert pf.moved_ab(cases, "L", moved, controls=False).splitlines() == [
         "| mode | moved | predicted | A/B geomean | A/B min | A/B max | faster |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -138,15 +146,14 @@ def test_tile_matrix_has_a_column_a_tile_and_geomeans_what_each_ran(pf, tmp_path
 
 
 def test_moved_forms_groups_each_draws_picks_by_old_and_new_form(pf, tmp_path):
-    cases, moved = tmp_path / "c.csv", tmp_path / "m.csv"
-    cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
-                     "P-r1,bf16,m1-n1-k1,1,1,1,ab:0.8000,t\nP-r2,bf16,m1-n1-k1,1,1,1,ab:1.2500,t\n"
-                     "P-r1,fp16,m2-n2-k2,1,1,1,ab:2.0000,t\nQ-r1,bf16,m3-n3-k3,1,1,1,ab:9.0,t\n")
-    moved.write_text("set,mode,case,old,new,predicted\n"
-                     "r1,bf16,m1-n1-k1,tma 1x1x1 g8 [A],wide 2x2x2 g8,1.2\n"
-                     "r2,bf16,m1-n1-k1,tma 1x1x1 g8,wide 2x2x2 g8 s3,1.2\n"
-                     "r1,fp16,m2-n2-k2,tma 1x1x1,tall 3x3x3,-\n"
-                     "r1,bf16,m3-n3-k3,tma 1x1x1,tall 3x3x3,1.0\n")   # not run under P-
+    cases, moved = _ab_files(
+        tmp_path,
+        "P-r1,bf16,m1-n1-k1,1,1,1,ab:0.8000,t\nP-r2,bf16,m1-n1-k1,1,1,1,ab:1.2500,t\n"
+        "P-r1,fp16,m2-n2-k2,1,1,1,ab:2.0000,t\nQ-r1,bf16,m3-n3-k3,1,1,1,ab:9.0,t\n",
+        "r1,bf16,m1-n1-k1,tma 1x1x1 g8 [A],wide 2x2x2 g8,1.2\n"
+        "r2,bf16,m1-n1-k1,tma 1x1x1 g8,wide 2x2x2 g8 s3,1.2\n"
+        "r1,fp16,m2-n2-k2,tma 1x1x1,tall 3x3x3,-\n"
+        "r1,bf16,m3-n3-k3,tma 1x1x1,tall 3x3x3,1.0\n")   # not run under P-
     assert pf.moved_forms(cases, "P-", moved).splitlines()[2:] == [
         "| tma 1x1x1 | wide 2x2x2 | 2 | 1.200 | 1.000 | 0.800 | 1 |",
         "| tma 1x1x1 | tall 3x3x3 | 1 | - | 2.000 | 2.000 | 1 |",
@@ -156,13 +163,12 @@ def test_moved_forms_groups_each_draws_picks_by_old_and_new_form(pf, tmp_path):
 
 
 def test_moved_ab_per_set_joins_each_pick_with_its_draws_run(pf, tmp_path):
-    cases, moved = tmp_path / "c.csv", tmp_path / "m.csv"
-    cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
-                     "P-r1,bf16,m1-n1-k1,1,1,1,ab:0.8000,t\nP-r2,bf16,m1-n1-k1,1,1,1,ab:1.2500,t\n"
-                     "P-r2,tf32,m2-n2-k2,1,1,1,ab:2.0000,t\nP-r2,bf16,m9-n9-k9,1,1,1,ab:1.0,t\n")
-    moved.write_text("set,mode,case,old,new,predicted\n"
-                     "r1,bf16,m1-n1-k1,a,b,1.1\nr2,bf16,m1-n1-k1,a,b,1.3\n"
-                     "r2,tf32,m2-n2-k2,a,c,-\nr3,bf16,m1-n1-k1,a,b,1.0\n")   # r3: no run
+    cases, moved = _ab_files(
+        tmp_path,
+        "P-r1,bf16,m1-n1-k1,1,1,1,ab:0.8000,t\nP-r2,bf16,m1-n1-k1,1,1,1,ab:1.2500,t\n"
+        "P-r2,tf32,m2-n2-k2,1,1,1,ab:2.0000,t\nP-r2,bf16,m9-n9-k9,1,1,1,ab:1.0,t\n",
+        "r1,bf16,m1-n1-k1,a,b,1.1\nr2,bf16,m1-n1-k1,a,b,1.3\n"
+        "r2,tf32,m2-n2-k2,a,c,-\nr3,bf16,m1-n1-k1,a,b,1.0\n")   # r3: no run
     rows = pf.moved_ab(cases, "P-", moved, per_set=True).splitlines()
     assert rows[0].endswith("| faster |")                   # no A/A controls per draw
     assert rows[2:] == ["| tf32 | 1 | - | 2.000 | 2.000 | 2.000 | 1 |",
@@ -175,21 +181,20 @@ def test_moved_ab_per_set_joins_each_pick_with_its_draws_run(pf, tmp_path):
 
 
 def test_split_moves_groups_by_family_whose_tile_and_more_or_fewer_ranges(pf, tmp_path):
-    cases, moved = tmp_path / "c.csv", tmp_path / "m.csv"
-    cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
-                     "P-r,bf16,m1-n1-k1,1,1,1,ab:1.2000,t\nP-r,fp16,m2-n2-k2,1,1,1,ab:0.9000,t\n"
-                     "P-r,tf32,m3-n3-k3,1,1,1,ab:1.1000,t\nP-r,bf16,m4-n4-k4,1,1,1,ab:1.0500,t\n"
-                     "P-r,tf32,m5-n5-k5,1,1,1,ab:0.9000,t\n")
-    moved.write_text("set,mode,case,old,new,predicted\n"
-                     "r,bf16,m1-n1-k1,tma_split 64x64x64 g8 s4 w4 k2 [A pitch],"
-                     "tma_split 64x64x64 g8 s4 w4 k3 [A pitch],1.2\n"
-                     "r,fp16,m2-n2-k2,tma 64x64x64 g8 s4 w4,tma_split 128x64x64 g8 s4 w4 k3,1.1\n"
-                     "r,tf32,m3-n3-k3,tma_split 64x64x32 g8 s4 w4 k8,"
-                     "tma_split 64x64x32 g8 s4 w4 k3,-\n"
-                     "r,bf16,m4-n4-k4,tma_split 64x64x64 g8 s4 w4 k4,"
-                     "tma_split 64x64x64 g8 s4 w4 k6,1.0\n"
-                     "r,tf32,m5-n5-k5,tma_split 64x64x32 g8 s5 w4 k4,"
-                     "tma_split 64x64x32 g8 s4 w4 k4,1.1\n")   # another stage count
+    cases, moved = _ab_files(
+        tmp_path,
+        "P-r,bf16,m1-n1-k1,1,1,1,ab:1.2000,t\nP-r,fp16,m2-n2-k2,1,1,1,ab:0.9000,t\n"
+        "P-r,tf32,m3-n3-k3,1,1,1,ab:1.1000,t\nP-r,bf16,m4-n4-k4,1,1,1,ab:1.0500,t\n"
+        "P-r,tf32,m5-n5-k5,1,1,1,ab:0.9000,t\n",
+        "r,bf16,m1-n1-k1,tma_split 64x64x64 g8 s4 w4 k2 [A pitch],"
+        "tma_split 64x64x64 g8 s4 w4 k3 [A pitch],1.2\n"
+        "r,fp16,m2-n2-k2,tma 64x64x64 g8 s4 w4,tma_split 128x64x64 g8 s4 w4 k3,1.1\n"
+        "r,tf32,m3-n3-k3,tma_split 64x64x32 g8 s4 w4 k8,"
+        "tma_split 64x64x32 g8 s4 w4 k3,-\n"
+        "r,bf16,m4-n4-k4,tma_split 64x64x64 g8 s4 w4 k4,"
+        "tma_split 64x64x64 g8 s4 w4 k6,1.0\n"
+        "r,tf32,m5-n5-k5,tma_split 64x64x32 g8 s5 w4 k4,"
+        "tma_split 64x64x32 g8 s4 w4 k4,1.1\n")   # another stage count
     assert pf.split_moves(cases, "P-", moved).splitlines()[2:] == [
         "| 16-bit | another's | more | 1 | 1.100 | 0.900 | 0.900 | 0.900 | 0 |",
         "| 16-bit | its own | more | 2 | 1.095 | 1.122 | 1.050 | 1.200 | 2 |",
