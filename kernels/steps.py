@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from kernels.configs import ranges_fit
 from kernels.matmul_tma_hybrid import cut, parts
-from kernels.tile import MAX_TMA_SPLIT, TileConfig, cdiv, usable
+from kernels.tile import ELEM_BYTES, MAX_TMA_SPLIT, TileConfig, cdiv, resident, usable
 
 # Two programs of a tile resident on one SM (`occupancy` 2) walk a K block each in
 # PAIR_STEP times the time one program alone takes for one: between 1 (each as fast as
@@ -53,21 +53,34 @@ HYBRID_EIGHT_WARPS = (5, 8)
 
 
 @functools.lru_cache(maxsize=4096)   # a lookup asks it for each neighbour's own shape
-def steps(c: TileConfig, m: int, n: int, k: int, sms: int) -> float:
+def steps(c: TileConfig, m: int, n: int, k: int, sms: int, per_sm: int = 1) -> float:
     """A tile's work on a shape as the busiest SM sees it, in K blocks of one program
     alone on an SM: the tiles each program walks (the persistent grid's programs are
     the tiles, up to `occupancy` per SM) times its K blocks; where two programs share an
-    SM, each of their blocks counts PAIR_STEP. The tiled kernel's programs (one a tile
-    and K range) count in waves of one per SM. A hybrid tile's two parts run one after
+    SM, each of their blocks counts PAIR_STEP. A split tile's programs (one a tile and K
+    range) count in rounds of `per_sm` an SM (`split_residency`: as many as the hardware
+    holds), the tiled kernel's in waves of one. A hybrid tile's two parts run one after
     the other: their steps add."""
     if c.variant == "tma_hybrid":
         return sum(steps(p, pm, pn, k, sms) for p, pm, pn in hybrid_parts(c, m, n, sms))
     programs = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n) * c.split_k
     blocks = cdiv(cdiv(max(k, 1), c.split_k), c.block_k)
-    if c.occupancy == 1:
+    occupancy = max(c.occupancy, per_sm)
+    if occupancy == 1:
         return cdiv(programs, sms) * blocks
-    grid = min(programs, sms * c.occupancy)
+    grid = min(programs, sms * occupancy)
     return cdiv(programs, grid) * blocks * (PAIR_STEP if grid > sms else 1.0)
+
+
+@functools.lru_cache(maxsize=1024)
+def split_residency(c: TileConfig, fam: str, smem: int) -> int:
+    """Programs of a `tma_split` tile one SM runs at once (`tile.resident`, at least 1):
+    its grid is one program a tile and K range, and the hardware places as many on an SM
+    as fit. 1 for other variants (the persistent grid's are its `occupancy`; the tiled
+    kernel's are priced a wave of one) and without `smem` (0: unknown)."""
+    if c.variant != "tma_split" or not smem:
+        return 1
+    return max(resident(c, fam, smem), 1)
 
 
 FIXED_MS = 0.003        # a launch's time outside its K loop (launch, prologue, epilogue)
@@ -123,7 +136,7 @@ MIN_RANGE_BYTES = 2048
 
 
 def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sms: int,
-             elem: int) -> list[TileConfig]:
+             fam: str, smem: int = 0) -> list[TileConfig]:
     """A neighbour's unsplit TMA tile with K split for this shape, as `tma_split` where the
     call can run it: where its output tiles leave SMs idle, every split from 2 that keeps
     tiles x splits within one wave and every K range `MIN_RANGE_BYTES` of `elem`-byte
@@ -145,13 +158,15 @@ def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], s
     x0.949, its 64x128x32:s4 tiles fitting two programs an SM; a swap to another entry's
     4-stage split x0.924), fp8 x0.876 (0 of 5). The split tile is one program a (tile,
     range): a tile of two programs per SM (`occupancy`) splits as one of one."""
+    elem = ELEM_BYTES.get(fam, 2)
     if c.variant == "tma_split" and elem == 2:
         c = derive(c, "tma", 1, 1)
     if c.variant != "tma" or "tma_split" not in variants:
         return []
     tiles = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n)
+    wave = sms * split_residency(derive(c, "tma_split", 2, 1), fam, smem)
     out, split = [], 2
-    while tiles * split <= sms and split <= MAX_TMA_SPLIT and ranges_fit(k, split, c.block_k) \
+    while tiles * split <= wave and split <= MAX_TMA_SPLIT and ranges_fit(k, split, c.block_k) \
             and k * elem >= split * MIN_RANGE_BYTES:
         out.append(derive(c, "tma_split", split, 1))
         split += 1

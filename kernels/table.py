@@ -45,6 +45,7 @@ from kernels.steps import (
     fixed_ms,
     hybrids,
     resplits,
+    split_residency,
     splits_fit,
     steps,
     twins,
@@ -254,16 +255,16 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
 
 
 @functools.lru_cache(maxsize=4096)   # an entry's, for every shape it lends a tile to
-def _per_step(r: _Row, sms: int) -> float:
+def _per_step(r: _Row, chip: _Chip) -> float:
     """An entry's tuned time per step on its own shape, its fixed part left out (at least
     a tenth of its time: a tiny shape's time is mostly fixed)."""
     (rm, rn, rk) = r.shape
-    return max(r.ms - fixed_ms(r.config, rm, rn, sms), 0.1 * r.ms) / \
-        steps(r.config, rm, rn, rk, sms)
+    return max(r.ms - fixed_ms(r.config, rm, rn, chip.sms), 0.1 * r.ms) / \
+        steps(r.config, rm, rn, rk, chip.sms, split_residency(r.config, chip.fam, chip.smem))
 
 
 def _transfer(r: _Row, per_step: float, c: TileConfig, m: int, n: int, k: int,
-              sms: int, fam: str) -> float:
+              chip: _Chip) -> float:
     """A tile `c` priced from an entry on another shape: the row's tile, K split otherwise
     (`resplits`), `twins`, `wides` or `hybrids`. A fixed part (`fixed_ms`: the launch, and
     split-K's partials) plus the entry's tuned time per step on its own shape (`per_step`,
@@ -271,12 +272,14 @@ def _transfer(r: _Row, per_step: float, c: TileConfig, m: int, n: int, k: int,
     that shape's fit (3072 x 320 x 2304 bf16: 128x64 makes 120 tiles, one wave; 64x128
     makes 144) can lose on a neighbour that another neighbour's tile fits (1024 x 1024 x
     2048: 64x128x128 from 1280 x 768 x 2560 ran 12.6 us where 128x64x64 ran 16.2,
-    session 12). `fam`: the call's family, for a wide tile's price (`wide_step`)."""
+    session 12). `chip`: its SMs, and the call's family and shared memory for a wide
+    tile's price (`wide_step`) and a split tile's programs an SM (`split_residency`)."""
     if c.occupancy > r.config.occupancy:
         per_step *= STAGE_COST ** (r.config.num_stages - c.num_stages)
     if c.variant in _WIDE and r.config.variant not in _WIDE:
-        per_step *= wide_step(r.config, c, fam)
-    return fixed_ms(c, m, n, sms) + per_step * steps(c, m, n, k, sms)
+        per_step *= wide_step(r.config, c, chip.fam)
+    return fixed_ms(c, m, n, chip.sms) + per_step * steps(
+        c, m, n, k, chip.sms, split_residency(c, chip.fam, chip.smem))
 
 
 def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
@@ -322,18 +325,19 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
     fits = variants if chip.b_kmajor else tuple(v for v in variants if v != "tma_tall")
     for r in rows:
         if r.ms > 0 and splits_fit(r.config, k):
-            ps = _per_step(r, sms)   # the row's, once for every option priced from it
-            out += [(_transfer(r, ps, c, m, n, k, sms, chip.fam), c, 1.0)
-                    for c in (r.config, *resplits(r.config, m, n, k, variants, sms, elem))]
-            out += [(_transfer(r, ps, c, m, n, k, sms, chip.fam), c, TWIN_MARGIN)
+            ps = _per_step(r, chip)   # the row's, once for every option priced from it
+            out += [(_transfer(r, ps, c, m, n, k, chip), c, 1.0)
+                    for c in (r.config,
+                              *resplits(r.config, m, n, k, variants, sms, chip.fam, chip.smem))]
+            out += [(_transfer(r, ps, c, m, n, k, chip), c, TWIN_MARGIN)
                     for c in twins(r.config, chip.fam, chip.smem, fma)]
             fit = k * elem >= FIT_MIN_K_BYTES
-            out += [(_transfer(r, ps, c, m, n, k, sms, chip.fam), c, WIDE_MARGIN)
+            out += [(_transfer(r, ps, c, m, n, k, chip), c, WIDE_MARGIN)
                     for c in (*wides(r.config, chip.fam, chip.smem, fits, fit),
                               *halves(r.config, m, n, chip.fam, chip.smem, fits, sms, fit),
                               *one_wave(r.config, m, n, k, chip.fam, chip.smem, variants,
                                         sms, chip.tf32))]
-            out += [(_transfer(r, ps, c, m, n, k, sms, chip.fam), c, HYBRID_MARGIN)
+            out += [(_transfer(r, ps, c, m, n, k, chip), c, HYBRID_MARGIN)
                     for c in (() if fma else hybrids(r.config, m, n, k, variants, sms, elem,
                                                      chip.a_kmajor))]
     return out

@@ -171,10 +171,21 @@ def usable(c: TileConfig, family: str, smem_limit: int) -> bool:
     """Whether the chip runs the tile with `smem_limit` bytes of shared memory a program:
     its pipeline within that (all `occupancy` programs within one SM's, which is the
     limit plus one program's reserve) and its accumulator within the registers."""
+    return c.occupancy <= resident(c, family, smem_limit)
+
+
+def resident(c: TileConfig, family: str, smem_limit: int) -> int:
+    """How many of the tile's programs one SM holds, up to the most OCCUPANCIES names (0:
+    not one), with `smem_limit` bytes of shared memory a program: their pipelines within
+    one SM's (the limit plus one program's reserve), their accumulators within the
+    registers. A persistent tile runs `occupancy` of them; a one-program-a-tile grid
+    (`tma_split`) as many as the hardware fits (`steps.steps`' `per_sm`)."""
     smem = c.smem_bytes(ELEM_BYTES[family])
     regs = _MAX_ACC_REGS_POINTER_C if c_by_pointer(c) else _MAX_ACC_REGS
-    return smem <= smem_limit and c.acc_regs() * c.occupancy <= regs \
-        and (c.occupancy == 1 or c.occupancy * (smem + CTA_SMEM) <= smem_limit + CTA_SMEM)
+    if smem > smem_limit:
+        return 0
+    return max((p for p in OCCUPANCIES if c.acc_regs() * p <= regs
+                and (p == 1 or p * (smem + CTA_SMEM) <= smem_limit + CTA_SMEM)), default=0)
 
 
 def cfg(bm: int, bn: int, bk: int, stages: int, warps: int, variant: str = "tiled",

@@ -50,29 +50,29 @@ def test_resplits_fill_one_wave_with_long_k_ranges():
     tiled kernel's."""
     tma = TileConfig(128, 128, 64, 8, 4, 8, "tma")
     both = ("tma", "tma_split")
-    got = steps.resplits(tma, 256, 256, 8192, both, 132, 2)       # 4 tiles, 16 KB of K
+    got = steps.resplits(tma, 256, 256, 8192, both, 132, "16bit")       # 4 tiles, 16 KB of K
     assert [c.split_k for c in got] == [2, 3, 4, 5, 6, 7, 8]        # 9: ranges < 2 KB
     assert {c.variant for c in got} == {"tma_split"} and got[0].block_k == 64
-    assert [c.split_k for c in steps.resplits(tma, 256, 256, 8192, both, 132, 4)] == \
+    assert [c.split_k for c in steps.resplits(tma, 256, 256, 8192, both, 132, "fp32")] == \
         list(range(2, 17))                                          # fp32: 32 KB of K
-    assert [c.split_k for c in steps.resplits(tma, 256, 256, 8192, both, 12, 2)] == [2, 3]
+    assert [c.split_k for c in steps.resplits(tma, 256, 256, 8192, both, 12, "16bit")] == [2, 3]
     # 40 tiles: 3 ranges fill 120 of 132 SMs, where powers of two stopped at 80
-    assert [c.split_k for c in steps.resplits(tma, 1024, 640, 8192, both, 132, 2)] == [2, 3]
-    assert steps.resplits(tma, 256, 256, 1024, both, 132, 2) == []    # 2 KB of K in all
-    assert steps.resplits(tma, 256, 256, 8192, ("tma",), 132, 2) == []   # no split-K here
-    assert steps.resplits(tma, 4096, 4096, 8192, both, 132, 2) == []  # tiles fill the SMs
+    assert [c.split_k for c in steps.resplits(tma, 1024, 640, 8192, both, 132, "16bit")] == [2, 3]
+    assert steps.resplits(tma, 256, 256, 1024, both, 132, "16bit") == []    # 2 KB of K in all
+    assert steps.resplits(tma, 256, 256, 8192, ("tma",), 132, "16bit") == []   # no split-K here
+    assert steps.resplits(tma, 4096, 4096, 8192, both, 132, "16bit") == []  # tiles fill the SMs
     split8 = TileConfig(128, 64, 64, 8, 4, 4, "tma_split", 8)
     # a tile tuned split: 16-bit's split anew (8 tiles: 2 to 16 ranges fit one wave, each
     # 2 KB of K at least: up to 8); tf32's (4-byte) and fp8's (1-byte) keep their split
-    assert [c.split_k for c in steps.resplits(split8, 256, 256, 8192, both, 132, 2)] == \
+    assert [c.split_k for c in steps.resplits(split8, 256, 256, 8192, both, 132, "16bit")] == \
         list(range(2, 9))
-    assert steps.resplits(split8, 256, 256, 8192, both, 132, 4) == []
-    assert steps.resplits(split8, 256, 256, 8192, both, 132, 1) == []
+    assert steps.resplits(split8, 256, 256, 8192, both, 132, "fp32") == []
+    assert steps.resplits(split8, 256, 256, 8192, both, 132, "fp8") == []
     tiled = TileConfig(64, 64, 64, 8, 4, 4)
-    assert steps.resplits(tiled, 256, 256, 4096, ("tiled", "tma_split"), 132, 2) == []
+    assert steps.resplits(tiled, 256, 256, 4096, ("tiled", "tma_split"), 132, "16bit") == []
     # a tile of two programs per SM splits as one of one (the split grid has no occupancy)
     two = TileConfig(128, 128, 64, 8, 4, 8, "tma", occupancy=2)
-    assert steps.resplits(two, 256, 256, 8192, both, 132, 2) == got
+    assert steps.resplits(two, 256, 256, 8192, both, 132, "16bit") == got
 
 
 def test_a_tile_whose_last_wave_is_part_full_is_offered_as_a_hybrid():
