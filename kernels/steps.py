@@ -77,7 +77,12 @@ def split_residency(c: TileConfig, fam: str, smem: int) -> int:
     """Programs of a `tma_split` tile one SM runs at once (`tile.resident`, at least 1):
     its grid is one program a tile and K range, and the hardware places as many on an SM
     as fit. 1 for other variants (the persistent grid's are its `occupancy`; the tiled
-    kernel's are priced a wave of one) and without `smem` (0: unknown)."""
+    kernel's are priced a wave of one) and without `smem` (0: unknown, or IEEE fp32's
+    `_Chip.split_smem`). Session 46, call 1: tf32's 64x128x32:s4 split tiles (96 KB, two
+    an SM) counted so, the picks moved among two random draws and the sets ran x1.106
+    (101 of 114 faster; a 2-way split swapped for another entry's 5-stage one, x1.108
+    over 78, predicted x1.115); IEEE fp32's 64x64x32:s3 (48 KB) x0.980 (57 of 195): on the
+    FMA units a second program adds no throughput."""
     if c.variant != "tma_split" or not smem:
         return 1
     return max(resident(c, fam, smem), 1)
@@ -136,30 +141,32 @@ MIN_RANGE_BYTES = 2048
 
 
 def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sms: int,
-             fam: str, smem: int = 0) -> list[TileConfig]:
+             fam: str, smem: int = 0, anew: bool = False) -> list[TileConfig]:
     """A neighbour's unsplit TMA tile with K split for this shape, as `tma_split` where the
     call can run it: where its output tiles leave SMs idle, every split from 2 that keeps
-    tiles x splits within one wave and every K range `MIN_RANGE_BYTES` of `elem`-byte
-    elements at least (and two blocks): not only powers of two, as `hybrids` and the
-    heuristic's split (session 45, call 1: A/B of the 229 picks counting every split moved
-    among 2,200 random shapes and the sets, nearly all to 3 ranges, in bf16, fp16, fp8 and
-    tf32: x1.10, 199 faster; a split tile re-split 3 ways x1.128, 132 of 140 faster; a tile
-    swapped for another's 3-way split x1.055, 51 of 87). A tile tuned unsplit filled the SMs on
-    its own shape; borrowed by a shape of few tiles over a long K it leaves most of them
-    idle (fp8 832 x 496 x 7392: 64x128x128 unsplit 0.67 of cuBLAS, split 4 0.98; session
-    15, call I: bf16, fp16 and fp8 holdout cases x1.02-1.29). Not the tiled kernel's
-    tiles (call H: bf16 144 x 192 x 400 x0.88; call I: tf32 78 x 1786 x 1144 x0.93). A
-    16-bit (`elem` 2) tile tuned split is split anew too; other families' keep their split
-    (call H: fp8 64 x 3844 x 3817 and 32 x 3504 x 2544 from split 4 to 2 ran x0.96 and
-    x0.93). Session 45, call 4 (A/B of the picks re-splitting tuned split tiles moved among
-    two random draws and the sets): bf16 and fp16 x1.134-1.143 (82 of 85 faster; a split
-    that overran one wave cut to fit it, x1.173, 55 of 55), on fresh draws (call 5)
-    x1.097-1.100 (161 of 171); tf32 x0.954 (78 of 436 faster: a split cut to fit one wave
-    x0.949, its 64x128x32:s4 tiles fitting two programs an SM; a swap to another entry's
-    4-stage split x0.924), fp8 x0.876 (0 of 5). The split tile is one program a (tile,
-    range): a tile of two programs per SM (`occupancy`) splits as one of one."""
+    tiles x splits within one wave (of as many programs an SM as `split_residency` says
+    fit, with `smem`) and every K range `MIN_RANGE_BYTES` of the family's elements at
+    least (and two blocks): not only powers of two, as `hybrids` and the heuristic's
+    split (session 45, call 1: A/B of the 229 picks counting every split moved among
+    2,200 random shapes and the sets, nearly all to 3 ranges, in bf16, fp16, fp8 and tf32:
+    x1.10, 199 faster; a split tile re-split 3 ways x1.128, 132 of 140 faster; a tile
+    swapped for another's 3-way split x1.055, 51 of 87). A tile tuned unsplit filled the
+    SMs on its own shape; borrowed by a shape of few tiles over a long K it leaves most of
+    them idle (fp8 832 x 496 x 7392: 64x128x128 unsplit 0.67 of cuBLAS, split 4 0.98;
+    session 15, call I: bf16, fp16 and fp8 holdout cases x1.02-1.29). Not the tiled
+    kernel's tiles (call H: bf16 144 x 192 x 400 x0.88; call I: tf32 78 x 1786 x 1144
+    x0.93). A tile tuned split is split anew where `anew` (16-bit and tf32, `_Chip.anew`);
+    fp8's and IEEE fp32's keep their split (call H: fp8 64 x 3844 x 3817 and 32 x 3504 x
+    2544 from split 4 to 2 ran x0.96 and x0.93; session 45, call 4: fp8 x0.876, 0 of 5).
+    Session 45, call 4 (A/B of the picks re-splitting tuned split tiles moved among two
+    random draws and the sets): bf16 and fp16 x1.134-1.143 (82 of 85 faster; a split that
+    overran one wave cut to fit it, x1.173, 55 of 55), on fresh draws (call 5) x1.097-1.100
+    (161 of 171); tf32 x0.954 while a wave was one program an SM (a split cut to fit it
+    x0.949: its 64x128x32:s4 tiles hold two an SM); with the wave `split_residency`'s,
+    session 46, call 1: tf32 x1.043 (86 of 120 faster). The split tile is one program a
+    (tile, range): a tile of two programs per SM (`occupancy`) splits as one of one."""
     elem = ELEM_BYTES.get(fam, 2)
-    if c.variant == "tma_split" and elem == 2:
+    if c.variant == "tma_split" and anew:
         c = derive(c, "tma", 1, 1)
     if c.variant != "tma" or "tma_split" not in variants:
         return []

@@ -219,7 +219,7 @@ def _chip(sms: int, smem: int, fam: str, bucket: str) -> _Chip:
     words = bucket.split(" ")
     layouts = words[2] if len(words) > 2 else ""
     return _Chip(sms, smem, fam, layouts.startswith("r"), layouts.endswith("c"),
-                 words[1:2] == ["tf32"])
+                 words[1:2] == ["tf32"], words[1:2] == ["fp32"])
 
 
 def _fma(bucket: str) -> bool:
@@ -259,8 +259,9 @@ def _per_step(r: _Row, chip: _Chip) -> float:
     """An entry's tuned time per step on its own shape, its fixed part left out (at least
     a tenth of its time: a tiny shape's time is mostly fixed)."""
     (rm, rn, rk) = r.shape
+    per_sm = split_residency(r.config, chip.fam, chip.split_smem)
     return max(r.ms - fixed_ms(r.config, rm, rn, chip.sms), 0.1 * r.ms) / \
-        steps(r.config, rm, rn, rk, chip.sms, split_residency(r.config, chip.fam, chip.smem))
+        steps(r.config, rm, rn, rk, chip.sms, per_sm)
 
 
 def _transfer(r: _Row, per_step: float, c: TileConfig, m: int, n: int, k: int,
@@ -279,7 +280,7 @@ def _transfer(r: _Row, per_step: float, c: TileConfig, m: int, n: int, k: int,
     if c.variant in _WIDE and r.config.variant not in _WIDE:
         per_step *= wide_step(r.config, c, chip.fam)
     return fixed_ms(c, m, n, chip.sms) + per_step * steps(
-        c, m, n, k, chip.sms, split_residency(c, chip.fam, chip.smem))
+        c, m, n, k, chip.sms, split_residency(c, chip.fam, chip.split_smem))
 
 
 def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
@@ -312,6 +313,20 @@ class _Chip:
     a_kmajor: bool
     b_kmajor: bool = True
     tf32: bool = False   # fp32 operands on single-pass TF32 (the bucket's mode word)
+    fma: bool = False    # IEEE fp32, on the FMA units (the bucket's mode word)
+
+    @property
+    def split_smem(self) -> int:
+        """The shared memory by which a split tile's programs pair on an SM
+        (`split_residency`): none on the FMA units, which a second program does not
+        speed (session 46, call 1: x0.980)."""
+        return 0 if self.fma else self.smem
+
+    @property
+    def anew(self) -> bool:
+        """Whether a tile tuned split is split anew for the shape (`resplits`): 16-bit and
+        tf32; fp8 and IEEE fp32 keep their split."""
+        return self.fam == "16bit" or self.tf32
 
 
 def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], chip: _Chip,
@@ -327,8 +342,8 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
         if r.ms > 0 and splits_fit(r.config, k):
             ps = _per_step(r, chip)   # the row's, once for every option priced from it
             out += [(_transfer(r, ps, c, m, n, k, chip), c, 1.0)
-                    for c in (r.config,
-                              *resplits(r.config, m, n, k, variants, sms, chip.fam, chip.smem))]
+                    for c in (r.config, *resplits(r.config, m, n, k, variants, sms, chip.fam,
+                                                  chip.split_smem, chip.anew))]
             out += [(_transfer(r, ps, c, m, n, k, chip), c, TWIN_MARGIN)
                     for c in twins(r.config, chip.fam, chip.smem, fma)]
             fit = k * elem >= FIT_MIN_K_BYTES

@@ -1,6 +1,8 @@
 """kernels/steps.py: the step model that prices a tile on a shape, and the tiles (K split
 anew, two programs per SM) a lookup weighs besides a neighbour's own."""
 
+from dataclasses import replace
+
 import pytest
 
 from kernels import steps
@@ -62,10 +64,13 @@ def test_resplits_fill_one_wave_with_long_k_ranges():
     assert steps.resplits(tma, 256, 256, 8192, ("tma",), 132, "16bit") == []   # no split-K here
     assert steps.resplits(tma, 4096, 4096, 8192, both, 132, "16bit") == []  # tiles fill the SMs
     split8 = TileConfig(128, 64, 64, 8, 4, 4, "tma_split", 8)
-    # a tile tuned split: 16-bit's split anew (8 tiles: 2 to 16 ranges fit one wave, each
-    # 2 KB of K at least: up to 8); tf32's (4-byte) and fp8's (1-byte) keep their split
-    assert [c.split_k for c in steps.resplits(split8, 256, 256, 8192, both, 132, "16bit")] == \
-        list(range(2, 9))
+    # a tile tuned split is split anew where `anew` (16-bit and tf32: 8 tiles, 2 to 16
+    # ranges fit one wave, each 2 KB of K at least: up to 8 in 16-bit, 16 in fp32);
+    # without it the tile keeps its split
+    assert [c.split_k for c in steps.resplits(split8, 256, 256, 8192, both, 132, "16bit",
+                                              anew=True)] == list(range(2, 9))
+    assert [c.split_k for c in steps.resplits(split8, 256, 256, 8192, both, 132, "fp32",
+                                              anew=True)] == list(range(2, 17))
     assert steps.resplits(split8, 256, 256, 8192, both, 132, "fp32") == []
     assert steps.resplits(split8, 256, 256, 8192, both, 132, "fp8") == []
     tiled = TileConfig(64, 64, 64, 8, 4, 4)
@@ -73,6 +78,33 @@ def test_resplits_fill_one_wave_with_long_k_ranges():
     # a tile of two programs per SM splits as one of one (the split grid has no occupancy)
     two = TileConfig(128, 128, 64, 8, 4, 8, "tma", occupancy=2)
     assert steps.resplits(two, 256, 256, 8192, both, 132, "16bit") == got
+
+
+def test_a_split_tile_that_fits_twice_an_sm_counts_rounds_of_two_programs_an_sm():
+    """tf32's 64x128x32:s4 split tile (96 KB) fits twice in the H200's shared memory, the
+    5-stage one (120 KB) once, any tile once where the shared memory is not known: 40
+    tiles split 4 ways (160 programs) run one round of pairs (PAIR_STEP a block) where
+    two fit, two rounds where one does; the split wave (`resplits`) doubles with it."""
+    s4 = TileConfig(64, 128, 32, 8, 4, 4, "tma_split", 4)
+    s5 = replace(s4, num_stages=5)
+    assert steps.split_residency(s4, "fp32", H200_SMEM) == 2
+    assert steps.split_residency(s5, "fp32", H200_SMEM) == 1
+    assert steps.split_residency(s4, "fp32", 0) == 1                   # unknown: one
+    assert steps.split_residency(replace(s4, variant="tma", split_k=1), "fp32",
+                                 H200_SMEM) == 1                       # its occupancy
+    blocks = 8192 // 4 // 32
+    assert steps.steps(s4, 640, 512, 8192, 132, 2) == blocks * steps.PAIR_STEP
+    assert steps.steps(s4, 640, 512, 8192, 132) == 2 * blocks
+    assert steps.steps(replace(s4, split_k=3), 640, 512, 8192, 132, 2) == \
+        steps.steps(replace(s4, split_k=3), 640, 512, 8192, 132)      # 120: one an SM
+    tma = replace(s4, variant="tma", split_k=1)
+    both = ("tma", "tma_split")
+    assert [c.split_k for c in steps.resplits(tma, 640, 512, 8192, both, 132, "fp32",
+                                              H200_SMEM)] == [2, 3, 4, 5, 6]
+    assert [c.split_k for c in steps.resplits(tma, 640, 512, 8192, both, 132, "fp32")] == \
+        [2, 3]
+    assert [c.split_k for c in steps.resplits(replace(tma, num_stages=5), 640, 512, 8192,
+                                              both, 132, "fp32", H200_SMEM)] == [2, 3]
 
 
 def test_a_tile_whose_last_wave_is_part_full_is_offered_as_a_hybrid():

@@ -391,6 +391,23 @@ def test_a_borrowed_16bit_split_tile_is_cut_to_fit_one_wave(tmp_path):
     assert look("fp8 fp8 rc tma", 88, 624, 3624) == (split4, "table-nearest")
 
 
+def test_a_borrowed_tf32_split_tile_that_fits_twice_an_sm_splits_into_two_rounds(tmp_path):
+    """tf32's 64x128x32:s4 split tile (96 KB) runs two programs an SM: tuned 4 ways on 20
+    tiles, lent to 40, it is split anew up to 264 programs (6 ways: 240 programs, 43
+    blocks each at PAIR_STEP, 53.75 steps, against 3 ways' one-a-SM 86), where the lookup
+    knows the shared memory; without it, cut to one wave of 132 (3 ways). IEEE fp32 keeps
+    its split: a tile tuned split is not split anew there, and on the FMA units a second
+    program an SM adds nothing (session 46, call 1: tf32 x1.106 and x1.043, IEEE x0.980)."""
+    split4 = TileConfig(64, 128, 32, 8, 4, 4, "tma_split", 4)
+    d = _write(tmp_path, [_entry(320, 512, 8192, split4, bucket=b, tuned_ms=0.030)
+                          for b in ("fp32 tf32 rr tma", "fp32 fp32 rr tma")])
+    look = lambda b, smem: table.lookup("NVIDIA H200", b, 640, 512, 8192, directory=d,  # noqa: E731
+                                        variants=("tma", "tma_split"), sms=132, smem=smem)
+    assert look("fp32 tf32 rr tma", H200_SMEM) == (replace(split4, split_k=6), "table-nearest")
+    assert look("fp32 tf32 rr tma", 0) == (replace(split4, split_k=3), "table-nearest")
+    assert look("fp32 fp32 rr tma", H200_SMEM) == (split4, "table-nearest")
+
+
 def test_a_borrowed_tile_is_split_anew_for_few_tiles_over_a_long_k(tmp_path):
     """A tile tuned unsplit where its tiles filled the SMs, borrowed by a shape of few
     tiles and a long K: K split so that tiles x splits make one wave (fp8 832 x 496 x

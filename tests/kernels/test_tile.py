@@ -3,7 +3,7 @@ them."""
 
 import pytest
 
-from kernels.tile import TileConfig, cdiv, k_range, usable
+from kernels.tile import TileConfig, cdiv, k_range, resident, usable
 
 H200_SMEM = 232448
 
@@ -92,3 +92,18 @@ def test_a_tile_hashes_and_compares_by_its_fields_and_pickles_across_hash_seeds(
         out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
                              text=True, env={**os.environ, "PYTHONHASHSEED": seed})
         assert out.stdout.strip() == "found", out.stderr
+
+
+def test_resident_counts_the_programs_one_sm_holds():
+    """A tile's programs one SM holds, up to two: tf32's 64x128x32 split tile at 4 stages
+    (96 KiB, no C tile: the split kernel stores partials by pointer) twice; at 5 stages
+    (120 KiB) once; as a persistent `tma` tile (its fp32 C tile adds 32 KiB) once; a tile
+    past the shared memory not at all, and one whose two accumulators overflow the
+    registers once."""
+    split = TileConfig(64, 128, 32, 8, 4, 4, "tma_split", 4)
+    assert split.smem_bytes(4) == 96 * 1024
+    assert resident(split, "fp32", H200_SMEM) == 2
+    assert resident(TileConfig(64, 128, 32, 8, 5, 4, "tma_split", 4), "fp32", H200_SMEM) == 1
+    assert resident(TileConfig(64, 128, 32, 8, 4, 4, "tma"), "fp32", H200_SMEM) == 1
+    assert resident(TileConfig(128, 256, 64, 8, 6, 8, "tma"), "16bit", H200_SMEM) == 0
+    assert resident(TileConfig(128, 128, 32, 8, 2, 4, "tma"), "16bit", H200_SMEM) == 1
