@@ -121,7 +121,7 @@ def targets_table(rows: dict[str, dict[str, Cell]]) -> str:
     """Where issue 11's graph-timed targets stand: per set (`rows`) and mode, the geomean
     Triton/cuBLAS of that set's run named for the cell (each from the latest run of that
     mode on that set, which may be another session's); the target first."""
-    modes = [m for m in MODES if any(m in cells for cells in rows.values())]
+    modes = [m for m in ALL_MODES if any(m in cells for cells in rows.values())]
     out = ["| set | " + " | ".join(modes) + " |", "|---|" + "---:|" * len(modes),
            "| target | " + " | ".join(f"≥ {TARGETS[m]:.2f}" for m in modes) + " |"]
     for name, cells in rows.items():
@@ -194,30 +194,6 @@ def tuned_summary(path: Path) -> str:
         out.append(f"| {call} | {mode} | {len(rs)} | {sum(not r['before'] for r in rs)} | "
                    f"{sum(bool(r['before']) and r['before'] != r['after'] for r in rs)} | "
                    f"{cut} | {sum(r['kept'] == 'yes' for r in rs)} |")
-    return "\n".join(out)
-
-
-def pick_and_best(path: Path, flush: str = "1") -> str:
-    """Per shape and mode of a tiles.py CSV (L2 flushed): cuBLAS's microseconds, the
-    table's pick and the fastest named tile, each with its speed ratio to cuBLAS; the
-    geomeans of both over the shapes last."""
-    by = _grouped((r for r in _rows(path) if r["flush"] == flush),
-                  lambda r: (r["shape"], r["mode"]))
-    out = ["| shape | mode | cuBLAS us | pick | ratio | fastest named tile | ratio |",
-           "|---|---|---:|---|---:|---|---:|"]
-    picks, bests = [], []
-    for (shape, mode), rs in by.items():
-        vendor = next(r for r in rs if r["provider"] == "vendor")
-        pick = next(r for r in rs if r["provider"].startswith("pick "))
-        named = [r for r in rs if r is not vendor and r is not pick]
-        best = max(named, key=lambda r: float(r["ratio"]))
-        picks.append(float(pick["ratio"]))
-        bests.append(max(float(best["ratio"]), float(pick["ratio"])))
-        out.append(f"| {shape} | {mode} | {vendor['us']} | {pick['provider'][5:]} | "
-                   f"{float(pick['ratio']):.3f} | {best['provider']} | "
-                   f"{float(best['ratio']):.3f} |")
-    out.append(f"| geomean | | | | {geomean(picks):.3f} | pick or fastest named | "
-               f"{geomean(bests):.3f} |")
     return "\n".join(out)
 
 
@@ -363,15 +339,36 @@ def split_moves(cases: Path, prefix: str, moved: Path) -> str:
     return "\n".join(out)
 
 
+def _staged(tile: str) -> str:
+    """A tile name's variant (none for the tiled kernel's), block and stages
+    (`tma_split 64x128x32 s4`): its split, warps, group and operand copies left out."""
+    return " ".join(w for w in tile.split(" [")[0].split() if not re.fullmatch(r"[gwk]\d+", w))
+
+
+def staged_moves(cases: Path, label: str, moved: Path, top: int = 8) -> str:
+    """A K-split change's A/B (the run labelled `label`, `_moved`) per (old tile, new
+    tile) at their stages (`_staged`) and whether K is cut into more ranges, fewer or as
+    many: the `top` largest groups, the rest as one, then all; how many, the predicted
+    and measured gain (geomean), the slowest and how many faster."""
+    groups: dict[tuple[str, str, str], list[tuple[dict, float]]] = {}
+    for m, a in _moved(cases, label, moved)[0]:
+        was, now = _split(m["old"]), _split(m["new"])
+        ranges = "more" if now > was else "fewer" if now < was else "as many"
+        groups.setdefault((_staged(m["old"]), _staged(m["new"]), ranges), []).append((m, a))
+    ranked = sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))
+    rest = [p for _, ps in ranked[top:] for p in ps]
+    everything = [p for ps in groups.values() for p in ps]
+    out = ["| old tile | new tile | ranges | moved | predicted | A/B geomean | A/B min | "
+           "faster |", "|---|---|---|---:|---:|---:|---:|---:|"]
+    for (old, new, ranges), ps in (*ranked[:top], *((("other", "", ""), rest),) * bool(rest),
+                                   (("all", "", ""), everything)):
+        abs_ = [a for _, a in ps]
+        out.append(f"| {old} | {new} | {ranges} | {len(ps)} | {_predicted(ps)} | "
+                   f"{geomean(abs_):.3f} | {min(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
+    return "\n".join(out)
+
+
 def _stacked(first: str, *more: str) -> str:
     """Markdown tables of one header as one table: `first`, then the rows of each of
     `more` (their header and rule lines dropped)."""
     return "\n".join([first, *(line for t in more for line in t.split("\n")[2:])])
-
-
-def csv_table(path: Path, cols: tuple[str, ...] = ()) -> str:
-    """A small CSV as a Markdown table, as measured (`cols`: those columns only)."""
-    rows = _rows(path)
-    cols = list(cols or rows[0])
-    return "\n".join(["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)] +
-                      ["| " + " | ".join(r[c] for c in cols) + " |" for r in rows])

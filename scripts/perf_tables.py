@@ -8,12 +8,12 @@
 A generated table sits between `<!-- perf_tables:NAME -->` and `<!-- /perf_tables:NAME -->`
 in docs/PERF.md; everything outside the markers is prose, written by hand. Sources:
 baselines/nvidia-h200.json (the per-mode baseline tables) and the session folders under
-docs/results from session 41 on (cases.csv from scripts/summarize_runs.py, tiles*.csv from
+docs/results from session 42 on (cases.csv from scripts/summarize_runs.py, tiles*.csv from
 scripts/device/tiles.py, tuned.csv from scripts/keep_entries.py). The tables of sessions
-1-40 are frozen (`<!-- frozen:NAME -->`, not regenerated): their data left the tree after
-commit 46bf53f (sessions 1-16), 29d4265 (17-21), 5a5bca6 (22-28), ea1ea92 (29-33) and
-30b65a7 (34-40), and docs/results/README.md says how to regenerate them there. `--power`
-counts any `gemmgate trials` checks.csv with gemmgate.trials' own code (`power`).
+1-41 are frozen (`<!-- frozen:NAME -->`, not regenerated): their data left the tree after
+commit 46bf53f (sessions 1-16), 29d4265 (17-21), 5a5bca6 (22-28), ea1ea92 (29-33),
+30b65a7 (34-40) and 8c974ef (41), and docs/results/README.md says how to regenerate them
+there. `--power` counts any `gemmgate trials` checks.csv with gemmgate.trials' own code (`power`).
 This file is the registry (TABLES: a table's name, its function and its files) and the
 CLI; the functions that make the tables are in scripts/perf_formats.py.
 """
@@ -35,14 +35,13 @@ from perf_formats import (  # noqa: E402
     _stacked,
     alignment_split,
     baseline_tables,
-    csv_table,
     moved_ab,
     moved_forms,
     moved_worst,
-    pick_and_best,
     power_table,
     ratios_below,
     split_moves,
+    staged_moves,
     targets_table,
     tile_matrix,
     tuned_summary,
@@ -55,11 +54,11 @@ from gemmgate.trials import read_csv as read_checks  # noqa: E402
 PERF_MD = ROOT / "docs" / "PERF.md"
 RESULTS = ROOT / "docs" / "results"
 BASELINE = ROOT / "baselines" / "nvidia-h200.json"
-S41 = RESULTS / "h200-2026-12-03-s41"
 S42 = RESULTS / "h200-2026-12-03-s42"
 S43 = RESULTS / "h200-2026-12-04-s43"
 S44 = RESULTS / "h200-2026-12-04-s44"
 S45 = RESULTS / "h200-2026-12-04-s45"
+S46 = RESULTS / "h200-2026-12-04-s46"
 # session 42's tiles.py files, each one table (`tile_matrix`): table name -> file stem
 _S42_MATRICES = {
     **{f"onewave-{m}": f"tiles_onewave_{m}" for m in ("bf16", "fp16", "fp8")},
@@ -84,7 +83,6 @@ def _every_set(path: Path, session: str) -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "baseline": lambda: baseline_tables(BASELINE),
-    "s41-shortk": lambda: pick_and_best(S41 / "tiles_shortk_bf16.csv"),
     **{f"s42-{name}": functools.partial(tile_matrix, S42 / f"{file}.csv")
        for name, file in _S42_MATRICES.items()},
     "s42-ab": lambda: moved_ab(S42 / "cases.csv", "call5-ab-onewave", S42 / "moved_onewave.csv"),
@@ -137,19 +135,18 @@ TABLES: dict[str, Callable[[], str]] = {
                                                    S45 / "moved_resplit_fresh.csv"),
     "s45-sets": lambda: _every_set(S45 / "sets.csv", "s45"),
     "s45-below": lambda: ratios_below(S45 / "sets.csv", "s45-", 0.8, ""),
-    "s41-wave": lambda: _stacked(pick_and_best(S41 / "tiles_wave_bf16.csv"),
-                                 pick_and_best(S41 / "tiles_wave_fp8.csv")),
-    "s41-tail": lambda: csv_table(S41 / "reduce_tail.csv"),
-    "s41-parts": lambda: csv_table(S41 / "kernels_hybrid_parts.csv",
-                                   ("shape", "provider", "kernel", "grid", "registers", "us")),
-    "s41-reps": lambda: tuned_summary(S41 / "tuned.csv"),
-    "s41-reps-ab": lambda: moved_ab(S41 / "cases.csv", "call4-ab-reps", S41 / "moved_reps.csv"),
-    "s41-split": lambda: moved_ab(S41 / "cases.csv", "call5-ab-split", S41 / "moved_split.csv"),
-    "s41-split-worst": lambda: moved_worst(S41 / "cases.csv", "call5-ab-split",
-                                           S41 / "moved_split.csv", 6),
-    "s41-w144": lambda: moved_ab(S41 / "cases.csv", "call8-ab-w144", S41 / "moved_w144.csv"),
-    "s41-w144-worst": lambda: moved_worst(S41 / "cases.csv", "call8-ab-w144",
-                                          S41 / "moved_w144.csv", 6),
+    "s46-pair-a": lambda: staged_moves(S46 / "cases.csv", "call1-a-tf32",
+                                       S46 / "moved_a-tf32.csv", 5),
+    "s46-pair-fp32": lambda: staged_moves(S46 / "cases.csv", "call1-a-fp32",
+                                          S46 / "moved_a-fp32.csv", 5),
+    "s46-resplit": lambda: staged_moves(S46 / "cases.csv", "call1-b-tf32",
+                                        S46 / "moved_b-tf32.csv", 5),
+    "s46-fresh": lambda: staged_moves(S46 / "cases.csv", "call2-c-tf32",
+                                      S46 / "moved_c-tf32.csv", 6),
+    "s46-x3": lambda: staged_moves(S46 / "cases.csv", "call2-c-x3", S46 / "moved_c-x3.csv"),
+    "s46-sets": lambda: targets_table({s: {m: (S46 / "sets.csv", f"s46-{s}-a")
+                                           for m in ("tf32",)}
+                                       for s in ("pr", "nightly")}),
 }
 
 

@@ -116,21 +116,6 @@ c4-bf16,bf16,m1-n2-k3,1,1,0.90,ab:2.00,tma 64x64x64 g8 s4 w4,pass,1
 """
 
 
-def test_pick_and_best_takes_the_fastest_named_tile_and_geomeans_the_flushed_rows(pf, tmp_path):
-    path = tmp_path / "tiles.csv"
-    path.write_text(
-        "shape,mode,flush,provider,us,tflops,ratio\n"
-        "1x1x1,bf16,1,pick tma:a,10,1,0.5\n1x1x1,bf16,1,tma:b,5,1,1.0\n"
-        "1x1x1,bf16,1,tma:c,8,1,0.625\n1x1x1,bf16,1,vendor,5,1,1.0\n"
-        "1x1x1,bf16,0,tma:c,1,1,9.0\n"                       # L2 warm: not read
-        "2x2x2,bf16,1,pick tma:a,4,1,2.0\n2x2x2,bf16,1,tma:b,8,1,1.0\n"
-        "2x2x2,bf16,1,vendor,8,1,1.0\n")
-    assert pf.pick_and_best(path).splitlines()[2:] == [
-        "| 1x1x1 | bf16 | 5 | tma:a | 0.500 | tma:b | 1.000 |",
-        "| 2x2x2 | bf16 | 8 | tma:a | 2.000 | tma:b | 1.000 |",   # the pick was faster
-        "| geomean | | | | 1.000 | pick or fastest named | 1.414 |"]
-
-
 def test_tile_matrix_has_a_column_a_tile_and_geomeans_what_each_ran(pf, tmp_path):
     path = tmp_path / "tiles.csv"
     path.write_text(
@@ -200,6 +185,28 @@ def test_split_moves_groups_by_family_whose_tile_and_more_or_fewer_ranges(pf, tm
         "| 16-bit | its own | more | 2 | 1.095 | 1.122 | 1.050 | 1.200 | 2 |",
         "| tf32 | its own | as many | 1 | 1.100 | 0.900 | 0.900 | 0.900 | 0 |",
         "| tf32 | its own | fewer | 1 | - | 1.100 | 1.100 | 1.100 | 1 |"]
+
+
+def test_staged_moves_groups_by_tile_at_its_stages_and_ranges_largest_first(pf, tmp_path):
+    """Groups by (old tile, new tile) without split, warps or group, at their stages (the
+    tiled kernel's names have no variant), and more, fewer or as many ranges; past `top`
+    groups one "other" row; then all."""
+    cases, moved = _ab_files(
+        tmp_path,
+        "L,tf32,m1-n1-k1,1,1,1,ab:1.2000,t\nL,tf32,m2-n2-k2,1,1,1,ab:1.1000,t\n"
+        "L,tf32,m3-n3-k3,1,1,1,ab:0.9000,t\nL,tf32x3,m4-n4-k4,1,1,1,ab:0.8000,t\n"
+        "M,tf32,m3-n3-k3,1,1,1,ab:9.0000,t\n",
+        "r,tf32,m1-n1-k1,tma_split 64x128x32 g8 s4 w4 k2 [B kmajor],"
+        "tma_split 64x128x32 g8 s5 w4 k2 [B kmajor],1.2\n"
+        "r,tf32,m2-n2-k2,tma_split 64x128x32 g8 s4 w4 k2,tma_split 64x128x32 g8 s5 w4 k2,-\n"
+        "r,tf32,m3-n3-k3,tma_split 64x128x32 g8 s4 w4 k8,tma_split 64x128x32 g8 s4 w4 k9,1.1\n"
+        "r,tf32x3,m4-n4-k4,tma_split 64x128x32 g8 s4 w4 k2,128x128x32 g8 s4 w4 k2,1.0\n")
+    assert pf.staged_moves(cases, "L", moved, 2).splitlines()[2:] == [
+        "| tma_split 64x128x32 s4 | tma_split 64x128x32 s5 | as many | 2 | 1.200 (1) | "
+        "1.149 | 1.100 | 2 |",
+        "| tma_split 64x128x32 s4 | 128x128x32 s4 | as many | 1 | 1.000 | 0.800 | 0.800 | 0 |",
+        "| other |  |  | 1 | 1.100 | 0.900 | 0.900 | 0 |",
+        "| all |  |  | 4 | 1.097 (3) | 0.987 | 0.800 | 2 |"]
 
 
 def test_alignment_split_parts_a_runs_cases_by_the_alignment_of_their_dimensions(pf, tmp_path):
