@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from kernels.configs import ranges_fit
 from kernels.matmul_tma_hybrid import cut, parts
-from kernels.tile import ELEM_BYTES, MAX_TMA_SPLIT, TileConfig, cdiv, resident, usable
+from kernels.tile import ELEM_BYTES, MAX_TMA_SPLIT, OCCUPANCIES, TileConfig, cdiv, resident, usable
 
 # Two programs of a tile resident on one SM (`occupancy` 2) walk a K block each in
 # PAIR_STEP times the time one program alone takes for one: between 1 (each as fast as
@@ -171,6 +171,8 @@ def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], s
     if c.variant != "tma" or "tma_split" not in variants:
         return []
     tiles = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n)
+    if tiles * 2 > sms * OCCUPANCIES[-1]:   # not even 2 ranges fit the widest wave
+        return []
     wave = sms * split_residency(derive(c, "tma_split", 2, 1), fam, smem)
     out, split = [], 2
     while tiles * split <= wave and split <= MAX_TMA_SPLIT and ranges_fit(k, split, c.block_k) \

@@ -218,8 +218,9 @@ def _chip(sms: int, smem: int, fam: str, bucket: str) -> _Chip:
     starts with 'r' (row-major), its B where it ends with 'c' (column-major)."""
     words = bucket.split(" ")
     layouts = words[2] if len(words) > 2 else ""
-    return _Chip(sms, smem, fam, layouts.startswith("r"), layouts.endswith("c"),
-                 words[1:2] == ["tf32"], words[1:2] == ["fp32"])
+    tf32, fma = words[1:2] == ["tf32"], words[1:2] == ["fp32"]
+    return _Chip(sms, smem, fam, layouts.startswith("r"), layouts.endswith("c"), tf32,
+                 0 if fma else smem, fam == "16bit" or tf32)
 
 
 def _fma(bucket: str) -> bool:
@@ -255,13 +256,13 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
 
 
 @functools.lru_cache(maxsize=4096)   # an entry's, for every shape it lends a tile to
-def _per_step(r: _Row, chip: _Chip) -> float:
+def _per_step(r: _Row, sms: int, fam: str, split_smem: int) -> float:
     """An entry's tuned time per step on its own shape, its fixed part left out (at least
-    a tenth of its time: a tiny shape's time is mostly fixed)."""
+    a tenth of its time: a tiny shape's time is mostly fixed); a split tile's programs
+    paired on an SM where `split_smem` lets two fit (`split_residency`)."""
     (rm, rn, rk) = r.shape
-    per_sm = split_residency(r.config, chip.fam, chip.split_smem)
-    return max(r.ms - fixed_ms(r.config, rm, rn, chip.sms), 0.1 * r.ms) / \
-        steps(r.config, rm, rn, rk, chip.sms, per_sm)
+    return max(r.ms - fixed_ms(r.config, rm, rn, sms), 0.1 * r.ms) / \
+        steps(r.config, rm, rn, rk, sms, split_residency(r.config, fam, split_smem))
 
 
 def _transfer(r: _Row, per_step: float, c: TileConfig, m: int, n: int, k: int,
@@ -279,8 +280,8 @@ def _transfer(r: _Row, per_step: float, c: TileConfig, m: int, n: int, k: int,
         per_step *= STAGE_COST ** (r.config.num_stages - c.num_stages)
     if c.variant in _WIDE and r.config.variant not in _WIDE:
         per_step *= wide_step(r.config, c, chip.fam)
-    return fixed_ms(c, m, n, chip.sms) + per_step * steps(
-        c, m, n, k, chip.sms, split_residency(c, chip.fam, chip.split_smem))
+    per_sm = split_residency(c, chip.fam, chip.split_smem) if c.variant == "tma_split" else 1
+    return fixed_ms(c, m, n, chip.sms) + per_step * steps(c, m, n, k, chip.sms, per_sm)
 
 
 def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
@@ -313,20 +314,11 @@ class _Chip:
     a_kmajor: bool
     b_kmajor: bool = True
     tf32: bool = False   # fp32 operands on single-pass TF32 (the bucket's mode word)
-    fma: bool = False    # IEEE fp32, on the FMA units (the bucket's mode word)
-
-    @property
-    def split_smem(self) -> int:
-        """The shared memory by which a split tile's programs pair on an SM
-        (`split_residency`): none on the FMA units, which a second program does not
-        speed (session 46, call 1: x0.980)."""
-        return 0 if self.fma else self.smem
-
-    @property
-    def anew(self) -> bool:
-        """Whether a tile tuned split is split anew for the shape (`resplits`): 16-bit and
-        tf32; fp8 and IEEE fp32 keep their split."""
-        return self.fam == "16bit" or self.tf32
+    # the shared memory by which a split tile's programs pair on an SM (`split_residency`):
+    # none for IEEE fp32, whose FMA units a second program does not speed (session 46,
+    # call 1: x0.980)
+    split_smem: int = 0
+    anew: bool = False   # a tile tuned split is split anew (`resplits`): 16-bit and tf32
 
 
 def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], chip: _Chip,
@@ -340,7 +332,8 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
     fits = variants if chip.b_kmajor else tuple(v for v in variants if v != "tma_tall")
     for r in rows:
         if r.ms > 0 and splits_fit(r.config, k):
-            ps = _per_step(r, chip)   # the row's, once for every option priced from it
+            # the row's, once for every option priced from it
+            ps = _per_step(r, sms, chip.fam, chip.split_smem)
             out += [(_transfer(r, ps, c, m, n, k, chip), c, 1.0)
                     for c in (r.config, *resplits(r.config, m, n, k, variants, sms, chip.fam,
                                                   chip.split_smem, chip.anew))]

@@ -171,21 +171,22 @@ def usable(c: TileConfig, family: str, smem_limit: int) -> bool:
     """Whether the chip runs the tile with `smem_limit` bytes of shared memory a program:
     its pipeline within that (all `occupancy` programs within one SM's, which is the
     limit plus one program's reserve) and its accumulator within the registers."""
-    return c.occupancy <= resident(c, family, smem_limit)
+    return _fits(c, family, smem_limit, c.occupancy)
 
 
 def resident(c: TileConfig, family: str, smem_limit: int) -> int:
     """How many of the tile's programs one SM holds, up to the most OCCUPANCIES names (0:
-    not one), with `smem_limit` bytes of shared memory a program: their pipelines within
-    one SM's (the limit plus one program's reserve), their accumulators within the
-    registers. A persistent tile runs `occupancy` of them; a one-program-a-tile grid
-    (`tma_split`) as many as the hardware fits (`steps.steps`' `per_sm`)."""
+    not one), as `usable` counts them. A persistent tile runs `occupancy` of them; a
+    one-program-a-tile grid (`tma_split`) as many as the hardware fits
+    (`steps.split_residency`)."""
+    return next((p for p in reversed(OCCUPANCIES) if _fits(c, family, smem_limit, p)), 0)
+
+
+def _fits(c: TileConfig, family: str, smem_limit: int, programs: int) -> bool:
     smem = c.smem_bytes(ELEM_BYTES[family])
     regs = _MAX_ACC_REGS_POINTER_C if c_by_pointer(c) else _MAX_ACC_REGS
-    if smem > smem_limit:
-        return 0
-    return max((p for p in OCCUPANCIES if c.acc_regs() * p <= regs
-                and (p == 1 or p * (smem + CTA_SMEM) <= smem_limit + CTA_SMEM)), default=0)
+    return smem <= smem_limit and c.acc_regs() * programs <= regs \
+        and (programs == 1 or programs * (smem + CTA_SMEM) <= smem_limit + CTA_SMEM)
 
 
 def cfg(bm: int, bn: int, bk: int, stages: int, warps: int, variant: str = "tiled",
