@@ -25,8 +25,8 @@ A call is keyed by (device, mode, M, N, K, operand strides and alignment). For a
    with B column-major, x @ W.T, TMA alone); `tiled` too
    unless its pointer loads would be scalar (`_pointer_fast`; such a call takes TMA even
    at thin M, with aligned copies) or it is fp8 with a K-major B and M < 128; `gemv`
-   alone for IEEE fp32 at M <= GEMV_M (it reads either layout: B copied only to align
-   its rows); split-K
+   alone for IEEE fp32 and tf32x3 at M <= GEMV_M and tf32 at M = 1 over a large B
+   (`gemv_rows`; it reads either layout: B copied only to align its rows); split-K
    where the output tiles leave SMs idle and K is long: `tiled` with split_k > 1, and
    `tma_split` (split-K on TMA loads) wherever `tma` runs.
 3. The tile: the committed tuning table's entry for the exact key, else the nearest entry
@@ -81,6 +81,27 @@ def on_fma_units(mode: KernelMode) -> bool:
     """IEEE fp32: no tensor core takes it, so its dots run on the FMA units (its own
     operand rules in `decide`, its own tiles in kernels/configs.py)."""
     return family(mode) == "fp32" and mode.input_precision == "ieee"
+
+
+# tf32 at one row runs the gemv variant where B is GEMV_TF32_MIN elements or more. Session
+# 46, call 3 (A/B against the tiled kernel's 16-row tile and the TMA split, rr and rc):
+# tf32 1 x N x K, N x K of 4-235 M elements, x0.99-1.17 (16 of 18 faster; nightly 1 x 4096
+# x 4096 0.82 -> 0.96 of cuBLAS), 1 x 1000 x 1000 x0.72 (its K split 2 ways: 16 programs);
+# 2 rows x0.948 (6 of 12 faster). tf32x3 at one row x1.621 (20 of 20), two x1.265 (9 of
+# 12): three tensor-core passes cost more than one FMA pass over a row.
+GEMV_TF32_MIN = 1 << 22
+
+
+def gemv_rows(mode: KernelMode, M: int, N: int, K: int) -> bool:
+    """Whether a call of M rows is, by its mode and size, the gemv variant's: fp32 inputs
+    only, their products exact in fp32 on the FMA units (more accurate than tf32 and
+    tf32x3 promise). IEEE fp32 and tf32x3 up to GEMV_M rows; tf32 one row of a B of
+    GEMV_TF32_MIN elements or more."""
+    if family(mode) != "fp32" or not 0 < M <= GEMV_M:
+        return False
+    if mode.input_precision == "tf32":
+        return M == 1 and N * K >= GEMV_TF32_MIN
+    return True
 
 
 def interpreting() -> bool:
@@ -156,7 +177,7 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     fam = family(mode)
     copy_a = copy_b = ""
     given_a, given_b = _layout(sa), _layout(sb)   # the operands' layouts as given
-    if on_fma_units(mode) and has_tma and 0 < M <= GEMV_M and K > 0 \
+    if gemv_rows(mode, M, N, K) and has_tma and K > 0 \
             and given_b in ("r", "c") and (given_b == "c" or N % 4 == 0) \
             and (M == 1 or given_a == "r"):
         # IEEE fp32 at one or two rows: a read of B, on the gemv variant, operands as they

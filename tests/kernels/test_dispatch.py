@@ -172,10 +172,25 @@ def test_ieee_fp32_at_one_or_two_rows_runs_gemv_on_its_operands_as_they_are():
     assert _decide("fp32", 1, 333, 1999, elem=4)[5] != ("gemv",)
     assert _decide("fp32", 2, 4096, 4096, a="c", elem=4)[5] != ("gemv",)
     assert _decide("fp32", 3, 4096, 4096, elem=4)[5] == ("tiled",)        # from 3 rows: tiled
-    for mode in ("tf32", "tf32x3", "bf16", "fp8"):                         # tensor-core modes
+    for mode in ("bf16", "fp8"):                                           # not fp32 inputs
         assert "gemv" not in _decide(mode, 1, 4096, 4096, elem=4)[5]
     assert _decide("fp32", 1, 4096, 0, elem=4)[5] == ("tiled",)           # K = 0: zeros
     assert _decide("fp32", 1, 4096, 4096, elem=4, cap=AMPERE)[5] == ("tiled",)  # measured on H200
+
+
+def test_tf32x3_at_two_rows_and_tf32_at_one_row_over_a_large_b_run_gemv():
+    """fp32 inputs on tensor cores take the gemv variant (its FMA products are exact in
+    fp32) where it measured faster (session 46, call 3): tf32x3 up to GEMV_M rows, tf32
+    one row of a B of GEMV_TF32_MIN elements or more (1 x 1000 x 1000 ran x0.72)."""
+    for m in (1, 2):
+        fam, _, bucket, _, _, variants = _decide("tf32x3", m, 4096, 4096, elem=4)
+        assert variants == ("gemv",) and bucket == "fp32 tf32x3 rr gemv ld128"
+    assert _decide("tf32x3", 3, 4096, 4096, elem=4)[5] != ("gemv",)
+    assert _decide("tf32", 1, 4096, 4096, elem=4)[5] == ("gemv",)
+    assert _decide("tf32", 1, 1024, 4096, elem=4)[5] == ("gemv",)   # GEMV_TF32_MIN itself
+    assert _decide("tf32", 1, 1000, 1000, elem=4)[5] != ("gemv",)
+    assert _decide("tf32", 2, 4096, 4096, elem=4)[5] != ("gemv",)
+    assert dispatch.GEMV_TF32_MIN == 1024 * 4096
 
 
 def test_gemv_candidates_are_gemv_tiles_the_heuristic_first():
