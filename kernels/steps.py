@@ -58,17 +58,20 @@ def steps(c: TileConfig, m: int, n: int, k: int, sms: int, per_sm: int = 1) -> f
     alone on an SM: the tiles each program walks (the persistent grid's programs are
     the tiles, up to `occupancy` per SM) times its K blocks; where two programs share an
     SM, each of their blocks counts PAIR_STEP. A split tile's programs (one a tile and K
-    range) count in rounds of `per_sm` an SM (`split_residency`: as many as the hardware
-    holds), the tiled kernel's in waves of one. A hybrid tile's two parts run one after
-    the other: their steps add."""
+    range) count as the busiest SM runs them: where two fit (`per_sm`, `split_residency`)
+    in pairs, an odd one last alone (3 programs: PAIR_STEP + 1 blocks' time a block, not
+    two rounds of pairs: session 46, call 4); the tiled kernel's in waves of one. A hybrid
+    tile's two parts run one after the other: their steps add."""
     if c.variant == "tma_hybrid":
         return sum(steps(p, pm, pn, k, sms) for p, pm, pn in hybrid_parts(c, m, n, sms))
     programs = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n) * c.split_k
     blocks = cdiv(cdiv(max(k, 1), c.split_k), c.block_k)
-    occupancy = max(c.occupancy, per_sm)
-    if occupancy == 1:
-        return cdiv(programs, sms) * blocks
-    grid = min(programs, sms * occupancy)
+    if c.occupancy == 1:
+        per = cdiv(programs, sms)   # the busiest SM's programs
+        if per_sm == 1:
+            return per * blocks
+        return (per // 2 * PAIR_STEP + per % 2) * blocks   # in pairs, an odd one alone
+    grid = min(programs, sms * c.occupancy)
     return cdiv(programs, grid) * blocks * (PAIR_STEP if grid > sms else 1.0)
 
 

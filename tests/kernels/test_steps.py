@@ -97,6 +97,11 @@ def test_a_split_tile_that_fits_twice_an_sm_counts_rounds_of_two_programs_an_sm(
     assert steps.steps(s4, 640, 512, 8192, 132) == 2 * blocks
     assert steps.steps(replace(s4, split_k=3), 640, 512, 8192, 132, 2) == \
         steps.steps(replace(s4, split_k=3), 640, 512, 8192, 132)      # 120: one an SM
+    # 280 programs (140 tiles x 2): 3 on the busiest SM, a pair and then one alone
+    blocks2 = 71   # K ranges of 2260, in blocks of 32
+    two = replace(s4, split_k=2)
+    assert steps.steps(two, 1248, 784, 4520, 132, 2) == (steps.PAIR_STEP + 1) * blocks2
+    assert steps.steps(two, 1248, 784, 4520, 132) == 3 * blocks2
     tma = replace(s4, variant="tma", split_k=1)
     both = ("tma", "tma_split")
     assert [c.split_k for c in steps.resplits(tma, 640, 512, 8192, both, 132, "fp32",
