@@ -368,6 +368,23 @@ def staged_moves(cases: Path, label: str, moved: Path, top: int = 8) -> str:
     return "\n".join(out)
 
 
+def rows_ab(cases: Path, label: str) -> str:
+    """An A/B run on thin-M cases (every case of the run labelled `label`) per mode, rows
+    (M) and whether the case ran the gemv variant: how many, their speed ratio to cuBLAS
+    and A/B (geomeans), the slowest and fastest A/B, how many faster."""
+    groups = _grouped((r for r in _rows(cases) if r["label"] == label and _ab(r["extra"])),
+                      lambda r: (r["mode"], r["case"].split("-")[0],
+                                 "gemv" if r["tile"].startswith("gemv") else "other"))
+    out = ["| mode | rows | tile | cases | ratio | A/B geomean | A/B min | A/B max | faster |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for (mode, rows, tile), rs in sorted(groups.items()):
+        abs_ = [_ab(r["extra"]) for r in rs]
+        out.append(f"| {mode} | {rows[1:]} | {tile} | {len(rs)} | "
+                   f"{geomean([float(r['ratio']) for r in rs]):.3f} | {geomean(abs_):.3f} | "
+                   f"{min(abs_):.3f} | {max(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
+    return "\n".join(out)
+
+
 def _stacked(first: str, *more: str) -> str:
     """Markdown tables of one header as one table: `first`, then the rows of each of
     `more` (their header and rule lines dropped)."""

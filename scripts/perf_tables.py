@@ -40,6 +40,7 @@ from perf_formats import (  # noqa: E402
     moved_worst,
     power_table,
     ratios_below,
+    rows_ab,
     split_moves,
     staged_moves,
     targets_table,
@@ -144,9 +145,12 @@ TABLES: dict[str, Callable[[], str]] = {
     "s46-fresh": lambda: staged_moves(S46 / "cases.csv", "call2-c-tf32",
                                       S46 / "moved_c-tf32.csv", 6),
     "s46-x3": lambda: staged_moves(S46 / "cases.csv", "call2-c-x3", S46 / "moved_c-x3.csv"),
-    "s46-sets": lambda: targets_table({s: {m: (S46 / "sets.csv", f"s46-{s}-a")
-                                           for m in ("tf32",)}
-                                       for s in ("pr", "nightly")}),
+    "s46-sets": lambda: targets_table({
+        **{s: {"tf32": (S46 / "sets.csv", f"s46-{s}-a")} for s in ("pr", "nightly")},
+        "nightly, call 4": {"tf32": (S46 / "sets.csv", "s46-nightly-b")}}),
+    "s46-odd": lambda: staged_moves(S46 / "cases.csv", "call4-d-x3", S46 / "moved_d-x3.csv"),
+    "s46-gemv-all": lambda: rows_ab(S46 / "cases.csv", "call3-gemv"),
+    "s46-gemv": lambda: rows_ab(S46 / "cases.csv", "call4-gemv"),
 }
 
 

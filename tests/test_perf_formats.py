@@ -209,6 +209,21 @@ def test_staged_moves_groups_by_tile_at_its_stages_and_ranges_largest_first(pf, 
         "| all |  |  | 4 | 1.097 (3) | 0.987 | 0.800 | 2 |"]
 
 
+def test_rows_ab_groups_a_runs_cases_by_mode_rows_and_gemv(pf, tmp_path):
+    cases, _ = _ab_files(
+        tmp_path,
+        "L,tf32,m1-n8-k8,1,1,0.5,ab:2.0000,gemv 1x128x64 g1 s1 w4 k8\n"
+        "L,tf32,m1-n9-k9-rc,1,1,2.0,ab:0.5000,gemv 1x128x64 g1 s1 w4 k2\n"
+        "L,tf32,m1-n7-k7,1,1,0.9,ab:1.0000,16x128x64 g8 s4 w4 k8\n"
+        "L,tf32x3,m2-n8-k8,1,1,1.5,ab:1.5000,gemv 1x128x64 g1 s1 w4 k8\n"
+        "L,tf32,m2-n8-k8,1,1,1.0,,gemv 1x128x64 g1 s1 w4 k8\n"      # no A/B: left out
+        "M,tf32,m1-n8-k8,1,1,9.0,ab:9.0000,gemv 1x128x64 g1 s1 w4 k8\n", "")
+    assert pf.rows_ab(cases, "L").splitlines()[2:] == [
+        "| tf32 | 1 | gemv | 2 | 1.000 | 1.000 | 0.500 | 2.000 | 1 |",
+        "| tf32 | 1 | other | 1 | 0.900 | 1.000 | 1.000 | 1.000 | 0 |",
+        "| tf32x3 | 2 | gemv | 1 | 1.500 | 1.500 | 1.500 | 1.500 | 1 |"]
+
+
 def test_alignment_split_parts_a_runs_cases_by_the_alignment_of_their_dimensions(pf, tmp_path):
     cases = tmp_path / "c.csv"
     cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
