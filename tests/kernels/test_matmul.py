@@ -10,7 +10,7 @@ from gemmgate.accuracy import relative_error
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import MODES
 from gemmgate.shapes import SETS, Case
-from kernels import matmul_tiled, matmul_tma, matmul_tma_split
+from kernels import dispatch, matmul_tiled, matmul_tma, matmul_tma_split
 from kernels.configs import INTERPRETER_CONFIG
 from kernels.modes import mode_named
 from kernels.tile import TileConfig
@@ -342,6 +342,20 @@ def test_gpu_tuning_is_cached_and_pinned(tmp_path):
                                              cache_dir=str(tmp_path))).chooser()
     assert _run(case, "bf16", "cuda", choose=pinned) < 5e-3
     assert pinned.last.source == tuning.PINNED and pinned.last.config == other
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case,mode", [(Case(1, 4096, 1024), "tf32"),
+                                       (Case(1, 4096, 4096, "rc"), "tf32"),
+                                       (Case(1, 2048, 2048), "tf32x3"),
+                                       (Case(2, 3000, 3000, "rc"), "tf32x3")],
+                         ids=lambda x: getattr(x, "id", x))
+def test_gpu_thin_tf32_and_tf32x3_calls_run_gemv_within_their_bands(case, mode):
+    """`dispatch.gemv_rows`: tf32 at one row over a large B and tf32x3 at one or two rows
+    plan the gemv variant, and its exact-fp32 products land within the mode's band."""
+    inp = make_inputs(case, MODES[mode], "cuda", seed=case.m * 31 + case.k)
+    assert dispatch.plan(mode_named(mode), inp.a, inp.b).pick.variant == "gemv"
+    assert _run(case, mode, "cuda") < dict(GPU_MODES)[mode]
 
 
 @pytest.mark.gpu
