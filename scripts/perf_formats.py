@@ -385,6 +385,24 @@ def rows_ab(cases: Path, label: str) -> str:
     return "\n".join(out)
 
 
+def inductor_summary(cases: Path, labels: tuple[str, ...], worst: int = 3) -> str:
+    """Runs with the inductor provider (`extra` `inductor:` inductor's time / Triton's),
+    one row per run label and mode: cases, geomean Triton/cuBLAS and inductor/Triton,
+    how many Triton ran faster than inductor, and the `worst` cases Triton lost most on."""
+    out = ["| run | mode | cases | Triton/cuBLAS | inductor/Triton | faster than inductor | "
+           "slowest against inductor |", "|---|---|---:|---:|---:|---:|---|"]
+    rows = [r for r in _rows(cases) if r["label"] in labels and "inductor:" in r["extra"]]
+    for (label, mode), rs in _grouped(rows, lambda r: (r["label"], r["mode"])).items():
+        ind = {r["case"]: float(r["extra"].split("inductor:")[1].split()[0]) for r in rs}
+        lost = ", ".join(f"{c} {x:.3f}" for c, x in sorted(ind.items(), key=lambda i: i[1])
+                         [:worst])
+        out.append(f"| {label} | {mode} | {len(rs)} | "
+                   f"{geomean([float(r['ratio']) for r in rs]):.3f} | "
+                   f"{geomean(list(ind.values())):.3f} | {sum(x > 1 for x in ind.values())} | "
+                   f"{lost} |")
+    return "\n".join(out)
+
+
 def _stacked(first: str, *more: str) -> str:
     """Markdown tables of one header as one table: `first`, then the rows of each of
     `more` (their header and rule lines dropped)."""

@@ -35,6 +35,7 @@ from perf_formats import (  # noqa: E402
     _stacked,
     alignment_split,
     baseline_tables,
+    inductor_summary,
     moved_ab,
     moved_forms,
     moved_worst,
@@ -148,6 +149,17 @@ TABLES: dict[str, Callable[[], str]] = {
     "s46-sets": lambda: targets_table({
         **{s: {"tf32": (S46 / "sets.csv", f"s46-{s}-a")} for s in ("pr", "nightly")},
         "nightly, call 4": {"tf32": (S46 / "sets.csv", "s46-nightly-b")}}),
+    "s46-final": lambda: targets_table({
+        "pr": {m: (S46 / "sets.csv", "s46-pr-c") for m in ("fp32", "tf32", "bf16", "fp16", "fp8")},
+        "nightly": {**{m: (S46 / "sets.csv", "s46-nightly-c") for m in ("fp32", "bf16", "fp16",
+                                                                         "fp8")},
+                    "tf32": (S46 / "sets.csv", "s46-nightly-b")},
+        **{s: {m: (S45 / "sets.csv", f"s45-{s}-a") for m in ("bf16", "fp16", "fp8")}
+           for s in (*HOLDOUTS, "holdout6")}}),
+    "s46-below": lambda: ratios_below(S46 / "sets.csv", ("s46-pr-c", "s46-nightly-b",
+                                                         "s46-nightly-c"), 0.8, "s46-"),
+    "s46-inductor": lambda: inductor_summary(S46 / "cases.csv",
+                                             ("call6-inductor", "call7-inductor")),
     "s46-odd": lambda: staged_moves(S46 / "cases.csv", "call4-d-x3", S46 / "moved_d-x3.csv"),
     "s46-gemv-all": lambda: rows_ab(S46 / "cases.csv", "call3-gemv"),
     "s46-gemv": lambda: rows_ab(S46 / "cases.csv", "call4-gemv"),

@@ -224,6 +224,16 @@ def test_rows_ab_groups_a_runs_cases_by_mode_rows_and_gemv(pf, tmp_path):
         "| tf32x3 | 2 | gemv | 1 | 1.500 | 1.500 | 1.500 | 1.500 | 1 |"]
 
 
+def test_inductor_summary_counts_the_cases_triton_ran_faster_and_names_the_slowest(pf, tmp_path):
+    cases, _ = _ab_files(
+        tmp_path,
+        "L,bf16,m1-n1-k1,1,1,0.5,inductor:2.0000,t\nL,bf16,m2-n2-k2,1,1,2.0,inductor:0.5000,t\n"
+        "L,bf16,m3-n3-k3,1,1,1.0,inductor:0.9000,t\nL,bf16,m4-n4-k4,1,1,1.0,ab:1.1000,t\n"
+        "M,bf16,m1-n1-k1,1,1,9.0,inductor:9.0000,t\n", "")
+    assert pf.inductor_summary(cases, ("L",), 2).splitlines()[2:] == [
+        "| L | bf16 | 3 | 1.000 | 0.965 | 1 | m2-n2-k2 0.500, m3-n3-k3 0.900 |"]
+
+
 def test_alignment_split_parts_a_runs_cases_by_the_alignment_of_their_dimensions(pf, tmp_path):
     cases = tmp_path / "c.csv"
     cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
