@@ -183,6 +183,7 @@ def resident(c: TileConfig, family: str, smem_limit: int) -> int:
 
 
 def _fits(c: TileConfig, family: str, smem_limit: int, programs: int) -> bool:
+    """Whether `programs` of the tile fit one SM together (`usable`, `resident`)."""
     smem = c.smem_bytes(ELEM_BYTES[family])
     regs = _MAX_ACC_REGS_POINTER_C if c_by_pointer(c) else _MAX_ACC_REGS
     return smem <= smem_limit and c.acc_regs() * programs <= regs \
