@@ -40,6 +40,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -210,6 +211,27 @@ def config_name(c) -> str:
     return (f"{variant} " if variant != "tiled" else "") + name + \
         (f" k{split}" if split != 1 else "") + \
         (f" o{d['occupancy']}" if "occupancy" in d else "")
+
+
+# config_name's words: a variant other than the tiled kernel (tma, tma_split, gemv...), the
+# block, group, stages and warps, then split and programs per SM where not 1
+_NAME = re.compile(r"(?:\b(tma\w*|gemv) )?\b(\d+)x(\d+)x(\d+) g(\d+) s(\d+) w(\d+)"
+                   r"((?: [ko]\d+)*)")
+
+
+def parse_config_name(text: str) -> dict | None:
+    """The fields of the first tile named in `text` as `config_name` writes it (a source
+    before it or operand copies after it, as scripts/lookup_diff.py writes its picks, are
+    passed over), every field given (`split_k`, `occupancy` 1 where not written); None
+    where `text` names none. TileConfig(**it) is the tile."""
+    got = _NAME.search(text)
+    if got is None:
+        return None
+    variant, *dims, rest = got.groups()
+    extra = {p[0]: int(p[1:]) for p in rest.split()}
+    fields = ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps")
+    return {**dict(zip(fields, map(int, dims))), "variant": variant or "tiled",
+            "split_k": extra.get("k", 1), "occupancy": extra.get("o", 1)}
 
 
 def config_spec(c) -> str:

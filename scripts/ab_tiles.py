@@ -27,22 +27,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-_NAME = re.compile(r"(?:(\w+) )?(\d+)x(\d+)x(\d+) g(\d+) s(\d+) w(\d+)((?: [ko]\d+)*)")
 FIELDS = ("label", "shape", "mode", "flush", "provider", "us", "tflops", "ratio")
 
 
 def tile_of(name: str):
     """The TileConfig of a tile as gemmgate.tuning.config_name writes it ('tma 128x256x64
-    g8 s3 w8 k2 o2'; the tiled kernel's unprefixed), or None."""
+    g8 s3 w8 k2 o2'; the tiled kernel's unprefixed; `gemmgate.tuning.parse_config_name`), or
+    None."""
+    from gemmgate.tuning import parse_config_name
     from kernels.tile import TileConfig
 
-    got = _NAME.fullmatch(name.strip())
-    if got is None:
-        return None
-    variant, bm, bn, bk, g, s, w, rest = got.groups()
-    extra = {p[0]: int(p[1:]) for p in rest.split()}
-    return TileConfig(int(bm), int(bn), int(bk), int(g), int(s), int(w), variant or "tiled",
-                      extra.get("k", 1), extra.get("o", 1))
+    got = parse_config_name(name)
+    return None if got is None else TileConfig(**got)
 
 
 def _us(flop: float, tflops: str) -> float:

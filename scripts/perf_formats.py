@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from gemmgate.stats import geomean  # noqa: E402
 from gemmgate.trials import power  # noqa: E402
-from gemmgate.tuning import config_name  # noqa: E402
+from gemmgate.tuning import config_name, parse_config_name  # noqa: E402
 
 MODES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 ALL_MODES = MODES + ("tf32x3",)
@@ -311,8 +311,9 @@ def moved_forms(cases: Path, prefix: str, moved: Path) -> str:
 
 
 def _split(tile: str) -> int:
-    """A tile name's K split (`... k3`; 1 where it has none)."""
-    return next((int(w[1:]) for w in tile.split(" [")[0].split() if re.fullmatch(r"k\d+", w)), 1)
+    """A tile name's K split (`... k3`; 1 where it has none or names no tile)."""
+    got = parse_config_name(tile)
+    return got["split_k"] if got else 1
 
 
 def split_moves(cases: Path, prefix: str, moved: Path) -> str:
@@ -342,7 +343,11 @@ def split_moves(cases: Path, prefix: str, moved: Path) -> str:
 def _staged(tile: str) -> str:
     """A tile name's variant (none for the tiled kernel's), block and stages
     (`tma_split 64x128x32 s4`): its split, warps, group and operand copies left out."""
-    return " ".join(w for w in tile.split(" [")[0].split() if not re.fullmatch(r"[gwk]\d+", w))
+    got = parse_config_name(tile)
+    if got is None:
+        return tile
+    variant = "" if got["variant"] == "tiled" else got["variant"] + " "
+    return f"{variant}{got['block_m']}x{got['block_n']}x{got['block_k']} s{got['num_stages']}"
 
 
 def staged_moves(cases: Path, label: str, moved: Path, top: int = 8) -> str:

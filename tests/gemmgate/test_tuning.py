@@ -265,6 +265,20 @@ def test_names_read_well_for_every_variant():
         "64x64x64 g8 s4 w4 k8"
 
 
+@pytest.mark.parametrize("tile", [
+    TileConfig(128, 256, 64, 8, 3, 8, "tma"), TileConfig(64, 128, 32, 8, 4, 4, "tma_split", 6),
+    TileConfig(64, 64, 256, 8, 5, 4, "tma", 1, 2), TileConfig(16, 128, 64, 8, 4, 4, split_k=4),
+    TileConfig(1, 128, 64, 1, 1, 4, "gemv", 8), TileConfig(320, 128, 64, 8, 3, 8, "tma_tall")])
+def test_a_tile_reads_back_from_its_name_alone_or_among_other_words(tile):
+    """`parse_config_name` reads `config_name`'s words back, also where a source comes
+    before them and operand copies after (scripts/lookup_diff.py's picks)."""
+    name = tuning.config_name(tile)
+    assert TileConfig(**tuning.parse_config_name(name)) == tile
+    assert TileConfig(**tuning.parse_config_name(f"heuristic {name} [A pitch, B kmajor]")) \
+        == tile
+    assert tuning.parse_config_name("{'block_m': 64}") is None
+
+
 def test_a_tile_at_one_program_per_sm_stores_as_tiles_did_before_occupancy():
     """Tables, pins, caches and baselines written before `occupancy` existed hold tiles
     without it: such a tile's JSON leaves it out, names and specs show it only at 2, and
