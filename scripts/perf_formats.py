@@ -105,9 +105,14 @@ def _grouped(rows, key: Callable[[dict], object]) -> dict:
     return by
 
 
-def _ab(extra: str) -> float | None:
+def _extra(extra: str, key: str) -> float | None:
+    """A figure of a cases.csv row's `extra` column (`ab:1.0500 inductor:0.9800`)."""
     got = dict(x.split(":", 1) for x in extra.split()) if extra else {}
-    return float(got["ab"]) if "ab" in got else None
+    return float(got[key]) if key in got else None
+
+
+def _ab(extra: str) -> float | None:
+    return _extra(extra, "ab")
 
 
 def _ratios(rows: list[dict], label: str | None, mode: str) -> list[dict]:
@@ -365,8 +370,9 @@ def staged_moves(cases: Path, label: str, moved: Path, top: int = 8) -> str:
     everything = [p for ps in groups.values() for p in ps]
     out = ["| old tile | new tile | ranges | moved | predicted | A/B geomean | A/B min | "
            "faster |", "|---|---|---|---:|---:|---:|---:|---:|"]
-    for (old, new, ranges), ps in (*ranked[:top], *((("other", "", ""), rest),) * bool(rest),
-                                   (("all", "", ""), everything)):
+    shown = ranked[:top] + ([(("other", "", ""), rest)] if rest else []) + \
+        [(("all", "", ""), everything)]
+    for (old, new, ranges), ps in shown:
         abs_ = [a for _, a in ps]
         out.append(f"| {old} | {new} | {ranges} | {len(ps)} | {_predicted(ps)} | "
                    f"{geomean(abs_):.3f} | {min(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
@@ -396,9 +402,10 @@ def inductor_summary(cases: Path, labels: tuple[str, ...], worst: int = 3) -> st
     how many Triton ran faster than inductor, and the `worst` cases Triton lost most on."""
     out = ["| run | mode | cases | Triton/cuBLAS | inductor/Triton | faster than inductor | "
            "slowest against inductor |", "|---|---|---:|---:|---:|---:|---|"]
-    rows = [r for r in _rows(cases) if r["label"] in labels and "inductor:" in r["extra"]]
+    rows = [r for r in _rows(cases)
+            if r["label"] in labels and _extra(r["extra"], "inductor") is not None]
     for (label, mode), rs in _grouped(rows, lambda r: (r["label"], r["mode"])).items():
-        ind = {r["case"]: float(r["extra"].split("inductor:")[1].split()[0]) for r in rs}
+        ind = {r["case"]: _extra(r["extra"], "inductor") for r in rs}
         lost = ", ".join(f"{c} {x:.3f}" for c, x in sorted(ind.items(), key=lambda i: i[1])
                          [:worst])
         out.append(f"| {label} | {mode} | {len(rs)} | "
