@@ -179,10 +179,10 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
     given its shared memory a program (`smem`), each one-program TMA tile's `twins` too."""
     path, rows = _index(device_name, str(directory))
     buckets, fam = _sources(bucket)
-    fma, chip = _fma(bucket), _chip(sms, smem, fam, bucket)
+    chip = _chip(sms, smem, fam, bucket)
     for i, (source, carried) in enumerate(buckets):
         found = _lookup(path, rows.get(source, ()), m, n, k, _carried(variants, carried),
-                        chip, fma, rows.get(_other_type(source), ()))
+                        chip, rows.get(_other_type(source), ()))
         if found is not None:
             return found if i == 0 else (found[0], "table-nearest")
     return None
@@ -218,8 +218,8 @@ def _chip(sms: int, smem: int, fam: str, bucket: str) -> _Chip:
     starts with 'r' (row-major), its B where it ends with 'c' (column-major)."""
     words = bucket.split(" ")
     layouts = words[2] if len(words) > 2 else ""
-    tf32, fma = words[1:2] == ["tf32"], words[1:2] == ["fp32"]
-    return _Chip(sms, smem, fam, layouts.startswith("r"), layouts.endswith("c"), tf32,
+    tf32, fma = words[1:2] == ["tf32"], _fma(bucket)
+    return _Chip(sms, smem, fam, layouts.startswith("r"), layouts.endswith("c"), tf32, fma,
                  0 if fma else smem, fam == "16bit" or tf32)
 
 
@@ -244,12 +244,11 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
     (scripts/lookup_diff.py --predict)."""
     _, rows = _index(device_name, str(directory))
     buckets, fam = _sources(bucket)
-    fma, chip = _fma(bucket), _chip(sms, smem, fam, bucket)
+    chip = _chip(sms, smem, fam, bucket)
     for b, carried in buckets:
         runs = _carried(variants, carried)
-        near = _near(rows.get(b, ()) + rows.get(_other_type(b), ()), m, n, k, runs, fma)
-        got = [ms for ms, c, _ in _timed(near, m, n, k, runs, chip, fma)
-               if c == config]
+        near = _near(rows.get(b, ()) + rows.get(_other_type(b), ()), m, n, k, runs, chip.fma)
+        got = [ms for ms, c, _ in _timed(near, m, n, k, runs, chip) if c == config]
         if got:
             return min(got)
     return None
@@ -314,6 +313,7 @@ class _Chip:
     a_kmajor: bool
     b_kmajor: bool = True
     tf32: bool = False   # fp32 operands on single-pass TF32 (the bucket's mode word)
+    fma: bool = False    # IEEE fp32, on the FMA units (`_fma`)
     # the shared memory by which a split tile's programs pair on an SM (`split_residency`):
     # none for IEEE fp32, whose FMA units a second program does not speed (session 46,
     # call 1: x0.980)
@@ -321,8 +321,8 @@ class _Chip:
     anew: bool = False   # a tile tuned split is split anew (`resplits`): 16-bit and tf32
 
 
-def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], chip: _Chip,
-           fma: bool) -> list[tuple[float, TileConfig, float]]:
+def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], chip: _Chip
+           ) -> list[tuple[float, TileConfig, float]]:
     """(predicted ms, tile, the margin it must win by) of each timed row's tile, its K
     re-splits (1), its `twins` (TWIN_MARGIN), `wides` and `halves` (WIDE_MARGIN) and
     `hybrids` (HYBRID_MARGIN) on this shape."""
@@ -338,7 +338,7 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
                     for c in (r.config, *resplits(r.config, m, n, k, variants, sms, chip.fam,
                                                   chip.split_smem, chip.anew))]
             out += [(_transfer(r, ps, c, m, n, k, chip), c, TWIN_MARGIN)
-                    for c in twins(r.config, chip.fam, chip.smem, fma)]
+                    for c in twins(r.config, chip.fam, chip.smem, chip.fma)]
             fit = k * elem >= FIT_MIN_K_BYTES
             out += [(_transfer(r, ps, c, m, n, k, chip), c, WIDE_MARGIN)
                     for c in (*wides(r.config, chip.fam, chip.smem, fits, fit),
@@ -346,7 +346,7 @@ def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
                               *one_wave(r.config, m, n, k, chip.fam, chip.smem, variants,
                                         sms, chip.tf32))]
             out += [(_transfer(r, ps, c, m, n, k, chip), c, HYBRID_MARGIN)
-                    for c in (() if fma else hybrids(r.config, m, n, k, variants, sms, elem,
+                    for c in (() if chip.fma else hybrids(r.config, m, n, k, variants, sms, elem,
                                                      chip.a_kmajor))]
     return out
 
@@ -358,8 +358,8 @@ def _best(options: list[tuple[float, TileConfig, float]]) -> tuple[float, TileCo
 
 
 def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
-            variants: tuple[str, ...], chip: _Chip, fma: bool = False,
-            other_type: tuple[_Row, ...] = ()) -> tuple[TileConfig, str] | None:
+            variants: tuple[str, ...], chip: _Chip, other_type: tuple[_Row, ...] = ()
+            ) -> tuple[TileConfig, str] | None:
     runnable = [r for r in rows if r.config.variant in variants]
     fresh = [r for r in runnable if not r.stale]
     if len(fresh) < len(runnable):
@@ -367,26 +367,26 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
     exact = [r for r in fresh if r.shape == (m, n, k)]
     if exact:
         return exact[0].config, "table"
-    own = _nearest(tuple(fresh), m, n, k, variants, chip, fma)
-    other = _nearest(other_type, m, n, k, variants, chip, fma)
+    own = _nearest(tuple(fresh), m, n, k, variants, chip)
+    other = _nearest(other_type, m, n, k, variants, chip)
     if own is None or (other is not None and other[0] * OTHER_TYPE_MARGIN <= own[0] < math.inf):
         own = other
     return None if own is None else (own[1], "table-nearest")
 
 
 def _nearest(rows: tuple[_Row, ...], m: int, n: int, k: int, variants: tuple[str, ...],
-             chip: _Chip, fma: bool) -> tuple[float, TileConfig] | None:
+             chip: _Chip) -> tuple[float, TileConfig] | None:
     """(predicted ms, tile) of the rows' best near tile here (NEIGHBOURS nearest, a
     farther one FAR_MARGIN faster), or None; without `sms` the nearest row's tile at
     infinite ms (nothing to predict with)."""
-    near = _near(rows, m, n, k, variants, fma)
+    near = _near(rows, m, n, k, variants, chip.fma)
     if not near:
         return None
-    options = _timed(near[:NEIGHBOURS], m, n, k, variants, chip, fma) if chip.sms else []
+    options = _timed(near[:NEIGHBOURS], m, n, k, variants, chip) if chip.sms else []
     if not options:
         return math.inf, near[0].config
     best = _best(options)
-    far = _timed(near[NEIGHBOURS:FAR_NEIGHBOURS], m, n, k, variants, chip, fma)
+    far = _timed(near[NEIGHBOURS:FAR_NEIGHBOURS], m, n, k, variants, chip)
     if far:
         far_best = _best(far)
         if far_best[0] * FAR_MARGIN <= best[0]:

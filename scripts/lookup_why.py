@@ -45,9 +45,8 @@ def explain(mode: str, m: int, n: int, k: int, layout: str = "rr", sms: int = 13
            f"pick: {pick}"]
     _, rows = table._index(DEVICE, str(table.DEFAULT_DIR))
     chip = table._chip(sms, SMEM, fam, bucket)
-    fma = table._fma(bucket)
     for source in (bucket, table._other_type(bucket)):
-        near = table._near(rows.get(source, ()), m, n, k, variants, fma) if source else []
+        near = table._near(rows.get(source, ()), m, n, k, variants, chip.fma) if source else []
         if not near:
             continue
         out.append(f"{source}:")
@@ -56,7 +55,7 @@ def explain(mode: str, m: int, n: int, k: int, layout: str = "rr", sms: int = 13
             for r in group:
                 out.append(f"  {name} entry {'x'.join(map(str, r.shape))}: {_text(r.config)}"
                            f" {r.ms * 1e3:.1f} us")
-            options = sorted(table._timed(group, m, n, k, variants, chip, fma),
+            options = sorted(table._timed(group, m, n, k, variants, chip),
                              key=lambda o: o[0] * o[2])
             for ms, c, margin in options[:top]:
                 out.append(f"    {name} option {ms * 1e3:7.1f} us x{margin:.2f}  {_text(c)}")
