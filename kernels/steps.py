@@ -1,5 +1,6 @@
 """The step model: how kernels/table.py's nearest lookup prices a tile on a shape it was
-not tuned on (`_transfer` there: an entry's tuned time per step, times the steps here).
+not tuned on (kernels/pricing.py's `transfer`: an entry's tuned time per step, times the
+steps here).
 
 A tile's work on a shape is counted as the busiest SM sees it, in K blocks of one
 program alone on an SM (`steps`). A launch adds a fixed part outside its K loop
@@ -81,7 +82,7 @@ def split_residency(c: TileConfig, fam: str, smem: int) -> int:
     its grid is one program a tile and K range, and the hardware places as many on an SM
     as fit. 1 for other variants (the persistent grid's are its `occupancy`; the tiled
     kernel's are priced a wave of one) and without `smem` (0: unknown, or IEEE fp32's
-    `_Chip.split_smem`). Session 46, call 1: tf32's 64x128x32:s4 split tiles (96 KB, two
+    `pricing.Chip.split_smem`). Session 46, call 1: tf32's 64x128x32:s4 split tiles (96 KB, two
     an SM) counted so, the picks moved among two random draws and the sets ran x1.106
     (101 of 114 faster; a 2-way split swapped for another entry's 5-stage one, x1.108
     over 78, predicted x1.115); IEEE fp32's 64x64x32:s3 (48 KB) x0.980 (57 of 195): on the
@@ -158,7 +159,7 @@ def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], s
     them idle (fp8 832 x 496 x 7392: 64x128x128 unsplit 0.67 of cuBLAS, split 4 0.98;
     session 15, call I: bf16, fp16 and fp8 holdout cases x1.02-1.29). Not the tiled
     kernel's tiles (call H: bf16 144 x 192 x 400 x0.88; call I: tf32 78 x 1786 x 1144
-    x0.93). A tile tuned split is split anew where `anew` (16-bit and tf32, `_Chip.anew`);
+    x0.93). A tile tuned split is split anew where `anew` (16-bit and tf32, `pricing.Chip.anew`);
     fp8's and IEEE fp32's keep their split (call H: fp8 64 x 3844 x 3817 and 32 x 3504 x
     2544 from split 4 to 2 ran x0.96 and x0.93; session 45, call 4: fp8 x0.876, 0 of 5).
     Session 45, call 4 (A/B of the picks re-splitting tuned split tiles moved among two
@@ -192,7 +193,7 @@ def hybrids(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sm
     over split K into each count (2 up) whose programs fit the rest of one wave, every K
     range `MIN_RANGE_BYTES` of `elem`-byte elements at least and two blocks (as
     `resplits`). A 16-bit 128x128x64 four-warp tile's at HYBRID_EIGHT_WARPS where A is
-    K-major (`a_kmajor`). `_transfer` prices it as its parts' steps at the tile's own
+    K-major (`a_kmajor`). `pricing.transfer` prices it as its parts' steps at the tile's own
     rate."""
     if c.variant != "tma" or c.occupancy != 1 or "tma_hybrid" not in variants:
         return []

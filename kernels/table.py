@@ -6,7 +6,7 @@ the variant's kernel, the bucket (family, mode, operand layouts, tma or pointer 
 the exact shape. At call time, `lookup` returns the entry for the exact shape, or a near
 entry of the same bucket by regime (`regime`: how many output tiles, how deep K, how
 narrow the thinner side; within NEAREST_MAX): of the NEIGHBOURS nearest, the one whose
-tile `_transfer` predicts fastest here (its tuned time per SM step, times the steps it
+tile `pricing.transfer` predicts fastest here (its tuned time per SM step, times the steps it
 takes on this shape: kernels/steps.py's step model), each tile also with K split anew
 where its tiles leave SMs idle (`resplits`); a farther one's (up to FAR_NEIGHBOURS) where
 it predicts FAR_MARGIN faster still; or None (the caller's heuristic then decides). A
@@ -38,22 +38,10 @@ from operator import itemgetter
 from pathlib import Path
 
 from kernels.fma import fma_split
-from kernels.steps import (
-    HYBRID_MARGIN,
-    STAGE_COST,
-    TWIN_MARGIN,
-    fixed_ms,
-    hybrids,
-    resplits,
-    split_residency,
-    splits_fit,
-    steps,
-    twins,
-)
+from kernels.pricing import Chip, chip_for, fastest, per_step_of, priced
 from kernels.table_file import DEFAULT_DIR, entries_for, is_stale, warn_stale
 from kernels.table_file import reload as _reload_files
-from kernels.tile import ELEM_BYTES, WGMMA_M, TileConfig, cdiv
-from kernels.wide_forms import FIT_MIN_K_BYTES, WIDE_MARGIN, halves, one_wave, wide_step, wides
+from kernels.tile import WGMMA_M, TileConfig, cdiv
 
 NEAREST_MAX = 2.0   # L1 distance between regimes (log2 units); 1024^3 -> 2048^3 is 3
 # (session 5: a 1024^3 entry taken for 2048^3 ran at 0.40 of cuBLAS where the heuristic
@@ -62,8 +50,8 @@ _TILES_CAP = 10     # log2 of 128x128 output tiles: 1024 tiles are ~8 waves of 1
                     # past that the best tile no longer depends on the count (session 9)
 _DEPTH_CAP = 12     # log2 K: past 4096 the pipeline is in steady state
 _NARROW_CAP = 8     # log2 min(M, N): 256 and up fill a 128- or 256-wide tile
-NEIGHBOURS = 3      # the nearest entries whose tiles compete for a shape (`_transfer`)
-# Farther entries within NEAREST_MAX compete too, but only where `_transfer` predicts
+NEIGHBOURS = 3      # the nearest entries whose tiles compete for a shape (`pricing.transfer`)
+# Farther entries within NEAREST_MAX compete too, but only where `pricing.transfer` predicts
 # their tile FAR_MARGIN faster than the nearest three's best: predictions carried over
 # larger regime distances miss by more (session 17, call G, 24 cases that 8 neighbours
 # changed: every change predicted >= 1.115x ran 1.00-1.32x; those predicted 1.015-1.08x
@@ -106,7 +94,6 @@ _LAYOUT_FREE: dict[tuple[str, str, str], tuple[str, ...]] = {
 # fp16's 26 x1.009 (0.89-1.22), 22 of fp16's predicted under 5% faster. The margin keeps
 # 18 of those picks: bf16's 14 ran x1.039, fp16's 4 x1.035 (80 x 608 x 320 x1.22).
 _OTHER_TYPE = {"bf16": "fp16", "fp16": "bf16"}
-_WIDE = ("tma_wide", "tma_tall")   # `wides`' variants
 OTHER_TYPE_MARGIN = 1.05
 
 
@@ -144,7 +131,7 @@ def fragile(c: TileConfig, m: int, n: int, k: int = 0, fma: bool = False) -> boo
 @dataclass(frozen=True, eq=False)
 class _Row:
     """A table entry as a lookup reads it: parsed once per table (`_index`); one object
-    per entry, hashed by identity (`_per_step` caches on it)."""
+    per entry, hashed by identity (`per_step_of` caches on it)."""
 
     config: TileConfig
     shape: tuple[int, int, int]
@@ -175,11 +162,11 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
     call can run, or None. A bucket with nothing near borrows from the next of
     `_sources` that has (its ld128 sibling: the same operands, rows aligned to 128 bytes;
     the row-major buckets, where `_LAYOUT_FREE` says). Given the device's
-    `sms`, a nearest lookup weighs the NEIGHBOURS nearest entries' tiles by `_transfer`;
+    `sms`, a nearest lookup weighs the NEIGHBOURS nearest entries' tiles by `pricing.transfer`;
     given its shared memory a program (`smem`), each one-program TMA tile's `twins` too."""
     path, rows = _index(device_name, str(directory))
     buckets, fam = _sources(bucket)
-    chip = _chip(sms, smem, fam, bucket)
+    chip = chip_for(sms, smem, fam, bucket)
     for i, (source, carried) in enumerate(buckets):
         found = _lookup(path, rows.get(source, ()), m, n, k, _carried(variants, carried),
                         chip, rows.get(_other_type(source), ()))
@@ -213,21 +200,6 @@ def _other_type(bucket: str) -> str:
     return " ".join((words[0], other, *words[2:])) if other else ""
 
 
-def _chip(sms: int, smem: int, fam: str, bucket: str) -> _Chip:
-    """The lookup's `_Chip` for a call of `bucket`: its A K-major where the layouts word
-    starts with 'r' (row-major), its B where it ends with 'c' (column-major)."""
-    words = bucket.split(" ")
-    layouts = words[2] if len(words) > 2 else ""
-    tf32, fma = words[1:2] == ["tf32"], _fma(bucket)
-    return _Chip(sms, smem, fam, layouts.startswith("r"), layouts.endswith("c"), tf32, fma,
-                 0 if fma else smem, fam == "16bit" or tf32)
-
-
-def _fma(bucket: str) -> bool:
-    """Whether the bucket's calls run IEEE fp32 on the FMA units (its mode word)."""
-    return bucket.split(" ")[1:2] == ["fp32"]
-
-
 def _carried(variants: tuple[str, ...], carried: tuple[str, ...] | None) -> tuple[str, ...]:
     return variants if carried is None else tuple(v for v in variants if v in carried)
 
@@ -237,50 +209,21 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
             variants: tuple[str, ...] = ("tma", "tma_split", "tiled"), smem: int = 0
             ) -> float | None:
     """What `lookup`'s model predicts `config` takes on this shape, in ms: the fastest
-    `_transfer` of it from an entry `lookup` could take it from (`_near`, of the bucket or
+    `pricing.transfer` of it from an entry `lookup` could take it from (`_near`, of the bucket or
     its ld128 sibling), as the entry's tile, K re-split from it or its `twins` (given
     `smem`); None where none has it.
     For sizing a change to the table or the lookup before a device A/B
     (scripts/lookup_diff.py --predict)."""
     _, rows = _index(device_name, str(directory))
     buckets, fam = _sources(bucket)
-    chip = _chip(sms, smem, fam, bucket)
+    chip = chip_for(sms, smem, fam, bucket)
     for b, carried in buckets:
         runs = _carried(variants, carried)
         near = _near(rows.get(b, ()) + rows.get(_other_type(b), ()), m, n, k, runs, chip.fma)
-        got = [ms for ms, c, _ in _timed(near, m, n, k, runs, chip) if c == config]
+        got = [ms for ms, c, _ in priced(near, m, n, k, runs, chip) if c == config]
         if got:
             return min(got)
     return None
-
-
-@functools.lru_cache(maxsize=4096)   # an entry's, for every shape it lends a tile to
-def _per_step(r: _Row, sms: int, fam: str, split_smem: int) -> float:
-    """An entry's tuned time per step on its own shape, its fixed part left out (at least
-    a tenth of its time: a tiny shape's time is mostly fixed); a split tile's programs
-    paired on an SM where `split_smem` lets two fit (`split_residency`)."""
-    (rm, rn, rk) = r.shape
-    return max(r.ms - fixed_ms(r.config, rm, rn, sms), 0.1 * r.ms) / \
-        steps(r.config, rm, rn, rk, sms, split_residency(r.config, fam, split_smem))
-
-
-def _transfer(r: _Row, per_step: float, c: TileConfig, m: int, n: int, k: int,
-              chip: _Chip) -> float:
-    """A tile `c` priced from an entry on another shape: the row's tile, K split otherwise
-    (`resplits`), `twins`, `wides` or `hybrids`. A fixed part (`fixed_ms`: the launch, and
-    split-K's partials) plus the entry's tuned time per step on its own shape (`per_step`,
-    `_per_step`), times the steps `c` takes here. A tile won on its shape for
-    that shape's fit (3072 x 320 x 2304 bf16: 128x64 makes 120 tiles, one wave; 64x128
-    makes 144) can lose on a neighbour that another neighbour's tile fits (1024 x 1024 x
-    2048: 64x128x128 from 1280 x 768 x 2560 ran 12.6 us where 128x64x64 ran 16.2,
-    session 12). `chip`: its SMs, and the call's family and shared memory for a wide
-    tile's price (`wide_step`) and a split tile's programs an SM (`split_residency`)."""
-    if c.occupancy > r.config.occupancy:
-        per_step *= STAGE_COST ** (r.config.num_stages - c.num_stages)
-    if c.variant in _WIDE and r.config.variant not in _WIDE:
-        per_step *= wide_step(r.config, c, chip.fam)
-    per_sm = split_residency(c, chip.fam, chip.split_smem) if c.variant == "tma_split" else 1
-    return fixed_ms(c, m, n, chip.sms) + per_step * steps(c, m, n, k, chip.sms, per_sm)
 
 
 def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
@@ -301,64 +244,8 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
     return [r for _, r in scored]
 
 
-@dataclass(frozen=True)
-class _Chip:
-    """What a lookup's model knows of the device: SMs (0: nothing to predict with),
-    shared memory a program (0: no `twins`); and of the call: the bucket's family and
-    whether its A is K-major (row-major: `hybrids`' eight-warp form)."""
-
-    sms: int
-    smem: int
-    fam: str
-    a_kmajor: bool
-    b_kmajor: bool = True
-    tf32: bool = False   # fp32 operands on single-pass TF32 (the bucket's mode word)
-    fma: bool = False    # IEEE fp32, on the FMA units (`_fma`)
-    # the shared memory by which a split tile's programs pair on an SM (`split_residency`):
-    # none for IEEE fp32, whose FMA units a second program does not speed (session 46,
-    # call 1: x0.980)
-    split_smem: int = 0
-    anew: bool = False   # a tile tuned split is split anew (`resplits`): 16-bit and tf32
-
-
-def _timed(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], chip: _Chip
-           ) -> list[tuple[float, TileConfig, float]]:
-    """(predicted ms, tile, the margin it must win by) of each timed row's tile, its K
-    re-splits (1), its `twins` (TWIN_MARGIN), `wides` and `halves` (WIDE_MARGIN) and
-    `hybrids` (HYBRID_MARGIN) on this shape."""
-    elem = ELEM_BYTES.get(chip.fam, 2)
-    sms, out = chip.sms, []
-    # `wides`' tall forms only over a K-major B (16-bit rr runs `tma_tall` in one wave only)
-    fits = variants if chip.b_kmajor else tuple(v for v in variants if v != "tma_tall")
-    for r in rows:
-        if r.ms > 0 and splits_fit(r.config, k):
-            # the row's, once for every option priced from it
-            ps = _per_step(r, sms, chip.fam, chip.split_smem)
-            out += [(_transfer(r, ps, c, m, n, k, chip), c, 1.0)
-                    for c in (r.config, *resplits(r.config, m, n, k, variants, sms, chip.fam,
-                                                  chip.split_smem, chip.anew))]
-            out += [(_transfer(r, ps, c, m, n, k, chip), c, TWIN_MARGIN)
-                    for c in twins(r.config, chip.fam, chip.smem, chip.fma)]
-            fit = k * elem >= FIT_MIN_K_BYTES
-            out += [(_transfer(r, ps, c, m, n, k, chip), c, WIDE_MARGIN)
-                    for c in (*wides(r.config, chip.fam, chip.smem, fits, fit),
-                              *halves(r.config, m, n, chip.fam, chip.smem, fits, sms, fit),
-                              *one_wave(r.config, m, n, k, chip.fam, chip.smem, variants,
-                                        sms, chip.tf32))]
-            out += [(_transfer(r, ps, c, m, n, k, chip), c, HYBRID_MARGIN)
-                    for c in (() if chip.fma else hybrids(r.config, m, n, k, variants, sms, elem,
-                                                     chip.a_kmajor))]
-    return out
-
-
-def _best(options: list[tuple[float, TileConfig, float]]) -> tuple[float, TileConfig]:
-    """The option predicted fastest, each weighed by its margin; (its prediction, tile)."""
-    ms, c, _ = min(options, key=lambda o: o[0] * o[2])
-    return ms, c
-
-
 def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
-            variants: tuple[str, ...], chip: _Chip, other_type: tuple[_Row, ...] = ()
+            variants: tuple[str, ...], chip: Chip, other_type: tuple[_Row, ...] = ()
             ) -> tuple[TileConfig, str] | None:
     runnable = [r for r in rows if r.config.variant in variants]
     fresh = [r for r in runnable if not r.stale]
@@ -375,20 +262,20 @@ def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
 
 
 def _nearest(rows: tuple[_Row, ...], m: int, n: int, k: int, variants: tuple[str, ...],
-             chip: _Chip) -> tuple[float, TileConfig] | None:
+             chip: Chip) -> tuple[float, TileConfig] | None:
     """(predicted ms, tile) of the rows' best near tile here (NEIGHBOURS nearest, a
     farther one FAR_MARGIN faster), or None; without `sms` the nearest row's tile at
     infinite ms (nothing to predict with)."""
     near = _near(rows, m, n, k, variants, chip.fma)
     if not near:
         return None
-    options = _timed(near[:NEIGHBOURS], m, n, k, variants, chip) if chip.sms else []
+    options = priced(near[:NEIGHBOURS], m, n, k, variants, chip) if chip.sms else []
     if not options:
         return math.inf, near[0].config
-    best = _best(options)
-    far = _timed(near[NEIGHBOURS:FAR_NEIGHBOURS], m, n, k, variants, chip)
+    best = fastest(options)
+    far = priced(near[NEIGHBOURS:FAR_NEIGHBOURS], m, n, k, variants, chip)
     if far:
-        far_best = _best(far)
+        far_best = fastest(far)
         if far_best[0] * FAR_MARGIN <= best[0]:
             best = far_best
     return best
@@ -398,4 +285,4 @@ def reload() -> None:
     """Forget the tables read so far (after `gemmgate tune` wrote one)."""
     _reload_files()
     _index.cache_clear()
-    _per_step.cache_clear()
+    per_step_of.cache_clear()

@@ -1,6 +1,6 @@
-"""The wide forms a nearest lookup derives from a neighbour's TMA tile (kernels/table.py
-`_timed`), and their price: a block of each costs `wide_step` times one of its parent's,
-in kernels/steps.py's step model.
+"""The wide forms a nearest lookup derives from a neighbour's TMA tile (kernels/pricing.py's
+`priced`), and their price: a block of each costs `wide_step` times one of its parent's, in
+kernels/steps.py's step model.
 
 - `wides`: a 16-bit 128x256 tile cut to 128x192; a 16-bit or fp8 128x128 (fp8 64x128)
   widened to 144, 160 or 192 to cover N, or made as tall to cover M where B is K-major.
@@ -173,7 +173,7 @@ def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
     run it: B K-major), which cover such an M. Each a stage more where that fits (`usable`
     with `smem` bytes a program), else as many, else one fewer (3 at least).
     An fp8 64x128 tile is widened as 128x128 is, not made tall (fp8 128x128x128 also at
-    half height: `halves`). `_transfer` prices its block at `wide_step` of the parent's."""
+    half height: `halves`). `pricing.transfer` prices its block at `wide_step` of the parent's."""
     if c.variant != "tma" or c.occupancy != 1 or not smem:
         return ()
     wide, tall = "tma_wide" in variants, "tma_tall" in variants
@@ -222,7 +222,7 @@ def halves(c: TileConfig, m: int, n: int, fam: str, smem: int, variants: tuple[s
     (`_half_forms`, where the call runs `tma_wide` and `fit` as for `wides`), and at half
     width made tall (where it runs `tma_tall`), each only where its tiles take fewer waves
     of `sms` than 64x128 tiles would, fp8's common small table tile (a width that leaves
-    the waves as they are only adds work), a tall one than 128x64 tiles too. `_transfer`
+    the waves as they are only adds work), a tall one than 128x64 tiles too. `pricing.transfer`
     prices its block at `wide_step` of the parent's (HALF_ROW)."""
     if fam != "fp8" or not fit or not smem or c.variant != "tma" or c.occupancy != 1 \
             or (c.block_m, c.block_n, c.block_k) != (128, 128, 128):
@@ -272,7 +272,7 @@ def one_wave(c: TileConfig, m: int, n: int, k: int, fam: str, smem: int,
     nearly empty (920 x 4504 x 4216: 144 tiles, 128 of 128x288, 120 of 128x320), one of
     2-2.4 waves of 128x128 its third; over a K of ONE_WAVE_MIN_K_BYTES a row at least.
     A `tf32` call's (fp32 operands on single-pass TF32) 128x128x32 tile is made 320 tall.
-    `_transfer` prices its block at `wide_step` of the parent's."""
+    `pricing.transfer` prices its block at `wide_step` of the parent's."""
     if (fam not in ONE_WAVE_COL and not (tf32 and fam == "fp32")) or not smem \
             or c.variant != "tma" or c.occupancy != 1 \
             or k * ELEM_BYTES[fam] < ONE_WAVE_MIN_K_BYTES \

@@ -7,7 +7,7 @@ operands' strides, copies kept), prints the bucket and variants, the pick of
 `kernels.table.lookup` (with the operand copies it runs on), and for each bucket the
 lookup reads (the call's, the other 16-bit type's) the nearest entries (NEIGHBOURS near,
 up to FAR_NEIGHBOURS far: shape, tile, tuned us) and the `top` options each group prices
-(`_timed`: predicted us, the margin each must win by, the tile). What to read before
+(`kernels.pricing.priced`: predicted us, the margin each must win by, the tile). What to read before
 changing a price or a form, and what a moved pick in an A/B came from (session 44: 952 x
 4312 x 992's far neighbour lost its FAR_MARGIN when a near one's 320-tall form came in).
 Exit 0; 2 on bad input.
@@ -34,7 +34,7 @@ def explain(mode: str, m: int, n: int, k: int, layout: str = "rr", sms: int = 13
     """The lines `main` prints for one case."""
     import kernels
     from gemmgate.shapes import Case
-    from kernels import table
+    from kernels import pricing, table
 
     decided = _decided(kernels, mode, Case(m, n, k, layout=layout))
     fam, _, bucket, _, _, variants = decided
@@ -44,7 +44,7 @@ def explain(mode: str, m: int, n: int, k: int, layout: str = "rr", sms: int = 13
     out = [f"{mode} {m}x{n}x{k} {layout}: bucket {bucket!r}, variants {', '.join(variants)}",
            f"pick: {pick}"]
     _, rows = table._index(DEVICE, str(table.DEFAULT_DIR))
-    chip = table._chip(sms, SMEM, fam, bucket)
+    chip = pricing.chip_for(sms, SMEM, fam, bucket)
     for source in (bucket, table._other_type(bucket)):
         near = table._near(rows.get(source, ()), m, n, k, variants, chip.fma) if source else []
         if not near:
@@ -55,7 +55,7 @@ def explain(mode: str, m: int, n: int, k: int, layout: str = "rr", sms: int = 13
             for r in group:
                 out.append(f"  {name} entry {'x'.join(map(str, r.shape))}: {_text(r.config)}"
                            f" {r.ms * 1e3:.1f} us")
-            options = sorted(table._timed(group, m, n, k, variants, chip),
+            options = sorted(pricing.priced(group, m, n, k, variants, chip),
                              key=lambda o: o[0] * o[2])
             for ms, c, margin in options[:top]:
                 out.append(f"    {name} option {ms * 1e3:7.1f} us x{margin:.2f}  {_text(c)}")

@@ -337,7 +337,7 @@ def test_a_four_warp_neighbours_hybrid_runs_eight_warps_only_over_a_k_major_a(tm
 
 
 def test_a_farther_neighbour_competes_only_with_a_clear_predicted_win(tmp_path):
-    """Past the three nearest entries, an entry's tile is taken only where `_transfer`
+    """Past the three nearest entries, an entry's tile is taken only where `pricing.transfer`
     predicts it FAR_MARGIN faster than the nearest three's best (session 17, call G)."""
     near_tile = TileConfig(128, 128, 64, 8, 4, 8, "tma")
     far_tile = TileConfig(64, 128, 128, 8, 4, 4, "tma")
