@@ -180,14 +180,15 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     if gemv_rows(mode, M, N, K) and has_tma and K > 0 \
             and given_b in ("r", "c") and (given_b == "c" or N % 4 == 0) \
             and (M == 1 or given_a == "r"):
-        # IEEE fp32 at one or two rows: a read of B, on the gemv variant, operands as they
-        # are (it reads either major order). The tiled kernel's thinnest dot is 16 rows:
-        # 1 x 4096 x 4096 ran 0.80 of cuBLAS on it, 0.96 on gemv; 2 x 4096 x 4096 2.59
-        # (x1.22); rc and cc x1.10-1.55 (session 21, calls C, D and F). Its loads of B
-        # vectorise where B's rows start on 16 bytes (else B is copied so, as the TMA
-        # path copies it) and, B row-major, N is a multiple of 4 (1 x 333 x 1999: the
-        # other path). A column-major A beyond one row is not measured on it (its two-row
-        # tiles ran 2 x 4096 x 4096 cr at x0.09, session 21 call D): the other path.
+        # fp32 inputs at one or two rows (`gemv_rows`): a read of B, on the gemv variant,
+        # operands as they are (it reads either major order). In IEEE fp32, where the
+        # tiled kernel's thinnest dot is 16 rows: 1 x 4096 x 4096 ran 0.80 of cuBLAS on
+        # it, 0.96 on gemv; 2 x 4096 x 4096 2.59 (x1.22); rc and cc x1.10-1.55 (session
+        # 21, calls C, D and F). Its loads of B vectorise where B's rows start on 16 bytes
+        # (else B is copied so, as the TMA path copies it) and, B row-major, N is a
+        # multiple of 4 (1 x 333 x 1999: the other path). A column-major A beyond one row
+        # is not measured on it (its two-row tiles ran 2 x 4096 x 4096 cr at x0.09,
+        # session 21 call D): the other path.
         copy_b = "aligned" if max(sb) * elem % 16 else ""
         ld_b = _ld_class(sb, N if given_b == "r" else K, copy_b, elem, cached)
         bucket = f"{fam} {mode.name} {given_a}{given_b} gemv ld{ld_b}"
