@@ -235,13 +235,15 @@ def parse_config_name(text: str) -> dict | None:
 
 
 def config_spec(c) -> str:
-    """'tma:128x256x64:s3:w8' (':k4' for split-K, ':o2' for two programs per SM): a tile as
-    scripts/device/tiles.py takes it on its command line, for a tile given as a dict
-    (JSON) or a kernel's TileConfig."""
+    """'tma:128x256x64:s3:w8' (':k4' for split-K, ':g4' for a GROUP_M other than 8, ':o2'
+    for two programs per SM): a tile as scripts/device/tiles.py takes it on its command
+    line, for a tile given as a dict (JSON) or a kernel's TileConfig. Every field that
+    tells two tiles apart is in it: tiles.py keys its providers by it."""
     d = tile_dict(c)
-    split = d.get("split_k", 1)
+    split, group = d.get("split_k", 1), d.get("group_m", 8)
     return (f"{d.get('variant', 'tiled')}:{d['block_m']}x{d['block_n']}x{d['block_k']}:"
             f"s{d['num_stages']}:w{d['num_warps']}" + (f":k{split}" if split > 1 else "")
+            + (f":g{group}" if group != 8 else "")
             + (f":o{d['occupancy']}" if "occupancy" in d else ""))
 
 

@@ -31,7 +31,9 @@ def test_a_tile_names_its_variant_blocks_stages_warps_split_group_and_occupancy(
     # gemmgate.tuning.config_spec writes what parse_tile reads (tiles.py labels, tuned.csv)
     for c in (TileConfig(64, 128, 128, 8, 4, 4, "tma"),
               TileConfig(128, 128, 64, 8, 4, 8, "tma_split", 2),
-              TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2)):
+              TileConfig(128, 64, 64, 8, 4, 4, "tma", occupancy=2),
+              TileConfig(64, 128, 128, 1, 4, 4, "tma"),
+              TileConfig(128, 128, 64, 16, 5, 8, "tma_split", 3, 1)):
         assert parse(config_spec(c)) == c == parse(config_spec(dataclasses.asdict(c)))
 
 
