@@ -52,7 +52,7 @@ from kernels.matmul_tma import describable, num_sms
 from kernels.modes import KernelMode
 from kernels.relayout import LINE, CopyCache, aligned_copy, pitch, pitched_copy
 from kernels.scratch import SCRATCH
-from kernels.tile import WGMMA_M, TileConfig, usable
+from kernels.tile import WGMMA_M, TileConfig, cdiv, usable
 
 _COPY_MIN_DIM = 128    # copy an operand K-major only when the other side reuses it this much
 _DECODE_M = 16         # 16-bit M up to this: the tiled kernel only (its 16-row tiles)
@@ -71,6 +71,7 @@ class Plan:
     pick: TileConfig                # the table's or the heuristic's choice
     source: str                     # "table", "table-nearest", "heuristic", "interpreter"
     fma: bool = False               # IEEE fp32: the FMA units' tiles (kernels/fma.py)
+    pad_b: bool = False             # B's kept copy holds zeros past N to a multiple of PAD_N
 
 
 def family(mode: KernelMode) -> str:
@@ -149,16 +150,17 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
         mode, cap, M, N, K, sa, sb, aligned, elem, has_tma=cap >= (9, 0) and not on_cpu,
         cached=cached)
     fma = on_fma_units(mode)
+    pad = pads_b(copy_b, variants, N, cached)
     if on_cpu:
         return Plan(fam, key, copy_a, copy_b, variants, INTERPRETER_CONFIG, "interpreter",
-                    fma)
+                    fma, pad)
     found = table.lookup(name, bucket, M, N, K, variants=variants, sms=num_sms(device),
                          smem=smem)
     if found is not None and usable(found[0], fam, smem):
-        return Plan(fam, key, copy_a, copy_b, variants, found[0], found[1], fma)
+        return Plan(fam, key, copy_a, copy_b, variants, found[0], found[1], fma, pad)
     pick = fallback(fam, M, N, K, variants, num_sms(device), smem, fma,
                     mode.input_precision == "tf32x3")
-    return Plan(fam, key, copy_a, copy_b, variants, pick, "heuristic", fma)
+    return Plan(fam, key, copy_a, copy_b, variants, pick, "heuristic", fma, pad)
 
 
 def fallback(fam: str, M: int, N: int, K: int, variants: tuple[str, ...], sms: int,
@@ -273,10 +275,32 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
                     "tma_hybrid")
         if cached:  # kept copies: every operand the descriptors read on whole 128 B lines
             copy_a = copy_a or ("pitch" if max(sa) * elem % LINE else "")
-            copy_b = copy_b or ("pitch" if max(sb) * elem % LINE else "")
+            # and B, where N leaves a part tile, copied with zeros past N (`pads_b`)
+            copy_b = copy_b or ("pitch" if max(sb) * elem % LINE or N % PAD_N else "")
             ld = ld_of(copy_a, copy_b)
     bucket = f"{fam} {mode.name} {la}{lb} {'tma' if variants[0] == 'tma' else 'ptr'} ld{ld}"
     return fam, _key(bucket, M, N, K, sa, sb), bucket, copy_a, copy_b, variants
+
+
+# A kept copy of B holds zeros past N up to a multiple of PAD_N elements (the widest
+# power-of-two BLOCK_N), so that the TMA variants may describe B's last, part-full column
+# of tiles as whole (kernels/matmul_tma.py `b_extent`). Session 47, call 11 (fp16, a
+# scratch copy of the TMA kernel): a B box reaching past N ran its tile's K loop ~2x as
+# long as a whole one (6296 x 408 x 7624 on 64x128x128:s4: 145.8 us, N = 512 89.8; a
+# tail tile cut to one K block 87.3; C stored by pointer, or not at all, 147); B described
+# to 512 over zeros 89.0. Not the C store, not GROUP_M (1-64 alike), not A's M tail.
+PAD_N = 256
+
+
+def pads_b(copy_b: str, variants: tuple[str, ...], N: int, cached: bool) -> bool:
+    """Whether B's copy is made with zeros past N (`PAD_N`): kept copies (`cached`: made
+    once) of a call the TMA variants run, where N leaves a part tile."""
+    return cached and copy_b != "" and variants[0] == "tma" and N % PAD_N != 0
+
+
+def b_room(p: Plan, N: int) -> int:
+    """Zeros past N in the B the plan's kernels read (its kept copy, `pads_b`)."""
+    return cdiv(N, PAD_N) * PAD_N - N if p.pad_b else 0
 
 
 def _key(bucket: str, M: int, N: int, K: int, sa: tuple, sb: tuple) -> str:
@@ -338,12 +362,16 @@ def prepare(p: Plan, a: torch.Tensor, b: torch.Tensor, cache: bool = False
         a = copy(a, "a-pitch", pitched_copy)
     elif p.copy_a:
         a = copy(a, "a", lambda x, role=None: aligned_copy(x, align, role))
+    # B's copy with zeros past N (`pads_b`) is its own kind: a copy of the same tensor
+    # made for a plan without them must not stand in for it
+    pad, zeros = (PAD_N, "-padded") if p.pad_b else (1, "")
     if p.copy_b == "pitch":
-        b = copy(b, "b-pitch", pitched_copy)
+        b = copy(b, "b-pitch" + zeros, lambda x, role=None: pitched_copy(x, role, pad))
     elif _b_kmajor_after(p.copy_b, b.stride()):
-        b = copy(b, "b-kmajor", lambda x, role=None: aligned_copy(x.t(), align, role).t())
+        b = copy(b, "b-kmajor" + zeros,
+                 lambda x, role=None: aligned_copy(x.t(), align, role, (pad, 1)).t())
     elif p.copy_b:
-        b = copy(b, "b", lambda x, role=None: aligned_copy(x, align, role))
+        b = copy(b, "b" + zeros, lambda x, role=None: aligned_copy(x, align, role, (1, pad)))
     return a, b
 
 

@@ -203,7 +203,7 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
 
         def bench(cfg: TileConfig) -> float:  # the launch prepared once: device time only
             try:
-                fn = _launcher(cfg, a, b, out, sa, sb, flags)
+                fn = _launcher(cfg, a, b, out, sa, sb, flags, dispatch.b_room(plan, N))
             except Exception:  # noqa: BLE001 - a tile this call cannot take is ruled out
                 return math.inf
             return _bench_ms(fn)
@@ -213,7 +213,8 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
     recipe = resolved.recipes.get(cfg)
     if recipe is None:  # the resolved call's tensors always yield the same recipe
         recipe = resolved.recipes[cfg] = _recipe(cfg, a, b, out,
-                                                 _flags(mode, plan, has_scale))
+                                                 _flags(mode, plan, has_scale),
+                                                 dispatch.b_room(plan, N))
     recipe.launch(a, b, out, sa, sb)
     return out
 
@@ -224,15 +225,23 @@ def _flags(mode: KernelMode, plan: dispatch.Plan, has_scale: bool) -> dict:
                 has_scale=has_scale)
 
 
-def _recipe(cfg: TileConfig, a, b, out, flags: dict):
+# the TMA variants' recipes: those whose B descriptor reads the zeros past N of B's kept
+# copy (matmul_tma.b_extent), and the wide, tall and stream-K kernels', whose B boxes
+# past N were not measured
+_B_ROOM = {"tma": matmul_tma.recipe, "tma_split": matmul_tma_split.recipe,
+           "tma_hybrid": matmul_tma_hybrid.recipe}
+_TMA_OTHER = {"tma_streamk": matmul_tma_streamk.recipe, "tma_wide": matmul_tma_wide.recipe,
+              "tma_tall": matmul_tma_wide.recipe}
+
+
+def _recipe(cfg: TileConfig, a, b, out, flags: dict, b_room: int = 0):
+    """A tile's launch recipe for these tensors; `b_room`: zeros past B's N in its kept
+    copy (dispatch.b_room)."""
     if cfg.variant == "gemv":
         return matmul_gemv.recipe(cfg, a, b, out, **flags)
     if cfg.variant != "tiled":
-        make = {"tma": matmul_tma.recipe, "tma_split": matmul_tma_split.recipe,
-                "tma_streamk": matmul_tma_streamk.recipe,
-                "tma_wide": matmul_tma_wide.recipe, "tma_tall": matmul_tma_wide.recipe,
-                "tma_hybrid": matmul_tma_hybrid.recipe}[cfg.variant]
-        r = make(cfg, a, b, out, **flags)
+        r = _B_ROOM[cfg.variant](cfg, a, b, out, **flags, b_room=b_room) \
+            if cfg.variant in _B_ROOM else _TMA_OTHER[cfg.variant](cfg, a, b, out, **flags)
         if r is not None:
             return r
         # not describable: pointer loads, one program a tile (the grid has no occupancy)
@@ -240,5 +249,5 @@ def _recipe(cfg: TileConfig, a, b, out, flags: dict):
     return matmul_tiled.recipe(cfg, a, b, out, **flags)
 
 
-def _launcher(cfg: TileConfig, a, b, out, sa, sb, flags: dict):
-    return _recipe(cfg, a, b, out, flags).bind(a, b, out, sa, sb)
+def _launcher(cfg: TileConfig, a, b, out, sa, sb, flags: dict, b_room: int = 0):
+    return _recipe(cfg, a, b, out, flags, b_room).bind(a, b, out, sa, sb)

@@ -156,11 +156,14 @@ def programs_per_sm(config: TileConfig, input_precision: str, is_fp32: bool,
     return max(1, min(_FMA_RESIDENT, per_sm))
 
 
-def _descriptor(t: torch.Tensor, transposed: bool, block: list[int]) -> TensorDescriptor:
+def _descriptor(t: torch.Tensor, transposed: bool, block: list[int], cols: int = 0
+                ) -> TensorDescriptor:
     """A host descriptor of t (of t.T when `transposed`, without making the view) built
     without from_tensor's per-call validation: the launcher checked it (`tma_form`), and
-    this runs on every eager call."""
+    this runs on every eager call. `cols`: t's columns as described, past its own where
+    its memory holds zeros there (B's N, `b_extent`)."""
     (r, c), (sr, sc) = t.shape, t.stride()
+    c = cols or c
     d = object.__new__(TensorDescriptor)
     d.__dict__.update(_descriptor_defaults(), base=t, block_shape=block,
                       shape=[c, r] if transposed else [r, c],
@@ -186,6 +189,7 @@ class Recipe:
     blocks: tuple[list[int], list[int], list[int]]   # A's, B's, C's descriptor boxes
     staged: bool
     unstage: Launch | None = None   # the staged C's copy into a row-major `out`
+    b_cols: int = 0                 # B's N as its descriptor reads it (`b_extent`)
     repeats: Bound = field(default_factory=Bound, compare=False, repr=False)
 
     @property
@@ -213,8 +217,8 @@ class Recipe:
         # still encode (its rows are not 16-byte aligned): A's memory stands in, as an
         # operand of C's dtype (`recipe`), with C's box
         c_desc = _descriptor(c, False, cb) if self.c_tma else _descriptor(a, self.a_t, cb)
-        return (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb), c_desc,
-                c, sa, sb)
+        return (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb, self.b_cols),
+                c_desc, c, sa, sb)
 
     def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
         stage = _stage(out) if self.staged else None
@@ -222,11 +226,31 @@ class Recipe:
         return bound(self.run, self._args(a, b, c, sa, sb), stage, out, self.unstage)
 
 
+# A tile reads the zeros past B's N (`b_extent`) where it is 64 rows, or where B's part
+# tile is one of 8 or fewer columns of tiles. Session 47, call 11 (fp16, 14 shapes, a
+# scratch copy of the kernel, B described to whole tiles over zeros): 64x128x128:s4
+# x1.00-1.64 (6296 x 408 x 7624 x1.64, 7736 x 6200 x 6872 x1.14), 64x64x128 x0.98-1.15;
+# 128x128x64 and 128x256x64 x1.04-1.20 over 2-4 columns of tiles, x0.95-1.07 over 5-58
+# (7736 x 6200 x 6872 x0.96: zeros loaded where the bounds would have spared them)
+PAD_COLUMNS = 8
+
+
+def b_extent(config: TileConfig, N: int, room: int) -> int:
+    """B's N as the tile's descriptor reads it: N, or where `room` zeros follow B's last
+    column (kernels/dispatch.py `b_room`) and the tile takes them (PAD_COLUMNS), N
+    rounded up to whole tiles (at most N + room): a box past N ran its tile's K loop ~2x
+    as long as a whole one (session 47)."""
+    bn, tiles = config.block_n, cdiv(N, config.block_n)
+    if not room or N % bn == 0 or (config.block_m > 64 and tiles > PAD_COLUMNS):
+        return 0
+    return min(tiles * bn, N + room)
+
+
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
-           has_scale: bool) -> Recipe | None:
+           has_scale: bool, b_room: int = 0) -> Recipe | None:
     """The TMA variant's launch for tensors like these, or None when a or b cannot be
     described (`tma_form`); C is stored through a descriptor, into `out` or into an
-    aligned staging buffer copied into `out`."""
+    aligned staging buffer copied into `out`. `b_room`: zeros past B's N (`b_extent`)."""
     got = tma_operands(a, b)
     if got is None:
         return None
@@ -247,7 +271,8 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     run = _launch(config, M, N, K, a_t, b_t, sc, a.dtype, programs, input_precision, is_fp32,
                   has_scale, not pointer_c)
     blocks = (*operand_boxes(config, a_t, b_t), [config.block_m, config.block_n])
-    return Recipe(run, a_t, b_t, blocks, staged, unstager(out, sc[0]) if staged else None)
+    return Recipe(run, a_t, b_t, blocks, staged, unstager(out, sc[0]) if staged else None,
+                  b_extent(config, N, b_room))
 
 
 def unstager(out: torch.Tensor, stage_pitch: int) -> Launch | None:

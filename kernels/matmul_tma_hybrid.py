@@ -100,10 +100,13 @@ class Recipe:
 
 
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
-           has_scale: bool) -> Recipe | None:
+           has_scale: bool, b_room: int = 0) -> Recipe | None:
     """The variant's launches for tensors like these, or None when a part's operands
-    cannot be described (matmul_tma.tma_operands)."""
-    flags = dict(input_precision=input_precision, is_fp32=is_fp32, has_scale=has_scale)
+    cannot be described (matmul_tma.tma_operands). `b_room`: zeros past B's N
+    (matmul_tma.b_extent), for each part whose B ends at N (a head cut along N ends
+    where the tail's columns start)."""
+    flags = dict(input_precision=input_precision, is_fp32=is_fp32, has_scale=has_scale,
+                 b_room=b_room)
     head_cfg, tail_cfg = parts(config)
     programs = matmul_tma.num_sms(a.device) * matmul_tma.programs_per_sm(
         head_cfg, input_precision, is_fp32, a.device)
@@ -115,7 +118,8 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
         tail = matmul_tma_split.recipe(tail_cfg, a, b, out, **flags)
         return None if tail is None else Recipe(None, tail, where)
     (ha, hb, hc), (ta, tb, tc) = _views(where, a, b, out)
-    head = matmul_tma.recipe(head_cfg, ha, hb, hc, **flags)
+    head = matmul_tma.recipe(head_cfg, ha, hb, hc,
+                             **(flags if where[0] == "m" else {**flags, "b_room": 0}))
     tail = matmul_tma_split.recipe(tail_cfg, ta, tb, tc, **flags)
     if head is None or tail is None:
         return None

@@ -31,7 +31,7 @@ import triton.language as tl
 
 from kernels.launch import Bound, Launch
 from kernels.matmul_tiled import _reduce_kernel, reduction
-from kernels.matmul_tma import _descriptor, operand_boxes, tma_operands
+from kernels.matmul_tma import _descriptor, b_extent, operand_boxes, tma_operands
 from kernels.scratch import SCRATCH
 from kernels.tile import TileConfig, cdiv, k_range
 
@@ -87,6 +87,7 @@ class Recipe:
     a_t: bool
     b_t: bool
     blocks: tuple[list[int], list[int]]   # A's and B's descriptor boxes
+    b_cols: int = 0                       # B's N as its descriptor reads it (`b_extent`)
 
     repeats: Bound = field(default_factory=Bound, compare=False, repr=False)
 
@@ -101,7 +102,7 @@ class Recipe:
 
     def _descriptors(self, a, b) -> tuple:
         ab, bb = self.blocks
-        return _descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb)
+        return _descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb, self.b_cols)
 
     def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
         da, db = self._descriptors(a, b)
@@ -116,16 +117,16 @@ class Recipe:
 
 
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
-           has_scale: bool) -> Recipe | None:
+           has_scale: bool, b_room: int = 0) -> Recipe | None:
     """The variant's launches for tensors like these, or None when a or b cannot be
-    described (matmul_tma.tma_operands)."""
+    described (matmul_tma.tma_operands); `b_room`: zeros past B's N (`b_extent`)."""
     got = tma_operands(a, b)
     if got is None:
         return None
     a_t, b_t, M, N, K = got
     main, split = _launch(config, M, N, K, a_t, b_t, a.dtype, input_precision, is_fp32)
     return Recipe(main, reduction(M, N, out.stride(), split, has_scale), (split, M, N),
-                  a_t, b_t, operand_boxes(config, a_t, b_t))
+                  a_t, b_t, operand_boxes(config, a_t, b_t), b_extent(config, N, b_room))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -79,26 +79,36 @@ def aligned_empty(rows: int, cols: int, dtype: torch.dtype, device,
     return SCRATCH.empty(shape, dtype, torch.device(device), role)[:, :cols]
 
 
-def aligned_copy(x: torch.Tensor, align: int = 16, role: str | None = None) -> torch.Tensor:
+def aligned_copy(x: torch.Tensor, align: int = 16, role: str | None = None,
+                 pad_to: tuple[int, int] = (1, 1)) -> torch.Tensor:
     """x (rows, cols), any strides, as a row-major view with an `align`-byte pitch (`role`:
-    into a kept buffer, `aligned_empty`)."""
+    into a kept buffer, `aligned_empty`). `pad_to`: the buffer's rows and columns rounded
+    up to multiples of these, the ones past x's zeroed, so that a descriptor may read
+    them (a kept copy of B, kernels/dispatch.py `PAD_N`); the view is x's shape."""
     rows, cols = x.shape
-    y = aligned_empty(rows, cols, x.dtype, x.device, align, role)
+    R, C = cdiv(rows, pad_to[0]) * pad_to[0], cdiv(cols, pad_to[1]) * pad_to[1]
+    y = aligned_empty(R, C, x.dtype, x.device, align, role)
+    if C > cols:
+        y[:, cols:].zero_()
+    if R > rows:
+        y[rows:].zero_()
     if rows and cols:
         copy_launch(rows, cols, x.stride(0), x.stride(1), y.stride(0)).fast(x, y)
-    return y
+    return y[:rows, :cols]
 
 
 LINE = 128   # bytes: a pitch that is a multiple of this starts every row on an L2 line
 
 
-def pitched_copy(x: torch.Tensor, role: str | None = None) -> torch.Tensor:
+def pitched_copy(x: torch.Tensor, role: str | None = None, pad_cols: int = 1) -> torch.Tensor:
     """x, row- or column-major as it is, with its leading dimension's pitch rounded up to
     whole 128-byte lines (`LINE`): rows that straddle lines cost the TMA loads ~28%
-    (docs/PERF.md, session 14: bf16 2048^3 with lda 2056 ran 35.7 us, with 2112 27.9)."""
+    (docs/PERF.md, session 14: bf16 2048^3 with lda 2056 ran 35.7 us, with 2112 27.9).
+    `pad_cols`: zeros past x's columns up to a multiple of it (`aligned_copy`'s `pad_to`,
+    along whichever axis of the buffer holds them)."""
     if x.stride(1) == 1 or x.shape[1] == 1:
-        return aligned_copy(x, LINE, role)
-    return aligned_copy(x.t(), LINE, role).t()
+        return aligned_copy(x, LINE, role, (1, pad_cols))
+    return aligned_copy(x.t(), LINE, role, (pad_cols, 1)).t()
 
 
 @functools.lru_cache(maxsize=256)

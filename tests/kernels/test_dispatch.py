@@ -112,6 +112,40 @@ def test_kept_copies_put_every_descriptor_row_on_whole_128_byte_lines():
         ("", "", ("tiled",))
 
 
+def test_kept_copies_of_b_hold_zeros_past_a_part_tile_of_n():
+    # B's rows on whole lines (N = 448 bf16: 896 bytes) but N a part of PAD_N: kept, it is
+    # copied once, with zeros past N for the TMA variants' last column of tiles
+    cb, variants = _decide("bf16", 2048, 448, 2048, cached=True)[4:]
+    assert cb == "pitch" and dispatch.pads_b(cb, variants, 448, True)
+    assert _decide("bf16", 2048, 448, 2048)[4] == ""                     # per call: as is
+    assert not dispatch.pads_b("pitch", variants, 448, False)
+    assert not dispatch.pads_b("pitch", variants, 512, True)             # whole: no room
+    assert not dispatch.pads_b("pitch", ("tiled",), 448, True)           # no descriptor
+    assert not dispatch.pads_b("", variants, 448, True)                  # the caller's B
+    p = dispatch.Plan("16bit", "k", "", "pitch", variants, INTERPRETER_CONFIG, "t",
+                      pad_b=True)
+    assert dispatch.b_room(p, 448) == 64 and dispatch.b_room(p, 4097) == 255
+    assert dispatch.b_room(dispatch.Plan("16bit", "k", "", "pitch", variants,
+                                         INTERPRETER_CONFIG, "t"), 448) == 0
+
+
+def test_a_padded_copy_of_b_is_kept_apart_from_a_plain_one(device):
+    b = torch.randn(37, 50, device=device)
+    plain = dispatch.Plan("fp32", "k", "", "aligned", ("tma",), INTERPRETER_CONFIG, "t")
+    padded = dispatch.Plan("fp32", "k", "", "aligned", ("tma",), INTERPRETER_CONFIG, "t",
+                           pad_b=True)
+    a = torch.randn(8, 37, device=device)
+    try:
+        _, b1 = dispatch.prepare(plain, a, b, cache=True)
+        _, b2 = dispatch.prepare(padded, a, b, cache=True)
+        _, b3 = dispatch.prepare(padded, a, b, cache=True)
+    finally:
+        dispatch.COPIES.clear()
+    assert torch.equal(b1, b) and torch.equal(b2, b) and b3 is b2 and b1 is not b2
+    room = dispatch.PAD_N - 50
+    assert torch.count_nonzero(b2.as_strided((37, 50 + room), b2.stride())[:, 50:]) == 0
+
+
 def test_pointer_loads_vectorise_only_with_aligned_rows_and_wrapped_dims_of_16():
     fast = dispatch._pointer_fast
     assert fast(4096, 4096, "r", "r", 128)

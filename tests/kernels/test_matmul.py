@@ -359,6 +359,31 @@ def test_gpu_thin_tf32_and_tf32x3_calls_run_gemv_within_their_bands(case, mode):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("case,config", [
+    (Case(640, 408, 1024), TileConfig(64, 128, 128, 8, 4, 4, "tma")),
+    (Case(640, 408, 1024, "rc"), TileConfig(64, 128, 128, 8, 4, 4, "tma")),
+    (Case(512, 200, 2048), TileConfig(128, 128, 64, 8, 4, 4, "tma_split", 2)),
+    (Case(1536, 472, 1024), TileConfig(128, 128, 64, 8, 4, 8, "tma_hybrid", 2)),
+    (Case(700, 448, 512), TileConfig(64, 64, 128, 8, 3, 4, "tma", occupancy=2)),
+], ids=lambda x: getattr(x, "id", None) or getattr(x, "variant", str(x)))
+def test_gpu_b_read_past_n_over_its_kept_copys_zeros_gives_the_same_c(case, config):
+    """A kept copy of B holds zeros past N (`dispatch.pads_b`) and the tile's descriptor
+    reads them to whole tiles (`matmul_tma.b_extent`): C is the one the descriptor over N
+    alone gives (a copy per call, no room), bit for bit."""
+    inp = make_inputs(case, MODES["fp16"], "cuda", seed=case.n)
+    plan = dispatch.plan(mode_named("fp16"), inp.a, inp.b, cached=True)
+    assert plan.pad_b and dispatch.b_room(plan, case.n) > 0
+    try:
+        kept = kernels.matmul(inp.a, inp.b, config=config, cache_copies=True)
+    finally:
+        dispatch.COPIES.clear()
+    plain = kernels.matmul(inp.a, inp.b, config=config)
+    assert torch.equal(kept, plain)
+    ref = inp.a.double() @ inp.b.double()
+    assert ((kept.double() - ref).norm() / ref.norm()).item() < 5e-3
+
+
+@pytest.mark.gpu
 def test_gpu_without_a_chooser_the_heuristic_tile_runs_and_nothing_is_timed(monkeypatch):
     """No tuning on the call path: a library call on an unseen shape never benchmarks."""
     import importlib

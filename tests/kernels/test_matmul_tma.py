@@ -167,3 +167,48 @@ def test_tma_operands_is_none_where_either_base_is_off_16_bytes():
     assert matmul_tma.tma_operands(off, ok) is None
     assert matmul_tma.tma_operands(ok, off) is None
     assert matmul_tma.tma_operands(ok, ok) == (False, False, 64, 64, 64)
+
+
+@pytest.mark.parametrize(("tile", "n", "room", "cols"), [
+    (TileConfig(64, 128, 128, 8, 4, 4, "tma"), 408, 104, 512),     # 64 rows: always
+    (TileConfig(64, 128, 128, 8, 4, 4, "tma"), 6200, 200, 6272),
+    (TileConfig(128, 128, 64, 8, 4, 4, "tma"), 408, 104, 512),     # 4 columns of tiles
+    (TileConfig(128, 128, 64, 8, 4, 4, "tma"), 1432, 104, 0),      # 12: as described
+    (TileConfig(128, 256, 64, 8, 3, 8, "tma"), 216, 40, 256),
+    (TileConfig(64, 128, 128, 8, 4, 4, "tma"), 512, 0, 0),         # whole tiles
+    (TileConfig(64, 128, 128, 8, 4, 4, "tma"), 408, 0, 0),         # no room
+    (TileConfig(64, 64, 64, 8, 4, 4, "tma"), 408, 104, 448),       # whole tiles, no more
+    (TileConfig(64, 128, 128, 8, 4, 4, "tma"), 408, 50, 458),      # the room's end
+])
+def test_b_is_read_past_n_to_whole_tiles_where_zeros_follow(tile, n, room, cols):
+    assert matmul_tma.b_extent(tile, n, room) == cols
+
+
+@pytest.mark.skipif(torch.cuda.is_available(),
+                    reason="the interpreter's run (CPU tensors); the GPU's is test_gpu_b_*")
+@pytest.mark.parametrize("b_layout", ["r", "c"])
+def test_b_read_past_n_over_its_copys_zeros_gives_c(b_layout):
+    """A kept copy of B with zeros past N (dispatch.prepare, `pad_b`), described to whole
+    tiles (`b_extent`): 40 columns in tiles of 32 read 64, C the same."""
+    from kernels import dispatch
+    from kernels.configs import INTERPRETER_CONFIG
+
+    g = torch.Generator().manual_seed(5)
+    m, n, k = 72, 40, 48
+    a = torch.randn(m, k, generator=g)
+    b = torch.randn(k, n, generator=g) if b_layout == "r" else \
+        torch.randn(n, k, generator=g).t()
+    p = dispatch.Plan("fp32", "k", "", "pitch", ("tma",), INTERPRETER_CONFIG, "t",
+                      pad_b=True)
+    try:
+        _, b2 = dispatch.prepare(p, a, b, cache=True)
+    finally:
+        dispatch.COPIES.clear()
+    tile = TileConfig(32, 32, 32, 8, 1, 4, "tma")
+    r = matmul_tma.recipe(tile, a, b2, torch.empty(m, n), input_precision="ieee",
+                          is_fp32=True, has_scale=False, b_room=dispatch.b_room(p, n))
+    assert r.b_cols == 64
+    out = torch.full((m, n), float("nan"))
+    r.launch(a, b2, out, a, a)
+    ref = a.double() @ b.double()
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6

@@ -97,6 +97,23 @@ def test_pitched_copy_keeps_the_layout_and_pads_the_pitch_to_whole_lines(device)
     assert pitched_copy(f).stride() == (64, 1)                  # 132 bytes -> 256
 
 
+def test_a_padded_copy_holds_zeros_past_its_rows_and_columns(device):
+    from kernels.relayout import pitched_copy
+
+    x = torch.randn(5, 40, device=device).half()
+    y = aligned_copy(x, 16, None, (4, 32))            # rows to 8, columns to 64
+    assert torch.equal(y, x) and y.shape == (5, 40)
+    whole = y.as_strided((8, 64), y.stride())
+    assert torch.count_nonzero(whole[:, 40:]) == 0 and torch.count_nonzero(whole[5:]) == 0
+    # B row-major: zeros past its columns; B column-major (K-major): past its rows of x.T
+    rm = pitched_copy(x, None, 64)
+    assert torch.equal(rm, x) and torch.count_nonzero(
+        rm.as_strided((5, 64), rm.stride())[:, 40:]) == 0
+    cm = pitched_copy(x.t(), None, 64)                 # (40, 5) column-major: N = 5
+    assert torch.equal(cm, x.t()) and cm.stride() == (1, 64)
+    assert torch.count_nonzero(cm.t().as_strided((64, 40), (64, 1))[5:]) == 0
+
+
 @pytest.mark.parametrize("rows,cols,block", [
     (5, 37, 64),     # rows shorter than a block: several row ends per block
     (7, 150, 64),    # a block crosses one row end at most, last block partial
