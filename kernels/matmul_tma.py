@@ -226,22 +226,24 @@ class Recipe:
         return bound(self.run, self._args(a, b, c, sa, sb), stage, out, self.unstage)
 
 
-# A tile reads the zeros past B's N (`b_extent`) where it is 64 rows, or where B's part
-# tile is one of 8 or fewer columns of tiles. Session 47, call 11 (fp16, 14 shapes, a
-# scratch copy of the kernel, B described to whole tiles over zeros): 64x128x128:s4
-# x1.00-1.64 (6296 x 408 x 7624 x1.64, 7736 x 6200 x 6872 x1.14), 64x64x128 x0.98-1.15;
-# 128x128x64 and 128x256x64 x1.04-1.20 over 2-4 columns of tiles, x0.95-1.07 over 5-58
-# (7736 x 6200 x 6872 x0.96: zeros loaded where the bounds would have spared them)
+# A tile reads the zeros past B's N (`b_extent`) where B's part tile is one of
+# PAD_COLUMNS columns of tiles or fewer: there the part tiles are a large share of the
+# work. Session 47, A/B against 7e31a3d of every set or drawn case a kept copy with room
+# reached past N (calls 8-10, the first rule, with 64-row tiles at any count of columns),
+# 296 cases: those of 8 columns or fewer x1.035 (140, 84 faster; a long-K small-N draw
+# x1.06-1.11 a mode, fp8 and tf32 over K-major copies too; holdout6 16-bit x1.05, the
+# holdouts' fp8 x0.993), 64-row tiles over more columns x1.000 (152)
 PAD_COLUMNS = 8
 
 
 def b_extent(config: TileConfig, N: int, room: int) -> int:
-    """B's N as the tile's descriptor reads it: N, or where `room` zeros follow B's last
-    column (kernels/dispatch.py `b_room`) and the tile takes them (PAD_COLUMNS), N
-    rounded up to whole tiles (at most N + room): a box past N ran its tile's K loop ~2x
-    as long as a whole one (session 47)."""
+    """B's N as the tile's descriptor reads it: 0 (B's own), or where `room` zeros follow
+    B's last column (kernels/dispatch.py `b_room`) and its part tile is one of PAD_COLUMNS
+    or fewer, N rounded up to whole tiles (at most N + room): a box reaching past N ran
+    its tile's K loop ~2x as long as a whole one (session 47, call 11: fp16 6296 x 408 x
+    7624 on 64x128x128:s4 145.8 us, over zeros to 512 89.0)."""
     bn, tiles = config.block_n, cdiv(N, config.block_n)
-    if not room or N % bn == 0 or (config.block_m > 64 and tiles > PAD_COLUMNS):
+    if not room or N % bn == 0 or tiles > PAD_COLUMNS:
         return 0
     return min(tiles * bn, N + room)
 

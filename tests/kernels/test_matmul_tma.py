@@ -170,10 +170,10 @@ def test_tma_operands_is_none_where_either_base_is_off_16_bytes():
 
 
 @pytest.mark.parametrize(("tile", "n", "room", "cols"), [
-    (TileConfig(64, 128, 128, 8, 4, 4, "tma"), 408, 104, 512),     # 64 rows: always
-    (TileConfig(64, 128, 128, 8, 4, 4, "tma"), 6200, 200, 6272),
-    (TileConfig(128, 128, 64, 8, 4, 4, "tma"), 408, 104, 512),     # 4 columns of tiles
-    (TileConfig(128, 128, 64, 8, 4, 4, "tma"), 1432, 104, 0),      # 12: as described
+    (TileConfig(64, 128, 128, 8, 4, 4, "tma"), 408, 104, 512),     # 4 columns of tiles
+    (TileConfig(128, 128, 64, 8, 4, 4, "tma"), 1000, 24, 1024),    # 8
+    (TileConfig(64, 128, 128, 8, 4, 4, "tma"), 1032, 248, 0),      # 9: as described
+    (TileConfig(128, 128, 64, 8, 4, 4, "tma"), 6200, 200, 0),
     (TileConfig(128, 256, 64, 8, 3, 8, "tma"), 216, 40, 256),
     (TileConfig(64, 128, 128, 8, 4, 4, "tma"), 512, 0, 0),         # whole tiles
     (TileConfig(64, 128, 128, 8, 4, 4, "tma"), 408, 0, 0),         # no room
