@@ -228,11 +228,11 @@ class Recipe:
 
 # A tile reads the zeros past B's N (`b_extent`) where B's part tile is one of
 # PAD_COLUMNS columns of tiles or fewer: there the part tiles are a large share of the
-# work. Session 47, A/B against 7e31a3d of every set or drawn case a kept copy with room
-# reached past N (calls 8-10, the first rule, with 64-row tiles at any count of columns),
-# 296 cases: those of 8 columns or fewer x1.035 (140, 84 faster; a long-K small-N draw
-# x1.06-1.11 a mode, fp8 and tf32 over K-major copies too; holdout6 16-bit x1.05, the
-# holdouts' fp8 x0.993), 64-row tiles over more columns x1.000 (152)
+# work. Session 47, runs 12-14: A/B against 7e31a3d of every set or drawn case whose B a
+# first rule (this one, and tiles of 64 rows or fewer at any count of columns) read past N,
+# 296 cases: 8 columns or fewer x1.035 (140, 84 faster; a long-K, small-N draw x1.06-1.11
+# a mode, fp8 and tf32 over K-major copies too; holdout6 16-bit x1.05; the holdouts' fp8
+# x0.992), more columns x0.993-1.007 (156)
 PAD_COLUMNS = 8
 
 
@@ -240,7 +240,7 @@ def b_extent(config: TileConfig, N: int, room: int) -> int:
     """B's N as the tile's descriptor reads it: 0 (B's own), or where `room` zeros follow
     B's last column (kernels/dispatch.py `b_room`) and its part tile is one of PAD_COLUMNS
     or fewer, N rounded up to whole tiles (at most N + room): a box reaching past N ran
-    its tile's K loop ~2x as long as a whole one (session 47, call 11: fp16 6296 x 408 x
+    its tile's K loop ~1.9x as long as a whole one (session 47, run 11: fp16 6296 x 408 x
     7624 on 64x128x128:s4 145.8 us, over zeros to 512 89.0)."""
     bn, tiles = config.block_n, cdiv(N, config.block_n)
     if not room or N % bn == 0 or tiles > PAD_COLUMNS:

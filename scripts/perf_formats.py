@@ -202,11 +202,13 @@ def tuned_summary(path: Path) -> str:
     return "\n".join(out)
 
 
-def tile_matrix(path: Path, flush: str = "1") -> str:
-    """A tiles.py CSV (one mode, L2 flushed) as a matrix: a row a shape, a column each of
-    the pick and the named tiles, each cell its speed ratio to cuBLAS; the geomean of each
-    column over the shapes it ran last."""
-    rows = [r for r in _rows(path) if r["flush"] == flush and r["provider"] != "vendor"]
+def tile_matrix(path: Path, flush: str = "1", label: str | None = None) -> str:
+    """A tiles.py CSV (one mode, L2 flushed; with `label`, that call's rows of a file
+    with a label column) as a matrix: a row a shape, a column each of the pick and the
+    named tiles, each cell its speed ratio to cuBLAS; the geomean of each column over the
+    shapes it ran last."""
+    rows = [r for r in _rows(path) if r["flush"] == flush and r["provider"] != "vendor"
+            and (label is None or r["label"] == label)]
     cols = list(dict.fromkeys("pick" if r["provider"].startswith("pick ") else r["provider"]
                               for r in rows))
     by = _grouped(rows, lambda r: r["shape"])
@@ -412,6 +414,44 @@ def inductor_summary(cases: Path, labels: tuple[str, ...], worst: int = 3) -> st
                    f"{geomean([float(r['ratio']) for r in rs]):.3f} | "
                    f"{geomean(list(ind.values())):.3f} | {sum(x > 1 for x in ind.values())} | "
                    f"{lost} |")
+    return "\n".join(out)
+
+
+def pad_ab(cases: Path, padded: Path, columns: int) -> str:
+    """An A/B of B read past N over its kept copy's zeros, per run and mode: the cases
+    `padded` lists (label, mode, case, block, columns: B's columns of tiles) in two groups,
+    `columns` or fewer and more, and the run's other cases (controls: the same code ran)."""
+    listed = {(r["label"], r["mode"], r["case"]): int(r["columns"]) for r in _rows(padded)}
+    out = ["| run | mode | group | cases | A/B geomean | A/B min | A/B max | faster |",
+           "|---|---|---|---:|---:|---:|---:|---:|"]
+    runs = {r["label"] for r in _rows(padded)}
+    rows = [r for r in _rows(cases) if r["label"] in runs and _ab(r["extra"])]
+
+    def group(r: dict) -> str:
+        got = listed.get((r["label"], r["mode"], r["case"]))
+        return "control" if got is None else \
+            f"<= {columns} columns" if got <= columns else f"> {columns} columns"
+
+    for (label, mode, g), rs in sorted(_grouped(rows, lambda r: (r["label"], r["mode"],
+                                                                 group(r))).items()):
+        abs_ = [_ab(r["extra"]) for r in rs]
+        out.append(f"| {label} | {mode} | {g} | {len(rs)} | {geomean(abs_):.3f} | "
+                   f"{min(abs_):.3f} | {max(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
+    return "\n".join(out)
+
+
+def probe_table(path: Path, label: str, base: str = "base") -> str:
+    """A scratch probe's rows (label, shape, tile, variant, us) of one label as a matrix:
+    a row a shape and tile, a column a variant, each cell its microseconds and, beside a
+    variant, the `base` variant's time over it (above 1: faster)."""
+    rows = [r for r in _rows(path) if r["label"] == label]
+    cols = list(dict.fromkeys(r["variant"] for r in rows))
+    out = ["| shape | tile | " + " | ".join(cols) + " |", "|---|---|" + "---:|" * len(cols)]
+    for (shape, tile), rs in _grouped(rows, lambda r: (r["shape"], r["tile"])).items():
+        us = {r["variant"]: float(r["us"]) for r in rs}
+        cells = [("-" if c not in us else f"{us[c]:.1f}" if c == base or base not in us
+                  else f"{us[c]:.1f} (x{us[base] / us[c]:.2f})") for c in cols]
+        out.append(f"| {shape} | {tile} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 

@@ -39,7 +39,9 @@ from perf_formats import (  # noqa: E402
     moved_ab,
     moved_forms,
     moved_worst,
+    pad_ab,
     power_table,
+    probe_table,
     ratios_below,
     rows_ab,
     split_moves,
@@ -61,6 +63,7 @@ S43 = RESULTS / "h200-2026-12-04-s43"
 S44 = RESULTS / "h200-2026-12-04-s44"
 S45 = RESULTS / "h200-2026-12-04-s45"
 S46 = RESULTS / "h200-2026-12-04-s46"
+S47 = RESULTS / "h200-2026-12-04-s47"
 # session 42's tiles.py files, each one table (`tile_matrix`): table name -> file stem
 _S42_MATRICES = {
     **{f"onewave-{m}": f"tiles_onewave_{m}" for m in ("bf16", "fp16", "fp8")},
@@ -163,6 +166,17 @@ TABLES: dict[str, Callable[[], str]] = {
     "s46-odd": lambda: staged_moves(S46 / "cases.csv", "call4-d-x3", S46 / "moved_d-x3.csv"),
     "s46-gemv-all": lambda: rows_ab(S46 / "cases.csv", "call3-gemv"),
     "s46-gemv": lambda: rows_ab(S46 / "cases.csv", "call4-gemv"),
+    "s47-inductor": lambda: inductor_summary(S47 / "cases.csv", ("call1-inductor",)),
+    **{f"s47-{name}": functools.partial(tile_matrix, S47 / "tiles_ntail.csv", "1", label)
+       for name, label in (("regret", "call2-regret"), ("ntail", "call3-ntail"))},
+    **{f"s47-{name}": functools.partial(probe_table, S47 / "probe_tail.csv", label, base)
+       for name, label, base in (("store", "call9-store", "tma"),
+                                 ("shift", "call10-shift", "base"),
+                                 ("pad", "call11-pad", "base"))},
+    "s47-pad-ab": lambda: pad_ab(S47 / "cases.csv", S47 / "padded.csv", 8),
+    "s47-holdouts": lambda: targets_table({
+        "holdout6": {m: (S47 / "cases.csv", "call12-ab-h6") for m in ("bf16", "fp16")},
+        "holdout5": {"fp16": (S47 / "cases.csv", "call12-ab-h5")}}),
 }
 
 
