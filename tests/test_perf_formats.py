@@ -244,3 +244,45 @@ def test_alignment_split_parts_a_runs_cases_by_the_alignment_of_their_dimensions
         "| bf16 | multiples of 16 | 2 | 1.000 | 1 | 1 | m16-n32-k64 0.50 |",
         "| bf16 | multiples of 8 | 1 | 1.300 | 1 | 0 | m8-n32-k64 1.30 |",
         "| bf16 | other | 1 | 0.900 | 0 | 0 | m7-n32-k64 0.90 |"]
+
+
+def test_tile_matrix_takes_one_calls_rows_of_a_labelled_file(pf, tmp_path):
+    path = tmp_path / "tiles.csv"
+    path.write_text("label,shape,mode,flush,provider,us,tflops,ratio\n"
+                    "call2,8x8x8,fp16,1,tma:64x128x128:s4:w4,2.0,1,0.5000\n"
+                    "call3,8x8x8,fp16,1,tma:64x128x128:s4:w4,1.0,1,0.9000\n"
+                    "call3,8x8x8,fp16,1,vendor,0.9,1,1.0000\n")
+    lines = pf.tile_matrix(path, "1", "call3").splitlines()
+    assert lines[2] == "| 8x8x8 | 0.900 |" and len(lines) == 4
+
+
+def test_pad_ab_groups_a_runs_cases_by_bs_columns_of_tiles_and_controls(pf, tmp_path):
+    cases = tmp_path / "cases.csv"
+    cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
+                     "r,bf16,m1-n136-k9,1,1,1,ab:1.2000,t\n"
+                     "r,bf16,m2-n200-k9,1,1,1,ab:1.0500,t\n"
+                     "r,bf16,m3-n1400-k9,1,1,1,ab:0.9900,t\n"
+                     "r,bf16,m4-n512-k9,1,1,1,ab:1.0010,t\n"
+                     "other,bf16,m1-n136-k9,1,1,1,ab:0.5000,t\n")
+    padded = tmp_path / "padded.csv"
+    padded.write_text("label,mode,case,variant,block,columns,b_cols\n"
+                      "r,bf16,m1-n136-k9,tma,64x128,2,256\n"
+                      "r,bf16,m2-n200-k9,tma,64x128,2,256\n"
+                      "r,bf16,m3-n1400-k9,tma,64x128,11,1408\n")
+    lines = pf.pad_ab(cases, padded, 8).splitlines()[2:]
+    assert lines == ["| r | bf16 | <= 8 columns | 2 | 1.122 | 1.050 | 1.200 | 2 |",
+                     "| r | bf16 | > 8 columns | 1 | 0.990 | 0.990 | 0.990 | 0 |",
+                     "| r | bf16 | control | 1 | 1.001 | 1.001 | 1.001 | 1 |"]
+
+
+def test_probe_table_gives_each_variant_its_time_and_the_bases_over_it(pf, tmp_path):
+    path = tmp_path / "probe.csv"
+    path.write_text("label,shape,tile,variant,us,err\n"
+                    "p,8x8x8,64x128x128,base,10.0,\n"
+                    "p,8x8x8,64x128x128,pad_b,8.0,\n"
+                    "p,9x9x9,64x128x128,base,5.0,\n"
+                    "q,8x8x8,64x128x128,base,1.0,\n")
+    lines = pf.probe_table(path, "p").splitlines()
+    assert lines[0] == "| shape | tile | base | pad_b |"
+    assert lines[2:] == ["| 8x8x8 | 64x128x128 | 10.0 | 8.0 (x1.25) |",
+                         "| 9x9x9 | 64x128x128 | 5.0 | - |"]
