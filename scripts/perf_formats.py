@@ -304,7 +304,7 @@ def moved_forms(cases: Path, prefix: str, moved: Path) -> str:
     run per random draw)."""
     groups: dict[tuple[str, str], list[tuple[dict, float]]] = {}
     for m, got in _moved(cases, prefix, moved, per_set=True)[0]:
-        form = tuple(" ".join(t.split()[:2]) for t in (m["old"], m["new"]))
+        form = (_form(m["old"]), _form(m["new"]))
         groups.setdefault(form, []).append((m, got))
     out = ["| old form | new form | moved | predicted | A/B geomean | A/B min | faster |",
            "|---|---|---:|---:|---:|---:|---:|"]
@@ -315,6 +315,15 @@ def moved_forms(cases: Path, prefix: str, moved: Path) -> str:
         out.append(f"| {old} | {new} | {len(ps)} | {_predicted(ps)} | {geomean(abs_):.3f} | "
                    f"{min(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
     return "\n".join(out)
+
+
+def _form(tile: str) -> str:
+    """A tile name's variant and block ('tma_wide 128x288x64'; the tiled kernel's names
+    have no variant word: 'tiled 64x64x32'); the text itself where it names no tile."""
+    got = parse_config_name(tile)
+    if got is None:
+        return tile
+    return f"{got['variant']} {got['block_m']}x{got['block_n']}x{got['block_k']}"
 
 
 def _split(tile: str) -> int:

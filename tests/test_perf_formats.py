@@ -135,13 +135,16 @@ def test_moved_forms_groups_each_draws_picks_by_old_and_new_form(pf, tmp_path):
         tmp_path,
         "P-r1,bf16,m1-n1-k1,1,1,1,ab:0.8000,t\nP-r2,bf16,m1-n1-k1,1,1,1,ab:1.2500,t\n"
         "P-r1,fp16,m2-n2-k2,1,1,1,ab:2.0000,t\nQ-r1,bf16,m3-n3-k3,1,1,1,ab:9.0,t\n",
-        "r1,bf16,m1-n1-k1,tma 1x1x1 g8 [A],wide 2x2x2 g8,1.2\n"
-        "r2,bf16,m1-n1-k1,tma 1x1x1 g8,wide 2x2x2 g8 s3,1.2\n"
-        "r1,fp16,m2-n2-k2,tma 1x1x1,tall 3x3x3,-\n"
-        "r1,bf16,m3-n3-k3,tma 1x1x1,tall 3x3x3,1.0\n")   # not run under P-
+        # lookup_diff's picks: a source before the name, operand copies after it; the
+        # tiled kernel's names carry no variant word
+        "r1,bf16,m1-n1-k1,heuristic tma 128x128x64 g8 s4 w4 [A pitch],"
+        "tma_wide 128x288x64 g8 s3 w8,1.2\n"
+        "r2,bf16,m1-n1-k1,tma 128x128x64 g8 s5 w8,tma_wide 128x288x64 g8 s3 w8 o2,1.2\n"
+        "r1,fp16,m2-n2-k2,64x64x32 g8 s4 w4 k2,tma_tall 320x128x64 g8 s3 w8,-\n"
+        "r1,bf16,m3-n3-k3,tma 128x128x64 g8 s4 w4,tma_tall 320x128x64 g8 s3 w8,1.0\n")
     assert pf.moved_forms(cases, "P-", moved).splitlines()[2:] == [
-        "| tma 1x1x1 | wide 2x2x2 | 2 | 1.200 | 1.000 | 0.800 | 1 |",
-        "| tma 1x1x1 | tall 3x3x3 | 1 | - | 2.000 | 2.000 | 1 |",
+        "| tma 128x128x64 | tma_wide 128x288x64 | 2 | 1.200 | 1.000 | 0.800 | 1 |",
+        "| tiled 64x64x32 | tma_tall 320x128x64 | 1 | - | 2.000 | 2.000 | 1 |",
         "| all |  | 3 | 1.200 (2) | 1.260 | 0.800 | 2 |"]
     with pytest.raises(ValueError, match="no moved pick joins"):
         pf.moved_forms(cases, "Z-", moved)
