@@ -15,7 +15,8 @@ commit 46bf53f (sessions 1-16), 29d4265 (17-21), 5a5bca6 (22-28), ea1ea92 (29-33
 30b65a7 (34-40) and 8c974ef (41), and docs/results/README.md says how to regenerate them
 there. `--power` counts any `gemmgate trials` checks.csv with gemmgate.trials' own code (`power`).
 This file is the registry (TABLES: a table's name, its function and its files) and the
-CLI; the functions that make the tables are in scripts/perf_formats.py.
+CLI; the functions that make the tables are in scripts/perf_formats.py and, for A/B
+runs, scripts/perf_ab.py.
 """
 
 from __future__ import annotations
@@ -30,22 +31,24 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from perf_ab import (  # noqa: E402
+    moved_ab,
+    moved_forms,
+    moved_worst,
+    pad_ab,
+    rows_ab,
+    split_moves,
+    staged_moves,
+)
 from perf_formats import (  # noqa: E402
     HOLDOUTS,
     _stacked,
     alignment_split,
     baseline_tables,
     inductor_summary,
-    moved_ab,
-    moved_forms,
-    moved_worst,
-    pad_ab,
     power_table,
     probe_table,
     ratios_below,
-    rows_ab,
-    split_moves,
-    staged_moves,
     targets_table,
     tile_matrix,
     tuned_summary,

@@ -56,66 +56,6 @@ def test_targets_table_takes_each_cells_geomean_from_its_own_run(pf, tmp_path):
     assert lines[3:] == ["| pr | 1.100 | 0.900 |", "| nightly |  |  |"]
 
 
-def _ab_files(tmp_path, cases_rows: str, moved_rows: str):
-    """An A/B's cases.csv and lookup_diff's moved-picks file, their headers written here,
-    their rows each test's own."""
-    cases, moved = tmp_path / "c.csv", tmp_path / "m.csv"
-    cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
-                     + cases_rows)
-    moved.write_text("set,mode,case,old,new,predicted\n" + moved_rows)
-    return cases, moved
-
-
-def test_moved_ab_judges_the_moved_picks_against_the_runs_unmoved_cases(pf, tmp_path):
-    cases, moved = _ab_files(
-        tmp_path,
-        "L,bf16,m1-n1-k1,1,1,1,ab:0.8000,t\nL,bf16,m2-n2-k2,1,1,1,ab:1.2500,t\n"
-        "L,bf16,m3-n3-k3,1,1,1,ab:1.0100,t\nL,fp8,m3-n3-k3,1,1,1,ab:0.9900,t\n"
-        "M,bf16,m1-n1-k1,1,1,1,ab:2.0000,t\n",
-        "s,bf16,m1-n1-k1,a,b,1.2\ns,bf16,m2-n2-k2,a,c,1.2\ns,fp8,m9-n9-k9,a,b,1.5\n")
-    assert pf.moved_ab(cases, "L", moved).splitlines()[2:] == [
-        "| bf16 | 2 | 1.200 | 1.000 | 0.800 | 1.250 | 1 | 1 | 1.010 | 1.010–1.010 |",
-        "| all | 2 | 1.200 | 1.000 | 0.800 | 1.250 | 1 | 2 | 1.000 | 0.990–1.010 |"]
-    assert pf.moved_worst(cases, "L", moved, 1).splitlines()[2:] == [
-        "| s | bf16 | m1-n1-k1 | a | b | 1.200 | 0.800 |"]
-
-
-def test_moved_ab_takes_the_predicted_picks_only_and_can_leave_controls_out(pf, tmp_path):
-    cases, moved = _ab_files(
-        tmp_path,
-        "L,bf16,m1-n1-k1,1,1,1,ab:0.8000,t\nL,bf16,m2-n2-k2,1,1,1,ab:1.2500,t\n"
-        "L,bf16,m3-n3-k3,1,1,1,ab:1.0100,t\n",
-        "s,bf16,m1-n1-k1,a,b,1.44\ns,bf16,m2-n2-k2,a,c,-\n")
-    assert pf.moved_ab(cases, "L", moved, controls=False).splitlines() == [
-        "| mode | moved | predicted | A/B geomean | A/B min | A/B max | faster |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-        "| bf16 | 2 | 1.440 (1) | 1.000 | 0.800 | 1.250 | 1 |",
-        "| all | 2 | 1.440 (1) | 1.000 | 0.800 | 1.250 | 1 |"]
-    assert pf.moved_worst(cases, "L", moved, 1).splitlines()[2:] == [
-        "| s | bf16 | m1-n1-k1 | a | b | 1.440 | 0.800 |"]
-    assert "| - | 1.250 |" in pf.moved_worst(cases, "L", moved, 2)
-
-
-TILES = """\
-label,shape,mode,flush,provider,us,tflops,ratio
-a,7904x384x3744,bf16,1,tma:128x256x64:s3:w8,49.8,457.9,0.75
-a,7904x384x3744,bf16,1,tma_wide:128x192x64:s4:w8,45.7,500.0,0.81
-a,7904x384x3744,bf16,0,tma_wide:128x192x64:s4:w8,40.0,500.0,0.90
-b,7904x384x3744,bf16,1,tma_wide:128x192x64:s4:w8,42.1,540.0,0.88
-a,4096x4096x4096,bf16,1,tma:128x256x64:s3:w8,178.5,770.0,0.99
-a,4096x4096x4096,bf16,1,tma_wide:128x192x64:s4:w8,228.8,600.0,0.77
-"""
-
-
-CASES = """\
-label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile,accuracy,runs
-c3-bf16,bf16,m1-n2-k3,1,1,0.89,ab:1.18,tma_wide 128x192x64 g8 s4 w8,pass,1
-c3-bf16,bf16,m4-n5-k6,1,1,5.42,ab:1.00,tma 128x256x64 g8 s3 w8,pass,1
-c3-fp16,fp16,m1-n2-k3,1,1,0.90,ab:0.97,tma_wide 128x192x64 g8 s4 w8,pass,1
-c4-bf16,bf16,m1-n2-k3,1,1,0.90,ab:2.00,tma 64x64x64 g8 s4 w4,pass,1
-"""
-
-
 def test_tile_matrix_has_a_column_a_tile_and_geomeans_what_each_ran(pf, tmp_path):
     path = tmp_path / "tiles.csv"
     path.write_text(
@@ -130,109 +70,13 @@ def test_tile_matrix_has_a_column_a_tile_and_geomeans_what_each_ran(pf, tmp_path
         "| geomean | 1.000 | 2.000 |"]
 
 
-def test_moved_forms_groups_each_draws_picks_by_old_and_new_form(pf, tmp_path):
-    cases, moved = _ab_files(
-        tmp_path,
-        "P-r1,bf16,m1-n1-k1,1,1,1,ab:0.8000,t\nP-r2,bf16,m1-n1-k1,1,1,1,ab:1.2500,t\n"
-        "P-r1,fp16,m2-n2-k2,1,1,1,ab:2.0000,t\nQ-r1,bf16,m3-n3-k3,1,1,1,ab:9.0,t\n",
-        # lookup_diff's picks: a source before the name, operand copies after it; the
-        # tiled kernel's names carry no variant word
-        "r1,bf16,m1-n1-k1,heuristic tma 128x128x64 g8 s4 w4 [A pitch],"
-        "tma_wide 128x288x64 g8 s3 w8,1.2\n"
-        "r2,bf16,m1-n1-k1,tma 128x128x64 g8 s5 w8,tma_wide 128x288x64 g8 s3 w8 o2,1.2\n"
-        "r1,fp16,m2-n2-k2,64x64x32 g8 s4 w4 k2,tma_tall 320x128x64 g8 s3 w8,-\n"
-        "r1,bf16,m3-n3-k3,tma 128x128x64 g8 s4 w4,tma_tall 320x128x64 g8 s3 w8,1.0\n")
-    assert pf.moved_forms(cases, "P-", moved).splitlines()[2:] == [
-        "| tma 128x128x64 | tma_wide 128x288x64 | 2 | 1.200 | 1.000 | 0.800 | 1 |",
-        "| tiled 64x64x32 | tma_tall 320x128x64 | 1 | - | 2.000 | 2.000 | 1 |",
-        "| all |  | 3 | 1.200 (2) | 1.260 | 0.800 | 2 |"]
-    with pytest.raises(ValueError, match="no moved pick joins"):
-        pf.moved_forms(cases, "Z-", moved)
-
-
-def test_moved_ab_per_set_joins_each_pick_with_its_draws_run(pf, tmp_path):
-    cases, moved = _ab_files(
-        tmp_path,
-        "P-r1,bf16,m1-n1-k1,1,1,1,ab:0.8000,t\nP-r2,bf16,m1-n1-k1,1,1,1,ab:1.2500,t\n"
-        "P-r2,tf32,m2-n2-k2,1,1,1,ab:2.0000,t\nP-r2,bf16,m9-n9-k9,1,1,1,ab:1.0,t\n",
-        "r1,bf16,m1-n1-k1,a,b,1.1\nr2,bf16,m1-n1-k1,a,b,1.3\n"
-        "r2,tf32,m2-n2-k2,a,c,-\nr3,bf16,m1-n1-k1,a,b,1.0\n")   # r3: no run
-    rows = pf.moved_ab(cases, "P-", moved, per_set=True).splitlines()
-    assert rows[0].endswith("| faster |")                   # no A/A controls per draw
-    assert rows[2:] == ["| tf32 | 1 | - | 2.000 | 2.000 | 2.000 | 1 |",
-                        "| bf16 | 2 | 1.196 | 1.000 | 0.800 | 1.250 | 1 |",
-                        "| all | 3 | 1.196 (2) | 1.260 | 0.800 | 2.000 | 2 |"]
-    assert pf.moved_worst(cases, "P-", moved, 1, per_set=True).splitlines()[2] == \
-        "| r1 | bf16 | m1-n1-k1 | a | b | 1.100 | 0.800 |"
-    with pytest.raises(ValueError, match="no moved pick joins"):
-        pf.moved_ab(cases, "Z-", moved, per_set=True)
-
-
-def test_split_moves_groups_by_family_whose_tile_and_more_or_fewer_ranges(pf, tmp_path):
-    cases, moved = _ab_files(
-        tmp_path,
-        "P-r,bf16,m1-n1-k1,1,1,1,ab:1.2000,t\nP-r,fp16,m2-n2-k2,1,1,1,ab:0.9000,t\n"
-        "P-r,tf32,m3-n3-k3,1,1,1,ab:1.1000,t\nP-r,bf16,m4-n4-k4,1,1,1,ab:1.0500,t\n"
-        "P-r,tf32,m5-n5-k5,1,1,1,ab:0.9000,t\n",
-        "r,bf16,m1-n1-k1,tma_split 64x64x64 g8 s4 w4 k2 [A pitch],"
-        "tma_split 64x64x64 g8 s4 w4 k3 [A pitch],1.2\n"
-        "r,fp16,m2-n2-k2,tma 64x64x64 g8 s4 w4,tma_split 128x64x64 g8 s4 w4 k3,1.1\n"
-        "r,tf32,m3-n3-k3,tma_split 64x64x32 g8 s4 w4 k8,"
-        "tma_split 64x64x32 g8 s4 w4 k3,-\n"
-        "r,bf16,m4-n4-k4,tma_split 64x64x64 g8 s4 w4 k4,"
-        "tma_split 64x64x64 g8 s4 w4 k6,1.0\n"
-        "r,tf32,m5-n5-k5,tma_split 64x64x32 g8 s5 w4 k4,"
-        "tma_split 64x64x32 g8 s4 w4 k4,1.1\n")   # another stage count
-    assert pf.split_moves(cases, "P-", moved).splitlines()[2:] == [
-        "| 16-bit | another's | more | 1 | 1.100 | 0.900 | 0.900 | 0.900 | 0 |",
-        "| 16-bit | its own | more | 2 | 1.095 | 1.122 | 1.050 | 1.200 | 2 |",
-        "| tf32 | its own | as many | 1 | 1.100 | 0.900 | 0.900 | 0.900 | 0 |",
-        "| tf32 | its own | fewer | 1 | - | 1.100 | 1.100 | 1.100 | 1 |"]
-
-
-def test_staged_moves_groups_by_tile_at_its_stages_and_ranges_largest_first(pf, tmp_path):
-    """Groups by (old tile, new tile) without split, warps or group, at their stages (the
-    tiled kernel's names have no variant), and more, fewer or as many ranges; past `top`
-    groups one "other" row; then all."""
-    cases, moved = _ab_files(
-        tmp_path,
-        "L,tf32,m1-n1-k1,1,1,1,ab:1.2000,t\nL,tf32,m2-n2-k2,1,1,1,ab:1.1000,t\n"
-        "L,tf32,m3-n3-k3,1,1,1,ab:0.9000,t\nL,tf32x3,m4-n4-k4,1,1,1,ab:0.8000,t\n"
-        "M,tf32,m3-n3-k3,1,1,1,ab:9.0000,t\n",
-        "r,tf32,m1-n1-k1,tma_split 64x128x32 g8 s4 w4 k2 [B kmajor],"
-        "tma_split 64x128x32 g8 s5 w4 k2 [B kmajor],1.2\n"
-        "r,tf32,m2-n2-k2,tma_split 64x128x32 g8 s4 w4 k2,tma_split 64x128x32 g8 s5 w4 k2,-\n"
-        "r,tf32,m3-n3-k3,tma_split 64x128x32 g8 s4 w4 k8,tma_split 64x128x32 g8 s4 w4 k9,1.1\n"
-        "r,tf32x3,m4-n4-k4,tma_split 64x128x32 g8 s4 w4 k2,128x128x32 g8 s4 w4 k2,1.0\n")
-    assert pf.staged_moves(cases, "L", moved, 2).splitlines()[2:] == [
-        "| tma_split 64x128x32 s4 | tma_split 64x128x32 s5 | as many | 2 | 1.200 (1) | "
-        "1.149 | 1.100 | 2 |",
-        "| tma_split 64x128x32 s4 | 128x128x32 s4 | as many | 1 | 1.000 | 0.800 | 0.800 | 0 |",
-        "| other |  |  | 1 | 1.100 | 0.900 | 0.900 | 0 |",
-        "| all |  |  | 4 | 1.097 (3) | 0.987 | 0.800 | 2 |"]
-
-
-def test_rows_ab_groups_a_runs_cases_by_mode_rows_and_gemv(pf, tmp_path):
-    cases, _ = _ab_files(
-        tmp_path,
-        "L,tf32,m1-n8-k8,1,1,0.5,ab:2.0000,gemv 1x128x64 g1 s1 w4 k8\n"
-        "L,tf32,m1-n9-k9-rc,1,1,2.0,ab:0.5000,gemv 1x128x64 g1 s1 w4 k2\n"
-        "L,tf32,m1-n7-k7,1,1,0.9,ab:1.0000,16x128x64 g8 s4 w4 k8\n"
-        "L,tf32x3,m2-n8-k8,1,1,1.5,ab:1.5000,gemv 1x128x64 g1 s1 w4 k8\n"
-        "L,tf32,m2-n8-k8,1,1,1.0,,gemv 1x128x64 g1 s1 w4 k8\n"      # no A/B: left out
-        "M,tf32,m1-n8-k8,1,1,9.0,ab:9.0000,gemv 1x128x64 g1 s1 w4 k8\n", "")
-    assert pf.rows_ab(cases, "L").splitlines()[2:] == [
-        "| tf32 | 1 | gemv | 2 | 1.000 | 1.000 | 0.500 | 2.000 | 1 |",
-        "| tf32 | 1 | other | 1 | 0.900 | 1.000 | 1.000 | 1.000 | 0 |",
-        "| tf32x3 | 2 | gemv | 1 | 1.500 | 1.500 | 1.500 | 1.500 | 1 |"]
-
-
 def test_inductor_summary_counts_the_cases_triton_ran_faster_and_names_the_slowest(pf, tmp_path):
-    cases, _ = _ab_files(
-        tmp_path,
+    cases = tmp_path / "c.csv"
+    cases.write_text(
+        "label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
         "L,bf16,m1-n1-k1,1,1,0.5,inductor:2.0000,t\nL,bf16,m2-n2-k2,1,1,2.0,inductor:0.5000,t\n"
         "L,bf16,m3-n3-k3,1,1,1.0,inductor:0.9000,t\nL,bf16,m4-n4-k4,1,1,1.0,ab:1.1000,t\n"
-        "M,bf16,m1-n1-k1,1,1,9.0,inductor:9.0000,t\n", "")
+        "M,bf16,m1-n1-k1,1,1,9.0,inductor:9.0000,t\n")
     assert pf.inductor_summary(cases, ("L",), 2).splitlines()[2:] == [
         "| L | bf16 | 3 | 1.000 | 0.965 | 1 | m2-n2-k2 0.500, m3-n3-k3 0.900 |"]
 
@@ -257,25 +101,6 @@ def test_tile_matrix_takes_one_calls_rows_of_a_labelled_file(pf, tmp_path):
                     "call3,8x8x8,fp16,1,vendor,0.9,1,1.0000\n")
     lines = pf.tile_matrix(path, "1", "call3").splitlines()
     assert lines[2] == "| 8x8x8 | 0.900 |" and len(lines) == 4
-
-
-def test_pad_ab_groups_a_runs_cases_by_bs_columns_of_tiles_and_controls(pf, tmp_path):
-    cases = tmp_path / "cases.csv"
-    cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
-                     "r,bf16,m1-n136-k9,1,1,1,ab:1.2000,t\n"
-                     "r,bf16,m2-n200-k9,1,1,1,ab:1.0500,t\n"
-                     "r,bf16,m3-n1400-k9,1,1,1,ab:0.9900,t\n"
-                     "r,bf16,m4-n512-k9,1,1,1,ab:1.0010,t\n"
-                     "other,bf16,m1-n136-k9,1,1,1,ab:0.5000,t\n")
-    padded = tmp_path / "padded.csv"
-    padded.write_text("label,mode,case,variant,block,columns,b_cols\n"
-                      "r,bf16,m1-n136-k9,tma,64x128,2,256\n"
-                      "r,bf16,m2-n200-k9,tma,64x128,2,256\n"
-                      "r,bf16,m3-n1400-k9,tma,64x128,11,1408\n")
-    lines = pf.pad_ab(cases, padded, 8).splitlines()[2:]
-    assert lines == ["| r | bf16 | <= 8 columns | 2 | 1.122 | 1.050 | 1.200 | 2 |",
-                     "| r | bf16 | > 8 columns | 1 | 0.990 | 0.990 | 0.990 | 0 |",
-                     "| r | bf16 | control | 1 | 1.001 | 1.001 | 1.001 | 1 |"]
 
 
 def test_probe_table_gives_each_variant_its_time_and_the_bases_over_it(pf, tmp_path):

@@ -1,0 +1,223 @@
+"""Markdown tables of A/B runs (scripts/perf_tables.py's registry calls them): a change
+measured against the commit before it in one process (`gemmgate run --ab-ref REV`, the
+`ab:` figure of cases.csv's `extra`), on the picks it moves (`scripts/lookup_diff.py
+--moved` rows: set, mode, case, old, new, predicted) or on the cases it changes, beside
+the same run's other cases as A/A controls. The readers and the other tables are in
+scripts/perf_formats.py.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE)]   # the repository (gemmgate), scripts/
+
+from perf_formats import ALL_MODES, _ab, _grouped, _rows  # noqa: E402
+
+from gemmgate.stats import geomean  # noqa: E402
+from gemmgate.tuning import parse_config_name  # noqa: E402
+
+
+def _moved(cases: Path, label: str, moved: Path, per_set: bool = False
+           ) -> tuple[list[tuple[dict, float]], list[dict]]:
+    """(each pick `moved` lists (`scripts/lookup_diff.py`'s rows: set, mode, case, old,
+    new, predicted) with its A/B in the label's run; the run's rows whose pick it does not
+    list: the A/A controls of the same process). `per_set`: each pick's run is labelled
+    `label` + its set (one run per draw; no controls)."""
+    if per_set:
+        ab = {(r["label"], r["mode"], r["case"]): r for r in _rows(cases)}
+        picks = [(m, _ab(ab[key]["extra"])) for m in _rows(moved)
+                 if (key := (label + m["set"], m["mode"], m["case"])) in ab]
+        if not picks:
+            raise ValueError(f"{moved}: no moved pick joins a case labelled {label}<set>")
+        return picks, []
+    ab = {(r["mode"], r["case"]): r for r in _rows(cases) if r["label"] == label}
+    picks = [(m, _ab(ab[(m["mode"], m["case"])]["extra"])) for m in _rows(moved)
+             if (m["mode"], m["case"]) in ab]
+    listed = {(m["mode"], m["case"]) for m, _ in picks}
+    return picks, [r for key, r in ab.items() if key not in listed and _ab(r["extra"])]
+
+
+def _predicted(ps: list[tuple[dict, float]]) -> str:
+    """The geomean of the picks' predicted gains, over those the model predicted ('-':
+    no near entry had the tile), with how many where not all."""
+    got = [float(m["predicted"]) for m, _ in ps if m["predicted"] not in ("", "-")]
+    if not got:
+        return "-"
+    return f"{geomean(got):.3f}" + (f" ({len(got)})" if len(got) < len(ps) else "")
+
+
+def moved_ab(cases: Path, label: str, moved: Path, controls: bool = True,
+             per_set: bool = False) -> str:
+    """A dispatcher change's A/B on the picks it moves, per mode: how many, the predicted
+    gain (geomean over the picks predicted; their count in brackets where some were not)
+    and the measured one (geomean; A/B > 1: the change is faster), the measured range,
+    and with `controls` the same run's unmoved cases (reference and tree run one tile: A/A
+    noise; not where `moved` lists a subset of the run's change's picks). `per_set`: the
+    runs are labelled `label` + each pick's set (`_moved`), with no controls."""
+    picks, same = _moved(cases, label, moved, per_set)
+    controls = controls and not per_set
+    head = "| mode | moved | predicted | A/B geomean | A/B min | A/B max | faster |"
+    out = [head + (" unmoved | their A/B geomean | their range |" if controls else ""),
+           "|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---|" if controls else "")]
+    for mode in (*ALL_MODES, "all"):
+        ps = [(m, a) for m, a in picks if mode in (m["mode"], "all")]
+        cs = [_ab(r["extra"]) for r in same if mode in (r["mode"], "all")]
+        if not ps:
+            continue
+        abs_ = [a for _, a in ps]
+        span = f"{min(cs):.3f}–{max(cs):.3f}" if cs else "-"
+        row = (f"| {mode} | {len(ps)} | {_predicted(ps)} | {geomean(abs_):.3f} | "
+               f"{min(abs_):.3f} | {max(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
+        if controls:
+            row += f" {len(cs)} | {f'{geomean(cs):.3f}' if cs else '-'} | {span} |"
+        out.append(row)
+    return "\n".join(out)
+
+
+def moved_worst(cases: Path, label: str, moved: Path, count: int,
+                per_set: bool = False) -> str:
+    """The `count` moved picks the A/B found slowest, slowest first (see `moved_ab`)."""
+    picks, _ = _moved(cases, label, moved, per_set)
+    out = ["| set | mode | case | old tile | new tile | predicted | A/B |",
+           "|---|---|---|---|---|---:|---:|"]
+    for m, a in sorted(picks, key=lambda p: p[1])[:count]:
+        pred = "-" if m["predicted"] in ("", "-") else f"{float(m['predicted']):.3f}"
+        out.append(f"| {m['set']} | {m['mode']} | {m['case']} | {m['old']} | {m['new']} | "
+                   f"{pred} | {a:.3f} |")
+    return "\n".join(out)
+
+
+def moved_forms(cases: Path, prefix: str, moved: Path) -> str:
+    """A dispatcher change's A/B on the picks it moves, per (old form, new form): the
+    variant and block of each, how many picks, the predicted and measured gain (geomean)
+    and the slowest. `moved` rows join the cases of label `prefix` + their `set` (one
+    run per random draw)."""
+    groups: dict[tuple[str, str], list[tuple[dict, float]]] = {}
+    for m, got in _moved(cases, prefix, moved, per_set=True)[0]:
+        form = (_form(m["old"]), _form(m["new"]))
+        groups.setdefault(form, []).append((m, got))
+    out = ["| old form | new form | moved | predicted | A/B geomean | A/B min | faster |",
+           "|---|---|---:|---:|---:|---:|---:|"]
+    everything = [p for ps in groups.values() for p in ps]
+    for (old, new), ps in (*sorted(groups.items(), key=lambda g: -len(g[1])),
+                           (("all", ""), everything)):
+        abs_ = [a for _, a in ps]
+        out.append(f"| {old} | {new} | {len(ps)} | {_predicted(ps)} | {geomean(abs_):.3f} | "
+                   f"{min(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
+    return "\n".join(out)
+
+
+def _form(tile: str) -> str:
+    """A tile name's variant and block ('tma_wide 128x288x64'; the tiled kernel's names
+    have no variant word: 'tiled 64x64x32'); the text itself where it names no tile."""
+    got = parse_config_name(tile)
+    if got is None:
+        return tile
+    return f"{got['variant']} {got['block_m']}x{got['block_n']}x{got['block_k']}"
+
+
+def _split(tile: str) -> int:
+    """A tile name's K split (`... k3`; 1 where it has none or names no tile)."""
+    got = parse_config_name(tile)
+    return got["split_k"] if got else 1
+
+
+def split_moves(cases: Path, prefix: str, moved: Path) -> str:
+    """A K-split change's A/B (runs labelled `prefix` + each pick's set, `_moved`) per
+    family (16-bit, tf32, fp8...), whether the new pick splits the old tile (its block
+    kept) or another's, and whether it cuts K into more ranges, fewer or as many (another
+    stage count, say): how many, the predicted and measured gain (geomean), the slowest
+    and fastest, how many faster."""
+    groups: dict[tuple[str, str, str], list[tuple[dict, float]]] = {}
+    for m, a in _moved(cases, prefix, moved, per_set=True)[0]:
+        fam = "16-bit" if m["mode"] in ("bf16", "fp16") else m["mode"]
+        same = m["old"].split()[1] == m["new"].split()[1]
+        was, now = _split(m["old"]), _split(m["new"])
+        ranges = "more" if now > was else "fewer" if now < was else "as many"
+        key = (fam, "its own" if same else "another's", ranges)
+        groups.setdefault(key, []).append((m, a))
+    out = ["| family | tile split | ranges | moved | predicted | A/B geomean | A/B min | "
+           "A/B max | faster |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for (fam, whose, ranges), ps in sorted(groups.items()):
+        abs_ = [a for _, a in ps]
+        out.append(f"| {fam} | {whose} | {ranges} | {len(ps)} | {_predicted(ps)} | "
+                   f"{geomean(abs_):.3f} | {min(abs_):.3f} | {max(abs_):.3f} | "
+                   f"{sum(a > 1 for a in abs_)} |")
+    return "\n".join(out)
+
+
+def _staged(tile: str) -> str:
+    """A tile name's variant (none for the tiled kernel's), block and stages
+    (`tma_split 64x128x32 s4`): its split, warps, group and operand copies left out."""
+    got = parse_config_name(tile)
+    if got is None:
+        return tile
+    variant = "" if got["variant"] == "tiled" else got["variant"] + " "
+    return f"{variant}{got['block_m']}x{got['block_n']}x{got['block_k']} s{got['num_stages']}"
+
+
+def staged_moves(cases: Path, label: str, moved: Path, top: int = 8) -> str:
+    """A K-split change's A/B (the run labelled `label`, `_moved`) per (old tile, new
+    tile) at their stages (`_staged`) and whether K is cut into more ranges, fewer or as
+    many: the `top` largest groups, the rest as one, then all; how many, the predicted
+    and measured gain (geomean), the slowest and how many faster."""
+    groups: dict[tuple[str, str, str], list[tuple[dict, float]]] = {}
+    for m, a in _moved(cases, label, moved)[0]:
+        was, now = _split(m["old"]), _split(m["new"])
+        ranges = "more" if now > was else "fewer" if now < was else "as many"
+        groups.setdefault((_staged(m["old"]), _staged(m["new"]), ranges), []).append((m, a))
+    ranked = sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))
+    rest = [p for _, ps in ranked[top:] for p in ps]
+    everything = [p for ps in groups.values() for p in ps]
+    out = ["| old tile | new tile | ranges | moved | predicted | A/B geomean | A/B min | "
+           "faster |", "|---|---|---|---:|---:|---:|---:|---:|"]
+    shown = ranked[:top] + ([(("other", "", ""), rest)] if rest else []) + \
+        [(("all", "", ""), everything)]
+    for (old, new, ranges), ps in shown:
+        abs_ = [a for _, a in ps]
+        out.append(f"| {old} | {new} | {ranges} | {len(ps)} | {_predicted(ps)} | "
+                   f"{geomean(abs_):.3f} | {min(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
+    return "\n".join(out)
+
+
+def rows_ab(cases: Path, label: str) -> str:
+    """An A/B run on thin-M cases (every case of the run labelled `label`) per mode, rows
+    (M) and whether the case ran the gemv variant: how many, their speed ratio to cuBLAS
+    and A/B (geomeans), the slowest and fastest A/B, how many faster."""
+    groups = _grouped((r for r in _rows(cases) if r["label"] == label and _ab(r["extra"])),
+                      lambda r: (r["mode"], r["case"].split("-")[0],
+                                 "gemv" if r["tile"].startswith("gemv") else "other"))
+    out = ["| mode | rows | tile | cases | ratio | A/B geomean | A/B min | A/B max | faster |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for (mode, rows, tile), rs in sorted(groups.items()):
+        abs_ = [_ab(r["extra"]) for r in rs]
+        out.append(f"| {mode} | {rows[1:]} | {tile} | {len(rs)} | "
+                   f"{geomean([float(r['ratio']) for r in rs]):.3f} | {geomean(abs_):.3f} | "
+                   f"{min(abs_):.3f} | {max(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
+    return "\n".join(out)
+
+
+def pad_ab(cases: Path, padded: Path, columns: int) -> str:
+    """An A/B of B read past N over its kept copy's zeros, per run and mode: the cases
+    `padded` lists (label, mode, case, block, columns: B's columns of tiles) in two groups,
+    `columns` or fewer and more, and the run's other cases (controls: the same code ran)."""
+    listed = {(r["label"], r["mode"], r["case"]): int(r["columns"]) for r in _rows(padded)}
+    out = ["| run | mode | group | cases | A/B geomean | A/B min | A/B max | faster |",
+           "|---|---|---|---:|---:|---:|---:|---:|"]
+    runs = {r["label"] for r in _rows(padded)}
+    rows = [r for r in _rows(cases) if r["label"] in runs and _ab(r["extra"])]
+
+    def group(r: dict) -> str:
+        got = listed.get((r["label"], r["mode"], r["case"]))
+        return "control" if got is None else \
+            f"<= {columns} columns" if got <= columns else f"> {columns} columns"
+
+    for (label, mode, g), rs in sorted(_grouped(rows, lambda r: (r["label"], r["mode"],
+                                                                 group(r))).items()):
+        abs_ = [_ab(r["extra"]) for r in rs]
+        out.append(f"| {label} | {mode} | {g} | {len(rs)} | {geomean(abs_):.3f} | "
+                   f"{min(abs_):.3f} | {max(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
+    return "\n".join(out)
