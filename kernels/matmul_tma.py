@@ -234,6 +234,9 @@ class Recipe:
 # a mode, fp8 and tf32 over K-major copies too; holdout6 16-bit x1.05; the holdouts' fp8
 # x0.992), more columns x0.993-1.007 (156)
 PAD_COLUMNS = 8
+# the variants whose B descriptor reads that room (kernels/matmul.py passes it to their
+# recipes); the wide, tall and stream-K kernels' B boxes past N are not measured
+READS_ROOM = ("tma", "tma_split", "tma_hybrid")
 
 
 def b_extent(config: TileConfig, N: int, room: int) -> int:

@@ -17,7 +17,7 @@ gain was 1.10 or more: docs/PERF.md). `--csv FILE` also writes the cases whose p
 differs in any mode, once each, as a shape file (`m,n,k,layout,pad`) for `gemmgate run
 --shapes FILE --ab-ref REF`: a device call then times those cases and nothing else.
 `--moved FILE` writes the differing picks themselves (`set,mode,case,old,new,predicted`,
-the predicted gain or '-'), which scripts/perf_formats.py's `moved_ab` joins with the
+the predicted gain or '-'), which scripts/perf_ab.py's `moved_ab` joins with the
 A/B's cases.csv rows.
 """
 

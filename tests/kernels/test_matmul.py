@@ -475,3 +475,12 @@ def test_bad_out(device):
     with pytest.raises(ValueError, match="out must be"):
         kernels.matmul(_t(2, 3, device=device), _t(3, 5, device=device),
                        out=torch.empty(5, 2, device=device))
+
+
+def test_the_variants_given_bs_room_are_those_whose_descriptor_reads_it():
+    """kernels/matmul.py passes B's room to the recipes of matmul_tma.READS_ROOM, which
+    scripts/reads_past_n.py counts on, and to no other."""
+    import importlib
+
+    mm = importlib.import_module("kernels.matmul")
+    assert set(mm._B_ROOM) == set(matmul_tma.READS_ROOM)
