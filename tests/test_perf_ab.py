@@ -13,6 +13,8 @@ SCRIPT = ROOT / "scripts" / "perf_ab.py"
 
 
 @pytest.fixture
+
+
 def pf(load_script):
     return load_script(SCRIPT)
 
@@ -175,13 +177,11 @@ def test_rows_ab_groups_a_runs_cases_by_mode_rows_and_gemv(pf, tmp_path):
 
 
 def test_pad_ab_groups_a_runs_cases_by_bs_columns_of_tiles_and_controls(pf, tmp_path):
-    cases = tmp_path / "cases.csv"
-    cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
-                     "r,bf16,m1-n136-k9,1,1,1,ab:1.2000,t\n"
-                     "r,bf16,m2-n200-k9,1,1,1,ab:1.0500,t\n"
-                     "r,bf16,m3-n1400-k9,1,1,1,ab:0.9900,t\n"
-                     "r,bf16,m4-n512-k9,1,1,1,ab:1.0010,t\n"
-                     "other,bf16,m1-n136-k9,1,1,1,ab:0.5000,t\n")
+    cases, _ = _ab_files(
+        tmp_path,
+        "r,bf16,m1-n136-k9,1,1,1,ab:1.2000,t\nr,bf16,m2-n200-k9,1,1,1,ab:1.0500,t\n"
+        "r,bf16,m3-n1400-k9,1,1,1,ab:0.9900,t\nr,bf16,m4-n512-k9,1,1,1,ab:1.0010,t\n"
+        "other,bf16,m1-n136-k9,1,1,1,ab:0.5000,t\n", "")   # another run: not read
     padded = tmp_path / "padded.csv"
     padded.write_text("label,mode,case,variant,block,columns,b_cols\n"
                       "r,bf16,m1-n136-k9,tma,64x128,2,256\n"
