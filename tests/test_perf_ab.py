@@ -13,8 +13,6 @@ SCRIPT = ROOT / "scripts" / "perf_ab.py"
 
 
 @pytest.fixture
-
-
 def pf(load_script):
     return load_script(SCRIPT)
 
