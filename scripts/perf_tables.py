@@ -8,12 +8,12 @@
 A generated table sits between `<!-- perf_tables:NAME -->` and `<!-- /perf_tables:NAME -->`
 in docs/PERF.md; everything outside the markers is prose, written by hand. Sources:
 baselines/nvidia-h200.json (the per-mode baseline tables) and the session folders under
-docs/results from session 42 on (cases.csv from scripts/summarize_runs.py, tiles*.csv from
+docs/results from session 43 on (cases.csv from scripts/summarize_runs.py, tiles*.csv from
 scripts/device/tiles.py, tuned.csv from scripts/keep_entries.py). The tables of sessions
-1-41 are frozen (`<!-- frozen:NAME -->`, not regenerated): their data left the tree after
+1-42 are frozen (`<!-- frozen:NAME -->`, not regenerated): their data left the tree after
 commit 46bf53f (sessions 1-16), 29d4265 (17-21), 5a5bca6 (22-28), ea1ea92 (29-33),
-30b65a7 (34-40) and 8c974ef (41), and docs/results/README.md says how to regenerate them
-there. `--power` counts any `gemmgate trials` checks.csv with gemmgate.trials' own code (`power`).
+30b65a7 (34-40), 8c974ef (41) and bdaad63 (42), and docs/results/README.md says how to
+regenerate them there. `--power` counts any `gemmgate trials` checks.csv with gemmgate.trials' own code (`power`).
 This file is the registry (TABLES: a table's name, its function and its files) and the
 CLI; the functions that make the tables are in scripts/perf_formats.py and, for A/B
 runs, scripts/perf_ab.py.
@@ -61,21 +61,11 @@ from gemmgate.trials import read_csv as read_checks  # noqa: E402
 PERF_MD = ROOT / "docs" / "PERF.md"
 RESULTS = ROOT / "docs" / "results"
 BASELINE = ROOT / "baselines" / "nvidia-h200.json"
-S42 = RESULTS / "h200-2026-12-03-s42"
 S43 = RESULTS / "h200-2026-12-04-s43"
 S44 = RESULTS / "h200-2026-12-04-s44"
 S45 = RESULTS / "h200-2026-12-04-s45"
 S46 = RESULTS / "h200-2026-12-04-s46"
 S47 = RESULTS / "h200-2026-12-04-s47"
-# session 42's tiles.py files, each one table (`tile_matrix`): table name -> file stem
-_S42_MATRICES = {
-    **{f"onewave-{m}": f"tiles_onewave_{m}" for m in ("bf16", "fp16", "fp8")},
-    **{f"{call}-{m}": f"tiles_{call}_{m}" for call in ("ptr", "ptr2") for m in ("bf16", "fp8")},
-    **{f"epi-{m}-{v}": f"epilogue_cm{v}_{m}" for m, v in (("bf16", 1), ("bf16", 2),
-                                                         ("fp8", 1), ("fp8", 2), ("fp8", 0))},
-}
-
-
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
     in five modes, the holdouts in bf16, fp16 and fp8."""
@@ -91,15 +81,6 @@ def _every_set(path: Path, session: str) -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "baseline": lambda: baseline_tables(BASELINE),
-    **{f"s42-{name}": functools.partial(tile_matrix, S42 / f"{file}.csv")
-       for name, file in _S42_MATRICES.items()},
-    "s42-ab": lambda: moved_ab(S42 / "cases.csv", "call5-ab-onewave", S42 / "moved_onewave.csv"),
-    "s42-ab-worst": lambda: moved_worst(S42 / "cases.csv", "call5-ab-onewave",
-                                        S42 / "moved_onewave.csv", 8),
-    "s42-fresh": lambda: moved_ab(S42 / "cases.csv", "call6-ab-onewave-fresh",
-                                  S42 / "moved_onewave_fresh.csv"),
-    "s42-fresh-worst": lambda: moved_worst(S42 / "cases.csv", "call6-ab-onewave-fresh",
-                                           S42 / "moved_onewave_fresh.csv", 4),
     "s43-tall128": lambda: tile_matrix(S43 / "tiles_tall128_fp8.csv"),
     "s43-stages": lambda: tile_matrix(S43 / "tiles_stages_bf16.csv"),
     "s43-ab": lambda: moved_ab(S43 / "cases.csv", "call1-ab-tall128", S43 / "moved_tall128.csv"),
