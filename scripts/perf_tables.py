@@ -13,7 +13,8 @@ scripts/device/tiles.py, tuned.csv from scripts/keep_entries.py). The tables of 
 1-42 are frozen (`<!-- frozen:NAME -->`, not regenerated): their data left the tree after
 commit 46bf53f (sessions 1-16), 29d4265 (17-21), 5a5bca6 (22-28), ea1ea92 (29-33),
 30b65a7 (34-40), 8c974ef (41) and bdaad63 (42), and docs/results/README.md says how to
-regenerate them there. `--power` counts any `gemmgate trials` checks.csv with gemmgate.trials' own code (`power`).
+regenerate them there. `--power` counts any `gemmgate trials` checks.csv with
+gemmgate.trials' own code (`power`).
 This file is the registry (TABLES: a table's name, its function and its files) and the
 CLI; the functions that make the tables are in scripts/perf_formats.py and, for A/B
 runs, scripts/perf_ab.py.
