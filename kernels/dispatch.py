@@ -48,7 +48,7 @@ import torch
 from kernels import table
 from kernels.configs import INTERPRETER_CONFIG, heuristic, search_space, tma_split_space
 from kernels.fma import GEMV_M, gemv_space
-from kernels.matmul_tma import describable, num_sms
+from kernels.matmul_tma import PAD_COLUMNS, describable, num_sms
 from kernels.modes import KernelMode
 from kernels.relayout import LINE, CopyCache, aligned_copy, pitch, pitched_copy
 from kernels.scratch import SCRATCH
@@ -275,8 +275,8 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
                     "tma_hybrid")
         if cached:  # kept copies: every operand the descriptors read on whole 128 B lines
             copy_a = copy_a or ("pitch" if max(sa) * elem % LINE else "")
-            # and B, where N leaves a part tile, copied with zeros past N (`pads_b`)
-            copy_b = copy_b or ("pitch" if max(sb) * elem % LINE or N % PAD_N else "")
+            # and B, where a tile may read past N (`reads_room`), copied with zeros there
+            copy_b = copy_b or ("pitch" if max(sb) * elem % LINE or reads_room(N) else "")
             ld = ld_of(copy_a, copy_b)
     bucket = f"{fam} {mode.name} {la}{lb} {'tma' if variants[0] == 'tma' else 'ptr'} ld{ld}"
     return fam, _key(bucket, M, N, K, sa, sb), bucket, copy_a, copy_b, variants
@@ -293,15 +293,27 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
 PAD_N = 256
 
 
+def reads_room(N: int) -> bool:
+    """Whether a tile may read B past N over a copy's zeros (`matmul_tma.b_extent`): N
+    leaves a part tile of PAD_N or less, one of PAD_COLUMNS columns of tiles or fewer
+    (past PAD_N x PAD_COLUMNS, no power-of-two tile up to PAD_N wide has so few)."""
+    return N % PAD_N != 0 and N < PAD_N * PAD_COLUMNS
+
+
 def pads_b(copy_b: str, variants: tuple[str, ...], N: int, cached: bool) -> bool:
     """Whether B's copy is made with zeros past N (`PAD_N`): kept copies (`cached`: made
-    once) of a call the TMA variants run, where N leaves a part tile."""
-    return cached and copy_b != "" and variants[0] == "tma" and N % PAD_N != 0
+    once) of a call the TMA variants run, where a tile may read them (`reads_room`)."""
+    return cached and copy_b != "" and variants[0] == "tma" and reads_room(N)
+
+
+def room(N: int) -> int:
+    """Zeros past N in a copy of B padded to PAD_N (`pads_b`)."""
+    return cdiv(N, PAD_N) * PAD_N - N
 
 
 def b_room(p: Plan, N: int) -> int:
     """Zeros past N in the B the plan's kernels read (its kept copy, `pads_b`)."""
-    return cdiv(N, PAD_N) * PAD_N - N if p.pad_b else 0
+    return room(N) if p.pad_b else 0
 
 
 def _key(bucket: str, M: int, N: int, K: int, sa: tuple, sb: tuple) -> str:

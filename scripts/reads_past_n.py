@@ -44,8 +44,7 @@ def past_n(sets: list[tuple[str, tuple]], modes: list[str], sms: int) -> list[di
                 if not dispatch.pads_b(copy_b, variants, case.n, True):
                     continue
                 tile = _choice(kernels, mode, case, sms, decided)[0]
-                room = cdiv(case.n, dispatch.PAD_N) * dispatch.PAD_N - case.n
-                cols = matmul_tma.b_extent(tile, case.n, room) \
+                cols = matmul_tma.b_extent(tile, case.n, dispatch.room(case.n)) \
                     if tile.variant in matmul_tma.READS_ROOM else 0
                 if cols:
                     out.append({"label": Path(name).stem if name.endswith(".csv") else name,

@@ -120,6 +120,10 @@ def test_kept_copies_of_b_hold_zeros_past_a_part_tile_of_n():
     assert _decide("bf16", 2048, 448, 2048)[4] == ""                     # per call: as is
     assert not dispatch.pads_b("pitch", variants, 448, False)
     assert not dispatch.pads_b("pitch", variants, 512, True)             # whole: no room
+    # past 2048 columns no tile reads the room (b_extent): B stays as given, or its copy
+    # unpadded
+    assert _decide("bf16", 2048, 4160, 2048, cached=True)[4] == ""
+    assert not dispatch.pads_b("pitch", variants, 4097, True)
     assert not dispatch.pads_b("pitch", ("tiled",), 448, True)           # no descriptor
     assert not dispatch.pads_b("", variants, 448, True)                  # the caller's B
     p = dispatch.Plan("16bit", "k", "", "pitch", variants, INTERPRETER_CONFIG, "t",
