@@ -94,7 +94,7 @@ def aligned_copy(x: torch.Tensor, align: int = 16, role: str | None = None,
         y[rows:].zero_()
     if rows and cols:
         copy_launch(rows, cols, x.stride(0), x.stride(1), y.stride(0)).fast(x, y)
-    return y[:rows, :cols]
+    return y if (R, C) == (rows, cols) else y[:rows, :cols]   # a copy per call: no view
 
 
 LINE = 128   # bytes: a pitch that is a multiple of this starts every row on an L2 line
