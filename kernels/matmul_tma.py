@@ -234,9 +234,10 @@ class Recipe:
 # a mode, fp8 and tf32 over K-major copies too; holdout6 16-bit x1.05; the holdouts' fp8
 # x0.992), more columns x0.993-1.007 (156)
 PAD_COLUMNS = 8
-# the variants whose B descriptor reads that room (kernels/matmul.py passes it to their
-# recipes); the wide, tall and stream-K kernels' B boxes past N are not measured
-READS_ROOM = ("tma", "tma_split", "tma_hybrid")
+# the variants whose B descriptors read that room (kernels/matmul.py passes it to their
+# recipes): a `tma_wide` tile's two boxes too (session 48); a tall tile's N is A's M,
+# and stream-K's B boxes past N are not measured
+READS_ROOM = ("tma", "tma_split", "tma_hybrid", "tma_wide")
 
 
 def b_extent(config: TileConfig, N: int, room: int) -> int:

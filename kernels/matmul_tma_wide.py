@@ -62,6 +62,7 @@ from kernels.launch import Bound, Launch
 from kernels.matmul_tma import (
     _descriptor,
     _stage,
+    b_extent,
     bound,
     num_sms,
     tma_form,
@@ -166,6 +167,7 @@ class Recipe:
     staged: bool
     unstage: Launch | None = None
     tall: bool = False              # `tma_tall`: the kernel runs C.T = B.T @ A.T
+    b_cols: int = 0                 # B's N as both its descriptors read it (`b_extent`)
     repeats: Bound = field(default_factory=Bound, compare=False, repr=False)
 
     def launch(self, a, b, out, sa, sb) -> None:
@@ -180,8 +182,8 @@ class Recipe:
         ab, b0, b1, c0, c1 = self.blocks
         if self.tall:
             a, b = b.t(), a.t()
-        return (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, b0),
-                _descriptor(b, self.b_t, b1), _descriptor(c, False, c0),
+        return (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, b0, self.b_cols),
+                _descriptor(b, self.b_t, b1, self.b_cols), _descriptor(c, False, c0),
                 _descriptor(c, False, c1), c, sa, sb)
 
     def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
@@ -191,11 +193,13 @@ class Recipe:
 
 
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
-           has_scale: bool) -> Recipe | None:
+           has_scale: bool, b_room: int = 0) -> Recipe | None:
     """The variant's launch for tensors like these, or None when a or b cannot be
     described (matmul_tma.tma_operands). A `tma_tall` tile runs the kernel on B.T and A.T
     (its block_m, a power of two plus a smaller one, as the kernel's BLOCK_N; its
-    block_n as BLOCK_M), storing each part of C transposed into C."""
+    block_n as BLOCK_M), storing each part of C transposed into C. `b_room`: zeros past
+    B's N, which a `tma_wide` tile's two B boxes read to whole tiles (`b_extent`, as the
+    `tma` tile's one); a tall tile's N is A's M, which has none."""
     tall = config.variant == "tma_tall"
     got = tma_operands(b.t(), a.t()) if tall else tma_operands(a, b)
     if got is None:
@@ -213,7 +217,7 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
               [n1, bk] if b_t else [bk, n1], *(([n0, bm], [n1, bm]) if tall else
                                               ([bm, n0], [bm, n1])))
     return Recipe(run, a_t, b_t, blocks, staged, unstager(out, sc[0]) if staged else None,
-                  tall)
+                  tall, 0 if tall else b_extent(config, N, b_room))
 
 
 def _sides(config: TileConfig) -> tuple[int, int]:

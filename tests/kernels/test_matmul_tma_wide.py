@@ -71,6 +71,43 @@ def test_column_major_operands_and_a_staged_c():
     assert r.a_t and r.b_t and r.staged
 
 
+@interpreter
+@pytest.mark.parametrize("b_layout", ["r", "c"])
+def test_a_wide_tile_reads_b_past_n_over_its_copys_zeros(b_layout):
+    """B's kept copy with zeros past N (dispatch.prepare, `pad_b`): both of a wide tile's
+    B boxes are described to whole tiles (`b_extent`: 40 columns in tiles of 48 read 48,
+    the second part wholly past N), C the same."""
+    from kernels import dispatch
+    from kernels.configs import INTERPRETER_CONFIG
+
+    g = torch.Generator().manual_seed(6)
+    m, n, k = 40, 40, 48
+    a = torch.randn(m, k, generator=g)
+    b = torch.randn(k, n, generator=g) if b_layout == "r" else \
+        torch.randn(n, k, generator=g).t()
+    p = dispatch.Plan("fp32", "k", "", "pitch", ("tma",), INTERPRETER_CONFIG, "t",
+                      pad_b=True)
+    try:
+        _, b2 = dispatch.prepare(p, a, b, cache=True)
+    finally:
+        dispatch.COPIES.clear()
+    r = tw.recipe(CPU_TILE, a, b2, torch.empty(m, n), input_precision="ieee",
+                  is_fp32=True, has_scale=False, b_room=dispatch.b_room(p, n))
+    assert r.b_cols == 48
+    out = torch.full((m, n), float("nan"))
+    r.launch(a, b2, out, a, a)
+    ref = a.double() @ b.double()
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
+
+
+def test_a_tall_tile_reads_no_room():
+    """A tall tile's N is A's M: B's room is not its to read."""
+    a, b = torch.randn(160, 32), torch.randn(32, 40)
+    r = tw.recipe(TALL, a, b, torch.empty(160, 40), input_precision="ieee", is_fp32=True,
+                  has_scale=False, b_room=216)
+    assert r is not None and r.b_cols == 0
+
+
 TALL = TileConfig(80, 16, 32, 8, 1, 4, "tma_tall")   # 64 + 16 rows, 16 columns
 
 
