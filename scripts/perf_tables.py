@@ -67,6 +67,7 @@ S44 = RESULTS / "h200-2026-12-04-s44"
 S45 = RESULTS / "h200-2026-12-04-s45"
 S46 = RESULTS / "h200-2026-12-04-s46"
 S47 = RESULTS / "h200-2026-12-04-s47"
+S48 = RESULTS / "h200-2026-12-04-s48"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
     in five modes, the holdouts in bf16, fp16 and fp8."""
@@ -162,6 +163,11 @@ TABLES: dict[str, Callable[[], str]] = {
     "s47-holdouts": lambda: targets_table({
         "holdout6": {m: (S47 / "cases.csv", "call12-ab-h6") for m in ("bf16", "fp16")},
         "holdout5": {"fp16": (S47 / "cases.csv", "call12-ab-h5")}}),
+    "s48-pad-ab": lambda: pad_ab(S48 / "cases.csv", S48 / "padded.csv", 8),
+    "s48-sets": lambda: targets_table({
+        **{s: {m: (S48 / "sets.csv", f"run1-{s}") for m in ("fp32", "tf32", "bf16", "fp16",
+                                                              "fp8")} for s in ("pr", "nightly")},
+        "holdout6": {m: (S48 / "cases.csv", "run1-ab-h6") for m in ("bf16", "fp16")}}),
 }
 
 
