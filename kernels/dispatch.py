@@ -150,7 +150,7 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
         mode, cap, M, N, K, sa, sb, aligned, elem, has_tma=cap >= (9, 0) and not on_cpu,
         cached=cached)
     fma = on_fma_units(mode)
-    pad = pads_b(copy_b, variants, N, cached)
+    pad = pads_b(copy_b, variants, N)
     if on_cpu:
         return Plan(fam, key, copy_a, copy_b, variants, INTERPRETER_CONFIG, "interpreter",
                     fma, pad)
@@ -300,10 +300,13 @@ def reads_room(N: int) -> bool:
     return N % PAD_N != 0 and N < PAD_N * PAD_COLUMNS
 
 
-def pads_b(copy_b: str, variants: tuple[str, ...], N: int, cached: bool) -> bool:
-    """Whether B's copy is made with zeros past N (`PAD_N`): kept copies (`cached`: made
-    once) of a call the TMA variants run, where a tile may read them (`reads_room`)."""
-    return cached and copy_b != "" and variants[0] == "tma" and reads_room(N)
+def pads_b(copy_b: str, variants: tuple[str, ...], N: int) -> bool:
+    """Whether B's copy is made with zeros past N (`PAD_N`): any copy of B (kept, or
+    made per call, where the call copies B anyway: fp8's K-major B, a B whose rows a
+    descriptor cannot take) for a call the TMA variants run, where a tile may read them
+    (`reads_room`). The copy kernel writes the zeros in its one pass
+    (`relayout.aligned_copy`)."""
+    return copy_b != "" and variants[0] == "tma" and reads_room(N)
 
 
 def room(N: int) -> int:
@@ -312,7 +315,7 @@ def room(N: int) -> int:
 
 
 def b_room(p: Plan, N: int) -> int:
-    """Zeros past N in the B the plan's kernels read (its kept copy, `pads_b`)."""
+    """Zeros past N in the B the plan's kernels read (its copy, `pads_b`)."""
     return room(N) if p.pad_b else 0
 
 

@@ -25,13 +25,16 @@ from kernels.tile import cdiv
 
 
 @triton.jit
-def _copy_kernel(x_ptr, y_ptr, R, C, sxr, sxc, syr,
+def _copy_kernel(x_ptr, y_ptr, R, C, sxr, sxc, syr, YR, YC,
                  BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """y[:YR, :YC] = x (R, C) and zeros past it (YR >= R, YC >= C): one pass, the zeros
+    of a padded copy (`aligned_copy`'s `pad_to`) included."""
     r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
-    mask = (r[:, None] < R) & (c[None, :] < C)
-    x = tl.load(x_ptr + r[:, None] * sxr + c[None, :] * sxc, mask=mask)
-    tl.store(y_ptr + r[:, None] * syr + c[None, :], x, mask=mask)
+    inside = (r[:, None] < R) & (c[None, :] < C)
+    x = tl.load(x_ptr + r[:, None] * sxr + c[None, :] * sxc, mask=inside, other=0)
+    tl.store(y_ptr + r[:, None] * syr + c[None, :], x,
+             mask=(r[:, None] < YR) & (c[None, :] < YC))
 
 
 @triton.jit
@@ -88,12 +91,8 @@ def aligned_copy(x: torch.Tensor, align: int = 16, role: str | None = None,
     rows, cols = x.shape
     R, C = cdiv(rows, pad_to[0]) * pad_to[0], cdiv(cols, pad_to[1]) * pad_to[1]
     y = aligned_empty(R, C, x.dtype, x.device, align, role)
-    if C > cols:
-        y[:, cols:].zero_()
-    if R > rows:
-        y[rows:].zero_()
-    if rows and cols:
-        copy_launch(rows, cols, x.stride(0), x.stride(1), y.stride(0)).fast(x, y)
+    if rows and cols:   # the zeros in the same launch
+        copy_launch(rows, cols, x.stride(0), x.stride(1), y.stride(0), R, C).fast(x, y)
     return y if (R, C) == (rows, cols) else y[:rows, :cols]   # a copy per call: no view
 
 
@@ -112,11 +111,14 @@ def pitched_copy(x: torch.Tensor, role: str | None = None, pad_cols: int = 1) ->
 
 
 @functools.lru_cache(maxsize=256)
-def copy_launch(rows: int, cols: int, sxr: int, sxc: int, syr: int) -> Launch:
+def copy_launch(rows: int, cols: int, sxr: int, sxc: int, syr: int, y_rows: int = 0,
+                y_cols: int = 0) -> Launch:
     """The copy kernel's launch but for its tensors (kernels/launch.py): x (rows, cols)
-    with strides (sxr, sxc) into y with strides (syr, 1)."""
-    grid = (cdiv(rows, _BLOCK), cdiv(cols, _BLOCK))
-    return Launch(_copy_kernel, grid, (rows, cols, sxr, sxc, syr),
+    with strides (sxr, sxc) into y with strides (syr, 1), y's (y_rows, y_cols) past x
+    zeroed (0: x's)."""
+    y_rows, y_cols = y_rows or rows, y_cols or cols
+    grid = (cdiv(y_rows, _BLOCK), cdiv(y_cols, _BLOCK))
+    return Launch(_copy_kernel, grid, (rows, cols, sxr, sxc, syr, y_rows, y_cols),
                   dict(BLOCK_R=_BLOCK, BLOCK_C=_BLOCK, num_warps=4))
 
 

@@ -68,17 +68,17 @@ def _choice(pkg, mode_name: str, case, sms: int, decided: tuple | None = None
     return tile, True, bucket, variants
 
 
-def _decided(pkg, mode_name: str, case) -> tuple:
+def _decided(pkg, mode_name: str, case, cached: bool = True) -> tuple:
     """`pkg`'s kernels.dispatch.decide for a case on an H200, as the harness calls it
-    (its operands' strides, copies kept): (family, key, bucket, copy_a, copy_b,
-    variants)."""
+    (its operands' strides, copies kept; `cached` False: made per call, as a library
+    caller without `cache_copies`): (family, key, bucket, copy_a, copy_b, variants)."""
     from gemmgate.inputs import layout
     from gemmgate.precision import get_mode
 
     a, b = layout(case, get_mode(mode_name))   # meta tensors: the harness's strides
     return pkg.dispatch.decide(
         pkg.modes.mode_named(mode_name), (9, 0), case.m, case.n, case.k, a.stride(),
-        b.stride(), (True, True), a.element_size(), has_tma=True, cached=True)
+        b.stride(), (True, True), a.element_size(), has_tma=True, cached=cached)
 
 
 def _operands(decided: tuple) -> str:

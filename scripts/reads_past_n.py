@@ -1,11 +1,13 @@
-"""Which cases' B the TMA tiles read past N over a kept copy's zeros, on the CPU.
+"""Which cases' B the TMA tiles read past N over a copy's zeros, on the CPU.
 
     python3 scripts/reads_past_n.py [--sets pr,nightly,...] [--modes bf16,fp16,...]
-                                    [--sms 132] [--label L] [--csv FILE]
+                                    [--sms 132] [--label L] [--csv FILE] [--uncached]
 
 For every case of the sets and every mode, as the harness calls the kernel on an H200
-(operand copies kept): the tile it picks (scripts/lookup_diff.py's `_choice`), whether B's
-kept copy holds zeros past N (kernels.dispatch.pads_b) and how far the pick's descriptor
+(operand copies kept; with --uncached, as a caller without `cache_copies`, whose B is
+copied, with the zeros, only where the call copies it anyway): the tile it picks
+(scripts/lookup_diff.py's `_choice`), whether B's copy holds zeros past N
+(kernels.dispatch.pads_b) and how far the pick's descriptor
 reads B (kernels.matmul_tma.b_extent: 0, to N). Prints a count per set and mode; exit 0.
 `--csv FILE` writes each case whose pick reads past N, once per label (`--label`, default
 the set) and mode: label, mode, case, variant, block, columns (B's columns of tiles),
@@ -29,8 +31,10 @@ from lookup_diff import MODES, SETS, _choice, _decided  # noqa: E402
 FIELDS = ("label", "mode", "case", "variant", "block", "columns", "b_cols")
 
 
-def past_n(sets: list[tuple[str, tuple]], modes: list[str], sms: int) -> list[dict]:
-    """The picks that read B past N: one row per (set, mode, case), `label` the set."""
+def past_n(sets: list[tuple[str, tuple]], modes: list[str], sms: int,
+           cached: bool = True) -> list[dict]:
+    """The picks that read B past N: one row per (set, mode, case), `label` the set;
+    `cached` False: as a caller without kept copies (B copied per call, where it is)."""
     import kernels
     from kernels import dispatch, matmul_tma
     from kernels.tile import cdiv
@@ -39,9 +43,9 @@ def past_n(sets: list[tuple[str, tuple]], modes: list[str], sms: int) -> list[di
     for name, cases in sets:
         for mode in modes:
             for case in cases:
-                decided = _decided(kernels, mode, case)
+                decided = _decided(kernels, mode, case, cached)
                 _, _, _, _, copy_b, variants = decided
-                if not dispatch.pads_b(copy_b, variants, case.n, True):
+                if not dispatch.pads_b(copy_b, variants, case.n):
                     continue
                 tile = _choice(kernels, mode, case, sms, decided)[0]
                 cols = matmul_tma.b_extent(tile, case.n, dispatch.room(case.n)) \
@@ -61,12 +65,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sms", type=int, default=132, help="SM count (default: the H200's)")
     ap.add_argument("--label", help="every row's label (default: its set's name)")
     ap.add_argument("--csv", metavar="FILE", help="write the cases that read past N")
+    ap.add_argument("--uncached", action="store_true",
+                    help="as a caller without kept copies: only a B copied per call anyway")
     args = ap.parse_args(argv)
     from gemmgate.shapes import resolve
 
     try:
         sets = [(name, resolve(name)[1]) for name in args.sets.split(",")]
-        rows = past_n(sets, args.modes.split(","), args.sms)
+        rows = past_n(sets, args.modes.split(","), args.sms, not args.uncached)
     except ValueError as e:
         print(f"reads_past_n: error: {e}", file=sys.stderr)
         return 2

@@ -386,6 +386,31 @@ def test_gpu_b_read_past_n_over_its_kept_copys_zeros_gives_the_same_c(case, conf
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("case,config", [
+    (Case(640, 408, 1024), TileConfig(64, 128, 128, 8, 4, 4, "tma")),
+    (Case(1024, 904, 768), TileConfig(128, 160, 128, 8, 4, 8, "tma_wide")),
+], ids=lambda x: getattr(x, "id", None) or getattr(x, "variant", str(x)))
+def test_gpu_fp8_b_copied_per_call_is_read_past_n_over_its_zeros(case, config):
+    """Without kept copies fp8 still copies a row-major B K-major on every call, with zeros
+    past N (`dispatch.pads_b`), which the tile reads to whole tiles: C is the kept copy's,
+    bit for bit, and right."""
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("fp8 TMA needs compute capability 9.0")
+    inp = make_inputs(case, MODES["fp8"], "cuda", seed=case.n)
+    plan = dispatch.plan(mode_named("fp8"), inp.a, inp.b)
+    assert plan.copy_b == "kmajor" and plan.pad_b
+    assert matmul_tma.b_extent(config, case.n, dispatch.b_room(plan, case.n))
+    scales = dict(precision="fp8", scale_a=inp.scale_a, scale_b=inp.scale_b, config=config)
+    per_call = kernels.matmul(inp.a, inp.b, **scales)
+    try:
+        kept = kernels.matmul(inp.a, inp.b, **scales, cache_copies=True)
+    finally:
+        dispatch.COPIES.clear()
+    assert torch.equal(per_call, kept)
+    assert relative_error(per_call, inp.reference()) < 5e-3
+
+
+@pytest.mark.gpu
 def test_gpu_without_a_chooser_the_heuristic_tile_runs_and_nothing_is_timed(monkeypatch):
     """No tuning on the call path: a library call on an unseen shape never benchmarks."""
     import importlib

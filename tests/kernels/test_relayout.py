@@ -114,6 +114,22 @@ def test_a_padded_copy_holds_zeros_past_its_rows_and_columns(device):
     assert torch.count_nonzero(cm.t().as_strided((64, 40), (64, 1))[5:]) == 0
 
 
+def test_a_copy_writes_its_zeros_over_its_buffers_old_contents(device, monkeypatch):
+    """A copy per call goes into a buffer kept for its role (kernels/scratch.py), dirty
+    from the call before: the copy kernel writes the zeros past x itself (the zeros of a B
+    read past N, dispatch.pads_b, for a call without kept copies too)."""
+    from kernels import relayout
+
+    empty = relayout.aligned_empty
+    monkeypatch.setattr(relayout, "aligned_empty",
+                        lambda *a, **k: empty(*a, **k).fill_(float("nan")))
+    x = torch.randn(6, 40, device=device).half()
+    y = relayout.aligned_copy(x, 16, "b", (8, 64))         # rows to 8, columns to 64
+    assert torch.equal(y, x)
+    whole = y.as_strided((8, 64), y.stride())
+    assert torch.count_nonzero(whole[:, 40:]) == 0 and torch.count_nonzero(whole[6:]) == 0
+
+
 @pytest.mark.parametrize("rows,cols,block", [
     (5, 37, 64),     # rows shorter than a block: several row ends per block
     (7, 150, 64),    # a block crosses one row end at most, last block partial
