@@ -91,9 +91,19 @@ def aligned_copy(x: torch.Tensor, align: int = 16, role: str | None = None,
     rows, cols = x.shape
     R, C = cdiv(rows, pad_to[0]) * pad_to[0], cdiv(cols, pad_to[1]) * pad_to[1]
     y = aligned_empty(R, C, x.dtype, x.device, align, role)
-    if rows and cols:   # the zeros in the same launch
-        copy_launch(rows, cols, x.stride(0), x.stride(1), y.stride(0), R, C).fast(x, y)
+    if rows and cols:   # the zeros in the same launch, through integer views of the bits:
+        # the kernel's masked load fills with an int 0, which Triton cannot cast to fp8
+        copy_launch(rows, cols, x.stride(0), x.stride(1), y.stride(0), R, C).fast(
+            _bits(x), _bits(y))
     return y if (R, C) == (rows, cols) else y[:rows, :cols]   # a copy per call: no view
+
+
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """t's elements as integers of their size (the same memory, strides and shape)."""
+    return t.view(_BITS[t.element_size()])
 
 
 LINE = 128   # bytes: a pitch that is a multiple of this starts every row on an L2 line

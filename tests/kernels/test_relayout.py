@@ -123,11 +123,13 @@ def test_a_copy_writes_its_zeros_over_its_buffers_old_contents(device, monkeypat
     empty = relayout.aligned_empty
     monkeypatch.setattr(relayout, "aligned_empty",
                         lambda *a, **k: empty(*a, **k).fill_(float("nan")))
-    x = torch.randn(6, 40, device=device).half()
-    y = relayout.aligned_copy(x, 16, "b", (8, 64))         # rows to 8, columns to 64
-    assert torch.equal(y, x)
-    whole = y.as_strided((8, 64), y.stride())
-    assert torch.count_nonzero(whole[:, 40:]) == 0 and torch.count_nonzero(whole[6:]) == 0
+    for dtype in (torch.float16, torch.float8_e4m3fn, torch.float32):   # copied as bits
+        x = torch.randn(6, 40, device=device).to(dtype)
+        y = relayout.aligned_copy(x, 16, "b", (8, 64))     # rows to 8, columns to 64
+        assert y.dtype == dtype and torch.equal(y.view(torch.uint8), x.view(torch.uint8))
+        whole = y.as_strided((8, 64), y.stride()).view(torch.uint8)
+        assert torch.count_nonzero(whole[:, 40 * x.element_size():]) == 0
+        assert torch.count_nonzero(whole[6:]) == 0
 
 
 @pytest.mark.parametrize("rows,cols,block", [
