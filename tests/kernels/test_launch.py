@@ -447,7 +447,6 @@ def test_gpu_repeats_with_buffers_made_per_call_stay_right(variant, split):
     bytes, a staged C, a split-K workspace) repeat through bound launches at the caching
     allocator's addresses: right after the inputs change in place, and into fresh outs."""
     import kernels
-    from kernels import relayout
     from kernels.tile import TileConfig
 
     if variant != "tiled" and torch.cuda.get_device_capability() < (9, 0):
@@ -463,6 +462,26 @@ def test_gpu_repeats_with_buffers_made_per_call_stay_right(variant, split):
                                                              dtype=torch.bfloat16))
         want = a.double() @ b.double()
         assert ((out.double() - want).norm() / want.norm()).item() < 1e-2, i
+
+
+@pytest.mark.gpu
+def test_gpu_a_k_major_copy_made_per_call_repeats_through_a_bound_launch():
+    """tf32 copies a row-major B K-major on every call (no kept copies) with the copy
+    kernel (rows-to-rows copies are torch's): its launch repeats bound at the caching
+    allocator's address, and stays right after B changes in place."""
+    import kernels
+    from kernels import relayout
+
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("the K-major copy is the Hopper (sm_90) wgmma's")
+    a = torch.empty(320, 192, device="cuda")
+    b = torch.empty(192, 250, device="cuda")
+    for i in range(4):
+        a.normal_()
+        b.normal_()
+        out = kernels.matmul(a, b, precision="tf32")
+        want = a.double() @ b.double()
+        assert ((out.double() - want).norm() / want.norm()).item() < 5e-3, i
     if triton.__version__.startswith("3.6."):
         assert relayout.copy_launch.cache_info().currsize and any(
             launch.repeats.entries for launch in _copy_launches()), "no bound copy kept"
