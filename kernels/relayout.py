@@ -91,22 +91,34 @@ def aligned_copy(x: torch.Tensor, align: int = 16, role: str | None = None,
     rows, cols = x.shape
     R, C = cdiv(rows, pad_to[0]) * pad_to[0], cdiv(cols, pad_to[1]) * pad_to[1]
     y = aligned_empty(R, C, x.dtype, x.device, align, role)
-    if rows and cols and x.stride(1) == 1:
-        # rows to rows: torch's copy, then the zeros. The copy kernel ran these at 0.32-0.97
-        # of torch's speed (its loads scalar where x's rows are not 16-byte aligned: fp8
-        # A of 3520 x 4840 130 us, torch's 42; session 48, run 4)
+    if rows and cols and torch_copies(x):
         y[:rows, :cols].copy_(x)
         if C > cols:
             y[:, cols:].zero_()
         if R > rows:
             y[rows:].zero_()
-    elif rows and cols:   # a transposing copy (a K-major B): the copy kernel, which ran
-        # these at 0.84-4.3x torch's speed (session 48, run 4), zeros in the same launch,
-        # through integer views of the bits (its masked load fills with an int 0, which
-        # Triton cannot cast to fp8)
+    elif rows and cols:   # the copy kernel, the zeros in the same launch, through integer
+        # views of the bits (its masked load fills with an int 0, which Triton cannot
+        # cast to fp8)
         copy_launch(rows, cols, x.stride(0), x.stride(1), y.stride(0), R, C).fast(
             _bits(x), _bits(y))
     return y if (R, C) == (rows, cols) else y[:rows, :cols]   # a copy per call: no view
+
+
+# Byte elements copied rows to rows (an fp8 operand re-pitched), from this size up, are
+# torch's copy: the copy kernel's loads of them are one byte each, and it ran them at
+# 0.32-0.6 of torch's speed (H200, session 48 run 4: fp8 A of 3520 x 4840 (4840-byte rows)
+# 130 us, torch 42; 7728 x 7824 60 us, torch 36); fp8 calls without kept copies ran
+# 3520 x 536 x 4840 190 -> 99 us, 7664 x 368 x 7032 352 -> 178 (run 5). Below it the
+# copy kernel's bound launch costs less host time than torch's copy and zero launches
+# (bf16 1111 x 777 x 555 per call: 54 -> 68 us of host time with torch's, run 5), and
+# its transposing copies (K-major B) ran 0.84-4.3x torch's speed.
+TORCH_COPY_BYTES = 2 << 20
+
+
+def torch_copies(x: torch.Tensor) -> bool:
+    """Whether `aligned_copy` copies x with torch (`TORCH_COPY_BYTES`)."""
+    return x.element_size() == 1 and x.stride(1) == 1 and x.numel() >= TORCH_COPY_BYTES
 
 
 _BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}

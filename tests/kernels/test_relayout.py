@@ -123,13 +123,27 @@ def test_a_copy_writes_its_zeros_over_its_buffers_old_contents(device, monkeypat
     empty = relayout.aligned_empty
     monkeypatch.setattr(relayout, "aligned_empty",
                         lambda *a, **k: empty(*a, **k).fill_(float("nan")))
-    for dtype in (torch.float16, torch.float8_e4m3fn, torch.float32):   # copied as bits
+    cases = [(torch.float16, None), (torch.float8_e4m3fn, None), (torch.float32, None),
+             (torch.float8_e4m3fn, 0)]   # the last through torch's copy (`torch_copies`)
+    for dtype, torch_from in cases:     # the copy kernel's copied as bits
+        if torch_from is not None:
+            monkeypatch.setattr(relayout, "TORCH_COPY_BYTES", torch_from)
         x = torch.randn(6, 40, device=device).to(dtype)
         y = relayout.aligned_copy(x, 16, "b", (8, 64))     # rows to 8, columns to 64
         assert y.dtype == dtype and torch.equal(y.view(torch.uint8), x.view(torch.uint8))
         whole = y.as_strided((8, 64), y.stride()).view(torch.uint8)
         assert torch.count_nonzero(whole[:, 40 * x.element_size():]) == 0
         assert torch.count_nonzero(whole[6:]) == 0
+
+
+def test_only_big_byte_copies_row_to_row_take_torchs_copy():
+    from kernels.relayout import TORCH_COPY_BYTES, torch_copies
+
+    big = torch.empty(TORCH_COPY_BYTES // 4840 + 1, 4840, dtype=torch.float8_e4m3fn)
+    assert torch_copies(big)
+    assert not torch_copies(big[:4])                       # small: the copy kernel's launch
+    assert not torch_copies(big.t())                       # transposing: the copy kernel
+    assert not torch_copies(big.view(torch.int16))         # two-byte elements
 
 
 @pytest.mark.parametrize("rows,cols,block", [
