@@ -97,11 +97,12 @@ def aligned_copy(x: torch.Tensor, align: int = 16, role: str | None = None,
             y[:, cols:].zero_()
         if R > rows:
             y[rows:].zero_()
-    elif rows and cols:   # the copy kernel, the zeros in the same launch, through integer
-        # views of the bits (its masked load fills with an int 0, which Triton cannot
-        # cast to fp8)
+    elif rows and cols:   # the copy kernel, the zeros in the same launch; byte elements
+        # through integer views of the bits (its masked load fills with an int 0, which
+        # Triton cannot cast to fp8); others as they are (a view costs host time a call)
+        bits = x.element_size() == 1
         copy_launch(rows, cols, x.stride(0), x.stride(1), y.stride(0), R, C).fast(
-            _bits(x), _bits(y))
+            _bits(x) if bits else x, _bits(y) if bits else y)
     return y if (R, C) == (rows, cols) else y[:rows, :cols]   # a copy per call: no view
 
 
