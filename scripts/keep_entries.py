@@ -27,7 +27,8 @@ its unmeasured cases beside it as a shape file (FILE with .csv), for the next de
 call to A/B that table on them (`gemmgate run --shapes FILE.csv --ab-ref REV`).
 --tuned-csv FILE --call LABEL records the call's changed entries (REV's tile and ratio,
 the new ones, candidates timed, kept or not) as rows of a session's tuned.csv, replacing
-that label's rows (scripts/perf_formats.py's `tuned_summary` reads them).
+that label's rows (session 43's tuned.csv, frozen after 6eb0d2c, was read by its
+`tuned_summary`, which left scripts/perf_formats.py with it).
 Exit 0 when every pick is measured, 1 when some are not, 2 on bad input.
 """
 

@@ -188,20 +188,6 @@ def ratios_below(path: Path, prefix: str | tuple[str, ...], under: float,
     return "\n".join(out)
 
 
-def tuned_summary(path: Path) -> str:
-    """A tune call's entries (a session's tuned.csv) per call and mode: keys written, new
-    keys, retuned keys whose tile changed, searches the budget cut short, entries kept."""
-    by = _grouped(_rows(path), lambda r: (r["call"], r["mode"]))
-    out = ["| call | mode | keys | new | tile changed | cut short | kept |",
-           "|---|---|---:|---:|---:|---:|---:|"]
-    for (call, mode), rs in by.items():
-        cut = sum(int(a) < int(b) for a, _, b in (r["tried"].partition("/") for r in rs) if b)
-        out.append(f"| {call} | {mode} | {len(rs)} | {sum(not r['before'] for r in rs)} | "
-                   f"{sum(bool(r['before']) and r['before'] != r['after'] for r in rs)} | "
-                   f"{cut} | {sum(r['kept'] == 'yes' for r in rs)} |")
-    return "\n".join(out)
-
-
 def tile_matrix(path: Path, flush: str = "1", label: str | None = None) -> str:
     """A tiles.py CSV (one mode, L2 flushed; with `label`, that call's rows of a file
     with a label column) as a matrix: a row a shape, a column each of the pick and the

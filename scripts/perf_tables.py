@@ -52,7 +52,6 @@ from perf_formats import (  # noqa: E402
     ratios_below,
     targets_table,
     tile_matrix,
-    tuned_summary,
     wrong_cases,
 )
 
@@ -62,7 +61,6 @@ from gemmgate.trials import read_csv as read_checks  # noqa: E402
 PERF_MD = ROOT / "docs" / "PERF.md"
 RESULTS = ROOT / "docs" / "results"
 BASELINE = ROOT / "baselines" / "nvidia-h200.json"
-S43 = RESULTS / "h200-2026-12-04-s43"
 S44 = RESULTS / "h200-2026-12-04-s44"
 S45 = RESULTS / "h200-2026-12-04-s45"
 S46 = RESULTS / "h200-2026-12-04-s46"
@@ -83,19 +81,6 @@ def _every_set(path: Path, session: str) -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "baseline": lambda: baseline_tables(BASELINE),
-    "s43-tall128": lambda: tile_matrix(S43 / "tiles_tall128_fp8.csv"),
-    "s43-stages": lambda: tile_matrix(S43 / "tiles_stages_bf16.csv"),
-    "s43-ab": lambda: moved_ab(S43 / "cases.csv", "call1-ab-tall128", S43 / "moved_tall128.csv"),
-    "s43-ab-worst": lambda: moved_worst(S43 / "cases.csv", "call1-ab-tall128",
-                                        S43 / "moved_tall128.csv", 6),
-    "s43-fresh": lambda: moved_ab(S43 / "cases.csv", "call2-ab-tall128-fresh",
-                                  S43 / "moved_tall128_fresh.csv"),
-    "s43-sets": lambda: _every_set(S43 / "sets.csv", "s43"),
-    "s43-below": lambda: ratios_below(S43 / "sets.csv", "s43-", 0.8, ""),
-    "s43-x3": lambda: moved_ab(S43 / "cases.csv", "call5-ab-x3-kept", S43 / "moved_x3.csv"),
-    "s43-x3-worst": lambda: moved_worst(S43 / "cases.csv", "call5-ab-x3-kept",
-                                        S43 / "moved_x3.csv", 6),
-    "s43-x3-tuned": lambda: tuned_summary(S43 / "tuned.csv"),
     "s44-forms": lambda: moved_forms(S44 / "cases.csv", "call1-ab-", S44 / "moved_onewave.csv"),
     "s44-fresh": lambda: moved_forms(S44 / "cases.csv", "call2-ab-",
                                      S44 / "moved_onewave_fresh.csv"),
