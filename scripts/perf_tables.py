@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from perf_ab import (  # noqa: E402
+    host_ab,
     moved_ab,
     moved_forms,
     moved_worst,
@@ -40,6 +41,7 @@ from perf_ab import (  # noqa: E402
     rows_ab,
     split_moves,
     staged_moves,
+    trees_ab,
 )
 from perf_formats import (  # noqa: E402
     HOLDOUTS,
@@ -153,6 +155,15 @@ TABLES: dict[str, Callable[[], str]] = {
         **{s: {m: (S48 / "sets.csv", f"run1-{s}") for m in ("fp32", "tf32", "bf16", "fp16",
                                                               "fp8")} for s in ("pr", "nightly")},
         "holdout6": {m: (S48 / "cases.csv", "run1-ab-h6") for m in ("bf16", "fp16")}}),
+    "s48-uncached": lambda: trees_ab(
+        S48 / "uncached.csv", (("run2-new-tf32", "run2-ref-tf32"), ("run5-new-fp8", "run5-ref-fp8"),
+                               ("run6-new-fp8", "run5-ref-fp8"),
+                               ("run5-new-bf16", "run5-ref-bf16"),
+                               ("run6-new-bf16", "run6-ref-bf16")),
+        controls=("4096x512x4096", "2048x768x2048", "4096x4096x4096")),
+    **{f"s48-copies-{run}": functools.partial(probe_table, S48 / "copies.csv", run, "")
+       for run in ("run4", "run5")},
+    "s48-host": lambda: host_ab(S48 / "overhead_ab.csv"),
 }
 
 
