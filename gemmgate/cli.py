@@ -78,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="use the Triton tiles recorded in this baseline file")
     _ab_arg(run, "; the JSON then holds a 'reference' provider")
     _providers_arg(run)
+    run.add_argument("--copies", choices=("kept", "per-call"), default="kept",
+                     help="kept (default): the kernel keeps its operand copies through a "
+                          "case, as a weight's; per-call: it makes them on every call, as a "
+                          "library caller whose operands change (cache_copies off; the JSON "
+                          "records it)")
     chips = sub.add_parser("chips", help="list the chip table and what is detected here")
     chips.add_argument("--chip", help="chip id to select (default: detected)")
     chips.add_argument("--ids", action="store_true", help="print chip ids only")

@@ -35,7 +35,8 @@ def context_from_args(args, *, shapes: str | None = None, modes: str | None = No
                         pins_from=pins_from, retune=args.retune,
                         block=block if block is not None else args.block,
                         reference=reference, slowdown=slowdown, cases=cases,
-                        cases_label=cases_label, providers=getattr(args, "providers", None))
+                        cases_label=cases_label, providers=getattr(args, "providers", None),
+                        copies=getattr(args, "copies", None) or "kept")
 
 
 def check_outputs(*paths: tuple[str | None, str], append: str | None = None) -> None:

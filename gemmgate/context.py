@@ -33,6 +33,7 @@ from gemmgate.tuning import TuningSetup
 INTERPRETER_DEFECTS = {"bf16": "tl.dot on bf16 inputs returns garbage in the interpreter"}
 
 KNOWN_PROVIDERS = GATED + ("inductor",)   # besides `module:function` paths
+COPIES = ("kept", "per-call")             # --copies
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,10 @@ class RunContext:
     repo: str = "."                      # the git repository the reference comes from
     slowdown: float = 0.0                # validation only: injected extra Triton time
     providers: tuple[str, ...] = GATED   # triton, vendor, then extras (--providers)
+    # `--copies per-call`: the kernel makes its operand copies on every call, as a library
+    # caller whose operands change every call (no `cache_copies`); kept (default): once a
+    # case, as the tool's figures and baselines are measured
+    keep_copies: bool = True
 
     def __post_init__(self) -> None:
         if not self.modes:
@@ -182,11 +187,14 @@ def make_context(chip: str | None = None, shapes: str | None = None, modes: str 
                  cases: Sequence[Case] | None = None,
                  cases_label: str = "named cases",
                  force: Sequence[tuple[str, object]] = (),
-                 providers: str | None = None) -> RunContext:
+                 providers: str | None = None, copies: str = "kept") -> RunContext:
     """Validate every choice up front (ValueError on bad input, before any work).
     `cases` (e.g. bisect's named cases) replaces `shapes`. `force`: (field, value) pairs
     that override the kernel's own tile (`gemmgate sweep`; the kernel's TileConfig
-    validates the values when the tile is made). `providers`: --providers, as text."""
+    validates the values when the tile is made). `providers`: --providers, as text.
+    `copies`: --copies, "kept" or "per-call" (`RunContext.keep_copies`)."""
+    if copies not in COPIES:
+        raise ValueError(f"--copies {copies!r}: give one of {', '.join(COPIES)}")
     sel = select_chip(chip)
     c = sel.chip
     device_ids = parse_devices(devices)
@@ -226,4 +234,5 @@ def make_context(chip: str | None = None, shapes: str | None = None, modes: str 
     tuning = TuningSetup(c.id, pins_from=str(pins_from) if pins_from else None, retune=retune,
                          force=force)
     return RunContext(sel, mode_list, label, cases, policy, device, device_ids, tuning,
-                      reference=reference, slowdown=slowdown, providers=provider_names)
+                      reference=reference, slowdown=slowdown, providers=provider_names,
+                      keep_copies=copies == "kept")

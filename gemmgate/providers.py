@@ -5,7 +5,8 @@ insists on) happens in the builder, outside the timed call.
 - "triton": the project's kernel, kernels.matmul, with the mode passed explicitly and
   the run's tile-choice hook (gemmgate/tuning.py Chooser), which records the tile; and
   `cache_copies=True` where the kernel takes it: its operand copies are made once per
-  case, as the vendor's fp8 layout is (docs/PERF.md, session 7).
+  case, as the vendor's fp8 layout is (docs/PERF.md, session 7); with `--copies
+  per-call`, not: the copies a library caller's call makes, timed.
 - "vendor": torch.matmul (cuBLAS / hipBLASLt / CPU BLAS); fp8 through torch._scaled_mm.
   The vendor's math flags are set by gemmgate.precision.vendor_flags around the case.
 - "reference": the project's kernel at another commit (gemmgate/reference.py), for A/B:
@@ -49,9 +50,12 @@ def _out(inp: GemmInputs, mode: PrecisionMode) -> torch.Tensor:
     return out[:, :n] if cols != n else out
 
 
-def kernel_call(matmul, choose, inp: GemmInputs, mode: PrecisionMode) -> Call:
+def kernel_call(matmul, choose, inp: GemmInputs, mode: PrecisionMode,
+                keep_copies: bool = True) -> Call:
     """A kernel honouring the kernels.matmul contract, with a tile-choice hook (None: no
-    hook passed, for a kernel whose signature has none).
+    hook passed, for a kernel whose signature has none). `keep_copies` False (`--copies
+    per-call`): the kernel is not asked to keep its operand copies, so it makes them on
+    every call, as a library caller whose operands change every call.
 
     The hook is asked on the first call only: once it has recorded the tile (a Chooser's
     `last`), later calls pass that tile as `config=`, so a timed call costs what a library
@@ -64,7 +68,7 @@ def kernel_call(matmul, choose, inp: GemmInputs, mode: PrecisionMode) -> Call:
     # The inputs stay the same through a case, as a weight does: a kernel that can keep
     # its operand copies (K-major, aligned) is asked to, as the vendor's fp8 layout is
     # made once in its builder. A kernel without the option pays them per call.
-    keep = {"cache_copies": True} if _takes(matmul, "cache_copies") else {}
+    keep = {"cache_copies": True} if keep_copies and _takes(matmul, "cache_copies") else {}
 
     def call() -> torch.Tensor:
         got = matmul(a, b, precision=mode.name, out=out, scale_a=sa, scale_b=sb, **hook,

@@ -143,12 +143,13 @@ class Runner:
         if name not in self.kernels:  # a module:function path (--providers)
             fn = load_function(name)
             chooser = self.tuner.chooser(name) if takes_choose(fn) else None
-            return (lambda inp, mode: kernel_call(fn, chooser, inp, mode)), chooser
+            return (lambda inp, mode: kernel_call(fn, chooser, inp, mode,
+                                                  self.ctx.keep_copies)), chooser
         pkg = self.kernels[name]
         chooser = self.tuner.chooser(getattr(pkg, "kernel_hash", lambda: "")())
 
         def build(inp, mode):
-            return kernel_call(pkg.matmul, chooser, inp, mode)
+            return kernel_call(pkg.matmul, chooser, inp, mode, self.ctx.keep_copies)
 
         return build, chooser
 
@@ -210,4 +211,6 @@ def environment_of(ctx: RunContext) -> dict:
                inject_slowdown=ctx.slowdown)
     if ctx.providers[2:]:  # extras (--providers); a baseline's runs never have any
         env["providers"] = list(ctx.providers)
+    if not ctx.keep_copies:  # --copies per-call: operand copies timed in every call
+        env["copies"] = "per-call"
     return env

@@ -201,3 +201,17 @@ def test_a_bad_provider_path_exits_2_before_any_work(cwd, no_measuring, capsys):
     assert main(["check", "--chip", "cpu", "--baseline", "base.json",
                  "--providers", "triton,vendor,nosuch"]) == 2
     assert "unknown provider 'nosuch'" in capsys.readouterr().err
+
+
+# --- --copies ------------------------------------------------------------------------------
+
+def test_copies_kept_by_default_per_call_on_request_and_recorded():
+    from gemmgate.run import environment_of
+
+    kept = make_context(chip="cpu", modes="fp32")
+    per_call = make_context(chip="cpu", modes="fp32", copies="per-call")
+    assert kept.keep_copies and not per_call.keep_copies
+    assert "copies" not in environment_of(kept)           # a baseline's runs: as before
+    assert environment_of(per_call)["copies"] == "per-call"
+    with pytest.raises(ValueError, match="--copies 'each': give one of kept, per-call"):
+        make_context(chip="cpu", modes="fp32", copies="each")

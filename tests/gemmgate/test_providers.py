@@ -219,4 +219,5 @@ def test_kernel_call_asks_a_kernel_that_can_to_keep_its_operand_copies():
     inp = make_inputs(Case(8, 8, 8), MODES["fp32"], "cpu", seed=0)
     providers.kernel_call(keeps, None, inp, MODES["fp32"])()
     providers.kernel_call(plain, None, inp, MODES["fp32"])()
-    assert seen == [True, "plain"]
+    providers.kernel_call(keeps, None, inp, MODES["fp32"], keep_copies=False)()  # per call
+    assert seen == [True, "plain", False]
