@@ -7,6 +7,7 @@ import torch
 
 from kernels import matmul_tma
 from kernels.tile import TileConfig
+from tests.kernels.tma_helpers import run_over_padded_b
 
 H200_SM_SMEM = 233472   # 228 KiB
 
@@ -190,25 +191,6 @@ def test_b_is_read_past_n_to_whole_tiles_where_zeros_follow(tile, n, room, cols)
 def test_b_read_past_n_over_its_copys_zeros_gives_c(b_layout):
     """A kept copy of B with zeros past N (dispatch.prepare, `pad_b`), described to whole
     tiles (`b_extent`): 40 columns in tiles of 32 read 64, C the same."""
-    from kernels import dispatch
-    from kernels.configs import INTERPRETER_CONFIG
-
-    g = torch.Generator().manual_seed(5)
-    m, n, k = 72, 40, 48
-    a = torch.randn(m, k, generator=g)
-    b = torch.randn(k, n, generator=g) if b_layout == "r" else \
-        torch.randn(n, k, generator=g).t()
-    p = dispatch.Plan("fp32", "k", "", "pitch", ("tma",), INTERPRETER_CONFIG, "t",
-                      pad_b=True)
-    try:
-        _, b2 = dispatch.prepare(p, a, b, cache=True)
-    finally:
-        dispatch.COPIES.clear()
-    tile = TileConfig(32, 32, 32, 8, 1, 4, "tma")
-    r = matmul_tma.recipe(tile, a, b2, torch.empty(m, n), input_precision="ieee",
-                          is_fp32=True, has_scale=False, b_room=dispatch.b_room(p, n))
-    assert r.b_cols == 64
-    out = torch.full((m, n), float("nan"))
-    r.launch(a, b2, out, a, a)
-    ref = a.double() @ b.double()
-    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
+    r, err = run_over_padded_b(matmul_tma, TileConfig(32, 32, 32, 8, 1, 4, "tma"), 72, 40, 48,
+                               b_layout, seed=5)
+    assert r.b_cols == 64 and err < 1e-6

@@ -6,7 +6,13 @@ import torch
 
 from kernels import matmul_tma_wide as tw
 from kernels.tile import TileConfig, c_by_pointer, usable, wide_parts
-from tests.kernels.tma_helpers import gpu, gpu_operands, interpreter, run_recipe
+from tests.kernels.tma_helpers import (
+    gpu,
+    gpu_operands,
+    interpreter,
+    run_over_padded_b,
+    run_recipe,
+)
 
 CPU_TILE = TileConfig(16, 48, 32, 8, 1, 4, "tma_wide")
 
@@ -77,27 +83,8 @@ def test_a_wide_tile_reads_b_past_n_over_its_copys_zeros(b_layout):
     """B's kept copy with zeros past N (dispatch.prepare, `pad_b`): both of a wide tile's
     B boxes are described to whole tiles (`b_extent`: 40 columns in tiles of 48 read 48,
     the second part wholly past N), C the same."""
-    from kernels import dispatch
-    from kernels.configs import INTERPRETER_CONFIG
-
-    g = torch.Generator().manual_seed(6)
-    m, n, k = 40, 40, 48
-    a = torch.randn(m, k, generator=g)
-    b = torch.randn(k, n, generator=g) if b_layout == "r" else \
-        torch.randn(n, k, generator=g).t()
-    p = dispatch.Plan("fp32", "k", "", "pitch", ("tma",), INTERPRETER_CONFIG, "t",
-                      pad_b=True)
-    try:
-        _, b2 = dispatch.prepare(p, a, b, cache=True)
-    finally:
-        dispatch.COPIES.clear()
-    r = tw.recipe(CPU_TILE, a, b2, torch.empty(m, n), input_precision="ieee",
-                  is_fp32=True, has_scale=False, b_room=dispatch.b_room(p, n))
-    assert r.b_cols == 48
-    out = torch.full((m, n), float("nan"))
-    r.launch(a, b2, out, a, a)
-    ref = a.double() @ b.double()
-    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-6
+    r, err = run_over_padded_b(tw, CPU_TILE, 40, 40, 48, b_layout, seed=6)
+    assert r.b_cols == 48 and err < 1e-6
 
 
 def test_a_tall_tile_reads_no_room():

@@ -22,6 +22,31 @@ def run_recipe(module, tile, a, b, out, precision="ieee", is_fp32=True):
     return r, ((out.double() - ref).norm() / ref.norm()).item()
 
 
+def run_over_padded_b(module, tile, m, n, k, b_layout, seed):
+    """`run_recipe` over a kept copy of B with zeros past N (dispatch.prepare, `pad_b`),
+    the recipe told of them (`b_room`), on random fp32 A and B (row- or column-major: `b_layout`
+    "r" or "c"): (the recipe, its relative error)."""
+    from kernels import dispatch
+    from kernels.configs import INTERPRETER_CONFIG
+
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(m, k, generator=g)
+    b = torch.randn(k, n, generator=g) if b_layout == "r" else \
+        torch.randn(n, k, generator=g).t()
+    p = dispatch.Plan("fp32", "k", "", "pitch", ("tma",), INTERPRETER_CONFIG, "t",
+                      pad_b=True)
+    try:
+        _, b2 = dispatch.prepare(p, a, b, cache=True)
+    finally:
+        dispatch.COPIES.clear()
+    r = module.recipe(tile, a, b2, torch.empty(m, n), input_precision="ieee",
+                      is_fp32=True, has_scale=False, b_room=dispatch.b_room(p, n))
+    out = torch.full((m, n), float("nan"))
+    r.launch(a, b2, out, a, a)
+    ref = a.double() @ b.double()
+    return r, ((out.double() - ref).norm() / ref.norm()).item()
+
+
 def gpu_operands(shape, dtype, seed=2):
     """Random A (M x K), B (K x N) and an empty C of `dtype` on the GPU."""
     m, n, k = shape
