@@ -35,3 +35,12 @@ def test_a_part_tile_of_few_columns_reads_past_n_and_whole_or_wide_n_does_not(rp
 def test_a_bad_set_is_an_error(rp, capsys):
     assert rp.main(["--sets", "no-such-set", "--modes", "fp16"]) == 2
     assert "reads_past_n: error:" in capsys.readouterr().err
+
+
+def test_without_kept_copies_only_a_b_the_call_copies_anyway_reads_past_n(rp, tmp_path, capsys):
+    """--uncached: fp16's B on 16-byte rows is read as the caller gave it (no copy, no
+    room); fp8's is copied K-major on every call, with the zeros, and read past N."""
+    shapes = tmp_path / "s.csv"
+    shapes.write_text("m,n,k\n6296,408,7624\n")
+    assert rp.main(["--sets", str(shapes), "--modes", "fp16,fp8", "--uncached"]) == 0
+    assert capsys.readouterr().out.strip() == "1 picks read B past N: s fp8 1"
