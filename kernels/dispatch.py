@@ -282,11 +282,12 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
     return fam, _key(bucket, M, N, K, sa, sb), bucket, copy_a, copy_b, variants
 
 
-# A kept copy of B holds zeros past N up to a multiple of PAD_N elements (the widest
-# power-of-two BLOCK_N), so that the TMA variants may describe B's last, part-full column
-# of tiles as whole (kernels/matmul_tma.py `b_extent`). Session 47 (fp16; runs 9 and 11, a
-# scratch copy of the TMA kernel): a B box reaching past N ran its tile's K loop ~1.9x as
-# long as a whole one (6296 x 408 x 7624 on 64x128x128:s4: 145.8 us, N = 512 89.8; its
+# A copy of B (kept, or per call where the call copies B anyway: session 48) holds zeros
+# past N up to a multiple of PAD_N elements (the widest power-of-two BLOCK_N), so that
+# the TMA variants may describe B's last, part-full column of tiles as whole
+# (kernels/matmul_tma.py `b_extent`). Session 47 (fp16; runs 9 and 11, a scratch copy of
+# the TMA kernel): a B box reaching past N ran its tile's K loop ~1.9x as long as a whole
+# one (6296 x 408 x 7624 on 64x128x128:s4: 145.8 us, N = 512 89.8; its
 # part tiles cut to one K block 87.3; C stored by pointer, or not at all, 147); B
 # described to 512 over zeros 89.0. Not the C store, not GROUP_M (1-64 alike), not A's
 # M tail.

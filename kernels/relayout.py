@@ -111,9 +111,10 @@ def aligned_copy(x: torch.Tensor, align: int = 16, role: str | None = None,
 # 0.32-0.6 of torch's speed (H200, session 48 run 4: fp8 A of 3520 x 4840 (4840-byte rows)
 # 130 us, torch 42; 7728 x 7824 60 us, torch 36); fp8 calls without kept copies ran
 # 3520 x 536 x 4840 190 -> 99 us, 7664 x 368 x 7032 352 -> 178 (run 5). Below it the
-# copy kernel's bound launch costs less host time than torch's copy and zero launches
-# (bf16 1111 x 777 x 555 per call: 54 -> 68 us of host time with torch's, run 5), and
-# its transposing copies (K-major B) ran 0.84-4.3x torch's speed.
+# copy kernel's bound launch is less host work than torch's copy and zero launches (bf16
+# 1111 x 777 x 555, every copy torch's: 54 -> 68 us a call in run 5's two processes; runs
+# 7-8, processes alternated, do not resolve a few us on that host), and its transposing
+# copies (K-major B) ran 0.84-4.3x torch's speed.
 TORCH_COPY_BYTES = 2 << 20
 
 
