@@ -111,3 +111,9 @@ def test_profiled_calls_each_provider_in_turn_inside_one_range_and_says_the_orde
     assert seen == ["sync", "push", "pick", "pick", "t", "t", "v", "v", "sync", "pop"]
     assert rows == [{"shape": "64x64x64", "mode": "bf16", "provider": p, "calls": 2}
                     for p in shown.values()]
+
+
+def test_a_label_is_every_rows_first_column():
+    rows = [{"shape": "s", "us": 1.0}]
+    assert _module().labelled(rows, None) is rows
+    assert list(_module().labelled(rows, "run2-new-tf32")[0]) == ["label", "shape", "us"]

@@ -2,8 +2,8 @@
 
 `python3 scripts/device/tiles.py 1024x1024x2048 [...] --mode bf16 --configs
 tma:128x64x64:s4:w4,tiled:64x128x128:s4:w4,tma_split:128x128x64:s4:w8:k2 [--inductor]
-[--pad P] [--layout rc] [--uncached] [--csv PATH]` times, per shape, in one interleaved measurement
-(gemmgate.timing.measure, CUDA graphs, the harness's policy):
+[--pad P] [--layout rc] [--uncached] [--csv PATH] [--label L]` times, per shape, in one
+interleaved measurement (gemmgate.timing.measure, CUDA graphs, the harness's policy):
   - `pick`: kernels.matmul as the library runs it (table or heuristic tile),
   - each named tile (kernels.matmul(config=...)); a tile that fails to compile or launch
     is reported and left out,
@@ -197,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--layout", default="rr", choices=LAYOUTS,
                    help="A's and B's layouts, as the shape sets' (rc: B column-major)")
     p.add_argument("--csv", help="write the rows here (default: stdout)")
+    p.add_argument("--label", help="a first column `label` of this value in every row (runs "
+                                   "or trees side by side in one file, e.g. "
+                                   "scripts/perf_ab.py's trees_ab)")
     p.add_argument("--kernels", help="also write each provider's kernels (torch.profiler: "
                                      "name, grid, registers, occupancy) to this CSV")
     p.add_argument("--profile-calls", type=int, default=0, metavar="N",
@@ -225,10 +228,15 @@ def main(argv: list[str] | None = None) -> int:
     rows = [r for s in args.shapes
             for r in shape_rows(s, args.mode, tiles, args.inductor, policy, flush, args.pad,
                                  args.uncached, args.layout, launched, args.profile_calls)]
-    _write(rows, args.csv)
+    _write(labelled(rows, args.label), args.csv)
     if args.kernels:
-        _write(launched, args.kernels)
+        _write(labelled(launched, args.label), args.kernels)
     return 0
+
+
+def labelled(rows: list[dict], label: str | None) -> list[dict]:
+    """The rows, each with `label` as its first column where one is given."""
+    return rows if label is None else [{"label": label, **r} for r in rows]
 
 
 def _write(rows: list[dict], path: str | None) -> None:
