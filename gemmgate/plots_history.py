@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from matplotlib.figure import Figure
 
+from gemmgate import stats
 from gemmgate.plots import Point, figure
 
 
@@ -23,9 +24,9 @@ class Series:
     peaks: dict[str, float] = field(default_factory=dict)   # mode -> datasheet TFLOP/s
 
 
-def geomean(xs: Sequence[float]) -> float | None:
-    xs = [x for x in xs if x and x > 0]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+def geomean(xs: Sequence[float | None]) -> float:
+    """The geomean of the values present (gemmgate.stats.geomean: NaN where none is)."""
+    return stats.geomean([x for x in xs if x is not None])
 
 
 def history(series: Sequence[Series], mode: str, title: str) -> Figure:
@@ -40,7 +41,7 @@ def history(series: Sequence[Series], mode: str, title: str) -> Figure:
         for lab in labels:
             ax.plot(range(len(series)), [b.get(lab) or math.nan for b in by], lw=0.8,
                     marker=".", alpha=0.6)
-        ax.plot(range(len(series)), [geomean(list(b.values())) or math.nan for b in by],
+        ax.plot(range(len(series)), [geomean(list(b.values())) for b in by],
                 "k-o", lw=2.5, label="geomean", gid="geomean")
         ax.set_xticks(range(len(series)), [s.label for s in series], rotation=30, ha="right",
                       fontsize=7)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import math
 import re
 import runpy
 import statistics
@@ -41,6 +40,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
+
+from gemmgate.stats import geomean  # noqa: E402
 
 _SHAPE = re.compile(r"(\d+)x(\d+)x(\d+)(?:-(rr|rc|cr|cc))?(?:\+p(\d+))?")
 
@@ -154,7 +155,7 @@ def lookup_summary(found: list[tuple[str, str, str, float | None]]) -> str:
     worst = max(regrets)[1]
     return (f"lookup: {len(found)} measurements, this tree's pick among the measured tiles "
             f"in {len(regrets)}, the measured best in {sum(r == 1.0 for r, _ in regrets)}; "
-            f"regret geomean {math.exp(statistics.fmean(math.log(r) for r, _ in regrets)):.4f}, "
+            f"regret geomean {geomean([r for r, _ in regrets]):.4f}, "
             f"worst {worst[3]:.3f} ({worst[2]} {worst[1]}, {worst[0]})")
 
 
@@ -169,7 +170,7 @@ def summary(found: list[Group]) -> str:
     q1, median, q3 = statistics.quantiles(errors, n=4, method="inclusive")
     return (f"{len(found)} measurements, {len(errors)} tiles: the model's first is the "
             f"measured best in {sum(r == 1.0 for r in regrets)}; regret geomean "
-            f"{math.exp(statistics.fmean(map(math.log, regrets))):.3f}, worst "
+            f"{geomean(regrets):.3f}, worst "
             f"{worst.regret:.3f} ({worst.mode} {worst.shape}, {worst.source}); predicted/"
             f"measured median {median:.2f}, middle half {q1:.2f}-{q3:.2f}")
 
