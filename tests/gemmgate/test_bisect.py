@@ -267,8 +267,8 @@ def costed_timing(monkeypatch):
     real = gemmgate.run.kernel_call
     measured = []
 
-    def kernel_call(matmul, choose, inp, mode):
-        return _Costed(real(matmul, choose, inp, mode), _package_cost(matmul))
+    def kernel_call(matmul, choose, inp, mode, keep_copies=True):
+        return _Costed(real(matmul, choose, inp, mode, keep_copies), _package_cost(matmul))
 
     def measure(fns, policy, *, flush_bytes, device="cuda"):
         measured.append(tuple(fns))
