@@ -48,11 +48,12 @@ import torch
 from kernels import table
 from kernels.configs import INTERPRETER_CONFIG, heuristic, search_space, tma_split_space
 from kernels.fma import GEMV_M, gemv_space
-from kernels.matmul_tma import PAD_COLUMNS, describable, num_sms
+from kernels.matmul_tma import describable, num_sms
 from kernels.modes import KernelMode
+from kernels.past_n import PAD_N, pads_b, reads_room, room
 from kernels.relayout import LINE, CopyCache, aligned_copy, pitch, pitched_copy
 from kernels.scratch import SCRATCH
-from kernels.tile import WGMMA_M, TileConfig, cdiv, usable
+from kernels.tile import WGMMA_M, TileConfig, usable
 
 _COPY_MIN_DIM = 128    # copy an operand K-major only when the other side reuses it this much
 _DECODE_M = 16         # 16-bit M up to this: the tiled kernel only (its 16-row tiles)
@@ -280,39 +281,6 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
             ld = ld_of(copy_a, copy_b)
     bucket = f"{fam} {mode.name} {la}{lb} {'tma' if variants[0] == 'tma' else 'ptr'} ld{ld}"
     return fam, _key(bucket, M, N, K, sa, sb), bucket, copy_a, copy_b, variants
-
-
-# A copy of B (kept, or per call where the call copies B anyway: session 48) holds zeros
-# past N up to a multiple of PAD_N elements (the widest power-of-two BLOCK_N), so that
-# the TMA variants may describe B's last, part-full column of tiles as whole
-# (kernels/matmul_tma.py `b_extent`). Session 47 (fp16; runs 9 and 11, a scratch copy of
-# the TMA kernel): a B box reaching past N ran its tile's K loop ~1.9x as long as a whole
-# one (6296 x 408 x 7624 on 64x128x128:s4: 145.8 us, N = 512 89.8; its
-# part tiles cut to one K block 87.3; C stored by pointer, or not at all, 147); B
-# described to 512 over zeros 89.0. Not the C store, not GROUP_M (1-64 alike), not A's
-# M tail.
-PAD_N = 256
-
-
-def reads_room(N: int) -> bool:
-    """Whether a tile may read B past N over a copy's zeros (`matmul_tma.b_extent`): N
-    leaves a part tile of PAD_N or less, one of PAD_COLUMNS columns of tiles or fewer
-    (past PAD_N x PAD_COLUMNS, no power-of-two tile up to PAD_N wide has so few)."""
-    return N % PAD_N != 0 and N < PAD_N * PAD_COLUMNS
-
-
-def pads_b(copy_b: str, variants: tuple[str, ...], N: int) -> bool:
-    """Whether B's copy is made with zeros past N (`PAD_N`): any copy of B (kept, or
-    made per call, where the call copies B anyway: fp8's K-major B, a B whose rows a
-    descriptor cannot take) for a call the TMA variants run, where a tile may read them
-    (`reads_room`). The copy kernel writes the zeros in its one pass
-    (`relayout.aligned_copy`)."""
-    return copy_b != "" and variants[0] == "tma" and reads_room(N)
-
-
-def room(N: int) -> int:
-    """Zeros past N in a copy of B padded to PAD_N (`pads_b`)."""
-    return cdiv(N, PAD_N) * PAD_N - N
 
 
 def b_room(p: Plan, N: int) -> int:

@@ -226,7 +226,7 @@ def _flags(mode: KernelMode, plan: dispatch.Plan, has_scale: bool) -> dict:
 
 
 # the TMA variants' recipes: those whose B descriptors read the zeros past N of B's kept
-# copy (matmul_tma.b_extent, READS_ROOM), and the tall and stream-K kernels'
+# copy (past_n.b_extent, READS_ROOM), and the tall and stream-K kernels'
 _B_ROOM = {"tma": matmul_tma.recipe, "tma_split": matmul_tma_split.recipe,
            "tma_hybrid": matmul_tma_hybrid.recipe, "tma_wide": matmul_tma_wide.recipe}
 _TMA_OTHER = {"tma_streamk": matmul_tma_streamk.recipe, "tma_tall": matmul_tma_wide.recipe}

@@ -32,6 +32,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.launch import Bound, Launch
+from kernels.past_n import b_extent
 from kernels.relayout import LINE, aligned_empty, copy_launch, pitch, unstage_launch
 from kernels.tile import CTA_SMEM, TileConfig, cdiv
 
@@ -224,32 +225,6 @@ class Recipe:
         stage = _stage(out) if self.staged else None
         c = out if stage is None else stage
         return bound(self.run, self._args(a, b, c, sa, sb), stage, out, self.unstage)
-
-
-# A tile reads the zeros past B's N (`b_extent`) where B's part tile is one of
-# PAD_COLUMNS columns of tiles or fewer: there the part tiles are a large share of the
-# work. Session 47, runs 12-14: A/B against 7e31a3d of every set or drawn case whose B a
-# first rule (this one, and tiles of 64 rows or fewer at any count of columns) read past N,
-# 296 cases: 8 columns or fewer x1.035 (140, 84 faster; a long-K, small-N draw x1.06-1.11
-# a mode, fp8 and tf32 over K-major copies too; holdout6 16-bit x1.05; the holdouts' fp8
-# x0.992), more columns x0.993-1.007 (156)
-PAD_COLUMNS = 8
-# the variants whose B descriptors read that room (kernels/matmul.py passes it to their
-# recipes): a `tma_wide` tile's two boxes too (session 48); a tall tile's N is A's M,
-# and stream-K's B boxes past N are not measured
-READS_ROOM = ("tma", "tma_split", "tma_hybrid", "tma_wide")
-
-
-def b_extent(config: TileConfig, N: int, room: int) -> int:
-    """B's N as the tile's descriptor reads it: 0 (B's own), or where `room` zeros follow
-    B's last column (kernels/dispatch.py `b_room`) and its part tile is one of PAD_COLUMNS
-    or fewer, N rounded up to whole tiles (at most N + room): a box reaching past N ran
-    its tile's K loop ~1.9x as long as a whole one (session 47, run 11: fp16 6296 x 408 x
-    7624 on 64x128x128:s4 145.8 us, over zeros to 512 89.0)."""
-    bn, tiles = config.block_n, cdiv(N, config.block_n)
-    if not room or N % bn == 0 or tiles > PAD_COLUMNS:
-        return 0
-    return min(tiles * bn, N + room)
 
 
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,

@@ -103,7 +103,7 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
            has_scale: bool, b_room: int = 0) -> Recipe | None:
     """The variant's launches for tensors like these, or None when a part's operands
     cannot be described (matmul_tma.tma_operands). `b_room`: zeros past B's N
-    (matmul_tma.b_extent), for each part whose B ends at N (a head cut along N ends
+    (past_n.b_extent), for each part whose B ends at N (a head cut along N ends
     where the tail's columns start)."""
     flags = dict(input_precision=input_precision, is_fp32=is_fp32, has_scale=has_scale,
                  b_room=b_room)

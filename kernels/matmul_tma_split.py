@@ -31,7 +31,8 @@ import triton.language as tl
 
 from kernels.launch import Bound, Launch
 from kernels.matmul_tiled import _reduce_kernel, reduction
-from kernels.matmul_tma import _descriptor, b_extent, operand_boxes, tma_operands
+from kernels.matmul_tma import _descriptor, operand_boxes, tma_operands
+from kernels.past_n import b_extent
 from kernels.scratch import SCRATCH
 from kernels.tile import TileConfig, cdiv, k_range
 

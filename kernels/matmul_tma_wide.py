@@ -62,7 +62,6 @@ from kernels.launch import Bound, Launch
 from kernels.matmul_tma import (
     _descriptor,
     _stage,
-    b_extent,
     bound,
     num_sms,
     tma_form,
@@ -70,6 +69,7 @@ from kernels.matmul_tma import (
     unstage,
     unstager,
 )
+from kernels.past_n import b_extent
 from kernels.relayout import LINE, pitch
 from kernels.tile import TileConfig, c_by_pointer, cdiv, wide_parts
 

@@ -87,7 +87,7 @@ def aligned_copy(x: torch.Tensor, align: int = 16, role: str | None = None,
     """x (rows, cols), any strides, as a row-major view with an `align`-byte pitch (`role`:
     into a kept buffer, `aligned_empty`). `pad_to`: the buffer's rows and columns rounded
     up to multiples of these, the ones past x's zeroed, so that a descriptor may read
-    them (a kept copy of B, kernels/dispatch.py `PAD_N`); the view is x's shape."""
+    them (a copy of B, kernels/past_n.py `PAD_N`); the view is x's shape."""
     rows, cols = x.shape
     R, C = cdiv(rows, pad_to[0]) * pad_to[0], cdiv(cols, pad_to[1]) * pad_to[1]
     y = aligned_empty(R, C, x.dtype, x.device, align, role)

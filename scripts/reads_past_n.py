@@ -7,8 +7,8 @@ For every case of the sets and every mode, as the harness calls the kernel on an
 (operand copies kept; with --uncached, as a caller without `cache_copies`, whose B is
 copied, with the zeros, only where the call copies it anyway): the tile it picks
 (scripts/lookup_diff.py's `_choice`), whether B's copy holds zeros past N
-(kernels.dispatch.pads_b) and how far the pick's descriptor
-reads B (kernels.matmul_tma.b_extent: 0, to N). Prints a count per set and mode; exit 0.
+(kernels.past_n.pads_b) and how far the pick's descriptor
+reads B (kernels.past_n.b_extent: 0, to N). Prints a count per set and mode; exit 0.
 `--csv FILE` writes each case whose pick reads past N, once per label (`--label`, default
 the set) and mode: label, mode, case, variant, block, columns (B's columns of tiles),
 b_cols, the rows scripts/perf_ab.py's `pad_ab` joins with an A/B's cases.csv
@@ -36,7 +36,7 @@ def past_n(sets: list[tuple[str, tuple]], modes: list[str], sms: int,
     """The picks that read B past N: one row per (set, mode, case), `label` the set;
     `cached` False: as a caller without kept copies (B copied per call, where it is)."""
     import kernels
-    from kernels import dispatch, matmul_tma
+    from kernels import past_n as pn
     from kernels.tile import cdiv
 
     out = []
@@ -45,11 +45,11 @@ def past_n(sets: list[tuple[str, tuple]], modes: list[str], sms: int,
             for case in cases:
                 decided = _decided(kernels, mode, case, cached)
                 _, _, _, _, copy_b, variants = decided
-                if not dispatch.pads_b(copy_b, variants, case.n):
+                if not pn.pads_b(copy_b, variants, case.n):
                     continue
                 tile = _choice(kernels, mode, case, sms, decided)[0]
-                cols = matmul_tma.b_extent(tile, case.n, dispatch.room(case.n)) \
-                    if tile.variant in matmul_tma.READS_ROOM else 0
+                cols = pn.b_extent(tile, case.n, pn.room(case.n)) \
+                    if tile.variant in pn.READS_ROOM else 0
                 if cols:
                     out.append({"label": Path(name).stem if name.endswith(".csv") else name,
                                 "mode": mode, "case": case.id, "variant": tile.variant,

@@ -4,7 +4,7 @@ for a Hopper-like device, and the interpreter's plan on the CPU."""
 import pytest
 import torch
 
-from kernels import dispatch
+from kernels import dispatch, past_n
 from kernels.configs import INTERPRETER_CONFIG
 from kernels.modes import MODES
 
@@ -116,19 +116,19 @@ def test_kept_copies_of_b_hold_zeros_past_a_part_tile_of_n():
     # B's rows on whole lines (N = 448 bf16: 896 bytes) but N a part of PAD_N: kept, it is
     # copied once, with zeros past N for the TMA variants' last column of tiles
     cb, variants = _decide("bf16", 2048, 448, 2048, cached=True)[4:]
-    assert cb == "pitch" and dispatch.pads_b(cb, variants, 448)
+    assert cb == "pitch" and past_n.pads_b(cb, variants, 448)
     assert _decide("bf16", 2048, 448, 2048)[4] == ""                     # per call: as is
-    assert not dispatch.pads_b("pitch", variants, 512)                   # whole: no room
+    assert not past_n.pads_b("pitch", variants, 512)                   # whole: no room
     # past 2048 columns no tile reads the room (b_extent): B stays as given, or its copy
     # unpadded
     assert _decide("bf16", 2048, 4160, 2048, cached=True)[4] == ""
-    assert not dispatch.pads_b("pitch", variants, 4097)
-    assert not dispatch.pads_b("pitch", ("tiled",), 448)                 # no descriptor
-    assert not dispatch.pads_b("", variants, 448)                        # the caller's B
+    assert not past_n.pads_b("pitch", variants, 4097)
+    assert not past_n.pads_b("pitch", ("tiled",), 448)                 # no descriptor
+    assert not past_n.pads_b("", variants, 448)                        # the caller's B
     # a copy made per call anyway (fp8's K-major B) holds the zeros too: the copy kernel
     # writes them in its one pass
     _, _, _, _, cb, variants = _decide("fp8", 2048, 448, 2048, elem=1)
-    assert cb == "kmajor" and dispatch.pads_b(cb, variants, 448)
+    assert cb == "kmajor" and past_n.pads_b(cb, variants, 448)
     p = dispatch.Plan("16bit", "k", "", "pitch", variants, INTERPRETER_CONFIG, "t",
                       pad_b=True)
     assert dispatch.b_room(p, 448) == 64 and dispatch.b_room(p, 4097) == 255
@@ -149,7 +149,7 @@ def test_a_padded_copy_of_b_is_kept_apart_from_a_plain_one(device):
     finally:
         dispatch.COPIES.clear()
     assert torch.equal(b1, b) and torch.equal(b2, b) and b3 is b2 and b1 is not b2
-    room = dispatch.PAD_N - 50
+    room = past_n.PAD_N - 50
     assert torch.count_nonzero(b2.as_strided((37, 50 + room), b2.stride())[:, 50:]) == 0
 
 

@@ -10,7 +10,7 @@ from gemmgate.accuracy import relative_error
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import MODES
 from gemmgate.shapes import SETS, Case
-from kernels import dispatch, matmul_tiled, matmul_tma, matmul_tma_split
+from kernels import dispatch, matmul_tiled, matmul_tma, matmul_tma_split, past_n
 from kernels.configs import INTERPRETER_CONFIG
 from kernels.modes import mode_named
 from kernels.tile import TileConfig
@@ -369,12 +369,12 @@ def test_gpu_thin_tf32_and_tf32x3_calls_run_gemv_within_their_bands(case, mode):
     (Case(1024, 904, 768, "rc"), TileConfig(128, 160, 64, 8, 4, 8, "tma_wide")),
 ], ids=lambda x: getattr(x, "id", None) or getattr(x, "variant", str(x)))
 def test_gpu_b_read_past_n_over_its_kept_copys_zeros_gives_the_same_c(case, config):
-    """A kept copy of B holds zeros past N (`dispatch.pads_b`) and the tile's descriptor
-    reads them to whole tiles (`matmul_tma.b_extent`): C is the one the descriptor over N
+    """A kept copy of B holds zeros past N (`past_n.pads_b`) and the tile's descriptor
+    reads them to whole tiles (`past_n.b_extent`): C is the one the descriptor over N
     alone gives (a copy per call, no room), bit for bit."""
     inp = make_inputs(case, MODES["fp16"], "cuda", seed=case.n)
     plan = dispatch.plan(mode_named("fp16"), inp.a, inp.b, cached=True)
-    assert plan.pad_b and matmul_tma.b_extent(config, case.n, dispatch.b_room(plan, case.n))
+    assert plan.pad_b and past_n.b_extent(config, case.n, dispatch.b_room(plan, case.n))
     try:
         kept = kernels.matmul(inp.a, inp.b, config=config, cache_copies=True)
     finally:
@@ -392,14 +392,14 @@ def test_gpu_b_read_past_n_over_its_kept_copys_zeros_gives_the_same_c(case, conf
 ], ids=lambda x: getattr(x, "id", None) or getattr(x, "variant", str(x)))
 def test_gpu_fp8_b_copied_per_call_is_read_past_n_over_its_zeros(case, config):
     """Without kept copies fp8 still copies a row-major B K-major on every call, with zeros
-    past N (`dispatch.pads_b`), which the tile reads to whole tiles: C is the kept copy's,
+    past N (`past_n.pads_b`), which the tile reads to whole tiles: C is the kept copy's,
     bit for bit, and right."""
     if torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("fp8 TMA needs compute capability 9.0")
     inp = make_inputs(case, MODES["fp8"], "cuda", seed=case.n)
     plan = dispatch.plan(mode_named("fp8"), inp.a, inp.b)
     assert plan.copy_b == "kmajor" and plan.pad_b
-    assert matmul_tma.b_extent(config, case.n, dispatch.b_room(plan, case.n))
+    assert past_n.b_extent(config, case.n, dispatch.b_room(plan, case.n))
     scales = dict(precision="fp8", scale_a=inp.scale_a, scale_b=inp.scale_b, config=config)
     per_call = kernels.matmul(inp.a, inp.b, **scales)
     try:
@@ -505,9 +505,9 @@ def test_bad_out(device):
 
 
 def test_the_variants_given_bs_room_are_those_whose_descriptor_reads_it():
-    """kernels/matmul.py passes B's room to the recipes of matmul_tma.READS_ROOM, which
+    """kernels/matmul.py passes B's room to the recipes of past_n.READS_ROOM, which
     scripts/reads_past_n.py counts on, and to no other."""
     import importlib
 
     mm = importlib.import_module("kernels.matmul")
-    assert set(mm._B_ROOM) == set(matmul_tma.READS_ROOM)
+    assert set(mm._B_ROOM) == set(past_n.READS_ROOM)

@@ -170,21 +170,6 @@ def test_tma_operands_is_none_where_either_base_is_off_16_bytes():
     assert matmul_tma.tma_operands(ok, ok) == (False, False, 64, 64, 64)
 
 
-@pytest.mark.parametrize(("tile", "n", "room", "cols"), [
-    (TileConfig(64, 128, 128, 8, 4, 4, "tma"), 408, 104, 512),     # 4 columns of tiles
-    (TileConfig(128, 128, 64, 8, 4, 4, "tma"), 1000, 24, 1024),    # 8
-    (TileConfig(64, 128, 128, 8, 4, 4, "tma"), 1032, 248, 0),      # 9: as described
-    (TileConfig(128, 128, 64, 8, 4, 4, "tma"), 6200, 200, 0),
-    (TileConfig(128, 256, 64, 8, 3, 8, "tma"), 216, 40, 256),
-    (TileConfig(64, 128, 128, 8, 4, 4, "tma"), 512, 0, 0),         # whole tiles
-    (TileConfig(64, 128, 128, 8, 4, 4, "tma"), 408, 0, 0),         # no room
-    (TileConfig(64, 64, 64, 8, 4, 4, "tma"), 408, 104, 448),       # whole tiles, no more
-    (TileConfig(64, 128, 128, 8, 4, 4, "tma"), 408, 50, 458),      # the room's end
-])
-def test_b_is_read_past_n_to_whole_tiles_where_zeros_follow(tile, n, room, cols):
-    assert matmul_tma.b_extent(tile, n, room) == cols
-
-
 @pytest.mark.skipif(torch.cuda.is_available(),
                     reason="the interpreter's run (CPU tensors); the GPU's is test_gpu_b_*")
 @pytest.mark.parametrize("b_layout", ["r", "c"])

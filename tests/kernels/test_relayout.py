@@ -117,7 +117,7 @@ def test_a_padded_copy_holds_zeros_past_its_rows_and_columns(device):
 def test_a_copy_writes_its_zeros_over_its_buffers_old_contents(device, monkeypatch):
     """A copy per call goes into a buffer kept for its role (kernels/scratch.py), dirty
     from the call before: the copy kernel writes the zeros past x itself (the zeros of a B
-    read past N, dispatch.pads_b, for a call without kept copies too)."""
+    read past N, past_n.pads_b, for a call without kept copies too)."""
     from kernels import relayout
 
     empty = relayout.aligned_empty
