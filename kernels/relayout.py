@@ -100,9 +100,9 @@ def aligned_copy(x: torch.Tensor, align: int = 16, role: str | None = None,
     elif rows and cols:   # the copy kernel, the zeros in the same launch; byte elements
         # through integer views of the bits (its masked load fills with an int 0, which
         # Triton cannot cast to fp8); others as they are (a view costs host time a call)
-        bits = x.element_size() == 1
-        copy_launch(rows, cols, x.stride(0), x.stride(1), y.stride(0), R, C).fast(
-            _bits(x) if bits else x, _bits(y) if bits else y)
+        xs, ys = (x.view(torch.uint8), y.view(torch.uint8)) if x.element_size() == 1 \
+            else (x, y)
+        copy_launch(rows, cols, x.stride(0), x.stride(1), y.stride(0), R, C).fast(xs, ys)
     return y if (R, C) == (rows, cols) else y[:rows, :cols]   # a copy per call: no view
 
 
@@ -121,14 +121,6 @@ TORCH_COPY_BYTES = 2 << 20
 def torch_copies(x: torch.Tensor) -> bool:
     """Whether `aligned_copy` copies x with torch (`TORCH_COPY_BYTES`)."""
     return x.element_size() == 1 and x.stride(1) == 1 and x.numel() >= TORCH_COPY_BYTES
-
-
-_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-
-
-def _bits(t: torch.Tensor) -> torch.Tensor:
-    """t's elements as integers of their size (the same memory, strides and shape)."""
-    return t.view(_BITS[t.element_size()])
 
 
 LINE = 128   # bytes: a pitch that is a multiple of this starts every row on an L2 line
