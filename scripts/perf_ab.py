@@ -41,6 +41,12 @@ def _moved(cases: Path, label: str, moved: Path, per_set: bool = False
     return picks, [r for key, r in ab.items() if key not in listed and _ab(r["extra"])]
 
 
+def _spread(abs_: list[float]) -> str:
+    """A/B cells: geomean | min | max | how many faster."""
+    return (f"{geomean(abs_):.3f} | {min(abs_):.3f} | {max(abs_):.3f} | "
+            f"{sum(a > 1 for a in abs_)}")
+
+
 def _predicted(ps: list[tuple[dict, float]]) -> str:
     """The geomean of the picks' predicted gains, over those the model predicted ('-':
     no near entry had the tile), with how many where not all."""
@@ -70,8 +76,7 @@ def moved_ab(cases: Path, label: str, moved: Path, controls: bool = True,
             continue
         abs_ = [a for _, a in ps]
         span = f"{min(cs):.3f}–{max(cs):.3f}" if cs else "-"
-        row = (f"| {mode} | {len(ps)} | {_predicted(ps)} | {geomean(abs_):.3f} | "
-               f"{min(abs_):.3f} | {max(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
+        row = f"| {mode} | {len(ps)} | {_predicted(ps)} | {_spread(abs_)} |"
         if controls:
             row += f" {len(cs)} | {f'{geomean(cs):.3f}' if cs else '-'} | {span} |"
         out.append(row)
@@ -145,8 +150,7 @@ def split_moves(cases: Path, prefix: str, moved: Path) -> str:
     for (fam, whose, ranges), ps in sorted(groups.items()):
         abs_ = [a for _, a in ps]
         out.append(f"| {fam} | {whose} | {ranges} | {len(ps)} | {_predicted(ps)} | "
-                   f"{geomean(abs_):.3f} | {min(abs_):.3f} | {max(abs_):.3f} | "
-                   f"{sum(a > 1 for a in abs_)} |")
+                   f"{_spread(abs_)} |")
     return "\n".join(out)
 
 
@@ -196,8 +200,7 @@ def rows_ab(cases: Path, label: str) -> str:
     for (mode, rows, tile), rs in sorted(groups.items()):
         abs_ = [_ab(r["extra"]) for r in rs]
         out.append(f"| {mode} | {rows[1:]} | {tile} | {len(rs)} | "
-                   f"{geomean([float(r['ratio']) for r in rs]):.3f} | {geomean(abs_):.3f} | "
-                   f"{min(abs_):.3f} | {max(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
+                   f"{geomean([float(r['ratio']) for r in rs]):.3f} | {_spread(abs_)} |")
     return "\n".join(out)
 
 
@@ -219,8 +222,7 @@ def pad_ab(cases: Path, padded: Path, columns: int) -> str:
     for (label, mode, g), rs in sorted(_grouped(rows, lambda r: (r["label"], r["mode"],
                                                                  group(r))).items()):
         abs_ = [_ab(r["extra"]) for r in rs]
-        out.append(f"| {label} | {mode} | {g} | {len(rs)} | {geomean(abs_):.3f} | "
-                   f"{min(abs_):.3f} | {max(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
+        out.append(f"| {label} | {mode} | {g} | {len(rs)} | {_spread(abs_)} |")
     return "\n".join(out)
 
 
@@ -256,8 +258,7 @@ def trees_ab(path: Path, pairs: tuple[tuple[str, str], ...], provider: str = "un
             abs_ = {k[1]: ab(k, provider) for k in ks}
             lo, hi = min(abs_, key=abs_.get), max(abs_, key=abs_.get)
             out.append(f"| {new} | {ref} | {mode} | {group} | {len(ks)} | "
-                       f"{geomean(list(abs_.values())):.3f} | {abs_[lo]:.3f} | {abs_[hi]:.3f} | "
-                       f"{sum(x > 1 for x in abs_.values())} | "
+                       f"{_spread(list(abs_.values()))} | "
                        f"{geomean([ab(k, 'pick') for k in ks]):.3f} | {lo} | {hi} |")
     return "\n".join(out)
 
