@@ -81,8 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--copies", choices=("kept", "per-call"), default="kept",
                      help="kept (default): the kernel keeps its operand copies through a "
                           "case, as a weight's; per-call: it makes them on every call, as a "
-                          "library caller whose operands change (cache_copies off; the JSON "
-                          "records it)")
+                          "library caller whose operands change (cache_copies off; fp8's vendor "
+                          "lays out its operands in every call too; the JSON records it)")
     chips = sub.add_parser("chips", help="list the chip table and what is detected here")
     chips.add_argument("--chip", help="chip id to select (default: detected)")
     chips.add_argument("--ids", action="store_true", help="print chip ids only")

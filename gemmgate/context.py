@@ -51,7 +51,8 @@ class RunContext:
     slowdown: float = 0.0                # validation only: injected extra Triton time
     providers: tuple[str, ...] = GATED   # triton, vendor, then extras (--providers)
     # `--copies per-call`: the kernel makes its operand copies on every call, as a library
-    # caller whose operands change every call (no `cache_copies`); kept (default): once a
+    # caller whose operands change every call (no `cache_copies`), and fp8's vendor its
+    # operands' layout (providers.vendor_provider); kept (default): once a
     # case, as the tool's figures and baselines are measured
     keep_copies: bool = True
 

@@ -7,7 +7,9 @@ insists on) happens in the builder, outside the timed call.
   `cache_copies=True` where the kernel takes it: its operand copies are made once per
   case, as the vendor's fp8 layout is (docs/PERF.md, session 7); with `--copies
   per-call`, not: the copies a library caller's call makes, timed.
-- "vendor": torch.matmul (cuBLAS / hipBLASLt / CPU BLAS); fp8 through torch._scaled_mm.
+- "vendor": torch.matmul (cuBLAS / hipBLASLt / CPU BLAS); fp8 through torch._scaled_mm,
+  whose K-major, padded operands are made once per case, or with `--copies per-call` in
+  every call, as the Triton side's copies then are.
   The vendor's math flags are set by gemmgate.precision.vendor_flags around the case.
 - "reference": the project's kernel at another commit (gemmgate/reference.py), for A/B:
   the same kernel_call with that commit's matmul.
@@ -94,10 +96,13 @@ def takes_choose(fn) -> bool:
     return _takes(fn, "choose")
 
 
-def vendor_provider(inp: GemmInputs, mode: PrecisionMode) -> Call:
+def vendor_provider(inp: GemmInputs, mode: PrecisionMode, keep_copies: bool = True) -> Call:
+    """The vendor's call; `keep_copies` False (`--copies per-call`): fp8's operands are
+    laid out for torch._scaled_mm in every call (`_scaled_mm`), as a caller whose
+    operands change makes them (the other modes take the operands as they are)."""
     a, b = inp.a, inp.b
     if mode.scaled:
-        return _scaled_mm(inp)
+        return _scaled_mm(inp, keep_copies)
     out = _out(inp, mode)
 
     def call() -> torch.Tensor:
@@ -141,15 +146,19 @@ def _scaled_product(a, b, sa, sb, n: int) -> torch.Tensor:
     return out[:, :n] if out.shape[1] != n else out
 
 
-def _scaled_mm(inp: GemmInputs) -> Call:
+def _scaled_mm(inp: GemmInputs, keep_copies: bool = True) -> Call:
     """fp8 through torch._scaled_mm (cuBLASLt). Where K or N is not a multiple of 16,
     which cuBLASLt requires, both operands are zero-padded up to one, as a cuBLAS user
     would pad, and the output is sliced back. The padded product is exact (the extra
-    terms are zeros), and the vendor does at most 16/K + 16/N more work (K = 253: 1.2%)."""
+    terms are zeros), and the vendor does at most 16/K + 16/N more work (K = 253: 1.2%).
+    B is made K-major (and A, B padded) once, or with `keep_copies` False in every call."""
     args = _scaled_operands(inp)
 
     def call() -> torch.Tensor:
         return _scaled_product(*args)
+
+    def per_call() -> torch.Tensor:
+        return _scaled_product(*_scaled_operands(inp))
 
     try:
         call()
@@ -157,7 +166,7 @@ def _scaled_mm(inp: GemmInputs) -> Call:
         (m, k), n = inp.a.shape, inp.b.shape[1]
         raise Unsupported(f"torch._scaled_mm rejects M={m}, N={n}, K={k}: "
                           f"{str(e).splitlines()[0][:200]}") from None
-    return call
+    return call if keep_copies else per_call
 
 
 # max-autotune-no-cudagraphs, as options: torch.compile takes a mode or options, not both

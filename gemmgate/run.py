@@ -136,7 +136,9 @@ class Runner:
     def _builder(self, name: str):
         """(builder(inp, mode) -> call, the kernel's recording chooser or None)."""
         if name == "vendor":
-            return self.vendor, None
+            if self.ctx.keep_copies:
+                return self.vendor, None
+            return (lambda inp, mode: self.vendor(inp, mode, keep_copies=False)), None
         if name == "inductor":
             picks = Picks()   # which template its autotuning chose, for this case
             return (lambda inp, mode: inductor_provider(inp, mode, picks)), picks

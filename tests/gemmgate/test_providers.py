@@ -83,6 +83,22 @@ def test_fp8_vendor_pads_k_and_n_to_16_and_slices_back(fake_scaled_mm, m, n, k):
     assert a_shape == (m, -(-k // 16) * 16) and b_shape == (-(-k // 16) * 16, -(-n // 16) * 16)
 
 
+@pytest.mark.parametrize("keep,layouts", [(True, 1), (False, 4)])
+def test_fp8_vendor_lays_out_its_operands_once_or_in_every_call(monkeypatch, fake_scaled_mm,
+                                                                keep, layouts):
+    made = []
+    real = providers._k_major_padded
+    monkeypatch.setattr(providers, "_k_major_padded", lambda inp: made.append(1) or real(inp))
+    inp = _fp8_inputs(24, 40, 253)
+    call = providers.vendor_provider(inp, MODES["fp8"], keep_copies=keep)
+    outs = [call() for _ in range(3)]
+    assert len(made) == layouts      # the builder's once (and its support check's call)
+    assert all(torch.equal(o, outs[0]) for o in outs)
+    fp32 = make_inputs(Case(8, 8, 8), MODES["fp32"], "cpu", seed=0)
+    assert torch.equal(providers.vendor_provider(fp32, MODES["fp32"], keep_copies=False)(),
+                       providers.vendor_provider(fp32, MODES["fp32"])())
+
+
 def test_fp8_vendor_unsupported_on_zero_dims_or_when_torch_rejects(monkeypatch):
     with pytest.raises(providers.Unsupported, match="non-zero dims"):
         providers.vendor_provider(_fp8_inputs(0, 16, 16), MODES["fp8"])

@@ -199,3 +199,16 @@ def test_gpu_a_run_on_the_last_gpu_alone_launches_there():
     [res] = run_cases(c, [(MODES["fp16"], Case(256, 256, 256))])
     assert res.providers["triton"].accuracy == "pass", res.providers["triton"].message
     assert torch.cuda.current_device() == 0
+
+
+@pytest.mark.parametrize("copies,asked", [("kept", True), ("per-call", False)])
+def test_the_vendor_is_asked_to_keep_its_layouts_as_the_kernel_is(copies, asked):
+    seen = []
+
+    def vendor(inp, mode, keep_copies=True):
+        seen.append(keep_copies)
+        return lambda: inp.a @ inp.b
+
+    ctx = make_context(chip="cpu", shapes="smoke", modes="fp32", copies=copies)
+    assert Runner(ctx, vendor=vendor).run_case(MODES["fp32"], Case(16, 16, 16)).passed
+    assert seen and set(seen) == {asked}
