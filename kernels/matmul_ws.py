@@ -1,0 +1,230 @@
+"""A warp-specialized persistent GEMM for Hopper, written in Gluon (Triton's explicit
+dialect): one warp loads A and B by TMA into a ring of shared-memory stages, the other
+warps (two warpgroups, 64 rows of the tile each) run wgmma on them and store C by TMA.
+
+Why: cuBLAS runs the H200's mid-size 16-bit shapes on warp-specialized kernels (384
+threads: a producer warpgroup and two consumer warpgroups; session 49 run 1, the
+`nvjet_sm90_tst_*` kernels) and on the same tile as ours ran 2160 x 952 x 3784 bf16 in
+25.4 us where `tma_wide` 128x144 ran 32.1 (0.43 against 0.54 us a K step). Triton's
+own pipeliner does not specialize this loop on sm_90 (session 35: one partition in the
+TTGIR) and syncs the whole CTA around each stage's loads; here the stages are handed
+over by mbarriers alone: `ready` (the loads landed, counted in bytes) and `empty` (both
+warpgroups' wgmma that read the stage are done). The load warp runs ahead across tiles,
+so the next tile's first stages load while the consumers store C.
+
+Experimental: 16-bit only, not offered by the dispatcher or the tuning table. A caller
+names it (`matmul_ws(..., block_n=)`, or the providers `mm_ws_128x128`, `mm_ws_128x256`
+with the kernels.matmul contract, for `gemmgate run --providers`). Operands: A row-major
+(rows on 16 bytes), B row-major or column-major (its K-major stages are permuted for
+wgmma); anything else is copied to row-major first. Tails in M, N and K are the TMA
+unit's (loads zero-filled, stores clipped).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+BLOCK_M = 128
+BLOCK_K = 64
+WARPS = 8          # the two consumer warpgroups (the default partition)
+LOAD_REGS = 40     # the load warp's registers (setmaxnreg)
+MAX_REGS = 168     # a thread's, before the split: 12 warps x 32 x 168 fit 64 K registers
+_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
+_MODES = {torch.bfloat16: (None, "bf16"), torch.float16: (None, "fp16")}   # precision=
+# TMA's copies under both names (triton 3.6: async_copy_*; later: async_load, async_store)
+_tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+_tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
+_BM = gl.constexpr(BLOCK_M)   # the same, as the kernels read them
+_BK = gl.constexpr(BLOCK_K)
+_LOAD_REGS = gl.constexpr(LOAD_REGS)
+
+
+@gluon.jit
+def _tile(t, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
+    """Tile t's (pid_m, pid_n), GROUP_M rows of tiles at a time (as kernels/matmul_tma)."""
+    in_group = GROUP_M * num_pid_n
+    first_m = (t // in_group) * GROUP_M
+    rows = min(num_pid_m - first_m, GROUP_M)
+    return first_m + (t % in_group) % rows, (t % in_group) // rows
+
+
+@gluon.jit
+def _loads(a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K,
+           BN: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
+           B_KMAJOR: gl.constexpr):
+    """The load warp: every K block of this program's tiles, into the next free stage."""
+    num_pid_m = gl.cdiv(M, _BM)
+    num_pid_n = gl.cdiv(N, BN)
+    k_steps = gl.cdiv(K, _BK)
+    nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
+    i = 0
+    for t in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        pid_m, pid_n = _tile(t, num_pid_m, num_pid_n, GROUP_M)
+        off_m = pid_m * _BM
+        off_n = pid_n * BN
+        for ks in range(k_steps):
+            s = i % STAGES
+            mbarrier.wait(empty.index(s), ((i // STAGES) & 1) ^ 1)
+            bar = ready.index(s)
+            mbarrier.expect(bar, nbytes)
+            _tma_load(a_desc, [off_m, ks * _BK], bar, a_bufs.index(s))
+            if B_KMAJOR:
+                _tma_load(b_desc, [off_n, ks * _BK], bar,
+                                                b_bufs.index(s))
+            else:
+                _tma_load(b_desc, [ks * _BK, off_n], bar,
+                                                b_bufs.index(s))
+            i += 1
+
+
+@gluon.jit
+def _mmas(a_bufs, b_bufs, ready, empty, c_desc, c_smem, M, N, K,
+          BN: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
+          B_KMAJOR: gl.constexpr, num_warps: gl.constexpr):
+    """The consumers: wgmma over each stage as it lands (one group in flight), the stage
+    handed back once the group that read it is done; C by TMA, its store left in flight
+    until the next tile's C is ready to go out."""
+    layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BN, 16])
+    num_pid_m = gl.cdiv(M, _BM)
+    num_pid_n = gl.cdiv(N, BN)
+    k_steps = gl.cdiv(K, _BK)
+    i = 0
+    for t in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        pid_m, pid_n = _tile(t, num_pid_m, num_pid_n, GROUP_M)
+        acc = gl.zeros((_BM, BN), dtype=gl.float32, layout=layout)
+        for ks in range(k_steps):
+            s = i % STAGES
+            mbarrier.wait(ready.index(s), (i // STAGES) & 1)
+            a = a_bufs.index(s)
+            b = b_bufs.index(s)
+            if B_KMAJOR:
+                b = b.permute((1, 0))
+            acc = warpgroup_mma(a, b, acc, is_async=True)
+            acc, a, b = warpgroup_mma_wait(num_outstanding=1, deps=(acc, a, b))
+            # the group before this one is done: its stage goes back to the load warp
+            mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES), pred=ks > 0)
+            i += 1
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+        mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES))
+        c = acc.to(c_desc.dtype)
+        tma.store_wait(pendings=0)   # the previous tile's C has left c_smem
+        c_smem.store(c)
+        fence_async_shared()
+        _tma_store(c_desc, [pid_m * _BM, pid_n * BN], c_smem)
+    tma.store_wait(pendings=0)
+
+
+@gluon.jit
+def _ws_kernel(a_desc, b_desc, c_desc, M, N, K, BN: gl.constexpr, GROUP_M: gl.constexpr,
+               STAGES: gl.constexpr, B_KMAJOR: gl.constexpr, num_warps: gl.constexpr):
+    dtype: gl.constexpr = a_desc.dtype
+    a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
+    b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
+    c_smem = gl.allocate_shared_memory(dtype, c_desc.block_type.shape, c_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    gl.warp_specialize([
+        (_mmas, (a_bufs, b_bufs, ready, empty, c_desc, c_smem, M, N, K, BN, GROUP_M, STAGES,
+                 B_KMAJOR, num_warps)),
+        (_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, BN, GROUP_M, STAGES,
+                  B_KMAJOR)),
+    ], [1], [_LOAD_REGS])
+
+
+def _describable(x: torch.Tensor) -> bool:
+    """Whether a TMA descriptor takes x as rows: unit column stride, rows and base on 16
+    bytes (16-bit elements)."""
+    return x.stride(1) == 1 and (x.stride(0) * 2) % 16 == 0 and x.data_ptr() % 16 == 0
+
+
+def _rows(x: torch.Tensor, copy: bool = True) -> torch.Tensor:
+    """x itself where a descriptor takes its rows, else a row-major copy whose rows are
+    padded to 16 bytes (the view of its first columns; `copy` False: not filled)."""
+    if _describable(x):
+        return x
+    r, cols = x.shape
+    buf = torch.empty((r, -(-cols // 8) * 8), dtype=x.dtype, device=x.device)[:, :cols]
+    return buf.copy_(x) if copy else buf
+
+
+def stages_for(block_n: int, smem: int = 232448) -> int:
+    """Stages that fit beside C's staging buffer (16-bit), at most 6."""
+    stage = (BLOCK_M * BLOCK_K + BLOCK_K * block_n) * 2
+    return max(2, min(6, (smem - BLOCK_M * block_n * 2 - 4096) // stage))
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(shape: tuple[int, int], dtype):
+    return gl.NVMMASharedLayout.get_default_for(list(shape), dtype)
+
+
+def matmul_ws(a: torch.Tensor, b: torch.Tensor, *, precision=None, out=None, scale_a=None,
+              scale_b=None, block_n: int = 128, group_m: int = 8,
+              stages: int | None = None) -> torch.Tensor:
+    """C = A @ B for bf16 or fp16 operands on a Hopper GPU (see the module docstring)."""
+    if a.dtype not in _DTYPES or b.dtype != a.dtype:
+        raise TypeError(f"matmul_ws takes bf16 or fp16 operands, got {a.dtype}, {b.dtype}")
+    if precision not in _MODES[a.dtype]:
+        raise ValueError(f"matmul_ws runs {a.dtype} only, not precision {precision!r}")
+    if scale_a is not None or scale_b is not None:
+        raise ValueError("matmul_ws takes no scales")
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"matmul_ws needs (M, K) @ (K, N), got {tuple(a.shape)} @ "
+                         f"{tuple(b.shape)}")
+    (M, K), N = a.shape, b.shape[1]
+    if out is None:
+        out = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    if M == 0 or N == 0:
+        return out
+    if K == 0:
+        return out.zero_()
+    dt = _DTYPES[a.dtype]
+    a = _rows(a)
+    b_kmajor = _describable(b.t())
+    if not b_kmajor:
+        b = _rows(b)
+    c = out if _describable(out) else _rows(torch.empty_like(out), copy=False)
+    a_desc = TensorDescriptor.from_tensor(a, [BLOCK_M, BLOCK_K], _layout((BLOCK_M, BLOCK_K), dt))
+    if b_kmajor:
+        bt = b.t()   # (N, K) row-major
+        b_desc = TensorDescriptor.from_tensor(bt, [block_n, BLOCK_K],
+                                              _layout((block_n, BLOCK_K), dt))
+    else:
+        b_desc = TensorDescriptor.from_tensor(b, [BLOCK_K, block_n],
+                                              _layout((BLOCK_K, block_n), dt))
+    c_desc = TensorDescriptor.from_tensor(c, [BLOCK_M, block_n], _layout((BLOCK_M, block_n), dt))
+    tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, block_n)
+    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+    _ws_kernel[(min(sms, tiles),)](a_desc, b_desc, c_desc, M, N, K, block_n, group_m,
+                                   stages or stages_for(block_n), b_kmajor,
+                                   num_warps=WARPS, maxnreg=MAX_REGS)
+    if c is not out:
+        out.copy_(c)
+    return out
+
+
+def mm_ws_128x128(a, b, **kw):
+    """`matmul_ws` on 128x128 tiles (a `--providers` entry)."""
+    return matmul_ws(a, b, block_n=128, **kw)
+
+
+def mm_ws_128x256(a, b, **kw):
+    """`matmul_ws` on 128x256 tiles (a `--providers` entry)."""
+    return matmul_ws(a, b, block_n=256, **kw)
