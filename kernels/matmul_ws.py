@@ -37,6 +37,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
+from kernels.dispatch import COPIES
+from kernels.relayout import LINE, pitched_copy
+
 BLOCK_M = 128
 BLOCK_K = 64
 WARPS = 8          # the two consumer warpgroups (the default partition)
@@ -177,8 +180,11 @@ def _layout(shape: tuple[int, int], dtype):
 
 def matmul_ws(a: torch.Tensor, b: torch.Tensor, *, precision=None, out=None, scale_a=None,
               scale_b=None, block_n: int = 128, group_m: int = 8,
-              stages: int | None = None) -> torch.Tensor:
-    """C = A @ B for bf16 or fp16 operands on a Hopper GPU (see the module docstring)."""
+              stages: int | None = None, cache_copies: bool = False) -> torch.Tensor:
+    """C = A @ B for bf16 or fp16 operands on a Hopper GPU (see the module docstring).
+    `cache_copies`: as kernels.matmul's, an operand whose rows are not on whole 128-byte
+    lines is read from a copy that is (relayout.pitched_copy), kept while it is unchanged
+    (dispatch.COPIES), as the `tma` tiles' kept copies are."""
     if a.dtype not in _DTYPES or b.dtype != a.dtype:
         raise TypeError(f"matmul_ws takes bf16 or fp16 operands, got {a.dtype}, {b.dtype}")
     if precision not in _MODES[a.dtype]:
@@ -196,6 +202,9 @@ def matmul_ws(a: torch.Tensor, b: torch.Tensor, *, precision=None, out=None, sca
     if K == 0:
         return out.zero_()
     dt = _DTYPES[a.dtype]
+    if cache_copies:
+        a, b = (COPIES.get(x, f"ws-{role}", pitched_copy) if max(x.stride()) * 2 % LINE
+                else x for x, role in ((a, "a"), (b, "b")))
     a = _rows(a)
     b_kmajor = _describable(b.t())
     if not b_kmajor:

@@ -67,6 +67,8 @@ def test_gpu_matches_the_reference(m, n, k, block_n, layout, dtype):
     assert _error(out, a, b) < 1e-2
     again = ws.matmul_ws(a, b, block_n=block_n)   # the same bits on a second call
     assert torch.equal(again, out)
+    kept = ws.matmul_ws(a, b, block_n=block_n, cache_copies=True)   # rows on whole lines
+    assert torch.equal(kept, out)
 
 
 @pytest.mark.gpu
