@@ -229,11 +229,13 @@ def matmul_ws(a: torch.Tensor, b: torch.Tensor, *, precision=None, out=None, sca
     return out
 
 
-def mm_ws_128x128(a, b, **kw):
-    """`matmul_ws` on 128x128 tiles (a `--providers` entry)."""
-    return matmul_ws(a, b, block_n=128, **kw)
+def mm_ws_128x128(a, b, *, cache_copies=False, **kw):
+    """`matmul_ws` on 128x128 tiles (a `--providers` entry: the harness asks it to keep
+    its copies, as it asks kernels.matmul)."""
+    return matmul_ws(a, b, block_n=128, cache_copies=cache_copies, **kw)
 
 
-def mm_ws_128x256(a, b, **kw):
-    """`matmul_ws` on 128x256 tiles (a `--providers` entry)."""
-    return matmul_ws(a, b, block_n=256, **kw)
+def mm_ws_128x256(a, b, *, cache_copies=False, **kw):
+    """`matmul_ws` on 128x256 tiles (a `--providers` entry: the harness asks it to keep
+    its copies, as it asks kernels.matmul)."""
+    return matmul_ws(a, b, block_n=256, cache_copies=cache_copies, **kw)
