@@ -65,50 +65,67 @@ def _tile(t, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
 
 
 @gluon.jit
-def _loads(a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K,
-           BN: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
+def _load_b(desc, k, off_n, bar, buf, B_KMAJOR: gl.constexpr):
+    if B_KMAJOR:
+        _tma_load(desc, [off_n, k], bar, buf)
+    else:
+        _tma_load(desc, [k, off_n], bar, buf)
+
+
+@gluon.jit
+def _loads(a_desc, b_desc, b1_desc, a_bufs, b_bufs, b1_bufs, ready, empty, M, N, K,
+           BN: gl.constexpr, BN1: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
            B_KMAJOR: gl.constexpr):
-    """The load warp: every K block of this program's tiles, into the next free stage."""
+    """The load warp: every K block of this program's tiles, into the next free stage
+    (a wide tile's B in two boxes, BN and BN1 columns)."""
     num_pid_m = gl.cdiv(M, _BM)
-    num_pid_n = gl.cdiv(N, BN)
+    num_pid_n = gl.cdiv(N, BN + BN1)
     k_steps = gl.cdiv(K, _BK)
-    nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
+    nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes + \
+        (b1_desc.block_type.nbytes if BN1 > 0 else 0)
     i = 0
     for t in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
         pid_m, pid_n = _tile(t, num_pid_m, num_pid_n, GROUP_M)
         off_m = pid_m * _BM
-        off_n = pid_n * BN
+        off_n = pid_n * (BN + BN1)
         for ks in range(k_steps):
             s = i % STAGES
             mbarrier.wait(empty.index(s), ((i // STAGES) & 1) ^ 1)
             bar = ready.index(s)
             mbarrier.expect(bar, nbytes)
             _tma_load(a_desc, [off_m, ks * _BK], bar, a_bufs.index(s))
-            if B_KMAJOR:
-                _tma_load(b_desc, [off_n, ks * _BK], bar,
-                                                b_bufs.index(s))
-            else:
-                _tma_load(b_desc, [ks * _BK, off_n], bar,
-                                                b_bufs.index(s))
+            _load_b(b_desc, ks * _BK, off_n, bar, b_bufs.index(s), B_KMAJOR)
+            if BN1 > 0:
+                _load_b(b1_desc, ks * _BK, off_n + BN, bar, b1_bufs.index(s), B_KMAJOR)
             i += 1
 
 
 @gluon.jit
-def _mmas(a_bufs, b_bufs, ready, empty, c_desc, c_smem, M, N, K,
-          BN: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
+def _store_c(acc, c_desc, c_smem, off_m, off_n):
+    c_smem.store(acc.to(c_desc.dtype))
+    fence_async_shared()
+    _tma_store(c_desc, [off_m, off_n], c_smem)
+
+
+@gluon.jit
+def _mmas(a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_smem, M, N, K,
+          BN: gl.constexpr, BN1: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
           B_KMAJOR: gl.constexpr, num_warps: gl.constexpr):
     """The consumers: wgmma over each stage as it lands (one group in flight), the stage
     handed back once the group that read it is done; C by TMA, its store left in flight
-    until the next tile's C is ready to go out."""
+    until the next tile's C is ready to go out. A wide tile keeps two accumulators."""
     layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BN, 16])
+    layout1: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, max(BN1, 8), 16])
     num_pid_m = gl.cdiv(M, _BM)
-    num_pid_n = gl.cdiv(N, BN)
+    num_pid_n = gl.cdiv(N, BN + BN1)
     k_steps = gl.cdiv(K, _BK)
     i = 0
     for t in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
         pid_m, pid_n = _tile(t, num_pid_m, num_pid_n, GROUP_M)
         acc = gl.zeros((_BM, BN), dtype=gl.float32, layout=layout)
+        acc1 = gl.zeros((_BM, max(BN1, 8)), dtype=gl.float32, layout=layout1)
         for ks in range(k_steps):
             s = i % STAGES
             mbarrier.wait(ready.index(s), (i // STAGES) & 1)
@@ -117,37 +134,54 @@ def _mmas(a_bufs, b_bufs, ready, empty, c_desc, c_smem, M, N, K,
             if B_KMAJOR:
                 b = b.permute((1, 0))
             acc = warpgroup_mma(a, b, acc, is_async=True)
-            acc, a, b = warpgroup_mma_wait(num_outstanding=1, deps=(acc, a, b))
-            # the group before this one is done: its stage goes back to the load warp
+            if BN1 > 0:
+                b1 = b1_bufs.index(s)
+                if B_KMAJOR:
+                    b1 = b1.permute((1, 0))
+                acc1 = warpgroup_mma(a, b1, acc1, is_async=True)
+                acc, acc1, a, b, b1 = warpgroup_mma_wait(num_outstanding=2,
+                                                         deps=(acc, acc1, a, b, b1))
+            else:
+                acc, a, b = warpgroup_mma_wait(num_outstanding=1, deps=(acc, a, b))
+            # the groups before this step's are done: their stage goes back to the load warp
             mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES), pred=ks > 0)
             i += 1
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+        acc, acc1 = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc1))
         mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES))
-        c = acc.to(c_desc.dtype)
+        off_m = pid_m * _BM
+        off_n = pid_n * (BN + BN1)
         tma.store_wait(pendings=0)   # the previous tile's C has left c_smem
-        c_smem.store(c)
-        fence_async_shared()
-        _tma_store(c_desc, [pid_m * _BM, pid_n * BN], c_smem)
+        _store_c(acc, c_desc, c_smem, off_m, off_n)
+        if BN1 > 0:
+            _store_c(acc1, c1_desc, c1_smem, off_m, off_n + BN)
     tma.store_wait(pendings=0)
 
 
 @gluon.jit
-def _ws_kernel(a_desc, b_desc, c_desc, M, N, K, BN: gl.constexpr, GROUP_M: gl.constexpr,
-               STAGES: gl.constexpr, B_KMAJOR: gl.constexpr, num_warps: gl.constexpr):
+def _ws_kernel(a_desc, b_desc, b1_desc, c_desc, c1_desc, M, N, K, BN: gl.constexpr,
+               BN1: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
+               B_KMAJOR: gl.constexpr, num_warps: gl.constexpr):
     dtype: gl.constexpr = a_desc.dtype
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
     c_smem = gl.allocate_shared_memory(dtype, c_desc.block_type.shape, c_desc.layout)
+    if BN1 > 0:
+        b1_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b1_desc.block_type.shape,
+                                            b1_desc.layout)
+        c1_smem = gl.allocate_shared_memory(dtype, c1_desc.block_type.shape, c1_desc.layout)
+    else:   # no second part: its arguments are the first part's, never read
+        b1_bufs = b_bufs
+        c1_smem = c_smem
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(STAGES):
         mbarrier.init(ready.index(s), count=1)
         mbarrier.init(empty.index(s), count=1)
     gl.warp_specialize([
-        (_mmas, (a_bufs, b_bufs, ready, empty, c_desc, c_smem, M, N, K, BN, GROUP_M, STAGES,
-                 B_KMAJOR, num_warps)),
-        (_loads, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, BN, GROUP_M, STAGES,
-                  B_KMAJOR)),
+        (_mmas, (a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_smem,
+                 M, N, K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, num_warps)),
+        (_loads, (a_desc, b_desc, b1_desc, a_bufs, b_bufs, b1_bufs, ready, empty, M, N, K,
+                  BN, BN1, GROUP_M, STAGES, B_KMAJOR)),
     ], [1], [_LOAD_REGS])
 
 
@@ -167,10 +201,11 @@ def _rows(x: torch.Tensor, copy: bool = True) -> torch.Tensor:
     return buf.copy_(x) if copy else buf
 
 
-def stages_for(block_n: int, smem: int = 232448) -> int:
-    """Stages that fit beside C's staging buffer (16-bit), at most 6."""
-    stage = (BLOCK_M * BLOCK_K + BLOCK_K * block_n) * 2
-    return max(2, min(6, (smem - BLOCK_M * block_n * 2 - 4096) // stage))
+def stages_for(block_n: int, smem: int = 232448, block_n1: int = 0) -> int:
+    """Stages that fit beside C's staging buffers (16-bit), at most 6."""
+    cols = block_n + block_n1
+    stage = (BLOCK_M * BLOCK_K + BLOCK_K * cols) * 2
+    return max(2, min(6, (smem - BLOCK_M * cols * 2 - 4096) // stage))
 
 
 @functools.lru_cache(maxsize=64)
@@ -180,11 +215,13 @@ def _layout(shape: tuple[int, int], dtype):
 
 def matmul_ws(a: torch.Tensor, b: torch.Tensor, *, precision=None, out=None, scale_a=None,
               scale_b=None, block_n: int = 128, group_m: int = 8,
-              stages: int | None = None, cache_copies: bool = False) -> torch.Tensor:
+              stages: int | None = None, cache_copies: bool = False,
+              block_n1: int = 0) -> torch.Tensor:
     """C = A @ B for bf16 or fp16 operands on a Hopper GPU (see the module docstring).
     `cache_copies`: as kernels.matmul's, an operand whose rows are not on whole 128-byte
     lines is read from a copy that is (relayout.pitched_copy), kept while it is unchanged
-    (dispatch.COPIES), as the `tma` tiles' kept copies are."""
+    (dispatch.COPIES), as the `tma` tiles' kept copies are. `block_n1` > 0: a wide tile,
+    block_n + block_n1 columns (a power of two and a smaller one, as `tma_wide`'s)."""
     if a.dtype not in _DTYPES or b.dtype != a.dtype:
         raise TypeError(f"matmul_ws takes bf16 or fp16 operands, got {a.dtype}, {b.dtype}")
     if precision not in _MODES[a.dtype]:
@@ -211,18 +248,22 @@ def matmul_ws(a: torch.Tensor, b: torch.Tensor, *, precision=None, out=None, sca
         b = _rows(b)
     c = out if _describable(out) else _rows(torch.empty_like(out), copy=False)
     a_desc = TensorDescriptor.from_tensor(a, [BLOCK_M, BLOCK_K], _layout((BLOCK_M, BLOCK_K), dt))
-    if b_kmajor:
-        bt = b.t()   # (N, K) row-major
-        b_desc = TensorDescriptor.from_tensor(bt, [block_n, BLOCK_K],
-                                              _layout((block_n, BLOCK_K), dt))
-    else:
-        b_desc = TensorDescriptor.from_tensor(b, [BLOCK_K, block_n],
-                                              _layout((BLOCK_K, block_n), dt))
-    c_desc = TensorDescriptor.from_tensor(c, [BLOCK_M, block_n], _layout((BLOCK_M, block_n), dt))
-    tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, block_n)
+
+    def b_box(cols: int) -> TensorDescriptor:
+        if b_kmajor:   # (N, K) rows
+            return TensorDescriptor.from_tensor(b.t(), [cols, BLOCK_K], _layout((cols, BLOCK_K), dt))
+        return TensorDescriptor.from_tensor(b, [BLOCK_K, cols], _layout((BLOCK_K, cols), dt))
+
+    def c_box(cols: int) -> TensorDescriptor:
+        return TensorDescriptor.from_tensor(c, [BLOCK_M, cols], _layout((BLOCK_M, cols), dt))
+
+    b_desc, c_desc = b_box(block_n), c_box(block_n)
+    b1_desc, c1_desc = (b_box(block_n1), c_box(block_n1)) if block_n1 else (b_desc, c_desc)
+    tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, block_n + block_n1)
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-    _ws_kernel[(min(sms, tiles),)](a_desc, b_desc, c_desc, M, N, K, block_n, group_m,
-                                   stages or stages_for(block_n), b_kmajor,
+    _ws_kernel[(min(sms, tiles),)](a_desc, b_desc, b1_desc, c_desc, c1_desc, M, N, K, block_n,
+                                   block_n1, group_m,
+                                   stages or stages_for(block_n, block_n1=block_n1), b_kmajor,
                                    num_warps=WARPS, maxnreg=MAX_REGS)
     if c is not out:
         out.copy_(c)
@@ -233,6 +274,16 @@ def mm_ws_128x128(a, b, *, cache_copies=False, **kw):
     """`matmul_ws` on 128x128 tiles (a `--providers` entry: the harness asks it to keep
     its copies, as it asks kernels.matmul)."""
     return matmul_ws(a, b, block_n=128, cache_copies=cache_copies, **kw)
+
+
+def mm_ws_128x144(a, b, *, cache_copies=False, **kw):
+    """`matmul_ws` on 128x(128 + 16) tiles (a `--providers` entry)."""
+    return matmul_ws(a, b, block_n=128, block_n1=16, cache_copies=cache_copies, **kw)
+
+
+def mm_ws_128x192(a, b, *, cache_copies=False, **kw):
+    """`matmul_ws` on 128x(128 + 64) tiles (a `--providers` entry)."""
+    return matmul_ws(a, b, block_n=128, block_n1=64, cache_copies=cache_copies, **kw)
 
 
 def mm_ws_128x256(a, b, *, cache_copies=False, **kw):

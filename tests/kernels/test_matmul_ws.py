@@ -18,11 +18,13 @@ def _error(out, a, b) -> float:
 
 
 def test_the_stages_fit_beside_c_in_shared_memory():
-    for bn in (64, 128, 256):
-        s = ws.stages_for(bn)
-        used = s * (ws.BLOCK_M * ws.BLOCK_K + ws.BLOCK_K * bn) * 2 + ws.BLOCK_M * bn * 2
+    for bn, bn1 in ((64, 0), (128, 0), (256, 0), (128, 16), (128, 64)):
+        s = ws.stages_for(bn, block_n1=bn1)
+        cols = bn + bn1
+        used = s * (ws.BLOCK_M * ws.BLOCK_K + ws.BLOCK_K * cols) * 2 + ws.BLOCK_M * cols * 2
         assert 2 <= s <= 6 and used <= 232448 - 4096
     assert ws.stages_for(256) == 3 and ws.stages_for(128) == 5
+    assert ws.stages_for(128, block_n1=64) == 4
 
 
 @pytest.mark.parametrize(("a", "b", "kw", "error", "match"), [
@@ -52,22 +54,25 @@ def test_what_it_cannot_run_is_an_error(a, b, kw, error, match):
     (3432, 528, 7088),   # one tile a program, a deep K (the aligned long tail)
     (2048, 4096, 512),   # several tiles a program: the load warp runs ahead across them
 ])
-@pytest.mark.parametrize("block_n", [128, 256])
+@pytest.mark.parametrize(("block_n", "block_n1", "dtype"), [
+    (128, 0, torch.bfloat16), (128, 0, torch.float16), (256, 0, torch.bfloat16),
+    (128, 16, torch.bfloat16), (128, 64, torch.float16),   # wide: two B boxes, two Cs
+])
 @pytest.mark.parametrize("layout", ["rr", "rc"])
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_gpu_matches_the_reference(m, n, k, block_n, layout, dtype):
+def test_gpu_matches_the_reference(m, n, k, block_n, block_n1, dtype, layout):
     g = torch.Generator().manual_seed(m + n + k)
     a = torch.randn(m, k, generator=g).cuda().to(dtype)
     b = torch.randn(k, n, generator=g).cuda().to(dtype)
     if layout == "rc":
         b = b.t().contiguous().t()   # column-major: its stages K-major, permuted
     out = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
-    ws.matmul_ws(a, b, out=out, block_n=block_n,
+    ws.matmul_ws(a, b, out=out, block_n=block_n, block_n1=block_n1,
                  precision="bf16" if dtype == torch.bfloat16 else "fp16")   # the contract
     assert _error(out, a, b) < 1e-2
-    again = ws.matmul_ws(a, b, block_n=block_n)   # the same bits on a second call
+    again = ws.matmul_ws(a, b, block_n=block_n, block_n1=block_n1)   # the same bits again
     assert torch.equal(again, out)
-    kept = ws.matmul_ws(a, b, block_n=block_n, cache_copies=True)   # rows on whole lines
+    kept = ws.matmul_ws(a, b, block_n=block_n, block_n1=block_n1,
+                        cache_copies=True)   # rows on whole lines
     assert torch.equal(kept, out)
 
 
