@@ -251,7 +251,8 @@ def matmul_ws(a: torch.Tensor, b: torch.Tensor, *, precision=None, out=None, sca
 
     def b_box(cols: int) -> TensorDescriptor:
         if b_kmajor:   # (N, K) rows
-            return TensorDescriptor.from_tensor(b.t(), [cols, BLOCK_K], _layout((cols, BLOCK_K), dt))
+            return TensorDescriptor.from_tensor(b.t(), [cols, BLOCK_K],
+                                                _layout((cols, BLOCK_K), dt))
         return TensorDescriptor.from_tensor(b, [BLOCK_K, cols], _layout((BLOCK_K, cols), dt))
 
     def c_box(cols: int) -> TensorDescriptor:
