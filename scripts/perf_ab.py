@@ -15,7 +15,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]   # the repository (gemmgate), scripts/
 
-from perf_formats import ALL_MODES, _ab, _grouped, _rows  # noqa: E402
+from perf_formats import ALL_MODES, _ab, _extra, _grouped, _rows  # noqa: E402
 
 from gemmgate.stats import geomean  # noqa: E402
 from gemmgate.tuning import parse_config_name  # noqa: E402
@@ -277,4 +277,62 @@ def host_ab(path: Path) -> str:
         out.append(f"| {run} | {shape} | {mode} | {', '.join(f'{x:.1f}' for x in new)} | "
                    f"{', '.join(f'{x:.1f}' for x in ref)} | {statistics.median(new):.1f} | "
                    f"{statistics.median(ref):.1f} |")
+    return "\n".join(out)
+
+
+def providers_ab(cases: Path, labels: tuple[str, ...],
+                 pairs: tuple[tuple[str, str], ...]) -> str:
+    """Extra providers (`--providers`) beside the pick, per run and mode: for each
+    (provider, its baseline provider or ""), how many cases, the provider's speed over the
+    pick's and over cuBLAS's (geomeans; an extra's cell is its time over the pick's), and
+    over its baseline provider's where one is named (geomean | min | max | faster)."""
+    out = ["| run | mode | provider | against | cases | over the pick | over cuBLAS | "
+           "A/B geomean | A/B min | A/B max | faster |",
+           "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = [r for r in _rows(cases) if r["label"] in labels]
+    for (label, mode), rs in _grouped(rows, lambda r: (r["label"], r["mode"])).items():
+        for provider, base in pairs:
+            got = [(r, _extra(r["extra"], provider), _extra(r["extra"], base) if base else None)
+                   for r in rs]
+            got = [g for g in got if g[1] and (not base or g[2])]
+            if not got:
+                continue
+            over_pick = [1 / e for _, e, _ in got]
+            over_vendor = [float(r["ratio"]) / e for r, e, _ in got]
+            ab = _spread([b / e for _, e, b in got]) if base else "- | - | - | -"
+            out.append(f"| {label} | {mode} | {provider.rpartition(':')[2]} | "
+                       f"{base.rpartition(':')[2] or '-'} | {len(got)} | "
+                       f"{geomean(over_pick):.3f} | {geomean(over_vendor):.3f} | {ab} |")
+    return "\n".join(out)
+
+
+def runs_ab(cases: Path, labels: tuple[str, ...]) -> str:
+    """A/B runs (`--ab-ref`) per run and mode: how many cases, the speed ratio to cuBLAS
+    and the A/B (geomean | min | max | faster)."""
+    rows = [r for r in _rows(cases) if r["label"] in labels and _ab(r["extra"])]
+    out = ["| run | mode | cases | ratio | A/B geomean | A/B min | A/B max | faster |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for (label, mode), rs in _grouped(rows, lambda r: (r["label"], r["mode"])).items():
+        out.append(f"| {label} | {mode} | {len(rs)} | "
+                   f"{geomean([float(r['ratio']) for r in rs]):.3f} | "
+                   f"{_spread([_ab(r['extra']) for r in rs])} |")
+    return "\n".join(out)
+
+
+def providers_best(cases: Path, label: str, prefix: str) -> str:
+    """Per case of a run: the pick (its tile, its speed ratio to cuBLAS) and the fastest
+    extra provider named `prefix`... (its speed ratio to cuBLAS and over the pick)."""
+    out = ["| case | mode | pick | pick/cuBLAS | fastest of the extras | its /cuBLAS | "
+           "over the pick |",
+           "|---|---|---|---:|---|---:|---:|"]
+    for r in _rows(cases):
+        if r["label"] != label:
+            continue
+        extras = {k: float(v) for k, v in (x.rsplit(":", 1) for x in r["extra"].split())
+                  if k.startswith(prefix)}
+        if not extras:
+            continue
+        name, e = min(extras.items(), key=lambda kv: kv[1])
+        out.append(f"| {r['case']} | {r['mode']} | {r['tile']} | {float(r['ratio']):.3f} | "
+                   f"{name.removeprefix(prefix)} | {float(r['ratio']) / e:.3f} | {1 / e:.3f} |")
     return "\n".join(out)

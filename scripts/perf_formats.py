@@ -106,8 +106,9 @@ def _grouped(rows, key: Callable[[dict], object]) -> dict:
 
 
 def _extra(extra: str, key: str) -> float | None:
-    """A figure of a cases.csv row's `extra` column (`ab:1.0500 inductor:0.9800`)."""
-    got = dict(x.split(":", 1) for x in extra.split()) if extra else {}
+    """A figure of a cases.csv row's `extra` column (`ab:1.0500 inductor:0.9800`; a
+    `module:function` provider's key holds a colon: the figure is after the last)."""
+    got = dict(x.rsplit(":", 1) for x in extra.split()) if extra else {}
     return float(got[key]) if key in got else None
 
 

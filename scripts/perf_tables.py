@@ -38,7 +38,10 @@ from perf_ab import (  # noqa: E402
     moved_forms,
     moved_worst,
     pad_ab,
+    providers_ab,
+    providers_best,
     rows_ab,
+    runs_ab,
     split_moves,
     staged_moves,
     trees_ab,
@@ -68,6 +71,8 @@ S45 = RESULTS / "h200-2026-12-04-s45"
 S46 = RESULTS / "h200-2026-12-04-s46"
 S47 = RESULTS / "h200-2026-12-04-s47"
 S48 = RESULTS / "h200-2026-12-04-s48"
+S49 = RESULTS / "h200-2026-12-04-s49"
+_WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
     in five modes, the holdouts in bf16, fp16 and fp8."""
@@ -164,6 +169,15 @@ TABLES: dict[str, Callable[[], str]] = {
     **{f"s48-copies-{run}": functools.partial(probe_table, S48 / "copies.csv", run, "")
        for run in ("run4", "run5")},
     "s48-host": lambda: host_ab(S48 / "overhead_ab.csv"),
+    "s49-percall": lambda: runs_ab(S49 / "cases.csv", ("run1-percall",)),
+    "s49-ws": lambda: providers_ab(
+        S49 / "cases.csv", ("run2-ws", "run3-ws-kept", "run5-ws-draw"),
+        tuple((_WS + t, f"named:{base}_{t}") for t, base in (
+            ("128x128", "tma"), ("128x144", "wide"), ("128x192", "wide"), ("128x256", "tma")))),
+    "s49-ws-wide": lambda: providers_ab(
+        S49 / "cases.csv", ("run4-ws-wide",),
+        tuple((_WS + t, "") for t in ("128x128", "128x144", "128x192", "128x256"))),
+    "s49-ws-best": lambda: providers_best(S49 / "cases.csv", "run4-ws-wide", _WS),
 }
 
 

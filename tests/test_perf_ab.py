@@ -217,3 +217,33 @@ def test_host_ab_lists_each_process_and_the_medians(pf, tmp_path):
                     "r1-ref,2,s,bf16,40,0\nr1-new,3,s,bf16,90,0\n")
     assert pf.host_ab(path).splitlines()[2:] == [
         "| r1 | s | bf16 | 10.0, 20.0, 90.0 | 30.0, 40.0 | 20.0 | 35.0 |"]
+
+
+def test_providers_ab_weighs_module_function_extras_against_the_pick_and_their_base(
+        pf, tmp_path):
+    cases, _ = _ab_files(tmp_path, (
+        "r,bf16,m1-n1-k1,1,1,0.9,m.x:ws:0.8 named:t:1.0,t\n"      # ws 1.25 over the pick
+        "r,bf16,m2-n2-k2,1,1,1.0,m.x:ws:1.0 named:t:0.8,t\n"   # the picks; 0.8 of its base
+        "q,bf16,m3-n3-k3,1,1,1.0,m.x:ws:0.5,t\n"), "")             # another run: not read
+    table = pf.providers_ab(cases, ("r",), (("m.x:ws", "named:t"), ("m.x:none", "")))
+    rows = table.splitlines()[2:]
+    assert len(rows) == 1                                   # no `none` extra: no row
+    cells = [c.strip() for c in rows[0].split("|")[1:-1]]
+    assert cells[:5] == ["r", "bf16", "ws", "t", "2"]
+    assert cells[5] == "1.118" and cells[6] == "1.061"     # sqrt(1.25 x 1); x the ratios
+    assert cells[7:] == ["1.000", "0.800", "1.250", "1"]   # base / ws: 1.25, 0.8
+
+
+def test_providers_best_names_each_cases_fastest_extra(pf, tmp_path):
+    cases, _ = _ab_files(tmp_path, "r,bf16,m1-n1-k1,1,1,0.8,m.x:a:1.25 m.x:b:0.8 ab:9,t\n", "")
+    row = pf.providers_best(cases, "r", "m.x:").splitlines()[2]
+    assert [c.strip() for c in row.split("|")[1:-1]] == [
+        "m1-n1-k1", "bf16", "t", "0.800", "b", "1.000", "1.250"]
+
+
+def test_runs_ab_per_run_and_mode(pf, tmp_path):
+    cases, _ = _ab_files(tmp_path, "r,fp8,m1-n1-k1,1,1,0.5,ab:2.0,t\n"
+                                   "r,fp8,m2-n2-k2,1,1,0.5,ab:0.5,t\n"
+                                   "r,tf32,m1-n1-k1,1,1,1,,t\n", "")
+    rows = pf.runs_ab(cases, ("r",)).splitlines()[2:]
+    assert rows == ["| r | fp8 | 2 | 0.500 | 1.000 | 0.500 | 2.000 | 1 |"]
