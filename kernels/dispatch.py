@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels import table
+from kernels import table, ws_forms
 from kernels.configs import INTERPRETER_CONFIG, heuristic, search_space, tma_split_space
 from kernels.fma import GEMV_M, gemv_space
 from kernels.matmul_tma import describable, num_sms
@@ -158,10 +158,20 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
     found = table.lookup(name, bucket, M, N, K, variants=variants, sms=num_sms(device),
                          smem=smem)
     if found is not None and usable(found[0], fam, smem):
-        return Plan(fam, key, copy_a, copy_b, variants, found[0], found[1], fma, pad)
+        return Plan(fam, key, copy_a, copy_b, variants, _ws(found[0], bucket), found[1], fma,
+                    pad)
     pick = fallback(fam, M, N, K, variants, num_sms(device), smem, fma,
                     mode.input_precision == "tf32x3")
-    return Plan(fam, key, copy_a, copy_b, variants, pick, "heuristic", fma, pad)
+    return Plan(fam, key, copy_a, copy_b, variants, _ws(pick, bucket), "heuristic", fma, pad)
+
+
+def _ws(pick: TileConfig, bucket: str) -> TileConfig:
+    """A 16-bit row-major TMA pick in its warp-specialized form where it has one
+    (kernels/ws_forms.py: x1.02-1.09 on the same tiles, session 49), else the pick."""
+    words = bucket.split(" ")
+    if words[0] != "16bit" or words[2:4] != ["rr", "tma"]:
+        return pick
+    return ws_forms.form(pick) or pick
 
 
 def fallback(fam: str, M: int, N: int, K: int, variants: tuple[str, ...], sms: int,

@@ -42,6 +42,7 @@ from kernels import (
     matmul_tma_split,
     matmul_tma_streamk,
     matmul_tma_wide,
+    matmul_ws,
     table_file,
 )
 from kernels.modes import KernelMode, mode_for_dtype, mode_named
@@ -228,7 +229,8 @@ def _flags(mode: KernelMode, plan: dispatch.Plan, has_scale: bool) -> dict:
 # the TMA variants' recipes: those whose B descriptors read the zeros past N of B's kept
 # copy (past_n.b_extent, READS_ROOM), and the tall and stream-K kernels'
 _B_ROOM = {"tma": matmul_tma.recipe, "tma_split": matmul_tma_split.recipe,
-           "tma_hybrid": matmul_tma_hybrid.recipe, "tma_wide": matmul_tma_wide.recipe}
+           "tma_hybrid": matmul_tma_hybrid.recipe, "tma_wide": matmul_tma_wide.recipe,
+           "tma_ws": matmul_ws.recipe}
 _TMA_OTHER = {"tma_streamk": matmul_tma_streamk.recipe, "tma_tall": matmul_tma_wide.recipe}
 
 
@@ -242,6 +244,8 @@ def _recipe(cfg: TileConfig, a, b, out, flags: dict, b_room: int = 0):
             if cfg.variant in _B_ROOM else _TMA_OTHER[cfg.variant](cfg, a, b, out, **flags)
         if r is not None:
             return r
+        if cfg.variant == "tma_ws":   # operands it does not take: the tile's tma form
+            return _recipe(matmul_ws.fallback(cfg), a, b, out, flags, b_room)
         # not describable: pointer loads, one program a tile (the grid has no occupancy)
         cfg = dataclasses.replace(cfg, variant="tiled", occupancy=1)
     return matmul_tiled.recipe(cfg, a, b, out, **flags)

@@ -22,7 +22,10 @@ unit's (loads zero-filled, stores clipped).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -37,12 +40,12 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from kernels.dispatch import COPIES
-from kernels.relayout import LINE, pitched_copy
+from kernels.matmul_tma import _stage, num_sms, tma_form, unstage, unstager
+from kernels.past_n import b_extent
+from kernels.relayout import LINE, pitch, pitched_copy
+from kernels.tile import TileConfig
+from kernels.ws_forms import BLOCK_K, BLOCK_M, WARPS, fits, parts, stages_for
 
-BLOCK_M = 128
-BLOCK_K = 64
-WARPS = 8          # the two consumer warpgroups (the default partition)
 LOAD_REGS = 40     # the load warp's registers (setmaxnreg)
 MAX_REGS = 168     # a thread's, before the split: 12 warps x 32 x 168 fit 64 K registers
 _DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
@@ -185,6 +188,98 @@ def _ws_kernel(a_desc, b_desc, b1_desc, c_desc, c1_desc, M, N, K, BN: gl.constex
     ], [1], [_LOAD_REGS])
 
 
+KERNELS = (_ws_kernel, _mmas, _loads, _load_b, _store_c, _tile)   # the source hashed
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The warp-specialized kernel's launch for operands of given shapes and layouts:
+    all but the descriptors, which each call builds from its tensors (kernels.matmul's
+    recipe contract: `launch`, `bind`)."""
+
+    config: TileConfig
+    b_kmajor: bool
+    b_cols: int                       # B's N as its descriptors read it (`b_extent`)
+    staged: bool                      # C through an aligned buffer, then copied to out
+    unstage: object = None            # that copy's launch (matmul_tma.unstager)
+
+    def _run(self, a, b, c) -> None:
+        M, K = a.shape
+        N = b.shape[1]
+        first, rest = parts(self.config)
+        dt = _DTYPES[a.dtype]
+        a_desc = _desc(a, [BLOCK_M, BLOCK_K], dt)
+        bt = b.t() if self.b_kmajor else b
+        cols = self.b_cols or N
+
+        def b_box(width: int) -> TensorDescriptor:
+            if self.b_kmajor:   # B.T's rows, N of them (its room past N included)
+                return _desc(bt, [width, BLOCK_K], dt, rows=cols)
+            return _desc(b, [BLOCK_K, width], dt, cols=cols)
+
+        b_desc, c_desc = b_box(first), _desc(c, [BLOCK_M, first], dt)
+        b1_desc, c1_desc = (b_box(rest), _desc(c, [BLOCK_M, rest], dt)) if rest \
+            else (b_desc, c_desc)
+        tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, first + rest)
+        _ws_kernel[(min(num_sms(a.device), tiles),)](
+            a_desc, b_desc, b1_desc, c_desc, c1_desc, M, N, K, first, rest,
+            self.config.group_m, self.config.num_stages, self.b_kmajor,
+            num_warps=WARPS, maxnreg=MAX_REGS)
+
+    def launch(self, a, b, out, sa, sb) -> None:
+        c = _stage(out, "c") if self.staged else out
+        self._run(a, b, c)
+        if c is not out:
+            unstage(self.unstage, c, out)
+
+    def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
+        stage = _stage(out) if self.staged else None
+
+        def run() -> None:
+            self.launch_into(a, b, out, stage)
+
+        return run
+
+    def launch_into(self, a, b, out, stage) -> None:
+        self._run(a, b, out if stage is None else stage)
+        if stage is not None:
+            unstage(self.unstage, stage, out)
+
+
+def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
+           has_scale: bool, b_room: int = 0) -> Recipe | None:
+    """The launch for tensors like these, or None where this kernel cannot take them (not
+    16-bit, a tile it does not run (`fits`), an A not row-major on 16 bytes, a B a
+    descriptor takes neither way): kernels.matmul then runs the tile's `tma` form.
+    `b_room`: zeros past B's N in its copy, read to whole tiles (past_n.b_extent)."""
+    if a.dtype not in _DTYPES or has_scale or is_fp32 or not fits(config) \
+            or tma_form(a) is not False:
+        return None
+    b_t = tma_form(b)
+    if b_t is None:
+        return None
+    described = tma_form(out) is False
+    sc = out.stride() if described else (pitch(out.shape[1], out.element_size(), LINE), 1)
+    first, rest = parts(config)
+    stages = min(config.num_stages, stages_for(first, block_n1=rest))
+    return Recipe(dataclasses.replace(config, num_stages=stages), b_t,
+                  b_extent(config, b.shape[1], b_room), not described,
+                  None if described else unstager(out, sc[0]))
+
+
+def fallback(config: TileConfig) -> TileConfig:
+    """The `tma` or `tma_wide` tile a `tma_ws` tile runs as where `recipe` says no."""
+    return dataclasses.replace(config, variant="tma" if config.block_n == 128 else "tma_wide")
+
+
+def _desc(t: torch.Tensor, block: list[int], dt, rows: int = 0, cols: int = 0
+          ) -> TensorDescriptor:
+    """A Gluon host descriptor of t's rows (`rows`, `cols`: its extent read past its own,
+    where its memory holds zeros there)."""
+    (r, c), (sr, sc) = t.shape, t.stride()
+    return TensorDescriptor(t, [rows or r, cols or c], [sr, sc], block, _layout(tuple(block), dt))
+
+
 def _describable(x: torch.Tensor) -> bool:
     """Whether a TMA descriptor takes x as rows: unit column stride, rows and base on 16
     bytes (16-bit elements)."""
@@ -199,13 +294,6 @@ def _rows(x: torch.Tensor, copy: bool = True) -> torch.Tensor:
     r, cols = x.shape
     buf = torch.empty((r, -(-cols // 8) * 8), dtype=x.dtype, device=x.device)[:, :cols]
     return buf.copy_(x) if copy else buf
-
-
-def stages_for(block_n: int, smem: int = 232448, block_n1: int = 0) -> int:
-    """Stages that fit beside C's staging buffers (16-bit), at most 6."""
-    cols = block_n + block_n1
-    stage = (BLOCK_M * BLOCK_K + BLOCK_K * cols) * 2
-    return max(2, min(6, (smem - BLOCK_M * cols * 2 - 4096) // stage))
 
 
 @functools.lru_cache(maxsize=64)
@@ -240,6 +328,8 @@ def matmul_ws(a: torch.Tensor, b: torch.Tensor, *, precision=None, out=None, sca
         return out.zero_()
     dt = _DTYPES[a.dtype]
     if cache_copies:
+        # here: kernels.dispatch imports this module's tiles (via table_file)
+        from kernels.dispatch import COPIES
         a, b = (COPIES.get(x, f"ws-{role}", pitched_copy) if max(x.stride()) * 2 % LINE
                 else x for x, role in ((a, "a"), (b, "b")))
     a = _rows(a)

@@ -25,9 +25,10 @@ PAD_N = 256   # a copy of B's columns, zeros past N: a multiple of the widest po
 # x0.992), more columns x0.993-1.007 (156)
 PAD_COLUMNS = 8
 # the variants whose B descriptors read that room (kernels/matmul.py passes it to their
-# recipes): a `tma_wide` tile's two boxes too (session 48); a tall tile's N is A's M,
-# and stream-K's B boxes past N are not measured
-READS_ROOM = ("tma", "tma_split", "tma_hybrid", "tma_wide")
+# recipes): a `tma_wide` tile's two boxes too (session 48), and the warp-specialized
+# kernel's (session 49); a tall tile's N is A's M, and stream-K's B boxes past N are not
+# measured
+READS_ROOM = ("tma", "tma_split", "tma_hybrid", "tma_wide", "tma_ws")
 
 
 def reads_room(N: int) -> bool:

@@ -25,6 +25,7 @@ from kernels import (
     matmul_tma_split,
     matmul_tma_streamk,
     matmul_tma_wide,
+    matmul_ws,
 )
 from kernels.tile import TileConfig
 
@@ -34,7 +35,7 @@ _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
             "tma_split": matmul_tma_split.KERNELS, "tma_streamk": matmul_tma_streamk.KERNELS,
             "tma_wide": matmul_tma_wide.KERNELS, "tma_tall": matmul_tma_wide.KERNELS,
             "tma_hybrid": matmul_tma_hybrid.KERNELS,
-            "gemv": matmul_gemv.KERNELS}
+            "gemv": matmul_gemv.KERNELS, "tma_ws": matmul_ws.KERNELS}
 
 
 @functools.cache

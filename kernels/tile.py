@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 VARIANTS = ("tiled", "tma", "tma_split", "tma_streamk", "tma_wide", "tma_tall", "tma_hybrid",
-            "gemv")
+            "gemv", "tma_ws")
 FAMILIES = ("16bit", "fp32", "fp8")
 ELEM_BYTES = {"16bit": 2, "fp32": 4, "fp8": 1}
 _MAX_ACC_REGS = 128  # fp32 accumulator registers per thread; more spills (255 in all)
@@ -96,7 +96,8 @@ class TileConfig:
                 if v != 1:
                     raise ValueError(f"block_m={v}: the gemv variant takes one row of A "
                                      "a program (block_m=1)")
-            elif (self.variant, name) in (("tma_wide", "block_n"), ("tma_tall", "block_m")):
+            elif (self.variant, name) in (("tma_wide", "block_n"), ("tma_tall", "block_m")) \
+                    or (self.variant, name) == ("tma_ws", "block_n") and v & (v - 1):
                 wide_parts(v, name)
             elif v < 16 or v & (v - 1):
                 raise ValueError(f"{name}={v} must be a power of two >= 16")

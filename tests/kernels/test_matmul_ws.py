@@ -96,3 +96,42 @@ def test_gpu_a_padded_out_and_a_cuda_graph():
     graph.replay()
     torch.cuda.synchronize()
     assert _error(out2, a, b) < 1e-2
+
+
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize(("m", "n", "k", "tile"), [
+    (1000, 152, 2000, (128, 128)),   # B read past N over its kept copy's zeros (b_room)
+    (777, 333, 520, (128, 144)),     # C staged (rows off 16 bytes), wide
+    (2048, 1016, 3000, (128, 192)),
+])
+@pytest.mark.parametrize("kept", [True, False])
+def test_gpu_kernels_matmul_runs_the_tile_right(m, n, k, tile, kept):
+    import kernels
+    from kernels.tile import TileConfig
+
+    g = torch.Generator().manual_seed(m + n)
+    a = torch.randn(m, k, generator=g).cuda().to(torch.bfloat16)
+    b = torch.randn(k, n, generator=g).cuda().to(torch.bfloat16)
+    cfg = TileConfig(*tile, 64, 8, 4, 8, "tma_ws")
+    out = kernels.matmul(a, b, config=cfg, cache_copies=kept)
+    assert _error(out, a, b) < 1e-2
+    assert torch.equal(kernels.matmul(a, b, config=cfg, cache_copies=kept), out)
+    # an A the kernel does not take (column-major): the tile's tma form runs instead
+    at = a.t().contiguous().t()
+    assert _error(kernels.matmul(at, b, config=cfg), a, b) < 1e-2
+
+
+@pytest.mark.gpu
+@hopper
+def test_gpu_the_dispatcher_runs_a_16_bit_128x128_pick_warp_specialized():
+    import kernels
+    from kernels import dispatch
+
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    b = torch.randn(4096, 1024, device="cuda", dtype=torch.float16)
+    plan = dispatch.plan(kernels.modes.mode_named("fp16"), a, b, cached=True)
+    if plan.pick.variant != "tma_ws":
+        pytest.skip(f"this table's pick here is {plan.pick} (no ws form)")
+    out = kernels.matmul(a, b, cache_copies=True)
+    assert _error(out, a, b) < 1e-2

@@ -1,0 +1,60 @@
+"""kernels/ws_forms.py: which picks the warp-specialized kernel takes over, and with what
+stages; the dispatcher gives a 16-bit row-major TMA pick that form (kernels/dispatch.py)."""
+
+import pytest
+
+from kernels import dispatch
+from kernels import ws_forms as wf
+from kernels.tile import TileConfig as T
+
+
+@pytest.mark.parametrize(("pick", "form"), [
+    (T(128, 128, 64, 8, 5, 4, "tma"), T(128, 128, 64, 8, 5, 8, "tma_ws")),      # any warps
+    (T(128, 144, 64, 4, 5, 8, "tma_wide"), T(128, 144, 64, 4, 5, 8, "tma_ws")),  # GROUP_M kept
+    (T(128, 160, 64, 8, 5, 8, "tma_wide"), T(128, 160, 64, 8, 5, 8, "tma_ws")),
+    (T(128, 192, 64, 8, 3, 8, "tma_wide"), T(128, 192, 64, 8, 4, 8, "tma_ws")),  # its stages
+    (T(128, 256, 64, 8, 3, 8, "tma"), None),                  # 256 wide: not measured faster
+    (T(128, 128, 64, 8, 4, 8, "tma", occupancy=2), None),     # two programs an SM
+    (T(128, 128, 128, 8, 3, 8, "tma"), None),                 # BLOCK_K 128
+    (T(64, 128, 64, 8, 4, 4, "tma"), None),                   # 64 rows
+    (T(128, 96, 64, 8, 4, 8, "tma_wide"), None),              # 64 + 32
+    (T(128, 320, 64, 8, 3, 8, "tma_wide"), None),             # 256 + 64
+    (T(128, 128, 64, 8, 4, 8, "tma_split", split_k=2), None),
+    (T(128, 128, 64, 8, 4, 8, "tma_hybrid", split_k=2), None),
+    (T(128, 128, 64, 8, 4, 8, "tiled"), None),
+])
+def test_form_takes_128_row_tiles_of_128_plus_at_most_64_columns(pick, form):
+    assert wf.form(pick) == form
+
+
+def test_stages_fit_beside_c_and_the_tile_checks():
+    for bn, bn1 in ((64, 0), (128, 0), (256, 0), (128, 16), (128, 64)):
+        s = wf.stages_for(bn, block_n1=bn1)
+        cols = bn + bn1
+        used = s * (wf.BLOCK_M * wf.BLOCK_K + wf.BLOCK_K * cols) * 2 + wf.BLOCK_M * cols * 2
+        assert 2 <= s <= 6 and used <= wf.SMEM - 4096
+    assert (wf.stages_for(128), wf.stages_for(128, block_n1=64), wf.stages_for(256)) == (5, 4, 3)
+    assert wf.parts(T(128, 144, 64, 8, 5, 8, "tma_ws")) == (128, 16)
+    assert wf.parts(T(128, 128, 64, 8, 5, 8, "tma_ws")) == (128, 0)
+    assert wf.fits(T(128, 192, 64, 8, 4, 8, "tma_ws"))
+    assert not wf.fits(T(128, 192, 64, 8, 4, 4, "tma_ws"))   # 4 warps: not this kernel's
+
+
+def test_a_ws_tile_is_128_or_a_power_of_two_and_a_smaller_one_wide():
+    T(128, 144, 64, 8, 5, 8, "tma_ws")
+    with pytest.raises(ValueError, match="power of two"):
+        T(128, 136, 64, 8, 5, 8, "tma_ws")
+
+
+@pytest.mark.parametrize(("bucket", "ws"), [
+    ("16bit bf16 rr tma ld128", True),
+    ("16bit fp16 rr tma ld16", True),
+    ("16bit bf16 rc tma ld128", False),    # B column-major: not measured on it
+    ("16bit bf16 cr tma ld128", False),    # A column-major: the kernel reads A K-major
+    ("16bit bf16 rr ptr ld128", False),
+    ("fp8 fp8 rc tma ld128", False),
+])
+def test_the_dispatcher_gives_16_bit_row_major_tma_picks_their_form(bucket, ws):
+    pick = T(128, 128, 64, 8, 5, 4, "tma")
+    got = dispatch._ws(pick, bucket)
+    assert (got.variant == "tma_ws") is ws and (got is pick) is not ws
