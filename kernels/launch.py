@@ -56,6 +56,12 @@ from triton.runtime import jit as _jit
 from triton.runtime.interpreter import InterpretedFunction
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+try:   # Gluon's host descriptors (kernels/matmul_ws.py): descriptors too
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as _GluonDescriptor
+    _DESCRIPTORS: tuple[type, ...] = (TensorDescriptor, _GluonDescriptor)
+except ImportError:   # a triton without Gluon
+    _DESCRIPTORS = (TensorDescriptor,)
+
 
 @dataclass(eq=False)
 class Launch:
@@ -345,7 +351,7 @@ def _grid3(grid: tuple[int, ...]) -> tuple[int, int, int]:
 def _signature(x) -> tuple | None:
     """A leading argument's part of the specialization: a tensor's dtype and alignment;
     nothing for a descriptor (its dtype and block shape are the Launch's)."""
-    if isinstance(x, TensorDescriptor):
+    if isinstance(x, _DESCRIPTORS):
         return None
     return (x.dtype, x.data_ptr() % 16 == 0)
 

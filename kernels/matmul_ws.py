@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import triton
@@ -40,7 +40,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from kernels.matmul_tma import _stage, num_sms, tma_form, unstage, unstager
+from kernels.launch import Bound, Launch
+from kernels.matmul_tma import _stage, bound, num_sms, tma_form, unstage, unstager
 from kernels.past_n import b_extent
 from kernels.relayout import LINE, pitch, pitched_copy
 from kernels.tile import TileConfig
@@ -194,56 +195,53 @@ KERNELS = (_ws_kernel, _mmas, _loads, _load_b, _store_c, _tile)   # the source h
 @dataclass(frozen=True)
 class Recipe:
     """The warp-specialized kernel's launch for operands of given shapes and layouts:
-    all but the descriptors, which each call builds from its tensors (kernels.matmul's
-    recipe contract: `launch`, `bind`)."""
+    all but the descriptors, which `bind` builds from a call's tensors (kernels.matmul's
+    recipe contract, as matmul_tma.Recipe: a call repeating its tensors' addresses takes
+    its bound launch, kernels/launch.py)."""
 
-    config: TileConfig
+    run: Launch
     b_kmajor: bool
+    parts: tuple[int, int]            # B's and C's boxes: the power of two, the rest
     b_cols: int                       # B's N as its descriptors read it (`b_extent`)
     staged: bool                      # C through an aligned buffer, then copied to out
-    unstage: object = None            # that copy's launch (matmul_tma.unstager)
+    unstage: Launch | None = None     # that copy's launch (matmul_tma.unstager)
+    repeats: Bound = field(default_factory=Bound, compare=False, repr=False)
 
-    def _run(self, a, b, c) -> None:
-        M, K = a.shape
-        N = b.shape[1]
-        first, rest = parts(self.config)
+    def _descs(self, a, b, c) -> tuple:
+        first, rest = self.parts
         dt = _DTYPES[a.dtype]
-        a_desc = _desc(a, [BLOCK_M, BLOCK_K], dt)
-        bt = b.t() if self.b_kmajor else b
-        cols = self.b_cols or N
+        cols = self.b_cols or b.shape[1]
 
         def b_box(width: int) -> TensorDescriptor:
             if self.b_kmajor:   # B.T's rows, N of them (its room past N included)
-                return _desc(bt, [width, BLOCK_K], dt, rows=cols)
+                return _desc(b.t(), [width, BLOCK_K], dt, rows=cols)
             return _desc(b, [BLOCK_K, width], dt, cols=cols)
 
         b_desc, c_desc = b_box(first), _desc(c, [BLOCK_M, first], dt)
         b1_desc, c1_desc = (b_box(rest), _desc(c, [BLOCK_M, rest], dt)) if rest \
             else (b_desc, c_desc)
-        tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, first + rest)
-        _ws_kernel[(min(num_sms(a.device), tiles),)](
-            a_desc, b_desc, b1_desc, c_desc, c1_desc, M, N, K, first, rest,
-            self.config.group_m, self.config.num_stages, self.b_kmajor,
-            num_warps=WARPS, maxnreg=MAX_REGS)
+        return _desc(a, [BLOCK_M, BLOCK_K], dt), b_desc, b1_desc, c_desc, c1_desc
 
     def launch(self, a, b, out, sa, sb) -> None:
         c = _stage(out, "c") if self.staged else out
-        self._run(a, b, c)
+        self.repeats.run((a.data_ptr(), b.data_ptr(), c.data_ptr()), self.run,
+                         lambda: self._descs(a, b, c))
         if c is not out:
             unstage(self.unstage, c, out)
 
     def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
         stage = _stage(out) if self.staged else None
+        c = out if stage is None else stage
+        return bound(self.run, self._descs(a, b, c), stage, out, self.unstage)
 
-        def run() -> None:
-            self.launch_into(a, b, out, stage)
 
-        return run
-
-    def launch_into(self, a, b, out, stage) -> None:
-        self._run(a, b, out if stage is None else stage)
-        if stage is not None:
-            unstage(self.unstage, stage, out)
+@functools.lru_cache(maxsize=256)
+def _launch(first: int, rest: int, group_m: int, stages: int, b_kmajor: bool, M: int, N: int,
+            K: int, programs: int) -> Launch:
+    """The kernel's launch but for its descriptors, once per shape, tile and B layout."""
+    return Launch(_ws_kernel, (programs,), (M, N, K),
+                  dict(BN=first, BN1=rest, GROUP_M=group_m, STAGES=stages, B_KMAJOR=b_kmajor,
+                       num_warps=WARPS, maxnreg=MAX_REGS))
 
 
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
@@ -262,8 +260,11 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     sc = out.stride() if described else (pitch(out.shape[1], out.element_size(), LINE), 1)
     first, rest = parts(config)
     stages = min(config.num_stages, stages_for(first, block_n1=rest))
-    return Recipe(dataclasses.replace(config, num_stages=stages), b_t,
-                  b_extent(config, b.shape[1], b_room), not described,
+    (M, K), N = a.shape, b.shape[1]
+    tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, config.block_n)
+    run = _launch(first, rest, config.group_m, stages, b_t, M, N, K,
+                  min(num_sms(a.device), tiles))
+    return Recipe(run, b_t, (first, rest), b_extent(config, N, b_room), not described,
                   None if described else unstager(out, sc[0]))
 
 
