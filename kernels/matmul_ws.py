@@ -237,8 +237,10 @@ class Recipe:
 
 @functools.lru_cache(maxsize=256)
 def _launch(first: int, rest: int, group_m: int, stages: int, b_kmajor: bool, M: int, N: int,
-            K: int, programs: int) -> Launch:
-    """The kernel's launch but for its descriptors, once per shape, tile and B layout."""
+            K: int, programs: int, dtype: torch.dtype) -> Launch:
+    """The kernel's launch but for its descriptors, once per shape, tile, B layout and
+    operand dtype (a Launch keeps one compiled kernel per descriptor signature, and a
+    descriptor's dtype is not in it: kernels/launch.py)."""
     return Launch(_ws_kernel, (programs,), (M, N, K),
                   dict(BN=first, BN1=rest, GROUP_M=group_m, STAGES=stages, B_KMAJOR=b_kmajor,
                        num_warps=WARPS, maxnreg=MAX_REGS))
@@ -263,7 +265,7 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     (M, K), N = a.shape, b.shape[1]
     tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, config.block_n)
     run = _launch(first, rest, config.group_m, stages, b_t, M, N, K,
-                  min(num_sms(a.device), tiles))
+                  min(num_sms(a.device), tiles), a.dtype)
     return Recipe(run, b_t, (first, rest), b_extent(config, N, b_room), not described,
                   None if described else unstager(out, sc[0]))
 

@@ -120,6 +120,10 @@ def test_gpu_kernels_matmul_runs_the_tile_right(m, n, k, tile, kept):
     # an A the kernel does not take (column-major): the tile's tma form runs instead
     at = a.t().contiguous().t()
     assert _error(kernels.matmul(at, b, config=cfg), a, b) < 1e-2
+    # the same shape and tile in fp16 after bf16: its own compiled kernel (session 49 run
+    # 7 launched bf16's on fp16 operands, error 0.99)
+    a16, b16 = a.to(torch.float16), b.to(torch.float16)
+    assert _error(kernels.matmul(a16, b16, config=cfg, cache_copies=kept), a16, b16) < 1e-2
 
 
 @pytest.mark.gpu
