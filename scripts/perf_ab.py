@@ -306,14 +306,20 @@ def providers_ab(cases: Path, labels: tuple[str, ...],
     return "\n".join(out)
 
 
-def runs_ab(cases: Path, labels: tuple[str, ...]) -> str:
+def runs_ab(cases: Path, labels: tuple[str, ...], moved: str = "") -> str:
     """A/B runs (`--ab-ref`) per run and mode: how many cases, the speed ratio to cuBLAS
-    and the A/B (geomean | min | max | faster)."""
+    and the A/B (geomean | min | max | faster); with `moved`, the cases whose tile starts
+    so (a change's picks) apart from the rest (the run's controls)."""
     rows = [r for r in _rows(cases) if r["label"] in labels and _ab(r["extra"])]
-    out = ["| run | mode | cases | ratio | A/B geomean | A/B min | A/B max | faster |",
-           "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for (label, mode), rs in _grouped(rows, lambda r: (r["label"], r["mode"])).items():
-        out.append(f"| {label} | {mode} | {len(rs)} | "
+    out = ["| run | mode | group | cases | ratio | A/B geomean | A/B min | A/B max | faster |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+
+    def group(r: dict) -> str:
+        return "" if not moved else "moved" if r["tile"].startswith(moved) else "control"
+
+    for (label, mode, g), rs in _grouped(rows, lambda r: (r["label"], r["mode"], group(r))
+                                         ).items():
+        out.append(f"| {label} | {mode} | {g or 'all'} | {len(rs)} | "
                    f"{geomean([float(r['ratio']) for r in rs]):.3f} | "
                    f"{_spread([_ab(r['extra']) for r in rs])} |")
     return "\n".join(out)

@@ -246,4 +246,9 @@ def test_runs_ab_per_run_and_mode(pf, tmp_path):
                                    "r,fp8,m2-n2-k2,1,1,0.5,ab:0.5,t\n"
                                    "r,tf32,m1-n1-k1,1,1,1,,t\n", "")
     rows = pf.runs_ab(cases, ("r",)).splitlines()[2:]
-    assert rows == ["| r | fp8 | 2 | 0.500 | 1.000 | 0.500 | 2.000 | 1 |"]
+    assert rows == ["| r | fp8 | all | 2 | 0.500 | 1.000 | 0.500 | 2.000 | 1 |"]
+    cases, _ = _ab_files(tmp_path, "r,bf16,m1-n1-k1,1,1,0.5,ab:2.0,tma_ws 128x128\n"
+                                   "r,bf16,m2-n2-k2,1,1,0.5,ab:0.5,tma 64x64\n", "")
+    assert pf.runs_ab(cases, ("r",), "tma_ws").splitlines()[2:] == [
+        "| r | bf16 | moved | 1 | 0.500 | 2.000 | 2.000 | 2.000 | 1 |",
+        "| r | bf16 | control | 1 | 0.500 | 0.500 | 0.500 | 0.500 | 0 |"]
