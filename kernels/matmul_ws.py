@@ -45,17 +45,15 @@ from kernels.matmul_tma import _stage, bound, num_sms, tma_form, unstage, unstag
 from kernels.past_n import b_extent
 from kernels.relayout import LINE, pitch, pitched_copy
 from kernels.tile import TileConfig
-from kernels.ws_forms import BLOCK_K, BLOCK_M, WARPS, fits, parts, stages_for
+from kernels.ws_forms import BLOCK_K, BLOCK_M, WARPS, fits, max_regs, parts, stages_for, warps
 
 LOAD_REGS = 40     # the load warp's registers (setmaxnreg)
-MAX_REGS = 168     # a thread's, before the split: 12 warps x 32 x 168 fit 64 K registers
+MAX_REGS = max_regs(BLOCK_M)   # a thread's, before the split: 12 warps x 32 x 168 fit 64 K
 _DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 _MODES = {torch.bfloat16: (None, "bf16"), torch.float16: (None, "fp16")}   # precision=
 # TMA's copies under both names (triton 3.6: async_copy_*; later: async_load, async_store)
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
 _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
-_BM = gl.constexpr(BLOCK_M)   # the same, as the kernels read them
-_BK = gl.constexpr(BLOCK_K)
 _LOAD_REGS = gl.constexpr(LOAD_REGS)
 
 
@@ -79,28 +77,28 @@ def _load_b(desc, k, off_n, bar, buf, B_KMAJOR: gl.constexpr):
 @gluon.jit
 def _loads(a_desc, b_desc, b1_desc, a_bufs, b_bufs, b1_bufs, ready, empty, M, N, K,
            BN: gl.constexpr, BN1: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
-           B_KMAJOR: gl.constexpr):
+           B_KMAJOR: gl.constexpr, BM: gl.constexpr, BK: gl.constexpr):
     """The load warp: every K block of this program's tiles, into the next free stage
     (a wide tile's B in two boxes, BN and BN1 columns)."""
-    num_pid_m = gl.cdiv(M, _BM)
+    num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN + BN1)
-    k_steps = gl.cdiv(K, _BK)
+    k_steps = gl.cdiv(K, BK)
     nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes + \
         (b1_desc.block_type.nbytes if BN1 > 0 else 0)
     i = 0
     for t in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
         pid_m, pid_n = _tile(t, num_pid_m, num_pid_n, GROUP_M)
-        off_m = pid_m * _BM
+        off_m = pid_m * BM
         off_n = pid_n * (BN + BN1)
         for ks in range(k_steps):
             s = i % STAGES
             mbarrier.wait(empty.index(s), ((i // STAGES) & 1) ^ 1)
             bar = ready.index(s)
             mbarrier.expect(bar, nbytes)
-            _tma_load(a_desc, [off_m, ks * _BK], bar, a_bufs.index(s))
-            _load_b(b_desc, ks * _BK, off_n, bar, b_bufs.index(s), B_KMAJOR)
+            _tma_load(a_desc, [off_m, ks * BK], bar, a_bufs.index(s))
+            _load_b(b_desc, ks * BK, off_n, bar, b_bufs.index(s), B_KMAJOR)
             if BN1 > 0:
-                _load_b(b1_desc, ks * _BK, off_n + BN, bar, b1_bufs.index(s), B_KMAJOR)
+                _load_b(b1_desc, ks * BK, off_n + BN, bar, b1_bufs.index(s), B_KMAJOR)
             i += 1
 
 
@@ -114,7 +112,8 @@ def _store_c(acc, c_desc, c_smem, off_m, off_n):
 @gluon.jit
 def _mmas(a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_smem, M, N, K,
           BN: gl.constexpr, BN1: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
-          B_KMAJOR: gl.constexpr, num_warps: gl.constexpr):
+          B_KMAJOR: gl.constexpr, BM: gl.constexpr, BK: gl.constexpr,
+          num_warps: gl.constexpr):
     """The consumers: wgmma over each stage as it lands (one group in flight), the stage
     handed back once the group that read it is done; C by TMA, its store left in flight
     until the next tile's C is ready to go out. A wide tile keeps two accumulators."""
@@ -122,14 +121,14 @@ def _mmas(a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_sme
         version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BN, 16])
     layout1: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, max(BN1, 8), 16])
-    num_pid_m = gl.cdiv(M, _BM)
+    num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN + BN1)
-    k_steps = gl.cdiv(K, _BK)
+    k_steps = gl.cdiv(K, BK)
     i = 0
     for t in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
         pid_m, pid_n = _tile(t, num_pid_m, num_pid_n, GROUP_M)
-        acc = gl.zeros((_BM, BN), dtype=gl.float32, layout=layout)
-        acc1 = gl.zeros((_BM, max(BN1, 8)), dtype=gl.float32, layout=layout1)
+        acc = gl.zeros((BM, BN), dtype=gl.float32, layout=layout)
+        acc1 = gl.zeros((BM, max(BN1, 8)), dtype=gl.float32, layout=layout1)
         for ks in range(k_steps):
             s = i % STAGES
             mbarrier.wait(ready.index(s), (i // STAGES) & 1)
@@ -152,7 +151,7 @@ def _mmas(a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_sme
             i += 1
         acc, acc1 = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc1))
         mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES))
-        off_m = pid_m * _BM
+        off_m = pid_m * BM
         off_n = pid_n * (BN + BN1)
         tma.store_wait(pendings=0)   # the previous tile's C has left c_smem
         _store_c(acc, c_desc, c_smem, off_m, off_n)
@@ -166,6 +165,8 @@ def _ws_kernel(a_desc, b_desc, b1_desc, c_desc, c1_desc, M, N, K, BN: gl.constex
                BN1: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
                B_KMAJOR: gl.constexpr, num_warps: gl.constexpr):
     dtype: gl.constexpr = a_desc.dtype
+    BM: gl.constexpr = a_desc.block_type.shape[0]
+    BK: gl.constexpr = a_desc.block_type.shape[1]
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
     c_smem = gl.allocate_shared_memory(dtype, c_desc.block_type.shape, c_desc.layout)
@@ -183,9 +184,9 @@ def _ws_kernel(a_desc, b_desc, b1_desc, c_desc, c1_desc, M, N, K, BN: gl.constex
         mbarrier.init(empty.index(s), count=1)
     gl.warp_specialize([
         (_mmas, (a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_smem,
-                 M, N, K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, num_warps)),
+                 M, N, K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK, num_warps)),
         (_loads, (a_desc, b_desc, b1_desc, a_bufs, b_bufs, b1_bufs, ready, empty, M, N, K,
-                  BN, BN1, GROUP_M, STAGES, B_KMAJOR)),
+                  BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK)),
     ], [1], [_LOAD_REGS])
 
 
@@ -202,6 +203,7 @@ class Recipe:
     run: Launch
     b_kmajor: bool
     parts: tuple[int, int]            # B's and C's boxes: the power of two, the rest
+    block_mk: tuple[int, int]         # the tile's rows and BLOCK_K
     b_cols: int                       # B's N as its descriptors read it (`b_extent`)
     staged: bool                      # C through an aligned buffer, then copied to out
     unstage: Launch | None = None     # that copy's launch (matmul_tma.unstager)
@@ -209,18 +211,19 @@ class Recipe:
 
     def _descs(self, a, b, c) -> tuple:
         first, rest = self.parts
+        bm, bk = self.block_mk
         dt = _DTYPES[a.dtype]
         cols = self.b_cols or b.shape[1]
 
         def b_box(width: int) -> TensorDescriptor:
             if self.b_kmajor:   # B.T's rows, N of them (its room past N included)
-                return _desc(b.t(), [width, BLOCK_K], dt, rows=cols)
-            return _desc(b, [BLOCK_K, width], dt, cols=cols)
+                return _desc(b.t(), [width, bk], dt, rows=cols)
+            return _desc(b, [bk, width], dt, cols=cols)
 
-        b_desc, c_desc = b_box(first), _desc(c, [BLOCK_M, first], dt)
-        b1_desc, c1_desc = (b_box(rest), _desc(c, [BLOCK_M, rest], dt)) if rest \
+        b_desc, c_desc = b_box(first), _desc(c, [bm, first], dt)
+        b1_desc, c1_desc = (b_box(rest), _desc(c, [bm, rest], dt)) if rest \
             else (b_desc, c_desc)
-        return _desc(a, [BLOCK_M, BLOCK_K], dt), b_desc, b1_desc, c_desc, c1_desc
+        return _desc(a, [bm, bk], dt), b_desc, b1_desc, c_desc, c1_desc
 
     def launch(self, a, b, out, sa, sb) -> None:
         c = _stage(out, "c") if self.staged else out
@@ -237,13 +240,14 @@ class Recipe:
 
 @functools.lru_cache(maxsize=256)
 def _launch(first: int, rest: int, group_m: int, stages: int, b_kmajor: bool, M: int, N: int,
-            K: int, programs: int, dtype: torch.dtype) -> Launch:
+            K: int, programs: int, dtype: torch.dtype, block_m: int = BLOCK_M,
+            occupancy: int = 1) -> Launch:
     """The kernel's launch but for its descriptors, once per shape, tile, B layout and
     operand dtype (a Launch keeps one compiled kernel per descriptor signature, and a
     descriptor's dtype is not in it: kernels/launch.py)."""
     return Launch(_ws_kernel, (programs,), (M, N, K),
                   dict(BN=first, BN1=rest, GROUP_M=group_m, STAGES=stages, B_KMAJOR=b_kmajor,
-                       num_warps=WARPS, maxnreg=MAX_REGS))
+                       num_warps=warps(block_m), maxnreg=max_regs(block_m, occupancy)))
 
 
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
@@ -261,13 +265,15 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     described = tma_form(out) is False
     sc = out.stride() if described else (pitch(out.shape[1], out.element_size(), LINE), 1)
     first, rest = parts(config)
-    stages = min(config.num_stages, stages_for(first, block_n1=rest))
+    bm, bk, occ = config.block_m, config.block_k, config.occupancy
+    stages = min(config.num_stages, stages_for(first, block_n1=rest, block_m=bm, block_k=bk,
+                                               occupancy=occ))
     (M, K), N = a.shape, b.shape[1]
-    tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, config.block_n)
+    tiles = triton.cdiv(M, bm) * triton.cdiv(N, config.block_n)
     run = _launch(first, rest, config.group_m, stages, b_t, M, N, K,
-                  min(num_sms(a.device), tiles), a.dtype)
-    return Recipe(run, b_t, (first, rest), b_extent(config, N, b_room), not described,
-                  None if described else unstager(out, sc[0]))
+                  min(num_sms(a.device) * occ, tiles), a.dtype, bm, occ)
+    return Recipe(run, b_t, (first, rest), (bm, bk), b_extent(config, N, b_room),
+                  not described, None if described else unstager(out, sc[0]))
 
 
 def fallback(config: TileConfig) -> TileConfig:

@@ -46,7 +46,7 @@ CTA_SMEM = 1024      # shared memory the hardware reserves per resident program
 OCCUPANCIES = (1, 2)
 WGMMA_M = 64   # wgmma's M: below it a TMA tile of 64 rows (the search's, the table's reach)
 MAX_TMA_SPLIT = 64   # K ranges: the reduction reads splits x M x N fp32 partials
-_PERSISTENT = ("tma", "tma_wide", "tma_tall", "tma_hybrid")   # may run 2 programs per SM
+_PERSISTENT = ("tma", "tma_wide", "tma_tall", "tma_hybrid", "tma_ws")   # may run 2 an SM
 
 
 # A `tma_wide` tile wider than C_BOX_MAX (a `tma_tall` one taller) stores C from its
@@ -113,8 +113,8 @@ class TileConfig:
         if self.occupancy not in OCCUPANCIES or (
                 self.occupancy > 1 and self.variant not in _PERSISTENT):
             raise ValueError(f"occupancy={self.occupancy}: programs per SM are 1, or 2 for "
-                             "the tma, tma_wide, tma_tall and tma_hybrid variants (their "
-                             "persistent grid)")
+                             "the tma, tma_wide, tma_tall, tma_hybrid and tma_ws variants "
+                             "(their persistent grid)")
         # A lookup hashes and compares tiles thousands of times (its caches' keys): the
         # fields' tuple and its hash are made once. Not pickled (`__reduce__`): str hashes
         # differ between processes.

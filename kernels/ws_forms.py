@@ -15,11 +15,11 @@ import dataclasses
 
 from kernels.tile import TileConfig
 
-BLOCK_M = 128
+BLOCK_M = 128      # the tiles the dispatcher's rule gives the kernel (`form`)
 BLOCK_K = 64
-WARPS = 8          # the two consumer warpgroups (the kernel's default partition)
+WARPS = 8          # their consumers: two warpgroups (the kernel's default partition)
 SMEM = 232448      # a program's shared memory on the H200 (227 KiB)
-_RESTS = (0, 16, 32, 64)   # the narrower box of a wide tile (none: 128 wide)
+_RESTS = (0, 16, 32, 64)   # the narrower box of a wide tile (none: a power of two wide)
 
 
 def parts(config: TileConfig) -> tuple[int, int]:
@@ -28,27 +28,48 @@ def parts(config: TileConfig) -> tuple[int, int]:
     return first, config.block_n - first
 
 
-def stages_for(block_n: int, smem: int = SMEM, block_n1: int = 0) -> int:
-    """Stages that fit beside C's staging buffers (16-bit), at most 6."""
+def warps(block_m: int) -> int:
+    """The consumer warps of a tile `block_m` rows tall: a warpgroup for each 64 rows."""
+    return 4 * (block_m // 64)
+
+
+def max_regs(block_m: int, occupancy: int = 1) -> int:
+    """A thread's registers before the partitions' split: the consumers' warps and the
+    load warp's warpgroup, `occupancy` programs an SM, in 64 K registers (at most 240)."""
+    return min(240, 65536 // (32 * (warps(block_m) + 4) * occupancy) // 8 * 8)
+
+
+def stages_for(block_n: int, smem: int = SMEM, block_n1: int = 0, block_m: int = BLOCK_M,
+               block_k: int = BLOCK_K, occupancy: int = 1) -> int:
+    """Stages that fit beside C's staging buffers (16-bit), a program's share of the
+    SM's shared memory at `occupancy` programs, at most 6 (0: not even 2 fit)."""
     cols = block_n + block_n1
-    stage = (BLOCK_M * BLOCK_K + BLOCK_K * cols) * 2
-    return max(2, min(6, (smem - BLOCK_M * cols * 2 - 4096) // stage))
+    stage = (block_m * block_k + block_k * cols) * 2
+    got = (smem // occupancy - block_m * cols * 2 - 4096) // stage
+    return min(6, got) if got >= 2 else 0
 
 
 def fits(config: TileConfig) -> bool:
-    """Whether the kernel runs the tile: 128 rows, BLOCK_K 64, 8 warps, one program an
-    SM, K whole, 128 columns or 128 and a smaller power of two up to 64."""
+    """Whether the kernel runs the tile: 64 or 128 rows on a consumer warpgroup each 64
+    (`warps`), BLOCK_K 64 or 128, K whole, one program an SM (two for 64 rows, whose
+    registers fit twice: `max_regs`), 64 or 128 columns
+    or 128 and a smaller power of two up to 64, and two stages at least in shared memory."""
     first, rest = parts(config)
-    return (config.block_m, config.block_k, config.num_warps, config.split_k,
-            config.occupancy) == (BLOCK_M, BLOCK_K, WARPS, 1, 1) and first == 128 \
-        and rest in _RESTS
+    return config.block_m in (64, 128) and config.num_warps == warps(config.block_m) \
+        and config.block_k in (64, 128) and config.split_k == 1 \
+        and (config.occupancy == 1 or config.block_m == 64 and config.occupancy == 2) \
+        and first in (64, 128) and rest in _RESTS \
+        and (rest == 0 or config.block_m == 128) \
+        and stages_for(first, block_n1=rest, block_m=config.block_m, block_k=config.block_k,
+                       occupancy=config.occupancy) >= 2
 
 
 def form(pick: TileConfig) -> TileConfig | None:
     """The warp-specialized form of a 16-bit row-major pick, or None: `tma` 128x128x64 or
     `tma_wide` 128x(128 + 16, 32 or 64)x64 at one program an SM, K whole (any stages
     and warps: the form takes its own, `stages_for`, and 8 warps)."""
-    if pick.variant not in ("tma", "tma_wide") or (pick.split_k, pick.occupancy) != (1, 1):
+    if pick.variant not in ("tma", "tma_wide") or (pick.split_k, pick.occupancy) != (1, 1) \
+            or (pick.block_m, pick.block_k) != (BLOCK_M, BLOCK_K):
         return None
     ws = dataclasses.replace(pick, variant="tma_ws", num_warps=WARPS)
     if not fits(ws) or (pick.variant == "tma") != (pick.block_n == 128):

@@ -101,9 +101,12 @@ def test_gpu_a_padded_out_and_a_cuda_graph():
 @pytest.mark.gpu
 @hopper
 @pytest.mark.parametrize(("m", "n", "k", "tile"), [
-    (1000, 152, 2000, (128, 128)),   # B read past N over its kept copy's zeros (b_room)
-    (777, 333, 520, (128, 144)),     # C staged (rows off 16 bytes), wide
-    (2048, 1016, 3000, (128, 192)),
+    (1000, 152, 2000, (128, 128, 64, 4, 8, 1)),   # B past N over its copy's zeros (b_room)
+    (777, 333, 520, (128, 144, 64, 4, 8, 1)),     # C staged (rows off 16 bytes), wide
+    (2048, 1016, 3000, (128, 192, 64, 4, 8, 1)),
+    (2264, 616, 136, (64, 64, 128, 3, 4, 2)),     # a warpgroup, two programs an SM, short K
+    (1016, 1384, 296, (64, 128, 128, 4, 4, 1)),
+    (1592, 7464, 328, (128, 128, 128, 2, 8, 1)),
 ])
 @pytest.mark.parametrize("kept", [True, False])
 def test_gpu_kernels_matmul_runs_the_tile_right(m, n, k, tile, kept):
@@ -113,7 +116,8 @@ def test_gpu_kernels_matmul_runs_the_tile_right(m, n, k, tile, kept):
     g = torch.Generator().manual_seed(m + n)
     a = torch.randn(m, k, generator=g).cuda().to(torch.bfloat16)
     b = torch.randn(k, n, generator=g).cuda().to(torch.bfloat16)
-    cfg = TileConfig(*tile, 64, 8, 4, 8, "tma_ws")
+    bm, bn, bk, stages, warps, occupancy = tile
+    cfg = TileConfig(bm, bn, bk, 8, stages, warps, "tma_ws", occupancy=occupancy)
     out = kernels.matmul(a, b, config=cfg, cache_copies=kept)
     assert _error(out, a, b) < 1e-2
     assert torch.equal(kernels.matmul(a, b, config=cfg, cache_copies=kept), out)

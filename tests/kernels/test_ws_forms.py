@@ -38,6 +38,13 @@ def test_stages_fit_beside_c_and_the_tile_checks():
     assert wf.parts(T(128, 128, 64, 8, 5, 8, "tma_ws")) == (128, 0)
     assert wf.fits(T(128, 192, 64, 8, 4, 8, "tma_ws"))
     assert not wf.fits(T(128, 192, 64, 8, 4, 4, "tma_ws"))   # 4 warps: not this kernel's
+    assert wf.fits(T(64, 64, 128, 8, 3, 4, "tma_ws", occupancy=2))   # a warpgroup, twice
+    assert wf.fits(T(128, 128, 128, 8, 2, 8, "tma_ws"))
+    assert not wf.fits(T(64, 64, 128, 8, 3, 8, "tma_ws"))     # 64 rows: one warpgroup
+    assert not wf.fits(T(128, 128, 64, 8, 3, 8, "tma_ws", occupancy=2))   # registers
+    assert not wf.fits(T(64, 128, 128, 8, 3, 4, "tma_ws", occupancy=2))   # shared memory
+    assert not wf.fits(T(64, 144, 64, 8, 3, 4, "tma_ws"))     # wide only at 128 + rest
+    assert (wf.max_regs(128), wf.max_regs(64), wf.max_regs(64, 2)) == (168, 240, 128)
 
 
 def test_a_ws_tile_is_128_or_a_power_of_two_and_a_smaller_one_wide():
