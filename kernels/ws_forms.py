@@ -72,7 +72,7 @@ def form(pick: TileConfig) -> TileConfig | None:
             or (pick.block_m, pick.block_k) != (BLOCK_M, BLOCK_K):
         return None
     ws = dataclasses.replace(pick, variant="tma_ws", num_warps=WARPS)
-    if not fits(ws) or (pick.variant == "tma") != (pick.block_n == 128):
+    if not fits(ws) or parts(ws)[0] != 128 or (pick.variant == "tma") != (pick.block_n == 128):
         return None
     first, rest = parts(ws)
     return dataclasses.replace(ws, num_stages=stages_for(first, block_n1=rest))
