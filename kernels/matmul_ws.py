@@ -278,7 +278,8 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
 
 def fallback(config: TileConfig) -> TileConfig:
     """The `tma` or `tma_wide` tile a `tma_ws` tile runs as where `recipe` says no."""
-    return dataclasses.replace(config, variant="tma" if config.block_n == 128 else "tma_wide")
+    wide = config.block_n & (config.block_n - 1)   # not a power of two: two boxes
+    return dataclasses.replace(config, variant="tma_wide" if wide else "tma")
 
 
 def _desc(t: torch.Tensor, block: list[int], dt, rows: int = 0, cols: int = 0

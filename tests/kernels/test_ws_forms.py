@@ -65,3 +65,10 @@ def test_the_dispatcher_gives_16_bit_row_major_tma_picks_their_form(bucket, ws):
     pick = T(128, 128, 64, 8, 5, 4, "tma")
     got = dispatch._ws(pick, bucket)
     assert (got.variant == "tma_ws") is ws and (got is pick) is not ws
+
+
+def test_a_tile_the_kernel_cannot_take_runs_its_tma_form():
+    from kernels.matmul_ws import fallback
+    assert fallback(T(64, 64, 128, 8, 3, 4, "tma_ws", occupancy=2)) == \
+        T(64, 64, 128, 8, 3, 4, "tma", occupancy=2)
+    assert fallback(T(128, 144, 64, 8, 5, 8, "tma_ws")) == T(128, 144, 64, 8, 5, 8, "tma_wide")
