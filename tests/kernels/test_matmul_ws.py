@@ -136,8 +136,8 @@ def test_gpu_the_dispatcher_runs_a_16_bit_128x128_pick_warp_specialized():
     import kernels
     from kernels import dispatch
 
-    a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
-    b = torch.randn(4096, 1024, device="cuda", dtype=torch.float16)
+    a = torch.randn(2888, 264, device="cuda", dtype=torch.float16)   # holdout6's: a
+    b = torch.randn(264, 3880, device="cuda", dtype=torch.float16)   # 128x128x64 pick
     plan = dispatch.plan(kernels.modes.mode_named("fp16"), a, b, cached=True)
     if plan.pick.variant != "tma_ws":
         pytest.skip(f"this table's pick here is {plan.pick} (no ws form)")
