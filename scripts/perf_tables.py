@@ -178,6 +178,7 @@ TABLES: dict[str, Callable[[], str]] = {
         S49 / "cases.csv", ("run4-ws-wide",),
         tuple((_WS + t, "") for t in ("128x128", "128x144", "128x192", "128x256"))),
     "s49-ws-best": lambda: providers_best(S49 / "cases.csv", "run4-ws-wide", _WS),
+    "s49-ws-shortk": lambda: providers_best(S49 / "cases.csv", "run9-ws-shortk", "named:ws_"),
     "s49-ws-ab": lambda: runs_ab(S49 / "cases.csv", (
         "run6-ab-draw", "run6-ab-h6", "run8-ab-h6", "run8-ab-nightly", "run8-ab-eager"),
         "tma_ws"),
