@@ -253,12 +253,12 @@ def _launch(first: int, rest: int, group_m: int, stages: int, b_kmajor: bool, M:
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
            has_scale: bool, b_room: int = 0) -> Recipe | None:
     """The launch for tensors like these, or None where this kernel cannot take them (not
-    16-bit, a tile it does not run (`fits`), an A not row-major on 16 bytes, a B a
+    on a CUDA device, a tile it does not run (`fits`), an A not row-major on 16 bytes, a B a
     descriptor takes neither way): kernels.matmul then runs the tile's `tma` form.
     `b_room`: zeros past B's N in its copy, read to whole tiles (past_n.b_extent)."""
-    if a.dtype not in _DTYPES or has_scale or is_fp32 or not fits(config) \
-            or tma_form(a) is not False:
-        return None
+    if a.device.type != "cuda" or a.dtype not in _DTYPES or has_scale or is_fp32 \
+            or not fits(config) or tma_form(a) is not False:   # (Triton's interpreter runs
+        return None                                            # no Gluon: the tma form)
     b_t = tma_form(b)
     if b_t is None:
         return None

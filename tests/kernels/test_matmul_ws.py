@@ -143,3 +143,23 @@ def test_gpu_the_dispatcher_runs_a_16_bit_128x128_pick_warp_specialized():
         pytest.skip(f"this table's pick here is {plan.pick} (no ws form)")
     out = kernels.matmul(a, b, cache_copies=True)
     assert _error(out, a, b) < 1e-2
+
+
+@pytest.mark.skipif(torch.cuda.is_available(),
+                    reason="the interpreter's run (CPU tensors); the GPU's is test_gpu_*")
+@pytest.mark.parametrize("tile", [(128, 128, 64, 5, 8, 1), (64, 64, 128, 3, 4, 2)])
+def test_on_the_interpreter_a_ws_tile_runs_its_tma_form(tile):
+    """Triton's interpreter runs no Gluon: a `tma_ws` tile named on CPU tensors runs its
+    `tma` form, bit for bit (not an error from the GPU driver's absence)."""
+    import kernels
+    from kernels.matmul_ws import fallback
+    from kernels.tile import TileConfig
+
+    g = torch.Generator().manual_seed(5)
+    a = torch.randn(200, 96, generator=g).to(torch.float16)
+    b = torch.randn(96, 136, generator=g).to(torch.float16)
+    bm, bn, bk, stages, warps, occupancy = tile
+    cfg = TileConfig(bm, bn, bk, 8, stages, warps, "tma_ws", occupancy=occupancy)
+    got = kernels.matmul(a, b, config=cfg)
+    assert torch.equal(got, kernels.matmul(a, b, config=fallback(cfg)))
+    assert _error(got, a, b) < 1e-2
