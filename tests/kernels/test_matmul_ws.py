@@ -163,3 +163,18 @@ def test_on_the_interpreter_a_ws_tile_runs_its_tma_form(tile):
     got = kernels.matmul(a, b, config=cfg)
     assert torch.equal(got, kernels.matmul(a, b, config=fallback(cfg)))
     assert _error(got, a, b) < 1e-2
+
+
+def test_a_launch_is_made_per_dtype_and_shape():
+    """A Launch keeps one compiled kernel per descriptor signature, which holds no dtype
+    (kernels/launch.py): bf16 and fp16 calls of one shape and tile need a Launch each
+    (session 49 run 7: fp16 ran bf16's kernel, error 0.99)."""
+    args = (128, 0, 8, 5, False, 1024, 1024, 1024, 64)
+    bf = ws._launch(*args, torch.bfloat16)
+    assert ws._launch(*args, torch.bfloat16) is bf
+    assert ws._launch(*args, torch.float16) is not bf
+    assert ws._launch(128, 0, 8, 5, False, 1024, 1024, 2048, 64, torch.bfloat16) is not bf
+    assert bf.grid == (64,) and bf.ints == (1024, 1024, 1024)
+    assert bf.kw["num_warps"] == 8 and bf.kw["maxnreg"] == 168
+    one_group = ws._launch(64, 0, 8, 3, False, 2264, 616, 136, 264, torch.bfloat16, 64, 2)
+    assert one_group.kw["num_warps"] == 4 and one_group.kw["maxnreg"] == 128
