@@ -4,11 +4,13 @@ serializes the wgmma pipeline.
     python3 scripts/ptxas_check.py TILE [TILE ...] [--mode bf16] [--shape 4096x4096x4096]
                                    [--arch 90]
 
-Each tile (written as tiles.py writes it: `tma_wide:128x192x64:s4:w8`; variants `tma`
-and `tma_wide`) is made into the launch kernels.matmul would make for a row-major call of
-that shape in that mode (the variant's `recipe`, on meta tensors), compiled with
-`triton.compile` for sm_ARCH with no GPU, and its PTX assembled by the ptxas this Triton
-ships, with -v. ptxas warns "C7515: wgmma.mma_async instructions are serialized" where
+Each tile (written as tiles.py writes it: `tma_wide:128x192x64:s4:w8`; variants `tma`,
+`tma_wide`, `tma_tall` and `tma_streamk`) is made into the launch kernels.matmul would
+make for a row-major call of that shape in that mode (the variant's `recipe`, on meta
+tensors), compiled with `triton.compile` for sm_ARCH with no GPU, and its PTX assembled
+by the ptxas this Triton ships, with -v (a `tma_ws` tile, the warp-specialized Gluon
+kernel, 16-bit: compiled from the tile alone, its stages and registers as kernels.matmul
+launches it). ptxas warns "C7515: wgmma.mma_async instructions are serialized" where
 the tensor cores would run one wgmma group at a time: session 33's first `tma_wide` ran
 0.56-0.70 of cuBLAS so (triton 3.6, a flattened tile loop with two accumulators), where
 nothing on the device said why. The device's Triton is what matters: install its wheel
@@ -45,14 +47,19 @@ def _launch(tile, mode: str, m: int, n: int, k: int, sms: int = 132):
 
     import torch
 
-    from kernels import matmul_tma, matmul_tma_streamk, matmul_tma_wide
+    from kernels import matmul_tma, matmul_tma_streamk, matmul_tma_wide, ws_forms
 
+    if tile.variant == "tma_ws":   # Gluon: `compile_ws`, from the tile alone
+        if mode not in ("bf16", "fp16") or not ws_forms.fits(tile):
+            raise ValueError(f"{tile}: the tma_ws kernel runs 16-bit tiles that "
+                             "ws_forms.fits")
+        return None, None, None
     make = {"tma": matmul_tma.recipe, "tma_wide": matmul_tma_wide.recipe,
             "tma_tall": matmul_tma_wide.recipe,
             "tma_streamk": matmul_tma_streamk.recipe}.get(tile.variant)
     if make is None:
-        raise ValueError(f"variant {tile.variant!r}: this checks tma, tma_wide, tma_tall "
-                         "and tma_streamk tiles")
+        raise ValueError(f"variant {tile.variant!r}: this checks tma, tma_wide, tma_tall, "
+                         "tma_streamk and tma_ws tiles")
     dtype = getattr(torch, _DTYPES[mode][0])
     a = torch.empty((m, k), dtype=dtype, device="meta")
     b = torch.empty((n, k) if mode in ("tf32", "fp8") else (k, n), dtype=dtype,
@@ -68,11 +75,50 @@ def _launch(tile, mode: str, m: int, n: int, k: int, sms: int = 132):
     return r, r.run, out
 
 
+def compile_ws(tile, mode: str, arch: int):
+    """The warp-specialized kernel (kernels/matmul_ws.py) compiled for a `tma_ws` tile
+    over a row-major A and B, as kernels.matmul launches it (its stages, warps and
+    registers), for sm_`arch`."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    from kernels import matmul_ws as ws
+    from kernels import ws_forms
+
+    elem = _DTYPES[mode][1]
+    dt = gl.bfloat16 if mode == "bf16" else gl.float16
+    bm, bk = tile.block_m, tile.block_k
+    first, rest = ws_forms.parts(tile)
+    stages = min(tile.num_stages, ws_forms.stages_for(
+        first, block_n1=rest, block_m=bm, block_k=bk, occupancy=tile.occupancy))
+
+    def desc(block: tuple[int, int]) -> str:
+        return f"tensordesc<{elem}[{block[0]}, {block[1]}],{ws._layout(block, dt)!r}>"
+
+    two = rest or first   # the second boxes (the first's where the tile has none)
+    sig = dict(a_desc=desc((bm, bk)), b_desc=desc((bk, first)), b1_desc=desc((bk, two)),
+               c_desc=desc((bm, first)), c1_desc=desc((bm, two)), M="i32", N="i32",
+               K="i32")
+    consts = dict(BN=first, BN1=rest, GROUP_M=tile.group_m, STAGES=stages, B_KMAJOR=False,
+                  num_warps=ws_forms.warps(bm))
+    names = ws._ws_kernel.arg_names
+    sig.update({n: "constexpr" for n in consts})
+    src = GluonASTSource(fn=ws._ws_kernel, signature={n: sig[n] for n in names},
+                         constexprs={(names.index(n),): v for n, v in consts.items()})
+    return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=dict(
+        num_warps=ws_forms.warps(bm), maxnreg=ws_forms.max_regs(bm, tile.occupancy)))
+
+
 def compile_tile(tile, mode: str, shape: tuple[int, int, int], arch: int):
     """The compiled kernel of a tile's launch for sm_`arch`."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+
+    if tile.variant == "tma_ws":
+        return compile_ws(tile, mode, arch)
 
     r, run, out = _launch(tile, mode, *shape)
     fn = run.fn

@@ -42,3 +42,12 @@ def test_the_serialization_warning_is_what_marks_a_tile(load_script):
     parse = load_script(SCRIPT).parse_ptxas
     assert parse(said) == {"serialized": True, "registers": 122, "spill_stores": 0}
     assert parse(said.split("\n", 1)[1])["serialized"] is False
+
+
+def test_a_warp_specialized_tile_compiles_from_the_tile_alone():
+    got = _run("tma_ws:128x144x64:s5:w8", "--mode", "fp16")
+    assert got.returncode == 0, got.stderr[-2000:]
+    line = got.stdout.strip().splitlines()[-1]
+    assert line.startswith("tma_ws:128x144x64:s5:w8 fp16: ok, 168 registers, 0 bytes spill")
+    got = _run("tma_ws:128x128x64:s5:w4")   # 4 warps: not a tile the kernel runs
+    assert got.returncode == 2 and "ws_forms.fits" in got.stderr
