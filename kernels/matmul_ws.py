@@ -12,12 +12,12 @@ over by mbarriers alone: `ready` (the loads landed, counted in bytes) and `empty
 warpgroups' wgmma that read the stage are done). The load warp runs ahead across tiles,
 so the next tile's first stages load while the consumers store C.
 
-Experimental: 16-bit only, not offered by the dispatcher or the tuning table. A caller
-names it (`matmul_ws(..., block_n=)`, or the providers `mm_ws_128x128`, `mm_ws_128x256`
-with the kernels.matmul contract, for `gemmgate run --providers`). Operands: A row-major
-(rows on 16 bytes), B row-major or column-major (its K-major stages are permuted for
-wgmma); anything else is copied to row-major first. Tails in M, N and K are the TMA
-unit's (loads zero-filled, stores clipped).
+16-bit only. kernels.matmul runs it as the `tma_ws` variant (`recipe`): the dispatcher
+gives a 16-bit rr 128-row pick that form (kernels/ws_forms.py), and a caller may name a
+`tma_ws` tile; `matmul_ws` and the `mm_ws_*` providers (the kernels.matmul contract, for
+`gemmgate run --providers`) name one. A: row-major on 16 bytes; B: row-major, or
+column-major (its K-major stages permuted for wgmma); other operands run the tile's `tma`
+form. Tails in M, N and K are the TMA unit's (loads zero-filled, stores clipped).
 """
 
 from __future__ import annotations
@@ -43,12 +43,11 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from kernels.launch import Bound, Launch
 from kernels.matmul_tma import _stage, bound, num_sms, tma_form, unstage, unstager
 from kernels.past_n import b_extent
-from kernels.relayout import LINE, pitch, pitched_copy
+from kernels.relayout import LINE, pitch
 from kernels.tile import TileConfig
 from kernels.ws_forms import BLOCK_K, BLOCK_M, WARPS, fits, max_regs, parts, stages_for, warps
 
 LOAD_REGS = 40     # the load warp's registers (setmaxnreg)
-MAX_REGS = max_regs(BLOCK_M)   # a thread's, before the split: 12 warps x 32 x 168 fit 64 K
 _DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 _MODES = {torch.bfloat16: (None, "bf16"), torch.float16: (None, "fp16")}   # precision=
 # TMA's copies under both names (triton 3.6: async_copy_*; later: async_load, async_store)
@@ -262,8 +261,7 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     b_t = tma_form(b)
     if b_t is None:
         return None
-    described = tma_form(out) is False
-    sc = out.stride() if described else (pitch(out.shape[1], out.element_size(), LINE), 1)
+    staged = tma_form(out) is not False
     first, rest = parts(config)
     bm, bk, occ = config.block_m, config.block_k, config.occupancy
     stages = min(config.num_stages, stages_for(first, block_n1=rest, block_m=bm, block_k=bk,
@@ -272,8 +270,8 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, config.block_n)
     run = _launch(first, rest, config.group_m, stages, b_t, M, N, K,
                   min(num_sms(a.device) * occ, tiles), a.dtype, bm, occ)
-    return Recipe(run, b_t, (first, rest), (bm, bk), b_extent(config, N, b_room),
-                  not described, None if described else unstager(out, sc[0]))
+    return Recipe(run, b_t, (first, rest), (bm, bk), b_extent(config, N, b_room), staged,
+                  unstager(out, pitch(N, out.element_size(), LINE)) if staged else None)
 
 
 def fallback(config: TileConfig) -> TileConfig:
@@ -290,22 +288,6 @@ def _desc(t: torch.Tensor, block: list[int], dt, rows: int = 0, cols: int = 0
     return TensorDescriptor(t, [rows or r, cols or c], [sr, sc], block, _layout(tuple(block), dt))
 
 
-def _describable(x: torch.Tensor) -> bool:
-    """Whether a TMA descriptor takes x as rows: unit column stride, rows and base on 16
-    bytes (16-bit elements)."""
-    return x.stride(1) == 1 and (x.stride(0) * 2) % 16 == 0 and x.data_ptr() % 16 == 0
-
-
-def _rows(x: torch.Tensor, copy: bool = True) -> torch.Tensor:
-    """x itself where a descriptor takes its rows, else a row-major copy whose rows are
-    padded to 16 bytes (the view of its first columns; `copy` False: not filled)."""
-    if _describable(x):
-        return x
-    r, cols = x.shape
-    buf = torch.empty((r, -(-cols // 8) * 8), dtype=x.dtype, device=x.device)[:, :cols]
-    return buf.copy_(x) if copy else buf
-
-
 @functools.lru_cache(maxsize=64)
 def _layout(shape: tuple[int, int], dtype):
     return gl.NVMMASharedLayout.get_default_for(list(shape), dtype)
@@ -315,11 +297,11 @@ def matmul_ws(a: torch.Tensor, b: torch.Tensor, *, precision=None, out=None, sca
               scale_b=None, block_n: int = 128, group_m: int = 8,
               stages: int | None = None, cache_copies: bool = False,
               block_n1: int = 0) -> torch.Tensor:
-    """C = A @ B for bf16 or fp16 operands on a Hopper GPU (see the module docstring).
-    `cache_copies`: as kernels.matmul's, an operand whose rows are not on whole 128-byte
-    lines is read from a copy that is (relayout.pitched_copy), kept while it is unchanged
-    (dispatch.COPIES), as the `tma` tiles' kept copies are. `block_n1` > 0: a wide tile,
-    block_n + block_n1 columns (a power of two and a smaller one, as `tma_wide`'s)."""
+    """C = A @ B for bf16 or fp16 operands on a Hopper GPU on a `tma_ws` tile 128 rows
+    tall and block_n + block_n1 columns (`block_n1` > 0: a wide tile, a power of two and a
+    smaller one, as `tma_wide`'s), run by kernels.matmul: its copies (`cache_copies`: kept,
+    on whole 128-byte lines), its staged C, its `tma` form for operands this kernel does not
+    take."""
     if a.dtype not in _DTYPES or b.dtype != a.dtype:
         raise TypeError(f"matmul_ws takes bf16 or fp16 operands, got {a.dtype}, {b.dtype}")
     if precision not in _MODES[a.dtype]:
@@ -329,46 +311,12 @@ def matmul_ws(a: torch.Tensor, b: torch.Tensor, *, precision=None, out=None, sca
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul_ws needs (M, K) @ (K, N), got {tuple(a.shape)} @ "
                          f"{tuple(b.shape)}")
-    (M, K), N = a.shape, b.shape[1]
-    if out is None:
-        out = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    if M == 0 or N == 0:
-        return out
-    if K == 0:
-        return out.zero_()
-    dt = _DTYPES[a.dtype]
-    if cache_copies:
-        # here: kernels.dispatch imports this module's tiles (via table_file)
-        from kernels.dispatch import COPIES
-        a, b = (COPIES.get(x, f"ws-{role}", pitched_copy) if max(x.stride()) * 2 % LINE
-                else x for x, role in ((a, "a"), (b, "b")))
-    a = _rows(a)
-    b_kmajor = _describable(b.t())
-    if not b_kmajor:
-        b = _rows(b)
-    c = out if _describable(out) else _rows(torch.empty_like(out), copy=False)
-    a_desc = TensorDescriptor.from_tensor(a, [BLOCK_M, BLOCK_K], _layout((BLOCK_M, BLOCK_K), dt))
+    # imported here: kernels.matmul imports this module
+    from kernels.matmul import matmul
 
-    def b_box(cols: int) -> TensorDescriptor:
-        if b_kmajor:   # (N, K) rows
-            return TensorDescriptor.from_tensor(b.t(), [cols, BLOCK_K],
-                                                _layout((cols, BLOCK_K), dt))
-        return TensorDescriptor.from_tensor(b, [BLOCK_K, cols], _layout((BLOCK_K, cols), dt))
-
-    def c_box(cols: int) -> TensorDescriptor:
-        return TensorDescriptor.from_tensor(c, [BLOCK_M, cols], _layout((BLOCK_M, cols), dt))
-
-    b_desc, c_desc = b_box(block_n), c_box(block_n)
-    b1_desc, c1_desc = (b_box(block_n1), c_box(block_n1)) if block_n1 else (b_desc, c_desc)
-    tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, block_n + block_n1)
-    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-    _ws_kernel[(min(sms, tiles),)](a_desc, b_desc, b1_desc, c_desc, c1_desc, M, N, K, block_n,
-                                   block_n1, group_m,
-                                   stages or stages_for(block_n, block_n1=block_n1), b_kmajor,
-                                   num_warps=WARPS, maxnreg=MAX_REGS)
-    if c is not out:
-        out.copy_(c)
-    return out
+    tile = TileConfig(BLOCK_M, block_n + block_n1, BLOCK_K, group_m,
+                      stages or stages_for(block_n, block_n1=block_n1), WARPS, "tma_ws")
+    return matmul(a, b, precision=precision, out=out, config=tile, cache_copies=cache_copies)
 
 
 def mm_ws_128x128(a, b, *, cache_copies=False, **kw):

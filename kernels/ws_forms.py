@@ -23,8 +23,9 @@ _RESTS = (0, 16, 32, 64)   # the narrower box of a wide tile (none: a power of t
 
 
 def parts(config: TileConfig) -> tuple[int, int]:
-    """A tile's B boxes: its power of two up to 128 and the rest (128x144: 128 + 16)."""
-    first = min(128, 1 << (config.block_n.bit_length() - 1))
+    """A tile's B boxes: its largest power of two and the rest (128x144: 128 + 16;
+    128x256: 256 and none)."""
+    first = 1 << (config.block_n.bit_length() - 1)
     return first, config.block_n - first
 
 
@@ -52,14 +53,14 @@ def stages_for(block_n: int, smem: int = SMEM, block_n1: int = 0, block_m: int =
 def fits(config: TileConfig) -> bool:
     """Whether the kernel runs the tile: 64 or 128 rows on a consumer warpgroup each 64
     (`warps`), BLOCK_K 64 or 128, K whole, one program an SM (two for 64 rows, whose
-    registers fit twice: `max_regs`), 64 or 128 columns
-    or 128 and a smaller power of two up to 64, and two stages at least in shared memory."""
+    registers fit twice: `max_regs`), 64, 128 or 256 columns or, 128 rows tall, 128 and a
+    smaller power of two up to 64, and two stages at least in shared memory."""
     first, rest = parts(config)
     return config.block_m in (64, 128) and config.num_warps == warps(config.block_m) \
         and config.block_k in (64, 128) and config.split_k == 1 \
         and (config.occupancy == 1 or config.block_m == 64 and config.occupancy == 2) \
-        and first in (64, 128) and rest in _RESTS \
-        and (rest == 0 or config.block_m == 128) \
+        and first in (64, 128, 256) and rest in _RESTS \
+        and (rest == 0 or config.block_m == first == 128) \
         and stages_for(first, block_n1=rest, block_m=config.block_m, block_k=config.block_k,
                        occupancy=config.occupancy) >= 2
 

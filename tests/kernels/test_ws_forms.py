@@ -40,6 +40,8 @@ def test_stages_fit_beside_c_and_the_tile_checks():
     assert not wf.fits(T(128, 192, 64, 8, 4, 4, "tma_ws"))   # 4 warps: not this kernel's
     assert wf.fits(T(64, 64, 128, 8, 3, 4, "tma_ws", occupancy=2))   # a warpgroup, twice
     assert wf.fits(T(128, 128, 128, 8, 2, 8, "tma_ws"))
+    assert wf.fits(T(128, 256, 64, 8, 3, 8, "tma_ws"))       # one 256-wide box (matmul_ws)
+    assert wf.parts(T(128, 256, 64, 8, 3, 8, "tma_ws")) == (256, 0)
     assert not wf.fits(T(64, 64, 128, 8, 3, 8, "tma_ws"))     # 64 rows: one warpgroup
     assert not wf.fits(T(128, 128, 64, 8, 3, 8, "tma_ws", occupancy=2))   # registers
     assert not wf.fits(T(64, 128, 128, 8, 3, 4, "tma_ws", occupancy=2))   # shared memory
