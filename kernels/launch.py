@@ -52,15 +52,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import triton
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as _GluonDescriptor
 from triton.runtime import jit as _jit
 from triton.runtime.interpreter import InterpretedFunction
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-try:   # Gluon's host descriptors (kernels/matmul_ws.py): descriptors too
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as _GluonDescriptor
-    _DESCRIPTORS: tuple[type, ...] = (TensorDescriptor, _GluonDescriptor)
-except ImportError:   # a triton without Gluon
-    _DESCRIPTORS = (TensorDescriptor,)
+# host descriptors, Triton's and Gluon's (kernels/matmul_ws.py; triton >= 3.6 has both)
+_DESCRIPTORS = (TensorDescriptor, _GluonDescriptor)
 
 
 @dataclass(eq=False)
