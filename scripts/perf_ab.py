@@ -15,7 +15,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]   # the repository (gemmgate), scripts/
 
-from perf_formats import ALL_MODES, _ab, _extra, _grouped, _rows  # noqa: E402
+from perf_formats import ALL_MODES, _ab, _extra, _extras, _grouped, _rows  # noqa: E402
 
 from gemmgate.stats import geomean  # noqa: E402
 from gemmgate.tuning import parse_config_name  # noqa: E402
@@ -334,8 +334,7 @@ def providers_best(cases: Path, label: str, prefix: str) -> str:
     for r in _rows(cases):
         if r["label"] != label:
             continue
-        extras = {k: float(v) for k, v in (x.rsplit(":", 1) for x in r["extra"].split())
-                  if k.startswith(prefix)}
+        extras = {k: v for k, v in _extras(r["extra"]).items() if k.startswith(prefix)}
         if not extras:
             continue
         name, e = min(extras.items(), key=lambda kv: kv[1])

@@ -105,11 +105,15 @@ def _grouped(rows, key: Callable[[dict], object]) -> dict:
     return by
 
 
+def _extras(extra: str) -> dict[str, float]:
+    """A cases.csv row's `extra` column (`ab:1.0500 inductor:0.9800`) by key; a
+    `module:function` provider's key holds a colon: the figure is after the last."""
+    return {k: float(v) for k, v in (x.rsplit(":", 1) for x in extra.split())}
+
+
 def _extra(extra: str, key: str) -> float | None:
-    """A figure of a cases.csv row's `extra` column (`ab:1.0500 inductor:0.9800`; a
-    `module:function` provider's key holds a colon: the figure is after the last)."""
-    got = dict(x.rsplit(":", 1) for x in extra.split()) if extra else {}
-    return float(got[key]) if key in got else None
+    """A figure of a cases.csv row's `extra` column (`_extras`), or None."""
+    return _extras(extra).get(key)
 
 
 def _ab(extra: str) -> float | None:
