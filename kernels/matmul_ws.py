@@ -121,8 +121,7 @@ def _store_c(acc, c_desc, c_smem, off_m, off_n):
 
 
 @gluon.jit
-def _mmas(a_bufs, b_bufs, b1_bufs, ready, empty, turn, c_desc, c1_desc, c_smem, c1_smem, M,
-          N, K,
+def _mmas(a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_smem, M, N, K,
           BN: gl.constexpr, BN1: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
           B_KMAJOR: gl.constexpr, BM: gl.constexpr, BK: gl.constexpr,
           FIRST: gl.constexpr, EVERY: gl.constexpr, CWARPS: gl.constexpr):
@@ -131,14 +130,7 @@ def _mmas(a_bufs, b_bufs, b1_bufs, ready, empty, turn, c_desc, c1_desc, c_smem, 
     once the group that read it is done; C by TMA, its store left in flight until the next
     tile's C is ready to go out. A wide tile keeps two accumulators. They take the
     program's tiles FIRST, FIRST + EVERY, ... (ping-pong: two consumers, every other
-    tile), each tile's stages counted from its place in the load warp's sequence.
-
-    Ping-pong's consumers take turns at their K loops (`turn`: consumer c's barrier, the
-    other arrives on it once its loop has issued its last wgmma). Besides keeping the
-    tensor cores to one loop at a time, the turns keep each wait on `ready` one phase
-    ahead at most: a parity wait cannot tell a stage's next load from one two phases on
-    (a consumer let ahead read a stage before its load and ran the device into a launch
-    failure, session 50 run 1)."""
+    tile), each tile's stages counted from its place in the load warp's sequence."""
     layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[CWARPS, 1], instr_shape=[16, BN, 16])
     layout1: gl.constexpr = gl.NVMMADistributedLayout(
@@ -150,8 +142,6 @@ def _mmas(a_bufs, b_bufs, b1_bufs, ready, empty, turn, c_desc, c1_desc, c_smem, 
     programs = gl.num_programs(0)
     mine = gl.cdiv(num_pid_m * num_pid_n - pid, programs)   # this program's tiles
     for n in range(FIRST, mine, EVERY):
-        if EVERY > 1:   # the other consumer's K loop is done (consumer 0's first: no wait)
-            mbarrier.wait(turn.index(FIRST), ((n // EVERY) & 1) ^ (1 - FIRST))
         i = n * k_steps
         pid_m, pid_n = _tile(pid + n * programs, num_pid_m, num_pid_n, GROUP_M)
         acc = gl.zeros((BM, BN), dtype=gl.float32, layout=layout)
@@ -176,8 +166,6 @@ def _mmas(a_bufs, b_bufs, b1_bufs, ready, empty, turn, c_desc, c1_desc, c_smem, 
             # the groups before this step's are done: their stage goes back to the load warp
             mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES), pred=ks > 0)
             i += 1
-        if EVERY > 1:
-            mbarrier.arrive(turn.index(1 - FIRST))
         acc, acc1 = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc1))
         mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES))
         off_m = pid_m * BM
@@ -226,24 +214,18 @@ def _ws_kernel(a_desc, b_desc, b1_desc, c_desc, c1_desc, M, N, K, BN: gl.constex
         mbarrier.init(empty.index(s), count=1)
     if PINGPONG:
         d_smem, d1_smem = _c_buffers(c_desc, c1_desc, BN1)
-        turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-        mbarrier.init(turn.index(0), count=1)
-        mbarrier.init(turn.index(1), count=1)
         gl.warp_specialize([
-            (_mmas, (a_bufs, b_bufs, b1_bufs, ready, empty, turn, c_desc, c1_desc, c_smem,
-                     c1_smem, M, N, K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK, 0, 2,
-                     num_warps)),
-            (_mmas, (a_bufs, b_bufs, b1_bufs, ready, empty, turn, c_desc, c1_desc, d_smem,
-                     d1_smem, M, N, K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK, 1, 2,
-                     num_warps)),
+            (_mmas, (a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_smem,
+                     M, N, K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK, 0, 2, num_warps)),
+            (_mmas, (a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, d_smem, d1_smem,
+                     M, N, K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK, 1, 2, num_warps)),
             (_loads, (a_desc, b_desc, b1_desc, a_bufs, b_bufs, b1_bufs, ready, empty, M, N,
                       K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK)),
         ], [num_warps, 1], [_CONSUMER_REGS, _LOAD_REGS])
     else:
         gl.warp_specialize([
-            (_mmas, (a_bufs, b_bufs, b1_bufs, ready, empty, empty, c_desc, c1_desc, c_smem,
-                     c1_smem, M, N, K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK, 0, 1,
-                     num_warps)),   # (no turns: `empty` stands in, never read)
+            (_mmas, (a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_smem,
+                     M, N, K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK, 0, 1, num_warps)),
             (_loads, (a_desc, b_desc, b1_desc, a_bufs, b_bufs, b1_bufs, ready, empty, M, N,
                       K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK)),
         ], [1], [_LOAD_REGS])
