@@ -45,27 +45,15 @@ from kernels.matmul_tma import _stage, bound, num_sms, tma_form, unstage, unstag
 from kernels.past_n import b_extent
 from kernels.relayout import LINE, pitch
 from kernels.tile import TileConfig
-from kernels.ws_forms import (
-    BLOCK_K,
-    BLOCK_M,
-    WARPS,
-    fits,
-    max_regs,
-    parts,
-    pingpong,
-    warps,
-)
-from kernels.ws_forms import stages as ws_stages
+from kernels.ws_forms import BLOCK_K, BLOCK_M, WARPS, fits, max_regs, parts, stages_for, warps
 
 LOAD_REGS = 40     # the load warp's registers (setmaxnreg)
-CONSUMER_REGS = 232   # a ping-pong tile's second consumer's (the first gets the rest: as many)
 _DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
 _MODES = {torch.bfloat16: (None, "bf16"), torch.float16: (None, "fp16")}   # precision=
 # TMA's copies under both names (triton 3.6: async_copy_*; later: async_load, async_store)
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
 _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
 _LOAD_REGS = gl.constexpr(LOAD_REGS)
-_CONSUMER_REGS = gl.constexpr(CONSUMER_REGS)
 
 
 @gluon.jit
@@ -124,26 +112,20 @@ def _store_c(acc, c_desc, c_smem, off_m, off_n):
 def _mmas(a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_smem, M, N, K,
           BN: gl.constexpr, BN1: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
           B_KMAJOR: gl.constexpr, BM: gl.constexpr, BK: gl.constexpr,
-          FIRST: gl.constexpr, EVERY: gl.constexpr, CWARPS: gl.constexpr):
-    """Consumers of CWARPS warps (a warpgroup per 64 rows of the tile, or one for all its
-    rows): wgmma over each stage as it lands (one group in flight), the stage handed back
-    once the group that read it is done; C by TMA, its store left in flight until the next
-    tile's C is ready to go out. A wide tile keeps two accumulators. They take the
-    program's tiles FIRST, FIRST + EVERY, ... (ping-pong: two consumers, every other
-    tile), each tile's stages counted from its place in the load warp's sequence."""
+          num_warps: gl.constexpr):
+    """The consumers: wgmma over each stage as it lands (one group in flight), the stage
+    handed back once the group that read it is done; C by TMA, its store left in flight
+    until the next tile's C is ready to go out. A wide tile keeps two accumulators."""
     layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[CWARPS, 1], instr_shape=[16, BN, 16])
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BN, 16])
     layout1: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[CWARPS, 1], instr_shape=[16, max(BN1, 8), 16])
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, max(BN1, 8), 16])
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN + BN1)
     k_steps = gl.cdiv(K, BK)
-    pid = gl.program_id(0)
-    programs = gl.num_programs(0)
-    mine = gl.cdiv(num_pid_m * num_pid_n - pid, programs)   # this program's tiles
-    for n in range(FIRST, mine, EVERY):
-        i = n * k_steps
-        pid_m, pid_n = _tile(pid + n * programs, num_pid_m, num_pid_n, GROUP_M)
+    i = 0
+    for t in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        pid_m, pid_n = _tile(t, num_pid_m, num_pid_n, GROUP_M)
         acc = gl.zeros((BM, BN), dtype=gl.float32, layout=layout)
         acc1 = gl.zeros((BM, max(BN1, 8)), dtype=gl.float32, layout=layout1)
         for ks in range(k_steps):
@@ -178,60 +160,36 @@ def _mmas(a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_sme
 
 
 @gluon.jit
-def _c_buffers(c_desc, c1_desc, BN1: gl.constexpr):
-    """A consumer's C staging: one box, or two for a wide tile (else the first again)."""
-    c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
-    if BN1 > 0:
-        c1_smem = gl.allocate_shared_memory(c1_desc.dtype, c1_desc.block_type.shape,
-                                            c1_desc.layout)
-    else:   # no second part: never read
-        c1_smem = c_smem
-    return c_smem, c1_smem
-
-
-@gluon.jit
 def _ws_kernel(a_desc, b_desc, b1_desc, c_desc, c1_desc, M, N, K, BN: gl.constexpr,
                BN1: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
-               B_KMAJOR: gl.constexpr, PINGPONG: gl.constexpr, num_warps: gl.constexpr):
-    """PINGPONG: two consumers of num_warps (one warpgroup) each hold whole tiles and take
-    every other one, so one's epilogue runs beside the other's wgmma (its own C staging);
-    else one consumer of num_warps, a warpgroup per 64 rows of each tile."""
+               B_KMAJOR: gl.constexpr, num_warps: gl.constexpr):
     dtype: gl.constexpr = a_desc.dtype
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
+    c_smem = gl.allocate_shared_memory(dtype, c_desc.block_type.shape, c_desc.layout)
     if BN1 > 0:
         b1_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b1_desc.block_type.shape,
                                             b1_desc.layout)
+        c1_smem = gl.allocate_shared_memory(dtype, c1_desc.block_type.shape, c1_desc.layout)
     else:   # no second part: its arguments are the first part's, never read
         b1_bufs = b_bufs
-    c_smem, c1_smem = _c_buffers(c_desc, c1_desc, BN1)
+        c1_smem = c_smem
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(STAGES):
         mbarrier.init(ready.index(s), count=1)
         mbarrier.init(empty.index(s), count=1)
-    if PINGPONG:
-        d_smem, d1_smem = _c_buffers(c_desc, c1_desc, BN1)
-        gl.warp_specialize([
-            (_mmas, (a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_smem,
-                     M, N, K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK, 0, 2, num_warps)),
-            (_mmas, (a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, d_smem, d1_smem,
-                     M, N, K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK, 1, 2, num_warps)),
-            (_loads, (a_desc, b_desc, b1_desc, a_bufs, b_bufs, b1_bufs, ready, empty, M, N,
-                      K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK)),
-        ], [num_warps, 1], [_CONSUMER_REGS, _LOAD_REGS])
-    else:
-        gl.warp_specialize([
-            (_mmas, (a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_smem,
-                     M, N, K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK, 0, 1, num_warps)),
-            (_loads, (a_desc, b_desc, b1_desc, a_bufs, b_bufs, b1_bufs, ready, empty, M, N,
-                      K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK)),
-        ], [1], [_LOAD_REGS])
+    gl.warp_specialize([
+        (_mmas, (a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_smem,
+                 M, N, K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK, num_warps)),
+        (_loads, (a_desc, b_desc, b1_desc, a_bufs, b_bufs, b1_bufs, ready, empty, M, N, K,
+                  BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK)),
+    ], [1], [_LOAD_REGS])
 
 
-KERNELS = (_ws_kernel, _c_buffers, _mmas, _loads, _load_b, _store_c, _tile)   # source hashed
+KERNELS = (_ws_kernel, _mmas, _loads, _load_b, _store_c, _tile)   # the source hashed
 
 
 @dataclass(frozen=True)
@@ -282,16 +240,13 @@ class Recipe:
 @functools.lru_cache(maxsize=256)
 def _launch(first: int, rest: int, group_m: int, stages: int, b_kmajor: bool, M: int, N: int,
             K: int, programs: int, dtype: torch.dtype, block_m: int = BLOCK_M,
-            occupancy: int = 1, ping: bool = False) -> Launch:
+            occupancy: int = 1) -> Launch:
     """The kernel's launch but for its descriptors, once per shape, tile, B layout and
     operand dtype (a Launch keeps one compiled kernel per descriptor signature, and a
-    descriptor's dtype is not in it: kernels/launch.py). `ping`: ping-pong, two consumer
-    warpgroups; their warps and the load warp's warpgroup are as many as a 128-row
-    tile's two cooperating warpgroups and load warp, so `max_regs` is the same."""
+    descriptor's dtype is not in it: kernels/launch.py)."""
     return Launch(_ws_kernel, (programs,), (M, N, K),
                   dict(BN=first, BN1=rest, GROUP_M=group_m, STAGES=stages, B_KMAJOR=b_kmajor,
-                       PINGPONG=ping, num_warps=4 if ping else warps(block_m),
-                       maxnreg=max_regs(block_m, occupancy)))
+                       num_warps=warps(block_m), maxnreg=max_regs(block_m, occupancy)))
 
 
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
@@ -309,11 +264,12 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     staged = tma_form(out) is not False
     first, rest = parts(config)
     bm, bk, occ = config.block_m, config.block_k, config.occupancy
+    stages = min(config.num_stages, stages_for(first, block_n1=rest, block_m=bm, block_k=bk,
+                                               occupancy=occ))
     (M, K), N = a.shape, b.shape[1]
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, config.block_n)
-    run = _launch(first, rest, config.group_m, min(config.num_stages, ws_stages(config)), b_t,
-                  M, N, K, min(num_sms(a.device) * occ, tiles), a.dtype, bm, occ,
-                  pingpong(config))
+    run = _launch(first, rest, config.group_m, stages, b_t, M, N, K,
+                  min(num_sms(a.device) * occ, tiles), a.dtype, bm, occ)
     return Recipe(run, b_t, (first, rest), (bm, bk), b_extent(config, N, b_room), staged,
                   unstager(out, pitch(N, out.element_size(), LINE)) if staged else None)
 
@@ -321,8 +277,7 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
 def fallback(config: TileConfig) -> TileConfig:
     """The `tma` or `tma_wide` tile a `tma_ws` tile runs as where `recipe` says no."""
     wide = config.block_n & (config.block_n - 1)   # not a power of two: two boxes
-    return dataclasses.replace(config, variant="tma_wide" if wide else "tma",
-                               num_warps=warps(config.block_m))
+    return dataclasses.replace(config, variant="tma_wide" if wide else "tma")
 
 
 def _desc(t: torch.Tensor, block: list[int], dt, rows: int = 0, cols: int = 0
@@ -341,12 +296,12 @@ def _layout(shape: tuple[int, int], dtype):
 def matmul_ws(a: torch.Tensor, b: torch.Tensor, *, precision=None, out=None, scale_a=None,
               scale_b=None, block_n: int = 128, group_m: int = 8,
               stages: int | None = None, cache_copies: bool = False,
-              block_n1: int = 0, num_warps: int = WARPS) -> torch.Tensor:
+              block_n1: int = 0) -> torch.Tensor:
     """C = A @ B for bf16 or fp16 operands on a Hopper GPU on a `tma_ws` tile 128 rows
     tall and block_n + block_n1 columns (`block_n1` > 0: a wide tile, a power of two and a
-    smaller one, as `tma_wide`'s; `num_warps` 4: ping-pong, ws_forms.pingpong), run by
-    kernels.matmul: its copies (`cache_copies`: kept, on whole 128-byte lines), its staged
-    C, its `tma` form for operands this kernel does not take."""
+    smaller one, as `tma_wide`'s), run by kernels.matmul: its copies (`cache_copies`: kept,
+    on whole 128-byte lines), its staged C, its `tma` form for operands this kernel does not
+    take."""
     if a.dtype not in _DTYPES or b.dtype != a.dtype:
         raise TypeError(f"matmul_ws takes bf16 or fp16 operands, got {a.dtype}, {b.dtype}")
     if precision not in _MODES[a.dtype]:
@@ -359,10 +314,8 @@ def matmul_ws(a: torch.Tensor, b: torch.Tensor, *, precision=None, out=None, sca
     # imported here: kernels.matmul imports this module
     from kernels.matmul import matmul
 
-    tile = TileConfig(BLOCK_M, block_n + block_n1, BLOCK_K, group_m, 6, num_warps, "tma_ws")
-    if not fits(tile):
-        raise ValueError(f"matmul_ws runs no {tile}: see kernels/ws_forms.fits")
-    tile = dataclasses.replace(tile, num_stages=stages or ws_stages(tile))
+    tile = TileConfig(BLOCK_M, block_n + block_n1, BLOCK_K, group_m,
+                      stages or stages_for(block_n, block_n1=block_n1), WARPS, "tma_ws")
     return matmul(a, b, precision=precision, out=out, config=tile, cache_copies=cache_copies)
 
 
@@ -386,14 +339,3 @@ def mm_ws_128x256(a, b, *, cache_copies=False, **kw):
     """`matmul_ws` on 128x256 tiles (a `--providers` entry: the harness asks it to keep
     its copies, as it asks kernels.matmul)."""
     return matmul_ws(a, b, block_n=256, cache_copies=cache_copies, **kw)
-
-
-def mm_pp_128x128(a, b, *, cache_copies=False, **kw):
-    """`matmul_ws` on ping-pong 128x128 tiles (a `--providers` entry)."""
-    return matmul_ws(a, b, block_n=128, num_warps=4, cache_copies=cache_copies, **kw)
-
-
-def mm_pp_128x144(a, b, *, cache_copies=False, **kw):
-    """`matmul_ws` on ping-pong 128x(128 + 16) tiles (a `--providers` entry)."""
-    return matmul_ws(a, b, block_n=128, block_n1=16, num_warps=4, cache_copies=cache_copies,
-                     **kw)

@@ -20,7 +20,6 @@ BLOCK_K = 64
 WARPS = 8          # their consumers: two warpgroups (the kernel's default partition)
 SMEM = 232448      # a program's shared memory on the H200 (227 KiB)
 _RESTS = (0, 16, 32, 64)   # the narrower box of a wide tile (none: a power of two wide)
-PINGPONG_MAX_N = 192   # a ping-pong tile's columns: its accumulator in one warpgroup's registers
 
 
 def parts(config: TileConfig) -> tuple[int, int]:
@@ -35,13 +34,6 @@ def warps(block_m: int) -> int:
     return 4 * (block_m // 64)
 
 
-def pingpong(config: TileConfig) -> bool:
-    """Whether a tile runs ping-pong: 128 rows on one warpgroup (`num_warps` 4), two such
-    consumers taking every other tile (each with its own C staging), so one's epilogue
-    runs beside the other's wgmma; else a warpgroup per 64 rows of each tile (`warps`)."""
-    return config.block_m == 128 and config.num_warps == 4
-
-
 def max_regs(block_m: int, occupancy: int = 1) -> int:
     """A thread's registers before the partitions' split: the consumers' warps and the
     load warp's warpgroup, `occupancy` programs an SM, in 64 K registers (at most 240)."""
@@ -49,39 +41,28 @@ def max_regs(block_m: int, occupancy: int = 1) -> int:
 
 
 def stages_for(block_n: int, smem: int = SMEM, block_n1: int = 0, block_m: int = BLOCK_M,
-               block_k: int = BLOCK_K, occupancy: int = 1, c_boxes: int = 1) -> int:
-    """Stages that fit beside C's staging buffers (16-bit; `c_boxes` of them: 2 for
-    ping-pong), a program's share of the SM's shared memory at `occupancy` programs, at
-    most 6 (0: not even 2 fit)."""
+               block_k: int = BLOCK_K, occupancy: int = 1) -> int:
+    """Stages that fit beside C's staging buffers (16-bit), a program's share of the
+    SM's shared memory at `occupancy` programs, at most 6 (0: not even 2 fit)."""
     cols = block_n + block_n1
     stage = (block_m * block_k + block_k * cols) * 2
-    got = (smem // occupancy - c_boxes * block_m * cols * 2 - 4096) // stage
+    got = (smem // occupancy - block_m * cols * 2 - 4096) // stage
     return min(6, got) if got >= 2 else 0
 
 
 def fits(config: TileConfig) -> bool:
     """Whether the kernel runs the tile: 64 or 128 rows on a consumer warpgroup each 64
-    (`warps`), or 128 ping-pong (`pingpong`: up to PINGPONG_MAX_N columns), BLOCK_K 64
-    or 128, K whole, one program an SM (two for 64 rows, whose registers fit twice:
-    `max_regs`), 64, 128 or 256 columns or, 128 rows tall, 128 and a smaller power of two
-    up to 64, and two stages at least in shared memory."""
+    (`warps`), BLOCK_K 64 or 128, K whole, one program an SM (two for 64 rows, whose
+    registers fit twice: `max_regs`), 64, 128 or 256 columns or, 128 rows tall, 128 and a
+    smaller power of two up to 64, and two stages at least in shared memory."""
     first, rest = parts(config)
-    two = pingpong(config)
-    return config.block_m in (64, 128) and config.block_k in (64, 128) \
-        and (config.num_warps == warps(config.block_m)
-             or two and config.block_n <= PINGPONG_MAX_N and config.occupancy == 1) \
-        and config.split_k == 1 \
+    return config.block_m in (64, 128) and config.num_warps == warps(config.block_m) \
+        and config.block_k in (64, 128) and config.split_k == 1 \
         and (config.occupancy == 1 or config.block_m == 64 and config.occupancy == 2) \
         and first in (64, 128, 256) and rest in _RESTS \
         and (rest == 0 or config.block_m == first == 128) \
-        and stages(config) >= 2
-
-
-def stages(config: TileConfig) -> int:
-    """The most stages the tile's shared memory holds (`stages_for`)."""
-    first, rest = parts(config)
-    return stages_for(first, block_n1=rest, block_m=config.block_m, block_k=config.block_k,
-                      occupancy=config.occupancy, c_boxes=2 if pingpong(config) else 1)
+        and stages_for(first, block_n1=rest, block_m=config.block_m, block_k=config.block_k,
+                       occupancy=config.occupancy) >= 2
 
 
 def form(pick: TileConfig) -> TileConfig | None:

@@ -91,9 +91,8 @@ def compile_ws(tile, mode: str, arch: int):
     dt = gl.bfloat16 if mode == "bf16" else gl.float16
     bm, bk = tile.block_m, tile.block_k
     first, rest = ws_forms.parts(tile)
-    stages = min(tile.num_stages, ws_forms.stages(tile))
-    ping = ws_forms.pingpong(tile)
-    warps = 4 if ping else ws_forms.warps(bm)
+    stages = min(tile.num_stages, ws_forms.stages_for(
+        first, block_n1=rest, block_m=bm, block_k=bk, occupancy=tile.occupancy))
 
     def desc(block: tuple[int, int]) -> str:
         return f"tensordesc<{elem}[{block[0]}, {block[1]}],{ws._layout(block, dt)!r}>"
@@ -103,13 +102,13 @@ def compile_ws(tile, mode: str, arch: int):
                c_desc=desc((bm, first)), c1_desc=desc((bm, two)), M="i32", N="i32",
                K="i32")
     consts = dict(BN=first, BN1=rest, GROUP_M=tile.group_m, STAGES=stages, B_KMAJOR=False,
-                  PINGPONG=ping, num_warps=warps)
+                  num_warps=ws_forms.warps(bm))
     names = ws._ws_kernel.arg_names
     sig.update({n: "constexpr" for n in consts})
     src = GluonASTSource(fn=ws._ws_kernel, signature={n: sig[n] for n in names},
                          constexprs={(names.index(n),): v for n, v in consts.items()})
     return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=dict(
-        num_warps=warps, maxnreg=ws_forms.max_regs(bm, tile.occupancy)))
+        num_warps=ws_forms.warps(bm), maxnreg=ws_forms.max_regs(bm, tile.occupancy)))
 
 
 def compile_tile(tile, mode: str, shape: tuple[int, int, int], arch: int):

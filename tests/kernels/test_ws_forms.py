@@ -37,7 +37,7 @@ def test_stages_fit_beside_c_and_the_tile_checks():
     assert wf.parts(T(128, 144, 64, 8, 5, 8, "tma_ws")) == (128, 16)
     assert wf.parts(T(128, 128, 64, 8, 5, 8, "tma_ws")) == (128, 0)
     assert wf.fits(T(128, 192, 64, 8, 4, 8, "tma_ws"))
-    assert not wf.fits(T(128, 192, 64, 8, 4, 2, "tma_ws"))   # 2 warps: not this kernel's
+    assert not wf.fits(T(128, 192, 64, 8, 4, 4, "tma_ws"))   # 4 warps: not this kernel's
     assert wf.fits(T(64, 64, 128, 8, 3, 4, "tma_ws", occupancy=2))   # a warpgroup, twice
     assert wf.fits(T(128, 128, 128, 8, 2, 8, "tma_ws"))
     assert wf.fits(T(128, 256, 64, 8, 3, 8, "tma_ws"))       # one 256-wide box (matmul_ws)
@@ -74,27 +74,3 @@ def test_a_tile_the_kernel_cannot_take_runs_its_tma_form():
     assert fallback(T(64, 64, 128, 8, 3, 4, "tma_ws", occupancy=2)) == \
         T(64, 64, 128, 8, 3, 4, "tma", occupancy=2)
     assert fallback(T(128, 144, 64, 8, 5, 8, "tma_ws")) == T(128, 144, 64, 8, 5, 8, "tma_wide")
-    # a ping-pong tile's tma form: the two warpgroups a 128-row tile takes there
-    assert fallback(T(128, 128, 64, 8, 4, 4, "tma_ws")) == T(128, 128, 64, 8, 4, 8, "tma")
-
-
-def test_a_128_row_tile_on_4_warps_runs_ping_pong_with_two_c_boxes():
-    """num_warps 4 on 128 rows: one warpgroup holds a whole tile (its accumulator in
-    232 registers), two of them take every other tile, each staging its own C."""
-    ping = T(128, 128, 64, 8, 6, 4, "tma_ws")
-    assert wf.pingpong(ping) and not wf.pingpong(T(128, 128, 64, 8, 5, 8, "tma_ws"))
-    assert not wf.pingpong(T(64, 128, 64, 8, 4, 4, "tma_ws"))   # 64 rows: one warpgroup
-    assert wf.fits(ping) and wf.fits(T(128, 144, 64, 8, 4, 4, "tma_ws"))
-    assert wf.fits(T(128, 192, 64, 8, 3, 4, "tma_ws"))
-    assert not wf.fits(T(128, 256, 64, 8, 3, 4, "tma_ws"))   # 256 accumulators a thread
-    assert not wf.fits(T(128, 128, 64, 8, 3, 4, "tma_ws", occupancy=2))
-    # two C boxes beside the stages: 128x128 holds 4 stages (5 with one box)
-    assert (wf.stages(ping), wf.stages(T(128, 128, 64, 8, 5, 8, "tma_ws"))) == (4, 5)
-    assert wf.stages_for(128, c_boxes=2) == 4 and wf.stages_for(128, block_n1=64, c_boxes=2) == 3
-    for bn, bn1 in ((128, 0), (128, 16), (128, 64)):
-        s = wf.stages_for(bn, block_n1=bn1, c_boxes=2)
-        cols = bn + bn1
-        used = s * (128 * 64 + 64 * cols) * 2 + 2 * 128 * cols * 2
-        assert used <= wf.SMEM - 4096 < used + (128 * 64 + 64 * cols) * 2
-    # the rule gives no pick this form: it runs where a caller names it (measured first)
-    assert wf.form(T(128, 128, 64, 8, 5, 4, "tma")).num_warps == 8
