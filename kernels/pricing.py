@@ -3,8 +3,9 @@
 (`per_step_of`), times the steps the tile takes here, plus a launch's fixed part
 (`transfer`, kernels/steps.py's step model); besides the entry's own tile, the tiles
 derived from it, each with the margin it must win by (`priced`: `resplits`, `twins`,
-`wides`, `halves`, `one_wave`, `hybrids`). `Chip` is what the model knows of the device
-and the call (`chip_for` a bucket).
+`wides`, `halves`, `one_wave`, `hybrids`), each at the speed of the form the dispatcher
+runs it in (a 16-bit row-major pick warp-specialized: `ws_forms.gain`). `Chip` is what
+the model knows of the device and the call (`chip_for` a bucket).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kernels import ws_forms
 from kernels.steps import (
     HYBRID_MARGIN,
     STAGE_COST,
@@ -52,6 +54,7 @@ class Chip:
     # call 1: x0.980)
     split_smem: int = 0
     anew: bool = False   # a tile tuned split is split anew (`resplits`): 16-bit and tf32
+    ws: bool = False     # 16-bit row-major on TMA: a pick runs warp-specialized (`ws_forms`)
 
 
 def chip_for(sms: int, smem: int, fam: str, bucket: str) -> Chip:
@@ -61,7 +64,8 @@ def chip_for(sms: int, smem: int, fam: str, bucket: str) -> Chip:
     layouts = words[2] if len(words) > 2 else ""
     tf32, fma = words[1:2] == ["tf32"], fma_bucket(bucket)
     return Chip(sms, smem, fam, layouts.startswith("r"), layouts.endswith("c"), tf32, fma,
-                0 if fma else smem, fam == "16bit" or tf32)
+                0 if fma else smem, fam == "16bit" or tf32,
+                fam == "16bit" and words[2:4] == ["rr", "tma"])
 
 
 def fma_bucket(bucket: str) -> bool:
@@ -125,6 +129,8 @@ def priced(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
             out += [(transfer(r, ps, c, m, n, k, chip), c, HYBRID_MARGIN)
                     for c in (() if chip.fma else hybrids(r.config, m, n, k, variants, sms,
                                                           elem, chip.a_kmajor))]
+    if chip.ws:   # each tile at the speed of the form it runs in (entries are tuned plain)
+        out = [(ms / ws_forms.gain(c), c, margin) for ms, c, margin in out]
     return out
 
 

@@ -1,6 +1,8 @@
 """kernels/ws_forms.py: which picks the warp-specialized kernel takes over, and with what
 stages; the dispatcher gives a 16-bit row-major TMA pick that form (kernels/dispatch.py)."""
 
+from dataclasses import replace
+
 import pytest
 
 from kernels import dispatch
@@ -74,3 +76,30 @@ def test_a_tile_the_kernel_cannot_take_runs_its_tma_form():
     assert fallback(T(64, 64, 128, 8, 3, 4, "tma_ws", occupancy=2)) == \
         T(64, 64, 128, 8, 3, 4, "tma", occupancy=2)
     assert fallback(T(128, 144, 64, 8, 5, 8, "tma_ws")) == T(128, 144, 64, 8, 5, 8, "tma_wide")
+
+
+def test_a_lookup_prices_a_16_bit_row_major_tile_at_its_forms_speed():
+    """Table entries are tuned on plain tiles; a 16-bit rr TMA pick runs warp-specialized,
+    faster by its form's measured GAIN (128x192 more than 128x128), so the lookup
+    divides each option's price by it (session 50: 7160 x 1296 x 6272 bf16 priced
+    128x192 172 us against 128x128's 185, ran them 158 and 181 warp-specialized)."""
+    from kernels import pricing, table
+
+    assert wf.gain(T(128, 128, 64, 8, 4, 4, "tma")) == wf.GAIN[128] > 1
+    assert wf.gain(T(128, 192, 64, 8, 3, 8, "tma_wide")) == wf.GAIN[192] > wf.GAIN[128]
+    for plain in (T(128, 160, 64, 8, 4, 8, "tma_wide"),     # 128 + 32: not measured
+                  T(128, 256, 64, 8, 3, 8, "tma"), T(64, 128, 128, 8, 4, 4, "tma"),
+                  T(128, 128, 64, 8, 4, 8, "tma_hybrid", split_k=2)):
+        assert wf.gain(plain) == 1.0
+    chip = pricing.chip_for(132, wf.SMEM, "16bit", "16bit bf16 rr tma ld128")
+    assert chip.ws
+    for bucket in ("16bit bf16 rc tma ld128", "16bit bf16 rr ptr ld128", "fp8 fp8 rc tma"):
+        assert not pricing.chip_for(132, wf.SMEM, bucket.split()[0], bucket).ws
+    tile = T(128, 128, 64, 8, 4, 4, "tma")
+    row = table._Row(tile, (2880, 2880, 4096), table.regime(2880, 2880, 4096), False, 0.1217)
+    args = ([row], 7160, 1296, 6272, ("tma", "tma_wide"))
+    ws = {c: ms for ms, c, _ in pricing.priced(*args, chip)}
+    plain = {c: ms for ms, c, _ in pricing.priced(*args, replace(chip, ws=False))}
+    assert ws.keys() == plain.keys() and tile in ws
+    for c in ws:
+        assert ws[c] == pytest.approx(plain[c] / wf.gain(c))
