@@ -23,8 +23,11 @@ SMEM = 232448      # a program's shared memory on the H200 (227 KiB)
 _RESTS = (0, 16, 32, 64)   # the narrower box of a wide tile (none: a power of two wide)
 # How much faster a `form` runs than the tile it replaces, by its columns: session 49
 # run 5 (H200, 16 drawn shapes, bf16 and fp16, the same tile at 8 warps warp-specialized
-# and not; the lower of the two types). 128 + 32 was not measured: no credit.
-GAIN = {128: 1.048, 144: 1.019, 192: 1.089}
+# and not; the lower of the two types). 128 + 32 was not measured: no credit. 128x128:
+# the low end of its gains over the picks it replaced at their own warps and stages
+# (x1.02-1.07): credited its x1.048, near-ties with plain 128x256 tiles moved to it ran
+# x0.97 (11 of 13 slower, session 50 run 3).
+GAIN = {128: 1.02, 144: 1.019, 192: 1.089}
 
 
 def parts(config: TileConfig) -> tuple[int, int]:
