@@ -4,7 +4,7 @@
 (`transfer`, kernels/steps.py's step model); besides the entry's own tile, the tiles
 derived from it, each with the margin it must win by (`priced`: `resplits`, `twins`,
 `wides`, `halves`, `one_wave`, `hybrids`), each at the speed of the form the dispatcher
-runs it in (a 16-bit row-major pick warp-specialized: `ws_forms.gain`). `Chip` is what
+runs it in (a 16-bit TMA pick warp-specialized: `ws_forms.gain`). `Chip` is what
 the model knows of the device and the call (`chip_for` a bucket).
 """
 
@@ -54,7 +54,7 @@ class Chip:
     # call 1: x0.980)
     split_smem: int = 0
     anew: bool = False   # a tile tuned split is split anew (`resplits`): 16-bit and tf32
-    ws: bool = False     # 16-bit row-major on TMA: a pick runs warp-specialized (`ws_forms`)
+    ws: str = ""   # 16-bit on TMA over ws_forms.LAYOUTS (the layouts): picks run warp-specialized
 
 
 def chip_for(sms: int, smem: int, fam: str, bucket: str) -> Chip:
@@ -65,7 +65,8 @@ def chip_for(sms: int, smem: int, fam: str, bucket: str) -> Chip:
     tf32, fma = words[1:2] == ["tf32"], fma_bucket(bucket)
     return Chip(sms, smem, fam, layouts.startswith("r"), layouts.endswith("c"), tf32, fma,
                 0 if fma else smem, fam == "16bit" or tf32,
-                fam == "16bit" and words[2:4] == ["rr", "tma"])
+                layouts if fam == "16bit" and layouts in ws_forms.LAYOUTS
+                and words[3:4] == ["tma"] else "")
 
 
 def fma_bucket(bucket: str) -> bool:
@@ -130,7 +131,7 @@ def priced(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
                     for c in (() if chip.fma else hybrids(r.config, m, n, k, variants, sms,
                                                           elem, chip.a_kmajor))]
     if chip.ws:   # each tile at the speed of the form it runs in (entries are tuned plain)
-        out = [(ms / ws_forms.gain(c), c, margin) for ms, c, margin in out]
+        out = [(ms / ws_forms.gain(c, chip.ws), c, margin) for ms, c, margin in out]
     return out
 
 

@@ -5,8 +5,10 @@ Session 49 (H200, bf16 and fp16, rr, kept copies): on the same tile the warp-spe
 kernel ran x1.05 (128x128, 16 drawn shapes, 15 faster), x1.02 (128x144) and x1.09
 (128x192) against `tma` and `tma_wide` at 8 warps; against the picks it would replace
 (their own stages and warps) x1.02-1.07 where B's part tile is not read past N. So a
-16-bit row-major pick of those tiles runs there (`form`); its price in the lookup stays
-the `tma` entry's.
+16-bit row-major pick of those tiles runs there (`form`). Session 50: over a column-major
+B (rc, x @ W.T) the same tiles ran x1.04-1.07 (run 6), so rc picks take the form too; the
+lookup prices each option at its form's speed (`gain`: the table's entries are tuned on
+plain tiles).
 """
 
 from __future__ import annotations
@@ -21,13 +23,16 @@ BLOCK_K = 64
 WARPS = 8          # their consumers: two warpgroups (the kernel's default partition)
 SMEM = 232448      # a program's shared memory on the H200 (227 KiB)
 _RESTS = (0, 16, 32, 64)   # the narrower box of a wide tile (none: a power of two wide)
-# How much faster a `form` runs than the tile it replaces, by its columns: session 49
-# run 5 (H200, 16 drawn shapes, bf16 and fp16, the same tile at 8 warps warp-specialized
-# and not; the lower of the two types). 128 + 32 was not measured: no credit. 128x128:
-# the low end of its gains over the picks it replaced at their own warps and stages
-# (x1.02-1.07): credited its x1.048, near-ties with plain 128x256 tiles moved to it ran
-# x0.97 (11 of 13 slower, session 50 run 3).
-GAIN = {128: 1.02, 144: 1.019, 192: 1.089}
+LAYOUTS = ("rr", "rc")   # the operand layouts whose 16-bit TMA picks run in their `form`
+# How much faster a `form` runs than the tile it replaces, by the operands' layouts and its
+# columns, the same tile at 8 warps warp-specialized and not (H200, 16 drawn shapes, the
+# lower of bf16 and fp16): rr session 49 run 5, its 128 + 32 and rc session 50 run 6 (rc
+# 128 + 32 not measured: no credit). 128x128: the low end of its gains over the picks it
+# replaced at their own warps and stages (x1.02-1.07): credited its x1.048, near-ties with
+# plain 128x256 tiles moved to it ran x0.97 (11 of 13 slower, session 50 run 3); rc's
+# x1.068 likewise.
+GAIN = {"rr": {128: 1.02, 144: 1.019, 160: 1.052, 192: 1.089},
+        "rc": {128: 1.02, 144: 1.038, 192: 1.058}}
 
 
 def parts(config: TileConfig) -> tuple[int, int]:
@@ -74,7 +79,7 @@ def fits(config: TileConfig) -> bool:
 
 
 def form(pick: TileConfig) -> TileConfig | None:
-    """The warp-specialized form of a 16-bit row-major pick, or None: `tma` 128x128x64 or
+    """The warp-specialized form of a 16-bit TMA pick (over LAYOUTS), or None: `tma` 128x128x64 or
     `tma_wide` 128x(128 + 16, 32 or 64)x64 at one program an SM, K whole (any stages
     and warps: the form takes its own, `stages_for`, and 8 warps)."""
     if pick.variant not in ("tma", "tma_wide") or (pick.split_k, pick.occupancy) != (1, 1) \
@@ -88,8 +93,9 @@ def form(pick: TileConfig) -> TileConfig | None:
 
 
 @functools.lru_cache(maxsize=4096)   # a lookup asks it for every option it prices
-def gain(pick: TileConfig) -> float:
-    """How much faster a 16-bit row-major pick runs in its `form` than a lookup prices it
-    (its table entry's, not warp-specialized): GAIN, or 1 where it has no form."""
+def gain(pick: TileConfig, layout: str = "rr") -> float:
+    """How much faster a 16-bit pick over operands of `layout` runs in its `form` than a
+    lookup prices it (its table entry's, not warp-specialized): GAIN, or 1 where it has no
+    form or none was measured."""
     ws = form(pick)
-    return 1.0 if ws is None else GAIN.get(ws.block_n, 1.0)
+    return 1.0 if ws is None else GAIN.get(layout, {}).get(ws.block_n, 1.0)

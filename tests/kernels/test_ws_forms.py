@@ -60,7 +60,7 @@ def test_a_ws_tile_is_128_or_a_power_of_two_and_a_smaller_one_wide():
 @pytest.mark.parametrize(("bucket", "ws"), [
     ("16bit bf16 rr tma ld128", True),
     ("16bit fp16 rr tma ld16", True),
-    ("16bit bf16 rc tma ld128", False),    # B column-major: not measured on it
+    ("16bit bf16 rc tma ld128", True),     # B column-major (x @ W.T): session 50 run 6
     ("16bit bf16 cr tma ld128", False),    # A column-major: the kernel reads A K-major
     ("16bit bf16 rr ptr ld128", False),
     ("fp8 fp8 rc tma ld128", False),
@@ -85,21 +85,27 @@ def test_a_lookup_prices_a_16_bit_row_major_tile_at_its_forms_speed():
     128x192 172 us against 128x128's 185, ran them 158 and 181 warp-specialized)."""
     from kernels import pricing, table
 
-    assert wf.gain(T(128, 128, 64, 8, 4, 4, "tma")) == wf.GAIN[128] > 1
-    assert wf.gain(T(128, 192, 64, 8, 3, 8, "tma_wide")) == wf.GAIN[192] > wf.GAIN[128]
-    for plain in (T(128, 160, 64, 8, 4, 8, "tma_wide"),     # 128 + 32: not measured
-                  T(128, 256, 64, 8, 3, 8, "tma"), T(64, 128, 128, 8, 4, 4, "tma"),
-                  T(128, 128, 64, 8, 4, 8, "tma_hybrid", split_k=2)):
-        assert wf.gain(plain) == 1.0
+    rr, rc = wf.GAIN["rr"], wf.GAIN["rc"]
+    assert wf.gain(T(128, 128, 64, 8, 4, 4, "tma")) == rr[128] > 1
+    assert wf.gain(T(128, 192, 64, 8, 3, 8, "tma_wide")) == rr[192] > rr[128]
+    assert wf.gain(T(128, 192, 64, 8, 3, 8, "tma_wide"), "rc") == rc[192] > 1
+    assert wf.gain(T(128, 160, 64, 8, 4, 8, "tma_wide")) == rr[160] > 1
+    for plain, layout in ((T(128, 160, 64, 8, 4, 8, "tma_wide"), "rc"),   # not measured
+                          (T(128, 128, 64, 8, 4, 4, "tma"), "cr"),        # no form there
+                          (T(128, 256, 64, 8, 3, 8, "tma"), "rr"),
+                          (T(64, 128, 128, 8, 4, 4, "tma"), "rr"),
+                          (T(128, 128, 64, 8, 4, 8, "tma_hybrid", split_k=2), "rr")):
+        assert wf.gain(plain, layout) == 1.0
     chip = pricing.chip_for(132, wf.SMEM, "16bit", "16bit bf16 rr tma ld128")
-    assert chip.ws
-    for bucket in ("16bit bf16 rc tma ld128", "16bit bf16 rr ptr ld128", "fp8 fp8 rc tma"):
+    assert chip.ws == "rr"
+    assert pricing.chip_for(132, wf.SMEM, "16bit", "16bit fp16 rc tma ld16").ws == "rc"
+    for bucket in ("16bit bf16 cr tma ld128", "16bit bf16 rr ptr ld128", "fp8 fp8 rc tma"):
         assert not pricing.chip_for(132, wf.SMEM, bucket.split()[0], bucket).ws
     tile = T(128, 128, 64, 8, 4, 4, "tma")
     row = table._Row(tile, (2880, 2880, 4096), table.regime(2880, 2880, 4096), False, 0.1217)
     args = ([row], 7160, 1296, 6272, ("tma", "tma_wide"))
     ws = {c: ms for ms, c, _ in pricing.priced(*args, chip)}
-    plain = {c: ms for ms, c, _ in pricing.priced(*args, replace(chip, ws=False))}
+    plain = {c: ms for ms, c, _ in pricing.priced(*args, replace(chip, ws=""))}
     assert ws.keys() == plain.keys() and tile in ws
     for c in ws:
         assert ws[c] == pytest.approx(plain[c] / wf.gain(c))
