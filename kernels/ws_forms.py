@@ -33,6 +33,13 @@ LAYOUTS = ("rr", "rc")   # the operand layouts whose 16-bit TMA picks run in the
 # x1.068 likewise.
 GAIN = {"rr": {128: 1.02, 144: 1.019, 160: 1.052, 192: 1.089},
         "rc": {128: 1.02, 144: 1.038, 192: 1.058}}
+# A plain 128x256 tile (no form: warp-specialized it ran as fast, session 49), and its
+# hybrid, are priced with the 128x128 form's credit, so the two compare as the table
+# measured them: the
+# credit alone moved near-ties from 128x256 to 128x128 that then ran x0.968 and x0.974
+# (13 and 10 picks, 1 and 3 faster; session 50 runs 3 and 4), where every other move it
+# made ran x1.04-1.20.
+PEERS = {256: 128}
 
 
 def parts(config: TileConfig) -> tuple[int, int]:
@@ -95,7 +102,11 @@ def form(pick: TileConfig) -> TileConfig | None:
 @functools.lru_cache(maxsize=4096)   # a lookup asks it for every option it prices
 def gain(pick: TileConfig, layout: str = "rr") -> float:
     """How much faster a 16-bit pick over operands of `layout` runs in its `form` than a
-    lookup prices it (its table entry's, not warp-specialized): GAIN, or 1 where it has no
-    form or none was measured."""
+    lookup prices it (its table entry's, not warp-specialized): GAIN, its PEERS' for a
+    tile that has none, or 1 where none was measured."""
     ws = form(pick)
+    if ws is None and pick.block_n in PEERS and pick.variant in ("tma", "tma_hybrid"):
+        # (a hybrid's head is the plain tile: its K-split tail aside, priced alike)
+        ws = form(dataclasses.replace(pick, variant="tma", split_k=1,
+                                      block_n=PEERS[pick.block_n]))
     return 1.0 if ws is None else GAIN.get(layout, {}).get(ws.block_n, 1.0)

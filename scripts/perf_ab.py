@@ -96,13 +96,13 @@ def moved_worst(cases: Path, label: str, moved: Path, count: int,
     return "\n".join(out)
 
 
-def moved_forms(cases: Path, prefix: str, moved: Path) -> str:
+def moved_forms(cases: Path, prefix: str, moved: Path, per_set: bool = True) -> str:
     """A dispatcher change's A/B on the picks it moves, per (old form, new form): the
     variant and block of each, how many picks, the predicted and measured gain (geomean)
     and the slowest. `moved` rows join the cases of label `prefix` + their `set` (one
-    run per random draw)."""
+    run per random draw), or without `per_set` of label `prefix` itself."""
     groups: dict[tuple[str, str], list[tuple[dict, float]]] = {}
-    for m, got in _moved(cases, prefix, moved, per_set=True)[0]:
+    for m, got in _moved(cases, prefix, moved, per_set)[0]:
         form = (_form(m["old"]), _form(m["new"]))
         groups.setdefault(form, []).append((m, got))
     out = ["| old form | new form | moved | predicted | A/B geomean | A/B min | faster |",

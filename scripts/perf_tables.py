@@ -72,6 +72,7 @@ S46 = RESULTS / "h200-2026-12-04-s46"
 S47 = RESULTS / "h200-2026-12-04-s47"
 S48 = RESULTS / "h200-2026-12-04-s48"
 S49 = RESULTS / "h200-2026-12-04-s49"
+S50 = RESULTS / "h200-2026-12-04-s50"
 _WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
@@ -185,6 +186,29 @@ TABLES: dict[str, Callable[[], str]] = {
     "s49-sets": lambda: targets_table({
         "nightly": {m: (S49 / "cases.csv", "run8-ab-nightly") for m in ("bf16", "fp16")},
         "holdout6": {m: (S49 / "cases.csv", "run8-ab-h6") for m in ("bf16", "fp16")}}),
+    "s50-pingpong": lambda: providers_ab(
+        S50 / "cases.csv", ("run2-pp-shortk", "run2-pp-draw"),
+        ((_WS.replace("ws_", "pp_") + "128x128", _WS + "128x128"),
+         (_WS.replace("ws_", "pp_") + "128x144", _WS + "128x144"),
+         ("named:pp_128x192", "named:ws_128x192"))),
+    "s50-gain-a": lambda: moved_ab(S50 / "cases.csv", "run3-ab-moved", S50 / "moved_a.csv"),
+    "s50-gain-c": lambda: moved_ab(S50 / "cases.csv", "run4-ab-moved-c", S50 / "moved_c.csv"),
+    "s50-gain-c91": lambda: moved_ab(S50 / "cases.csv", "run4-ab91-c", S50 / "moved_c91.csv"),
+    "s50-gain-forms": lambda: moved_forms(S50 / "cases.csv", "run4-ab91-c",
+                                          S50 / "moved_c91.csv", per_set=False),
+    "s50-gain-forms-a": lambda: moved_forms(S50 / "cases.csv", "run3-ab-moved",
+                                            S50 / "moved_a.csv", per_set=False),
+    "s50-rc-ws": lambda: providers_ab(
+        S50 / "cases.csv", ("run6-rc-ws", "run6-ws160"),
+        tuple((f"named:ws_{t}", f"named:{base}_{t}") for t, base in (
+            ("128x128", "tma"), ("128x144", "wide"), ("128x160", "wide"),
+            ("128x192", "wide")))),
+    "s50-rc-ab": lambda: runs_ab(S50 / "cases.csv", ("run7-ab-rc",), "tma_ws"),
+    "s50-sets-ab": lambda: runs_ab(
+        S50 / "cases.csv", ("run5-ab-holdout6", "run5-ab-nightly", "run5-ab-pr")),
+    "s50-sets": lambda: targets_table({
+        s: {m: (S50 / "cases.csv", f"run5-ab-{s}") for m in ("bf16", "fp16")}
+        for s in ("pr", "nightly", "holdout6")}),
 }
 
 
