@@ -198,16 +198,22 @@ TABLES: dict[str, Callable[[], str]] = {
                                           S50 / "moved_c91.csv", per_set=False),
     "s50-gain-forms-a": lambda: moved_forms(S50 / "cases.csv", "run3-ab-moved",
                                             S50 / "moved_a.csv", per_set=False),
+    "s50-gain-final": lambda: moved_ab(S50 / "cases_b.csv", "run9-ab93",
+                                       S50 / "moved_final93.csv"),
+    "s50-gain-final91": lambda: moved_ab(S50 / "cases_b.csv", "run8-ab91-final",
+                                         S50 / "moved_final91.csv"),
+    "s50-gain-final-sets": lambda: moved_ab(S50 / "cases_b.csv", "run8-ab-moved-final",
+                                            S50 / "moved_final.csv"),
     "s50-rc-ws": lambda: providers_ab(
-        S50 / "cases.csv", ("run6-rc-ws", "run6-ws160"),
+        S50 / "cases_b.csv", ("run6-rc-ws", "run6-ws160"),
         tuple((f"named:ws_{t}", f"named:{base}_{t}") for t, base in (
             ("128x128", "tma"), ("128x144", "wide"), ("128x160", "wide"),
             ("128x192", "wide")))),
-    "s50-rc-ab": lambda: runs_ab(S50 / "cases.csv", ("run7-ab-rc",), "tma_ws"),
+    "s50-rc-ab": lambda: runs_ab(S50 / "cases_b.csv", ("run7-ab-rc",), "tma_ws"),
     "s50-sets-ab": lambda: runs_ab(
-        S50 / "cases.csv", ("run5-ab-holdout6", "run5-ab-nightly", "run5-ab-pr")),
+        S50 / "cases_b.csv", ("run9-holdout6", "run9-nightly", "run9-pr")),
     "s50-sets": lambda: targets_table({
-        s: {m: (S50 / "cases.csv", f"run5-ab-{s}") for m in ("bf16", "fp16")}
+        s: {m: (S50 / "cases_b.csv", f"run9-{s}") for m in ("bf16", "fp16")}
         for s in ("pr", "nightly", "holdout6")}),
 }
 
