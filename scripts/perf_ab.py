@@ -83,19 +83,6 @@ def moved_ab(cases: Path, label: str, moved: Path, controls: bool = True,
     return "\n".join(out)
 
 
-def moved_worst(cases: Path, label: str, moved: Path, count: int,
-                per_set: bool = False) -> str:
-    """The `count` moved picks the A/B found slowest, slowest first (see `moved_ab`)."""
-    picks, _ = _moved(cases, label, moved, per_set)
-    out = ["| set | mode | case | old tile | new tile | predicted | A/B |",
-           "|---|---|---|---|---|---:|---:|"]
-    for m, a in sorted(picks, key=lambda p: p[1])[:count]:
-        pred = "-" if m["predicted"] in ("", "-") else f"{float(m['predicted']):.3f}"
-        out.append(f"| {m['set']} | {m['mode']} | {m['case']} | {m['old']} | {m['new']} | "
-                   f"{pred} | {a:.3f} |")
-    return "\n".join(out)
-
-
 def moved_forms(cases: Path, prefix: str, moved: Path, per_set: bool = True) -> str:
     """A dispatcher change's A/B on the picks it moves, per (old form, new form): the
     variant and block of each, how many picks, the predicted and measured gain (geomean)
@@ -129,29 +116,6 @@ def _split(tile: str) -> int:
     """A tile name's K split (`... k3`; 1 where it has none or names no tile)."""
     got = parse_config_name(tile)
     return got["split_k"] if got else 1
-
-
-def split_moves(cases: Path, prefix: str, moved: Path) -> str:
-    """A K-split change's A/B (runs labelled `prefix` + each pick's set, `_moved`) per
-    family (16-bit, tf32, fp8...), whether the new pick splits the old tile (its block
-    kept) or another's, and whether it cuts K into more ranges, fewer or as many (another
-    stage count, say): how many, the predicted and measured gain (geomean), the slowest
-    and fastest, how many faster."""
-    groups: dict[tuple[str, str, str], list[tuple[dict, float]]] = {}
-    for m, a in _moved(cases, prefix, moved, per_set=True)[0]:
-        fam = "16-bit" if m["mode"] in ("bf16", "fp16") else m["mode"]
-        same = m["old"].split()[1] == m["new"].split()[1]
-        was, now = _split(m["old"]), _split(m["new"])
-        ranges = "more" if now > was else "fewer" if now < was else "as many"
-        key = (fam, "its own" if same else "another's", ranges)
-        groups.setdefault(key, []).append((m, a))
-    out = ["| family | tile split | ranges | moved | predicted | A/B geomean | A/B min | "
-           "A/B max | faster |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
-    for (fam, whose, ranges), ps in sorted(groups.items()):
-        abs_ = [a for _, a in ps]
-        out.append(f"| {fam} | {whose} | {ranges} | {len(ps)} | {_predicted(ps)} | "
-                   f"{_spread(abs_)} |")
-    return "\n".join(out)
 
 
 def _staged(tile: str) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -147,37 +146,6 @@ def targets_table(rows: dict[str, dict[str, Cell]]) -> str:
 HOLDOUTS = ("holdout", "holdout2", "holdout3", "holdout4", "holdout5")
 
 
-def _ratio_cells(rs: list[dict]) -> str:
-    """Cases' ratios to cuBLAS as table cells: count | geomean | at 1.2x or more | below
-    0.80 | the slowest case and its ratio."""
-    xs = [float(r["ratio"]) for r in rs]
-    worst = min(rs, key=lambda r: float(r["ratio"]))
-    return (f"{len(rs)} | {geomean(xs):.3f} | {sum(x >= 1.2 for x in xs)} | "
-            f"{sum(x < 0.8 for x in xs)} | {worst['case']} {float(worst['ratio']):.2f}")
-
-
-def alignment_split(path: Path, label: str) -> str:
-    """One run's cases against cuBLAS per mode and alignment (every dimension a multiple of
-    16; of 8, not all of 16: issue 11's long tail too; any other): count, geomean, how
-    many at 1.2x or more and below 0.80, the slowest."""
-    rows = [r for r in _rows(path) if r["label"] == label and r["ratio"]]
-
-    def kind(case: str) -> str:
-        dims = [int(x) for x in re.findall(r"[mnk](\d+)", case)]
-        return "16" if not any(d % 16 for d in dims) else "8" if not any(d % 8 for d in dims) \
-            else "other"
-
-    out = ["| mode | dimensions | n | geomean | ≥ 1.2x | < 0.80 | slowest |",
-           "|---|---|---:|---:|---:|---:|---|"]
-    for mode in ALL_MODES:
-        for name, want in (("multiples of 16", "16"), ("multiples of 8", "8"),
-                           ("other", "other")):
-            rs = [r for r in rows if r["mode"] == mode and kind(r["case"]) == want]
-            if rs:
-                out.append(f"| {mode} | {name} | {_ratio_cells(rs)} |")
-    return "\n".join(out)
-
-
 def ratios_below(path: Path, prefix: str | tuple[str, ...], under: float,
                  strip: str | None = None) -> str:
     """The cases of the labels with `prefix` (or any of several) that ran below `under` of
@@ -251,8 +219,3 @@ def probe_table(path: Path, label: str, base: str = "base") -> str:
         out.append(f"| {shape} | {tile} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
-
-def _stacked(first: str, *more: str) -> str:
-    """Markdown tables of one header as one table: `first`, then the rows of each of
-    `more` (their header and rule lines dropped)."""
-    return "\n".join([first, *(line for t in more for line in t.split("\n")[2:])])

@@ -8,12 +8,13 @@
 A generated table sits between `<!-- perf_tables:NAME -->` and `<!-- /perf_tables:NAME -->`
 in docs/PERF.md; everything outside the markers is prose, written by hand. Sources:
 baselines/nvidia-h200.json (the per-mode baseline tables) and the session folders under
-docs/results from session 43 on (cases.csv from scripts/summarize_runs.py, tiles*.csv from
+docs/results from session 46 on (cases.csv from scripts/summarize_runs.py, tiles*.csv from
 scripts/device/tiles.py, tuned.csv from scripts/keep_entries.py). The tables of sessions
-1-42 are frozen (`<!-- frozen:NAME -->`, not regenerated): their data left the tree after
-commit 46bf53f (sessions 1-16), 29d4265 (17-21), 5a5bca6 (22-28), ea1ea92 (29-33),
-30b65a7 (34-40), 8c974ef (41) and bdaad63 (42), and docs/results/README.md says how to
-regenerate them there. `--power` counts any `gemmgate trials` checks.csv with
+1-45 (and session 46's `s46-final`) are frozen (`<!-- frozen:NAME -->`, not
+regenerated): their data left the tree after commit 46bf53f (sessions 1-16), 29d4265
+(17-21), 5a5bca6 (22-28), ea1ea92 (29-33), 30b65a7 (34-40), 8c974ef (41), bdaad63 (42),
+6eb0d2c (43) and a7c15fc (44-45, but their tiles*.csv), and docs/results/README.md says
+how to regenerate them there. `--power` counts any `gemmgate trials` checks.csv with
 gemmgate.trials' own code (`power`).
 This file is the registry (TABLES: a table's name, its function and its files) and the
 CLI; the functions that make the tables are in scripts/perf_formats.py and, for A/B
@@ -36,20 +37,16 @@ from perf_ab import (  # noqa: E402
     host_ab,
     moved_ab,
     moved_forms,
-    moved_worst,
     pad_ab,
     providers_ab,
     providers_best,
     rows_ab,
     runs_ab,
-    split_moves,
     staged_moves,
     trees_ab,
 )
 from perf_formats import (  # noqa: E402
     HOLDOUTS,
-    _stacked,
-    alignment_split,
     baseline_tables,
     inductor_summary,
     power_table,
@@ -66,8 +63,6 @@ from gemmgate.trials import read_csv as read_checks  # noqa: E402
 PERF_MD = ROOT / "docs" / "PERF.md"
 RESULTS = ROOT / "docs" / "results"
 BASELINE = ROOT / "baselines" / "nvidia-h200.json"
-S44 = RESULTS / "h200-2026-12-04-s44"
-S45 = RESULTS / "h200-2026-12-04-s45"
 S46 = RESULTS / "h200-2026-12-04-s46"
 S47 = RESULTS / "h200-2026-12-04-s47"
 S48 = RESULTS / "h200-2026-12-04-s48"
@@ -89,36 +84,6 @@ def _every_set(path: Path, session: str) -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "baseline": lambda: baseline_tables(BASELINE),
-    "s44-forms": lambda: moved_forms(S44 / "cases.csv", "call1-ab-", S44 / "moved_onewave.csv"),
-    "s44-fresh": lambda: moved_forms(S44 / "cases.csv", "call2-ab-",
-                                     S44 / "moved_onewave_fresh.csv"),
-    "s44-rand": lambda: alignment_split(S44 / "cases.csv", "call3-rand73"),
-    "s44-rand-b": lambda: alignment_split(S44 / "cases_b.csv", "call7-rand73"),
-    "s44-tf32-tiles": lambda: tile_matrix(S44 / "tiles_onewave_tf32.csv"),
-    "s44-tf32": lambda: moved_forms(S44 / "cases.csv", "call5-ab-", S44 / "moved_tf32.csv"),
-    "s44-tf32-085": lambda: moved_forms(S44 / "cases_b.csv", "call6-ab-",
-                                        S44 / "moved_tf32_085.csv"),
-    "s44-cr": lambda: moved_forms(S44 / "cases_b.csv", "call6-ab-", S44 / "moved_cr_wide.csv"),
-    "s45-tall": lambda: moved_forms(S45 / "cases.csv", "call1-tall-", S45 / "moved_tall_rr.csv"),
-    "s45-split": lambda: _stacked(
-        moved_ab(S45 / "cases.csv", "call1-split-", S45 / "moved_split.csv", per_set=True),
-        moved_ab(S45 / "cases.csv", "call2-split-", S45 / "moved_split_fresh.csv",
-                 per_set=True)),
-    "s45-split-kinds": lambda: _stacked(
-        split_moves(S45 / "cases.csv", "call1-split-", S45 / "moved_split.csv"),
-        split_moves(S45 / "cases.csv", "call2-split-", S45 / "moved_split_fresh.csv")),
-    "s45-split-worst": lambda: moved_worst(S45 / "cases.csv", "call2-split-",
-                                           S45 / "moved_split_fresh.csv", 6, per_set=True),
-    "s45-resplit": lambda: _stacked(
-        moved_ab(S45 / "cases_b.csv", "call4-rs-", S45 / "moved_resplit.csv", per_set=True),
-        moved_ab(S45 / "cases_b.csv", "call5-rs-", S45 / "moved_resplit_fresh.csv",
-                 per_set=True)),
-    "s45-resplit-kinds": lambda: split_moves(S45 / "cases_b.csv", "call4-rs-",
-                                             S45 / "moved_resplit.csv"),
-    "s45-resplit-fresh-kinds": lambda: split_moves(S45 / "cases_b.csv", "call5-rs-",
-                                                   S45 / "moved_resplit_fresh.csv"),
-    "s45-sets": lambda: _every_set(S45 / "sets.csv", "s45"),
-    "s45-below": lambda: ratios_below(S45 / "sets.csv", "s45-", 0.8, ""),
     "s46-pair-a": lambda: staged_moves(S46 / "cases.csv", "call1-a-tf32",
                                        S46 / "moved_a-tf32.csv", 5),
     "s46-pair-fp32": lambda: staged_moves(S46 / "cases.csv", "call1-a-fp32",
@@ -131,13 +96,6 @@ TABLES: dict[str, Callable[[], str]] = {
     "s46-sets": lambda: targets_table({
         **{s: {"tf32": (S46 / "sets.csv", f"s46-{s}-a")} for s in ("pr", "nightly")},
         "nightly, call 4": {"tf32": (S46 / "sets.csv", "s46-nightly-b")}}),
-    "s46-final": lambda: targets_table({
-        "pr": {m: (S46 / "sets.csv", "s46-pr-c") for m in ("fp32", "tf32", "bf16", "fp16", "fp8")},
-        "nightly": {**{m: (S46 / "sets.csv", "s46-nightly-c") for m in ("fp32", "bf16", "fp16",
-                                                                         "fp8")},
-                    "tf32": (S46 / "sets.csv", "s46-nightly-b")},
-        **{s: {m: (S45 / "sets.csv", f"s45-{s}-a") for m in ("bf16", "fp16", "fp8")}
-           for s in (*HOLDOUTS, "holdout6")}}),
     "s46-below": lambda: ratios_below(S46 / "sets.csv", ("s46-pr-c", "s46-nightly-b",
                                                          "s46-nightly-c"), 0.8, "s46-"),
     "s46-inductor": lambda: inductor_summary(S46 / "cases.csv",

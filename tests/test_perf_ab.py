@@ -37,8 +37,6 @@ def test_moved_ab_judges_the_moved_picks_against_the_runs_unmoved_cases(pf, tmp_
     assert pf.moved_ab(cases, "L", moved).splitlines()[2:] == [
         "| bf16 | 2 | 1.200 | 1.000 | 0.800 | 1.250 | 1 | 1 | 1.010 | 1.010–1.010 |",
         "| all | 2 | 1.200 | 1.000 | 0.800 | 1.250 | 1 | 2 | 1.000 | 0.990–1.010 |"]
-    assert pf.moved_worst(cases, "L", moved, 1).splitlines()[2:] == [
-        "| s | bf16 | m1-n1-k1 | a | b | 1.200 | 0.800 |"]
 
 
 def test_moved_ab_takes_the_predicted_picks_only_and_can_leave_controls_out(pf, tmp_path):
@@ -52,9 +50,6 @@ def test_moved_ab_takes_the_predicted_picks_only_and_can_leave_controls_out(pf, 
         "|---|---:|---:|---:|---:|---:|---:|",
         "| bf16 | 2 | 1.440 (1) | 1.000 | 0.800 | 1.250 | 1 |",
         "| all | 2 | 1.440 (1) | 1.000 | 0.800 | 1.250 | 1 |"]
-    assert pf.moved_worst(cases, "L", moved, 1).splitlines()[2:] == [
-        "| s | bf16 | m1-n1-k1 | a | b | 1.440 | 0.800 |"]
-    assert "| - | 1.250 |" in pf.moved_worst(cases, "L", moved, 2)
 
 
 TILES = """\
@@ -109,32 +104,8 @@ def test_moved_ab_per_set_joins_each_pick_with_its_draws_run(pf, tmp_path):
     assert rows[2:] == ["| tf32 | 1 | - | 2.000 | 2.000 | 2.000 | 1 |",
                         "| bf16 | 2 | 1.196 | 1.000 | 0.800 | 1.250 | 1 |",
                         "| all | 3 | 1.196 (2) | 1.260 | 0.800 | 2.000 | 2 |"]
-    assert pf.moved_worst(cases, "P-", moved, 1, per_set=True).splitlines()[2] == \
-        "| r1 | bf16 | m1-n1-k1 | a | b | 1.100 | 0.800 |"
     with pytest.raises(ValueError, match="no moved pick joins"):
         pf.moved_ab(cases, "Z-", moved, per_set=True)
-
-
-def test_split_moves_groups_by_family_whose_tile_and_more_or_fewer_ranges(pf, tmp_path):
-    cases, moved = _ab_files(
-        tmp_path,
-        "P-r,bf16,m1-n1-k1,1,1,1,ab:1.2000,t\nP-r,fp16,m2-n2-k2,1,1,1,ab:0.9000,t\n"
-        "P-r,tf32,m3-n3-k3,1,1,1,ab:1.1000,t\nP-r,bf16,m4-n4-k4,1,1,1,ab:1.0500,t\n"
-        "P-r,tf32,m5-n5-k5,1,1,1,ab:0.9000,t\n",
-        "r,bf16,m1-n1-k1,tma_split 64x64x64 g8 s4 w4 k2 [A pitch],"
-        "tma_split 64x64x64 g8 s4 w4 k3 [A pitch],1.2\n"
-        "r,fp16,m2-n2-k2,tma 64x64x64 g8 s4 w4,tma_split 128x64x64 g8 s4 w4 k3,1.1\n"
-        "r,tf32,m3-n3-k3,tma_split 64x64x32 g8 s4 w4 k8,"
-        "tma_split 64x64x32 g8 s4 w4 k3,-\n"
-        "r,bf16,m4-n4-k4,tma_split 64x64x64 g8 s4 w4 k4,"
-        "tma_split 64x64x64 g8 s4 w4 k6,1.0\n"
-        "r,tf32,m5-n5-k5,tma_split 64x64x32 g8 s5 w4 k4,"
-        "tma_split 64x64x32 g8 s4 w4 k4,1.1\n")   # another stage count
-    assert pf.split_moves(cases, "P-", moved).splitlines()[2:] == [
-        "| 16-bit | another's | more | 1 | 1.100 | 0.900 | 0.900 | 0.900 | 0 |",
-        "| 16-bit | its own | more | 2 | 1.095 | 1.122 | 1.050 | 1.200 | 2 |",
-        "| tf32 | its own | as many | 1 | 1.100 | 0.900 | 0.900 | 0.900 | 0 |",
-        "| tf32 | its own | fewer | 1 | - | 1.100 | 1.100 | 1.100 | 1 |"]
 
 
 def test_staged_moves_groups_by_tile_at_its_stages_and_ranges_largest_first(pf, tmp_path):

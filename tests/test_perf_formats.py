@@ -81,18 +81,6 @@ def test_inductor_summary_counts_the_cases_triton_ran_faster_and_names_the_slowe
         "| L | bf16 | 3 | 1.000 | 0.965 | 1 | m2-n2-k2 0.500, m3-n3-k3 0.900 |"]
 
 
-def test_alignment_split_parts_a_runs_cases_by_the_alignment_of_their_dimensions(pf, tmp_path):
-    cases = tmp_path / "c.csv"
-    cases.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
-                     "L,bf16,m16-n32-k64,1,1,0.5,,t\nL,bf16,m16-n32-k64-rc,1,1,2.0,,t\n"
-                     "L,bf16,m8-n32-k64,1,1,1.3,,t\nL,bf16,m7-n32-k64,1,1,0.9,,t\n"
-                     "M,bf16,m7-n32-k64,1,1,9.0,,t\n")
-    assert pf.alignment_split(cases, "L").splitlines()[2:] == [
-        "| bf16 | multiples of 16 | 2 | 1.000 | 1 | 1 | m16-n32-k64 0.50 |",
-        "| bf16 | multiples of 8 | 1 | 1.300 | 1 | 0 | m8-n32-k64 1.30 |",
-        "| bf16 | other | 1 | 0.900 | 0 | 0 | m7-n32-k64 0.90 |"]
-
-
 def test_tile_matrix_takes_one_calls_rows_of_a_labelled_file(pf, tmp_path):
     path = tmp_path / "tiles.csv"
     path.write_text("label,shape,mode,flush,provider,us,tflops,ratio\n"
