@@ -130,8 +130,12 @@ def priced(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
             out += [(transfer(r, ps, c, m, n, k, chip), c, HYBRID_MARGIN)
                     for c in (() if chip.fma else hybrids(r.config, m, n, k, variants, sms,
                                                           elem, chip.a_kmajor))]
-    if chip.ws:   # each tile at the speed of the form it runs in (entries are tuned plain)
-        out = [(ms / ws_forms.gain(c, chip.ws), c, margin) for ms, c, margin in out]
+    if chip.ws:   # each tile at the speed of the form it runs in (entries are tuned plain;
+        # only 128-row tiles have a form or a peer's: the rest skip the call, a first
+        # call's plan is mostly this lookup)
+        gain, layout, rows_ = ws_forms.gain, chip.ws, ws_forms.BLOCK_M
+        out = [(ms / gain(c, layout) if c.block_m == rows_ else ms, c, margin)
+               for ms, c, margin in out]
     return out
 
 

@@ -89,14 +89,24 @@ def form(pick: TileConfig) -> TileConfig | None:
     """The warp-specialized form of a 16-bit TMA pick (over LAYOUTS), or None: `tma` 128x128x64 or
     `tma_wide` 128x(128 + 16, 32 or 64)x64 at one program an SM, K whole (any stages
     and warps: the form takes its own, `stages_for`, and 8 warps)."""
-    if pick.variant not in ("tma", "tma_wide") or (pick.split_k, pick.occupancy) != (1, 1) \
-            or (pick.block_m, pick.block_k) != (BLOCK_M, BLOCK_K):
+    if not _formable(pick.variant, pick.block_m, pick.block_n, pick.block_k, pick.split_k,
+                     pick.occupancy):
         return None
-    ws = dataclasses.replace(pick, variant="tma_ws", num_warps=WARPS)
-    if not fits(ws) or parts(ws)[0] != 128 or (pick.variant == "tma") != (pick.block_n == 128):
-        return None
-    first, rest = parts(ws)
-    return dataclasses.replace(ws, num_stages=stages_for(first, block_n1=rest))
+    return dataclasses.replace(pick, variant="tma_ws", num_warps=WARPS,
+                               num_stages=stages_for(128, block_n1=pick.block_n - 128))
+
+
+def _formable(variant: str, block_m: int, block_n: int, block_k: int, split_k: int,
+              occupancy: int) -> bool:
+    """Whether a tile of these fields has a `form`: what `fits` says of its
+    warp-specialized tile (8 warps), from the fields alone (a lookup asks for each option
+    it prices, and a first call's lookup is cold: no TileConfig made to ask)."""
+    if variant not in ("tma", "tma_wide") or (split_k, occupancy) != (1, 1) \
+            or (block_m, block_k) != (BLOCK_M, BLOCK_K):
+        return False
+    rest = block_n - 128
+    return rest in _RESTS and (variant == "tma") == (rest == 0) \
+        and stages_for(128, block_n1=rest) >= 2
 
 
 @functools.lru_cache(maxsize=4096)   # a lookup asks it for every option it prices
@@ -104,9 +114,14 @@ def gain(pick: TileConfig, layout: str = "rr") -> float:
     """How much faster a 16-bit pick over operands of `layout` runs in its `form` than a
     lookup prices it (its table entry's, not warp-specialized): GAIN, its PEERS' for a
     tile that has none, or 1 where none was measured."""
-    ws = form(pick)
-    if ws is None and pick.block_n in PEERS and pick.variant in ("tma", "tma_hybrid"):
-        # (a hybrid's head is the plain tile: its K-split tail aside, priced alike)
-        ws = form(dataclasses.replace(pick, variant="tma", split_k=1,
-                                      block_n=PEERS[pick.block_n]))
-    return 1.0 if ws is None else GAIN.get(layout, {}).get(ws.block_n, 1.0)
+    f = (pick.block_m, pick.block_k, pick.occupancy)
+    if _formable(pick.variant, pick.block_m, pick.block_n, pick.block_k, pick.split_k,
+                 pick.occupancy):
+        return GAIN.get(layout, {}).get(pick.block_n, 1.0)
+    peer = PEERS.get(pick.block_n)
+    # (a hybrid's head is the plain tile: its K-split tail aside, priced alike)
+    if peer and pick.variant in ("tma", "tma_hybrid") and _formable("tma", f[0], peer, f[1],
+                                                                      1, f[2]):
+        return GAIN.get(layout, {}).get(peer, 1.0)
+    return 1.0
+
