@@ -12,9 +12,11 @@ over by mbarriers alone: `ready` (the loads landed, counted in bytes) and `empty
 warpgroups' wgmma that read the stage are done). The load warp runs ahead across tiles,
 so the next tile's first stages load while the consumers store C.
 
-16-bit only. kernels.matmul runs it as the `tma_ws` variant (`recipe`): the dispatcher
-gives a 16-bit rr 128-row pick that form (kernels/ws_forms.py), and a caller may name a
-`tma_ws` tile; `matmul_ws` and the `mm_ws_*` providers (the kernels.matmul contract, for
+16-bit, and fp8 where a caller names the tile (its B K-major, as the dispatcher copies it
+for fp8; C in bf16 times the two scales; session 50, not yet given to fp8 picks).
+kernels.matmul runs it as the `tma_ws` variant (`recipe`): the dispatcher gives a 16-bit
+rr or rc 128-row pick that form (kernels/ws_forms.py), and a caller may name a `tma_ws`
+tile; `matmul_ws` and the `mm_ws_*` providers (the kernels.matmul contract, for
 `gemmgate run --providers`) name one. A: row-major on 16 bytes; B: row-major, or
 column-major (its K-major stages permuted for wgmma); other operands run the tile's `tma`
 form. Tails in M, N and K are the TMA unit's (loads zero-filled, stores clipped).
@@ -48,7 +50,8 @@ from kernels.tile import TileConfig
 from kernels.ws_forms import BLOCK_K, BLOCK_M, WARPS, fits, max_regs, parts, stages_for, warps
 
 LOAD_REGS = 40     # the load warp's registers (setmaxnreg)
-_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16}
+_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16,
+           torch.float8_e4m3fn: gl.float8e4nv}   # fp8: B K-major, scales, C in bf16
 _MODES = {torch.bfloat16: (None, "bf16"), torch.float16: (None, "fp16")}   # precision=
 # TMA's copies under both names (triton 3.6: async_copy_*; later: async_load, async_store)
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
@@ -109,17 +112,18 @@ def _store_c(acc, c_desc, c_smem, off_m, off_n):
 
 
 @gluon.jit
-def _mmas(a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_smem, M, N, K,
-          BN: gl.constexpr, BN1: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
-          B_KMAJOR: gl.constexpr, BM: gl.constexpr, BK: gl.constexpr,
-          num_warps: gl.constexpr):
+def _mmas(a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_smem, scale_a,
+          scale_b, M, N, K, BN: gl.constexpr, BN1: gl.constexpr, GROUP_M: gl.constexpr,
+          STAGES: gl.constexpr, B_KMAJOR: gl.constexpr, BM: gl.constexpr, BK: gl.constexpr,
+          HAS_SCALE: gl.constexpr, INSTR_K: gl.constexpr, num_warps: gl.constexpr):
     """The consumers: wgmma over each stage as it lands (one group in flight), the stage
     handed back once the group that read it is done; C by TMA, its store left in flight
     until the next tile's C is ready to go out. A wide tile keeps two accumulators."""
     layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BN, 16])
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BN, INSTR_K])
     layout1: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, max(BN1, 8), 16])
+        version=[3, 0], warps_per_cta=[num_warps, 1],
+        instr_shape=[16, max(BN1, 8), INSTR_K])
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN + BN1)
     k_steps = gl.cdiv(K, BK)
@@ -150,6 +154,10 @@ def _mmas(a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_sme
             i += 1
         acc, acc1 = warpgroup_mma_wait(num_outstanding=0, deps=(acc, acc1))
         mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES))
+        if HAS_SCALE:   # fp8: C = (A @ B) * scale_a * scale_b
+            scale = gl.load(scale_a) * gl.load(scale_b)
+            acc = acc * scale
+            acc1 = acc1 * scale
         off_m = pid_m * BM
         off_n = pid_n * (BN + BN1)
         tma.store_wait(pendings=0)   # the previous tile's C has left c_smem
@@ -160,19 +168,23 @@ def _mmas(a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_sme
 
 
 @gluon.jit
-def _ws_kernel(a_desc, b_desc, b1_desc, c_desc, c1_desc, M, N, K, BN: gl.constexpr,
-               BN1: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
-               B_KMAJOR: gl.constexpr, num_warps: gl.constexpr):
+def _ws_kernel(a_desc, b_desc, b1_desc, c_desc, c1_desc, scale_a, scale_b, M, N, K,
+               BN: gl.constexpr, BN1: gl.constexpr, GROUP_M: gl.constexpr,
+               STAGES: gl.constexpr, B_KMAJOR: gl.constexpr, HAS_SCALE: gl.constexpr,
+               INSTR_K: gl.constexpr, num_warps: gl.constexpr):
+    """fp8 (HAS_SCALE): A and B in e4m3, B K-major (wgmma takes 8-bit B no other way),
+    INSTR_K 32; C in c_desc's dtype (bf16), times the two scales."""
     dtype: gl.constexpr = a_desc.dtype
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
-    c_smem = gl.allocate_shared_memory(dtype, c_desc.block_type.shape, c_desc.layout)
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
     if BN1 > 0:
         b1_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b1_desc.block_type.shape,
                                             b1_desc.layout)
-        c1_smem = gl.allocate_shared_memory(dtype, c1_desc.block_type.shape, c1_desc.layout)
+        c1_smem = gl.allocate_shared_memory(c1_desc.dtype, c1_desc.block_type.shape,
+                                            c1_desc.layout)
     else:   # no second part: its arguments are the first part's, never read
         b1_bufs = b_bufs
         c1_smem = c_smem
@@ -183,7 +195,8 @@ def _ws_kernel(a_desc, b_desc, b1_desc, c_desc, c1_desc, M, N, K, BN: gl.constex
         mbarrier.init(empty.index(s), count=1)
     gl.warp_specialize([
         (_mmas, (a_bufs, b_bufs, b1_bufs, ready, empty, c_desc, c1_desc, c_smem, c1_smem,
-                 M, N, K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK, num_warps)),
+                 scale_a, scale_b, M, N, K, BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK,
+                 HAS_SCALE, INSTR_K, num_warps)),
         (_loads, (a_desc, b_desc, b1_desc, a_bufs, b_bufs, b1_bufs, ready, empty, M, N, K,
                   BN, BN1, GROUP_M, STAGES, B_KMAJOR, BM, BK)),
     ], [1], [_LOAD_REGS])
@@ -211,7 +224,7 @@ class Recipe:
     def _descs(self, a, b, c) -> tuple:
         first, rest = self.parts
         bm, bk = self.block_mk
-        dt = _DTYPES[a.dtype]
+        dt, dc = _DTYPES[a.dtype], _DTYPES[c.dtype]
         cols = self.b_cols or b.shape[1]
 
         def b_box(width: int) -> TensorDescriptor:
@@ -219,22 +232,22 @@ class Recipe:
                 return _desc(b.t(), [width, bk], dt, rows=cols)
             return _desc(b, [bk, width], dt, cols=cols)
 
-        b_desc, c_desc = b_box(first), _desc(c, [bm, first], dt)
-        b1_desc, c1_desc = (b_box(rest), _desc(c, [bm, rest], dt)) if rest \
+        b_desc, c_desc = b_box(first), _desc(c, [bm, first], dc)
+        b1_desc, c1_desc = (b_box(rest), _desc(c, [bm, rest], dc)) if rest \
             else (b_desc, c_desc)
         return _desc(a, [bm, bk], dt), b_desc, b1_desc, c_desc, c1_desc
 
     def launch(self, a, b, out, sa, sb) -> None:
         c = _stage(out, "c") if self.staged else out
-        self.repeats.run((a.data_ptr(), b.data_ptr(), c.data_ptr()), self.run,
-                         lambda: self._descs(a, b, c))
+        self.repeats.run((a.data_ptr(), b.data_ptr(), c.data_ptr(), sa.data_ptr(),
+                          sb.data_ptr()), self.run, lambda: (*self._descs(a, b, c), sa, sb))
         if c is not out:
             unstage(self.unstage, c, out)
 
     def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
         stage = _stage(out) if self.staged else None
         c = out if stage is None else stage
-        return bound(self.run, self._descs(a, b, c), stage, out, self.unstage)
+        return bound(self.run, (*self._descs(a, b, c), sa, sb), stage, out, self.unstage)
 
 
 @functools.lru_cache(maxsize=256)
@@ -246,6 +259,7 @@ def _launch(first: int, rest: int, group_m: int, stages: int, b_kmajor: bool, M:
     descriptor's dtype is not in it: kernels/launch.py)."""
     return Launch(_ws_kernel, (programs,), (M, N, K),
                   dict(BN=first, BN1=rest, GROUP_M=group_m, STAGES=stages, B_KMAJOR=b_kmajor,
+                       HAS_SCALE=dtype.itemsize == 1, INSTR_K=32 // dtype.itemsize,
                        num_warps=warps(block_m), maxnreg=max_regs(block_m, occupancy)))
 
 
@@ -255,17 +269,18 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     on a CUDA device, a tile it does not run (`fits`), an A not row-major on 16 bytes, a B a
     descriptor takes neither way): kernels.matmul then runs the tile's `tma` form.
     `b_room`: zeros past B's N in its copy, read to whole tiles (past_n.b_extent)."""
-    if a.device.type != "cuda" or a.dtype not in _DTYPES or has_scale or is_fp32 \
+    if a.device.type != "cuda" or a.dtype not in _DTYPES or is_fp32 \
+            or has_scale != (a.element_size() == 1) \
             or not fits(config) or tma_form(a) is not False:   # (Triton's interpreter runs
         return None                                            # no Gluon: the tma form)
     b_t = tma_form(b)
-    if b_t is None:
+    if b_t is None or (a.element_size() == 1 and not b_t):   # fp8's B K-major only
         return None
     staged = tma_form(out) is not False
     first, rest = parts(config)
     bm, bk, occ = config.block_m, config.block_k, config.occupancy
     stages = min(config.num_stages, stages_for(first, block_n1=rest, block_m=bm, block_k=bk,
-                                               occupancy=occ))
+                                               occupancy=occ, elem=a.element_size()))
     (M, K), N = a.shape, b.shape[1]
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, config.block_n)
     run = _launch(first, rest, config.group_m, stages, b_t, M, N, K,
@@ -302,7 +317,7 @@ def matmul_ws(a: torch.Tensor, b: torch.Tensor, *, precision=None, out=None, sca
     smaller one, as `tma_wide`'s), run by kernels.matmul: its copies (`cache_copies`: kept,
     on whole 128-byte lines), its staged C, its `tma` form for operands this kernel does not
     take."""
-    if a.dtype not in _DTYPES or b.dtype != a.dtype:
+    if a.dtype not in _MODES or b.dtype != a.dtype:
         raise TypeError(f"matmul_ws takes bf16 or fp16 operands, got {a.dtype}, {b.dtype}")
     if precision not in _MODES[a.dtype]:
         raise ValueError(f"matmul_ws runs {a.dtype} only, not precision {precision!r}")

@@ -61,11 +61,12 @@ def max_regs(block_m: int, occupancy: int = 1) -> int:
 
 
 def stages_for(block_n: int, smem: int = SMEM, block_n1: int = 0, block_m: int = BLOCK_M,
-               block_k: int = BLOCK_K, occupancy: int = 1) -> int:
-    """Stages that fit beside C's staging buffers (16-bit), a program's share of the
-    SM's shared memory at `occupancy` programs, at most 6 (0: not even 2 fit)."""
+               block_k: int = BLOCK_K, occupancy: int = 1, elem: int = 2) -> int:
+    """Stages of `elem`-byte operands (2: 16-bit; 1: fp8) that fit beside C's staging
+    buffers (16-bit C), a program's share of the SM's shared memory at `occupancy`
+    programs, at most 6 (0: not even 2 fit)."""
     cols = block_n + block_n1
-    stage = (block_m * block_k + block_k * cols) * 2
+    stage = (block_m * block_k + block_k * cols) * elem
     got = (smem // occupancy - block_m * cols * 2 - 4096) // stage
     return min(6, got) if got >= 2 else 0
 

@@ -50,8 +50,8 @@ def _launch(tile, mode: str, m: int, n: int, k: int, sms: int = 132):
     from kernels import matmul_tma, matmul_tma_streamk, matmul_tma_wide, ws_forms
 
     if tile.variant == "tma_ws":   # Gluon: `compile_ws`, from the tile alone
-        if mode not in ("bf16", "fp16") or not ws_forms.fits(tile):
-            raise ValueError(f"{tile}: the tma_ws kernel runs 16-bit tiles that "
+        if mode not in ("bf16", "fp16", "fp8") or not ws_forms.fits(tile):
+            raise ValueError(f"{tile}: the tma_ws kernel runs 16-bit and fp8 tiles that "
                              "ws_forms.fits")
         return None, None, None
     make = {"tma": matmul_tma.recipe, "tma_wide": matmul_tma_wide.recipe,
@@ -87,22 +87,26 @@ def compile_ws(tile, mode: str, arch: int):
     from kernels import matmul_ws as ws
     from kernels import ws_forms
 
-    elem = _DTYPES[mode][1]
-    dt = gl.bfloat16 if mode == "bf16" else gl.float16
+    fp8 = mode == "fp8"   # B K-major, C in bf16
+    elem, c_elem = _DTYPES[mode][1], "bf16" if fp8 else _DTYPES[mode][1]
+    dt = {"bf16": gl.bfloat16, "fp16": gl.float16, "fp8": gl.float8e4nv}[mode]
+    dc = gl.bfloat16 if fp8 else dt
     bm, bk = tile.block_m, tile.block_k
     first, rest = ws_forms.parts(tile)
     stages = min(tile.num_stages, ws_forms.stages_for(
-        first, block_n1=rest, block_m=bm, block_k=bk, occupancy=tile.occupancy))
+        first, block_n1=rest, block_m=bm, block_k=bk, occupancy=tile.occupancy,
+        elem=1 if fp8 else 2))
 
-    def desc(block: tuple[int, int]) -> str:
-        return f"tensordesc<{elem}[{block[0]}, {block[1]}],{ws._layout(block, dt)!r}>"
+    def desc(block: tuple[int, int], e: str = elem, t=dt) -> str:
+        return f"tensordesc<{e}[{block[0]}, {block[1]}],{ws._layout(block, t)!r}>"
 
     two = rest or first   # the second boxes (the first's where the tile has none)
-    sig = dict(a_desc=desc((bm, bk)), b_desc=desc((bk, first)), b1_desc=desc((bk, two)),
-               c_desc=desc((bm, first)), c1_desc=desc((bm, two)), M="i32", N="i32",
-               K="i32")
-    consts = dict(BN=first, BN1=rest, GROUP_M=tile.group_m, STAGES=stages, B_KMAJOR=False,
-                  num_warps=ws_forms.warps(bm))
+    b_box = (lambda w: (w, bk)) if fp8 else (lambda w: (bk, w))
+    sig = dict(a_desc=desc((bm, bk)), b_desc=desc(b_box(first)), b1_desc=desc(b_box(two)),
+               c_desc=desc((bm, first), c_elem, dc), c1_desc=desc((bm, two), c_elem, dc),
+               scale_a="*fp32", scale_b="*fp32", M="i32", N="i32", K="i32")
+    consts = dict(BN=first, BN1=rest, GROUP_M=tile.group_m, STAGES=stages, B_KMAJOR=fp8,
+                  HAS_SCALE=fp8, INSTR_K=32 if fp8 else 16, num_warps=ws_forms.warps(bm))
     names = ws._ws_kernel.arg_names
     sig.update({n: "constexpr" for n in consts})
     src = GluonASTSource(fn=ws._ws_kernel, signature={n: sig[n] for n in names},

@@ -51,3 +51,7 @@ def test_a_warp_specialized_tile_compiles_from_the_tile_alone():
     assert line.startswith("tma_ws:128x144x64:s5:w8 fp16: ok, 168 registers, 0 bytes spill")
     got = _run("tma_ws:128x128x64:s5:w4")   # 4 warps: not a tile the kernel runs
     assert got.returncode == 2 and "ws_forms.fits" in got.stderr
+    got = _run("tma_ws:128x128x128:s5:w8", "--mode", "fp8")   # e4m3, B K-major, scales
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert got.stdout.strip().splitlines()[-1].startswith(
+        "tma_ws:128x128x128:s5:w8 fp8: ok, 168 registers, 0 bytes spill")

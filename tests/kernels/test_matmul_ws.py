@@ -145,6 +145,43 @@ def test_gpu_the_dispatcher_runs_a_16_bit_128x128_pick_warp_specialized():
     assert _error(out, a, b) < 1e-2
 
 
+@pytest.mark.gpu
+@hopper
+@pytest.mark.parametrize(("m", "n", "k", "tile"), [
+    (1000, 1000, 1000, (128, 128, 128, 5)),   # tails in M, N and K
+    (3432, 528, 7088, (128, 128, 128, 5)),    # deep K, one tile a program
+    (2048, 4096, 512, (128, 144, 128, 5)),    # wide, several tiles a program
+    (777, 333, 520, (128, 192, 128, 4)),      # C staged (rows off 16 bytes)
+])
+def test_gpu_fp8_runs_warp_specialized_with_its_scales(m, n, k, tile):
+    """fp8 on a named `tma_ws` tile: e4m3 operands (B K-major, as the dispatcher copies
+    it), wgmma's 8-bit K of 32, C in bf16 times both scales; the same bits again, and
+    close to the tile's `tma` form."""
+    import kernels
+    from kernels.tile import TileConfig
+
+    g = torch.Generator().manual_seed(m + k)
+    a = torch.randn(m, k, generator=g).cuda().to(torch.float8_e4m3fn)
+    b = torch.randn(k, n, generator=g).cuda().to(torch.float8_e4m3fn)
+    sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(2 / 3, device="cuda")
+    bm, bn, bk, stages = tile
+    cfg = TileConfig(bm, bn, bk, 8, stages, 8, "tma_ws")
+    b_kmajor = b.t().contiguous().t()
+    out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    assert ws.recipe(cfg, a, b_kmajor, out, input_precision="ieee", is_fp32=False,
+                     has_scale=True) is not None                  # warp-specialized, not tma
+    assert ws.recipe(cfg, a, b, out, input_precision="ieee", is_fp32=False,
+                     has_scale=True) is None                      # B N-major: the tma form
+    got = kernels.matmul(a, b, scale_a=sa, scale_b=sb, config=cfg, cache_copies=True)
+    ref = (a.double() @ b.double()) * (0.5 * 2 / 3)
+    assert got.dtype == torch.bfloat16
+    assert ((got.double() - ref).norm() / ref.norm()).item() < 1e-2
+    again = kernels.matmul(a, b, scale_a=sa, scale_b=sb, config=cfg, cache_copies=True)
+    assert torch.equal(again, got)
+    plain = kernels.matmul(a, b, scale_a=sa, scale_b=sb, config=ws.fallback(cfg))
+    assert ((got.double() - plain.double()).norm() / ref.norm()).item() < 1e-2
+
+
 @pytest.mark.skipif(torch.cuda.is_available(),
                     reason="the interpreter's run (CPU tensors); the GPU's is test_gpu_*")
 @pytest.mark.parametrize("tile", [(128, 128, 64, 5, 8, 1), (64, 64, 128, 3, 4, 2)])
@@ -178,3 +215,6 @@ def test_a_launch_is_made_per_dtype_and_shape():
     assert bf.kw["num_warps"] == 8 and bf.kw["maxnreg"] == 168
     one_group = ws._launch(64, 0, 8, 3, False, 2264, 616, 136, 264, torch.bfloat16, 64, 2)
     assert one_group.kw["num_warps"] == 4 and one_group.kw["maxnreg"] == 128
+    assert (bf.kw["HAS_SCALE"], bf.kw["INSTR_K"]) == (False, 16)
+    fp8 = ws._launch(128, 0, 8, 5, True, 1024, 1024, 1024, 64, torch.float8_e4m3fn)
+    assert (fp8.kw["HAS_SCALE"], fp8.kw["INSTR_K"], fp8.kw["B_KMAJOR"]) == (True, 32, True)

@@ -36,6 +36,8 @@ def test_stages_fit_beside_c_and_the_tile_checks():
         used = s * (wf.BLOCK_M * wf.BLOCK_K + wf.BLOCK_K * cols) * 2 + wf.BLOCK_M * cols * 2
         assert 2 <= s <= 6 and used <= wf.SMEM - 4096
     assert (wf.stages_for(128), wf.stages_for(128, block_n1=64), wf.stages_for(256)) == (5, 4, 3)
+    # fp8 operands (1 byte), C in bf16: 128x128x128 holds 5 stages where 16-bit holds 2
+    assert (wf.stages_for(128, block_k=128, elem=1), wf.stages_for(128, block_k=128)) == (5, 2)
     assert wf.parts(T(128, 144, 64, 8, 5, 8, "tma_ws")) == (128, 16)
     assert wf.parts(T(128, 128, 64, 8, 5, 8, "tma_ws")) == (128, 0)
     assert wf.fits(T(128, 192, 64, 8, 4, 8, "tma_ws"))
