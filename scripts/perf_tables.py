@@ -168,6 +168,10 @@ TABLES: dict[str, Callable[[], str]] = {
             ("128x128", "tma"), ("128x144", "wide"), ("128x160", "wide"),
             ("128x192", "wide")))),
     "s50-rc-ab": lambda: runs_ab(S50 / "cases_b.csv", ("run7-ab-rc",), "tma_ws"),
+    "s50-fp8-ws": lambda: providers_ab(
+        S50 / "cases_b.csv", ("run10-fp8-ws",),
+        (("named8:ws8_128x128", "named8:tma8_128x128"),
+         ("named8:ws8_128x192", "named8:wide8_128x192"))),
     "s50-sets-ab": lambda: runs_ab(
         S50 / "cases_b.csv", ("run9-holdout6", "run9-nightly", "run9-pr")),
     "s50-sets": lambda: targets_table({
