@@ -24,21 +24,20 @@ WARPS = 8          # their consumers: two warpgroups (the kernel's default parti
 SMEM = 232448      # a program's shared memory on the H200 (227 KiB)
 _RESTS = (0, 16, 32, 64)   # the narrower box of a wide tile (none: a power of two wide)
 LAYOUTS = ("rr", "rc")   # the operand layouts whose 16-bit TMA picks run in their `form`
-# How much faster a `form` runs than the tile it replaces, by the operands' layouts and its
-# columns, the same tile at 8 warps warp-specialized and not (H200, 16 drawn shapes, the
-# lower of bf16 and fp16): rr session 49 run 5, its 128 + 32 and rc session 50 run 6 (rc
-# 128 + 32 not measured: no credit). 128x128: the low end of its gains over the picks it
-# replaced at their own warps and stages (x1.02-1.07): credited its x1.048, near-ties with
-# plain 128x256 tiles moved to it ran x0.97 (11 of 13 slower, session 50 run 3); rc's
-# x1.068 likewise.
+# How much faster a `form` runs than the tile it replaces, by the operands' layouts and the
+# tile's columns: the same tile at 8 warps warp-specialized and not, H200, 16 drawn shapes,
+# the lower of bf16 and fp16 (rr: session 49 run 5, 128 + 32 session 50 run 6; rc: session
+# 50 run 6, 128 + 32 not measured, so no credit). 128x128 is credited the low end of its
+# gains over the picks it replaced at their own warps and stages (x1.02-1.07), not its
+# x1.048 (rc: x1.068): credited so, near-ties with plain 128x256 tiles moved to it and ran
+# x0.97 (11 of 13 slower, session 50 run 3).
 GAIN = {"rr": {128: 1.02, 144: 1.019, 160: 1.052, 192: 1.089},
         "rc": {128: 1.02, 144: 1.038, 192: 1.058}}
-# A plain 128x256 tile (no form: warp-specialized it ran as fast, session 49), and its
-# hybrid, are priced with the 128x128 form's credit, so the two compare as the table
-# measured them: the
-# credit alone moved near-ties from 128x256 to 128x128 that then ran x0.968 and x0.974
-# (13 and 10 picks, 1 and 3 faster; session 50 runs 3 and 4), where every other move it
-# made ran x1.04-1.20.
+# A plain 128x256 tile (no form: warp-specialized it ran as fast, session 49) and its
+# hybrid are priced with the 128x128 form's credit, so the two compare as the table
+# measured them: the credit alone moved near-ties from 128x256 to 128x128 that then ran
+# x0.968 and x0.974 (13 and 10 picks, 1 and 3 faster; session 50 runs 3 and 4), where
+# every other kind of move it made ran x1.04-1.20.
 PEERS = {256: 128}
 
 
@@ -87,9 +86,9 @@ def fits(config: TileConfig) -> bool:
 
 
 def form(pick: TileConfig) -> TileConfig | None:
-    """The warp-specialized form of a 16-bit TMA pick (over LAYOUTS), or None: `tma` 128x128x64 or
-    `tma_wide` 128x(128 + 16, 32 or 64)x64 at one program an SM, K whole (any stages
-    and warps: the form takes its own, `stages_for`, and 8 warps)."""
+    """The warp-specialized form of a 16-bit TMA pick (over LAYOUTS), or None: `tma`
+    128x128x64 or `tma_wide` 128x(128 + 16, 32 or 64)x64 at one program an SM, K whole (any
+    stages and warps: the form takes its own, `stages_for`, and 8 warps)."""
     if not _formable(pick.variant, pick.block_m, pick.block_n, pick.block_k, pick.split_k,
                      pick.occupancy):
         return None
@@ -115,14 +114,12 @@ def gain(pick: TileConfig, layout: str = "rr") -> float:
     """How much faster a 16-bit pick over operands of `layout` runs in its `form` than a
     lookup prices it (its table entry's, not warp-specialized): GAIN, its PEERS' for a
     tile that has none, or 1 where none was measured."""
-    f = (pick.block_m, pick.block_k, pick.occupancy)
-    if _formable(pick.variant, pick.block_m, pick.block_n, pick.block_k, pick.split_k,
-                 pick.occupancy):
-        return GAIN.get(layout, {}).get(pick.block_n, 1.0)
-    peer = PEERS.get(pick.block_n)
+    bm, bn, bk, occ = pick.block_m, pick.block_n, pick.block_k, pick.occupancy
+    if _formable(pick.variant, bm, bn, bk, pick.split_k, occ):
+        return GAIN.get(layout, {}).get(bn, 1.0)
+    peer = PEERS.get(bn)
     # (a hybrid's head is the plain tile: its K-split tail aside, priced alike)
-    if peer and pick.variant in ("tma", "tma_hybrid") and _formable("tma", f[0], peer, f[1],
-                                                                      1, f[2]):
+    if peer and pick.variant in ("tma", "tma_hybrid") and _formable("tma", bm, peer, bk, 1, occ):
         return GAIN.get(layout, {}).get(peer, 1.0)
     return 1.0
 
