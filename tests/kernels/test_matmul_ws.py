@@ -222,3 +222,23 @@ def test_a_launch_is_made_per_dtype_and_shape():
     assert (bf.kw["HAS_SCALE"], bf.kw["INSTR_K"]) == (False, 16)
     fp8 = ws._launch(128, 0, 8, 5, True, 1024, 1024, 1024, 64, torch.float8_e4m3fn)
     assert (fp8.kw["HAS_SCALE"], fp8.kw["INSTR_K"], fp8.kw["B_KMAJOR"]) == (True, 32, True)
+
+
+def test_a_bound_launch_passes_the_scales_where_the_kernel_takes_them():
+    """The kernel's leading arguments are five descriptors then the two scale pointers
+    (kernels.matmul passes A for both where a call has no scales; fp8 its scales), then
+    M, N, K, which a Launch appends: a bound call on CPU tensors (descriptors are host
+    metadata) hands them over in that order."""
+    got = []
+    r = ws.Recipe(run=lambda *args: got.append(args), b_kmajor=False, parts=(128, 16),
+                  block_mk=(128, 64), b_cols=0, staged=False)
+    a = torch.zeros(256, 128, dtype=torch.bfloat16)
+    b = torch.zeros(128, 288, dtype=torch.bfloat16)
+    out = torch.zeros(256, 288, dtype=torch.bfloat16)
+    sa, sb = torch.ones(()), torch.full((), 2.0)
+    r.bind(a, b, out, sa, sb)()
+    names = ws._ws_kernel.arg_names
+    assert names[5:10] == ["scale_a", "scale_b", "M", "N", "K"] and len(got[0]) == 7
+    assert got[0][5] is sa and got[0][6] is sb
+    assert [d.block_shape for d in got[0][:5]] == [[128, 64], [64, 128], [64, 16],
+                                                   [128, 128], [128, 16]]
