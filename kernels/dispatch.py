@@ -169,10 +169,7 @@ def _ws(pick: TileConfig, bucket: str) -> TileConfig:
     """A 16-bit TMA pick over row-major A (B either way: ws_forms.LAYOUTS) in its
     warp-specialized form where it has one (kernels/ws_forms.py: x1.02-1.09 on the same
     tiles, sessions 49 and 50), else the pick."""
-    words = bucket.split(" ")
-    if words[0] != "16bit" or words[2] not in ws_forms.LAYOUTS or words[3] != "tma":
-        return pick
-    return ws_forms.form(pick) or pick
+    return (ws_forms.form(pick) or pick) if ws_forms.layout_of(bucket) else pick
 
 
 def fallback(fam: str, M: int, N: int, K: int, variants: tuple[str, ...], sms: int,

@@ -64,9 +64,7 @@ def chip_for(sms: int, smem: int, fam: str, bucket: str) -> Chip:
     layouts = words[2] if len(words) > 2 else ""
     tf32, fma = words[1:2] == ["tf32"], fma_bucket(bucket)
     return Chip(sms, smem, fam, layouts.startswith("r"), layouts.endswith("c"), tf32, fma,
-                0 if fma else smem, fam == "16bit" or tf32,
-                layouts if fam == "16bit" and layouts in ws_forms.LAYOUTS
-                and words[3:4] == ["tma"] else "")
+                0 if fma else smem, fam == "16bit" or tf32, ws_forms.layout_of(bucket))
 
 
 def fma_bucket(bucket: str) -> bool:

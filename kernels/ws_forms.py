@@ -41,6 +41,14 @@ GAIN = {"rr": {128: 1.02, 144: 1.019, 160: 1.052, 192: 1.089},
 PEERS = {256: 128}
 
 
+def layout_of(bucket: str) -> str:
+    """The operands' layouts of a tuning bucket whose picks run in their `form` (16-bit,
+    TMA, LAYOUTS), or "": the dispatcher's rule and the lookup's prices ask the same."""
+    words = bucket.split(" ")
+    layouts = words[2] if len(words) > 3 and (words[0], words[3]) == ("16bit", "tma") else ""
+    return layouts if layouts in LAYOUTS else ""
+
+
 def parts(config: TileConfig) -> tuple[int, int]:
     """A tile's B boxes: its largest power of two and the rest (128x144: 128 + 16;
     128x256: 256 and none)."""
