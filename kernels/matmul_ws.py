@@ -47,7 +47,17 @@ from kernels.matmul_tma import _stage, bound, num_sms, tma_form, unstage, unstag
 from kernels.past_n import b_extent
 from kernels.relayout import LINE, pitch
 from kernels.tile import TileConfig
-from kernels.ws_forms import BLOCK_K, BLOCK_M, WARPS, fits, max_regs, parts, stages_for, warps
+from kernels.ws_forms import (
+    BLOCK_K,
+    BLOCK_M,
+    WARPS,
+    fits,
+    max_regs,
+    parts,
+    stages,
+    stages_for,
+    warps,
+)
 
 LOAD_REGS = 40     # the load warp's registers (setmaxnreg)
 _DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16,
@@ -279,11 +289,9 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     staged = tma_form(out) is not False
     first, rest = parts(config)
     bm, bk, occ = config.block_m, config.block_k, config.occupancy
-    stages = min(config.num_stages, stages_for(first, block_n1=rest, block_m=bm, block_k=bk,
-                                               occupancy=occ, elem=a.element_size()))
     (M, K), N = a.shape, b.shape[1]
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, config.block_n)
-    run = _launch(first, rest, config.group_m, stages, b_t, M, N, K,
+    run = _launch(first, rest, config.group_m, stages(config, a.element_size()), b_t, M, N, K,
                   min(num_sms(a.device) * occ, tiles), a.dtype, bm, occ)
     return Recipe(run, b_t, (first, rest), (bm, bk), b_extent(config, N, b_room), staged,
                   unstager(out, pitch(N, out.element_size(), LINE)) if staged else None)

@@ -88,9 +88,21 @@ def fits(config: TileConfig) -> bool:
         and config.block_k in (64, 128) and config.split_k == 1 \
         and (config.occupancy == 1 or config.block_m == 64 and config.occupancy == 2) \
         and first in (64, 128, 256) and rest in _RESTS \
-        and (rest == 0 or config.block_m == first == 128) \
-        and stages_for(first, block_n1=rest, block_m=config.block_m, block_k=config.block_k,
-                       occupancy=config.occupancy) >= 2
+        and (rest == 0 or config.block_m == first == 128) and _most_stages(config) >= 2
+
+
+def _most_stages(config: TileConfig, elem: int = 2) -> int:
+    """The stages of `elem`-byte operands the tile's shared memory holds (`stages_for`)."""
+    first, rest = parts(config)
+    return stages_for(first, block_n1=rest, block_m=config.block_m, block_k=config.block_k,
+                      occupancy=config.occupancy, elem=elem)
+
+
+def stages(config: TileConfig, elem: int = 2) -> int:
+    """The stages a tile the kernel runs (`fits`) is launched with: its own, at most as
+    many as shared memory holds for `elem`-byte operands (matmul_ws.recipe,
+    scripts/ptxas_check.py)."""
+    return min(config.num_stages, _most_stages(config, elem))
 
 
 def form(pick: TileConfig) -> TileConfig | None:

@@ -9,8 +9,8 @@ Each tile (written as tiles.py writes it: `tma_wide:128x192x64:s4:w8`; variants 
 make for a row-major call of that shape in that mode (the variant's `recipe`, on meta
 tensors), compiled with `triton.compile` for sm_ARCH with no GPU, and its PTX assembled
 by the ptxas this Triton ships, with -v (a `tma_ws` tile, the warp-specialized Gluon
-kernel, 16-bit: compiled from the tile alone, its stages and registers as kernels.matmul
-launches it). ptxas warns "C7515: wgmma.mma_async instructions are serialized" where
+kernel, 16-bit or fp8: compiled from the tile alone, its stages and registers as
+kernels.matmul launches it). ptxas warns "C7515: wgmma.mma_async instructions are serialized" where
 the tensor cores would run one wgmma group at a time: session 33's first `tma_wide` ran
 0.56-0.70 of cuBLAS so (triton 3.6, a flattened tile loop with two accumulators), where
 nothing on the device said why. The device's Triton is what matters: install its wheel
@@ -77,42 +77,43 @@ def _launch(tile, mode: str, m: int, n: int, k: int, sms: int = 132):
 
 def compile_ws(tile, mode: str, arch: int):
     """The warp-specialized kernel (kernels/matmul_ws.py) compiled for a `tma_ws` tile
-    over a row-major A and B, as kernels.matmul launches it (its stages, warps and
-    registers), for sm_`arch`."""
+    over a row-major A (fp8: B K-major), for sm_`arch`: its constexprs, warps and
+    registers are the Launch kernels.matmul makes (`matmul_ws._launch`), its descriptors'
+    blocks the tile's."""
+    import torch
     import triton
     from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon import language as gl
     from triton.experimental.gluon._runtime import GluonASTSource
 
     from kernels import matmul_ws as ws
     from kernels import ws_forms
 
     fp8 = mode == "fp8"   # B K-major, C in bf16
-    elem, c_elem = _DTYPES[mode][1], "bf16" if fp8 else _DTYPES[mode][1]
-    dt = {"bf16": gl.bfloat16, "fp16": gl.float16, "fp8": gl.float8e4nv}[mode]
-    dc = gl.bfloat16 if fp8 else dt
+    dtype = getattr(torch, _DTYPES[mode][0])
     bm, bk = tile.block_m, tile.block_k
     first, rest = ws_forms.parts(tile)
-    stages = min(tile.num_stages, ws_forms.stages_for(
-        first, block_n1=rest, block_m=bm, block_k=bk, occupancy=tile.occupancy,
-        elem=1 if fp8 else 2))
+    run = ws._launch(first, rest, tile.group_m, ws_forms.stages(tile, dtype.itemsize), fp8,
+                     4096, 4096, 4096, 132, dtype, bm, tile.occupancy)
+    c_dtype = torch.bfloat16 if fp8 else dtype
 
-    def desc(block: tuple[int, int], e: str = elem, t=dt) -> str:
-        return f"tensordesc<{e}[{block[0]}, {block[1]}],{ws._layout(block, t)!r}>"
+    elems = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float8_e4m3fn: "fp8e4nv"}
+
+    def desc(block: tuple[int, int], t: torch.dtype = dtype) -> str:
+        layout = ws._layout(block, ws._DTYPES[t])
+        return f"tensordesc<{elems[t]}[{block[0]}, {block[1]}],{layout!r}>"
 
     two = rest or first   # the second boxes (the first's where the tile has none)
     b_box = (lambda w: (w, bk)) if fp8 else (lambda w: (bk, w))
     sig = dict(a_desc=desc((bm, bk)), b_desc=desc(b_box(first)), b1_desc=desc(b_box(two)),
-               c_desc=desc((bm, first), c_elem, dc), c1_desc=desc((bm, two), c_elem, dc),
+               c_desc=desc((bm, first), c_dtype), c1_desc=desc((bm, two), c_dtype),
                scale_a="*fp32", scale_b="*fp32", M="i32", N="i32", K="i32")
-    consts = dict(BN=first, BN1=rest, GROUP_M=tile.group_m, STAGES=stages, B_KMAJOR=fp8,
-                  HAS_SCALE=fp8, INSTR_K=32 if fp8 else 16, num_warps=ws_forms.warps(bm))
+    options = {k: run.kw[k] for k in ("num_warps", "maxnreg")}
+    consts = {k: v for k, v in run.kw.items() if k != "maxnreg"}
     names = ws._ws_kernel.arg_names
     sig.update({n: "constexpr" for n in consts})
     src = GluonASTSource(fn=ws._ws_kernel, signature={n: sig[n] for n in names},
                          constexprs={(names.index(n),): v for n, v in consts.items()})
-    return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=dict(
-        num_warps=ws_forms.warps(bm), maxnreg=ws_forms.max_regs(bm, tile.occupancy)))
+    return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
 
 
 def compile_tile(tile, mode: str, shape: tuple[int, int, int], arch: int):
