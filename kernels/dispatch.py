@@ -166,10 +166,11 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
 
 
 def _ws(pick: TileConfig, bucket: str) -> TileConfig:
-    """A 16-bit TMA pick over row-major A (B either way: ws_forms.LAYOUTS) in its
-    warp-specialized form where it has one (kernels/ws_forms.py: x1.02-1.09 on the same
-    tiles, sessions 49 and 50), else the pick."""
-    return (ws_forms.form(pick) or pick) if ws_forms.layout_of(bucket) else pick
+    """A 16-bit TMA pick over row-major A (B either way: ws_forms.LAYOUTS), or an fp8 one
+    over a K-major B, in its warp-specialized form where it has one (kernels/ws_forms.py:
+    x1.02-1.13 on the same tiles, sessions 49 and 50), else the pick."""
+    kind = ws_forms.kind_of(bucket)
+    return (ws_forms.form(pick, kind) or pick) if kind else pick
 
 
 def fallback(fam: str, M: int, N: int, K: int, variants: tuple[str, ...], sms: int,

@@ -281,7 +281,7 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     `b_room`: zeros past B's N in its copy, read to whole tiles (past_n.b_extent)."""
     if a.device.type != "cuda" or a.dtype not in _DTYPES or is_fp32 \
             or has_scale != (a.element_size() == 1) \
-            or not fits(config) or tma_form(a) is not False:   # (Triton's interpreter runs
+            or not fits(config, a.element_size()) or tma_form(a) is not False:   # (Triton's interpreter runs
         return None                                            # no Gluon: the tma form)
     b_t = tma_form(b)
     if b_t is None or (a.element_size() == 1 and not b_t):   # fp8's B K-major only

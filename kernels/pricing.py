@@ -54,7 +54,8 @@ class Chip:
     # call 1: x0.980)
     split_smem: int = 0
     anew: bool = False   # a tile tuned split is split anew (`resplits`): 16-bit and tf32
-    ws: str = ""   # 16-bit on TMA over ws_forms.LAYOUTS (the layouts): picks run warp-specialized
+    ws: str = ""   # the bucket's ws_forms.KINDS (TMA, 16-bit rr or rc, or fp8): its picks run
+    # warp-specialized
 
 
 def chip_for(sms: int, smem: int, fam: str, bucket: str) -> Chip:
@@ -64,7 +65,7 @@ def chip_for(sms: int, smem: int, fam: str, bucket: str) -> Chip:
     layouts = words[2] if len(words) > 2 else ""
     tf32, fma = words[1:2] == ["tf32"], fma_bucket(bucket)
     return Chip(sms, smem, fam, layouts.startswith("r"), layouts.endswith("c"), tf32, fma,
-                0 if fma else smem, fam == "16bit" or tf32, ws_forms.layout_of(bucket))
+                0 if fma else smem, fam == "16bit" or tf32, ws_forms.kind_of(bucket))
 
 
 def fma_bucket(bucket: str) -> bool:
@@ -131,8 +132,8 @@ def priced(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], 
     if chip.ws:   # each tile at the speed of the form it runs in (entries are tuned plain;
         # only 128-row tiles have a form or a peer's: the rest skip the call, a first
         # call's plan is mostly this lookup)
-        gain, layout, rows_ = ws_forms.gain, chip.ws, ws_forms.BLOCK_M
-        out = [(ms / gain(c, layout) if c.block_m == rows_ else ms, c, margin)
+        gain, kind, rows_ = ws_forms.gain, chip.ws, ws_forms.BLOCK_M
+        out = [(ms / gain(c, kind) if c.block_m == rows_ else ms, c, margin)
                for ms, c, margin in out]
     return out
 

@@ -8,7 +8,8 @@ kernel ran x1.05 (128x128, 16 drawn shapes, 15 faster), x1.02 (128x144) and x1.0
 16-bit row-major pick of those tiles runs there (`form`). Session 50: over a column-major
 B (rc, x @ W.T) the same tiles ran x1.04-1.07 (run 6), so rc picks take the form too; the
 lookup prices each option at its form's speed (`gain`: the table's entries are tuned on
-plain tiles).
+plain tiles). Session 51: fp8 (B K-major, as its bucket copies it) on 128x128x128 and
+128x(128 + 16, 32 or 64)x128 tiles too (`KINDS`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import functools
 from kernels.tile import TileConfig
 
 BLOCK_M = 128      # the tiles the dispatcher's rule gives the kernel (`form`)
-BLOCK_K = 64
+BLOCK_K = 64       # 16-bit; 1-byte operands take K blocks as many bytes deep (`block_k`)
 WARPS = 8          # their consumers: two warpgroups (the kernel's default partition)
 SMEM = 232448      # a program's shared memory on the H200 (227 KiB)
 _RESTS = (0, 16, 32, 64)   # the narrower box of a wide tile (none: a power of two wide)
 LAYOUTS = ("rr", "rc")   # the operand layouts whose 16-bit TMA picks run in their `form`
+FP8 = "fp8"        # the kind of fp8 TMA picks (B K-major), which run in their `form` too
+KINDS = (*LAYOUTS, FP8)   # a bucket's kind (`kind_of`): the keys of GAIN
 # How much faster a `form` runs than the tile it replaces, by the operands' layouts and the
 # tile's columns: the same tile at 8 warps warp-specialized and not, H200, 16 drawn shapes,
 # the lower of bf16 and fp16 (rr: session 49 run 5, 128 + 32 session 50 run 6; rc: session
@@ -31,8 +34,10 @@ LAYOUTS = ("rr", "rc")   # the operand layouts whose 16-bit TMA picks run in the
 # gains over the picks it replaced at their own warps and stages (x1.02-1.07), not its
 # x1.048 (rc: x1.068): credited so, near-ties with plain 128x256 tiles moved to it and ran
 # x0.97 (11 of 13 slower, session 50 run 3).
+# fp8 (session 50 run 10, 128-deep): 128x128 x1.061, credited as 16-bit's; 128x192 x1.131.
 GAIN = {"rr": {128: 1.02, 144: 1.019, 160: 1.052, 192: 1.089},
-        "rc": {128: 1.02, 144: 1.038, 192: 1.058}}
+        "rc": {128: 1.02, 144: 1.038, 192: 1.058},
+        FP8: {128: 1.02, 192: 1.131}}
 # A plain 128x256 tile (no form: warp-specialized it ran as fast, session 49) and its
 # hybrid are priced with the 128x128 form's credit, so the two compare as the table
 # measured them: the credit alone moved near-ties from 128x256 to 128x128 that then ran
@@ -41,12 +46,26 @@ GAIN = {"rr": {128: 1.02, 144: 1.019, 160: 1.052, 192: 1.089},
 PEERS = {256: 128}
 
 
-def layout_of(bucket: str) -> str:
-    """The operands' layouts of a tuning bucket whose picks run in their `form` (16-bit,
-    TMA, LAYOUTS), or "": the dispatcher's rule and the lookup's prices ask the same."""
+def kind_of(bucket: str) -> str:
+    """The kind of a tuning bucket whose TMA picks run in their `form` (KINDS: a 16-bit
+    bucket's operand layouts where they are in LAYOUTS, FP8 for fp8 over a K-major B), or
+    "": the dispatcher's rule and the lookup's prices ask the same."""
     words = bucket.split(" ")
-    layouts = words[2] if len(words) > 3 and (words[0], words[3]) == ("16bit", "tma") else ""
-    return layouts if layouts in LAYOUTS else ""
+    if len(words) < 4 or words[3] != "tma":
+        return ""
+    if words[0] == "16bit":
+        return words[2] if words[2] in LAYOUTS else ""
+    return FP8 if words[0] == "fp8" and words[2].endswith("c") else ""
+
+
+def elem_of(kind: str) -> int:
+    """The operands' bytes an element in a bucket of this kind (KINDS)."""
+    return 1 if kind == FP8 else 2
+
+
+def block_k_of(elem: int = 2) -> int:
+    """The K block of a `form` over `elem`-byte operands: 128 bytes deep (wgmma's swizzle)."""
+    return BLOCK_K * 2 // elem
 
 
 def parts(config: TileConfig) -> tuple[int, int]:
@@ -78,17 +97,18 @@ def stages_for(block_n: int, smem: int = SMEM, block_n1: int = 0, block_m: int =
     return min(6, got) if got >= 2 else 0
 
 
-def fits(config: TileConfig) -> bool:
-    """Whether the kernel runs the tile: 64 or 128 rows on a consumer warpgroup each 64
-    (`warps`), BLOCK_K 64 or 128, K whole, one program an SM (two for 64 rows, whose
-    registers fit twice: `max_regs`), 64, 128 or 256 columns or, 128 rows tall, 128 and a
-    smaller power of two up to 64, and two stages at least in shared memory."""
+def fits(config: TileConfig, elem: int = 2) -> bool:
+    """Whether the kernel runs the tile over `elem`-byte operands: 64 or 128 rows on a
+    consumer warpgroup each 64 (`warps`), BLOCK_K 64 or 128, K whole, one program an SM
+    (two for 64 rows, whose registers fit twice: `max_regs`), 64, 128 or 256 columns or,
+    128 rows tall, 128 and a smaller power of two up to 64, and two stages at least in
+    shared memory."""
     first, rest = parts(config)
     return config.block_m in (64, 128) and config.num_warps == warps(config.block_m) \
         and config.block_k in (64, 128) and config.split_k == 1 \
         and (config.occupancy == 1 or config.block_m == 64 and config.occupancy == 2) \
         and first in (64, 128, 256) and rest in _RESTS \
-        and (rest == 0 or config.block_m == first == 128) and _most_stages(config) >= 2
+        and (rest == 0 or config.block_m == first == 128) and _most_stages(config, elem) >= 2
 
 
 def _most_stages(config: TileConfig, elem: int = 2) -> int:
@@ -105,41 +125,44 @@ def stages(config: TileConfig, elem: int = 2) -> int:
     return min(config.num_stages, _most_stages(config, elem))
 
 
-def form(pick: TileConfig) -> TileConfig | None:
-    """The warp-specialized form of a 16-bit TMA pick (over LAYOUTS), or None: `tma`
-    128x128x64 or `tma_wide` 128x(128 + 16, 32 or 64)x64 at one program an SM, K whole (any
-    stages and warps: the form takes its own, `stages_for`, and 8 warps)."""
+def form(pick: TileConfig, kind: str = "rr") -> TileConfig | None:
+    """The warp-specialized form of a TMA pick in a bucket of `kind` (KINDS), or None:
+    `tma` 128x128 or `tma_wide` 128x(128 + 16, 32 or 64), 128 bytes deep (`block_k`), at
+    one program an SM, K whole (any stages and warps: the form takes its own,
+    `stages_for`, and 8 warps)."""
+    elem = elem_of(kind)
     if not _formable(pick.variant, pick.block_m, pick.block_n, pick.block_k, pick.split_k,
-                     pick.occupancy):
+                     pick.occupancy, elem):
         return None
-    return dataclasses.replace(pick, variant="tma_ws", num_warps=WARPS,
-                               num_stages=stages_for(128, block_n1=pick.block_n - 128))
+    return dataclasses.replace(pick, variant="tma_ws", num_warps=WARPS, num_stages=stages_for(
+        128, block_n1=pick.block_n - 128, block_k=pick.block_k, elem=elem))
 
 
 def _formable(variant: str, block_m: int, block_n: int, block_k: int, split_k: int,
-              occupancy: int) -> bool:
-    """Whether a tile of these fields has a `form`: what `fits` says of its
-    warp-specialized tile (8 warps), from the fields alone (a lookup asks for each option
-    it prices, and a first call's lookup is cold: no TileConfig made to ask)."""
+              occupancy: int, elem: int = 2) -> bool:
+    """Whether a tile of these fields over `elem`-byte operands has a `form`: what `fits`
+    says of its warp-specialized tile (8 warps), from the fields alone (a lookup asks for
+    each option it prices, and a first call's lookup is cold: no TileConfig made to ask)."""
     if variant not in ("tma", "tma_wide") or (split_k, occupancy) != (1, 1) \
-            or (block_m, block_k) != (BLOCK_M, BLOCK_K):
+            or (block_m, block_k) != (BLOCK_M, block_k_of(elem)):
         return False
     rest = block_n - 128
     return rest in _RESTS and (variant == "tma") == (rest == 0) \
-        and stages_for(128, block_n1=rest) >= 2
+        and stages_for(128, block_n1=rest, block_k=block_k, elem=elem) >= 2
 
 
 @functools.lru_cache(maxsize=4096)   # a lookup asks it for every option it prices
-def gain(pick: TileConfig, layout: str = "rr") -> float:
-    """How much faster a 16-bit pick over operands of `layout` runs in its `form` than a
+def gain(pick: TileConfig, kind: str = "rr") -> float:
+    """How much faster a pick in a bucket of `kind` (KINDS) runs in its `form` than a
     lookup prices it (its table entry's, not warp-specialized): GAIN, its PEERS' for a
     tile that has none, or 1 where none was measured."""
-    bm, bn, bk, occ = pick.block_m, pick.block_n, pick.block_k, pick.occupancy
-    if _formable(pick.variant, bm, bn, bk, pick.split_k, occ):
-        return GAIN.get(layout, {}).get(bn, 1.0)
+    bm, bn, bk, occ, elem = pick.block_m, pick.block_n, pick.block_k, pick.occupancy, \
+        elem_of(kind)
+    if _formable(pick.variant, bm, bn, bk, pick.split_k, occ, elem):
+        return GAIN.get(kind, {}).get(bn, 1.0)
     peer = PEERS.get(bn)
     # (a hybrid's head is the plain tile: its K-split tail aside, priced alike)
-    if peer and pick.variant in ("tma", "tma_hybrid") and _formable("tma", bm, peer, bk, 1, occ):
-        return GAIN.get(layout, {}).get(peer, 1.0)
+    if peer and pick.variant in ("tma", "tma_hybrid") \
+            and _formable("tma", bm, peer, bk, 1, occ, elem):
+        return GAIN.get(kind, {}).get(peer, 1.0)
     return 1.0
-

@@ -2,7 +2,7 @@
 
     python3 scripts/lookup_diff.py [--ref HEAD] [--sets pr,nightly,holdout,...,holdout6]
                                    [--modes fp32,tf32,bf16,fp16,fp8,tf32x3] [--sms 132]
-                                   [--predict] [--csv FILE]
+                                   [--predict] [--forms] [--csv FILE]
 
 For every case of the sets and every mode, the pick an H200 would make (kernels.dispatch.
 decide with TMA, then kernels.table.lookup on the H200 table with `--sms` SMs: both pure,
@@ -16,6 +16,8 @@ and the new pick and the predicted gain (session 17 kept a lookup change only wh
 gain was 1.10 or more: docs/PERF.md). `--csv FILE` also writes the cases whose pick
 differs in any mode, once each, as a shape file (`m,n,k,layout,pad`) for `gemmgate run
 --shapes FILE --ab-ref REF`: a device call then times those cases and nothing else.
+`--forms` compares the tiles the dispatcher runs, each pick in its warp-specialized form where
+the package gives it one (`dispatch._ws`): a change to that rule alone moves no lookup pick.
 `--moved FILE` writes the differing picks themselves (`set,mode,case,old,new,predicted`,
 the predicted gain or '-'), which scripts/perf_ab.py's `moved_ab` joins with the
 A/B's cases.csv rows.
@@ -105,21 +107,31 @@ def pick(pkg, mode_name: str, case, sms: int) -> str:
     return _text(*_choice(pkg, mode_name, case, sms, decided)[:2]) + _operands(decided)
 
 
-def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False
-         ) -> list[tuple[str, ...]]:
+def _ran(pkg, tile, bucket: str):
+    """The tile `pkg`'s dispatcher runs for a pick of `bucket`: its warp-specialized form
+    where the package gives it one (`dispatch._ws`; older trees: the pick)."""
+    ws = getattr(pkg.dispatch, "_ws", None)
+    return tile if ws is None else ws(tile, bucket)
+
+
+def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False,
+         forms: bool = False) -> list[tuple[str, ...]]:
     """(set, mode, case id, old pick, new pick) for every case whose pick differs; `sets`:
     (name, cases) pairs. `predict`: also the time `new`'s table model predicts for each
     pick (kernels.table.predict, microseconds; '-' where no near entry has the tile,
-    as for most heuristic picks) and old / new (the predicted gain)."""
+    as for most heuristic picks) and old / new (the predicted gain). `forms`: the tiles
+    the dispatchers run (`_ran`), the model's times still of the lookups' picks."""
     out = []
     for name, cases in sets:
         for mode in modes:
             for case in cases:
                 da, db = _decided(old, mode, case), _decided(new, mode, case)
-                a, heur_a, _, _ = _choice(old, mode, case, sms, da)
+                a, heur_a, bucket_a, _ = _choice(old, mode, case, sms, da)
                 b, heur_b, bucket, variants = _choice(new, mode, case, sms, db)
-                text_a = _text(a, heur_a) + _operands(da)
-                text_b = _text(b, heur_b) + _operands(db)
+                ran_a, ran_b = (_ran(old, a, bucket_a), _ran(new, b, bucket)) if forms \
+                    else (a, b)
+                text_a = _text(ran_a, heur_a) + _operands(da)
+                text_b = _text(ran_b, heur_b) + _operands(db)
                 if text_a == text_b:   # tiles of two packages: compared as text
                     continue
                 row = (name, mode, case.id, text_a, text_b)
@@ -172,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--predict", action="store_true",
                     help="also print the time this tree's table model predicts for each "
                          "pick, and the predicted gain")
+    ap.add_argument("--forms", action="store_true",
+                    help="compare the tiles the dispatchers run (a pick's warp-specialized "
+                         "form where it has one)")
     ap.add_argument("--csv", metavar="FILE",
                     help="also write the cases whose pick differs as a shape file")
     ap.add_argument("--moved", metavar="FILE",
@@ -185,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sha, old = reference.load(reference.resolve(args.ref, ".", "--ref"))
         sets = [(name, resolve(name)[1]) for name in args.sets.split(",")]
-        rows = diff(old, kernels, sets, args.modes.split(","), args.sms, args.predict)
+        rows = diff(old, kernels, sets, args.modes.split(","), args.sms, args.predict,
+                    args.forms)
     except ValueError as e:
         print(f"lookup_diff: error: {e}", file=sys.stderr)
         return 2

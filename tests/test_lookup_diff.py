@@ -143,3 +143,21 @@ def test_moved_writes_the_differing_picks_for_perf_formats(ld, tmp_path):
                               ("holdout6", "bf16", "m1-n2-k3", "a, b", "c", "-")]
     ld.write_moved(str(path), [rows[0][:5]])   # without --predict
     assert next(csv.DictReader(path.open()))["predicted"] == "-"
+
+
+def test_forms_shows_a_pick_whose_warp_specialized_form_alone_changed(ld):
+    """--forms: the tile the dispatcher runs (`dispatch._ws`), so a change to that rule
+    alone shows, though the lookup's pick is the same."""
+    cube = Case(2888, 3880, 264)   # holdout6's: a 128x128x64 pick, run warp-specialized
+    plain = types.SimpleNamespace(
+        dispatch=types.SimpleNamespace(decide=kernels.dispatch.decide,
+                                       _ws=lambda tile, bucket: tile),
+        modes=kernels.modes, configs=kernels.configs, table=kernels.table)
+    pick, _, bucket, _ = ld._choice(kernels, "bf16", cube, 132)
+    ran = kernels.dispatch._ws(pick, bucket)
+    assert ran.variant == "tma_ws" != pick.variant
+    assert ld.diff(plain, kernels, [("x", (cube,))], ["bf16"], 132) == []
+    rows = ld.diff(plain, kernels, [("x", (cube,))], ["bf16"], 132, forms=True)
+    copies = ld._operands(ld._decided(kernels, "bf16", cube))
+    assert [r[3:] for r in rows] == [(ld._text(pick) + copies, ld._text(ran) + copies)]
+    assert ld.diff(kernels, kernels, SETS, ["bf16", "fp8"], 132, forms=True) == []

@@ -147,11 +147,33 @@ def test_gpu_the_dispatcher_runs_a_16_bit_128x128_pick_warp_specialized():
 
 @pytest.mark.gpu
 @hopper
+def test_gpu_the_dispatcher_runs_an_fp8_128x128_pick_warp_specialized():
+    """An fp8 pick of 128x128x128 runs in its form (ws_forms.FP8), with its scales."""
+    import kernels
+    from kernels import dispatch
+
+    g = torch.Generator().manual_seed(4096)
+    a = torch.randn(4096, 512, generator=g).cuda().to(torch.float8_e4m3fn)   # nightly's:
+    b = torch.randn(512, 4096, generator=g).cuda().to(torch.float8_e4m3fn)   # 128x128x128
+    plan = dispatch.plan(kernels.modes.mode_named("fp8"), a, b, cached=True)
+    if plan.pick.variant != "tma_ws":
+        pytest.skip(f"this table's pick here is {plan.pick} (no ws form)")
+    assert plan.pick.block_k == 128 and plan.pick.num_warps == 8
+    sa, sb = torch.tensor(0.25, device="cuda"), torch.tensor(3.0, device="cuda")
+    out = kernels.matmul(a, b, scale_a=sa, scale_b=sb, cache_copies=True)
+    ref = (a.double() @ b.double()) * 0.75
+    assert out.dtype == torch.bfloat16
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+@pytest.mark.gpu
+@hopper
 @pytest.mark.parametrize(("m", "n", "k", "tile"), [
     (1000, 1000, 1000, (128, 128, 128, 5)),   # tails in M, N and K
     (3432, 528, 7088, (128, 128, 128, 5)),    # deep K, one tile a program
     (2048, 4096, 512, (128, 144, 128, 5)),    # wide, several tiles a program
     (777, 333, 520, (128, 192, 128, 4)),      # C staged (rows off 16 bytes)
+    (1536, 2304, 1024, (128, 256, 128, 3)),   # one 256-wide box: 3 stages of 1-byte operands
 ])
 def test_gpu_fp8_runs_warp_specialized_with_its_scales(m, n, k, tile):
     """fp8 on a named `tma_ws` tile: e4m3 operands (B K-major, as the dispatcher copies

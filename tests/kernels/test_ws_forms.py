@@ -29,6 +29,21 @@ def test_form_takes_128_row_tiles_of_128_plus_at_most_64_columns(pick, form):
     assert wf.form(pick) == form
 
 
+@pytest.mark.parametrize(("pick", "form"), [
+    # fp8: 128 bytes deep, the stages of 1-byte operands beside a 16-bit C
+    (T(128, 128, 128, 8, 4, 4, "tma"), T(128, 128, 128, 8, 5, 8, "tma_ws")),
+    (T(128, 192, 128, 8, 3, 8, "tma_wide"), T(128, 192, 128, 8, 4, 8, "tma_ws")),
+    (T(128, 144, 128, 8, 3, 8, "tma_wide"), T(128, 144, 128, 8, 5, 8, "tma_ws")),
+    (T(128, 128, 64, 8, 4, 4, "tma"), None),                  # 64 bytes deep
+    (T(128, 128, 256, 8, 3, 8, "tma"), None),                 # 256 bytes deep
+    (T(128, 256, 128, 8, 3, 8, "tma"), None),                 # 256 wide: not measured
+    (T(64, 128, 128, 8, 4, 4, "tma"), None),
+])
+def test_an_fp8_form_is_128_bytes_deep(pick, form):
+    assert wf.form(pick, wf.FP8) == form
+    assert form is None or wf.fits(form, 1)
+
+
 def test_stages_fit_beside_c_and_the_tile_checks():
     for bn, bn1 in ((64, 0), (128, 0), (256, 0), (128, 16), (128, 64)):
         s = wf.stages_for(bn, block_n1=bn1)
@@ -45,6 +60,10 @@ def test_stages_fit_beside_c_and_the_tile_checks():
     assert wf.fits(T(64, 64, 128, 8, 3, 4, "tma_ws", occupancy=2))   # a warpgroup, twice
     assert wf.fits(T(128, 128, 128, 8, 2, 8, "tma_ws"))
     assert wf.fits(T(128, 256, 64, 8, 3, 8, "tma_ws"))       # one 256-wide box (matmul_ws)
+    # fp8 128x256x128: 3 stages of 1-byte operands, one of 16-bit ones
+    assert wf.fits(T(128, 256, 128, 8, 3, 8, "tma_ws"), 1)
+    assert not wf.fits(T(128, 256, 128, 8, 3, 8, "tma_ws"))
+    assert wf.stages(T(128, 256, 128, 8, 6, 8, "tma_ws"), 1) == 3
     assert wf.parts(T(128, 256, 64, 8, 3, 8, "tma_ws")) == (256, 0)
     assert not wf.fits(T(64, 64, 128, 8, 3, 8, "tma_ws"))     # 64 rows: one warpgroup
     assert not wf.fits(T(128, 128, 64, 8, 3, 8, "tma_ws", occupancy=2))   # registers
@@ -65,10 +84,13 @@ def test_a_ws_tile_is_128_or_a_power_of_two_and_a_smaller_one_wide():
     ("16bit bf16 rc tma ld128", True),     # B column-major (x @ W.T): session 50 run 6
     ("16bit bf16 cr tma ld128", False),    # A column-major: the kernel reads A K-major
     ("16bit bf16 rr ptr ld128", False),
-    ("fp8 fp8 rc tma ld128", False),
+    ("fp8 fp8 rc tma ld128", True),        # B K-major, as fp8's bucket copies it
+    ("fp8 fp8 rr tma ld128", False),       # the kernel reads fp8's B K-major only
+    ("fp8 fp8 rc ptr ld128", False),
 ])
 def test_the_dispatcher_gives_16_bit_row_major_tma_picks_their_form(bucket, ws):
-    pick = T(128, 128, 64, 8, 5, 4, "tma")
+    fp8 = bucket.startswith("fp8")
+    pick = T(128, 128, 128 if fp8 else 64, 8, 5, 4, "tma")
     got = dispatch._ws(pick, bucket)
     assert (got.variant == "tma_ws") is ws and (got is pick) is not ws
 
@@ -103,10 +125,17 @@ def test_a_lookup_prices_a_16_bit_row_major_tile_at_its_forms_speed():
     # as the table measured them (moves between them ran x0.97, session 50 runs 3-4)
     assert wf.gain(T(128, 256, 64, 8, 3, 8, "tma")) == rr[128]
     assert wf.gain(T(128, 256, 64, 8, 3, 8, "tma_hybrid", split_k=3), "rc") == rc[128]
+    # fp8: its own gains, on tiles 128 bytes deep (a 16-bit form's tile is not fp8's)
+    fp8 = wf.GAIN[wf.FP8]
+    assert wf.gain(T(128, 192, 128, 8, 3, 8, "tma_wide"), wf.FP8) == fp8[192] > fp8[128] > 1
+    assert wf.gain(T(128, 256, 128, 8, 3, 8, "tma"), wf.FP8) == fp8[128]
+    assert wf.gain(T(128, 192, 64, 8, 3, 8, "tma_wide"), wf.FP8) == 1.0
+    assert wf.gain(T(128, 128, 128, 8, 3, 8, "tma")) == 1.0
     chip = pricing.chip_for(132, wf.SMEM, "16bit", "16bit bf16 rr tma ld128")
     assert chip.ws == "rr"
     assert pricing.chip_for(132, wf.SMEM, "16bit", "16bit fp16 rc tma ld16").ws == "rc"
-    for bucket in ("16bit bf16 cr tma ld128", "16bit bf16 rr ptr ld128", "fp8 fp8 rc tma"):
+    assert pricing.chip_for(132, wf.SMEM, "fp8", "fp8 fp8 rc tma ld128").ws == wf.FP8
+    for bucket in ("16bit bf16 cr tma ld128", "16bit bf16 rr ptr ld128", "fp8 fp8 rr tma ld16"):
         assert not pricing.chip_for(132, wf.SMEM, bucket.split()[0], bucket).ws
     tile = T(128, 128, 64, 8, 4, 4, "tma")
     row = table._Row(tile, (2880, 2880, 4096), table.regime(2880, 2880, 4096), False, 0.1217)
