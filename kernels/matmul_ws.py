@@ -279,19 +279,20 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     on a CUDA device, a tile it does not run (`fits`), an A not row-major on 16 bytes, a B a
     descriptor takes neither way): kernels.matmul then runs the tile's `tma` form.
     `b_room`: zeros past B's N in its copy, read to whole tiles (past_n.b_extent)."""
+    elem = a.element_size()
     if a.device.type != "cuda" or a.dtype not in _DTYPES or is_fp32 \
-            or has_scale != (a.element_size() == 1) \
-            or not fits(config, a.element_size()) or tma_form(a) is not False:   # (Triton's interpreter runs
-        return None                                            # no Gluon: the tma form)
+            or has_scale != (elem == 1) \
+            or not fits(config, elem) or tma_form(a) is not False:   # (Triton's interpreter
+        return None                                       # runs no Gluon: the tma form)
     b_t = tma_form(b)
-    if b_t is None or (a.element_size() == 1 and not b_t):   # fp8's B K-major only
+    if b_t is None or (elem == 1 and not b_t):   # fp8's B K-major only
         return None
     staged = tma_form(out) is not False
     first, rest = parts(config)
     bm, bk, occ = config.block_m, config.block_k, config.occupancy
     (M, K), N = a.shape, b.shape[1]
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, config.block_n)
-    run = _launch(first, rest, config.group_m, stages(config, a.element_size()), b_t, M, N, K,
+    run = _launch(first, rest, config.group_m, stages(config, elem), b_t, M, N, K,
                   min(num_sms(a.device) * occ, tiles), a.dtype, bm, occ)
     return Recipe(run, b_t, (first, rest), (bm, bk), b_extent(config, N, b_room), staged,
                   unstager(out, pitch(N, out.element_size(), LINE)) if staged else None)
