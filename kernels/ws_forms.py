@@ -8,8 +8,10 @@ kernel ran x1.05 (128x128, 16 drawn shapes, 15 faster), x1.02 (128x144) and x1.0
 16-bit row-major pick of those tiles runs there (`form`). Session 50: over a column-major
 B (rc, x @ W.T) the same tiles ran x1.04-1.07 (run 6), so rc picks take the form too; the
 lookup prices each option at its form's speed (`gain`: the table's entries are tuned on
-plain tiles). Session 51: fp8 (B K-major, as its bucket copies it) on 128x128x128 and
-128x(128 + 16, 32 or 64)x128 tiles too (`KINDS`).
+plain tiles). Session 51: fp8 (B K-major, as its bucket copies it) on 128x(128 + 16, 32
+or 64)x128 tiles too (`KINDS`), x1.04-1.13 on the same tiles; not 128x128x128, which ran
+as fast as the picks it would replace (x1.003 over 101 of them, down to x0.93 at short K).
+A pick runs in its form only where GAIN lists its width for its kind: measured there.
 """
 
 from __future__ import annotations
@@ -27,17 +29,18 @@ _RESTS = (0, 16, 32, 64)   # the narrower box of a wide tile (none: a power of t
 LAYOUTS = ("rr", "rc")   # the operand layouts whose 16-bit TMA picks run in their `form`
 FP8 = "fp8"        # the kind of fp8 TMA picks (B K-major), which run in their `form` too
 KINDS = (*LAYOUTS, FP8)   # a bucket's kind (`kind_of`): the keys of GAIN
-# How much faster a `form` runs than the tile it replaces, by the operands' layouts and the
-# tile's columns: the same tile at 8 warps warp-specialized and not, H200, 16 drawn shapes,
-# the lower of bf16 and fp16 (rr: session 49 run 5, 128 + 32 session 50 run 6; rc: session
-# 50 run 6, 128 + 32 not measured, so no credit). 128x128 is credited the low end of its
-# gains over the picks it replaced at their own warps and stages (x1.02-1.07), not its
-# x1.048 (rc: x1.068): credited so, near-ties with plain 128x256 tiles moved to it and ran
-# x0.97 (11 of 13 slower, session 50 run 3).
-# fp8 (session 50 run 10, 128-deep): 128x128 x1.061, credited as 16-bit's; 128x192 x1.131.
+# The tiles whose picks run in their `form`, by kind and width, and how much faster the form
+# runs than the tile it replaces: the same tile at 8 warps warp-specialized and not, H200,
+# 16 drawn shapes, the lower of bf16 and fp16 (rr: session 49 run 5, 128 + 32 session 50
+# run 6; rc: session 50 run 6, 128 + 32 session 51 run 1). 128x128 is credited the low end
+# of its gains over the picks it replaced at their own warps and stages (x1.02-1.07), not
+# its x1.048 (rc: x1.068): credited so, near-ties with plain 128x256 tiles moved to it and
+# ran x0.97 (11 of 13 slower, session 50 run 3). fp8 (128 deep): 128 + 64 session 50 run 10,
+# 128 + 16 and 32 session 51 run 1; no 128x128 (x1.061 over the same tile at 8 warps, but
+# x1.003 over the 4-warp picks it replaced, 54 of 101 faster: session 51 run 1).
 GAIN = {"rr": {128: 1.02, 144: 1.019, 160: 1.052, 192: 1.089},
-        "rc": {128: 1.02, 144: 1.038, 192: 1.058},
-        FP8: {128: 1.02, 192: 1.131}}
+        "rc": {128: 1.02, 144: 1.038, 160: 1.099, 192: 1.058},
+        FP8: {144: 1.044, 160: 1.113, 192: 1.131}}
 # A plain 128x256 tile (no form: warp-specialized it ran as fast, session 49) and its
 # hybrid are priced with the 128x128 form's credit, so the two compare as the table
 # measured them: the credit alone moved near-ties from 128x256 to 128x128 that then ran
@@ -127,24 +130,27 @@ def stages(config: TileConfig, elem: int = 2) -> int:
 
 def form(pick: TileConfig, kind: str = "rr") -> TileConfig | None:
     """The warp-specialized form of a TMA pick in a bucket of `kind` (KINDS), or None:
-    `tma` 128x128 or `tma_wide` 128x(128 + 16, 32 or 64), 128 bytes deep (`block_k`), at
-    one program an SM, K whole (any stages and warps: the form takes its own,
-    `stages_for`, and 8 warps)."""
+    `tma` 128x128 or `tma_wide` 128x(128 + 16, 32 or 64), 128 bytes deep (`block_k_of`),
+    at one program an SM, K whole, where GAIN lists its width for the kind (any stages and
+    warps: the form takes its own, `stages_for`, and 8 warps)."""
     elem = elem_of(kind)
     if not _formable(pick.variant, pick.block_m, pick.block_n, pick.block_k, pick.split_k,
-                     pick.occupancy, elem):
+                     pick.occupancy, kind):
         return None
     return dataclasses.replace(pick, variant="tma_ws", num_warps=WARPS, num_stages=stages_for(
         128, block_n1=pick.block_n - 128, block_k=pick.block_k, elem=elem))
 
 
 def _formable(variant: str, block_m: int, block_n: int, block_k: int, split_k: int,
-              occupancy: int, elem: int = 2) -> bool:
-    """Whether a tile of these fields over `elem`-byte operands has a `form`: what `fits`
-    says of its warp-specialized tile (8 warps), from the fields alone (a lookup asks for
-    each option it prices, and a first call's lookup is cold: no TileConfig made to ask)."""
+              occupancy: int, kind: str) -> bool:
+    """Whether a tile of these fields in a bucket of `kind` has a `form`: GAIN lists its
+    width, and `fits` takes its warp-specialized tile (8 warps), from the fields alone (a
+    lookup asks for each option it prices, and a first call's lookup is cold: no
+    TileConfig made to ask)."""
+    elem = elem_of(kind)
     if variant not in ("tma", "tma_wide") or (split_k, occupancy) != (1, 1) \
-            or (block_m, block_k) != (BLOCK_M, block_k_of(elem)):
+            or (block_m, block_k) != (BLOCK_M, block_k_of(elem)) \
+            or block_n not in GAIN.get(kind, ()):
         return False
     rest = block_n - 128
     return rest in _RESTS and (variant == "tma") == (rest == 0) \
@@ -156,13 +162,12 @@ def gain(pick: TileConfig, kind: str = "rr") -> float:
     """How much faster a pick in a bucket of `kind` (KINDS) runs in its `form` than a
     lookup prices it (its table entry's, not warp-specialized): GAIN, its PEERS' for a
     tile that has none, or 1 where none was measured."""
-    bm, bn, bk, occ, elem = pick.block_m, pick.block_n, pick.block_k, pick.occupancy, \
-        elem_of(kind)
-    if _formable(pick.variant, bm, bn, bk, pick.split_k, occ, elem):
-        return GAIN.get(kind, {}).get(bn, 1.0)
+    bm, bn, bk, occ = pick.block_m, pick.block_n, pick.block_k, pick.occupancy
+    if _formable(pick.variant, bm, bn, bk, pick.split_k, occ, kind):
+        return GAIN[kind][bn]
     peer = PEERS.get(bn)
     # (a hybrid's head is the plain tile: its K-split tail aside, priced alike)
     if peer and pick.variant in ("tma", "tma_hybrid") \
-            and _formable("tma", bm, peer, bk, 1, occ, elem):
-        return GAIN.get(kind, {}).get(peer, 1.0)
+            and _formable("tma", bm, peer, bk, 1, occ, kind):
+        return GAIN[kind][peer]
     return 1.0

@@ -147,18 +147,18 @@ def test_gpu_the_dispatcher_runs_a_16_bit_128x128_pick_warp_specialized():
 
 @pytest.mark.gpu
 @hopper
-def test_gpu_the_dispatcher_runs_an_fp8_128x128_pick_warp_specialized():
-    """An fp8 pick of 128x128x128 runs in its form (ws_forms.FP8), with its scales."""
+def test_gpu_the_dispatcher_runs_an_fp8_wide_pick_warp_specialized():
+    """An fp8 pick of 128x192x128 runs in its form (ws_forms.FP8), with its scales."""
     import kernels
     from kernels import dispatch
 
-    g = torch.Generator().manual_seed(4096)
-    a = torch.randn(4096, 512, generator=g).cuda().to(torch.float8_e4m3fn)   # nightly's:
-    b = torch.randn(512, 4096, generator=g).cuda().to(torch.float8_e4m3fn)   # 128x128x128
+    g = torch.Generator().manual_seed(2032)
+    a = torch.randn(2032, 4920, generator=g).cuda().to(torch.float8_e4m3fn)   # a drawn
+    b = torch.randn(4920, 1368, generator=g).cuda().to(torch.float8_e4m3fn)   # shape's
     plan = dispatch.plan(kernels.modes.mode_named("fp8"), a, b, cached=True)
     if plan.pick.variant != "tma_ws":
         pytest.skip(f"this table's pick here is {plan.pick} (no ws form)")
-    assert plan.pick.block_k == 128 and plan.pick.num_warps == 8
+    assert plan.pick.block_k == 128 and plan.pick.num_warps == 8 and plan.pick.block_n > 128
     sa, sb = torch.tensor(0.25, device="cuda"), torch.tensor(3.0, device="cuda")
     out = kernels.matmul(a, b, scale_a=sa, scale_b=sb, cache_copies=True)
     ref = (a.double() @ b.double()) * 0.75

@@ -31,9 +31,10 @@ def test_form_takes_128_row_tiles_of_128_plus_at_most_64_columns(pick, form):
 
 @pytest.mark.parametrize(("pick", "form"), [
     # fp8: 128 bytes deep, the stages of 1-byte operands beside a 16-bit C
-    (T(128, 128, 128, 8, 4, 4, "tma"), T(128, 128, 128, 8, 5, 8, "tma_ws")),
     (T(128, 192, 128, 8, 3, 8, "tma_wide"), T(128, 192, 128, 8, 4, 8, "tma_ws")),
     (T(128, 144, 128, 8, 3, 8, "tma_wide"), T(128, 144, 128, 8, 5, 8, "tma_ws")),
+    (T(128, 160, 128, 4, 5, 8, "tma_wide"), T(128, 160, 128, 4, 5, 8, "tma_ws")),
+    (T(128, 128, 128, 8, 4, 4, "tma"), None),   # as fast as the 4-warp picks (session 51)
     (T(128, 128, 64, 8, 4, 4, "tma"), None),                  # 64 bytes deep
     (T(128, 128, 256, 8, 3, 8, "tma"), None),                 # 256 bytes deep
     (T(128, 256, 128, 8, 3, 8, "tma"), None),                 # 256 wide: not measured
@@ -90,7 +91,7 @@ def test_a_ws_tile_is_128_or_a_power_of_two_and_a_smaller_one_wide():
 ])
 def test_the_dispatcher_gives_16_bit_row_major_tma_picks_their_form(bucket, ws):
     fp8 = bucket.startswith("fp8")
-    pick = T(128, 128, 128 if fp8 else 64, 8, 5, 4, "tma")
+    pick = T(128, 144, 128, 8, 5, 8, "tma_wide") if fp8 else T(128, 128, 64, 8, 5, 4, "tma")
     got = dispatch._ws(pick, bucket)
     assert (got.variant == "tma_ws") is ws and (got is pick) is not ws
 
@@ -114,8 +115,8 @@ def test_a_lookup_prices_a_16_bit_row_major_tile_at_its_forms_speed():
     assert wf.gain(T(128, 192, 64, 8, 3, 8, "tma_wide")) == rr[192] > rr[128]
     assert wf.gain(T(128, 192, 64, 8, 3, 8, "tma_wide"), "rc") == rc[192] > 1
     assert wf.gain(T(128, 160, 64, 8, 4, 8, "tma_wide")) == rr[160] > 1
-    for plain, layout in ((T(128, 160, 64, 8, 4, 8, "tma_wide"), "rc"),   # not measured
-                          (T(128, 128, 64, 8, 4, 4, "tma"), "cr"),        # no form there
+    assert wf.gain(T(128, 160, 64, 8, 4, 8, "tma_wide"), "rc") == rc[160] > 1
+    for plain, layout in ((T(128, 128, 64, 8, 4, 4, "tma"), "cr"),        # no form there
                           (T(128, 256, 64, 8, 3, 8, "tma_split", split_k=2), "rr"),
                           (T(64, 256, 64, 8, 3, 4, "tma"), "rr"),         # 64 rows
                           (T(64, 128, 128, 8, 4, 4, "tma"), "rr"),
@@ -127,10 +128,11 @@ def test_a_lookup_prices_a_16_bit_row_major_tile_at_its_forms_speed():
     assert wf.gain(T(128, 256, 64, 8, 3, 8, "tma_hybrid", split_k=3), "rc") == rc[128]
     # fp8: its own gains, on tiles 128 bytes deep (a 16-bit form's tile is not fp8's)
     fp8 = wf.GAIN[wf.FP8]
-    assert wf.gain(T(128, 192, 128, 8, 3, 8, "tma_wide"), wf.FP8) == fp8[192] > fp8[128] > 1
-    assert wf.gain(T(128, 256, 128, 8, 3, 8, "tma"), wf.FP8) == fp8[128]
-    assert wf.gain(T(128, 192, 64, 8, 3, 8, "tma_wide"), wf.FP8) == 1.0
-    assert wf.gain(T(128, 128, 128, 8, 3, 8, "tma")) == 1.0
+    assert wf.gain(T(128, 192, 128, 8, 3, 8, "tma_wide"), wf.FP8) == fp8[192] > fp8[144] > 1
+    for plain in (T(128, 256, 128, 8, 3, 8, "tma"),    # its peer, 128x128, has no form
+                  T(128, 128, 128, 8, 3, 8, "tma"), T(128, 192, 64, 8, 3, 8, "tma_wide")):
+        assert wf.gain(plain, wf.FP8) == 1.0
+    assert wf.gain(T(128, 128, 128, 8, 3, 8, "tma")) == 1.0   # 16-bit: 128 deep, no form
     chip = pricing.chip_for(132, wf.SMEM, "16bit", "16bit bf16 rr tma ld128")
     assert chip.ws == "rr"
     assert pricing.chip_for(132, wf.SMEM, "16bit", "16bit fp16 rc tma ld16").ws == "rc"
@@ -145,3 +147,14 @@ def test_a_lookup_prices_a_16_bit_row_major_tile_at_its_forms_speed():
     assert ws.keys() == plain.keys() and tile in ws
     for c in ws:
         assert ws[c] == pytest.approx(plain[c] / wf.gain(c))
+
+
+@pytest.mark.parametrize("kind", wf.KINDS)
+def test_a_pick_runs_its_form_only_where_gain_lists_its_width(kind):
+    """The form where it was measured: GAIN's widths for the kind, each a gain over 1."""
+    deep = wf.block_k_of(wf.elem_of(kind))
+    for width in (128, 144, 160, 192):
+        pick = T(128, width, deep, 8, 4, 8, "tma" if width == 128 else "tma_wide")
+        got = wf.form(pick, kind)
+        assert (got is not None) is (width in wf.GAIN[kind])
+        assert wf.gain(pick, kind) == wf.GAIN[kind].get(width, 1.0) >= 1.0
