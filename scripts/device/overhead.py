@@ -26,8 +26,9 @@ plan, the table lookup, the recipe, the copies, the bound launches; the timers s
 so that run's per-call figures carry their cost). `--kernels N` then profiles N
 library calls per shape with torch.profiler and prints each GPU kernel's device time per
 call (the GEMM, operand copies, a staged C's copy), so a slow case shows which launch its
-time goes to. `--mode fp8` calls with unit scales and
-`cache_copies=True`, as the harness's Triton provider does. `--scratch-ab R` then times
+time goes to, then N torch.matmul calls the same way (cuBLAS's kernels beside ours).
+`--mode fp8` calls with unit scales and `cache_copies=True`, as the harness's Triton
+provider does. `--scratch-ab R` then times
 the library call R times each with kept scratch buffers (kernels.scratch) on and off,
 alternating in the one process (the host's speed moves up to x1.6 between processes),
 and prints `scratch,SHAPE,MODE,on_us,off_us` per round.
@@ -194,8 +195,9 @@ def main() -> None:
                     help="also write each first call's inclusive time per library step "
                          "(shape,mode,part,ms,calls CSV; `_part_clocks`)")
     ap.add_argument("--kernels", type=int, default=0, metavar="N",
-                    help="then profile N library calls per shape on the device "
-                         "(torch.profiler: each GPU kernel's time per call, to stderr)")
+                    help="then profile N library calls per shape on the device, and N "
+                         "torch.matmul calls (torch.profiler: each GPU kernel's time per "
+                         "call, to stderr)")
     ap.add_argument("--scratch-ab", type=int, default=0, metavar="R",
                     help="then time R rounds of library calls with kept scratch buffers "
                          "on and off, alternating (kernels.scratch)")
@@ -249,6 +251,9 @@ def main() -> None:
         if args.kernels:
             print(f"    tile {plan.pick}", file=sys.stderr)
             _kernel_times(call, args.kernels, f"{text} {args.mode}")
+            if args.mode != "fp8":   # the vendor's kernels beside them, the same way
+                _kernel_times(lambda: torch.matmul(a, b, out=out), args.kernels,
+                              f"{text} {args.mode} torch.matmul")
     if args.parts:
         with open(args.parts, "w") as f:
             f.write("\n".join(part_rows) + "\n")
