@@ -12,12 +12,12 @@ over by mbarriers alone: `ready` (the loads landed, counted in bytes) and `empty
 warpgroups' wgmma that read the stage are done). The load warp runs ahead across tiles,
 so the next tile's first stages load while the consumers store C.
 
-16-bit, and fp8 where a caller names the tile (its B K-major, as the dispatcher copies it
-for fp8; C in bf16 times the two scales; session 50, not yet given to fp8 picks).
-kernels.matmul runs it as the `tma_ws` variant (`recipe`): the dispatcher gives a 16-bit
-rr or rc 128-row pick that form (kernels/ws_forms.py), and a caller may name a `tma_ws`
-tile; `matmul_ws` and the `mm_ws_*` providers (the kernels.matmul contract, for
-`gemmgate run --providers`) name one. A: row-major on 16 bytes; B: row-major, or
+16-bit, and fp8 (its B K-major, as the dispatcher copies it for fp8; C in bf16 times the
+two scales; session 50). kernels.matmul runs it as the `tma_ws` variant (`recipe`): the
+dispatcher gives a 16-bit rr or rc 128-row pick, or an fp8 128-row wide one, that form
+(kernels/ws_forms.py), and a caller may name a `tma_ws` tile; `matmul_ws` and the
+`mm_ws_*` providers (the kernels.matmul contract, for `gemmgate run --providers`) name
+one. A: row-major on 16 bytes; B: row-major, or
 column-major (its K-major stages permuted for wgmma); other operands run the tile's `tma`
 form. Tails in M, N and K are the TMA unit's (loads zero-filled, stores clipped).
 """

@@ -57,14 +57,17 @@ def _predicted(ps: list[tuple[dict, float]]) -> str:
 
 
 def moved_ab(cases: Path, label: str, moved: Path, controls: bool = True,
-             per_set: bool = False) -> str:
+             per_set: bool = False, sets: tuple[str, ...] = ()) -> str:
     """A dispatcher change's A/B on the picks it moves, per mode: how many, the predicted
     gain (geomean over the picks predicted; their count in brackets where some were not)
     and the measured one (geomean; A/B > 1: the change is faster), the measured range,
     and with `controls` the same run's unmoved cases (reference and tree run one tile: A/A
     noise; not where `moved` lists a subset of the run's change's picks). `per_set`: the
-    runs are labelled `label` + each pick's set (`_moved`), with no controls."""
+    runs are labelled `label` + each pick's set (`_moved`), with no controls. `sets`: the
+    picks of those sets alone (a fresh draw's, within a run over several)."""
     picks, same = _moved(cases, label, moved, per_set)
+    if sets:
+        picks = [(m, a) for m, a in picks if m["set"] in sets]
     controls = controls and not per_set
     head = "| mode | moved | predicted | A/B geomean | A/B min | A/B max | faster |"
     out = [head + (" unmoved | their A/B geomean | their range |" if controls else ""),
@@ -304,4 +307,28 @@ def providers_best(cases: Path, label: str, prefix: str) -> str:
         name, e = min(extras.items(), key=lambda kv: kv[1])
         out.append(f"| {r['case']} | {r['mode']} | {r['tile']} | {float(r['ratio']):.3f} | "
                    f"{name.removeprefix(prefix)} | {float(r['ratio']) / e:.3f} | {1 / e:.3f} |")
+    return "\n".join(out)
+
+
+def runs_best(cases: Path, pick_label: str, best_label: str) -> str:
+    """Per case of two runs on the same shapes: the pick's tile and speed ratio to cuBLAS
+    in one (`pick_label`), another run's tile and ratio (`best_label`: a tune's winner,
+    each against its own run's cuBLAS), and the second over the first; their geomeans."""
+    out = ["| case | mode | pick | pick/cuBLAS | other | its /cuBLAS | over the pick |",
+           "|---|---|---|---:|---|---:|---:|"]
+    rows = _rows(cases)
+    best = {(r["case"], r["mode"]): r for r in rows if r["label"] == best_label}
+    got = []
+    for r in rows:
+        b = best.get((r["case"], r["mode"]))
+        if r["label"] != pick_label or b is None:
+            continue
+        p, q = float(r["ratio"]), float(b["ratio"])
+        got.append((p, q))
+        out.append(f"| {r['case']} | {r['mode']} | {r['tile']} | {p:.3f} | {b['tile']} | "
+                   f"{q:.3f} | {q / p:.3f} |")
+    if got:
+        ps, qs = [p for p, _ in got], [q for _, q in got]
+        out.append(f"| geomean ({len(got)}) | | | {geomean(ps):.3f} | | {geomean(qs):.3f} | "
+                   f"{geomean(qs) / geomean(ps):.3f} |")
     return "\n".join(out)

@@ -219,3 +219,21 @@ def probe_table(path: Path, label: str, base: str = "base") -> str:
         out.append(f"| {shape} | {tile} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
+
+
+def kernel_times(path: Path) -> str:
+    """A kernels.csv (overhead.py --kernels, one row a shape, provider and kernel: device
+    microseconds a call, torch.profiler, back to back, L2 warm) as a table: per shape
+    our tile and kernel time, cuBLAS's kernel and time, and ours over theirs."""
+    out = ["| shape | mode | tile | ours us | cuBLAS kernel | its us | ours / cuBLAS |",
+           "|---|---|---|---:|---|---:|---:|"]
+    for (shape, mode), rs in _grouped(_rows(path), lambda r: (r["shape"], r["mode"])).items():
+        ours = [r for r in rs if r["provider"] == "triton"]
+        theirs = [r for r in rs if r["provider"] == "vendor"]
+        if not ours or not theirs:
+            continue
+        us, them = (sum(float(r["device_us"]) for r in x) for x in (ours, theirs))
+        out.append(f"| {shape} | {mode} | {ours[0]['tile']} | {us:.2f} | "
+                   f"{' + '.join(r['kernel'] for r in theirs)} | {them:.2f} | "
+                   f"{us / them:.2f} |")
+    return "\n".join(out)

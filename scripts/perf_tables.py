@@ -42,6 +42,7 @@ from perf_ab import (  # noqa: E402
     providers_best,
     rows_ab,
     runs_ab,
+    runs_best,
     staged_moves,
     trees_ab,
 )
@@ -49,6 +50,7 @@ from perf_formats import (  # noqa: E402
     HOLDOUTS,
     baseline_tables,
     inductor_summary,
+    kernel_times,
     power_table,
     probe_table,
     ratios_below,
@@ -68,6 +70,7 @@ S47 = RESULTS / "h200-2026-12-04-s47"
 S48 = RESULTS / "h200-2026-12-04-s48"
 S49 = RESULTS / "h200-2026-12-04-s49"
 S50 = RESULTS / "h200-2026-12-04-s50"
+S51 = RESULTS / "h200-2026-12-04-s51"
 _WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
@@ -177,6 +180,33 @@ TABLES: dict[str, Callable[[], str]] = {
     "s50-sets": lambda: targets_table({
         s: {m: (S50 / "cases_b.csv", f"run9-{s}") for m in ("bf16", "fp16")}
         for s in ("pr", "nightly", "holdout6")}),
+    "s51-fp8-same": lambda: providers_ab(
+        S51 / "cases.csv", ("run1-fp8-named", "run1-rc160"),
+        (("named8:ws8_128x144", "named8:wide8_128x144"),
+         ("named8:ws8_128x160", "named8:wide8_128x160"),
+         ("named8:ws8_128x256", "named8:tma8_128x256"),
+         ("named:ws_128x160", "named:wide_128x160"))),
+    "s51-fp8-forms-a": lambda: moved_forms(S51 / "cases.csv", "run1-ab-fp8",
+                                           S51 / "moved_a.csv", per_set=False),
+    "s51-fp8-b": lambda: moved_ab(S51 / "cases.csv", "run2-ab-fp8", S51 / "moved_b.csv",
+                                  controls=False),
+    "s51-fp8-b94": lambda: moved_ab(S51 / "cases.csv", "run2-ab-fp8", S51 / "moved_b.csv",
+                                    controls=False, sets=("draw94",)),
+    "s51-fp8-forms-b": lambda: moved_forms(S51 / "cases.csv", "run2-ab-fp8",
+                                           S51 / "moved_b.csv", per_set=False),
+    "s51-rc160": lambda: moved_forms(S51 / "cases.csv", "run2-ab-rc", S51 / "moved_rc.csv",
+                                     per_set=False),
+    "s51-fp8-cut": lambda: moved_forms(S51 / "cases.csv", "run3-ab-fp8", S51 / "moved_c.csv",
+                                       per_set=False),
+    "s51-fp8-256": lambda: providers_ab(
+        S51 / "cases.csv", ("run3-fp8-256",),
+        tuple((f"named8b:ws8_128x{w}", "named8b:tma8_128x256") for w in (144, 160, 192))),
+    "s51-fp8-sets": lambda: runs_ab(
+        S51 / "cases.csv", ("run4-fp8-pr", "run4-fp8-nightly", "run4-fp8-holdout6")),
+    "s51-kernels": lambda: kernel_times(S51 / "kernels.csv"),
+    "s51-shortk-named": lambda: providers_best(S51 / "cases.csv", "run5-shortk", "namedk:"),
+    "s51-shortk-tuned": lambda: runs_best(S51 / "cases.csv", "run5-shortk",
+                                          "run6-tune-shortk"),
 }
 
 

@@ -223,3 +223,21 @@ def test_runs_ab_per_run_and_mode(pf, tmp_path):
     assert pf.runs_ab(cases, ("r",), "tma_ws").splitlines()[2:] == [
         "| r | bf16 | moved | 1 | 0.500 | 2.000 | 2.000 | 2.000 | 1 |",
         "| r | bf16 | control | 1 | 0.500 | 0.500 | 0.500 | 0.500 | 0 |"]
+
+
+def test_runs_best_sets_another_runs_tile_beside_each_pick(pf, tmp_path):
+    cases, _ = _ab_files(tmp_path, "p,bf16,m1-n1-k1,1,1,0.8,,t1\n"
+                                   "p,bf16,m2-n2-k2,1,1,0.5,,t2\n"
+                                   "b,bf16,m1-n1-k1,1,1,1.0,,u1\n"
+                                   "b,bf16,m9-n9-k9,1,1,1.0,,u9\n", "")
+    rows = pf.runs_best(cases, "p", "b").splitlines()[2:]
+    assert rows == ["| m1-n1-k1 | bf16 | t1 | 0.800 | u1 | 1.000 | 1.250 |",
+                    "| geomean (1) | | | 0.800 | | 1.000 | 1.250 |"]   # m2: no other row
+
+
+def test_moved_ab_takes_one_sets_picks_where_asked(pf, tmp_path):
+    cases, moved = _ab_files(tmp_path, "r,bf16,m1-n1-k1,1,1,1,ab:2.0,t\n"
+                                       "r,bf16,m2-n2-k2,1,1,1,ab:0.5,t\n",
+                             "a,bf16,m1-n1-k1,x,y,-\nb,bf16,m2-n2-k2,x,y,-\n")
+    rows = pf.moved_ab(cases, "r", moved, controls=False, sets=("a",)).splitlines()[2:]
+    assert rows[0] == "| bf16 | 1 | - | 2.000 | 2.000 | 2.000 | 1 |"

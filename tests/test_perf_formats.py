@@ -102,3 +102,14 @@ def test_probe_table_gives_each_variant_its_time_and_the_bases_over_it(pf, tmp_p
     assert lines[0] == "| shape | tile | base | pad_b |"
     assert lines[2:] == ["| 8x8x8 | 64x128x128 | 10.0 | 8.0 (x1.25) |",
                          "| 9x9x9 | 64x128x128 | 5.0 | - |"]
+
+
+def test_kernel_times_sets_cublas_kernels_beside_ours_per_shape(pf, tmp_path):
+    path = tmp_path / "kernels.csv"
+    path.write_text("shape,mode,provider,tile,kernel,device_us\n"
+                    "8x8x8,bf16,triton,tma 64x64x64 s4 w4,_tma_kernel,3.0\n"
+                    "8x8x8,bf16,vendor,,nvjet_a,1.5\n"
+                    "8x8x8,bf16,vendor,,splitk_reduce,0.5\n"
+                    "9x9x9,bf16,triton,t,_k,1.0\n")               # no vendor row: left out
+    assert pf.kernel_times(path).splitlines()[2:] == [
+        "| 8x8x8 | bf16 | tma 64x64x64 s4 w4 | 3.00 | nvjet_a + splitk_reduce | 2.00 | 1.50 |"]
