@@ -237,3 +237,16 @@ def kernel_times(path: Path) -> str:
                    f"{' + '.join(r['kernel'] for r in theirs)} | {them:.2f} | "
                    f"{us / them:.2f} |")
     return "\n".join(out)
+
+
+def tile_kernels(path: Path) -> str:
+    """A tiles.py --kernels CSV (one call of each provider under torch.profiler, L2 warm):
+    per shape and provider its kernel, grid, threads, registers a thread, shared memory
+    and device microseconds."""
+    out = ["| shape | provider | kernel | grid | block | registers | smem KB | us |",
+           "|---|---|---|---|---|---:|---:|---:|"]
+    for r in _rows(path):
+        out.append(f"| {r['shape']} | {r['provider']} | {r['kernel']} | {r['grid']} | "
+                   f"{r['block']} | {r['registers']} | {int(r['smem']) / 1024:.0f} | "
+                   f"{float(r['us']):.2f} |")
+    return "\n".join(out)

@@ -55,6 +55,7 @@ from perf_formats import (  # noqa: E402
     probe_table,
     ratios_below,
     targets_table,
+    tile_kernels,
     tile_matrix,
     wrong_cases,
 )
@@ -207,6 +208,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "s51-shortk-named": lambda: providers_best(S51 / "cases.csv", "run5-shortk", "namedk:"),
     "s51-shortk-tuned": lambda: runs_best(S51 / "cases.csv", "run5-shortk",
                                           "run6-tune-shortk"),
+    "s51-tiles-shortk": lambda: tile_matrix(S51 / "tiles_shortk.csv", "1", "run7"),
+    "s51-tiles-shortk-kernels": lambda: tile_kernels(S51 / "kernels_tiles.csv"),
 }
 
 

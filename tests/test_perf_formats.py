@@ -113,3 +113,11 @@ def test_kernel_times_sets_cublas_kernels_beside_ours_per_shape(pf, tmp_path):
                     "9x9x9,bf16,triton,t,_k,1.0\n")               # no vendor row: left out
     assert pf.kernel_times(path).splitlines()[2:] == [
         "| 8x8x8 | bf16 | tma 64x64x64 s4 w4 | 3.00 | nvjet_a + splitk_reduce | 2.00 | 1.50 |"]
+
+
+def test_tile_kernels_lists_each_providers_kernel_and_resources(pf, tmp_path):
+    path = tmp_path / "k.csv"
+    path.write_text("label,shape,mode,provider,kernel,grid,block,registers,smem,occupancy,us\n"
+                    "r,8x8x8,bf16,vendor,nvjet_x,2x65x1,384x1x1,168,210172,0,4.0\n")
+    assert pf.tile_kernels(path).splitlines()[2:] == [
+        "| 8x8x8 | vendor | nvjet_x | 2x65x1 | 384x1x1 | 168 | 205 | 4.00 |"]
