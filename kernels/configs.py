@@ -26,7 +26,17 @@ from kernels.fma import (
     fma_thin,
     gemv_space,
 )
-from kernels.tile import MAX_TMA_SPLIT, WGMMA_M, TileConfig, cdiv, cfg, k_range, usable
+from kernels.tile import (
+    ELEM_BYTES,
+    MAX_TMA_SPLIT,
+    WGMMA_M,
+    TileConfig,
+    cdiv,
+    cfg,
+    k_range,
+    usable,
+)
+from kernels.ws_forms import search_tiles
 
 # The tiles each family starts from (largest first); tma needs BLOCK_M >= 64 (wgmma).
 # 16-bit 64x128x128 and 64x64x128: inductor's autotuning won K = 2048 shapes with them
@@ -99,7 +109,9 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
     shared memory and accumulator registers, at most `limit`. `split_ks`: the tiled
     variant's K splits to try; `tma_splits`: the TMA split-K configs (`tma_split_space`);
     `fma`: IEEE fp32, on the FMA units (`FMA_TILES`); `tma_rows`: the largest BLOCK_M
-    of the TMA tiles, split or not (64 below wgmma's M: thin M)."""
+    of the TMA tiles, split or not (64 below wgmma's M: thin M). Where `variants` lists
+    `tma_ws` (dispatch.decide: a bucket whose picks run warp-specialized), the
+    warp-specialized kernel's tiles too (`ws_forms.search_tiles`), a group of their own."""
     big = FMA_TILES if fma else _TILES[family]
     out: list[TileConfig] = [c for c in tma_splits if c.block_m <= tma_rows] \
         if "tma_split" in variants else []
@@ -109,6 +121,8 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
         out += _round_robin(family, tiles, "tma", smem_limit, fma)
         if not fma:   # two programs per SM, where two fit (kernels/tile.py `occupancy`)
             out += _round_robin(family, tiles, "tma", smem_limit, occupancy=2)
+    if "tma_ws" in variants:   # the warp-specialized kernel's tiles (kernels/ws_forms.py)
+        out += search_tiles(ELEM_BYTES[family], tma_rows)
     if "tiled" in variants:
         if skinny:
             tiles = _SKINNY[family] + big[2:5]

@@ -168,7 +168,7 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
 def _ws(pick: TileConfig, bucket: str) -> TileConfig:
     """A 16-bit TMA pick over row-major A (B either way: ws_forms.LAYOUTS), or an fp8 one
     over a K-major B, in its warp-specialized form where it has one (kernels/ws_forms.py:
-    x1.02-1.13 on the same tiles, sessions 49 and 50), else the pick."""
+    x1.02-1.13 on the same tiles, sessions 49-51), else the pick."""
     kind = ws_forms.kind_of(bucket)
     return (ws_forms.form(pick, kind) or pick) if kind else pick
 
@@ -289,6 +289,9 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
             copy_b = copy_b or ("pitch" if max(sb) * elem % LINE or reads_room(N) else "")
             ld = ld_of(copy_a, copy_b)
     bucket = f"{fam} {mode.name} {la}{lb} {'tma' if variants[0] == 'tma' else 'ptr'} ld{ld}"
+    if ws_forms.kind_of(bucket):   # the warp-specialized kernel's own entries (a tune
+        # times its tiles: configs.search_space) are read where its forms run
+        variants = (*variants, "tma_ws")
     return fam, _key(bucket, M, N, K, sa, sb), bucket, copy_a, copy_b, variants
 
 

@@ -1,5 +1,5 @@
 """Which tiles the warp-specialized kernel (kernels/matmul_ws.py) runs, and the rule that
-gives a 16-bit pick its form there: no Gluon here, so the dispatcher reads it freely.
+gives a 16-bit or fp8 pick its form there: no Gluon here, so the dispatcher reads it freely.
 
 Session 49 (H200, bf16 and fp16, rr, kept copies): on the same tile the warp-specialized
 kernel ran x1.05 (128x128, 16 drawn shapes, 15 faster), x1.02 (128x144) and x1.09
@@ -22,7 +22,7 @@ import functools
 from kernels.tile import TileConfig
 
 BLOCK_M = 128      # the tiles the dispatcher's rule gives the kernel (`form`)
-BLOCK_K = 64       # 16-bit; 1-byte operands take K blocks as many bytes deep (`block_k`)
+BLOCK_K = 64       # 16-bit; 1-byte operands take K blocks as many bytes deep (`block_k_of`)
 WARPS = 8          # their consumers: two warpgroups (the kernel's default partition)
 SMEM = 232448      # a program's shared memory on the H200 (227 KiB)
 _RESTS = (0, 16, 32, 64)   # the narrower box of a wide tile (none: a power of two wide)
@@ -173,3 +173,26 @@ def gain(pick: TileConfig, kind: str = "rr") -> float:
             and _formable("tma", bm, peer, bk, 1, occ, kind):
         return GAIN[kind][peer]
     return 1.0
+
+
+# The warp-specialized tiles `gemmgate tune` times beside the plain ones (kernels/configs.py
+# `search_space`, in a bucket of a KINDS kind): 128 rows at every width the kernel takes,
+# and for 16-bit the 64-row tiles session 49 ran (64x64 at two programs an SM, 64x128).
+# Session 51 (run 7): at short K where each program has one tile, the 128x128x64 form ran
+# x0.93-0.94 of the plain tile at 4 warps, which the lookup never offered there; a tuned
+# entry is priced as it ran, with no credit (`gain`: 1 for a `tma_ws` tile).
+_SEARCH_WIDTHS = (128, 144, 160, 192, 256)
+
+
+def search_tiles(elem: int, rows: int = BLOCK_M) -> tuple[TileConfig, ...]:
+    """The `tma_ws` tiles a tuning search over `elem`-byte operands times (`fits`, at the
+    most stages that fit, at most 5), none taller than `rows` (thin M: 64)."""
+    deep = block_k_of(elem)
+    out = [TileConfig(BLOCK_M, w, deep, 8, 5, warps(BLOCK_M), "tma_ws") for w in _SEARCH_WIDTHS]
+    if elem == 2:
+        out += [TileConfig(64, 64, 128, 8, 5, warps(64), "tma_ws", occupancy=2),
+                TileConfig(64, 128, 128, 8, 5, warps(64), "tma_ws")]
+    staged = [dataclasses.replace(c, num_stages=min(5, _most_stages(c, elem))) for c in out
+              if c.block_m <= rows]
+    return tuple(c for c in staged if fits(c, elem))
+

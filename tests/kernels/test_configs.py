@@ -28,6 +28,28 @@ def test_search_space_is_bounded_pruned_and_tries_every_kind(family):
     assert all(c.num_warps == 8 for c in split if c.block_m * c.block_n >= 128 * 128)
 
 
+@pytest.mark.parametrize(("family", "elem"), [("16bit", 2), ("fp8", 1)])
+def test_the_search_times_the_warp_specialized_kernels_tiles_where_its_forms_run(family,
+                                                                               elem):
+    """Where decide lists `tma_ws` (ws_forms.kind_of), a tune times that kernel's own tiles
+    within the 30, each one it runs (`ws_forms.fits`); 64 rows at most at thin M; none
+    where it is not listed."""
+    from kernels import ws_forms
+
+    runs = ("tma", "tiled", "tma_split", "tma_wide", "tma_hybrid")
+    space = search_space(family, (*runs, "tma_ws"), H200_SMEM, skinny=False, split_ks=(2,),
+                         limit=29)
+    ws = [c for c in space if c.variant == "tma_ws"]
+    assert len(space) <= 29 and 3 <= len(ws) <= len(ws_forms.search_tiles(elem))
+    assert all(ws_forms.fits(c, elem) and usable(c, family, H200_SMEM) for c in ws)
+    assert ws[0] == ws_forms.search_tiles(elem)[0]   # 128x128 first
+    assert {c.block_k * elem for c in ws if c.block_m == 128} == {128}   # 128 bytes deep
+    thin = search_space(family, (*runs, "tma_ws"), H200_SMEM, skinny=False, tma_rows=64)
+    assert all(c.block_m <= 64 for c in thin if c.variant == "tma_ws")
+    assert not [c for c in search_space(family, runs, H200_SMEM, skinny=False)
+                if c.variant == "tma_ws"]
+
+
 @pytest.mark.parametrize("family", ["16bit", "fp32", "fp8"])
 def test_the_search_offers_tma_tiles_at_two_programs_per_sm_where_two_fit(family):
     """Two programs per SM (session 31: bf16 1152 x 1856 x 1920 on 128x64x64, 0.72 -> 0.97

@@ -16,6 +16,8 @@ TMA_TILED = ("tma", "tiled", "tma_split", "tma_wide", "tma_hybrid")
 TMA = ("tma", "tma_split", "tma_wide", "tma_hybrid")
 TMA_TILED_KB = ("tma", "tiled", "tma_split", "tma_wide", "tma_tall", "tma_hybrid")
 TMA_KB = ("tma", "tma_split", "tma_wide", "tma_tall", "tma_hybrid")
+WS = ("tma_ws",)   # where the warp-specialized kernel's forms run (ws_forms.kind_of): its
+# tuned entries are read too
 
 
 def _decide(mode, m, n, k, a="r", b="r", cap=HOPPER, pad=0, elem=2, aligned=(True, True),
@@ -28,7 +30,7 @@ def _decide(mode, m, n, k, a="r", b="r", cap=HOPPER, pad=0, elem=2, aligned=(Tru
 
 def test_aligned_16bit_goes_to_tma_without_copies():
     fam, key, bucket, ca, cb, variants = _decide("bf16", 4096, 4096, 4096)
-    assert (fam, ca, cb, variants) == ("16bit", "", "", TMA_TILED_KB)
+    assert (fam, ca, cb, variants) == ("16bit", "", "", TMA_TILED_KB + WS)
     assert bucket == "16bit bf16 rr tma ld128"
     assert key == "16bit bf16 rr tma ld128 | m4096 n4096 k4096 a4096,1 b4096,1"
     assert _decide("bf16", 2048, 2048, 2048, pad=8)[2] == "16bit bf16 rr tma ld16"
@@ -51,32 +53,32 @@ def test_fp8_and_tf32_get_k_major_copies_only_when_reused():
 def test_unaligned_leading_dimensions():
     # 1000 bf16 = 2000 bytes: describable as is; 4097 is not: a large GEMM gets aligned copies
     # N=1000 is not a multiple of 16: the tiled kernel's B loads would be scalar, TMA only
-    assert _decide("bf16", 1000, 1000, 1000)[3:] == ("", "", TMA_KB)
-    assert _decide("bf16", 4097, 4095, 4093)[3:] == ("aligned", "aligned", TMA_KB)
+    assert _decide("bf16", 1000, 1000, 1000)[3:] == ("", "", TMA_KB + WS)
+    assert _decide("bf16", 4097, 4095, 4093)[3:] == ("aligned", "aligned", TMA_KB + WS)
     # K=253: A (lda 506 bytes) is copied aligned, N=4096 reuses it; so is a skinny M's A,
     # whose pointer loads would be scalar (and the copy is small)
-    assert _decide("bf16", 4096, 4096, 253)[3:] == ("aligned", "", TMA_TILED_KB)
-    assert _decide("bf16", 16, 4096, 253)[3:] == ("aligned", "", TMA_TILED_KB)
+    assert _decide("bf16", 4096, 4096, 253)[3:] == ("aligned", "", TMA_TILED_KB + WS)
+    assert _decide("bf16", 16, 4096, 253)[3:] == ("aligned", "", TMA_TILED_KB + WS)
     assert _decide("fp8", 1000, 1000, 1000, elem=1)[3:] == \
-        ("aligned", "kmajor", TMA_TILED_KB)
+        ("aligned", "kmajor", TMA_TILED_KB + WS)
     # skinny M with aligned operands keeps its layout; 16-bit above decode's M runs TMA's
     # 64-row tiles (K split) beside the tiled kernel (session 19); decode-like 16-bit M,
     # tf32 and IEEE fp32 the tiled kernel only
-    assert _decide("bf16", 17, 4096, 4096)[3:] == ("", "", TMA_TILED_KB)
+    assert _decide("bf16", 17, 4096, 4096)[3:] == ("", "", TMA_TILED_KB + WS)
     assert _decide("fp16", 48, 4096, 4096)[2] == "16bit fp16 rr tma ld128"
     assert _decide("bf16", 16, 4096, 4096)[3:] == ("", "", ("tiled",))
     assert _decide("bf16", 1, 4096, 4096)[2] == "16bit bf16 rr ptr ld128"
     assert _decide("fp32", 32, 4096, 4096, elem=4)[3:] == ("", "", ("tiled",))
     assert _decide("tf32", 32, 4096, 4096, elem=4)[3:] == ("", "", ("tiled",))
     # skinny M, unaligned B (5523 bf16 = 11046 bytes): copied K-major for fp8's wgmma
-    assert _decide("fp8", 26, 5523, 7310, elem=1)[3:] == ("aligned", "kmajor", TMA_KB)
+    assert _decide("fp8", 26, 5523, 7310, elem=1)[3:] == ("aligned", "kmajor", TMA_KB + WS)
     # fp8, thin M, B given K-major: TMA only (the tiled kernel ran it at 0.01-0.33)
-    assert _decide("fp8", 16, 4096, 4096, b="c", elem=1)[3:] == ("", "", TMA_KB)
+    assert _decide("fp8", 16, 4096, 4096, b="c", elem=1)[3:] == ("", "", TMA_KB + WS)
     assert _decide("fp8", 16, 4096, 4096, elem=1)[3:] == ("", "", ("tiled",))  # N-major B
     # ... unless copies are kept (cache_copies): then B is copied K-major once, and TMA runs
     for m in (1, 16, 32):
         _, _, bucket, ca, cb, variants = _decide("fp8", m, 4096, 4096, elem=1, cached=True)
-        assert (ca, cb, variants) == ("", "kmajor", TMA_KB)
+        assert (ca, cb, variants) == ("", "kmajor", TMA_KB + WS)
         assert bucket == "fp8 fp8 rc tma ld128"
     # kept copies change nothing for 16-bit (no K-major rule) or where M reuses B anyway
     for m in (16, 32):
@@ -85,7 +87,7 @@ def test_unaligned_leading_dimensions():
     assert _decide("fp8", 256, 4096, 4096, elem=1, cached=True)[3:] == \
         _decide("fp8", 256, 4096, 4096, elem=1)[3:]
     # lda = 2056 (pad 8) bf16 = 4112 bytes: a multiple of 16, described as is
-    assert _decide("bf16", 2048, 2048, 2048, pad=8)[5] == TMA_TILED_KB
+    assert _decide("bf16", 2048, 2048, 2048, pad=8)[5] == TMA_TILED_KB + WS
     assert _decide("bf16", 4096, 4096, 4096, aligned=(False, True))[3] == "aligned"
 
 
@@ -93,7 +95,7 @@ def test_kept_copies_put_every_descriptor_row_on_whole_128_byte_lines():
     # lda = ldb = 2056 bf16 = 4112 bytes: rows straddle L2 lines; kept copies re-pitch both
     _, _, bucket, ca, cb, variants = _decide("bf16", 2048, 2048, 2048, pad=8, cached=True)
     assert (ca, cb) == ("pitch", "pitch") and bucket == "16bit bf16 rr tma ld128"
-    assert variants == TMA_TILED_KB
+    assert variants == TMA_TILED_KB + WS
     assert _decide("bf16", 2048, 2048, 2048, pad=8)[3:5] == ("", "")   # not kept: as is
     # 1000^3 bf16 (2000-byte rows), column-major A: re-pitched in its own layout
     _, _, bucket, ca, cb, _ = _decide("bf16", 1000, 1000, 1000, a="c", cached=True)
@@ -253,10 +255,10 @@ def test_only_ieee_fp32_plans_search_the_fma_tiles():
 def test_skinny_m_zero_k_and_old_chips_use_the_tiled_kernel():
     assert _decide("bf16", 16, 4096, 4096)[5] == ("tiled",)
     # but x @ W.T (B column-major) at thin M, decode's too: TMA only (session 20)
-    assert _decide("bf16", 16, 4096, 4096, b="c")[5] == TMA_KB
-    assert _decide("fp16", 1, 4096, 4096, b="c")[5] == TMA_KB
-    assert _decide("bf16", 48, 4096, 4096, a="c", b="c")[5] == TMA_KB
-    assert _decide("bf16", 64, 4096, 4096, b="c")[5] == TMA_TILED_KB
+    assert _decide("bf16", 16, 4096, 4096, b="c")[5] == TMA_KB + WS
+    assert _decide("fp16", 1, 4096, 4096, b="c")[5] == TMA_KB + WS
+    assert _decide("bf16", 48, 4096, 4096, a="c", b="c")[5] == TMA_KB   # cc: no forms
+    assert _decide("bf16", 64, 4096, 4096, b="c")[5] == TMA_TILED_KB + WS
     assert _decide("tf32", 16, 4096, 4096, elem=4)[5] == ("tiled",)
     assert _decide("bf16", 4096, 4096, 0)[5] == ("tiled",)
     assert _decide("bf16", 4096, 4096, 4096, cap=AMPERE)[5] == ("tiled",)

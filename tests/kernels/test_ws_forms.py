@@ -160,3 +160,18 @@ def test_a_pick_runs_its_form_only_where_gain_lists_its_width(kind):
         got = wf.form(pick, kind)
         assert (got is not None) is (width in wf.GAIN[kind])
         assert wf.gain(pick, kind) == wf.GAIN[kind].get(width, 1.0) >= 1.0
+
+
+@pytest.mark.parametrize("elem", [2, 1])
+def test_a_tune_searches_every_width_the_kernel_takes_at_the_stages_that_fit(elem):
+    tiles = wf.search_tiles(elem)
+    tall = [c for c in tiles if c.block_m == 128]
+    assert [c.block_n for c in tall] == [128, 144, 160, 192, 256]
+    assert all(c.block_k * elem == 128 and c.num_warps == 8 for c in tall)
+    assert all(wf.fits(c, elem) and 2 <= c.num_stages <= 5 for c in tiles)
+    assert all(c.num_stages == min(5, wf._most_stages(c, elem)) for c in tiles)
+    short = [c for c in tiles if c.block_m == 64]   # 16-bit only: session 49 ran them
+    assert len(short) == (2 if elem == 2 else 0)
+    assert all(c.block_m == 64 for c in wf.search_tiles(elem, rows=64))
+    # a tuned `tma_ws` entry is priced as it ran: no credit on top
+    assert all(wf.gain(c, kind) == 1.0 for c in tiles for kind in wf.KINDS)
