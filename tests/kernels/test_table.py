@@ -480,3 +480,31 @@ def test_a_tf32_128x128_neighbour_is_made_320_tall_for_tf32_calls_only(tmp_path)
     assert look(buckets[0]) == (TileConfig(320, 128, 32, 8, 4, 8, "tma_tall"), "table-nearest")
     assert look(buckets[1])[0].variant != "tma_tall"
     assert look(buckets[2])[0].variant != "tma_tall"
+
+
+def test_a_tuned_tma_ws_entry_is_read_where_decide_lists_the_kernel_and_priced_as_it_ran(
+        tmp_path):
+    """A `tma_ws` entry (a tune timed it: configs.search_space) is taken where the call's
+    variants list `tma_ws` (dispatch.decide: a bucket whose picks run warp-specialized),
+    exact or nearest, and not elsewhere; the lookup prices it at its tuned time, with no
+    form's credit (ws_forms.gain: 1)."""
+    from kernels import dispatch
+    from kernels.modes import mode_named
+
+    ws = TileConfig(128, 128, 64, 8, 5, 8, "tma_ws")
+    bucket = "16bit bf16 rr tma ld128"
+    d = _write(tmp_path, [_entry(4096, 4096, 4096, ws, bucket=bucket, tuned_ms=0.2)])
+    rr = dispatch.decide(mode_named("bf16"), (9, 0), 4096, 4096, 4096, (4096, 1), (4096, 1),
+                         (True, True), 2, has_tma=True)
+    assert rr[2] == bucket and "tma_ws" in rr[5]
+    look = lambda m, variants: table.lookup(  # noqa: E731
+        "NVIDIA H200", bucket, m, 4096, 4096, directory=d, variants=variants, sms=132,
+        smem=ws_forms.SMEM)
+    assert look(4096, rr[5]) == (ws, "table")
+    assert look(4608, rr[5]) == (ws, "table-nearest")
+    assert look(4096, tuple(v for v in rr[5] if v != "tma_ws")) is None
+    assert ws_forms.gain(ws, "rr") == 1.0 and dispatch._ws(ws, bucket) is ws
+    cr = dispatch.decide(mode_named("bf16"), (9, 0), 4096, 4096, 4096, (1, 4096), (4096, 1),
+                         (True, True), 2, has_tma=True)
+    assert cr[2].startswith("16bit bf16 cr tma") and "tma_ws" not in cr[5]
+    table.reload()
