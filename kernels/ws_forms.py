@@ -192,7 +192,7 @@ def search_tiles(elem: int, rows: int = BLOCK_M) -> tuple[TileConfig, ...]:
     if elem == 2:
         out += [TileConfig(64, 64, 128, 8, 5, warps(64), "tma_ws", occupancy=2),
                 TileConfig(64, 128, 128, 8, 5, warps(64), "tma_ws")]
-    staged = [dataclasses.replace(c, num_stages=min(5, _most_stages(c, elem))) for c in out
+    staged = [dataclasses.replace(c, num_stages=stages(c, elem)) for c in out
               if c.block_m <= rows]
     return tuple(c for c in staged if fits(c, elem))
 

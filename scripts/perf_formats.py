@@ -220,10 +220,9 @@ def probe_table(path: Path, label: str, base: str = "base") -> str:
     return "\n".join(out)
 
 
-
 def kernel_times(path: Path) -> str:
-    """A kernels.csv (overhead.py --kernels, one row a shape, provider and kernel: device
-    microseconds a call, torch.profiler, back to back, L2 warm) as a table: per shape
+    """A kernels.csv (overhead.py --kernels's stderr, one row a shape, provider and kernel:
+    device microseconds a call, torch.profiler, back to back, L2 warm) as a table: per shape
     our tile and kernel time, cuBLAS's kernel and time, and ours over theirs."""
     out = ["| shape | mode | tile | ours us | cuBLAS kernel | its us | ours / cuBLAS |",
            "|---|---|---|---:|---|---:|---:|"]
