@@ -83,59 +83,88 @@ def per_step_of(r: _Row, sms: int, fam: str, split_smem: int) -> float:
         steps(r.config, rm, rn, rk, sms, split_residency(r.config, fam, split_smem))
 
 
-def transfer(r: _Row, per_step: float, c: TileConfig, m: int, n: int, k: int,
-             chip: Chip) -> float:
-    """A tile `c` priced from an entry on another shape: the row's tile, K split otherwise
-    (`resplits`), `twins`, `wides` or `hybrids`. A fixed part (`fixed_ms`: the launch, and
-    split-K's partials) plus the entry's tuned time per step on its own shape (`per_step`,
-    `per_step_of`), times the steps `c` takes here. A tile won on its shape for
-    that shape's fit (3072 x 320 x 2304 bf16: 128x64 makes 120 tiles, one wave; 64x128
-    makes 144) can lose on a neighbour that another neighbour's tile fits (1024 x 1024 x
-    2048: 64x128x128 from 1280 x 768 x 2560 ran 12.6 us where 128x64x64 ran 16.2,
-    session 12). `chip`: its SMs, and the call's family and shared memory for a wide
-    tile's price (`wide_step`) and a split tile's programs an SM (`split_residency`)."""
-    if c.occupancy > r.config.occupancy:
-        per_step *= STAGE_COST ** (r.config.num_stages - c.num_stages)
-    if c.variant in _WIDE and r.config.variant not in _WIDE:
-        per_step *= wide_step(r.config, c, chip.fam)
+def transfer(parent: TileConfig, c: TileConfig, m: int, n: int, k: int, chip: Chip
+             ) -> tuple[float, float, float, float]:
+    """How a tile `c` is priced from an entry of tile `parent` on another shape (the
+    entry's tile, K split otherwise (`resplits`), `twins`, `wides` or `hybrids`):
+    (fixed, stage, wide, steps), its price `fixed + per_step * stage * wide * steps`
+    (`priced`). A fixed part (`fixed_ms`: the launch, and split-K's partials) plus the
+    entry's tuned time per step on its own shape (`per_step_of`), times what a step of
+    `c` costs against the parent's (`stage`: a twin's dropped stages; `wide`: `wide_step`),
+    times the steps `c` takes here. A tile won on its shape for that shape's fit (3072 x
+    320 x 2304 bf16: 128x64 makes 120 tiles, one wave; 64x128 makes 144) can lose on a
+    neighbour that another neighbour's tile fits (1024 x 1024 x 2048: 64x128x128 from 1280
+    x 768 x 2560 ran 12.6 us where 128x64x64 ran 16.2, session 12). `chip`: its SMs, and
+    the call's family and shared memory for a wide tile's price (`wide_step`) and a split
+    tile's programs an SM (`split_residency`). Pure in its arguments: a lookup works it out
+    once per table tile for all the entries that have it (`priced`'s `memo`)."""
+    stage = wide = 1.0
+    if c.occupancy > parent.occupancy:
+        stage = STAGE_COST ** (parent.num_stages - c.num_stages)
+    if c.variant in _WIDE and parent.variant not in _WIDE:
+        wide = wide_step(parent, c, chip.fam)
     per_sm = split_residency(c, chip.fam, chip.split_smem) if c.variant == "tma_split" else 1
-    return fixed_ms(c, m, n, chip.sms) + per_step * steps(c, m, n, k, chip.sms, per_sm)
+    return fixed_ms(c, m, n, chip.sms), stage, wide, steps(c, m, n, k, chip.sms, per_sm)
 
 
-def priced(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], chip: Chip
-           ) -> list[tuple[float, TileConfig, float]]:
+# A table tile's options on one shape (`_options`): (tile, margin, fixed, stage, wide,
+# steps, the ws form's gain)
+_Option = tuple[TileConfig, float, float, float, float, float, float]
+
+
+def priced(rows: list[_Row], m: int, n: int, k: int, variants: tuple[str, ...], chip: Chip,
+           memo: dict | None = None) -> list[tuple[float, TileConfig, float]]:
     """(predicted ms, tile, the margin it must win by) of each timed row's tile, its K
     re-splits (1), its `twins` (TWIN_MARGIN), `wides` and `halves` (WIDE_MARGIN) and
-    `hybrids` (HYBRID_MARGIN) on this shape."""
-    elem = ELEM_BYTES.get(chip.fam, 2)
+    `hybrids` (HYBRID_MARGIN) on this shape, each at the speed of the form it runs in.
+    Rows of one tile share its options (`_options`: most of a first call's plan, worked
+    out once per tile, not per row; a lookup's ~13 near rows hold ~3 distinct tiles);
+    `memo` carries them between calls on the same shape, variants and chip (a lookup's
+    own and other-type passes), and each row scales them by its tuned time per step."""
+    memo = {} if memo is None else memo
     sms, out = chip.sms, []
+    for r in rows:
+        if r.ms > 0:
+            options = memo.get(r.config)
+            if options is None:
+                options = memo[r.config] = _options(r.config, m, n, k, variants, chip)
+            if options:
+                # the row's, once for every option priced from it
+                ps = per_step_of(r, sms, chip.fam, chip.split_smem)
+                out += [((fixed + ps * stage * wide * st) / gain, c, margin)
+                        for c, margin, fixed, stage, wide, st, gain in options]
+    return out
+
+
+def _options(parent: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...],
+             chip: Chip) -> tuple[_Option, ...]:
+    """A table tile's options on this shape, in `priced`'s order, each `transfer`'s
+    factors and its ws form's gain (1 where it runs plain); none where its K ranges do not
+    fit here (`splits_fit`)."""
+    if not splits_fit(parent, k):
+        return ()
+    elem = ELEM_BYTES.get(chip.fam, 2)
+    sms = chip.sms
     # `wides`' tall forms only over a K-major B (16-bit rr runs `tma_tall` in one wave only)
     fits = variants if chip.b_kmajor else tuple(v for v in variants if v != "tma_tall")
-    for r in rows:
-        if r.ms > 0 and splits_fit(r.config, k):
-            # the row's, once for every option priced from it
-            ps = per_step_of(r, sms, chip.fam, chip.split_smem)
-            out += [(transfer(r, ps, c, m, n, k, chip), c, 1.0)
-                    for c in (r.config, *resplits(r.config, m, n, k, variants, sms, chip.fam,
-                                                  chip.split_smem, chip.anew))]
-            out += [(transfer(r, ps, c, m, n, k, chip), c, TWIN_MARGIN)
-                    for c in twins(r.config, chip.fam, chip.smem, chip.fma)]
-            fit = k * elem >= FIT_MIN_K_BYTES
-            out += [(transfer(r, ps, c, m, n, k, chip), c, WIDE_MARGIN)
-                    for c in (*wides(r.config, chip.fam, chip.smem, fits, fit),
-                              *halves(r.config, m, n, chip.fam, chip.smem, fits, sms, fit),
-                              *one_wave(r.config, m, n, k, chip.fam, chip.smem, variants,
-                                        sms, chip.tf32))]
-            out += [(transfer(r, ps, c, m, n, k, chip), c, HYBRID_MARGIN)
-                    for c in (() if chip.fma else hybrids(r.config, m, n, k, variants, sms,
-                                                          elem, chip.a_kmajor))]
-    if chip.ws:   # each tile at the speed of the form it runs in (entries are tuned plain;
-        # only 128-row tiles have a form or a peer's: the rest skip the call, a first
-        # call's plan is mostly this lookup)
-        gain, kind, rows_ = ws_forms.gain, chip.ws, ws_forms.BLOCK_M
-        out = [(ms / gain(c, kind) if c.block_m == rows_ else ms, c, margin)
-               for ms, c, margin in out]
-    return out
+    fit = k * elem >= FIT_MIN_K_BYTES
+    tiles = [(c, 1.0) for c in (parent, *resplits(parent, m, n, k, variants, sms, chip.fam,
+                                                   chip.split_smem, chip.anew))]
+    tiles += [(c, TWIN_MARGIN) for c in twins(parent, chip.fam, chip.smem, chip.fma)]
+    tiles += [(c, WIDE_MARGIN)
+              for c in (*wides(parent, chip.fam, chip.smem, fits, fit),
+                        *halves(parent, m, n, chip.fam, chip.smem, fits, sms, fit),
+                        *one_wave(parent, m, n, k, chip.fam, chip.smem, variants, sms,
+                                  chip.tf32))]
+    tiles += [(c, HYBRID_MARGIN)
+              for c in (() if chip.fma else hybrids(parent, m, n, k, variants, sms, elem,
+                                                    chip.a_kmajor))]
+    # each tile at the speed of the form it runs in (entries are tuned plain; only 128-row
+    # tiles have a form or a peer's)
+    kind = chip.ws
+    return tuple((c, margin, *transfer(parent, c, m, n, k, chip),
+                  ws_forms.gain(c, kind) if kind and c.block_m == ws_forms.BLOCK_M else 1.0)
+                 for c, margin in tiles)
 
 
 def fastest(options: list[tuple[float, TileConfig, float]]) -> tuple[float, TileConfig]:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from bisect import bisect_left, bisect_right
 from operator import itemgetter
 from pathlib import Path
 
@@ -138,21 +139,29 @@ class _Row:
     where: tuple[float, float, float]   # its regime
     stale: bool
     ms: float                           # its tuned time (0: not recorded)
+    order: int = 0                      # its place among its bucket's entries in the file
+
+
+def _tiles_of(r: _Row) -> float:
+    """A row's first regime coordinate, by which `_index` sorts a bucket's rows."""
+    return r.where[0]
 
 
 @functools.cache
 def _index(device_name: str, directory: str) -> tuple[str, dict[str, tuple[_Row, ...]]]:
     """(table path, bucket -> rows) for this device: regimes computed once, so a nearest
     lookup on a new shape costs microseconds, not a parse of every entry (session 10:
-    ~320 us on the dev CPU for 118 entries, most of a first call's own cost)."""
+    ~320 us on the dev CPU for 118 entries, most of a first call's own cost). A bucket's
+    rows are sorted by their regime's output tiles (file order within: `order`), so `_near`
+    reads only those within NEAREST_MAX of a shape's."""
     path, entries = entries_for(device_name, Path(directory))
     rows: dict[str, list[_Row]] = {}
     for e in entries:
         m, n, k = int(e["m"]), int(e["n"]), int(e["k"])
-        rows.setdefault(e["bucket"], []).append(
-            _Row(TileConfig(**e["config"]), (m, n, k), regime(m, n, k), is_stale(e),
-                 float(e.get("tuned_ms") or 0.0)))
-    return path, {b: tuple(r) for b, r in rows.items()}
+        got = rows.setdefault(e["bucket"], [])
+        got.append(_Row(TileConfig(**e["config"]), (m, n, k), regime(m, n, k), is_stale(e),
+                        float(e.get("tuned_ms") or 0.0), len(got)))
+    return path, {b: tuple(sorted(r, key=_tiles_of)) for b, r in rows.items()}
 
 
 def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
@@ -219,7 +228,8 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
     chip = chip_for(sms, smem, fam, bucket)
     for b, carried in buckets:
         runs = _carried(variants, carried)
-        near = _near(rows.get(b, ()) + rows.get(_other_type(b), ()), m, n, k, runs, chip.fma)
+        near = [*_near(rows.get(b, ()), m, n, k, runs, chip.fma),
+                *_near(rows.get(_other_type(b), ()), m, n, k, runs, chip.fma)]
         got = [ms for ms, c, _ in priced(near, m, n, k, runs, chip) if c == config]
         if got:
             return min(got)
@@ -229,51 +239,67 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
 def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
           variants: tuple[str, ...], fma: bool = False) -> list[_Row]:
     """The rows a nearest lookup weighs: fresh, of a variant the call can run, not
-    `fragile` here, within NEAREST_MAX of this shape's regime; nearest first."""
+    `fragile` here, within NEAREST_MAX of this shape's regime; nearest first (of equal
+    distance, first in the file). `rows`: one bucket's, as `_index` sorts them."""
     t, d, w = regime(m, n, k)
+    # the window of output-tile coordinates within NEAREST_MAX (a hair wider: the test
+    # below is the rule, in its own arithmetic)
+    lo = bisect_left(rows, t - NEAREST_MAX - _WINDOW_SLACK, key=_tiles_of)
+    hi = bisect_right(rows, t + NEAREST_MAX + _WINDOW_SLACK, lo=lo, key=_tiles_of)
     scored = []
-    for r in rows:
+    for i in range(lo, hi):
+        r = rows[i]
         rt, rd, rw = r.where
         dt = t - rt   # the cheap tests first: each coordinate alone within NEAREST_MAX
         if -NEAREST_MAX <= dt <= NEAREST_MAX:
             dist = abs(dt) + abs(d - rd) + abs(w - rw)
             if dist <= NEAREST_MAX and r.config.variant in variants and not r.stale \
                     and not fragile(r.config, m, n, k, fma):
-                scored.append((dist, r))
-    scored.sort(key=itemgetter(0))
-    return [r for _, r in scored]
+                scored.append((dist, r.order, r))
+    scored.sort(key=_BY_DISTANCE)
+    return [r for _, _, r in scored]
+
+
+_WINDOW_SLACK = 1e-9
+_BY_DISTANCE = itemgetter(0, 1)
 
 
 def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
             variants: tuple[str, ...], chip: Chip, other_type: tuple[_Row, ...] = ()
             ) -> tuple[TileConfig, str] | None:
-    runnable = [r for r in rows if r.config.variant in variants]
-    fresh = [r for r in runnable if not r.stale]
-    if len(fresh) < len(runnable):
-        warn_stale(path, len(runnable) - len(fresh))
-    exact = [r for r in fresh if r.shape == (m, n, k)]
-    if exact:
-        return exact[0].config, "table"
-    own = _nearest(tuple(fresh), m, n, k, variants, chip)
-    other = _nearest(other_type, m, n, k, variants, chip)
+    shape, stale, exact = (m, n, k), 0, None
+    for r in rows:   # one pass: the stale runnable entries, and the first fresh exact one
+        if r.config.variant in variants:
+            if r.stale:
+                stale += 1
+            elif exact is None and r.shape == shape:   # (sorted stably: file order)
+                exact = r
+    if stale:
+        warn_stale(path, stale)
+    if exact is not None:
+        return exact.config, "table"
+    memo: dict = {}   # the table tiles' options here, shared by both passes (`priced`)
+    own = _nearest(rows, m, n, k, variants, chip, memo)   # (`_near` skips stale rows)
+    other = _nearest(other_type, m, n, k, variants, chip, memo)
     if own is None or (other is not None and other[0] * OTHER_TYPE_MARGIN <= own[0] < math.inf):
         own = other
     return None if own is None else (own[1], "table-nearest")
 
 
 def _nearest(rows: tuple[_Row, ...], m: int, n: int, k: int, variants: tuple[str, ...],
-             chip: Chip) -> tuple[float, TileConfig] | None:
+             chip: Chip, memo: dict | None = None) -> tuple[float, TileConfig] | None:
     """(predicted ms, tile) of the rows' best near tile here (NEIGHBOURS nearest, a
     farther one FAR_MARGIN faster), or None; without `sms` the nearest row's tile at
-    infinite ms (nothing to predict with)."""
+    infinite ms (nothing to predict with). `memo`: `priced`'s, for this shape."""
+    memo = {} if memo is None else memo
     near = _near(rows, m, n, k, variants, chip.fma)
     if not near:
         return None
-    options = priced(near[:NEIGHBOURS], m, n, k, variants, chip) if chip.sms else []
+    options = priced(near[:NEIGHBOURS], m, n, k, variants, chip, memo) if chip.sms else []
     if not options:
         return math.inf, near[0].config
     best = fastest(options)
-    far = priced(near[NEIGHBOURS:FAR_NEIGHBOURS], m, n, k, variants, chip)
+    far = priced(near[NEIGHBOURS:FAR_NEIGHBOURS], m, n, k, variants, chip, memo)
     if far:
         far_best = fastest(far)
         if far_best[0] * FAR_MARGIN <= best[0]:

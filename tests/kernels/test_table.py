@@ -508,3 +508,75 @@ def test_a_tuned_tma_ws_entry_is_read_where_decide_lists_the_kernel_and_priced_a
                          (True, True), 2, has_tma=True)
     assert cr[2].startswith("16bit bf16 cr tma") and "tma_ws" not in cr[5]
     table.reload()
+
+
+def _near_by_scan(rows, m, n, k, variants):
+    """`table._near` as a scan of every row in file order (what the window must equal)."""
+    t, d, w = table.regime(m, n, k)
+    scored = []
+    for r in sorted(rows, key=lambda r: r.order):
+        dist = abs(t - r.where[0]) + abs(d - r.where[1]) + abs(w - r.where[2])
+        if dist <= table.NEAREST_MAX and r.config.variant in variants and not r.stale \
+                and not table.fragile(r.config, m, n, k):
+            scored.append((dist, r))
+    return [r for _, r in sorted(scored, key=lambda x: x[0])]
+
+
+def test_near_reads_the_window_of_a_sorted_bucket_and_breaks_ties_by_file_order():
+    """`_index` sorts a bucket's rows by their output tiles (file order within) and `_near`
+    reads the rows within NEAREST_MAX of a shape's tiles: the same rows, nearest first and
+    of equal distance first in the file, as a scan of all of them (the committed table's
+    largest bucket, shapes on and off the entries' own)."""
+    import random
+
+    _, rows = table._index("NVIDIA H200", str(table_file.DEFAULT_DIR))
+    bucket = max(rows, key=lambda b: len(rows[b]))
+    got = rows[bucket]
+    assert [r.where[0] for r in got] == sorted(r.where[0] for r in got)
+    assert sorted(r.order for r in got) == list(range(len(got)))
+    variants = ("tma", "tiled", "tma_split", "tma_wide", "tma_tall", "tma_hybrid", "tma_ws")
+    rng = random.Random(11)
+    shapes = [r.shape for r in got] + [tuple(rng.randint(1, 9000) for _ in range(3))
+                                       for _ in range(300)]
+    for m, n, k in shapes:
+        assert table._near(got, m, n, k, variants) == _near_by_scan(got, m, n, k, variants)
+
+
+def test_of_two_exact_entries_of_a_shape_the_first_in_the_file_is_taken(tmp_path):
+    """Entries of one shape sort together, in file order: the exact lookup takes the first
+    that the call can run and that is fresh."""
+    other = TileConfig(128, 128, 64, 8, 4, 4, "tma")
+    stale = _entry(4096, 4096, 4096, TileConfig(64, 64, 64, 8, 4, 4, "tma"),
+                   kernel="0123456789ab")
+    d = _write(tmp_path, [_entry(64, 64, 64, TILED), stale, _entry(4096, 4096, 4096, TMA),
+                          _entry(4096, 4096, 4096, other), _entry(8192, 8192, 8192, other)])
+    look = lambda v: table.lookup("NVIDIA H200", "16bit bf16 rr tma", 4096, 4096,  # noqa: E731
+                                  4096, directory=d, variants=v)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert look(("tma", "tiled")) == (TMA, "table")
+        d = _write(tmp_path, [stale, _entry(4096, 4096, 4096, other),
+                              _entry(4096, 4096, 4096, TMA)])
+        assert look(("tma", "tiled")) == (other, "table")
+    table.reload()
+
+
+def test_rows_of_one_tile_share_its_options_priced_by_each_rows_own_time():
+    """`priced` works a tile's options out once for all the rows that have it (`memo`, a
+    lookup's for its shape): each row's prices are its own tuned time per step on them,
+    exactly as without the memo, and a slower row of the same tile prices every option
+    slower."""
+    from kernels import pricing
+
+    tile = TileConfig(128, 128, 64, 8, 4, 4, "tma")
+    fast = table._Row(tile, (2048, 2048, 2048), table.regime(2048, 2048, 2048), False, 0.05)
+    slow = table._Row(tile, (2048, 2048, 4096), table.regime(2048, 2048, 4096), False, 0.2)
+    variants = ("tma", "tma_split", "tma_wide", "tma_tall", "tma_hybrid")
+    chip = pricing.chip_for(132, ws_forms.SMEM, "16bit", "16bit bf16 rr tma ld128")
+    memo: dict = {}
+    both = pricing.priced([fast, slow], 1500, 2100, 3000, variants, chip, memo)
+    assert list(memo) == [tile] and len(memo[tile]) > 1
+    alone = [pricing.priced([r], 1500, 2100, 3000, variants, chip) for r in (fast, slow)]
+    assert both == alone[0] + alone[1]
+    assert pricing.priced([slow], 1500, 2100, 3000, variants, chip, memo) == alone[1]
+    assert all(f[0] < s[0] and f[1:] == s[1:] for f, s in zip(*alone))
