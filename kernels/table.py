@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
 
