@@ -1,0 +1,128 @@
+"""The host time of a first call's plan, on the CPU: `kernels.dispatch.decide` and
+`kernels.table.lookup` on shapes the process has not seen, this tree against others.
+
+    python3 scripts/plan_time.py [--ref REV ...] [--modes bf16,fp16,fp8,tf32,fp32]
+                                 [--shapes 200] [--rounds 6] [--seed 0] [--csv FILE]
+
+A first call on an unseen shape plans in Python before it launches: the dispatcher's
+decision (bucket, copies, variants) and the nearest lookup over the H200 table (docs/
+PERF.md: most of a first call's own part). Per round, `--shapes` random row-major shapes
+(M, N, K each 16-8192; fp8 over a K-major B, as the harness keeps its copy), the same for
+every tree, each tree's package timed on them in turn (`--ref` trees loaded beside this
+one: gemmgate.reference.load), so the rounds share the host's state. A tree's time per
+plan is its best round's mean (the host is noisy; the best round is the least disturbed)
+and its median round's. The heuristic's fallback (no near entry) is not timed: the count
+of shapes that took a table tile is printed. Pure CPU work: both calls are pure, no
+device. Exit 0; 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from lookup_diff import DEVICE, SMEM  # noqa: E402
+
+_ELEM = {"fp8": 1, "fp32": 4, "tf32": 4, "tf32x3": 4}   # else 2 (16-bit)
+_FIELDS = ("tree", "sha", "mode", "shapes", "rounds", "best_us", "median_us", "table_hits")
+
+
+def draw(seed: int, count: int) -> list[tuple[int, int, int]]:
+    """`count` random (M, N, K), each 16-8192."""
+    rng = random.Random(seed)
+    return [(rng.randint(16, 8192), rng.randint(16, 8192), rng.randint(16, 8192))
+            for _ in range(count)]
+
+
+def _planner(pkg, mode_name: str, sms: int = 132):
+    """plan(M, N, K) -> whether the table gave a tile: `pkg`'s decide and lookup."""
+    mode = pkg.modes.mode_named(mode_name)
+    elem = _ELEM.get(mode_name, 2)
+    decide, lookup = pkg.dispatch.decide, pkg.table.lookup
+
+    def plan(m: int, n: int, k: int) -> bool:
+        sb = (1, k) if mode_name == "fp8" else (n, 1)
+        _, _, bucket, _, _, variants = decide(mode, (9, 0), m, n, k, (k, 1), sb,
+                                              (True, True), elem, has_tma=True, cached=True)
+        return lookup(DEVICE, bucket, m, n, k, variants=variants, sms=sms,
+                      smem=SMEM) is not None
+
+    return plan
+
+
+def measure(trees: list[tuple[str, str, object]], modes: list[str], shapes: int,
+            rounds: int, seed: int) -> list[dict]:
+    """One row per tree and mode (`_FIELDS`): `trees` are (label, sha, kernels package)."""
+    rows = []
+    for mode in modes:
+        plans = [(label, sha, _planner(pkg, mode)) for label, sha, pkg in trees]
+        for _, _, plan in plans:   # each package reads its table once, untimed
+            plan(1000, 1000, 1000)
+        times: dict[str, list[float]] = {label: [] for label, _, _ in plans}
+        hits: dict[str, int] = {label: 0 for label, _, _ in plans}
+        for r in range(rounds):
+            drawn = draw(seed * 1000 + r, shapes)
+            for label, _, plan in plans:
+                t = time.perf_counter()
+                got = [plan(*s) for s in drawn]
+                times[label].append((time.perf_counter() - t) / shapes * 1e6)
+                hits[label] += sum(got)
+        for label, sha, _ in plans:
+            rows.append(dict(tree=label, sha=sha[:12], mode=mode, shapes=shapes,
+                             rounds=rounds, best_us=f"{min(times[label]):.1f}",
+                             median_us=f"{statistics.median(times[label]):.1f}",
+                             table_hits=hits[label]))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ref", action="append", default=[],
+                    help="a commit to time beside this tree (repeatable)")
+    ap.add_argument("--modes", default="bf16,fp16,fp8,tf32,fp32")
+    ap.add_argument("--shapes", type=int, default=200, help="random shapes a round")
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
+    args = ap.parse_args(argv)
+    import kernels
+    from gemmgate import reference
+
+    modes = args.modes.split(",")
+    bad = [m for m in modes if m not in ("bf16", "fp16", "fp8", "tf32", "fp32", "tf32x3")]
+    if bad or args.shapes < 1 or args.rounds < 1:
+        print(f"plan_time: need modes among bf16, fp16, fp8, tf32, fp32, tf32x3 and --shapes, "
+              f"--rounds >= 1 (got {args.modes}, {args.shapes}, {args.rounds})",
+              file=sys.stderr)
+        return 2
+    try:
+        head = reference.resolve("HEAD", ROOT, "HEAD")
+        trees = [(f"ref {ref}", *reference.load(reference.resolve(ref, ROOT, "--ref"), ROOT))
+                 for ref in args.ref]
+    except ValueError as e:
+        print(f"plan_time: error: {e}", file=sys.stderr)
+        return 2
+    trees.append(("tree", head, kernels))
+    rows = measure(trees, modes, args.shapes, args.rounds, args.seed)
+    for row in rows:
+        print(f"{row['mode']:6s} {row['tree']:14s} {row['sha']}  best {row['best_us']:>7s} "
+              f"us/plan, median {row['median_us']:>7s}  ({row['table_hits']} from the table)")
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=_FIELDS)
+            w.writeheader()
+            w.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""scripts/plan_time.py: a first call's plan (decide + the H200 table's lookup) timed on
+the CPU for this tree and others, on the same random shapes each round (no device)."""
+
+import csv
+import types
+from pathlib import Path
+
+import pytest
+
+import kernels
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "plan_time.py"
+
+
+@pytest.fixture
+def pt(load_script):
+    return load_script(SCRIPT)
+
+
+def test_shapes_are_drawn_alike_for_every_tree_and_in_range(pt):
+    assert pt.draw(3, 50) == pt.draw(3, 50) != pt.draw(4, 50)
+    assert all(16 <= x <= 8192 for s in pt.draw(3, 50) for x in s)
+
+
+def test_a_row_per_tree_and_mode_with_the_plans_the_table_answered(pt):
+    """Each tree's rows count the shapes the table gave a tile (the same package: the same
+    count); a package whose lookup finds nothing counts none. No time is asserted."""
+    bare = types.SimpleNamespace(dispatch=kernels.dispatch, modes=kernels.modes,
+                                 table=types.SimpleNamespace(lookup=lambda *a, **k: None))
+    rows = pt.measure([("a", "0" * 40, kernels), ("b", "1" * 40, kernels),
+                       ("bare", "2" * 40, bare)], ["bf16", "fp8"], 20, 2, 0)
+    assert [(r["tree"], r["mode"]) for r in rows] == [
+        (t, m) for m in ("bf16", "fp8") for t in ("a", "b", "bare")]
+    by = {(r["tree"], r["mode"]): r for r in rows}
+    for m in ("bf16", "fp8"):
+        assert by["a", m]["table_hits"] == by["b", m]["table_hits"] > 0
+        assert by["bare", m]["table_hits"] == 0
+    assert all(float(r["best_us"]) <= float(r["median_us"]) for r in rows)
+
+
+def test_the_cli_writes_its_csv_and_refuses_bad_input(pt, tmp_path, capsys):
+    out = tmp_path / "t.csv"
+    assert pt.main(["--modes", "tf32", "--shapes", "5", "--rounds", "1", "--csv",
+                    str(out)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["tree"], r["mode"], r["shapes"]) for r in rows] == [("tree", "tf32", "5")]
+    assert pt.main(["--modes", "int8"]) == 2
+    assert pt.main(["--rounds", "0"]) == 2
+    assert pt.main(["--ref", "no-such-commit-xyz", "--modes", "bf16"]) == 2
+    assert "no-such-commit-xyz" in capsys.readouterr().err
