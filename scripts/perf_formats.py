@@ -238,6 +238,23 @@ def kernel_times(path: Path) -> str:
     return "\n".join(out)
 
 
+def plan_times(path: Path) -> str:
+    """A plan_time.py CSV (decide + lookup on unseen random shapes, the CPU, trees timed
+    in the same rounds) as a table: per mode each tree's best and median round (us a plan)
+    and each best over the last tree's (the tree measured: `plan_time.py` puts it last)."""
+    rows = _rows(path)
+    out = ["| mode | tree | commit | best us/plan | median us/plan | shapes x rounds | "
+           "from the table | best over the last tree's |",
+           "|---|---|---|---:|---:|---|---:|---:|"]
+    for mode, rs in _grouped(rows, lambda r: r["mode"]).items():
+        last = float(rs[-1]["best_us"])
+        for r in rs:
+            out.append(f"| {mode} | {r['tree']} | {r['sha']} | {r['best_us']} | "
+                       f"{r['median_us']} | {r['shapes']} x {r['rounds']} | "
+                       f"{r['table_hits']} | x{float(r['best_us']) / last:.2f} |")
+    return "\n".join(out)
+
+
 def tile_kernels(path: Path) -> str:
     """A tiles.py --kernels CSV (one call of each provider under torch.profiler, L2 warm):
     per shape and provider its kernel, grid, threads, registers a thread, shared memory

@@ -51,6 +51,7 @@ from perf_formats import (  # noqa: E402
     baseline_tables,
     inductor_summary,
     kernel_times,
+    plan_times,
     power_table,
     probe_table,
     ratios_below,
@@ -72,6 +73,7 @@ S48 = RESULTS / "h200-2026-12-04-s48"
 S49 = RESULTS / "h200-2026-12-04-s49"
 S50 = RESULTS / "h200-2026-12-04-s50"
 S51 = RESULTS / "h200-2026-12-04-s51"
+S52 = RESULTS / "dev-cpu-2026-12-04-s52"
 _WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
@@ -210,6 +212,7 @@ TABLES: dict[str, Callable[[], str]] = {
                                           "run6-tune-shortk"),
     "s51-tiles-shortk": lambda: tile_matrix(S51 / "tiles_shortk.csv", "1", "run7"),
     "s51-tiles-shortk-kernels": lambda: tile_kernels(S51 / "kernels_tiles.csv"),
+    "s52-plan-time": lambda: plan_times(S52 / "plan_time.csv"),
 }
 
 
