@@ -175,8 +175,8 @@ def resplits(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], s
     if c.variant != "tma" or "tma_split" not in variants:
         return []
     tiles = cdiv(max(m, 1), c.block_m) * cdiv(max(n, 1), c.block_n)
-    if tiles * 2 > sms * OCCUPANCIES[-1]:   # not even 2 ranges fit the widest wave
-        return []
+    if tiles * 2 > sms * OCCUPANCIES[-1] or k * elem < 2 * MIN_RANGE_BYTES:
+        return []   # not even 2 ranges fit the widest wave, or K is too short for 2
     wave = sms * split_residency(derive(c, "tma_split", 2, 1), fam, smem)
     out, split = [], 2
     while tiles * split <= wave and split <= MAX_TMA_SPLIT and ranges_fit(k, split, c.block_k) \
@@ -197,6 +197,9 @@ def hybrids(c: TileConfig, m: int, n: int, k: int, variants: tuple[str, ...], sm
     rate."""
     if c.variant != "tma" or c.occupancy != 1 or "tma_hybrid" not in variants:
         return []
+    tiles = cdiv(m, c.block_m) * cdiv(n, c.block_n)
+    if tiles < sms or tiles % sms == 0 or k * elem < 2 * MIN_RANGE_BYTES:
+        return []   # less than a wave or whole waves (`cut`: no tail), or no K to split
     if a_kmajor and elem == 2 and (c.block_m, c.block_n, c.block_k, c.num_warps) == \
             (128, 128, 64, 4):
         c = _eight_warps(c)
