@@ -50,8 +50,8 @@ def _launch(tile, mode: str, m: int, n: int, k: int, sms: int = 132):
     from kernels import matmul_tma, matmul_tma_streamk, matmul_tma_wide, ws_forms
 
     if tile.variant == "tma_ws":   # Gluon: `compile_ws`, from the tile alone
-        elem = 1 if mode == "fp8" else 2
-        if mode not in ("bf16", "fp16", "fp8") or not ws_forms.fits(tile, elem):
+        if mode not in ("bf16", "fp16", "fp8") or not ws_forms.fits(
+                tile, getattr(torch, _DTYPES[mode][0]).itemsize):
             raise ValueError(f"{tile}: the tma_ws kernel runs 16-bit and fp8 tiles that "
                              "ws_forms.fits")
         return None, None, None
