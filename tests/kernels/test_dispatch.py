@@ -337,3 +337,37 @@ def test_every_set_resolves_to_a_runnable_tile_on_the_committed_h200_table(cache
                     fam, case.m, case.n, case.k, variants, sms, smem, name == "fp32",
                     name == "tf32x3")
                 assert usable(tile, fam, smem) and tile.variant in variants, (case, name)
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_random_calls_plan_a_runnable_tile_as_an_h200_prices_it(cached):
+    """decide + the committed table's priced lookup (the SMs and shared memory given, so
+    every derived form competes: re-splits, twins, wides, halves, one-wave forms, hybrids)
+    + the warp-specialized form, on random shapes, layouts and row paddings in every mode:
+    the tile the call runs fits the H200's shared memory and registers, and its variant is
+    one the call may run."""
+    import random
+
+    from kernels import table, ws_forms
+    from kernels.tile import usable
+
+    smem, sms = 232448, 132
+    rng = random.Random(52)
+    for name in ("fp32", "tf32", "tf32x3", "bf16", "fp16", "fp8"):
+        elem = {"fp8": 1, "bf16": 2, "fp16": 2}.get(name, 4)
+        for _ in range(120):
+            m, n, k = (rng.choice((rng.randint(1, 600), rng.randint(1, 9000))) for _ in range(3))
+            a, b = rng.choice("rc"), rng.choice("rc")
+            pad = rng.choice((0, 0, 1, 8, 40))
+            fam, _, bucket, _, _, variants = _decide(name, m, n, k, a=a, b=b, pad=pad,
+                                                     elem=elem, cached=cached)
+            found = table.lookup("NVIDIA H200", bucket, m, n, k, variants=variants, sms=sms,
+                                 smem=smem)
+            pick = found[0] if found else dispatch.fallback(
+                fam, m, n, k, variants, sms, smem, name == "fp32", name == "tf32x3")
+            ran = dispatch._ws(pick, bucket)
+            case = (name, m, n, k, a + b, pad, bucket, pick, ran)
+            assert usable(pick, fam, smem) and pick.variant in variants, case
+            if ran is not pick:
+                assert ran.variant == "tma_ws" and "tma_ws" in variants, case
+                assert ws_forms.fits(ran, elem) and usable(ran, fam, smem), case
