@@ -240,9 +240,10 @@ def main() -> None:
             fn = _launcher(plan.pick, a, b, out, a, a, flags)
             ref = _per_call_us(lambda: torch.matmul(a, b, out=out), args.calls)
         raw = _per_call_us(fn, args.calls)
-        print(f"{text},{args.mode},{lib:.1f},{raw:.1f},{ref:.1f},{first:.1f},{compile_ms:.1f},"
-              f"{jit_ms:.2f},{first - jit_ms:.2f},{second:.2f},{host - jit_ms:.2f},"
-              f"{first - host:.2f},{torch_first:.2f}")
+        # ms to the microsecond: a first call's own part is tenths of a millisecond
+        print(f"{text},{args.mode},{lib:.1f},{raw:.1f},{ref:.1f},{first:.3f},{compile_ms:.3f},"
+              f"{jit_ms:.3f},{first - jit_ms:.3f},{second:.3f},{host - jit_ms:.3f},"
+              f"{first - host:.3f},{torch_first:.3f}")
         for _ in range(args.scratch_ab):
             on, off = _scratch_ab(call, args.calls)
             print(f"scratch,{text},{args.mode},{on:.1f},{off:.1f}")
