@@ -238,18 +238,19 @@ def kernel_times(path: Path) -> str:
     return "\n".join(out)
 
 
-def plan_times(path: Path) -> str:
-    """A plan_time.py CSV (decide + lookup on unseen random shapes, the CPU, trees timed
-    in the same rounds) as a table: per mode each tree's best and median round (us a plan)
+def plan_times(*paths: Path) -> str:
+    """plan_time.py CSVs (decide + lookup on unseen random shapes, the CPU, trees timed
+    in the same rounds; `steady`: one process's many plans, `cold`: a fresh process's first
+    plans) as a table: per state and mode each tree's best and median round (us a plan)
     and each best over the last tree's (the tree measured: `plan_time.py` puts it last)."""
-    rows = _rows(path)
-    out = ["| mode | tree | commit | best us/plan | median us/plan | shapes x rounds | "
+    out = ["| state | mode | tree | commit | best us/plan | median us/plan | shapes x rounds | "
            "from the table | best over the last tree's |",
-           "|---|---|---|---:|---:|---|---:|---:|"]
-    for mode, rs in _grouped(rows, lambda r: r["mode"]).items():
+           "|---|---|---|---|---:|---:|---|---:|---:|"]
+    rows = [r for path in paths for r in _rows(path)]
+    for (state, mode), rs in _grouped(rows, lambda r: (r["state"], r["mode"])).items():
         last = float(rs[-1]["best_us"])
         for r in rs:
-            out.append(f"| {mode} | {r['tree']} | {r['sha']} | {r['best_us']} | "
+            out.append(f"| {state} | {mode} | {r['tree']} | {r['sha']} | {r['best_us']} | "
                        f"{r['median_us']} | {r['shapes']} x {r['rounds']} | "
                        f"{r['table_hits']} | x{float(r['best_us']) / last:.2f} |")
     return "\n".join(out)

@@ -2,7 +2,8 @@
 `kernels.table.lookup` on shapes the process has not seen, this tree against others.
 
     python3 scripts/plan_time.py [--ref REV ...] [--modes bf16,fp16,fp8,tf32,fp32]
-                                 [--shapes 200] [--rounds 6] [--seed 0] [--csv FILE]
+                                 [--shapes 200] [--rounds 6] [--seed 0] [--cold]
+                                 [--csv FILE]
 
 A first call on an unseen shape plans in Python before it launches: the dispatcher's
 decision (bucket, copies, variants) and the nearest lookup over the H200 table (docs/
@@ -14,14 +15,23 @@ plan is its best round's mean (the host is noisy; the best round is the least di
 and its median round's. The heuristic's fallback (no near entry) is not timed: the count
 of shapes that took a table tile is printed. Pure CPU work: both calls are pure, no
 device. Exit 0; 2 on bad input.
+
+`--cold`: plans as a process's first calls make them. Each round starts a fresh process
+per tree, which plans one shape untimed (it reads the table: the process's first call)
+and then times each of `--shapes` new shapes alone: the lookup's per-entry and per-tile
+caches empty and the interpreter's code not yet warm, as on a library user's first calls
+(session 39 measured 0.16-0.33 ms of lookup in such first calls on the H200's host, where
+the steady figure is a third of that). A round's figure is its shapes' mean.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import random
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,7 +43,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from lookup_diff import DEVICE, SMEM  # noqa: E402
 
 _ELEM = {"fp8": 1, "fp32": 4, "tf32": 4, "tf32x3": 4}   # else 2 (16-bit)
-_FIELDS = ("tree", "sha", "mode", "shapes", "rounds", "best_us", "median_us", "table_hits")
+_FIELDS = ("state", "tree", "sha", "mode", "shapes", "rounds", "best_us", "median_us",
+           "table_hits")
 
 
 def draw(seed: int, count: int) -> list[tuple[int, int, int]]:
@@ -76,11 +87,50 @@ def measure(trees: list[tuple[str, str, object]], modes: list[str], shapes: int,
                 got = [plan(*s) for s in drawn]
                 times[label].append((time.perf_counter() - t) / shapes * 1e6)
                 hits[label] += sum(got)
-        for label, sha, _ in plans:
-            rows.append(dict(tree=label, sha=sha[:12], mode=mode, shapes=shapes,
-                             rounds=rounds, best_us=f"{min(times[label]):.1f}",
-                             median_us=f"{statistics.median(times[label]):.1f}",
-                             table_hits=hits[label]))
+        rows += [_row("steady", label, sha, mode, shapes, times[label], hits[label])
+                 for label, sha, _ in plans]
+    return rows
+
+
+def _row(state: str, label: str, sha: str, mode: str, shapes: int, times: list[float],
+         hits: int) -> dict:
+    return dict(state=state, tree=label, sha=sha[:12], mode=mode, shapes=shapes,
+                rounds=len(times), best_us=f"{min(times):.1f}",
+                median_us=f"{statistics.median(times):.1f}", table_hits=hits)
+
+
+def first_plans(pkg, mode: str, seed: int, count: int) -> list[tuple[float, bool]]:
+    """(us, from the table) of each of `count` new shapes' plans in this process, after
+    one untimed plan (the table read): `--cold`'s child."""
+    plan = _planner(pkg, mode)
+    plan(1000, 1000, 1000)
+    out = []
+    for m, n, k in draw(seed, count):
+        t = time.perf_counter()
+        hit = plan(m, n, k)
+        out.append(((time.perf_counter() - t) * 1e6, hit))
+    return out
+
+
+def measure_cold(trees: list[tuple[str, str, str | None]], modes: list[str], shapes: int,
+                 rounds: int, seed: int) -> list[dict]:
+    """`measure` for a fresh process per tree, mode and round (`first_plans`): `trees` are
+    (label, sha, the commit to load, None for this tree)."""
+    rows = []
+    for mode in modes:
+        times: dict[str, list[float]] = {label: [] for label, _, _ in trees}
+        hits: dict[str, int] = {label: 0 for label, _, _ in trees}
+        for r in range(rounds):
+            for label, _, ref in trees:
+                child = [sys.executable, str(Path(__file__).resolve()), "--child",
+                         ref or "", "--modes", mode, "--seed", str(seed * 1000 + r),
+                         "--shapes", str(shapes)]
+                got = json.loads(subprocess.run(child, capture_output=True, text=True,
+                                                check=True, timeout=600).stdout)
+                times[label].append(statistics.fmean(us for us, _ in got))
+                hits[label] += sum(hit for _, hit in got)
+        rows += [_row("cold", label, sha, mode, shapes, times[label], hits[label])
+                 for label, sha, _ in trees]
     return rows
 
 
@@ -92,10 +142,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", type=int, default=200, help="random shapes a round")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cold", action="store_true",
+                    help="a fresh process per tree and round, its first plans timed")
     ap.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
+    ap.add_argument("--child", help=argparse.SUPPRESS)   # --cold's: a commit, '' this tree
     args = ap.parse_args(argv)
     import kernels
     from gemmgate import reference
+
+    if args.child is not None:
+        pkg = reference.load(args.child, ROOT)[1] if args.child else kernels
+        print(json.dumps(first_plans(pkg, args.modes, args.seed, args.shapes)))
+        return 0
 
     modes = args.modes.split(",")
     bad = [m for m in modes if m not in ("bf16", "fp16", "fp8", "tf32", "fp32", "tf32x3")]
@@ -106,16 +164,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         head = reference.resolve("HEAD", ROOT, "HEAD")
-        trees = [(f"ref {ref}", *reference.load(reference.resolve(ref, ROOT, "--ref"), ROOT))
-                 for ref in args.ref]
+        refs = [reference.resolve(ref, ROOT, "--ref") for ref in args.ref]
+        trees = [(f"ref {ref}", *reference.load(sha, ROOT)) for ref, sha in zip(args.ref, refs)]
     except ValueError as e:
         print(f"plan_time: error: {e}", file=sys.stderr)
         return 2
-    trees.append(("tree", head, kernels))
-    rows = measure(trees, modes, args.shapes, args.rounds, args.seed)
+    if args.cold:
+        rows = measure_cold([*((f"ref {ref}", sha, sha) for ref, sha in zip(args.ref, refs)),
+                             ("tree", head, None)], modes, args.shapes, args.rounds, args.seed)
+    else:
+        rows = measure([*trees, ("tree", head, kernels)], modes, args.shapes, args.rounds,
+                       args.seed)
     for row in rows:
-        print(f"{row['mode']:6s} {row['tree']:14s} {row['sha']}  best {row['best_us']:>7s} "
-              f"us/plan, median {row['median_us']:>7s}  ({row['table_hits']} from the table)")
+        print(f"{row['mode']:6s} {row['state']:6s} {row['tree']:14s} {row['sha']}  best "
+              f"{row['best_us']:>7s} us/plan, median {row['median_us']:>7s}  "
+              f"({row['table_hits']} from the table)")
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=_FIELDS)

@@ -115,18 +115,18 @@ def test_kernel_times_sets_cublas_kernels_beside_ours_per_shape(pf, tmp_path):
         "| 8x8x8 | bf16 | tma 64x64x64 s4 w4 | 3.00 | nvjet_a + splitk_reduce | 2.00 | 1.50 |"]
 
 
-def test_plan_times_sets_each_tree_beside_the_last_per_mode(pf, tmp_path):
+def test_plan_times_sets_each_tree_beside_the_last_per_state_and_mode(pf, tmp_path):
     path = tmp_path / "plan_time.csv"
-    path.write_text("tree,sha,mode,shapes,rounds,best_us,median_us,table_hits\n"
-                    "ref a,aaa,bf16,200,6,200.0,210.0,5\n"
-                    "tree,bbb,bf16,200,6,100.0,101.0,5\n"
-                    "ref a,aaa,fp8,200,6,90.0,95.0,4\n"
-                    "tree,bbb,fp8,200,6,60.0,61.0,4\n")
+    path.write_text("state,tree,sha,mode,shapes,rounds,best_us,median_us,table_hits\n"
+                    "steady,ref a,aaa,bf16,200,6,200.0,210.0,5\n"
+                    "steady,tree,bbb,bf16,200,6,100.0,101.0,5\n"
+                    "cold,ref a,aaa,bf16,8,12,300.0,320.0,4\n"
+                    "cold,tree,bbb,bf16,8,12,200.0,230.0,4\n")
     assert pf.plan_times(path).splitlines()[2:] == [
-        "| bf16 | ref a | aaa | 200.0 | 210.0 | 200 x 6 | 5 | x2.00 |",
-        "| bf16 | tree | bbb | 100.0 | 101.0 | 200 x 6 | 5 | x1.00 |",
-        "| fp8 | ref a | aaa | 90.0 | 95.0 | 200 x 6 | 4 | x1.50 |",
-        "| fp8 | tree | bbb | 60.0 | 61.0 | 200 x 6 | 4 | x1.00 |"]
+        "| steady | bf16 | ref a | aaa | 200.0 | 210.0 | 200 x 6 | 5 | x2.00 |",
+        "| steady | bf16 | tree | bbb | 100.0 | 101.0 | 200 x 6 | 5 | x1.00 |",
+        "| cold | bf16 | ref a | aaa | 300.0 | 320.0 | 8 x 12 | 4 | x1.50 |",
+        "| cold | bf16 | tree | bbb | 200.0 | 230.0 | 8 x 12 | 4 | x1.00 |"]
 
 
 def test_tile_kernels_lists_each_providers_kernel_and_resources(pf, tmp_path):

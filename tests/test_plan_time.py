@@ -29,8 +29,8 @@ def test_a_row_per_tree_and_mode_with_the_plans_the_table_answered(pt):
                                  table=types.SimpleNamespace(lookup=lambda *a, **k: None))
     rows = pt.measure([("a", "0" * 40, kernels), ("b", "1" * 40, kernels),
                        ("bare", "2" * 40, bare)], ["bf16", "fp8"], 20, 2, 0)
-    assert [(r["tree"], r["mode"]) for r in rows] == [
-        (t, m) for m in ("bf16", "fp8") for t in ("a", "b", "bare")]
+    assert [(r["state"], r["tree"], r["mode"]) for r in rows] == [
+        ("steady", t, m) for m in ("bf16", "fp8") for t in ("a", "b", "bare")]
     by = {(r["tree"], r["mode"]): r for r in rows}
     for m in ("bf16", "fp8"):
         assert by["a", m]["table_hits"] == by["b", m]["table_hits"] > 0
@@ -43,8 +43,21 @@ def test_the_cli_writes_its_csv_and_refuses_bad_input(pt, tmp_path, capsys):
     assert pt.main(["--modes", "tf32", "--shapes", "5", "--rounds", "1", "--csv",
                     str(out)]) == 0
     rows = list(csv.DictReader(out.open()))
-    assert [(r["tree"], r["mode"], r["shapes"]) for r in rows] == [("tree", "tf32", "5")]
+    assert [(r["state"], r["tree"], r["mode"], r["shapes"]) for r in rows] == [
+        ("steady", "tree", "tf32", "5")]
     assert pt.main(["--modes", "int8"]) == 2
     assert pt.main(["--rounds", "0"]) == 2
     assert pt.main(["--ref", "no-such-commit-xyz", "--modes", "bf16"]) == 2
     assert "no-such-commit-xyz" in capsys.readouterr().err
+
+
+def test_cold_plans_are_timed_one_shape_at_a_time_in_a_fresh_process(pt):
+    """`--cold`'s child times each new shape's plan alone after one untimed plan; the
+    parent starts one such process per tree and round (here this tree: one process)."""
+    got = pt.first_plans(kernels, "bf16", 5, 4)
+    assert len(got) == 4 and all(us > 0 for us, _ in got)
+    assert [hit for _, hit in got] == [hit for _, hit in pt.first_plans(kernels, "bf16", 5, 4)]
+    rows = pt.measure_cold([("tree", "0" * 40, None)], ["tf32"], 3, 1, 2)
+    assert [(r["state"], r["tree"], r["mode"], r["shapes"], r["rounds"]) for r in rows] == [
+        ("cold", "tree", "tf32", 3, 1)]
+    assert rows[0]["table_hits"] == sum(h for _, h in pt.first_plans(kernels, "tf32", 2000, 3))
