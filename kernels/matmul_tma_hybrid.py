@@ -24,13 +24,12 @@ stages and warps; the head its `occupancy`.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kernels import matmul_tma, matmul_tma_split
-from kernels.tile import TileConfig, cdiv
+from kernels.tile import TileConfig, cdiv, replace
 
 KERNELS = (*matmul_tma.KERNELS, *matmul_tma_split.KERNELS)
 
@@ -54,8 +53,8 @@ def cut(M: int, N: int, config: TileConfig, programs: int) -> tuple[str, int] | 
 @functools.lru_cache(maxsize=1024)   # a lookup asks it for each neighbour's hybrids
 def parts(config: TileConfig) -> tuple[TileConfig, TileConfig]:
     """(the head's `tma` tile, the tail's `tma_split` tile) of a hybrid tile."""
-    head = dataclasses.replace(config, variant="tma", split_k=1)
-    return head, dataclasses.replace(config, variant="tma_split", occupancy=1)
+    head = replace(config, variant="tma", split_k=1)
+    return head, replace(config, variant="tma_split", occupancy=1)
 
 
 def _views(where: tuple[str, int], a, b, out) -> tuple[tuple, tuple]:

@@ -16,11 +16,19 @@ whole waves as they are, the tiles left over split K (`hybrids`), and in wide fo
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 
 from kernels.configs import ranges_fit
 from kernels.matmul_tma_hybrid import cut, parts
-from kernels.tile import ELEM_BYTES, MAX_TMA_SPLIT, OCCUPANCIES, TileConfig, cdiv, resident, usable
+from kernels.tile import (
+    ELEM_BYTES,
+    MAX_TMA_SPLIT,
+    OCCUPANCIES,
+    TileConfig,
+    cdiv,
+    replace,
+    resident,
+    usable,
+)
 
 # Two programs of a tile resident on one SM (`occupancy` 2) walk a K block each in
 # PAIR_STEP times the time one program alone takes for one: between 1 (each as fast as
@@ -245,9 +253,9 @@ def twins(c: TileConfig, fam: str, smem: int, fma: bool) -> tuple[TileConfig, ..
     against 4 stages' 0.97."""
     if c.variant != "tma" or c.occupancy != 1 or fma or not smem:
         return ()
+    two = replace(c, occupancy=2)   # its stages asked of `usable`, one tile made
     for stages in range(c.num_stages, max(TWIN_MIN_STAGES, c.num_stages - TWIN_MAX_DROP) - 1,
                         -1):
-        two = replace(c, num_stages=stages, occupancy=2)
-        if usable(two, fam, smem):
-            return (two,)
+        if usable(two, fam, smem, stages):
+            return (two if stages == c.num_stages else replace(two, num_stages=stages),)
     return ()

@@ -19,9 +19,8 @@ where predicted WIDE_MARGIN faster than the rest.
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 
-from kernels.tile import ELEM_BYTES, TileConfig, cdiv, usable
+from kernels.tile import ELEM_BYTES, TileConfig, cdiv, replace, usable
 
 # A 16-bit 128x256 TMA tile's wide cut, 128x192 (kernels/matmul_tma_wide.py, a stage more
 # where it fits), walks a K block in WIDE_STEP times the time of its parent's: session
@@ -192,12 +191,11 @@ def wides(c: TileConfig, fam: str, smem: int, variants: tuple[str, ...],
 
 def _most_stages(form: TileConfig, stages: range, fam: str, smem: int) -> TileConfig | None:
     """`form` at the first of `stages` (most first) that fits (`usable` with `smem` bytes a
-    program), or None."""
-    for st in stages:
-        staged = replace(form, num_stages=st)
-        if usable(staged, fam, smem):
-            return staged
-    return None
+    program), or None; the one tile made (a lookup's first use of a table tile makes its
+    forms: each tile made costs microseconds)."""
+    st = next((st for st in stages if usable(form, fam, smem, st)), None)
+    return None if st is None else form if st == form.num_stages \
+        else replace(form, num_stages=st)
 
 
 @functools.lru_cache(maxsize=256)   # a lookup asks it for each neighbour, each call

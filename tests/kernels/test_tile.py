@@ -107,3 +107,33 @@ def test_resident_counts_the_programs_one_sm_holds():
     assert resident(TileConfig(64, 128, 32, 8, 4, 4, "tma"), "fp32", H200_SMEM) == 1
     assert resident(TileConfig(128, 256, 64, 8, 6, 8, "tma"), "16bit", H200_SMEM) == 0
     assert resident(TileConfig(128, 128, 32, 8, 2, 4, "tma"), "16bit", H200_SMEM) == 1
+
+
+def test_replace_makes_the_tile_dataclasses_replace_makes_and_checks_it_alike():
+    """tile.replace (a lookup's derived forms) is dataclasses.replace, faster: the same
+    tile, the same checks, an unknown field a TypeError."""
+    import dataclasses
+
+    from kernels.tile import replace
+
+    c = TileConfig(128, 128, 64, 8, 4, 4, "tma")
+    for changes in ({"num_stages": 3}, {"block_n": 192, "variant": "tma_wide"},
+                    {"variant": "tma_split", "split_k": 3}, {"occupancy": 2}, {}):
+        assert replace(c, **changes) == dataclasses.replace(c, **changes)
+    with pytest.raises(ValueError, match="split K"):
+        replace(c, split_k=2)                     # tma does not split K: checked as made
+    with pytest.raises(TypeError, match="no field 'stages'"):
+        replace(c, stages=3)
+
+
+def test_usable_at_other_stages_asks_what_the_tile_at_those_stages_would_answer():
+    from kernels.tile import replace, usable
+
+    for c in (TileConfig(128, 256, 64, 8, 3, 8, "tma"), TileConfig(128, 192, 128, 8, 4, 8,
+                                                                   "tma_wide"),
+              TileConfig(64, 64, 64, 8, 4, 4, "tma", occupancy=2),
+              TileConfig(64, 64, 32, 8, 2, 4)):
+        for fam in ("16bit", "fp8", "fp32"):
+            for stages in range(1, 9):
+                assert usable(c, fam, 232448, stages) == \
+                    usable(replace(c, num_stages=stages), fam, 232448), (c, fam, stages)
