@@ -34,8 +34,9 @@ class _Parser(argparse.ArgumentParser):
 def _run_args(p: argparse.ArgumentParser) -> None:
     """What a run measures and how: every command that measures takes these."""
     p.add_argument("--chip", help="chip id (default: $GEMMGATE_CHIP, else detected)")
-    p.add_argument("--shapes", help=f"shape set ({', '.join(SETS)}) or a .csv/.yaml file "
-                                    "(default: smoke on the CPU, pr on a GPU)")
+    p.add_argument("--shapes", help=f"shape set ({', '.join(SETS)}), a .csv/.yaml file or "
+                                    "shapes MxNxK[-LAYOUT][+pPAD],... (default: smoke on the "
+                                    "CPU, pr on a GPU)")
     p.add_argument("--modes", help=f"comma-separated precision modes ({','.join(MODE_NAMES)}); "
                                    "default: every mode the chip supports")
     p.add_argument("--timing", choices=("graph", "eager"),

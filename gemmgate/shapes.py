@@ -15,13 +15,15 @@ from __future__ import annotations
 import csv
 import io
 import operator
+import re
 from pathlib import Path
 
 from gemmgate.case import LAYOUTS, Case
 from gemmgate.files import InputError, read_text
 from gemmgate.shape_sets import SETS
 
-__all__ = ["LAYOUTS", "SETS", "Case", "case_bytes", "check_fits", "load_shape_file", "resolve"]
+__all__ = ["LAYOUTS", "SETS", "Case", "case_bytes", "check_fits", "load_shape_file",
+           "parse_inline", "resolve"]
 
 
 COLUMNS = ("m", "n", "k", "layout", "pad")  # of a CSV header, or keys of a YAML case
@@ -161,13 +163,46 @@ def _whole(row: dict, key: str, where: str, i: int) -> int:
 
 
 def resolve(spec: str) -> tuple[str, tuple[Case, ...]]:
-    """A set name or a path to a shape file -> (label, cases)."""
+    """A set name, a path to a shape file or an inline list (`parse_inline`) -> (label,
+    cases)."""
     if spec in SETS:
         return spec, SETS[spec]
     if Path(spec).suffix.lower() in (".csv", ".yaml", ".yml") or Path(spec).exists():
         return spec, load_shape_file(spec)
+    inline = parse_inline(spec)
+    if inline is not None:
+        return spec, inline
     raise InputError(f"unknown shape set {spec!r}; known sets: {', '.join(SETS)}, "
-                     "or a .csv/.yaml shape file")
+                     "a .csv/.yaml shape file, or shapes such as 4096x4096x4096,1000x1000x1000-rc")
+
+
+# M x N x K as a shape is written on the command line (`parse_inline`, gemmgate/sweep.py's
+# --shape): x, × or * between the dimensions
+SHAPE_TEXT = r"(\d+)\s*[x×*]\s*(\d+)\s*[x×*]\s*(\d+)"
+_INLINE_CASE = re.compile(SHAPE_TEXT + r"(?:-([a-z]{2}))?(?:\+p(\d+))?", re.I)
+
+
+def parse_inline(spec: str) -> tuple[Case, ...] | None:
+    """The cases of an inline list, `MxNxK[-LAYOUT][+pPAD]` comma-separated (the form
+    scripts/device/tiles.py prints: 4096x4096x4096,1000x1000x1000-rc,64x64x64+p8), or None
+    where `spec` does not start as one (a set name, a path). InputError naming the item
+    where one is not a case."""
+    items = [item.strip() for item in spec.split(",")]
+    if not _INLINE_CASE.match(items[0]):
+        return None
+    cases = []
+    for item in items:
+        got = _INLINE_CASE.fullmatch(item)
+        if got is None:
+            raise InputError(f"--shapes {spec!r}: {item!r} is not a case; write "
+                             "MxNxK[-LAYOUT][+pPAD], e.g. 1000x1000x1000-rc+p8")
+        m, n, k, layout, pad = got.groups()
+        try:
+            cases.append(Case(int(m), int(n), int(k), (layout or "rr").lower(),
+                              int(pad or 0)))
+        except ValueError as e:
+            raise InputError(f"--shapes {spec!r}: {item!r}: {e}") from None
+    return tuple(cases)
 
 
 # --- device memory ------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from gemmgate.context import RunContext, make_context
 from gemmgate.precision import PrecisionMode, get_mode
 from gemmgate.results import CaseResult
 from gemmgate.run import Runner, environment_of
-from gemmgate.shapes import Case
+from gemmgate.shapes import SHAPE_TEXT, Case
 
 SCHEMA = "gemmgate.sweep/1"
 OK, FAILED, IGNORED = "ok", "failed", "ignored"
@@ -68,7 +68,7 @@ def parse_values(text: str | None, param: str) -> tuple[int, ...]:
 
 def parse_shape(text: str, layout: str = "rr") -> Case:
     """'4096x4096x4096' (M x N x K, each >= 1) in the given layout."""
-    got = re.fullmatch(r"\s*(\d+)\s*[x×*]\s*(\d+)\s*[x×*]\s*(\d+)\s*", text or "", re.I)
+    got = re.fullmatch(rf"\s*{SHAPE_TEXT}\s*", text or "", re.I)
     if not got:
         raise ValueError(f"--shape {text!r}: give M x N x K, e.g. --shape 4096x4096x4096")
     m, n, k = (int(g) for g in got.groups())

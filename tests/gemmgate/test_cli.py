@@ -39,7 +39,16 @@ def test_user_shape_file(tmp_path):
     assert main(["run", "--chip", "cpu", "--modes", "fp16", "--shapes", str(f)]) == 0
 
 
+def test_inline_shapes(tmp_path):
+    out = tmp_path / "run.json"
+    assert main(["run", "--chip", "cpu", "--modes", "fp16", "--shapes", "17x9x33-cc,16x16x16+p3",
+                 "--json", str(out)]) == 0
+    assert [c["id"] for c in json.loads(out.read_text())["cases"]] == [
+        "fp16-m17-n9-k33-cc", "fp16-m16-n16-k16-rr+p3"]
+
+
 @pytest.mark.parametrize("argv,message", [
+    (["run", "--shapes", "64x64x64,6x4"], "'6x4' is not a case"),
     (["run", "--modes", "fp64"], "unknown precision mode 'fp64'"),
     (["run", "--chip", "cpu", "--modes", "fp8"], "fp8 is not supported on cpu"),
     (["run", "--chip", "cpu", "--modes", "tf32"], "tf32 is not supported on cpu"),

@@ -180,6 +180,25 @@ def test_resolve_unknown_name():
         assert name in str(e.value)
 
 
+def test_resolve_an_inline_list_of_cases_in_the_form_their_ids_print():
+    spec = "4096x4096x4096,1000x1000x1000-RC, 64X64*64+p8,3x4x0-cc"
+    assert resolve(spec) == (spec, (Case(4096, 4096, 4096), Case(1000, 1000, 1000, "rc"),
+                                    Case(64, 64, 64, "rr", 8), Case(3, 4, 0, "cc")))
+    assert resolve("16x16x16") == ("16x16x16", (Case(16, 16, 16),))
+
+
+@pytest.mark.parametrize("spec, match", [
+    ("4096x4096x4096,foo", r"'foo' is not a case; write MxNxK\[-LAYOUT\]\[\+pPAD\]"),
+    ("10x10x10-xy", "unknown layout 'xy'"),
+    ("1x1x1-rc+p", "'1x1x1-rc\\+p' is not a case"),
+    ("1x1x1,", "'' is not a case"),
+    ("pr,nightly", "unknown shape set 'pr,nightly'.*4096x4096x4096,1000x1000x1000-rc"),
+])
+def test_a_bad_inline_list_names_the_item(spec, match):
+    with pytest.raises(InputError, match=match):
+        resolve(spec)
+
+
 # --- device memory --------------------------------------------------------------------------
 
 def test_case_bytes_counts_padded_buffers_copies_outputs_and_reference():
