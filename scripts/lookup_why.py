@@ -1,6 +1,6 @@
 """Why the lookup picks a tile for one shape, on the CPU: its neighbours and their options.
 
-    python3 scripts/lookup_why.py MODE MxNxK[-LAYOUT] [--sms 132] [--top 4]
+    python3 scripts/lookup_why.py MODE MxNxK[-LAYOUT][+pPAD] [--sms 132] [--top 4]
 
 For a case as the harness calls it on an H200 (scripts/lookup_diff.py's `_decided`: the
 operands' strides, copies kept), prints the bucket and variants, the pick of
@@ -16,7 +16,6 @@ Exit 0; 2 on bad input.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
@@ -26,22 +25,22 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from lookup_diff import DEVICE, MODES, SMEM, _decided, _operands, _text  # noqa: E402
 
-_CASE = re.compile(r"(\d+)x(\d+)x(\d+)(?:-(rr|rc|cr|cc))?")
-
 
 def explain(mode: str, m: int, n: int, k: int, layout: str = "rr", sms: int = 132,
-            top: int = 4) -> list[str]:
+            top: int = 4, pad: int = 0) -> list[str]:
     """The lines `main` prints for one case."""
     import kernels
     from gemmgate.shapes import Case
     from kernels import pricing, table
 
-    decided = _decided(kernels, mode, Case(m, n, k, layout=layout))
+    decided = _decided(kernels, mode, Case(m, n, k, layout=layout, pad=pad))
     fam, _, bucket, _, _, variants = decided
     found = table.lookup(DEVICE, bucket, m, n, k, variants=variants, sms=sms, smem=SMEM)
     pick = f"{_text(found[0])}{_operands(decided)} ({found[1]})" if found \
         else "none (the heuristic's tile)"
-    out = [f"{mode} {m}x{n}x{k} {layout}: bucket {bucket!r}, variants {', '.join(variants)}",
+    padded = f"+p{pad}" if pad else ""
+    out = [f"{mode} {m}x{n}x{k} {layout}{padded}: bucket {bucket!r}, variants "
+           f"{', '.join(variants)}",
            f"pick: {pick}"]
     _, rows = table._index(DEVICE, str(table.DEFAULT_DIR))
     chip = pricing.chip_for(sms, SMEM, fam, bucket)
@@ -65,20 +64,27 @@ def explain(mode: str, m: int, n: int, k: int, layout: str = "rr", sms: int = 13
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("mode", help=f"one of {', '.join(MODES)}")
-    ap.add_argument("case", help="MxNxK, optionally -rc, -cr or -cc")
+    ap.add_argument("case", help="MxNxK, optionally -rc, -cr or -cc and +pPAD")
     ap.add_argument("--sms", type=int, default=132)
     ap.add_argument("--top", type=int, default=4)
     args = ap.parse_args(argv)
-    got = _CASE.fullmatch(args.case)
-    if args.mode not in MODES or got is None or args.sms < 1 or args.top < 1:
-        print(f"lookup_why: need a mode among {', '.join(MODES)}, a case MxNxK[-rc|-cr|-cc], "
-              f"--sms and --top >= 1 (got {args.mode} {args.case})", file=sys.stderr)
+    from gemmgate.shapes import parse_inline
+
+    try:
+        cases = parse_inline(args.case)
+    except ValueError:
+        cases = None
+    if args.mode not in MODES or cases is None or len(cases) != 1 or args.sms < 1 \
+            or args.top < 1:
+        print(f"lookup_why: need a mode among {', '.join(MODES)}, one case "
+              f"MxNxK[-LAYOUT][+pPAD], --sms and --top >= 1 (got {args.mode} {args.case})",
+              file=sys.stderr)
         return 2
-    m, n, k = (int(x) for x in got.groups()[:3])
-    if min(m, n, k) < 1:
+    (c,) = cases
+    if min(c.m, c.n, c.k) < 1:
         print("lookup_why: M, N and K must be 1 or more", file=sys.stderr)
         return 2
-    print("\n".join(explain(args.mode, m, n, k, got.group(4) or "rr", args.sms, args.top)))
+    print("\n".join(explain(args.mode, c.m, c.n, c.k, c.layout, args.sms, args.top, c.pad)))
     return 0
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import re
 import runpy
 import statistics
 import sys
@@ -42,8 +41,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from gemmgate.stats import geomean  # noqa: E402
-
-_SHAPE = re.compile(r"(\d+)x(\d+)x(\d+)(?:-(rr|rc|cr|cc))?(?:\+p(\d+))?")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,7 +63,7 @@ def measured(paths: list[Path]) -> dict[tuple, list[tuple[object, float]]]:
     """(call, Case, mode) -> [(tile, measured us)] of the named tiles in the files (L2
     flushed; `call`: the file, and its `label` where it has one)."""
     from gemmgate.precision import get_mode
-    from gemmgate.shapes import Case
+    from gemmgate.shapes import Case, parse_inline
 
     parse = runpy.run_path(str(ROOT / "scripts" / "device" / "tiles.py"))["parse_tile"]
     rows: dict[tuple[str, Case, str], list[tuple[object, float]]] = defaultdict(list)
@@ -82,17 +79,16 @@ def measured(paths: list[Path]) -> dict[tuple, list[tuple[object, float]]]:
                     tile = parse(name)
                 except ValueError:
                     continue   # not a named tile of this tree's variants
-                got = _SHAPE.fullmatch(r["shape"])
                 try:
-                    if got is None:
+                    got = parse_inline(r["shape"])
+                    if got is None or len(got) != 1:
                         raise ValueError(f"shape {r['shape']!r} is not MxNxK[-LAYOUT][+pP]")
                     get_mode(r["mode"])
                     us = float(r["us"])
                 except ValueError as e:
                     raise ValueError(f"{source}:{line}: {e}") from None
-                m, n, k, lay, pad = got.groups()
                 call = f"{source}:{r['label']}" if r.get("label") else source   # one call's
-                rows[(call, Case(int(m), int(n), int(k), lay or "rr", int(pad or 0)),
+                rows[(call, got[0],
                       r["mode"])].append((tile, us))
     return rows
 
