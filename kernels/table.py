@@ -236,6 +236,10 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
     return None
 
 
+_WINDOW_SLACK = 1e-9               # `_near`'s window, a hair wider than NEAREST_MAX
+_BY_DISTANCE = itemgetter(0, 1)    # (distance, file order)
+
+
 def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
           variants: tuple[str, ...], fma: bool = False) -> list[_Row]:
     """The rows a nearest lookup weighs: fresh, of a variant the call can run, not
@@ -258,10 +262,6 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
                 scored.append((dist, r.order, r))
     scored.sort(key=_BY_DISTANCE)
     return [r for _, _, r in scored]
-
-
-_WINDOW_SLACK = 1e-9
-_BY_DISTANCE = itemgetter(0, 1)
 
 
 def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
