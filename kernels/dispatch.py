@@ -320,7 +320,8 @@ def _ld_class(stride: tuple, cols: int, copied: str, elem: int, kept: bool = Fal
     (`prepare`) or re-pitched."""
     line = copied == "pitch" or kept
     ld = pitch(cols, elem, LINE if line else 16) * elem if copied else max(stride) * elem
-    return next((b for b in (128, 64, 32, 16, 8, 4, 2) if ld % b == 0), 1)
+    # ld's lowest set bit is the largest power of two that divides it
+    return min(ld & -ld, 128) if ld else 128
 
 
 def candidates(p: Plan, device: torch.device, M: int, N: int, K: int) -> tuple[TileConfig, ...]:
