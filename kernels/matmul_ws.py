@@ -24,13 +24,11 @@ form. Tails in M, N and K are the TMA unit's (loads zero-filled, stores clipped)
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
-import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
@@ -46,7 +44,7 @@ from kernels.launch import Bound, Launch
 from kernels.matmul_tma import _stage, bound, num_sms, tma_form, unstage, unstager
 from kernels.past_n import b_extent
 from kernels.relayout import LINE, pitch
-from kernels.tile import TileConfig
+from kernels.tile import TileConfig, cdiv, replace
 from kernels.ws_forms import (
     BLOCK_K,
     BLOCK_M,
@@ -291,7 +289,7 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     first, rest = parts(config)
     bm, bk, occ = config.block_m, config.block_k, config.occupancy
     (M, K), N = a.shape, b.shape[1]
-    tiles = triton.cdiv(M, bm) * triton.cdiv(N, config.block_n)
+    tiles = cdiv(M, bm) * cdiv(N, config.block_n)
     run = _launch(first, rest, config.group_m, stages(config, elem), b_t, M, N, K,
                   min(num_sms(a.device) * occ, tiles), a.dtype, bm, occ)
     return Recipe(run, b_t, (first, rest), (bm, bk), b_extent(config, N, b_room), staged,
@@ -300,8 +298,8 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
 
 def fallback(config: TileConfig) -> TileConfig:
     """The `tma` or `tma_wide` tile a `tma_ws` tile runs as where `recipe` says no."""
-    wide = config.block_n & (config.block_n - 1)   # not a power of two: two boxes
-    return dataclasses.replace(config, variant="tma_wide" if wide else "tma")
+    _, rest = parts(config)   # a second box: a wide tile
+    return replace(config, variant="tma_wide" if rest else "tma")
 
 
 def _desc(t: torch.Tensor, block: list[int], dt, rows: int = 0, cols: int = 0

@@ -16,10 +16,9 @@ A pick runs in its form only where GAIN lists its width for its kind: measured t
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
-from kernels.tile import TileConfig
+from kernels.tile import TileConfig, replace
 
 BLOCK_M = 128      # the tiles the dispatcher's rule gives the kernel (`form`)
 BLOCK_K = 64       # 16-bit; 1-byte operands take K blocks as many bytes deep (`block_k_of`)
@@ -139,7 +138,7 @@ def form(pick: TileConfig, kind: str = "rr") -> TileConfig | None:
     if not _formable(pick.variant, pick.block_m, pick.block_n, pick.block_k, pick.split_k,
                      pick.occupancy, kind):
         return None
-    return dataclasses.replace(pick, variant="tma_ws", num_warps=WARPS, num_stages=stages_for(
+    return replace(pick, variant="tma_ws", num_warps=WARPS, num_stages=stages_for(
         128, block_n1=pick.block_n - 128, block_k=pick.block_k, elem=elem))
 
 
@@ -192,7 +191,7 @@ def search_tiles(elem: int, rows: int = BLOCK_M) -> tuple[TileConfig, ...]:
     if elem == 2:
         out += [TileConfig(64, 64, 128, 8, 5, warps(64), "tma_ws", occupancy=2),
                 TileConfig(64, 128, 128, 8, 5, warps(64), "tma_ws")]
-    staged = [dataclasses.replace(c, num_stages=stages(c, elem)) for c in out
+    staged = [replace(c, num_stages=stages(c, elem)) for c in out
               if c.block_m <= rows]
     return tuple(c for c in staged if fits(c, elem))
 
