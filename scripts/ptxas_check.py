@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "scripts" / "device"))
 
 _DTYPES = {"bf16": ("bfloat16", "bf16"), "fp16": ("float16", "fp16"),
            "tf32": ("float32", "fp32"), "fp8": ("float8_e4m3fn", "fp8e4nv")}
+_TRITON_NAME = dict(_DTYPES.values())   # a torch dtype's name -> Triton's name for it
 
 
 def _launch(tile, mode: str, m: int, n: int, k: int, sms: int = 132):
@@ -97,11 +98,9 @@ def compile_ws(tile, mode: str, arch: int):
                      4096, 4096, 4096, 132, dtype, bm, tile.occupancy)
     c_dtype = torch.bfloat16 if fp8 else dtype
 
-    elems = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float8_e4m3fn: "fp8e4nv"}
-
     def desc(block: tuple[int, int], t: torch.dtype = dtype) -> str:
         layout = ws._layout(block, ws._DTYPES[t])
-        return f"tensordesc<{elems[t]}[{block[0]}, {block[1]}],{layout!r}>"
+        return f"tensordesc<{_TRITON_NAME[str(t)[6:]]}[{block[0]}, {block[1]}],{layout!r}>"
 
     two = rest or first   # the second boxes (the first's where the tile has none)
     b_box = (lambda w: (w, bk)) if fp8 else (lambda w: (bk, w))
@@ -129,7 +128,7 @@ def compile_tile(tile, mode: str, shape: tuple[int, int, int], arch: int):
     r, run, out = _launch(tile, mode, *shape)
     fn = run.fn
     elem = _DTYPES[mode][1]
-    c_elem = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}[str(out.dtype)[6:]]
+    c_elem = _TRITON_NAME[str(out.dtype)[6:]]
     names = fn.arg_names
     descs = [n for n in names if n.endswith("_desc")]
     sig = {d: f"tensordesc<{c_elem if d.startswith('c') else elem}"
