@@ -70,17 +70,26 @@ def _choice(pkg, mode_name: str, case, sms: int, decided: tuple | None = None
     return tile, True, bucket, variants
 
 
-def _decided(pkg, mode_name: str, case, cached: bool = True) -> tuple:
-    """`pkg`'s kernels.dispatch.decide for a case on an H200, as the harness calls it
-    (its operands' strides, copies kept; `cached` False: made per call, as a library
-    caller without `cache_copies`): (family, key, bucket, copy_a, copy_b, variants)."""
+def laid_out(mode_name: str, case) -> tuple[tuple, tuple, int]:
+    """(A's strides, B's strides, bytes an element) of a case as the harness lays it out
+    (gemmgate.inputs.layout, on meta tensors)."""
     from gemmgate.inputs import layout
     from gemmgate.precision import get_mode
 
-    a, b = layout(case, get_mode(mode_name))   # meta tensors: the harness's strides
-    return pkg.dispatch.decide(
-        pkg.modes.mode_named(mode_name), (9, 0), case.m, case.n, case.k, a.stride(),
-        b.stride(), (True, True), a.element_size(), has_tma=True, cached=cached)
+    a, b = layout(case, get_mode(mode_name))
+    return a.stride(), b.stride(), a.element_size()
+
+
+def _decided(pkg, mode_name: str, case, cached: bool = True,
+             laid: tuple[tuple, tuple, int] | None = None) -> tuple:
+    """`pkg`'s kernels.dispatch.decide for a case on an H200, as the harness calls it
+    (its operands' strides, copies kept; `cached` False: made per call, as a library
+    caller without `cache_copies`): (family, key, bucket, copy_a, copy_b, variants).
+    `laid`: the case's `laid_out`, where the caller has it."""
+    sa, sb, elem = laid or laid_out(mode_name, case)
+    return pkg.dispatch.decide(pkg.modes.mode_named(mode_name), (9, 0), case.m, case.n,
+                               case.k, sa, sb, (True, True), elem, has_tma=True,
+                               cached=cached)
 
 
 def _operands(decided: tuple) -> str:

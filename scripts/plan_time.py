@@ -8,8 +8,8 @@
 A first call on an unseen shape plans in Python before it launches: the dispatcher's
 decision (bucket, copies, variants) and the nearest lookup over the H200 table (docs/
 PERF.md: most of a first call's own part). Per round, `--shapes` random row-major shapes
-(M, N, K each 16-8192; fp8 over a K-major B, as the harness keeps its copy), the same for
-every tree, each tree's package timed on them in turn (`--ref` trees loaded beside this
+(M, N, K each 16-8192), laid out and decided as the harness calls them (lookup_diff's
+`_decided`: copies kept; the layouts made before timing), the same for every tree, each tree's package timed on them in turn (`--ref` trees loaded beside this
 one: gemmgate.reference.load), so the rounds share the host's state. A tree's time per
 plan is its best round's mean (the host is noisy; the best round is the least disturbed)
 and its median round's. The heuristic's fallback (no near entry) is not timed: the count
@@ -40,9 +40,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from lookup_diff import DEVICE, SMEM  # noqa: E402
+from lookup_diff import DEVICE, SMEM, _decided, laid_out  # noqa: E402
 
-_ELEM = {"fp8": 1, "fp32": 4, "tf32": 4, "tf32x3": 4}   # else 2 (16-bit)
 _FIELDS = ("state", "tree", "sha", "mode", "shapes", "rounds", "best_us", "median_us",
            "table_hits")
 
@@ -54,17 +53,22 @@ def draw(seed: int, count: int) -> list[tuple[int, int, int]]:
             for _ in range(count)]
 
 
-def _planner(pkg, mode_name: str, sms: int = 132):
-    """plan(M, N, K) -> whether the table gave a tile: `pkg`'s decide and lookup."""
-    mode = pkg.modes.mode_named(mode_name)
-    elem = _ELEM.get(mode_name, 2)
-    decide, lookup = pkg.dispatch.decide, pkg.table.lookup
+def _cases(mode: str, shapes: list[tuple[int, int, int]]) -> list[tuple]:
+    """(case, its operands as the harness lays them out: `laid_out`) of each row-major
+    shape, made before any timing."""
+    from gemmgate.shapes import Case
 
-    def plan(m: int, n: int, k: int) -> bool:
-        sb = (1, k) if mode_name == "fp8" else (n, 1)
-        _, _, bucket, _, _, variants = decide(mode, (9, 0), m, n, k, (k, 1), sb,
-                                              (True, True), elem, has_tma=True, cached=True)
-        return lookup(DEVICE, bucket, m, n, k, variants=variants, sms=sms,
+    return [(c, laid_out(mode, c)) for c in (Case(*s) for s in shapes)]
+
+
+def _planner(pkg, mode_name: str, sms: int = 132):
+    """plan(case, laid) -> whether the table gave a tile: `pkg`'s decide (as the harness
+    calls it, copies kept: lookup_diff's) and lookup."""
+    lookup = pkg.table.lookup
+
+    def plan(case, laid) -> bool:
+        _, _, bucket, _, _, variants = _decided(pkg, mode_name, case, laid=laid)
+        return lookup(DEVICE, bucket, case.m, case.n, case.k, variants=variants, sms=sms,
                       smem=SMEM) is not None
 
     return plan
@@ -76,15 +80,16 @@ def measure(trees: list[tuple[str, str, object]], modes: list[str], shapes: int,
     rows = []
     for mode in modes:
         plans = [(label, sha, _planner(pkg, mode)) for label, sha, pkg in trees]
+        first = _cases(mode, [(1000, 1000, 1000)])[0]
         for _, _, plan in plans:   # each package reads its table once, untimed
-            plan(1000, 1000, 1000)
+            plan(*first)
         times: dict[str, list[float]] = {label: [] for label, _, _ in plans}
         hits: dict[str, int] = {label: 0 for label, _, _ in plans}
         for r in range(rounds):
-            drawn = draw(seed * 1000 + r, shapes)
+            drawn = _cases(mode, draw(seed * 1000 + r, shapes))
             for label, _, plan in plans:
                 t = time.perf_counter()
-                got = [plan(*s) for s in drawn]
+                got = [plan(*c) for c in drawn]
                 times[label].append((time.perf_counter() - t) / shapes * 1e6)
                 hits[label] += sum(got)
         rows += [_row("steady", label, sha, mode, shapes, times[label], hits[label])
@@ -103,11 +108,11 @@ def first_plans(pkg, mode: str, seed: int, count: int) -> list[tuple[float, bool
     """(us, from the table) of each of `count` new shapes' plans in this process, after
     one untimed plan (the table read): `--cold`'s child."""
     plan = _planner(pkg, mode)
-    plan(1000, 1000, 1000)
+    plan(*_cases(mode, [(1000, 1000, 1000)])[0])
     out = []
-    for m, n, k in draw(seed, count):
+    for case, laid in _cases(mode, draw(seed, count)):
         t = time.perf_counter()
-        hit = plan(m, n, k)
+        hit = plan(case, laid)
         out.append(((time.perf_counter() - t) * 1e6, hit))
     return out
 
