@@ -311,6 +311,25 @@ def test_relayout_copies_any_view_to_an_aligned_row_major_matrix(device):
         assert torch.equal(y, view) and y.stride(1) == 1 and y.stride(0) % 8 == 0
 
 
+H200_SMEM, H200_SMS = 232448, 132
+
+
+def _h200_pick(name, m, n, k, a="r", b="r", pad=0, cached=False, priced=False):
+    """(family, bucket, variants, elem, pick) of a call as an H200 plans it: decide, then
+    the committed table's lookup (`priced`: with the SMs and shared memory, so every
+    derived form competes; else the nearest entry's tile) or the heuristic."""
+    from kernels import table
+
+    elem = {"fp8": 1, "bf16": 2, "fp16": 2}.get(name, 4)
+    fam, _, bucket, _, _, variants = _decide(name, m, n, k, a=a, b=b, pad=pad, elem=elem,
+                                             cached=cached)
+    hw = dict(sms=H200_SMS, smem=H200_SMEM) if priced else {}
+    found = table.lookup("NVIDIA H200", bucket, m, n, k, variants=variants, **hw)
+    pick = found[0] if found else dispatch.fallback(
+        fam, m, n, k, variants, H200_SMS, H200_SMEM, name == "fp32", name == "tf32x3")
+    return fam, bucket, variants, elem, pick
+
+
 @pytest.mark.parametrize("cached", [False, True])
 def test_every_set_resolves_to_a_runnable_tile_on_the_committed_h200_table(cached):
     """decide + the committed table (or the heuristic) for every shape of every set and
@@ -318,25 +337,17 @@ def test_every_set_resolves_to_a_runnable_tile_on_the_committed_h200_table(cache
     shared memory and registers, and its variant is one the call may run (a tiled entry
     never reaches a TMA-only call)."""
     from gemmgate.shapes import SETS
-    from kernels import table
     from kernels.tile import usable
 
-    smem, sms = 232448, 132
     for shapes in SETS.values():
         for case in shapes:
             if 0 in (case.m, case.n, case.k):
                 continue
             for name in ("fp32", "tf32", "tf32x3", "bf16", "fp16", "fp8"):
-                elem = {"fp8": 1, "bf16": 2, "fp16": 2}.get(name, 4)
-                fam, _, bucket, _, _, variants = _decide(
-                    name, case.m, case.n, case.k, a=case.layout[0], b=case.layout[1],
-                    pad=case.pad, elem=elem, cached=cached)
-                found = table.lookup("NVIDIA H200", bucket, case.m, case.n, case.k,
-                                     variants=variants)
-                tile = found[0] if found else dispatch.fallback(
-                    fam, case.m, case.n, case.k, variants, sms, smem, name == "fp32",
-                    name == "tf32x3")
-                assert usable(tile, fam, smem) and tile.variant in variants, (case, name)
+                fam, _, variants, _, tile = _h200_pick(
+                    name, case.m, case.n, case.k, case.layout[0], case.layout[1], case.pad,
+                    cached)
+                assert usable(tile, fam, H200_SMEM) and tile.variant in variants, (case, name)
 
 
 @pytest.mark.parametrize("cached", [True, False])
@@ -348,26 +359,20 @@ def test_random_calls_plan_a_runnable_tile_as_an_h200_prices_it(cached):
     one the call may run."""
     import random
 
-    from kernels import table, ws_forms
+    from kernels import ws_forms
     from kernels.tile import usable
 
-    smem, sms = 232448, 132
     rng = random.Random(52)
     for name in ("fp32", "tf32", "tf32x3", "bf16", "fp16", "fp8"):
-        elem = {"fp8": 1, "bf16": 2, "fp16": 2}.get(name, 4)
         for _ in range(120):
             m, n, k = (rng.choice((rng.randint(1, 600), rng.randint(1, 9000))) for _ in range(3))
             a, b = rng.choice("rc"), rng.choice("rc")
             pad = rng.choice((0, 0, 1, 8, 40))
-            fam, _, bucket, _, _, variants = _decide(name, m, n, k, a=a, b=b, pad=pad,
-                                                     elem=elem, cached=cached)
-            found = table.lookup("NVIDIA H200", bucket, m, n, k, variants=variants, sms=sms,
-                                 smem=smem)
-            pick = found[0] if found else dispatch.fallback(
-                fam, m, n, k, variants, sms, smem, name == "fp32", name == "tf32x3")
+            fam, bucket, variants, elem, pick = _h200_pick(name, m, n, k, a, b, pad, cached,
+                                                           priced=True)
             ran = dispatch._ws(pick, bucket)
             case = (name, m, n, k, a + b, pad, bucket, pick, ran)
-            assert usable(pick, fam, smem) and pick.variant in variants, case
+            assert usable(pick, fam, H200_SMEM) and pick.variant in variants, case
             if ran is not pick:
                 assert ran.variant == "tma_ws" and "tma_ws" in variants, case
-                assert ws_forms.fits(ran, elem) and usable(ran, fam, smem), case
+                assert ws_forms.fits(ran, elem) and usable(ran, fam, H200_SMEM), case
