@@ -9,12 +9,13 @@ A first call on an unseen shape plans in Python before it launches: the dispatch
 decision (bucket, copies, variants) and the nearest lookup over the H200 table (docs/
 PERF.md: most of a first call's own part). Per round, `--shapes` random row-major shapes
 (M, N, K each 16-8192), laid out and decided as the harness calls them (lookup_diff's
-`_decided`: copies kept; the layouts made before timing), the same for every tree, each tree's package timed on them in turn (`--ref` trees loaded beside this
-one: gemmgate.reference.load), so the rounds share the host's state. A tree's time per
-plan is its best round's mean (the host is noisy; the best round is the least disturbed)
-and its median round's. The heuristic's fallback (no near entry) is not timed: the count
-of shapes that took a table tile is printed. Pure CPU work: both calls are pure, no
-device. Exit 0; 2 on bad input.
+`_decided`: copies kept; the layouts made before timing), the same for every tree, each
+tree's package timed on them in turn (`--ref` trees loaded beside this one:
+gemmgate.reference.load), so the rounds share the host's state. A tree's time per plan
+is its best round's mean (the host is noisy; the best round is the least disturbed) and
+its median round's. The heuristic's fallback (no near entry) is not timed: the count of
+shapes that took a table tile is printed. Pure CPU work: both calls are pure, no device.
+Exit 0; 2 on bad input.
 
 `--cold`: plans as a process's first calls make them. Each round starts a fresh process
 per tree, which plans one shape untimed (it reads the table: the process's first call)
