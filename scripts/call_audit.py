@@ -1,0 +1,330 @@
+"""Every kernel a call launches on an H200, compiled on the CPU: whether it would launch.
+
+    python3 scripts/call_audit.py [--shapes SETS|FILE|MxNxK,...] [--draw SEED:COUNT]
+                                  [--modes bf16,fp16,fp8,tf32,tf32x3,fp32]
+                                  [--cached yes|no|both] [--arch 90] [--csv FILE]
+
+Each call goes through `kernels.matmul.matmul` itself, on meta tensors laid out as the
+harness lays them out (gemmgate.inputs.layout: layouts and row padding), as an H200
+plans it (compute capability 9.0, 132 SMs, 227 KiB of shared memory a block): the
+checks, the dispatcher's decision and operand copies, the committed table's lookup or
+the heuristic, the warp-specialized form, the recipe. Where it would launch a kernel
+(`kernels.launch.Launch`: the GEMM, a copy, a split-K reduction, a staged C's copy), the
+kernel is compiled for sm_ARCH instead (Triton's `warmup`, with a stand-in driver that
+names the target; no GPU is asked) and its PTX given to ptxas -v.
+
+A kernel fails the audit where the device would refuse to launch it: more shared memory
+than a block may take (the H200's 232,448 bytes), more registers than an SM holds for
+its threads (65,536), or it does not compile. Spill stores and ptxas's C7515 (wgmma
+serialized) are reported, not failed. The picks made for unseen shapes (the lookup's
+derived tiles: re-splits, twins, wide and one-wave forms, hybrids) are only estimated to
+fit by the model (`kernels.tile.usable`); this is the compiler's word on them, before a
+device runs them. `--draw SEED:COUNT`: COUNT random calls per mode (M, N, K each
+log-uniform in 1-9000, layouts and row paddings drawn), as the kernel's tests draw them.
+
+Prints one line per flagged kernel (refused, spilling or serialized; `--all`: every
+distinct compiled kernel), a line per kernel function and a summary; `--csv` and
+`--summary-csv` write them (docs/results). Exit 0 when every kernel would launch, 1 when
+any would not, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import math
+import random
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from unittest import mock
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "scripts" / "device"))
+
+H200 = dict(cap=(9, 0), sms=132, smem=232448, name="NVIDIA H200")
+SM_REGISTERS = 65536   # 32-bit registers an SM holds (sm_90), for all its threads
+MODES = ("bf16", "fp16", "fp8", "tf32", "tf32x3", "fp32")
+_FIELDS = ("kernel", "warps", "stages", "shared", "registers", "spill_stores", "serialized",
+           "verdict", "calls", "first_call", "constexprs")
+_SUMMARY = ("kernel", "kernels", "calls", "max_shared", "max_registers", "spilling",
+            "serialized", "refused")
+
+
+@dataclass
+class Kernel:
+    """A distinct compiled kernel and the calls that launched it."""
+
+    name: str
+    warps: int
+    stages: int
+    shared: int
+    constexprs: str
+    registers: int | None = None
+    spill_stores: int | None = None
+    serialized: bool = False
+    error: str = ""
+    calls: set = field(default_factory=set)
+    first_call: str = ""
+
+    @property
+    def flagged(self) -> bool:
+        """Refused, spilling or serialized: a finding."""
+        return self.verdict() != "ok" or bool(self.spill_stores) or self.serialized
+
+    def verdict(self, smem: int = H200["smem"]) -> str:
+        """'ok', or why the device would refuse it ('compile', 'shared', 'registers')."""
+        if self.error:
+            return "compile"
+        if self.shared > smem:
+            return "shared"
+        if self.registers is not None and self.registers * self.warps * 32 > SM_REGISTERS:
+            return "registers"
+        return "ok"
+
+
+class _Target:
+    """The stand-in for Triton's active driver: one device, stream 0, an sm_ARCH target;
+    nothing launches (the audit compiles through `warmup`)."""
+
+    def __init__(self, arch: int) -> None:
+        from triton.backends.compiler import GPUTarget
+
+        self.target = GPUTarget("cuda", arch, 32)
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def get_current_stream(self, device=None) -> int:
+        return 0
+
+    def get_current_target(self):
+        return self.target
+
+    def get_active_torch_device(self):
+        import torch
+
+        return torch.device("meta")
+
+
+@contextlib.contextmanager
+def as_h200(arch: int, compiled: list):
+    """Inside: kernels plan and bind as on an H200 (`H200`), and every Launch compiles its
+    kernel for sm_`arch` (appended to `compiled` with its call's tensors) instead of
+    launching it."""
+    import triton
+
+    from kernels import dispatch, launch, matmul_tma
+
+    def compile_only(self, *tensors):
+        compiled.append(self.fn.warmup(*tensors, *self.ints, grid=self.grid, **self.kw))
+
+    info = (H200["cap"], H200["smem"], H200["name"])
+    drivers = triton.runtime.driver
+    before = drivers._active   # None here: no GPU, so no driver is active
+    drivers.set_active(_Target(arch))
+    try:
+        with mock.patch.object(dispatch, "_device_info", lambda device: info), \
+                mock.patch.object(dispatch, "num_sms", lambda device: H200["sms"]), \
+                mock.patch.object(matmul_tma, "_sm_count", lambda index: H200["sms"]), \
+                mock.patch.object(matmul_tma, "_sm_smem", lambda index: H200["smem"] + 1024), \
+                mock.patch.object(launch.Launch, "__call__", compile_only), \
+                mock.patch.object(launch.Launch, "bound", lambda self, *t: None):
+            yield
+    finally:
+        drivers._active = before
+        dispatch.reset()
+
+
+def draw(seed: int, count: int) -> list:
+    """`count` random calls: M, N, K log-uniform in 1-9000, layouts and row paddings drawn
+    (as tests/kernels/test_dispatch.py's random calls)."""
+    from gemmgate.shapes import Case
+
+    rng = random.Random(seed)
+
+    def dim() -> int:
+        return max(1, round(math.exp(rng.uniform(0, math.log(9000)))))
+
+    return [Case(dim(), dim(), dim(), rng.choice(("rr", "rc", "cr", "cc")),
+                 rng.choice((0, 0, 1, 8, 40))) for _ in range(count)]
+
+
+def call(mode_name: str, case, cached: bool, tile=None) -> str:
+    """kernels.matmul on meta operands laid out as the harness lays out `case` (inside
+    `as_h200`: its launches compiled); the tile it ran (`tile`, or the one it planned),
+    as the harness names it."""
+    import torch
+
+    from gemmgate.inputs import layout
+    from gemmgate.precision import get_mode
+    from gemmgate.tuning import config_name
+    from kernels import dispatch, matmul
+    from kernels.modes import mode_named
+
+    a, b = layout(case, get_mode(mode_name))
+    scales = {}
+    if mode_name == "fp8":
+        one = torch.empty((), dtype=torch.float32, device="meta")
+        scales = dict(scale_a=one, scale_b=one)
+    matmul(a, b, precision=mode_name, cache_copies=cached, config=tile, **scales)
+    return config_name(tile or dispatch.plan(mode_named(mode_name), a, b, cached).pick)
+
+
+def audit(calls: list[tuple[str, object, bool]], arch: int, tile=None,
+          progress: int = 0) -> dict[int, Kernel]:
+    """The distinct kernels (by identity: Triton's JIT caches each specialization once)
+    the calls compile, each with ptxas's report; `tile`: every call runs it (`config=`).
+    `progress`: a line to stderr every that many calls."""
+    from ptxas_check import ptxas_report
+
+    kernels: dict[int, Kernel] = {}
+    for i, (mode_name, case, cached) in enumerate(calls, 1):
+        if progress and i % progress == 0:
+            print(f"call_audit: {i} of {len(calls)} calls, {len(kernels)} kernels",
+                  file=sys.stderr, flush=True)
+        got: list = []
+        label = f"{mode_name} {case.id}{' kept' if cached else ''}"
+        with as_h200(arch, got):
+            try:
+                label += f" {call(mode_name, case, cached, tile)}"
+            except Exception as e:   # noqa: BLE001 - a kernel that does not compile
+                kernels[-len(kernels) - 1] = Kernel(type(e).__name__, 0, 0, 0, "", error=str(e)
+                                                    [:300], calls={label}, first_call=label)
+        for k in got:
+            seen = kernels.get(id(k))
+            if seen is None:
+                md = k.metadata
+                names = k.src.fn.arg_names
+                consts = " ".join(f"{n}={v}" for n, v in sorted(
+                    (names[p[0]], v) for p, v in k.src.constants.items()))
+                seen = kernels[id(k)] = Kernel(k.name, md.num_warps, md.num_stages, md.shared,
+                                               consts, first_call=label)
+                try:
+                    rep = ptxas_report(k.asm["ptx"], arch)
+                    seen.registers, seen.spill_stores = rep["registers"], rep["spill_stores"]
+                    seen.serialized = rep["serialized"]
+                except RuntimeError as e:
+                    seen.error = str(e)[:300]
+            seen.calls.add(label)
+    return kernels
+
+
+def _calls(args) -> list[tuple[str, object, bool]]:
+    from gemmgate.files import InputError
+    from gemmgate.shapes import SETS, resolve
+
+    modes = args.modes.split(",")
+    bad = [m for m in modes if m not in MODES]
+    if bad:
+        raise InputError(f"unknown modes {', '.join(bad)} (known: {', '.join(MODES)})")
+    cached = {"yes": (True,), "no": (False,), "both": (True, False)}[args.cached]
+    cases: list = []
+    if args.shapes:
+        names = args.shapes.split(",")
+        for spec in names if all(n in SETS for n in names) else [args.shapes]:
+            cases += resolve(spec)[1]
+    drawn: list = []
+    if args.draw:
+        seed, _, count = args.draw.partition(":")
+        if not (seed.isdigit() and count.isdigit() and int(count) > 0):
+            raise InputError(f"--draw takes SEED:COUNT (got {args.draw!r})")
+        drawn = draw(int(seed), int(count))
+    if not cases and not drawn:
+        raise InputError("give --shapes or --draw")
+    return [(m, c, keep) for m in modes for c in (*cases, *drawn)
+            if 0 not in (c.m, c.n, c.k) for keep in cached]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shapes", help="a set name, a shape file or inline MxNxK cases")
+    ap.add_argument("--draw", metavar="SEED:COUNT", help="random calls per mode")
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--cached", choices=("yes", "no", "both"), default="yes",
+                    help="operand copies kept (the harness: yes) or made per call")
+    ap.add_argument("--tile", help="run this tile (tiles.py's form) in every call")
+    ap.add_argument("--arch", type=int, default=90)
+    ap.add_argument("--csv", metavar="FILE",
+                    help="write the kernels flagged (refused, spilling, serialized; --all: every one)")
+    ap.add_argument("--summary-csv", metavar="FILE", help="write the per-function summary")
+    ap.add_argument("--all", action="store_true", help="print and write every kernel")
+    ap.add_argument("--progress", type=int, default=0, metavar="N",
+                    help="a line to stderr every N calls")
+    args = ap.parse_args(argv)
+    from gemmgate.files import InputError
+
+    from tiles import parse_tile
+
+    try:
+        calls = _calls(args)
+        tile = parse_tile(args.tile) if args.tile else None
+    except (InputError, ValueError) as e:
+        print(f"call_audit: error: {e}", file=sys.stderr)
+        return 2
+    kernels = audit(calls, args.arch, tile, args.progress)
+    rows = sorted(kernels.values(), key=lambda k: (k.verdict() == "ok", k.name, -k.shared))
+    for k in rows if args.all else [k for k in rows if k.flagged]:
+        print(_line(k))
+    table = summary(rows)
+    for r in table:
+        print(f"{r['kernel']:18s} {r['kernels']:5d} kernels, {r['calls']:5d} calls, shared "
+              f"<= {r['max_shared']:6d} B, registers <= {r['max_registers']}, "
+              f"{r['spilling']} spilling, {r['serialized']} serialized, {r['refused']} refused")
+    refused = [k for k in rows if k.verdict() != "ok"]
+    print(f"call_audit: {len(calls)} calls, {len(rows)} kernels, {len(refused)} the device "
+          f"would refuse, {sum(k.serialized for k in rows)} serialized, "
+          f"{sum(bool(k.spill_stores) for k in rows)} spilling")
+    if args.csv:
+        _write(args.csv, _FIELDS, [_fields(k) for k in rows if args.all or k.flagged])
+    if args.summary_csv:
+        _write(args.summary_csv, _SUMMARY, table)
+    return 1 if refused else 0
+
+
+def _line(k: Kernel) -> str:
+    flags = [f for f, on in (("SERIALIZED", k.serialized),
+                             (f"{k.spill_stores} B spilled", k.spill_stores)) if on]
+    return (f"{k.verdict():9s} {k.name} w{k.warps} s{k.stages}: {k.shared} B shared, "
+            f"{k.registers} registers{''.join(', ' + f for f in flags)}; {len(k.calls)} "
+            f"calls, first {k.first_call}{(' | ' + k.error) if k.error else ''}")
+
+
+def summary(kernels: list[Kernel]) -> list[dict]:
+    """Per kernel function (`_SUMMARY`): its distinct compiled kernels, the calls that
+    launched them, the most shared memory and registers, and how many spill, serialize
+    or would be refused."""
+    out: dict[str, dict] = {}
+    for k in kernels:
+        r = out.setdefault(k.name, dict(kernel=k.name, kernels=0, calls=0, max_shared=0,
+                                        max_registers=0, spilling=0, serialized=0,
+                                        refused=0))
+        r["kernels"] += 1
+        r["calls"] += len(k.calls)
+        r["max_shared"] = max(r["max_shared"], k.shared)
+        r["max_registers"] = max(r["max_registers"], k.registers or 0)
+        r["spilling"] += bool(k.spill_stores)
+        r["serialized"] += k.serialized
+        r["refused"] += k.verdict() != "ok"
+    return sorted(out.values(), key=lambda r: r["kernel"])
+
+
+def _fields(k: Kernel) -> dict:
+    return dict(kernel=k.name, warps=k.warps, stages=k.stages, shared=k.shared,
+                registers=k.registers, spill_stores=k.spill_stores,
+                serialized=int(k.serialized), verdict=k.verdict(), calls=len(k.calls),
+                first_call=k.first_call, constexprs=k.constexprs)
+
+
+def _write(path: str, fields: tuple[str, ...], rows: list[dict]) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

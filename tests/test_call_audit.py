@@ -1,0 +1,90 @@
+"""scripts/call_audit.py: every kernel a call launches on an H200, compiled for sm_90a on
+the CPU through kernels.matmul itself (no GPU), and the verdict on whether the device
+would launch it. The compiling runs are subprocesses: the tests' kernels are decorated
+for the interpreter (conftest), which compiles nothing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "call_audit.py"
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    return subprocess.run([sys.executable, "-W", "ignore", str(SCRIPT), *argv],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+
+
+@pytest.fixture
+def audit(load_script):
+    return load_script(SCRIPT)
+
+
+def test_a_call_compiles_every_kernel_it_launches(tmp_path):
+    """bf16 1000^3 with B column-major and padded rows, operands kept: the GEMM and its
+    operand copies (two pitched copies), each compiled and within the H200's limits."""
+    out = tmp_path / "k.csv"
+    summary = tmp_path / "s.csv"
+    got = _run("--shapes", "1000x1000x1000-rc+p8", "--modes", "bf16", "--all", "--csv",
+               str(out), "--summary-csv", str(summary))
+    assert got.returncode == 0, got.stderr[-2000:]
+    lines = got.stdout.strip().splitlines()
+    assert lines[-1].startswith("call_audit: 1 calls, 3 kernels, 0 the device would refuse")
+    names = sorted(line.split()[1] for line in lines if line.startswith("ok "))
+    assert names == ["_copy_kernel", "_copy_kernel", "_tma_kernel"], lines
+    rows = out.read_text().splitlines()
+    assert rows[0].startswith("kernel,warps,stages,shared,registers") and len(rows) == 4
+    assert "BLOCK_M=64 BLOCK_N=128" in out.read_text()   # the GEMM's constexprs, by name
+    per = [line.split(",") for line in summary.read_text().splitlines()[1:]]
+    assert [(r[0], r[1], r[2], r[-1]) for r in per] == [("_copy_kernel", "2", "2", "0"),
+                                                       ("_tma_kernel", "1", "1", "0")]
+
+
+def test_a_tile_too_large_for_shared_memory_is_refused():
+    """A 256x256x64 bf16 tile at 4 stages needs 384 KiB of shared memory: the compiler's
+    figure, not the model's, over the H200's 227 KiB: exit 1."""
+    got = _run("--shapes", "512x512x512", "--modes", "bf16", "--tile", "tma:256x256x64:s4:w8")
+    assert got.returncode == 1, got.stderr[-2000:]
+    line = got.stdout.strip().splitlines()[0]
+    assert line.startswith("shared    _tma_kernel w8 s4: ") and int(line.split()[4]) > 232448
+
+
+@pytest.mark.parametrize("argv, said", [
+    (("--modes", "bf16"), "give --shapes or --draw"),
+    (("--shapes", "pr", "--modes", "int8"), "unknown modes int8"),
+    (("--draw", "3"), "SEED:COUNT"),
+    (("--draw", "3:0"), "SEED:COUNT"),
+    (("--shapes", "nosuchset"), "unknown shape set"),
+    (("--shapes", "64x64x64", "--tile", "tma:64x64"), "error"),
+])
+def test_bad_input_is_exit_2_with_a_message(audit, capsys, argv, said):
+    assert audit.main(list(argv)) == 2
+    assert said in capsys.readouterr().err
+
+
+def test_the_verdict_is_what_the_device_refuses(audit):
+    k = audit.Kernel("_tma_kernel", 8, 3, 232448, "")
+    assert k.verdict() == "ok"
+    k.shared += 1
+    assert k.verdict() == "shared"
+    k = audit.Kernel("_tma_kernel", 8, 3, 1024, "", registers=256)   # 256 x 256 threads
+    assert k.verdict() == "ok"
+    k.warps = 12
+    assert k.verdict() == "registers"
+    k.error = "ptxas failed"
+    assert k.verdict() == "compile"
+
+
+def test_drawn_calls_are_random_but_repeatable(audit):
+    got = audit.draw(7, 50)
+    assert got == audit.draw(7, 50) and got != audit.draw(8, 50)
+    assert all(1 <= d <= 9000 for c in got for d in (c.m, c.n, c.k))
+    assert {c.layout for c in got} == {"rr", "rc", "cr", "cc"}
+    assert {c.pad for c in got} <= {0, 1, 8, 40} and len({c.pad for c in got}) > 1
