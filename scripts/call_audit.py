@@ -35,7 +35,10 @@ import contextlib
 import csv
 import math
 import random
+import re
+import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from unittest import mock
@@ -48,8 +51,8 @@ sys.path.insert(0, str(ROOT / "scripts" / "device"))
 H200 = dict(cap=(9, 0), sms=132, smem=232448, name="NVIDIA H200")
 SM_REGISTERS = 65536   # 32-bit registers an SM holds (sm_90), for all its threads
 MODES = ("bf16", "fp16", "fp8", "tf32", "tf32x3", "fp32")
-_FIELDS = ("kernel", "warps", "stages", "shared", "registers", "spill_stores", "serialized",
-           "verdict", "calls", "first_call", "constexprs")
+_FIELDS = ("kernel", "warps", "stages", "shared", "registers", "spill_stores",
+           "k_loop_spills", "serialized", "verdict", "calls", "first_call", "constexprs")
 _SUMMARY = ("kernel", "kernels", "calls", "max_shared", "max_registers", "spilling",
             "serialized", "refused")
 
@@ -65,6 +68,7 @@ class Kernel:
     constexprs: str
     registers: int | None = None
     spill_stores: int | None = None
+    k_loop_spills: int | None = None   # spill instructions in its K loop (`k_loop_spills`)
     serialized: bool = False
     error: str = ""
     calls: set = field(default_factory=set)
@@ -207,10 +211,61 @@ def audit(calls: list[tuple[str, object, bool]], arch: int, tile=None,
                     rep = ptxas_report(k.asm["ptx"], arch)
                     seen.registers, seen.spill_stores = rep["registers"], rep["spill_stores"]
                     seen.serialized = rep["serialized"]
+                    if seen.spill_stores:
+                        seen.k_loop_spills = k_loop_spills(k.asm["cubin"])
                 except RuntimeError as e:
                     seen.error = str(e)[:300]
             seen.calls.add(label)
     return kernels
+
+
+_SASS_AT = re.compile(r"/\*[0-9a-f]{4,}\*/")         # an instruction line's address
+_SASS_LABEL = re.compile(r"^\s*\.(L_x_\d+):")
+_SASS_BRANCH = re.compile(r"\bBRA\b.*?\.(L_x_\d+)")
+_SASS_MMA = re.compile(r"\b(?:HGMMA|QGMMA|IGMMA|HMMA|FFMA)\b")   # wgmma, mma.sync, FMA
+_SASS_SPILL = re.compile(r"\b(?:STL|LDL)\b")
+
+
+def k_loop_spills(cubin: bytes) -> int | None:
+    """The spill instructions (STL, LDL) inside a kernel's K loop: the innermost loop (a
+    branch back to a label) that holds at least half of its MMA instructions (wgmma,
+    mma.sync or FMA), from nvdisasm's SASS; None where there is no such loop or nvdisasm
+    cannot be run. A spill outside it (the persistent loop's epilogue) costs once a
+    tile; inside it, once a K block."""
+    from triton import knobs
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "k.cubin"
+        path.write_bytes(cubin)
+        try:
+            got = subprocess.run([knobs.nvidia.nvdisasm.path, "-c", str(path)],
+                                 capture_output=True, text=True, timeout=300)
+        except (OSError, AttributeError, subprocess.SubprocessError):
+            return None
+    return loop_spills(got.stdout) if got.returncode == 0 else None
+
+
+def loop_spills(sass: str) -> int | None:
+    """`k_loop_spills` of nvdisasm's text."""
+    labels: dict[str, int] = {}
+    ins: list[str] = []
+    loops = []
+    for line in sass.splitlines():
+        label = _SASS_LABEL.match(line)
+        if label:
+            labels[label[1]] = len(ins)
+        elif _SASS_AT.search(line):
+            branch = _SASS_BRANCH.search(line)
+            if branch and branch[1] in labels:   # back to a label seen: a loop
+                loops.append((labels[branch[1]], len(ins)))
+            ins.append(line)
+    mma = [i for i, line in enumerate(ins) if _SASS_MMA.search(line)]
+    inner = [(hi - lo, lo, hi) for lo, hi in loops
+             if mma and 2 * sum(lo <= i <= hi for i in mma) >= len(mma)]
+    if not inner:
+        return None
+    _, lo, hi = min(inner)
+    return sum(bool(_SASS_SPILL.search(line)) for line in ins[lo:hi + 1])
 
 
 def _calls(args) -> list[tuple[str, object, bool]]:
@@ -286,8 +341,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _line(k: Kernel) -> str:
+    in_loop = "" if k.k_loop_spills is None else f" ({k.k_loop_spills} in the K loop)"
     flags = [f for f, on in (("SERIALIZED", k.serialized),
-                             (f"{k.spill_stores} B spilled", k.spill_stores)) if on]
+                             (f"{k.spill_stores} B spilled{in_loop}", k.spill_stores)) if on]
     return (f"{k.verdict():9s} {k.name} w{k.warps} s{k.stages}: {k.shared} B shared, "
             f"{k.registers} registers{''.join(', ' + f for f in flags)}; {len(k.calls)} "
             f"calls, first {k.first_call}{(' | ' + k.error) if k.error else ''}")
@@ -315,6 +371,7 @@ def summary(kernels: list[Kernel]) -> list[dict]:
 def _fields(k: Kernel) -> dict:
     return dict(kernel=k.name, warps=k.warps, stages=k.stages, shared=k.shared,
                 registers=k.registers, spill_stores=k.spill_stores,
+                k_loop_spills="" if k.k_loop_spills is None else k.k_loop_spills,
                 serialized=int(k.serialized), verdict=k.verdict(), calls=len(k.calls),
                 first_call=k.first_call, constexprs=k.constexprs)
 

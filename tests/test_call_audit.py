@@ -88,3 +88,27 @@ def test_drawn_calls_are_random_but_repeatable(audit):
     assert all(1 <= d <= 9000 for c in got for d in (c.m, c.n, c.k))
     assert {c.layout for c in got} == {"rr", "rc", "cr", "cc"}
     assert {c.pad for c in got} <= {0, 1, 8, 40} and len({c.pad for c in got}) > 1
+
+
+def test_spills_are_counted_in_the_loop_that_holds_the_mmas(audit):
+    """nvdisasm's text: the innermost loop holding at least half the MMAs is the K loop;
+    spills before it (the persistent loop's prologue) and after it do not count."""
+    sass = """
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   STL [R1], R2 ;
+.L_x_1:
+        /*0020*/                   LDL R4, [R1] ;
+.L_x_0:
+        /*0030*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], R24 ;
+        /*0040*/                   STL [R1+0x4], R3 ;
+        /*0050*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24 ;
+        /*0060*/              @P0  BRA `(.L_x_0) ;
+        /*0070*/                   STL [R1+0x8], R5 ;
+        /*0080*/              @P1  BRA `(.L_x_1) ;
+        /*0090*/                   EXIT ;
+"""
+    assert audit.loop_spills(sass) == 1
+    assert audit.loop_spills(sass.replace("HGMMA", "IADD3")) is None   # no MMA: no K loop
+    # loops holding under half the MMAs (three more after them): none is the K loop
+    after = "".join(f"/*00{a}0*/ HGMMA.x R0 ;\n" for a in "9ab")
+    assert audit.loop_spills(sass.replace("/*0090*/                   EXIT ;", after)) is None
