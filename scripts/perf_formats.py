@@ -267,3 +267,38 @@ def tile_kernels(path: Path) -> str:
                    f"{r['block']} | {r['registers']} | {int(r['smem']) / 1024:.0f} | "
                    f"{float(r['us']):.2f} |")
     return "\n".join(out)
+
+
+def call_audit(summary: Path, flagged: Path) -> str:
+    """scripts/call_audit.py's CSVs (one Triton version): per kernel function its compiled
+    kernels and limits, then the flagged kernels (refused, spilling, serialized) grouped
+    by function, warps, stages, shared memory and registers, with their spills (bytes a
+    thread; spill instructions in the K loop) and the calls that launched them."""
+    out = ["| kernel | kernels | calls | most shared KiB | most registers | spilling | "
+           "serialized | refused |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in _rows(summary):
+        out.append(f"| {r['kernel']} | {r['kernels']} | {r['calls']} | "
+                   f"{int(r['max_shared']) / 1024:.1f} | {r['max_registers']} | "
+                   f"{r['spilling']} | {r['serialized']} | {r['refused']} |")
+    groups: dict[tuple, list[dict]] = {}
+    for r in _rows(flagged):
+        key = (r["kernel"], r["warps"], r["stages"], r["shared"], r["registers"],
+               r["serialized"], r["verdict"])
+        groups.setdefault(key, []).append(r)
+    out += ["", "| kernel | warps | stages | shared KiB | registers | verdict | serialized | "
+            "spill stores B | in the K loop | kernels | calls | a call |",
+            "|---|---:|---:|---:|---:|---|---|---|---|---:|---:|---|"]
+    for (name, warps, stages, shared, regs, ser, verdict), rs in groups.items():
+        spills = [int(r["spill_stores"]) for r in rs if r["spill_stores"] not in ("", "0")]
+        loops = [int(r["k_loop_spills"]) for r in rs if r["k_loop_spills"] != ""]
+        out.append(f"| {name} | {warps} | {stages} | {int(shared) / 1024:.1f} | {regs} | "
+                   f"{verdict} | {'yes' if ser == '1' else ''} | {_span(spills)} | "
+                   f"{_span(loops)} | {len(rs)} | {sum(int(r['calls']) for r in rs)} | "
+                   f"{rs[0]['first_call']} |")
+    return "\n".join(out)
+
+
+def _span(values: list[int]) -> str:
+    """'' for none, 'x' for one value, 'lo-hi' for several."""
+    lo, hi = (min(values), max(values)) if values else (None, None)
+    return "" if lo is None else f"{lo}" if lo == hi else f"{lo}-{hi}"
