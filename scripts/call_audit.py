@@ -304,15 +304,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tile", help="run this tile (tiles.py's form) in every call")
     ap.add_argument("--arch", type=int, default=90)
     ap.add_argument("--csv", metavar="FILE",
-                    help="write the kernels flagged (refused, spilling, serialized; --all: every one)")
+                    help="write the kernels flagged (refused, spilling, serialized; "
+                         "--all: every one)")
     ap.add_argument("--summary-csv", metavar="FILE", help="write the per-function summary")
     ap.add_argument("--all", action="store_true", help="print and write every kernel")
     ap.add_argument("--progress", type=int, default=0, metavar="N",
                     help="a line to stderr every N calls")
     args = ap.parse_args(argv)
-    from gemmgate.files import InputError
-
     from tiles import parse_tile
+
+    from gemmgate.files import InputError
 
     try:
         calls = _calls(args)

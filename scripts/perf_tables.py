@@ -49,6 +49,7 @@ from perf_ab import (  # noqa: E402
 from perf_formats import (  # noqa: E402
     HOLDOUTS,
     baseline_tables,
+    call_audit,
     inductor_summary,
     kernel_times,
     plan_times,
@@ -74,6 +75,7 @@ S49 = RESULTS / "h200-2026-12-04-s49"
 S50 = RESULTS / "h200-2026-12-04-s50"
 S51 = RESULTS / "h200-2026-12-04-s51"
 S52 = RESULTS / "dev-cpu-2026-12-04-s52"
+S53 = RESULTS / "dev-cpu-2026-12-04-s53"
 _WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
@@ -213,6 +215,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "s51-tiles-shortk": lambda: tile_matrix(S51 / "tiles_shortk.csv", "1", "run7"),
     "s51-tiles-shortk-kernels": lambda: tile_kernels(S51 / "kernels_tiles.csv"),
     "s52-plan-time": lambda: plan_times(S52 / "plan_time.csv", S52 / "plan_time_cold.csv"),
+    "s53-call-audit-triton36": lambda: call_audit(S53 / "call_audit_triton36_summary.csv",
+                                                  S53 / "call_audit_triton36.csv"),
 }
 
 

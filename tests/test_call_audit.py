@@ -47,6 +47,15 @@ def test_a_call_compiles_every_kernel_it_launches(tmp_path):
                                                        ("_tma_kernel", "1", "1", "0")]
 
 
+def test_every_kernel_the_pr_set_launches_would_launch_on_an_h200():
+    """The PR check's cases in every mode, operand copies kept (the harness) and not (a
+    library caller): every kernel the committed table's picks launch compiles within the
+    H200's shared memory and registers, by the compiler's figures (this Triton's)."""
+    got = _run("--shapes", "pr", "--cached", "both")
+    assert got.returncode == 0, got.stdout[-3000:] + got.stderr[-2000:]
+    assert " 0 the device would refuse" in got.stdout.strip().splitlines()[-1]
+
+
 def test_a_tile_too_large_for_shared_memory_is_refused():
     """A 256x256x64 bf16 tile at 4 stages needs 384 KiB of shared memory: the compiler's
     figure, not the model's, over the H200's 227 KiB: exit 1."""
