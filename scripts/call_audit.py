@@ -50,9 +50,12 @@ sys.path.insert(0, str(ROOT / "scripts" / "device"))
 
 H200 = dict(cap=(9, 0), sms=132, smem=232448, name="NVIDIA H200")
 SM_REGISTERS = 65536   # 32-bit registers an SM holds (sm_90), for all its threads
+SM_SHARED = 233472     # bytes of shared memory an SM holds (228 KiB)
+SM_THREADS = 2048
 MODES = ("bf16", "fp16", "fp8", "tf32", "tf32x3", "fp32")
 _FIELDS = ("kernel", "warps", "stages", "shared", "registers", "spill_stores",
-           "k_loop_spills", "serialized", "verdict", "calls", "first_call", "constexprs")
+           "k_loop_spills", "serialized", "asked", "resident", "verdict", "calls",
+           "first_call", "constexprs")
 _SUMMARY = ("kernel", "kernels", "calls", "max_shared", "max_registers", "spilling",
             "serialized", "refused")
 
@@ -70,14 +73,35 @@ class Kernel:
     spill_stores: int | None = None
     k_loop_spills: int | None = None   # spill instructions in its K loop (`k_loop_spills`)
     serialized: bool = False
+    asked: int = 0   # programs an SM is launched with at once, a persistent kernel's grid
     error: str = ""
     calls: set = field(default_factory=set)
     first_call: str = ""
 
     @property
     def flagged(self) -> bool:
-        """Refused, spilling or serialized: a finding."""
-        return self.verdict() != "ok" or bool(self.spill_stores) or self.serialized
+        """Refused, spilling, serialized or fewer programs resident than asked: a finding."""
+        return self.verdict() != "ok" or bool(self.spill_stores) or self.serialized \
+            or self.short
+
+    @property
+    def resident(self) -> int | None:
+        """Programs of it an SM holds at once: by registers (allocated 8 a thread at a
+        time), shared memory (CTA_SMEM a block reserved) and threads."""
+        from kernels.tile import CTA_SMEM
+
+        if self.registers is None or not self.warps:
+            return None
+        threads = self.warps * 32
+        regs = -(-self.registers // 8) * 8
+        return min(SM_REGISTERS // (regs * threads), SM_SHARED // (self.shared + CTA_SMEM),
+                   SM_THREADS // threads)
+
+    @property
+    def short(self) -> bool:
+        """A persistent kernel launched with more programs an SM than fit at once: the
+        rest wait for a whole program to finish (the step model prices them resident)."""
+        return self.resident is not None and self.asked > self.resident
 
     def verdict(self, smem: int = H200["smem"]) -> str:
         """'ok', or why the device would refuse it ('compile', 'shared', 'registers')."""
@@ -117,14 +141,16 @@ class _Target:
 @contextlib.contextmanager
 def as_h200(arch: int, compiled: list):
     """Inside: kernels plan and bind as on an H200 (`H200`), and every Launch compiles its
-    kernel for sm_`arch` (appended to `compiled` with its call's tensors) instead of
-    launching it."""
+    kernel for sm_`arch` instead of launching it, appended to `compiled` with its grid
+    and whether it is persistent (a grid of programs that walk the tiles: the TMA
+    kernels' NUM_SMS, the warp-specialized kernel's)."""
     import triton
 
     from kernels import dispatch, launch, matmul_tma
 
     def compile_only(self, *tensors):
-        compiled.append(self.fn.warmup(*tensors, *self.ints, grid=self.grid, **self.kw))
+        kernel = self.fn.warmup(*tensors, *self.ints, grid=self.grid, **self.kw)
+        compiled.append((kernel, self.grid, "NUM_SMS" in self.kw or "maxnreg" in self.kw))
 
     info = (H200["cap"], H200["smem"], H200["name"])
     drivers = triton.runtime.driver
@@ -198,7 +224,7 @@ def audit(calls: list[tuple[str, object, bool]], arch: int, tile=None,
             except Exception as e:   # noqa: BLE001 - a kernel that does not compile
                 kernels[-len(kernels) - 1] = Kernel(type(e).__name__, 0, 0, 0, "", error=str(e)
                                                     [:300], calls={label}, first_call=label)
-        for k in got:
+        for k, grid, persistent in got:
             seen = kernels.get(id(k))
             if seen is None:
                 md = k.metadata
@@ -216,6 +242,8 @@ def audit(calls: list[tuple[str, object, bool]], arch: int, tile=None,
                 except RuntimeError as e:
                     seen.error = str(e)[:300]
             seen.calls.add(label)
+            if persistent:
+                seen.asked = max(seen.asked, -(-math.prod(grid) // H200["sms"]))
     return kernels
 
 
@@ -343,7 +371,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _line(k: Kernel) -> str:
     in_loop = "" if k.k_loop_spills is None else f" ({k.k_loop_spills} in the K loop)"
-    flags = [f for f, on in (("SERIALIZED", k.serialized),
+    flags = [f for f, on in ((f"{k.asked} programs an SM asked, {k.resident} resident",
+                              k.short),
+                             ("SERIALIZED", k.serialized),
                              (f"{k.spill_stores} B spilled{in_loop}", k.spill_stores)) if on]
     return (f"{k.verdict():9s} {k.name} w{k.warps} s{k.stages}: {k.shared} B shared, "
             f"{k.registers} registers{''.join(', ' + f for f in flags)}; {len(k.calls)} "
@@ -373,6 +403,7 @@ def _fields(k: Kernel) -> dict:
     return dict(kernel=k.name, warps=k.warps, stages=k.stages, shared=k.shared,
                 registers=k.registers, spill_stores=k.spill_stores,
                 k_loop_spills="" if k.k_loop_spills is None else k.k_loop_spills,
+                asked=k.asked or "", resident="" if k.resident is None else k.resident,
                 serialized=int(k.serialized), verdict=k.verdict(), calls=len(k.calls),
                 first_call=k.first_call, constexprs=k.constexprs)
 

@@ -273,7 +273,8 @@ def call_audit(summary: Path, flagged: Path) -> str:
     """scripts/call_audit.py's CSVs (one Triton version): per kernel function its compiled
     kernels and limits, then the flagged kernels (refused, spilling, serialized) grouped
     by function, warps, stages, shared memory and registers, with their spills (bytes a
-    thread; spill instructions in the K loop) and the calls that launched them."""
+    thread; spill instructions in the K loop), the programs a persistent one asks of an SM
+    and how many fit, and the calls that launched them."""
     out = ["| kernel | kernels | calls | most shared KiB | most registers | spilling | "
            "serialized | refused |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in _rows(summary):
@@ -283,17 +284,18 @@ def call_audit(summary: Path, flagged: Path) -> str:
     groups: dict[tuple, list[dict]] = {}
     for r in _rows(flagged):
         key = (r["kernel"], r["warps"], r["stages"], r["shared"], r["registers"],
-               r["serialized"], r["verdict"])
+               r["serialized"], r["verdict"], r.get("asked", ""), r.get("resident", ""))
         groups.setdefault(key, []).append(r)
     out += ["", "| kernel | warps | stages | shared KiB | registers | verdict | serialized | "
-            "spill stores B | in the K loop | kernels | calls | a call |",
-            "|---|---:|---:|---:|---:|---|---|---|---|---:|---:|---|"]
-    for (name, warps, stages, shared, regs, ser, verdict), rs in groups.items():
+            "spill stores B | in the K loop | programs an SM: asked / fit | kernels | calls | "
+            "a call |", "|---|---:|---:|---:|---:|---|---|---|---|---|---:|---:|---|"]
+    for (name, warps, stages, shared, regs, ser, verdict, asked, fit), rs in groups.items():
         spills = [int(r["spill_stores"]) for r in rs if r["spill_stores"] not in ("", "0")]
         loops = [int(r["k_loop_spills"]) for r in rs if r["k_loop_spills"] != ""]
         out.append(f"| {name} | {warps} | {stages} | {int(shared) / 1024:.1f} | {regs} | "
                    f"{verdict} | {'yes' if ser == '1' else ''} | {_span(spills)} | "
-                   f"{_span(loops)} | {len(rs)} | {sum(int(r['calls']) for r in rs)} | "
+                   f"{_span(loops)} | {f'{asked} / {fit}' if asked else ''} | {len(rs)} | "
+                   f"{sum(int(r['calls']) for r in rs)} | "
                    f"{rs[0]['first_call']} |")
     return "\n".join(out)
 

@@ -121,3 +121,19 @@ def test_spills_are_counted_in_the_loop_that_holds_the_mmas(audit):
     # loops holding under half the MMAs (three more after them): none is the K loop
     after = "".join(f"/*00{a}0*/ HGMMA.x R0 ;\n" for a in "9ab")
     assert audit.loop_spills(sass.replace("/*0090*/                   EXIT ;", after)) is None
+
+
+def test_programs_resident_on_an_sm_are_counted_from_registers_shared_memory_and_threads(
+        audit):
+    """IEEE fp32's three programs an SM fit (96 registers, 48 KiB); a 161-register
+    8-warp program fits once by registers (168 a thread allocated: 43,008 of 65,536), a
+    213 KiB one once by shared memory; a persistent grid asking more is flagged."""
+    k = audit.Kernel("_tma_kernel", 4, 3, 49168, "", registers=96, asked=3)
+    assert k.resident == 4 and not k.short and not k.flagged
+    k = audit.Kernel("_tma_kernel", 8, 3, 1024, "", registers=161, asked=2)
+    assert k.resident == 1 and k.short and k.flagged
+    k = audit.Kernel("_tma_kernel", 4, 4, 213024, "", registers=90, asked=1)
+    assert k.resident == 1 and not k.short
+    k.asked = 2
+    assert k.short and k.verdict() == "ok"   # slower, not refused
+    assert audit.Kernel("_copy_kernel", 4, 3, 0, "").resident is None   # not compiled

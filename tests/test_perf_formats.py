@@ -142,13 +142,14 @@ def test_call_audit_summarises_functions_and_groups_flagged_kernels(pf, tmp_path
     summary.write_text("kernel,kernels,calls,max_shared,max_registers,spilling,serialized,"
                        "refused\n_tma_kernel,3,9,232448,255,2,0,0\n")
     flagged.write_text(
-        "kernel,warps,stages,shared,registers,spill_stores,k_loop_spills,serialized,verdict,"
-        "calls,first_call,constexprs\n"
-        "_tma_kernel,4,3,49168,255,520,165,0,ok,2,fp32 m1-n1-k1 a,X=1\n"
-        "_tma_kernel,4,3,49168,255,480,0,0,ok,1,fp32 m2-n2-k2 b,X=2\n"
-        "_split,8,5,163880,90,0,,1,ok,2,bf16 m3-n3-k3-rc c,\n")
+        "kernel,warps,stages,shared,registers,spill_stores,k_loop_spills,serialized,asked,"
+        "resident,verdict,calls,first_call,constexprs\n"
+        "_tma_kernel,4,3,49168,255,520,165,0,1,1,ok,2,fp32 m1-n1-k1 a,X=1\n"
+        "_tma_kernel,4,3,49168,255,480,0,0,1,1,ok,1,fp32 m2-n2-k2 b,X=2\n"
+        "_split,8,5,163880,90,0,,1,,1,ok,2,bf16 m3-n3-k3-rc c,\n")
     lines = pf.call_audit(summary, flagged).splitlines()
     assert lines[2] == "| _tma_kernel | 3 | 9 | 227.0 | 255 | 2 | 0 | 0 |"
     assert lines[6:] == [
-        "| _tma_kernel | 4 | 3 | 48.0 | 255 | ok |  | 480-520 | 0-165 | 2 | 3 | fp32 m1-n1-k1 a |",
-        "| _split | 8 | 5 | 160.0 | 90 | ok | yes |  |  | 1 | 2 | bf16 m3-n3-k3-rc c |"]
+        "| _tma_kernel | 4 | 3 | 48.0 | 255 | ok |  | 480-520 | 0-165 | 1 / 1 | 2 | 3 | "
+        "fp32 m1-n1-k1 a |",
+        "| _split | 8 | 5 | 160.0 | 90 | ok | yes |  |  |  | 1 | 2 | bf16 m3-n3-k3-rc c |"]
