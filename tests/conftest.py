@@ -18,6 +18,7 @@ reads them, whether pytest runs from the root or on tests/perf.
 """
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -105,6 +106,21 @@ def _compiled_kernels_on_a_gpu_host(monkeypatch):
 
         monkeypatch.setattr(interpreter, "enable", enable)
         monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+
+
+@pytest.fixture(scope="session")
+def compiling_run() -> Callable[..., subprocess.CompletedProcess]:
+    """run(script, *argv): a script in a subprocess without the interpreter (the tests'
+    kernels are decorated for it, which compiles nothing), for scripts that compile
+    kernels for sm_90 on the CPU (Triton's bundled ptxas, no GPU)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    root = Path(__file__).resolve().parents[1]
+
+    def run(script: Path, *argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-W", "ignore", str(script), *argv],
+                              capture_output=True, text=True, timeout=600, cwd=root, env=env)
+
+    return run
 
 
 @pytest.fixture(scope="session")

@@ -5,9 +5,7 @@ for the interpreter (conftest), which compiles nothing."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import functools
 from pathlib import Path
 
 import pytest
@@ -16,10 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "call_audit.py"
 
 
-def _run(*argv: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    return subprocess.run([sys.executable, "-W", "ignore", str(SCRIPT), *argv],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+@pytest.fixture
+def run(compiling_run):
+    return functools.partial(compiling_run, SCRIPT)
 
 
 @pytest.fixture
@@ -27,12 +24,12 @@ def audit(load_script):
     return load_script(SCRIPT)
 
 
-def test_a_call_compiles_every_kernel_it_launches(tmp_path):
+def test_a_call_compiles_every_kernel_it_launches(run, tmp_path):
     """bf16 1000^3 with B column-major and padded rows, operands kept: the GEMM and its
     operand copies (two pitched copies), each compiled and within the H200's limits."""
     out = tmp_path / "k.csv"
     summary = tmp_path / "s.csv"
-    got = _run("--shapes", "1000x1000x1000-rc+p8", "--modes", "bf16", "--all", "--csv",
+    got = run("--shapes", "1000x1000x1000-rc+p8", "--modes", "bf16", "--all", "--csv",
                str(out), "--summary-csv", str(summary))
     assert got.returncode == 0, got.stderr[-2000:]
     lines = got.stdout.strip().splitlines()
@@ -47,19 +44,19 @@ def test_a_call_compiles_every_kernel_it_launches(tmp_path):
                                                        ("_tma_kernel", "1", "1", "0")]
 
 
-def test_every_kernel_the_pr_set_launches_would_launch_on_an_h200():
+def test_every_kernel_the_pr_set_launches_would_launch_on_an_h200(run):
     """The PR check's cases in every mode, operand copies kept (the harness) and not (a
     library caller): every kernel the committed table's picks launch compiles within the
     H200's shared memory and registers, by the compiler's figures (this Triton's)."""
-    got = _run("--shapes", "pr", "--cached", "both")
+    got = run("--shapes", "pr", "--cached", "both")
     assert got.returncode == 0, got.stdout[-3000:] + got.stderr[-2000:]
     assert " 0 the device would refuse" in got.stdout.strip().splitlines()[-1]
 
 
-def test_a_tile_too_large_for_shared_memory_is_refused():
+def test_a_tile_too_large_for_shared_memory_is_refused(run):
     """A 256x256x64 bf16 tile at 4 stages needs 384 KiB of shared memory: the compiler's
     figure, not the model's, over the H200's 227 KiB: exit 1."""
-    got = _run("--shapes", "512x512x512", "--modes", "bf16", "--tile", "tma:256x256x64:s4:w8")
+    got = run("--shapes", "512x512x512", "--modes", "bf16", "--tile", "tma:256x256x64:s4:w8")
     assert got.returncode == 1, got.stderr[-2000:]
     line = got.stdout.strip().splitlines()[0]
     assert line.startswith("shared    _tma_kernel w8 s4: ") and int(line.split()[4]) > 232448

@@ -4,9 +4,7 @@ kernels are decorated for the interpreter (conftest), which compiles nothing."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import functools
 from pathlib import Path
 
 import pytest
@@ -16,13 +14,13 @@ SCRIPT = ROOT / "scripts" / "ptx_diff.py"
 TILE = "tiled:64x64x64:s4:w4"
 
 
-def _run(*argv: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    return subprocess.run([sys.executable, "-W", "ignore", str(SCRIPT), *argv],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+@pytest.fixture
+def run(compiling_run):
+    return functools.partial(compiling_run, SCRIPT)
 
 
-def test_the_same_kernel_compiles_the_same_and_the_comparison_sees_a_changed_loop():
+def test_the_same_kernel_compiles_the_same_and_the_comparison_sees_a_changed_loop(
+        run, compiling_run):
     """Against this tree's own commit every tile is the same; within this tree, K = 512 and
     1024 (whole blocks: the same constexprs) compile alike and K = 400 (a partial block:
     the masked loop) does not, so the comparison can tell."""
@@ -35,11 +33,9 @@ texts = [ptx_diff.ptx(*ptx_diff.launch_of(kernels, "bf16", t, 144, 192, k), 90)
          for k in (512, 1024, 400)]
 print(texts[0] == texts[1], texts[0] == texts[2], ".loc" in texts[0])
 """
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
-                         text=True, timeout=600, cwd=ROOT, env=env)
+    out = compiling_run("-c", code)
     assert out.stdout.split() == ["True", "False", "False"], out.stderr[-2000:]
-    got = _run("--ref", "HEAD", "144x192x400", "--tiles", TILE)
+    got = run("--ref", "HEAD", "144x192x400", "--tiles", TILE)
     assert got.returncode == 0, got.stderr[-2000:]
     assert "bf16 144x192x400 tiled:64x64x64:s4:w4: same" in got.stdout
 
@@ -50,6 +46,6 @@ print(texts[0] == texts[1], texts[0] == texts[2], ".loc" in texts[0])
     (["--ref", "HEAD", "8x8x8", "--tiles", TILE, "--modes", "int4"], "unknown precision"),
     (["--ref", "no-such-ref", "8x8x8", "--tiles", TILE], "no-such-ref"),
 ])
-def test_bad_input_exits_2_with_a_message(argv, message):
-    got = _run(*argv)
+def test_bad_input_exits_2_with_a_message(run, argv, message):
+    got = run(*argv)
     assert got.returncode == 2 and message in got.stderr, got.stderr[-2000:]
