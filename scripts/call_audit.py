@@ -19,8 +19,10 @@ its threads (65,536), or it does not compile. Spill stores and ptxas's C7515 (wg
 serialized) are reported, not failed. The picks made for unseen shapes (the lookup's
 derived tiles: re-splits, twins, wide and one-wave forms, hybrids) are only estimated to
 fit by the model (`kernels.tile.usable`); this is the compiler's word on them, before a
-device runs them. `--draw SEED:COUNT`: COUNT random calls per mode (M, N, K each
-log-uniform in 1-9000, layouts and row paddings drawn), as the kernel's tests draw them.
+device runs them. `--search`: each call runs every tile `gemmgate tune` would time for
+its key instead (the search space is pruned by the same model). `--draw SEED:COUNT`:
+COUNT random calls per mode (M, N, K each log-uniform in 1-9000, layouts and row
+paddings drawn), as the kernel's tests draw them.
 
 Prints one line per flagged kernel (refused, spilling or serialized; `--all`: every
 distinct compiled kernel), a line per kernel function and a summary; `--csv` and
@@ -205,46 +207,75 @@ def call(mode_name: str, case, cached: bool, tile=None) -> str:
 
 
 def audit(calls: list[tuple[str, object, bool]], arch: int, tile=None,
-          progress: int = 0) -> dict[int, Kernel]:
+          progress: int = 0, search: bool = False) -> tuple[dict[int, Kernel], int]:
     """The distinct kernels (by identity: Triton's JIT caches each specialization once)
-    the calls compile, each with ptxas's report; `tile`: every call runs it (`config=`).
-    `progress`: a line to stderr every that many calls."""
-    from ptxas_check import ptxas_report
-
+    the calls compile, each with ptxas's report; `tile`: every call runs it (`config=`);
+    `search`: each call runs every tile `gemmgate tune` would time for its key
+    (`searched`). `progress`: a line to stderr every that many calls. Returns the kernels
+    and how many calls ran (a call per searched tile)."""
     kernels: dict[int, Kernel] = {}
+    runs = 0
     for i, (mode_name, case, cached) in enumerate(calls, 1):
         if progress and i % progress == 0:
             print(f"call_audit: {i} of {len(calls)} calls, {len(kernels)} kernels",
                   file=sys.stderr, flush=True)
-        got: list = []
-        label = f"{mode_name} {case.id}{' kept' if cached else ''}"
-        with as_h200(arch, got):
+        tiles = [tile]
+        if search:
+            with as_h200(arch, []):
+                tiles = list(searched(mode_name, case, cached))
+        for t in tiles:
+            _audit_call(kernels, mode_name, case, cached, t, arch)
+        runs += len(tiles)
+    return kernels, runs
+
+
+def _audit_call(kernels: dict[int, Kernel], mode_name: str, case, cached: bool, tile,
+                arch: int) -> None:
+    """One call's kernels into `kernels` (`audit`)."""
+    from ptxas_check import ptxas_report
+
+    got: list = []
+    label = f"{mode_name} {case.id}{' kept' if cached else ''}"
+    with as_h200(arch, got):
+        try:
+            label += f" {call(mode_name, case, cached, tile)}"
+        except Exception as e:   # noqa: BLE001 - a kernel that does not compile
+            kernels[-len(kernels) - 1] = Kernel(type(e).__name__, 0, 0, 0, "", error=str(e)
+                                                [:300], calls={label}, first_call=label)
+    for k, grid, persistent in got:
+        seen = kernels.get(id(k))
+        if seen is None:
+            md = k.metadata
+            names = k.src.fn.arg_names
+            consts = " ".join(f"{n}={v}" for n, v in sorted(
+                (names[p[0]], v) for p, v in k.src.constants.items()))
+            seen = kernels[id(k)] = Kernel(k.name, md.num_warps, md.num_stages, md.shared,
+                                           consts, first_call=label)
             try:
-                label += f" {call(mode_name, case, cached, tile)}"
-            except Exception as e:   # noqa: BLE001 - a kernel that does not compile
-                kernels[-len(kernels) - 1] = Kernel(type(e).__name__, 0, 0, 0, "", error=str(e)
-                                                    [:300], calls={label}, first_call=label)
-        for k, grid, persistent in got:
-            seen = kernels.get(id(k))
-            if seen is None:
-                md = k.metadata
-                names = k.src.fn.arg_names
-                consts = " ".join(f"{n}={v}" for n, v in sorted(
-                    (names[p[0]], v) for p, v in k.src.constants.items()))
-                seen = kernels[id(k)] = Kernel(k.name, md.num_warps, md.num_stages, md.shared,
-                                               consts, first_call=label)
-                try:
-                    rep = ptxas_report(k.asm["ptx"], arch)
-                    seen.registers, seen.spill_stores = rep["registers"], rep["spill_stores"]
-                    seen.serialized = rep["serialized"]
-                    if seen.spill_stores:
-                        seen.k_loop_spills = k_loop_spills(k.asm["cubin"])
-                except RuntimeError as e:
-                    seen.error = str(e)[:300]
-            seen.calls.add(label)
-            if persistent:
-                seen.asked = max(seen.asked, -(-math.prod(grid) // H200["sms"]))
-    return kernels
+                rep = ptxas_report(k.asm["ptx"], arch)
+                seen.registers, seen.spill_stores = rep["registers"], rep["spill_stores"]
+                seen.serialized = rep["serialized"]
+                if seen.spill_stores:
+                    seen.k_loop_spills = k_loop_spills(k.asm["cubin"])
+            except RuntimeError as e:
+                seen.error = str(e)[:300]
+        seen.calls.add(label)
+        if persistent:
+            seen.asked = max(seen.asked, -(-math.prod(grid) // H200["sms"]))
+
+
+def searched(mode_name: str, case, cached: bool) -> tuple:
+    """The tiles `gemmgate tune` times for a call's key, the pick first
+    (`kernels.dispatch.candidates`, as kernels.matmul hands them to a `choose` hook), as an
+    H200 plans it (inside `as_h200`)."""
+    from gemmgate.inputs import layout
+    from gemmgate.precision import get_mode
+    from kernels import dispatch
+    from kernels.modes import mode_named
+
+    a, b = layout(case, get_mode(mode_name))
+    plan = dispatch.plan(mode_named(mode_name), a, b, cached)
+    return dispatch.candidates(plan, a.device, case.m, case.n, case.k)
 
 
 _SASS_AT = re.compile(r"/\*[0-9a-f]{4,}\*/")         # an instruction line's address
@@ -330,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cached", choices=("yes", "no", "both"), default="yes",
                     help="operand copies kept (the harness: yes) or made per call")
     ap.add_argument("--tile", help="run this tile (tiles.py's form) in every call")
+    ap.add_argument("--search", action="store_true",
+                    help="run every tile `gemmgate tune` would time for each call's key")
     ap.add_argument("--arch", type=int, default=90)
     ap.add_argument("--csv", metavar="FILE",
                     help="write the kernels flagged (refused, spilling, serialized; "
@@ -349,7 +382,10 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, ValueError) as e:
         print(f"call_audit: error: {e}", file=sys.stderr)
         return 2
-    kernels = audit(calls, args.arch, tile, args.progress)
+    if tile is not None and args.search:
+        print("call_audit: error: --tile and --search exclude each other", file=sys.stderr)
+        return 2
+    kernels, runs = audit(calls, args.arch, tile, args.progress, args.search)
     rows = sorted(kernels.values(), key=lambda k: (k.verdict() == "ok", k.name, -k.shared))
     for k in rows if args.all else [k for k in rows if k.flagged]:
         print(_line(k))
@@ -359,7 +395,8 @@ def main(argv: list[str] | None = None) -> int:
               f"<= {r['max_shared']:6d} B, registers <= {r['max_registers']}, "
               f"{r['spilling']} spilling, {r['serialized']} serialized, {r['refused']} refused")
     refused = [k for k in rows if k.verdict() != "ok"]
-    print(f"call_audit: {len(calls)} calls, {len(rows)} kernels, {len(refused)} the device "
+    tried = f" ({runs} tiles searched)" if args.search else ""
+    print(f"call_audit: {len(calls)} calls{tried}, {len(rows)} kernels, {len(refused)} the device "
           f"would refuse, {sum(k.serialized for k in rows)} serialized, "
           f"{sum(bool(k.spill_stores) for k in rows)} spilling")
     if args.csv:
