@@ -134,3 +134,29 @@ def test_programs_resident_on_an_sm_are_counted_from_registers_shared_memory_and
     k.asked = 2
     assert k.short and k.verdict() == "ok"   # slower, not refused
     assert audit.Kernel("_copy_kernel", 4, 3, 0, "").resident is None   # not compiled
+
+
+def test_a_search_runs_the_tiles_tune_would_time_the_pick_first(audit, monkeypatch):
+    """`searched` plans as an H200 (no interpreter): the tuner's candidates (at most 30),
+    the table's pick first, each one the model lets fit; --tile with --search is refused."""
+    from gemmgate.shapes import Case
+    from kernels import dispatch
+    from kernels.tile import usable
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with audit.as_h200(90, []):
+        tiles = audit.searched("bf16", Case(4096, 4096, 4096), True)
+        pick = dispatch.plan(*_bf16_call()).pick
+    assert 10 <= len(tiles) <= 30 and tiles[0] == pick and len(set(tiles)) == len(tiles)
+    assert all(usable(t, "16bit", audit.H200["smem"]) for t in tiles)
+    assert audit.main(["--shapes", "64x64x64", "--search", "--tile", "tma:64x64x64:s3:w4"]) == 2
+
+
+def _bf16_call():
+    """(mode, A, B, cached) of a row-major bf16 4096^3 call on meta tensors."""
+    import torch
+
+    from kernels.modes import mode_named
+
+    a = torch.empty((4096, 4096), dtype=torch.bfloat16, device="meta")
+    return mode_named("bf16"), a, a, True
