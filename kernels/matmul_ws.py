@@ -271,14 +271,19 @@ def _launch(first: int, rest: int, group_m: int, stages: int, b_kmajor: bool, M:
                        num_warps=warps(block_m), maxnreg=max_regs(block_m, occupancy)))
 
 
+_DEVICES = ("cuda", "meta")   # where `recipe` makes a launch (meta: planned, never run)
+
+
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
            has_scale: bool, b_room: int = 0) -> Recipe | None:
     """The launch for tensors like these, or None where this kernel cannot take them (not
     on a CUDA device, a tile it does not run (`fits`), an A not row-major on 16 bytes, a B a
     descriptor takes neither way): kernels.matmul then runs the tile's `tma` form.
-    `b_room`: zeros past B's N in its copy, read to whole tiles (past_n.b_extent)."""
+    `b_room`: zeros past B's N in its copy, read to whole tiles (past_n.b_extent). Meta
+    tensors plan as CUDA ones (scripts/call_audit.py compiles what a call would launch).
+    """
     elem = a.element_size()
-    if a.device.type != "cuda" or a.dtype not in _DTYPES or is_fp32 \
+    if a.device.type not in _DEVICES or a.dtype not in _DTYPES or is_fp32 \
             or has_scale != (elem == 1) \
             or not fits(config, elem) or tma_form(a) is not False:   # (Triton's interpreter
         return None                                       # runs no Gluon: the tma form)

@@ -217,6 +217,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "s52-plan-time": lambda: plan_times(S52 / "plan_time.csv", S52 / "plan_time_cold.csv"),
     "s53-call-audit-triton36": lambda: call_audit(S53 / "call_audit_triton36_summary.csv",
                                                   S53 / "call_audit_triton36.csv"),
+    "s53-call-audit-triton39": lambda: call_audit(S53 / "call_audit_triton39_summary.csv",
+                                                  S53 / "call_audit_triton39.csv"),
 }
 
 

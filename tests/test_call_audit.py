@@ -53,6 +53,17 @@ def test_every_kernel_the_pr_set_launches_would_launch_on_an_h200(run):
     assert " 0 the device would refuse" in got.stdout.strip().splitlines()[-1]
 
 
+def test_a_warp_specialized_tile_compiles_its_gluon_kernel(run):
+    """A `tma_ws` tile over meta operands is planned as over CUDA ones (not its `tma`
+    form): the warp-specialized kernel compiles, 12 warps (a producer and two consumer
+    warpgroups), its registers capped so one program fits an SM."""
+    got = run("--shapes", "2048x2048x2048", "--modes", "fp16", "--all",
+              "--tile", "tma_ws:128x128x64:s5:w8")
+    assert got.returncode == 0, got.stderr[-2000:]
+    ws = [line for line in got.stdout.splitlines() if " _ws_kernel " in line]
+    assert len(ws) == 1 and ws[0].startswith("ok        _ws_kernel w12 "), got.stdout
+
+
 def test_a_tile_too_large_for_shared_memory_is_refused(run):
     """A 256x256x64 bf16 tile at 4 stages needs 384 KiB of shared memory: the compiler's
     figure, not the model's, over the H200's 227 KiB: exit 1."""
