@@ -2,7 +2,9 @@
 
     python3 scripts/call_audit.py [--shapes SETS|FILE|MxNxK,...] [--draw SEED:COUNT]
                                   [--modes bf16,fp16,fp8,tf32,tf32x3,fp32]
-                                  [--cached yes|no|both] [--arch 90] [--csv FILE]
+                                  [--cached yes|no|both] [--chip nvidia-h200]
+                                  [--tile TILE | --search] [--csv FILE]
+                                  [--summary-csv FILE] [--all]
 
 Each call goes through `kernels.matmul.matmul` itself, on meta tensors laid out as the
 harness lays them out (gemmgate.inputs.layout: layouts and row padding), as an H200
@@ -10,24 +12,27 @@ plans it (compute capability 9.0, 132 SMs, 227 KiB of shared memory a block): th
 checks, the dispatcher's decision and operand copies, the committed table's lookup or
 the heuristic, the warp-specialized form, the recipe. Where it would launch a kernel
 (`kernels.launch.Launch`: the GEMM, a copy, a split-K reduction, a staged C's copy), the
-kernel is compiled for sm_ARCH instead (Triton's `warmup`, with a stand-in driver that
+kernel is compiled for sm_90a instead (Triton's `warmup`, with a stand-in driver that
 names the target; no GPU is asked) and its PTX given to ptxas -v.
 
 A kernel fails the audit where the device would refuse to launch it: more shared memory
 than a block may take (the H200's 232,448 bytes), more registers than an SM holds for
-its threads (65,536), or it does not compile. Spill stores and ptxas's C7515 (wgmma
-serialized) are reported, not failed. The picks made for unseen shapes (the lookup's
-derived tiles: re-splits, twins, wide and one-wave forms, hybrids) are only estimated to
-fit by the model (`kernels.tile.usable`); this is the compiler's word on them, before a
-device runs them. `--search`: each call runs every tile `gemmgate tune` would time for
-its key instead (the search space is pruned by the same model). `--draw SEED:COUNT`:
-COUNT random calls per mode (M, N, K each log-uniform in 1-9000, layouts and row
-paddings drawn), as the kernel's tests draw them.
+its threads (65,536), or it does not compile. Spill stores (those inside the K loop
+counted apart), ptxas's C7515 (wgmma serialized) and a persistent grid asking an SM for
+more programs than fit are reported, not failed. The picks made for unseen shapes (the
+lookup's derived tiles: re-splits, twins, wide and one-wave forms, hybrids) are only
+estimated to fit by the model (`kernels.tile.usable`); this is the compiler's word on
+them, before a device runs them. `--chip`: another Hopper profile of gemmgate.chips (its
+SMs, shared memory a block and name, whose tuning table the lookup reads). `--search`:
+each call runs every tile `gemmgate tune` would time for its key instead (the search
+space is pruned by the same model). `--draw SEED:COUNT`: COUNT random calls per mode
+(M, N, K each log-uniform in 1-9000, layouts and row paddings drawn), as the kernel's
+tests draw them.
 
-Prints one line per flagged kernel (refused, spilling or serialized; `--all`: every
-distinct compiled kernel), a line per kernel function and a summary; `--csv` and
-`--summary-csv` write them (docs/results). Exit 0 when every kernel would launch, 1 when
-any would not, 2 on bad input.
+Prints one line per flagged kernel (refused, spilling, serialized, or short of programs
+an SM; `--all`: every distinct compiled kernel), a line per kernel function and a
+summary; `--csv` and `--summary-csv` write them (docs/results). Exit 0 when every kernel
+would launch, 1 when any would not, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -50,10 +55,37 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "scripts" / "device"))
 
-H200 = dict(cap=(9, 0), sms=132, smem=232448, name="NVIDIA H200")
 SM_REGISTERS = 65536   # 32-bit registers an SM holds (sm_90), for all its threads
-SM_SHARED = 233472     # bytes of shared memory an SM holds (228 KiB)
+SM_SHARED = 233472     # bytes of shared memory a Hopper SM holds (228 KiB)
 SM_THREADS = 2048
+HOPPER = ("nvidia-h100", "nvidia-h200")   # the gemmgate.chips profiles compiled for (sm_90a)
+
+
+@dataclass(frozen=True)
+class Target:
+    """The chip a call is planned and compiled for: the device name torch reports (the
+    tuning table's match), its compute capability, SMs and shared memory a block."""
+
+    name: str
+    capability: tuple[int, int]
+    sms: int
+    smem: int
+
+    @property
+    def arch(self) -> int:
+        return self.capability[0] * 10 + self.capability[1]
+
+
+def target(chip_id: str = "nvidia-h200") -> Target:
+    """A Hopper profile of gemmgate.chips as a `Target`; InputError for another chip."""
+    from gemmgate.chips import CHIPS
+    from gemmgate.files import InputError
+
+    if chip_id not in HOPPER:
+        raise InputError(f"--chip {chip_id!r}: the audit compiles for sm_90a, the chips "
+                         f"{', '.join(HOPPER)} (profiles: {', '.join(CHIPS)})")
+    chip = CHIPS[chip_id]
+    return Target(chip.name, (9, 0), chip.compute_units, chip.smem_per_block)
 MODES = ("bf16", "fp16", "fp8", "tf32", "tf32x3", "fp32")
 _FIELDS = ("kernel", "warps", "stages", "shared", "registers", "spill_stores",
            "k_loop_spills", "serialized", "asked", "resident", "verdict", "calls",
@@ -77,6 +109,7 @@ class Kernel:
     serialized: bool = False
     asked: int = 0   # programs an SM is launched with at once, a persistent kernel's grid
     error: str = ""
+    smem_limit: int = 232448   # shared memory a block may take on the chip
     calls: set = field(default_factory=set)
     first_call: str = ""
 
@@ -105,18 +138,18 @@ class Kernel:
         rest wait for a whole program to finish (the step model prices them resident)."""
         return self.resident is not None and self.asked > self.resident
 
-    def verdict(self, smem: int = H200["smem"]) -> str:
+    def verdict(self) -> str:
         """'ok', or why the device would refuse it ('compile', 'shared', 'registers')."""
         if self.error:
             return "compile"
-        if self.shared > smem:
+        if self.shared > self.smem_limit:
             return "shared"
         if self.registers is not None and self.registers * self.warps * 32 > SM_REGISTERS:
             return "registers"
         return "ok"
 
 
-class _Target:
+class _Driver:
     """The stand-in for Triton's active driver: one device, stream 0, an sm_ARCH target;
     nothing launches (the audit compiles through `warmup`)."""
 
@@ -141,9 +174,9 @@ class _Target:
 
 
 @contextlib.contextmanager
-def as_h200(arch: int, compiled: list):
-    """Inside: kernels plan and bind as on an H200 (`H200`), and every Launch compiles its
-    kernel for sm_`arch` instead of launching it, appended to `compiled` with its grid
+def as_chip(chip: Target, compiled: list):
+    """Inside: kernels plan and bind as on `chip`, and every Launch compiles its kernel
+    for it instead of launching it, appended to `compiled` with its grid
     and whether it is persistent (a grid of programs that walk the tiles: the TMA
     kernels' NUM_SMS, the warp-specialized kernel's)."""
     import triton
@@ -154,15 +187,15 @@ def as_h200(arch: int, compiled: list):
         kernel = self.fn.warmup(*tensors, *self.ints, grid=self.grid, **self.kw)
         compiled.append((kernel, self.grid, "NUM_SMS" in self.kw or "maxnreg" in self.kw))
 
-    info = (H200["cap"], H200["smem"], H200["name"])
+    info = (chip.capability, chip.smem, chip.name)
     drivers = triton.runtime.driver
     before = drivers._active   # None here: no GPU, so no driver is active
-    drivers.set_active(_Target(arch))
+    drivers.set_active(_Driver(chip.arch))
     try:
         with mock.patch.object(dispatch, "_device_info", lambda device: info), \
-                mock.patch.object(dispatch, "num_sms", lambda device: H200["sms"]), \
-                mock.patch.object(matmul_tma, "_sm_count", lambda index: H200["sms"]), \
-                mock.patch.object(matmul_tma, "_sm_smem", lambda index: H200["smem"] + 1024), \
+                mock.patch.object(dispatch, "num_sms", lambda device: chip.sms), \
+                mock.patch.object(matmul_tma, "_sm_count", lambda index: chip.sms), \
+                mock.patch.object(matmul_tma, "_sm_smem", lambda index: SM_SHARED), \
                 mock.patch.object(launch.Launch, "__call__", compile_only), \
                 mock.patch.object(launch.Launch, "bound", lambda self, *t: None):
             yield
@@ -187,7 +220,7 @@ def draw(seed: int, count: int) -> list:
 
 def call(mode_name: str, case, cached: bool, tile=None) -> str:
     """kernels.matmul on meta operands laid out as the harness lays out `case` (inside
-    `as_h200`: its launches compiled); the tile it ran (`tile`, or the one it planned),
+    `as_chip`: its launches compiled); the tile it ran (`tile`, or the one it planned),
     as the harness names it."""
     import torch
 
@@ -206,7 +239,7 @@ def call(mode_name: str, case, cached: bool, tile=None) -> str:
     return config_name(tile or dispatch.plan(mode_named(mode_name), a, b, cached).pick)
 
 
-def audit(calls: list[tuple[str, object, bool]], arch: int, tile=None,
+def audit(calls: list[tuple[str, object, bool]], chip: Target, tile=None,
           progress: int = 0, search: bool = False) -> tuple[dict[int, Kernel], int]:
     """The distinct kernels (by identity: Triton's JIT caches each specialization once)
     the calls compile, each with ptxas's report; `tile`: every call runs it (`config=`);
@@ -221,22 +254,22 @@ def audit(calls: list[tuple[str, object, bool]], arch: int, tile=None,
                   file=sys.stderr, flush=True)
         tiles = [tile]
         if search:
-            with as_h200(arch, []):
+            with as_chip(chip, []):
                 tiles = list(searched(mode_name, case, cached))
         for t in tiles:
-            _audit_call(kernels, mode_name, case, cached, t, arch)
+            _audit_call(kernels, mode_name, case, cached, t, chip)
         runs += len(tiles)
     return kernels, runs
 
 
 def _audit_call(kernels: dict[int, Kernel], mode_name: str, case, cached: bool, tile,
-                arch: int) -> None:
+                chip: Target) -> None:
     """One call's kernels into `kernels` (`audit`)."""
     from ptxas_check import ptxas_report
 
     got: list = []
     label = f"{mode_name} {case.id}{' kept' if cached else ''}"
-    with as_h200(arch, got):
+    with as_chip(chip, got):
         try:
             label += f" {call(mode_name, case, cached, tile)}"
         except Exception as e:   # noqa: BLE001 - a kernel that does not compile
@@ -250,9 +283,9 @@ def _audit_call(kernels: dict[int, Kernel], mode_name: str, case, cached: bool, 
             consts = " ".join(f"{n}={v}" for n, v in sorted(
                 (names[p[0]], v) for p, v in k.src.constants.items()))
             seen = kernels[id(k)] = Kernel(k.name, md.num_warps, md.num_stages, md.shared,
-                                           consts, first_call=label)
+                                           consts, first_call=label, smem_limit=chip.smem)
             try:
-                rep = ptxas_report(k.asm["ptx"], arch)
+                rep = ptxas_report(k.asm["ptx"], chip.arch)
                 seen.registers, seen.spill_stores = rep["registers"], rep["spill_stores"]
                 seen.serialized = rep["serialized"]
                 if seen.spill_stores:
@@ -261,13 +294,13 @@ def _audit_call(kernels: dict[int, Kernel], mode_name: str, case, cached: bool, 
                 seen.error = str(e)[:300]
         seen.calls.add(label)
         if persistent:
-            seen.asked = max(seen.asked, -(-math.prod(grid) // H200["sms"]))
+            seen.asked = max(seen.asked, -(-math.prod(grid) // chip.sms))
 
 
 def searched(mode_name: str, case, cached: bool) -> tuple:
     """The tiles `gemmgate tune` times for a call's key, the pick first
     (`kernels.dispatch.candidates`, as kernels.matmul hands them to a `choose` hook), as an
-    H200 plans it (inside `as_h200`)."""
+    H200 plans it (inside `as_chip`)."""
     from gemmgate.inputs import layout
     from gemmgate.precision import get_mode
     from kernels import dispatch
@@ -363,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tile", help="run this tile (tiles.py's form) in every call")
     ap.add_argument("--search", action="store_true",
                     help="run every tile `gemmgate tune` would time for each call's key")
-    ap.add_argument("--arch", type=int, default=90)
+    ap.add_argument("--chip", default="nvidia-h200", help=f"one of {', '.join(HOPPER)}")
     ap.add_argument("--csv", metavar="FILE",
                     help="write the kernels flagged (refused, spilling, serialized; "
                          "--all: every one)")
@@ -379,13 +412,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         calls = _calls(args)
         tile = parse_tile(args.tile) if args.tile else None
+        chip = target(args.chip)
     except (InputError, ValueError) as e:
         print(f"call_audit: error: {e}", file=sys.stderr)
         return 2
     if tile is not None and args.search:
         print("call_audit: error: --tile and --search exclude each other", file=sys.stderr)
         return 2
-    kernels, runs = audit(calls, args.arch, tile, args.progress, args.search)
+    kernels, runs = audit(calls, chip, tile, args.progress, args.search)
     rows = sorted(kernels.values(), key=lambda k: (k.verdict() == "ok", k.name, -k.shared))
     for k in rows if args.all else [k for k in rows if k.flagged]:
         print(_line(k))

@@ -80,6 +80,7 @@ def test_a_tile_too_large_for_shared_memory_is_refused(run):
     (("--draw", "3:0"), "SEED:COUNT"),
     (("--shapes", "nosuchset"), "unknown shape set"),
     (("--shapes", "64x64x64", "--tile", "tma:64x64"), "error"),
+    (("--shapes", "64x64x64", "--chip", "nvidia-a100"), "compiles for sm_90a"),
 ])
 def test_bad_input_is_exit_2_with_a_message(audit, capsys, argv, said):
     assert audit.main(list(argv)) == 2
@@ -155,11 +156,11 @@ def test_a_search_runs_the_tiles_tune_would_time_the_pick_first(audit, monkeypat
     from kernels.tile import usable
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    with audit.as_h200(90, []):
+    with audit.as_chip(audit.target(), []):
         tiles = audit.searched("bf16", Case(4096, 4096, 4096), True)
         pick = dispatch.plan(*_bf16_call()).pick
     assert 10 <= len(tiles) <= 30 and tiles[0] == pick and len(set(tiles)) == len(tiles)
-    assert all(usable(t, "16bit", audit.H200["smem"]) for t in tiles)
+    assert all(usable(t, "16bit", audit.target().smem) for t in tiles)
     assert audit.main(["--shapes", "64x64x64", "--search", "--tile", "tma:64x64x64:s3:w4"]) == 2
 
 
