@@ -59,12 +59,19 @@ SM_REGISTERS = 65536   # 32-bit registers an SM holds (sm_90), for all its threa
 SM_SHARED = 233472     # bytes of shared memory a Hopper SM holds (228 KiB)
 SM_THREADS = 2048
 HOPPER = ("nvidia-h100", "nvidia-h200")   # the gemmgate.chips profiles compiled for (sm_90a)
+MODES = ("bf16", "fp16", "fp8", "tf32", "tf32x3", "fp32")
+_FIELDS = ("kernel", "warps", "stages", "shared", "registers", "spill_stores",
+           "k_loop_spills", "serialized", "asked", "resident", "verdict", "calls",
+           "first_call", "constexprs")
+_SUMMARY = ("kernel", "kernels", "calls", "max_shared", "max_registers", "spilling",
+            "serialized", "refused")
 
 
 @dataclass(frozen=True)
 class Target:
-    """The chip a call is planned and compiled for: the device name torch reports (the
-    tuning table's match), its compute capability, SMs and shared memory a block."""
+    """The chip a call is planned and compiled for: its name (the profile's, which the
+    tuning table's match finds as it finds the name torch reports), compute capability,
+    SMs and shared memory a block."""
 
     name: str
     capability: tuple[int, int]
@@ -86,12 +93,6 @@ def target(chip_id: str = "nvidia-h200") -> Target:
                          f"{', '.join(HOPPER)} (profiles: {', '.join(CHIPS)})")
     chip = CHIPS[chip_id]
     return Target(chip.name, (9, 0), chip.compute_units, chip.smem_per_block)
-MODES = ("bf16", "fp16", "fp8", "tf32", "tf32x3", "fp32")
-_FIELDS = ("kernel", "warps", "stages", "shared", "registers", "spill_stores",
-           "k_loop_spills", "serialized", "asked", "resident", "verdict", "calls",
-           "first_call", "constexprs")
-_SUMMARY = ("kernel", "kernels", "calls", "max_shared", "max_registers", "spilling",
-            "serialized", "refused")
 
 
 @dataclass
@@ -139,14 +140,13 @@ class Kernel:
         return self.resident is not None and self.asked > self.resident
 
     def verdict(self) -> str:
-        """'ok', or why the device would refuse it ('compile', 'shared', 'registers')."""
+        """'ok', or why the device would refuse it ('compile', 'shared', 'registers': not
+        one program's threads fit the SM's registers)."""
         if self.error:
             return "compile"
         if self.shared > self.smem_limit:
             return "shared"
-        if self.registers is not None and self.registers * self.warps * 32 > SM_REGISTERS:
-            return "registers"
-        return "ok"
+        return "registers" if self.resident == 0 else "ok"
 
 
 class _Driver:
@@ -176,9 +176,9 @@ class _Driver:
 @contextlib.contextmanager
 def as_chip(chip: Target, compiled: list):
     """Inside: kernels plan and bind as on `chip`, and every Launch compiles its kernel
-    for it instead of launching it, appended to `compiled` with its grid
-    and whether it is persistent (a grid of programs that walk the tiles: the TMA
-    kernels' NUM_SMS, the warp-specialized kernel's)."""
+    for it instead of launching it, appended to `compiled` with its grid and whether it
+    is persistent (a grid of programs that walk the tiles: the TMA kernels' NUM_SMS, the
+    warp-specialized kernel's)."""
     import triton
 
     from kernels import dispatch, launch, matmul_tma
