@@ -1,6 +1,6 @@
 """Every kernel a call launches on an H200, compiled on the CPU: whether it would launch.
 
-    python3 scripts/call_audit.py [--shapes SETS|FILE|MxNxK,...] [--draw SEED:COUNT]
+    python3 scripts/call_audit.py [--shapes SETS|all|FILE|MxNxK,...] [--draw SEED:COUNT]
                                   [--modes bf16,fp16,fp8,tf32,tf32x3,fp32]
                                   [--cached yes|no|both] [--chip nvidia-h200]
                                   [--tile TILE | --search] [--csv FILE]
@@ -371,7 +371,7 @@ def _calls(args) -> list[tuple[str, object, bool]]:
     cached = {"yes": (True,), "no": (False,), "both": (True, False)}[args.cached]
     cases: list = []
     if args.shapes:
-        names = args.shapes.split(",")
+        names = list(SETS) if args.shapes == "all" else args.shapes.split(",")
         for spec in names if all(n in SETS for n in names) else [args.shapes]:
             cases += resolve(spec)[1]
     drawn: list = []
@@ -388,7 +388,8 @@ def _calls(args) -> list[tuple[str, object, bool]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--shapes", help="a set name, a shape file or inline MxNxK cases")
+    ap.add_argument("--shapes", help="set names (comma-separated; 'all': every set), a "
+                    "shape file or inline MxNxK cases")
     ap.add_argument("--draw", metavar="SEED:COUNT", help="random calls per mode")
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--cached", choices=("yes", "no", "both"), default="yes",
