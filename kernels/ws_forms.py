@@ -124,8 +124,7 @@ def _most_stages(config: TileConfig, elem: int = 2) -> int:
 
 def stages(config: TileConfig, elem: int = 2) -> int:
     """The stages a tile the kernel runs (`fits`) is launched with: its own, at most as
-    many as shared memory holds for `elem`-byte operands (matmul_ws.recipe,
-    scripts/ptxas_check.py)."""
+    many as shared memory holds for `elem`-byte operands (matmul_ws.recipe)."""
     return min(config.num_stages, _most_stages(config, elem))
 
 

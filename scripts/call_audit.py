@@ -265,8 +265,6 @@ def audit(calls: list[tuple[str, object, bool]], chip: Target, tile=None,
 def _audit_call(kernels: dict[int, Kernel], mode_name: str, case, cached: bool, tile,
                 chip: Target) -> None:
     """One call's kernels into `kernels` (`audit`)."""
-    from ptxas_check import ptxas_report
-
     got: list = []
     label = f"{mode_name} {case.id}{' kept' if cached else ''}"
     with as_chip(chip, got):
@@ -309,6 +307,30 @@ def searched(mode_name: str, case, cached: bool) -> tuple:
     a, b = layout(case, get_mode(mode_name))
     plan = dispatch.plan(mode_named(mode_name), a, b, cached)
     return dispatch.candidates(plan, a.device, case.m, case.n, case.k)
+
+
+def ptxas_report(ptx: str, arch: int) -> dict:
+    """ptxas -v on the PTX: registers, spill stores, and the C7515 serialization."""
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "k.ptx"
+        path.write_text(ptx)
+        got = subprocess.run([get_ptxas(arch).path, f"-arch=sm_{arch}a", "-v", str(path),
+                              "-o", str(Path(d) / "k.cubin")],
+                             capture_output=True, text=True, timeout=300)
+    text = got.stdout + got.stderr
+    if got.returncode:
+        raise RuntimeError(f"ptxas failed: {text.strip()[:300]}")
+    return parse_ptxas(text)
+
+
+def parse_ptxas(text: str) -> dict:
+    """ptxas -v's words: C7515 (wgmma serialized), registers a thread, spill stores."""
+    regs = re.search(r"Used (\d+) registers", text)
+    spills = re.search(r"(\d+) bytes spill stores", text)
+    return {"serialized": "C7515" in text, "registers": int(regs[1]) if regs else None,
+            "spill_stores": int(spills[1]) if spills else None}
 
 
 _SASS_AT = re.compile(r"/\*[0-9a-f]{4,}\*/")         # an instruction line's address

@@ -172,3 +172,15 @@ def _bf16_call():
 
     a = torch.empty((4096, 4096), dtype=torch.bfloat16, device="meta")
     return mode_named("bf16"), a, a, True
+
+
+def test_the_serialization_warning_is_what_marks_a_kernel(audit):
+    """ptxas's own words (triton 3.6, the flattened two-accumulator loop of session 33)."""
+    said = ("ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async "
+            "instructions are serialized due to non wgmma instructions defining "
+            "accumulator registers of a wgmma between start and end of the pipeline stage\n"
+            "ptxas info    : Used 122 registers, used 1 barriers\n"
+            "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n")
+    parse = audit.parse_ptxas
+    assert parse(said) == {"serialized": True, "registers": 122, "spill_stores": 0}
+    assert parse(said.split("\n", 1)[1])["serialized"] is False
