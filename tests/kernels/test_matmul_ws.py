@@ -264,3 +264,22 @@ def test_a_bound_launch_passes_the_scales_where_the_kernel_takes_them():
     assert got[0][5] is sa and got[0][6] is sb
     assert [d.block_shape for d in got[0][:5]] == [[128, 64], [64, 128], [64, 16],
                                                    [128, 128], [128, 16]]
+
+
+def test_meta_tensors_plan_as_cuda_ones_and_cpu_ones_take_the_tma_form(monkeypatch):
+    """`recipe` makes the warp-specialized launch for meta tensors (scripts/call_audit.py
+    compiles what a call would launch; nothing runs on them), and none for CPU tensors
+    (the interpreter runs no Gluon: kernels.matmul then runs the tile's `tma` form)."""
+    from kernels.tile import TileConfig
+
+    monkeypatch.setattr(ws, "num_sms", lambda device: 132)
+    cfg = TileConfig(128, 128, 64, 8, 5, 8, "tma_ws")
+    flags = dict(input_precision="ieee", is_fp32=False, has_scale=False)
+
+    def operands(device: str):
+        return [torch.empty(s, dtype=torch.float16, device=device)
+                for s in ((1024, 512), (512, 768), (1024, 768))]
+
+    r = ws.recipe(cfg, *operands("meta"), **flags)
+    assert r is not None and r.run.grid == (min(132, 8 * 6),) and r.run.ints == (1024, 768, 512)
+    assert ws.recipe(cfg, *operands("cpu"), **flags) is None
