@@ -219,6 +219,8 @@ TABLES: dict[str, Callable[[], str]] = {
                                                   S53 / "call_audit_triton36.csv"),
     "s53-call-audit-triton39": lambda: call_audit(S53 / "call_audit_triton39_summary.csv",
                                                   S53 / "call_audit_triton39.csv"),
+    "s53-call-audit-draw1": lambda: call_audit(
+        S53 / "call_audit_draw1_triton36_summary.csv", S53 / "call_audit_draw1_triton36.csv"),
     "s53-call-audit-search": lambda: call_audit(
         S53 / "call_audit_search_triton36_summary.csv", S53 / "call_audit_search_triton36.csv"),
 }
