@@ -248,31 +248,30 @@ def audit(calls: list[tuple[str, object, bool]], chip: Target, tile=None,
     and how many calls ran (a call per searched tile)."""
     kernels: dict[int, Kernel] = {}
     runs = 0
-    for i, (mode_name, case, cached) in enumerate(calls, 1):
-        if progress and i % progress == 0:
-            print(f"call_audit: {i} of {len(calls)} calls, {len(kernels)} kernels",
-                  file=sys.stderr, flush=True)
-        tiles = [tile]
-        if search:
-            with as_chip(chip, []):
-                tiles = list(searched(mode_name, case, cached))
-        for t in tiles:
-            _audit_call(kernels, mode_name, case, cached, t, chip)
-        runs += len(tiles)
+    got: list = []   # the launches of the call in hand (`_audit_call` empties it first)
+    with as_chip(chip, got):   # once: leaving it forgets the plans and re-reads the table
+        for i, (mode_name, case, cached) in enumerate(calls, 1):
+            if progress and i % progress == 0:
+                print(f"call_audit: {i} of {len(calls)} calls, {len(kernels)} kernels",
+                      file=sys.stderr, flush=True)
+            tiles = list(searched(mode_name, case, cached)) if search else [tile]
+            for t in tiles:
+                _audit_call(kernels, mode_name, case, cached, t, chip, got)
+            runs += len(tiles)
     return kernels, runs
 
 
 def _audit_call(kernels: dict[int, Kernel], mode_name: str, case, cached: bool, tile,
-                chip: Target) -> None:
-    """One call's kernels into `kernels` (`audit`)."""
-    got: list = []
+                chip: Target, got: list) -> None:
+    """One call's kernels into `kernels` (`audit`; inside `as_chip`, whose launches
+    `got` collects)."""
+    got.clear()
     label = f"{mode_name} {case.id}{' kept' if cached else ''}"
-    with as_chip(chip, got):
-        try:
-            label += f" {call(mode_name, case, cached, tile)}"
-        except Exception as e:   # noqa: BLE001 - a kernel that does not compile
-            kernels[-len(kernels) - 1] = Kernel(type(e).__name__, 0, 0, 0, "", error=str(e)
-                                                [:300], calls={label}, first_call=label)
+    try:
+        label += f" {call(mode_name, case, cached, tile)}"
+    except Exception as e:   # noqa: BLE001 - a kernel that does not compile
+        kernels[-len(kernels) - 1] = Kernel(type(e).__name__, 0, 0, 0, "", error=str(e)
+                                            [:300], calls={label}, first_call=label)
     for k, grid, persistent in got:
         seen = kernels.get(id(k))
         if seen is None:
