@@ -29,7 +29,7 @@ A TileConfig names the variant it is for and that variant's launch parameters:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 VARIANTS = ("tiled", "tma", "tma_split", "tma_streamk", "tma_wide", "tma_tall", "tma_hybrid",
             "gemv", "tma_ws")
@@ -158,9 +158,7 @@ class TileConfig:
 
 
 # TileConfig's fields in its constructor's order (`replace`)
-_FIELD_AT = {name: i for i, name in enumerate((
-    "block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps", "variant",
-    "split_k", "occupancy"))}
+_FIELD_AT = {f.name: i for i, f in enumerate(fields(TileConfig))}
 
 
 def replace(c: TileConfig, **changes) -> TileConfig:
