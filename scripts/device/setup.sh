@@ -18,6 +18,15 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site \
     || echo "setup.sh: the carried wheels did not install (.whl/*.whl)" >&2
 fi
+# Other Triton releases (scripts/device/pack_triton.py): /tmp/triton-VERSION each, for an
+# experiment's PYTHONPATH=/tmp/triton-VERSION:$PYTHONPATH
+for t in .triton/triton-*.tar.xz; do
+  [ -f "$t" ] || continue
+  v=${t#.triton/triton-}; v=${v%.tar.xz}
+  python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" \
+    "$t" "/tmp/triton-$v" && echo "setup.sh: triton $v in /tmp/triton-$v" \
+    || echo "setup.sh: $t did not unpack" >&2
+done
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export TRITON_CACHE_DIR=$PWD/.cache/triton GEMMGATE_TUNING_DIR=$PWD/.cache/tuning
 echo "HEAD $(git rev-parse --short HEAD 2>/dev/null); $(git status --porcelain 2>/dev/null | wc -l) changed files"
