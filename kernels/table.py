@@ -40,7 +40,7 @@ from pathlib import Path
 
 from kernels.fma import fma_split
 from kernels.pricing import Chip, chip_for, fastest, per_step_of, priced
-from kernels.table_file import DEFAULT_DIR, entries_for, is_stale, warn_stale
+from kernels.table_file import DEFAULT_DIR, entries_for, is_stale, warn_stale, warn_triton
 from kernels.table_file import reload as _reload_files
 from kernels.tile import WGMMA_M, TileConfig, cdiv
 
@@ -155,6 +155,7 @@ def _index(device_name: str, directory: str) -> tuple[str, dict[str, tuple[_Row,
     rows are sorted by their regime's output tiles (file order within: `order`), so `_near`
     reads only those within NEAREST_MAX of a shape's."""
     path, entries = entries_for(device_name, Path(directory))
+    warn_triton(path, entries)
     rows: dict[str, list[_Row]] = {}
     for e in entries:
         m, n, k = int(e["m"]), int(e["n"]), int(e["k"])

@@ -6,6 +6,11 @@ stale: never used by kernels/table.py's lookup, listed by `stale_entries` (and `
 tune --stale` retunes them). A table file names the device names it serves (`match`:
 lower-case substrings of torch.cuda.get_device_name), so the kernel needs no knowledge of
 the harness's chips. Files are read once per directory (`reload` forgets them).
+
+Each entry also records the Triton it was tuned on: where that differs from the running
+one (major.minor), the tiles were timed on code another compiler made, and the first read
+of the table warns (`warn_triton`): session 53's audit found IEEE fp32's TMA tiles at 96
+registers on 3.6 and spilling at 255 on 3.9. Such entries are still used.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import inspect
 import json
 import warnings
 from pathlib import Path
+
+import triton
 
 from kernels import (
     matmul_gemv,
@@ -104,6 +111,38 @@ def warn_stale(path: str, count: int) -> None:
     """Warn once per table and count that stale entries were passed over."""
     warnings.warn(f"{path}: {count} tuning entries were tuned on other kernel source and "
                   "are not used; run `gemmgate tune --stale` to retune them", stacklevel=4)
+
+
+def _minor(version: str) -> str:
+    """A Triton version's major.minor ('3.6.0' -> '3.6')."""
+    return ".".join(version.split(".")[:2])
+
+
+def other_triton(entries: tuple[dict, ...], running: str) -> dict[str, int]:
+    """{version: entries} of the entries tuned on a Triton whose major.minor is not the
+    running one's; entries that record none are left out."""
+    out: dict[str, int] = {}
+    for e in entries:
+        tuned = e.get("triton")
+        if tuned and _minor(str(tuned)) != _minor(running):
+            out[str(tuned)] = out.get(str(tuned), 0) + 1
+    return out
+
+
+def warn_triton(path: str, entries: tuple[dict, ...], running: str = "") -> None:
+    """Warn, where entries were tuned on another Triton than this process runs, that
+    their times are another compiler's code (called once per table read)."""
+    running = running or triton.__version__
+    other = other_triton(entries, running)
+    if other:
+        count = sum(other.values())
+        tuned = ", ".join(f"{v} ({n})" for v, n in sorted(other.items())) \
+            if len(other) > 1 else next(iter(other))
+        warnings.warn(f"{path}: {count} of its {len(entries)} tuning entries were tuned on "
+                      f"triton {tuned}, and this process runs triton {running}, which "
+                      "compiles their tiles to other code; they are used as they are "
+                      "(`gemmgate tune --shapes SET` retunes a set on this version)",
+                      stacklevel=2)
 
 
 def reload() -> None:

@@ -1,6 +1,8 @@
 """kernels/table_file.py: the committed tuning table files, read and checked."""
 
 import json
+import warnings
+from dataclasses import asdict
 
 import pytest
 
@@ -55,3 +57,49 @@ def test_the_committed_tables_load_and_name_real_buckets():
             assert path_kind in ("tma", "ptr") and ld.startswith("ld")
             variant = TileConfig(**e["config"]).variant
             assert variant == "tiled" or path_kind == "tma"   # TMA variants on TMA buckets
+
+
+def test_entries_tuned_on_another_triton_minor_are_counted_by_version():
+    entries = ({"triton": "3.6.0"}, {"triton": "3.6.1"}, {"triton": "3.9.0"}, {},
+               {"triton": "3.7.1"})
+    assert table_file.other_triton(entries, "3.6.0") == {"3.9.0": 1, "3.7.1": 1}
+    assert table_file.other_triton(entries, "3.9.0") == {"3.6.0": 1, "3.6.1": 1, "3.7.1": 1}
+    assert table_file.other_triton(({}, {"triton": "3.6.0"}), "3.6.2") == {}
+
+
+def test_a_table_tuned_on_another_triton_warns_and_is_still_used():
+    entries = ({"triton": "3.6.0"},) * 3 + ({"triton": "3.9.0"},)
+    with pytest.warns(UserWarning, match=r"t\.json: 3 of its 4 tuning entries were tuned on "
+                      r"triton 3\.6\.0, and this process runs triton 3\.9\.1"):
+        table_file.warn_triton("t.json", entries, "3.9.1")
+    with pytest.warns(UserWarning, match=r"3\.6\.0 \(3\), 3\.9\.0 \(1\)"):
+        table_file.warn_triton("t.json", entries, "3.8.0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table_file.warn_triton("t.json", entries[:3], "3.6.4")   # the same minor: silent
+
+
+def test_the_first_lookup_of_a_table_warns_once_where_it_was_tuned_on_another_triton(
+        tmp_path, monkeypatch):
+    from kernels import table
+
+    config = TileConfig(128, 128, 64, 8, 4, 4, "tma")
+    d = tmp_path / "tuned"
+    d.mkdir()
+    (d / "nvidia-h200.json").write_text(json.dumps({
+        "schema": table_file.SCHEMA, "version": table_file.VERSION, "chip": "nvidia-h200",
+        "match": ["h200"], "entries": [{
+            "bucket": "16bit bf16 rr tma", "m": 64, "n": 64, "k": 64, "config": asdict(config),
+            "kernel": table_file.variant_hash("tma"), "triton": "2.9.0"}]}))
+    table.reload()
+    monkeypatch.setattr(table_file.triton, "__version__", "3.9.0")
+    try:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            for _ in range(2):
+                assert table.lookup("NVIDIA H200", "16bit bf16 rr tma", 64, 64, 64,
+                                    directory=d) == (config, "table")
+        said = [str(x.message) for x in w if "tuned on triton 2.9.0" in str(x.message)]
+        assert len(said) == 1 and "runs triton 3.9.0" in said[0]
+    finally:
+        table.reload()
