@@ -300,6 +300,36 @@ def call_audit(summary: Path, flagged: Path) -> str:
     return "\n".join(out)
 
 
+def call_audit_versions(csvs: dict[str, Path]) -> str:
+    """scripts/call_audit.py's `--all --csv` of one set of calls under several Triton
+    versions ({label: CSV}): per GEMM tile (kernel function, BMxBNxBK, warps, stages) the
+    registers and K-loop spill instructions each version compiled it to (spans over its
+    specializations), and how many kernels each compiled. Other kernels (operand copies,
+    split-K reductions) are left out."""
+    tiles: dict[tuple, dict[str, list[dict]]] = {}
+    for label, path in csvs.items():
+        for r in _rows(path):
+            blocks = dict(kv.split("=", 1) for kv in r["constexprs"].split() if "=" in kv)
+            if "BLOCK_M" not in blocks or r["kernel"] in ("_copy_kernel", "_reduce_kernel"):
+                continue
+            tile = (r["kernel"], f"{blocks['BLOCK_M']}x{blocks['BLOCK_N']}x{blocks['BLOCK_K']}",
+                    int(r["warps"]), int(r["stages"]))
+            tiles.setdefault(tile, {}).setdefault(label, []).append(r)
+    head = " | ".join(f"{v} registers | {v} K-loop spills" for v in csvs)
+    out = [f"| kernel | tile | warps | stages | {head} | kernels |",
+           "|---|---|---:|---:|" + "---:|---:|" * len(csvs) + "---|"]
+    for (name, tile, warps, stages), by in sorted(tiles.items()):
+        cells = []
+        for label in csvs:
+            rs = by.get(label, [])
+            cells += [_span([int(r["registers"]) for r in rs]),
+                      _span([int(r["k_loop_spills"] or 0) for r in rs])]
+        counts = " / ".join(str(len(by.get(label, []))) for label in csvs)
+        out.append(f"| {name} | {tile} | {warps} | {stages} | {' | '.join(cells)} | "
+                   f"{counts} |")
+    return "\n".join(out)
+
+
 def _span(values: list[int]) -> str:
     """'' for none, 'x' for one value, 'lo-hi' for several."""
     lo, hi = (min(values), max(values)) if values else (None, None)

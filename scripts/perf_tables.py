@@ -50,6 +50,7 @@ from perf_formats import (  # noqa: E402
     HOLDOUTS,
     baseline_tables,
     call_audit,
+    call_audit_versions,
     inductor_summary,
     kernel_times,
     plan_times,
@@ -76,6 +77,7 @@ S50 = RESULTS / "h200-2026-12-04-s50"
 S51 = RESULTS / "h200-2026-12-04-s51"
 S52 = RESULTS / "dev-cpu-2026-12-04-s52"
 S53 = RESULTS / "dev-cpu-2026-12-04-s53"
+S54 = RESULTS / "dev-cpu-2026-12-05-s54"
 _WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
@@ -223,6 +225,9 @@ TABLES: dict[str, Callable[[], str]] = {
         S53 / "call_audit_draw1_triton36_summary.csv", S53 / "call_audit_draw1_triton36.csv"),
     "s53-call-audit-search": lambda: call_audit(
         S53 / "call_audit_search_triton36_summary.csv", S53 / "call_audit_search_triton36.csv"),
+    "s54-fp32-search-triton36-39": lambda: call_audit_versions(
+        {v: S54 / f"call_audit_search_fp32_triton{v.replace('.', '')}.csv"
+         for v in ("3.6", "3.9")}),
 }
 
 

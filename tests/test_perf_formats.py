@@ -153,3 +153,20 @@ def test_call_audit_summarises_functions_and_groups_flagged_kernels(pf, tmp_path
         "| _tma_kernel | 4 | 3 | 48.0 | 255 | ok |  | 480-520 | 0-165 | 1 / 1 | 2 | 3 | "
         "fp32 m1-n1-k1 a |",
         "| _split | 8 | 5 | 160.0 | 90 | ok | yes |  |  |  | 1 | 2 | bf16 m3-n3-k3-rc c |"]
+
+
+def test_call_audit_versions_pairs_each_gemm_tile_across_triton_versions(pf, tmp_path):
+    head = ("kernel,warps,stages,shared,registers,spill_stores,k_loop_spills,serialized,"
+            "asked,resident,verdict,calls,first_call,constexprs\n")
+    old, new = tmp_path / "a.csv", tmp_path / "b.csv"
+    old.write_text(head + "_tma_kernel,4,3,1,96,0,,0,,1,ok,1,c,BLOCK_K=32 BLOCK_M=64 "
+                   "BLOCK_N=64\n_copy_kernel,4,3,1,32,0,,0,,1,ok,1,c,BLOCK_R=64 BLOCK_C=64\n")
+    new.write_text(head + "_tma_kernel,4,3,1,255,520,165,0,,1,ok,1,c,BLOCK_M=64 BLOCK_N=64 "
+                   "BLOCK_K=32\n_tma_kernel,4,3,1,255,480,150,0,,1,ok,1,d,BLOCK_M=64 "
+                   "BLOCK_N=64 BLOCK_K=32\n_tiled_kernel,8,4,1,170,0,0,0,,1,ok,1,e,"
+                   "BLOCK_M=128 BLOCK_N=128 BLOCK_K=32 SPLIT=1\n")
+    lines = pf.call_audit_versions({"3.6": old, "3.9": new}).splitlines()
+    assert lines[0] == ("| kernel | tile | warps | stages | 3.6 registers | 3.6 K-loop spills "
+                        "| 3.9 registers | 3.9 K-loop spills | kernels |")
+    assert lines[2:] == ["| _tiled_kernel | 128x128x32 | 8 | 4 |  |  | 170 | 0 | 0 / 1 |",
+                         "| _tma_kernel | 64x64x32 | 4 | 3 | 96 | 0 | 255 | 150-165 | 1 / 2 |"]
