@@ -22,6 +22,8 @@ def _module() -> SimpleNamespace:
 
 def test_a_pack_keeps_what_a_hopper_compile_reads_and_drops_the_rest():
     kept = _module().kept
+    assert kept("triton/backends/nvidia/bin/ptxas-blackwell", "ptxas_blackwell")
+    assert not kept("triton/backends/nvidia/bin/ptxas", "ptxas_blackwell")
     for name in ("triton/__init__.py", "triton/_C/libtriton.so",
                  "triton/backends/nvidia/bin/ptxas", "triton/backends/nvidia/bin/nvdisasm",
                  "triton/backends/nvidia/lib/libdevice.10.bc",
@@ -38,6 +40,24 @@ def test_a_pack_keeps_what_a_hopper_compile_reads_and_drops_the_rest():
         assert not kept(name), name
 
 
+_GET_PTXAS = {   # each release's get_ptxas, as its NVIDIA backend writes it
+    "3.6": "def get_ptxas(arch: int) -> knobs.NvidiaTool:\n"
+           "    return knobs.nvidia.ptxas_blackwell if arch >= 100 else knobs.nvidia.ptxas\n",
+    "3.9": "@functools.cache\ndef get_ptxas(arch: int) -> knobs.NvidiaTool:\n"
+           "    if arch < 90:\n        return knobs.nvidia.ptxas\n"
+           "    return knobs.nvidia.ptxas_blackwell\n",
+}
+
+
+def test_the_ptxas_kept_is_the_one_the_release_assembles_sm90_with():
+    hopper = _module().hopper_ptxas
+    assert hopper("import os\n" + _GET_PTXAS["3.6"]) == "ptxas"
+    assert hopper("import os\n" + _GET_PTXAS["3.9"]) == "ptxas_blackwell"
+    assert hopper("def other():\n    pass\n") == "ptxas"   # none: the one ptxas
+    with pytest.raises(ValueError, match="get_ptxas"):
+        hopper("def get_ptxas(arch):\n    return knobs.nvidia.ptxas_hopper\n")
+
+
 @pytest.mark.skipif(shutil.which("strip") is None, reason="needs strip (binutils)")
 def test_a_stand_in_wheel_packs_its_kept_members_stripped_and_executable(tmp_path, capsys):
     import _bisect  # a small ELF shared object to stand in for libtriton.so
@@ -51,6 +71,7 @@ def test_a_stand_in_wheel_packs_its_kept_members_stripped_and_executable(tmp_pat
         z.writestr("triton/backends/nvidia/bin/ptxas", "#!/bin/sh\n")
         z.writestr("triton/backends/nvidia/bin/ptxas-blackwell", "#!/bin/sh\n")
         z.writestr("triton/backends/amd/lib/libtriton_amd_codegen.so", "x")
+        z.writestr("triton/backends/nvidia/compiler.py", _GET_PTXAS["3.9"])
     out = tmp_path / "out"
     assert _module().main(["9.9.9", "--wheel", str(wheel), "--out", str(out)]) == 0
     got = out / "triton-9.9.9.tar.xz"
@@ -58,8 +79,9 @@ def test_a_stand_in_wheel_packs_its_kept_members_stripped_and_executable(tmp_pat
     with tarfile.open(got) as t:
         members = {m.name: m for m in t.getmembers() if m.isfile()}
         assert set(members) == {"triton/_C/libtriton.so", "triton/__init__.py",
-                                "triton/backends/nvidia/bin/ptxas"}
-        assert members["triton/backends/nvidia/bin/ptxas"].mode & 0o111
+                                "triton/backends/nvidia/compiler.py",
+                                "triton/backends/nvidia/bin/ptxas-blackwell"}
+        assert members["triton/backends/nvidia/bin/ptxas-blackwell"].mode & 0o111
         assert members["triton/_C/libtriton.so"].size < Path(_bisect.__file__).stat().st_size
 
 
