@@ -6,7 +6,26 @@ them from here for `fma` (IEEE fp32) keys; kernels/table.py borrows `fma_split`.
 
 from __future__ import annotations
 
+import triton
+
 from kernels.tile import MAX_TMA_SPLIT, TileConfig, cdiv, cfg, usable
+
+# The TMA kernels' K loop reads A then B from shared memory for the dot. For an FMA dot
+# (IEEE fp32), Triton 3.7 and later (3.7.1, 3.8.0, 3.9.0 checked) put a barrier between
+# the two reads and every read before the first FMA: the whole A fragment lives through
+# it, and ptxas cannot move a read across it. 64x64x32 at 4 warps took 255 registers and
+# spilled 150-170 instructions in its loop, against 96 on 3.6; 64x64x64 1,556 B of spill
+# stores (session 54, compiled for sm_90a on the CPU). Read B first there and 3.7-3.9
+# compile it to 96 registers, no spill, as 3.6 does either way. On 3.6 the kernels keep
+# A first: what the tuning table's entries were timed on (B_FIRST off: the same PTX).
+B_FIRST_FROM = (3, 7)
+
+
+def b_first(input_precision: str, is_fp32: bool, version: str = "") -> bool:
+    """Whether a TMA kernel's K loop reads B before A: IEEE fp32 (an FMA dot) on Triton
+    B_FIRST_FROM or later (`version`: the running Triton's by default)."""
+    major_minor = tuple(int(x) for x in (version or triton.__version__).split(".")[:2])
+    return is_fp32 and input_precision == "ieee" and major_minor >= B_FIRST_FROM
 
 # IEEE fp32 runs on the FMA units, not wgmma: its best tiles are small (4096^3 and 8192^3:
 # the tiled kernel's 64x64x32 with 4 warps; mid-size shapes: TMA 64x64x32, where the

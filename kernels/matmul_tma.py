@@ -31,6 +31,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from kernels.fma import b_first
 from kernels.launch import Bound, Launch
 from kernels.past_n import b_extent
 from kernels.relayout import LINE, aligned_empty, copy_launch, pitch, unstage_launch
@@ -45,6 +46,7 @@ def _tma_kernel(
     GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
     A_T: tl.constexpr, B_T: tl.constexpr, C_TMA: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr, HAS_SCALE: tl.constexpr,
+    B_FIRST: tl.constexpr = False,
 ):
     start_pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -65,14 +67,20 @@ def _tma_kernel(
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for ki in range(k_tiles):
             off_k = ki * BLOCK_K
+            if B_FIRST:   # an FMA dot on Triton 3.7+ (kernels/fma.py)
+                if B_T:
+                    b = b_desc.load([off_n, off_k]).T
+                else:
+                    b = b_desc.load([off_k, off_n])
             if A_T:
                 a = a_desc.load([off_k, off_m]).T
             else:
                 a = a_desc.load([off_m, off_k])
-            if B_T:
-                b = b_desc.load([off_n, off_k]).T
-            else:
-                b = b_desc.load([off_k, off_n])
+            if not B_FIRST:
+                if B_T:
+                    b = b_desc.load([off_n, off_k]).T
+                else:
+                    b = b_desc.load([off_k, off_n])
             if IS_FP32:
                 acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
             else:
@@ -323,7 +331,9 @@ def _launch(config: TileConfig, M: int, N: int, K: int, a_t: bool, b_t: bool, sc
     grid = (min(sms, cdiv(M, bm) * cdiv(N, bn)),)
     kw = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=config.block_k, GROUP_M=config.group_m,
               NUM_SMS=sms, A_T=a_t, B_T=b_t, C_TMA=c_tma, INPUT_PRECISION=input_precision,
-              IS_FP32=is_fp32, HAS_SCALE=has_scale, num_stages=config.num_stages,
+              IS_FP32=is_fp32, HAS_SCALE=has_scale,
+              B_FIRST=b_first(input_precision, is_fp32),
+              num_stages=config.num_stages,
               num_warps=config.num_warps)
     return Launch(_tma_kernel, grid, (M, N, K, *sc), kw)
 

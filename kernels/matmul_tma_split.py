@@ -29,6 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.fma import b_first
 from kernels.launch import Bound, Launch
 from kernels.matmul_tiled import _reduce_kernel, reduction
 from kernels.matmul_tma import _descriptor, operand_boxes, tma_operands
@@ -43,7 +44,7 @@ def _tma_split_kernel(
     M, N, K, K_PER_SPLIT,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     A_T: tl.constexpr, B_T: tl.constexpr,
-    INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr, B_FIRST: tl.constexpr = False,
 ):
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -55,14 +56,20 @@ def _tma_split_kernel(
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for ki in range(k_tiles):
         off_k = k_start + ki * BLOCK_K
+        if B_FIRST:   # an FMA dot on Triton 3.7+ (kernels/fma.py)
+            if B_T:
+                b = b_desc.load([off_n, off_k]).T
+            else:
+                b = b_desc.load([off_k, off_n])
         if A_T:
             a = a_desc.load([off_k, off_m]).T
         else:
             a = a_desc.load([off_m, off_k])
-        if B_T:
-            b = b_desc.load([off_n, off_k]).T
-        else:
-            b = b_desc.load([off_k, off_n])
+        if not B_FIRST:
+            if B_T:
+                b = b_desc.load([off_n, off_k]).T
+            else:
+                b = b_desc.load([off_k, off_n])
         if IS_FP32:
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
         else:
@@ -143,6 +150,7 @@ def _launch(config: TileConfig, M: int, N: int, K: int, a_t: bool, b_t: bool,
     grid = (cdiv(M, config.block_m) * cdiv(N, config.block_n), split)
     kw = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=bk, A_T=a_t, B_T=b_t,
               INPUT_PRECISION=input_precision, IS_FP32=is_fp32,
+              B_FIRST=b_first(input_precision, is_fp32),
               num_stages=config.num_stages, num_warps=config.num_warps)
     return Launch(_tma_split_kernel, grid, (M, N, K, k_per), kw), split
 
