@@ -226,8 +226,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "s53-call-audit-search": lambda: call_audit(
         S53 / "call_audit_search_triton36_summary.csv", S53 / "call_audit_search_triton36.csv"),
     "s54-fp32-search-triton36-39": lambda: call_audit_versions(
-        {v: S54 / f"call_audit_search_fp32_triton{v.replace('.', '')}.csv"
-         for v in ("3.6", "3.9")}),
+        {"3.6": S54 / "call_audit_search_fp32_triton36.csv",
+         "3.9": S54 / "call_audit_search_fp32_triton39.csv",
+         "3.9 B first": S54 / "call_audit_search_fp32_triton39_bfirst.csv"}),
 }
 
 
