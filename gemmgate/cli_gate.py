@@ -22,6 +22,7 @@ from gemmgate.gate import (
     compare_run,
     markdown,
     remeasure,
+    software_note,
     verdict_row,
 )
 from gemmgate.reference import resolve, same_kernels
@@ -60,10 +61,13 @@ def check_command(args, console, err) -> int:
     if not args.no_remeasure:
         results, gate = remeasure(ctx, results, gate, base, floor, env)
     print_tables(results, console, title=f"{chip_id} {ctx.shapes_label}")
-    held = clock_note(results)
+    clocks = clock_note(results)
+    software = software_note(base.provenance, env)
+    held = "\n\n".join(n for n in (software, clocks) if n)
     console.print(_gate_table(gate))
-    if held:
-        err.print(f"[yellow]note:[/] {held}")
+    for note in (software, clocks):
+        if note:
+            err.print(f"[yellow]note:[/] {note}")
     for line in annotations(gate):
         print(line, flush=True)
     if args.json:  # before the summary: a summary that fails must not lose the results
@@ -71,7 +75,8 @@ def check_command(args, console, err) -> int:
         data["gate"] = {"baseline": str(path), "failed": gate.failed, "floor": floor,
                         "verdicts": [v.to_json() for v in gate.verdicts],
                         "missing": list(gate.missing), "extra": list(gate.extra),
-                        "inject_slowdown": args.inject_slowdown, "ab_ref": ab_sha}
+                        "inject_slowdown": args.inject_slowdown, "ab_ref": ab_sha,
+                        "software": software}
         write_json_atomic(args.json, data)
     if pr_comment:  # after --json, before the summary; posted by .github/workflows/gpu.yml
         write_text_atomic(pr_comment, comment(gate, chip_id, ab_sha, held))

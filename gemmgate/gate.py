@@ -238,6 +238,24 @@ def clock_note(results: Sequence[CaseResult]) -> str:
             "Lock the runner's clocks (docs/RUNNERS.md) and recalibrate.")
 
 
+SOFTWARE = ("triton", "torch", "cuda", "hip", "driver")   # what compiles and runs the kernels
+
+
+def software_note(provenance: dict, env: dict) -> str:
+    """One line where the baseline was measured on other software than this run
+    (`SOFTWARE`, where both record it): a stored ratio then also moves with the compiler
+    or the library (session 53: IEEE fp32's TMA tiles compiled to other code on triton
+    3.9 than on 3.6), which an A/B against a reference kernel, timed in this process on
+    this software, does not."""
+    moved = [f"{k} {provenance[k]} -> {env[k]}" for k in SOFTWARE
+             if provenance.get(k) and env.get(k) and str(provenance[k]) != str(env[k])]
+    if not moved:
+        return ""
+    return (f"The baseline was measured on other software ({'; '.join(moved)}): a stored "
+            "ratio's change can be the software's, not this commit's. An A/B (--ab-ref) "
+            "separates them; a baseline calibrated on this software removes it.")
+
+
 def _head(gate: GateResult, chip: str) -> str:
     return (f"### gemmgate check on {chip}: "
             + ("**FAILED**" if gate.failed else "passed")

@@ -131,6 +131,22 @@ def test_b_check_against_fresh_baseline_is_unchanged(work, base_file, capsys):
     assert "| level |" in md
 
 
+def test_b_a_baseline_of_other_software_is_named_in_the_check(work, base_file, capsys):
+    """A baseline measured on another Triton: the verdicts stand, and the summary, the
+    JSON and stderr say the stored ratios also carry the software's change."""
+    import triton
+
+    other = _edited(work, "t.json", lambda d: d["provenance"].update(triton="0.0.1"))
+    summary = work / "summary.md"
+    rc, data = _check(work, other, "--summary", str(summary))
+    assert rc == 0 and _verdicts(data) == dict.fromkeys(KEYS, "unchanged")
+    said = f"other software (triton 0.0.1 -> {triton.__version__})"
+    assert said in data["gate"]["software"] and said in summary.read_text()
+    assert said in capsys.readouterr().err.replace("\n", " ")
+    rc, data = _check(work, base_file)                       # the same software: no note
+    assert data["gate"]["software"] == ""
+
+
 def test_c_three_times_higher_baseline_ratio_is_a_regression(work, base_file, synthetic_timing,
                                                              capsys):
     fake = _scaled(work, "slow.json", 3.0)

@@ -635,3 +635,17 @@ def test_on_a_calibration_machine_the_gate_compares_with_that_machines_own_runs(
     assert v.level == "process" and v.verdict == "improved"
     _, v = _one([result(A)], base, env={"host": "h9"})          # elsewhere: pooled, wide
     assert v.level == "machine" and v.verdict == "unchanged"
+
+
+def test_software_note_names_what_the_baseline_ran_on_that_this_run_does_not():
+    from gemmgate.gate import software_note
+
+    base = {"triton": "3.6.0", "torch": "2.11.0+cu130", "cuda": "13.0", "hip": None,
+            "driver": "580.159.04", "python": "3.12.3", "commit": "a"}
+    same = {**base, "python": "3.11.7", "commit": "b"}          # neither compiles kernels
+    assert software_note(base, same) == ""
+    assert software_note(base, {**base, "triton": None}) == ""   # not recorded: no claim
+    note = software_note(base, {**base, "triton": "3.9.0", "driver": "590.1"})
+    assert note.startswith("The baseline was measured on other software (triton 3.6.0 -> "
+                           "3.9.0; driver 580.159.04 -> 590.1)")
+    assert "--ab-ref" in note and "torch" not in note
