@@ -6,6 +6,8 @@ them from here for `fma` (IEEE fp32) keys; kernels/table.py borrows `fma_split`.
 
 from __future__ import annotations
 
+import re
+
 import triton
 
 from kernels.tile import MAX_TMA_SPLIT, TileConfig, cdiv, cfg, usable
@@ -24,8 +26,9 @@ B_FIRST_FROM = (3, 7)
 def b_first(input_precision: str, is_fp32: bool, version: str = "") -> bool:
     """Whether a TMA kernel's K loop reads B before A: IEEE fp32 (an FMA dot) on Triton
     B_FIRST_FROM or later (`version`: the running Triton's by default)."""
-    major_minor = tuple(int(x) for x in (version or triton.__version__).split(".")[:2])
-    return is_fp32 and input_precision == "ieee" and major_minor >= B_FIRST_FROM
+    got = re.match(r"(\d+)\.(\d+)", version or triton.__version__)
+    return is_fp32 and input_precision == "ieee" and got is not None and \
+        (int(got[1]), int(got[2])) >= B_FIRST_FROM
 
 # IEEE fp32 runs on the FMA units, not wgmma: its best tiles are small (4096^3 and 8192^3:
 # the tiled kernel's 64x64x32 with 4 warps; mid-size shapes: TMA 64x64x32, where the

@@ -9,8 +9,9 @@ the harness's chips. Files are read once per directory (`reload` forgets them).
 
 Each entry also records the Triton it was tuned on: where that differs from the running
 one (major.minor), the tiles were timed on code another compiler made, and the first read
-of the table warns (`warn_triton`): session 53's audit found IEEE fp32's TMA tiles at 96
-registers on 3.6 and spilling at 255 on 3.9. Such entries are still used.
+of the table warns (`warn_triton`). Session 53's audit found IEEE fp32's TMA tiles at 96
+registers on 3.6 and spilling at 255 on 3.9, until the kernels read B first there
+(kernels/fma.py). Such entries are still used.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ from tests.kernels.tma_helpers import interpreter, run_recipe
     ("ieee", True, "3.7.1", True),     # 3.7.1, 3.8.0, 3.9.0: a barrier between the reads
     ("ieee", True, "3.9.0", True),
     ("ieee", True, "4.0.0+git1234", True),
+    ("ieee", True, "3.10.0rc1", True),
+    ("ieee", True, "unknown", False),   # no major.minor: the order timed on 3.6
     ("tf32", True, "3.9.0", False),    # wgmma reads its operands from shared memory
     ("tf32x3", True, "3.9.0", False),
     ("ieee", False, "3.9.0", False),   # bf16, fp16, fp8: "ieee" too, on wgmma
