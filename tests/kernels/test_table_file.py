@@ -103,3 +103,17 @@ def test_the_first_lookup_of_a_table_warns_once_where_it_was_tuned_on_another_tr
         assert len(said) == 1 and "runs triton 3.9.0" in said[0]
     finally:
         table.reload()
+
+
+def test_every_committed_entry_was_stamped_with_this_kernel_source():
+    """An edit to a variant's kernel leaves its entries stale, never used: the picks fall
+    to farther entries or the heuristic, unmeasured. Before such an edit lands, its stale
+    entries are re-stamped where their code is unchanged (scripts/restamp.py --ref REV
+    --write, under the table's Triton) and retuned where it moved (gemmgate tune --stale)."""
+    for path in table_file.DEFAULT_DIR.glob("*.json"):
+        entries = table_file.read_table(path)["entries"]
+        stale = [(e["mode"], e["m"], e["n"], e["k"], e["config"].get("variant"))
+                 for e in entries if table_file.is_stale(e)]
+        assert not stale, (f"{path}: {len(stale)} entries stamped with other kernel source "
+                           f"(first: {stale[:3]}); scripts/restamp.py says which compile "
+                           "to the same PTX")
