@@ -124,6 +124,26 @@ def environment(chip_id: str, timing: str, device_index: int = 0,
     return rec
 
 
+def tuning_table(device_name: str, directory: Path | None = None) -> dict | None:
+    """What the kernel's tuning table for this device holds, for a run's record: its
+    file, entries, the stale ones (tuned on other kernel source: never used) and the
+    Triton versions they were tuned on; None where no table names the device. The picks
+    a run measures come from it, and a run under another Triton compiles its tiles to
+    other code (kernels/table_file.py)."""
+    from kernels import table_file
+
+    path, entries = table_file.entries_for(device_name, directory or table_file.DEFAULT_DIR)
+    if not path:
+        return None
+    tritons: dict[str, int] = {}
+    for e in entries:
+        v = str(e.get("triton") or "?")
+        tritons[v] = tritons.get(v, 0) + 1
+    return {"path": Path(path).name, "entries": len(entries),
+            "stale": sum(table_file.is_stale(e) for e in entries),
+            "triton": dict(sorted(tritons.items()))}
+
+
 def _text(x) -> str:
     return x.decode() if isinstance(x, bytes) else str(x)
 

@@ -29,7 +29,7 @@ from gemmgate import reference, stats
 from gemmgate.accuracy import FAIL, Accuracy, classify, relative_error
 from gemmgate.autotune_pick import Picks
 from gemmgate.context import RunContext, load_function
-from gemmgate.env import environment, telemetry
+from gemmgate.env import environment, telemetry, tuning_table
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import PrecisionMode, vendor_flags
 from gemmgate.providers import (
@@ -215,4 +215,6 @@ def environment_of(ctx: RunContext) -> dict:
         env["providers"] = list(ctx.providers)
     if not ctx.keep_copies:  # --copies per-call: operand copies timed in every call
         env["copies"] = "per-call"
+    if ctx.chip.device_type != "cpu":   # the table the picks come from (none on the CPU)
+        env["tuning_table"] = tuning_table(env["device_name"])
     return env

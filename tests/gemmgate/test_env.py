@@ -136,3 +136,28 @@ def test_the_nvml_handle_is_torchs_device_not_nvmls_index(monkeypatch, uuid_ok, 
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: props)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     assert env._nvml_handle(_HandleNvml(uuid_ok, pci_ok), 0) == want
+
+
+def test_the_tuning_table_record_counts_entries_stale_ones_and_tritons(tmp_path):
+    import json
+
+    from gemmgate.env import tuning_table
+    from kernels import table_file
+
+    fresh = table_file.variant_hash("tma")
+    config = {"block_m": 64, "block_n": 64, "block_k": 64, "group_m": 8, "num_stages": 3,
+              "num_warps": 4, "variant": "tma"}
+    entry = {"bucket": "b", "m": 1, "n": 1, "k": 1, "config": config, "kernel": fresh}
+    (tmp_path / "nvidia-h200.json").write_text(json.dumps({
+        "schema": table_file.SCHEMA, "version": table_file.VERSION, "match": ["h200"],
+        "entries": [{**entry, "triton": "3.6.0"}, {**entry, "triton": "3.6.0"},
+                    {**entry, "kernel": "0123456789ab", "triton": "3.9.0"}, entry]}))
+    table_file.reload()
+    try:
+        assert tuning_table("NVIDIA H200", tmp_path) == {
+            "path": "nvidia-h200.json", "entries": 4, "stale": 1,
+            "triton": {"3.6.0": 2, "3.9.0": 1, "?": 1}}
+        assert tuning_table("NVIDIA A100", tmp_path) is None
+    finally:
+        table_file.reload()
+
