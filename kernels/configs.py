@@ -63,6 +63,15 @@ _SKINNY = {"16bit": ((16, 128, 128), (32, 128, 128), (16, 64, 256), (32, 64, 128
            "fp32": ((16, 128, 64), (32, 128, 64), (16, 64, 128)),
            "fp8": ((16, 128, 256), (32, 128, 128), (16, 64, 256))}
 
+# tf32x3 at M <= 32 (pointer loads): 16x64x64, not the fp32 family's 16x128x64. Three
+# dots a K block hold a 128-wide tile's hi and lo parts of B at once: 16x128x64 at 4
+# warps took 255 registers and spilled 132-164 instructions in its K loop over a
+# column-major B (session 53's audit, triton 3.6), 16x64x64 214 and none. Session 54,
+# call 4 (H200, L2 flushed, unsplit): 16 x 10240 x 6144 rc 253 -> 107 us, 24 x 6000 x
+# 3000 rc 153 -> 85, 8 x 5120 x 3072 rc 57 (split 3) -> 39; over a row-major B, where
+# 16x128x64 does not spill, 16 x 4096 x 4096 70 -> 49 and 32 x 1024 x 8192 131 -> 89.
+_SKINNY_3PASS = (16, 64, 64)
+
 # The 16-bit skinny tile (pointer loads) over a short K that leaves a tail (under 4 of
 # its 128-deep blocks, not a multiple of 128) takes 64-deep blocks: the tiled kernel's
 # loop is pipelined, its masked tail is not, and such a K is a loop of at most three
@@ -280,7 +289,7 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
     big, mid, small = _TILES[family][0], _MID[family], _SMALL[family]
     variant = "tma" if tma else "tiled"
     if m <= 32 and tiled:
-        c = cfg(*_SKINNY[family][0], 4, 4)
+        c = cfg(*(_SKINNY_3PASS if three_pass else _SKINNY[family][0]), 4, 4)
         if family == "16bit" and k < _SHORT_K_BLOCKS * c.block_k and k % c.block_k:
             c = replace(c, block_k=_SHORT_K_BLOCK)
         split = fma_skinny_split(m, n, k, c, num_sms) if fma else split_for(m, n, k, c, num_sms)

@@ -2,10 +2,12 @@
 and `scripts/lookup_diff.py --sets`.
 
     python3 scripts/draw_shapes.py SEED COUNT [--lo 256] [--hi 8192] [--k-lo LO]
-                                   [--multiple 8] [--layouts rc,cr,cc] [--layout-seed S]
+                                   [--m LO:HI] [--multiple 8] [--layouts rc,cr,cc]
+                                   [--layout-seed S]
 
 M, N and K are drawn log-uniform in [lo, hi] (K in [k-lo, hi]) with random.Random(SEED),
-each rounded to a multiple of `--multiple` (at least that); prints CSV `m,n,k` or, with
+each rounded to a multiple of `--multiple` (at least that); `--m LO:HI` draws M alone in
+[LO, HI], unrounded (thin M: 1:32); prints CSV `m,n,k` or, with
 `--layouts`, `m,n,k,layout`, each row's layout drawn from the list with
 random.Random(--layout-seed, default SEED). The same arguments give the same shapes:
 PERF.md names a draw by its seed and arguments (session 44: seeds 68-77). Exit 0; 2 on
@@ -22,16 +24,20 @@ import sys
 LAYOUTS = ("rr", "rc", "cr", "cc")
 
 
-def draw(seed: int, count: int, lo: int, hi: int, k_lo: int, multiple: int
-         ) -> list[tuple[int, int, int]]:
-    """`count` shapes (M, N, K), log-uniform, rounded to `multiple`."""
+def draw(seed: int, count: int, lo: int, hi: int, k_lo: int, multiple: int,
+         m_range: tuple[int, int] | None = None) -> list[tuple[int, int, int]]:
+    """`count` shapes (M, N, K), log-uniform, rounded to `multiple`; M in `m_range`,
+    unrounded, where given."""
     rng = random.Random(seed)
 
-    def dim(a: int, b: int) -> int:
+    def dim(a: int, b: int, step: int = multiple) -> int:
         x = math.exp(rng.uniform(math.log(a), math.log(b)))
-        return max(multiple, int(round(x / multiple)) * multiple)
+        return max(step, int(round(x / step)) * step)
 
-    return [(dim(lo, hi), dim(lo, hi), dim(k_lo, hi)) for _ in range(count)]
+    def m_dim() -> int:
+        return dim(lo, hi) if m_range is None else min(dim(*m_range, 1), m_range[1])
+
+    return [(m_dim(), dim(lo, hi), dim(k_lo, hi)) for _ in range(count)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lo", type=int, default=256)
     ap.add_argument("--hi", type=int, default=8192)
     ap.add_argument("--k-lo", type=int, default=None, help="K's low end (default: --lo)")
+    ap.add_argument("--m", default="", help="LO:HI: M's own range, unrounded (e.g. 1:32)")
     ap.add_argument("--multiple", type=int, default=8)
     ap.add_argument("--layouts", default="", help="comma-separated: each row's layout drawn "
                     "from these (rr, rc, cr, cc)")
@@ -49,13 +56,23 @@ def main(argv: list[str] | None = None) -> int:
     k_lo = args.lo if args.k_lo is None else args.k_lo
     layouts = [x for x in args.layouts.split(",") if x]
     bad = [x for x in layouts if x not in LAYOUTS]
+    m_range = None
+    if args.m:
+        try:
+            m_range = tuple(int(x) for x in args.m.split(":"))
+            if len(m_range) != 2 or not 1 <= m_range[0] <= m_range[1]:
+                raise ValueError
+        except ValueError:
+            print(f"draw_shapes: --m needs LO:HI with 1 <= LO <= HI, got {args.m!r}",
+                  file=sys.stderr)
+            return 2
     if args.count < 0 or args.multiple < 1 or not 1 <= args.lo <= args.hi or \
             not 1 <= k_lo <= args.hi or bad:
         print(f"draw_shapes: need count >= 0, multiple >= 1, 1 <= lo <= hi, 1 <= k-lo <= hi "
               f"and layouts among {', '.join(LAYOUTS)}" + (f" (got {', '.join(bad)})"
                                                            if bad else ""), file=sys.stderr)
         return 2
-    shapes = draw(args.seed, args.count, args.lo, args.hi, k_lo, args.multiple)
+    shapes = draw(args.seed, args.count, args.lo, args.hi, k_lo, args.multiple, m_range)
     pick = random.Random(args.seed if args.layout_seed is None else args.layout_seed)
     print("m,n,k" + (",layout" if layouts else ""))
     for m, n, k in shapes:

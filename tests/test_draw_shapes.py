@@ -45,7 +45,18 @@ def test_layouts_are_drawn_per_row_and_the_file_loads_as_shapes(ds, capsys, tmp_
     assert len(load_shape_file(path)) == 5
 
 
-@pytest.mark.parametrize("argv", [["1", "2", "--layouts", "rx"], ["1", "2", "--lo", "0"],
+def test_m_takes_its_own_range_unrounded(ds, capsys):
+    rows = _rows(ds, capsys, 97, 80, "--lo", 128, "--hi", 16384, "--m", "1:32")
+    ms = [int(r["m"]) for r in rows]
+    assert all(1 <= m <= 32 for m in ms) and any(m % 8 for m in ms) and len(set(ms)) > 10
+    assert all(int(r["n"]) % 8 == 0 and 128 <= int(r["n"]) <= 16384 for r in rows)
+    plain = _rows(ds, capsys, 97, 80, "--lo", 128, "--hi", 16384)
+    assert [r["n"] for r in plain] == [r["n"] for r in rows]   # M's range alone differs
+
+
+@pytest.mark.parametrize("argv", [["1", "2", "--m", "0:32"], ["1", "2", "--m", "32"],
+                                  ["1", "2", "--m", "9:3"],
+                                  ["1", "2", "--layouts", "rx"], ["1", "2", "--lo", "0"],
                                   ["1", "2", "--lo", "900", "--hi", "800"],
                                   ["1", "2", "--multiple", "0"]])
 def test_bad_arguments_exit_2_with_a_message(ds, capsys, argv):
