@@ -63,13 +63,15 @@ _SKINNY = {"16bit": ((16, 128, 128), (32, 128, 128), (16, 64, 256), (32, 64, 128
            "fp32": ((16, 128, 64), (32, 128, 64), (16, 64, 128)),
            "fp8": ((16, 128, 256), (32, 128, 128), (16, 64, 256))}
 
-# tf32x3 at M <= 32 (pointer loads): 16x64x64, not the fp32 family's 16x128x64. Three
-# dots a K block hold a 128-wide tile's hi and lo parts of B at once: 16x128x64 at 4
-# warps took 255 registers and spilled 132-164 instructions in its K loop over a
-# column-major B (session 53's audit, triton 3.6), 16x64x64 214 and none. Session 54,
-# call 4 (H200, L2 flushed, unsplit): 16 x 10240 x 6144 rc 253 -> 107 us, 24 x 6000 x
-# 3000 rc 153 -> 85, 8 x 5120 x 3072 rc 57 (split 3) -> 39; over a row-major B, where
-# 16x128x64 does not spill, 16 x 4096 x 4096 70 -> 49 and 32 x 1024 x 8192 131 -> 89.
+# tf32x3 at M <= 32 (pointer loads) over a K-major B: 16x64x64, not the fp32 family's
+# 16x128x64. Three dots a K block hold a 128-wide tile's hi and lo parts of B at once:
+# over a K-major B, 16x128x64 at 4 warps took 255 registers and spilled 132-164
+# instructions in its K loop (session 53's audit, triton 3.6), 16x64x64 214 and none.
+# Session 54 (H200, L2 flushed): call 4, unsplit, 16 x 10240 x 6144 rc 253 -> 107 us,
+# 24 x 6000 x 3000 rc 153 -> 85; call 9, A/B of the heuristic's picks this moved on the
+# sets and a thin draw (seed 97), each with its own split: over a K-major B x1.471, 42 of
+# 49 faster (x0.90-2.44); over a row-major B, where 16x128x64 does not spill, x0.933, 6
+# of 21 faster (x0.69-1.93): there it stays.
 _SKINNY_3PASS = (16, 64, 64)
 
 # The 16-bit skinny tile (pointer loads) over a short K that leaves a tail (under 4 of
@@ -273,7 +275,8 @@ def split_for(m: int, n: int, k: int, c: TileConfig, num_sms: int) -> int:
 
 def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
               smem_limit: int, tiled: bool = True, fma: bool = False,
-              gemv: bool = False, three_pass: bool = False) -> TileConfig:
+              gemv: bool = False, three_pass: bool = False, b_kmajor: bool = False
+              ) -> TileConfig:
     """The tile a call gets when the tuning table has nothing near: the largest tile that
     still gives every SM work, on the TMA variant where it applies; split-K (the tiled
     variant) when even small tiles leave most SMs idle and K is long; skinny tiles for
@@ -281,7 +284,8 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
     not vectorise, kernels/dispatch.py). `gemv`: the call runs the gemv variant
     (`gemv_space`'s first tile). `three_pass` (tf32x3): the fp32 family's TMA tile keeps
     3 stages and 8 warps (three dots a K block; its tuned keys chose 8 warps), where tf32
-    takes `_TF32_TMA`. `fma` (IEEE fp32): 128x128 from four waves of it
+    takes `_TF32_TMA`, and at M <= 32 over a K-major B (`b_kmajor`: the bucket's B as
+    the kernel reads it) `_SKINNY_3PASS`. `fma` (IEEE fp32): 128x128 from four waves of it
     up, else the small tile (session 19, call B: TMA 64x64x32 in place of 128x128x32 ran
     x1.05-1.48 on six shapes of 1.1-2.2 waves of 128x128, x0.82-0.89 on three of 4.5-10)."""
     if gemv:
@@ -289,7 +293,7 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
     big, mid, small = _TILES[family][0], _MID[family], _SMALL[family]
     variant = "tma" if tma else "tiled"
     if m <= 32 and tiled:
-        c = cfg(*(_SKINNY_3PASS if three_pass else _SKINNY[family][0]), 4, 4)
+        c = cfg(*(_SKINNY_3PASS if three_pass and b_kmajor else _SKINNY[family][0]), 4, 4)
         if family == "16bit" and k < _SHORT_K_BLOCKS * c.block_k and k % c.block_k:
             c = replace(c, block_k=_SHORT_K_BLOCK)
         split = fma_skinny_split(m, n, k, c, num_sms) if fma else split_for(m, n, k, c, num_sms)

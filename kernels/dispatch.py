@@ -161,7 +161,7 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
         return Plan(fam, key, copy_a, copy_b, variants, _ws(found[0], bucket), found[1], fma,
                     pad)
     pick = fallback(fam, M, N, K, variants, num_sms(device), smem, fma,
-                    mode.input_precision == "tf32x3")
+                    mode.input_precision == "tf32x3", _b_kmajor_in(bucket))
     return Plan(fam, key, copy_a, copy_b, variants, _ws(pick, bucket), "heuristic", fma, pad)
 
 
@@ -174,11 +174,19 @@ def _ws(pick: TileConfig, bucket: str) -> TileConfig:
 
 
 def fallback(fam: str, M: int, N: int, K: int, variants: tuple[str, ...], sms: int,
-             smem: int, fma: bool, three_pass: bool = False) -> TileConfig:
+             smem: int, fma: bool, three_pass: bool = False, b_kmajor: bool = False
+             ) -> TileConfig:
     """The heuristic's tile for a call the table has nothing near (kernels.configs)."""
     return heuristic(fam, M, N, K, tma=variants[0] == "tma", num_sms=sms, smem_limit=smem,
                      tiled="tiled" in variants, fma=fma, gemv=variants == ("gemv",),
-                     three_pass=three_pass)
+                     three_pass=three_pass, b_kmajor=b_kmajor)
+
+
+def _b_kmajor_in(bucket: str) -> bool:
+    """Whether the bucket's B, as the kernel reads it (copies made), is K-major: its
+    layouts word ends in 'c' (pricing.chip_for reads it alike)."""
+    words = bucket.split(" ")
+    return len(words) > 2 and words[2].endswith("c")
 
 
 def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: tuple,

@@ -336,6 +336,23 @@ def test_skinny_m_searches_every_variant_the_call_can_run():
     assert all(c.block_m <= 64 for c in wide if c.variant == "tma_split")
 
 
+@pytest.mark.parametrize("m, n, k", [(16, 10240, 6144), (24, 6000, 3000), (8, 5120, 3072),
+                                     (32, 600, 1200)])
+def test_tf32x3_skinny_heuristic_takes_64_wide_tiles_over_a_k_major_b_alone(m, n, k):
+    """Over a K-major B, 16x128x64 spilled in its K loop (three dots' hi and lo parts) and
+    16x64x64 ran x1.471 on the 49 picks it moved (session 54, call 9); over a row-major B
+    16x128x64 stays (x0.933 there). Other modes at M <= 32 keep 16x128x64 either way."""
+    kw = dict(tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
+    kmajor = heuristic("fp32", m, n, k, three_pass=True, b_kmajor=True, **kw)
+    assert (kmajor.variant, kmajor.block_m, kmajor.block_n, kmajor.block_k) == \
+        ("tiled", 16, 64, 64)
+    assert kmajor.split_k == split_for(m, n, k, kmajor, H200_SMS)
+    rowmajor = heuristic("fp32", m, n, k, three_pass=True, **kw)
+    assert (rowmajor.block_m, rowmajor.block_n, rowmajor.block_k) == (16, 128, 64)
+    tf32 = heuristic("fp32", m, n, k, b_kmajor=True, **kw)
+    assert (tf32.block_m, tf32.block_n, tf32.block_k) == (16, 128, 64)
+
+
 @pytest.mark.parametrize("k, block_k", [(192, 64), (160, 64), (448, 64), (480, 64),
                                          (256, 128), (384, 128), (512, 128), (4096, 128)])
 def test_16bit_skinny_heuristic_takes_64_deep_blocks_over_a_short_k_with_a_tail(k, block_k):

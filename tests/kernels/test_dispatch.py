@@ -376,3 +376,16 @@ def test_random_calls_plan_a_runnable_tile_as_an_h200_prices_it(cached):
             if ran is not pick:
                 assert ran.variant == "tma_ws" and "tma_ws" in variants, case
                 assert ws_forms.fits(ran, elem) and usable(ran, fam, H200_SMEM), case
+
+
+def test_the_fallback_reads_b_s_major_order_from_the_bucket():
+    """tf32x3's skinny tile depends on whether the kernel reads B K-major (copies made):
+    the bucket's layouts word, as the lookup's pricing reads it."""
+    assert dispatch._b_kmajor_in("fp32 tf32x3 rc ptr ld128")
+    assert dispatch._b_kmajor_in("fp32 tf32x3 cc ptr ld128")
+    assert not dispatch._b_kmajor_in("fp32 tf32x3 rr ptr ld128")
+    assert not dispatch._b_kmajor_in("fp32 tf32x3 cr ptr ld128")
+    assert not dispatch._b_kmajor_in("16bit")
+    args = ("fp32", 16, 10240, 6144, ("tiled",), 132, 232448, False, True)
+    assert dispatch.fallback(*args, b_kmajor=True).block_n == 64
+    assert dispatch.fallback(*args).block_n == 128
