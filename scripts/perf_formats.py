@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -235,6 +236,41 @@ def kernel_times(path: Path) -> str:
         out.append(f"| {shape} | {mode} | {ours[0]['tile']} | {us:.2f} | "
                    f"{' + '.join(r['kernel'] for r in theirs)} | {them:.2f} | "
                    f"{us / them:.2f} |")
+    return "\n".join(out)
+
+
+def first_calls(path: Path, parts: Path, tree: str) -> str:
+    """overhead.py's first calls of trees (`tree` column: its commit) on shapes new to the
+    process, as a table: per shape each tree's first call less its compile-or-load part
+    (`own_ms`), then `tree`'s second call, the target (twice that) and whether `tree`
+    meets it; then each library step's inclusive time (`parts`), median over the shapes,
+    per tree. The process's first shape (it reads the table) is left out of both."""
+    rows = _rows(path)
+    trees = [t for t in dict.fromkeys(r["tree"] for r in rows) if t != tree] + [tree]
+    first = rows[0]["shape"]
+    out = ["| shape | mode | " + " | ".join(f"{t} own ms" for t in trees)
+           + " | second call ms | target ms | met |",
+           "|---|---|" + "---:|" * (len(trees) + 2) + "---|"]
+    for (shape, mode), rs in _grouped(rows, lambda r: (r["shape"], r["mode"])).items():
+        if shape == first:
+            continue
+        by = {r["tree"]: r for r in rs}
+        last = by[trees[-1]]
+        second, own = float(last["second_call_ms"]), float(last["own_ms"])
+        out.append(f"| {shape} | {mode} | "
+                   + " | ".join(f"{float(by[t]['own_ms']):.3f}" if t in by else ""
+                                for t in trees)
+                   + f" | {second:.3f} | {2 * second:.3f} | "
+                   + ("yes |" if own <= 2 * second else "no |"))
+    steps = _rows(parts)
+    out += ["", "| mode | step | " + " | ".join(f"{t} ms" for t in trees) + " |",
+            "|---|---|" + "---:|" * len(trees)]
+    for (mode, step), rs in _grouped([r for r in steps if r["shape"] != first],
+                                     lambda r: (r["mode"], r["part"])).items():
+        cells = [statistics.median(float(r["ms"]) for r in rs if r["tree"] == t)
+                 if any(r["tree"] == t for r in rs) else None for t in trees]
+        out.append(f"| {mode} | {step} | "
+                   + " | ".join("" if c is None else f"{c:.3f}" for c in cells) + " |")
     return "\n".join(out)
 
 

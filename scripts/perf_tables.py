@@ -51,6 +51,7 @@ from perf_formats import (  # noqa: E402
     baseline_tables,
     call_audit,
     call_audit_versions,
+    first_calls,
     inductor_summary,
     kernel_times,
     plan_times,
@@ -78,6 +79,7 @@ S51 = RESULTS / "h200-2026-12-04-s51"
 S52 = RESULTS / "dev-cpu-2026-12-04-s52"
 S53 = RESULTS / "dev-cpu-2026-12-04-s53"
 S54 = RESULTS / "dev-cpu-2026-12-05-s54"
+H54 = RESULTS / "h200-2026-12-05-s54"
 _WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
@@ -229,6 +231,28 @@ TABLES: dict[str, Callable[[], str]] = {
         {"3.6": S54 / "call_audit_search_fp32_triton36.csv",
          "3.9": S54 / "call_audit_search_fp32_triton39.csv",
          "3.9 B first": S54 / "call_audit_search_fp32_triton39_bfirst.csv"}),
+    "s54-fp32-ab": lambda: runs_ab(H54 / "cases.csv", (
+        "call1-pr-fp32-t39", "call2-pr-fp32-t36", "call7-nightly-fp32-t39",
+        "call8-nightly-fp32-t36")),
+    "s54-targets": lambda: targets_table({
+        "pr, triton 3.9": {**{m: (H54 / "cases.csv", "call3-pr-t39")
+                              for m in ("tf32", "bf16", "fp16", "fp8", "tf32x3")},
+                           "fp32": (H54 / "cases.csv", "call1-pr-fp32-t39")},
+        "nightly, triton 3.9": {**{m: (H54 / "cases.csv", "call7-nightly-t39")
+                                   for m in ("tf32", "bf16", "fp16", "fp8")},
+                                "fp32": (H54 / "cases.csv", "call7-nightly-fp32-t39")},
+        "pr, triton 3.6": {"fp32": (H54 / "cases.csv", "call2-pr-fp32-t36")},
+        "nightly, triton 3.6": {"fp32": (H54 / "cases.csv", "call8-nightly-fp32-t36")}}),
+    **{f"s54-tiles-{name}": functools.partial(tile_matrix, H54 / f"tiles_{name}.csv", "1")
+       for name in ("fp32_t39", "fp32_t36", "tf32x3_rc", "tf32x3_rr", "split_rc")},
+    "s54-x3-kmajor": lambda: moved_ab(H54 / "cases.csv", "call9-ab-tf32x3-skinny",
+                                      H54 / "call9_moved_kmajor.csv", controls=False),
+    "s54-x3-rowmajor": lambda: moved_ab(H54 / "cases.csv", "call9-ab-tf32x3-skinny",
+                                        H54 / "call9_moved_rowmajor.csv", controls=False),
+    "s54-onetile": lambda: providers_ab(H54 / "cases.csv", ("call5-onetile",),
+                                        (("plain:pick", ""),)),
+    "s54-first-calls": lambda: first_calls(H54 / "first_calls.csv", H54 / "first_parts.csv",
+                                           "fdbff70"),
 }
 
 

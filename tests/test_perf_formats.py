@@ -170,3 +170,20 @@ def test_call_audit_versions_pairs_each_gemm_tile_across_triton_versions(pf, tmp
                         "| 3.9 registers | 3.9 K-loop spills | kernels |")
     assert lines[2:] == ["| _tiled_kernel | 128x128x32 | 8 | 4 |  |  | 170 | 0 | 0 / 1 |",
                          "| _tma_kernel | 64x64x32 | 4 | 3 | 96 | 0 | 255 | 150-165 | 1 / 2 |"]
+
+
+def test_first_calls_judge_the_tree_named_against_twice_its_second_call(pf, tmp_path):
+    calls, parts = tmp_path / "c.csv", tmp_path / "p.csv"
+    head = "tree,shape,mode,own_ms,second_call_ms\n"
+    calls.write_text(head + "new,1x1x1,bf16,9.0,0.1\nnew,8x8x8,bf16,0.15,0.1\n"
+                     "new,9x9x9,bf16,0.5,0.1\nold,1x1x1,bf16,9.0,0.1\nold,8x8x8,bf16,0.3,0.1\n"
+                     "old,9x9x9,bf16,0.7,0.1\n")
+    parts.write_text("tree,shape,mode,part,ms,calls\nnew,1x1x1,bf16,lookup,9.0,1\n"
+                     "new,8x8x8,bf16,lookup,0.2,1\nnew,9x9x9,bf16,lookup,0.4,1\n"
+                     "old,8x8x8,bf16,lookup,0.5,1\n")
+    lines = pf.first_calls(calls, parts, "new").splitlines()
+    assert lines[0] == ("| shape | mode | old own ms | new own ms | second call ms | "
+                        "target ms | met |")
+    assert lines[2:4] == ["| 8x8x8 | bf16 | 0.300 | 0.150 | 0.100 | 0.200 | yes |",
+                          "| 9x9x9 | bf16 | 0.700 | 0.500 | 0.100 | 0.200 | no |"]
+    assert lines[-1] == "| bf16 | lookup | 0.500 | 0.300 |"   # the first shape left out
