@@ -249,6 +249,8 @@ TABLES: dict[str, Callable[[], str]] = {
                                       H54 / "call9_moved_kmajor.csv", controls=False),
     "s54-x3-rowmajor": lambda: moved_ab(H54 / "cases.csv", "call9-ab-tf32x3-skinny",
                                         H54 / "call9_moved_rowmajor.csv", controls=False),
+    "s54-x3-fresh": lambda: moved_ab(H54 / "cases.csv", "call10-ab98-tf32x3-skinny",
+                                     H54 / "call10_moved.csv", controls=False),
     "s54-onetile": lambda: providers_ab(H54 / "cases.csv", ("call5-onetile",),
                                         (("plain:pick", ""),)),
     "s54-first-calls": lambda: first_calls(H54 / "first_calls.csv", H54 / "first_parts.csv",
