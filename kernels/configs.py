@@ -71,7 +71,8 @@ _SKINNY = {"16bit": ((16, 128, 128), (32, 128, 128), (16, 64, 256), (32, 64, 128
 # 24 x 6000 x 3000 rc 153 -> 85; call 9, A/B of the heuristic's picks this moved on the
 # sets and a thin draw (seed 97), each with its own split: over a K-major B x1.471, 42 of
 # 49 faster (x0.90-2.44); over a row-major B, where 16x128x64 does not spill, x0.933, 6
-# of 21 faster (x0.69-1.25): there it stays.
+# of 21 faster (x0.69-1.25): there it stays. Call 10, a fresh thin draw (seed 98), the
+# rule's 43 moved picks: x1.469, 39 faster.
 _SKINNY_3PASS = (16, 64, 64)
 
 # The 16-bit skinny tile (pointer loads) over a short K that leaves a tail (under 4 of
