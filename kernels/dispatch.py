@@ -51,6 +51,7 @@ from kernels.fma import GEMV_M, gemv_space
 from kernels.matmul_tma import describable, num_sms
 from kernels.modes import KernelMode
 from kernels.past_n import PAD_N, pads_b, reads_room, room
+from kernels.pricing import b_kmajor
 from kernels.relayout import LINE, CopyCache, aligned_copy, pitch, pitched_copy
 from kernels.scratch import SCRATCH
 from kernels.tile import WGMMA_M, TileConfig, usable
@@ -161,7 +162,7 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
         return Plan(fam, key, copy_a, copy_b, variants, _ws(found[0], bucket), found[1], fma,
                     pad)
     pick = fallback(fam, M, N, K, variants, num_sms(device), smem, fma,
-                    mode.input_precision == "tf32x3", _b_kmajor_in(bucket))
+                    mode.input_precision == "tf32x3", b_kmajor(bucket))
     return Plan(fam, key, copy_a, copy_b, variants, _ws(pick, bucket), "heuristic", fma, pad)
 
 
@@ -180,13 +181,6 @@ def fallback(fam: str, M: int, N: int, K: int, variants: tuple[str, ...], sms: i
     return heuristic(fam, M, N, K, tma=variants[0] == "tma", num_sms=sms, smem_limit=smem,
                      tiled="tiled" in variants, fma=fma, gemv=variants == ("gemv",),
                      three_pass=three_pass, b_kmajor=b_kmajor)
-
-
-def _b_kmajor_in(bucket: str) -> bool:
-    """Whether the bucket's B, as the kernel reads it (copies made), is K-major: its
-    layouts word ends in 'c' (pricing.chip_for reads it alike)."""
-    words = bucket.split(" ")
-    return len(words) > 2 and words[2].endswith("c")
 
 
 def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: tuple,

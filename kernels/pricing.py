@@ -61,11 +61,21 @@ class Chip:
 def chip_for(sms: int, smem: int, fam: str, bucket: str) -> Chip:
     """The lookup's `Chip` for a call of `bucket`: its A K-major where the layouts word
     starts with 'r' (row-major), its B where it ends with 'c' (column-major)."""
+    tf32, fma = bucket.split(" ")[1:2] == ["tf32"], fma_bucket(bucket)
+    return Chip(sms, smem, fam, _layouts(bucket).startswith("r"), b_kmajor(bucket), tf32,
+                fma, 0 if fma else smem, fam == "16bit" or tf32, ws_forms.kind_of(bucket))
+
+
+def _layouts(bucket: str) -> str:
+    """A bucket's operand layouts word, as the kernel reads them (copies made): 'rc'."""
     words = bucket.split(" ")
-    layouts = words[2] if len(words) > 2 else ""
-    tf32, fma = words[1:2] == ["tf32"], fma_bucket(bucket)
-    return Chip(sms, smem, fam, layouts.startswith("r"), layouts.endswith("c"), tf32, fma,
-                0 if fma else smem, fam == "16bit" or tf32, ws_forms.kind_of(bucket))
+    return words[2] if len(words) > 2 else ""
+
+
+def b_kmajor(bucket: str) -> bool:
+    """Whether the kernel reads the bucket's B K-major (copies made): its layouts word
+    ends in 'c' (the lookup's `Chip`; the heuristic's tf32x3 skinny tile)."""
+    return _layouts(bucket).endswith("c")
 
 
 def fma_bucket(bucket: str) -> bool:

@@ -59,13 +59,14 @@ def _choice(pkg, mode_name: str, case, sms: int, decided: tuple | None = None
                              sms=sms, **_smem(pkg.table.lookup))
     if found is not None:
         return found[0], False, bucket, variants
+    from kernels.pricing import b_kmajor  # this tree's reading of a bucket's B order
+
     heuristic = pkg.configs.heuristic
     params = inspect.signature(heuristic).parameters   # older trees: fewer of these
     extra = {k: v for k, v in (("fma", fam == "fp32" and mode.input_precision == "ieee"),
                                ("gemv", variants == ("gemv",)),
                                ("three_pass", mode.input_precision == "tf32x3"),
-                               ("b_kmajor", (bucket.split(" ") + ["", "", ""])[2]
-                                .endswith("c")))
+                               ("b_kmajor", b_kmajor(bucket)))
              if k in params}
     tile = heuristic(fam, case.m, case.n, case.k, tma=variants[0] == "tma", num_sms=sms,
                      smem_limit=SMEM, tiled="tiled" in variants, **extra)

@@ -381,11 +381,13 @@ def test_random_calls_plan_a_runnable_tile_as_an_h200_prices_it(cached):
 def test_the_fallback_reads_b_s_major_order_from_the_bucket():
     """tf32x3's skinny tile depends on whether the kernel reads B K-major (copies made):
     the bucket's layouts word, as the lookup's pricing reads it."""
-    assert dispatch._b_kmajor_in("fp32 tf32x3 rc ptr ld128")
-    assert dispatch._b_kmajor_in("fp32 tf32x3 cc ptr ld128")
-    assert not dispatch._b_kmajor_in("fp32 tf32x3 rr ptr ld128")
-    assert not dispatch._b_kmajor_in("fp32 tf32x3 cr ptr ld128")
-    assert not dispatch._b_kmajor_in("16bit")
+    from kernels.pricing import b_kmajor
+
+    assert b_kmajor("fp32 tf32x3 rc ptr ld128")
+    assert b_kmajor("fp32 tf32x3 cc ptr ld128")
+    assert not b_kmajor("fp32 tf32x3 rr ptr ld128")
+    assert not b_kmajor("fp32 tf32x3 cr ptr ld128")
+    assert not b_kmajor("16bit")
     args = ("fp32", 16, 10240, 6144, ("tiled",), 132, 232448, False, True)
     assert dispatch.fallback(*args, b_kmajor=True).block_n == 64
     assert dispatch.fallback(*args).block_n == 128
