@@ -63,7 +63,7 @@ def check_command(args, console, err) -> int:
     print_tables(results, console, title=f"{chip_id} {ctx.shapes_label}")
     clocks = clock_note(results)
     software = software_note(base.provenance, env)
-    held = "\n\n".join(n for n in (software, clocks) if n)
+    notes = "\n\n".join(n for n in (software, clocks) if n)
     console.print(_gate_table(gate))
     for note in (software, clocks):
         if note:
@@ -79,8 +79,8 @@ def check_command(args, console, err) -> int:
                         "software": software}
         write_json_atomic(args.json, data)
     if pr_comment:  # after --json, before the summary; posted by .github/workflows/gpu.yml
-        write_text_atomic(pr_comment, comment(gate, chip_id, ab_sha, held))
-    append_summary(args.summary, markdown(gate, chip_id, ab_sha, held), err)
+        write_text_atomic(pr_comment, comment(gate, chip_id, ab_sha, notes))
+    append_summary(args.summary, markdown(gate, chip_id, ab_sha, notes), err)
     return 1 if gate.failed else 0
 
 

@@ -9,6 +9,7 @@ import datetime as _dt
 import os
 import platform
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 
@@ -132,15 +133,13 @@ def tuning_table(device_name: str, directory: Path | None = None) -> dict | None
     other code (kernels/table_file.py)."""
     from kernels import table_file
 
-    path, entries = table_file.entries_for(device_name, directory or table_file.DEFAULT_DIR)
+    directory = directory or table_file.DEFAULT_DIR
+    path, entries = table_file.entries_for(device_name, directory)
     if not path:
         return None
-    tritons: dict[str, int] = {}
-    for e in entries:
-        v = str(e.get("triton") or "?")
-        tritons[v] = tritons.get(v, 0) + 1
+    tritons = Counter(str(e.get("triton") or "?") for e in entries)
     return {"path": Path(path).name, "entries": len(entries),
-            "stale": sum(table_file.is_stale(e) for e in entries),
+            "stale": len(table_file.stale_entries(device_name, directory)),
             "triton": dict(sorted(tritons.items()))}
 
 

@@ -35,7 +35,7 @@ def draw(seed: int, count: int, lo: int, hi: int, k_lo: int, multiple: int,
         return max(step, int(round(x / step)) * step)
 
     def m_dim() -> int:
-        return dim(lo, hi) if m_range is None else min(dim(*m_range, 1), m_range[1])
+        return dim(lo, hi) if m_range is None else dim(*m_range, 1)
 
     return [(m_dim(), dim(lo, hi), dim(k_lo, hi)) for _ in range(count)]
 
