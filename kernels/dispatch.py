@@ -156,22 +156,25 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
     if on_cpu:
         return Plan(fam, key, copy_a, copy_b, variants, INTERPRETER_CONFIG, "interpreter",
                     fma, pad)
-    found = table.lookup(name, bucket, M, N, K, variants=variants, sms=num_sms(device),
-                         smem=smem)
+    sms = num_sms(device)
+    found = table.lookup(name, bucket, M, N, K, variants=variants, sms=sms, smem=smem)
     if found is not None and usable(found[0], fam, smem):
-        return Plan(fam, key, copy_a, copy_b, variants, _ws(found[0], bucket), found[1], fma,
-                    pad)
-    pick = fallback(fam, M, N, K, variants, num_sms(device), smem, fma,
-                    mode.input_precision == "tf32x3", b_kmajor(bucket))
-    return Plan(fam, key, copy_a, copy_b, variants, _ws(pick, bucket), "heuristic", fma, pad)
+        return Plan(fam, key, copy_a, copy_b, variants, _ws(found[0], bucket, M, N, K, sms),
+                    found[1], fma, pad)
+    pick = fallback(fam, M, N, K, variants, sms, smem, fma, mode.input_precision == "tf32x3",
+                    b_kmajor(bucket))
+    return Plan(fam, key, copy_a, copy_b, variants, _ws(pick, bucket, M, N, K, sms),
+                "heuristic", fma, pad)
 
 
-def _ws(pick: TileConfig, bucket: str) -> TileConfig:
+def _ws(pick: TileConfig, bucket: str, m: int = 0, n: int = 0, k: int = 0,
+        sms: int = 0) -> TileConfig:
     """A 16-bit TMA pick over row-major A (B either way: ws_forms.LAYOUTS), or an fp8 one
     over a K-major B, in its warp-specialized form where it has one (kernels/ws_forms.py:
-    x1.02-1.13 on the same tiles, sessions 49-51), else the pick."""
+    x1.02-1.13 on the same tiles, sessions 49-51; a 128x128 tile one a program over a
+    short K plain at 4 warps, session 55: `ws_forms.short_plain`), else the pick."""
     kind = ws_forms.kind_of(bucket)
-    return (ws_forms.form(pick, kind) or pick) if kind else pick
+    return (ws_forms.form(pick, kind, m, n, k, sms) or pick) if kind else pick
 
 
 def fallback(fam: str, M: int, N: int, K: int, variants: tuple[str, ...], sms: int,

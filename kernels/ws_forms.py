@@ -12,13 +12,16 @@ plain tiles). Session 51: fp8 (B K-major, as its bucket copies it) on 128x(128 +
 or 64)x128 tiles too (`KINDS`), x1.04-1.13 on the same tiles; not 128x128x128, which ran
 as fast as the picks it would replace (x1.003 over 101 of them, down to x0.93 at short K).
 A pick runs in its form only where GAIN lists its width for its kind: measured there.
+Session 55: a 128x128 rr pick with one tile a program over a short K runs plain at 4 warps
+(`short_plain`), faster there than the form; the lookup still prices it at the form's GAIN
+(under what it runs at), so that rule moves no pick, only what a pick runs.
 """
 
 from __future__ import annotations
 
 import functools
 
-from kernels.tile import TileConfig, replace
+from kernels.tile import TileConfig, cdiv, replace
 
 BLOCK_M = 128      # the tiles the dispatcher's rule gives the kernel (`form`)
 BLOCK_K = 64       # 16-bit; 1-byte operands take K blocks as many bytes deep (`block_k_of`)
@@ -128,15 +131,39 @@ def stages(config: TileConfig, elem: int = 2) -> int:
     return min(config.num_stages, _most_stages(config, elem))
 
 
-def form(pick: TileConfig, kind: str = "rr") -> TileConfig | None:
+# Session 55 (call 2, H200, bf16 rr, graph-timed, L2 flushed): where each program has one
+# 128x128 tile (no more tiles than SMs) the load warp has no next tile to run ahead into,
+# and at a short K the plain tile at 4 warps and 4 stages ran faster than the form: x1.014-
+# 1.054 over it at K 136-512 (12 of 12 shapes), x0.99-1.03 at K 520-928 (9), x0.96-0.99 at
+# K 1224-1528 (4). So such a pick runs there plain (`form`), at these warps and stages.
+SHORT_K = 512
+PLAIN_SHORT = (4, 4)   # (warps, stages)
+
+
+def short_plain(pick: TileConfig, kind: str, m: int, n: int, k: int, sms: int) -> bool:
+    """Whether a pick with a `form` runs plain at PLAIN_SHORT instead: a 16-bit 128x128
+    tile over row-major operands (the layout measured) at K <= SHORT_K, one tile a
+    program (`sms` > 0: the caller's SM count)."""
+    return kind == "rr" and pick.block_n == BLOCK_M and 0 < k <= SHORT_K and sms > 0 \
+        and cdiv(m, BLOCK_M) * cdiv(n, BLOCK_M) <= sms
+
+
+def form(pick: TileConfig, kind: str = "rr", m: int = 0, n: int = 0, k: int = 0,
+         sms: int = 0) -> TileConfig | None:
     """The warp-specialized form of a TMA pick in a bucket of `kind` (KINDS), or None:
     `tma` 128x128 or `tma_wide` 128x(128 + 16, 32 or 64), 128 bytes deep (`block_k_of`),
     at one program an SM, K whole, where GAIN lists its width for the kind (any stages and
-    warps: the form takes its own, `stages_for`, and 8 warps)."""
+    warps: the form takes its own, `stages_for`, and 8 warps). Given the call's M, N, K
+    and SMs: where `short_plain`, the plain `tma` tile at PLAIN_SHORT (None where the pick
+    is that already)."""
     elem = elem_of(kind)
     if not _formable(pick.variant, pick.block_m, pick.block_n, pick.block_k, pick.split_k,
                      pick.occupancy, kind):
         return None
+    if short_plain(pick, kind, m, n, k, sms):
+        warps_, stages_ = PLAIN_SHORT
+        plain = replace(pick, num_warps=warps_, num_stages=stages_)
+        return None if plain == pick else plain
     return replace(pick, variant="tma_ws", num_warps=WARPS, num_stages=stages_for(
         128, block_n1=pick.block_n - 128, block_k=pick.block_k, elem=elem))
 

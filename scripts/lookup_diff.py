@@ -119,11 +119,16 @@ def pick(pkg, mode_name: str, case, sms: int) -> str:
     return _text(*_choice(pkg, mode_name, case, sms, decided)[:2]) + _operands(decided)
 
 
-def _ran(pkg, tile, bucket: str):
-    """The tile `pkg`'s dispatcher runs for a pick of `bucket`: its warp-specialized form
-    where the package gives it one (`dispatch._ws`; older trees: the pick)."""
+def _ran(pkg, tile, bucket: str, case=None, sms: int = 0):
+    """The tile `pkg`'s dispatcher runs for a pick of `bucket` (for `case` on `sms` SMs):
+    its warp-specialized form where the package gives it one (`dispatch._ws`; older
+    trees: the pick; before session 55, a form whatever the shape)."""
     ws = getattr(pkg.dispatch, "_ws", None)
-    return tile if ws is None else ws(tile, bucket)
+    if ws is None:
+        return tile
+    if case is None or len(inspect.signature(ws).parameters) < 3:
+        return ws(tile, bucket)
+    return ws(tile, bucket, case.m, case.n, case.k, sms)
 
 
 def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False,
@@ -140,8 +145,8 @@ def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False,
                 da, db = _decided(old, mode, case), _decided(new, mode, case)
                 a, heur_a, bucket_a, _ = _choice(old, mode, case, sms, da)
                 b, heur_b, bucket, variants = _choice(new, mode, case, sms, db)
-                ran_a, ran_b = (_ran(old, a, bucket_a), _ran(new, b, bucket)) if forms \
-                    else (a, b)
+                ran_a, ran_b = (_ran(old, a, bucket_a, case, sms),
+                                _ran(new, b, bucket, case, sms)) if forms else (a, b)
                 text_a = _text(ran_a, heur_a) + _operands(da)
                 text_b = _text(ran_b, heur_b) + _operands(db)
                 if text_a == text_b:   # tiles of two packages: compared as text

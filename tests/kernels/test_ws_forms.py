@@ -175,3 +175,32 @@ def test_a_tune_searches_every_width_the_kernel_takes_at_the_stages_that_fit(ele
     assert all(c.block_m == 64 for c in wf.search_tiles(elem, rows=64))
     # a tuned `tma_ws` entry is priced as it ran: no credit on top
     assert all(wf.gain(c, kind) == 1.0 for c in tiles for kind in wf.KINDS)
+
+
+@pytest.mark.parametrize(("m", "n", "k", "sms", "kind", "plain"), [
+    (2264, 616, 136, 132, "rr", True),     # 90 tiles at K = 136: plain at 4 warps
+    (1784, 968, 512, 132, "rr", True),     # K = SHORT_K
+    (1784, 968, 520, 132, "rr", False),    # past it: the form
+    (1896, 1432, 344, 132, "rr", False),   # 180 tiles: two a program, the form
+    (1896, 1432, 344, 200, "rr", True),    # ...where SMs outnumber them
+    (2264, 616, 136, 132, "rc", False),    # B column-major: not measured, the form
+    (2264, 616, 136, 0, "rr", False),      # no shape given: the form, as before
+])
+def test_a_128x128_pick_one_a_program_over_a_short_k_runs_plain_at_4_warps(
+        m, n, k, sms, kind, plain):
+    pick = T(128, 128, 64, 8, 5, 8, "tma")
+    got = wf.form(pick, kind, m, n, k, sms)
+    assert got == (T(128, 128, 64, 8, 4, 4, "tma") if plain else wf.form(pick, kind))
+    assert got.variant == ("tma" if plain else "tma_ws")
+    # the pick at those warps and stages already: no form, it runs as it is
+    assert wf.form(T(128, 128, 64, 8, 4, 4, "tma"), kind, m, n, k, sms) is None or not plain
+    # wide tiles keep their form: only 128x128 was measured plain
+    wide = T(128, 192, 64, 8, 4, 8, "tma_wide")
+    assert wf.form(wide, kind, m, n, k, sms).variant == "tma_ws"
+
+
+def test_the_dispatcher_runs_a_short_k_one_wave_pick_plain():
+    pick, bucket = T(128, 128, 64, 8, 5, 8, "tma"), "16bit bf16 rr tma ld128"
+    assert dispatch._ws(pick, bucket, 1016, 1384, 296, 132) == T(128, 128, 64, 8, 4, 4, "tma")
+    assert dispatch._ws(pick, bucket, 1016, 1384, 2960, 132).variant == "tma_ws"
+    assert dispatch._ws(pick, "fp8 fp8 rc tma ld128", 1016, 1384, 296, 132) is pick
