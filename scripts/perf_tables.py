@@ -80,6 +80,7 @@ S52 = RESULTS / "dev-cpu-2026-12-04-s52"
 S53 = RESULTS / "dev-cpu-2026-12-04-s53"
 S54 = RESULTS / "dev-cpu-2026-12-05-s54"
 H54 = RESULTS / "h200-2026-12-05-s54"
+H55 = RESULTS / "h200-2026-12-05-s55"
 _WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
@@ -255,6 +256,12 @@ TABLES: dict[str, Callable[[], str]] = {
                                         (("plain:pick", ""),)),
     "s54-first-calls": lambda: first_calls(H54 / "first_calls.csv", H54 / "first_parts.csv",
                                            "fdbff70"),
+    **{f"s55-tiles-{name}": functools.partial(tile_matrix, H55 / f"tiles_{name}.csv", "1")
+       for name in ("onetile", "x3_rr")},
+    "s55-rule": lambda: moved_ab(H55 / "cases.csv", "call3-rule", H55 / "call3_rule_moved.csv"),
+    "s55-reps1": lambda: moved_ab(H55 / "cases.csv", "call1-reps", H55 / "call1_moved.csv"),
+    "s55-reps3": lambda: moved_ab(H55 / "cases.csv", "call3-reps",
+                                  H55 / "call3_reps_moved.csv"),
 }
 
 
