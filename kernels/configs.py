@@ -122,7 +122,7 @@ def search_space(family: str, variants: Sequence[str], smem_limit: int, *, skinn
     variant's K splits to try; `tma_splits`: the TMA split-K configs (`tma_split_space`);
     `fma`: IEEE fp32, on the FMA units (`FMA_TILES`); `tma_rows`: the largest BLOCK_M
     of the TMA tiles, split or not (64 below wgmma's M: thin M). Where `variants` lists
-    `tma_ws` (dispatch.decide: a bucket whose picks run warp-specialized), the
+    `tma_ws` (decide.decide: a bucket whose picks run warp-specialized), the
     warp-specialized kernel's tiles too (`ws_forms.search_tiles`), a group of their own."""
     big = FMA_TILES if fma else _TILES[family]
     out: list[TileConfig] = [c for c in tma_splits if c.block_m <= tma_rows] \

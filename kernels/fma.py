@@ -54,7 +54,7 @@ FMA_THIN = ((16, 64, 32), (16, 128, 32), (32, 64, 32), (32, 128, 32))
 # two (2 x 28672 x 8192 rc 0.99 against 0.87-0.93; rr 0.83 against 0.79-0.85). Session 21,
 # calls C and E.
 _GEMV = ((128, 64), (128, 32), (256, 64), (256, 32))
-GEMV_M = 2          # up to this M IEEE fp32 (and tf32x3) runs the gemv variant (dispatch.gemv_rows)
+GEMV_M = 2          # up to this M IEEE fp32 (and tf32x3) runs the gemv variant (decide.gemv_rows)
 _GEMV_RANGE = 512   # K rows per split the heuristic aims at (split 8 at K = 4096)
 
 

@@ -1,4 +1,4 @@
-"""The host time of a first call's plan, on the CPU: `kernels.dispatch.decide` and
+"""The host time of a first call's plan, on the CPU: `kernels.decide.decide` and
 `kernels.table.lookup` on shapes the process has not seen, this tree against others.
 
     python3 scripts/plan_time.py [--ref REV ...] [--modes bf16,fp16,fp8,tf32,fp32]

@@ -119,7 +119,7 @@ def test_a_stale_entry_whose_case_retuned_under_another_bucket_is_an_orphan(tmp_
 
 def test_incumbent_prefixes_match_the_keys_the_dispatcher_writes():
     """The prefix is the bucket and shape of kernels.dispatch's key, whatever strides."""
-    from kernels.dispatch import _key
+    from kernels.decide import _key
 
     key = _key("16bit bf16 rr tma", 4096, 4096, 4096, (4104, 1), (4096, 1))
     e = entry_of(_result(key=key), ENV)

@@ -351,7 +351,7 @@ def test_gpu_tuning_is_cached_and_pinned(tmp_path):
                                        (Case(2, 3000, 3000, "rc"), "tf32x3")],
                          ids=lambda x: getattr(x, "id", x))
 def test_gpu_thin_tf32_and_tf32x3_calls_run_gemv_within_their_bands(case, mode):
-    """`dispatch.gemv_rows`: tf32 at one row over a large B and tf32x3 at one or two rows
+    """`decide.gemv_rows`: tf32 at one row over a large B and tf32x3 at one or two rows
     plan the gemv variant, and its exact-fp32 products land within the mode's band."""
     inp = make_inputs(case, MODES[mode], "cuda", seed=case.m * 31 + case.k)
     assert dispatch.plan(mode_named(mode), inp.a, inp.b).pick.variant == "gemv"

@@ -485,7 +485,7 @@ def test_a_tf32_128x128_neighbour_is_made_320_tall_for_tf32_calls_only(tmp_path)
 def test_a_tuned_tma_ws_entry_is_read_where_decide_lists_the_kernel_and_priced_as_it_ran(
         tmp_path):
     """A `tma_ws` entry (a tune timed it: configs.search_space) is taken where the call's
-    variants list `tma_ws` (dispatch.decide: a bucket whose picks run warp-specialized),
+    variants list `tma_ws` (decide.decide: a bucket whose picks run warp-specialized),
     exact or nearest, and not elsewhere; the lookup prices it at its tuned time, with no
     form's credit (ws_forms.gain: 1)."""
     from kernels import dispatch
