@@ -12,7 +12,7 @@ plain tiles). Session 51: fp8 (B K-major, as its bucket copies it) on 128x(128 +
 or 64)x128 tiles too (`KINDS`), x1.04-1.13 on the same tiles; not 128x128x128, which ran
 as fast as the picks it would replace (x1.003 over 101 of them, down to x0.93 at short K).
 A pick runs in its form only where GAIN lists its width for its kind: measured there.
-Session 55: a 128x128 rr pick with one tile a program over a short K runs plain at 4 warps
+Session 55: a 16-bit 128x128 pick with one tile a program over a short K runs plain at 4 warps
 (`short_plain`), faster there than the form; the lookup still prices it at the form's GAIN
 (under what it runs at), so that rule moves no pick, only what a pick runs.
 """
@@ -135,16 +135,19 @@ def stages(config: TileConfig, elem: int = 2) -> int:
 # 128x128 tile (no more tiles than SMs) the load warp has no next tile to run ahead into,
 # and at a short K the plain tile at 4 warps and 4 stages ran faster than the form: x1.014-
 # 1.054 over it at K 136-512 (12 of 12 shapes), x0.99-1.03 at K 520-928 (9), x0.96-0.99 at
-# K 1224-1528 (4). So such a pick runs there plain (`form`), at these warps and stages.
+# K 1224-1528 (4). So such a pick runs there plain (`form`), at these warps and stages: the
+# moved picks ran x1.044 (bf16) and x1.042 (fp16), 90 of 90 faster (call 3). Over a
+# column-major B (rc) the same tiles ran x1.026-1.074 plain at K 136-512 (6 of 6 shapes),
+# x1.028 at 720 and x0.989 at 1224 (call 4), so rc picks take the rule too.
 SHORT_K = 512
 PLAIN_SHORT = (4, 4)   # (warps, stages)
 
 
 def short_plain(pick: TileConfig, kind: str, m: int, n: int, k: int, sms: int) -> bool:
     """Whether a pick with a `form` runs plain at PLAIN_SHORT instead: a 16-bit 128x128
-    tile over row-major operands (the layout measured) at K <= SHORT_K, one tile a
-    program (`sms` > 0: the caller's SM count)."""
-    return kind == "rr" and pick.block_n == BLOCK_M and 0 < k <= SHORT_K and sms > 0 \
+    tile over a row-major A (B either way: the layouts measured) at K <= SHORT_K, one
+    tile a program (`sms` > 0: the caller's SM count)."""
+    return kind in LAYOUTS and pick.block_n == BLOCK_M and 0 < k <= SHORT_K and sms > 0 \
         and cdiv(m, BLOCK_M) * cdiv(n, BLOCK_M) <= sms
 
 

@@ -257,11 +257,12 @@ TABLES: dict[str, Callable[[], str]] = {
     "s54-first-calls": lambda: first_calls(H54 / "first_calls.csv", H54 / "first_parts.csv",
                                            "fdbff70"),
     **{f"s55-tiles-{name}": functools.partial(tile_matrix, H55 / f"tiles_{name}.csv", "1")
-       for name in ("onetile", "x3_rr")},
+       for name in ("onetile", "x3_rr", "onetile_rc", "x3_thin")},
     "s55-rule": lambda: moved_ab(H55 / "cases.csv", "call3-rule", H55 / "call3_rule_moved.csv"),
     "s55-reps1": lambda: moved_ab(H55 / "cases.csv", "call1-reps", H55 / "call1_moved.csv"),
     "s55-reps3": lambda: moved_ab(H55 / "cases.csv", "call3-reps",
                                   H55 / "call3_reps_moved.csv"),
+    "s55-kept": lambda: runs_ab(H55 / "cases.csv", ("call4-kept",)),
 }
 
 

@@ -183,7 +183,7 @@ def test_a_tune_searches_every_width_the_kernel_takes_at_the_stages_that_fit(ele
     (1784, 968, 520, 132, "rr", False),    # past it: the form
     (1896, 1432, 344, 132, "rr", False),   # 180 tiles: two a program, the form
     (1896, 1432, 344, 200, "rr", True),    # ...where SMs outnumber them
-    (2264, 616, 136, 132, "rc", False),    # B column-major: not measured, the form
+    (2264, 616, 136, 132, "rc", True),     # B column-major too (session 55, call 4)
     (2264, 616, 136, 0, "rr", False),      # no shape given: the form, as before
 ])
 def test_a_128x128_pick_one_a_program_over_a_short_k_runs_plain_at_4_warps(
