@@ -159,7 +159,7 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
         if not ok_b and (M >= _COPY_MIN_DIM or slow):
             copy_b, ok_b = "aligned", True
     la = "r" if copy_a else given_a
-    lb = "c" if _b_kmajor_after(copy_b, sb) else "r" if copy_b else given_b
+    lb = "c" if b_kmajor_after(copy_b, sb) else "r" if copy_b else given_b
     # IEEE fp32 runs on FMA units, which read a transposed shared-memory tile badly
     # (6 TFLOP/s for cr/rc on the H200, session 5): TMA only for row-major A and B.
     natural = not ieee or la + lb == "rr"
@@ -221,6 +221,6 @@ def _ld_class(stride: tuple, cols: int, copied: str, elem: int, kept: bool = Fal
     return min(ld & -ld, 128) if ld else 128
 
 
-def _b_kmajor_after(copy_b: str, stride: tuple) -> bool:
+def b_kmajor_after(copy_b: str, stride: tuple) -> bool:
     """Whether B is copied K-major (column-major): asked for, or aligning a K-major B."""
     return copy_b == "kmajor" or (copy_b == "aligned" and stride[0] == 1)

@@ -23,7 +23,7 @@ import torch
 
 from kernels import table, ws_forms
 from kernels.configs import INTERPRETER_CONFIG, heuristic, search_space, tma_split_space
-from kernels.decide import _b_kmajor_after, decide, on_fma_units
+from kernels.decide import b_kmajor_after, decide, on_fma_units
 from kernels.fma import gemv_space
 from kernels.matmul_tma import num_sms
 from kernels.modes import KernelMode
@@ -168,7 +168,7 @@ def prepare(p: Plan, a: torch.Tensor, b: torch.Tensor, cache: bool = False
     pad, zeros = (PAD_N, "-padded") if p.pad_b else (1, "")
     if p.copy_b == "pitch":
         b = copy(b, "b-pitch" + zeros, lambda x, role=None: pitched_copy(x, role, pad))
-    elif _b_kmajor_after(p.copy_b, b.stride()):
+    elif b_kmajor_after(p.copy_b, b.stride()):
         b = copy(b, "b-kmajor" + zeros,
                  lambda x, role=None: aligned_copy(x.t(), align, role, (pad, 1)).t())
     elif p.copy_b:
