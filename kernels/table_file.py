@@ -114,9 +114,9 @@ def warn_stale(path: str, count: int) -> None:
                   "are not used; run `gemmgate tune --stale` to retune them", stacklevel=4)
 
 
-def _minor(version: str) -> str:
-    """A Triton version's major.minor ('3.6.0' -> '3.6')."""
-    return ".".join(version.split(".")[:2])
+def triton_minor(version: str) -> str:
+    """A Triton version's major.minor ('3.6.0' -> '3.6'; scripts/restamp.py's too)."""
+    return ".".join(str(version).split(".")[:2])
 
 
 def other_triton(entries: tuple[dict, ...], running: str) -> dict[str, int]:
@@ -125,7 +125,7 @@ def other_triton(entries: tuple[dict, ...], running: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for e in entries:
         tuned = e.get("triton")
-        if tuned and _minor(str(tuned)) != _minor(running):
+        if tuned and triton_minor(tuned) != triton_minor(running):
             out[str(tuned)] = out.get(str(tuned), 0) + 1
     return out
 

@@ -68,7 +68,12 @@ def ptx(launch, mode, arch: int) -> str:
             sig[name] = "i32"
     compiled = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=kw),
                               target=GPUTarget("cuda", arch, 32), options=options)
-    text = compiled.asm["ptx"]
+    return plain_ptx(compiled.asm["ptx"])
+
+
+def plain_ptx(text: str) -> str:
+    """PTX without its debug info: the debug sections, `.file` and `.loc` lines and
+    comments (scripts/restamp.py compares entries' code by it too)."""
     cut = re.search(r"\.section\s+\.debug", text)
     return _DEBUG.sub("", text[:cut.start()] if cut else text)
 

@@ -36,7 +36,6 @@ import argparse
 import datetime
 import hashlib
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -44,18 +43,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TABLE = ROOT / "kernels" / "tuned" / "nvidia-h200.json"
-_DEBUG = re.compile(r"\.file.*|\.loc.*|//.*")
+sys.path.insert(0, str(ROOT / "scripts"))
 
-
-def plain_ptx(text: str) -> str:
-    """PTX without its debug info: the debug sections, `.file` and `.loc` lines and
-    comments (scripts/ptx_diff.py's rule)."""
-    cut = re.search(r"\.section\s+\.debug", text)
-    return _DEBUG.sub("", text[:cut.start()] if cut else text)
-
-
-def _minor(version: str) -> str:
-    return ".".join(str(version).split(".")[:2])
+from ptx_diff import plain_ptx  # noqa: E402 - PTX without debug info, compared as text
 
 
 def judged(entries: list[dict], here: dict[str, str], ref: dict[str, str], triton: str
@@ -63,6 +53,8 @@ def judged(entries: list[dict], here: dict[str, str], ref: dict[str, str], trito
     """(indices of the entries to compile, {index: why not} for the other stale ones):
     stale here (`here`: variant -> this tree's source hash), stamped with REV's source
     (`ref`), and tuned on `triton`'s major.minor."""
+    from kernels.table_file import triton_minor  # (not at import: --child picks a tree)
+
     todo, skipped = [], {}
     for i, e in enumerate(entries):
         variant = e["config"].get("variant", "tiled")
@@ -70,7 +62,7 @@ def judged(entries: list[dict], here: dict[str, str], ref: dict[str, str], trito
             continue
         if e["kernel"] != ref.get(variant):
             skipped[i] = "stale before REV (stamped with neither tree's source)"
-        elif _minor(e.get("triton", "")) != _minor(triton):
+        elif triton_minor(e.get("triton", "")) != triton_minor(triton):
             skipped[i] = f"tuned on triton {e.get('triton', '?')}, this process runs {triton}"
         else:
             todo.append(i)
