@@ -5,7 +5,7 @@ import pytest
 
 from kernels.configs import heuristic, search_space, split_for, tma_split_space
 from kernels.fma import fma_skinny_split, fma_split, fma_thin
-from kernels.tile import TileConfig, cdiv, usable
+from kernels.tile import TileConfig, cdiv, k_range, usable
 
 H200_SMEM, H200_SMS = 232448, 132
 
@@ -351,6 +351,25 @@ def test_tf32x3_skinny_heuristic_takes_64_wide_tiles_over_a_k_major_b_alone(m, n
     assert (rowmajor.block_m, rowmajor.block_n, rowmajor.block_k) == (16, 128, 64)
     tf32 = heuristic("fp32", m, n, k, b_kmajor=True, **kw)
     assert (tf32.block_m, tf32.block_n, tf32.block_k) == (16, 128, 64)
+
+
+@pytest.mark.parametrize("m, n, k, split", [
+    (17, 2272, 3104, 6), (20, 3264, 2336, 4), (32, 3504, 2544, 4), (32, 1296, 4992, 12),
+    (28, 1360, 1888, 6), (16, 4096, 11008, 4), (8, 5120, 3072, 3), (32, 8192, 4096, 1)])
+def test_tf32x3_heuristic_splits_twice_at_16_to_32_rows_over_a_row_major_b(m, n, k, split):
+    """tf32x3 at 16 < M <= 32 over a row-major B: twice `split_for`'s split where each
+    K range keeps 256 deep (session 55: x1.05-1.17 on six of eight shapes). Kept: K
+    ranges under 256 (28 x 1360 x 1888 at 12: 192 deep), M <= 16, no split to double;
+    tf32 and a K-major B are not affected."""
+    kw = dict(tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
+    x3 = heuristic("fp32", m, n, k, three_pass=True, **kw)
+    assert (x3.variant, x3.block_m, x3.block_n, x3.split_k) == ("tiled", 16, 128, split)
+    own = split_for(m, n, k, x3, H200_SMS)
+    assert heuristic("fp32", m, n, k, **kw).split_k == own
+    if split != own:
+        assert split > own and k_range(k, split, x3.block_k) >= 256
+    kmajor = heuristic("fp32", m, n, k, three_pass=True, b_kmajor=True, **kw)
+    assert kmajor.split_k == split_for(m, n, k, kmajor, H200_SMS)
 
 
 @pytest.mark.parametrize("k, block_k", [(192, 64), (160, 64), (448, 64), (480, 64),
