@@ -75,11 +75,13 @@ _SKINNY = {"16bit": ((16, 128, 128), (32, 128, 128), (16, 64, 256), (32, 64, 128
 # rule's 43 moved picks: x1.469, 39 faster.
 _SKINNY_3PASS = (16, 64, 64)
 # tf32x3 at 16 < M <= 32 over a row-major B (16x128x64): twice `split_for`'s split where
-# each K range keeps 256 deep. Session 55 (H200, L2 flushed, `tiles.py`): eight shapes at
-# their split and twice it, x1.05-1.17 where the split was 2 or 3 (six shapes), x1.01
-# at 32 x 1296 x 4992 (split 6, ranges 448 deep at 12); 28 x 1360 x 1888 (ranges 192 deep
-# at 12) ran x0.94 and keeps its split. At M <= 16 each shape's own split ran fastest.
-_X3_TWICE_M, _X3_TWICE_RANGE = 16, 256
+# that split is 2-6 and each K range keeps 256 deep. Session 55 (H200, L2 flushed,
+# `tiles.py`): eight shapes at their split and twice it, x1.05-1.17 where the split was 2
+# or 3, x1.01 at 32 x 1296 x 4992 (split 6, ranges 448 deep at 12), x0.94 at 28 x 1360 x
+# 1888 (192 deep at 12); at M <= 16 each shape's own split ran fastest. Session 56, call
+# 1, A/B on a fresh draw's 25 moved picks (seeds 561, 562): x1.052, 20 faster; from
+# splits 2-6 x0.965-1.168 (16 of 17 faster), from 7-30 (to 14-52) x0.874-1.050, 4 of 8.
+_X3_TWICE_M, _X3_TWICE_MAX, _X3_TWICE_RANGE = 16, 6, 256
 
 # The 16-bit skinny tile (pointer loads) over a short K that leaves a tail (under 4 of
 # its 128-deep blocks, not a multiple of 128) takes 64-deep blocks: the tiled kernel's
@@ -304,7 +306,7 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
         if family == "16bit" and k < _SHORT_K_BLOCKS * c.block_k and k % c.block_k:
             c = replace(c, block_k=_SHORT_K_BLOCK)
         split = fma_skinny_split(m, n, k, c, num_sms) if fma else split_for(m, n, k, c, num_sms)
-        if three_pass and not b_kmajor and m > _X3_TWICE_M and split > 1 \
+        if three_pass and not b_kmajor and m > _X3_TWICE_M and 1 < split <= _X3_TWICE_MAX \
                 and k_range(k, 2 * split, c.block_k) >= _X3_TWICE_RANGE:
             split = cdiv(k, k_range(k, 2 * split, c.block_k))
         return replace(c, split_k=split)

@@ -355,12 +355,14 @@ def test_tf32x3_skinny_heuristic_takes_64_wide_tiles_over_a_k_major_b_alone(m, n
 
 @pytest.mark.parametrize("m, n, k, split", [
     (17, 2272, 3104, 6), (20, 3264, 2336, 4), (32, 3504, 2544, 4), (32, 1296, 4992, 12),
-    (28, 1360, 1888, 6), (16, 4096, 11008, 4), (8, 5120, 3072, 3), (32, 8192, 4096, 1)])
+    (28, 1360, 1888, 6), (16, 4096, 11008, 4), (8, 5120, 3072, 3), (32, 8192, 4096, 1),
+    (18, 240, 13304, 30), (24, 1440, 2000, 8)])
 def test_tf32x3_heuristic_splits_twice_at_16_to_32_rows_over_a_row_major_b(m, n, k, split):
-    """tf32x3 at 16 < M <= 32 over a row-major B: twice `split_for`'s split where each
-    K range keeps 256 deep (session 55: x1.05-1.17 on six of eight shapes). Kept: K
-    ranges under 256 (28 x 1360 x 1888 at 12: 192 deep), M <= 16, no split to double;
-    tf32 and a K-major B are not affected."""
+    """tf32x3 at 16 < M <= 32 over a row-major B: twice `split_for`'s split where it is
+    2-6 and each K range keeps 256 deep (sessions 55 and 56: x1.05-1.17; doubled from 7
+    and up, x0.87-1.05). Kept: K ranges under 256 (28 x 1360 x 1888 at 12: 192 deep), a
+    split over 6 (18 x 240 x 13304), M <= 16, no split to double; tf32 and a K-major B
+    are not affected."""
     kw = dict(tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
     x3 = heuristic("fp32", m, n, k, three_pass=True, **kw)
     assert (x3.variant, x3.block_m, x3.block_n, x3.split_k) == ("tiled", 16, 128, split)
