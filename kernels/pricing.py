@@ -58,6 +58,7 @@ class Chip:
     # warp-specialized
 
 
+@functools.lru_cache(maxsize=1024)   # one a bucket and device: every lookup asks
 def chip_for(sms: int, smem: int, fam: str, bucket: str) -> Chip:
     """The lookup's `Chip` for a call of `bucket`: its A K-major where the layouts word
     starts with 'r' (row-major), its B where it ends with 'c' (column-major)."""
@@ -108,13 +109,26 @@ def transfer(parent: TileConfig, c: TileConfig, m: int, n: int, k: int, chip: Ch
     the call's family and shared memory for a wide tile's price (`wide_step`) and a split
     tile's programs an SM (`split_residency`). Pure in its arguments: a lookup works it out
     once per table tile for all the entries that have it (`priced`'s `memo`)."""
+    stage, wide, per_sm = _factors(parent, c, chip.fam, chip.split_smem)
+    return fixed_ms(c, m, n, chip.sms), stage, wide, _steps(c, m, n, k, chip.sms, per_sm)
+
+
+# `steps` past its cache: a lookup prices tiles on its own shape, new to the cache in a first
+# call (each miss would cost the key and push out an entry's own shape, `per_step_of`)
+_steps = steps.__wrapped__
+
+
+@functools.lru_cache(maxsize=4096)   # the same few table tiles' options, for every shape
+def _factors(parent: TileConfig, c: TileConfig, fam: str, split_smem: int
+             ) -> tuple[float, float, int]:
+    """`transfer`'s factors that no shape changes: (stage, wide, the programs of a split
+    tile an SM)."""
     stage = wide = 1.0
     if c.occupancy > parent.occupancy:
         stage = STAGE_COST ** (parent.num_stages - c.num_stages)
     if c.variant in _WIDE and parent.variant not in _WIDE:
-        wide = wide_step(parent, c, chip.fam)
-    per_sm = split_residency(c, chip.fam, chip.split_smem) if c.variant == "tma_split" else 1
-    return fixed_ms(c, m, n, chip.sms), stage, wide, steps(c, m, n, k, chip.sms, per_sm)
+        wide = wide_step(parent, c, fam)
+    return stage, wide, split_residency(c, fam, split_smem) if c.variant == "tma_split" else 1
 
 
 # A table tile's options on one shape (`_options`): (tile, margin, fixed, stage, wide,
@@ -178,6 +192,11 @@ def _options(parent: TileConfig, m: int, n: int, k: int, variants: tuple[str, ..
 
 
 def fastest(options: list[tuple[float, TileConfig, float]]) -> tuple[float, TileConfig]:
-    """The option predicted fastest, each weighed by its margin; (its prediction, tile)."""
-    ms, c, _ = min(options, key=lambda o: o[0] * o[2])
+    """The option predicted fastest, each weighed by its margin; (its prediction, tile):
+    the first of the least, as `min` takes it (a loop: no key call per option)."""
+    ms, c, margin = options[0]
+    least = ms * margin
+    for o in options:
+        if o[0] * o[2] < least:
+            least, ms, c = o[0] * o[2], o[0], o[1]
     return ms, c

@@ -157,12 +157,36 @@ def _index(device_name: str, directory: str) -> tuple[str, dict[str, tuple[_Row,
     path, entries = entries_for(device_name, Path(directory))
     warn_triton(path, entries)
     rows: dict[str, list[_Row]] = {}
-    for e in entries:
+    tiles: dict[TileConfig, TileConfig] = {}   # one object a tile: the caches keyed by
+    for e in entries:                          # tiles then match it by identity
         m, n, k = int(e["m"]), int(e["n"]), int(e["k"])
         got = rows.setdefault(e["bucket"], [])
-        got.append(_Row(TileConfig(**e["config"]), (m, n, k), regime(m, n, k), is_stale(e),
-                        float(e.get("tuned_ms") or 0.0), len(got)))
+        tile = TileConfig(**e["config"])
+        got.append(_Row(tiles.setdefault(tile, tile), (m, n, k), regime(m, n, k),
+                        is_stale(e), float(e.get("tuned_ms") or 0.0), len(got)))
     return path, {b: tuple(sorted(r, key=_tiles_of)) for b, r in rows.items()}
+
+
+@functools.cache
+def _exacts(device_name: str, directory: str
+            ) -> dict[str, tuple[dict[str, int], dict[tuple[int, int, int], tuple[_Row, ...]]]]:
+    """bucket -> (its stale entries per variant, shape -> its fresh rows in file order):
+    what `_lookup` reads before it prices, so that it does not walk a bucket per call."""
+    out = {}
+    for bucket, rows in _index(device_name, directory)[1].items():
+        stale: dict[str, int] = {}
+        exact: dict[tuple[int, int, int], list[_Row]] = {}
+        for r in sorted(rows, key=_in_file):
+            if r.stale:
+                stale[r.config.variant] = stale.get(r.config.variant, 0) + 1
+            else:
+                exact.setdefault(r.shape, []).append(r)
+        out[bucket] = (stale, {sh: tuple(rs) for sh, rs in exact.items()})
+    return out
+
+
+def _in_file(r: _Row) -> int:
+    return r.order
 
 
 def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
@@ -175,16 +199,20 @@ def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
     `sms`, a nearest lookup weighs the NEIGHBOURS nearest entries' tiles by `pricing.transfer`;
     given its shared memory a program (`smem`), each one-program TMA tile's `twins` too."""
     path, rows = _index(device_name, str(directory))
+    exacts = _exacts(device_name, str(directory))
     buckets, fam = _sources(bucket)
     chip = chip_for(sms, smem, fam, bucket)
+    where = regime(m, n, k)
     for i, (source, carried) in enumerate(buckets):
-        found = _lookup(path, rows.get(source, ()), m, n, k, _carried(variants, carried),
-                        chip, rows.get(_other_type(source), ()))
+        found = _lookup(path, rows.get(source, ()), exacts.get(source, _NO_EXACTS), m, n, k,
+                        where, _carried(variants, carried), chip,
+                        rows.get(_other_type(source), ()))
         if found is not None:
             return found if i == 0 else (found[0], "table-nearest")
     return None
 
 
+@functools.lru_cache(maxsize=1024)   # pure in the bucket's name: every lookup asks
 def _sources(bucket: str) -> tuple[tuple[tuple[str, tuple[str, ...] | None], ...], str]:
     """The buckets a lookup reads, in order, each with the variants whose tiles carry over
     from it (None: all), and the bucket's family (its first word): the bucket; below ld128
@@ -202,6 +230,7 @@ def _sources(bucket: str) -> tuple[tuple[tuple[str, tuple[str, ...] | None], ...
     return tuple(out), family
 
 
+@functools.lru_cache(maxsize=1024)
 def _other_type(bucket: str) -> str:
     """The bucket of the other 16-bit type whose entries a lookup also weighs (the same
     operands, layouts, path and row alignment); "" for the other families."""
@@ -242,11 +271,15 @@ _BY_DISTANCE = itemgetter(0, 1)    # (distance, file order)
 
 
 def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
-          variants: tuple[str, ...], fma: bool = False) -> list[_Row]:
+          variants: tuple[str, ...], fma: bool = False,
+          where: tuple[float, float, float] | None = None) -> list[_Row]:
     """The rows a nearest lookup weighs: fresh, of a variant the call can run, not
-    `fragile` here, within NEAREST_MAX of this shape's regime; nearest first (of equal
-    distance, first in the file). `rows`: one bucket's, as `_index` sorts them."""
-    t, d, w = regime(m, n, k)
+    `fragile` here, within NEAREST_MAX of this shape's regime (`where`, where the caller
+    has it); nearest first (of equal distance, first in the file). `rows`: one bucket's, as
+    `_index` sorts them."""
+    if not rows:
+        return []
+    t, d, w = where or regime(m, n, k)
     # the window of output-tile coordinates within NEAREST_MAX (a hair wider: the test
     # below is the rule, in its own arithmetic)
     lo = bisect_left(rows, t - NEAREST_MAX - _WINDOW_SLACK, key=_tiles_of)
@@ -265,35 +298,42 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
     return [r for _, _, r in scored]
 
 
-def _lookup(path: str, rows: tuple[_Row, ...], m: int, n: int, k: int,
-            variants: tuple[str, ...], chip: Chip, other_type: tuple[_Row, ...] = ()
-            ) -> tuple[TileConfig, str] | None:
-    shape, stale, exact = (m, n, k), 0, None
-    for r in rows:   # one pass: the stale runnable entries, and the first fresh exact one
+_NO_EXACTS: tuple[dict, dict] = ({}, {})
+
+
+def _lookup(path: str, rows: tuple[_Row, ...], exacts: tuple[dict, dict], m: int, n: int,
+            k: int, where: tuple[float, float, float], variants: tuple[str, ...], chip: Chip,
+            other_type: tuple[_Row, ...] = ()) -> tuple[TileConfig, str] | None:
+    """One source bucket's tile here: its first fresh exact entry of a variant the call
+    can run (`exacts`: the bucket's `_exacts`), else the nearest pricing of its rows and
+    the other 16-bit type's; each lookup warns of the bucket's stale runnable entries."""
+    stale_by_variant, by_shape = exacts
+    if stale_by_variant:
+        stale = sum(stale_by_variant.get(v, 0) for v in dict.fromkeys(variants))
+        if stale:
+            warn_stale(path, stale)
+    for r in by_shape.get((m, n, k), ()):
         if r.config.variant in variants:
-            if r.stale:
-                stale += 1
-            elif exact is None and r.shape == shape:   # (sorted stably: file order)
-                exact = r
-    if stale:
-        warn_stale(path, stale)
-    if exact is not None:
-        return exact.config, "table"
+            return r.config, "table"
+    if not rows and not other_type:
+        return None
     memo: dict = {}   # the table tiles' options here, shared by both passes (`priced`)
-    own = _nearest(rows, m, n, k, variants, chip, memo)   # (`_near` skips stale rows)
-    other = _nearest(other_type, m, n, k, variants, chip, memo)
+    own = _nearest(rows, m, n, k, variants, chip, memo, where)   # (`_near` skips stale rows)
+    other = _nearest(other_type, m, n, k, variants, chip, memo, where)
     if own is None or (other is not None and other[0] * OTHER_TYPE_MARGIN <= own[0] < math.inf):
         own = other
     return None if own is None else (own[1], "table-nearest")
 
 
 def _nearest(rows: tuple[_Row, ...], m: int, n: int, k: int, variants: tuple[str, ...],
-             chip: Chip, memo: dict | None = None) -> tuple[float, TileConfig] | None:
+             chip: Chip, memo: dict | None = None,
+             where: tuple[float, float, float] | None = None
+             ) -> tuple[float, TileConfig] | None:
     """(predicted ms, tile) of the rows' best near tile here (NEIGHBOURS nearest, a
     farther one FAR_MARGIN faster), or None; without `sms` the nearest row's tile at
     infinite ms (nothing to predict with). `memo`: `priced`'s, for this shape."""
     memo = {} if memo is None else memo
-    near = _near(rows, m, n, k, variants, chip.fma)
+    near = _near(rows, m, n, k, variants, chip.fma, where)
     if not near:
         return None
     options = priced(near[:NEIGHBOURS], m, n, k, variants, chip, memo) if chip.sms else []
@@ -312,4 +352,5 @@ def reload() -> None:
     """Forget the tables read so far (after `gemmgate tune` wrote one)."""
     _reload_files()
     _index.cache_clear()
+    _exacts.cache_clear()
     per_step_of.cache_clear()

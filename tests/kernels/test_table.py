@@ -443,6 +443,31 @@ def test_stale_entries_are_never_used_and_are_reported(tmp_path):
     assert len(table_file.stale_entries("NVIDIA H200", d)) == 1
 
 
+def test_the_stale_warning_counts_the_stale_entries_the_call_could_run(tmp_path):
+    """`_exacts` counts a bucket's stale entries per variant once per table: a lookup
+    warns of those of a variant it can run, each once, and of none where it can run none
+    (`warn_stale` warns once per table and count: each ask below a count of its own)."""
+    table_file.warn_stale.cache_clear()
+    old = dict(kernel="0123456789ab")
+    d = _write(tmp_path, [_entry(4096, 4096, 4096, TMA, **old),
+                          _entry(2048, 2048, 2048, TMA, **old),
+                          _entry(1024, 1024, 1024, TILED, **old)])
+
+    def warned(variants):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            table.lookup("NVIDIA H200", "16bit bf16 rr tma", 512, 512, 512, directory=d,
+                         variants=variants)
+        return [str(x.message).split(": ")[1].split(" ")[0] for x in w
+                if "tune --stale" in str(x.message)]
+
+    assert warned(("tma", "tma")) == ["2"]
+    assert warned(("tma_split",)) == []
+    assert warned(("tiled", "tma", "tiled")) == ["3"]
+    table.reload()
+    table_file.warn_stale.cache_clear()
+
+
 def test_a_16bit_128x128_neighbour_is_made_320_tall_over_any_b_where_that_is_one_wave(
         tmp_path):
     """Session 44: a 16-bit 128x128x64 neighbour lends its tile 288 or 320 tall (8 warps,
