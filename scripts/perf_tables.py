@@ -81,6 +81,8 @@ S53 = RESULTS / "dev-cpu-2026-12-04-s53"
 S54 = RESULTS / "dev-cpu-2026-12-05-s54"
 H54 = RESULTS / "h200-2026-12-05-s54"
 H55 = RESULTS / "h200-2026-12-05-s55"
+H56 = RESULTS / "h200-2026-12-05-s56"
+S56 = RESULTS / "dev-cpu-2026-12-05-s56"
 _WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
@@ -263,6 +265,14 @@ TABLES: dict[str, Callable[[], str]] = {
     "s55-reps3": lambda: moved_ab(H55 / "cases.csv", "call3-reps",
                                   H55 / "call3_reps_moved.csv"),
     "s55-kept": lambda: runs_ab(H55 / "cases.csv", ("call4-kept",)),
+    "s56-x3": lambda: moved_ab(H56 / "cases.csv", "call1-x3rule", H56 / "call1_x3_moved.csv",
+                               controls=False),
+    "s56-x3-capped": lambda: moved_ab(H56 / "cases.csv", "call1-x3rule",
+                                      H56 / "call1_x3_capped_moved.csv", controls=False),
+    "s56-rc": lambda: moved_ab(H56 / "cases.csv", "call1-rcrule", H56 / "call1_rc_moved.csv",
+                               controls=False),
+    "s56-keptrc": lambda: runs_ab(H56 / "cases.csv", ("call1-keptrc",)),
+    "s56-plan-time": lambda: plan_times(S56 / "plan_time.csv", S56 / "plan_time_cold.csv"),
 }
 
 
