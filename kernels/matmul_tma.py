@@ -36,6 +36,7 @@ from kernels.launch import Bound, Launch
 from kernels.past_n import b_extent
 from kernels.relayout import LINE, aligned_empty, copy_launch, pitch, unstage_launch
 from kernels.tile import CTA_SMEM, TileConfig, cdiv
+from kernels.tma_loads import load_oriented
 
 
 @triton.jit
@@ -68,19 +69,10 @@ def _tma_kernel(
         for ki in range(k_tiles):
             off_k = ki * BLOCK_K
             if B_FIRST:   # an FMA dot on Triton 3.7+ (kernels/fma.py)
-                if B_T:
-                    b = b_desc.load([off_n, off_k]).T
-                else:
-                    b = b_desc.load([off_k, off_n])
-            if A_T:
-                a = a_desc.load([off_k, off_m]).T
-            else:
-                a = a_desc.load([off_m, off_k])
+                b = load_oriented(b_desc, off_k, off_n, B_T)
+            a = load_oriented(a_desc, off_m, off_k, A_T)
             if not B_FIRST:
-                if B_T:
-                    b = b_desc.load([off_n, off_k]).T
-                else:
-                    b = b_desc.load([off_k, off_n])
+                b = load_oriented(b_desc, off_k, off_n, B_T)
             if IS_FP32:
                 acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
             else:
@@ -97,7 +89,7 @@ def _tma_kernel(
             tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-KERNELS = (_tma_kernel,)
+KERNELS = (_tma_kernel, load_oriented)   # all its source (the hash)
 
 
 def describable(shape: tuple, stride: tuple, elem: int) -> bool | None:

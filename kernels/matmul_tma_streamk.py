@@ -60,6 +60,7 @@ from kernels.matmul_tma import (
 from kernels.relayout import LINE, pitch
 from kernels.scratch import SCRATCH
 from kernels.tile import TileConfig, cdiv
+from kernels.tma_loads import load_oriented
 
 
 @triton.jit
@@ -79,14 +80,8 @@ def _k_block(a_desc, b_desc, acc, off_m, off_n, off_k, A_T: tl.constexpr, B_T: t
              INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr):
     """One K block of a tile into `acc`: the TMA kernel's loop body (inlined; both
     phases' K loops stay the kernel's own, for the pipeliner)."""
-    if A_T:
-        a = a_desc.load([off_k, off_m]).T
-    else:
-        a = a_desc.load([off_m, off_k])
-    if B_T:
-        b = b_desc.load([off_n, off_k]).T
-    else:
-        b = b_desc.load([off_k, off_n])
+    a = load_oriented(a_desc, off_m, off_k, A_T)
+    b = load_oriented(b_desc, off_k, off_n, B_T)
     if IS_FP32:
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
     else:
@@ -198,7 +193,7 @@ def _streamk_kernel(
                 tl.atomic_xchg(lock_ptr + t, 0)
 
 
-KERNELS = (_streamk_kernel, _k_block, _tile_origin, _owner)   # all its source (the hash)
+KERNELS = (_streamk_kernel, _k_block, _tile_origin, _owner, load_oriented)   # its source
 FIX_ROWS = 32   # rows of a split tile's partials summed at a time (the kernel's FIX_M)
 MAX_PARTS = 4   # programs sharing a tile at most (the kernel's fix-up is unrolled for it)
 

@@ -33,6 +33,8 @@ sys.path.insert(0, str(ROOT))
 _PTR = {"bfloat16": "*bf16", "float16": "*fp16", "float32": "*fp32",
         "float8_e4m3fn": "*fp8e4nv"}
 _DEBUG = re.compile(r"\.file.*|\.loc.*|//.*")
+_TMP_LABEL = re.compile(r"\s*(\$L__tmp\d+):\s*")
+_TMP_NAME = re.compile(r"\$L__tmp\d+")
 
 
 def launch_of(pkg, mode_name: str, tile: dict, m: int, n: int, k: int):
@@ -72,10 +74,16 @@ def ptx(launch, mode, arch: int) -> str:
 
 
 def plain_ptx(text: str) -> str:
-    """PTX without its debug info: the debug sections, `.file` and `.loc` lines and
-    comments (scripts/restamp.py compares entries' code by it too)."""
+    """PTX without its debug info: the debug sections, `.file` and `.loc` lines, comments,
+    blank lines, and the `$L__tmpN:` labels nothing left refers to (the debug sections
+    mark inlined calls' ranges with them: a `@triton.jit` helper written out or called
+    is the same code; scripts/restamp.py compares entries' code by it too)."""
     cut = re.search(r"\.section\s+\.debug", text)
-    return _DEBUG.sub("", text[:cut.start()] if cut else text)
+    lines = [x.rstrip() for x in _DEBUG.sub("", text[:cut.start()] if cut else text)
+             .splitlines() if x.strip()]
+    labels = {i: m.group(1) for i, x in enumerate(lines) if (m := _TMP_LABEL.fullmatch(x))}
+    used = set(_TMP_NAME.findall("\n".join(x for i, x in enumerate(lines) if i not in labels)))
+    return "\n".join(x for i, x in enumerate(lines) if i not in labels or labels[i] in used)
 
 
 def _shape(text: str) -> tuple[int, int, int]:

@@ -49,3 +49,21 @@ print(texts[0] == texts[1], texts[0] == texts[2], ".loc" in texts[0])
 def test_bad_input_exits_2_with_a_message(run, argv, message):
     got = run(*argv)
     assert got.returncode == 2 and message in got.stderr, got.stderr[-2000:]
+
+
+def test_plain_ptx_drops_debug_lines_blank_lines_and_debug_only_labels():
+    """An inlined `@triton.jit` helper adds `$L__tmpN:` labels that only the debug
+    sections name (kernels/tma_loads.py): such a label is not code; one an instruction
+    branches to is; an instruction changed is a change."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from ptx_diff import plain_ptx
+
+    written = "\tld.b32 %r1, [%rd1];\n\t.loc 1 10 5\n\tret;\n.section .debug_info\n{ }\n"
+    called = ("$L__tmp0:\n\tld.b32 %r1, [%rd1];  // inlined\n\t.loc 2 3 1\n\n$L__tmp1:\n"
+              "\tret;\n.section .debug_info\n{ .b64 $L__tmp0 }\n")
+    assert plain_ptx(written) == plain_ptx(called) == "\tld.b32 %r1, [%rd1];\n\tret;"
+    branch = "\tbra $L__tmp3;\n$L__tmp3:\n\tret;\n"
+    assert plain_ptx(branch) == branch.rstrip("\n")
+    assert plain_ptx(written.replace("%r1", "%r2")) != plain_ptx(written)
