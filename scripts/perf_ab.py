@@ -115,62 +115,6 @@ def _form(tile: str) -> str:
     return f"{got['variant']} {got['block_m']}x{got['block_n']}x{got['block_k']}"
 
 
-def _split(tile: str) -> int:
-    """A tile name's K split (`... k3`; 1 where it has none or names no tile)."""
-    got = parse_config_name(tile)
-    return got["split_k"] if got else 1
-
-
-def _staged(tile: str) -> str:
-    """A tile name's variant (none for the tiled kernel's), block and stages
-    (`tma_split 64x128x32 s4`): its split, warps, group and operand copies left out."""
-    got = parse_config_name(tile)
-    if got is None:
-        return tile
-    variant = "" if got["variant"] == "tiled" else got["variant"] + " "
-    return f"{variant}{got['block_m']}x{got['block_n']}x{got['block_k']} s{got['num_stages']}"
-
-
-def staged_moves(cases: Path, label: str, moved: Path, top: int = 8) -> str:
-    """A K-split change's A/B (the run labelled `label`, `_moved`) per (old tile, new
-    tile) at their stages (`_staged`) and whether K is cut into more ranges, fewer or as
-    many: the `top` largest groups, the rest as one, then all; how many, the predicted
-    and measured gain (geomean), the slowest and how many faster."""
-    groups: dict[tuple[str, str, str], list[tuple[dict, float]]] = {}
-    for m, a in _moved(cases, label, moved)[0]:
-        was, now = _split(m["old"]), _split(m["new"])
-        ranges = "more" if now > was else "fewer" if now < was else "as many"
-        groups.setdefault((_staged(m["old"]), _staged(m["new"]), ranges), []).append((m, a))
-    ranked = sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))
-    rest = [p for _, ps in ranked[top:] for p in ps]
-    everything = [p for ps in groups.values() for p in ps]
-    out = ["| old tile | new tile | ranges | moved | predicted | A/B geomean | A/B min | "
-           "faster |", "|---|---|---|---:|---:|---:|---:|---:|"]
-    shown = ranked[:top] + ([(("other", "", ""), rest)] if rest else []) + \
-        [(("all", "", ""), everything)]
-    for (old, new, ranges), ps in shown:
-        abs_ = [a for _, a in ps]
-        out.append(f"| {old} | {new} | {ranges} | {len(ps)} | {_predicted(ps)} | "
-                   f"{geomean(abs_):.3f} | {min(abs_):.3f} | {sum(a > 1 for a in abs_)} |")
-    return "\n".join(out)
-
-
-def rows_ab(cases: Path, label: str) -> str:
-    """An A/B run on thin-M cases (every case of the run labelled `label`) per mode, rows
-    (M) and whether the case ran the gemv variant: how many, their speed ratio to cuBLAS
-    and A/B (geomeans), the slowest and fastest A/B, how many faster."""
-    groups = _grouped((r for r in _rows(cases) if r["label"] == label and _ab(r["extra"])),
-                      lambda r: (r["mode"], r["case"].split("-")[0],
-                                 "gemv" if r["tile"].startswith("gemv") else "other"))
-    out = ["| mode | rows | tile | cases | ratio | A/B geomean | A/B min | A/B max | faster |",
-           "|---|---|---|---:|---:|---:|---:|---:|---:|"]
-    for (mode, rows, tile), rs in sorted(groups.items()):
-        abs_ = [_ab(r["extra"]) for r in rs]
-        out.append(f"| {mode} | {rows[1:]} | {tile} | {len(rs)} | "
-                   f"{geomean([float(r['ratio']) for r in rs]):.3f} | {_spread(abs_)} |")
-    return "\n".join(out)
-
-
 def pad_ab(cases: Path, padded: Path, columns: int) -> str:
     """An A/B of B read past N over its kept copy's zeros, per run and mode: the cases
     `padded` lists (label, mode, case, block, columns: B's columns of tiles) in two groups,

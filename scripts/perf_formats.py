@@ -147,21 +147,6 @@ def targets_table(rows: dict[str, dict[str, Cell]]) -> str:
 HOLDOUTS = ("holdout", "holdout2", "holdout3", "holdout4", "holdout5")
 
 
-def ratios_below(path: Path, prefix: str | tuple[str, ...], under: float,
-                 strip: str | None = None) -> str:
-    """The cases of the labels with `prefix` (or any of several) that ran below `under` of
-    cuBLAS, slowest first (issue 11: no case below 0.80); the set column is the label less
-    `strip` (default: the prefix, where one is given)."""
-    rows = [r for r in _rows(path) if r["label"].startswith(prefix) and r["ratio"]
-            and float(r["ratio"]) < under]
-    out = ["| set | mode | case | ratio | tile |", "|---|---|---|---:|---|"]
-    cut = strip if strip is not None else prefix if isinstance(prefix, str) else ""
-    for r in sorted(rows, key=lambda r: float(r["ratio"])):
-        out.append(f"| {r['label'].removeprefix(cut)} | "
-                   f"{r['mode']} | {r['case']} | {float(r['ratio']):.2f} | {r['tile']} |")
-    return "\n".join(out)
-
-
 def tile_matrix(path: Path, flush: str = "1", label: str | None = None) -> str:
     """A tiles.py CSV (one mode, L2 flushed; with `label`, that call's rows of a file
     with a label column) as a matrix: a row a shape, a column each of the pick and the

@@ -8,13 +8,13 @@
 A generated table sits between `<!-- perf_tables:NAME -->` and `<!-- /perf_tables:NAME -->`
 in docs/PERF.md; everything outside the markers is prose, written by hand. Sources:
 baselines/nvidia-h200.json (the per-mode baseline tables) and the session folders under
-docs/results from session 46 on (cases.csv from scripts/summarize_runs.py, tiles*.csv from
+docs/results from session 47 on (cases.csv from scripts/summarize_runs.py, tiles*.csv from
 scripts/device/tiles.py, tuned.csv from scripts/keep_entries.py). The tables of sessions
-1-45 (and session 46's `s46-final`) are frozen (`<!-- frozen:NAME -->`, not
-regenerated): their data left the tree after commit 46bf53f (sessions 1-16), 29d4265
-(17-21), 5a5bca6 (22-28), ea1ea92 (29-33), 30b65a7 (34-40), 8c974ef (41), bdaad63 (42),
-6eb0d2c (43) and a7c15fc (44-45, but their tiles*.csv), and docs/results/README.md says
-how to regenerate them there. `--power` counts any `gemmgate trials` checks.csv with
+1-46 are frozen (`<!-- frozen:NAME -->`, not regenerated): their data left the tree after
+commit 46bf53f (sessions 1-16), 29d4265 (17-21), 5a5bca6 (22-28), ea1ea92 (29-33),
+30b65a7 (34-40), 8c974ef (41), bdaad63 (42), 6eb0d2c (43), a7c15fc (44-45, but their
+tiles*.csv) and 718c254 (46), and docs/results/README.md says how to regenerate them
+there. `--power` counts any `gemmgate trials` checks.csv with
 gemmgate.trials' own code (`power`).
 This file is the registry (TABLES: a table's name, its function and its files) and the
 CLI; the functions that make the tables are in scripts/perf_formats.py and, for A/B
@@ -40,10 +40,8 @@ from perf_ab import (  # noqa: E402
     pad_ab,
     providers_ab,
     providers_best,
-    rows_ab,
     runs_ab,
     runs_best,
-    staged_moves,
     trees_ab,
 )
 from perf_formats import (  # noqa: E402
@@ -57,7 +55,6 @@ from perf_formats import (  # noqa: E402
     plan_times,
     power_table,
     probe_table,
-    ratios_below,
     targets_table,
     tile_kernels,
     tile_matrix,
@@ -70,7 +67,6 @@ from gemmgate.trials import read_csv as read_checks  # noqa: E402
 PERF_MD = ROOT / "docs" / "PERF.md"
 RESULTS = ROOT / "docs" / "results"
 BASELINE = ROOT / "baselines" / "nvidia-h200.json"
-S46 = RESULTS / "h200-2026-12-04-s46"
 S47 = RESULTS / "h200-2026-12-04-s47"
 S48 = RESULTS / "h200-2026-12-04-s48"
 S49 = RESULTS / "h200-2026-12-04-s49"
@@ -99,25 +95,6 @@ def _every_set(path: Path, session: str) -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "baseline": lambda: baseline_tables(BASELINE),
-    "s46-pair-a": lambda: staged_moves(S46 / "cases.csv", "call1-a-tf32",
-                                       S46 / "moved_a-tf32.csv", 5),
-    "s46-pair-fp32": lambda: staged_moves(S46 / "cases.csv", "call1-a-fp32",
-                                          S46 / "moved_a-fp32.csv", 5),
-    "s46-resplit": lambda: staged_moves(S46 / "cases.csv", "call1-b-tf32",
-                                        S46 / "moved_b-tf32.csv", 5),
-    "s46-fresh": lambda: staged_moves(S46 / "cases.csv", "call2-c-tf32",
-                                      S46 / "moved_c-tf32.csv", 6),
-    "s46-x3": lambda: staged_moves(S46 / "cases.csv", "call2-c-x3", S46 / "moved_c-x3.csv"),
-    "s46-sets": lambda: targets_table({
-        **{s: {"tf32": (S46 / "sets.csv", f"s46-{s}-a")} for s in ("pr", "nightly")},
-        "nightly, call 4": {"tf32": (S46 / "sets.csv", "s46-nightly-b")}}),
-    "s46-below": lambda: ratios_below(S46 / "sets.csv", ("s46-pr-c", "s46-nightly-b",
-                                                         "s46-nightly-c"), 0.8, "s46-"),
-    "s46-inductor": lambda: inductor_summary(S46 / "cases.csv",
-                                             ("call6-inductor", "call7-inductor")),
-    "s46-odd": lambda: staged_moves(S46 / "cases.csv", "call4-d-x3", S46 / "moved_d-x3.csv"),
-    "s46-gemv-all": lambda: rows_ab(S46 / "cases.csv", "call3-gemv"),
-    "s46-gemv": lambda: rows_ab(S46 / "cases.csv", "call4-gemv"),
     "s47-inductor": lambda: inductor_summary(S47 / "cases.csv", ("call1-inductor",)),
     **{f"s47-{name}": functools.partial(tile_matrix, S47 / "tiles_ntail.csv", "1", label)
        for name, label in (("regret", "call2-regret"), ("ntail", "call3-ntail"))},

@@ -108,43 +108,6 @@ def test_moved_ab_per_set_joins_each_pick_with_its_draws_run(pf, tmp_path):
         pf.moved_ab(cases, "Z-", moved, per_set=True)
 
 
-def test_staged_moves_groups_by_tile_at_its_stages_and_ranges_largest_first(pf, tmp_path):
-    """Groups by (old tile, new tile) without split, warps or group, at their stages (the
-    tiled kernel's names have no variant), and more, fewer or as many ranges; past `top`
-    groups one "other" row; then all."""
-    cases, moved = _ab_files(
-        tmp_path,
-        "L,tf32,m1-n1-k1,1,1,1,ab:1.2000,t\nL,tf32,m2-n2-k2,1,1,1,ab:1.1000,t\n"
-        "L,tf32,m3-n3-k3,1,1,1,ab:0.9000,t\nL,tf32x3,m4-n4-k4,1,1,1,ab:0.8000,t\n"
-        "M,tf32,m3-n3-k3,1,1,1,ab:9.0000,t\n",
-        "r,tf32,m1-n1-k1,tma_split 64x128x32 g8 s4 w4 k2 [B kmajor],"
-        "tma_split 64x128x32 g8 s5 w4 k2 [B kmajor],1.2\n"
-        "r,tf32,m2-n2-k2,tma_split 64x128x32 g8 s4 w4 k2,tma_split 64x128x32 g8 s5 w4 k2,-\n"
-        "r,tf32,m3-n3-k3,tma_split 64x128x32 g8 s4 w4 k8,tma_split 64x128x32 g8 s4 w4 k9,1.1\n"
-        "r,tf32x3,m4-n4-k4,tma_split 64x128x32 g8 s4 w4 k2,128x128x32 g8 s4 w4 k2,1.0\n")
-    assert pf.staged_moves(cases, "L", moved, 2).splitlines()[2:] == [
-        "| tma_split 64x128x32 s4 | tma_split 64x128x32 s5 | as many | 2 | 1.200 (1) | "
-        "1.149 | 1.100 | 2 |",
-        "| tma_split 64x128x32 s4 | 128x128x32 s4 | as many | 1 | 1.000 | 0.800 | 0.800 | 0 |",
-        "| other |  |  | 1 | 1.100 | 0.900 | 0.900 | 0 |",
-        "| all |  |  | 4 | 1.097 (3) | 0.987 | 0.800 | 2 |"]
-
-
-def test_rows_ab_groups_a_runs_cases_by_mode_rows_and_gemv(pf, tmp_path):
-    cases, _ = _ab_files(
-        tmp_path,
-        "L,tf32,m1-n8-k8,1,1,0.5,ab:2.0000,gemv 1x128x64 g1 s1 w4 k8\n"
-        "L,tf32,m1-n9-k9-rc,1,1,2.0,ab:0.5000,gemv 1x128x64 g1 s1 w4 k2\n"
-        "L,tf32,m1-n7-k7,1,1,0.9,ab:1.0000,16x128x64 g8 s4 w4 k8\n"
-        "L,tf32x3,m2-n8-k8,1,1,1.5,ab:1.5000,gemv 1x128x64 g1 s1 w4 k8\n"
-        "L,tf32,m2-n8-k8,1,1,1.0,,gemv 1x128x64 g1 s1 w4 k8\n"      # no A/B: left out
-        "M,tf32,m1-n8-k8,1,1,9.0,ab:9.0000,gemv 1x128x64 g1 s1 w4 k8\n", "")
-    assert pf.rows_ab(cases, "L").splitlines()[2:] == [
-        "| tf32 | 1 | gemv | 2 | 1.000 | 1.000 | 0.500 | 2.000 | 1 |",
-        "| tf32 | 1 | other | 1 | 0.900 | 1.000 | 1.000 | 1.000 | 0 |",
-        "| tf32x3 | 2 | gemv | 1 | 1.500 | 1.500 | 1.500 | 1.500 | 1 |"]
-
-
 def test_pad_ab_groups_a_runs_cases_by_bs_columns_of_tiles_and_controls(pf, tmp_path):
     cases, _ = _ab_files(
         tmp_path,

@@ -29,19 +29,6 @@ check_4_0.03,0.03,bf16,m2,failed
 """
 
 
-def test_ratios_below_lists_the_labels_slow_cases_slowest_first(pf, tmp_path):
-    rows = ["label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile",
-            "callF-holdout,bf16,m1-n2-k3,1,1,0.7500,,t1",
-            "callF-holdout,fp8,m4-n5-k6,1,1,0.6000,,t2",
-            "callF-nightly,bf16,m7-n8-k9,1,1,0.9000,,t3",
-            "callE-holdout,bf16,m1-n2-k3,1,1,0.5000,,t4"]
-    path = tmp_path / "cases.csv"
-    path.write_text("\n".join(rows) + "\n")
-    lines = pf.ratios_below(path, "callF-", 0.8).splitlines()
-    assert lines[2:] == ["| holdout | fp8 | m4-n5-k6 | 0.60 | t2 |",
-                         "| holdout | bf16 | m1-n2-k3 | 0.75 | t1 |"]
-
-
 def test_targets_table_takes_each_cells_geomean_from_its_own_run(pf, tmp_path):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     head = "label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile"
