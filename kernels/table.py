@@ -35,7 +35,7 @@ import functools
 import math
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 
 from kernels.fma import fma_split
@@ -176,7 +176,7 @@ def _exacts(device_name: str, directory: str
     for bucket, rows in _index(device_name, directory)[1].items():
         stale: dict[str, int] = {}
         exact: dict[tuple[int, int, int], list[_Row]] = {}
-        for r in sorted(rows, key=_in_file):
+        for r in sorted(rows, key=_IN_FILE):
             if r.stale:
                 stale[r.config.variant] = stale.get(r.config.variant, 0) + 1
             else:
@@ -185,8 +185,7 @@ def _exacts(device_name: str, directory: str
     return out
 
 
-def _in_file(r: _Row) -> int:
-    return r.order
+_IN_FILE = attrgetter("order")   # a bucket's rows in file order (`_index` sorts them otherwise)
 
 
 def lookup(device_name: str, bucket: str, m: int, n: int, k: int,
