@@ -33,6 +33,7 @@ import functools
 import triton
 import triton.language as tl
 
+from kernels.jit_parts import store_tile
 from kernels.launch import Launch
 from kernels.matmul_tiled import (
     Recipe,
@@ -70,11 +71,13 @@ def _gemv_kernel(
     b_ptrs = b_ptr + (k_start + offs_k[:, None]) * stride_bk \
         + (offs_n % N)[None, :] * stride_bn
     a_ptrs = a_ptr + pid_m * stride_am + (k_start + offs_k) * stride_ak
+    # products and sums fused (`tl.fma`: one rounding each), as Triton up to 3.9 contracts
+    # `acc += a * b` by default; 3.10 stops contracting unless TRITON_DEFAULT_FP_FUSION=1
     acc = tl.zeros((BLOCK_K, BLOCK_N), dtype=tl.float32)
     for _ in range(0, k_len // BLOCK_K):
         a = tl.load(a_ptrs).to(tl.float32)
         b = tl.load(b_ptrs, eviction_policy="evict_first").to(tl.float32)
-        acc += a[:, None] * b
+        acc = tl.fma(a[:, None], b, acc)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
     k_left = k_len % BLOCK_K
@@ -82,23 +85,13 @@ def _gemv_kernel(
         a = tl.load(a_ptrs, mask=offs_k < k_left, other=0.0).to(tl.float32)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0,
                     eviction_policy="evict_first").to(tl.float32)
-        acc += a[:, None] * b
+        acc = tl.fma(a[:, None], b, acc)
     out = tl.sum(acc, axis=0)[None, :]
-
-    # The tiled kernel's epilogue, written out again: sharing it through a jit helper
-    # changes `_tiled_kernel`'s source, and so the hash of every `tiled` table entry.
-    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    if SPLIT_K == 1:
-        if HAS_SCALE:
-            out = out * (tl.load(scale_a_ptr) * tl.load(scale_b_ptr))
-        c_ptrs = c_ptr + offs_m[:, None] * scm + offs_n[None, :] * scn
-        tl.store(c_ptrs, out.to(c_ptr.dtype.element_ty), mask=mask)
-    else:
-        w_ptrs = ws_ptr + pid_k * M * N + offs_m[:, None] * N + offs_n[None, :]
-        tl.store(w_ptrs, out, mask=mask)
+    store_tile(out, c_ptr, ws_ptr, scale_a_ptr, scale_b_ptr, offs_m, offs_n, M, N, pid_k,
+               scm, scn, SPLIT_K, HAS_SCALE)
 
 
-KERNELS = (_gemv_kernel, _reduce_kernel)
+KERNELS = (_gemv_kernel, _reduce_kernel, store_tile)   # all its source (the hash)
 
 
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,

@@ -31,6 +31,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.jit_parts import dot_acc, store_tile
 from kernels.launch import Bound, Launch
 from kernels.scratch import SCRATCH
 from kernels.tile import TileConfig, cdiv, k_range
@@ -77,40 +78,24 @@ def _tiled_kernel(
             k_rem = k_len - kk * BLOCK_K
             a = tl.load(a_ptrs, mask=offs_k[None, :] < k_rem, other=0.0)
             b = tl.load(b_ptrs, mask=offs_k[:, None] < k_rem, other=0.0)
-            if IS_FP32:
-                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-            else:
-                acc = tl.dot(a, b, acc)
+            acc = dot_acc(a, b, acc, INPUT_PRECISION, IS_FP32)
             a_ptrs += BLOCK_K * stride_ak
             b_ptrs += BLOCK_K * stride_bk
     else:   # whole blocks unmasked, then a partial last block (if any) after the loop
         for _ in range(0, k_len // BLOCK_K):
             a = tl.load(a_ptrs)
             b = tl.load(b_ptrs)
-            if IS_FP32:
-                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-            else:
-                acc = tl.dot(a, b, acc)
+            acc = dot_acc(a, b, acc, INPUT_PRECISION, IS_FP32)
             a_ptrs += BLOCK_K * stride_ak
             b_ptrs += BLOCK_K * stride_bk
         k_left = k_len % BLOCK_K
         if k_left > 0:
             a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
             b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-            if IS_FP32:
-                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-            else:
-                acc = tl.dot(a, b, acc)
+            acc = dot_acc(a, b, acc, INPUT_PRECISION, IS_FP32)
 
-    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    if SPLIT_K == 1:
-        if HAS_SCALE:
-            acc = acc * (tl.load(scale_a_ptr) * tl.load(scale_b_ptr))
-        c_ptrs = c_ptr + offs_m[:, None] * scm + offs_n[None, :] * scn
-        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
-    else:
-        w_ptrs = ws_ptr + pid_k * M * N + offs_m[:, None] * N + offs_n[None, :]
-        tl.store(w_ptrs, acc, mask=mask)
+    store_tile(acc, c_ptr, ws_ptr, scale_a_ptr, scale_b_ptr, offs_m, offs_n, M, N, pid_k,
+               scm, scn, SPLIT_K, HAS_SCALE)
 
 
 @triton.jit
@@ -127,7 +112,7 @@ def _reduce_kernel(ws_ptr, c_ptr, scale_a_ptr, scale_b_ptr, M, N, scm, scn,
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-KERNELS = (_tiled_kernel, _reduce_kernel)
+KERNELS = (_tiled_kernel, _reduce_kernel, dot_acc, store_tile)   # all its source
 _REDUCE_BLOCK = 1024
 
 

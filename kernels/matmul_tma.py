@@ -32,11 +32,11 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.fma import b_first
+from kernels.jit_parts import dot_acc, load_oriented
 from kernels.launch import Bound, Launch
 from kernels.past_n import b_extent
 from kernels.relayout import LINE, aligned_empty, copy_launch, pitch, unstage_launch
 from kernels.tile import CTA_SMEM, TileConfig, cdiv
-from kernels.tma_loads import load_oriented
 
 
 @triton.jit
@@ -73,10 +73,7 @@ def _tma_kernel(
             a = load_oriented(a_desc, off_m, off_k, A_T)
             if not B_FIRST:
                 b = load_oriented(b_desc, off_k, off_n, B_T)
-            if IS_FP32:
-                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-            else:
-                acc = tl.dot(a, b, acc)
+            acc = dot_acc(a, b, acc, INPUT_PRECISION, IS_FP32)
         if HAS_SCALE:
             acc = acc * scale
         c = acc.to(c_ptr.dtype.element_ty)
@@ -89,7 +86,7 @@ def _tma_kernel(
             tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-KERNELS = (_tma_kernel, load_oriented)   # all its source (the hash)
+KERNELS = (_tma_kernel, load_oriented, dot_acc)   # all its source (the hash)
 
 
 def describable(shape: tuple, stride: tuple, elem: int) -> bool | None:

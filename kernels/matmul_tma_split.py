@@ -30,13 +30,13 @@ import triton
 import triton.language as tl
 
 from kernels.fma import b_first
+from kernels.jit_parts import dot_acc, load_oriented
 from kernels.launch import Bound, Launch
 from kernels.matmul_tiled import _reduce_kernel, reduction
 from kernels.matmul_tma import _descriptor, operand_boxes, tma_operands
 from kernels.past_n import b_extent
 from kernels.scratch import SCRATCH
 from kernels.tile import TileConfig, cdiv, k_range
-from kernels.tma_loads import load_oriented
 
 
 @triton.jit
@@ -62,17 +62,14 @@ def _tma_split_kernel(
         a = load_oriented(a_desc, off_m, off_k, A_T)
         if not B_FIRST:
             b = load_oriented(b_desc, off_k, off_n, B_T)
-        if IS_FP32:
-            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-        else:
-            acc = tl.dot(a, b, acc)
+        acc = dot_acc(a, b, acc, INPUT_PRECISION, IS_FP32)
     offs_m = off_m + tl.arange(0, BLOCK_M)
     offs_n = off_n + tl.arange(0, BLOCK_N)
     w_ptrs = ws_ptr + pid_k * M * N + offs_m[:, None] * N + offs_n[None, :]
     tl.store(w_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-KERNELS = (_tma_split_kernel, _reduce_kernel, load_oriented)   # all its source (the hash)
+KERNELS = (_tma_split_kernel, _reduce_kernel, load_oriented, dot_acc)   # its source
 
 
 @dataclass(frozen=True)

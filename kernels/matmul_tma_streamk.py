@@ -45,6 +45,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.jit_parts import dot_acc, load_oriented
 from kernels.launch import Bound, Launch
 from kernels.matmul_tma import (
     _descriptor,
@@ -60,7 +61,6 @@ from kernels.matmul_tma import (
 from kernels.relayout import LINE, pitch
 from kernels.scratch import SCRATCH
 from kernels.tile import TileConfig, cdiv
-from kernels.tma_loads import load_oriented
 
 
 @triton.jit
@@ -82,11 +82,7 @@ def _k_block(a_desc, b_desc, acc, off_m, off_n, off_k, A_T: tl.constexpr, B_T: t
     phases' K loops stay the kernel's own, for the pipeliner)."""
     a = load_oriented(a_desc, off_m, off_k, A_T)
     b = load_oriented(b_desc, off_k, off_n, B_T)
-    if IS_FP32:
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-    else:
-        acc = tl.dot(a, b, acc)
-    return acc
+    return dot_acc(a, b, acc, INPUT_PRECISION, IS_FP32)
 
 
 @triton.jit
@@ -193,7 +189,7 @@ def _streamk_kernel(
                 tl.atomic_xchg(lock_ptr + t, 0)
 
 
-KERNELS = (_streamk_kernel, _k_block, _tile_origin, _owner, load_oriented)   # its source
+KERNELS = (_streamk_kernel, _k_block, _tile_origin, _owner, load_oriented, dot_acc)
 FIX_ROWS = 32   # rows of a split tile's partials summed at a time (the kernel's FIX_M)
 MAX_PARTS = 4   # programs sharing a tile at most (the kernel's fix-up is unrolled for it)
 

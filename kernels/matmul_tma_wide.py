@@ -58,6 +58,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.jit_parts import dot_acc, load_oriented
 from kernels.launch import Bound, Launch
 from kernels.matmul_tma import (
     _descriptor,
@@ -72,7 +73,6 @@ from kernels.matmul_tma import (
 from kernels.past_n import b_extent
 from kernels.relayout import LINE, pitch
 from kernels.tile import TileConfig, c_by_pointer, cdiv, wide_parts
-from kernels.tma_loads import load_oriented
 
 
 @triton.jit(do_not_specialize=["c_row"])
@@ -116,12 +116,9 @@ def _wide_kernel(
             a = load_oriented(a_desc, off_m, off_k, A_T)
             b0 = load_oriented(b0_desc, off_k, off_n0, B_T)
             b1 = load_oriented(b1_desc, off_k, off_n1, B_T)
-            if IS_FP32:   # the narrow part's dot first (the module docstring)
-                acc1 = tl.dot(a, b1, acc1, input_precision=INPUT_PRECISION)
-                acc0 = tl.dot(a, b0, acc0, input_precision=INPUT_PRECISION)
-            else:
-                acc1 = tl.dot(a, b1, acc1)
-                acc0 = tl.dot(a, b0, acc0)
+            # the narrow part's dot first (the module docstring)
+            acc1 = dot_acc(a, b1, acc1, INPUT_PRECISION, IS_FP32)
+            acc0 = dot_acc(a, b0, acc0, INPUT_PRECISION, IS_FP32)
         if HAS_SCALE:
             acc0 = acc0 * scale
             acc1 = acc1 * scale
@@ -146,7 +143,7 @@ def _wide_kernel(
             c1_desc.store([off_m, off_n1], acc1.to(c_ptr.dtype.element_ty))
 
 
-KERNELS = (_wide_kernel, load_oriented)   # all its source (the hash)
+KERNELS = (_wide_kernel, load_oriented, dot_acc)   # all its source (the hash)
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ def test_bad_input_exits_2_with_a_message(run, argv, message):
 
 def test_plain_ptx_drops_debug_lines_blank_lines_and_debug_only_labels():
     """An inlined `@triton.jit` helper adds `$L__tmpN:` labels that only the debug
-    sections name (kernels/tma_loads.py): such a label is not code; one an instruction
+    sections name (kernels/jit_parts.py): such a label is not code; one an instruction
     branches to is; an instruction changed is a change."""
     import sys
 

@@ -1,0 +1,48 @@
+"""The Triton kernels' shared `@triton.jit` pieces: each inlined where it is called, so a
+kernel's PTX is the same as with the piece written out (scripts/restamp.py compared it),
+and each is in the hashed source (`KERNELS`) of every variant whose kernel calls it."""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def load_oriented(desc, off_r, off_c, T: tl.constexpr):
+    """The tile at rows `off_r`, columns `off_c` of the matrix `desc` reads; `T`: `desc`
+    holds the matrix transposed (its block is the tile's transpose). A reads as
+    (off_m, off_k), B as (off_k, off_n)."""
+    if T:
+        x = desc.load([off_c, off_r]).T
+    else:
+        x = desc.load([off_r, off_c])
+    return x
+
+
+@triton.jit
+def dot_acc(a, b, acc, INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr):
+    """acc + a @ b on the tensor cores: fp32 operands at the mode's input precision (tf32,
+    tf32x3, or IEEE on the FMA units), 16-bit and fp8 operands as they are."""
+    if IS_FP32:
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    else:
+        acc = tl.dot(a, b, acc)
+    return acc
+
+
+@triton.jit
+def store_tile(acc, c_ptr, ws_ptr, scale_a_ptr, scale_b_ptr, offs_m, offs_n, M, N, pid_k,
+               scm, scn, SPLIT_K: tl.constexpr, HAS_SCALE: tl.constexpr):
+    """The pointer kernels' epilogue (tiled, gemv): unsplit, the tile scaled (fp8) and
+    stored into C in its dtype; split, its fp32 partial stored into the workspace at
+    range `pid_k` (summed by `_reduce_kernel`)."""
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    if SPLIT_K == 1:
+        if HAS_SCALE:
+            acc = acc * (tl.load(scale_a_ptr) * tl.load(scale_b_ptr))
+        c_ptrs = c_ptr + offs_m[:, None] * scm + offs_n[None, :] * scn
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+    else:
+        w_ptrs = ws_ptr + pid_k * M * N + offs_m[:, None] * N + offs_n[None, :]
+        tl.store(w_ptrs, acc, mask=mask)
