@@ -46,3 +46,16 @@ def store_tile(acc, c_ptr, ws_ptr, scale_a_ptr, scale_b_ptr, offs_m, offs_n, M, 
     else:
         w_ptrs = ws_ptr + pid_k * M * N + offs_m[:, None] * N + offs_n[None, :]
         tl.store(w_ptrs, acc, mask=mask)
+
+
+@triton.jit
+def grouped_tile(tile_id, num_pid_in_group, num_pid_m, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n) of output tile `tile_id` when tiles run in groups of GROUP_M tile
+    rows, column by column within a group (`num_pid_in_group`: GROUP_M x the tile
+    columns), so that programs running at once share A's and B's tiles in L2."""
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((tile_id % num_pid_in_group) % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n

@@ -31,7 +31,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.jit_parts import dot_acc, store_tile
+from kernels.jit_parts import dot_acc, grouped_tile, store_tile
 from kernels.launch import Bound, Launch
 from kernels.scratch import SCRATCH
 from kernels.tile import TileConfig, cdiv, k_range
@@ -55,12 +55,7 @@ def _tiled_kernel(
     pid_k = tl.program_id(1)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    pid_m, pid_n = grouped_tile(pid, GROUP_M * num_pid_n, num_pid_m, GROUP_M)
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -112,7 +107,7 @@ def _reduce_kernel(ws_ptr, c_ptr, scale_a_ptr, scale_b_ptr, M, N, scm, scn,
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-KERNELS = (_tiled_kernel, _reduce_kernel, dot_acc, store_tile)   # all its source
+KERNELS = (_tiled_kernel, _reduce_kernel, dot_acc, grouped_tile, store_tile)   # its source
 _REDUCE_BLOCK = 1024
 
 

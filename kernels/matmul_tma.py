@@ -32,7 +32,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.fma import b_first
-from kernels.jit_parts import dot_acc, load_oriented
+from kernels.jit_parts import dot_acc, grouped_tile, load_oriented
 from kernels.launch import Bound, Launch
 from kernels.past_n import b_extent
 from kernels.relayout import LINE, aligned_empty, copy_launch, pitch, unstage_launch
@@ -58,11 +58,7 @@ def _tma_kernel(
     if HAS_SCALE:
         scale = tl.load(scale_a_ptr) * tl.load(scale_b_ptr)
     for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True):
-        group_id = tile_id // num_pid_in_group
-        first_pid_m = group_id * GROUP_M
-        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-        pid_m = first_pid_m + ((tile_id % num_pid_in_group) % group_size_m)
-        pid_n = (tile_id % num_pid_in_group) // group_size_m
+        pid_m, pid_n = grouped_tile(tile_id, num_pid_in_group, num_pid_m, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -86,7 +82,7 @@ def _tma_kernel(
             tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-KERNELS = (_tma_kernel, load_oriented, dot_acc)   # all its source (the hash)
+KERNELS = (_tma_kernel, load_oriented, dot_acc, grouped_tile)   # its source (the hash)
 
 
 def describable(shape: tuple, stride: tuple, elem: int) -> bool | None:

@@ -13,10 +13,9 @@ The tiled variant splits K too, but with pointer loads (session 11: 0.55-0.78 of
 bf16 on 128 x 128 x 65536-like shapes, 0.75-0.82 at K = 2048 with M * N <= 1M).
 Tiles are few here, so they are walked row by row (GROUP_M is not read).
 
-The K loop's body is the TMA kernel's, written out again: sharing it through a jit helper
-changes `_tma_kernel`'s source, and so the hash that every `tma` entry of the tuning
-tables was tuned under (kernels/table.py); it moves into one helper at the next full
-retune.
+The K loop's body is the TMA kernel's, made of kernels/jit_parts.py's load and dot (an
+edit there stales both variants' entries; scripts/restamp.py re-stamps those whose PTX is
+unchanged, session 56).
 """
 
 from __future__ import annotations

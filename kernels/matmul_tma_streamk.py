@@ -26,9 +26,9 @@ shared: the data-parallel loop alone, compiled beside the stream-K code, loses 1
 Calls 3 and 4's forms (a `while` over segments; one flat loop with the fix-up inside)
 ran 0.35-0.91. docs/PERF.md (session 32) has the tables and what to try next.
 
-`_k_block` and `_tile_origin` are the TMA kernel's loop body and tile order written out
-again, as matmul_tma_split.py's are: `_tma_kernel` calling them would change its source,
-and so the hash every `tma` entry of the tuning tables was tuned under.
+`_k_block` and `_tile_origin` are the TMA kernel's loop body and tile order, made of the
+same kernels/jit_parts.py pieces as `_tma_kernel`'s (the load, the dot, the grouped tile
+order).
 
 Operands and C as in the TMA variant: host-built descriptors, zero-filled past M, N and
 K (no masks, no tails), column-major operands described transposed; C must be
@@ -45,7 +45,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.jit_parts import dot_acc, load_oriented
+from kernels.jit_parts import dot_acc, grouped_tile, load_oriented
 from kernels.launch import Bound, Launch
 from kernels.matmul_tma import (
     _descriptor,
@@ -66,12 +66,7 @@ from kernels.tile import TileConfig, cdiv
 @triton.jit
 def _tile_origin(tile_id, num_pid_m, num_pid_n, BLOCK_M: tl.constexpr,
                  BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = tile_id // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((tile_id % num_pid_in_group) % group_size_m)
-    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    pid_m, pid_n = grouped_tile(tile_id, GROUP_M * num_pid_n, num_pid_m, GROUP_M)
     return pid_m * BLOCK_M, pid_n * BLOCK_N
 
 
@@ -189,7 +184,8 @@ def _streamk_kernel(
                 tl.atomic_xchg(lock_ptr + t, 0)
 
 
-KERNELS = (_streamk_kernel, _k_block, _tile_origin, _owner, load_oriented, dot_acc)
+KERNELS = (_streamk_kernel, _k_block, _tile_origin, _owner, load_oriented, dot_acc,
+           grouped_tile)
 FIX_ROWS = 32   # rows of a split tile's partials summed at a time (the kernel's FIX_M)
 MAX_PARTS = 4   # programs sharing a tile at most (the kernel's fix-up is unrolled for it)
 

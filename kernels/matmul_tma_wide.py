@@ -43,9 +43,8 @@ tile leaves idle: ncu had it busy 67-69% of the cycles against 90-94% for 128x25
 the shared-memory banks at 25% of their peak (call 1); A held in registers (read once a
 step for both dots) ran slower, 278 us at 4096^3.
 
-The loop is written out again rather than shared with `_tma_kernel`: a shared helper
-would change that kernel's source, and so the hash every `tma` entry of the tuning
-tables was tuned under (as matmul_tma_split.py and matmul_tma_streamk.py say).
+The loop is `_tma_kernel`'s with two B boxes and two dots, made of the same
+kernels/jit_parts.py pieces (the load, the dot, the grouped tile order).
 """
 
 from __future__ import annotations
@@ -58,7 +57,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.jit_parts import dot_acc, load_oriented
+from kernels.jit_parts import dot_acc, grouped_tile, load_oriented
 from kernels.launch import Bound, Launch
 from kernels.matmul_tma import (
     _descriptor,
@@ -101,11 +100,7 @@ def _wide_kernel(
     if HAS_SCALE:
         scale = tl.load(scale_a_ptr) * tl.load(scale_b_ptr)
     for tile_id in tl.range(start_pid, num_tiles, NUM_SMS):
-        group_id = tile_id // num_pid_in_group
-        first_pid_m = group_id * GROUP_M
-        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-        pid_m = first_pid_m + ((tile_id % num_pid_in_group) % group_size_m)
-        pid_n = (tile_id % num_pid_in_group) // group_size_m
+        pid_m, pid_n = grouped_tile(tile_id, num_pid_in_group, num_pid_m, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n0 = pid_n * BLOCK_N
         off_n1 = off_n0 + BLOCK_N0
@@ -143,7 +138,7 @@ def _wide_kernel(
             c1_desc.store([off_m, off_n1], acc1.to(c_ptr.dtype.element_ty))
 
 
-KERNELS = (_wide_kernel, load_oriented, dot_acc)   # all its source (the hash)
+KERNELS = (_wide_kernel, load_oriented, dot_acc, grouped_tile)   # its source (the hash)
 
 
 @dataclass(frozen=True)
