@@ -59,3 +59,16 @@ def grouped_tile(tile_id, num_pid_in_group, num_pid_m, GROUP_M: tl.constexpr):
     pid_m = first_pid_m + ((tile_id % num_pid_in_group) % group_size_m)
     pid_n = (tile_id % num_pid_in_group) // group_size_m
     return pid_m, pid_n
+
+
+@triton.jit
+def k_step(a_desc, b_desc, acc, off_m, off_n, off_k, A_T: tl.constexpr, B_T: tl.constexpr,
+           INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr, B_FIRST: tl.constexpr):
+    """One K block of a TMA tile into `acc`: A's and B's tiles loaded (B's first where
+    `B_FIRST`: an FMA dot on Triton 3.7+, kernels/fma.py), then the dot."""
+    if B_FIRST:
+        b = load_oriented(b_desc, off_k, off_n, B_T)
+    a = load_oriented(a_desc, off_m, off_k, A_T)
+    if not B_FIRST:
+        b = load_oriented(b_desc, off_k, off_n, B_T)
+    return dot_acc(a, b, acc, INPUT_PRECISION, IS_FP32)

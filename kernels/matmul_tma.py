@@ -32,7 +32,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.fma import b_first
-from kernels.jit_parts import dot_acc, grouped_tile, load_oriented
+from kernels.jit_parts import dot_acc, grouped_tile, k_step, load_oriented
 from kernels.launch import Bound, Launch
 from kernels.past_n import b_extent
 from kernels.relayout import LINE, aligned_empty, copy_launch, pitch, unstage_launch
@@ -64,12 +64,8 @@ def _tma_kernel(
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for ki in range(k_tiles):
             off_k = ki * BLOCK_K
-            if B_FIRST:   # an FMA dot on Triton 3.7+ (kernels/fma.py)
-                b = load_oriented(b_desc, off_k, off_n, B_T)
-            a = load_oriented(a_desc, off_m, off_k, A_T)
-            if not B_FIRST:
-                b = load_oriented(b_desc, off_k, off_n, B_T)
-            acc = dot_acc(a, b, acc, INPUT_PRECISION, IS_FP32)
+            acc = k_step(a_desc, b_desc, acc, off_m, off_n, off_k, A_T, B_T, INPUT_PRECISION,
+                         IS_FP32, B_FIRST)
         if HAS_SCALE:
             acc = acc * scale
         c = acc.to(c_ptr.dtype.element_ty)
@@ -82,7 +78,7 @@ def _tma_kernel(
             tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-KERNELS = (_tma_kernel, load_oriented, dot_acc, grouped_tile)   # its source (the hash)
+KERNELS = (_tma_kernel, k_step, load_oriented, dot_acc, grouped_tile)   # its source
 
 
 def describable(shape: tuple, stride: tuple, elem: int) -> bool | None:

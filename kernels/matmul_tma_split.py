@@ -29,7 +29,7 @@ import triton
 import triton.language as tl
 
 from kernels.fma import b_first
-from kernels.jit_parts import dot_acc, load_oriented
+from kernels.jit_parts import dot_acc, k_step, load_oriented
 from kernels.launch import Bound, Launch
 from kernels.matmul_tiled import _reduce_kernel, reduction
 from kernels.matmul_tma import _descriptor, operand_boxes, tma_operands
@@ -56,19 +56,15 @@ def _tma_split_kernel(
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for ki in range(k_tiles):
         off_k = k_start + ki * BLOCK_K
-        if B_FIRST:   # an FMA dot on Triton 3.7+ (kernels/fma.py)
-            b = load_oriented(b_desc, off_k, off_n, B_T)
-        a = load_oriented(a_desc, off_m, off_k, A_T)
-        if not B_FIRST:
-            b = load_oriented(b_desc, off_k, off_n, B_T)
-        acc = dot_acc(a, b, acc, INPUT_PRECISION, IS_FP32)
+        acc = k_step(a_desc, b_desc, acc, off_m, off_n, off_k, A_T, B_T, INPUT_PRECISION,
+                     IS_FP32, B_FIRST)
     offs_m = off_m + tl.arange(0, BLOCK_M)
     offs_n = off_n + tl.arange(0, BLOCK_N)
     w_ptrs = ws_ptr + pid_k * M * N + offs_m[:, None] * N + offs_n[None, :]
     tl.store(w_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-KERNELS = (_tma_split_kernel, _reduce_kernel, load_oriented, dot_acc)   # its source
+KERNELS = (_tma_split_kernel, _reduce_kernel, k_step, load_oriented, dot_acc)
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,9 @@ shared: the data-parallel loop alone, compiled beside the stream-K code, loses 1
 Calls 3 and 4's forms (a `while` over segments; one flat loop with the fix-up inside)
 ran 0.35-0.91. docs/PERF.md (session 32) has the tables and what to try next.
 
-`_k_block` and `_tile_origin` are the TMA kernel's loop body and tile order, made of the
-same kernels/jit_parts.py pieces as `_tma_kernel`'s (the load, the dot, the grouped tile
-order).
+Both phases' K loops stay the kernel's own (for the pipeliner); their body is the TMA
+kernel's `jit_parts.k_step` (A's tile loaded first), and `_tile_origin` its grouped tile
+order (`jit_parts.grouped_tile`).
 
 Operands and C as in the TMA variant: host-built descriptors, zero-filled past M, N and
 K (no masks, no tails), column-major operands described transposed; C must be
@@ -45,7 +45,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.jit_parts import dot_acc, grouped_tile, load_oriented
+from kernels.jit_parts import dot_acc, grouped_tile, k_step, load_oriented
 from kernels.launch import Bound, Launch
 from kernels.matmul_tma import (
     _descriptor,
@@ -68,16 +68,6 @@ def _tile_origin(tile_id, num_pid_m, num_pid_n, BLOCK_M: tl.constexpr,
                  BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
     pid_m, pid_n = grouped_tile(tile_id, GROUP_M * num_pid_n, num_pid_m, GROUP_M)
     return pid_m * BLOCK_M, pid_n * BLOCK_N
-
-
-@triton.jit
-def _k_block(a_desc, b_desc, acc, off_m, off_n, off_k, A_T: tl.constexpr, B_T: tl.constexpr,
-             INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr):
-    """One K block of a tile into `acc`: the TMA kernel's loop body (inlined; both
-    phases' K loops stay the kernel's own, for the pipeliner)."""
-    a = load_oriented(a_desc, off_m, off_k, A_T)
-    b = load_oriented(b_desc, off_k, off_n, B_T)
-    return dot_acc(a, b, acc, INPUT_PRECISION, IS_FP32)
 
 
 @triton.jit
@@ -115,8 +105,8 @@ def _streamk_kernel(
         off_m, off_n = _tile_origin(tile_id, num_pid_m, num_pid_n, BLOCK_M, BLOCK_N, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for ki in range(k_tiles):
-            acc = _k_block(a_desc, b_desc, acc, off_m, off_n, ki * BLOCK_K, A_T, B_T,
-                           INPUT_PRECISION, IS_FP32)
+            acc = k_step(a_desc, b_desc, acc, off_m, off_n, ki * BLOCK_K, A_T, B_T,
+                         INPUT_PRECISION, IS_FP32, False)
         if HAS_SCALE:
             acc = acc * scale
         c_desc.store([off_m, off_n], acc.to(c_ptr.dtype.element_ty))
@@ -142,8 +132,8 @@ def _streamk_kernel(
                                     GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for ki in range(k0, k1):
-            acc = _k_block(a_desc, b_desc, acc, off_m, off_n, ki * BLOCK_K, A_T, B_T,
-                           INPUT_PRECISION, IS_FP32)
+            acc = k_step(a_desc, b_desc, acc, off_m, off_n, ki * BLOCK_K, A_T, B_T,
+                         INPUT_PRECISION, IS_FP32, False)
         if (k0 == 0) & (k1 == k_tiles):   # the whole tile in this range
             if HAS_SCALE:
                 acc = acc * scale
@@ -184,7 +174,7 @@ def _streamk_kernel(
                 tl.atomic_xchg(lock_ptr + t, 0)
 
 
-KERNELS = (_streamk_kernel, _k_block, _tile_origin, _owner, load_oriented, dot_acc,
+KERNELS = (_streamk_kernel, _tile_origin, _owner, k_step, load_oriented, dot_acc,
            grouped_tile)
 FIX_ROWS = 32   # rows of a split tile's partials summed at a time (the kernel's FIX_M)
 MAX_PARTS = 4   # programs sharing a tile at most (the kernel's fix-up is unrolled for it)
