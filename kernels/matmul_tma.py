@@ -168,8 +168,31 @@ def _descriptor_defaults() -> dict[str, object]:
             if f.default is not dataclasses.MISSING}
 
 
+class StagedC:
+    """`launch` and `bind` of a TMA recipe whose C may go through an aligned staging
+    buffer (tma, tma_wide and tma_tall, tma_ws): the recipe has the fields `run`,
+    `staged`, `unstage` and `repeats`, and `_args(a, b, c, sa, sb)`, the kernel's
+    leading arguments for C at `c`."""
+
+    def launch(self, a, b, out, sa, sb) -> None:
+        """bind(...)(); a call on tensors at addresses launched before (on this device
+        and stream) takes its bound launch (kernels/launch.py), the staging buffer's
+        included (the caching allocator's block of the call before)."""
+        c = _stage(out, "c") if self.staged else out
+        self.repeats.run(
+            (a.data_ptr(), b.data_ptr(), c.data_ptr(), sa.data_ptr(), sb.data_ptr()),
+            self.run, lambda: self._args(a, b, c, sa, sb))
+        if c is not out:
+            unstage(self.unstage, c, out)
+
+    def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
+        stage = _stage(out) if self.staged else None
+        c = out if stage is None else stage
+        return bound(self.run, self._args(a, b, c, sa, sb), stage, out, self.unstage)
+
+
 @dataclass(frozen=True)
-class Recipe:
+class Recipe(StagedC):
     """The TMA variant's launch for operands of given shapes, layouts and alignment: all
     but the descriptors, which `bind` builds from a call's tensors."""
 
@@ -188,17 +211,6 @@ class Recipe:
         into `out`): the launch's C_TMA."""
         return self.run.kw["C_TMA"]
 
-    def launch(self, a, b, out, sa, sb) -> None:
-        """bind(...)(); a call on tensors at addresses launched before (on this device
-        and stream) takes its bound launch (kernels/launch.py), the staging buffer's
-        included (the caching allocator's block of the call before)."""
-        c = _stage(out, "c") if self.staged else out
-        self.repeats.run(
-            (a.data_ptr(), b.data_ptr(), c.data_ptr(), sa.data_ptr(), sb.data_ptr()),
-            self.run, lambda: self._args(a, b, c, sa, sb))
-        if c is not out:
-            unstage(self.unstage, c, out)
-
     def _args(self, a, b, c, sa, sb) -> tuple:
         """The kernel's leading arguments: A's, B's and C's descriptors, then C and the
         scales."""
@@ -209,11 +221,6 @@ class Recipe:
         c_desc = _descriptor(c, False, cb) if self.c_tma else _descriptor(a, self.a_t, cb)
         return (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, bb, self.b_cols),
                 c_desc, c, sa, sb)
-
-    def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
-        stage = _stage(out) if self.staged else None
-        c = out if stage is None else stage
-        return bound(self.run, self._args(a, b, c, sa, sb), stage, out, self.unstage)
 
 
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,

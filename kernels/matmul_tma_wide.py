@@ -60,13 +60,11 @@ import triton.language as tl
 from kernels.jit_parts import dot_acc, grouped_tile, load_oriented
 from kernels.launch import Bound, Launch
 from kernels.matmul_tma import (
+    StagedC,
     _descriptor,
-    _stage,
-    bound,
     num_sms,
     tma_form,
     tma_operands,
-    unstage,
     unstager,
 )
 from kernels.past_n import b_extent
@@ -142,7 +140,7 @@ KERNELS = (_wide_kernel, load_oriented, dot_acc, grouped_tile)   # its source (t
 
 
 @dataclass(frozen=True)
-class Recipe:
+class Recipe(StagedC):
     """The variant's launch for operands of given shapes, layouts and alignment; C's
     staging copy where `out` is not describable (matmul_tma's rules)."""
 
@@ -156,14 +154,6 @@ class Recipe:
     b_cols: int = 0                 # B's N as both its descriptors read it (`b_extent`)
     repeats: Bound = field(default_factory=Bound, compare=False, repr=False)
 
-    def launch(self, a, b, out, sa, sb) -> None:
-        c = _stage(out, "c") if self.staged else out
-        self.repeats.run(
-            (a.data_ptr(), b.data_ptr(), c.data_ptr(), sa.data_ptr(), sb.data_ptr()),
-            self.run, lambda: self._args(a, b, c, sa, sb))
-        if c is not out:
-            unstage(self.unstage, c, out)
-
     def _args(self, a, b, c, sa, sb) -> tuple:
         ab, b0, b1, c0, c1 = self.blocks
         if self.tall:
@@ -171,11 +161,6 @@ class Recipe:
         return (_descriptor(a, self.a_t, ab), _descriptor(b, self.b_t, b0, self.b_cols),
                 _descriptor(b, self.b_t, b1, self.b_cols), _descriptor(c, False, c0),
                 _descriptor(c, False, c1), c, sa, sb)
-
-    def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
-        stage = _stage(out) if self.staged else None
-        c = out if stage is None else stage
-        return bound(self.run, self._args(a, b, c, sa, sb), stage, out, self.unstage)
 
 
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,

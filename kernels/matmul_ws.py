@@ -25,7 +25,6 @@ form. Tails in M, N and K are the TMA unit's (loads zero-filled, stores clipped)
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -41,7 +40,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from kernels.launch import Bound, Launch
-from kernels.matmul_tma import _stage, bound, num_sms, tma_form, unstage, unstager
+from kernels.matmul_tma import StagedC, num_sms, tma_form, unstager
 from kernels.past_n import b_extent
 from kernels.relayout import LINE, pitch
 from kernels.tile import TileConfig, cdiv, replace
@@ -214,7 +213,7 @@ KERNELS = (_ws_kernel, _mmas, _loads, _load_b, _store_c, _tile)   # the source h
 
 
 @dataclass(frozen=True)
-class Recipe:
+class Recipe(StagedC):
     """The warp-specialized kernel's launch for operands of given shapes and layouts:
     all but the descriptors, which `bind` builds from a call's tensors (kernels.matmul's
     recipe contract, as matmul_tma.Recipe: a call repeating its tensors' addresses takes
@@ -245,17 +244,9 @@ class Recipe:
             else (b_desc, c_desc)
         return _desc(a, [bm, bk], dt), b_desc, b1_desc, c_desc, c1_desc
 
-    def launch(self, a, b, out, sa, sb) -> None:
-        c = _stage(out, "c") if self.staged else out
-        self.repeats.run((a.data_ptr(), b.data_ptr(), c.data_ptr(), sa.data_ptr(),
-                          sb.data_ptr()), self.run, lambda: (*self._descs(a, b, c), sa, sb))
-        if c is not out:
-            unstage(self.unstage, c, out)
-
-    def bind(self, a, b, out, sa, sb) -> Callable[[], None]:
-        stage = _stage(out) if self.staged else None
-        c = out if stage is None else stage
-        return bound(self.run, (*self._descs(a, b, c), sa, sb), stage, out, self.unstage)
+    def _args(self, a, b, c, sa, sb) -> tuple:
+        """The kernel's leading arguments (`matmul_tma.StagedC`)."""
+        return (*self._descs(a, b, c), sa, sb)
 
 
 @functools.lru_cache(maxsize=256)
