@@ -40,6 +40,23 @@ def test_variant_hash_follows_the_source():
     assert len(table_file.variant_hash("tiled")) == 12
 
 
+@pytest.mark.parametrize("variant", sorted(table_file._SOURCES))
+def test_a_variants_hashed_source_holds_every_jit_function_its_kernels_call(variant):
+    """`variant_hash` hashes the functions a variant's `KERNELS` lists, so that list must
+    hold every `@triton.jit` piece its kernels call, helpers of helpers too (kernels/
+    jit_parts.py): an edit to a piece left out would keep entries tuned on other code."""
+    import inspect
+    import re
+
+    listed = {id(k.fn) for k in table_file._SOURCES[variant]}
+    for k in table_file._SOURCES[variant]:
+        for name in re.findall(r"\b([A-Za-z_]\w*)\s*\(", inspect.getsource(k.fn)):
+            fn = getattr(k.fn.__globals__.get(name), "fn", None)   # a JIT (or interpreted)
+            if inspect.isfunction(fn) and fn.__module__.startswith("kernels."):   # function
+                assert id(fn) in listed, \
+                    f"{variant}: {k.fn.__name__} calls {name}, which KERNELS does not list"
+
+
 def test_the_committed_tables_load_and_name_real_buckets():
     """kernels/tuned/*.json: readable by the kernel, each entry's tile valid and its
     bucket one the dispatcher can produce (family, mode, layouts, path, ld class)."""
