@@ -307,8 +307,8 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
             c = replace(c, block_k=_SHORT_K_BLOCK)
         split = fma_skinny_split(m, n, k, c, num_sms) if fma else split_for(m, n, k, c, num_sms)
         if three_pass and not b_kmajor and m > _X3_TWICE_M and 1 < split <= _X3_TWICE_MAX \
-                and k_range(k, 2 * split, c.block_k) >= _X3_TWICE_RANGE:
-            split = cdiv(k, k_range(k, 2 * split, c.block_k))
+                and (deep := k_range(k, 2 * split, c.block_k)) >= _X3_TWICE_RANGE:
+            split = cdiv(k, deep)
         return replace(c, split_k=split)
     split = fma_split(m, n, k) if fma else 1
     if fma and tma and m < WGMMA_M:
