@@ -83,18 +83,19 @@ class CaseResult:
     @property
     def ratio_samples(self) -> tuple[float, ...]:
         """Per-round speed ratios vendor_time / triton_time (> 1: Triton faster)."""
-        t, v = self.providers["triton"].samples_ms, self.providers["vendor"].samples_ms
-        return tuple(vi / ti for ti, vi in zip(t, v) if ti > 0)
+        return self.paired("vendor")
+
+    def paired(self, name: str) -> tuple[float, ...]:
+        """Per-round name_time / triton_time: the providers are timed interleaved, sample i
+        of each from the same round (gemmgate/timing.py), so drift that hits both cancels."""
+        t, o = self.providers["triton"].samples_ms, self.providers[name].samples_ms
+        return tuple(oi / ti for ti, oi in zip(t, o) if ti > 0 and oi > 0)
 
     @property
     def ab_samples(self) -> tuple[float, ...]:
         """Per-round reference_time / triton_time (A/B: > 1 means the current kernel is
         faster than the reference commit's); empty without a reference."""
-        ref = self.providers.get(REFERENCE)
-        if ref is None:
-            return ()
-        t = self.providers["triton"].samples_ms
-        return tuple(ri / ti for ti, ri in zip(t, ref.samples_ms) if ti > 0)
+        return self.paired(REFERENCE) if REFERENCE in self.providers else ()
 
     @property
     def ab_median(self) -> float | None:
@@ -105,9 +106,13 @@ class CaseResult:
         return self.ratio_to("vendor")
 
     def ratio_to(self, name: str) -> float | None:
-        """Speed ratio name_time / triton_time, medians (> 1: Triton faster)."""
-        t, o = self.providers["triton"].median_ms, self.providers[name].median_ms
-        return o / t if t and o else None
+        """Speed ratio name_time / triton_time (> 1: Triton faster): the median of the
+        per-round ratios (`paired`), the figure the gate judges (gemmgate/gate.py), so that
+        a baseline stores what a check measures; None without paired rounds. (The ratio of
+        the two medians is another estimator: where rounds fall in two clock states it
+        sits between them, 4% off the paired median in tests/gemmgate/test_results.py.)"""
+        pairs = self.paired(name)
+        return stats.median(pairs) if pairs else None
 
     @property
     def extras(self) -> tuple[str, ...]:

@@ -1,0 +1,48 @@
+"""gemmgate/results.py: the speed ratio a run reports and a baseline stores is the figure
+the gate judges (the median of the per-round ratios), on synthetic samples."""
+
+import pytest
+
+from gemmgate import baselines, stats
+from gemmgate.gate import judge_case
+from gemmgate.results import REFERENCE, CaseResult, ProviderResult, RunRecord
+from gemmgate.shapes import Case
+
+# Rounds in two clock states (a GPU under its power cap moves between clocks inside a
+# run): both providers 1.3x slower in the second state; Triton with its own jitter.
+STATE = (1.0, 1.0, 1.3, 1.3, 1.3) * 6
+JITTER = (1.00, 1.04, 0.96, 1.00, 1.02) * 6
+HOST = "ci-host"
+
+
+def _result(case=Case(64, 64, 64), ref: bool = False) -> CaseResult:
+    t = tuple(s * j for s, j in zip(STATE, JITTER))
+    provs = {"triton": ProviderResult("triton", "pass", 1e-7, "", t),
+             "vendor": ProviderResult("vendor", "pass", 1e-7, "", tuple(0.9 * s for s in STATE))}
+    if ref:
+        provs[REFERENCE] = ProviderResult(REFERENCE, "pass", 1e-7, "", tuple(STATE))
+    return CaseResult("fp32", case, provs)
+
+
+def test_the_ratio_is_the_median_of_the_paired_rounds_not_the_ratio_of_medians():
+    r = _result(ref=True)
+    assert r.ratio == pytest.approx(0.9, rel=1e-12) == stats.median(r.ratio_samples)
+    medians = r.providers["vendor"].median_ms / r.providers["triton"].median_ms
+    assert medians == pytest.approx(0.9375, rel=1e-12)   # the other estimator: 4% off
+    assert r.to_json()["ratio"] == r.ratio and r.to_json()["ratios"]["vendor"] == r.ratio
+    assert r.ab_median == pytest.approx(1.0) and r.ratio_to(REFERENCE) == r.ab_median
+
+
+def test_a_baseline_of_runs_judges_an_unchanged_run_unchanged():
+    runs = [RunRecord({"chip": "cpu", "host": HOST}, "t", (_result(),)) for _ in range(3)]
+    base = baselines.build(runs, "cpu", "t").cases["fp32-m64-n64-k64"]
+    v = judge_case(_result(), base, 0.015, HOST)
+    assert v.level == "process" and v.ratio.change == pytest.approx(0.0, abs=1e-12)
+    assert v.verdict == "unchanged"
+
+
+def test_no_paired_rounds_no_ratio():
+    r = _result()
+    lone = CaseResult(r.mode, r.case, {**r.providers, "vendor": ProviderResult(
+        "vendor", "unsupported", None, "", ())})
+    assert lone.ratio is None and lone.ratio_samples == () and lone.to_json()["ratio"] is None
