@@ -112,15 +112,20 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
         ratio_j = judge(result.ratio_samples, base_ratio, tolerance(ratio_noise, floor))
     t = result.providers["triton"]
     tf_j = None
-    if base_tf and t.samples_ms and result.case.flops:
-        tf_samples = [result.case.flops / (ms * 1e-3) / 1e12 for ms in t.samples_ms]
+    tf_samples = [result.case.flops / (ms * 1e-3) / 1e12 for ms in t.samples_ms if ms > 0]
+    if base_tf and tf_samples and result.case.flops:
         tf_j = judge(tf_samples, base_tf, tolerance(tf_noise, 2 * floor))
     ab_j = judge(result.ab_samples, 1.0, tolerance(noise.ab, floor)) \
         if result.ab_samples else None
     stored = ratio_j if ratio_j is not None else tf_j  # no vendor figure: TFLOP/s
     verdict = _policy(stored.verdict if stored else UNCHANGED, level,
                       ab_j.verdict if ab_j else None)
-    notes = [f"stored: {level}-level ±{stored.tolerance:.1%}" if stored else "",
+    if stored is None and ab_j is None:   # no figure on either side to compare
+        verdict = INCONCLUSIVE
+    notes = [f"stored: {level}-level ±{stored.tolerance:.1%}" if stored else
+             "not judged: no speed ratio or Triton TFLOP/s on both sides",
+             "noise unmeasured: the floor (`baseline calibrate` measures it)" if stored and level == PROCESS and (
+                 ratio_noise if ratio_j is not None else tf_noise) is None else "",
              "no ratio: judged on TFLOP/s" if ratio_j is None and tf_j else "",
              "stored judgement advisory: this GPU/machine is not in the calibration and "
              "machine noise is unmeasured (gemmgate baseline merge)" if level == ADVISORY and stored

@@ -175,12 +175,14 @@ def test_no_vendor_figure_gates_on_tflops():
     gate = _compare([slow, same], base)
     va, vb = gate.verdicts
     assert va.ratio is None and va.verdict == "regressed"
-    assert va.note == "stored: process-level ±3.0%; no ratio: judged on TFLOP/s"
+    unmeasured = "noise unmeasured: the floor (`baseline calibrate` measures it)"
+    assert va.note == f"stored: process-level ±3.0%; {unmeasured}; no ratio: judged on TFLOP/s"
     assert va.tflops.tolerance == 2 * DEFAULT_FLOOR and va.level == "process"
     assert vb.ratio is None and vb.verdict == "unchanged"
     assert gate.failed
     assert annotations(gate) == [f"::error title=gemmgate regression::fp32-{A.id}: TFLOP/s "
-                                 "stored: process-level ±3.0%; no ratio: judged on TFLOP/s"]
+                                 f"stored: process-level ±3.0%; {unmeasured}; no ratio: "
+                                 "judged on TFLOP/s"]
 
 
 def test_baseline_without_ratio_gates_on_tflops():
@@ -295,7 +297,7 @@ def test_a_tile_other_than_the_baselines_is_named_in_the_note():
     bc["tuning"] = _tile(64)
     base = baseline(**{A.id: bc})
     same = replace(result(A), telemetry={"tuning": _tile(64)})
-    level = "stored: process-level ±1.5%"
+    level = "stored: process-level ±1.5%; noise unmeasured: the floor (`baseline calibrate` measures it)"
     assert _one([same], base)[1].note == level
     other = replace(result(A), telemetry={"tuning": _tile(128) | {"source": "tuned"}})
     note = _one([other], base)[1].note
@@ -649,3 +651,17 @@ def test_software_note_names_what_the_baseline_ran_on_that_this_run_does_not():
     assert note.startswith("The baseline was measured on other software (triton 3.6.0 -> "
                            "3.9.0; driver 580.159.04 -> 590.1)")
     assert "--ab-ref" in note and "torch" not in note
+
+
+def test_a_case_with_no_figure_on_either_side_is_inconclusive_not_unchanged():
+    bc = base_case(A, ratio=None)
+    bc["providers"]["triton"]["tflops"] = None          # nothing stored to compare with
+    gate, v = _one([result(A, t_ms=2.0)], baseline(**{A.id: bc}))
+    assert v.verdict == "inconclusive" and v.ratio is None and v.tflops is None
+    assert "not judged: no speed ratio or Triton TFLOP/s" in v.note
+
+
+def test_a_zero_sample_is_left_out_of_the_tflops_figure_not_a_crash():
+    ts = (0.0, *_times(0, 1.0)[1:])
+    gate, v = _one([result(A, t_samples=ts)], baseline(**{A.id: base_case(A)}))
+    assert v.verdict == "unchanged" and v.tflops.verdict == "unchanged"
