@@ -50,6 +50,11 @@ def check_command(args, console, err) -> int:
     ctx = context_from_args(args, shapes=args.shapes or base.provenance.get("shapes"),
                             modes=_modes_arg(args, base), block=block,
                             reference=ab_sha, slowdown=args.inject_slowdown)
+    keys = {f"{m.name}-{c.id}" for m in ctx.modes for c in ctx.cases}
+    if not keys & set(base.cases):   # before any work: nothing to judge is not a pass
+        raise ValueError(f"no case of {ctx.shapes_label} ({', '.join(m.name for m in ctx.modes)})"
+                         f" is in the baseline {path} ({len(base.cases)} cases): nothing to "
+                         "judge; pick its --shapes and --modes, or `baseline update` it")
     if ab_sha and not base.has_ab_noise:
         err.print("[yellow]warning:[/] the baseline has no A/B noise: every A/B "
                   f"tolerance is the {floor:.1%} floor (small kernels differ by "
@@ -65,6 +70,10 @@ def check_command(args, console, err) -> int:
     software = software_note(base.provenance, env)
     notes = "\n\n".join(n for n in (software, clocks) if n)
     console.print(_gate_table(gate))
+    for what, keys_ in (("not run (in the baseline)", gate.missing),
+                        ("not in the baseline (new cases, accuracy only)", gate.extra)):
+        if keys_:
+            err.print(f"[yellow]note:[/] {len(keys_)} {what}: {', '.join(keys_)}")
     for note in (software, clocks):
         if note:
             err.print(f"[yellow]note:[/] {note}")

@@ -182,8 +182,12 @@ def compare_run(results: Sequence[CaseResult], baseline: Baseline, floor: float,
     which machine each case ran (host, GPU UUID)."""
     cases = baseline.cases
     run_keys = {r.key for r in results}
+    # a case new to the baseline has no speed to judge, but its accuracy fails the gate
     verdicts = tuple(judge_case(r, cases[r.key], floor, machine_of(r, env or {}))
                      if r.key in cases
+                     else CaseVerdict(r.key, "failed", None, None,
+                                      "accuracy failure (a case not in the baseline)")
+                     if not r.gate_passed
                      else CaseVerdict(r.key, "new", None, None, "not in the baseline")
                      for r in results)
     return GateResult(verdicts=tuple(v for v in verdicts if v.verdict != "new"),

@@ -131,6 +131,23 @@ def test_b_check_against_fresh_baseline_is_unchanged(work, base_file, capsys):
     assert "| level |" in md
 
 
+def test_b_a_check_with_no_case_in_the_baseline_is_exit_2_before_any_work(work, base_file,
+                                                                          capsys):
+    rc = main(["check", *FAST, "--shapes", "16x16x16", "--baseline", str(base_file)])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "no case of" in err and "nothing to judge" in err and "regression gate" not in err
+
+
+def test_b_cases_missing_from_the_run_or_the_baseline_are_named_on_the_console(
+        work, base_file, capsys):
+    rc = main(["check", *FAST, "--shapes", "32x32x32,16x16x16", "--baseline", str(base_file)])
+    assert rc == 0
+    err = capsys.readouterr().err
+    assert "1 not run (in the baseline): fp32-m48-n16-k64" in err
+    assert "1 not in the baseline (new cases, accuracy only): fp32-m16-n16-k16" in err
+
+
 def test_b_a_baseline_of_other_software_is_named_in_the_check(work, base_file, capsys):
     """A baseline measured on another Triton: the verdicts stand, and the summary, the
     JSON and stderr say the stored ratios also carry the software's change."""

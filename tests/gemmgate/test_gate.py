@@ -206,6 +206,15 @@ def test_missing_and_extra_cases_listed_not_fatal():
     assert f"Not in the baseline (new cases): fp32-{C.id}" in md
 
 
+def test_a_new_case_that_fails_accuracy_fails_the_gate():
+    base = baseline(**{A.id: base_case(A)})
+    gate = _compare([result(A), result(C, seed=5, t_acc="fail")], base)
+    assert [(v.key, v.verdict) for v in gate.verdicts] == [
+        (f"fp32-{A.id}", "unchanged"), (f"fp32-{C.id}", "failed")]
+    assert gate.verdicts[1].note == "accuracy failure (a case not in the baseline)"
+    assert gate.extra == (f"fp32-{C.id}",) and gate.failed
+
+
 def test_other_mode_is_extra():
     base = baseline(**{A.id: base_case(A)})
     gate = _compare([result(A, mode="fp16")], base)
