@@ -308,18 +308,29 @@ def write_merged(path: str | Path, chip_id: str, measured: Baseline,
                  timeout_s: float = 600) -> tuple[Baseline, Baseline | None, list[str]]:
     """Merge freshly measured cases onto the baseline file as it is *now* and write it,
     all under a lock on the file: (written data, the file as found, kept case keys).
-    An unusable old file is replaced; another update running at once either finished
-    before (its cases are kept) or waits for this one."""
+    Another update running at once either finished before (its cases are kept) or waits
+    for this one. A file there that cannot be used (corrupt, another chip's, another
+    schema version) is BaselineError and stays as it is: replacing it would lose what it
+    holds (`existing`)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     with locked(p, timeout_s):
-        try:
-            old = load(p, chip_id) if p.exists() else None
-        except BaselineError:
-            old = None
+        old = existing(p, chip_id)
         new, kept = merge(carry_noise(measured, old), old)
         save(p, new)
     return new, old, kept
+
+
+def existing(path: Path, chip_id: str) -> Baseline | None:
+    """The baseline file a write merges onto, None where there is none yet; one that
+    cannot be used is BaselineError, nothing written."""
+    if not path.exists():
+        return None
+    try:
+        return load(path, chip_id)
+    except BaselineError as e:
+        raise BaselineError(f"{e}; nothing written over it (move it away to start a new "
+                            "baseline there)") from None
 
 
 def summary(base: Baseline | None) -> dict:

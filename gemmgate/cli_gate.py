@@ -3,6 +3,7 @@ parse-level checks, then the harness (gate.py, baselines.py, calibrate.py), then
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -124,12 +125,7 @@ def baseline_command(args, console, err) -> int:
     keep = Path(args.keep_runs) if getattr(args, "keep_runs", None) else None
     check_outputs((str(path), "--output (the baseline file)"),
                   (str(keep / "run1.json") if keep else None, "--keep-runs"))
-    old = None
-    if path.exists():
-        try:
-            old = baselines.load(path, chip_id)
-        except baselines.BaselineError as e:
-            err.print(f"[yellow]warning:[/] replacing an unusable baseline: {e}")
+    baselines.existing(path, chip_id)   # before any work: an unusable file is exit 2
     ab_sha = same_kernels(args.ab_ref) if getattr(args, "ab_ref", None) else None
     # No pins: the kernel's own dispatch (its committed tuning table) is what is measured,
     # so a retuned table shows up in the next baseline and in a PR's check.
@@ -178,41 +174,21 @@ def merge_command(args, console, err) -> int:
     count as one more calibration, each run a fresh process on its own machine."""
     if len(args.inputs) < 2:
         raise ValueError("baseline merge needs at least two files")
-    parts, runs, names = [], [], []   # names: each part's, for the message
-    # An input given twice would pool its runs twice. A run file is itself once (two
-    # runs of a second may hold the same environment); a calibration, its provenance.
-    seen: dict[str, str] = {}
-    for p in args.inputs:
-        if _is_run(p):
-            runs.append(_calibration_run(p))
-            mark = "file " + str(Path(p).resolve())
-        else:
-            parts.append(baselines.load(p))
-            names.append(p)
-            mark = json.dumps(parts[-1].provenance, sort_keys=True, default=str)
-        if mark in seen:
-            raise ValueError(f"baseline merge: {p} holds the same calibration as "
-                             f"{seen[mark]}; give each input once (its runs would count "
-                             "twice)")
-        seen[mark] = p
-    if runs:
-        names.append("the run files")
-        chip_id = runs[0].environment.get("chip")
-        if chip_id is None or any(r.environment.get("chip") != chip_id for r in runs):
-            raise ValueError("baseline merge: the run files are not all of one chip")
-        parts.append(baselines.build(runs, chip_id, runs[0].shapes))
-    chip_id = parts[0].chip
-    out = Path(args.output or baselines.default_path(chip_id))
+    parts, names = _merge_inputs(args.inputs)
+    merged = baselines.combine(parts)   # before the lock: bad inputs are exit 2 here
+    out = Path(args.output or baselines.default_path(parts[0].chip))
     check_outputs((str(out), "--output (the baseline file)"))
-    merged = baselines.combine(parts)
-    skipped = baselines.other_tiles(parts)
-    old, kept = None, []
+    is_input = out.resolve() in {Path(p).resolve() for p in args.inputs}
+    if not is_input:
+        baselines.existing(out, parts[0].chip)   # an unusable file is exit 2, unlocked
     with baselines.locked(out):
-        if out.exists() and out.resolve() not in {Path(p).resolve() for p in args.inputs}:
-            try:
-                old = baselines.load(out, chip_id)
-            except baselines.BaselineError:
-                old = None
+        old = None
+        if is_input:   # read again under the lock: an update that landed since is merged
+            parts, names = _merge_inputs(args.inputs)
+            merged = baselines.combine(parts)
+        else:
+            old = baselines.existing(out, parts[0].chip)
+        skipped = baselines.other_tiles(parts)
         # the file's cases that no input holds stay as they are (as `update` keeps them):
         # merging calibrations of a few cases onto the baseline loses none of the others
         merged, kept = baselines.merge(merged, old)
@@ -230,6 +206,36 @@ def merge_command(args, console, err) -> int:
         for key, idx in skipped.items():
             console.print(f"  {key}: {', '.join(names[i] for i in idx)}")
     return 0
+
+
+def _merge_inputs(inputs: list[str]) -> tuple[list, list[str]]:
+    """(the parts `combine` pools, each part's name for the messages): the baselines, and
+    the run files built into one more calibration."""
+    parts, runs, names = [], [], []
+    # An input given twice would pool its runs twice. A run file is its content once (two
+    # runs of a second may hold the same environment, never the same timing samples: a
+    # copy of a run is the run); a calibration, its provenance.
+    seen: dict[str, str] = {}
+    for p in inputs:
+        if _is_run(p):
+            runs.append(_calibration_run(p))
+            mark = "run " + hashlib.sha256(Path(p).read_bytes()).hexdigest()
+        else:
+            parts.append(baselines.load(p))
+            names.append(p)
+            mark = json.dumps(parts[-1].provenance, sort_keys=True, default=str)
+        if mark in seen:
+            raise ValueError(f"baseline merge: {p} holds the same calibration as "
+                             f"{seen[mark]}; give each input once (its runs would count "
+                             "twice)")
+        seen[mark] = p
+    if runs:
+        names.append("the run files")
+        chip_id = runs[0].environment.get("chip")
+        if chip_id is None or any(r.environment.get("chip") != chip_id for r in runs):
+            raise ValueError("baseline merge: the run files are not all of one chip")
+        parts.append(baselines.build(runs, chip_id, runs[0].shapes))
+    return parts, names
 
 
 def _is_run(path: str) -> bool:

@@ -592,7 +592,7 @@ def test_merge_keeps_the_old_files_other_cases():
     assert baselines.merge(new, None) == (new, [])
 
 
-def test_write_merged_carries_noise_and_replaces_an_unusable_file(tmp_path):
+def test_write_merged_carries_noise_and_keeps_an_unusable_file_unwritten(tmp_path):
     path = tmp_path / "cpu.json"
     baselines.save(path, baselines.build(_runs3(), "cpu", "s.csv"))
     measured = baselines.build([make_run([make_result(C1, [1.0], [0.8])])], "cpu", "s.csv")
@@ -602,7 +602,14 @@ def test_write_merged_carries_noise_and_replaces_an_unusable_file(tmp_path):
     got, was = written.cases[K1].noise, old.cases[K1].noise  # single run: noise carried,
     assert (got.ratio, got.tflops, got.runs) == (was.ratio, was.tflops, was.runs)
     assert got.ratio_runs == measured.cases[K1].noise.ratio_runs  # with the run it came from
-    path.write_text("not json")
+    other = baselines.build(_runs3(), "nvidia-h200", "s.csv")   # files write_merged keeps
+    for text in ("not json", json.dumps(_js(other)), json.dumps({**_js(written), "version": 2}),
+                 "<<<<<<< HEAD\n" + json.dumps(_js(written))):
+        path.write_text(text)
+        with pytest.raises(BaselineError, match="nothing written over it"):
+            baselines.write_merged(path, "cpu", measured)
+        assert path.read_text() == text
+    path.unlink()
     written, old, kept = baselines.write_merged(path, "cpu", measured)
     assert old is None and kept == [] and baselines.load(path) == measured
 

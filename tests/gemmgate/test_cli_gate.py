@@ -521,6 +521,7 @@ def test_m_merge_folds_check_runs_in_as_one_more_calibration(work, base_file,
     a = _on_host(work, "on-a.json", "host-a", scale=1.04)          # host a: 4% higher ratio
     runs = []
     for i in range(2):
+        synthetic_timing.base_ms["triton"] *= 1.001   # two processes never time alike
         rc, data = _check(work, base_file)
         assert rc == 0
         runs.append(work / f"run{i}.json")
@@ -535,18 +536,21 @@ def test_m_merge_folds_check_runs_in_as_one_more_calibration(work, base_file,
         assert c.noise.machine is not None and c.noise.machine >= 0.04 / 1.04 - 1e-9
 
 
-@pytest.mark.parametrize("twice", ["same-path", "copy", "run"])
+@pytest.mark.parametrize("twice", ["same-path", "copy", "run", "run-copy"])
 def test_m_merge_refuses_an_input_given_twice(work, base_file, synthetic_timing, capsys,
                                               twice):
     """Pooled twice, one calibration's runs would count twice (twice the runs behind each
     noise figure): the same file, a copy of a calibration, or a run file given again is
     exit 2, naming both inputs, and nothing is written."""
     a = _on_host(work, "on-a.json", "host-a")
-    if twice == "run":
+    if twice in ("run", "run-copy"):
         rc, data = _check(work, base_file)
         first = work / "run0.json"
         first.write_text(json.dumps(data))
-        inputs = [a, first, first]
+        again = first if twice == "run" else work / "copy-of-run0.json"
+        if again != first:
+            shutil.copy(first, again)
+        inputs = [a, first, again]
     else:
         first = _on_host(work, "on-b.json", "host-b")
         again = first if twice == "same-path" else work / "copy-of-b.json"
@@ -593,7 +597,8 @@ def test_m_merge_onto_one_of_its_inputs(work, base_file, capsys):
 
 
 @pytest.mark.parametrize("what", ["one-input", "other-chip", "missing-input", "corrupt-input",
-                                  "output-under-a-file", "output-is-a-directory"])
+                                  "output-under-a-file", "output-is-a-directory",
+                                  "output-of-another-chip", "output-corrupt"])
 def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, what):
     a = _on_host(work, "on-a.json", "host-a")
     b = _on_host(work, "on-b.json", "host-b", scale=1.02)
@@ -612,11 +617,17 @@ def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, 
     elif what == "output-under-a-file":
         (work / "afile").write_text("x")
         out, msg = work / "afile" / "out.json", "cannot write --output (the baseline file)"
+    elif what == "output-of-another-chip":
+        out.write_text(json.dumps(dict(json.loads(b.read_text()), chip="nvidia-h200")))
+        msg = "is for chip nvidia-h200, not cpu; nothing written over it"
+    elif what == "output-corrupt":
+        out.write_text("<<<<<<< HEAD\n{}")
+        msg = "corrupt (not JSON"
     else:
         (work / "adir").mkdir()
         out, msg = work / "adir", "it is a directory"
     listing = _listing(work)
-    data = {p: p.read_bytes() for p in (a, b)}
+    data = {p: p.read_bytes() for p in (a, b, out) if p.is_file()}
     assert main(["baseline", "merge", *inputs, "--output", str(out)]) == 2
     err = capsys.readouterr().err.replace("\n", " ")
     assert "gemmgate: error:" in err and msg in err
@@ -624,11 +635,43 @@ def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, 
     assert all(p.read_bytes() == d for p, d in data.items())
 
 
+@pytest.mark.parametrize("text", ["{", '{"schema": "gemmgate.baseline", "version": 2}'])
+def test_update_over_an_unusable_file_is_exit_2_before_any_work(work, synthetic_timing,
+                                                                capsys, text):
+    out = work / "b.json"
+    out.write_text(text)
+    assert main(["baseline", "update", *FAST, *_shapes(work), "--output", str(out)]) == 2
+    assert "nothing written over it" in capsys.readouterr().err.replace("\n", " ")
+    assert out.read_text() == text and synthetic_timing.measured == []
+
+
+def test_m_merge_onto_an_input_reads_the_inputs_again_under_the_lock(work, base_file,
+                                                                     monkeypatch, capsys):
+    """An update that lands on the output file between merge's first read of its inputs
+    and its lock is merged, not lost: the inputs are read again under the lock."""
+    a = _on_host(work, "on-a.json", "host-a")
+    b = _on_host(work, "on-b.json", "host-b", scale=1.02)
+    landed = json.loads(b.read_text())
+    key = next(iter(landed["cases"]))
+    case = landed["cases"][key]
+    landed["cases"]["fp32-m8-n8-k8"] = dict(case, m=8, n=8, k=8)   # the update's new case
+    real = baselines.locked
+
+    def locked(path, timeout_s=600):
+        if Path(path) == b:
+            b.write_text(json.dumps(landed))   # lands just before merge takes the lock
+        return real(path, timeout_s)
+    monkeypatch.setattr(baselines, "locked", locked)
+    assert main(["baseline", "merge", str(a), str(b), "--output", str(b)]) == 0
+    assert "fp32-m8-n8-k8" in baselines.load(b, "cpu").cases
+
+
 def test_m_merge_writes_atomically(work, base_file, monkeypatch, capsys):
     a = _on_host(work, "on-a.json", "host-a")
     b = _on_host(work, "on-b.json", "host-b", scale=1.02)
     out = work / "out.json"
-    out.write_text("the old file")
+    shutil.copy(base_file, out)
+    old = out.read_bytes()
     before = set(_listing(work))
 
     def boom(src, dst):
@@ -636,7 +679,7 @@ def test_m_merge_writes_atomically(work, base_file, monkeypatch, capsys):
     monkeypatch.setattr(os, "replace", boom)
     assert main(["baseline", "merge", str(a), str(b), "--output", str(out)]) == 2
     assert "disk full" in capsys.readouterr().err
-    assert out.read_text() == "the old file"
+    assert out.read_bytes() == old
     assert set(_listing(work)) - before <= {"out.json.lock"}    # the temp file is gone
 
 
