@@ -12,7 +12,14 @@ from rich.table import Table
 from gemmgate import baselines
 from gemmgate.calibrate import CalibrationError, fresh_runs
 from gemmgate.chips import select_chip
-from gemmgate.cli_run import append_summary, check_floor, check_outputs, context_from_args, execute
+from gemmgate.cli_run import (
+    append_summary,
+    check_floor,
+    check_outputs,
+    context_from_args,
+    execute,
+    shapes_file,
+)
 from gemmgate.compare import REGRESSED
 from gemmgate.files import read_text, write_json_atomic, write_text_atomic
 from gemmgate.gate import (
@@ -42,9 +49,10 @@ def check_command(args, console, err) -> int:
     if not 0 <= args.inject_slowdown <= 10:
         raise ValueError("--inject-slowdown must be between 0 and 10")
     pr_comment = getattr(args, "comment", None)
-    check_outputs((args.json, "--json"), (pr_comment, "--comment"), append=args.summary)
     chip_id = select_chip(args.chip).chip.id
-    path = args.baseline or baselines.default_path(chip_id)
+    path = args.baseline if args.baseline is not None else baselines.default_path(chip_id)
+    check_outputs((args.json, "--json"), (pr_comment, "--comment"), append=args.summary,
+                  inputs=((str(path), "--baseline"), shapes_file(args.shapes)))
     base = baselines.load(path, chip_id)  # before any work: a bad file is exit 2
     ab_sha = _ab_commit(args.ab_ref, base)
     block = args.block if args.block is not None else base.provenance.get("block")
@@ -121,10 +129,12 @@ def baseline_command(args, console, err) -> int:
     if args.runs < 1:
         raise ValueError(f"--runs must be at least 1, got {args.runs}")
     chip_id = select_chip(args.chip).chip.id
-    path = Path(args.output or baselines.default_path(chip_id))
+    out = args.output if args.output is not None else str(baselines.default_path(chip_id))
     keep = Path(args.keep_runs) if getattr(args, "keep_runs", None) else None
-    check_outputs((str(path), "--output (the baseline file)"),
-                  (str(keep / "run1.json") if keep else None, "--keep-runs"))
+    check_outputs((out, "--output (the baseline file)"),
+                  (str(keep / "run1.json") if keep else None, "--keep-runs"),
+                  inputs=(shapes_file(args.shapes),))
+    path = Path(out)
     baselines.existing(path, chip_id)   # before any work: an unusable file is exit 2
     ab_sha = same_kernels(args.ab_ref) if getattr(args, "ab_ref", None) else None
     # No pins: the kernel's own dispatch (its committed tuning table) is what is measured,
@@ -176,8 +186,9 @@ def merge_command(args, console, err) -> int:
         raise ValueError("baseline merge needs at least two files")
     parts, names = _merge_inputs(args.inputs)
     merged = baselines.combine(parts)   # before the lock: bad inputs are exit 2 here
-    out = Path(args.output or baselines.default_path(parts[0].chip))
-    check_outputs((str(out), "--output (the baseline file)"))
+    out = Path(args.output if args.output is not None else baselines.default_path(parts[0].chip))
+    check_outputs((args.output if args.output is not None else str(out),
+                   "--output (the baseline file)"))
     is_input = out.resolve() in {Path(p).resolve() for p in args.inputs}
     if not is_input:
         baselines.existing(out, parts[0].chip)   # an unusable file is exit 2, unlocked

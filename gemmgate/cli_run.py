@@ -15,7 +15,7 @@ from rich.table import Table
 from gemmgate.chips import CHIPS, select_chip
 from gemmgate.context import RunContext, make_context
 from gemmgate.execute import run_cases
-from gemmgate.files import check_writable, write_json_atomic
+from gemmgate.files import InputError, check_writable, write_json_atomic
 from gemmgate.reference import resolve
 from gemmgate.report import print_tables
 from gemmgate.results import CaseResult, RunRecord, failures
@@ -39,14 +39,35 @@ def context_from_args(args, *, shapes: str | None = None, modes: str | None = No
                         copies=getattr(args, "copies", None) or "kept")
 
 
-def check_outputs(*paths: tuple[str | None, str], append: str | None = None) -> None:
+def check_outputs(*paths: tuple[str | None, str], append: str | None = None,
+                  inputs: tuple[tuple[str | None, str], ...] = ()) -> None:
     """Every output path writable, before any measuring (exit 2 otherwise); `append` is
-    a file only ever appended to (a CI step summary)."""
-    for path, what in paths:
-        if path:
-            check_writable(path, what)
-    if append:
-        check_writable(append, "--summary", append=True)
+    a file only ever appended to (a CI step summary). An empty path (an unset CI
+    variable), or one that names an input (`inputs`: its path and option) or another
+    output, is exit 2 too: the write would destroy it."""
+    outputs = [(x, what, False) for x, what in paths] + [(append, "--summary", True)]
+    taken = {_same_file(x): what for x, what in inputs if x and Path(x).is_file()}
+    for path, what, appended in outputs:
+        if path is None:
+            continue
+        if not str(path).strip():
+            raise InputError(f"{what} is an empty path: give a file path")
+        key = _same_file(path)
+        if key in taken:
+            raise InputError(f"{what} {path} is also {taken[key]}: writing it would "
+                             "destroy that file; give another path")
+        taken[key] = what
+        check_writable(path, what, append=appended)
+
+
+def _same_file(path: str) -> str:
+    """A key two spellings of one file share (links followed)."""
+    return str(Path(path).resolve())
+
+
+def shapes_file(shapes: str | None) -> tuple[str | None, str]:
+    """`--shapes` as an input of `check_outputs`, where it names a file."""
+    return (shapes if shapes and Path(shapes).is_file() else None), "--shapes"
 
 
 def check_floor(x: float) -> float:
@@ -98,7 +119,8 @@ def execute(ctx: RunContext, err: Console) -> RunRecord:
 def run_command(args, console: Console, err: Console) -> int:
     if args.pin_tiles and not Path(args.pin_tiles).is_file():
         raise ValueError(f"--pin-tiles {args.pin_tiles}: no such file")
-    check_outputs((args.json, "--json"))
+    check_outputs((args.json, "--json"), inputs=((args.pin_tiles, "--pin-tiles"),
+                                                 shapes_file(args.shapes)))
     ref = resolve(args.ab_ref) if args.ab_ref else None
     ctx = context_from_args(args, pins_from=args.pin_tiles, reference=ref)
     record = execute(ctx, err)

@@ -126,7 +126,9 @@ def _try_create_in(d: Path, fail: _Fail) -> None:
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
-    p = Path(path)
+    """`text` to `path` whole or not at all (a temp file beside it, renamed over); a
+    symbolic link is written through to its target, not replaced by a file."""
+    p = Path(path).resolve() if Path(path).is_symlink() else Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:

@@ -124,8 +124,9 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
         verdict = INCONCLUSIVE
     notes = [f"stored: {level}-level ±{stored.tolerance:.1%}" if stored else
              "not judged: no speed ratio or Triton TFLOP/s on both sides",
-             "noise unmeasured: the floor (`baseline calibrate` measures it)" if stored and level == PROCESS and (
-                 ratio_noise if ratio_j is not None else tf_noise) is None else "",
+             "noise unmeasured: the floor (`baseline calibrate` measures it)"
+             if stored and level == PROCESS
+             and (ratio_noise if ratio_j is not None else tf_noise) is None else "",
              "no ratio: judged on TFLOP/s" if ratio_j is None and tf_j else "",
              "stored judgement advisory: this GPU/machine is not in the calibration and "
              "machine noise is unmeasured (gemmgate baseline merge)" if level == ADVISORY and stored

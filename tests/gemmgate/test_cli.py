@@ -64,6 +64,24 @@ def test_usage_errors_exit_2(argv, message, capsys):
     assert message in capsys.readouterr().err.replace("\n", " ")
 
 
+@pytest.mark.parametrize("which", ["shapes", "pins", "empty"])
+def test_an_output_that_is_an_input_or_empty_is_exit_2_and_the_input_kept(tmp_path, capsys,
+                                                                          which):
+    shapes = tmp_path / "shapes.csv"
+    shapes.write_text("m,n,k\n16,16,16\n")
+    pins = tmp_path / "pins.json"
+    pins.write_text("{}")
+    argv = ["run", "--chip", "cpu", "--modes", "fp32", "--shapes", str(shapes)]
+    if which == "pins":
+        argv += ["--pin-tiles", str(pins)]
+    out = {"shapes": str(shapes), "pins": str(tmp_path / "." / "pins.json"), "empty": ""}[which]
+    assert main([*argv, "--json", out]) == 2
+    err = capsys.readouterr().err
+    assert ("--json is an empty path" if which == "empty" else
+            f"is also --{'shapes' if which == 'shapes' else 'pin-tiles'}") in err
+    assert shapes.read_text() == "m,n,k\n16,16,16\n" and pins.read_text() == "{}"
+
+
 def test_unreadable_shape_file(tmp_path, capsys):
     f = tmp_path / "shapes.yaml"
     f.write_text("cases: [ {m: 1, n: 2")

@@ -635,6 +635,23 @@ def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, 
     assert all(p.read_bytes() == d for p, d in data.items())
 
 
+@pytest.mark.parametrize("flag", ["--json", "--comment", "--summary"])
+def test_check_writing_over_its_baseline_is_exit_2(work, base_file, synthetic_timing, capsys,
+                                                   flag):
+    before, measured = base_file.read_bytes(), len(synthetic_timing.measured)
+    assert main(["check", *FAST, *_shapes(work), "--baseline", str(base_file),
+                 flag, str(base_file)]) == 2
+    assert f"{flag} {base_file} is also --baseline" in capsys.readouterr().err
+    assert base_file.read_bytes() == before and len(synthetic_timing.measured) == measured
+
+
+def test_update_with_an_empty_output_is_exit_2_not_the_committed_file(work, synthetic_timing,
+                                                                      capsys):
+    assert main(["baseline", "update", *FAST, *_shapes(work), "--output", ""]) == 2
+    assert "--output (the baseline file) is an empty path" in capsys.readouterr().err
+    assert synthetic_timing.measured == []
+
+
 @pytest.mark.parametrize("text", ["{", '{"schema": "gemmgate.baseline", "version": 2}'])
 def test_update_over_an_unusable_file_is_exit_2_before_any_work(work, synthetic_timing,
                                                                 capsys, text):

@@ -175,3 +175,11 @@ def test_check_writable_read_only_directory_and_file(tmp_path):
             check_writable(d / "old.json", "--summary", append=True)
     finally:
         d.chmod(0o755)
+
+
+def test_a_symbolic_link_is_written_through_to_its_target(tmp_path):
+    target, link = tmp_path / "real.json", tmp_path / "link.json"
+    target.write_text("old")
+    link.symlink_to(target)
+    write_json_atomic(link, {"a": 1})
+    assert link.is_symlink() and json.loads(target.read_text()) == {"a": 1}

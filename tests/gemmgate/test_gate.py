@@ -306,7 +306,8 @@ def test_a_tile_other_than_the_baselines_is_named_in_the_note():
     bc["tuning"] = _tile(64)
     base = baseline(**{A.id: bc})
     same = replace(result(A), telemetry={"tuning": _tile(64)})
-    level = "stored: process-level ±1.5%; noise unmeasured: the floor (`baseline calibrate` measures it)"
+    level = ("stored: process-level ±1.5%; noise unmeasured: the floor (`baseline calibrate` "
+             "measures it)")
     assert _one([same], base)[1].note == level
     other = replace(result(A), telemetry={"tuning": _tile(128) | {"source": "tuned"}})
     note = _one([other], base)[1].note
