@@ -137,7 +137,7 @@ def load_function(path: str):
         fn = importlib.import_module(module)
         for part in attr.split("."):
             fn = getattr(fn, part)
-    except Exception as e:  # ImportError, AttributeError, or the module's own error
+    except (Exception, SystemExit) as e:  # ImportError, AttributeError, the module's own
         raise ValueError(f"--providers {path}: cannot import it "
                          f"({type(e).__name__}: {e})") from None
     if not callable(fn):

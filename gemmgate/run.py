@@ -115,7 +115,7 @@ class Runner:
         injected = None
         if ctx.slowdown > 0 and "triton" in calls:
             injected = _inject(calls, ctx.slowdown, ctx.policy, flush, ctx.device)
-        samples = measure(calls, ctx.policy, flush_bytes=flush, device=ctx.device)
+        samples = _measured(calls, results, ctx.policy, flush, ctx.device)
         for name, ts in samples.items():
             med = stats.median(ts)
             tf = case.flops / (med * 1e-3) / 1e12 if case.flops and med > 0 else None
@@ -166,12 +166,39 @@ def _check(name: str, build, inp, mode: PrecisionMode, ref):
         out = call()
         if out.is_cuda:
             torch.cuda.synchronize()
+        acc: Accuracy = classify(relative_error(out, ref), mode)   # (a wrong shape raises)
     except Unsupported as e:
         return None, ProviderResult(name, UNSUPPORTED, message=str(e))
-    except Exception as e:  # a compile or launch error fails this case, not the run
-        return None, ProviderResult(name, FAIL, message=f"{type(e).__name__}: {e}"[:300])
-    acc: Accuracy = classify(relative_error(out, ref), mode)
+    except (Exception, SystemExit) as e:   # a compile or launch error, a wrong output or
+        return None, _failed(name, e)      # a provider's exit fails this case, not the run
     return call, ProviderResult(name, acc.status, acc.error, acc.message)
+
+
+def _failed(name: str, e: BaseException, when: str = "") -> ProviderResult:
+    return ProviderResult(name, FAIL, message=f"{when}{type(e).__name__}: {e}"[:300])
+
+
+def _measured(calls: dict, results: dict, policy: TimingPolicy, flush: int,
+              device: str) -> dict:
+    """`measure` of the checked calls. Where one raises while timed (a provider that fails
+    on a later call), each is timed alone once to find which: those fail this case
+    (`results` updated) and the others are timed without them; none found, it raises."""
+    try:
+        return measure(calls, policy, flush_bytes=flush, device=device)
+    except (Exception, SystemExit) as first:
+        quick = replace(policy, min_rounds=3, max_rounds=3, budget_s=0.05, warmup_s=0.0)
+        bad = {}
+        for name, call in calls.items():
+            try:
+                measure({name: call}, quick, flush_bytes=flush, device=device)
+            except (Exception, SystemExit) as e:
+                bad[name] = e
+        if not bad:
+            raise first
+        for name, e in bad.items():
+            results[name] = _failed(name, e, "while timed: ")
+        rest = {n: c for n, c in calls.items() if n not in bad}
+        return measure(rest, policy, flush_bytes=flush, device=device) if rest else {}
 
 
 def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int,

@@ -22,3 +22,23 @@ def hooked(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, choose
 
 
 NOT_CALLABLE = 42
+
+
+def bad_shape(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    import torch
+
+    return torch.zeros(3, 3, dtype=a.dtype)   # not M x N
+
+
+CALLS = []
+
+
+def flaky(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    CALLS.append(1)   # right on its first two calls (the accuracy check), then raises
+    if len(CALLS) > 2:
+        raise RuntimeError("flaky after two calls")
+    return correct(a, b, precision=precision, out=out)
+
+
+def exits(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    raise SystemExit(0)

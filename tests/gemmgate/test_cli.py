@@ -161,7 +161,11 @@ def test_run_with_a_wrong_custom_provider_exits_1(tmp_path, monkeypatch, capsys)
     assert "1 case(s) failed accuracy" in got.err and "fail" in got.out
 
 
-def test_a_bad_provider_path_exits_2(capsys):
+def test_a_bad_provider_path_exits_2(capsys, monkeypatch):
     assert main(["run", "--chip", "cpu", "--shapes", "smoke", "--modes", "fp32",
                  "--providers", "triton,vendor,nosuch.mod:fn"]) == 2
     assert "--providers nosuch.mod:fn: cannot import it" in capsys.readouterr().err
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))   # a module that exits on import
+    assert main(["run", "--chip", "cpu", "--shapes", "smoke", "--modes", "fp32",
+                 "--providers", "triton,vendor,exits_at_import:f"]) == 2
+    assert "cannot import it (SystemExit: 3)" in capsys.readouterr().err

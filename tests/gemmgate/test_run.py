@@ -158,6 +158,21 @@ def test_a_wrong_custom_provider_fails_accuracy_but_not_the_gated_pair(custom):
     assert r.gate_passed                     # ... the gate judges triton vs vendor only
 
 
+@pytest.mark.parametrize("name, said", [
+    ("bad_shape", "ValueError: output shape (3, 3) != reference (16, 16)"),
+    ("exits", "SystemExit: 0"),
+    ("flaky", "while timed: RuntimeError: flaky after two calls")])
+def test_a_custom_provider_that_breaks_fails_its_case_not_the_run(custom, name, said):
+    """A wrong shape, an exit, or a raise on a later call (while timed): that provider's
+    accuracy failure, with the message; Triton and the vendor are measured as ever."""
+    custom.CALLS.clear()
+    ctx = _extras_ctx(f"custom_providers:{name}")
+    r = Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
+    p = r.providers[f"custom_providers:{name}"]
+    assert p.accuracy == "fail" and said in p.message and not p.samples_ms
+    assert r.gate_passed and r.ratio > 0 and not r.passed
+
+
 def test_inductor_on_the_cpu_is_unsupported_not_a_failure():
     ctx = _extras_ctx("inductor")
     r = Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))

@@ -1,0 +1,4 @@
+"""A module that exits as it is imported (`--providers exits_at_import:f` tests)."""
+import sys
+
+sys.exit(3)
