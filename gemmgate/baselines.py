@@ -104,7 +104,10 @@ def build(records: Sequence[RunRecord], chip_id: str, shapes: str) -> Baseline:
         raise ValueError("no runs to build a baseline from")
     by_key: dict[str, list[tuple[CaseResult, str]]] = {}
     for rec in records:
-        for c in rec.cases:
+        once: dict[str, CaseResult] = {}   # a run's case once: its own repeats are not
+        for c in rec.cases:                # independent runs
+            once.setdefault(c.key, c)
+        for c in once.values():
             by_key.setdefault(c.key, []).append((c, machine_of(c, rec.environment)))
     cases = {}
     for key, tagged in by_key.items():

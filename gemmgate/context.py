@@ -210,7 +210,12 @@ def make_context(chip: str | None = None, shapes: str | None = None, modes: str 
         if not cases:
             raise ValueError("no cases to run")
     else:
+        if shapes is not None and not str(shapes).strip():
+            raise ValueError("--shapes is empty: give a set name, a shape file or shapes")
         label, cases = resolve(shapes or ("smoke" if c.device_type == "cpu" else "pr"))
+        # each case once: a case listed twice would be measured twice, and a baseline
+        # would count its two medians as two runs (process noise from one process)
+        cases = tuple(dict.fromkeys(cases))
     if c.device_type == "cpu":
         if timing not in (None, "wall"):
             raise ValueError(f"--timing {timing} needs a GPU; the CPU path times wall clock")

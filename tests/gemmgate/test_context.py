@@ -103,6 +103,7 @@ def check(*extra: str) -> list[str]:
     (run("--devices", "0,zero"), "--devices takes comma-separated device numbers, got '0,zero'"),
     (run("--devices", "0,10000"), "--devices 10000: on the CPU a device is a worker process"),
     (run("--modes", ""), "--modes '' names no mode"),
+    (run("--shapes", ""), "--shapes is empty: give a set name, a shape file or shapes"),
     (run("--modes", ","), "--modes ',' names no mode"),
     (check("--floor", "-5"), "--floor must be a fraction between 0 and 1 (e.g. 0.015), got -5.0"),
     (check("--floor", "0"), "--floor must be a fraction between 0 and 1 (e.g. 0.015), got 0.0"),
@@ -132,6 +133,11 @@ def test_a_gpu_that_is_not_there_exits_2(cwd, fake_gpus, no_measuring, capsys):
     assert main(["run", "--chip", "nvidia-h200", "--devices", "1,5"]) == 2
     assert "--devices 5: only 2 GPU(s) present (valid: 0,1)" in capsys.readouterr().err
     assert no_measuring == []
+
+
+def test_a_case_listed_twice_is_run_once():
+    ctx = make_context(chip="cpu", shapes="16x16x16,32x32x32,16x16x16", modes="fp32")
+    assert ctx.cases == (Case(16, 16, 16), Case(32, 32, 32))
 
 
 def test_the_context_pickles_equal(tmp_path):
