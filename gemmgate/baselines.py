@@ -11,7 +11,8 @@ Schema "gemmgate.baseline" version 1 (fields added since are optional):
              "tuning": {"key", "config", "source", "kernel", ...} (GPU only)}}}
 
 Noise, per case, at three levels (each a relative spread; the gate's tolerance is
-max(floor, 2.5 x spread), gemmgate/compare.py):
+max(floor, factor x spread), the factor 2.5 from 5 runs up, more from fewer:
+gemmgate/compare.py):
 - `ab`: A/B in one process, interleaved: the spread of the reference/current time ratio
   when both are the same kernel (`calibrate --ab-ref HEAD`);
 - `ratio`, `tflops` (process level): fresh processes on one machine, the largest
@@ -84,6 +85,27 @@ def level_noise(values: Sequence[float], machines: Sequence[str]) -> tuple:
     if machine is not None and process is not None:
         machine = max(machine, process)
     return process, machine
+
+
+def runs_behind(figure: float | None, values: Sequence[float], machines: Sequence[str],
+                level: str) -> int:
+    """How many runs a stored noise figure was estimated from, for the tolerance's factor
+    (`compare.noise_factor`): "process", the runs of the machine whose spread it is;
+    "machine", the machines pooled (their offsets are what it measures); "ab", the A/B
+    runs. 0 where the runs stored beside it do not give the figure (a level carried from
+    a calibration whose runs the file no longer lists: `_stored_floor`)."""
+    if figure is None or not values:
+        return 0
+    if level == "ab":
+        return len(values) if math.isclose(ab_noise(values), figure, rel_tol=1e-9) else 0
+    by: dict[str, list[float]] = {}
+    for v, m in zip(values, machines):
+        by.setdefault(m, []).append(v)
+    if level == "machine" and len(by) > 1 and math.isclose(aa_noise(values), figure,
+                                                           rel_tol=1e-9):
+        return len(by)
+    return next((len(vs) for vs in by.values() if len(vs) > 1
+                 and math.isclose(aa_noise(vs), figure, rel_tol=1e-9)), 0)
 
 
 def _noise(ratios, machines, tflops, tflops_machines, abs_, runs) -> Noise:

@@ -124,7 +124,7 @@ def _baseline_parsers(sub) -> None:
         p = bsub.add_parser(name, help=text)
         _run_args(p)
         p.add_argument("--output", metavar="FILE", help="default: baselines/<chip>.json")
-        p.add_argument("--runs", type=int, default=1 if name == "update" else 3,
+        p.add_argument("--runs", type=int, default=1 if name == "update" else 5,
                        help="independent runs (fresh processes)")
         if name == "calibrate":
             p.add_argument("--keep-runs", metavar="DIR",

@@ -33,15 +33,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gemmgate.accuracy import PASS
-from gemmgate.baselines import Baseline, BaselineCase, machine_of
+from gemmgate.baselines import Baseline, BaselineCase, machine_of, runs_behind
 from gemmgate.compare import (
     IMPROVED,
     INCONCLUSIVE,
+    NOISE_FACTOR,
     REGRESSED,
     UNCHANGED,
     Judgement,
     drift_note,
     judge,
+    noise_factor,
     tolerance,
 )
 from gemmgate.context import RunContext
@@ -102,28 +104,41 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
     base_ratio, base_tf = base.ratio, base.providers["triton"].tflops
     if level == MACHINE:
         ratio_noise, tf_noise = noise.machine, noise.tflops_machine
+        ratio_level = tf_level = MACHINE
     else:  # process level: against this machine's own calibration runs
         base_ratio, base_tf = base.ratio_on(machine), base.tflops_on(machine)
         # with one run per machine, only the pooled spread is known
+        ratio_level = PROCESS if noise.ratio is not None else MACHINE
+        tf_level = PROCESS if noise.tflops is not None else MACHINE
         ratio_noise = noise.ratio if noise.ratio is not None else noise.machine
         tf_noise = noise.tflops if noise.tflops is not None else noise.tflops_machine
+    # each tolerance scaled for the runs its noise figure came from (`noise_factor`)
+    ratio_runs = runs_behind(ratio_noise, noise.ratio_runs, noise.run_machines, ratio_level)
+    tf_runs = runs_behind(tf_noise, noise.tflops_runs, noise.tflops_machines, tf_level)
+    ratio_factor, tf_factor = noise_factor(ratio_runs), noise_factor(tf_runs)
     ratio_j = None
     if base_ratio and result.ratio_samples:
-        ratio_j = judge(result.ratio_samples, base_ratio, tolerance(ratio_noise, floor))
+        ratio_j = judge(result.ratio_samples, base_ratio,
+                        tolerance(ratio_noise, floor, ratio_factor))
     t = result.providers["triton"]
     tf_j = None
     tf_samples = [result.case.flops / (ms * 1e-3) / 1e12 for ms in t.samples_ms if ms > 0]
     if base_tf and tf_samples and result.case.flops:
-        tf_j = judge(tf_samples, base_tf, tolerance(tf_noise, 2 * floor))
-    ab_j = judge(result.ab_samples, 1.0, tolerance(noise.ab, floor)) \
+        tf_j = judge(tf_samples, base_tf, tolerance(tf_noise, 2 * floor, tf_factor))
+    ab_factor = noise_factor(runs_behind(noise.ab, noise.ab_runs, (), "ab"), about_one=True)
+    ab_j = judge(result.ab_samples, 1.0, tolerance(noise.ab, floor, ab_factor)) \
         if result.ab_samples else None
     stored = ratio_j if ratio_j is not None else tf_j  # no vendor figure: TFLOP/s
     verdict = _policy(stored.verdict if stored else UNCHANGED, level,
                       ab_j.verdict if ab_j else None)
     if stored is None and ab_j is None:   # no figure on either side to compare
         verdict = INCONCLUSIVE
-    notes = [f"stored: {level}-level ±{stored.tolerance:.1%}" if stored else
-             "not judged: no speed ratio or Triton TFLOP/s on both sides",
+    runs, factor, of = (ratio_runs, ratio_factor, ratio_level) if ratio_j is not None \
+        else (tf_runs, tf_factor, tf_level)
+    notes = [f"stored: {level}-level ±{stored.tolerance:.1%}" + (
+                 f" ({runs} {'machines' if of == MACHINE else 'runs'}: x{factor:g} the "
+                 "spread)" if factor != NOISE_FACTOR else "")
+             if stored else "not judged: no speed ratio or Triton TFLOP/s on both sides",
              "noise unmeasured: the floor (`baseline calibrate` measures it)"
              if stored and level == PROCESS
              and (ratio_noise if ratio_j is not None else tf_noise) is None else "",

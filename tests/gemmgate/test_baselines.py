@@ -16,7 +16,7 @@ import pytest
 
 from gemmgate import baselines, stats
 from gemmgate.baselines import Baseline, BaselineError
-from gemmgate.compare import aa_noise
+from gemmgate.compare import aa_noise, ab_noise
 from gemmgate.results import CaseResult, ProviderResult, RunRecord
 from gemmgate.shapes import Case
 
@@ -725,3 +725,20 @@ def test_a_case_twice_in_one_run_is_one_run_not_two():
     c = baselines.build([twice], "cpu", "s.csv").cases[K1]
     assert c.noise.runs == 1 and len(c.noise.ratio_runs) == 1 and c.noise.ratio is None
     assert c.providers["triton"].median_ms == pytest.approx(1.05)   # the first's
+
+
+def test_runs_behind_a_noise_figure():
+    """The runs a stored figure was estimated from: process, the runs of the machine whose
+    spread it is; machine, the machines pooled; A/B, its runs; 0 where the runs stored
+    beside it do not give it (a figure carried over from a calibration no longer listed)."""
+    vals, machines = [1.0, 1.02, 0.99, 1.0, 1.05], ["a", "a", "a", "b", "b"]
+    process, machine = baselines.level_noise(vals, machines)
+    assert process == aa_noise([1.0, 1.05])                       # b's spread is the larger
+    assert baselines.runs_behind(process, vals, machines, "process") == 2
+    assert baselines.runs_behind(aa_noise(vals[:3]), vals, machines, "process") == 3
+    assert baselines.runs_behind(machine, vals, machines, "machine") == 2   # two machines
+    assert baselines.runs_behind(0.07, vals, machines, "process") == 0      # carried
+    assert baselines.runs_behind(None, vals, machines, "process") == 0
+    ab = [1.0, 1.01, 0.995]
+    assert baselines.runs_behind(ab_noise(ab), ab, (), "ab") == 3
+    assert baselines.runs_behind(0.05, ab, (), "ab") == 0

@@ -20,6 +20,7 @@ from gemmgate.compare import (
     aa_noise,
     drift_note,
     judge,
+    noise_factor,
     tolerance,
 )
 
@@ -221,3 +222,33 @@ def test_power_against_three_percent_slowdown():
 def test_verdict_constants():
     assert (compare.IMPROVED, compare.UNCHANGED, compare.REGRESSED, compare.INCONCLUSIVE) == (
         "improved", "unchanged", "regressed", "inconclusive")
+
+
+# --- the factor for the runs behind a spread ------------------------------------------------
+
+def _passed_by(factor: float, runs: int, about_one: bool, draws: int, seed: int) -> float:
+    """The share of new A/A runs a spread of `runs` runs (normal noise) scaled by
+    `factor` calls slower: one-sided, as `judge` flags a regression."""
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(seed)
+    x, new = rng.standard_normal((draws, runs)), rng.standard_normal(draws)
+    centre = np.zeros(draws) if about_one else np.median(x, axis=1)
+    spread = np.abs(x - centre[:, None]).max(axis=1)
+    return float(np.mean(centre - new > factor * spread))
+
+
+@pytest.mark.parametrize("about_one", [False, True])
+def test_each_runs_factor_holds_the_false_alarm_rate_of_five_runs(about_one):
+    """RUNS_FACTOR (RUNS_FACTOR_AB) re-derived: each count's factor passes as many A/A
+    runs as NOISE_FACTOR does at 5 runs; the unscaled 2.5 passes 1.8-17x more at 2-4 runs."""
+    target = _passed_by(NOISE_FACTOR, 5, about_one, 400_000, 0)
+    for runs in (2, 3, 4):
+        got = _passed_by(noise_factor(runs, about_one), runs, about_one, 400_000, runs)
+        assert got == pytest.approx(target, rel=0.2), runs
+        assert _passed_by(NOISE_FACTOR, runs, about_one, 400_000, runs) > 1.5 * target
+
+
+def test_noise_factor_table_and_its_default():
+    assert noise_factor(3) == compare.RUNS_FACTOR[3] > noise_factor(4) > NOISE_FACTOR
+    assert noise_factor(2, about_one=True) == compare.RUNS_FACTOR_AB[2]
+    assert noise_factor(5) == noise_factor(12) == noise_factor(0) == NOISE_FACTOR

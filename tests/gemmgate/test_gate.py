@@ -17,7 +17,7 @@ import pytest
 
 from gemmgate import baselines
 from gemmgate.baseline_schema import from_json
-from gemmgate.compare import DEFAULT_FLOOR, NOISE_FACTOR
+from gemmgate.compare import DEFAULT_FLOOR, NOISE_FACTOR, aa_noise
 from gemmgate.gate import (
     GATE_HEAD,
     CaseVerdict,
@@ -556,7 +556,7 @@ def test_improved_obeys_the_same_tolerance_as_regressed(host, level):
 
 def test_ab_improved_obeys_the_same_tolerance_as_ab_regressed():
     case = base_case(A)
-    case["noise"].update(ab=0.02, ab_runs=[1.0, 1.02])       # A/B tolerance 5%
+    case["noise"].update(ab=0.02, ab_runs=[1.0, 1.02, 1.0, 0.99, 1.01])   # tolerance 5%
     base = baseline(**{A.id: case})
     got = {change: _one([ab_result(A, 1 / (1 + change))], base)[1]
            for change in (0.04, -0.04, 0.07, -0.07)}
@@ -675,3 +675,19 @@ def test_a_zero_sample_is_left_out_of_the_tflops_figure_not_a_crash():
     ts = (0.0, *_times(0, 1.0)[1:])
     gate, v = _one([result(A, t_samples=ts)], baseline(**{A.id: base_case(A)}))
     assert v.verdict == "unchanged" and v.tflops.verdict == "unchanged"
+
+
+
+@pytest.mark.parametrize("runs, factor", [(3, 5.55), (4, 3.43), (5, NOISE_FACTOR)])
+def test_a_process_tolerance_is_scaled_for_the_runs_behind_it(runs, factor):
+    """Three runs' spread is a poorer estimate of the noise than five's: its factor holds
+    the false-alarm rate five runs give at NOISE_FACTOR (compare.RUNS_FACTOR)."""
+    ratios = [0.9, 0.9 * 1.02] + [0.9] * (runs - 2)
+    bc = base_case(A, noise_ratio=aa_noise(ratios), machines=(HOST,) * runs)
+    bc["noise"]["ratio_runs"] = ratios
+    v = _one([result(A)], baseline(**{A.id: bc}))[1]
+    assert v.ratio.tolerance == pytest.approx(factor * aa_noise(ratios), rel=1e-9)
+    assert (f"({runs} runs: x{factor:g} the spread)" in v.note) == (runs < 5)
+    bc["noise"]["ratio"] = 0.015            # a figure its runs do not give: carried over
+    v = _one([result(A)], baseline(**{A.id: bc}))[1]
+    assert v.ratio.tolerance == pytest.approx(NOISE_FACTOR * 0.015)
