@@ -358,6 +358,15 @@ def existing(path: Path, chip_id: str) -> Baseline | None:
                             "baseline there)") from None
 
 
+def lost_machine_level(old: Baseline | None, new: Baseline) -> list[str]:
+    """The cases whose machine-level noise a write dropped (a calibration on one machine
+    replaces a case's runs from several)."""
+    if not old:
+        return []
+    return [k for k, c in new.cases.items() if c.noise.machine is None
+            and k in old.cases and old.cases[k].noise.machine is not None]
+
+
 def summary(base: Baseline | None) -> dict:
     """Per-mode geomean ratio and case count: shown old beside new on update."""
     if not base:

@@ -165,6 +165,13 @@ def baseline_command(args, console, err) -> int:
         console.print(_summary_table(baselines.summary(old), baselines.summary(new)))
     console.print(f"wrote {path} ({len(new.cases)} cases, {len(records)} run(s), "
                   f"{_levels(new)})")
+    lost = baselines.lost_machine_level(old, new)
+    if lost:
+        err.print(f"[yellow]warning:[/] {len(lost)} case(s) lost their machine-level noise: "
+                  "this calibration's runs replace the runs the file held from other "
+                  "machines, whose checks are now advisory; merge their calibrations "
+                  f"again (`gemmgate baseline merge`): {', '.join(lost[:5])}"
+                  + (" ..." if len(lost) > 5 else ""))
     return 0
 
 

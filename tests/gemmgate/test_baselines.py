@@ -742,3 +742,18 @@ def test_runs_behind_a_noise_figure():
     ab = [1.0, 1.01, 0.995]
     assert baselines.runs_behind(ab_noise(ab), ab, (), "ab") == 3
     assert baselines.runs_behind(0.05, ab, (), "ab") == 0
+
+
+def test_a_calibration_on_one_machine_over_a_fleets_file_reports_the_lost_machine_level(
+        tmp_path):
+    path = tmp_path / "cpu.json"
+    fleet = baselines.combine([baselines.build(_runs3(host=h), "cpu", "s.csv")
+                               for h in ("host-a", "host-b")])
+    baselines.save(path, fleet)
+    assert all(c.noise.machine is not None for c in fleet.cases.values())
+    here = baselines.build(_runs3(host="host-a"), "cpu", "s.csv")      # recalibrated on a
+    written, old, _ = baselines.write_merged(path, "cpu", here)
+    assert sorted(baselines.lost_machine_level(old, written)) == sorted(fleet.cases)
+    assert baselines.lost_machine_level(None, written) == []
+    again, old, _ = baselines.write_merged(path, "cpu", here)
+    assert baselines.lost_machine_level(old, again) == []      # nothing left to lose
