@@ -13,9 +13,9 @@ from rich.table import Table
 
 from gemmgate import baselines
 from gemmgate.chips import select_chip
-from gemmgate.cli_run import check_outputs
+from gemmgate.cli_run import check_outputs, context_from_args
 from gemmgate.reference import resolve
-from gemmgate.trials import parse_levels, power, rejudge, run_trials
+from gemmgate.trials import TrialError, parse_levels, power, rejudge, run_trials
 
 _FORWARD = ("chip", "shapes", "modes", "timing", "budget", "block", "devices")
 
@@ -26,7 +26,7 @@ def _forwarded(args) -> list[str]:
         value = getattr(args, name)
         if value is not None:
             out += [f"--{name}", str(value)]
-    return out
+    return out + (["--retune"] if args.retune else [])
 
 
 def trials_command(args, console, err) -> int:
@@ -42,6 +42,8 @@ def trials_command(args, console, err) -> int:
     chip_id = select_chip(args.chip).chip.id
     base = Path(args.baseline or baselines.default_path(chip_id))
     ab = resolve(args.ab_ref) if args.ab_ref else None
+    context_from_args(args)   # the checks' own arguments: bad ones are exit 2 here, not
+    # in each child check
     common = _forwarded(args)
     if args.calibrate:
         cmd = [sys.executable, "-m", "gemmgate", "baseline", "calibrate", *common,
@@ -54,7 +56,11 @@ def trials_command(args, console, err) -> int:
             return rc
     baselines.load(base, chip_id)  # exit 2 before any check when unusable
     check_args = [*common, "--baseline", str(base)] + (["--ab-ref", ab] if ab else [])
-    rows = run_trials(check_args, levels, args.repeats, out, args.deadline, err.print)
+    try:
+        rows = run_trials(check_args, levels, args.repeats, out, args.deadline, err.print)
+    except TrialError as e:
+        err.print(f"[red]gemmgate: error:[/] {e}")
+        return 2
     _print_power(rows, chip_id, out, console)
     return 0
 

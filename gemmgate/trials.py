@@ -158,6 +158,10 @@ def read_csv(*paths: Path) -> list[dict]:
     return rows
 
 
+class TrialError(RuntimeError):
+    """A child check that did not judge (exit 2 or no JSON): the trials stop there."""
+
+
 def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
                out: Path, deadline_s: float | None = None,
                on_trial: Callable[[str], None] | None = None) -> list[dict]:
@@ -176,8 +180,8 @@ def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
                                    "--inject-slowdown", str(level), "--json", str(path)],
                                   stdout=f, stderr=subprocess.STDOUT)
         if proc.returncode not in (0, 1) or not path.exists():
-            raise RuntimeError(f"trial {i} (slowdown {level:g}) failed with exit "
-                               f"{proc.returncode}; see {log}")
+            raise TrialError(f"trial {i} (slowdown {level:g}) failed with exit "
+                             f"{proc.returncode}; see {log}")
         RunRecord.load(path)  # validates the check's JSON before counting it
         got = check_rows(name, json.loads(path.read_text()), proc.returncode)
         rows += got

@@ -78,8 +78,9 @@ def test_trials_command_runs_fresh_checks_and_writes_the_csv(tmp_path, monkeypat
     monkeypatch.setattr(trials.subprocess, "run", fake_run)
     out = tmp_path / "trials"
     assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--baseline", str(base),
-                 "--levels", "0,0.03", "--repeats", "2", "--out", str(out)]) == 0
+                 "--levels", "0,0.03", "--repeats", "2", "--retune", "--out", str(out)]) == 0
     assert len(seen) == 4 and all(c[3] == "check" for c in seen)
+    assert all("--retune" in c for c in seen)                # forwarded to every check
     assert [c[c.index("--inject-slowdown") + 1] for c in seen] == ["0.0", "0.03"] * 2
     assert all("--baseline" in c and "--modes" in c for c in seen)
     rows = trials.read_csv(out / "checks.csv")
@@ -95,6 +96,24 @@ def test_trials_refuses_bad_arguments_before_any_check(tmp_path, capsys):
     assert main(["trials", "--chip", "cpu", "--baseline", str(tmp_path / "none.json"),
                  "--out", str(tmp_path / "o")]) == 2
     assert "no baseline at" in capsys.readouterr().err
+    for bad, said in ((["--shapes", "bogus"], "unknown shape set 'bogus'"),
+                      (["--modes", "fp64"], "fp64"), (["--budget", "-1"], "--budget")):
+        assert main(["trials", "--chip", "cpu", *bad, "--out", str(tmp_path / "p")]) == 2
+        assert said in capsys.readouterr().err        # the checks' own arguments, up front
+
+
+def test_a_child_check_that_does_not_judge_is_exit_2_naming_its_log(tmp_path, monkeypatch,
+                                                                    capsys):
+    base = tmp_path / "b.json"
+    (tmp_path / "s.csv").write_text("m,n,k\n32,32,32\n")
+    assert main(["baseline", "update", "--chip", "cpu", "--modes", "fp32", "--budget", "0.1",
+                 "--shapes", str(tmp_path / "s.csv"), "--output", str(base)]) == 0
+    monkeypatch.setattr(trials.subprocess, "run",
+                        lambda cmd, stdout=None, stderr=None: subprocess.CompletedProcess(cmd, 2))
+    assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--baseline", str(base),
+                 "--levels", "0", "--out", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err
+    assert "trial 1 (slowdown 0) failed with exit 2; see" in err and "Traceback" not in err
 
 
 def test_the_summaries_kept_in_the_repository_give_the_same_power(tmp_path):
