@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from gemmgate import baseline_schema
 from gemmgate.chips import CHIPS, select_chip
 from gemmgate.context import RunContext, make_context
 from gemmgate.execute import run_cases
@@ -117,8 +118,10 @@ def execute(ctx: RunContext, err: Console) -> RunRecord:
 
 
 def run_command(args, console: Console, err: Console) -> int:
-    if args.pin_tiles and not Path(args.pin_tiles).is_file():
-        raise ValueError(f"--pin-tiles {args.pin_tiles}: no such file")
+    if args.pin_tiles is not None:   # a baseline file of this chip, checked before any work
+        if not Path(args.pin_tiles).is_file():
+            raise ValueError(f"--pin-tiles {args.pin_tiles}: no such file")
+        baseline_schema.load(args.pin_tiles, select_chip(args.chip).chip.id)
     check_outputs((args.json, "--json"), inputs=((args.pin_tiles, "--pin-tiles"),
                                                  shapes_file(args.shapes)))
     ref = resolve(args.ab_ref) if args.ab_ref else None

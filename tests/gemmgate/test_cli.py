@@ -11,6 +11,8 @@ import pytest
 from gemmgate import stats
 from gemmgate.cli import main
 
+CPU_BASELINE = Path(__file__).parents[2] / "baselines" / "cpu.json"
+
 
 def test_run_smoke_writes_json(tmp_path, capsys):
     out = tmp_path / "run.json"
@@ -70,7 +72,7 @@ def test_an_output_that_is_an_input_or_empty_is_exit_2_and_the_input_kept(tmp_pa
     shapes = tmp_path / "shapes.csv"
     shapes.write_text("m,n,k\n16,16,16\n")
     pins = tmp_path / "pins.json"
-    pins.write_text("{}")
+    pins.write_bytes(CPU_BASELINE.read_bytes())
     argv = ["run", "--chip", "cpu", "--modes", "fp32", "--shapes", str(shapes)]
     if which == "pins":
         argv += ["--pin-tiles", str(pins)]
@@ -79,7 +81,27 @@ def test_an_output_that_is_an_input_or_empty_is_exit_2_and_the_input_kept(tmp_pa
     err = capsys.readouterr().err
     assert ("--json is an empty path" if which == "empty" else
             f"is also --{'shapes' if which == 'shapes' else 'pin-tiles'}") in err
-    assert shapes.read_text() == "m,n,k\n16,16,16\n" and pins.read_text() == "{}"
+    assert shapes.read_text() == "m,n,k\n16,16,16\n"
+    assert pins.read_bytes() == CPU_BASELINE.read_bytes()
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda d: d.update(chip="nvidia-h200"), "is for chip nvidia-h200, not cpu"),
+    (lambda d: next(iter(d["cases"].values())).update(m="64"), "corrupt"),
+    (None, "corrupt (not JSON")])
+def test_pins_that_are_not_this_chips_baseline_are_exit_2_before_any_work(tmp_path, capsys,
+                                                                         edit, said):
+    pins = tmp_path / "pins.json"
+    if edit is None:
+        pins.write_text('{"cases": ')
+    else:
+        data = json.loads(CPU_BASELINE.read_text())
+        edit(data)
+        pins.write_text(json.dumps(data))
+    assert main(["run", "--chip", "cpu", "--modes", "fp32", "--shapes", "16x16x16",
+                 "--pin-tiles", str(pins)]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "cases x" not in err                 # nothing announced or run
 
 
 def test_unreadable_shape_file(tmp_path, capsys):
