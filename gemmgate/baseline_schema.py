@@ -134,8 +134,9 @@ def load(path: str | Path, chip_id: str | None = None) -> Baseline:
                             f"calibrate --chip {chip_id or '<chip>'}`")
     try:
         text = read_text(p, "baseline")
-    except (OSError, ValueError) as e:
-        raise BaselineError(f"cannot read baseline {p}: {e}") from None
+    except (OSError, ValueError) as e:   # read_text's message names the file already
+        raise BaselineError(str(e) if isinstance(e, ValueError)
+                            else f"cannot read baseline {p}: {e}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:

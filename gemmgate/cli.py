@@ -41,7 +41,8 @@ def _run_args(p: argparse.ArgumentParser) -> None:
                                    "default: every mode the chip supports")
     p.add_argument("--timing", choices=("graph", "eager"),
                    help="graph: CUDA-graph replay, device time only (default); "
-                        "eager: host launch cost included")
+                        "eager: host launch cost included (GPU only: the CPU times wall "
+                        "clock)")
     p.add_argument("--budget", type=float, metavar="S", help="timing budget per case, seconds")
     p.add_argument("--block", type=int, metavar="N",
                    help="time each provider N calls in a row (default 1: strict A B "
@@ -55,7 +56,8 @@ def _run_args(p: argparse.ArgumentParser) -> None:
 
 def _providers_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--providers", metavar="LIST",
-                   help="who computes: triton,vendor (default; both always), plus inductor "
+                   help="who computes: triton,vendor (the default; the list must start "
+                        "with both), plus inductor "
                         "(torch.compile, Triton GEMM templates; GPU) and/or module:function "
                         "GEMMs with the kernels.matmul contract; shown, never gated")
 
@@ -189,8 +191,10 @@ def _report_parser(sub) -> None:
                                       "(PNG figures): ratio maps, roofline, errors, history")
     r.add_argument("runs", nargs="*", metavar="RUN.json",
                    help="run files (gemmgate run --json, check --json)")
-    r.add_argument("--baseline", action="extend", nargs="+", default=[], metavar="FILE",
-                   help="baseline files (baselines/<chip>.json), for history and cross-chip")
+    r.add_argument("--baseline", action="append", default=[], metavar="FILE",
+                   help="a baseline file (baselines/<chip>.json), for history and cross-chip; "
+                        "repeat it for several (one file a flag: run files after it stay "
+                        "run files)")
     r.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="folder for index.html and the PNGs")
 
@@ -200,7 +204,8 @@ def _sweep_parser(sub) -> None:
                                      "the rise-then-collapse curve")
     s.add_argument("--param", required=True, metavar="NAME",
                    help="an integer field of the kernel's tile: num_stages, num_warps, "
-                        "block_m, block_n, block_k, group_m (split_k where the tile has it)")
+                        "block_m, block_n, block_k, group_m, occupancy (split_k where the "
+                        "tile has it)")
     s.add_argument("--values", metavar="V,..", help="comma-separated values (default per "
                    "parameter, e.g. num_stages 1..7, block sizes 16..256)")
     s.add_argument("--shape", required=True, metavar="MxNxK", help="e.g. 4096x4096x4096")

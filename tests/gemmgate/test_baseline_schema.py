@@ -223,3 +223,9 @@ def test_the_committed_cpu_baseline_is_a_legacy_file():
     assert all(c.noise.machine is None for c in cpu.cases.values())
     assert cpu.machines == frozenset()                    # no ratio_runs kept at all
     assert all(c.noise.runs == 3 for c in cpu.cases.values())
+
+
+def test_a_directory_is_named_once_in_the_message(tmp_path):
+    with pytest.raises(BaselineError) as e:
+        load(tmp_path)
+    assert str(e.value).count("cannot read baseline") == 1 and "it is a directory" in str(e.value)

@@ -87,6 +87,14 @@ def test_report_writes_the_page_and_says_so(tmp_path, run_file, capsys):
     assert (out / "index.html").is_file() and len(list(out.glob("*.png"))) >= 5
 
 
+def test_a_run_file_after_baseline_stays_a_run_file():
+    from gemmgate.cli import build_parser
+
+    args = build_parser().parse_args(["report", "--baseline", "a.json", "r.json",
+                                      "--baseline", "b.json", "-o", "x"])
+    assert args.runs == ["r.json"] and args.baseline == ["a.json", "b.json"]
+
+
 def test_other_commands_never_import_matplotlib():
     code = ("import sys; from gemmgate import cli, cli_report, cli_run, cli_gate; "
             "cli.build_parser().parse_args(['report', 'r.json', '-o', 'x']); "
