@@ -229,7 +229,7 @@ def merge_command(args, console, err) -> int:
 def _merge_inputs(inputs: list[str]) -> tuple[list, list[str]]:
     """(the parts `combine` pools, each part's name for the messages): the baselines, and
     the run files built into one more calibration."""
-    parts, runs, names = [], [], []
+    parts, runs, names, run_names = [], [], [], []
     # An input given twice would pool its runs twice. A run file is its content once (two
     # runs of a second may hold the same environment, never the same timing samples: a
     # copy of a run is the run); a calibration, its provenance.
@@ -237,6 +237,7 @@ def _merge_inputs(inputs: list[str]) -> tuple[list, list[str]]:
     for p in inputs:
         if _is_run(p):
             runs.append(_calibration_run(p))
+            run_names.append(p)
             mark = "run " + hashlib.sha256(Path(p).read_bytes()).hexdigest()
         else:
             parts.append(baselines.load(p))
@@ -247,6 +248,8 @@ def _merge_inputs(inputs: list[str]) -> tuple[list, list[str]]:
                              f"{seen[mark]}; give each input once (its runs would count "
                              "twice)")
         seen[mark] = p
+    _same_measurement([(p.provenance, n) for p, n in zip(parts, names)]
+                      + [(r.environment, n) for r, n in zip(runs, run_names)])
     if runs:
         names.append("the run files")
         chip_id = runs[0].environment.get("chip")
@@ -254,6 +257,20 @@ def _merge_inputs(inputs: list[str]) -> tuple[list, list[str]]:
             raise ValueError("baseline merge: the run files are not all of one chip")
         parts.append(baselines.build(runs, chip_id, runs[0].shapes))
     return parts, names
+
+
+def _same_measurement(records: list[tuple[dict, str]]) -> None:
+    """The inputs of a merge were timed alike (method, --block), where they record it:
+    pooled, another method's offset would pass for machine noise."""
+    for key, what in (("timing", "timing method"), ("block", "--block")):
+        seen: dict = {}
+        for rec, name in records:
+            if rec.get(key) is not None:
+                seen.setdefault(rec[key], name)
+        if len(seen) > 1:
+            said = ", ".join(f"{v} ({n})" for v, n in seen.items())
+            raise ValueError(f"baseline merge: the inputs were measured with another "
+                             f"{what}: {said}; merge calibrations timed alike")
 
 
 def _is_run(path: str) -> bool:
@@ -275,6 +292,9 @@ def _calibration_run(path: str) -> RunRecord:
     if env.get("providers"):
         raise ValueError(f"{path}: a run with extra providers ({env['providers']}) cannot "
                          "calibrate a baseline")
+    if env.get("copies") == "per-call":
+        raise ValueError(f"{path}: a run with --copies per-call cannot calibrate a baseline "
+                         "(baselines are measured with kept copies)")
     bad = [c.key for c in rec.cases if not c.gate_passed]
     if bad:
         raise ValueError(f"{path}: accuracy failures cannot calibrate a baseline: "

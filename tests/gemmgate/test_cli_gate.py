@@ -600,7 +600,8 @@ def test_m_merge_onto_one_of_its_inputs(work, base_file, capsys):
 
 @pytest.mark.parametrize("what", ["one-input", "other-chip", "missing-input", "corrupt-input",
                                   "output-under-a-file", "output-is-a-directory",
-                                  "output-of-another-chip", "output-corrupt"])
+                                  "output-of-another-chip", "output-corrupt",
+                                  "other-block", "per-call-run"])
 def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, what):
     a = _on_host(work, "on-a.json", "host-a")
     b = _on_host(work, "on-b.json", "host-b", scale=1.02)
@@ -625,6 +626,17 @@ def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, 
     elif what == "output-corrupt":
         out.write_text("<<<<<<< HEAD\n{}")
         msg = "corrupt (not JSON"
+    elif what == "other-block":
+        data = json.loads(b.read_text())
+        data["provenance"]["block"] = 4
+        b.write_text(json.dumps(data))
+        msg = "were measured with another --block: 1 ("
+    elif what == "per-call-run":
+        rc, data = _check(work, base_file)
+        data["environment"]["copies"] = "per-call"
+        run = work / "run-per-call.json"
+        run.write_text(json.dumps(data))
+        inputs, msg = [str(a), str(run)], "a run with --copies per-call cannot calibrate"
     else:
         (work / "adir").mkdir()
         out, msg = work / "adir", "it is a directory"
