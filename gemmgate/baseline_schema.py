@@ -173,6 +173,15 @@ def from_json(data, where: str = "<data>") -> Baseline:
     _need(isinstance(data.get("chip"), str), where, "no chip id")
     prov = data.get("provenance")
     _need(isinstance(prov, dict), where, "no provenance")
+    # the fields a check takes its defaults from (`gemmgate check` without --shapes ...)
+    _need(prov.get("shapes") is None or isinstance(prov["shapes"], str), where,
+          f"provenance.shapes is {prov.get('shapes')!r}, not a shape set")
+    modes = prov.get("modes")
+    _need(modes is None or (isinstance(modes, list) and all(isinstance(m, str) for m in modes)),
+          where, f"provenance.modes is {modes!r}, not a list of mode names")
+    block = prov.get("block")
+    _need(block is None or (isinstance(block, int) and not isinstance(block, bool)
+                            and block >= 1), where, f"provenance.block is {block!r}, not >= 1")
     cases = data.get("cases")
     _need(isinstance(cases, dict), where, "no cases object")
     legacy = f"legacy:{str(prov.get('commit') or prov.get('date') or '?')[:10]}"

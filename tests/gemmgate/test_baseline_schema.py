@@ -229,3 +229,12 @@ def test_a_directory_is_named_once_in_the_message(tmp_path):
     with pytest.raises(BaselineError) as e:
         load(tmp_path)
     assert str(e.value).count("cannot read baseline") == 1 and "it is a directory" in str(e.value)
+
+
+@pytest.mark.parametrize("field, value", [("block", "abc"), ("block", 0), ("block", True),
+                                          ("modes", [1, 2]), ("modes", "fp32"), ("shapes", 5)])
+def test_provenance_fields_a_check_defaults_from_are_checked(field, value):
+    data = _file()
+    data["provenance"][field] = value
+    with pytest.raises(BaselineError, match=f"f.json is corrupt: provenance.{field} is"):
+        from_json(data, "f.json")
