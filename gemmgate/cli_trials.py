@@ -13,7 +13,7 @@ from rich.table import Table
 
 from gemmgate import baselines
 from gemmgate.chips import select_chip
-from gemmgate.cli_run import check_outputs, context_from_args
+from gemmgate.cli_run import check_floor, check_outputs, context_from_args
 from gemmgate.reference import resolve
 from gemmgate.trials import TrialError, parse_levels, power, rejudge, run_trials
 
@@ -33,6 +33,10 @@ def trials_command(args, console, err) -> int:
     if args.rejudge:
         return _rejudge(args, console)
     levels = parse_levels(args.levels)
+    if args.floor is not None:
+        raise ValueError("--floor is --rejudge's (a fresh check takes the baseline's own)")
+    if args.deadline is not None and not args.deadline > 0:
+        raise ValueError(f"--deadline must be > 0 seconds, got {args.deadline}")
     if args.repeats < 1:
         raise ValueError(f"--repeats must be at least 1, got {args.repeats}")
     if args.calibrate is not None and args.calibrate < 2:
@@ -68,8 +72,15 @@ def trials_command(args, console, err) -> int:
 def _rejudge(args, console) -> int:
     """`trials --rejudge CHECK.json ... --baseline FILE --out DIR`: the recorded checks'
     cases judged again, offline, against another baseline."""
-    if args.floor is not None and args.floor <= 0:
-        raise ValueError(f"--floor must be positive, got {args.floor}")
+    if args.floor is not None:
+        check_floor(args.floor)
+    ignored = [flag for flag, given in (("--levels", args.levels != "0,0.03"),
+                                        ("--repeats", args.repeats != 1),
+                                        ("--calibrate", args.calibrate is not None),
+                                        ("--deadline", args.deadline is not None)) if given]
+    if ignored:
+        raise ValueError(f"--rejudge judges recorded checks: {', '.join(ignored)} would "
+                         "change nothing; leave them out")
     out = Path(args.out)
     check_outputs((str(out / "checks.csv"), "--out"))
     if not args.baseline:  # offline: the chip comes from the file, no device is needed

@@ -209,6 +209,9 @@ def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
         except json.JSONDecodeError as e:
             raise ValueError(f"check file {p} is not JSON ({e})") from None
         rec = RunRecord.from_json(data, str(p))
+        chip = rec.environment.get("chip")
+        if chip is not None and chip != baseline.chip:
+            raise ValueError(f"{p} was checked on {chip}; the baseline is {baseline.chip}'s")
         # a plain run (no gate record): its own injected slowdown, no A/B reference
         gate_rec = data.get("gate") or {
             "inject_slowdown": rec.environment.get("inject_slowdown") or 0.0}

@@ -177,6 +177,21 @@ def test_rejudge_judges_recorded_checks_against_another_baseline(tmp_path, synth
     assert main(["trials", "--rejudge", str(bad), "--baseline", str(path),
                  "--out", str(tmp_path / "y")]) == 2
     assert f"check file {bad} is not JSON" in capsys.readouterr().err.replace("\n", "")
+    other = tmp_path / "h200.json"                       # another chip's baseline
+    bl.save(other, bl.Baseline("nvidia-h200", same.provenance, dict(same.cases)))
+    for argv, said in (
+            (["--baseline", str(other)], "was checked on cpu; the baseline is nvidia-h200's"),
+            (["--baseline", str(path), "--floor", "5"], "--floor must be a fraction"),
+            (["--baseline", str(path), "--levels", "0.1"], "--levels would change nothing"),
+            (["--baseline", str(path), "--repeats", "3", "--deadline", "9"],
+             "--repeats, --deadline would change nothing")):
+        assert main(["trials", "--rejudge", str(check), *argv,
+                     "--out", str(tmp_path / "z")]) == 2
+        assert said in capsys.readouterr().err.replace("\n", " ")
+    assert main(["trials", "--chip", "cpu", "--floor", "0.02", "--out", str(tmp_path / "w")]) == 2
+    assert "--floor is --rejudge's" in capsys.readouterr().err
+    assert main(["trials", "--chip", "cpu", "--deadline", "-5", "--out", str(tmp_path / "w")]) == 2
+    assert "--deadline must be > 0 seconds" in capsys.readouterr().err
 
 
 def trials_replace(case, scale: float):
