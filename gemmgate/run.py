@@ -166,6 +166,9 @@ def _check(name: str, build, inp, mode: PrecisionMode, ref):
         out = call()
         if out.is_cuda:
             torch.cuda.synchronize()
+        want = getattr(torch, mode.output_dtype)
+        if out.dtype != want:   # the contract's output type: a wider one is another GEMM
+            raise TypeError(f"output dtype {out.dtype}, the mode's is {want}")
         acc: Accuracy = classify(relative_error(out, ref), mode)   # (a wrong shape raises)
     except Unsupported as e:
         return None, ProviderResult(name, UNSUPPORTED, message=str(e))

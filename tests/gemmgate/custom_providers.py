@@ -42,3 +42,7 @@ def flaky(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
 
 def exits(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
     raise SystemExit(0)
+
+
+def wide(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    return a.double() @ b.double()   # right values, float64: not the mode's output type

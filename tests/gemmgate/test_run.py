@@ -161,10 +161,12 @@ def test_a_wrong_custom_provider_fails_accuracy_but_not_the_gated_pair(custom):
 @pytest.mark.parametrize("name, said", [
     ("bad_shape", "ValueError: output shape (3, 3) != reference (16, 16)"),
     ("exits", "SystemExit: 0"),
-    ("flaky", "while timed: RuntimeError: flaky after two calls")])
+    ("flaky", "while timed: RuntimeError: flaky after two calls"),
+    ("wide", "TypeError: output dtype torch.float64, the mode's is torch.float32")])
 def test_a_custom_provider_that_breaks_fails_its_case_not_the_run(custom, name, said):
-    """A wrong shape, an exit, or a raise on a later call (while timed): that provider's
-    accuracy failure, with the message; Triton and the vendor are measured as ever."""
+    """A wrong shape or dtype, an exit, or a raise on a later call (while timed): that
+    provider's accuracy failure, with the message; Triton and the vendor are measured as
+    ever."""
     custom.CALLS.clear()
     ctx = _extras_ctx(f"custom_providers:{name}")
     r = Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
