@@ -193,9 +193,10 @@ def merge_command(args, console, err) -> int:
         raise ValueError("baseline merge needs at least two files")
     parts, names = _merge_inputs(args.inputs)
     merged = baselines.combine(parts)   # before the lock: bad inputs are exit 2 here
-    out = Path(args.output if args.output is not None else baselines.default_path(parts[0].chip))
-    check_outputs((args.output if args.output is not None else str(out),
-                   "--output (the baseline file)"))
+    given = args.output if args.output is not None else str(baselines.default_path(
+        parts[0].chip))
+    check_outputs((given, "--output (the baseline file)"))
+    out = Path(given)
     is_input = out.resolve() in {Path(p).resolve() for p in args.inputs}
     if not is_input:
         baselines.existing(out, parts[0].chip)   # an unusable file is exit 2, unlocked
