@@ -32,6 +32,17 @@ def dot_acc(a, b, acc, INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr):
 
 
 @triton.jit
+def wide(x, I64: tl.constexpr):
+    """`x` (a stride, or a stride Triton made a constant 1) in 64 bits where `I64`: an
+    operand whose elements lie 2**31 or more from its base (`tile.wide_offsets`), whose
+    int32 offsets would wrap (a view into a large buffer read rows 4 GiB away, session 57);
+    as it is otherwise, so those kernels compile to the same code as without it."""
+    if I64:
+        x = tl.cast(x, tl.int64)
+    return x
+
+
+@triton.jit
 def store_tile(acc, c_ptr, ws_ptr, scale_a_ptr, scale_b_ptr, offs_m, offs_n, M, N, pid_k,
                scm, scn, SPLIT_K: tl.constexpr, HAS_SCALE: tl.constexpr):
     """The pointer kernels' epilogue (tiled, gemv): unsplit, the tile scaled (fp8) and

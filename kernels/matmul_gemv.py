@@ -33,7 +33,7 @@ import functools
 import triton
 import triton.language as tl
 
-from kernels.jit_parts import store_tile
+from kernels.jit_parts import store_tile, wide
 from kernels.launch import Launch
 from kernels.matmul_tiled import (
     Recipe,
@@ -43,7 +43,7 @@ from kernels.matmul_tiled import (
     reduction,
     splits,
 )
-from kernels.tile import TileConfig, cdiv
+from kernels.tile import TileConfig, cdiv, wide_offsets
 
 
 @triton.jit
@@ -53,13 +53,15 @@ def _gemv_kernel(
     sam, sak, sbk, sbn, scm, scn,
     G_AM: tl.constexpr, G_AK: tl.constexpr, G_BK: tl.constexpr, G_BN: tl.constexpr,
     G_N: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    SPLIT_K: tl.constexpr, HAS_SCALE: tl.constexpr,
+    SPLIT_K: tl.constexpr, HAS_SCALE: tl.constexpr, I64: tl.constexpr,
 ):
     N = N_DIV * G_N
-    stride_am = sam * G_AM
-    stride_ak = sak * G_AK
-    stride_bk = sbk * G_BK
-    stride_bn = sbn * G_BN
+    stride_am = wide(sam * G_AM, I64)
+    stride_ak = wide(sak * G_AK, I64)
+    stride_bk = wide(sbk * G_BK, I64)
+    stride_bn = wide(sbn * G_BN, I64)
+    scm = wide(scm, I64)
+    scn = wide(scn, I64)
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     pid_k = tl.program_id(2)
@@ -91,7 +93,7 @@ def _gemv_kernel(
                scm, scn, SPLIT_K, HAS_SCALE)
 
 
-KERNELS = (_gemv_kernel, _reduce_kernel, store_tile)   # all its source (the hash)
+KERNELS = (_gemv_kernel, _reduce_kernel, store_tile, wide)   # all its source (the hash)
 
 
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,
@@ -119,6 +121,7 @@ def _launches(config: TileConfig, M: int, N: int, K: int, sa: tuple, sb: tuple, 
     grid = (cdiv(M, config.block_m), cdiv(N, config.block_n), split)
     kw = dict(G_AM=g_am, G_AK=g_ak, G_BK=g_bk, G_BN=g_bn, G_N=g_n, BLOCK_M=config.block_m,
               BLOCK_N=config.block_n, BLOCK_K=config.block_k, SPLIT_K=split,
-              HAS_SCALE=has_scale, num_stages=config.num_stages, num_warps=config.num_warps)
+              HAS_SCALE=has_scale, I64=wide_offsets(((M, K), sa), ((K, N), sb), ((M, N), sc)),
+              num_stages=config.num_stages, num_warps=config.num_warps)
     main = Launch(_gemv_kernel, grid, (M, n_div, K, k_per, sam, sak, sbk, sbn, *sc), kw)
     return main, (None if split == 1 else reduction(M, N, sc, split, has_scale))

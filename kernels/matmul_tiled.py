@@ -31,10 +31,10 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.jit_parts import dot_acc, grouped_tile, store_tile
+from kernels.jit_parts import dot_acc, grouped_tile, store_tile, wide
 from kernels.launch import Bound, Launch
 from kernels.scratch import SCRATCH
-from kernels.tile import TileConfig, cdiv, k_range
+from kernels.tile import TileConfig, cdiv, k_range, wide_offsets
 
 
 @triton.jit
@@ -46,11 +46,14 @@ def _tiled_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, MASKED_LOOP: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr, HAS_SCALE: tl.constexpr,
+    I64: tl.constexpr,
 ):
-    stride_am = sam * G_AM
-    stride_ak = sak * G_AK
-    stride_bk = sbk * G_BK
-    stride_bn = sbn * G_BN
+    stride_am = wide(sam * G_AM, I64)
+    stride_ak = wide(sak * G_AK, I64)
+    stride_bk = wide(sbk * G_BK, I64)
+    stride_bn = wide(sbn * G_BN, I64)
+    scm = wide(scm, I64)
+    scn = wide(scn, I64)
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -95,7 +98,10 @@ def _tiled_kernel(
 
 @triton.jit
 def _reduce_kernel(ws_ptr, c_ptr, scale_a_ptr, scale_b_ptr, M, N, scm, scn,
-                   SPLIT_K: tl.constexpr, BLOCK: tl.constexpr, HAS_SCALE: tl.constexpr):
+                   SPLIT_K: tl.constexpr, BLOCK: tl.constexpr, HAS_SCALE: tl.constexpr,
+                   I64: tl.constexpr):
+    scm = wide(scm, I64)
+    scn = wide(scn, I64)
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < M * N
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
@@ -107,7 +113,7 @@ def _reduce_kernel(ws_ptr, c_ptr, scale_a_ptr, scale_b_ptr, M, N, scm, scn,
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-KERNELS = (_tiled_kernel, _reduce_kernel, dot_acc, grouped_tile, store_tile)   # its source
+KERNELS = (_tiled_kernel, _reduce_kernel, dot_acc, grouped_tile, store_tile, wide)   # its source
 _REDUCE_BLOCK = 1024
 
 
@@ -185,8 +191,9 @@ def _launches(config: TileConfig, M: int, N: int, K: int, sa: tuple, sb: tuple, 
     kw = dict(G_AM=g_am, G_AK=g_ak, G_BK=g_bk, G_BN=g_bn, BLOCK_M=config.block_m,
               BLOCK_N=config.block_n, BLOCK_K=config.block_k, GROUP_M=config.group_m,
               SPLIT_K=split, MASKED_LOOP=masked_loop(config, K),
-              INPUT_PRECISION=input_precision, IS_FP32=is_fp32,
-              HAS_SCALE=has_scale, num_stages=config.num_stages, num_warps=config.num_warps)
+              INPUT_PRECISION=input_precision, IS_FP32=is_fp32, HAS_SCALE=has_scale,
+              I64=wide_offsets(((M, K), sa), ((K, N), sb), ((M, N), sc)),
+              num_stages=config.num_stages, num_warps=config.num_warps)
     main = Launch(_tiled_kernel, grid, (M, N, K, k_per, sam, sak, sbk, sbn, *sc), kw)
     return main, (None if split == 1 else reduction(M, N, sc, split, has_scale))
 
@@ -198,10 +205,14 @@ def reduction(M: int, N: int, sc: tuple, split: int, has_scale: bool) -> Launch:
     of strides `sc` (also the TMA split-K variant's, kernels/matmul_tma_split.py).
     Blocks of 1024 elements, halved down to 128 while that leaves fewer than 256
     programs: a 128 x 128 output is 128 programs, not 16 (a split-K output is small)."""
+    if split * M * N >= 2**31:   # the partials' int32 offsets (`store_tile`, the TMA split)
+        raise ValueError(f"split-K over {split} ranges of a {M} x {N} output needs a "
+                         f"workspace of {split * M * N} elements, past 2**31: split less")
     block = _REDUCE_BLOCK
     while block > 128 and cdiv(M * N, block) < 256:
         block //= 2
-    rkw = dict(SPLIT_K=split, BLOCK=block, HAS_SCALE=has_scale, num_warps=4)
+    rkw = dict(SPLIT_K=split, BLOCK=block, HAS_SCALE=has_scale,
+               I64=wide_offsets(((M, N), sc)), num_warps=4)
     return Launch(_reduce_kernel, (cdiv(M * N, block),), (M, N, *sc), rkw)
 
 

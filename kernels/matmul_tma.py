@@ -32,11 +32,11 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from kernels.fma import b_first
-from kernels.jit_parts import dot_acc, grouped_tile, k_step, load_oriented
+from kernels.jit_parts import dot_acc, grouped_tile, k_step, load_oriented, wide
 from kernels.launch import Bound, Launch
 from kernels.past_n import b_extent
 from kernels.relayout import LINE, aligned_empty, copy_launch, pitch, unstage_launch
-from kernels.tile import CTA_SMEM, TileConfig, cdiv
+from kernels.tile import CTA_SMEM, TileConfig, cdiv, wide_offsets
 
 
 @triton.jit
@@ -47,8 +47,10 @@ def _tma_kernel(
     GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
     A_T: tl.constexpr, B_T: tl.constexpr, C_TMA: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr, HAS_SCALE: tl.constexpr,
-    B_FIRST: tl.constexpr = False,
+    B_FIRST: tl.constexpr = False, I64: tl.constexpr = False,
 ):
+    scm = wide(scm, I64)   # C by pointer (not C_TMA) past 2**31 elements
+    scn = wide(scn, I64)
     start_pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -78,7 +80,7 @@ def _tma_kernel(
             tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-KERNELS = (_tma_kernel, k_step, load_oriented, dot_acc, grouped_tile)   # its source
+KERNELS = (_tma_kernel, k_step, load_oriented, dot_acc, grouped_tile, wide)   # its source
 
 
 def describable(shape: tuple, stride: tuple, elem: int) -> bool | None:
@@ -321,6 +323,7 @@ def _launch(config: TileConfig, M: int, N: int, K: int, a_t: bool, b_t: bool, sc
               NUM_SMS=sms, A_T=a_t, B_T=b_t, C_TMA=c_tma, INPUT_PRECISION=input_precision,
               IS_FP32=is_fp32, HAS_SCALE=has_scale,
               B_FIRST=b_first(input_precision, is_fp32),
+              I64=not c_tma and wide_offsets(((M, N), sc)),
               num_stages=config.num_stages,
               num_warps=config.num_warps)
     return Launch(_tma_kernel, grid, (M, N, K, *sc), kw)

@@ -29,7 +29,7 @@ import triton
 import triton.language as tl
 
 from kernels.fma import b_first
-from kernels.jit_parts import dot_acc, k_step, load_oriented
+from kernels.jit_parts import dot_acc, k_step, load_oriented, wide
 from kernels.launch import Bound, Launch
 from kernels.matmul_tiled import _reduce_kernel, reduction
 from kernels.matmul_tma import _descriptor, operand_boxes, tma_operands
@@ -64,7 +64,7 @@ def _tma_split_kernel(
     tl.store(w_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-KERNELS = (_tma_split_kernel, _reduce_kernel, k_step, load_oriented, dot_acc)
+KERNELS = (_tma_split_kernel, _reduce_kernel, k_step, load_oriented, dot_acc, wide)
 
 
 @dataclass(frozen=True)

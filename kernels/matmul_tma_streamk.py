@@ -45,7 +45,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.jit_parts import dot_acc, grouped_tile, k_step, load_oriented
+from kernels.jit_parts import dot_acc, grouped_tile, k_step, load_oriented, wide
 from kernels.launch import Bound, Launch
 from kernels.matmul_tma import (
     _descriptor,
@@ -60,7 +60,7 @@ from kernels.matmul_tma import (
 )
 from kernels.relayout import LINE, pitch
 from kernels.scratch import SCRATCH
-from kernels.tile import TileConfig, cdiv
+from kernels.tile import TileConfig, cdiv, wide_offsets
 
 
 @triton.jit
@@ -88,7 +88,10 @@ def _streamk_kernel(
     MAX_PARTS: tl.constexpr,
     A_T: tl.constexpr, B_T: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr, HAS_SCALE: tl.constexpr,
+    I64: tl.constexpr,
 ):
+    scm = wide(scm, I64)   # C stored by pointer past 2**31 elements
+    scn = wide(scn, I64)
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -175,7 +178,7 @@ def _streamk_kernel(
 
 
 KERNELS = (_streamk_kernel, _tile_origin, _owner, k_step, load_oriented, dot_acc,
-           grouped_tile)
+           grouped_tile, wide)
 FIX_ROWS = 32   # rows of a split tile's partials summed at a time (the kernel's FIX_M)
 MAX_PARTS = 4   # programs sharing a tile at most (the kernel's fix-up is unrolled for it)
 
@@ -276,6 +279,7 @@ def _launch(config: TileConfig, M: int, N: int, K: int, a_t: bool, b_t: bool, sc
               MAX_PARTS=MAX_PARTS,
               A_T=a_t, B_T=b_t,
               INPUT_PRECISION=input_precision, IS_FP32=is_fp32, HAS_SCALE=has_scale,
+              I64=wide_offsets(((M, N), sc)),
               num_stages=config.num_stages, num_warps=config.num_warps)
     return Launch(_streamk_kernel, (sms,), (M, N, K, *sc), kw)
 

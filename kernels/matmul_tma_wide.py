@@ -57,7 +57,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.jit_parts import dot_acc, grouped_tile, load_oriented
+from kernels.jit_parts import dot_acc, grouped_tile, load_oriented, wide
 from kernels.launch import Bound, Launch
 from kernels.matmul_tma import (
     StagedC,
@@ -69,7 +69,7 @@ from kernels.matmul_tma import (
 )
 from kernels.past_n import b_extent
 from kernels.relayout import LINE, pitch
-from kernels.tile import TileConfig, c_by_pointer, cdiv, wide_parts
+from kernels.tile import TileConfig, c_by_pointer, cdiv, wide_offsets, wide_parts
 
 
 @triton.jit(do_not_specialize=["c_row"])
@@ -81,11 +81,12 @@ def _wide_kernel(
     A_T: tl.constexpr, B_T: tl.constexpr, C_T: tl.constexpr, C_PTR: tl.constexpr,
     C_VEC: tl.constexpr,
     INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr, HAS_SCALE: tl.constexpr,
+    I64: tl.constexpr,
 ):
     start_pid = tl.program_id(0)
     BLOCK_N: tl.constexpr = BLOCK_N0 + BLOCK_N1
     if C_PTR:   # C's pitch and the extent along its rows, multiples of C_VEC (`_c_vec`)
-        c_row = tl.multiple_of(c_row, C_VEC)
+        c_row = wide(tl.multiple_of(c_row, C_VEC), I64)   # past 2**31 elements: 64 bits
         if C_T:
             M = tl.multiple_of(M, C_VEC)
         else:
@@ -136,7 +137,7 @@ def _wide_kernel(
             c1_desc.store([off_m, off_n1], acc1.to(c_ptr.dtype.element_ty))
 
 
-KERNELS = (_wide_kernel, load_oriented, dot_acc, grouped_tile)   # its source (the hash)
+KERNELS = (_wide_kernel, load_oriented, dot_acc, grouped_tile, wide)   # its source (the hash)
 
 
 @dataclass(frozen=True)
@@ -231,8 +232,9 @@ def _launch(config: TileConfig, M: int, N: int, K: int, c_row: int, a_t: bool, b
     kw = dict(BLOCK_M=bm, BLOCK_N0=n0, BLOCK_N1=n1, BLOCK_K=config.block_k,
               GROUP_M=config.group_m, NUM_SMS=sms, A_T=a_t, B_T=b_t,
               C_T=tall, C_PTR=pointer, C_VEC=c_vec, INPUT_PRECISION=input_precision,
-              IS_FP32=is_fp32, HAS_SCALE=has_scale, num_stages=config.num_stages,
-              num_warps=config.num_warps)
+              IS_FP32=is_fp32, HAS_SCALE=has_scale,
+              I64=pointer and wide_offsets(((N, M) if tall else (M, N), (c_row, 1))),
+              num_stages=config.num_stages, num_warps=config.num_warps)
     return Launch(_wide_kernel, grid, (M, N, K, c_row), kw)
 
 

@@ -216,3 +216,17 @@ def cfg(bm: int, bn: int, bk: int, stages: int, warps: int, variant: str = "tile
         split: int = 1, group: int = 8, occupancy: int = 1) -> TileConfig:
     """A TileConfig in the order tile lists are written: block shape, stages, warps."""
     return TileConfig(bm, bn, bk, group, stages, warps, variant, split, occupancy)
+
+
+_INT32_ELEMENTS = 2**31   # the first element offset a pointer kernel's int32 arithmetic wraps at
+_PAST_EDGE = 512          # rows and columns past an operand's edge whose addresses masked
+                          # loads form (a block, a split's range) before the mask drops them
+
+
+def wide_offsets(*operands: tuple[tuple[int, ...], tuple[int, ...]]) -> bool:
+    """Whether a pointer kernel must form element offsets in 64 bits (`jit_parts.wide`):
+    some operand, of (shape, strides), has an element whose offset from its base, counted
+    `_PAST_EDGE` rows and columns past its edge, reaches 2**31. A (3 x 16) view whose rows
+    lie 2**30 elements apart read its third row 4 GiB before it in int32 (session 57)."""
+    return any(sum((n + _PAST_EDGE) * abs(s) for n, s in zip(shape, strides)) >= _INT32_ELEMENTS
+               for shape, strides in operands)

@@ -511,3 +511,35 @@ def test_the_variants_given_bs_room_are_those_whose_descriptor_reads_it():
 
     mm = importlib.import_module("kernels.matmul")
     assert set(mm._B_ROOM) == set(past_n.READS_ROOM)
+
+
+_FAR = 1 << 30   # rows this far apart: the third row lies 2**31 elements from the first
+
+
+@pytest.mark.parametrize("config", [None, INTERPRETER_CONFIG, CPU_VARIANTS["split3"],
+                                    CPU_VARIANTS["gemv1"], CPU_VARIANTS["gemv_split3"]],
+                         ids=["dispatch", "tiled", "split3", "gemv", "gemv_split3"])
+@pytest.mark.parametrize("side", ["a", "out"])
+def test_a_view_whose_rows_lie_2_31_elements_apart_is_read_and_written_where_it_is(config,
+                                                                                   side):
+    """The pointer kernels form offsets in 64 bits where an operand reaches 2**31
+    elements (`tile.wide_offsets`): in int32 the third row's offset wrapped, and A's was
+    read 4 GiB before it (wrong rows or a crash), C's written there (session 57). The
+    buffer is reserved, not touched: only the rows the view names are."""
+    if not dispatch.interpreting():
+        pytest.skip("the interpreter's case (CPU tensors); a GPU's would hold 8 GiB")
+    try:
+        big = torch.empty(2 * _FAR + 64, dtype=torch.float32)   # 8 GiB reserved, untouched
+    except RuntimeError as e:   # (an allocator that commits it up front)
+        pytest.skip(f"cannot reserve 8 GiB: {e}")
+    g = torch.Generator().manual_seed(5)
+    a, b = torch.randn(3, 16, generator=g), torch.randn(16, 32, generator=g)
+    ref = a.double() @ b.double()
+    if side == "a":
+        view = big.as_strided((3, 16), (_FAR, 1)).copy_(a)
+        got = kernels.matmul(view, b, precision="fp32", config=config)
+    else:
+        got = big.as_strided((3, 32), (_FAR, 1)).fill_(float("nan"))
+        kernels.matmul(a, b, precision="fp32", out=got, config=config)
+    rows = [((got[i].double() - ref[i]).norm() / ref[i].norm()).item() for i in range(3)]
+    assert max(rows) < 1e-5, rows

@@ -137,3 +137,23 @@ def test_usable_at_other_stages_asks_what_the_tile_at_those_stages_would_answer(
             for stages in range(1, 9):
                 assert usable(c, fam, 232448, stages) == \
                     usable(replace(c, num_stages=stages), fam, 232448), (c, fam, stages)
+
+
+def test_wide_offsets_where_an_operand_reaches_2_31_elements_past_its_edge():
+    from kernels.tile import wide_offsets
+
+    assert not wide_offsets(((4096, 4096), (4096, 1)))            # 2**24 elements
+    assert wide_offsets(((3, 16), (1 << 30, 1)))                  # row 2 at 2**31
+    assert wide_offsets(((65536, 32768), (32768, 1)))             # a 2**31-element C
+    # the rows and columns masked loads address past the edge count too
+    assert wide_offsets(((1, 1), ((1 << 31) // 500, 1)))        # one row, 512 past it
+    assert not wide_offsets(((8, 8), (8, 1)), ((16, 16), (16, 1)))
+    assert wide_offsets(((2, 2), (1, 1)), ((3, 16), (1 << 30, 1)))   # any operand
+
+
+def test_a_split_workspace_past_2_31_elements_is_refused():
+    from kernels.matmul_tiled import reduction
+
+    with pytest.raises(ValueError, match="workspace of 2147483648 elements, past 2\\*\\*31"):
+        reduction(32768, 32768, (32768, 1), 2, False)
+    assert reduction(4096, 4096, (4096, 1), 4, False) is not None
