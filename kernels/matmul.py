@@ -87,8 +87,9 @@ def _resolve(a, b, precision, out, scale_a, scale_b, cached: bool = False) -> Re
     try:
         key = (a.device, b.device, a.dtype, b.dtype, a.shape, b.shape, a.stride(), b.stride(),
                a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0, precision,
-               None if out is None else (*_facts(out), out.stride(), out.data_ptr() % 16 == 0),
-               _facts(scale_a), _facts(scale_b), cached)
+               None if out is None else (*_facts(out), out.stride(), out.data_ptr() % 16 == 0,
+                                         out.is_neg()),
+               _facts(scale_a), _facts(scale_b), cached, a.is_neg(), b.is_neg())
         hit = dispatch.CALLS.get(key)
     except (AttributeError, TypeError):  # not tensors, or an unhashable precision:
         key = hit = None                 # the checks say what is wrong
@@ -123,19 +124,40 @@ def _check(a, b, precision, out, scale_a, scale_b) -> KernelMode:
         raise ValueError(f"mixed devices: a is on {a.device}, b is on {b.device}")
     if precision is not None and not isinstance(precision, str):
         raise ValueError(f"precision must be a mode name or None, got {precision!r}")
+    for name, x in (("a", a), ("b", b)):
+        if x.is_neg():   # the kernels read storage as it is: its negation would be lost
+            raise ValueError(f"{name} is a lazy negation view (is_neg()): pass "
+                             f"{name}.resolve_neg()")
     mode, out_dtype = _mode_for(a.dtype, precision)
     _check_device(a.device, mode)  # not cached: on the CPU it reads TRITON_INTERPRET
     for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
-        if s is not None and (s.numel() != 1 or s.dtype != torch.float32 or s.device != a.device):
-            raise ValueError(f"{name} must be a one-element float32 tensor on {a.device}")
+        if s is not None and (not isinstance(s, torch.Tensor) or s.numel() != 1
+                              or s.dtype != torch.float32 or s.device != a.device):
+            raise ValueError(f"{name} must be a one-element float32 tensor on {a.device}, "
+                             f"got {_what(s)}")
     if out is not None:
-        want = (a.shape[0], b.shape[1])
-        if out.shape != want or out.dtype != out_dtype:
-            raise ValueError(f"out must be {want} {mode.output_dtype}, got "
-                             f"{tuple(out.shape)} {out.dtype}")
-        if out.device != a.device:
-            raise ValueError(f"out is on {out.device}, inputs on {a.device}")
+        _check_out(out, (a.shape[0], b.shape[1]), out_dtype, a.device)
     return mode
+
+
+def _what(x) -> str:
+    return f"{tuple(x.shape)} {x.dtype} on {x.device}" if isinstance(x, torch.Tensor) \
+        else type(x).__name__
+
+
+def _check_out(out, want: tuple, dtype: torch.dtype, device: torch.device) -> None:
+    """`out` a tensor the kernels can write the product into: its shape, dtype and device,
+    no lazy negation, and no dimension of stride 0 (an expanded tensor: torch.matmul
+    refuses it too; overlaps of other strides are too hard to tell, as for torch)."""
+    if not isinstance(out, torch.Tensor) or out.shape != want or out.dtype != dtype:
+        raise ValueError(f"out must be a {want} {dtype} tensor, got {_what(out)}")
+    if out.device != device:
+        raise ValueError(f"out is on {out.device}, inputs on {device}")
+    if out.is_neg():
+        raise ValueError("out is a lazy negation view (is_neg()): write into a plain tensor")
+    if any(n > 1 and st == 0 for st, n in zip(out.stride(), out.shape)):
+        raise ValueError(f"out's elements share memory (strides {out.stride()}, shape "
+                         f"{tuple(out.shape)}): each must be its own (e.g. out.contiguous())")
 
 
 @functools.lru_cache(maxsize=256)
@@ -184,12 +206,23 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
     for operands that stay the same across calls, like weights. A write into the tensor
     that bypasses PyTorch is not seen: do not ask for it then.
     """
+    try:
+        grad = a.requires_grad or b.requires_grad or (out is not None and out.requires_grad)
+    except AttributeError:   # not tensors: `_check` says what is wrong
+        grad = False
+    if grad and torch.is_grad_enabled():
+        raise RuntimeError("kernels.matmul has no backward: call it under torch.no_grad() "
+                           "or torch.inference_mode(), or on detached tensors")
+    if config is not None and not isinstance(config, TileConfig):
+        raise TypeError(f"config must be a TileConfig or None, got {type(config).__name__}")
     resolved = _resolve(a, b, precision, out, scale_a, scale_b, cache_copies)
     mode, plan = resolved.mode, resolved.plan
     M, K = a.shape
     N = b.shape[1]
     if out is None:
         out = torch.empty((M, N), dtype=getattr(torch, mode.output_dtype), device=a.device)
+    else:   # written in place, as PyTorch's own ops do: a copy kept of it (`cache_copies`)
+        torch.autograd.graph.increment_version(out)   # and autograd see the change
     if M == 0 or N == 0:
         return out
     a, b = dispatch.prepare(plan, a, b, cache=cache_copies)
@@ -210,7 +243,7 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
             return _bench_ms(fn)
 
         config = choose(plan.key, dispatch.candidates(plan, a.device, M, N, K), bench)
-    cfg = config or plan.pick
+    cfg = config if config is not None else plan.pick
     recipe = resolved.recipes.get(cfg)
     if recipe is None:  # the resolved call's tensors always yield the same recipe
         recipe = resolved.recipes[cfg] = _recipe(cfg, a, b, out,
@@ -246,9 +279,16 @@ def _recipe(cfg: TileConfig, a, b, out, flags: dict, b_room: int = 0):
             return r
         if cfg.variant == "tma_ws":   # operands it does not take: the tile's tma form
             return _recipe(matmul_ws.fallback(cfg), a, b, out, flags, b_room)
-        # not describable: pointer loads, one program a tile (the grid has no occupancy)
-        cfg = dataclasses.replace(cfg, variant="tiled", occupancy=1)
+        # not describable: pointer loads, one program a tile (the grid has no occupancy),
+        # a wide or tall tile's sides cut to powers of two (the tiled kernel's)
+        cfg = dataclasses.replace(cfg, variant="tiled", occupancy=1,
+                                  block_m=_pow2_floor(cfg.block_m),
+                                  block_n=_pow2_floor(cfg.block_n))
     return matmul_tiled.recipe(cfg, a, b, out, **flags)
+
+
+def _pow2_floor(x: int) -> int:
+    return 1 << (x.bit_length() - 1)
 
 
 def _launcher(cfg: TileConfig, a, b, out, sa, sb, flags: dict, b_room: int = 0):

@@ -470,6 +470,72 @@ def test_bad_input_is_named(a, b, exc, match):
         kernels.matmul(a, b)
 
 
+@pytest.mark.parametrize("kw, exc, match", [
+    (dict(out=[[0.0]]), ValueError, r"out must be a \(2, 5\) torch.float32 tensor, got list"),
+    (dict(out=torch.empty(1, 5).expand(2, 5)), ValueError, "out's elements share memory"),
+    (dict(out=torch._neg_view(torch.empty(2, 5))), ValueError, "out is a lazy negation view"),
+    (dict(scale_a=2.0), ValueError, "scale_a must be a one-element float32 tensor on cpu, got fl"),
+    (dict(config="tma"), TypeError, "config must be a TileConfig or None, got str"),
+    (dict(config={}), TypeError, "config must be a TileConfig or None, got dict"),
+])
+def test_bad_out_scale_or_config_is_named(kw, exc, match):
+    with pytest.raises(exc, match=match):
+        kernels.matmul(_t(2, 3), _t(3, 5), **kw)
+
+
+def test_a_lazy_negation_view_is_refused_not_read_without_its_sign():
+    """The kernels read storage as it is: `a.conj().imag` of a complex tensor (a negation
+    view) gave the product's negative (session 57)."""
+    a = torch.randn(4, 8, dtype=torch.cfloat).conj().imag
+    assert a.is_neg()
+    with pytest.raises(ValueError, match="a is a lazy negation view"):
+        kernels.matmul(a, _t(8, 5))
+    with pytest.raises(ValueError, match="b is a lazy negation view"):
+        kernels.matmul(_t(5, 8), torch._neg_view(_t(8, 3)))
+    assert torch.equal(kernels.matmul(a.resolve_neg(), _t(8, 5)), a.resolve_neg() @ _t(8, 5))
+
+
+def test_inputs_that_require_grad_are_refused_where_autograd_would_record():
+    w = torch.ones(3, 5, requires_grad=True)
+    with pytest.raises(RuntimeError, match="kernels.matmul has no backward"):
+        kernels.matmul(_t(2, 3), w)
+    with pytest.raises(RuntimeError, match="no backward"):
+        kernels.matmul(_t(2, 3), _t(3, 5), out=torch.zeros(2, 5, requires_grad=True))
+    with torch.no_grad():
+        assert torch.equal(kernels.matmul(_t(2, 3), w), _t(2, 3) @ w.detach())
+
+
+def test_a_write_into_out_bumps_its_version_so_a_kept_copy_of_it_is_made_again():
+    """`out` is written in place: its version counter moves, as PyTorch's in-place ops
+    move it. A copy the dispatcher keeps of a tensor (`cache_copies`) is valid while its
+    version stands; a product written into that tensor must not leave the old copy in
+    use (session 57: it was reused, stale)."""
+    import dataclasses
+
+    from kernels.modes import mode_named
+
+    x, w = torch.randn(24, 40), torch.zeros(40, 16)
+    plan = dataclasses.replace(dispatch.plan(mode_named("fp32"), x, w, cached=True),
+                               copy_b="aligned")   # a kept copy of B (the CPU never copies)
+    _, before = dispatch.prepare(plan, x, w, cache=True)
+    v = w._version
+    kernels.matmul(torch.randn(40, 40), torch.randn(40, 16), out=w)
+    assert w._version > v
+    _, after = dispatch.prepare(plan, x, w, cache=True)
+    assert after is not before and torch.equal(after, w)
+
+
+def test_a_wide_or_tall_tile_on_operands_no_descriptor_takes_falls_back_to_pointer_loads():
+    """`config=` with a 48-wide tile on B rows of 116 bytes: the tiled form, its sides cut
+    to powers of two (it raised: block_n=48 is no tiled tile)."""
+    a, b = torch.randn(37, 48), torch.randn(48, 29)
+    ref = a.double() @ b.double()
+    for cfg in (TileConfig(32, 48, 16, 2, 1, 4, "tma_wide"), TileConfig(48, 32, 16, 2, 1, 4,
+                                                                         "tma_tall")):
+        got = kernels.matmul(a, b, config=cfg)
+        assert ((got.double() - ref).norm() / ref.norm()).item() < 1e-5
+
+
 def test_mixed_devices():
     with pytest.raises(ValueError, match="mixed devices"):
         kernels.matmul(_t(2, 3), _t(3, 5, device="meta"))
