@@ -11,7 +11,7 @@ L2 flushed, interleaved) on a GPU, wall clock on the Triton interpreter on the C
 
 Importing this module is cheap and imports neither torch nor gemmgate: asv imports it in
 every benchmark process. Older commits are measured by pointing ASV_PYTHONPATH at that
-commit's `kernels/` with this commit's gemmgate (kernels/ depends on nothing else).
+commit's `gemmgate/` and `kernels/` (docs/PERF_TESTS.md, scripts/device/h200_asv.sh).
 
 Skips (asv's NotImplementedError in setup): a mode the chip lacks, a case the provider
 cannot do (the vendor's fp8 path needs K % 16 == 0), a case not measured on this machine.

@@ -10,10 +10,10 @@ machine fields carry what identifies the hardware and the software stack:
   os       OS, torch, triton
   num_cpu, ram   the host's
 
-asv keys a result history by the machine name alone (results params are machine and
-python); the other fields are a description, copied into results/<machine>/machine.json
-on every `asv run` and shown on the site. So a driver or torch upgrade is not a new
-line: it shows as a step, and this description says what the machine runs now.
+asv 0.6 keys each graph by every machine field (they all go into the results' params),
+so a driver, CUDA, torch or triton upgrade starts a new line on the site and ends the old
+one there: one line per software stack, each saying what it ran on. Compare across an
+upgrade with an A/B run (`gemmgate run --ab-ref`), not along the graph.
 
 The entry is written through asv's own MachineCollection (the file `asv machine` writes,
 ~/.asv-machine.json): `asv machine --yes --cpu ...` silently drops every field equal to

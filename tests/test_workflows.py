@@ -247,17 +247,55 @@ def test_self_hosted_jobs_are_read_only_and_use_a_per_job_venv():
     assert seen == {"gpu.yml", "nightly.yml", "baseline-refresh.yml"}
 
 
-def test_nightly_compares_pytest_benchmark_with_the_runners_previous_run():
+def test_nightly_compares_pytest_benchmark_with_the_runners_previous_run(tmp_path):
     """docs/PERF_TESTS.md: a warm pass first (a save that compiles as it goes was 5-17%
     off later runs), then compare at 5% and save, with storage per chip outside the
-    workspace (a fresh checkout every night would otherwise have nothing to compare)."""
+    workspace (a fresh checkout every night would otherwise have nothing to compare). A
+    night with nothing saved yet only saves: pytest-benchmark's compare-fail without a
+    run to compare is a usage error (exit 4). The step's script runs here with a stand-in
+    python3 that records its arguments."""
+    import subprocess
+
     steps = _load("nightly.yml")["jobs"]["sweep"]["steps"]
-    runs = [s.get("run", "") for s in steps]
-    [run] = [r for r in runs if "--benchmark-compare" in r]
-    cmds = [c for c in run.replace("\\\n", " ").splitlines() if "pytest tests/perf" in c]
-    assert len(cmds) == 2 and "--benchmark-enable" not in cmds[0]
-    for opt in ("--benchmark-compare-fail=median:5%", "--benchmark-autosave",
-                '"file://$RUNNER_TOOL_CACHE/gemmgate-benchmarks/$CHIP"'):
-        assert opt in cmds[1]
+    [run] = [s["run"] for s in steps if "--benchmark-compare" in s.get("run", "")]
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python3").write_text('#!/bin/sh\necho "$@" >>"$LOG"\n')
+    (fake / "python3").chmod(0o755)
+    cache = tmp_path / "cache"
+    for night in ("first", "later"):
+        log = tmp_path / f"{night}.log"
+        env = {"PATH": f"{fake}:/usr/bin:/bin", "LOG": str(log), "CHIP": "nvidia-x",
+               "RUNNER_TOOL_CACHE": str(cache)}
+        subprocess.run(["bash", "-e", "-c", run], env=env, check=True, timeout=60)
+        calls = [c for c in log.read_text().splitlines() if c.startswith("-m pytest tests/perf")]
+        assert len(calls) == 2 and "--benchmark-enable" not in calls[0]
+        store = f"file://{cache}/gemmgate-benchmarks/nvidia-x"
+        assert f"--benchmark-storage {store}" in calls[1] and "--benchmark-autosave" in calls[1]
+        compares = "--benchmark-compare --benchmark-compare-fail=median:5%" in calls[1]
+        assert compares == (night == "later"), (night, calls[1])
+        saved = cache / "gemmgate-benchmarks" / "nvidia-x" / "Linux-CPython-3.12-64bit"
+        saved.mkdir(parents=True, exist_ok=True)
+        (saved / "0001_abc.json").write_text("{}")   # what the first night's autosave left
     assert any(_uses(s, "actions/upload-artifact") and "pytest-benchmark" in
                s["with"]["path"] for s in steps)
+
+def test_gpu_matrices_list_chips_that_have_a_baseline_and_checks_of_one_pr_queue_alone():
+    """A chip without a registered runner leaves its job queued for a day, and the jobs
+    that need it; each chip listed has its baseline. The check's concurrency group is per
+    PR (or ref): a push to one PR does not cancel another's pending check."""
+    gpu = _load("gpu.yml")["jobs"]["check"]
+    nightly = _load("nightly.yml")["jobs"]["sweep"]
+    chips = gpu["strategy"]["matrix"]["chip"] + [
+        row["chip"] for row in nightly["strategy"]["matrix"]["include"]]
+    assert chips and all((ROOT / "baselines" / f"{c}.json").is_file() for c in chips)
+    group = gpu["concurrency"]["group"]
+    assert "github.event.pull_request.number" in group and "matrix.chip" in group
+
+
+def test_the_nightly_installs_what_its_pytest_steps_run_and_runs_the_gpu_tests():
+    steps = _load("nightly.yml")["jobs"]["sweep"]["steps"]
+    runs = [s.get("run", "") for s in steps]
+    [install] = [r for r in runs if "pip install" in r]
+    assert '".[test]"' in install                        # pytest and pytest-benchmark
+    assert any(r.strip().endswith("python3 -m pytest -q -p no:cacheprovider") for r in runs)
