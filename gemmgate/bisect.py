@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gemmgate.accuracy import PASS
-from gemmgate.compare import REGRESSED, Judgement, judge, tolerance
+from gemmgate.compare import INCONCLUSIVE, REGRESSED, Judgement, judge, tolerance
 from gemmgate.context import RunContext
 from gemmgate.precision import MODES, PrecisionMode, get_mode
 from gemmgate.reference import resolve
@@ -174,6 +174,17 @@ def commit_range(good: str, bad: str, repo: str | Path = ".") \
     commits = _parse_log(out.stdout)
     if not commits:
         raise ValueError(f"no first-parent commit between GOOD {g[:12]} and BAD {b[:12]}")
+    # GOOD on BAD's first-parent line: one merged in from a side branch is an ancestor,
+    # but the line's commits before the merge never held it, and the search would blame
+    # one of them (session 57)
+    first = _git(repo, "rev-parse", f"{commits[0].sha}^1")
+    if first.returncode != 0 or first.stdout.strip() != g:
+        merge = next((c.sha[:12] for c in commits
+                      if _git(repo, "merge-base", "--is-ancestor", g, c.sha).returncode == 0),
+                     "?")
+        raise ValueError(f"GOOD {good!r} ({g[:12]}) is not on BAD's first-parent line: it "
+                         f"came in with the merge {merge}; give a GOOD on that line (the "
+                         f"merge itself, or its first parent {merge}^1 to search the merge)")
     return describe(g, repo), describe(b, repo), commits
 
 
@@ -266,12 +277,14 @@ def judge_ab(result: CaseResult, floor: float) -> CaseAB:
 
 def step_verdict(cases: Sequence[CaseAB]) -> tuple[str, str]:
     """(good | bad | skip, note): bad when any case regressed; skip when none did but a
-    case could not be judged; good otherwise."""
+    case could not be judged: it failed, or its A/B moved past the tolerance with a CI
+    that still reaches no change (inconclusive: called good, a noisy slow commit would
+    pass, and an inconclusive BAD would read as nothing regressed); good otherwise."""
     if any(c.verdict == REGRESSED for c in cases):
         return BAD, ""
-    failed = [c for c in cases if c.verdict == FAILED]
-    if failed:
-        return SKIP, "; ".join(f"{c.key}: {c.note}" for c in failed)
+    unjudged = [c for c in cases if c.verdict in (FAILED, INCONCLUSIVE)]
+    if unjudged:
+        return SKIP, "; ".join(f"{c.key}: {c.note or c.verdict}" for c in unjudged)
     return GOOD, ""
 
 

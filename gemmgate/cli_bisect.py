@@ -37,9 +37,10 @@ from gemmgate.bisect import (
     search,
 )
 from gemmgate.chips import select_chip
-from gemmgate.cli_run import append_summary, check_floor, check_outputs
+from gemmgate.cli_run import append_summary, check_floor, check_outputs, shapes_file
 from gemmgate.context import RunContext, make_context, parse_devices
 from gemmgate.files import read_text, write_json_atomic
+from gemmgate.reference import resolve
 from gemmgate.run import environment_of
 
 SCHEMA = "gemmgate.bisect/1"
@@ -74,7 +75,15 @@ def bisect_command(args, console, err) -> int:
     if len(parse_devices(args.devices)) > 1:
         raise ValueError("--devices: bisect times both kernels of a step in one process; "
                          "give one device")
-    check_outputs((args.json, "--json"), append=args.summary)
+    if args.retune:
+        raise ValueError("--retune: bisect tunes nothing (each commit runs its own "
+                         "dispatch, so a commit that retuned its table is found like any other)")
+    check_outputs((args.json, "--json"), append=args.summary,
+                  inputs=((args.from_check, "--from-check"), (args.baseline, "--baseline"),
+                          shapes_file(args.shapes)))
+    for ref, what in ((args.good, "GOOD"), (args.bad, "BAD")):   # before a clean check's
+        if ref != "baseline":                                      # exit 0: bad refs are 2
+            resolve(ref, ".", what)
     ids, check_chip = list(args.case or []), None
     if args.from_check:
         named, check_chip = _check_file(args.from_check)

@@ -188,6 +188,20 @@ def test_one_case_is_judged_on_its_ab_figure_with_the_floor():
     assert step_verdict([same, failed])[0] == SKIP
     assert step_verdict([slow, failed])[0] == BAD
     assert step_verdict([same]) == (GOOD, "")
+    noisy = judge_ab(_noisy(), 0.015)   # slower past the floor, its CI reaching no change
+    assert noisy.verdict == "inconclusive"
+    assert step_verdict([same, noisy])[0] == SKIP    # not good: an unjudged step
+    assert step_verdict([slow, noisy])[0] == BAD
+
+
+def _noisy() -> CaseResult:
+    """Rounds where this commit's kernel ran slow in half: A/B -7.5%, its CI reaching 1."""
+    fast = [0.999 - 0.001 * (i % 3) for i in range(10)]   # a hair faster than GOOD
+    t = tuple(x for pair in zip(fast, [1.2] * 10) for x in pair)
+    return CaseResult("fp32", Case(16, 16, 16), {
+        "triton": ProviderResult("triton", "pass", 0.0, "", t),
+        "vendor": ProviderResult("vendor", "unsupported"),
+        "reference": ProviderResult("reference", "pass", 0.0, "", (1.0,) * 20)})
 
 
 # --- end to end: throw-away histories, cost from each commit's kernel -----------------------
@@ -419,12 +433,42 @@ def test_a_commit_without_the_choose_hook_is_skipped_around(tmp_path_factory, co
     (["HEAD~2", "HEAD", "--case", CASE, "--devices", "0,1"], "one process"),
     (["HEAD~2", "HEAD", "--case", CASE, "--floor", "1.5"], "--floor"),
     (["baseline", "HEAD", "--case", CASE, "--baseline", "missing.json"], "no baseline"),
+    (["HEAD~2", "HEAD", "--case", CASE, "--retune"], "--retune: bisect tunes nothing"),
+    (["nope", "HEAD", "--from-check", "clean.json"], "GOOD 'nope': no such commit"),
+    (["HEAD~2", "HEAD", "--from-check", "clean.json", "--json", "clean.json"],
+     "--json clean.json is also --from-check"),
 ])
 def test_usage_errors_exit_2_before_measuring(planted, monkeypatch, capsys, args, message):
     d, _ = planted
     monkeypatch.chdir(d)
+    clean = d / "clean.json"   # a check that called nothing regressed (its exit 0 path)
+    clean.write_text(json.dumps({"gate": {"verdicts": [{"id": CASE, "verdict": "unchanged"}]},
+                                 "environment": {"chip": "cpu"}}))
+    before = clean.read_text()
     assert main(["bisect", *args, "--chip", "cpu"]) == 2
     assert message in capsys.readouterr().err.replace("\n", " ")
+    assert clean.read_text() == before
+
+
+@needs_git
+def test_a_good_merged_in_from_a_side_branch_is_refused(tmp_path):
+    """GOOD on a side branch merged into BAD's line is BAD's ancestor, but the line's
+    commits before the merge never held it: the search blamed one of them, exit 0."""
+    d = tmp_path / "repo"
+    d.mkdir()
+    main_line = _make_history(d, [1.0, 1.0, 1.0])
+    _git(d, "checkout", "-q", "-b", "side", main_line[0])
+    (d / "side.txt").write_text("x\n")
+    _git(d, "add", "-A")
+    _git(d, "commit", "-q", "-m", "side")
+    side = _git(d, "rev-parse", "HEAD")
+    _git(d, "checkout", "-q", "-")
+    _git(d, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+    merge = _git(d, "rev-parse", "HEAD")
+    with pytest.raises(ValueError, match=f"came in with the merge {merge[:12]}"):
+        commit_range(side, "HEAD", d)
+    good, _, commits = commit_range(merge + "~1", "HEAD", d)   # from the line: fine
+    assert [c.sha for c in commits] == [merge]
 
 
 @needs_git
