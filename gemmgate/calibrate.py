@@ -37,8 +37,9 @@ def fresh_runs(ctx: RunContext, runs: int, keep: Path | None = None,
         for i in range(-1 if prime else 0, runs):
             first = i == (-1 if prime else 0)
             tuning = ctx.tuning
-            if tuning.retune and not first:  # the first run tuned into the local cache
-                tuning = replace(tuning, retune=False, pins_from=None)
+            if tuning.retune and not first:  # the first run tuned into the local cache:
+                # the others search it (a key found there is not tuned again)
+                tuning = replace(tuning, retune=False, pins_from=None, search=True)
             label = "priming run (not recorded)" if i < 0 else f"calibration run {i + 1}/{runs}"
             if on_run:
                 on_run(label)

@@ -47,6 +47,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
 from gemmgate.files import read_text, write_json_atomic
 
 TileConfig = Any  # a kernel's frozen dataclass of tile fields; matched by value (asdict)
@@ -128,11 +130,11 @@ def load_pins(path: str | Path) -> dict[str, dict]:
 def load_cache(path: Path, chip_id: str) -> dict[str, dict]:
     """The local cache's entries; a missing file is empty, a corrupt one is an error
     that names the file (delete it to start afresh)."""
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
+    if not path.exists():
         return {}
-    except (OSError, json.JSONDecodeError) as e:
+    try:
+        data = json.loads(read_text(path, "tuning cache"))
+    except (OSError, ValueError) as e:   # (read_text: not UTF-8 text; json: not JSON)
         raise TuningError(f"tuning cache {path} is unreadable ({e}); delete it to retune") \
             from None
     ok = isinstance(data, dict) and data.get("schema") == SCHEMA and \
@@ -147,13 +149,14 @@ def load_cache(path: Path, chip_id: str) -> dict[str, dict]:
 
 
 def save_cache(path: Path, chip_id: str, entries: dict[str, dict]) -> None:
-    """Merge into the file as it is now (another process may have added keys), atomically."""
-    try:
+    """Merge into the file as it is now, under a lock (workers of --devices save at once:
+    unlocked, two processes saving 150 keys each kept 153 of 300), atomically. An
+    unusable cache is TuningError, the file left as it is (its entries are not lost)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock", timeout=600):
         merged = {**load_cache(path, chip_id), **entries}
-    except TuningError:
-        merged = dict(entries)  # replace an unusable cache rather than fail the run
-    write_json_atomic(path, {"schema": SCHEMA, "version": VERSION, "chip": chip_id,
-                             "entries": merged})
+        write_json_atomic(path, {"schema": SCHEMA, "version": VERSION, "chip": chip_id,
+                                 "entries": merged})
 
 
 def tune(candidates: Sequence[TileConfig], bench: Callable[[TileConfig], float],
@@ -260,8 +263,10 @@ class Tuner:
     def __init__(self, setup: TuningSetup) -> None:
         self.setup = setup
         self.pins = {} if setup.retune or not setup.pins_from else load_pins(setup.pins_from)
-        self.cache = {} if setup.retune or not setup.searching else \
-            load_cache(setup.cache_path, setup.chip_id)
+        # read when searching, --retune too: an unusable cache is an error here, not at
+        # the first tuned key's save (whose entries are kept: retune ignores them)
+        cached = load_cache(setup.cache_path, setup.chip_id) if setup.searching else {}
+        self.cache = {} if setup.retune else cached
         self.memo: dict[tuple, Choice] = {}
 
     def choose(self, key: str, candidates: Sequence[TileConfig],
@@ -309,6 +314,8 @@ class Tuner:
             if cfg is None:
                 continue  # configs.py changed since: tune again
             tuned_for = entry.get("kernel", "")
+            if source == CACHED and kernel and tuned_for != kernel:
+                continue  # a tile tuned on other kernel source: tune again
             offered = entry.get("offered", 0)
             return Choice(key, cfg, source, tuned_for, dict(entry.get("timings_ms", {})),
                           stale=source == PINNED and bool(kernel) and tuned_for != kernel,

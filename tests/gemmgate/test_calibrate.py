@@ -74,9 +74,11 @@ def test_one_process_per_run_all_with_the_same_context(cpu_ctx, processes, tmp_p
     assert [r.environment["process"] for r in records] == recorded
     assert labels[0] == ("priming run (not recorded)" if primed else "calibration run 1/3")
     assert labels[-1] == "calibration run 3/3"
-    later = replace(ctx, tuning=replace(ctx.tuning, retune=False, pins_from=None)) \
-        if retune else ctx
-    assert processes == [ctx] + [later] * (len(processes) - 1)  # only the first retunes
+    later = replace(ctx, tuning=replace(ctx.tuning, retune=False, pins_from=None,
+                                        search=True)) if retune else ctx
+    assert processes == [ctx] + [later] * (len(processes) - 1)  # only the first retunes,
+    if retune:                                                    # the others read its cache
+        assert later.tuning.searching and not later.tuning.retune
     assert all(p.devices == (0, 1) and p.chip.id == chip for p in processes)
     assert sorted(p.name for p in keep.iterdir()) == ["run1.json", "run2.json", "run3.json"]
     for i, r in enumerate(records, start=1):

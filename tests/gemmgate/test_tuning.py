@@ -3,6 +3,7 @@ Pure logic: the benchmark is a fake, so no GPU is needed."""
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -176,6 +177,7 @@ def test_missing_pin_file_means_no_pins_but_a_bad_one_is_an_error(tmp_path):
 
 @pytest.mark.parametrize("content, match", [
     ("{oops", "unreadable"),
+    (b"\xff\xfe{", "unreadable"),                                  # not UTF-8 text
     (json.dumps({"schema": "other", "version": 1, "chip": "h200", "entries": {}}), "not a"),
     (json.dumps({"schema": tuning.SCHEMA, "version": 99, "chip": "h200", "entries": {}}),
      "not a"),
@@ -185,9 +187,42 @@ def test_missing_pin_file_means_no_pins_but_a_bad_one_is_an_error(tmp_path):
 def test_a_corrupt_or_foreign_cache_is_a_clear_error(tmp_path, content, match):
     path = setup_for(tmp_path).cache_path
     path.parent.mkdir(parents=True)
-    path.write_text(content)
+    (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
     with pytest.raises(TuningError, match=match):
         Tuner(setup_for(tmp_path))
+    with pytest.raises(TuningError, match=match):   # nor replaced by a save (--retune)
+        tuning.save_cache(path, "h200", {"k": {"config": {}}})
+    assert path.read_bytes() == (content if isinstance(content, bytes) else content.encode())
+
+
+def test_a_cached_tile_tuned_on_other_kernel_source_is_tuned_again(tmp_path):
+    Tuner(setup_for(tmp_path)).chooser("old")(KEY, CANDIDATES,
+                                               fake_bench({BIG: 2, MID: 1, SMALL: 3}, []))
+    calls = []
+    again = Tuner(setup_for(tmp_path)).chooser("new")
+    assert again(KEY, CANDIDATES, fake_bench({BIG: 0.5, MID: 1, SMALL: 3}, calls)) == BIG
+    assert again.last.source == tuning.TUNED and len(calls) == 3
+
+
+def _save_keys(path: str, prefix: str) -> None:
+    for i in range(60):
+        tuning.save_cache(Path(path), "h200", {f"{prefix}{i}": {"config": {}}})
+
+
+def test_processes_saving_at_once_lose_no_key(tmp_path):
+    """Workers of --devices save their keys as they tune them (unlocked, two processes of
+    150 keys each kept 153 of 300: each read the file, then renamed its own over it)."""
+    import multiprocessing
+
+    path = setup_for(tmp_path).cache_path
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_save_keys, args=(str(path), p)) for p in "ab"]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(120)
+    assert all(proc.exitcode == 0 for proc in procs)
+    assert len(json.loads(path.read_text())["entries"]) == 120
 
 
 def test_save_cache_merges_with_what_another_process_wrote(tmp_path):
@@ -195,7 +230,8 @@ def test_save_cache_merges_with_what_another_process_wrote(tmp_path):
     tuning.save_cache(path, "h200", {"a": {"config": {}}})
     tuning.save_cache(path, "h200", {"b": {"config": {}}})
     assert set(json.loads(path.read_text())["entries"]) == {"a", "b"}
-    assert [p.name for p in path.parent.iterdir()] == ["h200.json"]  # no temp files left
+    left = sorted(p.name for p in path.parent.iterdir())
+    assert left == ["h200.json", "h200.json.lock"]          # no temp files left
 
 
 def test_setup_validates_and_defaults_the_cache_dir_from_the_environment(monkeypatch, tmp_path):
