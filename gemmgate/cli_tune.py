@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from gemmgate.cli_run import check_outputs, context_from_args, progress_bar
+from gemmgate.cli_run import check_outputs, context_from_args, progress_bar, shapes_file
 from gemmgate.files import write_json_atomic
 from gemmgate.precision import get_mode
 from gemmgate.results import CaseResult, RunRecord
@@ -30,12 +30,16 @@ from gemmgate.tuning import config_name
 def tune_command(args, console, err) -> int:
     if not args.budget_per_key > 0:
         raise ValueError(f"--budget-per-key must be > 0 seconds, got {args.budget_per_key}")
+    if args.stale and (args.shapes or args.modes):
+        raise ValueError("--stale retunes the table's stale entries, their own modes and "
+                         "shapes: leave out --shapes and --modes")
     ctx = context_from_args(args)
     if ctx.chip.device_type == "cpu":
         raise ValueError("gemmgate tune needs a GPU: on the CPU the Triton interpreter runs "
                          "one fixed tile, so there is nothing to tune")
     path = Path(args.table) if args.table else table_path(ctx.chip.id)
-    check_outputs((str(path), "--table"), (args.json, "--json"))
+    check_outputs((str(path), "--table"), (args.json, "--json"),
+                  inputs=(shapes_file(args.shapes),))
     items = None
     if args.stale:
         stale = stale_items(path)

@@ -32,6 +32,7 @@ from gemmgate.precision import PrecisionMode, get_mode
 from gemmgate.results import CaseResult
 from gemmgate.run import Runner, environment_of
 from gemmgate.shapes import SHAPE_TEXT, Case
+from gemmgate.tuning import LATER_FIELDS
 
 SCHEMA = "gemmgate.sweep/1"
 OK, FAILED, IGNORED = "ok", "failed", "ignored"
@@ -184,7 +185,9 @@ def point_of(param: str, value: int, r: CaseResult, device: str) -> SweepPoint:
     config = r.telemetry.get("triton_config", "")
     if t.accuracy != "pass":
         return SweepPoint(value, FAILED, config, t.message or t.accuracy, r)
-    took = tile.get("source") == "forced" and (tile.get("config") or {}).get(param) == value
+    # (a field at its old default, e.g. occupancy 1, is left out of the stored tile)
+    took = tile.get("source") == "forced" and \
+        (tile.get("config") or {}).get(param, LATER_FIELDS.get(param)) == value
     if not took:
         why = ("the kernel did not ask its chooser for a tile" if not tile else
                f"the kernel ran {config or 'another tile'} ({tile.get('source')})")

@@ -16,6 +16,7 @@ as it is now, under a lock, atomically (replacing the same bucket and shape).
 from __future__ import annotations
 
 import datetime as _dt
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -101,11 +102,22 @@ def write_table(path: Path, chip_id: str, match: Sequence[str], new: Sequence[di
     path.parent.mkdir(parents=True, exist_ok=True)
     gone = {_where(d) for d in drop}
     with FileLock(str(path) + ".lock", timeout=600):
+        old = table_data(path)
+        if old.get("chip", chip_id) != chip_id:   # its `match` would be rewritten to ours
+            raise table_file.TableError(f"tuning table {path} is {old['chip']}'s, not "
+                                        f"{chip_id}'s: give this chip's --table")
         data = {"schema": table_file.SCHEMA, "version": table_file.VERSION, "chip": chip_id,
                 "match": list(match), "entries": [
-                    e for e in merged(table_data(path)["entries"], new) if _where(e) not in gone]}
-        write_json_atomic(path, data)
-        table_file.read_table(path)   # what was written must load
+                    e for e in merged(old["entries"], new) if _where(e) not in gone]}
+        check = path.with_name(f".{path.name}.new")   # what is written must load, before it
+        write_json_atomic(check, data)                # replaces the table
+        try:
+            table_file.read_table(check)
+        except table_file.TableError as e:
+            check.unlink()
+            raise table_file.TableError(str(e).replace(str(check), f"{path}, as written,")) \
+                from None
+        os.replace(check, path)
     dispatch.reset()   # this process's cached plans and tables
     return data
 

@@ -187,14 +187,14 @@ def _cache_key(key: str, candidates: Sequence[TileConfig]) -> str:
 # Tile fields added after tables and baselines were written, with the value every tile
 # had before: left out of a tile's JSON at that value, so a stored tile compares equal
 # (a baseline's tile, a pin, the tuning cache) and reads back as the same TileConfig.
-_LATER_FIELDS = {"occupancy": 1}
+LATER_FIELDS = {"occupancy": 1}
 
 
 def tile_dict(c) -> dict:
     """A tile as JSON stores it: its fields, but a later one at its old value
-    (`_LATER_FIELDS`); a dict is taken as a tile's fields."""
+    (`LATER_FIELDS`); a dict is taken as a tile's fields."""
     d = dict(c) if isinstance(c, dict) else asdict(c)
-    for name, old in _LATER_FIELDS.items():
+    for name, old in LATER_FIELDS.items():
         if d.get(name, old) == old:
             d.pop(name, None)
     return d

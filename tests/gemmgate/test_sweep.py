@@ -81,6 +81,17 @@ def test_num_stages_is_forced_too(fake_kernels):
     assert {c.num_stages for c in seen} == {1, 3}
 
 
+def test_occupancy_1_is_applied_though_the_stored_tile_leaves_it_out(fake_kernels):
+    """A tile's record drops a later field at its old default (occupancy 1,
+    `tuning.tile_dict`): value 1 read as "not applied" (session 57)."""
+    pkg, seen = fake_kernels
+    got = sweep.run_sweep(_spec("occupancy", "1"), triton=pkg)
+    [point] = got.points
+    assert point.status == sweep.OK, point.message
+    assert "occupancy" not in point.result.telemetry["tuning"]["config"]
+    assert {c.occupancy for c in seen} == {1}
+
+
 def test_the_real_kernel_on_the_cpu_runs_and_says_whether_it_took_the_value(tmp_path):
     out = tmp_path / "s.json"
     assert main(["sweep", "--param", "num_warps", "--values", "2,4", *CASE,

@@ -94,6 +94,21 @@ def test_an_unreadable_table_is_not_overwritten(tmp_path):
     assert path.read_text() == "{broken"
 
 
+def test_another_chips_table_and_an_entry_that_would_not_load_leave_the_table_as_it_is(
+        tmp_path):
+    path = tmp_path / "t.json"
+    write_table(path, "nvidia-h100", ("h100",), [entry_of(_result(), ENV)])
+    before = path.read_text()
+    with pytest.raises(table_file.TableError, match="is nvidia-h100's, not nvidia-h200's"):
+        write_table(path, "nvidia-h200", ("h200",), [entry_of(_result(), ENV)])
+    bad = dict(entry_of(_result(), ENV), m=64, config=dict(entry_of(_result(), ENV)["config"],
+                                                           num_warps=3))
+    with pytest.raises(table_file.TableError, match="t.json, as written,: entry . is invalid"):
+        write_table(path, "nvidia-h100", ("h100",), [bad])
+    assert path.read_text() == before and sorted(x.name for x in tmp_path.iterdir()) == [
+        "t.json", "t.json.lock"]
+
+
 def test_stale_entries_become_cases_to_retune(tmp_path):
     path = tmp_path / "t.json"
     e = dict(entry_of(_result(), ENV), kernel="0123456789ab", layout="cr", pad=8)
@@ -130,6 +145,8 @@ def test_tune_refuses_the_cpu_and_bad_budgets(capsys):
     assert main(["tune", "--chip", "cpu"]) == 2
     assert "needs a GPU" in capsys.readouterr().err
     assert main(["tune", "--chip", "cpu", "--budget-per-key", "0"]) == 2
+    assert main(["tune", "--chip", "nvidia-h200", "--stale", "--shapes", "16x16x16"]) == 2
+    assert "--stale retunes the table's stale entries" in capsys.readouterr().err
 
 
 def test_tune_runs_cases_through_the_run_path_and_writes_entries(tmp_path):
