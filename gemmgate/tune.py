@@ -69,7 +69,8 @@ def entry_of(r: CaseResult, env: dict) -> dict | None:
         "k": r.case.k, "layout": r.case.layout, "pad": r.case.pad, "config": t["config"],
         "kernel": table_file.variant_hash(t["config"].get("variant", "tiled")),
         "tuned_ms": own if own is not None else min(timings, default=None),
-        "tried": len(timings),
+        "tried": len(by_tile),   # attempted, a tile that failed to compile too: fewer than
+        # offered is a search the budget cut (`cli_tune.budget_cut_line`)
         "offered": t.get("offered", 0),
         "triton_ms": tri.median_ms, "vendor_ms": vendor.median_ms if vendor else None,
         "driver": env.get("driver"), "triton": env.get("triton"), "torch": env.get("torch"),

@@ -293,7 +293,7 @@ class Tuner:
             best, timings = tune(ordered, bench, self.setup.budget_s)
             if held is not None:
                 best = kept_incumbent(held, best, timings)
-            choice = Choice(key, best, TUNED, kernel, timings, offered=len(candidates))
+            choice = Choice(key, best, TUNED, kernel, timings, offered=len(ordered))
             entry = {_cache_key(key, candidates): choice.to_json()}
             self.cache.update(entry)
             save_cache(self.setup.cache_path, self.setup.chip_id, entry)

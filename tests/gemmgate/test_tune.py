@@ -35,7 +35,11 @@ def test_an_entry_records_what_it_was_tuned_on():
     e = entry_of(_result(), ENV)
     assert e["bucket"] == "16bit bf16 rr tma" and (e["m"], e["n"], e["k"]) == (4096,) * 3
     assert e["config"] == asdict(TMA) and e["kernel"] == table_file.variant_hash("tma")
-    assert e["tuned_ms"] == 0.2 and e["tried"] == 2          # a failed candidate: None
+    assert e["tuned_ms"] == 0.2 and e["tried"] == 3          # a failed candidate: None,
+    # but tried: 3 of 3 offered is no budget cut (counting only those that ran said one)
+    from gemmgate.cli_tune import budget_cut_line
+
+    assert budget_cut_line([{**e, "offered": 3}], 10) is None
     assert e["triton_ms"] == 0.2 and e["vendor_ms"] == 0.22
     assert (e["driver"], e["triton"], e["torch"]) == ("580.159.04", "3.6.0", "2.11.0")
     kept = _result()   # a retune that kept its incumbent: the tile's own time, not the min

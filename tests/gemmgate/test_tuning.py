@@ -334,3 +334,21 @@ def test_a_tile_at_one_program_per_sm_stores_as_tiles_did_before_occupancy():
     assert tuning._candidate({**stored, "occupancy": 2}, [one, two]) is two
     assert tuning.Choice("k", two, "tuned").to_json()["config"] == {**stored, "occupancy": 2}
     assert tuning.Choice("k", one, "tuned").to_json()["config"] == stored
+
+
+
+def test_an_incumbent_outside_the_candidates_counts_among_those_offered(tmp_path):
+    """`tune --stale` times a stale entry's own tile first, also where the candidates lack
+    it: offered counts it, so a search the budget cut short of a candidate still reads
+    as cut (tried < offered)."""
+    from dataclasses import asdict
+
+    from kernels.tile import TileConfig as T
+
+    odd = T(64, 32, 32, 8, 3, 4)
+    setup = setup_for(tmp_path, first=((KEY.split(" k")[0] + " ",
+                                        tuple(sorted(asdict(odd).items()))),))
+    assert odd not in CANDIDATES
+    choice = Tuner(setup).choice(KEY, CANDIDATES, fake_bench({odd: 1, BIG: 2, MID: 1,
+                                                              SMALL: 3}, []))
+    assert choice.offered == len(CANDIDATES) + 1
