@@ -31,18 +31,23 @@ def geomean(xs: Sequence[float | None]) -> float:
 
 def history(series: Sequence[Series], mode: str, title: str) -> Figure:
     """A chip's runs and baselines in date order: the speed ratio and Triton TFLOP/s of
-    every case (thin lines) and their geomean (bold)."""
+    every case (thin lines) and their geomean (bold) over the cases every one of them
+    holds and passed (a geomean over each one's own cases moved with the shape set: one
+    case left out moved it 15x, session 57)."""
     fig = figure(max(8.0, 1.6 * len(series) + 4), 4.8)
     axes = fig.subplots(1, 2)
     labels = sorted({p.label for s in series for p in s.points if p.mode == mode})
+    common = set.intersection(*({p.label for p in s.points if p.mode == mode and not p.failed}
+                                for s in series)) if series else set()
     for ax, what, get in ((axes[0], "speed ratio (vendor / Triton)", lambda p: p.ratio),
                           (axes[1], "Triton TFLOP/s", lambda p: p.tflops.get("triton"))):
         by = [{p.label: get(p) for p in s.points if p.mode == mode} for s in series]
         for lab in labels:
             ax.plot(range(len(series)), [b.get(lab) or math.nan for b in by], lw=0.8,
                     marker=".", alpha=0.6)
-        ax.plot(range(len(series)), [geomean(list(b.values())) for b in by],
-                "k-o", lw=2.5, label="geomean", gid="geomean")
+        ax.plot(range(len(series)), [geomean([b.get(lab) for lab in common]) for b in by],
+                "k-o", lw=2.5, label=f"geomean of the {len(common)} common cases",
+                gid="geomean")
         ax.set_xticks(range(len(series)), [s.label for s in series], rotation=30, ha="right",
                       fontsize=7)
         ax.set_yscale("log")

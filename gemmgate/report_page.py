@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import math
 import os
+import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -100,10 +101,15 @@ def load_sources(runs: Sequence[str], baseline_files: Sequence[str]) -> list[Sou
 
 
 def _newest(sources: Sequence[Source]) -> dict[str, Source]:
-    by: dict[str, Source] = {}
+    """Per chip, its newest source that holds cases (an empty run does not hide the
+    chip's data)."""
+    newest: dict[str, Source] = {}
+    with_cases: dict[str, Source] = {}
     for s in sorted(sources, key=lambda s: s.date):
-        by[s.chip] = s
-    return by
+        newest[s.chip] = s
+        if s.points:
+            with_cases[s.chip] = s
+    return {chip: with_cases.get(chip, s) for chip, s in newest.items()}
 
 
 def subjects(sources: Sequence[Source]) -> list[Source]:
@@ -167,16 +173,24 @@ def _f(x: float | None, fmt: str = ".3g") -> str:
     return "—" if x is None or not math.isfinite(x) else format(x, fmt)
 
 
+def slug(text: str) -> str:
+    """`text` as a file name and an HTML id: a run's chip id comes from its JSON, and
+    written as it is it named PNGs outside the folder ('a/b') or put markup into the page
+    (session 57)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:80] or "_"
+
+
 def _mode_section(w: _Writer, s: Source, idx: int, mode: str) -> list[str]:
     pts = sorted((p for p in s.points if p.mode == mode), key=lambda p: (p.flops, p.label))
-    name, title = f"s{idx}-{s.chip}-{mode}", f"{s.chip} {mode}"
+    name, title = f"s{idx}-{slug(s.chip)}-{mode}", f"{s.chip} {mode}"
     peak, bw = ceilings(s.chip, mode)
     failed = [p.label for p in pts if p.failed]
-    g = plots_history.geomean([p.ratio for p in pts if p.ratio])
+    g = plots_history.geomean([p.ratio for p in pts if p.ratio and not p.failed])
     parts = [f'<h3 id="{name}">{html.escape(title)}</h3>',
              f"<p>{len(pts)} cases, {len(failed)} failing accuracy"
              f"{': ' + html.escape(', '.join(failed)) if failed else ''}; geomean speed "
-             f"ratio {_f(g)}; " + (f"datasheet peak {peak:g} TFLOP/s" if peak else
+             f"ratio {_f(g)}" + (f" over the {len(pts) - len(failed)} passing" if failed
+                                 else "") + "; " + (f"datasheet peak {peak:g} TFLOP/s" if peak else
                                     "no datasheet peak") + f", memory {_f(bw, 'g')} GB/s.</p>"]
     _, off = plots.heat_panels(pts)
     if off:
@@ -204,7 +218,7 @@ def _history(w: _Writer, sources: Sequence[Source]) -> list[str]:
             continue
         for mode in [m for m in MODE_NAMES if any(m in s.modes for s in ss)]:
             fig = plots_history.history([_series(s) for s in ss], mode, f"{chip} {mode}")
-            parts.append(_img(w.save(fig, f"history-{chip}-{mode}",
+            parts.append(_img(w.save(fig, f"history-{slug(chip)}-{mode}",
                                      f"{chip} {mode}: history over {len(ss)} runs/baselines")))
     return ["<h2 id=history>History</h2><div class=figs>", *parts, "</div>"] if parts else []
 

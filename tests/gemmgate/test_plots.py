@@ -155,6 +155,23 @@ def test_history_draws_the_geomean_per_snapshot():
     assert [t.get_text() for t in ratio_ax.get_xticklabels()] == [s.label for s in ss]
 
 
+def test_the_history_geomean_is_over_the_cases_every_snapshot_holds_and_passed():
+    """A snapshot without one of the cases (another set), or with it failing, does not move
+    the geomean: only the cases every snapshot holds and passed count (a case left out
+    moved it 15x, session 57)."""
+    whole = _series("cpu", 1.0, "2026-11-01", {})
+    part = Series("cpu 2026-11-02", "cpu", whole.points[1:], {})        # 64^3 not run
+    fig = plots_history.history([whole, part], "fp32", "cpu fp32")
+    gm = next(ln for ln in fig.axes[0].lines if ln.get_gid() == "geomean")
+    assert list(gm.get_ydata()) == pytest.approx([1.1, 1.1])
+    assert "1 common cases" in gm.get_label()
+    failing = Series("cpu 2026-11-03", "cpu", (whole.points[0], _pt(
+        1024, 1024, 1024, 0.01, failed=True, tflops={"triton": 1.0})), {})
+    fig = plots_history.history([whole, failing], "fp32", "cpu fp32")
+    gm = next(ln for ln in fig.axes[0].lines if ln.get_gid() == "geomean")
+    assert list(gm.get_ydata()) == pytest.approx([1.0, 1.0])
+
+
 def test_cross_chip_normalises_to_each_chips_peak_and_names_chips_without_one():
     peaks = dict(CHIPS["nvidia-h200"].peak_tflops)
     ss = [_series("nvidia-h200", 1.0, "2026-11-30", peaks), _series("cpu", 0.01, "2026-11-29", {})]

@@ -91,6 +91,18 @@ def test_subjects_are_each_chips_newest_run_else_its_newest_baseline():
         "run-cpu-2026-12-01", "baseline-nvidia-h200-2026-11-30"]
 
 
+def test_an_empty_newer_run_does_not_hide_a_chips_cases():
+    full = report_page.Source("full", "run", "cpu", "2026-11-01", "", (object(),))
+    empty = report_page.Source("empty", "run", "cpu", "2026-12-01", "", ())
+    assert [s.path for s in report_page.subjects([full, empty])] == ["full"]
+
+
+def test_a_chip_id_from_a_run_file_is_a_safe_name_and_id():
+    assert report_page.slug('x"><img src=x onerror=alert(1)>') == "x___img_src_x_onerror_alert_1__"
+    assert report_page.slug("nvidia/h100") == "nvidia_h100" and report_page.slug("") == "_"
+    assert len(report_page.slug("c" * 300)) == 80
+
+
 def _trimmed_h200(tmp_path) -> Path:
     """The committed H200 baseline, fp32 cases only (fewer figures to draw)."""
     data = json.loads(H200_BASE.read_text())
