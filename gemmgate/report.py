@@ -104,6 +104,12 @@ def print_tables(results: Sequence[CaseResult], console: Console, title: str = "
                       f"{s['passed']}/{s['cases']} passed\n")
 
 
+def _cell(text: str) -> str:
+    """A Markdown table cell: one line, its pipes escaped (a compile error's message spans
+    lines and may hold `|`)."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
 def markdown(results: Sequence[CaseResult], title: str = "") -> str:
     lines = [f"## {title}" if title else ""]
     ab = _has_ab(results)
@@ -114,6 +120,6 @@ def markdown(results: Sequence[CaseResult], title: str = "") -> str:
         lines += [f"### {mode}: geomean ratio {_f(s['geomean_ratio'], '.3f')}"
                   f"{_extra_line(s)}, {s['passed']}/{s['cases']} passed", "",
                   "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        lines += ["| " + " | ".join(row) + " |" for row in _rows(rs, ab, extras)]
+        lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in _rows(rs, ab, extras)]
         lines.append("")
     return "\n".join(lines).lstrip("\n")

@@ -239,18 +239,22 @@ def failures(results: Sequence[CaseResult]) -> list[CaseResult]:
 
 def summary_by_mode(results: Sequence[CaseResult]) -> dict[str, dict]:
     """Geomean speed ratio and pass counts per mode; with extra providers, the geomean
-    Triton/that provider ratio of each too ("geomean_ratios")."""
+    Triton/that provider ratio of each too ("geomean_ratios"). A geomean is over the cases
+    both its providers passed: a kernel that computes wrong, or skips work, does not
+    count toward it (it did, session 57)."""
     by: dict[str, list[CaseResult]] = {}
     for r in results:
         by.setdefault(r.mode, []).append(r)
     out = {}
     for m, rs in by.items():
         out[m] = {"cases": len(rs), "passed": sum(r.passed for r in rs),
-                  "geomean_ratio": _geomean([r.ratio for r in rs])}
+                  "geomean_ratio": _geomean([r.ratio for r in rs if r.gate_passed])}
         extras = dict.fromkeys(n for r in rs for n in r.extras)
         if extras:
             out[m]["geomean_ratios"] = {
-                n: _geomean([r.ratio_to(n) for r in rs if n in r.providers]) for n in extras}
+                n: _geomean([r.ratio_to(n) for r in rs if n in r.providers
+                             and r.providers[n].accuracy == PASS
+                             and r.providers["triton"].accuracy == PASS]) for n in extras}
     return out
 
 

@@ -55,6 +55,19 @@ def test_an_accuracy_failure_is_named_in_the_status():
     assert "FAIL triton: error 3e-1 > 1e-2" in md and "0/1 passed" in md
 
 
+def test_a_failing_case_leaves_the_geomean_and_its_message_stays_in_one_cell():
+    bad = _result(v_ms=(5.0, 5.0, 5.0), t_acc="fail")       # a wrong kernel, 5x "faster"
+    bad = CaseResult(bad.mode, Case(32, 32, 32), {**bad.providers, "triton": ProviderResult(
+        "triton", "fail", 0.3, "CompilationError: at 3:4:\n  acc += a | b\n  ^",
+        (1.0, 1.0, 1.0))})
+    md = markdown([_result(), bad])
+    assert "geomean ratio 0.500, 1/2 passed" in md            # the passing case's alone
+    row = next(line for line in md.splitlines() if line.startswith("| m32"))
+    assert "CompilationError: at 3:4: acc += a \\| b ^" in row
+    head = next(line for line in md.splitlines() if line.startswith("| shape"))
+    assert row.count(" | ") == head.count(" | ")               # no cell added by the pipe
+
+
 def test_run_json_round_trips_and_keeps_every_provider():
     data = json.loads(json.dumps(_rj({"chip": "cpu"}, [_result(ref_ms=(1.0, 1.0, 1.0))],
                                           "smoke")))
