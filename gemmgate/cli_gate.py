@@ -7,6 +7,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from rich.markup import escape
 from rich.table import Table
 
 from gemmgate import baselines
@@ -163,7 +164,7 @@ def baseline_command(args, console, err) -> int:
                       "measure")
     if old:
         console.print(_summary_table(baselines.summary(old), baselines.summary(new)))
-    console.print(f"wrote {path} ({len(new.cases)} cases, {len(records)} run(s), "
+    console.print(f"wrote {escape(str(path))} ({len(new.cases)} cases, {len(records)} run(s), "
                   f"{_levels(new)})")
     lost = baselines.lost_machine_level(old, new)
     if lost:
@@ -216,8 +217,8 @@ def merge_command(args, console, err) -> int:
         console.print(f"kept {len(kept)} case(s) of {out} that no input holds")
     if old:
         console.print(_summary_table(baselines.summary(old), baselines.summary(merged)))
-    console.print(f"wrote {out} ({len(merged.cases)} cases from {len(args.inputs)} files, "
-                  f"{_levels(merged)})")
+    console.print(f"wrote {escape(str(out))} ({len(merged.cases)} cases from "
+                  f"{len(args.inputs)} files, {_levels(merged)})")
     if skipped:
         console.print(f"{len(skipped)} case(s) ran on another tile in some inputs; those "
                       "inputs were left out of them (a kernel change is not machine "

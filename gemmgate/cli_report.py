@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.markup import escape
+
 from gemmgate.files import check_writable
 
 
@@ -26,6 +28,6 @@ def report_command(args, console, err) -> int:
     if not any(s.points for s in sources):
         raise ValueError("nothing to report: the files given hold no cases")
     images = report_page.write_report(sources, out)
-    console.print(f"wrote {out / 'index.html'} ({len(images)} figures from {len(runs)} "
-                  f"run(s) and {len(bases)} baseline(s))", highlight=False)
+    console.print(f"wrote {escape(str(out / 'index.html'))} ({len(images)} figures from "
+                  f"{len(runs)} run(s) and {len(bases)} baseline(s))", highlight=False)
     return 0

@@ -127,10 +127,11 @@ def run_command(args, console: Console, err: Console) -> int:
     ref = resolve(args.ab_ref) if args.ab_ref else None
     ctx = context_from_args(args, pins_from=args.pin_tiles, reference=ref)
     record = execute(ctx, err)
+    if args.json:   # first: what follows printing must not lose the measurements
+        write_json_atomic(args.json, record.to_json())
     print_tables(record.cases, console, title=f"{ctx.chip.id} {ctx.shapes_label}")
     if args.json:
-        write_json_atomic(args.json, record.to_json())
-        err.print(f"wrote {args.json}")
+        err.print(f"wrote {escape(args.json)}")
     bad = failures(record.cases)
     if bad:
         err.print(f"[red]{len(bad)} case(s) failed accuracy[/]")

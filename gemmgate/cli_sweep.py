@@ -97,13 +97,13 @@ def sweep_command(args, console: Console, err: Console) -> int:
     print_sweep(result, console)
     if args.csv:
         write_text_atomic(args.csv, result.csv_text())
-        err.print(f"wrote {args.csv}")
+        err.print(f"wrote {escape(args.csv)}")
     if args.json:
         write_json_atomic(args.json, result.to_json())
-        err.print(f"wrote {args.json}")
+        err.print(f"wrote {escape(args.json)}")
     if args.plot:
         plot_sweep(result, args.plot)
-        err.print(f"wrote {args.plot}")
+        err.print(f"wrote {escape(args.plot)}")
     if all(p.status == sweep.FAILED for p in result.points):
         err.print(f"[red]every value of {spec.param} failed[/]")
         return 1

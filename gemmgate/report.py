@@ -91,7 +91,7 @@ def print_tables(results: Sequence[CaseResult], console: Console, title: str = "
     for mode, s in summary.items():
         rs = [r for r in results if r.mode == mode]
         extras = _extras(rs)
-        table = Table(title=f"{title} {mode}".strip(), title_justify="left")
+        table = Table(title=escape(f"{title} {mode}".strip()), title_justify="left")
         for h in _head(ab, extras):
             table.add_column(escape(h), justify="left" if h in ("shape", "status") else "right",
                              no_wrap=h == "shape", overflow="fold")  # names stay whole

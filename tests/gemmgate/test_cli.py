@@ -104,6 +104,21 @@ def test_pins_that_are_not_this_chips_baseline_are_exit_2_before_any_work(tmp_pa
     assert said in err and "cases x" not in err                 # nothing announced or run
 
 
+def test_paths_with_rich_markup_are_printed_as_they_are_and_the_json_is_written(tmp_path,
+                                                                               capsys):
+    """A shape file under a folder named like Rich markup ('[/x]'): the run's table title
+    and its 'wrote' line raised MarkupError after measuring, and the JSON was lost."""
+    d = tmp_path / "[" / "x]"    # the path holds '[/x]'
+    d.mkdir(parents=True)
+    shapes, out = d / "s.csv", d / "[red]out.json"
+    shapes.write_text("m,n,k\n16,16,16\n")
+    assert main(["run", "--chip", "cpu", "--modes", "fp32", "--shapes", str(shapes),
+                 "--json", str(out)]) == 0
+    said = capsys.readouterr()
+    assert json.loads(out.read_text())["cases"] and f"wrote {out}" in said.err.replace("\n", "")
+    assert "[/x]/s.csv" in said.out
+
+
 def test_unreadable_shape_file(tmp_path, capsys):
     f = tmp_path / "shapes.yaml"
     f.write_text("cases: [ {m: 1, n: 2")
