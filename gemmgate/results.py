@@ -63,12 +63,15 @@ class ProviderResult:
         _need(isinstance(samples, list) and all(_real(x) and x >= 0 for x in samples),
               f"{where}.samples_ms", "is not a list of non-negative numbers")
         err = d["error"]
-        _need(err is None or _real(err) or err in ("nan", "inf", "-inf"), f"{where}.error",
-              f"is {err!r}, not a number")
+        _need(err is None or (_real(err) and err >= 0) or err in ("nan", "inf"),
+              f"{where}.error", f"is {err!r}, not a relative error >= 0")
         tf = d["tflops"]
-        _need(tf is None or _real(tf), f"{where}.tflops", f"is {tf!r}, not a number")
-        return cls(name, d["accuracy"], None if err is None else float(err),
-                   str(d.get("message", "")), tuple(float(x) for x in samples), tf)
+        _need(tf is None or (_real(tf) and tf >= 0), f"{where}.tflops",
+              f"is {tf!r}, not a number >= 0")
+        msg = d.get("message")
+        _need(msg is None or isinstance(msg, str), f"{where}.message", "is not text")
+        return cls(name, d["accuracy"], None if err is None else float(err), msg or "",
+                   tuple(float(x) for x in samples), tf)
 
 
 @dataclass(frozen=True)
@@ -164,8 +167,9 @@ class CaseResult:
         tele = d.get("telemetry", {})
         _need(isinstance(tele, dict), f"{where}.telemetry", "is not an object")
         peak = d.get("peak_tflops")
-        return cls(d["mode"], case, providers, peak if _real(peak) else None, tele,
-                   str(d.get("worker", "")))
+        _need(peak is None or (_real(peak) and peak > 0), f"{where}.peak_tflops",
+              f"is {peak!r}, not a number > 0")
+        return cls(d["mode"], case, providers, peak, tele, str(d.get("worker", "")))
 
 
 @dataclass(frozen=True)
@@ -189,18 +193,24 @@ class RunRecord:
         _need(isinstance(env, dict), f"{where}: environment", "is missing")
         cases = data.get("cases")
         _need(isinstance(cases, list), f"{where}: cases", "is missing or not a list")
-        return cls(env, str(data.get("shapes", "")),
-                   tuple(CaseResult.from_json(c, f"{where}: cases[{i}]")
-                         for i, c in enumerate(cases)))
+        got = tuple(CaseResult.from_json(c, f"{where}: cases[{i}]") for i, c in enumerate(cases))
+        seen: set[str] = set()
+        for i, c in enumerate(got):   # a case twice would count twice in its geomean
+            _need(c.key not in seen, f"{where}: cases[{i}]", f"repeats case {c.key}")
+            seen.add(c.key)
+        return cls(env, str(data.get("shapes", "")), got)
 
     @classmethod
     def load(cls, path: str | Path) -> RunRecord:
         text = read_text(path, "run file")
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as e:
+        except ValueError as e:   # not JSON, or an integer past Python's 4300 digits
             raise ResultsError(f"run file {path} is not JSON ({e})") from None
         return cls.from_json(data, str(path))
+
+
+MAX_DIM = 2**40   # past any GEMM a chip holds (a dimension of 10**400 overflowed the plots)
 
 
 def case_from_json(d: dict, where: str) -> Case:
@@ -209,8 +219,8 @@ def case_from_json(d: dict, where: str) -> Case:
     _need(mode in MODES, f"{where}.mode", f"is {mode!r}, not one of {', '.join(MODES)}")
     for f in ("m", "n", "k"):
         x = d.get(f)
-        _need(isinstance(x, int) and not isinstance(x, bool) and x >= 0, f"{where}.{f}",
-              f"is {x!r}, not an integer >= 0")
+        _need(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < MAX_DIM,
+              f"{where}.{f}", f"is {x!r}, not an integer in [0, 2**40)")
     layout = d.get("layout")
     _need(isinstance(layout, str), f"{where}.layout", "is missing")
     base, _, pad = layout.partition("+p")

@@ -720,8 +720,8 @@ def _rj(env, results, shapes):
 def test_a_case_twice_in_one_run_is_one_run_not_two():
     """Its second measurement is the same process: counted as a second run it would give
     the baseline process-level noise from one process."""
-    twice = make_run([make_result(C1, [1.0, 1.1], [0.9, 0.95]),
-                      make_result(C1, [1.2, 1.3], [0.9, 0.95])])
+    twice = RunRecord(dict(ENV), "s.csv", (make_result(C1, [1.0, 1.1], [0.9, 0.95]),
+                                           make_result(C1, [1.2, 1.3], [0.9, 0.95])))
     c = baselines.build([twice], "cpu", "s.csv").cases[K1]
     assert c.noise.runs == 1 and len(c.noise.ratio_runs) == 1 and c.noise.ratio is None
     assert c.providers["triton"].median_ms == pytest.approx(1.05)   # the first's

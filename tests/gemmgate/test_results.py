@@ -1,11 +1,14 @@
 """gemmgate/results.py: the speed ratio a run reports and a baseline stores is the figure
 the gate judges (the median of the per-round ratios), on synthetic samples."""
 
+import json
+import re
+
 import pytest
 
 from gemmgate import baselines, stats
 from gemmgate.gate import judge_case
-from gemmgate.results import REFERENCE, CaseResult, ProviderResult, RunRecord
+from gemmgate.results import REFERENCE, CaseResult, ProviderResult, ResultsError, RunRecord
 from gemmgate.shapes import Case
 
 # Rounds in two clock states (a GPU under its power cap moves between clocks inside a
@@ -46,3 +49,37 @@ def test_no_paired_rounds_no_ratio():
     lone = CaseResult(r.mode, r.case, {**r.providers, "vendor": ProviderResult(
         "vendor", "unsupported", None, "", ())})
     assert lone.ratio is None and lone.ratio_samples == () and lone.to_json()["ratio"] is None
+
+
+def _run_json() -> dict:
+    return json.loads(json.dumps(RunRecord({"chip": "cpu"}, "t", (_result(),)).to_json()))
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda d: d["cases"].append(dict(d["cases"][0])), "repeats case fp32-m64-n64-k64"),
+    (lambda d: d["cases"][0]["providers"]["triton"].update(error=-1.0), "not a relative error"),
+    (lambda d: d["cases"][0]["providers"]["triton"].update(tflops=-5), "not a number >= 0"),
+    (lambda d: d["cases"][0].update(peak_tflops="x"), "peak_tflops is 'x'"),
+    (lambda d: d["cases"][0].update(m=10**400), "not an integer in [0, 2**40)"),
+    (lambda d: d["cases"][0]["providers"]["vendor"].update(message=5), "message is not text"),
+])
+def test_a_run_file_that_would_mislead_a_report_is_refused_naming_the_field(edit, said):
+    data = _run_json()
+    edit(data)
+    with pytest.raises(ResultsError, match=re.escape(said)):
+        RunRecord.from_json(data, "r.json")
+
+
+def test_a_null_message_reads_as_none_given_and_the_run_round_trips():
+    data = _run_json()
+    data["cases"][0]["providers"]["vendor"]["message"] = None
+    rec = RunRecord.from_json(data, "r.json")
+    assert rec.cases[0].providers["vendor"].message == ""
+    assert RunRecord.from_json(_run_json(), "r.json").to_json() == _run_json()
+
+
+def test_an_integer_past_pythons_digit_limit_is_a_clear_error(tmp_path):
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(_run_json()).replace('"m": 64', '"m": ' + "9" * 5000))
+    with pytest.raises(ResultsError, match="is not JSON"):
+        RunRecord.load(p)
