@@ -138,7 +138,7 @@ def _row_case(row, where: str, i: int) -> Case:
         if d not in row:
             raise InputError(f"{where}: case {i} lacks {d!r}")
     dims = [_whole(row, d, where, i) for d in ("m", "n", "k")]
-    layout = str(row.get("layout") or "rr").strip()
+    layout = str(row.get("layout") or "rr").strip().lower()   # as inline shapes take it
     pad = _whole(row, "pad", where, i) if _given(row.get("pad")) else 0
     try:
         return Case(*dims, layout, pad)
@@ -155,8 +155,9 @@ def _whole(row: dict, key: str, where: str, i: int) -> int:
     if not _given(v):
         raise InputError(f"{where}: case {i} has no value for {key!r}")
     try:
-        if isinstance(v, bool) or not isinstance(v, (int, str)):
-            raise ValueError
+        if isinstance(v, bool) or not isinstance(v, (int, str)) or (
+                isinstance(v, str) and not re.fullmatch(r"-?[0-9]+", v.strip())):
+            raise ValueError   # ASCII digits only: int() takes '1_000' and Arabic-Indic ones
         return int(str(v).strip())
     except ValueError:
         raise InputError(f"{where}: case {i}: {key} must be a whole number, got {v!r}") from None
@@ -178,8 +179,8 @@ def resolve(spec: str) -> tuple[str, tuple[Case, ...]]:
 
 # M x N x K as a shape is written on the command line (`parse_inline`, gemmgate/sweep.py's
 # --shape): x, × or * between the dimensions
-SHAPE_TEXT = r"(\d+)\s*[x×*]\s*(\d+)\s*[x×*]\s*(\d+)"
-_INLINE_CASE = re.compile(SHAPE_TEXT + r"(?:-([a-z]{2}))?(?:\+p(\d+))?", re.I)
+SHAPE_TEXT = r"([0-9]+)\s*[x×*]\s*([0-9]+)\s*[x×*]\s*([0-9]+)"   # ASCII digits
+_INLINE_CASE = re.compile(SHAPE_TEXT + r"(?:-([a-z]{2}))?(?:\+p([0-9]+))?", re.I)
 
 
 def parse_inline(spec: str) -> tuple[Case, ...] | None:

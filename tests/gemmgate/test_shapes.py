@@ -14,6 +14,7 @@ from gemmgate.shapes import (
     case_bytes,
     check_fits,
     load_shape_file,
+    parse_inline,
     resolve,
 )
 
@@ -61,6 +62,8 @@ def test_yaml_list_and_cases_key(tmp_path):
     ("s.yaml", "42\n", "must hold a list"),
     ("s.yaml", "other: []\n", "must hold a list"),
     ("s.yaml", "- 1\n", "case 1 must be a mapping"),
+    ("s.csv", "m,n,k\n1_000,2,3\n", "m must be a whole number, got '1_000'"),
+    ("s.csv", "m,n,k\n\u0661\u0666,2,3\n", "m must be a whole number"),
 ])
 def test_shape_file_errors(tmp_path, name, text, match):
     p = _write(tmp_path, name, text)
@@ -239,3 +242,11 @@ def test_check_fits_small_limit_in_mib():
 def test_shapes_does_not_import_torch():
     code = "import sys, gemmgate.shapes; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+
+
+
+def test_a_layout_in_capitals_reads_alike_inline_and_in_a_file(tmp_path):
+    f = tmp_path / "s.csv"
+    f.write_text("m,n,k,layout\n16,16,16,RC\n")
+    assert load_shape_file(f) == parse_inline("16x16x16-RC") == (Case(16, 16, 16, "rc"),)
+    assert parse_inline("\u0661\u0666x16x16") is None    # not ASCII digits: not a shape
