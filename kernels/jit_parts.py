@@ -43,6 +43,16 @@ def wide(x, I64: tl.constexpr):
 
 
 @triton.jit
+def pointer_strides(sam, sak, sbk, sbn, scm, scn, G_AM: tl.constexpr, G_AK: tl.constexpr,
+                    G_BK: tl.constexpr, G_BN: tl.constexpr, I64: tl.constexpr):
+    """The pointer kernels' (tiled, gemv) strides of A, B and C: A's and B's each a runtime
+    part times its power-of-two factor (the constexpr G_*, known to the compiler's address
+    arithmetic), all of them in 64 bits where `I64` (`wide`)."""
+    return (wide(sam * G_AM, I64), wide(sak * G_AK, I64), wide(sbk * G_BK, I64),
+            wide(sbn * G_BN, I64), wide(scm, I64), wide(scn, I64))
+
+
+@triton.jit
 def store_tile(acc, c_ptr, ws_ptr, scale_a_ptr, scale_b_ptr, offs_m, offs_n, M, N, pid_k,
                scm, scn, SPLIT_K: tl.constexpr, HAS_SCALE: tl.constexpr):
     """The pointer kernels' epilogue (tiled, gemv): unsplit, the tile scaled (fp8) and

@@ -33,7 +33,7 @@ import functools
 import triton
 import triton.language as tl
 
-from kernels.jit_parts import store_tile, wide
+from kernels.jit_parts import pointer_strides, store_tile, wide
 from kernels.launch import Launch
 from kernels.matmul_tiled import (
     Recipe,
@@ -56,12 +56,8 @@ def _gemv_kernel(
     SPLIT_K: tl.constexpr, HAS_SCALE: tl.constexpr, I64: tl.constexpr,
 ):
     N = N_DIV * G_N
-    stride_am = wide(sam * G_AM, I64)
-    stride_ak = wide(sak * G_AK, I64)
-    stride_bk = wide(sbk * G_BK, I64)
-    stride_bn = wide(sbn * G_BN, I64)
-    scm = wide(scm, I64)
-    scn = wide(scn, I64)
+    stride_am, stride_ak, stride_bk, stride_bn, scm, scn = pointer_strides(
+        sam, sak, sbk, sbn, scm, scn, G_AM, G_AK, G_BK, G_BN, I64)
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     pid_k = tl.program_id(2)
@@ -93,7 +89,7 @@ def _gemv_kernel(
                scm, scn, SPLIT_K, HAS_SCALE)
 
 
-KERNELS = (_gemv_kernel, _reduce_kernel, store_tile, wide)   # all its source (the hash)
+KERNELS = (_gemv_kernel, _reduce_kernel, store_tile, pointer_strides, wide)   # its source
 
 
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,

@@ -31,7 +31,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.jit_parts import dot_acc, grouped_tile, store_tile, wide
+from kernels.jit_parts import dot_acc, grouped_tile, pointer_strides, store_tile, wide
 from kernels.launch import Bound, Launch
 from kernels.scratch import SCRATCH
 from kernels.tile import TileConfig, cdiv, k_range, wide_offsets
@@ -48,12 +48,8 @@ def _tiled_kernel(
     INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr, HAS_SCALE: tl.constexpr,
     I64: tl.constexpr,
 ):
-    stride_am = wide(sam * G_AM, I64)
-    stride_ak = wide(sak * G_AK, I64)
-    stride_bk = wide(sbk * G_BK, I64)
-    stride_bn = wide(sbn * G_BN, I64)
-    scm = wide(scm, I64)
-    scn = wide(scn, I64)
+    stride_am, stride_ak, stride_bk, stride_bn, scm, scn = pointer_strides(
+        sam, sak, sbk, sbn, scm, scn, G_AM, G_AK, G_BK, G_BN, I64)
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -113,7 +109,8 @@ def _reduce_kernel(ws_ptr, c_ptr, scale_a_ptr, scale_b_ptr, M, N, scm, scn,
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-KERNELS = (_tiled_kernel, _reduce_kernel, dot_acc, grouped_tile, store_tile, wide)   # its source
+KERNELS = (_tiled_kernel, _reduce_kernel, dot_acc, grouped_tile, store_tile, pointer_strides,
+           wide)   # its source
 _REDUCE_BLOCK = 1024
 
 
