@@ -10,6 +10,7 @@ tiles from the local tuning cache. Every run gets the very same context otherwis
 
 from __future__ import annotations
 
+import os
 import pickle
 import shutil
 import subprocess
@@ -19,11 +20,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from gemmgate.context import RunContext
+from gemmgate.context import MeasurementError, RunContext
 from gemmgate.results import RunRecord
 
 
-class CalibrationError(RuntimeError):
+class CalibrationError(MeasurementError):
     """A calibration run failed (its process exited non-zero or wrote nothing)."""
 
 
@@ -47,7 +48,8 @@ def fresh_runs(ctx: RunContext, runs: int, keep: Path | None = None,
             ctx_file = Path(tmp) / f"ctx{i}.pickle"
             ctx_file.write_bytes(pickle.dumps(replace(ctx, tuning=tuning)))
             proc = subprocess.run([sys.executable, "-m", "gemmgate.worker", str(ctx_file),
-                                   str(out)], stdout=subprocess.DEVNULL)
+                                   str(out)], stdout=subprocess.DEVNULL,
+                                  env={**os.environ, "GEMMGATE_PARENT_PID": str(os.getpid())})
             if proc.returncode != 0 or not out.exists():
                 raise CalibrationError(f"{label} failed (exit {proc.returncode})")
             if i >= 0:

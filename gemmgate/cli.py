@@ -15,10 +15,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from gemmgate.compare import DEFAULT_FLOOR
+from gemmgate.context import MeasurementError
 from gemmgate.precision import MODE_NAMES
 from gemmgate.shapes import SETS
 
-OK, FAILED, USAGE = 0, 1, 2
+OK, FAILED, USAGE, MEASUREMENT = 0, 1, 2, 3
 
 
 class UsageError(Exception):
@@ -242,6 +243,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ValueError, TypeError, OSError) as e:
         err.print(f"[red]gemmgate: error:[/] {escape(str(e))}")
         return USAGE
+    except MeasurementError as e:
+        err.print(f"[red]gemmgate: measurement failed:[/] {escape(str(e))}")
+        return MEASUREMENT
     except KeyboardInterrupt:
         err.print("gemmgate: interrupted")
         return 130

@@ -151,8 +151,7 @@ def baseline_command(args, console, err) -> int:
         else:
             records = fresh_runs(ctx, args.runs, keep, on_run=err.print)
     except CalibrationError as e:
-        err.print(f"[red]{e}[/]; baseline not written")
-        return 1
+        raise CalibrationError(f"{e}; baseline not written") from None   # exit 3
     bad = sorted({c.key for r in records for c in r.cases if not c.passed})
     if bad:
         err.print(f"[red]accuracy failures, baseline not written:[/] {', '.join(bad)}")

@@ -36,6 +36,12 @@ KNOWN_PROVIDERS = GATED + ("inductor",)   # besides `module:function` paths
 COPIES = ("kept", "per-call")             # --copies
 
 
+class MeasurementError(RuntimeError):
+    """The run could not be measured to its end: a worker process died, a calibration
+    run failed. `gemmgate` exits 3 with the message, never 1 (a regression's code, which
+    the nightly answers with a bisect) nor 2 (bad input)."""
+
+
 @dataclass(frozen=True)
 class RunContext:
     selection: Selection

@@ -10,21 +10,47 @@ worker processes (used to test the split without a GPU).
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 
 from gemmgate import interpreter
-from gemmgate.context import RunContext
+from gemmgate.context import MeasurementError, RunContext
 from gemmgate.precision import PrecisionMode
 from gemmgate.results import CaseResult
 from gemmgate.run import Runner
 from gemmgate.shapes import Case
 
 _RUNNER = None  # the worker process's Runner: set once by _init, in the worker only
+PARENT_ENV = "GEMMGATE_PARENT_PID"   # the starter's pid, for a worker run as a command
 
 
-def _init(counter, ctx: RunContext) -> None:
+class WorkerError(MeasurementError):
+    """A worker process died (killed, out of memory, a crash in native code)."""
+
+
+def exit_with_parent(parent: int | None = None) -> None:
+    """End this process when its parent (`parent`, the starter's pid, else the current
+    parent) is gone: a worker or a calibration run left behind keeps measuring (on a GPU
+    runner, holding a CUDA context and disturbing the next job's timing). A daemon thread
+    polls the parent; given the starter's pid, a parent gone before the thread started
+    is seen too."""
+    parent = parent or os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def _init(counter, ctx: RunContext, parent: int) -> None:
     global _RUNNER
+    exit_with_parent(parent)
     with counter.get_lock():
         slot = counter.value
         counter.value += 1
@@ -48,12 +74,34 @@ def run_parallel(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]],
     counter = spawn.Value("i", 0)
     results = [None] * len(items)
     workers = min(len(ctx.devices), max(len(items), 1))
-    with ProcessPoolExecutor(workers, mp_context=spawn, initializer=_init,
-                             initargs=(counter, ctx)) as pool:
+    pool = ProcessPoolExecutor(workers, mp_context=spawn, initializer=_init,
+                               initargs=(counter, ctx, os.getpid()))
+    try:
         futures = {pool.submit(_item, m, c): i for i, (m, c) in enumerate(items)}
         for fut in as_completed(futures):
             i = futures[fut]
             results[i] = fut.result()
             if on_case:
                 on_case(results[i])
+    except BrokenProcessPool:
+        _stop(pool)
+        raise WorkerError(f"a worker process of --devices {','.join(map(str, ctx.devices))} "
+                          "died (killed, out of memory, or a crash in native code); the run "
+                          "is incomplete") from None
+    except BaseException:   # a case's error or Ctrl-C: stop now, run none of the rest
+        _stop(pool)
+        raise
+    pool.shutdown(wait=True)
     return results
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel what is queued and end the workers (their current case too): leaving the
+    pool's `with` block waited for every queued case (Ctrl-C ran them all, session 57)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())   # (shutdown drops them)
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in procs:
+        proc.join(10)

@@ -10,11 +10,13 @@ Exit 0: written (accuracy failures are in the JSON); 2: the context could not be
 
 from __future__ import annotations
 
+import os
 import pickle
 import sys
 
 from gemmgate.execute import run_cases
 from gemmgate.files import write_json_atomic
+from gemmgate.parallel import PARENT_ENV, exit_with_parent
 from gemmgate.results import RunRecord
 from gemmgate.run import environment_of
 
@@ -23,6 +25,8 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m gemmgate.worker CONTEXT.pickle OUT.json", file=sys.stderr)
         return 2
+    # a calibration stopped (Ctrl-C, a killed job) ends its run too
+    exit_with_parent(int(os.environ.get(PARENT_ENV, "0")) or None)
     with open(argv[0], "rb") as f:
         ctx = pickle.load(f)
     if ctx.chip.device_type == "cpu":

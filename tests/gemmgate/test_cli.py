@@ -206,3 +206,15 @@ def test_a_bad_provider_path_exits_2(capsys, monkeypatch):
     assert main(["run", "--chip", "cpu", "--shapes", "smoke", "--modes", "fp32",
                  "--providers", "triton,vendor,exits_at_import:f"]) == 2
     assert "cannot import it (SystemExit: 3)" in capsys.readouterr().err
+
+
+def test_a_run_that_cannot_be_measured_to_its_end_is_exit_3(monkeypatch, capsys):
+    """Not 1 (a regression, which the nightly answers with a bisect) nor 2 (bad input)."""
+    import gemmgate.cli_run
+    from gemmgate.context import MeasurementError
+
+    def dies(ctx, err):
+        raise MeasurementError("a worker process of --devices 0,1 died")
+    monkeypatch.setattr(gemmgate.cli_run, "execute", dies)
+    assert main(["run", "--chip", "cpu", "--shapes", "16x16x16", "--modes", "fp32"]) == 3
+    assert "measurement failed: a worker process" in capsys.readouterr().err

@@ -104,3 +104,66 @@ def test_an_unusable_reference_on_several_devices_is_exit_2(tmp_path, monkeypatc
     assert main(["run", "--chip", "cpu", "--modes", "fp32", "--devices", "0,1",
                  "--ab-ref", "HEAD"]) == 2
     assert "has no choose= hook" in capsys.readouterr().err
+
+
+def test_a_worker_that_dies_ends_the_run_with_a_measurement_error_and_no_worker_left():
+    """A worker killed mid-run (out of memory, a crash in native code): exit 3 with one
+    line, not a BrokenProcessPool traceback and exit 1 (a regression's code), and the
+    other worker is ended with it (session 57)."""
+    import pytest
+
+    from gemmgate.parallel import WorkerError, run_parallel
+
+    ctx = make_context(chip="cpu", shapes="16x16x16,24x24x24,32x32x32,40x40x40,48x48x48,"
+                       "56x56x56", modes="fp32", devices="0,1", budget_s=0.1)
+    killed = []
+
+    def kill_one(_):
+        if not killed:
+            victim = mp.active_children()[0]
+            killed.append(victim.pid)
+            os.kill(victim.pid, 9)
+
+    with pytest.raises(WorkerError, match="a worker process of --devices 0,1 died"):
+        run_parallel(ctx, ctx.items, on_case=kill_one)
+    deadline = time.time() + 20
+    while mp.active_children() and time.time() < deadline:
+        time.sleep(0.2)
+    assert killed and not mp.active_children()
+
+
+def test_a_process_whose_parent_dies_ends_too(tmp_path):
+    """`exit_with_parent` in workers and calibration runs: an orphan kept measuring (on a
+    GPU runner, holding a CUDA context into the next job)."""
+    import sys
+
+    ready = tmp_path / "ready"   # written once it imported: a crash is no pass
+    orphan = tmp_path / "orphan.py"
+    orphan.write_text("import sys, time\n"
+                      "from gemmgate.parallel import exit_with_parent\n"
+                      "open(sys.argv[2], 'w').close()\n"
+                      "exit_with_parent(int(sys.argv[1]))\n"
+                      "time.sleep(60)\n")
+    child = (f"import os, subprocess, sys; p = subprocess.Popen([sys.executable, {str(orphan)!r}, "
+             f"str(os.getpid()), {str(ready)!r}], stdout=subprocess.DEVNULL, "
+             "stderr=subprocess.DEVNULL); print(p.pid, flush=True)")
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                         timeout=60, check=True)
+    pid = int(out.stdout.split()[0])
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        if not _running(pid):
+            assert ready.exists(), "the grandchild failed before it watched its parent"
+            return
+        time.sleep(0.2)
+    os.kill(pid, 9)
+    raise AssertionError("the orphan outlived its parent by 20 s")
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a container's init may not reap an orphan at once)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
