@@ -67,8 +67,15 @@ def _json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="PATH", help="write the full results as JSON")
 
 
+def _ref(text: str) -> str:
+    """--ab-ref's value: an empty one (an unset CI variable) would turn A/B off silently."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a commit, branch or tag")
+    return text
+
+
 def _ab_arg(p: argparse.ArgumentParser, extra: str = "") -> None:
-    p.add_argument("--ab-ref", metavar="REF",
+    p.add_argument("--ab-ref", metavar="REF", type=_ref,
                    help="also time the kernel at git REF in the same process (A/B)" + extra)
 
 

@@ -132,6 +132,9 @@ def baseline_command(args, console, err) -> int:
     chip_id = select_chip(args.chip).chip.id
     out = args.output if args.output is not None else str(baselines.default_path(chip_id))
     keep = Path(args.keep_runs) if getattr(args, "keep_runs", None) else None
+    if keep is not None and any(keep.glob("run*.json")):   # merged later, runs of two
+        raise ValueError(f"--keep-runs {keep} holds runs of an earlier calibration "   # mix
+                         "(run*.json): give an empty folder")
     check_outputs((out, "--output (the baseline file)"),
                   (str(keep / "run1.json") if keep else None, "--keep-runs"),
                   inputs=(shapes_file(args.shapes),))

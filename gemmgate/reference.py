@@ -55,7 +55,10 @@ def _extract(sha: str, repo: str | Path) -> Path:
     root = Path(tempfile.mkdtemp(prefix=f"gemmgate-ref-{sha[:12]}-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     with tarfile.open(fileobj=io.BytesIO(out.stdout)) as tar:
-        tar.extractall(root, filter="data")
+        try:
+            tar.extractall(root, filter="data")
+        except TypeError:   # a Python before 3.10.12 / 3.11.4: no filters; git's own
+            tar.extractall(root)   # archive of one commit's tracked files
     return root
 
 
@@ -107,7 +110,12 @@ def same_kernels(ref: str, repo: str | Path = ".") -> str:
                    timeout=60)
     diff = subprocess.run(["git", "diff", "--quiet", sha, "--", "kernels"], cwd=repo,
                           capture_output=True, timeout=60)
-    if diff.returncode != 0:
-        raise ValueError(f"--ab-ref {ref}: kernels/ differs from {sha[:12]}; A/B noise is "
-                         "measured against the same kernel (commit first, or use HEAD)")
+    untracked = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "--",
+                                "kernels"], cwd=repo, capture_output=True, text=True,
+                               timeout=60).stdout.split()   # (git diff does not see them:
+    if diff.returncode != 0 or untracked:                   # a new chip's tuning table)
+        extra = f" (untracked: {', '.join(untracked[:3])})" if untracked else ""
+        raise ValueError(f"--ab-ref {ref}: kernels/ differs from {sha[:12]}{extra}; A/B "
+                         "noise is measured against the same kernel (commit first, or use "
+                         "HEAD)")
     return sha

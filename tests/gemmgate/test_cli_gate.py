@@ -748,3 +748,15 @@ def test_l_the_committed_cpu_baseline_is_advisory_here(work, synthetic_timing, c
         assert "stored judgement advisory" in v["note"]
     assert all(k.startswith("fp16-") for k in gate["missing"]) and gate["extra"] == []
     assert committed.read_bytes() == before
+
+
+def test_keep_runs_into_a_folder_holding_earlier_runs_is_exit_2(work, synthetic_timing, capsys):
+    """An earlier calibration's run3.json beside this one's run1, run2 would be merged
+    with them later (`baseline merge DIR/*.json`)."""
+    keep = work / "kept"
+    keep.mkdir()
+    (keep / "run3.json").write_text("{}")
+    assert main(["baseline", "calibrate", *FAST, *_shapes(work), "--runs", "2",
+                 "--keep-runs", str(keep), "--output", str(work / "c.json")]) == 2
+    assert "holds runs of an earlier calibration" in capsys.readouterr().err.replace("\n", " ")
+    assert synthetic_timing.measured == [] and not (work / "c.json").exists()

@@ -104,6 +104,8 @@ def check(*extra: str) -> list[str]:
     (run("--devices", "0,10000"), "--devices 10000: on the CPU a device is a worker process"),
     (run("--modes", ""), "--modes '' names no mode"),
     (run("--shapes", ""), "--shapes is empty: give a set name, a shape file or shapes"),
+    (run("--ab-ref", ""), "--ab-ref: is empty: give a commit"),
+    (check("--ab-ref", " "), "--ab-ref: is empty: give a commit"),
     (run("--modes", ","), "--modes ',' names no mode"),
     (check("--floor", "-5"), "--floor must be a fraction between 0 and 1 (e.g. 0.015), got -5.0"),
     (check("--floor", "0"), "--floor must be a fraction between 0 and 1 (e.g. 0.015), got 0.0"),

@@ -125,3 +125,23 @@ def test_gpu_the_reference_kernel_takes_the_pinned_tile(kernels_repo, tmp_path):
         out = matmul(inp.a, inp.b, precision="bf16", choose=choose)
         assert relative_error(out, inp.reference()) < 5e-3
         assert choose.last.source == tuning.PINNED and asdict(choose.last.config) == asdict(pin)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_same_kernels_sees_an_untracked_file_under_kernels(tmp_path):
+    """`gemmgate tune` writes a new chip's table untracked: the tree's kernels/ then
+    differs from the commit's, and `git diff` alone does not see it."""
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "a.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("-c", "user.email=t@example.com", "-c", "user.name=t", "add", "-A")
+    git("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", "k")
+    assert len(reference.same_kernels("HEAD", tmp_path)) == 40
+    (tmp_path / "kernels" / "new.json").write_text("{}\n")
+    with pytest.raises(ValueError, match=r"kernels/ differs from .* \(untracked: kernels/new"):
+        reference.same_kernels("HEAD", tmp_path)
