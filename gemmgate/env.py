@@ -45,6 +45,22 @@ def _git_cli() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+def git_dirty(root: Path | None = None) -> bool | None:
+    """Whether the tree's gemmgate/ or kernels/ differs from HEAD (tracked files changed,
+    or untracked ones, e.g. a new tuning table): the record's commit is then not what
+    ran. None where git cannot say. `root`: this checkout's."""
+    root = root or Path(__file__).resolve().parent.parent
+    try:
+        subprocess.run(["git", "-c", "safe.directory=*", "update-index", "-q", "--refresh"],
+                       cwd=root, capture_output=True, timeout=30)   # stale stat data
+        out = subprocess.run(["git", "-c", "safe.directory=*", "status", "--porcelain", "--",
+                              "gemmgate", "kernels"], capture_output=True, text=True,
+                             cwd=root, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.stdout.strip()) if out.returncode == 0 else None
+
+
 def _nvml():
     try:
         import pynvml
@@ -110,6 +126,7 @@ def environment(chip_id: str, timing: str, device_index: int = 0,
         "platform": platform.platform(),
         "interpreter": os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"),
         "commit": _git_commit(),
+        "dirty": git_dirty(),
         "host": platform.node(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }

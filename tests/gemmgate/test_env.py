@@ -161,3 +161,33 @@ def test_the_tuning_table_record_counts_entries_stale_ones_and_tritons(tmp_path)
     finally:
         table_file.reload()
 
+
+
+def test_the_record_says_when_the_tree_is_not_its_commit(tmp_path):
+    import shutil
+    import subprocess
+
+    from gemmgate.env import git_dirty
+
+    if shutil.which("git") is None:
+        import pytest
+
+        pytest.skip("needs git")
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+                       cwd=tmp_path, check=True, capture_output=True)
+
+    for d in ("gemmgate", "kernels"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "x.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "c")
+    assert git_dirty(tmp_path) is False
+    (tmp_path / "kernels" / "new.json").write_text("{}")          # untracked: a new table
+    assert git_dirty(tmp_path) is True
+    (tmp_path / "kernels" / "new.json").unlink()
+    (tmp_path / "gemmgate" / "x.py").write_text("x = 2\n")
+    assert git_dirty(tmp_path) is True
+    assert git_dirty(tmp_path / "nowhere") is None
