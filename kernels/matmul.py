@@ -46,7 +46,7 @@ from kernels import (
     table_file,
 )
 from kernels.modes import KernelMode, mode_for_dtype, mode_named
-from kernels.tile import VARIANTS, TileConfig
+from kernels.tile import VARIANTS, TileConfig, pow2_floor
 
 # choose(key, candidates, bench) -> the tile to run; bench(tile) -> median ms (inf: fails)
 Chooser = Callable[[str, Sequence[TileConfig], Callable[[TileConfig], float]], TileConfig]
@@ -282,13 +282,9 @@ def _recipe(cfg: TileConfig, a, b, out, flags: dict, b_room: int = 0):
         # not describable: pointer loads, one program a tile (the grid has no occupancy),
         # a wide or tall tile's sides cut to powers of two (the tiled kernel's)
         cfg = dataclasses.replace(cfg, variant="tiled", occupancy=1,
-                                  block_m=_pow2_floor(cfg.block_m),
-                                  block_n=_pow2_floor(cfg.block_n))
+                                  block_m=pow2_floor(cfg.block_m),
+                                  block_n=pow2_floor(cfg.block_n))
     return matmul_tiled.recipe(cfg, a, b, out, **flags)
-
-
-def _pow2_floor(x: int) -> int:
-    return 1 << (x.bit_length() - 1)
 
 
 def _launcher(cfg: TileConfig, a, b, out, sa, sb, flags: dict, b_room: int = 0):

@@ -21,7 +21,7 @@ import triton.language as tl
 
 from kernels.launch import Launch
 from kernels.scratch import SCRATCH
-from kernels.tile import cdiv
+from kernels.tile import cdiv, pow2_floor
 
 
 @triton.jit
@@ -172,7 +172,7 @@ def _unstage_block(cols: int) -> int:
     power of two within a row (128 at least), so that a block crosses one row end at most
     and takes no division per element (session 17, call C: with a 32-bit division per
     element, C's of 1044-1620 columns ran their calls at 0.89-0.95 of the 2-D copy's)."""
-    return max(128, min(UNSTAGE_BLOCK, 1 << (max(cols, 1).bit_length() - 1)))
+    return max(128, min(UNSTAGE_BLOCK, pow2_floor(cols)))
 
 
 class CopyCache:

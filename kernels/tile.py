@@ -62,11 +62,16 @@ def c_by_pointer(c: TileConfig) -> bool:
     return c.variant == "tma_tall" and c.block_m > C_BOX_MAX
 
 
+def pow2_floor(x: int) -> int:
+    """The largest power of two not above `x` (1 for x < 1)."""
+    return 1 << (max(x, 1).bit_length() - 1)
+
+
 def wide_parts(width: int, name: str = "block_n") -> tuple[int, int]:
     """A `tma_wide` tile's (a `tma_tall` tile's rows') two power-of-two parts, side by
     side: the largest power of two below `width` and the rest, itself a power of two of
     16 or more (192 -> 128 + 64, 160 -> 128 + 32, 144 -> 128 + 16, 96 -> 64 + 32)."""
-    wide = 1 << (max(width, 1).bit_length() - 1)
+    wide = pow2_floor(width)
     if wide == width:
         wide //= 2
     rest = width - wide

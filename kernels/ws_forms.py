@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 
-from kernels.tile import TileConfig, cdiv, replace
+from kernels.tile import TileConfig, cdiv, pow2_floor, replace
 
 BLOCK_M = 128      # the tiles the dispatcher's rule gives the kernel (`form`)
 BLOCK_K = 64       # 16-bit; 1-byte operands take K blocks as many bytes deep (`block_k_of`)
@@ -78,7 +78,7 @@ def block_k_of(elem: int = 2) -> int:
 def parts(config: TileConfig) -> tuple[int, int]:
     """A tile's B boxes: its largest power of two and the rest (128x144: 128 + 16;
     128x256: 256 and none)."""
-    first = 1 << (config.block_n.bit_length() - 1)
+    first = pow2_floor(config.block_n)
     return first, config.block_n - first
 
 
