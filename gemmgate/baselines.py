@@ -72,13 +72,19 @@ def _median_or_none(xs: Sequence[float | None]) -> float | None:
     return stats.median(vals) if vals else None
 
 
+def _by_machine(values: Sequence[float], machines: Sequence[str]) -> dict[str, list[float]]:
+    """Per-run medians grouped by the machine each ran on."""
+    by: dict[str, list[float]] = {}
+    for v, m in zip(values, machines):
+        by.setdefault(m, []).append(v)
+    return by
+
+
 def level_noise(values: Sequence[float], machines: Sequence[str]) -> tuple:
     """(process, machine) spread of per-run medians tagged by machine: process is the
     largest spread within one machine's runs (None without a machine of >= 2 runs),
     machine the spread of all runs pooled (None with fewer than two machines)."""
-    by: dict[str, list[float]] = {}
-    for v, m in zip(values, machines):
-        by.setdefault(m, []).append(v)
+    by = _by_machine(values, machines)
     within = [aa_noise(vs) for vs in by.values() if len(vs) > 1]
     process = max(within) if within else None
     machine = aa_noise(values) if len(by) > 1 else None
@@ -98,9 +104,7 @@ def runs_behind(figure: float | None, values: Sequence[float], machines: Sequenc
         return 0
     if level == "ab":
         return len(values) if math.isclose(ab_noise(values), figure, rel_tol=1e-9) else 0
-    by: dict[str, list[float]] = {}
-    for v, m in zip(values, machines):
-        by.setdefault(m, []).append(v)
+    by = _by_machine(values, machines)
     if level == "machine" and len(by) > 1 and math.isclose(aa_noise(values), figure,
                                                            rel_tol=1e-9):
         return len(by)

@@ -16,7 +16,7 @@ as it is now, under a lock, atomically (replacing the same bucket and shape).
 from __future__ import annotations
 
 import datetime as _dt
-import os
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -110,15 +110,10 @@ def write_table(path: Path, chip_id: str, match: Sequence[str], new: Sequence[di
         data = {"schema": table_file.SCHEMA, "version": table_file.VERSION, "chip": chip_id,
                 "match": list(match), "entries": [
                     e for e in merged(old["entries"], new) if _where(e) not in gone]}
-        check = path.with_name(f".{path.name}.new")   # what is written must load, before it
-        write_json_atomic(check, data)                # replaces the table
-        try:
-            table_file.read_table(check)
-        except table_file.TableError as e:
-            check.unlink()
-            raise table_file.TableError(str(e).replace(str(check), f"{path}, as written,")) \
-                from None
-        os.replace(check, path)
+        # what is written must load, checked before it replaces the table (as JSON gives
+        # it back: tuples as lists)
+        table_file.check_table(json.loads(json.dumps(data)), f"{path}, as written,")
+        write_json_atomic(path, data)
     dispatch.reset()   # this process's cached plans and tables
     return data
 

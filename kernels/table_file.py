@@ -62,17 +62,23 @@ def read_table(path: Path) -> dict:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise TableError(f"tuning table {path} is unreadable: {e}") from None
+    return check_table(data, str(path))
+
+
+def check_table(data, where: str) -> dict:
+    """`data` as a table file holds it, checked (TableError naming `where` otherwise): what
+    `read_table` reads, and what a writer checks before it replaces a file."""
     ok = isinstance(data, dict) and data.get("schema") == SCHEMA and \
         data.get("version") == VERSION and isinstance(data.get("entries"), list) and \
         isinstance(data.get("match"), list)
     if not ok:
-        raise TableError(f"tuning table {path} is not a {SCHEMA} v{VERSION} file")
+        raise TableError(f"tuning table {where} is not a {SCHEMA} v{VERSION} file")
     for i, e in enumerate(data["entries"]):
         try:
             TileConfig(**e["config"])
             int(e["m"]), int(e["n"]), int(e["k"]), str(e["bucket"]), str(e["kernel"])
         except (KeyError, TypeError, ValueError) as err:
-            raise TableError(f"tuning table {path}: entry {i} is invalid ({err})") from None
+            raise TableError(f"tuning table {where}: entry {i} is invalid ({err})") from None
     return data
 
 
