@@ -78,7 +78,7 @@ class BaselineCase:
 
     @property
     def key(self) -> str:
-        return f"{self.mode}-{self.case.id}"
+        return self.case.key(self.mode)
 
     def ratio_on(self, machine: str) -> float | None:
         """The speed ratio `machine` itself measured in the calibration (median of its
@@ -197,8 +197,8 @@ def _case(key: str, c, where: str, legacy: str) -> BaselineCase:
         case = case_from_json(c, f"case {key}")
     except ResultsError as e:
         raise BaselineError(f"baseline {where} is corrupt: {e}") from None
-    _need(key == f"{c['mode']}-{case.id}", where,
-          f"case {key} holds {c['mode']}-{case.id} (key and fields disagree)")
+    _need(key == case.key(c["mode"]), where,
+          f"case {key} holds {case.key(c['mode'])} (key and fields disagree)")
     r = c.get("ratio")
     _need(r is None or _positive(r), where, f"case {key} has a bad ratio {r!r}")
     _need(isinstance(c["providers"], dict), where, f"case {key}: providers is not an object")

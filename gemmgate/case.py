@@ -38,6 +38,11 @@ class Case:
         base = f"m{self.m}-n{self.n}-k{self.k}"
         return base if self.layout_id == "rr" else f"{base}-{self.layout_id}"
 
+    def key(self, mode: str) -> str:
+        """The case's id in `mode`: a run's, a baseline's and a check's case key
+        (fp32-m64-n64-k64)."""
+        return f"{mode}-{self.id}"
+
     @property
     def flops(self) -> int:
         return 2 * self.m * self.n * self.k

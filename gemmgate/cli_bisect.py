@@ -117,7 +117,7 @@ def bisect_command(args, console, err) -> int:
             load_kernels(ctx, c.sha)
         except ValueError as e:
             raise ValueError(f"{what} {c.short}: {e}") from None
-    keys = [f"{m.name}-{c.id}" for m, c in items]
+    keys = [c.key(m.name) for m, c in items]
     info = {c.sha: c for c in (good, bad, *commits)}
     err.print(f"bisect on {ctx.chip.id}: {len(commits)} commit(s) after GOOD {good.short} up "
               f"to BAD {bad.short}, about {expected_steps(len(commits))} steps; each times a "

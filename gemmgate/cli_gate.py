@@ -60,7 +60,7 @@ def check_command(args, console, err) -> int:
     ctx = context_from_args(args, shapes=args.shapes or base.provenance.get("shapes"),
                             modes=_modes_arg(args, base), block=block,
                             reference=ab_sha, slowdown=args.inject_slowdown)
-    keys = {f"{m.name}-{c.id}" for m in ctx.modes for c in ctx.cases}
+    keys = {c.key(m.name) for m, c in ctx.items}
     if not keys & set(base.cases):   # before any work: nothing to judge is not a pass
         raise ValueError(f"no case of {ctx.shapes_label} ({', '.join(m.name for m in ctx.modes)})"
                          f" is in the baseline {path} ({len(base.cases)} cases): nothing to "

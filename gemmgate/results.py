@@ -142,7 +142,7 @@ class CaseResult:
 
     @property
     def key(self) -> str:
-        return f"{self.mode}-{self.case.id}"
+        return self.case.key(self.mode)
 
     def to_json(self) -> dict:
         return {"id": self.key, "mode": self.mode, "m": self.case.m, "n": self.case.n,

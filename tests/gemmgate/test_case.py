@@ -38,3 +38,8 @@ def test_case_validation(args, match):
         Case(*args)
 
 
+
+
+def test_a_cases_key_in_a_mode_is_the_mode_then_its_id():
+    assert Case(64, 64, 64).key("fp32") == "fp32-m64-n64-k64"
+    assert Case(64, 64, 64, "cr", 3).key("bf16") == "bf16-m64-n64-k64-cr+p3"
