@@ -77,6 +77,7 @@ class Resolved:
     mode: KernelMode
     plan: dispatch.Plan | None
     recipes: dict = field(default_factory=dict)
+    spans: tuple[int, int, int] | None = None   # a's, b's and out's bytes, with an out
 
 
 def _resolve(a, b, precision, out, scale_a, scale_b, cached: bool = False) -> Resolved:
@@ -97,10 +98,30 @@ def _resolve(a, b, precision, out, scale_a, scale_b, cached: bool = False) -> Re
         return hit
     mode = _check(a, b, precision, out, scale_a, scale_b)
     resolved = Resolved(mode, dispatch.plan(mode, a, b, cached) if a.shape[0] and b.shape[1]
-                        else None)
+                        else None, spans=None if out is None else (_span(a), _span(b), _span(out)))
     if key is not None and a.device.type != "cpu":  # the CPU's checks read TRITON_INTERPRET
         dispatch.remember(key, resolved)
     return resolved
+
+
+def _span(x: torch.Tensor) -> int:
+    """Bytes from x's first element to past its last (0 when x is empty)."""
+    if x.numel() == 0:
+        return 0
+    return (sum((n - 1) * s for n, s in zip(x.shape, x.stride())) + 1) * x.element_size()
+
+
+def _check_apart(spans: tuple[int, int, int], a, b, out) -> None:
+    """`out` shares no byte range with a or b: the kernels read A and B while tiles of C
+    are written, so an out over an input gives wrong values where torch.matmul, which
+    stages the product, gives right ones. Spans, not elements: interleaved views of one
+    buffer are refused too."""
+    o = out.data_ptr()
+    for name, x, n in (("a", a, spans[0]), ("b", b, spans[1])):
+        p = x.data_ptr()
+        if n and spans[2] and p < o + spans[2] and o < p + n:
+            raise ValueError(f"out overlaps {name} in memory: the kernels read {name} while "
+                             f"they write out; pass an out of its own (or out=None)")
 
 
 def _facts(x) -> tuple | None:
@@ -219,6 +240,8 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
     mode, plan = resolved.mode, resolved.plan
     M, K = a.shape
     N = b.shape[1]
+    if resolved.spans is not None:
+        _check_apart(resolved.spans, a, b, out)
     if out is None:
         out = torch.empty((M, N), dtype=getattr(torch, mode.output_dtype), device=a.device)
     else:   # written in place, as PyTorch's own ops do: a copy kept of it (`cache_copies`)

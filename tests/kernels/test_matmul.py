@@ -573,6 +573,28 @@ def test_bad_out(device):
                        out=torch.empty(5, 2, device=device))
 
 
+@pytest.mark.parametrize("where", ["a", "b", "a_part", "b_interleaved"])
+def test_an_out_over_an_input_is_refused_before_anything_is_written(where, device):
+    """The kernels read A and B while they write C's tiles: an out over an input gave
+    wrong values (torch.matmul stages the product; this library refuses)."""
+    buf = torch.arange(64, dtype=torch.float32, device=device).reshape(8, 8) / 64
+    a, b = buf[:4, :4], buf[4:, 4:]
+    out = {"a": buf[:4, :4], "b": buf[4:, 4:], "a_part": buf[2:6, 2:6],
+           "b_interleaved": buf[4:, 1::2]}[where]
+    before = buf.clone()
+    with pytest.raises(ValueError, match=f"out overlaps {where[0]} in memory"):
+        kernels.matmul(a, b, out=out)
+    assert torch.equal(buf, before)
+
+
+def test_an_out_apart_from_its_inputs_in_one_buffer_is_written(device):
+    buf = torch.arange(48, dtype=torch.float32, device=device).reshape(12, 4) / 48
+    a, b, out = buf[:4], buf[4:8], buf[8:]
+    want = (a.double() @ b.double()).float()
+    assert kernels.matmul(a, b, out=out) is out
+    torch.testing.assert_close(buf[8:], want, rtol=1e-5, atol=1e-6)
+
+
 def test_the_variants_given_bs_room_are_those_whose_descriptor_reads_it():
     """kernels/matmul.py passes B's room to the recipes of past_n.READS_ROOM, which
     scripts/reads_past_n.py counts on, and to no other."""
