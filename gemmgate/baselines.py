@@ -313,10 +313,27 @@ def combine(parts: Sequence[Baseline]) -> Baseline:
     machines_prov: dict = {}
     for p in parts:
         machines_prov.update(p.provenance.get("machines") or {})
+    dirty = [p.provenance.get("dirty") for p in parts]
     prov.update(runs=sum(p.provenance.get("runs", 0) for p in parts), machines=machines_prov,
                 modes=sorted({c.mode for c in cases.values()}),
-                merged_from=[p.provenance.get("commit") for p in parts])
+                merged_from=[p.provenance.get("commit") for p in parts],
+                dirty=True if True in dirty else None if None in dirty else False)
     return Baseline(parts[0].chip, prov, cases)
+
+
+def recorded_commit(base: Baseline, what: str) -> str:
+    """The commit a baseline was recorded at, for timing against it (`check --ab-ref
+    baseline`, `bisect baseline ...`): refused where it records none, or records that its
+    tree's gemmgate/ or kernels/ differed from that commit (`dirty`), whose code then is
+    not what the baseline measured."""
+    commit = base.provenance.get("commit") or ""
+    if not commit:
+        raise ValueError(f"{what}: the baseline records no commit")
+    if base.provenance.get("dirty") is True:
+        raise ValueError(f"{what}: the baseline was recorded from a tree whose gemmgate/ or "
+                         f"kernels/ differed from its commit {commit[:12]} (provenance "
+                         "dirty): that commit is not what it measured; name a ref")
+    return commit
 
 
 # --- writing -------------------------------------------------------------------------------

@@ -104,9 +104,7 @@ def bisect_command(args, console, err) -> int:
         path = Path(args.baseline or baselines.default_path(chip_id))
         base = baselines.load(path, chip_id)  # exit 2 on any problem
         if args.good == "baseline":
-            good_ref = base.provenance.get("commit") or ""
-            if not good_ref:
-                raise ValueError(f"GOOD baseline: {path} records no commit")
+            good_ref = baselines.recorded_commit(base, f"GOOD baseline ({path})")
     good, bad, commits = commit_range(good_ref, args.bad)
     # No pins: each commit's kernel runs its own dispatch (its tuning table), so a
     # commit that changed the table is found like any other.

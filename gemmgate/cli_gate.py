@@ -108,9 +108,7 @@ def _ab_commit(ref: str | None, base) -> str | None:
     if not ref:
         return None
     if ref == "baseline":
-        ref = base.provenance.get("commit") or ""
-        if not ref:
-            raise ValueError("--ab-ref baseline: the baseline records no commit")
+        ref = baselines.recorded_commit(base, "--ab-ref baseline")
     return resolve(ref)
 
 

@@ -446,6 +446,26 @@ def test_combine_two_machines_pools_the_runs():
     _reload(merged)
 
 
+@pytest.mark.parametrize("flags,want", [((False, False), False), ((False, True), True),
+                                        ((None, False), None), ((None, True), True)])
+def test_combine_is_dirty_where_any_part_is(flags, want):
+    parts = []
+    for host, flag in zip(("ci-a", "ci-b"), flags):
+        b = baselines.build(_runs_on(host, (1.0, 1.01, 0.99)), "cpu", "s")
+        parts.append(replace(b, provenance={**b.provenance, "dirty": flag}))
+    assert baselines.combine(parts).provenance["dirty"] is want
+
+
+@pytest.mark.parametrize("prov,match", [({"commit": ""}, "records no commit"),
+                                        ({"commit": "abc123", "dirty": True}, "dirty")])
+def test_recorded_commit_refuses_what_the_baseline_did_not_measure(prov, match):
+    b = baselines.build(_runs3(), "cpu", "s")
+    with pytest.raises(ValueError, match=match):
+        baselines.recorded_commit(replace(b, provenance={**b.provenance, **prov}), "--x")
+    ok = replace(b, provenance={**b.provenance, "commit": "abc123", "dirty": False})
+    assert baselines.recorded_commit(ok, "--x") == "abc123"
+
+
 def test_combine_keeps_a_case_only_one_part_has_and_refuses_other_chips():
     a = baselines.build(_runs3(), "cpu", "s")
     b = baselines.build(_runs_on("ci-b", (1.0, 1.01)), "cpu", "s")       # C1 only

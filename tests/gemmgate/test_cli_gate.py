@@ -353,6 +353,22 @@ def test_j_bad_ab_ref_is_exit_2_before_any_work(work, base_file, kernels_repo, m
     assert "no such commit" in capsys.readouterr().err and not out.exists()
 
 
+def test_j_ab_ref_baseline_recorded_dirty_is_exit_2_before_any_work(work, base_file,
+                                                                   kernels_repo,
+                                                                   monkeypatch, capsys):
+    """The baseline's tree differed from its commit: timing that commit is not timing
+    what the baseline measured."""
+    d, old, _ = kernels_repo
+    monkeypatch.chdir(d)
+    data = json.loads(base_file.read_text())
+    data["provenance"].update(commit=old, dirty=True)
+    base_file.write_text(json.dumps(data))
+    out = work / "never.json"
+    assert main(["check", *FAST, *_shapes(work), "--baseline", str(base_file),
+                 "--ab-ref", "baseline", "--json", str(out)]) == 2
+    assert "provenance dirty" in capsys.readouterr().err and not out.exists()
+
+
 def test_j_calibrate_ab_ref_stores_ab_noise(work, clean_repo, monkeypatch, capsys):
     """Real timing in fresh processes: the stored A/B fields, not their values."""
     d, head = clean_repo
