@@ -83,6 +83,7 @@ def append_summary(path: str | None, text: str, err: Console) -> None:
     if not path:
         return
     try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a") as f:
             f.write(text + "\n")
     except OSError as e:  # the result stands: report, keep the exit code

@@ -66,9 +66,11 @@ def _decode(data: bytes, p: Path, what: str) -> str:
 def check_writable(path: str | Path, what: str, *, append: bool = False) -> None:
     """InputError unless `path` can be written, checked before any work is done.
 
-    Creates the parent directory if missing (the writers would anyway). By default the
-    file is written atomically (a temp file beside it, renamed over), so the directory must
-    take a new file and an existing target must be a regular file. With `append` (e.g. a
+    Creates nothing: a missing parent directory (the writers create it) needs its nearest
+    existing ancestor to take a new entry, so a usage error found later leaves no empty
+    directories behind. By default the file is written atomically (a temp file beside it,
+    renamed over), so the directory must take a new file and an existing target must be a
+    regular file. With `append` (e.g. a
     GitHub step summary) an existing file only needs to open for appending."""
     p = Path(path)
 
@@ -77,7 +79,10 @@ def check_writable(path: str | Path, what: str, *, append: bool = False) -> None
 
     if p.is_dir():
         fail("it is a directory", f"give a file path, e.g. {p / 'out.json'}")
-    _make_parent(p, fail)
+    base = _nearest_dir(p, fail)
+    if base != p.parent:
+        _try_create_in(base, fail)
+        return
     if p.exists() or p.is_symlink():
         if append:
             _try_append(p, fail)
@@ -91,17 +96,14 @@ def check_writable(path: str | Path, what: str, *, append: bool = False) -> None
 _Fail = Callable[..., NoReturn]
 
 
-def _make_parent(p: Path, fail: _Fail) -> None:
-    parent = p.parent
-    for d in (parent, *parent.parents):  # the nearest existing ancestor must be a directory
+def _nearest_dir(p: Path, fail: _Fail) -> Path:
+    """The nearest existing ancestor of `p`, which must be a directory."""
+    for d in (p.parent, *p.parent.parents):
         if d.exists():
             if not d.is_dir():
                 fail(f"{d} is a file, not a directory", "give a path inside a directory")
-            break
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        fail(f"cannot create directory {parent}: {e.strerror or e}")
+            return d
+    return Path(p.anchor or ".")
 
 
 def _try_append(p: Path, fail: _Fail) -> None:

@@ -168,6 +168,7 @@ def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
     """Fresh-process checks (`python -m gemmgate check CHECK_ARGS --inject-slowdown L
     --json ...`), until done or the deadline; writes and returns every case check's row."""
     started, rows = time.monotonic(), []
+    out.mkdir(parents=True, exist_ok=True)
     for i, level in enumerate(schedule(levels, repeats), 1):
         if deadline_s is not None and time.monotonic() - started > deadline_s:
             if on_trial:

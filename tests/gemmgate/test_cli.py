@@ -66,6 +66,13 @@ def test_usage_errors_exit_2(argv, message, capsys):
     assert message in capsys.readouterr().err.replace("\n", " ")
 
 
+def test_a_usage_error_after_the_outputs_are_checked_leaves_no_folder(tmp_path, capsys):
+    assert main(["run", "--json", str(tmp_path / "new" / "dir" / "x.json"),
+                 "--modes", "nosuch"]) == 2
+    assert "unknown precision mode" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("which", ["shapes", "pins", "empty"])
 def test_an_output_that_is_an_input_or_empty_is_exit_2_and_the_input_kept(tmp_path, capsys,
                                                                           which):

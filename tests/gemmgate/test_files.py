@@ -116,10 +116,13 @@ def test_check_writable_new_path_ok_and_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_check_writable_creates_missing_parent(tmp_path):
+def test_check_writable_takes_a_missing_parent_and_creates_nothing(tmp_path):
+    """The writers create the folders; a usage error found after the check leaves none."""
     p = tmp_path / "a" / "b" / "out.json"
     check_writable(str(p), "--json")
-    assert p.parent.is_dir() and list(p.parent.iterdir()) == []
+    assert list(tmp_path.iterdir()) == []
+    write_json_atomic(p, {"x": 1})
+    assert json.loads(p.read_text()) == {"x": 1}
 
 
 @pytest.mark.parametrize("append", [False, True])
