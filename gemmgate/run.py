@@ -26,7 +26,7 @@ from dataclasses import replace
 import torch
 
 from gemmgate import reference, stats
-from gemmgate.accuracy import FAIL, Accuracy, classify, relative_error
+from gemmgate.accuracy import FAIL, Accuracy, classify, errors
 from gemmgate.autotune_pick import Picks
 from gemmgate.context import RunContext, load_function
 from gemmgate.env import environment, telemetry, tuning_table
@@ -169,7 +169,7 @@ def _check(name: str, build, inp, mode: PrecisionMode, ref):
         want = getattr(torch, mode.output_dtype)
         if out.dtype != want:   # the contract's output type: a wider one is another GEMM
             raise TypeError(f"output dtype {out.dtype}, the mode's is {want}")
-        acc: Accuracy = classify(relative_error(out, ref), mode)   # (a wrong shape raises)
+        acc: Accuracy = classify(errors(out, ref), mode)   # (a wrong shape raises)
     except Unsupported as e:
         return None, ProviderResult(name, UNSUPPORTED, message=str(e))
     except (Exception, SystemExit) as e:   # a compile or launch error, a wrong output or

@@ -5,7 +5,15 @@ import math
 import pytest
 import torch
 
-from gemmgate.accuracy import DOWNGRADED, FAIL, PASS, Accuracy, classify, relative_error
+from gemmgate.accuracy import (
+    DOWNGRADED,
+    FAIL,
+    PASS,
+    Accuracy,
+    classify,
+    errors,
+    relative_error,
+)
 from gemmgate.precision import MODE_NAMES, MODES
 
 # --- classify ----------------------------------------------------------------------------
@@ -130,3 +138,75 @@ def test_realistic_fp32_and_bf16_rounded_matmul():
     assert 1e-3 < err_bf < 5e-3
     acc = classify(err_bf, MODES["fp32"])
     assert acc.status == DOWNGRADED and "precision downgraded" in acc.message
+
+
+# --- the worst block of rows or columns ---------------------------------------------------
+
+def _tf32(x):
+    """x rounded to tf32's 10-bit mantissa (round to nearest), as the tensor cores read it."""
+    i = x.view(torch.int32)
+    return ((i + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+def _fp32_product(m, n, k, seed=7):
+    g = torch.Generator().manual_seed(seed)
+    a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+    return a, b, a @ b, a.double() @ b.double()
+
+
+@pytest.mark.parametrize("m,n,k,rows,cols", [(4096, 512, 256, slice(100, 108), slice(None)),
+                                             (512, 4096, 256, slice(None), slice(4090, 4096)),
+                                             (1000, 100, 64, slice(998, 1000), slice(None))])
+def test_a_few_tf32_rows_or_columns_inside_fp32_are_downgraded(m, n, k, rows, cols):
+    """The whole output's error passes fp32's band; the block holding the tf32 lines
+    does not, and the message names where it is."""
+    a, b, out, ref = _fp32_product(m, n, k)
+    out[rows, cols] = (_tf32(a) @ _tf32(b))[rows, cols]
+    e = errors(out, ref)
+    assert e.whole < MODES["fp32"].max_error and e.block > 2 * MODES["fp32"].max_error
+    acc = classify(e, MODES["fp32"])
+    assert acc.status == DOWNGRADED and acc.error == e.whole
+    assert "precision downgraded in" in acc.message and "tf32 or lower" in acc.message
+    line = range(m)[rows] if cols == slice(None) else range(n)[cols]
+    lo, hi = (int(x) for x in e.where.split()[1].split("-"))
+    assert lo <= line[-1] and line[0] <= hi, e.where           # the block holds some of them
+    assert classify(e.whole, MODES["fp32"]).status == PASS     # what the whole alone said
+
+
+def test_one_wrong_row_in_bf16_fails_where_the_whole_passes_the_bound():
+    g = torch.Generator().manual_seed(3)
+    ref = torch.randn(65536, 64, generator=g, dtype=torch.float64)
+    out = ref.bfloat16()
+    out[40000] = -out[40000]                      # one row of 65,536 wrong
+    e = errors(out, ref)
+    assert e.whole < MODES["bf16"].bound
+    acc = classify(e, MODES["bf16"])
+    assert e.where == "rows 40000-40063 of 65536"          # 64 rows a block
+    assert acc.status == FAIL and "bound" in acc.message and e.where in acc.message
+
+
+@pytest.mark.parametrize("mode", ["fp32", "tf32", "bf16", "fp16", "fp8"])
+@pytest.mark.parametrize("m,n,k", [(1, 4096, 1024), (4096, 1, 512), (3, 17, 4096),
+                                   (600, 700, 300), (16, 8192, 128)])
+def test_honest_outputs_pass_with_their_blocks_near_the_whole(mode, m, n, k):
+    """Every mode emulated on the CPU: the worst block stays within 1.3x of the whole."""
+    a, b, _, _ = _fp32_product(m, n, k, seed=m + n + k)
+    cast = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn}
+    if mode in cast:
+        a, b = a.to(cast[mode]).float(), b.to(cast[mode]).float()
+    ref = a.double() @ b.double()
+    out = _tf32(a) @ _tf32(b) if mode == "tf32" else a @ b
+    out = out.to({"bf16": torch.bfloat16, "fp8": torch.bfloat16,
+                  "fp16": torch.float16}.get(mode, torch.float32))
+    e = errors(out, ref)
+    assert e.block <= 1.3 * e.whole and classify(e, MODES[mode]).status == PASS
+
+
+def test_a_block_is_at_least_block_elements_and_covers_every_line():
+    ref = torch.ones(10, 1000, dtype=torch.float64)
+    out = ref.clone()
+    out[9, 999] = 2.0                             # the last element: the last block holds it
+    e = errors(out, ref)
+    # rows: 5 a block (5,000 elements); columns: 410 a block, the last one 590-999
+    assert e.where == "columns 590-999 of 1000"
+    assert e.block == pytest.approx(math.sqrt(1 / (410 * 10)), rel=1e-12)
