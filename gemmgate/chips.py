@@ -51,10 +51,18 @@ class Chip:
     def peak(self, mode: str) -> float | None:
         return self.peak_tflops.get(mode)
 
+    @staticmethod
+    def peak_source(mode: str) -> str:
+        """Where a mode's peak comes from: the datasheet, or a figure derived from it."""
+        return PEAK_SOURCES.get(mode, "datasheet peak")
+
     def require_mode(self, mode: str) -> None:
         if mode not in self.modes:
             raise ValueError(f"{mode} is not supported on {self.id}")
 
+
+# Peaks that are no datasheet figure: tf32x3 counts 2*M*N*K useful flops for three passes.
+PEAK_SOURCES = {"tf32x3": "tf32's datasheet peak / 3 (three passes)"}
 
 _HOPPER = dict(vendor="nvidia", compute_units=132, smem_per_block=232448, llc_bytes=50 * MiB,
                peak_tflops={"fp32": 66.9, "tf32": 494.7, "tf32x3": 164.9, "bf16": 989.4,

@@ -24,7 +24,7 @@ from pathlib import Path
 from gemmgate import plots, plots_history
 from gemmgate.baseline_schema import Baseline
 from gemmgate.baseline_schema import load as load_baseline
-from gemmgate.chips import CHIPS
+from gemmgate.chips import CHIPS, Chip
 from gemmgate.files import write_text_atomic
 from gemmgate.plots import Point
 from gemmgate.plots_history import Series
@@ -186,12 +186,13 @@ def _mode_section(w: _Writer, s: Source, idx: int, mode: str) -> list[str]:
     peak, bw = ceilings(s.chip, mode)
     failed = [p.label for p in pts if p.failed]
     g = plots_history.geomean([p.ratio for p in pts if p.ratio and not p.failed])
+    ceiling = f"{Chip.peak_source(mode)} {peak:g} TFLOP/s" if peak else "no datasheet peak"
     parts = [f'<h3 id="{name}">{html.escape(title)}</h3>',
              f"<p>{len(pts)} cases, {len(failed)} failing accuracy"
              f"{': ' + html.escape(', '.join(failed)) if failed else ''}; geomean speed "
              f"ratio {_f(g)}" + (f" over the {len(pts) - len(failed)} passing" if failed
-                                 else "") + "; " + (f"datasheet peak {peak:g} TFLOP/s" if peak else
-                                    "no datasheet peak") + f", memory {_f(bw, 'g')} GB/s.</p>"]
+                                 else "") + f"; {html.escape(ceiling)}, memory "
+             f"{_f(bw, 'g')} GB/s.</p>"]
     _, off = plots.heat_panels(pts)
     if off:
         parts.append("<p>Cases off the M×N grid (other layouts, padded):</p>" + _table(

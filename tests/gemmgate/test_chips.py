@@ -203,3 +203,12 @@ def test_generic_profile_of_an_older_gpu(fake_gpu):
     fake_gpu("Foo GPU 8000", major=8, minor=0)          # Ampere: tf32, but fp8 needs sm_89
     c = select_chip().chip
     assert c.modes == ("fp32", "tf32", "tf32x3", "bf16", "fp16")
+
+
+def test_a_derived_peak_is_not_called_a_datasheet_figure():
+    """tf32x3's peak is tf32's / 3 (three passes, 2*M*N*K flops counted): the report says so."""
+    for chip in CHIPS.values():
+        if "tf32x3" in chip.peak_tflops:
+            assert chip.peak("tf32x3") == pytest.approx(chip.peak("tf32") / 3, rel=2e-3)
+    assert Chip.peak_source("tf32x3") == "tf32's datasheet peak / 3 (three passes)"
+    assert Chip.peak_source("bf16") == "datasheet peak"
