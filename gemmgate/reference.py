@@ -8,11 +8,13 @@ that state, and current/reference isolates what the code change did. It cannot s
 hits both alike (a new Triton, a new driver): the stored baseline still judges that.
 
 The commit's `kernels/` is extracted with `git archive` into a temporary directory and
-imported as a package of its own. Its `import kernels....` lines run while it loads, with
-the current package set aside, so they bind the reference's own files. `kernels/` imports
-nothing of the harness (an import-linter contract), so any commit's kernels load on
-their own; commits from before that rule (they imported gemmgate.tuning) are refused
-with a message by gemmgate.run.load_reference.
+imported as a package of its own. The directory goes at exit; a process killed (a worker
+stopped with its pool, a CI job cancelled) runs no exit handler, so its directory, named
+with its pid, is removed by the next extraction that finds that pid gone. Its `import
+kernels....` lines run while it loads, with the current package set aside, so they bind
+the reference's own files. `kernels/` imports nothing of the harness (an import-linter
+contract), so any commit's kernels load on their own; commits from before that rule (they
+imported gemmgate.tuning) are refused with a message by gemmgate.run.load_reference.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import atexit
 import importlib
 import io
+import os
 import shutil
 import subprocess
 import sys
@@ -52,7 +55,8 @@ def _extract(sha: str, repo: str | Path) -> Path:
     if out.returncode != 0:
         raise ValueError(f"commit {sha[:12]} has no kernels/ directory "
                          f"({out.stderr.decode(errors='replace').strip()})")
-    root = Path(tempfile.mkdtemp(prefix=f"gemmgate-ref-{sha[:12]}-"))
+    _sweep(Path(tempfile.gettempdir()))
+    root = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{sha[:12]}-{os.getpid()}-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     with tarfile.open(fileobj=io.BytesIO(out.stdout)) as tar:
         try:
@@ -60,6 +64,34 @@ def _extract(sha: str, repo: str | Path) -> Path:
         except TypeError:   # a Python before 3.10.12 / 3.11.4: no filters; git's own
             tar.extractall(root)   # archive of one commit's tracked files
     return root
+
+
+_PREFIX = "gemmgate-ref-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:   # another user's process (EPERM): there
+        return True
+    return True
+
+
+def _sweep(tmp: Path) -> list[Path]:
+    """Remove this user's extractions whose process is gone (named PREFIX + sha-pid-)."""
+    gone = []
+    for d in tmp.glob(f"{_PREFIX}*-*-*"):
+        parts = d.name[len(_PREFIX):].split("-")
+        try:
+            pid, mine = int(parts[1]), d.is_dir() and d.stat().st_uid == os.getuid()
+        except (IndexError, ValueError, OSError):
+            continue
+        if mine and not _alive(pid):
+            shutil.rmtree(d, ignore_errors=True)
+            gone.append(d)
+    return gone
 
 
 def _import_isolated(root: Path, alias: str) -> ModuleType:

@@ -2,6 +2,7 @@
 The `kernels_repo` fixture (tests/conftest.py) holds two commits of a copy of kernels/
 with a marker that differs, so the test can tell which commit's files were imported."""
 
+import os
 import shutil
 import sys
 
@@ -145,3 +146,19 @@ def test_same_kernels_sees_an_untracked_file_under_kernels(tmp_path):
     (tmp_path / "kernels" / "new.json").write_text("{}\n")
     with pytest.raises(ValueError, match=r"kernels/ differs from .* \(untracked: kernels/new"):
         reference.same_kernels("HEAD", tmp_path)
+
+
+def test_an_extraction_left_by_a_killed_process_is_swept_and_a_live_ones_kept(tmp_path):
+    """A worker killed with its pool runs no exit handler: its extraction stays in TMPDIR
+    until the next extraction sees its pid gone."""
+    import subprocess
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    gone = tmp_path / f"gemmgate-ref-0123456789ab-{dead.pid}-x1"
+    live = tmp_path / f"gemmgate-ref-0123456789ab-{os.getpid()}-x2"
+    other = tmp_path / "gemmgate-ref-notapid-y"
+    for d in (gone, live, other):
+        (d / "kernels").mkdir(parents=True)
+    assert reference._sweep(tmp_path) == [gone]
+    assert not gone.exists() and live.exists() and other.exists()
