@@ -218,11 +218,14 @@ def test_the_committed_h200_baseline_keeps_its_calibrated_noise():
     assert h200.has_ab_noise
 
 
-def test_the_committed_cpu_baseline_is_a_legacy_file():
+def test_the_committed_cpu_baseline_serves_ab_ref_baseline():
+    """Calibrated in session 58 (5 runs, --ab-ref HEAD, one host): its commit's kernels
+    take the choose= hook, so `check --ab-ref baseline` runs on the CPU (the file before
+    it recorded a commit older than the harness-free kernel API)."""
     cpu = load(REPO / "baselines" / "cpu.json")
-    assert all(c.noise.machine is None for c in cpu.cases.values())
-    assert cpu.machines == frozenset()                    # no ratio_runs kept at all
-    assert all(c.noise.runs == 3 for c in cpu.cases.values())
+    assert cpu.has_ab_noise and len(cpu.machines) == 1
+    assert all(c.noise.runs == 5 and c.noise.machine is None for c in cpu.cases.values())
+    assert cpu.provenance["dirty"] is False and len(cpu.provenance["commit"]) == 40
 
 
 def test_a_directory_is_named_once_in_the_message(tmp_path):
