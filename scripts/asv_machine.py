@@ -6,14 +6,17 @@ asv keys result histories by machine: the machine name is the gemmgate chip id
 machine fields carry what identifies the hardware and the software stack:
 
   cpu      GPU name, driver, CUDA/HIP (on the CPU chip: the host CPU)
-  arch     host architecture and host CPU
-  os       OS, torch, triton
-  num_cpu, ram   the host's
+  arch     host architecture (on the CPU chip: and the host CPU)
+  os       OS name, torch, triton (on the CPU chip: and the kernel release)
+  num_cpu, ram   the host's on the CPU chip; "any host" on a GPU chip
 
 asv 0.6 keys each graph by every machine field (they all go into the results' params),
 so a driver, CUDA, torch or triton upgrade starts a new line on the site and ends the old
 one there: one line per software stack, each saying what it ran on. Compare across an
-upgrade with an A/B run (`gemmgate run --ab-ref`), not along the graph.
+upgrade with an A/B run (`gemmgate run --ab-ref`), not along the graph. A GPU chip's
+runners differ in their hosts (the kernel release, the host CPU, its cores and memory:
+each lease of the device fleet can be another host), which time nothing of a graph-timed
+GEMM: those stay out of its fields, or each host would start a line of its own.
 
 The entry is written through asv's own MachineCollection (the file `asv machine` writes,
 ~/.asv-machine.json): `asv machine --yes --cpu ...` silently drops every field equal to
@@ -40,20 +43,17 @@ def fields(chip: str | None = None) -> dict[str, str]:
     sel = select_chip(chip)
     env = environment(sel.chip.id, "wall" if sel.chip.device_type == "cpu" else "graph")
     host_cpu = util.get_cpu_info() or platform.processor() or "unknown CPU"
+    stack = f"torch {env['torch']} | triton {env['triton']}"
     if sel.chip.device_type == "cpu":
-        cpu = host_cpu
-    else:
-        runtime = f"CUDA {env['cuda']}" if env.get("cuda") else f"HIP {env.get('hip')}"
-        cpu = f"{env['device_name']} | driver {env.get('driver') or 'unknown'} | {runtime}"
-    return {
-        "machine": sel.chip.id,
-        "cpu": cpu,
-        "arch": f"{platform.machine()} | {host_cpu}",
-        "os": f"{platform.system()} {platform.release()} | torch {env['torch']} "
-              f"| triton {env['triton']}",
-        "num_cpu": str(os.cpu_count() or 1),
-        "ram": str(util.get_memsize()),
-    }
+        return {"machine": sel.chip.id, "cpu": host_cpu,
+                "arch": f"{platform.machine()} | {host_cpu}",
+                "os": f"{platform.system()} {platform.release()} | {stack}",
+                "num_cpu": str(os.cpu_count() or 1), "ram": str(util.get_memsize())}
+    runtime = f"CUDA {env['cuda']}" if env.get("cuda") else f"HIP {env.get('hip')}"
+    return {"machine": sel.chip.id,
+            "cpu": f"{env['device_name']} | driver {env.get('driver') or 'unknown'} | {runtime}",
+            "arch": platform.machine(), "os": f"{platform.system()} | {stack}",
+            "num_cpu": "any host", "ram": "any host"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -136,3 +136,32 @@ def test_asv_check_run_publish(asv_conf):
         assert all(v is None or math.isnan(v) for v in values), (mode, values)
     _asv(asv_conf, "publish")
     assert (tmp / "html" / "index.html").is_file()
+
+
+@pytest.mark.skipif(not HAS_ASV, reason="asv is not installed")
+def test_a_gpu_chips_machine_fields_hold_its_stack_and_no_host(monkeypatch):
+    """Each lease of the device fleet can be another host: a GPU chip's asv line must not
+    split on the kernel release, host CPU, cores or memory, only on the software stack."""
+    from types import SimpleNamespace
+
+    import gemmgate.chips
+    import gemmgate.env
+
+    spec = importlib.util.spec_from_file_location("asv_machine", ROOT / "scripts" /
+                                                  "asv_machine.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    chip = gemmgate.chips.CHIPS["nvidia-h200"]
+    monkeypatch.setattr(gemmgate.chips, "select_chip", lambda c: SimpleNamespace(chip=chip))
+    env = {"torch": "2.11.0+cu130", "triton": "3.6.0", "cuda": "13.0", "device_name":
+           "NVIDIA H200", "driver": "580.159.04"}
+    monkeypatch.setattr(gemmgate.env, "environment", lambda *a: env)
+    hosts = []
+    for release, cpus in (("6.18.44-fc-v973-gpu", 16), ("6.18.44-fc-v982-gpu", 32)):
+        monkeypatch.setattr(mod.platform, "release", lambda r=release: r)
+        monkeypatch.setattr(mod.os, "cpu_count", lambda c=cpus: c)
+        hosts.append(mod.fields("nvidia-h200"))
+    assert hosts[0] == hosts[1]
+    f = hosts[0]
+    assert f["cpu"] == "NVIDIA H200 | driver 580.159.04 | CUDA 13.0"
+    assert "torch 2.11.0+cu130" in f["os"] and "triton 3.6.0" in f["os"]
