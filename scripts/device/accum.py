@@ -1,4 +1,8 @@
-"""fp8 accumulation on Hopper, measured: error against float64 and speed, per setting.
+"""Accumulation on the device, measured: error against float64 and speed, per setting.
+
+`--mode bf16` / `fp16`: kernels.matmul and torch.matmul (`cublas`), their errors and
+their excess over the output's own rounding (below), for what an honest fp32
+accumulation leaves on the tensor cores. `--mode fp8` (the default):
 
 Triton compiles an fp8 dot on sm_90 with `max_num_imprecise_acc_default = 2**30`: the
 wgmma accumulator's reduced-precision ("fast") accumulation, never promoted to fp32,
@@ -10,7 +14,7 @@ and checks, on the same inputs:
     fp32 one; a dot whose K block is under N is never promoted);
   - `cublas`: torch._scaled_mm, use_fast_accum=False (the vendor provider's);
   - `cublas_fast`: the same with use_fast_accum=True.
-One setting per process (`python3 scripts/device/fp8_accum.py SHAPES --promote 32 --csv
+One setting per process (`python3 scripts/device/accum.py SHAPES --promote 32 --csv
 F`): the option is fixed per Launch. Rows (appended to --csv): shape, provider, promote,
 relative Frobenius error, its worst block's, the excess over the output's own rounding
 (`_excess`), median ms (gemmgate.timing.measure: CUDA graphs, L2 flushed,
@@ -32,18 +36,18 @@ import kernels
 from gemmgate.accuracy import errors
 from gemmgate.chips import select_chip
 from gemmgate.inputs import make_inputs
-from gemmgate.precision import get_mode
+from gemmgate.precision import get_mode, vendor_flags
 from gemmgate.sweep import parse_shape
 from gemmgate.timing import TimingPolicy, measure
 from kernels import launch
 
-FIELDS = ("shape", "provider", "promote", "error", "block_error", "excess", "ms", "tflops")
+FIELDS = ("shape", "mode", "provider", "promote", "error", "block_error", "excess", "ms", "tflops")
 
 
 def _excess(out, ref) -> float:
-    """||out - bf16(ref)|| / ||ref||: the error beyond the output's own rounding (an fp32
-    accumulation in any order leaves ~1e-5 of it; an accumulation below fp32, more)."""
-    r = ref.to(torch.bfloat16).double()
+    """||out - out_dtype(ref)|| / ||ref||: the error beyond the output's own rounding (an
+    fp32 accumulation in any order leaves ~1e-5 of it on the CPU; one below fp32, more)."""
+    r = ref.to(out.dtype).double()
     return float(torch.linalg.vector_norm(out.double() - r) / torch.linalg.vector_norm(ref))
 
 
@@ -71,13 +75,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("shapes", nargs="+")
     ap.add_argument("--promote", type=int, default=0, help="0: Triton's default")
+    ap.add_argument("--mode", default="fp8", choices=("fp8", "bf16", "fp16"))
     ap.add_argument("--budget", type=float, default=0.3)
     ap.add_argument("--csv", required=True)
     args = ap.parse_args()
     if args.promote:
         _promote_every(args.promote)
     chip = select_chip(None).chip
-    mode = get_mode("fp8")
+    mode = get_mode(args.mode)
+    flags = vendor_flags(mode)   # as the harness runs the vendor: no reduced-precision
+    flags.__enter__()            # reductions (torch's default allows them in 16 bits)
     policy = TimingPolicy(budget_s=args.budget)
     path = Path(args.csv)
     new = not path.exists()
@@ -92,10 +99,12 @@ def main() -> int:
             ref = inp.reference()
 
             def triton_call(inp=inp):
-                return kernels.matmul(inp.a, inp.b, precision="fp8", scale_a=inp.scale_a,
+                return kernels.matmul(inp.a, inp.b, precision=mode.name, scale_a=inp.scale_a,
                                       scale_b=inp.scale_b, cache_copies=True)
             calls = {"triton": triton_call}
-            if k % 16 == 0 and n % 16 == 0:
+            if mode.name != "fp8":
+                calls["cublas"] = lambda inp=inp: torch.matmul(inp.a, inp.b)
+            elif k % 16 == 0 and n % 16 == 0:
                 calls.update(cublas=_scaled(inp, False), cublas_fast=_scaled(inp, True))
             errs, excess = {}, {}
             for name, call in calls.items():
@@ -106,7 +115,7 @@ def main() -> int:
             for name in calls:
                 med = statistics.median(ms[name])
                 e = errs[name]
-                row = (text, name, args.promote or "default", f"{e.whole:.4e}",
+                row = (text, mode.name, name, args.promote or "default", f"{e.whole:.4e}",
                        f"{e.block:.4e}", f"{excess[name]:.4e}", f"{med:.5f}",
                        f"{2 * m * n * k / med / 1e9:.1f}")
                 w.writerow(row)
