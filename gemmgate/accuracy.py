@@ -13,6 +13,11 @@ one before), and the worst block's own relative error must
 stay under the bound, and under `BLOCK_SLACK` x the mode's band. On random normal inputs
 the worst block measured at most 1.13x the whole (CPU, every mode emulated, 11 shapes from
 2x2x2 to 4097x4097x257 and 1x4096x4096), so the slack of 2 leaves room.
+Where the output is 16-bit (bf16, fp16) and the inputs are exact on the tensor cores, the
+error the sum itself made shows apart from the output's rounding: the output against the
+reference rounded to its dtype (`Errors.excess`). An fp32 accumulation in any order leaves
+<= 5e-5 of it (CPU, K 64 to 65,536); partial sums kept to 13 bits leave >= 2.5e-4 at any
+K, where the whole error moves by a few percent. A mode's `max_excess` bounds it.
 `classify` is pure; `errors` and `relative_error` are the only torch code here.
 """
 
@@ -35,6 +40,7 @@ class Errors:
     whole: float
     block: float = 0.0
     where: str = ""      # e.g. "rows 8-15 of 4096"
+    excess: float | None = None   # beyond the output's own rounding (16-bit outputs)
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,11 @@ def classify(error: float | Errors, mode: PrecisionMode) -> Accuracy:
         return Accuracy(err, DOWNGRADED,
                         f"precision downgraded: error {err:.2e} > {mode.max_error:.0e} "
                         f"expected of {mode.name}; looks like {mode.downgrade_hint}")
+    if mode.max_excess is not None and e.excess is not None and e.excess > mode.max_excess:
+        return Accuracy(err, DOWNGRADED,
+                        f"accumulated below fp32: error {e.excess:.2e} beyond the output's "
+                        f"own rounding > {mode.max_excess:.0e} (an fp32 accumulation in any "
+                        f"order leaves ~1e-5; the whole output's {err:.2e})")
     if e.block > BLOCK_SLACK * mode.max_error:
         return Accuracy(err, DOWNGRADED,
                         f"precision downgraded in {e.where}: error {e.block:.2e} there > "
@@ -89,12 +100,17 @@ def errors(out, ref, blocks: bool = True) -> Errors:
 
     if tuple(out.shape) != tuple(ref.shape):
         raise ValueError(f"output shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
+    dtype = out.dtype
     out = out.double()
     if not bool(torch.isfinite(out).all()):
         return Errors(math.inf)
     ref = ref.double()
     d2, r2 = (out - ref).square(), ref.square()
-    whole = Errors(_ratio(float(d2.sum()), float(r2.sum())))
+    excess = None
+    if blocks and dtype in (torch.bfloat16, torch.float16):   # the reference rounded as
+        own = (out - ref.to(dtype).double()).square().sum()    # the output was: what is
+        excess = _ratio(float(own), float(r2.sum()))           # left is the sum's own error
+    whole = Errors(_ratio(float(d2.sum()), float(r2.sum())), excess=excess)
     if not blocks or out.dim() != 2 or not out.numel():
         return whole
     worst = whole
@@ -113,5 +129,5 @@ def errors(out, ref, blocks: bool = True) -> Errors:
         err = math.sqrt(float(ratio[i]))
         if err > worst.block:
             lo = int(starts[i])
-            worst = Errors(whole.whole, err, f"{name} {lo}-{lo + width - 1} of {n}")
+            worst = Errors(whole.whole, err, f"{name} {lo}-{lo + width - 1} of {n}", excess)
     return worst

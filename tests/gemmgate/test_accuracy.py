@@ -210,3 +210,43 @@ def test_a_block_is_at_least_block_elements_and_covers_every_line():
     # rows: 5 a block (5,000 elements); columns: 410 a block, the last one 590-999
     assert e.where == "columns 590-999 of 1000"
     assert e.block == pytest.approx(math.sqrt(1 / (410 * 10)), rel=1e-12)
+
+
+# --- the excess over the output's own rounding --------------------------------------------
+
+def _round_mantissa(x, bits):
+    m, e = torch.frexp(x)
+    return torch.ldexp(torch.round(m * 2.0 ** bits) / 2.0 ** bits, e)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("k", [64, 1024, 8192])
+def test_an_accumulation_below_fp32_shows_as_excess_where_the_whole_error_does_not(dtype, k):
+    """fp32 sums (any order) leave <= 5e-5 beyond the 16-bit output's own rounding on the
+    CPU; partial sums kept to 13 mantissa bits (as a reduced-precision accumulator would)
+    leave 2.5e-4 or more: the excess grows tens of times where the whole error grows by a
+    few percent (bf16) or a few times (fp16 at K = 8192)."""
+    from dataclasses import replace
+
+    g = torch.Generator().manual_seed(k)
+    a = torch.randn(128, k, generator=g).to(dtype)
+    b = torch.randn(k, 128, generator=g).to(dtype)
+    ref = a.double() @ b.double()
+    honest = errors((a.float() @ b.float()).to(dtype), ref)
+    acc = torch.zeros(128, 128)
+    for i in range(0, k, 32):
+        acc = _round_mantissa(acc + a[:, i:i + 32].float() @ b[i:i + 32].float(), 13)
+    short = errors(acc.to(dtype), ref)
+    assert honest.excess < 5e-5 and short.excess > 2.5e-4
+    assert short.excess / honest.excess > 5 * short.whole / honest.whole
+    mode = replace(MODES["bf16" if dtype == torch.bfloat16 else "fp16"], max_excess=1e-4)
+    assert classify(honest, mode).status == PASS
+    acc16 = classify(short, mode)
+    assert acc16.status == DOWNGRADED and "accumulated below fp32" in acc16.message
+    assert classify(short, replace(mode, max_excess=None)).status == PASS   # not judged
+
+
+def test_excess_is_measured_for_16_bit_outputs_only():
+    ref = _ref((64, 64))
+    assert errors(ref.float(), ref).excess is None
+    assert errors(ref.bfloat16(), ref).excess == 0.0          # exactly the rounded reference
