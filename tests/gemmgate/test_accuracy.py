@@ -250,3 +250,21 @@ def test_excess_is_measured_for_16_bit_outputs_only():
     ref = _ref((64, 64))
     assert errors(ref.float(), ref).excess is None
     assert errors(ref.bfloat16(), ref).excess == 0.0          # exactly the rounded reference
+
+
+@pytest.mark.parametrize("mode,dtype,k,block", [("bf16", torch.bfloat16, 128, 16),
+                                                ("bf16", torch.bfloat16, 512, 64),
+                                                ("fp16", torch.float16, 512, 16),
+                                                ("fp16", torch.float16, 2048, 64)])
+def test_a_sum_rounded_to_the_output_type_each_k_block_is_downgraded(mode, dtype, k, block):
+    """Session 57's audit: these passed the whole-error band (3.5e-3 < 5e-3 in bf16,
+    8.4e-4 < 1e-3 in fp16); their excess over the output's rounding is ~3.9e-3 / 8.7e-4."""
+    g = torch.Generator().manual_seed(k)
+    a = torch.randn(256, k, generator=g).to(dtype)
+    b = torch.randn(k, 256, generator=g).to(dtype)
+    acc = torch.zeros(256, 256, dtype=dtype)
+    for i in range(0, k, block):
+        acc = (acc.float() + a[:, i:i + block].float() @ b[i:i + block].float()).to(dtype)
+    e = errors(acc, a.double() @ b.double())
+    assert e.whole < MODES[mode].max_error                  # the whole error alone passed
+    assert classify(e, MODES[mode]).status == DOWNGRADED
