@@ -32,7 +32,7 @@ from gemmgate.tuning import TuningSetup
 # they stay selectable on the CPU, but are not run by default.
 INTERPRETER_DEFECTS = {"bf16": "tl.dot on bf16 inputs returns garbage in the interpreter"}
 
-KNOWN_PROVIDERS = GATED + ("inductor",)   # besides `module:function` paths
+KNOWN_PROVIDERS = GATED + ("inductor", "vendor_fast")   # besides `module:function` paths
 COPIES = ("kept", "per-call")             # --copies
 
 

@@ -16,6 +16,11 @@ insists on) happens in the builder, outside the timed call.
 - "inductor" (`--providers`): torch.compile of the same matmul (fp8: the same
   torch._scaled_mm on the same padded operands as "vendor"), max-autotune restricted to
   Triton templates, compiled and autotuned in the builder. Needs a CUDA GPU.
+- "vendor_fast" (`--providers`, fp8 only): torch._scaled_mm as "vendor" runs it, with
+  `use_fast_accum=True`: cuBLASLt's fp8 GEMM summing in the tensor core's fast
+  accumulator, never promoted, as Triton's fp8 dot does on sm_90 by default. "vendor"
+  accumulates in fp32; beside it this gives the like-for-like ratio (docs/PERF.md,
+  session 58). Other modes: unsupported.
 - `module:function` (`--providers`): any GEMM with the kernels.matmul contract, through
   kernel_call (a `choose` hook only if its signature takes one).
 
@@ -140,13 +145,22 @@ def _scaled_operands(inp: GemmInputs) -> tuple:
     return (*_k_major_padded(inp), inp.scale_a, inp.scale_b, n)
 
 
-def _scaled_product(a, b, sa, sb, n: int) -> torch.Tensor:
+def _scaled_product(a, b, sa, sb, n: int, fast: bool = False) -> torch.Tensor:
     out = torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16,
-                           use_fast_accum=False)
+                           use_fast_accum=fast)
     return out[:, :n] if out.shape[1] != n else out
 
 
-def _scaled_mm(inp: GemmInputs, keep_copies: bool = True) -> Call:
+def vendor_fast_provider(inp: GemmInputs, mode: PrecisionMode,
+                         keep_copies: bool = True) -> Call:
+    """fp8 through torch._scaled_mm with cuBLASLt's fast accumulation (see the module's
+    docstring); Unsupported in other modes."""
+    if not mode.scaled:
+        raise Unsupported(f"vendor_fast is fp8's fast accumulation; {mode.name} has none")
+    return _scaled_mm(inp, keep_copies, fast=True)
+
+
+def _scaled_mm(inp: GemmInputs, keep_copies: bool = True, fast: bool = False) -> Call:
     """fp8 through torch._scaled_mm (cuBLASLt). Where K or N is not a multiple of 16,
     which cuBLASLt requires, both operands are zero-padded up to one, as a cuBLAS user
     would pad, and the output is sliced back. The padded product is exact (the extra
@@ -155,10 +169,10 @@ def _scaled_mm(inp: GemmInputs, keep_copies: bool = True) -> Call:
     args = _scaled_operands(inp)
 
     def call() -> torch.Tensor:
-        return _scaled_product(*args)
+        return _scaled_product(*args, fast=fast)
 
     def per_call() -> torch.Tensor:
-        return _scaled_product(*_scaled_operands(inp))
+        return _scaled_product(*_scaled_operands(inp), fast=fast)
 
     try:
         call()

@@ -38,6 +38,7 @@ from gemmgate.providers import (
     inductor_provider,
     kernel_call,
     takes_choose,
+    vendor_fast_provider,
     vendor_provider,
 )
 from gemmgate.results import REFERENCE, UNSUPPORTED, CaseResult, ProviderResult
@@ -139,6 +140,9 @@ class Runner:
             if self.ctx.keep_copies:
                 return self.vendor, None
             return (lambda inp, mode: self.vendor(inp, mode, keep_copies=False)), None
+        if name == "vendor_fast":
+            keep = self.ctx.keep_copies
+            return (lambda inp, mode: vendor_fast_provider(inp, mode, keep)), None
         if name == "inductor":
             picks = Picks()   # which template its autotuning chose, for this case
             return (lambda inp, mode: inductor_provider(inp, mode, picks)), picks

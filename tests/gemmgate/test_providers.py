@@ -56,20 +56,45 @@ def _fp8_inputs(m: int, n: int, k: int) -> GemmInputs:
     return GemmInputs(a, b, one * 0.5, one * 2.0)
 
 
+class _Calls(list):
+    """The (A shape, B shape) of each torch._scaled_mm call; `fast`: each use_fast_accum."""
+
+    def __init__(self):
+        super().__init__()
+        self.fast: list[bool] = []
+
+
 @pytest.fixture
 def fake_scaled_mm(monkeypatch):
     """A float emulation that enforces cuBLASLt's rules: K and N multiples of 16, A
     row-major, B column-major."""
-    shapes = []
+    shapes = _Calls()
 
     def fake(a, b, scale_a, scale_b, out_dtype, use_fast_accum):
         assert a.shape[1] % 16 == 0 and b.shape[1] % 16 == 0, "cuBLASLt alignment"
         assert a.stride(1) == 1 and b.stride(0) == 1, "A row-major, B column-major"
         shapes.append((tuple(a.shape), tuple(b.shape)))
+        shapes.fast.append(use_fast_accum)
         return ((a.float() @ b.float()) * scale_a * scale_b).to(out_dtype)
 
     monkeypatch.setattr(torch, "_scaled_mm", fake)
     return shapes
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_vendor_fast_is_the_vendors_fp8_call_with_fast_accumulation(fake_scaled_mm, keep):
+    inp = _fp8_inputs(24, 40, 253)
+    fast = providers.vendor_fast_provider(inp, MODES["fp8"], keep_copies=keep)()
+    precise = providers.vendor_provider(inp, MODES["fp8"], keep_copies=keep)()
+    assert torch.equal(fast, precise)                       # the emulation sums alike
+    n = len(fake_scaled_mm.fast) // 2
+    assert fake_scaled_mm.fast == [True] * n + [False] * n
+
+
+def test_vendor_fast_is_unsupported_outside_fp8():
+    inp = make_inputs(Case(8, 8, 8), MODES["fp32"], "cpu", seed=0)
+    with pytest.raises(providers.Unsupported, match="fast accumulation"):
+        providers.vendor_fast_provider(inp, MODES["fp32"])
 
 
 @pytest.mark.parametrize("m,n,k", [(32, 48, 64), (24, 40, 253), (20, 40, 40)])
