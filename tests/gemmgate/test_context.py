@@ -176,7 +176,7 @@ def test_providers_default_and_order():
 
 @pytest.mark.parametrize("text, message", [
     ("triton,vendor,cublas", "unknown provider 'cublas'; known providers: triton, vendor, "
-                             "inductor, or a module:function path"),
+                             "inductor, vendor_fast, or a module:function path"),
     ("triton,vendor,reference", "unknown provider 'reference'"),
     ("triton,inductor", "--providers needs vendor (the gate compares triton with vendor)"),
     ("", "--providers needs triton and vendor"),
