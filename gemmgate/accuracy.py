@@ -93,33 +93,48 @@ def _ratio(diff2: float, ref2: float) -> float:
     return math.sqrt(diff2 / ref2)
 
 
+CHUNK_ELEMENTS = 1 << 24   # rows at a time: float64 temporaries stay ~0.7 GB a chunk
+
+
 def errors(out, ref, blocks: bool = True) -> Errors:
     """The whole output's relative error and, for a 2-D output, its worst block's: runs of
-    whole rows, and of whole columns, of at least BLOCK_ELEMENTS elements each."""
+    whole rows, and of whole columns, of at least BLOCK_ELEMENTS elements each. Computed
+    a chunk of rows at a time (the float64 squares of a 16384 x 16384 output are 2 GiB
+    each), keeping each row's and each column's sums."""
     import torch
 
     if tuple(out.shape) != tuple(ref.shape):
         raise ValueError(f"output shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
-    dtype = out.dtype
-    out = out.double()
     if not bool(torch.isfinite(out).all()):
         return Errors(math.inf)
-    ref = ref.double()
-    d2, r2 = (out - ref).square(), ref.square()
-    excess = None
-    if blocks and dtype in (torch.bfloat16, torch.float16):   # the reference rounded as
-        own = (out - ref.to(dtype).double()).square().sum()    # the output was: what is
-        excess = _ratio(float(own), float(r2.sum()))           # left is the sum's own error
-    whole = Errors(_ratio(float(d2.sum()), float(r2.sum())), excess=excess)
-    if not blocks or out.dim() != 2 or not out.numel():
+    if out.dim() != 2:
+        out, ref = out.reshape(1, -1), ref.reshape(1, -1)
+    dtype, (m, n) = out.dtype, out.shape
+    rounded = blocks and dtype in (torch.bfloat16, torch.float16)
+    f64 = dict(dtype=torch.float64, device=out.device)
+    row_d, row_r = torch.zeros(m, **f64), torch.zeros(m, **f64)
+    col_d, col_r = torch.zeros(n, **f64), torch.zeros(n, **f64)
+    own = torch.zeros((), **f64)
+    step = max(1, CHUNK_ELEMENTS // max(n, 1))
+    for lo in range(0, m, step):
+        o, r = out[lo:lo + step].double(), ref[lo:lo + step].double()
+        d2, r2 = (o - r).square(), r.square()
+        row_d[lo:lo + step], row_r[lo:lo + step] = d2.sum(1), r2.sum(1)
+        col_d += d2.sum(0)
+        col_r += r2.sum(0)
+        if rounded:   # the reference rounded as the output was: what is left is the sum's
+            own += (o - r.to(dtype).double()).square().sum()   # own error
+    ref2 = float(row_r.sum())
+    excess = _ratio(float(own), ref2) if rounded else None
+    whole = Errors(_ratio(float(row_d.sum()), ref2), excess=excess)
+    if not blocks or not out.numel():
         return whole
     worst = whole
-    for dim, name in ((1, "rows"), (0, "columns")):
-        ds, rs = d2.sum(dim), r2.sum(dim)            # per row (dim 1), per column (dim 0)
-        n = ds.numel()
-        width = min(n, -(-BLOCK_ELEMENTS // out.shape[dim]))   # lines a block, ceil
-        starts = torch.arange(0, n, width).clamp_max(n - width)  # the last ends at n
-        zero = torch.zeros(1, dtype=torch.float64, device=ds.device)
+    for ds, rs, other, name in ((row_d, row_r, n, "rows"), (col_d, col_r, m, "columns")):
+        count = ds.numel()
+        width = min(count, -(-BLOCK_ELEMENTS // other))   # lines a block, ceil
+        starts = torch.arange(0, count, width, device=ds.device).clamp_max(count - width)
+        zero = torch.zeros(1, **f64)                      # the last block ends at the edge
         cd, cr = torch.cat([zero, ds.cumsum(0)]), torch.cat([zero, rs.cumsum(0)])
         bd = (cd[starts + width] - cd[starts]).clamp_min(0.0)
         br = (cr[starts + width] - cr[starts]).clamp_min(0.0)
@@ -129,5 +144,6 @@ def errors(out, ref, blocks: bool = True) -> Errors:
         err = math.sqrt(float(ratio[i]))
         if err > worst.block:
             lo = int(starts[i])
-            worst = Errors(whole.whole, err, f"{name} {lo}-{lo + width - 1} of {n}", excess)
+            worst = Errors(whole.whole, err, f"{name} {lo}-{lo + width - 1} of {count}",
+                           excess)
     return worst

@@ -268,3 +268,18 @@ def test_a_sum_rounded_to_the_output_type_each_k_block_is_downgraded(mode, dtype
     e = errors(acc, a.double() @ b.double())
     assert e.whole < MODES[mode].max_error                  # the whole error alone passed
     assert classify(e, MODES[mode]).status == DOWNGRADED
+
+
+def test_errors_a_chunk_of_rows_at_a_time_equal_errors_in_one(monkeypatch):
+    import gemmgate.accuracy as accuracy
+
+    g = torch.Generator().manual_seed(5)
+    ref = torch.randn(300, 70, generator=g, dtype=torch.float64)
+    out = ref.bfloat16()
+    out[123, 5:40] *= 1.01
+    whole = errors(out, ref)
+    monkeypatch.setattr(accuracy, "CHUNK_ELEMENTS", 7 * 70 + 3)   # 7 rows a chunk
+    chunked = errors(out, ref)
+    assert chunked.where == whole.where and chunked.where.startswith("rows ")
+    for f in ("whole", "block", "excess"):
+        assert getattr(chunked, f) == pytest.approx(getattr(whole, f), rel=1e-12)
