@@ -15,9 +15,11 @@ the worst block measured at most 1.13x the whole (CPU, every mode emulated, 11 s
 2x2x2 to 4097x4097x257 and 1x4096x4096), so the slack of 2 leaves room.
 Where the output is 16-bit (bf16, fp16) and the inputs are exact on the tensor cores, the
 error the sum itself made shows apart from the output's rounding: the output against the
-reference rounded to its dtype (`Errors.excess`). An fp32 accumulation in any order leaves
-<= 5e-5 of it (CPU, K 64 to 65,536); partial sums kept to 13 bits leave >= 2.5e-4 at any
-K, where the whole error moves by a few percent. A mode's `max_excess` bounds it.
+reference rounded to its dtype (`Errors.excess`). fp32 sums rounded to nearest leave <= 1e-4
+of it (CPU, K 64 to 61,440); partial sums kept to 13 bits leave >= 2.5e-4 at any K, where
+the whole error moves by a few percent; an fp32 sum that truncates (as tensor cores have
+been measured to) leaves 3.5e-4 at K = 11,008 in a simulation. A mode's `max_excess`
+bounds it; none is set until the device's honest figure is known (gemmgate/precision.py).
 `classify` is pure; `errors` and `relative_error` are the only torch code here.
 """
 
@@ -72,8 +74,8 @@ def classify(error: float | Errors, mode: PrecisionMode) -> Accuracy:
     if mode.max_excess is not None and e.excess is not None and e.excess > mode.max_excess:
         return Accuracy(err, DOWNGRADED,
                         f"accumulated below fp32: error {e.excess:.2e} beyond the output's "
-                        f"own rounding > {mode.max_excess:.0e} (an fp32 accumulation in any "
-                        f"order leaves ~1e-5; the whole output's {err:.2e})")
+                        f"own rounding > {mode.max_excess:.0e} (the whole output's "
+                        f"{err:.2e})")
     if e.block > BLOCK_SLACK * mode.max_error:
         return Accuracy(err, DOWNGRADED,
                         f"precision downgraded in {e.where}: error {e.block:.2e} there > "
@@ -123,7 +125,8 @@ def errors(out, ref, blocks: bool = True) -> Errors:
         col_d += d2.sum(0)
         col_r += r2.sum(0)
         if rounded:   # the reference rounded as the output was: what is left is the sum's
-            own += (o - r.to(dtype).double()).square().sum()   # own error
+            big = torch.finfo(dtype).max                        # own error (past the
+            own += (o - r.to(dtype).double().clamp(-big, big)).square().sum()  # range: its max)
     ref2 = float(row_r.sum())
     excess = _ratio(float(own), ref2) if rounded else None
     whole = Errors(_ratio(float(row_d.sum()), ref2), excess=excess)

@@ -40,6 +40,7 @@ class ProviderResult:
     message: str = ""
     samples_ms: tuple[float, ...] = ()
     tflops: float | None = None
+    excess: float | None = None          # beyond the output's own rounding (16-bit outputs)
 
     @property
     def median_ms(self) -> float | None:
@@ -48,7 +49,7 @@ class ProviderResult:
     def to_json(self) -> dict:
         d = {"accuracy": self.accuracy, "error": _num(self.error), "message": self.message,
              "median_ms": self.median_ms, "tflops": self.tflops, "n": len(self.samples_ms),
-             "samples_ms": list(self.samples_ms)}
+             "samples_ms": list(self.samples_ms), "excess": _num(self.excess)}
         d["quantiles_ms"] = stats.quantiles(self.samples_ms) if self.samples_ms else {}
         return d
 
@@ -70,8 +71,11 @@ class ProviderResult:
               f"is {tf!r}, not a number >= 0")
         msg = d.get("message")
         _need(msg is None or isinstance(msg, str), f"{where}.message", "is not text")
+        exc = d.get("excess")   # optional: runs before session 58 have none
+        _need(exc is None or (_real(exc) and exc >= 0) or exc in ("nan", "inf"),
+              f"{where}.excess", f"is {exc!r}, not a relative error >= 0")
         return cls(name, d["accuracy"], None if err is None else float(err), msg or "",
-                   tuple(float(x) for x in samples), tf)
+                   tuple(float(x) for x in samples), tf, None if exc is None else float(exc))
 
 
 @dataclass(frozen=True)

@@ -173,12 +173,14 @@ def _check(name: str, build, inp, mode: PrecisionMode, ref):
         want = getattr(torch, mode.output_dtype)
         if out.dtype != want:   # the contract's output type: a wider one is another GEMM
             raise TypeError(f"output dtype {out.dtype}, the mode's is {want}")
-        acc: Accuracy = classify(errors(out, ref), mode)   # (a wrong shape raises)
+        measured = errors(out, ref)                        # (a wrong shape raises)
+        acc: Accuracy = classify(measured, mode)
     except Unsupported as e:
         return None, ProviderResult(name, UNSUPPORTED, message=str(e))
     except (Exception, SystemExit) as e:   # a compile or launch error, a wrong output or
         return None, _failed(name, e)      # a provider's exit fails this case, not the run
-    return call, ProviderResult(name, acc.status, acc.error, acc.message)
+    return call, ProviderResult(name, acc.status, acc.error, acc.message,
+                                excess=measured.excess)
 
 
 def _failed(name: str, e: BaseException, when: str = "") -> ProviderResult:

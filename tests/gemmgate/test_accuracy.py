@@ -252,13 +252,25 @@ def test_excess_is_measured_for_16_bit_outputs_only():
     assert errors(ref.bfloat16(), ref).excess == 0.0          # exactly the rounded reference
 
 
+def test_a_reference_past_the_output_types_range_rounds_to_its_largest_value():
+    """fp16's largest is 65504: a reference of 65521 rounds to inf, the output to 65504;
+    the excess compares with the largest value, not inf."""
+    ref = torch.full((4, 4), 65521.0, dtype=torch.float64)
+    out = torch.full((4, 4), 65504.0, dtype=torch.float16)
+    e = errors(out, ref)
+    assert e.excess == 0.0 and e.whole == pytest.approx(17 / 65521)
+
+
 @pytest.mark.parametrize("mode,dtype,k,block", [("bf16", torch.bfloat16, 128, 16),
                                                 ("bf16", torch.bfloat16, 512, 64),
                                                 ("fp16", torch.float16, 512, 16),
                                                 ("fp16", torch.float16, 2048, 64)])
-def test_a_sum_rounded_to_the_output_type_each_k_block_is_downgraded(mode, dtype, k, block):
+def test_a_sum_rounded_to_the_output_type_each_k_block_shows_as_excess(mode, dtype, k, block):
     """Session 57's audit: these passed the whole-error band (3.5e-3 < 5e-3 in bf16,
-    8.4e-4 < 1e-3 in fp16); their excess over the output's rounding is ~3.9e-3 / 8.7e-4."""
+    8.4e-4 < 1e-3 in fp16); their excess over the output's rounding is ~3.9e-3 / 8.7e-4,
+    which a bound of 2.5e-4 (not set until the device measures an honest figure) judges."""
+    from dataclasses import replace
+
     g = torch.Generator().manual_seed(k)
     a = torch.randn(256, k, generator=g).to(dtype)
     b = torch.randn(k, 256, generator=g).to(dtype)
@@ -267,7 +279,8 @@ def test_a_sum_rounded_to_the_output_type_each_k_block_is_downgraded(mode, dtype
         acc = (acc.float() + a[:, i:i + block].float() @ b[i:i + block].float()).to(dtype)
     e = errors(acc, a.double() @ b.double())
     assert e.whole < MODES[mode].max_error                  # the whole error alone passed
-    assert classify(e, MODES[mode]).status == DOWNGRADED
+    assert e.excess > 8e-4 and classify(e, MODES[mode]).status == PASS   # not judged yet
+    assert classify(e, replace(MODES[mode], max_excess=2.5e-4)).status == DOWNGRADED
 
 
 def test_errors_a_chunk_of_rows_at_a_time_equal_errors_in_one(monkeypatch):
