@@ -112,16 +112,37 @@ def _span(x: torch.Tensor) -> int:
 
 
 def _check_apart(spans: tuple[int, int, int], a, b, out) -> None:
-    """`out` shares no byte range with a or b: the kernels read A and B while tiles of C
-    are written, so an out over an input gives wrong values where torch.matmul, which
-    stages the product, gives right ones. Spans, not elements: interleaved views of one
-    buffer are refused too."""
+    """`out` shares no memory with a or b: the kernels read A and B while tiles of C are
+    written, so an out over an input gives wrong values where torch.matmul, which stages
+    the product, gives right ones. Where the byte spans meet, blocks of one buffer's
+    rows (or columns) with the same pitch are told apart exactly (`_rows_apart`: x @ W
+    into the other half of a concatenation buffer); other layouts are refused."""
     o = out.data_ptr()
     for name, x, n in (("a", a, spans[0]), ("b", b, spans[1])):
         p = x.data_ptr()
-        if n and spans[2] and p < o + spans[2] and o < p + n:
+        if n and spans[2] and p < o + spans[2] and o < p + n \
+                and not (_rows_apart(x, out) or _rows_apart(x.t(), out.t())):
             raise ValueError(f"out overlaps {name} in memory: the kernels read {name} while "
                              f"they write out; pass an out of its own (or out=None)")
+
+
+def _rows_apart(x, y) -> bool:
+    """Whether 2-D x and y, each a block of rows of one pitch (the same row stride in
+    bytes, elements contiguous along a row, a row's elements within the pitch), share no
+    byte. y's rows land at a row offset r and a column offset c of x's rows; a y row that
+    runs past the pitch goes on in the next row at column 0."""
+    ld = x.stride(0) * x.element_size()
+    wx, wy = x.shape[1] * x.element_size(), y.shape[1] * y.element_size()
+    if (x.shape[1] > 1 and x.stride(1) != 1) or (y.shape[1] > 1 and y.stride(1) != 1) \
+            or y.stride(0) * y.element_size() != ld or not 0 < wx <= ld or not 0 < wy <= ld:
+        return False
+    r, c = divmod(y.data_ptr() - x.data_ptr(), ld)
+    mx, my = x.shape[0], y.shape[0]
+
+    def rows_meet(first: int) -> bool:   # y's rows first .. first + my - 1 against x's
+        return max(first, 0) <= min(first + my - 1, mx - 1)
+
+    return not ((c < wx and rows_meet(r)) or (c + wy > ld and rows_meet(r + 1)))
 
 
 def _facts(x) -> tuple | None:

@@ -587,12 +587,31 @@ def test_an_out_over_an_input_is_refused_before_anything_is_written(where, devic
     assert torch.equal(buf, before)
 
 
-def test_an_out_apart_from_its_inputs_in_one_buffer_is_written(device):
-    buf = torch.arange(48, dtype=torch.float32, device=device).reshape(12, 4) / 48
-    a, b, out = buf[:4], buf[4:8], buf[8:]
+@pytest.mark.parametrize("layout", ["row_blocks", "column_blocks", "column_major_blocks"])
+def test_an_out_apart_from_its_inputs_in_one_buffer_is_written(layout, device):
+    """Blocks of one buffer's rows, or of its columns (x @ W into the other half of a
+    concatenation buffer: the byte spans meet, the elements do not)."""
+    buf = torch.arange(96, dtype=torch.float32, device=device).reshape(12, 8) / 96
+    if layout == "row_blocks":
+        a, b, out = buf[:4, :4], buf[4:8, :4], buf[8:, :4]
+    elif layout == "column_blocks":
+        a, b, out = buf[:, :4], torch.eye(4, device=device) * 0.5, buf[:, 4:]
+    else:
+        t = buf.t()                                            # (8, 12), column-major
+        a, b, out = t[:4, :4], torch.eye(4, device=device) * 0.5, t[4:, :4]
     want = (a.double() @ b.double()).float()
     assert kernels.matmul(a, b, out=out) is out
-    torch.testing.assert_close(buf[8:], want, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-6)
+
+
+def test_an_out_whose_rows_run_on_into_the_inputs_next_rows_is_refused(device):
+    """out's rows start 6 columns in and run 2 columns into the next row: they meet a's
+    first columns there."""
+    buf = torch.zeros(9, 8, device=device)
+    a = buf[:8, :4]
+    out = buf.view(-1)[6:].as_strided((8, 4), (8, 1))
+    with pytest.raises(ValueError, match="out overlaps a in memory"):
+        kernels.matmul(a, torch.eye(4, device=device), out=out)
 
 
 def test_the_variants_given_bs_room_are_those_whose_descriptor_reads_it():
