@@ -321,14 +321,20 @@ def combine(parts: Sequence[Baseline]) -> Baseline:
     return Baseline(parts[0].chip, prov, cases)
 
 
-def recorded_commit(base: Baseline, what: str) -> str:
+def recorded_commit(base: Baseline, what: str, merged_ok: bool = False) -> str:
     """The commit a baseline was recorded at, for timing against it (`check --ab-ref
-    baseline`, `bisect baseline ...`): refused where it records none, or records that its
-    tree's gemmgate/ or kernels/ differed from that commit (`dirty`), whose code then is
-    not what the baseline measured."""
+    baseline`, `bisect baseline ...`): refused where it records none, merges calibrations
+    of several commits (unless `merged_ok`: bisect's GOOD, where any of them was good),
+    or records that its tree's gemmgate/ or kernels/ differed from its commit (`dirty`):
+    that code then is not what the baseline measured."""
     commit = base.provenance.get("commit") or ""
     if not commit:
         raise ValueError(f"{what}: the baseline records no commit")
+    merged = base.provenance.get("merged_from") or [commit]
+    if len(set(merged)) > 1 and not merged_ok:
+        raise ValueError(f"{what}: the baseline merges calibrations of {len(set(merged))} "
+                         "commits (provenance merged_from): no one commit is what it "
+                         "measured; name a ref")
     if base.provenance.get("dirty") is True:
         raise ValueError(f"{what}: the baseline was recorded from a tree whose gemmgate/ or "
                          f"kernels/ differed from its commit {commit[:12]} (provenance "

@@ -104,7 +104,8 @@ def bisect_command(args, console, err) -> int:
         path = Path(args.baseline or baselines.default_path(chip_id))
         base = baselines.load(path, chip_id)  # exit 2 on any problem
         if args.good == "baseline":
-            good_ref = baselines.recorded_commit(base, f"GOOD baseline ({path})")
+            good_ref = baselines.recorded_commit(base, f"GOOD baseline ({path})",
+                                                 merged_ok=True)
     good, bad, commits = commit_range(good_ref, args.bad)
     # No pins: each commit's kernel runs its own dispatch (its tuning table), so a
     # commit that changed the table is found like any other.

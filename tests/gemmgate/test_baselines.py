@@ -457,13 +457,20 @@ def test_combine_is_dirty_where_any_part_is(flags, want):
 
 
 @pytest.mark.parametrize("prov,match", [({"commit": ""}, "records no commit"),
-                                        ({"commit": "abc123", "dirty": True}, "dirty")])
+                                        ({"commit": "abc123", "dirty": True}, "dirty"),
+                                        ({"commit": "abc123",
+                                          "merged_from": ["abc123", "def456"]}, "2 commits"),
+                                        ({"commit": "abc123",
+                                          "merged_from": ["abc123", None]}, "2 commits")])
 def test_recorded_commit_refuses_what_the_baseline_did_not_measure(prov, match):
     b = baselines.build(_runs3(), "cpu", "s")
     with pytest.raises(ValueError, match=match):
         baselines.recorded_commit(replace(b, provenance={**b.provenance, **prov}), "--x")
-    ok = replace(b, provenance={**b.provenance, "commit": "abc123", "dirty": False})
+    ok = replace(b, provenance={**b.provenance, "commit": "abc123", "dirty": False,
+                                "merged_from": ["abc123", "abc123"]})
     assert baselines.recorded_commit(ok, "--x") == "abc123"
+    mixed = replace(ok, provenance={**ok.provenance, "merged_from": ["abc123", "def456"]})
+    assert baselines.recorded_commit(mixed, "GOOD", merged_ok=True) == "abc123"
 
 
 def test_combine_keeps_a_case_only_one_part_has_and_refuses_other_chips():
