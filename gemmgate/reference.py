@@ -9,12 +9,13 @@ hits both alike (a new Triton, a new driver): the stored baseline still judges t
 
 The commit's `kernels/` is extracted with `git archive` into a temporary directory and
 imported as a package of its own. The directory goes at exit; a process killed (a worker
-stopped with its pool, a CI job cancelled) runs no exit handler, so its directory, named
-with its pid, is removed by the next extraction that finds that pid gone. Its `import
-kernels....` lines run while it loads, with the current package set aside, so they bind
-the reference's own files. `kernels/` imports nothing of the harness (an import-linter
-contract), so any commit's kernels load on their own; commits from before that rule (they
-imported gemmgate.tuning) are refused with a message by gemmgate.run.load_reference.
+stopped with its pool, a CI job cancelled) runs no exit handler, so its directory holds a
+lock its process keeps while it lives, and the next extraction that can take that lock
+removes it. Its `import kernels....` lines run while it loads, with the current package
+set aside, so they bind the reference's own files. `kernels/` imports nothing of the
+harness (an import-linter contract), so any commit's kernels load on their own; commits
+from before that rule (they imported gemmgate.tuning) are refused with a message by
+gemmgate.run.load_reference.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 from types import ModuleType
+
+from filelock import FileLock, Timeout
 
 _LOADED: dict[str, ModuleType] = {}
 
@@ -56,7 +59,7 @@ def _extract(sha: str, repo: str | Path) -> Path:
         raise ValueError(f"commit {sha[:12]} has no kernels/ directory "
                          f"({out.stderr.decode(errors='replace').strip()})")
     _sweep(Path(tempfile.gettempdir()))
-    root = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{sha[:12]}-{os.getpid()}-"))
+    root = _owned(Path(tempfile.mkdtemp(prefix=f".{_PREFIX}{sha[:12]}-{os.getpid()}-")))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     with tarfile.open(fileobj=io.BytesIO(out.stdout)) as tar:
         try:
@@ -67,30 +70,43 @@ def _extract(sha: str, repo: str | Path) -> Path:
 
 
 _PREFIX = "gemmgate-ref-"
+_OWNER = ".owner.lock"   # held locked by the extracting process while it lives
+_HELD: list[FileLock] = []   # this process's owner locks (released when it exits)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:   # another user's process (EPERM): there
-        return True
-    return True
+def _owned(root: Path) -> Path:
+    """`root` (a fresh temporary directory) locked by this process and renamed to an
+    extraction's name: a sweeper never sees an extraction whose owner lock is not held."""
+    lock = FileLock(root / _OWNER)
+    lock.acquire()
+    final = root.with_name(root.name.removeprefix("."))
+    root.rename(final)
+    # (the lock's open descriptor moved with the directory; it is held until exit)
+    _HELD.append(lock)
+    return final
 
 
 def _sweep(tmp: Path) -> list[Path]:
-    """Remove this user's extractions whose process is gone (named PREFIX + sha-pid-)."""
+    """Remove this user's extractions whose owner is gone: their owner lock can be taken
+    (a process's locks go with it, however it ended, in whatever PID namespace)."""
     gone = []
-    for d in tmp.glob(f"{_PREFIX}*-*-*"):
-        parts = d.name[len(_PREFIX):].split("-")
+    for d in tmp.glob(f"{_PREFIX}*"):
         try:
-            pid, mine = int(parts[1]), d.is_dir() and d.stat().st_uid == os.getuid()
-        except (IndexError, ValueError, OSError):
+            if not d.is_dir() or d.stat().st_uid != os.getuid() or \
+                    not (d / _OWNER).is_file():
+                continue
+        except OSError:
             continue
-        if mine and not _alive(pid):
+        probe = FileLock(d / _OWNER)
+        try:
+            probe.acquire(timeout=0)
+        except Timeout:
+            continue   # its owner lives
+        try:
             shutil.rmtree(d, ignore_errors=True)
-            gone.append(d)
+        finally:
+            probe.release()
+        gone.append(d)
     return gone
 
 

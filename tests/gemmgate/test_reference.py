@@ -2,9 +2,9 @@
 The `kernels_repo` fixture (tests/conftest.py) holds two commits of a copy of kernels/
 with a marker that differs, so the test can tell which commit's files were imported."""
 
-import os
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -150,15 +150,31 @@ def test_same_kernels_sees_an_untracked_file_under_kernels(tmp_path):
 
 def test_an_extraction_left_by_a_killed_process_is_swept_and_a_live_ones_kept(tmp_path):
     """A worker killed with its pool runs no exit handler: its extraction stays in TMPDIR
-    until the next extraction sees its pid gone."""
+    until the next extraction can take its owner lock (a live owner's, here another
+    process's and this one's, cannot be taken)."""
+    import signal
     import subprocess
+    import tempfile
 
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    gone = tmp_path / f"gemmgate-ref-0123456789ab-{dead.pid}-x1"
-    live = tmp_path / f"gemmgate-ref-0123456789ab-{os.getpid()}-x2"
-    other = tmp_path / "gemmgate-ref-notapid-y"
-    for d in (gone, live, other):
-        (d / "kernels").mkdir(parents=True)
-    assert reference._sweep(tmp_path) == [gone]
-    assert not gone.exists() and live.exists() and other.exists()
+    owner = ("import sys, tempfile, time; from pathlib import Path; "
+             "from gemmgate import reference; "
+             "print(reference._owned(Path(tempfile.mkdtemp(prefix='.gemmgate-ref-a-1-', "
+             "dir=sys.argv[1]))), flush=True); time.sleep(120)")
+    procs = [subprocess.Popen([sys.executable, "-c", owner, str(tmp_path)],
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    try:
+        dead, live = (Path(p.stdout.readline().strip()) for p in procs)
+        mine = reference._owned(Path(tempfile.mkdtemp(prefix=".gemmgate-ref-b-2-",
+                                                      dir=tmp_path)))
+        stray = tmp_path / "gemmgate-ref-no-owner-lock"       # not an extraction's form
+        stray.mkdir()
+        assert reference._sweep(tmp_path) == []                # every owner alive
+        procs[0].send_signal(signal.SIGKILL)
+        procs[0].wait()
+        assert reference._sweep(tmp_path) == [dead]
+        assert not dead.exists() and live.exists() and mine.exists() and stray.exists()
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+            p.stdout.close()
