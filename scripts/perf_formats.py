@@ -355,3 +355,30 @@ def _span(values: list[int]) -> str:
     """'' for none, 'x' for one value, 'lo-hi' for several."""
     lo, hi = (min(values), max(values)) if values else (None, None)
     return "" if lo is None else f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+
+# --- accuracy tables (session 58) ------------------------------------------------------
+
+
+def errors_by_k(path: Path, mode: str) -> str:
+    """`mode`'s rows of an errors CSV (mode, case, k, triton_error, vendor_error: a
+    baseline's figures, extracted) by K, with Triton's error over the vendor's (an
+    accumulation below fp32 grows with K on its side alone)."""
+    out = ["| case | K | Triton error | vendor error | Triton / vendor |",
+           "|---|---:|---:|---:|---:|"]
+    for r in (r for r in _rows(path) if r["mode"] == mode):
+        t, v = float(r["triton_error"]), float(r["vendor_error"])
+        out.append(f"| {r['case']} | {r['k']} | {t:.2e} | {v:.2e} | {t / v:.2f} |")
+    return "\n".join(out)
+
+
+def ptxas_promote(path: Path) -> str:
+    """scripts/ptxas_check.py's figures for tiles compiled as they are and promoted."""
+    out = ["| tile | table entries | registers | promoted | spill stores promoted | "
+           "serialized promoted |", "|---|---:|---:|---:|---:|---|"]
+    for r in _rows(path):
+        spill = int(r["spill_bytes_promoted"])
+        out.append(f"| {r['tile']} | {r['entries']} | {r['registers']} | "
+                   f"{r['registers_promoted']} | {f'{spill} B' if spill else '0'} | "
+                   f"{'yes' if r['serialized_promoted'] == '1' else 'no'} |")
+    return "\n".join(out)

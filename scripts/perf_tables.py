@@ -49,12 +49,14 @@ from perf_formats import (  # noqa: E402
     baseline_tables,
     call_audit,
     call_audit_versions,
+    errors_by_k,
     first_calls,
     inductor_summary,
     kernel_times,
     plan_times,
     power_table,
     probe_table,
+    ptxas_promote,
     targets_table,
     tile_kernels,
     tile_matrix,
@@ -79,6 +81,7 @@ H54 = RESULTS / "h200-2026-12-05-s54"
 H55 = RESULTS / "h200-2026-12-05-s55"
 H56 = RESULTS / "h200-2026-12-05-s56"
 S56 = RESULTS / "dev-cpu-2026-12-05-s56"
+S58 = RESULTS / "dev-cpu-2026-12-05-s58"
 _WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
@@ -250,6 +253,8 @@ TABLES: dict[str, Callable[[], str]] = {
                                controls=False),
     "s56-keptrc": lambda: runs_ab(H56 / "cases.csv", ("call1-keptrc",)),
     "s56-plan-time": lambda: plan_times(S56 / "plan_time.csv", S56 / "plan_time_cold.csv"),
+    "s58-fp8-errors": lambda: errors_by_k(S58 / "baseline_errors.csv", "fp8"),
+    "s58-fp8-promote": lambda: ptxas_promote(S58 / "ptxas_fp8_promote.csv"),
 }
 
 
