@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gemmgate import stats
+from gemmgate.accuracy import EXCESS_RATIO, kept_less
 from gemmgate.results import REFERENCE, CaseResult, summary_by_mode
 
 
@@ -81,6 +82,25 @@ def _extra_line(s: dict) -> str:
     return "".join(f", vs {n} {_f(g, '.3f')}" for n, g in s.get("geomean_ratios", {}).items())
 
 
+def accumulation_note(results: Sequence[CaseResult]) -> str:
+    """A line where Triton's or the vendor's error beyond the output's own rounding is over
+    EXCESS_RATIO x the other's on the same inputs: a sum kept below fp32 on that side
+    (e.g. fp8's fast accumulation). Not judged; empty where no case shows it."""
+    lines = []
+    for side, other in (("triton", "vendor"), ("vendor", "triton")):
+        hits = [r for r in results if side in r.providers and other in r.providers and
+                kept_less(r.providers[side].excess, r.providers[other].excess)]
+        if hits:
+            lo = min(r.providers[side].excess for r in hits)
+            hi = max(r.providers[side].excess for r in hits)
+            ks = sorted({r.case.k for r in hits})
+            lines.append(f"note: {side}'s error beyond the output's own rounding is over "
+                         f"{EXCESS_RATIO:g}x {other}'s in {len(hits)} of {len(results)} "
+                         f"cases ({lo:.1e} to {hi:.1e}, K {ks[0]} to {ks[-1]}): its sum "
+                         f"kept less than fp32? (not judged; docs/GATE.md)")
+    return "\n".join(lines)
+
+
 def _has_ab(results: Sequence[CaseResult]) -> bool:
     return any(REFERENCE in r.providers for r in results)
 
@@ -99,9 +119,11 @@ def print_tables(results: Sequence[CaseResult], console: Console, title: str = "
             style = None if row[-1] == "pass" else "red"
             table.add_row(*map(escape, row), style=style)
         console.print(table)
+        note = accumulation_note(rs)
         console.print(f"[bold]{mode}[/]: geomean Triton/vendor speed ratio "
                       f"{_f(s['geomean_ratio'], '.3f')}{escape(_extra_line(s))}, "
-                      f"{s['passed']}/{s['cases']} passed\n")
+                      f"{s['passed']}/{s['cases']} passed"
+                      + (f"\n[yellow]{escape(note)}[/]" if note else "") + "\n")
 
 
 def _cell(text: str) -> str:
@@ -121,5 +143,7 @@ def markdown(results: Sequence[CaseResult], title: str = "") -> str:
                   f"{_extra_line(s)}, {s['passed']}/{s['cases']} passed", "",
                   "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in _rows(rs, ab, extras)]
+        note = accumulation_note(rs)
+        lines += ["", note] if note else []
         lines.append("")
     return "\n".join(lines).lstrip("\n")

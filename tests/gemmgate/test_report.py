@@ -121,3 +121,29 @@ def test_without_extras_nothing_changes():
     r = _result()
     md = markdown([r])
     assert "ratio vs" not in md and "geomean_ratios" not in _rj({}, [r], "s")["summary"]["fp32"]
+
+
+def _fp8(k: int, t_excess, v_excess) -> CaseResult:
+    ms = (1.0, 1.0, 1.0)
+    return CaseResult("fp8", Case(256, 256, k), {
+        "triton": ProviderResult("triton", "pass", 2e-3, "", ms, excess=t_excess),
+        "vendor": ProviderResult("vendor", "pass", 1.7e-3, "", ms, excess=v_excess)})
+
+
+def test_a_sum_kept_below_the_others_is_noted_never_judged():
+    """fp8's fast accumulation (Triton) beside cuBLAS's fp32 sums: noted with its range
+    and K; cases within 3x of the vendor's, or under 1e-4, are not counted."""
+    rs = [_fp8(1024, 5.5e-4, 2e-5), _fp8(11008, 2.4e-3, 3e-5), _fp8(253, 9e-5, 1e-6),
+          _fp8(4096, 3.0e-4, 2e-4), _fp8(2048, None, 1e-5)]
+    out = _printed(rs)
+    assert ("note: triton's error beyond the output's own rounding is over 3x vendor's in "
+            "2 of 5 cases (5.5e-04 to 2.4e-03, K 1024 to 11008)") in " ".join(out.split())
+    assert "vendor's error beyond" not in out
+    assert all(r.passed for r in rs)
+    md = markdown(rs)
+    assert "note: triton's error beyond" in md and "2 of 5 cases" in md
+
+
+def test_no_note_where_both_sides_keep_alike():
+    out = _printed([_fp8(8192, 3.5e-4, 3.4e-4), _result()])
+    assert "note:" not in out
