@@ -19,9 +19,13 @@ from matplotlib.patches import Rectangle
 from gemmgate.precision import ERROR_BOUND, MODES
 
 DPI = 100
-PROVIDERS = ("triton", "vendor", "reference")
+PROVIDERS = ("triton", "vendor", "reference")   # first, in this order; extras after them
 COLOR = {"triton": "#1f77b4", "vendor": "#ff7f0e", "reference": "#2ca02c"}
 SHAPE_MARK = {"triton": "o", "vendor": "s", "reference": "^"}
+# extra providers (--providers: inductor, vendor_fast, module:function), in order of
+# appearance: colours and markers none of the three above takes
+_EXTRA_COLORS = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+_EXTRA_MARKS = ("D", "v", "P", "X", "*", "<")
 
 
 @dataclass(frozen=True)
@@ -160,8 +164,19 @@ def _categorical(ax, points: Sequence[Point]) -> None:
             tick.set_color("red")
 
 
-def _providers(points: Sequence[Point]) -> list[str]:
-    return [n for n in PROVIDERS if any(n in p.tflops for p in points)]
+def _providers(points: Sequence[Point], field: str = "tflops") -> list[str]:
+    """Who has figures in these points: the three known first, then the extras."""
+    seen = dict.fromkeys(n for p in points for n in getattr(p, field))
+    return [n for n in PROVIDERS if n in seen] + [n for n in seen if n not in PROVIDERS]
+
+
+def _style(name: str, names: Sequence[str]) -> tuple[str, str]:
+    """(colour, marker) of a provider: fixed for the three known, else by its place
+    among the extras of `names`."""
+    if name in COLOR:
+        return COLOR[name], SHAPE_MARK[name]
+    i = [n for n in names if n not in COLOR].index(name)
+    return _EXTRA_COLORS[i % len(_EXTRA_COLORS)], _EXTRA_MARKS[i % len(_EXTRA_MARKS)]
 
 
 def _width(points: Sequence[Point]) -> float:
@@ -177,7 +192,7 @@ def tflops_bars(points: Sequence[Point], title: str) -> Figure:
     for i, name in enumerate(names):
         xs = [j + (i - (len(names) - 1) / 2) * w for j in range(len(points))]
         ys = [p.tflops.get(name, 0.0) for p in points]
-        ax.bar(xs, ys, w, label=name, color=COLOR[name])
+        ax.bar(xs, ys, w, label=name, color=_style(name, names)[0])
     _categorical(ax, points)
     if any(v > 0 for p in points for v in p.tflops.values()):
         ax.set_yscale("log")
@@ -205,18 +220,19 @@ def peak_and_roofline(points: Sequence[Point], title: str, chip: str,
         for i, name in enumerate(names):
             xs = [j + (i - (len(names) - 1) / 2) * w for j in range(len(points))]
             left.bar(xs, [100 * p.tflops.get(name, 0.0) / peak for p in points], w,
-                     label=name, color=COLOR[name])
+                     label=name, color=_style(name, names)[0])
         _categorical(left, points)
         left.axhline(100, color="black", lw=0.8, ls="--")
-        left.set_ylabel(f"% of {peak:g} TFLOP/s (datasheet)")
+        left.set_ylabel(f"% of {peak:g} TFLOP/s")
         left.legend(fontsize=8)
         left.set_title(f"{title}: % of peak")
     pts = [(p.intensity, p.tflops[n], n) for p in points for n in names
            if p.intensity and p.tflops.get(n)]
     for name in names:
         xy = [(x, y) for x, y, n in pts if n == name]
-        right.scatter([x for x, _ in xy], [y for _, y in xy], label=name, color=COLOR[name],
-                      marker=SHAPE_MARK[name], zorder=3)
+        color, mark = _style(name, names)
+        right.scatter([x for x, _ in xy], [y for _, y in xy], label=name, color=color,
+                      marker=mark, zorder=3)
     xs = [x for x, _, _ in pts] or [1.0]
     lo, hi = min(xs) / 3, max(xs) * 3
     if mem_bw_gbs and peak:
@@ -265,13 +281,14 @@ def error_bands(points: Sequence[Point], mode: str, title: str) -> Figure:
                label=f"downgraded ({m.downgrade_hint})")
     ax.axhspan(ERROR_BOUND, top, color=BAND_COLOR["fail"], alpha=0.12,
                label=f"fail > {ERROR_BOUND:g}")
-    names = [n for n in PROVIDERS if any(n in p.errors for p in points)]
+    names = _providers(points, "errors")
     for i, name in enumerate(names):  # side by side: equal errors stay visible
         dx = (i - (len(names) - 1) / 2) * 0.18
         xy = [(j + dx, p.errors[name]) for j, p in enumerate(points) if name in p.errors]
         ys = [min(max(e, bottom * 1.5), top * 0.8) if math.isfinite(e) else top * 0.8
               for _, e in xy]  # 0 at the bottom, NaN/Inf at the top
-        ax.scatter([j for j, _ in xy], ys, color=COLOR[name], marker=SHAPE_MARK[name],
+        color, mark = _style(name, names)
+        ax.scatter([j for j, _ in xy], ys, color=color, marker=mark,
                    label=name, zorder=3, edgecolor="black", linewidth=0.5)
     _categorical(ax, points)
     ax.set_yscale("log")

@@ -133,6 +133,25 @@ def test_tflops_bars_one_series_per_provider_that_ran():
     assert len(ax.patches) == 6 and ax.get_yscale() == "log"
 
 
+def test_extra_providers_get_bars_points_and_colours_of_their_own():
+    """--providers extras (inductor, vendor_fast, module:function) were left out of every
+    figure; they come after the three known, each in a colour none of those takes."""
+    pts = [_pt(64, 64, 64, tflops={"triton": 1.0, "vendor": 2.0, "inductor": 1.2,
+                                   "vendor_fast": 2.4},
+               errors={"triton": 2e-3, "vendor": 1.7e-3, "vendor_fast": 2.1e-3}, mode="fp8"),
+           _pt(48, 80, 72, tflops={"triton": 1.5, "vendor": 2.5, "inductor": 1.1},
+               mode="fp8")]
+    ax = plots.tflops_bars(pts, "h200 fp8").axes[0]
+    assert ax.get_legend_handles_labels()[1] == ["triton", "vendor", "inductor",
+                                                 "vendor_fast"]
+    colours = {c.get_label(): c.patches[0].get_facecolor() for c in ax.containers}
+    assert len(set(colours.values())) == 4
+    err = plots.error_bands(pts, "fp8", "h200 fp8").axes[0]
+    assert "vendor_fast" in err.get_legend_handles_labels()[1]
+    fig = plots.peak_and_roofline(pts, "h200 fp8", "nvidia-h200", 1978.9, 4800.0)
+    assert "inductor" in fig.axes[0].get_legend_handles_labels()[1]
+
+
 def test_figure_pixel_size_is_its_inches_at_dpi():
     fig = plots.figure(7.0, 4.6)
     fig.subplots().plot([1, 2], [1, 2])
