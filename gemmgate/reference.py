@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -86,14 +87,23 @@ def _owned(root: Path) -> Path:
     return final
 
 
+_UNOWNED_AGE_S = 86400   # extractions of a gemmgate before owner locks: gone after a day
+
+
 def _sweep(tmp: Path) -> list[Path]:
     """Remove this user's extractions whose owner is gone: their owner lock can be taken
-    (a process's locks go with it, however it ended, in whatever PID namespace)."""
+    (a process's locks go with it, however it ended, in whatever PID namespace). One
+    without an owner lock (made before session 58) goes once a day old."""
     gone = []
+    now = time.time()
     for d in tmp.glob(f"{_PREFIX}*"):
         try:
-            if not d.is_dir() or d.stat().st_uid != os.getuid() or \
-                    not (d / _OWNER).is_file():
+            if not d.is_dir() or d.stat().st_uid != os.getuid():
+                continue
+            if not (d / _OWNER).is_file():
+                if now - d.stat().st_mtime > _UNOWNED_AGE_S:
+                    shutil.rmtree(d, ignore_errors=True)
+                    gone.append(d)
                 continue
         except OSError:
             continue

@@ -152,9 +152,11 @@ def test_an_extraction_left_by_a_killed_process_is_swept_and_a_live_ones_kept(tm
     """A worker killed with its pool runs no exit handler: its extraction stays in TMPDIR
     until the next extraction can take its owner lock (a live owner's, here another
     process's and this one's, cannot be taken)."""
+    import os
     import signal
     import subprocess
     import tempfile
+    import time
 
     owner = ("import sys, tempfile, time; from pathlib import Path; "
              "from gemmgate import reference; "
@@ -166,9 +168,12 @@ def test_an_extraction_left_by_a_killed_process_is_swept_and_a_live_ones_kept(tm
         dead, live = (Path(p.stdout.readline().strip()) for p in procs)
         mine = reference._owned(Path(tempfile.mkdtemp(prefix=".gemmgate-ref-b-2-",
                                                       dir=tmp_path)))
-        stray = tmp_path / "gemmgate-ref-no-owner-lock"       # not an extraction's form
+        stray = tmp_path / "gemmgate-ref-no-owner-lock"       # an older gemmgate's, new
         stray.mkdir()
-        assert reference._sweep(tmp_path) == []                # every owner alive
+        old = tmp_path / "gemmgate-ref-00a1d70af1e2-ftukvswc"  # an older gemmgate's, a
+        (old / "kernels").mkdir(parents=True)                   # day and more old
+        os.utime(old, (time.time() - 2 * 86400,) * 2)
+        assert reference._sweep(tmp_path) == [old]             # every owner alive
         procs[0].send_signal(signal.SIGKILL)
         procs[0].wait()
         assert reference._sweep(tmp_path) == [dead]
