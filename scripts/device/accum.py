@@ -17,7 +17,7 @@ and checks, on the same inputs:
 One setting per process (`python3 scripts/device/accum.py SHAPES --promote 32 --csv
 F`): the option is fixed per Launch. Rows (appended to --csv): shape, provider, promote,
 relative Frobenius error, its worst block's, the excess over the output's own rounding
-(`_excess`), median ms (gemmgate.timing.measure: CUDA graphs, L2 flushed,
+(`gemmgate.accuracy.errors`' excess), median ms (gemmgate.timing.measure: CUDA graphs, L2 flushed,
 interleaved), TFLOP/s. An experiment's script: it patches kernels.launch.Launch, which
 the kernels do not offer.
 """
@@ -42,13 +42,6 @@ from gemmgate.timing import TimingPolicy, measure
 from kernels import launch
 
 FIELDS = ("shape", "mode", "provider", "promote", "error", "block_error", "excess", "ms", "tflops")
-
-
-def _excess(out, ref) -> float:
-    """||out - out_dtype(ref)|| / ||ref||: the error beyond the output's own rounding (an
-    fp32 accumulation in any order leaves ~1e-5 of it on the CPU; one below fp32, more)."""
-    r = ref.to(out.dtype).double()
-    return float(torch.linalg.vector_norm(out.double() - r) / torch.linalg.vector_norm(ref))
 
 
 def _promote_every(n: int) -> None:
@@ -106,17 +99,14 @@ def main() -> int:
                 calls["cublas"] = lambda inp=inp: torch.matmul(inp.a, inp.b)
             elif k % 16 == 0 and n % 16 == 0:
                 calls.update(cublas=_scaled(inp, False), cublas_fast=_scaled(inp, True))
-            errs, excess = {}, {}
-            for name, call in calls.items():
-                out = call()
-                errs[name], excess[name] = errors(out, ref), _excess(out, ref)
+            errs = {name: errors(call(), ref) for name, call in calls.items()}
             torch.cuda.synchronize()
             ms = measure(calls, policy, flush_bytes=chip.flush_bytes)
             for name in calls:
                 med = statistics.median(ms[name])
                 e = errs[name]
                 row = (text, mode.name, name, args.promote or "default", f"{e.whole:.4e}",
-                       f"{e.block:.4e}", f"{excess[name]:.4e}", f"{med:.5f}",
+                       f"{e.block:.4e}", f"{e.excess:.4e}", f"{med:.5f}",
                        f"{2 * m * n * k / med / 1e9:.1f}")
                 w.writerow(row)
                 print(",".join(map(str, row)), flush=True)
