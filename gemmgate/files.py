@@ -70,8 +70,8 @@ def check_writable(path: str | Path, what: str, *, append: bool = False) -> None
     existing ancestor to take a new entry, so a usage error found later leaves no empty
     directories behind. By default the file is written atomically (a temp file beside it,
     renamed over), so the directory must take a new file and an existing target must be a
-    regular file. With `append` (e.g. a
-    GitHub step summary) an existing file only needs to open for appending."""
+    regular file. With `append` (e.g. a GitHub step summary) an existing file only needs to
+    open for appending."""
     p = Path(path)
 
     def fail(reason: str, fix: str = "give a path you can write") -> NoReturn:
