@@ -132,6 +132,7 @@ def errors(out, ref, blocks: bool = True) -> Errors:
     row_d, row_r = torch.zeros(m, **f64), torch.zeros(m, **f64)
     col_d, col_r = torch.zeros(n, **f64), torch.zeros(n, **f64)
     own = torch.zeros((), **f64)
+    big = torch.finfo(dtype).max if rounded else 0.0   # past the type's range: its largest
     step = max(1, CHUNK_ELEMENTS // max(n, 1))
     for lo in range(0, m, step):
         o, r = out[lo:lo + step].double(), ref[lo:lo + step].double()
@@ -140,8 +141,7 @@ def errors(out, ref, blocks: bool = True) -> Errors:
         col_d += d2.sum(0)
         col_r += r2.sum(0)
         if rounded:   # the reference rounded as the output was: what is left is the sum's
-            big = torch.finfo(dtype).max                        # own error (past the
-            own += (o - r.to(dtype).double().clamp(-big, big)).square().sum()  # range: its max)
+            own += (o - r.to(dtype).double().clamp(-big, big)).square().sum()   # own error
     ref2 = float(row_r.sum())
     excess = _ratio(float(own), ref2) if rounded else None
     whole = Errors(_ratio(float(row_d.sum()), ref2), excess=excess)
