@@ -61,10 +61,11 @@ from gemmgate.results import GATED, CaseResult, RunRecord
 
 
 def machine_of(result: CaseResult, env: dict) -> str:
-    """The machine a case ran on: host/GPU UUID on a GPU, the host on the CPU."""
+    """The machine a case ran on: host/GPU UUID on a GPU; on the CPU host/machine id
+    (`env.machine_id`), or the host alone in records from before machine ids."""
     host = env.get("host") or "unknown-host"
-    gpu = result.telemetry.get("gpu_uuid")
-    return f"{host}/{gpu}" if gpu else host
+    here = result.telemetry.get("gpu_uuid") or env.get("machine_id")
+    return f"{host}/{here}" if here else host
 
 
 def _median_or_none(xs: Sequence[float | None]) -> float | None:
@@ -179,6 +180,8 @@ def _machines(records: Sequence[RunRecord]) -> dict:
         for c in rec.cases:
             mid = machine_of(c, env)
             entry = out.setdefault(mid, {"host": env.get("host"), "runs": 0})
+            if env.get("machine_id") and not c.telemetry.get("gpu_uuid"):
+                entry["machine_id"] = env["machine_id"]
             gpu = gpus.get(c.telemetry.get("gpu_uuid"))
             if gpu:
                 entry.update({k: v for k, v in gpu.items() if k != "index"})

@@ -98,6 +98,26 @@ def _nvml_handle(nvml, device_index: int):
     return nvml.nvmlDeviceGetHandleByIndex(_physical_index(device_index))
 
 
+MACHINE_ID_FILES = (Path("/etc/machine-id"), Path("/var/lib/dbus/machine-id"))
+
+
+def machine_id(files: tuple[Path, ...] = MACHINE_ID_FILES) -> str | None:
+    """This machine's id, for telling CPU machines apart where every VM has one host name
+    ("vm"): a 12-digit hash of the systemd/D-Bus machine id, never the id itself (systemd
+    asks that it not be exposed); None where no file holds one. A VM cloned with its
+    image's id shares it: such machines still count as one, as they did by host name."""
+    import hashlib
+
+    for f in files:
+        try:
+            raw = f.read_text().strip()
+        except OSError:
+            continue
+        if raw:
+            return hashlib.sha256(b"gemmgate-machine:" + raw.encode()).hexdigest()[:12]
+    return None
+
+
 def _physical_index(device_index: int) -> int:
     """torch's device index as the host's GPU index, through CUDA_VISIBLE_DEVICES."""
     visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")]
@@ -128,6 +148,7 @@ def environment(chip_id: str, timing: str, device_index: int = 0,
         "commit": _git_commit(),
         "dirty": git_dirty(),
         "host": platform.node(),
+        "machine_id": machine_id(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     nvml = _nvml() if gpu else None

@@ -340,6 +340,25 @@ def test_machine_of_is_host_and_gpu_uuid_on_a_gpu_and_the_host_on_the_cpu():
     assert baselines.machine_of(cpu, {}) == "unknown-host"      # an environment without host
 
 
+def test_cpu_machines_of_one_host_name_are_told_apart_by_their_machine_id():
+    cpu = make_result(C1, [1.0], [0.9])
+    gpu = make_result(C1, [1.0], [0.9], gpu="GPU-1234")
+    assert baselines.machine_of(cpu, {"host": "vm", "machine_id": "a1"}) == "vm/a1"
+    assert baselines.machine_of(cpu, {"host": "vm", "machine_id": "b2"}) == "vm/b2"
+    assert baselines.machine_of(gpu, {"host": "vm", "machine_id": "a1"}) == "vm/GPU-1234"
+    assert baselines.machine_of(cpu, {"host": "vm", "machine_id": None}) == "vm"
+
+
+def test_two_vms_named_alike_give_machine_level_noise():
+    recs = [make_run([make_result(C1, [1.0 + 0.01 * i], [0.9])], host="vm", machine_id=mid)
+            for i, mid in enumerate(("a1", "a1", "b2", "b2"))]
+    base = baselines.build(recs, "cpu", "s.csv")
+    case = next(iter(base.cases.values()))
+    assert base.machines == {"vm/a1", "vm/b2"}
+    assert case.noise.machine is not None
+    assert base.provenance["machines"]["vm/a1"] == {"host": "vm", "runs": 2, "machine_id": "a1"}
+
+
 def test_level_noise_process_within_a_machine_machine_pooled():
     assert baselines.level_noise([1.0], ["a"]) == (None, None)          # one run: nothing
     assert baselines.level_noise([1.0, 1.1], ["a", "b"]) == (None, aa_noise([1.0, 1.1]))

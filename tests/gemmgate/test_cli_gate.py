@@ -21,10 +21,12 @@ import pytest
 from gemmgate import baselines, stats
 from gemmgate.cli import main
 from gemmgate.compare import aa_noise, noise_factor
+from gemmgate.env import machine_id
 
 FAST = ["--chip", "cpu", "--modes", "fp32", "--budget", "0.3"]
 KEYS = {"fp32-m32-n32-k32", "fp32-m48-n16-k64"}
-HERE = platform.node()            # the CPU path's machine id: the host
+# the CPU path's machine: host/machine id (the host alone where the machine has no id)
+HERE = f"{platform.node()}/{machine_id()}" if machine_id() else platform.node()
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -98,11 +100,11 @@ def test_a_baseline_update_writes_valid_file(base_file, synthetic_timing):
     data = baselines.load(base_file, "cpu")
     assert set(data.cases) == KEYS
     assert data.provenance["modes"] == ["fp32"] and data.provenance["runs"] == 1
-    assert data.provenance["host"] == HERE and data.machines == {HERE}
+    assert data.provenance["host"] == platform.node() and data.machines == {HERE}
     for c in data.cases.values():
         assert c.ratio == pytest.approx(0.9, rel=0.01)       # vendor 0.9 ms / triton 1.0 ms
         assert c.providers["triton"].median_ms == pytest.approx(1.0, rel=0.01)
-        assert c.noise.runs == 1 and c.noise.run_machines == (HERE,)   # the CPU: host only
+        assert c.noise.runs == 1 and c.noise.run_machines == (HERE,)   # the CPU: no GPU UUID
         assert c.noise.ratio is None and c.noise.machine is None
     assert synthetic_timing.measured == [("triton", "vendor")] * 2  # one timing per case
 

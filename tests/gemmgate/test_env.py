@@ -88,6 +88,24 @@ def test_the_cpu_environment_records_the_host_and_no_gpus():
     assert rec["host"] == platform.node() and "gpus" not in rec
 
 
+def test_the_machine_id_is_a_hash_of_the_first_id_file_never_the_id(tmp_path):
+    first, second = tmp_path / "machine-id", tmp_path / "dbus-id"
+    second.write_text("0123456789abcdef0123456789abcdef\n")
+    got = env.machine_id((first, second))                 # the first file is missing
+    assert got and len(got) == 12 and got not in "0123456789abcdef" * 2
+    assert env.machine_id((second,)) == got
+    first.write_text("fedcba9876543210fedcba9876543210")
+    assert env.machine_id((first, second)) not in (None, got)
+    first.write_text("  \n")                              # empty: the next file's
+    assert env.machine_id((first, second)) == got
+    assert env.machine_id((tmp_path / "none",)) is None
+
+
+def test_the_environment_records_the_machine_id(monkeypatch):
+    monkeypatch.setattr(env, "machine_id", lambda: "c0ffee000000")
+    assert env.environment("cpu", "wall")["machine_id"] == "c0ffee000000"
+
+
 def test_telemetry_without_a_uuid_keeps_the_clocks(monkeypatch):
     def no(h):
         raise RuntimeError("not supported")
