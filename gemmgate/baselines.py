@@ -1,5 +1,7 @@
 """Per-chip baseline files (baselines/<chip>.json): the typed model, validation on load,
-building from calibration runs, merging machines, and locked atomic writes.
+building from calibration runs, merging machines, and locked atomic writes (the model
+and its validation live in gemmgate/baseline_schema.py, the noise levels in
+gemmgate/baseline_noise.py).
 
 Schema "gemmgate.baseline" version 1 (fields added since are optional):
   {"schema", "version", "chip", "provenance": {environment record, shapes, modes, runs,
@@ -10,20 +12,10 @@ Schema "gemmgate.baseline" version 1 (fields added since are optional):
              "noise": {...three levels, below...},
              "tuning": {"key", "config", "source", "kernel", ...} (GPU only)}}}
 
-Noise, per case, at three levels (each a relative spread; the gate's tolerance is
-max(floor, factor x spread), the factor 2.5 from 5 runs up, more from fewer:
-gemmgate/compare.py):
-- `ab`: A/B in one process, interleaved: the spread of the reference/current time ratio
-  when both are the same kernel (`calibrate --ab-ref HEAD`);
-- `ratio`, `tflops` (process level): fresh processes on one machine, the largest
-  per-machine spread of the run medians;
-- `machine`, `tflops_machine`: different physical GPUs of the chip: the spread of every
-  run median, pooled over machines (present once runs come from two or more machines:
-  `calibrate --devices 0,1`, or `gemmgate baseline merge` of calibrations made on
-  several hosts).
+Noise, per case, at three levels (A/B, process, machine): gemmgate/baseline_noise.py.
 `ratio_runs`, `tflops_runs`, `ab_runs` and `run_machines` keep each run's median and the
-machine (host/GPU UUID) it ran on, so later merges recompute every level. Baselines from
-before machine ids count as one machine, "legacy:<commit>".
+machine (host/GPU UUID, host/machine id on the CPU) it ran on, so later merges recompute
+every level. Baselines from before machine ids count as one machine, "legacy:<commit>".
 
 Files are written only by `gemmgate baseline ...`, atomically, under a file lock
 (`write_merged`): the new cases are merged onto the file as it is at write time, so two
@@ -41,6 +33,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from gemmgate import stats
+from gemmgate.baseline_noise import from_runs, machine_of, stored_floor, tflops_machines_of
 from gemmgate.baseline_schema import (  # noqa: F401 - the model is part of this API
     SCHEMA,
     VERSION,
@@ -53,75 +46,15 @@ from gemmgate.baseline_schema import (  # noqa: F401 - the model is part of this
     from_json,
     load,
 )
-from gemmgate.compare import aa_noise, ab_noise
 from gemmgate.files import write_json_atomic
 from gemmgate.results import GATED, CaseResult, RunRecord
 
 # --- building ----------------------------------------------------------------------------
 
 
-def machine_of(result: CaseResult, env: dict) -> str:
-    """The machine a case ran on: host/GPU UUID on a GPU; on the CPU host/machine id
-    (`env.machine_id`), or the host alone in records from before machine ids."""
-    host = env.get("host") or "unknown-host"
-    here = result.telemetry.get("gpu_uuid") or env.get("machine_id")
-    return f"{host}/{here}" if here else host
-
-
 def _median_or_none(xs: Sequence[float | None]) -> float | None:
     vals = [x for x in xs if x is not None and math.isfinite(x)]
     return stats.median(vals) if vals else None
-
-
-def _by_machine(values: Sequence[float], machines: Sequence[str]) -> dict[str, list[float]]:
-    """Per-run medians grouped by the machine each ran on."""
-    by: dict[str, list[float]] = {}
-    for v, m in zip(values, machines):
-        by.setdefault(m, []).append(v)
-    return by
-
-
-def level_noise(values: Sequence[float], machines: Sequence[str]) -> tuple:
-    """(process, machine) spread of per-run medians tagged by machine: process is the
-    largest spread within one machine's runs (None without a machine of >= 2 runs),
-    machine the spread of all runs pooled (None with fewer than two machines)."""
-    by = _by_machine(values, machines)
-    within = [aa_noise(vs) for vs in by.values() if len(vs) > 1]
-    process = max(within) if within else None
-    machine = aa_noise(values) if len(by) > 1 else None
-    if machine is not None and process is not None:
-        machine = max(machine, process)
-    return process, machine
-
-
-def runs_behind(figure: float | None, values: Sequence[float], machines: Sequence[str],
-                level: str) -> int:
-    """How many runs a stored noise figure was estimated from, for the tolerance's factor
-    (`compare.noise_factor`): "process", the runs of the machine whose spread it is;
-    "machine", the machines pooled (their offsets are what it measures); "ab", the A/B
-    runs. 0 where the runs stored beside it do not give the figure (a level carried from
-    a calibration whose runs the file no longer lists: `_stored_floor`)."""
-    if figure is None or not values:
-        return 0
-    if level == "ab":
-        return len(values) if math.isclose(ab_noise(values), figure, rel_tol=1e-9) else 0
-    by = _by_machine(values, machines)
-    if level == "machine" and len(by) > 1 and math.isclose(aa_noise(values), figure,
-                                                           rel_tol=1e-9):
-        return len(by)
-    return next((len(vs) for vs in by.values() if len(vs) > 1
-                 and math.isclose(aa_noise(vs), figure, rel_tol=1e-9)), 0)
-
-
-def _noise(ratios, machines, tflops, tflops_machines, abs_, runs) -> Noise:
-    """Noise at every level from per-run medians (each list tagged with its machines)."""
-    process, machine = level_noise(ratios, machines) if ratios else (None, None)
-    if len(tflops_machines) != len(tflops):  # untagged: count them as one machine
-        tflops_machines = ["?"] * len(tflops)
-    tf_process, tf_machine = level_noise(tflops, tflops_machines) if tflops else (None, None)
-    return Noise(process, tf_process, ab_noise(abs_) if len(abs_) > 1 else None, machine,
-                 tf_machine, tuple(ratios), tuple(tflops), tuple(abs_), tuple(machines), runs,
-                 tuple(tflops_machines))
 
 
 def build(records: Sequence[RunRecord], chip_id: str, shapes: str) -> Baseline:
@@ -156,7 +89,7 @@ def build(records: Sequence[RunRecord], chip_id: str, shapes: str) -> Baseline:
         tf_rows = [(c.providers["triton"].tflops, m) for c, m in tagged
                    if c.providers["triton"].tflops]
         abs_ = [c.ab_median for c in cs if c.ab_median is not None]
-        noise = _noise([r for r, _ in ratio_rows], [m for _, m in ratio_rows],
+        noise = from_runs([r for r, _ in ratio_rows], [m for _, m in ratio_rows],
                        [t for t, _ in tf_rows], [m for _, m in tf_rows], abs_, len(cs))
         tiles = [c.telemetry.get("tuning") for c in cs]
         tuning = {**tiles[0], "runs_agree": all(
@@ -228,34 +161,6 @@ def merge(new: Baseline, old: Baseline | None) -> tuple[Baseline, list[str]]:
     return replace(new, provenance=prov, cases=cases), kept
 
 
-def _tflops_machines(n: Noise) -> tuple[str, ...]:
-    """The machine of each TFLOP/s run."""
-    if len(n.tflops_machines) == len(n.tflops_runs):
-        return n.tflops_machines
-    if len(n.run_machines) == len(n.tflops_runs):
-        return n.run_machines
-    return ("?",) * len(n.tflops_runs)
-
-
-_LEVELS = ("ratio", "tflops", "ab", "machine", "tflops_machine")
-
-
-def _stored_floor(pooled: Noise, stored: Sequence[Noise]) -> Noise:
-    """Each level's noise from the pooled runs, but never below what a part stored: a
-    baseline refreshed by `baseline update` keeps the noise of calibrations whose runs it
-    no longer lists (one run, one machine), so recomputing from its runs alone would drop
-    its process and machine levels (a merge of pr's 78 cases with one host's tf32x3 and
-    fp32 run once left 52 cases with no machine level and tf32x3 8192^3's TFLOP/s machine
-    noise at 0.1% where the stored calibration said 1.7%)."""
-    floors = {}
-    for level in _LEVELS:
-        values = [v for v in (getattr(pooled, level), *(getattr(n, level) for n in stored))
-                  if v is not None]
-        if values:
-            floors[level] = max(values)
-    return replace(pooled, **floors)
-
-
 def _tile(c: BaselineCase) -> dict | None:
     return c.tuning.get("config") if c.tuning else None
 
@@ -278,7 +183,7 @@ def combine(parts: Sequence[Baseline]) -> Baseline:
     """One baseline from calibrations made on several machines (`gemmgate baseline
     merge`): per case, every run median pooled with its machine; figures are the pooled
     medians, noise recomputed at each level, no level below a part's stored figure
-    (`_stored_floor`). Cases need not all be in every part. A part that ran a case on
+    (`stored_floor`). Cases need not all be in every part. A part that ran a case on
     another tile than the first part's (`other_tiles`) is left out of that case: pooled,
     the kernel's change would pass for machine noise (session 29: a run after tf32
     128 x 8192 x 8192's pick moved, +4% by A/B, took that case's machine noise from 1.4%
@@ -297,9 +202,9 @@ def combine(parts: Sequence[Baseline]) -> Baseline:
         ratios = [x for c in cs for x in c.noise.ratio_runs]
         machines = [m for c in cs for m in c.noise.run_machines]
         tflops = [x for c in cs for x in c.noise.tflops_runs]
-        tf_machines = [m for c in cs for m in _tflops_machines(c.noise)]
+        tf_machines = [m for c in cs for m in tflops_machines_of(c.noise)]
         abs_ = [x for c in cs for x in c.noise.ab_runs]
-        noise = _stored_floor(_noise(ratios, machines, tflops, tf_machines, abs_,
+        noise = stored_floor(from_runs(ratios, machines, tflops, tf_machines, abs_,
                                      sum(c.noise.runs for c in cs)), [c.noise for c in cs])
         provs = {}
         for name in cs[0].providers:

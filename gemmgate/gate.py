@@ -33,7 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gemmgate.accuracy import PASS
-from gemmgate.baselines import Baseline, BaselineCase, machine_of, runs_behind
+from gemmgate.baseline_noise import machine_of, runs_behind
+from gemmgate.baselines import Baseline, BaselineCase
 from gemmgate.compare import (
     IMPROVED,
     INCONCLUSIVE,

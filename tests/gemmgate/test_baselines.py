@@ -16,7 +16,7 @@ import pytest
 
 from gemmgate import baselines, stats
 from gemmgate.baselines import Baseline, BaselineError
-from gemmgate.compare import aa_noise, ab_noise
+from gemmgate.compare import aa_noise
 from gemmgate.results import CaseResult, ProviderResult, RunRecord
 from gemmgate.shapes import Case
 
@@ -332,23 +332,6 @@ def make_result_list() -> list[CaseResult]:
 
 # --- the three noise levels: machine ids, process, machine ----------------------------------
 
-def test_machine_of_is_host_and_gpu_uuid_on_a_gpu_and_the_host_on_the_cpu():
-    cpu = make_result(C1, [1.0], [0.9])
-    gpu = make_result(C1, [1.0], [0.9], gpu="GPU-1234")
-    assert baselines.machine_of(cpu, {"host": "box"}) == "box"
-    assert baselines.machine_of(gpu, {"host": "box"}) == "box/GPU-1234"
-    assert baselines.machine_of(cpu, {}) == "unknown-host"      # an environment without host
-
-
-def test_cpu_machines_of_one_host_name_are_told_apart_by_their_machine_id():
-    cpu = make_result(C1, [1.0], [0.9])
-    gpu = make_result(C1, [1.0], [0.9], gpu="GPU-1234")
-    assert baselines.machine_of(cpu, {"host": "vm", "machine_id": "a1"}) == "vm/a1"
-    assert baselines.machine_of(cpu, {"host": "vm", "machine_id": "b2"}) == "vm/b2"
-    assert baselines.machine_of(gpu, {"host": "vm", "machine_id": "a1"}) == "vm/GPU-1234"
-    assert baselines.machine_of(cpu, {"host": "vm", "machine_id": None}) == "vm"
-
-
 def test_two_vms_named_alike_give_machine_level_noise():
     recs = [make_run([make_result(C1, [1.0 + 0.01 * i], [0.9])], host="vm", machine_id=mid)
             for i, mid in enumerate(("a1", "a1", "b2", "b2"))]
@@ -357,22 +340,6 @@ def test_two_vms_named_alike_give_machine_level_noise():
     assert base.machines == {"vm/a1", "vm/b2"}
     assert case.noise.machine is not None
     assert base.provenance["machines"]["vm/a1"] == {"host": "vm", "runs": 2, "machine_id": "a1"}
-
-
-def test_level_noise_process_within_a_machine_machine_pooled():
-    assert baselines.level_noise([1.0], ["a"]) == (None, None)          # one run: nothing
-    assert baselines.level_noise([1.0, 1.1], ["a", "b"]) == (None, aa_noise([1.0, 1.1]))
-    p, m = baselines.level_noise([1.0, 1.02, 0.99], ["a"] * 3)
-    assert p == aa_noise([1.0, 1.02, 0.99]) and m is None               # one machine
-    vals = [1.0, 1.01, 1.05, 1.06]
-    p, m = baselines.level_noise(vals, ["a", "a", "b", "b"])
-    assert p == max(aa_noise([1.0, 1.01]), aa_noise([1.05, 1.06]))
-    assert m == aa_noise(vals) and m >= p
-    # the pooled spread can be below a machine's own: machine-level never narrower
-    vals, machines = [1.0, 1.0, 1.3, 1.3, 1.3], ["a", "a", "a", "b", "b"]
-    assert aa_noise(vals) < aa_noise(vals[:3])
-    p, m = baselines.level_noise(vals, machines)
-    assert m == p == aa_noise(vals[:3])
 
 
 def test_build_on_one_machine_process_noise_only_runs_tagged_with_the_host():
@@ -771,23 +738,6 @@ def test_a_case_twice_in_one_run_is_one_run_not_two():
     c = baselines.build([twice], "cpu", "s.csv").cases[K1]
     assert c.noise.runs == 1 and len(c.noise.ratio_runs) == 1 and c.noise.ratio is None
     assert c.providers["triton"].median_ms == pytest.approx(1.05)   # the first's
-
-
-def test_runs_behind_a_noise_figure():
-    """The runs a stored figure was estimated from: process, the runs of the machine whose
-    spread it is; machine, the machines pooled; A/B, its runs; 0 where the runs stored
-    beside it do not give it (a figure carried over from a calibration no longer listed)."""
-    vals, machines = [1.0, 1.02, 0.99, 1.0, 1.05], ["a", "a", "a", "b", "b"]
-    process, machine = baselines.level_noise(vals, machines)
-    assert process == aa_noise([1.0, 1.05])                       # b's spread is the larger
-    assert baselines.runs_behind(process, vals, machines, "process") == 2
-    assert baselines.runs_behind(aa_noise(vals[:3]), vals, machines, "process") == 3
-    assert baselines.runs_behind(machine, vals, machines, "machine") == 2   # two machines
-    assert baselines.runs_behind(0.07, vals, machines, "process") == 0      # carried
-    assert baselines.runs_behind(None, vals, machines, "process") == 0
-    ab = [1.0, 1.01, 0.995]
-    assert baselines.runs_behind(ab_noise(ab), ab, (), "ab") == 3
-    assert baselines.runs_behind(0.05, ab, (), "ab") == 0
 
 
 def test_a_calibration_on_one_machine_over_a_fleets_file_reports_the_lost_machine_level(
