@@ -86,7 +86,7 @@ def classify(error: float | Errors, mode: PrecisionMode) -> Accuracy:
 
 def relative_error(out, ref) -> float:
     """||out - ref||_F / ||ref||_F in float64; inf for NaN/Inf; 0/0 (empty or K=0) is 0."""
-    return errors(out, ref, blocks=False).whole
+    return errors(out, ref).whole
 
 
 def _ratio(diff2: float, ref2: float) -> float:
@@ -113,7 +113,7 @@ def kept_less(mine: float | None, theirs: float | None) -> bool:
 CHUNK_ELEMENTS = 1 << 24   # rows at a time: float64 temporaries stay ~0.7 GB a chunk
 
 
-def errors(out, ref, blocks: bool = True) -> Errors:
+def errors(out, ref) -> Errors:
     """The whole output's relative error and, for a 2-D output, its worst block's: runs of
     whole rows, and of whole columns, of at least BLOCK_ELEMENTS elements each. Computed
     a chunk of rows at a time (the float64 squares of a 16384 x 16384 output are 2 GiB
@@ -127,7 +127,7 @@ def errors(out, ref, blocks: bool = True) -> Errors:
     if out.dim() != 2:
         out, ref = out.reshape(1, -1), ref.reshape(1, -1)
     dtype, (m, n) = out.dtype, out.shape
-    rounded = blocks and dtype in (torch.bfloat16, torch.float16)
+    rounded = dtype in (torch.bfloat16, torch.float16)
     f64 = dict(dtype=torch.float64, device=out.device)
     row_d, row_r = torch.zeros(m, **f64), torch.zeros(m, **f64)
     col_d, col_r = torch.zeros(n, **f64), torch.zeros(n, **f64)
@@ -145,7 +145,7 @@ def errors(out, ref, blocks: bool = True) -> Errors:
     ref2 = float(row_r.sum())
     excess = _ratio(float(own), ref2) if rounded else None
     whole = Errors(_ratio(float(row_d.sum()), ref2), excess=excess)
-    if not blocks or not out.numel():
+    if not out.numel():
         return whole
     worst = whole
     for ds, rs, other, name in ((row_d, row_r, n, "rows"), (col_d, col_r, m, "columns")):
