@@ -20,6 +20,7 @@ from gemmgate.tune import (
     orphans,
     stale_items,
     table_data,
+    table_for,
     table_path,
     tune,
     write_table,
@@ -37,9 +38,12 @@ def tune_command(args, console, err) -> int:
     if ctx.chip.device_type == "cpu":
         raise ValueError("gemmgate tune needs a GPU: on the CPU the Triton interpreter runs "
                          "one fixed tile, so there is nothing to tune")
-    path = Path(args.table) if args.table else table_path(ctx.chip.id)
-    check_outputs((str(path), "--table"), (args.json, "--json"),
-                  inputs=(shapes_file(args.shapes),))
+    table = args.table if args.table is not None else str(table_path(ctx.chip.id))
+    check_outputs((table, "--table"), (args.json, "--json"), inputs=(shapes_file(args.shapes),))
+    path = Path(table)
+    if args.stale and args.table is not None and not path.exists():
+        raise ValueError(f"--table {table}: no such file, so no stale entries to retune")
+    table_for(path, ctx.chip.id)   # unusable or another chip's: said before any tuning
     items = None
     if args.stale:
         stale = stale_items(path)

@@ -103,10 +103,7 @@ def write_table(path: Path, chip_id: str, match: Sequence[str], new: Sequence[di
     path.parent.mkdir(parents=True, exist_ok=True)
     gone = {_where(d) for d in drop}
     with FileLock(str(path) + ".lock", timeout=600):
-        old = table_data(path)
-        if old.get("chip", chip_id) != chip_id:   # its `match` would be rewritten to ours
-            raise table_file.TableError(f"tuning table {path} is {old['chip']}'s, not "
-                                        f"{chip_id}'s: give this chip's --table")
+        old = table_for(path, chip_id)
         data = {"schema": table_file.SCHEMA, "version": table_file.VERSION, "chip": chip_id,
                 "match": list(match), "entries": [
                     e for e in merged(old["entries"], new) if _where(e) not in gone]}
@@ -137,6 +134,19 @@ class KeyWriter:
             self.entries.append(e)
 
 
+def table_for(path: Path, chip_id: str) -> dict:
+    """`table_data`, refused (TableError) where the file is another chip's: writing this
+    chip's entries would rewrite its `match` to ours. `gemmgate tune` asks before it
+    measures anything, and each write again under the lock."""
+    from kernels import table_file
+
+    old = table_data(path)
+    if old.get("chip", chip_id) != chip_id:
+        raise table_file.TableError(f"tuning table {path} is {old['chip']}'s, not "
+                                    f"{chip_id}'s: give this chip's --table")
+    return old
+
+
 def table_data(path: Path) -> dict:
     """The table file's contents; an empty table where there is no file yet."""
     from kernels import table_file
@@ -145,12 +155,15 @@ def table_data(path: Path) -> dict:
 
 
 def stale_items(path: Path) -> list[tuple[str, Case]]:
-    """(mode, case) of the table's entries tuned on another version of their kernel."""
-    return [_item(e) for e in _stale(path)]
+    """(mode, case) of the table's entries tuned on another version of their kernel, each
+    once (a case stale in two buckets is measured once: its key is where it tunes now)."""
+    return list(dict.fromkeys(_item(e) for e in _stale(path)))
 
 
 def _item(e: dict) -> tuple[str, Case]:
-    return e["mode"], Case(int(e["m"]), int(e["n"]), int(e["k"]), e.get("layout", "rr"),
+    from kernels.table_file import entry_mode
+
+    return entry_mode(e), Case(int(e["m"]), int(e["n"]), int(e["k"]), e.get("layout", "rr"),
                            int(e.get("pad", 0)))
 
 

@@ -35,9 +35,11 @@ from kernels import (
     matmul_tma_wide,
     matmul_ws,
 )
+from kernels.modes import MODES
 from kernels.tile import TileConfig
 
 SCHEMA, VERSION = "kernels.tuning-table", 1
+_LAYOUTS = ("rr", "rc", "cr", "cc")
 DEFAULT_DIR = Path(__file__).parent / "tuned"
 _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
             "tma_split": matmul_tma_split.KERNELS, "tma_streamk": matmul_tma_streamk.KERNELS,
@@ -70,16 +72,42 @@ def check_table(data, where: str) -> dict:
     `read_table` reads, and what a writer checks before it replaces a file."""
     ok = isinstance(data, dict) and data.get("schema") == SCHEMA and \
         data.get("version") == VERSION and isinstance(data.get("entries"), list) and \
-        isinstance(data.get("match"), list)
+        isinstance(data.get("match"), list) and all(isinstance(m, str) for m in data["match"])
     if not ok:
         raise TableError(f"tuning table {where} is not a {SCHEMA} v{VERSION} file")
     for i, e in enumerate(data["entries"]):
         try:
-            TileConfig(**e["config"])
-            int(e["m"]), int(e["n"]), int(e["k"]), str(e["bucket"]), str(e["kernel"])
+            _check_entry(e)
         except (KeyError, TypeError, ValueError) as err:
             raise TableError(f"tuning table {where}: entry {i} is invalid ({err})") from None
     return data
+
+
+def entry_mode(e: dict) -> str | None:
+    """An entry's precision mode: its `mode`, else its bucket's second word (buckets are
+    "<family> <mode> <layouts> <path> <ld class>": kernels/dispatch.py)."""
+    words = str(e.get("bucket", "")).split()
+    return e.get("mode", words[1] if len(words) > 1 else None)
+
+
+def _check_entry(e) -> None:
+    """An entry's fields the lookup and `gemmgate tune --stale` read (KeyError, TypeError
+    or ValueError naming the first that is wrong)."""
+    TileConfig(**e["config"])
+    for f in ("m", "n", "k", "pad"):
+        x = e.get(f, 0)
+        if type(x) is not int or x < 0:
+            raise ValueError(f"{f} is {x!r}: not a whole number >= 0")
+    for f in ("bucket", "kernel"):
+        if not isinstance(e[f], str):
+            raise TypeError(f"{f} is {e[f]!r}: not a string")
+    mode = entry_mode(e)
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r} is not one of {', '.join(MODES)}")
+    if e.get("mode", mode) != (e["bucket"].split() + ["", ""])[1]:
+        raise ValueError(f"mode {e['mode']!r} is not its bucket's ({e['bucket']!r})")
+    if e.get("layout", "rr") not in _LAYOUTS:
+        raise ValueError(f"layout {e['layout']!r} is not one of {', '.join(_LAYOUTS)}")
 
 
 @functools.cache

@@ -26,8 +26,8 @@ def rs(load_script):
 def _entry(mode="bf16", variant="tma", kernel="old", triton_version="3.6.0", **config):
     tile = {"block_m": 64, "block_n": 64, "block_k": 32, "group_m": 8, "num_stages": 3,
             "num_warps": 4, "variant": variant, "split_k": 1, **config}
-    return {"bucket": "b", "mode": mode, "m": 256, "n": 256, "k": 512, "layout": "rr",
-            "pad": 0, "config": tile, "kernel": kernel, "triton": triton_version}
+    return {"bucket": f"16bit {mode} rr tma ld8", "mode": mode, "m": 256, "n": 256, "k": 512,
+            "layout": "rr", "pad": 0, "config": tile, "kernel": kernel, "triton": triton_version}
 
 
 def test_plain_ptx_leaves_out_debug_info_only(rs):

@@ -165,7 +165,8 @@ def test_the_tuning_table_record_counts_entries_stale_ones_and_tritons(tmp_path)
     fresh = table_file.variant_hash("tma")
     config = {"block_m": 64, "block_n": 64, "block_k": 64, "group_m": 8, "num_stages": 3,
               "num_warps": 4, "variant": "tma"}
-    entry = {"bucket": "b", "m": 1, "n": 1, "k": 1, "config": config, "kernel": fresh}
+    entry = {"bucket": "16bit bf16 rr tma ld8", "m": 1, "n": 1, "k": 1, "config": config,
+             "kernel": fresh}
     (tmp_path / "nvidia-h200.json").write_text(json.dumps({
         "schema": table_file.SCHEMA, "version": table_file.VERSION, "match": ["h200"],
         "entries": [{**entry, "triton": "3.6.0"}, {**entry, "triton": "3.6.0"},

@@ -121,6 +121,9 @@ def test_stale_entries_become_cases_to_retune(tmp_path):
     (prefix, fields), = incumbents(path)   # its tile, to be timed first when retuned
     assert dict(fields) == asdict(TMA)
     assert KEY.startswith(prefix) and not KEY.replace("m4096", "m40960").startswith(prefix)
+    again = dict(e, bucket="16bit bf16 cr tma_split")   # the case stale in another bucket
+    write_table(path, "nvidia-h200", ("h200",), [again])
+    assert stale_items(path) == [("bf16", Case(4096, 4096, 4096, "cr", 8))]   # tuned once
 
 
 def test_a_stale_entry_whose_case_retuned_under_another_bucket_is_an_orphan(tmp_path):
@@ -149,8 +152,56 @@ def test_tune_refuses_the_cpu_and_bad_budgets(capsys):
     assert main(["tune", "--chip", "cpu"]) == 2
     assert "needs a GPU" in capsys.readouterr().err
     assert main(["tune", "--chip", "cpu", "--budget-per-key", "0"]) == 2
+    assert "--budget-per-key must be > 0 seconds, got 0" in capsys.readouterr().err
     assert main(["tune", "--chip", "nvidia-h200", "--stale", "--shapes", "16x16x16"]) == 2
     assert "--stale retunes the table's stale entries" in capsys.readouterr().err
+
+
+@pytest.fixture
+def not_cpu(monkeypatch):
+    """`gemmgate tune` past its CPU refusal: the CPU's context (the interpreter), its chip
+    claiming a GPU vendor. Measuring a case fails the test: these inputs must be refused
+    before any tuning."""
+    from dataclasses import replace
+
+    from gemmgate import cli_run, cli_tune
+
+    def ctx_of(args, **kw):
+        args.chip = "cpu"
+        ctx = cli_run.context_from_args(args, **kw)
+        chip = replace(ctx.chip, vendor="nvidia", match=("cpu",))
+        return replace(ctx, selection=replace(ctx.selection, chip=chip))
+
+    def no_tuning(*a, **k):
+        raise AssertionError("tuned before refusing its input")
+
+    monkeypatch.setattr(cli_tune, "context_from_args", ctx_of)
+    monkeypatch.setattr(cli_tune, "tune", no_tuning)
+
+
+def test_tune_refuses_an_empty_table_path_before_tuning(not_cpu, capsys):
+    """An unset CI variable (`--table "$TABLE"`) must not send the writes into the
+    committed table."""
+    assert main(["tune", "--shapes", "16x16x16", "--modes", "fp32", "--table", ""]) == 2
+    assert "--table is an empty path" in capsys.readouterr().err
+
+
+def test_tune_refuses_another_chips_or_a_broken_table_before_tuning(not_cpu, tmp_path, capsys):
+    other = tmp_path / "h100.json"
+    write_table(other, "nvidia-h100", ("h100",), [entry_of(_result(), ENV)])
+    broken = tmp_path / "broken.json"
+    broken.write_text("{broken")
+    for path, said in ((other, "is nvidia-h100's, not cpu's"), (broken, "is unreadable")):
+        before = path.read_text()
+        assert main(["tune", "--shapes", "16x16x16", "--modes", "fp32",
+                     "--table", str(path)]) == 2
+        assert said in capsys.readouterr().err and path.read_text() == before
+
+
+def test_tune_stale_with_a_table_that_is_not_there_is_an_error(not_cpu, tmp_path, capsys):
+    """A misspelt --table would otherwise say "no stale entries" and pass."""
+    assert main(["tune", "--stale", "--table", str(tmp_path / "nvidia-h20.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
 
 
 def test_tune_runs_cases_through_the_run_path_and_writes_entries(tmp_path):

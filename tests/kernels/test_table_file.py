@@ -35,6 +35,49 @@ def test_a_bad_table_names_the_file(tmp_path, bad, match):
         table_file.read_table(p)
 
 
+GOOD = {"bucket": "16bit bf16 rc tma ld8", "m": 64, "n": 64, "k": 64, "kernel": "k", "mode": "bf16",
+        "layout": "rc", "pad": 8, "config": asdict(TileConfig(64, 64, 32, 8, 2, 4, "tma"))}
+
+
+@pytest.mark.parametrize("change,match", [
+    ({}, None),
+    ({"mode": None}, None),                          # the bucket's: --stale reads it
+    ({"mode": None, "bucket": "16bit"}, "mode None is not one of"),
+    ({"mode": None, "bucket": "16bit bf17 rr tma"}, "mode 'bf17' is not one of"),
+    ({"mode": "bf17"}, "mode 'bf17'"),
+    ({"mode": "fp16"}, "mode 'fp16' is not its bucket's"),
+    ({"m": "64"}, "m is '64'"),
+    ({"k": 64.5}, "k is 64.5"),
+    ({"n": -1}, "n is -1"),
+    ({"pad": True}, "pad is True"),
+    ({"layout": "rx"}, "layout 'rx'"),
+    ({"bucket": 3, "mode": None}, "bucket is 3"),
+])
+def test_an_entry_the_lookup_or_a_retune_could_not_read_is_refused(tmp_path, change, match):
+    e = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
+    data = {"schema": table_file.SCHEMA, "version": 1, "match": ["h200"], "entries": [e]}
+    if match is None:
+        assert table_file.check_table(data, "t") == data
+    else:
+        with pytest.raises(table_file.TableError, match=f"entry 0 is invalid.*{match}"):
+            table_file.check_table(data, "t")
+
+
+def test_an_infinite_size_and_a_match_not_of_strings_are_refused(tmp_path):
+    """JSON's Infinity loads as a float (int() of it is OverflowError); the lookup lowers
+    each match string."""
+    p = tmp_path / "t.json"
+    text = json.dumps({"schema": table_file.SCHEMA, "version": 1, "match": ["h200"],
+                       "entries": [GOOD]})
+    p.write_text(text.replace('"m": 64', '"m": Infinity'))
+    with pytest.raises(table_file.TableError, match="m is inf"):
+        table_file.read_table(p)
+    p.write_text(json.dumps({"schema": table_file.SCHEMA, "version": 1, "match": ["h200", 200],
+                             "entries": []}))
+    with pytest.raises(table_file.TableError, match="not a kernels.tuning-table"):
+        table_file.read_table(p)
+
+
 def test_variant_hash_follows_the_source():
     assert table_file.variant_hash("tiled") != table_file.variant_hash("tma")
     assert len(table_file.variant_hash("tiled")) == 12
@@ -106,7 +149,8 @@ def test_the_first_lookup_of_a_table_warns_once_where_it_was_tuned_on_another_tr
     (d / "nvidia-h200.json").write_text(json.dumps({
         "schema": table_file.SCHEMA, "version": table_file.VERSION, "chip": "nvidia-h200",
         "match": ["h200"], "entries": [{
-            "bucket": "16bit bf16 rr tma", "m": 64, "n": 64, "k": 64, "config": asdict(config),
+            "bucket": "16bit bf16 rr tma", "mode": "bf16", "m": 64, "n": 64, "k": 64,
+            "config": asdict(config),
             "kernel": table_file.variant_hash("tma"), "triton": "2.9.0"}]}))
     table.reload()
     monkeypatch.setattr(table_file.triton, "__version__", "3.9.0")
