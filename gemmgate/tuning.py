@@ -49,7 +49,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from gemmgate.files import read_text, write_json_atomic
+from gemmgate.files import check_writable, read_text, write_json_atomic
 
 TileConfig = Any  # a kernel's frozen dataclass of tile fields; matched by value (asdict)
 
@@ -266,6 +266,9 @@ class Tuner:
         # read when searching, --retune too: an unusable cache is an error here, not at
         # the first tuned key's save (whose entries are kept: retune ignores them)
         cached = load_cache(setup.cache_path, setup.chip_id) if setup.searching else {}
+        if setup.searching:   # each search ends in a save: unwritable, before any is run
+            check_writable(setup.cache_path, "the tuning cache (GEMMGATE_TUNING_DIR, "
+                           "TuningSetup.cache_dir)")
         self.cache = {} if setup.retune else cached
         self.memo: dict[tuple, Choice] = {}
 

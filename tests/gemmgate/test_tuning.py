@@ -195,6 +195,17 @@ def test_a_corrupt_or_foreign_cache_is_a_clear_error(tmp_path, content, match):
     assert path.read_bytes() == (content if isinstance(content, bytes) else content.encode())
 
 
+def test_a_cache_that_cannot_be_written_is_an_error_before_any_search(tmp_path):
+    """Each search ends in a save: found there, its timing would be lost (the review's
+    read-only cache directory failed after three candidates were timed)."""
+    from gemmgate.files import InputError
+
+    (tmp_path / "cache").write_text("a file where the cache directory should be")
+    with pytest.raises(InputError, match="cannot write the tuning cache .*GEMMGATE_TUNING_DIR"):
+        Tuner(setup_for(tmp_path))
+    Tuner(setup_for(tmp_path, search=False))   # not searching: never saves, not checked
+
+
 def test_a_cached_tile_tuned_on_other_kernel_source_is_tuned_again(tmp_path):
     Tuner(setup_for(tmp_path)).chooser("old")(KEY, CANDIDATES,
                                                fake_bench({BIG: 2, MID: 1, SMALL: 3}, []))
