@@ -151,15 +151,36 @@ def load_function(path: str):
     return fn
 
 
-def parse_providers(text: str | None) -> tuple[str, ...]:
+def check_signature(path: str, fn, scaled: bool) -> None:
+    """ValueError naming the path where `fn` cannot be called as the harness calls a
+    custom provider: `fn(a, b, precision=..., out=...)`, plus `scale_a=`, `scale_b=` for
+    a scaled mode (fp8). Found here, not as a failure of every case (exit 1, which says
+    the kernel is wrong)."""
+    import inspect
+
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):   # no signature to read (a builtin): called as it is
+        return
+    kw = dict(precision=None, out=None, **(dict(scale_a=None, scale_b=None) if scaled else {}))
+    try:
+        sig.bind(None, None, **kw)
+    except TypeError as e:
+        raise ValueError(f"--providers {path}: {fn.__name__}{sig} cannot be called as "
+                         f"f(a, b, {', '.join(f'{k}=...' for k in kw)}) ({e}): the "
+                         "kernels.matmul contract") from None
+
+
+def parse_providers(text: str | None, scaled: bool = False) -> tuple[str, ...]:
     """'triton,vendor,inductor' -> ("triton", "vendor", "inductor"): triton and vendor
-    first whatever the order given, then the extras in order, duplicates dropped."""
+    first whatever the order given, then the extras in order, duplicates dropped.
+    `scaled`: a mode of the run takes scales (fp8), which a custom provider must take."""
     if text is None:
         return GATED
     names = tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
     for n in names:
         if ":" in n:
-            load_function(n)
+            check_signature(n, load_function(n), scaled)
         elif n not in KNOWN_PROVIDERS:
             raise ValueError(f"unknown provider {n!r}; known providers: "
                              f"{', '.join(KNOWN_PROVIDERS)}, or a module:function path")
@@ -239,7 +260,7 @@ def make_context(chip: str | None = None, shapes: str | None = None, modes: str 
         policy = replace(policy, block=block)
     _check_memory(cases, mode_list, device)
     # after TRITON_INTERPRET is set: a custom provider's module may import `kernels`
-    provider_names = parse_providers(providers)
+    provider_names = parse_providers(providers, any(m.scaled for m in mode_list))
     force = tuple(force)
     if not all(isinstance(f, tuple) and len(f) == 2 and isinstance(f[0], str) for f in force):
         raise ValueError(f"force takes (field, value) pairs, got {force!r}")

@@ -69,7 +69,9 @@ def kernel_call(matmul, choose, inp: GemmInputs, mode: PrecisionMode,
     call with its tile known costs, not the hook's candidate list on every call (eager
     timing includes the host path)."""
     out = _out(inp, mode)
-    a, b, sa, sb = inp.a, inp.b, inp.scale_a, inp.scale_b
+    a, b = inp.a, inp.b
+    # scales for a scaled mode only: a custom GEMM need not take them for others
+    scales = dict(scale_a=inp.scale_a, scale_b=inp.scale_b) if mode.scaled else {}
     hook: dict = {} if choose is None else {"choose": choose}
     fixed = choose is not None and _takes(matmul, "config")
     # The inputs stay the same through a case, as a weight does: a kernel that can keep
@@ -78,8 +80,7 @@ def kernel_call(matmul, choose, inp: GemmInputs, mode: PrecisionMode,
     keep = {"cache_copies": True} if keep_copies and _takes(matmul, "cache_copies") else {}
 
     def call() -> torch.Tensor:
-        got = matmul(a, b, precision=mode.name, out=out, scale_a=sa, scale_b=sb, **hook,
-                     **keep)
+        got = matmul(a, b, precision=mode.name, out=out, **scales, **hook, **keep)
         last = getattr(choose, "last", None)
         if fixed and "choose" in hook and last is not None:
             hook.clear()

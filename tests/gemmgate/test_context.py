@@ -18,7 +18,7 @@ import gemmgate.cli_run
 import gemmgate.run
 from gemmgate.chips import CHIPS, Selection
 from gemmgate.cli import main
-from gemmgate.context import check_devices, make_context, parse_devices
+from gemmgate.context import check_devices, make_context, parse_devices, parse_providers
 from gemmgate.precision import MODES
 from gemmgate.shapes import Case
 
@@ -197,6 +197,22 @@ def test_a_module_function_provider_is_imported_when_the_context_is_built(monkey
         with pytest.raises(ValueError, match=re.escape(path)) as e:
             make_context(chip="cpu", modes="fp32", providers=f"triton,vendor,{path}")
         assert why in str(e.value)
+
+
+def test_a_provider_that_cannot_be_called_as_the_contract_says_is_refused(monkeypatch):
+    """Found when the context is built (exit 2), not as every case failing (exit 1)."""
+    monkeypatch.syspath_prepend(str(HERE))
+    ok = make_context(chip="cpu", modes="fp32", providers="triton,vendor,custom_providers:unscaled")
+    assert ok.providers[-1] == "custom_providers:unscaled"
+    with pytest.raises(ValueError, match=re.escape("--providers custom_providers:one_operand: "
+                                                   "one_operand(a) cannot be called as f(a, b, "
+                                                   "precision=..., out=...)")):
+        make_context(chip="cpu", modes="fp32",
+                     providers="triton,vendor,custom_providers:one_operand")
+    # a run with fp8 (not on the CPU: make_context's check for it, called directly)
+    with pytest.raises(ValueError, match=re.escape(
+            "f(a, b, precision=..., out=..., scale_a=..., scale_b=...)")):
+        parse_providers("triton,vendor,custom_providers:unscaled", scaled=True)
 
 
 def test_a_bad_provider_path_exits_2_before_any_work(cwd, no_measuring, capsys):

@@ -249,11 +249,12 @@ def test_the_hook_is_asked_once_then_the_tile_is_passed():
 def test_kernel_call_asks_a_kernel_that_can_to_keep_its_operand_copies():
     seen = []
 
-    def keeps(a, b, *, precision, out, scale_a, scale_b, cache_copies=False):
+    def keeps(a, b, *, precision, out, scale_a=None, scale_b=None,
+              cache_copies=False):
         seen.append(cache_copies)
         return out
 
-    def plain(a, b, *, precision, out, scale_a, scale_b):   # an old commit's contract
+    def plain(a, b, *, precision, out, scale_a=None, scale_b=None):   # an old commit's contract
         seen.append("plain")
         return out
 

@@ -132,6 +132,14 @@ def _extras_ctx(*names: str):
                         providers=",".join(("triton", "vendor") + names))
 
 
+def test_a_provider_without_fp8s_scales_runs_the_other_modes(custom):
+    """The scales are passed in a scaled mode only (they were passed always: a GEMM
+    without them failed every case)."""
+    ctx = _extras_ctx("custom_providers:unscaled")
+    r = Runner(ctx).run_case(MODES["fp32"], Case(16, 24, 32))
+    assert r.providers["custom_providers:unscaled"].accuracy == "pass" and r.passed
+
+
 def test_a_correct_custom_provider_passes_and_has_its_ratio(custom):
     ctx = _extras_ctx("custom_providers:correct", "custom_providers:hooked")
     r = Runner(ctx).run_case(MODES["fp32"], Case(16, 24, 32))
