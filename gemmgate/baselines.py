@@ -5,7 +5,8 @@ gemmgate/baseline_noise.py).
 
 Schema "gemmgate.baseline" version 1 (fields added since are optional):
   {"schema", "version", "chip", "provenance": {environment record, shapes, modes, runs,
-                                               machines: {id: {host, gpu_uuid, ...}}},
+                                               machines: {id: {host, gpu_uuid, ...}},
+                                               run_ids: [each run's id: `run_id`]},
    "cases": {"<mode>-<case id>": {"mode", "m", "n", "k", "layout", "ratio",
              "providers": {"triton"|"vendor": {"median_ms", "quantiles_ms", "tflops",
                                                "error"}},
@@ -57,6 +58,26 @@ def _median_or_none(xs: Sequence[float | None]) -> float | None:
     return stats.median(vals) if vals else None
 
 
+def run_id(rec: RunRecord) -> str:
+    """A run's identity: the random id its environment record was given when it ran
+    (`run.environment_of`), which a copy of it (a calibration's --keep-runs file) keeps;
+    for a run from before those ids, a hash of its cases' timing samples. Stored in a
+    baseline's provenance (`run_ids`), so `gemmgate baseline merge` pools a run once."""
+    import hashlib
+
+    if isinstance(rec.environment.get("run_id"), str):
+        return rec.environment["run_id"]
+    held = [[c.key, {n: list(p.samples_ms) for n, p in sorted(c.providers.items())}]
+            for c in rec.cases]
+    return hashlib.sha256(json.dumps(held).encode()).hexdigest()[:16]
+
+
+def run_ids(base: Baseline) -> list[str]:
+    """The identities of the runs a baseline was built from (none before they were kept)."""
+    ids = base.provenance.get("run_ids")
+    return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+
+
 def build(records: Sequence[RunRecord], chip_id: str, shapes: str) -> Baseline:
     """A baseline from one or more runs of the same set (medians over runs, noise at each
     level the runs allow)."""
@@ -99,7 +120,7 @@ def build(records: Sequence[RunRecord], chip_id: str, shapes: str) -> Baseline:
     env = dict(records[0].environment)
     env.update(shapes=shapes, runs=len(records),
                modes=sorted({c.mode for c in cases.values()}),
-               machines=_machines(records))
+               machines=_machines(records), run_ids=[run_id(r) for r in records])
     return Baseline(chip_id, env, cases)
 
 
@@ -158,6 +179,8 @@ def merge(new: Baseline, old: Baseline | None) -> tuple[Baseline, list[str]]:
         if "machines" in old.provenance or "machines" in prov:   # the kept cases' too
             prov["machines"] = {**(old.provenance.get("machines") or {}),
                                 **(prov.get("machines") or {})}
+        if run_ids(old):
+            prov["run_ids"] = list(dict.fromkeys(run_ids(old) + run_ids(new)))
     return replace(new, provenance=prov, cases=cases), kept
 
 
@@ -222,6 +245,7 @@ def combine(parts: Sequence[Baseline]) -> Baseline:
     for p in parts:
         machines_prov.update(p.provenance.get("machines") or {})
     dirty = [p.provenance.get("dirty") for p in parts]
+    prov.update(run_ids=list(dict.fromkeys(i for p in parts for i in run_ids(p))))
     prov.update(runs=sum(p.provenance.get("runs", 0) for p in parts), machines=machines_prov,
                 modes=sorted({c.mode for c in cases.values()}),
                 merged_from=[p.provenance.get("commit") for p in parts],

@@ -258,7 +258,23 @@ def _merge_inputs(inputs: list[str]) -> tuple[list, list[str]]:
         if chip_id is None or any(r.environment.get("chip") != chip_id for r in runs):
             raise ValueError("baseline merge: the run files are not all of one chip")
         parts.append(baselines.build(runs, chip_id, runs[0].shapes))
+    _each_run_once([(baselines.run_ids(p), n) for p, n in zip(parts, names) if n in inputs]
+                   + [([baselines.run_id(r)], n) for r, n in zip(runs, run_names)])
     return parts, names
+
+
+def _each_run_once(held_by: list[tuple[list[str], str]]) -> None:
+    """ValueError where a run is behind two inputs (a calibration and its own --keep-runs
+    file, or two merges of one run): pooled twice, its medians would count as two runs,
+    and the tolerance's factor for few runs would shrink (2 runs: x48; 4: x3.4)."""
+    held: dict[str, str] = {}
+    for ids, name in held_by:
+        for rid in ids:
+            if rid in held and held[rid] != name:
+                raise ValueError(f"baseline merge: a run is in both {held[rid]} and {name} "
+                                 "(a calibration's --keep-runs file, or an input merged "
+                                 "already); give each run once (it would count twice)")
+            held.setdefault(rid, name)
 
 
 def _same_measurement(records: list[tuple[dict, str]]) -> None:
@@ -287,6 +303,8 @@ def _is_run(path: str) -> bool:
 def _calibration_run(path: str) -> RunRecord:
     """A run that may calibrate: no injected slowdown, no accuracy failure, no extras."""
     rec = RunRecord.load(path)
+    if not rec.cases:
+        raise ValueError(f"{path}: the run holds no cases, so it cannot calibrate a baseline")
     env = rec.environment
     if env.get("inject_slowdown"):
         raise ValueError(f"{path}: a run with an injected slowdown "

@@ -20,6 +20,7 @@ import contextlib
 import inspect
 import math
 import os
+import uuid
 import zlib
 from dataclasses import replace
 
@@ -246,7 +247,7 @@ def environment_of(ctx: RunContext) -> dict:
     env = environment(ctx.chip.id, ctx.policy.method, ctx.device_index,
                       ctx.devices if ctx.chip.device_type != "cpu" else ())
     env.update(devices=list(ctx.devices), block=ctx.policy.block, ab_ref=ctx.reference,
-               inject_slowdown=ctx.slowdown)
+               inject_slowdown=ctx.slowdown, run_id=uuid.uuid4().hex[:16])
     if ctx.providers[2:]:  # extras (--providers); a baseline's runs never have any
         env["providers"] = list(ctx.providers)
     if not ctx.keep_copies:  # --copies per-call: operand copies timed in every call

@@ -72,7 +72,8 @@ def _on_host(work, name: str, host: str, scale: float = 1.0):
     """A copy of the baseline b.json (as `name`, not b.json) as if calibrated on `host`
     (its runs, provenance), every stored ratio scaled by `scale`."""
     def edit(data):
-        data["provenance"].update(host=host, machines={host: {"host": host, "runs": 1}})
+        data["provenance"].update(host=host, machines={host: {"host": host, "runs": 1}},
+                                  run_ids=[f"run-on-{host}"])   # another calibration's
         for c in data["cases"].values():
             c["ratio"] *= scale
             runs = [r * scale for r in c["noise"]["ratio_runs"]]
@@ -288,7 +289,15 @@ def test_g_calibrate_two_fresh_runs(work, capsys):
         r = c.noise.ratio
         assert isinstance(r, float) and math.isfinite(r) and r >= 0
         assert c.noise.run_machines == (HERE, HERE) and c.noise.machine is None
+    assert len(set(data.provenance["run_ids"])) == 2
     assert "wrote" in capsys.readouterr().out
+    # its own kept runs pooled again would count each run twice: refused, nothing written
+    merged = work / "merged.json"
+    assert main(["baseline", "merge", str(out), str(work / "kept" / "run2.json"),
+                 "--output", str(merged)]) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert f"a run is in both {out} and {work / 'kept' / 'run2.json'}" in err
+    assert not merged.exists()
 
 
 def test_h_update_over_existing_shows_old_beside_new(work, base_file, capsys):
@@ -585,7 +594,7 @@ def test_m_merge_refuses_an_input_given_twice(work, base_file, synthetic_timing,
     assert not out.exists()
 
 
-@pytest.mark.parametrize("what", ["injected", "failed", "other-chip"])
+@pytest.mark.parametrize("what", ["injected", "failed", "other-chip", "empty"])
 def test_m_merge_refuses_runs_that_cannot_calibrate(work, base_file, synthetic_timing,
                                                      capsys, what):
     a = _on_host(work, "on-a.json", "host-a")
@@ -596,6 +605,9 @@ def test_m_merge_refuses_runs_that_cannot_calibrate(work, base_file, synthetic_t
         msg = "accuracy failures cannot calibrate a baseline: fp32-m32-n32-k32"
     elif what == "injected":
         msg = "a run with an injected slowdown (0.05) cannot calibrate a baseline"
+    elif what == "empty":   # no cases: not one more calibration
+        data["cases"] = []
+        msg = "the run holds no cases, so it cannot calibrate a baseline"
     else:
         data["environment"]["chip"] = "nvidia-h200"
         msg = "cannot merge baselines of different chips"
