@@ -70,7 +70,7 @@ def check_rows(source: str, data: dict, rc: int | str = "") -> list[dict]:
                                           if t.get("tuning") else "")
 
         rows.append({
-            "source": source, "commit": (env.get("commit") or "")[:10],
+            "source": source, "commit": str(env.get("commit") or "")[:10],
             "date": str(env.get("date", "")).removesuffix("+00:00"),
             "injected": _g(gate.get("inject_slowdown", 0.0)),
             "ab_ref": (gate.get("ab_ref") or "")[:10], "mode": c["mode"],
@@ -204,12 +204,20 @@ def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
     judgement fails). Each check's cases are its final measurements (re-measured where
     the check re-measured)."""
     rows = []
+    seen: dict[str, str] = {}
     for p in paths:
+        text = read_text(p, "check file")
+        if text in seen:   # its verdicts would count twice in the rates
+            raise ValueError(f"check file {p} is the same check as {seen[text]}: give each "
+                             "check once")
+        seen[text] = str(p)
         try:
-            data = json.loads(read_text(p, "check file"))
+            data = json.loads(text)
         except json.JSONDecodeError as e:
             raise ValueError(f"check file {p} is not JSON ({e})") from None
         rec = RunRecord.from_json(data, str(p))
+        # rows are read from the record as the typed loader checked it, not the raw file
+        data = {**rec.to_json(), "gate": data.get("gate")}
         chip = rec.environment.get("chip")
         if chip is not None and chip != baseline.chip:
             raise ValueError(f"{p} was checked on {chip}; the baseline is {baseline.chip}'s")

@@ -194,6 +194,39 @@ def test_rejudge_judges_recorded_checks_against_another_baseline(tmp_path, synth
     assert "--deadline must be > 0 seconds" in capsys.readouterr().err
 
 
+def test_rejudge_reads_a_check_as_the_run_loader_checked_it(tmp_path, synthetic_record,
+                                                              capsys):
+    """Rows come from the typed record, not the raw file: a case without its (optional)
+    id, a commit that is not a string, an unreadable ratio (recomputed from the samples)
+    were a traceback or an unnamed error; the same check twice is refused (its verdicts
+    would count twice)."""
+    from gemmgate import baselines as bl
+
+    rec = synthetic_record([("fp32", A), ("fp32", B)])
+    data = _check_json(rec, {}, 0.0)
+    for c in data["cases"]:
+        del c["id"]
+    data["cases"][0]["ratio"] = "x"
+    data["environment"]["commit"] = 5
+    check = tmp_path / "g0" / "check_1_0.json"
+    check.parent.mkdir()
+    check.write_text(json.dumps(data))
+    path = tmp_path / "same.json"
+    bl.save(path, bl.build([rec], "cpu", "test"))
+    out = tmp_path / "out"
+    assert main(["trials", "--rejudge", str(check), "--baseline", str(path),
+                 "--out", str(out)]) == 0
+    rows = trials.read_csv(out / "checks.csv")
+    assert [r["case"] for r in rows] == ["m32-n32-k32", "m48-n16-k64"]
+    assert {r["commit"] for r in rows} == {"5"} and float(rows[0]["ratio"]) > 0   # recomputed
+    copy = tmp_path / "copy.json"
+    copy.write_text(check.read_text())
+    assert main(["trials", "--rejudge", str(check), str(copy), "--baseline", str(path),
+                 "--out", str(tmp_path / "out2")]) == 2
+    assert f"check file {copy} is the same check as {check}" in \
+        capsys.readouterr().err.replace("\n", "")
+
+
 def trials_replace(case, scale: float):
     """A baseline case with its stored ratio (and runs) scaled, noise from one run."""
     from dataclasses import replace
