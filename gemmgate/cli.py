@@ -75,6 +75,14 @@ def _ref(text: str) -> str:
     return text
 
 
+def _folder(text: str) -> str:
+    """A folder option's value: an empty one (an unset CI variable) would write into the
+    current directory (`report -o ""` wrote index.html there)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is an empty path: give a folder")
+    return text
+
+
 def _ab_arg(p: argparse.ArgumentParser, extra: str = "") -> None:
     p.add_argument("--ab-ref", metavar="REF", type=_ref,
                    help="also time the kernel at git REF in the same process (A/B)" + extra)
@@ -138,7 +146,7 @@ def _baseline_parsers(sub) -> None:
         p.add_argument("--runs", type=int, default=1 if name == "update" else 5,
                        help="independent runs (fresh processes)")
         if name == "calibrate":
-            p.add_argument("--keep-runs", metavar="DIR",
+            p.add_argument("--keep-runs", metavar="DIR", type=_folder,
                            help="also keep each calibration run's JSON here (run1.json ...)")
             _ab_arg(p, ": stores each case's A/B noise, the spread `check --ab-ref` sees "
                        "when nothing changed; REF's kernels/ must be the tree's (e.g. HEAD)")
@@ -169,7 +177,7 @@ def _trials_parser(sub) -> None:
                         "against --baseline (e.g. a baseline that leaves their machine out)")
     t.add_argument("--floor", type=float, default=None,
                    help="with --rejudge: minimum tolerance (default: each check's own)")
-    t.add_argument("--out", required=True, metavar="DIR",
+    t.add_argument("--out", required=True, metavar="DIR", type=_folder,
                    help="folder for each check's JSON and the summary checks.csv")
 
 
@@ -204,7 +212,7 @@ def _report_parser(sub) -> None:
                    help="a baseline file (baselines/<chip>.json), for history and cross-chip; "
                         "repeat it for several (one file a flag: run files after it stay "
                         "run files)")
-    r.add_argument("-o", "--output", required=True, metavar="DIR",
+    r.add_argument("-o", "--output", required=True, metavar="DIR", type=_folder,
                    help="folder for index.html and the PNGs")
 
 

@@ -53,6 +53,9 @@ def check_outputs(*paths: tuple[str | None, str], append: str | None = None,
             continue
         if not str(path).strip():
             raise InputError(f"{what} is an empty path: give a file path")
+        if str(path) == "-":   # not stdout: it would be a file named "-"
+            raise InputError(f"{what} is '-': gemmgate writes a file, not standard "
+                             "output; give a file path")
         key = _same_file(path)
         if key in taken:
             raise InputError(f"{what} {path} is also {taken[key]}: writing it would "

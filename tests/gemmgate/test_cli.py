@@ -92,6 +92,23 @@ def test_an_output_that_is_an_input_or_empty_is_exit_2_and_the_input_kept(tmp_pa
     assert pins.read_bytes() == CPU_BASELINE.read_bytes()
 
 
+@pytest.mark.parametrize("argv, said", [
+    (["report", "run.json", "-o", ""], "-o/--output: is an empty path: give a folder"),
+    (["trials", "--chip", "cpu", "--out", " "], "--out: is an empty path"),
+    (["baseline", "calibrate", "--chip", "cpu", "--keep-runs", ""], "--keep-runs: is an empty"),
+    (["run", "--chip", "cpu", "--json", "-"], "--json is '-': gemmgate writes a file"),
+    (["check", "--chip", "cpu", "--comment", "-"], "--comment is '-'"),
+])
+def test_an_empty_folder_or_a_dash_for_an_output_is_exit_2_before_any_work(
+        argv, said, tmp_path, monkeypatch, capsys):
+    """An unset CI variable for a folder wrote into the current directory (`report -o ""`:
+    index.html and its figures there); `--json -` wrote a file named "-"."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert said in capsys.readouterr().err.replace("\n", " ")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("edit, said", [
     (lambda d: d.update(chip="nvidia-h200"), "is for chip nvidia-h200, not cpu"),
     (lambda d: next(iter(d["cases"].values())).update(m="64"), "corrupt"),
