@@ -20,6 +20,11 @@ def report_command(args, console, err) -> int:
     if not runs and not bases:
         raise ValueError("nothing to report: give run files (gemmgate run --json) and/or "
                          "--baseline FILE")
+    given: dict[str, str] = {}
+    for f in runs + bases:   # twice, it would be drawn twice (its history's own step)
+        same = given.setdefault(str(Path(f).resolve()), f)
+        if same != f or (runs + bases).count(f) > 1:
+            raise ValueError(f"{f} is given twice (as {same}): give each file once")
     out = Path(args.output)
     check_writable(out / "index.html", "-o (the report folder)")
     from gemmgate import report_page  # matplotlib: only for this command

@@ -45,14 +45,17 @@ def _bad_inputs(tmp_path, run_file):
         "baseline of another version": ([r, "--baseline", str(tmp_path / "base99.json")],
                                         "base99.json"),
         "baseline is a run": ([r, "--baseline", r], "run.json"),
+        "baseline is a run, once": (["--baseline", r], "run.json"),
         "nothing given": ([], "nothing to report"),
+        "run given twice": ([r, str(Path(r).parent / "." / Path(r).name)], "given twice"),
     }
 
 
 @pytest.mark.parametrize("what", ["missing run", "run not JSON", "run of another schema",
                                   "run with a bad case", "missing baseline",
                                   "baseline of another version", "baseline is a run",
-                                  "nothing given"])
+                                  "baseline is a run, once",
+                                  "nothing given", "run given twice"])
 def test_bad_input_is_exit_2_naming_the_file_and_nothing_is_drawn(tmp_path, run_file, capsys,
                                                                    what):
     argv, text = _bad_inputs(tmp_path, run_file)[what]
