@@ -165,6 +165,11 @@ def _opt(x):
 def from_json(data, where: str = "<data>") -> Baseline:
     """The typed baseline of a file's JSON; BaselineError names the file and the field."""
     _need(isinstance(data, dict), where, "top level is not an object")
+    if isinstance(data.get("schema"), str) and data["schema"].startswith("gemmgate.") and \
+            data["schema"] != SCHEMA:   # another of gemmgate's files: say which
+        raise BaselineError(f"{where} is not a baseline: it is a {data['schema']} file "
+                            f"(a baseline's schema is {SCHEMA!r}: `gemmgate baseline "
+                            "calibrate` writes one)")
     _need(data.get("schema") == SCHEMA, where, f"schema is {data.get('schema')!r}, "
                                                f"expected {SCHEMA!r}")
     if data.get("version") != VERSION:

@@ -124,8 +124,11 @@ def test_load_not_json_is_corrupt(tmp_path):
 
 
 def test_load_wrong_schema_name(tmp_path, good):
-    data = dict(_js(good[1]), schema="gemmgate.run/1")
-    with pytest.raises(BaselineError, match="schema is 'gemmgate.run/1'"):
+    data = dict(_js(good[1]), schema="gemmgate.run/1")    # another of gemmgate's files
+    with pytest.raises(BaselineError, match="is not a baseline: it is a gemmgate.run/1 file"):
+        baselines.load(_write(tmp_path, data))
+    data = dict(_js(good[1]), schema="other")
+    with pytest.raises(BaselineError, match="corrupt: schema is 'other'"):
         baselines.load(_write(tmp_path, data))
 
 
