@@ -164,8 +164,13 @@ def commit_range(good: str, bad: str, repo: str | Path = ".") \
                          "no commit to search")
     anc = _git(repo, "merge-base", "--is-ancestor", g, b)
     if anc.returncode == 1:
+        shallow = _git(repo, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"
         raise ValueError(f"GOOD {good!r} ({g[:12]}) is not an ancestor of BAD {bad!r} "
-                         f"({b[:12]}): give an older GOOD (swapped arguments?)")
+                         f"({b[:12]})" + (
+                             " in this shallow clone, whose history between them may be "
+                             "missing: fetch it (actions/checkout fetch-depth: 0, or git "
+                             "fetch --unshallow)" if shallow else
+                             ": give an older GOOD (swapped arguments?)"))
     if anc.returncode != 0:
         raise ValueError(f"git merge-base {g[:12]} {b[:12]}: {anc.stderr.strip()}")
     out = _git(repo, "log", "--first-parent", "--reverse", _FORMAT, f"{g}..{b}")

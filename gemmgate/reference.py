@@ -53,8 +53,18 @@ def resolve(ref: str, repo: str | Path = ".", what: str = "--ab-ref") -> str:
     return out.stdout.strip()
 
 
+def _top(repo: str | Path) -> Path:
+    """The work tree's top: git's pathspecs (`kernels`) are relative to the current
+    directory, and from a subdirectory they named another folder (tests/kernels, whose
+    import then fell through to this tree's package)."""
+    out = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=repo,
+                         capture_output=True, text=True, timeout=30)
+    return Path(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() \
+        else Path(repo)
+
+
 def _extract(sha: str, repo: str | Path) -> Path:
-    out = subprocess.run(["git", "archive", "--format=tar", sha, "kernels"], cwd=repo,
+    out = subprocess.run(["git", "archive", "--format=tar", sha, "kernels"], cwd=_top(repo),
                          capture_output=True, timeout=60)
     if out.returncode != 0:
         raise ValueError(f"commit {sha[:12]} has no kernels/ directory "
@@ -110,12 +120,15 @@ def _sweep(tmp: Path) -> list[Path]:
         probe = FileLock(d / _OWNER)
         try:
             probe.acquire(timeout=0)
-        except Timeout:
-            continue   # its owner lives
+        except (Timeout, OSError):   # its owner lives; or another sweeper removed it
+            continue
         try:
             shutil.rmtree(d, ignore_errors=True)
         finally:
-            probe.release()
+            try:
+                probe.release()
+            except OSError:   # a sweeper beside this one took the directory first
+                pass
         gone.append(d)
     return gone
 
@@ -147,11 +160,20 @@ def load(ref: str, repo: str | Path = ".") -> tuple[str, ModuleType]:
     """(commit id, the reference `kernels` package) for `ref`; loaded once per commit."""
     sha = resolve(ref, repo)
     if sha not in _LOADED:
+        root = _extract(sha, repo)
+        # without __init__.py the extraction is a namespace portion, and the import would
+        # find this tree's package further down sys.path: the "reference" is this tree
+        if not (root / "kernels" / "__init__.py").is_file():
+            raise ValueError(f"kernels/ at {sha[:12]} has no __init__.py, so it is not "
+                             "a package of its own")
         try:
-            pkg = _import_isolated(_extract(sha, repo), f"gemmgate_ref_{sha[:12]}")
-        except (ImportError, SyntaxError, AttributeError) as e:
+            pkg = _import_isolated(root, f"gemmgate_ref_{sha[:12]}")
+        except Exception as e:   # whatever its import raises (a NameError at module level)
             raise ValueError(f"kernels/ at {sha[:12]} does not import: "
                              f"{type(e).__name__}: {e}") from None
+        if Path(pkg.__file__ or "").resolve().parent != (root / "kernels").resolve():
+            raise ValueError(f"kernels/ at {sha[:12]} imported as {pkg.__file__}, not "
+                             "from its extraction")
         if not callable(getattr(pkg, "matmul", None)):
             raise ValueError(f"kernels/ at {sha[:12]} has no matmul()")
         _LOADED[sha] = pkg
@@ -164,12 +186,13 @@ def same_kernels(ref: str, repo: str | Path = ".") -> str:
     sha = resolve(ref, repo)
     # `git diff --quiet` trusts stale stat data (a copied tree: every file looks touched)
     # and answers "differs" without reading the files: refresh the index first.
-    subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=repo, capture_output=True,
+    top = _top(repo)
+    subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=top, capture_output=True,
                    timeout=60)
-    diff = subprocess.run(["git", "diff", "--quiet", sha, "--", "kernels"], cwd=repo,
+    diff = subprocess.run(["git", "diff", "--quiet", sha, "--", "kernels"], cwd=top,
                           capture_output=True, timeout=60)
     untracked = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "--",
-                                "kernels"], cwd=repo, capture_output=True, text=True,
+                                "kernels"], cwd=top, capture_output=True, text=True,
                                timeout=60).stdout.split()   # (git diff does not see them:
     if diff.returncode != 0 or untracked:                   # a new chip's tuning table)
         extra = f" (untracked: {', '.join(untracked[:3])})" if untracked else ""

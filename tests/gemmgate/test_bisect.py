@@ -214,7 +214,7 @@ def _git(repo, *args: str) -> str:
 def _make_history(d, costs) -> list[str]:
     """A new git repository in `d` (as tests/conftest.py's `_repo_with_kernels` makes
     one) with a copy of this checkout's kernels/ committed once per entry of `costs` (a
-    float: configs.py ends in COST = that; "broken": configs.py raises on import;
+    float: configs.py ends in COST = that; "broken": configs.py raises NameError on import;
     "nochoose": matmul lacks the choose= hook); the commits, oldest first."""
     if shutil.which("git") is None:
         pytest.skip("needs git")
@@ -226,7 +226,9 @@ def _make_history(d, costs) -> list[str]:
     original, original_init = configs.read_text(), init.read_text()
     shas = []
     for i, cost in enumerate(costs):
-        tail = ('raise ImportError("broken on purpose")\n' if cost == "broken"
+        # broken: a NameError, not an ImportError (any exception a commit's import
+        # raises skips it; ImportError alone was caught once)
+        tail = ("undefined_name_broken_on_purpose\n" if cost == "broken"
                 else f"COST = {cost!r}\n")
         configs.write_text(original + f"\nSTEP = {i}\n" + tail)
         init.write_text(original_init + (NO_CHOOSE if cost == "nochoose" else ""))
@@ -478,3 +480,20 @@ def test_commit_range_is_the_first_parent_history(planted):
     assert (good.sha, bad.sha) == (shas[2], shas[-1])
     assert [c.sha for c in commits] == shas[3:]
     assert commits[0].subject == "step 3: cost 1.0"
+
+
+@needs_git
+def test_a_shallow_clone_missing_the_history_says_so(planted, tmp_path):
+    """GOOD fetched alone into a shallow clone is an ancestor git cannot see: the message
+    said "swapped arguments?"."""
+    d, shas = planted
+    clone = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{d}", str(clone)],
+                   check=True)
+    subprocess.run(["git", "fetch", "-q", "--depth", "1", "origin", shas[0]], cwd=clone,
+                   check=True)
+    with pytest.raises(ValueError, match="in this shallow clone, whose history between "
+                                         "them may be missing"):
+        commit_range(shas[0], "HEAD", clone)
+    with pytest.raises(ValueError, match="swapped arguments"):   # a full clone: as before
+        commit_range("HEAD", shas[0], d)

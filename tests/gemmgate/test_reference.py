@@ -4,6 +4,7 @@ with a marker that differs, so the test can tell which commit's files were impor
 
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -83,16 +84,61 @@ def test_a_reference_from_before_the_choose_hook_is_refused(kernels_repo, tmp_pa
 
 
 def test_a_reference_that_does_not_import_is_a_clear_error(kernels_repo, tmp_path):
-    import subprocess
-
-    d = tmp_path / "broken"
-    shutil.copytree(kernels_repo[0], d)
-    (d / "kernels").mkdir(exist_ok=True)  # HEAD of the fixture repo dropped kernels/
-    (d / "kernels" / "__init__.py").write_text("from gemmgate.no_such_module import x\n")
-    subprocess.run(["git", "add", "-A"], cwd=d, check=True)
-    subprocess.run(["git", "commit", "-q", "-m", "broken"], cwd=d, check=True)
+    d = _commit_kernels(kernels_repo, tmp_path, "broken",
+                        {"__init__.py": "from gemmgate.no_such_module import x\n"})
     with pytest.raises(ValueError, match="does not import"):
         reference.load("HEAD", d)
+
+
+def _commit_kernels(kernels_repo, tmp_path, name: str, files: dict) -> Path:
+    """A copy of the fixture repository whose HEAD holds kernels/ as `files` give it."""
+    import subprocess
+
+    d = tmp_path / name
+    shutil.copytree(kernels_repo[0], d)
+    (d / "kernels").mkdir(exist_ok=True)   # HEAD of the fixture repo dropped kernels/
+    for rel, text in files.items():
+        (d / "kernels" / rel).write_text(text)
+    subprocess.run(["git", "add", "-A"], cwd=d, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", name], cwd=d, check=True)
+    return d
+
+
+def test_a_reference_whose_import_raises_anything_is_a_clear_error(kernels_repo, tmp_path):
+    """Not only ImportError: a NameError at module level was a traceback (exit 1, which
+    says "regression"), and bisect stopped on it instead of skipping the commit."""
+    d = _commit_kernels(kernels_repo, tmp_path, "nameerror",
+                        {"__init__.py": "undefined_name_typo\n"})
+    with pytest.raises(ValueError, match="does not import: NameError"):
+        reference.load("HEAD", d)
+
+
+def test_a_reference_without_init_is_refused_not_this_trees_package(kernels_repo, tmp_path):
+    """Without __init__.py the extraction is a namespace portion, and `import kernels`
+    found this tree's package instead: the A/B compared the tree with itself."""
+    d = _commit_kernels(kernels_repo, tmp_path, "noinit", {"matmul.py": "X = 1\n"})
+    with pytest.raises(ValueError, match="has no __init__.py"):
+        reference.load("HEAD", d)
+
+
+def test_a_reference_loaded_from_a_subdirectory_is_the_commits_kernels(kernels_repo,
+                                                                        tmp_path):
+    """git's pathspec is relative to the current directory: from a subdirectory holding
+    its own kernels/ (tests/kernels here), that folder was extracted instead."""
+    d, old, _ = kernels_repo
+    sub = tmp_path / "copy"
+    shutil.copytree(d, sub)
+    (sub / "tests" / "kernels").mkdir(parents=True)
+    (sub / "tests" / "kernels" / "test_x.py").write_text("")
+    sha, pkg = reference.load(old, sub / "tests")
+    assert pkg.__file__.startswith(tempfile.gettempdir()) and pkg is not kernels
+    assert sys.modules[f"gemmgate_ref_{old[:12]}.configs"].MARK == "old"
+    # calibrate --ab-ref from there: the tree's kernels/ (now the old commit's) is what
+    # it compares, not tests/kernels (an untracked file there said "differs")
+    import subprocess
+
+    subprocess.run(["git", "checkout", "-q", old, "--", "kernels"], cwd=sub, check=True)
+    assert reference.same_kernels(old, sub / "tests") == old
 
 
 @pytest.mark.gpu
@@ -183,3 +229,27 @@ def test_an_extraction_left_by_a_killed_process_is_swept_and_a_live_ones_kept(tm
             p.kill()
             p.wait()
             p.stdout.close()
+
+
+@pytest.mark.parametrize("fails", ["acquire", "release"])
+def test_a_sweep_beside_another_sweeper_goes_on(tmp_path, monkeypatch, fails):
+    """Two sweeps of one dead owner's extraction: the other sweeper removed it between
+    this one's look and its lock (filelock: FileNotFoundError or FileExistsError). That
+    failed a valid run with exit 2; the sweep is best effort."""
+    dead = tmp_path / "gemmgate-ref-0123456789ab-1-x"
+    dead.mkdir()
+    (dead / ".owner.lock").write_text("")
+
+    class Racing:
+        def __init__(self, path):
+            self.path = path
+
+        def acquire(self, timeout=None):
+            if fails == "acquire":
+                raise FileNotFoundError(2, "No such file or directory", str(self.path))
+
+        def release(self):
+            raise FileExistsError(17, "File exists", str(self.path))
+
+    monkeypatch.setattr(reference, "FileLock", Racing)
+    assert reference._sweep(tmp_path) == ([] if fails == "acquire" else [dead])
