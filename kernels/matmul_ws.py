@@ -39,6 +39,10 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
+# kernels.matmul imports this module: the entry point is read from its module at call
+# time (a function-level import would bind whatever package is `kernels` then: in an A/B
+# reference commit's package, this tree's)
+import kernels.matmul as _entry
 from kernels.launch import Bound, Launch
 from kernels.matmul_tma import StagedC, num_sms, tma_form, unstager
 from kernels.past_n import b_extent
@@ -329,12 +333,9 @@ def matmul_ws(a: torch.Tensor, b: torch.Tensor, *, precision=None, out=None, sca
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul_ws needs (M, K) @ (K, N), got {tuple(a.shape)} @ "
                          f"{tuple(b.shape)}")
-    # imported here: kernels.matmul imports this module
-    from kernels.matmul import matmul
-
     tile = TileConfig(BLOCK_M, block_n + block_n1, BLOCK_K, group_m,
                       stages or stages_for(block_n, block_n1=block_n1), WARPS, "tma_ws")
-    return matmul(a, b, precision=precision, out=out, config=tile, cache_copies=cache_copies)
+    return _entry.matmul(a, b, precision=precision, out=out, config=tile, cache_copies=cache_copies)
 
 
 def mm_ws_128x128(a, b, *, cache_copies=False, **kw):
