@@ -47,6 +47,12 @@ def resolve(ref: str, repo: str | Path = ".", what: str = "--ab-ref") -> str:
     except FileNotFoundError:
         raise ValueError(f"{what} needs git on PATH") from None
     if out.returncode != 0 or not out.stdout.strip():
+        inside = subprocess.run(["git", "rev-parse", "--git-dir"], cwd=repo,
+                                capture_output=True, timeout=30).returncode == 0
+        if not inside:
+            raise ValueError(f"{what} {ref!r}: {Path(repo).resolve()} is not in a git "
+                             "repository; run gemmgate from the project's checkout (the "
+                             "commit's kernels/ comes from its history)")
         raise ValueError(f"{what} {ref!r}: no such commit in {Path(repo).resolve()} "
                          "(a typo, or a shallow clone? fetch the history, e.g. "
                          "actions/checkout fetch-depth: 0)")

@@ -42,7 +42,7 @@ def test_bad_refs_are_clear_errors(kernels_repo, tmp_path):
     d, _, _ = kernels_repo
     with pytest.raises(ValueError, match="no such commit"):
         reference.resolve("no-such-branch", d)
-    with pytest.raises(ValueError, match="no such commit"):
+    with pytest.raises(ValueError, match="is not in a git repository; run gemmgate from"):
         reference.resolve("HEAD", tmp_path)  # not a git repository
     with pytest.raises(ValueError, match="has no kernels/"):
         reference.load("HEAD", d)  # the last commit dropped kernels/
