@@ -136,6 +136,10 @@ def test_asv_check_run_publish(asv_conf):
         assert all(v is None or math.isnan(v) for v in values), (mode, values)
     _asv(asv_conf, "publish")
     assert (tmp / "html" / "index.html").is_file()
+    # a version of their own: a hash of their source would drop the history on any edit
+    declared = json.loads((tmp / "results" / "benchmarks.json").read_text())
+    ours = {k: v for k, v in declared.items() if k.startswith("bench_gemm.")}
+    assert ours and {v["version"] for v in ours.values()} == {"1"}
 
 
 @pytest.mark.skipif(not HAS_ASV, reason="asv is not installed")
