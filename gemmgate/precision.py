@@ -112,6 +112,31 @@ def mode_for_dtype(dtype_name: str) -> PrecisionMode:
     )
 
 
+def _has_flag(m, name: str) -> bool:
+    try:
+        getattr(m, name)
+    except (AttributeError, RuntimeError):
+        return False
+    return True
+
+
+def _flag(torch, m, name: str):
+    """A flag as its setter takes it back whole: torch 2.13's reduced-precision flags are
+    (reduced, split-K) pairs whose attribute reads the first alone, and setting that
+    alone set split-K to its default, so a case left it changed."""
+    whole = getattr(torch._C, f"_get_cublas_{name}", None)
+    return whole() if whole is not None and name.endswith("reduction") else getattr(m, name)
+
+
+def _restore(torch, m, name: str, value) -> None:
+    """Set a flag back as `_flag` read it (through the setter matching its getter)."""
+    whole = getattr(torch._C, f"_set_cublas_{name}", None)
+    if whole is not None and name.endswith("reduction"):
+        whole(*value) if isinstance(value, tuple) else whole(value)
+    else:
+        setattr(m, name, value)
+
+
 @contextlib.contextmanager
 def vendor_flags(mode: PrecisionMode) -> Iterator[None]:
     """Set torch's matmul math flags explicitly for `mode`; restore them afterwards.
@@ -119,8 +144,9 @@ def vendor_flags(mode: PrecisionMode) -> Iterator[None]:
     tf32 goes through `torch.backends.cuda.matmul.fp32_precision` where torch has it
     (2.9+): mixing it with the legacy `allow_tf32` / `set_float32_matmul_precision`
     puts torch 2.13 in a state where reading either raises. Older torch: legacy flag.
-    Reduced-precision reductions are always off: the vendor must accumulate in fp32, as
-    the Triton kernel does, or the comparison is not like for like.
+    Reduced-precision reductions and cuBLAS's fp16 accumulation are always off: the
+    vendor must accumulate in fp32, as the Triton kernel does, or the comparison is not
+    like for like. Each flag is restored whole afterwards.
     """
     import torch
 
@@ -128,14 +154,15 @@ def vendor_flags(mode: PrecisionMode) -> Iterator[None]:
     new_api = hasattr(m, "fp32_precision")
     tf32_attr = "fp32_precision" if new_api else "allow_tf32"
     tf32_value = ("tf32" if mode.allow_tf32 else "ieee") if new_api else mode.allow_tf32
-    names = (tf32_attr, "allow_bf16_reduced_precision_reduction",
-             "allow_fp16_reduced_precision_reduction")
-    saved = {n: getattr(m, n) for n in names}
+    off = [n for n in ("allow_bf16_reduced_precision_reduction",
+                       "allow_fp16_reduced_precision_reduction", "allow_fp16_accumulation")
+           if _has_flag(m, n)]   # (fp16 accumulation: torch 2.7+)
+    saved = {n: _flag(torch, m, n) for n in (tf32_attr, *off)}
     try:
         setattr(m, tf32_attr, tf32_value)
-        m.allow_bf16_reduced_precision_reduction = False
-        m.allow_fp16_reduced_precision_reduction = False
+        for n in off:
+            setattr(m, n, False)
         yield
     finally:
         for n, v in saved.items():
-            setattr(m, n, v)
+            _restore(torch, m, n, v)

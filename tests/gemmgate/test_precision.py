@@ -167,6 +167,27 @@ def test_vendor_flags_set_explicitly_and_restored(name):
     assert _flags() == before
 
 
+@pytest.mark.skipif(not hasattr(torch._C, "_get_cublas_allow_fp16_accumulation"),
+                    reason="torch without cuBLAS fp16 accumulation (2.7+)")
+def test_vendor_flags_turn_fp16_accumulation_off_and_restore_split_k_whole():
+    """cuBLAS's fp16 accumulation (set by a custom provider's module, a test, the
+    environment) would let the vendor sum fp16 in fp16; and the reduced-precision flags
+    are (reduced, split-K) pairs: restoring the first alone left split-K changed."""
+    C = torch._C
+    C._set_cublas_allow_fp16_reduced_precision_reduction(*(
+        (False, False) if isinstance(C._get_cublas_allow_fp16_reduced_precision_reduction(),
+                                     tuple) else (False,)))
+    M.allow_fp16_accumulation = True
+    before = C._get_cublas_allow_fp16_reduced_precision_reduction()
+    try:
+        with precision.vendor_flags(MODES["fp16"]):
+            assert M.allow_fp16_accumulation is False
+        assert M.allow_fp16_accumulation is True
+        assert C._get_cublas_allow_fp16_reduced_precision_reduction() == before
+    finally:
+        M.allow_fp16_accumulation = False
+
+
 def test_vendor_flags_restored_when_body_raises():
     torch.set_float32_matmul_precision("high")
     M.allow_bf16_reduced_precision_reduction = True
