@@ -18,3 +18,22 @@ def test_layout_is_make_inputs_layout_without_memory(case, mode):
     assert a.device.type == b.device.type == "meta"
     for x, y in ((a, got.a), (b, got.b)):
         assert (x.shape, x.stride(), x.dtype) == (y.shape, y.stride(), y.dtype)
+
+
+@pytest.mark.parametrize("case, a_stride, b_stride", [
+    (Case(48, 40, 64), (64, 1), (40, 1)),
+    (Case(48, 40, 64, "rr", 8), (72, 1), (48, 1)),          # leading dimension K + pad
+    (Case(33, 17, 65, "cc", 3), (1, 36), (1, 68)),           # column-major: M + pad, K + pad
+    (Case(40, 24, 56, "rc", 8), (64, 1), (1, 64)),
+    (Case(24, 56, 40, "cr"), (1, 24), (56, 1)),
+], ids=lambda x: x.id if isinstance(x, Case) else "")
+@pytest.mark.parametrize("mode", ["fp32", "fp16", "fp8"])
+def test_operands_have_the_cases_layout_and_leading_dimension(case, a_stride, b_stride, mode):
+    """Strides written out from the case's definition, not from the helpers that lay the
+    operands out (comparing `layout` with `make_inputs` alone passed with `pad` ignored by
+    both: every +pPAD case then ran contiguous operands)."""
+    got = make_inputs(case, MODES[mode], "cpu")
+    assert tuple(got.a.shape) == (case.m, case.k) and tuple(got.b.shape) == (case.k, case.n)
+    assert got.a.stride() == a_stride and got.b.stride() == b_stride
+    assert got.a.is_contiguous() == (case.layout[0] == "r" and not case.pad)
+    assert (got.scale_a is not None and got.scale_b is not None) == MODES[mode].scaled
