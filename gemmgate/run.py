@@ -29,7 +29,7 @@ import torch
 from gemmgate import reference, stats
 from gemmgate.accuracy import FAIL, Accuracy, classify, errors
 from gemmgate.autotune_pick import Picks
-from gemmgate.context import RunContext, load_function
+from gemmgate.context import MeasurementError, RunContext, load_function
 from gemmgate.env import environment, telemetry, tuning_table
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import PrecisionMode, vendor_flags
@@ -97,7 +97,15 @@ class Runner:
         ctx = self.ctx
         ctx.chip.require_mode(mode.name)
         with device_scope(ctx.device), vendor_flags(mode):
-            return self._run(mode, case)
+            try:
+                return self._run(mode, case)
+            except MeasurementError:
+                raise
+            except Exception as e:   # outside a provider's own calls (`_check` keeps
+                # those): the inputs, the reference, timing, telemetry. A traceback and
+                # exit 1 said "regression"; an OOM's ValueError-like kin said "usage".
+                raise MeasurementError(f"{mode.name} {case.id} could not be measured: "
+                                       f"{type(e).__name__}: {e}") from e
 
     def _run(self, mode: PrecisionMode, case: Case) -> CaseResult:
         ctx, chip = self.ctx, self.ctx.chip

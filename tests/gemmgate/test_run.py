@@ -76,6 +76,25 @@ def test_provider_error_fails_the_case_not_the_run(ctx):
     assert not r.passed and r.ratio is None
 
 
+def test_a_failure_outside_the_providers_is_a_measurement_error_naming_the_case(
+        ctx, monkeypatch, capsys):
+    """Out of memory making the inputs (or the float64 reference) was a traceback and
+    exit 1, which says "regression"; it is exit 3 (could not measure), the case named."""
+    from gemmgate import run as run_mod
+    from gemmgate.cli import main
+    from gemmgate.context import MeasurementError
+
+    def oom(*a, **k):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(run_mod, "make_inputs", oom)
+    with pytest.raises(MeasurementError, match="fp32 m16-n16-k16 could not be measured: "
+                                               "OutOfMemoryError: CUDA out of memory"):
+        Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
+    assert main(["run", "--chip", "cpu", "--shapes", "16x16x16", "--modes", "fp32"]) == 3
+    assert "could not be measured" in capsys.readouterr().err
+
+
 def test_the_tile_a_kernel_chose_comes_back_through_its_chooser(ctx):
     # A kernel that asks its chooser (as the GPU path does) reports the tile it ran in
     # the case's telemetry: no module global carries it.
