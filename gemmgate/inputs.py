@@ -22,6 +22,20 @@ class GemmInputs:
     scale_a: torch.Tensor | None = None
     scale_b: torch.Tensor | None = None
 
+    def scale2(self) -> float:
+        """The squared Frobenius norm A @ B has on average over independent, zero-mean
+        inputs like these: ||A||^2 ||B||^2 / K (scales applied; 0 where K is 0). The
+        accuracy check's floor for outputs too small for their own norm to mean much
+        (gemmgate/accuracy.py)."""
+        k = self.a.shape[1]
+        if not k:
+            return 0.0
+        a2 = float(self.a.double().square().sum()) * (float(self.scale_a) ** 2 if
+                                                      self.scale_a is not None else 1.0)
+        b2 = float(self.b.double().square().sum()) * (float(self.scale_b) ** 2 if
+                                                      self.scale_b is not None else 1.0)
+        return a2 * b2 / k
+
     def reference(self) -> torch.Tensor:
         """float64 A @ B of the already-rounded inputs (scales applied)."""
         a, b = self.a.double(), self.b.double()

@@ -110,11 +110,11 @@ class Runner:
     def _run(self, mode: PrecisionMode, case: Case) -> CaseResult:
         ctx, chip = self.ctx, self.ctx.chip
         inp = make_inputs(case, mode, ctx.device, case_seed(mode.name, case), chip.fp8_dtype)
-        ref = inp.reference()
+        ref, scale2 = inp.reference(), inp.scale2()
         calls, results, tiles = {}, {}, {}
         for name in ctx.providers + ((REFERENCE,) if REFERENCE in self.kernels else ()):
             build, chooser = self._builder(name)
-            call, res = _check(name, build, inp, mode, ref)
+            call, res = _check(name, build, inp, mode, ref, scale2)
             results[name] = res
             if call is not None:
                 calls[name] = call
@@ -169,8 +169,9 @@ class Runner:
         return build, chooser
 
 
-def _check(name: str, build, inp, mode: PrecisionMode, ref):
-    """Build the provider, run it on a poisoned output, classify its error."""
+def _check(name: str, build, inp, mode: PrecisionMode, ref, scale2: float = 0.0):
+    """Build the provider, run it on a poisoned output, classify its error (`scale2`:
+    the inputs' typical product size, accuracy.errors' floor)."""
     try:
         call = build(inp, mode)
         out = call()
@@ -182,7 +183,7 @@ def _check(name: str, build, inp, mode: PrecisionMode, ref):
         want = getattr(torch, mode.output_dtype)
         if out.dtype != want:   # the contract's output type: a wider one is another GEMM
             raise TypeError(f"output dtype {out.dtype}, the mode's is {want}")
-        measured = errors(out, ref)                        # (a wrong shape raises)
+        measured = errors(out, ref, scale2)                # (a wrong shape raises)
         acc: Accuracy = classify(measured, mode)
     except Unsupported as e:
         return None, ProviderResult(name, UNSUPPORTED, message=str(e))

@@ -296,3 +296,56 @@ def test_errors_a_chunk_of_rows_at_a_time_equal_errors_in_one(monkeypatch):
     assert chunked.where == whole.where and chunked.where.startswith("rows ")
     for f in ("whole", "block", "excess"):
         assert getattr(chunked, f) == pytest.approx(getattr(whole, f), rel=1e-12)
+
+
+# --- the floor: outputs too small for their own norm ---------------------------------------
+
+def _tf32(x: torch.Tensor) -> torch.Tensor:
+    """fp32 rounded to tf32's 10-bit mantissa (to nearest)."""
+    i = x.contiguous().view(torch.int32)
+    return ((i + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+@pytest.mark.parametrize("k", [4096, 65536])
+def test_an_honest_dot_product_passes_and_tf32_is_still_caught(k):
+    """1 x 1 x K is one sum whose size is chance: an honest fp32 error relative to it
+    failed fp32's band on 2-5% of seeds. Against the floor (a typical product's size),
+    none do; tf32's inputs are still caught on most."""
+    from gemmgate.inputs import make_inputs
+    from gemmgate.shapes import Case
+
+    honest, caught = [], []
+    for seed in range(60):
+        inp = make_inputs(Case(1, 1, k), MODES["fp32"], "cpu", seed)
+        ref, scale2 = inp.reference(), inp.scale2()
+        honest.append(classify(errors(inp.a @ inp.b, ref, scale2), MODES["fp32"]).status)
+        tf32 = _tf32(inp.a) @ _tf32(inp.b)
+        caught.append(classify(errors(tf32, ref, scale2), MODES["fp32"]).status)
+    assert honest.count(PASS) == 60
+    assert caught.count(DOWNGRADED) + caught.count(FAIL) >= 50
+
+
+def test_the_floor_moves_nothing_on_an_output_of_many_elements():
+    from gemmgate.inputs import make_inputs
+    from gemmgate.shapes import Case
+
+    inp = make_inputs(Case(128, 96, 256), MODES["fp32"], "cpu", 3)
+    ref = inp.reference()
+    out = (_tf32(inp.a) @ _tf32(inp.b))
+    out[5] += 1e-2                        # and a worse row, for the block
+    plain, floored = errors(out, ref), errors(out, ref, inp.scale2())
+    assert floored == plain and floored.where.startswith("rows ")
+    ref_norm2 = float(ref.square().sum())
+    assert inp.scale2() * 0.25 < ref_norm2 / 2   # far under the output's own size
+
+
+def test_the_floor_is_a_quarter_of_the_typical_size_and_a_blocks_share_of_it():
+    ref = torch.zeros(1, 1, dtype=torch.float64)          # a sum that cancelled to 0
+    out = torch.full((1, 1), 1e-3)
+    assert errors(out, ref).whole == math.inf              # before: inf, whatever the size
+    assert errors(out, ref, scale2=4.0).whole == pytest.approx(1e-3)   # / (0.5 * 2)
+    ref = torch.zeros(8192, 1, dtype=torch.float64)       # blocks of 4096 rows: half each
+    out = torch.zeros(8192, 1)
+    out[0] = 1e-3
+    e = errors(out, ref, scale2=4.0)
+    assert e.whole == pytest.approx(1e-3) and e.block == pytest.approx(1e-3 * math.sqrt(2))

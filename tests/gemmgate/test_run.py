@@ -95,6 +95,13 @@ def test_a_failure_outside_the_providers_is_a_measurement_error_naming_the_case(
     assert "could not be measured" in capsys.readouterr().err
 
 
+def test_a_dot_product_case_is_judged_against_a_typical_products_size(ctx):
+    """1x1x8976 (the harness's own seed): the honest CPU BLAS's fp32 error against the one
+    sum's own size was 2.2e-5, over fp32's 2e-5 band, on every run."""
+    r = Runner(ctx).run_case(MODES["fp32"], Case(1, 1, 8976))
+    assert r.providers["vendor"].accuracy == "pass" and r.passed, r.providers
+
+
 def test_the_tile_a_kernel_chose_comes_back_through_its_chooser(ctx):
     # A kernel that asks its chooser (as the GPU path does) reports the tile it ran in
     # the case's telemetry: no module global carries it.
