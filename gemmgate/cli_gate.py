@@ -19,9 +19,11 @@ from gemmgate.cli_run import (
     check_outputs,
     context_from_args,
     execute,
+    keep_partial,
     shapes_file,
 )
 from gemmgate.compare import REGRESSED
+from gemmgate.context import MeasurementError
 from gemmgate.files import read_text, write_json_atomic, write_text_atomic
 from gemmgate.gate import (
     GATE_HEAD,
@@ -69,7 +71,11 @@ def check_command(args, console, err) -> int:
         err.print("[yellow]warning:[/] the baseline has no A/B noise: every A/B "
                   f"tolerance is the {floor:.1%} floor (small kernels differ by "
                   "more between processes); recalibrate with --ab-ref HEAD")
-    record = execute(ctx, err)
+    try:
+        record = execute(ctx, err)
+    except MeasurementError as e:   # judged nothing: what was measured is kept, unjudged
+        keep_partial(e, args.json, err)
+        raise
     env = record.environment
     gate = compare_run(record.cases, base, floor, env)
     results = record.cases
@@ -306,6 +312,9 @@ def _calibration_run(path: str) -> RunRecord:
     if not rec.cases:
         raise ValueError(f"{path}: the run holds no cases, so it cannot calibrate a baseline")
     env = rec.environment
+    if env.get("incomplete"):
+        raise ValueError(f"{path}: a run that stopped part way ({env['incomplete']}) cannot "
+                         "calibrate a baseline")
     if env.get("inject_slowdown"):
         raise ValueError(f"{path}: a run with an injected slowdown "
                          f"({env['inject_slowdown']}) cannot calibrate a baseline")

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from gemmgate import baseline_schema
 from gemmgate.chips import CHIPS, select_chip
-from gemmgate.context import RunContext, make_context
+from gemmgate.context import MeasurementError, RunContext, make_context
 from gemmgate.execute import run_cases
 from gemmgate.files import InputError, check_writable, write_json_atomic
 from gemmgate.reference import resolve
@@ -111,14 +111,31 @@ def execute(ctx: RunContext, err: Console) -> RunRecord:
     if ctx.providers[2:]:
         err.print(f"also timed, not gated: {escape(', '.join(ctx.providers[2:]))}")
     env = environment_of(ctx)
+    done: list[CaseResult] = []
     with progress_bar(err) as bar:
         task = bar.add_task("running", total=len(ctx.items))
 
         def tick(r: CaseResult) -> None:
+            done.append(r)
             bar.update(task, advance=1, description=f"{r.mode} {r.case.id}")
 
-        results = run_cases(ctx, on_case=tick)
+        try:
+            results = run_cases(ctx, on_case=tick)
+        except MeasurementError as e:   # the cases measured before it are not lost
+            e.partial = RunRecord({**env, "incomplete": str(e)}, ctx.shapes_label,
+                                  tuple(done))
+            raise
     return RunRecord(env, ctx.shapes_label, tuple(results))
+
+
+def keep_partial(e: MeasurementError, path: str | None, err: Console) -> None:
+    """Write the cases a run measured before it stopped (`execute`) to its --json, the
+    environment marked `incomplete` with the reason (such a run calibrates nothing)."""
+    partial = getattr(e, "partial", None)
+    if path and partial is not None and partial.cases:
+        write_json_atomic(path, partial.to_json())
+        err.print(f"wrote the {len(partial.cases)} case(s) measured before it stopped to "
+                  f"{escape(path)} (environment.incomplete)")
 
 
 def run_command(args, console: Console, err: Console) -> int:
@@ -130,7 +147,11 @@ def run_command(args, console: Console, err: Console) -> int:
                                                  shapes_file(args.shapes)))
     ref = resolve(args.ab_ref) if args.ab_ref else None
     ctx = context_from_args(args, pins_from=args.pin_tiles, reference=ref)
-    record = execute(ctx, err)
+    try:
+        record = execute(ctx, err)
+    except MeasurementError as e:
+        keep_partial(e, args.json, err)
+        raise
     if args.json:   # first: what follows printing must not lose the measurements
         write_json_atomic(args.json, record.to_json())
     print_tables(record.cases, console, title=f"{ctx.chip.id} {ctx.shapes_label}")

@@ -2,6 +2,7 @@
 downgraded vendor), failures that stay per case, and the tile a kernel reports through
 its chooser, on the CPU (interpreter) with small shapes. No verdict here rests on timing."""
 
+import json
 import math
 import types
 from pathlib import Path
@@ -77,7 +78,7 @@ def test_provider_error_fails_the_case_not_the_run(ctx):
 
 
 def test_a_failure_outside_the_providers_is_a_measurement_error_naming_the_case(
-        ctx, monkeypatch, capsys):
+        ctx, monkeypatch, capsys, tmp_path):
     """Out of memory making the inputs (or the float64 reference) was a traceback and
     exit 1, which says "regression"; it is exit 3 (could not measure), the case named."""
     from gemmgate import run as run_mod
@@ -87,12 +88,26 @@ def test_a_failure_outside_the_providers_is_a_measurement_error_naming_the_case(
     def oom(*a, **k):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
-    monkeypatch.setattr(run_mod, "make_inputs", oom)
+    real = run_mod.make_inputs
+    monkeypatch.setattr(run_mod, "make_inputs", lambda case, *a, **k: (
+        oom() if case.m == 16 else real(case, *a, **k)))
     with pytest.raises(MeasurementError, match="fp32 m16-n16-k16 could not be measured: "
                                                "OutOfMemoryError: CUDA out of memory"):
         Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
-    assert main(["run", "--chip", "cpu", "--shapes", "16x16x16", "--modes", "fp32"]) == 3
-    assert "could not be measured" in capsys.readouterr().err
+    # the cases measured before it are kept in --json, marked incomplete
+    out = tmp_path / "run.json"
+    assert main(["run", "--chip", "cpu", "--shapes", "8x8x8,16x16x16,24x8x8", "--modes", "fp32",
+                 "--json", str(out)]) == 3
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert "could not be measured" in err and "wrote the 1 case(s) measured before" in err
+    data = json.loads(out.read_text())
+    assert [c["id"] for c in data["cases"]] == ["fp32-m8-n8-k8"]
+    assert "m16-n16-k16 could not be measured" in data["environment"]["incomplete"]
+    # and it calibrates nothing
+    from gemmgate.cli_gate import _calibration_run
+
+    with pytest.raises(ValueError, match="a run that stopped part way .* cannot calibrate"):
+        _calibration_run(str(out))
 
 
 def test_a_dot_product_case_is_judged_against_a_typical_products_size(ctx):
