@@ -245,8 +245,10 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
     `cache_copies=True`: an operand the dispatcher copies (K-major for tf32/fp8 wgmma, or
     16-byte aligned for a descriptor) is copied once and the copy reused by later calls
     while the tensor is unchanged (its version counter: in-place PyTorch ops bump it);
-    for operands that stay the same across calls, like weights. A write into the tensor
-    that bypasses PyTorch is not seen: do not ask for it then.
+    for operands that stay the same across calls, like weights. A new storage under the
+    same tensor (`w.data = other`) is seen. A write that bypasses the version counter is
+    not: a raw kernel storing into the tensor, or an in-place op on `w.data`; do not ask
+    for the cache then.
     """
     try:
         grad = a.requires_grad or b.requires_grad or (out is not None and out.requires_grad)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 import torch
 import triton
 import triton.language as tl
+from torch.multiprocessing.reductions import StorageWeakRef
 
 from kernels.launch import Launch
 from kernels.scratch import SCRATCH
@@ -175,6 +176,12 @@ def _unstage_block(cols: int) -> int:
     return max(128, min(UNSTAGE_BLOCK, pow2_floor(cols)))
 
 
+def _same_storage(ref: StorageWeakRef, x: torch.Tensor) -> bool:
+    """Whether `x` still has the storage `ref` was taken of (held weakly, its identity
+    cannot be reused by another storage while the entry lives)."""
+    return not ref.expired() and ref.cdata == x.untyped_storage()._cdata
+
+
 class CopyCache:
     """Operand copies kept for reuse while their source is unchanged (`cache_copies=True`
     in kernels.matmul: an operand that stays the same across calls, like a weight, pays
@@ -187,7 +194,11 @@ class CopyCache:
     are not cached. During CUDA-graph capture a valid copy is used, so the graph reads
     it as it was at capture, as a graph reads any tensor it captured (change the source:
     capture again); a copy made during capture lives in the graph's pool and is not kept.
-    A write that bypasses PyTorch (a raw kernel storing into the tensor) is not seen:
+    The entry also holds a weak reference to the source's storage: `w.data = other`
+    swaps the storage under the same tensor object at version 0, and the allocator hands
+    the old address back routinely, so address, shape and version matched a stale copy
+    (187 of 200 such swaps on the CPU). A write that bypasses PyTorch's version counter
+    is not seen: a raw kernel storing into the tensor, or an in-place op on `w.data`;
     that is what the caller promises against by asking for the cache.
     """
 
@@ -195,7 +206,8 @@ class CopyCache:
         if entries < 1:
             raise ValueError(f"entries must be >= 1, got {entries}")
         self.entries = entries
-        self._store: OrderedDict[tuple, tuple[weakref.ref, int, torch.Tensor]] = OrderedDict()
+        self._store: OrderedDict[tuple, tuple] = OrderedDict()   # (source, version, copy,
+        #                                                          storage)
         self.hits = self.misses = 0
 
     def __len__(self) -> int:
@@ -208,7 +220,8 @@ class CopyCache:
         anchor = x._base if x._base is not None else x
         key = (kind, x.data_ptr(), tuple(x.shape), x.stride(), x.dtype, x.device)
         hit = self._store.get(key)
-        if hit is not None and hit[0]() is anchor and hit[1] == x._version:
+        if hit is not None and hit[0]() is anchor and hit[1] == x._version and \
+                _same_storage(hit[3], x):
             self._store.move_to_end(key)
             self.hits += 1
             return hit[2]
@@ -222,7 +235,8 @@ class CopyCache:
             if key in store and store[key][0] is ref:
                 del store[key]
 
-        store[key] = (weakref.ref(anchor, drop), x._version, y)
+        store[key] = (weakref.ref(anchor, drop), x._version, y,
+                      StorageWeakRef(x.untyped_storage()))
         store.move_to_end(key)
         while len(store) > self.entries:
             store.popitem(last=False)
