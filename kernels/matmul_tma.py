@@ -105,7 +105,11 @@ def tma_form(x: torch.Tensor) -> bool | None:
 
 def tma_operands(a: torch.Tensor, b: torch.Tensor) -> tuple[bool, bool, int, int, int] | None:
     """(how a descriptor takes a and b (`tma_form`), M, N, K), or None where it takes
-    either not at all: where each TMA variant's recipe starts."""
+    either not at all, or a dimension is 0 (a descriptor's box needs every extent
+    positive: a `config=` naming a TMA variant on K = 0 failed inside Triton): where each
+    TMA variant's recipe starts."""
+    if not (a.shape[0] and a.shape[1] and b.shape[1]):
+        return None
     a_t, b_t = tma_form(a), tma_form(b)
     if a_t is None or b_t is None:
         return None

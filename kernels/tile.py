@@ -47,6 +47,7 @@ OCCUPANCIES = (1, 2)
 WGMMA_M = 64   # wgmma's M: below it a TMA tile of 64 rows (the search's, the table's reach)
 MAX_TMA_SPLIT = 64   # K ranges: the reduction reads splits x M x N fp32 partials
 _PERSISTENT = ("tma", "tma_wide", "tma_tall", "tma_hybrid", "tma_ws")   # may run 2 an SM
+_SPLITTING = ("tiled", "tma_split", "tma_hybrid", "gemv")   # split_k may be > 1
 
 
 # A `tma_wide` tile wider than C_BOX_MAX (a `tma_tall` one taller) stores C from its
@@ -110,11 +111,9 @@ class TileConfig:
             raise ValueError(f"invalid launch parameters in {self}")
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; known: {', '.join(VARIANTS)}")
-        if self.split_k < 1 or (self.split_k > 1
-                                and self.variant in ("tma", "tma_streamk", "tma_wide",
-                                                     "tma_tall")):
+        if self.split_k < 1 or (self.split_k > 1 and self.variant not in _SPLITTING):
             raise ValueError(f"split_k={self.split_k}: the {self.variant} variant does not "
-                             "split K (tiled, tma_split and tma_hybrid do)")
+                             f"split K ({', '.join(_SPLITTING)} do)")
         if self.occupancy not in OCCUPANCIES or (
                 self.occupancy > 1 and self.variant not in _PERSISTENT):
             raise ValueError(f"occupancy={self.occupancy}: programs per SM are 1, or 2 for "

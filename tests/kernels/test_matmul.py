@@ -568,6 +568,35 @@ def test_mode_unsupported_on_cpu(mode):
         kernels.matmul(_t(2, 3).to(dtype), _t(3, 5).to(dtype), precision=mode)
 
 
+@pytest.mark.parametrize("variant", ["tiled", "tma", "tma_split", "tma_streamk", "tma_hybrid",
+                                     "tma_ws", "tma_wide", "gemv"])
+def test_k0_under_any_variants_config_is_zeros(variant):
+    """A descriptor's box needs every extent positive: a `config=` naming a TMA variant on
+    K = 0 failed inside Triton (AssertionError, ZeroDivisionError); it runs the plain
+    kernel, as the dispatcher's own pick does."""
+    from kernels import TileConfig
+
+    if torch.cuda.is_available():
+        pytest.skip("the CPU path: a TMA variant's recipe on the interpreter")
+    a, b = torch.randn(8, 16)[:, :0], torch.randn(4, 16)[:0]
+    split = {"tma_split": 2, "tma_hybrid": 2, "gemv": 2}.get(variant, 1)
+    cfg = TileConfig(1 if variant == "gemv" else 64, 48 if variant == "tma_wide" else 32,
+                     32, 1, 1, 4, variant=variant, split_k=split)
+    c = kernels.matmul(a, b, config=cfg)
+    assert c.shape == (8, 16) and bool((c == 0).all())
+
+
+def test_a_tile_that_cannot_split_k_says_so_when_made():
+    from kernels import TileConfig
+
+    for variant in ("tma", "tma_streamk", "tma_wide", "tma_ws"):
+        with pytest.raises(ValueError, match="does not split K"):
+            TileConfig(128, 128 if variant != "tma_wide" else 192, 64, 8, 3, 4, variant,
+                       split_k=2)
+    with pytest.raises(ValueError, match="split_k=2: the tma_ws variant does not split K"):
+        TileConfig(128, 128, 64, 8, 3, 4, "tma_ws", split_k=2)
+
+
 def test_bad_out(device):
     with pytest.raises(ValueError, match="out must be"):
         kernels.matmul(_t(2, 3, device=device), _t(3, 5, device=device),
