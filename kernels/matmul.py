@@ -92,8 +92,8 @@ def _resolve(a, b, precision, out, scale_a, scale_b, cached: bool = False) -> Re
                                          out.is_neg()),
                _facts(scale_a), _facts(scale_b), cached, a.is_neg(), b.is_neg())
         hit = dispatch.CALLS.get(key)
-    except (AttributeError, TypeError):  # not tensors, or an unhashable precision:
-        key = hit = None                 # the checks say what is wrong
+    except (AttributeError, TypeError, RuntimeError):   # not tensors, an unhashable
+        key = hit = None     # precision, a sparse tensor's strides: the checks say what
     if hit is not None:
         return hit
     mode = _check(a, b, precision, out, scale_a, scale_b)
@@ -167,6 +167,9 @@ def _check(a, b, precision, out, scale_a, scale_b) -> KernelMode:
     if precision is not None and not isinstance(precision, str):
         raise ValueError(f"precision must be a mode name or None, got {precision!r}")
     for name, x in (("a", a), ("b", b)):
+        # (any device: scripts/call_audit.py compiles the calls' kernels on meta tensors)
+        if x.layout != torch.strided:
+            raise ValueError(f"{name} must be a dense (strided) tensor, got layout {x.layout}")
         if x.is_neg():   # the kernels read storage as it is: its negation would be lost
             raise ValueError(f"{name} is a lazy negation view (is_neg()): pass "
                              f"{name}.resolve_neg()")
@@ -253,8 +256,8 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
     not: a raw kernel storing into the tensor, or an in-place op on `w.data`; do not ask
     for the cache then.
     """
-    try:
-        grad = a.requires_grad or b.requires_grad or (out is not None and out.requires_grad)
+    try:   # (a scale that requires grad would lose its gradient as silently)
+        grad = any(x is not None and x.requires_grad for x in (a, b, out, scale_a, scale_b))
     except AttributeError:   # not tensors: `_check` says what is wrong
         grad = False
     if grad and torch.is_grad_enabled():
@@ -292,6 +295,8 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
             return _bench_ms(fn)
 
         config = choose(plan.key, dispatch.candidates(plan, a.device, M, N, K), bench)
+        if not isinstance(config, TileConfig):   # (None ran the dispatcher's pick unsaid)
+            raise TypeError(f"choose returned {type(config).__name__}, not a TileConfig")
     cfg = config if config is not None else plan.pick
     recipe = resolved.recipes.get(cfg)
     if recipe is None:  # the resolved call's tensors always yield the same recipe

@@ -597,6 +597,29 @@ def test_a_tile_that_cannot_split_k_says_so_when_made():
         TileConfig(128, 128, 64, 8, 3, 4, "tma_ws", split_k=2)
 
 
+def test_sparse_meta_a_bad_choose_and_a_scale_with_grad_are_named():
+    """Each was an internal error (a data pointer, strides, a missing .variant) or a
+    silently dropped gradient. (Meta tensors stay: scripts/call_audit.py compiles the
+    calls' kernels on them.)"""
+    import warnings
+
+    if torch.cuda.is_available():
+        pytest.skip("the CPU path")
+    a = _t(4, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # (sparse CSR's beta warning)
+        for bad, layout in ((a.to_sparse(), "sparse_coo"), (a.to_sparse_csr(), "sparse_csr")):
+            with pytest.raises(ValueError, match=f"a must be a dense .*layout torch.{layout}"):
+                kernels.matmul(bad, a)
+    with pytest.raises(TypeError, match="choose returned str, not a TileConfig"):
+        kernels.matmul(a, a, choose=lambda key, candidates, bench: "x")
+    with pytest.raises(TypeError, match="choose returned NoneType"):
+        kernels.matmul(a, a, choose=lambda key, candidates, bench: None)
+    with pytest.raises(RuntimeError, match="no backward"):
+        kernels.matmul(a, a, scale_a=torch.tensor(2.0, requires_grad=True),
+                       scale_b=torch.tensor(1.0))
+
+
 def test_bad_out(device):
     with pytest.raises(ValueError, match="out must be"):
         kernels.matmul(_t(2, 3, device=device), _t(3, 5, device=device),
