@@ -118,6 +118,7 @@ def build(records: Sequence[RunRecord], chip_id: str, shapes: str) -> Baseline:
         cases[key] = BaselineCase(cs[0].mode, cs[0].case, _median_or_none(
             [r for r, _ in ratio_rows]), provs, noise, tuning)
     env = dict(records[0].environment)
+    env.pop("run_id", None)   # one run's: every run's is in run_ids
     env.update(shapes=shapes, runs=len(records),
                modes=sorted({c.mode for c in cases.values()}),
                machines=_machines(records), run_ids=[run_id(r) for r in records])

@@ -289,7 +289,7 @@ def test_g_calibrate_two_fresh_runs(work, capsys):
         r = c.noise.ratio
         assert isinstance(r, float) and math.isfinite(r) and r >= 0
         assert c.noise.run_machines == (HERE, HERE) and c.noise.machine is None
-    assert len(set(data.provenance["run_ids"])) == 2
+    assert len(set(data.provenance["run_ids"])) == 2 and "run_id" not in data.provenance
     assert "wrote" in capsys.readouterr().out
     # its own kept runs pooled again would count each run twice: refused, nothing written
     merged = work / "merged.json"
