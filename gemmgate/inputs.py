@@ -22,27 +22,35 @@ class GemmInputs:
     scale_a: torch.Tensor | None = None
     scale_b: torch.Tensor | None = None
 
+    def _operands64(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """A and B in float64, scales applied: what the reference multiplies."""
+        a, b = self.a.double(), self.b.double()
+        if self.scale_a is not None:
+            a = a * self.scale_a.double()
+            b = b * self.scale_b.double()
+        return a, b
+
+    def reference(self) -> torch.Tensor:
+        """float64 A @ B of the already-rounded inputs (scales applied)."""
+        a, b = self._operands64()
+        return a @ b
+
     def scale2(self) -> float:
         """The squared Frobenius norm A @ B has on average over independent, zero-mean
         inputs like these: ||A||^2 ||B||^2 / K (scales applied; 0 where K is 0). The
         accuracy check's floor for outputs too small for their own norm to mean much
         (gemmgate/accuracy.py)."""
-        k = self.a.shape[1]
-        if not k:
-            return 0.0
-        a2 = float(self.a.double().square().sum()) * (float(self.scale_a) ** 2 if
-                                                      self.scale_a is not None else 1.0)
-        b2 = float(self.b.double().square().sum()) * (float(self.scale_b) ** 2 if
-                                                      self.scale_b is not None else 1.0)
-        return a2 * b2 / k
+        return _scale2(*self._operands64())
 
-    def reference(self) -> torch.Tensor:
-        """float64 A @ B of the already-rounded inputs (scales applied)."""
-        a, b = self.a.double(), self.b.double()
-        if self.scale_a is not None:
-            a = a * self.scale_a.double()
-            b = b * self.scale_b.double()
-        return a @ b
+    def reference_and_scale2(self) -> tuple[torch.Tensor, float]:
+        """`reference()` and `scale2()` from one float64 copy of the operands."""
+        a, b = self._operands64()
+        return a @ b, _scale2(a, b)
+
+
+def _scale2(a: torch.Tensor, b: torch.Tensor) -> float:
+    k = a.shape[1]
+    return float(a.square().sum()) * float(b.square().sum()) / k if k else 0.0
 
 
 def _buffer_shape(rows: int, cols: int, col_major: bool, pad: int) -> tuple[int, int]:

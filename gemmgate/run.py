@@ -110,7 +110,7 @@ class Runner:
     def _run(self, mode: PrecisionMode, case: Case) -> CaseResult:
         ctx, chip = self.ctx, self.ctx.chip
         inp = make_inputs(case, mode, ctx.device, case_seed(mode.name, case), chip.fp8_dtype)
-        ref, scale2 = inp.reference(), inp.scale2()
+        ref, scale2 = inp.reference_and_scale2()
         calls, results, tiles = {}, {}, {}
         for name in ctx.providers + ((REFERENCE,) if REFERENCE in self.kernels else ()):
             build, chooser = self._builder(name)
