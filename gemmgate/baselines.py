@@ -25,6 +25,7 @@ updates of different modes running at once both land.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Sequence
@@ -63,8 +64,6 @@ def run_id(rec: RunRecord) -> str:
     (`run.environment_of`), which a copy of it (a calibration's --keep-runs file) keeps;
     for a run from before those ids, a hash of its cases' timing samples. Stored in a
     baseline's provenance (`run_ids`), so `gemmgate baseline merge` pools a run once."""
-    import hashlib
-
     if isinstance(rec.environment.get("run_id"), str):
         return rec.environment["run_id"]
     held = [[c.key, {n: list(p.samples_ms) for n, p in sorted(c.providers.items())}]

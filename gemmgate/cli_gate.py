@@ -258,14 +258,14 @@ def _merge_inputs(inputs: list[str]) -> tuple[list, list[str]]:
         seen[mark] = p
     _same_measurement([(p.provenance, n) for p, n in zip(parts, names)]
                       + [(r.environment, n) for r, n in zip(runs, run_names)])
+    _each_run_once([(baselines.run_ids(p), n) for p, n in zip(parts, names)]
+                   + [([baselines.run_id(r)], n) for r, n in zip(runs, run_names)])
     if runs:
         names.append("the run files")
         chip_id = runs[0].environment.get("chip")
         if chip_id is None or any(r.environment.get("chip") != chip_id for r in runs):
             raise ValueError("baseline merge: the run files are not all of one chip")
         parts.append(baselines.build(runs, chip_id, runs[0].shapes))
-    _each_run_once([(baselines.run_ids(p), n) for p, n in zip(parts, names) if n in inputs]
-                   + [([baselines.run_id(r)], n) for r, n in zip(runs, run_names)])
     return parts, names
 
 

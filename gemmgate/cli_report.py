@@ -22,9 +22,10 @@ def report_command(args, console, err) -> int:
                          "--baseline FILE")
     given: dict[str, str] = {}
     for f in runs + bases:   # twice, it would be drawn twice (its history's own step)
-        same = given.setdefault(str(Path(f).resolve()), f)
-        if same != f or (runs + bases).count(f) > 1:
-            raise ValueError(f"{f} is given twice (as {same}): give each file once")
+        key = str(Path(f).resolve())
+        if key in given:
+            raise ValueError(f"{f} is given twice (as {given[key]}): give each file once")
+        given[key] = f
     out = Path(args.output)
     check_writable(out / "index.html", "-o (the report folder)")
     from gemmgate import report_page  # matplotlib: only for this command

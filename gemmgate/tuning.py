@@ -265,8 +265,10 @@ class Tuner:
         self.pins = {} if setup.retune or not setup.pins_from else load_pins(setup.pins_from)
         # read when searching, --retune too: an unusable cache is an error here, not at
         # the first tuned key's save (whose entries are kept: retune ignores them)
-        cached = load_cache(setup.cache_path, setup.chip_id) if setup.searching else {}
-        if setup.searching:   # each search ends in a save: unwritable, before any is run
+        cached = {}
+        if setup.searching:
+            cached = load_cache(setup.cache_path, setup.chip_id)
+            # each search ends in a save: unwritable, said before any search is run
             check_writable(setup.cache_path, "the tuning cache (GEMMGATE_TUNING_DIR, "
                            "TuningSetup.cache_dir)")
         self.cache = {} if setup.retune else cached

@@ -206,8 +206,8 @@ class CopyCache:
         if entries < 1:
             raise ValueError(f"entries must be >= 1, got {entries}")
         self.entries = entries
-        self._store: OrderedDict[tuple, tuple] = OrderedDict()   # (source, version, copy,
-        #                                                          storage)
+        # key -> (source, its version, the copy, the source's storage)
+        self._store: OrderedDict[tuple, tuple] = OrderedDict()
         self.hits = self.misses = 0
 
     def __len__(self) -> int:

@@ -83,11 +83,16 @@ def check_table(data, where: str) -> dict:
     return data
 
 
-def entry_mode(e: dict) -> str | None:
-    """An entry's precision mode: its `mode`, else its bucket's second word (buckets are
-    "<family> <mode> <layouts> <path> <ld class>": kernels/dispatch.py)."""
+def _bucket_mode(e: dict) -> str | None:
+    """The mode an entry's bucket names: its second word (buckets are "<family> <mode>
+    <layouts> <path> <ld class>": kernels/dispatch.py)."""
     words = str(e.get("bucket", "")).split()
-    return e.get("mode", words[1] if len(words) > 1 else None)
+    return words[1] if len(words) > 1 else None
+
+
+def entry_mode(e: dict) -> str | None:
+    """An entry's precision mode: its `mode`, else its bucket's."""
+    return e.get("mode", _bucket_mode(e))
 
 
 def _check_entry(e) -> None:
@@ -104,7 +109,7 @@ def _check_entry(e) -> None:
     mode = entry_mode(e)
     if mode not in MODES:
         raise ValueError(f"mode {mode!r} is not one of {', '.join(MODES)}")
-    if e.get("mode", mode) != (e["bucket"].split() + ["", ""])[1]:
+    if "mode" in e and e["mode"] != _bucket_mode(e):
         raise ValueError(f"mode {e['mode']!r} is not its bucket's ({e['bucket']!r})")
     if e.get("layout", "rr") not in _LAYOUTS:
         raise ValueError(f"layout {e['layout']!r} is not one of {', '.join(_LAYOUTS)}")
