@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from gemmgate.compare import DEFAULT_FLOOR
 from gemmgate.context import MeasurementError
+from gemmgate.deadline import DEFAULT_LIMIT_S
 from gemmgate.precision import MODE_NAMES
 from gemmgate.shapes import SETS
 
@@ -50,9 +51,28 @@ def _run_args(p: argparse.ArgumentParser) -> None:
                         "alternation); see gemmgate/timing.py on power-capped GPUs")
     p.add_argument("--devices", metavar="IDS",
                    help="spread cases over these devices, one worker process each (e.g. 0,1)")
+    _case_timeout_arg(p)
     p.add_argument("--retune", action="store_true",
                    help="tune every Triton key afresh within the budget, ignoring pinned tiles "
                         "(default: no tuning; the kernel's own dispatch, as a library call)")
+
+
+def _case_timeout_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--case-timeout", type=_seconds, metavar="S",
+                   help="stop the run (exit 3) when one case takes longer: a provider "
+                        f"that hangs (default {DEFAULT_LIMIT_S:g}; tune adds twice "
+                        "--budget-per-key; 0: no limit)")
+
+
+def _seconds(text: str) -> float:
+    """A time limit in seconds: finite, >= 0."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (x >= 0 and x != float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r}: give seconds >= 0 (0: no limit)")
+    return x
 
 
 def _providers_arg(p: argparse.ArgumentParser) -> None:
@@ -231,6 +251,7 @@ def _sweep_parser(sub) -> None:
     s.add_argument("--layout", default="rr", help="rr (default), cr, rc or cc")
     s.add_argument("--timing", choices=("graph", "eager"), help="as for run")
     s.add_argument("--budget", type=float, metavar="S", help="timing budget per value, seconds")
+    _case_timeout_arg(s)
     s.add_argument("--csv", metavar="PATH", help="write one row per value")
     s.add_argument("--plot", metavar="PATH.png", help="draw TFLOP/s against the values")
     _json_arg(s)

@@ -39,6 +39,7 @@ from gemmgate.bisect import (
 from gemmgate.chips import select_chip
 from gemmgate.cli_run import append_summary, check_floor, check_outputs, shapes_file
 from gemmgate.context import RunContext, make_context, parse_devices
+from gemmgate.deadline import cli_limit
 from gemmgate.files import read_text, write_json_atomic
 from gemmgate.reference import resolve
 from gemmgate.run import environment_of
@@ -63,7 +64,8 @@ def _context(args, chip: str | None, items, pins_from: str | None) -> RunContext
     """The run context: the named cases (validated by make_context like any other,
     memory included), else --shapes/--modes."""
     common = dict(timing=args.timing, budget_s=args.budget, devices=args.devices,
-                  pins_from=pins_from, retune=args.retune, block=args.block)
+                  pins_from=pins_from, retune=args.retune, block=args.block,
+                  case_timeout=cli_limit(args.case_timeout))
     if not items:
         return make_context(chip, args.shapes, args.modes, **common)
     modes = ",".join(dict.fromkeys(m.name for m, _ in items))

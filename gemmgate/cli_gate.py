@@ -72,7 +72,7 @@ def check_command(args, console, err) -> int:
                   f"tolerance is the {floor:.1%} floor (small kernels differ by "
                   "more between processes); recalibrate with --ab-ref HEAD")
     try:
-        record = execute(ctx, err)
+        record = execute(ctx, err, args.json)
     except MeasurementError as e:   # judged nothing: what was measured is kept, unjudged
         keep_partial(e, args.json, err)
         raise

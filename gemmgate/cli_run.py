@@ -4,6 +4,7 @@ running with a progress bar."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from rich.table import Table
 from gemmgate import baseline_schema
 from gemmgate.chips import CHIPS, select_chip
 from gemmgate.context import MeasurementError, RunContext, make_context
+from gemmgate.deadline import cli_limit
 from gemmgate.execute import run_cases
 from gemmgate.files import InputError, check_writable, write_json_atomic
 from gemmgate.reference import resolve
@@ -37,7 +39,9 @@ def context_from_args(args, *, shapes: str | None = None, modes: str | None = No
                         block=block if block is not None else args.block,
                         reference=reference, slowdown=slowdown, cases=cases,
                         cases_label=cases_label, providers=getattr(args, "providers", None),
-                        copies=getattr(args, "copies", None) or "kept")
+                        copies=getattr(args, "copies", None) or "kept",
+                        case_timeout=cli_limit(args.case_timeout,
+                                               getattr(args, "budget_per_key", 0.0)))
 
 
 def check_outputs(*paths: tuple[str | None, str], append: str | None = None,
@@ -98,8 +102,11 @@ def progress_bar(console: Console) -> Progress:
                     TimeElapsedColumn(), console=console, transient=True)
 
 
-def execute(ctx: RunContext, err: Console) -> RunRecord:
-    """Run the context's cases with a progress bar."""
+def execute(ctx: RunContext, err: Console, partial_to: str | None = None) -> RunRecord:
+    """Run the context's cases with a progress bar. `partial_to`: the run's --json, where
+    a case stuck past --case-timeout leaves the cases measured before it (the process
+    ends then: gemmgate/deadline.py); any other stop leaves them on the raised
+    MeasurementError (`keep_partial`)."""
     sel = ctx.selection
     if sel.warning:
         err.print(f"[yellow]warning:[/] {sel.warning}")
@@ -112,6 +119,17 @@ def execute(ctx: RunContext, err: Console) -> RunRecord:
         err.print(f"also timed, not gated: {escape(', '.join(ctx.providers[2:]))}")
     env = environment_of(ctx)
     done: list[CaseResult] = []
+
+    def partial(reason: str) -> RunRecord:
+        return RunRecord({**env, "incomplete": reason}, ctx.shapes_label, tuple(done))
+
+    def last_words() -> None:   # from the watchdog thread, the measuring one stuck
+        if partial_to and done:
+            write_json_atomic(partial_to, partial("a case was stuck past --case-timeout "
+                                                  f"({ctx.case_timeout_s:g} s)").to_json())
+            print(f"gemmgate: wrote the {len(done)} case(s) measured before it to "
+                  f"{partial_to} (environment.incomplete)", file=sys.stderr)
+
     with progress_bar(err) as bar:
         task = bar.add_task("running", total=len(ctx.items))
 
@@ -120,10 +138,9 @@ def execute(ctx: RunContext, err: Console) -> RunRecord:
             bar.update(task, advance=1, description=f"{r.mode} {r.case.id}")
 
         try:
-            results = run_cases(ctx, on_case=tick)
+            results = run_cases(ctx, on_case=tick, last_words=last_words)
         except MeasurementError as e:   # the cases measured before it are not lost
-            e.partial = RunRecord({**env, "incomplete": str(e)}, ctx.shapes_label,
-                                  tuple(done))
+            e.partial = partial(str(e))
             raise
     return RunRecord(env, ctx.shapes_label, tuple(results))
 
@@ -148,7 +165,7 @@ def run_command(args, console: Console, err: Console) -> int:
     ref = resolve(args.ab_ref) if args.ab_ref else None
     ctx = context_from_args(args, pins_from=args.pin_tiles, reference=ref)
     try:
-        record = execute(ctx, err)
+        record = execute(ctx, err, args.json)
     except MeasurementError as e:
         keep_partial(e, args.json, err)
         raise

@@ -22,6 +22,7 @@ from rich.table import Table
 from gemmgate import sweep
 from gemmgate.cli_run import check_outputs, progress_bar
 from gemmgate.context import INTERPRETER_DEFECTS
+from gemmgate.deadline import cli_limit
 from gemmgate.files import write_json_atomic, write_text_atomic
 
 
@@ -77,7 +78,8 @@ def sweep_command(args, console: Console, err: Console) -> int:
         raise ValueError(f"--plot {args.plot}: the figure is a PNG; give a path ending .png")
     check_outputs((args.csv, "--csv"), (args.json, "--json"), (args.plot, "--plot"))
     spec = sweep.plan(args.param, args.shape, args.mode, args.values, chip=args.chip,
-                      layout=args.layout, budget_s=args.budget, timing=args.timing)
+                      layout=args.layout, budget_s=args.budget, timing=args.timing,
+                      case_timeout=cli_limit(args.case_timeout))
     ctx = spec.contexts[0]
     if ctx.selection.warning:
         err.print(f"[yellow]warning:[/] {ctx.selection.warning}")

@@ -15,6 +15,7 @@ here, so a bad one is exit 2 before any work; the Runner imports it again by nam
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -61,10 +62,14 @@ class RunContext:
     # operands' layout (providers.vendor_provider); kept (default): once a
     # case, as the tool's figures and baselines are measured
     keep_copies: bool = True
+    case_timeout_s: float = 0.0          # --case-timeout: a case's limit (0: none; deadline.py)
 
     def __post_init__(self) -> None:
         if not self.modes:
             raise ValueError("no precision mode to run")
+        if not (self.case_timeout_s >= 0 and math.isfinite(self.case_timeout_s)):
+            raise ValueError(f"--case-timeout must be >= 0 seconds (0: no limit), got "
+                             f"{self.case_timeout_s}")
         if self.providers[:2] != GATED:
             raise ValueError(f"providers must start with triton,vendor, got {self.providers}")
         if not 0 <= self.slowdown <= 10:
@@ -215,12 +220,14 @@ def make_context(chip: str | None = None, shapes: str | None = None, modes: str 
                  cases: Sequence[Case] | None = None,
                  cases_label: str = "named cases",
                  force: Sequence[tuple[str, object]] = (),
-                 providers: str | None = None, copies: str = "kept") -> RunContext:
+                 providers: str | None = None, copies: str = "kept",
+                 case_timeout: float = 0.0) -> RunContext:
     """Validate every choice up front (ValueError on bad input, before any work).
     `cases` (e.g. bisect's named cases) replaces `shapes`. `force`: (field, value) pairs
     that override the kernel's own tile (`gemmgate sweep`; the kernel's TileConfig
     validates the values when the tile is made). `providers`: --providers, as text.
-    `copies`: --copies, "kept" or "per-call" (`RunContext.keep_copies`)."""
+    `copies`: --copies, "kept" or "per-call" (`RunContext.keep_copies`). `case_timeout`:
+    seconds a case may take before the run stops (0: no limit; gemmgate/deadline.py)."""
     if copies not in COPIES:
         raise ValueError(f"--copies {copies!r}: give one of {', '.join(COPIES)}")
     sel = select_chip(chip)
@@ -268,4 +275,4 @@ def make_context(chip: str | None = None, shapes: str | None = None, modes: str 
                          force=force)
     return RunContext(sel, mode_list, label, cases, policy, device, device_ids, tuning,
                       reference=reference, slowdown=slowdown, providers=provider_names,
-                      keep_copies=copies == "kept")
+                      keep_copies=copies == "kept", case_timeout_s=case_timeout)

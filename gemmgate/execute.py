@@ -15,18 +15,21 @@ from gemmgate.shapes import Case
 
 
 def run_cases(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]] | None = None,
-              on_case: Callable[[CaseResult], None] | None = None) -> list[CaseResult]:
+              on_case: Callable[[CaseResult], None] | None = None,
+              last_words: Callable[[], None] | None = None) -> list[CaseResult]:
     """Every (mode, case) of `items` (default: the whole run), in order; on several
     devices one worker process each (gemmgate/parallel.py), all with this context.
     `on_case(result)` is called with each case's result as it finishes (progress bars;
-    `gemmgate tune` writes each key then, so a stopped search keeps the keys it finished)."""
+    `gemmgate tune` writes each key then, so a stopped search keeps the keys it finished).
+    `last_words()` runs before this process stops on a case stuck in native code past
+    `ctx.case_timeout_s` (gemmgate/deadline.py); a worker stuck so just dies (exit 3)."""
     items = ctx.items if items is None else list(items)
     for m in dict.fromkeys(m for m, _ in items):
         ctx.chip.require_mode(m.name)
     if len(ctx.devices) > 1:
         load_reference(ctx)  # an unusable reference is a clear error here, not in a worker
         return run_parallel(ctx, items, on_case)
-    runner = Runner(ctx)
+    runner = Runner(ctx, last_words=last_words)
     out = []
     for mode, case in items:
         out.append(runner.run_case(mode, case))

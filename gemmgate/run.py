@@ -22,6 +22,7 @@ import math
 import os
 import uuid
 import zlib
+from collections.abc import Callable
 from dataclasses import replace
 
 import torch
@@ -30,6 +31,7 @@ from gemmgate import reference, stats
 from gemmgate.accuracy import FAIL, Accuracy, classify, errors
 from gemmgate.autotune_pick import Picks
 from gemmgate.context import MeasurementError, RunContext, load_function
+from gemmgate.deadline import run_within
 from gemmgate.env import environment, telemetry, tuning_table
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import PrecisionMode, vendor_flags
@@ -77,9 +79,12 @@ def device_scope(device: str):
 class Runner:
     """One process's live state for a run context; `run_case` measures one case."""
 
-    def __init__(self, ctx: RunContext, triton=None, vendor: Builder = vendor_provider) -> None:
+    def __init__(self, ctx: RunContext, triton=None, vendor: Builder = vendor_provider,
+                 last_words: Callable[[], None] | None = None) -> None:
         """`triton`: a package with the kernels.matmul contract (default: this tree's
-        kernels); `vendor`: the vendor's builder (tests substitute both)."""
+        kernels); `vendor`: the vendor's builder (tests substitute both); `last_words`:
+        called before the process stops on a case stuck past its time limit
+        (gemmgate/deadline.py; the CLI keeps the cases measured so far)."""
         if triton is None:
             # Imported here, not at the top: on the CPU, make_context switched the Triton
             # interpreter on, and TRITON_INTERPRET is read when the kernel is decorated.
@@ -88,14 +93,20 @@ class Runner:
         self.ctx = ctx
         self.tuner = Tuner(ctx.tuning)
         self.vendor = vendor
+        self.last_words = last_words
         self.kernels = {"triton": triton}
         ref = load_reference(ctx)
         if ref is not None:
             self.kernels[REFERENCE] = ref
 
     def run_case(self, mode: PrecisionMode, case: Case) -> CaseResult:
+        """One case, within the context's time limit (MeasurementError past it)."""
+        self.ctx.chip.require_mode(mode.name)
+        return run_within(self.ctx.case_timeout_s, f"{mode.name} {case.id}",
+                          lambda: self._case(mode, case), self.last_words)
+
+    def _case(self, mode: PrecisionMode, case: Case) -> CaseResult:
         ctx = self.ctx
-        ctx.chip.require_mode(mode.name)
         with device_scope(ctx.device), vendor_flags(mode):
             try:
                 return self._run(mode, case)

@@ -112,9 +112,11 @@ class SweepSpec:
 
 def plan(param: str, shape: str, mode: str, values: str | None = None, *,
          chip: str | None = None, layout: str = "rr", budget_s: float | None = None,
-         timing: str | None = None, tile_class=None) -> SweepSpec:
+         timing: str | None = None, tile_class=None,
+         case_timeout: float = 0.0) -> SweepSpec:
     """Validate everything before any measuring (ValueError: exit 2). `tile_class`: the
-    kernel's TileConfig (default: this tree's kernels.TileConfig)."""
+    kernel's TileConfig (default: this tree's kernels.TileConfig); `case_timeout`: each
+    value's time limit (RunContext.case_timeout_s)."""
     param = (param or "").strip()
     if not param:
         raise ValueError("--param names no parameter; e.g. --param num_stages")
@@ -125,7 +127,8 @@ def plan(param: str, shape: str, mode: str, values: str | None = None, *,
     vals = parse_values(values, param)
     ctxs = tuple(make_context(chip, modes=m.name, timing=timing, budget_s=budget_s,
                               cases=(case,), cases_label=f"sweep {param}",
-                              force=((param, v),)) for v in vals)
+                              force=((param, v),), case_timeout=case_timeout)
+                 for v in vals)
     if tile_class is None:
         import kernels  # after make_context: on the CPU it switched the interpreter on
 

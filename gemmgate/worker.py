@@ -5,7 +5,8 @@
 `baseline calibrate` starts one per calibration run, handing each the same pickled
 context (A/A runs must not share a process: process-to-process noise is what they
 measure). The pickle is written by the parent into its own temporary directory.
-Exit 0: written (accuracy failures are in the JSON); 2: the context could not be used.
+Exit 0: written (accuracy failures are in the JSON); 2: the context could not be used;
+3: a case could not be measured (past --case-timeout, out of memory): nothing written.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import pickle
 import sys
 
+from gemmgate.context import MeasurementError
 from gemmgate.execute import run_cases
 from gemmgate.files import write_json_atomic
 from gemmgate.parallel import PARENT_ENV, exit_with_parent
@@ -38,6 +40,9 @@ def main(argv: list[str]) -> int:
     except ValueError as e:
         print(f"gemmgate worker: error: {e}", file=sys.stderr)
         return 2
+    except MeasurementError as e:
+        print(f"gemmgate worker: measurement failed: {e}", file=sys.stderr)
+        return 3
     write_json_atomic(argv[1], record.to_json())
     return 0
 

@@ -55,3 +55,23 @@ def unscaled(a, b, *, precision=None, out=None):
 
 def one_operand(a):
     return a
+
+
+def hangs(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    """A Python loop that does not return (for two minutes: a broken limit fails the
+    test as a failed provider, not a CI job that never ends)."""
+    import time
+
+    end = time.monotonic() + 120
+    while time.monotonic() < end:
+        pass
+    raise RuntimeError("hangs: the case time limit did not stop it")
+
+
+def stuck_on_24_rows(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    """Right, except on 24-row cases: blocked in native code (a sleep) for two minutes."""
+    import time
+
+    if a.shape[0] == 24:
+        time.sleep(120)
+    return correct(a, b, precision=precision, out=out)

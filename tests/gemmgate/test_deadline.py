@@ -1,0 +1,100 @@
+"""The case time limit (gemmgate/deadline.py). Every hang here is a real one, bounded (a
+loop of at most a minute, a sleep of a minute) so that a broken limit fails the test
+instead of hanging CI; no assertion rests on how long real work took."""
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from gemmgate.context import MeasurementError
+from gemmgate.deadline import (
+    DEFAULT_LIMIT_S,
+    CaseTimeout,
+    Deadline,
+    cli_limit,
+    grace_for,
+    run_within,
+)
+
+
+def _spin(seconds: float) -> str:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+    return "not stopped"
+
+
+def test_a_python_loop_past_the_limit_is_a_measurement_error_naming_the_case():
+    with pytest.raises(MeasurementError, match=r"fp16 64x64x64 ran past the case time "
+                                               r"limit \(0.2 s, --case-timeout\)"):
+        run_within(0.2, "fp16 64x64x64", lambda: _spin(60))
+
+
+def test_the_timeout_passes_through_except_exception():
+    """A provider's `except Exception` (the run's own `_check` has one) must not take the
+    stop for a failed call and go on."""
+    def swallows():
+        try:
+            return _spin(60)
+        except Exception:
+            return "swallowed"
+
+    assert not issubclass(CaseTimeout, Exception)
+    with pytest.raises(MeasurementError):
+        run_within(0.2, "case", swallows)
+
+
+def test_a_call_that_returns_is_its_result_and_leaves_no_stop_behind():
+    assert run_within(30, "case", lambda: 42) == 42
+    assert run_within(None, "case", lambda: 43) == 43
+    assert run_within(0, "case", lambda: 44) == 44
+    # calls ending around their limit: a stop raised is a MeasurementError inside
+    # run_within, and none arrives after it returned
+    for i in range(300):
+        try:
+            run_within(1e-4 * (i % 7), "case", lambda: sum(range(2000)))
+        except MeasurementError:
+            pass
+    assert _spin(0.3) == "not stopped"
+
+
+def test_no_limit_starts_no_watchdog():
+    before = {t.name for t in __import__("threading").enumerate()}
+    with Deadline(0, "case") as d:
+        assert d.limit_s == 0
+    with Deadline(None, "case"):
+        pass
+    after = {t.name for t in __import__("threading").enumerate()}
+    assert not any(n.startswith("deadline") for n in after - before)
+
+
+def test_bad_limits_and_the_grace():
+    with pytest.raises(ValueError, match="must be >= 0"):
+        Deadline(-1, "case")
+    assert grace_for(1) == 1.0 and grace_for(100) == 10.0 and grace_for(3600) == 30.0
+    assert cli_limit(None) == DEFAULT_LIMIT_S and cli_limit(5.0, 100.0) == 5.0
+    assert cli_limit(None, 100.0) == DEFAULT_LIMIT_S + 200.0
+
+
+def test_stuck_in_native_code_the_process_ends_with_exit_3_after_its_last_words(tmp_path):
+    """A sleep never reaches a bytecode: the raise cannot land. The watchdog prints the
+    stacks, runs `last_words` and ends the process."""
+    kept = tmp_path / "kept.txt"
+    code = textwrap.dedent(f"""
+        import time
+        from gemmgate.deadline import run_within
+        def last_words():
+            open({str(kept)!r}, "w").write("kept")
+        run_within(0.3, "bf16 8x8x8", lambda: time.sleep(60), last_words, grace_s=0.3)
+        print("returned")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=50)
+    assert proc.returncode == 3, proc.stderr
+    assert "bf16 8x8x8 ran past the case time limit (0.3 s" in proc.stderr
+    assert "stuck in native code" in proc.stderr
+    assert "in <lambda>" in proc.stderr          # the stuck thread's stack
+    assert kept.read_text() == "kept" and "returned" not in proc.stdout
