@@ -16,7 +16,9 @@ Three parts, kept apart:
   with that commit's `kernels/` as its "triton" package and the other commit as the
   A/B reference, gemmgate/reference.py). Each named case's per-round A/B figure
   (reference time / this commit's time, < 1: this commit is slower) is judged against
-  1 with the floor as tolerance (gemmgate.compare.judge). A step is bad when any case
+  1 (gemmgate.compare.judge) with the tolerance `check --ab-ref` gives it: the
+  baseline's A/B noise for the case, scaled as the gate scales it, at least the floor
+  (the floor alone without a baseline, or where it holds no A/B noise). A step is bad when any case
   regressed, good when none did, and skipped when the commit's `kernels/` does not
   import, lacks the `choose=` hook, or fails a case's accuracy check.
 
@@ -32,12 +34,12 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gemmgate.accuracy import PASS
-from gemmgate.compare import INCONCLUSIVE, REGRESSED, Judgement, judge, tolerance
+from gemmgate.compare import INCONCLUSIVE, REGRESSED, Judgement, judge
 from gemmgate.context import RunContext
 from gemmgate.precision import MODES, PrecisionMode, get_mode
 from gemmgate.reference import resolve
@@ -265,8 +267,9 @@ class Step:
                 "cases": [c.to_json() for c in self.cases]}
 
 
-def judge_ab(result: CaseResult, floor: float) -> CaseAB:
-    """A case's A/B verdict: this commit's kernel ("triton") against the reference's."""
+def judge_ab(result: CaseResult, tol: float) -> CaseAB:
+    """A case's A/B verdict: this commit's kernel ("triton") against the reference's,
+    changes within `tol` (a fraction) called unchanged."""
     here, ref = result.providers["triton"], result.providers.get(REFERENCE)
     if here.accuracy != PASS:
         return CaseAB(result.key, FAILED, None,
@@ -276,7 +279,7 @@ def judge_ab(result: CaseResult, floor: float) -> CaseAB:
         return CaseAB(result.key, FAILED, None, f"the reference kernel: {why}")
     if not result.ab_samples:
         return CaseAB(result.key, FAILED, None, "no A/B samples")
-    j = judge(result.ab_samples, 1.0, tolerance(None, floor))
+    j = judge(result.ab_samples, 1.0, tol)
     return CaseAB(result.key, j.verdict, j)
 
 
@@ -302,9 +305,11 @@ def load_kernels(ctx: RunContext, commit: str):
 
 
 def measure_step(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]], commit: str,
-                 against: str, floor: float, boundary: bool = False) -> Step:
+                 against: str, tolerances: Mapping[str, float],
+                 boundary: bool = False) -> Step:
     """Time the kernel at `commit` against the kernel at `against`, interleaved, in this
-    process, on each (mode, case) of `items`; judge each case's A/B figure."""
+    process, on each (mode, case) of `items`; judge each case's A/B figure within its
+    tolerance (`tolerances`, by case key)."""
     from gemmgate.providers import Unsupported
     from gemmgate.run import Runner
 
@@ -317,6 +322,7 @@ def measure_step(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]], c
         raise Unsupported("not timed by bisect (A/B needs only the two kernels)")
 
     runner = Runner(replace(ctx, reference=against), triton=pkg, vendor=untimed_vendor)
-    cases = tuple(judge_ab(runner.run_case(mode, case), floor) for mode, case in items)
+    cases = tuple(judge_ab(r, tolerances[r.key])
+                  for r in (runner.run_case(mode, case) for mode, case in items))
     verdict, note = step_verdict(cases)
     return Step(commit, against, verdict, cases, note, boundary)

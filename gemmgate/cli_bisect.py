@@ -41,6 +41,7 @@ from gemmgate.cli_run import append_summary, check_floor, check_outputs, shapes_
 from gemmgate.context import RunContext, make_context, parse_devices
 from gemmgate.deadline import cli_limit
 from gemmgate.files import read_text, write_json_atomic
+from gemmgate.gate import ab_tolerance
 from gemmgate.reference import resolve
 from gemmgate.run import environment_of
 
@@ -101,7 +102,7 @@ def bisect_command(args, console, err) -> int:
     items = list(dict.fromkeys(parse_case_id(i) for i in ids))
     chip = args.chip or check_chip
     chip_id = select_chip(chip).chip.id
-    good_ref = args.good
+    good_ref, base = args.good, None
     if args.good == "baseline" or args.baseline:
         path = Path(args.baseline or baselines.default_path(chip_id))
         base = baselines.load(path, chip_id)  # exit 2 on any problem
@@ -119,16 +120,23 @@ def bisect_command(args, console, err) -> int:
         except ValueError as e:
             raise ValueError(f"{what} {c.short}: {e}") from None
     keys = [c.key(m.name) for m, c in items]
+    # each case's A/B tolerance as `check --ab-ref` has it: the baseline's A/B noise
+    tolerances = {k: ab_tolerance(base.cases.get(k) if base else None, floor) for k in keys}
     info = {c.sha: c for c in (good, bad, *commits)}
     err.print(f"bisect on {ctx.chip.id}: {len(commits)} commit(s) after GOOD {good.short} up "
               f"to BAD {bad.short}, about {expected_steps(len(commits))} steps; each times a "
               f"commit's kernel against GOOD's in this process ({ctx.policy.method}); "
               f"{len(keys)} case(s): {', '.join(keys)}")
+    noisy = sum(bool(base and k in base.cases and base.cases[k].noise.ab is not None)
+                for k in keys)
+    err.print(f"A/B tolerance: {noisy} of {len(keys)} case(s) from the baseline's A/B noise, "
+              f"the rest the {floor:.1%} floor; "
+              + ", ".join(f"{k} ±{t:.1%}" for k, t in tolerances.items()))
     steps: list[Step] = []
 
     def is_bad(sha: str) -> bool | None:
         err.print(f"step {len(steps) + 1}: {info[sha].short} {escape(info[sha].subject)}")
-        steps.append(measure_step(ctx, items, sha, good.sha, floor))
+        steps.append(measure_step(ctx, items, sha, good.sha, tolerances))
         console.print(_steps_table(steps, keys, info, good.sha))
         return None if steps[-1].verdict == SKIP else steps[-1].verdict == BAD
 
@@ -138,14 +146,15 @@ def bisect_command(args, console, err) -> int:
         parent = result.last_good or good.sha
         err.print(f"re-measure: {info[result.first_bad].short} against the commit before it, "
                   f"{info[parent].short}")
-        boundary = measure_step(ctx, items, result.first_bad, parent, floor, boundary=True)
+        boundary = measure_step(ctx, items, result.first_bad, parent, tolerances,
+                                boundary=True)
         console.print(_steps_table([*steps, boundary], keys, info, good.sha))
     outcome = _outcome(result, boundary)
     text = _conclusion(outcome, result, steps[0] if steps else None, boundary, info, good, bad)
     console.print(("[bold]" if outcome == CULPRIT else "") + escape(text))
     if args.json:  # before the summary: a summary that fails must not lose the results
-        write_json_atomic(args.json, _record(ctx, floor, keys, good, bad, commits, steps,
-                                             boundary, result, outcome, info))
+        write_json_atomic(args.json, _record(ctx, floor, tolerances, good, bad, commits,
+                                             steps, boundary, result, outcome, info))
         err.print(f"wrote {args.json}")
     all_steps = [*steps, boundary] if boundary else steps
     append_summary(args.summary, _markdown(ctx.chip.id, outcome, text, all_steps, keys, info,
@@ -260,7 +269,8 @@ def _markdown(chip: str, outcome: str, text: str, steps: Sequence[Step], keys: S
     return "\n".join(lines) + "\n"
 
 
-def _record(ctx: RunContext, floor: float, keys, good: Commit, bad: Commit, commits,
+def _record(ctx: RunContext, floor: float, tolerances: dict[str, float], good: Commit,
+            bad: Commit, commits,
             steps: Sequence[Step], boundary: Step | None, result: SearchResult, outcome: str,
             info: dict[str, Commit]) -> dict:
     def step_json(s: Step) -> dict:
@@ -270,7 +280,8 @@ def _record(ctx: RunContext, floor: float, keys, good: Commit, bad: Commit, comm
     return {"schema": SCHEMA, "chip": ctx.chip.id, "outcome": outcome, "culprit": culprit,
             "first_bad": result.first_bad, "last_good": result.last_good,
             "candidates": list(result.candidates), "good": good.to_json(),
-            "bad": bad.to_json(), "commits": [c.to_json() for c in commits], "cases": keys,
-            "floor": floor, "steps": [step_json(s) for s in steps],
+            "bad": bad.to_json(), "commits": [c.to_json() for c in commits],
+            "cases": list(tolerances), "floor": floor, "tolerances": tolerances,
+            "steps": [step_json(s) for s in steps],
             "boundary": step_json(boundary) if boundary else None,
             "environment": environment_of(ctx)}

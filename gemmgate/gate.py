@@ -96,6 +96,17 @@ def stored_level(base: BaselineCase, machine: str) -> str:
     return MACHINE if base.noise.machine is not None else ADVISORY
 
 
+def ab_tolerance(base: BaselineCase | None, floor: float) -> float:
+    """The tolerance of a case's A/B figure (this kernel against the reference commit's,
+    vs 1): its stored A/B noise scaled for the runs behind it, at least `floor`; the floor
+    alone without a baseline case or A/B noise. `check --ab-ref` and `bisect` both."""
+    if base is None:
+        return tolerance(None, floor)
+    noise = base.noise
+    factor = noise_factor(runs_behind(noise.ab, noise.ab_runs, (), "ab"), about_one=True)
+    return tolerance(noise.ab, floor, factor)
+
+
 def judge_case(result: CaseResult, base: BaselineCase, floor: float,
                machine: str = "") -> CaseVerdict:
     if not result.gate_passed:  # extra providers (--providers) never decide a verdict
@@ -126,8 +137,7 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
     tf_samples = [result.case.flops / (ms * 1e-3) / 1e12 for ms in t.samples_ms if ms > 0]
     if base_tf and tf_samples and result.case.flops:
         tf_j = judge(tf_samples, base_tf, tolerance(tf_noise, 2 * floor, tf_factor))
-    ab_factor = noise_factor(runs_behind(noise.ab, noise.ab_runs, (), "ab"), about_one=True)
-    ab_j = judge(result.ab_samples, 1.0, tolerance(noise.ab, floor, ab_factor)) \
+    ab_j = judge(result.ab_samples, 1.0, ab_tolerance(base, floor)) \
         if result.ab_samples else None
     stored = ratio_j if ratio_j is not None else tf_j  # no vendor figure: TFLOP/s
     verdict = _policy(stored.verdict if stored else UNCHANGED, level,

@@ -367,6 +367,34 @@ def test_nightly_style_from_a_check_with_nothing_slower(planted, costed_timing, 
 
 
 @needs_git
+def test_a_step_inside_the_baselines_ab_noise_is_not_a_culprit(tmp_path_factory, costed_timing,
+                                                               monkeypatch, tmp_path, capsys):
+    """Each case is judged with the A/B tolerance `check --ab-ref` gives it: a 5% step
+    is a culprit at the 1.5% floor, and within the noise of a case whose stored A/B
+    spread is 2.5% (5 runs: x2.5, a 6.25% tolerance), as the check would call it."""
+    d = tmp_path_factory.mktemp("bisect-step")
+    shas = _make_history(d, [1.0, 1.0, 1.0, 1.05, 1.05])
+    monkeypatch.chdir(d)
+    rc, data, _ = _bisect(tmp_path, shas[0], "HEAD", "--case", CASE)
+    assert rc == 0 and data["outcome"] == "culprit" and data["culprit"]["sha"] == shas[3]
+    assert data["tolerances"] == {CASE: 0.015}
+    (tmp_path / "shapes.csv").write_text("m,n,k\n16,16,16\n")
+    base = tmp_path / "b.json"
+    assert main(["baseline", "update", *FAST, "--modes", "fp32", "--shapes",
+                 str(tmp_path / "shapes.csv"), "--output", str(base)]) == 0
+    stored = json.loads(base.read_text())
+    stored["cases"][CASE]["noise"].update(ab=0.025, ab_runs=[1.0, 1.025, 0.975, 1.0, 1.0])
+    base.write_text(json.dumps(stored))
+    capsys.readouterr()
+    rc, data, _ = _bisect(tmp_path, shas[0], "HEAD", "--case", CASE, "--baseline", str(base))
+    err = capsys.readouterr().err
+    assert rc == 0 and data["outcome"] == "clean", err
+    assert data["tolerances"] == {CASE: pytest.approx(0.0625)}
+    assert data["steps"][0]["cases"][0]["ab"]["change"] == pytest.approx(1 / 1.05 - 1, abs=0.01)
+    assert "1 of 1 case(s) from the baseline's A/B noise" in err
+
+
+@needs_git
 def test_a_check_without_regressions_has_nothing_to_bisect(planted, monkeypatch, tmp_path):
     d, shas = planted
     monkeypatch.chdir(d)
