@@ -2,10 +2,12 @@
 loop of at most a minute, a sleep of a minute) so that a broken limit fails the test
 instead of hanging CI; no assertion rests on how long real work took."""
 
+import json
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -98,3 +100,40 @@ def test_stuck_in_native_code_the_process_ends_with_exit_3_after_its_last_words(
     assert "stuck in native code" in proc.stderr
     assert "in <lambda>" in proc.stderr          # the stuck thread's stack
     assert kept.read_text() == "kept" and "returned" not in proc.stdout
+
+
+@pytest.mark.gpu
+def test_gpu_a_kernel_that_never_ends_stops_the_process_with_exit_3(tmp_path):
+    """The hang the limit is for: a GPU kernel that never finishes, waited for in
+    cudaDeviceSynchronize. The raise cannot land there; the watchdog (which needs the
+    wait to have released the GIL) ends the process."""
+    code = textwrap.dedent("""
+        from gemmgate.deadline import run_within
+        from spin_providers import spin_forever
+        run_within(3, "fp16 spin", spin_forever, lambda: print("LAST WORDS"), grace_s=2)
+        print("returned")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).parent)
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    assert "fp16 spin ran past the case time limit (3 s" in proc.stderr
+    assert "in spin_forever" in proc.stderr and "LAST WORDS" in proc.stdout
+
+
+@pytest.mark.gpu
+def test_gpu_a_run_with_a_kernel_that_never_ends_keeps_the_cases_before_it(tmp_path):
+    """`gemmgate run` end to end on the GPU: the first case measured (a kernel compiled,
+    timed in CUDA graphs), the second's custom provider never ends: exit 3 and the first
+    case in --json, marked incomplete."""
+    out = tmp_path / "run.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gemmgate", "run", "--modes", "fp16",
+         "--shapes", "256x256x256,264x256x256", "--budget", "0.3", "--case-timeout", "60",
+         "--providers", "triton,vendor,spin_providers:spins_on_264_rows",
+         "--json", str(out)], capture_output=True, text=True, timeout=240,
+        cwd=Path(__file__).parent)
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    assert "fp16 m264-n256-k256 ran past the case time limit (60 s" in proc.stderr
+    data = json.loads(out.read_text())
+    assert [(c["m"], c["passed"]) for c in data["cases"]] == [(256, True)]
+    assert "stuck past --case-timeout" in data["environment"]["incomplete"]
