@@ -382,3 +382,20 @@ def ptxas_promote(path: Path) -> str:
                    f"{r['registers_promoted']} | {f'{spill} B' if spill else '0'} | "
                    f"{'yes' if r['serialized_promoted'] == '1' else 'no'} |")
     return "\n".join(out)
+
+
+def accum_table(path: Path, mode: str, promote: str = "default") -> str:
+    """scripts/device/accum.py's rows of one mode and promote setting: per shape (by K),
+    each provider's relative error and TFLOP/s, side by side."""
+    rows = [r for r in _rows(path) if r["mode"] == mode and r["promote"] == promote]
+    providers = list(dict.fromkeys(r["provider"] for r in rows))
+    out = ["| shape | K | " + " | ".join(f"{p} error" for p in providers) + " | "
+           + " | ".join(f"{p} TFLOP/s" for p in providers) + " |",
+           "|---|---:|" + "---:|" * (2 * len(providers))]
+    by_shape = _grouped(rows, lambda r: r["shape"])
+    for shape, rs in sorted(by_shape.items(), key=lambda x: int(x[0].split("x")[2])):
+        got = {r["provider"]: r for r in rs}
+        err = [f"{float(got[p]['error']):.2e}" if p in got else "-" for p in providers]
+        tf = [f"{float(got[p]['tflops']):.0f}" if p in got else "-" for p in providers]
+        out.append(f"| {shape} | {shape.split('x')[2]} | " + " | ".join(err + tf) + " |")
+    return "\n".join(out)

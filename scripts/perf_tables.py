@@ -46,6 +46,7 @@ from perf_ab import (  # noqa: E402
 )
 from perf_formats import (  # noqa: E402
     HOLDOUTS,
+    accum_table,
     baseline_tables,
     call_audit,
     call_audit_versions,
@@ -82,6 +83,7 @@ H55 = RESULTS / "h200-2026-12-05-s55"
 H56 = RESULTS / "h200-2026-12-05-s56"
 S56 = RESULTS / "dev-cpu-2026-12-05-s56"
 S58 = RESULTS / "dev-cpu-2026-12-05-s58"
+G60 = RESULTS / "h100-2026-12-05-s60"
 _WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
@@ -255,6 +257,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "s56-plan-time": lambda: plan_times(S56 / "plan_time.csv", S56 / "plan_time_cold.csv"),
     "s58-fp8-errors": lambda: errors_by_k(S58 / "baseline_errors.csv", "fp8"),
     "s58-fp8-promote": lambda: ptxas_promote(S58 / "ptxas_fp8_promote.csv"),
+    **{f"s60-h100-accum-{m}": functools.partial(accum_table, G60 / "accum.csv", m)
+       for m in ("fp8", "bf16", "fp16")},
 }
 
 
