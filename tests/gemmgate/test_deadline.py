@@ -121,20 +121,27 @@ def test_gpu_a_kernel_that_never_ends_stops_the_process_with_exit_3(tmp_path):
     assert "in spin_forever" in proc.stderr and "LAST WORDS" in proc.stdout
 
 
-@pytest.mark.gpu
-def test_gpu_a_run_with_a_kernel_that_never_ends_keeps_the_cases_before_it(tmp_path):
-    """`gemmgate run` end to end on the GPU: the first case measured (a kernel compiled,
-    timed in CUDA graphs), the second's custom provider never ends: exit 3 and the first
-    case in --json, marked incomplete."""
+@pytest.mark.parametrize("run_args,shapes,limit,provider,stuck", [
+    pytest.param(["--chip", "cpu", "--modes", "fp32"], "16x16x16,24x16x16", 10,
+                 "custom_providers:stuck_on_24_rows", "fp32 m24-n16-k16", id="cpu-sleep"),
+    pytest.param(["--modes", "fp16"], "256x256x256,264x256x256", 60,
+                 "spin_providers:spins_on_264_rows", "fp16 m264-n256-k256",
+                 id="gpu-kernel", marks=pytest.mark.gpu),
+])
+def test_a_run_stuck_in_native_code_ends_keeping_the_cases_before_it(
+        tmp_path, run_args, shapes, limit, provider, stuck):
+    """`gemmgate run` end to end: the first case is measured (on the GPU: a kernel
+    compiled, timed in CUDA graphs, far inside the limit), the second's custom provider
+    blocks in native code (a two-minute sleep; a kernel that never ends): exit 3, and
+    --json holds the first case, marked incomplete."""
     out = tmp_path / "run.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "gemmgate", "run", "--modes", "fp16",
-         "--shapes", "256x256x256,264x256x256", "--budget", "0.3", "--case-timeout", "60",
-         "--providers", "triton,vendor,spin_providers:spins_on_264_rows",
-         "--json", str(out)], capture_output=True, text=True, timeout=240,
-        cwd=Path(__file__).parent)
+        [sys.executable, "-m", "gemmgate", "run", *run_args, "--shapes", shapes,
+         "--budget", "0.2", "--case-timeout", str(limit),
+         "--providers", f"triton,vendor,{provider}", "--json", str(out)],
+        capture_output=True, text=True, timeout=240, cwd=Path(__file__).parent)
     assert proc.returncode == 3, proc.stderr[-3000:]
-    assert "fp16 m264-n256-k256 ran past the case time limit (60 s" in proc.stderr
+    assert f"{stuck} ran past the case time limit ({limit} s" in proc.stderr
     data = json.loads(out.read_text())
-    assert [(c["m"], c["passed"]) for c in data["cases"]] == [(256, True)]
-    assert "stuck past --case-timeout" in data["environment"]["incomplete"]
+    assert [(c["m"], c["passed"]) for c in data["cases"]] == [(int(shapes.split("x")[0]), True)]
+    assert f"stuck past --case-timeout ({limit} s)" in data["environment"]["incomplete"]
