@@ -98,6 +98,7 @@ for sha in "${SHAS[@]}"; do           # newest first: a deadline costs the oldes
     python3 -m asv run --python=same --set-commit-hash "$sha" --machine "$CHIP" \
     --launch-method spawn --show-stderr > "$LOG/asv_$short.txt" 2>&1
   rc=$?; echo "asv $short rc=$rc wall_s=$(( $(date +%s) - s )) (t=$(el)s)"
+  python3 scripts/asv_results.py ".asv/results/$CHIP" >/dev/null
   [ "$rc" -ne 0 ] && tail -15 "$LOG/asv_$short.txt" | cut -c1-160
 done
 PYTHONPATH=${SITE:-} python3 -m asv publish > "$LOG/asv_publish.txt" 2>&1; echo "publish rc=$?"
