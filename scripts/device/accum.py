@@ -8,18 +8,21 @@ Triton compiles an fp8 dot on sm_90 with `max_num_imprecise_acc_default = 2**30`
 wgmma accumulator's reduced-precision ("fast") accumulation, never promoted to fp32,
 while the vendor provider runs torch._scaled_mm with `use_fast_accum=False`. This times
 and checks, on the same inputs:
-  - `triton`: kernels.matmul in fp8 as the harness calls it (scales, kept copies), every
-    launch compiled with this process's `--promote N` (Triton's default where omitted;
-    N: products summed in the accumulator's precision before they are added into an
-    fp32 one; a dot whose K block is under N is never promoted);
+  - `triton`: kernels.matmul in fp8 as the harness calls it (scales, kept copies); with
+    `--promote-block`, every pointer and TMA kernel's dot gets
+    `max_num_imprecise_acc=BLOCK_K`: each K block's products summed fast, then added into
+    an fp32 accumulator (the warp-specialized Gluon kernels' wgmma is left as it is). The
+    launch option `max_num_imprecise_acc_default` cannot do this: the CUDA backend's
+    parse_options sets it to 2**30 on sm_90 whatever the launch asks (triton 3.6-3.9;
+    session 60's promote rows equalled the default's bit for bit);
   - `cublas`: torch._scaled_mm, use_fast_accum=False (the vendor provider's);
   - `cublas_fast`: the same with use_fast_accum=True.
-One setting per process (`python3 scripts/device/accum.py SHAPES --promote 32 --csv
-F`): the option is fixed per Launch. Rows (appended to --csv): shape, provider, promote,
+One setting per process (`python3 scripts/device/accum.py SHAPES --promote-block --csv
+F`): kernels compile once per process. Rows (appended to --csv): shape, provider, promote,
 relative Frobenius error, its worst block's, the excess over the output's own rounding
 (`gemmgate.accuracy.errors`' excess), median ms (gemmgate.timing.measure: CUDA graphs, L2 flushed,
-interleaved), TFLOP/s. An experiment's script: it patches kernels.launch.Launch, which
-the kernels do not offer.
+interleaved), TFLOP/s. An experiment's script: it swaps the kernels' `dot_acc` for a
+promoting one, which the kernels do not offer.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import argparse
 import csv
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
@@ -39,20 +43,43 @@ from gemmgate.inputs import make_inputs
 from gemmgate.precision import get_mode, vendor_flags
 from gemmgate.sweep import parse_shape
 from gemmgate.timing import TimingPolicy, measure
-from kernels import launch
 
 FIELDS = ("shape", "mode", "provider", "promote", "error", "block_error", "excess", "ms", "tflops")
 
 
-def _promote_every(n: int) -> None:
-    """Every Launch made from now on compiles with max_num_imprecise_acc_default=n."""
-    init = launch.Launch.__init__
+_PROMOTING = '''import triton
+import triton.language as tl
 
-    def patched(self, *args, **kw):
-        init(self, *args, **kw)
-        self.kw = {**self.kw, "max_num_imprecise_acc_default": n}
 
-    launch.Launch.__init__ = patched
+@triton.jit
+def dot_acc(a, b, acc, INPUT_PRECISION: tl.constexpr, IS_FP32: tl.constexpr):
+    if IS_FP32:
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    else:
+        acc = tl.dot(a, b, acc, max_num_imprecise_acc=a.shape[1])
+    return acc
+'''
+
+
+def _promote_per_block(folder: Path) -> int:
+    """Every kernels module's `dot_acc` (a global its JIT kernels resolve when they first
+    compile) becomes one that promotes each K block (a file of its own: the JIT reads a
+    function's source); the modules swapped."""
+    import importlib.util
+
+    from kernels import jit_parts
+
+    path = folder / "promoting_dot.py"
+    path.write_text(_PROMOTING)
+    spec = importlib.util.spec_from_file_location("promoting_dot", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    old, swapped = jit_parts.dot_acc, 0
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("kernels") and getattr(mod, "dot_acc", None) is old:
+            mod.dot_acc = module.dot_acc
+            swapped += 1
+    return swapped
 
 
 def _scaled(inp, fast: bool):
@@ -67,13 +94,16 @@ def _scaled(inp, fast: bool):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("shapes", nargs="+")
-    ap.add_argument("--promote", type=int, default=0, help="0: Triton's default")
+    ap.add_argument("--promote-block", action="store_true",
+                    help="promote each K block's sum into fp32 (default: Triton's)")
     ap.add_argument("--mode", default="fp8", choices=("fp8", "bf16", "fp16"))
     ap.add_argument("--budget", type=float, default=0.3)
     ap.add_argument("--csv", required=True)
     args = ap.parse_args()
-    if args.promote:
-        _promote_every(args.promote)
+    tmp = tempfile.TemporaryDirectory(prefix="accum-")
+    if args.promote_block:
+        print(f"promoting dot_acc in {_promote_per_block(Path(tmp.name))} kernels modules",
+              file=sys.stderr)
     chip = select_chip(None).chip
     mode = get_mode(args.mode)
     flags = vendor_flags(mode)   # as the harness runs the vendor: no reduced-precision
@@ -89,7 +119,7 @@ def main() -> int:
             case = parse_shape(text)
             m, n, k = case.m, case.n, case.k
             inp = make_inputs(case, mode, "cuda", seed=m * 31 + k)
-            ref = inp.reference()
+            ref, scale2 = inp.reference_and_scale2()
 
             def triton_call(inp=inp):
                 return kernels.matmul(inp.a, inp.b, precision=mode.name, scale_a=inp.scale_a,
@@ -99,13 +129,14 @@ def main() -> int:
                 calls["cublas"] = lambda inp=inp: torch.matmul(inp.a, inp.b)
             elif k % 16 == 0 and n % 16 == 0:
                 calls.update(cublas=_scaled(inp, False), cublas_fast=_scaled(inp, True))
-            errs = {name: errors(call(), ref) for name, call in calls.items()}
+            errs = {name: errors(call(), ref, scale2) for name, call in calls.items()}
             torch.cuda.synchronize()
             ms = measure(calls, policy, flush_bytes=chip.flush_bytes)
             for name in calls:
                 med = statistics.median(ms[name])
                 e = errs[name]
-                row = (text, mode.name, name, args.promote or "default", f"{e.whole:.4e}",
+                setting = "block" if args.promote_block and name == "triton" else "default"
+                row = (text, mode.name, name, setting, f"{e.whole:.4e}",
                        f"{e.block:.4e}", f"{e.excess:.4e}", f"{med:.5f}",
                        f"{2 * m * n * k / med / 1e9:.1f}")
                 w.writerow(row)
