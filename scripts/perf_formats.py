@@ -384,18 +384,26 @@ def ptxas_promote(path: Path) -> str:
     return "\n".join(out)
 
 
-def accum_table(path: Path, mode: str, promote: str = "default") -> str:
-    """scripts/device/accum.py's rows of one mode and promote setting: per shape (by K),
-    each provider's relative error and TFLOP/s, side by side."""
-    rows = [r for r in _rows(path) if r["mode"] == mode and r["promote"] == promote]
-    providers = list(dict.fromkeys(r["provider"] for r in rows))
-    out = ["| shape | K | " + " | ".join(f"{p} error" for p in providers) + " | "
-           + " | ".join(f"{p} TFLOP/s" for p in providers) + " |",
-           "|---|---:|" + "---:|" * (2 * len(providers))]
+def accum_table(path: Path, mode: str, settings: tuple[str, ...] = ("default",)) -> str:
+    """scripts/device/accum.py's rows of one mode: per shape (by K), the relative error and
+    TFLOP/s of each provider at each of `settings` (its `promote` column: `default`, or
+    `block` where each K block's sum went into fp32), side by side; a provider timed in
+    several processes (cuBLAS beside each setting) from the first."""
+    rows = [r for r in _rows(path) if r["mode"] == mode and r["promote"] in settings]
+    cols = list(dict.fromkeys((r["provider"], r["promote"]) for r in rows))
+
+    def head(col: tuple[str, str]) -> str:
+        return col[0] if col[1] == "default" else f"{col[0]} ({col[1]})"
+
+    out = ["| shape | K | " + " | ".join(f"{head(c)} error" for c in cols) + " | "
+           + " | ".join(f"{head(c)} TFLOP/s" for c in cols) + " |",
+           "|---|---:|" + "---:|" * (2 * len(cols))]
     by_shape = _grouped(rows, lambda r: r["shape"])
     for shape, rs in sorted(by_shape.items(), key=lambda x: int(x[0].split("x")[2])):
-        got = {r["provider"]: r for r in rs}
-        err = [f"{float(got[p]['error']):.2e}" if p in got else "-" for p in providers]
-        tf = [f"{float(got[p]['tflops']):.0f}" if p in got else "-" for p in providers]
+        got: dict = {}
+        for r in rs:   # a provider timed in several processes: the first one's row
+            got.setdefault((r["provider"], r["promote"]), r)
+        err = [f"{float(got[c]['error']):.2e}" if c in got else "-" for c in cols]
+        tf = [f"{float(got[c]['tflops']):.0f}" if c in got else "-" for c in cols]
         out.append(f"| {shape} | {shape.split('x')[2]} | " + " | ".join(err + tf) + " |")
     return "\n".join(out)

@@ -84,6 +84,7 @@ H56 = RESULTS / "h200-2026-12-05-s56"
 S56 = RESULTS / "dev-cpu-2026-12-05-s56"
 S58 = RESULTS / "dev-cpu-2026-12-05-s58"
 G60 = RESULTS / "h100-2026-12-05-s60"
+H60 = RESULTS / "h200-2026-12-05-s60"
 _WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
@@ -259,6 +260,10 @@ TABLES: dict[str, Callable[[], str]] = {
     "s58-fp8-promote": lambda: ptxas_promote(S58 / "ptxas_fp8_promote.csv"),
     **{f"s60-h100-accum-{m}": functools.partial(accum_table, G60 / "accum.csv", m)
        for m in ("fp8", "bf16", "fp16")},
+    "s60-h200-accum-fp8": lambda: accum_table(H60 / "accum.csv", "fp8", ("default", "block")),
+    **{f"s60-h200-accum-{m}": functools.partial(accum_table, H60 / "accum.csv", m)
+       for m in ("bf16", "fp16")},
+    "s60-h200-ab": lambda: runs_ab(H60 / "cases.csv", ("call1-check",)),
 }
 
 
