@@ -2,7 +2,7 @@
 `kernels.table.lookup` on shapes the process has not seen, this tree against others.
 
     python3 scripts/plan_time.py [--ref REV ...] [--modes bf16,fp16,fp8,tf32,fp32]
-                                 [--shapes 200] [--rounds 6] [--seed 0] [--cold]
+                                 [--shapes 200] [--rounds 6] [--seed 0] [--cold | --calls N]
                                  [--csv FILE]
 
 A first call on an unseen shape plans in Python before it launches: the dispatcher's
@@ -23,6 +23,16 @@ and then times each of `--shapes` new shapes alone: the lookup's per-entry and p
 caches empty and the interpreter's code not yet warm, as on a library user's first calls
 (session 39 measured 0.16-0.33 ms of lookup in such first calls on the H200's host, where
 the steady figure is a third of that). A round's figure is its shapes' mean.
+
+`--calls N`: a repeated call's whole host path instead (state `call`): `kernels.matmul`
+itself, N times a shape on the same operands (meta tensors laid out as the harness lays
+them, `cache_copies=True`, no `out`: meta tensors all sit at address 0, so any out would
+overlap), as an H200 plans it (call_audit's stand-in driver and device facts): the
+checks, the resolved-call cache, the kept copies' lookup, the recipe's launch path up to
+the launch, which does nothing (a device's bound launch is not taken: the recipe's
+arguments are made each call, as on a call no bound entry holds). Where an eager A/B
+moves, this says how much of it is host code the CPU can see. A round's figure is the
+mean over its shapes of a call's time.
 """
 
 from __future__ import annotations
@@ -140,6 +150,69 @@ def measure_cold(trees: list[tuple[str, str, str | None]], modes: list[str], sha
     return rows
 
 
+def _caller(pkg, mode: str, shape: tuple[int, int, int]):
+    """A repeated kernels.matmul call of `pkg` on one shape's meta operands (`--calls`)."""
+    import torch
+
+    from gemmgate.inputs import layout
+    from gemmgate.precision import get_mode
+    from gemmgate.shapes import Case
+
+    a, b = layout(Case(*shape), get_mode(mode))
+    kw = {}
+    if mode == "fp8":
+        kw = dict(scale_a=torch.ones((), device="meta"), scale_b=torch.ones((), device="meta"))
+    return lambda: pkg.matmul(a, b, precision=mode, cache_copies=True, **kw)
+
+
+def _as_h200(prefix: str):
+    """The patches that make package `prefix`'s calls plan as on an H200 and launch
+    nothing (scripts/call_audit.py's device facts; the active driver is set by the caller)."""
+    from contextlib import ExitStack
+    from unittest import mock
+
+    mods = {n: sys.modules[f"{prefix}.{n}"] for n in ("dispatch", "launch", "matmul_tma")}
+    stack = ExitStack()
+    info = ((9, 0), SMEM, DEVICE)
+    for obj, name, value in ((mods["dispatch"], "_device_info", lambda device: info),
+                             (mods["dispatch"], "num_sms", lambda device: 132),
+                             (mods["matmul_tma"], "_sm_count", lambda index: 132),
+                             (mods["matmul_tma"], "_sm_smem", lambda index: SMEM),
+                             (mods["launch"].Launch, "__call__", lambda self, *t: None),
+                             (mods["launch"].Launch, "bound", lambda self, *t: None)):
+        stack.enter_context(mock.patch.object(obj, name, value))
+    return stack
+
+
+def measure_calls(trees: list[tuple[str, str, object, str]], modes: list[str], shapes: int,
+                  rounds: int, seed: int, calls: int) -> list[dict]:
+    """`--calls`: one row per tree and mode; `trees` are (label, sha, package, the prefix
+    its modules are imported under)."""
+    import triton
+    from call_audit import _Driver
+
+    triton.runtime.driver.set_active(_Driver(90))
+    rows = []
+    for mode in modes:
+        times: dict[str, list[float]] = {label: [] for label, _, _, _ in trees}
+        for r in range(rounds):
+            drawn = draw(seed * 1000 + r, shapes)
+            for label, _, pkg, prefix in trees:
+                with _as_h200(prefix):
+                    fns = [_caller(pkg, mode, s) for s in drawn]
+                    for f in fns:   # planned, recipes made, copies kept: untimed
+                        f()
+                        f()
+                    t = time.perf_counter()
+                    for f in fns:
+                        for _ in range(calls):
+                            f()
+                    times[label].append((time.perf_counter() - t) / (shapes * calls) * 1e6)
+        rows += [_row("call", label, sha, mode, shapes, times[label], 0)
+                 for label, sha, _, _ in trees]
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ref", action="append", default=[],
@@ -150,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cold", action="store_true",
                     help="a fresh process per tree and round, its first plans timed")
+    ap.add_argument("--calls", type=int, metavar="N",
+                    help="time a repeated call's whole host path, N calls a shape")
     ap.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
     ap.add_argument("--child", help=argparse.SUPPRESS)   # --cold's: a commit, '' this tree
     args = ap.parse_args(argv)
@@ -163,9 +238,11 @@ def main(argv: list[str] | None = None) -> int:
 
     modes = args.modes.split(",")
     bad = [m for m in modes if m not in ("bf16", "fp16", "fp8", "tf32", "fp32", "tf32x3")]
-    if bad or args.shapes < 1 or args.rounds < 1:
+    if bad or args.shapes < 1 or args.rounds < 1 or (args.calls is not None and
+                                                      (args.calls < 1 or args.cold)):
         print(f"plan_time: need modes among bf16, fp16, fp8, tf32, fp32, tf32x3 and --shapes, "
-              f"--rounds >= 1 (got {args.modes}, {args.shapes}, {args.rounds})",
+              f"--rounds >= 1 (got {args.modes}, {args.shapes}, {args.rounds}); --calls "
+              ">= 1, not with --cold",
               file=sys.stderr)
         return 2
     try:
@@ -175,7 +252,12 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"plan_time: error: {e}", file=sys.stderr)
         return 2
-    if args.cold:
+    if args.calls:
+        rows = measure_calls([*((label, sha, pkg, f"gemmgate_ref_{sha[:12]}")
+                                for label, sha, pkg in trees),
+                              ("tree", head, kernels, "kernels")], modes, args.shapes,
+                             args.rounds, args.seed, args.calls)
+    elif args.cold:
         rows = measure_cold([*((f"ref {ref}", sha, sha) for ref, sha in zip(args.ref, refs)),
                              ("tree", head, None)], modes, args.shapes, args.rounds, args.seed)
     else:
@@ -183,8 +265,9 @@ def main(argv: list[str] | None = None) -> int:
                        args.seed)
     for row in rows:
         print(f"{row['mode']:6s} {row['state']:6s} {row['tree']:14s} {row['sha']}  best "
-              f"{row['best_us']:>7s} us/plan, median {row['median_us']:>7s}  "
-              f"({row['table_hits']} from the table)")
+              f"{row['best_us']:>7s} us/{'call' if args.calls else 'plan'}, median "
+              f"{row['median_us']:>7s}"
+              + ("" if args.calls else f"  ({row['table_hits']} from the table)"))
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=_FIELDS)
