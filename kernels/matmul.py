@@ -59,6 +59,18 @@ def kernel_hash() -> str:
     return hashlib.sha1(joined.encode()).hexdigest()[:12]
 
 
+def _wants_grad(a, b, out, scale_a, scale_b) -> bool:
+    """Whether an argument requires grad (a scale too: its gradient would be lost as
+    silently); written out, not a generator: this runs every call (host time)."""
+    try:
+        return a.requires_grad or b.requires_grad or \
+            (out is not None and out.requires_grad) or \
+            (scale_a is not None and scale_a.requires_grad) or \
+            (scale_b is not None and scale_b.requires_grad)
+    except AttributeError:   # not tensors: `_check` says what is wrong
+        return False
+
+
 def _bench_ms(fn, rep_ms: float = 25.0) -> float:
     """One candidate's median time for a chooser; inf if it cannot compile or launch
     (e.g. out of registers or shared memory on this chip)."""
@@ -256,11 +268,7 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
     not: a raw kernel storing into the tensor, or an in-place op on `w.data`; do not ask
     for the cache then.
     """
-    try:   # (a scale that requires grad would lose its gradient as silently)
-        grad = any(x is not None and x.requires_grad for x in (a, b, out, scale_a, scale_b))
-    except AttributeError:   # not tensors: `_check` says what is wrong
-        grad = False
-    if grad and torch.is_grad_enabled():
+    if torch.is_grad_enabled() and _wants_grad(a, b, out, scale_a, scale_b):
         raise RuntimeError("kernels.matmul has no backward: call it under torch.no_grad() "
                            "or torch.inference_mode(), or on detached tensors")
     if config is not None and not isinstance(config, TileConfig):

@@ -178,8 +178,12 @@ def _unstage_block(cols: int) -> int:
 
 def _same_storage(ref: StorageWeakRef, x: torch.Tensor) -> bool:
     """Whether `x` still has the storage `ref` was taken of (held weakly, its identity
-    cannot be reused by another storage while the entry lives)."""
-    return not ref.expired() and ref.cdata == x.untyped_storage()._cdata
+    cannot be reused by another storage while the entry lives). UntypedStorage._expired
+    asked directly: `ref.expired()` reaches it through two Python frames (session 60:
+    the check was half of the 2 us a call that sessions 57-59 added, scripts/plan_time.py
+    --calls)."""
+    return ref.cdata == x.untyped_storage()._cdata and \
+        not torch.UntypedStorage._expired(ref.cdata)
 
 
 class CopyCache:
