@@ -407,3 +407,21 @@ def accum_table(path: Path, mode: str, settings: tuple[str, ...] = ("default",))
         tf = [f"{float(got[c]['tflops']):.0f}" if c in got else "-" for c in cols]
         out.append(f"| {shape} | {shape.split('x')[2]} | " + " | ".join(err + tf) + " |")
     return "\n".join(out)
+
+
+def host_calls(before: Path, after: Path) -> str:
+    """Two `plan_time.py --calls` CSVs (a reference tree and this tree, before and after a
+    change): per mode, the best round's us a call of each, and this tree's excess over the
+    reference's in the same rounds."""
+    out = ["| mode | reference | us a call | this tree before | excess | this tree after | "
+           "excess |", "|---|---|---:|---:|---:|---:|---:|"]
+    runs = [{r["mode"]: r for r in _rows(p) if r["tree"] == "tree"} for p in (before, after)]
+    refs = [{r["mode"]: r for r in _rows(p) if r["tree"] != "tree"} for p in (before, after)]
+    for mode, ref in refs[0].items():
+        cells = []
+        for i in (0, 1):
+            t, r = float(runs[i][mode]["best_us"]), float(refs[i][mode]["best_us"])
+            cells += [f"{t:.1f}", f"+{t - r:.1f}"]
+        out.append(f"| {mode} | {ref['sha'][:7]} | {ref['best_us']} | " + " | ".join(cells)
+                   + " |")
+    return "\n".join(out)

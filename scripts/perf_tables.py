@@ -52,6 +52,7 @@ from perf_formats import (  # noqa: E402
     call_audit_versions,
     errors_by_k,
     first_calls,
+    host_calls,
     inductor_summary,
     kernel_times,
     plan_times,
@@ -85,6 +86,7 @@ S56 = RESULTS / "dev-cpu-2026-12-05-s56"
 S58 = RESULTS / "dev-cpu-2026-12-05-s58"
 G60 = RESULTS / "h100-2026-12-05-s60"
 H60 = RESULTS / "h200-2026-12-05-s60"
+S60 = RESULTS / "dev-cpu-2026-12-05-s60"
 _WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
@@ -264,6 +266,8 @@ TABLES: dict[str, Callable[[], str]] = {
     **{f"s60-h200-accum-{m}": functools.partial(accum_table, H60 / "accum.csv", m)
        for m in ("bf16", "fp16")},
     "s60-h200-ab": lambda: runs_ab(H60 / "cases.csv", ("call1-check",)),
+    "s60-h100-eager-ab": lambda: runs_ab(G60 / "cases.csv", ("call2-eager-ab",)),
+    "s60-host-calls": lambda: host_calls(S60 / "host_calls.csv", S60 / "host_calls_after.csv"),
 }
 
 

@@ -191,25 +191,32 @@ def measure_calls(trees: list[tuple[str, str, object, str]], modes: list[str], s
     import triton
     from call_audit import _Driver
 
-    triton.runtime.driver.set_active(_Driver(90))
+    drivers = triton.runtime.driver
+    before = drivers._active   # None without a GPU: restored after
+    drivers.set_active(_Driver(90))
     rows = []
-    for mode in modes:
-        times: dict[str, list[float]] = {label: [] for label, _, _, _ in trees}
-        for r in range(rounds):
-            drawn = draw(seed * 1000 + r, shapes)
-            for label, _, pkg, prefix in trees:
-                with _as_h200(prefix):
-                    fns = [_caller(pkg, mode, s) for s in drawn]
-                    for f in fns:   # planned, recipes made, copies kept: untimed
-                        f()
-                        f()
-                    t = time.perf_counter()
-                    for f in fns:
-                        for _ in range(calls):
+    try:
+        for mode in modes:
+            times: dict[str, list[float]] = {label: [] for label, _, _, _ in trees}
+            for r in range(rounds):
+                drawn = draw(seed * 1000 + r, shapes)
+                for label, _, pkg, prefix in trees:
+                    with _as_h200(prefix):
+                        fns = [_caller(pkg, mode, s) for s in drawn]
+                        for f in fns:   # planned, recipes made, copies kept: untimed
                             f()
-                    times[label].append((time.perf_counter() - t) / (shapes * calls) * 1e6)
-        rows += [_row("call", label, sha, mode, shapes, times[label], 0)
-                 for label, sha, _, _ in trees]
+                            f()
+                        t = time.perf_counter()
+                        for f in fns:
+                            for _ in range(calls):
+                                f()
+                        times[label].append((time.perf_counter() - t) / (shapes * calls) * 1e6)
+            rows += [_row("call", label, sha, mode, shapes, times[label], 0)
+                     for label, sha, _, _ in trees]
+    finally:
+        drivers._active = before
+        for _, _, pkg, _ in trees:
+            pkg.dispatch.reset()   # plans made as on an H200 leave with the stand-in
     return rows
 
 

@@ -61,3 +61,33 @@ def test_cold_plans_are_timed_one_shape_at_a_time_in_a_fresh_process(pt):
     assert [(r["state"], r["tree"], r["mode"], r["shapes"], r["rounds"]) for r in rows] == [
         ("cold", "tree", "tf32", 3, 1)]
     assert rows[0]["table_hits"] == sum(h for _, h in pt.first_plans(kernels, "tf32", 2000, 3))
+
+
+def test_calls_run_kernels_matmul_as_on_an_h200_and_launch_nothing(pt):
+    """`--calls`: each timed call is a kernels.matmul call (counted through a package
+    that wraps it); the stand-in driver and the H200's facts leave with the measurement.
+    No time is asserted."""
+    import triton
+
+    seen = []
+
+    def matmul(*args, **kw):
+        seen.append(kw["precision"])
+        return kernels.matmul(*args, **kw)
+
+    wrapped = types.SimpleNamespace(matmul=matmul, dispatch=kernels.dispatch)
+    before, info = triton.runtime.driver._active, kernels.dispatch._device_info
+    launched = []
+    real = kernels.launch.Launch.__call__
+    kernels.launch.Launch.__call__ = lambda self, *t: launched.append(self)
+    try:
+        rows = pt.measure_calls([("w", "0" * 40, wrapped, "kernels")], ["bf16", "fp8"], 3, 2,
+                                0, 4)
+    finally:
+        kernels.launch.Launch.__call__ = real
+    assert [(r["state"], r["tree"], r["mode"], r["rounds"]) for r in rows] == [
+        ("call", "w", "bf16", 2), ("call", "w", "fp8", 2)]
+    assert seen.count("bf16") == seen.count("fp8") == 2 * 3 * (2 + 4)   # 2 untimed a shape
+    assert not launched   # the measurement's own no-op launch replaced this one
+    assert triton.runtime.driver._active is before
+    assert kernels.dispatch._device_info is info and not kernels.dispatch.CALLS
