@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# pip install -e ".[EXTRA]" (scripts/install.sh test; no argument: no extra), keeping a
+# triton that torch brought under another distribution name (ROCm's pytorch-triton-rocm,
+# a nightly torch's pytorch-triton): pip, seeing no distribution named triton, would put
+# PyPI's CUDA build over its module. There gemmgate goes in without its dependencies,
+# then all of them but torch and triton (scripts/deps_except.py). bootstrap.sh and the
+# GPU workflows install through this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+extra=${1:-}
+spec=".${extra:+[$extra]}"
+if "$PY" -c 'import triton' >/dev/null 2>&1 && ! "$PY" -m pip show -q triton >/dev/null 2>&1; then
+  echo "install: keeping the installed triton (not PyPI's 'triton' distribution)" >&2
+  "$PY" -m pip install -q --no-deps -e "$spec"
+  reqs=$(mktemp)
+  trap 'rm -f "$reqs"' EXIT
+  "$PY" scripts/deps_except.py --extra "$extra" torch triton >"$reqs"
+  "$PY" -m pip install -q -r "$reqs"
+else
+  "$PY" -m pip install -q -e "$spec"
+fi
