@@ -127,10 +127,9 @@ def bisect_command(args, console, err) -> int:
               f"to BAD {bad.short}, about {expected_steps(len(commits))} steps; each times a "
               f"commit's kernel against GOOD's in this process ({ctx.policy.method}); "
               f"{len(keys)} case(s): {', '.join(keys)}")
-    noisy = sum(bool(base and k in base.cases and base.cases[k].noise.ab is not None)
-                for k in keys)
-    err.print(f"A/B tolerance: {noisy} of {len(keys)} case(s) from the baseline's A/B noise, "
-              f"the rest the {floor:.1%} floor; "
+    noisy = sum(t > floor for t in tolerances.values())
+    err.print(f"A/B tolerance: {noisy} of {len(keys)} case(s) wider than the {floor:.1%} "
+              "floor from the baseline's A/B noise, the rest the floor; "
               + ", ".join(f"{k} ±{t:.1%}" for k, t in tolerances.items()))
     steps: list[Step] = []
 

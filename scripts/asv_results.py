@@ -1,61 +1,114 @@
 #!/usr/bin/env python3
-"""Name this interpreter's asv results by its Python version, not its path.
+"""Name asv results by the Python version, not the interpreter's path.
 
 `asv run --python=same` is asv's "existing environment", which asv names after the
 interpreter's path (`existing-py_<path>`, and `params.python` the path too): the path is
 the job's virtual environment (`$RUNNER_TEMP/gemmgate-venv`), so a runner installed under
 another directory, or a second runner of the chip, started a graph line of its own on the
-published site, and ended the old one. This rewrites the results this interpreter wrote
-(their `python` is `sys.executable`) to `existing-py<X.Y>`, `python: X.Y`, file renamed
-to match, atomically; results of other interpreters are left as they are.
+published site, and ended the old one. This rewrites results to `existing-py<X.Y>`
+(`python: X.Y`), the file renamed to match, atomically:
 
-    python3 scripts/asv_results.py .asv/results/<machine>     # after `asv run`
+    python3 scripts/asv_results.py .asv/results/<machine>              # after `asv run`
+    python3 scripts/asv_results.py --all --as 3.12 RESULTS/<machine>   # stored ones, once
+
+By default only the results this interpreter wrote (their `python` is this
+`sys.executable`, links followed), as this interpreter's version; `--all --as X.Y`: every
+`existing-py_<path>` file (the version named: results do not record it). Where a file of
+that name exists already (a second `asv run` of the commit: asv merges only into a file
+of its own env name), the new results are merged into it benchmark by benchmark, the new
+ones winning. Results of the path form left behind are named on stderr.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
 
+_PATH_FORM = "existing-py_"
+_MERGED = ("results", "durations", "benchmark_version")   # per-benchmark maps
 
-def rename(folder: Path, executable: str, version: str) -> list[Path]:
-    """Rewrite `folder`'s results of `executable`; the files written."""
+
+def _same(path: str, executable: str) -> bool:
+    try:
+        return os.path.samefile(path, executable)
+    except OSError:
+        return path == executable
+
+
+def _write(folder: Path, target: Path, data: dict) -> None:
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f)
+    os.replace(tmp, target)
+
+
+def rename(folder: Path, version: str, executable: str | None) -> list[Path]:
+    """Rewrite `folder`'s path-named results of `executable` (None: all of them) to
+    `existing-py<version>`; the files written."""
+    if not re.fullmatch(r"\d+\.\d+", version):
+        raise ValueError(f"a Python version is X.Y, got {version!r}")
     env = f"existing-py{version}"
     done = []
     for path in sorted(folder.glob("*.json")):
         if path.name == "machine.json":
             continue
         data = json.loads(path.read_text())
-        if not isinstance(data, dict) or data.get("python") != executable:
+        old = data.get("env_name", "") if isinstance(data, dict) else ""
+        if not old.startswith(_PATH_FORM) or not isinstance(data.get("python"), str):
             continue
-        old = data.get("env_name", "")
+        if executable is not None and not _same(data["python"], executable):
+            continue
         data["python"] = version
         data["env_name"] = env
         if isinstance(data.get("params"), dict):
             data["params"]["python"] = version
-        name = path.name.replace(old, env) if old and old in path.name else path.name
-        target = path.with_name(name)
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f)
-        os.replace(tmp, target)
-        if target != path:
-            path.unlink()
+        commit = str(data.get("commit_hash", ""))[:8] or path.name.split("-", 1)[0]
+        target = path.with_name(f"{commit}-{env}.json")
+        if target.exists():   # the commit's earlier results: kept where not run again
+            earlier = json.loads(target.read_text())
+            for key in _MERGED:
+                if isinstance(earlier.get(key), dict) and isinstance(data.get(key), dict):
+                    data[key] = {**earlier[key], **data[key]}
+        _write(folder, target, data)
+        path.unlink()
         done.append(target)
     return done
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or not Path(argv[0]).is_dir():
-        print("usage: python3 scripts/asv_results.py RESULTS_DIR/MACHINE (an existing "
-              "folder)", file=sys.stderr)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folder", help="an asv results folder of one machine")
+    ap.add_argument("--all", action="store_true",
+                    help="every path-named result, not only this interpreter's (with --as)")
+    ap.add_argument("--as", dest="version", metavar="X.Y",
+                    help="the Python version to name them (default: this interpreter's)")
+    args = ap.parse_args(argv)
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        print(f"asv_results: {folder} is not a folder (give .asv/results/<machine>)",
+              file=sys.stderr)
         return 2
-    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    done = rename(Path(argv[0]), os.path.abspath(sys.executable), version)
-    print(f"asv results: {len(done)} file(s) of {sys.executable} named existing-py{version}")
+    if args.all and not args.version:
+        print("asv_results: --all needs --as X.Y: results do not record their version",
+              file=sys.stderr)
+        return 2
+    version = args.version or f"{sys.version_info[0]}.{sys.version_info[1]}"
+    try:
+        done = rename(folder, version, None if args.all else sys.executable)
+    except ValueError as e:
+        print(f"asv_results: {e}", file=sys.stderr)
+        return 2
+    print(f"asv results: {len(done)} file(s) named existing-py{version}")
+    left = sorted(p.name for p in folder.glob(f"*-{_PATH_FORM}*.json"))
+    if left:
+        print(f"asv_results: {len(left)} result file(s) still named by a path (another "
+              f"interpreter's; `--all --as X.Y` names them): {', '.join(left[:5])}",
+              file=sys.stderr)
     return 0
 
 

@@ -391,7 +391,7 @@ def test_a_step_inside_the_baselines_ab_noise_is_not_a_culprit(tmp_path_factory,
     assert rc == 0 and data["outcome"] == "clean", err
     assert data["tolerances"] == {CASE: pytest.approx(0.0625)}
     assert data["steps"][0]["cases"][0]["ab"]["change"] == pytest.approx(1 / 1.05 - 1, abs=0.01)
-    assert "1 of 1 case(s) from the baseline's A/B noise" in err
+    assert "1 of 1 case(s) wider than the 1.5% floor from the baseline's A/B noise" in err
 
 
 @needs_git
