@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -70,8 +71,9 @@ def _seconds(text: str) -> float:
         x = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not (x >= 0 and x != float("inf")):
-        raise argparse.ArgumentTypeError(f"{text!r}: give seconds >= 0 (0: no limit)")
+    if not 0 <= x < threading.TIMEOUT_MAX:   # (a wait past it overflows: no limit at all)
+        raise argparse.ArgumentTypeError(f"{text!r}: give seconds >= 0 and below "
+                                         f"{threading.TIMEOUT_MAX:.3g} (0: no limit)")
     return x
 
 

@@ -80,7 +80,21 @@ def check_command(args, console, err) -> int:
     gate = compare_run(record.cases, base, floor, env)
     results = record.cases
     if not args.no_remeasure:
-        results, gate = remeasure(ctx, results, gate, base, floor, env)
+        def first_pass(reason: str) -> RunRecord:   # measured in full, judged by nothing
+            return RunRecord({**env, "incomplete": f"re-measure: {reason}"}, record.shapes,
+                             record.cases)
+
+        def last_words() -> None:   # a re-measured case stuck past --case-timeout
+            if args.json:
+                write_json_atomic(args.json, first_pass("a case was stuck past "
+                                                        "--case-timeout").to_json())
+
+        try:
+            results, gate = remeasure(ctx, results, gate, base, floor, env, last_words)
+        except MeasurementError as e:
+            e.partial = first_pass(str(e))
+            keep_partial(e, args.json, err)
+            raise
     print_tables(results, console, title=f"{chip_id} {ctx.shapes_label}")
     clocks = clock_note(results)
     software = software_note(base.provenance, env)

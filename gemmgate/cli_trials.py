@@ -17,7 +17,7 @@ from gemmgate.cli_run import check_floor, check_outputs, context_from_args
 from gemmgate.reference import resolve
 from gemmgate.trials import TrialError, parse_levels, power, rejudge, run_trials
 
-_FORWARD = ("chip", "shapes", "modes", "timing", "budget", "block", "devices")
+_FORWARD = ("chip", "shapes", "modes", "timing", "budget", "block", "devices", "case_timeout")
 
 
 def _forwarded(args) -> list[str]:
@@ -25,7 +25,7 @@ def _forwarded(args) -> list[str]:
     for name in _FORWARD:
         value = getattr(args, name)
         if value is not None:
-            out += [f"--{name}", str(value)]
+            out += [f"--{name.replace('_', '-')}", str(value)]
     return out + (["--retune"] if args.retune else [])
 
 

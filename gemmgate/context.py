@@ -15,9 +15,9 @@ here, so a bad one is exit 2 before any work; the Runner imports it again by nam
 from __future__ import annotations
 
 import importlib
-import math
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -67,7 +67,7 @@ class RunContext:
     def __post_init__(self) -> None:
         if not self.modes:
             raise ValueError("no precision mode to run")
-        if not (self.case_timeout_s >= 0 and math.isfinite(self.case_timeout_s)):
+        if not 0 <= self.case_timeout_s < threading.TIMEOUT_MAX:
             raise ValueError(f"--case-timeout must be >= 0 seconds (0: no limit), got "
                              f"{self.case_timeout_s}")
         if self.providers[:2] != GATED:

@@ -101,8 +101,9 @@ class Deadline:
     def __exit__(self, *exc) -> bool:
         with self._lock:
             self.ended = True
-            if self.expired:
-                _raise_in(self._thread_id, None)   # not raised yet: too late to matter
+            if self.expired:   # a raise still pending is cancelled; it mostly lands
+                _raise_in(self._thread_id, None)   # first (any bytecode before this
+                # call): then the case ends as timed out, at its limit, which is right
         self._over.set()
         return False
 

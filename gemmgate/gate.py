@@ -29,7 +29,7 @@ Cases absent from the baseline or from the run are listed, not fatal.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from gemmgate.accuracy import PASS
@@ -223,14 +223,17 @@ def compare_run(results: Sequence[CaseResult], baseline: Baseline, floor: float,
 
 
 def remeasure(ctx: RunContext, results: Sequence[CaseResult], gate: GateResult,
-              baseline: Baseline, floor: float, env: dict | None = None):
+              baseline: Baseline, floor: float, env: dict | None = None,
+              last_words: Callable[[], None] | None = None):
     """Measure suspected regressions once more, with the run's own context (its devices,
-    reference kernel and injected slowdown); the second measurement decides."""
+    reference kernel and injected slowdown); the second measurement decides.
+    `last_words`: as execute.run_cases'."""
     suspects = {v.key for v in gate.verdicts if v.verdict == REGRESSED}
     if not suspects:
         return list(results), gate
     again_of = [r for r in results if r.key in suspects]
-    redone = run_cases(ctx, [(get_mode(r.mode), r.case) for r in again_of])
+    redone = run_cases(ctx, [(get_mode(r.mode), r.case) for r in again_of],
+                       last_words=last_words)
     by_key = {r.key: r for r in redone}
     fresh = [by_key.get(r.key, r) for r in results]
     again = compare_run(fresh, baseline, floor, env)

@@ -19,6 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from gemmgate import interpreter
 from gemmgate.context import MeasurementError, RunContext
+from gemmgate.deadline import EXIT_STUCK
 from gemmgate.precision import PrecisionMode
 from gemmgate.results import CaseResult
 from gemmgate.run import Runner
@@ -84,10 +85,15 @@ def run_parallel(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]],
             if on_case:
                 on_case(results[i])
     except BrokenProcessPool:
-        _stop(pool)
-        raise WorkerError(f"a worker process of --devices {','.join(map(str, ctx.devices))} "
-                          "died (killed, out of memory, or a crash in native code); the run "
-                          "is incomplete") from None
+        codes = _stop(pool)
+        devices = ",".join(map(str, ctx.devices))
+        if EXIT_STUCK in codes:   # its own stderr names the case and printed the stacks
+            raise WorkerError(f"a worker process of --devices {devices} stopped itself: a "
+                              "case was stuck past --case-timeout (the worker's message "
+                              "above names it); the run is incomplete") from None
+        raise WorkerError(f"a worker process of --devices {devices} died (killed, out of "
+                          "memory, or a crash in native code); the run is "
+                          "incomplete") from None
     except BaseException:   # a case's error or Ctrl-C: stop now, run none of the rest
         _stop(pool)
         raise
@@ -95,9 +101,10 @@ def run_parallel(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]],
     return results
 
 
-def _stop(pool: ProcessPoolExecutor) -> None:
+def _stop(pool: ProcessPoolExecutor) -> set[int | None]:
     """Cancel what is queued and end the workers (their current case too): leaving the
-    pool's `with` block waited for every queued case (Ctrl-C ran them all, session 57)."""
+    pool's `with` block waited for every queued case (Ctrl-C ran them all, session 57).
+    The workers' exit codes (EXIT_STUCK: one ended itself on a stuck case)."""
     procs = list((getattr(pool, "_processes", None) or {}).values())   # (shutdown drops them)
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in procs:
@@ -105,3 +112,4 @@ def _stop(pool: ProcessPoolExecutor) -> None:
             proc.terminate()
     for proc in procs:
         proc.join(10)
+    return {proc.exitcode for proc in procs}

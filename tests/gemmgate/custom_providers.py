@@ -75,3 +75,16 @@ def stuck_on_24_rows(a, b, *, precision=None, out=None, scale_a=None, scale_b=No
     if a.shape[0] == 24:
         time.sleep(120)
     return correct(a, b, precision=precision, out=out)
+
+
+_RUNS = []   # the `a` of every case run so far (held: no address is reused)
+
+
+def hangs_when_run_again(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    """Right on a case's first run; a Python loop on its second run (fresh inputs of a
+    shape seen before: `check`'s re-measure), for two minutes."""
+    if not any(x is a for x in _RUNS):
+        _RUNS.append(a)
+        if sum(x.shape == a.shape for x in _RUNS) > 1:
+            hangs(a, b)
+    return correct(a, b, precision=precision, out=out)

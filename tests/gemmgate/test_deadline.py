@@ -145,3 +145,37 @@ def test_a_run_stuck_in_native_code_ends_keeping_the_cases_before_it(
     data = json.loads(out.read_text())
     assert [(c["m"], c["passed"]) for c in data["cases"]] == [(int(shapes.split("x")[0]), True)]
     assert f"stuck past --case-timeout ({limit} s)" in data["environment"]["incomplete"]
+
+
+def test_a_check_whose_re_measure_hangs_keeps_its_first_pass(tmp_path, monkeypatch, capsys):
+    """The first pass measured every case; the re-measure of the suspect (a slowdown
+    injected) hangs in the custom provider: exit 3, and --json holds the first pass,
+    marked incomplete (it was lost: the re-measure ran outside the partial keeping)."""
+    from gemmgate.cli import main
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    common = ["--chip", "cpu", "--modes", "fp32", "--shapes", "16x16x16", "--budget", "0.2"]
+    base, out = tmp_path / "base.json", tmp_path / "check.json"
+    assert main(["baseline", "update", *common, "--output", str(base)]) == 0
+    assert main(["check", *common, "--baseline", str(base), "--inject-slowdown", "2",
+                 "--providers", "triton,vendor,custom_providers:hangs_when_run_again",
+                 "--case-timeout", "10", "--json", str(out)]) == 3
+    assert "ran past the case time limit (10 s" in capsys.readouterr().err
+    data = json.loads(out.read_text())
+    assert [c["m"] for c in data["cases"]] == [16]
+    assert data["environment"]["incomplete"].startswith("re-measure: fp32 m16-n16-k16 ran past")
+
+
+def test_a_devices_worker_stuck_past_the_limit_is_said_so(tmp_path):
+    """--devices: the stuck worker ends itself (exit 3); the run says a case was stuck
+    past the limit, not that a worker crashed, and keeps the cases measured."""
+    out = tmp_path / "run.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gemmgate", "run", "--chip", "cpu", "--modes", "fp32",
+         "--devices", "0,1", "--shapes", "16x16x16,24x16x16", "--budget", "0.2",
+         "--case-timeout", "10", "--providers", "triton,vendor,custom_providers:stuck_on_24_rows",
+         "--json", str(out)], capture_output=True, text=True, timeout=300,
+        cwd=Path(__file__).parent)
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    assert "stopped itself: a case was stuck past --case-timeout" in proc.stderr
+    assert "fp32 m24-n16-k16 ran past the case time limit (10 s" in proc.stderr

@@ -78,9 +78,11 @@ def test_trials_command_runs_fresh_checks_and_writes_the_csv(tmp_path, monkeypat
     monkeypatch.setattr(trials.subprocess, "run", fake_run)
     out = tmp_path / "trials"
     assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--baseline", str(base),
-                 "--levels", "0,0.03", "--repeats", "2", "--retune", "--out", str(out)]) == 0
+                 "--levels", "0,0.03", "--repeats", "2", "--retune", "--case-timeout", "77",
+                 "--out", str(out)]) == 0
     assert len(seen) == 4 and all(c[3] == "check" for c in seen)
     assert all("--retune" in c for c in seen)                # forwarded to every check
+    assert all(c[c.index("--case-timeout") + 1] == "77.0" for c in seen)
     assert [c[c.index("--inject-slowdown") + 1] for c in seen] == ["0.0", "0.03"] * 2
     assert all("--baseline" in c and "--modes" in c for c in seen)
     rows = trials.read_csv(out / "checks.csv")
