@@ -257,3 +257,4 @@ def test_a_provider_that_hangs_stops_the_run_at_the_case_time_limit(monkeypatch,
     assert main(["run", "--chip", "cpu", "--case-timeout", "-1"]) == 2
     assert "--case-timeout: '-1': give seconds >= 0" in capsys.readouterr().err
     assert main(["run", "--chip", "cpu", "--case-timeout", "inf"]) == 2
+    assert main(["run", "--chip", "cpu", "--case-timeout", "1e10"]) == 2   # past TIMEOUT_MAX
