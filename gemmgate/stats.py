@@ -59,8 +59,10 @@ def median_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, flo
 
 
 def relative_ci_halfwidth(xs: Sequence[float]) -> float:
-    """Half the width of the median's CI over the median: the stopping rule's measure."""
-    if len(xs) < 3:
+    """Half the width of the median's CI over the median: the stopping rule's measure;
+    infinite below 6 samples, where no pair of order statistics covers the median with 95%
+    (median_ci's whole range would then let a short run stop)."""
+    if len(xs) < 6:
         return math.inf
     lo, hi = median_ci(xs)
     m = median(xs)

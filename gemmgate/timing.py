@@ -15,9 +15,11 @@ reached with the flush and the call already queued behind it. Without it, a 10 u
 after a 30 us flush is timed with whatever launch gap the host left (H200: per-round
 jitter of +-1 us and 2-3x outliers on bf16 1024^3).
 
-Providers are interleaved (A B, B A, A B, ...) so clock and thermal drift hit both, and
-rounds run until every provider's median is known to `target_rel_ci` (half-width of its
-95% distribution-free CI over the median), or `max_rounds`, or the time budget is spent.
+Providers are interleaved (A B, B A, A B, ...; three or more take each rotation forward
+and reversed, so none sits in the middle of every round) so clock and thermal drift hit
+all alike, and rounds run, in pairs, until every provider's median is known to
+`target_rel_ci` (half-width of its 95% distribution-free CI over the median), or
+`max_rounds`, or the time budget is spent.
 The flush writes a buffer twice the chip's L2/LLC, so every timed call starts cold.
 
 `block` > 1 times each provider that many calls in a row (A A A B B B, B B B A A A, ...).
@@ -80,10 +82,15 @@ SPIN_CYCLES_PER_CALL = 200_000
 
 
 def _done(samples: dict[str, list[float]], policy: TimingPolicy, started: float) -> bool:
-    n = min(len(v) for v in samples.values())
+    """Whether to stop, counted in rounds (a round: each provider's `block` calls): at
+    max_rounds; never below min_rounds or after an odd round (each provider is first in
+    as many rounds as another: with block 15 the CPU policy stopped after one round, A A
+    ... B B, and an odd count gave Triton the extra first place); else on the budget or
+    when every median is known to the target."""
+    n = min(len(v) for v in samples.values()) // policy.block
     if n >= policy.max_rounds:
         return True
-    if n < policy.min_rounds:
+    if n < policy.min_rounds or n % 2:
         return False
     if time.perf_counter() - started > policy.budget_s:
         return True
@@ -91,7 +98,13 @@ def _done(samples: dict[str, list[float]], policy: TimingPolicy, started: float)
 
 
 def _order(names: list[str], rnd: int) -> list[str]:
-    return names if rnd % 2 == 0 else names[::-1]
+    """Round `rnd`'s provider order: A B, B A for two; for more, each rotation in turn,
+    forward then reversed (A B C, C B A, B C A, A C B, ...), so that no provider sits in
+    the middle of every round (with triton, vendor, reference the vendor never came
+    first, after the batch's spin, nor after itself)."""
+    k = (rnd // 2) % len(names) if len(names) > 2 else 0
+    turned = names[k:] + names[:k]
+    return turned if rnd % 2 == 0 else turned[::-1]
 
 
 def measure(fns: dict[str, Callable[[], object]], policy: TimingPolicy, *,
@@ -189,6 +202,7 @@ class DeviceClock:
             raise ValueError("gap_ms needs the GPU's cycles_per_ms")
         self.seconds = 0.0
         self.duty, self.gap_ms, self.cycles_per_ms = duty, gap_ms, cycles_per_ms
+        self._flip = False   # time_ratio: which call goes first this round
 
     def __call__(self) -> float:
         return self.seconds
@@ -209,12 +223,17 @@ class DeviceClock:
 
     def time_ratio(self, fn: Callable[[], object], ref: Callable[[], object],
                    flush=None) -> float:
-        """A vendor-relative round: ref (the vendor's call)
-        then fn, each sampled as `time` does; the clock advances by fn's time / ref's
+        """A vendor-relative round: ref (the vendor's call) and fn, each first in every
+        other round, each sampled as `time` does; the clock advances by fn's time / ref's
         time, read as milliseconds (1 ms: parity). Both run at the clock of the moment,
         as gemmgate's interleaved ratio does, so a power-cap swing cancels."""
-        ref_ms = self._sample(ref, flush)
-        ms = self._sample(fn, flush)
+        self._flip = not self._flip   # each first in every other round
+        if self._flip:
+            ref_ms = self._sample(ref, flush)
+            ms = self._sample(fn, flush)
+        else:
+            ms = self._sample(fn, flush)
+            ref_ms = self._sample(ref, flush)
         ratio = ms / ref_ms if ref_ms > 0 else float("nan")
         self.advance(ratio)
         self._rest(ms + ref_ms)

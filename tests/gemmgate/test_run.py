@@ -17,6 +17,7 @@ from gemmgate.precision import MODES
 from gemmgate.results import summary_by_mode
 from gemmgate.run import Runner
 from gemmgate.shapes import Case
+from gemmgate.timing import TimingPolicy
 
 
 @pytest.fixture
@@ -280,3 +281,28 @@ def test_the_vendor_is_asked_to_keep_its_layouts_as_the_kernel_is(copies, asked)
     ctx = make_context(chip="cpu", shapes="smoke", modes="fp32", copies=copies)
     assert Runner(ctx, vendor=vendor).run_case(MODES["fp32"], Case(16, 16, 16)).passed
     assert seen and set(seen) == {asked}
+
+
+def test_an_injected_slowdown_reports_the_spin_it_installs(monkeypatch):
+    """On a GPU the spin is sized, measured and rescaled; after the last measurement it
+    was rescaled once more and installed unmeasured, so the telemetry's `sized` described
+    the spin before it. A stand-in device: the wrapped call's extra time grows as the
+    square of the spin asked, so no step lands within 10%."""
+    import gemmgate.run as run_mod
+
+    def slowed(plain, extra, device):
+        def call():
+            return plain()
+        call.extra = extra
+        return call
+
+    def measure(fns, policy, *, flush_bytes, device):
+        return {name: [1.0 + (getattr(fn, "extra", 0.0) * 10) ** 2] * 3
+                for name, fn in fns.items()}
+
+    monkeypatch.setattr(run_mod, "slowed", slowed)
+    monkeypatch.setattr(run_mod, "measure", measure)
+    calls = {"triton": lambda: None}
+    got = run_mod._inject(calls, 0.5, TimingPolicy(), 0, "cuda:0")
+    installed = calls["triton"].extra
+    assert got == pytest.approx((installed * 10) ** 2)   # what the installed spin gives

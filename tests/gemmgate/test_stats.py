@@ -109,8 +109,12 @@ def test_median_ci_coverage_on_normal_samples():
 # --- relative_ci_halfwidth ------------------------------------------------------------
 
 def test_relative_ci_halfwidth_small_samples_are_infinite():
+    """Below 6 samples no pair of order statistics covers the median with 95%: median_ci
+    falls back to the whole range, which must not let a short run stop."""
     assert stats.relative_ci_halfwidth([]) == math.inf
     assert stats.relative_ci_halfwidth([1.0, 1.0]) == math.inf
+    assert stats.relative_ci_halfwidth([1.0] * 5) == math.inf
+    assert stats.relative_ci_halfwidth([1.0] * 6) == 0.0
 
 
 def test_relative_ci_halfwidth_values():
@@ -126,7 +130,7 @@ def test_relative_ci_halfwidth_values():
 
 
 def test_relative_ci_halfwidth_nonpositive_median_is_infinite():
-    assert stats.relative_ci_halfwidth([-1.0, 0.0, 0.0, 1.0]) == math.inf
+    assert stats.relative_ci_halfwidth([-1.0, 0.0, 0.0, 0.0, 0.0, 1.0]) == math.inf
 
 
 # --- geomean -----------------------------------------------------------------------------

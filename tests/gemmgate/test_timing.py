@@ -111,10 +111,14 @@ def test_measure_stops_at_max_rounds_when_target_unreachable():
 
 
 def test_measure_stops_early_when_target_met():
-    # Any finite half-width meets a target of 1e6 (relative): it stops at min_rounds.
+    # Any finite half-width meets a target of 1e6 (relative): it stops at min_rounds, or
+    # the round after where that is odd (each provider first as often as another), and
+    # not before the CI exists (6 samples)
     fns = {"a": lambda: sum(range(1000))}
-    policy = _policy(min_rounds=3, max_rounds=1000, target_rel_ci=1e6)
-    assert len(measure(fns, policy, flush_bytes=FLUSH)["a"]) == 3
+    policy = _policy(min_rounds=6, max_rounds=1000, target_rel_ci=1e6)
+    assert len(measure(fns, policy, flush_bytes=FLUSH)["a"]) == 6
+    policy = _policy(min_rounds=7, max_rounds=1000, target_rel_ci=1e6)
+    assert len(measure(fns, policy, flush_bytes=FLUSH)["a"]) == 8
 
 
 def test_measure_budget_stops_it():
@@ -131,7 +135,7 @@ def test_measure_budget_stops_it():
 def test_budget_does_not_cut_below_min_rounds():
     fns = {"slow": lambda: sum(range(20000))}
     policy = _policy(min_rounds=5, max_rounds=100, target_rel_ci=1e-9, budget_s=1e-6)
-    assert len(measure(fns, policy, flush_bytes=FLUSH)["slow"]) == 5
+    assert len(measure(fns, policy, flush_bytes=FLUSH)["slow"]) == 6   # (an even count)
 
 
 def test_block_times_each_provider_several_calls_in_a_row():
@@ -139,5 +143,36 @@ def test_block_times_each_provider_several_calls_in_a_row():
     fns = {"a": lambda: order.append("a"), "b": lambda: order.append("b")}
     got = measure(fns, _policy(warmup=0, min_rounds=4, max_rounds=4, block=2),
                   flush_bytes=FLUSH)
-    assert order == list("aabb" "bbaa")  # two rounds: A A B B, then B B A A
-    assert len(got["a"]) == len(got["b"]) == 4
+    assert order == list("aabb" "bbaa") * 2  # rounds, not samples: A A B B, B B A A, ...
+    assert len(got["a"]) == len(got["b"]) == 8
+    order.clear()   # a block the size of min_rounds: still both orders (it stopped at one)
+    measure(fns, _policy(warmup=0, min_rounds=2, max_rounds=100, block=15,
+                         target_rel_ci=1e6), flush_bytes=FLUSH)
+    assert "".join(order) == "a" * 15 + "b" * 30 + "a" * 15
+
+
+def test_three_providers_take_every_place_alike():
+    """With triton, vendor, reference the vendor sat in the middle of every round (never
+    first after the batch's spin, never after itself); each rotation, forward and
+    reversed, gives each provider each place equally over 2 x 3 rounds."""
+    from collections import Counter
+
+    from gemmgate.timing import _order
+
+    names = ["triton", "vendor", "reference"]
+    rounds = [_order(names, r) for r in range(6)]
+    for place in range(3):
+        assert Counter(r[place] for r in rounds) == Counter({n: 2 for n in names})
+    assert [_order(["a", "b"], r) for r in range(4)] == [["a", "b"], ["b", "a"]] * 2
+
+
+def test_device_clock_ratio_rounds_take_turns_first(monkeypatch):
+    """time_ratio sampled the vendor first every round: with a duty below 1 the vendor
+    always ran right after the idle rest and Triton right after the vendor."""
+    from gemmgate.timing import DeviceClock
+
+    clock, seen = DeviceClock(), []
+    monkeypatch.setattr(clock, "_sample", lambda fn, flush: seen.append(fn()) or 1.0)
+    for _ in range(4):
+        assert clock.time_ratio(lambda: "fn", lambda: "ref") == 1.0
+    assert seen == ["ref", "fn", "fn", "ref"] * 2
