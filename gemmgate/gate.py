@@ -49,6 +49,7 @@ from gemmgate.compare import (
 )
 from gemmgate.context import RunContext
 from gemmgate.execute import run_cases
+from gemmgate.markdown import md_cell, md_row
 from gemmgate.precision import get_mode
 from gemmgate.results import REFERENCE, UNSUPPORTED, CaseResult
 from gemmgate.tuning import config_name
@@ -311,8 +312,8 @@ def markdown(gate: GateResult, chip: str, ab_ref: str | None = None,
                   "same process.", ""]
     if note:
         lines += [note, ""]
-    lines += ["| " + " | ".join(GATE_HEAD) + " |", "|" + "---|" * len(GATE_HEAD)]
-    lines += ["| " + " | ".join(verdict_row(v)) + " |" for v in gate.verdicts]
+    lines += [md_row(GATE_HEAD), "|" + "---|" * len(GATE_HEAD)]
+    lines += [md_row(verdict_row(v)) for v in gate.verdicts]
     if gate.missing:
         lines += ["", f"Not run (in the baseline): {', '.join(gate.missing)}"]
     if gate.extra:
@@ -345,7 +346,7 @@ def _why(v: CaseVerdict) -> str:
            f"stored ratio above the baseline at {v.level} level",
            INCONCLUSIVE: "beyond the tolerance, but advisory or the CI reaches the baseline",
            }.get(v.verdict, "")
-    return _join(why if why not in v.note else "", v.note).replace("|", "\\|")
+    return md_cell(_join(why if why not in v.note else "", v.note))
 
 
 def comment(gate: GateResult, chip: str, ab_ref: str | None = None, note: str = "") -> str:
@@ -366,8 +367,8 @@ def comment(gate: GateResult, chip: str, ab_ref: str | None = None, note: str = 
         lines += ["", note]
     if rest:
         lines += ["", f"<details><summary>{len(rest)} other case(s)</summary>", "",
-                  "| " + " | ".join(GATE_HEAD) + " |", "|" + "---|" * len(GATE_HEAD),
-                  *("| " + " | ".join(verdict_row(v)) + " |" for v in rest), "", "</details>"]
+                  md_row(GATE_HEAD), "|" + "---|" * len(GATE_HEAD),
+                  *(md_row(verdict_row(v)) for v in rest), "", "</details>"]
     for what, keys in (("Not run (in the baseline)", gate.missing),
                        ("Not in the baseline (new cases)", gate.extra)):
         lines += ["", f"{what}: {', '.join(keys)}"] if keys else []

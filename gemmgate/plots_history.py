@@ -60,12 +60,13 @@ def history(series: Sequence[Series], mode: str, title: str) -> Figure:
 
 def cross_chip(series: Sequence[Series], mode: str) -> Figure:
     """Chips side by side, normalised: Triton (filled) and vendor (hollow) % of each
-    chip's datasheet peak against the case's GFLOP, and the speed ratio."""
+    chip's datasheet peak against the case's GFLOP, and the speed ratio; cases that failed
+    accuracy left out (a wrong answer's speed is no figure)."""
     fig = figure(13.0, 4.8)
     left, right = fig.subplots(1, 2)
     missing = []
     for i, s in enumerate(series):
-        pts = [p for p in s.points if p.mode == mode and p.flops]
+        pts = [p for p in s.points if p.mode == mode and p.flops and not p.failed]
         color = f"C{i}"
         peak = s.peaks.get(mode)
         if peak:

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from gemmgate import stats
 from gemmgate.accuracy import EXCESS_RATIO, kept_less
+from gemmgate.markdown import md_row
 from gemmgate.results import REFERENCE, CaseResult, summary_by_mode
 
 
@@ -126,12 +127,6 @@ def print_tables(results: Sequence[CaseResult], console: Console, title: str = "
                       + (f"\n[yellow]{escape(note)}[/]" if note else "") + "\n")
 
 
-def _cell(text: str) -> str:
-    """A Markdown table cell: one line, its pipes escaped (a compile error's message spans
-    lines and may hold `|`)."""
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
 def markdown(results: Sequence[CaseResult], title: str = "") -> str:
     lines = [f"## {title}" if title else ""]
     ab = _has_ab(results)
@@ -141,8 +136,8 @@ def markdown(results: Sequence[CaseResult], title: str = "") -> str:
         head = _head(ab, extras)
         lines += [f"### {mode}: geomean ratio {_f(s['geomean_ratio'], '.3f')}"
                   f"{_extra_line(s)}, {s['passed']}/{s['cases']} passed", "",
-                  "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in _rows(rs, ab, extras)]
+                  md_row(head), "|" + "---|" * len(head)]
+        lines += [md_row(row) for row in _rows(rs, ab, extras)]
         note = accumulation_note(rs)
         lines += ["", note] if note else []
         lines.append("")

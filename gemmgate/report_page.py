@@ -73,7 +73,7 @@ def point_of_result(r: CaseResult) -> Point:
                  {n: p.tflops for n, p in provs.items() if p.tflops},
                  {n: (p.error if math.isfinite(p.error) else math.inf)
                   for n, p in provs.items() if p.error is not None},
-                 not r.passed, *_bytes(r.mode))
+                 not r.gate_passed, *_bytes(r.mode))   # an extra's failure is not Triton's
 
 
 def from_run(path: str | Path, rec: RunRecord) -> Source:
@@ -213,14 +213,17 @@ def _mode_section(w: _Writer, s: Source, idx: int, mode: str) -> list[str]:
 
 def _history(w: _Writer, sources: Sequence[Source]) -> list[str]:
     parts = []
-    for chip in sorted({s.chip for s in sources}):
+    for ci, chip in enumerate(sorted({s.chip for s in sources})):   # (chip slugs can meet)
         ss = sorted((s for s in sources if s.chip == chip), key=lambda s: s.date)
         if len(ss) < 2:
             continue
-        for mode in [m for m in MODE_NAMES if any(m in s.modes for s in ss)]:
-            fig = plots_history.history([_series(s) for s in ss], mode, f"{chip} {mode}")
-            parts.append(_img(w.save(fig, f"history-{slug(chip)}-{mode}",
-                                     f"{chip} {mode}: history over {len(ss)} runs/baselines")))
+        for mode in MODE_NAMES:   # the sources that measured the mode: a PR run of fewer
+            of = [s for s in ss if mode in s.modes]   # modes left no case common to all
+            if len(of) < 2:
+                continue
+            fig = plots_history.history([_series(s) for s in of], mode, f"{chip} {mode}")
+            parts.append(_img(w.save(fig, f"history-c{ci}-{slug(chip)}-{mode}",
+                                     f"{chip} {mode}: history over {len(of)} runs/baselines")))
     return ["<h2 id=history>History</h2><div class=figs>", *parts, "</div>"] if parts else []
 
 

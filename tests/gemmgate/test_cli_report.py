@@ -120,6 +120,6 @@ def test_the_cpu_smoke_run_makes_the_report(tmp_path, capsys):
     pngs = sorted(p.name for p in out.glob("*.png"))
     for kind in ("heatmap", "tflops", "roofline", "errors"):
         assert f"s1-cpu-fp32-{kind}.png" in pngs
-    assert "history-cpu-fp32.png" in pngs                   # the run beside the baseline
+    assert "history-c0-cpu-fp32.png" in pngs                   # the run beside the baseline
     assert all(f'src="{p}"' in html for p in pngs)
     assert "4 cases, 0 failing accuracy" in html

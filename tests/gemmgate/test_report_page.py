@@ -136,7 +136,10 @@ def test_the_page_references_every_png_at_its_size_opens_offline_and_holds_each_
     for kind in ("heatmap", "tflops", "roofline", "errors"):
         assert f"s1-cpu-fp32-{kind}.png" in names               # the run, per mode
         assert f"s2-nvidia-h200-fp32-{kind}.png" in names       # the H200 baseline
-    assert {"history-cpu-fp32.png", "history-cpu-fp16.png", "cross-fp32.png"} <= names
+    assert {"history-c0-cpu-fp32.png", "cross-fp32.png"} <= names
+    # fp16: the baseline alone measured it (the run is fp32 only), so no history: drawn
+    # over both, no case was common to all and its geomean was NaN (session 60's review)
+    assert "history-c0-cpu-fp16.png" not in names
     assert not any(n.startswith("cross-fp16") for n in names)   # fp16: the CPU only
     assert "1 failing accuracy: 64×128×64" in html
     assert "<td>64×32×96 cr</td>" in html and "<td>32×64×48 rc+p5</td>" in html
@@ -162,3 +165,29 @@ def test_a_provider_without_figures_is_left_out(tmp_path, synthetic_record):
     rec = replace(rec, cases=(replace(c, providers={**c.providers, "vendor": v}),))
     (src,) = [report_page.from_run("r.json", rec)]
     assert set(src.points[0].tflops) == {"triton"} and src.points[0].ratio is None
+
+
+def test_an_extra_providers_failure_is_not_the_cases(run_file, synthetic_record):
+    """The page marked a case failed (FAIL hatching, out of the geomean) where only an
+    extra provider (--providers module:function) failed; the gate and the console judge
+    Triton and the vendor alone."""
+    rec = synthetic_record(ITEMS[:2], environment=ENV)
+    cases = tuple(replace(c, providers={**c.providers, "mod:wrong": ProviderResult(
+        "mod:wrong", "fail", 1.0, "off by one")}) for c in rec.cases)
+    points = [report_page.point_of_result(c) for c in cases]
+    assert not any(p.failed for p in points) and all(not c.passed for c in cases)
+
+
+def test_the_cross_chip_figure_leaves_out_failed_cases(tmp_path, run_file):
+    """A wrong answer's speed was plotted beside the others, unmarked."""
+    from gemmgate import plots_history
+
+    (src,) = report_page.load_sources([str(run_file)], [])
+    base = report_page.load_sources([], [str(CPU_BASE)])[0]
+    fig = plots_history.cross_chip([report_page._series(src), report_page._series(base)],
+                                   "fp32")
+    right = fig.axes[1]
+    drawn = sum(len(c.get_offsets()) for c in right.collections)
+    want = sum(1 for p in src.points if p.mode == "fp32" and not p.failed and p.ratio) + \
+        sum(1 for p in base.points if p.mode == "fp32" and not p.failed and p.ratio)
+    assert drawn == want and any(p.failed for p in src.points)

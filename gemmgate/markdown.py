@@ -1,0 +1,17 @@
+"""Markdown table pieces shared by the step summaries, the PR comment (gemmgate/gate.py)
+and the run tables (gemmgate/report.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+def md_cell(text: object) -> str:
+    """A Markdown table cell: one line, its pipes escaped (a compile error's message spans
+    lines and may hold `|`; a provider may be named `module:function`)."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def md_row(cells: Iterable[object]) -> str:
+    """A Markdown table row of escaped cells."""
+    return "| " + " | ".join(map(md_cell, cells)) + " |"
