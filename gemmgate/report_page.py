@@ -44,6 +44,7 @@ class Source:
     date: str
     commit: str
     points: tuple[Point, ...]
+    incomplete: str = ""      # a run that stopped early: why (environment.incomplete)
 
     @property
     def label(self) -> str:
@@ -79,7 +80,8 @@ def point_of_result(r: CaseResult) -> Point:
 def from_run(path: str | Path, rec: RunRecord) -> Source:
     env = rec.environment
     return Source(str(path), "run", str(env.get("chip") or "?"), str(env.get("date") or ""),
-                  str(env.get("commit") or ""), tuple(map(point_of_result, rec.cases)))
+                  str(env.get("commit") or ""), tuple(map(point_of_result, rec.cases)),
+                  str(env.get("incomplete") or ""))
 
 
 def from_baseline(path: str | Path, base: Baseline) -> Source:
@@ -113,9 +115,10 @@ def _newest(sources: Sequence[Source]) -> dict[str, Source]:
 
 
 def subjects(sources: Sequence[Source]) -> list[Source]:
-    """What the per-mode figures show, per chip: its newest run, else (no run of that
-    chip given) its newest baseline."""
-    runs = _newest([s for s in sources if s.kind == "run"])
+    """What the per-mode figures show, per chip: its newest complete run, else its newest
+    run (every one stopped early), else (no run of that chip given) its newest baseline."""
+    runs = {**_newest([s for s in sources if s.kind == "run"]),
+            **_newest([s for s in sources if s.kind == "run" and not s.incomplete])}
     return [runs.get(chip, s) for chip, s in sorted(_newest(sources).items())]
 
 
@@ -213,8 +216,9 @@ def _mode_section(w: _Writer, s: Source, idx: int, mode: str) -> list[str]:
 
 def _history(w: _Writer, sources: Sequence[Source]) -> list[str]:
     parts = []
-    for ci, chip in enumerate(sorted({s.chip for s in sources})):   # (chip slugs can meet)
-        ss = sorted((s for s in sources if s.chip == chip), key=lambda s: s.date)
+    whole = [s for s in sources if not s.incomplete]   # a part-run shrinks the common cases
+    for ci, chip in enumerate(sorted({s.chip for s in whole})):   # (chip slugs can meet)
+        ss = sorted((s for s in whole if s.chip == chip), key=lambda s: s.date)
         if len(ss) < 2:
             continue
         for mode in MODE_NAMES:   # the sources that measured the mode: a PR run of fewer
@@ -228,7 +232,7 @@ def _history(w: _Writer, sources: Sequence[Source]) -> list[str]:
 
 
 def _cross(w: _Writer, sources: Sequence[Source]) -> list[str]:
-    newest = list(_newest(sources).values())
+    newest = list(_newest([s for s in sources if not s.incomplete]).values())
     if len(newest) < 2:
         return []
     parts = ["<h2 id=cross-chip>Cross-chip</h2>",
@@ -256,12 +260,16 @@ def write_report(sources: Sequence[Source], out: str | Path) -> list[Image]:
     out.mkdir(parents=True, exist_ok=True)
     w = _Writer(out)
     body = ["<h1>gemmgate report</h1>", _table(
-        ("kind", "file", "chip", "date", "commit", "modes", "cases"),
+        ("kind", "file", "chip", "date", "commit", "modes", "cases", "stopped early"),
         [(s.kind, s.path, s.chip, s.date, s.commit[:12], ",".join(s.modes),
-          str(len(s.points))) for s in sources])]
+          str(len(s.points)), s.incomplete or "—") for s in sources])]
     for idx, s in enumerate(subjects(sources), 1):
         body.append(f"<h2>{html.escape(s.chip)}: {html.escape(s.label)} "
                     f"({html.escape(s.path)})</h2>")
+        if s.incomplete:
+            body.append(f"<p><b>This run stopped early</b> ({html.escape(s.incomplete)}): "
+                        f"{len(s.points)} case(s) measured; left out of history and "
+                        "cross-chip.</p>")
         for mode in s.modes:
             body += _mode_section(w, s, idx, mode)
     body += _history(w, sources) + _cross(w, sources)

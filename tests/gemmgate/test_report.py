@@ -53,6 +53,8 @@ def test_a_reference_adds_the_ab_column_with_the_median_per_round_ratio():
 def test_an_accuracy_failure_is_named_in_the_status():
     md = markdown([_result(t_acc="fail")])
     assert "FAIL triton: error 3e-1 > 1e-2" in md and "0/1 passed" in md
+    md = markdown([_result(t_acc="unsupported")])   # said "FAIL" and nothing after it
+    assert "FAIL triton:" in md and "0/1 passed" in md
 
 
 def test_a_failing_case_leaves_the_geomean_and_its_message_stays_in_one_cell():

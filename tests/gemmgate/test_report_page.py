@@ -191,3 +191,21 @@ def test_the_cross_chip_figure_leaves_out_failed_cases(tmp_path, run_file):
     want = sum(1 for p in src.points if p.mode == "fp32" and not p.failed and p.ratio) + \
         sum(1 for p in base.points if p.mode == "fp32" and not p.failed and p.ratio)
     assert drawn == want and any(p.failed for p in src.points)
+
+
+def test_a_run_that_stopped_early_is_said_so_and_kept_out_of_history(tmp_path, run_file,
+                                                                    synthetic_record):
+    """`environment.incomplete` (a run stopped by --case-timeout, a dead worker) was drawn
+    as the chip's current run without a word, and shrank the history's common cases."""
+    part = tmp_path / "part.json"
+    rec = synthetic_record(ITEMS[:1], environment={**ENV, "date": "2026-12-02T10:00:00+00:00",
+                                                   "incomplete": "a case was stuck"})
+    part.write_text(json.dumps(rec.to_json()))
+    srcs = report_page.load_sources([str(run_file), str(part)], [str(CPU_BASE)])
+    assert [s.incomplete for s in srcs] == ["", "a case was stuck", ""]
+    (subject,) = report_page.subjects(srcs)
+    assert subject.path == str(run_file)              # the newest complete run
+    report_page.write_report(srcs, tmp_path / "out")
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "<td>a case was stuck</td>" in page
+    assert "history over 2 runs/baselines" in page    # the run and the baseline, not 3
