@@ -204,12 +204,25 @@ def gpu_identity(nvml, device_index: int) -> dict:
     return out
 
 
+def _torch_uuid(device_index: int) -> dict:
+    """{"gpu_uuid": ...} from torch's device properties (NVML's form, GPU-...), or {}."""
+    try:
+        import torch
+
+        u = str(getattr(torch.cuda.get_device_properties(device_index), "uuid", "") or "")
+    except Exception:
+        return {}
+    return {"gpu_uuid": u if u.startswith("GPU-") else f"GPU-{u}"} if u else {}
+
+
 def telemetry(device_index: int = 0) -> dict:
     """SM clock, memory clock, temperature, power and why clocks are held down now;
-    {} where nothing answers."""
+    where NVML does not answer (an AMD GPU, no driver library), the GPU's UUID alone from
+    torch: the gate tells machines apart by it (without it every GPU of a host was one
+    machine, and a check on another GPU was judged at process level)."""
     nvml = _nvml()
     if nvml is None:
-        return {}
+        return _torch_uuid(device_index)
     try:
         h = _nvml_handle(nvml, device_index)
         out = {
@@ -219,7 +232,7 @@ def telemetry(device_index: int = 0) -> dict:
             "power_w": nvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
         }
     except Exception:
-        return {}
+        return _torch_uuid(device_index)
     try:  # which physical GPU: the gate's noise level depends on it
         out["gpu_uuid"] = _text(nvml.nvmlDeviceGetUUID(h))
     except Exception:

@@ -158,6 +158,10 @@ def vendor_fast_provider(inp: GemmInputs, mode: PrecisionMode,
     docstring); Unsupported in other modes."""
     if not mode.scaled:
         raise Unsupported(f"vendor_fast is fp8's fast accumulation; {mode.name} has none")
+    if torch.version.hip is not None:   # PyTorch applies use_fast_accum on CUDA only: on
+        raise Unsupported("vendor_fast: ROCm's torch._scaled_mm has no fast accumulation "
+                          "(use_fast_accum is ignored there: it would time the vendor "
+                          "twice)")                                # ROCm it is the vendor
     return _scaled_mm(inp, keep_copies, fast=True)
 
 

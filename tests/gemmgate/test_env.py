@@ -46,7 +46,23 @@ def test_telemetry_uses_the_old_nvml_name_and_survives_its_absence(monkeypatch):
 
 def test_telemetry_without_nvml_is_empty(monkeypatch):
     monkeypatch.setattr(env, "_nvml", lambda: None)
-    assert env.telemetry(0) == {}
+    assert env.telemetry(0) == {}   # (no GPU here: torch has no device properties)
+
+
+def test_without_nvml_the_gpu_is_still_told_apart_by_torchs_uuid(monkeypatch):
+    """An AMD GPU (no NVML): telemetry was {}, so every GPU of a host was one machine to
+    the gate (host/machine id), and a check on another GPU was judged at process level
+    against a different GPU's calibration. torch's device properties give the UUID."""
+    uuids = {0: "0e1f-aa", 1: "GPU-77b0"}
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda i: SimpleNamespace(uuid=uuids[i]))
+    monkeypatch.setattr(env, "_nvml", lambda: None)
+    assert env.telemetry(0) == {"gpu_uuid": "GPU-0e1f-aa"}
+    assert env.telemetry(1) == {"gpu_uuid": "GPU-77b0"}
+    broken = _fake_nvml(nvmlDeviceGetClockInfo=lambda h, which: 1 / 0)
+    monkeypatch.setattr(env, "_nvml", lambda: broken)
+    monkeypatch.setattr(env, "_nvml_handle", lambda n, i: "h")
+    assert env.telemetry(1) == {"gpu_uuid": "GPU-77b0"}   # NVML there but failing
 
 
 def _identity_nvml(**extra):

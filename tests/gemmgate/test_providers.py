@@ -97,6 +97,15 @@ def test_vendor_fast_is_unsupported_outside_fp8():
         providers.vendor_fast_provider(inp, MODES["fp32"])
 
 
+def test_vendor_fast_is_unsupported_on_rocm(fake_scaled_mm, monkeypatch):
+    """PyTorch applies use_fast_accum on CUDA only: on ROCm vendor_fast was the vendor's
+    own call timed twice, shown as a fast accumulation."""
+    monkeypatch.setattr(torch.version, "hip", "6.2.41133")
+    with pytest.raises(providers.Unsupported, match="ROCm"):
+        providers.vendor_fast_provider(_fp8_inputs(24, 40, 64), MODES["fp8"])
+    assert fake_scaled_mm.fast == []
+
+
 @pytest.mark.parametrize("m,n,k", [(32, 48, 64), (24, 40, 253), (20, 40, 40)])
 def test_fp8_vendor_pads_k_and_n_to_16_and_slices_back(fake_scaled_mm, m, n, k):
     inp = _fp8_inputs(m, n, k)
