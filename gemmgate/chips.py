@@ -91,6 +91,13 @@ CHIPS: dict[str, Chip] = {
 
 GENERIC_GPU = Chip("generic-gpu", "unknown", "unknown GPU", 0, 49152, 64 * MiB, 0.0)
 
+# AMD GPUs by architecture, where the name does not tell (some ROCm images report an
+# MI300X as "AMD Radeon Graphics"; an MI325X is the same compute die): gcnArchName's
+# first part -> chip id. A device of another CU count (an MI300A, a partition) gets the
+# profile with a warning.
+AMD_ARCHS = {"gfx942": "amd-mi300x"}
+AMD_CACHE_FLOOR = 256 * MiB   # the L2 ROCm reports (4 MiB) leaves out the Infinity Cache
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -137,16 +144,35 @@ def select_chip(override: str | None = None) -> Selection:
     chip = match_device_name(device_name)
     if chip is not None:
         return Selection(chip, "detected", device_name)
+    if torch.version.hip is not None:
+        by_arch = _amd_by_arch(torch, device_name)
+        if by_arch is not None:
+            return by_arch
     return Selection(_generic(torch), "generic", device_name,
                      f"unknown GPU {device_name!r}: generic profile, no peak figures")
+
+
+def _amd_by_arch(torch, device_name: str) -> Selection | None:
+    """An AMD GPU whose name no profile matches, by its architecture (AMD_ARCHS)."""
+    props = torch.cuda.get_device_properties(0)
+    arch = str(getattr(props, "gcnArchName", "") or "").split(":")[0]
+    if arch not in AMD_ARCHS:
+        return None
+    chip = CHIPS[AMD_ARCHS[arch]]
+    cus = getattr(props, "multi_processor_count", 0)
+    warning = None
+    if cus != chip.compute_units:
+        warning = (f"{device_name!r} is {arch} with {cus} compute units: the {chip.id} "
+                   f"profile ({chip.compute_units}) is used; its peaks are the full chip's")
+    return Selection(chip, "detected", device_name, warning)
 
 
 def _generic(torch) -> Chip:
     """A profile read off the device itself: sizes are real, peaks unknown."""
     props = torch.cuda.get_device_properties(0)
     modes = ["fp32", "bf16", "fp16"]
-    if torch.version.hip is not None or props.major >= 8:
-        modes.insert(1, "tf32")
+    if torch.version.hip is None and props.major >= 8:   # on AMD, Triton's tf32 needs
+        modes.insert(1, "tf32")                          # gfx942 (AMD_ARCHS' profile)
     if torch.version.hip is None and props.major >= 8:
         modes.insert(2, "tf32x3")
     if torch.version.hip is None and (props.major, props.minor) >= (8, 9):
@@ -157,6 +183,7 @@ def _generic(torch) -> Chip:
         vendor="amd" if torch.version.hip else "nvidia",
         compute_units=props.multi_processor_count,
         smem_per_block=getattr(props, "shared_memory_per_block_optin", GENERIC_GPU.smem_per_block),
-        llc_bytes=getattr(props, "L2_cache_size", 0) or GENERIC_GPU.llc_bytes,
+        llc_bytes=max(getattr(props, "L2_cache_size", 0) or GENERIC_GPU.llc_bytes,
+                      AMD_CACHE_FLOOR if torch.version.hip else 0),
         modes=tuple(modes),
     )

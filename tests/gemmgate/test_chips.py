@@ -199,6 +199,36 @@ def test_select_unknown_gpu_gets_generic_profile(fake_gpu):
     assert c.peak_tflops == {}
 
 
+@pytest.mark.parametrize("cus", [304, 228])
+def test_an_amd_gpu_is_known_by_its_architecture_where_its_name_says_nothing(
+        fake_gpu, monkeypatch, cus):
+    """Some ROCm images name an MI300X "AMD Radeon Graphics": it fell to the generic
+    profile (no fp8, no peaks, a flush of twice the 4 MiB L2 ROCm reports against a
+    256 MiB Infinity Cache). gfx942 is the MI300X profile; another CU count warns."""
+    fake_gpu("AMD Radeon Graphics")
+    props = torch.cuda.get_device_properties(0)
+    props.gcnArchName, props.multi_processor_count = "gfx942:sramecc+:xnack-", cus
+    monkeypatch.setattr(torch.version, "hip", "6.2.41133")
+    sel = select_chip()
+    assert (sel.chip.id, sel.source) == ("amd-mi300x", "detected")
+    assert (sel.warning is None) == (cus == 304)
+    assert sel.chip.flush_bytes >= 2 * 256 * 2**20
+
+
+def test_an_unknown_amd_gpu_gets_no_tf32_and_a_flush_past_its_infinity_cache(
+        fake_gpu, monkeypatch):
+    """Triton's tf32 on AMD needs gfx942: an MI250 offered it and failed every tf32 case
+    (exit 1, read as a regression); ROCm's L2 figure leaves out the Infinity Cache."""
+    fake_gpu("AMD Instinct MI250X")
+    props = torch.cuda.get_device_properties(0)
+    props.gcnArchName, props.L2_cache_size = "gfx90a:sramecc+:xnack-", 8 << 20
+    monkeypatch.setattr(torch.version, "hip", "6.2.41133")
+    c = select_chip().chip
+    assert c.id == "generic-gpu" and c.vendor == "amd"
+    assert c.modes == ("fp32", "bf16", "fp16")
+    assert c.llc_bytes == chips.AMD_CACHE_FLOOR
+
+
 def test_generic_profile_of_an_older_gpu(fake_gpu):
     fake_gpu("Foo GPU 8000", major=8, minor=0)          # Ampere: tf32, but fp8 needs sm_89
     c = select_chip().chip
