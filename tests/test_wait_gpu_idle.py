@@ -81,6 +81,37 @@ def test_parse_rocm_smi(wgi):
         ' "card2": {"GPU use (%)": "N/A"}, "system": {"Driver version": "6.8"}}'
     )
     assert wgi.parse_rocm_smi(text) == [3.0, 97.0]
+    assert wgi.parse_rocm_smi(text, {0}) == [3.0]     # another job's busy card1 ignored
+
+
+@pytest.mark.parametrize(("env", "want"), [
+    ({}, None), ({"HIP_VISIBLE_DEVICES": "2,3"}, {2, 3}),
+    ({"ROCR_VISIBLE_DEVICES": "1", "CUDA_VISIBLE_DEVICES": "0"}, {1}),
+    ({"CUDA_VISIBLE_DEVICES": "0"}, {0}), ({"ROCR_VISIBLE_DEVICES": "GPU-abc"}, None)])
+def test_rocm_visible_cards(wgi, monkeypatch, env, want):
+    for name in ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert wgi.rocm_visible() == want
+
+
+def test_a_rocm_smi_failure_while_polling_stops_the_wait(wgi, monkeypatch, capsys):
+    """It raised CalledProcessError out of the wait (a red job step)."""
+    import subprocess
+
+    calls = []
+
+    def run(cmd, **kw):
+        calls.append(cmd)
+        if len(calls) > 1:
+            raise subprocess.CalledProcessError(1, cmd)
+        return subprocess.CompletedProcess(cmd, 0, '{"card0": {"GPU use (%)": "50"}}', "")
+
+    monkeypatch.setattr(wgi.shutil, "which", lambda name: "/opt/rocm/bin/rocm-smi")
+    monkeypatch.setattr(wgi.subprocess, "run", run)
+    read = wgi._rocm_reader()
+    assert read is not None and read() == [] and "rocm-smi failed" in capsys.readouterr().err
 
 
 def test_main_without_gpu_tooling(wgi, monkeypatch, capsys):

@@ -36,11 +36,25 @@ def is_idle(samples: Sequence[float], max_util: float, settle_samples: int) -> b
     return all(s < max_util for s in list(samples)[-settle_samples:])
 
 
-def parse_rocm_smi(text: str) -> list[float]:
-    """Per-card utilization from `rocm-smi --showuse --json` ({"card0": {"GPU use (%)": "3"}})."""
+def rocm_visible() -> set[int] | None:
+    """The card indices this job may use (HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or
+    CUDA_VISIBLE_DEVICES, the first set; indices only), or None: every card."""
+    for name in ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"):
+        value = os.environ.get(name)
+        if value is not None:
+            ids = [d.strip() for d in value.split(",") if d.strip()]
+            return {int(d) for d in ids} if ids and all(d.isdigit() for d in ids) else None
+    return None
+
+
+def parse_rocm_smi(text: str, visible: set[int] | None = None) -> list[float]:
+    """Per-card utilization from `rocm-smi --showuse --json` ({"card0": {"GPU use (%)": "3"}});
+    `visible`: only those cards (another job's card busy must not hold this one)."""
     out = []
     for card, fields in json.loads(text).items():
         if not card.startswith("card") or not isinstance(fields, dict):
+            continue
+        if visible is not None and (not card[4:].isdigit() or int(card[4:]) not in visible):
             continue
         for key, value in fields.items():
             if "GPU use" in key:
@@ -91,16 +105,27 @@ def _rocm_reader() -> Reader | None:
     if exe is None:
         return None
 
+    visible = rocm_visible()
+
     def read() -> list[float]:
         proc = subprocess.run(
             [exe, "--showuse", "--json"], capture_output=True, text=True, timeout=30, check=True
         )
-        return parse_rocm_smi(proc.stdout)
+        return parse_rocm_smi(proc.stdout, visible)
 
     try:
-        return read if read() else None
+        if not read():
+            return None
     except (subprocess.SubprocessError, OSError, ValueError):
         return None
+
+    def polled() -> list[float]:   # a failure while polling: say so, and stop waiting
+        try:
+            return read()
+        except (subprocess.SubprocessError, OSError, ValueError) as e:
+            print(f"wait_gpu_idle: rocm-smi failed ({e}); not waiting", file=sys.stderr)
+            return []
+    return polled
 
 
 def _find_reader() -> tuple[str, Reader] | None:
