@@ -38,12 +38,18 @@ class PrecisionMode:
     # an fp32 accumulation leaves, for modes whose inputs are exact on the tensor cores and
     # whose output is 16-bit; None: not judged
     max_excess: float | None = None
+    # below this, the computation ran more precisely than the mode (tf32 at IEEE fp32: a
+    # vendor whose tf32 switch did not take, e.g. ROCm's HIPBLASLT_ALLOW_TF32 unset):
+    # the speed ratio then compares two modes. Noted, not judged; None: not looked for
+    min_error: float | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.max_error < self.bound:
             raise ValueError(f"{self.name}: need 0 < max_error < bound")
         if self.max_excess is not None and not 0 < self.max_excess < self.max_error:
             raise ValueError(f"{self.name}: need 0 < max_excess < max_error")
+        if self.min_error is not None and not 0 < self.min_error < self.max_error:
+            raise ValueError(f"{self.name}: need 0 < min_error < max_error")
         if self.input_precision not in ("ieee", "tf32", "tf32x3"):
             raise ValueError(f"{self.name}: unknown input_precision {self.input_precision!r}")
 
@@ -52,7 +58,8 @@ MODES: dict[str, PrecisionMode] = {
     m.name: m
     for m in (
         PrecisionMode("fp32", "float32", "float32", "ieee", False, 2e-5, "tf32 or lower"),
-        PrecisionMode("tf32", "float32", "float32", "tf32", True, 1.5e-3, "bf16 or lower"),
+        PrecisionMode("tf32", "float32", "float32", "tf32", True, 1.5e-3, "bf16 or lower",
+                      min_error=2e-5),   # fp32's max_error: tf32 rounds inputs to 11 bits
         # bf16, fp16 and fp8: the error beyond the output's own rounding (`max_excess`) is
         # measured and recorded (`ProviderResult.excess`), not judged yet. Sums rounded to
         # nearest in fp32 leave <= 1e-4 of it on the CPU (K up to 61,440), sums kept to 13

@@ -21,6 +21,7 @@ from rich.table import Table
 from gemmgate import stats
 from gemmgate.accuracy import EXCESS_RATIO, kept_less
 from gemmgate.markdown import md_row
+from gemmgate.precision import MODES
 from gemmgate.results import REFERENCE, CaseResult, summary_by_mode
 
 
@@ -103,6 +104,36 @@ def accumulation_note(results: Sequence[CaseResult]) -> str:
     return "\n".join(lines)
 
 
+def precision_note(results: Sequence[CaseResult]) -> str:
+    """A line per provider whose error is under its mode's `min_error` (precision.py):
+    it computed more precisely than the mode (tf32 at IEEE fp32), so its speed ratio
+    compares two modes. Not judged; empty where no case shows it."""
+    lines = []
+    names = dict.fromkeys(n for r in results for n in r.providers if n != REFERENCE)
+    for name in names:
+        hits = [r for r in results if name in r.providers and _more_precise(r, name)]
+        if hits:
+            mode = MODES[hits[0].mode]
+            hi = max(r.providers[name].error for r in hits)
+            lines.append(f"note: {name}'s error is under {mode.min_error:.0e} in {len(hits)} "
+                         f"of {len(results)} {mode.name} cases (up to {hi:.1e}): it ran more "
+                         f"precisely than {mode.name} (its switch not taken? on ROCm, "
+                         "HIPBLASLT_ALLOW_TF32), so the speed ratio compares two modes "
+                         "(not judged)")
+    return "\n".join(lines)
+
+
+def _more_precise(r: CaseResult, name: str) -> bool:
+    floor = MODES[r.mode].min_error if r.mode in MODES else None
+    p = r.providers[name]
+    return floor is not None and p.accuracy == "pass" and p.error is not None \
+        and 0 <= p.error < floor and r.case.m * r.case.n * r.case.k > 0
+
+
+def _notes(results: Sequence[CaseResult]) -> str:
+    return "\n".join(n for n in (accumulation_note(results), precision_note(results)) if n)
+
+
 def _has_ab(results: Sequence[CaseResult]) -> bool:
     return any(REFERENCE in r.providers for r in results)
 
@@ -121,7 +152,7 @@ def print_tables(results: Sequence[CaseResult], console: Console, title: str = "
             style = None if row[-1] == "pass" else "red"
             table.add_row(*map(escape, row), style=style)
         console.print(table)
-        note = accumulation_note(rs)
+        note = _notes(rs)
         console.print(f"[bold]{mode}[/]: geomean Triton/vendor speed ratio "
                       f"{_f(s['geomean_ratio'], '.3f')}{escape(_extra_line(s))}, "
                       f"{s['passed']}/{s['cases']} passed"
@@ -139,7 +170,7 @@ def markdown(results: Sequence[CaseResult], title: str = "") -> str:
                   f"{_extra_line(s)}, {s['passed']}/{s['cases']} passed", "",
                   md_row(head), "|" + "---|" * len(head)]
         lines += [md_row(row) for row in _rows(rs, ab, extras)]
-        note = accumulation_note(rs)
+        note = _notes(rs)
         lines += ["", note] if note else []
         lines.append("")
     return "\n".join(lines).lstrip("\n")

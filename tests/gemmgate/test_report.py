@@ -149,3 +149,17 @@ def test_a_sum_kept_below_the_others_is_noted_never_judged():
 def test_no_note_where_both_sides_keep_alike():
     out = _printed([_fp8(8192, 3.5e-4, 3.4e-4), _result()])
     assert "note:" not in out
+
+
+def test_a_provider_more_precise_than_its_mode_is_noted():
+    """tf32 at IEEE fp32 precision (a vendor whose tf32 switch did not take: ROCm's
+    HIPBLASLT_ALLOW_TF32 unset) passed unseen: the check flags only too much error, and
+    the ratio then compared tf32 with fp32."""
+    r = _result(mode="tf32")
+    r = CaseResult("tf32", CASE, {**r.providers, "triton": ProviderResult(
+        "triton", "pass", 3e-4, "", (1.0, 1.0, 1.0))})   # vendor's 2e-7: fp32's precision
+    out = _printed([r])
+    assert "note: vendor's error is under 2e-05 in 1 of 1 tf32 cases" in out
+    assert "triton's error is under" not in out
+    assert "vendor's error is under" in markdown([r])
+    assert "error is under" not in _printed([_result()])    # fp32: nothing to note
