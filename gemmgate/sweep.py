@@ -57,7 +57,7 @@ def parse_values(text: str | None, param: str) -> tuple[int, ...]:
     parts = [t.strip() for t in text.split(",") if t.strip()]
     if not parts:
         raise ValueError(f"--values {text!r} names no value; give e.g. --values 1,2,3")
-    bad = [t for t in parts if not t.isdigit() or int(t) < 1]
+    bad = [t for t in parts if not (t.isascii() and t.isdigit()) or int(t) < 1]
     if bad:
         raise ValueError(f"--values takes comma-separated positive integers; "
                          f"bad: {', '.join(bad)}")
@@ -197,7 +197,26 @@ def point_of(param: str, value: int, r: CaseResult, device: str) -> SweepPoint:
         if device == "cpu" and not tile:
             why += " (on the CPU, kernels/ runs its fixed interpreter tile)"
         return SweepPoint(value, IGNORED, config, f"{param}={value} not applied: {why}", r)
+    # taken as the tile, yet not what ran: the interpreter has no stages or warps, and a
+    # K split into whole BLOCK_K ranges may make fewer of them than asked
+    why = _not_run(param, value, (tile.get("config") or {}), r.case.k, device)
+    if why:
+        return SweepPoint(value, IGNORED, config, f"{param}={value} not applied: {why}", r)
     return SweepPoint(value, OK, config, "", r)
+
+
+def _not_run(param: str, value: int, tile: dict, k: int, device: str) -> str:
+    """Why a forced value the chooser handed back did not shape the launch, or ""."""
+    if device == "cpu" and param in ("num_stages", "num_warps"):
+        return "the Triton interpreter (CPU) runs no stages and no warps"
+    if param == "split_k" and value > 1:
+        from kernels.tile import cdiv, k_range  # the split-K launches' one rule
+
+        ranges = cdiv(k, k_range(k, value, int(tile.get("block_k") or 1))) if k else 1
+        if ranges < value:
+            return (f"K={k} in whole BLOCK_K={tile.get('block_k')} blocks makes "
+                    f"{ranges} range(s)")
+    return ""
 
 
 @dataclass(frozen=True)

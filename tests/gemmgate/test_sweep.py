@@ -98,13 +98,35 @@ def test_the_real_kernel_on_the_cpu_runs_and_says_whether_it_took_the_value(tmp_
                  "--json", str(out)]) == 0
     points = json.loads(out.read_text())["points"]
     assert [p["value"] for p in points] == [2, 4]
-    for p in points:  # ignored: a kernel that runs a fixed tile under the interpreter
-        assert p["status"] in ("ok", "ignored")
-        if p["status"] == "ignored":
-            assert "not applied" in p["message"]
-        else:
-            assert p["tuning"]["source"] == "forced"
-            assert p["tuning"]["config"]["num_warps"] == p["value"]
+    for p in points:   # the interpreter has no warps: the value was taken as the tile,
+        assert p["status"] == "ignored"   # and shaped nothing (it said "ok" and a best)
+        assert "not applied: the Triton interpreter (CPU) runs no stages" in p["message"]
+
+
+def test_a_split_k_that_k_cannot_make_is_ignored(tmp_path):
+    """K = 32 in whole BLOCK_K = 32 blocks is one range: split_k 2 and 4 ran unsplit and
+    were reported "ok" (the chooser handed back the forced tile, the launch cut it)."""
+    out = tmp_path / "s.json"
+    assert main(["sweep", "--param", "split_k", "--values", "1,2,4", "--chip", "cpu",
+                 "--shape", "32x32x32", "--mode", "fp32", "--budget", "0.1",
+                 "--json", str(out)]) == 0
+    points = {p["value"]: p for p in json.loads(out.read_text())["points"]}
+    from kernels.tile import cdiv, k_range
+
+    block_k = points[2]["tuning"]["config"]["block_k"]
+    for v in (2, 4):
+        want = "ignored" if cdiv(32, k_range(32, v, block_k)) < v else "ok"
+        assert points[v]["status"] == want, (v, block_k, points[v]["message"])
+    assert points[1]["status"] == "ok"
+    assert any(points[v]["status"] == "ignored" for v in (2, 4))
+
+
+def test_values_are_ascii_integers():
+    from gemmgate.sweep import parse_values
+
+    for bad in ("1,\u00b2", "1,\uff11"):
+        with pytest.raises(ValueError, match="positive integers"):
+            parse_values(bad, "num_stages")
 
 
 def test_cli_writes_csv_json_and_plot(tmp_path, monkeypatch, capsys):
