@@ -20,7 +20,9 @@ from gemmgate.cli_run import (
     context_from_args,
     execute,
     keep_partial,
+    say_stderr,
     shapes_file,
+    write_partial,
 )
 from gemmgate.compare import REGRESSED
 from gemmgate.context import MeasurementError
@@ -85,9 +87,8 @@ def check_command(args, console, err) -> int:
                              record.cases)
 
         def last_words() -> None:   # a re-measured case stuck past --case-timeout
-            if args.json:
-                write_json_atomic(args.json, first_pass("a case was stuck past "
-                                                        "--case-timeout").to_json())
+            write_partial(args.json, first_pass("a case was stuck past --case-timeout"),
+                          say_stderr)
 
         try:
             results, gate = remeasure(ctx, results, gate, base, floor, env, last_words)

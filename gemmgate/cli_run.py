@@ -5,7 +5,7 @@ running with a progress bar."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -124,11 +124,8 @@ def execute(ctx: RunContext, err: Console, partial_to: str | None = None) -> Run
         return RunRecord({**env, "incomplete": reason}, ctx.shapes_label, tuple(done))
 
     def last_words() -> None:   # from the watchdog thread, the measuring one stuck
-        if partial_to and done:
-            write_json_atomic(partial_to, partial("a case was stuck past --case-timeout "
-                                                  f"({ctx.case_timeout_s:g} s)").to_json())
-            print(f"gemmgate: wrote the {len(done)} case(s) measured before it to "
-                  f"{partial_to} (environment.incomplete)", file=sys.stderr)
+        write_partial(partial_to, partial("a case was stuck past --case-timeout "
+                                          f"({ctx.case_timeout_s:g} s)"), say_stderr)
 
     with progress_bar(err) as bar:
         task = bar.add_task("running", total=len(ctx.items))
@@ -145,14 +142,27 @@ def execute(ctx: RunContext, err: Console, partial_to: str | None = None) -> Run
     return RunRecord(env, ctx.shapes_label, tuple(results))
 
 
+def write_partial(path: str | None, record: RunRecord | None,
+                  say: Callable[[str], None]) -> None:
+    """Write a run that stopped before its end (its environment marked `incomplete` with
+    the reason: such a run calibrates nothing) to its --json, where it holds cases, and
+    `say` so."""
+    if path and record is not None and record.cases:
+        write_json_atomic(path, record.to_json())
+        say(f"wrote the {len(record.cases)} case(s) measured before it stopped to {path} "
+            "(environment.incomplete)")
+
+
+def say_stderr(text: str) -> None:
+    """A line on stderr from the watchdog thread (gemmgate/deadline.py), the console's
+    owner stuck."""
+    print(f"gemmgate: {text}", file=sys.stderr, flush=True)
+
+
 def keep_partial(e: MeasurementError, path: str | None, err: Console) -> None:
-    """Write the cases a run measured before it stopped (`execute`) to its --json, the
-    environment marked `incomplete` with the reason (such a run calibrates nothing)."""
-    partial = getattr(e, "partial", None)
-    if path and partial is not None and partial.cases:
-        write_json_atomic(path, partial.to_json())
-        err.print(f"wrote the {len(partial.cases)} case(s) measured before it stopped to "
-                  f"{escape(path)} (environment.incomplete)")
+    """`write_partial` of the cases a run measured before a MeasurementError (`execute`
+    attaches them)."""
+    write_partial(path, getattr(e, "partial", None), lambda text: err.print(escape(text)))
 
 
 def run_command(args, console: Console, err: Console) -> int:
