@@ -80,11 +80,10 @@ def _nvml_handle(nvml, device_index: int):
     import torch
 
     props = torch.cuda.get_device_properties(device_index)
-    uuid = str(getattr(props, "uuid", "") or "")
+    uuid = _uuid_of(props)
     if uuid:
         try:
-            return nvml.nvmlDeviceGetHandleByUUID(
-                (uuid if uuid.startswith("GPU-") else f"GPU-{uuid}").encode())
+            return nvml.nvmlDeviceGetHandleByUUID(uuid.encode())
         except Exception:
             pass
     bus, dev = getattr(props, "pci_bus_id", None), getattr(props, "pci_device_id", None)
@@ -204,15 +203,21 @@ def gpu_identity(nvml, device_index: int) -> dict:
     return out
 
 
+def _uuid_of(props) -> str:
+    """A torch device's UUID in NVML's form (GPU-...), or "" where it has none."""
+    u = str(getattr(props, "uuid", "") or "")
+    return (u if u.startswith("GPU-") else f"GPU-{u}") if u else ""
+
+
 def _torch_uuid(device_index: int) -> dict:
-    """{"gpu_uuid": ...} from torch's device properties (NVML's form, GPU-...), or {}."""
+    """{"gpu_uuid": ...} from torch's device properties, or {}."""
     try:
         import torch
 
-        u = str(getattr(torch.cuda.get_device_properties(device_index), "uuid", "") or "")
+        u = _uuid_of(torch.cuda.get_device_properties(device_index))
     except Exception:
         return {}
-    return {"gpu_uuid": u if u.startswith("GPU-") else f"GPU-{u}"} if u else {}
+    return {"gpu_uuid": u} if u else {}
 
 
 def telemetry(device_index: int = 0) -> dict:
