@@ -174,18 +174,26 @@ class _Driver:
 
 
 @contextlib.contextmanager
-def as_chip(chip: Target, compiled: list):
+def as_chip(chip: Target, compiled: list | None, prefix: str = "kernels"):
     """Inside: kernels plan and bind as on `chip`, and every Launch compiles its kernel
     for it instead of launching it, appended to `compiled` with its grid and whether it
     is persistent (a grid of programs that walk the tiles: the TMA kernels' NUM_SMS, the
-    warp-specialized kernel's)."""
+    warp-specialized kernel's); `compiled` None: a launch does nothing (plan_time.py
+    --calls times the host path). `prefix`: the package patched, this tree's or a
+    reference commit's (gemmgate_ref_<sha12>, gemmgate/reference.py)."""
+    import importlib
+
     import triton
 
-    from kernels import dispatch, launch, matmul_tma
+    dispatch, launch, matmul_tma = (importlib.import_module(f"{prefix}.{n}")
+                                    for n in ("dispatch", "launch", "matmul_tma"))
 
     def compile_only(self, *tensors):
         kernel = self.fn.warmup(*tensors, *self.ints, grid=self.grid, **self.kw)
         compiled.append((kernel, self.grid, "NUM_SMS" in self.kw or "maxnreg" in self.kw))
+
+    def nothing(self, *tensors):
+        return None
 
     info = (chip.capability, chip.smem, chip.name)
     drivers = triton.runtime.driver
@@ -196,7 +204,8 @@ def as_chip(chip: Target, compiled: list):
                 mock.patch.object(dispatch, "num_sms", lambda device: chip.sms), \
                 mock.patch.object(matmul_tma, "_sm_count", lambda index: chip.sms), \
                 mock.patch.object(matmul_tma, "_sm_smem", lambda index: SM_SHARED), \
-                mock.patch.object(launch.Launch, "__call__", compile_only), \
+                mock.patch.object(launch.Launch, "__call__",
+                                  nothing if compiled is None else compile_only), \
                 mock.patch.object(launch.Launch, "bound", lambda self, *t: None):
             yield
     finally:

@@ -165,58 +165,32 @@ def _caller(pkg, mode: str, shape: tuple[int, int, int]):
     return lambda: pkg.matmul(a, b, precision=mode, cache_copies=True, **kw)
 
 
-def _as_h200(prefix: str):
-    """The patches that make package `prefix`'s calls plan as on an H200 and launch
-    nothing (scripts/call_audit.py's device facts; the active driver is set by the caller)."""
-    from contextlib import ExitStack
-    from unittest import mock
-
-    mods = {n: sys.modules[f"{prefix}.{n}"] for n in ("dispatch", "launch", "matmul_tma")}
-    stack = ExitStack()
-    info = ((9, 0), SMEM, DEVICE)
-    for obj, name, value in ((mods["dispatch"], "_device_info", lambda device: info),
-                             (mods["dispatch"], "num_sms", lambda device: 132),
-                             (mods["matmul_tma"], "_sm_count", lambda index: 132),
-                             (mods["matmul_tma"], "_sm_smem", lambda index: SMEM),
-                             (mods["launch"].Launch, "__call__", lambda self, *t: None),
-                             (mods["launch"].Launch, "bound", lambda self, *t: None)):
-        stack.enter_context(mock.patch.object(obj, name, value))
-    return stack
-
-
 def measure_calls(trees: list[tuple[str, str, object, str]], modes: list[str], shapes: int,
                   rounds: int, seed: int, calls: int) -> list[dict]:
     """`--calls`: one row per tree and mode; `trees` are (label, sha, package, the prefix
-    its modules are imported under)."""
-    import triton
-    from call_audit import _Driver
+    its modules are imported under). Each tree's calls inside call_audit's `as_chip`
+    (an H200's facts, launches that do nothing), which leaves with its plans."""
+    from call_audit import as_chip, target
 
-    drivers = triton.runtime.driver
-    before = drivers._active   # None without a GPU: restored after
-    drivers.set_active(_Driver(90))
+    chip = target()
     rows = []
-    try:
-        for mode in modes:
-            times: dict[str, list[float]] = {label: [] for label, _, _, _ in trees}
-            for r in range(rounds):
-                drawn = draw(seed * 1000 + r, shapes)
-                for label, _, pkg, prefix in trees:
-                    with _as_h200(prefix):
-                        fns = [_caller(pkg, mode, s) for s in drawn]
-                        for f in fns:   # planned, recipes made, copies kept: untimed
+    for mode in modes:
+        times: dict[str, list[float]] = {label: [] for label, _, _, _ in trees}
+        for r in range(rounds):
+            drawn = draw(seed * 1000 + r, shapes)
+            for label, _, pkg, prefix in trees:
+                with as_chip(chip, None, prefix):
+                    fns = [_caller(pkg, mode, s) for s in drawn]
+                    for f in fns:   # planned, recipes made, copies kept: untimed
+                        f()
+                        f()
+                    t = time.perf_counter()
+                    for f in fns:
+                        for _ in range(calls):
                             f()
-                            f()
-                        t = time.perf_counter()
-                        for f in fns:
-                            for _ in range(calls):
-                                f()
-                        times[label].append((time.perf_counter() - t) / (shapes * calls) * 1e6)
-            rows += [_row("call", label, sha, mode, shapes, times[label], 0)
-                     for label, sha, _, _ in trees]
-    finally:
-        drivers._active = before
-        for _, _, pkg, _ in trees:
-            pkg.dispatch.reset()   # plans made as on an H200 leave with the stand-in
+                    times[label].append((time.perf_counter() - t) / (shapes * calls) * 1e6)
+        rows += [_row("call", label, sha, mode, shapes, times[label], 0)
+                 for label, sha, _, _ in trees]
     return rows
 
 
