@@ -174,12 +174,15 @@ class _Driver:
 
 
 @contextlib.contextmanager
-def as_chip(chip: Target, compiled: list | None, prefix: str = "kernels"):
+def as_chip(chip: Target, compiled: list | None, prefix: str = "kernels",
+            bound: bool = False):
     """Inside: kernels plan and bind as on `chip`, and every Launch compiles its kernel
     for it instead of launching it, appended to `compiled` with its grid and whether it
     is persistent (a grid of programs that walk the tiles: the TMA kernels' NUM_SMS, the
     warp-specialized kernel's); `compiled` None: a launch does nothing (plan_time.py
-    --calls times the host path). `prefix`: the package patched, this tree's or a
+    --calls times the host path). `bound`: a bound launch is a stand-in that does
+    nothing, kept and taken by a repeated call as a device's is (else none is made, and
+    every launch goes the long way). `prefix`: the package patched, this tree's or a
     reference commit's (gemmgate_ref_<sha12>, gemmgate/reference.py)."""
     import importlib
 
@@ -206,11 +209,16 @@ def as_chip(chip: Target, compiled: list | None, prefix: str = "kernels"):
                 mock.patch.object(matmul_tma, "_sm_smem", lambda index: SM_SHARED), \
                 mock.patch.object(launch.Launch, "__call__",
                                   nothing if compiled is None else compile_only), \
-                mock.patch.object(launch.Launch, "bound", lambda self, *t: None):
+                mock.patch.object(launch.Launch, "bound",
+                                  lambda self, *t: _no_launch if bound else None):
             yield
     finally:
         drivers._active = before
         dispatch.reset()
+
+
+def _no_launch() -> None:
+    """A bound launch that launches nothing (`as_chip`'s `bound`)."""
 
 
 def draw(seed: int, count: int) -> list:

@@ -3,7 +3,7 @@
 
     python3 scripts/plan_time.py [--ref REV ...] [--modes bf16,fp16,fp8,tf32,fp32]
                                  [--shapes 200] [--rounds 6] [--seed 0] [--cold | --calls N]
-                                 [--csv FILE]
+                                 [--set NAME] [--csv FILE]
 
 A first call on an unseen shape plans in Python before it launches: the dispatcher's
 decision (bucket, copies, variants) and the nearest lookup over the H200 table (docs/
@@ -24,15 +24,20 @@ caches empty and the interpreter's code not yet warm, as on a library user's fir
 (session 39 measured 0.16-0.33 ms of lookup in such first calls on the H200's host, where
 the steady figure is a third of that). A round's figure is its shapes' mean.
 
-`--calls N`: a repeated call's whole host path instead (state `call`): `kernels.matmul`
-itself, N times a shape on the same operands (meta tensors laid out as the harness lays
-them, `cache_copies=True`, no `out`: meta tensors all sit at address 0, so any out would
-overlap), as an H200 plans it (call_audit's stand-in driver and device facts): the
-checks, the resolved-call cache, the kept copies' lookup, the recipe's launch path up to
-the launch, which does nothing (a device's bound launch is not taken: the recipe's
-arguments are made each call, as on a call no bound entry holds). Where an eager A/B
-moves, this says how much of it is host code the CPU can see. A round's figure is the
-mean over its shapes of a call's time.
+`--calls N`: a repeated eager call's whole host path instead (state `eager`):
+`kernels.matmul` itself, N times a case on the same operands, as the harness calls it on
+a device (gemmgate/providers.py's `kernel_call`): meta operands laid out as the harness
+lays them, an `out` of the harness's shape at an address of its own (so the out-overlap
+check and the version bump run), `cache_copies=True`, autograd enabled (the harness
+does not turn it off), as an H200 plans it (call_audit's stand-in driver and device
+facts). The launch is a bound launch that does nothing, kept and taken as a device's is
+from the second call on: the checks, the resolved-call cache, the kept copies' lookup and
+the recipe's path up to the bound launch are timed. Where an eager A/B moves, this says
+how much of it is host code the CPU can see. A round's figure is the mean over its cases
+of a call's time. `--set NAME`: the cases of a shape set (gemmgate/shape_sets.py, their
+layouts and paddings: e.g. pr, what the eager A/B measures) every round, in place of
+`--shapes` random row-major ones. (Session 60's rows, state `call`, passed no `out` and
+made every launch's arguments: no bound launch was kept.)
 """
 
 from __future__ import annotations
@@ -150,47 +155,59 @@ def measure_cold(trees: list[tuple[str, str, str | None]], modes: list[str], sha
     return rows
 
 
-def _caller(pkg, mode: str, shape: tuple[int, int, int]):
-    """A repeated kernels.matmul call of `pkg` on one shape's meta operands (`--calls`)."""
+_OUT_AT = 1 << 43   # an out's meta address: apart from the operands' (meta sits at 0)
+
+
+def _caller(pkg, mode: str, case):
+    """A repeated kernels.matmul call of `pkg` on one case's meta operands (`--calls`),
+    into an out as the harness passes it (providers._out: fp8's rows padded to 16)."""
     import torch
 
     from gemmgate.inputs import layout
     from gemmgate.precision import get_mode
-    from gemmgate.shapes import Case
 
-    a, b = layout(Case(*shape), get_mode(mode))
+    m = get_mode(mode)
+    a, b = layout(case, m)
+    dtype = getattr(torch, m.output_dtype)
+    cols = -(-case.n // 16) * 16 if m.scaled else case.n
+    room = torch.empty(_OUT_AT + case.m * cols * dtype.itemsize, dtype=torch.uint8,
+                       device="meta")
+    out = room[_OUT_AT:].view(dtype).view(case.m, cols)[:, :case.n]
     kw = {}
-    if mode == "fp8":
+    if m.scaled:
         kw = dict(scale_a=torch.ones((), device="meta"), scale_b=torch.ones((), device="meta"))
-    return lambda: pkg.matmul(a, b, precision=mode, cache_copies=True, **kw)
+    return lambda: pkg.matmul(a, b, precision=mode, out=out, cache_copies=True, **kw)
 
 
 def measure_calls(trees: list[tuple[str, str, object, str]], modes: list[str], shapes: int,
-                  rounds: int, seed: int, calls: int) -> list[dict]:
+                  rounds: int, seed: int, calls: int, cases: list | None = None) -> list[dict]:
     """`--calls`: one row per tree and mode; `trees` are (label, sha, package, the prefix
     its modules are imported under). Each tree's calls inside call_audit's `as_chip`
-    (an H200's facts, launches that do nothing), which leaves with its plans."""
+    (an H200's facts, bound launches that do nothing), which leaves with its plans.
+    `cases`: the same cases every round (`--set`), else `shapes` drawn row-major ones."""
     from call_audit import as_chip, target
+
+    from gemmgate.shapes import Case
 
     chip = target()
     rows = []
     for mode in modes:
         times: dict[str, list[float]] = {label: [] for label, _, _, _ in trees}
         for r in range(rounds):
-            drawn = draw(seed * 1000 + r, shapes)
+            drawn = cases or [Case(*s) for s in draw(seed * 1000 + r, shapes)]
             for label, _, pkg, prefix in trees:
-                with as_chip(chip, None, prefix):
-                    fns = [_caller(pkg, mode, s) for s in drawn]
-                    for f in fns:   # planned, recipes made, copies kept: untimed
+                with as_chip(chip, None, prefix, bound=True):
+                    fns = [_caller(pkg, mode, c) for c in drawn]
+                    for f in fns:   # planned, recipes made, copies kept, bound: untimed
                         f()
                         f()
                     t = time.perf_counter()
                     for f in fns:
                         for _ in range(calls):
                             f()
-                    times[label].append((time.perf_counter() - t) / (shapes * calls) * 1e6)
-        rows += [_row("call", label, sha, mode, shapes, times[label], 0)
-                 for label, sha, _, _ in trees]
+                    times[label].append((time.perf_counter() - t) / (len(fns) * calls) * 1e6)
+        rows += [_row("eager", label, sha, mode, len(cases) if cases else shapes,
+                      times[label], 0) for label, sha, _, _ in trees]
     return rows
 
 
@@ -206,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="a fresh process per tree and round, its first plans timed")
     ap.add_argument("--calls", type=int, metavar="N",
                     help="time a repeated call's whole host path, N calls a shape")
+    ap.add_argument("--set", metavar="NAME",
+                    help="--calls: a shape set's cases every round, not random shapes")
     ap.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
     ap.add_argument("--child", help=argparse.SUPPRESS)   # --cold's: a commit, '' this tree
     args = ap.parse_args(argv)
@@ -220,12 +239,20 @@ def main(argv: list[str] | None = None) -> int:
     modes = args.modes.split(",")
     bad = [m for m in modes if m not in ("bf16", "fp16", "fp8", "tf32", "fp32", "tf32x3")]
     if bad or args.shapes < 1 or args.rounds < 1 or (args.calls is not None and
-                                                      (args.calls < 1 or args.cold)):
+                                                      (args.calls < 1 or args.cold)) \
+            or (args.set is not None and not args.calls):
         print(f"plan_time: need modes among bf16, fp16, fp8, tf32, fp32, tf32x3 and --shapes, "
               f"--rounds >= 1 (got {args.modes}, {args.shapes}, {args.rounds}); --calls "
-              ">= 1, not with --cold",
+              ">= 1, not with --cold; --set only with --calls",
               file=sys.stderr)
         return 2
+    from gemmgate.shape_sets import SETS
+
+    if args.set is not None and args.set not in SETS:
+        print(f"plan_time: error: unknown --set {args.set!r}; sets: {', '.join(SETS)}",
+              file=sys.stderr)
+        return 2
+    cases = [c for c in SETS[args.set] if c.m and c.n] if args.set else None
     try:
         head = reference.resolve("HEAD", ROOT, "HEAD")
         refs = [reference.resolve(ref, ROOT, "--ref") for ref in args.ref]
@@ -237,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = measure_calls([*((label, sha, pkg, f"gemmgate_ref_{sha[:12]}")
                                 for label, sha, pkg in trees),
                               ("tree", head, kernels, "kernels")], modes, args.shapes,
-                             args.rounds, args.seed, args.calls)
+                             args.rounds, args.seed, args.calls, cases)
     elif args.cold:
         rows = measure_cold([*((f"ref {ref}", sha, sha) for ref, sha in zip(args.ref, refs)),
                              ("tree", head, None)], modes, args.shapes, args.rounds, args.seed)

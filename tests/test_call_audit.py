@@ -193,3 +193,18 @@ def test_the_serialization_warning_is_what_marks_a_kernel(audit):
     parse = audit.parse_ptxas
     assert parse(said) == {"serialized": True, "registers": 122, "spill_stores": 0}
     assert parse(said.split("\n", 1)[1])["serialized"] is False
+
+
+def test_as_chip_binds_to_a_stand_in_launch_only_when_asked(audit):
+    """`bound=True` (plan_time --calls): a Launch's bound launch is the stand-in that
+    launches nothing, so a repeated call takes it as on a device; else there is none, and
+    both leave with the context."""
+    from kernels.launch import Launch
+
+    real = Launch.bound
+    launch = Launch(fn=None, grid=(1,), ints=(), kw={})
+    with audit.as_chip(audit.target(), None, bound=True):
+        assert launch.bound() is audit._no_launch and audit._no_launch() is None
+    with audit.as_chip(audit.target(), None):
+        assert launch.bound() is None
+    assert Launch.bound is real

@@ -64,30 +64,50 @@ def test_cold_plans_are_timed_one_shape_at_a_time_in_a_fresh_process(pt):
 
 
 def test_calls_run_kernels_matmul_as_on_an_h200_and_launch_nothing(pt):
-    """`--calls`: each timed call is a kernels.matmul call (counted through a package
-    that wraps it); the stand-in driver and the H200's facts leave with the measurement.
+    """`--calls`: each timed call is a kernels.matmul call into an out of its own (counted
+    through a package that wraps it), apart from the operands; the stand-in driver and
+    the H200's facts leave with the measurement (the bound stand-in: test_call_audit).
     No time is asserted."""
     import triton
 
-    seen = []
+    seen, outs = [], []
 
     def matmul(*args, **kw):
         seen.append(kw["precision"])
+        outs.append(kw["out"])
         return kernels.matmul(*args, **kw)
 
     wrapped = types.SimpleNamespace(matmul=matmul, dispatch=kernels.dispatch)
     before, info = triton.runtime.driver._active, kernels.dispatch._device_info
-    launched = []
-    real = kernels.launch.Launch.__call__
-    kernels.launch.Launch.__call__ = lambda self, *t: launched.append(self)
-    try:
-        rows = pt.measure_calls([("w", "0" * 40, wrapped, "kernels")], ["bf16", "fp8"], 3, 2,
-                                0, 4)
-    finally:
-        kernels.launch.Launch.__call__ = real
+    rows = pt.measure_calls([("w", "0" * 40, wrapped, "kernels")], ["bf16", "fp8"], 3, 1,
+                            0, 4)
     assert [(r["state"], r["tree"], r["mode"], r["rounds"]) for r in rows] == [
-        ("call", "w", "bf16", 2), ("call", "w", "fp8", 2)]
-    assert seen.count("bf16") == seen.count("fp8") == 2 * 3 * (2 + 4)   # 2 untimed a shape
-    assert not launched   # the measurement's own no-op launch replaced this one
+        ("eager", "w", "bf16", 1), ("eager", "w", "fp8", 1)]
+    assert seen.count("bf16") == seen.count("fp8") == 3 * (2 + 4)   # 2 untimed a case
+    assert all(o.data_ptr() == pt._OUT_AT for o in outs)   # apart from the operands at 0
+    assert all(o.stride(0) % 16 == 0 for o in outs[len(outs) // 2:])   # fp8: padded rows
     assert triton.runtime.driver._active is before
     assert kernels.dispatch._device_info is info and not kernels.dispatch.CALLS
+
+
+def test_calls_on_a_set_time_its_cases_every_round(pt, tmp_path, capsys):
+    """`--set NAME` (with --calls only): the set's cases, layouts and paddings included,
+    each round; an unknown set or --set without --calls is refused."""
+    from gemmgate.shape_sets import SETS
+
+    got = []
+    real = pt._caller
+    pt._caller = lambda pkg, mode, case: (got.append(case), real(pkg, mode, case))[1]
+    try:
+        rows = pt.measure_calls([("t", "0" * 40, kernels, "kernels")], ["fp16"], 99, 2, 0, 1,
+                                list(SETS["smoke"]))
+    finally:
+        pt._caller = real
+    assert got == 2 * list(SETS["smoke"]) and rows[0]["shapes"] == len(SETS["smoke"])
+    assert pt.main(["--set", "pr", "--modes", "bf16"]) == 2
+    assert pt.main(["--calls", "1", "--set", "no-such-set", "--modes", "bf16"]) == 2
+    assert "no-such-set" in capsys.readouterr().err
+    out = tmp_path / "c.csv"
+    assert pt.main(["--calls", "1", "--set", "smoke", "--modes", "fp16", "--rounds", "1",
+                    "--csv", str(out)]) == 0
+    assert [(r["state"], r["shapes"]) for r in csv.DictReader(out.open())] == [("eager", "4")]
