@@ -90,30 +90,37 @@ class Resolved:
     plan: dispatch.Plan | None
     recipes: dict = field(default_factory=dict)
     spans: tuple[int, int, int] | None = None   # a's, b's and out's bytes, with an out
+    apart: tuple | None = None   # the last (a, b, out) addresses found apart (`_check_apart`)
 
 
-def _resolve(a, b, precision, out, scale_a, scale_b, cached: bool = False) -> Resolved:
-    """The call checked and planned. A GPU call whose tensors match an earlier call's in
-    everything the checks, the plan and the launch recipe read (dtypes, devices, shapes,
-    strides, alignment, out and scales) reuses that call's answer (dispatch.CALLS): the
-    checks and the plan lookup cost ~12 us of host time a call, the key ~3 us."""
+def _resolve(a, b, precision, out, scale_a, scale_b, cached: bool = False
+             ) -> tuple[Resolved, tuple | None]:
+    """The call checked and planned, and (a's, b's, out's data pointers) read once for
+    the key, the out-overlap check and nothing else (None where the key could not be
+    made). A GPU call whose tensors match an earlier call's in everything the checks,
+    the plan and the launch recipe read (dtypes, devices, shapes, strides, alignment, out
+    and scales) reuses that call's answer (dispatch.CALLS): the checks and the plan lookup
+    cost ~12 us of host time a call, the key ~3 us."""
     try:
+        pa, pb = a.data_ptr(), b.data_ptr()
+        po = None if out is None else out.data_ptr()
         key = (a.device, b.device, a.dtype, b.dtype, a.shape, b.shape, a.stride(), b.stride(),
-               a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0, precision,
-               None if out is None else (*_facts(out), out.stride(), out.data_ptr() % 16 == 0,
-                                         out.is_neg()),
+               pa % 16 == 0, pb % 16 == 0, precision,
+               None if po is None else (*_facts(out), out.stride(), po % 16 == 0,
+                                        out.is_neg()),
                _facts(scale_a), _facts(scale_b), cached, a.is_neg(), b.is_neg())
         hit = dispatch.CALLS.get(key)
+        ptrs = (pa, pb, po)
     except (AttributeError, TypeError, RuntimeError):   # not tensors, an unhashable
-        key = hit = None     # precision, a sparse tensor's strides: the checks say what
+        key = hit = ptrs = None   # precision, a sparse tensor's strides: the checks say what
     if hit is not None:
-        return hit
+        return hit, ptrs
     mode = _check(a, b, precision, out, scale_a, scale_b)
     resolved = Resolved(mode, dispatch.plan(mode, a, b, cached) if a.shape[0] and b.shape[1]
                         else None, spans=None if out is None else (_span(a), _span(b), _span(out)))
     if key is not None and a.device.type != "cpu":  # the CPU's checks read TRITON_INTERPRET
         dispatch.remember(key, resolved)
-    return resolved
+    return resolved, ptrs
 
 
 def _span(x: torch.Tensor) -> int:
@@ -273,27 +280,31 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
                            "or torch.inference_mode(), or on detached tensors")
     if config is not None and not isinstance(config, TileConfig):
         raise TypeError(f"config must be a TileConfig or None, got {type(config).__name__}")
-    resolved = _resolve(a, b, precision, out, scale_a, scale_b, cache_copies)
+    resolved, ptrs = _resolve(a, b, precision, out, scale_a, scale_b, cache_copies)
     mode, plan = resolved.mode, resolved.plan
-    M, K = a.shape
-    N = b.shape[1]
-    if resolved.spans is not None:
-        _check_apart(resolved.spans, a, b, out)
+    if resolved.spans is not None and (ptrs is None or ptrs != resolved.apart):
+        _check_apart(resolved.spans, a, b, out)   # the same addresses: the same answer
+        resolved.apart = ptrs
     if out is None:
-        out = torch.empty((M, N), dtype=getattr(torch, mode.output_dtype), device=a.device)
+        out = torch.empty((a.shape[0], b.shape[1]), dtype=getattr(torch, mode.output_dtype),
+                          device=a.device)
     else:   # written in place, as PyTorch's own ops do: a copy kept of it (`cache_copies`)
         torch.autograd.graph.increment_version(out)   # and autograd see the change
-    if M == 0 or N == 0:
+    if plan is None:   # M or N is 0: nothing to compute
         return out
     a, b = dispatch.prepare(plan, a, b, cache=cache_copies)
     has_scale = scale_a is not None or scale_b is not None
-    one = None
-    if has_scale and (scale_a is None or scale_b is None):
+    if not has_scale:   # the kernels take a pointer there and read nothing through it
+        sa = sb = a
+    elif scale_a is None or scale_b is None:
         one = torch.ones((), dtype=torch.float32, device=a.device)
-    sa = scale_a if scale_a is not None else one if has_scale else a
-    sb = scale_b if scale_b is not None else one if has_scale else a
+        sa, sb = scale_a if scale_a is not None else one, scale_b if scale_b is not None else one
+    else:
+        sa, sb = scale_a, scale_b
     if config is None and choose is not None:
         flags = _flags(mode, plan, has_scale)
+        M, K = a.shape
+        N = b.shape[1]
 
         def bench(cfg: TileConfig) -> float:  # the launch prepared once: device time only
             try:
@@ -310,7 +321,7 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
     if recipe is None:  # the resolved call's tensors always yield the same recipe
         recipe = resolved.recipes[cfg] = _recipe(cfg, a, b, out,
                                                  _flags(mode, plan, has_scale),
-                                                 dispatch.b_room(plan, N))
+                                                 dispatch.b_room(plan, b.shape[1]))
     recipe.launch(a, b, out, sa, sb)
     return out
 

@@ -667,6 +667,26 @@ def test_an_out_whose_rows_run_on_into_the_inputs_next_rows_is_refused(device):
         kernels.matmul(a, torch.eye(4, device=device), out=out)
 
 
+def test_a_cached_call_checks_an_out_at_new_addresses_again(load_script):
+    """A repeated call (dispatch.CALLS: same shapes, strides, alignment) skips the
+    out-overlap check only at the addresses it last found apart: an out moved onto a is
+    refused, and the apart one runs again after. On meta tensors (addresses are offsets)
+    as an H200 plans them, launching nothing (scripts/call_audit.py's `as_chip`)."""
+    from pathlib import Path
+
+    audit = load_script(Path(__file__).resolve().parents[2] / "scripts" / "call_audit.py")
+    room = torch.empty(1 << 24, dtype=torch.bfloat16, device="meta")
+    a, b = room[:4096].view(64, 64), room[4096:8192].view(64, 64)
+    apart, over = room[1 << 20:(1 << 20) + 4096].view(64, 64), room[2048:6144].view(64, 64)
+    with audit.as_chip(audit.target(), None, bound=True):
+        for out in (apart, apart):
+            assert kernels.matmul(a, b, out=out) is out
+        with pytest.raises(ValueError, match="out overlaps a in memory"):
+            kernels.matmul(a, b, out=over)
+        assert kernels.matmul(a, b, out=apart) is apart
+        assert len(dispatch.CALLS) == 1   # one resolved call served all four
+
+
 def test_the_variants_given_bs_room_are_those_whose_descriptor_reads_it():
     """kernels/matmul.py passes B's room to the recipes of past_n.READS_ROOM, which
     scripts/reads_past_n.py counts on, and to no other."""
