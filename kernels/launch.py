@@ -104,8 +104,8 @@ class Launch:
         _, g1, g2 = _grid3(grid)
         hooks = triton.knobs.runtime
         enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
-        hooked = _active(enter)
-        if not hooked:
+        hooked = _hooked()   # an exit hook alone gets the launch's metadata too, as
+        if not hooked:       # the JIT's own launch builds it whenever hooks are set
             direct = self._direct(key, kernel, len(tensors))
             if direct is not None:
                 direct(grid[0], g1, g2, stream, kernel.function, kernel.packed_metadata,
@@ -137,10 +137,10 @@ class Launch:
         device = driver.get_current_device()
         key = (device, *map(_signature, tensors))
         kernel, _ = self._kernel(key, (*tensors, *self.ints))
+        if kernel is None or _hooked():
+            return None
         hooks = triton.knobs.runtime
         enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
-        if kernel is None or _active(enter) or _active(leave):
-            return None
         direct = self._direct(key, kernel, len(tensors))
         if direct is None:
             return None
@@ -286,8 +286,7 @@ class Bound:
         if isinstance(launch.fn, InterpretedFunction):
             launch(*tensors())
             return
-        hooks = triton.knobs.runtime
-        if _active(hooks.launch_enter_hook) or _active(hooks.launch_exit_hook):
+        if _hooked():
             launch(*tensors())   # a profiler's hooks: the launch's hooked path
             return
         driver = triton.runtime.driver.active
@@ -352,6 +351,17 @@ def _signature(x) -> tuple | None:
     if isinstance(x, _DESCRIPTORS):
         return None
     return (x.dtype, x.data_ptr() % 16 == 0)
+
+
+def _hooked() -> bool:
+    """Whether a launch hook, entry or exit, does anything: asked on every bound launch
+    (a HookChain's `calls` read directly, ~100 ns less than `_active` twice)."""
+    hooks = triton.knobs.runtime
+    enter, leave = hooks.launch_enter_hook, hooks.launch_exit_hook
+    try:
+        return bool(enter.calls or leave.calls)
+    except AttributeError:   # a hook set as a function (or None), not a HookChain
+        return _active(enter) or _active(leave)
 
 
 def _active(hook) -> bool:

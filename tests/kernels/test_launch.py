@@ -299,6 +299,36 @@ def test_bound_launch_repeats_a_call_on_the_same_addresses_only(monkeypatch):
     assert len(made) == 4 and fn.c_calls[-1][0] == "hooked"
 
 
+@pytest.mark.parametrize("which", ["launch_enter_hook", "launch_exit_hook"])
+def test_a_bound_launch_gives_way_to_a_hook_added_to_either_chain(monkeypatch, which):
+    """A profiler adds its hook to triton's HookChain (entry or exit): a repeat whose
+    bound entry exists takes the launch's hooked path while the hook is there, and its
+    bound entry again once it is removed."""
+    chain = getattr(triton.knobs.runtime, which)
+    if not hasattr(chain, "add"):
+        pytest.skip("this triton's launch hooks are not a HookChain")
+    driver = _Driver2()
+    monkeypatch.setattr(triton.runtime.driver, "_active", driver)
+    fn = _PlainJit()
+    run = Launch(fn, (3,), (64,), dict(BLOCK=16))
+    bound = launch.Bound()
+    x, y = torch.zeros(64), torch.zeros(64)
+    for _ in range(2):
+        bound.run((x.data_ptr(), y.data_ptr()), run, lambda: (x, y))
+    direct = len(fn.c_calls)
+    hook = lambda *a: None   # noqa: E731
+    chain.add(hook)
+    try:
+        fn.made[0].launch_metadata = lambda grid, stream, *args: "meta"
+        fn.made[0].run = lambda *args: fn.c_calls.append(("hooked", *args))
+        bound.run((x.data_ptr(), y.data_ptr()), run, lambda: (x, y))
+        assert fn.c_calls[-1][0] == "hooked"
+    finally:
+        chain.remove(hook)
+    bound.run((x.data_ptr(), y.data_ptr()), run, lambda: (x, y))
+    assert len(fn.c_calls) == direct + 2 and fn.c_calls[-1][0] != "hooked"
+
+
 def test_fast_launches_keep_an_entry_per_address_and_dtype(monkeypatch):
     """Launch.fast: a plain-tensor launch repeated at the same addresses runs its bound
     entry; the same addresses with another dtype (a copy or a reduction serving bf16 and
