@@ -421,7 +421,7 @@ def host_calls(before: Path, after: Path) -> str:
         cells = []
         for i in (0, 1):
             t, r = float(runs[i][mode]["best_us"]), float(refs[i][mode]["best_us"])
-            cells += [f"{t:.1f}", f"+{t - r:.1f}"]
+            cells += [f"{t:.1f}", f"{t - r:+.1f}"]
         out.append(f"| {mode} | {ref['sha'][:7]} | {ref['best_us']} | " + " | ".join(cells)
                    + " |")
     return "\n".join(out)

@@ -87,6 +87,7 @@ S58 = RESULTS / "dev-cpu-2026-12-05-s58"
 G60 = RESULTS / "h100-2026-12-05-s60"
 H60 = RESULTS / "h200-2026-12-05-s60"
 S60 = RESULTS / "dev-cpu-2026-12-05-s60"
+S61 = RESULTS / "dev-cpu-2026-12-05-s61"
 _WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
@@ -268,6 +269,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "s60-h200-ab": lambda: runs_ab(H60 / "cases.csv", ("call1-check",)),
     "s60-h100-eager-ab": lambda: runs_ab(G60 / "cases.csv", ("call2-eager-ab",)),
     "s60-host-calls": lambda: host_calls(S60 / "host_calls.csv", S60 / "host_calls_after.csv"),
+    "s61-host-eager": lambda: host_calls(S61 / "host_eager_before.csv",
+                                         S61 / "host_eager_after.csv"),
 }
 
 

@@ -174,3 +174,17 @@ def test_first_calls_judge_the_tree_named_against_twice_its_second_call(pf, tmp_
     assert lines[2:4] == ["| 8x8x8 | bf16 | 0.300 | 0.150 | 0.100 | 0.200 | yes |",
                           "| 9x9x9 | bf16 | 0.700 | 0.500 | 0.100 | 0.200 | no |"]
     assert lines[-1] == "| bf16 | lookup | 0.500 | 0.300 |"   # the first shape left out
+
+
+def test_host_calls_gives_each_trees_excess_over_its_reference_in_the_same_run(pf, tmp_path):
+    """Per mode: the reference's us a call (the first run's), this tree's before and
+    after, each against the reference timed in its own run, signed (a tree faster than
+    its reference reads -, not +-)."""
+    head = "state,tree,sha,mode,shapes,rounds,best_us,median_us,table_hits\n"
+    before, after = tmp_path / "before.csv", tmp_path / "after.csv"
+    before.write_text(head + "eager,ref r,rrrrrrrr,bf16,13,7,5.7,5.8,0\n"
+                      "eager,tree,tttt,bf16,13,7,7.4,7.5,0\n")
+    after.write_text(head + "eager,ref r,rrrrrrrr,bf16,13,7,6.0,6.1,0\n"
+                     "eager,tree,uuuu,bf16,13,7,5.5,5.6,0\n")
+    assert pf.host_calls(before, after).splitlines()[2:] == [
+        "| bf16 | rrrrrrr | 5.7 | 7.4 | +1.7 | 5.5 | -0.5 |"]
