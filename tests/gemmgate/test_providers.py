@@ -272,3 +272,39 @@ def test_kernel_call_asks_a_kernel_that_can_to_keep_its_operand_copies():
     providers.kernel_call(plain, None, inp, MODES["fp32"])()
     providers.kernel_call(keeps, None, inp, MODES["fp32"], keep_copies=False)()  # per call
     assert seen == [True, "plain", False]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["bf16", "fp16", "fp8", "tf32"])
+def test_gpu_the_eager_triton_call_repeats_through_bound_launches_on_every_pr_case(
+        mode, monkeypatch):
+    """The Triton provider's call as the harness times it in eager mode (same inputs, an
+    out of its own, kept copies): from its third call on, every launch it makes (the GEMM,
+    a split's reduction, a staged C's copy) is a bound launch, none the long way through
+    Launch.__call__ (the JIT's binder, or the descriptors encoded anew: ~10 us a call on
+    a device's host). Triton 3.6's launcher only: another launcher has no direct path."""
+    import triton
+
+    import kernels
+    from gemmgate.shape_sets import SETS
+    from kernels import launch
+
+    if not triton.__version__.startswith("3.6."):
+        pytest.skip(f"the bound launch is triton 3.6's launcher form (this is "
+                    f"{triton.__version__})")
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("the pr set's fp8 and TMA picks are Hopper (sm_90) paths")
+    slow: list[str] = []
+    real = launch.Launch.__call__
+    for case in SETS["pr"]:
+        call = providers.kernel_call(kernels.matmul, None,
+                                     make_inputs(case, MODES[mode], "cuda"), MODES[mode])
+        call()
+        call()
+        with monkeypatch.context() as m:
+            m.setattr(launch.Launch, "__call__", lambda self, *t, case=case: (
+                slow.append(f"{case.id}: {getattr(self.fn, '__name__', self.fn)}"),
+                real(self, *t)))
+            call()
+        torch.cuda.synchronize()
+    assert not slow, f"launches not bound on a repeated {mode} call: {slow}"
