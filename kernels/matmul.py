@@ -108,7 +108,8 @@ def _resolve(a, b, precision, out, scale_a, scale_b, cached: bool = False
                pa % 16 == 0, pb % 16 == 0, precision,
                None if po is None else (*_facts(out), out.stride(), po % 16 == 0,
                                         out.is_neg()),
-               _facts(scale_a), _facts(scale_b), cached, a.is_neg(), b.is_neg())
+               None if scale_a is None else _facts(scale_a),
+               None if scale_b is None else _facts(scale_b), cached, a.is_neg(), b.is_neg())
         hit = dispatch.CALLS.get(key)
         ptrs = (pa, pb, po)
     except (AttributeError, TypeError, RuntimeError):   # not tensors, an unhashable

@@ -140,9 +140,10 @@ class Recipe:
         reduction included (a buffer kept for the next call, kernels/scratch.py)."""
         ws = out if self.reduce is None else \
             SCRATCH.empty(self.workspace, torch.float32, a.device, "ws")
+        pa = a.data_ptr()   # unscaled modes pass a for both scales (read once)
         self.repeats.run(
-            (a.data_ptr(), b.data_ptr(), out.data_ptr(), ws.data_ptr(), sa.data_ptr(),
-             sb.data_ptr()), self.main, lambda: (a, b, out, ws, sa, sb))
+            (pa, b.data_ptr(), out.data_ptr(), ws.data_ptr(), pa if sa is a else sa.data_ptr(),
+             pa if sb is a else sb.data_ptr()), self.main, lambda: (a, b, out, ws, sa, sb))
         if self.reduce is not None:
             self.reduce.fast(ws, out, sa, sb)
 

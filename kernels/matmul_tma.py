@@ -185,8 +185,10 @@ class StagedC:
         and stream) takes its bound launch (kernels/launch.py), the staging buffer's
         included (the caching allocator's block of the call before)."""
         c = _stage(out, "c") if self.staged else out
+        pa = a.data_ptr()   # unscaled modes pass a for both scales (read once)
         self.repeats.run(
-            (a.data_ptr(), b.data_ptr(), c.data_ptr(), sa.data_ptr(), sb.data_ptr()),
+            (pa, b.data_ptr(), c.data_ptr(), pa if sa is a else sa.data_ptr(),
+             pa if sb is a else sb.data_ptr()),
             self.run, lambda: self._args(a, b, c, sa, sb))
         if c is not out:
             unstage(self.unstage, c, out)
