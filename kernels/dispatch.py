@@ -147,11 +147,12 @@ def candidates(p: Plan, device: torch.device, M: int, N: int, K: int) -> tuple[T
     return (p.pick, *(c for c in space if c != p.pick))
 
 
-def prepare(p: Plan, a: torch.Tensor, b: torch.Tensor, cache: bool = False
-            ) -> tuple[torch.Tensor, torch.Tensor]:
+def prepare(p: Plan, a: torch.Tensor, b: torch.Tensor, cache: bool = False,
+            memo: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """The operands the plan's kernels read (copies where the plan says so); with
     `cache` (the plan's `cached`), a copy is reused while its source tensor is unchanged
-    (COPIES), and is made on whole 128-byte lines (a copy per call: on 16 bytes)."""
+    (COPIES; `memo`: the caller's last kept copy per kind, CopyCache.get), and is made on
+    whole 128-byte lines (a copy per call: on 16 bytes)."""
     if not (p.copy_a or p.copy_b):   # most calls (every eager call pays what is below)
         return a, b
     align = LINE if cache else 16
@@ -159,7 +160,7 @@ def prepare(p: Plan, a: torch.Tensor, b: torch.Tensor, cache: bool = False
     def copy(x: torch.Tensor, kind: str, make) -> torch.Tensor:
         # a kept copy is a tensor of its own; a copy per call goes into a buffer kept for
         # the next call (kernels/scratch.py), `kind` its role
-        return COPIES.get(x, kind, make) if cache else make(x, kind)
+        return COPIES.get(x, kind, make, memo) if cache else make(x, kind)
 
     if p.copy_a == "pitch":
         a = copy(a, "a-pitch", pitched_copy)

@@ -186,6 +186,19 @@ def _same_storage(ref: StorageWeakRef, x: torch.Tensor) -> bool:
     return ref.cdata == x.untyped_storage()._cdata
 
 
+class _Kept:
+    """A CopyCache entry: its key, the source's address, a weak reference to the source
+    (its base), the source's version, the copy (None once evicted or dropped: a caller's
+    memo holds the entry, never the memory) and a weak reference to its storage."""
+
+    __slots__ = ("key", "ptr", "source", "version", "copy", "storage")
+
+    def __init__(self, key: tuple, ptr: int, source: weakref.ref, version: int,
+                 copy: torch.Tensor, storage: StorageWeakRef) -> None:
+        self.key, self.ptr, self.source, self.version = key, ptr, source, version
+        self.copy, self.storage = copy, storage
+
+
 class CopyCache:
     """Operand copies kept for reuse while their source is unchanged (`cache_copies=True`
     in kernels.matmul: an operand that stays the same across calls, like a weight, pays
@@ -210,30 +223,44 @@ class CopyCache:
         if entries < 1:
             raise ValueError(f"entries must be >= 1, got {entries}")
         self.entries = entries
-        # key -> (source, its version, the copy, the source's storage)
-        self._store: OrderedDict[tuple, tuple] = OrderedDict()
+        self._store: OrderedDict[tuple, _Kept] = OrderedDict()   # oldest use first
         self.hits = self.misses = 0
 
     def __len__(self) -> int:
         return len(self._store)
 
-    def get(self, x: torch.Tensor, kind: str, make: Callable[[torch.Tensor], torch.Tensor]):
+    def get(self, x: torch.Tensor, kind: str, make: Callable[[torch.Tensor], torch.Tensor],
+            memo: dict | None = None):
         """make(x), or the copy made earlier for the same, unchanged x and kind. A hit
         runs on every eager call with kept copies: the key is x's own shape (a tuple) and
-        an inference tensor is told by its missing version counter, not asked apart."""
+        an inference tensor is told by its missing version counter, not asked apart.
+        `memo`: the caller's last entry per kind, tried before the key is made (a resolved
+        matmul call's: the same shapes and strides every call, so a repeat on the same
+        tensor needs only its address, source, version and storage compared)."""
         try:
             version = x._version
         except RuntimeError:   # an inference tensor: no version counter, not cached
             return make(x)
         base = x._base
         anchor = x if base is None else base
-        key = (kind, x.data_ptr(), x.shape, x.stride(), x.dtype, x.device)
-        hit = self._store.get(key)
-        if hit is not None and hit[0]() is anchor and hit[1] == version and \
-                _same_storage(hit[3], x):
+        ptr = x.data_ptr()
+        if memo is not None:
+            kept = memo.get(kind)
+            if kept is not None and kept.ptr == ptr and kept.copy is not None \
+                    and kept.source() is anchor and kept.version == version \
+                    and _same_storage(kept.storage, x):
+                self._store.move_to_end(kept.key)
+                self.hits += 1
+                return kept.copy
+        key = (kind, ptr, x.shape, x.stride(), x.dtype, x.device)
+        kept = self._store.get(key)
+        if kept is not None and kept.source() is anchor and kept.version == version and \
+                _same_storage(kept.storage, x):
             self._store.move_to_end(key)
             self.hits += 1
-            return hit[2]
+            if memo is not None:
+                memo[kind] = kept
+            return kept.copy
         self.misses += 1
         y = make(x)
         if x.is_cuda and torch.cuda.is_current_stream_capturing():
@@ -241,15 +268,23 @@ class CopyCache:
         store = self._store
 
         def drop(ref, key=key):  # the source was freed: free its copy with it
-            if key in store and store[key][0] is ref:
+            gone = store.get(key)
+            if gone is not None and gone.source is ref:
                 del store[key]
+                gone.copy = None
 
-        store[key] = (weakref.ref(anchor, drop), version, y,
-                      StorageWeakRef(x.untyped_storage()))
+        if kept is not None:   # stale: its copy goes now, not when a memo lets go of it
+            kept.copy = None
+        kept = store[key] = _Kept(key, ptr, weakref.ref(anchor, drop), version, y,
+                                  StorageWeakRef(x.untyped_storage()))
         store.move_to_end(key)
         while len(store) > self.entries:
-            store.popitem(last=False)
+            store.popitem(last=False)[1].copy = None
+        if memo is not None:
+            memo[kind] = kept
         return y
 
     def clear(self) -> None:
+        for kept in self._store.values():
+            kept.copy = None
         self._store.clear()

@@ -19,33 +19,40 @@ def _counting():
     return made, make
 
 
-def test_a_copy_is_made_once_per_unchanged_tensor():
+@pytest.fixture(params=[None, "memo"])
+def memo(request):
+    """No memo, or a caller's (a resolved matmul call's, `get`'s `memo`): the same
+    answers either way."""
+    return None if request.param is None else {}
+
+
+def test_a_copy_is_made_once_per_unchanged_tensor(memo):
     cache, (made, make) = CopyCache(), _counting()
     w = torch.randn(8, 4)
-    first = cache.get(w, "b", make)
-    assert cache.get(w, "b", make) is first and len(made) == 1
+    first = cache.get(w, "b", make, memo)
+    assert cache.get(w, "b", make, memo) is first and len(made) == 1
     assert (cache.hits, cache.misses) == (1, 1)
-    assert cache.get(w, "a", make) is not first and len(made) == 2   # another kind
+    assert cache.get(w, "a", make, memo) is not first and len(made) == 2   # another kind
 
 
-def test_a_fresh_view_of_the_same_weight_hits():
+def test_a_fresh_view_of_the_same_weight_hits(memo):
     cache, (made, make) = CopyCache(), _counting()
     w = torch.randn(8, 4)
-    first = cache.get(w.t(), "b-kmajor", make)
-    assert cache.get(w.t(), "b-kmajor", make) is first and len(made) == 1
+    first = cache.get(w.t(), "b-kmajor", make, memo)
+    assert cache.get(w.t(), "b-kmajor", make, memo) is first and len(made) == 1
 
 
-def test_an_in_place_change_makes_a_new_copy():
+def test_an_in_place_change_makes_a_new_copy(memo):
     cache, (made, make) = CopyCache(), _counting()
     w = torch.randn(8, 4)
-    cache.get(w, "b", make)
+    cache.get(w, "b", make, memo)
     w.add_(1.0)
-    assert torch.equal(cache.get(w, "b", make), w) and len(made) == 2
+    assert torch.equal(cache.get(w, "b", make, memo), w) and len(made) == 2
     w[0].zero_()                     # through a view: the version counter is shared
-    assert torch.equal(cache.get(w, "b", make), w) and len(made) == 3
+    assert torch.equal(cache.get(w, "b", make, memo), w) and len(made) == 3
 
 
-def test_a_storage_swapped_under_the_same_tensor_misses():
+def test_a_storage_swapped_under_the_same_tensor_misses(memo):
     """`w.data = new` keeps the tensor object and its version (0), and the allocator
     hands the freed address back: address, shape and version matched, and the copy of
     the old values was used (187 of 200 swaps in the review)."""
@@ -54,43 +61,72 @@ def test_a_storage_swapped_under_the_same_tensor_misses():
     stale = 0
     for _ in range(200):
         w.data = torch.randn(16, 40)
-        stale += not torch.equal(cache.get(w, "b", make), w)
+        stale += not torch.equal(cache.get(w, "b", make, memo), w)
     assert w._version == 0 and stale == 0
 
 
-def test_another_tensor_at_the_same_address_misses():
+def test_another_tensor_at_the_same_address_misses(memo):
     cache, (made, make) = CopyCache(), _counting()
     base = torch.randn(16)
-    cache.get(base[:8].view(2, 4), "a", make)
+    cache.get(base[:8].view(2, 4), "a", make, memo)
     other = torch.randn(16)
-    assert cache.get(other[:8].view(2, 4), "a", make) is not None and len(made) == 2
+    assert cache.get(other[:8].view(2, 4), "a", make, memo) is not None and len(made) == 2
 
 
-def test_the_copy_is_freed_with_its_source_and_the_oldest_goes_first():
+def test_the_copy_is_freed_with_its_source_and_the_oldest_goes_first(memo):
     cache, (made, make) = CopyCache(entries=2), _counting()
     w = torch.randn(4, 4)
-    cache.get(w, "b", make)
+    cache.get(w, "b", make, memo)
     assert len(cache) == 1
     del w
     gc.collect()
     assert len(cache) == 0
     ws = [torch.randn(4, 4) for _ in range(3)]
     for x in ws:
-        cache.get(x, "b", make)
+        cache.get(x, "b", make, memo)
     assert len(cache) == 2
-    cache.get(ws[0], "b", make)      # evicted: made again
+    cache.get(ws[0], "b", make, memo)      # evicted: made again
     assert len(made) == 5
     with pytest.raises(ValueError, match="entries"):
         CopyCache(entries=0)
 
 
-def test_inference_tensors_are_not_cached():
+def test_inference_tensors_are_not_cached(memo):
     cache, (made, make) = CopyCache(), _counting()
     with torch.inference_mode():
         w = torch.randn(4, 4)
-    cache.get(w, "b", make)
-    cache.get(w, "b", make)
+    cache.get(w, "b", make, memo)
+    cache.get(w, "b", make, memo)
     assert len(made) == 2 and len(cache) == 0
+
+
+def test_a_memo_hit_keeps_the_oldest_first_order_and_never_holds_an_evicted_copy():
+    """A hit through the caller's memo counts and moves its entry to the newest place,
+    as a keyed hit does (the entry used last is evicted last); an evicted or dropped
+    entry's copy is let go, so a memo that still holds the entry holds no memory and
+    misses."""
+    cache, (made, make) = CopyCache(entries=2), _counting()
+    w0, w1, w2 = (torch.randn(4, 4) for _ in range(3))
+    m0, m1 = {}, {}
+    first = cache.get(w0, "b", make, m0)
+    cache.get(w1, "b", make, m1)
+    assert cache.get(w0, "b", make, m0) is first and cache.hits == 1
+    cache.get(w2, "b", make)              # evicts w1's entry, used before w0's hit
+    assert m1["b"].copy is None and m0["b"].copy is first
+    assert cache.get(w1, "b", make, m1) is not None and len(made) == 4
+    entry = m0["b"]
+    del w0, first
+    gc.collect()
+    assert entry.copy is None             # dropped with its source
+
+
+def test_a_memo_of_another_tensor_misses_and_follows_the_call():
+    cache, (made, make) = CopyCache(), _counting()
+    memo, w, v = {}, torch.randn(4, 4), torch.randn(4, 4)
+    cache.get(w, "b", make, memo)
+    got = cache.get(v, "b", make, memo)   # same shape, another tensor: its own copy
+    assert torch.equal(got, v) and len(made) == 2 and memo["b"].copy is got
+    assert torch.equal(cache.get(w, "b", make, memo), w) and len(made) == 2   # keyed hit
 
 
 def test_aligned_copy_pads_the_pitch_to_16_bytes(device):
