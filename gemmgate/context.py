@@ -68,8 +68,8 @@ class RunContext:
         if not self.modes:
             raise ValueError("no precision mode to run")
         if not 0 <= self.case_timeout_s < threading.TIMEOUT_MAX:
-            raise ValueError(f"--case-timeout must be >= 0 seconds (0: no limit), got "
-                             f"{self.case_timeout_s}")
+            raise ValueError(f"--case-timeout {self.case_timeout_s}: give seconds >= 0 and "
+                             f"below {threading.TIMEOUT_MAX:.3g} (0: no limit)")
         if self.providers[:2] != GATED:
             raise ValueError(f"providers must start with triton,vendor, got {self.providers}")
         if not 0 <= self.slowdown <= 10:

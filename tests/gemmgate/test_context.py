@@ -239,3 +239,12 @@ def test_copies_kept_by_default_per_call_on_request_and_recorded():
     assert environment_of(per_call)["copies"] == "per-call"
     with pytest.raises(ValueError, match="--copies 'each': give one of kept, per-call"):
         make_context(chip="cpu", modes="fp32", copies="each")
+
+
+@pytest.mark.parametrize("seconds", [-1.0, float("nan"), 1e10])
+def test_a_case_time_limit_out_of_range_is_refused_as_the_cli_refuses_it(seconds):
+    """RunContext takes what `--case-timeout` takes (gemmgate/cli.py `_seconds`): seconds
+    >= 0 below threading.TIMEOUT_MAX (a wait past it overflows); 0 is no limit."""
+    with pytest.raises(ValueError, match="give seconds >= 0 and below"):
+        make_context(chip="cpu", modes="fp32", case_timeout=seconds)
+    assert make_context(chip="cpu", modes="fp32", case_timeout=0).case_timeout_s == 0
