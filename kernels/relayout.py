@@ -249,9 +249,13 @@ class CopyCache:
             if kept is not None and kept.ptr == ptr and kept.copy is not None \
                     and kept.source() is anchor and kept.version == version \
                     and _same_storage(kept.storage, x):
-                self._store.move_to_end(kept.key)
-                self.hits += 1
-                return kept.copy
+                try:
+                    self._store.move_to_end(kept.key)
+                except KeyError:   # (an entry out of the store holds no copy: not here)
+                    kept.copy = None
+                else:
+                    self.hits += 1
+                    return kept.copy
         key = (kind, ptr, x.shape, x.stride(), x.dtype, x.device)
         kept = self._store.get(key)
         if kept is not None and kept.source() is anchor and kept.version == version and \
@@ -273,8 +277,12 @@ class CopyCache:
                 del store[key]
                 gone.copy = None
 
-        if kept is not None:   # stale: its copy goes now, not when a memo lets go of it
-            kept.copy = None
+        # the entry there now goes, its copy with it (not when a memo lets go of it): the
+        # stale one found above, or one another caller stored while `make` ran (a thread
+        # on the same weight): replaced, it would sit in that caller's memo off the store
+        replaced = store.get(key)
+        if replaced is not None:
+            replaced.copy = None
         kept = store[key] = _Kept(key, ptr, weakref.ref(anchor, drop), version, y,
                                   StorageWeakRef(x.untyped_storage()))
         store.move_to_end(key)

@@ -687,6 +687,33 @@ def test_a_cached_call_checks_an_out_at_new_addresses_again(load_script):
         assert len(dispatch.CALLS) == 1   # one resolved call served all four
 
 
+def test_a_cached_call_given_a_config_runs_that_tile_not_the_kept_pick(load_script):
+    """The resolved call keeps its pick's recipe for repeats without a config; a call with
+    `config=` another tile makes and runs that tile's recipe. On meta tensors as an H200
+    plans them (`as_chip`, each launch recorded in place of compiling it)."""
+    from pathlib import Path
+
+    from kernels import launch
+
+    audit = load_script(Path(__file__).resolve().parents[2] / "scripts" / "call_audit.py")
+    room = torch.empty(1 << 24, dtype=torch.bfloat16, device="meta")
+    a, b = room[:4096].view(64, 64), room[4096:8192].view(64, 64)
+    out = room[1 << 20:(1 << 20) + 4096].view(64, 64)
+    tile = TileConfig(32, 64, 32, 8, 3, 4, "tiled")
+    ran = []
+    with audit.as_chip(audit.target(), None):
+        launch.Launch.__call__ = lambda self, *t: ran.append(self.kw)
+        kernels.matmul(a, b, out=out)
+        kernels.matmul(a, b, out=out)
+        (resolved,) = dispatch.CALLS.values()
+        assert resolved.plan.pick != tile and resolved.pick_recipe is not None
+        ran.clear()
+        kernels.matmul(a, b, out=out, config=tile)
+    assert tile in resolved.recipes and resolved.pick_recipe is resolved.recipes[
+        resolved.plan.pick]
+    assert [(k["BLOCK_M"], k["BLOCK_N"]) for k in ran] == [(32, 64)]
+
+
 def test_the_variants_given_bs_room_are_those_whose_descriptor_reads_it():
     """kernels/matmul.py passes B's room to the recipes of past_n.READS_ROOM, which
     scripts/reads_past_n.py counts on, and to no other."""

@@ -91,6 +91,51 @@ def test_the_copy_is_freed_with_its_source_and_the_oldest_goes_first(memo):
         CopyCache(entries=0)
 
 
+def test_a_memo_checks_the_address_and_the_storage_not_only_the_source():
+    """Through a memo: another view of the same base at another address, and a storage
+    swapped away and back to the memo's address (two swaps between calls, so the
+    allocator hands the first address back), each get a copy of their own values."""
+    cache, memo, mk = CopyCache(), {}, (lambda x: x.clone())
+    buf = torch.randn(16, 4)
+    cache.get(buf[:8], "a", mk, memo)
+    assert torch.equal(cache.get(buf[8:], "a", mk, memo), buf[8:])
+    w, stale = torch.randn(16, 40), 0
+    for _ in range(50):
+        cache.get(w, "b", mk, memo)
+        w.data = torch.randn(16, 40)
+        w.data = torch.randn(16, 40)
+        stale += not torch.equal(cache.get(w, "b", mk, memo), w)
+    assert stale == 0
+
+
+def test_an_entry_replaced_lets_its_copy_go_even_one_stored_while_make_ran():
+    """A stale entry (its source changed) is replaced and its copy let go; so is one that
+    another caller stored under the same key while `make` ran (two threads first using
+    one weight, here a `make` that re-enters): no memo keeps an entry off the store
+    holding memory, and a later memo hit on it misses instead of failing."""
+    cache, (_, make) = CopyCache(entries=2), _counting()
+    w, first, second = torch.randn(8, 4), {}, {}
+    cache.get(w, "b", make, first)
+    w.add_(1.0)
+    cache.get(w, "b", make, second)
+    assert first["b"].copy is None and second["b"].copy is not None
+
+    v, m1, m2 = torch.randn(8, 4), {}, {}
+    reentered = []
+
+    def racing(x):
+        if not reentered:
+            reentered.append(cache.get(x, "b", make, m2))   # the other caller, meanwhile
+        return x.clone()
+
+    got = cache.get(v, "b", racing, m1)
+    assert m2["b"].copy is None and m1["b"].copy is got
+    assert m2["b"].key not in cache._store or cache._store[m2["b"].key] is m1["b"]
+    for other in (torch.randn(8, 4), torch.randn(8, 4)):   # v's entry evicted
+        cache.get(other, "b", make)
+    assert torch.equal(cache.get(v, "b", make, m2), v)       # a miss, not a KeyError
+
+
 def test_inference_tensors_are_not_cached(memo):
     cache, (made, make) = CopyCache(), _counting()
     with torch.inference_mode():
