@@ -51,6 +51,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import torch
 import triton
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as _GluonDescriptor
 from triton.runtime import jit as _jit
@@ -290,7 +291,7 @@ class Bound:
             launch(*tensors())   # a profiler's hooks: the launch's hooked path
             return
         driver = triton.runtime.driver.active
-        device = driver.get_current_device()
+        device = _current_device(driver)
         key = (device, driver.get_current_stream(device), addresses)
         go = self.entries.get(key)
         if go is not None:
@@ -351,6 +352,19 @@ def _signature(x) -> tuple | None:
     if isinstance(x, _DESCRIPTORS):
         return None
     return (x.dtype, x.data_ptr() % 16 == 0)
+
+
+def _current_device(driver) -> int:
+    """driver.get_current_device(). Where that is torch.cuda.current_device (triton's
+    CUDA and HIP drivers), its C call alone: torch's function first runs its lazy-init
+    check, three Python frames (~65 ns on a CI core, its frames simulated) that a repeated
+    launch need not pay (a bound entry exists only after a launch: CUDA is initialized)."""
+    get = driver.get_current_device
+    if get is torch.cuda.current_device:
+        fast = getattr(torch._C, "_cuda_getDevice", None)
+        if fast is not None:
+            return fast()
+    return get()
 
 
 def _hooked() -> bool:

@@ -601,3 +601,20 @@ def test_specialization_is_none_without_the_jits_binder():
     assert launch.specialization(_Jit(), 0, (torch.zeros(4), 16)) is None
     fn = _SpecJit()
     assert launch.specialization(fn, 1, (torch.zeros(4), 16)) is None   # no binder there
+
+
+def test_the_current_device_skips_torchs_lazy_init_only_for_torchs_own_function(monkeypatch):
+    """A driver whose get_current_device is torch.cuda.current_device (triton's CUDA and
+    HIP drivers) is answered by its C call (torch's function, which would first run its
+    lazy-init check, is not called: here, without CUDA, it would raise); another
+    driver's function is called as it is."""
+    import types
+
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: 3, raising=False)
+    cuda = types.SimpleNamespace(get_current_device=torch.cuda.current_device)
+    assert launch._current_device(cuda) == 3
+    assert launch._current_device(types.SimpleNamespace(get_current_device=lambda: 5)) == 5
+    monkeypatch.delattr(torch._C, "_cuda_getDevice")
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 7)
+    cuda = types.SimpleNamespace(get_current_device=torch.cuda.current_device)
+    assert launch._current_device(cuda) == 7   # (a torch without the C call)
