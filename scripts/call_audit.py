@@ -180,16 +180,23 @@ def as_chip(chip: Target, compiled: list | None, prefix: str = "kernels",
     for it instead of launching it, appended to `compiled` with its grid and whether it
     is persistent (a grid of programs that walk the tiles: the TMA kernels' NUM_SMS, the
     warp-specialized kernel's); `compiled` None: a launch does nothing (plan_time.py
-    --calls times the host path). `bound`: a bound launch is a stand-in that does
-    nothing, kept and taken by a repeated call as a device's is (else none is made, and
-    every launch goes the long way). `prefix`: the package patched, this tree's or a
-    reference commit's (gemmgate_ref_<sha12>, gemmgate/reference.py)."""
+    --calls times the host path). `bound`: as a device's repeated call runs, a bound
+    launch is a stand-in that does nothing, kept and taken, and scratch buffers (a staged
+    C, split-K's partials) are kept on the meta device as on a GPU (else no bound launch
+    is made, every launch goes the long way, and scratch is a new tensor each call).
+    `prefix`: the package patched, this tree's or a reference commit's
+    (gemmgate_ref_<sha12>, gemmgate/reference.py)."""
     import importlib
 
     import triton
 
-    dispatch, launch, matmul_tma = (importlib.import_module(f"{prefix}.{n}")
-                                    for n in ("dispatch", "launch", "matmul_tma"))
+    dispatch, launch, matmul_tma, scratch = (importlib.import_module(f"{prefix}.{n}")
+                                             for n in ("dispatch", "launch", "matmul_tma",
+                                                       "scratch"))
+    kept = mock.patch.multiple(scratch.Scratch, kept_on=("cuda", "meta"),
+                               _capturing=lambda self: False,
+                               _stream=lambda self, device: 0) if bound else \
+        contextlib.nullcontext()
 
     def compile_only(self, *tensors):
         kernel = self.fn.warmup(*tensors, *self.ints, grid=self.grid, **self.kw)
@@ -210,7 +217,7 @@ def as_chip(chip: Target, compiled: list | None, prefix: str = "kernels",
                 mock.patch.object(launch.Launch, "__call__",
                                   nothing if compiled is None else compile_only), \
                 mock.patch.object(launch.Launch, "bound",
-                                  lambda self, *t: _no_launch if bound else None):
+                                  lambda self, *t: _no_launch if bound else None), kept:
             yield
     finally:
         drivers._active = before

@@ -197,14 +197,23 @@ def test_the_serialization_warning_is_what_marks_a_kernel(audit):
 
 def test_as_chip_binds_to_a_stand_in_launch_only_when_asked(audit):
     """`bound=True` (plan_time --calls): a Launch's bound launch is the stand-in that
-    launches nothing, so a repeated call takes it as on a device; else there is none, and
-    both leave with the context."""
+    launches nothing, and scratch buffers are kept on the meta device, so a repeated call
+    runs as on a device; else there is no bound launch and no kept scratch, and both
+    leave with the context."""
+    import torch
+
     from kernels.launch import Launch
+    from kernels.scratch import SCRATCH
 
     real = Launch.bound
     launch = Launch(fn=None, grid=(1,), ints=(), kw={})
+    meta = torch.device("meta")
     with audit.as_chip(audit.target(), None, bound=True):
         assert launch.bound() is audit._no_launch and audit._no_launch() is None
+        kept = SCRATCH.empty((4, 4), torch.float32, meta, "c")   # kept as on a GPU
+        assert SCRATCH.empty((4, 4), torch.float32, meta, "c") is kept
     with audit.as_chip(audit.target(), None):
         assert launch.bound() is None
-    assert Launch.bound is real
+        assert SCRATCH.empty((4, 4), torch.float32, meta, "c") is not \
+            SCRATCH.empty((4, 4), torch.float32, meta, "c")
+    assert Launch.bound is real and "meta" not in SCRATCH.kept_on
