@@ -80,7 +80,8 @@ def aligned_empty(rows: int, cols: int, dtype: torch.dtype, device,
     shape = (rows, pitch(cols, dtype.itemsize, align))
     if role is None:
         return torch.empty(shape, dtype=dtype, device=device)[:, :cols]
-    return SCRATCH.empty(shape, dtype, torch.device(device), role)[:, :cols]
+    device = device if isinstance(device, torch.device) else torch.device(device)
+    return SCRATCH.empty(shape, dtype, device, role, cols)
 
 
 def aligned_copy(x: torch.Tensor, align: int = 16, role: str | None = None,
