@@ -260,11 +260,12 @@ def first_calls(path: Path, parts: Path, tree: str) -> str:
 
 
 def plan_times(*paths: Path) -> str:
-    """plan_time.py CSVs (decide + lookup on unseen random shapes, the CPU, trees timed
-    in the same rounds; `steady`: one process's many plans, `cold`: a fresh process's first
-    plans) as a table: per state and mode each tree's best and median round (us a plan)
-    and each best over the last tree's (the tree measured: `plan_time.py` puts it last)."""
-    out = ["| state | mode | tree | commit | best us/plan | median us/plan | shapes x rounds | "
+    """plan_time.py CSVs (the CPU, trees timed in the same rounds; `steady`: decide +
+    lookup on unseen random shapes in one process, `cold`: a fresh process's first plans,
+    `eager`: a repeated call's host path, `--calls`) as a table: per state and mode each
+    tree's best and median round (us a plan, or a call) and each best over the last
+    tree's (the tree measured: `plan_time.py` puts it last)."""
+    out = ["| state | mode | tree | commit | best us | median us | shapes x rounds | "
            "from the table | best over the last tree's |",
            "|---|---|---|---|---:|---:|---|---:|---:|"]
     rows = [r for path in paths for r in _rows(path)]

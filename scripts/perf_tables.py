@@ -271,6 +271,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "s60-host-calls": lambda: host_calls(S60 / "host_calls.csv", S60 / "host_calls_after.csv"),
     "s61-host-eager": lambda: host_calls(S61 / "host_eager_before.csv",
                                          S61 / "host_eager_after.csv"),
+    "s61-host-eager-pr": lambda: plan_times(S61 / "host_eager_pr_final.csv"),
+    "s61-host-eager-random": lambda: plan_times(S61 / "host_eager_random.csv"),
 }
 
 
