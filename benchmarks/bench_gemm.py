@@ -5,7 +5,8 @@ The expensive part, measuring every (case, mode), happens once per commit per ma
 numbers); each `track_*` then only reads its figure from that dict. One class per
 precision mode (Fp32, Tf32, Bf16, Fp16, Fp8, Tf32x3), each with track_ratio,
 track_triton_tflops and track_vendor_tflops over the cases: one findable benchmark per
-mode on the asv site. Figures come from
+mode on the asv site; Bf16 and Fp16 also track_eager_ratio and track_triton_eager_us, the
+same cases timed eagerly on a GPU (the eager target's host path). Figures come from
 gemmgate.run.Runner.run_case (vendor flags pinned per case): device-timed (CUDA graphs,
 L2 flushed, interleaved) on a GPU, wall clock on the Triton interpreter on the CPU.
 
@@ -33,6 +34,11 @@ CPU_CASES = ("m64-n64-k64", "m48-n80-k72", "m64-n32-k96-cr", "m32-n64-k48-rc+p5"
 CPU_MODES = ("fp32",)  # bf16 is wrong in the interpreter; fp16 adds little on the CPU
 GPU_BUDGET_S = 0.25    # per case: 78 cases, about 1.5 minutes per commit on an H200
 CPU_BUDGET_S = 0.3
+# The eager target's modes (issue 11): timed a second time on a GPU with `--timing eager`
+# (each call from the host, synchronized: the host path is in the figure), so a commit
+# that makes the library's call slower on the host shows in the history where graph
+# timing cannot see it (sessions 57-60 added 1.7-2.2 us a call on the CPU, unseen).
+EAGER_MODES = ("bf16", "fp16")
 
 
 def on_gpu() -> bool:
@@ -55,12 +61,12 @@ def plan() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def measure_all(cases=None, modes=None, budget_s=None) -> dict:
-    """{"<mode>-<case id>": figures} for every case and mode this chip can run, plus
-    "_meta" (chip, package path). Figures are plain floats/strings (pickled by asv).
-    Cases run through gemmgate's one run path: a RunContext and Runner.run_case."""
+    """{"<mode>-<case id>": figures} for every case and mode this chip can run, on a GPU
+    also {"eager-<mode>-<case id>": figures} for EAGER_MODES timed eagerly, plus "_meta"
+    (chip, package path). Figures are plain floats/strings (pickled by asv). Cases run
+    through gemmgate's one run path: a RunContext and Runner.run_case."""
     from gemmgate.chips import select_chip
     from gemmgate.context import make_context
-    from gemmgate.precision import get_mode
     from gemmgate.run import Runner
     from gemmgate.shapes import SETS
 
@@ -75,16 +81,28 @@ def measure_all(cases=None, modes=None, budget_s=None) -> dict:
     # make_context picks the device, timing policy and this chip's tuning cache, and
     # switches the Triton interpreter on for the CPU before `kernels` is first imported.
     ctx = make_context(modes=",".join(modes) or None, budget_s=budget)
-    runner = Runner(ctx)
     import gemmgate
 
+    eager = [m for m in modes if m in EAGER_MODES] if gpu else []
     out: dict = {"_meta": {"chip": chip.id, "chip_modes": list(chip.modes),
                            "gemmgate": os.path.dirname(gemmgate.__file__),
-                           "policy": ctx.policy.method, "budget_s": budget}}
+                           "policy": ctx.policy.method, "budget_s": budget,
+                           "eager_modes": eager}}
+    _measure(Runner(ctx), modes, cases, by_id, "", out)
+    if eager:   # the same cases timed eagerly: another context, the one run path again
+        ectx = make_context(modes=",".join(eager), timing="eager", budget_s=budget)
+        _measure(Runner(ectx), eager, cases, by_id, "eager-", out)
+    return out
+
+
+def _measure(runner, modes, cases, by_id: dict, prefix: str, out: dict) -> None:
+    """Each (mode, case) through runner.run_case into out["<prefix><mode>-<case id>"]."""
+    from gemmgate.precision import get_mode
+
     for mode_name in modes:
         mode = get_mode(mode_name)
         for case_id in cases:
-            key = f"{mode_name}-{case_id}"
+            key = f"{prefix}{mode_name}-{case_id}"
             if case_id not in by_id:
                 out[key] = {"error": f"case {case_id} is not in gemmgate.shapes.SETS"}
                 continue
@@ -94,7 +112,6 @@ def measure_all(cases=None, modes=None, budget_s=None) -> dict:
                 out[key] = {"error": f"{type(e).__name__}: {e}"}
                 continue
             out[key] = figures(res)
-    return out
 
 
 def figures(res) -> dict:
@@ -108,18 +125,20 @@ def figures(res) -> dict:
 
 # Which accuracy each figure needs from which provider.
 _NEEDS = {"triton_tflops": ("triton",), "vendor_tflops": ("vendor",),
-          "ratio": ("triton", "vendor")}
+          "ratio": ("triton", "vendor"), "triton_ms": ("triton",)}
 
 
-def pick(cache: dict, case: str, mode: str, figure: str) -> float:
-    """The figure for (case, mode); NotImplementedError (asv: skipped) where it cannot
-    exist on this machine, RuntimeError (asv: failed) where it should but does not."""
+def pick(cache: dict, case: str, mode: str, figure: str, timing: str = "") -> float:
+    """The figure for (case, mode), of the eager pass with `timing` "eager"; raises
+    NotImplementedError (asv: skipped) where it cannot exist on this machine, RuntimeError
+    (asv: failed) where it should but does not."""
     meta = cache.get("_meta", {})
     if mode not in meta.get("chip_modes", (mode,)):
         raise NotImplementedError(f"{mode} is not supported on {meta.get('chip')}")
-    entry = cache.get(f"{mode}-{case}")
+    name = f"{timing}-{mode}-{case}" if timing else f"{mode}-{case}"
+    entry = cache.get(name)
     if entry is None:
-        raise NotImplementedError(f"{mode}-{case} is not measured on {meta.get('chip')}")
+        raise NotImplementedError(f"{name} is not measured on {meta.get('chip')}")
     if "error" in entry:
         raise RuntimeError(entry["error"])
     for p in _NEEDS[figure]:
@@ -157,9 +176,9 @@ class _Mode:
 
     setup_cache.timeout = 900
 
-    def _track(self, cache, case, figure):
+    def _track(self, cache, case, figure, timing=""):
         try:
-            return pick(cache, case, self.mode, figure)
+            return pick(cache, case, self.mode, figure, timing)
         except NotImplementedError as e:  # asv: skipped (n/a) from inside a benchmark
             from asv_runner.benchmarks.mark import SkipNotImplemented
 
@@ -196,13 +215,30 @@ class Tf32(_Mode):
     mode = "tf32"
 
 
-class Bf16(_Mode):
+class _Eager(_Mode):
+    """A mode of EAGER_MODES: its cases also timed eagerly on a GPU (skipped elsewhere)."""
+
+    def track_eager_ratio(self, cache, case):
+        """vendor time / Triton time, each call timed from the host (`--timing eager`:
+        the library's host path is in both figures)."""
+        return self._track(cache, case, "ratio", "eager")
+
+    track_eager_ratio.unit = "ratio"
+
+    def track_triton_eager_us(self, cache, case):
+        """The project's Triton GEMM, one eager call: host path, launch and kernel."""
+        return self._track(cache, case, "triton_ms", "eager") * 1e3
+
+    track_triton_eager_us.unit = "us"
+
+
+class Bf16(_Eager):
     """bf16 inputs, fp32 accumulation."""
 
     mode = "bf16"
 
 
-class Fp16(_Mode):
+class Fp16(_Eager):
     """fp16 inputs, fp32 accumulation."""
 
     mode = "fp16"

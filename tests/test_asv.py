@@ -66,6 +66,65 @@ def test_pick_skips_and_fails():
                 pick(cache, case, mode, fig)
 
 
+def test_pick_reads_the_eager_pass_apart():
+    pick = _bench_module().pick
+    ok = {"triton_tflops": 2.0, "vendor_tflops": 1.0, "ratio": 0.5, "triton_ms": 0.01,
+          "triton_accuracy": "pass", "vendor_accuracy": "pass", "triton_message": "",
+          "vendor_message": ""}
+    cache = {"_meta": {"chip": "x", "chip_modes": ["bf16"]}, "bf16-m1-n1-k1": ok,
+             "eager-bf16-m1-n1-k1": {**ok, "ratio": 0.4, "triton_ms": 0.02}}
+    assert pick(cache, "m1-n1-k1", "bf16", "ratio") == 0.5
+    assert pick(cache, "m1-n1-k1", "bf16", "ratio", "eager") == 0.4
+    assert pick(cache, "m1-n1-k1", "bf16", "triton_ms", "eager") == 0.02
+    with pytest.raises(NotImplementedError, match="eager-bf16-m2-n2-k2"):
+        pick(cache, "m2-n2-k2", "bf16", "ratio", "eager")
+
+
+def test_on_a_gpu_the_eager_modes_are_timed_again_eagerly(monkeypatch):
+    """measure_all on a GPU chip (stand-ins for the chip, the context and the runner):
+    every mode graph-timed, then bf16 and fp16 (EAGER_MODES) in a context of their own with
+    --timing eager, filed under eager-<mode>-<case>; the CPU chip times no eager pass."""
+    import types
+
+    from gemmgate import chips, context, run
+
+    bench = _bench_module()
+    made, ran = [], []
+
+    def fake_context(modes=None, timing=None, budget_s=None):
+        made.append((modes, timing))
+        return types.SimpleNamespace(policy=types.SimpleNamespace(method=timing or "graph"),
+                                     timing=timing)
+
+    class FakeRunner:
+        def __init__(self, ctx):
+            self.ctx = ctx
+
+        def run_case(self, mode, case):
+            ran.append((self.ctx.timing, mode.name, case.id))
+            p = types.SimpleNamespace(tflops=1.0, median_ms=0.5, accuracy="pass", message="")
+            return types.SimpleNamespace(providers={"triton": p, "vendor": p}, ratio=1.0)
+
+    def chip_of(device_type):
+        return types.SimpleNamespace(chip=types.SimpleNamespace(
+            id="gpu-x", device_type=device_type, modes=("fp32", "bf16", "fp16", "fp8")))
+
+    monkeypatch.setattr(context, "make_context", fake_context)
+    monkeypatch.setattr(run, "Runner", FakeRunner)
+    monkeypatch.setattr(chips, "select_chip", lambda: chip_of("cuda"))
+    out = bench.measure_all(cases=["m1024-n1024-k1024"], modes=["fp32", "bf16", "fp8", "fp16"])
+    assert made == [("fp32,bf16,fp8,fp16", None), ("bf16,fp16", "eager")]
+    assert [r for r in ran if r[0] == "eager"] == [("eager", "bf16", "m1024-n1024-k1024"),
+                                                  ("eager", "fp16", "m1024-n1024-k1024")]
+    assert out["_meta"]["eager_modes"] == ["bf16", "fp16"]
+    assert {k for k in out if k.startswith("eager-")} == {"eager-bf16-m1024-n1024-k1024",
+                                                          "eager-fp16-m1024-n1024-k1024"}
+    made.clear()
+    monkeypatch.setattr(chips, "select_chip", lambda: chip_of("cpu"))
+    out = bench.measure_all(cases=["m64-n64-k64"], modes=["fp32", "bf16"])
+    assert made == [("fp32,bf16", None)] and not any(k.startswith("eager-") for k in out)
+
+
 def _git(*args: str) -> str | None:
     try:
         out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
