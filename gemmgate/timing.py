@@ -293,6 +293,10 @@ def _measure_device(fns, policy, flush_bytes, device) -> dict[str, list[float]]:
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
               for _ in range(policy.batch * len(names) * policy.block)]
     spin = SPIN_CYCLES_PER_CALL * len(events)
+    # the events' stream, asked once: `record()` without one makes a Python Stream per
+    # call, which in an eager sample ran inside the window (after the call, before the
+    # end event was enqueued: counted wherever the call's kernels finish first)
+    stream = torch.cuda.current_stream()
     torch.cuda.synchronize()
     started = time.perf_counter()
     rnd = 0
@@ -308,9 +312,9 @@ def _measure_device(fns, policy, flush_bytes, device) -> dict[str, list[float]]:
                         buf.zero_()
                     if eager:
                         torch.cuda.synchronize()
-                    start.record()
+                    start.record(stream)
                     run[name]()
-                    end.record()
+                    end.record(stream)
                     pending.append((name, start, end))
             rnd += 1
         torch.cuda.synchronize()
