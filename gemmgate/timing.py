@@ -247,12 +247,13 @@ class DeviceClock:
         import torch
 
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        stream = torch.cuda.current_stream()   # before the window (`_measure_device`)
         torch.cuda._sleep(SPIN_CYCLES_PER_CALL)  # the host enqueues all while the GPU spins
         if flush is not None:
             flush.zero_()
-        start.record()
+        start.record(stream)
         fn()
-        end.record()
+        end.record(stream)
         if self.gap_ms > 0:  # queued behind the call: runs while the host goes on
             torch.cuda._sleep(int(self.gap_ms * self.cycles_per_ms))
         end.synchronize()

@@ -40,6 +40,7 @@ class Scratch:
             raise ValueError(f"entries must be >= 1, got {entries}")
         self.entries, self.max_bytes = entries, max_bytes
         self._kept: OrderedDict[tuple, torch.Tensor] = OrderedDict()
+        self._views: dict[tuple, tuple[int, torch.Tensor]] = {}   # key -> (cols, view)
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -47,24 +48,27 @@ class Scratch:
     def empty(self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device,
               role: str, cols: int | None = None) -> torch.Tensor:
         """An uninitialised buffer of `shape`, the one kept for this key if any; `cols`:
-        its view of the first `cols` columns (a 2-D buffer's rows padded to a pitch),
-        kept with it: slicing is ~2 us of host time a call on a CI core."""
+        its view of the first `cols` columns (a 2-D buffer's rows padded to a pitch), the
+        last such view kept with the buffer: slicing is ~2 us of host time a call on a CI
+        core. Any `cols` of one pitch share the buffer."""
         key = self._key(shape, dtype, device, role)
         if key is None:
             buf = torch.empty(shape, dtype=dtype, device=device)
             return buf if cols is None else buf[:, :cols]
-        if cols is not None:
-            key = (*key, cols)
         kept = self._kept
         buf = kept.get(key)
-        if buf is not None:
+        if buf is None:
+            buf = kept[key] = torch.empty(shape, dtype=dtype, device=device)
+            while len(kept) > self.entries:
+                self._views.pop(kept.popitem(last=False)[0], None)
+        else:
             kept.move_to_end(key)
+        if cols is None:
             return buf
-        buf = torch.empty(shape, dtype=dtype, device=device)
-        buf = kept[key] = buf if cols is None else buf[:, :cols]
-        while len(kept) > self.entries:
-            kept.popitem(last=False)
-        return buf
+        view = self._views.get(key)
+        if view is None or view[0] != cols:
+            view = self._views[key] = (cols, buf[:, :cols])
+        return view[1]
 
     def zeros(self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device,
               role: str) -> torch.Tensor:
@@ -88,6 +92,7 @@ class Scratch:
 
     def clear(self) -> None:
         self._kept.clear()
+        self._views.clear()
 
     def _capturing(self) -> bool:
         return torch.cuda.is_current_stream_capturing()

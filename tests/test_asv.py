@@ -119,6 +119,17 @@ def test_on_a_gpu_the_eager_modes_are_timed_again_eagerly(monkeypatch):
     assert out["_meta"]["eager_modes"] == ["bf16", "fp16"]
     assert {k for k in out if k.startswith("eager-")} == {"eager-bf16-m1024-n1024-k1024",
                                                           "eager-fp16-m1024-n1024-k1024"}
+    def no_eager(modes=None, timing=None, budget_s=None):
+        if timing == "eager":
+            raise RuntimeError("not enough free memory")
+        return fake_context(modes, timing, budget_s)
+
+    monkeypatch.setattr(context, "make_context", no_eager)   # its own entries fail only
+    out = bench.measure_all(cases=["m1024-n1024-k1024"], modes=["bf16"])
+    assert out["eager-bf16-m1024-n1024-k1024"] == {
+        "error": "RuntimeError: not enough free memory"}
+    assert "error" not in out["bf16-m1024-n1024-k1024"]
+    monkeypatch.setattr(context, "make_context", fake_context)
     made.clear()
     monkeypatch.setattr(chips, "select_chip", lambda: chip_of("cpu"))
     out = bench.measure_all(cases=["m64-n64-k64"], modes=["fp32", "bf16"])

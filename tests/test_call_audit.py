@@ -217,3 +217,22 @@ def test_as_chip_binds_to_a_stand_in_launch_only_when_asked(audit):
         assert SCRATCH.empty((4, 4), torch.float32, meta, "c") is not \
             SCRATCH.empty((4, 4), torch.float32, meta, "c")
     assert Launch.bound is real and "meta" not in SCRATCH.kept_on
+
+
+def test_as_chip_binds_a_tree_without_kept_scratch(audit, monkeypatch):
+    """A reference commit from before kernels/scratch.py (plan_time --calls --ref): with
+    `bound`, its calls bind as any other's; there is no scratch to keep."""
+    import importlib
+
+    from kernels.launch import Launch
+
+    real = importlib.import_module
+
+    def no_scratch(name, *args):
+        if name.endswith(".scratch"):
+            raise ModuleNotFoundError(name)
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", no_scratch)
+    with audit.as_chip(audit.target(), None, bound=True):
+        assert Launch(fn=None, grid=(1,), ints=(), kw={}).bound() is audit._no_launch

@@ -200,3 +200,21 @@ def test_gpu_an_eager_sample_holds_the_host_path_and_a_graph_sample_does_not():
     graph = measure(fns, TimingPolicy(method="graph", **kw), flush_bytes=1 << 20)
     assert min(eager["slow_host"]) >= 1.0 and median(eager["plain"]) < 0.5
     assert median(graph["slow_host"]) < 0.5
+
+
+@pytest.mark.gpu
+def test_gpu_eager_samples_ask_for_the_stream_once_not_in_each_window(monkeypatch):
+    """The events are recorded on the stream asked once per measurement: `record()`
+    without one asks `torch.cuda.current_stream()` (a Python Stream made) inside each
+    eager sample's window, after the call."""
+    import torch
+
+    x = torch.zeros(1024, device="cuda")
+    asked = []
+    real = torch.cuda.current_stream
+    monkeypatch.setattr(torch.cuda, "current_stream",
+                        lambda *a, **k: asked.append(1) or real(*a, **k))
+    kw = dict(min_rounds=6, max_rounds=6, warmup=1, warmup_s=0.0, budget_s=5.0)
+    out = measure({"a": lambda: x.add_(1.0), "b": lambda: x.add_(2.0)},
+                  TimingPolicy(method="eager", **kw), flush_bytes=1 << 20)
+    assert len(out["a"]) >= 6 and len(asked) <= 2   # (was two a sample: 24 and more)

@@ -38,15 +38,20 @@ def test_the_next_call_of_a_key_gets_the_same_buffer_and_other_keys_their_own():
 
 
 def test_a_kept_view_of_its_first_columns_is_the_same_view_next_call():
-    """`cols`: the buffer's first columns, a view kept with it (no slice made per call),
-    its rows at the buffer's pitch; other column counts have buffers of their own; where
-    nothing is kept (the CPU) a fresh buffer's view."""
+    """`cols`: the buffer's first columns, the last such view kept with it (no slice made
+    per call), its rows at the buffer's pitch; another column count of the same pitch
+    views the same buffer; an evicted buffer's view goes with it; where nothing is kept
+    (the CPU) a fresh buffer's view."""
     s = _Fake()
     view = s.empty((4, 16), torch.bfloat16, META, "c", 13)
     assert view.shape == (4, 13) and view.stride() == (16, 1)
     assert s.empty((4, 16), torch.bfloat16, META, "c", 13) is view
-    assert s.empty((4, 16), torch.bfloat16, META, "c", 12) is not view
-    assert s.empty((4, 16), torch.bfloat16, META, "c").shape == (4, 16)   # the whole one
+    whole = s.empty((4, 16), torch.bfloat16, META, "c")
+    other = s.empty((4, 16), torch.bfloat16, META, "c", 12)   # one pitch: one buffer
+    assert other.shape == (4, 12) and other._base is whole is view._base and len(s) == 1
+    s.entries = 1
+    s.empty((4, 16), torch.bfloat16, META, "d", 13)           # evicts "c" and its view
+    assert s.empty((4, 16), torch.bfloat16, META, "c", 12)._base is not whole
     cpu = Scratch().empty((4, 16), torch.float32, torch.device("cpu"), "c", 13)
     assert cpu.shape == (4, 13) and cpu.stride() == (16, 1)
 
