@@ -181,7 +181,8 @@ def test_device_clock_ratio_rounds_take_turns_first(monkeypatch):
 @pytest.mark.gpu
 def test_gpu_an_eager_sample_holds_the_host_path_and_a_graph_sample_does_not():
     """`eager` times each call from the host, synchronized: a call that spends 1 ms on
-    the host before its launch measures at least that (time.sleep never returns early);
+    the host before its launch measures about that at least (time.sleep never returns
+    early);
     `graph` replays what the call enqueued, so the same call measures the kernel alone."""
     import torch
 
@@ -198,7 +199,8 @@ def test_gpu_an_eager_sample_holds_the_host_path_and_a_graph_sample_does_not():
     kw = dict(min_rounds=6, max_rounds=6, warmup=2, warmup_s=0.0, budget_s=5.0)
     eager = measure(fns, TimingPolicy(method="eager", **kw), flush_bytes=1 << 20)
     graph = measure(fns, TimingPolicy(method="graph", **kw), flush_bytes=1 << 20)
-    assert min(eager["slow_host"]) >= 1.0 and median(eager["plain"]) < 0.5
+    # (>= 0.9: the start event runs a launch latency after it is recorded)
+    assert min(eager["slow_host"]) >= 0.9 and median(eager["plain"]) < 0.5
     assert median(graph["slow_host"]) < 0.5
 
 
