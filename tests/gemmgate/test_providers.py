@@ -57,11 +57,13 @@ def _fp8_inputs(m: int, n: int, k: int) -> GemmInputs:
 
 
 class _Calls(list):
-    """The (A shape, B shape) of each torch._scaled_mm call; `fast`: each use_fast_accum."""
+    """The (A shape, B shape) of each torch._scaled_mm call; `fast`: each use_fast_accum;
+    `outs`: each `out=`'s address."""
 
     def __init__(self):
         super().__init__()
         self.fast: list[bool] = []
+        self.outs: list[int] = []   # the address of each call's `out=`
 
 
 @pytest.fixture
@@ -70,12 +72,17 @@ def fake_scaled_mm(monkeypatch):
     row-major, B column-major."""
     shapes = _Calls()
 
-    def fake(a, b, scale_a, scale_b, out_dtype, use_fast_accum):
+    def fake(a, b, scale_a, scale_b, out_dtype, use_fast_accum, out=None):
         assert a.shape[1] % 16 == 0 and b.shape[1] % 16 == 0, "cuBLASLt alignment"
         assert a.stride(1) == 1 and b.stride(0) == 1, "A row-major, B column-major"
         shapes.append((tuple(a.shape), tuple(b.shape)))
         shapes.fast.append(use_fast_accum)
-        return ((a.float() @ b.float()) * scale_a * scale_b).to(out_dtype)
+        got = ((a.float() @ b.float()) * scale_a * scale_b).to(out_dtype)
+        if out is None:
+            return got
+        assert out.shape == got.shape and out.dtype == out_dtype and out.is_contiguous()
+        shapes.outs.append(out.data_ptr())
+        return out.copy_(got)
 
     monkeypatch.setattr(torch, "_scaled_mm", fake)
     return shapes
@@ -308,3 +315,28 @@ def test_gpu_the_eager_triton_call_repeats_through_bound_launches_on_every_pr_ca
             call()
         torch.cuda.synchronize()
     assert not slow, f"launches not bound on a repeated {mode} call: {slow}"
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_fp8_vendor_writes_into_a_c_made_once(fake_scaled_mm, keep):
+    """As the Triton side writes its `out`: every call (the builder's check too) writes
+    the padded C made in the builder and returns the same (M, N) view of it, so an eager
+    sample counts no allocation on the vendor's side."""
+    inp = _fp8_inputs(24, 40, 253)
+    call = providers.vendor_provider(inp, MODES["fp8"], keep_copies=keep)
+    outs = [call() for _ in range(3)]
+    assert all(o is outs[0] for o in outs) and outs[0].shape == (24, 40)
+    assert len(set(fake_scaled_mm.outs)) == 1 and len(fake_scaled_mm.outs) == 4
+
+
+def test_fp8_vendor_without_out_allocates_as_before(monkeypatch):
+    """A torch whose _scaled_mm takes no `out=` (TypeError): the product is allocated and
+    sliced per call, not refused as unsupported."""
+    def no_out(a, b, scale_a, scale_b, out_dtype, use_fast_accum):
+        return ((a.float() @ b.float()) * scale_a * scale_b).to(out_dtype)
+
+    monkeypatch.setattr(torch, "_scaled_mm", no_out)
+    inp = _fp8_inputs(24, 40, 253)
+    call = providers.vendor_provider(inp, MODES["fp8"])
+    first, second = call(), call()
+    assert first.shape == (24, 40) and first is not second and torch.equal(first, second)
