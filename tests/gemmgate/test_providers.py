@@ -340,3 +340,18 @@ def test_fp8_vendor_without_out_allocates_as_before(monkeypatch):
     call = providers.vendor_provider(inp, MODES["fp8"])
     first, second = call(), call()
     assert first.shape == (24, 40) and first is not second and torch.equal(first, second)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m,n,k", [(64, 64, 64), (40, 50, 253)])
+def test_gpu_the_fp8_vendor_writes_into_its_c_made_once(m, n, k):
+    """On this torch's CUDA _scaled_mm the vendor's fp8 call takes `out=`: each call
+    returns the same view of one C (no allocation in an eager sample), right."""
+    if torch.cuda.get_device_capability() < (8, 9):
+        pytest.skip("fp8 matmul needs sm_89 or later")
+    inp = make_inputs(Case(m, n, k), MODES["fp8"], "cuda", seed=3)
+    call = providers.vendor_provider(inp, MODES["fp8"])
+    first, second = call(), call()
+    assert first is second and first.shape == (m, n)
+    want = inp.reference()
+    assert ((first.double() - want).norm() / want.norm()).item() < 1e-2
