@@ -153,8 +153,6 @@ def prepare(p: Plan, a: torch.Tensor, b: torch.Tensor, cache: bool = False,
     `cache` (the plan's `cached`), a copy is reused while its source tensor is unchanged
     (COPIES; `memo`: the caller's last kept copy per kind, CopyCache.get), and is made on
     whole 128-byte lines (a copy per call: on 16 bytes)."""
-    if not (p.copy_a or p.copy_b):   # most calls (every eager call pays what is below)
-        return a, b
     align = LINE if cache else 16
 
     def copy(x: torch.Tensor, kind: str, make) -> torch.Tensor:

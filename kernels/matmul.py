@@ -295,7 +295,7 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
         torch.autograd.graph.increment_version(out)   # and autograd see the change
     if plan is None:   # M or N is 0: nothing to compute
         return out
-    if plan.copy_a or plan.copy_b:   # (most calls copy nothing: no call made)
+    if plan.copy_a or plan.copy_b:   # (most calls copy nothing: no prepare call made)
         a, b = dispatch.prepare(plan, a, b, cache=cache_copies, memo=resolved.kept)
     has_scale = scale_a is not None or scale_b is not None
     if not has_scale:   # the kernels take a pointer there and read nothing through it
