@@ -16,7 +16,11 @@ and checks, on the same inputs:
     parse_options sets it to 2**30 on sm_90 whatever the launch asks (triton 3.6-3.9;
     session 60's promote rows equalled the default's bit for bit);
   - `cublas`: torch._scaled_mm, use_fast_accum=False (the vendor provider's);
-  - `cublas_fast`: the same with use_fast_accum=True.
+  - `cublas_fast`: the same with use_fast_accum=True;
+  - `triton_split` (with `--max-range K`): the pick with its K loop split into ranges of
+    at most K elements (`tma_split`, `config=`), each range's sum kept fast and the ranges
+    added in fp32 by the split's reduction: the error of a range of K, not of the whole
+    K (scripts/accum_model.py predicts it), at the split's cost, timed beside the pick.
 One setting per process (`python3 scripts/device/accum.py SHAPES --promote-block --csv
 F`): kernels compile once per process. Rows (appended to --csv): shape, provider, promote,
 relative Frobenius error, its worst block's, the excess over the output's own rounding
@@ -91,15 +95,41 @@ def _scaled(inp, fast: bool):
     return call
 
 
+def split_tile(inp, mode_name: str, max_range: int):
+    """The plan's pick for these operands (copies kept, as the harness calls it) as a
+    `tma_split` tile whose K ranges are `max_range` elements at most, or None where the
+    pick is not a TMA tile or its ranges are that short already."""
+    from kernels import dispatch
+    from kernels.configs import ranges_fit
+    from kernels.modes import mode_named
+    from kernels.steps import derive
+    from kernels.tile import MAX_TMA_SPLIT
+
+    pick = dispatch.plan(mode_named(mode_name), inp.a, inp.b, cached=True).pick
+    k = inp.a.shape[1]
+    if pick.variant not in ("tma", "tma_split", "tma_ws") or -(-k // pick.split_k) <= max_range:
+        return None
+    base = derive(pick, "tma", 1, 1)
+    split = -(-k // max_range)
+    while split <= MAX_TMA_SPLIT and not ranges_fit(k, split, base.block_k):
+        split += 1
+    return derive(base, "tma_split", split, 1) if split <= MAX_TMA_SPLIT else None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("shapes", nargs="+")
     ap.add_argument("--promote-block", action="store_true",
                     help="promote each K block's sum into fp32 (default: Triton's)")
     ap.add_argument("--mode", default="fp8", choices=("fp8", "bf16", "fp16"))
+    ap.add_argument("--max-range", type=int, metavar="K",
+                    help="also time `triton_split`: the pick with K split into ranges of "
+                         "at most K elements")
     ap.add_argument("--budget", type=float, default=0.3)
     ap.add_argument("--csv", required=True)
     args = ap.parse_args()
+    if args.max_range is not None and args.max_range < 1:
+        ap.error(f"--max-range must be >= 1 element, got {args.max_range}")
     tmp = tempfile.TemporaryDirectory(prefix="accum-")
     if args.promote_block:
         print(f"promoting dot_acc in {_promote_per_block(Path(tmp.name))} kernels modules",
@@ -125,6 +155,11 @@ def main() -> int:
                 return kernels.matmul(inp.a, inp.b, precision=mode.name, scale_a=inp.scale_a,
                                       scale_b=inp.scale_b, cache_copies=True)
             calls = {"triton": triton_call}
+            split = split_tile(inp, mode.name, args.max_range) if args.max_range else None
+            if split is not None:
+                calls["triton_split"] = lambda inp=inp, split=split: kernels.matmul(
+                    inp.a, inp.b, precision=mode.name, scale_a=inp.scale_a,
+                    scale_b=inp.scale_b, config=split, cache_copies=True)
             if mode.name != "fp8":
                 calls["cublas"] = lambda inp=inp: torch.matmul(inp.a, inp.b)
             elif k % 16 == 0 and n % 16 == 0:
@@ -135,7 +170,10 @@ def main() -> int:
             for name in calls:
                 med = statistics.median(ms[name])
                 e = errs[name]
-                setting = "block" if args.promote_block and name == "triton" else "default"
+                setting = " ".join(
+                    (["block"] if args.promote_block and name.startswith("triton") else [])
+                    + ([f"range{args.max_range} k{split.split_k}"]
+                       if name == "triton_split" else [])) or "default"
                 row = (text, mode.name, name, setting, f"{e.whole:.4e}",
                        f"{e.block:.4e}", f"{e.excess:.4e}", f"{med:.5f}",
                        f"{2 * m * n * k / med / 1e9:.1f}")
