@@ -3,6 +3,7 @@ every CHUNK products, per K range of a split, the ranges added in fp32.
 
     python3 scripts/accum_model.py [--ks 1024,4096,...] [--splits 1,2,4] [--bits 11]
                                    [--chunk 32] [--mn 64] [--fit ACCUM.csv] [--csv FILE]
+    python3 scripts/accum_model.py --price MxNxK,... [--splits 1,2,4] [--csv FILE]
 
 Triton's fp8 dot on sm_90 sums in wgmma's fast accumulator, never promoted (scripts/device/
 accum.py; docs/PERF.md session 60): its error grows with K and leaves fp8's band (5e-3)
@@ -19,6 +20,14 @@ bf16; the error is gemmgate.accuracy's (relative Frobenius against float64). `--
 reads an accum.csv (the rows of Triton's default setting) and prints, for each BITS of
 9-14, the geomean of model/measured error over its shapes' K: the BITS to predict with.
 Rows (stdout, `--csv`): k, split, bits, chunk, error. Exit 0; 2 on bad input.
+
+`--price`: what a split costs, by the lookup's step model instead (kernels/steps.py, no
+device): per fp8 shape (row-major, as the harness lays it out), the H200's pick (copies
+kept) unsplit, and each split of `--splits` of it as `tma_split`, priced as the lookup
+prices a tile from an entry (`fixed_ms` plus the pick's time a step, from
+`table.predict` of the unsplit tile, times `steps`, a split's programs paired on an SM
+where two fit). Rows: shape, the pick (gemmgate.tuning.config_name), its tile unsplit,
+the split, predicted ms, speed against the unsplit tile.
 """
 
 from __future__ import annotations
@@ -31,8 +40,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 FIELDS = ("k", "split", "bits", "chunk", "error")
+PRICE_FIELDS = ("shape", "pick", "tile", "split", "ms", "speed")
 
 
 def _rounded(x, bits: int):
@@ -97,6 +108,42 @@ def measured(path: Path) -> dict[int, float]:
     return {k: statistics.median(v) for k, v in sorted(by_k.items())}
 
 
+def prices(m: int, n: int, k: int, splits: list[int]) -> list[dict]:
+    """`--price`'s rows for one fp8 shape: its H200 pick unsplit and split each way."""
+    from lookup_diff import DEVICE, SMEM, _decided
+
+    import kernels
+    from gemmgate.shapes import Case
+    from gemmgate.tuning import config_name
+    from kernels import table
+    from kernels.configs import ranges_fit
+    from kernels.steps import derive, fixed_ms, split_residency, steps
+
+    case, sms = Case(m, n, k), 132
+    _, _, bucket, _, _, variants = _decided(kernels, "fp8", case)
+    found = table.lookup(DEVICE, bucket, m, n, k, variants=variants, sms=sms, smem=SMEM)
+    if found is None or found[0].variant not in ("tma", "tma_split", "tma_ws"):
+        raise ValueError(f"{m}x{n}x{k}: the H200's fp8 pick is no TMA tile from the table")
+    base = derive(found[0], "tma", 1, 1)
+    whole = table.predict(DEVICE, bucket, m, n, k, base, sms=sms, variants=variants,
+                          smem=SMEM)
+    if whole is None:
+        raise ValueError(f"{m}x{n}x{k}: the table model cannot price {base} unsplit")
+    per_step = (whole - fixed_ms(base, m, n, sms)) / steps(base, m, n, k, sms)
+    rows = []
+    for split in splits:
+        if split > 1 and not ranges_fit(k, split, base.block_k):
+            continue
+        tile = base if split == 1 else derive(base, "tma_split", split, 1)
+        per_sm = split_residency(tile, "fp8", SMEM)
+        ms = fixed_ms(tile, m, n, sms) + per_step * steps(tile, m, n, k, sms, per_sm)
+        rows.append(dict(shape=f"{m}x{n}x{k}", pick=config_name(found[0]),
+                         tile=f"{base.block_m}x{base.block_n}x{base.block_k}:"
+                              f"s{base.num_stages}:w{base.num_warps}", split=split,
+                         ms=f"{ms:.4f}", speed=f"{whole / ms:.3f}"))
+    return rows
+
+
 def _ints(text: str, name: str) -> list[int]:
     try:
         xs = [int(x) for x in text.split(",")]
@@ -115,8 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunk", type=int, default=32)
     ap.add_argument("--mn", type=int, default=64)
     ap.add_argument("--fit", metavar="ACCUM_CSV")
+    ap.add_argument("--price", metavar="SHAPES", help="MxNxK,...: the step model's price of "
+                    "each split instead")
     ap.add_argument("--csv", metavar="FILE")
     args = ap.parse_args(argv)
+    if args.price:
+        return _price(args)
     try:
         ks, splits = _ints(args.ks, "ks"), _ints(args.splits, "splits")
         if not 2 <= args.bits <= 24 or args.chunk < 1 or args.mn < 1:
@@ -140,6 +191,27 @@ def main(argv: list[str] | None = None) -> int:
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=FIELDS)
+            w.writeheader()
+            w.writerows(rows)
+    return 0
+
+
+def _price(args) -> int:
+    try:
+        splits = _ints(args.splits, "splits")
+        shapes = [tuple(_ints(text.replace("x", ","), "price")) for text in args.price.split(",")
+                  if text]
+        if not shapes or any(len(s) != 3 for s in shapes):
+            raise ValueError(f"--price must be MxNxK shapes, comma-separated, got {args.price!r}")
+        rows = [r for m, n, k in shapes for r in prices(m, n, k, splits)]
+    except ValueError as e:
+        print(f"accum_model: error: {e}", file=sys.stderr)
+        return 2
+    for r in rows:
+        print(",".join(str(r[f]) for f in PRICE_FIELDS))
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=PRICE_FIELDS)
             w.writeheader()
             w.writerows(rows)
     return 0

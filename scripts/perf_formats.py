@@ -410,6 +410,47 @@ def accum_table(path: Path, mode: str, settings: tuple[str, ...] = ("default",))
     return "\n".join(out)
 
 
+def accum_model(model: Path, *measured: tuple[str, Path]) -> str:
+    """scripts/accum_model.py's predicted fp8 error per K and split, beside Triton's
+    measured error (accum.py's default rows, named by chip: the median where several
+    shapes share a K; '-' where none has it) and fp8's band."""
+    from gemmgate.precision import MODES
+
+    rows = _rows(model)
+    splits = sorted({int(r["split"]) for r in rows})
+    got = {(int(r["k"]), int(r["split"])): float(r["error"]) for r in rows}
+    meas = []
+    for _, path in measured:
+        by_k: dict = {}
+        for r in _rows(path):
+            if r["mode"] == "fp8" and r["provider"] == "triton" and r["promote"] == "default":
+                by_k.setdefault(int(r["shape"].split("x")[2]), []).append(float(r["error"]))
+        meas.append({k: sorted(v)[len(v) // 2] for k, v in by_k.items()})
+    band = MODES["fp8"].max_error
+    bits = rows[0]["bits"] if rows else "?"
+    out = ["| K | " + " | ".join(f"{name} measured" for name, _ in measured)
+           + (" | " if measured else "")
+           + " | ".join(f"model, split {s}" for s in splits) + " |",
+           "|---:|" + "---:|" * (len(measured) + len(splits))]
+    for k in sorted({k for k, _ in got}):
+        cells = [f"{m[k]:.2e}" if k in m else "-" for m in meas]
+        cells += [(f"**{got[k, s]:.2e}**" if got[k, s] > band else f"{got[k, s]:.2e}")
+                  if (k, s) in got else "-" for s in splits]
+        out.append(f"| {k} | " + " | ".join(cells) + " |")
+    out.append(f"\n(model: {bits} bits a sum; bold: past fp8's `max_error` {band:.0e}, where a "
+               "run reports the mode as downgraded)")
+    return "\n".join(out)
+
+
+def split_prices(path: Path) -> str:
+    """scripts/accum_model.py --price's rows: per shape, its pick and each split's
+    predicted time and speed against the unsplit tile."""
+    out = ["| shape | pick | split | predicted ms | speed |", "|---|---|---:|---:|---:|"]
+    out += [f"| {r['shape']} | {r['pick']} | {r['split']} | {r['ms']} | {r['speed']} |"
+            for r in _rows(path)]
+    return "\n".join(out)
+
+
 def host_calls(before: Path, after: Path) -> str:
     """Two `plan_time.py --calls` CSVs (a reference tree and this tree, before and after a
     change): per mode, the best round's us a call of each, and this tree's excess over the

@@ -46,6 +46,7 @@ from perf_ab import (  # noqa: E402
 )
 from perf_formats import (  # noqa: E402
     HOLDOUTS,
+    accum_model,
     accum_table,
     baseline_tables,
     call_audit,
@@ -59,6 +60,7 @@ from perf_formats import (  # noqa: E402
     power_table,
     probe_table,
     ptxas_promote,
+    split_prices,
     targets_table,
     tile_kernels,
     tile_matrix,
@@ -88,6 +90,7 @@ G60 = RESULTS / "h100-2026-12-05-s60"
 H60 = RESULTS / "h200-2026-12-05-s60"
 S60 = RESULTS / "dev-cpu-2026-12-05-s60"
 S61 = RESULTS / "dev-cpu-2026-12-05-s61"
+S62 = RESULTS / "dev-cpu-2026-12-06-s62"
 _WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
@@ -273,6 +276,10 @@ TABLES: dict[str, Callable[[], str]] = {
                                          S61 / "host_eager_after.csv"),
     "s61-host-eager-pr": lambda: plan_times(S61 / "host_eager_pr_final.csv"),
     "s61-host-eager-random": lambda: plan_times(S61 / "host_eager_random.csv"),
+    "s62-accum-model": lambda: accum_model(S62 / "accum_model.csv",
+                                           ("H200", H60 / "accum.csv"),
+                                           ("H100", G60 / "accum.csv")),
+    "s62-split-price": lambda: split_prices(S62 / "split_price.csv"),
 }
 
 

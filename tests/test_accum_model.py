@@ -69,3 +69,24 @@ def test_a_csv_of_other_columns_is_refused(tmp_path, capsys):
     path.write_text("a,b\n1,2\n")
     assert accum_model.main(["--fit", str(path)]) == 2
     assert "not an accum.py CSV" in capsys.readouterr().err
+
+
+def test_price_gives_the_picks_splits_at_the_step_models_cost(tmp_path):
+    """An unsplit pick over a long K (4096 x 4096 x 32768: 512 tiles of 128x256, whole
+    waves): its own price first (speed 1), then each split of it, slower by the partials
+    it writes and reads and no wave it fills; the CSV holds the same rows."""
+    out = tmp_path / "price.csv"
+    assert accum_model.main(["--price", "4096x4096x32768", "--splits", "1,2", "--csv",
+                             str(out)]) == 0
+    rows = out.read_text().splitlines()
+    assert rows[0] == ",".join(accum_model.PRICE_FIELDS)
+    one, two = (r.split(",") for r in rows[1:])
+    assert one[0] == two[0] == "4096x4096x32768" and one[1].startswith("tma ")
+    assert (one[3], one[5]) == ("1", "1.000") and two[3] == "2"
+    assert float(two[4]) > float(one[4]) and float(two[5]) < 1
+
+
+@pytest.mark.parametrize("shapes", ["4096x4096", "4096x4096x-5", "axbxc"])
+def test_a_price_shape_not_mxnxk_is_refused(shapes, capsys):
+    assert accum_model.main(["--price", shapes]) == 2
+    assert "accum_model: error: --price" in capsys.readouterr().err

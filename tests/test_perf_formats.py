@@ -188,3 +188,28 @@ def test_host_calls_gives_each_trees_excess_over_its_reference_in_the_same_run(p
                      "eager,tree,uuuu,bf16,13,7,5.5,5.6,0\n")
     assert pf.host_calls(before, after).splitlines()[2:] == [
         "| bf16 | rrrrrrr | 5.7 | 7.4 | +1.7 | 5.5 | -0.5 |"]
+
+
+def test_accum_model_sets_the_measured_error_beside_each_splits_prediction(pf, tmp_path):
+    """Per K: each chip's measured Triton error (its default rows; '-' where no shape has
+    that K), then the model's per split, bold past fp8's max_error."""
+    model, meas = tmp_path / "model.csv", tmp_path / "accum.csv"
+    model.write_text("k,split,bits,chunk,error\n4096,1,11,32,2.4e-3\n4096,2,11,32,2.0e-3\n"
+                     "65536,1,11,32,6.9e-3\n65536,2,11,32,4.9e-3\n")
+    meas.write_text("shape,mode,provider,promote,error,block_error,excess,ms,tflops\n"
+                    "64x64x4096,fp8,triton,default,2.1e-3,0,0,1,1\n"
+                    "64x64x4096,fp8,triton,block,1.6e-3,0,0,1,1\n"
+                    "64x64x4096,fp8,cublas,default,1.6e-3,0,0,1,1\n")
+    lines = pf.accum_model(model, ("H200", meas)).splitlines()
+    assert lines[0] == "| K | H200 measured | model, split 1 | model, split 2 |"
+    assert lines[2:4] == ["| 4096 | 2.10e-03 | 2.40e-03 | 2.00e-03 |",
+                          "| 65536 | - | **6.90e-03** | 4.90e-03 |"]
+    assert "11 bits" in lines[-1]
+
+
+def test_split_prices_lists_each_shapes_splits_as_priced(pf, tmp_path):
+    path = tmp_path / "price.csv"
+    path.write_text("shape,pick,tile,split,ms,speed\n"
+                    "64x64x65536,tma 64x64x64 g8 s4 w4,64x64x64:s4:w4,2,0.5,0.900\n")
+    assert pf.split_prices(path).splitlines()[2] == \
+        "| 64x64x65536 | tma 64x64x64 g8 s4 w4 | 2 | 0.5 | 0.900 |"
