@@ -186,11 +186,15 @@ def main(argv: list[str] | None = None) -> int:
     rows = [dict(k=k, split=s, bits=args.bits, chunk=args.chunk,
                  error=f"{error(k, s, args.bits, args.chunk, args.mn):.4e}")
             for k in ks for s in splits if k // s >= args.chunk]
-    for r in rows:
-        print(",".join(str(r[f]) for f in FIELDS))
-    if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=FIELDS)
+    return _emit(rows, FIELDS, args.csv)
+
+
+def _emit(rows: list[dict], fields: tuple[str, ...], path: str | None) -> int:
+    """The rows to stdout, one CSV line each, and to `path` with a header; exit 0."""
+    print("\n".join(",".join(str(r[f]) for f in fields) for r in rows))
+    if path:
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields)
             w.writeheader()
             w.writerows(rows)
     return 0
@@ -207,14 +211,7 @@ def _price(args) -> int:
     except ValueError as e:
         print(f"accum_model: error: {e}", file=sys.stderr)
         return 2
-    for r in rows:
-        print(",".join(str(r[f]) for f in PRICE_FIELDS))
-    if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=PRICE_FIELDS)
-            w.writeheader()
-            w.writerows(rows)
-    return 0
+    return _emit(rows, PRICE_FIELDS, args.csv)
 
 
 if __name__ == "__main__":
