@@ -2,7 +2,8 @@
 every CHUNK products, per K range of a split, the ranges added in fp32.
 
     python3 scripts/accum_model.py [--ks 1024,4096,...] [--splits 1,2,4] [--bits 11]
-                                   [--chunk 32] [--mn 64] [--fit ACCUM.csv] [--csv FILE]
+                                   [--chunk 32] [--mn 64] [--fit ACCUM.csv [--fit-csv F]]
+                                   [--csv FILE]
     python3 scripts/accum_model.py --price MxNxK,... [--splits 1,2,4] [--csv FILE]
 
 Triton's fp8 dot on sm_90 sums in wgmma's fast accumulator, never promoted (scripts/device/
@@ -18,7 +19,8 @@ CHUNK products of a step summed exactly, the running sum rounded to nearest at B
 significant bits after each step, each range's sum kept to fp32, the output rounded to
 bf16; the error is gemmgate.accuracy's (relative Frobenius against float64). `--fit F`
 reads an accum.csv (the rows of Triton's default setting) and prints, for each BITS of
-9-14, the geomean of model/measured error over its shapes' K: the BITS to predict with.
+9-14, the geomean of model/measured error over its shapes' K: the BITS to predict with
+(`--fit-csv F` also writes them: bits, geomean, min, max, ks).
 Rows (stdout, `--csv`): k, split, bits, chunk, error. Exit 0; 2 on bad input.
 
 `--price`: what a split costs, by the lookup's step model instead (kernels/steps.py, no
@@ -43,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 FIELDS = ("k", "split", "bits", "chunk", "error")
+FIT_FIELDS = ("bits", "geomean", "min", "max", "ks")
 PRICE_FIELDS = ("shape", "pick", "tile", "split", "ms", "speed")
 
 
@@ -162,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunk", type=int, default=32)
     ap.add_argument("--mn", type=int, default=64)
     ap.add_argument("--fit", metavar="ACCUM_CSV")
+    ap.add_argument("--fit-csv", metavar="FILE", help="--fit: also write its rows here")
     ap.add_argument("--price", metavar="SHAPES", help="MxNxK,...: the step model's price of "
                     "each split instead")
     ap.add_argument("--csv", metavar="FILE")
@@ -178,25 +182,43 @@ def main(argv: list[str] | None = None) -> int:
         print(f"accum_model: error: {e}", file=sys.stderr)
         return 2
     if fit:
-        for bits in range(9, 15):
-            ratios = [error(k, 1, bits, args.chunk, args.mn) / e for k, e in fit.items()]
-            print(f"bits {bits}: model/measured geomean "
-                  f"{math.exp(statistics.fmean(map(math.log, ratios))):.3f} (min "
-                  f"{min(ratios):.3f}, max {max(ratios):.3f}) over K {', '.join(map(str, fit))}")
+        fitted = fit_rows(fit, args.chunk, args.mn)
+        for r in fitted:
+            print(f"bits {r['bits']}: model/measured geomean {r['geomean']} (min {r['min']}, "
+                  f"max {r['max']}) over K {r['ks']}")
+        if args.fit_csv:
+            _write(fitted, FIT_FIELDS, args.fit_csv)
     rows = [dict(k=k, split=s, bits=args.bits, chunk=args.chunk,
                  error=f"{error(k, s, args.bits, args.chunk, args.mn):.4e}")
             for k in ks for s in splits if k // s >= args.chunk]
     return _emit(rows, FIELDS, args.csv)
 
 
+def fit_rows(fit: dict[int, float], chunk: int, mn: int) -> list[dict]:
+    """`--fit`'s rows: per BITS of 9-14, the model's error over the measured one at each
+    K (unsplit): geomean, min, max."""
+    out = []
+    for bits in range(9, 15):
+        ratios = [error(k, 1, bits, chunk, mn) / e for k, e in fit.items()]
+        geomean = math.exp(statistics.fmean(map(math.log, ratios)))
+        out.append(dict(bits=bits, geomean=f"{geomean:.3f}",
+                        min=f"{min(ratios):.3f}", max=f"{max(ratios):.3f}",
+                        ks=" ".join(map(str, fit))))
+    return out
+
+
+def _write(rows: list[dict], fields: tuple[str, ...], path: str) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+
+
 def _emit(rows: list[dict], fields: tuple[str, ...], path: str | None) -> int:
     """The rows to stdout, one CSV line each, and to `path` with a header; exit 0."""
     print("\n".join(",".join(str(r[f]) for f in fields) for r in rows))
     if path:
-        with open(path, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=fields)
-            w.writeheader()
-            w.writerows(rows)
+        _write(rows, fields, path)
     return 0
 
 

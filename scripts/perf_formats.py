@@ -442,6 +442,20 @@ def accum_model(model: Path, *measured: tuple[str, Path]) -> str:
     return "\n".join(out)
 
 
+def accum_fit(*named: tuple[str, Path]) -> str:
+    """scripts/accum_model.py --fit-csv files side by side, one per chip: per BITS, the
+    model's error over the measured one (geomean, min-max over the measured K)."""
+    fits = [{r["bits"]: r for r in _rows(path)} for _, path in named]
+    out = ["| bits | " + " | ".join(f"{name}: model/measured | {name}: min-max"
+                                    for name, _ in named) + " |",
+           "|---:|" + "---:|---:|" * len(named)]
+    for bits in fits[0]:
+        out.append(f"| {bits} | " + " | ".join(
+            f"{f[bits]['geomean']} | {f[bits]['min']}-{f[bits]['max']}" if bits in f
+            else "- | -" for f in fits) + " |")
+    return "\n".join(out)
+
+
 def split_prices(path: Path) -> str:
     """scripts/accum_model.py --price's rows: per shape, its pick and each split's
     predicted time and speed against the unsplit tile."""

@@ -46,6 +46,7 @@ from perf_ab import (  # noqa: E402
 )
 from perf_formats import (  # noqa: E402
     HOLDOUTS,
+    accum_fit,
     accum_model,
     accum_table,
     baseline_tables,
@@ -280,6 +281,8 @@ TABLES: dict[str, Callable[[], str]] = {
                                            ("H200", H60 / "accum.csv"),
                                            ("H100", G60 / "accum.csv")),
     "s62-split-price": lambda: split_prices(S62 / "split_price.csv"),
+    "s62-accum-fit": lambda: accum_fit(("H200", S62 / "accum_fit_h200.csv"),
+                                       ("H100", S62 / "accum_fit_h100.csv")),
 }
 
 

@@ -90,3 +90,20 @@ def test_price_gives_the_picks_splits_at_the_step_models_cost(tmp_path):
 def test_a_price_shape_not_mxnxk_is_refused(shapes, capsys):
     assert accum_model.main(["--price", shapes]) == 2
     assert "accum_model: error: --price" in capsys.readouterr().err
+
+
+def test_the_fit_writes_a_row_per_bits_with_its_spread(tmp_path):
+    """--fit-csv: bits 9-14, each the model's error over the measured one (geomean, min,
+    max over the measured K); more bits, a smaller error: the geomeans fall."""
+    path, out = tmp_path / "accum.csv", tmp_path / "fit.csv"
+    path.write_text("shape,mode,provider,promote,error,block_error,excess,ms,tflops\n"
+                    "16x16x256,fp8,triton,default,2e-3,0,0,1,1\n"
+                    "16x16x1024,fp8,triton,default,3e-3,0,0,1,1\n")
+    assert accum_model.main(["--fit", str(path), "--fit-csv", str(out), "--mn", "16",
+                             "--ks", "256", "--splits", "1"]) == 0
+    rows = out.read_text().splitlines()
+    assert rows[0] == ",".join(accum_model.FIT_FIELDS) and len(rows) == 7
+    fits = [r.split(",") for r in rows[1:]]
+    assert [f[0] for f in fits] == [str(b) for b in range(9, 15)]
+    assert all(float(f[2]) <= float(f[1]) <= float(f[3]) and f[4] == "256 1024" for f in fits)
+    assert float(fits[0][1]) > float(fits[-1][1])

@@ -213,3 +213,12 @@ def test_split_prices_lists_each_shapes_splits_as_priced(pf, tmp_path):
                     "64x64x65536,tma 64x64x64 g8 s4 w4,64x64x64:s4:w4,2,0.5,0.900\n")
     assert pf.split_prices(path).splitlines()[2] == \
         "| 64x64x65536 | tma 64x64x64 g8 s4 w4 | 2 | 0.5 | 0.900 |"
+
+
+def test_accum_fit_sets_each_chips_fit_side_by_side(pf, tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("bits,geomean,min,max,ks\n11,1.056,0.950,1.132,1024\n12,0.722,0.5,0.9,1024\n")
+    b.write_text("bits,geomean,min,max,ks\n11,1.065,0.950,1.243,1024\n")
+    assert pf.accum_fit(("H200", a), ("H100", b)).splitlines()[2:] == [
+        "| 11 | 1.056 | 0.950-1.132 | 1.065 | 0.950-1.243 |",
+        "| 12 | 0.722 | 0.5-0.9 | - | - |"]
