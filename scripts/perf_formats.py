@@ -412,20 +412,16 @@ def accum_table(path: Path, mode: str, settings: tuple[str, ...] = ("default",))
 
 def accum_model(model: Path, *measured: tuple[str, Path]) -> str:
     """scripts/accum_model.py's predicted fp8 error per K and split, beside Triton's
-    measured error (accum.py's default rows, named by chip: the median where several
-    shapes share a K; '-' where none has it) and fp8's band."""
+    measured error (accum.py's default rows, named by chip, as the fit reads them:
+    `accum_model.measured`; '-' where none has that K) and fp8's band."""
+    from accum_model import measured as by_k  # the fit's own reading of the file
+
     from gemmgate.precision import MODES
 
     rows = _rows(model)
     splits = sorted({int(r["split"]) for r in rows})
     got = {(int(r["k"]), int(r["split"])): float(r["error"]) for r in rows}
-    meas = []
-    for _, path in measured:
-        by_k: dict = {}
-        for r in _rows(path):
-            if r["mode"] == "fp8" and r["provider"] == "triton" and r["promote"] == "default":
-                by_k.setdefault(int(r["shape"].split("x")[2]), []).append(float(r["error"]))
-        meas.append({k: sorted(v)[len(v) // 2] for k, v in by_k.items()})
+    meas = [by_k(path) for _, path in measured]
     band = MODES["fp8"].max_error
     bits = rows[0]["bits"] if rows else "?"
     out = ["| K | " + " | ".join(f"{name} measured" for name, _ in measured)
