@@ -202,7 +202,9 @@ def chips_command(args, console: Console, err: Console) -> int:
     for c in CHIPS.values():
         peaks = " ".join(f"{m}:{v:g}" for m, v in c.peak_tflops.items()) or "—"
         table.add_row(c.id, c.name, str(c.compute_units or "—"), f"{c.smem_per_block / 1024:g}",
-                      f"{c.llc_bytes / 2**20:g}", f"{c.mem_bw_gbs:g}", ",".join(c.modes), peaks)
+                      f"{c.llc_bytes / 2**20:g}", f"{c.mem_bw_gbs:g}",
+                      ",".join(c.modes) + (f" (not {','.join(c.refused)})" if c.refused else ""),
+                      peaks)
     console.print(table)
     sel = select_chip(args.chip)
     console.print(f"selected: [bold]{sel.chip.id}[/] ({sel.source}; device {sel.device_name!r})")

@@ -21,7 +21,6 @@ from rich.table import Table
 
 from gemmgate import sweep
 from gemmgate.cli_run import check_outputs, progress_bar
-from gemmgate.context import INTERPRETER_DEFECTS
 from gemmgate.deadline import cli_limit
 from gemmgate.files import write_json_atomic, write_text_atomic
 
@@ -83,9 +82,6 @@ def sweep_command(args, console: Console, err: Console) -> int:
     ctx = spec.contexts[0]
     if ctx.selection.warning:
         err.print(f"[yellow]warning:[/] {ctx.selection.warning}")
-    if ctx.device == "cpu" and spec.mode.name in INTERPRETER_DEFECTS:
-        err.print(f"[yellow]warning:[/] {spec.mode.name} on the CPU: "
-                  f"{INTERPRETER_DEFECTS[spec.mode.name]}")
     err.print(f"chip {spec.chip} ({ctx.selection.source}: {ctx.selection.device_name}), "
               f"{spec.mode.name} {spec.case.id}, {spec.param} over "
               f"{','.join(map(str, spec.values))}, timing {ctx.policy.method}")

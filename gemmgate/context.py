@@ -29,10 +29,6 @@ from gemmgate.shapes import Case, check_fits, resolve
 from gemmgate.timing import TimingPolicy, cpu_policy
 from gemmgate.tuning import TuningSetup
 
-# Modes the interpreter computes wrongly (pinned by tests/kernels/test_interpreter_defects.py):
-# they stay selectable on the CPU, but are not run by default.
-INTERPRETER_DEFECTS = {"bf16": "tl.dot on bf16 inputs returns garbage in the interpreter"}
-
 KNOWN_PROVIDERS = GATED + ("inductor", "vendor_fast")   # besides `module:function` paths
 COPIES = ("kept", "per-call")             # --copies
 
@@ -101,12 +97,6 @@ class RunContext:
         return replace(self, modes=modes or self.modes, cases=cases)
 
 
-def default_modes(chip: Chip) -> tuple[str, ...]:
-    if chip.device_type == "cpu":
-        return tuple(m for m in chip.modes if m not in INTERPRETER_DEFECTS)
-    return chip.modes
-
-
 def parse_devices(text: str | None) -> tuple[int, ...]:
     if text is None:
         return (0,)
@@ -122,7 +112,7 @@ def parse_devices(text: str | None) -> tuple[int, ...]:
 
 def check_devices(ids: Sequence[int], device_type: str) -> None:
     if device_type == "cpu":
-        if len(ids) > 1 and max(ids) >= (os.cpu_count() or 1) * 4:
+        if max(ids) >= (os.cpu_count() or 1) * 4:
             raise ValueError(f"--devices {max(ids)}: on the CPU a device is a worker process; "
                              "use small numbers")
         return
@@ -236,7 +226,7 @@ def make_context(chip: str | None = None, shapes: str | None = None, modes: str 
     check_devices(device_ids, c.device_type)
     if modes is not None and not modes.strip(", "):
         raise ValueError(f"--modes {modes!r} names no mode; give e.g. --modes bf16,fp8")
-    mode_list = parse_modes(modes) if modes else tuple(get_mode(m) for m in default_modes(c))
+    mode_list = parse_modes(modes) if modes else tuple(get_mode(m) for m in c.modes)
     for m in mode_list:
         c.require_mode(m.name)
     if cases is not None:
@@ -251,6 +241,10 @@ def make_context(chip: str | None = None, shapes: str | None = None, modes: str 
         # would count its two medians as two runs (process noise from one process)
         cases = tuple(dict.fromkeys(cases))
     if c.device_type == "cpu":
+        if retune:
+            raise ValueError("--retune needs a GPU: on the CPU the Triton interpreter runs "
+                             "one fixed tile (kernels.configs.INTERPRETER_CONFIG), so there is "
+                             "nothing to tune")
         if timing not in (None, "wall"):
             raise ValueError(f"--timing {timing} needs a GPU; the CPU path times wall clock")
         interpreter.enable()

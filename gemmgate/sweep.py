@@ -124,17 +124,25 @@ def plan(param: str, shape: str, mode: str, values: str | None = None, *,
         raise ValueError(f"--mode takes one precision mode, got {mode!r}")
     m = get_mode((mode or "").strip())
     case = parse_shape(shape, layout)
+    if values is None and param not in DEFAULT_VALUES:
+        # an unknown parameter is the fault to name, not its missing --values: the chip
+        # and mode checked first, and on the CPU the interpreter on before kernels loads
+        make_context(chip, modes=m.name, timing=timing, cases=(case,),
+                     cases_label=f"sweep {param}")
+        check_param(param, tile_class or _tile_class())
     vals = parse_values(values, param)
     ctxs = tuple(make_context(chip, modes=m.name, timing=timing, budget_s=budget_s,
                               cases=(case,), cases_label=f"sweep {param}",
                               force=((param, v),), case_timeout=case_timeout)
                  for v in vals)
-    if tile_class is None:
-        import kernels  # after make_context: on the CPU it switched the interpreter on
-
-        tile_class = kernels.TileConfig
-    check_param(param, tile_class)
+    check_param(param, tile_class or _tile_class())
     return SweepSpec(param, vals, m, case, ctxs)
+
+
+def _tile_class():
+    import kernels  # after make_context: on the CPU it switched the interpreter on
+
+    return kernels.TileConfig
 
 
 @dataclass(frozen=True)

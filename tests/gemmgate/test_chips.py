@@ -80,6 +80,11 @@ def test_require_mode_unsupported():
         CHIPS["cpu"].require_mode("fp8")
     with pytest.raises(ValueError, match="tf32 is not supported on cpu"):
         CHIPS["cpu"].require_mode("tf32")
+    # bf16 runs on the GPUs, not the interpreter: refused with why, and listed apart
+    with pytest.raises(ValueError, match="bf16 is not supported on cpu: the Triton "
+                                         "interpreter's tl.dot on bf16 inputs returns garbage"):
+        CHIPS["cpu"].require_mode("bf16")
+    assert "bf16" not in CHIPS["cpu"].modes and "bf16" in CHIPS["cpu"].refused
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [

@@ -159,14 +159,32 @@ def test_gpu_chip_without_gpu(capsys):
     assert "no GPU" in capsys.readouterr().err
 
 
-def test_accuracy_failure_exits_1(capsys):
-    # bf16 on the interpreter is a known defect (garbage dot): an honest failure.
-    import torch
+def test_accuracy_failure_exits_1(capsys, monkeypatch):
+    """The kernel under test returning a wrong result (here scaled by 1.5, the interpreter's
+    own result otherwise) is an accuracy failure: exit 1."""
+    import functools
 
-    if torch.cuda.is_available():
-        pytest.skip("the interpreter defect is CPU-only")
-    assert main(["run", "--chip", "cpu", "--modes", "bf16", "--shapes", "smoke"]) == 1
+    import kernels
+
+    real = kernels.matmul
+
+    @functools.wraps(real)
+    def wrong(*args, **kwargs):
+        return real(*args, **kwargs).mul_(1.5)
+
+    monkeypatch.setattr(kernels, "matmul", wrong)
+    assert main(["run", "--chip", "cpu", "--modes", "fp32", "--shapes", "16x16x16"]) == 1
     assert "failed accuracy" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--modes", "bf16"], "bf16 is not supported on cpu: the Triton interpreter's tl.dot"),
+    (["--retune"], "--retune needs a GPU"),
+    (["--devices", "100000"], "on the CPU a device is a worker process"),
+])
+def test_what_the_cpu_cannot_run_is_a_usage_error(argv, said, capsys):
+    assert main(["run", "--chip", "cpu", "--shapes", "16x16x16", *argv]) == 2
+    assert said in capsys.readouterr().err
 
 
 def test_module_entry_point_and_chips():

@@ -8,7 +8,14 @@ import pytest
 
 from gemmgate import baselines, stats
 from gemmgate.gate import judge_case
-from gemmgate.results import REFERENCE, CaseResult, ProviderResult, ResultsError, RunRecord
+from gemmgate.results import (
+    REFERENCE,
+    CaseResult,
+    ProviderResult,
+    ResultsError,
+    RunRecord,
+    summary_by_mode,
+)
 from gemmgate.shapes import Case
 
 # Rounds in two clock states (a GPU under its power cap moves between clocks inside a
@@ -50,6 +57,18 @@ def test_no_paired_rounds_no_ratio():
         "vendor", "unsupported", None, "", ())})
     assert lone.ratio is None and lone.ratio_samples == () and lone.to_json()["ratio"] is None
 
+
+
+@pytest.mark.parametrize("case", [Case(0, 64, 64), Case(64, 0, 64), Case(0, 0, 0)])
+def test_an_empty_output_has_no_ratio_and_stays_out_of_the_geomean(case):
+    """Both sides time a call that computes nothing: no speed ratio, no A/B, and the
+    mode's geomean is over the cases that compute something."""
+    r = _result(ref=True)
+    empty = CaseResult(r.mode, case, r.providers)
+    assert empty.ratio is None and empty.ratio_samples == () and empty.ab_median is None
+    assert summary_by_mode((r, empty))["fp32"]["geomean_ratio"] == pytest.approx(r.ratio)
+    k0 = CaseResult(r.mode, Case(64, 64, 0), r.providers)   # K zero: an output to zero
+    assert k0.ratio == pytest.approx(r.ratio)
 
 def _run_json() -> dict:
     return json.loads(json.dumps(RunRecord({"chip": "cpu"}, "t", (_result(),)).to_json()))

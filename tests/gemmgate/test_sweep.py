@@ -161,6 +161,8 @@ def test_every_value_failing_exits_1(monkeypatch):
 @pytest.mark.parametrize("args, message", [
     (["--param", "stages", "--values", "1,2"], "unknown --param 'stages'"),
     (["--param", "variant", "--values", "1,2"], "unknown --param 'variant'"),
+    (["--param", "stages"], "unknown --param 'stages'"),   # not "give --values"
+    (["--param", "num_stages", "--mode", "bf16"], "bf16 is not supported on cpu"),
     (["--param", "num_stages", "--values", "1,x"], "positive integers"),
     (["--param", "num_stages", "--values", "0,2"], "positive integers"),
     (["--param", "num_stages", "--values", ","], "names no value"),
