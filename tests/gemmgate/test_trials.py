@@ -78,10 +78,10 @@ def test_trials_command_runs_fresh_checks_and_writes_the_csv(tmp_path, monkeypat
     monkeypatch.setattr(trials.subprocess, "run", fake_run)
     out = tmp_path / "trials"
     assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--baseline", str(base),
-                 "--levels", "0,0.03", "--repeats", "2", "--retune", "--case-timeout", "77",
+                 "--levels", "0,0.03", "--repeats", "2", "--case-timeout", "77",
                  "--out", str(out)]) == 0
     assert len(seen) == 4 and all(c[3] == "check" for c in seen)
-    assert all("--retune" in c for c in seen)                # forwarded to every check
+    assert not any("--retune" in c for c in seen)            # not asked for, not passed
     assert all(c[c.index("--case-timeout") + 1] == "77.0" for c in seen)
     assert [c[c.index("--inject-slowdown") + 1] for c in seen] == ["0.0", "0.03"] * 2
     assert all("--baseline" in c and "--modes" in c for c in seen)
@@ -90,6 +90,21 @@ def test_trials_command_runs_fresh_checks_and_writes_the_csv(tmp_path, monkeypat
     p = trials.power(rows)
     assert p[0.0]["regressed"] == 0 and p[0.03]["regressed"] == 2 and p[0.03]["red"] == 2
     assert "gate power on cpu" in capsys.readouterr().out
+
+
+def test_retune_is_forwarded_to_every_check():
+    """On a GPU (the CPU refuses --retune: the interpreter runs one tile) each check
+    retunes as the trials were asked."""
+    import argparse
+
+    from gemmgate.cli_trials import _forwarded
+
+    args = argparse.Namespace(chip="nvidia-h200", shapes="pr", modes="bf16", timing=None,
+                              budget=None, block=None, devices=None, case_timeout=77.0,
+                              retune=True)
+    assert _forwarded(args) == ["--chip", "nvidia-h200", "--shapes", "pr", "--modes", "bf16",
+                                "--case-timeout", "77.0", "--retune"]
+    assert "--retune" not in _forwarded(argparse.Namespace(**{**vars(args), "retune": False}))
 
 
 def test_trials_refuses_bad_arguments_before_any_check(tmp_path, capsys):
