@@ -22,7 +22,13 @@ from dataclasses import dataclass
 import torch
 
 from kernels import table, ws_forms
-from kernels.configs import INTERPRETER_CONFIG, heuristic, search_space, tma_split_space
+from kernels.configs import (
+    INTERPRETER_CONFIG,
+    heuristic,
+    ranges_fit,
+    search_space,
+    tma_split_space,
+)
 from kernels.decide import b_kmajor_after, decide, on_fma_units
 from kernels.fma import gemv_space
 from kernels.matmul_tma import num_sms
@@ -31,7 +37,8 @@ from kernels.past_n import PAD_N, pads_b, room
 from kernels.pricing import b_kmajor
 from kernels.relayout import LINE, CopyCache, aligned_copy, pitched_copy
 from kernels.scratch import SCRATCH
-from kernels.tile import WGMMA_M, TileConfig, usable
+from kernels.steps import derive
+from kernels.tile import MAX_TMA_SPLIT, WGMMA_M, TileConfig, usable
 
 COPIES = CopyCache()   # operand copies of calls with cache_copies=True
 CALLS: dict[tuple, object] = {}   # kernels.matmul's checked calls: key -> Resolved
@@ -95,12 +102,45 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
     sms = num_sms(device)
     found = table.lookup(name, bucket, M, N, K, variants=variants, sms=sms, smem=smem)
     if found is not None and usable(found[0], fam, smem):
-        return Plan(fam, key, copy_a, copy_b, variants, _ws(found[0], bucket, M, N, K, sms),
-                    found[1], fma, pad)
-    pick = fallback(fam, M, N, K, variants, sms, smem, fma, mode.input_precision == "tf32x3",
-                    b_kmajor(bucket))
-    return Plan(fam, key, copy_a, copy_b, variants, _ws(pick, bucket, M, N, K, sms),
-                "heuristic", fma, pad)
+        pick, source = found
+    else:
+        pick, source = fallback(fam, M, N, K, variants, sms, smem, fma,
+                                mode.input_precision == "tf32x3", b_kmajor(bucket)), "heuristic"
+    ranged = fast_ranges(pick, fam, K, variants)
+    return Plan(fam, key, copy_a, copy_b, variants,
+                ranged if ranged is not pick else _ws(pick, bucket, M, N, K, sms), source, fma,
+                pad)
+
+
+# fp8's dot on sm_90 sums in wgmma's fast accumulator, never promoted: its error grows
+# with a program's K range and passes fp8's max_error (5e-3) between K = 32,768 and
+# 65,536 (session 60, accum.py, on the H200 and an H100; cuBLASLt's fast accumulation
+# equals it). A split's programs start each range's sum afresh and its reduction adds the
+# ranges in fp32. scripts/accum_model.py (fitted to those errors: 11 bits a sum, every 32
+# products) predicts at most 3.7e-3 for ranges of up to FP8_MAX_RANGE, at x0.88-0.89 of
+# the unsplit tile on K of 28-65k by the step model (`--price`), where promotion per K
+# block ran x0.42-0.62 (session 60).
+FP8_MAX_RANGE = 16384
+
+
+def fast_ranges(pick: TileConfig, fam: str, k: int, variants: tuple[str, ...]) -> TileConfig:
+    """An fp8 pick whose programs would sum more than FP8_MAX_RANGE of K in the fast
+    accumulator, split so none does: a TMA tile (`tma`, `tma_ws`, `tma_split`) as
+    `tma_split` of the fewest ranges of at most FP8_MAX_RANGE whose blocks fit
+    (`ranges_fit`), the tiled kernel's as its own split; other picks, and any split past
+    MAX_TMA_SPLIT, as they are."""
+    split = -(-k // FP8_MAX_RANGE)
+    if fam != "fp8" or -(-k // pick.split_k) <= FP8_MAX_RANGE:
+        return pick
+    if pick.variant in ("tma", "tma_ws", "tma_split") and "tma_split" in variants:
+        variant = "tma_split"
+    elif pick.variant == "tiled":
+        variant = "tiled"
+    else:
+        return pick
+    while split <= MAX_TMA_SPLIT and not ranges_fit(k, split, pick.block_k):
+        split += 1
+    return derive(pick, variant, split, 1) if split <= MAX_TMA_SPLIT else pick
 
 
 def _ws(pick: TileConfig, bucket: str, m: int = 0, n: int = 0, k: int = 0,

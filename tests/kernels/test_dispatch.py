@@ -218,3 +218,33 @@ def test_the_fallback_reads_b_s_major_order_from_the_bucket():
     args = ("fp32", 16, 10240, 6144, ("tiled",), 132, 232448, False, True)
     assert dispatch.fallback(*args, b_kmajor=True).block_n == 64
     assert dispatch.fallback(*args).block_n == 128
+
+
+def _tile(variant: str = "tma", split: int = 1, block_k: int = 64):
+    from kernels.tile import TileConfig
+
+    return TileConfig(128, 256, block_k, 8, 4, 8, variant, split)
+
+
+@pytest.mark.parametrize("k,split", [(16385, 2), (32768, 2), (32769, 3), (65536, 4)])
+def test_an_fp8_pick_summing_past_the_fast_range_is_split_to_ranges_within_it(k, split):
+    got = dispatch.fast_ranges(_tile(), "fp8", k, TMA)
+    assert got == _tile("tma_split", split) and -(-k // got.split_k) <= dispatch.FP8_MAX_RANGE
+    # a split pick whose ranges are too long is split further; the tiled kernel's its way
+    longer = dispatch.fast_ranges(_tile("tma_split", 2), "fp8", 2 * k, TMA)
+    assert longer.variant == "tma_split" and -(-2 * k // longer.split_k) <= \
+        dispatch.FP8_MAX_RANGE < -(-2 * k // (longer.split_k - 1))   # the fewest ranges
+    assert dispatch.fast_ranges(_tile("tiled"), "fp8", k, TMA) == _tile("tiled", split)
+
+
+def test_picks_within_the_fast_range_or_of_other_modes_or_forms_stay_as_they_are():
+    short = _tile()
+    assert dispatch.fast_ranges(short, "fp8", dispatch.FP8_MAX_RANGE, TMA) is short
+    assert dispatch.fast_ranges(_tile("tma_split", 2), "fp8", 32768, TMA).split_k == 2
+    assert dispatch.fast_ranges(short, "16bit", 65536, TMA) is short     # fp32 sums
+    from kernels.tile import TileConfig
+
+    wide = TileConfig(128, 384, 64, 8, 3, 8, "tma_wide")
+    assert dispatch.fast_ranges(wide, "fp8", 65536, TMA) is wide          # no split form
+    assert dispatch.fast_ranges(short, "fp8", 65536, ("tma", "tiled")) is short   # none
+
