@@ -30,6 +30,9 @@ def _split_tile(case: Case, max_range: int, monkeypatch):
     split_tile = runpy.run_path(str(SCRIPT))["split_tile"]   # not as __main__: nothing runs
     a, b = layout(case, MODES["fp8"])
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)   # plans as an H200 does
+    # the dispatcher's own fp8 ranges off: the picks as the table has them, unsplit
+    monkeypatch.setattr(dispatch, "FP8_MAX_RANGE", 1 << 30)
+    dispatch.reset()
     with as_chip(target(), None):
         pick = dispatch.plan(mode_named("fp8"), a, b, cached=True).pick
         return pick, split_tile(SimpleNamespace(a=a, b=b), "fp8", max_range)
@@ -56,3 +59,22 @@ def test_a_max_range_below_one_element_is_refused():
                           "--max-range", "0"], capture_output=True, text=True, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert got.returncode == 2 and "--max-range must be >= 1" in got.stderr
+
+
+def test_the_dispatcher_splits_a_long_k_fp8_pick_itself_so_none_is_left_to_split(
+        monkeypatch):
+    """kernels.dispatch.fast_ranges in the H200's plan: 4096 x 4096 x 32768's table tile
+    runs split in two (ranges of 16,384), so `--max-range 16384` has nothing to add."""
+    from call_audit import as_chip, target
+
+    from kernels import dispatch
+    from kernels.modes import mode_named
+
+    split_tile = runpy.run_path(str(SCRIPT))["split_tile"]
+    a, b = layout(Case(4096, 4096, 32768), MODES["fp8"])
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    dispatch.reset()
+    with as_chip(target(), None):
+        pick = dispatch.plan(mode_named("fp8"), a, b, cached=True).pick
+        assert (pick.variant, pick.split_k) == ("tma_split", 2)
+        assert split_tile(SimpleNamespace(a=a, b=b), "fp8", 16384) is None
