@@ -125,19 +125,28 @@ FP8_MAX_RANGE = 16384
 
 def fast_ranges(pick: TileConfig, fam: str, k: int, variants: tuple[str, ...]) -> TileConfig:
     """An fp8 pick whose programs would sum more than FP8_MAX_RANGE of K in the fast
-    accumulator, split so none does: a TMA tile (`tma`, `tma_ws`, `tma_split`) as
-    `tma_split` of the fewest ranges of at most FP8_MAX_RANGE whose blocks fit
-    (`ranges_fit`), the tiled kernel's as its own split; other picks, and any split past
-    MAX_TMA_SPLIT, as they are."""
-    split = -(-k // FP8_MAX_RANGE)
-    if fam != "fp8" or -(-k // pick.split_k) <= FP8_MAX_RANGE:
+    accumulator, split so none does (`split_ranges`); other families' picks as they are."""
+    return split_ranges(pick, k, variants, FP8_MAX_RANGE) if fam == "fp8" else pick
+
+
+def split_ranges(pick: TileConfig, k: int, variants: tuple[str, ...],
+                 max_range: int) -> TileConfig:
+    """`pick` with no program summing more than `max_range` of K: a TMA tile (`tma`,
+    `tma_ws`, `tma_split`) as `tma_split` of the fewest ranges of at most `max_range` whose
+    blocks fit (`ranges_fit`), the tiled kernel's as its own split. `pick` itself where its
+    ranges are that short already, where it has no split form (a `tma_ws` tile whose
+    BLOCK_N is no power of two, the wide, stream-K and gemv kernels), and where the split
+    would pass MAX_TMA_SPLIT."""
+    if -(-k // pick.split_k) <= max_range:
         return pick
-    if pick.variant in ("tma", "tma_ws", "tma_split") and "tma_split" in variants:
+    if pick.variant in ("tma", "tma_ws", "tma_split") and "tma_split" in variants \
+            and not pick.block_n & (pick.block_n - 1):
         variant = "tma_split"
     elif pick.variant == "tiled":
         variant = "tiled"
     else:
         return pick
+    split = -(-k // max_range)
     while split <= MAX_TMA_SPLIT and not ranges_fit(k, split, pick.block_k):
         split += 1
     return derive(pick, variant, split, 1) if split <= MAX_TMA_SPLIT else pick

@@ -96,24 +96,16 @@ def _scaled(inp, fast: bool):
 
 
 def split_tile(inp, mode_name: str, max_range: int):
-    """The plan's pick for these operands (copies kept, as the harness calls it) as a
-    `tma_split` tile whose K ranges are `max_range` elements at most, or None where the
-    pick is not a TMA tile or its ranges are that short already."""
+    """The plan's pick for these operands (copies kept, as the harness calls it) with its K
+    split into ranges of `max_range` elements at most (`kernels.dispatch.split_ranges`: a
+    TMA tile as `tma_split`, the tiled kernel's as its own split), or None where its ranges
+    are that short already or it has no split form."""
     from kernels import dispatch
-    from kernels.configs import ranges_fit
     from kernels.modes import mode_named
-    from kernels.steps import derive
-    from kernels.tile import MAX_TMA_SPLIT
 
-    pick = dispatch.plan(mode_named(mode_name), inp.a, inp.b, cached=True).pick
-    k = inp.a.shape[1]
-    if pick.variant not in ("tma", "tma_split", "tma_ws") or -(-k // pick.split_k) <= max_range:
-        return None
-    base = derive(pick, "tma", 1, 1)
-    split = -(-k // max_range)
-    while split <= MAX_TMA_SPLIT and not ranges_fit(k, split, base.block_k):
-        split += 1
-    return derive(base, "tma_split", split, 1) if split <= MAX_TMA_SPLIT else None
+    plan = dispatch.plan(mode_named(mode_name), inp.a, inp.b, cached=True)
+    split = dispatch.split_ranges(plan.pick, inp.a.shape[1], plan.variants, max_range)
+    return None if split is plan.pick else split
 
 
 def main() -> int:

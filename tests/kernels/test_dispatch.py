@@ -238,6 +238,8 @@ def test_an_fp8_pick_summing_past_the_fast_range_is_split_to_ranges_within_it(k,
 
 
 def test_picks_within_the_fast_range_or_of_other_modes_or_forms_stay_as_they_are():
+    from kernels.tile import MAX_TMA_SPLIT
+
     short = _tile()
     assert dispatch.fast_ranges(short, "fp8", dispatch.FP8_MAX_RANGE, TMA) is short
     assert dispatch.fast_ranges(_tile("tma_split", 2), "fp8", 32768, TMA).split_k == 2
@@ -247,4 +249,20 @@ def test_picks_within_the_fast_range_or_of_other_modes_or_forms_stay_as_they_are
     wide = TileConfig(128, 384, 64, 8, 3, 8, "tma_wide")
     assert dispatch.fast_ranges(wide, "fp8", 65536, TMA) is wide          # no split form
     assert dispatch.fast_ranges(short, "fp8", 65536, ("tma", "tiled")) is short   # none
+    ws = TileConfig(128, 192, 64, 8, 3, 8, "tma_ws")    # BLOCK_N of three 64-wide parts
+    assert dispatch.fast_ranges(ws, "fp8", 65536, TMA) is ws
+    ws256 = TileConfig(128, 256, 64, 8, 4, 8, "tma_ws")
+    assert dispatch.fast_ranges(ws256, "fp8", 65536, TMA) == _tile("tma_split", 4)
+    too_long = (MAX_TMA_SPLIT + 1) * dispatch.FP8_MAX_RANGE   # more ranges than a split has
+    assert dispatch.fast_ranges(short, "fp8", too_long, TMA) is short
 
+
+def test_split_ranges_takes_any_limit_and_leaves_a_pick_no_split_can_bring_within_it():
+    """accum.py's `--max-range` asks it for other limits. A range shorter than two BLOCK_K
+    blocks is no split's (`ranges_fit`): where no split of MAX_TMA_SPLIT at most keeps two
+    blocks a range within the limit, the pick is left as it is."""
+    assert dispatch.split_ranges(_tile(), 4096, TMA, 1024) == _tile("tma_split", 4)
+    assert dispatch.split_ranges(_tile(), 4096, TMA, 1000) == _tile("tma_split", 5)
+    pick = _tile()
+    assert dispatch.split_ranges(pick, 4096, TMA, 64) is pick     # 64 ranges of one block
+    assert dispatch.split_ranges(pick, 1024, TMA, 1) is pick
