@@ -116,17 +116,24 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
 # with a program's K range and passes fp8's max_error (5e-3) between K = 32,768 and
 # 65,536 (session 60, accum.py, on the H200 and an H100; cuBLASLt's fast accumulation
 # equals it). A split's programs start each range's sum afresh and its reduction adds the
-# ranges in fp32. scripts/accum_model.py (fitted to those errors: 11 bits a sum, every 32
-# products) predicts at most 3.7e-3 for ranges of up to FP8_MAX_RANGE, at x0.88-0.89 of
-# the unsplit tile on K of 28-65k by the step model (`--price`), where promotion per K
-# block ran x0.42-0.62 (session 60).
+# ranges in fp32. Measured (session 63, H100, `accum.py --max-range 16384`): a range of
+# 28,672 sums to 4.66e-3 (93% of the band), 32,768 to 5.00e-3 (at it), 65,536 to 7.24e-3
+# (past it); split into ranges of 16,384 they sum to 3.33-3.54e-3 (scripts/accum_model.py
+# predicted 3.6-3.7e-3), at x0.84-0.88 of the unsplit tile where it fills waves and x0.64
+# on 2048 x 2048 x 65536, whose one wave of tiles the split makes four. So a pick is
+# split only where one of its ranges would pass FP8_UNSPLIT_MAX, the longest range
+# measured with a 5% margin, and then into ranges of FP8_MAX_RANGE at most.
+FP8_UNSPLIT_MAX = 28672
 FP8_MAX_RANGE = 16384
 
 
 def fast_ranges(pick: TileConfig, fam: str, k: int, variants: tuple[str, ...]) -> TileConfig:
-    """An fp8 pick whose programs would sum more than FP8_MAX_RANGE of K in the fast
-    accumulator, split so none does (`split_ranges`); other families' picks as they are."""
-    return split_ranges(pick, k, variants, FP8_MAX_RANGE) if fam == "fp8" else pick
+    """An fp8 pick one of whose programs would sum more than FP8_UNSPLIT_MAX of K in the
+    fast accumulator, split into ranges of FP8_MAX_RANGE at most (`split_ranges`); other
+    picks as they are."""
+    if fam != "fp8" or -(-k // pick.split_k) <= FP8_UNSPLIT_MAX:
+        return pick
+    return split_ranges(pick, k, variants, FP8_MAX_RANGE)
 
 
 def split_ranges(pick: TileConfig, k: int, variants: tuple[str, ...],

@@ -226,8 +226,8 @@ def _tile(variant: str = "tma", split: int = 1, block_k: int = 64):
     return TileConfig(128, 256, block_k, 8, 4, 8, variant, split)
 
 
-@pytest.mark.parametrize("k,split", [(16385, 2), (32768, 2), (32769, 3), (65536, 4)])
-def test_an_fp8_pick_summing_past_the_fast_range_is_split_to_ranges_within_it(k, split):
+@pytest.mark.parametrize("k,split", [(28673, 2), (32768, 2), (32769, 3), (65536, 4)])
+def test_an_fp8_pick_summing_past_the_unsplit_range_is_split_to_ranges_within_it(k, split):
     got = dispatch.fast_ranges(_tile(), "fp8", k, TMA)
     assert got == _tile("tma_split", split) and -(-k // got.split_k) <= dispatch.FP8_MAX_RANGE
     # a split pick whose ranges are too long is split further; the tiled kernel's its way
@@ -237,15 +237,16 @@ def test_an_fp8_pick_summing_past_the_fast_range_is_split_to_ranges_within_it(k,
     assert dispatch.fast_ranges(_tile("tiled"), "fp8", k, TMA) == _tile("tiled", split)
 
 
-def test_picks_within_the_fast_range_or_of_other_modes_or_forms_stay_as_they_are():
-    from kernels.tile import MAX_TMA_SPLIT
+def test_picks_within_the_unsplit_range_or_of_other_modes_or_forms_stay_as_they_are():
+    from kernels.tile import MAX_TMA_SPLIT, TileConfig
 
     short = _tile()
-    assert dispatch.fast_ranges(short, "fp8", dispatch.FP8_MAX_RANGE, TMA) is short
-    assert dispatch.fast_ranges(_tile("tma_split", 2), "fp8", 32768, TMA).split_k == 2
+    assert dispatch.FP8_MAX_RANGE < dispatch.FP8_UNSPLIT_MAX
+    # ranges past FP8_MAX_RANGE but within FP8_UNSPLIT_MAX: the fast sum passes with margin
+    assert dispatch.fast_ranges(short, "fp8", dispatch.FP8_UNSPLIT_MAX, TMA) is short
+    split2 = _tile("tma_split", 2)
+    assert dispatch.fast_ranges(split2, "fp8", 2 * dispatch.FP8_UNSPLIT_MAX, TMA) is split2
     assert dispatch.fast_ranges(short, "16bit", 65536, TMA) is short     # fp32 sums
-    from kernels.tile import TileConfig
-
     wide = TileConfig(128, 384, 64, 8, 3, 8, "tma_wide")
     assert dispatch.fast_ranges(wide, "fp8", 65536, TMA) is wide          # no split form
     assert dispatch.fast_ranges(short, "fp8", 65536, ("tma", "tiled")) is short   # none
