@@ -452,6 +452,33 @@ def accum_fit(*named: tuple[str, Path]) -> str:
     return "\n".join(out)
 
 
+def split_outcome(measured: Path, model: Path, price: Path) -> str:
+    """accum.py --max-range's rows against the predictions: per shape, the pick's and its
+    split's measured error and time, accum_model.py's predicted error of each (`model`: its
+    --csv at those K and splits) and the step model's predicted speed of the split
+    (`price`: --price's CSV)."""
+    rows = [r for r in _rows(measured) if r["provider"] in ("triton", "triton_split")]
+    predicted = {(int(r["k"]), int(r["split"])): float(r["error"]) for r in _rows(model)}
+    speed = {(r["shape"], int(r["split"])): float(r["speed"]) for r in _rows(price)}
+    out = ["| shape | split | error | predicted | split's error | predicted | ms | split's ms "
+           "| speed | predicted |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for shape, rs in _grouped(rows, lambda r: r["shape"]).items():
+        got = {r["provider"]: r for r in rs}
+        pick, split = got["triton"], got["triton_split"]
+        k, ways = int(shape.split("x")[2]), int(split["promote"].rsplit(" k", 1)[1])
+
+        def e(x: float | None) -> str:
+            return "-" if x is None else f"{x:.2e}"
+        p = speed.get((shape, ways))
+        out.append(f"| {shape} | {ways} | {e(float(pick['error']))} | "
+                   f"{e(predicted.get((k, 1)))} | {e(float(split['error']))} | "
+                   f"{e(predicted.get((k, ways)))} | {float(pick['ms']):.3f} | "
+                   f"{float(split['ms']):.3f} | "
+                   f"x{float(pick['ms']) / float(split['ms']):.3f} | "
+                   f"{'-' if p is None else f'x{p:.3f}'} |")
+    return "\n".join(out)
+
+
 def split_prices(path: Path) -> str:
     """scripts/accum_model.py --price's rows: per shape, its pick and each split's
     predicted time and speed against the unsplit tile."""

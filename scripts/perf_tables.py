@@ -61,6 +61,7 @@ from perf_formats import (  # noqa: E402
     power_table,
     probe_table,
     ptxas_promote,
+    split_outcome,
     split_prices,
     targets_table,
     tile_kernels,
@@ -92,6 +93,7 @@ H60 = RESULTS / "h200-2026-12-05-s60"
 S60 = RESULTS / "dev-cpu-2026-12-05-s60"
 S61 = RESULTS / "dev-cpu-2026-12-05-s61"
 S62 = RESULTS / "dev-cpu-2026-12-06-s62"
+G63 = RESULTS / "h100-2026-12-06-s63"
 _WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
@@ -283,6 +285,11 @@ TABLES: dict[str, Callable[[], str]] = {
     "s62-split-price": lambda: split_prices(S62 / "split_price.csv"),
     "s62-accum-fit": lambda: accum_fit(("H200", S62 / "accum_fit_h200.csv"),
                                        ("H100", S62 / "accum_fit_h100.csv")),
+    "s63-h100-eager-ab": lambda: runs_ab(G63 / "cases.csv", ("call1-eager-ab",
+                                                             "call1-eager-ab2")),
+    "s63-h100-host-calls": lambda: plan_times(G63 / "plan_calls.csv"),
+    "s63-h100-split": lambda: split_outcome(G63 / "accum_split.csv", G63 / "split_model.csv",
+                                            S62 / "split_price.csv"),
 }
 
 
