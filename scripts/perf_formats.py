@@ -224,12 +224,13 @@ def kernel_times(path: Path) -> str:
     return "\n".join(out)
 
 
-def first_calls(path: Path, parts: Path, tree: str) -> str:
+def first_calls(path: Path, parts: Path | None, tree: str) -> str:
     """overhead.py's first calls of trees (`tree` column: its commit) on shapes new to the
     process, as a table: per shape each tree's first call less its compile-or-load part
     (`own_ms`), then `tree`'s second call, the target (twice that) and whether `tree`
-    meets it; then each library step's inclusive time (`parts`), median over the shapes,
-    per tree. The process's first shape (it reads the table) is left out of both."""
+    meets it; then, given `parts` (`--parts`), each library step's inclusive time, median
+    over the shapes, per tree. The process's first shape (it reads the table) is left out
+    of both."""
     rows = _rows(path)
     trees = [t for t in dict.fromkeys(r["tree"] for r in rows) if t != tree] + [tree]
     first = rows[0]["shape"]
@@ -247,6 +248,8 @@ def first_calls(path: Path, parts: Path, tree: str) -> str:
                                 for t in trees)
                    + f" | {second:.3f} | {2 * second:.3f} | "
                    + ("yes |" if own <= 2 * second else "no |"))
+    if parts is None:
+        return "\n".join(out)
     steps = _rows(parts)
     out += ["", "| mode | step | " + " | ".join(f"{t} ms" for t in trees) + " |",
             "|---|---|" + "---:|" * len(trees)]

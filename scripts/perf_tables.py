@@ -288,6 +288,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s63-h100-eager-ab": lambda: runs_ab(G63 / "cases.csv", ("call1-eager-ab",
                                                              "call1-eager-ab2")),
     "s63-h100-host-calls": lambda: plan_times(G63 / "plan_calls.csv"),
+    "s63-h100-first-calls": lambda: first_calls(G63 / "first_calls.csv", None, "081ee47"),
     "s63-h100-split": lambda: split_outcome(G63 / "accum_split.csv", G63 / "split_model.csv",
                                             S62 / "split_price.csv"),
 }
