@@ -106,7 +106,7 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
     else:
         pick, source = fallback(fam, M, N, K, variants, sms, smem, fma,
                                 mode.input_precision == "tf32x3", b_kmajor(bucket)), "heuristic"
-    ranged = fast_ranges(pick, fam, K, variants)
+    ranged = fast_ranges(pick, fam, M, N, K, variants, smem)
     return Plan(fam, key, copy_a, copy_b, variants,
                 ranged if ranged is not pick else _ws(pick, bucket, M, N, K, sms), source, fma,
                 pad)
@@ -125,14 +125,30 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
 # measured with a 5% margin, and then into ranges of FP8_MAX_RANGE at most.
 FP8_UNSPLIT_MAX = 28672
 FP8_MAX_RANGE = 16384
+# The tile such a split runs where the output is 1024 x 1024 or more: the pick's own split
+# ran 0.54-0.64 of cuBLAS where the pick was 128x128x128 of 8 warps or 64x64x128 (an
+# H100's heuristic picks, session 63, tiles.py on 13 shapes of K 32-64k), 0.74-0.76 where
+# it was 128x128x128 of 4 (the H200's table pick of 2048 x 2048 x 65536), and this one
+# 0.72-1.19 on the same shapes, at least the pick's split on every one of them; on
+# 512 x 512 the pick's own split ran faster (0.75 and 1.08 against 0.44 and 0.72).
+FP8_SPLIT_TILE = TileConfig(128, 256, 128, 8, 3, 8, "tma_split")
+FP8_SPLIT_TILE_MIN = 1024
 
 
-def fast_ranges(pick: TileConfig, fam: str, k: int, variants: tuple[str, ...]) -> TileConfig:
+def fast_ranges(pick: TileConfig, fam: str, m: int, n: int, k: int,
+                variants: tuple[str, ...], smem: int = 0) -> TileConfig:
     """An fp8 pick one of whose programs would sum more than FP8_UNSPLIT_MAX of K in the
-    fast accumulator, split into ranges of FP8_MAX_RANGE at most (`split_ranges`); other
-    picks as they are."""
+    fast accumulator, split into ranges of FP8_MAX_RANGE at most: as FP8_SPLIT_TILE where
+    M and N are FP8_SPLIT_TILE_MIN or more and the chip holds it (`usable` in `smem`
+    bytes a program), else the pick's own split (`split_ranges`); other picks as they
+    are."""
     if fam != "fp8" or -(-k // pick.split_k) <= FP8_UNSPLIT_MAX:
         return pick
+    if min(m, n) >= FP8_SPLIT_TILE_MIN and "tma_split" in variants and smem \
+            and usable(FP8_SPLIT_TILE, fam, smem):
+        split = split_ranges(FP8_SPLIT_TILE, k, variants, FP8_MAX_RANGE)
+        if split is not FP8_SPLIT_TILE:
+            return split
     return split_ranges(pick, k, variants, FP8_MAX_RANGE)
 
 

@@ -220,6 +220,9 @@ def test_the_fallback_reads_b_s_major_order_from_the_bucket():
     assert dispatch.fallback(*args).block_n == 128
 
 
+SMALL = (512, 512)   # M, N below FP8_SPLIT_TILE_MIN: a forced split is the pick's own
+
+
 def _tile(variant: str = "tma", split: int = 1, block_k: int = 64):
     from kernels.tile import TileConfig
 
@@ -228,13 +231,13 @@ def _tile(variant: str = "tma", split: int = 1, block_k: int = 64):
 
 @pytest.mark.parametrize("k,split", [(28673, 2), (32768, 2), (32769, 3), (65536, 4)])
 def test_an_fp8_pick_summing_past_the_unsplit_range_is_split_to_ranges_within_it(k, split):
-    got = dispatch.fast_ranges(_tile(), "fp8", k, TMA)
+    got = dispatch.fast_ranges(_tile(), "fp8", *SMALL, k, TMA)
     assert got == _tile("tma_split", split) and -(-k // got.split_k) <= dispatch.FP8_MAX_RANGE
     # a split pick whose ranges are too long is split further; the tiled kernel's its way
-    longer = dispatch.fast_ranges(_tile("tma_split", 2), "fp8", 2 * k, TMA)
+    longer = dispatch.fast_ranges(_tile("tma_split", 2), "fp8", *SMALL, 2 * k, TMA)
     assert longer.variant == "tma_split" and -(-2 * k // longer.split_k) <= \
         dispatch.FP8_MAX_RANGE < -(-2 * k // (longer.split_k - 1))   # the fewest ranges
-    assert dispatch.fast_ranges(_tile("tiled"), "fp8", k, TMA) == _tile("tiled", split)
+    assert dispatch.fast_ranges(_tile("tiled"), "fp8", *SMALL, k, TMA) == _tile("tiled", split)
 
 
 def test_picks_within_the_unsplit_range_or_of_other_modes_or_forms_stay_as_they_are():
@@ -243,19 +246,37 @@ def test_picks_within_the_unsplit_range_or_of_other_modes_or_forms_stay_as_they_
     short = _tile()
     assert dispatch.FP8_MAX_RANGE < dispatch.FP8_UNSPLIT_MAX
     # ranges past FP8_MAX_RANGE but within FP8_UNSPLIT_MAX: the fast sum passes with margin
-    assert dispatch.fast_ranges(short, "fp8", dispatch.FP8_UNSPLIT_MAX, TMA) is short
+    assert dispatch.fast_ranges(short, "fp8", *SMALL, dispatch.FP8_UNSPLIT_MAX, TMA) is short
     split2 = _tile("tma_split", 2)
-    assert dispatch.fast_ranges(split2, "fp8", 2 * dispatch.FP8_UNSPLIT_MAX, TMA) is split2
-    assert dispatch.fast_ranges(short, "16bit", 65536, TMA) is short     # fp32 sums
+    assert dispatch.fast_ranges(split2, "fp8", *SMALL, 2 * dispatch.FP8_UNSPLIT_MAX, TMA) is split2
+    assert dispatch.fast_ranges(short, "16bit", *SMALL, 65536, TMA) is short     # fp32 sums
     wide = TileConfig(128, 384, 64, 8, 3, 8, "tma_wide")
-    assert dispatch.fast_ranges(wide, "fp8", 65536, TMA) is wide          # no split form
-    assert dispatch.fast_ranges(short, "fp8", 65536, ("tma", "tiled")) is short   # none
+    assert dispatch.fast_ranges(wide, "fp8", *SMALL, 65536, TMA) is wide          # no split form
+    assert dispatch.fast_ranges(short, "fp8", *SMALL, 65536, ("tma", "tiled")) is short   # none
     ws = TileConfig(128, 192, 64, 8, 3, 8, "tma_ws")    # BLOCK_N of three 64-wide parts
-    assert dispatch.fast_ranges(ws, "fp8", 65536, TMA) is ws
+    assert dispatch.fast_ranges(ws, "fp8", *SMALL, 65536, TMA) is ws
     ws256 = TileConfig(128, 256, 64, 8, 4, 8, "tma_ws")
-    assert dispatch.fast_ranges(ws256, "fp8", 65536, TMA) == _tile("tma_split", 4)
+    assert dispatch.fast_ranges(ws256, "fp8", *SMALL, 65536, TMA) == _tile("tma_split", 4)
     too_long = (MAX_TMA_SPLIT + 1) * dispatch.FP8_MAX_RANGE   # more ranges than a split has
-    assert dispatch.fast_ranges(short, "fp8", too_long, TMA) is short
+    assert dispatch.fast_ranges(short, "fp8", *SMALL, too_long, TMA) is short
+
+
+def test_a_forced_fp8_split_of_a_large_output_runs_the_split_tile_where_the_chip_holds_it():
+    """FP8_SPLIT_TILE (measured faster than the pick's own split on outputs of 1024 x 1024
+    and more, session 63) at the rule's split; a smaller output, a chip without its shared
+    memory or a call without `tma_split` keeps the pick's own split."""
+    from kernels.tile import TileConfig, replace
+
+    pick = TileConfig(128, 128, 128, 8, 4, 8, "tma")
+    h200 = 232448
+    got = dispatch.fast_ranges(pick, "fp8", 2048, 2048, 65536, TMA, h200)
+    assert got == replace(dispatch.FP8_SPLIT_TILE, split_k=4)
+    assert dispatch.fast_ranges(pick, "fp8", 1024, 4096, 32768, TMA, h200).split_k == 2
+    own = replace(pick, variant="tma_split", split_k=4)
+    assert dispatch.fast_ranges(pick, "fp8", 512, 4096, 65536, TMA, h200) == own
+    assert dispatch.fast_ranges(pick, "fp8", 2048, 2048, 65536, TMA, 0) == own
+    assert dispatch.fast_ranges(pick, "fp8", 2048, 2048, 65536, TMA, 99 * 1024) == own
+    assert dispatch.fast_ranges(pick, "fp8", 2048, 2048, 28672, TMA, h200) is pick
 
 
 def test_split_ranges_takes_any_limit_and_leaves_a_pick_no_split_can_bring_within_it():
