@@ -289,6 +289,9 @@ TABLES: dict[str, Callable[[], str]] = {
                                                              "call1-eager-ab2")),
     "s63-h100-host-calls": lambda: plan_times(G63 / "plan_calls.csv"),
     "s63-h100-first-calls": lambda: first_calls(G63 / "first_calls.csv", None, "081ee47"),
+    **{f"s63-h100-tiles-k{k}": functools.partial(tile_matrix, G63 / f"tiles_k{k}.csv")
+       for k in (32768, 49152, 65536)},
+    "s63-h100-fp8-ab": lambda: runs_ab(G63 / "cases.csv", ("call2-fp8-ab",)),
     "s63-h100-split": lambda: split_outcome(G63 / "accum_split.csv", G63 / "split_model.csv",
                                             S62 / "split_price.csv"),
 }
