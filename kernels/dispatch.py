@@ -125,12 +125,12 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
 # measured with a 5% margin, and then into ranges of FP8_MAX_RANGE at most.
 FP8_UNSPLIT_MAX = 28672
 FP8_MAX_RANGE = 16384
-# The tile such a split runs where the output is 1024 x 1024 or more: the pick's own split
-# ran 0.54-0.64 of cuBLAS where the pick was 128x128x128 of 8 warps or 64x64x128 (an
-# H100's heuristic picks, session 63, tiles.py on 13 shapes of K 32-64k), 0.74-0.76 where
-# it was 128x128x128 of 4 (the H200's table pick of 2048 x 2048 x 65536), and this one
-# 0.72-1.19 on the same shapes, at least the pick's split on every one of them; on
-# 512 x 512 the pick's own split ran faster (0.75 and 1.08 against 0.44 and 0.72).
+# The tile such a split runs where the output is 1024 x 1024 or more (session 63, an H100,
+# tiles.py on 17 shapes of K 32-64k): there the pick's own split ran 0.54-0.64 of cuBLAS
+# where the pick was 128x128x128 of 8 warps or 64x64x128 (the H100's heuristic picks),
+# 0.74-0.76 where it was 128x128x128 of 4 (the H200's table pick of 2048 x 2048 x 65536),
+# and this tile 0.72-1.19, never below the pick's split; on 512 x 512 the pick's own split
+# ran faster (0.75 and 1.08 against 0.44 and 0.72).
 FP8_SPLIT_TILE = TileConfig(128, 256, 128, 8, 3, 8, "tma_split")
 FP8_SPLIT_TILE_MIN = 1024
 
