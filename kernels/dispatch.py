@@ -119,10 +119,10 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
 # ranges in fp32. Measured (session 63, H100, `accum.py --max-range 16384`): a range of
 # 28,672 sums to 4.66e-3 (93% of the band), 32,768 to 5.00e-3 (at it), 65,536 to 7.24e-3
 # (past it); split into ranges of 16,384 they sum to 3.33-3.54e-3 (scripts/accum_model.py
-# predicted 3.6-3.7e-3), at x0.84-0.88 of the unsplit tile where it fills waves and x0.64
-# on 2048 x 2048 x 65536, whose one wave of tiles the split makes four. So a pick is
-# split only where one of its ranges would pass FP8_UNSPLIT_MAX, the longest range
-# measured with a 5% margin, and then into ranges of FP8_MAX_RANGE at most.
+# predicted 3.6-3.7e-3), the pick's own split at x0.84-0.88 of the unsplit tile, but x0.64
+# on 2048 x 2048 x 65536, whose pick splits into a slow tile (FP8_SPLIT_TILE below). So a
+# pick is split only where one of its ranges would pass FP8_UNSPLIT_MAX, the longest
+# range measured with a 5% margin, and then into ranges of FP8_MAX_RANGE at most.
 FP8_UNSPLIT_MAX = 28672
 FP8_MAX_RANGE = 16384
 # The tile such a split runs where the output is 1024 x 1024 or more (session 63, an H100,
