@@ -95,7 +95,7 @@ class CaseResult:
     def paired(self, name: str) -> tuple[float, ...]:
         """Per-round name_time / triton_time: the providers are timed interleaved, sample i
         of each from the same round (gemmgate/timing.py), so drift that hits both cancels.
-        None for an empty output (M or N zero): both time a call that computes nothing, and
+        Empty for an empty output (M or N zero): both time a call that computes nothing, and
         a ratio of two such calls would enter the geomean as if it were a GEMM's."""
         if not self.case.m * self.case.n:
             return ()

@@ -469,17 +469,18 @@ def split_outcome(measured: Path, model: Path, price: Path) -> str:
         got = {r["provider"]: r for r in rs}
         pick, split = got["triton"], got["triton_split"]
         k, ways = int(shape.split("x")[2]), int(split["promote"].rsplit(" k", 1)[1])
-
-        def e(x: float | None) -> str:
-            return "-" if x is None else f"{x:.2e}"
         p = speed.get((shape, ways))
-        out.append(f"| {shape} | {ways} | {e(float(pick['error']))} | "
-                   f"{e(predicted.get((k, 1)))} | {e(float(split['error']))} | "
-                   f"{e(predicted.get((k, ways)))} | {float(pick['ms']):.3f} | "
+        out.append(f"| {shape} | {ways} | {_sci(float(pick['error']))} | "
+                   f"{_sci(predicted.get((k, 1)))} | {_sci(float(split['error']))} | "
+                   f"{_sci(predicted.get((k, ways)))} | {float(pick['ms']):.3f} | "
                    f"{float(split['ms']):.3f} | "
                    f"x{float(pick['ms']) / float(split['ms']):.3f} | "
                    f"{'-' if p is None else f'x{p:.3f}'} |")
     return "\n".join(out)
+
+
+def _sci(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2e}"
 
 
 def split_prices(path: Path) -> str:
