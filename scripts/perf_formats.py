@@ -18,6 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))   # `accum_model` reads with its sibling's reader
 
 from gemmgate.stats import geomean  # noqa: E402
 from gemmgate.trials import power  # noqa: E402
