@@ -106,7 +106,7 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
     else:
         pick, source = fallback(fam, M, N, K, variants, sms, smem, fma,
                                 mode.input_precision == "tf32x3", b_kmajor(bucket)), "heuristic"
-    ranged = fast_ranges(pick, fam, M, N, K, variants, smem)
+    ranged = fast_ranges(pick, fam, M, N, K, variants, smem, sms)
     return Plan(fam, key, copy_a, copy_b, variants,
                 ranged if ranged is not pick else _ws(pick, bucket, M, N, K, sms), source, fma,
                 pad)
@@ -133,23 +133,48 @@ FP8_MAX_RANGE = 16384
 # ran faster (0.75 and 1.08 against 0.44 and 0.72).
 FP8_SPLIT_TILE = TileConfig(128, 256, 128, 8, 3, 8, "tma_split")
 FP8_SPLIT_TILE_MIN = 1024
+# A forced split's tile where one fills the SMs in one wave (session 64, an H100,
+# tiles_programs.csv and session 63's tiles_k*.csv): of FP8_SPLIT_TILE, this tile and the
+# pick's own split, the one with the most programs within the SMs ran fastest on 1024 x
+# 1024 x 32768 (this tile's 128 programs at 1.08-1.10 of cuBLAS, FP8_SPLIT_TILE's 64 at
+# 0.71-0.72, the pick's 512 at 0.50-0.55), 512 x 512 x 65536 (this tile's 64 at
+# 1.15-1.26, the pick's 256 at 1.08-1.12) and 512 x 512 x 32768 (the pick's 128 at
+# 0.75-0.86, this tile's 32 at 0.73-0.76); where none fits one wave, FP8_SPLIT_TILE (this
+# tile 0.66-0.80 against 0.74-0.94 at 1024 x 1280 to 2048 x 2048, 160-512 programs, and
+# 0.95 against 1.05 at 1024 x 1024 x 49152, 192 programs against 96).
+FP8_SPLIT_ONE_WAVE = TileConfig(128, 128, 128, 8, 5, 4, "tma_split")
 
 
 def fast_ranges(pick: TileConfig, fam: str, m: int, n: int, k: int,
-                variants: tuple[str, ...], smem: int = 0) -> TileConfig:
+                variants: tuple[str, ...], smem: int = 0, sms: int = 0) -> TileConfig:
     """An fp8 pick one of whose programs would sum more than FP8_UNSPLIT_MAX of K in the
-    fast accumulator, split into ranges of FP8_MAX_RANGE at most: as FP8_SPLIT_TILE where
-    M and N are FP8_SPLIT_TILE_MIN or more and the chip holds it (`usable` in `smem`
-    bytes a program), else the pick's own split (`split_ranges`); other picks as they
-    are."""
+    fast accumulator, split into ranges of FP8_MAX_RANGE at most. Of the split tiles the
+    chip holds (`usable` in `smem` bytes a program): FP8_SPLIT_TILE where M and N are
+    FP8_SPLIT_TILE_MIN or more, FP8_SPLIT_ONE_WAVE, the pick's own split
+    (`split_ranges`), the one whose programs fill most of the chip's `sms` in one wave
+    (in that order on a tie); where none fits one wave, FP8_SPLIT_TILE if it was one,
+    else the pick's own split. Other picks as they are."""
     if fam != "fp8" or -(-k // pick.split_k) <= FP8_UNSPLIT_MAX:
         return pick
-    if min(m, n) >= FP8_SPLIT_TILE_MIN and "tma_split" in variants and smem \
-            and usable(FP8_SPLIT_TILE, fam, smem):
-        split = split_ranges(FP8_SPLIT_TILE, k, variants, FP8_MAX_RANGE)
-        if split is not FP8_SPLIT_TILE:
-            return split
-    return split_ranges(pick, k, variants, FP8_MAX_RANGE)
+
+    def split(tile: TileConfig) -> TileConfig | None:
+        got = split_ranges(tile, k, variants, FP8_MAX_RANGE)
+        return got if -(-k // got.split_k) <= FP8_MAX_RANGE else None
+
+    def held(tile: TileConfig) -> TileConfig | None:
+        return split(tile) if smem and usable(tile, fam, smem) else None
+
+    big = held(FP8_SPLIT_TILE) if min(m, n) >= FP8_SPLIT_TILE_MIN else None
+    forms = [f for f in (big, held(FP8_SPLIT_ONE_WAVE), split(pick))
+             if f is not None and _programs(f, m, n) <= sms]
+    if forms:
+        return max(forms, key=lambda f: _programs(f, m, n))   # the first of the most
+    return big or split_ranges(pick, k, variants, FP8_MAX_RANGE)
+
+
+def _programs(c: TileConfig, m: int, n: int) -> int:
+    """Programs of a split tile's grid: its output tiles times its K ranges."""
+    return -(-m // c.block_m) * -(-n // c.block_n) * c.split_k
 
 
 def split_ranges(pick: TileConfig, k: int, variants: tuple[str, ...],

@@ -119,10 +119,19 @@ def pick(pkg, mode_name: str, case, sms: int) -> str:
     return _text(*_choice(pkg, mode_name, case, sms, decided)[:2]) + _operands(decided)
 
 
-def _ran(pkg, tile, bucket: str, case=None, sms: int = 0):
+def _ran(pkg, tile, bucket: str, case=None, sms: int = 0, decided: tuple | None = None):
     """The tile `pkg`'s dispatcher runs for a pick of `bucket` (for `case` on `sms` SMs):
-    its warp-specialized form where the package gives it one (`dispatch._ws`; older
-    trees: the pick; before session 55, a form whatever the shape)."""
+    fp8's forced split where the package has one (`dispatch.fast_ranges`, given the
+    case's `_decided`; session 63 on), else its warp-specialized form where the package
+    gives it one (`dispatch._ws`; older trees: the pick; before session 55, a form
+    whatever the shape)."""
+    ranges = getattr(pkg.dispatch, "fast_ranges", None)
+    if ranges is not None and case is not None and decided is not None:
+        fam, variants = decided[0], decided[5]
+        extra = {"sms": sms} if "sms" in inspect.signature(ranges).parameters else {}
+        ranged = ranges(tile, fam, case.m, case.n, case.k, variants, SMEM, **extra)
+        if ranged is not tile:
+            return ranged
     ws = getattr(pkg.dispatch, "_ws", None)
     if ws is None:
         return tile
@@ -145,8 +154,8 @@ def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False,
                 da, db = _decided(old, mode, case), _decided(new, mode, case)
                 a, heur_a, bucket_a, _ = _choice(old, mode, case, sms, da)
                 b, heur_b, bucket, variants = _choice(new, mode, case, sms, db)
-                ran_a, ran_b = (_ran(old, a, bucket_a, case, sms),
-                                _ran(new, b, bucket, case, sms)) if forms else (a, b)
+                ran_a, ran_b = (_ran(old, a, bucket_a, case, sms, da),
+                                _ran(new, b, bucket, case, sms, db)) if forms else (a, b)
                 text_a = _text(ran_a, heur_a) + _operands(da)
                 text_b = _text(ran_b, heur_b) + _operands(db)
                 if text_a == text_b:   # tiles of two packages: compared as text

@@ -279,6 +279,35 @@ def test_a_forced_fp8_split_of_a_large_output_runs_the_split_tile_where_the_chip
     assert dispatch.fast_ranges(pick, "fp8", 2048, 2048, 28672, TMA, h200) is pick
 
 
+def test_a_forced_fp8_split_runs_the_form_that_fills_most_of_the_sms_in_one_wave():
+    """Of FP8_SPLIT_TILE (outputs of 1024 x 1024 or more), FP8_SPLIT_ONE_WAVE and the pick's
+    own split, the one with the most programs within the SMs (measured fastest on 1024 x
+    1024 x 32768 and 512 x 512 at K 32768 and 65536, sessions 63-64); FP8_SPLIT_TILE, or
+    on a smaller output the pick's own split, where none fits one wave or no SM count is
+    known."""
+    from kernels.tile import TileConfig, replace, usable
+
+    pick, h200 = TileConfig(128, 128, 128, 8, 4, 8, "tma"), 232448
+    one_wave = dispatch.FP8_SPLIT_ONE_WAVE
+    assert usable(one_wave, "fp8", h200)
+    got = dispatch.fast_ranges(pick, "fp8", 1024, 1024, 32768, TMA, h200, 132)
+    assert got == replace(one_wave, split_k=2) and dispatch._programs(got, 1024, 1024) == 128
+    tile2 = replace(dispatch.FP8_SPLIT_TILE, split_k=2)     # 64 programs, the next most
+    assert dispatch.fast_ranges(pick, "fp8", 1024, 1024, 32768, TMA, h200, 127) == tile2
+    assert dispatch.fast_ranges(pick, "fp8", 1024, 1024, 32768, TMA, h200) == tile2
+    assert dispatch.fast_ranges(pick, "fp8", 1024, 1280, 32768, TMA, h200, 132) == tile2
+    tile3 = replace(dispatch.FP8_SPLIT_TILE, split_k=3)     # the one wave's 192 pass 132
+    assert dispatch.fast_ranges(pick, "fp8", 1024, 1024, 49152, TMA, h200, 132) == tile3
+    # below FP8_SPLIT_TILE_MIN: the one-wave tile or the pick's own split, by programs
+    small = TileConfig(64, 64, 128, 8, 4, 4, "tma")
+    own2 = replace(small, variant="tma_split", split_k=2)   # 128 programs against 32
+    assert dispatch.fast_ranges(small, "fp8", 512, 512, 32768, TMA, h200, 132) == own2
+    got = dispatch.fast_ranges(small, "fp8", 512, 512, 65536, TMA, h200, 132)
+    assert got == replace(one_wave, split_k=4)              # 64 against the pick's 256
+    assert dispatch.fast_ranges(small, "fp8", 512, 512, 65536, TMA, h200) == \
+        replace(small, variant="tma_split", split_k=4)
+
+
 def test_split_ranges_takes_any_limit_and_leaves_a_pick_no_split_can_bring_within_it():
     """accum.py's `--max-range` asks it for other limits. A range shorter than two BLOCK_K
     blocks is no split's (`ranges_fit`): where no split of MAX_TMA_SPLIT at most keeps two
