@@ -133,48 +133,63 @@ FP8_MAX_RANGE = 16384
 # ran faster (0.75 and 1.08 against 0.44 and 0.72).
 FP8_SPLIT_TILE = TileConfig(128, 256, 128, 8, 3, 8, "tma_split")
 FP8_SPLIT_TILE_MIN = 1024
-# A forced split's tile where one fills the SMs in one wave (session 64, an H100,
-# tiles_programs.csv and session 63's tiles_k*.csv): of FP8_SPLIT_TILE, this tile and the
-# pick's own split, the one with the most programs within the SMs ran fastest on 1024 x
-# 1024 x 32768 (this tile's 128 programs at 1.08-1.10 of cuBLAS, FP8_SPLIT_TILE's 64 at
-# 0.71-0.72, the pick's 512 at 0.50-0.55), 512 x 512 x 65536 (this tile's 64 at
-# 1.15-1.26, the pick's 256 at 1.08-1.12) and 512 x 512 x 32768 (the pick's 128 at
-# 0.75-0.86, this tile's 32 at 0.73-0.76); where none fits one wave, FP8_SPLIT_TILE (this
-# tile 0.66-0.80 against 0.74-0.94 at 1024 x 1280 to 2048 x 2048, 160-512 programs, and
-# 0.95 against 1.05 at 1024 x 1024 x 49152, 192 programs against 96).
+# The half-width tile a forced split runs where its waves cost less (session 64, an H100,
+# tiles_programs.csv; session 63's tiles_k*.csv). An FP8_SPLIT_TILE program ran 1.52-1.79x
+# as long as this tile's (median 1.75, FP8_SPLIT_PROGRAM_COST; from shapes where the two
+# ran one and two waves, or two and three or four), so this tile is taken where its waves
+# times FP8_SPLIT_MARGIN (a gain of 10% predicted at least: the cost spreads by 15%) are
+# fewer than FP8_SPLIT_TILE's times that cost: 1024 x 1024 x 32768 (128
+# programs in one wave against 64: 1.08-1.10 of cuBLAS against 0.71-0.72) and 1536 x 1536
+# x 32768 (3 waves against 2: 0.67 against 0.57), not 1024 x 1280 to 2048 x 2048 (this tile
+# 0.66-0.77 against 0.74-0.94) nor 1024 x 1024 at K 49152 and 65536. Below
+# FP8_SPLIT_TILE_MIN it competes with the pick's own split: the one of more programs
+# within one wave (512 x 512 x 65536: this tile's 64 at 1.15-1.26, the pick's 256 at
+# 1.08-1.12; 512 x 512 x 32768: the pick's 128 at 0.75-0.86, this tile's 32 at 0.73-0.76).
 FP8_SPLIT_ONE_WAVE = TileConfig(128, 128, 128, 8, 5, 4, "tma_split")
+FP8_SPLIT_PROGRAM_COST = 1.75
+FP8_SPLIT_MARGIN = 1.1
 
 
 def fast_ranges(pick: TileConfig, fam: str, m: int, n: int, k: int,
                 variants: tuple[str, ...], smem: int = 0, sms: int = 0) -> TileConfig:
     """An fp8 pick one of whose programs would sum more than FP8_UNSPLIT_MAX of K in the
-    fast accumulator, split into ranges of FP8_MAX_RANGE at most. Of the split tiles the
-    chip holds (`usable` in `smem` bytes a program): FP8_SPLIT_TILE where M and N are
-    FP8_SPLIT_TILE_MIN or more, FP8_SPLIT_ONE_WAVE, the pick's own split
-    (`split_ranges`), the one whose programs fill most of the chip's `sms` in one wave
-    (in that order on a tie); where none fits one wave, FP8_SPLIT_TILE if it was one,
+    fast accumulator, split into ranges of FP8_MAX_RANGE at most, as a split tile the chip
+    holds (`usable` in `smem` bytes a program). Where M and N are FP8_SPLIT_TILE_MIN or
+    more: FP8_SPLIT_TILE, or FP8_SPLIT_ONE_WAVE where its waves on the chip's `sms` cost
+    less by FP8_SPLIT_MARGIN (FP8_SPLIT_PROGRAM_COST). Smaller: of FP8_SPLIT_ONE_WAVE
+    and the pick's own split (`split_ranges`), the one of more programs within one wave,
     else the pick's own split. Other picks as they are."""
     if fam != "fp8" or -(-k // pick.split_k) <= FP8_UNSPLIT_MAX:
         return pick
 
-    def split(tile: TileConfig) -> TileConfig | None:
+    def held(tile: TileConfig) -> TileConfig | None:
+        if not smem or not usable(tile, fam, smem):
+            return None
         got = split_ranges(tile, k, variants, FP8_MAX_RANGE)
         return got if -(-k // got.split_k) <= FP8_MAX_RANGE else None
 
-    def held(tile: TileConfig) -> TileConfig | None:
-        return split(tile) if smem and usable(tile, fam, smem) else None
-
+    one, own = held(FP8_SPLIT_ONE_WAVE), split_ranges(pick, k, variants, FP8_MAX_RANGE)
     big = held(FP8_SPLIT_TILE) if min(m, n) >= FP8_SPLIT_TILE_MIN else None
-    forms = [f for f in (big, held(FP8_SPLIT_ONE_WAVE), split(pick))
-             if f is not None and _programs(f, m, n) <= sms]
-    if forms:
-        return max(forms, key=lambda f: _programs(f, m, n))   # the first of the most
-    return big or split_ranges(pick, k, variants, FP8_MAX_RANGE)
+    if big is not None:
+        if one is not None and sms and \
+                _waves(one, m, n, sms) * FP8_SPLIT_MARGIN < \
+                FP8_SPLIT_PROGRAM_COST * _waves(big, m, n, sms):
+            return one
+        return big
+    ranged = -(-k // own.split_k) <= FP8_MAX_RANGE
+    fits = [f for f in (one, own if ranged else None)
+            if f is not None and _programs(f, m, n) <= sms]
+    return max(fits, key=lambda f: _programs(f, m, n)) if fits else own
 
 
 def _programs(c: TileConfig, m: int, n: int) -> int:
     """Programs of a split tile's grid: its output tiles times its K ranges."""
     return -(-m // c.block_m) * -(-n // c.block_n) * c.split_k
+
+
+def _waves(c: TileConfig, m: int, n: int, sms: int) -> int:
+    """Waves of a split tile's grid of one program an SM."""
+    return -(-_programs(c, m, n) // sms)
 
 
 def split_ranges(pick: TileConfig, k: int, variants: tuple[str, ...],

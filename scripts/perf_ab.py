@@ -276,3 +276,20 @@ def runs_best(cases: Path, pick_label: str, best_label: str) -> str:
         out.append(f"| geomean ({len(got)}) | | | {geomean(ps):.3f} | | {geomean(qs):.3f} | "
                    f"{geomean(qs) / geomean(ps):.3f} |")
     return "\n".join(out)
+
+
+def cases_ab(cases: Path, label: str) -> str:
+    """One A/B run case by case: the tile that ran, its speed ratio to cuBLAS, the A/B
+    (the reference's time / this tree's) and Triton's error beyond the output's own
+    rounding (`xs_triton`, where recorded)."""
+    rows = [r for r in _rows(cases) if r["label"] == label]
+    if not rows:
+        raise ValueError(f"{cases}: no case labelled {label}")
+    out = ["| case | mode | tile | ratio | A/B | error beyond rounding |",
+           "|---|---|---|---:|---:|---:|"]
+    for r in rows:
+        ab, xs = _ab(r["extra"]), _extra(r["extra"], "xs_triton")
+        out.append(f"| {r['case']} | {r['mode']} | {r['tile']} | {float(r['ratio']):.3f} | "
+                   f"{'-' if ab is None else f'{ab:.3f}'} | "
+                   f"{'-' if xs is None else f'{xs:.2e}'} |")
+    return "\n".join(out)

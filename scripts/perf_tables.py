@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from perf_ab import (  # noqa: E402
+    cases_ab,
     host_ab,
     moved_ab,
     moved_forms,
@@ -94,6 +95,7 @@ S60 = RESULTS / "dev-cpu-2026-12-05-s60"
 S61 = RESULTS / "dev-cpu-2026-12-05-s61"
 S62 = RESULTS / "dev-cpu-2026-12-06-s62"
 G63 = RESULTS / "h100-2026-12-06-s63"
+G64 = RESULTS / "h100-2026-12-06-s64"
 _WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
@@ -294,6 +296,10 @@ TABLES: dict[str, Callable[[], str]] = {
     "s63-h100-fp8-ab": lambda: runs_ab(G63 / "cases.csv", ("call2-fp8-ab",)),
     "s63-h100-split": lambda: split_outcome(G63 / "accum_split.csv", G63 / "split_model.csv",
                                             S62 / "split_price.csv"),
+    "s64-h100-fp8-tile-ab": lambda: runs_ab(G64 / "cases.csv", ("call1-fp8-split-tile-ab",)),
+    "s64-h100-fp8-tile-cases": lambda: cases_ab(G64 / "cases.csv",
+                                                "call1-fp8-split-tile-ab"),
+    "s64-h100-tiles-programs": lambda: tile_matrix(G64 / "tiles_programs.csv"),
 }
 
 

@@ -279,12 +279,12 @@ def test_a_forced_fp8_split_of_a_large_output_runs_the_split_tile_where_the_chip
     assert dispatch.fast_ranges(pick, "fp8", 2048, 2048, 28672, TMA, h200) is pick
 
 
-def test_a_forced_fp8_split_runs_the_form_that_fills_most_of_the_sms_in_one_wave():
-    """Of FP8_SPLIT_TILE (outputs of 1024 x 1024 or more), FP8_SPLIT_ONE_WAVE and the pick's
-    own split, the one with the most programs within the SMs (measured fastest on 1024 x
-    1024 x 32768 and 512 x 512 at K 32768 and 65536, sessions 63-64); FP8_SPLIT_TILE, or
-    on a smaller output the pick's own split, where none fits one wave or no SM count is
-    known."""
+def test_a_forced_fp8_split_of_a_large_output_runs_the_half_width_tile_where_its_waves_cost_less():
+    """Outputs of 1024 x 1024 or more: FP8_SPLIT_ONE_WAVE where its waves are fewer than
+    FP8_SPLIT_TILE's times FP8_SPLIT_PROGRAM_COST (1024 x 1024 x 32768: one against one;
+    1536 x 1536 x 32768: three against two), else FP8_SPLIT_TILE (no SM count known: it).
+    Smaller outputs: of FP8_SPLIT_ONE_WAVE and the pick's own split, the one of more
+    programs within one wave (sessions 63-64's measured orders)."""
     from kernels.tile import TileConfig, replace, usable
 
     pick, h200 = TileConfig(128, 128, 128, 8, 4, 8, "tma"), 232448
@@ -292,11 +292,13 @@ def test_a_forced_fp8_split_runs_the_form_that_fills_most_of_the_sms_in_one_wave
     assert usable(one_wave, "fp8", h200)
     got = dispatch.fast_ranges(pick, "fp8", 1024, 1024, 32768, TMA, h200, 132)
     assert got == replace(one_wave, split_k=2) and dispatch._programs(got, 1024, 1024) == 128
-    tile2 = replace(dispatch.FP8_SPLIT_TILE, split_k=2)     # 64 programs, the next most
+    assert dispatch.fast_ranges(pick, "fp8", 1536, 1536, 32768, TMA, h200, 132) == got
+    tile2 = replace(dispatch.FP8_SPLIT_TILE, split_k=2)
     assert dispatch.fast_ranges(pick, "fp8", 1024, 1024, 32768, TMA, h200, 127) == tile2
     assert dispatch.fast_ranges(pick, "fp8", 1024, 1024, 32768, TMA, h200) == tile2
-    assert dispatch.fast_ranges(pick, "fp8", 1024, 1280, 32768, TMA, h200, 132) == tile2
-    tile3 = replace(dispatch.FP8_SPLIT_TILE, split_k=3)     # the one wave's 192 pass 132
+    for m, n in ((1024, 1280), (1280, 1280), (1024, 2048), (2048, 2048), (4096, 4096)):
+        assert dispatch.fast_ranges(pick, "fp8", m, n, 32768, TMA, h200, 132) == tile2
+    tile3 = replace(dispatch.FP8_SPLIT_TILE, split_k=3)     # 2 waves against 1 x 1.75
     assert dispatch.fast_ranges(pick, "fp8", 1024, 1024, 49152, TMA, h200, 132) == tile3
     # below FP8_SPLIT_TILE_MIN: the one-wave tile or the pick's own split, by programs
     small = TileConfig(64, 64, 128, 8, 4, 4, "tma")
