@@ -133,21 +133,19 @@ FP8_MAX_RANGE = 16384
 # ran faster (0.75 and 1.08 against 0.44 and 0.72).
 FP8_SPLIT_TILE = TileConfig(128, 256, 128, 8, 3, 8, "tma_split")
 FP8_SPLIT_TILE_MIN = 1024
-# The half-width tile a forced split runs where its waves cost less (session 64, an H100,
-# tiles_programs.csv; session 63's tiles_k*.csv). An FP8_SPLIT_TILE program ran 1.52-1.79x
-# as long as this tile's (median 1.75, FP8_SPLIT_PROGRAM_COST; from shapes where the two
-# ran one and two waves, or two and three or four), so this tile is taken where its waves
-# times FP8_SPLIT_MARGIN (a gain of 10% predicted at least: the cost spreads by 15%) are
-# fewer than FP8_SPLIT_TILE's times that cost: 1024 x 1024 x 32768 (128
-# programs in one wave against 64: 1.08-1.10 of cuBLAS against 0.71-0.72) and 1536 x 1536
-# x 32768 (3 waves against 2: 0.67 against 0.57), not 1024 x 1280 to 2048 x 2048 (this tile
-# 0.66-0.77 against 0.74-0.94) nor 1024 x 1024 at K 49152 and 65536. Below
-# FP8_SPLIT_TILE_MIN it competes with the pick's own split: the one of more programs
-# within one wave (512 x 512 x 65536: this tile's 64 at 1.15-1.26, the pick's 256 at
-# 1.08-1.12; 512 x 512 x 32768: the pick's 128 at 0.75-0.86, this tile's 32 at 0.73-0.76).
+# The half-width tile a forced split runs where its waves cost less (session 64, an H100:
+# tiles_programs.csv and session 63's tiles_k*.csv, 22 shapes of K 32-64k). An
+# FP8_SPLIT_TILE program ran 1.52-1.80x as long as one of this tile (median 1.63), so
+# this tile is taken where its waves are fewer than FP8_SPLIT_TILE's times
+# FP8_SPLIT_PROGRAM_COST: 1024 x 1024 x 32768 (one wave against one: 1.09 of cuBLAS
+# against 0.72) and 1536 x 1536 x 32768 (three against two: 0.67 against 0.57), not 1024 x
+# 1280 to 8192 x 8192 (twice the waves: 0.65-1.03 against 0.74-1.19). The model
+# classifies all 22. Below FP8_SPLIT_TILE_MIN it competes with the pick's own split: the
+# one of more programs within one wave (512 x 512 x 65536: this tile's 64 at 1.15-1.26,
+# the pick's 256 at 1.08-1.12; 512 x 512 x 32768: the pick's 128 at 0.75-0.86, this
+# tile's 32 at 0.73-0.76).
 FP8_SPLIT_ONE_WAVE = TileConfig(128, 128, 128, 8, 5, 4, "tma_split")
-FP8_SPLIT_PROGRAM_COST = 1.75
-FP8_SPLIT_MARGIN = 1.1
+FP8_SPLIT_PROGRAM_COST = 1.6
 
 
 def fast_ranges(pick: TileConfig, fam: str, m: int, n: int, k: int,
@@ -156,7 +154,7 @@ def fast_ranges(pick: TileConfig, fam: str, m: int, n: int, k: int,
     fast accumulator, split into ranges of FP8_MAX_RANGE at most, as a split tile the chip
     holds (`usable` in `smem` bytes a program). Where M and N are FP8_SPLIT_TILE_MIN or
     more: FP8_SPLIT_TILE, or FP8_SPLIT_ONE_WAVE where its waves on the chip's `sms` cost
-    less by FP8_SPLIT_MARGIN (FP8_SPLIT_PROGRAM_COST). Smaller: of FP8_SPLIT_ONE_WAVE
+    less (FP8_SPLIT_PROGRAM_COST). Smaller: of FP8_SPLIT_ONE_WAVE
     and the pick's own split (`split_ranges`), the one of more programs within one wave,
     else the pick's own split. Other picks as they are."""
     if fam != "fp8" or -(-k // pick.split_k) <= FP8_UNSPLIT_MAX:
@@ -172,8 +170,7 @@ def fast_ranges(pick: TileConfig, fam: str, m: int, n: int, k: int,
     big = held(FP8_SPLIT_TILE) if min(m, n) >= FP8_SPLIT_TILE_MIN else None
     if big is not None:
         if one is not None and sms and \
-                _waves(one, m, n, sms) * FP8_SPLIT_MARGIN < \
-                FP8_SPLIT_PROGRAM_COST * _waves(big, m, n, sms):
+                _waves(one, m, n, sms) < FP8_SPLIT_PROGRAM_COST * _waves(big, m, n, sms):
             return one
         return big
     ranged = -(-k // own.split_k) <= FP8_MAX_RANGE

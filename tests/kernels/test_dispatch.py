@@ -298,7 +298,7 @@ def test_a_forced_fp8_split_of_a_large_output_runs_the_half_width_tile_where_its
     assert dispatch.fast_ranges(pick, "fp8", 1024, 1024, 32768, TMA, h200) == tile2
     for m, n in ((1024, 1280), (1280, 1280), (1024, 2048), (2048, 2048), (4096, 4096)):
         assert dispatch.fast_ranges(pick, "fp8", m, n, 32768, TMA, h200, 132) == tile2
-    tile3 = replace(dispatch.FP8_SPLIT_TILE, split_k=3)     # 2 waves against 1 x 1.75
+    tile3 = replace(dispatch.FP8_SPLIT_TILE, split_k=3)     # 2 waves against 1 x 1.6
     assert dispatch.fast_ranges(pick, "fp8", 1024, 1024, 49152, TMA, h200, 132) == tile3
     # below FP8_SPLIT_TILE_MIN: the one-wave tile or the pick's own split, by programs
     small = TileConfig(64, 64, 128, 8, 4, 4, "tma")
