@@ -157,7 +157,7 @@ def fast_ranges(pick: TileConfig, fam: str, m: int, n: int, k: int,
     less (FP8_SPLIT_PROGRAM_COST). Smaller: of FP8_SPLIT_ONE_WAVE
     and the pick's own split (`split_ranges`), the one of more programs within one wave,
     else the pick's own split. Other picks as they are."""
-    if fam != "fp8" or -(-k // pick.split_k) <= FP8_UNSPLIT_MAX:
+    if fam != "fp8" or -(-k // pick.split_k) <= max(FP8_UNSPLIT_MAX, FP8_MAX_RANGE):
         return pick
 
     def held(tile: TileConfig) -> TileConfig | None:
