@@ -134,16 +134,19 @@ FP8_MAX_RANGE = 16384
 FP8_SPLIT_TILE = TileConfig(128, 256, 128, 8, 3, 8, "tma_split")
 FP8_SPLIT_TILE_MIN = 1024
 # The half-width tile a forced split runs where its waves cost less (session 64, an H100:
-# tiles_programs.csv and session 63's tiles_k*.csv, 22 shapes of K 32-64k). An
-# FP8_SPLIT_TILE program ran 1.52-1.80x as long as one of this tile (median 1.63), so
-# this tile is taken where its waves are fewer than FP8_SPLIT_TILE's times
-# FP8_SPLIT_PROGRAM_COST: 1024 x 1024 x 32768 (one wave against one: 1.09 of cuBLAS
-# against 0.72) and 1536 x 1536 x 32768 (three against two: 0.67 against 0.57), not 1024 x
-# 1280 to 8192 x 8192 (twice the waves: 0.65-1.03 against 0.74-1.19). The model
-# classifies all 22. Below FP8_SPLIT_TILE_MIN it competes with the pick's own split: the
-# one of more programs within one wave (512 x 512 x 65536: this tile's 64 at 1.15-1.26,
-# the pick's 256 at 1.08-1.12; 512 x 512 x 32768: the pick's 128 at 0.75-0.86, this
-# tile's 32 at 0.73-0.76).
+# tiles_programs.csv and tiles_k3.csv beside session 63's tiles_k*.csv, 22 shapes of K
+# 32-64k of 1024 x 1024 or more). An FP8_SPLIT_TILE program ran 1.35-1.80x as long as one
+# of this tile (median 1.63), so this tile is taken where its waves are fewer than
+# FP8_SPLIT_TILE's times FP8_SPLIT_PROGRAM_COST: 1024 x 1024 x 32768 (one wave against
+# one: 1.09 of cuBLAS against 0.72) and 1536 x 1536 x 32768 (three against two: 0.67
+# against 0.57), not 1024 x 1280 to 8192 x 8192 (twice the waves or more: 0.65-1.03
+# against 0.74-1.19) nor 1058 x 3067 x 43005 (five against three: 0.72 against 0.89).
+# The model classifies all 22. Below FP8_SPLIT_TILE_MIN, where outputs are small and
+# programs wait on their loads, this tile runs where its waves load fewer rows and
+# columns than the pick's own split's (`_loads`): 640 x 640 x 65536 (one wave of 256
+# against two of 192: 1.43 against 1.07), 100 x 4000 x 65536 (1.01 against 0.79), not 5216
+# x 47 x 34665 (one of 256 against two of 128: 0.91 against 0.96) nor 512 x 512 x 32768
+# (one of 256 against one of 128: 0.73-0.76 against 0.75-0.86).
 FP8_SPLIT_ONE_WAVE = TileConfig(128, 128, 128, 8, 5, 4, "tma_split")
 FP8_SPLIT_PROGRAM_COST = 1.6
 
@@ -154,9 +157,9 @@ def fast_ranges(pick: TileConfig, fam: str, m: int, n: int, k: int,
     fast accumulator, split into ranges of FP8_MAX_RANGE at most, as a split tile the chip
     holds (`usable` in `smem` bytes a program). Where M and N are FP8_SPLIT_TILE_MIN or
     more: FP8_SPLIT_TILE, or FP8_SPLIT_ONE_WAVE where its waves on the chip's `sms` cost
-    less (FP8_SPLIT_PROGRAM_COST). Smaller: of FP8_SPLIT_ONE_WAVE
-    and the pick's own split (`split_ranges`), the one of more programs within one wave,
-    else the pick's own split. Other picks as they are."""
+    less (FP8_SPLIT_PROGRAM_COST). Smaller: FP8_SPLIT_ONE_WAVE where its waves load less
+    than the pick's own split's (`_loads`; the pick's own split on a tie), else that.
+    Other picks as they are."""
     if fam != "fp8" or -(-k // pick.split_k) <= max(FP8_UNSPLIT_MAX, FP8_MAX_RANGE):
         return pick
 
@@ -173,10 +176,11 @@ def fast_ranges(pick: TileConfig, fam: str, m: int, n: int, k: int,
                 _waves(one, m, n, sms) < FP8_SPLIT_PROGRAM_COST * _waves(big, m, n, sms):
             return one
         return big
-    ranged = -(-k // own.split_k) <= FP8_MAX_RANGE
-    fits = [f for f in (one, own if ranged else None)
-            if f is not None and _programs(f, m, n) <= sms]
-    return max(fits, key=lambda f: _programs(f, m, n)) if fits else own
+    if one is None or not sms:
+        return own
+    if -(-k // own.split_k) > FP8_MAX_RANGE:   # no split form of its own
+        return one
+    return one if _loads(one, m, n, sms) < _loads(own, m, n, sms) else own
 
 
 def _programs(c: TileConfig, m: int, n: int) -> int:
@@ -187,6 +191,12 @@ def _programs(c: TileConfig, m: int, n: int) -> int:
 def _waves(c: TileConfig, m: int, n: int, sms: int) -> int:
     """Waves of a split tile's grid of one program an SM."""
     return -(-_programs(c, m, n) // sms)
+
+
+def _loads(c: TileConfig, m: int, n: int, sms: int) -> int:
+    """A split's operand loads in its longest SM's programs, in rows of a K range: waves
+    times the rows of A and columns of B a program loads."""
+    return _waves(c, m, n, sms) * (c.block_m + c.block_n)
 
 
 def split_ranges(pick: TileConfig, k: int, variants: tuple[str, ...],

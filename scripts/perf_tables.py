@@ -300,6 +300,10 @@ TABLES: dict[str, Callable[[], str]] = {
     "s64-h100-fp8-tile-cases": lambda: cases_ab(G64 / "cases.csv",
                                                 "call1-fp8-split-tile-ab"),
     "s64-h100-tiles-programs": lambda: tile_matrix(G64 / "tiles_programs.csv"),
+    "s64-h100-one-wave-ab": lambda: cases_ab(G64 / "cases.csv", "call3-one-wave-ab"),
+    **{f"s64-h100-tiles-k{k}": functools.partial(tile_matrix, G64 / f"tiles_k{k}.csv")
+       for k in (3, 4)},
+    "s64-h100-baseline": lambda: baseline_tables(ROOT / "baselines" / "nvidia-h100.json"),
 }
 
 

@@ -283,8 +283,8 @@ def test_a_forced_fp8_split_of_a_large_output_runs_the_half_width_tile_where_its
     """Outputs of 1024 x 1024 or more: FP8_SPLIT_ONE_WAVE where its waves are fewer than
     FP8_SPLIT_TILE's times FP8_SPLIT_PROGRAM_COST (1024 x 1024 x 32768: one against one;
     1536 x 1536 x 32768: three against two), else FP8_SPLIT_TILE (no SM count known: it).
-    Smaller outputs: of FP8_SPLIT_ONE_WAVE and the pick's own split, the one of more
-    programs within one wave (sessions 63-64's measured orders)."""
+    Smaller outputs: FP8_SPLIT_ONE_WAVE where its waves load less than the pick's own
+    split's (sessions 63-64's measured orders)."""
     from kernels.tile import TileConfig, replace, usable
 
     pick, h200 = TileConfig(128, 128, 128, 8, 4, 8, "tma"), 232448
@@ -300,14 +300,18 @@ def test_a_forced_fp8_split_of_a_large_output_runs_the_half_width_tile_where_its
         assert dispatch.fast_ranges(pick, "fp8", m, n, 32768, TMA, h200, 132) == tile2
     tile3 = replace(dispatch.FP8_SPLIT_TILE, split_k=3)     # 2 waves against 1 x 1.6
     assert dispatch.fast_ranges(pick, "fp8", 1024, 1024, 49152, TMA, h200, 132) == tile3
-    # below FP8_SPLIT_TILE_MIN: the one-wave tile or the pick's own split, by programs
-    small = TileConfig(64, 64, 128, 8, 4, 4, "tma")
-    own2 = replace(small, variant="tma_split", split_k=2)   # 128 programs against 32
+    # below FP8_SPLIT_TILE_MIN: the half-width tile where its waves load fewer rows and
+    # columns than the pick's own split's, the pick's own split on a tie
+    wide = TileConfig(64, 128, 256, 8, 4, 4, "tma")
+    assert dispatch.fast_ranges(wide, "fp8", 640, 640, 65536, TMA, h200, 132) == \
+        replace(one_wave, split_k=4)                  # one wave of 256 against two of 192
+    small = TileConfig(64, 64, 256, 8, 5, 4, "tma")
+    own3 = replace(small, variant="tma_split", split_k=3)
+    assert dispatch.fast_ranges(small, "fp8", 5216, 47, 34665, TMA, h200, 132) == own3
+    own2 = replace(small, variant="tma_split", split_k=2)   # one of 128 against one of 256
     assert dispatch.fast_ranges(small, "fp8", 512, 512, 32768, TMA, h200, 132) == own2
-    got = dispatch.fast_ranges(small, "fp8", 512, 512, 65536, TMA, h200, 132)
-    assert got == replace(one_wave, split_k=4)              # 64 against the pick's 256
-    assert dispatch.fast_ranges(small, "fp8", 512, 512, 65536, TMA, h200) == \
-        replace(small, variant="tma_split", split_k=4)
+    assert dispatch.fast_ranges(wide, "fp8", 640, 640, 65536, TMA, h200) == \
+        replace(wide, variant="tma_split", split_k=4)      # no SM count: the pick's own
 
 
 def test_split_ranges_takes_any_limit_and_leaves_a_pick_no_split_can_bring_within_it():
