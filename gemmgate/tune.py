@@ -105,8 +105,9 @@ def write_table(path: Path, chip_id: str, match: Sequence[str], new: Sequence[di
     with FileLock(str(path) + ".lock", timeout=600):
         old = table_for(path, chip_id)
         data = {"schema": table_file.SCHEMA, "version": table_file.VERSION, "chip": chip_id,
-                "match": list(match), "entries": [
-                    e for e in merged(old["entries"], new) if _where(e) not in gone]}
+                "match": list(match), **({"borrowed_by": old["borrowed_by"]}
+                                         if "borrowed_by" in old else {}),
+                "entries": [e for e in merged(old["entries"], new) if _where(e) not in gone]}
         # what is written must load, checked before it replaces the table (as JSON gives
         # it back: tuples as lists)
         table_file.check_table(json.loads(json.dumps(data)), f"{path}, as written,")

@@ -5,7 +5,11 @@ variant's kernel (`variant_hash`). An entry whose hash differs from the current 
 stale: never used by kernels/table.py's lookup, listed by `stale_entries` (and `gemmgate
 tune --stale` retunes them). A table file names the device names it serves (`match`:
 lower-case substrings of torch.cuda.get_device_name), so the kernel needs no knowledge of
-the harness's chips. Files are read once per directory (`reload` forgets them).
+the harness's chips, and may name devices it lends itself to where no table matches them
+(`borrowed_by`, optional: the H200's table serves an H100, session 64: same sm_90, 132 SMs
+and shared memory a block; on an H100 its picks ran x1.01-1.11 a mode over the
+heuristic's on `pr`, x1.12-1.18 on holdout6). A device's own table, once tuned, comes
+first. Files are read once per directory (`reload` forgets them).
 
 Each entry also records the Triton it was tuned on: where that differs from the running
 one (major.minor), the tiles were timed on code another compiler made, and the first read
@@ -67,12 +71,19 @@ def read_table(path: Path) -> dict:
     return check_table(data, str(path))
 
 
+def _names(data: dict, field: str) -> bool:
+    """A table's list of device-name substrings (`match`, `borrowed_by`), absent or a
+    list of strings."""
+    names = data.get(field, [])
+    return isinstance(names, list) and all(isinstance(m, str) for m in names)
+
+
 def check_table(data, where: str) -> dict:
     """`data` as a table file holds it, checked (TableError naming `where` otherwise): what
     `read_table` reads, and what a writer checks before it replaces a file."""
     ok = isinstance(data, dict) and data.get("schema") == SCHEMA and \
         data.get("version") == VERSION and isinstance(data.get("entries"), list) and \
-        isinstance(data.get("match"), list) and all(isinstance(m, str) for m in data["match"])
+        "match" in data and _names(data, "match") and _names(data, "borrowed_by")
     if not ok:
         raise TableError(f"tuning table {where} is not a {SCHEMA} v{VERSION} file")
     for i, e in enumerate(data["entries"]):
@@ -116,23 +127,29 @@ def _check_entry(e) -> None:
 
 
 @functools.cache
-def _tables(directory: str) -> tuple[tuple[str, tuple[str, ...], tuple[dict, ...]], ...]:
-    """(path, match substrings, entries) of every table in `directory`, read once."""
+def _tables(directory: str) -> tuple[tuple[str, tuple[str, ...], tuple[str, ...],
+                                          tuple[dict, ...]], ...]:
+    """(path, match substrings, borrowed_by substrings, entries) of every table in
+    `directory`, read once."""
     root = Path(directory)
     out = []
     for path in sorted(root.glob("*.json")) if root.is_dir() else ():
         data = read_table(path)
         out.append((str(path), tuple(m.lower() for m in data["match"]),
+                    tuple(m.lower() for m in data.get("borrowed_by", ())),
                     tuple(data["entries"])))
     return tuple(out)
 
 
 def entries_for(device_name: str, directory: Path = DEFAULT_DIR) -> tuple[str, tuple[dict, ...]]:
-    """(table path, entries) of the first table whose `match` names this device."""
+    """(table path, entries) of the first table whose `match` names this device, else of
+    the first whose `borrowed_by` does."""
     low = device_name.lower()
-    for path, match, entries in _tables(str(directory)):
-        if any(m in low for m in match):
-            return path, entries
+    tables = _tables(str(directory))
+    for names in (lambda t: t[1], lambda t: t[2]):
+        for table in tables:
+            if any(m in low for m in names(table)):
+                return table[0], table[3]
     return "", ()
 
 

@@ -90,6 +90,19 @@ def test_write_merges_replaces_the_same_key_and_the_kernel_reads_it(tmp_path):
     assert merged([first], []) == [first]
 
 
+def test_a_retune_keeps_the_devices_the_table_lends_itself_to(tmp_path):
+    """`borrowed_by` (kernels/table_file.py) is the table's, not the tuning's: a write
+    keeps it, and a table without it gets none."""
+    path = tmp_path / "nvidia-h200.json"
+    write_table(path, "nvidia-h200", ("h200",), [entry_of(_result(), ENV)])
+    assert "borrowed_by" not in json.loads(path.read_text())
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps(dict(data, borrowed_by=["h100"])))
+    other = dict(entry_of(_result(), ENV), m=1024, n=1024, k=1024)
+    assert write_table(path, "nvidia-h200", ("h200",), [other])["borrowed_by"] == ["h100"]
+    assert json.loads(path.read_text())["borrowed_by"] == ["h100"]
+
+
 def test_an_unreadable_table_is_not_overwritten(tmp_path):
     path = tmp_path / "t.json"
     path.write_text("{broken")

@@ -178,3 +178,41 @@ def test_every_committed_entry_was_stamped_with_this_kernel_source():
         assert not stale, (f"{path}: {len(stale)} entries stamped with other kernel source "
                            f"(first: {stale[:3]}); scripts/restamp.py says which compile "
                            "to the same PTX")
+
+
+def _table(path, match, borrowed_by=None, m=64):
+    data = {"schema": table_file.SCHEMA, "version": 1, "match": match,
+            "entries": [dict(GOOD, m=m)]}
+    if borrowed_by is not None:
+        data["borrowed_by"] = borrowed_by
+    path.write_text(json.dumps(data))
+
+
+def test_a_table_serves_the_devices_it_lends_itself_to_where_none_matches_them(tmp_path):
+    """`borrowed_by`: a device no table's `match` names reads the lender's table; a
+    device with its own table reads its own, whichever file sorts first."""
+    _table(tmp_path / "a-lender.json", ["h200"], ["h100", "gh"], m=64)
+    table_file.reload()
+    assert table_file.entries_for("NVIDIA H100 80GB HBM3", tmp_path)[0].endswith("a-lender.json")
+    assert table_file.entries_for("NVIDIA GH200 480GB", tmp_path)[0].endswith("a-lender.json")
+    assert table_file.entries_for("NVIDIA A100", tmp_path) == ("", ())
+    _table(tmp_path / "z-own.json", ["h100"], m=128)
+    table_file.reload()
+    path, entries = table_file.entries_for("NVIDIA H100 80GB HBM3", tmp_path)
+    assert path.endswith("z-own.json") and entries[0]["m"] == 128
+    assert table_file.entries_for("NVIDIA H200", tmp_path)[0].endswith("a-lender.json")
+    table_file.reload()
+
+
+@pytest.mark.parametrize("borrowed_by", ["h100", ["h100", 3], {"h100": 1}])
+def test_a_borrowed_by_not_a_list_of_strings_is_refused(tmp_path, borrowed_by):
+    p = tmp_path / "t.json"
+    _table(p, ["h200"], borrowed_by)
+    with pytest.raises(table_file.TableError, match="not a kernels.tuning-table"):
+        table_file.read_table(p)
+
+
+def test_the_committed_h200_table_serves_an_h100():
+    """Session 64 measured it there against the heuristic (docs/PERF.md)."""
+    path, entries = table_file.entries_for("NVIDIA H100 80GB HBM3")
+    assert path.endswith("nvidia-h200.json") and entries
