@@ -303,7 +303,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "s64-h100-one-wave-ab": lambda: cases_ab(G64 / "cases.csv", "call3-one-wave-ab"),
     **{f"s64-h100-tiles-k{k}": functools.partial(tile_matrix, G64 / f"tiles_k{k}.csv")
        for k in (3, 4)},
-    "s64-h100-baseline": lambda: baseline_tables(ROOT / "baselines" / "nvidia-h100.json"),
+    "s64-h100-baseline": lambda: baseline_tables(G64 / "baseline_heuristic.json"),
+    "s64-h100-h200-table-ab": lambda: runs_ab(G64 / "cases.csv", ("call4-h200-table-pr",
+                                                                  "call4-h200-table-holdout6")),
 }
 
 
