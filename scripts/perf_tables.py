@@ -306,6 +306,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s64-h100-baseline": lambda: baseline_tables(G64 / "baseline_heuristic.json"),
     "s64-h100-h200-table-ab": lambda: runs_ab(G64 / "cases.csv", ("call4-h200-table-pr",
                                                                   "call4-h200-table-holdout6")),
+    "s64-h100-eager-ab": lambda: runs_ab(G64 / "cases.csv", ("call5-eager-ab",)),
 }
 
 
