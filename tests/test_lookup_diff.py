@@ -161,3 +161,23 @@ def test_forms_shows_a_pick_whose_warp_specialized_form_alone_changed(ld):
     copies = ld._operands(ld._decided(kernels, "bf16", cube))
     assert [r[3:] for r in rows] == [(ld._text(pick) + copies, ld._text(ran) + copies)]
     assert ld.diff(kernels, kernels, SETS, ["bf16", "fp8"], 132, forms=True) == []
+
+
+def test_forms_shows_the_split_fp8_runs_past_its_unsplit_range(ld):
+    """--forms applies the dispatcher's fp8 split (`dispatch.fast_ranges`) before the
+    warp-specialized form, so a change to the split rule alone shows; a package without
+    the rule (before session 63) runs its pick as it is."""
+    long_k = Case(640, 640, 65536)
+    old = types.SimpleNamespace(
+        dispatch=types.SimpleNamespace(decide=kernels.dispatch.decide,
+                                       _ws=lambda tile, bucket: tile),
+        modes=kernels.modes, configs=kernels.configs, table=kernels.table)
+    pick, _, bucket, _ = ld._choice(kernels, "fp8", long_k, 132)
+    decided = ld._decided(kernels, "fp8", long_k)
+    ran = ld._ran(kernels, pick, bucket, long_k, 132, decided)
+    assert ran.variant == "tma_split" and -(-65536 // ran.split_k) <= \
+        kernels.dispatch.FP8_MAX_RANGE < -(-65536 // pick.split_k)
+    assert ld._ran(old, pick, bucket, long_k, 132, decided) is pick
+    rows = ld.diff(old, kernels, [("x", (long_k,))], ["fp8"], 132, forms=True)
+    copies = ld._operands(decided)
+    assert [r[3:] for r in rows] == [(ld._text(pick) + copies, ld._text(ran) + copies)]
