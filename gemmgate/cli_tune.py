@@ -16,6 +16,7 @@ from gemmgate.results import CaseResult, RunRecord
 from gemmgate.run import environment_of
 from gemmgate.tune import (
     KeyWriter,
+    borrowed_table,
     incumbents,
     orphans,
     stale_items,
@@ -44,6 +45,11 @@ def tune_command(args, console, err) -> int:
     if args.stale and args.table is not None and not path.exists():
         raise ValueError(f"--table {table}: no such file, so no stale entries to retune")
     table_for(path, ctx.chip.id)   # unusable or another chip's: said before any tuning
+    lent = borrowed_table(ctx.chip.name, path)
+    if lent:
+        err.print(f"[yellow]{ctx.chip.id} reads {lent} (lent to it: `borrowed_by`) until "
+                  f"{path} exists; from then on {path} alone, for every shape: tune every "
+                  "set it runs[/]")
     items = None
     if args.stale:
         stale = stale_items(path)

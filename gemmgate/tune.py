@@ -148,6 +148,17 @@ def table_for(path: Path, chip_id: str) -> dict:
     return old
 
 
+def borrowed_table(device_name: str, path: Path) -> str:
+    """The file name of the table lent to this device (`borrowed_by`) where `path`, its
+    own table, does not exist yet and sits in the kernel's table folder; else ''."""
+    from kernels import table_file
+
+    if path.exists():
+        return ""
+    lent, _, borrowed = table_file.table_for_device(device_name, path.parent)
+    return Path(lent).name if borrowed else ""
+
+
 def table_data(path: Path) -> dict:
     """The table file's contents; an empty table where there is no file yet."""
     from kernels import table_file

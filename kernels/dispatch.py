@@ -158,7 +158,8 @@ def fast_ranges(pick: TileConfig, fam: str, m: int, n: int, k: int,
     holds (`usable` in `smem` bytes a program). Where M and N are FP8_SPLIT_TILE_MIN or
     more: FP8_SPLIT_TILE, or FP8_SPLIT_ONE_WAVE where its waves on the chip's `sms` cost
     less (FP8_SPLIT_PROGRAM_COST). Smaller: FP8_SPLIT_ONE_WAVE where its waves load less
-    than the pick's own split's (`_loads`; the pick's own split on a tie), else that.
+    than the pick's own split's (`_loads`; the pick's own split on a tie, and where no SM
+    count is known), else that; FP8_SPLIT_ONE_WAVE too where the pick has no split form.
     Other picks as they are."""
     if fam != "fp8" or -(-k // pick.split_k) <= max(FP8_UNSPLIT_MAX, FP8_MAX_RANGE):
         return pick
@@ -176,10 +177,10 @@ def fast_ranges(pick: TileConfig, fam: str, m: int, n: int, k: int,
                 _waves(one, m, n, sms) < FP8_SPLIT_PROGRAM_COST * _waves(big, m, n, sms):
             return one
         return big
+    if -(-k // own.split_k) > FP8_MAX_RANGE:   # no split form of its own
+        return one or own
     if one is None or not sms:
         return own
-    if -(-k // own.split_k) > FP8_MAX_RANGE:   # no split form of its own
-        return one
     return one if _loads(one, m, n, sms) < _loads(own, m, n, sms) else own
 
 

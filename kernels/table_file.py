@@ -7,9 +7,11 @@ tune --stale` retunes them). A table file names the device names it serves (`mat
 lower-case substrings of torch.cuda.get_device_name), so the kernel needs no knowledge of
 the harness's chips, and may name devices it lends itself to where no table matches them
 (`borrowed_by`, optional: the H200's table serves an H100, session 64: same sm_90, 132 SMs
-and shared memory a block; on an H100 its picks ran x1.01-1.11 a mode over the
-heuristic's on `pr`, x1.12-1.18 on holdout6). A device's own table, once tuned, comes
-first. Files are read once per directory (`reload` forgets them).
+on the SXM part and shared memory a block; on an H100 its picks ran x1.01-1.11 a mode over
+the heuristic's on `pr`, x1.12-1.18 on holdout6; the lookup prices tiles on the running
+device's SM count, so a 114-SM H100 PCIe reads it too). A device's own table, once tuned,
+comes first, whole: it replaces the borrowed one for every shape (`gemmgate tune` says
+so). Files are read once per directory (`reload` forgets them).
 
 Each entry also records the Triton it was tuned on: where that differs from the running
 one (major.minor), the tiles were timed on code another compiler made, and the first read
@@ -73,9 +75,9 @@ def read_table(path: Path) -> dict:
 
 def _names(data: dict, field: str) -> bool:
     """A table's list of device-name substrings (`match`, `borrowed_by`), absent or a
-    list of strings."""
+    list of strings, none empty (an empty one would name every device)."""
     names = data.get(field, [])
-    return isinstance(names, list) and all(isinstance(m, str) for m in names)
+    return isinstance(names, list) and all(isinstance(m, str) and m for m in names)
 
 
 def check_table(data, where: str) -> dict:
@@ -144,13 +146,19 @@ def _tables(directory: str) -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]
 def entries_for(device_name: str, directory: Path = DEFAULT_DIR) -> tuple[str, tuple[dict, ...]]:
     """(table path, entries) of the first table whose `match` names this device, else of
     the first whose `borrowed_by` does."""
+    return table_for_device(device_name, directory)[:2]
+
+
+def table_for_device(device_name: str, directory: Path = DEFAULT_DIR
+                     ) -> tuple[str, tuple[dict, ...], bool]:
+    """`entries_for`, and whether the table is borrowed (named by `borrowed_by`)."""
     low = device_name.lower()
     tables = _tables(str(directory))
-    for names in (lambda t: t[1], lambda t: t[2]):
+    for borrowed, names in ((False, lambda t: t[1]), (True, lambda t: t[2])):
         for table in tables:
             if any(m in low for m in names(table)):
-                return table[0], table[3]
-    return "", ()
+                return table[0], table[3], borrowed
+    return "", (), False
 
 
 def is_stale(entry: dict) -> bool:

@@ -128,8 +128,12 @@ def _ran(pkg, tile, bucket: str, case=None, sms: int = 0, decided: tuple | None 
     ranges = getattr(pkg.dispatch, "fast_ranges", None)
     if ranges is not None and case is not None and decided is not None:
         fam, variants = decided[0], decided[5]
-        extra = {"sms": sms} if "sms" in inspect.signature(ranges).parameters else {}
-        ranged = ranges(tile, fam, case.m, case.n, case.k, variants, SMEM, **extra)
+        params = inspect.signature(ranges).parameters
+        if "m" not in params:   # session 63's first form: the pick's own split only
+            ranged = ranges(tile, fam, case.k, variants)
+        else:
+            extra = {"sms": sms} if "sms" in params else {}
+            ranged = ranges(tile, fam, case.m, case.n, case.k, variants, SMEM, **extra)
         if ranged is not tile:
             return ranged
     ws = getattr(pkg.dispatch, "_ws", None)

@@ -185,6 +185,7 @@ def test_the_tuning_table_record_counts_entries_stale_ones_and_tritons(tmp_path)
              "kernel": fresh}
     (tmp_path / "nvidia-h200.json").write_text(json.dumps({
         "schema": table_file.SCHEMA, "version": table_file.VERSION, "match": ["h200"],
+        "borrowed_by": ["h100"],
         "entries": [{**entry, "triton": "3.6.0"}, {**entry, "triton": "3.6.0"},
                     {**entry, "kernel": "0123456789ab", "triton": "3.9.0"}, entry]}))
     table_file.reload()
@@ -193,6 +194,9 @@ def test_the_tuning_table_record_counts_entries_stale_ones_and_tritons(tmp_path)
             "path": "nvidia-h200.json", "entries": 4, "stale": 1,
             "triton": {"3.6.0": 2, "3.9.0": 1, "?": 1}}
         assert tuning_table("NVIDIA A100", tmp_path) is None
+        assert tuning_table("NVIDIA H100 80GB HBM3", tmp_path) == {     # lent: said so
+            "path": "nvidia-h200.json", "entries": 4, "stale": 1,
+            "triton": {"3.6.0": 2, "3.9.0": 1, "?": 1}, "borrowed": True}
     finally:
         table_file.reload()
 

@@ -249,3 +249,22 @@ def test_each_key_is_in_the_table_as_its_search_ends(tmp_path):
     write(second)
     assert sorted(e["m"] for e in table_file.read_table(path)["entries"]) == [2048, 4096]
     assert [e["m"] for e in write.entries] == [4096, 2048]
+
+
+def test_a_device_reading_a_lent_table_is_told_its_own_table_will_replace_it(tmp_path):
+    """`borrowed_table`: the lender's file name while the device's own table does not
+    exist; '' once it does, and for a device whose table matches it."""
+    from gemmgate.tune import borrowed_table
+
+    lender = tmp_path / "nvidia-h200.json"
+    write_table(lender, "nvidia-h200", ("h200",), [entry_of(_result(), ENV)])
+    lender.write_text(json.dumps(dict(json.loads(lender.read_text()), borrowed_by=["h100"])))
+    table_file.reload()
+    own = tmp_path / "nvidia-h100.json"
+    assert borrowed_table("NVIDIA H100 SXM5", own) == "nvidia-h200.json"
+    assert borrowed_table("NVIDIA H200", tmp_path / "other.json") == ""   # its own match
+    assert borrowed_table("NVIDIA A100", tmp_path / "nvidia-a100.json") == ""
+    write_table(own, "nvidia-h100", ("h100",), [entry_of(_result(), ENV)])
+    table_file.reload()
+    assert borrowed_table("NVIDIA H100 SXM5", own) == ""
+    table_file.reload()

@@ -314,6 +314,27 @@ def test_a_forced_fp8_split_of_a_large_output_runs_the_half_width_tile_where_its
         replace(wide, variant="tma_split", split_k=4)      # no SM count: the pick's own
 
 
+def test_a_pick_without_a_split_form_runs_the_half_width_split_whatever_the_sm_count():
+    """A wide or three-part ws pick has no split form of its own: its fp8 ranges come
+    from FP8_SPLIT_ONE_WAVE where the chip holds it, SM count known or not; where no split
+    of that tile fits MAX_TMA_SPLIT either, the pick as it is."""
+    from kernels.tile import MAX_TMA_SPLIT, TileConfig, replace
+
+    h200 = 232448
+    one4 = replace(dispatch.FP8_SPLIT_ONE_WAVE, split_k=4)
+    for pick in (TileConfig(128, 384, 64, 8, 3, 8, "tma_wide"),
+                 TileConfig(128, 192, 64, 8, 3, 8, "tma_ws")):
+        for sms in (0, 132):
+            assert dispatch.fast_ranges(pick, "fp8", 512, 512, 65536, TMA, h200, sms) == one4
+        assert dispatch.fast_ranges(pick, "fp8", 512, 512, 65536, TMA, 0, 132) is pick
+        too_long = (MAX_TMA_SPLIT + 1) * dispatch.FP8_MAX_RANGE
+        assert dispatch.fast_ranges(pick, "fp8", 512, 512, too_long, TMA, h200, 132) is pick
+    # a large output whose splits would pass MAX_TMA_SPLIT keeps its pick, not an
+    # unsplit FP8_SPLIT_TILE
+    tma = TileConfig(128, 128, 128, 8, 4, 8, "tma")
+    assert dispatch.fast_ranges(tma, "fp8", 2048, 2048, too_long, TMA, h200, 132) is tma
+
+
 def test_split_ranges_takes_any_limit_and_leaves_a_pick_no_split_can_bring_within_it():
     """accum.py's `--max-range` asks it for other limits. A range shorter than two BLOCK_K
     blocks is no split's (`ranges_fit`): where no split of MAX_TMA_SPLIT at most keeps two

@@ -191,10 +191,12 @@ def _table(path, match, borrowed_by=None, m=64):
 def test_a_table_serves_the_devices_it_lends_itself_to_where_none_matches_them(tmp_path):
     """`borrowed_by`: a device no table's `match` names reads the lender's table; a
     device with its own table reads its own, whichever file sorts first."""
-    _table(tmp_path / "a-lender.json", ["h200"], ["h100", "gh"], m=64)
+    _table(tmp_path / "a-lender.json", ["h200"], ["h100", "l40"], m=64)
     table_file.reload()
     assert table_file.entries_for("NVIDIA H100 80GB HBM3", tmp_path)[0].endswith("a-lender.json")
-    assert table_file.entries_for("NVIDIA GH200 480GB", tmp_path)[0].endswith("a-lender.json")
+    assert table_file.entries_for("NVIDIA L40S", tmp_path)[0].endswith("a-lender.json")
+    assert table_file.table_for_device("NVIDIA L40S", tmp_path)[2] is True
+    assert table_file.table_for_device("NVIDIA H200", tmp_path)[2] is False
     assert table_file.entries_for("NVIDIA A100", tmp_path) == ("", ())
     _table(tmp_path / "z-own.json", ["h100"], m=128)
     table_file.reload()
@@ -204,7 +206,7 @@ def test_a_table_serves_the_devices_it_lends_itself_to_where_none_matches_them(t
     table_file.reload()
 
 
-@pytest.mark.parametrize("borrowed_by", ["h100", ["h100", 3], {"h100": 1}])
+@pytest.mark.parametrize("borrowed_by", ["h100", ["h100", 3], {"h100": 1}, ["h100", ""]])
 def test_a_borrowed_by_not_a_list_of_strings_is_refused(tmp_path, borrowed_by):
     p = tmp_path / "t.json"
     _table(p, ["h200"], borrowed_by)
