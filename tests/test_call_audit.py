@@ -236,3 +236,26 @@ def test_as_chip_binds_a_tree_without_kept_scratch(audit, monkeypatch):
     monkeypatch.setattr(importlib, "import_module", no_scratch)
     with audit.as_chip(audit.target(), None, bound=True):
         assert Launch(fn=None, grid=(1,), ints=(), kw={}).bound() is audit._no_launch
+
+
+@pytest.mark.parametrize("mode", ["bf16", "fp8"])
+def test_an_h100_plans_from_the_table_the_h200_lends_it(audit, mode, monkeypatch):
+    """The whole plan on the H100's profile (the audit's stand-in device: its name, SMs
+    and shared memory) reads the H200's table through `borrowed_by`: a table pick, not
+    the heuristic's, and the H200's own pick on a shape the table holds exactly."""
+    from gemmgate.inputs import layout
+    from gemmgate.precision import MODES
+    from gemmgate.shapes import Case
+    from kernels import dispatch
+    from kernels.modes import mode_named
+
+    a, b = layout(Case(1024, 1024, 1024), MODES[mode])
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)   # plans as a device does
+    plans = {}
+    for chip in ("nvidia-h100", "nvidia-h200"):
+        dispatch.reset()
+        with audit.as_chip(audit.target(chip), None):
+            plans[chip] = dispatch.plan(mode_named(mode), a, b, cached=True)
+    dispatch.reset()
+    assert plans["nvidia-h100"].source == "table"
+    assert plans["nvidia-h100"].pick == plans["nvidia-h200"].pick
