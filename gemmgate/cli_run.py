@@ -191,20 +191,31 @@ def run_command(args, console: Console, err: Console) -> int:
     return 0
 
 
+def _table_of(chip) -> str:
+    """The kernel's tuning table a chip's device reads (kernels/tuned; 'lent': another
+    chip's, `borrowed_by`), '—' where none names it (the heuristic's picks)."""
+    from kernels import table_file
+
+    if chip.device_type == "cpu":
+        return "—"
+    path, _, borrowed = table_file.table_for_device(chip.name)
+    return "—" if not path else Path(path).name + (" (lent)" if borrowed else "")
+
+
 def chips_command(args, console: Console, err: Console) -> int:
     if args.ids:
         console.print("\n".join(CHIPS), highlight=False)
         return 0
     table = Table(title="chips")
     for h in ("id", "name", "SM/CU", "smem/block KiB", "L2/LLC MiB", "GB/s", "modes",
-              "peak TFLOP/s"):
-        table.add_column(h)
+              "peak TFLOP/s", "tuning table"):
+        table.add_column(h, overflow="fold")
     for c in CHIPS.values():
         peaks = " ".join(f"{m}:{v:g}" for m, v in c.peak_tflops.items()) or "—"
         table.add_row(c.id, c.name, str(c.compute_units or "—"), f"{c.smem_per_block / 1024:g}",
                       f"{c.llc_bytes / 2**20:g}", f"{c.mem_bw_gbs:g}",
                       ",".join(c.modes) + (f" (not {','.join(c.refused)})" if c.refused else ""),
-                      peaks)
+                      peaks, _table_of(c))
     console.print(table)
     sel = select_chip(args.chip)
     console.print(f"selected: [bold]{sel.chip.id}[/] ({sel.source}; device {sel.device_name!r})")

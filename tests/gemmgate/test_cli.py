@@ -196,6 +196,15 @@ def test_module_entry_point_and_chips():
     assert "selected:" in r.stdout
 
 
+def test_chips_names_the_tuning_table_each_reads_and_a_lent_one():
+    from gemmgate.chips import CHIPS
+    from gemmgate.cli_run import _table_of
+
+    assert _table_of(CHIPS["nvidia-h200"]) == "nvidia-h200.json"
+    assert _table_of(CHIPS["nvidia-h100"]) == "nvidia-h200.json (lent)"
+    assert _table_of(CHIPS["nvidia-a100"]) == "—" == _table_of(CHIPS["cpu"])
+
+
 def test_run_block_is_recorded_and_bad_block_is_exit_2(tmp_path, capsys):
     out = tmp_path / "run.json"
     assert main(["run", "--chip", "cpu", "--modes", "fp32", "--block", "2", "--budget", "0.2",
