@@ -38,7 +38,7 @@ from kernels.pricing import b_kmajor
 from kernels.relayout import LINE, CopyCache, aligned_copy, pitched_copy
 from kernels.scratch import SCRATCH
 from kernels.steps import derive
-from kernels.tile import MAX_TMA_SPLIT, WGMMA_M, TileConfig, usable
+from kernels.tile import MAX_TMA_SPLIT, WGMMA_M, TileConfig, cdiv, usable
 
 COPIES = CopyCache()   # operand copies of calls with cache_copies=True
 CALLS: dict[tuple, object] = {}   # kernels.matmul's checked calls: key -> Resolved
@@ -161,14 +161,14 @@ def fast_ranges(pick: TileConfig, fam: str, m: int, n: int, k: int,
     than the pick's own split's (`_loads`; the pick's own split on a tie, and where no SM
     count is known), else that; FP8_SPLIT_ONE_WAVE too where the pick has no split form.
     Other picks as they are."""
-    if fam != "fp8" or -(-k // pick.split_k) <= max(FP8_UNSPLIT_MAX, FP8_MAX_RANGE):
+    if fam != "fp8" or cdiv(k, pick.split_k) <= max(FP8_UNSPLIT_MAX, FP8_MAX_RANGE):
         return pick
 
     def held(tile: TileConfig) -> TileConfig | None:
         if not smem or not usable(tile, fam, smem):
             return None
         got = split_ranges(tile, k, variants, FP8_MAX_RANGE)
-        return got if -(-k // got.split_k) <= FP8_MAX_RANGE else None
+        return got if cdiv(k, got.split_k) <= FP8_MAX_RANGE else None
 
     one, own = held(FP8_SPLIT_ONE_WAVE), split_ranges(pick, k, variants, FP8_MAX_RANGE)
     big = held(FP8_SPLIT_TILE) if min(m, n) >= FP8_SPLIT_TILE_MIN else None
@@ -177,7 +177,7 @@ def fast_ranges(pick: TileConfig, fam: str, m: int, n: int, k: int,
                 _waves(one, m, n, sms) < FP8_SPLIT_PROGRAM_COST * _waves(big, m, n, sms):
             return one
         return big
-    if -(-k // own.split_k) > FP8_MAX_RANGE:   # no split form of its own
+    if cdiv(k, own.split_k) > FP8_MAX_RANGE:   # no split form of its own
         return one or own
     if one is None or not sms:
         return own
@@ -186,12 +186,12 @@ def fast_ranges(pick: TileConfig, fam: str, m: int, n: int, k: int,
 
 def _programs(c: TileConfig, m: int, n: int) -> int:
     """Programs of a split tile's grid: its output tiles times its K ranges."""
-    return -(-m // c.block_m) * -(-n // c.block_n) * c.split_k
+    return cdiv(m, c.block_m) * cdiv(n, c.block_n) * c.split_k
 
 
 def _waves(c: TileConfig, m: int, n: int, sms: int) -> int:
     """Waves of a split tile's grid of one program an SM."""
-    return -(-_programs(c, m, n) // sms)
+    return cdiv(_programs(c, m, n), sms)
 
 
 def _loads(c: TileConfig, m: int, n: int, sms: int) -> int:
@@ -208,7 +208,7 @@ def split_ranges(pick: TileConfig, k: int, variants: tuple[str, ...],
     ranges are that short already, where it has no split form (a `tma_ws` tile whose
     BLOCK_N is no power of two, the wide, stream-K and gemv kernels), and where the split
     would pass MAX_TMA_SPLIT."""
-    if -(-k // pick.split_k) <= max_range:
+    if cdiv(k, pick.split_k) <= max_range:
         return pick
     if pick.variant in ("tma", "tma_ws", "tma_split") and "tma_split" in variants \
             and not pick.block_n & (pick.block_n - 1):
@@ -217,7 +217,7 @@ def split_ranges(pick: TileConfig, k: int, variants: tuple[str, ...],
         variant = "tiled"
     else:
         return pick
-    split = -(-k // max_range)
+    split = cdiv(k, max_range)
     while split <= MAX_TMA_SPLIT and not ranges_fit(k, split, pick.block_k):
         split += 1
     return derive(pick, variant, split, 1) if split <= MAX_TMA_SPLIT else pick

@@ -154,9 +154,9 @@ def table_for_device(device_name: str, directory: Path = DEFAULT_DIR
     """`entries_for`, and whether the table is borrowed (named by `borrowed_by`)."""
     low = device_name.lower()
     tables = _tables(str(directory))
-    for borrowed, names in ((False, lambda t: t[1]), (True, lambda t: t[2])):
+    for borrowed in (False, True):   # `match` (column 1) first, then `borrowed_by` (2)
         for table in tables:
-            if any(m in low for m in names(table)):
+            if any(m in low for m in table[1 + borrowed]):
                 return table[0], table[3], borrowed
     return "", (), False
 

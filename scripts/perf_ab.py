@@ -15,7 +15,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]   # the repository (gemmgate), scripts/
 
-from perf_formats import ALL_MODES, _ab, _extra, _extras, _grouped, _rows  # noqa: E402
+from perf_formats import ALL_MODES, _ab, _extra, _extras, _grouped, _rows, _sci  # noqa: E402
 
 from gemmgate.stats import geomean  # noqa: E402
 from gemmgate.tuning import parse_config_name  # noqa: E402
@@ -290,6 +290,5 @@ def cases_ab(cases: Path, label: str) -> str:
     for r in rows:
         ab, xs = _ab(r["extra"]), _extra(r["extra"], "xs_triton")
         out.append(f"| {r['case']} | {r['mode']} | {r['tile']} | {float(r['ratio']):.3f} | "
-                   f"{'-' if ab is None else f'{ab:.3f}'} | "
-                   f"{'-' if xs is None else f'{xs:.2e}'} |")
+                   f"{'-' if ab is None else f'{ab:.3f}'} | {_sci(xs)} |")
     return "\n".join(out)
