@@ -193,13 +193,17 @@ def run_command(args, console: Console, err: Console) -> int:
 
 def _table_of(chip) -> str:
     """The kernel's tuning table a chip's device reads (kernels/tuned; 'lent': another
-    chip's, `borrowed_by`), '—' where none names it (the heuristic's picks)."""
+    chip's, `borrowed_by`, alone or under the chip's own), '—' where none names it (the
+    heuristic's picks)."""
     from kernels import table_file
 
     if chip.device_type == "cpu":
         return "—"
-    path, _, borrowed = table_file.table_for_device(chip.name)
-    return "—" if not path else Path(path).name + (" (lent)" if borrowed else "")
+    path, _, lent = table_file.table_for_device(chip.name)
+    if not path:
+        return "—"
+    return Path(lent).name + " (lent)" if path == lent else \
+        Path(path).name + (f" over {Path(lent).name} (lent)" if lent else "")
 
 
 def chips_command(args, console: Console, err: Console) -> int:

@@ -16,8 +16,8 @@ from gemmgate.results import CaseResult, RunRecord
 from gemmgate.run import environment_of
 from gemmgate.tune import (
     KeyWriter,
-    borrowed_table,
     incumbents,
+    lent_table,
     orphans,
     stale_items,
     table_data,
@@ -26,7 +26,7 @@ from gemmgate.tune import (
     tune,
     write_table,
 )
-from gemmgate.tuning import config_name
+from gemmgate.tuning import KEEP_MARGIN, config_name
 
 
 def tune_command(args, console, err) -> int:
@@ -45,11 +45,13 @@ def tune_command(args, console, err) -> int:
     if args.stale and args.table is not None and not path.exists():
         raise ValueError(f"--table {table}: no such file, so no stale entries to retune")
     table_for(path, ctx.chip.id)   # unusable or another chip's: said before any tuning
-    lent = borrowed_table(ctx.chip.name, path)
+    lent, lent_entries = lent_table(ctx.chip.name, path)
     if lent:
-        err.print(f"[yellow]{ctx.chip.id} reads {lent} (lent to it: `borrowed_by`) until "
-                  f"{path} exists; from then on {path} alone, for every shape: tune every "
-                  "set it runs[/]")
+        err.print(f"{ctx.chip.id} reads {lent} (lent to it: `borrowed_by`) where {path} has "
+                  "no entry for a case's bucket and shape; a key tuned here goes into "
+                  f"{path}, and where {lent} has its shape its tile is timed first and kept "
+                  f"unless another measures {KEEP_MARGIN:.0%} faster on this chip")
+    first = incumbents(path, lent_entries)   # stale entries' tiles, then lent ones
     items = None
     if args.stale:
         stale = stale_items(path)
@@ -59,7 +61,8 @@ def tune_command(args, console, err) -> int:
         ctx = context_from_args(args, modes=",".join(dict.fromkeys(m for m, _ in stale)),
                                 cases=tuple(c for _, c in stale), cases_label="stale entries")
         items = [(get_mode(m), c) for m, c in stale]
-        ctx = replace(ctx, tuning=replace(ctx.tuning, first=incumbents(path)))
+    if first:
+        ctx = replace(ctx, tuning=replace(ctx.tuning, first=first))
     written = KeyWriter(path, ctx.chip.id, tuple(ctx.chip.match), environment_of(ctx))
     with progress_bar(err) as bar:
         task = bar.add_task("tuning", total=len(items if items is not None else ctx.items))

@@ -165,20 +165,21 @@ def environment(chip_id: str, timing: str, device_index: int = 0,
 def tuning_table(device_name: str, directory: Path | None = None) -> dict | None:
     """What the kernel's tuning table for this device holds, for a run's record: its
     file, entries, the stale ones (tuned on other kernel source: never used) and the
-    Triton versions they were tuned on (`borrowed`: another chip's table, lent to this
-    device); None where no table names the device. The picks
+    Triton versions they were tuned on (`lent`: another chip's table, lent to this
+    device, whose entries it reads where its own table, `path`, has none; `path` itself
+    where it has no own table); None where no table names the device. The picks
     a run measures come from it, and a run under another Triton compiles its tiles to
     other code (kernels/table_file.py)."""
     from kernels import table_file
 
     directory = directory or table_file.DEFAULT_DIR
-    path, entries, borrowed = table_file.table_for_device(device_name, directory)
+    path, entries, lent = table_file.table_for_device(device_name, directory)
     if not path:
         return None
     tritons = Counter(str(e.get("triton") or "?") for e in entries)
     return {"path": Path(path).name, "entries": len(entries),
             "stale": len(table_file.stale_entries(device_name, directory)),
-            "triton": dict(sorted(tritons.items())), **({"borrowed": True} if borrowed else {})}
+            "triton": dict(sorted(tritons.items())), **({"lent": Path(lent).name} if lent else {})}
 
 
 def _text(x) -> str:

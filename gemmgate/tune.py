@@ -83,7 +83,9 @@ def _today() -> str:
 
 
 def _where(e: dict) -> tuple:
-    return e["bucket"], int(e["m"]), int(e["n"]), int(e["k"])
+    from kernels.table_file import where
+
+    return where(e)
 
 
 def merged(old: Sequence[dict], new: Sequence[dict]) -> list[dict]:
@@ -148,15 +150,21 @@ def table_for(path: Path, chip_id: str) -> dict:
     return old
 
 
-def borrowed_table(device_name: str, path: Path) -> str:
-    """The file name of the table lent to this device (`borrowed_by`) where `path`, its
-    own table, does not exist yet and sits in the kernel's table folder; else ''."""
+def lent_table(device_name: str, path: Path) -> tuple[str, list[dict]]:
+    """(file name, entries) of the table lent to this device (`borrowed_by`), where `path`,
+    the device's own table or the file that will be, is what it reads from that folder:
+    the lent entries, fresh, whose bucket and shape `path` holds no entry for (those the
+    device reads). ('', []) where nothing is lent to it there."""
     from kernels import table_file
 
-    if path.exists():
-        return ""
-    lent, _, borrowed = table_file.table_for_device(device_name, path.parent)
-    return Path(lent).name if borrowed else ""
+    table = table_file.table_for_device(device_name, path.parent)
+    if not table.lent or (table.path != table.lent
+                          and Path(table.path).resolve() != path.resolve()):
+        return "", []
+    mine = {_where(e) for e in table_data(path)["entries"]}
+    return Path(table.lent).name, [
+        e for e in table_file.read_table(Path(table.lent))["entries"]
+        if _where(e) not in mine and not table_file.is_stale(e)]
 
 
 def table_data(path: Path) -> dict:
@@ -179,12 +187,13 @@ def _item(e: dict) -> tuple[str, Case]:
                            int(e.get("pad", 0)))
 
 
-def incumbents(path: Path) -> tuple[tuple[str, tuple], ...]:
+def incumbents(path: Path, entries: Sequence[dict] = ()) -> tuple[tuple[str, tuple], ...]:
     """For TuningSetup.first: each stale entry's tuning-key prefix (its bucket and shape,
     as kernels.dispatch writes keys) and its tile, so a retune times the old tile on the
-    new source before any other candidate and keeps it unless one measures faster."""
+    new source before any other candidate and keeps it unless one measures faster; then
+    the same of `entries` (a lent table's: `lent_table`)."""
     return tuple((f"{e['bucket']} | m{e['m']} n{e['n']} k{e['k']} ",
-                  tuple(sorted(e["config"].items()))) for e in _stale(path))
+                  tuple(sorted(e["config"].items()))) for e in (*_stale(path), *entries))
 
 
 def orphans(path: Path, tuned: Sequence[dict]) -> list[dict]:

@@ -10,8 +10,11 @@ the harness's chips, and may name devices it lends itself to where no table matc
 on the SXM part and shared memory a block; on an H100 its picks ran x1.01-1.11 a mode over
 the heuristic's on `pr`, x1.12-1.18 on holdout6; the lookup prices tiles on the running
 device's SM count, so a 114-SM H100 PCIe reads it too). A device's own table, once tuned,
-comes first, whole: it replaces the borrowed one for every shape (`gemmgate tune` says
-so). Files are read once per directory (`reload` forgets them).
+comes first, entry by entry: its entries answer their bucket and shape, and the lent
+table's entries fill in every bucket and shape the own one lacks (session 65), so a chip
+can tune the keys where the lent tiles lose and keep the rest (`gemmgate tune` keeps a
+lent tile unless another measures faster). Files are read once per directory (`reload`
+forgets them).
 
 Each entry also records the Triton it was tuned on: where that differs from the running
 one (major.minor), the tiles were timed on code another compiler made, and the first read
@@ -28,6 +31,7 @@ import inspect
 import json
 import warnings
 from pathlib import Path
+from typing import NamedTuple
 
 import triton
 
@@ -144,21 +148,49 @@ def _tables(directory: str) -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]
 
 
 def entries_for(device_name: str, directory: Path = DEFAULT_DIR) -> tuple[str, tuple[dict, ...]]:
-    """(table path, entries) of the first table whose `match` names this device, else of
-    the first whose `borrowed_by` does."""
+    """(table path, entries) this device reads: `table_for_device`'s first two."""
     return table_for_device(device_name, directory)[:2]
 
 
-def table_for_device(device_name: str, directory: Path = DEFAULT_DIR
-                     ) -> tuple[str, tuple[dict, ...], bool]:
-    """`entries_for`, and whether the table is borrowed (named by `borrowed_by`)."""
+class DeviceTable(NamedTuple):
+    """What one device reads from a table folder."""
+
+    path: str                    # its own table (`match`), else the lent one; '' where none
+    entries: tuple[dict, ...]    # its own entries, then the lent ones it has no entry for
+    lent: str                    # the lent table (`borrowed_by`) where it reads any; ''
+
+
+def where(e: dict) -> tuple[str, int, int, int]:
+    """An entry's bucket and shape: one entry per such key in a table (`gemmgate tune`
+    replaces it), and a device's own entry hides a lent one's."""
+    return e["bucket"], int(e["m"]), int(e["n"]), int(e["k"])
+
+
+def table_for_device(device_name: str, directory: Path = DEFAULT_DIR) -> DeviceTable:
+    """The first table whose `match` names this device (file order), layered over the first
+    whose `borrowed_by` does: the lent entries whose bucket and shape the own table lacks
+    follow the own ones."""
     low = device_name.lower()
     tables = _tables(str(directory))
-    for borrowed in (False, True):   # `match` (column 1) first, then `borrowed_by` (2)
-        for table in tables:
-            if any(m in low for m in table[1 + borrowed]):
-                return table[0], table[3], borrowed
-    return "", (), False
+    own = next((i for i, t in enumerate(tables) if any(m in low for m in t[1])), None)
+    lent = next((i for i, t in enumerate(tables) if i != own and any(m in low for m in t[2])),
+                None)
+    if own is None and lent is None:
+        return DeviceTable("", (), "")
+    if lent is None:
+        return DeviceTable(tables[own][0], tables[own][3], "")
+    if own is None:
+        return DeviceTable(tables[lent][0], tables[lent][3], tables[lent][0])
+    return _layered(str(directory), own, lent)
+
+
+@functools.cache
+def _layered(directory: str, own: int, lent: int) -> DeviceTable:
+    """Table `own` of the folder over table `lent`, made once per folder as read."""
+    tables = _tables(directory)
+    mine = {where(e) for e in tables[own][3]}
+    fill = tuple(e for e in tables[lent][3] if where(e) not in mine)
+    return DeviceTable(tables[own][0], tables[own][3] + fill, tables[lent][0] if fill else "")
 
 
 def is_stale(entry: dict) -> bool:
@@ -213,3 +245,4 @@ def warn_triton(path: str, entries: tuple[dict, ...], running: str = "") -> None
 def reload() -> None:
     """Forget the files read so far."""
     _tables.cache_clear()
+    _layered.cache_clear()

@@ -150,6 +150,7 @@ def test_a_file_from_before_machine_ids_is_one_legacy_machine():
 
 
 @pytest.mark.parametrize("name, chip, cases", [("nvidia-h200.json", "nvidia-h200", 78),
+                                               ("nvidia-h100.json", "nvidia-h100", 78),
                                                ("cpu.json", "cpu", 8)])
 def test_the_committed_baselines_load(name, chip, cases):
     base = load(REPO / "baselines" / name, chip)

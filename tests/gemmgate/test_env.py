@@ -196,7 +196,14 @@ def test_the_tuning_table_record_counts_entries_stale_ones_and_tritons(tmp_path)
         assert tuning_table("NVIDIA A100", tmp_path) is None
         assert tuning_table("NVIDIA H100 80GB HBM3", tmp_path) == {     # lent: said so
             "path": "nvidia-h200.json", "entries": 4, "stale": 1,
-            "triton": {"3.6.0": 2, "3.9.0": 1, "?": 1}, "borrowed": True}
+            "triton": {"3.6.0": 2, "3.9.0": 1, "?": 1}, "lent": "nvidia-h200.json"}
+        (tmp_path / "nvidia-h100.json").write_text(json.dumps({   # its own, over the lent
+            "schema": table_file.SCHEMA, "version": table_file.VERSION, "match": ["h100"],
+            "entries": [dict(entry, m=8192, triton="3.6.0")]}))
+        table_file.reload()
+        assert tuning_table("NVIDIA H100 80GB HBM3", tmp_path) == {
+            "path": "nvidia-h100.json", "entries": 5, "stale": 1,
+            "triton": {"3.6.0": 3, "3.9.0": 1, "?": 1}, "lent": "nvidia-h200.json"}
     finally:
         table_file.reload()
 

@@ -3,7 +3,7 @@ file written atomically and readable by the kernel, stale entries, and the CPU r
 The GPU search itself runs on the device (docs/PERF.md); here tuned results are synthetic."""
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pytest
 
@@ -251,20 +251,36 @@ def test_each_key_is_in_the_table_as_its_search_ends(tmp_path):
     assert [e["m"] for e in write.entries] == [4096, 2048]
 
 
-def test_a_device_reading_a_lent_table_is_told_its_own_table_will_replace_it(tmp_path):
-    """`borrowed_table`: the lender's file name while the device's own table does not
-    exist; '' once it does, and for a device whose table matches it."""
-    from gemmgate.tune import borrowed_table
+def test_a_device_reading_a_lent_table_tunes_over_it(tmp_path):
+    """`lent_table`: the lender's file name and the fresh lent entries the device reads,
+    those whose bucket and shape its own table (`path`) lacks, before and after it has
+    one; ('', []) for a device whose own table is matched and for a device nothing names.
+    `incumbents` puts those tiles after the own stale ones: a tune times the lent tile
+    first and keeps it unless another measures KEEP_MARGIN faster."""
+    from gemmgate.tune import lent_table
 
     lender = tmp_path / "nvidia-h200.json"
-    write_table(lender, "nvidia-h200", ("h200",), [entry_of(_result(), ENV)])
+    r2 = replace(_result(key=KEY.replace("m4096 n4096", "m2048 n4096")),
+                 case=Case(2048, 4096, 4096))
+    write_table(lender, "nvidia-h200", ("h200",), [entry_of(_result(), ENV), entry_of(r2, ENV)])
     lender.write_text(json.dumps(dict(json.loads(lender.read_text()), borrowed_by=["h100"])))
     table_file.reload()
     own = tmp_path / "nvidia-h100.json"
-    assert borrowed_table("NVIDIA H100 SXM5", own) == "nvidia-h200.json"
-    assert borrowed_table("NVIDIA H200", tmp_path / "other.json") == ""   # its own match
-    assert borrowed_table("NVIDIA A100", tmp_path / "nvidia-a100.json") == ""
-    write_table(own, "nvidia-h100", ("h100",), [entry_of(_result(), ENV)])
+    name, lent = lent_table("NVIDIA H100 SXM5", own)
+    assert name == "nvidia-h200.json" and sorted(e["m"] for e in lent) == [2048, 4096]
+    assert lent_table("NVIDIA H200", tmp_path / "other.json") == ("", [])   # its own match
+    assert lent_table("NVIDIA A100", tmp_path / "nvidia-a100.json") == ("", [])
+    write_table(own, "nvidia-h100", ("h100",), [entry_of(_result(), ENV)])   # m4096 tuned
     table_file.reload()
-    assert borrowed_table("NVIDIA H100 SXM5", own) == ""
+    name, lent = lent_table("NVIDIA H100 SXM5", own)
+    assert name == "nvidia-h200.json" and [e["m"] for e in lent] == [2048]
+    (prefix, fields), = incumbents(own, lent)
+    assert prefix == "16bit bf16 rr tma | m2048 n4096 k4096 " and dict(fields) == asdict(TMA)
+    # another table of this device's in the folder is what it reads: nothing lent to `path`
+    assert lent_table("NVIDIA H100 SXM5", tmp_path / "elsewhere.json") == ("", [])
+    write_table(own, "nvidia-h100", ("h100",), [entry_of(r2, ENV)])          # both tuned
     table_file.reload()
+    assert lent_table("NVIDIA H100 SXM5", own) == ("", [])
+    table_file.reload()
+
+

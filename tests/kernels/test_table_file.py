@@ -189,20 +189,42 @@ def _table(path, match, borrowed_by=None, m=64):
 
 
 def test_a_table_serves_the_devices_it_lends_itself_to_where_none_matches_them(tmp_path):
-    """`borrowed_by`: a device no table's `match` names reads the lender's table; a
-    device with its own table reads its own, whichever file sorts first."""
+    """`borrowed_by`: a device no table's `match` names reads the lender's table."""
     _table(tmp_path / "a-lender.json", ["h200"], ["h100", "l40"], m=64)
     table_file.reload()
     assert table_file.entries_for("NVIDIA H100 80GB HBM3", tmp_path)[0].endswith("a-lender.json")
     assert table_file.entries_for("NVIDIA L40S", tmp_path)[0].endswith("a-lender.json")
-    assert table_file.table_for_device("NVIDIA L40S", tmp_path)[2] is True
-    assert table_file.table_for_device("NVIDIA H200", tmp_path)[2] is False
+    lent = table_file.table_for_device("NVIDIA L40S", tmp_path)
+    assert lent.lent == lent.path and lent.lent.endswith("a-lender.json")
+    assert table_file.table_for_device("NVIDIA H200", tmp_path).lent == ""
     assert table_file.entries_for("NVIDIA A100", tmp_path) == ("", ())
-    _table(tmp_path / "z-own.json", ["h100"], m=128)
     table_file.reload()
-    path, entries = table_file.entries_for("NVIDIA H100 80GB HBM3", tmp_path)
-    assert path.endswith("z-own.json") and entries[0]["m"] == 128
-    assert table_file.entries_for("NVIDIA H200", tmp_path)[0].endswith("a-lender.json")
+
+
+def test_a_devices_own_table_comes_first_and_the_lent_one_fills_in_the_rest(tmp_path):
+    """Session 65: an own table's entries answer their bucket and shape, whichever file
+    sorts first; the lent table's entries follow for the buckets and shapes the own one
+    lacks, so tuning a few keys on a chip keeps the lent tiles everywhere else."""
+    _table(tmp_path / "z-lender.json", ["h200"], ["h100"], m=64)
+    data = json.loads((tmp_path / "z-lender.json").read_text())
+    data["entries"].append(dict(GOOD, m=256, config=dict(GOOD["config"], block_m=64)))
+    (tmp_path / "z-lender.json").write_text(json.dumps(data))
+    own = dict(GOOD, m=64, config=dict(GOOD["config"], block_m=32))   # same key as the lent m=64
+    (tmp_path / "a-own.json").write_text(json.dumps(
+        {"schema": table_file.SCHEMA, "version": 1, "match": ["h100"],
+         "entries": [own, dict(GOOD, m=128)]}))
+    table_file.reload()
+    path, entries, lent = table_file.table_for_device("NVIDIA H100 80GB HBM3", tmp_path)
+    assert path.endswith("a-own.json") and lent.endswith("z-lender.json")
+    assert [(e["m"], e["config"]["block_m"]) for e in entries] == [(64, 32), (128, 64), (256, 64)]
+    assert table_file.table_for_device("NVIDIA H200", tmp_path).entries == tuple(data["entries"])
+    # an own table that holds every lent key reads nothing lent
+    (tmp_path / "a-own.json").write_text(json.dumps(
+        {"schema": table_file.SCHEMA, "version": 1, "match": ["h100"],
+         "entries": [own, dict(GOOD, m=256)]}))
+    table_file.reload()
+    table = table_file.table_for_device("NVIDIA H100 80GB HBM3", tmp_path)
+    assert table.lent == "" and len(table.entries) == 2
     table_file.reload()
 
 
