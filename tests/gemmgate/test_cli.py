@@ -201,7 +201,7 @@ def test_chips_names_the_tuning_table_each_reads_and_a_lent_one():
     from gemmgate.cli_run import _table_of
 
     assert _table_of(CHIPS["nvidia-h200"]) == "nvidia-h200.json"
-    assert _table_of(CHIPS["nvidia-h100"]) == "nvidia-h200.json (lent)"
+    assert _table_of(CHIPS["nvidia-h100"]) == "nvidia-h100.json over nvidia-h200.json (lent)"
     assert _table_of(CHIPS["nvidia-a100"]) == "—" == _table_of(CHIPS["cpu"])
 
 
