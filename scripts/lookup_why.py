@@ -1,6 +1,6 @@
 """Why the lookup picks a tile for one shape, on the CPU: its neighbours and their options.
 
-    python3 scripts/lookup_why.py MODE MxNxK[-LAYOUT][+pPAD] [--sms 132] [--top 4]
+    python3 scripts/lookup_why.py MODE MxNxK[-LAYOUT][+pPAD] [--sms 132] [--top 4] [--device NAME]
 
 For a case as the harness calls it on an H200 (scripts/lookup_diff.py's `_decided`: the
 operands' strides, copies kept), prints the bucket and variants, the pick of
@@ -27,7 +27,7 @@ from lookup_diff import DEVICE, MODES, SMEM, _decided, _operands, _text  # noqa:
 
 
 def explain(mode: str, m: int, n: int, k: int, layout: str = "rr", sms: int = 132,
-            top: int = 4, pad: int = 0) -> list[str]:
+            top: int = 4, pad: int = 0, device: str = DEVICE) -> list[str]:
     """The lines `main` prints for one case."""
     import kernels
     from gemmgate.shapes import Case
@@ -35,14 +35,14 @@ def explain(mode: str, m: int, n: int, k: int, layout: str = "rr", sms: int = 13
 
     decided = _decided(kernels, mode, Case(m, n, k, layout=layout, pad=pad))
     fam, _, bucket, _, _, variants = decided
-    found = table.lookup(DEVICE, bucket, m, n, k, variants=variants, sms=sms, smem=SMEM)
+    found = table.lookup(device, bucket, m, n, k, variants=variants, sms=sms, smem=SMEM)
     pick = f"{_text(found[0])}{_operands(decided)} ({found[1]})" if found \
         else "none (the heuristic's tile)"
     padded = f"+p{pad}" if pad else ""
     out = [f"{mode} {m}x{n}x{k} {layout}{padded}: bucket {bucket!r}, variants "
            f"{', '.join(variants)}",
            f"pick: {pick}"]
-    _, rows = table._index(DEVICE, str(table.DEFAULT_DIR))
+    _, rows = table._index(device, str(table.DEFAULT_DIR))
     chip = pricing.chip_for(sms, SMEM, fam, bucket)
     for source in (bucket, table._other_type(bucket)):
         near = table._near(rows.get(source, ()), m, n, k, variants, chip.fma) if source else []
@@ -67,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("case", help="MxNxK, optionally -rc, -cr or -cc and +pPAD")
     ap.add_argument("--sms", type=int, default=132)
     ap.add_argument("--top", type=int, default=4)
+    ap.add_argument("--device", default=DEVICE,
+                    help=f"the device name whose tables are read (default {DEVICE!r}; "
+                         "'NVIDIA H100 80GB HBM3': its own table over the lent one)")
     args = ap.parse_args(argv)
     from gemmgate.shapes import parse_inline
 
@@ -84,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     if min(c.m, c.n, c.k) < 1:
         print("lookup_why: M, N and K must be 1 or more", file=sys.stderr)
         return 2
-    print("\n".join(explain(args.mode, c.m, c.n, c.k, c.layout, args.sms, args.top, c.pad)))
+    print("\n".join(explain(args.mode, c.m, c.n, c.k, c.layout, args.sms, args.top, c.pad,
+                           args.device)))
     return 0
 
 

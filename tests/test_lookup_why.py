@@ -42,3 +42,13 @@ def test_a_column_major_case_reads_its_own_bucket(lw):
 def test_bad_input_exits_2_with_a_message(lw, capsys, argv):
     assert lw.main(argv) == 2
     assert "lookup_why:" in capsys.readouterr().err
+
+
+def test_another_device_reads_its_own_table_over_the_lent_one(lw, capsys):
+    """--device: an H100 reads its own entries first (session 65: its fp8 4096^2 entry,
+    tuned there, is its exact pick; the H200's own entry for that shape is another tile)."""
+    h100 = lw.explain("fp8", 4096, 4096, 4096, device="NVIDIA H100 80GB HBM3")
+    h200 = lw.explain("fp8", 4096, 4096, 4096)
+    assert "(table)" in h100[1] and "(table)" in h200[1] and h100[1] != h200[1]
+    assert lw.main(["fp8", "4096x4096x4096", "--device", "NVIDIA H100 80GB HBM3"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == h100[1]
