@@ -278,11 +278,13 @@ def runs_best(cases: Path, pick_label: str, best_label: str) -> str:
     return "\n".join(out)
 
 
-def cases_ab(cases: Path, label: str) -> str:
+def cases_ab(cases: Path, label: str, changed: float = 0.0) -> str:
     """One A/B run case by case: the tile that ran, its speed ratio to cuBLAS, the A/B
     (the reference's time / this tree's) and Triton's error beyond the output's own
-    rounding (`xs_triton`, where recorded)."""
-    rows = [r for r in _rows(cases) if r["label"] == label]
+    rounding (`xs_triton`, where recorded); with `changed`, only the cases whose A/B is
+    that far from 1 or farther."""
+    rows = [r for r in _rows(cases) if r["label"] == label
+            and (not changed or abs((_ab(r["extra"]) or 1.0) - 1) >= changed)]
     if not rows:
         raise ValueError(f"{cases}: no case labelled {label}")
     out = ["| case | mode | tile | ratio | A/B | error beyond rounding |",

@@ -96,6 +96,7 @@ S61 = RESULTS / "dev-cpu-2026-12-05-s61"
 S62 = RESULTS / "dev-cpu-2026-12-06-s62"
 G63 = RESULTS / "h100-2026-12-06-s63"
 G64 = RESULTS / "h100-2026-12-06-s64"
+G65 = RESULTS / "h100-2026-12-06-s65"
 _WS = "kernels.matmul_ws:mm_ws_"
 def _every_set(path: Path, session: str) -> str:
     """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
@@ -307,6 +308,16 @@ TABLES: dict[str, Callable[[], str]] = {
     "s64-h100-h200-table-ab": lambda: runs_ab(G64 / "cases.csv", ("call4-h200-table-pr",
                                                                   "call4-h200-table-holdout6")),
     "s64-h100-eager-ab": lambda: runs_ab(G64 / "cases.csv", ("call5-eager-ab",)),
+    "s65-h100-fp8-moved": lambda: cases_ab(G65 / "cases.csv", "call1-fp8-moved-ab"),
+    "s65-h100-table-ab": lambda: runs_ab(G65 / "cases.csv", (
+        "call2-h100-table-pr", "call2-h100-table-holdout6", "call3-h100-table-nightly",
+        "call4-h100-check", "call4-h100-tf32-nightly")),
+    "s65-h100-table-moved": lambda: cases_ab(G65 / "cases.csv", "call2-h100-table-pr", 0.02),
+    "s65-h100-nightly-moved": lambda: cases_ab(G65 / "cases.csv", "call3-h100-table-nightly",
+                                               0.02),
+    "s65-h100-tf32-withdrawn": lambda: cases_ab(G65 / "cases.csv", "call4-h100-tf32-nightly",
+                                                0.02),
+    "s65-h100-baseline": lambda: baseline_tables(ROOT / "baselines" / "nvidia-h100.json"),
 }
 
 
