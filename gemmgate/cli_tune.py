@@ -85,6 +85,8 @@ def tune_command(args, console, err) -> int:
     line = budget_cut_line(entries, args.budget_per_key)
     if line:
         err.print(f"[yellow]{line}[/]")
+    if entries:
+        err.print(moved_hint(written.env.get("device_name") or ctx.chip.name, path))
     if args.json:
         record = RunRecord(written.env, ctx.shapes_label, tuple(results))
         write_json_atomic(args.json, record.to_json())
@@ -93,6 +95,16 @@ def tune_command(args, console, err) -> int:
         err.print(f"[red]{r.mode} {r.case.id}: Triton {r.providers['triton'].accuracy}, "
                   f"not written[/]")
     return 1 if failed else 0
+
+
+def moved_hint(device_name: str, path: Path) -> str:
+    """What to measure before the new keys are committed: the untuned shapes whose nearest
+    pick they move (session 65: an H100's pr tf32 keys moved nightly's 8192 x 8192 x 28672
+    to a tile that ran x0.575 there)."""
+    return (f"before committing {path.name}: `python3 scripts/lookup_diff.py --ref HEAD "
+            f"--device '{device_name}' --forms --csv moved.csv` lists the shapes whose "
+            "nearest pick the new keys move; `gemmgate run --shapes moved.csv --ab-ref HEAD` "
+            "measures them")
 
 
 def budget_cut_line(entries, budget_s: float) -> str | None:

@@ -2,7 +2,7 @@
 
     python3 scripts/lookup_diff.py [--ref HEAD] [--sets pr,nightly,holdout,...,holdout6]
                                    [--modes fp32,tf32,bf16,fp16,fp8,tf32x3] [--sms 132]
-                                   [--predict] [--forms] [--csv FILE]
+                                   [--predict] [--forms] [--csv FILE] [--device NAME]
 
 For every case of the sets and every mode, the pick an H200 would make (kernels.dispatch.
 decide with TMA, then kernels.table.lookup on the H200 table with `--sms` SMs: both pure,
@@ -21,6 +21,11 @@ the package gives it one (`dispatch._ws`): a change to that rule alone moves no 
 `--moved FILE` writes the differing picks themselves (`set,mode,case,old,new,predicted`,
 the predicted gain or '-'), which scripts/perf_ab.py's `moved_ab` joins with the
 A/B's cases.csv rows.
+`--device NAME` reads another device's tables (default the H200's). After `gemmgate tune`
+on a device wrote keys into its table, and before they are committed, `--ref HEAD
+--device NAME --csv moved.csv` lists the untuned shapes whose nearest pick the new
+entries move, for `gemmgate run --shapes moved.csv --ab-ref HEAD` on that device (session
+65: an H100's pr tf32 keys moved nightly's 8192 x 8192 x 28672 to a tile that ran x0.575).
 """
 
 from __future__ import annotations
@@ -48,14 +53,15 @@ def _smem(fn) -> dict:
     return {"smem": SMEM} if "smem" in inspect.signature(fn).parameters else {}
 
 
-def _choice(pkg, mode_name: str, case, sms: int, decided: tuple | None = None
-            ) -> tuple[object, bool, str, tuple[str, ...]]:
+def _choice(pkg, mode_name: str, case, sms: int, decided: tuple | None = None,
+            device: str = DEVICE) -> tuple[object, bool, str, tuple[str, ...]]:
     """(the tile `pkg` (a `kernels` package) picks for a case: the table's, or where it
     has nothing near the heuristic's; whether it is the heuristic's; the case's bucket;
-    the variants it may run). `decided`: the case's `_decided`, where the caller has it."""
+    the variants it may run). `decided`: the case's `_decided`, where the caller has it;
+    `device`: the device name whose tables the lookup reads."""
     fam, _, bucket, _, _, variants = decided or _decided(pkg, mode_name, case)
     mode = pkg.modes.mode_named(mode_name)
-    found = pkg.table.lookup(DEVICE, bucket, case.m, case.n, case.k, variants=variants,
+    found = pkg.table.lookup(device, bucket, case.m, case.n, case.k, variants=variants,
                              sms=sms, **_smem(pkg.table.lookup))
     if found is not None:
         return found[0], False, bucket, variants
@@ -112,11 +118,11 @@ def _text(c, heuristic: bool = False) -> str:
     return ("heuristic " if heuristic else "") + config_name(c)
 
 
-def pick(pkg, mode_name: str, case, sms: int) -> str:
+def pick(pkg, mode_name: str, case, sms: int, device: str = DEVICE) -> str:
     """The tile `pkg` picks for a case, as text ('heuristic ...' where the table has
     nothing near), and the operand copies it runs on (`_operands`)."""
     decided = _decided(pkg, mode_name, case)
-    return _text(*_choice(pkg, mode_name, case, sms, decided)[:2]) + _operands(decided)
+    return _text(*_choice(pkg, mode_name, case, sms, decided, device)[:2]) + _operands(decided)
 
 
 def _ran(pkg, tile, bucket: str, case=None, sms: int = 0, decided: tuple | None = None):
@@ -145,19 +151,20 @@ def _ran(pkg, tile, bucket: str, case=None, sms: int = 0, decided: tuple | None 
 
 
 def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False,
-         forms: bool = False) -> list[tuple[str, ...]]:
+         forms: bool = False, device: str = DEVICE) -> list[tuple[str, ...]]:
     """(set, mode, case id, old pick, new pick) for every case whose pick differs; `sets`:
     (name, cases) pairs. `predict`: also the time `new`'s table model predicts for each
     pick (kernels.table.predict, microseconds; '-' where no near entry has the tile,
     as for most heuristic picks) and old / new (the predicted gain). `forms`: the tiles
-    the dispatchers run (`_ran`), the model's times still of the lookups' picks."""
+    the dispatchers run (`_ran`), the model's times still of the lookups' picks. `device`:
+    the device name whose tables both packages read."""
     out = []
     for name, cases in sets:
         for mode in modes:
             for case in cases:
                 da, db = _decided(old, mode, case), _decided(new, mode, case)
-                a, heur_a, bucket_a, _ = _choice(old, mode, case, sms, da)
-                b, heur_b, bucket, variants = _choice(new, mode, case, sms, db)
+                a, heur_a, bucket_a, _ = _choice(old, mode, case, sms, da, device)
+                b, heur_b, bucket, variants = _choice(new, mode, case, sms, db, device)
                 ran_a, ran_b = (_ran(old, a, bucket_a, case, sms, da),
                                 _ran(new, b, bucket, case, sms, db)) if forms else (a, b)
                 text_a = _text(ran_a, heur_a) + _operands(da)
@@ -167,7 +174,7 @@ def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False,
                 row = (name, mode, case.id, text_a, text_b)
                 if predict:
                     us = [new.table.predict(
-                        DEVICE, bucket, case.m, case.n, case.k,
+                        device, bucket, case.m, case.n, case.k,
                         new.table.TileConfig(**dataclasses.asdict(c)), sms=sms,
                         variants=variants, **_smem(new.table.predict))
                           for c in (a, b)]
@@ -211,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sets", default=SETS)
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--sms", type=int, default=132, help="SM count (default: the H200's)")
+    ap.add_argument("--device", default=DEVICE,
+                    help=f"the device name whose tuning tables are read (default {DEVICE!r}; "
+                         "'NVIDIA H100 80GB HBM3': its own table over the lent one)")
     ap.add_argument("--predict", action="store_true",
                     help="also print the time this tree's table model predicts for each "
                          "pick, and the predicted gain")
@@ -231,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         sha, old = reference.load(reference.resolve(args.ref, ".", "--ref"))
         sets = [(name, resolve(name)[1]) for name in args.sets.split(",")]
         rows = diff(old, kernels, sets, args.modes.split(","), args.sms, args.predict,
-                    args.forms)
+                    args.forms, args.device)
     except ValueError as e:
         print(f"lookup_diff: error: {e}", file=sys.stderr)
         return 2

@@ -181,3 +181,21 @@ def test_forms_shows_the_split_fp8_runs_past_its_unsplit_range(ld):
     rows = ld.diff(old, kernels, [("x", (long_k,))], ["fp8"], 132, forms=True)
     copies = ld._operands(decided)
     assert [r[3:] for r in rows] == [(ld._text(pick) + copies, ld._text(ran) + copies)]
+
+
+def test_device_reads_that_devices_tables(ld, monkeypatch):
+    """--device: the lookup reads that device's tables (an H100: its own over the H200's
+    lent one), so a package whose lookup sees other tables for that name alone shows."""
+    h100 = "NVIDIA H100 80GB HBM3"
+    four = Case(4096, 4096, 4096)
+    assert ld.pick(kernels, "fp8", four, 132, h100) != ld.pick(kernels, "fp8", four, 132)
+    seen = []
+    spy = types.SimpleNamespace(**{**vars(kernels.table), "lookup": lambda name, *a, **k:
+                                   seen.append(name) or kernels.table.lookup(name, *a, **k)})
+    new = types.SimpleNamespace(dispatch=kernels.dispatch, modes=kernels.modes,
+                                configs=kernels.configs, table=spy)
+    assert ld.diff(kernels, new, [("pr", (four,))], ["fp8"], 132, device=h100) == []
+    assert seen == [h100]
+    monkeypatch.setattr(ld, "diff", lambda *a, **k: seen.append(a[-1]) or [])
+    assert ld.main(["--ref", "HEAD", "--sets", "pr", "--modes", "fp8", "--device", h100]) == 0
+    assert seen[-1] == h100

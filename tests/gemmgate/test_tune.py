@@ -284,3 +284,24 @@ def test_a_device_reading_a_lent_table_tunes_over_it(tmp_path):
     table_file.reload()
 
 
+
+
+def test_the_hint_after_a_tune_is_a_lookup_diff_command_that_runs(tmp_path, monkeypatch,
+                                                                  load_script):
+    """After writing keys, `gemmgate tune` prints the lookup_diff call that lists the
+    untuned shapes the new keys move (session 65); the command it prints runs."""
+    import shlex
+    from pathlib import Path
+
+    from gemmgate.cli_tune import moved_hint
+
+    hint = moved_hint("NVIDIA H100 80GB HBM3", tmp_path / "nvidia-h100.json")
+    assert hint.startswith("before committing nvidia-h100.json: ")
+    argv = shlex.split(hint.split("`")[1])
+    assert argv[:2] == ["python3", "scripts/lookup_diff.py"]
+    root = Path(__file__).resolve().parents[2]
+    ld = load_script(root / argv[1])
+    monkeypatch.chdir(root)
+    argv = [str(tmp_path / a) if a == "moved.csv" else a for a in argv]
+    assert ld.main(argv[2:] + ["--sets", "pr", "--modes", "fp8"]) == 0
+    assert (tmp_path / "moved.csv").read_text().startswith("m,n,k,layout,pad")
