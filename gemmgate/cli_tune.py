@@ -4,6 +4,7 @@ keys are not written), 2 on bad input or on the CPU (the interpreter runs one ti
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from gemmgate.run import environment_of
 from gemmgate.tune import (
     KeyWriter,
     incumbents,
+    incumbents_of,
     lent_table,
     orphans,
     stale_items,
@@ -51,7 +53,7 @@ def tune_command(args, console, err) -> int:
                   "no entry for a case's bucket and shape; a key tuned here goes into "
                   f"{path}, and where {lent} has its shape its tile is timed first and kept "
                   f"unless another measures {KEEP_MARGIN:.0%} faster on this chip")
-    first = incumbents(path, lent_entries)   # stale entries' tiles, then lent ones
+    first = incumbents_of(lent_entries)   # with --stale, after the stale entries' tiles
     items = None
     if args.stale:
         stale = stale_items(path)
@@ -61,6 +63,7 @@ def tune_command(args, console, err) -> int:
         ctx = context_from_args(args, modes=",".join(dict.fromkeys(m for m, _ in stale)),
                                 cases=tuple(c for _, c in stale), cases_label="stale entries")
         items = [(get_mode(m), c) for m, c in stale]
+        first = incumbents(path) + first
     if first:
         ctx = replace(ctx, tuning=replace(ctx.tuning, first=first))
     written = KeyWriter(path, ctx.chip.id, tuple(ctx.chip.match), environment_of(ctx))
@@ -85,8 +88,10 @@ def tune_command(args, console, err) -> int:
     line = budget_cut_line(entries, args.budget_per_key)
     if line:
         err.print(f"[yellow]{line}[/]")
-    if entries:
-        err.print(moved_hint(written.env.get("device_name") or ctx.chip.name, path))
+    hint = moved_hint(written.env.get("device_name") or ctx.chip.name, path,
+                      ctx.chip.compute_units) if entries else ""
+    if hint:
+        err.print(hint)
     if args.json:
         record = RunRecord(written.env, ctx.shapes_label, tuple(results))
         write_json_atomic(args.json, record.to_json())
@@ -97,12 +102,18 @@ def tune_command(args, console, err) -> int:
     return 1 if failed else 0
 
 
-def moved_hint(device_name: str, path: Path) -> str:
-    """What to measure before the new keys are committed: the untuned shapes whose nearest
-    pick they move (session 65: an H100's pr tf32 keys moved nightly's 8192 x 8192 x 28672
-    to a tile that ran x0.575 there)."""
-    return (f"before committing {path.name}: `python3 scripts/lookup_diff.py --ref HEAD "
-            f"--device '{device_name}' --forms --csv moved.csv` lists the shapes whose "
+def moved_hint(device_name: str, path: Path, sms: int = 0) -> str:
+    """What to measure before new keys in the kernel's table are committed: the untuned
+    shapes whose nearest pick they move (session 65: an H100's pr tf32 keys moved nightly's
+    8192 x 8192 x 28672 to a tile that ran x0.575 there). '' for a table elsewhere
+    (`--table`): the kernel does not read it, and lookup_diff compares kernels/tuned."""
+    from kernels import table_file
+
+    if path.parent.resolve() != table_file.DEFAULT_DIR.resolve():
+        return ""
+    cmd = ["python3", "scripts/lookup_diff.py", "--ref", "HEAD", "--device", device_name,
+           *(["--sms", str(sms)] if sms else []), "--forms", "--csv", "moved.csv"]
+    return (f"before committing {path.name}: `{shlex.join(cmd)}` lists the shapes whose "
             "nearest pick the new keys move; `gemmgate run --shapes moved.csv --ab-ref HEAD` "
             "measures them")
 

@@ -152,16 +152,19 @@ def table_for(path: Path, chip_id: str) -> dict:
 
 def lent_table(device_name: str, path: Path) -> tuple[str, list[dict]]:
     """(file name, entries) of the table lent to this device (`borrowed_by`), where `path`,
-    the device's own table or the file that will be, is what it reads from that folder:
-    the lent entries, fresh, whose bucket and shape `path` holds no entry for (those the
-    device reads). ('', []) where nothing is lent to it there."""
+    the device's own table or the file that will be, sits in the kernel's table folder and
+    is what the device reads there: the lent entries, fresh, whose bucket and shape `path`
+    holds no fresh entry for (those the device reads). ('', []) otherwise: a `--table`
+    elsewhere is not what the kernel reads, and its folder may hold other JSON."""
     from kernels import table_file
 
+    if path.parent.resolve() != table_file.DEFAULT_DIR.resolve():
+        return "", []
     table = table_file.table_for_device(device_name, path.parent)
     if not table.lent or (table.path != table.lent
                           and Path(table.path).resolve() != path.resolve()):
         return "", []
-    mine = {_where(e) for e in table_data(path)["entries"]}
+    mine = {_where(e) for e in table_data(path)["entries"] if not table_file.is_stale(e)}
     return Path(table.lent).name, [
         e for e in table_file.read_table(Path(table.lent))["entries"]
         if _where(e) not in mine and not table_file.is_stale(e)]
@@ -187,13 +190,17 @@ def _item(e: dict) -> tuple[str, Case]:
                            int(e.get("pad", 0)))
 
 
-def incumbents(path: Path, entries: Sequence[dict] = ()) -> tuple[tuple[str, tuple], ...]:
+def incumbents(path: Path) -> tuple[tuple[str, tuple], ...]:
     """For TuningSetup.first: each stale entry's tuning-key prefix (its bucket and shape,
     as kernels.dispatch writes keys) and its tile, so a retune times the old tile on the
-    new source before any other candidate and keeps it unless one measures faster; then
-    the same of `entries` (a lent table's: `lent_table`)."""
+    new source before any other candidate and keeps it unless one measures faster."""
+    return incumbents_of(_stale(path))
+
+
+def incumbents_of(entries: Sequence[dict]) -> tuple[tuple[str, tuple], ...]:
+    """`incumbents` of any entries (a lent table's: `lent_table`)."""
     return tuple((f"{e['bucket']} | m{e['m']} n{e['n']} k{e['k']} ",
-                  tuple(sorted(e["config"].items()))) for e in (*_stale(path), *entries))
+                  tuple(sorted(e["config"].items()))) for e in entries)
 
 
 def orphans(path: Path, tuned: Sequence[dict]) -> list[dict]:

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from kernels.fma import fma_split
 from kernels.pricing import Chip, chip_for, fastest, per_step_of, priced
-from kernels.table_file import DEFAULT_DIR, entries_for, is_stale, warn_stale, warn_triton
+from kernels.table_file import DEFAULT_DIR, is_stale, table_for_device, warn_stale, warn_triton
 from kernels.table_file import reload as _reload_files
 from kernels.tile import WGMMA_M, TileConfig, cdiv
 
@@ -149,12 +149,14 @@ def _tiles_of(r: _Row) -> float:
 
 @functools.cache
 def _index(device_name: str, directory: str) -> tuple[str, dict[str, tuple[_Row, ...]]]:
-    """(table path, bucket -> rows) for this device: regimes computed once, so a nearest
+    """(the table file or files as warnings name them, `DeviceTable.name`; bucket -> rows)
+    for this device: regimes computed once, so a nearest
     lookup on a new shape costs microseconds, not a parse of every entry (session 10:
     ~320 us on the dev CPU for 118 entries, most of a first call's own cost). A bucket's
     rows are sorted by their regime's output tiles (file order within: `order`), so `_near`
     reads only those within NEAREST_MAX of a shape's."""
-    path, entries = entries_for(device_name, Path(directory))
+    table = table_for_device(device_name, Path(directory))
+    path, entries = table.name, table.entries   # warnings name both files where layered
     warn_triton(path, entries)
     rows: dict[str, list[_Row]] = {}
     tiles: dict[TileConfig, TileConfig] = {}   # one object a tile: the caches keyed by

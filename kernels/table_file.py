@@ -5,13 +5,14 @@ variant's kernel (`variant_hash`). An entry whose hash differs from the current 
 stale: never used by kernels/table.py's lookup, listed by `stale_entries` (and `gemmgate
 tune --stale` retunes them). A table file names the device names it serves (`match`:
 lower-case substrings of torch.cuda.get_device_name), so the kernel needs no knowledge of
-the harness's chips, and may name devices it lends itself to where no table matches them
-(`borrowed_by`, optional: the H200's table serves an H100, session 64: same sm_90, 132 SMs
-on the SXM part and shared memory a block; on an H100 its picks ran x1.01-1.11 a mode over
-the heuristic's on `pr`, x1.12-1.18 on holdout6; the lookup prices tiles on the running
+the harness's chips, and may name devices it lends itself to (`borrowed_by`, optional:
+the H200's table serves an H100, session 64: same sm_90, 132 SMs on the SXM part and
+shared memory a block; on an H100 its picks ran x1.01-1.11 a mode over the heuristic's on
+`pr`, x1.12-1.18 on holdout6; the lookup prices tiles on the running
 device's SM count, so a 114-SM H100 PCIe reads it too). A device's own table, once tuned,
-comes first, entry by entry: its entries answer their bucket and shape, and the lent
-table's entries fill in every bucket and shape the own one lacks (session 65), so a chip
+comes first, entry by entry: its fresh entries answer their bucket and shape, and the
+lent table's entries fill in every bucket and shape the own one lacks a fresh entry for
+(session 65; a stale own entry, never used, hides nothing), so a chip
 can tune the keys where the lent tiles lose and keep the rest (`gemmgate tune` keeps a
 lent tile unless another measures faster). Files are read once per directory (`reload`
 forgets them).
@@ -156,8 +157,15 @@ class DeviceTable(NamedTuple):
     """What one device reads from a table folder."""
 
     path: str                    # its own table (`match`), else the lent one; '' where none
-    entries: tuple[dict, ...]    # its own entries, then the lent ones it has no entry for
+    entries: tuple[dict, ...]    # its own, then the lent ones it has no fresh entry for
     lent: str                    # the lent table (`borrowed_by`) where it reads any; ''
+
+    @property
+    def name(self) -> str:
+        """The file(s) read, as warnings name them: 'own.json over lent.json (lent)'."""
+        if not self.lent or self.lent == self.path:
+            return self.path
+        return f"{self.path} over {self.lent} (lent)"
 
 
 def where(e: dict) -> tuple[str, int, int, int]:
@@ -188,7 +196,7 @@ def table_for_device(device_name: str, directory: Path = DEFAULT_DIR) -> DeviceT
 def _layered(directory: str, own: int, lent: int) -> DeviceTable:
     """Table `own` of the folder over table `lent`, made once per folder as read."""
     tables = _tables(directory)
-    mine = {where(e) for e in tables[own][3]}
+    mine = {where(e) for e in tables[own][3] if not is_stale(e)}
     fill = tuple(e for e in tables[lent][3] if where(e) not in mine)
     return DeviceTable(tables[own][0], tables[own][3] + fill, tables[lent][0] if fill else "")
 

@@ -251,14 +251,15 @@ def test_each_key_is_in_the_table_as_its_search_ends(tmp_path):
     assert [e["m"] for e in write.entries] == [4096, 2048]
 
 
-def test_a_device_reading_a_lent_table_tunes_over_it(tmp_path):
+def test_a_device_reading_a_lent_table_tunes_over_it(tmp_path, monkeypatch):
     """`lent_table`: the lender's file name and the fresh lent entries the device reads,
     those whose bucket and shape its own table (`path`) lacks, before and after it has
     one; ('', []) for a device whose own table is matched and for a device nothing names.
     `incumbents` puts those tiles after the own stale ones: a tune times the lent tile
     first and keeps it unless another measures KEEP_MARGIN faster."""
-    from gemmgate.tune import lent_table
+    from gemmgate.tune import incumbents_of, lent_table
 
+    monkeypatch.setattr(table_file, "DEFAULT_DIR", tmp_path)   # the kernel's table folder
     lender = tmp_path / "nvidia-h200.json"
     r2 = replace(_result(key=KEY.replace("m4096 n4096", "m2048 n4096")),
                  case=Case(2048, 4096, 4096))
@@ -274,13 +275,26 @@ def test_a_device_reading_a_lent_table_tunes_over_it(tmp_path):
     table_file.reload()
     name, lent = lent_table("NVIDIA H100 SXM5", own)
     assert name == "nvidia-h200.json" and [e["m"] for e in lent] == [2048]
-    (prefix, fields), = incumbents(own, lent)
+    (prefix, fields), = incumbents_of(lent)
     assert prefix == "16bit bf16 rr tma | m2048 n4096 k4096 " and dict(fields) == asdict(TMA)
     # another table of this device's in the folder is what it reads: nothing lent to `path`
     assert lent_table("NVIDIA H100 SXM5", tmp_path / "elsewhere.json") == ("", [])
     write_table(own, "nvidia-h100", ("h100",), [entry_of(r2, ENV)])          # both tuned
     table_file.reload()
     assert lent_table("NVIDIA H100 SXM5", own) == ("", [])
+    # a stale own entry hides nothing: the lent tile is read, and timed first again
+    data = json.loads(own.read_text())
+    data["entries"][0]["kernel"] = "0123456789ab"
+    own.write_text(json.dumps(data))
+    table_file.reload()
+    name, lent = lent_table("NVIDIA H100 SXM5", own)
+    assert name == "nvidia-h200.json" and [e["m"] for e in lent] == [2048]
+    # a --table outside the kernel's folder is not what the device reads: nothing lent,
+    # and that folder's other JSON files (a run's --json) are never parsed as tables
+    other = tmp_path / "out"
+    other.mkdir()
+    (other / "tune.json").write_text("{}")
+    assert lent_table("NVIDIA H100 SXM5", other / "h100.json") == ("", [])
     table_file.reload()
 
 
@@ -295,10 +309,14 @@ def test_the_hint_after_a_tune_is_a_lookup_diff_command_that_runs(tmp_path, monk
 
     from gemmgate.cli_tune import moved_hint
 
-    hint = moved_hint("NVIDIA H100 80GB HBM3", tmp_path / "nvidia-h100.json")
+    assert moved_hint("NVIDIA H100 80GB HBM3", tmp_path / "nvidia-h100.json") == ""  # --table
+    hint = moved_hint("NVIDIA H100 80GB HBM3", table_file.DEFAULT_DIR / "nvidia-h100.json",
+                      114)
     assert hint.startswith("before committing nvidia-h100.json: ")
     argv = shlex.split(hint.split("`")[1])
     assert argv[:2] == ["python3", "scripts/lookup_diff.py"]
+    assert argv[argv.index("--device") + 1] == "NVIDIA H100 80GB HBM3"
+    assert argv[argv.index("--sms") + 1] == "114"
     root = Path(__file__).resolve().parents[2]
     ld = load_script(root / argv[1])
     monkeypatch.chdir(root)

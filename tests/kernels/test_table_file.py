@@ -206,14 +206,15 @@ def test_a_devices_own_table_comes_first_and_the_lent_one_fills_in_the_rest(tmp_
     """Session 65: an own table's entries answer their bucket and shape, whichever file
     sorts first; the lent table's entries follow for the buckets and shapes the own one
     lacks, so tuning a few keys on a chip keeps the lent tiles everywhere else."""
+    fresh = dict(GOOD, kernel=table_file.variant_hash("tma"))
     _table(tmp_path / "z-lender.json", ["h200"], ["h100"], m=64)
     data = json.loads((tmp_path / "z-lender.json").read_text())
-    data["entries"].append(dict(GOOD, m=256, config=dict(GOOD["config"], block_m=64)))
+    data["entries"] = [dict(fresh, m=64), dict(fresh, m=256)]
     (tmp_path / "z-lender.json").write_text(json.dumps(data))
-    own = dict(GOOD, m=64, config=dict(GOOD["config"], block_m=32))   # same key as the lent m=64
+    own = dict(fresh, m=64, config=dict(GOOD["config"], block_m=32))  # the lent m=64's key
     (tmp_path / "a-own.json").write_text(json.dumps(
         {"schema": table_file.SCHEMA, "version": 1, "match": ["h100"],
-         "entries": [own, dict(GOOD, m=128)]}))
+         "entries": [own, dict(fresh, m=128)]}))
     table_file.reload()
     path, entries, lent = table_file.table_for_device("NVIDIA H100 80GB HBM3", tmp_path)
     assert path.endswith("a-own.json") and lent.endswith("z-lender.json")
@@ -222,10 +223,19 @@ def test_a_devices_own_table_comes_first_and_the_lent_one_fills_in_the_rest(tmp_
     # an own table that holds every lent key reads nothing lent
     (tmp_path / "a-own.json").write_text(json.dumps(
         {"schema": table_file.SCHEMA, "version": 1, "match": ["h100"],
-         "entries": [own, dict(GOOD, m=256)]}))
+         "entries": [own, dict(fresh, m=256)]}))
     table_file.reload()
     table = table_file.table_for_device("NVIDIA H100 80GB HBM3", tmp_path)
-    assert table.lent == "" and len(table.entries) == 2
+    assert table.lent == "" and len(table.entries) == 2 and table.name == table.path
+    # a stale own entry (never used) hides nothing: the lent one for its key is read
+    (tmp_path / "a-own.json").write_text(json.dumps(
+        {"schema": table_file.SCHEMA, "version": 1, "match": ["h100"],
+         "entries": [dict(own, kernel="0123456789ab"), dict(fresh, m=256)]}))
+    table_file.reload()
+    table = table_file.table_for_device("NVIDIA H100 80GB HBM3", tmp_path)
+    assert [(e["m"], e["config"]["block_m"]) for e in table.entries] == [(64, 32), (256, 64),
+                                                                          (64, 64)]
+    assert table.name == f"{table.path} over {table.lent} (lent)"
     table_file.reload()
 
 
