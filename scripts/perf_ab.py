@@ -8,7 +8,6 @@ scripts/perf_formats.py.
 
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 
@@ -113,82 +112,6 @@ def _form(tile: str) -> str:
     if got is None:
         return tile
     return f"{got['variant']} {got['block_m']}x{got['block_n']}x{got['block_k']}"
-
-
-def pad_ab(cases: Path, padded: Path, columns: int) -> str:
-    """An A/B of B read past N over its kept copy's zeros, per run and mode: the cases
-    `padded` lists (label, mode, case, block, columns: B's columns of tiles) in two groups,
-    `columns` or fewer and more, and the run's other cases (controls: the same code ran)."""
-    listed = {(r["label"], r["mode"], r["case"]): int(r["columns"]) for r in _rows(padded)}
-    out = ["| run | mode | group | cases | A/B geomean | A/B min | A/B max | faster |",
-           "|---|---|---|---:|---:|---:|---:|---:|"]
-    runs = {r["label"] for r in _rows(padded)}
-    rows = [r for r in _rows(cases) if r["label"] in runs and _ab(r["extra"])]
-
-    def group(r: dict) -> str:
-        got = listed.get((r["label"], r["mode"], r["case"]))
-        return "control" if got is None else \
-            f"<= {columns} columns" if got <= columns else f"> {columns} columns"
-
-    for (label, mode, g), rs in sorted(_grouped(rows, lambda r: (r["label"], r["mode"],
-                                                                 group(r))).items()):
-        abs_ = [_ab(r["extra"]) for r in rs]
-        out.append(f"| {label} | {mode} | {g} | {len(rs)} | {_spread(abs_)} |")
-    return "\n".join(out)
-
-
-def trees_ab(path: Path, pairs: tuple[tuple[str, str], ...], provider: str = "uncached",
-             controls: tuple[str, ...] = ()) -> str:
-    """Two trees side by side in tiles.py rows (labels: this tree's, the reference's; each
-    ran in a process of its own, L2 flushed): per pair, mode and group (`controls`: shapes
-    the change does not touch), `provider`'s A/B as the reference's time over this tree's,
-    each over its own process's cuBLAS time (a process's or host's speed drops out); the
-    pick's (kept copies) A/B beside it as an A/A check; the slowest and fastest cases."""
-    rows = _rows(path)
-
-    def timed(label: str) -> dict:
-        got: dict = {}
-        for r in rows:
-            if r["label"] == label and r["flush"] == "1":
-                name = r["provider"].split(" ")[0]
-                got.setdefault((r["mode"], r["shape"]), {})[name] = float(r["us"])
-        return got
-
-    out = ["| this tree | reference | mode | group | cases | A/B geomean | A/B min | A/B max "
-           "| faster | pick A/A | slowest | fastest |",
-           "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
-    for new, ref in pairs:
-        a, b = timed(new), timed(ref)
-        both = [k for k in a if k in b and provider in a[k] and provider in b[k]]
-
-        def ab(k: tuple, p: str, a: dict = a, b: dict = b) -> float:
-            return (b[k][p] / b[k]["vendor"]) / (a[k][p] / a[k]["vendor"])
-
-        for (mode, group), ks in _grouped(
-                both, lambda k: (k[0], "control" if k[1] in controls else "changed")).items():
-            abs_ = {k[1]: ab(k, provider) for k in ks}
-            lo, hi = min(abs_, key=abs_.get), max(abs_, key=abs_.get)
-            out.append(f"| {new} | {ref} | {mode} | {group} | {len(ks)} | "
-                       f"{_spread(list(abs_.values()))} | "
-                       f"{geomean([ab(k, 'pick') for k in ks]):.3f} | {lo} | {hi} |")
-    return "\n".join(out)
-
-
-def host_ab(path: Path) -> str:
-    """scripts/device/overhead.py's per-call microseconds (host-bound where the GPU keeps
-    up) of two trees alternated, a process each (labels `<run>-new`, `<run>-ref`): per
-    run and shape, every process's figure in order and the medians."""
-    rows = _rows(path)
-    out = ["| run | shape | mode | this tree, a process each | reference | median, this | "
-           "median, reference |", "|---|---|---|---|---|---:|---:|"]
-    for (run, shape, mode), rs in _grouped(
-            rows, lambda r: (r["label"].rsplit("-", 1)[0], r["shape"], r["mode"])).items():
-        new = [float(r["matmul_us"]) for r in rs if r["label"].endswith("-new")]
-        ref = [float(r["matmul_us"]) for r in rs if r["label"].endswith("-ref")]
-        out.append(f"| {run} | {shape} | {mode} | {', '.join(f'{x:.1f}' for x in new)} | "
-                   f"{', '.join(f'{x:.1f}' for x in ref)} | {statistics.median(new):.1f} | "
-                   f"{statistics.median(ref):.1f} |")
-    return "\n".join(out)
 
 
 def providers_ab(cases: Path, labels: tuple[str, ...],

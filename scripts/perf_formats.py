@@ -145,9 +145,6 @@ def targets_table(rows: dict[str, dict[str, Cell]]) -> str:
     return "\n".join(out)
 
 
-HOLDOUTS = ("holdout", "holdout2", "holdout3", "holdout4", "holdout5")
-
-
 def tile_matrix(path: Path, flush: str = "1", label: str | None = None) -> str:
     """A tiles.py CSV (one mode, L2 flushed; with `label`, that call's rows of a file
     with a label column) as a matrix: a row a shape, a column each of the pick and the
@@ -170,40 +167,6 @@ def tile_matrix(path: Path, flush: str = "1", label: str | None = None) -> str:
                                                for c in cols) + " |")
     out.append("| geomean | " + " | ".join(f"{geomean(ratios[c]):.3f}" if ratios[c] else "-"
                                            for c in cols) + " |")
-    return "\n".join(out)
-
-
-def inductor_summary(cases: Path, labels: tuple[str, ...], worst: int = 3) -> str:
-    """Runs with the inductor provider (`extra` `inductor:` inductor's time / Triton's),
-    one row per run label and mode: cases, geomean Triton/cuBLAS and inductor/Triton,
-    how many Triton ran faster than inductor, and the `worst` cases Triton lost most on."""
-    out = ["| run | mode | cases | Triton/cuBLAS | inductor/Triton | faster than inductor | "
-           "slowest against inductor |", "|---|---|---:|---:|---:|---:|---|"]
-    rows = [r for r in _rows(cases)
-            if r["label"] in labels and _extra(r["extra"], "inductor") is not None]
-    for (label, mode), rs in _grouped(rows, lambda r: (r["label"], r["mode"])).items():
-        ind = {r["case"]: _extra(r["extra"], "inductor") for r in rs}
-        lost = ", ".join(f"{c} {x:.3f}" for c, x in sorted(ind.items(), key=lambda i: i[1])
-                         [:worst])
-        out.append(f"| {label} | {mode} | {len(rs)} | "
-                   f"{geomean([float(r['ratio']) for r in rs]):.3f} | "
-                   f"{geomean(list(ind.values())):.3f} | {sum(x > 1 for x in ind.values())} | "
-                   f"{lost} |")
-    return "\n".join(out)
-
-
-def probe_table(path: Path, label: str, base: str = "base") -> str:
-    """A scratch probe's rows (label, shape, tile, variant, us) of one label as a matrix:
-    a row a shape and tile, a column a variant, each cell its microseconds and, beside a
-    variant, the `base` variant's time over it (above 1: faster)."""
-    rows = [r for r in _rows(path) if r["label"] == label]
-    cols = list(dict.fromkeys(r["variant"] for r in rows))
-    out = ["| shape | tile | " + " | ".join(cols) + " |", "|---|---|" + "---:|" * len(cols)]
-    for (shape, tile), rs in _grouped(rows, lambda r: (r["shape"], r["tile"])).items():
-        us = {r["variant"]: float(r["us"]) for r in rs}
-        cells = [("-" if c not in us else f"{us[c]:.1f}" if c == base or base not in us
-                  else f"{us[c]:.1f} (x{us[base] / us[c]:.2f})") for c in cols]
-        out.append(f"| {shape} | {tile} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 

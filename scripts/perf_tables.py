@@ -8,13 +8,13 @@
 A generated table sits between `<!-- perf_tables:NAME -->` and `<!-- /perf_tables:NAME -->`
 in docs/PERF.md; everything outside the markers is prose, written by hand. Sources:
 baselines/nvidia-h200.json (the per-mode baseline tables) and the session folders under
-docs/results from session 47 on (cases.csv from scripts/summarize_runs.py, tiles*.csv from
+docs/results from session 50 on (cases.csv from scripts/summarize_runs.py, tiles*.csv from
 scripts/device/tiles.py, tuned.csv from scripts/keep_entries.py). The tables of sessions
-1-46 are frozen (`<!-- frozen:NAME -->`, not regenerated): their data left the tree after
+1-49 are frozen (`<!-- frozen:NAME -->`, not regenerated): their data left the tree after
 commit 46bf53f (sessions 1-16), 29d4265 (17-21), 5a5bca6 (22-28), ea1ea92 (29-33),
 30b65a7 (34-40), 8c974ef (41), bdaad63 (42), 6eb0d2c (43), a7c15fc (44-45, but their
-tiles*.csv) and 718c254 (46), and docs/results/README.md says how to regenerate them
-there. `--power` counts any `gemmgate trials` checks.csv with
+tiles*.csv), 718c254 (46) and ee037cf (47-49), and docs/results/README.md says how to
+regenerate them there. `--power` counts any `gemmgate trials` checks.csv with
 gemmgate.trials' own code (`power`).
 This file is the registry (TABLES: a table's name, its function and its files) and the
 CLI; the functions that make the tables are in scripts/perf_formats.py and, for A/B
@@ -35,18 +35,14 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from perf_ab import (  # noqa: E402
     cases_ab,
-    host_ab,
     moved_ab,
     moved_forms,
-    pad_ab,
     providers_ab,
     providers_best,
     runs_ab,
     runs_best,
-    trees_ab,
 )
 from perf_formats import (  # noqa: E402
-    HOLDOUTS,
     accum_fit,
     accum_model,
     accum_table,
@@ -56,11 +52,9 @@ from perf_formats import (  # noqa: E402
     errors_by_k,
     first_calls,
     host_calls,
-    inductor_summary,
     kernel_times,
     plan_times,
     power_table,
-    probe_table,
     ptxas_promote,
     split_outcome,
     split_prices,
@@ -76,9 +70,6 @@ from gemmgate.trials import read_csv as read_checks  # noqa: E402
 PERF_MD = ROOT / "docs" / "PERF.md"
 RESULTS = ROOT / "docs" / "results"
 BASELINE = ROOT / "baselines" / "nvidia-h200.json"
-S47 = RESULTS / "h200-2026-12-04-s47"
-S48 = RESULTS / "h200-2026-12-04-s48"
-S49 = RESULTS / "h200-2026-12-04-s49"
 S50 = RESULTS / "h200-2026-12-04-s50"
 S51 = RESULTS / "h200-2026-12-04-s51"
 S52 = RESULTS / "dev-cpu-2026-12-04-s52"
@@ -98,14 +89,6 @@ G63 = RESULTS / "h100-2026-12-06-s63"
 G64 = RESULTS / "h100-2026-12-06-s64"
 G65 = RESULTS / "h100-2026-12-06-s65"
 _WS = "kernels.matmul_ws:mm_ws_"
-def _every_set(path: Path, session: str) -> str:
-    """The targets table of a whole-set re-run (labels `<session>-<set>-a`): pr and nightly
-    in five modes, the holdouts in bf16, fp16 and fp8."""
-    return targets_table({
-        s: {m: (path, f"{session}-{s}-a")
-            for m in (("fp32", "tf32", "bf16", "fp16", "fp8") if s in ("pr", "nightly")
-                      else ("bf16", "fp16", "fp8"))}
-        for s in ("pr", "nightly", *HOLDOUTS, "holdout6")})
 
 
 # --- the tables of docs/PERF.md --------------------------------------------------------
@@ -113,47 +96,6 @@ def _every_set(path: Path, session: str) -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "baseline": lambda: baseline_tables(BASELINE),
-    "s47-inductor": lambda: inductor_summary(S47 / "cases.csv", ("call1-inductor",)),
-    **{f"s47-{name}": functools.partial(tile_matrix, S47 / "tiles_ntail.csv", "1", label)
-       for name, label in (("regret", "call2-regret"), ("ntail", "call3-ntail"))},
-    **{f"s47-{name}": functools.partial(probe_table, S47 / "probe_tail.csv", label, base)
-       for name, label, base in (("store", "call9-store", "tma"),
-                                 ("shift", "call10-shift", "base"),
-                                 ("pad", "call11-pad", "base"))},
-    "s47-pad-ab": lambda: pad_ab(S47 / "cases.csv", S47 / "padded.csv", 8),
-    "s47-holdouts": lambda: targets_table({
-        "holdout6": {m: (S47 / "cases.csv", "call12-ab-h6") for m in ("bf16", "fp16")},
-        "holdout5": {"fp16": (S47 / "cases.csv", "call12-ab-h5")}}),
-    "s48-pad-ab": lambda: pad_ab(S48 / "cases.csv", S48 / "padded.csv", 8),
-    "s48-sets": lambda: targets_table({
-        **{s: {m: (S48 / "sets.csv", f"run1-{s}") for m in ("fp32", "tf32", "bf16", "fp16",
-                                                              "fp8")} for s in ("pr", "nightly")},
-        "holdout6": {m: (S48 / "cases.csv", "run1-ab-h6") for m in ("bf16", "fp16")}}),
-    "s48-uncached": lambda: trees_ab(
-        S48 / "uncached.csv", (("run2-new-tf32", "run2-ref-tf32"), ("run5-new-fp8", "run5-ref-fp8"),
-                               ("run6-new-fp8", "run5-ref-fp8"),
-                               ("run5-new-bf16", "run5-ref-bf16"),
-                               ("run6-new-bf16", "run6-ref-bf16")),
-        controls=("4096x512x4096", "2048x768x2048", "4096x4096x4096")),
-    **{f"s48-copies-{run}": functools.partial(probe_table, S48 / "copies.csv", run, "")
-       for run in ("run4", "run5")},
-    "s48-host": lambda: host_ab(S48 / "overhead_ab.csv"),
-    "s49-percall": lambda: runs_ab(S49 / "cases.csv", ("run1-percall",)),
-    "s49-ws": lambda: providers_ab(
-        S49 / "cases.csv", ("run2-ws", "run3-ws-kept", "run5-ws-draw"),
-        tuple((_WS + t, f"named:{base}_{t}") for t, base in (
-            ("128x128", "tma"), ("128x144", "wide"), ("128x192", "wide"), ("128x256", "tma")))),
-    "s49-ws-wide": lambda: providers_ab(
-        S49 / "cases.csv", ("run4-ws-wide",),
-        tuple((_WS + t, "") for t in ("128x128", "128x144", "128x192", "128x256"))),
-    "s49-ws-best": lambda: providers_best(S49 / "cases.csv", "run4-ws-wide", _WS),
-    "s49-ws-shortk": lambda: providers_best(S49 / "cases.csv", "run9-ws-shortk", "named:ws_"),
-    "s49-ws-ab": lambda: runs_ab(S49 / "cases.csv", (
-        "run6-ab-draw", "run6-ab-h6", "run8-ab-h6", "run8-ab-nightly", "run8-ab-eager"),
-        "tma_ws"),
-    "s49-sets": lambda: targets_table({
-        "nightly": {m: (S49 / "cases.csv", "run8-ab-nightly") for m in ("bf16", "fp16")},
-        "holdout6": {m: (S49 / "cases.csv", "run8-ab-h6") for m in ("bf16", "fp16")}}),
     "s50-pingpong": lambda: providers_ab(
         S50 / "cases.csv", ("run2-pp-shortk", "run2-pp-draw"),
         ((_WS.replace("ws_", "pp_") + "128x128", _WS + "128x128"),

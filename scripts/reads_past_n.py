@@ -11,9 +11,10 @@ copied, with the zeros, only where the call copies it anyway): the tile it picks
 reads B (kernels.past_n.b_extent: 0, to N). Prints a count per set and mode; exit 0.
 `--csv FILE` writes each case whose pick reads past N, once per label (`--label`, default
 the set) and mode: label, mode, case, variant, block, columns (B's columns of tiles),
-b_cols, the rows scripts/perf_ab.py's `pad_ab` joins with an A/B's cases.csv
-(docs/results/h200-2026-12-04-s47/padded.csv: this at 5697018, whose rule also read past
-N for tiles of 64 rows or fewer at any count of columns).
+b_cols: rows to join with an A/B's cases.csv (session 47's padded.csv, frozen after
+ee037cf, held them: this at 5697018, whose rule also read past N for tiles of 64 rows or
+fewer at any count of columns; scripts/perf_ab.py's `pad_ab`, which joined the two, left
+with it).
 """
 
 from __future__ import annotations

@@ -108,51 +108,6 @@ def test_moved_ab_per_set_joins_each_pick_with_its_draws_run(pf, tmp_path):
         pf.moved_ab(cases, "Z-", moved, per_set=True)
 
 
-def test_pad_ab_groups_a_runs_cases_by_bs_columns_of_tiles_and_controls(pf, tmp_path):
-    cases, _ = _ab_files(
-        tmp_path,
-        "r,bf16,m1-n136-k9,1,1,1,ab:1.2000,t\nr,bf16,m2-n200-k9,1,1,1,ab:1.0500,t\n"
-        "r,bf16,m3-n1400-k9,1,1,1,ab:0.9900,t\nr,bf16,m4-n512-k9,1,1,1,ab:1.0010,t\n"
-        "other,bf16,m1-n136-k9,1,1,1,ab:0.5000,t\n", "")   # another run: not read
-    padded = tmp_path / "padded.csv"
-    padded.write_text("label,mode,case,variant,block,columns,b_cols\n"
-                      "r,bf16,m1-n136-k9,tma,64x128,2,256\n"
-                      "r,bf16,m2-n200-k9,tma,64x128,2,256\n"
-                      "r,bf16,m3-n1400-k9,tma,64x128,11,1408\n")
-    lines = pf.pad_ab(cases, padded, 8).splitlines()[2:]
-    assert lines == ["| r | bf16 | <= 8 columns | 2 | 1.122 | 1.050 | 1.200 | 2 |",
-                     "| r | bf16 | > 8 columns | 1 | 0.990 | 0.990 | 0.990 | 0 |",
-                     "| r | bf16 | control | 1 | 1.001 | 1.001 | 1.001 | 1 |"]
-
-
-def test_trees_ab_times_each_tree_against_its_own_processs_cublas(pf, tmp_path):
-    """This tree 10 us where the reference took 20, both processes' cuBLAS 10: x2.0; a
-    process twice as slow overall (the reference's cuBLAS 20 us, its call 40) is no
-    change; the pick (kept copies) alike is the A/A column."""
-    path = tmp_path / "u.csv"
-    rows = ["label,shape,mode,flush,provider,us"]
-    for label, shape, unc, vendor in (("new", "a", 10, 10), ("ref", "a", 20, 10),
-                                      ("new", "b", 20, 10), ("ref", "b", 40, 20),
-                                      ("new", "c", 10, 10), ("ref", "c", 10, 10)):
-        rows += [f"{label},{shape},fp8,1,uncached,{unc}", f"{label},{shape},fp8,1,vendor,{vendor}",
-                 f"{label},{shape},fp8,1,pick tma:64x64x64:s3:w4,5",
-                 f"{label},{shape},fp8,0,uncached,999"]      # L2 warm: not read
-    path.write_text("\n".join(rows) + "\n")
-    table = pf.trees_ab(path, (("new", "ref"),), controls=("c",)).splitlines()
-    assert table[2:] == [
-        "| new | ref | fp8 | changed | 2 | 1.414 | 1.000 | 2.000 | 1 | 0.707 | b | a |",
-        "| new | ref | fp8 | control | 1 | 1.000 | 1.000 | 1.000 | 0 | 1.000 | c | c |"]
-
-
-def test_host_ab_lists_each_process_and_the_medians(pf, tmp_path):
-    path = tmp_path / "o.csv"
-    path.write_text("label,process,shape,mode,matmul_us,launch_us\n"
-                    "r1-new,1,s,bf16,10,0\nr1-ref,1,s,bf16,30,0\nr1-new,2,s,bf16,20,0\n"
-                    "r1-ref,2,s,bf16,40,0\nr1-new,3,s,bf16,90,0\n")
-    assert pf.host_ab(path).splitlines()[2:] == [
-        "| r1 | s | bf16 | 10.0, 20.0, 90.0 | 30.0, 40.0 | 20.0 | 35.0 |"]
-
-
 def test_providers_ab_weighs_module_function_extras_against_the_pick_and_their_base(
         pf, tmp_path):
     cases, _ = _ab_files(tmp_path, (

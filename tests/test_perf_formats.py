@@ -57,17 +57,6 @@ def test_tile_matrix_has_a_column_a_tile_and_geomeans_what_each_ran(pf, tmp_path
         "| geomean | 1.000 | 2.000 |"]
 
 
-def test_inductor_summary_counts_the_cases_triton_ran_faster_and_names_the_slowest(pf, tmp_path):
-    cases = tmp_path / "c.csv"
-    cases.write_text(
-        "label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
-        "L,bf16,m1-n1-k1,1,1,0.5,inductor:2.0000,t\nL,bf16,m2-n2-k2,1,1,2.0,inductor:0.5000,t\n"
-        "L,bf16,m3-n3-k3,1,1,1.0,inductor:0.9000,t\nL,bf16,m4-n4-k4,1,1,1.0,ab:1.1000,t\n"
-        "M,bf16,m1-n1-k1,1,1,9.0,inductor:9.0000,t\n")
-    assert pf.inductor_summary(cases, ("L",), 2).splitlines()[2:] == [
-        "| L | bf16 | 3 | 1.000 | 0.965 | 1 | m2-n2-k2 0.500, m3-n3-k3 0.900 |"]
-
-
 def test_tile_matrix_takes_one_calls_rows_of_a_labelled_file(pf, tmp_path):
     path = tmp_path / "tiles.csv"
     path.write_text("label,shape,mode,flush,provider,us,tflops,ratio\n"
@@ -76,19 +65,6 @@ def test_tile_matrix_takes_one_calls_rows_of_a_labelled_file(pf, tmp_path):
                     "call3,8x8x8,fp16,1,vendor,0.9,1,1.0000\n")
     lines = pf.tile_matrix(path, "1", "call3").splitlines()
     assert lines[2] == "| 8x8x8 | 0.900 |" and len(lines) == 4
-
-
-def test_probe_table_gives_each_variant_its_time_and_the_bases_over_it(pf, tmp_path):
-    path = tmp_path / "probe.csv"
-    path.write_text("label,shape,tile,variant,us,err\n"
-                    "p,8x8x8,64x128x128,base,10.0,\n"
-                    "p,8x8x8,64x128x128,pad_b,8.0,\n"
-                    "p,9x9x9,64x128x128,base,5.0,\n"
-                    "q,8x8x8,64x128x128,base,1.0,\n")
-    lines = pf.probe_table(path, "p").splitlines()
-    assert lines[0] == "| shape | tile | base | pad_b |"
-    assert lines[2:] == ["| 8x8x8 | 64x128x128 | 10.0 | 8.0 (x1.25) |",
-                         "| 9x9x9 | 64x128x128 | 5.0 | - |"]
 
 
 def test_kernel_times_sets_cublas_kernels_beside_ours_per_shape(pf, tmp_path):

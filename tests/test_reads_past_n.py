@@ -1,5 +1,5 @@
 """scripts/reads_past_n.py: the cases whose pick reads B past N over a kept copy's zeros,
-as pad_ab reads them."""
+as the --csv rows session 47's padded.csv held (frozen after ee037cf)."""
 
 import csv
 from pathlib import Path

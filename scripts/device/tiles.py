@@ -198,8 +198,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="A's and B's layouts, as the shape sets' (rc: B column-major)")
     p.add_argument("--csv", help="write the rows here (default: stdout)")
     p.add_argument("--label", help="a first column `label` of this value in every row (runs "
-                                   "or trees side by side in one file, e.g. "
-                                   "scripts/perf_ab.py's trees_ab)")
+                                   "or trees side by side in one file, e.g. session 48's "
+                                   "uncached.csv, frozen after ee037cf)")
     p.add_argument("--kernels", help="also write each provider's kernels (torch.profiler: "
                                      "name, grid, registers, occupancy) to this CSV")
     p.add_argument("--profile-calls", type=int, default=0, metavar="N",
