@@ -50,10 +50,9 @@ def tune_command(args, console, err) -> int:
     lent, lent_entries = lent_table(ctx.chip.name, path)
     if lent:
         err.print(f"{ctx.chip.id} reads {lent} (lent to it: `borrowed_by`) where {path} has "
-                  "no entry for a case's bucket and shape; a key tuned here goes into "
+                  "no fresh entry for a case's bucket and shape; a key tuned here goes into "
                   f"{path}, and where {lent} has its shape its tile is timed first and kept "
                   f"unless another measures {KEEP_MARGIN:.0%} faster on this chip")
-    first = incumbents_of(lent_entries)   # with --stale, after the stale entries' tiles
     items = None
     if args.stale:
         stale = stale_items(path)
@@ -63,7 +62,7 @@ def tune_command(args, console, err) -> int:
         ctx = context_from_args(args, modes=",".join(dict.fromkeys(m for m, _ in stale)),
                                 cases=tuple(c for _, c in stale), cases_label="stale entries")
         items = [(get_mode(m), c) for m, c in stale]
-        first = incumbents(path) + first
+    first = tune_first(path, lent_entries, args.stale)
     if first:
         ctx = replace(ctx, tuning=replace(ctx.tuning, first=first))
     written = KeyWriter(path, ctx.chip.id, tuple(ctx.chip.match), environment_of(ctx))
@@ -88,8 +87,7 @@ def tune_command(args, console, err) -> int:
     line = budget_cut_line(entries, args.budget_per_key)
     if line:
         err.print(f"[yellow]{line}[/]")
-    hint = moved_hint(written.env.get("device_name") or ctx.chip.name, path,
-                      ctx.chip.compute_units) if entries else ""
+    hint = moved_hint(*_device(ctx), path) if entries else ""
     if hint:
         err.print(hint)
     if args.json:
@@ -102,20 +100,38 @@ def tune_command(args, console, err) -> int:
     return 1 if failed else 0
 
 
-def moved_hint(device_name: str, path: Path, sms: int = 0) -> str:
+def _device(ctx) -> tuple[str, int, tuple[int, int]]:
+    """(name, SM count, compute capability) of the GPU the tune ran on: the card's own, as
+    the kernel's lookup prices on it (an H100 PCIe matches the nvidia-h100 profile's 132
+    SMs but has 114)."""
+    import torch
+
+    props = torch.cuda.get_device_properties(ctx.device_index)
+    return props.name, props.multi_processor_count, (props.major, props.minor)
+
+
+def moved_hint(device_name: str, sms: int, capability: tuple[int, int], path: Path) -> str:
     """What to measure before new keys in the kernel's table are committed: the untuned
     shapes whose nearest pick they move (session 65: an H100's pr tf32 keys moved nightly's
     8192 x 8192 x 28672 to a tile that ran x0.575 there). '' for a table elsewhere
-    (`--table`): the kernel does not read it, and lookup_diff compares kernels/tuned."""
+    (`--table`: the kernel does not read it, and lookup_diff compares kernels/tuned), and
+    for a chip other than sm_90 (lookup_diff decides as an sm_90 with TMA does)."""
     from kernels import table_file
 
-    if path.parent.resolve() != table_file.DEFAULT_DIR.resolve():
+    if path.parent.resolve() != table_file.DEFAULT_DIR.resolve() or capability != (9, 0):
         return ""
     cmd = ["python3", "scripts/lookup_diff.py", "--ref", "HEAD", "--device", device_name,
-           *(["--sms", str(sms)] if sms else []), "--forms", "--csv", "moved.csv"]
+           "--sms", str(sms), "--forms", "--csv", "moved.csv"]
     return (f"before committing {path.name}: `{shlex.join(cmd)}` lists the shapes whose "
             "nearest pick the new keys move; `gemmgate run --shapes moved.csv --ab-ref HEAD` "
             "measures them")
+
+
+def tune_first(path: Path, lent_entries, stale: bool) -> tuple:
+    """TuningSetup.first for a tune of the table at `path`: the lent tiles (`lent_table`'s
+    entries), after the stale own entries' tiles with `--stale` (a prefix's first match
+    wins: `tuning.incumbent`)."""
+    return (incumbents(path) if stale else ()) + incumbents_of(lent_entries)
 
 
 def budget_cut_line(entries, budget_s: float) -> str | None:

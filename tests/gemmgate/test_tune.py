@@ -255,8 +255,8 @@ def test_a_device_reading_a_lent_table_tunes_over_it(tmp_path, monkeypatch):
     """`lent_table`: the lender's file name and the fresh lent entries the device reads,
     those whose bucket and shape its own table (`path`) lacks, before and after it has
     one; ('', []) for a device whose own table is matched and for a device nothing names.
-    `incumbents` puts those tiles after the own stale ones: a tune times the lent tile
-    first and keeps it unless another measures KEEP_MARGIN faster."""
+    `incumbents_of` makes them a tune's first tiles: timed first, kept unless another
+    measures KEEP_MARGIN faster."""
     from gemmgate.tune import incumbents_of, lent_table
 
     monkeypatch.setattr(table_file, "DEFAULT_DIR", tmp_path)   # the kernel's table folder
@@ -309,9 +309,10 @@ def test_the_hint_after_a_tune_is_a_lookup_diff_command_that_runs(tmp_path, monk
 
     from gemmgate.cli_tune import moved_hint
 
-    assert moved_hint("NVIDIA H100 80GB HBM3", tmp_path / "nvidia-h100.json") == ""  # --table
-    hint = moved_hint("NVIDIA H100 80GB HBM3", table_file.DEFAULT_DIR / "nvidia-h100.json",
-                      114)
+    kernel_table = table_file.DEFAULT_DIR / "nvidia-h100.json"
+    assert moved_hint("NVIDIA H100 80GB HBM3", 132, (9, 0), tmp_path / "x.json") == ""  # --table
+    assert moved_hint("NVIDIA A100-SXM4-80GB", 108, (8, 0), kernel_table) == ""   # not sm_90
+    hint = moved_hint("NVIDIA H100 80GB HBM3", 114, (9, 0), kernel_table)
     assert hint.startswith("before committing nvidia-h100.json: ")
     argv = shlex.split(hint.split("`")[1])
     assert argv[:2] == ["python3", "scripts/lookup_diff.py"]
@@ -323,3 +324,22 @@ def test_the_hint_after_a_tune_is_a_lookup_diff_command_that_runs(tmp_path, monk
     argv = [str(tmp_path / a) if a == "moved.csv" else a for a in argv]
     assert ld.main(argv[2:] + ["--sets", "pr", "--modes", "fp8"]) == 0
     assert (tmp_path / "moved.csv").read_text().startswith("m,n,k,layout,pad")
+
+
+def test_a_tune_times_lent_tiles_first_and_stale_own_ones_before_them_with_stale(tmp_path):
+    """`tune_first`: a plain tune's first tiles are the lent ones; `--stale` puts the stale
+    own entries' tiles before them (`tuning.incumbent` takes a key's first match)."""
+    from gemmgate.cli_tune import tune_first
+    from gemmgate.tuning import incumbent
+
+    own = tmp_path / "nvidia-h100.json"
+    write_table(own, "nvidia-h100", ("h100",), [entry_of(_result(), ENV)])
+    data = json.loads(own.read_text())
+    data["entries"][0]["kernel"] = "0123456789ab"              # stale: its tile is TMA
+    own.write_text(json.dumps(data))
+    lent = dict(entry_of(_result(TileConfig(64, 64, 64, 8, 3, 4, "tma")), ENV))
+    plain, stale = tune_first(own, [lent], False), tune_first(own, [lent], True)
+    assert [dict(f)["block_m"] for _, f in plain] == [64]
+    assert [dict(f)["block_m"] for _, f in stale] == [128, 64]
+    assert incumbent(KEY, [TMA], stale) == TMA                 # the stale own tile wins
+    assert incumbent(KEY, [TMA], plain).block_m == 64          # the lent one
