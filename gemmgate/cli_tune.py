@@ -17,6 +17,7 @@ from gemmgate.results import CaseResult, RunRecord
 from gemmgate.run import environment_of
 from gemmgate.tune import (
     KeyWriter,
+    in_kernel_folder,
     incumbents,
     incumbents_of,
     lent_table,
@@ -116,9 +117,7 @@ def moved_hint(device_name: str, sms: int, capability: tuple[int, int], path: Pa
     8192 x 8192 x 28672 to a tile that ran x0.575 there). '' for a table elsewhere
     (`--table`: the kernel does not read it, and lookup_diff compares kernels/tuned), and
     for a chip other than sm_90 (lookup_diff decides as an sm_90 with TMA does)."""
-    from kernels import table_file
-
-    if path.parent.resolve() != table_file.DEFAULT_DIR.resolve() or capability != (9, 0):
+    if not in_kernel_folder(path) or capability != (9, 0):
         return ""
     cmd = ["python3", "scripts/lookup_diff.py", "--ref", "HEAD", "--device", device_name,
            "--sms", str(sms), "--forms", "--csv", "moved.csv"]

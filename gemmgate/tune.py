@@ -150,24 +150,36 @@ def table_for(path: Path, chip_id: str) -> dict:
     return old
 
 
+def in_kernel_folder(path: Path) -> bool:
+    """Whether a table file sits where the kernel reads tables (kernels/tuned): a `--table`
+    elsewhere is not what a call runs."""
+    from kernels import table_file
+
+    return path.parent.resolve() == table_file.DEFAULT_DIR.resolve()
+
+
 def lent_table(device_name: str, path: Path) -> tuple[str, list[dict]]:
     """(file name, entries) of the table lent to this device (`borrowed_by`), where `path`,
     the device's own table or the file that will be, sits in the kernel's table folder and
-    is what the device reads there: the lent entries, fresh, whose bucket and shape `path`
-    holds no fresh entry for (those the device reads). ('', []) otherwise: a `--table`
-    elsewhere is not what the kernel reads, and its folder may hold other JSON."""
+    is what the device reads there: the fresh lent entries the device reads, those
+    `table_file.table_for_device` layers after its own (the buckets and shapes `path`
+    holds no fresh entry for). ('', []) otherwise: a `--table` elsewhere is not what the
+    kernel reads, and its folder may hold other JSON."""
     from kernels import table_file
 
-    if path.parent.resolve() != table_file.DEFAULT_DIR.resolve():
+    if not in_kernel_folder(path):
         return "", []
     table = table_file.table_for_device(device_name, path.parent)
-    if not table.lent or (table.path != table.lent
-                          and Path(table.path).resolve() != path.resolve()):
+    if not table.lent:
         return "", []
-    mine = {_where(e) for e in table_data(path)["entries"] if not table_file.is_stale(e)}
-    return Path(table.lent).name, [
-        e for e in table_file.read_table(Path(table.lent))["entries"]
-        if _where(e) not in mine and not table_file.is_stale(e)]
+    if table.path == table.lent:   # no own table yet: every entry is lent
+        own = 0
+    elif Path(table.path).resolve() == path.resolve():
+        own = len(table_data(path)["entries"])   # its own entries come first
+    else:
+        return "", []
+    return Path(table.lent).name, [e for e in table.entries[own:]
+                                   if not table_file.is_stale(e)]
 
 
 def table_data(path: Path) -> dict:
