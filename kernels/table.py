@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 import math
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 from pathlib import Path
 
@@ -140,6 +140,14 @@ class _Row:
     stale: bool
     ms: float                           # its tuned time (0: not recorded)
     order: int = 0                      # its place among its bucket's entries in the file
+    logs: tuple[float, float, float] = field(init=False)   # log2 of its M, N, K (`_spread`)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "logs", _logs(*self.shape))
+
+
+def _logs(m: int, n: int, k: int) -> tuple[float, float, float]:
+    return math.log2(max(m, 1)), math.log2(max(n, 1)), math.log2(max(k, 1))
 
 
 def _tiles_of(r: _Row) -> float:
@@ -268,7 +276,15 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
 
 
 _WINDOW_SLACK = 1e-9               # `_near`'s window, a hair wider than NEAREST_MAX
-_BY_DISTANCE = itemgetter(0, 1)    # (distance, file order)
+_BY_DISTANCE = itemgetter(0, 1, 2)    # (distance, shape distance, file order)
+
+
+def _spread(a: tuple[float, float, float], b: tuple[float, float, float]) -> float:
+    """Two shapes' distance in uncapped log2 M, N, K (`_logs`): `_near`'s tie-break among
+    rows of one regime distance (its caps put 8192^3 and 4096x4096x11008 at 0 from
+    8192x8192x28672, where file order gave the latter's tile, x0.575 on an H100, session
+    65)."""
+    return abs(a[0] - b[0]) + abs(a[1] - b[1]) + abs(a[2] - b[2])
 
 
 def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
@@ -276,11 +292,13 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
           where: tuple[float, float, float] | None = None) -> list[_Row]:
     """The rows a nearest lookup weighs: fresh, of a variant the call can run, not
     `fragile` here, within NEAREST_MAX of this shape's regime (`where`, where the caller
-    has it); nearest first (of equal distance, first in the file). `rows`: one bucket's, as
+    has it); nearest first (of equal distance, nearest in uncapped M, N, K (`_spread`),
+    then first in the file). `rows`: one bucket's, as
     `_index` sorts them."""
     if not rows:
         return []
     t, d, w = where or regime(m, n, k)
+    logs = _logs(m, n, k)
     # the window of output-tile coordinates within NEAREST_MAX (a hair wider: the test
     # below is the rule, in its own arithmetic)
     lo = bisect_left(rows, t - NEAREST_MAX - _WINDOW_SLACK, key=_tiles_of)
@@ -294,9 +312,9 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
             dist = abs(dt) + abs(d - rd) + abs(w - rw)
             if dist <= NEAREST_MAX and r.config.variant in variants and not r.stale \
                     and not fragile(r.config, m, n, k, fma):
-                scored.append((dist, r.order, r))
+                scored.append((dist, _spread(logs, r.logs), r.order, r))
     scored.sort(key=_BY_DISTANCE)
-    return [r for _, _, r in scored]
+    return [r for *_, r in scored]
 
 
 _NO_EXACTS: tuple[dict, dict] = ({}, {})

@@ -1,6 +1,7 @@
 """kernels/table.py: the committed tuning table, read at call time."""
 
 import json
+import math
 import warnings
 from dataclasses import asdict, replace
 
@@ -536,22 +537,25 @@ def test_a_tuned_tma_ws_entry_is_read_where_decide_lists_the_kernel_and_priced_a
 
 
 def _near_by_scan(rows, m, n, k, variants):
-    """`table._near` as a scan of every row in file order (what the window must equal)."""
+    """`table._near` as a scan of every row in file order (what the window must equal):
+    by regime distance, then uncapped log2 distance in M, N, K (a stable sort keeps file
+    order within)."""
     t, d, w = table.regime(m, n, k)
     scored = []
     for r in sorted(rows, key=lambda r: r.order):
         dist = abs(t - r.where[0]) + abs(d - r.where[1]) + abs(w - r.where[2])
+        spread = sum(abs(math.log2(a) - math.log2(b)) for a, b in zip((m, n, k), r.shape))
         if dist <= table.NEAREST_MAX and r.config.variant in variants and not r.stale \
                 and not table.fragile(r.config, m, n, k):
-            scored.append((dist, r))
-    return [r for _, r in sorted(scored, key=lambda x: x[0])]
+            scored.append((dist, spread, r))
+    return [r for *_, r in sorted(scored, key=lambda x: x[:2])]
 
 
-def test_near_reads_the_window_of_a_sorted_bucket_and_breaks_ties_by_file_order():
+def test_near_reads_the_window_of_a_sorted_bucket_and_breaks_ties_by_shape_then_file():
     """`_index` sorts a bucket's rows by their output tiles (file order within) and `_near`
-    reads the rows within NEAREST_MAX of a shape's tiles: the same rows, nearest first and
-    of equal distance first in the file, as a scan of all of them (the committed table's
-    largest bucket, shapes on and off the entries' own)."""
+    reads the rows within NEAREST_MAX of a shape's tiles: the same rows, nearest first, of
+    equal distance nearest in uncapped M, N, K, then first in the file, as a scan of all
+    of them (the committed table's largest bucket, shapes on and off the entries' own)."""
     import random
 
     _, rows = table._index("NVIDIA H200", str(table_file.DEFAULT_DIR))
@@ -565,6 +569,24 @@ def test_near_reads_the_window_of_a_sorted_bucket_and_breaks_ties_by_file_order(
                                        for _ in range(300)]
     for m, n, k in shapes:
         assert table._near(got, m, n, k, variants) == _near_by_scan(got, m, n, k, variants)
+
+
+def test_of_rows_the_regime_caps_tie_the_nearer_shape_comes_first(tmp_path):
+    """8192 x 8192 x 28672 is at regime distance 0 from both 4096 x 4096 x 11008 and 8192^3
+    (output tiles, K and the thin side are capped): 8192^3, nearer in M, N, K, comes
+    first though the other is first in the file (session 65: file order gave the 4096
+    entry's tile, x0.575 on an H100). Of two rows of one shape, file order decides."""
+    small, big = TileConfig(128, 128, 32, 8, 4, 4, "tma"), TileConfig(128, 256, 64, 8, 3, 8, "tma")
+    d = _write(tmp_path, [_entry(4096, 4096, 11008, small), _entry(8192, 8192, 8192, big),
+                          _entry(8192, 8192, 8192, small)])
+    _, rows = table._index("NVIDIA H200", str(d))
+    got = rows["16bit bf16 rr tma"]
+    assert table.regime(8192, 8192, 28672) == table.regime(4096, 4096, 11008) \
+        == table.regime(8192, 8192, 8192)
+    near = table._near(got, 8192, 8192, 28672, ("tma",))
+    assert [(r.shape, r.config) for r in near] == [
+        ((8192, 8192, 8192), big), ((8192, 8192, 8192), small), ((4096, 4096, 11008), small)]
+    table.reload()
 
 
 def test_of_two_exact_entries_of_a_shape_the_first_in_the_file_is_taken(tmp_path):
