@@ -140,7 +140,7 @@ class _Row:
     stale: bool
     ms: float                           # its tuned time (0: not recorded)
     order: int = 0                      # its place among its bucket's entries in the file
-    logs: tuple[float, float, float] = field(init=False)   # log2 of its M, N, K (`_spread`)
+    logs: tuple[float, float, float] = field(init=False)   # log2 M, N, K: `_near`'s tie-break
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "logs", _logs(*self.shape))
@@ -279,26 +279,19 @@ _WINDOW_SLACK = 1e-9               # `_near`'s window, a hair wider than NEAREST
 _BY_DISTANCE = itemgetter(0, 1, 2)    # (distance, shape distance, file order)
 
 
-def _spread(a: tuple[float, float, float], b: tuple[float, float, float]) -> float:
-    """Two shapes' distance in uncapped log2 M, N, K (`_logs`): `_near`'s tie-break among
-    rows of one regime distance (its caps put 8192^3 and 4096x4096x11008 at 0 from
-    8192x8192x28672, where file order gave the latter's tile, x0.575 on an H100, session
-    65)."""
-    return abs(a[0] - b[0]) + abs(a[1] - b[1]) + abs(a[2] - b[2])
-
-
 def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
           variants: tuple[str, ...], fma: bool = False,
           where: tuple[float, float, float] | None = None) -> list[_Row]:
     """The rows a nearest lookup weighs: fresh, of a variant the call can run, not
     `fragile` here, within NEAREST_MAX of this shape's regime (`where`, where the caller
-    has it); nearest first (of equal distance, nearest in uncapped M, N, K (`_spread`),
-    then first in the file). `rows`: one bucket's, as
-    `_index` sorts them."""
+    has it); nearest first; of equal distance, nearest in uncapped log2 M, N, K, then first
+    in the file. (The regime's caps put 8192^3 and 4096 x 4096 x 11008 at 0 from 8192 x
+    8192 x 28672, where file order gave the latter's tile, x0.575 on an H100, session 65.)
+    `rows`: one bucket's, as `_index` sorts them."""
     if not rows:
         return []
     t, d, w = where or regime(m, n, k)
-    logs = _logs(m, n, k)
+    lm, ln, lk = _logs(m, n, k)
     # the window of output-tile coordinates within NEAREST_MAX (a hair wider: the test
     # below is the rule, in its own arithmetic)
     lo = bisect_left(rows, t - NEAREST_MAX - _WINDOW_SLACK, key=_tiles_of)
@@ -312,7 +305,8 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
             dist = abs(dt) + abs(d - rd) + abs(w - rw)
             if dist <= NEAREST_MAX and r.config.variant in variants and not r.stale \
                     and not fragile(r.config, m, n, k, fma):
-                scored.append((dist, _spread(logs, r.logs), r.order, r))
+                rm, rn, rk = r.logs   # the tie-break, inline: the loop is a first call's
+                scored.append((dist, abs(lm - rm) + abs(ln - rn) + abs(lk - rk), r.order, r))
     scored.sort(key=_BY_DISTANCE)
     return [r for *_, r in scored]
 
