@@ -128,10 +128,11 @@ def _ratios(rows: list[dict], label: str | None, mode: str) -> list[dict]:
 Cell = tuple[Path, str]   # a cases.csv and the label of one run of a set
 
 
-def targets_table(rows: dict[str, dict[str, Cell]]) -> str:
+def targets_table(rows: dict[str, dict[str, Cell]], lowest: bool = False) -> str:
     """Where issue 11's graph-timed targets stand: per set (`rows`) and mode, the geomean
     Triton/cuBLAS of that set's run named for the cell (each from the latest run of that
-    mode on that set, which may be another session's); the target first."""
+    mode on that set, which may be another session's); the target first. `lowest`: each
+    cell also gives its lowest case (the target: none below 0.80)."""
     modes = [m for m in ALL_MODES if any(m in cells for cells in rows.values())]
     out = ["| set | " + " | ".join(modes) + " |", "|---|" + "---:|" * len(modes),
            "| target | " + " | ".join(f"≥ {TARGETS[m]:.2f}" for m in modes) + " |"]
@@ -140,7 +141,8 @@ def targets_table(rows: dict[str, dict[str, Cell]]) -> str:
         for m in modes:
             xs = [float(r["ratio"]) for r in _ratios(_rows(cells[m][0]), cells[m][1], m)] \
                 if m in cells else []
-            got.append(f"{geomean(xs):.3f}" if xs else "")
+            low = f" ({min(xs):.2f})" if lowest and xs else ""
+            got.append(f"{geomean(xs):.3f}{low}" if xs else "")
         out.append(f"| {name} | " + " | ".join(got) + " |")
     return "\n".join(out)
 

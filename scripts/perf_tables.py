@@ -43,6 +43,7 @@ from perf_ab import (  # noqa: E402
     runs_best,
 )
 from perf_formats import (  # noqa: E402
+    ALL_MODES,
     accum_fit,
     accum_model,
     accum_table,
@@ -88,6 +89,7 @@ S62 = RESULTS / "dev-cpu-2026-12-06-s62"
 G63 = RESULTS / "h100-2026-12-06-s63"
 G64 = RESULTS / "h100-2026-12-06-s64"
 G65 = RESULTS / "h100-2026-12-06-s65"
+G66 = RESULTS / "h100-2026-12-06-s66"
 _WS = "kernels.matmul_ws:mm_ws_"
 
 
@@ -259,7 +261,24 @@ TABLES: dict[str, Callable[[], str]] = {
                                                0.02),
     "s65-h100-tf32-withdrawn": lambda: cases_ab(G65 / "cases.csv", "call4-h100-tf32-nightly",
                                                 0.02),
-    "s65-h100-baseline": lambda: baseline_tables(ROOT / "baselines" / "nvidia-h100.json"),
+    "s66-h100-moved": lambda: cases_ab(G66 / "cases.csv", "call1-moved-fp32") + "\n\n"
+    + cases_ab(G66 / "cases.csv", "call1-moved-fp8"),
+    "s66-h100-tiebreak": lambda: runs_ab(G66 / "cases.csv", (
+        "call1-tiebreak-fp32", "call1-tiebreak-tf32", "call1-tiebreak-fp8",
+        "call2-h200table-tiebreak-fp32", "call2-h200table-tiebreak-fp8")),
+    "s66-h100-tiebreak-h200-table": lambda: cases_ab(G66 / "cases.csv",
+                                                     "call2-h200table-tiebreak-fp8"),
+    "s66-h100-tf32-tune": lambda: runs_ab(G66 / "cases.csv", ("call3-tf32-tune-moved",
+                                                              "call3-tf32-tune-nightly")),
+    "s66-h100-tf32-moved": lambda: cases_ab(G66 / "cases.csv", "call3-tf32-tune-moved"),
+    "s66-h100-targets": lambda: targets_table({
+        "pr (check, 171586d)": {m: (G66 / "cases.csv", "call4-h100-check") for m in ALL_MODES},
+        "nightly": {**{m: (G66 / "cases.csv", "call2-h100-nightly") for m in ALL_MODES},
+                    "tf32": (G66 / "cases.csv", "call3-tf32-tune-nightly")},
+        "holdout6": {m: (G66 / "cases.csv", "call4-h100-holdout6") for m in ("bf16", "fp16")},
+        "small M·N, long K": {m: (G66 / "cases.csv", "call5-h100-longk") for m in ALL_MODES},
+    }, lowest=True),
+    "s66-h100-baseline": lambda: baseline_tables(ROOT / "baselines" / "nvidia-h100.json"),
 }
 
 
