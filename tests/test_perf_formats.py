@@ -41,6 +41,9 @@ def test_targets_table_takes_each_cells_geomean_from_its_own_run(pf, tmp_path):
     assert lines[0] == "| set | bf16 | fp8 |"
     assert lines[2] == "| target | ≥ 1.05 | ≥ 0.90 |"
     assert lines[3:] == ["| pr | 1.100 | 0.900 |", "| nightly |  |  |"]
+    lowest = pf.targets_table({"pr": {"bf16": (a, "c1-pr"), "fp8": (b, "c9-pr")},
+                               "nightly": {"bf16": (a, "none")}}, lowest=True).splitlines()
+    assert lowest[3:] == ["| pr | 1.100 (1.00) | 0.900 (0.90) |", "| nightly |  |  |"]
 
 
 def test_tile_matrix_has_a_column_a_tile_and_geomeans_what_each_ran(pf, tmp_path):
