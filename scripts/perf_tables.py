@@ -279,6 +279,8 @@ TABLES: dict[str, Callable[[], str]] = {
         "small M·N, long K": {m: (G66 / "cases.csv", "call5-h100-longk") for m in ALL_MODES},
     }, lowest=True),
     "s66-h100-baseline": lambda: baseline_tables(ROOT / "baselines" / "nvidia-h100.json"),
+    **{f"s66-h100-fp32-tiles-{x}": functools.partial(tile_matrix, G66 / f"tiles_{x}.csv")
+       for x in ("cr", "rr")},
 }
 
 
