@@ -277,6 +277,11 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
 
 _WINDOW_SLACK = 1e-9               # `_near`'s window, a hair wider than NEAREST_MAX
 _BY_DISTANCE = itemgetter(0, 1, 2)    # (distance, shape distance, file order)
+# `_near` compares regime distances in units of 1/_TIE_SCALE: sums of log2 differences
+# that are equal in exact arithmetic can differ in the last bit (3072 x 192 x 5098 is
+# 1.415... from both 160 x 5120 x 3072 and 1280 x 768 x 2560, 4e-16 apart), and a tie is a
+# tie. (int(), not round(x, 9): a third of the time, in a first call's loop.)
+_TIE_SCALE = 1e9
 
 
 def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
@@ -284,10 +289,10 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
           where: tuple[float, float, float] | None = None) -> list[_Row]:
     """The rows a nearest lookup weighs: fresh, of a variant the call can run, not
     `fragile` here, within NEAREST_MAX of this shape's regime (`where`, where the caller
-    has it); nearest first; of equal distance, nearest in uncapped log2 M, N, K, then first
-    in the file. (The regime's caps put 8192^3 and 4096 x 4096 x 11008 at 0 from 8192 x
-    8192 x 28672, where file order gave the latter's tile, x0.575 on an H100, session 65.)
-    `rows`: one bucket's, as `_index` sorts them."""
+    has it); nearest first; of equal distance (to 1/`_TIE_SCALE`), nearest in uncapped log2
+    M, N, K, then first in the file. (The regime's caps put 8192^3 and 4096 x 4096 x 11008
+    at 0 from 8192 x 8192 x 28672, where file order gave the latter's tile, x0.575 on an
+    H100, session 65.) `rows`: one bucket's, as `_index` sorts them."""
     if not rows:
         return []
     t, d, w = where or regime(m, n, k)
@@ -306,7 +311,8 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
             if dist <= NEAREST_MAX and r.config.variant in variants and not r.stale \
                     and not fragile(r.config, m, n, k, fma):
                 rm, rn, rk = r.logs   # the tie-break, inline: the loop is a first call's
-                scored.append((dist, abs(lm - rm) + abs(ln - rn) + abs(lk - rk), r.order, r))
+                scored.append((int(dist * _TIE_SCALE + 0.5),
+                               abs(lm - rm) + abs(ln - rn) + abs(lk - rk), r.order, r))
     scored.sort(key=_BY_DISTANCE)
     return [r for *_, r in scored]
 

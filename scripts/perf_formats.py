@@ -141,7 +141,7 @@ def targets_table(rows: dict[str, dict[str, Cell]], lowest: bool = False) -> str
         for m in modes:
             xs = [float(r["ratio"]) for r in _ratios(_rows(cells[m][0]), cells[m][1], m)] \
                 if m in cells else []
-            low = f" ({min(xs):.2f})" if lowest and xs else ""
+            low = f" ({min(xs):.3f})" if lowest and xs else ""
             got.append(f"{geomean(xs):.3f}{low}" if xs else "")
         out.append(f"| {name} | " + " | ".join(got) + " |")
     return "\n".join(out)

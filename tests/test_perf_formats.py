@@ -43,7 +43,11 @@ def test_targets_table_takes_each_cells_geomean_from_its_own_run(pf, tmp_path):
     assert lines[3:] == ["| pr | 1.100 | 0.900 |", "| nightly |  |  |"]
     lowest = pf.targets_table({"pr": {"bf16": (a, "c1-pr"), "fp8": (b, "c9-pr")},
                                "nightly": {"bf16": (a, "none")}}, lowest=True).splitlines()
-    assert lowest[3:] == ["| pr | 1.100 (1.00) | 0.900 (0.90) |", "| nightly |  |  |"]
+    assert lowest[3:] == ["| pr | 1.100 (1.000) | 0.900 (0.900) |", "| nightly |  |  |"]
+    a.write_text("\n".join([head, "c1-pr,bf16,m1-n1-k1,1,1,1.2100,,t",   # the lowest second
+                            "c1-pr,bf16,m2-n2-k2,1,1,0.7990,,t"]) + "\n")
+    assert "| pr | 0.983 (0.799) |" in pf.targets_table({"pr": {"bf16": (a, "c1-pr")}},
+                                                        lowest=True)
 
 
 def test_tile_matrix_has_a_column_a_tile_and_geomeans_what_each_ran(pf, tmp_path):

@@ -547,7 +547,7 @@ def _near_by_scan(rows, m, n, k, variants):
         spread = sum(abs(math.log2(a) - math.log2(b)) for a, b in zip((m, n, k), r.shape))
         if dist <= table.NEAREST_MAX and r.config.variant in variants and not r.stale \
                 and not table.fragile(r.config, m, n, k):
-            scored.append((dist, spread, r))
+            scored.append((round(dist, 9), spread, r))
     return [r for *_, r in sorted(scored, key=lambda x: x[:2])]
 
 
@@ -586,6 +586,22 @@ def test_of_rows_the_regime_caps_tie_the_nearer_shape_comes_first(tmp_path):
     near = table._near(got, 8192, 8192, 28672, ("tma",))
     assert [(r.shape, r.config) for r in near] == [
         ((8192, 8192, 8192), big), ((8192, 8192, 8192), small), ((4096, 4096, 11008), small)]
+    table.reload()
+
+
+def test_distances_equal_but_for_rounding_tie(tmp_path):
+    """3072 x 192 x 5098 is log2(8/3) from both entries' regimes, the two sums 4e-16 apart
+    in floating point: a tie, so the entry nearer in M, N, K (1280 x 768 x 2560, second in
+    the file and a hair farther as summed) comes first."""
+    far, near = TileConfig(64, 64, 32, 8, 3, 4, "tma"), TileConfig(128, 64, 32, 8, 3, 4, "tma")
+    d = _write(tmp_path, [_entry(160, 5120, 3072, far), _entry(1280, 768, 2560, near)])
+    q = table.regime(3072, 192, 5098)
+    dists = [sum(abs(a - b) for a, b in zip(q, table.regime(*s)))
+             for s in ((160, 5120, 3072), (1280, 768, 2560))]
+    assert dists[0] < dists[1] and dists[1] - dists[0] < 1e-12   # the case this guards
+    got = table._near(table._index("NVIDIA H200", str(d))[1]["16bit bf16 rr tma"],
+                      3072, 192, 5098, ("tma",))
+    assert [r.config for r in got] == [near, far]
     table.reload()
 
 
