@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import threading
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from rich.markup import escape
 
 from gemmgate.compare import DEFAULT_FLOOR
 from gemmgate.context import MeasurementError
-from gemmgate.deadline import DEFAULT_LIMIT_S
+from gemmgate.deadline import DEFAULT_LIMIT_S, Terminated
 from gemmgate.precision import MODE_NAMES
 from gemmgate.shapes import SETS
 
@@ -276,6 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not console.is_terminal:  # CI logs: wide enough that tables do not fold
         console = Console(width=160)
     err = Console(stderr=True, soft_wrap=True)
+    previous = _stop_on_sigterm()
     try:
         args = build_parser().parse_args(argv)
         return _dispatch(args, console, err)
@@ -285,9 +287,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MeasurementError as e:
         err.print(f"[red]gemmgate: measurement failed:[/] {escape(str(e))}")
         return MEASUREMENT
+    except Terminated:
+        err.print("gemmgate: terminated (SIGTERM)")
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         err.print("gemmgate: interrupted")
-        return 130
+        return 128 + signal.SIGINT
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
+
+
+def _stop_on_sigterm():
+    """SIGTERM as `Terminated` while `main` runs (from the main thread only: a signal
+    handler can be set nowhere else); the handler it replaced, to put back, or None."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _terminate)
 
 
 def _dispatch(args, console: Console, err: Console) -> int:

@@ -22,6 +22,7 @@ from gemmgate.cli_run import (
     keep_partial,
     say_stderr,
     shapes_file,
+    stopped_by,
     write_partial,
 )
 from gemmgate.compare import REGRESSED
@@ -95,6 +96,9 @@ def check_command(args, console, err) -> int:
         except MeasurementError as e:
             e.partial = first_pass(str(e))
             keep_partial(e, args.json, err)
+            raise
+        except KeyboardInterrupt as e:   # Ctrl-C or SIGTERM in the re-measure
+            write_partial(args.json, first_pass(stopped_by(e)), say_stderr)
             raise
     print_tables(results, console, title=f"{chip_id} {ctx.shapes_label}")
     clocks = clock_note(results)

@@ -16,7 +16,7 @@ from rich.table import Table
 from gemmgate import baseline_schema
 from gemmgate.chips import CHIPS, select_chip
 from gemmgate.context import MeasurementError, RunContext, make_context
-from gemmgate.deadline import cli_limit
+from gemmgate.deadline import Terminated, cli_limit
 from gemmgate.execute import run_cases
 from gemmgate.files import InputError, check_writable, write_json_atomic
 from gemmgate.reference import resolve
@@ -139,7 +139,15 @@ def execute(ctx: RunContext, err: Console, partial_to: str | None = None) -> Run
         except MeasurementError as e:   # the cases measured before it are not lost
             e.partial = partial(str(e))
             raise
+        except KeyboardInterrupt as e:   # Ctrl-C, or SIGTERM (cli.Terminated): nor here
+            write_partial(partial_to, partial(stopped_by(e)), say_stderr)
+            raise
     return RunRecord(env, ctx.shapes_label, tuple(results))
+
+
+def stopped_by(e: KeyboardInterrupt) -> str:
+    """A partial run's `incomplete` reason for an interrupt."""
+    return "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
 
 
 def write_partial(path: str | None, record: RunRecord | None,

@@ -77,6 +77,31 @@ def stuck_on_24_rows(a, b, *, precision=None, out=None, scale_a=None, scale_b=No
     return correct(a, b, precision=precision, out=out)
 
 
+def sigterm_on_24_rows(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    """Right, except on 24-row cases: the process sends itself SIGTERM (a CI job
+    cancelled, `timeout`), then waits for it to land."""
+    import os
+    import signal
+    import time
+
+    if a.shape[0] == 24:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(60)
+    return correct(a, b, precision=precision, out=out)
+
+
+def sigint_on_24_rows(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    """Right, except on 24-row cases: the process sends itself SIGINT (Ctrl-C)."""
+    import os
+    import signal
+    import time
+
+    if a.shape[0] == 24:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(60)
+    return correct(a, b, precision=precision, out=out)
+
+
 _RUNS = []   # the `a` of every case run so far (held: no address is reused)
 
 
@@ -87,4 +112,22 @@ def hangs_when_run_again(a, b, *, precision=None, out=None, scale_a=None, scale_
         _RUNS.append(a)
         if sum(x.shape == a.shape for x in _RUNS) > 1:
             hangs(a, b)
+    return correct(a, b, precision=precision, out=out)
+
+
+_SEEN_TERM = []   # as `_RUNS`, for `sigterm_when_run_again`
+
+
+def sigterm_when_run_again(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    """Right on a case's first run; on its second (`check`'s re-measure) the process
+    sends itself SIGTERM."""
+    import os
+    import signal
+    import time
+
+    if not any(x is a for x in _SEEN_TERM):
+        _SEEN_TERM.append(a)
+        if sum(x.shape == a.shape for x in _SEEN_TERM) > 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(60)
     return correct(a, b, precision=precision, out=out)
