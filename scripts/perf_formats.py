@@ -474,3 +474,22 @@ def host_calls(before: Path, after: Path) -> str:
         out.append(f"| {mode} | {ref['sha'][:7]} | {ref['best_us']} | " + " | ".join(cells)
                    + " |")
     return "\n".join(out)
+
+
+def provider_cases(path: Path, label: str, provider: str) -> str:
+    """One run beside an extra provider (`--providers`), case by case: the tile that ran,
+    Triton's speed ratio to cuBLAS and to the provider (> 1: Triton faster), then their
+    geomeans and how many cases Triton ran faster than the provider."""
+    rows = [(r, _extra(r["extra"], provider)) for r in _rows(path) if r["label"] == label]
+    rows = [(r, x) for r, x in rows if x]
+    if not rows:
+        raise ValueError(f"{path}: no case labelled {label} with {provider}")
+    name = provider.rpartition(":")[2]
+    out = [f"| case | mode | tile | Triton/cuBLAS | Triton/{name} |", "|---|---|---|---:|---:|"]
+    out += [f"| {r['case']} | {r['mode']} | {r['tile']} | {float(r['ratio']):.3f} | {x:.3f} |"
+            for r, x in rows]
+    faster = sum(x > 1 for _, x in rows)
+    out.append(f"| geomean ({faster} of {len(rows)} faster than {name}) | | | "
+               f"{geomean([float(r['ratio']) for r, _ in rows]):.3f} | "
+               f"{geomean([x for _, x in rows]):.3f} |")
+    return "\n".join(out)

@@ -56,6 +56,7 @@ from perf_formats import (  # noqa: E402
     kernel_times,
     plan_times,
     power_table,
+    provider_cases,
     ptxas_promote,
     split_outcome,
     split_prices,
@@ -281,6 +282,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "s66-h100-baseline": lambda: baseline_tables(ROOT / "baselines" / "nvidia-h100.json"),
     **{f"s66-h100-fp32-tiles-{x}": functools.partial(tile_matrix, G66 / f"tiles_{x}.csv")
        for x in ("cr", "rr")},
+    "s66-h100-inductor": lambda: provider_cases(G66 / "cases.csv", "call8-h100-inductor",
+                                                "inductor"),
 }
 
 

@@ -205,3 +205,18 @@ def test_accum_fit_sets_each_chips_fit_side_by_side(pf, tmp_path):
     assert pf.accum_fit(("H200", a), ("H100", b)).splitlines()[2:] == [
         "| 11 | 1.056 | 0.950-1.132 | 1.065 | 0.950-1.243 |",
         "| 12 | 0.722 | 0.5-0.9 | - | - |"]
+
+
+def test_provider_cases_gives_both_ratios_and_counts_the_faster(pf, tmp_path):
+    path = tmp_path / "cases.csv"
+    path.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
+                    "c8,bf16,m1-n1-k1,1,1,0.9000,inductor:1.2100 xs_triton:1e-05,t1\n"
+                    "c8,bf16,m2-n2-k2,1,1,1.0000,inductor:0.8100,t2\n"
+                    "c9,bf16,m3-n3-k3,1,1,1.0000,inductor:0.5000,t3\n")
+    lines = pf.provider_cases(path, "c8", "inductor").splitlines()
+    assert lines[0] == "| case | mode | tile | Triton/cuBLAS | Triton/inductor |"
+    assert lines[2:] == ["| m1-n1-k1 | bf16 | t1 | 0.900 | 1.210 |",
+                         "| m2-n2-k2 | bf16 | t2 | 1.000 | 0.810 |",
+                         "| geomean (1 of 2 faster than inductor) | | | 0.949 | 0.990 |"]
+    with pytest.raises(ValueError, match="no case labelled c7"):
+        pf.provider_cases(path, "c7", "inductor")
