@@ -147,10 +147,18 @@ def test_a_run_stuck_in_native_code_ends_keeping_the_cases_before_it(
     assert f"stuck past --case-timeout ({limit} s)" in data["environment"]["incomplete"]
 
 
-def test_a_check_whose_re_measure_hangs_keeps_its_first_pass(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("provider, extra, code, said, reason", [
+    ("hangs_when_run_again", ["--case-timeout", "10"], 3,
+     "ran past the case time limit (10 s", "re-measure: fp32 m16-n16-k16 ran past"),
+    ("sigterm_when_run_again", [], 143, "gemmgate: terminated (SIGTERM)",
+     "re-measure: terminated (SIGTERM)"),
+], ids=["hangs", "sigterm"])
+def test_a_check_whose_re_measure_stops_keeps_its_first_pass(
+        tmp_path, monkeypatch, capsys, provider, extra, code, said, reason):
     """The first pass measured every case; the re-measure of the suspect (a slowdown
-    injected) hangs in the custom provider: exit 3, and --json holds the first pass,
-    marked incomplete (it was lost: the re-measure ran outside the partial keeping)."""
+    injected) hangs in the custom provider (exit 3), or SIGTERM lands in it (exit 143):
+    --json holds the first pass, marked incomplete (it was lost: the re-measure ran
+    outside the partial keeping)."""
     from gemmgate.cli import main
 
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
@@ -158,12 +166,12 @@ def test_a_check_whose_re_measure_hangs_keeps_its_first_pass(tmp_path, monkeypat
     base, out = tmp_path / "base.json", tmp_path / "check.json"
     assert main(["baseline", "update", *common, "--output", str(base)]) == 0
     assert main(["check", *common, "--baseline", str(base), "--inject-slowdown", "2",
-                 "--providers", "triton,vendor,custom_providers:hangs_when_run_again",
-                 "--case-timeout", "10", "--json", str(out)]) == 3
-    assert "ran past the case time limit (10 s" in capsys.readouterr().err
+                 "--providers", f"triton,vendor,custom_providers:{provider}", *extra,
+                 "--json", str(out)]) == code
+    assert said in capsys.readouterr().err
     data = json.loads(out.read_text())
     assert [c["m"] for c in data["cases"]] == [16]
-    assert data["environment"]["incomplete"].startswith("re-measure: fp32 m16-n16-k16 ran past")
+    assert data["environment"]["incomplete"].startswith(reason)
 
 
 def test_a_devices_worker_stuck_past_the_limit_is_said_so(tmp_path):
@@ -201,19 +209,3 @@ def test_a_run_stopped_by_a_signal_keeps_the_cases_before_it(tmp_path, provider,
     assert [(c["m"], c["passed"]) for c in data["cases"]] == [(16, True)]
     assert data["environment"]["incomplete"] == reason
 
-
-def test_a_check_stopped_in_its_re_measure_keeps_its_first_pass(tmp_path, monkeypatch):
-    """SIGTERM in the re-measure of a suspect case: the first pass, measured in full, is
-    kept in --json, marked incomplete."""
-    from gemmgate.cli import main
-
-    monkeypatch.syspath_prepend(str(Path(__file__).parent))
-    common = ["--chip", "cpu", "--modes", "fp32", "--shapes", "16x16x16", "--budget", "0.2"]
-    base, out = tmp_path / "base.json", tmp_path / "check.json"
-    assert main(["baseline", "update", *common, "--output", str(base)]) == 0
-    assert main(["check", *common, "--baseline", str(base), "--inject-slowdown", "2",
-                 "--providers", "triton,vendor,custom_providers:sigterm_when_run_again",
-                 "--json", str(out)]) == 143
-    data = json.loads(out.read_text())
-    assert [c["m"] for c in data["cases"]] == [16]
-    assert data["environment"]["incomplete"] == "re-measure: terminated (SIGTERM)"
