@@ -18,9 +18,10 @@ from rich.markup import escape
 
 from gemmgate.compare import DEFAULT_FLOOR
 from gemmgate.context import MeasurementError
-from gemmgate.deadline import DEFAULT_LIMIT_S, Terminated
+from gemmgate.deadline import DEFAULT_LIMIT_S
 from gemmgate.precision import MODE_NAMES
 from gemmgate.shapes import SETS
+from gemmgate.stop_signal import EXIT_TERMINATED, StopOnSigterm, Terminated
 
 OK, FAILED, USAGE, MEASUREMENT = 0, 1, 2, 3
 
@@ -277,10 +278,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not console.is_terminal:  # CI logs: wide enough that tables do not fold
         console = Console(width=160)
     err = Console(stderr=True, soft_wrap=True)
-    previous = _stop_on_sigterm()
     try:
-        args = build_parser().parse_args(argv)
-        return _dispatch(args, console, err)
+        with StopOnSigterm():
+            args = build_parser().parse_args(argv)
+            return _dispatch(args, console, err)
     except (UsageError, ValueError, TypeError, OSError) as e:
         err.print(f"[red]gemmgate: error:[/] {escape(str(e))}")
         return USAGE
@@ -289,25 +290,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return MEASUREMENT
     except Terminated:
         err.print("gemmgate: terminated (SIGTERM)")
-        return 128 + signal.SIGTERM
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         err.print("gemmgate: interrupted")
         return 128 + signal.SIGINT
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _terminate(signum, frame) -> None:
-    raise Terminated()
-
-
-def _stop_on_sigterm():
-    """SIGTERM as `Terminated` while `main` runs (from the main thread only: a signal
-    handler can be set nowhere else); the handler it replaced, to put back, or None."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.signal(signal.SIGTERM, _terminate)
 
 
 def _dispatch(args, console: Console, err: Console) -> int:

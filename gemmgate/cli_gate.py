@@ -80,29 +80,38 @@ def check_command(args, console, err) -> int:
         keep_partial(e, args.json, err)
         raise
     env = record.environment
-    gate = compare_run(record.cases, base, floor, env)
-    results = record.cases
-    if not args.no_remeasure:
-        def first_pass(reason: str) -> RunRecord:   # measured in full, judged by nothing
-            return RunRecord({**env, "incomplete": f"re-measure: {reason}"}, record.shapes,
-                             record.cases)
 
-        def last_words() -> None:   # a re-measured case stuck past --case-timeout
-            write_partial(args.json, first_pass("a case was stuck past --case-timeout"),
-                          say_stderr)
+    def first_pass(reason: str) -> RunRecord:   # measured in full, judged by nothing
+        return RunRecord({**env, "incomplete": f"re-measure: {reason}"}, record.shapes,
+                         record.cases)
 
-        try:
+    def last_words() -> None:   # a re-measured case stuck past --case-timeout
+        write_partial(args.json, first_pass("a case was stuck past --case-timeout"),
+                      say_stderr)
+
+    software = software_note(base.provenance, env)
+    try:   # judged, then kept in --json before anything is printed
+        gate = compare_run(record.cases, base, floor, env)
+        results = record.cases
+        if not args.no_remeasure:
             results, gate = remeasure(ctx, results, gate, base, floor, env, last_words)
-        except MeasurementError as e:
-            e.partial = first_pass(str(e))
-            keep_partial(e, args.json, err)
-            raise
-        except KeyboardInterrupt as e:   # Ctrl-C or SIGTERM in the re-measure
-            write_partial(args.json, first_pass(stopped_by(e)), say_stderr)
-            raise
+        if args.json:
+            data = type(record)(record.environment, record.shapes, tuple(results)).to_json()
+            data["gate"] = {"baseline": str(path), "failed": gate.failed, "floor": floor,
+                            "verdicts": [v.to_json() for v in gate.verdicts],
+                            "missing": list(gate.missing), "extra": list(gate.extra),
+                            "inject_slowdown": args.inject_slowdown, "ab_ref": ab_sha,
+                            "software": software}
+            write_json_atomic(args.json, data)
+    except MeasurementError as e:   # in the re-measure
+        e.partial = first_pass(str(e))
+        keep_partial(e, args.json, err)
+        raise
+    except KeyboardInterrupt as e:   # Ctrl-C or SIGTERM: the first pass is kept
+        write_partial(args.json, first_pass(stopped_by(e)), say_stderr)
+        raise
     print_tables(results, console, title=f"{chip_id} {ctx.shapes_label}")
     clocks = clock_note(results)
-    software = software_note(base.provenance, env)
     notes = "\n\n".join(n for n in (software, clocks) if n)
     console.print(_gate_table(gate))
     for what, keys_ in (("not run (in the baseline)", gate.missing),
@@ -114,14 +123,6 @@ def check_command(args, console, err) -> int:
             err.print(f"[yellow]note:[/] {note}")
     for line in annotations(gate):
         print(line, flush=True)
-    if args.json:  # before the summary: a summary that fails must not lose the results
-        data = type(record)(record.environment, record.shapes, tuple(results)).to_json()
-        data["gate"] = {"baseline": str(path), "failed": gate.failed, "floor": floor,
-                        "verdicts": [v.to_json() for v in gate.verdicts],
-                        "missing": list(gate.missing), "extra": list(gate.extra),
-                        "inject_slowdown": args.inject_slowdown, "ab_ref": ab_sha,
-                        "software": software}
-        write_json_atomic(args.json, data)
     if pr_comment:  # after --json, before the summary; posted by .github/workflows/gpu.yml
         write_text_atomic(pr_comment, comment(gate, chip_id, ab_sha, notes))
     append_summary(args.summary, markdown(gate, chip_id, ab_sha, notes), err)

@@ -16,7 +16,7 @@ from rich.table import Table
 from gemmgate import baseline_schema
 from gemmgate.chips import CHIPS, select_chip
 from gemmgate.context import MeasurementError, RunContext, make_context
-from gemmgate.deadline import Terminated, cli_limit
+from gemmgate.deadline import cli_limit
 from gemmgate.execute import run_cases
 from gemmgate.files import InputError, check_writable, write_json_atomic
 from gemmgate.reference import resolve
@@ -24,6 +24,7 @@ from gemmgate.report import print_tables
 from gemmgate.results import CaseResult, RunRecord, failures
 from gemmgate.run import environment_of
 from gemmgate.shapes import Case
+from gemmgate.stop_signal import Terminated
 
 
 def context_from_args(args, *, shapes: str | None = None, modes: str | None = None,

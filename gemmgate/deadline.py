@@ -28,12 +28,6 @@ from typing import TypeVar
 
 from gemmgate.context import MeasurementError
 
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a CI job cancelled, `timeout`), raised where the process is, as Ctrl-C's
-    KeyboardInterrupt is (the CLI's `main` sets the handler): a measuring command keeps
-    the cases measured before it in its --json (`cli_run.execute`), then exits 143."""
-
 T = TypeVar("T")
 EXIT_STUCK = 3   # the CLI's exit code for a run that could not be measured to its end
 DEFAULT_LIMIT_S = 900.0   # the CLI's --case-timeout: a pr case takes seconds on a GPU

@@ -102,6 +102,31 @@ def sigint_on_24_rows(a, b, *, precision=None, out=None, scale_a=None, scale_b=N
     return correct(a, b, precision=precision, out=out)
 
 
+def sigterm_in_native_code_on_24_rows(a, b, *, precision=None, out=None, scale_a=None,
+                                      scale_b=None):
+    """Right, except on 24-row cases: minutes of native code that holds no GIL (a key
+    derivation), and a thread sends the process SIGTERM a second after it started, so
+    no Python signal handler can run until it ends (as a GPU kernel that never ends)."""
+    import hashlib
+    import os
+    import signal
+    import threading
+    import time
+
+    if a.shape[0] == 24:
+        started = threading.Event()
+
+        def kill() -> None:
+            started.wait()
+            time.sleep(1.0)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        threading.Thread(target=kill, daemon=True).start()
+        started.set()
+        hashlib.pbkdf2_hmac("sha256", b"gemmgate", b"stuck", 2_000_000_000)
+    return correct(a, b, precision=precision, out=out)
+
+
 _RUNS = []   # the `a` of every case run so far (held: no address is reused)
 
 

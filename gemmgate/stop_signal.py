@@ -1,0 +1,87 @@
+"""SIGTERM (a CI job cancelled, `timeout`, `docker stop`) as Ctrl-C is: raised where the
+process is, so that `run` and `check` keep the cases measured before it in their --json
+(`cli_run.execute`) and the CLI exits 143 (`cli.main`).
+
+A Python signal handler runs only when the main thread next runs Python code. A case
+stuck in native code (a GPU kernel that never ends) would hold the process, and its GPU,
+until `--case-timeout` stopped it (gemmgate/deadline.py: 900 s by default), where before
+the handler SIGTERM ended it at once. So a watcher thread hears each SIGTERM through
+`signal.set_wakeup_fd` (written by the C-level handler, whatever the main thread does):
+where the command has not ended `grace_s` later, it says so and ends the process, exit
+143, as SIGTERM's default action would have (the cases measured are not kept then).
+A second SIGTERM takes the default action: the process ends at once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+from types import TracebackType
+
+TERM_GRACE_S = 5.0   # from SIGTERM to the hard stop, where the command has not ended
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread (`StopOnSigterm`)."""
+
+
+class StopOnSigterm:
+    """While in this context, SIGTERM raises `Terminated` in the main thread, and ends the
+    process `grace_s` later where the context has not been left by then. Entered outside
+    the main thread (a signal handler can be set nowhere else) it does nothing. Leaving
+    it puts back the handler and wakeup fd it replaced."""
+
+    def __init__(self, grace_s: float = TERM_GRACE_S) -> None:
+        self.grace_s = grace_s
+        self._active = False
+
+    def __enter__(self) -> StopOnSigterm:
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        self._done = threading.Event()
+        self._read, self._write = socket.socketpair()
+        self._write.setblocking(False)
+        self._old_fd = signal.set_wakeup_fd(self._write.fileno(), warn_on_full_buffer=False)
+        self._old_handler = signal.signal(signal.SIGTERM, _terminate)
+        self._watcher = threading.Thread(target=self._watch, name="gemmgate-sigterm",
+                                         daemon=True)
+        self._watcher.start()
+        self._active = True
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if not self._active:
+            return
+        self._active = False
+        self._done.set()
+        signal.signal(signal.SIGTERM, self._old_handler)
+        signal.set_wakeup_fd(self._old_fd)
+        self._read.shutdown(socket.SHUT_RDWR)   # the watcher's recv returns b""
+        self._watcher.join(5)
+        self._read.close()
+        self._write.close()
+
+    def _watch(self) -> None:
+        while True:
+            try:
+                got = self._read.recv(64)
+            except OSError:
+                return
+            if not got:
+                return
+            if signal.SIGTERM in got and not self._done.wait(self.grace_s):
+                print(f"gemmgate: terminated (SIGTERM); the command had not ended "
+                      f"{self.grace_s:g} s later (a case stuck in native code?): stopped "
+                      "without keeping its cases", file=sys.stderr, flush=True)
+                os._exit(EXIT_TERMINATED)
+
+
+def _terminate(signum, frame) -> None:
+    """The first SIGTERM: `Terminated` here; a second takes the default action."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise Terminated()

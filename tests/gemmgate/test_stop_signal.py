@@ -1,0 +1,79 @@
+"""SIGTERM and Ctrl-C (gemmgate/stop_signal.py, the CLI's `main`): a run stopped so keeps
+the cases measured before it, and a process stuck in native code still ends. Every
+signal here is sent by the process to itself from its own code, at a point it chose; no
+assertion rests on how long real work took."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.parametrize("provider, code, reason", [
+    ("sigterm_on_24_rows", 143, "terminated (SIGTERM)"),
+    ("sigint_on_24_rows", 130, "interrupted"),
+])
+def test_a_run_stopped_by_a_signal_keeps_the_cases_before_it(tmp_path, provider, code, reason):
+    """`gemmgate run` end to end: the first case is measured, the second's custom provider
+    signals the process (SIGTERM: a CI job cancelled or `timeout`; SIGINT: Ctrl-C): exit
+    128 + the signal, and --json holds the first case, marked incomplete with the reason."""
+    out = tmp_path / "run.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gemmgate", "run", "--chip", "cpu", "--modes", "fp32",
+         "--shapes", "16x16x16,24x16x16", "--budget", "0.2",
+         "--providers", f"triton,vendor,custom_providers:{provider}", "--json", str(out)],
+        capture_output=True, text=True, timeout=240, cwd=Path(__file__).parent)
+    assert proc.returncode == code, proc.stderr[-3000:]
+    assert f"gemmgate: {reason}" in proc.stderr
+    data = json.loads(out.read_text())
+    assert [(c["m"], c["passed"]) for c in data["cases"]] == [(16, True)]
+    assert data["environment"]["incomplete"] == reason
+
+
+
+def test_sigterm_while_stuck_in_native_code_ends_the_process_after_the_grace(tmp_path):
+    """SIGTERM lands while the measuring thread is in native code that never returns to
+    Python (no handler can run there): the stop_signal watcher ends the process with
+    exit 143 after its grace (5 s), saying so, where --case-timeout (900 s) would have held
+    it, and the GPU, 15 minutes."""
+    out = tmp_path / "run.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gemmgate", "run", "--chip", "cpu", "--modes", "fp32",
+         "--shapes", "16x16x16,24x16x16", "--budget", "0.2", "--providers",
+         "triton,vendor,custom_providers:sigterm_in_native_code_on_24_rows",
+         "--json", str(out)], capture_output=True, text=True, timeout=240,
+        cwd=Path(__file__).parent)
+    assert proc.returncode == 143, proc.stderr[-3000:]
+    assert "terminated (SIGTERM); the command had not ended 5 s later" in proc.stderr
+    assert not out.exists()
+
+
+def test_main_puts_back_the_sigterm_handler_and_wakeup_fd_it_replaced(monkeypatch):
+    """In-process calls of `main` (tests, a caller's own CLI) leave SIGTERM as they found
+    it: after a command, after --help's SystemExit, and from a thread other than the
+    main one (where nothing is set)."""
+    import signal
+    import threading
+
+    from gemmgate.cli import main
+
+    def mine(signum, frame):
+        pass
+
+    old = signal.signal(signal.SIGTERM, mine)
+    try:
+        assert main(["chips"]) == 0
+        assert signal.getsignal(signal.SIGTERM) is mine
+        with pytest.raises(SystemExit):
+            main(["--help"])
+        assert signal.getsignal(signal.SIGTERM) is mine
+        assert signal.set_wakeup_fd(-1) == -1   # none left set
+        got = []
+        worker = threading.Thread(target=lambda: got.append(main(["chips"])))
+        worker.start()
+        worker.join(60)
+        assert got == [0] and signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, old)
