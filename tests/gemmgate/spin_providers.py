@@ -26,3 +26,24 @@ def spins_on_264_rows(a, b, *, precision=None, out=None, scale_a=None, scale_b=N
         spin_forever()
     c = a.float() @ b.float()
     return out.copy_(c) if out is not None else c.to(a.dtype)
+
+
+def sigterm_while_spinning_on_264_rows(a, b, *, precision=None, out=None, scale_a=None,
+                                       scale_b=None):
+    """Right, except on 264-row cases: the kernel that never ends, and a thread sends the
+    process SIGTERM a second after it was launched (the main thread waits in native code
+    then: no Python signal handler can run)."""
+    import os
+    import signal
+    import threading
+    import time
+
+    if a.shape[0] == 264:
+        def kill() -> None:
+            time.sleep(1.0)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        threading.Thread(target=kill, daemon=True).start()
+        spin_forever()
+    c = a.float() @ b.float()
+    return out.copy_(c) if out is not None else c.to(a.dtype)

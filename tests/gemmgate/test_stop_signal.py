@@ -33,16 +33,24 @@ def test_a_run_stopped_by_a_signal_keeps_the_cases_before_it(tmp_path, provider,
 
 
 
-def test_sigterm_while_stuck_in_native_code_ends_the_process_after_the_grace(tmp_path):
+@pytest.mark.parametrize("run_args, shapes, provider", [
+    pytest.param(["--chip", "cpu", "--modes", "fp32"], "16x16x16,24x16x16",
+                 "custom_providers:sigterm_in_native_code_on_24_rows", id="cpu"),
+    pytest.param(["--modes", "fp16"], "256x256x256,264x256x256",
+                 "spin_providers:sigterm_while_spinning_on_264_rows", id="gpu-kernel",
+                 marks=pytest.mark.gpu),
+])
+def test_sigterm_while_stuck_in_native_code_ends_the_process_after_the_grace(
+        tmp_path, run_args, shapes, provider):
     """SIGTERM lands while the measuring thread is in native code that never returns to
-    Python (no handler can run there): the stop_signal watcher ends the process with
-    exit 143 after its grace (5 s), saying so, where --case-timeout (900 s) would have held
-    it, and the GPU, 15 minutes."""
+    Python (no handler can run there: on the CPU a key derivation, on a GPU a kernel that
+    never ends): the stop_signal watcher ends the process with exit 143 after its grace
+    (5 s), saying so, where --case-timeout (900 s) would have held it, and the GPU, 15
+    minutes."""
     out = tmp_path / "run.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "gemmgate", "run", "--chip", "cpu", "--modes", "fp32",
-         "--shapes", "16x16x16,24x16x16", "--budget", "0.2", "--providers",
-         "triton,vendor,custom_providers:sigterm_in_native_code_on_24_rows",
+        [sys.executable, "-m", "gemmgate", "run", *run_args, "--shapes", shapes,
+         "--budget", "0.2", "--providers", f"triton,vendor,{provider}",
          "--json", str(out)], capture_output=True, text=True, timeout=240,
         cwd=Path(__file__).parent)
     assert proc.returncode == 143, proc.stderr[-3000:]
