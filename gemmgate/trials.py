@@ -13,6 +13,7 @@ case): the summaries are what docs/results keeps.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from pathlib import Path
 from gemmgate import stats
 from gemmgate.baseline_schema import Baseline
 from gemmgate.compare import DEFAULT_FLOOR
-from gemmgate.files import read_text
+from gemmgate.files import read_text, write_text_atomic
 from gemmgate.gate import compare_run
 from gemmgate.results import RunRecord
 from gemmgate.tuning import config_name
@@ -142,11 +143,14 @@ def schedule(levels: Sequence[float], repeats: int) -> list[float]:
     return [lv for _ in range(repeats) for lv in levels]
 
 
-def write_csv(path: Path, rows: Sequence[dict]) -> None:
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
+def write_csv(path: Path, rows: Sequence[dict], columns: Sequence[str] = COLUMNS) -> None:
+    """`rows` as CSV, whole or not at all: rewritten after every trial, a kill mid-write
+    must not cut off the trials before it."""
+    text = io.StringIO(newline="")
+    w = csv.DictWriter(text, columns, extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    write_text_atomic(path, text.getvalue())
 
 
 def read_csv(*paths: Path) -> list[dict]:
@@ -301,10 +305,7 @@ def write_summaries(out: Path, rows: Sequence[dict]) -> None:
     """checks_summary.csv and cases_summary.csv: the reviewable data of a trials run."""
     for name, cols, data in (("checks_summary.csv", CHECK_SUMMARY, summarize_checks(rows)),
                              ("cases_summary.csv", CASE_SUMMARY, summarize_cases(rows))):
-        with open(out / name, "w", newline="") as f:
-            w = csv.DictWriter(f, cols)
-            w.writeheader()
-            w.writerows(data)
+        write_csv(out / name, data, cols)
 
 
 def power_from_summaries(checks: Iterable[dict], cases: Iterable[dict],

@@ -261,3 +261,22 @@ def test_case_summaries_take_the_median_and_largest_change():
     assert float(case["ratio_change_median"]) == pytest.approx(0.005)   # (0 + 0.01) / 2
     assert float(case["ratio_change_max_abs"]) == pytest.approx(0.03)
     assert case["ab_change_median"] == "" and case["checks"] == 4
+
+
+def test_checks_csv_is_rewritten_whole_or_not_at_all(tmp_path):
+    """checks.csv is rewritten after every trial: a write stopped part way (here, rows that
+    raise after the first) leaves the file as it was, not cut off after the header."""
+    path = tmp_path / "checks.csv"
+    first = [{"case": "m1-n1-k1", "level": 0.0}, {"case": "m2-n2-k2", "level": 0.03}]
+    trials.write_csv(path, first)
+    before = path.read_text()
+    assert [r["case"] for r in trials.read_csv(path)] == ["m1-n1-k1", "m2-n2-k2"]
+
+    def rows():
+        yield {"case": "m3-n3-k3", "level": 0.0}
+        raise KeyboardInterrupt   # as SIGTERM lands mid-write
+
+    with pytest.raises(KeyboardInterrupt):
+        trials.write_csv(path, rows())
+    assert path.read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["checks.csv"]   # no temp file left
