@@ -143,11 +143,13 @@ def schedule(levels: Sequence[float], repeats: int) -> list[float]:
     return [lv for _ in range(repeats) for lv in levels]
 
 
-def write_csv(path: Path, rows: Sequence[dict], columns: Sequence[str] = COLUMNS) -> None:
+def write_csv(path: Path, rows: Sequence[dict], columns: Sequence[str] = COLUMNS,
+              extra: str = "ignore") -> None:
     """`rows` as CSV, whole or not at all: rewritten after every trial, a kill mid-write
-    must not cut off the trials before it."""
+    must not cut off the trials before it. `extra`: csv.DictWriter's `extrasaction` for
+    keys outside `columns` (checks.csv's rows carry more than it keeps)."""
     text = io.StringIO(newline="")
-    w = csv.DictWriter(text, columns, extrasaction="ignore")
+    w = csv.DictWriter(text, columns, extrasaction=extra)
     w.writeheader()
     w.writerows(rows)
     write_text_atomic(path, text.getvalue())
@@ -305,7 +307,7 @@ def write_summaries(out: Path, rows: Sequence[dict]) -> None:
     """checks_summary.csv and cases_summary.csv: the reviewable data of a trials run."""
     for name, cols, data in (("checks_summary.csv", CHECK_SUMMARY, summarize_checks(rows)),
                              ("cases_summary.csv", CASE_SUMMARY, summarize_cases(rows))):
-        write_csv(out / name, data, cols)
+        write_csv(out / name, data, cols, extra="raise")   # a summary's rows: its columns
 
 
 def power_from_summaries(checks: Iterable[dict], cases: Iterable[dict],
