@@ -140,7 +140,7 @@ def execute(ctx: RunContext, err: Console, partial_to: str | None = None) -> Run
         except MeasurementError as e:   # the cases measured before it are not lost
             e.partial = partial(str(e))
             raise
-        except KeyboardInterrupt as e:   # Ctrl-C, or SIGTERM (cli.Terminated): nor here
+        except KeyboardInterrupt as e:   # Ctrl-C, or SIGTERM (stop_signal.Terminated): nor here
             write_partial(partial_to, partial(stopped_by(e)), say_stderr)
             raise
     return RunRecord(env, ctx.shapes_label, tuple(results))
