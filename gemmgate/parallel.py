@@ -49,7 +49,7 @@ def exit_with_parent(parent: int | None = None) -> None:
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
-def _init(counter, ctx: RunContext, parent: int) -> None:
+def _init(counter, stuck, ctx: RunContext, parent: int) -> None:
     global _RUNNER
     exit_with_parent(parent)
     with counter.get_lock():
@@ -62,7 +62,11 @@ def _init(counter, ctx: RunContext, parent: int) -> None:
         torch.cuda.set_device(index)
     else:   # a spawned process: the interpreter (and its fix) before kernels is imported
         interpreter.enable()
-    _RUNNER = Runner(ctx.on_device(index))
+
+    def last_words() -> None:   # the deadline's, just before it ends this worker (exit 3)
+        stuck.value = 1
+
+    _RUNNER = Runner(ctx.on_device(index), last_words=last_words)
 
 
 def _item(mode: PrecisionMode, case: Case):
@@ -73,10 +77,13 @@ def run_parallel(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]],
                  on_case: Callable[[CaseResult], None] | None = None):
     spawn = mp.get_context("spawn")
     counter = spawn.Value("i", 0)
+    stuck = spawn.Value("i", 0)   # set by a worker ending itself on a stuck case: its exit
+    # code alone is unreliable (the pool's manager thread reaps the workers concurrently
+    # with _stop, and a racing waitpid reads no code: "died" was said, CI, session 66)
     results = [None] * len(items)
     workers = min(len(ctx.devices), max(len(items), 1))
     pool = ProcessPoolExecutor(workers, mp_context=spawn, initializer=_init,
-                               initargs=(counter, ctx, os.getpid()))
+                               initargs=(counter, stuck, ctx, os.getpid()))
     try:
         futures = {pool.submit(_item, m, c): i for i, (m, c) in enumerate(items)}
         for fut in as_completed(futures):
@@ -87,7 +94,8 @@ def run_parallel(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]],
     except BrokenProcessPool:
         codes = _stop(pool)
         devices = ",".join(map(str, ctx.devices))
-        if EXIT_STUCK in codes:   # its own stderr names the case and printed the stacks
+        if stuck.value or EXIT_STUCK in codes:   # its own stderr names the case and
+            # printed the stacks
             raise WorkerError(f"a worker process of --devices {devices} stopped itself: a "
                               "case was stuck past --case-timeout (the worker's message "
                               "above names it); the run is incomplete") from None
