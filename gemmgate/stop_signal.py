@@ -35,8 +35,8 @@ class StopOnSigterm:
     the main thread (a signal handler can be set nowhere else) it does nothing. Leaving
     it puts back the handler and wakeup fd it replaced."""
 
-    def __init__(self, grace_s: float = TERM_GRACE_S) -> None:
-        self.grace_s = grace_s
+    def __init__(self, grace_s: float | None = None) -> None:
+        self.grace_s = TERM_GRACE_S if grace_s is None else grace_s
         self._active = False
 
     def __enter__(self) -> StopOnSigterm:

@@ -105,24 +105,33 @@ def sigint_on_24_rows(a, b, *, precision=None, out=None, scale_a=None, scale_b=N
 def sigterm_in_native_code_on_24_rows(a, b, *, precision=None, out=None, scale_a=None,
                                       scale_b=None):
     """Right, except on 24-row cases: minutes of native code that holds no GIL (a key
-    derivation), and a thread sends the process SIGTERM a second after it started, so
-    no Python signal handler can run until it ends (as a GPU kernel that never ends)."""
+    derivation), and a thread sends the process SIGTERM a second after the measuring
+    thread reached it, so no Python signal handler can run until it ends (as a GPU
+    kernel that never ends). The thread waits for the measuring one's frame to be on the
+    derivation's line (a loaded machine may hold that thread a second before it gets
+    there: the handler would run in Python)."""
     import hashlib
     import os
     import signal
+    import sys
     import threading
     import time
 
     if a.shape[0] == 24:
-        started = threading.Event()
+        here = sys._getframe()
+        measuring = threading.get_ident()
 
         def kill() -> None:
-            started.wait()
+            while True:
+                frame = sys._current_frames().get(measuring)
+                if frame is here and frame.f_lineno == line:
+                    break
+                time.sleep(0.01)
             time.sleep(1.0)
             os.kill(os.getpid(), signal.SIGTERM)
 
+        line = here.f_lineno + 2
         threading.Thread(target=kill, daemon=True).start()
-        started.set()
         hashlib.pbkdf2_hmac("sha256", b"gemmgate", b"stuck", 2_000_000_000)
     return correct(a, b, precision=precision, out=out)
 
