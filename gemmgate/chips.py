@@ -112,6 +112,7 @@ class Selection:
     source: str               # "--chip", "GEMMGATE_CHIP", "detected", "generic", "no GPU"
     device_name: str
     warning: str | None = None
+    mismatched: bool = False  # --chip/GEMMGATE_CHIP names a GPU this device is not
 
 
 def get_chip(chip_id: str) -> Chip:
@@ -142,10 +143,11 @@ def select_chip(override: str | None = None) -> Selection:
         chip = get_chip(requested)
         if chip.device_type == "cuda" and not gpu:
             raise ValueError(f"chip {chip.id} was requested ({source}) but no GPU is present")
-        warning = None
-        if chip.device_type == "cuda" and not any(m in device_name.lower() for m in chip.match):
-            warning = f"{source} says {chip.id} but the device is {device_name!r}"
-        return Selection(chip, source, device_name, warning)
+        mismatched = chip.device_type == "cuda" and not any(
+            m in device_name.lower() for m in chip.match)
+        warning = f"{source} says {chip.id} but the device is {device_name!r}" \
+            if mismatched else None
+        return Selection(chip, source, device_name, warning, mismatched)
     if not gpu:
         return Selection(CHIPS["cpu"], "no GPU", device_name)
     chip = match_device_name(device_name)

@@ -42,6 +42,10 @@ def tune_command(args, console, err) -> int:
     if ctx.chip.device_type == "cpu":
         raise ValueError("gemmgate tune needs a GPU: on the CPU the Triton interpreter runs "
                          "one fixed tile, so there is nothing to tune")
+    if ctx.selection.mismatched:   # its timings would go into another device's table
+        raise ValueError(f"{ctx.selection.warning}: gemmgate tune writes what it measures "
+                         f"into {ctx.chip.id}'s table, so it tunes on that device only "
+                         "(leave out --chip and GEMMGATE_CHIP to tune this device's)")
     table = args.table if args.table is not None else str(table_path(ctx.chip.id))
     check_outputs((table, "--table"), (args.json, "--json"), inputs=(shapes_file(args.shapes),))
     path = Path(table)

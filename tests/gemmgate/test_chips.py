@@ -188,6 +188,7 @@ def test_select_override_disagreeing_with_device_warns(fake_gpu):
     sel = select_chip("nvidia-h200")
     assert sel.chip.id == "nvidia-h200" and sel.source == "--chip"
     assert "nvidia-h200" in sel.warning and "NVIDIA H100 80GB HBM3" in sel.warning
+    assert sel.mismatched and not select_chip("nvidia-h100").mismatched
 
 
 def test_select_unknown_gpu_gets_generic_profile(fake_gpu):

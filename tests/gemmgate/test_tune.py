@@ -343,3 +343,27 @@ def test_a_tune_times_lent_tiles_first_and_stale_own_ones_before_them_with_stale
     assert [dict(f)["block_m"] for _, f in stale] == [128, 64]
     assert incumbent(KEY, [TMA], stale) == TMA                 # the stale own tile wins
     assert incumbent(KEY, [TMA], plain).block_m == 64          # the lent one
+
+
+def test_tune_refuses_a_chip_the_device_is_not(not_cpu, monkeypatch, tmp_path, capsys):
+    """`--chip nvidia-h200` on an H100 would merge the H100's timings into the H200's
+    table (which the H100 also reads, lent): refused before any tuning, the table as it was
+    (a review, session 67)."""
+    from dataclasses import replace
+
+    from gemmgate import cli_tune
+
+    made = cli_tune.context_from_args
+
+    def mismatched(args, **kw):
+        ctx = made(args, **kw)
+        return replace(ctx, selection=replace(
+            ctx.selection, mismatched=True,
+            warning="--chip says cpu but the device is 'NVIDIA H100 80GB HBM3'"))
+
+    monkeypatch.setattr(cli_tune, "context_from_args", mismatched)
+    table = tmp_path / "cpu.json"
+    assert main(["tune", "--shapes", "16x16x16", "--modes", "fp32", "--table", str(table)]) == 2
+    err = capsys.readouterr().err
+    assert "the device is 'NVIDIA H100 80GB HBM3'" in err and "tunes on that device only" in err
+    assert not table.exists()
