@@ -30,6 +30,7 @@ import functools
 import hashlib
 import inspect
 import json
+import math
 import warnings
 from pathlib import Path
 from typing import NamedTuple
@@ -118,9 +119,14 @@ def _check_entry(e) -> None:
     or ValueError naming the first that is wrong)."""
     TileConfig(**e["config"])
     for f in ("m", "n", "k", "pad"):
+        if f not in e and f != "pad":   # (the lookup reads them: a KeyError per call)
+            raise ValueError(f"{f} is missing")
         x = e.get(f, 0)
         if type(x) is not int or x < 0:
             raise ValueError(f"{f} is {x!r}: not a whole number >= 0")
+    ms = e.get("tuned_ms")   # the lookup prices by it (None: an entry it cannot price)
+    if ms is not None and (type(ms) not in (int, float) or not 0 <= ms < math.inf):
+        raise ValueError(f"tuned_ms is {ms!r}: not a number of milliseconds >= 0, nor null")
     for f in ("bucket", "kernel"):
         if not isinstance(e[f], str):
             raise TypeError(f"{f} is {e[f]!r}: not a string")

@@ -53,6 +53,15 @@ GOOD = {"bucket": "16bit bf16 rc tma ld8", "m": 64, "n": 64, "k": 64, "kernel": 
     ({"pad": True}, "pad is True"),
     ({"layout": "rx"}, "layout 'rx'"),
     ({"bucket": 3, "mode": None}, "bucket is 3"),
+    ({"k": None}, "k is missing"),               # (the lookup's KeyError, a review)
+    ({"pad": None}, None),                       # 0
+    ({"tuned_ms": 0.012}, None),
+    ({"tuned_ms": 0}, None),
+    ({"tuned_ms": "fast"}, "tuned_ms is 'fast'"),
+    ({"tuned_ms": [1.0]}, r"tuned_ms is \[1.0\]"),
+    ({"tuned_ms": float("nan")}, "tuned_ms is nan"),
+    ({"tuned_ms": -1.0}, "tuned_ms is -1.0"),
+    ({"tuned_ms": True}, "tuned_ms is True"),
 ])
 def test_an_entry_the_lookup_or_a_retune_could_not_read_is_refused(tmp_path, change, match):
     e = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
