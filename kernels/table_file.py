@@ -181,14 +181,15 @@ def where(e: dict) -> tuple[str, int, int, int]:
 
 
 def table_for_device(device_name: str, directory: Path = DEFAULT_DIR) -> DeviceTable:
-    """The first table whose `match` names this device (file order), layered over the first
-    whose `borrowed_by` does: the lent entries whose bucket and shape the own table lacks
-    follow the own ones."""
+    """The table whose `match` names this device, layered over the one whose `borrowed_by`
+    does: the lent entries whose bucket and shape the own table lacks follow the own ones.
+    TableError where two tables claim the device either way (file-name order chose one
+    silently: a `nvidia-h200-candidate.json` beside `nvidia-h200.json` took the H200's
+    lookups, and `gemmgate tune` went on writing the file no lookup read; a review)."""
     low = device_name.lower()
     tables = _tables(str(directory))
-    own = next((i for i, t in enumerate(tables) if any(m in low for m in t[1])), None)
-    lent = next((i for i, t in enumerate(tables) if i != own and any(m in low for m in t[2])),
-                None)
+    own = _one(tables, low, 1, "match")
+    lent = _one(tables, low, 2, "borrowed_by", skip=own)
     if own is None and lent is None:
         return DeviceTable("", (), "")
     if lent is None:
@@ -196,6 +197,16 @@ def table_for_device(device_name: str, directory: Path = DEFAULT_DIR) -> DeviceT
     if own is None:
         return DeviceTable(tables[lent][0], tables[lent][3], tables[lent][0])
     return _layered(str(directory), own, lent)
+
+
+def _one(tables, low: str, field: int, what: str, skip: int | None = None) -> int | None:
+    """The index of the table whose `what` (field `field`) names the device `low`."""
+    found = [i for i, t in enumerate(tables) if i != skip and any(m in low for m in t[field])]
+    if len(found) > 1:
+        raise TableError(f"tuning tables {' and '.join(tables[i][0] for i in found)} both "
+                         f"name {low!r} in their {what}: keep one (a device reads one "
+                         "table of its own and one lent)")
+    return found[0] if found else None
 
 
 @functools.cache

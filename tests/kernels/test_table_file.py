@@ -248,6 +248,26 @@ def test_a_devices_own_table_comes_first_and_the_lent_one_fills_in_the_rest(tmp_
     table_file.reload()
 
 
+def test_two_tables_that_claim_one_device_are_an_error_naming_both(tmp_path):
+    """File-name order chose silently: `nvidia-h200-candidate.json` sorts before
+    `nvidia-h200.json`, took the H200's lookups, and a tune wrote the file no lookup read."""
+    _table(tmp_path / "nvidia-h200.json", ["h200"], ["h100"], m=64)
+    _table(tmp_path / "nvidia-h200-candidate.json", ["h200"], m=64)
+    table_file.reload()
+    try:
+        with pytest.raises(table_file.TableError, match=r"nvidia-h200-candidate.json and "
+                           r".*nvidia-h200.json both name 'nvidia h200' in their match"):
+            table_file.table_for_device("NVIDIA H200", tmp_path)
+        assert table_file.table_for_device("NVIDIA H100 80GB HBM3", tmp_path).lent.endswith(
+            "nvidia-h200.json")   # one lender: no doubt there
+        _table(tmp_path / "other-lender.json", ["l40"], ["h100"], m=64)
+        table_file.reload()
+        with pytest.raises(table_file.TableError, match="in their borrowed_by"):
+            table_file.table_for_device("NVIDIA H100 80GB HBM3", tmp_path)
+    finally:
+        table_file.reload()
+
+
 @pytest.mark.parametrize("borrowed_by", ["h100", ["h100", 3], {"h100": 1}, ["h100", ""]])
 def test_a_borrowed_by_not_a_list_of_strings_is_refused(tmp_path, borrowed_by):
     p = tmp_path / "t.json"
