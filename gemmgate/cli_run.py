@@ -208,7 +208,7 @@ def _table_of(chip) -> str:
 
     if chip.device_type == "cpu":
         return "—"
-    path, _, lent = table_file.table_for_device(chip.name)
+    path, _, lent, _ = table_file.table_for_device(chip.name)
     if not path:
         return "—"
     return Path(lent).name + " (lent)" if path == lent else \

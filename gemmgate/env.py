@@ -173,7 +173,7 @@ def tuning_table(device_name: str, directory: Path | None = None) -> dict | None
     from kernels import table_file
 
     directory = directory or table_file.DEFAULT_DIR
-    path, entries, lent = table_file.table_for_device(device_name, directory)
+    path, entries, lent, _ = table_file.table_for_device(device_name, directory)
     if not path:
         return None
     tritons = Counter(str(e.get("triton") or "?") for e in entries)

@@ -172,13 +172,11 @@ def lent_table(device_name: str, path: Path) -> tuple[str, list[dict]]:
     table = table_file.table_for_device(device_name, path.parent)
     if not table.lent:
         return "", []
-    if table.path == table.lent:   # no own table yet: every entry is lent
-        own = 0
-    elif Path(table.path).resolve() == path.resolve():
-        own = len(table_data(path)["entries"])   # its own entries come first
-    else:
+    if table.path != table.lent and Path(table.path).resolve() != path.resolve():
         return "", []
-    return Path(table.lent).name, [e for e in table.entries[own:]
+    # its own entries lead (none where it has no table yet): counted in the same read (a
+    # second read of `path`, written between by another tune, cut the lent list wrongly)
+    return Path(table.lent).name, [e for e in table.entries[table.own:]
                                    if not table_file.is_stale(e)]
 
 

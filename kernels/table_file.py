@@ -165,6 +165,7 @@ class DeviceTable(NamedTuple):
     path: str                    # its own table (`match`), else the lent one; '' where none
     entries: tuple[dict, ...]    # its own, then the lent ones it has no fresh entry for
     lent: str                    # the lent table (`borrowed_by`) where it reads any; ''
+    own: int = 0                 # how many of `entries` are its own table's (they lead)
 
     @property
     def name(self) -> str:
@@ -193,9 +194,9 @@ def table_for_device(device_name: str, directory: Path = DEFAULT_DIR) -> DeviceT
     if own is None and lent is None:
         return DeviceTable("", (), "")
     if lent is None:
-        return DeviceTable(tables[own][0], tables[own][3], "")
+        return DeviceTable(tables[own][0], tables[own][3], "", len(tables[own][3]))
     if own is None:
-        return DeviceTable(tables[lent][0], tables[lent][3], tables[lent][0])
+        return DeviceTable(tables[lent][0], tables[lent][3], tables[lent][0], 0)
     return _layered(str(directory), own, lent)
 
 
@@ -215,7 +216,8 @@ def _layered(directory: str, own: int, lent: int) -> DeviceTable:
     tables = _tables(directory)
     mine = {where(e) for e in tables[own][3] if not is_stale(e)}
     fill = tuple(e for e in tables[lent][3] if where(e) not in mine)
-    return DeviceTable(tables[own][0], tables[own][3] + fill, tables[lent][0] if fill else "")
+    return DeviceTable(tables[own][0], tables[own][3] + fill, tables[lent][0] if fill else "",
+                       len(tables[own][3]))
 
 
 def is_stale(entry: dict) -> bool:

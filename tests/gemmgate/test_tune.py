@@ -275,6 +275,14 @@ def test_a_device_reading_a_lent_table_tunes_over_it(tmp_path, monkeypatch):
     table_file.reload()
     name, lent = lent_table("NVIDIA H100 SXM5", own)
     assert name == "nvidia-h200.json" and [e["m"] for e in lent] == [2048]
+    # another tune writes the file after the folder was read: the lent list is the read's
+    # (a second read of `own` had counted 2 own entries and cut the lent one, a review)
+    before = own.read_text()
+    data = json.loads(before)   # (written as another process would: this one's read kept)
+    data["entries"].append(dict(data["entries"][0], m=1024))
+    own.write_text(json.dumps(data))
+    assert [e["m"] for e in lent_table("NVIDIA H100 SXM5", own)[1]] == [2048]
+    own.write_text(before)
     (prefix, fields), = incumbents_of(lent)
     assert prefix == "16bit bf16 rr tma | m2048 n4096 k4096 " and dict(fields) == asdict(TMA)
     # another table of this device's in the folder is what it reads: nothing lent to `path`

@@ -225,9 +225,11 @@ def test_a_devices_own_table_comes_first_and_the_lent_one_fills_in_the_rest(tmp_
         {"schema": table_file.SCHEMA, "version": 1, "match": ["h100"],
          "entries": [own, dict(fresh, m=128)]}))
     table_file.reload()
-    path, entries, lent = table_file.table_for_device("NVIDIA H100 80GB HBM3", tmp_path)
+    path, entries, lent, own_count = table_file.table_for_device("NVIDIA H100 80GB HBM3",
+                                                                tmp_path)
     assert path.endswith("a-own.json") and lent.endswith("z-lender.json")
     assert [(e["m"], e["config"]["block_m"]) for e in entries] == [(64, 32), (128, 64), (256, 64)]
+    assert own_count == 2
     assert table_file.table_for_device("NVIDIA H200", tmp_path).entries == tuple(data["entries"])
     # an own table that holds every lent key reads nothing lent
     (tmp_path / "a-own.json").write_text(json.dumps(
