@@ -282,6 +282,12 @@ _BY_DISTANCE = itemgetter(0, 1, 2)    # (distance, shape distance, file order)
 # 1.415... from both 160 x 5120 x 3072 and 1280 x 768 x 2560, 4e-16 apart), and a tie is a
 # tie. (int(), not round(x, 9): a third of the time, in a first call's loop.)
 _TIE_SCALE = 1e9
+# NEAREST_MAX in those units: a row at exactly NEAREST_MAX is in whatever the last bit says
+# (128 x 640 x 1024 to 128 x 256 x 640 summed to 2.0000000000000004, 128 x 768 x 1024 to
+# 128 x 256 x 768 to 2.0; a review), and the shape distance ties alike (256 x 1408 x 4096
+# is log2(3) from 768 x 1408 x 4096 and from 256 x 4224 x 4096, 2e-15 apart)
+_NEAR_MAX_UNITS = int(NEAREST_MAX * _TIE_SCALE + 0.5)
+_NEAR_WIDE = NEAREST_MAX + _WINDOW_SLACK
 
 
 def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
@@ -306,13 +312,13 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
         r = rows[i]
         rt, rd, rw = r.where
         dt = t - rt   # the cheap tests first: each coordinate alone within NEAREST_MAX
-        if -NEAREST_MAX <= dt <= NEAREST_MAX:
-            dist = abs(dt) + abs(d - rd) + abs(w - rw)
-            if dist <= NEAREST_MAX and r.config.variant in variants and not r.stale \
+        if -_NEAR_WIDE <= dt <= _NEAR_WIDE:
+            dist = int((abs(dt) + abs(d - rd) + abs(w - rw)) * _TIE_SCALE + 0.5)
+            if dist <= _NEAR_MAX_UNITS and r.config.variant in variants and not r.stale \
                     and not fragile(r.config, m, n, k, fma):
                 rm, rn, rk = r.logs   # the tie-break, inline: the loop is a first call's
-                scored.append((int(dist * _TIE_SCALE + 0.5),
-                               abs(lm - rm) + abs(ln - rn) + abs(lk - rk), r.order, r))
+                scored.append((dist, int((abs(lm - rm) + abs(ln - rn) + abs(lk - rk))
+                                         * _TIE_SCALE + 0.5), r.order, r))
     scored.sort(key=_BY_DISTANCE)
     return [r for *_, r in scored]
 

@@ -545,9 +545,9 @@ def _near_by_scan(rows, m, n, k, variants):
     for r in sorted(rows, key=lambda r: r.order):
         dist = abs(t - r.where[0]) + abs(d - r.where[1]) + abs(w - r.where[2])
         spread = sum(abs(math.log2(a) - math.log2(b)) for a, b in zip((m, n, k), r.shape))
-        if dist <= table.NEAREST_MAX and r.config.variant in variants and not r.stale \
-                and not table.fragile(r.config, m, n, k):
-            scored.append((round(dist, 9), spread, r))
+        if round(dist, 9) <= table.NEAREST_MAX and r.config.variant in variants \
+                and not r.stale and not table.fragile(r.config, m, n, k):
+            scored.append((round(dist, 9), round(spread, 9), r))
     return [r for *_, r in sorted(scored, key=lambda x: x[:2])]
 
 
@@ -603,6 +603,27 @@ def test_distances_equal_but_for_rounding_tie(tmp_path):
                       3072, 192, 5098, ("tma",))
     assert [r.config for r in got] == [near, far]
     table.reload()
+
+
+def test_a_row_at_exactly_nearest_max_is_in_and_shape_distances_tie_to_rounding(tmp_path):
+    """A review: 128 x 640 x 1024 is exactly NEAREST_MAX (2) from 128 x 256 x 640's regime,
+    summed to 2.0000000000000004 (left out) where 128 x 768 x 1024 from 128 x 256 x 768 sums
+    to 2.0 (kept); 256 x 1408 x 4096 is log2(3) in M, N, K from both 768 x 1408 x 4096 and
+    256 x 4224 x 4096, summed 2e-15 apart: a tie, which file order decides."""
+    a, b = TileConfig(64, 64, 32, 8, 3, 4, "tma"), TileConfig(128, 64, 32, 8, 3, 4, "tma")
+    edge = sum(abs(x - y) for x, y in zip(table.regime(128, 640, 1024),
+                                          table.regime(128, 256, 640)))
+    assert edge > table.NEAREST_MAX and edge - table.NEAREST_MAX < 1e-12   # the case
+    d = _write(tmp_path, [_entry(128, 256, 640, a)])
+    rows = table._index("NVIDIA H200", str(d))[1]["16bit bf16 rr tma"]
+    assert [r.config for r in table._near(rows, 128, 640, 1024, ("tma",))] == [a]
+    table.reload()
+    for first, second in ((a, b), (b, a)):   # whichever is first in the file comes first
+        d = _write(tmp_path, [_entry(256, 4224, 4096, first), _entry(768, 1408, 4096, second)])
+        rows = table._index("NVIDIA H200", str(d))[1]["16bit bf16 rr tma"]
+        assert [r.config for r in table._near(rows, 256, 1408, 4096, ("tma",))][:2] == \
+            [first, second]
+        table.reload()
 
 
 def test_of_two_exact_entries_of_a_shape_the_first_in_the_file_is_taken(tmp_path):
