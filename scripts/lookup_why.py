@@ -5,7 +5,8 @@
 For a case as the harness calls it on an H200 (scripts/lookup_diff.py's `_decided`: the
 operands' strides, copies kept), prints the bucket and variants, the pick of
 `kernels.table.lookup` (with the operand copies it runs on), and for each bucket the
-lookup reads (the call's, the other 16-bit type's) the nearest entries (NEIGHBOURS near,
+lookup reads (the call's, the other 16-bit type's; then, where the call's have none near,
+those it borrows from, as `table._sources` orders them) the nearest entries (NEIGHBOURS near,
 up to FAR_NEIGHBOURS far: shape, tile, tuned us) and the `top` options each group prices
 (`kernels.pricing.priced`: predicted us, the margin each must win by, the tile). What to read before
 changing a price or a form, and what a moved pick in an A/B came from (session 44: 952 x
@@ -44,20 +45,41 @@ def explain(mode: str, m: int, n: int, k: int, layout: str = "rr", sms: int = 13
            f"pick: {pick}"]
     _, rows = table._index(device, str(table.DEFAULT_DIR))
     chip = pricing.chip_for(sms, SMEM, fam, bucket)
-    for source in (bucket, table._other_type(bucket)):
-        near = table._near(rows.get(source, ()), m, n, k, variants, chip.fma) if source else []
-        if not near:
-            continue
-        out.append(f"{source}:")
-        for name, group in (("near", near[:table.NEIGHBOURS]),
-                            ("far", near[table.NEIGHBOURS:table.FAR_NEIGHBOURS])):
-            for r in group:
-                out.append(f"  {name} entry {'x'.join(map(str, r.shape))}: {_text(r.config)}"
-                           f" {r.ms * 1e3:.1f} us")
-            options = sorted(pricing.priced(group, m, n, k, variants, chip),
-                             key=lambda o: o[0] * o[2])
-            for ms, c, margin in options[:top]:
-                out.append(f"    {name} option {ms * 1e3:7.1f} us x{margin:.2f}  {_text(c)}")
+    # the buckets the lookup reads, in its order (`table._sources`: the ld128 sibling, the
+    # row-major buckets whose tiles carry), each with the other 16-bit type's; up to the
+    # first that has an entry near, where the lookup stops
+    for source, carried in table._sources(bucket)[0]:
+        runs = table._carried(variants, carried)
+        borrowed = "" if source == bucket else \
+            f" (borrowed{': ' + ', '.join(runs) if carried else ''})"
+        listed = False
+        for src in (source, table._other_type(source)):
+            near = table._near(rows.get(src, ()), m, n, k, runs, chip.fma) if src else []
+            if near:
+                listed = True
+                out += _groups(f"{src}{borrowed}:", near, m, n, k, runs, chip, top)
+        if listed:
+            break
+    return out
+
+
+def _groups(head: str, near, m: int, n: int, k: int, variants: tuple[str, ...], chip,
+            top: int) -> list[str]:
+    """A bucket's near and far entries and the options each group prices."""
+    from kernels import pricing, table
+
+    out = [head]
+    for name, group in (("near", near[:table.NEIGHBOURS]),
+                        ("far", near[table.NEIGHBOURS:table.FAR_NEIGHBOURS])):
+        for r in group:
+            out.append(f"  {name} entry {'x'.join(map(str, r.shape))}: {_text(r.config)}"
+                       f" {r.ms * 1e3:.1f} us")
+        options = sorted(pricing.priced(group, m, n, k, variants, chip),
+                         key=lambda o: o[0] * o[2])
+        for ms, c, margin in options[:top]:
+            out.append(f"    {name} option {ms * 1e3:7.1f} us x{margin:.2f}  {_text(c)}")
+        if group and not options and name == "near":   # (a split whose K ranges do not
+            out.append("    no option priced: the nearest entry's tile is taken as it is")
     return out
 
 

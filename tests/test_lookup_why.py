@@ -52,3 +52,22 @@ def test_another_device_reads_its_own_table_over_the_lent_one(lw, capsys):
     assert "(table)" in h100[1] and "(table)" in h200[1] and h100[1] != h200[1]
     assert lw.main(["fp8", "4096x4096x4096", "--device", "NVIDIA H100 80GB HBM3"]) == 0
     assert capsys.readouterr().out.splitlines()[1] == h100[1]
+
+
+def test_a_pick_borrowed_from_another_bucket_lists_that_bucket(lw):
+    """bf16 1000 x 3000 x 700 cc has no entry near in its bucket: the lookup borrows the
+    row-major bucket's tile (`table._sources`), and the listing names that bucket and the
+    variants that carry (it listed nothing, a review)."""
+    lines = lw.explain("bf16", 1000, 3000, 700, "cc")
+    assert "bucket '16bit bf16 cc tma ld128'" in lines[0] and "(table-nearest)" in lines[1]
+    heads = [line for line in lines if not line.startswith(" ")][2:]
+    assert heads and heads[0].startswith("16bit bf16 rr tma ld128 (borrowed: tma, ")
+    assert any(line.startswith("  near entry") for line in lines)
+
+
+def test_a_near_entry_with_no_option_here_is_said_to_be_taken_as_it_is(lw):
+    """bf16 48 x 128 x 7680's one near entry is a 64-way split of 96 x 128 x 61440, whose
+    K ranges do not fit 7680: nothing is priced, and the lookup takes that tile as it is."""
+    lines = lw.explain("bf16", 48, 128, 7680)
+    assert "k64" in lines[1]
+    assert "    no option priced: the nearest entry's tile is taken as it is" in lines
