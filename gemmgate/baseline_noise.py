@@ -73,6 +73,18 @@ def runs_behind(figure: float | None, values: Sequence[float], machines: Sequenc
                  and math.isclose(aa_noise(vs), figure, rel_tol=1e-9)), 0)
 
 
+def figure_runs(figure: float | None, values: Sequence[float], machines: Sequence[str],
+                level: str, calibration_runs: int) -> int:
+    """`runs_behind`, else (a figure kept from runs the file no longer lists: `baseline
+    update` keeps the noise and lists its own run) the calibration's run count
+    (`Noise.runs`): at least the runs behind the figure, so its factor is never above the
+    true one's, and not the 5-run factor (2.5) a 2-run spread's figure took before (x48.2
+    its due; an update turned a 2-run calibration's ±817% into ±42% and an A/A check
+    failed, a review)."""
+    return runs_behind(figure, values, machines, level) or (
+        calibration_runs if figure is not None else 0)
+
+
 def from_runs(ratios, machines, tflops, tflops_machines, abs_, runs) -> Noise:
     """Noise at every level from per-run medians (each list tagged with its machines)."""
     process, machine = level_noise(ratios, machines) if ratios else (None, None)

@@ -13,8 +13,10 @@ from pathlib import Path
 
 from gemmgate import stats
 from gemmgate.files import read_text
+from gemmgate.precision import MODE_NAMES
 from gemmgate.results import ResultsError, case_from_json
 from gemmgate.shapes import Case
+from gemmgate.timing import MAX_BLOCK
 
 SCHEMA, VERSION = "gemmgate.baseline", 1
 
@@ -139,7 +141,7 @@ def load(path: str | Path, chip_id: str | None = None) -> Baseline:
                             else f"cannot read baseline {p}: {e}") from None
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as e:
+    except (ValueError, RecursionError) as e:   # (nested past the parser's depth, too)
         raise BaselineError(f"baseline {p} is corrupt (not JSON: {e})") from None
     base = from_json(data, str(p))
     if chip_id is not None and base.chip != chip_id:
@@ -182,16 +184,45 @@ def from_json(data, where: str = "<data>") -> Baseline:
     _need(prov.get("shapes") is None or isinstance(prov["shapes"], str), where,
           f"provenance.shapes is {prov.get('shapes')!r}, not a shape set")
     modes = prov.get("modes")
-    _need(modes is None or (isinstance(modes, list) and all(isinstance(m, str) for m in modes)),
-          where, f"provenance.modes is {modes!r}, not a list of mode names")
+    _need(modes is None or (isinstance(modes, list) and all(m in MODE_NAMES for m in modes)),
+          where, f"provenance.modes is {modes!r}, not a list of mode names "
+                 f"({', '.join(MODE_NAMES)})")
     block = prov.get("block")
     _need(block is None or (isinstance(block, int) and not isinstance(block, bool)
-                            and block >= 1), where, f"provenance.block is {block!r}, not >= 1")
+                            and 1 <= block <= MAX_BLOCK), where,
+          f"provenance.block is {block!r}, not 1 to {MAX_BLOCK}")
+    _check_provenance(prov, where)
     cases = data.get("cases")
     _need(isinstance(cases, dict), where, "no cases object")
     legacy = f"legacy:{str(prov.get('commit') or prov.get('date') or '?')[:10]}"
     return Baseline(data["chip"], prov,
                     {k: _case(k, c, where, legacy) for k, c in cases.items()})
+
+
+MAX_NOISE = 1e6   # a noise figure (a relative spread) past any a run could measure
+
+
+def _strings(x, none: bool = False) -> bool:
+    return isinstance(x, list) and all(isinstance(s, str) or (none and s is None) for s in x)
+
+
+def _check_provenance(prov: dict, where: str) -> None:
+    """The provenance fields merges, updates and `--ab-ref baseline` read (a wrong type
+    raised a bare TypeError there, after measuring; a review)."""
+    for f in ("commit", "date", "kept_from"):
+        _need(prov.get(f) is None or isinstance(prov[f], str), where,
+              f"provenance.{f} is {prov.get(f)!r}, not a string")
+    runs = prov.get("runs")
+    _need(runs is None or (type(runs) is int and runs >= 0), where,
+          f"provenance.runs is {runs!r}, not a whole number >= 0")
+    machines = prov.get("machines")
+    _need(machines is None or (isinstance(machines, dict) and all(
+        isinstance(m, dict) for m in machines.values())), where,
+          "provenance.machines is not an object of machine records")
+    _need(prov.get("run_ids") is None or _strings(prov["run_ids"]), where,
+          "provenance.run_ids is not a list of run ids")
+    _need(prov.get("merged_from") is None or _strings(prov["merged_from"], none=True),
+          where, "provenance.merged_from is not a list of commits")
 
 
 def _case(key: str, c, where: str, legacy: str) -> BaselineCase:
@@ -222,8 +253,9 @@ def _case(key: str, c, where: str, legacy: str) -> BaselineCase:
                                       q if isinstance(q, dict) else {})
     noise = c["noise"]
     _need(isinstance(noise, dict), where, f"case {key}: noise is not an object")
-    for f in ("ratio", "tflops", "ab", "machine", "tflops_machine"):
-        _need(noise.get(f) is None or _positive(noise[f], zero=True), where,
+    for f in ("ratio", "tflops", "ab", "machine", "tflops_machine"):   # (1e308 scaled to
+        _need(noise.get(f) is None or (_positive(noise[f], zero=True)   # an inf tolerance)
+                                       and noise[f] <= MAX_NOISE), where,
               f"case {key} has a bad noise.{f} {noise.get(f)!r}")
     runs = {}
     for f in ("ratio_runs", "tflops_runs", "ab_runs"):

@@ -164,12 +164,33 @@ def _carried(old: Noise, new: Noise) -> Noise:
                    run_machines=new.run_machines, tflops_machines=new.tflops_machines)
 
 
+MEASURED_BY = (("timing", "timing method"), ("block", "--block"))   # what a baseline
+# records of how its cases were timed, one value for all of them (`check` times them so)
+
+
+def unlike_kept(old: dict, new: dict, kept: int) -> str | None:
+    """Why the `kept` cases of a file whose provenance is `old` cannot stay beside cases
+    measured as `new` says (another timing method or --block, where both record one), or
+    None: the file records one way of timing, which `check` then uses for every case."""
+    for key, what in MEASURED_BY:
+        if kept and old.get(key) is not None and new.get(key) is not None \
+                and old[key] != new[key]:
+            return (f"its {kept} other case(s) were measured with {what} {old[key]}, these "
+                    f"with {new[key]}: a baseline holds one way of timing; measure all "
+                    "of its cases (its --shapes and --modes) or write another file")
+    return None
+
+
 def merge(new: Baseline, old: Baseline | None) -> tuple[Baseline, list[str]]:
     """Cases measured now replace theirs; the old file's other cases are kept (a run of
-    some modes or shapes refreshes those only). Returns the merged data and kept keys."""
+    some modes or shapes refreshes those only). Returns the merged data and kept keys.
+    BaselineError where the kept cases were timed otherwise (`unlike_kept`)."""
     if not old:
         return new, []
     kept = [k for k in old.cases if k not in new.cases]
+    unlike = unlike_kept(old.provenance, new.provenance, len(kept))
+    if unlike:
+        raise BaselineError(f"{unlike}; nothing written")
     cases = {**{k: old.cases[k] for k in kept}, **new.cases}
     prov = dict(new.provenance)
     prov["modes"] = sorted({c.mode for c in cases.values()})

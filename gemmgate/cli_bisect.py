@@ -54,7 +54,7 @@ def _check_file(path: str) -> tuple[list[str], str | None]:
     """(regressed case ids, the chip it ran on) of a `gemmgate check --json` file."""
     try:
         data = json.loads(read_text(path, "check file"))
-    except json.JSONDecodeError as e:
+    except (ValueError, RecursionError) as e:
         raise ValueError(f"--from-check {path} is not JSON ({e})") from None
     env = data.get("environment") if isinstance(data, dict) else None
     chip = env.get("chip") if isinstance(env, dict) else None

@@ -62,9 +62,20 @@ def check_command(args, console, err) -> int:
     base = baselines.load(path, chip_id)  # before any work: a bad file is exit 2
     ab_sha = _ab_commit(args.ab_ref, base)
     block = args.block if args.block is not None else base.provenance.get("block")
+    timed = base.provenance.get("timing")
+    if args.timing is None and timed in ("graph", "eager"):
+        args.timing = timed   # as the baseline was timed: a graph check of an eager
+        # baseline compared figures without launch costs to figures with them
     ctx = context_from_args(args, shapes=args.shapes or base.provenance.get("shapes"),
                             modes=_modes_arg(args, base), block=block,
                             reference=ab_sha, slowdown=args.inject_slowdown)
+    for given, key, what in ((ctx.policy.method, "timing", "--timing"),
+                             (ctx.policy.block, "block", "--block")):
+        if base.provenance.get(key) not in (None, given):
+            err.print(f"[yellow]warning:[/] {what} {given}, but the baseline was measured "
+                      f"with {base.provenance[key]}: its figures are not this timing's")
+    if not args.shapes:   # the baseline's own cases too: a merge or update that added
+        ctx = _with_baseline_cases(args, ctx, base)   # cases keeps its first shapes label
     keys = {c.key(m.name) for m, c in ctx.items}
     if not keys & set(base.cases):   # before any work: nothing to judge is not a pass
         raise ValueError(f"no case of {ctx.shapes_label} ({', '.join(m.name for m in ctx.modes)})"
@@ -129,6 +140,23 @@ def check_command(args, console, err) -> int:
     return 1 if gate.failed else 0
 
 
+def _with_baseline_cases(args, ctx, base):
+    """`ctx` with the baseline's cases of its modes that its shape set lacks (a baseline
+    merged or updated from other shapes keeps its first --shapes label: those cases were
+    left out, said only as a note, and the check passed)."""
+    modes = {m.name for m in ctx.modes}
+    have = set(ctx.cases)
+    more = list(dict.fromkeys(c.case for c in base.cases.values()
+                              if c.mode in modes and c.case not in have))
+    if not more:
+        return ctx
+    return context_from_args(args, modes=",".join(m.name for m in ctx.modes),
+                             block=ctx.policy.block, reference=ctx.reference,
+                             slowdown=ctx.slowdown, cases=(*ctx.cases, *more),
+                             cases_label=f"{ctx.shapes_label} and {len(more)} more case(s) "
+                                         "of the baseline")
+
+
 def _ab_commit(ref: str | None, base) -> str | None:
     """The commit id for --ab-ref (before any work: a bad ref is exit 2)."""
     if not ref:
@@ -163,11 +191,18 @@ def baseline_command(args, console, err) -> int:
                   (str(keep / "run1.json") if keep else None, "--keep-runs"),
                   inputs=(shapes_file(args.shapes),))
     path = Path(out)
-    baselines.existing(path, chip_id)   # before any work: an unusable file is exit 2
+    old = baselines.existing(path, chip_id)   # before any work: an unusable file is exit 2
     ab_sha = same_kernels(args.ab_ref) if getattr(args, "ab_ref", None) else None
     # No pins: the kernel's own dispatch (its committed tuning table) is what is measured,
     # so a retuned table shows up in the next baseline and in a PR's check.
     ctx = context_from_args(args, reference=ab_sha)
+    if old:   # before any work: cases kept beside these must have been timed alike
+        keys = {c.key(m.name) for m, c in ctx.items}
+        unlike = baselines.unlike_kept(old.provenance, {"timing": ctx.policy.method,
+                                                        "block": ctx.policy.block},
+                                       sum(k not in keys for k in old.cases))
+        if unlike:
+            raise baselines.BaselineError(f"{path}: {unlike}; nothing measured")
     try:
         if keep:
             keep.mkdir(parents=True, exist_ok=True)
@@ -225,6 +260,9 @@ def merge_command(args, console, err) -> int:
     check_outputs((given, "--output (the baseline file)"))
     out = Path(given)
     is_input = out.resolve() in {Path(p).resolve() for p in args.inputs}
+    if is_input and any(Path(p).resolve() == out.resolve() and _is_run(p) for p in args.inputs):
+        raise ValueError(f"--output {given} is a run file among the inputs: the baseline "
+                         "written there would destroy it; give another path")
     if not is_input:
         baselines.existing(out, parts[0].chip)   # an unusable file is exit 2, unlocked
     with baselines.locked(out):
@@ -306,7 +344,7 @@ def _each_run_once(held_by: list[tuple[list[str], str]]) -> None:
 def _same_measurement(records: list[tuple[dict, str]]) -> None:
     """The inputs of a merge were timed alike (method, --block), where they record it:
     pooled, another method's offset would pass for machine noise."""
-    for key, what in (("timing", "timing method"), ("block", "--block")):
+    for key, what in baselines.MEASURED_BY:
         seen: dict = {}
         for rec, name in records:
             if rec.get(key) is not None:
@@ -322,7 +360,7 @@ def _is_run(path: str) -> bool:
     non-JSON files are left to the baseline loader, whose message names the file."""
     try:
         return json.loads(read_text(path, "input"))["schema"] == RUN_SCHEMA
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         return False
 
 

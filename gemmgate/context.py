@@ -26,7 +26,7 @@ from gemmgate.chips import Chip, Selection, select_chip
 from gemmgate.precision import PrecisionMode, get_mode, parse_modes
 from gemmgate.results import GATED  # always run: the gate compares these two
 from gemmgate.shapes import Case, check_fits, resolve
-from gemmgate.timing import TimingPolicy, cpu_policy
+from gemmgate.timing import MAX_BLOCK, TimingPolicy, cpu_policy
 from gemmgate.tuning import TuningSetup
 
 KNOWN_PROVIDERS = GATED + ("inductor", "vendor_fast")   # besides `module:function` paths
@@ -256,8 +256,8 @@ def make_context(chip: str | None = None, shapes: str | None = None, modes: str 
             raise ValueError(f"--budget must be > 0 seconds, got {budget_s}")
         policy = replace(policy, budget_s=budget_s)
     if block is not None:
-        if block < 1:
-            raise ValueError(f"--block must be >= 1, got {block}")
+        if not 1 <= block <= MAX_BLOCK:
+            raise ValueError(f"--block must be 1 to {MAX_BLOCK}, got {block}")
         policy = replace(policy, block=block)
     _check_memory(cases, mode_list, device)
     # after TRITON_INTERPRET is set: a custom provider's module may import `kernels`

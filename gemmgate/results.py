@@ -213,7 +213,8 @@ class RunRecord:
         text = read_text(path, "run file")
         try:
             data = json.loads(text)
-        except ValueError as e:   # not JSON, or an integer past Python's 4300 digits
+        except (ValueError, RecursionError) as e:   # not JSON, an integer past Python's
+            # 4300 digits, or arrays nested past the parser's depth
             raise ResultsError(f"run file {path} is not JSON ({e})") from None
         return cls.from_json(data, str(path))
 

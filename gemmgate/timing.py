@@ -37,6 +37,9 @@ from dataclasses import dataclass
 
 from gemmgate.stats import relative_ci_halfwidth
 
+MAX_BLOCK = 1000   # `--block`'s largest: each round times every provider so many calls in a
+# row, and a round is never cut short by the budget (a baseline's block of 10^30 ran on)
+
 METHODS = ("graph", "eager", "wall")
 
 
@@ -63,8 +66,8 @@ class TimingPolicy:
             raise ValueError("budget_s, target_rel_ci and batch must be positive")
         if self.warmup_s < 0:
             raise ValueError("warmup_s must be >= 0")
-        if self.block < 1:
-            raise ValueError("block must be >= 1")
+        if not 1 <= self.block <= MAX_BLOCK:
+            raise ValueError(f"block must be 1 to {MAX_BLOCK}")
 
 
 def cpu_policy() -> TimingPolicy:

@@ -219,7 +219,7 @@ def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
         seen[text] = str(p)
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as e:
+        except (ValueError, RecursionError) as e:
             raise ValueError(f"check file {p} is not JSON ({e})") from None
         rec = RunRecord.from_json(data, str(p))
         # rows are read from the record as the typed loader checked it, not the raw file

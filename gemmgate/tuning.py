@@ -118,7 +118,7 @@ def load_pins(path: str | Path) -> dict[str, dict]:
         return {}
     try:
         data = json.loads(read_text(path, "tuning pins file"))
-    except (ValueError, OSError) as e:
+    except (ValueError, OSError, RecursionError) as e:
         raise TuningError(f"cannot read tuning pins from {path}: {e}") from None
     cases = data.get("cases") if isinstance(data, dict) else None
     if not isinstance(cases, dict):
@@ -134,7 +134,7 @@ def load_cache(path: Path, chip_id: str) -> dict[str, dict]:
         return {}
     try:
         data = json.loads(read_text(path, "tuning cache"))
-    except (OSError, ValueError) as e:   # (read_text: not UTF-8 text; json: not JSON)
+    except (OSError, ValueError, RecursionError) as e:   # (read_text: not UTF-8; not JSON)
         raise TuningError(f"tuning cache {path} is unreadable ({e}); delete it to retune") \
             from None
     ok = isinstance(data, dict) and data.get("schema") == SCHEMA and \

@@ -74,7 +74,7 @@ class TableError(ValueError):
 def read_table(path: Path) -> dict:
     try:
         data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, ValueError, RecursionError) as e:   # (not UTF-8, not JSON, too deep)
         raise TableError(f"tuning table {path} is unreadable: {e}") from None
     return check_table(data, str(path))
 

@@ -235,10 +235,39 @@ def test_a_directory_is_named_once_in_the_message(tmp_path):
     assert str(e.value).count("cannot read baseline") == 1 and "it is a directory" in str(e.value)
 
 
-@pytest.mark.parametrize("field, value", [("block", "abc"), ("block", 0), ("block", True),
-                                          ("modes", [1, 2]), ("modes", "fp32"), ("shapes", 5)])
+@pytest.mark.parametrize("field, value", [
+    ("block", "abc"), ("block", 0), ("block", True), ("block", 10**30),   # (ran on, a review)
+    ("modes", [1, 2]), ("modes", "fp32"), ("modes", ["fp64"]), ("shapes", 5),
+    # what merges, updates and `--ab-ref baseline` read (bare TypeErrors, some after
+    # measuring)
+    ("machines", [1]), ("machines", {"h": 1}), ("runs", "5"), ("runs", -1),
+    ("merged_from", 5), ("merged_from", [5]), ("commit", 5), ("run_ids", "ab"),
+    ("kept_from", 3)])
 def test_provenance_fields_a_check_defaults_from_are_checked(field, value):
     data = _file()
     data["provenance"][field] = value
     with pytest.raises(BaselineError, match=f"f.json is corrupt: provenance.{field} is"):
         from_json(data, "f.json")
+
+
+def test_provenance_fields_as_written_load():
+    data = _file()
+    data["provenance"].update(block=1000, modes=["fp32", "tf32x3"], machines={"h": {"a": 1}},
+                              runs=0, merged_from=["abc", None], commit="abc", run_ids=[],
+                              kept_from=None)
+    assert from_json(data, "f.json").provenance["merged_from"] == ["abc", None]
+
+
+def test_a_noise_figure_past_any_measurable_is_corrupt():
+    """1e308 scaled by the tolerance's factor was an infinite tolerance, and --json could
+    not be written (a review)."""
+    with pytest.raises(BaselineError, match="bad noise.ratio 1e"):
+        from_json(_file(**{KEY: _case(ratio=1e308)}), "f.json")
+
+
+def test_json_nested_past_the_parsers_depth_is_a_baseline_error(tmp_path):
+    """A RecursionError traceback, exit 1 (a regression's code; CI would bisect)."""
+    p = tmp_path / "deep.json"
+    p.write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(BaselineError, match="deep.json is corrupt"):
+        load(p)

@@ -213,7 +213,7 @@ def test_run_block_is_recorded_and_bad_block_is_exit_2(tmp_path, capsys):
     assert data["environment"]["block"] == 2
     assert all(len(c["providers"]["triton"]["samples_ms"]) % 2 == 0 for c in data["cases"])
     assert main(["run", "--chip", "cpu", "--block", "0"]) == 2
-    assert "block must be >= 1" in capsys.readouterr().err
+    assert "--block must be 1 to 1000, got 0" in capsys.readouterr().err
 
 
 def test_run_with_a_custom_provider_shows_it_with_its_ratio(tmp_path, monkeypatch, capsys):

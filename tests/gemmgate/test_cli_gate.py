@@ -796,3 +796,65 @@ def test_keep_runs_into_a_folder_holding_earlier_runs_is_exit_2(work, synthetic_
                  "--keep-runs", str(keep), "--output", str(work / "c.json")]) == 2
     assert "holds runs of an earlier calibration" in capsys.readouterr().err.replace("\n", " ")
     assert synthetic_timing.measured == [] and not (work / "c.json").exists()
+
+
+def test_k_a_default_check_runs_every_case_the_baseline_holds(work, base_file, capsys):
+    """An update of other shapes keeps the file's first --shapes label: a check without
+    --shapes ran that set alone, left the added case out with a note, and passed (a
+    review). It runs the baseline's other cases too."""
+    assert main(["baseline", "update", *FAST, "--shapes", "16x16x16",
+                 "--output", str(base_file)]) == 0
+    data = json.loads(base_file.read_text())
+    assert data["provenance"]["shapes"].endswith("shapes.csv") and len(data["cases"]) == 3
+    out = work / "all.json"
+    assert main(["check", *FAST, "--baseline", str(base_file), "--json", str(out)]) == 0
+    got = json.loads(out.read_text())
+    assert {c["id"] for c in got["cases"]} == KEYS | {"fp32-m16-n16-k16"}
+    assert got["gate"]["missing"] == [] and "not run" not in capsys.readouterr().err
+
+
+def test_h_update_timed_otherwise_than_the_cases_it_keeps_is_exit_2_before_any_work(
+        work, base_file, synthetic_timing, capsys):
+    """A baseline records one --block (and timing method) for all its cases, which a check
+    times them with: an update at another block of some cases, keeping the others, is
+    refused before measuring, the file as it was; re-measuring every case is an update."""
+    before = base_file.read_text()
+    synthetic_timing.policies.clear()
+    assert main(["baseline", "update", *FAST, "--shapes", "32x32x32", "--block", "2",
+                 "--output", str(base_file)]) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert "its 1 other case(s) were measured with --block 1, these with 2" in err
+    assert base_file.read_text() == before and synthetic_timing.policies == []
+    assert main(["baseline", "update", *FAST, *_shapes(work), "--block", "2",
+                 "--output", str(base_file)]) == 0
+    assert json.loads(base_file.read_text())["provenance"]["block"] == 2
+
+
+def test_m_merge_onto_a_baseline_timed_otherwise_is_exit_2(work, base_file, capsys):
+    a = _on_host(work, "on-a.json", "host-a")
+    b = _on_host(work, "on-b.json", "host-b", scale=1.02)
+    other = _edited(work, "other.json", lambda d: (d["provenance"].update(block=4), d[
+        "cases"].update({"fp32-m16-n16-k16": dict(d["cases"]["fp32-m32-n32-k32"], m=16, n=16,
+                                                    k=16)})))
+    before = other.read_text()
+    assert main(["baseline", "merge", str(a), str(b), "--output", str(other)]) == 2
+    assert "measured with --block 4, these with 1" in capsys.readouterr().err.replace("\n", " ")
+    assert other.read_text() == before
+
+
+def test_m_merge_output_onto_an_input_run_file_is_exit_2(work, base_file, synthetic_timing,
+                                                         capsys):
+    """Writing the baseline over a run file among the inputs destroyed the run."""
+    run = work / "run.json"
+    assert main(["run", *FAST, *_shapes(work), "--json", str(run)]) == 0
+    before = run.read_text()
+    assert main(["baseline", "merge", str(base_file), str(run), "--output", str(run)]) == 2
+    assert "is a run file among the inputs" in capsys.readouterr().err
+    assert run.read_text() == before
+
+
+def test_k_a_check_timed_otherwise_than_its_baseline_says_so(work, base_file, capsys):
+    rc, _ = _check(work, base_file, "--block", "2", "--no-remeasure")
+    assert rc == 0
+    assert "--block 2, but the baseline was measured with 1" in \
+        capsys.readouterr().err.replace("\n", " ")

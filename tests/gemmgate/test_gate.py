@@ -54,13 +54,15 @@ def result(case: Case, t_ms=1.0, v_ms=0.9, seed=0, mode="fp32", t_acc="pass",
 
 
 def base_case(case: Case, ratio=0.9, t_ms=1.0, noise_ratio=None, noise_tflops=None,
-              mode="fp32", machines=(HOST,) * 3, machine=None, tflops_machine=None) -> dict:
+              mode="fp32", machines=(HOST,) * 5, machine=None, tflops_machine=None) -> dict:
     """One case as the file holds it: `machines` names the machine of each calibration
     run (its ratio_runs all `ratio`); `machine`, `tflops_machine` the machine-level
-    noise (present once the runs came from two or more machines)."""
+    noise (present once the runs came from two or more machines). A noise figure given
+    is one its runs do not give (they agree): kept from a calibration of `runs` runs
+    (`baseline_noise.figure_runs`), five by default (the factor NOISE_FACTOR)."""
     tf = case.flops / (t_ms * 1e-3) / 1e12
     runs = list(machines) if ratio else []
-    noise = {"ratio": noise_ratio, "tflops": noise_tflops, "runs": 3,
+    noise = {"ratio": noise_ratio, "tflops": noise_tflops, "runs": max(len(machines), 5),
              "ratio_runs": [ratio] * len(runs), "run_machines": runs}
     if machine is not None or tflops_machine is not None:
         noise.update(machine=machine, tflops_machine=tflops_machine)
@@ -689,5 +691,6 @@ def test_a_process_tolerance_is_scaled_for_the_runs_behind_it(runs, factor):
     assert v.ratio.tolerance == pytest.approx(factor * aa_noise(ratios), rel=1e-9)
     assert (f"({runs} runs: x{factor:g} the spread)" in v.note) == (runs < 5)
     bc["noise"]["ratio"] = 0.015            # a figure its runs do not give: carried over
+    bc["noise"]["runs"] = runs              # (`baseline update`): the calibration's count
     v = _one([result(A)], baseline(**{A.id: bc}))[1]
-    assert v.ratio.tolerance == pytest.approx(NOISE_FACTOR * 0.015)
+    assert v.ratio.tolerance == pytest.approx(factor * 0.015)

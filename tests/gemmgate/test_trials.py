@@ -220,6 +220,8 @@ def test_rejudge_reads_a_check_as_the_run_loader_checked_it(tmp_path, synthetic_
     from gemmgate import baselines as bl
 
     rec = synthetic_record([("fp32", A), ("fp32", B)])
+    path = tmp_path / "same.json"
+    bl.save(path, bl.build([rec], "cpu", "test"))   # (before the check's commit is spoilt)
     data = _check_json(rec, {}, 0.0)
     for c in data["cases"]:
         del c["id"]
@@ -228,8 +230,6 @@ def test_rejudge_reads_a_check_as_the_run_loader_checked_it(tmp_path, synthetic_
     check = tmp_path / "g0" / "check_1_0.json"
     check.parent.mkdir()
     check.write_text(json.dumps(data))
-    path = tmp_path / "same.json"
-    bl.save(path, bl.build([rec], "cpu", "test"))
     out = tmp_path / "out"
     assert main(["trials", "--rejudge", str(check), "--baseline", str(path),
                  "--out", str(out)]) == 0
