@@ -313,12 +313,14 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
         rt, rd, rw = r.where
         dt = t - rt   # the cheap tests first: each coordinate alone within NEAREST_MAX
         if -_NEAR_WIDE <= dt <= _NEAR_WIDE:
-            dist = int((abs(dt) + abs(d - rd) + abs(w - rw)) * _TIE_SCALE + 0.5)
-            if dist <= _NEAR_MAX_UNITS and r.config.variant in variants and not r.stale \
+            dist = abs(dt) + abs(d - rd) + abs(w - rw)
+            if dist <= _NEAR_WIDE and r.config.variant in variants and not r.stale \
                     and not fragile(r.config, m, n, k, fma):
-                rm, rn, rk = r.logs   # the tie-break, inline: the loop is a first call's
-                scored.append((dist, int((abs(lm - rm) + abs(ln - rn) + abs(lk - rk))
-                                         * _TIE_SCALE + 0.5), r.order, r))
+                units = int(dist * _TIE_SCALE + 0.5)   # (the rule: in units, below)
+                if units <= _NEAR_MAX_UNITS:
+                    rm, rn, rk = r.logs   # the tie-break, inline: a first call's loop
+                    scored.append((units, int((abs(lm - rm) + abs(ln - rn) + abs(lk - rk))
+                                              * _TIE_SCALE + 0.5), r.order, r))
     scored.sort(key=_BY_DISTANCE)
     return [r for *_, r in scored]
 
