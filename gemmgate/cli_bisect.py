@@ -154,7 +154,7 @@ def bisect_command(args, console, err) -> int:
     if args.json:  # before the summary: a summary that fails must not lose the results
         write_json_atomic(args.json, _record(ctx, floor, tolerances, good, bad, commits,
                                              steps, boundary, result, outcome, info))
-        err.print(f"wrote {args.json}")
+        err.print(f"wrote {escape(args.json)}")
     all_steps = [*steps, boundary] if boundary else steps
     append_summary(args.summary, _markdown(ctx.chip.id, outcome, text, all_steps, keys, info,
                                             good.sha), err)

@@ -278,7 +278,7 @@ def merge_command(args, console, err) -> int:
         merged, kept = baselines.merge(merged, old)
         baselines.save(out, merged)
     if kept:
-        console.print(f"kept {len(kept)} case(s) of {out} that no input holds")
+        console.print(f"kept {len(kept)} case(s) of {escape(str(out))} that no input holds")
     if old:
         console.print(_summary_table(baselines.summary(old), baselines.summary(merged)))
     console.print(f"wrote {escape(str(out))} ({len(merged.cases)} cases from "
@@ -288,7 +288,7 @@ def merge_command(args, console, err) -> int:
                       "inputs were left out of them (a kernel change is not machine "
                       "noise; `gemmgate baseline update` takes the new tiles):")
         for key, idx in skipped.items():
-            console.print(f"  {key}: {', '.join(names[i] for i in idx)}")
+            console.print(f"  {key}: {escape(', '.join(names[i] for i in idx))}")
     return 0
 
 

@@ -27,6 +27,12 @@ def report_command(args, console, err) -> int:
             raise ValueError(f"{f} is given twice (as {given[key]}): give each file once")
         given[key] = f
     out = Path(args.output)
+    for f in runs + bases:   # the page and its figures are written into `out`
+        p = Path(f).resolve()
+        if p.parent == out.resolve() and (p.name == "index.html" or p.suffix == ".png"):
+            raise ValueError(f"{f} is in the report folder {out}, where the report writes "
+                             "index.html and its figures: it would be written over; move "
+                             "it or give another -o")
     check_writable(out / "index.html", "-o (the report folder)")
     from gemmgate import report_page  # matplotlib: only for this command
 

@@ -95,7 +95,8 @@ def append_summary(path: str | None, text: str, err: Console) -> None:
         with open(path, "a") as f:
             f.write(text + "\n")
     except OSError as e:  # the result stands: report, keep the exit code
-        err.print(f"[yellow]warning:[/] could not append the summary to {path}: {e}")
+        err.print(f"[yellow]warning:[/] could not append the summary to "
+                  f"{escape(f'{path}: {e}')}")
 
 
 def progress_bar(console: Console) -> Progress:

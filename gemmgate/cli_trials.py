@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rich.markup import escape
 from rich.table import Table
 
 from gemmgate import baselines
@@ -53,7 +54,7 @@ def trials_command(args, console, err) -> int:
         cmd = [sys.executable, "-m", "gemmgate", "baseline", "calibrate", *common,
                "--runs", str(args.calibrate), "--output", str(base),
                "--keep-runs", str(out / "calibration")] + (["--ab-ref", ab] if ab else [])
-        err.print(f"calibrating {base} ({args.calibrate} runs)")
+        err.print(f"calibrating {escape(str(base))} ({args.calibrate} runs)")
         rc = subprocess.run(cmd).returncode
         if rc != 0:
             err.print(f"[red]calibration failed (exit {rc})[/]")
@@ -62,9 +63,9 @@ def trials_command(args, console, err) -> int:
     check_args = [*common, "--baseline", str(base)] + (["--ab-ref", ab] if ab else [])
     try:
         rows = run_trials(check_args, levels, args.repeats, out, args.deadline, err.print)
-    except TrialError as e:
-        err.print(f"[red]gemmgate: error:[/] {e}")
-        return 2
+    except TrialError as e:   # the child's exit: 2 bad input, 3 not measured to its end
+        err.print(f"[red]gemmgate: error:[/] {escape(str(e))}")
+        return e.code
     _print_power(rows, chip_id, out, console)
     return 0
 
@@ -98,7 +99,8 @@ def _print_power(rows, chip_id: str, out: Path, console) -> None:
         t.add_column(h, justify="right")
     for level, p in power(rows).items():
         frac = p["regressed"] / p["judged"] if p["judged"] else float("nan")
-        t.add_row(f"{level:.0%}", str(p["checks"]), str(p["judged"]), str(p["regressed"]),
-                  f"{frac:.1%}", str(p["improved"]), str(p["red"]))
+        t.add_row(f"{level * 100:g}%", str(p["checks"]), str(p["judged"]),   # 0.4%, not 0%
+                  str(p["regressed"]), "—" if frac != frac else f"{frac:.1%}",
+                  str(p["improved"]), str(p["red"]))
     console.print(t)
-    console.print(f"wrote {out / 'checks.csv'}")
+    console.print(f"wrote {escape(str(out / 'checks.csv'))}")

@@ -8,6 +8,7 @@ import shlex
 from dataclasses import replace
 from pathlib import Path
 
+from rich.markup import escape
 from rich.table import Table
 
 from gemmgate.cli_run import check_outputs, context_from_args, progress_bar, shapes_file
@@ -54,15 +55,16 @@ def tune_command(args, console, err) -> int:
     table_for(path, ctx.chip.id)   # unusable or another chip's: said before any tuning
     lent, lent_entries = lent_table(ctx.chip.name, path)
     if lent:
-        err.print(f"{ctx.chip.id} reads {lent} (lent to it: `borrowed_by`) where {path} has "
-                  "no fresh entry for a case's bucket and shape; a key tuned here goes into "
-                  f"{path}, and where {lent} has its shape its tile is timed first and kept "
+        err.print(f"{ctx.chip.id} reads {lent} (lent to it: `borrowed_by`) where "
+                  f"{escape(str(path))} has no fresh entry for a case's bucket and shape; a "
+                  f"key tuned here goes into {escape(str(path))}, and where {lent} has its "
+                  "shape its tile is timed first and kept "
                   f"unless another measures {KEEP_MARGIN:.0%} faster on this chip")
     items = None
     if args.stale:
         stale = stale_items(path)
         if not stale:
-            err.print(f"no stale entries in {path}: nothing to retune")
+            err.print(f"no stale entries in {escape(str(path))}: nothing to retune")
             return 0
         ctx = context_from_args(args, modes=",".join(dict.fromkeys(m for m, _ in stale)),
                                 cases=tuple(c for _, c in stale), cases_label="stale entries")

@@ -165,7 +165,12 @@ def read_csv(*paths: Path) -> list[dict]:
 
 
 class TrialError(RuntimeError):
-    """A child check that did not judge (exit 2 or no JSON): the trials stop there."""
+    """A child check that did not judge (exit 2 or 3, or no JSON): the trials stop there,
+    with the child's exit code (`code`: 2 bad input, 3 not measured to its end)."""
+
+    def __init__(self, message: str, code: int = 3) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
@@ -188,7 +193,8 @@ def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
                                   stdout=f, stderr=subprocess.STDOUT)
         if proc.returncode not in (0, 1) or not path.exists():
             raise TrialError(f"trial {i} (slowdown {level:g}) failed with exit "
-                             f"{proc.returncode}; see {log}")
+                             f"{proc.returncode}; see {log}",
+                             proc.returncode if proc.returncode >= 2 else 3)
         RunRecord.load(path)  # validates the check's JSON before counting it
         got = check_rows(name, json.loads(path.read_text()), proc.returncode)
         rows += got
@@ -211,7 +217,11 @@ def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
     the check re-measured)."""
     rows = []
     seen: dict[str, str] = {}
-    for p in paths:
+    # a row's source: its check's folder and name, the path where two checks share them
+    # (a/res/check_1 and b/res/check_1 were one source, their rows folded into one)
+    labels = [f"{Path(p).parent.name}/{Path(p).stem}" for p in paths]
+    labels = [label if labels.count(label) == 1 else str(p) for label, p in zip(labels, paths)]
+    for p, label in zip(paths, labels):
         text = read_text(p, "check file")
         if text in seen:   # its verdicts would count twice in the rates
             raise ValueError(f"check file {p} is the same check as {seen[text]}: give each "
@@ -234,7 +244,10 @@ def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
         gate = compare_run(rec.cases, baseline, fl, rec.environment)
         data["gate"] = {**gate_rec, "failed": gate.failed,
                         "verdicts": [v.to_json() for v in gate.verdicts]}
-        rows += check_rows(f"{Path(p).parent.name}/{Path(p).stem}", data, int(gate.failed))
+        rows += check_rows(label, data, int(gate.failed))
+    if not rows:   # nothing judged is no measure of the gate's power
+        raise ValueError(f"no case of these checks is in the baseline ({len(baseline.cases)} "
+                         "cases): nothing to judge; give checks of its cases")
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "checks.csv", rows)
     write_summaries(out, rows)

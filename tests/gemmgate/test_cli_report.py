@@ -123,3 +123,14 @@ def test_the_cpu_smoke_run_makes_the_report(tmp_path, capsys):
     assert "history-c0-cpu-fp32.png" in pngs                   # the run beside the baseline
     assert all(f'src="{p}"' in html for p in pngs)
     assert "4 cases, 0 failing accuracy" in html
+
+
+def test_an_input_where_the_report_writes_is_exit_2_and_kept(tmp_path, run_file, capsys):
+    """A run file named index.html in the report folder was written over (a review)."""
+    out = tmp_path / "rep"
+    out.mkdir()
+    page = out / "index.html"
+    page.write_text(run_file.read_text())
+    assert main(["report", str(page), "-o", str(out)]) == 2
+    assert "where the report writes index.html" in capsys.readouterr().err.replace("\n", " ")
+    assert page.read_text() == run_file.read_text()

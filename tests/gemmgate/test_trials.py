@@ -131,6 +131,14 @@ def test_a_child_check_that_does_not_judge_is_exit_2_naming_its_log(tmp_path, mo
                  "--levels", "0", "--out", str(tmp_path / "t")]) == 2
     err = capsys.readouterr().err
     assert "trial 1 (slowdown 0) failed with exit 2; see" in err and "Traceback" not in err
+    # a check not measured to its end (exit 3: a case past --case-timeout) is exit 3, not
+    # a usage error's 2 (a review); an --out whose name holds rich markup is printed as is
+    monkeypatch.setattr(trials.subprocess, "run",
+                        lambda cmd, stdout=None, stderr=None: subprocess.CompletedProcess(cmd, 3))
+    assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--baseline", str(base),
+                 "--levels", "0", "--out", str(tmp_path / "o[/]")]) == 3
+    err = capsys.readouterr().err.replace("\n", "")
+    assert "failed with exit 3" in err and "o[/]" in err and "Traceback" not in err
 
 
 def test_the_summaries_kept_in_the_repository_give_the_same_power(tmp_path):
@@ -250,6 +258,36 @@ def trials_replace(case, scale: float):
 
     noise = replace(case.noise, ratio_runs=tuple(r * scale for r in case.noise.ratio_runs))
     return replace(case, ratio=case.ratio * scale, noise=noise)
+
+
+def test_rejudge_keeps_checks_of_one_folder_and_name_apart_and_needs_a_judged_case(
+        tmp_path, synthetic_record, capsys):
+    """a/res/check_1 and b/res/check_1 were one source, their rows folded into one check
+    in the summary; checks none of whose cases the baseline holds judged nothing and
+    passed (a review). The power table names a level of 0.4% as such, not 0%."""
+    from gemmgate import baselines as bl
+
+    rec = synthetic_record([("fp32", A), ("fp32", B)])
+    paths = []
+    for folder, level in (("a", 0.0), ("b", 0.004)):
+        check = tmp_path / folder / "res" / "check_1.json"
+        check.parent.mkdir(parents=True)
+        check.write_text(json.dumps(_check_json(rec, dict.fromkeys(
+            ("fp32-m32-n32-k32", "fp32-m48-n16-k64"), "unchanged"), level)))
+        paths.append(str(check))
+    path = tmp_path / "same.json"
+    bl.save(path, bl.build([rec], "cpu", "test"))
+    out = tmp_path / "out"
+    assert main(["trials", "--rejudge", *paths, "--baseline", str(path), "--out", str(out)]) == 0
+    assert {r["source"] for r in trials.read_csv(out / "checks.csv")} == set(paths)
+    assert len(trials.read_csv(out / "checks_summary.csv")) == 2
+    printed = capsys.readouterr().out
+    assert "0.4%" in printed
+    other = bl.build([synthetic_record([("fp32", Case(64, 64, 64))])], "cpu", "test")
+    bl.save(tmp_path / "other.json", other)
+    assert main(["trials", "--rejudge", *paths, "--baseline", str(tmp_path / "other.json"),
+                 "--out", str(tmp_path / "none")]) == 2
+    assert "nothing to judge" in capsys.readouterr().err
 
 
 def test_case_summaries_take_the_median_and_largest_change():
