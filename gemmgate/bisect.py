@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gemmgate.accuracy import PASS
-from gemmgate.compare import INCONCLUSIVE, REGRESSED, Judgement, judge
+from gemmgate.compare import INCONCLUSIVE, REGRESSED, UNCHANGED, Judgement, judge
 from gemmgate.context import RunContext
 from gemmgate.precision import MODES, PrecisionMode, get_mode
 from gemmgate.reference import resolve
@@ -269,7 +269,10 @@ class Step:
 
 def judge_ab(result: CaseResult, tol: float) -> CaseAB:
     """A case's A/B verdict: this commit's kernel ("triton") against the reference's,
-    changes within `tol` (a fraction) called unchanged."""
+    changes within `tol` (a fraction) called unchanged, where the CI rules out a slowdown
+    past `tol` too: a median within it whose CI reaches past -tol is inconclusive (a noisy
+    BAD was called "nothing regressed", exit 0, with a CI of -19% to +21% against a 1.5%
+    tolerance on the CPU; a review)."""
     here, ref = result.providers["triton"], result.providers.get(REFERENCE)
     if here.accuracy != PASS:
         return CaseAB(result.key, FAILED, None,
@@ -280,6 +283,11 @@ def judge_ab(result: CaseResult, tol: float) -> CaseAB:
     if not result.ab_samples:
         return CaseAB(result.key, FAILED, None, "no A/B samples")
     j = judge(result.ab_samples, 1.0, tol)
+    if j.verdict == UNCHANGED and j.ci_low < -tol:
+        j = replace(j, verdict=INCONCLUSIVE)
+        return CaseAB(result.key, INCONCLUSIVE, j,
+                      f"A/B {j.change:+.1%}, but its CI reaches {j.ci_low:+.1%}, past the "
+                      f"-{tol:.1%} tolerance")
     return CaseAB(result.key, j.verdict, j)
 
 

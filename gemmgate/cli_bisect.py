@@ -50,15 +50,32 @@ CULPRIT, INCONCLUSIVE = "culprit", "inconclusive"   # outcomes beside search's c
 MAX_CASE_COLUMNS = 6  # past this, the step table folds the cases into one column
 
 
-def _check_file(path: str) -> tuple[list[str], str | None]:
-    """(regressed case ids, the chip it ran on) of a `gemmgate check --json` file."""
+def _check_file(path: str) -> tuple[list[str], str | None, dict]:
+    """(regressed case ids, the chip it ran on, its environment) of a `gemmgate check
+    --json` file."""
     try:
         data = json.loads(read_text(path, "check file"))
     except (ValueError, RecursionError) as e:
         raise ValueError(f"--from-check {path} is not JSON ({e})") from None
     env = data.get("environment") if isinstance(data, dict) else None
     chip = env.get("chip") if isinstance(env, dict) else None
-    return regressed_in_check(data, path), chip if isinstance(chip, str) else None
+    return (regressed_in_check(data, path), chip if isinstance(chip, str) else None,
+            env if isinstance(env, dict) else {})
+
+
+def _timed_as(args, env: dict, base) -> None:
+    """--timing and --block, where not given, as the check was timed (else as the
+    baseline was): a regression only eager timing shows (host cost) was bisected under
+    graph timing and reported as nothing regressed (a review)."""
+    for attr, key in (("timing", "timing"), ("block", "block")):
+        if getattr(args, attr) is not None:
+            continue
+        for rec in (env, base.provenance if base else {}):
+            value = rec.get(key)
+            if (value in ("graph", "eager")) if key == "timing" else \
+                    (type(value) is int and value >= 1):
+                setattr(args, attr, value)
+                break
 
 
 def _context(args, chip: str | None, items, pins_from: str | None) -> RunContext:
@@ -87,9 +104,9 @@ def bisect_command(args, console, err) -> int:
     for ref, what in ((args.good, "GOOD"), (args.bad, "BAD")):   # before a clean check's
         if ref != "baseline":                                      # exit 0: bad refs are 2
             resolve(ref, ".", what)
-    ids, check_chip = list(args.case or []), None
+    ids, check_chip, check_env = list(args.case or []), None, {}
     if args.from_check:
-        named, check_chip = _check_file(args.from_check)
+        named, check_chip, check_env = _check_file(args.from_check)
         ids += named
         if not ids:
             msg = (f"the check {args.from_check} calls no case regressed: nothing to bisect")
@@ -110,6 +127,7 @@ def bisect_command(args, console, err) -> int:
             good_ref = baselines.recorded_commit(base, f"GOOD baseline ({path})",
                                                  merged_ok=True)
     good, bad, commits = commit_range(good_ref, args.bad)
+    _timed_as(args, check_env, base)
     # No pins: each commit's kernel runs its own dispatch (its tuning table), so a
     # commit that changed the table is found like any other.
     ctx = _context(args, chip, items, None)

@@ -194,6 +194,23 @@ def test_one_case_is_judged_on_its_ab_figure_with_the_floor():
     assert step_verdict([slow, noisy])[0] == BAD
 
 
+def test_a_median_within_the_floor_whose_ci_reaches_past_it_is_inconclusive():
+    """A noisy BAD: 11 rounds at GOOD's time, 9 at 1.3x (median A/B 1.0, its CI down to
+    -23%) was "unchanged", so the bisect said nothing regressed at BAD and exited 0 (a
+    review, on the CPU). Such a case is inconclusive: the step is skipped, not good."""
+    t = tuple([1.0] * 11 + [1.3] * 9)
+    wide = CaseResult("fp32", Case(16, 16, 16), {
+        "triton": ProviderResult("triton", "pass", 0.0, "", t),
+        "vendor": ProviderResult("vendor", "unsupported"),
+        "reference": ProviderResult("reference", "pass", 0.0, "", (1.0,) * 20)})
+    got = judge_ab(wide, 0.015)
+    assert abs(got.ab.change) <= 0.015 and got.ab.ci_low < -0.015   # the case it guards
+    assert got.verdict == "inconclusive" and "past the -1.5% tolerance" in got.note
+    assert step_verdict([got])[0] == SKIP
+    tight = judge_ab(_result(1.01, 1.0), 0.015)   # a narrow CI within the floor stays so
+    assert tight.verdict == "unchanged"
+
+
 def _noisy() -> CaseResult:
     """Rounds where this commit's kernel ran slow in half: A/B -7.5%, its CI reaching 1."""
     fast = [0.999 - 0.001 * (i % 3) for i in range(10)]   # a hair faster than GOOD
@@ -525,3 +542,24 @@ def test_a_shallow_clone_missing_the_history_says_so(planted, tmp_path):
         commit_range(shas[0], "HEAD", clone)
     with pytest.raises(ValueError, match="swapped arguments"):   # a full clone: as before
         commit_range("HEAD", shas[0], d)
+
+
+def test_a_bisect_from_a_check_times_as_the_check_was_timed():
+    """Without --timing and --block, the check's own (else its baseline's): a regression
+    only eager timing shows was bisected under graph timing (a review). Given ones stand;
+    the CPU's wall timing is no --timing choice and is left to the chip's default."""
+    import argparse
+    from types import SimpleNamespace
+
+    from gemmgate.cli_bisect import _timed_as
+
+    args = argparse.Namespace(timing=None, block=None)
+    _timed_as(args, {"timing": "eager", "block": 3}, None)
+    assert (args.timing, args.block) == ("eager", 3)
+    args = argparse.Namespace(timing="graph", block=None)
+    base = SimpleNamespace(provenance={"timing": "eager", "block": 2})
+    _timed_as(args, {"timing": "wall"}, base)
+    assert (args.timing, args.block) == ("graph", 2)
+    args = argparse.Namespace(timing=None, block=None)
+    _timed_as(args, {"timing": "wall", "block": True}, None)
+    assert (args.timing, args.block) == (None, None)
