@@ -45,6 +45,13 @@ class Source:
     commit: str
     points: tuple[Point, ...]
     incomplete: str = ""      # a run that stopped early: why (environment.incomplete)
+    software: str = ""        # torch, triton, timing method and block it was measured with
+    injected: float = 0.0     # a check's --inject-slowdown (validation: not the kernel's)
+
+    @property
+    def usable(self) -> bool:
+        """Whole and unslowed: what the headline, history and cross-chip draw."""
+        return not self.incomplete and not self.injected
 
     @property
     def label(self) -> str:
@@ -77,11 +84,22 @@ def point_of_result(r: CaseResult) -> Point:
                  not r.gate_passed, *_bytes(r.mode))   # an extra's failure is not Triton's
 
 
+def software_of(env: dict) -> str:
+    """What a run or baseline was measured with, as the report's file table shows it."""
+    return (f"torch {env.get('torch') or '?'}, triton {env.get('triton') or '?'}, "
+            f"{env.get('timing') or '?'} timing, block {env.get('block') or 1}")
+
+
+def _injected(env: dict) -> float:
+    x = env.get("inject_slowdown")
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else 0.0
+
+
 def from_run(path: str | Path, rec: RunRecord) -> Source:
     env = rec.environment
     return Source(str(path), "run", str(env.get("chip") or "?"), str(env.get("date") or ""),
                   str(env.get("commit") or ""), tuple(map(point_of_result, rec.cases)),
-                  str(env.get("incomplete") or ""))
+                  str(env.get("incomplete") or ""), software_of(env), _injected(env))
 
 
 def from_baseline(path: str | Path, base: Baseline) -> Source:
@@ -92,7 +110,7 @@ def from_baseline(path: str | Path, base: Baseline) -> Source:
                       {n: p.error for n, p in c.providers.items() if p.error is not None},
                       False, *_bytes(c.mode)) for c in base.cases.values())
     return Source(str(path), "baseline", base.chip, str(prov.get("date") or ""),
-                  str(prov.get("commit") or ""), pts)
+                  str(prov.get("commit") or ""), pts, software=software_of(prov))
 
 
 def load_sources(runs: Sequence[str], baseline_files: Sequence[str]) -> list[Source]:
@@ -115,10 +133,12 @@ def _newest(sources: Sequence[Source]) -> dict[str, Source]:
 
 
 def subjects(sources: Sequence[Source]) -> list[Source]:
-    """What the per-mode figures show, per chip: its newest complete run, else its newest
-    run (every one stopped early), else (no run of that chip given) its newest baseline."""
+    """What the per-mode figures show, per chip: its newest complete run without an
+    injected slowdown, else its newest run (every one stopped early or slowed on
+    purpose), else (no run of that chip given) its newest baseline. (A check with
+    `--inject-slowdown 0.5` became a chip's headline: a review.)"""
     runs = {**_newest([s for s in sources if s.kind == "run"]),
-            **_newest([s for s in sources if s.kind == "run" and not s.incomplete])}
+            **_newest([s for s in sources if s.kind == "run" and s.usable])}
     return [runs.get(chip, s) for chip, s in sorted(_newest(sources).items())]
 
 
@@ -216,7 +236,8 @@ def _mode_section(w: _Writer, s: Source, idx: int, mode: str) -> list[str]:
 
 def _history(w: _Writer, sources: Sequence[Source]) -> list[str]:
     parts = []
-    whole = [s for s in sources if not s.incomplete]   # a part-run shrinks the common cases
+    whole = [s for s in sources if s.usable]   # a part-run shrinks the common cases; a
+    # slowed one is no step of the kernel's history
     for ci, chip in enumerate(sorted({s.chip for s in whole})):   # (chip slugs can meet)
         ss = sorted((s for s in whole if s.chip == chip), key=lambda s: s.date)
         if len(ss) < 2:
@@ -226,13 +247,17 @@ def _history(w: _Writer, sources: Sequence[Source]) -> list[str]:
             if len(of) < 2:
                 continue
             fig = plots_history.history([_series(s) for s in of], mode, f"{chip} {mode}")
+            mixed = sorted({s.software for s in of})
             parts.append(_img(w.save(fig, f"history-c{ci}-{slug(chip)}-{mode}",
-                                     f"{chip} {mode}: history over {len(of)} runs/baselines")))
+                                     f"{chip} {mode}: history over {len(of)} runs/baselines"
+                                     + (f"; measured with {len(mixed)} software or timing "
+                                        f"settings: {' | '.join(mixed)}"
+                                        if len(mixed) > 1 else ""))))
     return ["<h2 id=history>History</h2><div class=figs>", *parts, "</div>"] if parts else []
 
 
 def _cross(w: _Writer, sources: Sequence[Source]) -> list[str]:
-    newest = list(_newest([s for s in sources if not s.incomplete]).values())
+    newest = list(_newest([s for s in sources if s.usable]).values())
     if len(newest) < 2:
         return []
     parts = ["<h2 id=cross-chip>Cross-chip</h2>",
@@ -260,9 +285,11 @@ def write_report(sources: Sequence[Source], out: str | Path) -> list[Image]:
     out.mkdir(parents=True, exist_ok=True)
     w = _Writer(out)
     body = ["<h1>gemmgate report</h1>", _table(
-        ("kind", "file", "chip", "date", "commit", "modes", "cases", "stopped early"),
-        [(s.kind, s.path, s.chip, s.date, s.commit[:12], ",".join(s.modes),
-          str(len(s.points)), s.incomplete or "—") for s in sources])]
+        ("kind", "file", "chip", "date", "commit", "measured with", "modes", "cases",
+         "injected slowdown", "stopped early"),
+        [(s.kind, s.path, s.chip, s.date, s.commit[:12], s.software or "—",
+          ",".join(s.modes), str(len(s.points)), f"{s.injected:g}" if s.injected else "—",
+          s.incomplete or "—") for s in sources])]
     for idx, s in enumerate(subjects(sources), 1):
         body.append(f"<h2>{html.escape(s.chip)}: {html.escape(s.label)} "
                     f"({html.escape(s.path)})</h2>")
@@ -270,6 +297,10 @@ def write_report(sources: Sequence[Source], out: str | Path) -> list[Image]:
             body.append(f"<p><b>This run stopped early</b> ({html.escape(s.incomplete)}): "
                         f"{len(s.points)} case(s) measured; left out of history and "
                         "cross-chip.</p>")
+        if s.injected:
+            body.append(f"<p><b>This check was slowed on purpose</b> (--inject-slowdown "
+                        f"{s.injected:g}): every run of this chip given was; left out of "
+                        "history and cross-chip.</p>")
         for mode in s.modes:
             body += _mode_section(w, s, idx, mode)
     body += _history(w, sources) + _cross(w, sources)

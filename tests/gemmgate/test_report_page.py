@@ -209,3 +209,30 @@ def test_a_run_that_stopped_early_is_said_so_and_kept_out_of_history(tmp_path, r
     page = (tmp_path / "out" / "index.html").read_text()
     assert "<td>a case was stuck</td>" in page
     assert "history over 2 runs/baselines" in page    # the run and the baseline, not 3
+
+
+def test_a_slowed_check_is_no_headline_nor_history_and_software_is_shown(tmp_path, run_file,
+                                                                       synthetic_record):
+    """A newer check with --inject-slowdown 0.5 on other software became the chip's
+    headline and a history step, the page naming neither (a review). It is left out of
+    both and said; the file table names each file's torch, triton, timing and block, and a
+    history over mixed software says so."""
+    slowed = tmp_path / "slowed.json"
+    rec = synthetic_record(ITEMS, environment={**ENV, "date": "2026-12-03T10:00:00+00:00",
+                                               "inject_slowdown": 0.5, "torch": "2.9.0"})
+    slowed.write_text(json.dumps(rec.to_json()))
+    other = tmp_path / "other.json"
+    rec = synthetic_record(ITEMS, environment={**ENV, "date": "2026-12-02T10:00:00+00:00",
+                                               "triton": "3.6.0"})
+    other.write_text(json.dumps(rec.to_json()))
+    srcs = report_page.load_sources([str(run_file), str(slowed), str(other)], [])
+    assert [s.injected for s in srcs] == [0.0, 0.5, 0.0]
+    (subject,) = report_page.subjects(srcs)
+    assert subject.path == str(other)   # the newest run not slowed on purpose
+    report_page.write_report(srcs, tmp_path / "out")
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "<th>measured with</th>" in page and "<td>0.5</td>" in page
+    assert "triton 3.6.0" in page and "history over 2 runs/baselines; measured with 2" in page
+    (only,) = report_page.subjects([srcs[1]])   # every run slowed: shown, and said so
+    report_page.write_report([srcs[1]], tmp_path / "out2")
+    assert "This check was slowed on purpose" in (tmp_path / "out2" / "index.html").read_text()
