@@ -42,6 +42,7 @@ from gemmgate.context import RunContext, make_context, parse_devices
 from gemmgate.deadline import cli_limit
 from gemmgate.files import read_text, write_json_atomic
 from gemmgate.gate import ab_tolerance
+from gemmgate.markdown import md_cell, md_row
 from gemmgate.reference import resolve
 from gemmgate.run import environment_of
 
@@ -269,20 +270,16 @@ def _steps_table(steps: Sequence[Step], keys: Sequence[str], info: dict[str, Com
     return t
 
 
-def _md(x: str) -> str:
-    return x.replace("|", "\\|").replace("\n", " ")
-
-
 def _markdown(chip: str, outcome: str, text: str, steps: Sequence[Step], keys: Sequence[str],
               info: dict[str, Commit], good: str) -> str:
     head = {CULPRIT: "first slow commit found", CLEAN: "nothing regressed",
             INCONCLUSIVE: "**inconclusive**", RANGE: "**culprit not isolated** (skips)"}
     lines = [f"### gemmgate bisect on {chip}: {head.get(outcome, '**BAD not measurable**')}",
-             "", _md(text), "", f"GOOD `{good[:12]}`, {len(keys)} case(s); A/B: the commit's "
+             "", md_cell(text), "", f"GOOD `{good[:12]}`, {len(keys)} case(s); A/B: the commit's "
              "kernel against the reference commit's in one process (< 0: slower).", "",
              "| " + " | ".join(_head(keys)) + " |", "|" + "---|" * len(_head(keys))]
-    lines += ["| " + " | ".join(_md(x) for x in _row(n, s, keys, info, good)) + " |"
-              for n, s in _numbered(steps)]
+    lines += [md_row(_row(n, s, keys, info, good)) for n, s in _numbered(steps)]   # (a
+    # commit subject holding `<!--` hid the rest of the summary: a review)
     return "\n".join(lines) + "\n"
 
 

@@ -48,3 +48,12 @@ def test_a_provider_name_with_a_pipe_keeps_the_run_table_whole(synthetic_record)
     rows = _rows_of(report.markdown([case]))
     head, rule = rows[0], rows[1]
     assert head.replace("\\|", "").count("|") == rule.count("|")
+
+
+def test_a_cell_shows_its_text_as_written_on_github():
+    """A provider `mod:_mm_` came out in italics, a message holding `<class 'X'>` was
+    dropped as an HTML tag, and a bisect's commit subject `<!--` hid the rest of the
+    summary (a review): emphasis, code and HTML characters are escaped."""
+    assert md_cell("mod:_mm_ a*b `c`") == "mod:\\_mm\\_ a\\*b \\`c\\`"
+    assert md_cell("<class 'X'> & <!-- x") == "&lt;class 'X'&gt; &amp; &lt;!-- x"
+    assert md_cell("a |\n b") == "a \\| b"
