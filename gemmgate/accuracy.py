@@ -19,7 +19,8 @@ reference rounded to its dtype (`Errors.excess`). fp32 sums rounded to nearest l
 of it (CPU, K 64 to 61,440); partial sums kept to 13 bits leave >= 2.5e-4 at any K, where
 the whole error moves by a few percent; an fp32 sum that truncates (as tensor cores have
 been measured to) leaves 3.5e-4 at K = 11,008 in a simulation. A mode's `max_excess`
-bounds it; none is set until the device's honest figure is known (gemmgate/precision.py).
+bounds it where the device's honest figure is known to sit well apart from a downgrade's:
+bf16's (gemmgate/precision.py).
 A product of few elements can cancel: a 1 x 1 x K output is one sum whose size is a
 matter of chance, and an honest fp32 error relative to it passed fp32's band 96-98% of
 the time (CPU, 200 seeds, K 4,096 and 65,536; in the harness's own seeds 1x1x8976 failed

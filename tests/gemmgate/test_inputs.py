@@ -37,3 +37,30 @@ def test_operands_have_the_cases_layout_and_leading_dimension(case, a_stride, b_
     assert got.a.stride() == a_stride and got.b.stride() == b_stride
     assert got.a.is_contiguous() == (case.layout[0] == "r" and not case.pad)
     assert (got.scale_a is not None and got.scale_b is not None) == MODES[mode].scaled
+
+
+def test_fp8_scales_are_far_apart_and_a_swapped_scale_fails_accuracy():
+    """From one normal buffer each, the scales were 0.3-0.5% apart: a kernel that read
+    scale_a for scale_b passed (a review). A's values an eighth and B's 8x leave the fp8
+    payloads bit for bit as they were and the scales 64x apart."""
+    import torch
+
+    from gemmgate.accuracy import classify, errors
+    from gemmgate.inputs import FP8_SPREAD
+
+    case, mode = Case(48, 40, 64), MODES["fp8"]
+    got = make_inputs(case, mode, "cpu")
+    ratio = float(got.scale_a / got.scale_b)
+    assert 1 / 100 < ratio < 1 / 40   # 1/64 times the buffers' own amax ratio
+    gen = torch.Generator().manual_seed(0)   # the payload as before the spread
+    raw = torch.randn(case.m, case.k, generator=gen)
+    old = (raw / (raw.abs().amax() / torch.finfo(torch.float8_e4m3fn).max)).to(
+        torch.float8_e4m3fn)
+    assert torch.equal(got.a.view(torch.uint8), old.view(torch.uint8))
+    assert FP8_SPREAD[0] * FP8_SPREAD[1] == 1.0
+    ref, s2 = got.reference_and_scale2()
+    prod = got.a.float() @ got.b.float()
+    right = (prod * got.scale_a * got.scale_b).to(torch.bfloat16)
+    swapped = (prod * got.scale_a * got.scale_a).to(torch.bfloat16)
+    assert classify(errors(right, ref, s2), mode).status == "pass"
+    assert classify(errors(swapped, ref, s2), mode).status != "pass"
