@@ -264,8 +264,12 @@ def test_nightly_compares_pytest_benchmark_with_the_runners_previous_run(tmp_pat
     fake = tmp_path / "bin"
     fake.mkdir()
     # `python3 -c ...` (the store's folder for this Python) runs; the rest is recorded
-    (fake / "python3").write_text(f'#!/bin/sh\n[ "$1" = -c ] && exec {sys.executable} "$@"\n'
-                                  'echo "$@" >>"$LOG"\n')
+    # an autosave leaves a run in the storage it was given, under this Python's folder
+    (fake / "python3").write_text(
+        f'#!/bin/sh\n[ "$1" = -c ] && exec {sys.executable} "$@"\necho "$@" >>"$LOG"\n'
+        'prev=\nfor a in "$@"; do\n  [ "$prev" = --benchmark-storage ] && store=${a#file://}\n'
+        '  prev=$a\ndone\n[ -n "$store" ] && mkdir -p "$store/$MID" && '
+        'echo {} >"$store/$MID/0001_abc.json"\nexit 0\n')
     (fake / "python3").chmod(0o755)
     from pytest_benchmark.utils import get_machine_id
 
@@ -273,20 +277,26 @@ def test_nightly_compares_pytest_benchmark_with_the_runners_previous_run(tmp_pat
     other = cache / "gemmgate-benchmarks" / "nvidia-x" / "Linux-CPython-2.7-64bit"
     other.mkdir(parents=True)
     (other / "0001_old.json").write_text("{}")   # another Python's save: no reference
+    work = tmp_path / "work"   # the job's workspace (the store's copy is made in it)
+    work.mkdir()
+    local = work / ".benchmarks-store"
     for night in ("first", "later"):
         log = tmp_path / f"{night}.log"
         env = {"PATH": f"{fake}:/usr/bin:/bin", "LOG": str(log), "CHIP": "nvidia-x",
-               "RUNNER_TOOL_CACHE": str(cache)}
-        subprocess.run(["bash", "-e", "-c", run], env=env, check=True, timeout=60)
+               "RUNNER_TOOL_CACHE": str(cache), "MID": get_machine_id()}
+        subprocess.run(["bash", "-e", "-c", run], env=env, check=True, timeout=60, cwd=work)
         calls = [c for c in log.read_text().splitlines() if c.startswith("-m pytest tests/perf")]
         assert len(calls) == 2 and "--benchmark-enable" not in calls[0]
-        store = f"file://{cache}/gemmgate-benchmarks/nvidia-x"
-        assert f"--benchmark-storage {store}" in calls[1] and "--benchmark-autosave" in calls[1]
+        # the run reads a copy inside the workspace (a store outside the working directory
+        # raised INTERNALERROR where pytest-benchmark warned of a changed machine)
+        assert f"--benchmark-storage file://{local}" in calls[1]
+        assert "--benchmark-autosave" in calls[1]
         compares = "--benchmark-compare --benchmark-compare-fail=median:5%" in calls[1]
         assert compares == (night == "later"), (night, calls[1])
-        saved = cache / "gemmgate-benchmarks" / "nvidia-x" / get_machine_id()
-        saved.mkdir(parents=True, exist_ok=True)
-        (saved / "0001_abc.json").write_text("{}")   # what the first night's autosave left
+        assert (local / "Linux-CPython-2.7-64bit" / "0001_old.json").is_file()   # copied in
+        # the night's save is copied back to the runner's store: the next night compares
+        assert (cache / "gemmgate-benchmarks" / "nvidia-x" / get_machine_id() /
+                "0001_abc.json").is_file()
     assert any(_uses(s, "actions/upload-artifact") and "pytest-benchmark" in
                s["with"]["path"] for s in steps)
 
