@@ -106,10 +106,33 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
     else:
         pick, source = fallback(fam, M, N, K, variants, sms, smem, fma,
                                 mode.input_precision == "tf32x3", b_kmajor(bucket)), "heuristic"
-    ranged = fast_ranges(pick, fam, M, N, K, variants, smem, sms)
+    pick = within_workspace(pick, M, N, variants)
+    ranged = within_workspace(fast_ranges(pick, fam, M, N, K, variants, smem, sms), M, N,
+                              variants)
     return Plan(fam, key, copy_a, copy_b, variants,
                 ranged if ranged is not pick else _ws(pick, bucket, M, N, K, sms), source, fma,
                 pad)
+
+
+WORKSPACE_MAX = 2**31   # a split's fp32 partials, (split, M, N), addressed in int32
+
+
+def within_workspace(c: TileConfig, m: int, n: int, variants: tuple[str, ...]) -> TileConfig:
+    """`c` split no more ways than its partials' workspace can be addressed (split x M x N
+    under WORKSPACE_MAX elements): a table entry's split borrowed by a larger shape (the
+    regime caps output tiles, so 8192^3's split looked near 16384 x 32768) or fp8's forced
+    split of 32768^3 raised "split less" at launch, which a caller cannot do (a review,
+    456 such picks over large shapes in both tables). Unsplit where even 2 ways are too
+    many: a TMA split (or hybrid) tile as the plain TMA tile where the call runs it, else
+    the tiled and gemv kernels' split 1."""
+    if c.split_k < 2 or c.split_k * m * n < WORKSPACE_MAX:
+        return c
+    split = (WORKSPACE_MAX - 1) // max(m * n, 1)
+    if split >= 2:
+        return derive(c, c.variant, split, c.occupancy)
+    if c.variant in ("tma_split", "tma_hybrid"):
+        return derive(c, "tma", 1, 1) if "tma" in variants else c
+    return derive(c, c.variant, 1, c.occupancy)
 
 
 # fp8's dot on sm_90 sums in wgmma's fast accumulator, never promoted: its error grows

@@ -106,6 +106,9 @@ def _resolve(a, b, precision, out, scale_a, scale_b, cached: bool = False
     try:
         pa, pb = a.data_ptr(), b.data_ptr()
         po = None if out is None else out.data_ptr()
+        # (the scales' addresses too, where out is given: `_check_apart` reads them)
+        psa = None if po is None or scale_a is None else scale_a.data_ptr()
+        psb = None if po is None or scale_b is None else scale_b.data_ptr()
         key = (a.device, b.device, a.dtype, b.dtype, a.shape, b.shape, a.stride(), b.stride(),
                pa % 16 == 0, pb % 16 == 0, precision,
                None if po is None else (out.device, out.dtype, out.shape, out.stride(),
@@ -113,7 +116,7 @@ def _resolve(a, b, precision, out, scale_a, scale_b, cached: bool = False
                None if scale_a is None else _facts(scale_a),
                None if scale_b is None else _facts(scale_b), cached, a.is_neg(), b.is_neg())
         hit = dispatch.CALLS.get(key)
-        ptrs = (pa, pb, po)
+        ptrs = (pa, pb, po, psa, psb)
     except (AttributeError, TypeError, RuntimeError):   # not tensors, an unhashable
         key = hit = ptrs = None   # precision, a sparse tensor's strides: the checks say what
     if hit is not None:
@@ -133,7 +136,7 @@ def _span(x: torch.Tensor) -> int:
     return (sum((n - 1) * s for n, s in zip(x.shape, x.stride())) + 1) * x.element_size()
 
 
-def _check_apart(spans: tuple[int, int, int], a, b, out) -> None:
+def _check_apart(spans: tuple[int, int, int], a, b, out, scale_a=None, scale_b=None) -> None:
     """`out` shares no memory with a or b: the kernels read A and B while tiles of C are
     written, so an out over an input gives wrong values where torch.matmul, which stages
     the product, gives right ones. Where the byte spans meet, blocks of one buffer's
@@ -146,6 +149,12 @@ def _check_apart(spans: tuple[int, int, int], a, b, out) -> None:
                 and not (_rows_apart(x, out) or _rows_apart(x.t(), out.t())):
             raise ValueError(f"out overlaps {name} in memory: the kernels read {name} while "
                              f"they write out; pass an out of its own (or out=None)")
+    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+        # the kernels read a scale as each tile of out is stored (a scale inside out was
+        # written over by the first tile: wrong values, no error; a review)
+        if s is not None and spans[2] and o <= s.data_ptr() < o + spans[2]:
+            raise ValueError(f"{name} lies inside out's memory: the kernels read it while "
+                             "they write out; pass a scale of its own")
 
 
 def _rows_apart(x, y) -> bool:
@@ -169,7 +178,7 @@ def _rows_apart(x, y) -> bool:
 
 def _facts(x) -> tuple | None:
     """What the checks read of `out` or a scale."""
-    return None if x is None else (x.device, x.dtype, x.shape)
+    return None if x is None else (x.device, x.dtype, x.shape, x.is_neg())
 
 
 def _check(a, b, precision, out, scale_a, scale_b) -> KernelMode:
@@ -202,6 +211,9 @@ def _check(a, b, precision, out, scale_a, scale_b) -> KernelMode:
                               or s.dtype != torch.float32 or s.device != a.device):
             raise ValueError(f"{name} must be a one-element float32 tensor on {a.device}, "
                              f"got {_what(s)}")
+        if s is not None and s.is_neg():   # read as stored: its sign would be lost (a review)
+            raise ValueError(f"{name} is a lazy negation view (is_neg()): pass "
+                             f"{name}.resolve_neg()")
     if out is not None:
         _check_out(out, (a.shape[0], b.shape[1]), out_dtype, a.device)
     return mode
@@ -286,7 +298,8 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
     resolved, ptrs = _resolve(a, b, precision, out, scale_a, scale_b, cache_copies)
     mode, plan = resolved.mode, resolved.plan
     if resolved.spans is not None and (ptrs is None or ptrs != resolved.apart):
-        _check_apart(resolved.spans, a, b, out)   # the same addresses: the same answer
+        _check_apart(resolved.spans, a, b, out, scale_a, scale_b)   # the same addresses:
+        # the same answer
         resolved.apart = ptrs
     if out is None:
         out = torch.empty((a.shape[0], b.shape[1]), dtype=getattr(torch, mode.output_dtype),

@@ -278,6 +278,8 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     tensors plan as CUDA ones (scripts/call_audit.py compiles what a call would launch).
     """
     elem = a.element_size()
+    if not (a.shape[0] and a.shape[1] and b.shape[1]):   # a descriptor's box needs every
+        return None   # extent positive (`tma_operands`; a `config=` of K = 0: a review)
     if a.device.type not in _DEVICES or a.dtype not in _DTYPES or is_fp32 \
             or has_scale != (elem == 1) \
             or not fits(config, elem) or tma_form(a) is not False:   # (Triton's interpreter

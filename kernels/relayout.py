@@ -20,16 +20,20 @@ import triton
 import triton.language as tl
 from torch.multiprocessing.reductions import StorageWeakRef
 
+from kernels.jit_parts import wide
 from kernels.launch import Launch
 from kernels.scratch import SCRATCH
-from kernels.tile import cdiv, pow2_floor
+from kernels.tile import cdiv, pow2_floor, wide_offsets
 
 
 @triton.jit
 def _copy_kernel(x_ptr, y_ptr, R, C, sxr, sxc, syr, YR, YC,
-                 BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+                 BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, I64: tl.constexpr = False):
     """y[:YR, :YC] = x (R, C) and zeros past it (YR >= R, YC >= C): one pass, the zeros
-    of a padded copy (`aligned_copy`'s `pad_to`) included."""
+    of a padded copy (`aligned_copy`'s `pad_to`) included. `I64`: offsets in 64 bits
+    (`tile.wide_offsets`: a view whose rows lie 2**30 apart read and wrote rows 4 GiB
+    away in int32; a review)."""
+    sxr, sxc, syr = wide(sxr, I64), wide(sxc, I64), wide(syr, I64)
     r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     inside = (r[:, None] < R) & (c[None, :] < C)
@@ -147,8 +151,10 @@ def copy_launch(rows: int, cols: int, sxr: int, sxc: int, syr: int, y_rows: int 
     zeroed (0: x's)."""
     y_rows, y_cols = y_rows or rows, y_cols or cols
     grid = (cdiv(y_rows, _BLOCK), cdiv(y_cols, _BLOCK))
+    i64 = wide_offsets(((rows, cols), (sxr, sxc)), ((y_rows, y_cols), (syr, 1)))
     return Launch(_copy_kernel, grid, (rows, cols, sxr, sxc, syr, y_rows, y_cols),
-                  dict(BLOCK_R=_BLOCK, BLOCK_C=_BLOCK, num_warps=4))
+                  dict(BLOCK_R=_BLOCK, BLOCK_C=_BLOCK, num_warps=4, **({"I64": True} if i64
+                                                                        else {})))
 
 
 @functools.lru_cache(maxsize=256)

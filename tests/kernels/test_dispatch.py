@@ -344,3 +344,23 @@ def test_split_ranges_takes_any_limit_and_leaves_a_pick_no_split_can_bring_withi
     pick = _tile()
     assert dispatch.split_ranges(pick, 4096, TMA, 64) is pick     # 64 ranges of one block
     assert dispatch.split_ranges(pick, 1024, TMA, 1) is pick
+
+
+def test_a_split_is_cut_to_what_its_workspace_can_address():
+    """fp32 16384 x 8192 x 32768 borrowed 8192^3's 4-way split (the regime caps output
+    tiles) and fp8 32768^3 was forced to 2 ranges: launch raised "split less" (a review).
+    The plan splits no more ways than split x M x N < 2**31; unsplit where 2 is too many."""
+    from kernels.dispatch import WORKSPACE_MAX, within_workspace
+    from kernels.tile import TileConfig
+
+    split4 = TileConfig(64, 64, 32, 8, 4, 4, "tma_split", split_k=4)
+    runs = ("tma", "tiled", "tma_split")
+    got = within_workspace(split4, 16384, 32768, runs)    # 4 x 2**29 = 2**31: 3 ways fit
+    assert (got.variant, got.split_k) == ("tma_split", 3) and 3 * 2**29 < WORKSPACE_MAX
+    flat = within_workspace(split4, 32768, 32768, runs)   # 2 x 2**30: not even 2
+    assert (flat.variant, flat.split_k) == ("tma", 1)
+    assert flat.block_m == 64 and flat.block_k == 32 and flat.num_stages == 4
+    assert within_workspace(split4, 8192, 16384, runs) is split4   # fits as it is
+    tiled = TileConfig(128, 128, 32, 8, 4, 8, "tiled", split_k=8)
+    assert within_workspace(tiled, 32768, 32768, runs).split_k == 1
+    assert within_workspace(split4, 32768, 32768, ("tiled", "tma_split")) is split4

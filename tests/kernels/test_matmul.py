@@ -483,6 +483,25 @@ def test_bad_out_scale_or_config_is_named(kw, exc, match):
         kernels.matmul(_t(2, 3), _t(3, 5), **kw)
 
 
+def test_a_scale_inside_out_or_without_its_sign_is_refused():
+    """A scale that was one of out's elements was written over by the first tile stored,
+    and a negation-view scale lost its sign: wrong values, no error (a review). Both are
+    refused; a scale of its own beside an out is fine."""
+    a, b = _t(48, 40), _t(40, 36)
+    o = torch.full((48, 36), 2.0)
+    with pytest.raises(ValueError, match="scale_a lies inside out's memory"):
+        kernels.matmul(a, b, out=o, scale_a=o[0:1, 0:1])
+    with pytest.raises(ValueError, match="scale_b lies inside out's memory"):
+        kernels.matmul(a, b, out=o, scale_b=o[47:48, 35:36].reshape(1))
+    neg = torch.tensor([1 + 2j]).conj().imag
+    assert neg.is_neg()
+    with pytest.raises(ValueError, match="scale_a is a lazy negation view"):
+        kernels.matmul(a, b, scale_a=neg)
+    two = torch.tensor(2.0)
+    got = kernels.matmul(a, b, out=o, scale_a=two)
+    assert got is o and torch.allclose(o, 2 * (a @ b), rtol=1e-5, atol=1e-4)
+
+
 def test_a_lazy_negation_view_is_refused_not_read_without_its_sign():
     """The kernels read storage as it is: `a.conj().imag` of a complex tensor (a negation
     view) gave the product's negative (session 57)."""

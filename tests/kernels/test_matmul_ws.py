@@ -283,3 +283,18 @@ def test_meta_tensors_plan_as_cuda_ones_and_cpu_ones_take_the_tma_form(monkeypat
     r = ws.recipe(cfg, *operands("meta"), **flags)
     assert r is not None and r.run.grid == (min(132, 8 * 6),) and r.run.ints == (1024, 768, 512)
     assert ws.recipe(cfg, *operands("cpu"), **flags) is None
+
+
+def test_a_zero_extent_takes_no_warp_specialized_launch(monkeypatch):
+    """A descriptor's box needs every extent positive: a `config=` naming a tma_ws tile on K
+    = 0 (a view `big[:, :0]`) failed inside Triton, where the other TMA recipes say no
+    (`tma_operands`; a review). The recipe says no: kernels.matmul runs the `tma` form."""
+    from kernels.tile import TileConfig
+
+    monkeypatch.setattr(ws, "num_sms", lambda device: 132)
+    cfg = TileConfig(128, 128, 64, 8, 5, 8, "tma_ws")
+    flags = dict(input_precision="ieee", is_fp32=False, has_scale=False)
+    for (m, k, n) in ((1024, 0, 768), (0, 512, 768), (1024, 512, 0)):
+        a, b, out = (torch.empty(s, dtype=torch.float16, device="meta")
+                     for s in ((m, k), (k, n), (m, n)))
+        assert ws.recipe(cfg, a, b, out, **flags) is None, (m, k, n)

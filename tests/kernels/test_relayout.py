@@ -266,3 +266,16 @@ def test_unstage_into_a_second_buffer_at_another_address(device):
         y = torch.zeros(4, 100, device=device)
         launch.fast(x, y)
         assert torch.equal(y, x)
+
+
+def test_a_copy_whose_offsets_pass_int32_forms_them_in_64_bits():
+    """The copy kernel formed r * sxr in int32: a (3 x 16) view whose rows lie 2**30 + 8
+    apart read its third row 4 GiB before it, and a copy into such an out wrote there (a
+    review; in the interpreter the old kernel ended the process, the new one copied the
+    rows right: a 2 GiB buffer, run by hand, session 67). 64-bit offsets where
+    `wide_offsets` says so; the launch of every other copy is as it was."""
+    from kernels.relayout import copy_launch
+
+    assert copy_launch(3, 16, 2**30 + 8, 1, 16).kw.get("I64") is True      # x's rows
+    assert copy_launch(3, 16, 1, 3, 2**30 + 8).kw.get("I64") is True       # y's rows
+    assert "I64" not in copy_launch(64, 64, 64, 1, 64).kw
