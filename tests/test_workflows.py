@@ -336,3 +336,54 @@ def test_the_nightly_installs_what_its_pytest_steps_run_and_runs_the_gpu_tests()
     assert "scripts/install.sh test" in install          # pytest and pytest-benchmark
     assert 'pip install "asv==' in install
     assert any(r.strip().endswith("python3 -m pytest -q -p no:cacheprovider") for r in runs)
+
+
+def test_gpu_pr_comment_edits_its_own_comments_names_the_commit_and_marks_a_chip_that_stopped(
+        tmp_path):
+    """The posting step, run here with a stand-in `gh` over a PR's comments (a review):
+    a comment by someone else that starts with the marker is never edited (it took over
+    the bot's comment); each comment names its commit; a chip whose check wrote no
+    comment for this push has its comment say so (it showed an earlier commit's results
+    as current)."""
+    import json
+    import shutil
+    import subprocess
+
+    if shutil.which("jq") is None:
+        pytest.skip("needs jq (the stand-in gh evaluates --jq with it)")
+    job = _load("gpu.yml")["jobs"]["comment"]
+    post = job["steps"][-1]
+    comments = tmp_path / "comments.json"
+    comments.write_text(json.dumps([
+        {"id": 1, "user": {"login": "github-actions[bot]"},
+         "body": "<!-- gemmgate-check:nvidia-h200 -->\nold h200"},
+        {"id": 2, "user": {"login": "someone"},
+         "body": "<!-- gemmgate-check:nvidia-h200 -->\nfake results"},
+        {"id": 3, "user": {"login": "github-actions[bot]"},
+         "body": "<!-- gemmgate-check:nvidia-h100 -->\nold h100"}]))
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "gh").write_text(
+        '#!/bin/bash\nif [ "$1" = api ] && [ "$2" = -X ]; then\n'
+        '  f="${6#body=@}"; printf "PATCH %s\\n%s\\n" "$4" "$(cat "$f")" >>"$LOG"; exit 0\nfi\n'
+        'if [ "$1" = api ]; then\n  while [ "$1" != --jq ]; do shift; done\n'
+        '  jq -r "$2" "$COMMENTS"; exit 0\nfi\n'
+        'printf "POST %s\\n" "$*" >>"$LOG"\n')
+    (fake / "gh").chmod(0o755)
+    work = tmp_path / "work"
+    (work / "comments" / "gemmgate-comment-nvidia-h200").mkdir(parents=True)
+    (work / "comments" / "gemmgate-comment-nvidia-h200" / "gemmgate-comment.md").write_text(
+        "new h200 results\n")
+    log = tmp_path / "log"
+    env = {"PATH": f"{fake}:/usr/bin:/bin", "LOG": str(log), "COMMENTS": str(comments),
+           "GITHUB_REPOSITORY": "o/r", "PR_NUMBER": "7", "HEAD_SHA": "abc123",
+           "GH_TOKEN": "x"}
+    subprocess.run(["bash", "-e", "-c", post["run"]], env=env, cwd=work, check=True,
+                   timeout=60)
+    out = log.read_text()
+    assert "PATCH repos/o/r/issues/comments/1\n<!-- gemmgate-check:nvidia-h200 -->\n" \
+           "For commit `abc123`.\nnew h200 results" in out
+    assert "comments/2" not in out and "POST" not in out
+    assert "PATCH repos/o/r/issues/comments/3\n<!-- gemmgate-check:nvidia-h100 -->\n" \
+           "For commit `abc123`: the nvidia-h100 check wrote no" in out
+    assert post["env"]["HEAD_SHA"] == "${{ github.event.pull_request.head.sha }}"
