@@ -387,3 +387,25 @@ def test_gpu_pr_comment_edits_its_own_comments_names_the_commit_and_marks_a_chip
     assert "PATCH repos/o/r/issues/comments/3\n<!-- gemmgate-check:nvidia-h100 -->\n" \
            "For commit `abc123`: the nvidia-h100 check wrote no" in out
     assert post["env"]["HEAD_SHA"] == "${{ github.event.pull_request.head.sha }}"
+
+
+def test_the_published_asv_site_links_commits_to_this_repository(tmp_path):
+    """asv.conf.json says OWNER/REPO (a template): every commit link of the published
+    site was a 404 (a review). The pages job writes the repository in before publishing;
+    run here with a stand-in python3 on a copy of the config."""
+    import shutil
+    import subprocess
+
+    job = _load("nightly.yml")["jobs"]["pages"]
+    [run] = [s["run"] for s in job["steps"] if "asv publish" in s.get("run", "")]
+    shutil.copy(ROOT / "asv.conf.json", tmp_path)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python3").write_text("#!/bin/sh\nexit 0\n")
+    (fake / "python3").chmod(0o755)
+    env = {"PATH": f"{fake}:/usr/bin:/bin", "GITHUB_SERVER_URL": "https://github.com",
+           "GITHUB_REPOSITORY": "acme/gemm"}
+    subprocess.run(["bash", "-e", "-c", run], env=env, cwd=tmp_path, check=True, timeout=60)
+    conf = (tmp_path / "asv.conf.json").read_text()
+    assert '"project_url": "https://github.com/acme/gemm"' in conf
+    assert '"show_commit_url": "https://github.com/acme/gemm/commit/"' in conf
