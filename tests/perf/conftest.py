@@ -71,7 +71,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "perf: GEMM performance test (pytest-benchmark)")
 
 
-def pytest_benchmark_update_machine_info(config, machine_info):
+@pytest.hookimpl(optionalhook=True)   # without pytest-benchmark (`-p no:benchmark`) an
+def pytest_benchmark_update_machine_info(config, machine_info):   # unknown hook aborted
     machine_info.update(stack())
 
 
