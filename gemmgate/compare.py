@@ -90,6 +90,9 @@ def ab_noise(run_medians: Sequence[float]) -> float:
     return max(abs(x - 1) for x in run_medians)
 
 
+MIN_JUDGED = 6   # samples a verdict needs (stats.median_ci: below, its CI is no 95% one)
+
+
 def judge(current: Sequence[float], baseline: float, tol: float) -> Judgement:
     """Verdict on a higher-is-better figure (speed ratio or TFLOP/s samples)."""
     if baseline <= 0 or not math.isfinite(baseline):
@@ -99,6 +102,10 @@ def judge(current: Sequence[float], baseline: float, tol: float) -> Judgement:
     med = stats.median(current)
     lo, hi = stats.median_ci(current)
     change, ci_low, ci_high = med / baseline - 1, lo / baseline - 1, hi / baseline - 1
+    if len(current) < MIN_JUDGED:   # no pair of order statistics covers the median with
+        # 95% (the whole range of 3 covers it 75% of the time; of 1, never): `judge([0.97],
+        # 1.0, 0.015)` was "regressed" on one sample (a review)
+        return Judgement(INCONCLUSIVE, change, ci_low, ci_high, tol)
     if abs(change) <= tol:
         verdict = UNCHANGED
     elif change < 0:

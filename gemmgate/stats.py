@@ -48,11 +48,15 @@ def median_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, flo
     s = _sorted(xs)
     n = len(s)
     alpha = (1 - confidence) / 2
-    tail, j = 0.0, 0
+    # P(X = j) in logs, by the recurrence C(n, j+1) = C(n, j) (n - j) / (j + 1): exact big
+    # integers (math.comb / 2**n) took 0.27 s at n = 4,000 and 3.5 s at 10,000, at every
+    # stopping check of a long or blocked run (a review); the same ranks (a test)
+    tail, j, log_p = 0.0, 0, -n * math.log(2.0)
     while j < n // 2:
-        tail += math.comb(n, j) / 2**n   # now P(X <= j)
+        tail += math.exp(log_p)          # now P(X <= j)
         if tail > alpha:
             break
+        log_p += math.log(n - j) - math.log(j + 1)
         j += 1
     j = max(j - 1, 0)                    # the last j whose tail stayed within alpha
     return s[j], s[n - 1 - j]

@@ -128,6 +128,15 @@ def test_judge_wide_sample_off_by_five_percent_is_inconclusive():
     assert ju.verdict == INCONCLUSIVE
 
 
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_fewer_samples_than_a_95_percent_ci_needs_is_inconclusive(n):
+    """Below 6 samples the CI is the sample range, covering the median 0-94% of the time:
+    one sample 3% slow was "regressed" (a review). The change is still reported."""
+    j = judge([0.97] * n, 1.0, 0.015)
+    assert j.verdict == INCONCLUSIVE and j.change == pytest.approx(-0.03)
+    assert judge([0.97] * 6, 1.0, 0.015).verdict == "regressed"
+
+
 def test_judge_exactly_at_tolerance_is_unchanged():
     j = judge([1.0] * 9, 1.0 / 0.98, 0.02 + 1e-12)   # change -2%, tol 2%
     assert j.verdict == UNCHANGED
@@ -186,8 +195,8 @@ def test_drift_cancels_in_ratio_but_shows_in_tflops():
 def test_drift_note_cases():
     tri, ven = _drift_rounds(seed=6)
     unchanged = judge([v / t for t, v in zip(tri, ven)], 0.9, 0.015)
-    regressed = judge([0.97 * 0.9] * 5, 0.9, 0.015)
-    improved = judge([1.05] * 5, 1.0, 0.015)
+    regressed = judge([0.97 * 0.9] * 6, 0.9, 0.015)
+    improved = judge([1.05] * 6, 1.0, 0.015)
     assert unchanged.verdict == UNCHANGED
     assert drift_note(unchanged, None) == ""
     assert drift_note(unchanged, improved) == "both providers faster (drift)"

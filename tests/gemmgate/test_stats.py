@@ -147,3 +147,26 @@ def test_geomean_without_valid_values_is_nan(xs):
     assert math.isnan(stats.geomean(xs))
 
 
+
+
+def test_median_ci_ranks_equal_the_exact_binomial_ones():
+    """The tail sums in floats (logs, by recurrence) pick the ranks exact big-integer
+    binomials pick (those took 3.5 s at n = 10,000, at every stopping check; a review):
+    every n to 400 at three confidence levels."""
+    import math
+
+    from gemmgate.stats import median_ci
+
+    def exact(n: int, confidence: float) -> int:
+        alpha, tail, j = (1 - confidence) / 2, 0.0, 0
+        while j < n // 2:
+            tail += math.comb(n, j) / 2**n
+            if tail > alpha:
+                break
+            j += 1
+        return max(j - 1, 0)
+
+    for n in range(1, 401):
+        xs = list(range(n))
+        for confidence in (0.9, 0.95, 0.99):
+            assert median_ci(xs, confidence)[0] == exact(n, confidence), (n, confidence)
