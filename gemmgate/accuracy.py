@@ -177,32 +177,35 @@ def errors(out, ref, scale2: float = 0.0) -> Errors:
     for ds, rs, other, name in ((row_d, row_r, n, "rows"), (col_d, col_r, m, "columns")):
         count = ds.numel()
         width = min(count, -(-BLOCK_ELEMENTS // other))   # lines a block, ceil
-        starts = torch.arange(0, count, width, device=ds.device).clamp_max(count - width)
-        zero = torch.zeros(1, **f64)                      # the last block ends at the edge
-        cd, cr = torch.cat([zero, ds.cumsum(0)]), torch.cat([zero, rs.cumsum(0)])
-        bd = (cd[starts + width] - cd[starts]).clamp_min(0.0)
-        br = (cr[starts + width] - cr[starts]).clamp_min(floor2 * width / count)
-        ratio = torch.where(br > 0, bd / br.clamp_min(torch.finfo(torch.float64).tiny),
-                            torch.where(bd > 0, math.inf, 0.0))
-        i = int(ratio.argmax())
-        err = math.sqrt(float(ratio[i]))
+        starts = _starts(count, width, ds.device)         # the last block ends at the edge
+        i, err = _worst(_windows(ds, starts, width, 0), _windows(rs, starts, width, 0),
+                        floor2 * width / count)
         if err > worst.block:
             lo = int(starts[i])
             worst = Errors(whole.whole, err, f"{name} {lo}-{lo + width - 1} of {count}",
                            excess)
     if tiled:
         tile_rows = _starts(m, TILE, out.device)
-        td = _windows(row_td, tile_rows, TILE, 0).clamp_min(0.0)
-        tr = _windows(row_tr, tile_rows, TILE, 0).clamp_min(floor2 * TILE * TILE / (m * n))
-        ratio = torch.where(tr > 0, td / tr.clamp_min(torch.finfo(torch.float64).tiny),
-                            torch.where(td > 0, math.inf, 0.0))
-        i = int(ratio.argmax())
-        err = math.sqrt(float(ratio.flatten()[i]))
+        i, err = _worst(_windows(row_td, tile_rows, TILE, 0),
+                        _windows(row_tr, tile_rows, TILE, 0), floor2 * TILE * TILE / (m * n))
         if err > worst.block:
-            r0, c0 = int(tile_rows[i // ratio.shape[1]]), int(tile_cols[i % ratio.shape[1]])
+            r0, c0 = (int(tile_rows[i // tile_cols.numel()]),
+                      int(tile_cols[i % tile_cols.numel()]))
             worst = Errors(whole.whole, err, f"the tile of rows {r0}-{r0 + TILE - 1}, "
                            f"columns {c0}-{c0 + TILE - 1}", excess)
     return worst
+
+
+def _worst(bd, br, floor2: float) -> tuple[int, float]:
+    """(flat index, relative error) of the worst block, of blocks' squared error sums `bd`
+    and squared reference sums `br` (no reference sum below `floor2`)."""
+    import torch
+
+    bd, br = bd.clamp_min(0.0), br.clamp_min(floor2)
+    ratio = torch.where(br > 0, bd / br.clamp_min(torch.finfo(torch.float64).tiny),
+                        torch.where(bd > 0, math.inf, 0.0)).flatten()
+    i = int(ratio.argmax())
+    return i, math.sqrt(float(ratio[i]))
 
 
 def _starts(count: int, width: int, device):
