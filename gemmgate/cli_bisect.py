@@ -37,7 +37,13 @@ from gemmgate.bisect import (
     search,
 )
 from gemmgate.chips import select_chip
-from gemmgate.cli_run import append_summary, check_floor, check_outputs, shapes_file
+from gemmgate.cli_run import (
+    append_summary,
+    check_floor,
+    check_outputs,
+    shapes_file,
+    timed_as,
+)
 from gemmgate.context import RunContext, make_context, parse_devices
 from gemmgate.deadline import cli_limit
 from gemmgate.files import read_text, write_json_atomic
@@ -62,21 +68,6 @@ def _check_file(path: str) -> tuple[list[str], str | None, dict]:
     chip = env.get("chip") if isinstance(env, dict) else None
     return (regressed_in_check(data, path), chip if isinstance(chip, str) else None,
             env if isinstance(env, dict) else {})
-
-
-def _timed_as(args, env: dict, base) -> None:
-    """--timing and --block, where not given, as the check was timed (else as the
-    baseline was): a regression only eager timing shows (host cost) was bisected under
-    graph timing and reported as nothing regressed (a review)."""
-    for attr, key in (("timing", "timing"), ("block", "block")):
-        if getattr(args, attr) is not None:
-            continue
-        for rec in (env, base.provenance if base else {}):
-            value = rec.get(key)
-            if (value in ("graph", "eager")) if key == "timing" else \
-                    (type(value) is int and value >= 1):
-                setattr(args, attr, value)
-                break
 
 
 def _context(args, chip: str | None, items, pins_from: str | None) -> RunContext:
@@ -128,7 +119,8 @@ def bisect_command(args, console, err) -> int:
             good_ref = baselines.recorded_commit(base, f"GOOD baseline ({path})",
                                                  merged_ok=True)
     good, bad, commits = commit_range(good_ref, args.bad)
-    _timed_as(args, check_env, base)
+    timed_as(args, check_env, base.provenance if base else {})   # as the check (else
+    # its baseline) was timed
     # No pins: each commit's kernel runs its own dispatch (its tuning table), so a
     # commit that changed the table is found like any other.
     ctx = _context(args, chip, items, None)

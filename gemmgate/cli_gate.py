@@ -23,6 +23,7 @@ from gemmgate.cli_run import (
     say_stderr,
     shapes_file,
     stopped_by,
+    timed_as,
     write_partial,
 )
 from gemmgate.compare import REGRESSED
@@ -61,14 +62,10 @@ def check_command(args, console, err) -> int:
                   inputs=((str(path), "--baseline"), shapes_file(args.shapes)))
     base = baselines.load(path, chip_id)  # before any work: a bad file is exit 2
     ab_sha = _ab_commit(args.ab_ref, base)
-    block = args.block if args.block is not None else base.provenance.get("block")
-    timed = base.provenance.get("timing")
-    if args.timing is None and timed in ("graph", "eager"):
-        args.timing = timed   # as the baseline was timed: a graph check of an eager
-        # baseline compared figures without launch costs to figures with them
+    timed_as(args, base.provenance)   # --timing and --block as the baseline's
     ctx = context_from_args(args, shapes=args.shapes or base.provenance.get("shapes"),
-                            modes=_modes_arg(args, base), block=block,
-                            reference=ab_sha, slowdown=args.inject_slowdown)
+                            modes=_modes_arg(args, base), reference=ab_sha,
+                            slowdown=args.inject_slowdown)
     for given, key, what in ((ctx.policy.method, "timing", "--timing"),
                              (ctx.policy.block, "block", "--block")):
         if base.provenance.get(key) not in (None, given):

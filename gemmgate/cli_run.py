@@ -45,6 +45,22 @@ def context_from_args(args, *, shapes: str | None = None, modes: str | None = No
                                                getattr(args, "budget_per_key", 0.0)))
 
 
+def timed_as(args, *records: dict) -> None:
+    """--timing and --block, where not given, as the first of `records` (a run's
+    environment, a baseline's provenance) that names a usable one was timed: a check or a
+    bisect timed otherwise than what it compares with (graph against an eager baseline)
+    compared figures without launch costs to figures with them."""
+    for attr in ("timing", "block"):
+        if getattr(args, attr) is not None:
+            continue
+        for rec in records:
+            value = rec.get(attr)
+            if (value in ("graph", "eager")) if attr == "timing" else \
+                    (type(value) is int and value >= 1):
+                setattr(args, attr, value)
+                break
+
+
 def check_outputs(*paths: tuple[str | None, str], append: str | None = None,
                   inputs: tuple[tuple[str | None, str], ...] = ()) -> None:
     """Every output path writable, before any measuring (exit 2 otherwise); `append` is

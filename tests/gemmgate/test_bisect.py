@@ -551,15 +551,15 @@ def test_a_bisect_from_a_check_times_as_the_check_was_timed():
     import argparse
     from types import SimpleNamespace
 
-    from gemmgate.cli_bisect import _timed_as
+    from gemmgate.cli_run import timed_as
 
     args = argparse.Namespace(timing=None, block=None)
-    _timed_as(args, {"timing": "eager", "block": 3}, None)
+    timed_as(args, {"timing": "eager", "block": 3}, {})
     assert (args.timing, args.block) == ("eager", 3)
     args = argparse.Namespace(timing="graph", block=None)
     base = SimpleNamespace(provenance={"timing": "eager", "block": 2})
-    _timed_as(args, {"timing": "wall"}, base)
+    timed_as(args, {"timing": "wall"}, base.provenance)
     assert (args.timing, args.block) == ("graph", 2)
     args = argparse.Namespace(timing=None, block=None)
-    _timed_as(args, {"timing": "wall", "block": True}, None)
+    timed_as(args, {"timing": "wall", "block": True}, {})
     assert (args.timing, args.block) == (None, None)
