@@ -20,15 +20,13 @@ def report_command(args, console, err) -> int:
     if not runs and not bases:
         raise ValueError("nothing to report: give run files (gemmgate run --json) and/or "
                          "--baseline FILE")
-    given: dict[str, str] = {}
-    for f in runs + bases:   # twice, it would be drawn twice (its history's own step)
-        key = str(Path(f).resolve())
-        if key in given:
-            raise ValueError(f"{f} is given twice (as {given[key]}): give each file once")
-        given[key] = f
     out = Path(args.output)
-    for f in runs + bases:   # the page and its figures are written into `out`
+    given: dict[Path, str] = {}
+    for f in runs + bases:
         p = Path(f).resolve()
+        if p in given:   # twice, it would be drawn twice (its history's own step)
+            raise ValueError(f"{f} is given twice (as {given[p]}): give each file once")
+        given[p] = f
         if p.parent == out.resolve() and (p.name == "index.html" or p.suffix == ".png"):
             raise ValueError(f"{f} is in the report folder {out}, where the report writes "
                              "index.html and its figures: it would be written over; move "
