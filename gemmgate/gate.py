@@ -136,9 +136,9 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
     if base_ratio and result.ratio_samples:
         ratio_j = judge(result.ratio_samples, base_ratio,
                         tolerance(ratio_noise, floor, ratio_factor))
-    t = result.providers["triton"]
     tf_j = None
-    tf_samples = [result.case.flops / (ms * 1e-3) / 1e12 for ms in t.samples_ms if ms > 0]
+    tf_samples = [result.case.flops / (ms * 1e-3) / 1e12 for ms in result.round_ms("triton")
+                  if ms > 0]
     if base_tf and tf_samples and result.case.flops:
         tf_j = judge(tf_samples, base_tf, tolerance(tf_noise, 2 * floor, tf_factor))
     ab_j = judge(result.ab_samples, 1.0, ab_tolerance(base, floor)) \

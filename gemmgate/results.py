@@ -20,6 +20,7 @@ from gemmgate.accuracy import FAIL, PASS
 from gemmgate.files import read_text
 from gemmgate.precision import MODES
 from gemmgate.shapes import Case
+from gemmgate.timing import MAX_BLOCK
 
 REFERENCE = "reference"   # the kernel at another commit, timed beside triton (A/B)
 GATED = ("triton", "vendor")   # the pair the gate and baselines compare; others are extras
@@ -86,6 +87,7 @@ class CaseResult:
     peak_tflops: float | None = None
     telemetry: dict = field(default_factory=dict)
     worker: str = ""                     # device and process that measured it
+    block: int = 1                       # calls of a provider in a row a round (--block)
 
     @property
     def ratio_samples(self) -> tuple[float, ...]:
@@ -99,8 +101,14 @@ class CaseResult:
         a ratio of two such calls would enter the geomean as if it were a GEMM's."""
         if not self.case.m * self.case.n:
             return ()
-        t, o = self.providers["triton"].samples_ms, self.providers[name].samples_ms
+        t, o = self.round_ms("triton"), self.round_ms(name)
         return tuple(oi / ti for ti, oi in zip(t, o) if ti > 0 and oi > 0)
+
+    def round_ms(self, name: str) -> list[float]:
+        """A provider's samples one a round: with `block` > 1 each round's calls in a row
+        as their median (`stats.block_medians`): the rounds are what is independent, and a
+        CI over every call was too narrow."""
+        return stats.block_medians(self.providers[name].samples_ms, self.block)
 
     @property
     def ab_samples(self) -> tuple[float, ...]:
@@ -163,7 +171,7 @@ class CaseResult:
                 "telemetry": self.telemetry, "worker": self.worker}
 
     @classmethod
-    def from_json(cls, d, where: str) -> CaseResult:
+    def from_json(cls, d, where: str, block: int = 1) -> CaseResult:
         _need(isinstance(d, dict), where, "is not an object")
         case = case_from_json(d, where)
         provs = d.get("providers")
@@ -177,7 +185,7 @@ class CaseResult:
         peak = d.get("peak_tflops")
         _need(peak is None or (_real(peak) and peak > 0), f"{where}.peak_tflops",
               f"is {peak!r}, not a number > 0")
-        return cls(d["mode"], case, providers, peak, tele, str(d.get("worker", "")))
+        return cls(d["mode"], case, providers, peak, tele, str(d.get("worker", "")), block)
 
 
 @dataclass(frozen=True)
@@ -201,7 +209,12 @@ class RunRecord:
         _need(isinstance(env, dict), f"{where}: environment", "is missing")
         cases = data.get("cases")
         _need(isinstance(cases, list), f"{where}: cases", "is missing or not a list")
-        got = tuple(CaseResult.from_json(c, f"{where}: cases[{i}]") for i, c in enumerate(cases))
+        block = env.get("block", 1)   # runs before --block have none: strict alternation
+        _need(isinstance(block, int) and not isinstance(block, bool)
+              and 1 <= block <= MAX_BLOCK, f"{where}: environment.block",
+              f"is {block!r}, not 1 to {MAX_BLOCK}")
+        got = tuple(CaseResult.from_json(c, f"{where}: cases[{i}]", block)
+                    for i, c in enumerate(cases))
         seen: set[str] = set()
         for i, c in enumerate(got):   # a case twice would count twice in its geomean
             _need(c.key not in seen, f"{where}: cases[{i}]", f"repeats case {c.key}")

@@ -152,7 +152,7 @@ class Runner:
         if "inductor" in tiles:  # the template config that beat (or lost to) ours
             tele["inductor_config"] = tiles["inductor"].name
         return CaseResult(mode.name, case, results, chip.peak(mode.name), tele,
-                          f"{ctx.device}/pid{os.getpid()}")
+                          f"{ctx.device}/pid{os.getpid()}", ctx.policy.block)
 
     def _builder(self, name: str):
         """(builder(inp, mode) -> call, the kernel's recording chooser or None)."""

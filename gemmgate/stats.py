@@ -62,6 +62,19 @@ def median_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, flo
     return s[j], s[n - 1 - j]
 
 
+def block_medians(xs: Sequence[float], block: int) -> list[float]:
+    """Each run of `block` consecutive samples as one, its median: calls of one provider
+    timed in a row (`--block`) share one stretch of clock and heat, so it is rounds that
+    are independent, not calls (counted one a call, 10 calls a block left a 95% CI of the
+    median covering it 54% of the time in simulation, session 67). A short last run
+    counts as one too. `block` 1: the samples themselves."""
+    if block < 1:
+        raise ValueError(f"block must be >= 1, got {block}")
+    if block == 1:
+        return list(xs)
+    return [median(xs[i:i + block]) for i in range(0, len(xs), block)]
+
+
 def relative_ci_halfwidth(xs: Sequence[float]) -> float:
     """Half the width of the median's CI over the median: the stopping rule's measure;
     infinite below 6 samples, where no pair of order statistics covers the median with 95%

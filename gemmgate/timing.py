@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gemmgate.stats import relative_ci_halfwidth
+from gemmgate.stats import block_medians, relative_ci_halfwidth
 
 MAX_BLOCK = 1000   # `--block`'s largest: each round times every provider so many calls in a
 # row, and a round is never cut short by the budget (a baseline's block of 10^30 ran on)
@@ -97,7 +97,8 @@ def _done(samples: dict[str, list[float]], policy: TimingPolicy, started: float)
         return False
     if time.perf_counter() - started > policy.budget_s:
         return True
-    return all(relative_ci_halfwidth(v) <= policy.target_rel_ci for v in samples.values())
+    return all(relative_ci_halfwidth(block_medians(v, policy.block)) <= policy.target_rel_ci
+               for v in samples.values())   # a round's calls in a row are one sample
 
 
 def _order(names: list[str], rnd: int) -> list[str]:

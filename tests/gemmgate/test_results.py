@@ -51,6 +51,27 @@ def test_a_baseline_of_runs_judges_an_unchanged_run_unchanged():
     assert v.verdict == "unchanged"
 
 
+def test_a_blocked_run_pairs_its_rounds_not_its_calls():
+    """--block 3: each provider's three calls in a row are one round; the ratio, the A/B
+    and the gate's TFLOP/s samples are one a round (their medians), and a run file's
+    environment carries the block back in."""
+    t = (1.0, 1.1, 0.9, 2.0, 2.2, 1.8)            # two rounds at two clocks
+    v = (0.9, 0.95, 1.0, 1.8, 2.0, 1.9)
+    r = CaseResult("fp32", Case(64, 64, 64), {
+        "triton": ProviderResult("triton", "pass", 1e-7, "", t),
+        "vendor": ProviderResult("vendor", "pass", 1e-7, "", v)}, block=3)
+    assert r.round_ms("triton") == [1.0, 2.0]
+    assert r.ratio_samples == pytest.approx((0.95, 0.95))
+    assert CaseResult(r.mode, r.case, r.providers).ratio_samples != r.ratio_samples
+    record = RunRecord({"chip": "cpu", "block": 3}, "t", (r,))
+    again = RunRecord.from_json(json.loads(json.dumps(record.to_json())))
+    assert again.cases[0].block == 3 and again.cases[0].ratio_samples == r.ratio_samples
+    assert RunRecord.from_json({**record.to_json(), "environment": {}}).cases[0].block == 1
+    for bad in (0, 1001, 2.0, True, "3"):
+        with pytest.raises(ResultsError, match="environment.block"):
+            RunRecord.from_json({**record.to_json(), "environment": {"block": bad}})
+
+
 def test_no_paired_rounds_no_ratio():
     r = _result()
     lone = CaseResult(r.mode, r.case, {**r.providers, "vendor": ProviderResult(

@@ -148,7 +148,20 @@ def test_block_times_each_provider_several_calls_in_a_row():
     order.clear()   # a block the size of min_rounds: still both orders (it stopped at one)
     measure(fns, _policy(warmup=0, min_rounds=2, max_rounds=100, block=15,
                          target_rel_ci=1e6), flush_bytes=FLUSH)
-    assert "".join(order) == "a" * 15 + "b" * 30 + "a" * 15
+    # both orders, and six rounds: a CI needs six samples, and a block's calls are one
+    assert "".join(order) == "a" * 15 + ("b" * 30 + "a" * 30) * 2 + "b" * 30 + "a" * 15
+
+
+def test_the_stopping_rule_counts_a_blocks_calls_as_one_sample():
+    """Six rounds of two calls in a row, the two alike: over the 12 calls the median's CI
+    is within 0.5 of it (2 to 5 about 3.5), over the 6 rounds it is not (1 to 6): the
+    rounds are the independent samples, so the run goes on."""
+    calls = [float(x) for x in (1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6)]
+    samples = {"a": calls, "b": calls}
+    kw = dict(min_rounds=2, max_rounds=100, target_rel_ci=0.5, budget_s=1e9)
+    started = time.perf_counter()
+    assert timing._done(samples, _policy(**kw), started)             # 12 lone calls: done
+    assert not timing._done(samples, _policy(block=2, **kw), started)  # 6 rounds: not yet
 
 
 def test_three_providers_take_every_place_alike():
