@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from gemmgate.baseline_schema import Noise
+from gemmgate.baseline_schema import NOISE_LEVELS, Noise
 from gemmgate.compare import aa_noise, ab_noise
 from gemmgate.results import CaseResult
 
@@ -74,15 +74,51 @@ def runs_behind(figure: float | None, values: Sequence[float], machines: Sequenc
 
 
 def figure_runs(figure: float | None, values: Sequence[float], machines: Sequence[str],
-                level: str, calibration_runs: int) -> int:
-    """`runs_behind`, else (a figure kept from runs the file no longer lists: `baseline
-    update` keeps the noise and lists its own run) the calibration's run count
+                level: str, calibration_runs: int, stored: int = 0) -> int:
+    """`runs_behind`; else (a figure kept from runs the file no longer lists: `baseline
+    update` keeps the noise and lists its own run) the count stored with it (`stored`:
+    `Noise.behind`); else, in files from before that count, the calibration's run count
     (`Noise.runs`): at least the runs behind the figure, so its factor is never above the
     true one's, and not the 5-run factor (2.5) a 2-run spread's figure took before (x48.2
     its due; an update turned a 2-run calibration's ±817% into ±42% and an A/A check
     failed, a review)."""
-    return runs_behind(figure, values, machines, level) or (
-        calibration_runs if figure is not None else 0)
+    if figure is None:
+        return 0
+    return runs_behind(figure, values, machines, level) or stored or calibration_runs
+
+
+_LEVEL_OF = {"ratio": "process", "tflops": "process", "ab": "ab", "machine": "machine",
+             "tflops_machine": "machine"}
+
+
+def behind(n: Noise, level: str) -> int:
+    """The runs (at a machine level: machines) behind `n`'s figure at `level` (one of
+    `NOISE_LEVELS`), for its tolerance's factor: from the runs listed beside it, else
+    stored with it, else the calibration's run count (`figure_runs`); 0 without a
+    figure."""
+    if level in ("ratio", "machine"):
+        values, machines = n.ratio_runs, n.run_machines
+    elif level == "ab":
+        values, machines = n.ab_runs, ()
+    else:
+        values, machines = n.tflops_runs, tflops_machines_of(n)
+    return figure_runs(getattr(n, level), values, machines, _LEVEL_OF[level], n.runs,
+                       n.behind.get(level, 0))
+
+
+def counts(n: Noise) -> dict[str, int]:
+    """`behind` at each level `n` has a figure at."""
+    return {level: behind(n, level) for level in NOISE_LEVELS if getattr(n, level) is not None}
+
+
+def with_counts(n: Noise, runs: dict[str, int]) -> Noise:
+    """`n` storing `runs` (level: runs behind its figure) where the runs listed beside
+    the figure do not give it (`Noise.behind`): a figure kept by an update, which then
+    lists its own run, or taken from a merged part over the pooled one."""
+    listed = replace(n, behind={}, runs=0)
+    return replace(n, behind={level: c for level, c in runs.items()
+                              if c and getattr(n, level) is not None
+                              and not behind(listed, level)})
 
 
 def from_runs(ratios, machines, tflops, tflops_machines, abs_, runs) -> Noise:
@@ -105,9 +141,6 @@ def tflops_machines_of(n: Noise) -> tuple[str, ...]:
     return ("?",) * len(n.tflops_runs)
 
 
-_LEVELS = ("ratio", "tflops", "ab", "machine", "tflops_machine")
-
-
 def stored_floor(pooled: Noise, stored: Sequence[Noise]) -> Noise:
     """Each level's noise from the pooled runs, but never below what a part stored: a
     baseline refreshed by `baseline update` keeps the noise of calibrations whose runs it
@@ -115,10 +148,10 @@ def stored_floor(pooled: Noise, stored: Sequence[Noise]) -> Noise:
     its process and machine levels (a merge of pr's 78 cases with one host's tf32x3 and
     fp32 run once left 52 cases with no machine level and tf32x3 8192^3's TFLOP/s machine
     noise at 0.1% where the stored calibration said 1.7%)."""
-    floors = {}
-    for level in _LEVELS:
-        values = [v for v in (getattr(pooled, level), *(getattr(n, level) for n in stored))
-                  if v is not None]
-        if values:
-            floors[level] = max(values)
-    return replace(pooled, **floors)
+    floors, runs = {}, {}
+    for level in NOISE_LEVELS:   # the largest figure, and the runs behind that one
+        held = [(getattr(n, level), behind(n, level)) for n in (pooled, *stored)
+                if getattr(n, level) is not None]
+        if held:
+            floors[level], runs[level] = max(held, key=lambda fc: fc[0])
+    return with_counts(replace(pooled, **floors), runs)

@@ -37,6 +37,9 @@ class ProviderFigures:
                 "tflops": self.tflops, "error": self.error}
 
 
+NOISE_LEVELS = ("ratio", "tflops", "ab", "machine", "tflops_machine")   # Noise's figures
+
+
 @dataclass(frozen=True)
 class Noise:
     ratio: float | None = None            # process level (fresh processes, one machine)
@@ -50,6 +53,10 @@ class Noise:
     run_machines: tuple[str, ...] = ()    # the machine of each entry of ratio_runs
     runs: int = 0
     tflops_machines: tuple[str, ...] = ()  # the machine of each entry of tflops_runs
+    # per level (`NOISE_LEVELS`), the runs (machines, at a machine level) its figure came
+    # from, where the runs listed beside it do not give it: a figure kept by `baseline
+    # update` or taken from a merged part (gemmgate/baseline_noise.py `behind`)
+    behind: dict[str, int] = field(default_factory=dict)
 
     @property
     def machines(self) -> frozenset[str]:
@@ -66,6 +73,8 @@ class Noise:
             d["run_machines"] = list(self.run_machines)
         if self.tflops_machines and self.tflops_machines != self.run_machines:
             d["tflops_machines"] = list(self.tflops_machines)  # else: the same as run_machines
+        if self.behind:
+            d["behind"] = dict(self.behind)
         return d
 
 
@@ -253,7 +262,7 @@ def _case(key: str, c, where: str, legacy: str) -> BaselineCase:
                                       q if isinstance(q, dict) else {})
     noise = c["noise"]
     _need(isinstance(noise, dict), where, f"case {key}: noise is not an object")
-    for f in ("ratio", "tflops", "ab", "machine", "tflops_machine"):   # (1e308 scaled to
+    for f in NOISE_LEVELS:   # (1e308 scaled to
         _need(noise.get(f) is None or (_positive(noise[f], zero=True)   # an inf tolerance)
                                        and noise[f] <= MAX_NOISE), where,
               f"case {key} has a bad noise.{f} {noise.get(f)!r}")
@@ -275,6 +284,11 @@ def _case(key: str, c, where: str, legacy: str) -> BaselineCase:
           f"case {key}: noise.tflops_machines does not name one machine per TFLOP/s run")
     n_runs = noise.get("runs", len(runs["ratio_runs"]))
     _need(isinstance(n_runs, int) and n_runs >= 0, where, f"case {key}: bad noise.runs")
+    behind = noise.get("behind", {})
+    _need(isinstance(behind, dict) and all(
+        f in NOISE_LEVELS and isinstance(x, int) and not isinstance(x, bool) and x >= 1
+        and noise.get(f) is not None for f, x in behind.items()), where,
+          f"case {key}: noise.behind is {behind!r}, not runs >= 1 per stored noise level")
     tun = c.get("tuning")
     _need(tun is None or (isinstance(tun, dict) and isinstance(tun.get("key"), str)
                           and isinstance(tun.get("config"), dict)), where,
@@ -282,4 +296,4 @@ def _case(key: str, c, where: str, legacy: str) -> BaselineCase:
     return BaselineCase(c["mode"], case, r, provs, Noise(
         noise.get("ratio"), noise.get("tflops"), noise.get("ab"), noise.get("machine"),
         noise.get("tflops_machine"), runs["ratio_runs"], runs["tflops_runs"],
-        runs["ab_runs"], tuple(machines), n_runs, tuple(tf_machines)), tun)
+        runs["ab_runs"], tuple(machines), n_runs, tuple(tf_machines), dict(behind)), tun)

@@ -17,6 +17,8 @@ Noise, per case, at three levels (A/B, process, machine): gemmgate/baseline_nois
 `ratio_runs`, `tflops_runs`, `ab_runs` and `run_machines` keep each run's median and the
 machine (host/GPU UUID, host/machine id on the CPU) it ran on, so later merges recompute
 every level. Baselines from before machine ids count as one machine, "legacy:<commit>".
+`behind` ({level: runs}, optional) counts the runs (machines, at a machine level) behind a
+figure those lists no longer give: one kept by an update or taken from a merged part.
 
 Files are written only by `gemmgate baseline ...`, atomically, under a file lock
 (`write_merged`): the new cases are merged onto the file as it is at write time, so two
@@ -35,7 +37,14 @@ from pathlib import Path
 from filelock import FileLock
 
 from gemmgate import stats
-from gemmgate.baseline_noise import from_runs, machine_of, stored_floor, tflops_machines_of
+from gemmgate.baseline_noise import (
+    counts,
+    from_runs,
+    machine_of,
+    stored_floor,
+    tflops_machines_of,
+    with_counts,
+)
 from gemmgate.baseline_schema import (  # noqa: F401 - the model is part of this API
     SCHEMA,
     VERSION,
@@ -160,8 +169,9 @@ def _carried(old: Noise, new: Noise) -> Noise:
     """The old noise figures, with the runs (and so the machines) the new figures came
     from: a check on the old calibration's machine must not judge the new machine's
     figures at process level."""
-    return replace(old, ratio_runs=new.ratio_runs, tflops_runs=new.tflops_runs,
-                   run_machines=new.run_machines, tflops_machines=new.tflops_machines)
+    return with_counts(replace(old, ratio_runs=new.ratio_runs, tflops_runs=new.tflops_runs,
+                               run_machines=new.run_machines,
+                               tflops_machines=new.tflops_machines), counts(old))
 
 
 MEASURED_BY = (("timing", "timing method"), ("block", "--block"))   # what a baseline

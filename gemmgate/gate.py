@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from gemmgate.accuracy import PASS
-from gemmgate.baseline_noise import figure_runs, machine_of
+from gemmgate.baseline_noise import behind, machine_of
 from gemmgate.baselines import Baseline, BaselineCase
 from gemmgate.compare import (
     IMPROVED,
@@ -104,8 +104,7 @@ def ab_tolerance(base: BaselineCase | None, floor: float) -> float:
     if base is None:
         return tolerance(None, floor)
     noise = base.noise
-    factor = noise_factor(figure_runs(noise.ab, noise.ab_runs, (), "ab", noise.runs),
-                          about_one=True)
+    factor = noise_factor(behind(noise, "ab"), about_one=True)
     return tolerance(noise.ab, floor, factor)
 
 
@@ -127,10 +126,8 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
         ratio_noise = noise.ratio if noise.ratio is not None else noise.machine
         tf_noise = noise.tflops if noise.tflops is not None else noise.tflops_machine
     # each tolerance scaled for the runs its noise figure came from (`noise_factor`)
-    ratio_runs = figure_runs(ratio_noise, noise.ratio_runs, noise.run_machines, ratio_level,
-                             noise.runs)
-    tf_runs = figure_runs(tf_noise, noise.tflops_runs, noise.tflops_machines, tf_level,
-                          noise.runs)
+    ratio_runs = behind(noise, "ratio" if ratio_level == PROCESS else "machine")
+    tf_runs = behind(noise, "tflops" if tf_level == PROCESS else "tflops_machine")
     ratio_factor, tf_factor = noise_factor(ratio_runs), noise_factor(tf_runs)
     ratio_j = None
     if base_ratio and result.ratio_samples:

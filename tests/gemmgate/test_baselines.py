@@ -486,9 +486,11 @@ def test_combine_never_drops_a_parts_stored_noise():
                              run_machines=("ci-a",), runs=8, tflops_machines=("ci-a",))
     updated = replace(base, cases={k: replace(c, noise=stored) for k, c in base.cases.items()})
     run = baselines.build(_runs_on("ci-b", (1.0,), vendor=1.003), "cpu", "s")   # C1 only
-    merged = baselines.combine([updated, run])
     levels = ("ratio", "tflops", "ab", "machine", "tflops_machine")
-    assert merged.cases[K2].noise == stored                       # not in the run: as stored
+    merged = baselines.combine([updated, run])
+    # not in the run: as stored, now saying how many runs were behind each figure (in a
+    # file from before `noise.behind`, the calibration's count: the 8 runs)
+    assert merged.cases[K2].noise == replace(stored, behind=dict.fromkeys(levels, 8))
     n = merged.cases[K1].noise
     assert n.run_machines == ("ci-a", "ci-b") and n.runs == 8 + 1
     assert all(getattr(n, lv) >= getattr(stored, lv) for lv in levels)
@@ -583,6 +585,45 @@ def test_carry_noise_keeps_old_noise_for_single_run_updates():
     # shared, but immutable: nobody can change the old baseline through the new one
     with pytest.raises(FrozenInstanceError):
         out.cases[K1].noise.ratio = 9.0
+
+
+def test_an_update_stores_the_runs_and_machines_behind_the_noise_it_carries(tmp_path):
+    """Two machines of three and two runs: an update of one run keeps their figures and
+    lists its own run, so the runs beside a figure no longer give it; `noise.behind`
+    says how many were behind each (3 runs at process level, 2 machines pooled), where
+    the fallback, the calibration's 5 runs, gave the 5-run factor to a 2-machine spread."""
+    from gemmgate.baseline_noise import behind
+
+    old = baselines.combine([baselines.build(_runs_on("ci-a", (1.0, 1.02, 0.99)), "cpu", "s"),
+                             baselines.build(_runs_on("ci-b", (1.05, 1.06)), "cpu", "s")])
+    o = old.cases[K1].noise
+    assert (behind(o, "ratio"), behind(o, "machine"), o.runs) == (3, 2, 5)
+    new = baselines.build(_runs_on("ci-c", (1.0,)), "cpu", "s")
+    got = baselines.carry_noise(new, old).cases[K1].noise
+    assert (got.ratio, got.machine) == (o.ratio, o.machine) and got.ratio_runs == (
+        new.cases[K1].noise.ratio_runs)
+    assert got.behind["ratio"] == 3 and got.behind["machine"] == 2
+    assert (behind(got, "ratio"), behind(got, "machine")) == (3, 2)
+    path = tmp_path / "cpu.json"   # written and read back as it is
+    baselines.save(path, baselines.carry_noise(new, old))
+    assert baselines.load(path, "cpu").cases[K1].noise.behind == got.behind
+    # a merge that takes the carried (larger) figure over the pooled one keeps its count
+    merged = baselines.combine([baselines.carry_noise(new, old),
+                                baselines.build(_runs_on("ci-d", (1.0, 1.0)), "cpu", "s")])
+    m = merged.cases[K1].noise
+    assert m.machine == o.machine and behind(m, "machine") == 2
+    assert m.ratio == o.ratio and behind(m, "ratio") == 3
+
+
+@pytest.mark.parametrize("behind", [{"ratio": 0}, {"ratio": 2.0}, {"ratio": True},
+                                    {"nonsense": 2}, {"ab": 3}, [3]])
+def test_a_bad_behind_is_refused(tmp_path, behind):
+    data = _js(baselines.build(_runs3(), "cpu", "s.csv"))
+    data["cases"][K1]["noise"]["behind"] = behind     # (this case has no A/B figure)
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(BaselineError, match="noise.behind"):
+        baselines.load(path, "cpu")
 
 
 def test_carry_noise_keeps_new_calibration_and_handles_no_old():

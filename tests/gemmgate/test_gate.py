@@ -694,3 +694,7 @@ def test_a_process_tolerance_is_scaled_for_the_runs_behind_it(runs, factor):
     bc["noise"]["runs"] = runs              # (`baseline update`): the calibration's count
     v = _one([result(A)], baseline(**{A.id: bc}))[1]
     assert v.ratio.tolerance == pytest.approx(factor * 0.015)
+    bc["noise"]["runs"] = 10                # the count stored with it, where there is one
+    bc["noise"]["behind"] = {"ratio": runs}
+    v = _one([result(A)], baseline(**{A.id: bc}))[1]
+    assert v.ratio.tolerance == pytest.approx(factor * 0.015)
