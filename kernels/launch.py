@@ -367,6 +367,13 @@ def _current_device(driver) -> int:
     return get()
 
 
+def current_index() -> int:
+    """The current CUDA device's index (torch's C call, without its lazy-init check where
+    the build has it: a matmul call asks it each time)."""
+    fast = getattr(torch._C, "_cuda_getDevice", None)
+    return fast() if fast is not None else torch.cuda.current_device()
+
+
 def _hooked() -> bool:
     """Whether a launch hook, entry or exit, does anything: asked on every bound launch
     (a HookChain's `calls` read directly, ~100 ns less than `_active` twice)."""

@@ -45,6 +45,7 @@ from kernels import (
     matmul_ws,
     table_file,
 )
+from kernels.launch import current_index
 from kernels.modes import KernelMode, mode_for_dtype, mode_named
 from kernels.tile import VARIANTS, TileConfig, pow2_floor
 
@@ -296,6 +297,15 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
     if config is not None and not isinstance(config, TileConfig):
         raise TypeError(f"config must be a TileConfig or None, got {type(config).__name__}")
     resolved, ptrs = _resolve(a, b, precision, out, scale_a, scale_b, cache_copies)
+    index = a.get_device()   # (an int: -1 off CUDA; ~40 ns, where a.device makes an object)
+    if index >= 0 and index != current_index():
+        # Triton launches on the current device, whatever the tensors' (a's pointers on
+        # another GPU: an illegal address or another buffer's data); torch's own ops move
+        # to the tensors' device for the call, and so does this
+        with torch.cuda.device(index):
+            return matmul(a, b, precision=precision, out=out, scale_a=scale_a,
+                          scale_b=scale_b, config=config, choose=choose,
+                          cache_copies=cache_copies)
     mode, plan = resolved.mode, resolved.plan
     if resolved.spans is not None and (ptrs is None or ptrs != resolved.apart):
         _check_apart(resolved.spans, a, b, out, scale_a, scale_b)   # the same addresses:

@@ -309,6 +309,57 @@ def test_cache_copies_is_accepted_where_nothing_is_copied(device):
     assert relative_error(got, inp.reference()) < 1e-5
 
 
+class _OnOne(torch.Tensor):
+    """A CPU tensor that says it is on CUDA device 1."""
+
+    def get_device(self):
+        return 1
+
+
+def test_tensors_on_another_gpu_than_the_current_one_are_computed_on_theirs(monkeypatch):
+    """Triton launches on the current device: tensors on another were read through their
+    pointers on the wrong GPU. The call moves to their device, as torch's ops do, and
+    only where it must (the device's C calls stood in for: no second GPU here)."""
+    import contextlib
+    import sys
+
+    km = sys.modules["kernels.matmul"]
+    state = {"current": 0, "entered": []}
+
+    @contextlib.contextmanager
+    def to(index):
+        state["entered"].append(index)
+        was, state["current"] = state["current"], index
+        try:
+            yield
+        finally:
+            state["current"] = was
+
+    monkeypatch.setattr(km, "current_index", lambda: state["current"])
+    monkeypatch.setattr(torch.cuda, "device", to)
+    inp = make_inputs(Case(24, 40, 32), MODES["fp32"], "cpu", seed=4)
+    a, b = inp.a.as_subclass(_OnOne), inp.b.as_subclass(_OnOne)
+    with torch.no_grad():
+        got = kernels.matmul(a, b, precision="fp32")
+    assert state == {"current": 0, "entered": [1]}
+    assert relative_error(got.as_subclass(torch.Tensor), inp.reference()) < 1e-5
+    state["current"] = 1   # already theirs: no move
+    with torch.no_grad():
+        kernels.matmul(a, b, precision="fp32")
+    assert state["entered"] == [1]
+
+
+@pytest.mark.gpu
+def test_gpu_tensors_on_a_second_gpu_are_computed_there():
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    inp = make_inputs(Case(256, 192, 320), MODES["bf16"], "cuda:1", seed=5)
+    assert torch.cuda.current_device() == 0
+    got = kernels.matmul(inp.a, inp.b, precision="bf16")
+    torch.cuda.synchronize(1)
+    assert got.device == inp.a.device and relative_error(got, inp.reference()) < 5e-3
+
+
 @pytest.mark.gpu
 def test_gpu_tuning_is_cached_and_pinned(tmp_path):
     """The first call tunes through the chooser hook and writes the local cache; a new
