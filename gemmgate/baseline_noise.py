@@ -91,24 +91,25 @@ _LEVEL_OF = {"ratio": "process", "tflops": "process", "ab": "ab", "machine": "ma
              "tflops_machine": "machine"}
 
 
-def behind(n: Noise, level: str) -> int:
+def behind(n: Noise, level: str, known: bool = False) -> int:
     """The runs (at a machine level: machines) behind `n`'s figure at `level` (one of
     `NOISE_LEVELS`), for its tolerance's factor: from the runs listed beside it, else
-    stored with it, else the calibration's run count (`figure_runs`); 0 without a
-    figure."""
+    stored with it, else the calibration's run count (`figure_runs`; `known`: not that
+    one, 0 instead: a count to store is a count, not a bound); 0 without a figure."""
     if level in ("ratio", "machine"):
         values, machines = n.ratio_runs, n.run_machines
     elif level == "ab":
         values, machines = n.ab_runs, ()
     else:
         values, machines = n.tflops_runs, tflops_machines_of(n)
-    return figure_runs(getattr(n, level), values, machines, _LEVEL_OF[level], n.runs,
-                       n.behind.get(level, 0))
+    return figure_runs(getattr(n, level), values, machines, _LEVEL_OF[level],
+                       0 if known else n.runs, n.behind.get(level, 0))
 
 
 def counts(n: Noise) -> dict[str, int]:
-    """`behind` at each level `n` has a figure at."""
-    return {level: behind(n, level) for level in NOISE_LEVELS if getattr(n, level) is not None}
+    """The known runs behind each figure of `n` (`behind`, `known`)."""
+    return {level: behind(n, level, known=True) for level in NOISE_LEVELS
+            if getattr(n, level) is not None}
 
 
 def with_counts(n: Noise, runs: dict[str, int]) -> Noise:
@@ -150,7 +151,7 @@ def stored_floor(pooled: Noise, stored: Sequence[Noise]) -> Noise:
     noise at 0.1% where the stored calibration said 1.7%)."""
     floors, runs = {}, {}
     for level in NOISE_LEVELS:   # the largest figure, and the runs behind that one
-        held = [(getattr(n, level), behind(n, level)) for n in (pooled, *stored)
+        held = [(getattr(n, level), behind(n, level, known=True)) for n in (pooled, *stored)
                 if getattr(n, level) is not None]
         if held:
             floors[level], runs[level] = max(held, key=lambda fc: fc[0])

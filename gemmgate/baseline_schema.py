@@ -16,7 +16,7 @@ from gemmgate.files import read_text
 from gemmgate.precision import MODE_NAMES
 from gemmgate.results import ResultsError, case_from_json
 from gemmgate.shapes import Case
-from gemmgate.timing import MAX_BLOCK
+from gemmgate.stats import MAX_BLOCK
 
 SCHEMA, VERSION = "gemmgate.baseline", 1
 

@@ -20,7 +20,7 @@ from gemmgate.accuracy import FAIL, PASS
 from gemmgate.files import read_text
 from gemmgate.precision import MODES
 from gemmgate.shapes import Case
-from gemmgate.timing import MAX_BLOCK
+from gemmgate.stats import MAX_BLOCK
 
 REFERENCE = "reference"   # the kernel at another commit, timed beside triton (A/B)
 GATED = ("triton", "vendor")   # the pair the gate and baselines compare; others are extras

@@ -62,12 +62,16 @@ def median_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, flo
     return s[j], s[n - 1 - j]
 
 
+MAX_BLOCK = 1000   # `--block`'s largest: each round times every provider so many calls in a
+# row, and a round is never cut short by the budget (a baseline's block of 10^30 ran on)
+
+
 def block_medians(xs: Sequence[float], block: int) -> list[float]:
     """Each run of `block` consecutive samples as one, its median: calls of one provider
     timed in a row (`--block`) share one stretch of clock and heat, so it is rounds that
     are independent, not calls (counted one a call, 10 calls a block left a 95% CI of the
-    median covering it 54% of the time in simulation, session 67). A short last run
-    counts as one too. `block` 1: the samples themselves."""
+    median covering it 48% of the time in tests/gemmgate/test_stats.py's simulation). A
+    short last run counts as one too. `block` 1: the samples themselves."""
     if block < 1:
         raise ValueError(f"block must be >= 1, got {block}")
     if block == 1:

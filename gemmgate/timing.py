@@ -35,10 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gemmgate.stats import block_medians, relative_ci_halfwidth
-
-MAX_BLOCK = 1000   # `--block`'s largest: each round times every provider so many calls in a
-# row, and a round is never cut short by the budget (a baseline's block of 10^30 ran on)
+from gemmgate.stats import MAX_BLOCK, block_medians, relative_ci_halfwidth
 
 METHODS = ("graph", "eager", "wall")
 

@@ -369,7 +369,8 @@ def _current_device(driver) -> int:
 
 def current_index() -> int:
     """The current CUDA device's index (torch's C call, without its lazy-init check where
-    the build has it: a matmul call asks it each time)."""
+    the build has it: a matmul call on a GPU asks it each time; its tensors made CUDA
+    ready)."""
     fast = getattr(torch._C, "_cuda_getDevice", None)
     return fast() if fast is not None else torch.cuda.current_device()
 

@@ -296,16 +296,21 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
                            "or torch.inference_mode(), or on detached tensors")
     if config is not None and not isinstance(config, TileConfig):
         raise TypeError(f"config must be a TileConfig or None, got {type(config).__name__}")
-    resolved, ptrs = _resolve(a, b, precision, out, scale_a, scale_b, cache_copies)
-    index = a.get_device()   # (an int: -1 off CUDA; ~40 ns, where a.device makes an object)
+    try:
+        index = a.get_device()   # (an int, -1 off CUDA: ~40 ns, where a.device makes an
+    except AttributeError:       # object; not a tensor: `_resolve` says what is wrong)
+        index = -1
     if index >= 0 and index != current_index():
         # Triton launches on the current device, whatever the tensors' (a's pointers on
         # another GPU: an illegal address or another buffer's data); torch's own ops move
-        # to the tensors' device for the call, and so does this
+        # to the tensors' device for the call, and so does this, once
         with torch.cuda.device(index):
+            if current_index() != index:
+                raise RuntimeError(f"could not make CUDA device {index} current")
             return matmul(a, b, precision=precision, out=out, scale_a=scale_a,
                           scale_b=scale_b, config=config, choose=choose,
                           cache_copies=cache_copies)
+    resolved, ptrs = _resolve(a, b, precision, out, scale_a, scale_b, cache_copies)
     mode, plan = resolved.mode, resolved.plan
     if resolved.spans is not None and (ptrs is None or ptrs != resolved.apart):
         _check_apart(resolved.spans, a, b, out, scale_a, scale_b)   # the same addresses:

@@ -64,6 +64,20 @@ def test_ratio_and_summary():
     assert s["fp16"]["cases"] == 1 and math.isclose(s["fp16"]["geomean_ratio"], r.ratio)
 
 
+def test_a_blocked_run_states_its_rounds_as_the_gate_judges_them():
+    """--block 3: the case carries its block; its TFLOP/s is of the rounds' median (what
+    the gate judges, one sample a round), so a baseline built from the run and the run
+    itself agree (with the calls' median instead, a run judged against its own
+    calibration came out 5.7% "regressed" where the calls of a block differed; a review)."""
+    ctx = make_context(chip="cpu", shapes="smoke", modes="fp32", block=3)
+    r = Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
+    t = r.providers["triton"]
+    assert r.block == 3 and len(t.samples_ms) == 3 * len(r.round_ms("triton"))
+    assert len(r.ratio_samples) == len(r.round_ms("triton"))
+    med = stats.median(stats.block_medians(t.samples_ms, 3))
+    assert t.tflops == pytest.approx(r.case.flops / (med * 1e-3) / 1e12, rel=1e-12)
+
+
 def test_provider_error_fails_the_case_not_the_run(ctx):
     # A kernel that cannot even launch (compile error, CUDA error...) is a failed case
     # with the error named; the other provider is still checked and timed.

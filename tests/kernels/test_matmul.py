@@ -347,6 +347,10 @@ def test_tensors_on_another_gpu_than_the_current_one_are_computed_on_theirs(monk
     with torch.no_grad():
         kernels.matmul(a, b, precision="fp32")
     assert state["entered"] == [1]
+    state["current"] = 0   # a switch that does not take: said, not a recursion
+    monkeypatch.setattr(torch.cuda, "device", lambda index: contextlib.nullcontext())
+    with torch.no_grad(), pytest.raises(RuntimeError, match="could not make CUDA device 1"):
+        kernels.matmul(a, b, precision="fp32")
 
 
 @pytest.mark.gpu
