@@ -168,13 +168,22 @@ def resolve(spec: str) -> tuple[str, tuple[Case, ...]]:
     cases)."""
     if spec in SETS:
         return spec, SETS[spec]
-    if Path(spec).suffix.lower() in (".csv", ".yaml", ".yml") or Path(spec).exists():
+    if Path(spec).suffix.lower() in (".csv", ".yaml", ".yml") or _exists(spec):
         return spec, load_shape_file(spec)
     inline = parse_inline(spec)
     if inline is not None:
         return spec, inline
     raise InputError(f"unknown shape set {spec!r}; known sets: {', '.join(SETS)}, "
                      "a .csv/.yaml shape file, or shapes such as 4096x4096x4096,1000x1000x1000-rc")
+
+
+def _exists(spec: str) -> bool:
+    """Whether `spec` names a file; False where it cannot (an inline list of 29 shapes is
+    past the system's file-name length: `exists` raised ENAMETOOLONG, session 68)."""
+    try:
+        return Path(spec).exists()
+    except (OSError, ValueError):   # (ValueError: a NUL in the text)
+        return False
 
 
 # M x N x K as a shape is written on the command line (`parse_inline`, gemmgate/sweep.py's

@@ -48,6 +48,7 @@ cache.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -178,9 +179,17 @@ class Launch:
 
     def _constexprs(self, positional: int) -> tuple:
         """The keyword arguments' values in the kernel's parameter order, as the JIT
-        passes them after the positional ones (every later parameter is in `kw`)."""
+        passes them after the positional ones: `kw`'s, else the parameter's default (a
+        copy's `I64` given only where set: every copying call on a GPU raised KeyError
+        'I64' from its second launch on, session 68)."""
         if self._values is None:
-            self._values = tuple(self.kw[n] for n in self.fn.arg_names[positional:])
+            names = self.fn.arg_names[positional:]
+            defaults = _defaults(self.fn) if any(n not in self.kw for n in names) else {}
+            missing = [n for n in names if n not in self.kw and n not in defaults]
+            if missing:
+                raise TypeError(f"{getattr(self.fn, '__name__', self.fn)}: no value for "
+                                f"{', '.join(missing)} (neither given nor defaulted)")
+            self._values = tuple(self.kw[n] if n in self.kw else defaults[n] for n in names)
         return self._values
 
 
@@ -339,6 +348,15 @@ def specialization(fn, device, args: tuple) -> tuple | None:
         return tuple(out)
     except (AttributeError, IndexError, TypeError, ValueError):
         return None
+
+
+def _defaults(fn) -> dict:
+    """A JIT function's parameters' defaults by name (its Python function's signature)."""
+    py = getattr(fn, "fn", None)
+    if py is None:
+        return {}
+    return {n: p.default for n, p in inspect.signature(py).parameters.items()
+            if p.default is not inspect.Parameter.empty}
 
 
 def _grid3(grid: tuple[int, ...]) -> tuple[int, int, int]:

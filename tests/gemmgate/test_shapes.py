@@ -190,6 +190,16 @@ def test_resolve_an_inline_list_of_cases_in_the_form_their_ids_print():
     assert resolve("16x16x16") == ("16x16x16", (Case(16, 16, 16),))
 
 
+def test_an_inline_list_longer_than_a_file_name_is_read_as_shapes():
+    """29 shapes (nightly's, as a device plan listed them) are past the file-name limit:
+    asking whether such a file exists raised ENAMETOOLONG, exit 2 (session 68)."""
+    cases = tuple(Case(4096, 256 + i, 128 + i, "rr", 8 if i % 2 else 0) for i in range(29))
+    spec = ",".join(f"{c.m}x{c.n}x{c.k}-rr" + (f"+p{c.pad}" if c.pad else "") for c in cases)
+    assert len(spec) > 255 and resolve(spec) == (spec, cases)
+    with pytest.raises(ValueError, match="unknown shape set"):
+        resolve("q" * 300)
+
+
 @pytest.mark.parametrize("spec, match", [
     ("4096x4096x4096,foo", r"'foo' is not a case; write MxNxK\[-LAYOUT\]\[\+pPAD\]"),
     ("10x10x10-xy", "unknown layout 'xy'"),

@@ -74,6 +74,29 @@ def test_second_call_launches_the_compiled_kernel_with_the_jits_arguments(fake_d
     assert args[:3] == [x, y, 100] and args[3:] == [64, True]
 
 
+def test_a_constexpr_left_to_its_default_is_passed_its_default(fake_driver):
+    """The copy kernel's `I64` is given only where set (kernels/relayout.py): the JIT
+    takes its default, and the compiled kernel's launch must pass it too (every copying
+    call on an H100 raised KeyError 'I64' from its second launch on, session 68)."""
+    from kernels import relayout
+
+    def jit(x_ptr, y_ptr, n, BLOCK, EVEN=False):   # (the parameters _Jit names)
+        pass
+
+    fn = _Jit()
+    fn.fn = jit
+    run = Launch(fn, (1,), (8,), dict(BLOCK=64, num_warps=4))
+    x, y = torch.zeros(64), torch.zeros(64)
+    run(x, y)
+    run(x, y)
+    assert fn.made[0].calls[0][9:] == (x, y, 8, 64, False)
+    copy = relayout.copy_launch(4, 4, 4, 1, 4)
+    assert "I64" not in copy.kw and copy._constexprs(9)[-1] is False
+    bare = Launch(_Jit(), (1,), (8,), dict(BLOCK=64))    # no default to take: said
+    with pytest.raises(TypeError, match="no value for EVEN"):
+        bare._constexprs(3)
+
+
 def test_alignment_or_dtype_change_takes_the_jit_again(fake_driver):
     fn = _Jit()
     run = Launch(fn, (1,), (7,), dict(BLOCK=16, EVEN=False))
