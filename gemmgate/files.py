@@ -31,9 +31,9 @@ def read_text(path: str | Path, what: str) -> str:
 
     `what` names the file in errors, e.g. "shape file" or "baseline"."""
     p = Path(path)
-    if p.is_dir():
-        raise InputError(f"cannot read {what} {p}: it is a directory; give a file in it")
-    try:
+    try:   # (is_dir too: a folder the user may not enter raises PermissionError there)
+        if p.is_dir():
+            raise InputError(f"cannot read {what} {p}: it is a directory; give a file in it")
         data = p.read_bytes()
     except FileNotFoundError:
         raise InputError(f"cannot read {what} {p}: no such file; check the path") from None

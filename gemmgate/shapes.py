@@ -13,6 +13,7 @@ before any measuring starts.
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import operator
 import re
@@ -178,12 +179,16 @@ def resolve(spec: str) -> tuple[str, tuple[Case, ...]]:
 
 
 def _exists(spec: str) -> bool:
-    """Whether `spec` names a file; False where it cannot (an inline list of 29 shapes is
-    past the system's file-name length: `exists` raised ENAMETOOLONG, session 68)."""
+    """Whether `spec` may name a file: False where it cannot (an inline list of 29 shapes
+    is past the system's file-name length: `exists` raised ENAMETOOLONG, session 68; a
+    NUL in the text); True where asking failed otherwise (a folder it may not enter), so
+    that reading it says why."""
     try:
         return Path(spec).exists()
-    except (OSError, ValueError):   # (ValueError: a NUL in the text)
+    except ValueError:
         return False
+    except OSError as e:
+        return e.errno != errno.ENAMETOOLONG
 
 
 # M x N x K as a shape is written on the command line (`parse_inline`, gemmgate/sweep.py's

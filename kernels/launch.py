@@ -182,15 +182,16 @@ class Launch:
         passes them after the positional ones: `kw`'s, else the parameter's default (a
         copy's `I64` given only where set: every copying call on a GPU raised KeyError
         'I64' from its second launch on, session 68)."""
-        if self._values is None:
+        if self._values is None or self._values[0] != positional:
             names = self.fn.arg_names[positional:]
             defaults = _defaults(self.fn) if any(n not in self.kw for n in names) else {}
             missing = [n for n in names if n not in self.kw and n not in defaults]
             if missing:
                 raise TypeError(f"{getattr(self.fn, '__name__', self.fn)}: no value for "
                                 f"{', '.join(missing)} (neither given nor defaulted)")
-            self._values = tuple(self.kw[n] if n in self.kw else defaults[n] for n in names)
-        return self._values
+            self._values = positional, tuple(self.kw[n] if n in self.kw else defaults[n]
+                                             for n in names)
+        return self._values[1]
 
 
 _UNSET = object()

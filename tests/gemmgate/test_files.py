@@ -186,3 +186,15 @@ def test_a_symbolic_link_is_written_through_to_its_target(tmp_path):
     link.symlink_to(target)
     write_json_atomic(link, {"a": 1})
     assert link.is_symlink() and json.loads(target.read_text()) == {"a": 1}
+
+
+def test_a_file_in_a_folder_one_may_not_enter_is_said_so(tmp_path, monkeypatch):
+    """`is_dir` raises PermissionError there (root reads anything, so it is stood in
+    for): an InputError that says so, not a traceback (a review)."""
+    import pathlib
+
+    def refuse(self):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(pathlib.Path, "is_dir", refuse)
+    with pytest.raises(InputError, match="permission denied"):
+        read_text(tmp_path / "locked" / "shapes.csv", "shape file")

@@ -92,6 +92,7 @@ def test_a_constexpr_left_to_its_default_is_passed_its_default(fake_driver):
     assert fn.made[0].calls[0][9:] == (x, y, 8, 64, False)
     copy = relayout.copy_launch(4, 4, 4, 1, 4)
     assert "I64" not in copy.kw and copy._constexprs(9)[-1] is False
+    assert len(copy._constexprs(10)) == 2 and len(copy._constexprs(9)) == 3   # (kept per count)
     bare = Launch(_Jit(), (1,), (8,), dict(BLOCK=64))    # no default to take: said
     with pytest.raises(TypeError, match="no value for EVEN"):
         bare._constexprs(3)
