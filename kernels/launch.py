@@ -379,11 +379,7 @@ def _current_device(driver) -> int:
     check, three Python frames (~65 ns on a CI core, its frames simulated) that a repeated
     launch need not pay (a bound entry exists only after a launch: CUDA is initialized)."""
     get = driver.get_current_device
-    if get is torch.cuda.current_device:
-        fast = getattr(torch._C, "_cuda_getDevice", None)
-        if fast is not None:
-            return fast()
-    return get()
+    return current_index() if get is torch.cuda.current_device else get()
 
 
 def current_index() -> int:
