@@ -1,0 +1,48 @@
+"""kernels/checks.py: the call contract's pure parts (the operand checks themselves run
+through kernels.matmul in tests/kernels/test_matmul.py)."""
+
+import torch
+
+from kernels.checks import rows_apart
+
+
+def test_rows_apart_never_calls_views_that_share_a_byte_apart():
+    """Random 2-D views of one buffer (pitches, offsets, widths, element sizes, both
+    orientations): where `rows_apart` says apart, no byte is shared (brute force)."""
+    import random
+
+    rng = random.Random(58)
+    buf = torch.zeros(4096, dtype=torch.uint8)
+
+    def view(dtype, ld, rows, cols, off, col_major):
+        t = buf.view(dtype)
+        size = t.element_size()
+        off //= size
+        shape, stride = ((cols, rows), (1, ld)) if col_major else ((rows, cols), (ld, 1))
+        v = t.as_strided(shape, stride, off)
+        return v.t() if col_major else v
+
+    def bytes_of(v):
+        size, base = v.element_size(), v.data_ptr() - buf.data_ptr()
+        return {base + (i * v.stride(0) + j * v.stride(1)) * size + b
+                for i in range(v.shape[0]) for j in range(v.shape[1]) for b in range(size)}
+
+    apart = 0
+    for _ in range(600):
+        dx, dy = rng.choice([torch.float32, torch.float16]), rng.choice([torch.float32,
+                                                                          torch.float16])
+        pitch = rng.choice([16, 24, 32, 40])                     # bytes a row, both views
+        col_major = rng.random() < 0.3
+        views = []
+        for d in (dx, dy):
+            size = torch.empty(0, dtype=d).element_size()
+            ld = pitch // size
+            rows, cols = rng.randint(1, 6), rng.randint(1, ld + (rng.random() < 0.1))
+            off = rng.randrange(0, 1024, size)
+            views.append(view(d, ld, rows, cols, off, col_major))
+        x, y = views
+        pair = (x.t(), y.t()) if col_major else (x, y)
+        if rows_apart(*pair):
+            apart += 1
+            assert not (bytes_of(x) & bytes_of(y)), (x.shape, x.stride(), y.shape, y.stride())
+    assert apart > 100                                           # the test reaches the case
