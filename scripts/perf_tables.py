@@ -91,6 +91,7 @@ G63 = RESULTS / "h100-2026-12-06-s63"
 G64 = RESULTS / "h100-2026-12-06-s64"
 G65 = RESULTS / "h100-2026-12-06-s65"
 G66 = RESULTS / "h100-2026-12-06-s66"
+G69 = RESULTS / "h100-2026-12-06-s69"
 _WS = "kernels.matmul_ws:mm_ws_"
 
 
@@ -284,6 +285,11 @@ TABLES: dict[str, Callable[[], str]] = {
        for x in ("cr", "rr")},
     "s66-h100-inductor": lambda: provider_cases(G66 / "cases.csv", "call8-h100-inductor",
                                                 "inductor"),
+    "s69-h100-pr": lambda: targets_table({
+        "pr (check, 147a4d4)": {m: (G69 / "cases.csv", "call1-h100-check-pr")
+                                for m in ALL_MODES}}, lowest=True),
+    "s69-h100-unfit": lambda: moved_ab(G69 / "cases.csv", "call1-h100-unfit",
+                                       G69 / "moved_unfit.csv"),
 }
 
 

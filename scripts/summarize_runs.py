@@ -74,7 +74,12 @@ def main(argv: list[str]) -> int:
     keep = []
     if out.exists():
         with open(out, newline="") as f:
-            keep = [r for r in csv.DictReader(f) if r["label"] not in {lab for lab, _ in labels}]
+            reader = csv.DictReader(f)
+            if reader.fieldnames is not None and "label" not in reader.fieldnames:
+                print(f"{out}: not a summarize_runs CSV (no 'label' column); give a new "
+                      "file or one this script wrote", file=sys.stderr)
+                return 2
+            keep = [r for r in reader if r["label"] not in {lab for lab, _ in labels}]
     rows = keep + [r for lab, paths in labels for r in rows_of(lab, paths.split(","))]
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", newline="") as f:
