@@ -95,7 +95,8 @@ def behind(n: Noise, level: str, known: bool = False) -> int:
     """The runs (at a machine level: machines) behind `n`'s figure at `level` (one of
     `NOISE_LEVELS`), for its tolerance's factor: from the runs listed beside it, else
     stored with it, else the calibration's run count (`figure_runs`; `known`: not that
-    one, 0 instead: a count to store is a count, not a bound); 0 without a figure."""
+    one, 0 instead: a count to store is a count, not a bound, unless a merge would lose
+    the bound, `_count`); 0 without a figure."""
     if level in ("ratio", "machine"):
         values, machines = n.ratio_runs, n.run_machines
     elif level == "ab":
@@ -142,17 +143,27 @@ def tflops_machines_of(n: Noise) -> tuple[str, ...]:
     return ("?",) * len(n.tflops_runs)
 
 
+def _count(n: Noise, level: str, pooled: Noise) -> int:
+    """The runs behind `n`'s figure at `level` to store with it in a merge (`pooled`'s
+    run count is the parts' sum): a known count; else, where `n`'s own calibration count
+    bounds it and the merged file's would not (a file from before `behind`), that one:
+    x48.2 a 2-run spread's due would fall to the 5-run x2.5 again (a review)."""
+    known = behind(n, level, known=True)
+    return known or (0 if n is pooled or n.runs == pooled.runs else behind(n, level))
+
+
 def stored_floor(pooled: Noise, stored: Sequence[Noise]) -> Noise:
     """Each level's noise from the pooled runs, but never below what a part stored: a
     baseline refreshed by `baseline update` keeps the noise of calibrations whose runs it
     no longer lists (one run, one machine), so recomputing from its runs alone would drop
     its process and machine levels (a merge of pr's 78 cases with one host's tf32x3 and
     fp32 run once left 52 cases with no machine level and tf32x3 8192^3's TFLOP/s machine
-    noise at 0.1% where the stored calibration said 1.7%)."""
+    noise at 0.1% where the stored calibration said 1.7%). The runs behind a part's figure
+    are stored with it (`with_counts`)."""
     floors, runs = {}, {}
     for level in NOISE_LEVELS:   # the largest figure, and the runs behind that one
-        held = [(getattr(n, level), behind(n, level, known=True)) for n in (pooled, *stored)
-                if getattr(n, level) is not None]
+        held = [(getattr(n, level), _count(n, level, pooled))
+                for n in (pooled, *stored) if getattr(n, level) is not None]
         if held:
             floors[level], runs[level] = max(held, key=lambda fc: fc[0])
     return with_counts(replace(pooled, **floors), runs)

@@ -176,6 +176,16 @@ def _carried(old: Noise, new: Noise) -> Noise:
 
 MEASURED_BY = (("timing", "timing method"), ("block", "--block"))   # what a baseline
 # records of how its cases were timed, one value for all of them (`check` times them so)
+_UNRECORDED = {"block": 1}   # files from before --block were timed a call a round; no
+# default for the method (older files record none, and which one they used is unknown)
+
+
+def measured(rec: dict, key: str):
+    """How a baseline's provenance or a run's environment says it was timed, for `key`
+    (one of MEASURED_BY's): None where unknown. A file without `block` was timed at 1,
+    as a run without it reads (results.RunRecord), so it is unlike a file at 10."""
+    got = rec.get(key)
+    return _UNRECORDED.get(key) if got is None else got
 
 
 def unlike_kept(old: dict, new: dict, kept: int) -> str | None:
@@ -183,10 +193,10 @@ def unlike_kept(old: dict, new: dict, kept: int) -> str | None:
     measured as `new` says (another timing method or --block, where both record one), or
     None: the file records one way of timing, which `check` then uses for every case."""
     for key, what in MEASURED_BY:
-        if kept and old.get(key) is not None and new.get(key) is not None \
-                and old[key] != new[key]:
-            return (f"its {kept} other case(s) were measured with {what} {old[key]}, these "
-                    f"with {new[key]}: a baseline holds one way of timing; measure all "
+        was, now = measured(old, key), measured(new, key)
+        if kept and was is not None and now is not None and was != now:
+            return (f"its {kept} other case(s) were measured with {what} {was}, these "
+                    f"with {now}: a baseline holds one way of timing; measure all "
                     "of its cases (its --shapes and --modes) or write another file")
     return None
 
@@ -261,10 +271,15 @@ def combine(parts: Sequence[Baseline]) -> Baseline:
         noise = stored_floor(from_runs(ratios, machines, tflops, tf_machines, abs_,
                                      sum(c.noise.runs for c in cs)), [c.noise for c in cs])
         provs = {}
+        # Triton's TFLOP/s is the pooled runs' median, as `build`'s and the ratio's are
+        # (the parts' medians' median weighed a 1-run part as a 5-run one: 11% off, a
+        # review); figures with no per-run list in every part are the parts' medians' median
         for name in cs[0].providers:
             ps = [c.providers[name] for c in cs if name in c.providers]
+            tf = tflops if name == "triton" and all(c.noise.tflops_runs for c in cs) \
+                else [p.tflops for p in ps]
             provs[name] = replace(ps[0], median_ms=stats.median([p.median_ms for p in ps]),
-                                  tflops=_median_or_none([p.tflops for p in ps]))
+                                  tflops=_median_or_none(tf))
         tuning = cs[0].tuning
         if tuning is not None:
             agree = all(c.tuning and c.tuning.get("config") == tuning["config"] for c in cs)
@@ -277,7 +292,7 @@ def combine(parts: Sequence[Baseline]) -> Baseline:
         machines_prov.update(p.provenance.get("machines") or {})
     dirty = [p.provenance.get("dirty") for p in parts]
     prov.update(run_ids=list(dict.fromkeys(i for p in parts for i in run_ids(p))))
-    prov.update(runs=sum(p.provenance.get("runs", 0) for p in parts), machines=machines_prov,
+    prov.update(runs=sum(p.provenance.get("runs") or 0 for p in parts), machines=machines_prov,
                 modes=sorted({c.mode for c in cases.values()}),
                 merged_from=[p.provenance.get("commit") for p in parts],
                 dirty=True if True in dirty else None if None in dirty else False)

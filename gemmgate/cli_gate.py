@@ -344,8 +344,8 @@ def _same_measurement(records: list[tuple[dict, str]]) -> None:
     for key, what in baselines.MEASURED_BY:
         seen: dict = {}
         for rec, name in records:
-            if rec.get(key) is not None:
-                seen.setdefault(rec[key], name)
+            if baselines.measured(rec, key) is not None:
+                seen.setdefault(baselines.measured(rec, key), name)
         if len(seen) > 1:
             said = ", ".join(f"{v} ({n})" for v, n in seen.items())
             raise ValueError(f"baseline merge: the inputs were measured with another "

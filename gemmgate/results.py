@@ -238,7 +238,8 @@ MAX_DIM = 2**40   # past any GEMM a chip holds (a dimension of 10**400 overflowe
 def case_from_json(d: dict, where: str) -> Case:
     """The case of a run or baseline entry: mode known, dimensions integers >= 0."""
     mode = d.get("mode")
-    _need(mode in MODES, f"{where}.mode", f"is {mode!r}, not one of {', '.join(MODES)}")
+    _need(isinstance(mode, str) and mode in MODES, f"{where}.mode",
+          f"is {mode!r}, not one of {', '.join(MODES)}")
     for f in ("m", "n", "k"):
         x = d.get(f)
         _need(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < MAX_DIM,

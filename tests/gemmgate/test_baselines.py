@@ -10,6 +10,7 @@ The schema's own field checks are in test_baseline_schema.py.
 import json
 import math
 import os
+import re
 from dataclasses import FrozenInstanceError, replace
 
 import pytest
@@ -613,6 +614,72 @@ def test_an_update_stores_the_runs_and_machines_behind_the_noise_it_carries(tmp_
     m = merged.cases[K1].noise
     assert m.machine == o.machine and behind(m, "machine") == 2
     assert m.ratio == o.ratio and behind(m, "ratio") == 3
+
+
+def test_a_merge_keeps_the_run_count_of_a_part_from_before_behind():
+    """A file written before `noise.behind`: a 2-run calibration an update carried (its
+    listed run no longer gives the figure, so its own run count, 2, bounds the runs behind
+    it). Merged with a 3-run calibration, the pooled file counts 5 runs: the part's figure
+    keeps its 2 (x48.2 the spread), not the sum's x2.5 (a review: ±229% became ±12%)."""
+    from gemmgate.baseline_noise import behind
+
+    cal = baselines.build(_runs_on("ci-a", (1.0, 1.10)), "cpu", "s")
+    data = _js(baselines.carry_noise(baselines.build(_runs_on("ci-a", (1.0,)), "cpu", "s"),
+                                     cal))
+    data["cases"][K1]["noise"].pop("behind")            # as written before session 68
+    old = baselines.from_json(data, "old")
+    assert behind(old.cases[K1].noise, "ratio") == 2 == old.cases[K1].noise.runs
+    other = baselines.build(_runs_on("ci-b", (1.0, 1.001, 0.999)), "cpu", "s")
+    m = baselines.combine([old, other]).cases[K1].noise
+    assert m.runs == 5 and m.ratio == old.cases[K1].noise.ratio     # the part's figure
+    assert behind(m, "ratio") == 2 and m.behind["ratio"] == 2
+    assert _reload(baselines.combine([old, other])).cases[K1].noise.behind == m.behind
+
+
+def test_a_merge_s_triton_tflops_is_the_pooled_runs_median():
+    """Five runs on one host and one on another 1.3x slower: the merged TFLOP/s is the six
+    runs' median, as the ratio is, not the two parts' medians' median."""
+    a = baselines.build(_runs_on("ci-a", (1.0, 1.01, 0.99, 1.0, 1.005)), "cpu", "s")
+    b = baselines.build(_runs_on("ci-b", (1.3,)), "cpu", "s")
+    c = baselines.combine([a, b]).cases[K1]
+    assert c.providers["triton"].tflops == stats.median(c.noise.tflops_runs)
+    assert c.ratio == stats.median(c.noise.ratio_runs) and len(c.noise.tflops_runs) == 6
+    assert c.providers["triton"].tflops != stats.median(
+        [a.cases[K1].providers["triton"].tflops, b.cases[K1].providers["triton"].tflops])
+
+
+def test_a_merge_of_a_part_whose_run_count_is_null_counts_it_as_none():
+    """`provenance.runs` may be null (validated as optional): the merged count skips it."""
+    a = _js(baselines.build(_runs_on("ci-a", (1.0, 1.02)), "cpu", "s"))
+    a["provenance"]["runs"] = None
+    b = baselines.build(_runs_on("ci-b", (1.0,)), "cpu", "s")
+    merged = baselines.combine([baselines.from_json(a, "a"), b])
+    assert merged.provenance["runs"] == 1
+
+
+@pytest.mark.parametrize("mode", [["fp32"], {"fp32": 1}, 3, None])
+def test_a_case_whose_mode_is_not_a_string_is_refused_naming_it(tmp_path, mode):
+    data = _js(baselines.build(_runs3(), "cpu", "s.csv"))
+    data["cases"][K1]["mode"] = mode
+    said = rf"case {K1}.mode is {re.escape(repr(mode))}, not one of"
+    with pytest.raises(BaselineError, match=said):
+        baselines.load(_write(tmp_path, data), "cpu")
+
+
+@pytest.mark.parametrize("old, new, refused", [
+    ({}, {"block": 10}, True),                 # a file from before --block was timed at 1
+    ({}, {"block": 1}, False),
+    ({"block": 1}, {}, False),
+    ({"timing": "graph"}, {}, False),          # a method nobody recorded is unknown
+    ({}, {"timing": "graph"}, False),
+    ({"timing": "graph"}, {"timing": "eager"}, True),
+])
+def test_cases_kept_beside_cases_timed_otherwise(old, new, refused):
+    why = baselines.unlike_kept(old, new, kept=3)
+    assert (why is not None) == refused
+    if refused:
+        assert why.startswith("its 3 other case(s) were measured with ")
+    assert baselines.unlike_kept(old, new, kept=0) is None
 
 
 @pytest.mark.parametrize("behind", [{"ratio": 0}, {"ratio": 2.0}, {"ratio": True},

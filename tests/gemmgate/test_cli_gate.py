@@ -631,7 +631,7 @@ def test_m_merge_onto_one_of_its_inputs(work, base_file, capsys):
 @pytest.mark.parametrize("what", ["one-input", "other-chip", "missing-input", "corrupt-input",
                                   "output-under-a-file", "output-is-a-directory",
                                   "output-of-another-chip", "output-corrupt",
-                                  "other-block", "per-call-run"])
+                                  "other-block", "unrecorded-block", "per-call-run"])
 def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, what):
     a = _on_host(work, "on-a.json", "host-a")
     b = _on_host(work, "on-b.json", "host-b", scale=1.02)
@@ -660,6 +660,13 @@ def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, 
         data = json.loads(b.read_text())
         data["provenance"]["block"] = 4
         b.write_text(json.dumps(data))
+        msg = "were measured with another --block: 1 ("
+    elif what == "unrecorded-block":   # a file from before --block was timed at 1
+        for p, block in ((a, None), (b, 4)):
+            data = json.loads(p.read_text())
+            data["provenance"].pop("block") if block is None else \
+                data["provenance"].update(block=block)
+            p.write_text(json.dumps(data))
         msg = "were measured with another --block: 1 ("
     elif what == "per-call-run":
         rc, data = _check(work, base_file)
@@ -828,6 +835,21 @@ def test_h_update_timed_otherwise_than_the_cases_it_keeps_is_exit_2_before_any_w
     assert main(["baseline", "update", *FAST, *_shapes(work), "--block", "2",
                  "--output", str(base_file)]) == 0
     assert json.loads(base_file.read_text())["provenance"]["block"] == 2
+
+
+def test_h_update_at_a_block_beside_cases_of_a_file_from_before_block_is_exit_2(
+        work, base_file, synthetic_timing, capsys):
+    """A baseline without `provenance.block` predates --block: its cases were timed a call
+    a round, so keeping them beside cases timed at --block 2 is refused as for block 1."""
+    data = json.loads(base_file.read_text())
+    data["provenance"].pop("block")
+    base_file.write_text(json.dumps(data))
+    before = base_file.read_text()
+    assert main(["baseline", "update", *FAST, "--shapes", "32x32x32", "--block", "2",
+                 "--output", str(base_file)]) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert "its 1 other case(s) were measured with --block 1, these with 2" in err
+    assert base_file.read_text() == before
 
 
 def test_m_merge_onto_a_baseline_timed_otherwise_is_exit_2(work, base_file, capsys):
