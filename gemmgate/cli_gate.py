@@ -14,6 +14,7 @@ from gemmgate import baselines
 from gemmgate.calibrate import CalibrationError, fresh_runs
 from gemmgate.chips import select_chip
 from gemmgate.cli_run import (
+    BASELINE_OUTPUT,
     append_summary,
     check_floor,
     check_outputs,
@@ -184,8 +185,11 @@ def baseline_command(args, console, err) -> int:
     if keep is not None and any(keep.glob("run*.json")):   # merged later, runs of two
         raise ValueError(f"--keep-runs {keep} holds runs of an earlier calibration "   # mix
                          "(run*.json): give an empty folder")
-    check_outputs((out, "--output (the baseline file)"),
-                  (str(keep / "run1.json") if keep else None, "--keep-runs"),
+    # every run's file, not only the first's: an --output at run2.json was refused only
+    # after all the runs (a review)
+    kept_runs = [(str(keep / f"run{i}.json"), "--keep-runs")
+                 for i in range(1, args.runs + 1)] if keep else []
+    check_outputs((out, BASELINE_OUTPUT), *kept_runs,
                   inputs=(shapes_file(args.shapes),))
     path = Path(out)
     old = baselines.existing(path, chip_id)   # before any work: an unusable file is exit 2
@@ -254,7 +258,7 @@ def merge_command(args, console, err) -> int:
     merged = baselines.combine(parts)   # before the lock: bad inputs are exit 2 here
     given = args.output if args.output is not None else str(baselines.default_path(
         parts[0].chip))
-    check_outputs((given, "--output (the baseline file)"))
+    check_outputs((given, BASELINE_OUTPUT))
     out = Path(given)
     is_input = out.resolve() in {Path(p).resolve() for p in args.inputs}
     if is_input and any(Path(p).resolve() == out.resolve() and _is_run(p) for p in args.inputs):

@@ -82,7 +82,24 @@ def check_outputs(*paths: tuple[str | None, str], append: str | None = None,
             raise InputError(f"{what} {path} is also {taken[key]}: writing it would "
                              "destroy that file; give another path")
         taken[key] = what
+        if what != BASELINE_OUTPUT and _is_baseline(path):
+            raise InputError(f"{what} {path} is a baseline file: baselines are written "
+                             "only by `gemmgate baseline`; give another path")
         check_writable(path, what, append=appended)
+
+
+BASELINE_OUTPUT = "--output (the baseline file)"   # the one output a baseline may be at
+
+
+def _is_baseline(path: str) -> bool:
+    """Whether `path` is a file of schema gemmgate.baseline (a run's --json at
+    baselines/cpu.json replaced the baseline, and the next check failed; a review)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return f'"{baseline_schema.SCHEMA}"'.encode() in head
 
 
 def _same_file(path: str) -> str:
@@ -236,6 +253,7 @@ def chips_command(args, console: Console, err: Console) -> int:
     if args.ids:
         console.print("\n".join(CHIPS), highlight=False)
         return 0
+    sel = select_chip(args.chip)   # a bad --chip is exit 2 before the table is printed
     table = Table(title="chips")
     for h in ("id", "name", "SM/CU", "smem/block KiB", "L2/LLC MiB", "GB/s", "modes",
               "peak TFLOP/s", "tuning table"):
@@ -247,7 +265,6 @@ def chips_command(args, console: Console, err: Console) -> int:
                       ",".join(c.modes) + (f" (not {','.join(c.refused)})" if c.refused else ""),
                       peaks, _table_of(c))
     console.print(table)
-    sel = select_chip(args.chip)
     console.print(f"selected: [bold]{sel.chip.id}[/] ({sel.source}; device {sel.device_name!r})")
     if sel.warning:
         console.print(f"[yellow]warning:[/] {sel.warning}")

@@ -78,7 +78,12 @@ def _rejudge(args, console) -> int:
     ignored = [flag for flag, given in (("--levels", args.levels != "0,0.03"),
                                         ("--repeats", args.repeats != 1),
                                         ("--calibrate", args.calibrate is not None),
-                                        ("--deadline", args.deadline is not None)) if given]
+                                        ("--deadline", args.deadline is not None),
+                                        ("--ab-ref", args.ab_ref is not None),
+                                        ("--retune", args.retune),
+                                        *((f"--{name.replace('_', '-')}",
+                                           getattr(args, name) is not None)
+                                          for name in _FORWARD)) if given]
     if ignored:
         raise ValueError(f"--rejudge judges recorded checks: {', '.join(ignored)} would "
                          "change nothing; leave them out")

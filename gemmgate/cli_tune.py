@@ -32,10 +32,15 @@ from gemmgate.tune import (
 )
 from gemmgate.tuning import KEEP_MARGIN, config_name
 
+# an hour a key: past any search of at most 30 configs (the case limit adds twice it,
+# and inf or 1e10 had been refused naming --case-timeout, which nobody gave; a review)
+MAX_BUDGET_PER_KEY_S = 3600.0
+
 
 def tune_command(args, console, err) -> int:
-    if not args.budget_per_key > 0:
-        raise ValueError(f"--budget-per-key must be > 0 seconds, got {args.budget_per_key}")
+    if not 0 < args.budget_per_key <= MAX_BUDGET_PER_KEY_S:
+        raise ValueError(f"--budget-per-key must be > 0 and at most "
+                         f"{MAX_BUDGET_PER_KEY_S:g} seconds, got {args.budget_per_key}")
     if args.stale and (args.shapes or args.modes):
         raise ValueError("--stale retunes the table's stale entries, their own modes and "
                          "shapes: leave out --shapes and --modes")

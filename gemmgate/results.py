@@ -209,6 +209,9 @@ class RunRecord:
         _need(isinstance(env, dict), f"{where}: environment", "is missing")
         cases = data.get("cases")
         _need(isinstance(cases, list), f"{where}: cases", "is missing or not a list")
+        for f in _ENV_STRINGS:
+            _need(env.get(f) is None or isinstance(env[f], str),
+                  f"{where}: environment.{f}", f"is {env.get(f)!r}, not a string")
         block = env.get("block", 1)   # runs before --block have none: strict alternation
         _need(isinstance(block, int) and not isinstance(block, bool)
               and 1 <= block <= MAX_BLOCK, f"{where}: environment.block",
@@ -231,6 +234,10 @@ class RunRecord:
             raise ResultsError(f"run file {path} is not JSON ({e})") from None
         return cls.from_json(data, str(path))
 
+
+# what baselines, merges and reports read of a run's environment as text (a chip of 5 or
+# a commit of 7 raised a bare TypeError in a merge, naming the output file; a review)
+_ENV_STRINGS = ("chip", "commit", "date", "host", "timing", "run_id", "device_name")
 
 MAX_DIM = 2**40   # past any GEMM a chip holds (a dimension of 10**400 overflowed the plots)
 

@@ -59,6 +59,14 @@ def _csv_rows(text: str, p: Path) -> list[tuple[dict, int]]:
     """(row, line) per case; blank lines and all-empty rows (`,,,` from a spreadsheet)
     are skipped, and so are empty trailing fields."""
     reader = csv.reader(io.StringIO(text))
+    try:
+        return _csv_read(reader, p)
+    except csv.Error as e:   # a stray quote runs to the field limit (131,072 characters)
+        raise InputError(f"{p}:{reader.line_num}: not a CSV the reader can parse ({e}); "
+                         "look for an unclosed quote") from None
+
+
+def _csv_read(reader, p: Path) -> list[tuple[dict, int]]:
     header = next((f for f in reader if not _blank(f)), None)
     if header is None:
         return []
@@ -100,9 +108,17 @@ def _yaml_rows(text: str, p: Path) -> list[tuple[object, int | None]]:
         data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as e:
         raise InputError(f"shape file {p} is not valid YAML: {e}") from None
+    except RecursionError:
+        raise InputError(f"shape file {p} nests deeper than the YAML reader can follow; a "
+                         "shape file is a list of cases") from None
     finally:
         loader.dispose()
     if isinstance(data, dict):
+        other = [str(k) for k in data if k != "cases"]
+        if other:
+            raise InputError(f"shape file {p}: unknown top-level key(s) "
+                             f"{', '.join(map(repr, other))}; the file is a list of cases "
+                             "or a mapping with one key, `cases:`")
         data = data.get("cases")
         node = next((v for k, v in node.value if k.value == "cases"), None)
     if not isinstance(data, list):

@@ -54,9 +54,11 @@ def parse_values(text: str | None, param: str) -> tuple[int, ...]:
             raise ValueError(f"--param {param} has no default values; give --values, "
                              "e.g. --values 1,2,4")
         return DEFAULT_VALUES[param]
-    parts = [t.strip() for t in text.split(",") if t.strip()]
-    if not parts:
+    parts = [t.strip() for t in text.split(",")]
+    if not any(parts):
         raise ValueError(f"--values {text!r} names no value; give e.g. --values 1,2,3")
+    if not all(parts):   # as --shapes refuses an empty item: a typo, not a value to skip
+        raise ValueError(f"--values {text!r} has an empty item; give e.g. --values 1,2,3")
     bad = [t for t in parts if not (t.isascii() and t.isdigit()) or int(t) < 1]
     if bad:
         raise ValueError(f"--values takes comma-separated positive integers; "
@@ -75,7 +77,7 @@ def parse_shape(text: str, layout: str = "rr") -> Case:
     m, n, k = (int(g) for g in got.groups())
     if min(m, n, k) < 1:
         raise ValueError(f"--shape {text!r}: a sweep needs M, N and K >= 1")
-    return Case(m, n, k, layout)
+    return Case(m, n, k, layout.strip().lower())   # as --shapes and shape files read it
 
 
 def sweepable(tile_class) -> tuple[str, ...]:

@@ -289,3 +289,27 @@ def test_a_provider_that_hangs_stops_the_run_at_the_case_time_limit(monkeypatch,
     assert "--case-timeout: '-1': give seconds >= 0" in capsys.readouterr().err
     assert main(["run", "--chip", "cpu", "--case-timeout", "inf"]) == 2
     assert main(["run", "--chip", "cpu", "--case-timeout", "1e10"]) == 2   # past TIMEOUT_MAX
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--chip", "cpu", "--modes", "fp32", "--shapes", "16x16x16", "--json"],
+    ["sweep", "--chip", "cpu", "--mode", "fp32", "--shape", "16x16x16", "--param",
+     "num_stages", "--values", "2", "--json"],
+])
+def test_an_output_onto_a_baseline_file_is_exit_2_and_keeps_it(tmp_path, capsys, argv):
+    """A run's --json at baselines/cpu.json replaced the baseline with a run file (exit 0),
+    and the next check failed: baselines are written by `gemmgate baseline` only."""
+    base = tmp_path / "cpu.json"
+    base.write_bytes(CPU_BASELINE.read_bytes())
+    assert main([*argv, str(base)]) == 2
+    assert f"{base} is a baseline file: baselines are written only by `gemmgate " \
+        "baseline`" in capsys.readouterr().err.replace("\n", " ")
+    assert base.read_bytes() == CPU_BASELINE.read_bytes()
+
+
+def test_chips_with_an_unknown_chip_is_exit_2_and_prints_no_table(capsys):
+    assert main(["chips", "--chip", "bogus"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "bogus" in err
+    assert main(["chips", "--chip", "cpu"]) == 0
+    assert "selected: cpu" in capsys.readouterr().out

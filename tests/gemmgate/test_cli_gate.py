@@ -805,6 +805,20 @@ def test_keep_runs_into_a_folder_holding_earlier_runs_is_exit_2(work, synthetic_
     assert synthetic_timing.measured == [] and not (work / "c.json").exists()
 
 
+@pytest.mark.parametrize("run", [1, 3])
+def test_an_output_at_a_kept_run_s_path_is_exit_2_before_any_run(work, synthetic_timing,
+                                                                    capsys, run):
+    """--output keep/run3.json of a 3-run calibration: refused before measuring, as
+    run1.json was (it had been refused after all three runs)."""
+    keep = work / "kept"
+    out = keep / f"run{run}.json"
+    assert main(["baseline", "calibrate", *FAST, *_shapes(work), "--runs", "3",
+                 "--keep-runs", str(keep), "--output", str(out)]) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert f"--keep-runs {out} is also --output (the baseline file)" in err
+    assert synthetic_timing.measured == [] and not out.exists()
+
+
 def test_k_a_default_check_runs_every_case_the_baseline_holds(work, base_file, capsys):
     """An update of other shapes keeps the file's first --shapes label: a check without
     --shapes ran that set alone, left the added case out with a note, and passed (a

@@ -72,6 +72,18 @@ def test_a_blocked_run_pairs_its_rounds_not_its_calls():
             RunRecord.from_json({**record.to_json(), "environment": {"block": bad}})
 
 
+@pytest.mark.parametrize("field", ["chip", "commit", "date", "host", "timing", "run_id",
+                                   "device_name"])
+@pytest.mark.parametrize("bad", [5, ["cpu"], {"a": 1}, True])
+def test_a_run_s_environment_text_of_another_type_is_refused_naming_it(field, bad):
+    """Merges and baselines read these as text: a chip of 5 raised a bare TypeError in a
+    merge's sort, a commit of 7 one that named the merge's output file (a review)."""
+    record = RunRecord({"chip": "cpu", "commit": "abc"}, "t", (_result(),)).to_json()
+    assert RunRecord.from_json(record).environment["commit"] == "abc"
+    with pytest.raises(ResultsError, match=rf"<run>: environment.{field} is .*not a string"):
+        RunRecord.from_json({**record, "environment": {**record["environment"], field: bad}})
+
+
 def test_no_paired_rounds_no_ratio():
     r = _result()
     lone = CaseResult(r.mode, r.case, {**r.providers, "vendor": ProviderResult(

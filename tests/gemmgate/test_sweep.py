@@ -127,6 +127,17 @@ def test_values_are_ascii_integers():
     for bad in ("1,\u00b2", "1,\uff11"):
         with pytest.raises(ValueError, match="positive integers"):
             parse_values(bad, "num_stages")
+    for bad in ("1,,2", "1,2,", ",1"):
+        with pytest.raises(ValueError, match="has an empty item"):
+            parse_values(bad, "num_stages")
+
+
+def test_a_shape_s_layout_is_read_as_shape_sets_read_it():
+    from gemmgate.sweep import parse_shape
+
+    assert parse_shape("8x8x8", " RC ") == parse_shape("8x8x8", "rc")
+    with pytest.raises(ValueError, match="unknown layout"):
+        parse_shape("8x8x8", "xx")
 
 
 def test_cli_writes_csv_json_and_plot(tmp_path, monkeypatch, capsys):

@@ -209,7 +209,11 @@ def test_rejudge_judges_recorded_checks_against_another_baseline(tmp_path, synth
             (["--baseline", str(path), "--floor", "5"], "--floor must be a fraction"),
             (["--baseline", str(path), "--levels", "0.1"], "--levels would change nothing"),
             (["--baseline", str(path), "--repeats", "3", "--deadline", "9"],
-             "--repeats, --deadline would change nothing")):
+             "--repeats, --deadline would change nothing"),
+            (["--baseline", str(path), "--modes", "fp16", "--budget", "99", "--shapes",
+              "16x16x16", "--block", "2", "--ab-ref", "HEAD", "--retune"],
+             "--ab-ref, --retune, --shapes, --modes, --budget, --block would change nothing"),
+            (["--baseline", str(path), "--chip", "cpu"], "--chip would change nothing")):
         assert main(["trials", "--rejudge", str(check), *argv,
                      "--out", str(tmp_path / "z")]) == 2
         assert said in capsys.readouterr().err.replace("\n", " ")
@@ -222,9 +226,9 @@ def test_rejudge_judges_recorded_checks_against_another_baseline(tmp_path, synth
 def test_rejudge_reads_a_check_as_the_run_loader_checked_it(tmp_path, synthetic_record,
                                                               capsys):
     """Rows come from the typed record, not the raw file: a case without its (optional)
-    id, a commit that is not a string, an unreadable ratio (recomputed from the samples)
-    were a traceback or an unnamed error; the same check twice is refused (its verdicts
-    would count twice)."""
+    id, a commit that is not a string (now refused by name), an unreadable ratio
+    (recomputed from the samples) were a traceback or an unnamed error; the same check
+    twice is refused (its verdicts would count twice)."""
     from gemmgate import baselines as bl
 
     rec = synthetic_record([("fp32", A), ("fp32", B)])
@@ -234,11 +238,17 @@ def test_rejudge_reads_a_check_as_the_run_loader_checked_it(tmp_path, synthetic_
     for c in data["cases"]:
         del c["id"]
     data["cases"][0]["ratio"] = "x"
-    data["environment"]["commit"] = 5
+    data["environment"]["commit"] = 5   # a commit that is not text: refused, naming it
     check = tmp_path / "g0" / "check_1_0.json"
     check.parent.mkdir()
     check.write_text(json.dumps(data))
     out = tmp_path / "out"
+    assert main(["trials", "--rejudge", str(check), "--baseline", str(path),
+                 "--out", str(out)]) == 2
+    assert f"{check}: environment.commit is 5, not a string" in \
+        capsys.readouterr().err.replace("\n", "")
+    data["environment"]["commit"] = "5"
+    check.write_text(json.dumps(data))
     assert main(["trials", "--rejudge", str(check), "--baseline", str(path),
                  "--out", str(out)]) == 0
     rows = trials.read_csv(out / "checks.csv")

@@ -164,8 +164,11 @@ def test_incumbent_prefixes_match_the_keys_the_dispatcher_writes():
 def test_tune_refuses_the_cpu_and_bad_budgets(capsys):
     assert main(["tune", "--chip", "cpu"]) == 2
     assert "needs a GPU" in capsys.readouterr().err
-    assert main(["tune", "--chip", "cpu", "--budget-per-key", "0"]) == 2
-    assert "--budget-per-key must be > 0 seconds, got 0" in capsys.readouterr().err
+    for bad in ("0", "-1", "nan", "inf", "1e10", "3601"):
+        assert main(["tune", "--chip", "cpu", "--budget-per-key", bad]) == 2
+        err = capsys.readouterr().err
+        assert "--budget-per-key must be > 0 and at most 3600 seconds, got " in err
+        assert "--case-timeout" not in err
     assert main(["tune", "--chip", "nvidia-h200", "--stale", "--shapes", "16x16x16"]) == 2
     assert "--stale retunes the table's stale entries" in capsys.readouterr().err
 
