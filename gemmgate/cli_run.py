@@ -18,7 +18,7 @@ from gemmgate.chips import CHIPS, select_chip
 from gemmgate.context import MeasurementError, RunContext, make_context
 from gemmgate.deadline import cli_limit
 from gemmgate.execute import run_cases
-from gemmgate.files import InputError, check_writable, write_json_atomic
+from gemmgate.files import InputError, check_writable, is_file, write_json_atomic
 from gemmgate.reference import resolve
 from gemmgate.report import print_tables
 from gemmgate.results import CaseResult, RunRecord, failures
@@ -68,7 +68,7 @@ def check_outputs(*paths: tuple[str | None, str], append: str | None = None,
     variable), or one that names an input (`inputs`: its path and option) or another
     output, is exit 2 too: the write would destroy it."""
     outputs = [(x, what, False) for x, what in paths] + [(append, "--summary", True)]
-    taken = {_same_file(x): what for x, what in inputs if x and Path(x).is_file()}
+    taken = {_same_file(x): what for x, what in inputs if x and is_file(x)}
     for path, what, appended in outputs:
         if path is None:
             continue
@@ -109,7 +109,7 @@ def _same_file(path: str) -> str:
 
 def shapes_file(shapes: str | None) -> tuple[str | None, str]:
     """`--shapes` as an input of `check_outputs`, where it names a file."""
-    return (shapes if shapes and Path(shapes).is_file() else None), "--shapes"
+    return (shapes if shapes and is_file(shapes) else None), "--shapes"
 
 
 def check_floor(x: float) -> float:

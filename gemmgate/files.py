@@ -93,6 +93,16 @@ def check_writable(path: str | Path, what: str, *, append: bool = False) -> None
     _try_create_in(p.parent, fail)
 
 
+def is_file(path: str | Path) -> bool:
+    """Path.is_file, False where the text cannot name a file: an inline --shapes list of
+    29 shapes is past the system's name length, and is_file raised ENAMETOOLONG (the CLI's
+    input check, after session 68 had mended the parser's own probe; an H100 call)."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 _Fail = Callable[..., NoReturn]
 
 

@@ -313,3 +313,13 @@ def test_chips_with_an_unknown_chip_is_exit_2_and_prints_no_table(capsys):
     assert out == "" and "bogus" in err
     assert main(["chips", "--chip", "cpu"]) == 0
     assert "selected: cpu" in capsys.readouterr().out
+
+
+def test_an_inline_list_past_the_file_name_limit_is_read_as_shapes(tmp_path):
+    """29 shapes inline (420 characters) were exit 2 with ENAMETOOLONG from the CLI's
+    input check (`shapes_file`: is the --shapes text a file?), an H100 call."""
+    from gemmgate.cli_run import check_outputs, shapes_file
+
+    text = ",".join(f"{4096 + i}x{4096 + i}x{4096 + i}-rr" for i in range(29))
+    assert len(text) > 255 and shapes_file(text) == (None, "--shapes")
+    check_outputs((str(tmp_path / "run.json"), "--json"), inputs=(shapes_file(text),))
