@@ -290,6 +290,8 @@ TABLES: dict[str, Callable[[], str]] = {
                                 for m in ALL_MODES}}, lowest=True),
     "s69-h100-unfit": lambda: moved_ab(G69 / "cases.csv", "call1-h100-unfit",
                                        G69 / "moved_unfit.csv"),
+    "s69-h100-inductor": lambda: provider_cases(G69 / "cases.csv", "call3-h100-inductor29",
+                                                "inductor"),
 }
 
 
