@@ -7,10 +7,13 @@ through pyplot, so drawing needs no display and sets no process-wide backend.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
@@ -102,6 +105,19 @@ def roofline_ceiling(intensity: float, peak_tflops: float | None,
     return min(roofs) if roofs else None
 
 
+F = TypeVar("F", bound=Callable)
+
+
+def plain_text(draw: F) -> F:
+    """`draw` with every `$` drawn as itself: a chip id or title from a run file holding
+    `$...$` was read as math, and a malformed one stopped the report (a review)."""
+    @functools.wraps(draw)
+    def drawn(*args, **kwargs):
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return draw(*args, **kwargs)
+    return drawn  # type: ignore[return-value]
+
+
 def figure(width: float, height: float) -> Figure:
     """An empty figure of that size (inches at DPI) on its own Agg canvas."""
     fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
@@ -114,6 +130,7 @@ def _empty(ax, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, wrap=True)
 
 
+@plain_text
 def heatmap(points: Sequence[Point], title: str) -> Figure:
     """Triton/vendor speed ratio over M×N, one panel per K; failed cases hatched, 'FAIL'."""
     panels, _ = heat_panels(points)
@@ -183,6 +200,7 @@ def _width(points: Sequence[Point]) -> float:
     return min(18.0, max(6.4, 0.45 * len(points) + 3))
 
 
+@plain_text
 def tflops_bars(points: Sequence[Point], title: str) -> Figure:
     """TFLOP/s per shape for every provider that ran (log scale)."""
     fig = figure(_width(points), 4.6)
@@ -204,6 +222,7 @@ def tflops_bars(points: Sequence[Point], title: str) -> Figure:
     return fig
 
 
+@plain_text
 def peak_and_roofline(points: Sequence[Point], title: str, chip: str,
                       peak: float | None, mem_bw_gbs: float | None) -> Figure:
     """Left: % of the chip's datasheet peak per shape (left out without a peak). Right:
@@ -265,6 +284,7 @@ def peak_and_roofline(points: Sequence[Point], title: str, chip: str,
 BAND_COLOR = {"expected": "#2ca02c", "downgraded": "#ff9f1c", "fail": "#d62728"}
 
 
+@plain_text
 def error_bands(points: Sequence[Point], mode: str, title: str) -> Figure:
     """Relative errors per shape and provider (log scale) over the mode's bands: expected
     (<= max_error), downgraded (a lower precision ran), fail (> 1e-2, NaN/Inf plotted at
@@ -300,6 +320,7 @@ def error_bands(points: Sequence[Point], mode: str, title: str) -> Figure:
     return fig
 
 
+@plain_text
 def sweep_curve(param: str, values: Sequence[int], tflops: Sequence[float | None],
                 status: Sequence[str], vendor_tflops: float | None, title: str) -> Figure:
     """`gemmgate sweep`: Triton TFLOP/s against one tile parameter's values (the rise and

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from matplotlib.figure import Figure
 
 from gemmgate import stats
-from gemmgate.plots import Point, figure
+from gemmgate.plots import Point, figure, plain_text
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ def geomean(xs: Sequence[float | None]) -> float:
     return stats.geomean([x for x in xs if x is not None])
 
 
+@plain_text
 def history(series: Sequence[Series], mode: str, title: str) -> Figure:
     """A chip's runs and baselines in date order: the speed ratio and Triton TFLOP/s of
     every case (thin lines) and their geomean (bold) over the cases every one of them
@@ -58,6 +59,7 @@ def history(series: Sequence[Series], mode: str, title: str) -> Figure:
     return fig
 
 
+@plain_text
 def cross_chip(series: Sequence[Series], mode: str) -> Figure:
     """Chips side by side, normalised: Triton (filled) and vendor (hollow) % of each
     chip's datasheet peak against the case's GFLOP, and the speed ratio; cases that failed

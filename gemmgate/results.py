@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gemmgate import stats
@@ -29,6 +29,12 @@ STATUSES = (PASS, FAIL, "downgraded", UNSUPPORTED)
 RUN_SCHEMA = "gemmgate.run/1"
 
 
+# Past what any call or chip measures (1 ns to 2.8 hours a call; 1 EFLOP/s): a 1e-200 ms
+# sample against a 1e200 one made an infinite ratio, and the report's plots raised an
+# OverflowError with exit 1 (a review of hand-edited files)
+MIN_SAMPLE_MS, MAX_SAMPLE_MS, MAX_TFLOPS = 1e-6, 1e7, 1e6
+
+
 class ResultsError(ValueError):
     """A run file that cannot be used; the message names the file and the field."""
 
@@ -42,16 +48,25 @@ class ProviderResult:
     samples_ms: tuple[float, ...] = ()
     tflops: float | None = None
     excess: float | None = None          # beyond the output's own rounding (16-bit outputs)
+    block: int = 1                       # its case's (`CaseResult` sets it): calls a round
+
+    @property
+    def rounds_ms(self) -> list[float]:
+        """One time a round: with `block` > 1 each round's calls as their median."""
+        return stats.block_medians(self.samples_ms, self.block)
 
     @property
     def median_ms(self) -> float | None:
-        return stats.median(self.samples_ms) if self.samples_ms else None
+        """The rounds' median, as the TFLOP/s figure and the gate take it (over every call
+        of a blocked run it was another median, and baselines, tuning tables and sweeps
+        stored that one; a review)."""
+        return stats.median(self.rounds_ms) if self.samples_ms else None
 
     def to_json(self) -> dict:
         d = {"accuracy": self.accuracy, "error": _num(self.error), "message": self.message,
              "median_ms": self.median_ms, "tflops": self.tflops, "n": len(self.samples_ms),
              "samples_ms": list(self.samples_ms), "excess": _num(self.excess)}
-        d["quantiles_ms"] = stats.quantiles(self.samples_ms) if self.samples_ms else {}
+        d["quantiles_ms"] = stats.quantiles(self.rounds_ms) if self.samples_ms else {}
         return d
 
     @classmethod
@@ -62,14 +77,16 @@ class ProviderResult:
         _need(d["accuracy"] in STATUSES, f"{where}.accuracy",
               f"is {d['accuracy']!r}, not one of {', '.join(STATUSES)}")
         samples = d["samples_ms"]
-        _need(isinstance(samples, list) and all(_real(x) and x >= 0 for x in samples),
-              f"{where}.samples_ms", "is not a list of non-negative numbers")
+        _need(isinstance(samples, list) and all(
+            _real(x) and (x == 0 or MIN_SAMPLE_MS <= x <= MAX_SAMPLE_MS) for x in samples),
+              f"{where}.samples_ms", f"is not a list of times in ms (0, or {MIN_SAMPLE_MS:g} "
+              f"to {MAX_SAMPLE_MS:g})")
         err = d["error"]
         _need(err is None or (_real(err) and err >= 0) or err in ("nan", "inf"),
               f"{where}.error", f"is {err!r}, not a relative error >= 0")
         tf = d["tflops"]
-        _need(tf is None or (_real(tf) and tf >= 0), f"{where}.tflops",
-              f"is {tf!r}, not a number >= 0")
+        _need(tf is None or (_real(tf) and 0 <= tf <= MAX_TFLOPS), f"{where}.tflops",
+              f"is {tf!r}, not a number from 0 to {MAX_TFLOPS:g}")
         msg = d.get("message")
         _need(msg is None or isinstance(msg, str), f"{where}.message", "is not text")
         exc = d.get("excess")   # optional: runs before session 58 have none
@@ -88,6 +105,11 @@ class CaseResult:
     telemetry: dict = field(default_factory=dict)
     worker: str = ""                     # device and process that measured it
     block: int = 1                       # calls of a provider in a row a round (--block)
+
+    def __post_init__(self) -> None:   # the case's block is its providers' (`median_ms`)
+        if any(p.block != self.block for p in self.providers.values()):
+            object.__setattr__(self, "providers", {
+                k: replace(p, block=self.block) for k, p in self.providers.items()})
 
     @property
     def ratio_samples(self) -> tuple[float, ...]:
@@ -108,7 +130,7 @@ class CaseResult:
         """A provider's samples one a round: with `block` > 1 each round's calls in a row
         as their median (`stats.block_medians`): the rounds are what is independent, and a
         CI over every call was too narrow."""
-        return stats.block_medians(self.providers[name].samples_ms, self.block)
+        return self.providers[name].rounds_ms
 
     @property
     def ab_samples(self) -> tuple[float, ...]:

@@ -145,8 +145,9 @@ def read_ab(paths: list[str]) -> AB:
     last file wins for the same tile)."""
     out = {}
     for p in paths:
-        for c in json.loads(Path(p).read_text())["cases"]:
-            ab = ab_of(c["providers"]) if "reference" in c["providers"] else None
+        data = json.loads(Path(p).read_text())
+        for c in data["cases"]:
+            ab = ab_of(c, data.get("environment", {}).get("block", 1))
             if ab and c.get("ratio"):
                 tile = c["telemetry"].get("triton_config", "")
                 out[(c["mode"], c["id"].split("-", 1)[1], tile)] = Measured(ab, c["ratio"],

@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from gemmgate.results import CaseResult  # noqa: E402
 from gemmgate.stats import median  # noqa: E402
 
 FIELDS = ("label", "mode", "case", "triton_tflops", "vendor_tflops", "ratio", "extra",
@@ -31,17 +32,23 @@ def _median(xs):
     return median(xs) if xs else None
 
 
-def ab_of(providers: dict) -> float | None:
-    """A case's A/B from its providers: the reference's median time / Triton's."""
-    ref, tri = providers["reference"].get("median_ms"), providers["triton"].get("median_ms")
-    return ref / tri if ref and tri else None
+def ab_of(case: dict, block: int = 1) -> float | None:
+    """A run file case's A/B as the gate takes it: the median of its per-round ratios
+    reference / Triton (`CaseResult.ab_median`; the ratio of the two medians differs by
+    up to 4% where rounds fall into two clock states, a review); None without one."""
+    if "reference" not in case.get("providers", {}):
+        return None
+    return CaseResult.from_json(case, f"case {case.get('id')}", block).ab_median
 
 
 def rows_of(label: str, paths: list[str]) -> list[dict]:
     by: dict[str, list[dict]] = {}
+    blocks: dict[int, int] = {}   # id(case) -> its run's --block
     for p in paths:
-        for c in json.loads(Path(p).read_text())["cases"]:
+        data = json.loads(Path(p).read_text())
+        for c in data["cases"]:
             by.setdefault(c["id"], []).append(c)
+            blocks[id(c)] = data.get("environment", {}).get("block", 1)
     out = []
     for cid, cs in by.items():
         t = _median(c["providers"]["triton"].get("tflops") for c in cs)
@@ -49,7 +56,7 @@ def rows_of(label: str, paths: list[str]) -> list[dict]:
         extra = {name: _median(c.get("ratios", {}).get(name) for c in cs)
                  for name in cs[0].get("ratios", {}) if name not in ("vendor", "reference")}
         if "reference" in cs[0]["providers"]:   # A/B: the reference's time / Triton's
-            extra["ab"] = _median(ab_of(c["providers"]) for c in cs)
+            extra["ab"] = _median(ab_of(c, blocks[id(c)]) for c in cs)
         for name in ("triton", "vendor", "vendor_fast"):   # beyond the output's rounding
             if name in cs[0]["providers"]:                 # (16-bit outputs, session 58 on)
                 extra[f"xs_{name}"] = _median(c["providers"][name].get("excess") for c in cs)

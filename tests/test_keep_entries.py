@@ -125,10 +125,8 @@ def test_a_retuned_entry_is_kept_or_left_out_by_its_measured_picks(ke, tmp_path,
 
     def run(ab_ratio, vendor_ratio):
         ab = tmp_path / "ab.json"
-        ab.write_text(json.dumps({"cases": [{
-            "mode": "bf16", "id": "bf16-m1024-n1024-k1024", "ratio": vendor_ratio,
-            "providers": {"reference": {"median_ms": ab_ratio}, "triton": {"median_ms": 1.0}},
-            "telemetry": {"triton_config": tile}}]}))
+        ab.write_text(json.dumps({"cases": [
+            _ab_case("bf16", 1024, vendor_ratio, ab_ratio, tile)]}))
         rc = ke.main(["--ref", "HEAD", "--table", str(new), "--ab", str(ab), "--modes",
                       "bf16", "--sets", "pr"])
         return rc, capsys.readouterr().out
@@ -183,15 +181,24 @@ def test_the_tune_calls_rows_name_both_tiles_and_replace_only_their_own_label(ke
     assert [line.split(",")[0] for line in lines[1:]] == ["16x64x128", "32x64x128-cr"]
 
 
+def _ab_case(mode: str, size: int, ratio: float, ab: float, tile: str) -> dict:
+    """A run file's case (size^3) of an A/B run: Triton 1 ms a round, the vendor `ratio`
+    ms, the reference `ab` ms, the tile in its telemetry."""
+    from gemmgate.results import CaseResult, ProviderResult
+    from gemmgate.shapes import Case
+
+    times = {"triton": 1.0, "vendor": ratio, "reference": ab}
+    return CaseResult(mode, Case(size, size, size), {
+        name: ProviderResult(name, "pass", 1e-3, "", (t,) * 6) for name, t in times.items()},
+        telemetry={"triton_config": tile}).to_json()
+
+
 def test_a_case_run_on_two_tables_keeps_each_tiles_ab(ke, tmp_path):
     """The tune call's A/B and a later A/B of the kept table can name one case with two
     tiles: each tile keeps its own figure, so an entry is judged on the tile it picks."""
 
     def run(path, tile, ref_ms):
-        path.write_text(json.dumps({"cases": [{
-            "id": "fp8-m64-n64-k64", "mode": "fp8", "ratio": 0.9,
-            "telemetry": {"triton_config": tile},
-            "providers": {"reference": {"median_ms": ref_ms}, "triton": {"median_ms": 1.0}}}]}))
+        path.write_text(json.dumps({"cases": [_ab_case("fp8", 64, 0.9, ref_ms, tile)]}))
         return str(path)
 
     ab = ke.read_ab([run(tmp_path / "a.json", "t1", 1.2), run(tmp_path / "b.json", "t2", 0.9)])

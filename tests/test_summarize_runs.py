@@ -14,15 +14,20 @@ def sr(load_script):
     return load_script(SCRIPT)
 
 
-def _run(path: Path, ratio: float, ref_ms: float | None = None) -> Path:
-    providers = {"triton": {"tflops": 200.0, "median_ms": 1.0, "accuracy": "pass"},
-                 "vendor": {"tflops": 100.0, "median_ms": 2.0, "accuracy": "pass"}}
-    if ref_ms is not None:
-        providers["reference"] = {"median_ms": ref_ms}
-    case = {"id": "bf16-m64-n64-k64", "mode": "bf16", "ratio": ratio,
-            "ratios": {"vendor": ratio}, "providers": providers,
-            "telemetry": {"triton_config": "tma 64x64x64 g8 s4 w4"}}
-    path.write_text(json.dumps({"cases": [case]}))
+def _run(path: Path, ratio: float, ref_ms: float | None = None,
+         ref_rounds: tuple[float, ...] = (), rounds: tuple[float, ...] = (1.0,) * 6) -> Path:
+    """A run file of one bf16 64^3 case: Triton's `rounds` (1 ms), the vendor `ratio` ms,
+    the reference (an A/B) `ref_ms` or its rounds `ref_rounds`."""
+    from gemmgate.results import CaseResult, ProviderResult, RunRecord
+    from gemmgate.shapes import Case
+
+    times = {"triton": rounds, "vendor": (ratio,) * 6}
+    if ref_ms is not None or ref_rounds:
+        times["reference"] = ref_rounds or (ref_ms,) * 6
+    case = CaseResult("bf16", Case(64, 64, 64), {
+        n: ProviderResult(n, "pass", 1e-3, "", ts, tflops=0.5 / ts[0])
+        for n, ts in times.items()}, telemetry={"triton_config": "tma 64x64x64 g8 s4 w4"})
+    path.write_text(json.dumps(RunRecord({"chip": "h"}, "s", (case,)).to_json()))
     return path
 
 
@@ -31,7 +36,7 @@ def test_a_label_given_again_replaces_its_rows_and_keeps_the_others(sr, tmp_path
     assert sr.main([str(out), f"a={_run(tmp_path / 'a.json', 2.0)}"]) == 0
     assert sr.main([str(out), f"b={_run(tmp_path / 'b.json', 1.5, ref_ms=1.1)}"]) == 0
     assert sr.main([str(out), f"a={_run(tmp_path / 'a2.json', 3.0)}"]) == 0
-    rows = list(csv.DictReader(out.open()))
+    rows = list(csv.DictReader(out.read_text().splitlines()))
     assert [(r["label"], r["ratio"]) for r in rows] == [("b", "1.5000"), ("a", "3.0000")]
     assert rows[0]["extra"] == "ab:1.1000"   # the reference's time / Triton's
     assert rows[1]["tile"] == "tma 64x64x64 g8 s4 w4" and rows[1]["case"] == "m64-n64-k64"
@@ -43,3 +48,15 @@ def test_an_existing_file_of_another_kind_is_refused_and_kept(sr, tmp_path, caps
     assert sr.main([str(out), f"a={_run(tmp_path / 'a.json', 2.0)}"]) == 2
     assert "no 'label' column" in capsys.readouterr().err
     assert out.read_text() == "m,n,k,layout,pad\n256,256,128,rr,0\n"
+
+
+def test_the_ab_is_the_gate_s_median_of_the_rounds_ratios(sr, tmp_path):
+    """Rounds in two clock states, Triton 1 1 1 2 2 2 ms, the reference 2 2 2 1 1 1: the
+    paired ratios 2 2 2 0.5 0.5 0.5 have the median 1.25 (the gate's A/B,
+    `CaseResult.ab_median`); the medians' ratio, which the script gave, is 1."""
+    out = tmp_path / "cases.csv"
+    run = _run(tmp_path / "a.json", 2.0, ref_rounds=(2.0, 2.0, 2.0, 1.0, 1.0, 1.0),
+               rounds=(1.0, 1.0, 1.0, 2.0, 2.0, 2.0))
+    assert sr.main([str(out), f"a={run}"]) == 0
+    row = next(csv.DictReader(out.read_text().splitlines()))
+    assert row["extra"].startswith("ab:1.2500")

@@ -201,3 +201,18 @@ def test_cross_chip_normalises_to_each_chips_peak_and_names_chips_without_one():
     assert ys == pytest.approx(sorted(100 * t / peaks["fp32"] for t in (10.0, 30.0, 10.0, 33.0)))
     assert any("no datasheet peak: cpu" in t.get_text() for t in left.texts)
     _png_size(fig)
+
+
+def test_a_dollar_in_a_title_or_chip_is_drawn_as_itself():
+    """A run file's chip id `<x>$\\frac{$` was read as math, and the malformed formula
+    stopped the report (a review): every figure draws `$` as text."""
+    weird = r"evil$\frac{$ chip"
+    figs = [plots.heatmap(POINTS, weird), plots.tflops_bars(POINTS, weird),
+            plots.error_bands(POINTS, "fp32", weird),
+            plots.sweep_curve("num_stages", [1, 2], [1.0, 2.0], ["ok", "ok"], 1.5, weird),
+            plots_history.history([_series(weird, 1.0, "2026-11-01", {})], "fp32", weird),
+            plots_history.cross_chip([_series(weird, 1.0, "2026-11-01", {})], "fp32")]
+    for fig in figs:
+        assert _png_size(fig)[0] > 0
+        texts = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
+        assert any(r"$\frac{$" in t for t in texts)

@@ -179,6 +179,27 @@ def test_three_providers_take_every_place_alike():
     assert [_order(["a", "b"], r) for r in range(4)] == [["a", "b"], ["b", "a"]] * 2
 
 
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_a_run_stops_only_where_every_provider_held_every_place_alike(k):
+    """An A/B's three providers stopped at 10 rounds (the minimum, an even count), the
+    vendor in the middle 4 times to Triton's 2: the stop waits for `_order`'s cycle.
+    Constant samples (CI 0): done at the first whole cycle past min_rounds, not before."""
+    from collections import Counter
+
+    from gemmgate.timing import _order, order_cycle
+
+    names = [f"p{i}" for i in range(k)]
+    cycle = order_cycle(k)
+    for place in range(k):   # over one cycle, each provider holds each place alike
+        held = Counter(_order(names, r)[place] for r in range(cycle))
+        assert set(held.values()) == {cycle // k} and set(held) == set(names)
+    policy = _policy(min_rounds=10, max_rounds=100, budget_s=1e9)
+    started = time.perf_counter()
+    first = next(n for n in range(10, 100) if n % cycle == 0)
+    for n in range(10, first + 1):
+        assert timing._done({p: [1.0] * n for p in names}, policy, started) == (n == first)
+
+
 def test_device_clock_ratio_rounds_take_turns_first(monkeypatch):
     """time_ratio sampled the vendor first every round: with a duty below 1 the vendor
     always ran right after the idle rest and Triton right after the vendor."""
