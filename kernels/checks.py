@@ -132,6 +132,11 @@ def check_out(out, want: tuple, dtype: torch.dtype, device: torch.device) -> Non
         raise ValueError(f"out must be a {want} {dtype} tensor, got {_what(out)}")
     if out.device != device:
         raise ValueError(f"out is on {out.device}, inputs on {device}")
+    if out.layout != torch.strided:   # (a sparse one was told its elements share memory)
+        raise ValueError(f"out must be a dense (strided) tensor, got layout {out.layout}")
+    if out.is_inference() and not torch.is_inference_mode_enabled():   # as torch refuses
+        raise RuntimeError("out is an inference tensor: it can be written in place only "
+                           "inside torch.inference_mode()")
     if out.is_neg():
         raise ValueError("out is a lazy negation view (is_neg()): write into a plain tensor")
     if any(n > 1 and st == 0 for st, n in zip(out.stride(), out.shape)):
@@ -156,6 +161,11 @@ def mode_for(dtype: torch.dtype, precision: str | None) -> tuple[KernelMode, tor
 
 
 def check_device(device: torch.device, mode: KernelMode) -> None:
+    if device.type == "meta" and dispatch.device_capability(device) == (0, 0):
+        # meta tensors hold no data: only a planning tool that stands in a chip's facts
+        # (scripts/call_audit.py) may call with them; a user's call crashed in Triton
+        raise ValueError("meta tensors hold no data to multiply: give cuda tensors (or cpu "
+                         "ones under TRITON_INTERPRET=1)")
     if device.type == "cpu":
         if not dispatch.interpreting():
             raise ValueError("CPU tensors need the Triton interpreter (TRITON_INTERPRET=1)")

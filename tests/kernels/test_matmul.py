@@ -700,6 +700,34 @@ def test_bad_out(device):
                        out=torch.empty(5, 2, device=device))
 
 
+def test_a_sparse_out_a_meta_call_and_an_inference_out_are_named():
+    """A review: a sparse COO out was told its elements share memory, a CSR one raised
+    torch's "no strides" from inside the checks; meta operands (no data) crashed inside
+    Triton; an inference tensor was written outside inference mode, which torch
+    refuses. (Meta calls with a chip's facts stood in, scripts/call_audit.py's, stay.)"""
+    import warnings
+
+    if torch.cuda.is_available():
+        pytest.skip("the CPU path")
+    a, b = _t(4, 6), _t(6, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # (sparse CSR's beta warning)
+        for out, layout in ((torch.zeros(4, 5).to_sparse(), "sparse_coo"),
+                            (torch.zeros(4, 5).to_sparse_csr(), "sparse_csr")):
+            with pytest.raises(ValueError, match=f"out must be a dense .*torch.{layout}"):
+                kernels.matmul(a, b, out=out)
+    with pytest.raises(ValueError, match="meta tensors hold no data"):
+        kernels.matmul(a.to("meta"), b.to("meta"))
+    with torch.inference_mode():
+        held = torch.zeros(4, 5)
+    with pytest.raises(RuntimeError, match="out is an inference tensor"):
+        kernels.matmul(a, b, out=held)
+    assert torch.count_nonzero(held) == 0
+    with torch.inference_mode():
+        kernels.matmul(a, b, out=held)
+    torch.testing.assert_close(held, a @ b)
+
+
 @pytest.mark.parametrize("where", ["a", "b", "a_part", "b_interleaved"])
 def test_an_out_over_an_input_is_refused_before_anything_is_written(where, device):
     """The kernels read A and B while they write C's tiles: an out over an input gave
