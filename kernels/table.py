@@ -376,7 +376,9 @@ def _nearest(rows: tuple[_Row, ...], m: int, n: int, k: int, variants: tuple[str
 
 
 def reload() -> None:
-    """Forget the tables read so far (after `gemmgate tune` wrote one)."""
+    """Forget the tables read so far, for the lookup only: `kernels.matmul` keeps its
+    cached plans, so after a table is written call `kernels.dispatch.reset()`, which
+    calls this (as `gemmgate tune` does; a review found this docstring misled)."""
     _reload_files()
     _index.cache_clear()
     _exacts.cache_clear()
