@@ -93,9 +93,7 @@ def check_call(a, b, precision, out, scale_a, scale_b) -> KernelMode:
     if precision is not None and not isinstance(precision, str):
         raise ValueError(f"precision must be a mode name or None, got {precision!r}")
     for name, x in (("a", a), ("b", b)):
-        # (any device: scripts/call_audit.py compiles the calls' kernels on meta tensors)
-        if x.layout != torch.strided:
-            raise ValueError(f"{name} must be a dense (strided) tensor, got layout {x.layout}")
+        dense(name, x)
         not_negated(name, x)
     mode, out_dtype = mode_for(a.dtype, precision)
     check_device(a.device, mode)  # not cached: on the CPU it reads TRITON_INTERPRET
@@ -109,6 +107,13 @@ def check_call(a, b, precision, out, scale_a, scale_b) -> KernelMode:
     if out is not None:
         check_out(out, (a.shape[0], b.shape[1]), out_dtype, a.device)
     return mode
+
+
+def dense(name: str, x: torch.Tensor) -> None:
+    """`x` a strided tensor, whose strides the kernels read (a sparse out was told its
+    elements share memory, a review)."""
+    if x.layout != torch.strided:
+        raise ValueError(f"{name} must be a dense (strided) tensor, got layout {x.layout}")
 
 
 def not_negated(name: str, x: torch.Tensor) -> None:
@@ -132,8 +137,7 @@ def check_out(out, want: tuple, dtype: torch.dtype, device: torch.device) -> Non
         raise ValueError(f"out must be a {want} {dtype} tensor, got {_what(out)}")
     if out.device != device:
         raise ValueError(f"out is on {out.device}, inputs on {device}")
-    if out.layout != torch.strided:   # (a sparse one was told its elements share memory)
-        raise ValueError(f"out must be a dense (strided) tensor, got layout {out.layout}")
+    dense("out", out)
     if out.is_inference() and not torch.is_inference_mode_enabled():   # as torch refuses
         raise RuntimeError("out is an inference tensor: it can be written in place only "
                            "inside torch.inference_mode()")

@@ -789,6 +789,25 @@ def test_a_cached_call_checks_an_out_at_new_addresses_again(load_script):
         assert len(dispatch.CALLS) == 1   # one resolved call served all four
 
 
+def test_a_cached_call_checks_an_inference_out_again(load_script):
+    """The resolved call's key holds everything the checks read of out: an inference
+    tensor of the same shape, strides and alignment as an out already served is still
+    refused outside inference mode (the key lacked it, so a device's repeat skipped the
+    check). On meta tensors as an H200 plans them (`as_chip`), launching nothing."""
+    from pathlib import Path
+
+    audit = load_script(Path(__file__).resolve().parents[2] / "scripts" / "call_audit.py")
+    room = torch.empty(1 << 16, dtype=torch.bfloat16, device="meta")   # (addresses are
+    a, b = room[16384:20480].view(64, 64), room[20480:24576].view(64, 64)   # offsets)
+    out = room[32768:36864].view(64, 64)
+    with torch.inference_mode():   # at offset 0: apart from a and b
+        held = torch.empty(64, 64, dtype=torch.bfloat16, device="meta")
+    with audit.as_chip(audit.target(), None, bound=True):
+        assert kernels.matmul(a, b, out=out) is out
+        with pytest.raises(RuntimeError, match="out is an inference tensor"):
+            kernels.matmul(a, b, out=held)
+
+
 def test_a_cached_call_given_a_config_runs_that_tile_not_the_kept_pick(load_script):
     """The resolved call keeps its pick's recipe for repeats without a config; a call with
     `config=` another tile makes and runs that tile's recipe. On meta tensors as an H200
