@@ -348,8 +348,9 @@ def _same_measurement(records: list[tuple[dict, str]]) -> None:
     for key, what in baselines.MEASURED_BY:
         seen: dict = {}
         for rec, name in records:
-            if baselines.measured(rec, key) is not None:
-                seen.setdefault(baselines.measured(rec, key), name)
+            value = baselines.measured(rec, key)
+            if value is not None:
+                seen.setdefault(value, name)
         if len(seen) > 1:
             said = ", ".join(f"{v} ({n})" for v, n in seen.items())
             raise ValueError(f"baseline merge: the inputs were measured with another "

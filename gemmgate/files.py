@@ -9,6 +9,7 @@ file in the same directory, fsyncs it and renames it over, so a reader never see
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -93,10 +94,23 @@ def check_writable(path: str | Path, what: str, *, append: bool = False) -> None
     _try_create_in(p.parent, fail)
 
 
+def may_exist(path: str | Path) -> bool:
+    """Whether `path` may name a file: False where the text cannot (an inline --shapes
+    list of 29 shapes is past the system's name length, and `exists` raised ENAMETOOLONG,
+    session 68; a NUL in the text); True where asking failed otherwise (a folder one may
+    not enter), so that reading it says why."""
+    try:
+        return Path(path).exists()
+    except ValueError:
+        return False
+    except OSError as e:
+        return e.errno != errno.ENAMETOOLONG
+
+
 def is_file(path: str | Path) -> bool:
-    """Path.is_file, False where the text cannot name a file: an inline --shapes list of
-    29 shapes is past the system's name length, and is_file raised ENAMETOOLONG (the CLI's
-    input check, after session 68 had mended the parser's own probe; an H100 call)."""
+    """Path.is_file, False where the text cannot name a file (`may_exist`'s texts: the
+    CLI's input check raised ENAMETOOLONG after the parser's probe was mended, an H100
+    call) or asking failed."""
     try:
         return Path(path).is_file()
     except (OSError, ValueError):

@@ -13,14 +13,13 @@ before any measuring starts.
 from __future__ import annotations
 
 import csv
-import errno
 import io
 import operator
 import re
 from pathlib import Path
 
 from gemmgate.case import LAYOUTS, Case
-from gemmgate.files import InputError, read_text
+from gemmgate.files import InputError, may_exist, read_text
 from gemmgate.shape_sets import SETS
 
 __all__ = ["LAYOUTS", "SETS", "Case", "case_bytes", "check_fits", "load_shape_file",
@@ -185,26 +184,13 @@ def resolve(spec: str) -> tuple[str, tuple[Case, ...]]:
     cases)."""
     if spec in SETS:
         return spec, SETS[spec]
-    if Path(spec).suffix.lower() in (".csv", ".yaml", ".yml") or _exists(spec):
+    if Path(spec).suffix.lower() in (".csv", ".yaml", ".yml") or may_exist(spec):
         return spec, load_shape_file(spec)
     inline = parse_inline(spec)
     if inline is not None:
         return spec, inline
     raise InputError(f"unknown shape set {spec!r}; known sets: {', '.join(SETS)}, "
                      "a .csv/.yaml shape file, or shapes such as 4096x4096x4096,1000x1000x1000-rc")
-
-
-def _exists(spec: str) -> bool:
-    """Whether `spec` may name a file: False where it cannot (an inline list of 29 shapes
-    is past the system's file-name length: `exists` raised ENAMETOOLONG, session 68; a
-    NUL in the text); True where asking failed otherwise (a folder it may not enter), so
-    that reading it says why."""
-    try:
-        return Path(spec).exists()
-    except ValueError:
-        return False
-    except OSError as e:
-        return e.errno != errno.ENAMETOOLONG
 
 
 # M x N x K as a shape is written on the command line (`parse_inline`, gemmgate/sweep.py's

@@ -198,3 +198,18 @@ def test_a_file_in_a_folder_one_may_not_enter_is_said_so(tmp_path, monkeypatch):
     monkeypatch.setattr(pathlib.Path, "is_dir", refuse)
     with pytest.raises(InputError, match="permission denied"):
         read_text(tmp_path / "locked" / "shapes.csv", "shape file")
+
+
+@pytest.mark.parametrize("code, named", [("ENAMETOOLONG", False), ("EACCES", True)])
+def test_only_a_name_too_long_is_no_file(monkeypatch, code, named):
+    """A folder the user may not enter is still asked for as a file (reading it says
+    permission denied), not taken for an unknown shape set name (a review)."""
+    import errno
+    import pathlib
+
+    from gemmgate import files
+
+    def refuse(self):
+        raise OSError(getattr(errno, code), "refused")
+    monkeypatch.setattr(pathlib.Path, "exists", refuse)
+    assert files.may_exist("locked/shapes") is named

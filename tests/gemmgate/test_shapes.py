@@ -206,22 +206,6 @@ def test_an_inline_list_longer_than_a_file_name_is_read_as_shapes():
         resolve("q" * 300)
 
 
-@pytest.mark.parametrize("code, named", [("ENAMETOOLONG", False), ("EACCES", True)])
-def test_only_a_name_too_long_is_no_file(monkeypatch, code, named):
-    """A folder the user may not enter is still asked for as a file (reading it says
-    permission denied), not taken for an unknown set name (a review)."""
-    import errno
-    import pathlib
-
-    from gemmgate import shapes
-
-
-    def refuse(self):
-        raise OSError(getattr(errno, code), "refused")
-    monkeypatch.setattr(pathlib.Path, "exists", refuse)
-    assert shapes._exists("locked/shapes") is named
-
-
 @pytest.mark.parametrize("spec, match", [
     ("4096x4096x4096,foo", r"'foo' is not a case; write MxNxK\[-LAYOUT\]\[\+pPAD\]"),
     ("10x10x10-xy", "unknown layout 'xy'"),
