@@ -1,10 +1,9 @@
-"""`gemmgate check` (the regression gate) and `gemmgate baseline update|calibrate`:
-parse-level checks, then the harness (gate.py, baselines.py, calibrate.py), then output."""
+"""`gemmgate check` (the regression gate) and `gemmgate baseline update|calibrate`
+(`merge`: cli_merge.py): parse-level checks, then the harness (gate.py, baselines.py,
+calibrate.py), then output."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
 from rich.markup import escape
@@ -13,6 +12,7 @@ from rich.table import Table
 from gemmgate import baselines
 from gemmgate.calibrate import CalibrationError, fresh_runs
 from gemmgate.chips import select_chip
+from gemmgate.cli_merge import levels, merge_command, summary_table
 from gemmgate.cli_run import (
     BASELINE_OUTPUT,
     append_summary,
@@ -29,7 +29,7 @@ from gemmgate.cli_run import (
 )
 from gemmgate.compare import REGRESSED
 from gemmgate.context import MeasurementError
-from gemmgate.files import read_text, write_json_atomic, write_text_atomic
+from gemmgate.files import write_json_atomic, write_text_atomic
 from gemmgate.gate import (
     GATE_HEAD,
     annotations,
@@ -43,7 +43,7 @@ from gemmgate.gate import (
 )
 from gemmgate.reference import resolve, same_kernels
 from gemmgate.report import print_tables
-from gemmgate.results import RUN_SCHEMA, RunRecord
+from gemmgate.results import RunRecord
 
 
 def _modes_arg(args, base) -> str | None:
@@ -225,9 +225,9 @@ def baseline_command(args, console, err) -> int:
         console.print(f"kept {len(kept)} case(s) of the old baseline that this run did not "
                       "measure")
     if old:
-        console.print(_summary_table(baselines.summary(old), baselines.summary(new)))
+        console.print(summary_table(baselines.summary(old), baselines.summary(new)))
     console.print(f"wrote {escape(str(path))} ({len(new.cases)} cases, {len(records)} run(s), "
-                  f"{_levels(new)})")
+                  f"{levels(new)})")
     lost = baselines.lost_machine_level(old, new)
     if lost:
         err.print(f"[yellow]warning:[/] {len(lost)} case(s) lost their machine-level noise: "
@@ -236,167 +236,3 @@ def baseline_command(args, console, err) -> int:
                   f"again (`gemmgate baseline merge`): {', '.join(lost[:5])}"
                   + (" ..." if len(lost) > 5 else ""))
     return 0
-
-
-def _levels(base) -> str:
-    """Which noise levels the written baseline holds, for the user to see."""
-    n = len(base.cases)
-    ab = sum(c.noise.ab is not None for c in base.cases.values())
-    machine = sum(c.noise.machine is not None for c in base.cases.values())
-    return (f"noise: A/B {ab}/{n} cases, machine-level {machine}/{n} cases over "
-            f"{len(base.machines)} machine(s)")
-
-
-def merge_command(args, console, err) -> int:
-    """`gemmgate baseline merge A.json B.json ... --output OUT`: calibrations made on
-    several machines become one baseline with machine-level noise. Inputs may also be
-    run JSONs (`gemmgate run/check --json`, e.g. a fleet's A/A checks): together they
-    count as one more calibration, each run a fresh process on its own machine."""
-    if len(args.inputs) < 2:
-        raise ValueError("baseline merge needs at least two files")
-    parts, names = _merge_inputs(args.inputs)
-    merged = baselines.combine(parts)   # before the lock: bad inputs are exit 2 here
-    given = args.output if args.output is not None else str(baselines.default_path(
-        parts[0].chip))
-    check_outputs((given, BASELINE_OUTPUT))
-    out = Path(given)
-    is_input = out.resolve() in {Path(p).resolve() for p in args.inputs}
-    if is_input and any(Path(p).resolve() == out.resolve() and _is_run(p) for p in args.inputs):
-        raise ValueError(f"--output {given} is a run file among the inputs: the baseline "
-                         "written there would destroy it; give another path")
-    if not is_input:
-        baselines.existing(out, parts[0].chip)   # an unusable file is exit 2, unlocked
-    with baselines.locked(out):
-        old = None
-        if is_input:   # read again under the lock: an update that landed since is merged
-            parts, names = _merge_inputs(args.inputs)
-            merged = baselines.combine(parts)
-        else:
-            old = baselines.existing(out, parts[0].chip)
-        skipped = baselines.other_tiles(parts)
-        # the file's cases that no input holds stay as they are (as `update` keeps them):
-        # merging calibrations of a few cases onto the baseline loses none of the others
-        merged, kept = baselines.merge(merged, old)
-        baselines.save(out, merged)
-    if kept:
-        console.print(f"kept {len(kept)} case(s) of {escape(str(out))} that no input holds")
-    if old:
-        console.print(_summary_table(baselines.summary(old), baselines.summary(merged)))
-    console.print(f"wrote {escape(str(out))} ({len(merged.cases)} cases from "
-                  f"{len(args.inputs)} files, {_levels(merged)})")
-    if skipped:
-        console.print(f"{len(skipped)} case(s) ran on another tile in some inputs; those "
-                      "inputs were left out of them (a kernel change is not machine "
-                      "noise; `gemmgate baseline update` takes the new tiles):")
-        for key, idx in skipped.items():
-            console.print(f"  {key}: {escape(', '.join(names[i] for i in idx))}")
-    return 0
-
-
-def _merge_inputs(inputs: list[str]) -> tuple[list, list[str]]:
-    """(the parts `combine` pools, each part's name for the messages): the baselines, and
-    the run files built into one more calibration."""
-    parts, runs, names, run_names = [], [], [], []
-    # An input given twice would pool its runs twice. A run file is its content once (two
-    # runs of a second may hold the same environment, never the same timing samples: a
-    # copy of a run is the run); a calibration, its provenance.
-    seen: dict[str, str] = {}
-    for p in inputs:
-        if _is_run(p):
-            runs.append(_calibration_run(p))
-            run_names.append(p)
-            mark = "run " + hashlib.sha256(Path(p).read_bytes()).hexdigest()
-        else:
-            parts.append(baselines.load(p))
-            names.append(p)
-            mark = json.dumps(parts[-1].provenance, sort_keys=True, default=str)
-        if mark in seen:
-            raise ValueError(f"baseline merge: {p} holds the same calibration as "
-                             f"{seen[mark]}; give each input once (its runs would count "
-                             "twice)")
-        seen[mark] = p
-    _same_measurement([(p.provenance, n) for p, n in zip(parts, names)]
-                      + [(r.environment, n) for r, n in zip(runs, run_names)])
-    _each_run_once([(baselines.run_ids(p), n) for p, n in zip(parts, names)]
-                   + [([baselines.run_id(r)], n) for r, n in zip(runs, run_names)])
-    if runs:
-        names.append("the run files")
-        chip_id = runs[0].environment.get("chip")
-        if chip_id is None or any(r.environment.get("chip") != chip_id for r in runs):
-            raise ValueError("baseline merge: the run files are not all of one chip")
-        parts.append(baselines.build(runs, chip_id, runs[0].shapes))
-    return parts, names
-
-
-def _each_run_once(held_by: list[tuple[list[str], str]]) -> None:
-    """ValueError where a run is behind two inputs (a calibration and its own --keep-runs
-    file, or two merges of one run): pooled twice, its medians would count as two runs,
-    and the tolerance's factor for few runs would shrink (2 runs: x48; 4: x3.4)."""
-    held: dict[str, str] = {}
-    for ids, name in held_by:
-        for rid in ids:
-            if rid in held and held[rid] != name:
-                raise ValueError(f"baseline merge: a run is in both {held[rid]} and {name} "
-                                 "(a calibration's --keep-runs file, or an input merged "
-                                 "already); give each run once (it would count twice)")
-            held.setdefault(rid, name)
-
-
-def _same_measurement(records: list[tuple[dict, str]]) -> None:
-    """The inputs of a merge were timed alike (method, --block), where they record it:
-    pooled, another method's offset would pass for machine noise."""
-    for key, what in baselines.MEASURED_BY:
-        seen: dict = {}
-        for rec, name in records:
-            value = baselines.measured(rec, key)
-            if value is not None:
-                seen.setdefault(value, name)
-        if len(seen) > 1:
-            said = ", ".join(f"{v} ({n})" for v, n in seen.items())
-            raise ValueError(f"baseline merge: the inputs were measured with another "
-                             f"{what}: {said}; merge calibrations timed alike")
-
-
-def _is_run(path: str) -> bool:
-    """A run JSON (schema gemmgate.run/1) rather than a baseline file; unreadable or
-    non-JSON files are left to the baseline loader, whose message names the file."""
-    try:
-        return json.loads(read_text(path, "input"))["schema"] == RUN_SCHEMA
-    except (ValueError, KeyError, TypeError, RecursionError):
-        return False
-
-
-def _calibration_run(path: str) -> RunRecord:
-    """A run that may calibrate: no injected slowdown, no accuracy failure, no extras."""
-    rec = RunRecord.load(path)
-    if not rec.cases:
-        raise ValueError(f"{path}: the run holds no cases, so it cannot calibrate a baseline")
-    env = rec.environment
-    if env.get("incomplete"):
-        raise ValueError(f"{path}: a run that stopped part way ({env['incomplete']}) cannot "
-                         "calibrate a baseline")
-    if env.get("inject_slowdown"):
-        raise ValueError(f"{path}: a run with an injected slowdown "
-                         f"({env['inject_slowdown']}) cannot calibrate a baseline")
-    if env.get("providers"):
-        raise ValueError(f"{path}: a run with extra providers ({env['providers']}) cannot "
-                         "calibrate a baseline")
-    if env.get("copies") == "per-call":
-        raise ValueError(f"{path}: a run with --copies per-call cannot calibrate a baseline "
-                         "(baselines are measured with kept copies)")
-    bad = [c.key for c in rec.cases if not c.gate_passed]
-    if bad:
-        raise ValueError(f"{path}: accuracy failures cannot calibrate a baseline: "
-                         f"{', '.join(bad[:5])}")
-    return rec
-
-
-def _summary_table(old: dict, new: dict) -> Table:
-    t = Table(title="baseline: old beside new", title_justify="left")
-    for h in ("mode", "old cases", "old geomean ratio", "new cases", "new geomean ratio"):
-        t.add_column(h)
-    for m in sorted(set(old) | set(new)):
-        o, n = old.get(m, {}), new.get(m, {})
-        t.add_row(m, str(o.get("cases", "—")), f"{o['geomean_ratio']:.3f}" if o else "—",
-                  str(n.get("cases", "—")), f"{n['geomean_ratio']:.3f}" if n else "—")
-    return t

@@ -119,7 +119,7 @@ def test_a_failure_outside_the_providers_is_a_measurement_error_naming_the_case(
     assert [c["id"] for c in data["cases"]] == ["fp32-m8-n8-k8"]
     assert "m16-n16-k16 could not be measured" in data["environment"]["incomplete"]
     # and it calibrates nothing
-    from gemmgate.cli_gate import _calibration_run
+    from gemmgate.cli_merge import _calibration_run
 
     with pytest.raises(ValueError, match="a run that stopped part way .* cannot calibrate"):
         _calibration_run(str(out))
