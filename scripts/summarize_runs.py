@@ -43,12 +43,13 @@ def ab_of(case: dict, block: int = 1) -> float | None:
 
 def rows_of(label: str, paths: list[str]) -> list[dict]:
     by: dict[str, list[dict]] = {}
-    blocks: dict[int, int] = {}   # id(case) -> its run's --block
+    abs_: dict[str, list[float | None]] = {}   # each run's A/B of the case (`ab_of`)
     for p in paths:
         data = json.loads(Path(p).read_text())
+        block = data.get("environment", {}).get("block", 1)
         for c in data["cases"]:
             by.setdefault(c["id"], []).append(c)
-            blocks[id(c)] = data.get("environment", {}).get("block", 1)
+            abs_.setdefault(c["id"], []).append(ab_of(c, block))
     out = []
     for cid, cs in by.items():
         t = _median(c["providers"]["triton"].get("tflops") for c in cs)
@@ -56,7 +57,7 @@ def rows_of(label: str, paths: list[str]) -> list[dict]:
         extra = {name: _median(c.get("ratios", {}).get(name) for c in cs)
                  for name in cs[0].get("ratios", {}) if name not in ("vendor", "reference")}
         if "reference" in cs[0]["providers"]:   # A/B: the reference's time / Triton's
-            extra["ab"] = _median(ab_of(c, blocks[id(c)]) for c in cs)
+            extra["ab"] = _median(abs_[cid])
         for name in ("triton", "vendor", "vendor_fast"):   # beyond the output's rounding
             if name in cs[0]["providers"]:                 # (16-bit outputs, session 58 on)
                 extra[f"xs_{name}"] = _median(c["providers"][name].get("excess") for c in cs)
