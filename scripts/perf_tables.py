@@ -92,6 +92,7 @@ G64 = RESULTS / "h100-2026-12-06-s64"
 G65 = RESULTS / "h100-2026-12-06-s65"
 G66 = RESULTS / "h100-2026-12-06-s66"
 G69 = RESULTS / "h100-2026-12-06-s69"
+G70 = RESULTS / "h100-2026-12-06-s70"
 _WS = "kernels.matmul_ws:mm_ws_"
 
 
@@ -292,6 +293,10 @@ TABLES: dict[str, Callable[[], str]] = {
                                        G69 / "moved_unfit.csv"),
     "s69-h100-inductor": lambda: provider_cases(G69 / "cases.csv", "call3-h100-inductor29",
                                                 "inductor"),
+    "s70-h100-pr": lambda: targets_table({
+        "pr (check, 89c01c1)": {m: (G70 / "cases.csv", "call1-h100-check-pr")
+                                for m in ALL_MODES}}, lowest=True),
+    "s70-h100-eager-ab": lambda: runs_ab(G70 / "cases.csv", ("call1-h100-eager-ab",)),
 }
 
 
