@@ -218,7 +218,7 @@ def _strings(x, none: bool = False) -> bool:
 def _check_provenance(prov: dict, where: str) -> None:
     """The provenance fields merges, updates and `--ab-ref baseline` read (a wrong type
     raised a bare TypeError there, after measuring; a review)."""
-    for f in ("commit", "date", "kept_from"):
+    for f in ("commit", "date", "kept_from", "timing"):   # (timing: a merge's dict key)
         _need(prov.get(f) is None or isinstance(prov[f], str), where,
               f"provenance.{f} is {prov.get(f)!r}, not a string")
     runs = prov.get("runs")

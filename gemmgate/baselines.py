@@ -111,7 +111,7 @@ def build(records: Sequence[RunRecord], chip_id: str, shapes: str) -> Baseline:
             provs[name] = ProviderFigures(
                 med, _median_or_none([p.tflops for p in ps]),
                 _median_or_none([p.error if p.error is not None else math.inf for p in ps]),
-                stats.quantiles(first.samples_ms))
+                stats.quantiles(first.rounds_ms))   # (a round's, as the run file's)
         if "triton" not in provs:
             continue
         ratio_rows = [(c.ratio, m) for c, m in tagged if c.ratio]
@@ -271,15 +271,18 @@ def combine(parts: Sequence[Baseline]) -> Baseline:
         noise = stored_floor(from_runs(ratios, machines, tflops, tf_machines, abs_,
                                      sum(c.noise.runs for c in cs)), [c.noise for c in cs])
         provs = {}
-        # Triton's TFLOP/s is the pooled runs' median, as `build`'s and the ratio's are
-        # (the parts' medians' median weighed a 1-run part as a 5-run one: 11% off, a
-        # review); figures with no per-run list in every part are the parts' medians' median
+        # Triton's TFLOP/s and time are the pooled runs' medians, as `build`'s and the
+        # ratio's are (the parts' medians' median weighed a 1-run part as a 5-run one: 11%
+        # off, a review): each run's time is its TFLOP/s's (run.py made one from the other).
+        # Figures with no per-run list in every part are the parts' medians' median
+        flops = cs[0].case.flops
         for name in cs[0].providers:
             ps = [c.providers[name] for c in cs if name in c.providers]
-            tf = tflops if name == "triton" and all(c.noise.tflops_runs for c in cs) \
-                else [p.tflops for p in ps]
-            provs[name] = replace(ps[0], median_ms=stats.median([p.median_ms for p in ps]),
-                                  tflops=_median_or_none(tf))
+            pooled = name == "triton" and all(c.noise.tflops_runs for c in cs)
+            tf = tflops if pooled else [p.tflops for p in ps]
+            ms = [flops / (t * 1e9) for t in tflops] if pooled and flops else \
+                [p.median_ms for p in ps]
+            provs[name] = replace(ps[0], median_ms=stats.median(ms), tflops=_median_or_none(tf))
         tuning = cs[0].tuning
         if tuning is not None:
             agree = all(c.tuning and c.tuning.get("config") == tuning["config"] for c in cs)

@@ -69,9 +69,10 @@ def check_command(args, console, err) -> int:
                             slowdown=args.inject_slowdown)
     for given, key, what in ((ctx.policy.method, "timing", "--timing"),
                              (ctx.policy.block, "block", "--block")):
-        if base.provenance.get(key) not in (None, given):
+        was = baselines.measured(base.provenance, key)   # (no block recorded: 1)
+        if was not in (None, given):
             err.print(f"[yellow]warning:[/] {what} {given}, but the baseline was measured "
-                      f"with {base.provenance[key]}: its figures are not this timing's")
+                      f"with {was}: its figures are not this timing's")
     if not args.shapes:   # the baseline's own cases too: a merge or update that added
         ctx = _with_baseline_cases(args, ctx, base)   # cases keeps its first shapes label
     keys = {c.key(m.name) for m, c in ctx.items}

@@ -93,7 +93,10 @@ BASELINE_OUTPUT = "--output (the baseline file)"   # the one output a baseline m
 
 def _is_baseline(path: str) -> bool:
     """Whether `path` is a file of schema gemmgate.baseline (a run's --json at
-    baselines/cpu.json replaced the baseline, and the next check failed; a review)."""
+    baselines/cpu.json replaced the baseline, and the next check failed; a review).
+    Only a regular file is read: a FIFO or a terminal would block the read."""
+    if not is_file(path):
+        return False
     try:
         with open(path, "rb") as f:
             head = f.read(4096)

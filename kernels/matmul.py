@@ -102,7 +102,9 @@ def _resolve(a, b, precision, out, scale_a, scale_b, cached: bool = False
         key = (a.device, b.device, a.dtype, b.dtype, a.shape, b.shape, a.stride(), b.stride(),
                pa % 16 == 0, pb % 16 == 0, precision,
                None if po is None else (out.device, out.dtype, out.shape, out.stride(),
-                                        po % 16 == 0, out.is_neg(), out.is_inference()),
+                                        po % 16 == 0, out.is_neg(),
+                                        out.is_inference()
+                                        and not torch.is_inference_mode_enabled()),
                None if scale_a is None else facts(scale_a),
                None if scale_b is None else facts(scale_b), cached, a.is_neg(), b.is_neg())
         hit = dispatch.CALLS.get(key)

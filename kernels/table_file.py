@@ -119,6 +119,8 @@ def _check_entry(e) -> None:
     or ValueError naming the first that is wrong)."""
     # whole numbers first: TileConfig's bounds pass NaN and 2.5 (a split of NaN ran as
     # 31, one of 2.5 raised inside torch at the call; a review)
+    if not isinstance(e["config"], dict):
+        raise TypeError(f"config is {e['config']!r}: not an object of tile fields")
     for f, x in e["config"].items():
         if f != "variant" and type(x) is not int:
             raise ValueError(f"config.{f} is {x!r}: not a whole number")

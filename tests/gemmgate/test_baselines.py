@@ -426,9 +426,11 @@ def test_combine_two_machines_pools_the_runs():
     tf = na.tflops_runs + nb.tflops_runs
     assert c.noise.tflops_machine == pytest.approx(max(aa_noise(tf), c.noise.tflops))
     assert c.noise.runs == 6
-    t = c.providers["triton"]
-    assert t.median_ms == pytest.approx(stats.median(
-        [a.cases[K1].providers["triton"].median_ms, b.cases[K1].providers["triton"].median_ms]))
+    t = c.providers["triton"]   # the six runs' median time, as a build of them gives
+    both = baselines.build(_runs_on("ci-a", (1.0, 1.02, 0.99)) + _runs_on(
+        "ci-b", (1.0, 1.01, 0.995), vendor=1.04), "cpu", "s").cases[K1].providers["triton"]
+    assert t.median_ms == pytest.approx(both.median_ms, rel=1e-12)
+    assert t.tflops == pytest.approx(both.tflops, rel=1e-12)
     prov = merged.provenance
     assert set(prov["machines"]) == {"ci-a", "ci-b"} and merged.machines == {"ci-a", "ci-b"}
     assert prov["runs"] == 6 and prov["merged_from"] == ["aaa", "bbb"]
@@ -646,6 +648,21 @@ def test_a_merge_s_triton_tflops_is_the_pooled_runs_median():
     assert c.ratio == stats.median(c.noise.ratio_runs) and len(c.noise.tflops_runs) == 6
     assert c.providers["triton"].tflops != stats.median(
         [a.cases[K1].providers["triton"].tflops, b.cases[K1].providers["triton"].tflops])
+    # its time too: the six runs' median (it was the parts' medians', 1.15 ms, beside a
+    # TFLOP/s of the pooled runs'; a review)
+    six = _runs_on("ci-a", (1.0, 1.01, 0.99, 1.0, 1.005)) + _runs_on("ci-b", (1.3,))
+    want = baselines.build(six, "cpu", "s").cases[K1].providers["triton"].median_ms
+    assert c.providers["triton"].median_ms == pytest.approx(want, rel=1e-12)
+
+
+def test_a_baseline_s_quantiles_are_a_round_s_as_its_run_file_s():
+    """With --block 3 the run file's quantiles are over rounds (each its calls' median);
+    the baseline built from it took them over every call (a review: p75 1.0 became 5.0)."""
+    run = make_run([make_result(C1, [1.0, 1.0, 5.0] * 4, [0.9] * 12)], block=3)
+    (case,) = run.cases
+    t = baselines.build([run], "cpu", "s").cases[K1].providers["triton"]
+    assert t.quantiles_ms == stats.quantiles(case.providers["triton"].rounds_ms)
+    assert t.quantiles_ms["p90"] == 1.0
 
 
 def test_a_merge_of_a_part_whose_run_count_is_null_counts_it_as_none():

@@ -1,9 +1,11 @@
 """The CLI end to end on the CPU path (interpreter + CPU BLAS): output, JSON, exit codes."""
 
 import json
+import os
 import platform
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -305,6 +307,33 @@ def test_an_output_onto_a_baseline_file_is_exit_2_and_keeps_it(tmp_path, capsys,
     assert f"{base} is a baseline file: baselines are written only by `gemmgate " \
         "baseline`" in capsys.readouterr().err.replace("\n", " ")
     assert base.read_bytes() == CPU_BASELINE.read_bytes()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this OS")
+def test_an_output_at_a_fifo_is_exit_2_without_reading_it(tmp_path, capsys):
+    """The baseline probe read 4 KiB of each output path before the writable check, so
+    --json at a FIFO (or /dev/stdout on a pipe) hung (a review). A reader left blocked
+    is let go by opening the FIFO's write end, so a regression fails rather than hangs."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    done = threading.Event()
+    result = {}
+
+    def probe():
+        result["rc"] = main(["run", "--chip", "cpu", "--modes", "fp32", "--shapes",
+                             "16x16x16", "--json", str(fifo)])
+        done.set()
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    blocked = not done.wait(20)
+    if blocked:   # unblock the read: an opened-then-closed writer gives it end of file
+        with open(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK), "wb"):
+            pass
+        thread.join(20)
+    assert not blocked, "the output check read the FIFO"
+    assert result["rc"] == 2
+    assert "not a regular file" in capsys.readouterr().err
 
 
 def test_chips_with_an_unknown_chip_is_exit_2_and_prints_no_table(capsys):

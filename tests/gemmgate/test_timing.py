@@ -104,10 +104,38 @@ def test_measure_wall_is_in_milliseconds():
 
 
 def test_measure_stops_at_max_rounds_when_target_unreachable():
+    """At the last whole `_order` cycle within max_rounds: 14 of 15 for two providers
+    (the 15th put A first once more than B)."""
     fns = {"a": _bimodal(), "b": _bimodal()}
     policy = _policy(min_rounds=3, max_rounds=15, target_rel_ci=1e-9, budget_s=60.0)
     out = measure(fns, policy, flush_bytes=FLUSH)
-    assert len(out["a"]) == len(out["b"]) == 15
+    assert len(out["a"]) == len(out["b"]) == 14
+
+
+@pytest.mark.parametrize("providers, method, batch, max_rounds, min_rounds, want", [
+    (3, "graph", 5, 200, 10, 180),   # a device asks every 5 rounds: cycles of 6 meet at 30
+    (3, "wall", 1, 200, 10, 198),
+    (4, "wall", 1, 30, 15, 24),      # the CPU policy's 30, four providers
+    (2, "graph", 5, 200, 10, 200),
+    (3, "graph", 5, 20, 10, 20),     # no whole cycle fits: max_rounds
+    (3, "wall", 1, 200, 200, 200),   # none at or above min_rounds: max_rounds
+])
+def test_the_round_cap_ends_a_whole_order_cycle(providers, method, batch, max_rounds,
+                                                min_rounds, want):
+    """Each provider is first, middle and last alike at the cap too (three stopped at 200
+    rounds 2 into a cycle, four at 30 6 into one; a review)."""
+    from collections import Counter
+
+    from gemmgate.timing import _order, round_cap
+
+    policy = TimingPolicy(method=method, batch=batch, max_rounds=max_rounds,
+                          min_rounds=min_rounds)
+    cap = round_cap(policy, providers)
+    assert cap == want
+    if cap != max_rounds:
+        names = [f"p{i}" for i in range(providers)]
+        for place in range(providers):
+            assert len(set(Counter(_order(names, r)[place] for r in range(cap)).values())) == 1
 
 
 def test_measure_stops_early_when_target_met():

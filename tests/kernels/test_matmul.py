@@ -806,6 +806,10 @@ def test_a_cached_call_checks_an_inference_out_again(load_script):
         assert kernels.matmul(a, b, out=out) is out
         with pytest.raises(RuntimeError, match="out is an inference tensor"):
             kernels.matmul(a, b, out=held)
+        with torch.inference_mode():   # served inside inference mode, then outside it
+            assert kernels.matmul(a, b, out=held) is held   # (the key lacked the mode:
+        with pytest.raises(RuntimeError, match="out is an inference tensor"):   # a review)
+            kernels.matmul(a, b, out=held)
 
 
 def test_a_cached_call_given_a_config_runs_that_tile_not_the_kept_pick(load_script):

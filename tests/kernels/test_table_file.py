@@ -66,6 +66,8 @@ GOOD = {"bucket": "16bit bf16 rc tma ld8", "m": 64, "n": 64, "k": 64, "kernel": 
     ({"config": {**GOOD["config"], "split_k": 2.5}}, "config.split_k is 2.5"),
     ({"config": {**GOOD["config"], "num_stages": 3.0}}, "config.num_stages is 3.0"),
     ({"config": {**GOOD["config"], "group_m": True}}, "config.group_m is True"),
+    ({"config": "64x64"}, "config is '64x64'"),   # (an AttributeError past every except)
+    ({"config": [64, 64]}, r"config is \[64, 64\]"),
 ])
 def test_an_entry_the_lookup_or_a_retune_could_not_read_is_refused(tmp_path, change, match):
     e = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
