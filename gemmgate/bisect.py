@@ -39,7 +39,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gemmgate.accuracy import PASS
-from gemmgate.compare import INCONCLUSIVE, REGRESSED, UNCHANGED, Judgement, judge
+from gemmgate.compare import (
+    INCONCLUSIVE,
+    MIN_JUDGED,
+    REGRESSED,
+    Judgement,
+    judge,
+    slower_bound,
+)
 from gemmgate.context import RunContext
 from gemmgate.precision import MODES, PrecisionMode, get_mode
 from gemmgate.reference import resolve
@@ -283,11 +290,12 @@ def judge_ab(result: CaseResult, tol: float) -> CaseAB:
     if not result.ab_samples:
         return CaseAB(result.key, FAILED, None, "no A/B samples")
     j = judge(result.ab_samples, 1.0, tol)
-    if j.verdict == UNCHANGED and j.ci_low < -tol:
-        j = replace(j, verdict=INCONCLUSIVE)
+    lower = slower_bound(tol)
+    if j.verdict == INCONCLUSIVE and lower <= j.change <= tol \
+            and len(result.ab_samples) >= MIN_JUDGED:   # (compare.judge's rule)
         return CaseAB(result.key, INCONCLUSIVE, j,
                       f"A/B {j.change:+.1%}, but its CI reaches {j.ci_low:+.1%}, past the "
-                      f"-{tol:.1%} tolerance")
+                      f"{lower:.1%} tolerance")
     return CaseAB(result.key, j.verdict, j)
 
 

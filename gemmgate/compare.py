@@ -9,11 +9,16 @@ Each case is judged on two figures:
 
 change = current median / baseline median - 1, with the distribution-free 95% CI of the
 current median (order statistics). The tolerance comes from the baseline's measured A/A
-noise (spread of the median across independent runs), never below a floor:
-- regressed:    change < -tol and the whole CI is below the baseline (CI high < 0)
+noise (spread of the median across independent runs), never below a floor. The band it
+makes is multiplicative, from 1/(1+tol) to 1+tol of the baseline: a slowdown by a factor
+is as far out as a speedup by it (a linear band of ±tol let nothing regress once tol
+reached 100%, which a 2-run calibration's x48.2 gives from a 2.1% spread; a review):
+- regressed:    change < 1/(1+tol) - 1 and the whole CI is below the baseline (CI high < 0)
 - improved:     change > +tol and the whole CI is above it
-- unchanged:    |change| <= tol
-- inconclusive: beyond tol but the CI still reaches the baseline (too noisy to say)
+- unchanged:    within the band, with the CI not reaching below it
+- inconclusive: beyond the band but the CI still reaches the baseline, or within it but
+  the CI reaches below it (a slowdown past tol not ruled out: `bisect` had this rule and
+  `check` not, so one set of samples was "inconclusive" there and "unchanged" here)
 """
 
 from __future__ import annotations
@@ -90,6 +95,12 @@ def ab_noise(run_medians: Sequence[float]) -> float:
     return max(abs(x - 1) for x in run_medians)
 
 
+def slower_bound(tol: float) -> float:
+    """The change below which a figure is slower than a tolerance `tol` allows: a
+    slowdown by the factor 1+tol (-1.48% for 1.5%, -50% for 100%)."""
+    return 1 / (1 + tol) - 1
+
+
 MIN_JUDGED = 6   # samples a verdict needs (stats.median_ci: below, its CI is no 95% one)
 
 
@@ -106,8 +117,9 @@ def judge(current: Sequence[float], baseline: float, tol: float) -> Judgement:
         # 95% (the whole range of 3 covers it 75% of the time; of 1, never): `judge([0.97],
         # 1.0, 0.015)` was "regressed" on one sample (a review)
         return Judgement(INCONCLUSIVE, change, ci_low, ci_high, tol)
-    if abs(change) <= tol:
-        verdict = UNCHANGED
+    lower = slower_bound(tol)
+    if lower <= change <= tol:
+        verdict = UNCHANGED if ci_low >= lower else INCONCLUSIVE
     elif change < 0:
         verdict = REGRESSED if ci_high < 0 else INCONCLUSIVE
     else:

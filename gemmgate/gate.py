@@ -138,8 +138,11 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
                   if ms > 0]
     if base_tf and tf_samples and result.case.flops:
         tf_j = judge(tf_samples, base_tf, tolerance(tf_noise, 2 * floor, tf_factor))
+    ref = result.providers.get(REFERENCE)   # a reference that failed accuracy is no
+    # yardstick: a wrong, fast one made a fix "regressed" (exit 1; bisect calls the same
+    # case failed; a review). Its note says so; the stored judgement decides.
     ab_j = judge(result.ab_samples, 1.0, ab_tolerance(base, floor)) \
-        if result.ab_samples else None
+        if result.ab_samples and ref is not None and ref.accuracy == PASS else None
     stored = ratio_j if ratio_j is not None else tf_j  # no vendor figure: TFLOP/s
     verdict = _policy(stored.verdict if stored else UNCHANGED, level,
                       ab_j.verdict if ab_j else None)
@@ -164,7 +167,6 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
              drift_note(ratio_j, tf_j) if ratio_j else "", _tile_note(result, base)]
     notes += [f"{n} (not gated): {p.accuracy}" for n in result.extras
               if (p := result.providers[n]).accuracy not in (PASS, UNSUPPORTED)]
-    ref = result.providers.get(REFERENCE)
     if ref is not None and ref.accuracy not in (PASS, UNSUPPORTED):
         notes.insert(0, f"A/B: the reference kernel failed ({ref.accuracy}: {ref.message})")
     ref_tile = result.telemetry.get("reference_config")

@@ -209,6 +209,17 @@ def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
     return rows
 
 
+def _recorded_floor(gate_rec: dict, path) -> float:
+    """The floor a check file's gate record was judged with (DEFAULT_FLOOR where it records
+    none: a plain run). A recorded 0 became the default and a negative one a negative
+    tolerance, every change past it a verdict (a review)."""
+    x = gate_rec.get("floor", DEFAULT_FLOOR)
+    if type(x) not in (int, float) or not 0 < x < 1:
+        raise ValueError(f"{path}: gate.floor is {x!r}, not a fraction between 0 and 1 "
+                         "(e.g. 0.015); give --floor")
+    return float(x)
+
+
 def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
             floor: float | None = None) -> list[dict]:
     """Recorded checks (`check --json`, or plain `run --json` files) judged again against
@@ -240,7 +251,7 @@ def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
         # a plain run (no gate record): its own injected slowdown, no A/B reference
         gate_rec = data.get("gate") or {
             "inject_slowdown": rec.environment.get("inject_slowdown") or 0.0}
-        fl = floor if floor is not None else float(gate_rec.get("floor") or DEFAULT_FLOOR)
+        fl = floor if floor is not None else _recorded_floor(gate_rec, p)
         gate = compare_run(rec.cases, baseline, fl, rec.environment)
         data["gate"] = {**gate_rec, "failed": gate.failed,
                         "verdicts": [v.to_json() for v in gate.verdicts]}

@@ -138,8 +138,35 @@ def test_fewer_samples_than_a_95_percent_ci_needs_is_inconclusive(n):
 
 
 def test_judge_exactly_at_tolerance_is_unchanged():
-    j = judge([1.0] * 9, 1.0 / 0.98, 0.02 + 1e-12)   # change -2%, tol 2%
-    assert j.verdict == UNCHANGED
+    """The band's edges: a slowdown by the factor 1+tol (here 1.02: -1.96%) and a speedup
+    by it (+2%) are unchanged; just past either is not."""
+    tol = 0.02 + 1e-12
+    assert judge([1.0] * 9, 1.02, tol).verdict == UNCHANGED
+    assert judge([1.02] * 9, 1.0, tol).verdict == UNCHANGED
+    assert judge([1.0] * 9, 1.0201, tol).verdict == REGRESSED
+    assert judge([1.0201] * 9, 1.0, tol).verdict == IMPROVED
+
+
+@pytest.mark.parametrize("tol", [0.3, 1.012, 5.0])
+def test_a_slowdown_and_a_speedup_by_one_factor_are_judged_alike(tol):
+    """A linear band of ±tol called a 1.4x slowdown unchanged and a 1.4x speedup improved at
+    30%, and nothing regressed at all from 100% (a 2-run calibration's x48.2 of a 2.1%
+    spread is ±101%: a 10x slowdown passed; a review)."""
+    for factor in (1.4, 10.0, 100.0):
+        slow, fast = judge([1.0] * 9, factor, tol), judge([factor] * 9, 1.0, tol)
+        assert (slow.verdict, fast.verdict) in ((UNCHANGED, UNCHANGED), (REGRESSED, IMPROVED))
+        assert (slow.verdict == REGRESSED) == (factor > 1 + tol)
+
+
+def test_a_median_within_the_band_whose_ci_reaches_below_it_is_inconclusive():
+    """A slowdown past tol not ruled out is not "unchanged" (bisect had this rule, check
+    not: one set of samples got both verdicts; a review). Above the band it stays
+    unchanged: the gate rules out slowdowns."""
+    xs = [0.80, 0.85, 0.90, 0.95, 0.99, 1.0, 1.0, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06]
+    j = judge(xs, 1.0, 0.015)
+    assert abs(j.change) <= 0.015 and j.ci_low < -0.015 and j.verdict == INCONCLUSIVE
+    up = judge([0.99] + [1.0] * 6 + [1.05, 1.1, 1.15, 1.2, 1.25, 1.3], 1.0, 0.015)
+    assert abs(up.change) <= 0.015 and up.ci_high > 0.015 and up.verdict == UNCHANGED
 
 
 @pytest.mark.parametrize("baseline", [0.0, -0.9, math.nan, math.inf])

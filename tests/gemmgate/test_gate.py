@@ -344,6 +344,25 @@ def test_ab_identical_kernels_are_unchanged_and_a_3pct_slowdown_is_regressed():
     assert "against the reference kernel in the same process" in line
 
 
+@pytest.mark.parametrize("accuracy", ["fail", "downgraded"])
+def test_a_reference_that_failed_accuracy_decides_nothing(accuracy):
+    """A wrong, fast reference (one that skips work) made a fix "regressed", exit 1, where
+    bisect calls the same case failed (a review): its A/B is not judged, its note says
+    why, and the stored judgement decides."""
+    from dataclasses import replace
+
+    from gemmgate.bisect import judge_ab
+
+    base = baseline(**{A.id: base_case(A, noise_ratio=0.03)})
+    r = ab_result(A, 1.10)   # 10% slower than the reference...
+    bad = replace(r.providers["reference"], accuracy=accuracy, message="error 3e-1 > 1e-2")
+    r = replace(r, providers={**r.providers, "reference": bad})   # ...which was wrong
+    gate, v = _one([r], base)
+    assert v.ab is None and v.verdict == v.ratio.verdict == "unchanged"
+    assert not gate.failed and "A/B: the reference kernel failed" in v.note
+    assert judge_ab(r, 0.015).verdict == "failed"
+
+
 def test_ab_tolerance_comes_from_the_calibrated_ab_noise():
     # H200: identical small kernels differed by up to 3.2% between processes; a baseline
     # calibrated with --ab-ref stores that spread, and A/B is judged against it

@@ -219,6 +219,20 @@ def test_rejudge_judges_recorded_checks_against_another_baseline(tmp_path, synth
         assert said in capsys.readouterr().err.replace("\n", " ")
     assert main(["trials", "--chip", "cpu", "--floor", "0.02", "--out", str(tmp_path / "w")]) == 2
     assert "--floor is --rejudge's" in capsys.readouterr().err
+    # a recorded floor is checked as --floor is (0 became the default, -0.02 a negative
+    # tolerance that called a +0.4% change improved; a review)
+    for recorded in (0, -0.02, "0.015", 1.5, True):
+        data = json.loads(check.read_text())
+        data["gate"]["floor"] = recorded
+        spoilt = tmp_path / "g1" / "check_1_0.json"
+        spoilt.parent.mkdir(exist_ok=True)
+        spoilt.write_text(json.dumps(data))
+        assert main(["trials", "--rejudge", str(spoilt), "--baseline", str(path),
+                     "--out", str(tmp_path / "v")]) == 2
+        assert f"gate.floor is {recorded!r}, not a fraction" in \
+            capsys.readouterr().err.replace("\n", "")
+        assert main(["trials", "--rejudge", str(spoilt), "--baseline", str(path), "--floor",
+                     "0.015", "--out", str(tmp_path / "v")]) == 0
     assert main(["trials", "--chip", "cpu", "--deadline", "-5", "--out", str(tmp_path / "w")]) == 2
     assert "--deadline must be > 0 seconds" in capsys.readouterr().err
 
