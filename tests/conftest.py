@@ -34,6 +34,24 @@ if not HAS_GPU:
     from gemmgate import interpreter
 
     interpreter.enable()   # TRITON_INTERPRET=1, and triton 3.6's interpreter fixed
+    # a runner's GEMMGATE_CHIP (its .env names its GPU chip) is no chip of a CPU suite run
+    # there with CUDA_VISIBLE_DEVICES= : select_chip below stopped the session (a review)
+    os.environ.pop("GEMMGATE_CHIP", None)
+
+# Processes the tests start (CLI runs, --devices workers, calibration runs) import this
+# checkout, not whatever gemmgate is installed: a stale editable install tested another
+# tree (a review)
+ROOT = Path(__file__).resolve().parents[1]
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
+@pytest.fixture(autouse=True)
+def _no_ci_step_summary(monkeypatch):
+    """`--summary` defaults to $GITHUB_STEP_SUMMARY: on CI every in-process check and
+    baseline call appended its fake gate tables to the job's real summary page (21 KB;
+    a review). A test that wants it sets it."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
 
 DEFAULT_STORAGE = "file://./.benchmarks"

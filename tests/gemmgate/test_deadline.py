@@ -154,11 +154,12 @@ def test_a_run_stuck_in_native_code_ends_keeping_the_cases_before_it(
      "re-measure: terminated (SIGTERM)"),
 ], ids=["hangs", "sigterm"])
 def test_a_check_whose_re_measure_stops_keeps_its_first_pass(
-        tmp_path, monkeypatch, capsys, provider, extra, code, said, reason):
+        tmp_path, monkeypatch, capsys, synthetic_timing, provider, extra, code, said, reason):
     """The first pass measured every case; the re-measure of the suspect (a slowdown
     injected) hangs in the custom provider (exit 3), or SIGTERM lands in it (exit 143):
     --json holds the first pass, marked incomplete (it was lost: the re-measure ran
-    outside the partial keeping)."""
+    outside the partial keeping). Timed synthetically: the re-measure follows only a
+    "regressed" first pass, which wall-clock timing gave by a margin of ~3x (a review)."""
     from gemmgate import deadline, stop_signal
     from gemmgate.cli import main
 
