@@ -10,7 +10,6 @@ tiles from the local tuning cache. Every run gets the very same context otherwis
 
 from __future__ import annotations
 
-import os
 import pickle
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from gemmgate.context import MeasurementError, RunContext
 from gemmgate.results import RunRecord
+from gemmgate.starter import starter_env
 
 
 class CalibrationError(MeasurementError):
@@ -49,7 +49,7 @@ def fresh_runs(ctx: RunContext, runs: int, keep: Path | None = None,
             ctx_file.write_bytes(pickle.dumps(replace(ctx, tuning=tuning)))
             proc = subprocess.run([sys.executable, "-m", "gemmgate.worker", str(ctx_file),
                                    str(out)], stdout=subprocess.DEVNULL,
-                                  env={**os.environ, "GEMMGATE_PARENT_PID": str(os.getpid())})
+                                  env=starter_env())
             if proc.returncode != 0 or not out.exists():
                 raise CalibrationError(f"{label} failed (exit {proc.returncode})")
             if i >= 0:

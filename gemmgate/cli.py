@@ -306,7 +306,9 @@ def _dispatch(args, console: Console, err: Console) -> int:
         cli_trials,
         cli_tune,
     )
+    from gemmgate.starter import follow_starter
 
+    follow_starter()   # started by another gemmgate (trials): end with it
     commands = {"chips": cli_run.chips_command, "run": cli_run.run_command,
                 "check": cli_gate.check_command, "baseline": cli_gate.baseline_command,
                 "trials": cli_trials.trials_command, "bisect": cli_bisect.bisect_command,

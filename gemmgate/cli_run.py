@@ -191,9 +191,10 @@ def stopped_by(e: KeyboardInterrupt) -> str:
 def write_partial(path: str | None, record: RunRecord | None,
                   say: Callable[[str], None]) -> None:
     """Write a run that stopped before its end (its environment marked `incomplete` with
-    the reason: such a run calibrates nothing) to its --json, where it holds cases, and
-    `say` so."""
-    if path and record is not None and record.cases:
+    the reason: such a run calibrates nothing) to its --json, and `say` so. With no case
+    measured too: an earlier run's file at that path stayed, complete and unmarked, for
+    an artifact upload or a script to read as this run's (a review)."""
+    if path and record is not None:
         write_json_atomic(path, record.to_json())
         say(f"wrote the {len(record.cases)} case(s) measured before it stopped to {path} "
             "(environment.incomplete)")

@@ -16,6 +16,7 @@ from gemmgate import baselines
 from gemmgate.chips import select_chip
 from gemmgate.cli_run import check_floor, check_outputs, context_from_args
 from gemmgate.reference import resolve
+from gemmgate.starter import starter_env
 from gemmgate.trials import TrialError, parse_levels, power, rejudge, run_trials
 
 _FORWARD = ("chip", "shapes", "modes", "timing", "budget", "block", "devices", "case_timeout")
@@ -55,7 +56,7 @@ def trials_command(args, console, err) -> int:
                "--runs", str(args.calibrate), "--output", str(base),
                "--keep-runs", str(out / "calibration")] + (["--ab-ref", ab] if ab else [])
         err.print(f"calibrating {escape(str(base))} ({args.calibrate} runs)")
-        rc = subprocess.run(cmd).returncode
+        rc = subprocess.run(cmd, env=starter_env()).returncode
         if rc != 0:
             err.print(f"[red]calibration failed (exit {rc})[/]")
             return rc

@@ -14,13 +14,21 @@ A watchdog thread per case, in two stages:
    calls `last_words` (the CLI writes the cases measured so far) and ends the process with
    exit 3 (`os._exit`: a stuck thread cannot be unwound). In a `--devices` worker that is
    a dead worker, which the parent reports as exit 3 too.
+3. Native code that holds the GIL (a `module:function` provider's extension that never
+   releases it) stops the watchdog itself: it is a Python thread. So each case also arms
+   the kernel's alarm (SIGALRM, where its default action stands), `ALARM_AFTER_S` past
+   the hard stop: it ends the process with nothing said or kept (exit 142 in a shell,
+   -14 to a parent). Without it such a case held the runner until CI's job timeout (a
+   review).
 """
 
 from __future__ import annotations
 
 import ctypes
 import faulthandler
+import math
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -29,6 +37,7 @@ from typing import TypeVar
 from gemmgate.context import MeasurementError
 
 T = TypeVar("T")
+ALARM_AFTER_S = 30.0   # from the hard stop to the kernel's SIGALRM (stage 3)
 EXIT_STUCK = 3   # the CLI's exit code for a run that could not be measured to its end
 DEFAULT_LIMIT_S = 900.0   # the CLI's --case-timeout: a pr case takes seconds on a GPU
 
@@ -46,6 +55,15 @@ class CaseTimeout(BaseException):
 def grace_for(limit_s: float) -> float:
     """Seconds between the raise and the hard stop: a tenth of the limit, 1 s to 30 s."""
     return min(30.0, max(1.0, 0.1 * limit_s))
+
+
+def _alarm_armed(seconds: float) -> bool:
+    """SIGALRM in `seconds` (whole, at least 1), where its default action (ending the
+    process) stands: not on Windows, not where a handler (pytest-timeout's) took it."""
+    if not hasattr(signal, "alarm") or signal.getsignal(signal.SIGALRM) != signal.SIG_DFL:
+        return False
+    signal.alarm(max(1, math.ceil(seconds)))
+    return True
 
 
 def _raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
@@ -90,12 +108,14 @@ class Deadline:
         self._over = threading.Event()
         self._lock = threading.Lock()   # expiring and leaving the block never interleave
         self._thread_id = 0
+        self._alarmed = False
 
     def __enter__(self) -> Deadline:
         if self.limit_s > 0:
             self._thread_id = threading.get_ident()
             threading.Thread(target=self._watch, name=f"deadline {self.label}",
                              daemon=True).start()
+            self._alarmed = _alarm_armed(self.limit_s + self.grace_s + ALARM_AFTER_S)
         return self
 
     def __exit__(self, *exc) -> bool:
@@ -104,13 +124,20 @@ class Deadline:
             if self.expired:   # a raise still pending is cancelled; it mostly lands
                 _raise_in(self._thread_id, None)   # first (any bytecode before this
                 # call): then the case ends as timed out, at its limit, which is right
+        self._disarm()
         self._over.set()
         return False
 
     def stand_down(self) -> None:
         """The case is over (its CaseTimeout was caught outside the block)."""
         self.ended = True
+        self._disarm()
         self._over.set()
+
+    def _disarm(self) -> None:
+        if self._alarmed:
+            self._alarmed = False
+            signal.alarm(0)
 
     def _watch(self) -> None:
         if self._over.wait(self.limit_s):

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -24,29 +22,13 @@ from gemmgate.precision import PrecisionMode
 from gemmgate.results import CaseResult
 from gemmgate.run import Runner
 from gemmgate.shapes import Case
+from gemmgate.starter import exit_with_parent
 
 _RUNNER = None  # the worker process's Runner: set once by _init, in the worker only
-PARENT_ENV = "GEMMGATE_PARENT_PID"   # the starter's pid, for a worker run as a command
 
 
 class WorkerError(MeasurementError):
     """A worker process died (killed, out of memory, a crash in native code)."""
-
-
-def exit_with_parent(parent: int | None = None) -> None:
-    """End this process when its parent (`parent`, the starter's pid, else the current
-    parent) is gone: a worker or a calibration run left behind keeps measuring (on a GPU
-    runner, holding a CUDA context and disturbing the next job's timing). A daemon thread
-    polls the parent; given the starter's pid, a parent gone before the thread started
-    is seen too."""
-    parent = parent or os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def _init(counter, stuck, ctx: RunContext, parent: int) -> None:

@@ -9,7 +9,9 @@ the handler SIGTERM ended it at once. So a watcher thread hears each SIGTERM thr
 `signal.set_wakeup_fd` (written by the C-level handler, whatever the main thread does):
 where the command has not ended `grace_s` later, it says so and ends the process, exit
 143, as SIGTERM's default action would have (the cases measured are not kept then).
-A second SIGTERM takes the default action: the process ends at once.
+A second SIGTERM ends the process at once: by SIGTERM's default action where the
+first one's handler ran, else (the main thread in native code, the handler not yet run)
+by the watcher, which hears it too (it waited out the grace: a review).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from types import TracebackType
 
 TERM_GRACE_S = 5.0   # from SIGTERM to the hard stop, where the command has not ended
@@ -67,18 +70,36 @@ class StopOnSigterm:
         self._write.close()
 
     def _watch(self) -> None:
+        heard, until = 0, None   # SIGTERMs heard; when the grace after the first ends
         while True:
             try:
+                if until is not None:
+                    self._read.settimeout(max(until - time.monotonic(), 0.0))
                 got = self._read.recv(64)
+            except TimeoutError:
+                got = None   # the grace is over
             except OSError:
                 return
-            if not got:
+            if got == b"":   # the context was left: the command ended
                 return
-            if signal.SIGTERM in got and not self._done.wait(self.grace_s):
-                print(f"gemmgate: terminated (SIGTERM); the command had not ended "
-                      f"{self.grace_s:g} s later (a case stuck in native code?): stopped "
-                      "without keeping its cases", file=sys.stderr, flush=True)
-                os._exit(EXIT_TERMINATED)
+            if self._done.is_set():   # the command is ending: no hard stop
+                return
+            heard += got.count(signal.SIGTERM) if got else 0
+            if not heard:
+                continue
+            if heard > 1:
+                self._stop("a second SIGTERM")
+            if until is None:
+                until = time.monotonic() + self.grace_s
+            elif got is None:
+                self._stop(f"the command had not ended {self.grace_s:g} s later (a case "
+                           "stuck in native code?)")
+
+    @staticmethod
+    def _stop(why: str) -> None:
+        print(f"gemmgate: terminated (SIGTERM); {why}: stopped without keeping its cases",
+              file=sys.stderr, flush=True)
+        os._exit(EXIT_TERMINATED)
 
 
 def _terminate(signum, frame) -> None:

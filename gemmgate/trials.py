@@ -28,6 +28,7 @@ from gemmgate.compare import DEFAULT_FLOOR
 from gemmgate.files import read_text, write_text_atomic
 from gemmgate.gate import compare_run
 from gemmgate.results import RunRecord
+from gemmgate.starter import starter_env
 from gemmgate.tuning import config_name
 
 COLUMNS = (
@@ -190,7 +191,7 @@ def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
         with open(log, "w") as f:
             proc = subprocess.run([sys.executable, "-m", "gemmgate", "check", *check_args,
                                    "--inject-slowdown", str(level), "--json", str(path)],
-                                  stdout=f, stderr=subprocess.STDOUT)
+                                  stdout=f, stderr=subprocess.STDOUT, env=starter_env())
         if proc.returncode not in (0, 1) or not path.exists():
             raise TrialError(f"trial {i} (slowdown {level:g}) failed with exit "
                              f"{proc.returncode}; see {log}",

@@ -18,9 +18,9 @@ import sys
 from gemmgate.context import MeasurementError
 from gemmgate.execute import run_cases
 from gemmgate.files import write_json_atomic
-from gemmgate.parallel import PARENT_ENV, exit_with_parent
 from gemmgate.results import RunRecord
 from gemmgate.run import environment_of
+from gemmgate.starter import PARENT_ENV, exit_with_parent
 
 
 def main(argv: list[str]) -> int:

@@ -103,13 +103,13 @@ def sigint_on_24_rows(a, b, *, precision=None, out=None, scale_a=None, scale_b=N
 
 
 def sigterm_in_native_code_on_24_rows(a, b, *, precision=None, out=None, scale_a=None,
-                                      scale_b=None):
+                                      scale_b=None, times: int = 1):
     """Right, except on 24-row cases: minutes of native code that holds no GIL (a key
-    derivation), and a thread sends the process SIGTERM a second after the measuring
-    thread reached it, so no Python signal handler can run until it ends (as a GPU
-    kernel that never ends). The thread waits for the measuring one's frame to be on the
-    derivation's line (a loaded machine may hold that thread a second before it gets
-    there: the handler would run in Python)."""
+    derivation), and a thread sends the process SIGTERM (`times` times, 0.1 s apart) a
+    second after the measuring thread reached it, so no Python signal handler can run
+    until it ends (as a GPU kernel that never ends). The thread waits for the measuring
+    one's frame to be on the derivation's line (a loaded machine may hold that thread a
+    second before it gets there: the handler would run in Python)."""
     import hashlib
     import os
     import signal
@@ -128,12 +128,20 @@ def sigterm_in_native_code_on_24_rows(a, b, *, precision=None, out=None, scale_a
                     break
                 time.sleep(0.01)
             time.sleep(1.0)
-            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(times):
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.1)
 
         line = here.f_lineno + 2
         threading.Thread(target=kill, daemon=True).start()
         hashlib.pbkdf2_hmac("sha256", b"gemmgate", b"stuck", 2_000_000_000)
     return correct(a, b, precision=precision, out=out)
+
+
+def two_sigterms_in_native_code_on_24_rows(a, b, *, precision=None, out=None,
+                                           scale_a=None, scale_b=None):
+    """As `sigterm_in_native_code_on_24_rows`, SIGTERM sent twice."""
+    return sigterm_in_native_code_on_24_rows(a, b, precision=precision, out=out, times=2)
 
 
 _RUNS = []   # the `a` of every case run so far (held: no address is reused)

@@ -102,6 +102,41 @@ def test_stuck_in_native_code_the_process_ends_with_exit_3_after_its_last_words(
     assert kept.read_text() == "kept" and "returned" not in proc.stdout
 
 
+@pytest.mark.skipif(not hasattr(__import__("signal"), "alarm"), reason="no SIGALRM here")
+def test_native_code_holding_the_gil_is_ended_by_the_kernel_s_alarm():
+    """A C loop that never releases the GIL stops the watchdog thread too: no raise, no
+    hard stop, and SIGTERM's watcher is as stuck; the process ran until CI's job timeout
+    (a review). The alarm armed past the hard stop ends it (SIGALRM)."""
+    import signal
+
+    code = textwrap.dedent("""
+        from gemmgate import deadline
+        deadline.ALARM_AFTER_S = 0.5
+        deadline.run_within(1, "fp32 8x8x8", lambda: sum(range(10**15)), grace_s=0.5)
+        print("returned")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == -signal.SIGALRM, proc.stderr
+    assert "returned" not in proc.stdout
+
+
+def test_a_case_s_alarm_is_disarmed_when_it_ends():
+    """Returned, raised past its limit, or no limit: no alarm is left behind (it would
+    end the process ALARM_AFTER_S past a later hard stop that never comes)."""
+    import signal
+
+    if not hasattr(signal, "alarm"):
+        pytest.skip("no SIGALRM here")
+    assert run_within(30, "case", lambda: 1) == 1
+    assert signal.alarm(0) == 0
+    with pytest.raises(MeasurementError):
+        run_within(0.2, "case", lambda: _spin(30), grace_s=30)
+    assert signal.alarm(0) == 0
+    run_within(0, "case", lambda: 1)
+    assert signal.alarm(0) == 0
+
+
 @pytest.mark.gpu
 def test_gpu_a_kernel_that_never_ends_stops_the_process_with_exit_3(tmp_path):
     """The hang the limit is for: a GPU kernel that never finishes, waited for in

@@ -143,7 +143,7 @@ def test_a_process_whose_parent_dies_ends_too(tmp_path):
     ready = tmp_path / "ready"   # written once it imported: a crash is no pass
     orphan = tmp_path / "orphan.py"
     orphan.write_text("import sys, time\n"
-                      "from gemmgate.parallel import exit_with_parent\n"
+                      "from gemmgate.starter import exit_with_parent\n"
                       "open(sys.argv[2], 'w').close()\n"
                       "exit_with_parent(int(sys.argv[1]))\n"
                       "time.sleep(60)\n")

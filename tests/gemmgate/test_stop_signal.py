@@ -58,6 +58,36 @@ def test_sigterm_while_stuck_in_native_code_ends_the_process_after_the_grace(
     assert not out.exists()
 
 
+def test_a_run_stopped_before_its_first_case_marks_its_json_incomplete(tmp_path):
+    """An earlier run's file at --json stayed, complete and unmarked, where the stop came
+    before any case was measured: an artifact upload read it as this run's (a review)."""
+    out = tmp_path / "run.json"
+    out.write_text('{"stale": true}')
+    proc = subprocess.run(
+        [sys.executable, "-m", "gemmgate", "run", "--chip", "cpu", "--modes", "fp32",
+         "--shapes", "24x16x16", "--budget", "0.2", "--providers",
+         "triton,vendor,custom_providers:sigterm_on_24_rows", "--json", str(out)],
+        capture_output=True, text=True, timeout=240, cwd=Path(__file__).parent)
+    assert proc.returncode == 143, proc.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert data["cases"] == [] and data["environment"]["incomplete"] == "terminated (SIGTERM)"
+
+
+def test_a_second_sigterm_while_stuck_in_native_code_ends_the_process_at_once(tmp_path):
+    """The docs promise it: the first SIGTERM's handler (which would have put back the
+    default action) never ran, and the watcher waited out its whole grace (a review)."""
+    out = tmp_path / "run.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gemmgate", "run", "--chip", "cpu", "--modes", "fp32",
+         "--shapes", "16x16x16,24x16x16", "--budget", "0.2", "--providers",
+         "triton,vendor,custom_providers:two_sigterms_in_native_code_on_24_rows",
+         "--json", str(out)], capture_output=True, text=True, timeout=240,
+        cwd=Path(__file__).parent)
+    assert proc.returncode == 143, proc.stderr[-3000:]
+    assert "terminated (SIGTERM); a second SIGTERM: stopped" in proc.stderr
+    assert "had not ended" not in proc.stderr and not out.exists()
+
+
 def test_main_puts_back_the_sigterm_handler_and_wakeup_fd_it_replaced(monkeypatch):
     """In-process calls of `main` (tests, a caller's own CLI) leave SIGTERM as they found
     it: after a command, after --help's SystemExit, and from a thread other than the

@@ -3,6 +3,7 @@
 subprocess writes a synthetic check JSON, so nothing is timed)."""
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from gemmgate import trials
 from gemmgate.cli import main
 from gemmgate.shapes import Case
+from gemmgate.starter import PARENT_ENV
 
 A, B = Case(32, 32, 32), Case(48, 16, 64)
 
@@ -65,8 +67,9 @@ def test_trials_command_runs_fresh_checks_and_writes_the_csv(tmp_path, monkeypat
                  "--shapes", str(tmp_path / "s.csv"), "--output", str(base)]) == 0
     seen = []
 
-    def fake_run(cmd, stdout=None, stderr=None):
+    def fake_run(cmd, stdout=None, stderr=None, env=None):
         seen.append(cmd)
+        assert env[PARENT_ENV] == str(os.getpid())   # it ends with trials (starter.py)
         level = float(cmd[cmd.index("--inject-slowdown") + 1])
         verdict = "regressed" if level > 0 else "unchanged"
         data = _check_json(synthetic_record([("fp32", A)]), {"fp32-m32-n32-k32": verdict},
@@ -126,7 +129,8 @@ def test_a_child_check_that_does_not_judge_is_exit_2_naming_its_log(tmp_path, mo
     assert main(["baseline", "update", "--chip", "cpu", "--modes", "fp32", "--budget", "0.1",
                  "--shapes", str(tmp_path / "s.csv"), "--output", str(base)]) == 0
     monkeypatch.setattr(trials.subprocess, "run",
-                        lambda cmd, stdout=None, stderr=None: subprocess.CompletedProcess(cmd, 2))
+                        lambda cmd, stdout=None, stderr=None, env=None:
+                        subprocess.CompletedProcess(cmd, 2))
     assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--baseline", str(base),
                  "--levels", "0", "--out", str(tmp_path / "t")]) == 2
     err = capsys.readouterr().err
@@ -134,7 +138,8 @@ def test_a_child_check_that_does_not_judge_is_exit_2_naming_its_log(tmp_path, mo
     # a check not measured to its end (exit 3: a case past --case-timeout) is exit 3, not
     # a usage error's 2 (a review); an --out whose name holds rich markup is printed as is
     monkeypatch.setattr(trials.subprocess, "run",
-                        lambda cmd, stdout=None, stderr=None: subprocess.CompletedProcess(cmd, 3))
+                        lambda cmd, stdout=None, stderr=None, env=None:
+                        subprocess.CompletedProcess(cmd, 3))
     assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--baseline", str(base),
                  "--levels", "0", "--out", str(tmp_path / "o[/]")]) == 3
     err = capsys.readouterr().err.replace("\n", "")
