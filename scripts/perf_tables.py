@@ -295,6 +295,8 @@ TABLES: dict[str, Callable[[], str]] = {
                                                 "inductor"),
     "s70-h100-pr": lambda: targets_table({
         "pr (check, 89c01c1)": {m: (G70 / "cases.csv", "call1-h100-check-pr")
+                                for m in ALL_MODES},
+        "pr (check, e673f38)": {m: (G70 / "cases.csv", "call3-h100-check-pr")
                                 for m in ALL_MODES}}, lowest=True),
     "s70-h100-eager-ab": lambda: runs_ab(G70 / "cases.csv", ("call1-h100-eager-ab",)),
 }
