@@ -72,10 +72,20 @@ def measure_all(cases=None, modes=None, budget_s=None) -> dict:
 
     chip = select_chip().chip
     gpu = chip.device_type != "cpu"
+    if cases is None and modes is None and gpu != on_gpu():   # asv's call: its benchmarks
+        # ask for plan()'s grid, which another device's set never fills: every one was
+        # skipped as not measured, and asv ran green on nothing (a review)
+        raise RuntimeError(f"the benchmarks are the {'GPU' if on_gpu() else 'CPU'} set "
+                           f"($GEMMGATE_CHIP, else a GPU driver's device node), but torch "
+                           f"runs on {chip.id}: set GEMMGATE_CHIP to match")
     want_cases, want_modes = plan() if gpu == on_gpu() else \
         ((GPU_CASES, GPU_MODES) if gpu else (CPU_CASES, CPU_MODES))
     cases = want_cases if cases is None else cases
     modes = [m for m in (want_modes if modes is None else modes) if m in chip.modes]
+    if not modes:   # (a typo in $GEMMGATE_BENCH_MODES: every benchmark skipped, exit 0)
+        raise RuntimeError(f"no mode to measure on {chip.id} (its modes: "
+                           f"{', '.join(chip.modes)}; $GEMMGATE_BENCH_MODES="
+                           f"{os.environ.get('GEMMGATE_BENCH_MODES')!r})")
     by_id = {c.id: c for s in SETS.values() for c in s}
     budget = budget_s or (GPU_BUDGET_S if gpu else CPU_BUDGET_S)
     # make_context picks the device, timing policy and this chip's tuning cache, and

@@ -105,4 +105,9 @@ def sweep_command(args, console: Console, err: Console) -> int:
     if all(p.status == sweep.FAILED for p in result.points):
         err.print(f"[red]every value of {spec.param} failed[/]")
         return 1
+    if not any(p.status == sweep.OK for p in result.points) and \
+            ctx.chip.device_type != "cpu":   # (the interpreter ignores stages and warps)
+        err.print(f"[red]no value of {spec.param} shaped a launch: none was measured as "
+                  "asked (see each row's note)[/]")   # exit 0 on nothing; a review
+        return 1
     return 0

@@ -52,6 +52,14 @@ def tune_command(args, console, err) -> int:
         raise ValueError(f"{ctx.selection.warning}: gemmgate tune writes what it measures "
                          f"into {ctx.chip.id}'s table, so it tunes on that device only "
                          "(leave out --chip and GEMMGATE_CHIP to tune this device's)")
+    name = ctx.selection.device_name   # the kernel finds its table by this name
+    if not any(m in name.lower() for m in ctx.chip.match):   # a generic GPU's empty match,
+        # an MI300X found by its architecture ("AMD Radeon Graphics"): exit 0, written, and
+        # never read (a review)
+        raise ValueError(f"this device ({name!r}) is {ctx.chip.id} ({ctx.selection.source}), "
+                         f"whose table names devices by {list(ctx.chip.match)}, none in its "
+                         "name: the kernel would never read what tune writes; give it a chip "
+                         "profile whose `match` is in the device's name (gemmgate/chips.py)")
     table = args.table if args.table is not None else str(table_path(ctx.chip.id))
     check_outputs((table, "--table"), (args.json, "--json"), inputs=(shapes_file(args.shapes),))
     path = Path(table)

@@ -58,6 +58,8 @@ PINNED, CACHED, TUNED, KERNEL, FORCED = "pinned", "cache", "tuned", "kernel", "f
 KEEP_MARGIN = 0.03   # a retune replaces an incumbent tile only when this much faster
 
 
+MAX_TIMED = 30   # configs a search times per key at most (issue 11)
+
 @dataclass(frozen=True)
 class TuningSetup:
     """What a process tunes against; picklable, so parallel workers get the same."""
@@ -293,8 +295,10 @@ class Tuner:
             choice = Choice(key, candidates[0], KERNEL, kernel)
         if choice is None:
             held = incumbent(key, candidates, self.setup.first)
+            # the held tile first, at most MAX_TIMED in all (a tile the kernel's 30 lack,
+            # a stale or lent entry's, made 31; a review)
             ordered = candidates if held is None else \
-                (held, *(c for c in candidates if c != held))
+                (held, *(c for c in candidates if c != held))[:MAX_TIMED]
             best, timings = tune(ordered, bench, self.setup.budget_s)
             if held is not None:
                 best = kept_incumbent(held, best, timings)

@@ -136,6 +136,29 @@ def test_on_a_gpu_the_eager_modes_are_timed_again_eagerly(monkeypatch):
     assert made == [("fp32,bf16", None)] and not any(k.startswith("eager-") for k in out)
 
 
+def test_a_suite_that_would_measure_nothing_fails_instead_of_skipping(monkeypatch):
+    """GEMMGATE_BENCH_MODES naming none of the chip's modes, or a GPU device node where
+    torch runs on the CPU: every benchmark was skipped as not measured and `asv run` was
+    green on all-NaN results, which the nightly committed (a review). setup_cache's
+    raise fails every benchmark (asv: exit 2)."""
+    import types
+
+    from gemmgate import chips
+
+    bench = _bench_module()
+    cpu = types.SimpleNamespace(chip=types.SimpleNamespace(
+        id="cpu", device_type="cpu", modes=("fp32", "fp16")))
+    monkeypatch.setattr(chips, "select_chip", lambda: cpu)
+    monkeypatch.setenv("GEMMGATE_CHIP", "cpu")
+    monkeypatch.setenv("GEMMGATE_BENCH_MODES", "bf16")
+    with pytest.raises(RuntimeError, match="no mode to measure on cpu"):
+        bench.measure_all()
+    monkeypatch.delenv("GEMMGATE_BENCH_MODES")
+    monkeypatch.setenv("GEMMGATE_CHIP", "nvidia-h200")   # the GPU set planned
+    with pytest.raises(RuntimeError, match="the benchmarks are the GPU set.*runs on cpu"):
+        bench.measure_all()
+
+
 def _git(*args: str) -> str | None:
     try:
         out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,

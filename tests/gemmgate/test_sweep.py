@@ -103,6 +103,29 @@ def test_the_real_kernel_on_the_cpu_runs_and_says_whether_it_took_the_value(tmp_
         assert "not applied: the Triton interpreter (CPU) runs no stages" in p["message"]
 
 
+def test_a_gpu_sweep_that_applied_no_value_is_exit_1(monkeypatch, capsys):
+    """Every point "ignored" (split_k values K cannot make, say) measured nothing asked
+    for, and exited 0 (a review). The CPU's stages and warps stay exit 0 (above): the
+    interpreter has none. The CPU's points, the chip standing for a GPU's."""
+    from dataclasses import replace
+
+    from gemmgate import cli_sweep
+
+    real_plan, real_run, held = sweep.plan, sweep.run_sweep, {}
+
+    def plan(*a, **k):
+        spec = held["spec"] = real_plan(*a, **k)
+        ctx = spec.contexts[0]
+        sel = replace(ctx.selection, chip=replace(ctx.chip, vendor="nvidia"))
+        return replace(spec, contexts=(replace(ctx, selection=sel), *spec.contexts[1:]))
+
+    monkeypatch.setattr(cli_sweep.sweep, "plan", plan)
+    monkeypatch.setattr(cli_sweep.sweep, "run_sweep",
+                        lambda spec, on_point=None: real_run(held["spec"], on_point=on_point))
+    assert main(["sweep", "--param", "num_warps", "--values", "2,4", *CASE]) == 1
+    assert "no value of num_warps shaped a launch" in capsys.readouterr().err
+
+
 def test_a_split_k_that_k_cannot_make_is_ignored(tmp_path):
     """K = 32 in whole BLOCK_K = 32 blocks is one range: split_k 2 and 4 ran unsplit and
     were reported "ok" (the chooser handed back the forced tile, the launch cut it)."""

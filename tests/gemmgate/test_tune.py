@@ -173,6 +173,34 @@ def test_tune_refuses_the_cpu_and_bad_budgets(capsys):
     assert "--stale retunes the table's stale entries" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("device, chip_id, match", [
+    ("NVIDIA L40S", "generic-gpu", ()),                 # no profile names it
+    ("AMD Radeon Graphics", "amd-mi300x", ("mi300x",)),   # found by its gfx942 arch
+])
+def test_tune_refuses_a_device_whose_table_the_kernel_would_not_read(
+        tmp_path, monkeypatch, capsys, device, chip_id, match):
+    """The kernel finds its table by the device's name (`match`); tune wrote `match: []`
+    for a generic GPU, and ["mi300x"] for an MI300X that names itself "AMD Radeon
+    Graphics": exit 0, and never read (a review)."""
+    from dataclasses import replace
+
+    from gemmgate import cli_run, cli_tune
+
+    def ctx_of(args, **kw):
+        args.chip = "cpu"
+        ctx = cli_run.context_from_args(args, **kw)
+        chip = replace(ctx.chip, id=chip_id, vendor="nvidia", match=match)
+        return replace(ctx, selection=replace(ctx.selection, chip=chip, device_name=device))
+
+    monkeypatch.setattr(cli_tune, "context_from_args", ctx_of)
+    monkeypatch.setattr(cli_tune, "tune", lambda *a, **k: pytest.fail("tuned"))
+    table = tmp_path / f"{chip_id}.json"
+    assert main(["tune", "--shapes", "16x16x16", "--modes", "fp32", "--table", str(table)]) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert f"this device ({device!r}) is {chip_id}" in err and "never read" in err
+    assert not table.exists()
+
+
 @pytest.fixture
 def not_cpu(monkeypatch):
     """`gemmgate tune` past its CPU refusal: the CPU's context (the interpreter), its chip

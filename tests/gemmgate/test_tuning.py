@@ -18,10 +18,10 @@ CANDIDATES = (BIG, MID, SMALL)
 KEY = "16bit m4096 n4096 k4096 a4096,1 b4096,1"
 
 
-def fake_bench(times: dict, calls: list):
+def fake_bench(times: dict, calls: list, default: float | None = None):
     def bench(cfg):
         calls.append(cfg)
-        return times[cfg]
+        return times[cfg] if default is None else times.get(cfg, default)
     return bench
 
 
@@ -134,6 +134,17 @@ def test_a_search_times_the_named_incumbent_first_so_the_budget_cannot_skip_it(
     assert calls == [other, BIG]
     bad = ((KEY, tuple(sorted({**asdict(other), "block_m": 24}.items()))),)
     assert tuning.incumbent(KEY, CANDIDATES, bad) is None   # the class refuses it
+    # the kernel's full 30 and a held tile they lack: 30 timed, not 31 (a review)
+    thirty = tuple(TileConfig(bm, bn, 32, 8, st, 4) for st in (3, 4)
+                   for bm in (16, 32, 64, 128, 256) for bn in (16, 32, 64, 128, 256)
+                   )[:tuning.MAX_TIMED]
+    assert other not in thirty
+    seen = []
+    monkeypatch.setattr(tuning, "tune", real)   # (the real clock: no budget cut)
+    t = Tuner(setup_for(tmp_path, budget_s=1e9, retune=True, first=named))
+    t.choose(KEY, thirty, fake_bench({}, seen, default=1.0))
+    assert seen[0] == other and len(seen) == tuning.MAX_TIMED
+    assert t.memo[(KEY, thirty)].offered == tuning.MAX_TIMED
 
 
 def _baseline_with_pin(tmp_path, cfg: TileConfig, kernel="k1"):
