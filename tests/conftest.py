@@ -297,3 +297,16 @@ def synthetic_record():
         return RunRecord(env, shapes, cases)
 
     return make
+
+
+@pytest.fixture
+def pid_running() -> Callable[[int], bool]:
+    """Whether a process is alive and not a zombie (a container's init may not reap an
+    orphan at once): for tests that a started process ended."""
+    def running(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+    return running

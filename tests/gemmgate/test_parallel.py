@@ -135,7 +135,7 @@ def test_a_worker_that_dies_ends_the_run_with_a_measurement_error_and_no_worker_
     assert killed and not mp.active_children()
 
 
-def test_a_process_whose_parent_dies_ends_too(tmp_path):
+def test_a_process_whose_parent_dies_ends_too(tmp_path, pid_running):
     """`exit_with_parent` in workers and calibration runs: an orphan kept measuring (on a
     GPU runner, holding a CUDA context into the next job)."""
     import sys
@@ -156,22 +156,14 @@ def test_a_process_whose_parent_dies_ends_too(tmp_path):
     # its import of gemmgate (torch, triton) took 8-9 s on a loaded 2-core machine: the 20
     # s start once it is watching (ready), or once it is gone
     start = time.time()
-    while not ready.exists() and _running(pid) and time.time() < start + 300:
+    while not ready.exists() and pid_running(pid) and time.time() < start + 300:
         time.sleep(0.2)
     deadline = time.time() + 20
     while time.time() < deadline:
-        if not _running(pid):
+        if not pid_running(pid):
             assert ready.exists(), "the grandchild failed before it watched its parent"
             return
         time.sleep(0.2)
     os.kill(pid, 9)
     raise AssertionError("the orphan outlived its parent by 20 s")
 
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (a container's init may not reap an orphan at once)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False

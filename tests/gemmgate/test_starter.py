@@ -12,17 +12,8 @@ import pytest
 from gemmgate import starter
 
 
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (a container's init may not reap an orphan at once)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs /proc")
-def test_a_cli_command_whose_starter_is_killed_ends_too(tmp_path):
+def test_a_cli_command_whose_starter_is_killed_ends_too(tmp_path, pid_running):
     """trials' checks ran on after trials was SIGKILLed, and wrote their files (a review).
     The starter is killed once the command printed its header (past `follow_starter`);
     the command has ~60 cases of interpreter work left, and must end within 20 s."""
@@ -47,12 +38,12 @@ def test_a_cli_command_whose_starter_is_killed_ends_too(tmp_path):
         proc.kill()
         proc.wait(30)
         deadline = time.time() + 20
-        while _running(child) and time.time() < deadline:
+        while pid_running(child) and time.time() < deadline:
             time.sleep(0.2)
-        assert not _running(child), "the command outlived its starter by 20 s"
+        assert not pid_running(child), "the command outlived its starter by 20 s"
         assert not out.exists()
     finally:
-        if _running(child):
+        if pid_running(child):
             os.kill(child, signal.SIGKILL)
         proc.kill()
 
