@@ -184,5 +184,5 @@ def check_device(device: torch.device, mode: KernelMode) -> None:
     cc = dispatch.device_capability(device)
     need = mode.min_capability
     if cc < need:
-        raise ValueError(f"{mode.name} is not supported on {torch.cuda.get_device_name(device)} "
+        raise ValueError(f"{mode.name} is not supported on {dispatch.device_name(device)} "
                          f"(needs compute capability {need[0]}.{need[1]}+)")

@@ -282,6 +282,21 @@ def split_for(m: int, n: int, k: int, c: TileConfig, num_sms: int) -> int:
     return cdiv(k, k_range(k, split, c.block_k))
 
 
+def _fit(c: TileConfig, family: str, smem_limit: int) -> TileConfig:
+    """`c` cut until the chip runs it (`usable`): its stages down to 2, then its BLOCK_K
+    down to 32. The thin-M tiles are Hopper's (227 KiB); on a 99 KiB chip (L40S, RTX
+    4090 and 5090) they asked 108-147 KB and their launch failed (a review). A tile that
+    fits is returned as it is."""
+    while not usable(c, family, smem_limit):
+        if c.num_stages > 2:
+            c = replace(c, num_stages=c.num_stages - 1)
+        elif c.block_k > 32:
+            c = replace(c, block_k=c.block_k // 2)
+        else:
+            break
+    return c
+
+
 def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
               smem_limit: int, tiled: bool = True, fma: bool = False,
               gemv: bool = False, three_pass: bool = False, b_kmajor: bool = False
@@ -305,6 +320,7 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
         c = cfg(*(_SKINNY_3PASS if three_pass and b_kmajor else _SKINNY[family][0]), 4, 4)
         if family == "16bit" and k < _SHORT_K_BLOCKS * c.block_k and k % c.block_k:
             c = replace(c, block_k=_SHORT_K_BLOCK)
+        c = _fit(c, family, smem_limit)
         split = fma_skinny_split(m, n, k, c, num_sms) if fma else split_for(m, n, k, c, num_sms)
         if three_pass and not b_kmajor and m > _X3_TWICE_M and 1 < split <= _X3_TWICE_MAX \
                 and (deep := k_range(k, 2 * split, c.block_k)) >= _X3_TWICE_RANGE:
@@ -333,7 +349,7 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
         # idle (session 20, call B: 64x128x128 split 4 ran 1 and 16 x 4096 x 4096 rc at
         # 1.02 of cuBLAS, unsplit 16 x 11008 x 4096 at 1.02; the 128-row tile the loop
         # below would take at N = 28672 wastes half of each wgmma)
-        c = cfg(*_THIN_TMA[family], 4, 4, "tma")
+        c = _fit(cfg(*_THIN_TMA[family], 4, 4, "tma"), family, smem_limit)
         split = split_for(m, n, k, c, num_sms)
         return replace(c, variant="tma_split", split_k=split) if split > 1 else c
     if fma:

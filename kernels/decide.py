@@ -191,8 +191,10 @@ def decide(mode: KernelMode, cap: tuple[int, int], M: int, N: int, K: int, sa: t
             copy_b = copy_b or ("pitch" if max(sb) * elem % LINE or reads_room(N) else "")
             ld = ld_of(copy_a, copy_b)
     bucket = f"{fam} {mode.name} {la}{lb} {'tma' if variants[0] == 'tma' else 'ptr'} ld{ld}"
-    if ws_forms.kind_of(bucket):   # the warp-specialized kernel's own entries (a tune
-        # times its tiles: configs.search_space) are read where its forms run
+    if cap[0] == 9 and ws_forms.kind_of(bucket):   # the warp-specialized kernel's own
+        # entries (a tune times its tiles: configs.search_space) are read where its forms
+        # run: Hopper only, its Gluon kernel is Hopper's wgmma (on an sm_100 its compile
+        # aborted the process, LLVM "Cannot select"; a review)
         variants = (*variants, "tma_ws")
     return fam, _key(bucket, M, N, K, sa, sb), bucket, copy_a, copy_b, variants
 

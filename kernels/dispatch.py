@@ -76,6 +76,11 @@ def device_capability(device: torch.device) -> tuple[int, int]:
     return _device_info(device)[0]
 
 
+def device_name(device: torch.device) -> str:
+    """The name the device's tuning table is found by (and errors say)."""
+    return _device_info(device)[2]
+
+
 def plan(mode: KernelMode, a: torch.Tensor, b: torch.Tensor, cached: bool = False) -> Plan:
     """The call's plan; `cached`: its operand copies are kept across calls
     (kernels.matmul's cache_copies), so a copy's cost is paid once."""
@@ -109,9 +114,9 @@ def _plan(mode: KernelMode, device: torch.device, M: int, N: int, K: int, sa: tu
     pick = within_workspace(pick, M, N, variants)
     ranged = within_workspace(fast_ranges(pick, fam, M, N, K, variants, smem, sms), M, N,
                               variants)
-    return Plan(fam, key, copy_a, copy_b, variants,
-                ranged if ranged is not pick else _ws(pick, bucket, M, N, K, sms), source, fma,
-                pad)
+    if ranged is pick and "tma_ws" in variants:   # (decide: Hopper only)
+        ranged = _ws(pick, bucket, M, N, K, sms)
+    return Plan(fam, key, copy_a, copy_b, variants, ranged, source, fma, pad)
 
 
 WORKSPACE_MAX = 2**31   # a split's fp32 partials, (split, M, N), addressed in int32

@@ -479,3 +479,20 @@ def test_tf32_heuristic_takes_the_tuned_keys_stages_and_warps_tf32x3_keeps_eight
                       smem_limit=200_000, tiled=False)
     assert (small.block_m, small.num_stages, small.num_warps) == (128, 3, 8)
     assert heuristic("fp32", 7904, 384, 3744, fma=True, **kw).block_m == 64   # IEEE: FMA tile
+
+
+@pytest.mark.parametrize("family, m, tiled", [("16bit", 16, True), ("fp8", 16, True),
+                                              ("fp32", 32, True), ("16bit", 40, False)])
+def test_thin_m_tiles_fit_a_chip_with_less_shared_memory(family, m, tiled):
+    """The thin-M tiles are Hopper's: on a 99 KiB chip (L40S, RTX 4090 and 5090) they
+    asked 108-147 KB, and the launch failed (a review). Cut to fit there; as they were on
+    the H200."""
+    from kernels.tile import usable
+
+    small = 101376
+    kw = dict(tma=not tiled, num_sms=142, tiled=tiled)
+    there = heuristic(family, m, 4096, 4096, smem_limit=small, **kw)
+    here = heuristic(family, m, 4096, 4096, smem_limit=H200_SMEM, **kw)
+    assert usable(there, family, small) and usable(here, family, H200_SMEM)
+    assert not usable(here, family, small)   # (what the 99 KiB chip was given)
+    assert (there.block_m, there.block_n) == (here.block_m, here.block_n)

@@ -178,3 +178,12 @@ def test_skinny_m_zero_k_and_old_chips_use_the_tiled_kernel():
     assert _decide("tf32", 16, 4096, 4096, elem=4)[5] == ("tiled",)
     assert _decide("bf16", 4096, 4096, 0)[5] == ("tiled",)
     assert _decide("bf16", 4096, 4096, 4096, cap=AMPERE)[5] == ("tiled",)
+
+
+def test_the_warp_specialized_kernel_is_planned_on_hopper_only():
+    """Its Gluon kernel is Hopper's wgmma: on an sm_100 its compile aborted the process
+    (LLVM "Cannot select", no exception to catch; a review). Plain TMA stays."""
+    hopper = _decide("bf16", 2048, 2048, 2048)[5]
+    later = _decide("bf16", 2048, 2048, 2048, cap=(10, 0))[5]
+    assert "tma_ws" in hopper and "tma_ws" not in later
+    assert set(later) == set(hopper) - {"tma_ws"}

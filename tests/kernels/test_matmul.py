@@ -812,6 +812,21 @@ def test_a_cached_call_checks_an_inference_out_again(load_script):
             kernels.matmul(a, b, out=held)
 
 
+def test_fp8_on_a_chip_without_it_is_refused_naming_the_chip(load_script):
+    """The refusal named the device through torch.cuda, which a planning tool's stood-in
+    chip (meta tensors) cannot answer: an AssertionError in place of the ValueError (a
+    review). The name is the one the tuning table is found by."""
+    from pathlib import Path
+
+    audit = load_script(Path(__file__).resolve().parents[2] / "scripts" / "call_audit.py")
+    a100 = audit.Target("NVIDIA A100-SXM4-80GB", (8, 0), 108, 166912)
+    a = torch.empty(64, 64, device="meta").to(torch.float8_e4m3fn)
+    one = torch.ones((), device="meta")
+    with audit.as_chip(a100, None), pytest.raises(
+            ValueError, match="fp8 is not supported on NVIDIA A100-SXM4-80GB"):
+        kernels.matmul(a, a.t(), precision="fp8", scale_a=one, scale_b=one)
+
+
 def test_a_cached_call_given_a_config_runs_that_tile_not_the_kept_pick(load_script):
     """The resolved call keeps its pick's recipe for repeats without a config; a call with
     `config=` another tile makes and runs that tile's recipe. On meta tensors as an H200
