@@ -54,6 +54,8 @@ class Errors:
     block: float = 0.0
     where: str = ""      # e.g. "rows 8-15 of 4096"
     excess: float | None = None   # beyond the output's own rounding (16-bit outputs)
+    block_excess: float | None = None   # the same in its worst block (recorded, not
+    excess_where: str = ""              # judged: docs/PERF.md, session 70)
 
 
 @dataclass(frozen=True)
@@ -146,54 +148,80 @@ def errors(out, ref, scale2: float = 0.0) -> Errors:
     dtype, (m, n) = out.dtype, out.shape
     rounded = dtype in (torch.bfloat16, torch.float16)
     f64 = dict(dtype=torch.float64, device=out.device)
-    row_d, row_r = torch.zeros(m, **f64), torch.zeros(m, **f64)
-    col_d, col_r = torch.zeros(n, **f64), torch.zeros(n, **f64)
-    own = torch.zeros((), **f64)
     big = torch.finfo(dtype).max if rounded else 0.0   # past the type's range: its largest
     step = max(1, CHUNK_ELEMENTS // max(n, 1))
-    tiled = m >= TILE and n >= TILE
-    if tiled:   # each row's sums over each column of tiles, then over rows of tiles below
-        tile_cols = _starts(n, TILE, out.device)
-        row_td = torch.zeros(m, tile_cols.numel(), **f64)
-        row_tr = torch.zeros(m, tile_cols.numel(), **f64)
+    tile_cols = _starts(n, TILE, out.device) if m >= TILE and n >= TILE else None
+    sums = _Sums(m, n, tile_cols, f64)                         # the error's squares
+    owns = _Sums(m, n, tile_cols, f64) if rounded else None    # the sum's own error's
     for lo in range(0, m, step):
         o, r = out[lo:lo + step].double(), ref[lo:lo + step].double()
-        d2, r2 = (o - r).square(), r.square()
-        row_d[lo:lo + step], row_r[lo:lo + step] = d2.sum(1), r2.sum(1)
-        if tiled:
-            row_td[lo:lo + step] = _windows(d2, tile_cols, TILE, 1)
-            row_tr[lo:lo + step] = _windows(r2, tile_cols, TILE, 1)
-        col_d += d2.sum(0)
-        col_r += r2.sum(0)
-        if rounded:   # the reference rounded as the output was: what is left is the sum's
-            own += (o - r.to(dtype).double().clamp(-big, big)).square().sum()   # own error
+        r2 = r.square()
+        sums.add(lo, (o - r).square(), r2)
+        if owns is not None:   # the reference rounded as the output was: what is left is
+            # the sum's own error
+            owns.add(lo, (o - r.to(dtype).double().clamp(-big, big)).square(), r2)
     floor2 = FLOOR * FLOOR * max(scale2, 0.0)
-    ref2 = max(float(row_r.sum()), floor2)
-    excess = _ratio(float(own), ref2) if rounded else None
-    whole = Errors(_ratio(float(row_d.sum()), ref2), excess=excess)
+    ref2 = max(float(sums.row_r.sum()), floor2)
+    whole = _ratio(float(sums.row_d.sum()), ref2)
+    excess = _ratio(float(owns.row_d.sum()), ref2) if owns is not None else None
     if not out.numel():
-        return whole
-    worst = whole
-    for ds, rs, other, name in ((row_d, row_r, n, "rows"), (col_d, col_r, m, "columns")):
-        count = ds.numel()
-        width = min(count, -(-BLOCK_ELEMENTS // other))   # lines a block, ceil
-        starts = _starts(count, width, ds.device)         # the last block ends at the edge
-        i, err = _worst(_windows(ds, starts, width, 0), _windows(rs, starts, width, 0),
-                        floor2 * width / count)
-        if err > worst.block:
-            lo = int(starts[i])
-            worst = Errors(whole.whole, err, f"{name} {lo}-{lo + width - 1} of {count}",
-                           excess)
-    if tiled:
-        tile_rows = _starts(m, TILE, out.device)
-        i, err = _worst(_windows(row_td, tile_rows, TILE, 0),
-                        _windows(row_tr, tile_rows, TILE, 0), floor2 * TILE * TILE / (m * n))
-        if err > worst.block:
-            r0, c0 = (int(tile_rows[i // tile_cols.numel()]),
-                      int(tile_cols[i % tile_cols.numel()]))
-            worst = Errors(whole.whole, err, f"the tile of rows {r0}-{r0 + TILE - 1}, "
-                           f"columns {c0}-{c0 + TILE - 1}", excess)
-    return worst
+        return Errors(whole, excess=excess)
+    block, where = sums.worst(floor2)
+    if owns is None:
+        return Errors(whole, block, where, excess)
+    return Errors(whole, block, where, excess, *owns.worst(floor2))
+
+
+class _Sums:
+    """One squared quantity's sums over each row, each column and each row's stretch of
+    each column of TILE x TILE tiles, with the reference's squares beside them, from which
+    `worst` finds the worst block of rows, of columns or tile."""
+
+    def __init__(self, m: int, n: int, tile_cols, f64: dict) -> None:
+        import torch
+
+        self.m, self.n, self.tile_cols = m, n, tile_cols
+        self.row_d, self.row_r = torch.zeros(m, **f64), torch.zeros(m, **f64)
+        self.col_d, self.col_r = torch.zeros(n, **f64), torch.zeros(n, **f64)
+        if tile_cols is not None:   # each row's sums over each column of tiles
+            self.row_td = torch.zeros(m, tile_cols.numel(), **f64)
+            self.row_tr = torch.zeros(m, tile_cols.numel(), **f64)
+
+    def add(self, lo: int, d2, r2) -> None:
+        """Rows lo.. of the quantity's squares `d2` and the reference's `r2`."""
+        hi = lo + d2.shape[0]
+        self.row_d[lo:hi], self.row_r[lo:hi] = d2.sum(1), r2.sum(1)
+        if self.tile_cols is not None:
+            self.row_td[lo:hi] = _windows(d2, self.tile_cols, TILE, 1)
+            self.row_tr[lo:hi] = _windows(r2, self.tile_cols, TILE, 1)
+        self.col_d += d2.sum(0)
+        self.col_r += r2.sum(0)
+
+    def worst(self, floor2: float) -> tuple[float, str]:
+        """(relative size, where) of the worst block: runs of whole rows, and of whole
+        columns, of at least BLOCK_ELEMENTS elements each, and the tiles."""
+        m, n, best, where = self.m, self.n, 0.0, ""
+        for ds, rs, other, name in ((self.row_d, self.row_r, n, "rows"),
+                                    (self.col_d, self.col_r, m, "columns")):
+            count = ds.numel()
+            width = min(count, -(-BLOCK_ELEMENTS // other))   # lines a block, ceil
+            starts = _starts(count, width, ds.device)         # the last ends at the edge
+            i, err = _worst(_windows(ds, starts, width, 0), _windows(rs, starts, width, 0),
+                            floor2 * width / count)
+            if err > best:
+                lo = int(starts[i])
+                best, where = err, f"{name} {lo}-{lo + width - 1} of {count}"
+        if self.tile_cols is not None:
+            cols = self.tile_cols
+            tile_rows = _starts(m, TILE, cols.device)
+            i, err = _worst(_windows(self.row_td, tile_rows, TILE, 0),
+                            _windows(self.row_tr, tile_rows, TILE, 0),
+                            floor2 * TILE * TILE / (m * n))
+            if err > best:
+                r0, c0 = int(tile_rows[i // cols.numel()]), int(cols[i % cols.numel()])
+                best, where = err, (f"the tile of rows {r0}-{r0 + TILE - 1}, "
+                                    f"columns {c0}-{c0 + TILE - 1}")
+        return best, where
 
 
 def _worst(bd, br, floor2: float) -> tuple[int, float]:

@@ -49,6 +49,7 @@ class ProviderResult:
     tflops: float | None = None
     excess: float | None = None          # beyond the output's own rounding (16-bit outputs)
     block: int = 1                       # its case's (`CaseResult` sets it): calls a round
+    block_excess: float | None = None    # `excess` in the output's worst block (recorded)
 
     @property
     def rounds_ms(self) -> list[float]:
@@ -65,7 +66,8 @@ class ProviderResult:
     def to_json(self) -> dict:
         d = {"accuracy": self.accuracy, "error": _num(self.error), "message": self.message,
              "median_ms": self.median_ms, "tflops": self.tflops, "n": len(self.samples_ms),
-             "samples_ms": list(self.samples_ms), "excess": _num(self.excess)}
+             "samples_ms": list(self.samples_ms), "excess": _num(self.excess),
+             "block_excess": _num(self.block_excess)}
         d["quantiles_ms"] = stats.quantiles(self.rounds_ms) if self.samples_ms else {}
         return d
 
@@ -92,8 +94,12 @@ class ProviderResult:
         exc = d.get("excess")   # optional: runs before session 58 have none
         _need(exc is None or (_real(exc) and exc >= 0) or exc in ("nan", "inf"),
               f"{where}.excess", f"is {exc!r}, not a relative error >= 0")
+        bexc = d.get("block_excess")   # optional: runs before session 70 have none
+        _need(bexc is None or (_real(bexc) and bexc >= 0) or bexc in ("nan", "inf"),
+              f"{where}.block_excess", f"is {bexc!r}, not a relative error >= 0")
         return cls(name, d["accuracy"], None if err is None else float(err), msg or "",
-                   tuple(float(x) for x in samples), tf, None if exc is None else float(exc))
+                   tuple(float(x) for x in samples), tf, None if exc is None else float(exc),
+                   block_excess=None if bexc is None else float(bexc))
 
 
 @dataclass(frozen=True)

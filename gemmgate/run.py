@@ -203,7 +203,7 @@ def _check(name: str, build, inp, mode: PrecisionMode, ref, scale2: float = 0.0)
     except (Exception, SystemExit) as e:   # a compile or launch error, a wrong output or
         return None, _failed(name, e)      # a provider's exit fails this case, not the run
     return call, ProviderResult(name, acc.status, acc.error, acc.message,
-                                excess=measured.excess)
+                                excess=measured.excess, block_excess=measured.block_excess)
 
 
 def _failed(name: str, e: BaseException, when: str = "") -> ProviderResult:
