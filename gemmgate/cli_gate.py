@@ -171,7 +171,8 @@ def _gate_table(gate) -> Table:
         t.add_column(h, no_wrap=h == "case")
     for v in gate.verdicts:
         style = "red" if v.verdict in (REGRESSED, "failed") else None
-        t.add_row(*verdict_row(v), style=style)
+        t.add_row(*map(escape, verdict_row(v)), style=style)   # (a note's "[/dev/x]" was
+        # a MarkupError before the comment and the summary were written; a review)
     return t
 
 

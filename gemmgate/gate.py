@@ -38,6 +38,7 @@ from gemmgate.baselines import Baseline, BaselineCase
 from gemmgate.compare import (
     IMPROVED,
     INCONCLUSIVE,
+    MIN_JUDGED,
     NOISE_FACTOR,
     REGRESSED,
     UNCHANGED,
@@ -45,6 +46,7 @@ from gemmgate.compare import (
     drift_note,
     judge,
     noise_factor,
+    slower_bound,
     tolerance,
 )
 from gemmgate.context import RunContext
@@ -244,6 +246,14 @@ def remeasure(ctx: RunContext, results: Sequence[CaseResult], gate: GateResult,
     return fresh, replace(again, verdicts=verdicts)
 
 
+def band(tol: float) -> str:
+    """A tolerance as the band the verdict applies (compare.judge: a slowdown by the factor
+    1+tol to a speedup by it): "±1.5%" where its sides agree to the digit shown, else
+    "-9.1%/+10.0%" (a -9.4% change under "±10.0%" read as inside it; a review)."""
+    lower = -slower_bound(tol)
+    return f"±{tol:.1%}" if f"{lower:.1%}" == f"{tol:.1%}" else f"-{lower:.1%}/+{tol:.1%}"
+
+
 GATE_HEAD = ("case", "verdict", "ratio change", "95% CI", "tolerance", "level",
              "TFLOP/s change", "A/B change", "note")
 
@@ -254,7 +264,7 @@ def verdict_row(v: CaseVerdict) -> tuple[str, ...]:
     return (v.key, v.verdict + (" (re-measured)" if v.remeasured else ""),
             f"{r.change:+.2%}" if r else "—",
             f"[{r.ci_low:+.2%}, {r.ci_high:+.2%}]" if r else "—",
-            f"±{r.tolerance:.1%}" if r else "—", v.level or "—",
+            band(r.tolerance) if r else "—", v.level or "—",
             f"{t.change:+.2%}" if t else "—",
             f"{v.ab.change:+.2%}" if v.ab else "—", v.note)
 
@@ -336,19 +346,47 @@ def _moved(j: Judgement | None) -> str:
     if j is None:
         return "—"
     arrow = "↑" if j.change > 0 else "↓" if j.change < 0 else "→"
-    return f"{arrow} {j.change:+.2%} (±{j.tolerance:.1%})"
+    return f"{arrow} {j.change:+.2%} ({band(j.tolerance)})"
 
 
 def _why(v: CaseVerdict) -> str:
     """The verdict policy's reason (docs/GATE.md), then the case's note."""
     by_ab = v.ab is not None and v.ab.verdict == v.verdict
+    stored = "stored ratio" if v.ratio is not None else "Triton's stored TFLOP/s"
     why = {REGRESSED: "A/B: slower than the reference kernel" if by_ab else
-           f"stored ratio below the baseline at {v.level} level",
+           f"{stored} below the baseline at {v.level} level",
            IMPROVED: "A/B: faster than the reference kernel" if by_ab else
-           f"stored ratio above the baseline at {v.level} level",
-           INCONCLUSIVE: "beyond the tolerance, but advisory or the CI reaches the baseline",
+           f"{stored} above the baseline at {v.level} level",
+           INCONCLUSIVE: _unsure(v),
            }.get(v.verdict, "")
     return md_cell(_join(why if why not in v.note else "", v.note))
+
+
+def _unsure(v: CaseVerdict) -> str:
+    """Why a case is inconclusive, of its causes (one reason said for all of them named
+    causes that were not there; a review)."""
+    stored = v.ratio or v.tflops
+    if v.ab is not None and v.ab.verdict == INCONCLUSIVE:
+        j = v.ab
+    elif v.level == ADVISORY and stored is not None and stored.verdict in (REGRESSED,
+                                                                         IMPROVED):
+        return "beyond the tolerance at the advisory level (this GPU is not calibrated)"
+    else:
+        j = stored
+    if j is None:
+        return "no figure on both sides to compare"
+    if j.verdict != INCONCLUSIVE:
+        return ""
+    lower = slower_bound(j.tolerance)
+    within = lower <= j.change <= j.tolerance
+    if within and j.ci_low < lower:
+        return f"within the tolerance, but its CI reaches {j.ci_low:+.2%}, below {lower:+.1%}"
+    if not within and j.ci_low <= 0 <= j.ci_high:
+        return "beyond the tolerance, but the CI reaches the baseline"
+    return f"too few rounds for a 95% CI (a verdict needs {MIN_JUDGED})"
+
+
+COMMENT_MAX = 60_000   # characters: GitHub refuses a comment of more than 65,536
 
 
 def comment(gate: GateResult, chip: str, ab_ref: str | None = None, note: str = "") -> str:
@@ -364,7 +402,8 @@ def comment(gate: GateResult, chip: str, ab_ref: str | None = None, note: str = 
               "|---|---|---|---|---|---|---|"] if changed else ["No case changed."]
     lines += [f"| {_arrow(v)} | `{v.key}` | **{v.verdict}**"
               f"{' (re-measured)' if v.remeasured else ''} | {_moved(v.ab)} | "
-              f"{_moved(v.ratio)} | {v.level or '—'} | {_why(v)} |" for v in changed]
+              f"{_moved(v.ratio) if v.ratio or not v.tflops else 'TFLOP/s ' + _moved(v.tflops)}"
+              f" | {v.level or '—'} | {_why(v)} |" for v in changed]
     if note:
         lines += ["", note]
     if rest:
@@ -374,7 +413,24 @@ def comment(gate: GateResult, chip: str, ab_ref: str | None = None, note: str = 
     for what, keys in (("Not run (in the baseline)", gate.missing),
                        ("Not in the baseline (new cases)", gate.extra)):
         lines += ["", f"{what}: {', '.join(keys)}"] if keys else []
-    return "\n".join(lines) + "\n"
+    return _capped(lines)
+
+
+def _capped(lines: list[str]) -> str:
+    """The comment's lines, cut to COMMENT_MAX characters at a line, saying how many were
+    left out (420 verdicts made 91,594 characters, which GitHub refuses; a review)."""
+    text = "\n".join(lines) + "\n"
+    if len(text) <= COMMENT_MAX:
+        return text
+    kept, size = [], 0
+    for line in lines:
+        if size + len(line) + 1 > COMMENT_MAX - 200:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    return "\n".join(kept) + (f"\n\n… {len(lines) - len(kept)} more line(s) left out "
+                              "(GitHub's comment limit): the whole gate is in the check's "
+                              "--json and the job's summary.\n")
 
 
 def annotations(gate: GateResult) -> list[str]:
@@ -382,15 +438,27 @@ def annotations(gate: GateResult) -> list[str]:
     out = []
     for v in gate.verdicts:
         if v.verdict == REGRESSED and v.ab and v.ab.verdict == REGRESSED:
-            out.append(f"::error title=gemmgate regression::{v.key}: {v.ab.change:+.2%} against "
-                       f"the reference kernel in the same process (CI {v.ab.ci_low:+.2%}.."
-                       f"{v.ab.ci_high:+.2%}, tolerance ±{v.ab.tolerance:.1%})")
-        elif v.verdict == REGRESSED and v.ratio:
-            out.append(f"::error title=gemmgate regression::{v.key}: Triton/vendor speed ratio "
-                       f"{v.ratio.change:+.2%} (CI {v.ratio.ci_low:+.2%}..{v.ratio.ci_high:+.2%}"
-                       f", tolerance ±{v.ratio.tolerance:.1%})")
+            out.append(f"::error title=gemmgate regression::{v.key}: " + _gh(
+                f"{v.ab.change:+.2%} against the reference kernel in the same process"
+                f"{_span(v.ab)}"))
+        elif v.verdict == REGRESSED and (v.ratio or v.tflops):
+            what = "Triton/vendor speed ratio" if v.ratio else "Triton's TFLOP/s"
+            j = v.ratio or v.tflops
+            out.append(f"::error title=gemmgate regression::{v.key}: " + _gh(
+                f"{what} {j.change:+.2%}{_span(j)}" + ("" if v.ratio else f"; {v.note}")))
         elif v.verdict == REGRESSED:
-            out.append(f"::error title=gemmgate regression::{v.key}: TFLOP/s {v.note}")
+            out.append(f"::error title=gemmgate regression::{v.key}: {_gh(v.note)}")
         elif v.verdict == "failed":
-            out.append(f"::error title=gemmgate accuracy::{v.key}: {v.note}")
+            out.append(f"::error title=gemmgate accuracy::{v.key}: {_gh(v.note)}")
     return out
+
+
+def _span(j: Judgement) -> str:
+    return f" (CI {j.ci_low:+.2%}..{j.ci_high:+.2%}, tolerance {band(j.tolerance)})"
+
+
+def _gh(text: str) -> str:
+    """A workflow command's message: %, CR and LF escaped as GitHub reads them (a
+    reference kernel's multi-line failure cut the ::error, and its next line was read
+    as a command of its own; a review)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")

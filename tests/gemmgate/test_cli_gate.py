@@ -901,3 +901,21 @@ def test_k_a_check_timed_otherwise_than_its_baseline_says_so(work, base_file, ca
     assert rc == 0
     assert "--block 2, but the baseline was measured with 1" in \
         capsys.readouterr().err.replace("\n", " ")
+
+
+def test_the_gate_table_prints_a_note_s_brackets_as_text():
+    """A reference kernel's failure in a note ("cannot open [/dev/nvidia0]") was Rich
+    markup: a MarkupError before the comment and the summary were written, or "[i]"
+    dropped from "a[i]" (a review)."""
+    import io
+
+    from rich.console import Console
+
+    from gemmgate.cli_gate import _gate_table
+    from gemmgate.gate import CaseVerdict, GateResult
+
+    note = "A/B: the reference kernel failed (fail: OSError: cannot open [/dev/nvidia0]; a[i])"
+    gate = GateResult((CaseVerdict("fp32-m16-n16-k16", "unchanged", None, None, note),), (), ())
+    out = io.StringIO()
+    Console(file=out, width=400).print(_gate_table(gate))
+    assert "cannot open [/dev/nvidia0]; a[i])" in out.getvalue()

@@ -23,6 +23,7 @@ from gemmgate.gate import (
     CaseVerdict,
     GateResult,
     annotations,
+    comment,
     compare_run,
     judge_case,
     markdown,
@@ -182,9 +183,14 @@ def test_no_vendor_figure_gates_on_tflops():
     assert va.tflops.tolerance == 2 * DEFAULT_FLOOR and va.level == "process"
     assert vb.ratio is None and vb.verdict == "unchanged"
     assert gate.failed
-    assert annotations(gate) == [f"::error title=gemmgate regression::fp32-{A.id}: TFLOP/s "
-                                 f"stored: process-level ±3.0%; {unmeasured}; no ratio: "
-                                 "judged on TFLOP/s"]
+    # the change, its CI and band: the annotation and the comment showed no figure, and
+    # the comment's reason said "stored ratio" (a review); % escaped for GitHub
+    (line,) = annotations(gate)
+    assert line.startswith(f"::error title=gemmgate regression::fp32-{A.id}: Triton's "
+                           "TFLOP/s -16.")
+    assert "tolerance -2.9%25/+3.0%25); stored: process-level ±3.0%25" in line
+    row = next(x for x in comment(gate, "cpu").splitlines() if f"fp32-{A.id}" in x)
+    assert "TFLOP/s ↓ -16." in row and "Triton's stored TFLOP/s below the baseline" in row
 
 
 def test_baseline_without_ratio_gates_on_tflops():
@@ -717,3 +723,43 @@ def test_a_process_tolerance_is_scaled_for_the_runs_behind_it(runs, factor):
     bc["noise"]["behind"] = {"ratio": runs}
     v = _one([result(A)], baseline(**{A.id: bc}))[1]
     assert v.ratio.tolerance == pytest.approx(factor * 0.015)
+
+
+def test_a_band_and_an_annotation_say_what_the_gate_applies():
+    """The band is 1/(1+tol)-1 to +tol: "±10.0%" beside a -9.4% "regressed" read as inside
+    it; and a note's newline ended an ::error, its next line read as a command (a review)."""
+    from gemmgate.gate import _gh, band
+
+    assert band(0.015) == "±1.5%" and band(0.10) == "-9.1%/+10.0%"
+    assert band(1.01) == "-50.2%/+101.0%"
+    assert _gh("a 100% b\r\n::warning::x") == "a 100%25 b%0D%0A::warning::x"
+
+
+def test_an_inconclusive_case_gives_its_own_reason():
+    """One text ("beyond the tolerance, but advisory or the CI reaches the baseline") was
+    said of every cause, most of them absent (a review)."""
+    from gemmgate.compare import Judgement
+    from gemmgate.gate import _unsure
+
+    def case(j, level="process"):
+        return CaseVerdict("k", "inconclusive", j, None, "", level=level)
+
+    within = Judgement("inconclusive", 0.0, -0.04, 0.01, 0.03)
+    beyond = Judgement("inconclusive", -0.05, -0.09, 0.01, 0.03)
+    few = Judgement("inconclusive", -0.5, -0.5, -0.5, 0.015)
+    stored = Judgement("regressed", -0.05, -0.06, -0.04, 0.015)
+    assert _unsure(case(within)).startswith("within the tolerance, but its CI reaches -4.00%")
+    assert _unsure(case(beyond)) == "beyond the tolerance, but the CI reaches the baseline"
+    assert _unsure(case(few)).startswith("too few rounds for a 95% CI")
+    assert _unsure(case(stored, "advisory")).startswith("beyond the tolerance at the advisory")
+
+
+def test_a_comment_past_github_s_limit_is_cut_saying_so():
+    """420 verdicts made 91,594 characters, which GitHub refuses (a review)."""
+    from gemmgate.gate import COMMENT_MAX, _capped
+
+    lines = [f"| row {i} | " + "x" * 200 for i in range(1000)]
+    text = _capped(lines)
+    assert len(text) <= COMMENT_MAX and text.startswith("| row 0 |")
+    assert "more line(s) left out (GitHub's comment limit)" in text
+    assert _capped(["short"]) == "short\n"
