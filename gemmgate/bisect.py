@@ -46,6 +46,7 @@ from gemmgate.compare import (
     Judgement,
     judge,
     slower_bound,
+    within,
 )
 from gemmgate.context import RunContext
 from gemmgate.precision import MODES, PrecisionMode, get_mode
@@ -290,12 +291,11 @@ def judge_ab(result: CaseResult, tol: float) -> CaseAB:
     if not result.ab_samples:
         return CaseAB(result.key, FAILED, None, "no A/B samples")
     j = judge(result.ab_samples, 1.0, tol)
-    lower = slower_bound(tol)
-    if j.verdict == INCONCLUSIVE and lower <= j.change <= tol \
+    if j.verdict == INCONCLUSIVE and within(j.change, tol) \
             and len(result.ab_samples) >= MIN_JUDGED:   # (compare.judge's rule)
         return CaseAB(result.key, INCONCLUSIVE, j,
                       f"A/B {j.change:+.1%}, but its CI reaches {j.ci_low:+.1%}, past the "
-                      f"{lower:.1%} tolerance")
+                      f"{slower_bound(tol):.1%} tolerance")
     return CaseAB(result.key, j.verdict, j)
 
 

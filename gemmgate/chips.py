@@ -50,6 +50,11 @@ class Chip:
     def device_type(self) -> str:
         return "cpu" if self.vendor == "cpu" else "cuda"
 
+    def names(self, device_name: str) -> bool:
+        """Whether `match` names this device (as the kernel's tuning tables are found)."""
+        low = device_name.lower()
+        return any(m in low for m in self.match)
+
     def peak(self, mode: str) -> float | None:
         return self.peak_tflops.get(mode)
 
@@ -123,9 +128,8 @@ def get_chip(chip_id: str) -> Chip:
 
 
 def match_device_name(device_name: str) -> Chip | None:
-    low = device_name.lower()
     for chip in CHIPS.values():
-        if any(m in low for m in chip.match):
+        if chip.names(device_name):
             return chip
     return None
 
@@ -143,8 +147,7 @@ def select_chip(override: str | None = None) -> Selection:
         chip = get_chip(requested)
         if chip.device_type == "cuda" and not gpu:
             raise ValueError(f"chip {chip.id} was requested ({source}) but no GPU is present")
-        mismatched = chip.device_type == "cuda" and not any(
-            m in device_name.lower() for m in chip.match)
+        mismatched = chip.device_type == "cuda" and not chip.names(device_name)
         warning = f"{source} says {chip.id} but the device is {device_name!r}" \
             if mismatched else None
         return Selection(chip, source, device_name, warning, mismatched)

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from gemmgate import baseline_schema
 from gemmgate.chips import CHIPS, select_chip
+from gemmgate.compare import is_floor
 from gemmgate.context import MeasurementError, RunContext, make_context
 from gemmgate.deadline import cli_limit
 from gemmgate.execute import run_cases
@@ -117,7 +118,7 @@ def shapes_file(shapes: str | None) -> tuple[str | None, str]:
 
 def check_floor(x: float) -> float:
     """--floor: the smallest relative change ever flagged (check, bisect)."""
-    if not 0 < x < 1:
+    if not is_floor(x):
         raise ValueError(f"--floor must be a fraction between 0 and 1 (e.g. 0.015), got {x}")
     return x
 

@@ -53,7 +53,7 @@ def tune_command(args, console, err) -> int:
                          f"into {ctx.chip.id}'s table, so it tunes on that device only "
                          "(leave out --chip and GEMMGATE_CHIP to tune this device's)")
     name = ctx.selection.device_name   # the kernel finds its table by this name
-    if not any(m in name.lower() for m in ctx.chip.match):   # a generic GPU's empty match,
+    if not ctx.chip.names(name):   # a generic GPU's empty match,
         # an MI300X found by its architecture ("AMD Radeon Graphics"): exit 0, written, and
         # never read (a review)
         raise ValueError(f"this device ({name!r}) is {ctx.chip.id} ({ctx.selection.source}), "

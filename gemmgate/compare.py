@@ -95,10 +95,21 @@ def ab_noise(run_medians: Sequence[float]) -> float:
     return max(abs(x - 1) for x in run_medians)
 
 
+def is_floor(x) -> bool:
+    """Whether `x` can be a tolerance's floor: a fraction between 0 and 1 (--floor, and
+    the floor a check file records)."""
+    return type(x) in (int, float) and 0 < x < 1
+
+
 def slower_bound(tol: float) -> float:
     """The change below which a figure is slower than a tolerance `tol` allows: a
     slowdown by the factor 1+tol (-1.48% for 1.5%, -50% for 100%)."""
     return 1 / (1 + tol) - 1
+
+
+def within(change: float, tol: float) -> bool:
+    """Whether a change lies in the band a tolerance makes: `slower_bound` to +tol."""
+    return slower_bound(tol) <= change <= tol
 
 
 MIN_JUDGED = 6   # samples a verdict needs (stats.median_ci: below, its CI is no 95% one)
@@ -117,9 +128,8 @@ def judge(current: Sequence[float], baseline: float, tol: float) -> Judgement:
         # 95% (the whole range of 3 covers it 75% of the time; of 1, never): `judge([0.97],
         # 1.0, 0.015)` was "regressed" on one sample (a review)
         return Judgement(INCONCLUSIVE, change, ci_low, ci_high, tol)
-    lower = slower_bound(tol)
-    if lower <= change <= tol:
-        verdict = UNCHANGED if ci_low >= lower else INCONCLUSIVE
+    if within(change, tol):
+        verdict = UNCHANGED if ci_low >= slower_bound(tol) else INCONCLUSIVE
     elif change < 0:
         verdict = REGRESSED if ci_high < 0 else INCONCLUSIVE
     else:

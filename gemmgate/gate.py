@@ -48,6 +48,7 @@ from gemmgate.compare import (
     noise_factor,
     slower_bound,
     tolerance,
+    within,
 )
 from gemmgate.context import RunContext
 from gemmgate.execute import run_cases
@@ -377,11 +378,10 @@ def _unsure(v: CaseVerdict) -> str:
         return "no figure on both sides to compare"
     if j.verdict != INCONCLUSIVE:
         return ""
-    lower = slower_bound(j.tolerance)
-    within = lower <= j.change <= j.tolerance
-    if within and j.ci_low < lower:
+    lower, inside = slower_bound(j.tolerance), within(j.change, j.tolerance)
+    if inside and j.ci_low < lower:
         return f"within the tolerance, but its CI reaches {j.ci_low:+.2%}, below {lower:+.1%}"
-    if not within and j.ci_low <= 0 <= j.ci_high:
+    if not inside and j.ci_low <= 0 <= j.ci_high:
         return "beyond the tolerance, but the CI reaches the baseline"
     return f"too few rounds for a 95% CI (a verdict needs {MIN_JUDGED})"
 

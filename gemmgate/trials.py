@@ -24,7 +24,7 @@ from pathlib import Path
 
 from gemmgate import stats
 from gemmgate.baseline_schema import Baseline
-from gemmgate.compare import DEFAULT_FLOOR
+from gemmgate.compare import DEFAULT_FLOOR, is_floor
 from gemmgate.files import read_text, write_text_atomic
 from gemmgate.gate import compare_run
 from gemmgate.results import RunRecord
@@ -215,7 +215,7 @@ def _recorded_floor(gate_rec: dict, path) -> float:
     none: a plain run). A recorded 0 became the default and a negative one a negative
     tolerance, every change past it a verdict (a review)."""
     x = gate_rec.get("floor", DEFAULT_FLOOR)
-    if type(x) not in (int, float) or not 0 < x < 1:
+    if not is_floor(x):
         raise ValueError(f"{path}: gate.floor is {x!r}, not a fraction between 0 and 1 "
                          "(e.g. 0.015); give --floor")
     return float(x)

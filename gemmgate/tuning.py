@@ -56,8 +56,6 @@ TileConfig = Any  # a kernel's frozen dataclass of tile fields; matched by value
 SCHEMA, VERSION = "gemmgate.tuning", 1
 PINNED, CACHED, TUNED, KERNEL, FORCED = "pinned", "cache", "tuned", "kernel", "forced"
 KEEP_MARGIN = 0.03   # a retune replaces an incumbent tile only when this much faster
-
-
 MAX_TIMED = 30   # configs a search times per key at most (issue 11)
 
 @dataclass(frozen=True)
