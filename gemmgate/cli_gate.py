@@ -30,14 +30,13 @@ from gemmgate.cli_run import (
 from gemmgate.compare import REGRESSED
 from gemmgate.context import MeasurementError
 from gemmgate.files import write_json_atomic, write_text_atomic
-from gemmgate.gate import (
+from gemmgate.gate import compare_run, remeasure
+from gemmgate.gate_text import (
     GATE_HEAD,
     annotations,
     clock_note,
     comment,
-    compare_run,
     markdown,
-    remeasure,
     software_note,
     verdict_row,
 )

@@ -1,4 +1,4 @@
-"""`gemmgate check --comment PATH` (gate.comment): the PR comment lists the cases that
+"""`gemmgate check --comment PATH` (gate_text.comment): the PR comment lists the cases that
 changed with arrows, percentages and the verdict policy's reason, then folds the rest.
 Verdicts from synthetic timing (tests/conftest.py `synthetic_timing`), never wall clock."""
 
@@ -8,7 +8,8 @@ import pytest
 
 from gemmgate.cli import main
 from gemmgate.compare import Judgement
-from gemmgate.gate import CaseVerdict, GateResult, comment
+from gemmgate.gate import CaseVerdict, GateResult
+from gemmgate.gate_text import comment
 
 FAST = ["--chip", "cpu", "--modes", "fp32", "--budget", "0.3"]
 SLOW, SAME = "fp32-m32-n32-k32", "fp32-m48-n16-k64"

@@ -18,17 +18,8 @@ import pytest
 from gemmgate import baselines
 from gemmgate.baseline_schema import from_json
 from gemmgate.compare import DEFAULT_FLOOR, NOISE_FACTOR, aa_noise
-from gemmgate.gate import (
-    GATE_HEAD,
-    CaseVerdict,
-    GateResult,
-    annotations,
-    comment,
-    compare_run,
-    judge_case,
-    markdown,
-    stored_level,
-)
+from gemmgate.gate import CaseVerdict, GateResult, compare_run, judge_case, stored_level
+from gemmgate.gate_text import GATE_HEAD, annotations, comment, markdown
 from gemmgate.results import CaseResult, ProviderResult
 from gemmgate.shapes import Case
 
@@ -419,7 +410,7 @@ def test_ab_column_and_json():
 def test_clock_note_counts_cases_whose_clocks_were_held_down():
     from dataclasses import replace
 
-    from gemmgate.gate import clock_note
+    from gemmgate.gate_text import clock_note
 
     plain = result(A)
     capped = replace(result(B), telemetry={"clock_reasons": ["sw_power_cap"]})
@@ -677,7 +668,7 @@ def test_on_a_calibration_machine_the_gate_compares_with_that_machines_own_runs(
 
 
 def test_software_note_names_what_the_baseline_ran_on_that_this_run_does_not():
-    from gemmgate.gate import software_note
+    from gemmgate.gate_text import software_note
 
     base = {"triton": "3.6.0", "torch": "2.11.0+cu130", "cuda": "13.0", "hip": None,
             "driver": "580.159.04", "python": "3.12.3", "commit": "a"}
@@ -728,7 +719,7 @@ def test_a_process_tolerance_is_scaled_for_the_runs_behind_it(runs, factor):
 def test_a_band_and_an_annotation_say_what_the_gate_applies():
     """The band is 1/(1+tol)-1 to +tol: "±10.0%" beside a -9.4% "regressed" read as inside
     it; and a note's newline ended an ::error, its next line read as a command (a review)."""
-    from gemmgate.gate import _gh, band
+    from gemmgate.gate_text import _gh, band
 
     assert band(0.015) == "±1.5%" and band(0.10) == "-9.1%/+10.0%"
     assert band(1.01) == "-50.2%/+101.0%"
@@ -739,7 +730,7 @@ def test_an_inconclusive_case_gives_its_own_reason():
     """One text ("beyond the tolerance, but advisory or the CI reaches the baseline") was
     said of every cause, most of them absent (a review)."""
     from gemmgate.compare import Judgement
-    from gemmgate.gate import _unsure
+    from gemmgate.gate_text import _unsure
 
     def case(j, level="process"):
         return CaseVerdict("k", "inconclusive", j, None, "", level=level)
@@ -756,7 +747,7 @@ def test_an_inconclusive_case_gives_its_own_reason():
 
 def test_a_comment_past_github_s_limit_is_cut_saying_so():
     """420 verdicts made 91,594 characters, which GitHub refuses (a review)."""
-    from gemmgate.gate import COMMENT_MAX, _capped
+    from gemmgate.gate_text import COMMENT_MAX, _capped
 
     lines = [f"| row {i} | " + "x" * 200 for i in range(1000)]
     text = _capped(lines)

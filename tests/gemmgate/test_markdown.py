@@ -1,8 +1,9 @@
 """gemmgate/markdown.py: table cells and rows that stay one table row, and the summaries
-built from them (gate.markdown, gate.comment, report.markdown)."""
+built from them (gate_text.markdown, gate_text.comment, report.markdown)."""
 
 from gemmgate.compare import Judgement
-from gemmgate.gate import CaseVerdict, GateResult, comment, markdown
+from gemmgate.gate import CaseVerdict, GateResult
+from gemmgate.gate_text import comment, markdown
 from gemmgate.markdown import md_cell, md_row
 
 NOTE = "A/B: the reference kernel failed (fail: CompilationError: at 3:4\n  x = a | b\n  ^)"
