@@ -1,14 +1,7 @@
-"""gemmgate/gate.py: compare_run on CaseResult objects with synthetic samples_ms, the
+"""gemmgate/gate.py: compare_run on CaseResult objects with synthetic samples_ms and the
 verdict policy (the noise level of the stored judgement: process, machine, advisory; A/B
-decides), the Markdown summary and the GitHub annotations. No timing, no torch work.
-
-Samples: Triton ~1.0 ms and vendor ~0.9 ms per round with 0.3% seeded Gaussian noise,
-so the speed ratio vendor/triton is ~0.9 with a tight CI.
-
-Baselines are written as the file's JSON (the dict helpers `base_case`, `baseline`
-document the format) and read through `baseline_schema.from_json`, as `check` reads
-them. Unless a test says otherwise the baseline was calibrated on HOST (three runs) and
-the run is on HOST (ENV): the stored judgement is at process level.
+decides). No timing, no torch work. The cases and baselines: tests/gemmgate/gate_cases.py;
+the verdicts' words (table, summary, comment, annotations): test_gate_text.py.
 """
 
 import random
@@ -18,76 +11,29 @@ import pytest
 from gemmgate import baselines
 from gemmgate.baseline_schema import from_json
 from gemmgate.compare import DEFAULT_FLOOR, NOISE_FACTOR, aa_noise
-from gemmgate.gate import CaseVerdict, GateResult, compare_run, judge_case, stored_level
+from gemmgate.gate import compare_run, judge_case, stored_level
 from gemmgate.gate_text import GATE_HEAD, annotations, comment, markdown
 from gemmgate.results import CaseResult, ProviderResult
 from gemmgate.shapes import Case
-
-A, B, C = Case(64, 64, 64), Case(48, 80, 72), Case(32, 64, 48, "rc", 5)
-N = 30
-HOST = "ci-host"
-ENV = {"chip": "cpu", "host": HOST}
-
-
-def _times(seed: int, ms: float, n: int = N, rel: float = 0.003) -> tuple[float, ...]:
-    rng = random.Random(seed)
-    return tuple(ms * (1 + rng.gauss(0, rel)) for _ in range(n))
-
-
-def result(case: Case, t_ms=1.0, v_ms=0.9, seed=0, mode="fp32", t_acc="pass",
-           v_acc="pass", t_samples=None, v_samples=None) -> CaseResult:
-    ts = t_samples if t_samples is not None else _times(seed, t_ms)
-    vs = v_samples if v_samples is not None else (
-        () if v_acc == "unsupported" else _times(seed + 1, v_ms))
-    provs = {"triton": ProviderResult("triton", t_acc, 1e-7, "" if t_acc == "pass" else
-                                      "error 3e-1 > 1e-2", ts),
-             "vendor": ProviderResult("vendor", v_acc, 1e-7, "", vs)}
-    return CaseResult(mode, case, provs)
-
-
-def base_case(case: Case, ratio=0.9, t_ms=1.0, noise_ratio=None, noise_tflops=None,
-              mode="fp32", machines=(HOST,) * 5, machine=None, tflops_machine=None) -> dict:
-    """One case as the file holds it: `machines` names the machine of each calibration
-    run (its ratio_runs all `ratio`); `machine`, `tflops_machine` the machine-level
-    noise (present once the runs came from two or more machines). A noise figure given
-    is one its runs do not give (they agree): kept from a calibration of `runs` runs
-    (`baseline_noise.figure_runs`), five by default (the factor NOISE_FACTOR)."""
-    tf = case.flops / (t_ms * 1e-3) / 1e12
-    runs = list(machines) if ratio else []
-    noise = {"ratio": noise_ratio, "tflops": noise_tflops, "runs": max(len(machines), 5),
-             "ratio_runs": [ratio] * len(runs), "run_machines": runs}
-    if machine is not None or tflops_machine is not None:
-        noise.update(machine=machine, tflops_machine=tflops_machine)
-    return {"mode": mode, "m": case.m, "n": case.n, "k": case.k, "layout": case.layout_id,
-            "ratio": ratio,
-            "providers": {"triton": {"median_ms": t_ms, "quantiles_ms": {}, "tflops": tf,
-                                     "error": 1e-7}},
-            "noise": noise}
-
-
-def baseline(**cases: dict) -> dict:
-    data = {"schema": "gemmgate.baseline", "version": 1, "chip": "cpu",
-            "provenance": {"shapes": "smoke", "modes": ["fp32"], "runs": 3},
-            "cases": {f"fp32-{k}": v for k, v in cases.items()}}
-    from_json(data)  # the gate only ever sees validated baselines
-    return data
-
-
-def _compare(results, base: dict, floor=DEFAULT_FLOOR, env=ENV) -> GateResult:
-    """compare_run on the typed baseline `check` would load from this JSON."""
-    return compare_run(results, from_json(base, "test"), floor, env)
-
-
-def _one(results, base, floor=DEFAULT_FLOOR, env=ENV) -> tuple[GateResult, CaseVerdict]:
-    gate = _compare(results, base, floor, env)
-    assert len(gate.verdicts) == 1
-    return gate, gate.verdicts[0]
-
+from tests.gemmgate.gate_cases import (
+    HOST,
+    A,
+    B,
+    C,
+    N,
+    base_case,
+    baseline,
+    compare_json,
+    mixed,
+    one_verdict,
+    result,
+    times,
+)
 
 # --- verdicts ----------------------------------------------------------------------------
 
 def test_unchanged_against_same_ratio():
-    gate, v = _one([result(A)], baseline(**{A.id: base_case(A, 0.9)}))
+    gate, v = one_verdict([result(A)], baseline(**{A.id: base_case(A, 0.9)}))
     assert v.key == f"fp32-{A.id}"
     assert v.verdict == "unchanged" and v.level == "process"
     assert abs(v.ratio.change) < 0.005 and v.ratio.tolerance == DEFAULT_FLOOR
@@ -98,7 +44,7 @@ def test_unchanged_against_same_ratio():
 
 
 def test_regressed_against_higher_baseline_ratio():
-    gate, v = _one([result(A)], baseline(**{A.id: base_case(A, 0.95)}))   # ~5.3% drop
+    gate, v = one_verdict([result(A)], baseline(**{A.id: base_case(A, 0.95)}))   # ~5.3% drop
     assert v.verdict == "regressed"
     assert v.ratio.change == pytest.approx(0.9 / 0.95 - 1, abs=0.003)
     assert v.ratio.ci_high < 0
@@ -106,7 +52,7 @@ def test_regressed_against_higher_baseline_ratio():
 
 
 def test_improved_against_lower_baseline_ratio():
-    gate, v = _one([result(A)], baseline(**{A.id: base_case(A, 0.85)}))
+    gate, v = one_verdict([result(A)], baseline(**{A.id: base_case(A, 0.85)}))
     assert v.verdict == "improved" and v.ratio.ci_low > 0
     assert not gate.failed and gate.count("improved") == 1
 
@@ -114,20 +60,20 @@ def test_improved_against_lower_baseline_ratio():
 def test_measured_noise_widens_tolerance():
     # 4% A/A noise -> tolerance 10% (factor 2.5): a 5.3% drop is within noise
     base = baseline(**{A.id: base_case(A, 0.95, noise_ratio=0.04)})
-    gate, v = _one([result(A)], base)
+    gate, v = one_verdict([result(A)], base)
     assert v.ratio.tolerance == pytest.approx(0.04 * NOISE_FACTOR)
     assert v.verdict == "unchanged" and not gate.failed
 
 
 def test_floor_argument_is_used():
-    gate, v = _one([result(A)], baseline(**{A.id: base_case(A, 0.95)}), floor=0.10)
+    gate, v = one_verdict([result(A)], baseline(**{A.id: base_case(A, 0.95)}), floor=0.10)
     assert v.ratio.tolerance == 0.10 and v.verdict == "unchanged"
 
 
 @pytest.mark.parametrize("t_acc,v_acc", [("fail", "pass"), ("downgraded", "pass"),
                                          ("pass", "fail"), ("unsupported", "pass")])
 def test_accuracy_failure_fails_the_gate(t_acc, v_acc):
-    gate, v = _one([result(A, t_acc=t_acc, v_acc=v_acc)], baseline(**{A.id: base_case(A)}))
+    gate, v = one_verdict([result(A, t_acc=t_acc, v_acc=v_acc)], baseline(**{A.id: base_case(A)}))
     assert v.verdict == "failed" and v.note == "accuracy failure"
     assert v.ratio is None and v.tflops is None
     assert gate.failed and gate.count("failed") == 1
@@ -140,10 +86,10 @@ def test_an_extra_provider_changes_no_verdict(acc):
     # --providers inductor / module:function: shown beside, never judged
     base = baseline(**{A.id: base_case(A, 0.9)})
     plain = result(A)
-    extra = ProviderResult("inductor", acc, 1e-7, "", _times(5, 0.1))
+    extra = ProviderResult("inductor", acc, 1e-7, "", times(5, 0.1))
     with_extra = CaseResult(plain.mode, plain.case, {**plain.providers, "inductor": extra})
-    _, v0 = _one([plain], base)
-    _, v1 = _one([with_extra], base)
+    _, v0 = one_verdict([plain], base)
+    _, v1 = one_verdict([with_extra], base)
     assert v0.verdict == "unchanged"
     assert (v1.verdict, v1.ratio, v1.tflops) == (v0.verdict, v0.ratio, v0.tflops)
     assert ("inductor (not gated)" in v1.note) == (acc in ("fail", "downgraded"))
@@ -155,7 +101,7 @@ def test_drift_is_not_a_regression():
     d = [1 / (1 - 0.08 * i / (N - 1)) for i in range(N)]
     ts = tuple(1.0 * x * (1 + rng.gauss(0, 0.002)) for x in d)
     vs = tuple(0.9 * x * (1 + rng.gauss(0, 0.002)) for x in d)
-    gate, v = _one([result(A, t_samples=ts, v_samples=vs)], baseline(**{A.id: base_case(A)}))
+    gate, v = one_verdict([result(A, t_samples=ts, v_samples=vs)], baseline(**{A.id: base_case(A)}))
     assert v.verdict == "unchanged"
     assert v.tflops.verdict == "regressed"
     assert "drift" in v.note and "not a regression" in v.note
@@ -166,7 +112,7 @@ def test_no_vendor_figure_gates_on_tflops():
     base = baseline(**{A.id: base_case(A), B.id: base_case(B)})
     slow = result(A, t_ms=1.2, v_acc="unsupported")               # 1/1.2: -17% TFLOP/s
     same = result(B, v_acc="unsupported", seed=10)
-    gate = _compare([slow, same], base)
+    gate = compare_json([slow, same], base)
     va, vb = gate.verdicts
     assert va.ratio is None and va.verdict == "regressed"
     unmeasured = "noise unmeasured: the floor (`baseline calibrate` measures it)"
@@ -186,7 +132,7 @@ def test_no_vendor_figure_gates_on_tflops():
 
 def test_baseline_without_ratio_gates_on_tflops():
     base = baseline(**{A.id: base_case(A, ratio=None)})
-    gate, v = _one([result(A)], base)
+    gate, v = one_verdict([result(A)], base)
     assert v.ratio is None and v.verdict == "unchanged"
     assert v.tflops.verdict == "unchanged" and v.note.endswith("no ratio: judged on TFLOP/s")
 
@@ -195,7 +141,7 @@ def test_baseline_without_ratio_gates_on_tflops():
 
 def test_missing_and_extra_cases_listed_not_fatal():
     base = baseline(**{A.id: base_case(A), B.id: base_case(B)})
-    gate = _compare([result(A), result(C, seed=5)], base)
+    gate = compare_json([result(A), result(C, seed=5)], base)
     assert [v.key for v in gate.verdicts] == [f"fp32-{A.id}"]    # the new case is not judged
     assert gate.missing == (f"fp32-{B.id}",)
     assert gate.extra == (f"fp32-{C.id}",)
@@ -207,7 +153,7 @@ def test_missing_and_extra_cases_listed_not_fatal():
 
 def test_a_new_case_that_fails_accuracy_fails_the_gate():
     base = baseline(**{A.id: base_case(A)})
-    gate = _compare([result(A), result(C, seed=5, t_acc="fail")], base)
+    gate = compare_json([result(A), result(C, seed=5, t_acc="fail")], base)
     assert [(v.key, v.verdict) for v in gate.verdicts] == [
         (f"fp32-{A.id}", "unchanged"), (f"fp32-{C.id}", "failed")]
     assert gate.verdicts[1].note == "accuracy failure (a case not in the baseline)"
@@ -216,62 +162,15 @@ def test_a_new_case_that_fails_accuracy_fails_the_gate():
 
 def test_other_mode_is_extra():
     base = baseline(**{A.id: base_case(A)})
-    gate = _compare([result(A, mode="fp16")], base)
+    gate = compare_json([result(A, mode="fp16")], base)
     assert gate.verdicts == () and gate.missing == (f"fp32-{A.id}",)
     assert gate.extra == (f"fp16-{A.id}",)
 
 
 # --- markdown / annotations --------------------------------------------------------------
 
-def _mixed() -> GateResult:
-    base = baseline(**{A.id: base_case(A, 0.95), B.id: base_case(B, 0.9),
-                       C.id: base_case(C, 0.85), "m1-n1-k1": base_case(Case(1, 1, 1))})
-    rs = [result(A, seed=1), result(B, seed=2), result(C, seed=3),
-          result(Case(8, 8, 8), seed=4, t_acc="fail")]
-    base["cases"]["fp32-m8-n8-k8"] = base_case(Case(8, 8, 8))
-    return _compare(rs, base)
-
-
-def test_markdown_counts_and_rows():
-    gate = _mixed()
-    assert [v.verdict for v in gate.verdicts] == ["regressed", "unchanged", "improved",
-                                                  "failed"]
-    md = markdown(gate, "cpu")
-    head = md.splitlines()[0]
-    assert head.startswith("### gemmgate check on cpu: **FAILED**")
-    assert ("1 regressed, 1 failed accuracy, 1 improved, 1 unchanged, 0 inconclusive"
-            in head)
-    for v in gate.verdicts:
-        row = next(line for line in md.splitlines() if line.startswith(f"| {v.key} |"))
-        assert f"| {v.verdict} |" in row
-    regressed_row = next(line for line in md.splitlines() if f"fp32-{A.id} |" in line)
-    assert f"{gate.verdicts[0].ratio.change:+.2%}" in regressed_row
-    assert "Not run (in the baseline): fp32-m1-n1-k1" in md
-    assert "Not in the baseline" not in md
-
-
-def test_markdown_passed():
-    gate, _ = _one([result(A)], baseline(**{A.id: base_case(A)}))
-    md = markdown(gate, "nvidia-h200")
-    assert md.startswith("### gemmgate check on nvidia-h200: passed — 0 regressed, 0 failed "
-                         "accuracy, 0 improved, 1 unchanged, 0 inconclusive")
-    assert "Not run" not in md and md.endswith("\n")
-
-
-def test_annotations_one_error_per_regression_or_failure():
-    gate = _mixed()
-    lines = annotations(gate)
-    assert len(lines) == 2
-    reg, acc = lines
-    assert reg.startswith(f"::error title=gemmgate regression::fp32-{A.id}: "
-                          "Triton/vendor speed ratio -")
-    assert "tolerance ±1.5%" in reg
-    assert acc == "::error title=gemmgate accuracy::fp32-m8-n8-k8: accuracy failure"
-    assert all("\n" not in line for line in lines)
-
-
 def test_case_verdict_to_json():
-    gate = _mixed()
+    gate = mixed()
     js = [v.to_json() for v in gate.verdicts]
     assert js[0]["id"] == f"fp32-{A.id}" and js[0]["verdict"] == "regressed"
     assert js[0]["ratio"]["verdict"] == "regressed" and js[0]["remeasured"] is False
@@ -288,7 +187,7 @@ def test_validated_baseline_with_null_noise_is_usable():
         from_json(data)
     except baselines.BaselineError:
         return  # rejecting it up front is a fine fix too (it is: "noise is not an object")
-    gate, v = _one([result(A)], data)
+    gate, v = one_verdict([result(A)], data)
     assert v.verdict == "unchanged" and v.ratio.tolerance == DEFAULT_FLOOR
 
 
@@ -307,12 +206,12 @@ def test_a_tile_other_than_the_baselines_is_named_in_the_note():
     same = replace(result(A), telemetry={"tuning": _tile(64)})
     level = ("stored: process-level ±1.5%; noise unmeasured: the floor (`baseline calibrate` "
              "measures it)")
-    assert _one([same], base)[1].note == level
+    assert one_verdict([same], base)[1].note == level
     other = replace(result(A), telemetry={"tuning": _tile(128) | {"source": "tuned"}})
-    note = _one([other], base)[1].note
+    note = one_verdict([other], base)[1].note
     assert note == f"{level}; tile 128x64x32 g8 s3 w4 (tuned), baseline had 64x64x32 g8 s3 w4"
     stale = replace(result(A), telemetry={"tuning": _tile(64, stale=True)})
-    assert _one([stale], base)[1].note == f"{level}; tile pinned for an older kernel"
+    assert one_verdict([stale], base)[1].note == f"{level}; tile pinned for an older kernel"
 
 
 # --- A/B against a reference kernel ---------------------------------------------------------
@@ -322,21 +221,21 @@ def ab_result(case: Case, slower: float, seed=0, ratio_scale=1.0) -> CaseResult:
     from dataclasses import replace
 
     r = result(case, t_ms=1.0 * slower, v_ms=0.9 * slower * ratio_scale, seed=seed)
-    ref = ProviderResult("reference", "pass", 1e-7, "", _times(seed + 7, 1.0))
+    ref = ProviderResult("reference", "pass", 1e-7, "", times(seed + 7, 1.0))
     return replace(r, providers={**r.providers, "reference": ref})
 
 
 def test_ab_identical_kernels_are_unchanged_and_a_3pct_slowdown_is_regressed():
     base = baseline(**{A.id: base_case(A, noise_ratio=0.03)})  # stored tolerance 7.5%
-    same = _one([ab_result(A, 1.0)], base)[1]
+    same = one_verdict([ab_result(A, 1.0)], base)[1]
     assert same.verdict == "unchanged" and abs(same.ab.change) < 0.005
     # 3% slower than the reference; the vendor slowed alike, so the stored ratio (noisy
     # case, tolerance 7.5%) sees nothing: A/B alone catches it
-    slow = _one([ab_result(A, 1.03)], base)[1]
+    slow = one_verdict([ab_result(A, 1.03)], base)[1]
     assert slow.ratio.verdict == "unchanged" and slow.ab.verdict == "regressed"
     assert slow.verdict == "regressed" and slow.note.startswith("A/B: slower than the reference")
     assert slow.ab.change == pytest.approx(1 / 1.03 - 1, abs=0.004)
-    gate = _compare([ab_result(A, 1.03)], base)
+    gate = compare_json([ab_result(A, 1.03)], base)
     (line,) = annotations(gate)
     assert "against the reference kernel in the same process" in line
 
@@ -354,7 +253,7 @@ def test_a_reference_that_failed_accuracy_decides_nothing(accuracy):
     r = ab_result(A, 1.10)   # 10% slower than the reference...
     bad = replace(r.providers["reference"], accuracy=accuracy, message="error 3e-1 > 1e-2")
     r = replace(r, providers={**r.providers, "reference": bad})   # ...which was wrong
-    gate, v = _one([r], base)
+    gate, v = one_verdict([r], base)
     assert v.ab is None and v.verdict == v.ratio.verdict == "unchanged"
     assert not gate.failed and "A/B: the reference kernel failed" in v.note
     assert judge_ab(r, 0.015).verdict == "failed"
@@ -365,14 +264,14 @@ def test_ab_tolerance_comes_from_the_calibrated_ab_noise():
     # calibrated with --ab-ref stores that spread, and A/B is judged against it
     noisy = base_case(A)
     noisy["noise"]["ab"] = 0.016                      # tolerance 2.5 x 1.6% = 4%
-    v = _one([ab_result(A, 1.03)], baseline(**{A.id: noisy}))[1]
+    v = one_verdict([ab_result(A, 1.03)], baseline(**{A.id: noisy}))[1]
     assert v.ab.tolerance == pytest.approx(NOISE_FACTOR * 0.016)
     assert v.ab.verdict == "unchanged" and v.verdict == "unchanged"
-    v = _one([ab_result(A, 1.06)], baseline(**{A.id: noisy}))[1]
+    v = one_verdict([ab_result(A, 1.06)], baseline(**{A.id: noisy}))[1]
     assert v.ab.verdict == "regressed"
     quiet = base_case(A)
     quiet["noise"]["ab"] = 0.001                      # the floor wins
-    v = _one([ab_result(A, 1.03)], baseline(**{A.id: quiet}))[1]
+    v = one_verdict([ab_result(A, 1.03)], baseline(**{A.id: quiet}))[1]
     assert v.ab.tolerance == DEFAULT_FLOOR and v.ab.verdict == "regressed"
 
 
@@ -383,46 +282,29 @@ def test_a_reference_tile_other_than_the_current_is_named():
     r = ab_result(A, 1.0)
     same = replace(r, telemetry={"triton_config": "64x64x32 g8 s3 w4",
                                  "reference_config": "64x64x32 g8 s3 w4"})
-    assert "reference kernel ran tile" not in _one([same], base)[1].note
+    assert "reference kernel ran tile" not in one_verdict([same], base)[1].note
     other = replace(r, telemetry={"triton_config": "64x64x32 g8 s3 w4",
                                   "reference_config": "128x64x32 g8 s3 w4"})
-    assert "A/B: the reference kernel ran tile 128x64x32 g8 s3 w4" in _one([other], base)[1].note
+    note = one_verdict([other], base)[1].note
+    assert "A/B: the reference kernel ran tile 128x64x32 g8 s3 w4" in note
 
 
 def test_ab_does_not_hide_what_the_stored_baseline_sees():
     # both kernels slowed alike (a Triton upgrade): A/B unchanged, the ratio still regressed
     base = baseline(**{A.id: base_case(A)})
-    v = _one([ab_result(A, 1.0, ratio_scale=0.9)], base)[1]
+    v = one_verdict([ab_result(A, 1.0, ratio_scale=0.9)], base)[1]
     assert v.ab.verdict == "unchanged" and v.ratio.verdict == "regressed"
     assert v.verdict == "regressed"
 
 
 def test_ab_column_and_json():
     base = baseline(**{A.id: base_case(A)})
-    gate = _compare([ab_result(A, 1.0)], base)
+    gate = compare_json([ab_result(A, 1.0)], base)
     assert "A/B change" in markdown(gate, "cpu", "0123456789abcdef")
     assert "`0123456789ab`" in markdown(gate, "cpu", "0123456789abcdef")
     assert gate.verdicts[0].to_json()["ab"]["verdict"] == "unchanged"
-    no_ab = _compare([result(A)], base).verdicts[0]
+    no_ab = compare_json([result(A)], base).verdicts[0]
     assert no_ab.ab is None and no_ab.to_json()["ab"] is None
-
-
-def test_clock_note_counts_cases_whose_clocks_were_held_down():
-    from dataclasses import replace
-
-    from gemmgate.gate_text import clock_note
-
-    plain = result(A)
-    capped = replace(result(B), telemetry={"clock_reasons": ["sw_power_cap"]})
-    hot = replace(result(C), telemetry={"clock_reasons": ["sw_power_cap", "sw_thermal"]})
-    idle = replace(result(A), telemetry={"clock_reasons": ["idle"]})  # not a hold-down
-    assert clock_note([plain, idle]) == ""
-    note = clock_note([plain, capped, hot, idle])
-    assert note.startswith("Clocks were held down after 2 of 4 cases "
-                           "(sw_power_cap 2, sw_thermal 1)")
-    base = baseline(**{A.id: base_case(A)})
-    md = markdown(_compare([plain], base), "h200", None, note)
-    assert note in md
 
 
 # --- the verdict policy: the stored judgement's noise level ---------------------------------
@@ -457,7 +339,7 @@ def test_judge_case_takes_the_machine_the_case_ran_on():
 
 def test_on_a_calibration_machine_the_process_level_judges():
     base = baseline(**{A.id: _levels_case()})
-    gate, v = _one([result(A)], base, env={"host": "h2"})
+    gate, v = one_verdict([result(A)], base, env={"host": "h2"})
     assert v.level == "process" and v.ratio.tolerance == DEFAULT_FLOOR
     # no process-level TFLOP/s noise stored: the pooled (machine) spread, never narrower
     assert v.tflops.tolerance == pytest.approx(NOISE_FACTOR * 0.04)
@@ -467,7 +349,7 @@ def test_on_a_calibration_machine_the_process_level_judges():
 
 def test_on_another_machine_the_machine_level_judges_with_the_wider_tolerance():
     base = baseline(**{A.id: _levels_case()})
-    gate, v = _one([result(A)], base, env={"host": "h3"})
+    gate, v = one_verdict([result(A)], base, env={"host": "h3"})
     assert v.level == "machine"
     assert v.ratio.tolerance == pytest.approx(NOISE_FACTOR * 0.03)
     assert v.tflops.tolerance == pytest.approx(NOISE_FACTOR * 0.04)    # TFLOP/s: same level
@@ -475,7 +357,7 @@ def test_on_another_machine_the_machine_level_judges_with_the_wider_tolerance():
     assert v.verdict == "unchanged" and not gate.failed
     assert v.note == "stored: machine-level ±7.5%"
     # a change beyond the machine-level tolerance still regresses, and fails the gate
-    gate, v = _one([result(A)], baseline(**{A.id: _levels_case(ratio=1.0)}),
+    gate, v = one_verdict([result(A)], baseline(**{A.id: _levels_case(ratio=1.0)}),
                    env={"host": "h3"})
     assert v.level == "machine" and v.verdict == "regressed" and gate.failed
 
@@ -486,14 +368,14 @@ def test_the_machine_is_host_and_gpu_another_gpu_of_the_same_host_is_another_mac
     base = baseline(**{A.id: base_case(A, 0.95, machines=("h1/GPU-a",) * 3)})
     on_a = replace(result(A), telemetry={"gpu_uuid": "GPU-a"})
     on_b = replace(result(A), telemetry={"gpu_uuid": "GPU-b"})
-    assert _one([on_a], base, env={"host": "h1"})[1].level == "process"
-    assert _one([on_b], base, env={"host": "h1"})[1].level == "advisory"
-    assert _one([on_a], base, env={"host": "h2"})[1].level == "advisory"
+    assert one_verdict([on_a], base, env={"host": "h1"})[1].level == "process"
+    assert one_verdict([on_b], base, env={"host": "h1"})[1].level == "advisory"
+    assert one_verdict([on_a], base, env={"host": "h2"})[1].level == "advisory"
 
 
 def test_advisory_a_stored_regression_alone_is_inconclusive_and_does_not_fail():
     base = baseline(**{A.id: _levels_case(machine=None)})
-    gate, v = _one([result(A)], base, env={"host": "h3"})
+    gate, v = one_verdict([result(A)], base, env={"host": "h3"})
     assert v.level == "advisory"
     assert v.ratio.verdict == "regressed"                       # shown ...
     assert v.verdict == "inconclusive" and not gate.failed      # ... but decides nothing
@@ -502,10 +384,10 @@ def test_advisory_a_stored_regression_alone_is_inconclusive_and_does_not_fail():
     assert "not in the calibration" in v.note and "gemmgate baseline merge" in v.note
     assert gate.count("inconclusive") == 1
     # an advisory improvement is not reported as one either; agreement is "unchanged"
-    v = _one([result(A)], baseline(**{A.id: _levels_case(machine=None, ratio=0.85)}),
+    v = one_verdict([result(A)], baseline(**{A.id: _levels_case(machine=None, ratio=0.85)}),
              env={"host": "h3"})[1]
     assert v.ratio.verdict == "improved" and v.verdict == "inconclusive"
-    v = _one([result(A)], baseline(**{A.id: _levels_case(machine=None, ratio=0.9)}),
+    v = one_verdict([result(A)], baseline(**{A.id: _levels_case(machine=None, ratio=0.9)}),
              env={"host": "h3"})[1]
     assert v.verdict == "unchanged" and "advisory:" not in v.note
     assert v.note == "stored: advisory-level ±1.5%"
@@ -528,7 +410,7 @@ def test_a_run_without_a_host_is_not_on_a_calibration_machine():
 ])
 def test_advisory_with_ab_the_ab_verdict_decides(stored_ratio, slower, stored, ab, verdict):
     base = baseline(**{A.id: _levels_case(machine=None, ratio=stored_ratio)})
-    gate, v = _one([ab_result(A, slower)], base, env={"host": "h3"})
+    gate, v = one_verdict([ab_result(A, slower)], base, env={"host": "h3"})
     assert (v.level, v.ratio.verdict, v.ab.verdict) == ("advisory", stored, ab)
     assert v.verdict == verdict and gate.failed == (verdict == "regressed")
 
@@ -548,7 +430,7 @@ def test_with_ab_the_stored_side_decides_only_on_a_calibrated_gpu(
         stored_ratio, slower, stored, ab, at_process, at_machine):
     base = baseline(**{A.id: _levels_case(ratio=stored_ratio)})
     for host, level, verdict in (("h1", "process", at_process), ("h3", "machine", at_machine)):
-        gate, v = _one([ab_result(A, slower)], base, env={"host": host})
+        gate, v = one_verdict([ab_result(A, slower)], base, env={"host": host})
         assert (v.level, v.ratio.verdict, v.ab.verdict) == (level, stored, ab)
         assert v.verdict == verdict and gate.failed == (verdict == "regressed")
         not_gated = level == "machine" and stored != "unchanged"
@@ -562,7 +444,7 @@ def test_improved_obeys_the_same_tolerance_as_regressed(host, level):
     def judged(change):
         case = base_case(A, 0.9 / (1 + change), noise_ratio=0.02, machines=TWO_HOSTS,
                          machine=0.02)                        # both levels: tolerance 5%
-        return _one([result(A)], baseline(**{A.id: case}), env={"host": host})[1]
+        return one_verdict([result(A)], baseline(**{A.id: case}), env={"host": host})[1]
 
     inside = [judged(+0.04), judged(-0.04)]
     beyond = [judged(+0.07), judged(-0.07)]
@@ -576,7 +458,7 @@ def test_ab_improved_obeys_the_same_tolerance_as_ab_regressed():
     case = base_case(A)
     case["noise"].update(ab=0.02, ab_runs=[1.0, 1.02, 1.0, 0.99, 1.01])   # tolerance 5%
     base = baseline(**{A.id: case})
-    got = {change: _one([ab_result(A, 1 / (1 + change))], base)[1]
+    got = {change: one_verdict([ab_result(A, 1 / (1 + change))], base)[1]
            for change in (0.04, -0.04, 0.07, -0.07)}
     assert [v.ab.tolerance for v in got.values()] == [pytest.approx(0.05)] * 4
     assert [got[c].verdict for c in (0.04, -0.04, 0.07, -0.07)] == [
@@ -586,7 +468,7 @@ def test_ab_improved_obeys_the_same_tolerance_as_ab_regressed():
 def test_the_level_is_in_the_json_the_note_and_the_gate_table():
     base = baseline(**{A.id: _levels_case(), B.id: base_case(B, machines=TWO_HOSTS),
                        C.id: base_case(C)})
-    gate = _compare([result(A), result(B, seed=2), result(C, seed=3)], base,
+    gate = compare_json([result(A), result(B, seed=2), result(C, seed=3)], base,
                     env={"host": "h3"})
     by = {v.key: v for v in gate.verdicts}
     assert [by[f"fp32-{c.id}"].level for c in (A, B, C)] == ["machine", "advisory", "advisory"]
@@ -625,7 +507,7 @@ def _built(runs: list[tuple[str, float, str]]) -> dict:
 
 def test_a_case_without_a_vendor_figure_is_judged_at_process_level_where_calibrated():
     base = _built([(HOST, 1.0, "-"), (HOST, 1.005, "-"), (HOST, 0.995, "-")])
-    v = _one([result(A, t_ms=1.2, v_acc="unsupported")], base)[1]   # -17% TFLOP/s
+    v = one_verdict([result(A, t_ms=1.2, v_acc="unsupported")], base)[1]   # -17% TFLOP/s
     assert v.level == "process" and v.verdict == "regressed"
 
 
@@ -636,7 +518,7 @@ def test_process_level_without_process_noise_is_not_narrower_than_the_runs_sprea
     assert n["ratio"] is None and n["machine"] > 0.015
     # A/A: each host measures what it measured in the calibration, ~2% off the pooled
     # median; now h1 says "improved" and h2 "regressed" (the gate fails), at the floor
-    v = _one([result(A, t_ms=t_ms)], base, env={"host": host})[1]
+    v = one_verdict([result(A, t_ms=t_ms)], base, env={"host": host})[1]
     assert v.level == "process"
     assert v.ratio.tolerance >= NOISE_FACTOR * n["machine"]
     assert v.verdict == "unchanged"
@@ -646,7 +528,7 @@ def test_an_update_on_another_machine_does_not_make_its_figures_process_level_el
     calibrated = from_json(_built([("h1", 1.0, "v"), ("h1", 1.002, "v"), ("h1", 0.998, "v")]))
     updated = from_json(_built([("h2", 1.0, "v")]))
     written = baselines.carry_noise(updated, calibrated).to_json()
-    v = _one([result(A)], written, env={"host": "h1"})[1]
+    v = one_verdict([result(A)], written, env={"host": "h1"})[1]
     assert v.level != "process"
 
 
@@ -658,40 +540,26 @@ def test_on_a_calibration_machine_the_gate_compares_with_that_machines_own_runs(
                      machine=0.03)
     data["noise"]["ratio_runs"] = [0.86, 0.86, 0.86, 0.9, 0.9]   # pooled median 0.86
     base = baseline(**{A.id: data})
-    _, v = _one([result(A)], base, env={"host": "h2"})          # h2 measures 0.9 again
+    _, v = one_verdict([result(A)], base, env={"host": "h2"})          # h2 measures 0.9 again
     assert v.level == "process" and v.verdict == "unchanged"
     assert abs(v.ratio.change) < 0.005
-    _, v = _one([result(A)], base, env={"host": "h1"})          # h1 ran 0.86: +4.7%
+    _, v = one_verdict([result(A)], base, env={"host": "h1"})          # h1 ran 0.86: +4.7%
     assert v.level == "process" and v.verdict == "improved"
-    _, v = _one([result(A)], base, env={"host": "h9"})          # elsewhere: pooled, wide
+    _, v = one_verdict([result(A)], base, env={"host": "h9"})          # elsewhere: pooled, wide
     assert v.level == "machine" and v.verdict == "unchanged"
-
-
-def test_software_note_names_what_the_baseline_ran_on_that_this_run_does_not():
-    from gemmgate.gate_text import software_note
-
-    base = {"triton": "3.6.0", "torch": "2.11.0+cu130", "cuda": "13.0", "hip": None,
-            "driver": "580.159.04", "python": "3.12.3", "commit": "a"}
-    same = {**base, "python": "3.11.7", "commit": "b"}          # neither compiles kernels
-    assert software_note(base, same) == ""
-    assert software_note(base, {**base, "triton": None}) == ""   # not recorded: no claim
-    note = software_note(base, {**base, "triton": "3.9.0", "driver": "590.1"})
-    assert note.startswith("The baseline was measured on other software (triton 3.6.0 -> "
-                           "3.9.0; driver 580.159.04 -> 590.1)")
-    assert "--ab-ref" in note and "torch" not in note
 
 
 def test_a_case_with_no_figure_on_either_side_is_inconclusive_not_unchanged():
     bc = base_case(A, ratio=None)
     bc["providers"]["triton"]["tflops"] = None          # nothing stored to compare with
-    gate, v = _one([result(A, t_ms=2.0)], baseline(**{A.id: bc}))
+    gate, v = one_verdict([result(A, t_ms=2.0)], baseline(**{A.id: bc}))
     assert v.verdict == "inconclusive" and v.ratio is None and v.tflops is None
     assert "not judged: no speed ratio or Triton TFLOP/s" in v.note
 
 
 def test_a_zero_sample_is_left_out_of_the_tflops_figure_not_a_crash():
-    ts = (0.0, *_times(0, 1.0)[1:])
-    gate, v = _one([result(A, t_samples=ts)], baseline(**{A.id: base_case(A)}))
+    ts = (0.0, *times(0, 1.0)[1:])
+    gate, v = one_verdict([result(A, t_samples=ts)], baseline(**{A.id: base_case(A)}))
     assert v.verdict == "unchanged" and v.tflops.verdict == "unchanged"
 
 
@@ -703,54 +571,14 @@ def test_a_process_tolerance_is_scaled_for_the_runs_behind_it(runs, factor):
     ratios = [0.9, 0.9 * 1.02] + [0.9] * (runs - 2)
     bc = base_case(A, noise_ratio=aa_noise(ratios), machines=(HOST,) * runs)
     bc["noise"]["ratio_runs"] = ratios
-    v = _one([result(A)], baseline(**{A.id: bc}))[1]
+    v = one_verdict([result(A)], baseline(**{A.id: bc}))[1]
     assert v.ratio.tolerance == pytest.approx(factor * aa_noise(ratios), rel=1e-9)
     assert (f"({runs} runs: x{factor:g} the spread)" in v.note) == (runs < 5)
     bc["noise"]["ratio"] = 0.015            # a figure its runs do not give: carried over
     bc["noise"]["runs"] = runs              # (`baseline update`): the calibration's count
-    v = _one([result(A)], baseline(**{A.id: bc}))[1]
+    v = one_verdict([result(A)], baseline(**{A.id: bc}))[1]
     assert v.ratio.tolerance == pytest.approx(factor * 0.015)
     bc["noise"]["runs"] = 10                # the count stored with it, where there is one
     bc["noise"]["behind"] = {"ratio": runs}
-    v = _one([result(A)], baseline(**{A.id: bc}))[1]
+    v = one_verdict([result(A)], baseline(**{A.id: bc}))[1]
     assert v.ratio.tolerance == pytest.approx(factor * 0.015)
-
-
-def test_a_band_and_an_annotation_say_what_the_gate_applies():
-    """The band is 1/(1+tol)-1 to +tol: "±10.0%" beside a -9.4% "regressed" read as inside
-    it; and a note's newline ended an ::error, its next line read as a command (a review)."""
-    from gemmgate.gate_text import _gh, band
-
-    assert band(0.015) == "±1.5%" and band(0.10) == "-9.1%/+10.0%"
-    assert band(1.01) == "-50.2%/+101.0%"
-    assert _gh("a 100% b\r\n::warning::x") == "a 100%25 b%0D%0A::warning::x"
-
-
-def test_an_inconclusive_case_gives_its_own_reason():
-    """One text ("beyond the tolerance, but advisory or the CI reaches the baseline") was
-    said of every cause, most of them absent (a review)."""
-    from gemmgate.compare import Judgement
-    from gemmgate.gate_text import _unsure
-
-    def case(j, level="process"):
-        return CaseVerdict("k", "inconclusive", j, None, "", level=level)
-
-    within = Judgement("inconclusive", 0.0, -0.04, 0.01, 0.03)
-    beyond = Judgement("inconclusive", -0.05, -0.09, 0.01, 0.03)
-    few = Judgement("inconclusive", -0.5, -0.5, -0.5, 0.015)
-    stored = Judgement("regressed", -0.05, -0.06, -0.04, 0.015)
-    assert _unsure(case(within)).startswith("within the tolerance, but its CI reaches -4.00%")
-    assert _unsure(case(beyond)) == "beyond the tolerance, but the CI reaches the baseline"
-    assert _unsure(case(few)).startswith("too few rounds for a 95% CI")
-    assert _unsure(case(stored, "advisory")).startswith("beyond the tolerance at the advisory")
-
-
-def test_a_comment_past_github_s_limit_is_cut_saying_so():
-    """420 verdicts made 91,594 characters, which GitHub refuses (a review)."""
-    from gemmgate.gate_text import COMMENT_MAX, _capped
-
-    lines = [f"| row {i} | " + "x" * 200 for i in range(1000)]
-    text = _capped(lines)
-    assert len(text) <= COMMENT_MAX and text.startswith("| row 0 |")
-    assert "more line(s) left out (GitHub's comment limit)" in text
-    assert _capped(["short"]) == "short\n"
