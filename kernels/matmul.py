@@ -46,7 +46,7 @@ from kernels import (
     table_file,
 )
 from kernels.checks import check_apart, check_call, facts, span, wants_grad
-from kernels.launch import current_index
+from kernels.launch_jit import current_index
 from kernels.modes import KernelMode
 from kernels.tile import VARIANTS, TileConfig, pow2_floor
 

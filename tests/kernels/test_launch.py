@@ -1,5 +1,6 @@
-"""kernels.launch: a prepared launch takes the JIT once per tensor signature, then the
-compiled kernel directly, with the arguments the JIT itself would pass."""
+"""kernels.launch (with launch_bound, launch_direct, launch_jit): a prepared launch takes
+the JIT once per tensor signature, then the compiled kernel directly, with the arguments
+the JIT itself would pass."""
 
 import functools
 import gc
@@ -10,7 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import launch
+from kernels import launch, launch_direct, launch_jit
 from kernels.launch import Launch
 
 
@@ -132,8 +133,8 @@ def test_descriptor_arguments_do_not_enter_the_signature():
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     d = TensorDescriptor.from_tensor(torch.zeros(16, 16), [16, 16])
-    assert launch._signature(d) is None
-    assert launch._signature(torch.zeros(4)) == (torch.float32, True)
+    assert launch_jit.signature(d) is None
+    assert launch_jit.signature(torch.zeros(4)) == (torch.float32, True)
 
 
 # triton 3.6's CUDA launcher wraps the C launch like this (backends/nvidia/driver.py,
@@ -189,7 +190,7 @@ def test_direct_launch_passes_what_the_36_wrapper_passes_and_encodes_a_map_once(
     tail = (7, 8, 64, True)
     runner = _Runner36([0, 1], ["mx", "my"])
     kernel = types.SimpleNamespace(run=runner, function="fn", packed_metadata="pk")
-    direct = launch._Direct.of(kernel, 3, tail)
+    direct = launch_direct.Direct.of(kernel, 3, tail)
     assert direct is not None
     runner(2, 1, 1, 99, "fn", "pk", None, "enter", "leave", dx, dy, w, *tail)
     want = runner.c_calls.pop()
@@ -207,14 +208,14 @@ def test_direct_launch_is_not_used_on_another_launcher_form():
     form (a triton other than 3.6): the compiled kernel's own run."""
     runner = _Runner36([0], ["m"])
     kernel = types.SimpleNamespace(run=runner, function="fn", packed_metadata="pk")
-    assert launch._Direct.of(kernel, 1, ()) is not None
-    assert launch._Direct.of(kernel, 0, ()) is None          # descriptor not leading
+    assert launch_direct.Direct.of(kernel, 1, ()) is not None
+    assert launch_direct.Direct.of(kernel, 0, ()) is None          # descriptor not leading
     runner.global_scratch_size = 64
-    assert launch._Direct.of(kernel, 1, ()) is None
-    assert launch._Direct.of(types.SimpleNamespace(run=lambda *a: None), 1, ()) is None
+    assert launch_direct.Direct.of(kernel, 1, ()) is None
+    assert launch_direct.Direct.of(types.SimpleNamespace(run=lambda *a: None), 1, ()) is None
     other = _Runner36([0], ["m"])
     other.launch = lambda *args: None                      # no closure of 3.6's names
-    assert launch._Direct.of(types.SimpleNamespace(run=other), 1, ()) is None
+    assert launch_direct.Direct.of(types.SimpleNamespace(run=other), 1, ()) is None
 
 
 # triton 3.6's CudaLauncher for a kernel without descriptors: `launch` is the C launch
@@ -271,7 +272,7 @@ def test_direct_launch_of_a_kernel_without_descriptors_is_the_c_launch():
     calls: list = []
     runner = _plain_runner(calls)
     kernel = types.SimpleNamespace(run=runner, function="fn", packed_metadata="pk")
-    direct = launch._Direct.of(kernel, 2, (5, 64))
+    direct = launch_direct.Direct.of(kernel, 2, (5, 64))
     assert direct is not None and direct.descs == {}
     x, y = torch.zeros(4), torch.zeros(4)
     runner(2, 1, 1, 99, "fn", "pk", None, "enter", "leave", x, y, 5, 64)
@@ -285,7 +286,7 @@ def test_direct_launch_of_a_kernel_without_descriptors_is_the_c_launch():
     namespace = {"_BASE_ARGS_FORMAT_LEN": 14, "wrap_handle_tensordesc": None}
     exec(_PLAIN_36, namespace)                 # another base-argument count: not 3.6's
     other = types.SimpleNamespace(run=namespace["Runner"](functools.partial(print)))
-    assert launch._Direct.of(other, 2, ()) is None
+    assert launch_direct.Direct.of(other, 2, ()) is None
 
 
 def test_bound_launch_repeats_a_call_on_the_same_addresses_only(monkeypatch):
@@ -636,9 +637,9 @@ def test_the_current_device_skips_torchs_lazy_init_only_for_torchs_own_function(
 
     monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: 3, raising=False)
     cuda = types.SimpleNamespace(get_current_device=torch.cuda.current_device)
-    assert launch._current_device(cuda) == 3
-    assert launch._current_device(types.SimpleNamespace(get_current_device=lambda: 5)) == 5
+    assert launch_jit.current_device(cuda) == 3
+    assert launch_jit.current_device(types.SimpleNamespace(get_current_device=lambda: 5)) == 5
     monkeypatch.delattr(torch._C, "_cuda_getDevice")
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 7)
     cuda = types.SimpleNamespace(get_current_device=torch.cuda.current_device)
-    assert launch._current_device(cuda) == 7   # (a torch without the C call)
+    assert launch_jit.current_device(cuda) == 7   # (a torch without the C call)
