@@ -149,13 +149,31 @@ def load(path: str | Path, chip_id: str | None = None) -> Baseline:
         raise BaselineError(str(e) if isinstance(e, ValueError)
                             else f"cannot read baseline {p}: {e}") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant)
     except (ValueError, RecursionError) as e:   # (nested past the parser's depth, too)
         raise BaselineError(f"baseline {p} is corrupt (not JSON: {e})") from None
     base = from_json(data, str(p))
     if chip_id is not None and base.chip != chip_id:
         raise BaselineError(f"baseline {p} is for chip {base.chip}, not {chip_id}")
     return base
+
+
+def _unique(pairs: list) -> dict:
+    """A JSON object whose keys are each given once: a case key given twice was read as
+    its last copy, silently (a review); gemmgate never writes one."""
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"the key {k!r} is given twice in one object")
+        out[k] = v
+    return out
+
+
+def _no_constant(name: str):
+    """NaN, Infinity, -Infinity: not JSON, and gemmgate never writes them (allow_nan=False),
+    so a file holding one was edited; read, one passed validation and the next write of
+    the file failed after measuring (a review)."""
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _need(cond: bool, where: str, what: str) -> None:
@@ -258,8 +276,9 @@ def _case(key: str, c, where: str, legacy: str) -> BaselineCase:
         _need(tf is None or _positive(tf, zero=True), where,
               f"case {key}: providers.{name}.tflops is {tf!r}, not a number")
         q = p.get("quantiles_ms", {})
-        provs[name] = ProviderFigures(p["median_ms"], tf, _opt(p.get("error")),
-                                      q if isinstance(q, dict) else {})
+        _need(isinstance(q, dict) and all(_positive(x, zero=True) for x in q.values()), where,
+              f"case {key}: providers.{name}.quantiles_ms is not an object of times")
+        provs[name] = ProviderFigures(p["median_ms"], tf, _opt(p.get("error")), q)
     noise = c["noise"]
     _need(isinstance(noise, dict), where, f"case {key}: noise is not an object")
     for f in NOISE_LEVELS:   # (1e308 scaled to

@@ -43,12 +43,13 @@ from gemmgate.gate_text import (
 from gemmgate.reference import resolve, same_kernels
 from gemmgate.report import print_tables
 from gemmgate.results import RunRecord
+from gemmgate.shapes import resolve as shape_set
 
 
 def _modes_arg(args, base) -> str | None:
     if args.modes is not None or not base:
         return args.modes
-    return ",".join(base.provenance.get("modes", [])) or None
+    return ",".join(base.provenance.get("modes") or []) or None   # (null: every mode)
 
 
 def check_command(args, console, err) -> int:
@@ -63,9 +64,11 @@ def check_command(args, console, err) -> int:
     base = baselines.load(path, chip_id)  # before any work: a bad file is exit 2
     ab_sha = _ab_commit(args.ab_ref, base)
     timed_as(args, base.provenance)   # --timing and --block as the baseline's
+    modes = _modes_arg(args, base)
+    own = None if args.shapes else _own_cases(base, modes, err)
     ctx = context_from_args(args, shapes=args.shapes or base.provenance.get("shapes"),
-                            modes=_modes_arg(args, base), reference=ab_sha,
-                            slowdown=args.inject_slowdown)
+                            modes=modes, reference=ab_sha, slowdown=args.inject_slowdown,
+                            cases=own, cases_label="the baseline's cases")
     for given, key, what in ((ctx.policy.method, "timing", "--timing"),
                              (ctx.policy.block, "block", "--block")):
         was = baselines.measured(base.provenance, key)   # (no block recorded: 1)
@@ -136,6 +139,28 @@ def check_command(args, console, err) -> int:
         write_text_atomic(pr_comment, comment(gate, chip_id, ab_sha, notes))
     append_summary(args.summary, markdown(gate, chip_id, ab_sha, notes), err)
     return 1 if gate.failed else 0
+
+
+def _own_cases(base, modes: str | None, err) -> list | None:
+    """The baseline's own cases (of `modes`, where named) where its shapes label names no
+    shape set here, else None (the label's set is run). A label that a merge of check
+    files took from them ("pr and 2 more case(s) of the baseline"), or a shape file's path
+    relative to where it was updated, made `check` exit 2 on a usable baseline (a review)."""
+    label = base.provenance.get("shapes")
+    if label is None:
+        return None
+    try:
+        shape_set(label)
+        return None
+    except (ValueError, OSError) as e:
+        err.print(f"note: the baseline's shapes {escape(label)!r} name no shape set here "
+                  f"({escape(str(e))}); checking the baseline's own cases")
+    named = set(modes.split(",")) if modes else None
+    own = list(dict.fromkeys(c.case for c in base.cases.values()
+                             if named is None or c.mode in named))
+    if not own:
+        raise ValueError(f"the baseline holds no case of --modes {modes}: nothing to judge")
+    return own
 
 
 def _with_baseline_cases(args, ctx, base):

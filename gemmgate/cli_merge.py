@@ -94,17 +94,31 @@ def _merge_inputs(inputs: list[str]) -> tuple[list, list[str]]:
                              f"{seen[mark]}; give each input once (its runs would count "
                              "twice)")
         seen[mark] = p
+    _one_chip([(p.chip, n) for p, n in zip(parts, names)]
+              + [(r.environment.get("chip"), n) for r, n in zip(runs, run_names)])
     _same_measurement([(p.provenance, n) for p, n in zip(parts, names)]
                       + [(r.environment, n) for r, n in zip(runs, run_names)])
     _each_run_once([(baselines.run_ids(p), n) for p, n in zip(parts, names)]
                    + [([baselines.run_id(r)], n) for r, n in zip(runs, run_names)])
     if runs:
         names.append("the run files")
-        chip_id = runs[0].environment.get("chip")
-        if chip_id is None or any(r.environment.get("chip") != chip_id for r in runs):
-            raise ValueError("baseline merge: the run files are not all of one chip")
-        parts.append(baselines.build(runs, chip_id, runs[0].shapes))
+        parts.append(baselines.build(runs, runs[0].environment["chip"], runs[0].shapes))
     return parts, names
+
+
+def _one_chip(chips: list[tuple[str | None, str]]) -> None:
+    """ValueError unless every input is of one chip, said first: two chips' files were
+    refused for another timing method, the first difference found (a review)."""
+    none = [n for c, n in chips if not isinstance(c, str)]
+    if none:
+        raise ValueError(f"baseline merge: {none[0]} records no chip")
+    seen: dict[str, str] = {}
+    for c, n in chips:
+        seen.setdefault(c, n)
+    if len(seen) > 1:
+        said = ", ".join(f"{c} ({n})" for c, n in seen.items())
+        raise ValueError(f"baseline merge: the inputs are of different chips: {said}; "
+                         "a baseline is one chip's")
 
 
 def _each_run_once(held_by: list[tuple[list[str], str]]) -> None:

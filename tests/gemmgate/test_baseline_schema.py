@@ -271,3 +271,32 @@ def test_json_nested_past_the_parsers_depth_is_a_baseline_error(tmp_path):
     p.write_text("[" * 100000 + "]" * 100000)
     with pytest.raises(BaselineError, match="deep.json is corrupt"):
         load(p)
+
+
+def test_a_key_given_twice_is_corrupt_not_its_last_copy(tmp_path):
+    """A case key given twice was read as its second copy, silently (a review)."""
+    p = tmp_path / "dup.json"
+    text = json.dumps(_file())
+    case = json.dumps(_case(ratio=0.02))
+    p.write_text(text.replace(f'"{KEY}": ', f'"{KEY}": {case}, "{KEY}": ', 1))
+    assert text != p.read_text()
+    with pytest.raises(BaselineError, match=f"dup.json is corrupt .*'{KEY}' is given twice"):
+        load(p)
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_a_nan_anywhere_is_corrupt_on_load(tmp_path, constant):
+    """An error of NaN passed validation, and the next update failed after measuring,
+    naming no file (gemmgate writes with allow_nan=False; a review)."""
+    p = tmp_path / "nan.json"
+    data = _file()
+    data["cases"][KEY]["providers"]["triton"]["error"] = 12345.5
+    p.write_text(json.dumps(data).replace("12345.5", constant))
+    with pytest.raises(BaselineError, match=f"nan.json is corrupt .*{constant} is not"):
+        load(p)
+
+
+@pytest.mark.parametrize("q", [{"p50": "1"}, {"p50": -1.0}, [1.0], {"p50": None}])
+def test_quantiles_are_times(q):
+    assert "providers.triton.quantiles_ms is not an object of times" in _corrupt(
+        lambda c: c["providers"]["triton"].update(quantiles_ms=q))

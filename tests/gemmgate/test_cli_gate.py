@@ -610,7 +610,7 @@ def test_m_merge_refuses_runs_that_cannot_calibrate(work, base_file, synthetic_t
         msg = "the run holds no cases, so it cannot calibrate a baseline"
     else:
         data["environment"]["chip"] = "nvidia-h200"
-        msg = "cannot merge baselines of different chips"
+        msg = "the inputs are of different chips: cpu"
     run = work / "run.json"
     run.write_text(json.dumps(data))
     out = work / "merged.json"
@@ -628,7 +628,8 @@ def test_m_merge_onto_one_of_its_inputs(work, base_file, capsys):
     assert "old beside new" not in capsys.readouterr().out      # an input is no old file
 
 
-@pytest.mark.parametrize("what", ["one-input", "other-chip", "missing-input", "corrupt-input",
+@pytest.mark.parametrize("what", ["one-input", "other-chip", "other-chip-timed-otherwise",
+                                  "missing-input", "corrupt-input",
                                   "output-under-a-file", "output-is-a-directory",
                                   "output-of-another-chip", "output-corrupt",
                                   "other-block", "unrecorded-block", "per-call-run"])
@@ -641,7 +642,12 @@ def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, 
         inputs, msg = [str(a)], "at least two files"
     elif what == "other-chip":
         b.write_text(json.dumps(dict(json.loads(b.read_text()), chip="nvidia-h200")))
-        msg = "cannot merge baselines of different chips: ['cpu', 'nvidia-h200']"
+        msg = f"the inputs are of different chips: cpu ({a}), nvidia-h200 ({b})"
+    elif what == "other-chip-timed-otherwise":   # said as the chip, the first difference
+        data = json.loads(b.read_text())       # (was: "another timing method", a review)
+        data["chip"], data["provenance"]["timing"] = "nvidia-h200", "graph"
+        b.write_text(json.dumps(data))
+        msg = f"the inputs are of different chips: cpu ({a}), nvidia-h200 ({b})"
     elif what == "missing-input":
         inputs, msg = [str(a), str(work / "nope.json")], "no baseline at"
     elif what == "corrupt-input":
@@ -919,3 +925,25 @@ def test_the_gate_table_prints_a_note_s_brackets_as_text():
     out = io.StringIO()
     Console(file=out, width=400).print(_gate_table(gate))
     assert "cannot open [/dev/nvidia0]; a[i])" in out.getvalue()
+
+
+@pytest.mark.parametrize("label", ["32x32x32,48x16x64 and 1 more case(s) of the baseline",
+                                   "gone/shapes.csv", None])
+def test_a_check_runs_the_baseline_s_own_cases_where_its_label_names_no_set(
+        work, base_file, synthetic_timing, capsys, label):
+    """A merge of check files stored their label ("... and 1 more case(s) of the
+    baseline"), and an update from another folder a relative shape file: `check` then
+    exited 2 on a usable baseline. provenance.modes null (every mode) made it exit 2 too,
+    "can only join an iterable" (a review)."""
+    def edit(data):
+        data["provenance"].update(shapes=label, modes=None)
+    b = _edited(work, "labelled.json", edit)
+    out = work / "c.json"
+    capsys.readouterr()
+    rc = main(["check", "--chip", "cpu", "--budget", "0.3", "--baseline", str(b),
+               "--json", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert set(_verdicts(json.loads(out.read_text()))) == KEYS
+    if label is not None:
+        assert "name no shape set here" in err
