@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -130,7 +131,19 @@ def build(records: Sequence[RunRecord], chip_id: str, shapes: str) -> Baseline:
     env.update(shapes=shapes, runs=len(records),
                modes=sorted({c.mode for c in cases.values()}),
                machines=_machines(records), run_ids=[run_id(r) for r in records])
+    # every run's commit and tree, not the first's: runs of two commits merged as one
+    # calibration recorded the first alone, and `--ab-ref baseline` took it (a review)
+    shas = list(dict.fromkeys(r.environment.get("commit") for r in records))
+    if len(shas) > 1:
+        env["merged_from"] = shas
+    env["dirty"] = _any_dirty([r.environment.get("dirty") for r in records])
     return Baseline(chip_id, env, cases)
+
+
+def _any_dirty(flags: Sequence) -> bool | None:
+    """A pool's `dirty`: True where any part's tree differed from its commit, None where
+    one part did not record it, else False."""
+    return True if True in flags else None if None in flags else False
 
 
 def _machines(records: Sequence[RunRecord]) -> dict:
@@ -214,7 +227,9 @@ def merge(new: Baseline, old: Baseline | None) -> tuple[Baseline, list[str]]:
     cases = {**{k: old.cases[k] for k in kept}, **new.cases}
     prov = dict(new.provenance)
     prov["modes"] = sorted({c.mode for c in cases.values()})
-    if kept:
+    if kept:   # the kept cases' commits: `--ab-ref baseline` and bisect's GOOD read them
+        prov["merged_from"] = list(dict.fromkeys(commits(old) + commits(new)))
+        prov["dirty"] = _any_dirty([old.provenance.get("dirty"), new.provenance.get("dirty")])
         prov["kept_from"] = old.provenance.get("commit") or old.provenance.get("date")
         prov["shapes"] = old.provenance.get("shapes", prov.get("shapes"))
         if "machines" in old.provenance or "machines" in prov:   # the kept cases' too
@@ -293,34 +308,56 @@ def combine(parts: Sequence[Baseline]) -> Baseline:
     machines_prov: dict = {}
     for p in parts:
         machines_prov.update(p.provenance.get("machines") or {})
-    dirty = [p.provenance.get("dirty") for p in parts]
     prov.update(run_ids=list(dict.fromkeys(i for p in parts for i in run_ids(p))))
     prov.update(runs=sum(p.provenance.get("runs") or 0 for p in parts), machines=machines_prov,
                 modes=sorted({c.mode for c in cases.values()}),
-                merged_from=[p.provenance.get("commit") for p in parts],
-                dirty=True if True in dirty else None if None in dirty else False)
+                merged_from=[s for p in parts for s in commits(p)],   # (a part's own
+                dirty=_any_dirty([p.provenance.get("dirty") for p in parts]))   # merge's too)
     return Baseline(parts[0].chip, prov, cases)
 
 
-def recorded_commit(base: Baseline, what: str, merged_ok: bool = False) -> str:
+_SHA = re.compile(r"[0-9a-f]{7,40}")
+
+
+def commits(base: Baseline) -> list[str | None]:
+    """The commits a baseline's cases were measured at: its merged calibrations' (or its
+    one commit), and the commit of the cases an update kept (`kept_from`, which files
+    from before merges carried commits record as a commit or a date: a date is None, a
+    commit not known). Each once, in order."""
+    prov = base.provenance
+    shas = list(prov.get("merged_from") or [prov.get("commit")])
+    kept = prov.get("kept_from")
+    if kept is not None:
+        shas.append(kept if _SHA.fullmatch(kept) else None)
+    return list(dict.fromkeys(shas))
+
+
+def recorded_commit(base: Baseline, what: str) -> str:
     """The commit a baseline was recorded at, for timing against it (`check --ab-ref
-    baseline`, `bisect baseline ...`): refused where it records none, merges calibrations
-    of several commits (unless `merged_ok`: bisect's GOOD, where any of them was good),
-    or records that its tree's gemmgate/ or kernels/ differed from its commit (`dirty`):
-    that code then is not what the baseline measured."""
+    baseline`): refused where it records none, holds cases of several commits (merged
+    calibrations, or cases an update kept: `commits`), or records that its tree's
+    gemmgate/ or kernels/ differed from its commit (`dirty`): that code then is not what
+    the baseline measured."""
+    shas = recorded_commits(base, what)
+    if len(shas) > 1:
+        raise ValueError(f"{what}: the baseline holds cases measured at {len(shas)} commits "
+                         "(provenance merged_from, kept_from): no one commit is what it "
+                         "measured; name a ref")
+    return shas[0]
+
+
+def recorded_commits(base: Baseline, what: str) -> list[str | None]:
+    """Every commit a baseline's cases were measured at (`commits`; None: one not known),
+    refused where it records no commit or a dirty tree (`recorded_commit`). Bisect's
+    GOOD is their common ancestor: each was good for its cases."""
     commit = base.provenance.get("commit") or ""
     if not commit:
         raise ValueError(f"{what}: the baseline records no commit")
-    merged = base.provenance.get("merged_from") or [commit]
-    if len(set(merged)) > 1 and not merged_ok:
-        raise ValueError(f"{what}: the baseline merges calibrations of {len(set(merged))} "
-                         "commits (provenance merged_from): no one commit is what it "
-                         "measured; name a ref")
     if base.provenance.get("dirty") is True:
         raise ValueError(f"{what}: the baseline was recorded from a tree whose gemmgate/ or "
                          f"kernels/ differed from its commit {commit[:12]} (provenance "
                          "dirty): that commit is not what it measured; name a ref")
-    return commit
+    return commits(base)
 
 
 # --- writing -------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ from gemmgate.deadline import cli_limit
 from gemmgate.files import read_text, write_json_atomic
 from gemmgate.gate import ab_tolerance
 from gemmgate.markdown import md_cell, md_row
-from gemmgate.reference import resolve
+from gemmgate.reference import common_ancestor, resolve
 from gemmgate.run import environment_of
 
 SCHEMA = "gemmgate.bisect/1"
@@ -115,9 +115,12 @@ def bisect_command(args, console, err) -> int:
     if args.good == "baseline" or args.baseline:
         path = Path(args.baseline or baselines.default_path(chip_id))
         base = baselines.load(path, chip_id)  # exit 2 on any problem
-        if args.good == "baseline":
-            good_ref = baselines.recorded_commit(base, f"GOOD baseline ({path})",
-                                                 merged_ok=True)
+        if args.good == "baseline":   # each commit its cases were measured at was good
+            what = f"GOOD baseline ({path})"   # for them: bisect from their common ancestor
+            shas = [s for s in baselines.recorded_commits(base, what) if s]
+            if not shas:
+                raise ValueError(f"{what}: the baseline records no commit it measured")
+            good_ref = common_ancestor(shas, what=what)
     good, bad, commits = commit_range(good_ref, args.bad)
     timed_as(args, check_env, base.provenance if base else {})   # as the check (else
     # its baseline) was timed

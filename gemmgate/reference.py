@@ -59,6 +59,21 @@ def resolve(ref: str, repo: str | Path = ".", what: str = "--ab-ref") -> str:
     return out.stdout.strip()
 
 
+def common_ancestor(shas: list[str], repo: str | Path = ".", what: str = "GOOD") -> str:
+    """The newest commit every one of `shas` descends from (`git merge-base --octopus`):
+    bisect's GOOD for a baseline whose cases were measured at several commits, each good
+    for its cases. ValueError where git cannot tell (a commit not in this clone)."""
+    full = [resolve(s, repo, what) for s in shas]
+    if len(set(full)) == 1:
+        return full[0]
+    out = subprocess.run(["git", "merge-base", "--octopus", *full], cwd=repo,
+                         capture_output=True, text=True, timeout=60)
+    if out.returncode != 0 or not out.stdout.strip():
+        raise ValueError(f"{what}: the commits {', '.join(s[:12] for s in full)} have no "
+                         "common ancestor in this clone; name GOOD")
+    return out.stdout.strip()
+
+
 def _top(repo: str | Path) -> Path:
     """The work tree's top: git's pathspecs (`kernels`) are relative to the current
     directory, and from a subdirectory they named another folder (tests/kernels, whose

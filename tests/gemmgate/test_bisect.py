@@ -384,6 +384,31 @@ def test_nightly_style_from_a_check_with_nothing_slower(planted, costed_timing, 
 
 
 @needs_git
+@pytest.mark.parametrize("how", ["kept", "merged"])
+def test_good_baseline_is_where_every_case_was_measured(planted, costed_timing, monkeypatch,
+                                                       tmp_path, capsys, how):
+    """A baseline whose case an update kept from commit 2 (provenance commit 8, the
+    update's) or that merges calibrations of commits 2 and 8: GOOD was commit 8, past the
+    planted commit 6, and bisect said "clean" (a review). GOOD is their common ancestor."""
+    d, shas = planted
+    monkeypatch.chdir(d)
+    (tmp_path / "shapes.csv").write_text("m,n,k\n16,16,16\n")
+    base = tmp_path / "b.json"
+    assert main(["baseline", "update", *FAST, "--modes", "fp32", "--shapes",
+                 str(tmp_path / "shapes.csv"), "--output", str(base)]) == 0
+    data = json.loads(base.read_text())
+    data["provenance"].update(commit=shas[8], dirty=False, merged_from=None)
+    data["provenance"].update(kept_from=shas[2]) if how == "kept" else \
+        data["provenance"].update(merged_from=[shas[8], shas[2]])
+    base.write_text(json.dumps(data))
+    rc, data, _ = _bisect(tmp_path, "baseline", "HEAD", "--baseline", str(base), "--case", CASE)
+    out, err = capsys.readouterr()
+    assert rc == 0, out + err
+    assert data["good"]["sha"] == shas[2]
+    assert data["outcome"] == "culprit" and data["culprit"]["sha"] == shas[PLANTED]
+
+
+@needs_git
 def test_a_step_inside_the_baselines_ab_noise_is_not_a_culprit(tmp_path_factory, costed_timing,
                                                                monkeypatch, tmp_path, capsys):
     """Each case is judged with the A/B tolerance `check --ab-ref` gives it: a 5% step
