@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from rich.markup import escape
@@ -14,7 +15,8 @@ from rich.table import Table
 from gemmgate import baselines
 from gemmgate.cli_run import BASELINE_OUTPUT, check_outputs
 from gemmgate.files import read_text
-from gemmgate.results import RUN_SCHEMA, RunRecord
+from gemmgate.reference import kernels_alike
+from gemmgate.results import REFERENCE, RUN_SCHEMA, RunRecord
 
 
 def levels(base) -> str:
@@ -33,7 +35,8 @@ def merge_command(args, console, err) -> int:
     count as one more calibration, each run a fresh process on its own machine."""
     if len(args.inputs) < 2:
         raise ValueError("baseline merge needs at least two files")
-    parts, names = _merge_inputs(args.inputs)
+    notes: list[str] = []
+    parts, names = _merge_inputs(args.inputs, notes)
     merged = baselines.combine(parts)   # before the lock: bad inputs are exit 2 here
     given = args.output if args.output is not None else str(baselines.default_path(
         parts[0].chip))
@@ -57,6 +60,8 @@ def merge_command(args, console, err) -> int:
         # merging calibrations of a few cases onto the baseline loses none of the others
         merged, kept = baselines.merge(merged, old)
         baselines.save(out, merged)
+    for note in notes:
+        err.print(f"[yellow]note:[/] {escape(note)}")
     if kept:
         console.print(f"kept {len(kept)} case(s) of {escape(str(out))} that no input holds")
     if old:
@@ -72,9 +77,12 @@ def merge_command(args, console, err) -> int:
     return 0
 
 
-def _merge_inputs(inputs: list[str]) -> tuple[list, list[str]]:
+def _merge_inputs(inputs: list[str], notes: list[str] | None = None
+                  ) -> tuple[list, list[str]]:
     """(the parts `combine` pools, each part's name for the messages): the baselines, and
-    the run files built into one more calibration."""
+    the run files built into one more calibration. What was left out of a run is said in
+    `notes`."""
+    notes = [] if notes is None else notes
     parts, runs, names, run_names = [], [], [], []
     # An input given twice would pool its runs twice. A run file is its content once (two
     # runs of a second may hold the same environment, never the same timing samples: a
@@ -82,7 +90,7 @@ def _merge_inputs(inputs: list[str]) -> tuple[list, list[str]]:
     seen: dict[str, str] = {}
     for p in inputs:
         if _is_run(p):
-            runs.append(_calibration_run(p))
+            runs.append(_calibration_run(p, notes))
             run_names.append(p)
             mark = "run " + hashlib.sha256(Path(p).read_bytes()).hexdigest()
         else:
@@ -159,8 +167,10 @@ def _is_run(path: str) -> bool:
         return False
 
 
-def _calibration_run(path: str) -> RunRecord:
-    """A run that may calibrate: no injected slowdown, no accuracy failure, no extras."""
+def _calibration_run(path: str, notes: list[str]) -> RunRecord:
+    """A run that may calibrate: no injected slowdown, no accuracy failure, no extras.
+    Its A/B samples count as A/B noise only against the same kernels (`_ab_is_aa`);
+    otherwise they are left out, said in `notes`."""
     rec = RunRecord.load(path)
     if not rec.cases:
         raise ValueError(f"{path}: the run holds no cases, so it cannot calibrate a baseline")
@@ -181,7 +191,27 @@ def _calibration_run(path: str) -> RunRecord:
     if bad:
         raise ValueError(f"{path}: accuracy failures cannot calibrate a baseline: "
                          f"{', '.join(bad[:5])}")
+    ref = env.get("ab_ref")
+    if ref and any(REFERENCE in c.providers for c in rec.cases) and not _ab_is_aa(ref, env):
+        notes.append(f"{path}: its A/B samples were left out (--ab-ref {str(ref)[:12]} is not "
+                     f"known to hold the kernels of its commit "
+                     f"{str(env.get('commit') or '?')[:12]}: a kernel change is not A/B noise)")
+        rec = RunRecord(rec.environment, rec.shapes, tuple(
+            replace(c, providers={n: p for n, p in c.providers.items() if n != REFERENCE})
+            for c in rec.cases))
     return rec
+
+
+def _ab_is_aa(ref: str, env: dict) -> bool:
+    """Whether a run's A/B timed its own kernels against themselves (A/A): its tree was
+    its commit's (not dirty) and the reference commit holds the same kernels/ (the same
+    commit, or git says so). A PR check's --json is timed against its merge base: pooled,
+    its medians made a kernel change of 30% into A/B noise (a review); `calibrate
+    --ab-ref` refuses such a reference (`same_kernels`)."""
+    commit = env.get("commit")
+    if env.get("dirty") is not False or not isinstance(commit, str) or not commit:
+        return False
+    return ref == commit or kernels_alike(ref, commit)
 
 
 def summary_table(old: dict, new: dict) -> Table:

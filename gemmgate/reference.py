@@ -74,6 +74,17 @@ def common_ancestor(shas: list[str], repo: str | Path = ".", what: str = "GOOD")
     return out.stdout.strip()
 
 
+def kernels_alike(a: str, b: str, repo: str | Path = ".") -> bool:
+    """Whether commits `a` and `b` hold the same kernels/ (`git diff --quiet a b --
+    kernels`); False where git cannot tell (not a repository, a commit not in it)."""
+    try:
+        out = subprocess.run(["git", "diff", "--quiet", a, b, "--", "kernels"], cwd=repo,
+                             capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0
+
+
 def _top(repo: str | Path) -> Path:
     """The work tree's top: git's pathspecs (`kernels`) are relative to the current
     directory, and from a subdirectory they named another folder (tests/kernels, whose

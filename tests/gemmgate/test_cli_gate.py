@@ -565,6 +565,34 @@ def test_m_merge_folds_check_runs_in_as_one_more_calibration(work, base_file,
         assert c.noise.machine is not None and c.noise.machine >= 0.04 / 1.04 - 1e-9
 
 
+@pytest.mark.parametrize("ref, dirty, pooled", [("same", False, True), ("other", False, False),
+                                               ("same", True, False), ("same", None, False)])
+def test_m_merge_pools_a_run_s_ab_samples_only_against_its_own_kernels(
+        work, base_file, synthetic_timing, capsys, ref, dirty, pooled):
+    """A PR check's --json is timed against its merge base: merged, its A/B medians made
+    a kernel change of 25% into A/B noise, and the A/B gate went blind (a review)."""
+    commit = "c" * 40
+    runs = []
+    for i, slower in enumerate((1.25, 1.0)):
+        rc, data = _check(work, base_file)
+        data["environment"].update(commit=commit, dirty=dirty,
+                                   ab_ref=commit if ref == "same" else "d" * 40)
+        for c in data["cases"]:
+            t = c["providers"]["triton"]
+            c["providers"]["reference"] = {**t, "name": "reference", "samples_ms": [
+                x * slower for x in t["samples_ms"]]}
+        runs.append(work / f"ab{i}.json")
+        runs[-1].write_text(json.dumps(data))
+    out = work / "merged.json"
+    capsys.readouterr()
+    assert main(["baseline", "merge", *map(str, runs), "--output", str(out)]) == 0
+    err = capsys.readouterr().err.replace("\n", " ")
+    for c in baselines.load(out, "cpu").cases.values():
+        assert (c.noise.ab is not None) is pooled
+        assert len(c.noise.ab_runs) == (2 if pooled else 0)
+    assert ("its A/B samples were left out" in err) is not pooled
+
+
 @pytest.mark.parametrize("twice", ["same-path", "copy", "run", "run-copy"])
 def test_m_merge_refuses_an_input_given_twice(work, base_file, synthetic_timing, capsys,
                                               twice):
