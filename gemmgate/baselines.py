@@ -403,13 +403,18 @@ def existing(path: Path, chip_id: str) -> Baseline | None:
                             "baseline there)") from None
 
 
-def lost_machine_level(old: Baseline | None, new: Baseline) -> list[str]:
-    """The cases whose machine-level noise a write dropped (a calibration on one machine
-    replaces a case's runs from several)."""
+def lost_levels(old: Baseline | None, new: Baseline) -> dict[str, list[str]]:
+    """Per noise level a write dropped ("machine-level", "A/B"), the cases that had it in
+    the file and lack it now: a calibration on one machine replaces a case's runs from
+    several; a calibration without --ab-ref, or a merge of other files onto it, the A/B
+    noise. Said on every baseline write (update, calibrate, merge)."""
     if not old:
-        return []
-    return [k for k, c in new.cases.items() if c.noise.machine is None
-            and k in old.cases and old.cases[k].noise.machine is not None]
+        return {}
+    got = {"machine-level": "machine", "A/B": "ab"}
+    out = {level: [k for k, c in new.cases.items() if getattr(c.noise, f) is None
+                   and k in old.cases and getattr(old.cases[k].noise, f) is not None]
+           for level, f in got.items()}
+    return {level: keys for level, keys in out.items() if keys}
 
 
 def summary(base: Baseline | None) -> dict:

@@ -12,7 +12,7 @@ from rich.table import Table
 from gemmgate import baselines
 from gemmgate.calibrate import CalibrationError, fresh_runs
 from gemmgate.chips import select_chip
-from gemmgate.cli_merge import levels, merge_command, summary_table
+from gemmgate.cli_merge import levels, merge_command, summary_table, warn_lost
 from gemmgate.cli_run import (
     BASELINE_OUTPUT,
     append_summary,
@@ -82,10 +82,16 @@ def check_command(args, console, err) -> int:
         raise ValueError(f"no case of {ctx.shapes_label} ({', '.join(m.name for m in ctx.modes)})"
                          f" is in the baseline {path} ({len(base.cases)} cases): nothing to "
                          "judge; pick its --shapes and --modes, or `baseline update` it")
+    no_ab = sorted(k for k in keys if k in base.cases and base.cases[k].noise.ab is None)
     if ab_sha and not base.has_ab_noise:
         err.print("[yellow]warning:[/] the baseline has no A/B noise: every A/B "
                   f"tolerance is the {floor:.1%} floor (small kernels differ by "
                   "more between processes); recalibrate with --ab-ref HEAD")
+    elif ab_sha and no_ab:   # (said only where none had it: a review)
+        err.print(f"[yellow]warning:[/] {len(no_ab)} case(s) have no A/B noise in the "
+                  f"baseline: their A/B tolerance is the {floor:.1%} floor; recalibrate "
+                  f"them with --ab-ref HEAD: {escape(', '.join(no_ab[:5]))}"
+                  + (" ..." if len(no_ab) > 5 else ""))
     try:
         record = execute(ctx, err, args.json)
     except MeasurementError as e:   # judged nothing: what was measured is kept, unjudged
@@ -254,11 +260,5 @@ def baseline_command(args, console, err) -> int:
         console.print(summary_table(baselines.summary(old), baselines.summary(new)))
     console.print(f"wrote {escape(str(path))} ({len(new.cases)} cases, {len(records)} run(s), "
                   f"{levels(new)})")
-    lost = baselines.lost_machine_level(old, new)
-    if lost:
-        err.print(f"[yellow]warning:[/] {len(lost)} case(s) lost their machine-level noise: "
-                  "this calibration's runs replace the runs the file held from other "
-                  "machines, whose checks are now advisory; merge their calibrations "
-                  f"again (`gemmgate baseline merge`): {', '.join(lost[:5])}"
-                  + (" ..." if len(lost) > 5 else ""))
+    warn_lost(err, old, new)
     return 0

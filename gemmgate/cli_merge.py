@@ -28,6 +28,25 @@ def levels(base) -> str:
             f"{len(base.machines)} machine(s)")
 
 
+LOST = {   # why a write loses a level, and what the user can do
+    "machine-level": "these runs replace the runs the file held from other machines, whose "
+                     "checks are now advisory; merge their calibrations again (`gemmgate "
+                     "baseline merge`, the file among the inputs to pool with it)",
+    "A/B": "these runs timed no A/B (calibrate with --ab-ref HEAD), so `check --ab-ref` "
+           "judges those cases at the floor (--floor, 1.5% by default)",
+}
+
+
+def warn_lost(err, old, new) -> None:
+    """The warning every baseline write (update, calibrate, merge) gives for each noise
+    level its cases held in the file and lost (`baselines.lost_levels`): a merge said
+    nothing where update warned (a review)."""
+    for level, keys in baselines.lost_levels(old, new).items():
+        err.print(f"[yellow]warning:[/] {len(keys)} case(s) lost their {level} noise: "
+                  f"{LOST[level]}: {escape(', '.join(keys[:5]))}"
+                  + (" ..." if len(keys) > 5 else ""))
+
+
 def merge_command(args, console, err) -> int:
     """`gemmgate baseline merge A.json B.json ... --output OUT`: calibrations made on
     several machines become one baseline with machine-level noise. Inputs may also be
@@ -68,6 +87,7 @@ def merge_command(args, console, err) -> int:
         console.print(summary_table(baselines.summary(old), baselines.summary(merged)))
     console.print(f"wrote {escape(str(out))} ({len(merged.cases)} cases from "
                   f"{len(args.inputs)} files, {levels(merged)})")
+    warn_lost(err, old, merged)
     if skipped:
         console.print(f"{len(skipped)} case(s) ran on another tile in some inputs; those "
                       "inputs were left out of them (a kernel change is not machine "

@@ -907,7 +907,19 @@ def test_a_calibration_on_one_machine_over_a_fleets_file_reports_the_lost_machin
     assert all(c.noise.machine is not None for c in fleet.cases.values())
     here = baselines.build(_runs3(host="host-a"), "cpu", "s.csv")      # recalibrated on a
     written, old, _ = baselines.write_merged(path, "cpu", here)
-    assert sorted(baselines.lost_machine_level(old, written)) == sorted(fleet.cases)
-    assert baselines.lost_machine_level(None, written) == []
+    lost = baselines.lost_levels(old, written)
+    assert set(lost) == {"machine-level"} and sorted(lost["machine-level"]) == sorted(fleet.cases)
+    assert baselines.lost_levels(None, written) == {}
     again, old, _ = baselines.write_merged(path, "cpu", here)
-    assert baselines.lost_machine_level(old, again) == []      # nothing left to lose
+    assert baselines.lost_levels(old, again) == {}      # nothing left to lose
+
+
+def test_a_calibration_without_ab_over_a_file_with_ab_noise_reports_the_lost_ab_level():
+    """A calibration without --ab-ref dropped every case's A/B noise, silently: `check
+    --ab-ref` then judged them at the floor (a review)."""
+    old = baselines.build(_runs3(), "cpu", "s.csv")
+    cases = {k: replace(c, noise=replace(c.noise, ab=0.004, ab_runs=(1.0, 1.004, 0.996)))
+             for k, c in old.cases.items()}
+    old = replace(old, cases=cases)
+    new = baselines.build(_runs3(), "cpu", "s.csv")
+    assert baselines.lost_levels(old, new) == {"A/B": list(new.cases)}

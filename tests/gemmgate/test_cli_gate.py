@@ -405,6 +405,23 @@ def test_j_calibrate_ab_ref_needs_the_trees_own_kernel(work, kernels_repo, monke
     assert not out.exists()
 
 
+def test_j_check_names_the_cases_without_ab_noise_where_others_have_it(
+        work, base_file, clean_repo, monkeypatch, capsys):
+    """One case recalibrated without --ab-ref lost its A/B noise; check warned only where
+    no case had any, and judged it at the floor without a word (a review)."""
+    def one_with_ab(data):
+        c = data["cases"]["fp32-m32-n32-k32"]
+        c["noise"].update(ab=0.004, ab_runs=[1.0, 1.004, 0.996])
+    b = _edited(work, "half_ab.json", one_with_ab)
+    monkeypatch.chdir(clean_repo[0])
+    capsys.readouterr()
+    rc, _ = _check(work, b, "--ab-ref", "HEAD", "--no-remeasure")
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert rc == 0, err
+    assert "1 case(s) have no A/B noise in the baseline" in err and "fp32-m48-n16-k64" in err
+    assert "the baseline has no A/B noise" not in err
+
+
 def test_j_check_warns_when_the_baseline_has_no_ab_noise(work, base_file, clean_repo,
                                                          monkeypatch, capsys):
     monkeypatch.chdir(clean_repo[0])
@@ -646,6 +663,26 @@ def test_m_merge_refuses_runs_that_cannot_calibrate(work, base_file, synthetic_t
     assert main(["baseline", "merge", str(a), str(run), "--output", str(out)]) == 2
     assert msg in capsys.readouterr().err.replace("\n", " ")
     assert not out.exists()
+
+
+def test_m_merge_onto_a_file_warns_of_the_levels_its_cases_lose(work, base_file, capsys):
+    """Merging two hosts' calibrations onto a file whose cases had machine-level and A/B
+    noise from others replaced them and said nothing, where update warned (a review)."""
+    def fleet(data):
+        for c in data["cases"].values():
+            c["noise"].update(machine=0.03, tflops_machine=0.03, ab=0.004,
+                              ab_runs=[1.0, 1.004, 0.996])
+    out = _edited(work, "fleet.json", fleet)
+    a = _on_host(work, "on-a.json", "host-a")
+    b = _on_host(work, "on-b.json", "host-a", scale=1.001)
+    data = json.loads(b.read_text())
+    data["provenance"]["run_ids"] = ["run-on-host-a-again"]
+    b.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["baseline", "merge", str(a), str(b), "--output", str(out)]) == 0
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert "2 case(s) lost their machine-level noise" in err
+    assert "2 case(s) lost their A/B noise" in err
 
 
 def test_m_merge_onto_one_of_its_inputs(work, base_file, capsys):
