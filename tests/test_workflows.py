@@ -161,9 +161,10 @@ def test_gpu_pr_comment_is_posted_by_a_separate_job_that_runs_no_pr_code():
     wf = _load("gpu.yml")
     check, job = wf["jobs"]["check"], wf["jobs"]["comment"]
     run = next(s["run"] for s in check["steps"] if "gemmgate check" in s.get("run", ""))
-    assert "--comment gemmgate-comment.md" in run
+    assert '--comment "gemmgate-comment-$CHIP.md"' in run
     upload = next(s for s in check["steps"] if _uses(s, "actions/upload-artifact")
-                  and s["with"]["path"] == "gemmgate-comment.md")
+                  and s["with"]["path"] == "gemmgate-comment-${{ matrix.chip }}.md")
+    assert upload["with"]["name"] == "gemmgate-comment-${{ matrix.chip }}"
     assert upload["if"] == "always() && github.event_name == 'pull_request'"
     # The check job stays read-only (test_gpu_checkout_...); only this job may write,
     # on GitHub's runners, never for a fork (whose token is read-only anyway).
@@ -178,6 +179,10 @@ def test_gpu_pr_comment_is_posted_by_a_separate_job_that_runs_no_pr_code():
     assert [s["uses"].split("@")[0] for s in steps if "uses" in s] == [
         "actions/download-artifact"]
     assert steps[0]["with"]["pattern"] == "gemmgate-comment-*"
+    # one layout however many chips match: download-artifact (v8) puts a pattern's only
+    # match flat in `path` and several each in a folder; the one chip's comment was never
+    # found, and its earlier comment was overwritten with "wrote no results" (a review)
+    assert steps[0]["with"]["merge-multiple"] is True
     post = steps[-1]
     assert 'gh pr comment "$PR_NUMBER"' in post["run"] and "--body-file" in post["run"]
     assert post["env"]["PR_NUMBER"] == "${{ github.event.pull_request.number }}"
@@ -371,9 +376,8 @@ def test_gpu_pr_comment_edits_its_own_comments_names_the_commit_and_marks_a_chip
         'printf "POST %s\\n" "$*" >>"$LOG"\n')
     (fake / "gh").chmod(0o755)
     work = tmp_path / "work"
-    (work / "comments" / "gemmgate-comment-nvidia-h200").mkdir(parents=True)
-    (work / "comments" / "gemmgate-comment-nvidia-h200" / "gemmgate-comment.md").write_text(
-        "new h200 results\n")
+    (work / "comments").mkdir(parents=True)   # as merge-multiple lays them out
+    (work / "comments" / "gemmgate-comment-nvidia-h200.md").write_text("new h200 results\n")
     log = tmp_path / "log"
     env = {"PATH": f"{fake}:/usr/bin:/bin", "LOG": str(log), "COMMENTS": str(comments),
            "GITHUB_REPOSITORY": "o/r", "PR_NUMBER": "7", "HEAD_SHA": "abc123",
