@@ -3,10 +3,13 @@
 The expensive part, measuring every (case, mode), happens once per commit per machine in
 `setup_cache` (asv runs it in its own process and pickles the returned dict of plain
 numbers); each `track_*` then only reads its figure from that dict. One class per
-precision mode (Fp32, Tf32, Bf16, Fp16, Fp8, Tf32x3), each with track_ratio,
-track_triton_tflops and track_vendor_tflops over the cases: one findable benchmark per
-mode on the asv site; Bf16 and Fp16 also track_eager_ratio and track_triton_eager_us, the
-same cases timed eagerly on a GPU (the eager target's host path). Figures come from
+precision mode (Fp32, Tf32, Bf16, Fp16, Fp8, Tf32x3), each with track_time_ratio,
+track_triton_us and track_vendor_us over the cases: one findable benchmark per mode on the
+asv site; Bf16 and Fp16 also track_eager_time_ratio and track_triton_eager_us, the same
+cases timed eagerly on a GPU (the eager target's host path). Every figure is one where
+lower is better, as asv takes every tracked figure (its regressions page, `asv compare`;
+asv has no higher-is-better setting, airspeed-velocity/asv#1617): a speed ratio or
+TFLOP/s there listed a slowdown as an improvement (a review; version 1). Figures come from
 gemmgate.run.Runner.run_case (vendor flags pinned per case): device-timed (CUDA graphs,
 L2 flushed, interleaved) on a GPU, wall clock on the Triton interpreter on the CPU.
 
@@ -56,7 +59,12 @@ def plan() -> tuple[tuple[str, ...], tuple[str, ...]]:
     cases, modes = (GPU_CASES, GPU_MODES) if on_gpu() else (CPU_CASES, CPU_MODES)
     only = os.environ.get("GEMMGATE_BENCH_MODES")
     if only:
-        modes = tuple(m for m in modes if m in only.split(","))
+        named = [m.strip() for m in only.split(",") if m.strip()]
+        unknown = [m for m in named if m not in GPU_MODES + CPU_MODES]
+        if unknown:   # (a typo dropped that mode, and asv ran green without it; a review)
+            raise ValueError(f"$GEMMGATE_BENCH_MODES={only!r} names no mode {unknown}: "
+                             f"the modes are {', '.join(GPU_MODES)}")
+        modes = tuple(m for m in modes if m in named)
     return cases, modes
 
 
@@ -133,7 +141,9 @@ def _measure(runner, modes, cases, by_id: dict, prefix: str, out: dict) -> None:
 def figures(res) -> dict:
     """The numbers asv tracks, from a gemmgate CaseResult."""
     t, v = res.providers["triton"], res.providers["vendor"]
-    return {"triton_tflops": t.tflops, "vendor_tflops": v.tflops, "ratio": res.ratio,
+    ratio = res.ratio
+    return {"triton_tflops": t.tflops, "vendor_tflops": v.tflops, "ratio": ratio,
+            "time_ratio": 1 / ratio if ratio else None,   # Triton / vendor time
             "triton_ms": t.median_ms, "vendor_ms": v.median_ms,
             "triton_accuracy": t.accuracy, "vendor_accuracy": v.accuracy,
             "triton_message": t.message, "vendor_message": v.message}
@@ -141,7 +151,8 @@ def figures(res) -> dict:
 
 # Which accuracy each figure needs from which provider.
 _NEEDS = {"triton_tflops": ("triton",), "vendor_tflops": ("vendor",),
-          "ratio": ("triton", "vendor"), "triton_ms": ("triton",)}
+          "ratio": ("triton", "vendor"), "time_ratio": ("triton", "vendor"),
+          "triton_ms": ("triton",), "vendor_ms": ("vendor",)}
 
 
 def pick(cache: dict, case: str, mode: str, figure: str, timing: str = "") -> float:
@@ -174,7 +185,7 @@ _CASES, _MODES = plan()
 
 class _Mode:
     """One precision mode's benchmarks, params `case`: the asv site lists each mode as
-    its own benchmark (bench_gemm.Bf16.track_ratio, ...), all filled from one
+    its own benchmark (bench_gemm.Bf16.track_time_ratio, ...), all filled from one
     setup_cache (same function, so one cache key for every subclass). A mode this
     machine did not measure is skipped (asv: n/a)."""
 
@@ -184,8 +195,8 @@ class _Mode:
     mode = ""
     # asv keys stored results by version; without one it hashes the benchmark's source,
     # so any edit (a comment) dropped every result before it from the published history.
-    # Raise it only when what a figure means changes.
-    version = "1"
+    # Raise it only when what a figure means changes (2: every figure lower-is-better).
+    version = "2"
 
     def setup_cache(self):
         return measure_all()
@@ -200,23 +211,24 @@ class _Mode:
 
             raise SkipNotImplemented(str(e)) from None
 
-    def track_ratio(self, cache, case):
-        """vendor time / Triton time on interleaved samples (> 1: Triton faster)."""
-        return self._track(cache, case, "ratio")
+    def track_time_ratio(self, cache, case):
+        """Triton time / vendor time on interleaved samples (< 1: Triton faster; the
+        inverse of the gate's speed ratio)."""
+        return self._track(cache, case, "time_ratio")
 
-    track_ratio.unit = "ratio"
+    track_time_ratio.unit = "ratio"
 
-    def track_triton_tflops(self, cache, case):
-        """The project's Triton GEMM: TFLOP/s at its median (device) time."""
-        return self._track(cache, case, "triton_tflops")
+    def track_triton_us(self, cache, case):
+        """The project's Triton GEMM: its median (device) time a call."""
+        return self._track(cache, case, "triton_ms") * 1e3
 
-    track_triton_tflops.unit = "TFLOP/s"
+    track_triton_us.unit = "us"
 
-    def track_vendor_tflops(self, cache, case):
+    def track_vendor_us(self, cache, case):
         """The vendor BLAS (cuBLAS / hipBLASLt / CPU BLAS, fp8 via torch._scaled_mm)."""
-        return self._track(cache, case, "vendor_tflops")
+        return self._track(cache, case, "vendor_ms") * 1e3
 
-    track_vendor_tflops.unit = "TFLOP/s"
+    track_vendor_us.unit = "us"
 
 
 class Fp32(_Mode):
@@ -234,12 +246,12 @@ class Tf32(_Mode):
 class _Eager(_Mode):
     """A mode of EAGER_MODES: its cases also timed eagerly on a GPU (skipped elsewhere)."""
 
-    def track_eager_ratio(self, cache, case):
-        """vendor time / Triton time, each call timed from the host (`--timing eager`:
+    def track_eager_time_ratio(self, cache, case):
+        """Triton time / vendor time, each call timed from the host (`--timing eager`:
         the library's host path is in both figures)."""
-        return self._track(cache, case, "ratio", "eager")
+        return self._track(cache, case, "time_ratio", "eager")
 
-    track_eager_ratio.unit = "ratio"
+    track_eager_time_ratio.unit = "ratio"
 
     def track_triton_eager_us(self, cache, case):
         """The project's Triton GEMM, one eager call: host path, launch and kernel."""

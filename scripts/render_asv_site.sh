@@ -5,7 +5,7 @@
 # pointed at them (integrity hashes dropped: npm ships the unminified builds).
 # Usage: scripts/render_asv_site.sh RESULTS_DIR OUT.png 'URL-FRAGMENT'
 #   e.g. scripts/render_asv_site.sh docs/results/h200-asv docs/img/x.png \
-#        '#bench_gemm.Bf16.track_ratio?machine=nvidia-h200'
+#        '#bench_gemm.Bf16.track_time_ratio?machine=nvidia-h200'
 set -euo pipefail
 results=$(cd "$1" && pwd); png=$2; frag=$3
 top=$(git rev-parse --show-toplevel); work=$(mktemp -d)

@@ -80,6 +80,62 @@ def test_pick_reads_the_eager_pass_apart():
         pick(cache, "m2-n2-k2", "bf16", "ratio", "eager")
 
 
+def test_every_tracked_figure_grows_when_triton_gets_slower():
+    """asv takes every tracked figure as lower-is-better (its regressions page, `asv
+    compare`; no setting flips it): the suite tracked the speed ratio and TFLOP/s, and a
+    2x slower Triton was listed as improved (a review). Each track_* of each mode class,
+    read from the figures of a case whose Triton time doubles, must not fall, and each
+    that involves Triton must rise."""
+    import types
+
+    bench = _bench_module()
+
+    def entry(t_ms: float) -> dict:
+        prov = {n: types.SimpleNamespace(tflops=2 / ms, median_ms=ms, accuracy="pass",
+                                         message="") for n, ms in (("triton", t_ms),
+                                                                   ("vendor", 1.0))}
+        return bench.figures(types.SimpleNamespace(providers=prov, ratio=1.0 / t_ms))
+
+    def cache(t_ms: float) -> dict:
+        modes = [c.mode for c in vars(bench).values() if isinstance(c, type)
+                 and issubclass(c, bench._Mode) and c.mode]
+        out = {"_meta": {"chip": "x", "chip_modes": modes}}
+        for m in modes:
+            out[f"{m}-m1-n1-k1"] = out[f"eager-{m}-m1-n1-k1"] = entry(t_ms)
+        return out
+
+    fast, slow = cache(1.0), cache(2.0)
+    seen = []
+    for cls in (c for c in vars(bench).values() if isinstance(c, type)
+                and issubclass(c, bench._Mode) and c.mode):
+        for name in (n for n in dir(cls) if n.startswith("track_")):
+            track = getattr(cls(), name)
+            before, after = track(fast, "m1-n1-k1"), track(slow, "m1-n1-k1")
+            seen.append(name)
+            if "vendor" in name:
+                assert after == before, (cls.__name__, name)
+            else:
+                assert after > before, (cls.__name__, name, before, after)
+    assert {"track_time_ratio", "track_triton_us", "track_vendor_us",
+            "track_eager_time_ratio", "track_triton_eager_us"} <= set(seen)
+
+
+@pytest.mark.parametrize("given, want", [("bf16, fp8", ("bf16", "fp8")),
+                                         ("fp8,,bf16", ("bf16", "fp8"))])
+def test_bench_modes_are_read_with_their_spaces(monkeypatch, given, want):
+    """"bf16, fp8" dropped fp8, and asv ran green without it (a review)."""
+    monkeypatch.setenv("GEMMGATE_CHIP", "nvidia-h200")
+    monkeypatch.setenv("GEMMGATE_BENCH_MODES", given)
+    assert _bench_module().plan()[1] == want
+
+
+def test_a_bench_mode_that_is_no_mode_is_an_error(monkeypatch):
+    monkeypatch.setenv("GEMMGATE_CHIP", "nvidia-h200")
+    monkeypatch.setenv("GEMMGATE_BENCH_MODES", "bf16,fp88")
+    with pytest.raises(ValueError, match=r"names no mode \['fp88'\]"):
+        _bench_module().plan()
+
+
 def test_on_a_gpu_the_eager_modes_are_timed_again_eagerly(monkeypatch):
     """measure_all on a GPU chip (stand-ins for the chip, the context and the runner):
     every mode graph-timed, then bf16 and fp16 (EAGER_MODES) in a context of their own with
@@ -218,21 +274,21 @@ def test_asv_check_run_publish(asv_conf):
     assert data["commit_hash"] == head
     machine = json.loads((tmp / "results" / "cpu-ci" / "machine.json").read_text())
     assert "torch" in machine["os"] and machine["num_cpu"], machine
-    names = ("bench_gemm.Fp32.track_triton_tflops", "bench_gemm.Fp32.track_vendor_tflops",
-             "bench_gemm.Fp32.track_ratio")
+    names = ("bench_gemm.Fp32.track_triton_us", "bench_gemm.Fp32.track_vendor_us",
+             "bench_gemm.Fp32.track_time_ratio")
     for name in names:
         values = data["results"][name][0]
         assert values and all(isinstance(v, float) and math.isfinite(v) and v > 0
                               for v in values), (name, values)
     for mode in ("Tf32", "Bf16", "Fp16", "Fp8", "Tf32x3"):   # not measured on the CPU
-        values = data["results"][f"bench_gemm.{mode}.track_ratio"][0]
+        values = data["results"][f"bench_gemm.{mode}.track_time_ratio"][0]
         assert all(v is None or math.isnan(v) for v in values), (mode, values)
     _asv(asv_conf, "publish")
     assert (tmp / "html" / "index.html").is_file()
     # a version of their own: a hash of their source would drop the history on any edit
     declared = json.loads((tmp / "results" / "benchmarks.json").read_text())
     ours = {k: v for k, v in declared.items() if k.startswith("bench_gemm.")}
-    assert ours and {v["version"] for v in ours.values()} == {"1"}
+    assert ours and {v["version"] for v in ours.values()} == {"2"}
 
 
 @pytest.mark.skipif(not HAS_ASV, reason="asv is not installed")

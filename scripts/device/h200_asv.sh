@@ -117,7 +117,7 @@ for f in sorted(glob.glob(f".asv/results/{sys.argv[1]}/*.json")):
         ok = [(p, v) for p, v in zip(combos, vals) if isinstance(v, (int, float)) and math.isfinite(v)]
         nul = sum(v is None for v in vals)
         line = f"  {name:34} {len(ok):2}/{len(vals)} numbers, {nul} failed"
-        if name.endswith("track_ratio") and ok:   # one class per mode: bench_gemm.Bf16...
+        if name.endswith("track_time_ratio") and ok:   # one class per mode: bench_gemm.Bf16...
             vs = [v for _, v in ok]
             line += f"  geomean {math.exp(sum(map(math.log, vs)) / len(vs)):.3g}"
         print(line)
