@@ -210,6 +210,12 @@ class CaseResult:
                      for n, p in provs.items()}
         tele = d.get("telemetry", {})
         _need(isinstance(tele, dict), f"{where}.telemetry", "is not an object")
+        # the tile record a baseline built from the run stores (a merge of one without a
+        # config was a KeyError traceback, exit 1: a regression's code; a review)
+        tun = tele.get("tuning")
+        _need(tun is None or (isinstance(tun, dict) and isinstance(tun.get("key"), str)
+                              and isinstance(tun.get("config"), dict)),
+              f"{where}.telemetry.tuning", "is not a tile record (key, config)")
         peak = d.get("peak_tflops")
         _need(peak is None or (_real(peak) and peak > 0), f"{where}.peak_tflops",
               f"is {peak!r}, not a number > 0")

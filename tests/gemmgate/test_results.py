@@ -141,6 +141,11 @@ def _run_json() -> dict:
     (lambda d: d["cases"][0].update(peak_tflops="x"), "peak_tflops is 'x'"),
     (lambda d: d["cases"][0].update(m=10**400), "not an integer in [0, 2**40)"),
     (lambda d: d["cases"][0]["providers"]["vendor"].update(message=5), "message is not text"),
+    # a merge of it was a KeyError traceback, exit 1 (a review)
+    (lambda d: d["cases"][0].update(telemetry={"tuning": {"key": "k"}}),
+     "telemetry.tuning is not a tile record"),
+    (lambda d: d["cases"][0].update(telemetry={"tuning": "64x64"}),
+     "telemetry.tuning is not a tile record"),
 ])
 def test_a_run_file_that_would_mislead_a_report_is_refused_naming_the_field(edit, said):
     data = _run_json()
