@@ -116,7 +116,17 @@ def from_baseline(path: str | Path, base: Baseline) -> Source:
 def load_sources(runs: Sequence[str], baseline_files: Sequence[str]) -> list[Source]:
     """Every input, validated before anything is drawn: a missing or corrupt file is a
     ValueError (exit 2) naming it."""
-    out = [from_run(p, RunRecord.load(p)) for p in runs]
+    records = [(p, RunRecord.load(p)) for p in runs]
+    seen: dict[str, str] = {}
+    for p, rec in records:   # a copy of a run drew its history a step that never was
+        rid = rec.environment.get("run_id")   # (a review); `baseline merge` refuses one too
+        if not isinstance(rid, str):   # (a run from before run ids: not known)
+            continue
+        if rid in seen:
+            raise ValueError(f"{p} is the run {seen[rid]} again (the same run id): give "
+                             "each run once")
+        seen[rid] = p
+    out = [from_run(p, rec) for p, rec in records]
     return out + [from_baseline(p, load_baseline(p)) for p in baseline_files]
 
 

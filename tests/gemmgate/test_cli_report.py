@@ -48,14 +48,26 @@ def _bad_inputs(tmp_path, run_file):
         "baseline is a run, once": (["--baseline", r], "run.json"),
         "nothing given": ([], "nothing to report"),
         "run given twice": ([r, str(Path(r).parent / "." / Path(r).name)], "given twice"),
+        # a copy of a run drew a two-step history from one measurement (a review)
+        "a copy of a run": (_run_and_copy(run_file, tmp_path), "copy.json is the run"),
     }
+
+
+def _run_and_copy(run_file: Path, tmp_path: Path) -> list[str]:
+    """A run with its run id (every run has one), and a copy of it."""
+    data = json.loads(run_file.read_text())
+    data["environment"]["run_id"] = "r-1"
+    one, copy = tmp_path / "one.json", tmp_path / "copy.json"
+    one.write_text(json.dumps(data))
+    copy.write_text(json.dumps(data))
+    return [str(one), str(copy)]
 
 
 @pytest.mark.parametrize("what", ["missing run", "run not JSON", "run of another schema",
                                   "run with a bad case", "missing baseline",
                                   "baseline of another version", "baseline is a run",
                                   "baseline is a run, once",
-                                  "nothing given", "run given twice"])
+                                  "nothing given", "run given twice", "a copy of a run"])
 def test_bad_input_is_exit_2_naming_the_file_and_nothing_is_drawn(tmp_path, run_file, capsys,
                                                                    what):
     argv, text = _bad_inputs(tmp_path, run_file)[what]
