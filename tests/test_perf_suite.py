@@ -123,6 +123,18 @@ def test_autosave_then_compare_fail_through_public_options(tmp_path):
     assert "Comparing against benchmarks from" in compared.stdout + compared.stderr
 
 
+def test_without_the_benchmark_plugin_the_perf_tests_skip_saying_why(tmp_path):
+    """`-p no:benchmark`: every perf test errored, "fixture 'benchmark' not found", though
+    the conftest supports the flag for its hook (a review)."""
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark",
+         "-rs", "tests/perf", "-k", f"fp32-{CASE}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    assert "1 skipped" in out and "needs pytest-benchmark" in out and "error" not in out
+
+
 def _bench_json(path: Path, medians: dict[str, float]) -> str:
     path.write_text(json.dumps({"benchmarks": [
         {"name": f"test_triton_gemm[{n}]", "stats": {"median": m},
