@@ -296,26 +296,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signal.SIGINT
 
 
+_COMMANDS = {"chips": ("cli_run", "chips_command"), "run": ("cli_run", "run_command"),
+             "check": ("cli_gate", "check_command"),
+             "baseline": ("cli_gate", "baseline_command"),
+             "trials": ("cli_trials", "trials_command"),
+             "bisect": ("cli_bisect", "bisect_command"),
+             "report": ("cli_report", "report_command"),
+             "sweep": ("cli_sweep", "sweep_command"), "tune": ("cli_tune", "tune_command")}
+
+
 def _dispatch(args, console: Console, err: Console) -> int:
-    from gemmgate import (  # torch
-        cli_bisect,
-        cli_gate,
-        cli_report,
-        cli_run,
-        cli_sweep,
-        cli_trials,
-        cli_tune,
-    )
+    """The command's module only: `report` reads files and draws, and runs where torch is
+    not installed (the nightly's hosted job that combines the chips' runs)."""
+    import importlib
+
     from gemmgate.starter import follow_starter
 
     follow_starter()   # started by another gemmgate (trials): end with it
-    commands = {"chips": cli_run.chips_command, "run": cli_run.run_command,
-                "check": cli_gate.check_command, "baseline": cli_gate.baseline_command,
-                "trials": cli_trials.trials_command, "bisect": cli_bisect.bisect_command,
-                "report": cli_report.report_command, "sweep": cli_sweep.sweep_command,
-                "tune": cli_tune.tune_command}
-    return commands[args.command](args, console, err)
-
+    module, name = _COMMANDS[args.command]
+    return getattr(importlib.import_module(f"gemmgate.{module}"), name)(args, console, err)
 
 if __name__ == "__main__":
     sys.exit(main())

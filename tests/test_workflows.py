@@ -7,6 +7,7 @@ The structural tests below (no tools needed) pin the rules of docs/RUNNERS.md
 """
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -413,3 +414,56 @@ def test_the_published_asv_site_links_commits_to_this_repository(tmp_path):
     conf = (tmp_path / "asv.conf.json").read_text()
     assert '"project_url": "https://github.com/acme/gemm"' in conf
     assert '"show_commit_url": "https://github.com/acme/gemm/commit/"' in conf
+
+
+def test_the_nightly_pages_job_publishes_the_cross_chip_report(tmp_path, synthetic_record):
+    """The night's per-chip sweeps were uploaded and never combined: no job ran `gemmgate
+    report` (a review). The pages job downloads them and draws each chip's run beside
+    every baseline under the site's report/; its step, run here with pip stood in for,
+    on one chip's run and its fp8 like-for-like extra (left out of the headline)."""
+    from gemmgate.shapes import Case
+
+    job = _load("nightly.yml")["jobs"]["pages"]
+    [dl] = [s for s in job["steps"] if _uses(s, "actions/download-artifact")]
+    assert dl["with"] == {"pattern": "nightly-*", "path": "nightly", "merge-multiple": True}
+    [step] = [s for s in job["steps"] if s.get("name") == "Cross-chip report of the night's "
+              "sweeps"]
+    steps = job["steps"]
+    assert steps.index(step) < next(i for i, s in enumerate(steps)
+                                    if _uses(s, "actions/upload-pages-artifact"))
+    (tmp_path / "nightly").mkdir()
+    rec = synthetic_record([("fp32", Case(64, 64, 64))], environment={
+        "chip": "cpu", "timing": "wall", "date": "2026-12-06T02:17:00+00:00"})
+    (tmp_path / "nightly" / "nightly-cpu.json").write_text(json.dumps(rec.to_json()))
+    (tmp_path / "nightly" / "nightly-fp8-fast-cpu.json").write_text("not read")
+    shutil.copytree(ROOT / "baselines", tmp_path / "baselines")
+    shutil.copytree(ROOT / "scripts", tmp_path / "scripts", ignore=shutil.ignore_patterns(
+        "__pycache__"))
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python3").write_text('#!/bin/bash\nif [ "$1" = -m ] && [ "$2" = pip ]; then '
+                                  f'exit 0; fi\nexec {sys.executable} "$@"\n')
+    (fake / "python3").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    run = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    page = (tmp_path / ".asv" / "html" / "report" / "index.html").read_text()
+    assert "nightly-cpu.json" in page and "nvidia-h200" in page
+    assert "fp8-fast" not in page
+
+
+def test_gemmgate_report_runs_without_torch(tmp_path, synthetic_record):
+    """The hosted pages job installs gemmgate without torch: every command's module was
+    imported for any command, and torch with them."""
+    from gemmgate.shapes import Case
+
+    run_file = tmp_path / "r.json"
+    run_file.write_text(json.dumps(synthetic_record([("fp32", Case(64, 64, 64))]).to_json()))
+    code = ("import sys; sys.modules['torch'] = sys.modules['triton'] = None; "
+            "from gemmgate.cli import main; sys.exit(main(sys.argv[1:]))")
+    run = subprocess.run([sys.executable, "-c", code, "report", str(run_file), "-o",
+                          str(tmp_path / "out")], capture_output=True, text=True,
+                         timeout=300, cwd=ROOT)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (tmp_path / "out" / "index.html").is_file()
