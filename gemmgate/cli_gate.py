@@ -133,7 +133,8 @@ def check_command(args, console, err) -> int:
     notes = "\n\n".join(n for n in (software, clocks) if n)
     console.print(_gate_table(gate))
     for what, keys_ in (("not run (in the baseline)", gate.missing),
-                        ("not in the baseline (new cases, accuracy only)", gate.extra)):
+                        ("not in the baseline (new cases: accuracy, and A/B with "
+                         "--ab-ref)", gate.extra)):
         if keys_:
             err.print(f"[yellow]note:[/] {len(keys_)} {what}: {', '.join(keys_)}")
     for note in (software, clocks):

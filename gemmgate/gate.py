@@ -211,17 +211,30 @@ def compare_run(results: Sequence[CaseResult], baseline: Baseline, floor: float,
     which machine each case ran (host, GPU UUID)."""
     cases = baseline.cases
     run_keys = {r.key for r in results}
-    # a case new to the baseline has no speed to judge, but its accuracy fails the gate
     verdicts = tuple(judge_case(r, cases[r.key], floor, machine_of(r, env or {}))
-                     if r.key in cases
-                     else CaseVerdict(r.key, "failed", None, None,
-                                      "accuracy failure (a case not in the baseline)")
-                     if not r.gate_passed
-                     else CaseVerdict(r.key, "new", None, None, "not in the baseline")
-                     for r in results)
+                     if r.key in cases else _new_case(r, floor) for r in results)
     return GateResult(verdicts=tuple(v for v in verdicts if v.verdict != "new"),
                       missing=tuple(sorted(set(cases) - run_keys)),
                       extra=tuple(sorted(run_keys - set(cases))))
+
+
+def _new_case(result: CaseResult, floor: float) -> CaseVerdict:
+    """A case the baseline lacks: its accuracy fails the gate; its A/B figure (`--ab-ref`)
+    needs no stored one and is judged at the floor, as bisect judges it (a PR that added a
+    case to its set and slowed the kernel there 9x passed; a review); else it is "new",
+    listed, not judged."""
+    if not result.gate_passed:
+        return CaseVerdict(result.key, "failed", None, None,
+                           "accuracy failure (a case not in the baseline)")
+    ref = result.providers.get(REFERENCE)
+    if result.ab_samples and ref is not None and ref.accuracy == PASS:
+        ab_j = judge(result.ab_samples, 1.0, ab_tolerance(None, floor))
+        note = "not in the baseline: A/B alone decides"
+        if ab_j.verdict == REGRESSED:
+            note = join_notes(f"A/B: slower than the reference kernel by {-ab_j.change:.2%}",
+                              note)
+        return CaseVerdict(result.key, ab_j.verdict, None, None, note, ab=ab_j)
+    return CaseVerdict(result.key, "new", None, None, "not in the baseline")
 
 
 def remeasure(ctx: RunContext, results: Sequence[CaseResult], gate: GateResult,

@@ -148,7 +148,8 @@ def test_b_cases_missing_from_the_run_or_the_baseline_are_named_on_the_console(
     assert rc == 0
     err = capsys.readouterr().err
     assert "1 not run (in the baseline): fp32-m48-n16-k64" in err
-    assert "1 not in the baseline (new cases, accuracy only): fp32-m16-n16-k16" in err
+    assert ("1 not in the baseline (new cases: accuracy, and A/B with --ab-ref): "
+            "fp32-m16-n16-k16") in err
 
 
 def test_b_a_baseline_of_other_software_is_named_in_the_check(work, base_file, capsys):

@@ -225,6 +225,21 @@ def ab_result(case: Case, slower: float, seed=0, ratio_scale=1.0) -> CaseResult:
     return replace(r, providers={**r.providers, "reference": ref})
 
 
+@pytest.mark.parametrize("slower, verdict", [(1.0, "unchanged"), (9.0, "regressed"),
+                                             (1.03, "regressed")])
+def test_a_case_new_to_the_baseline_is_judged_by_ab_alone(slower, verdict):
+    """A/B needs no stored figure: a PR that added a case to its set and slowed the kernel
+    there 9x passed, the case listed as new, "accuracy only" (a review). At the floor."""
+    base = baseline(**{B.id: base_case(B)})
+    gate = compare_json([ab_result(A, slower), result(B, seed=2)], base)
+    v = next(v for v in gate.verdicts if v.key == f"fp32-{A.id}")
+    assert v.verdict == verdict and v.ab.tolerance == pytest.approx(DEFAULT_FLOOR)
+    assert v.ratio is None and "A/B alone decides" in v.note
+    assert gate.extra == (f"fp32-{A.id}",) and gate.failed is (verdict == "regressed")
+    plain = compare_json([result(A), result(B, seed=2)], base)   # no --ab-ref: listed only
+    assert [v.key for v in plain.verdicts] == [f"fp32-{B.id}"]
+
+
 def test_ab_identical_kernels_are_unchanged_and_a_3pct_slowdown_is_regressed():
     base = baseline(**{A.id: base_case(A, noise_ratio=0.03)})  # stored tolerance 7.5%
     same = one_verdict([ab_result(A, 1.0)], base)[1]
