@@ -122,7 +122,7 @@ def test_a_failure_outside_the_providers_is_a_measurement_error_naming_the_case(
     from gemmgate.cli_merge import _calibration_run
 
     with pytest.raises(ValueError, match="a run that stopped part way .* cannot calibrate"):
-        _calibration_run(str(out))
+        _calibration_run(str(out), [])
 
 
 def test_a_dot_product_case_is_judged_against_a_typical_products_size(ctx):
