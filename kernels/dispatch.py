@@ -189,14 +189,14 @@ def fast_ranges(pick: TileConfig, fam: str, m: int, n: int, k: int,
     than the pick's own split's (`_loads`; the pick's own split on a tie, and where no SM
     count is known), else that; FP8_SPLIT_ONE_WAVE too where the pick has no split form.
     Other picks as they are."""
-    if fam != "fp8" or cdiv(k, pick.split_k) <= max(FP8_UNSPLIT_MAX, FP8_MAX_RANGE):
+    if fam != "fp8" or longest_range(pick, k) <= max(FP8_UNSPLIT_MAX, FP8_MAX_RANGE):
         return pick
 
     def held(tile: TileConfig) -> TileConfig | None:
         if not smem or not usable(tile, fam, smem):
             return None
         got = split_ranges(tile, k, variants, FP8_MAX_RANGE)
-        return got if cdiv(k, got.split_k) <= FP8_MAX_RANGE else None
+        return got if longest_range(got, k) <= FP8_MAX_RANGE else None
 
     one, own = held(FP8_SPLIT_ONE_WAVE), split_ranges(pick, k, variants, FP8_MAX_RANGE)
     big = held(FP8_SPLIT_TILE) if min(m, n) >= FP8_SPLIT_TILE_MIN else None
@@ -205,11 +205,19 @@ def fast_ranges(pick: TileConfig, fam: str, m: int, n: int, k: int,
                 _waves(one, m, n, sms) < FP8_SPLIT_PROGRAM_COST * _waves(big, m, n, sms):
             return one
         return big
-    if cdiv(k, own.split_k) > FP8_MAX_RANGE:   # no split form of its own
+    if longest_range(own, k) > FP8_MAX_RANGE:   # no split form of its own
         return one or own
     if one is None or not sms:
         return own
     return one if _loads(one, m, n, sms) < _loads(own, m, n, sms) else own
+
+
+def longest_range(pick: TileConfig, k: int) -> int:
+    """The most of K one program of `pick` sums: a K range of its split; all of K for a
+    hybrid tile, whose head runs `tma` unsplit (its split_k is the tail's alone: an fp8
+    hybrid pick over K = 65,536 summed it whole in the fast accumulator, past fp8's band
+    by the session-63 model, and fast_ranges left it so; a review)."""
+    return k if pick.variant == "tma_hybrid" else cdiv(k, pick.split_k)
 
 
 def _programs(c: TileConfig, m: int, n: int) -> int:
@@ -236,9 +244,10 @@ def split_ranges(pick: TileConfig, k: int, variants: tuple[str, ...],
     ranges are that short already, where it has no split form (a `tma_ws` tile whose
     BLOCK_N is no power of two, the wide, stream-K and gemv kernels), and where the split
     would pass MAX_TMA_SPLIT."""
-    if cdiv(k, pick.split_k) <= max_range:
+    if longest_range(pick, k) <= max_range:
         return pick
-    if pick.variant in ("tma", "tma_ws", "tma_split") and "tma_split" in variants \
+    if pick.variant in ("tma", "tma_ws", "tma_split", "tma_hybrid") \
+            and "tma_split" in variants \
             and not pick.block_n & (pick.block_n - 1):
         variant = "tma_split"
     elif pick.variant == "tiled":

@@ -240,6 +240,25 @@ def test_an_fp8_pick_summing_past_the_unsplit_range_is_split_to_ranges_within_it
     assert dispatch.fast_ranges(_tile("tiled"), "fp8", *SMALL, k, TMA) == _tile("tiled", split)
 
 
+@pytest.mark.parametrize("m,n", [SMALL, (5120, 5120)])
+def test_an_fp8_hybrid_pick_is_split_by_its_unsplit_head_not_its_tails_split(m, n):
+    """A hybrid tile's head runs `tma` over all of K; its split_k is the tail's. 132 of 486
+    fp8 shapes of K >= 30,720 looked up in the H100 table were hybrid picks whose
+    head summed all of K (65,536: past fp8's band) in the fast accumulator; fast_ranges
+    took K / split_k and left them so (a review)."""
+    from kernels.tile import TileConfig
+
+    hybrid = TileConfig(128, 256, 128, 8, 3, 8, "tma_hybrid", 6)
+    variants = TMA   # (hybrid among them)
+    for sms in (132, 0):
+        got = dispatch.fast_ranges(hybrid, "fp8", m, n, 65536, variants, 232448, sms)
+        assert got.variant == "tma_split"
+        assert dispatch.longest_range(got, 65536) <= dispatch.FP8_MAX_RANGE
+    assert dispatch.longest_range(hybrid, 65536) == 65536
+    assert dispatch.fast_ranges(hybrid, "fp8", m, n, dispatch.FP8_UNSPLIT_MAX, variants,
+                                232448, 132) is hybrid
+
+
 def test_picks_within_the_unsplit_range_or_of_other_modes_or_forms_stay_as_they_are():
     from kernels.tile import MAX_TMA_SPLIT, TileConfig
 
