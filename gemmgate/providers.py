@@ -222,24 +222,28 @@ _INDUCTOR_OPTIONS = {"max_autotune": True, "coordinate_descent_tuning": True,
 def _legacy_precision_readable() -> Iterator[None]:
     """Inductor reads torch.get_float32_matmul_precision() while it autotunes, and that
     raises ("mix of the legacy and new APIs") once vendor_flags has set tf32 through the
-    new API (torch 2.11, 2.13). While it compiles, the same tf32/ieee choice is stated
-    through the legacy API, which sets both; the new-API state is put back exactly."""
+    new API (torch 2.11, 2.13), or answers the caller's own legacy setting: after
+    `set_float32_matmul_precision('high')` (a --providers module, a sitecustomize) it said
+    "high" inside vendor_flags(fp32), and inductor compiled fp32 as tf32 (a review). While
+    it compiles, the mode's tf32/ieee choice is stated through the legacy API too; the
+    new-API state is put back exactly."""
     m = torch.backends.cuda.matmul
+    want = "high" if m.fp32_precision == "tf32" else "highest"
     try:
-        torch.get_float32_matmul_precision()
+        said = torch.get_float32_matmul_precision()
     except RuntimeError:
-        pass
-    else:
-        yield  # readable already (ieee, or a torch with the legacy API only)
+        said = None
+    if said == want:
+        yield  # readable and the mode's already (or a torch with the legacy API only)
         return
     mkl = torch.backends.mkldnn.matmul
     saved = m.fp32_precision, mkl.fp32_precision
-    torch.set_float32_matmul_precision("high" if saved[0] == "tf32" else "highest")
+    torch.set_float32_matmul_precision(want)
     try:
         yield
-    finally:
-        torch.set_float32_matmul_precision("highest")
-        m.fp32_precision, mkl.fp32_precision = saved
+    finally:   # the legacy setting as it was (torch keeps it apart from the new flags'
+        torch.set_float32_matmul_precision(said or "highest")   # values), then the new
+        m.fp32_precision, mkl.fp32_precision = saved              # flags exactly
 
 
 def inductor_provider(inp: GemmInputs, mode: PrecisionMode, picks: Picks | None = None

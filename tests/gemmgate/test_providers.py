@@ -240,6 +240,28 @@ def test_inductor_compiles_under_the_modes_flags_readable_the_legacy_way(mode, l
         assert (m.fp32_precision, torch.backends.mkldnn.matmul.fp32_precision) == before
 
 
+@pytest.mark.parametrize("mode, legacy", [("fp32", "highest"), ("tf32", "high")])
+def test_a_callers_legacy_tf32_setting_is_not_what_inductor_reads(mode, legacy):
+    """After the caller's set_float32_matmul_precision('high') (a --providers module, a
+    sitecustomize), the legacy reader said "high" inside vendor_flags(fp32), and inductor
+    compiled fp32 as tf32 (a review). The caller's setting is back afterwards."""
+    from gemmgate.precision import vendor_flags
+
+    m, mkl = torch.backends.cuda.matmul, torch.backends.mkldnn.matmul
+    old = m.fp32_precision, mkl.fp32_precision
+    torch.set_float32_matmul_precision("high")
+    try:
+        with vendor_flags(MODES[mode]):
+            inside = m.fp32_precision, mkl.fp32_precision
+            with providers._legacy_precision_readable():
+                assert torch.get_float32_matmul_precision() == legacy
+            assert (m.fp32_precision, mkl.fp32_precision) == inside
+        assert torch.get_float32_matmul_precision() == "high"
+    finally:
+        torch.set_float32_matmul_precision("highest")
+        m.fp32_precision, mkl.fp32_precision = old
+
+
 def test_the_hook_is_asked_once_then_the_tile_is_passed():
     """Timed calls (eager: the host path counts) must not rebuild the candidate list:
     after the chooser recorded its tile, the call passes it as config=."""
