@@ -24,8 +24,9 @@ spent the remaining candidates are skipped (at least one is always measured).
 `force` overrides fields of the kernel's own choice (`gemmgate sweep`: one parameter
 across values); it wins over pins.
 
-A pin or cache entry whose config is no longer a candidate (configs.py changed) is
-ignored and the key is tuned again. Entries record the kernel source hash they were
+A cache entry whose config is no longer a candidate (configs.py changed) is ignored and
+the key is tuned again; a pin's tile runs all the same (made in the kernel's tile class;
+where that class refuses it, the pin is ignored so). Entries record the kernel source hash they were
 tuned with; a pin tuned for another kernel version is still used, and reported stale.
 
 The kernel knows nothing of this module: it takes a `choose(key, candidates, bench)`
@@ -318,6 +319,9 @@ class Tuner:
             if not isinstance(entry, dict):
                 continue
             cfg = _candidate(entry.get("config"), candidates)
+            if cfg is None and source == PINNED:   # the pinned tile all the same, made in
+                cfg = _made(entry.get("config"), candidates)   # the candidates' class: the
+                # kernel's own pick ran in its place, said nowhere (a review)
             if cfg is None:
                 continue  # configs.py changed since: tune again
             tuned_for = entry.get("kernel", "")
@@ -330,6 +334,17 @@ class Tuner:
         return None
 
 
+def _made(fields, candidates: Sequence[TileConfig]) -> TileConfig | None:
+    """A stored tile (its JSON fields) as the candidates' class makes it, or None where
+    that class refuses it (a field it lacks, a value it rejects)."""
+    if not isinstance(fields, dict) or not candidates:
+        return None
+    try:
+        return type(candidates[0])(**fields)
+    except (TypeError, ValueError):
+        return None
+
+
 def incumbent(key: str, candidates: Sequence[TileConfig],
               first: Sequence[tuple[str, tuple]]) -> TileConfig | None:
     """The tile `first` names for this key (its prefix starts the key), if any: a search
@@ -338,12 +353,9 @@ def incumbent(key: str, candidates: Sequence[TileConfig],
     stale entries) is made in the candidates' class; None if that class refuses it."""
     for prefix, fields in first:
         if key.startswith(prefix):
-            hit = _candidate(dict(fields), candidates)
+            hit = _candidate(dict(fields), candidates) or _made(dict(fields), candidates)
             if hit is None and candidates:
-                try:
-                    hit = type(candidates[0])(**dict(fields))
-                except (TypeError, ValueError):
-                    continue
+                continue
             return hit
     return None
 

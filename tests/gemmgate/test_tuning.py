@@ -168,8 +168,24 @@ def test_pins_win_over_the_cache_and_are_flagged_stale_for_another_kernel(tmp_pa
     assert not t2.last.stale
 
 
-def test_a_pin_that_is_no_longer_a_candidate_is_tuned_again(tmp_path):
+@pytest.mark.parametrize("search", [True, False])
+def test_a_pin_that_is_no_longer_a_candidate_runs_all_the_same(tmp_path, search):
+    """`run --pin-tiles` ran the kernel's own pick where the pinned tile was not among
+    its candidates (a table change moves them), said nowhere (a review)."""
+    pinned = TileConfig(32, 32, 32, 4, 2, 4)
+    pins = _baseline_with_pin(tmp_path, pinned)
+    t = Tuner(setup_for(tmp_path, pins_from=str(pins), search=search)).chooser()
+    calls = []
+    assert t(KEY, CANDIDATES, fake_bench({BIG: 2, MID: 1, SMALL: 3}, calls)) == pinned
+    assert t.last.source == tuning.PINNED and not calls
+
+
+def test_a_pin_the_kernels_tile_class_refuses_is_tuned_again(tmp_path):
     pins = _baseline_with_pin(tmp_path, TileConfig(32, 32, 32, 4, 2, 4))
+    data = json.loads(pins.read_text())
+    for c in data["cases"].values():
+        c["tuning"]["config"]["no_such_field"] = 1
+    pins.write_text(json.dumps(data))
     t = Tuner(setup_for(tmp_path, pins_from=str(pins))).chooser()
     assert t(KEY, CANDIDATES, fake_bench({BIG: 2, MID: 1, SMALL: 3}, [])) == MID
     assert t.last.source == tuning.TUNED
