@@ -149,7 +149,8 @@ def load(path: str | Path, chip_id: str | None = None) -> Baseline:
         raise BaselineError(str(e) if isinstance(e, ValueError)
                             else f"cannot read baseline {p}: {e}") from None
     try:
-        data = json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant)
+        data = json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant,
+                          parse_float=_finite)
     except (ValueError, RecursionError) as e:   # (nested past the parser's depth, too)
         raise BaselineError(f"baseline {p} is corrupt (not JSON: {e})") from None
     base = from_json(data, str(p))
@@ -174,6 +175,15 @@ def _no_constant(name: str):
     so a file holding one was edited; read, one passed validation and the next write of
     the file failed after measuring (a review)."""
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    """A JSON number that a float holds: 1e400 read as inf, and the next write failed as
+    NaN did (a review)."""
+    x = float(text)
+    if not math.isfinite(x):
+        raise ValueError(f"{text} is past a float's range")
+    return x
 
 
 def _need(cond: bool, where: str, what: str) -> None:

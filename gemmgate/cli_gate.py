@@ -78,19 +78,21 @@ def check_command(args, console, err) -> int:
     if not args.shapes:   # the baseline's own cases too: a merge or update that added
         ctx = _with_baseline_cases(args, ctx, base)   # cases keeps its first shapes label
     keys = {c.key(m.name) for m, c in ctx.items}
-    if not keys & set(base.cases):   # before any work: nothing to judge is not a pass
+    if not keys & set(base.cases) and not ab_sha:   # before any work: nothing to judge is
+        # not a pass (with --ab-ref, a case the baseline lacks is judged by A/B alone)
         raise ValueError(f"no case of {ctx.shapes_label} ({', '.join(m.name for m in ctx.modes)})"
                          f" is in the baseline {path} ({len(base.cases)} cases): nothing to "
                          "judge; pick its --shapes and --modes, or `baseline update` it")
-    no_ab = sorted(k for k in keys if k in base.cases and base.cases[k].noise.ab is None)
+    no_ab = sorted(k for k in keys if k not in base.cases or base.cases[k].noise.ab is None)
     if ab_sha and not base.has_ab_noise:
         err.print("[yellow]warning:[/] the baseline has no A/B noise: every A/B "
                   f"tolerance is the {floor:.1%} floor (small kernels differ by "
                   "more between processes); recalibrate with --ab-ref HEAD")
     elif ab_sha and no_ab:   # (said only where none had it: a review)
         err.print(f"[yellow]warning:[/] {len(no_ab)} case(s) have no A/B noise in the "
-                  f"baseline: their A/B tolerance is the {floor:.1%} floor; recalibrate "
-                  f"them with --ab-ref HEAD: {escape(', '.join(no_ab[:5]))}"
+                  f"baseline (or are not in it): their A/B tolerance is the {floor:.1%} "
+                  f"floor; recalibrate them with --ab-ref HEAD: "
+                  f"{escape(', '.join(no_ab[:5]))}"
                   + (" ..." if len(no_ab) > 5 else ""))
     try:
         record = execute(ctx, err, args.json)

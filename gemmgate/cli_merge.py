@@ -213,9 +213,8 @@ def _calibration_run(path: str, notes: list[str]) -> RunRecord:
                          f"{', '.join(bad[:5])}")
     ref = env.get("ab_ref")
     if ref and any(REFERENCE in c.providers for c in rec.cases) and not _ab_is_aa(ref, env):
-        notes.append(f"{path}: its A/B samples were left out (--ab-ref {str(ref)[:12]} is not "
-                     f"known to hold the kernels of its commit "
-                     f"{str(env.get('commit') or '?')[:12]}: a kernel change is not A/B noise)")
+        notes.append(f"{path}: its A/B samples were left out: its kernels/ is not known to "
+                     f"be --ab-ref {str(ref)[:12]}'s (a kernel change is not A/B noise)")
         rec = RunRecord(rec.environment, rec.shapes, tuple(
             replace(c, providers={n: p for n, p in c.providers.items() if n != REFERENCE})
             for c in rec.cases))
@@ -223,11 +222,16 @@ def _calibration_run(path: str, notes: list[str]) -> RunRecord:
 
 
 def _ab_is_aa(ref: str, env: dict) -> bool:
-    """Whether a run's A/B timed its own kernels against themselves (A/A): its tree was
-    its commit's (not dirty) and the reference commit holds the same kernels/ (the same
-    commit, or git says so). A PR check's --json is timed against its merge base: pooled,
-    its medians made a kernel change of 30% into A/B noise (a review); `calibrate
+    """Whether a run's A/B timed its own kernels against themselves (A/A): its kernels/
+    was the reference's when it ran (`ab_kernels_same`, recorded since session 71: an edit
+    elsewhere in the tree, as on a device's copy, is no kernel change); for an older run,
+    its tree was its commit's (not dirty) and the reference commit holds the same kernels/
+    (that commit, or git says so). A PR check's --json is timed against its merge base:
+    pooled, its medians made a kernel change of 30% into A/B noise (a review); `calibrate
     --ab-ref` refuses such a reference (`same_kernels`)."""
+    same = env.get("ab_kernels_same")
+    if isinstance(same, bool):
+        return same
     commit = env.get("commit")
     if env.get("dirty") is not False or not isinstance(commit, str) or not commit:
         return False

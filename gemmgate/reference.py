@@ -77,10 +77,12 @@ def common_ancestor(shas: list[str], repo: str | Path = ".", what: str = "GOOD")
 def kernels_alike(a: str, b: str, repo: str | Path = ".") -> bool:
     """Whether commits `a` and `b` hold the same kernels/ (`git diff --quiet a b --
     kernels`); False where git cannot tell (not a repository, a commit not in it)."""
+    # from the repository's top: from a subfolder, `kernels` named a folder that is not
+    # there, and every change was "alike" (a review)
     try:
-        out = subprocess.run(["git", "diff", "--quiet", a, b, "--", "kernels"], cwd=repo,
-                             capture_output=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
+        out = subprocess.run(["git", "diff", "--quiet", a, b, "--", "kernels"],
+                             cwd=_top(repo), capture_output=True, timeout=60)
+    except (OSError, ValueError, subprocess.SubprocessError):
         return False
     return out.returncode == 0
 

@@ -296,6 +296,15 @@ def test_a_nan_anywhere_is_corrupt_on_load(tmp_path, constant):
         load(p)
 
 
+def test_a_number_past_a_floats_range_is_corrupt_on_load(tmp_path):
+    p = tmp_path / "big.json"
+    data = _file()
+    data["cases"][KEY]["providers"]["triton"]["error"] = 12345.5
+    p.write_text(json.dumps(data).replace("12345.5", "1e400"))
+    with pytest.raises(BaselineError, match="big.json is corrupt .*1e400 is past"):
+        load(p)
+
+
 @pytest.mark.parametrize("q", [{"p50": "1"}, {"p50": -1.0}, [1.0], {"p50": None}])
 def test_quantiles_are_times(q):
     assert "providers.triton.quantiles_ms is not an object of times" in _corrupt(

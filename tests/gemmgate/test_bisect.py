@@ -409,6 +409,28 @@ def test_good_baseline_is_where_every_case_was_measured(planted, costed_timing, 
 
 
 @needs_git
+def test_good_baseline_with_kept_cases_of_an_unrecorded_commit_is_refused(
+        planted, monkeypatch, tmp_path, capsys):
+    """Cases kept from a file that recorded a date, not a commit: GOOD left them out,
+    possibly past their culprit, unsaid (a review). Exit 2: name GOOD."""
+    d, shas = planted
+    monkeypatch.chdir(d)
+    (tmp_path / "shapes.csv").write_text("m,n,k\n16,16,16\n")
+    base = tmp_path / "b.json"
+    assert main(["baseline", "update", *FAST, "--modes", "fp32", "--shapes",
+                 str(tmp_path / "shapes.csv"), "--output", str(base)]) == 0
+    data = json.loads(base.read_text())
+    data["provenance"].update(commit=shas[8], dirty=False, merged_from=None,
+                              kept_from="2026-11-30T10:00:00+00:00")
+    base.write_text(json.dumps(data))
+    capsys.readouterr()
+    rc, _, _ = _bisect(tmp_path, "baseline", "HEAD", "--baseline", str(base), "--case", CASE)
+    assert rc == 2
+    assert "holds cases of a commit it does not record" in capsys.readouterr().err.replace(
+        "\n", " ")
+
+
+@needs_git
 def test_a_step_inside_the_baselines_ab_noise_is_not_a_culprit(tmp_path_factory, costed_timing,
                                                                monkeypatch, tmp_path, capsys):
     """Each case is judged with the A/B tolerance `check --ab-ref` gives it: a 5% step

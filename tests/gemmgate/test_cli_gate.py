@@ -423,6 +423,22 @@ def test_j_check_names_the_cases_without_ab_noise_where_others_have_it(
     assert "the baseline has no A/B noise" not in err
 
 
+def test_j_check_ab_ref_judges_cases_all_new_to_the_baseline(work, base_file, clean_repo,
+                                                            monkeypatch, capsys):
+    """With --ab-ref a case the baseline lacks is judged by A/B; a check of such cases only
+    was refused as "nothing to judge" (a review)."""
+    monkeypatch.chdir(clean_repo[0])
+    out = work / "new.json"
+    capsys.readouterr()
+    rc = main(["check", *FAST, "--shapes", "24x24x24", "--baseline", str(base_file),
+               "--ab-ref", "HEAD", "--no-remeasure", "--json", str(out)])
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert rc == 0, err
+    (v,) = json.loads(out.read_text())["gate"]["verdicts"]
+    assert v["id"] == "fp32-m24-n24-k24" and v["ab"]["tolerance"] == 0.015
+    assert "A/B alone decides" in v["note"]
+
+
 def test_j_check_warns_when_the_baseline_has_no_ab_noise(work, base_file, clean_repo,
                                                          monkeypatch, capsys):
     monkeypatch.chdir(clean_repo[0])
@@ -583,10 +599,14 @@ def test_m_merge_folds_check_runs_in_as_one_more_calibration(work, base_file,
         assert c.noise.machine is not None and c.noise.machine >= 0.04 / 1.04 - 1e-9
 
 
-@pytest.mark.parametrize("ref, dirty, pooled", [("same", False, True), ("other", False, False),
-                                               ("same", True, False), ("same", None, False)])
+@pytest.mark.parametrize("ref, dirty, same, pooled", [
+    ("same", False, None, True), ("other", False, None, False), ("same", True, None, False),
+    ("same", None, None, False),
+    # recorded since session 71: kernels/ as the reference's when the run ran (an edit
+    # elsewhere, dirty, is no kernel change; a review)
+    ("same", True, True, True), ("other", True, True, True), ("same", False, False, False)])
 def test_m_merge_pools_a_run_s_ab_samples_only_against_its_own_kernels(
-        work, base_file, synthetic_timing, capsys, ref, dirty, pooled):
+        work, base_file, synthetic_timing, capsys, ref, dirty, same, pooled):
     """A PR check's --json is timed against its merge base: merged, its A/B medians made
     a kernel change of 25% into A/B noise, and the A/B gate went blind (a review)."""
     commit = "c" * 40
@@ -595,6 +615,9 @@ def test_m_merge_pools_a_run_s_ab_samples_only_against_its_own_kernels(
         rc, data = _check(work, base_file)
         data["environment"].update(commit=commit, dirty=dirty,
                                    ab_ref=commit if ref == "same" else "d" * 40)
+        data["environment"].pop("ab_kernels_same", None)
+        if same is not None:
+            data["environment"]["ab_kernels_same"] = same
         for c in data["cases"]:
             t = c["providers"]["triton"]
             c["providers"]["reference"] = {**t, "name": "reference", "samples_ms": [

@@ -253,3 +253,18 @@ def test_a_sweep_beside_another_sweeper_goes_on(tmp_path, monkeypatch, fails):
 
     monkeypatch.setattr(reference, "FileLock", Racing)
     assert reference._sweep(tmp_path) == ([] if fails == "acquire" else [dead])
+
+
+def test_kernels_alike_answers_from_the_repositorys_top_whatever_the_folder(kernels_repo):
+    """From a subfolder, `git diff a b -- kernels` compared a folder that is not there, and
+    two commits of different kernels were "alike": a merge run from docs/ pooled a kernel
+    change as A/B noise (a review)."""
+    from gemmgate.reference import kernels_alike
+
+    d, old, new = kernels_repo
+    sub = d / "kernels_sub_folder"
+    sub.mkdir(exist_ok=True)
+    for where in (d, sub):
+        assert kernels_alike(old, old, where)
+        assert not kernels_alike(old, new, where)
+    assert not kernels_alike(old, "0" * 40, d)   # a commit not in the clone: not known alike
