@@ -13,9 +13,17 @@ from collections.abc import Sequence
 
 
 def _sorted(xs: Sequence[float]) -> list[float]:
+    """The sample sorted; NaN last. `sorted` leaves NaN wherever the sort's comparisons
+    put it, so a median of one NaN among four values was 1.5 or NaN by their order, and a
+    CI of [NaN, 1 x 9] was (1, 1): converged (a review). A sample with a NaN has NaN for
+    its quantiles and CI (numpy's answer): `_nan` says so."""
     if not xs:
         raise ValueError("empty sample")
-    return sorted(xs)
+    return sorted(xs, key=lambda x: (x != x, x))
+
+
+def _nan(s: list[float]) -> bool:
+    return s[-1] != s[-1]   # (NaN sorts last)
 
 
 def quantile(xs: Sequence[float], q: float) -> float:
@@ -23,6 +31,8 @@ def quantile(xs: Sequence[float], q: float) -> float:
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"quantile {q} outside [0, 1]")
     s = _sorted(xs)
+    if _nan(s):
+        return math.nan
     pos = q * (len(s) - 1)
     lo = math.floor(pos)
     hi = min(lo + 1, len(s) - 1)
@@ -46,6 +56,8 @@ def median_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, flo
     coverage is 1 - 2 P(Bin(n, 1/2) <= j); j is the largest with P(...) <= (1-conf)/2.
     Below n = 6 even j = 0 falls short and the CI is the whole sample range."""
     s = _sorted(xs)
+    if _nan(s):
+        return math.nan, math.nan
     n = len(s)
     alpha = (1 - confidence) / 2
     # P(X = j) in logs, by the recurrence C(n, j+1) = C(n, j) (n - j) / (j + 1): exact big

@@ -20,7 +20,7 @@ choice is made once per key (kernel family, M, N, K, operand strides) and kept:
 Only with `search` (`--retune`, and `gemmgate tune`, which writes the kernel's table)
 are keys without a pin tuned: the local cache is read, and a key not in it has every
 candidate benchmarked with triton.testing.do_bench, fastest wins; once `budget_s` is
-spent the remaining candidates are skipped (at least one is always measured).
+spent the remaining candidates are skipped (at least one is measured that ran).
 `force` overrides fields of the kernel's own choice (`gemmgate sweep`: one parameter
 across values); it wins over pins.
 
@@ -167,8 +167,10 @@ def tune(candidates: Sequence[TileConfig], bench: Callable[[TileConfig], float],
         raise ValueError("no candidate configs to tune")
     started, timings = clock(), {}
     best, best_ms = None, math.inf
+    # the budget stops the search once a tile ran: a first tile that failed (a held tile
+    # that no longer compiles) ended it with none (a review)
     for cfg in candidates:
-        if timings and clock() - started > budget_s:
+        if best is not None and clock() - started > budget_s:
             break
         ms = bench(cfg)  # inf: the config failed to compile or launch
         timings[config_name(cfg)] = ms if math.isfinite(ms) else None

@@ -204,3 +204,13 @@ def test_a_ci_over_block_medians_covers_the_median_where_one_over_every_call_doe
         rounds += lo <= 0.0 <= hi
     assert calls / trials < 0.75, calls / trials
     assert 0.92 <= rounds / trials <= 0.995, rounds / trials
+
+
+@pytest.mark.parametrize("xs", [[1.0, math.nan, 3.0, 2.0], [math.nan, 1.0, 3.0, 2.0],
+                                [3.0, 2.0, 1.0, math.nan]])
+def test_a_sample_with_a_nan_has_nan_quantiles_whatever_its_order(xs):
+    """sorted() leaves NaN where its comparisons happen to: the median was 1.5 or NaN by
+    the order, and the CI of [NaN, 1 x 9] (1, 1), "converged" (a review)."""
+    assert math.isnan(stats.median(xs)) and math.isnan(stats.quantile(xs, 0.1))
+    lo, hi = stats.median_ci([math.nan] + [1.0] * 9)
+    assert math.isnan(lo) and math.isnan(hi)

@@ -46,6 +46,18 @@ def test_tune_stops_when_the_budget_is_spent_but_measures_one():
     assert calls == [BIG, MID] and best == MID and len(timings) == 2
 
 
+def test_the_budget_stops_a_search_only_once_a_tile_ran():
+    """A first tile that failed after the budget was spent (a held tile that no longer
+    compiles) ended the search with none: "no candidate config ran" (a review)."""
+    ticks = iter([0.0, 12.0, 13.0, 14.0])
+    calls = []
+    best, timings = tuning.tune(CANDIDATES, fake_bench({BIG: math.inf, MID: 1.0, SMALL: 0.5},
+                                                       calls),
+                                budget_s=10, clock=lambda: next(ticks))
+    assert calls == [BIG, MID] and best == MID
+    assert timings == {"128x256x64 g8 s3 w8": None, "128x128x64 g8 s4 w4": 1.0}
+
+
 def test_a_tuned_choice_records_what_it_was_offered_and_whether_the_budget_cut_it(
         tmp_path, monkeypatch):
     ticks = iter([0.0, 5.0, 11.0, 12.0])
