@@ -47,7 +47,7 @@ from gemmgate.providers import (
 from gemmgate.results import REFERENCE, UNSUPPORTED, CaseResult, ProviderResult
 from gemmgate.shapes import Case
 from gemmgate.slowdown import slowed
-from gemmgate.timing import TimingPolicy, measure
+from gemmgate.timing import ProviderError, TimingPolicy, measure
 from gemmgate.tuning import Tuner
 
 
@@ -213,10 +213,15 @@ def _failed(name: str, e: BaseException, when: str = "") -> ProviderResult:
 def _measured(calls: dict, results: dict, policy: TimingPolicy, flush: int,
               device: str) -> dict:
     """`measure` of the checked calls. Where one raises while timed (a provider that fails
-    on a later call), each is timed alone once to find which: those fail this case
-    (`results` updated) and the others are timed without them; none found, it raises."""
+    on a later call), that one fails this case (`results` updated) and the others are
+    timed again without it (`ProviderError` names it; anything else raised, each is timed
+    alone once to find which; none found, it raises)."""
     try:
         return measure(calls, policy, flush_bytes=flush, device=device)
+    except ProviderError as e:
+        results[e.name] = _failed(e.name, e.error, "while timed: ")
+        rest = {n: c for n, c in calls.items() if n != e.name}
+        return _measured(rest, results, policy, flush, device) if rest else {}
     except (Exception, SystemExit) as first:
         quick = replace(policy, min_rounds=3, max_rounds=3, budget_s=0.05, warmup_s=0.0)
         bad = {}

@@ -129,6 +129,24 @@ def _order(names: list[str], rnd: int) -> list[str]:
     return turned if rnd % 2 == 0 else turned[::-1]
 
 
+class ProviderError(Exception):
+    """A provider's call raised while it was timed (warm-up, capture or a timed round):
+    `name` says whose, so the caller fails that provider alone. One that failed now and
+    then was not found again by timing each alone, and the whole case failed (exit 3; a
+    review). The try around each call costs nothing until it raises (Python >= 3.11)."""
+
+    def __init__(self, name: str, error: BaseException) -> None:
+        super().__init__(f"{name}: {type(error).__name__}: {error}")
+        self.name, self.error = name, error
+
+
+def _named(name: str, call: Callable[[], object]) -> object:
+    try:
+        return call()
+    except (Exception, SystemExit) as e:
+        raise ProviderError(name, e) from e
+
+
 def measure(fns: dict[str, Callable[[], object]], policy: TimingPolicy, *,
             flush_bytes: int, device: str = "cuda") -> dict[str, list[float]]:
     """Interleaved timing of zero-argument callables; returns milliseconds per provider,
@@ -149,9 +167,9 @@ def flush_buffer(flush_bytes: int, device: str = "cpu"):
 
 def _measure_wall(fns, policy, flush_bytes) -> dict[str, list[float]]:
     buf = flush_buffer(flush_bytes)
-    for fn in fns.values():
+    for name, fn in fns.items():
         for _ in range(policy.warmup):
-            fn()
+            _named(name, fn)
     samples: dict[str, list[float]] = {k: [] for k in fns}
     names = list(fns)
     started = time.perf_counter()
@@ -162,7 +180,10 @@ def _measure_wall(fns, policy, flush_bytes) -> dict[str, list[float]]:
                 if policy.flush:
                     buf.zero_()
                 t0 = time.perf_counter()
-                fns[name]()
+                try:
+                    fns[name]()
+                except (Exception, SystemExit) as e:
+                    raise ProviderError(name, e) from e
                 samples[name].append((time.perf_counter() - t0) * 1e3)
         rnd += 1
     return samples
@@ -291,10 +312,10 @@ def _warm(run: dict, buf, seconds: float) -> None:
 
     until = time.perf_counter() + seconds
     while True:
-        for call in run.values():
+        for name, call in run.items():
             if buf is not None:
                 buf.zero_()
-            call()
+            _named(name, call)
         torch.cuda.synchronize()
         if time.perf_counter() >= until:
             return
@@ -304,12 +325,13 @@ def _measure_device(fns, policy, flush_bytes, device) -> dict[str, list[float]]:
     import torch
 
     buf = flush_buffer(flush_bytes, device)
-    for fn in fns.values():
+    for name, fn in fns.items():
         for _ in range(policy.warmup):  # first call compiles and autotunes
-            fn()
+            _named(name, fn)
     torch.cuda.synchronize()
     eager = policy.method == "eager"
-    run = dict(fns) if eager else {k: graphed(f, policy.warmup) for k, f in fns.items()}
+    run = dict(fns) if eager else {k: _named(k, lambda f=f: graphed(f, policy.warmup))
+                                   for k, f in fns.items()}
     _warm(run, buf if policy.flush else None, policy.warmup_s)
     samples: dict[str, list[float]] = {k: [] for k in fns}
     names = list(fns)
@@ -336,7 +358,10 @@ def _measure_device(fns, policy, flush_bytes, device) -> dict[str, list[float]]:
                     if eager:
                         torch.cuda.synchronize()
                     start.record(stream)
-                    run[name]()
+                    try:
+                        run[name]()
+                    except (Exception, SystemExit) as e:
+                        raise ProviderError(name, e) from e
                     end.record(stream)
                     pending.append((name, start, end))
             rnd += 1

@@ -173,3 +173,14 @@ def sigterm_when_run_again(a, b, *, precision=None, out=None, scale_a=None, scal
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(60)
     return correct(a, b, precision=precision, out=out)
+
+
+FLAKY_N = []
+
+
+def now_and_then(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    """Right but on every 12th call: fails while timed, and seldom when timed alone."""
+    FLAKY_N.append(1)
+    if len(FLAKY_N) % 12 == 0:
+        raise RuntimeError(f"transient failure on call {len(FLAKY_N)}")
+    return correct(a, b, precision=precision, out=out)

@@ -239,6 +239,18 @@ def test_a_custom_provider_that_breaks_fails_its_case_not_the_run(custom, name, 
     assert r.gate_passed and r.ratio > 0 and not r.passed
 
 
+def test_a_provider_that_fails_now_and_then_while_timed_fails_alone(custom):
+    """One that raised on every 12th call was not found again by timing each provider
+    alone for 3 rounds, and the whole case failed, exit 3 (a review): the timing loop now
+    names the provider that raised."""
+    custom.FLAKY_N.clear()
+    ctx = _extras_ctx("custom_providers:now_and_then")
+    r = Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
+    p = r.providers["custom_providers:now_and_then"]
+    assert p.accuracy == "fail" and "while timed: RuntimeError: transient failure" in p.message
+    assert r.gate_passed and r.ratio > 0 and r.providers["triton"].samples_ms
+
+
 def test_inductor_on_the_cpu_is_unsupported_not_a_failure():
     ctx = _extras_ctx("inductor")
     r = Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
