@@ -56,8 +56,9 @@ def _run_args(p: argparse.ArgumentParser) -> None:
                    help="spread cases over these devices, one worker process each (e.g. 0,1)")
     _case_timeout_arg(p)
     p.add_argument("--retune", action="store_true",
-                   help="tune every Triton key afresh within the budget, ignoring pinned tiles "
-                        "(default: no tuning; the kernel's own dispatch, as a library call)")
+                   help="tune every Triton key afresh, ignoring pinned tiles, searching up to "
+                        "20 s a key (tuning.TuningSetup.budget_s; --budget is the timing's "
+                        "per case; default: no tuning, the kernel's own dispatch)")
 
 
 def _case_timeout_arg(p: argparse.ArgumentParser) -> None:

@@ -12,6 +12,7 @@ from gemmgate.precision import PrecisionMode
 from gemmgate.results import CaseResult
 from gemmgate.run import Runner, load_reference
 from gemmgate.shapes import Case
+from gemmgate.tuning import Tuner
 
 
 def run_cases(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]] | None = None,
@@ -27,7 +28,10 @@ def run_cases(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]] | Non
     for m in dict.fromkeys(m for m, _ in items):
         ctx.chip.require_mode(m.name)
     if len(ctx.devices) > 1:
-        load_reference(ctx)  # an unusable reference is a clear error here, not in a worker
+        # an unusable reference, tuning cache or pin file is a clear error here (exit 2);
+        # in a worker's start it was "a worker died", exit 3 (a review)
+        load_reference(ctx)
+        Tuner(ctx.tuning)
         return run_parallel(ctx, items, on_case)
     runner = Runner(ctx, last_words=last_words)
     out = []

@@ -11,6 +11,8 @@ import subprocess
 import time
 from dataclasses import replace
 
+import pytest
+
 from gemmgate import baselines
 from gemmgate.cli import main
 from gemmgate.compare import REGRESSED, UNCHANGED
@@ -107,6 +109,26 @@ def test_an_unusable_reference_on_several_devices_is_exit_2(tmp_path, monkeypatc
     assert main(["run", "--chip", "cpu", "--modes", "fp32", "--devices", "0,1",
                  "--ab-ref", "HEAD"]) == 2
     assert "has no choose= hook" in capsys.readouterr().err
+
+
+def test_an_unusable_tuning_cache_on_several_devices_is_a_tuning_error_not_a_dead_worker(
+        tmp_path):
+    """Read in each worker's start, an unusable tuning cache was "a worker process of
+    --devices 0,1 died", exit 3 (a review); one device: TuningError (exit 2), naming it.
+    (A search runs on a GPU only: here the context is given one on the CPU.)"""
+
+    from gemmgate.execute import run_cases
+    from gemmgate.tuning import TuningError
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "cpu.json").write_text("{ truncated")
+    for devices in ("0", "0,1"):
+        ctx = make_context(chip="cpu", shapes="16x16x16", modes="fp32", devices=devices,
+                           budget_s=0.1)
+        ctx = replace(ctx, tuning=replace(ctx.tuning, search=True, cache_dir=str(cache)))
+        with pytest.raises(TuningError, match="cpu.json"):
+            run_cases(ctx)
 
 
 def test_a_worker_that_dies_ends_the_run_with_a_measurement_error_and_no_worker_left():
