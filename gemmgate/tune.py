@@ -207,6 +207,16 @@ def incumbents(path: Path) -> tuple[tuple[str, tuple], ...]:
     return incumbents_of(_stale(path))
 
 
+def own_incumbents(path: Path) -> tuple[tuple[str, tuple], ...]:
+    """`incumbents_of` every entry of the table at `path`, stale or current (none where
+    there is no table yet)."""
+    from kernels import table_file
+
+    if not path.exists():
+        return ()
+    return incumbents_of(table_file.read_table(path)["entries"])
+
+
 def incumbents_of(entries: Sequence[dict]) -> tuple[tuple[str, tuple], ...]:
     """`incumbents` of any entries (a lent table's: `lent_table`)."""
     return tuple((f"{e['bucket']} | m{e['m']} n{e['n']} k{e['k']} ",
