@@ -48,7 +48,7 @@ from gemmgate.results import REFERENCE, UNSUPPORTED, CaseResult, ProviderResult
 from gemmgate.shapes import Case
 from gemmgate.slowdown import slowed
 from gemmgate.timing import ProviderError, TimingPolicy, measure
-from gemmgate.tuning import Tuner
+from gemmgate.tuning import Tuner, TuningError
 
 
 def case_seed(mode: str, case: Case) -> int:
@@ -200,6 +200,8 @@ def _check(name: str, build, inp, mode: PrecisionMode, ref, scale2: float = 0.0)
         acc: Accuracy = classify(measured, mode)
     except Unsupported as e:
         return None, ProviderResult(name, UNSUPPORTED, message=str(e))
+    except TuningError:   # the harness's tuning cache, not the kernel: no accuracy verdict
+        raise             # (a save another job's rewrite refused was Triton's "fail", exit 1)
     except (Exception, SystemExit) as e:   # a compile or launch error, a wrong output or
         return None, _failed(name, e)      # a provider's exit fails this case, not the run
     return call, ProviderResult(name, acc.status, acc.error, acc.message,

@@ -153,11 +153,14 @@ def save_cache(path: Path, chip_id: str, entries: dict[str, dict]) -> None:
     """Merge into the file as it is now, under a lock (workers of --devices save at once:
     unlocked, two processes saving 150 keys each kept 153 of 300), atomically. An
     unusable cache is TuningError, the file left as it is (its entries are not lost)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path) + ".lock", timeout=600):
-        merged = {**load_cache(path, chip_id), **entries}
-        write_json_atomic(path, {"schema": SCHEMA, "version": VERSION, "chip": chip_id,
-                                 "entries": merged})
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(path) + ".lock", timeout=600):
+            merged = {**load_cache(path, chip_id), **entries}
+            write_json_atomic(path, {"schema": SCHEMA, "version": VERSION, "chip": chip_id,
+                                     "entries": merged})
+    except OSError as e:   # (a full disk; a lock held past 10 minutes: filelock.Timeout)
+        raise TuningError(f"cannot save the tuning cache {path}: {e}") from None
 
 
 def tune(candidates: Sequence[TileConfig], bench: Callable[[TileConfig], float],

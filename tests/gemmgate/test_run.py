@@ -251,6 +251,28 @@ def test_a_provider_that_fails_now_and_then_while_timed_fails_alone(custom):
     assert r.gate_passed and r.ratio > 0 and r.providers["triton"].samples_ms
 
 
+def test_a_tuning_cache_that_cannot_be_saved_is_no_accuracy_verdict(tmp_path):
+    """A save of the tuning cache that failed inside the kernel's choose hook (another job
+    rewrote it as another schema, a full disk, a lock past 10 minutes) was Triton's
+    accuracy "fail", exit 1: a regression's code (a review). It is the cache's error."""
+    from gemmgate import run
+    from gemmgate.tuning import TuningError, save_cache
+
+    bad = tmp_path / "cpu.json"
+    bad.write_text(json.dumps({"schema": "gemmgate.tuning", "version": 2}))
+
+    def build(inp, mode):
+        save_cache(bad, "cpu", {"k": {}})   # what a search's choice ends in
+        raise AssertionError("not reached")
+
+    with pytest.raises(TuningError, match="cpu.json"):
+        run._check("triton", build, None, MODES["fp32"], None)
+    blocked = tmp_path / "file"
+    blocked.write_text("x")
+    with pytest.raises(TuningError, match="cannot save the tuning cache"):
+        save_cache(blocked / "cpu.json", "cpu", {"k": {}})   # its folder is a file
+
+
 def test_inductor_on_the_cpu_is_unsupported_not_a_failure():
     ctx = _extras_ctx("inductor")
     r = Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
