@@ -4,7 +4,7 @@ On a GPU a priming run goes first and is not recorded: it compiles every kernel 
 tunes (--retune) while the GPU idles between cases, and a run measured like that is
 unlike every later one (H200: it set a 5-run noise of 4-6% on 1024^3 cases whose checks
 then agreed within 1%). With --retune only the first process tunes; the others take its
-tiles from the local tuning cache. Every run gets the very same context otherwise
+tiles from a tuning cache of the calibration's own. Every run gets the very same context otherwise
 (devices, reference kernel, timing policy): it is pickled, not rebuilt from arguments.
 """
 
@@ -38,8 +38,12 @@ def fresh_runs(ctx: RunContext, runs: int, keep: Path | None = None,
         for i in range(-1 if prime else 0, runs):
             first = i == (-1 if prime else 0)
             tuning = ctx.tuning
-            if tuning.retune and not first:  # the first run tuned into the local cache:
-                # the others search it (a key found there is not tuned again)
+            if tuning.retune:   # a cache of this calibration's own: in the user's, shared
+                # by every job on the machine, another job's save swapped a recorded run's
+                # tiles, and its A/A noise held a tile change (a review)
+                tuning = replace(tuning, cache_dir=str(Path(tmp) / "tuning"))
+            if tuning.retune and not first:  # the first run tuned into that cache: the
+                # others search it (a key found there is not tuned again)
                 tuning = replace(tuning, retune=False, pins_from=None, search=True)
             label = "priming run (not recorded)" if i < 0 else f"calibration run {i + 1}/{runs}"
             if on_run:

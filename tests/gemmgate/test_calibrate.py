@@ -74,6 +74,10 @@ def test_one_process_per_run_all_with_the_same_context(cpu_ctx, processes, tmp_p
     assert [r.environment["process"] for r in records] == recorded
     assert labels[0] == ("priming run (not recorded)" if primed else "calibration run 1/3")
     assert labels[-1] == "calibration run 3/3"
+    own = processes[0].tuning.cache_dir   # with --retune, a cache of the calibration's
+    if retune:                              # own (the user's was shared by every job on
+        assert own and "gemmgate-cal-" in own   # the machine: another's save swapped a
+        ctx = replace(ctx, tuning=replace(ctx.tuning, cache_dir=own))   # run's tiles)
     later = replace(ctx, tuning=replace(ctx.tuning, retune=False, pins_from=None,
                                         search=True)) if retune else ctx
     assert processes == [ctx] + [later] * (len(processes) - 1)  # only the first retunes,
