@@ -56,6 +56,7 @@ class Errors:
     excess: float | None = None   # beyond the output's own rounding (16-bit outputs)
     block_excess: float | None = None   # the same in its worst block (recorded, not
     excess_where: str = ""              # judged: docs/PERF.md, session 70)
+    nonfinite: bool = False   # the output holds a NaN or an Inf
 
 
 @dataclass(frozen=True)
@@ -71,10 +72,12 @@ class Accuracy:
 
 def classify(error: float | Errors, mode: PrecisionMode) -> Accuracy:
     """The verdict on an output's error (a float: the whole output's alone)."""
-    e = error if isinstance(error, Errors) else Errors(error)
+    e = error if isinstance(error, Errors) else Errors(error,
+                                                        nonfinite=not math.isfinite(error))
     err = e.whole
-    if not math.isfinite(err):
-        return Accuracy(err, FAIL, "NaN/Inf in the output")
+    if not math.isfinite(err):   # else a finite output, nonzero where the product is zero
+        return Accuracy(err, FAIL, "NaN/Inf in the output" if e.nonfinite
+                        else "a nonzero output where the product is zero")
     if err > mode.bound:
         return Accuracy(err, FAIL, f"error {err:.2e} > bound {mode.bound:.0e}")
     if e.block > mode.bound:
@@ -142,7 +145,7 @@ def errors(out, ref, scale2: float = 0.0) -> Errors:
     if tuple(out.shape) != tuple(ref.shape):
         raise ValueError(f"output shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
     if not bool(torch.isfinite(out).all()):
-        return Errors(math.inf)
+        return Errors(math.inf, nonfinite=True)
     if out.dim() != 2:
         out, ref = out.reshape(1, -1), ref.reshape(1, -1)
     dtype, (m, n) = out.dtype, out.shape

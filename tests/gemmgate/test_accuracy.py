@@ -448,3 +448,20 @@ def test_an_honest_outputs_worst_tile_is_near_its_whole(mode):
         out = a @ b
     e = errors(out, a.double() @ b.double())
     assert e.block <= 1.1 * e.whole and classify(e, MODES[mode]).status == PASS
+
+
+def test_a_nonzero_output_where_the_product_is_zero_is_said_so_not_nan():
+    """A finite wrong output against an all-zero product (K = 0) was "NaN/Inf in the
+    output" (a review)."""
+    import torch
+
+    from gemmgate.accuracy import classify, errors
+    from gemmgate.precision import MODES
+
+    zero, one = torch.zeros(8, 8, dtype=torch.float64), torch.ones(8, 8, dtype=torch.float64)
+    got = classify(errors(torch.ones(8, 8), zero), MODES["fp32"])
+    assert got.status == "fail" and got.message == "a nonzero output where the product is zero"
+    for bad in (math.nan, math.inf):
+        got = classify(errors(torch.full((8, 8), bad), one), MODES["fp32"])
+        assert got.status == "fail" and got.message == "NaN/Inf in the output"
+    assert classify(errors(torch.zeros(8, 8), zero), MODES["fp32"]).status == "pass"
