@@ -493,3 +493,23 @@ def provider_cases(path: Path, label: str, provider: str) -> str:
                f"{geomean([float(r['ratio']) for r, _ in rows]):.3f} | "
                f"{geomean([x for _, x in rows]):.3f} |")
     return "\n".join(out)
+
+
+def block_excess(path: Path, label: str) -> str:
+    """Per mode of a run (cases.csv, `bx_`/`xs_` figures): the provider-cases with a block
+    excess, the largest (whose, where) beside that case's whole excess, and the largest
+    block-to-whole ratio."""
+    out = ["| mode | provider-cases | max block excess | where | its whole excess | "
+           "max block / whole |", "|---|---:|---:|---|---:|---:|"]
+    rows = [r for r in _rows(path) if r["label"] == label]
+    for mode, rs in _grouped(rows, lambda r: r["mode"]).items():
+        got = [(x[f"bx_{p}"], x.get(f"xs_{p}"), p, r["case"]) for r in rs
+               for x in (_extras(r["extra"]),) for p in ("triton", "vendor")
+               if f"bx_{p}" in x]
+        if not got:
+            continue
+        bx, xs, who, case = max(got)
+        ratio = max(b / w for b, w, _, _ in got if w)
+        out.append(f"| {mode} | {len(got)} | {bx:.2e} | {who} {case} | {_sci(xs)} | "
+                   f"{ratio:.1f} |")
+    return "\n".join(out)

@@ -48,6 +48,7 @@ from perf_formats import (  # noqa: E402
     accum_model,
     accum_table,
     baseline_tables,
+    block_excess,
     call_audit,
     call_audit_versions,
     errors_by_k,
@@ -93,6 +94,7 @@ G65 = RESULTS / "h100-2026-12-06-s65"
 G66 = RESULTS / "h100-2026-12-06-s66"
 G69 = RESULTS / "h100-2026-12-06-s69"
 G70 = RESULTS / "h100-2026-12-06-s70"
+G71 = RESULTS / "h200-2026-12-06-s71"
 _WS = "kernels.matmul_ws:mm_ws_"
 
 
@@ -299,6 +301,13 @@ TABLES: dict[str, Callable[[], str]] = {
         "pr (check, e673f38)": {m: (G70 / "cases.csv", "call3-h100-check-pr")
                                 for m in ALL_MODES}}, lowest=True),
     "s70-h100-eager-ab": lambda: runs_ab(G70 / "cases.csv", ("call1-h100-eager-ab",)),
+    "s71-h200-pr": lambda: targets_table({
+        "pr (check, e03afd6)": {m: (G71 / "cases.csv", "call1-h200-check-pr")
+                                for m in ALL_MODES}}, lowest=True),
+    "s71-h200-block-excess": lambda: block_excess(G71 / "cases.csv",
+                                                  "call2-h200-nightly-xs"),
+    "s71-h200-ab": lambda: runs_ab(G71 / "cases.csv", (
+        "call1-h200-eager-ab", "call2-h200-tb-fp32", "call2-h200-tb-fp8")),
 }
 
 

@@ -5,7 +5,8 @@
 One row per (label, mode, case): Triton and vendor TFLOP/s and the speed ratio (medians
 over the label's runs), the ratio against each extra provider (e.g. inductor) and, with
 an A/B reference, `ab` (the reference's time / Triton's: > 1, the current kernel is
-faster), `xs_NAME` (a provider's error beyond the output's own rounding, where recorded),
+faster), `xs_NAME` (a provider's error beyond the output's own rounding, where recorded;
+`bx_NAME` the same in the output's worst block),
 the tile
 that ran and Triton's accuracy. Rows are appended to OUT.csv's existing rows of other
 labels (a label given again replaces its rows). scripts/perf_tables.py reads the file.
@@ -41,6 +42,9 @@ def ab_of(case: dict, block: int = 1) -> float | None:
     return CaseResult.from_json(case, f"case {case.get('id')}", block).ab_median
 
 
+_SCI = ("xs_", "bx_")   # errors: written in e-notation, a zero kept
+
+
 def rows_of(label: str, paths: list[str]) -> list[dict]:
     by: dict[str, list[dict]] = {}
     abs_: dict[str, list[float | None]] = {}   # each run's A/B of the case (`ab_of`)
@@ -61,13 +65,16 @@ def rows_of(label: str, paths: list[str]) -> list[dict]:
         for name in ("triton", "vendor", "vendor_fast"):   # beyond the output's rounding
             if name in cs[0]["providers"]:                 # (16-bit outputs, session 58 on)
                 extra[f"xs_{name}"] = _median(c["providers"][name].get("excess") for c in cs)
+                bx = _median(c["providers"][name].get("block_excess") for c in cs)
+                if bx is not None:   # its worst block's (session 70 on)
+                    extra[f"bx_{name}"] = bx
         out.append({
             "label": label, "mode": cs[0]["mode"], "case": cid.split("-", 1)[1],
             "triton_tflops": f"{t:.1f}" if t else "", "vendor_tflops": f"{v:.1f}" if v else "",
             "ratio": f"{_median(c.get('ratio') for c in cs):.4f}" if cs[0].get("ratio") else "",
-            "extra": " ".join(f"{k}:{r:.2e}" if k.startswith("xs_") else f"{k}:{r:.4f}"
+            "extra": " ".join(f"{k}:{r:.2e}" if k.startswith(_SCI) else f"{k}:{r:.4f}"
                               for k, r in extra.items()
-                              if r or (r is not None and k.startswith("xs_"))),
+                              if r or (r is not None and k.startswith(_SCI))),
             "tile": cs[0]["telemetry"].get("triton_config", ""),
             "accuracy": cs[0]["providers"]["triton"]["accuracy"], "runs": len(cs)})
     return out

@@ -220,3 +220,15 @@ def test_provider_cases_gives_both_ratios_and_counts_the_faster(pf, tmp_path):
                          "| geomean (1 of 2 faster than inductor) | | | 0.949 | 0.990 |"]
     with pytest.raises(ValueError, match="no case labelled c7"):
         pf.provider_cases(path, "c7", "inductor")
+
+
+def test_block_excess_gives_each_modes_largest_block_and_its_whole(pf, tmp_path):
+    path = tmp_path / "cases.csv"
+    path.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
+                    "x,bf16,m1-n1-k1,1,1,1.0,xs_triton:2.00e-04 bx_triton:6.00e-04 "
+                    "xs_vendor:2.00e-04 bx_vendor:4.00e-04,t\n"
+                    "x,bf16,m2-n2-k2,1,1,1.0,xs_triton:1.00e-05 bx_triton:1.00e-04,t\n"
+                    "x,fp16,m1-n1-k1,1,1,1.0,xs_triton:1.00e-04,t\n"
+                    "y,bf16,m3-n3-k3,1,1,1.0,xs_triton:1.00e-04 bx_triton:9.00e-03,t\n")
+    lines = pf.block_excess(path, "x").splitlines()
+    assert lines[2:] == ["| bf16 | 3 | 6.00e-04 | triton m1-n1-k1 | 2.00e-04 | 10.0 |"]

@@ -60,3 +60,18 @@ def test_the_ab_is_the_gate_s_median_of_the_rounds_ratios(sr, tmp_path):
     assert sr.main([str(out), f"a={run}"]) == 0
     row = next(csv.DictReader(out.read_text().splitlines()))
     assert row["extra"].startswith("ab:1.2500")
+
+
+def test_a_providers_block_excess_is_kept_beside_its_whole_excess(sr, tmp_path):
+    """`bx_NAME`: the error beyond the output's rounding in its worst block (session 70
+    on), in e-notation as `xs_NAME`; none where the run did not record it."""
+    run = _run(tmp_path / "r.json", 0.9)
+    data = json.loads(run.read_text())
+    data["cases"][0]["providers"]["triton"].update(excess=2e-4, block_excess=6.5e-4)
+    run.write_text(json.dumps(data))
+    out = tmp_path / "cases.csv"
+    assert sr.main([str(out), f"a={run}"]) == 0
+    (row,) = csv.DictReader(out.open())
+    assert "xs_triton:2.00e-04" in row["extra"] and "bx_triton:6.50e-04" in row["extra"]
+    assert "bx_vendor" not in row["extra"]
+
