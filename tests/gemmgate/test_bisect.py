@@ -356,6 +356,19 @@ def test_names_the_planted_commit(planted, costed_timing, monkeypatch, tmp_path,
     assert f"step {PLANTED}: cost 3.0" in summary
 
 
+def _baseline_of(tmp_path, **provenance) -> Path:
+    """A cpu baseline of CASE (`baseline update` under the test's timing), its provenance
+    then set as `provenance` gives it (as if recorded at those commits)."""
+    (tmp_path / "shapes.csv").write_text("m,n,k\n16,16,16\n")
+    base = tmp_path / "b.json"
+    assert main(["baseline", "update", *FAST, "--modes", "fp32", "--shapes",
+                 str(tmp_path / "shapes.csv"), "--output", str(base)]) == 0
+    data = json.loads(base.read_text())
+    data["provenance"].update(dirty=False, **provenance)
+    base.write_text(json.dumps(data))
+    return base
+
+
 @needs_git
 def test_nightly_style_from_a_check_with_nothing_slower(planted, costed_timing, monkeypatch,
                                                         tmp_path, capsys):
@@ -363,13 +376,7 @@ def test_nightly_style_from_a_check_with_nothing_slower(planted, costed_timing, 
     the check's regressed ones; here the baseline's commit already had the slow kernel."""
     d, shas = planted
     monkeypatch.chdir(d)
-    (tmp_path / "shapes.csv").write_text("m,n,k\n16,16,16\n")
-    base = tmp_path / "b.json"
-    assert main(["baseline", "update", *FAST, "--modes", "fp32", "--shapes",
-                 str(tmp_path / "shapes.csv"), "--output", str(base)]) == 0
-    data = json.loads(base.read_text())
-    data["provenance"].update(commit=shas[PLANTED], dirty=False)   # as if recorded there
-    base.write_text(json.dumps(data))
+    base = _baseline_of(tmp_path, commit=shas[PLANTED])   # as if recorded there
     check = tmp_path / "check.json"
     check.write_text(json.dumps({"environment": {"chip": "cpu"}, "gate": {"verdicts": [
         {"id": CASE, "verdict": "regressed"}, {"id": "fp32-m64-n64-k64", "verdict": "unchanged"}
@@ -392,15 +399,8 @@ def test_good_baseline_is_where_every_case_was_measured(planted, costed_timing, 
     planted commit 6, and bisect said "clean" (a review). GOOD is their common ancestor."""
     d, shas = planted
     monkeypatch.chdir(d)
-    (tmp_path / "shapes.csv").write_text("m,n,k\n16,16,16\n")
-    base = tmp_path / "b.json"
-    assert main(["baseline", "update", *FAST, "--modes", "fp32", "--shapes",
-                 str(tmp_path / "shapes.csv"), "--output", str(base)]) == 0
-    data = json.loads(base.read_text())
-    data["provenance"].update(commit=shas[8], dirty=False, merged_from=None)
-    data["provenance"].update(kept_from=shas[2]) if how == "kept" else \
-        data["provenance"].update(merged_from=[shas[8], shas[2]])
-    base.write_text(json.dumps(data))
+    base = _baseline_of(tmp_path, commit=shas[8], **(
+        {"kept_from": shas[2]} if how == "kept" else {"merged_from": [shas[8], shas[2]]}))
     rc, data, _ = _bisect(tmp_path, "baseline", "HEAD", "--baseline", str(base), "--case", CASE)
     out, err = capsys.readouterr()
     assert rc == 0, out + err
@@ -415,14 +415,7 @@ def test_good_baseline_with_kept_cases_of_an_unrecorded_commit_is_refused(
     possibly past their culprit, unsaid (a review). Exit 2: name GOOD."""
     d, shas = planted
     monkeypatch.chdir(d)
-    (tmp_path / "shapes.csv").write_text("m,n,k\n16,16,16\n")
-    base = tmp_path / "b.json"
-    assert main(["baseline", "update", *FAST, "--modes", "fp32", "--shapes",
-                 str(tmp_path / "shapes.csv"), "--output", str(base)]) == 0
-    data = json.loads(base.read_text())
-    data["provenance"].update(commit=shas[8], dirty=False, merged_from=None,
-                              kept_from="2026-11-30T10:00:00+00:00")
-    base.write_text(json.dumps(data))
+    base = _baseline_of(tmp_path, commit=shas[8], kept_from="2026-11-30T10:00:00+00:00")
     capsys.readouterr()
     rc, _, _ = _bisect(tmp_path, "baseline", "HEAD", "--baseline", str(base), "--case", CASE)
     assert rc == 2
