@@ -69,13 +69,19 @@ MODES: dict[str, PrecisionMode] = {
         # most 4.07e-4 (8192 x 8192 x 28672, Triton and cuBLAS alike) over 211 cases each
         # (docs/results, sessions 60-66), and a sum kept in bf16 between K steps of 64 or 128
         # leaves >= 2.1e-3 from K = 128 on (CPU simulation, session 67), which the whole
-        # error (2.6e-3 at K = 253 against a 5e-3 band) passed. fp16 is not judged: its
-        # honest device figure reached 1.46e-4 and a sum kept in fp16 2.65e-4, too close.
+        # error (2.6e-3 at K = 253 against a 5e-3 band) passed. fp16's excess is not
+        # judged: its honest device figure reached 1.46e-4 and a sum kept in fp16 2.65e-4,
+        # too close. Its whole error is: an honest fp16 output's is its own rounding, no
+        # element's above the unit roundoff 2^-11 = 4.88e-4 (the fp32 sum adds ~1e-5), and
+        # measured 2.06e-4 to 2.10e-4 on every device case (H200: 119 provider-cases, K up
+        # to 28,672, session 71; the H100 and H200 baselines). 6e-4 is above any honest
+        # output's; a sum kept in fp16 passed 1e-3 on the CPU at K 16 and 32 (6.2e-4 and
+        # 8.4e-4, a review) and fails 6e-4 from there on.
         # fp8: Triton's fp8 dot on sm_90 sums in wgmma's fast accumulator, never promoted
         # (max_num_imprecise_acc_default 2**30): its error grows with K (4.9e-3 at 28,672).
         PrecisionMode("bf16", "bfloat16", "bfloat16", "ieee", False, 5e-3,
                       "reduced-precision accumulation", max_excess=1e-3),
-        PrecisionMode("fp16", "float16", "float16", "ieee", False, 1e-3,
+        PrecisionMode("fp16", "float16", "float16", "ieee", False, 6e-4,
                       "reduced-precision accumulation"),
         PrecisionMode("fp8", "float8_e4m3fn", "bfloat16", "ieee", False, 5e-3,
                       "reduced-precision accumulation", scaled=True),

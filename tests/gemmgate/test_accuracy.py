@@ -270,8 +270,12 @@ def test_an_accumulation_below_fp32_shows_as_excess_where_the_whole_error_does_n
     mode = replace(MODES["bf16" if dtype == torch.bfloat16 else "fp16"], max_excess=1e-4)
     assert classify(honest, mode).status == PASS
     acc16 = classify(short, mode)
-    assert acc16.status == DOWNGRADED and "accumulated below fp32" in acc16.message
-    assert classify(short, replace(mode, max_excess=None)).status == PASS   # not judged
+    # fp16 at K = 8192 fails its whole band too (6.3e-4 against 6e-4, session 71); else
+    # the excess alone is judged, and nothing without max_excess
+    whole = short.whole > mode.max_error
+    assert acc16.status == DOWNGRADED and (whole or "accumulated below fp32" in acc16.message)
+    assert classify(short, replace(mode, max_excess=None)).status == (
+        DOWNGRADED if whole else PASS)
 
 
 def test_excess_is_measured_for_16_bit_outputs_only():
@@ -297,7 +301,9 @@ def test_a_sum_rounded_to_the_output_type_each_k_block_shows_as_excess(mode, dty
     """Session 57's audit: these passed the whole-error band (3.5e-3 < 5e-3 in bf16,
     8.4e-4 < 1e-3 in fp16); their excess over the output's rounding is ~3.9e-3 / 8.7e-4.
     bf16 judges it at 1e-3 (session 67: the devices' honest figure at most 4.07e-4); fp16
-    does not yet (its honest 1.46e-4 is too near a downgrade's), a bound of 2.5e-4 would."""
+    does not (its honest 1.46e-4 is too near a downgrade's), a bound of 2.5e-4 would; its
+    whole error fails fp16's band since session 71 (6e-4: an honest output's is its own
+    rounding, 2.06e-4 to 2.10e-4 on every device case)."""
     from dataclasses import replace
 
     g = torch.Generator().manual_seed(k)
@@ -307,9 +313,10 @@ def test_a_sum_rounded_to_the_output_type_each_k_block_shows_as_excess(mode, dty
     for i in range(0, k, block):
         acc = (acc.float() + a[:, i:i + block].float() @ b[i:i + block].float()).to(dtype)
     e = errors(acc, a.double() @ b.double())
-    assert e.whole < MODES[mode].max_error                  # the whole error alone passed
-    assert e.excess > 8e-4
-    assert classify(e, MODES[mode]).status == (DOWNGRADED if mode == "bf16" else PASS)
+    assert e.whole < (5e-3 if mode == "bf16" else 1e-3)   # the whole error alone passed
+    assert e.excess > 8e-4                                # (fp16: its band until session 71)
+    assert classify(e, MODES[mode]).status == DOWNGRADED
+    assert (e.whole > MODES[mode].max_error) == (mode == "fp16")   # fp16: by its whole error
     assert classify(e, replace(MODES[mode], max_excess=2.5e-4)).status == DOWNGRADED
 
 
@@ -465,3 +472,27 @@ def test_a_nonzero_output_where_the_product_is_zero_is_said_so_not_nan():
         got = classify(errors(torch.full((8, 8), bad), one), MODES["fp32"])
         assert got.status == "fail" and got.message == "NaN/Inf in the output"
     assert classify(errors(torch.zeros(8, 8), zero), MODES["fp32"]).status == "pass"
+
+
+@pytest.mark.parametrize("m, n, k", [(16, 16, 16), (64, 48, 32), (64, 64, 256)])
+def test_an_fp16_sum_kept_in_fp16_is_downgraded_from_k_16(m, n, k):
+    """fp16's band was 1e-3, and a sum kept in fp16 after every K step passed it at K 16
+    and 32 on the CPU (6.2e-4, 8.4e-4; a review). An honest output's error is its own
+    rounding, at most 2^-11 an element (measured 2.06e-4 to 2.10e-4 on every device
+    case): 6e-4 passes every honest one and fails these."""
+    import torch
+
+    from gemmgate.accuracy import classify, errors
+    from gemmgate.inputs import make_inputs
+    from gemmgate.precision import MODES
+    from gemmgate.shapes import Case
+
+    mode = MODES["fp16"]
+    inp = make_inputs(Case(m, n, k), mode, "cpu")
+    ref = inp.a.double() @ inp.b.double()
+    honest = (inp.a.float() @ inp.b.float()).half()
+    kept = torch.zeros(m, n, dtype=torch.float16)
+    for i in range(k):   # the sum rounded to fp16 after each step
+        kept = (kept.float() + inp.a[:, i:i + 1].float() * inp.b[i:i + 1, :].float()).half()
+    assert classify(errors(honest, ref, inp.scale2()), mode).status == "pass"
+    assert classify(errors(kept, ref, inp.scale2()), mode).status == "downgraded"
