@@ -43,6 +43,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 # time (a function-level import would bind whatever package is `kernels` then: in an A/B
 # reference commit's package, this tree's)
 import kernels.matmul as _entry
+from kernels import dispatch
 from kernels.launch import Bound, Launch
 from kernels.matmul_tma import StagedC, num_sms, tma_form, unstager
 from kernels.past_n import b_extent
@@ -280,6 +281,10 @@ def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool
     elem = a.element_size()
     if not (a.shape[0] and a.shape[1] and b.shape[1]):   # a descriptor's box needs every
         return None   # extent positive (`tma_operands`; a `config=` of K = 0: a review)
+    if a.device.type in _DEVICES and dispatch.device_capability(a.device)[0] != 9:
+        return None   # wgmma and setmaxnreg are Hopper's: a `config=` tma_ws tile on an
+        # sm_80 or sm_100 GPU aborted the process in LLVM (a review); the dispatcher's own
+        # picks were gated so already (decide: cap[0] == 9). Meta: the chip stood in.
     if a.device.type not in _DEVICES or a.dtype not in _DTYPES or is_fp32 \
             or has_scale != (elem == 1) \
             or not fits(config, elem) or tma_form(a) is not False:   # (Triton's interpreter

@@ -259,3 +259,27 @@ def test_an_h100_plans_from_the_table_the_h200_lends_it(audit, mode, monkeypatch
     dispatch.reset()
     assert plans["nvidia-h100"].source == "table"
     assert plans["nvidia-h100"].pick == plans["nvidia-h200"].pick
+
+
+@pytest.mark.parametrize("capability, ws", [((9, 0), True), ((8, 0), False), ((10, 0), False)])
+def test_a_tma_ws_tile_given_on_a_gpu_that_is_not_hopper_runs_its_tma_form(
+        audit, monkeypatch, capability, ws):
+    """`config=` with a tma_ws tile on an sm_80 or sm_100 GPU aborted the process in LLVM
+    (wgmma, setmaxnreg: Hopper's), where the dispatcher's own picks were gated (a review):
+    the warp-specialized recipe is Hopper's only, and kernels.matmul runs the tile's `tma`
+    form elsewhere. Planned on meta tensors as the chip (nothing compiled)."""
+    import torch
+
+    from kernels import matmul_ws
+    from kernels.tile import TileConfig
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    a = torch.empty((256, 256), dtype=torch.bfloat16, device="meta")
+    out = torch.empty((256, 256), dtype=torch.bfloat16, device="meta")
+    cfg = TileConfig(128, 128, 64, 8, 3, 8, "tma_ws")
+    chip = audit.Target("NVIDIA X", capability, 132, 232448)
+    with audit.as_chip(chip, None):
+        got = matmul_ws.recipe(cfg, a, a, out, input_precision="ieee", is_fp32=False,
+                               has_scale=False)
+    assert (got is not None) is ws
+
