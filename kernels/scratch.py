@@ -58,7 +58,11 @@ class Scratch:
         kept = self._kept
         buf = kept.get(key)
         if buf is None:
-            buf = kept[key] = torch.empty(shape, dtype=dtype, device=device)
+            # a normal tensor even inside inference mode: kept past it, an inference one
+            # refused the torch copies into it outside (warmed up under inference_mode,
+            # then run under no_grad: a review)
+            with torch.inference_mode(False):
+                buf = kept[key] = torch.empty(shape, dtype=dtype, device=device)
             while len(kept) > self.entries:
                 self._views.pop(kept.popitem(last=False)[0], None)
         else:

@@ -111,3 +111,17 @@ def test_zeros_are_zeroed_when_made_then_kept_as_their_user_leaves_them():
     s.capturing = True
     fresh = s.zeros((4,), torch.int32, torch.device("cpu"), "locks")
     assert fresh is not locks and fresh.eq(0).all()
+
+
+def test_a_buffer_made_inside_inference_mode_is_written_outside_it():
+    """Kept past the call that made it: made an inference tensor inside inference_mode,
+    the torch copies into it (a re-pitched fp8 operand of 2 MiB or more) raised outside
+    ("Inplace update to inference tensor outside InferenceMode"; a review)."""
+    s = _Fake()
+    with torch.inference_mode():
+        made = s.empty((4, 8), torch.bfloat16, META, "a")
+    assert not made.is_inference()
+    again = s.empty((4, 8), torch.bfloat16, META, "a")
+    assert again is made
+    again[:2, :4].copy_(torch.ones(2, 4, dtype=torch.bfloat16, device=META))
+    again.zero_()
