@@ -47,7 +47,9 @@ def check_apart(spans: tuple[int, int, int], a, b, out, scale_a=None, scale_b=No
     for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
         # the kernels read a scale as each tile of out is stored (a scale inside out was
         # written over by the first tile: wrong values, no error; a review)
-        if s is not None and spans[2] and o <= s.data_ptr() < o + spans[2]:
+        # (any byte of it: one starting a byte before out ran into its first element)
+        if s is not None and spans[2] and s.data_ptr() < o + spans[2] \
+                and o < s.data_ptr() + s.element_size():
             raise ValueError(f"{name} lies inside out's memory: the kernels read it while "
                              "they write out; pass a scale of its own")
 
@@ -96,7 +98,7 @@ def check_call(a, b, precision, out, scale_a, scale_b) -> KernelMode:
         dense(name, x)
         not_negated(name, x)
     mode, out_dtype = mode_for(a.dtype, precision)
-    check_device(a.device, mode)  # not cached: on the CPU it reads TRITON_INTERPRET
+    check_device(a.device, mode, a.dtype)  # not cached: it reads TRITON_INTERPRET
     for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
         if s is not None and (not isinstance(s, torch.Tensor) or s.numel() != 1
                               or s.dtype != torch.float32 or s.device != a.device):
@@ -164,7 +166,8 @@ def mode_for(dtype: torch.dtype, precision: str | None) -> tuple[KernelMode, tor
     return mode, getattr(torch, mode.output_dtype)
 
 
-def check_device(device: torch.device, mode: KernelMode) -> None:
+def check_device(device: torch.device, mode: KernelMode,
+                 dtype: torch.dtype | None = None) -> None:
     if device.type == "meta" and dispatch.device_capability(device) == (0, 0):
         # meta tensors hold no data: only a planning tool that stands in a chip's facts
         # (scripts/call_audit.py) may call with them; a user's call crashed in Triton
@@ -181,6 +184,10 @@ def check_device(device: torch.device, mode: KernelMode) -> None:
         return
     if torch.version.hip is not None:
         return
+    if dtype == torch.float8_e4m3fnuz:   # AMD's fp8 format: on an NVIDIA GPU Triton
+        # refused it inside its compiler (a review)
+        raise ValueError("float8_e4m3fnuz is AMD's fp8 format (ROCm); on an NVIDIA GPU give "
+                         "float8_e4m3fn inputs")
     cc = dispatch.device_capability(device)
     need = mode.min_capability
     if cc < need:

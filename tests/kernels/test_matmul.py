@@ -557,6 +557,34 @@ def test_a_scale_inside_out_or_without_its_sign_is_refused():
     assert got is o and torch.allclose(o, 2 * (a @ b), rtol=1e-5, atol=1e-4)
 
 
+def test_a_scale_that_runs_into_out_is_refused():
+    """A 4-byte fp32 scale starting 2 bytes before a 2-byte out ran into out's first
+    element (fp8's layout: an fp32 scale beside a bf16 out): only its first byte was
+    looked for inside out, and the product read 2**25 (a review)."""
+    buf = torch.zeros(2 + 40 * 40, dtype=torch.float16)
+    out = buf[1:1601].view(40, 40)
+    scale = buf[0:2].view(torch.float32)
+    assert scale.data_ptr() < out.data_ptr() < scale.data_ptr() + 4
+    with pytest.raises(ValueError, match="scale_a lies inside out's memory"):
+        kernels.matmul(_t(40, 16).half(), _t(16, 40).half(), out=out, scale_a=scale)
+    apart = torch.zeros(4 + 40 * 40, dtype=torch.float16)   # ends where out starts: fine
+    kernels.matmul(_t(40, 16).half(), _t(16, 40).half(), out=apart[2:1602].view(40, 40),
+                   scale_a=apart[0:2].view(torch.float32).fill_(1.0))
+
+
+def test_amds_fp8_format_on_an_nvidia_gpu_is_refused_naming_it(monkeypatch):
+    """float8_e4m3fnuz passed the checks on NVIDIA and failed inside Triton's compiler (a
+    review): refused, naming the format (on a chip stood in for a planning tool)."""
+    from kernels import checks, dispatch
+    from kernels.modes import mode_named
+
+    monkeypatch.setattr(dispatch, "_device_info", lambda device: ((9, 0), 232448, "H200"))
+    monkeypatch.setattr(torch.version, "hip", None)
+    with pytest.raises(ValueError, match="float8_e4m3fnuz is AMD's fp8 format"):
+        checks.check_device(torch.device("meta"), mode_named("fp8"), torch.float8_e4m3fnuz)
+    checks.check_device(torch.device("meta"), mode_named("fp8"), torch.float8_e4m3fn)
+
+
 def test_a_lazy_negation_view_is_refused_not_read_without_its_sign():
     """The kernels read storage as it is: `a.conj().imag` of a complex tensor (a negation
     view) gave the product's negative (session 57)."""
