@@ -176,6 +176,9 @@ def check_device(device: torch.device, mode: KernelMode,
     if device.type == "cpu":
         if not dispatch.interpreting():
             raise ValueError("CPU tensors need the Triton interpreter (TRITON_INTERPRET=1)")
+        if not dispatch.kernels_interpreted():   # (a driver error, "0 active drivers")
+            raise ValueError("TRITON_INTERPRET=1 was set after `kernels` was imported: its "
+                             "kernels were made for a GPU; set it before the import")
         if mode.name in ("tf32", "tf32x3", "fp8"):
             raise ValueError(f"{mode.name} is not supported on cpu")
         if mode.name == "bf16":   # pinned in tests/kernels/test_interpreter_defects.py

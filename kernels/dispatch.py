@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass
 
 import torch
+import triton
 
 from kernels import table, ws_forms
 from kernels.configs import (
@@ -59,7 +60,23 @@ class Plan:
 
 
 def interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    """Whether TRITON_INTERPRET asks for the interpreter, read as Triton reads it ("false"
+    and "off" are off: it was on here, a review)."""
+    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
+    if runtime is not None and hasattr(runtime, "interpret"):
+        return bool(runtime.interpret)
+    return os.environ.get("TRITON_INTERPRET", "0").lower() not in ("", "0", "false", "off",
+                                                                   "no")
+
+
+def kernels_interpreted() -> bool:
+    """Whether the kernels were made for the interpreter: Triton decides at each
+    @triton.jit, when `kernels` is imported, not when TRITON_INTERPRET is read later."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from kernels import matmul_tiled
+
+    return isinstance(matmul_tiled._tiled_kernel, InterpretedFunction)
 
 
 @functools.cache

@@ -1,6 +1,7 @@
 """kernels/checks.py: the call contract's pure parts (the operand checks themselves run
 through kernels.matmul in tests/kernels/test_matmul.py)."""
 
+import pytest
 import torch
 
 from kernels.checks import rows_apart
@@ -46,3 +47,27 @@ def test_rows_apart_never_calls_views_that_share_a_byte_apart():
             apart += 1
             assert not (bytes_of(x) & bytes_of(y)), (x.shape, x.stride(), y.shape, y.stride())
     assert apart > 100                                           # the test reaches the case
+
+
+@pytest.mark.parametrize("later, said", [
+    ("1", "TRITON_INTERPRET=1 was set after `kernels` was imported"),
+    ("false", "CPU tensors need the Triton interpreter")])
+def test_the_interpreter_is_asked_as_the_kernels_were_made(later, said):
+    """TRITON_INTERPRET set after the import (Triton decides at each @triton.jit), or set
+    to "false" (off, as Triton reads it): a CPU call ended in "0 active drivers" (a
+    review)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import os, torch, kernels\n"
+            f"os.environ['TRITON_INTERPRET'] = {later!r}\n"
+            "try:\n"
+            "    kernels.matmul(torch.ones(4, 4), torch.ones(4, 4))\n"
+            "except ValueError as e:\n"
+            "    print('said:', e)\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=Path(__file__).resolve().parents[2], timeout=120)
+    assert f"said: {said}" in out.stdout, out.stdout + out.stderr

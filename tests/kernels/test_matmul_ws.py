@@ -269,10 +269,13 @@ def test_a_bound_launch_passes_the_scales_where_the_kernel_takes_them():
 def test_meta_tensors_plan_as_cuda_ones_and_cpu_ones_take_the_tma_form(monkeypatch):
     """`recipe` makes the warp-specialized launch for meta tensors (scripts/call_audit.py
     compiles what a call would launch; nothing runs on them), and none for CPU tensors
-    (the interpreter runs no Gluon: kernels.matmul then runs the tile's `tma` form)."""
+    (the interpreter runs no Gluon: kernels.matmul then runs the tile's `tma` form). The
+    meta device stands in a Hopper chip, as the planning tools do (`as_chip`)."""
+    from kernels import dispatch
     from kernels.tile import TileConfig
 
     monkeypatch.setattr(ws, "num_sms", lambda device: 132)
+    monkeypatch.setattr(dispatch, "_device_info", lambda device: ((9, 0), 232448, "H200"))
     cfg = TileConfig(128, 128, 64, 8, 5, 8, "tma_ws")
     flags = dict(input_precision="ieee", is_fp32=False, has_scale=False)
 
