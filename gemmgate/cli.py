@@ -10,14 +10,13 @@ import argparse
 import os
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 
 from rich.console import Console
 from rich.markup import escape
 
 from gemmgate.compare import DEFAULT_FLOOR
-from gemmgate.context import MeasurementError
+from gemmgate.context import MAX_LIMIT_S, MeasurementError
 from gemmgate.deadline import DEFAULT_LIMIT_S
 from gemmgate.precision import MODE_NAMES
 from gemmgate.shapes import SETS
@@ -74,9 +73,9 @@ def _seconds(text: str) -> float:
         x = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 <= x < threading.TIMEOUT_MAX:   # (a wait past it overflows: no limit at all)
-        raise argparse.ArgumentTypeError(f"{text!r}: give seconds >= 0 and below "
-                                         f"{threading.TIMEOUT_MAX:.3g} (0: no limit)")
+    if not 0 <= x <= MAX_LIMIT_S:
+        raise argparse.ArgumentTypeError(f"{text!r}: give seconds >= 0 and up to "
+                                         f"{MAX_LIMIT_S:.0e} (0: no limit)")
     return x
 
 

@@ -62,7 +62,7 @@ def _alarm_armed(seconds: float) -> bool:
     process) stands: not on Windows, not where a handler (pytest-timeout's) took it."""
     if not hasattr(signal, "alarm") or signal.getsignal(signal.SIGALRM) != signal.SIG_DFL:
         return False
-    signal.alarm(max(1, math.ceil(seconds)))
+    signal.alarm(min(max(1, math.ceil(seconds)), 2**31 - 1))   # (a C int's largest)
     return True
 
 

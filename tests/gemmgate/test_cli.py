@@ -291,6 +291,9 @@ def test_a_provider_that_hangs_stops_the_run_at_the_case_time_limit(monkeypatch,
     assert "--case-timeout: '-1': give seconds >= 0" in capsys.readouterr().err
     assert main(["run", "--chip", "cpu", "--case-timeout", "inf"]) == 2
     assert main(["run", "--chip", "cpu", "--case-timeout", "1e10"]) == 2   # past TIMEOUT_MAX
+    for past_an_alarm in ("5e9", "2.2e9"):   # an OverflowError traceback, exit 1 (a review)
+        assert main(["run", "--chip", "cpu", "--case-timeout", past_an_alarm]) == 2
+        assert "give seconds >= 0 and up to 1e+09" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv", [
