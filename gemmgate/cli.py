@@ -150,7 +150,7 @@ def _check_parser(sub) -> None:
                        help=f"smallest relative change ever flagged (default {DEFAULT_FLOOR})")
     check.add_argument("--no-remeasure", action="store_true",
                        help="report suspected regressions without measuring them again")
-    check.add_argument("--summary", metavar="PATH", default=os.environ.get("GITHUB_STEP_SUMMARY"),
+    check.add_argument("--summary", metavar="PATH", default=_step_summary(),
                        help="append the Markdown summary here (default: $GITHUB_STEP_SUMMARY)")
     _ab_arg(check, "; 'baseline' means the baseline's commit")
     check.add_argument("--inject-slowdown", type=float, default=0.0, metavar="F",
@@ -223,7 +223,7 @@ def _bisect_parser(sub) -> None:
     _json_arg(b)
     b.add_argument("--floor", type=float, default=DEFAULT_FLOOR,
                    help=f"smallest A/B slowdown called a regression (default {DEFAULT_FLOOR})")
-    b.add_argument("--summary", metavar="PATH", default=os.environ.get("GITHUB_STEP_SUMMARY"),
+    b.add_argument("--summary", metavar="PATH", default=_step_summary(),
                    help="append the Markdown summary here (default: $GITHUB_STEP_SUMMARY)")
 
 
@@ -273,11 +273,18 @@ def _tune_parser(sub) -> None:
                    help="retune only the table's entries tuned on other kernel source")
 
 
+def _step_summary() -> str | None:
+    """$GITHUB_STEP_SUMMARY, set and not empty: empty, check said "--summary is an empty
+    path", an option never given (a review)."""
+    return os.environ.get("GITHUB_STEP_SUMMARY") or None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    console = Console()
+    # emoji=False: rich made ":a:" in a message (`--providers mod:a`) an emoji (a review)
+    console = Console(emoji=False)
     if not console.is_terminal:  # CI logs: wide enough that tables do not fold
-        console = Console(width=160)
-    err = Console(stderr=True, soft_wrap=True)
+        console = Console(width=160, emoji=False)
+    err = Console(stderr=True, soft_wrap=True, emoji=False)
     try:
         with StopOnSigterm():
             args = build_parser().parse_args(argv)

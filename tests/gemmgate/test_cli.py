@@ -355,3 +355,21 @@ def test_an_inline_list_past_the_file_name_limit_is_read_as_shapes(tmp_path):
     text = ",".join(f"{4096 + i}x{4096 + i}x{4096 + i}-rr" for i in range(29))
     assert len(text) > 255 and shapes_file(text) == (None, "--shapes")
     check_outputs((str(tmp_path / "run.json"), "--json"), inputs=(shapes_file(text),))
+
+
+def test_an_empty_step_summary_variable_is_no_summary_path(monkeypatch):
+    """GITHUB_STEP_SUMMARY set but empty: check said "--summary is an empty path", an
+    option the user never gave (a review). Read as unset."""
+    from gemmgate.cli import build_parser
+
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", "")
+    args = build_parser().parse_args(["check", "--chip", "cpu"])
+    assert args.summary is None
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", "/tmp/s.md")
+    assert build_parser().parse_args(["check", "--chip", "cpu"]).summary == "/tmp/s.md"
+
+
+def test_a_colon_name_in_a_message_is_printed_as_written(capsys):
+    """rich made ':x:' an emoji: "'❌' is not a case" (a review)."""
+    assert main(["run", "--chip", "cpu", "--shapes", "16x16x16,:x:"]) == 2
+    assert "':x:' is not a case" in capsys.readouterr().err
