@@ -188,6 +188,9 @@ def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
             break
         name = f"check_{i}_{level:g}"
         path, log = out / f"{name}.json", out / f"{name}.txt"
+        # an earlier run's file there, kept where this check wrote none (a traceback, exit
+        # 1), was counted as this trial's (a review): only what this check writes counts
+        path.unlink(missing_ok=True)
         with open(log, "w") as f:
             proc = subprocess.run([sys.executable, "-m", "gemmgate", "check", *check_args,
                                    "--inject-slowdown", str(level), "--json", str(path)],

@@ -146,6 +146,28 @@ def test_a_child_check_that_does_not_judge_is_exit_2_naming_its_log(tmp_path, mo
     assert "failed with exit 3" in err and "o[/]" in err and "Traceback" not in err
 
 
+def test_a_child_that_writes_no_json_is_not_counted_by_an_earlier_runs_file(
+        tmp_path, monkeypatch, synthetic_record, capsys):
+    """A check that exits 1 without writing its JSON (a traceback) left an earlier run's
+    check_1_0.json in --out counted as this trial's, rc 0 (a review)."""
+    from gemmgate.shapes import Case
+
+    base = tmp_path / "b.json"
+    (tmp_path / "s.csv").write_text("m,n,k\n32,32,32\n")
+    assert main(["baseline", "update", "--chip", "cpu", "--modes", "fp32", "--budget", "0.1",
+                 "--shapes", str(tmp_path / "s.csv"), "--output", str(base)]) == 0
+    out = tmp_path / "t"
+    out.mkdir()
+    old = synthetic_record([("fp32", Case(32, 32, 32))])
+    (out / "check_1_0.json").write_text(json.dumps(old.to_json()))   # an earlier run's
+    monkeypatch.setattr(trials.subprocess, "run",
+                        lambda cmd, stdout=None, stderr=None, env=None:
+                        subprocess.CompletedProcess(cmd, 1))   # wrote nothing
+    assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--baseline", str(base),
+                 "--levels", "0", "--out", str(out)]) == 3
+    assert "trial 1 (slowdown 0) failed with exit 1" in capsys.readouterr().err
+
+
 def test_the_summaries_kept_in_the_repository_give_the_same_power(tmp_path):
     """docs/results keeps checks_summary.csv and cases_summary.csv, not every case check:
     the power counts from them must equal those from the full rows."""
