@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gemmgate import stats
 from gemmgate.accuracy import FAIL, PASS
+from gemmgate.case import MAX_DIM
 from gemmgate.files import read_text
 from gemmgate.precision import MODES
 from gemmgate.shapes import Case
@@ -273,7 +274,6 @@ class RunRecord:
 # a commit of 7 raised a bare TypeError in a merge, naming the output file; a review)
 _ENV_STRINGS = ("chip", "commit", "date", "host", "timing", "run_id", "device_name")
 
-MAX_DIM = 2**40   # past any GEMM a chip holds (a dimension of 10**400 overflowed the plots)
 
 
 def case_from_json(d: dict, where: str) -> Case:

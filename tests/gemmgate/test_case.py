@@ -43,3 +43,23 @@ def test_case_validation(args, match):
 def test_a_cases_key_in_a_mode_is_the_mode_then_its_id():
     assert Case(64, 64, 64).key("fp32") == "fp32-m64-n64-k64"
     assert Case(64, 64, 64, "cr", 3).key("bf16") == "bf16-m64-n64-k64-cr+p3"
+
+
+def test_a_dimension_past_any_chips_gemm_is_refused_before_measuring(tmp_path, capsys):
+    """0 x 0 x 10**20 passed the memory check (its operands hold no bytes), then failed
+    inside torch: exit 3, a C++ stack dump, and the --json there replaced (a review)."""
+    import pytest
+
+    from gemmgate.case import MAX_DIM, Case
+    from gemmgate.cli import main
+
+    with pytest.raises(ValueError, match=r"a dimension of 2\*\*40 or more"):
+        Case(0, 0, MAX_DIM)
+    with pytest.raises(ValueError, match=r"a dimension of 2\*\*40 or more"):
+        Case(1, 1, 1, "rr", MAX_DIM)
+    kept = tmp_path / "keep.json"
+    kept.write_text('{"keep": 1}')
+    assert main(["run", "--chip", "cpu", "--shapes", "0x0x99999999999999999999",
+                 "--json", str(kept)]) == 2
+    assert "a dimension of 2**40 or more" in capsys.readouterr().err
+    assert kept.read_text() == '{"keep": 1}'
