@@ -128,8 +128,28 @@ def _yaml_rows(text: str, p: Path) -> list[tuple[object, int | None]]:
         item = items[i - 1] if i <= len(items) else None
         if isinstance(entry, dict) and isinstance(item, yaml.MappingNode):
             _check_yaml_keys(item, p, i)
+            entry = _as_written(entry, item, p, i)
         rows.append((entry, item.start_mark.line + 1 if item is not None else None))
     return rows
+
+
+def _as_written(entry: dict, item, p: Path, i: int) -> dict:
+    """A YAML case's dimensions as their text (then read as the CSV's, ASCII digits
+    only): YAML 1.1 read `016` as octal 14 and `1:00` as 60, and the wrong shape was
+    measured (a review); a layout that YAML typed (`0`, `false`) is refused, not `rr`."""
+    import yaml
+
+    out = dict(entry)
+    for key, value in item.value:
+        name = str(key.value).strip().lower()
+        if key.value not in out or out[key.value] is None:
+            continue
+        if name in ("m", "n", "k", "pad") and isinstance(value, yaml.ScalarNode):
+            out[key.value] = value.value
+        elif name == "layout" and not isinstance(out[key.value], str):
+            raise InputError(f"{p}:{key.start_mark.line + 1}: case {i}: layout must be text "
+                             f"such as rr or cr, got {value.value!r}")
+    return out
 
 
 def _check_yaml_keys(item, p: Path, i: int) -> None:

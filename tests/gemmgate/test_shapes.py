@@ -155,7 +155,7 @@ def test_yaml_unknown_key_names_the_line(tmp_path):
     ("cases:\n  - {m: 1, n: 2, k: 3, dtype: bf16}\n", ":2: case 1 has unknown key 'dtype'"),
     ("- {m: 1, n: 2, k: 3, M: 4}\n", ":1: case 1 gives 'm' twice"),
     ("- {m: 1, n: 2, k: null}\n", ":1: case 1 has no value for 'k'"),
-    ("- {m: 1, n: 2, k: true}\n", ":1: case 1: k must be a whole number, got True"),
+    ("- {m: 1, n: 2, k: true}\n", ":1: case 1: k must be a whole number, got 'true'"),
 ])
 def test_yaml_mistakes_name_the_line(tmp_path, text, match):
     p = _write(tmp_path, "s.yaml", text)
@@ -267,3 +267,21 @@ def test_a_layout_in_capitals_reads_alike_inline_and_in_a_file(tmp_path):
     f.write_text("m,n,k,layout\n16,16,16,RC\n")
     assert load_shape_file(f) == parse_inline("16x16x16-RC") == (Case(16, 16, 16, "rc"),)
     assert parse_inline("\u0661\u0666x16x16") is None    # not ASCII digits: not a shape
+
+
+@pytest.mark.parametrize("text, said", [
+    ("- {m: 016, n: 16, k: 1:00}\n", "k must be a whole number, got '1:00'"),
+    ("- {m: 0x10, n: 16, k: 16}\n", "m must be a whole number, got '0x10'"),
+    ("- {m: 1_6, n: 16, k: 16}\n", "m must be a whole number, got '1_6'"),
+    ("- {m: 16, n: 16, k: 16, layout: false}\n", "layout must be text"),
+    ("- {m: 16, n: 16, k: 16, layout: 0}\n", "layout must be text")])
+def test_a_yaml_case_is_read_as_written_not_as_yaml_types_it(tmp_path, text, said):
+    """YAML 1.1 read `016` as octal 14 and `1:00` as 60 (m14-n16-k60 ran, exit 0), and a
+    layout of `0` or `false` ran as rr (a review): dimensions are read as the CSV reads
+    them, ASCII digits, and a layout must be text."""
+    f = tmp_path / "s.yaml"
+    f.write_text(text)
+    with pytest.raises(InputError, match=re.escape(said)):
+        load_shape_file(f)
+    f.write_text("- {m: 016, n: 16, k: 16, pad: null, layout: null}\n")
+    assert load_shape_file(f) == (Case(16, 16, 16),)
