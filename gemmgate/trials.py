@@ -24,6 +24,7 @@ from pathlib import Path
 
 from gemmgate import stats
 from gemmgate.baseline_schema import Baseline
+from gemmgate.baselines import MEASURED_BY, measured
 from gemmgate.compare import DEFAULT_FLOOR, is_floor
 from gemmgate.files import read_text, write_text_atomic
 from gemmgate.gate import compare_run
@@ -224,6 +225,35 @@ def _recorded_floor(gate_rec: dict, path) -> float:
     return float(x)
 
 
+def _check_gate_record(gate: object, path) -> None:
+    """The recorded `gate` fields the rows read: an object, its ab_ref text, its injected
+    slowdown a number from 0 to 10 (a hand-edited file was a traceback, exit 1, or a row
+    of -500%; a review)."""
+    if not isinstance(gate, dict):
+        raise ValueError(f"{path}: gate is {type(gate).__name__}, not an object")
+    ref = gate.get("ab_ref")
+    if ref is not None and not isinstance(ref, str):
+        raise ValueError(f"{path}: gate.ab_ref is {ref!r}, not a commit")
+    x = gate.get("inject_slowdown", 0.0)
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= 10:
+        raise ValueError(f"{path}: gate.inject_slowdown is {x!r}, not a number from 0 to 10")
+
+
+def _timed_as(env: dict, provenance: dict, path) -> None:
+    """A recorded check timed otherwise than the baseline (another method, --block, or
+    operand copies per call) is refused: judged against it, its figures read as speed-ups
+    of 81x and 129x, unsaid, where `check` warns and `baseline merge` refuses (a review)."""
+    for key, what in MEASURED_BY:
+        was, now = measured(provenance, key), measured(env, key)
+        if was is not None and now is not None and was != now:
+            raise ValueError(f"{path} was timed with {what} {now}, the baseline with {was}: "
+                             "its figures are not the baseline's; rejudge it against a "
+                             "baseline timed alike")
+    if env.get("copies") == "per-call":
+        raise ValueError(f"{path} was timed with --copies per-call, the baseline with kept "
+                         "copies: its figures are not the baseline's")
+
+
 def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
             floor: float | None = None) -> list[dict]:
     """Recorded checks (`check --json`, or plain `run --json` files) judged again against
@@ -255,6 +285,8 @@ def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
         # a plain run (no gate record): its own injected slowdown, no A/B reference
         gate_rec = data.get("gate") or {
             "inject_slowdown": rec.environment.get("inject_slowdown") or 0.0}
+        _check_gate_record(gate_rec, p)
+        _timed_as(rec.environment, baseline.provenance, p)
         fl = floor if floor is not None else _recorded_floor(gate_rec, p)
         gate = compare_run(rec.cases, baseline, fl, rec.environment)
         data["gate"] = {**gate_rec, "failed": gate.failed,

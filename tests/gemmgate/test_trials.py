@@ -369,3 +369,32 @@ def test_checks_csv_is_rewritten_whole_or_not_at_all(tmp_path):
         trials.write_csv(path, rows())
     assert path.read_text() == before
     assert [p.name for p in tmp_path.iterdir()] == ["checks.csv"]   # no temp file left
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda d: d.update(gate="x"), "gate is str, not an object"),
+    (lambda d: d["gate"].update(ab_ref=5), "gate.ab_ref is 5, not a commit"),
+    (lambda d: d["gate"].update(inject_slowdown="abc"), "gate.inject_slowdown is 'abc'"),
+    (lambda d: d["gate"].update(inject_slowdown=-5), "gate.inject_slowdown is -5"),
+    (lambda d: d["environment"].update(block=3), "was timed with --block 3, the baseline"),
+    (lambda d: d["environment"].update(copies="per-call"), "was timed with --copies per-call"),
+])
+def test_rejudge_refuses_a_record_it_cannot_judge_naming_it(tmp_path, synthetic_record,
+                                                            capsys, edit, said):
+    """A hand-edited gate was a traceback (exit 1) or a row of -500%; a check timed at
+    --block 3 or with per-call copies was judged against a block-1, kept-copies baseline
+    as speed-ups of 81x and 129x, unsaid (a review)."""
+    from gemmgate import baselines as bl
+
+    rec = synthetic_record([("fp32", A), ("fp32", B)])
+    path = tmp_path / "base.json"
+    bl.save(path, bl.build([rec], "cpu", "test"))
+    data = _check_json(rec, {}, 0.0)
+    edit(data)
+    check = tmp_path / "g" / "check_1_0.json"
+    check.parent.mkdir()
+    check.write_text(json.dumps(data))
+    assert main(["trials", "--rejudge", str(check), "--baseline", str(path),
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.replace("\n", "")
+    assert said in err and "Traceback" not in err
