@@ -4,6 +4,7 @@ running with a progress bar."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -213,13 +214,38 @@ def keep_partial(e: MeasurementError, path: str | None, err: Console) -> None:
     write_partial(path, getattr(e, "partial", None), lambda text: err.print(escape(text)))
 
 
+def provider_files(args) -> list[tuple[str, str]]:
+    """(file, option) of each `module:function` provider's module, an input an output
+    must not name: `--json prov.py` wrote the run over the provider's source (a review).
+    Where the module is not found here, nothing: its import is the error then."""
+    import importlib.util
+
+    out = []
+    for name in (getattr(args, "providers", None) or "").split(","):
+        module = name.strip().partition(":")[0]
+        if ":" not in name or not module:
+            continue
+        if os.getcwd() not in sys.path:   # as load_function finds it
+            sys.path.append(os.getcwd())
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.origin and Path(spec.origin).is_file():
+            out.append((spec.origin, f"--providers {name.strip()}"))
+    return out
+
+
 def run_command(args, console: Console, err: Console) -> int:
     if args.pin_tiles is not None:   # a baseline file of this chip, checked before any work
         if not Path(args.pin_tiles).is_file():
-            raise ValueError(f"--pin-tiles {args.pin_tiles}: no such file")
+            raise ValueError(f"--pin-tiles {args.pin_tiles}: "
+                             + ("a directory, not a baseline file"
+                                if Path(args.pin_tiles).is_dir() else "no such file"))
         baseline_schema.load(args.pin_tiles, select_chip(args.chip).chip.id)
     check_outputs((args.json, "--json"), inputs=((args.pin_tiles, "--pin-tiles"),
-                                                 shapes_file(args.shapes)))
+                                                 shapes_file(args.shapes),
+                                                 *provider_files(args)))
     ref = resolve(args.ab_ref) if args.ab_ref else None
     ctx = context_from_args(args, pins_from=args.pin_tiles, reference=ref)
     try:

@@ -373,3 +373,20 @@ def test_a_colon_name_in_a_message_is_printed_as_written(capsys):
     """rich made ':x:' an emoji: "'❌' is not a case" (a review)."""
     assert main(["run", "--chip", "cpu", "--shapes", "16x16x16,:x:"]) == 2
     assert "':x:' is not a case" in capsys.readouterr().err
+
+
+def test_json_over_a_custom_providers_source_is_refused(tmp_path, monkeypatch, capsys):
+    """`--json prov.py` wrote the run over the provider's own source (a review)."""
+    (tmp_path / "prov_s71.py").write_text(
+        "def good(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):\n"
+        "    return out.copy_(a.double() @ b.double())\n")
+    monkeypatch.chdir(tmp_path)
+    before = (tmp_path / "prov_s71.py").read_text()
+    assert main(["run", "--chip", "cpu", "--modes", "fp32", "--shapes", "16x16x16",
+                 "--providers", "triton,vendor,prov_s71:good", "--json", "prov_s71.py"]) == 2
+    assert "--json prov_s71.py is also --providers prov_s71:good" in \
+        capsys.readouterr().err.replace("\n", "")
+    assert (tmp_path / "prov_s71.py").read_text() == before
+    (tmp_path / "d").mkdir()
+    assert main(["run", "--chip", "cpu", "--pin-tiles", "d"]) == 2
+    assert "--pin-tiles d: a directory, not a baseline file" in capsys.readouterr().err
