@@ -222,10 +222,11 @@ _INLINE_CASE = re.compile(SHAPE_TEXT + r"(?:-([a-z]{2}))?(?:\+p([0-9]+))?", re.I
 def parse_inline(spec: str) -> tuple[Case, ...] | None:
     """The cases of an inline list, `MxNxK[-LAYOUT][+pPAD]` comma-separated (the form
     scripts/device/tiles.py prints: 4096x4096x4096,1000x1000x1000-rc,64x64x64+p8), or None
-    where `spec` does not start as one (a set name, a path). InputError naming the item
-    where one is not a case."""
+    where no item is one (a set name, a path). InputError naming the item where one is
+    not a case."""
     items = [item.strip() for item in spec.split(",")]
-    if not _INLINE_CASE.match(items[0]):
+    # any item: `16x16,32x32x32` was an "unknown shape set", its bad item unnamed (a review)
+    if not any(_INLINE_CASE.match(item) for item in items):
         return None
     cases = []
     for item in items:

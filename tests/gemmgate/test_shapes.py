@@ -285,3 +285,10 @@ def test_a_yaml_case_is_read_as_written_not_as_yaml_types_it(tmp_path, text, sai
         load_shape_file(f)
     f.write_text("- {m: 016, n: 16, k: 16, pad: null, layout: null}\n")
     assert load_shape_file(f) == (Case(16, 16, 16),)
+
+
+@pytest.mark.parametrize("spec, bad", [("16x16,32x32x32", "16x16"), (",16x16x16", "")])
+def test_an_inline_list_names_its_bad_item_wherever_it_is(spec, bad):
+    """A first item that is no case made the list an "unknown shape set" (a review)."""
+    with pytest.raises(InputError, match=re.escape(f"{bad!r} is not a case")):
+        parse_inline(spec)
