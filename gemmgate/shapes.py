@@ -51,12 +51,14 @@ def load_shape_file(path: str | Path) -> tuple[Case, ...]:
 
 
 def _blank(fields: list[str]) -> bool:
-    return not any(f.strip() for f in fields)
+    """An empty row, or a comment (its first field starts with #): skipped. A comment was
+    read as a case, "case 1 lacks 'n'" (a review)."""
+    return not any(f.strip() for f in fields) or fields[0].lstrip().startswith("#")
 
 
 def _csv_rows(text: str, p: Path) -> list[tuple[dict, int]]:
-    """(row, line) per case; blank lines and all-empty rows (`,,,` from a spreadsheet)
-    are skipped, and so are empty trailing fields."""
+    """(row, line) per case; blank lines, all-empty rows (`,,,` from a spreadsheet) and
+    comment lines (# first) are skipped, and so are empty trailing fields."""
     reader = csv.reader(io.StringIO(text))
     try:
         return _csv_read(reader, p)

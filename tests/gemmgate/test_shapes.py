@@ -292,3 +292,10 @@ def test_an_inline_list_names_its_bad_item_wherever_it_is(spec, bad):
     """A first item that is no case made the list an "unknown shape set" (a review)."""
     with pytest.raises(InputError, match=re.escape(f"{bad!r} is not a case")):
         parse_inline(spec)
+
+
+def test_a_csv_comment_line_is_skipped(tmp_path):
+    """A `#` line was read as a case: "case 1 lacks 'n'" (a review)."""
+    f = tmp_path / "c.csv"
+    f.write_text("# the shapes we ship\nm,n,k\n# a comment\n16,16,16\n  # indented\n32,16,8\n")
+    assert load_shape_file(f) == (Case(16, 16, 16), Case(32, 16, 8))
