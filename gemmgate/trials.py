@@ -264,7 +264,8 @@ def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
     seen: dict[str, str] = {}
     # a row's source: its check's folder and name, the path where two checks share them
     # (a/res/check_1 and b/res/check_1 were one source, their rows folded into one)
-    labels = [f"{Path(p).parent.name}/{Path(p).stem}" for p in paths]
+    # ("check_1", not "/check_1", for a file given without its folder; a review)
+    labels = [f"{Path(p).parent.name}/{Path(p).stem}".lstrip("/") for p in paths]
     labels = [label if labels.count(label) == 1 else str(p) for label, p in zip(labels, paths)]
     for p, label in zip(paths, labels):
         text = read_text(p, "check file")

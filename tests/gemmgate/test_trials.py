@@ -398,3 +398,17 @@ def test_rejudge_refuses_a_record_it_cannot_judge_naming_it(tmp_path, synthetic_
                  "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.replace("\n", "")
     assert said in err and "Traceback" not in err
+
+
+def test_rejudge_names_a_check_given_without_its_folder_by_its_name(tmp_path, synthetic_record,
+                                                                  monkeypatch):
+    """Its rows said "/check_1_0" (a review)."""
+    from gemmgate import baselines as bl
+
+    rec = synthetic_record([("fp32", A)])
+    path = tmp_path / "base.json"
+    bl.save(path, bl.build([rec], "cpu", "test"))
+    (tmp_path / "check_1_0.json").write_text(json.dumps(_check_json(rec, {}, 0.0)))
+    monkeypatch.chdir(tmp_path)
+    rows = trials.rejudge(["check_1_0.json"], bl.load(path), tmp_path / "o")
+    assert {r["source"] for r in rows} == {"check_1_0"}
