@@ -61,26 +61,6 @@ def git_dirty(root: Path | None = None) -> bool | None:
     return bool(out.stdout.strip()) if out.returncode == 0 else None
 
 
-def kernels_as_at(sha: str, root: Path | None = None) -> bool | None:
-    """Whether this checkout's kernels/ is commit `sha`'s (tracked files as committed
-    there, none untracked): a run's A/B against it then timed the same kernel twice (A/A),
-    whatever else of the tree was edited. None where git cannot say."""
-    root = root or Path(__file__).resolve().parent.parent
-    git = ["git", "-c", "safe.directory=*"]
-    try:
-        subprocess.run([*git, "update-index", "-q", "--refresh"], cwd=root,
-                       capture_output=True, timeout=30)   # stale stat data
-        diff = subprocess.run([*git, "diff", "--quiet", sha, "--", "kernels"], cwd=root,
-                              capture_output=True, timeout=30)
-        new = subprocess.run([*git, "ls-files", "--others", "--exclude-standard", "--",
-                              "kernels"], cwd=root, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if diff.returncode not in (0, 1) or new.returncode != 0:
-        return None
-    return diff.returncode == 0 and not new.stdout.strip()
-
-
 def _nvml():
     try:
         import pynvml

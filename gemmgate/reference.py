@@ -218,19 +218,39 @@ def same_kernels(ref: str, repo: str | Path = ".") -> str:
     """The commit for calibrate --ab-ref: its kernels/ must be the working tree's, or the
     stored "A/A" noise would hold a real difference (ValueError before any work)."""
     sha = resolve(ref, repo)
-    # `git diff --quiet` trusts stale stat data (a copied tree: every file looks touched)
-    # and answers "differs" without reading the files: refresh the index first.
-    top = _top(repo)
-    subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=top, capture_output=True,
-                   timeout=60)
-    diff = subprocess.run(["git", "diff", "--quiet", sha, "--", "kernels"], cwd=top,
-                          capture_output=True, timeout=60)
-    untracked = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "--",
-                                "kernels"], cwd=top, capture_output=True, text=True,
-                               timeout=60).stdout.split()   # (git diff does not see them:
-    if diff.returncode != 0 or untracked:                   # a new chip's tuning table)
+    diff, untracked = _kernels_against(sha, _top(repo))
+    if diff != 0 or untracked:   # (git diff does not see untracked: a new chip's table)
         extra = f" (untracked: {', '.join(untracked[:3])})" if untracked else ""
         raise ValueError(f"--ab-ref {ref}: kernels/ differs from {sha[:12]}{extra}; A/B "
                          "noise is measured against the same kernel (commit first, or use "
                          "HEAD)")
     return sha
+
+
+def kernels_as_at(sha: str, repo: str | Path = ".") -> bool | None:
+    """Whether the working tree's kernels/ is commit `sha`'s (`same_kernels`' test, not
+    raising): a run's A/B against it then timed the same kernel twice (A/A), whatever else
+    of the tree was edited. None where git cannot say."""
+    try:
+        diff, untracked = _kernels_against(sha, _top(repo))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if diff not in (0, 1) or untracked is None:
+        return None
+    return diff == 0 and not untracked
+
+
+def _kernels_against(sha: str, top: Path) -> tuple[int, list[str] | None]:
+    """(`git diff --quiet sha -- kernels`'s exit: 0 the same, 1 differs, else git could not
+    say; the untracked files under kernels/, None where git could not list them), from the
+    work tree's top. `git diff --quiet` trusts stale stat data (a copied tree: every file
+    looks touched) and answers "differs" without reading the files: the index is
+    refreshed first."""
+    git = ["git", "-c", "safe.directory=*"]   # (a device's copy: another owner)
+    subprocess.run([*git, "update-index", "-q", "--refresh"], cwd=top, capture_output=True,
+                   timeout=60)
+    diff = subprocess.run([*git, "diff", "--quiet", sha, "--", "kernels"], cwd=top,
+                          capture_output=True, timeout=60)
+    new = subprocess.run([*git, "ls-files", "--others", "--exclude-standard", "--", "kernels"],
+                         cwd=top, capture_output=True, text=True, timeout=60)
+    return diff.returncode, new.stdout.split() if new.returncode == 0 else None

@@ -32,7 +32,7 @@ from gemmgate.accuracy import FAIL, Accuracy, classify, errors
 from gemmgate.autotune_pick import Picks
 from gemmgate.context import MeasurementError, RunContext, load_function
 from gemmgate.deadline import run_within
-from gemmgate.env import environment, kernels_as_at, telemetry, tuning_table
+from gemmgate.env import environment, telemetry, tuning_table
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import PrecisionMode, vendor_flags
 from gemmgate.providers import (
@@ -279,7 +279,7 @@ def environment_of(ctx: RunContext) -> dict:
     env.update(devices=list(ctx.devices), block=ctx.policy.block, ab_ref=ctx.reference,
                inject_slowdown=ctx.slowdown, run_id=uuid.uuid4().hex[:16])
     if ctx.reference:   # its A/B is A/A noise where kernels/ is the reference's (merge)
-        env["ab_kernels_same"] = kernels_as_at(ctx.reference)
+        env["ab_kernels_same"] = reference.kernels_as_at(ctx.reference)
     if ctx.providers[2:]:  # extras (--providers); a baseline's runs never have any
         env["providers"] = list(ctx.providers)
     if not ctx.keep_copies:  # --copies per-call: operand copies timed in every call

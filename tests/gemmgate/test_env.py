@@ -237,17 +237,3 @@ def test_the_record_says_when_the_tree_is_not_its_commit(tmp_path):
     (tmp_path / "gemmgate" / "x.py").write_text("x = 2\n")
     assert git_dirty(tmp_path) is True
     assert git_dirty(tmp_path / "nowhere") is None
-
-
-def test_kernels_as_at_says_whether_the_tree_s_kernels_are_a_commit_s(clean_repo, kernels_repo,
-                                                                     tmp_path):
-    """What a run records of its A/B reference (`ab_kernels_same`), for `baseline merge`
-    to pool only A/A samples: an edit outside kernels/ (a device copy's) is no change."""
-    from gemmgate.env import kernels_as_at
-
-    d, head = clean_repo
-    assert kernels_as_at(head, d) is True
-    d2, old, _ = kernels_repo          # its tree dropped kernels/
-    assert kernels_as_at(old, d2) is False
-    assert kernels_as_at("0" * 40, d) is None          # not a commit there: git cannot say
-    assert kernels_as_at(head, tmp_path) is None       # not a repository

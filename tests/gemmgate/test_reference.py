@@ -268,3 +268,17 @@ def test_kernels_alike_answers_from_the_repositorys_top_whatever_the_folder(kern
         assert kernels_alike(old, old, where)
         assert not kernels_alike(old, new, where)
     assert not kernels_alike(old, "0" * 40, d)   # a commit not in the clone: not known alike
+
+
+def test_kernels_as_at_says_whether_the_tree_s_kernels_are_a_commit_s(clean_repo, kernels_repo,
+                                                                     tmp_path):
+    """What a run records of its A/B reference (`ab_kernels_same`), for `baseline merge`
+    to pool only A/A samples: an edit outside kernels/ (a device copy's) is no change."""
+    from gemmgate.reference import kernels_as_at
+
+    d, head = clean_repo
+    assert kernels_as_at(head, d) is True
+    d2, old, _ = kernels_repo          # its tree dropped kernels/
+    assert kernels_as_at(old, d2) is False
+    assert kernels_as_at("0" * 40, d) is None          # not a commit there: git cannot say
+    assert kernels_as_at(head, tmp_path) is None       # not a repository
