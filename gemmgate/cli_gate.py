@@ -164,9 +164,7 @@ def _own_cases(base, modes: str | None, err) -> list | None:
     except (ValueError, OSError) as e:
         err.print(f"note: the baseline's shapes {escape(label)!r} name no shape set here "
                   f"({escape(str(e))}); checking the baseline's own cases")
-    named = set(modes.split(",")) if modes else None
-    own = list(dict.fromkeys(c.case for c in base.cases.values()
-                             if named is None or c.mode in named))
+    own = _cases_of(base, set(modes.split(",")) if modes else None)
     if not own:
         raise ValueError(f"the baseline holds no case of --modes {modes}: nothing to judge")
     return own
@@ -176,10 +174,8 @@ def _with_baseline_cases(args, ctx, base):
     """`ctx` with the baseline's cases of its modes that its shape set lacks (a baseline
     merged or updated from other shapes keeps its first --shapes label: those cases were
     left out, said only as a note, and the check passed)."""
-    modes = {m.name for m in ctx.modes}
     have = set(ctx.cases)
-    more = list(dict.fromkeys(c.case for c in base.cases.values()
-                              if c.mode in modes and c.case not in have))
+    more = [c for c in _cases_of(base, {m.name for m in ctx.modes}) if c not in have]
     if not more:
         return ctx
     return context_from_args(args, modes=",".join(m.name for m in ctx.modes),
@@ -187,6 +183,12 @@ def _with_baseline_cases(args, ctx, base):
                              slowdown=ctx.slowdown, cases=(*ctx.cases, *more),
                              cases_label=f"{ctx.shapes_label} and {len(more)} more case(s) "
                                          "of the baseline")
+
+
+def _cases_of(base, modes: set[str] | None) -> list:
+    """The baseline's cases of `modes` (None: every mode), each once, in its order."""
+    return list(dict.fromkeys(c.case for c in base.cases.values()
+                              if modes is None or c.mode in modes))
 
 
 def _ab_commit(ref: str | None, base) -> str | None:
