@@ -1,7 +1,8 @@
 """Per-chip baseline files (baselines/<chip>.json): the typed model, validation on load,
 building from calibration runs, merging machines, and locked atomic writes (the model
 and its validation live in gemmgate/baseline_schema.py, the noise levels in
-gemmgate/baseline_noise.py).
+gemmgate/baseline_noise.py, what it records of its runs, commits and timing in
+gemmgate/baseline_provenance.py).
 
 Schema "gemmgate.baseline" version 1 (fields added since are optional):
   {"schema", "version", "chip", "provenance": {environment record, shapes, modes, runs,
@@ -27,10 +28,8 @@ updates of different modes running at once both land.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -46,6 +45,7 @@ from gemmgate.baseline_noise import (
     tflops_machines_of,
     with_counts,
 )
+from gemmgate.baseline_provenance import any_dirty, commits, run_id, run_ids, unlike_kept
 from gemmgate.baseline_schema import (  # noqa: F401 - the model is part of this API
     SCHEMA,
     VERSION,
@@ -67,24 +67,6 @@ from gemmgate.results import GATED, CaseResult, RunRecord
 def _median_or_none(xs: Sequence[float | None]) -> float | None:
     vals = [x for x in xs if x is not None and math.isfinite(x)]
     return stats.median(vals) if vals else None
-
-
-def run_id(rec: RunRecord) -> str:
-    """A run's identity: the random id its environment record was given when it ran
-    (`run.environment_of`), which a copy of it (a calibration's --keep-runs file) keeps;
-    for a run from before those ids, a hash of its cases' timing samples. Stored in a
-    baseline's provenance (`run_ids`), so `gemmgate baseline merge` pools a run once."""
-    if isinstance(rec.environment.get("run_id"), str):
-        return rec.environment["run_id"]
-    held = [[c.key, {n: list(p.samples_ms) for n, p in sorted(c.providers.items())}]
-            for c in rec.cases]
-    return hashlib.sha256(json.dumps(held).encode()).hexdigest()[:16]
-
-
-def run_ids(base: Baseline) -> list[str]:
-    """The identities of the runs a baseline was built from (none before they were kept)."""
-    ids = base.provenance.get("run_ids")
-    return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
 
 
 def build(records: Sequence[RunRecord], chip_id: str, shapes: str) -> Baseline:
@@ -136,14 +118,8 @@ def build(records: Sequence[RunRecord], chip_id: str, shapes: str) -> Baseline:
     shas = list(dict.fromkeys(r.environment.get("commit") for r in records))
     if len(shas) > 1:
         env["merged_from"] = shas
-    env["dirty"] = _any_dirty([r.environment.get("dirty") for r in records])
+    env["dirty"] = any_dirty([r.environment.get("dirty") for r in records])
     return Baseline(chip_id, env, cases)
-
-
-def _any_dirty(flags: Sequence) -> bool | None:
-    """A pool's `dirty`: True where any part's tree differed from its commit, None where
-    one part did not record it, else False."""
-    return True if True in flags else None if None in flags else False
 
 
 def _machines(records: Sequence[RunRecord]) -> dict:
@@ -187,33 +163,6 @@ def _carried(old: Noise, new: Noise) -> Noise:
                                tflops_machines=new.tflops_machines), counts(old))
 
 
-MEASURED_BY = (("timing", "timing method"), ("block", "--block"))   # what a baseline
-# records of how its cases were timed, one value for all of them (`check` times them so)
-_UNRECORDED = {"block": 1}   # files from before --block were timed a call a round; no
-# default for the method (older files record none, and which one they used is unknown)
-
-
-def measured(rec: dict, key: str):
-    """How a baseline's provenance or a run's environment says it was timed, for `key`
-    (one of MEASURED_BY's): None where unknown. A file without `block` was timed at 1,
-    as a run without it reads (results.RunRecord), so it is unlike a file at 10."""
-    got = rec.get(key)
-    return _UNRECORDED.get(key) if got is None else got
-
-
-def unlike_kept(old: dict, new: dict, kept: int) -> str | None:
-    """Why the `kept` cases of a file whose provenance is `old` cannot stay beside cases
-    measured as `new` says (another timing method or --block, where both record one), or
-    None: the file records one way of timing, which `check` then uses for every case."""
-    for key, what in MEASURED_BY:
-        was, now = measured(old, key), measured(new, key)
-        if kept and was is not None and now is not None and was != now:
-            return (f"its {kept} other case(s) were measured with {what} {was}, these "
-                    f"with {now}: a baseline holds one way of timing; measure all "
-                    "of its cases (its --shapes and --modes) or write another file")
-    return None
-
-
 def merge(new: Baseline, old: Baseline | None) -> tuple[Baseline, list[str]]:
     """Cases measured now replace theirs; the old file's other cases are kept (a run of
     some modes or shapes refreshes those only). Returns the merged data and kept keys.
@@ -229,7 +178,7 @@ def merge(new: Baseline, old: Baseline | None) -> tuple[Baseline, list[str]]:
     prov["modes"] = sorted({c.mode for c in cases.values()})
     if kept:   # the kept cases' commits: `--ab-ref baseline` and bisect's GOOD read them
         prov["merged_from"] = list(dict.fromkeys(commits(old) + commits(new)))
-        prov["dirty"] = _any_dirty([old.provenance.get("dirty"), new.provenance.get("dirty")])
+        prov["dirty"] = any_dirty([old.provenance.get("dirty"), new.provenance.get("dirty")])
         prov["kept_from"] = old.provenance.get("commit") or old.provenance.get("date")
         prov["shapes"] = old.provenance.get("shapes", prov.get("shapes"))
         if "machines" in old.provenance or "machines" in prov:   # the kept cases' too
@@ -312,52 +261,8 @@ def combine(parts: Sequence[Baseline]) -> Baseline:
     prov.update(runs=sum(p.provenance.get("runs") or 0 for p in parts), machines=machines_prov,
                 modes=sorted({c.mode for c in cases.values()}),
                 merged_from=[s for p in parts for s in commits(p)],   # (a part's own
-                dirty=_any_dirty([p.provenance.get("dirty") for p in parts]))   # merge's too)
+                dirty=any_dirty([p.provenance.get("dirty") for p in parts]))   # merge's too)
     return Baseline(parts[0].chip, prov, cases)
-
-
-_SHA = re.compile(r"[0-9a-f]{7,40}")
-
-
-def commits(base: Baseline) -> list[str | None]:
-    """The commits a baseline's cases were measured at: its merged calibrations' (or its
-    one commit), and the commit of the cases an update kept (`kept_from`, which files
-    from before merges carried commits record as a commit or a date: a date is None, a
-    commit not known). Each once, in order."""
-    prov = base.provenance
-    shas = list(prov.get("merged_from") or [prov.get("commit")])
-    kept = prov.get("kept_from")
-    if kept is not None:
-        shas.append(kept if _SHA.fullmatch(kept) else None)
-    return list(dict.fromkeys(shas))
-
-
-def recorded_commit(base: Baseline, what: str) -> str:
-    """The commit a baseline was recorded at, for timing against it (`check --ab-ref
-    baseline`): refused where it records none, holds cases of several commits (merged
-    calibrations, or cases an update kept: `commits`), or records that its tree's
-    gemmgate/ or kernels/ differed from its commit (`dirty`): that code then is not what
-    the baseline measured."""
-    shas = recorded_commits(base, what)
-    if len(shas) > 1:
-        raise ValueError(f"{what}: the baseline holds cases measured at {len(shas)} commits "
-                         "(provenance merged_from, kept_from): no one commit is what it "
-                         "measured; name a ref")
-    return shas[0]
-
-
-def recorded_commits(base: Baseline, what: str) -> list[str | None]:
-    """Every commit a baseline's cases were measured at (`commits`; None: one not known),
-    refused where it records no commit or a dirty tree (`recorded_commit`). Bisect's
-    GOOD is their common ancestor: each was good for its cases."""
-    commit = base.provenance.get("commit") or ""
-    if not commit:
-        raise ValueError(f"{what}: the baseline records no commit")
-    if base.provenance.get("dirty") is True:
-        raise ValueError(f"{what}: the baseline was recorded from a tree whose gemmgate/ or "
-                         f"kernels/ differed from its commit {commit[:12]} (provenance "
-                         "dirty): that commit is not what it measured; name a ref")
-    return commits(base)
 
 
 # --- writing -------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gemmgate import baselines
+from gemmgate.baseline_provenance import recorded_commits
 from gemmgate.bisect import (
     BAD,
     CLEAN,
@@ -117,7 +118,7 @@ def bisect_command(args, console, err) -> int:
         base = baselines.load(path, chip_id)  # exit 2 on any problem
         if args.good == "baseline":   # each commit its cases were measured at was good
             what = f"GOOD baseline ({path})"   # for them: bisect from their common ancestor
-            shas = baselines.recorded_commits(base, what)
+            shas = recorded_commits(base, what)
             # kept cases of a file that recorded a date were left out, and GOOD could be
             # past their culprit, unsaid (a review)
             if None in shas:

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gemmgate import baselines
+from gemmgate.baseline_provenance import measured, recorded_commit, unlike_kept
 from gemmgate.calibrate import CalibrationError, fresh_runs
 from gemmgate.chips import select_chip
 from gemmgate.cli_merge import levels, merge_command, summary_table, warn_lost
@@ -71,7 +72,7 @@ def check_command(args, console, err) -> int:
                             cases=own, cases_label="the baseline's cases")
     for given, key, what in ((ctx.policy.method, "timing", "--timing"),
                              (ctx.policy.block, "block", "--block")):
-        was = baselines.measured(base.provenance, key)   # (no block recorded: 1)
+        was = measured(base.provenance, key)   # (no block recorded: 1)
         if was not in (None, given):
             err.print(f"[yellow]warning:[/] {what} {given}, but the baseline was measured "
                       f"with {was}: its figures are not this timing's")
@@ -196,7 +197,7 @@ def _ab_commit(ref: str | None, base) -> str | None:
     if not ref:
         return None
     if ref == "baseline":
-        ref = baselines.recorded_commit(base, "--ab-ref baseline")
+        ref = recorded_commit(base, "--ab-ref baseline")
     return resolve(ref)
 
 
@@ -236,7 +237,7 @@ def baseline_command(args, console, err) -> int:
     ctx = context_from_args(args, reference=ab_sha)
     if old:   # before any work: cases kept beside these must have been timed alike
         keys = {c.key(m.name) for m, c in ctx.items}
-        unlike = baselines.unlike_kept(old.provenance, {"timing": ctx.policy.method,
+        unlike = unlike_kept(old.provenance, {"timing": ctx.policy.method,
                                                         "block": ctx.policy.block},
                                        sum(k not in keys for k in old.cases))
         if unlike:

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gemmgate import baselines
+from gemmgate.baseline_provenance import MEASURED_BY, measured, run_id, run_ids
 from gemmgate.cli_run import BASELINE_OUTPUT, check_outputs
 from gemmgate.files import read_text
 from gemmgate.reference import kernels_alike
@@ -126,8 +127,8 @@ def _merge_inputs(inputs: list[str], notes: list[str] | None = None
               + [(r.environment.get("chip"), n) for r, n in zip(runs, run_names)])
     _same_measurement([(p.provenance, n) for p, n in zip(parts, names)]
                       + [(r.environment, n) for r, n in zip(runs, run_names)])
-    _each_run_once([(baselines.run_ids(p), n) for p, n in zip(parts, names)]
-                   + [([baselines.run_id(r)], n) for r, n in zip(runs, run_names)])
+    _each_run_once([(run_ids(p), n) for p, n in zip(parts, names)]
+                   + [([run_id(r)], n) for r, n in zip(runs, run_names)])
     if runs:
         names.append("the run files")
         parts.append(baselines.build(runs, runs[0].environment["chip"], runs[0].shapes))
@@ -166,10 +167,10 @@ def _each_run_once(held_by: list[tuple[list[str], str]]) -> None:
 def _same_measurement(records: list[tuple[dict, str]]) -> None:
     """The inputs of a merge were timed alike (method, --block), where they record it:
     pooled, another method's offset would pass for machine noise."""
-    for key, what in baselines.MEASURED_BY:
+    for key, what in MEASURED_BY:
         seen: dict = {}
         for rec, name in records:
-            value = baselines.measured(rec, key)
+            value = measured(rec, key)
             if value is not None:
                 seen.setdefault(value, name)
         if len(seen) > 1:

@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from gemmgate import stats
+from gemmgate.baseline_provenance import MEASURED_BY, measured
 from gemmgate.baseline_schema import Baseline
-from gemmgate.baselines import MEASURED_BY, measured
 from gemmgate.compare import DEFAULT_FLOOR, is_floor
 from gemmgate.files import read_text, write_text_atomic
 from gemmgate.gate import compare_run

@@ -16,6 +16,7 @@ from dataclasses import FrozenInstanceError, replace
 import pytest
 
 from gemmgate import baselines, stats
+from gemmgate.baseline_provenance import commits, recorded_commit, recorded_commits, unlike_kept
 from gemmgate.baselines import Baseline, BaselineError
 from gemmgate.compare import aa_noise
 from gemmgate.results import CaseResult, ProviderResult, RunRecord
@@ -464,13 +465,13 @@ def test_combine_is_dirty_where_any_part_is(flags, want):
 def test_recorded_commit_refuses_what_the_baseline_did_not_measure(prov, match):
     b = baselines.build(_runs3(), "cpu", "s")
     with pytest.raises(ValueError, match=match):
-        baselines.recorded_commit(replace(b, provenance={**b.provenance, **prov}), "--x")
+        recorded_commit(replace(b, provenance={**b.provenance, **prov}), "--x")
     ok = replace(b, provenance={**b.provenance, "commit": "abc123", "dirty": False,
                                 "merged_from": ["abc123", "abc123"]})
-    assert baselines.recorded_commit(ok, "--x") == "abc123"
+    assert recorded_commit(ok, "--x") == "abc123"
     mixed = replace(ok, provenance={**ok.provenance, "merged_from": ["abc123", "def456"],
                                     "kept_from": "0123abc"})
-    assert baselines.recorded_commits(mixed, "GOOD") == ["abc123", "def456", "0123abc"]
+    assert recorded_commits(mixed, "GOOD") == ["abc123", "def456", "0123abc"]
 
 
 def test_every_commit_a_baseline_measured_at_is_recorded():
@@ -484,14 +485,14 @@ def test_every_commit_a_baseline_measured_at_is_recorded():
     assert built.provenance["merged_from"] == ["c1c1c1c", "c2c2c2c"]
     assert built.provenance["dirty"] is None
     with pytest.raises(ValueError, match="2 commits"):
-        baselines.recorded_commit(built, "--x")
+        recorded_commit(built, "--x")
     one = baselines.build(runs[:1], "cpu", "s")
-    assert "merged_from" not in one.provenance and baselines.commits(one) == ["c1c1c1c"]
+    assert "merged_from" not in one.provenance and commits(one) == ["c1c1c1c"]
     newer = replace(one, provenance={**one.provenance, "commit": "c9c9c9c"},
                     cases={k: v for k, v in list(one.cases.items())[:1]})
     merged, kept = baselines.merge(newer, built)
     every = ["c1c1c1c", "c2c2c2c", "c9c9c9c"]
-    assert kept and baselines.commits(merged) == every
+    assert kept and commits(merged) == every
     assert baselines.combine([built, newer]).provenance["merged_from"] == every
 
 
@@ -722,11 +723,11 @@ def test_a_case_whose_mode_is_not_a_string_is_refused_naming_it(tmp_path, mode):
     ({"timing": "graph"}, {"timing": "eager"}, True),
 ])
 def test_cases_kept_beside_cases_timed_otherwise(old, new, refused):
-    why = baselines.unlike_kept(old, new, kept=3)
+    why = unlike_kept(old, new, kept=3)
     assert (why is not None) == refused
     if refused:
         assert why.startswith("its 3 other case(s) were measured with ")
-    assert baselines.unlike_kept(old, new, kept=0) is None
+    assert unlike_kept(old, new, kept=0) is None
 
 
 @pytest.mark.parametrize("behind", [{"ratio": 0}, {"ratio": 2.0}, {"ratio": True},
