@@ -49,6 +49,7 @@ from gemmgate.compare import (
     within,
 )
 from gemmgate.context import RunContext
+from gemmgate.gate import EMPTY, EMPTY_NOTE
 from gemmgate.precision import MODES, PrecisionMode, get_mode
 from gemmgate.reference import resolve
 from gemmgate.results import REFERENCE, CaseResult
@@ -247,7 +248,7 @@ FAILED = "failed"
 class CaseAB:
     """One case of a step: this commit's kernel against the reference commit's."""
     key: str
-    verdict: str                  # improved | unchanged | regressed | inconclusive | failed
+    verdict: str       # improved | unchanged | regressed | inconclusive | failed | empty
     ab: Judgement | None = None   # per-round reference time / this commit's time, vs 1
     note: str = ""
 
@@ -288,6 +289,8 @@ def judge_ab(result: CaseResult, tol: float) -> CaseAB:
     if ref is None or ref.accuracy != PASS:
         why = f"{ref.accuracy} {ref.message}".strip() if ref else "not run"
         return CaseAB(result.key, FAILED, None, f"the reference kernel: {why}")
+    if result.empty_output:   # (it made every step a skip: "no A/B samples")
+        return CaseAB(result.key, EMPTY, None, EMPTY_NOTE)
     if not result.ab_samples:
         return CaseAB(result.key, FAILED, None, "no A/B samples")
     j = judge(result.ab_samples, 1.0, tol)

@@ -53,12 +53,17 @@ from gemmgate.results import REFERENCE, UNSUPPORTED, CaseResult
 from gemmgate.tuning import config_name
 
 PROCESS, MACHINE, ADVISORY = "process", "machine", "advisory"
+# An empty output (M or N is 0): accuracy is checked, speed is not judged (both sides time a
+# call that computes nothing, and no ratio is kept: results.CaseResult.paired). Its own
+# verdict, neither a change nor "inconclusive", keeps it out of a PR comment's changes.
+EMPTY = "empty"
+EMPTY_NOTE = "empty output (M or N is 0): nothing to time; accuracy checked"
 
 
 @dataclass(frozen=True)
 class CaseVerdict:
     key: str
-    verdict: str                  # improved | unchanged | regressed | inconclusive | failed
+    verdict: str       # improved | unchanged | regressed | inconclusive | failed | empty
     ratio: Judgement | None
     tflops: Judgement | None
     note: str = ""
@@ -110,6 +115,8 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
                machine: str = "") -> CaseVerdict:
     if not result.gate_passed:  # extra providers (--providers) never decide a verdict
         return CaseVerdict(result.key, "failed", None, None, "accuracy failure")
+    if result.empty_output:
+        return CaseVerdict(result.key, EMPTY, None, None, EMPTY_NOTE)
     noise = base.noise
     level = stored_level(base, machine)
     base_ratio, base_tf = base.ratio, base.providers["triton"].tflops

@@ -15,7 +15,7 @@ from gemmgate.compare import (
     slower_bound,
     within,
 )
-from gemmgate.gate import ADVISORY, CaseVerdict, GateResult, join_notes
+from gemmgate.gate import ADVISORY, EMPTY, CaseVerdict, GateResult, join_notes
 from gemmgate.markdown import md_cell, md_row
 from gemmgate.results import CaseResult
 
@@ -87,7 +87,8 @@ def _head(gate: GateResult, chip: str) -> str:
             + ("**FAILED**" if gate.failed else "passed")
             + f" — {gate.count('regressed')} regressed, {gate.count('failed')} failed "
               f"accuracy, {gate.count('improved')} improved, {gate.count('unchanged')} "
-              f"unchanged, {gate.count('inconclusive')} inconclusive")
+              f"unchanged, {gate.count('inconclusive')} inconclusive"
+            + (f", {n} empty (nothing to time)" if (n := gate.count(EMPTY)) else ""))
 
 
 def markdown(gate: GateResult, chip: str, ab_ref: str | None = None,

@@ -119,6 +119,11 @@ class CaseResult:
                 k: replace(p, block=self.block) for k, p in self.providers.items()})
 
     @property
+    def empty_output(self) -> bool:
+        """M or N is 0: the call computes nothing; accuracy is checked, speed is not."""
+        return not self.case.m * self.case.n
+
+    @property
     def ratio_samples(self) -> tuple[float, ...]:
         """Per-round speed ratios vendor_time / triton_time (> 1: Triton faster)."""
         return self.paired("vendor")
@@ -128,7 +133,7 @@ class CaseResult:
         of each from the same round (gemmgate/timing.py), so drift that hits both cancels.
         Empty for an empty output (M or N zero): both time a call that computes nothing, and
         a ratio of two such calls would enter the geomean as if it were a GEMM's."""
-        if not self.case.m * self.case.n:
+        if self.empty_output:
             return ()
         t, o = self.round_ms("triton"), self.round_ms(name)
         return tuple(oi / ti for ti, oi in zip(t, o) if ti > 0 and oi > 0)

@@ -194,6 +194,16 @@ def test_one_case_is_judged_on_its_ab_figure_with_the_floor():
     assert step_verdict([slow, noisy])[0] == BAD
 
 
+def test_an_empty_output_is_no_skip():
+    # M or N zero: no A/B samples (nothing to time); it made every step a skip
+    r = _result(1.0, 1.0)
+    empty = judge_ab(CaseResult(r.mode, Case(0, 16, 16), r.providers), 0.015)
+    assert empty.verdict == "empty" and "nothing to time" in empty.note
+    same = judge_ab(_result(1.01, 1.0), 0.015)
+    assert step_verdict([same, empty]) == (GOOD, "")
+    assert step_verdict([judge_ab(_result(1.10, 1.0), 0.015), empty])[0] == BAD
+
+
 def test_a_median_within_the_floor_whose_ci_reaches_past_it_is_inconclusive():
     """A noisy BAD: 11 rounds at GOOD's time, 9 at 1.3x (median A/B 1.0, its CI down to
     -23%) was "unchanged", so the bisect said nothing regressed at BAD and exited 0 (a

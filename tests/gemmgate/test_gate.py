@@ -597,3 +597,22 @@ def test_a_process_tolerance_is_scaled_for_the_runs_behind_it(runs, factor):
     bc["noise"]["behind"] = {"ratio": runs}
     v = one_verdict([result(A)], baseline(**{A.id: bc}))[1]
     assert v.ratio.tolerance == pytest.approx(factor * 0.015)
+
+
+@pytest.mark.parametrize("m, n", [(0, 64), (64, 0), (0, 0)])
+def test_an_empty_output_is_empty_not_inconclusive(m, n):
+    # M or N zero: both sides time a call that computes nothing, no ratio is kept; the
+    # case was "inconclusive" on every check (a changed case in every PR comment)
+    e = Case(m, n, 64)
+    gate, v = one_verdict([result(e)], baseline(**{e.id: base_case(e, None)}))
+    assert v.verdict == "empty" and "nothing to time" in v.note
+    assert v.ratio is None and v.tflops is None and not gate.failed
+    assert "1 empty (nothing to time)" in markdown(gate, "cpu")
+    assert "No case changed." in comment(gate, "cpu")
+    assert annotations(gate) == []
+
+
+def test_an_empty_output_that_fails_accuracy_fails():
+    e = Case(0, 64, 64)
+    gate, v = one_verdict([result(e, t_acc="fail")], baseline(**{e.id: base_case(e, None)}))
+    assert v.verdict == "failed" and gate.failed
