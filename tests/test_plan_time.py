@@ -111,3 +111,84 @@ def test_calls_on_a_set_time_its_cases_every_round(pt, tmp_path, capsys):
     assert pt.main(["--calls", "1", "--set", "smoke", "--modes", "fp16", "--rounds", "1",
                     "--csv", str(out)]) == 0
     assert [(r["state"], r["shapes"]) for r in csv.DictReader(out.open())] == [("eager", "4")]
+
+
+def test_first_cases_are_the_fixed_shapes_then_random_ones_or_a_sets(pt):
+    from gemmgate.shape_sets import SETS
+
+    got = [(c.m, c.n, c.k) for c in pt.first_cases(0, 8)]
+    assert got[:5] == list(pt.FIXED) and got[5:] == pt.draw(0, 3)
+    assert [(c.m, c.n, c.k) for c in pt.first_cases(0, 2)] == list(pt.FIXED[:2])
+    assert pt.WARM not in got
+    assert pt.first_cases(0, 2, "smoke") == [c for c in SETS["smoke"] if c.m and c.n]
+
+
+def test_first_times_a_first_and_a_second_call_in_a_fresh_process(pt, tmp_path, capsys):
+    """`--first`: a row per state (first, second) for each tree and mode, from a process
+    of its own that ran the launch path without the JIT (it fails otherwise: the next
+    test; and where no launch reached SHARED, as under this suite's TRITON_INTERPRET,
+    which the process is not given). No time is asserted."""
+    out = tmp_path / "f.csv"
+    assert pt.main(["--first", "--modes", "bf16", "--shapes", "3", "--rounds", "1",
+                    "--thrash", "1", "--csv", str(out)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["state"], r["tree"], r["mode"], r["shapes"], r["rounds"]) for r in rows] == [
+        ("first", "tree", "bf16", "3", "1"), ("second", "tree", "bf16", "3", "1")]
+    assert all(float(r["best_us"]) > 0 for r in rows)
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split()[:3] for line in printed] == [["bf16", "first", "tree"],
+                                                      ["bf16", "second", "tree"]]
+    assert all("us/call" in line for line in printed)
+
+
+def test_first_fails_loudly_where_the_jit_runs_or_no_launch_reached_shared(pt, monkeypatch):
+    """The child's guard: a JITFunction.run call during the timed calls (the figures would
+    hold JIT time) fails the run, naming it; so does a run whose launches never asked
+    SHARED (the interpreter's: kernels decorated for it launch past it)."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    cases = pt.first_cases(0, 2)
+    if isinstance(kernels.relayout._copy_kernel, InterpretedFunction):   # the CPU suite
+        with pytest.raises(RuntimeError, match="no launch asked launch.SHARED"):
+            pt.first_calls(kernels, "kernels", ["bf16"], cases)
+
+    def noop(self, *args, **kw):
+        return None
+
+    monkeypatch.setattr(JITFunction, "run", noop)
+    real = pt._caller
+
+    def caller(pkg, mode, case):
+        call = real(pkg, mode, case)
+        return lambda: (call(), JITFunction.run(None))
+
+    monkeypatch.setattr(pt, "_caller", caller)
+    with pytest.raises(RuntimeError, match=r"JITFunction\.run 6 times.*JIT time"):
+        pt.first_calls(kernels, "kernels", ["bf16"], cases)   # warm-up 2 + 2 cases x 2
+    assert JITFunction.run is noop   # the count's patch is gone with the run
+
+
+def test_the_stand_in_kernels_take_the_direct_launch_and_another_form_fails(pt):
+    """A stand-in compiled kernel (with descriptors or without) has the launcher form
+    Direct.of takes; where Direct.of refuses one, the run fails (no direct launch timed)."""
+    from kernels.launch_direct import Direct
+
+    plain = (("*bf16", "D"), ("*bf16", "D"), ("i32", "D"))
+    descs = (("tensordesc<bf16[64, 64]>", None), *plain)
+    shared = {(None, 0, spec, ()): pt.stand_in_kernel(spec) for spec in (plain, descs)}
+    pt._check_launched({"run": 0}, shared, "kernels")
+    assert [Direct.of(k, len(key[2]), ()).descs for key, k in shared.items()] == [
+        {}, {0: pt._DESC_META}]
+    shared[None, 0, plain, (("BLOCK", 64),)] = types.SimpleNamespace(run=lambda *a: None)
+    with pytest.raises(RuntimeError, match="Direct.of refuses"):
+        pt._check_launched({"run": 0}, shared, "kernels")
+
+
+def test_a_failing_child_process_is_an_error_and_first_refuses_bad_input(pt, capsys):
+    with pytest.raises(RuntimeError, match="failed: .*no-such-set"):
+        pt._run_child(None, ["--first", "--modes", "bf16", "--set", "no-such-set"])
+    for bad in (["--first", "--cold"], ["--first", "--calls", "1"], ["--thrash", "1"],
+                ["--first", "--thrash", "-1"], ["--first", "--set", "no-such-set"]):
+        assert pt.main([*bad, "--modes", "bf16"]) == 2, bad
+    assert "no-such-set" in capsys.readouterr().err
