@@ -10,7 +10,7 @@ from gemmgate.context import RunContext
 from gemmgate.parallel import run_parallel
 from gemmgate.precision import PrecisionMode
 from gemmgate.results import CaseResult
-from gemmgate.run import Runner, load_reference
+from gemmgate.run import Runner, load_reference, own_kernels
 from gemmgate.shapes import Case
 from gemmgate.tuning import Tuner
 
@@ -28,8 +28,10 @@ def run_cases(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]] | Non
     for m in dict.fromkeys(m for m, _ in items):
         ctx.chip.require_mode(m.name)
     if len(ctx.devices) > 1:
-        # an unusable reference, tuning cache or pin file is a clear error here (exit 2);
-        # in a worker's start it was "a worker died", exit 3 (a review)
+        # this tree's kernels/ or the reference's not importing, an unusable tuning cache
+        # or pin file is a clear error here (exit 2); in a worker's start it was "a worker
+        # died", exit 3 (a review)
+        own_kernels()
         load_reference(ctx)
         Tuner(ctx.tuning)
         return run_parallel(ctx, items, on_case)

@@ -67,6 +67,21 @@ def load_reference(ctx: RunContext):
     return pkg
 
 
+def own_kernels():
+    """This tree's `kernels` package. ValueError (exit 2) when it does not import: a PR's
+    syntax error was a traceback and exit 1 (the regression code, which the nightly
+    answers with a bisect), and under --devices "a worker died", exit 3 (a review).
+    Imported on use, not at the top: on the CPU, make_context switched the Triton
+    interpreter on, and TRITON_INTERPRET is read when the kernel is decorated."""
+    try:
+        import kernels
+    except Exception as e:  # noqa: BLE001 - whatever its import raised is the message
+        said = f"{e.msg} ({e.filename}:{e.lineno})" if isinstance(e, SyntaxError) else e
+        raise ValueError(f"this tree's kernels/ cannot be imported: "
+                         f"{type(e).__name__}: {said}") from e
+    return kernels
+
+
 def device_scope(device: str):
     """The case's GPU as the current device while it runs: Triton launches on the current
     device, not the tensors' (a run on `--devices 1` alone, in this process, launched
@@ -86,10 +101,7 @@ class Runner:
         called before the process stops on a case stuck past its time limit
         (gemmgate/deadline.py; the CLI keeps the cases measured so far)."""
         if triton is None:
-            # Imported here, not at the top: on the CPU, make_context switched the Triton
-            # interpreter on, and TRITON_INTERPRET is read when the kernel is decorated.
-            import kernels as triton
-
+            triton = own_kernels()
         self.ctx = ctx
         self.tuner = Tuner(ctx.tuning)
         self.vendor = vendor

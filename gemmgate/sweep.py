@@ -30,7 +30,7 @@ from gemmgate import stats
 from gemmgate.context import RunContext, make_context
 from gemmgate.precision import PrecisionMode, get_mode
 from gemmgate.results import CaseResult
-from gemmgate.run import Runner, environment_of
+from gemmgate.run import Runner, environment_of, own_kernels
 from gemmgate.shapes import SHAPE_TEXT, Case
 from gemmgate.tuning import LATER_FIELDS
 
@@ -142,9 +142,8 @@ def plan(param: str, shape: str, mode: str, values: str | None = None, *,
 
 
 def _tile_class():
-    import kernels  # after make_context: on the CPU it switched the interpreter on
-
-    return kernels.TileConfig
+    return own_kernels().TileConfig  # after make_context: on the CPU it switched the
+    # interpreter on
 
 
 @dataclass(frozen=True)

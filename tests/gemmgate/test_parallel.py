@@ -8,8 +8,10 @@ import json
 import multiprocessing as mp
 import os
 import subprocess
+import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -109,6 +111,25 @@ def test_an_unusable_reference_on_several_devices_is_exit_2(tmp_path, monkeypatc
     assert main(["run", "--chip", "cpu", "--modes", "fp32", "--devices", "0,1",
                  "--ab-ref", "HEAD"]) == 2
     assert "has no choose= hook" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("devices", [[], ["--devices", "0,1"]])
+def test_a_kernels_package_that_does_not_import_is_exit_2_naming_it(tmp_path, devices):
+    """A PR's syntax error in kernels/: a traceback and exit 1 (the regression code) on one
+    device, "a worker died" (exit 3) with --devices (a review)."""
+    broken = tmp_path / "broken" / "kernels"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("def matmul(a, b:\n")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{broken.parent}{os.pathsep}{root}"}
+    env.pop("GEMMGATE_CHIP", None)
+    r = subprocess.run([sys.executable, "-m", "gemmgate", "run", "--chip", "cpu", "--shapes",
+                        "16x16x16", "--modes", "fp32", "--json", str(tmp_path / "r.json"),
+                        *devices], capture_output=True, text=True, env=env, cwd=tmp_path,
+                       timeout=300)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "kernels/ cannot be imported: SyntaxError" in r.stderr
+    assert str(broken / "__init__.py") in r.stderr and "Traceback" not in r.stderr
 
 
 def test_an_unusable_tuning_cache_on_several_devices_is_a_tuning_error_not_a_dead_worker(
