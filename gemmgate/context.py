@@ -264,7 +264,9 @@ def make_context(chip: str | None = None, shapes: str | None = None, modes: str 
         if not 1 <= block <= MAX_BLOCK:
             raise ValueError(f"--block must be 1 to {MAX_BLOCK}, got {block}")
         policy = replace(policy, block=block)
-    _check_memory(cases, mode_list, device)
+    # every device a case may run on (`--devices 0,1` asked only cuda:0; a review)
+    for d in ("cpu",) if device == "cpu" else (f"cuda:{i}" for i in device_ids):
+        _check_memory(cases, mode_list, d)
     # after TRITON_INTERPRET is set: a custom provider's module may import `kernels`
     provider_names = parse_providers(providers, any(m.scaled for m in mode_list))
     force = tuple(force)

@@ -250,3 +250,25 @@ def test_a_case_time_limit_out_of_range_is_refused_as_the_cli_refuses_it(seconds
     with pytest.raises(ValueError, match="give seconds >= 0 and up to 1e"):
         make_context(chip="cpu", modes="fp32", case_timeout=seconds)
     assert make_context(chip="cpu", modes="fp32", case_timeout=0).case_timeout_s == 0
+
+
+def test_free_memory_is_asked_of_every_device_a_case_may_run_on(monkeypatch):
+    """`--devices 0,1` asked cuda:0 only: a case too large for a busy cuda:1 ran out of
+    memory in a worker, exit 3 after minutes (a review). Two H100s faked: 1 GiB free on
+    cuda:1."""
+    free = {"cuda:0": 80 << 30, "cuda:1": 1 << 30}
+    asked = []
+
+    def mem_get_info(dev):
+        asked.append(str(dev))
+        return free[str(dev)], 80 << 30
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(torch.cuda, "mem_get_info", mem_get_info)
+    assert make_context("nvidia-h100", "1024x1024x1024", "fp32", devices="0,1").devices \
+        == (0, 1)
+    assert sorted(set(asked)) == ["cuda:0", "cuda:1"]
+    with pytest.raises(ValueError, match="free on cuda:1"):
+        make_context("nvidia-h100", "16384x16384x16384", "fp32", devices="0,1")
