@@ -25,6 +25,7 @@ from gemmgate.cli_run import (
     say_stderr,
     shapes_file,
     stopped_by,
+    stops_before_cases,
     timed_as,
     write_partial,
 )
@@ -62,39 +63,8 @@ def check_command(args, console, err) -> int:
     path = args.baseline if args.baseline is not None else baselines.default_path(chip_id)
     check_outputs((args.json, "--json"), (pr_comment, "--comment"), append=args.summary,
                   inputs=((str(path), "--baseline"), shapes_file(args.shapes)))
-    base = baselines.load(path, chip_id)  # before any work: a bad file is exit 2
-    ab_sha = _ab_commit(args.ab_ref, base)
-    timed_as(args, base.provenance)   # --timing and --block as the baseline's
-    modes = _modes_arg(args, base)
-    own = None if args.shapes else _own_cases(base, modes, err)
-    ctx = context_from_args(args, shapes=args.shapes or base.provenance.get("shapes"),
-                            modes=modes, reference=ab_sha, slowdown=args.inject_slowdown,
-                            cases=own, cases_label="the baseline's cases")
-    for given, key, what in ((ctx.policy.method, "timing", "--timing"),
-                             (ctx.policy.block, "block", "--block")):
-        was = measured(base.provenance, key)   # (no block recorded: 1)
-        if was not in (None, given):
-            err.print(f"[yellow]warning:[/] {what} {given}, but the baseline was measured "
-                      f"with {was}: its figures are not this timing's")
-    if not args.shapes:   # the baseline's own cases too: a merge or update that added
-        ctx = _with_baseline_cases(args, ctx, base)   # cases keeps its first shapes label
-    keys = {c.key(m.name) for m, c in ctx.items}
-    if not keys & set(base.cases) and not ab_sha:   # before any work: nothing to judge is
-        # not a pass (with --ab-ref, a case the baseline lacks is judged by A/B alone)
-        raise ValueError(f"no case of {ctx.shapes_label} ({', '.join(m.name for m in ctx.modes)})"
-                         f" is in the baseline {path} ({len(base.cases)} cases): nothing to "
-                         "judge; pick its --shapes and --modes, or `baseline update` it")
-    no_ab = sorted(k for k in keys if k not in base.cases or base.cases[k].noise.ab is None)
-    if ab_sha and not base.has_ab_noise:
-        err.print("[yellow]warning:[/] the baseline has no A/B noise: every A/B "
-                  f"tolerance is the {floor:.1%} floor (small kernels differ by "
-                  "more between processes); recalibrate with --ab-ref HEAD")
-    elif ab_sha and no_ab:   # (said only where none had it: a review)
-        err.print(f"[yellow]warning:[/] {len(no_ab)} case(s) have no A/B noise in the "
-                  f"baseline (or are not in it): their A/B tolerance is the {floor:.1%} "
-                  f"floor; recalibrate them with --ab-ref HEAD: "
-                  f"{escape(', '.join(no_ab[:5]))}"
-                  + (" ..." if len(no_ab) > 5 else ""))
+    with stops_before_cases(args.json, args.shapes or ""):   # a stop here: a run of no
+        base, ab_sha, ctx = _set_up(args, err, path, chip_id, floor)   # case, incomplete
     try:
         record = execute(ctx, err, args.json)
     except MeasurementError as e:   # judged nothing: what was measured is kept, unjudged
@@ -150,6 +120,45 @@ def check_command(args, console, err) -> int:
     append_summary(args.summary, markdown(gate, chip_id, ab_sha, notes), err)
     return 1 if gate.failed else 0
 
+
+
+def _set_up(args, err, path, chip_id: str, floor: float):
+    """`check`'s baseline, A/B commit and run context, before any work (ValueError on bad
+    input), with its warnings."""
+    base = baselines.load(path, chip_id)  # before any work: a bad file is exit 2
+    ab_sha = _ab_commit(args.ab_ref, base)
+    timed_as(args, base.provenance)   # --timing and --block as the baseline's
+    modes = _modes_arg(args, base)
+    own = None if args.shapes else _own_cases(base, modes, err)
+    ctx = context_from_args(args, shapes=args.shapes or base.provenance.get("shapes"),
+                            modes=modes, reference=ab_sha, slowdown=args.inject_slowdown,
+                            cases=own, cases_label="the baseline's cases")
+    for given, key, what in ((ctx.policy.method, "timing", "--timing"),
+                             (ctx.policy.block, "block", "--block")):
+        was = measured(base.provenance, key)   # (no block recorded: 1)
+        if was not in (None, given):
+            err.print(f"[yellow]warning:[/] {what} {given}, but the baseline was measured "
+                      f"with {was}: its figures are not this timing's")
+    if not args.shapes:   # the baseline's own cases too: a merge or update that added
+        ctx = _with_baseline_cases(args, ctx, base)   # cases keeps its first shapes label
+    keys = {c.key(m.name) for m, c in ctx.items}
+    if not keys & set(base.cases) and not ab_sha:   # before any work: nothing to judge is
+        # not a pass (with --ab-ref, a case the baseline lacks is judged by A/B alone)
+        raise ValueError(f"no case of {ctx.shapes_label} ({', '.join(m.name for m in ctx.modes)})"
+                         f" is in the baseline {path} ({len(base.cases)} cases): nothing to "
+                         "judge; pick its --shapes and --modes, or `baseline update` it")
+    no_ab = sorted(k for k in keys if k not in base.cases or base.cases[k].noise.ab is None)
+    if ab_sha and not base.has_ab_noise:
+        err.print("[yellow]warning:[/] the baseline has no A/B noise: every A/B "
+                  f"tolerance is the {floor:.1%} floor (small kernels differ by "
+                  "more between processes); recalibrate with --ab-ref HEAD")
+    elif ab_sha and no_ab:   # (said only where none had it: a review)
+        err.print(f"[yellow]warning:[/] {len(no_ab)} case(s) have no A/B noise in the "
+                  f"baseline (or are not in it): their A/B tolerance is the {floor:.1%} "
+                  f"floor; recalibrate them with --ab-ref HEAD: "
+                  f"{escape(', '.join(no_ab[:5]))}"
+                  + (" ..." if len(no_ab) > 5 else ""))
+    return base, ab_sha, ctx
 
 def _own_cases(base, modes: str | None, err) -> list | None:
     """The baseline's own cases (of `modes`, where named) where its shapes label names no

@@ -4,6 +4,7 @@ running with a progress bar."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -157,7 +158,8 @@ def execute(ctx: RunContext, err: Console, partial_to: str | None = None) -> Run
         err.print(f"A/B: the kernel at {ctx.reference[:12]} is timed beside the current one")
     if ctx.providers[2:]:
         err.print(f"also timed, not gated: {escape(', '.join(ctx.providers[2:]))}")
-    env = environment_of(ctx)
+    with stops_before_cases(partial_to, ctx.shapes_label):
+        env = environment_of(ctx)
     done: list[CaseResult] = []
 
     def partial(reason: str) -> RunRecord:
@@ -183,6 +185,20 @@ def execute(ctx: RunContext, err: Console, partial_to: str | None = None) -> Run
             write_partial(partial_to, partial(stopped_by(e)), say_stderr)
             raise
     return RunRecord(env, ctx.shapes_label, tuple(results))
+
+
+@contextlib.contextmanager
+def stops_before_cases(path: str | None, label: str = ""):
+    """A stop (Ctrl-C, SIGTERM) while a run is set up, before its first case: its --json
+    is a run of no case, marked incomplete, as a stop during the cases leaves it (an
+    earlier run's file at that path stayed, complete and unmarked: the setup was not
+    covered, a review). Bad input raises on untouched."""
+    try:
+        yield
+    except KeyboardInterrupt as e:
+        write_partial(path, RunRecord({"incomplete": f"{stopped_by(e)} before the first "
+                                                     "case"}, label, ()), say_stderr)
+        raise
 
 
 def stopped_by(e: KeyboardInterrupt) -> str:
@@ -246,8 +262,9 @@ def run_command(args, console: Console, err: Console) -> int:
     check_outputs((args.json, "--json"), inputs=((args.pin_tiles, "--pin-tiles"),
                                                  shapes_file(args.shapes),
                                                  *provider_files(args)))
-    ref = resolve(args.ab_ref) if args.ab_ref else None
-    ctx = context_from_args(args, pins_from=args.pin_tiles, reference=ref)
+    with stops_before_cases(args.json, args.shapes or ""):
+        ref = resolve(args.ab_ref) if args.ab_ref else None
+        ctx = context_from_args(args, pins_from=args.pin_tiles, reference=ref)
     try:
         record = execute(ctx, err, args.json)
     except MeasurementError as e:

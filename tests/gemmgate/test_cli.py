@@ -390,3 +390,33 @@ def test_json_over_a_custom_providers_source_is_refused(tmp_path, monkeypatch, c
     (tmp_path / "d").mkdir()
     assert main(["run", "--chip", "cpu", "--pin-tiles", "d"]) == 2
     assert "--pin-tiles d: a directory, not a baseline file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command, at", [
+    (["run"], "gemmgate.cli_run.context_from_args"),
+    (["check", "--baseline", "baselines/cpu.json"], "gemmgate.cli_gate._set_up")])
+@pytest.mark.parametrize("stop", ["interrupt", "sigterm"])
+def test_a_stop_while_setting_up_marks_the_json_incomplete(command, at, stop, tmp_path,
+                                                           monkeypatch, capsys):
+    """Ctrl-C or SIGTERM before the first case (CUDA's start, a provider's import, the
+    reference's export) left an earlier run's --json in place, complete and unmarked, for
+    an artifact upload to read as this run's (a review)."""
+    from gemmgate.stop_signal import Terminated
+
+    out = tmp_path / "run.json"
+    out.write_text('{"schema": "gemmgate.run/1", "environment": {}, "cases": []}')
+    raised = KeyboardInterrupt if stop == "interrupt" else Terminated
+
+    def stopped(*a, **k):
+        raise raised()
+
+    monkeypatch.setattr(at, stopped)
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)
+    code = main([*command, "--chip", "cpu", "--shapes", "16x16x16", "--modes", "fp32",
+                 "--json", str(out)])
+    assert code == (130 if stop == "interrupt" else 143)
+    env = json.loads(out.read_text())["environment"]
+    assert env["incomplete"] == ("interrupted" if stop == "interrupt"
+                                 else "terminated (SIGTERM)") + " before the first case"
+    assert "wrote the 0 case(s)" in capsys.readouterr().err
