@@ -25,18 +25,20 @@ from gemmgate.shapes import Case
 from gemmgate.starter import exit_with_parent
 
 _RUNNER = None  # the worker process's Runner: set once by _init, in the worker only
+_SLOT = None    # (the shared array of items in flight, this worker's slot in it): _init's
 
 
 class WorkerError(MeasurementError):
     """A worker process died (killed, out of memory, a crash in native code)."""
 
 
-def _init(counter, stuck, ctx: RunContext, parent: int) -> None:
-    global _RUNNER
+def _init(counter, stuck, running, ctx: RunContext, parent: int) -> None:
+    global _RUNNER, _SLOT
     exit_with_parent(parent)
     with counter.get_lock():
         slot = counter.value
         counter.value += 1
+    _SLOT = running, slot % len(running)
     index = ctx.devices[slot % len(ctx.devices)]
     if ctx.chip.device_type != "cpu":
         import torch
@@ -51,38 +53,54 @@ def _init(counter, stuck, ctx: RunContext, parent: int) -> None:
     _RUNNER = Runner(ctx.on_device(index), last_words=last_words)
 
 
-def _item(mode: PrecisionMode, case: Case):
-    return _RUNNER.run_case(mode, case)
+def _item(i: int, mode: PrecisionMode, case: Case):
+    running, slot = _SLOT
+    running[slot] = i   # what a worker that dies was running (`_in_flight`)
+    try:
+        return _RUNNER.run_case(mode, case)
+    finally:
+        running[slot] = -1
+
+
+def _in_flight(running, ctx: RunContext, items) -> str:
+    """The cases the workers were running when the pool broke, with their devices."""
+    named = [f"{items[i][0].name} {items[i][1].id} on device {ctx.devices[slot]}"
+             for slot, i in enumerate(running[:]) if 0 <= i < len(items)]
+    return f"; in flight: {', '.join(named)}" if named else ""
 
 
 def run_parallel(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]],
                  on_case: Callable[[CaseResult], None] | None = None):
     spawn = mp.get_context("spawn")
     counter = spawn.Value("i", 0)
+    running = spawn.Array("i", [-1] * len(ctx.devices))   # each worker's item (`_item`)
     stuck = spawn.Value("i", 0)   # set by a worker ending itself on a stuck case: its exit
     # code alone is unreliable (the pool's manager thread reaps the workers concurrently
     # with _stop, and a racing waitpid reads no code: "died" was said, CI, session 66)
     results = [None] * len(items)
     workers = min(len(ctx.devices), max(len(items), 1))
     pool = ProcessPoolExecutor(workers, mp_context=spawn, initializer=_init,
-                               initargs=(counter, stuck, ctx, os.getpid()))
+                               initargs=(counter, stuck, running, ctx, os.getpid()))
     try:
-        futures = {pool.submit(_item, m, c): i for i, (m, c) in enumerate(items)}
+        futures = {pool.submit(_item, i, m, c): i for i, (m, c) in enumerate(items)}
         for fut in as_completed(futures):
             i = futures[fut]
             results[i] = fut.result()
             if on_case:
                 on_case(results[i])
     except BrokenProcessPool:
+        where = _in_flight(running, ctx, items)   # (read before the workers end)
         codes = _stop(pool)
         devices = ",".join(map(str, ctx.devices))
         if stuck.value or EXIT_STUCK in codes:   # its own stderr names the case and
             # printed the stacks
             raise WorkerError(f"a worker process of --devices {devices} stopped itself: a "
                               "case was stuck past --case-timeout (the worker's message "
-                              "above names it); the run is incomplete") from None
+                              f"above names it){where}; the run is incomplete") from None
+        held = ", or a case held the interpreter in native code past --case-timeout" \
+            if ctx.case_timeout_s else ""   # (its alarm ends the process: no word from it)
         raise WorkerError(f"a worker process of --devices {devices} died (killed, out of "
-                          "memory, or a crash in native code); the run is "
+                          f"memory, or a crash in native code{held}){where}; the run is "
                           "incomplete") from None
     except BaseException:   # a case's error or Ctrl-C: stop now, run none of the rest
         _stop(pool)

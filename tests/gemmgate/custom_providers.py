@@ -184,3 +184,12 @@ def now_and_then(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
     if len(FLAKY_N) % 12 == 0:
         raise RuntimeError(f"transient failure on call {len(FLAKY_N)}")
     return correct(a, b, precision=precision, out=out)
+
+
+def dies_on_32(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    """Ends its process (as a crash in native code) on a case of M = 32; right elsewhere."""
+    import os
+
+    if a.shape[0] == 32:
+        os._exit(9)
+    return correct(a, b, precision=precision, out=out)
