@@ -95,6 +95,7 @@ G66 = RESULTS / "h100-2026-12-06-s66"
 G69 = RESULTS / "h100-2026-12-06-s69"
 G70 = RESULTS / "h100-2026-12-06-s70"
 G71 = RESULTS / "h200-2026-12-06-s71"
+S72 = RESULTS / "dev-cpu-2026-12-06-s72"
 _WS = "kernels.matmul_ws:mm_ws_"
 
 
@@ -308,6 +309,8 @@ TABLES: dict[str, Callable[[], str]] = {
                                                   "call2-h200-nightly-xs"),
     "s71-h200-ab": lambda: runs_ab(G71 / "cases.csv", (
         "call1-h200-eager-ab", "call2-h200-tb-fp32", "call2-h200-tb-fp8")),
+    "s72-cpu-first": lambda: plan_times(S72 / "first.csv"),
+    "s72-cpu-first-aa": lambda: plan_times(S72 / "first_aa.csv"),
 }
 
 
