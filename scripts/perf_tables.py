@@ -96,6 +96,7 @@ G69 = RESULTS / "h100-2026-12-06-s69"
 G70 = RESULTS / "h100-2026-12-06-s70"
 G71 = RESULTS / "h200-2026-12-06-s71"
 S72 = RESULTS / "dev-cpu-2026-12-06-s72"
+G72 = RESULTS / "h100-2026-12-06-s72"
 _WS = "kernels.matmul_ws:mm_ws_"
 
 
@@ -311,6 +312,13 @@ TABLES: dict[str, Callable[[], str]] = {
         "call1-h200-eager-ab", "call2-h200-tb-fp32", "call2-h200-tb-fp8")),
     "s72-cpu-first": lambda: plan_times(S72 / "first.csv"),
     "s72-cpu-first-aa": lambda: plan_times(S72 / "first_aa.csv"),
+    "s72-h100-sets": lambda: targets_table({
+        "holdout6 (03ae472)": {m: (G72 / "cases.csv", "call1-h100-holdout6")
+                               for m in ("bf16", "fp16")},
+        "tail (03ae472)": {m: (G72 / "cases.csv", "call1-h100-tail")
+                           for m in ("tf32", "bf16", "fp16")}}, lowest=True),
+    "s72-h100-first-calls": lambda: first_calls(G72 / "first_calls.csv",
+                                                G72 / "first_parts.csv", "03ae472"),
 }
 
 
