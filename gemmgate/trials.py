@@ -27,10 +27,12 @@ from gemmgate.baseline_provenance import MEASURED_BY, measured
 from gemmgate.baseline_schema import Baseline
 from gemmgate.compare import DEFAULT_FLOOR, is_floor
 from gemmgate.files import read_text, write_text_atomic
-from gemmgate.gate import compare_run
+from gemmgate.gate import EMPTY, compare_run
 from gemmgate.results import RunRecord
 from gemmgate.starter import starter_env
 from gemmgate.tuning import config_name
+
+UNJUDGED = ("failed", EMPTY)   # case checks a trial's power does not count (`power`)
 
 COLUMNS = (
     "source", "commit", "date", "injected", "ab_ref", "mode", "case", "verdict", "remeasured",
@@ -118,7 +120,7 @@ def power(rows: Iterable[dict], verdict: str = "verdict") -> dict[float, dict]:
         p["checks"].add(check)
         if str(r.get("rc", "")) == "1":
             p["red"].add(check)
-        if r["verdict"] == "failed" or not r.get(verdict):
+        if r["verdict"] in UNJUDGED or not r.get(verdict):
             continue
         p["judged"] += 1
         hit = r[verdict] == "regressed"
@@ -207,8 +209,9 @@ def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
         write_summaries(out, rows)
         if on_trial:
             flagged = sum(r["verdict"] == "regressed" for r in got)
+            judged = sum(r["verdict"] not in UNJUDGED for r in got)
             on_trial(f"trial {i}: slowdown {level:g}, exit {proc.returncode}, "
-                     f"{flagged}/{len(got)} case checks flagged")
+                     f"{flagged}/{judged} case checks flagged")
     write_csv(out / "checks.csv", rows)
     write_summaries(out, rows)
     return rows
@@ -305,8 +308,10 @@ def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
 # --- summaries: what is kept in the repository (docs/results), a few hundred rows --------
 
 CHECK_SUMMARY = ("source", "injected", "rc", "gpu", "cases", "regressed", "improved",
-                 "stored_regressed", "stored_improved", "ab_regressed", "ab_improved", "failed")
-CASE_SUMMARY = ("injected", "mode", "case", "level", "checks", "failed", "regressed", "improved",
+                 "stored_regressed", "stored_improved", "ab_regressed", "ab_improved", "failed",
+                 "empty")
+CASE_SUMMARY = ("injected", "mode", "case", "level", "checks", "failed", "empty", "regressed",
+                "improved",
                 "stored_regressed", "stored_improved", "ab_regressed", "ab_improved",
                 "ratio_tolerance", "ratio_change_median", "ratio_change_max_abs",
                 "ab_tolerance", "ab_change_median", "ab_change_max_abs")
@@ -318,6 +323,7 @@ def _count(rows: list[dict], column: str, verdict: str) -> int:
 
 def _verdict_counts(rows: list[dict]) -> dict:
     return {"failed": _count(rows, "verdict", "failed"),
+            "empty": _count(rows, "verdict", EMPTY),
             "regressed": _count(rows, "verdict", "regressed"),
             "improved": _count(rows, "verdict", "improved"),
             "stored_regressed": _count(rows, "stored_verdict", "regressed"),
@@ -385,9 +391,9 @@ def power_from_summaries(checks: Iterable[dict], cases: Iterable[dict],
     for c in cases:
         level = float(c["injected"] or 0)
         p = out[level]
-        # a failed case check is not judged (as in `power`); summaries written before the
-        # `failed` column had none
-        n = int(c["checks"]) - int(c.get("failed") or 0)
+        # a failed or empty case check is not judged (as in `power`); summaries written
+        # before the `failed` or `empty` column had none
+        n = int(c["checks"]) - int(c.get("failed") or 0) - int(c.get("empty") or 0)
         hit = int(c[f"{verdict}regressed"])
         p["judged"] += n
         p["regressed"] += hit

@@ -51,6 +51,21 @@ def test_power_counts_false_alarms_misses_improved_and_red_checks():
     assert p[0.03]["judged"] == 2 and p[0.03]["wrong"] == {"fp32-m1": 1}   # the miss
 
 
+def test_an_empty_output_counts_neither_as_caught_nor_missed():
+    """The `empty` verdict (M or N is 0: nothing timed) was counted judged, a miss at every
+    level above 0: a trials run over `tail` reported too little power (a review). Power
+    from the rows and from the summaries agree."""
+    rows = [{"source": "c1", "injected": "0.03", "verdict": v, "mode": "fp32", "case": c,
+             "rc": 1, "stored_verdict": "", "ab_verdict": ""}
+            for c, v in (("m32", "regressed"), ("m0", "empty"))]
+    p = trials.power(rows)[0.03]
+    assert (p["judged"], p["regressed"], p["wrong"]) == (1, 1, {})
+    q = trials.power_from_summaries(trials.summarize_checks(rows),
+                                    trials.summarize_cases(rows))[0.03]
+    assert (q["judged"], q["regressed"], q["wrong"]) == (1, 1, {})
+    assert trials.summarize_checks(rows)[0]["empty"] == 1
+
+
 def test_levels_and_schedule():
     assert trials.parse_levels("0,0.03") == (0.0, 0.03)
     assert trials.schedule((0, 0.03), 2) == [0, 0.03, 0, 0.03]
