@@ -13,6 +13,7 @@ never names a PNG that is not there yet.
 from __future__ import annotations
 
 import html
+import json
 import math
 import os
 import re
@@ -127,7 +128,16 @@ def load_sources(runs: Sequence[str], baseline_files: Sequence[str]) -> list[Sou
                              "each run once")
         seen[rid] = p
     out = [from_run(p, rec) for p, rec in records]
-    return out + [from_baseline(p, load_baseline(p)) for p in baseline_files]
+    marks: dict[str, str] = {}
+    for p in baseline_files:   # a copy of a baseline drew its history a step that never
+        base = load_baseline(p)   # was too (a review): one calibration, one provenance
+        mark = json.dumps(base.provenance, sort_keys=True, default=str)
+        if mark in marks:
+            raise ValueError(f"{p} holds the same calibration as the baseline {marks[mark]} "
+                             "(the same provenance): give each baseline once")
+        marks[mark] = p
+        out.append(from_baseline(p, base))
+    return out
 
 
 def _newest(sources: Sequence[Source]) -> dict[str, Source]:
@@ -145,10 +155,11 @@ def _newest(sources: Sequence[Source]) -> dict[str, Source]:
 def subjects(sources: Sequence[Source]) -> list[Source]:
     """What the per-mode figures show, per chip: its newest complete run without an
     injected slowdown, else its newest run (every one stopped early or slowed on
-    purpose), else (no run of that chip given) its newest baseline. (A check with
+    purpose), else (no run of that chip with cases given) its newest baseline: a run
+    stopped before its first case hid the baseline beside it (a review). (A check with
     `--inject-slowdown 0.5` became a chip's headline: a review.)"""
-    runs = {**_newest([s for s in sources if s.kind == "run"]),
-            **_newest([s for s in sources if s.kind == "run" and s.usable])}
+    runs = {**_newest([s for s in sources if s.kind == "run" and s.points]),
+            **_newest([s for s in sources if s.kind == "run" and s.usable and s.points])}
     return [runs.get(chip, s) for chip, s in sorted(_newest(sources).items())]
 
 

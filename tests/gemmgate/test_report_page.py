@@ -79,8 +79,8 @@ def test_ceilings_come_from_the_chip_table():
     assert report_page.ceilings("no-such-chip", "fp32") == (None, None)
 
 
-def _src(kind, chip, date):
-    return report_page.Source(f"{kind}-{chip}-{date}", kind, chip, date, "", ())
+def _src(kind, chip, date, points=(object(),)):
+    return report_page.Source(f"{kind}-{chip}-{date}", kind, chip, date, "", points)
 
 
 def test_subjects_are_each_chips_newest_run_else_its_newest_baseline():
@@ -95,6 +95,26 @@ def test_an_empty_newer_run_does_not_hide_a_chips_cases():
     full = report_page.Source("full", "run", "cpu", "2026-11-01", "", (object(),))
     empty = report_page.Source("empty", "run", "cpu", "2026-12-01", "", ())
     assert [s.path for s in report_page.subjects([full, empty])] == ["full"]
+
+
+def test_a_run_stopped_before_its_first_case_does_not_hide_the_baseline():
+    """A chip's only run, stopped before its first case (a cancelled CI job), was the
+    chip's subject: a page of no figures, the baseline beside it never drawn (a review)."""
+    empty = _src("run", "cpu", "2026-12-06", points=())
+    base = _src("baseline", "cpu", "2026-12-01")
+    assert [s.path for s in report_page.subjects([empty, base])] == [base.path]
+
+
+def test_a_copy_of_a_baseline_is_refused(tmp_path):
+    """A copied baseline drew its history a step that never was (runs were refused so;
+    baselines were not: a review)."""
+    one = _trimmed_h200(tmp_path)
+    two = tmp_path / "copy.json"
+    two.write_text(one.read_text())
+    with pytest.raises(ValueError, match="copy.json holds the same calibration as the "
+                                         "baseline .*nvidia-h200.json"):
+        report_page.load_sources([], [str(one), str(two)])
+    assert len(report_page.load_sources([], [str(one)])) == 1
 
 
 def test_a_chip_id_from_a_run_file_is_a_safe_name_and_id():
