@@ -79,7 +79,10 @@ def test_ceilings_come_from_the_chip_table():
     assert report_page.ceilings("no-such-chip", "fp32") == (None, None)
 
 
-def _src(kind, chip, date, points=(object(),)):
+_A_POINT = (object(),)   # (a source's points, not read here)
+
+
+def _src(kind, chip, date, points=_A_POINT):
     return report_page.Source(f"{kind}-{chip}-{date}", kind, chip, date, "", points)
 
 
