@@ -5,6 +5,7 @@ the JIT itself would pass."""
 import functools
 import gc
 import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -159,22 +160,16 @@ def test_descriptor_arguments_do_not_enter_the_signature():
     assert launch_jit.signature(torch.zeros(4)) == (torch.float32, True)
 
 
-# triton 3.6's CUDA launcher wraps the C launch like this (backends/nvidia/driver.py,
-# wrap_handle_tensordesc); a stand-in built the same way, in a module namespace of its own.
-_WRAPPER_36 = """
-def wrap(launcher, tensordesc_indices, tensordesc_meta):
-    def inner(*args):
-        final_args = list(args[:_BASE_ARGS_FORMAT_LEN])
-        tensordesc_idx = 0
-        for i, arg in enumerate(args[_BASE_ARGS_FORMAT_LEN:]):
-            if i in tensordesc_indices:
-                final_args.extend(make_tensordesc_arg(arg, tensordesc_meta[tensordesc_idx]))
-                tensordesc_idx += 1
-            else:
-                final_args.append(arg)
-        return launcher(*final_args)
-    return inner
-"""
+# triton 3.6's CUDA launcher (backends/nvidia/driver.py, wrap_handle_tensordesc), as
+# scripts/launcher36.py holds its source; a stand-in made from it in a namespace of its own
+_LAUNCHER_36_FILE = (Path(__file__).resolve().parents[2] / "scripts" / "launcher36.py")
+
+
+def _launcher_36_source() -> str:
+    """scripts/launcher36.py's LAUNCHER_36 (read, not imported: scripts/ is no package)."""
+    namespace: dict = {}
+    exec(_LAUNCHER_36_FILE.read_text(), namespace)
+    return namespace["LAUNCHER_36"]
 
 
 class _Runner36:
@@ -191,9 +186,11 @@ class _Runner36:
             self.encoded.append((arg.base.data_ptr(), metadata))
             return [("map", arg.base.data_ptr(), metadata), *arg.shape, *arg.strides]
 
-        namespace = {"_BASE_ARGS_FORMAT_LEN": 13, "make_tensordesc_arg": make_tensordesc_arg}
-        exec(_WRAPPER_36, namespace)
-        self.launch = namespace["wrap"](lambda *a: self.c_calls.append(a), set(indices), meta)
+        namespace = {"_BASE_ARGS_FORMAT_LEN": 13}
+        exec(_launcher_36_source(), namespace)
+        namespace["make_tensordesc_arg"] = make_tensordesc_arg   # (the wrapper reads it here)
+        self.launch = namespace["wrap_handle_tensordesc"](
+            lambda *a: self.c_calls.append(a), set(indices), meta)
 
     def __call__(self, g0, g1, g2, stream, function, *args) -> None:
         self.launch(g0, g1, g2, stream, function, self.launch_cooperative_grid,
