@@ -11,6 +11,7 @@ interpreter + CPU BLAS).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 
 MiB = 1 << 20
@@ -51,9 +52,11 @@ class Chip:
         return "cpu" if self.vendor == "cpu" else "cuda"
 
     def names(self, device_name: str) -> bool:
-        """Whether `match` names this device (as the kernel's tuning tables are found)."""
+        """Whether `match` names this device, as a word of its name (as the kernel's tuning
+        tables are found): "a100" was found in "RTX A1000", "h200" in "GH200" (a review)."""
         low = device_name.lower()
-        return any(m in low for m in self.match)
+        return any(re.search(rf"(?<![a-z0-9]){re.escape(m)}(?![0-9])", low)
+                   for m in self.match)
 
     def peak(self, mode: str) -> float | None:
         return self.peak_tflops.get(mode)
@@ -117,7 +120,8 @@ class Selection:
     source: str               # "--chip", "GEMMGATE_CHIP", "detected", "generic", "no GPU"
     device_name: str
     warning: str | None = None
-    mismatched: bool = False  # --chip/GEMMGATE_CHIP names a GPU this device is not
+    mismatched: bool = False  # --chip/GEMMGATE_CHIP names a GPU this device is not, or
+    # the device matched has other SMs than its profile (an H100 PCIe, a MIG slice)
 
 
 def get_chip(chip_id: str) -> Chip:
@@ -155,6 +159,13 @@ def select_chip(override: str | None = None) -> Selection:
         return Selection(CHIPS["cpu"], "no GPU", device_name)
     chip = match_device_name(device_name)
     if chip is not None:
+        units = _units(torch)
+        if units and units != chip.compute_units:   # an H100 PCIe (114 SMs), a MIG slice:
+            # the profile's peaks and tuning table are another card's; `tune` refuses
+            return Selection(chip, "detected", device_name,
+                             f"{device_name!r} has {units} SMs, the {chip.id} profile "
+                             f"{chip.compute_units}: its peaks and tuning table are that "
+                             "card's", mismatched=True)
         return Selection(chip, "detected", device_name)
     if torch.version.hip is not None:
         by_arch = _amd_by_arch(torch, device_name)
@@ -162,6 +173,14 @@ def select_chip(override: str | None = None) -> Selection:
             return by_arch
     return Selection(_generic(torch), "generic", device_name,
                      f"unknown GPU {device_name!r}: generic profile, no peak figures")
+
+
+def _units(torch) -> int:
+    """The device's SMs (compute units), 0 where torch cannot say."""
+    try:
+        return int(getattr(torch.cuda.get_device_properties(0), "multi_processor_count", 0))
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        return 0
 
 
 def _amd_by_arch(torch, device_name: str) -> Selection | None:

@@ -31,6 +31,7 @@ import hashlib
 import inspect
 import json
 import math
+import re
 import warnings
 from pathlib import Path
 from typing import NamedTuple
@@ -215,12 +216,18 @@ def table_for_device(device_name: str, directory: Path = DEFAULT_DIR) -> DeviceT
 
 def _one(tables, low: str, field: int, what: str, skip: int | None = None) -> int | None:
     """The index of the table whose `what` (field `field`) names the device `low`."""
-    found = [i for i, t in enumerate(tables) if i != skip and any(m in low for m in t[field])]
+    found = [i for i, t in enumerate(tables) if i != skip and any(_word(m, low) for m in t[field])]
     if len(found) > 1:
         raise TableError(f"tuning tables {' and '.join(tables[i][0] for i in found)} both "
                          f"name {low!r} in their {what}: keep one (a device reads one "
                          "table of its own and one lent)")
     return found[0] if found else None
+
+
+def _word(match: str, low: str) -> bool:
+    """`match` is a word of the device name `low` ("h200" is not one of "gh200", nor
+    "a100" of "rtx a1000"), as gemmgate's chip profiles match it."""
+    return re.search(rf"(?<![a-z0-9]){re.escape(match)}(?![0-9])", low) is not None
 
 
 @functools.cache

@@ -19,10 +19,13 @@ def no_env(monkeypatch):
 
 @pytest.fixture
 def fake_gpu(monkeypatch, no_env):
-    """Pretend torch sees one CUDA device; returns a setter for its name/properties."""
-    def install(name: str, major: int = 9, minor: int = 0):
+    """Pretend torch sees one CUDA device; returns a setter for its name/properties (its
+    SMs: `sms`, else those of the profile its name matches, else 100)."""
+    def install(name: str, major: int = 9, minor: int = 0, sms: int | None = None):
+        known = match_device_name(name)
         props = SimpleNamespace(name=name, major=major, minor=minor,
-                                multi_processor_count=100,
+                                multi_processor_count=sms or (known.compute_units if known
+                                                              else 100),
                                 shared_memory_per_block_optin=100000, L2_cache_size=1 << 25)
         monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
         monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: name)
@@ -181,6 +184,27 @@ def test_select_detects_known_gpu(fake_gpu):
     sel = select_chip()
     assert sel.chip is CHIPS["nvidia-h200"]
     assert sel.source == "detected" and sel.device_name == "NVIDIA H200" and sel.warning is None
+
+
+@pytest.mark.parametrize("name, chip", [
+    ("NVIDIA RTX A1000 Laptop GPU", None), ("NVIDIA GH200 480GB", None),
+    ("NVIDIA A100-SXM4-80GB", "nvidia-a100"), ("NVIDIA H100 80GB HBM3", "nvidia-h100"),
+    ("NVIDIA H200 NVL", "nvidia-h200"), ("AMD Instinct MI300X VF", "amd-mi300x")])
+def test_a_profile_names_a_device_by_a_word_of_its_name(name, chip):
+    """"a100" was found in "RTX A1000" and "h200" in "GH200": their results and baselines
+    went to another card's profile (a review)."""
+    got = match_device_name(name)
+    assert (got.id if got else None) == chip
+
+
+@pytest.mark.parametrize("name, sms", [("NVIDIA H100 PCIe", 114),
+                                       ("NVIDIA H100 80GB HBM3 MIG 1g.10gb", 16)])
+def test_a_device_with_other_sms_than_its_profile_is_said_and_kept_from_tune(fake_gpu,
+                                                                             name, sms):
+    fake_gpu(name, sms=sms)
+    sel = select_chip()
+    assert sel.chip.id == "nvidia-h100" and sel.mismatched
+    assert f"has {sms} SMs, the nvidia-h100 profile 132" in sel.warning
 
 
 def test_select_override_disagreeing_with_device_warns(fake_gpu):

@@ -204,6 +204,17 @@ def _table(path, match, borrowed_by=None, m=64):
     path.write_text(json.dumps(data))
 
 
+def test_a_table_names_a_device_by_a_word_of_its_name(tmp_path):
+    """"h200" named "GH200" and "a100" "RTX A1000", as a substring (a review): a word of
+    the name now, which a letter may follow ("l40" names "L40S")."""
+    _table(tmp_path / "h200.json", ["h200"], ["a100", "l40"])
+    table_file.reload()
+    assert table_file.table_for_device("NVIDIA GH200 480GB", tmp_path).path == ""
+    assert table_file.table_for_device("NVIDIA RTX A1000 Laptop GPU", tmp_path).path == ""
+    assert table_file.table_for_device("NVIDIA H200 NVL", tmp_path).path.endswith("h200.json")
+    assert table_file.table_for_device("NVIDIA L40S", tmp_path).lent.endswith("h200.json")
+
+
 def test_a_table_serves_the_devices_it_lends_itself_to_where_none_matches_them(tmp_path):
     """`borrowed_by`: a device no table's `match` names reads the lender's table."""
     _table(tmp_path / "a-lender.json", ["h200"], ["h100", "l40"], m=64)
