@@ -36,6 +36,8 @@ def _git_files(git: Path) -> str | None:
 
 
 def _git_cli() -> str | None:
+    if not _tracked():
+        return None
     try:
         out = subprocess.run(["git", "-c", "safe.directory=*", "rev-parse", "HEAD"],
                              capture_output=True, text=True,
@@ -45,17 +47,33 @@ def _git_cli() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+def _tracked() -> bool:
+    """Whether this package is tracked by the git repository around it: installed into
+    another project's (ignored) virtual environment, git found that project and the
+    record named its HEAD, clean (a review)."""
+    try:
+        out = subprocess.run(["git", "-c", "safe.directory=*", "ls-files", "--error-unmatch",
+                              Path(__file__).name], capture_output=True,
+                             cwd=Path(__file__).resolve().parent, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0
+
+
 def git_dirty(root: Path | None = None) -> bool | None:
     """Whether the tree's gemmgate/ or kernels/ differs from HEAD (tracked files changed,
     or untracked ones, e.g. a new tuning table): the record's commit is then not what
     ran. None where git cannot say. `root`: this checkout's."""
+    if root is None and not _tracked():
+        return None
     root = root or Path(__file__).resolve().parent.parent
     try:
         subprocess.run(["git", "-c", "safe.directory=*", "update-index", "-q", "--refresh"],
                        cwd=root, capture_output=True, timeout=30)   # stale stat data
-        out = subprocess.run(["git", "-c", "safe.directory=*", "status", "--porcelain", "--",
-                              "gemmgate", "kernels"], capture_output=True, text=True,
-                             cwd=root, timeout=30)
+        out = subprocess.run(["git", "-c", "safe.directory=*", "status", "--porcelain",
+                              "--untracked-files=normal", "--", "gemmgate", "kernels"],
+                             capture_output=True, text=True, cwd=root, timeout=30)
+        # (--untracked-files: under status.showUntrackedFiles=no a new table was clean)
     except (OSError, subprocess.SubprocessError):
         return None
     return bool(out.stdout.strip()) if out.returncode == 0 else None

@@ -2,6 +2,7 @@
 machine identity the gate uses (environment "host" and "gpus", telemetry "gpu_uuid")."""
 
 import platform
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -233,7 +234,36 @@ def test_the_record_says_when_the_tree_is_not_its_commit(tmp_path):
     assert git_dirty(tmp_path) is False
     (tmp_path / "kernels" / "new.json").write_text("{}")          # untracked: a new table
     assert git_dirty(tmp_path) is True
+    git("config", "status.showUntrackedFiles", "no")   # (a common setting: it was clean)
+    assert git_dirty(tmp_path) is True
     (tmp_path / "kernels" / "new.json").unlink()
     (tmp_path / "gemmgate" / "x.py").write_text("x = 2\n")
     assert git_dirty(tmp_path) is True
     assert git_dirty(tmp_path / "nowhere") is None
+
+
+def test_a_package_installed_inside_another_repository_records_no_commit(tmp_path,
+                                                                         monkeypatch):
+    """Installed into another project's ignored virtual environment, git found that
+    project: the record named its HEAD, clean (a review). None: not known."""
+    import shutil
+    import subprocess
+
+    from gemmgate import env
+
+    if shutil.which("git") is None:
+        import pytest
+
+        pytest.skip("needs git")
+    site = tmp_path / ".venv" / "site-packages" / "gemmgate"
+    site.mkdir(parents=True)
+    shutil.copy(env.__file__, site / "env.py")
+    (tmp_path / ".gitignore").write_text(".venv/\n")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.email=t@example.com", "-c",
+                                                 "user.name=t", "commit", "-q", "-m", "c"]):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+    monkeypatch.setattr(env, "__file__", str(site / "env.py"))
+    assert env._git_cli() is None and env.git_dirty() is None
+    monkeypatch.undo()
+    if (Path(env.__file__).resolve().parents[1] / ".git").exists():
+        assert env._git_cli() is not None   # this checkout's own package: its HEAD
