@@ -154,19 +154,17 @@ def select_chip(override: str | None = None) -> Selection:
         mismatched = chip.device_type == "cuda" and not chip.names(device_name)
         warning = f"{source} says {chip.id} but the device is {device_name!r}" \
             if mismatched else None
+        if chip.device_type == "cuda" and not mismatched:   # named right, sized otherwise
+            warning = _other_units(torch, chip, device_name)
+            mismatched = warning is not None
         return Selection(chip, source, device_name, warning, mismatched)
     if not gpu:
         return Selection(CHIPS["cpu"], "no GPU", device_name)
     chip = match_device_name(device_name)
-    if chip is not None:
-        units = _units(torch)
-        if units and units != chip.compute_units:   # an H100 PCIe (114 SMs), a MIG slice:
-            # the profile's peaks and tuning table are another card's; `tune` refuses
-            return Selection(chip, "detected", device_name,
-                             f"{device_name!r} has {units} SMs, the {chip.id} profile "
-                             f"{chip.compute_units}: its peaks and tuning table are that "
-                             "card's", mismatched=True)
-        return Selection(chip, "detected", device_name)
+    if chip is not None:   # an H100 PCIe (114 SMs), a MIG slice: the profile's peaks and
+        # tuning table are another card's; `tune` refuses (`mismatched`)
+        warning = _other_units(torch, chip, device_name)
+        return Selection(chip, "detected", device_name, warning, warning is not None)
     if torch.version.hip is not None:
         by_arch = _amd_by_arch(torch, device_name)
         if by_arch is not None:
@@ -175,11 +173,21 @@ def select_chip(override: str | None = None) -> Selection:
                      f"unknown GPU {device_name!r}: generic profile, no peak figures")
 
 
+def _other_units(torch, chip: Chip, device_name: str) -> str | None:
+    """Why `chip`'s profile, which names the device, is another card's: its SMs (compute
+    units) differ from the device's; None where they agree or torch cannot say."""
+    units = _units(torch)
+    if not units or units == chip.compute_units:
+        return None
+    return (f"{device_name!r} has {units} SMs, the {chip.id} profile {chip.compute_units}: "
+            "its peaks and tuning table are that card's")
+
+
 def _units(torch) -> int:
     """The device's SMs (compute units), 0 where torch cannot say."""
     try:
         return int(getattr(torch.cuda.get_device_properties(0), "multi_processor_count", 0))
-    except (AttributeError, RuntimeError, TypeError, ValueError):
+    except Exception:  # noqa: BLE001 - a best-effort query (a CPU build asserts)
         return 0
 
 
