@@ -121,7 +121,6 @@ def check_command(args, console, err) -> int:
     return 1 if gate.failed else 0
 
 
-
 def _set_up(args, err, path, chip_id: str, floor: float):
     """`check`'s baseline, A/B commit and run context, before any work (ValueError on bad
     input), with its warnings."""
@@ -159,6 +158,7 @@ def _set_up(args, err, path, chip_id: str, floor: float):
                   f"{escape(', '.join(no_ab[:5]))}"
                   + (" ..." if len(no_ab) > 5 else ""))
     return base, ab_sha, ctx
+
 
 def _own_cases(base, modes: str | None, err) -> list | None:
     """The baseline's own cases (of `modes`, where named) where its shapes label names no
