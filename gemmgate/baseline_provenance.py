@@ -27,6 +27,13 @@ def run_id(rec: RunRecord) -> str:
     return hashlib.sha256(json.dumps(held).encode()).hexdigest()[:16]
 
 
+def calibration_mark(base: Baseline) -> str:
+    """What tells one calibration from another: its whole provenance, as text (a copy of a
+    baseline file has the same; `baseline merge` and `report` refuse an input given twice
+    so, which would pool its runs twice or draw a history step that never was)."""
+    return json.dumps(base.provenance, sort_keys=True, default=str)
+
+
 def run_ids(base: Baseline) -> list[str]:
     """The identities of the runs a baseline was built from (none before they were kept)."""
     ids = base.provenance.get("run_ids")

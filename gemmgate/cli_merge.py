@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gemmgate import baselines
-from gemmgate.baseline_provenance import MEASURED_BY, measured, run_id, run_ids
+from gemmgate.baseline_provenance import MEASURED_BY, calibration_mark, measured, run_id, run_ids
 from gemmgate.cli_run import BASELINE_OUTPUT, check_outputs
 from gemmgate.files import read_text
 from gemmgate.reference import kernels_alike
@@ -117,7 +117,7 @@ def _merge_inputs(inputs: list[str], notes: list[str] | None = None
         else:
             parts.append(baselines.load(p))
             names.append(p)
-            mark = json.dumps(parts[-1].provenance, sort_keys=True, default=str)
+            mark = calibration_mark(parts[-1])
         if mark in seen:
             raise ValueError(f"baseline merge: {p} holds the same calibration as "
                              f"{seen[mark]}; give each input once (its runs would count "

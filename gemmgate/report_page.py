@@ -13,7 +13,6 @@ never names a PNG that is not there yet.
 from __future__ import annotations
 
 import html
-import json
 import math
 import os
 import re
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gemmgate import plots, plots_history
+from gemmgate.baseline_provenance import calibration_mark
 from gemmgate.baseline_schema import Baseline
 from gemmgate.baseline_schema import load as load_baseline
 from gemmgate.chips import CHIPS, Chip
@@ -131,7 +131,7 @@ def load_sources(runs: Sequence[str], baseline_files: Sequence[str]) -> list[Sou
     marks: dict[str, str] = {}
     for p in baseline_files:   # a copy of a baseline drew its history a step that never
         base = load_baseline(p)   # was too (a review): one calibration, one provenance
-        mark = json.dumps(base.provenance, sort_keys=True, default=str)
+        mark = calibration_mark(base)
         if mark in marks:
             raise ValueError(f"{p} holds the same calibration as the baseline {marks[mark]} "
                              "(the same provenance): give each baseline once")
