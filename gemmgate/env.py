@@ -6,6 +6,7 @@ pynvml (package nvidia-ml-py) is optional: without it, or on AMD/CPU, telemetry 
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import platform
 import subprocess
@@ -36,7 +37,7 @@ def _git_files(git: Path) -> str | None:
 
 
 def _git_cli() -> str | None:
-    if not _tracked():
+    if not _tracked(Path(__file__).resolve().parent):
         return None
     try:
         out = subprocess.run(["git", "-c", "safe.directory=*", "rev-parse", "HEAD"],
@@ -47,14 +48,15 @@ def _git_cli() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def _tracked() -> bool:
-    """Whether this package is tracked by the git repository around it: installed into
-    another project's (ignored) virtual environment, git found that project and the
-    record named its HEAD, clean (a review)."""
+@functools.cache   # (asked for the commit and for the dirty flag: once a folder)
+def _tracked(package: Path) -> bool:
+    """Whether this package (its folder) is tracked by the git repository around it:
+    installed into another project's (ignored) virtual environment, git found that
+    project and the record named its HEAD, clean (a review)."""
     try:
         out = subprocess.run(["git", "-c", "safe.directory=*", "ls-files", "--error-unmatch",
-                              Path(__file__).name], capture_output=True,
-                             cwd=Path(__file__).resolve().parent, timeout=5)
+                              Path(__file__).name], capture_output=True, cwd=package,
+                             timeout=5)
     except (OSError, subprocess.SubprocessError):
         return False
     return out.returncode == 0
@@ -64,7 +66,7 @@ def git_dirty(root: Path | None = None) -> bool | None:
     """Whether the tree's gemmgate/ or kernels/ differs from HEAD (tracked files changed,
     or untracked ones, e.g. a new tuning table): the record's commit is then not what
     ran. None where git cannot say. `root`: this checkout's."""
-    if root is None and not _tracked():
+    if root is None and not _tracked(Path(__file__).resolve().parent):
         return None
     root = root or Path(__file__).resolve().parent.parent
     try:
