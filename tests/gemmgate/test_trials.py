@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from gemmgate import trials
+from gemmgate import trial_summaries, trials
 from gemmgate.cli import main
 from gemmgate.shapes import Case
 from gemmgate.starter import PARENT_ENV
@@ -60,10 +60,10 @@ def test_an_empty_output_counts_neither_as_caught_nor_missed():
             for c, v in (("m32", "regressed"), ("m0", "empty"))]
     p = trials.power(rows)[0.03]
     assert (p["judged"], p["regressed"], p["wrong"]) == (1, 1, {})
-    q = trials.power_from_summaries(trials.summarize_checks(rows),
-                                    trials.summarize_cases(rows))[0.03]
+    q = trial_summaries.power_from_summaries(trial_summaries.summarize_checks(rows),
+                                    trial_summaries.summarize_cases(rows))[0.03]
     assert (q["judged"], q["regressed"], q["wrong"]) == (1, 1, {})
-    assert trials.summarize_checks(rows)[0]["empty"] == 1
+    assert trial_summaries.summarize_checks(rows)[0]["empty"] == 1
 
 
 def test_levels_and_schedule():
@@ -206,7 +206,7 @@ def test_the_summaries_kept_in_the_repository_give_the_same_power(tmp_path):
     for column, prefix in (("verdict", ""), ("stored_verdict", "stored_"),
                            ("ab_verdict", "ab_")):
         full = trials.power(rows, column)
-        kept = trials.power_from_summaries(checks, cases, prefix)
+        kept = trial_summaries.power_from_summaries(checks, cases, prefix)
         for level in full:
             for key in ("checks", "red", "judged", "regressed", "improved", "wrong"):
                 assert full[level][key] == kept[level][key], (column, level, key)
@@ -361,7 +361,7 @@ def test_case_summaries_take_the_median_and_largest_change():
              "stored_verdict": "unchanged", "ab_verdict": "unchanged", "level": "machine",
              "ratio_change": str(x), "ratio_tolerance": "0.02", "ab_change": "",
              "ab_tolerance": ""} for x in (0.01, -0.03, 0.02, 0.0)]
-    (case,) = trials.summarize_cases(rows)
+    (case,) = trial_summaries.summarize_cases(rows)
     assert float(case["ratio_change_median"]) == pytest.approx(0.005)   # (0 + 0.01) / 2
     assert float(case["ratio_change_max_abs"]) == pytest.approx(0.03)
     assert case["ab_change_median"] == "" and case["checks"] == 4
