@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from gemmgate import interpreter
+from gemmgate import env, interpreter
 from gemmgate.chips import Chip, Selection, select_chip
 from gemmgate.precision import PrecisionMode, get_mode, parse_modes
 from gemmgate.results import GATED  # always run: the gate compares these two
@@ -200,9 +200,12 @@ def _check_memory(cases: Sequence[Case], modes: Sequence[PrecisionMode], device:
     if device == "cpu":
         limit, where = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "of host RAM"
     else:
-        import torch
+        free = env.free_memory(int(device.partition(":")[2] or 0))
+        if free is None:
+            import torch
 
-        limit, where = torch.cuda.mem_get_info(device)[0], f"free on {device}"
+            free = torch.cuda.mem_get_info(device)[0]
+        limit, where = free, f"free on {device}"
     for m in modes:
         check_fits(cases, _bytes(m.input_dtype), _bytes(m.output_dtype), limit, where)
 

@@ -202,6 +202,21 @@ def tuning_table(device_name: str, directory: Path | None = None) -> dict | None
             "triton": dict(sorted(tritons.items())), **({"lent": Path(lent).name} if lent else {})}
 
 
+def free_memory(device_index: int) -> int | None:
+    """Free bytes on torch's device `device_index` as NVML counts them, or None where
+    NVML does not answer (no library, an AMD GPU). NVML opens no CUDA context, where
+    torch.cuda.mem_get_info makes one on the device (a few hundred MiB held by the
+    asking process for its life: `--devices` checked every GPU from the parent, which
+    runs no case on them)."""
+    nvml = _nvml()
+    if nvml is None:
+        return None
+    try:
+        return int(nvml.nvmlDeviceGetMemoryInfo(_nvml_handle(nvml, device_index)).free)
+    except Exception:  # a handle NVML cannot give: the caller asks CUDA
+        return None
+
+
 def _text(x) -> str:
     return x.decode() if isinstance(x, bytes) else str(x)
 

@@ -8,6 +8,8 @@ created in the working directory.
 
 import pickle
 import re
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,12 +17,15 @@ import pytest
 import torch
 
 import gemmgate.cli_run
+import gemmgate.env
 import gemmgate.run
 from gemmgate.chips import CHIPS, Selection
 from gemmgate.cli import main
 from gemmgate.context import check_devices, make_context, parse_devices, parse_providers
 from gemmgate.precision import MODES
 from gemmgate.shapes import Case
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_parse_devices():
@@ -267,8 +272,52 @@ def test_free_memory_is_asked_of_every_device_a_case_may_run_on(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: "NVIDIA H100 80GB HBM3")
     monkeypatch.setattr(torch.cuda, "mem_get_info", mem_get_info)
+    monkeypatch.setattr(gemmgate.env, "free_memory", lambda i: None)   # no NVML: CUDA's
     assert make_context("nvidia-h100", "1024x1024x1024", "fp32", devices="0,1").devices \
         == (0, 1)
     assert sorted(set(asked)) == ["cuda:0", "cuda:1"]
     with pytest.raises(ValueError, match="free on cuda:1"):
         make_context("nvidia-h100", "16384x16384x16384", "fp32", devices="0,1")
+
+
+def test_free_memory_is_asked_of_nvml_first_which_opens_no_cuda_context(monkeypatch):
+    """torch.cuda.mem_get_info makes a CUDA context on the device it asks (a few hundred
+    MiB, held by the parent of `--devices` workers for the run): where NVML answers,
+    CUDA is not asked. Two H100s faked: 1 GiB free on cuda:1 as NVML counts it."""
+    free = {0: 80 << 30, 1: 1 << 30}
+    nvml_asked = []
+
+    def by_nvml(index):
+        nvml_asked.append(index)
+        return free[index]
+
+    def no_cuda(dev):
+        raise AssertionError(f"CUDA asked for {dev}'s free memory")
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(torch.cuda, "mem_get_info", no_cuda)
+    monkeypatch.setattr(gemmgate.env, "free_memory", by_nvml)
+    make_context("nvidia-h100", "1024x1024x1024", "fp32", devices="0,1")
+    assert sorted(set(nvml_asked)) == [0, 1]
+    with pytest.raises(ValueError, match="free on cuda:1"):
+        make_context("nvidia-h100", "16384x16384x16384", "fp32", devices="0,1")
+
+
+@pytest.mark.gpu
+def test_gpu_a_context_made_opens_no_cuda_context_where_nvml_answers():
+    """On a real GPU, in a fresh process: making the run context (chip detection, the
+    memory check) leaves device 0 without a primary CUDA context where NVML answers."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    code = ("import torch, gemmgate.env as e, gemmgate.context as c\n"
+            "if e.free_memory(0) is None: print('no-nvml'); raise SystemExit\n"
+            "c.make_context(shapes='64x64x64', modes='bf16')\n"
+            "print('context' if torch._C._cuda_hasPrimaryContext(0) else 'none')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    if out.stdout.strip() == "no-nvml":
+        pytest.skip("NVML does not answer on this machine")
+    assert out.stdout.strip() == "none"

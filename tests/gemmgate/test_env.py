@@ -267,3 +267,17 @@ def test_a_package_installed_inside_another_repository_records_no_commit(tmp_pat
     monkeypatch.undo()
     if (Path(env.__file__).resolve().parents[1] / ".git").exists():
         assert env._git_cli() is not None   # this checkout's own package: its HEAD
+
+
+def test_free_memory_is_nvmls_count_of_torchs_device_or_none(monkeypatch):
+    """NVML's free bytes of the device torch's index names (`_nvml_handle`); None where
+    NVML is absent or cannot give the handle: the caller then asks CUDA."""
+    nvml = _fake_nvml(nvmlDeviceGetMemoryInfo=lambda h: SimpleNamespace(free=7 << 30,
+                                                                         total=8 << 30))
+    monkeypatch.setattr(env, "_nvml", lambda: nvml)
+    monkeypatch.setattr(env, "_nvml_handle", lambda n, i: f"d{i}")
+    assert env.free_memory(1) == 7 << 30
+    monkeypatch.setattr(env, "_nvml_handle", lambda n, i: 1 / 0)
+    assert env.free_memory(1) is None
+    monkeypatch.setattr(env, "_nvml", lambda: None)
+    assert env.free_memory(0) is None
