@@ -7,11 +7,16 @@ mode: the speed-ratio heat-map, TFLOP/s per shape, % of peak and the roofline,
 errors against their bands, and a table of the cases off the M×N grid. Then a history per
 chip that has two or more runs/baselines, and a cross-chip view when two chips are given.
 Every file is written atomically (a temp file renamed over); index.html comes last, so it
-never names a PNG that is not there yet.
+never names a PNG that is not there yet. A report's PNG names carry a token of what it
+draws (`r<8 hex>-`), so a report stopped part-way (Ctrl-C, an error while drawing) leaves
+the earlier page whole: its PNGs are not redrawn under it with the new inputs' figures.
+Once index.html is written, the PNGs of earlier reports in DIR (token-named, not on the new
+page) are removed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 import math
 import os
@@ -177,13 +182,23 @@ def _series(s: Source) -> Series:
                   dict(chip.peak_tflops) if chip else {})
 
 
-class _Writer:
-    """Saves figures as DIR/<name>.png, atomically, and remembers what it wrote."""
+OWN_PNG = re.compile(r"r[0-9a-f]{8}-.+\.png")   # a report's figure (`_Writer`), by name
 
-    def __init__(self, out: Path) -> None:
-        self.out, self.images = out, []
+
+def token(sources: Sequence[Source]) -> str:
+    """The report's PNG prefix: 8 hex digits of what it draws (the same inputs, the same
+    names: a report drawn again replaces its own figures)."""
+    return "r" + hashlib.sha1(repr(tuple(sources)).encode()).hexdigest()[:8] + "-"
+
+
+class _Writer:
+    """Saves figures as DIR/<prefix><name>.png, atomically, and remembers what it wrote."""
+
+    def __init__(self, out: Path, prefix: str = "") -> None:
+        self.out, self.prefix, self.images = out, prefix, []
 
     def save(self, fig, name: str, alt: str) -> Image:
+        name = self.prefix + name
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".png", dir=self.out)
         try:
             with os.fdopen(fd, "wb") as f:
@@ -304,7 +319,7 @@ def write_report(sources: Sequence[Source], out: str | Path) -> list[Image]:
     """Draw every figure into `out` and write out/index.html; returns the images."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    w = _Writer(out)
+    w = _Writer(out, token(sources))
     body = ["<h1>gemmgate report</h1>", _table(
         ("kind", "file", "chip", "date", "commit", "measured with", "modes", "cases",
          "injected slowdown", "stopped early"),
@@ -329,4 +344,8 @@ def write_report(sources: Sequence[Source], out: str | Path) -> list[Image]:
             f"<title>gemmgate report</title><style>{CSS}</style></head><body>\n"
             + "\n".join(body) + "\n</body></html>\n")
     write_text_atomic(out / "index.html", page)
+    drawn = {i.file for i in w.images}
+    for f in out.iterdir():   # earlier reports' figures, now named by no page
+        if OWN_PNG.fullmatch(f.name) and f.name not in drawn:
+            f.unlink(missing_ok=True)
     return w.images

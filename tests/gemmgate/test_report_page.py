@@ -155,7 +155,7 @@ def test_the_page_references_every_png_at_its_size_opens_offline_and_holds_each_
         assert (out / name).stat().st_size > 5000
     assert not re.search(r"<script|https?://|src=\"//", html)     # no JS, nothing remote
     assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no temp files
-    names = set(pngs)
+    names = {_bare(n) for n in pngs}
     for kind in ("heatmap", "tflops", "roofline", "errors"):
         assert f"s1-cpu-fp32-{kind}.png" in names               # the run, per mode
         assert f"s2-nvidia-h200-fp32-{kind}.png" in names       # the H200 baseline
@@ -172,13 +172,67 @@ def test_the_page_references_every_png_at_its_size_opens_offline_and_holds_each_
 def test_a_baseline_only_report_then_a_run_only_report_over_it(tmp_path, run_file):
     out = tmp_path / "o"
     images = report_page.write_report(report_page.load_sources([], [str(CPU_BASE)]), out)
-    assert sorted(i.file for i in images) == sorted(
+    assert sorted(_bare(i.file) for i in images) == sorted(
         f"s1-cpu-{m}-{k}.png" for m in ("fp32", "fp16")
         for k in ("heatmap", "tflops", "roofline", "errors"))
     images = report_page.write_report(report_page.load_sources([str(run_file)], []), out)
     assert len(images) == 4
     html = (out / "index.html").read_text()
     assert "History" not in html and html.count("<img") == 4 and "baselines/" not in html
+    assert sorted(p.name for p in out.glob("*.png")) == sorted(i.file for i in images)
+    # (the baseline report's 8 figures are gone with the page that named them)
+
+
+def _bare(name: str) -> str:
+    """A report PNG's name without its token (`report_page.token`)."""
+    assert re.fullmatch(r"r[0-9a-f]{8}-.+\.png", name), name
+    return name[10:]
+
+
+def _page_files(out: Path) -> dict[str, bytes]:
+    """index.html and every file it names, by name."""
+    html = (out / "index.html").read_text()
+    return {"index.html": html.encode(),
+            **{f: (out / f).read_bytes() for f in re.findall(r'<img src="([^"]+)"', html)}}
+
+
+def test_a_report_stopped_part_way_leaves_the_earlier_page_whole(tmp_path, run_file,
+                                                                 monkeypatch):
+    """A report stopped while drawing (Ctrl-C, an error) redrew the earlier page's PNGs,
+    same names, with the new inputs' figures, under the old index.html (a review): the
+    folder looked like the old report, drawn from other data. Now the earlier page and
+    every figure it names are left as they were; the next whole report removes the
+    stopped one's figures and the earlier page's."""
+    out = tmp_path / "o"
+    report_page.write_report(report_page.load_sources([str(run_file)], []), out)
+    before = _page_files(out)
+    real, saved = report_page._Writer.save, []
+
+    def stop_after_three(self, fig, name, alt):
+        if len(saved) == 3:
+            raise KeyboardInterrupt
+        saved.append(name)
+        return real(self, fig, name, alt)
+
+    monkeypatch.setattr(report_page._Writer, "save", stop_after_three)
+    with pytest.raises(KeyboardInterrupt):
+        report_page.write_report(report_page.load_sources([], [str(CPU_BASE)]), out)
+    assert _page_files(out) == before and len(saved) == 3
+    monkeypatch.setattr(report_page._Writer, "save", real)
+    images = report_page.write_report(report_page.load_sources([], [str(CPU_BASE)]), out)
+    assert sorted(p.name for p in out.glob("*.png")) == sorted(i.file for i in images)
+    assert not set(before) & {i.file for i in images}
+
+
+def test_other_pngs_in_the_folder_are_left_alone(tmp_path, run_file):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "notes.png").write_bytes(b"mine")
+    (out / "r1234-x.png").write_bytes(b"mine too")   # not a token's 8 digits
+    report_page.write_report(report_page.load_sources([str(run_file)], []), out)
+    report_page.write_report(report_page.load_sources([], [str(CPU_BASE)]), out)
+    assert (out / "notes.png").read_bytes() == b"mine"
+    assert (out / "r1234-x.png").read_bytes() == b"mine too"
 
 
 def test_a_provider_without_figures_is_left_out(tmp_path, synthetic_record):
