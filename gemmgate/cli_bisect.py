@@ -6,7 +6,8 @@ history, printing the step table after each step, re-measures the boundary, and 
 
 Exit codes: 0 a culprit was found (or nothing regressed at BAD); 1 inconclusive (the
 boundary re-measure did not confirm it, skipped commits hide it, or BAD could not be
-measured); 2 usage or input error.
+measured); 2 usage or input error; 3 a measurement failed (--json then holds the steps
+measured before it, outcome "stopped").
 """
 
 from __future__ import annotations
@@ -43,11 +44,12 @@ from gemmgate.cli_run import (
     check_floor,
     check_outputs,
     shapes_file,
+    stopped_by,
     timed_as,
 )
-from gemmgate.context import RunContext, make_context, parse_devices
+from gemmgate.context import MeasurementError, RunContext, make_context, parse_devices
 from gemmgate.deadline import cli_limit
-from gemmgate.files import read_text, write_json_atomic
+from gemmgate.files import clear_outputs, read_text, write_json_atomic
 from gemmgate.gate import ab_tolerance
 from gemmgate.markdown import md_cell, md_row
 from gemmgate.reference import common_ancestor, resolve
@@ -55,6 +57,8 @@ from gemmgate.run import environment_of
 
 SCHEMA = "gemmgate.bisect/1"
 CULPRIT, INCONCLUSIVE = "culprit", "inconclusive"   # outcomes beside search's clean/range
+NONE_REGRESSED = "none-regressed"   # --from-check's check called no case regressed
+STOPPED = "stopped"   # a measurement failed (exit 3) or the run was interrupted
 MAX_CASE_COLUMNS = 6  # past this, the step table folds the cases into one column
 
 
@@ -104,6 +108,12 @@ def bisect_command(args, console, err) -> int:
         if not ids:
             msg = (f"the check {args.from_check} calls no case regressed: nothing to bisect")
             console.print(msg)
+            if args.json:   # (an earlier bisect's file stayed, looking like this one's)
+                write_json_atomic(args.json, {
+                    "schema": SCHEMA, "chip": check_chip, "outcome": NONE_REGRESSED,
+                    "from_check": args.from_check, "good": args.good, "bad": args.bad,
+                    "cases": [], "steps": []})
+                err.print(f"wrote {escape(args.json)}")
             append_summary(args.summary, f"### gemmgate bisect: {msg}\n", err)
             return 0
     if ids and (args.shapes or args.modes):
@@ -158,15 +168,27 @@ def bisect_command(args, console, err) -> int:
         console.print(_steps_table(steps, keys, info, good.sha))
         return None if steps[-1].verdict == SKIP else steps[-1].verdict == BAD
 
-    result = search([c.sha for c in commits], is_bad)
-    boundary = None
-    if result.status == FOUND:
-        parent = result.last_good or good.sha
-        err.print(f"re-measure: {info[result.first_bad].short} against the commit before it, "
-                  f"{info[parent].short}")
-        boundary = measure_step(ctx, items, result.first_bad, parent, tolerances,
-                                boundary=True)
-        console.print(_steps_table([*steps, boundary], keys, info, good.sha))
+    clear_outputs(args.json)   # a stop the process cannot outlive (a case stuck past
+    # --case-timeout in native code) leaves no earlier bisect's file looking like this one's
+    try:
+        result = search([c.sha for c in commits], is_bad)
+        boundary = None
+        if result.status == FOUND:
+            parent = result.last_good or good.sha
+            err.print(f"re-measure: {info[result.first_bad].short} against the commit "
+                      f"before it, {info[parent].short}")
+            boundary = measure_step(ctx, items, result.first_bad, parent, tolerances,
+                                    boundary=True)
+            console.print(_steps_table([*steps, boundary], keys, info, good.sha))
+    except (MeasurementError, KeyboardInterrupt) as e:   # the steps measured are kept
+        if args.json:
+            write_json_atomic(args.json, {
+                **_record(ctx, floor, tolerances, good, bad, commits, steps, None, None,
+                          STOPPED, info),
+                "stopped": stopped_by(e) if isinstance(e, KeyboardInterrupt) else str(e)})
+            err.print(f"wrote the {len(steps)} step(s) measured before it stopped to "
+                      f"{escape(args.json)}")
+        raise
     outcome = _outcome(result, boundary)
     text = _conclusion(outcome, result, steps[0] if steps else None, boundary, info, good, bad)
     console.print(("[bold]" if outcome == CULPRIT else "") + escape(text))
@@ -285,15 +307,17 @@ def _markdown(chip: str, outcome: str, text: str, steps: Sequence[Step], keys: S
 
 def _record(ctx: RunContext, floor: float, tolerances: dict[str, float], good: Commit,
             bad: Commit, commits,
-            steps: Sequence[Step], boundary: Step | None, result: SearchResult, outcome: str,
-            info: dict[str, Commit]) -> dict:
+            steps: Sequence[Step], boundary: Step | None, result: SearchResult | None,
+            outcome: str, info: dict[str, Commit]) -> dict:
+    """The --json record; `result` None: the search stopped before its end."""
     def step_json(s: Step) -> dict:
         return {**s.to_json(), "subject": info[s.commit].subject}
 
     culprit = info[result.first_bad].to_json() if outcome == CULPRIT else None
     return {"schema": SCHEMA, "chip": ctx.chip.id, "outcome": outcome, "culprit": culprit,
-            "first_bad": result.first_bad, "last_good": result.last_good,
-            "candidates": list(result.candidates), "good": good.to_json(),
+            "first_bad": result and result.first_bad,
+            "last_good": result and result.last_good,
+            "candidates": list(result.candidates) if result else [], "good": good.to_json(),
             "bad": bad.to_json(), "commits": [c.to_json() for c in commits],
             "cases": list(tolerances), "floor": floor, "tolerances": tolerances,
             "steps": [step_json(s) for s in steps],

@@ -5,7 +5,9 @@ Checked before any measuring, exit 2 otherwise: the parameter (an integer field 
 kernel's TileConfig), the values, the shape text, the layout, the mode on this chip, the
 budget, the output paths. A value that fails (invalid tile, compile or launch error,
 wrong result) is a failed point, not an error. Exit 0 when at least one value ran; 1
-when every value failed. matplotlib is imported only with --plot.
+when every value failed. The outputs are written at the end: a sweep stopped part-way
+(exit 3, Ctrl-C) leaves none (an earlier sweep's at those paths are removed as it starts
+measuring). matplotlib is imported only with --plot.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from rich.table import Table
 from gemmgate import sweep
 from gemmgate.cli_run import check_outputs, progress_bar
 from gemmgate.deadline import cli_limit
-from gemmgate.files import write_json_atomic, write_text_atomic
+from gemmgate.files import clear_outputs, write_json_atomic, write_text_atomic
 
 
 def _f(x: float | None, fmt: str) -> str:
@@ -85,7 +87,8 @@ def sweep_command(args, console: Console, err: Console) -> int:
     err.print(f"chip {spec.chip} ({ctx.selection.source}: {ctx.selection.device_name}), "
               f"{spec.mode.name} {spec.case.id}, {spec.param} over "
               f"{','.join(map(str, spec.values))}, timing {ctx.policy.method}")
-    with progress_bar(err) as bar:
+    clear_outputs(args.csv, args.json, args.plot)   # written at the end: a stopped sweep
+    with progress_bar(err) as bar:                   # leaves none, not an earlier one's
         task = bar.add_task("sweeping", total=len(spec.values))
 
         def tick(p: sweep.SweepPoint) -> None:

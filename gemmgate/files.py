@@ -177,3 +177,15 @@ def _umask() -> int:
 
 def write_json_atomic(path: str | Path, data) -> None:
     write_text_atomic(path, json.dumps(data, indent=1, sort_keys=False, allow_nan=False) + "\n")
+
+
+def clear_outputs(*paths: str | Path | None) -> None:
+    """Remove an earlier run's files at these output paths (through a symbolic link: its
+    target), once a command's input is checked and before it measures: a command that
+    writes its outputs only at its end, stopped part-way, left the earlier run's files
+    there looking like its own (a review)."""
+    for path in paths:
+        if path:
+            p = Path(path).resolve()
+            if p.is_file():
+                p.unlink()

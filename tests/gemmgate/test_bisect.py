@@ -467,8 +467,43 @@ def test_a_check_without_regressions_has_nothing_to_bisect(planted, monkeypatch,
     monkeypatch.chdir(d)
     check = tmp_path / "check.json"
     check.write_text(json.dumps({"gate": {"verdicts": [{"id": CASE, "verdict": "unchanged"}]}}))
+    out = tmp_path / "bisect.json"
+    out.write_text('{"outcome": "culprit"}')   # an earlier bisect's: not left as this one's
     rc, data, summary = _bisect(tmp_path, shas[0], "HEAD", "--from-check", str(check))
-    assert rc == 0 and data is None and "nothing to bisect" in summary
+    assert rc == 0 and "nothing to bisect" in summary
+    assert data["outcome"] == "none-regressed" and data["cases"] == [] and \
+        data["from_check"] == str(check)
+
+
+@needs_git
+@pytest.mark.parametrize("stop", ["measurement", "interrupt"])
+def test_a_bisect_stopped_part_way_keeps_its_steps_in_json(planted, costed_timing,
+                                                           monkeypatch, tmp_path, stop):
+    """A measurement that fails (exit 3: a case past --case-timeout) or Ctrl-C during the
+    search left an earlier bisect's --json as it was, looking like this one's (a
+    review): now --json holds the steps measured before the stop, outcome "stopped"."""
+    import gemmgate.cli_bisect
+    from gemmgate.context import MeasurementError
+
+    d, shas = planted
+    monkeypatch.chdir(d)
+    real, calls = gemmgate.cli_bisect.measure_step, []
+
+    def second_stops(*args, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise MeasurementError("fp32 m16-n16-k16 ran past the case time limit") \
+                if stop == "measurement" else KeyboardInterrupt()
+        return real(*args, **kw)
+
+    monkeypatch.setattr(gemmgate.cli_bisect, "measure_step", second_stops)
+    (tmp_path / "bisect.json").write_text('{"outcome": "culprit"}')   # an earlier one's
+    rc, data, _ = _bisect(tmp_path, shas[0], "HEAD", "--case", CASE)
+    assert rc == (3 if stop == "measurement" else 130)
+    assert data["outcome"] == "stopped" and len(data["steps"]) == 1
+    assert data["culprit"] is None and data["first_bad"] is None
+    assert (data["stopped"] == "fp32 m16-n16-k16 ran past the case time limit"
+            if stop == "measurement" else data["stopped"] == "interrupted")
 
 
 @needs_git

@@ -185,6 +185,28 @@ def test_cli_writes_csv_json_and_plot(tmp_path, monkeypatch, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_sweep_stopped_part_way_leaves_no_earlier_sweeps_outputs(tmp_path, monkeypatch):
+    """A sweep that stops (exit 3: a measurement failed; Ctrl-C) writes nothing, and the
+    earlier sweep's --csv, --json and --plot at those paths stayed, looking like this
+    one's (a review). They are removed once the input is checked; a bad input (exit 2)
+    leaves them."""
+    from gemmgate.context import MeasurementError
+
+    paths = [tmp_path / "s.csv", tmp_path / "s.json", tmp_path / "s.png"]
+    for p in paths:
+        p.write_text("an earlier sweep's")
+    outs = ["--csv", str(paths[0]), "--json", str(paths[1]), "--plot", str(paths[2])]
+    assert main(["sweep", "--param", "stages", *CASE, *outs]) == 2
+    assert all(p.read_text() == "an earlier sweep's" for p in paths)
+
+    def stop(spec, on_point=None):
+        raise MeasurementError("fp32 m32-n32-k32 ran past the case time limit")
+
+    monkeypatch.setattr(sweep, "run_sweep", stop)
+    assert main(["sweep", "--param", "block_m", "--values", "32", *CASE, *outs]) == 3
+    assert not any(p.exists() for p in paths)
+
+
 def test_every_value_failing_exits_1(monkeypatch):
     import kernels
 
