@@ -287,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     err = Console(stderr=True, soft_wrap=True, emoji=False)
     try:
         with StopOnSigterm():
-            args = build_parser().parse_args(argv)
+            args = _parse(build_parser(), argv)
             return _dispatch(args, console, err)
     except (UsageError, ValueError, TypeError, OSError) as e:
         err.print(f"[red]gemmgate: error:[/] {escape(str(e))}")
@@ -310,6 +310,18 @@ _COMMANDS = {"chips": ("cli_run", "chips_command"), "run": ("cli_run", "run_comm
              "bisect": ("cli_bisect", "bisect_command"),
              "report": ("cli_report", "report_command"),
              "sweep": ("cli_sweep", "sweep_command"), "tune": ("cli_tune", "tune_command")}
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The arguments; `report`'s run files may sit on both sides of its options
+    (`report r1.json -o DIR r2.json`: argparse takes one run of positionals, and called
+    the second "unrecognized", a review)."""
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command == "report" and not any(e.startswith("-") for e in extra):
+        args.runs += extra
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def _dispatch(args, console: Console, err: Console) -> int:

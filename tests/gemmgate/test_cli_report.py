@@ -110,6 +110,29 @@ def test_a_run_file_after_baseline_stays_a_run_file():
     assert args.runs == ["r.json"] and args.baseline == ["a.json", "b.json"]
 
 
+@pytest.mark.parametrize("argv, runs", [
+    (["report", "r1.json", "-o", "x", "r2.json"], ["r1.json", "r2.json"]),
+    (["report", "-o", "x", "r1.json", "--baseline", "b.json", "r2.json", "r3.json"],
+     ["r1.json", "r2.json", "r3.json"]),
+    (["report", "--baseline", "b.json", "-o", "x", "r1.json"], ["r1.json"]),
+])
+def test_run_files_on_both_sides_of_the_options_are_all_run_files(argv, runs):
+    """`report r1.json -o DIR r2.json` was "unrecognized arguments: r2.json", exit 2
+    (argparse takes one run of positionals; a review)."""
+    from gemmgate.cli import _parse, build_parser
+
+    args = _parse(build_parser(), argv)
+    assert args.runs == runs and args.baseline == (["b.json"] if "b.json" in argv else [])
+
+
+def test_an_unknown_option_or_a_stray_word_elsewhere_is_still_exit_2(tmp_path, run_file,
+                                                                     capsys):
+    assert main(["report", str(run_file), "-o", str(tmp_path / "o"), "--bogus"]) == 2
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+    assert main(["chips", "stray"]) == 2
+    assert "unrecognized arguments: stray" in capsys.readouterr().err
+
+
 def test_other_commands_never_import_matplotlib():
     code = ("import sys; from gemmgate import cli, cli_report, cli_run, cli_gate; "
             "cli.build_parser().parse_args(['report', 'r.json', '-o', 'x']); "
