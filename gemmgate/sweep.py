@@ -214,9 +214,12 @@ def point_of(param: str, value: int, r: CaseResult, device: str) -> SweepPoint:
     return SweepPoint(value, OK, config, "", r)
 
 
+INTERPRETER_IGNORES = ("num_stages", "num_warps")   # the CPU's interpreter runs neither
+
+
 def _not_run(param: str, value: int, tile: dict, k: int, device: str) -> str:
     """Why a forced value the chooser handed back did not shape the launch, or ""."""
-    if device == "cpu" and param in ("num_stages", "num_warps"):
+    if device == "cpu" and param in INTERPRETER_IGNORES:
         return "the Triton interpreter (CPU) runs no stages and no warps"
     if param == "split_k" and value > 1:
         from kernels.tile import cdiv, k_range  # the split-K launches' one rule

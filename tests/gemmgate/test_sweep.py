@@ -126,6 +126,17 @@ def test_a_gpu_sweep_that_applied_no_value_is_exit_1(monkeypatch, capsys):
     assert "no value of num_warps shaped a launch" in capsys.readouterr().err
 
 
+def test_a_cpu_sweep_whose_split_ks_k_cannot_make_is_exit_1_as_on_a_gpu(capsys):
+    """The CPU's exit 0 on no value applied is for stages and warps (the interpreter has
+    none); split_k 3 and 4 over K = 32 (one or two whole BLOCK_K ranges) measured nothing
+    asked for, and exited 0 on the CPU where a GPU exits 1 (a review)."""
+    assert main(["sweep", "--param", "split_k", "--values", "3,4", "--chip", "cpu",
+                 "--shape", "32x32x32", "--mode", "fp32", "--budget", "0.1"]) == 1
+    captured = capsys.readouterr()
+    assert "no value of split_k shaped a launch" in captured.err
+    assert captured.out.count("split_k=") >= 2 and "makes" in captured.out
+
+
 def test_a_split_k_that_k_cannot_make_is_ignored(tmp_path):
     """K = 32 in whole BLOCK_K = 32 blocks is one range: split_k 2 and 4 ran unsplit and
     were reported "ok" (the chooser handed back the forced tile, the launch cut it)."""
