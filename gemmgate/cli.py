@@ -29,6 +29,23 @@ class UsageError(Exception):
     """Bad input from the user: exit code 2."""
 
 
+class _Console(Console):
+    """A console whose reader went away (`gemmgate check | head -1`, a CI log's pipe
+    closed) goes quiet and the command goes on to its end and its exit code: rich's
+    default ended the process with exit 1, the regression code, before `check` wrote
+    --comment and --summary (a review)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        try:
+            fd = self.file.fileno()
+        except (AttributeError, OSError, ValueError):
+            fd = sys.stdout.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)   # (and Python's own flush at exit writes nowhere)
+        os.close(devnull)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse exits 2 too; keep our message format
         self.print_usage(sys.stderr)
@@ -281,10 +298,10 @@ def _step_summary() -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     # emoji=False: rich made ":a:" in a message (`--providers mod:a`) an emoji (a review)
-    console = Console(emoji=False)
+    console = _Console(emoji=False)
     if not console.is_terminal:  # CI logs: wide enough that tables do not fold
-        console = Console(width=160, emoji=False)
-    err = Console(stderr=True, soft_wrap=True, emoji=False)
+        console = _Console(width=160, emoji=False)
+    err = _Console(stderr=True, soft_wrap=True, emoji=False)
     try:
         with StopOnSigterm():
             args = _parse(build_parser(), argv)
