@@ -210,21 +210,22 @@ _CASE_ID = re.compile(r"(?P<mode>[a-z0-9]+)-m(?P<m>\d+)-n(?P<n>\d+)-k(?P<k>\d+)"
                       r"(?:-(?P<layout>[a-z]{2})(?:\+p(?P<pad>\d+))?)?")
 
 
-def parse_case_id(text: str) -> tuple[PrecisionMode, Case]:
+def parse_case_id(text: str, what: str = "--case") -> tuple[PrecisionMode, Case]:
     """'bf16-m4096-n4096-k4096' or 'fp32-m64-n32-k96-cr' (mode + gemmgate.shapes Case.id,
-    layout and pad as `-cr`, `-rr+p8`) -> (mode, case); ValueError otherwise."""
+    layout and pad as `-cr`, `-rr+p8`) -> (mode, case); ValueError otherwise, naming
+    `what` (where the id came from)."""
     m = _CASE_ID.fullmatch(text.strip())
     if m is None:
-        raise ValueError(f"--case {text!r}: expected MODE-m<M>-n<N>-k<K>[-<layout>[+p<pad>]], "
+        raise ValueError(f"{what} {text!r}: expected MODE-m<M>-n<N>-k<K>[-<layout>[+p<pad>]], "
                          "e.g. bf16-m4096-n4096-k4096 or fp32-m64-n32-k96-cr")
     if m["mode"] not in MODES:
-        raise ValueError(f"--case {text!r}: unknown mode {m['mode']!r} "
+        raise ValueError(f"{what} {text!r}: unknown mode {m['mode']!r} "
                          f"(modes: {', '.join(MODES)})")
     try:
         case = Case(int(m["m"]), int(m["n"]), int(m["k"]), m["layout"] or "rr",
                     int(m["pad"] or 0))
     except ValueError as e:
-        raise ValueError(f"--case {text!r}: {e}") from None
+        raise ValueError(f"{what} {text!r}: {e}") from None
     return get_mode(m["mode"]), case
 
 

@@ -145,6 +145,9 @@ def select_chip(override: str | None = None) -> Selection:
     gpu = torch.cuda.is_available()
     device_name = torch.cuda.get_device_name(0) if gpu else "cpu"
     requested, source = override, "--chip"
+    if requested is not None and not requested.strip():   # (an unset CI variable: the
+        raise ValueError("--chip is empty: give a chip id (gemmgate chips --ids), or "
+                         "leave it out to detect the device")   # detected chip was gated)
     if not requested:
         requested, source = os.environ.get("GEMMGATE_CHIP") or None, "GEMMGATE_CHIP"
     if requested:

@@ -65,14 +65,24 @@ MAX_CASE_COLUMNS = 6  # past this, the step table folds the cases into one colum
 def _check_file(path: str) -> tuple[list[str], str | None, dict]:
     """(regressed case ids, the chip it ran on, its environment) of a `gemmgate check
     --json` file."""
+    text = read_text(path, "--from-check file")   # (a missing file was "not JSON")
     try:
-        data = json.loads(read_text(path, "check file"))
+        data = json.loads(text)
     except (ValueError, RecursionError) as e:
         raise ValueError(f"--from-check {path} is not JSON ({e})") from None
     env = data.get("environment") if isinstance(data, dict) else None
     chip = env.get("chip") if isinstance(env, dict) else None
     return (regressed_in_check(data, path), chip if isinstance(chip, str) else None,
             env if isinstance(env, dict) else {})
+
+
+def _case(case_id, args):
+    """parse_case_id of an id given by --case, or read from the --from-check file (an error
+    then names the file, not --case: a review)."""
+    if case_id in (args.case or ()):
+        return parse_case_id(case_id)
+    return parse_case_id(str(case_id), f"--from-check {args.from_check}: a regressed "
+                                       "verdict's id")
 
 
 def _context(args, chip: str | None, items, pins_from: str | None) -> RunContext:
@@ -119,9 +129,15 @@ def bisect_command(args, console, err) -> int:
     if ids and (args.shapes or args.modes):
         raise ValueError("--shapes/--modes pick the cases only when neither --case nor "
                          "--from-check names them")
-    items = list(dict.fromkeys(parse_case_id(i) for i in ids))
-    chip = args.chip or check_chip
-    chip_id = select_chip(chip).chip.id
+    items = list(dict.fromkeys(_case(i, args) for i in ids))
+    chip = args.chip if args.chip is not None else check_chip
+    try:
+        chip_id = select_chip(chip).chip.id
+    except ValueError as e:
+        if args.chip is not None or check_chip is None:
+            raise
+        raise ValueError(f"--from-check {args.from_check}: its environment.chip "
+                         f"{check_chip!r}: {e}; give --chip to bisect elsewhere") from None
     good_ref, base = args.good, None
     if args.good == "baseline" or args.baseline:
         path = Path(args.baseline or baselines.default_path(chip_id))

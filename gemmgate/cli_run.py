@@ -270,9 +270,15 @@ def run_command(args, console: Console, err: Console) -> int:
     except MeasurementError as e:
         keep_partial(e, args.json, err)
         raise
+    unwritten = None
     if args.json:   # first: what follows printing must not lose the measurements
-        write_json_atomic(args.json, record.to_json())
+        try:
+            write_json_atomic(args.json, record.to_json())
+        except OSError as e:   # (a full disk: the table is printed all the same)
+            unwritten = e
     print_tables(record.cases, console, title=f"{ctx.chip.id} {ctx.shapes_label}")
+    if unwritten is not None:
+        raise unwritten
     if args.json:
         err.print(f"wrote {escape(args.json)}")
     bad = failures(record.cases)
@@ -298,10 +304,10 @@ def _table_of(chip) -> str:
 
 
 def chips_command(args, console: Console, err: Console) -> int:
-    if args.ids:
+    sel = select_chip(args.chip)   # a bad --chip (or GEMMGATE_CHIP) is exit 2 first,
+    if args.ids:                   # --ids too (it printed the ids, exit 0: a review)
         console.print("\n".join(CHIPS), highlight=False)
         return 0
-    sel = select_chip(args.chip)   # a bad --chip is exit 2 before the table is printed
     table = Table(title="chips")
     for h in ("id", "name", "SM/CU", "smem/block KiB", "L2/LLC MiB", "GB/s", "modes",
               "peak TFLOP/s", "tuning table"):

@@ -155,8 +155,11 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     """`text` to `path` whole or not at all (a temp file beside it, renamed over); a
     symbolic link is written through to its target, not replaced by a file."""
     p = Path(path).resolve() if Path(path).is_symlink() else Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    except OSError as e:
+        raise _naming(e, path) from None
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
@@ -164,9 +167,18 @@ def write_text_atomic(path: str | Path, text: str) -> None:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; keep a normal file mode
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise _naming(e, path) from None
         raise
+
+
+def _naming(e: OSError, path: str | Path) -> OSError:
+    """`e` with the file it could not write named ("[Errno 28] No space left on device"
+    named none, after a run's whole measuring; a review); the earlier file is kept."""
+    return type(e)(e.errno, f"cannot write {path}: {e.strerror or e} (the file there, if "
+                            "any, is left as it was)")
 
 
 def _umask() -> int:

@@ -63,7 +63,7 @@ def load_reference(ctx: RunContext):
     _, pkg = reference.load(ctx.reference, ctx.repo)
     if "choose" not in inspect.signature(pkg.matmul).parameters:
         raise ValueError(f"kernels/ at {ctx.reference[:12]} has no choose= hook (it predates "
-                         "the harness-free kernel API); pick a later --ab-ref commit")
+                         "the harness-free kernel API); pick a later commit to compare with")
     return pkg
 
 

@@ -462,6 +462,32 @@ def test_a_step_inside_the_baselines_ab_noise_is_not_a_culprit(tmp_path_factory,
 
 
 @needs_git
+@pytest.mark.parametrize("check, said", [
+    ({"gate": {"verdicts": [{"id": "garbage", "verdict": "regressed"}]}},
+     "a regressed verdict's id 'garbage': expected MODE-m<M>"),
+    ({"gate": {"verdicts": [{"id": None, "verdict": "regressed"}]}},
+     "a regressed verdict's id 'None': expected MODE-m<M>"),
+    ({"environment": {"chip": "nvidia-h200"},
+      "gate": {"verdicts": [{"id": CASE, "verdict": "regressed"}]}},
+     "its environment.chip 'nvidia-h200': chip nvidia-h200 was requested"),
+    (None, "cannot read --from-check file"),
+])
+def test_what_is_wrong_in_a_check_file_is_said_of_the_file(planted, monkeypatch, tmp_path,
+                                                           capsys, check, said):
+    """Errors from the check file named options the user never gave ("--case 'garbage'",
+    "(--chip)") or called a missing file "not JSON" (a review)."""
+    d, shas = planted
+    monkeypatch.chdir(d)
+    path = tmp_path / "check.json"
+    if check is not None:
+        path.write_text(json.dumps(check))
+    assert main(["bisect", shas[0], "HEAD", "--from-check", str(path), "--budget", "0.2"]) == 2
+    err = capsys.readouterr().err.replace("\n", "")
+    assert f"--from-check {path}" in err or f"--from-check file {path}" in err, err
+    assert said in err and "--case '" not in err, err
+
+
+@needs_git
 def test_a_check_without_regressions_has_nothing_to_bisect(planted, monkeypatch, tmp_path):
     d, shas = planted
     monkeypatch.chdir(d)

@@ -58,6 +58,9 @@ def test_inline_shapes(tmp_path):
     (["run", "--chip", "cpu", "--modes", "fp8"], "fp8 is not supported on cpu"),
     (["run", "--chip", "cpu", "--modes", "tf32"], "tf32 is not supported on cpu"),
     (["run", "--chip", "nvidia-h999"], "unknown chip id 'nvidia-h999'"),
+    (["run", "--chip", ""], "--chip is empty"),   # an unset CI variable: detected was run
+    (["chips", "--chip", " "], "--chip is empty"),
+    (["chips", "--ids", "--chip", "nosuch"], "unknown chip id 'nosuch'"),   # was exit 0
     (["run", "--shapes", "no-such-set"], "unknown shape set"),
     (["run", "--shapes", "/nonexistent/shapes.csv"], "cannot read shape file"),
     (["run", "--chip", "cpu", "--timing", "graph"], "needs a GPU"),
@@ -453,3 +456,29 @@ def test_a_closed_standard_output_leaves_the_exit_code_and_the_files_as_they_wou
     # (the verdict is on the CPU's timing: 0 or 1; not asserted)
     assert rc in (0, 1) and "Traceback" not in err, err
     assert comment.read_text().strip() and summary.read_text().strip()
+
+
+def test_a_json_that_cannot_be_written_names_the_file_and_the_table_is_printed(
+        tmp_path, capsys, monkeypatch):
+    """A full disk at the end of a run was "[Errno 28] No space left on device", no file
+    named, and no results table (the write came first and raised; a review)."""
+    import errno
+
+    import gemmgate.files
+
+    out = tmp_path / "r.json"
+    out.write_text("an earlier run's")
+    real = gemmgate.files.os.fsync
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(gemmgate.files.os, "fsync", full)
+    assert main(["run", "--shapes", "8x8x8", "--modes", "fp32", "--budget", "0.05",
+                 "--json", str(out)]) == 2
+    monkeypatch.setattr(gemmgate.files.os, "fsync", real)
+    captured = capsys.readouterr()
+    assert f"cannot write {out}: No space left on device" in captured.err.replace("\n", "")
+    assert "m8-n8-k8" in captured.out   # the table
+    assert out.read_text() == "an earlier run's"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]   # no temp file left
