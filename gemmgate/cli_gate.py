@@ -31,6 +31,7 @@ from gemmgate.cli_run import (
 )
 from gemmgate.compare import REGRESSED
 from gemmgate.context import MeasurementError
+from gemmgate.precision import parse_modes
 from gemmgate.files import write_json_atomic, write_text_atomic
 from gemmgate.gate import compare_run, remeasure
 from gemmgate.gate_text import (
@@ -174,7 +175,8 @@ def _own_cases(base, modes: str | None, err) -> list | None:
     except (ValueError, OSError) as e:
         err.print(f"note: the baseline's shapes {escape(label)!r} name no shape set here "
                   f"({escape(str(e))}); checking the baseline's own cases")
-    own = _cases_of(base, set(modes.split(",")) if modes else None)
+    # (parsed as --modes is everywhere: " fp32" held no case, "FP32" was not unknown)
+    own = _cases_of(base, {m.name for m in parse_modes(modes)} if modes else None)
     if not own:
         raise ValueError(f"the baseline holds no case of --modes {modes}: nothing to judge")
     return own

@@ -1036,3 +1036,22 @@ def test_a_check_runs_the_baseline_s_own_cases_where_its_label_names_no_set(
     assert set(_verdicts(json.loads(out.read_text()))) == KEYS
     if label is not None:
         assert "name no shape set here" in err
+
+
+@pytest.mark.parametrize("modes, rc, said", [
+    (" fp32", 0, None), ("fp32,", 0, None),
+    ("FP32", 2, "unknown precision mode 'FP32'"),   # was "holds no case of --modes FP32"
+])
+def test_check_modes_on_the_baseline_s_own_cases_are_read_as_everywhere(
+        work, base_file, synthetic_timing, capsys, modes, rc, said):
+    """--modes " fp32" found no case on the own-cases path (a raw split) where `run`
+    takes it; "FP32" said the baseline held none rather than naming the bad mode (a
+    review)."""
+    def edit(data):
+        data["provenance"].update(shapes="gone/shapes.csv")
+    b = _edited(work, "labelled.json", edit)
+    capsys.readouterr()
+    assert main(["check", "--chip", "cpu", "--budget", "0.3", "--baseline", str(b),
+                 "--modes", modes]) == rc
+    if said:
+        assert said in capsys.readouterr().err
