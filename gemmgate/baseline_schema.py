@@ -288,7 +288,10 @@ def _case(key: str, c, where: str, legacy: str) -> BaselineCase:
         q = p.get("quantiles_ms", {})
         _need(isinstance(q, dict) and all(_positive(x, zero=True) for x in q.values()), where,
               f"case {key}: providers.{name}.quantiles_ms is not an object of times")
-        provs[name] = ProviderFigures(p["median_ms"], tf, _opt(p.get("error")), q)
+        e = p.get("error")   # (checked as a run file's is: a negative or a word was drawn
+        _need(e is None or e in ("nan", "inf") or _positive(e, zero=True), where,  # or lost)
+              f"case {key}: providers.{name}.error is {e!r}, not a relative error >= 0")
+        provs[name] = ProviderFigures(p["median_ms"], tf, _opt(e), q)
     noise = c["noise"]
     _need(isinstance(noise, dict), where, f"case {key}: noise is not an object")
     for f in NOISE_LEVELS:   # (1e308 scaled to

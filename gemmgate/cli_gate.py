@@ -31,7 +31,6 @@ from gemmgate.cli_run import (
 )
 from gemmgate.compare import REGRESSED
 from gemmgate.context import MeasurementError
-from gemmgate.precision import parse_modes
 from gemmgate.files import write_json_atomic, write_text_atomic
 from gemmgate.gate import compare_run, remeasure
 from gemmgate.gate_text import (
@@ -43,6 +42,7 @@ from gemmgate.gate_text import (
     software_note,
     verdict_row,
 )
+from gemmgate.precision import parse_modes
 from gemmgate.reference import resolve, same_kernels
 from gemmgate.report import print_tables
 from gemmgate.results import RunRecord

@@ -190,6 +190,24 @@ def test_load_bad_ratio(tmp_path, good, ratio):
         baselines.load(_write(tmp_path, data))
 
 
+@pytest.mark.parametrize("error", [-1, "x", [0.1], True])
+def test_load_a_bad_provider_error(tmp_path, good, error):
+    """A negative error was drawn on the report's log-scale error plot and a word became
+    None, where a run file refuses both (a review)."""
+    data = _js(good[1])
+    data["cases"][K1]["providers"]["triton"]["error"] = error
+    with pytest.raises(BaselineError, match=f"providers.triton.error is {error!r}, not a "
+                                            "relative error >= 0".replace("[", "\\[")):
+        baselines.load(_write(tmp_path, data))
+
+
+@pytest.mark.parametrize("error", [None, 0, 3.5e-3, "inf", "nan"])
+def test_load_a_good_provider_error(tmp_path, good, error):
+    data = _js(good[1])
+    data["cases"][K1]["providers"]["triton"]["error"] = error
+    baselines.load(_write(tmp_path, data))
+
+
 @pytest.mark.parametrize("field", ["ratio", "tflops", "ab", "machine", "tflops_machine"])
 @pytest.mark.parametrize("value", [-0.01, "0.01", math.inf])
 def test_load_bad_noise(tmp_path, good, field, value):
