@@ -17,7 +17,14 @@ from gemmgate.chips import select_chip
 from gemmgate.cli_run import check_floor, check_outputs, context_from_args
 from gemmgate.reference import resolve
 from gemmgate.starter import starter_env
-from gemmgate.trials import TrialError, parse_levels, power, rejudge, run_trials
+from gemmgate.trials import (
+    TrialError,
+    earlier_trials,
+    parse_levels,
+    power,
+    rejudge,
+    run_trials,
+)
 
 _FORWARD = ("chip", "shapes", "modes", "timing", "budget", "block", "devices", "case_timeout")
 
@@ -45,6 +52,11 @@ def trials_command(args, console, err) -> int:
         raise ValueError("--calibrate needs at least 2 runs (noise is their spread)")
     out = Path(args.out)
     check_outputs((str(out / "checks.csv"), "--out"))
+    earlier = earlier_trials(out)
+    if earlier:   # hours of checks, not overwritten nor mixed with this run's
+        raise ValueError(f"--out {out} holds an earlier trials run ({', '.join(earlier[:3])}"
+                         f"{', ...' if len(earlier) > 3 else ''}: {len(earlier)} file(s)); "
+                         "give a new folder, or move them away")
     chip_id = select_chip(args.chip).chip.id
     base = Path(args.baseline or baselines.default_path(chip_id))
     ab = resolve(args.ab_ref) if args.ab_ref else None

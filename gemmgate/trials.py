@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 import time
@@ -200,7 +201,7 @@ def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
                                   stdout=f, stderr=subprocess.STDOUT, env=starter_env())
         if proc.returncode not in (0, 1) or not path.exists():
             raise TrialError(f"trial {i} (slowdown {level:g}) failed with exit "
-                             f"{proc.returncode}; see {log}",
+                             f"{proc.returncode}{_said(log)}; see {log}",
                              proc.returncode if proc.returncode >= 2 else 3)
         RunRecord.load(path)  # validates the check's JSON before counting it
         got = check_rows(name, json.loads(path.read_text()), proc.returncode)
@@ -215,6 +216,30 @@ def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
     write_csv(out / "checks.csv", rows)
     write_summaries(out, rows)
     return rows
+
+
+def _said(log: Path) -> str:
+    """The child check's own error line (`gemmgate: error: ...`, `measurement failed:`),
+    as ": <line>", or "": the reason was only in the log (a review)."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    said = [ln.strip() for ln in lines if ln.startswith("gemmgate: ")]
+    return f": {said[-1].removeprefix('gemmgate: ')}" if said else ""
+
+
+EARLIER = re.compile(r"check_\d+_.+\.(json|txt)|checks\.csv")   # a trials run's own files
+
+
+def earlier_trials(out: Path) -> list[str]:
+    """The files of an earlier trials run in `out` (its checks and checks.csv), sorted: a
+    new run there mixed with them (its checks.csv listed the new checks beside the old
+    files; `--rejudge out/check_*.json` took both; a review)."""
+    try:
+        return sorted(f.name for f in out.iterdir() if EARLIER.fullmatch(f.name))
+    except OSError:   # no folder yet (or not one: check_outputs says so)
+        return []
 
 
 def _recorded_floor(gate_rec: dict, path) -> float:

@@ -178,9 +178,44 @@ def test_a_child_that_writes_no_json_is_not_counted_by_an_earlier_runs_file(
     monkeypatch.setattr(trials.subprocess, "run",
                         lambda cmd, stdout=None, stderr=None, env=None:
                         subprocess.CompletedProcess(cmd, 1))   # wrote nothing
-    assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--baseline", str(base),
-                 "--levels", "0", "--out", str(out)]) == 3
-    assert "trial 1 (slowdown 0) failed with exit 1" in capsys.readouterr().err
+    # (the command refuses such a folder up front, below; run_trials guards on its own)
+    with pytest.raises(trials.TrialError, match="trial 1 \\(slowdown 0\\) failed with "
+                                                "exit 1") as e:
+        trials.run_trials(["--chip", "cpu", "--baseline", str(base)], [0.0], 1, out)
+    assert e.value.code == 3
+
+
+def test_an_out_folder_holding_an_earlier_trials_run_is_refused_and_kept(tmp_path, capsys):
+    """A second trials run into the same --out mixed with the first: its checks.csv
+    listed the new checks beside the old check files, and a failed run left the old
+    checks.csv looking current (a review). Hours of checks: refused, kept."""
+    out = tmp_path / "t"
+    out.mkdir()
+    for name in ("check_1_0.json", "check_2_0.03.txt", "checks.csv", "notes.md"):
+        (out / name).write_text("earlier")
+    assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--levels", "0",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.replace("\n", "")
+    assert f"--out {out} holds an earlier trials run" in err and "3 file(s)" in err
+    assert all((out / n).read_text() == "earlier" for n in ("check_1_0.json", "checks.csv"))
+    (out / "check_1_0.json").unlink()
+    (out / "check_2_0.03.txt").unlink()
+    (out / "checks.csv").unlink()
+    assert trials.earlier_trials(out) == []   # a folder of other files is taken
+
+
+def test_a_failed_child_checks_own_reason_is_said(tmp_path, monkeypatch):
+    """The reason a child check refused its input was only in its log (a review)."""
+    def refuses(cmd, stdout=None, stderr=None, env=None):
+        stdout.write("chip cpu ...\ngemmgate: error: no case of 8x8x8 (fp32) is in the "
+                     "baseline b.json\n")
+        return subprocess.CompletedProcess(cmd, 2)
+
+    monkeypatch.setattr(trials.subprocess, "run", refuses)
+    with pytest.raises(trials.TrialError) as e:
+        trials.run_trials(["--chip", "cpu"], [0.0], 1, tmp_path / "t")
+    assert "failed with exit 2: error: no case of 8x8x8 (fp32) is in the baseline b.json; " \
+        "see" in str(e.value) and e.value.code == 2
 
 
 def test_the_summaries_kept_in_the_repository_give_the_same_power(tmp_path):
