@@ -113,3 +113,18 @@ def test_the_worker_runs_the_pickled_context(cpu_ctx, tmp_path, synthetic_timing
     assert record.cases[0].passed and record.shapes == ctx.shapes_label
     assert synthetic_timing.measured == [("triton", "vendor")]
     assert worker.main([str(out)]) == 2                        # usage
+
+
+def test_an_interrupted_worker_ends_quietly_with_130(cpu_ctx, tmp_path, monkeypatch, capsys):
+    """Ctrl-C reaches every process of the terminal's group: a calibration's worker
+    printed an 80-line traceback under the parent's "interrupted" (a review)."""
+    import gemmgate.execute
+
+    def interrupted(ctx, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gemmgate.execute, "run_cases", interrupted)
+    (tmp_path / "ctx.pickle").write_bytes(pickle.dumps(cpu_ctx))
+    out = tmp_path / "run.json"
+    assert worker.main([str(tmp_path / "ctx.pickle"), str(out)]) == 130
+    assert not out.exists() and capsys.readouterr().err == ""
