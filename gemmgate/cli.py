@@ -302,22 +302,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not console.is_terminal:  # CI logs: wide enough that tables do not fold
         console = _Console(width=160, emoji=False)
     err = _Console(stderr=True, soft_wrap=True, emoji=False)
+    stop = StopOnSigterm()
     try:
-        with StopOnSigterm():
+        with stop:
             args = _parse(build_parser(), argv)
-            return _dispatch(args, console, err)
-    except (UsageError, ValueError, TypeError, OSError) as e:
-        err.print(f"[red]gemmgate: error:[/] {escape(str(e))}")
-        return USAGE
-    except MeasurementError as e:
-        err.print(f"[red]gemmgate: measurement failed:[/] {escape(str(e))}")
-        return MEASUREMENT
+            code = _dispatch(args, console, err)
     except Terminated:
         err.print("gemmgate: terminated (SIGTERM)")
         return EXIT_TERMINATED
     except KeyboardInterrupt:
         err.print("gemmgate: interrupted")
         return 128 + signal.SIGINT
+    except (UsageError, ValueError, TypeError, OSError) as e:
+        if stop.heard:
+            return _taken(stop.heard, e, err)
+        err.print(f"[red]gemmgate: error:[/] {escape(str(e))}")
+        return USAGE
+    except MeasurementError as e:
+        if stop.heard:
+            return _taken(stop.heard, e, err)
+        err.print(f"[red]gemmgate: measurement failed:[/] {escape(str(e))}")
+        return MEASUREMENT
+    except Exception as e:
+        if stop.heard:
+            return _taken(stop.heard, e, err)
+        raise
+    return _taken(stop.heard, None, err) if stop.heard else code
+
+
+def _taken(signum: int, e: Exception | None, err: Console) -> int:
+    """A Ctrl-C or SIGTERM that a library took (its KeyboardInterrupt caught, then another
+    error or none): the stop it was, 130 or 143, not a usage error, a failed case or 0."""
+    name = "terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted"
+    after = f"; then: {type(e).__name__}: {e}" if e is not None else ""
+    err.print(f"gemmgate: {name} (a library took the signal{escape(after)})")
+    return 128 + signum
 
 
 _COMMANDS = {"chips": ("cli_run", "chips_command"), "run": ("cli_run", "run_command"),
@@ -350,7 +369,29 @@ def _dispatch(args, console: Console, err: Console) -> int:
 
     follow_starter()   # started by another gemmgate (trials): end with it
     module, name = _COMMANDS[args.command]
-    return getattr(importlib.import_module(f"gemmgate.{module}"), name)(args, console, err)
+    try:   # (torch imports here: a second or more)
+        command = getattr(importlib.import_module(f"gemmgate.{module}"), name)
+    except KeyboardInterrupt as e:
+        _mark_stopped(args, e)
+        raise
+    return command(args, console, err)
+
+
+def _mark_stopped(args, e: KeyboardInterrupt) -> None:
+    """`run`/`check` stopped while their module imports, before their own guard
+    (cli_run.stops_before_cases): an earlier run's --json there is marked a run of no
+    case, stopped (it stayed complete and unmarked: a review); nothing else is written
+    over, the path being unchecked yet."""
+    from gemmgate.files import write_json_atomic
+    from gemmgate.results import RunRecord, holds_a_run
+
+    path = getattr(args, "json", None)
+    if args.command in ("run", "check") and holds_a_run(path):
+        why = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
+        write_json_atomic(path, RunRecord({"incomplete": f"{why} before the first case"},
+                                          getattr(args, "shapes", None) or "", ()).to_json())
+        print(f"gemmgate: marked the earlier run in {path} as this one, stopped before its "
+              "first case (environment.incomplete)", file=sys.stderr)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -60,10 +60,13 @@ def check_command(args, console, err) -> int:
     if not 0 <= args.inject_slowdown <= 10:
         raise ValueError("--inject-slowdown must be between 0 and 10")
     pr_comment = getattr(args, "comment", None)
-    chip_id = select_chip(args.chip).chip.id
-    path = args.baseline if args.baseline is not None else baselines.default_path(chip_id)
-    check_outputs((args.json, "--json"), (pr_comment, "--comment"), append=args.summary,
-                  inputs=((str(path), "--baseline"), shapes_file(args.shapes)))
+    with stops_before_cases(args.json, args.shapes or "", checked=False):   # (the chip:
+        chip_id = select_chip(args.chip).chip.id              # CUDA starts, seconds)
+        path = args.baseline if args.baseline is not None else \
+            baselines.default_path(chip_id)
+        check_outputs((args.json, "--json"), (pr_comment, "--comment"),
+                      append=args.summary,
+                      inputs=((str(path), "--baseline"), shapes_file(args.shapes)))
     with stops_before_cases(args.json, args.shapes or ""):   # a stop here: a run of no
         base, ab_sha, ctx = _set_up(args, err, path, chip_id, floor)   # case, incomplete
     try:

@@ -24,7 +24,7 @@ from gemmgate.execute import run_cases
 from gemmgate.files import InputError, check_writable, is_file, write_json_atomic
 from gemmgate.reference import resolve
 from gemmgate.report import print_tables
-from gemmgate.results import CaseResult, RunRecord, failures
+from gemmgate.results import CaseResult, RunRecord, failures, holds_a_run
 from gemmgate.run import environment_of
 from gemmgate.shapes import Case
 from gemmgate.stop_signal import Terminated
@@ -188,16 +188,20 @@ def execute(ctx: RunContext, err: Console, partial_to: str | None = None) -> Run
 
 
 @contextlib.contextmanager
-def stops_before_cases(path: str | None, label: str = ""):
+def stops_before_cases(path: str | None, label: str = "", checked: bool = True):
     """A stop (Ctrl-C, SIGTERM) while a run is set up, before its first case: its --json
     is a run of no case, marked incomplete, as a stop during the cases leaves it (an
     earlier run's file at that path stayed, complete and unmarked: the setup was not
-    covered, a review). Bad input raises on untouched."""
+    covered, a review). Bad input raises on untouched. `checked` False: the path is not
+    checked yet (`check_outputs`), so only an earlier run's file there is written over
+    (a baseline or a user's file is not: `results.holds_a_run`)."""
     try:
         yield
     except KeyboardInterrupt as e:
-        write_partial(path, RunRecord({"incomplete": f"{stopped_by(e)} before the first "
-                                                     "case"}, label, ()), say_stderr)
+        if checked or holds_a_run(path):
+            write_partial(path, RunRecord({"incomplete": f"{stopped_by(e)} before the "
+                                                         "first case"}, label, ()),
+                          say_stderr)
         raise
 
 
@@ -253,16 +257,17 @@ def provider_files(args) -> list[tuple[str, str]]:
 
 
 def run_command(args, console: Console, err: Console) -> int:
-    if args.pin_tiles is not None:   # a baseline file of this chip, checked before any work
-        if not Path(args.pin_tiles).is_file():
-            raise ValueError(f"--pin-tiles {args.pin_tiles}: "
-                             + ("a directory, not a baseline file"
-                                if Path(args.pin_tiles).is_dir() else "no such file"))
-        baseline_schema.load(args.pin_tiles, select_chip(args.chip).chip.id)
-    check_outputs((args.json, "--json"), inputs=((args.pin_tiles, "--pin-tiles"),
-                                                 shapes_file(args.shapes),
-                                                 *provider_files(args)))
+    with stops_before_cases(args.json, args.shapes or "", checked=False):
+        check_outputs((args.json, "--json"), inputs=((args.pin_tiles, "--pin-tiles"),
+                                                     shapes_file(args.shapes),
+                                                     *provider_files(args)))
     with stops_before_cases(args.json, args.shapes or ""):
+        if args.pin_tiles is not None:   # a baseline of this chip, checked before any work
+            if not Path(args.pin_tiles).is_file():
+                raise ValueError(f"--pin-tiles {args.pin_tiles}: "
+                                 + ("a directory, not a baseline file"
+                                    if Path(args.pin_tiles).is_dir() else "no such file"))
+            baseline_schema.load(args.pin_tiles, select_chip(args.chip).chip.id)
         ref = resolve(args.ab_ref) if args.ab_ref else None
         ctx = context_from_args(args, pins_from=args.pin_tiles, reference=ref)
     try:

@@ -41,6 +41,11 @@ class StopOnSigterm:
     def __init__(self, grace_s: float | None = None) -> None:
         self.grace_s = TERM_GRACE_S if grace_s is None else grace_s
         self._active = False
+        # the first SIGINT or SIGTERM heard inside, or None: a library may take the
+        # KeyboardInterrupt it raised and fail otherwise (torch importing NumPy made it an
+        # ImportError, a TypeError, or nothing; a review), which the CLI then reads as
+        # the stop it was
+        self.heard: int | None = None
 
     def __enter__(self) -> StopOnSigterm:
         if threading.current_thread() is not threading.main_thread():
@@ -49,7 +54,10 @@ class StopOnSigterm:
         self._read, self._write = socket.socketpair()
         self._write.setblocking(False)
         self._old_fd = signal.set_wakeup_fd(self._write.fileno(), warn_on_full_buffer=False)
-        self._old_handler = signal.signal(signal.SIGTERM, _terminate)
+        self._old_handler = signal.signal(signal.SIGTERM, self._on_term)
+        self._old_int = signal.getsignal(signal.SIGINT)
+        if self._old_int is signal.default_int_handler:   # (not a caller's own handler)
+            signal.signal(signal.SIGINT, self._on_int)
         self._watcher = threading.Thread(target=self._watch, name="gemmgate-sigterm",
                                          daemon=True)
         self._watcher.start()
@@ -63,6 +71,8 @@ class StopOnSigterm:
         self._active = False
         self._done.set()
         signal.signal(signal.SIGTERM, self._old_handler)
+        if self._old_int is signal.default_int_handler:
+            signal.signal(signal.SIGINT, self._old_int)
         signal.set_wakeup_fd(self._old_fd)
         self._read.shutdown(socket.SHUT_RDWR)   # the watcher's recv returns b""
         self._watcher.join(5)
@@ -100,6 +110,15 @@ class StopOnSigterm:
         print(f"gemmgate: terminated (SIGTERM); {why}: stopped without keeping its cases",
               file=sys.stderr, flush=True)
         os._exit(EXIT_TERMINATED)
+
+
+    def _on_term(self, signum, frame) -> None:
+        self.heard = self.heard or signal.SIGTERM
+        _terminate(signum, frame)
+
+    def _on_int(self, signum, frame) -> None:
+        self.heard = self.heard or signal.SIGINT
+        raise KeyboardInterrupt
 
 
 def _terminate(signum, frame) -> None:

@@ -115,3 +115,44 @@ def test_main_puts_back_the_sigterm_handler_and_wakeup_fd_it_replaced(monkeypatc
         assert got == [0] and signal.getsignal(signal.SIGTERM) is mine
     finally:
         signal.signal(signal.SIGTERM, old)
+
+
+@pytest.mark.parametrize("after", ["type_error", "import_error", "nothing", "failed_case"])
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_stop_a_library_took_is_still_the_stop(monkeypatch, capsys, after, sig):
+    """Ctrl-C while torch imported NumPy was taken by torch: exit 2 ("expected a message
+    argument"), exit 1 (an ImportError traceback; "0/1 passed") or 0, by the moment it
+    came (a review). The signal is heard by the CLI's own handler: exit 130 or 143."""
+    import os
+    import signal
+
+    import gemmgate.cli as cli
+
+    def a_library_takes_it(args, console, err):
+        try:
+            os.kill(os.getpid(), getattr(signal, sig))
+            for _ in range(1000):   # the handler runs at a bytecode boundary
+                pass
+        except KeyboardInterrupt:   # (Terminated is one too)
+            if after == "type_error":
+                raise TypeError("expected a message argument") from None
+            if after == "import_error":
+                raise ImportError("cannot load module more than once per process") from None
+        return 1 if after == "failed_case" else 0
+
+    monkeypatch.setattr(cli, "_dispatch", a_library_takes_it)
+    want = 130 if sig == "SIGINT" else 143
+    assert cli.main(["chips"]) == want
+    err = capsys.readouterr().err
+    assert "a library took the signal" in err and "Traceback" not in err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # put back
+
+
+def test_without_a_signal_the_errors_are_what_they_were(monkeypatch, capsys):
+    import gemmgate.cli as cli
+
+    def fails(args, console, err):
+        raise TypeError("bad")
+
+    monkeypatch.setattr(cli, "_dispatch", fails)
+    assert cli.main(["chips"]) == 2 and "gemmgate: error: bad" in capsys.readouterr().err
