@@ -185,7 +185,8 @@ def _baseline_parsers(sub) -> None:
         _run_args(p)
         p.add_argument("--output", metavar="FILE", help="default: baselines/<chip>.json")
         p.add_argument("--runs", type=int, default=1 if name == "update" else 5,
-                       help="independent runs (fresh processes)")
+                       help="independent runs (fresh processes), 2 or more" if name ==
+                       "calibrate" else "1 only: update measures once (calibrate: N)")
         if name == "calibrate":
             p.add_argument("--keep-runs", metavar="DIR", type=_folder,
                            help="also keep each calibration run's JSON here (run1.json ...)")

@@ -229,8 +229,15 @@ def _gate_table(gate) -> Table:
 def baseline_command(args, console, err) -> int:
     if args.action == "merge":
         return merge_command(args, console, err)
-    if args.runs < 1:
-        raise ValueError(f"--runs must be at least 1, got {args.runs}")
+    # update measures once and keeps the stored noise; calibrate measures the noise, the
+    # runs' spread. Each took the other's --runs and became it, said nowhere (calibrate
+    # --runs 1 kept the old noise; update --runs 2 replaced it; a review)
+    if args.action == "update" and args.runs != 1:
+        raise ValueError(f"--runs {args.runs}: update measures once and keeps the stored "
+                         "noise; `baseline calibrate --runs N` measures the noise")
+    if args.action == "calibrate" and args.runs < 2:
+        raise ValueError(f"--runs {args.runs}: calibrate needs at least 2 runs (the noise "
+                         "is their spread); `baseline update` measures once")
     chip_id = select_chip(args.chip).chip.id
     out = args.output if args.output is not None else str(baselines.default_path(chip_id))
     keep = Path(args.keep_runs) if getattr(args, "keep_runs", None) else None

@@ -254,7 +254,7 @@ def test_f_input_errors_exit_2_and_touch_no_file(work, base_file, capsys, what):
         shutil.copy(base_file, b)
         action = what.split("-")[0]
         argv = ["baseline", action, *FAST, *_shapes(work), "--runs", "0", "--output", str(b)]
-        msg = "--runs must be at least 1"
+        msg = "at least 2 runs" if action == "calibrate" else "update measures once"
     before = b.read_bytes() if b.exists() else None
     listing = sorted(p.name for p in work.iterdir())
     if argv[0] == "check":
@@ -469,10 +469,23 @@ def test_k_check_runs_the_shapes_asked_for(work, base_file):
     assert data["gate"]["missing"] == ["fp32-m48-n16-k64"]
 
 
-def test_g_calibrate_one_run_still_keeps_it(work, synthetic_timing):
-    assert main(["baseline", "calibrate", *FAST, *_shapes(work), "--runs", "1",
-                 "--output", str(work / "b1.json"), "--keep-runs", str(work / "kept")]) == 0
-    assert sorted(p.name for p in (work / "kept").iterdir()) == ["run1.json"]
+@pytest.mark.parametrize("action, runs, said", [
+    ("calibrate", "1", "calibrate needs at least 2 runs"),
+    ("update", "2", "update measures once and keeps the stored noise")])
+def test_g_update_and_calibrate_are_not_each_other(work, base_file, capsys, action, runs,
+                                                  said):
+    """calibrate --runs 1 was update (the old noise kept, "1 run(s)"), update --runs 2 a
+    calibration replacing the stored noise, each said nowhere (a review): exit 2, no file
+    touched, nothing measured."""
+    b = work / "copy.json"
+    shutil.copy(base_file, b)
+    before = b.read_bytes()
+    assert main(["baseline", action, *FAST, *_shapes(work), "--runs", runs,
+                 "--output", str(b), "--keep-runs" if action == "calibrate" else "--modes",
+                 str(work / "kept") if action == "calibrate" else "fp32"]) == 2
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert said in err and "cases x" not in err
+    assert b.read_bytes() == before and not (work / "kept").exists()
 
 
 # --- baseline merge: calibrations from several machines -> machine-level noise -------------
