@@ -105,8 +105,11 @@ class RunContext:
 def parse_devices(text: str | None) -> tuple[int, ...]:
     if text is None:
         return (0,)
+    parts = text.split(",")
+    if len(parts) > 1 and not parts[-1].strip():   # a trailing comma, as --modes takes one
+        parts.pop()
     try:
-        ids = tuple(int(t) for t in text.split(","))
+        ids = tuple(int(t) for t in parts)
     except ValueError:
         raise ValueError(f"--devices takes comma-separated device numbers, got {text!r}") \
             from None

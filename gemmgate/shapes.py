@@ -219,6 +219,8 @@ def resolve(spec: str) -> tuple[str, tuple[Case, ...]]:
 # --shape): x, × or * between the dimensions
 SHAPE_TEXT = r"([0-9]+)\s*[x×*]\s*([0-9]+)\s*[x×*]\s*([0-9]+)"   # ASCII digits
 _INLINE_CASE = re.compile(SHAPE_TEXT + r"(?:-([a-z]{2}))?(?:\+p([0-9]+))?", re.I)
+# an item written as a shape, if a wrong one (`8x8x-8`, `-8x8x8`: "unknown shape set")
+_LIKE_A_CASE = re.compile(r"[-+]?[0-9]+\s*[x×*]\s*[-+]?[0-9]", re.I)
 
 
 def parse_inline(spec: str) -> tuple[Case, ...] | None:
@@ -227,8 +229,10 @@ def parse_inline(spec: str) -> tuple[Case, ...] | None:
     where no item is one (a set name, a path). InputError naming the item where one is
     not a case."""
     items = [item.strip() for item in spec.split(",")]
+    if len(items) > 1 and not items[-1]:   # a trailing comma, as --modes takes one
+        items.pop()
     # any item: `16x16,32x32x32` was an "unknown shape set", its bad item unnamed (a review)
-    if not any(_INLINE_CASE.match(item) for item in items):
+    if not any(_INLINE_CASE.match(item) or _LIKE_A_CASE.match(item) for item in items):
         return None
     cases = []
     for item in items:
@@ -286,4 +290,5 @@ def check_fits(cases, input_bytes: int, output_bytes: int, limit_bytes: int,
         if need > limit_bytes:
             about = "over 10^12 GiB" if need > _HUGE else f"about {_size(need)}"
             raise InputError(f"case {case.id} needs {about} of device memory, more than the "
-                             f"{_size(limit_bytes)} {where}; use smaller M/N/K")
+                             f"{_size(limit_bytes)} {where}; use smaller M/N/K"
+                             + (" or pad" if case.pad else ""))

@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_parse_devices():
     assert parse_devices(None) == (0,)
     assert parse_devices("0,1, 3") == (0, 1, 3)
-    for bad in ("a", "0,0", "-1", ","):
+    assert parse_devices("0,") == (0,)   # a trailing comma, as --modes takes one
+    for bad in ("a", "0,0", "-1", ",", "0,,"):
         with pytest.raises(ValueError, match="--devices"):
             parse_devices(bad)
 

@@ -210,12 +210,23 @@ def test_an_inline_list_longer_than_a_file_name_is_read_as_shapes():
     ("4096x4096x4096,foo", r"'foo' is not a case; write MxNxK\[-LAYOUT\]\[\+pPAD\]"),
     ("10x10x10-xy", "unknown layout 'xy'"),
     ("1x1x1-rc+p", "'1x1x1-rc\\+p' is not a case"),
-    ("1x1x1,", "'' is not a case"),
+    ("1x1x1,,", "'' is not a case"),
+    ("8x8x-8", "'8x8x-8' is not a case"),   # these two were an "unknown shape set"
+    ("-8x8x8", "'-8x8x8' is not a case"),
     ("pr,nightly", "unknown shape set 'pr,nightly'.*4096x4096x4096,1000x1000x1000-rc"),
 ])
 def test_a_bad_inline_list_names_the_item(spec, match):
     with pytest.raises(InputError, match=match):
         resolve(spec)
+
+
+def test_a_trailing_comma_is_taken_as_modes_and_providers_take_it():
+    assert resolve("1x1x1,")[1] == (Case(1, 1, 1),)
+
+
+def test_a_case_too_large_by_its_pad_says_so():
+    with pytest.raises(InputError, match="use smaller M/N/K or pad"):
+        check_fits([Case(8, 8, 8, "rc", 10**11)], 4, 4, 2**30, "free on cuda:0")
 
 
 # --- device memory --------------------------------------------------------------------------
