@@ -262,6 +262,10 @@ def _conclusion(outcome: str, result: SearchResult, first: Step | None, boundary
                 f"{', '.join(c.short for c in cands)} (oldest first); "
                 f"{', '.join(skipped)} could not be measured (skip), so it cannot be isolated")
     why = f" ({first.note})" if first is not None and first.note else ""
+    if first is not None and any(c.ab for c in first.cases):   # measured, not judged
+        return (f"BAD {bad.short} against GOOD {good.short} was measured but not judged"
+                f"{why}: nothing to bisect; re-run, give a larger --budget, or bisect with "
+                "a higher --floor")
     return (f"BAD {bad.short} could not be measured against GOOD {good.short}{why}: "
             "nothing to bisect")
 

@@ -674,3 +674,20 @@ def test_a_bisect_from_a_check_times_as_the_check_was_timed():
     args = argparse.Namespace(timing=None, block=None)
     timed_as(args, {"timing": "wall", "block": True}, {})
     assert (args.timing, args.block) == (None, None)
+
+
+def test_an_inconclusive_bad_step_is_said_measured_not_unmeasurable():
+    """A BAD step measured and found inconclusive read "could not be measured" (a
+    review); one that failed to measure still does."""
+    from types import SimpleNamespace as NS
+
+    from gemmgate.cli_bisect import _conclusion
+
+    good, bad = NS(short="aaaa"), NS(short="bbbb")
+    measured = NS(note="fp32-m16-n16-k16: A/B -3.0%, but its CI reaches +0.2%",
+                  cases=(NS(ab=object()),))
+    text = _conclusion("untestable", None, measured, None, {}, good, bad)
+    assert "was measured but not judged" in text and "could not be measured" not in text
+    failed = NS(note="kernels/ at bbbb does not import", cases=())
+    text = _conclusion("untestable", None, failed, None, {}, good, bad)
+    assert "BAD bbbb could not be measured against GOOD aaaa" in text
