@@ -71,6 +71,9 @@ def check_outputs(*paths: tuple[str | None, str], append: str | None = None,
     variable), or one that names an input (`inputs`: its path and option) or another
     output, is exit 2 too: the write would destroy it."""
     outputs = [(x, what, False) for x, what in paths] + [(append, "--summary", True)]
+    for x, what in inputs:   # ("" read as "."; "cannot read baseline .: it is a directory")
+        if x is not None and not str(x).strip():
+            raise InputError(f"{what} is an empty path: give a file path")
     taken = {_same_file(x): what for x, what in inputs if x and is_file(x)}
     for path, what, appended in outputs:
         if path is None:

@@ -61,6 +61,8 @@ def test_inline_shapes(tmp_path):
     (["run", "--chip", ""], "--chip is empty"),   # an unset CI variable: detected was run
     (["chips", "--chip", " "], "--chip is empty"),
     (["chips", "--ids", "--chip", "nosuch"], "unknown chip id 'nosuch'"),   # was exit 0
+    (["check", "--baseline", ""], "--baseline is an empty path"),   # was "cannot read
+    (["run", "--pin-tiles", " "], "--pin-tiles is an empty path"),  # baseline .: a directory"
     (["run", "--shapes", "no-such-set"], "unknown shape set"),
     (["run", "--shapes", "/nonexistent/shapes.csv"], "cannot read shape file"),
     (["run", "--chip", "cpu", "--timing", "graph"], "needs a GPU"),
