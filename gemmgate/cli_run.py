@@ -21,7 +21,7 @@ from gemmgate.compare import is_floor
 from gemmgate.context import MeasurementError, RunContext, make_context
 from gemmgate.deadline import cli_limit
 from gemmgate.execute import run_cases
-from gemmgate.files import InputError, check_writable, is_file, write_json_atomic
+from gemmgate.files import InputError, check_writable, head_holds, is_file, write_json_atomic
 from gemmgate.reference import resolve
 from gemmgate.report import print_tables
 from gemmgate.results import CaseResult, RunRecord, failures, holds_a_run
@@ -100,15 +100,8 @@ BASELINE_OUTPUT = "--output (the baseline file)"   # the one output a baseline m
 def _is_baseline(path: str) -> bool:
     """Whether `path` is a file of schema gemmgate.baseline (a run's --json at
     baselines/cpu.json replaced the baseline, and the next check failed; a review).
-    Only a regular file is read: a FIFO or a terminal would block the read."""
-    if not is_file(path):
-        return False
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    return f'"{baseline_schema.SCHEMA}"'.encode() in head
+    Only a regular file is read (`files.head_holds`)."""
+    return head_holds(path, f'"{baseline_schema.SCHEMA}"')
 
 
 def _same_file(path: str) -> str:

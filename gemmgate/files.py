@@ -201,3 +201,17 @@ def clear_outputs(*paths: str | Path | None) -> None:
             p = Path(path).resolve()
             if p.is_file():
                 p.unlink()
+
+
+def head_holds(path: str | Path | None, text: str) -> bool:
+    """Whether `path` is a regular file whose first 4 KiB hold `text` (a JSON file's
+    schema line: what kind of file a path holds, before writing over it). Only a regular
+    file is read: a FIFO or a terminal would block the read."""
+    if not path or not is_file(path):
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return text.encode() in head

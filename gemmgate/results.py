@@ -18,7 +18,7 @@ from pathlib import Path
 from gemmgate import stats
 from gemmgate.accuracy import FAIL, PASS
 from gemmgate.case import MAX_DIM
-from gemmgate.files import is_file, read_text
+from gemmgate.files import head_holds, read_text
 from gemmgate.precision import MODES
 from gemmgate.shapes import Case
 from gemmgate.stats import MAX_BLOCK
@@ -346,11 +346,4 @@ def holds_a_run(path: str | Path | None) -> bool:
     """Whether `path` is a regular file that starts as a run file (`RunRecord.to_json`):
     an earlier run's --json, which a run stopped before its outputs were checked may mark
     stopped (nothing else is written over then). Only a regular file is read."""
-    if not path or not is_file(path):
-        return False
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    return f'"schema": "{RUN_SCHEMA}"'.encode() in head
+    return head_holds(path, f'"schema": "{RUN_SCHEMA}"')
