@@ -137,6 +137,14 @@ def judge(current: Sequence[float], baseline: float, tol: float) -> Judgement:
     return Judgement(verdict, change, ci_low, ci_high, tol)
 
 
+def _own_share(ratio_change: float, tflops_change: float) -> bool:
+    """Whether Triton's own TFLOP/s moved with the ratio, by half its change or more: its
+    TFLOP/s is judged at twice the floor, so a 2% slowdown of Triton's own is "unchanged"
+    there, and the note said the vendor had run faster (the vendor had not moved; a
+    review)."""
+    return ratio_change * tflops_change > 0 and abs(tflops_change) * 2 >= abs(ratio_change)
+
+
 def drift_note(ratio: Judgement, tflops: Judgement | None) -> str:
     """The ratio gates; absolute TFLOP/s explains: both providers moving is drift."""
     if tflops is None:
@@ -145,7 +153,8 @@ def drift_note(ratio: Judgement, tflops: Judgement | None) -> str:
         return "both providers slower (clock/thermal drift?): not a regression"
     if tflops.verdict == IMPROVED and ratio.verdict == UNCHANGED:
         return "both providers faster (drift)"
-    if tflops.verdict == UNCHANGED and ratio.verdict in (REGRESSED, IMPROVED):
+    if tflops.verdict == UNCHANGED and ratio.verdict in (REGRESSED, IMPROVED) and \
+            not _own_share(ratio.change, tflops.change):
         # the verdict stands (a kernel slower on a faster machine looks the same), but
         # the reader sees which side moved: H200, 2026-12-02, tf32x3 8192^3 on a new host,
         # ratio -1.9% with Triton's TFLOP/s -0.1%, cuBLAS's IEEE fp32 ~1.8% faster

@@ -235,6 +235,20 @@ def test_drift_note_cases():
     assert drift_note(improved, unchanged).endswith("the vendor ran slower here")
 
 
+def test_a_slowdown_of_triton_s_own_is_not_put_on_the_vendor():
+    """Triton 2% slower, the vendor unmoved: the ratio regressed (-2%), Triton's TFLOP/s
+    -2% is "unchanged" at twice the floor, and the note said the vendor ran faster (a
+    review). Where Triton's own speed moved by half the ratio's change or more, no note."""
+    ratio = judge([0.98] * 9, 1.0, 0.015)
+    own = judge([98.0] * 9, 100.0, 0.03)
+    assert ratio.verdict == REGRESSED and own.verdict == UNCHANGED
+    assert drift_note(ratio, own) == ""
+    faster = judge([102.0] * 9, 100.0, 0.03)   # Triton's own faster, ratio slower: vendor
+    assert drift_note(ratio, faster).endswith("the vendor ran faster here")
+    still = judge([99.9] * 9, 100.0, 0.03)     # (the H200's -0.1% against -1.9%)
+    assert drift_note(ratio, still).endswith("the vendor ran faster here")
+
+
 # --- error rates over many seeded trials -------------------------------------------------
 
 TRIALS, N = 200, 30
