@@ -107,6 +107,15 @@ def slower_bound(tol: float) -> float:
     return 1 / (1 + tol) - 1
 
 
+def band(tol: float) -> str:
+    """A tolerance as the band the verdict applies (`judge`: a slowdown by the factor 1+tol
+    to a speedup by it), to the digits a change is shown with (`:+.2%`): "-1.48%/+1.50%"
+    ("±1.5%" showed a -1.48% regression as inside it, and "-9.1%/+10.0%" before that a
+    -9.4% one under "±10.0%"; reviews); "±x" only where the sides agree to those digits."""
+    lower = abs(slower_bound(tol))   # (-0.0 at 0 printed "--0.00%")
+    return f"±{tol:.2%}" if f"{lower:.2%}" == f"{tol:.2%}" else f"-{lower:.2%}/+{tol:.2%}"
+
+
 def within(change: float, tol: float) -> bool:
     """Whether a change lies in the band a tolerance makes: `slower_bound` to +tol."""
     return slower_bound(tol) <= change <= tol

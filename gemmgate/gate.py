@@ -41,6 +41,7 @@ from gemmgate.compare import (
     REGRESSED,
     UNCHANGED,
     Judgement,
+    band,
     drift_note,
     judge,
     noise_factor,
@@ -155,7 +156,7 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
         verdict = INCONCLUSIVE
     runs, factor, of = (ratio_runs, ratio_factor, ratio_level) if ratio_j is not None \
         else (tf_runs, tf_factor, tf_level)
-    notes = [f"stored: {level}-level ±{stored.tolerance:.1%}" + (
+    notes = [f"stored: {level}-level {band(stored.tolerance)}" + (
                  f" ({runs} {'machines' if of == MACHINE else 'runs'}: x{factor:g} the "
                  "spread)" if factor != NOISE_FACTOR else "")
              if stored else "not judged: no speed ratio or Triton TFLOP/s on both sides",

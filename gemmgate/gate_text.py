@@ -12,21 +12,13 @@ from gemmgate.compare import (
     MIN_JUDGED,
     REGRESSED,
     Judgement,
+    band,
     slower_bound,
     within,
 )
 from gemmgate.gate import ADVISORY, EMPTY, CaseVerdict, GateResult, join_notes
 from gemmgate.markdown import md_cell, md_row
 from gemmgate.results import CaseResult
-
-
-def band(tol: float) -> str:
-    """A tolerance as the band the verdict applies (compare.judge: a slowdown by the factor
-    1+tol to a speedup by it): "±1.5%" where its sides agree to the digit shown, else
-    "-9.1%/+10.0%" (a -9.4% change under "±10.0%" read as inside it; a review)."""
-    lower = -slower_bound(tol)
-    return f"±{tol:.1%}" if f"{lower:.1%}" == f"{tol:.1%}" else f"-{lower:.1%}/+{tol:.1%}"
-
 
 GATE_HEAD = ("case", "verdict", "ratio change", "95% CI", "tolerance", "level",
              "TFLOP/s change", "A/B change", "note")
@@ -154,7 +146,7 @@ def _unsure(v: CaseVerdict) -> str:
         return ""
     lower, inside = slower_bound(j.tolerance), within(j.change, j.tolerance)
     if inside and j.ci_low < lower:
-        return f"within the tolerance, but its CI reaches {j.ci_low:+.2%}, below {lower:+.1%}"
+        return f"within the tolerance, but its CI reaches {j.ci_low:+.2%}, below {lower:+.2%}"
     if not inside and j.ci_low <= 0 <= j.ci_high:
         return "beyond the tolerance, but the CI reaches the baseline"
     return f"too few rounds for a 95% CI (a verdict needs {MIN_JUDGED})"

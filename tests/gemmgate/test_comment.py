@@ -43,10 +43,11 @@ def test_changed_cases_first_with_arrows_percentages_and_reasons_the_rest_folded
     assert "A/B against the kernel at `abababababab`" in md
     rows = _rows(md)
     assert list(rows) == ["fp32-d", "fp32-c", "fp32-e", "fp32-b"]   # failed, regressed, ...
-    assert rows["fp32-c"].startswith("| ↓ | `fp32-c` | **regressed** (re-measured) | ↓ -6.00% "
-                                     "(±1.5%) | ↓ -1.00% (±1.5%) | process | A/B: slower")
+    assert rows["fp32-c"].startswith(
+        "| ↓ | `fp32-c` | **regressed** (re-measured) | ↓ -6.00% (-1.48%/+1.50%) | ↓ -1.00% "
+        "(-1.48%/+1.50%) | process | A/B: slower")
     assert rows["fp32-c"].count("A/B: slower than the reference kernel") == 1
-    assert rows["fp32-b"].startswith("| ↑ | `fp32-b` | **improved** | — | ↑ +8.00% (±1.5%) "
+    assert rows["fp32-b"].startswith("| ↑ | `fp32-b` | **improved** | — | ↑ +8.00% (-1.48%/+1.50%) "
                                      "| machine | stored ratio above the baseline at machine")
     assert rows["fp32-d"].startswith("| ✗ | `fp32-d` | **failed** | — | — | — | accuracy failure")
     assert rows["fp32-e"].startswith("| ↓? | `fp32-e` | **inconclusive**")

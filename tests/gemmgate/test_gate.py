@@ -116,7 +116,8 @@ def test_no_vendor_figure_gates_on_tflops():
     va, vb = gate.verdicts
     assert va.ratio is None and va.verdict == "regressed"
     unmeasured = "noise unmeasured: the floor (`baseline calibrate` measures it)"
-    assert va.note == f"stored: process-level ±3.0%; {unmeasured}; no ratio: judged on TFLOP/s"
+    assert va.note == (f"stored: process-level -2.91%/+3.00%; {unmeasured}; no ratio: judged "
+                       "on TFLOP/s")
     assert va.tflops.tolerance == 2 * DEFAULT_FLOOR and va.level == "process"
     assert vb.ratio is None and vb.verdict == "unchanged"
     assert gate.failed
@@ -125,7 +126,7 @@ def test_no_vendor_figure_gates_on_tflops():
     (line,) = annotations(gate)
     assert line.startswith(f"::error title=gemmgate regression::fp32-{A.id}: Triton's "
                            "TFLOP/s -16.")
-    assert "tolerance -2.9%25/+3.0%25); stored: process-level ±3.0%25" in line
+    assert "tolerance -2.91%25/+3.00%25); stored: process-level -2.91%25/+3.00%25" in line
     row = next(x for x in comment(gate, "cpu").splitlines() if f"fp32-{A.id}" in x)
     assert "TFLOP/s ↓ -16." in row and "Triton's stored TFLOP/s below the baseline" in row
 
@@ -204,8 +205,8 @@ def test_a_tile_other_than_the_baselines_is_named_in_the_note():
     bc["tuning"] = _tile(64)
     base = baseline(**{A.id: bc})
     same = replace(result(A), telemetry={"tuning": _tile(64)})
-    level = ("stored: process-level ±1.5%; noise unmeasured: the floor (`baseline calibrate` "
-             "measures it)")
+    level = ("stored: process-level -1.48%/+1.50%; noise unmeasured: the floor (`baseline "
+             "calibrate` measures it)")
     assert one_verdict([same], base)[1].note == level
     other = replace(result(A), telemetry={"tuning": _tile(128) | {"source": "tuned"}})
     note = one_verdict([other], base)[1].note
@@ -359,7 +360,7 @@ def test_on_a_calibration_machine_the_process_level_judges():
     # no process-level TFLOP/s noise stored: the pooled (machine) spread, never narrower
     assert v.tflops.tolerance == pytest.approx(NOISE_FACTOR * 0.04)
     assert v.verdict == "regressed" and gate.failed
-    assert v.note.startswith("stored: process-level ±1.5%")
+    assert v.note.startswith("stored: process-level -1.48%/+1.50%")
 
 
 def test_on_another_machine_the_machine_level_judges_with_the_wider_tolerance():
@@ -370,7 +371,7 @@ def test_on_another_machine_the_machine_level_judges_with_the_wider_tolerance():
     assert v.tflops.tolerance == pytest.approx(NOISE_FACTOR * 0.04)    # TFLOP/s: same level
     assert v.ratio.change == pytest.approx(0.9 / 0.95 - 1, abs=0.003)   # beyond 1.5%, within 7.5%
     assert v.verdict == "unchanged" and not gate.failed
-    assert v.note == "stored: machine-level ±7.5%"
+    assert v.note == "stored: machine-level -6.98%/+7.50%"
     # a change beyond the machine-level tolerance still regresses, and fails the gate
     gate, v = one_verdict([result(A)], baseline(**{A.id: _levels_case(ratio=1.0)}),
                    env={"host": "h3"})
@@ -395,7 +396,7 @@ def test_advisory_a_stored_regression_alone_is_inconclusive_and_does_not_fail():
     assert v.ratio.verdict == "regressed"                       # shown ...
     assert v.verdict == "inconclusive" and not gate.failed      # ... but decides nothing
     assert annotations(gate) == []
-    assert v.note.startswith("stored: advisory-level ±1.5%; stored judgement advisory: ")
+    assert v.note.startswith("stored: advisory-level -1.48%/+1.50%; stored judgement advisory: ")
     assert "not in the calibration" in v.note and "gemmgate baseline merge" in v.note
     assert gate.count("inconclusive") == 1
     # an advisory improvement is not reported as one either; agreement is "unchanged"
@@ -405,7 +406,7 @@ def test_advisory_a_stored_regression_alone_is_inconclusive_and_does_not_fail():
     v = one_verdict([result(A)], baseline(**{A.id: _levels_case(machine=None, ratio=0.9)}),
              env={"host": "h3"})[1]
     assert v.verdict == "unchanged" and "advisory:" not in v.note
-    assert v.note == "stored: advisory-level ±1.5%"
+    assert v.note == "stored: advisory-level -1.48%/+1.50%"
 
 
 def test_a_run_without_a_host_is_not_on_a_calibration_machine():
@@ -488,7 +489,7 @@ def test_the_level_is_in_the_json_the_note_and_the_gate_table():
     by = {v.key: v for v in gate.verdicts}
     assert [by[f"fp32-{c.id}"].level for c in (A, B, C)] == ["machine", "advisory", "advisory"]
     assert by[f"fp32-{A.id}"].to_json()["level"] == "machine"
-    assert "stored: machine-level ±7.5%" in by[f"fp32-{A.id}"].note
+    assert "stored: machine-level -6.98%/+7.50%" in by[f"fp32-{A.id}"].note
     assert GATE_HEAD.index("level") == GATE_HEAD.index("tolerance") + 1
     md = markdown(gate, "cpu").splitlines()
     head = next(line for line in md if line.startswith("| case |"))

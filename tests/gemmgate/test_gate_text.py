@@ -52,7 +52,7 @@ def test_annotations_one_error_per_regression_or_failure():
     reg, acc = lines
     assert reg.startswith(f"::error title=gemmgate regression::fp32-{A.id}: "
                           "Triton/vendor speed ratio -")
-    assert "tolerance ±1.5%" in reg
+    assert "tolerance -1.48%25/+1.50%25" in reg
     assert acc == "::error title=gemmgate accuracy::fp32-m8-n8-k8: accuracy failure"
     assert all("\n" not in line for line in lines)
 
@@ -94,8 +94,8 @@ def test_a_band_and_an_annotation_say_what_the_gate_applies():
     it; and a note's newline ended an ::error, its next line read as a command (a review)."""
     from gemmgate.gate_text import _gh, band
 
-    assert band(0.015) == "±1.5%" and band(0.10) == "-9.1%/+10.0%"
-    assert band(1.01) == "-50.2%/+101.0%"
+    assert band(0.015) == "-1.48%/+1.50%" and band(0.10) == "-9.09%/+10.00%"
+    assert band(1.01) == "-50.25%/+101.00%" and band(0.0) == "±0.00%"
     assert _gh("a 100% b\r\n::warning::x") == "a 100%25 b%0D%0A::warning::x"
 
 
