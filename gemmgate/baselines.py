@@ -238,14 +238,20 @@ def combine(parts: Sequence[Baseline]) -> Baseline:
         # Triton's TFLOP/s and time are the pooled runs' medians, as `build`'s and the
         # ratio's are (the parts' medians' median weighed a 1-run part as a 5-run one: 11%
         # off, a review): each run's time is its TFLOP/s's (run.py made one from the other).
-        # Figures with no per-run list in every part are the parts' medians' median
+        # Figures with no per-run list in every part (the vendor's, any other provider's)
+        # are the parts' medians' median, each part weighed by its runs (unweighed, a
+        # 2-run part moved the vendor's time as a 5-run one: 10% off beside a pooled ratio
+        # that said the two ran alike; a review)
         flops = cs[0].case.flops
         for name in cs[0].providers:
-            ps = [c.providers[name] for c in cs if name in c.providers]
+            held = [c for c in cs if name in c.providers]
+            ps = [c.providers[name] for c in held]
+            weights = [max(1, c.noise.runs) for c in held]
             pooled = name == "triton" and all(c.noise.tflops_runs for c in cs)
-            tf = tflops if pooled else [p.tflops for p in ps]
+            tf = tflops if pooled else [p.tflops for p, w in zip(ps, weights)
+                                        for _ in range(w)]
             ms = [flops / (t * 1e9) for t in tflops] if pooled and flops else \
-                [p.median_ms for p in ps]
+                [p.median_ms for p, w in zip(ps, weights) for _ in range(w)]
             provs[name] = replace(ps[0], median_ms=stats.median(ms), tflops=_median_or_none(tf))
         tuning = cs[0].tuning
         if tuning is not None:

@@ -704,6 +704,19 @@ def test_a_merge_s_triton_tflops_is_the_pooled_runs_median():
     assert c.providers["triton"].median_ms == pytest.approx(want, rel=1e-12)
 
 
+def test_a_merge_weighs_the_vendor_s_figures_by_each_part_s_runs():
+    """Five runs with the vendor at 0.9 ms and two where both providers ran 1.2x slower:
+    the vendor's time was the two parts' medians' median (1.035 ms), 10% off the pooled
+    ratio's story (a review); each part now weighs as its runs (the 7 runs' median)."""
+    a = baselines.build(_runs_on("ci-a", (1.0,) * 5), "cpu", "s")
+    b = baselines.build(_runs_on("ci-b", (1.2,) * 2, vendor=1.2), "cpu", "s")
+    c = baselines.combine([a, b]).cases[K1]
+    vendor, triton = c.providers["vendor"], c.providers["triton"]
+    assert vendor.median_ms == a.cases[K1].providers["vendor"].median_ms
+    assert vendor.tflops == a.cases[K1].providers["vendor"].tflops
+    assert vendor.median_ms / triton.median_ms == pytest.approx(c.ratio, rel=1e-9)
+
+
 def test_a_baseline_s_quantiles_are_a_round_s_as_its_run_file_s():
     """With --block 3 the run file's quantiles are over rounds (each its calls' median);
     the baseline built from it took them over every call (a review: p75 1.0 became 5.0)."""
