@@ -46,8 +46,11 @@ def history(series: Sequence[Series], mode: str, title: str) -> Figure:
         for lab in labels:
             ax.plot(range(len(series)), [b.get(lab) or math.nan for b in by], lw=0.8,
                     marker=".", alpha=0.6)
-        ax.plot(range(len(series)), [geomean([b.get(lab) for lab in common]) for b in by],
-                "k-o", lw=2.5, label=f"geomean of the {len(common)} common cases",
+        # the common cases with this figure in every one (an empty output has no ratio:
+        # counted in the legend, left out of the geomean; a review)
+        held = sorted(lab for lab in common if all(b.get(lab) is not None for b in by))
+        ax.plot(range(len(series)), [geomean([b[lab] for lab in held]) for b in by],
+                "k-o", lw=2.5, label=f"geomean of the {len(held)} common cases",
                 gid="geomean")
         ax.set_xticks(range(len(series)), [s.label for s in series], rotation=30, ha="right",
                       fontsize=7)

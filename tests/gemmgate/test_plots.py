@@ -174,6 +174,18 @@ def test_history_draws_the_geomean_per_snapshot():
     assert [t.get_text() for t in ratio_ax.get_xticklabels()] == [s.label for s in ss]
 
 
+def test_the_history_legend_counts_the_cases_its_geomean_is_over():
+    """An empty output (no ratio) in every snapshot was counted in "geomean of the N
+    common cases" and left out of the geomean (a review)."""
+    empty = Point("fp32", 0, 8, 8, "rr", None, {}, {}, False)
+    ss = [Series(f"cpu 2026-11-0{i}", "cpu", (*_series("cpu", 1.0, "x", {}).points, empty),
+                 {}) for i in (1, 2)]
+    fig = plots_history.history(ss, "fp32", "cpu fp32")
+    for ax in fig.axes[:2]:
+        gm = next(ln for ln in ax.lines if ln.get_gid() == "geomean")
+        assert "of the 2 common cases" in gm.get_label()
+
+
 def test_the_history_geomean_is_over_the_cases_every_snapshot_holds_and_passed():
     """A snapshot without one of the cases (another set), or with it failing, does not move
     the geomean: only the cases every snapshot holds and passed count (a case left out
