@@ -80,7 +80,10 @@ def measured(paths: list[Path]) -> dict[tuple, list[tuple[object, float]]]:
                 except ValueError:
                     continue   # not a named tile of this tree's variants
                 try:
-                    got = parse_inline(r["shape"])
+                    try:
+                        got = parse_inline(r["shape"])
+                    except ValueError:   # (its message names --shapes: not this file's)
+                        got = None
                     if got is None or len(got) != 1:
                         raise ValueError(f"shape {r['shape']!r} is not MxNxK[-LAYOUT][+pP]")
                     get_mode(r["mode"])

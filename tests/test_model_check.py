@@ -67,7 +67,7 @@ def test_an_exact_entry_is_not_ranked_and_bad_files_are_exit_2(mc, tmp_path, cap
     assert mc.main([str(tmp_path / "other.csv")]) == 2
     assert "not a tiles.py CSV" in capsys.readouterr().err
     for field, value, said in (("mode", "bf17", "unknown precision mode"),
-                               ("shape", "11x52", "is not a case"), ("us", "fast", "float")):
+                               ("shape", "11x52", "is not MxNxK"), ("us", "fast", "float")):
         row = {"shape": SHAPE, "mode": "bf16", "flush": "1", "provider": TILES[0], "us": 1,
                field: value}
         assert mc.main([str(_write(tmp_path / "bad.csv", [row]))]) == 2

@@ -323,6 +323,13 @@ def test_gpu_matrices_list_chips_that_have_a_baseline_and_checks_of_one_pr_queue
     assert gpu["concurrency"]["cancel-in-progress"] is False
 
 
+def test_baseline_refresh_offers_the_chips_with_a_runner_only():
+    """It offered nvidia-h100, nvidia-a100 and amd-mi300x, which have no registered runner
+    (gpu.yml's matrix): such a job queued for a day, then failed (a review)."""
+    choice = _load("baseline-refresh.yml")[True]["workflow_dispatch"]["inputs"]["chip"]
+    assert choice["options"] == _load("gpu.yml")["jobs"]["check"]["strategy"]["matrix"]["chip"]
+
+
 def test_hosted_ci_takes_the_cpu_torch_and_keeps_every_main_commits_run():
     """PyPI's Linux torch==2.13.0 is the CUDA build (several GB); bootstrap there takes
     the CPU index's. A push to main cancelled the previous main commit's run."""
@@ -392,6 +399,13 @@ def test_gpu_pr_comment_edits_its_own_comments_names_the_commit_and_marks_a_chip
     assert "PATCH repos/o/r/issues/comments/3\n<!-- gemmgate-check:nvidia-h100 -->\n" \
            "For commit `abc123`: the nvidia-h100 check wrote no" in out
     assert post["env"]["HEAD_SHA"] == "${{ github.event.pull_request.head.sha }}"
+    # a failed listing (a rate limit, a 5xx) fails the step: it ended in `| tail` with
+    # exit 0, an empty id and a second comment posted beside the first (a review)
+    (fake / "gh").write_text('#!/bin/bash\nif [ "$1" = api ]; then exit 1; fi\n'
+                             'printf "POST %s\\n" "$*" >>"$LOG"\n')
+    log.unlink()
+    got = subprocess.run(["bash", "-e", "-c", post["run"]], env=env, cwd=work, timeout=60)
+    assert got.returncode != 0 and not log.exists()
 
 
 def test_the_published_asv_site_links_commits_to_this_repository(tmp_path):
