@@ -97,6 +97,7 @@ G70 = RESULTS / "h100-2026-12-06-s70"
 G71 = RESULTS / "h200-2026-12-06-s71"
 S72 = RESULTS / "dev-cpu-2026-12-06-s72"
 G72 = RESULTS / "h100-2026-12-06-s72"
+G73 = RESULTS / "h100-2026-12-07-s73"
 _WS = "kernels.matmul_ws:mm_ws_"
 
 
@@ -319,6 +320,9 @@ TABLES: dict[str, Callable[[], str]] = {
                            for m in ("tf32", "bf16", "fp16")}}, lowest=True),
     "s72-h100-first-calls": lambda: first_calls(G72 / "first_calls.csv",
                                                 G72 / "first_parts.csv", "03ae472"),
+    "s73-h100-holdout6": lambda: targets_table({
+        "holdout6 (eeb3f2c)": {m: (G73 / "cases.csv", "call1-h100-holdout6")
+                               for m in ("bf16", "fp16")}}, lowest=True),
 }
 
 
