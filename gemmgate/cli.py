@@ -61,7 +61,7 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--modes", help=f"comma-separated precision modes ({','.join(MODE_NAMES)}); "
                                    "default: every mode the chip supports")
     p.add_argument("--timing", choices=("graph", "eager"),
-                   help="graph: CUDA-graph replay, device time only (default); "
+                   help="graph: CUDA-graph replay, device time only (default on a GPU); "
                         "eager: host launch cost included (GPU only: the CPU times wall "
                         "clock)")
     p.add_argument("--budget", type=float, metavar="S", help="timing budget per case, seconds")
