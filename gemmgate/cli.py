@@ -7,10 +7,12 @@ Exit codes: 0 all good; 1 regression or accuracy failure; 2 usage or input error
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -303,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not console.is_terminal:  # CI logs: wide enough that tables do not fold
         console = _Console(width=160, emoji=False)
     err = _Console(stderr=True, soft_wrap=True, emoji=False)
-    stop = StopOnSigterm()
+    stop, args = StopOnSigterm(), None
     try:
         with stop:
             args = _parse(build_parser(), argv)
@@ -316,27 +318,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signal.SIGINT
     except (UsageError, ValueError, TypeError, OSError) as e:
         if stop.heard:
-            return _taken(stop.heard, e, err)
+            return _taken(stop.heard, e, args, err)
         err.print(f"[red]gemmgate: error:[/] {escape(str(e))}")
         return USAGE
     except MeasurementError as e:
         if stop.heard:
-            return _taken(stop.heard, e, err)
+            return _taken(stop.heard, e, args, err)
         err.print(f"[red]gemmgate: measurement failed:[/] {escape(str(e))}")
         return MEASUREMENT
     except Exception as e:
         if stop.heard:
-            return _taken(stop.heard, e, err)
+            return _taken(stop.heard, e, args, err)
         raise
-    return _taken(stop.heard, None, err) if stop.heard else code
+    return _taken(stop.heard, None, args, err) if stop.heard else code
 
 
-def _taken(signum: int, e: Exception | None, err: Console) -> int:
+def _taken(signum: int, e: Exception | None, args, err: Console) -> int:
     """A Ctrl-C or SIGTERM that a library took (its KeyboardInterrupt caught, then another
-    error or none): the stop it was, 130 or 143, not a usage error, a failed case or 0."""
+    error or none): the stop it was, 130 or 143, not a usage error, a failed case or 0;
+    and a run file this `run`/`check` wrote after it is marked incomplete (the run went
+    on, and its file looked whole: with NumPy half-imported every case had failed; a
+    review). A second Ctrl-C stops the run where it is."""
     name = "terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted"
     after = f"; then: {type(e).__name__}: {e}" if e is not None else ""
     err.print(f"gemmgate: {name} (a library took the signal{escape(after)})")
+    path = getattr(args, "json", None)
+    if getattr(args, "command", None) in ("run", "check") and path:
+        from gemmgate.files import write_json_atomic
+        from gemmgate.results import holds_a_run
+
+        if holds_a_run(path):
+            try:
+                data = json.loads(Path(path).read_text())
+                env = data["environment"]
+            except (OSError, ValueError, KeyError, TypeError):
+                return 128 + signum
+            if isinstance(env, dict) and not env.get("incomplete"):
+                env["incomplete"] = f"{name}: a library took the signal and the run went on"
+                write_json_atomic(path, data)
+                err.print(f"gemmgate: marked {escape(path)} incomplete (environment."
+                          "incomplete)")
     return 128 + signum
 
 

@@ -156,3 +156,36 @@ def test_without_a_signal_the_errors_are_what_they_were(monkeypatch, capsys):
 
     monkeypatch.setattr(cli, "_dispatch", fails)
     assert cli.main(["chips"]) == 2 and "gemmgate: error: bad" in capsys.readouterr().err
+
+
+def test_a_run_that_went_on_after_a_taken_stop_is_marked_incomplete(monkeypatch, tmp_path,
+                                                                    capsys):
+    """A Ctrl-C taken by a library while torch imported: the run measured every case and
+    wrote a file that looked whole (with NumPy half-imported, every case failed), exit
+    130 (a review). The file is marked incomplete now, its cases kept."""
+    import os
+    import signal
+
+    import gemmgate.cli as cli
+    from gemmgate.results import RUN_SCHEMA, RunRecord
+
+    out = tmp_path / "run.json"
+
+    def went_on(args, console, err):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):
+                pass
+        except KeyboardInterrupt:
+            pass
+        out.write_text(json.dumps({"schema": RUN_SCHEMA, "environment": {"chip": "cpu"},
+                                   "shapes": "8x8x8", "cases": []}))
+        return 1
+
+    monkeypatch.setattr(cli, "_dispatch", went_on)
+    assert cli.main(["run", "--json", str(out)]) == 130
+    data = json.loads(out.read_text())
+    assert data["environment"]["incomplete"].startswith("interrupted: a library took")
+    assert data["environment"]["chip"] == "cpu"
+    assert RunRecord.from_json(data, "r").environment["incomplete"]
+    assert "marked" in capsys.readouterr().err
