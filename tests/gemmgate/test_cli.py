@@ -508,3 +508,20 @@ def test_a_json_that_cannot_be_written_names_the_file_and_the_table_is_printed(
     assert "m8-n8-k8" in captured.out   # the table
     assert out.read_text() == "an earlier run's"
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]   # no temp file left
+
+
+def test_a_provider_that_writes_into_its_inputs_fails_alone(tmp_path, monkeypatch):
+    """A custom provider that zeroed B after a right answer made every provider checked
+    after it (the A/B reference, another extra) fail on the zeros, and Triton and the
+    vendor were timed on them (a review). It fails alone now, the inputs made again."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    out = tmp_path / "run.json"
+    assert main(["run", "--chip", "cpu", "--modes", "fp32", "--shapes", "16x24x32",
+                 "--budget", "0.05", "--providers",
+                 "triton,vendor,custom_providers:zeroes_b,custom_providers:correct",
+                 "--json", str(out)]) == 1
+    (case,) = json.loads(out.read_text())["cases"]
+    got = {n: p["accuracy"] for n, p in case["providers"].items()}
+    assert got == {"triton": "pass", "vendor": "pass", "custom_providers:zeroes_b": "fail",
+                   "custom_providers:correct": "pass"}
+    assert "wrote into its inputs" in case["providers"]["custom_providers:zeroes_b"]["message"]
