@@ -31,7 +31,7 @@ from gemmgate import reference, stats
 from gemmgate.accuracy import FAIL, Accuracy, classify, errors
 from gemmgate.autotune_pick import Picks
 from gemmgate.context import MeasurementError, RunContext, load_function
-from gemmgate.deadline import run_within
+from gemmgate.deadline import CaseTimeout, run_within
 from gemmgate.env import environment, telemetry, tuning_table
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import PrecisionMode, vendor_flags
@@ -229,6 +229,10 @@ def _check(name: str, build, inp, mode: PrecisionMode, ref, scale2: float = 0.0)
         raise             # (a save another job's rewrite refused was Triton's "fail", exit 1)
     except (Exception, SystemExit) as e:   # a compile or launch error, a wrong output or
         return None, _failed(name, e)      # a provider's exit fails this case, not the run
+    except (KeyboardInterrupt, CaseTimeout, GeneratorExit):
+        raise
+    except BaseException as e:   # a provider's own BaseException crashed the run, exit 1,
+        return None, _failed(name, e)   # no --json (a review)
     return call, ProviderResult(name, acc.status, acc.error, acc.message,
                                 excess=measured.excess, block_excess=measured.block_excess)
 

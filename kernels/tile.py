@@ -83,6 +83,10 @@ def wide_parts(width: int, name: str = "block_n") -> tuple[int, int]:
     return wide, rest
 
 
+INT_FIELDS = ("block_m", "block_n", "block_k", "group_m", "num_stages", "num_warps",
+              "split_k", "occupancy")
+
+
 @dataclass(frozen=True)
 class TileConfig:
     block_m: int
@@ -96,6 +100,10 @@ class TileConfig:
     occupancy: int = 1   # tma: programs per SM of the persistent grid (module docstring)
 
     def __post_init__(self) -> None:
+        for name in INT_FIELDS:   # (a float group_m or split_k failed deep in the launch,
+            v = getattr(self, name)   # a float block size as "unsupported operand &")
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"TileConfig {name}={v!r}: give an int")
         for name in ("block_m", "block_n", "block_k"):
             v = getattr(self, name)
             if self.variant == "gemv" and name == "block_m":

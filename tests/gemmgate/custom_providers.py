@@ -199,3 +199,11 @@ def zeroes_b(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
     c = correct(a, b, precision=precision, out=out)   # right, then writes into its input
     b.zero_()
     return c
+
+
+class Odd(BaseException):
+    """Not an Exception: a provider's own control-flow signal."""
+
+
+def raises_base(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    raise Odd("a provider's own BaseException")

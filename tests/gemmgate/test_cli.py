@@ -525,3 +525,17 @@ def test_a_provider_that_writes_into_its_inputs_fails_alone(tmp_path, monkeypatc
     assert got == {"triton": "pass", "vendor": "pass", "custom_providers:zeroes_b": "fail",
                    "custom_providers:correct": "pass"}
     assert "wrote into its inputs" in case["providers"]["custom_providers:zeroes_b"]["message"]
+
+
+def test_a_provider_raising_a_base_exception_fails_its_case_not_the_run(tmp_path,
+                                                                        monkeypatch):
+    """A provider's own BaseException subclass was a traceback, exit 1, no --json (a
+    review): it fails the case like any other error."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    out = tmp_path / "run.json"
+    assert main(["run", "--chip", "cpu", "--modes", "fp32", "--shapes", "16x16x16",
+                 "--budget", "0.05", "--providers",
+                 "triton,vendor,custom_providers:raises_base", "--json", str(out)]) == 1
+    (case,) = json.loads(out.read_text())["cases"]
+    p = case["providers"]["custom_providers:raises_base"]
+    assert p["accuracy"] == "fail" and p["message"].startswith("Odd: a provider's own")

@@ -8,6 +8,17 @@ from kernels.tile import TileConfig, cdiv, k_range, resident, usable
 H200_SMEM = 232448
 
 
+@pytest.mark.parametrize("fields, bad", [
+    ((16, 16, 16, 1.5, 1, 1), "group_m=1.5"), ((16.0, 16, 16, 1, 1, 1), "block_m=16.0"),
+    ((16, 16, 16, 1, 2.5, 1), "num_stages=2.5"), ((16, 16, 16, 1, 1, True), "num_warps=True"),
+    ((16, 16, 16, 1, 1, 4, "tiled", 2.5), "split_k=2.5")])
+def test_a_tile_field_that_is_no_int_is_named(fields, bad):
+    """A float group_m or split_k failed deep in the interpreter's launch, a float block
+    size as "unsupported operand type(s) for &" (a review)."""
+    with pytest.raises(TypeError, match=f"TileConfig {bad}: give an int"):
+        TileConfig(*fields)
+
+
 def test_tile_fields_are_validated():
     with pytest.raises(ValueError, match="power of two"):
         TileConfig(24, 64, 64, 8, 3, 4)
