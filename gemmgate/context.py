@@ -161,11 +161,14 @@ def check_signature(path: str, fn, scaled: bool) -> None:
     the kernel is wrong)."""
     import inspect
 
+    kw = dict(precision=None, out=None, **(dict(scale_a=None, scale_b=None) if scaled else {}))
     try:
         sig = inspect.signature(fn)
-    except (TypeError, ValueError):   # no signature to read (a builtin): called as it is
-        return
-    kw = dict(precision=None, out=None, **(dict(scale_a=None, scale_b=None) if scaled else {}))
+    except (TypeError, ValueError):   # a builtin (torch:matmul) was called as it is and
+        raise ValueError(              # failed every case, exit 1: the kernel "wrong"
+            f"--providers {path}: its signature cannot be read (a builtin?), so the "
+            f"harness cannot check it takes f(a, b, {', '.join(f'{k}=...' for k in kw)}): "
+            "wrap it in a Python function with the kernels.matmul contract") from None
     try:
         sig.bind(None, None, **kw)
     except TypeError as e:

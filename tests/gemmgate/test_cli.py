@@ -539,3 +539,13 @@ def test_a_provider_raising_a_base_exception_fails_its_case_not_the_run(tmp_path
     (case,) = json.loads(out.read_text())["cases"]
     p = case["providers"]["custom_providers:raises_base"]
     assert p["accuracy"] == "fail" and p["message"].startswith("Odd: a provider's own")
+
+
+def test_a_builtin_provider_whose_signature_cannot_be_read_is_exit_2(capsys):
+    """torch:matmul (no signature to inspect) was called as it is and failed every case
+    with "unexpected keyword argument 'precision'", exit 1: the kernel read as wrong (a
+    review)."""
+    assert main(["run", "--chip", "cpu", "--shapes", "16x16x16", "--modes", "fp32",
+                 "--providers", "triton,vendor,torch:matmul"]) == 2
+    err = capsys.readouterr().err.replace("\n", "")
+    assert "--providers torch:matmul: its signature cannot be read" in err
