@@ -7,16 +7,15 @@ Exit codes: 0 all good; 1 regression or accuracy failure; 2 usage or input error
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
+from gemmgate.cli_exit import QuietConsole, mark_stopped, taken
 from gemmgate.compare import DEFAULT_FLOOR
 from gemmgate.context import MAX_LIMIT_S, MeasurementError
 from gemmgate.deadline import DEFAULT_LIMIT_S
@@ -29,23 +28,6 @@ OK, FAILED, USAGE, MEASUREMENT = 0, 1, 2, 3
 
 class UsageError(Exception):
     """Bad input from the user: exit code 2."""
-
-
-class _Console(Console):
-    """A console whose reader went away (`gemmgate check | head -1`, a CI log's pipe
-    closed) goes quiet and the command goes on to its end and its exit code: rich's
-    default ended the process with exit 1, the regression code, before `check` wrote
-    --comment and --summary (a review)."""
-
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        try:
-            fd = self.file.fileno()
-        except (AttributeError, OSError, ValueError):
-            fd = sys.stdout.fileno()
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, fd)   # (and Python's own flush at exit writes nowhere)
-        os.close(devnull)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -301,10 +283,10 @@ def _step_summary() -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     # emoji=False: rich made ":a:" in a message (`--providers mod:a`) an emoji (a review)
-    console = _Console(emoji=False)
+    console = QuietConsole(emoji=False)
     if not console.is_terminal:  # CI logs: wide enough that tables do not fold
-        console = _Console(width=160, emoji=False)
-    err = _Console(stderr=True, soft_wrap=True, emoji=False)
+        console = QuietConsole(width=160, emoji=False)
+    err = QuietConsole(stderr=True, soft_wrap=True, emoji=False)
     stop, args = StopOnSigterm(), None
     try:
         with stop:
@@ -318,47 +300,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signal.SIGINT
     except (UsageError, ValueError, TypeError, OSError) as e:
         if stop.heard:
-            return _taken(stop.heard, e, args, err)
+            return taken(stop.heard, e, args, err)
         err.print(f"[red]gemmgate: error:[/] {escape(str(e))}")
         return USAGE
     except MeasurementError as e:
         if stop.heard:
-            return _taken(stop.heard, e, args, err)
+            return taken(stop.heard, e, args, err)
         err.print(f"[red]gemmgate: measurement failed:[/] {escape(str(e))}")
         return MEASUREMENT
     except Exception as e:
         if stop.heard:
-            return _taken(stop.heard, e, args, err)
+            return taken(stop.heard, e, args, err)
         raise
-    return _taken(stop.heard, None, args, err) if stop.heard else code
-
-
-def _taken(signum: int, e: Exception | None, args, err: Console) -> int:
-    """A Ctrl-C or SIGTERM that a library took (its KeyboardInterrupt caught, then another
-    error or none): the stop it was, 130 or 143, not a usage error, a failed case or 0;
-    and a run file this `run`/`check` wrote after it is marked incomplete (the run went
-    on, and its file looked whole: with NumPy half-imported every case had failed; a
-    review). A second Ctrl-C stops the run where it is."""
-    name = "terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted"
-    after = f"; then: {type(e).__name__}: {e}" if e is not None else ""
-    err.print(f"gemmgate: {name} (a library took the signal{escape(after)})")
-    path = getattr(args, "json", None)
-    if getattr(args, "command", None) in ("run", "check") and path:
-        from gemmgate.files import write_json_atomic
-        from gemmgate.results import holds_a_run
-
-        if holds_a_run(path):
-            try:
-                data = json.loads(Path(path).read_text())
-                env = data["environment"]
-            except (OSError, ValueError, KeyError, TypeError):
-                return 128 + signum
-            if isinstance(env, dict) and not env.get("incomplete"):
-                env["incomplete"] = f"{name}: a library took the signal and the run went on"
-                write_json_atomic(path, data)
-                err.print(f"gemmgate: marked {escape(path)} incomplete (environment."
-                          "incomplete)")
-    return 128 + signum
+    return taken(stop.heard, None, args, err) if stop.heard else code
 
 
 _COMMANDS = {"chips": ("cli_run", "chips_command"), "run": ("cli_run", "run_command"),
@@ -394,26 +348,10 @@ def _dispatch(args, console: Console, err: Console) -> int:
     try:   # (torch imports here: a second or more)
         command = getattr(importlib.import_module(f"gemmgate.{module}"), name)
     except KeyboardInterrupt as e:
-        _mark_stopped(args, e)
+        mark_stopped(args, e)
         raise
     return command(args, console, err)
 
-
-def _mark_stopped(args, e: KeyboardInterrupt) -> None:
-    """`run`/`check` stopped while their module imports, before their own guard
-    (cli_run.stops_before_cases): an earlier run's --json there is marked a run of no
-    case, stopped (it stayed complete and unmarked: a review); nothing else is written
-    over, the path being unchecked yet."""
-    from gemmgate.files import write_json_atomic
-    from gemmgate.results import RunRecord, holds_a_run
-
-    path = getattr(args, "json", None)
-    if args.command in ("run", "check") and holds_a_run(path):
-        why = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
-        write_json_atomic(path, RunRecord({"incomplete": f"{why} before the first case"},
-                                          getattr(args, "shapes", None) or "", ()).to_json())
-        print(f"gemmgate: marked the earlier run in {path} as this one, stopped before its "
-              "first case (environment.incomplete)", file=sys.stderr)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -44,7 +44,6 @@ from gemmgate.cli_run import (
     check_floor,
     check_outputs,
     shapes_file,
-    stopped_by,
     timed_as,
 )
 from gemmgate.context import MeasurementError, RunContext, make_context, parse_devices
@@ -54,6 +53,7 @@ from gemmgate.gate import ab_tolerance
 from gemmgate.markdown import md_cell, md_row
 from gemmgate.reference import common_ancestor, resolve
 from gemmgate.run import environment_of
+from gemmgate.stop_signal import stopped_by
 
 SCHEMA = "gemmgate.bisect/1"
 CULPRIT, INCONCLUSIVE = "culprit", "inconclusive"   # outcomes beside search's clean/range

@@ -24,7 +24,6 @@ from gemmgate.cli_run import (
     keep_partial,
     say_stderr,
     shapes_file,
-    stopped_by,
     stops_before_cases,
     timed_as,
     write_partial,
@@ -47,6 +46,7 @@ from gemmgate.reference import resolve, same_kernels
 from gemmgate.report import print_tables
 from gemmgate.results import RunRecord
 from gemmgate.shapes import resolve as shape_set
+from gemmgate.stop_signal import stopped_by
 
 
 def _modes_arg(args, base) -> str | None:

@@ -27,7 +27,7 @@ from gemmgate.report import print_tables
 from gemmgate.results import CaseResult, RunRecord, failures, holds_a_run
 from gemmgate.run import environment_of
 from gemmgate.shapes import Case
-from gemmgate.stop_signal import Terminated
+from gemmgate.stop_signal import stopped_by
 
 
 def context_from_args(args, *, shapes: str | None = None, modes: str | None = None,
@@ -195,15 +195,9 @@ def stops_before_cases(path: str | None, label: str = "", checked: bool = True):
         yield
     except KeyboardInterrupt as e:
         if checked or holds_a_run(path):
-            write_partial(path, RunRecord({"incomplete": f"{stopped_by(e)} before the "
-                                                         "first case"}, label, ()),
+            write_partial(path, RunRecord.stopped_before_cases(stopped_by(e), label),
                           say_stderr)
         raise
-
-
-def stopped_by(e: KeyboardInterrupt) -> str:
-    """A partial run's `incomplete` reason for an interrupt."""
-    return "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
 
 
 def write_partial(path: str | None, record: RunRecord | None,

@@ -265,6 +265,11 @@ class RunRecord:
         return cls(env, str(data.get("shapes", "")), got)
 
     @classmethod
+    def stopped_before_cases(cls, reason: str, shapes: str = "") -> RunRecord:
+        """A run stopped before its first case: no case, marked incomplete."""
+        return cls({"incomplete": f"{reason} before the first case"}, shapes, ())
+
+    @classmethod
     def load(cls, path: str | Path) -> RunRecord:
         text = read_text(path, "run file")
         try:

@@ -111,7 +111,6 @@ class StopOnSigterm:
               file=sys.stderr, flush=True)
         os._exit(EXIT_TERMINATED)
 
-
     def _on_term(self, signum, frame) -> None:
         self.heard = self.heard or signal.SIGTERM
         _terminate(signum, frame)
@@ -119,6 +118,16 @@ class StopOnSigterm:
     def _on_int(self, signum, frame) -> None:
         self.heard = self.heard or signal.SIGINT
         raise KeyboardInterrupt
+
+
+def stop_reason(signum: int) -> str:
+    """How a run stopped by this signal says so (`environment.incomplete`, messages)."""
+    return "terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted"
+
+
+def stopped_by(e: KeyboardInterrupt) -> str:
+    """A partial run's `incomplete` reason for an interrupt (`Terminated`: SIGTERM)."""
+    return stop_reason(signal.SIGTERM if isinstance(e, Terminated) else signal.SIGINT)
 
 
 def _terminate(signum, frame) -> None:
