@@ -7,7 +7,9 @@ a RunContext (gemmgate/context.py) and calls `run_cases(ctx)` or `Runner(ctx).ru
 For each case: fresh seeded inputs in the case's layout, a float64 reference, each
 provider's output poisoned with NaN and recomputed (so unwritten elements fail), the
 error classified (pass / fail / downgraded), then interleaved timing of every provider
-that could run, and GPU telemetry. The vendor's math flags are pinned for the case.
+that could run, then each timed provider called once more on a poisoned output and its
+error classified again (`_after_timing`), and GPU telemetry. The vendor's math flags are
+pinned for the case.
 
 A Runner is one process's live state for a context: the tuner (pins, cache) and the
 kernel packages it calls (this tree's `kernels`, and the A/B reference commit's). It is
@@ -28,7 +30,7 @@ from dataclasses import replace
 import torch
 
 from gemmgate import reference, stats
-from gemmgate.accuracy import FAIL, Accuracy, classify, errors
+from gemmgate.accuracy import DOWNGRADED, FAIL, PASS, classify, errors
 from gemmgate.autotune_pick import Picks
 from gemmgate.context import MeasurementError, RunContext, load_function
 from gemmgate.deadline import CaseTimeout, run_within
@@ -162,6 +164,7 @@ class Runner:
         if ctx.slowdown > 0 and "triton" in calls:
             injected = _inject(calls, ctx.slowdown, ctx.policy, flush, ctx.device)
         samples = _measured(calls, results, ctx.policy, flush, ctx.device)
+        _after_timing({n: calls[n] for n in samples}, inp, mode, results)
         for name, ts in samples.items():
             # TFLOP/s of the rounds' median (`median_ms`), which the gate judges
             res = replace(results[name], samples_ms=tuple(ts), block=ctx.policy.block)
@@ -212,29 +215,64 @@ def _check(name: str, build, inp, mode: PrecisionMode, ref, scale2: float = 0.0)
     the inputs' typical product size, accuracy.errors' floor)."""
     try:
         call = build(inp, mode)
-        out = call()
-        if out.is_floating_point() and out.numel():
-            out.fill_(math.nan)  # poison: elements the next call does not write stay NaN
-        out = call()
-        if out.is_cuda:
-            torch.cuda.synchronize()
-        want = getattr(torch, mode.output_dtype)
-        if out.dtype != want:   # the contract's output type: a wider one is another GEMM
-            raise TypeError(f"output dtype {out.dtype}, the mode's is {want}")
-        measured = errors(out, ref, scale2)                # (a wrong shape raises)
-        acc: Accuracy = classify(measured, mode)
+        measured, acc = _judged(call, mode, ref, scale2)
     except Unsupported as e:
         return None, ProviderResult(name, UNSUPPORTED, message=str(e))
     except TuningError:   # the harness's tuning cache, not the kernel: no accuracy verdict
         raise             # (a save another job's rewrite refused was Triton's "fail", exit 1)
-    except (Exception, SystemExit) as e:   # a compile or launch error, a wrong output or
-        return None, _failed(name, e)      # a provider's exit fails this case, not the run
     except (KeyboardInterrupt, CaseTimeout, GeneratorExit):
         raise
-    except BaseException as e:   # a provider's own BaseException crashed the run, exit 1,
-        return None, _failed(name, e)   # no --json (a review)
+    except BaseException as e:   # a compile or launch error, a wrong output, a provider's
+        return None, _failed(name, e)   # exit or own BaseException (which crashed the
+        # run, exit 1, no --json: a review) fails this case, not the run
     return call, ProviderResult(name, acc.status, acc.error, acc.message,
                                 excess=measured.excess, block_excess=measured.block_excess)
+
+
+def _judged(call, mode: PrecisionMode, ref, scale2: float):
+    """(Errors, Accuracy) of a provider's call made on its poisoned output: two calls,
+    the first one's output filled with NaN, so elements the second does not write show."""
+    out = call()
+    if out.is_floating_point() and out.numel():
+        out.fill_(math.nan)
+    out = call()
+    if out.is_cuda:
+        torch.cuda.synchronize()
+    want = getattr(torch, mode.output_dtype)
+    if out.dtype != want:   # the contract's output type: a wider one is another GEMM
+        raise TypeError(f"output dtype {out.dtype}, the mode's is {want}")
+    measured = errors(out, ref, scale2)                # (a wrong shape raises)
+    return measured, classify(measured, mode)
+
+
+_RANK = {PASS: 0, DOWNGRADED: 1, FAIL: 2}
+
+
+def _after_timing(calls: dict, inp, mode: PrecisionMode, results: dict) -> None:
+    """Each timed provider judged again after its timed calls (`_judged`: two calls, the
+    first's output poisoned), against a reference made again (the float64 one is dropped
+    while timing). Where the verdict is worse (pass to downgraded or fail), that is the
+    provider's: its first two calls alone were judged, so a race, a kept copy gone stale
+    or a tile switched after a few calls failed no check (a review). The timings stay;
+    the verdict fails the case."""
+    live = {n: c for n, c in calls.items() if results[n].accuracy in (PASS, DOWNGRADED)}
+    if not live:
+        return
+    ref, scale2 = inp.reference_and_scale2()
+    for name, call in live.items():
+        before = results[name]
+        try:
+            measured, acc = _judged(call, mode, ref, scale2)
+        except (KeyboardInterrupt, CaseTimeout, GeneratorExit):
+            raise
+        except BaseException as e:
+            results[name] = replace(before, accuracy=FAIL, error=None, message=(
+                f"after its timed calls: {type(e).__name__}: {e}")[:300])
+            continue
+        if _RANK[acc.status] > _RANK[before.accuracy]:
+            results[name] = replace(before, accuracy=acc.status, error=acc.error,
+                                    message=f"after its timed calls: {acc.message}",
+                                    excess=measured.excess, block_excess=measured.block_excess)
 
 
 def _tensors(inp) -> tuple:

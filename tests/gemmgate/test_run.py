@@ -55,6 +55,91 @@ def test_unwritten_output_fails(ctx):
     assert math.isinf(r.providers["vendor"].error)
 
 
+def _turns_after_two_calls(wrong):
+    """A vendor right on its first two calls (those `_check` judges) and `wrong(inp, out)`
+    on every later one, into the buffer it returns each time."""
+    def vendor(inp, mode):
+        out = torch.empty(inp.a.shape[0], inp.b.shape[1])
+        calls = []
+
+        def call():
+            calls.append(1)
+            torch.matmul(inp.a, inp.b, out=out)
+            if len(calls) > 2:
+                wrong(inp, out)
+            return out
+        return call
+    return vendor
+
+
+def _garbage(inp, out):
+    out.mul_(1.5)
+
+
+def _bf16_sum(inp, out):
+    out.copy_(inp.a.bfloat16() @ inp.b.bfloat16())
+
+
+def _one_row_left(inp, out):
+    out[-1].fill_(math.nan)   # as a row the later calls stop writing shows, poisoned
+
+
+@pytest.mark.parametrize("wrong, verdict, said", [
+    (_garbage, "fail", "after its timed calls: error"),
+    (_bf16_sum, "downgraded", "after its timed calls: precision downgraded"),
+    (_one_row_left, "fail", "after its timed calls: NaN/Inf in the output")])
+def test_a_provider_wrong_only_after_its_first_two_calls_fails_after_timing(
+        ctx, wrong, verdict, said):
+    """Accuracy was judged on a provider's first two calls only (a review): one that goes
+    wrong later (a race, a kept copy gone stale, a tile switched after a few calls) is
+    judged again after its timed calls, and that verdict, where worse, is its own. Its
+    timings stay; the other provider is as it was."""
+    r = Runner(ctx, vendor=_turns_after_two_calls(wrong)).run_case(MODES["fp32"],
+                                                                  Case(64, 64, 256))
+    v = r.providers["vendor"]
+    assert v.accuracy == verdict and v.message.startswith(said), v.message
+    assert v.samples_ms and r.providers["triton"].accuracy == "pass"
+    assert not r.passed and not r.gate_passed
+
+
+def test_a_provider_that_raises_after_timing_fails_with_its_error(ctx, monkeypatch):
+    """A raise in the check after timing fails that provider, its error named, not the
+    run; its timings stay."""
+    from gemmgate import run as run_mod
+
+    timed = []
+    real = run_mod._measured
+    monkeypatch.setattr(run_mod, "_measured", lambda *a: (real(*a), timed.append(1))[0])
+
+    def vendor(inp, mode):
+        def call():
+            if timed:
+                raise RuntimeError("illegal memory access")
+            return inp.a @ inp.b
+        return call
+
+    r = Runner(ctx, vendor=vendor).run_case(MODES["fp32"], Case(16, 16, 16))
+    v = r.providers["vendor"]
+    assert v.accuracy == "fail" and v.samples_ms and v.error is None
+    assert v.message == "after its timed calls: RuntimeError: illegal memory access"
+    assert r.providers["triton"].accuracy == "pass" and not r.passed
+
+
+def _nudged(inp, out):
+    out.mul_(1 + 1e-7)   # within fp32's band: another error, the same verdict
+
+
+def test_a_provider_as_good_after_timing_keeps_its_first_verdict(ctx):
+    """The check after timing replaces a verdict only where it is worse: a later call's
+    other error inside the same band leaves the first check's verdict and error."""
+    first = Runner(ctx).run_case(MODES["fp32"], Case(64, 64, 256)).providers["vendor"]
+    r = Runner(ctx, vendor=_turns_after_two_calls(_nudged)).run_case(MODES["fp32"],
+                                                                    Case(64, 64, 256))
+    v = r.providers["vendor"]
+    assert v.accuracy == "pass" and v.message == "" and r.passed
+    assert v.error == first.error
+
+
 def test_ratio_and_summary():
     ctx = make_context(chip="cpu", shapes="smoke", modes="fp16")
     r = Runner(ctx).run_case(MODES["fp16"], Case(32, 32, 32))
