@@ -59,7 +59,7 @@ def _turns_after_two_calls(wrong):
     """A vendor right on its first two calls (those `_check` judges) and `wrong(inp, out)`
     on every later one, into the buffer it returns each time."""
     def vendor(inp, mode):
-        out = torch.empty(inp.a.shape[0], inp.b.shape[1])
+        out = torch.empty_like(inp.a @ inp.b)
         calls = []
 
         def call():
@@ -401,6 +401,19 @@ def test_gpu_a_run_on_the_last_gpu_alone_launches_there():
     [res] = run_cases(c, [(MODES["fp16"], Case(256, 256, 256))])
     assert res.providers["triton"].accuracy == "pass", res.providers["triton"].message
     assert torch.cuda.current_device() == 0
+
+
+@pytest.mark.gpu
+def test_gpu_a_provider_wrong_after_two_calls_fails_after_graph_timing():
+    """Under CUDA-graph timing the timed calls are replays of one captured call: the check
+    after them calls the provider again, eagerly, outside any capture, and its verdict is
+    the provider's (a vendor right on its first two calls, wrong from the third)."""
+    c = make_context(shapes="smoke", modes="fp16", budget_s=0.05)
+    r = Runner(c, vendor=_turns_after_two_calls(_garbage)).run_case(MODES["fp16"],
+                                                                   Case(256, 256, 256))
+    v = r.providers["vendor"]
+    assert v.accuracy == "fail" and v.message.startswith("after its timed calls: error")
+    assert v.samples_ms and r.providers["triton"].accuracy == "pass"
 
 
 @pytest.mark.parametrize("copies,asked", [("kept", True), ("per-call", False)])
