@@ -98,6 +98,7 @@ G71 = RESULTS / "h200-2026-12-06-s71"
 S72 = RESULTS / "dev-cpu-2026-12-06-s72"
 G72 = RESULTS / "h100-2026-12-06-s72"
 G73 = RESULTS / "h100-2026-12-07-s73"
+G74 = RESULTS / "h100-2026-12-07-s74"
 _WS = "kernels.matmul_ws:mm_ws_"
 
 
@@ -323,6 +324,10 @@ TABLES: dict[str, Callable[[], str]] = {
     "s73-h100-holdout6": lambda: targets_table({
         "holdout6 (eeb3f2c)": {m: (G73 / "cases.csv", "call1-h100-holdout6")
                                for m in ("bf16", "fp16")}}, lowest=True),
+    "s74-h100-pr": lambda: targets_table({
+        "pr bf16 (dc6afa2, judged again after timing)": {"bf16": (G74 / "cases.csv",
+                                                                  "h100-pr-bf16")}},
+        lowest=True),
 }
 
 
