@@ -134,7 +134,11 @@ class Runner:
 
     def _run(self, mode: PrecisionMode, case: Case) -> CaseResult:
         ctx, chip = self.ctx, self.ctx.chip
-        inp = make_inputs(case, mode, ctx.device, case_seed(mode.name, case), chip.fp8_dtype)
+        def fresh_inputs():
+            return make_inputs(case, mode, ctx.device, case_seed(mode.name, case),
+                               chip.fp8_dtype)
+
+        inp = fresh_inputs()
         ref, scale2 = inp.reference_and_scale2()
         calls, results, tiles = {}, {}, {}
         # the gated pair and the A/B reference first, then the extras, each of which is
@@ -147,9 +151,7 @@ class Runner:
             before = _fingerprint(inp) if name in ctx.providers[2:] else None
             call, res = _check(name, build, inp, mode, ref, scale2)
             if before is not None and _fingerprint(inp) != before:
-                fresh = make_inputs(case, mode, ctx.device, case_seed(mode.name, case),
-                                    chip.fp8_dtype)
-                _restore(inp, fresh)   # in place: the calls built so far hold these tensors
+                _restore(inp, fresh_inputs())   # in place: the calls built so far hold them
                 call, res = None, ProviderResult(name, FAIL, message=(
                     "wrote into its inputs (A, B or a scale): not timed, and the inputs "
                     "were made again for the rest"))
@@ -163,7 +165,13 @@ class Runner:
         injected = None
         if ctx.slowdown > 0 and "triton" in calls:
             injected = _inject(calls, ctx.slowdown, ctx.policy, flush, ctx.device)
+        untouched = _fingerprint(inp)
         samples = _measured(calls, results, ctx.policy, flush, ctx.device)
+        if _fingerprint(inp) != untouched:   # timed on inputs a provider wrote into
+            samples = _timed_again(calls, samples, results, inp, fresh_inputs,
+                                   lambda rest: _measured(rest, results, ctx.policy, flush,
+                                                          ctx.device),
+                                   f"{mode.name} {case.id}")
         _after_timing({n: calls[n] for n in samples}, inp, mode, results)
         for name, ts in samples.items():
             # TFLOP/s of the rounds' median (`median_ms`), which the gate judges
@@ -273,6 +281,47 @@ def _after_timing(calls: dict, inp, mode: PrecisionMode, results: dict) -> None:
             results[name] = replace(before, accuracy=acc.status, error=acc.error,
                                     message=f"after its timed calls: {acc.message}",
                                     excess=measured.excess, block_excess=measured.block_excess)
+
+
+def _timed_again(calls: dict, samples: dict, results: dict, inp, fresh_inputs,
+                 measure_again, what: str) -> dict:
+    """The samples of a timing whose inputs changed while timed (a provider wrote into A, B
+    or a scale on a later call than the two checked, and every provider after it was timed
+    on its garbage): the inputs made again, each timed provider called once on them and
+    seen to leave them as they are; one that does not fails, "wrote into its inputs while
+    timed", and the others are timed again without it (`measure_again`). MeasurementError
+    (`what`: the case) where none is found, or the inputs change again: no figure of the
+    case is of its inputs."""
+    fresh = fresh_inputs()
+    _restore(inp, fresh)
+    wrote, seen = [], _fingerprint(inp)
+    for name in samples:
+        try:
+            calls[name]()
+            if inp.a.is_cuda:
+                torch.cuda.synchronize()
+        except (KeyboardInterrupt, CaseTimeout, GeneratorExit):
+            raise
+        except BaseException:   # noqa: BLE001 - its output is not judged here, its inputs are
+            pass
+        if _fingerprint(inp) != seen:
+            wrote.append(name)
+            _restore(inp, fresh)
+            seen = _fingerprint(inp)
+    if not wrote:
+        raise MeasurementError(f"{what}: the inputs changed while timed, and no provider "
+                               "wrote into them when called again alone: no figure is of "
+                               "the case's inputs")
+    for name in wrote:
+        results[name] = ProviderResult(name, FAIL, message=(
+            "wrote into its inputs (A, B or a scale) while timed: not timed, and the "
+            "others were timed again on the inputs made again"))
+    rest = {n: calls[n] for n in samples if n not in wrote}
+    again = measure_again(rest) if rest else {}
+    if _fingerprint(inp) != seen:
+        raise MeasurementError(f"{what}: the inputs changed again while timed without "
+                               f"{', '.join(wrote)}: no figure is of the case's inputs")
+    return again
 
 
 def _tensors(inp) -> tuple:

@@ -207,3 +207,14 @@ class Odd(BaseException):
 
 def raises_base(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
     raise Odd("a provider's own BaseException")
+
+
+WRITES = []
+
+
+def writes_later(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    WRITES.append(1)   # leaves its inputs alone on its two checked calls, then writes B
+    c = correct(a, b, precision=precision, out=out)
+    if len(WRITES) > 2:
+        b.add_(1.0)
+    return c

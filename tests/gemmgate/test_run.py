@@ -125,6 +125,51 @@ def test_a_provider_that_raises_after_timing_fails_with_its_error(ctx, monkeypat
     assert r.providers["triton"].accuracy == "pass" and not r.passed
 
 
+def _writes_a(inp, out):
+    inp.a.mul_(2.0)
+
+
+def test_a_provider_that_writes_its_inputs_while_timed_fails_and_the_rest_are_timed_again(
+        ctx):
+    """One that writes into A after its two checked calls had the others timed (and judged
+    after timing) on its garbage: it fails, the inputs are made again, and the others are
+    timed again on them and pass."""
+    r = Runner(ctx, vendor=_turns_after_two_calls(_writes_a)).run_case(MODES["fp32"],
+                                                                      Case(32, 32, 64))
+    v, t = r.providers["vendor"], r.providers["triton"]
+    assert v.accuracy == "fail" and not v.samples_ms
+    assert v.message.startswith("wrote into its inputs (A, B or a scale) while timed")
+    assert t.accuracy == "pass" and t.samples_ms and not r.passed
+
+
+def test_an_extra_that_writes_its_inputs_while_timed_leaves_the_gated_pair_judged(custom):
+    custom.WRITES.clear()
+    ctx = _extras_ctx("custom_providers:writes_later")
+    r = Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
+    p = r.providers["custom_providers:writes_later"]
+    assert p.accuracy == "fail" and "while timed" in p.message and not p.samples_ms
+    assert r.gate_passed and r.providers["vendor"].samples_ms and r.ratio > 0
+
+
+def test_inputs_changed_while_timed_by_no_provider_found_is_a_measurement_error(ctx):
+    """A provider that wrote into its inputs on its third call alone is not found when
+    each is called again: no figure of the case is of its inputs (exit 3, the case named)."""
+    from gemmgate.context import MeasurementError
+
+    def once(inp, mode):
+        calls = []
+
+        def call():
+            calls.append(1)
+            if len(calls) == 3:
+                inp.b.add_(1.0)
+            return inp.a @ inp.b
+        return call
+
+    with pytest.raises(MeasurementError, match="fp32 m16-n16-k16: the inputs changed while"):
+        Runner(ctx, vendor=once).run_case(MODES["fp32"], Case(16, 16, 16))
+
+
 def _nudged(inp, out):
     out.mul_(1 + 1e-7)   # within fp32's band: another error, the same verdict
 
