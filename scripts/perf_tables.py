@@ -325,9 +325,10 @@ TABLES: dict[str, Callable[[], str]] = {
         "holdout6 (eeb3f2c)": {m: (G73 / "cases.csv", "call1-h100-holdout6")
                                for m in ("bf16", "fp16")}}, lowest=True),
     "s74-h100-pr": lambda: targets_table({
-        "pr bf16 (dc6afa2, judged again after timing)": {"bf16": (G74 / "cases.csv",
-                                                                  "h100-pr-bf16")}},
-        lowest=True),
+        "pr bf16 (call 1, dc6afa2, budget 0.1)": {"bf16": (G74 / "cases.csv",
+                                                           "call1-h100-pr-bf16")},
+        "pr (call 2, a483ea8, budget 0.05)": {m: (G74 / "cases.csv", "call2-h100-pr")
+                                              for m in ALL_MODES}}, lowest=True),
 }
 
 
