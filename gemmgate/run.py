@@ -172,7 +172,7 @@ class Runner:
                                    lambda rest: _measured(rest, results, ctx.policy, flush,
                                                           ctx.device),
                                    f"{mode.name} {case.id}")
-        _after_timing({n: calls[n] for n in samples}, inp, mode, results)
+        _after_timing({n: calls[n] for n in samples}, inp, mode, results, fresh_inputs)
         for name, ts in samples.items():
             # TFLOP/s of the rounds' median (`median_ms`), which the gate judges
             res = replace(results[name], samples_ms=tuple(ts), block=ctx.policy.block)
@@ -256,26 +256,40 @@ def _judged(call, mode: PrecisionMode, ref, scale2: float):
 _RANK = {PASS: 0, DOWNGRADED: 1, FAIL: 2}
 
 
-def _after_timing(calls: dict, inp, mode: PrecisionMode, results: dict) -> None:
+def _after_timing(calls: dict, inp, mode: PrecisionMode, results: dict,
+                  fresh_inputs) -> None:
     """Each timed provider judged again after its timed calls (`_judged`: two calls, the
     first's output poisoned), against a reference made again (the float64 one is dropped
     while timing). Where the verdict is worse (pass to downgraded or fail), that is the
     provider's: its first two calls alone were judged, so a race, a kept copy gone stale
     or a tile switched after a few calls failed no check (a review). The timings stay;
-    the verdict fails the case."""
+    the verdict fails the case. One that writes into its inputs in these calls fails so,
+    and the inputs are made again for the rest (else they were judged against a
+    reference of other inputs; a review)."""
     live = {n: c for n, c in calls.items() if results[n].accuracy in (PASS, DOWNGRADED)}
     if not live:
         return
     ref, scale2 = inp.reference_and_scale2()
     for name, call in live.items():
-        before = results[name]
+        before, seen = results[name], _fingerprint(inp)
         try:
             measured, acc = _judged(call, mode, ref, scale2)
         except (KeyboardInterrupt, CaseTimeout, GeneratorExit):
             raise
         except BaseException as e:
-            results[name] = replace(before, accuracy=FAIL, error=None, message=(
-                f"after its timed calls: {type(e).__name__}: {e}")[:300])
+            measured, acc = None, e
+        if _fingerprint(inp) != seen:
+            _restore(inp, fresh_inputs())
+            results[name] = replace(before, accuracy=FAIL, error=None, excess=None,
+                                    block_excess=None, message=(
+                                        "wrote into its inputs (A, B or a scale) after its "
+                                        "timed calls"))
+            continue
+        if isinstance(acc, BaseException):
+            results[name] = replace(before, accuracy=FAIL, error=None, excess=None,
+                                    block_excess=None, message=(
+                                        f"after its timed calls: {type(acc).__name__}: "
+                                        f"{acc}")[:300])
             continue
         if _RANK[acc.status] > _RANK[before.accuracy]:
             results[name] = replace(before, accuracy=acc.status, error=acc.error,
@@ -287,15 +301,16 @@ def _timed_again(calls: dict, samples: dict, results: dict, inp, fresh_inputs,
                  measure_again, what: str) -> dict:
     """The samples of a timing whose inputs changed while timed (a provider wrote into A, B
     or a scale on a later call than the two checked, and every provider after it was timed
-    on its garbage): the inputs made again, each timed provider called once on them and
-    seen to leave them as they are; one that does not fails, "wrote into its inputs while
+    on its garbage): the inputs made again, each provider timed (or failed while timed:
+    one that wrote, then raised, left no samples; a review) called once on them and seen
+    to leave them as they are; one that does not fails, "wrote into its inputs while
     timed", and the others are timed again without it (`measure_again`). MeasurementError
     (`what`: the case) where none is found, or the inputs change again: no figure of the
     case is of its inputs."""
     fresh = fresh_inputs()
     _restore(inp, fresh)
     wrote, seen = [], _fingerprint(inp)
-    for name in samples:
+    for name in calls:   # those that failed while timed too: one that wrote, then raised
         try:
             calls[name]()
             if inp.a.is_cuda:
@@ -337,7 +352,9 @@ def _fingerprint(inp) -> tuple:
             total = t.sum(dtype=torch.float64)
         except (RuntimeError, TypeError):   # (a dtype sum does not take: fp8)
             total = t.double().sum()
-        out.append((t._version, total.item()))
+        # (an inference tensor, made under torch.inference_mode, keeps no version counter:
+        # a run under it failed every case once every case was fingerprinted; a review)
+        out.append((None if t.is_inference() else t._version, total.item()))
     return tuple(out)
 
 

@@ -218,3 +218,19 @@ def writes_later(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
     if len(WRITES) > 2:
         b.add_(1.0)
     return c
+
+
+def write_then_raise(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    WRITES.append(1)   # right on its two checked calls, then writes B and raises
+    if len(WRITES) > 2:
+        b.add_(1.0)
+        raise RuntimeError("wrote, then raised")
+    return correct(a, b, precision=precision, out=out)
+
+
+SUMS = []
+
+
+def observer(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    SUMS.append(float(a.sum()) + float(b.sum()))   # what its inputs held, each call
+    return correct(a, b, precision=precision, out=out)

@@ -102,9 +102,9 @@ def test_a_provider_wrong_only_after_its_first_two_calls_fails_after_timing(
     assert not r.passed and not r.gate_passed
 
 
-def test_a_provider_that_raises_after_timing_fails_with_its_error(ctx, monkeypatch):
+def test_a_provider_that_raises_after_timing_fails_with_its_error(monkeypatch):
     """A raise in the check after timing fails that provider, its error named, not the
-    run; its timings stay."""
+    run; its timings stay, and none of its first check's figures (fp16: its excess)."""
     from gemmgate import run as run_mod
 
     timed = []
@@ -118,9 +118,11 @@ def test_a_provider_that_raises_after_timing_fails_with_its_error(ctx, monkeypat
             return inp.a @ inp.b
         return call
 
-    r = Runner(ctx, vendor=vendor).run_case(MODES["fp32"], Case(16, 16, 16))
+    ctx = make_context(chip="cpu", shapes="smoke", modes="fp16")
+    r = Runner(ctx, vendor=vendor).run_case(MODES["fp16"], Case(16, 16, 16))
     v = r.providers["vendor"]
     assert v.accuracy == "fail" and v.samples_ms and v.error is None
+    assert v.excess is None and v.block_excess is None   # not the first check's figures
     assert v.message == "after its timed calls: RuntimeError: illegal memory access"
     assert r.providers["triton"].accuracy == "pass" and not r.passed
 
@@ -168,6 +170,101 @@ def test_inputs_changed_while_timed_by_no_provider_found_is_a_measurement_error(
 
     with pytest.raises(MeasurementError, match="fp32 m16-n16-k16: the inputs changed while"):
         Runner(ctx, vendor=once).run_case(MODES["fp32"], Case(16, 16, 16))
+
+
+def test_the_others_are_timed_again_on_the_inputs_made_again(custom):
+    """Where the vendor wrote into A while timed, an extra's re-timed calls see the inputs
+    its checked calls saw (the samples kept are of those calls, not of the first timing's
+    garbage): its trailing calls on the fresh inputs are its culprit-search call, every
+    re-timed call and the two judged after timing."""
+    custom.SUMS.clear()
+    ctx = _extras_ctx("custom_providers:observer")
+    r = Runner(ctx, vendor=_turns_after_two_calls(_writes_a)).run_case(MODES["fp32"],
+                                                                      Case(32, 32, 64))
+    o = r.providers["custom_providers:observer"]
+    assert r.providers["vendor"].message.startswith("wrote into its inputs")
+    assert o.accuracy == "pass" and o.samples_ms
+    fresh = custom.SUMS[0]
+    assert any(x != fresh for x in custom.SUMS)   # the first timing saw the garbage
+    tail = len(custom.SUMS) - max(i for i, x in enumerate(custom.SUMS) if x != fresh) - 1
+    assert tail >= len(o.samples_ms) + 3
+
+
+def test_a_provider_that_writes_its_inputs_then_raises_while_timed_is_found(custom):
+    """One that wrote into B, then raised, left no samples and was not called again: "no
+    provider wrote into them", exit 3, and the run stopped (a review); it is found among
+    those that failed while timed."""
+    custom.WRITES.clear()
+    ctx = _extras_ctx("custom_providers:write_then_raise")
+    r = Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
+    p = r.providers["custom_providers:write_then_raise"]
+    assert p.accuracy == "fail" and "while timed" in p.message and not p.samples_ms
+    assert p.message.startswith("wrote into its inputs")
+    assert r.gate_passed and r.providers["vendor"].samples_ms
+
+
+def test_a_provider_that_writes_its_inputs_in_the_check_after_timing_fails_alone(
+        custom, monkeypatch):
+    """One that wrote into B in its calls judged after timing had every provider judged
+    after it against a reference of other inputs (an honest extra failed; a review): it
+    fails, and the inputs are made again for the rest."""
+    from gemmgate import run as run_mod
+
+    timed = []
+    real = run_mod._measured
+    monkeypatch.setattr(run_mod, "_measured", lambda *a: (real(*a), timed.append(1))[0])
+
+    def vendor(inp, mode):
+        def call():
+            if timed:
+                inp.b.add_(1.0)
+            return inp.a @ inp.b
+        return call
+
+    ctx = _extras_ctx("custom_providers:correct")
+    r = Runner(ctx, vendor=vendor).run_case(MODES["fp32"], Case(16, 16, 16))
+    v = r.providers["vendor"]
+    assert v.accuracy == "fail" and v.samples_ms
+    assert v.message == "wrote into its inputs (A, B or a scale) after its timed calls"
+    assert r.providers["custom_providers:correct"].accuracy == "pass"
+    assert r.providers["triton"].accuracy == "pass"
+
+
+def test_inputs_changed_again_while_timed_again_is_a_measurement_error(custom, monkeypatch):
+    """The vendor wrote into A while timed and is found; an extra then writes into B while
+    the others are timed again: no figure is of the case's inputs (exit 3)."""
+    from gemmgate import run as run_mod
+    from gemmgate.context import MeasurementError
+
+    timings = []
+    real = run_mod._measured
+
+    def counted(*a):
+        timings.append(1)
+        return real(*a)
+
+    monkeypatch.setattr(run_mod, "_measured", counted)
+    custom.WRITES.clear()
+
+    def extra(a, b, **kw):
+        if len(timings) > 1:   # the timing again
+            b.add_(1.0)
+        return a @ b
+
+    monkeypatch.setattr(custom, "writes_later", extra)
+    ctx = _extras_ctx("custom_providers:writes_later")
+    with pytest.raises(MeasurementError,
+                       match="m16-n16-k16: the inputs changed again while timed without vendor"):
+        Runner(ctx, vendor=_turns_after_two_calls(_writes_a)).run_case(MODES["fp32"],
+                                                                      Case(16, 16, 16))
+
+
+def test_a_run_under_inference_mode_is_judged(ctx):
+    """Inference tensors keep no version counter: a run under torch.inference_mode failed
+    every case once every case's inputs were fingerprinted (a review)."""
+    with torch.inference_mode():
+        r = Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
+    assert r.passed and r.providers["triton"].samples_ms
 
 
 def _nudged(inp, out):
