@@ -150,7 +150,7 @@ class Runner:
             build, chooser = self._builder(name)
             before = _fingerprint(inp) if name in ctx.providers[2:] else None
             call, res = _check(name, build, inp, mode, ref, scale2)
-            if before is not None and _fingerprint(inp) != before:
+            if before is not None and _written(inp, before, fresh_inputs):
                 _restore(inp, fresh_inputs())   # in place: the calls built so far hold them
                 call, res = None, ProviderResult(name, FAIL, message=(
                     "wrote into its inputs (A, B or a scale): not timed, and the inputs "
@@ -167,7 +167,7 @@ class Runner:
             injected = _inject(calls, ctx.slowdown, ctx.policy, flush, ctx.device)
         untouched = _fingerprint(inp)
         samples = _measured(calls, results, ctx.policy, flush, ctx.device)
-        if _fingerprint(inp) != untouched:   # timed on inputs a provider wrote into
+        if _written(inp, untouched, fresh_inputs):   # timed on inputs a provider wrote
             samples = _timed_again(calls, samples, results, inp, fresh_inputs,
                                    lambda rest: _measured(rest, results, ctx.policy, flush,
                                                           ctx.device),
@@ -278,7 +278,7 @@ def _after_timing(calls: dict, inp, mode: PrecisionMode, results: dict,
             raise
         except BaseException as e:
             measured, acc = None, e
-        if _fingerprint(inp) != seen:
+        if _written(inp, seen, fresh_inputs):
             _restore(inp, fresh_inputs())
             results[name] = replace(before, accuracy=FAIL, error=None, excess=None,
                                     block_excess=None, message=(
@@ -319,7 +319,7 @@ def _timed_again(calls: dict, samples: dict, results: dict, inp, fresh_inputs,
             raise
         except BaseException:   # noqa: BLE001 - its output is not judged here, its inputs are
             pass
-        if _fingerprint(inp) != seen:
+        if _written(inp, seen, fresh_inputs):
             wrote.append(name)
             _restore(inp, fresh)
             seen = _fingerprint(inp)
@@ -333,7 +333,7 @@ def _timed_again(calls: dict, samples: dict, results: dict, inp, fresh_inputs,
             "others were timed again on the inputs made again"))
     rest = {n: calls[n] for n in samples if n not in wrote}
     again = measure_again(rest) if rest else {}
-    if _fingerprint(inp) != seen:
+    if _written(inp, seen, fresh_inputs):
         raise MeasurementError(f"{what}: the inputs changed again while timed without "
                                f"{', '.join(wrote)}: no figure is of the case's inputs")
     return again
@@ -356,6 +356,26 @@ def _fingerprint(inp) -> tuple:
         # a run under it failed every case once every case was fingerprinted; a review)
         out.append((None if t.is_inference() else t._version, total.item()))
     return tuple(out)
+
+
+def _written(inp, seen: tuple, fresh_inputs) -> bool:
+    """Whether a provider wrote into the inputs since `seen` (their `_fingerprint` then,
+    when they held what `fresh_inputs()` makes): a sum moved; or a version counter did
+    and the values are not, bit for bit, those made again (an in-place metadata change,
+    `unsqueeze_` then `squeeze_`, moves the counter alone and wrote nothing; a review)."""
+    now = _fingerprint(inp)
+    if now == seen:
+        return False
+    if [total for _, total in now] != [total for _, total in seen]:
+        return True
+    return not all(torch.equal(_bits(t), _bits(f))
+                   for t, f in zip(_tensors(inp), _tensors(fresh_inputs())))
+
+
+def _bits(t):
+    """The tensor's elements as integers of their size: a bitwise comparison (NaN, -0)."""
+    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+                  [t.element_size()])
 
 
 def _restore(inp, fresh) -> None:

@@ -267,6 +267,31 @@ def test_a_run_under_inference_mode_is_judged(ctx):
     assert r.passed and r.providers["triton"].samples_ms
 
 
+def _metadata_only(inp, out):
+    inp.b.unsqueeze_(0)
+    inp.b.squeeze_(0)
+
+
+def _swaps_two(inp, out):
+    with torch.no_grad():
+        inp.b[[0, 1]] = inp.b[[1, 0]].clone()
+
+
+@pytest.mark.parametrize("touch, wrote", [(_metadata_only, False), (_swaps_two, True)])
+def test_a_write_is_told_by_values_not_a_version_counter_alone(ctx, touch, wrote):
+    """An in-place metadata change (`unsqueeze_` then `squeeze_`) moves B's version counter
+    and writes nothing: it was "wrote into its inputs", untimed (a review). A swap of two
+    rows keeps B's sum and moves its counter: the values, compared bit for bit with the
+    inputs made again, tell it."""
+    r = Runner(ctx, vendor=_turns_after_two_calls(touch)).run_case(MODES["fp32"],
+                                                                  Case(16, 16, 16))
+    v = r.providers["vendor"]
+    if wrote:
+        assert v.accuracy == "fail" and v.message.startswith("wrote into its inputs")
+    else:
+        assert v.accuracy == "pass" and v.samples_ms and r.passed
+
+
 def _nudged(inp, out):
     out.mul_(1 + 1e-7)   # within fp32's band: another error, the same verdict
 
