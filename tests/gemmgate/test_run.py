@@ -102,9 +102,9 @@ def test_a_provider_wrong_only_after_its_first_two_calls_fails_after_timing(
     assert not r.passed and not r.gate_passed
 
 
-def test_a_provider_that_raises_after_timing_fails_with_its_error(monkeypatch):
-    """A raise in the check after timing fails that provider, its error named, not the
-    run; its timings stay, and none of its first check's figures (fp16: its excess)."""
+def _acts_once_timed(monkeypatch, act):
+    """A vendor that calls `act(inp)` before each call once the timing is over (the
+    harness's `_measured` returned), right before it."""
     from gemmgate import run as run_mod
 
     timed = []
@@ -114,10 +114,19 @@ def test_a_provider_that_raises_after_timing_fails_with_its_error(monkeypatch):
     def vendor(inp, mode):
         def call():
             if timed:
-                raise RuntimeError("illegal memory access")
+                act(inp)
             return inp.a @ inp.b
         return call
+    return vendor
 
+
+def test_a_provider_that_raises_after_timing_fails_with_its_error(monkeypatch):
+    """A raise in the check after timing fails that provider, its error named, not the
+    run; its timings stay, and none of its first check's figures (fp16: its excess)."""
+    def boom(inp):
+        raise RuntimeError("illegal memory access")
+
+    vendor = _acts_once_timed(monkeypatch, boom)
     ctx = make_context(chip="cpu", shapes="smoke", modes="fp16")
     r = Runner(ctx, vendor=vendor).run_case(MODES["fp16"], Case(16, 16, 16))
     v = r.providers["vendor"]
@@ -208,19 +217,7 @@ def test_a_provider_that_writes_its_inputs_in_the_check_after_timing_fails_alone
     """One that wrote into B in its calls judged after timing had every provider judged
     after it against a reference of other inputs (an honest extra failed; a review): it
     fails, and the inputs are made again for the rest."""
-    from gemmgate import run as run_mod
-
-    timed = []
-    real = run_mod._measured
-    monkeypatch.setattr(run_mod, "_measured", lambda *a: (real(*a), timed.append(1))[0])
-
-    def vendor(inp, mode):
-        def call():
-            if timed:
-                inp.b.add_(1.0)
-            return inp.a @ inp.b
-        return call
-
+    vendor = _acts_once_timed(monkeypatch, lambda inp: inp.b.add_(1.0))
     ctx = _extras_ctx("custom_providers:correct")
     r = Runner(ctx, vendor=vendor).run_case(MODES["fp32"], Case(16, 16, 16))
     v = r.providers["vendor"]
