@@ -289,6 +289,23 @@ def test_a_write_is_told_by_values_not_a_version_counter_alone(ctx, touch, wrote
         assert v.accuracy == "pass" and v.samples_ms and r.passed
 
 
+def test_a_triton_that_writes_its_inputs_in_its_checked_calls_fails_alone(ctx):
+    """The gated pair was not seen to leave its inputs as they were in its two checked
+    calls: a Triton that wrote into A failed the vendor's check on its garbage (a review).
+    It fails, named the writer, and the vendor is checked and timed on the inputs made
+    again."""
+    def matmul(a, b, *, out=None, **kw):
+        c = torch.matmul(a, b, out=out)
+        a.mul_(2.0)
+        return c
+
+    writer = types.SimpleNamespace(matmul=matmul)
+    r = Runner(ctx, triton=writer).run_case(MODES["fp32"], Case(16, 16, 16))
+    t, v = r.providers["triton"], r.providers["vendor"]
+    assert t.accuracy == "fail" and t.message.startswith("wrote into its inputs")
+    assert v.accuracy == "pass" and v.samples_ms and not r.passed
+
+
 def _nudged(inp, out):
     out.mul_(1 + 1e-7)   # within fp32's band: another error, the same verdict
 
