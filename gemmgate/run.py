@@ -35,6 +35,7 @@ from gemmgate.autotune_pick import Picks
 from gemmgate.context import MeasurementError, RunContext, load_function
 from gemmgate.deadline import CaseTimeout, run_within
 from gemmgate.env import environment, telemetry, tuning_table
+from gemmgate.input_guard import InputGuard, timed_again
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import PrecisionMode, vendor_flags
 from gemmgate.providers import (
@@ -147,12 +148,11 @@ class Runner:
         # the vendor's check: reviews, sessions 73 and 74)
         names = (*ctx.providers[:2], *((REFERENCE,) if REFERENCE in self.kernels else ()),
                  *ctx.providers[2:])
+        guard = InputGuard(inp, fresh_inputs)
         for name in names:
             build, chooser = self._builder(name)
-            before = _fingerprint(inp)
             call, res = _check(name, build, inp, mode, ref, scale2)
-            if _written(inp, before, fresh_inputs):
-                _restore(inp, fresh_inputs())   # in place: the calls built so far hold them
+            if guard.written():
                 call, res = None, ProviderResult(name, FAIL, message=(
                     "wrote into its inputs (A, B or a scale): not timed, and the inputs "
                     "were made again for the rest"))
@@ -166,14 +166,13 @@ class Runner:
         injected = None
         if ctx.slowdown > 0 and "triton" in calls:
             injected = _inject(calls, ctx.slowdown, ctx.policy, flush, ctx.device)
-        untouched = _fingerprint(inp)
         samples = _measured(calls, results, ctx.policy, flush, ctx.device)
-        if _written(inp, untouched, fresh_inputs):   # timed on inputs a provider wrote
-            samples = _timed_again(calls, samples, results, inp, fresh_inputs,
-                                   lambda rest: _measured(rest, results, ctx.policy, flush,
-                                                          ctx.device),
-                                   f"{mode.name} {case.id}")
-        _after_timing({n: calls[n] for n in samples}, inp, mode, results, fresh_inputs)
+        if guard.written():   # timed on inputs a provider wrote into
+            samples = timed_again(guard, calls, samples, results,
+                                  lambda rest: _measured(rest, results, ctx.policy, flush,
+                                                         ctx.device),
+                                  f"{mode.name} {case.id}")
+        _after_timing({n: calls[n] for n in samples}, guard, mode, results)
         for name, ts in samples.items():
             # TFLOP/s of the rounds' median (`median_ms`), which the gate judges
             res = replace(results[name], samples_ms=tuple(ts), block=ctx.policy.block)
@@ -257,8 +256,8 @@ def _judged(call, mode: PrecisionMode, ref, scale2: float):
 _RANK = {PASS: 0, DOWNGRADED: 1, FAIL: 2}
 
 
-def _after_timing(calls: dict, inp, mode: PrecisionMode, results: dict,
-                  fresh_inputs) -> None:
+def _after_timing(calls: dict, guard: InputGuard, mode: PrecisionMode,
+                  results: dict) -> None:
     """Each timed provider judged again after its timed calls (`_judged`: two calls, the
     first's output poisoned), against a reference made again (the float64 one is dropped
     while timing). Where the verdict is worse (pass to downgraded or fail), that is the
@@ -270,119 +269,28 @@ def _after_timing(calls: dict, inp, mode: PrecisionMode, results: dict,
     live = {n: c for n, c in calls.items() if results[n].accuracy in (PASS, DOWNGRADED)}
     if not live:
         return
-    ref, scale2 = inp.reference_and_scale2()
+    ref, scale2 = guard.inp.reference_and_scale2()
     for name, call in live.items():
-        before, seen = results[name], _fingerprint(inp)
+        before = results[name]
         try:
             measured, acc = _judged(call, mode, ref, scale2)
         except (KeyboardInterrupt, CaseTimeout, GeneratorExit):
             raise
         except BaseException as e:
             measured, acc = None, e
-        if _written(inp, seen, fresh_inputs):
-            _restore(inp, fresh_inputs())
+        if guard.written():
+            failed = "wrote into its inputs (A, B or a scale) after its timed calls"
+        elif isinstance(acc, BaseException):
+            failed = f"after its timed calls: {type(acc).__name__}: {acc}"[:300]
+        else:
+            failed = None
+        if failed is not None:   # its first check's figures are not of these calls
             results[name] = replace(before, accuracy=FAIL, error=None, excess=None,
-                                    block_excess=None, message=(
-                                        "wrote into its inputs (A, B or a scale) after its "
-                                        "timed calls"))
-            continue
-        if isinstance(acc, BaseException):
-            results[name] = replace(before, accuracy=FAIL, error=None, excess=None,
-                                    block_excess=None, message=(
-                                        f"after its timed calls: {type(acc).__name__}: "
-                                        f"{acc}")[:300])
-            continue
-        if _RANK[acc.status] > _RANK[before.accuracy]:
+                                    block_excess=None, message=failed)
+        elif _RANK[acc.status] > _RANK[before.accuracy]:
             results[name] = replace(before, accuracy=acc.status, error=acc.error,
                                     message=f"after its timed calls: {acc.message}",
                                     excess=measured.excess, block_excess=measured.block_excess)
-
-
-def _timed_again(calls: dict, samples: dict, results: dict, inp, fresh_inputs,
-                 measure_again, what: str) -> dict:
-    """The samples of a timing whose inputs changed while timed (a provider wrote into A, B
-    or a scale on a later call than the two checked, and every provider after it was timed
-    on its garbage): the inputs made again, each provider timed (or failed while timed:
-    one that wrote, then raised, left no samples; a review) called once on them and seen
-    to leave them as they are; one that does not fails, "wrote into its inputs while
-    timed", and the others are timed again without it (`measure_again`). MeasurementError
-    (`what`: the case) where none is found, or the inputs change again: no figure of the
-    case is of its inputs."""
-    fresh = fresh_inputs()
-    _restore(inp, fresh)
-    wrote, seen = [], _fingerprint(inp)
-    for name in calls:   # those that failed while timed too: one that wrote, then raised
-        try:
-            calls[name]()
-            if inp.a.is_cuda:
-                torch.cuda.synchronize()
-        except (KeyboardInterrupt, CaseTimeout, GeneratorExit):
-            raise
-        except BaseException:   # noqa: BLE001 - its output is not judged here, its inputs are
-            pass
-        if _written(inp, seen, fresh_inputs):
-            wrote.append(name)
-            _restore(inp, fresh)
-            seen = _fingerprint(inp)
-    if not wrote:
-        raise MeasurementError(f"{what}: the inputs changed while timed, and no provider "
-                               "wrote into them when called again alone: no figure is of "
-                               "the case's inputs")
-    for name in wrote:
-        results[name] = ProviderResult(name, FAIL, message=(
-            "wrote into its inputs (A, B or a scale) while timed: not timed, and the "
-            "others were timed again on the inputs made again"))
-    rest = {n: calls[n] for n in samples if n not in wrote}
-    again = measure_again(rest) if rest else {}
-    if _written(inp, seen, fresh_inputs):
-        raise MeasurementError(f"{what}: the inputs changed again while timed without "
-                               f"{', '.join(wrote)}: no figure is of the case's inputs")
-    return again
-
-
-def _tensors(inp) -> tuple:
-    return tuple(t for t in (inp.a, inp.b, inp.scale_a, inp.scale_b) if t is not None)
-
-
-def _fingerprint(inp) -> tuple:
-    """What an input write changes: each tensor's version counter (PyTorch's in-place
-    ops) and a float64 sum of its values (a raw kernel's stores)."""
-    out = []
-    for t in _tensors(inp):
-        try:
-            total = t.sum(dtype=torch.float64)
-        except (RuntimeError, TypeError):   # (a dtype sum does not take: fp8)
-            total = t.double().sum()
-        # (an inference tensor, made under torch.inference_mode, keeps no version counter:
-        # a run under it failed every case once every case was fingerprinted; a review)
-        out.append((None if t.is_inference() else t._version, total.item()))
-    return tuple(out)
-
-
-def _written(inp, seen: tuple, fresh_inputs) -> bool:
-    """Whether a provider wrote into the inputs since `seen` (their `_fingerprint` then,
-    when they held what `fresh_inputs()` makes): a sum moved; or a version counter did
-    and the values are not, bit for bit, those made again (an in-place metadata change,
-    `unsqueeze_` then `squeeze_`, moves the counter alone and wrote nothing; a review)."""
-    now = _fingerprint(inp)
-    if now == seen:
-        return False
-    if [total for _, total in now] != [total for _, total in seen]:
-        return True
-    return not all(torch.equal(_bits(t), _bits(f))
-                   for t, f in zip(_tensors(inp), _tensors(fresh_inputs())))
-
-
-def _bits(t):
-    """The tensor's elements as integers of their size: a bitwise comparison (NaN, -0)."""
-    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-                  [t.element_size()])
-
-
-def _restore(inp, fresh) -> None:
-    with torch.no_grad():
-        for t, f in zip(_tensors(inp), _tensors(fresh)):
-            t.copy_(f)
 
 
 def _failed(name: str, e: BaseException, when: str = "") -> ProviderResult:
