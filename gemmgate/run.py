@@ -7,8 +7,9 @@ a RunContext (gemmgate/context.py) and calls `run_cases(ctx)` or `Runner(ctx).ru
 For each case: fresh seeded inputs in the case's layout, a float64 reference, each
 provider's output poisoned with NaN and recomputed (so unwritten elements fail), the
 error classified (pass / fail / downgraded), then interleaved timing of every provider
-that could run, then each timed provider called once more on a poisoned output and its
-error classified again (`_after_timing`), and GPU telemetry. The vendor's math flags are
+that could run, then each timed provider's error classified again: its last timed call's
+output (under CUDA graphs the graph's), then a call on a poisoned output
+(`_after_timing`), and GPU telemetry. The vendor's math flags are
 pinned for the case.
 
 A Runner is one process's live state for a context: the tuner (pins, cache) and the
@@ -166,13 +167,14 @@ class Runner:
         injected = None
         if ctx.slowdown > 0 and "triton" in calls:
             injected = _inject(calls, ctx.slowdown, ctx.policy, flush, ctx.device)
-        samples = _measured(calls, results, ctx.policy, flush, ctx.device)
+        timed_out: dict = {}   # each provider's output of its last timed call
+        samples = _measured(calls, results, ctx.policy, flush, ctx.device, timed_out)
         if guard.written():   # timed on inputs a provider wrote into
             samples = timed_again(guard, calls, samples, results,
                                   lambda rest: _measured(rest, results, ctx.policy, flush,
-                                                         ctx.device),
+                                                         ctx.device, timed_out),
                                   f"{mode.name} {case.id}")
-        _after_timing({n: calls[n] for n in samples}, guard, mode, results)
+        _after_timing({n: calls[n] for n in samples}, guard, mode, results, timed_out)
         for name, ts in samples.items():
             # TFLOP/s of the rounds' median (`median_ms`), which the gate judges
             res = replace(results[name], samples_ms=tuple(ts), block=ctx.policy.block)
@@ -243,7 +245,11 @@ def _judged(call, mode: PrecisionMode, ref, scale2: float):
     out = call()
     if out.is_floating_point() and out.numel():
         out.fill_(math.nan)
-    out = call()
+    return _verdict(call(), mode, ref, scale2)
+
+
+def _verdict(out, mode: PrecisionMode, ref, scale2: float):
+    """(Errors, Accuracy) of one output against the float64 reference."""
     if out.is_cuda:
         torch.cuda.synchronize()
     want = getattr(torch, mode.output_dtype)
@@ -257,40 +263,65 @@ _RANK = {PASS: 0, DOWNGRADED: 1, FAIL: 2}
 
 
 def _after_timing(calls: dict, guard: InputGuard, mode: PrecisionMode,
-                  results: dict) -> None:
-    """Each timed provider judged again after its timed calls (`_judged`: two calls, the
-    first's output poisoned), against a reference made again (the float64 one is dropped
-    while timing). Where the verdict is worse (pass to downgraded or fail), that is the
-    provider's: its first two calls alone were judged, so a race, a kept copy gone stale
-    or a tile switched after a few calls failed no check (a review). The timings stay;
-    the verdict fails the case. One that writes into its inputs in these calls fails so,
-    and the inputs are made again for the rest (else they were judged against a
-    reference of other inputs; a review)."""
+                  results: dict, timed_out: dict | None = None) -> None:
+    """Each timed provider judged again, against a reference made again (the float64 one
+    is dropped while timing): first the output of its last timed call (`timed_out`, from
+    `measure`: under CUDA-graph timing the captured graph's, which a later eager call
+    does not run), then two calls after timing (`_judged`: the first's output poisoned).
+    Where a verdict is worse (pass to downgraded or fail), that is the provider's: its
+    first two calls alone were judged, so a race, a kept copy gone stale, a tile switched
+    after a few calls (a review) or a graph that computes otherwise than its eager calls
+    failed no check. The timings stay; the verdict fails the case. One that writes into
+    its inputs in the calls after timing fails so, and the inputs are made again for the
+    rest (else they were judged against a reference of other inputs; a review)."""
     live = {n: c for n, c in calls.items() if results[n].accuracy in (PASS, DOWNGRADED)}
     if not live:
         return
     ref, scale2 = guard.inp.reference_and_scale2()
+    outs = timed_out if timed_out is not None else {}
+    # every timed output first: a provider's calls below write its own output again
+    judged = {n: _tried(lambda o=outs[n]: _verdict(o, mode, ref, scale2))
+              for n in live if outs.get(n) is not None}
+    outs.clear()
     for name, call in live.items():
-        before = results[name]
-        try:
-            measured, acc = _judged(call, mode, ref, scale2)
-        except (KeyboardInterrupt, CaseTimeout, GeneratorExit):
-            raise
-        except BaseException as e:
-            measured, acc = None, e
+        if name in judged:
+            _worse(results, name, *judged[name], "in its last timed call")
+        got = _tried(lambda c=call: _judged(c, mode, ref, scale2))
         if guard.written():
-            failed = "wrote into its inputs (A, B or a scale) after its timed calls"
-        elif isinstance(acc, BaseException):
-            failed = f"after its timed calls: {type(acc).__name__}: {acc}"[:300]
+            results[name] = _failed_late(
+                results[name], "wrote into its inputs (A, B or a scale) after its timed calls")
         else:
-            failed = None
-        if failed is not None:   # its first check's figures are not of these calls
-            results[name] = replace(before, accuracy=FAIL, error=None, excess=None,
-                                    block_excess=None, message=failed)
-        elif _RANK[acc.status] > _RANK[before.accuracy]:
-            results[name] = replace(before, accuracy=acc.status, error=acc.error,
-                                    message=f"after its timed calls: {acc.message}",
-                                    excess=measured.excess, block_excess=measured.block_excess)
+            _worse(results, name, *got, "after its timed calls")
+
+
+def _tried(judge: Callable[[], tuple]) -> tuple:
+    """`judge()`'s (Errors, Accuracy), or (None, what it raised)."""
+    try:
+        return judge()
+    except (KeyboardInterrupt, CaseTimeout, GeneratorExit):
+        raise
+    except BaseException as e:
+        return None, e
+
+
+def _worse(results: dict, name: str, measured, acc, when: str) -> None:
+    """The provider's verdict replaced by `acc` where that is worse (or a raise), said to
+    be `when`."""
+    before = results[name]
+    if before.accuracy == FAIL:
+        return
+    if isinstance(acc, BaseException):
+        results[name] = _failed_late(before, f"{when}: {type(acc).__name__}: {acc}"[:300])
+    elif _RANK[acc.status] > _RANK[before.accuracy]:
+        results[name] = replace(before, accuracy=acc.status, error=acc.error,
+                                message=f"{when}: {acc.message}",
+                                excess=measured.excess, block_excess=measured.block_excess)
+
+
+def _failed_late(before: ProviderResult, message: str) -> ProviderResult:
+    """A failed verdict after timing: its first check's figures are not of these calls."""
+    return replace(before, accuracy=FAIL, error=None, excess=None, block_excess=None,
+                   message=message)
 
 
 def _failed(name: str, e: BaseException, when: str = "") -> ProviderResult:
@@ -298,17 +329,18 @@ def _failed(name: str, e: BaseException, when: str = "") -> ProviderResult:
 
 
 def _measured(calls: dict, results: dict, policy: TimingPolicy, flush: int,
-              device: str) -> dict:
-    """`measure` of the checked calls. Where one raises while timed (a provider that fails
-    on a later call), that one fails this case (`results` updated) and the others are
-    timed again without it (`ProviderError` names it; anything else raised, each is timed
-    alone once to find which; none found, it raises)."""
+              device: str, outputs: dict | None = None) -> dict:
+    """`measure` of the checked calls (`outputs`: theirs of the last timed call). Where
+    one raises while timed (a provider that fails on a later call), that one fails this
+    case (`results` updated) and the others are timed again without it (`ProviderError`
+    names it; anything else raised, each is timed alone once to find which; none found,
+    it raises)."""
     try:
-        return measure(calls, policy, flush_bytes=flush, device=device)
+        return measure(calls, policy, flush_bytes=flush, device=device, outputs=outputs)
     except ProviderError as e:
         results[e.name] = _failed(e.name, e.error, "while timed: ")
         rest = {n: c for n, c in calls.items() if n != e.name}
-        return _measured(rest, results, policy, flush, device) if rest else {}
+        return _measured(rest, results, policy, flush, device, outputs) if rest else {}
     except (Exception, SystemExit) as first:
         quick = replace(policy, min_rounds=3, max_rounds=3, budget_s=0.05, warmup_s=0.0)
         bad = {}
@@ -322,7 +354,8 @@ def _measured(calls: dict, results: dict, policy: TimingPolicy, flush: int,
         for name, e in bad.items():
             results[name] = _failed(name, e, "while timed: ")
         rest = {n: c for n, c in calls.items() if n not in bad}
-        return measure(rest, policy, flush_bytes=flush, device=device) if rest else {}
+        return measure(rest, policy, flush_bytes=flush, device=device,
+                       outputs=outputs) if rest else {}
 
 
 def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int,

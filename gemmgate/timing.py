@@ -148,14 +148,23 @@ def _named(name: str, call: Callable[[], object]) -> object:
 
 
 def measure(fns: dict[str, Callable[[], object]], policy: TimingPolicy, *,
-            flush_bytes: int, device: str = "cuda") -> dict[str, list[float]]:
+            flush_bytes: int, device: str = "cuda",
+            outputs: dict[str, object] | None = None) -> dict[str, list[float]]:
     """Interleaved timing of zero-argument callables; returns milliseconds per provider,
-    aligned by round (sample i of each provider comes from the same round)."""
+    aligned by round (sample i of each provider comes from the same round).
+
+    `outputs`, where given, is emptied and gets what each callable returned in its last
+    timed call:
+    under "graph", the captured call's output as the last replay left it. That is the
+    timed work's own result, for the caller to check: a call made after timing runs
+    eagerly, not the graph that was timed."""
     if not fns:
         return {}
+    last: dict[str, object] = {} if outputs is None else outputs
+    last.clear()
     if policy.method == "wall":
-        return _measure_wall(fns, policy, flush_bytes)
-    return _measure_device(fns, policy, flush_bytes, device)
+        return _measure_wall(fns, policy, flush_bytes, last)
+    return _measure_device(fns, policy, flush_bytes, device, last)
 
 
 def flush_buffer(flush_bytes: int, device: str = "cpu"):
@@ -165,7 +174,7 @@ def flush_buffer(flush_bytes: int, device: str = "cpu"):
     return torch.empty(max(flush_bytes // 4, 1), dtype=torch.float32, device=device)
 
 
-def _measure_wall(fns, policy, flush_bytes) -> dict[str, list[float]]:
+def _measure_wall(fns, policy, flush_bytes, last: dict) -> dict[str, list[float]]:
     buf = flush_buffer(flush_bytes)
     for name, fn in fns.items():
         for _ in range(policy.warmup):
@@ -181,17 +190,19 @@ def _measure_wall(fns, policy, flush_bytes) -> dict[str, list[float]]:
                     buf.zero_()
                 t0 = time.perf_counter()
                 try:
-                    fns[name]()
+                    out = fns[name]()
                 except (Exception, SystemExit) as e:
                     raise ProviderError(name, e) from e
                 samples[name].append((time.perf_counter() - t0) * 1e3)
+                last[name] = out
         rnd += 1
     return samples
 
 
 def graphed(fn: Callable[[], object], warmup: int) -> Callable[[], object]:
     """Capture fn in a CUDA graph (after warm-up on a side stream, as torch requires);
-    returns the graph's replay."""
+    returns the graph's replay, which returns what fn returned while captured (its output,
+    which each replay writes again)."""
     import torch
 
     side = torch.cuda.Stream()
@@ -202,9 +213,13 @@ def graphed(fn: Callable[[], object], warmup: int) -> Callable[[], object]:
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        fn()
+        out = fn()
     torch.cuda.synchronize()
-    return graph.replay
+
+    def replay() -> object:
+        graph.replay()
+        return out
+    return replay
 
 
 class DeviceClock:
@@ -321,7 +336,8 @@ def _warm(run: dict, buf, seconds: float) -> None:
             return
 
 
-def _measure_device(fns, policy, flush_bytes, device) -> dict[str, list[float]]:
+def _measure_device(fns, policy, flush_bytes, device, last: dict
+                    ) -> dict[str, list[float]]:
     import torch
 
     buf = flush_buffer(flush_bytes, device)
@@ -359,11 +375,12 @@ def _measure_device(fns, policy, flush_bytes, device) -> dict[str, list[float]]:
                         torch.cuda.synchronize()
                     start.record(stream)
                     try:
-                        run[name]()
+                        out = run[name]()
                     except (Exception, SystemExit) as e:
                         raise ProviderError(name, e) from e
                     end.record(stream)
                     pending.append((name, start, end))
+                    last[name] = out
             rnd += 1
         torch.cuda.synchronize()
         for name, start, end in pending:

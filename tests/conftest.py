@@ -242,15 +242,19 @@ class SyntheticTiming:
         self.measured: list[tuple[str, ...]] = []
         self.policies: list = []
 
-    def measure(self, fns, policy, *, flush_bytes, device="cuda"):
+    def measure(self, fns, policy, *, flush_bytes, device="cuda", outputs=None):
         import random
         import zlib
 
         self.measured.append(tuple(fns))
         self.policies.append(policy)
+        if outputs is not None:
+            outputs.clear()
         out = {}
         for name, fn in fns.items():
-            fn()  # each callable still runs once
+            got = fn()  # each callable still runs once: its output is the last timed one
+            if outputs is not None:
+                outputs[name] = got
             ms = self.base_ms.get(name, 1.0) * (1 + getattr(fn, "fraction", 0.0))
             rng = random.Random(zlib.crc32(name.encode()))  # 0.2% jitter, same every call
             out[name] = [ms * (1 + rng.gauss(0, 0.002)) for _ in range(self.rounds)]

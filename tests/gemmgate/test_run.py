@@ -84,22 +84,65 @@ def _one_row_left(inp, out):
     out[-1].fill_(math.nan)   # as a row the later calls stop writing shows, poisoned
 
 
+def _wrong_in(monkeypatch, wrong, phase):
+    """A vendor right on every call but those of `phase`, where `wrong(inp, out)` follows
+    its product into the buffer it returns: "timed", its calls inside the harness's
+    `_measured` (as a CUDA graph that computes otherwise than the provider's eager calls),
+    or "after", its calls once the timing is over."""
+    from gemmgate import run as run_mod
+
+    now = ["checked"]
+    real = run_mod._measured
+
+    def measured(*a):
+        now[0] = "timed"
+        try:
+            return real(*a)
+        finally:
+            now[0] = "after"
+    monkeypatch.setattr(run_mod, "_measured", measured)
+
+    def vendor(inp, mode):
+        out = torch.empty_like(inp.a @ inp.b)
+
+        def call():
+            torch.matmul(inp.a, inp.b, out=out)
+            if now[0] == phase:
+                wrong(inp, out)
+            return out
+        return call
+    return vendor
+
+
+@pytest.mark.parametrize("phase, when", [("timed", "in its last timed call"),
+                                         ("after", "after its timed calls")])
 @pytest.mark.parametrize("wrong, verdict, said", [
-    (_garbage, "fail", "after its timed calls: error"),
-    (_bf16_sum, "downgraded", "after its timed calls: precision downgraded"),
-    (_one_row_left, "fail", "after its timed calls: NaN/Inf in the output")])
-def test_a_provider_wrong_only_after_its_first_two_calls_fails_after_timing(
-        ctx, wrong, verdict, said):
+    (_garbage, "fail", "error"),
+    (_bf16_sum, "downgraded", "precision downgraded"),
+    (_one_row_left, "fail", "NaN/Inf in the output")])
+def test_a_provider_wrong_in_or_after_its_timed_calls_fails(ctx, monkeypatch, wrong, verdict,
+                                                            said, phase, when):
     """Accuracy was judged on a provider's first two calls only (a review): one that goes
     wrong later (a race, a kept copy gone stale, a tile switched after a few calls) is
-    judged again after its timed calls, and that verdict, where worse, is its own. Its
-    timings stay; the other provider is as it was."""
-    r = Runner(ctx, vendor=_turns_after_two_calls(wrong)).run_case(MODES["fp32"],
-                                                                  Case(64, 64, 256))
+    judged again after its timed calls, and that verdict, where worse, is its own. So is
+    the output of its last timed call: under CUDA-graph timing the timed calls are the
+    captured graph's replays, which an eager call after timing does not run, so a graph
+    wrong where the eager calls are right passed. Its timings stay; the other provider is
+    as it was."""
+    vendor = _wrong_in(monkeypatch, wrong, phase)
+    r = Runner(ctx, vendor=vendor).run_case(MODES["fp32"], Case(64, 64, 256))
     v = r.providers["vendor"]
-    assert v.accuracy == verdict and v.message.startswith(said), v.message
+    assert v.accuracy == verdict and v.message.startswith(f"{when}: {said}"), v.message
     assert v.samples_ms and r.providers["triton"].accuracy == "pass"
     assert not r.passed and not r.gate_passed
+
+
+def test_a_provider_wrong_from_its_third_call_fails_on_its_timed_output(ctx):
+    """Wrong on every call after the two checked, the timed output shows it first."""
+    r = Runner(ctx, vendor=_turns_after_two_calls(_garbage)).run_case(MODES["fp32"],
+                                                                     Case(64, 64, 256))
+    v = r.providers["vendor"]
+    assert v.accuracy == "fail" and v.message.startswith("in its last timed call: error")
 
 
 def _acts_once_timed(monkeypatch, act):
@@ -584,16 +627,31 @@ def test_gpu_a_run_on_the_last_gpu_alone_launches_there():
     assert torch.cuda.current_device() == 0
 
 
+def _graph_only_garbage(inp, mode):
+    """A vendor right in every eager call whose captured CUDA graph scales its output."""
+    out = torch.empty_like(inp.a @ inp.b)
+
+    def call():
+        torch.matmul(inp.a, inp.b, out=out)
+        if torch.cuda.is_current_stream_capturing():
+            out.mul_(1.5)
+        return out
+    return call
+
+
 @pytest.mark.gpu
-def test_gpu_a_provider_wrong_after_two_calls_fails_after_graph_timing():
-    """Under CUDA-graph timing the timed calls are replays of one captured call: the check
-    after them calls the provider again, eagerly, outside any capture, and its verdict is
-    the provider's (a vendor right on its first two calls, wrong from the third)."""
+@pytest.mark.parametrize("vendor", [_turns_after_two_calls(_garbage), _graph_only_garbage],
+                         ids=["from_the_third_call", "in_its_graph_alone"])
+def test_gpu_a_provider_wrong_in_its_timed_graph_fails(vendor):
+    """Under CUDA-graph timing the timed calls are replays of one captured call, and the
+    check after them called the provider eagerly: a graph that computes otherwise than
+    the eager calls passed. The output of the last replay is judged: a vendor right on
+    its first two calls and wrong from the third, and one wrong in its graph alone, fail
+    on it; the timings stay."""
     c = make_context(shapes="smoke", modes="fp16", budget_s=0.05)
-    r = Runner(c, vendor=_turns_after_two_calls(_garbage)).run_case(MODES["fp16"],
-                                                                   Case(256, 256, 256))
+    r = Runner(c, vendor=vendor).run_case(MODES["fp16"], Case(256, 256, 256))
     v = r.providers["vendor"]
-    assert v.accuracy == "fail" and v.message.startswith("after its timed calls: error")
+    assert v.accuracy == "fail" and v.message.startswith("in its last timed call: error")
     assert v.samples_ms and r.providers["triton"].accuracy == "pass"
 
 
@@ -623,7 +681,7 @@ def test_an_injected_slowdown_reports_the_spin_it_installs(monkeypatch):
         call.extra = extra
         return call
 
-    def measure(fns, policy, *, flush_bytes, device):
+    def measure(fns, policy, *, flush_bytes, device, outputs=None):
         return {name: [1.0 + (getattr(fn, "extra", 0.0) * 10) ** 2] * 3
                 for name, fn in fns.items()}
 

@@ -1,6 +1,5 @@
-"""gemmgate/timing.py: TimingPolicy validation and the CPU ("wall") measuring loop.
-
-The device methods need a GPU and are not exercised here.
+"""gemmgate/timing.py: TimingPolicy validation and the CPU ("wall") measuring loop; the
+device methods in the tests marked gpu.
 """
 
 import time
@@ -93,6 +92,21 @@ def test_measure_interleaves_providers():
     warm, timed = calls[:4], calls[4:]
     assert sorted(warm) == ["A", "A", "B", "B"]
     assert timed == ["A", "B", "B", "A", "A", "B", "B", "A"]
+
+
+def test_measure_hands_back_each_providers_last_timed_output():
+    """`outputs` is emptied, then holds what each call returned last: the output of its
+    last timed call, not of a warm-up (warm-up calls come first)."""
+    count = {"A": 0}
+
+    def a():
+        count["A"] += 1
+        return count["A"]
+
+    outputs = {"stale": 0}
+    out = measure({"A": a, "B": lambda: "b"}, _policy(warmup=2, min_rounds=4, max_rounds=4),
+                  flush_bytes=FLUSH, outputs=outputs)
+    assert outputs == {"A": count["A"], "B": "b"} and count["A"] == 2 + len(out["A"])
 
 
 def test_measure_wall_is_in_milliseconds():
@@ -264,6 +278,24 @@ def test_gpu_an_eager_sample_holds_the_host_path_and_a_graph_sample_does_not():
     # (>= 0.9: the start event runs a launch latency after it is recorded)
     assert min(eager["slow_host"]) >= 0.9 and median(eager["plain"]) < 0.5
     assert median(graph["slow_host"]) < 0.5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("method", ["graph", "eager"])
+def test_gpu_the_last_timed_output_is_the_timed_work_s(method):
+    """Under "graph" the output handed back is the captured call's, as the replays left
+    it: a call that returns its buffer after adding 1 shows every replay's add (a graph
+    replays the add; an eager call after timing would not be the graph)."""
+    import torch
+
+    x = torch.zeros(4, device="cuda")
+    outputs: dict = {}
+    kw = dict(min_rounds=6, max_rounds=6, warmup=1, warmup_s=0.0, budget_s=5.0)
+    out = measure({"a": lambda: x.add_(1.0)}, TimingPolicy(method=method, **kw),
+                  flush_bytes=1 << 20, outputs=outputs)
+    got = outputs["a"]
+    assert got.data_ptr() == x.data_ptr() and float(got[0]) == float(x[0])
+    assert float(x[0]) >= 1 + len(out["a"])   # every timed call's add is in it
 
 
 @pytest.mark.gpu
