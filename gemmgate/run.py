@@ -7,9 +7,9 @@ a RunContext (gemmgate/context.py) and calls `run_cases(ctx)` or `Runner(ctx).ru
 For each case: fresh seeded inputs in the case's layout, a float64 reference, each
 provider's output poisoned with NaN and recomputed (so unwritten elements fail), the
 error classified (pass / fail / downgraded), then interleaved timing of every provider
-that could run, then each timed provider's error classified again: its last timed call's
-output (under CUDA graphs the graph's), then a call on a poisoned output
-(`_after_timing`), and GPU telemetry. The vendor's math flags are
+that could run, then each timed provider's error classified again, on a poisoned output:
+its timed CUDA graph replayed, then the provider called (`_after_timing`), and GPU
+telemetry. The vendor's math flags are
 pinned for the case.
 
 A Runner is one process's live state for a context: the tuner (pins, cache) and the
@@ -167,14 +167,14 @@ class Runner:
         injected = None
         if ctx.slowdown > 0 and "triton" in calls:
             injected = _inject(calls, ctx.slowdown, ctx.policy, flush, ctx.device)
-        timed_out: dict = {}   # each provider's output of its last timed call
-        samples = _measured(calls, results, ctx.policy, flush, ctx.device, timed_out)
+        timed: dict = {}   # what each provider's timed calls ran (under graphs, a replay)
+        samples = _measured(calls, results, ctx.policy, flush, ctx.device, timed)
         if guard.written():   # timed on inputs a provider wrote into
             samples = timed_again(guard, calls, samples, results,
                                   lambda rest: _measured(rest, results, ctx.policy, flush,
-                                                         ctx.device, timed_out),
+                                                         ctx.device, timed),
                                   f"{mode.name} {case.id}")
-        _after_timing({n: calls[n] for n in samples}, guard, mode, results, timed_out)
+        _after_timing({n: calls[n] for n in samples}, guard, mode, results, timed)
         for name, ts in samples.items():
             # TFLOP/s of the rounds' median (`median_ms`), which the gate judges
             res = replace(results[name], samples_ms=tuple(ts), block=ctx.policy.block)
@@ -245,11 +245,7 @@ def _judged(call, mode: PrecisionMode, ref, scale2: float):
     out = call()
     if out.is_floating_point() and out.numel():
         out.fill_(math.nan)
-    return _verdict(call(), mode, ref, scale2)
-
-
-def _verdict(out, mode: PrecisionMode, ref, scale2: float):
-    """(Errors, Accuracy) of one output against the float64 reference."""
+    out = call()
     if out.is_cuda:
         torch.cuda.synchronize()
     want = getattr(torch, mode.output_dtype)
@@ -263,29 +259,31 @@ _RANK = {PASS: 0, DOWNGRADED: 1, FAIL: 2}
 
 
 def _after_timing(calls: dict, guard: InputGuard, mode: PrecisionMode,
-                  results: dict, timed_out: dict | None = None) -> None:
+                  results: dict, timed: dict | None = None) -> None:
     """Each timed provider judged again, against a reference made again (the float64 one
-    is dropped while timing): first the output of its last timed call (`timed_out`, from
-    `measure`: under CUDA-graph timing the captured graph's, which a later eager call
-    does not run), then two calls after timing (`_judged`: the first's output poisoned).
-    Where a verdict is worse (pass to downgraded or fail), that is the provider's: its
-    first two calls alone were judged, so a race, a kept copy gone stale, a tile switched
-    after a few calls (a review) or a graph that computes otherwise than its eager calls
-    failed no check. The timings stay; the verdict fails the case. One that writes into
-    its inputs in the calls after timing fails so, and the inputs are made again for the
-    rest (else they were judged against a reference of other inputs; a review)."""
+    is dropped while timing), as before timing (`_judged`: two calls, the first's output
+    poisoned): first what its timed calls ran where that is not the call itself
+    (`timed`, from `measure`: under CUDA-graph timing the captured graph's replay), then
+    the call. Where a verdict is worse (pass to downgraded or fail), that is the
+    provider's: its first two calls alone were judged, so a race, a kept copy gone stale,
+    a tile switched after a few calls (a review) or a graph that computes otherwise than
+    the eager calls (or leaves part of its output unwritten) failed no check. The timings
+    stay; the verdict fails the case. One that writes into its inputs in these calls
+    fails so, and the inputs are made again for the rest (else they were judged against
+    a reference of other inputs; a review)."""
+    ran = dict(timed or {})
+    if timed is not None:
+        timed.clear()   # (a replay holds its graph and its memory: dropped after its check)
     live = {n: c for n, c in calls.items() if results[n].accuracy in (PASS, DOWNGRADED)}
     if not live:
         return
     ref, scale2 = guard.inp.reference_and_scale2()
-    outs = timed_out if timed_out is not None else {}
-    # every timed output first: a provider's calls below write its own output again
-    judged = {n: _tried(lambda o=outs[n]: _verdict(o, mode, ref, scale2))
-              for n in live if outs.get(n) is not None}
-    outs.clear()
     for name, call in live.items():
-        if name in judged:
-            _worse(results, name, *judged[name], "in its last timed call")
+        replay = ran.pop(name, call)
+        if replay is not call:
+            _worse(results, name, *_tried(lambda r=replay: _judged(r, mode, ref, scale2)),
+                   "in its timed CUDA graph")
+            del replay
         got = _tried(lambda c=call: _judged(c, mode, ref, scale2))
         if guard.written():
             results[name] = _failed_late(
@@ -329,18 +327,18 @@ def _failed(name: str, e: BaseException, when: str = "") -> ProviderResult:
 
 
 def _measured(calls: dict, results: dict, policy: TimingPolicy, flush: int,
-              device: str, outputs: dict | None = None) -> dict:
-    """`measure` of the checked calls (`outputs`: theirs of the last timed call). Where
+              device: str, timed: dict | None = None) -> dict:
+    """`measure` of the checked calls (`timed`: what each one's timed calls ran). Where
     one raises while timed (a provider that fails on a later call), that one fails this
     case (`results` updated) and the others are timed again without it (`ProviderError`
     names it; anything else raised, each is timed alone once to find which; none found,
     it raises)."""
     try:
-        return measure(calls, policy, flush_bytes=flush, device=device, outputs=outputs)
+        return measure(calls, policy, flush_bytes=flush, device=device, timed=timed)
     except ProviderError as e:
         results[e.name] = _failed(e.name, e.error, "while timed: ")
         rest = {n: c for n, c in calls.items() if n != e.name}
-        return _measured(rest, results, policy, flush, device, outputs) if rest else {}
+        return _measured(rest, results, policy, flush, device, timed) if rest else {}
     except (Exception, SystemExit) as first:
         quick = replace(policy, min_rounds=3, max_rounds=3, budget_s=0.05, warmup_s=0.0)
         bad = {}
@@ -355,7 +353,7 @@ def _measured(calls: dict, results: dict, policy: TimingPolicy, flush: int,
             results[name] = _failed(name, e, "while timed: ")
         rest = {n: c for n, c in calls.items() if n not in bad}
         return measure(rest, policy, flush_bytes=flush, device=device,
-                       outputs=outputs) if rest else {}
+                       timed=timed) if rest else {}
 
 
 def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int,

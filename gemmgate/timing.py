@@ -149,22 +149,24 @@ def _named(name: str, call: Callable[[], object]) -> object:
 
 def measure(fns: dict[str, Callable[[], object]], policy: TimingPolicy, *,
             flush_bytes: int, device: str = "cuda",
-            outputs: dict[str, object] | None = None) -> dict[str, list[float]]:
+            timed: dict[str, Callable[[], object]] | None = None) -> dict[str, list[float]]:
     """Interleaved timing of zero-argument callables; returns milliseconds per provider,
     aligned by round (sample i of each provider comes from the same round).
 
-    `outputs`, where given, is emptied and gets what each callable returned in its last
-    timed call:
-    under "graph", the captured call's output as the last replay left it. That is the
-    timed work's own result, for the caller to check: a call made after timing runs
-    eagerly, not the graph that was timed."""
+    `timed`, where given, is emptied and gets the callable each provider's timed calls
+    ran: under "graph" its captured graph's replay (which returns what the call returned
+    while captured, its output, written again by each replay), else the call itself. So
+    the caller can check the timed work itself: an eager call is not the graph that was
+    timed."""
+    if timed is not None:
+        timed.clear()
     if not fns:
         return {}
-    last: dict[str, object] = {} if outputs is None else outputs
-    last.clear()
     if policy.method == "wall":
-        return _measure_wall(fns, policy, flush_bytes, last)
-    return _measure_device(fns, policy, flush_bytes, device, last)
+        if timed is not None:
+            timed.update(fns)
+        return _measure_wall(fns, policy, flush_bytes)
+    return _measure_device(fns, policy, flush_bytes, device, timed)
 
 
 def flush_buffer(flush_bytes: int, device: str = "cpu"):
@@ -174,7 +176,7 @@ def flush_buffer(flush_bytes: int, device: str = "cpu"):
     return torch.empty(max(flush_bytes // 4, 1), dtype=torch.float32, device=device)
 
 
-def _measure_wall(fns, policy, flush_bytes, last: dict) -> dict[str, list[float]]:
+def _measure_wall(fns, policy, flush_bytes) -> dict[str, list[float]]:
     buf = flush_buffer(flush_bytes)
     for name, fn in fns.items():
         for _ in range(policy.warmup):
@@ -190,11 +192,10 @@ def _measure_wall(fns, policy, flush_bytes, last: dict) -> dict[str, list[float]
                     buf.zero_()
                 t0 = time.perf_counter()
                 try:
-                    out = fns[name]()
+                    fns[name]()
                 except (Exception, SystemExit) as e:
                     raise ProviderError(name, e) from e
                 samples[name].append((time.perf_counter() - t0) * 1e3)
-                last[name] = out
         rnd += 1
     return samples
 
@@ -336,7 +337,7 @@ def _warm(run: dict, buf, seconds: float) -> None:
             return
 
 
-def _measure_device(fns, policy, flush_bytes, device, last: dict
+def _measure_device(fns, policy, flush_bytes, device, timed: dict | None = None
                     ) -> dict[str, list[float]]:
     import torch
 
@@ -348,6 +349,8 @@ def _measure_device(fns, policy, flush_bytes, device, last: dict
     eager = policy.method == "eager"
     run = dict(fns) if eager else {k: _named(k, lambda f=f: graphed(f, policy.warmup))
                                    for k, f in fns.items()}
+    if timed is not None:
+        timed.update(run)
     _warm(run, buf if policy.flush else None, policy.warmup_s)
     samples: dict[str, list[float]] = {k: [] for k in fns}
     names = list(fns)
@@ -375,12 +378,11 @@ def _measure_device(fns, policy, flush_bytes, device, last: dict
                         torch.cuda.synchronize()
                     start.record(stream)
                     try:
-                        out = run[name]()
+                        run[name]()
                     except (Exception, SystemExit) as e:
                         raise ProviderError(name, e) from e
                     end.record(stream)
                     pending.append((name, start, end))
-                    last[name] = out
             rnd += 1
         torch.cuda.synchronize()
         for name, start, end in pending:

@@ -242,19 +242,18 @@ class SyntheticTiming:
         self.measured: list[tuple[str, ...]] = []
         self.policies: list = []
 
-    def measure(self, fns, policy, *, flush_bytes, device="cuda", outputs=None):
+    def measure(self, fns, policy, *, flush_bytes, device="cuda", timed=None):
         import random
         import zlib
 
         self.measured.append(tuple(fns))
         self.policies.append(policy)
-        if outputs is not None:
-            outputs.clear()
+        if timed is not None:   # the calls themselves, as the wall and eager methods
+            timed.clear()
+            timed.update(fns)
         out = {}
         for name, fn in fns.items():
-            got = fn()  # each callable still runs once: its output is the last timed one
-            if outputs is not None:
-                outputs[name] = got
+            fn()  # each callable still runs once
             ms = self.base_ms.get(name, 1.0) * (1 + getattr(fn, "fraction", 0.0))
             rng = random.Random(zlib.crc32(name.encode()))  # 0.2% jitter, same every call
             out[name] = [ms * (1 + rng.gauss(0, 0.002)) for _ in range(self.rounds)]

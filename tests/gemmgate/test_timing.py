@@ -94,19 +94,15 @@ def test_measure_interleaves_providers():
     assert timed == ["A", "B", "B", "A", "A", "B", "B", "A"]
 
 
-def test_measure_hands_back_each_providers_last_timed_output():
-    """`outputs` is emptied, then holds what each call returned last: the output of its
-    last timed call, not of a warm-up (warm-up calls come first)."""
-    count = {"A": 0}
-
-    def a():
-        count["A"] += 1
-        return count["A"]
-
-    outputs = {"stale": 0}
-    out = measure({"A": a, "B": lambda: "b"}, _policy(warmup=2, min_rounds=4, max_rounds=4),
-                  flush_bytes=FLUSH, outputs=outputs)
-    assert outputs == {"A": count["A"], "B": "b"} and count["A"] == 2 + len(out["A"])
+def test_measure_hands_back_what_the_timed_calls_ran():
+    """`timed` is emptied (also where nothing is timed), then holds each provider's timed
+    callable: on the CPU the call itself (under "graph", its replay: a test marked gpu)."""
+    fns = {"A": lambda: 1, "B": lambda: 2}
+    timed = {"stale": None}
+    measure(fns, _policy(min_rounds=2, max_rounds=2), flush_bytes=FLUSH, timed=timed)
+    assert timed == fns and all(timed[k] is fns[k] for k in fns)
+    measure({}, _policy(), flush_bytes=FLUSH, timed=timed)
+    assert timed == {}
 
 
 def test_measure_wall_is_in_milliseconds():
@@ -282,20 +278,26 @@ def test_gpu_an_eager_sample_holds_the_host_path_and_a_graph_sample_does_not():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("method", ["graph", "eager"])
-def test_gpu_the_last_timed_output_is_the_timed_work_s(method):
-    """Under "graph" the output handed back is the captured call's, as the replays left
-    it: a call that returns its buffer after adding 1 shows every replay's add (a graph
-    replays the add; an eager call after timing would not be the graph)."""
+def test_gpu_what_the_timed_calls_ran_is_handed_back(method):
+    """Under "graph" the timed callable handed back is the captured graph's replay: it
+    returns the captured call's output and replays its work (an add, once a call);
+    under "eager" it is the call itself."""
     import torch
 
     x = torch.zeros(4, device="cuda")
-    outputs: dict = {}
+
+    def add():
+        return x.add_(1.0)
+
+    timed: dict = {}
     kw = dict(min_rounds=6, max_rounds=6, warmup=1, warmup_s=0.0, budget_s=5.0)
-    out = measure({"a": lambda: x.add_(1.0)}, TimingPolicy(method=method, **kw),
-                  flush_bytes=1 << 20, outputs=outputs)
-    got = outputs["a"]
-    assert got.data_ptr() == x.data_ptr() and float(got[0]) == float(x[0])
-    assert float(x[0]) >= 1 + len(out["a"])   # every timed call's add is in it
+    measure({"a": add}, TimingPolicy(method=method, **kw), flush_bytes=1 << 20,
+            timed=timed)
+    assert (timed["a"] is add) == (method == "eager")
+    before = float(x[0])
+    got = timed["a"]()
+    torch.cuda.synchronize()
+    assert got.data_ptr() == x.data_ptr() and float(x[0]) == before + 1
 
 
 @pytest.mark.gpu
