@@ -99,6 +99,7 @@ S72 = RESULTS / "dev-cpu-2026-12-06-s72"
 G72 = RESULTS / "h100-2026-12-06-s72"
 G73 = RESULTS / "h100-2026-12-07-s73"
 G74 = RESULTS / "h100-2026-12-07-s74"
+G75 = RESULTS / "h100-2026-12-07-s75"
 _WS = "kernels.matmul_ws:mm_ws_"
 
 
@@ -287,7 +288,7 @@ TABLES: dict[str, Callable[[], str]] = {
         "holdout6": {m: (G66 / "cases.csv", "call4-h100-holdout6") for m in ("bf16", "fp16")},
         "small M·N, long K": {m: (G66 / "cases.csv", "call5-h100-longk") for m in ALL_MODES},
     }, lowest=True),
-    "s66-h100-baseline": lambda: baseline_tables(ROOT / "baselines" / "nvidia-h100.json"),
+    "s75-h100-baseline": lambda: baseline_tables(ROOT / "baselines" / "nvidia-h100.json"),
     **{f"s66-h100-fp32-tiles-{x}": functools.partial(tile_matrix, G66 / f"tiles_{x}.csv")
        for x in ("cr", "rr")},
     "s66-h100-inductor": lambda: provider_cases(G66 / "cases.csv", "call8-h100-inductor",
@@ -328,6 +329,9 @@ TABLES: dict[str, Callable[[], str]] = {
         "pr bf16 (call 1, dc6afa2, budget 0.1)": {"bf16": (G74 / "cases.csv",
                                                            "call1-h100-pr-bf16")},
         "pr (call 2, a483ea8, budget 0.05)": {m: (G74 / "cases.csv", "call2-h100-pr")
+                                              for m in ALL_MODES}}, lowest=True),
+    "s75-h100-pr": lambda: targets_table({
+        "pr (call 1, 77b747a, budget 0.05)": {m: (G75 / "cases.csv", "call1-h100-pr")
                                               for m in ALL_MODES}}, lowest=True),
 }
 
