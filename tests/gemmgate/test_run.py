@@ -173,6 +173,26 @@ def test_what_the_timed_calls_ran_is_judged_after_timing(ctx, graphs_stand_in, g
     assert r.providers["triton"].accuracy == "pass" and r.passed == (said is None)
 
 
+def test_a_write_into_the_inputs_after_timing_is_said_over_a_graph_s_failure(
+        ctx, graphs_stand_in, monkeypatch):
+    """A provider whose graph fails and whose call after timing writes into A is said to
+    have written its inputs (the graver, and the inputs are made again for the rest)."""
+    def writes_a(inp):
+        inp.a.mul_(2.0)
+
+    vendor = _acts_once_timed(monkeypatch, writes_a)
+
+    def with_graph(inp, mode):
+        call = vendor(inp, mode)
+        call.graph = lambda: (inp.a @ inp.b).mul_(1.5)
+        return call
+    r = Runner(ctx, vendor=with_graph).run_case(MODES["fp32"], Case(16, 16, 16))
+    v = r.providers["vendor"]
+    assert v.accuracy == "fail" and v.message == ("wrote into its inputs (A, B or a scale) "
+                                                  "after its timed calls"), v.message
+    assert r.providers["triton"].accuracy == "pass"
+
+
 def test_a_graph_s_failure_stands_over_a_raise_after_it(ctx, graphs_stand_in, monkeypatch):
     """The first worse verdict after timing is the one shown: the graph's, not the eager
     call's raise after it."""
