@@ -242,10 +242,10 @@ def _check(name: str, build, inp, mode: PrecisionMode, ref, scale2: float = 0.0)
 def _judged(call, mode: PrecisionMode, ref, scale2: float):
     """(Errors, Accuracy) of a provider's call made on its poisoned output: two calls,
     the first one's output filled with NaN, so elements the second does not write show."""
-    out = call()
+    out = _tensor(call())
     if out.is_floating_point() and out.numel():
         out.fill_(math.nan)
-    out = call()
+    out = _tensor(call())
     if out.is_cuda:
         torch.cuda.synchronize()
     want = getattr(torch, mode.output_dtype)
@@ -253,6 +253,15 @@ def _judged(call, mode: PrecisionMode, ref, scale2: float):
         raise TypeError(f"output dtype {out.dtype}, the mode's is {want}")
     measured = errors(out, ref, scale2)                # (a wrong shape raises)
     return measured, classify(measured, mode)
+
+
+def _tensor(out):
+    """A call's output, where it is a tensor (the contract returns the product): a custom
+    provider returning None failed on "'NoneType' object has no attribute ..."."""
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"returned {type(out).__name__}, not a tensor (a GEMM provider "
+                        "returns its product)")
+    return out
 
 
 _RANK = {PASS: 0, DOWNGRADED: 1, FAIL: 2}

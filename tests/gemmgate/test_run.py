@@ -40,6 +40,14 @@ def test_downgraded_vendor_is_caught(ctx):
     assert not r.passed
 
 
+def test_a_provider_returning_no_tensor_fails_saying_so(ctx):
+    r = Runner(ctx, vendor=lambda inp, mode: (lambda: None)).run_case(MODES["fp32"],
+                                                                      Case(16, 16, 16))
+    v = r.providers["vendor"]
+    assert v.accuracy == "fail" and not v.samples_ms
+    assert v.message.startswith("TypeError: returned NoneType, not a tensor"), v.message
+
+
 def test_unwritten_output_fails(ctx):
     # A provider that leaves part of its output unwritten: the NaN poison must show.
     def lazy(inp, mode):
@@ -158,7 +166,8 @@ def _graph_returns_none(inp, out):
     (_graph_garbage, "fail", "in its timed CUDA graph: error"),
     (_graph_in_bf16, "downgraded", "in its timed CUDA graph: precision downgraded"),
     (_graph_misses_a_row, "fail", "in its timed CUDA graph: NaN/Inf in the output"),
-    (_graph_returns_none, "fail", "in its timed CUDA graph: AttributeError")])
+    (_graph_returns_none, "fail",
+     "in its timed CUDA graph: TypeError: returned NoneType, not a tensor")])
 def test_what_the_timed_calls_ran_is_judged_after_timing(ctx, graphs_stand_in, graph,
                                                           verdict, said):
     """Under CUDA-graph timing the timed calls are replays of one captured call, and the
