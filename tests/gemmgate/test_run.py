@@ -182,6 +182,18 @@ def test_what_the_timed_calls_ran_is_judged_after_timing(ctx, graphs_stand_in, g
     assert r.providers["triton"].accuracy == "pass" and r.passed == (said is None)
 
 
+def _garbage_graph_and_after(monkeypatch, ctx, act):
+    """The case's result for a vendor whose stand-in graph scales its product and whose
+    calls once the timing is over call `act(inp)` first (`_acts_once_timed`)."""
+    vendor = _acts_once_timed(monkeypatch, act)
+
+    def with_graph(inp, mode):
+        call = vendor(inp, mode)
+        call.graph = lambda: (inp.a @ inp.b).mul_(1.5)
+        return call
+    return Runner(ctx, vendor=with_graph).run_case(MODES["fp32"], Case(16, 16, 16))
+
+
 def test_a_write_into_the_inputs_after_timing_is_said_over_a_graph_s_failure(
         ctx, graphs_stand_in, monkeypatch):
     """A provider whose graph fails and whose call after timing writes into A is said to
@@ -189,13 +201,7 @@ def test_a_write_into_the_inputs_after_timing_is_said_over_a_graph_s_failure(
     def writes_a(inp):
         inp.a.mul_(2.0)
 
-    vendor = _acts_once_timed(monkeypatch, writes_a)
-
-    def with_graph(inp, mode):
-        call = vendor(inp, mode)
-        call.graph = lambda: (inp.a @ inp.b).mul_(1.5)
-        return call
-    r = Runner(ctx, vendor=with_graph).run_case(MODES["fp32"], Case(16, 16, 16))
+    r = _garbage_graph_and_after(monkeypatch, ctx, writes_a)
     v = r.providers["vendor"]
     assert v.accuracy == "fail" and v.message == ("wrote into its inputs (A, B or a scale) "
                                                   "after its timed calls"), v.message
@@ -208,14 +214,7 @@ def test_a_graph_s_failure_stands_over_a_raise_after_it(ctx, graphs_stand_in, mo
     def boom(inp):
         raise RuntimeError("illegal memory access")
 
-    vendor = _acts_once_timed(monkeypatch, boom)
-
-    def with_graph(inp, mode):
-        call = vendor(inp, mode)
-        call.graph = lambda: (inp.a @ inp.b).mul_(1.5)
-        return call
-    r = Runner(ctx, vendor=with_graph).run_case(MODES["fp32"], Case(16, 16, 16))
-    v = r.providers["vendor"]
+    v = _garbage_graph_and_after(monkeypatch, ctx, boom).providers["vendor"]
     assert v.accuracy == "fail" and v.message.startswith("in its timed CUDA graph: error")
 
 
