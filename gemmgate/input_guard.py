@@ -1,6 +1,6 @@
 """Whether a provider wrote into a case's inputs (A, B, the scales), and the inputs made
-again where one did (gemmgate/run.py calls it around each provider's checked calls, its
-timing and its calls judged after timing).
+again where one did (gemmgate/run.py calls it around each provider's checked calls and
+its timing, gemmgate/judging.py around its calls judged after timing).
 
 A write is told by a fingerprint of the inputs: each tensor's version counter (PyTorch's
 in-place ops) and a float64 sum of its values (a raw kernel's stores). A counter that moved

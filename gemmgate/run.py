@@ -8,7 +8,7 @@ For each case: fresh seeded inputs in the case's layout, a float64 reference, ea
 provider's output poisoned with NaN and recomputed (so unwritten elements fail), the
 error classified (pass / fail / downgraded), then interleaved timing of every provider
 that could run, then each timed provider's error classified again, on a poisoned output:
-its timed CUDA graph replayed, then the provider called (`_after_timing`), and GPU
+its timed CUDA graph replayed, then the provider called (gemmgate/judging.py), and GPU
 telemetry. The vendor's math flags are
 pinned for the case.
 
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import math
 import os
 import uuid
 import zlib
@@ -31,28 +30,28 @@ from dataclasses import replace
 import torch
 
 from gemmgate import reference, stats
-from gemmgate.accuracy import DOWNGRADED, FAIL, PASS, classify, errors
+from gemmgate.accuracy import FAIL
 from gemmgate.autotune_pick import Picks
 from gemmgate.context import MeasurementError, RunContext, load_function
-from gemmgate.deadline import CaseTimeout, run_within
+from gemmgate.deadline import run_within
 from gemmgate.env import environment, telemetry, tuning_table
 from gemmgate.input_guard import InputGuard, timed_again
 from gemmgate.inputs import make_inputs
+from gemmgate.judging import after_timing, check, failed
 from gemmgate.precision import PrecisionMode, vendor_flags
 from gemmgate.providers import (
     Builder,
-    Unsupported,
     inductor_provider,
     kernel_call,
     takes_choose,
     vendor_fast_provider,
     vendor_provider,
 )
-from gemmgate.results import REFERENCE, UNSUPPORTED, CaseResult, ProviderResult
+from gemmgate.results import REFERENCE, CaseResult, ProviderResult
 from gemmgate.shapes import Case
 from gemmgate.slowdown import slowed
 from gemmgate.timing import ProviderError, TimingPolicy, measure
-from gemmgate.tuning import Tuner, TuningError
+from gemmgate.tuning import Tuner
 
 
 def case_seed(mode: str, case: Case) -> int:
@@ -128,7 +127,7 @@ class Runner:
                 return self._run(mode, case)
             except MeasurementError:
                 raise
-            except Exception as e:   # outside a provider's own calls (`_check` keeps
+            except Exception as e:   # outside a provider's own calls (`judging.check` keeps
                 # those): the inputs, the reference, timing, telemetry. A traceback and
                 # exit 1 said "regression"; an OOM's ValueError-like kin said "usage".
                 raise MeasurementError(f"{mode.name} {case.id} could not be measured: "
@@ -152,7 +151,7 @@ class Runner:
         guard = InputGuard(inp, fresh_inputs)
         for name in names:
             build, chooser = self._builder(name)
-            call, res = _check(name, build, inp, mode, ref, scale2)
+            call, res = check(name, build, inp, mode, ref, scale2)
             if guard.written():
                 call, res = None, ProviderResult(name, FAIL, message=(
                     "wrote into its inputs (A, B or a scale): not timed, and the inputs "
@@ -174,7 +173,7 @@ class Runner:
                                   lambda rest: _measured(rest, results, ctx.policy, flush,
                                                          ctx.device, timed),
                                   f"{mode.name} {case.id}")
-        _after_timing({n: calls[n] for n in samples}, guard, mode, results, timed)
+        after_timing({n: calls[n] for n in samples}, guard, mode, results, timed)
         for name, ts in samples.items():
             # TFLOP/s of the rounds' median (`median_ms`), which the gate judges
             res = replace(results[name], samples_ms=tuple(ts), block=ctx.policy.block)
@@ -220,121 +219,6 @@ class Runner:
         return build, chooser
 
 
-def _check(name: str, build, inp, mode: PrecisionMode, ref, scale2: float = 0.0):
-    """Build the provider, run it on a poisoned output, classify its error (`scale2`:
-    the inputs' typical product size, accuracy.errors' floor)."""
-    try:
-        call = build(inp, mode)
-        measured, acc = _judged(call, mode, ref, scale2)
-    except Unsupported as e:
-        return None, ProviderResult(name, UNSUPPORTED, message=str(e))
-    except TuningError:   # the harness's tuning cache, not the kernel: no accuracy verdict
-        raise             # (a save another job's rewrite refused was Triton's "fail", exit 1)
-    except (KeyboardInterrupt, CaseTimeout, GeneratorExit):
-        raise
-    except BaseException as e:   # a compile or launch error, a wrong output, a provider's
-        return None, _failed(name, e)   # exit or own BaseException (which crashed the
-        # run, exit 1, no --json: a review) fails this case, not the run
-    return call, ProviderResult(name, acc.status, acc.error, acc.message,
-                                excess=measured.excess, block_excess=measured.block_excess)
-
-
-def _judged(call, mode: PrecisionMode, ref, scale2: float):
-    """(Errors, Accuracy) of a provider's call made on its poisoned output: two calls,
-    the first one's output filled with NaN, so elements the second does not write show."""
-    out = _tensor(call())
-    if out.is_floating_point() and out.numel():
-        out.fill_(math.nan)
-    out = _tensor(call())
-    if out.is_cuda:
-        torch.cuda.synchronize()
-    want = getattr(torch, mode.output_dtype)
-    if out.dtype != want:   # the contract's output type: a wider one is another GEMM
-        raise TypeError(f"output dtype {out.dtype}, the mode's is {want}")
-    measured = errors(out, ref, scale2)                # (a wrong shape raises)
-    return measured, classify(measured, mode)
-
-
-def _tensor(out):
-    """A call's output, where it is a tensor (the contract returns the product): a custom
-    provider returning None failed on "'NoneType' object has no attribute ..."."""
-    if not isinstance(out, torch.Tensor):
-        raise TypeError(f"returned {type(out).__name__}, not a tensor (a GEMM provider "
-                        "returns its product)")
-    return out
-
-
-_RANK = {PASS: 0, DOWNGRADED: 1, FAIL: 2}
-
-
-def _after_timing(calls: dict, guard: InputGuard, mode: PrecisionMode,
-                  results: dict, timed: dict | None = None) -> None:
-    """Each timed provider judged again, against a reference made again (the float64 one
-    is dropped while timing), as before timing (`_judged`: two calls, the first's output
-    poisoned): first what its timed calls ran where that is not the call itself
-    (`timed`, from `measure`: under CUDA-graph timing the captured graph's replay), then
-    the call. Where a verdict is worse (pass to downgraded or fail), that is the
-    provider's: its first two calls alone were judged, so a race, a kept copy gone stale,
-    a tile switched after a few calls (a review) or a graph that computes otherwise than
-    the eager calls (or leaves part of its output unwritten) failed no check. The timings
-    stay; the verdict fails the case. One that writes into its inputs in these calls
-    fails so, and the inputs are made again for the rest (else they were judged against
-    a reference of other inputs; a review)."""
-    ran = dict(timed or {})
-    if timed is not None:
-        timed.clear()   # (a replay holds its graph and its memory: dropped after its check)
-    live = {n: c for n, c in calls.items() if results[n].accuracy in (PASS, DOWNGRADED)}
-    if not live:
-        return
-    ref, scale2 = guard.inp.reference_and_scale2()
-    for name, call in live.items():
-        replay = ran.pop(name, call)
-        if replay is not call:
-            _worse(results, name, *_tried(lambda r=replay: _judged(r, mode, ref, scale2)),
-                   "in its timed CUDA graph")
-            del replay
-        got = _tried(lambda c=call: _judged(c, mode, ref, scale2))
-        if guard.written():
-            results[name] = _failed_late(
-                results[name], "wrote into its inputs (A, B or a scale) after its timed calls")
-        else:
-            _worse(results, name, *got, "after its timed calls")
-
-
-def _tried(judge: Callable[[], tuple]) -> tuple:
-    """`judge()`'s (Errors, Accuracy), or (None, what it raised)."""
-    try:
-        return judge()
-    except (KeyboardInterrupt, CaseTimeout, GeneratorExit):
-        raise
-    except BaseException as e:
-        return None, e
-
-
-def _worse(results: dict, name: str, measured, acc, when: str) -> None:
-    """The provider's verdict replaced by `acc` where that is worse (or a raise), said to
-    be `when`."""
-    before = results[name]
-    if before.accuracy == FAIL:
-        return
-    if isinstance(acc, BaseException):
-        results[name] = _failed_late(before, f"{when}: {type(acc).__name__}: {acc}"[:300])
-    elif _RANK[acc.status] > _RANK[before.accuracy]:
-        results[name] = replace(before, accuracy=acc.status, error=acc.error,
-                                message=f"{when}: {acc.message}",
-                                excess=measured.excess, block_excess=measured.block_excess)
-
-
-def _failed_late(before: ProviderResult, message: str) -> ProviderResult:
-    """A failed verdict after timing: its first check's figures are not of these calls."""
-    return replace(before, accuracy=FAIL, error=None, excess=None, block_excess=None,
-                   message=message)
-
-
-def _failed(name: str, e: BaseException, when: str = "") -> ProviderResult:
-    return ProviderResult(name, FAIL, message=f"{when}{type(e).__name__}: {e}"[:300])
-
-
 def _measured(calls: dict, results: dict, policy: TimingPolicy, flush: int,
               device: str, timed: dict | None = None) -> dict:
     """`measure` of the checked calls (`timed`: what each one's timed calls ran). Where
@@ -345,7 +229,7 @@ def _measured(calls: dict, results: dict, policy: TimingPolicy, flush: int,
     try:
         return measure(calls, policy, flush_bytes=flush, device=device, timed=timed)
     except ProviderError as e:
-        results[e.name] = _failed(e.name, e.error, "while timed: ")
+        results[e.name] = failed(e.name, e.error, "while timed: ")
         rest = {n: c for n, c in calls.items() if n != e.name}
         return _measured(rest, results, policy, flush, device, timed) if rest else {}
     except (Exception, SystemExit) as first:
@@ -359,7 +243,7 @@ def _measured(calls: dict, results: dict, policy: TimingPolicy, flush: int,
         if not bad:
             raise first
         for name, e in bad.items():
-            results[name] = _failed(name, e, "while timed: ")
+            results[name] = failed(name, e, "while timed: ")
         rest = {n: c for n, c in calls.items() if n not in bad}
         return measure(rest, policy, flush_bytes=flush, device=device,
                        timed=timed) if rest else {}

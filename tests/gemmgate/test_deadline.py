@@ -36,7 +36,7 @@ def test_a_python_loop_past_the_limit_is_a_measurement_error_naming_the_case():
 
 
 def test_the_timeout_passes_through_except_exception():
-    """A provider's `except Exception` (the run's own `_check` has one) must not take the
+    """A provider's `except Exception` (the run's own `judging.check` has one) must not take the
     stop for a failed call and go on."""
     def swallows():
         try:

@@ -64,7 +64,7 @@ def test_unwritten_output_fails(ctx):
 
 
 def _turns_after_two_calls(wrong):
-    """A vendor right on its first two calls (those `_check` judges) and `wrong(inp, out)`
+    """A vendor right on its first two calls (those `judging.check` judges) and `wrong(inp, out)`
     on every later one, into the buffer it returns each time."""
     def vendor(inp, mode):
         out = torch.empty_like(inp.a @ inp.b)
@@ -637,7 +637,7 @@ def test_a_tuning_cache_that_cannot_be_saved_is_no_accuracy_verdict(tmp_path):
     """A save of the tuning cache that failed inside the kernel's choose hook (another job
     rewrote it as another schema, a full disk, a lock past 10 minutes) was Triton's
     accuracy "fail", exit 1: a regression's code (a review). It is the cache's error."""
-    from gemmgate import run
+    from gemmgate import judging
     from gemmgate.tuning import TuningError, save_cache
 
     bad = tmp_path / "cpu.json"
@@ -648,7 +648,7 @@ def test_a_tuning_cache_that_cannot_be_saved_is_no_accuracy_verdict(tmp_path):
         raise AssertionError("not reached")
 
     with pytest.raises(TuningError, match="cpu.json"):
-        run._check("triton", build, None, MODES["fp32"], None)
+        judging.check("triton", build, None, MODES["fp32"], None)
     blocked = tmp_path / "file"
     blocked.write_text("x")
     with pytest.raises(TuningError, match="cannot save the tuning cache"):

@@ -1,0 +1,135 @@
+"""A provider's verdict: its checked calls before timing (`check`), each output judged
+on a buffer poisoned with NaN (`judged`), and the judgment again after timing
+(`after_timing`: the timed CUDA graph replayed, then the call), a worse verdict replacing
+the first. gemmgate/run.py calls them for every case."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+
+import torch
+
+from gemmgate.accuracy import DOWNGRADED, FAIL, PASS, classify, errors
+from gemmgate.deadline import CaseTimeout
+from gemmgate.input_guard import InputGuard
+from gemmgate.precision import PrecisionMode
+from gemmgate.providers import Unsupported
+from gemmgate.results import UNSUPPORTED, ProviderResult
+from gemmgate.tuning import TuningError
+
+
+def check(name: str, build, inp, mode: PrecisionMode, ref, scale2: float = 0.0):
+    """Build the provider, run it on a poisoned output, classify its error (`scale2`:
+    the inputs' typical product size, accuracy.errors' floor)."""
+    try:
+        call = build(inp, mode)
+        measured, acc = judged(call, mode, ref, scale2)
+    except Unsupported as e:
+        return None, ProviderResult(name, UNSUPPORTED, message=str(e))
+    except TuningError:   # the harness's tuning cache, not the kernel: no accuracy verdict
+        raise             # (a save another job's rewrite refused was Triton's "fail", exit 1)
+    except (KeyboardInterrupt, CaseTimeout, GeneratorExit):
+        raise
+    except BaseException as e:   # a compile or launch error, a wrong output, a provider's
+        return None, failed(name, e)   # exit or own BaseException (which crashed the
+        # run, exit 1, no --json: a review) fails this case, not the run
+    return call, ProviderResult(name, acc.status, acc.error, acc.message,
+                                excess=measured.excess, block_excess=measured.block_excess)
+
+
+def judged(call, mode: PrecisionMode, ref, scale2: float):
+    """(Errors, Accuracy) of a provider's call made on its poisoned output: two calls,
+    the first one's output filled with NaN, so elements the second does not write show."""
+    out = _tensor(call())
+    if out.is_floating_point() and out.numel():
+        out.fill_(math.nan)
+    out = _tensor(call())
+    if out.is_cuda:
+        torch.cuda.synchronize()
+    want = getattr(torch, mode.output_dtype)
+    if out.dtype != want:   # the contract's output type: a wider one is another GEMM
+        raise TypeError(f"output dtype {out.dtype}, the mode's is {want}")
+    measured = errors(out, ref, scale2)                # (a wrong shape raises)
+    return measured, classify(measured, mode)
+
+
+def _tensor(out):
+    """A call's output, where it is a tensor (the contract returns the product): a custom
+    provider returning None failed on "'NoneType' object has no attribute ..."."""
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"returned {type(out).__name__}, not a tensor (a GEMM provider "
+                        "returns its product)")
+    return out
+
+
+_RANK = {PASS: 0, DOWNGRADED: 1, FAIL: 2}
+
+
+def after_timing(calls: dict, guard: InputGuard, mode: PrecisionMode,
+                  results: dict, timed: dict | None = None) -> None:
+    """Each timed provider judged again, against a reference made again (the float64 one
+    is dropped while timing), as before timing (`judged`: two calls, the first's output
+    poisoned): first what its timed calls ran where that is not the call itself
+    (`timed`, from `measure`: under CUDA-graph timing the captured graph's replay), then
+    the call. Where a verdict is worse (pass to downgraded or fail), that is the
+    provider's: its first two calls alone were judged, so a race, a kept copy gone stale,
+    a tile switched after a few calls (a review) or a graph that computes otherwise than
+    the eager calls (or leaves part of its output unwritten) failed no check. The timings
+    stay; the verdict fails the case. One that writes into its inputs in these calls
+    fails so, and the inputs are made again for the rest (else they were judged against
+    a reference of other inputs; a review)."""
+    ran = dict(timed or {})
+    if timed is not None:
+        timed.clear()   # (a replay holds its graph and its memory: dropped after its check)
+    live = {n: c for n, c in calls.items() if results[n].accuracy in (PASS, DOWNGRADED)}
+    if not live:
+        return
+    ref, scale2 = guard.inp.reference_and_scale2()
+    for name, call in live.items():
+        replay = ran.pop(name, call)
+        if replay is not call:
+            _worse(results, name, *_tried(lambda r=replay: judged(r, mode, ref, scale2)),
+                   "in its timed CUDA graph")
+            del replay
+        got = _tried(lambda c=call: judged(c, mode, ref, scale2))
+        if guard.written():
+            results[name] = _failed_late(
+                results[name], "wrote into its inputs (A, B or a scale) after its timed calls")
+        else:
+            _worse(results, name, *got, "after its timed calls")
+
+
+def _tried(judge: Callable[[], tuple]) -> tuple:
+    """`judge()`'s (Errors, Accuracy), or (None, what it raised)."""
+    try:
+        return judge()
+    except (KeyboardInterrupt, CaseTimeout, GeneratorExit):
+        raise
+    except BaseException as e:
+        return None, e
+
+
+def _worse(results: dict, name: str, measured, acc, when: str) -> None:
+    """The provider's verdict replaced by `acc` where that is worse (or a raise), said to
+    be `when`."""
+    before = results[name]
+    if before.accuracy == FAIL:
+        return
+    if isinstance(acc, BaseException):
+        results[name] = _failed_late(before, f"{when}: {type(acc).__name__}: {acc}"[:300])
+    elif _RANK[acc.status] > _RANK[before.accuracy]:
+        results[name] = replace(before, accuracy=acc.status, error=acc.error,
+                                message=f"{when}: {acc.message}",
+                                excess=measured.excess, block_excess=measured.block_excess)
+
+
+def _failed_late(before: ProviderResult, message: str) -> ProviderResult:
+    """A failed verdict after timing: its first check's figures are not of these calls."""
+    return replace(before, accuracy=FAIL, error=None, excess=None, block_excess=None,
+                   message=message)
+
+
+def failed(name: str, e: BaseException, when: str = "") -> ProviderResult:
+    return ProviderResult(name, FAIL, message=f"{when}{type(e).__name__}: {e}"[:300])
