@@ -1,6 +1,8 @@
-"""gemmgate/run.py: the one place a case runs. Accuracy verdicts (including a silently
-downgraded vendor), failures that stay per case, and the tile a kernel reports through
-its chooser, on the CPU (interpreter) with small shapes. No verdict here rests on timing."""
+"""gemmgate/run.py: the one place a case runs. Inputs a provider writes into while timed
+(the writer failed, the rest timed again on inputs made again), failures that stay per
+case, custom and extra providers, and the tile a kernel reports through its chooser, on
+the CPU (interpreter) with small shapes. The verdicts themselves (poisoned outputs, the
+judgment after timing): test_judging.py. No verdict here rests on timing."""
 
 import json
 import math
@@ -18,6 +20,7 @@ from gemmgate.results import summary_by_mode
 from gemmgate.run import Runner
 from gemmgate.shapes import Case
 from gemmgate.timing import TimingPolicy
+from tests.gemmgate.late_vendors import acts_once_timed, turns_after_two_calls, writes_a
 
 
 @pytest.fixture
@@ -25,235 +28,6 @@ def ctx():
     return make_context(chip="cpu", shapes="smoke", modes="fp32")
 
 
-def test_downgraded_vendor_is_caught(ctx):
-    # A vendor that quietly rounds fp32 inputs to bf16 (as a tf32/bf16 fast path would):
-    # error ~3e-3 is under the 1e-2 bound, so only the downgrade band can catch it.
-    def sloppy(inp, mode):
-        a, b = inp.a.to(torch.bfloat16), inp.b.to(torch.bfloat16)
-        return lambda: (a @ b).float()
-
-    r = Runner(ctx, vendor=sloppy).run_case(MODES["fp32"], Case(64, 64, 256))
-    v = r.providers["vendor"]
-    assert v.accuracy == "downgraded" and 1e-3 < v.error < 1e-2
-    assert "precision downgraded" in v.message
-    assert r.providers["triton"].accuracy == "pass"
-    assert not r.passed
-
-
-def test_a_provider_returning_no_tensor_fails_saying_so(ctx):
-    r = Runner(ctx, vendor=lambda inp, mode: (lambda: None)).run_case(MODES["fp32"],
-                                                                      Case(16, 16, 16))
-    v = r.providers["vendor"]
-    assert v.accuracy == "fail" and not v.samples_ms
-    assert v.message.startswith("TypeError: returned NoneType, not a tensor"), v.message
-
-
-def test_unwritten_output_fails(ctx):
-    # A provider that leaves part of its output unwritten: the NaN poison must show.
-    def lazy(inp, mode):
-        out = torch.empty(inp.a.shape[0], inp.b.shape[1])
-
-        def call():
-            out[:-1] = inp.a[:-1] @ inp.b
-            return out
-        return call
-
-    r = Runner(ctx, vendor=lazy).run_case(MODES["fp32"], Case(16, 16, 16))
-    assert r.providers["vendor"].accuracy == "fail"
-    assert math.isinf(r.providers["vendor"].error)
-
-
-def _turns_after_two_calls(wrong):
-    """A vendor right on its first two calls (those `judging.check` judges) and `wrong(inp, out)`
-    on every later one, into the buffer it returns each time."""
-    def vendor(inp, mode):
-        out = torch.empty_like(inp.a @ inp.b)
-        calls = []
-
-        def call():
-            calls.append(1)
-            torch.matmul(inp.a, inp.b, out=out)
-            if len(calls) > 2:
-                wrong(inp, out)
-            return out
-        return call
-    return vendor
-
-
-def _garbage(inp, out):
-    out.mul_(1.5)
-
-
-def _bf16_sum(inp, out):
-    out.copy_(inp.a.bfloat16() @ inp.b.bfloat16())
-
-
-def _one_row_left(inp, out):
-    out[-1].fill_(math.nan)   # as a row the later calls stop writing shows, poisoned
-
-
-@pytest.mark.parametrize("wrong, verdict, said", [
-    (_garbage, "fail", "after its timed calls: error"),
-    (_bf16_sum, "downgraded", "after its timed calls: precision downgraded"),
-    (_one_row_left, "fail", "after its timed calls: NaN/Inf in the output")])
-def test_a_provider_wrong_only_after_its_first_two_calls_fails_after_timing(
-        ctx, wrong, verdict, said):
-    """Accuracy was judged on a provider's first two calls only (a review): one that goes
-    wrong later (a race, a kept copy gone stale, a tile switched after a few calls) is
-    judged again after its timed calls, and that verdict, where worse, is its own. Its
-    timings stay; the other provider is as it was."""
-    r = Runner(ctx, vendor=_turns_after_two_calls(wrong)).run_case(MODES["fp32"],
-                                                                  Case(64, 64, 256))
-    v = r.providers["vendor"]
-    assert v.accuracy == verdict and v.message.startswith(said), v.message
-    assert v.samples_ms and r.providers["triton"].accuracy == "pass"
-    assert not r.passed and not r.gate_passed
-
-
-def _with_graph(graph):
-    """A vendor right in every call, whose timed calls `measure` hands back as
-    `graph(inp, out)` (returning what it returns): a stand-in for the CUDA graph its timed
-    calls replayed, which on a GPU can compute otherwise than the eager calls."""
-    def vendor(inp, mode):
-        out = torch.empty_like(inp.a @ inp.b)
-
-        def call():
-            return torch.matmul(inp.a, inp.b, out=out)
-        call.graph = lambda: graph(inp, out)
-        return call
-    return vendor
-
-
-@pytest.fixture
-def graphs_stand_in(monkeypatch):
-    """gemmgate.run's `measure` as it is, but for what it hands back as each provider's
-    timed callable: a call's `graph`, where it has one (`_with_graph`)."""
-    from gemmgate import run as run_mod
-
-    real = run_mod.measure
-
-    def measure(fns, policy, *, timed=None, **kw):
-        got = real(fns, policy, timed=timed, **kw)
-        if timed is not None:
-            timed.update({n: f.graph for n, f in fns.items() if hasattr(f, "graph")})
-        return got
-    monkeypatch.setattr(run_mod, "measure", measure)
-
-
-def _graph_right(inp, out):
-    return torch.matmul(inp.a, inp.b, out=out)
-
-
-def _graph_garbage(inp, out):
-    return torch.matmul(inp.a, inp.b, out=out).mul_(1.5)
-
-
-def _graph_in_bf16(inp, out):
-    return out.copy_(inp.a.bfloat16() @ inp.b.bfloat16())
-
-
-def _graph_misses_a_row(inp, out):
-    out[:-1] = inp.a[:-1] @ inp.b   # a grid one row of tiles short: the row keeps the poison
-    return out
-
-
-def _graph_returns_none(inp, out):
-    torch.matmul(inp.a, inp.b, out=out)
-
-
-@pytest.mark.parametrize("graph, verdict, said", [
-    (_graph_right, "pass", None),
-    (_graph_garbage, "fail", "in its timed CUDA graph: error"),
-    (_graph_in_bf16, "downgraded", "in its timed CUDA graph: precision downgraded"),
-    (_graph_misses_a_row, "fail", "in its timed CUDA graph: NaN/Inf in the output"),
-    (_graph_returns_none, "fail",
-     "in its timed CUDA graph: TypeError: returned NoneType, not a tensor")])
-def test_what_the_timed_calls_ran_is_judged_after_timing(ctx, graphs_stand_in, graph,
-                                                          verdict, said):
-    """Under CUDA-graph timing the timed calls are replays of one captured call, and the
-    check after them called the provider eagerly: a graph that computes otherwise (or
-    leaves part of its output unwritten: judged on a poisoned output) passed. The graph
-    `measure` hands back is judged as the calls are; its timings stay. (A stand-in graph
-    here; tests marked gpu capture real ones.)"""
-    r = Runner(ctx, vendor=_with_graph(graph)).run_case(MODES["fp32"], Case(64, 64, 256))
-    v = r.providers["vendor"]
-    assert v.accuracy == verdict and v.samples_ms, v.message
-    assert said is None or v.message.startswith(said), v.message
-    assert r.providers["triton"].accuracy == "pass" and r.passed == (said is None)
-
-
-def _garbage_graph_and_after(monkeypatch, ctx, act):
-    """The case's result for a vendor whose stand-in graph scales its product and whose
-    calls once the timing is over call `act(inp)` first (`_acts_once_timed`)."""
-    vendor = _acts_once_timed(monkeypatch, act)
-
-    def with_graph(inp, mode):
-        call = vendor(inp, mode)
-        call.graph = lambda: (inp.a @ inp.b).mul_(1.5)
-        return call
-    return Runner(ctx, vendor=with_graph).run_case(MODES["fp32"], Case(16, 16, 16))
-
-
-def test_a_write_into_the_inputs_after_timing_is_said_over_a_graph_s_failure(
-        ctx, graphs_stand_in, monkeypatch):
-    """A provider whose graph fails and whose call after timing writes into A is said to
-    have written its inputs (the graver, and the inputs are made again for the rest)."""
-    def writes_a(inp):
-        inp.a.mul_(2.0)
-
-    r = _garbage_graph_and_after(monkeypatch, ctx, writes_a)
-    v = r.providers["vendor"]
-    assert v.accuracy == "fail" and v.message == ("wrote into its inputs (A, B or a scale) "
-                                                  "after its timed calls"), v.message
-    assert r.providers["triton"].accuracy == "pass"
-
-
-def test_a_graph_s_failure_stands_over_a_raise_after_it(ctx, graphs_stand_in, monkeypatch):
-    """The first worse verdict after timing is the one shown: the graph's, not the eager
-    call's raise after it."""
-    def boom(inp):
-        raise RuntimeError("illegal memory access")
-
-    v = _garbage_graph_and_after(monkeypatch, ctx, boom).providers["vendor"]
-    assert v.accuracy == "fail" and v.message.startswith("in its timed CUDA graph: error")
-
-
-def _acts_once_timed(monkeypatch, act):
-    """A vendor that calls `act(inp)` before each call once the timing is over (the
-    harness's `_measured` returned), right before it."""
-    from gemmgate import run as run_mod
-
-    timed = []
-    real = run_mod._measured
-    monkeypatch.setattr(run_mod, "_measured", lambda *a: (real(*a), timed.append(1))[0])
-
-    def vendor(inp, mode):
-        def call():
-            if timed:
-                act(inp)
-            return inp.a @ inp.b
-        return call
-    return vendor
-
-
-def test_a_provider_that_raises_after_timing_fails_with_its_error(monkeypatch):
-    """A raise in the check after timing fails that provider, its error named, not the
-    run; its timings stay, and none of its first check's figures (fp16: its excess)."""
-    def boom(inp):
-        raise RuntimeError("illegal memory access")
-
-    vendor = _acts_once_timed(monkeypatch, boom)
-    ctx = make_context(chip="cpu", shapes="smoke", modes="fp16")
-    r = Runner(ctx, vendor=vendor).run_case(MODES["fp16"], Case(16, 16, 16))
-    v = r.providers["vendor"]
-    assert v.accuracy == "fail" and v.samples_ms and v.error is None
-    assert v.excess is None and v.block_excess is None   # not the first check's figures
-    assert v.message == "after its timed calls: RuntimeError: illegal memory access"
-    assert r.providers["triton"].accuracy == "pass" and not r.passed
-
-
-def _writes_a(inp, out):
-    inp.a.mul_(2.0)
 
 
 def test_a_provider_that_writes_its_inputs_while_timed_fails_and_the_rest_are_timed_again(
@@ -261,7 +35,7 @@ def test_a_provider_that_writes_its_inputs_while_timed_fails_and_the_rest_are_ti
     """One that writes into A after its two checked calls had the others timed (and judged
     after timing) on its garbage: it fails, the inputs are made again, and the others are
     timed again on them and pass."""
-    r = Runner(ctx, vendor=_turns_after_two_calls(_writes_a)).run_case(MODES["fp32"],
+    r = Runner(ctx, vendor=turns_after_two_calls(writes_a)).run_case(MODES["fp32"],
                                                                       Case(32, 32, 64))
     v, t = r.providers["vendor"], r.providers["triton"]
     assert v.accuracy == "fail" and not v.samples_ms
@@ -304,7 +78,7 @@ def test_the_others_are_timed_again_on_the_inputs_made_again(custom):
     re-timed call and the two judged after timing."""
     custom.SUMS.clear()
     ctx = _extras_ctx("custom_providers:observer")
-    r = Runner(ctx, vendor=_turns_after_two_calls(_writes_a)).run_case(MODES["fp32"],
+    r = Runner(ctx, vendor=turns_after_two_calls(writes_a)).run_case(MODES["fp32"],
                                                                       Case(32, 32, 64))
     o = r.providers["custom_providers:observer"]
     assert r.providers["vendor"].message.startswith("wrote into its inputs")
@@ -333,7 +107,7 @@ def test_a_provider_that_writes_its_inputs_in_the_check_after_timing_fails_alone
     """One that wrote into B in its calls judged after timing had every provider judged
     after it against a reference of other inputs (an honest extra failed; a review): it
     fails, and the inputs are made again for the rest."""
-    vendor = _acts_once_timed(monkeypatch, lambda inp: inp.b.add_(1.0))
+    vendor = acts_once_timed(monkeypatch, lambda inp: inp.b.add_(1.0))
     ctx = _extras_ctx("custom_providers:correct")
     r = Runner(ctx, vendor=vendor).run_case(MODES["fp32"], Case(16, 16, 16))
     v = r.providers["vendor"]
@@ -368,7 +142,7 @@ def test_inputs_changed_again_while_timed_again_is_a_measurement_error(custom, m
     ctx = _extras_ctx("custom_providers:writes_later")
     with pytest.raises(MeasurementError,
                        match="m16-n16-k16: the inputs changed again while timed without vendor"):
-        Runner(ctx, vendor=_turns_after_two_calls(_writes_a)).run_case(MODES["fp32"],
+        Runner(ctx, vendor=turns_after_two_calls(writes_a)).run_case(MODES["fp32"],
                                                                       Case(16, 16, 16))
 
 
@@ -396,7 +170,7 @@ def test_a_write_is_told_by_values_not_a_version_counter_alone(ctx, touch, wrote
     and writes nothing: it was "wrote into its inputs", untimed (a review). A swap of two
     rows keeps B's sum and moves its counter: the values, compared bit for bit with the
     inputs made again, tell it."""
-    r = Runner(ctx, vendor=_turns_after_two_calls(touch)).run_case(MODES["fp32"],
+    r = Runner(ctx, vendor=turns_after_two_calls(touch)).run_case(MODES["fp32"],
                                                                   Case(16, 16, 16))
     v = r.providers["vendor"]
     if wrote:
@@ -420,21 +194,6 @@ def test_a_triton_that_writes_its_inputs_in_its_checked_calls_fails_alone(ctx):
     t, v = r.providers["triton"], r.providers["vendor"]
     assert t.accuracy == "fail" and t.message.startswith("wrote into its inputs")
     assert v.accuracy == "pass" and v.samples_ms and not r.passed
-
-
-def _nudged(inp, out):
-    out.mul_(1 + 1e-7)   # within fp32's band: another error, the same verdict
-
-
-def test_a_provider_as_good_after_timing_keeps_its_first_verdict(ctx):
-    """The check after timing replaces a verdict only where it is worse: a later call's
-    other error inside the same band leaves the first check's verdict and error."""
-    first = Runner(ctx).run_case(MODES["fp32"], Case(64, 64, 256)).providers["vendor"]
-    r = Runner(ctx, vendor=_turns_after_two_calls(_nudged)).run_case(MODES["fp32"],
-                                                                    Case(64, 64, 256))
-    v = r.providers["vendor"]
-    assert v.accuracy == "pass" and v.message == "" and r.passed
-    assert v.error == first.error
 
 
 def test_ratio_and_summary():
@@ -698,50 +457,6 @@ def test_gpu_a_run_on_the_last_gpu_alone_launches_there():
     [res] = run_cases(c, [(MODES["fp16"], Case(256, 256, 256))])
     assert res.providers["triton"].accuracy == "pass", res.providers["triton"].message
     assert torch.cuda.current_device() == 0
-
-
-def _captured_otherwise(graph):
-    """A vendor right in every eager call whose captured CUDA graph runs `graph(inp, out)`
-    in place of the product."""
-    def vendor(inp, mode):
-        out = torch.empty_like(inp.a @ inp.b)
-
-        def call():
-            if torch.cuda.is_current_stream_capturing():
-                graph(inp, out)
-            else:
-                torch.matmul(inp.a, inp.b, out=out)
-            return out
-        return call
-    return vendor
-
-
-def _scaled(inp, out):
-    torch.matmul(inp.a, inp.b, out=out).mul_(1.5)
-
-
-def _short_a_row(inp, out):
-    torch.matmul(inp.a[:-1], inp.b, out=out[:-1])   # a grid a row of tiles short
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("vendor, said", [
-    (_turns_after_two_calls(_garbage), "in its timed CUDA graph: error"),
-    (_captured_otherwise(_scaled), "in its timed CUDA graph: error"),
-    (_captured_otherwise(_short_a_row), "in its timed CUDA graph: NaN/Inf in the output")],
-    ids=["from_the_third_call", "in_its_graph_alone", "a_row_unwritten_in_its_graph"])
-def test_gpu_a_provider_wrong_in_its_timed_graph_fails(vendor, said):
-    """Under CUDA-graph timing the timed calls are replays of one captured call, and the
-    check after them called the provider eagerly: a graph that computes otherwise than
-    the eager calls passed. The graph is replayed after timing and judged on a poisoned
-    output: a vendor right on its first two calls and wrong from the third (captured
-    wrong), one whose graph alone scales its product, and one whose graph leaves a row
-    unwritten fail on it; the timings stay."""
-    c = make_context(shapes="smoke", modes="fp16", budget_s=0.05)
-    r = Runner(c, vendor=vendor).run_case(MODES["fp16"], Case(256, 256, 256))
-    v = r.providers["vendor"]
-    assert v.accuracy == "fail" and v.message.startswith(said), v.message
-    assert v.samples_ms and r.providers["triton"].accuracy == "pass"
 
 
 @pytest.mark.parametrize("copies,asked", [("kept", True), ("per-call", False)])
