@@ -6,6 +6,8 @@ ratio (the tile that beat theirs), and it is otherwise only on stderr. Inductor 
 feedback hooks (`torch._inductor.select_algorithm.add_feedback_saver`) with every
 autotuning's timings, a cached autotuning included; `recording` registers one for the
 length of a compile. A torch without the hook records nothing (`Picks.last` stays None).
+An FX graph cache hit skips the autotuning (and the hook) altogether: the provider
+compiles with that cache off (gemmgate/providers.py).
 """
 
 from __future__ import annotations

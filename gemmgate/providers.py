@@ -214,8 +214,12 @@ def _scaled_mm(inp: GemmInputs, keep_copies: bool = True, fast: bool = False) ->
 
 
 # max-autotune-no-cudagraphs, as options: torch.compile takes a mode or options, not both
+# fx_graph_cache off: a hit loads the compiled graph whole, so inductor does not autotune
+# (its timings come from its own autotune cache either way) and its pick went unrecorded:
+# a second run on one host showed no inductor_config (session 76, an H100)
 _INDUCTOR_OPTIONS = {"max_autotune": True, "coordinate_descent_tuning": True,
-                     "triton.cudagraphs": False, "max_autotune_gemm_backends": "TRITON"}
+                     "triton.cudagraphs": False, "max_autotune_gemm_backends": "TRITON",
+                     "fx_graph_cache": False}
 
 
 @contextlib.contextmanager

@@ -103,3 +103,16 @@ def test_the_inductor_provider_records_its_compiles_pick(monkeypatch):
     assert picks.last.name == "triton_mm 64x32x128 g8 s5 w4"
     call()   # a timed call autotunes nothing more into the record
     assert len(picks.seen) == 1
+
+
+@pytest.mark.gpu
+def test_gpu_a_case_compiled_again_records_its_pick_again():
+    """A second compile of a case (another run on the host, the same inductor caches) hit
+    inductor's FX graph cache, which skips autotuning, and recorded no pick (session 76:
+    `inductor_config` missing from every case of a second run). Its own autotune cache
+    still answers, through the hook."""
+    inp = make_inputs(Case(256, 256, 256), MODES["bf16"], "cuda", seed=3)
+    first, again = Picks(), Picks()
+    providers.inductor_provider(inp, MODES["bf16"], first)
+    providers.inductor_provider(inp, MODES["bf16"], again)
+    assert first.last is not None and again.last == first.last

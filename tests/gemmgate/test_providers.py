@@ -199,6 +199,8 @@ def test_inductor_compiles_once_with_triton_templates_only(fake_compile):
     opts = kw["options"]  # max-autotune-no-cudagraphs, Triton GEMM templates only
     assert opts["max_autotune"] and opts["max_autotune_gemm_backends"] == "TRITON"
     assert opts["triton.cudagraphs"] is False and "mode" not in kw
+    assert opts["fx_graph_cache"] is False   # a hit would skip the autotuning that names
+    # its pick (test_autotune_pick's gpu test)
 
 
 def test_inductor_fp8_uses_the_vendors_padded_scaled_mm(fake_compile, fake_scaled_mm):
