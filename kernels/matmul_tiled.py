@@ -109,6 +109,8 @@ def _reduce_kernel(ws_ptr, c_ptr, scale_a_ptr, scale_b_ptr, M, N, scm, scn,
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
+# host parts that decide a constexpr the entry's tile does not hold: in the source hash too
+COMPILED_IN = ("masked_loop",)   # (kernels/table_file.variant_hash)
 KERNELS = (_tiled_kernel, _reduce_kernel, dot_acc, grouped_tile, store_tile, pointer_strides,
            wide)   # its source
 _REDUCE_BLOCK = 1024

@@ -65,6 +65,8 @@ def _tma_split_kernel(
 
 
 KERNELS = (_tma_split_kernel, _reduce_kernel, k_step, load_oriented, dot_acc, wide)
+# host parts that decide a constexpr the entry's tile does not hold: in the source hash too
+COMPILED_IN = ("b_first",)   # (kernels/table_file.variant_hash)
 
 
 @dataclass(frozen=True)

@@ -59,13 +59,40 @@ _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
             "tma_wide": matmul_tma_wide.KERNELS, "tma_tall": matmul_tma_wide.KERNELS,
             "tma_hybrid": matmul_tma_hybrid.KERNELS,
             "gemv": matmul_gemv.KERNELS, "tma_ws": matmul_ws.KERNELS}
+# the modules whose COMPILED_IN a variant's launches go through
+_HOSTS = {"tiled": (matmul_tiled,), "tma": (matmul_tma,), "tma_split": (matmul_tma_split,),
+          "tma_streamk": (matmul_tma_streamk,), "tma_hybrid": (matmul_tma, matmul_tma_split)}
 
 
 @functools.cache
 def variant_hash(variant: str) -> str:
-    """Hash of a variant's kernel source: an entry tuned on other code is stale."""
-    src = "".join(inspect.getsource(k.fn) for k in _SOURCES[variant])
+    """Hash of a variant's kernel source: an entry tuned on other code is stale. The
+    source is its `KERNELS`' text, each with the values of the module constants it reads
+    (`_LOAD_REGS`: a gl.constexpr), then its modules' `COMPILED_IN`: the host parts that
+    decide a constexpr the entry's tile does not hold (`b_first`, `masked_loop`: a
+    function's text and the constants it reads; `MAX_PARTS`: a value). An edit to any of
+    those left the entries fresh (a review; session 76)."""
+    src = "".join(inspect.getsource(k.fn) + _constants(k.fn) for k in _SOURCES[variant])
+    for module in _HOSTS.get(variant, ()):
+        for name in module.COMPILED_IN:
+            part = getattr(module, name)
+            src += f"\n# {module.__name__}.{name}: " + (
+                inspect.getsource(part) + _constants(part) if callable(part) else repr(part))
     return hashlib.sha1(src.encode()).hexdigest()[:12]
+
+
+def _constants(fn) -> str:
+    """The values of the module constants `fn`'s code reads by name (a number, string,
+    tuple or constexpr: what Triton compiles in), as text; "" where it reads none, so a
+    source hash is the text's alone there."""
+    got = []
+    for name in dict.fromkeys(fn.__code__.co_names):
+        value = fn.__globals__.get(name, fn)   # (`fn`: not a global; builtins, attributes)
+        if type(value).__name__ == "constexpr":   # tl's, or gluon's (its own class in
+            value = value.value                     # some Triton releases)
+        if isinstance(value, (bool, int, float, str, tuple)):
+            got.append(f"\n# {name} = {value!r}")
+    return "".join(got)
 
 
 class TableError(ValueError):

@@ -322,13 +322,36 @@ def test_an_unreadable_table_beside_the_device_s_is_warned_of_and_skipped(tmp_pa
         table_file.reload()
 
 
-def test_compiled_constants_outside_the_source_hash_are_pinned():
-    """`variant_hash` hashes the kernels' source, not module constants they compile in:
-    the load warp's registers (tma_ws) and stream-K's parts a tile (tma_streamk). A change
-    to either left the tables' entries of that variant fresh (a review). Until the hash
-    takes them (which needs the tables re-stamped on their Triton, scripts/restamp.py),
-    this pins the values every committed entry was tuned with: change one only with
-    its variant's entries retuned, and this test with it."""
-    from kernels import matmul_tma_streamk, matmul_ws
+@pytest.fixture
+def hashed_again():
+    """variant_hash computed afresh (its cache cleared), and again after the test's
+    monkeypatches are undone."""
+    table_file.variant_hash.cache_clear()
+    yield
+    table_file.variant_hash.cache_clear()
 
-    assert (matmul_ws.LOAD_REGS, matmul_tma_streamk.MAX_PARTS) == (40, 4)
+
+@pytest.mark.parametrize("module, name, value, moved", [
+    # a constant a kernel reads (the load warp's registers, a gl.constexpr)
+    ("matmul_ws", "_LOAD_REGS", 24, {"tma_ws"}),
+    # a value a launch passes as a constexpr (stream-K's parts a tile)
+    ("matmul_tma_streamk", "MAX_PARTS", 3, {"tma_streamk"}),
+    # a constant a host part reads (B read first from Triton 3.6 on: IEEE fp32's TMA dot)
+    ("fma", "B_FIRST_FROM", (3, 6), {"tma", "tma_split", "tma_hybrid"}),
+], ids=["kernel_constant", "compiled_in_value", "compiled_in_function"])
+def test_what_a_kernel_compiles_in_is_in_its_source_hash(monkeypatch, hashed_again,
+                                                         module, name, value, moved):
+    """The source hash was the kernels' text alone: an edit to a constant a kernel reads,
+    or to a host part that decides a constexpr the entry's tile does not hold, left the
+    entries tuned on the other code fresh (a review found `B_FIRST_FROM` and `LOAD_REGS`;
+    `LOAD_REGS` and `MAX_PARTS` were pinned by a test instead). Those variants' hashes
+    move now, and only theirs."""
+    import importlib
+
+    before = {v: table_file.variant_hash(v) for v in table_file._SOURCES}
+    mod = importlib.import_module(f"kernels.{module}")
+    old = getattr(mod, name)
+    monkeypatch.setattr(mod, name, type(old)(value) if name.startswith("_") else value)
+    table_file.variant_hash.cache_clear()
+    after = {v: table_file.variant_hash(v) for v in table_file._SOURCES}
+    assert {v for v in before if before[v] != after[v]} == moved
