@@ -18,6 +18,7 @@ from gemmgate.results import CaseResult, RunRecord
 from gemmgate.run import environment_of
 from gemmgate.tune import (
     KeyWriter,
+    claimed_elsewhere,
     in_kernel_folder,
     incumbents_of,
     lent_table,
@@ -69,6 +70,12 @@ def tune_command(args, console, err) -> int:
     if args.stale and args.table is not None and not path.exists():
         raise ValueError(f"--table {table}: no such file, so no stale entries to retune")
     table_for(path, ctx.chip.id)   # unusable or another chip's: said before any tuning
+    own = claimed_elsewhere(path, name)
+    if own:
+        raise ValueError(f"--table {table}: {own} already names this device ({name!r}) in "
+                         "the kernel's table folder, and a device reads one table of its "
+                         "own there (a second makes every kernel call on it fail): tune into "
+                         f"{own}, or write a candidate table outside {path.parent}")
     lent, lent_entries = lent_table(ctx.chip.name, path)
     if lent:
         err.print(f"{ctx.chip.id} reads {lent} (lent to it: `borrowed_by`) where "

@@ -158,6 +158,21 @@ def in_kernel_folder(path: Path) -> bool:
     return path.parent.resolve() == table_file.DEFAULT_DIR.resolve()
 
 
+def claimed_elsewhere(path: Path, device_name: str) -> str:
+    """The table of the kernel's folder whose `match` already names this device, where
+    `path` is another file there; '' otherwise. A tune into a second one (`--table
+    kernels/tuned/<chip>-candidate.json`) left the device two tables of its own, and every
+    kernel call on it raised TableError, the tune's own later keys too (a review)."""
+    if not in_kernel_folder(path):
+        return ""
+    from kernels import table_file
+
+    got = table_file.table_for_device(device_name, table_file.DEFAULT_DIR)   # (TableError:
+    # two claim it already)
+    own = got.path if got.path and got.path != got.lent else ""
+    return own if own and Path(own).resolve() != path.resolve() else ""
+
+
 def lent_table(device_name: str, path: Path) -> tuple[str, list[dict]]:
     """(file name, entries) of the table lent to this device (`borrowed_by`), where `path`,
     the device's own table or the file that will be, sits in the kernel's table folder and

@@ -242,6 +242,30 @@ def test_tune_refuses_another_chips_or_a_broken_table_before_tuning(not_cpu, tmp
         assert said in capsys.readouterr().err and path.read_text() == before
 
 
+def test_tune_refuses_a_second_table_of_the_device_in_the_kernels_folder(
+        not_cpu, tmp_path, monkeypatch, capsys):
+    """A candidate table tuned into kernels/tuned beside the device's own named the same
+    device, and every kernel call on it raised TableError from then on (a review): refused
+    before tuning, nothing written. The own table itself, or a file elsewhere, is not."""
+    from gemmgate.tune import claimed_elsewhere
+
+    monkeypatch.setattr(table_file, "DEFAULT_DIR", tmp_path)   # the kernel's table folder
+    own = tmp_path / "cpu.json"
+    write_table(own, "cpu", ("cpu",), [entry_of(_result(), ENV)])
+    table_file.reload()
+    candidate = tmp_path / "cpu-candidate.json"
+    assert main(["tune", "--shapes", "16x16x16", "--modes", "fp32",
+                 "--table", str(candidate)]) == 2
+    err = capsys.readouterr().err
+    assert "already names this device" in err and "cpu.json" in err
+    assert not candidate.exists()
+    assert claimed_elsewhere(candidate, "cpu") == str(own)
+    assert claimed_elsewhere(own, "cpu") == ""
+    assert claimed_elsewhere(tmp_path.parent / "cpu-candidate.json", "cpu") == ""
+    assert claimed_elsewhere(candidate, "NVIDIA H200") == ""   # no table names it
+    table_file.reload()
+
+
 def test_tune_stale_with_a_table_that_is_not_there_is_an_error(not_cpu, tmp_path, capsys):
     """A misspelt --table would otherwise say "no stale entries" and pass."""
     assert main(["tune", "--stale", "--table", str(tmp_path / "nvidia-h20.json")]) == 2
