@@ -11,11 +11,21 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from gemmgate.cli_run import check_outputs, context_from_args, progress_bar, shapes_file
-from gemmgate.files import write_json_atomic
+from gemmgate.cli_run import (
+    check_outputs,
+    context_from_args,
+    keep_partial,
+    progress_bar,
+    say_stderr,
+    shapes_file,
+    write_partial,
+)
+from gemmgate.context import MeasurementError
+from gemmgate.files import clear_outputs, write_json_atomic
 from gemmgate.precision import get_mode
 from gemmgate.results import CaseResult, RunRecord
 from gemmgate.run import environment_of
+from gemmgate.stop_signal import stopped_by
 from gemmgate.tune import (
     KeyWriter,
     claimed_elsewhere,
@@ -96,14 +106,29 @@ def tune_command(args, console, err) -> int:
     if first:
         ctx = replace(ctx, tuning=replace(ctx.tuning, first=first))
     written = KeyWriter(path, ctx.chip.id, tuple(ctx.chip.match), environment_of(ctx))
+    clear_outputs(args.json)   # a tune stopped part way left an earlier run's file there,
+    done: list[CaseResult] = []   # looking like its own (a review): its keys go in instead
+
+    def partial(reason: str) -> RunRecord:
+        return RunRecord({**written.env, "incomplete": reason}, ctx.shapes_label, tuple(done))
+
     with progress_bar(err) as bar:
         task = bar.add_task("tuning", total=len(items if items is not None else ctx.items))
 
         def tick(r: CaseResult) -> None:
             bar.update(task, advance=1, description=f"{r.mode} {r.case.id}")
             written(r)
+            done.append(r)
 
-        results = tune(ctx, args.budget_per_key, items, tick)
+        try:
+            results = tune(ctx, args.budget_per_key, items, tick)
+        except MeasurementError as e:   # the keys measured before it are not lost
+            e.partial = partial(str(e))
+            keep_partial(e, args.json, err)
+            raise
+        except KeyboardInterrupt as e:   # Ctrl-C, or SIGTERM (stop_signal.Terminated)
+            write_partial(args.json, partial(stopped_by(e)), say_stderr)
+            raise
     entries = written.entries
     gone = orphans(path, entries) if args.stale else []
     if gone:
@@ -114,6 +139,10 @@ def tune_command(args, console, err) -> int:
     data = table_data(path)
     _print(console, entries, f"tuned {len(entries)} keys into {path} "
                              f"({len(data['entries'])} entries)")
+    left = len(stale_items(path))
+    if left:   # said by the tune, not only by a lookup's warning (a review)
+        err.print(f"[yellow]{left} entries of {escape(str(path))} are stale (tuned on other "
+                  "kernel source) and never used: `gemmgate tune --stale` retunes them[/]")
     line = budget_cut_line(entries, args.budget_per_key)
     if line:
         err.print(f"[yellow]{line}[/]")

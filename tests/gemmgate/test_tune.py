@@ -103,6 +103,18 @@ def test_a_retune_keeps_the_devices_the_table_lends_itself_to(tmp_path):
     assert json.loads(path.read_text())["borrowed_by"] == ["h100"]
 
 
+def test_a_retune_keeps_the_device_names_a_table_was_given(tmp_path):
+    """A name added to `match` by hand (another device the table serves) was dropped at
+    the next tune, and that device lost its table unsaid (a review): kept, the chip's own
+    names after it."""
+    path = tmp_path / "nvidia-h200.json"
+    write_table(path, "nvidia-h200", ("h200",), [entry_of(_result(), ENV)])
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps(dict(data, match=["h200 nvl", "h200"])))
+    other = dict(entry_of(_result(), ENV), m=1024, n=1024, k=1024)
+    assert write_table(path, "nvidia-h200", ("h200",), [other])["match"] == ["h200 nvl", "h200"]
+
+
 def test_an_unreadable_table_is_not_overwritten(tmp_path):
     path = tmp_path / "t.json"
     path.write_text("{broken")
@@ -264,6 +276,43 @@ def test_tune_refuses_a_second_table_of_the_device_in_the_kernels_folder(
     assert claimed_elsewhere(tmp_path.parent / "cpu-candidate.json", "cpu") == ""
     assert claimed_elsewhere(candidate, "NVIDIA H200") == ""   # no table names it
     table_file.reload()
+
+
+def test_a_tune_stopped_part_way_leaves_its_keys_in_its_json(not_cpu, tmp_path, monkeypatch,
+                                                             capsys):
+    """--json was written at the end only: a tune stopped part way left an earlier run's
+    file there, looking like its own (a review). It holds the keys measured before the
+    stop now, marked incomplete, as a run's does; the table has them too."""
+    from gemmgate import cli_tune
+
+    def stopped(ctx, budget_s, items, on_case):
+        on_case(_result())
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_tune, "tune", stopped)
+    out, table = tmp_path / "tune.json", tmp_path / "cpu.json"
+    out.write_text(json.dumps({"old": "an earlier run"}))
+    assert main(["tune", "--shapes", "16x16x16", "--modes", "fp32", "--table", str(table),
+                 "--json", str(out)]) == 130
+    got = json.loads(out.read_text())
+    assert got["environment"]["incomplete"] and len(got["cases"]) == 1
+    assert len(json.loads(table.read_text())["entries"]) == 1
+
+
+def test_a_tune_says_the_stale_entries_it_leaves(not_cpu, tmp_path, monkeypatch, capsys):
+    """A plain tune wrote its keys and said nothing of the table's stale ones (only a
+    lookup's warning did; a review): it counts them and names the command."""
+    from gemmgate import cli_tune
+
+    monkeypatch.setattr(cli_tune, "tune", lambda ctx, b, items, on_case: [
+        on_case(_result()) or _result()])
+    monkeypatch.setattr(cli_tune, "_device", lambda ctx: ("cpu", 1, (0, 0)))
+    table = tmp_path / "cpu.json"
+    old = dict(entry_of(_result(), ENV), m=1024, kernel="0123456789ab")
+    write_table(table, "cpu", ("cpu",), [old])
+    assert main(["tune", "--shapes", "16x16x16", "--modes", "fp32",
+                 "--table", str(table)]) == 0
+    assert "1 entries of" in (err := capsys.readouterr().err) and "tune --stale" in err
 
 
 def test_tune_stale_with_a_table_that_is_not_there_is_an_error(not_cpu, tmp_path, capsys):
