@@ -279,9 +279,16 @@ def stale_entries(device_name: str, directory: Path = DEFAULT_DIR) -> list[dict]
 
 @functools.cache
 def warn_stale(path: str, count: int) -> None:
-    """Warn once per table and count that stale entries were passed over."""
-    warnings.warn(f"{path}: {count} tuning entries were tuned on other kernel source and "
-                  "are not used; run `gemmgate tune --stale` to retune them", stacklevel=4)
+    """Warn once per table and count that a lookup's bucket passed stale entries over.
+    `gemmgate tune --stale` retunes a table's own stale entries on the chip it runs on: a
+    lent table's (`path` "own over lent (lent)", or the lent file alone) are its chip's
+    to retune; this warning sent a device reading them to a tune that found none of its
+    own and said "nothing to retune" (a review)."""
+    warnings.warn(f"{path}: {count} tuning entries of a bucket looked up were tuned on "
+                  "other kernel source and are not used; `gemmgate tune --stale` retunes "
+                  "a table's stale entries on the chip the table is for (a table lent to "
+                  "this device: on its own chip; `gemmgate tune --shapes SET` tunes this "
+                  "chip's own keys here)", stacklevel=4)
 
 
 def triton_minor(version: str) -> str:
