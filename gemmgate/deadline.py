@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from gemmgate.context import MeasurementError
+from gemmgate.stop_signal import CaseTimeout
 
 T = TypeVar("T")
 ALARM_AFTER_S = 30.0   # from the hard stop to the kernel's SIGALRM (stage 3)
@@ -48,8 +49,6 @@ def cli_limit(given: float | None, tune_budget_s: float = 0.0) -> float:
     return given if given is not None else DEFAULT_LIMIT_S + 2 * tune_budget_s
 
 
-class CaseTimeout(BaseException):
-    """Raised in the measuring thread when its case ran past the limit."""
 
 
 def grace_for(limit_s: float) -> float:

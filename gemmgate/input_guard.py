@@ -17,8 +17,8 @@ import torch
 
 from gemmgate.accuracy import FAIL
 from gemmgate.context import MeasurementError
-from gemmgate.deadline import CaseTimeout
 from gemmgate.results import ProviderResult
+from gemmgate.stop_signal import STOPS
 
 
 class InputGuard:
@@ -47,26 +47,32 @@ class InputGuard:
 
 
 def timed_again(guard: InputGuard, calls: dict, samples: dict, results: dict,
-                measure_again: Callable[[dict], dict], what: str) -> dict:
+                measure_again: Callable[[dict], dict], what: str,
+                ran: dict | None = None) -> dict:
     """The samples of a timing whose inputs a provider wrote into (on a later call than the
     two checked; every provider after it was timed on its garbage), `guard` having made
     them again: each provider timed (or failed while timed: one that wrote, then raised,
-    left no samples; a review) called once and seen to leave them as they are; one that
-    does not fails, "wrote into its inputs while timed", and the others are timed again
-    without it (`measure_again`). MeasurementError (`what`: the case) where none is found,
-    or the inputs change again: no figure of the case is of its inputs."""
+    left no samples; a review) called once, what its timed calls ran first (`ran`, from
+    `measure`: under CUDA-graph timing its graph's replay; a graph alone that wrote was
+    found by no one, and the whole case stopped: a review), and seen to leave them as
+    they are; one that does not fails, "wrote into its inputs while timed", and the
+    others are timed again without it (`measure_again`). MeasurementError (`what`: the
+    case) where none is found, or the inputs change again: no figure of the case is of
+    its inputs."""
     wrote = []
     for name, call in calls.items():
-        try:
-            call()
-            if guard.inp.a.is_cuda:
-                torch.cuda.synchronize()
-        except (KeyboardInterrupt, CaseTimeout, GeneratorExit):
-            raise
-        except BaseException:   # noqa: BLE001 - its output is not judged here, its inputs are
-            pass
-        if guard.written():
-            wrote.append(name)
+        for fn in dict.fromkeys(f for f in ((ran or {}).get(name), call) if f is not None):
+            try:
+                fn()
+                if guard.inp.a.is_cuda:
+                    torch.cuda.synchronize()
+            except STOPS:
+                raise
+            except BaseException:   # noqa: BLE001 - its output is not judged here, its inputs are
+                pass
+            if guard.written():
+                wrote.append(name)
+                break
     if not wrote:
         raise MeasurementError(f"{what}: the inputs changed while timed, and no provider "
                                "wrote into them when called again alone: no figure is of "

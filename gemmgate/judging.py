@@ -12,11 +12,11 @@ from dataclasses import replace
 import torch
 
 from gemmgate.accuracy import DOWNGRADED, FAIL, PASS, classify, errors
-from gemmgate.deadline import CaseTimeout
 from gemmgate.input_guard import InputGuard
 from gemmgate.precision import PrecisionMode
 from gemmgate.providers import Unsupported
 from gemmgate.results import UNSUPPORTED, ProviderResult
+from gemmgate.stop_signal import STOPS
 from gemmgate.tuning import TuningError
 
 
@@ -30,7 +30,7 @@ def check(name: str, build, inp, mode: PrecisionMode, ref, scale2: float = 0.0):
         return None, ProviderResult(name, UNSUPPORTED, message=str(e))
     except TuningError:   # the harness's tuning cache, not the kernel: no accuracy verdict
         raise             # (a save another job's rewrite refused was Triton's "fail", exit 1)
-    except (KeyboardInterrupt, CaseTimeout, GeneratorExit):
+    except STOPS:
         raise
     except BaseException as e:   # a compile or launch error, a wrong output, a provider's
         return None, failed(name, e)   # exit or own BaseException (which crashed the
@@ -74,7 +74,8 @@ def after_timing(calls: dict, guard: InputGuard, mode: PrecisionMode,
     poisoned): first what its timed calls ran where that is not the call itself
     (`timed`, from `measure`: under CUDA-graph timing the captured graph's replay), then
     the call. Where a verdict is worse (pass to downgraded or fail), that is the
-    provider's: its first two calls alone were judged, so a race, a kept copy gone stale,
+    provider's (the worst of the two, a graph's downgrade said after an eager call's
+    failure): its first two calls alone were judged, so a race, a kept copy gone stale,
     a tile switched after a few calls (a review) or a graph that computes otherwise than
     the eager calls (or leaves part of its output unwritten) failed no check. The timings
     stay; the verdict fails the case. One that writes into its inputs in these calls
@@ -89,23 +90,28 @@ def after_timing(calls: dict, guard: InputGuard, mode: PrecisionMode,
     ref, scale2 = guard.inp.reference_and_scale2()
     for name, call in live.items():
         replay = ran.pop(name, call)
+        before = results[name]
         if replay is not call:
             _worse(results, name, *_tried(lambda r=replay: judged(r, mode, ref, scale2)),
                    "in its timed CUDA graph")
             del replay
+        graph = results[name] if results[name] is not before else None
         got = _tried(lambda c=call: judged(c, mode, ref, scale2))
         if guard.written():
             results[name] = _failed_late(
                 results[name], "wrote into its inputs (A, B or a scale) after its timed calls")
         else:
             _worse(results, name, *got, "after its timed calls")
+            if graph is not None and results[name] is not graph:   # worse again: the
+                results[name] = replace(results[name], message=(   # graph's finding said
+                    f"{results[name].message}; {graph.message}")[:300])   # too (a review)
 
 
 def _tried(judge: Callable[[], tuple]) -> tuple:
     """`judge()`'s (Errors, Accuracy), or (None, what it raised)."""
     try:
         return judge()
-    except (KeyboardInterrupt, CaseTimeout, GeneratorExit):
+    except STOPS:
         raise
     except BaseException as e:
         return None, e

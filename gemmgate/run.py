@@ -50,6 +50,7 @@ from gemmgate.providers import (
 from gemmgate.results import REFERENCE, CaseResult, ProviderResult
 from gemmgate.shapes import Case
 from gemmgate.slowdown import slowed
+from gemmgate.stop_signal import STOPS
 from gemmgate.timing import ProviderError, TimingPolicy, measure
 from gemmgate.tuning import Tuner
 
@@ -165,14 +166,18 @@ class Runner:
         flush = chip.flush_bytes
         injected = None
         if ctx.slowdown > 0 and "triton" in calls:
-            injected = _inject(calls, ctx.slowdown, ctx.policy, flush, ctx.device)
+            try:   # (its timings name the Triton call "plain" and "wrapped")
+                injected = _inject(calls, ctx.slowdown, ctx.policy, flush, ctx.device)
+            except ProviderError as e:   # a Triton failing on a later call, as timing
+                results["triton"] = failed("triton", e.error, "while timed: ")   # fails it
+                del calls["triton"]   # (it stopped the run, exit 3, naming "plain": a review)
         timed: dict = {}   # what each provider's timed calls ran (under graphs, a replay)
         samples = _measured(calls, results, ctx.policy, flush, ctx.device, timed)
         if guard.written():   # timed on inputs a provider wrote into
             samples = timed_again(guard, calls, samples, results,
                                   lambda rest: _measured(rest, results, ctx.policy, flush,
                                                          ctx.device, timed),
-                                  f"{mode.name} {case.id}")
+                                  f"{mode.name} {case.id}", dict(timed))
         after_timing({n: calls[n] for n in samples}, guard, mode, results, timed)
         for name, ts in samples.items():
             # TFLOP/s of the rounds' median (`median_ms`), which the gate judges
@@ -225,28 +230,39 @@ def _measured(calls: dict, results: dict, policy: TimingPolicy, flush: int,
     one raises while timed (a provider that fails on a later call), that one fails this
     case (`results` updated) and the others are timed again without it (`ProviderError`
     names it; anything else raised, each is timed alone once to find which; none found,
-    it raises)."""
+    it raises). The timing again starts outside the `except`: inside it, the raise's
+    traceback held the first timing's frame, its captured graphs and flush buffer among
+    its locals, alive through every timing after it (a review)."""
     try:
         return measure(calls, policy, flush_bytes=flush, device=device, timed=timed)
     except ProviderError as e:
-        results[e.name] = failed(e.name, e.error, "while timed: ")
-        rest = {n: c for n, c in calls.items() if n != e.name}
-        return _measured(rest, results, policy, flush, device, timed) if rest else {}
-    except (Exception, SystemExit) as first:
-        quick = replace(policy, min_rounds=3, max_rounds=3, budget_s=0.05, warmup_s=0.0)
-        bad = {}
-        for name, call in calls.items():
-            try:
-                measure({name: call}, quick, flush_bytes=flush, device=device)
-            except (Exception, SystemExit) as e:
-                bad[name] = e
-        if not bad:
+        failures = {e.name: failed(e.name, e.error, "while timed: ")}
+    except STOPS:
+        raise
+    except BaseException as first:   # noqa: BLE001 - each provider alone says whose
+        failures = _whose(calls, policy, flush, device)
+        if not failures:
             raise first
-        for name, e in bad.items():
-            results[name] = failed(name, e, "while timed: ")
-        rest = {n: c for n, c in calls.items() if n not in bad}
-        return measure(rest, policy, flush_bytes=flush, device=device,
-                       timed=timed) if rest else {}
+    results.update(failures)
+    rest = {n: c for n, c in calls.items() if n not in failures}
+    return _measured(rest, results, policy, flush, device, timed) if rest else {}
+
+
+def _whose(calls: dict, policy: TimingPolicy, flush: int, device: str) -> dict:
+    """{name: failed result} of the providers that raise when timed alone, briefly (only
+    their messages kept: an exception holds its frames)."""
+    quick = replace(policy, min_rounds=3, max_rounds=3, budget_s=0.05, warmup_s=0.0)
+    bad = {}
+    for name, call in calls.items():
+        try:
+            measure({name: call}, quick, flush_bytes=flush, device=device)
+        except ProviderError as e:
+            bad[name] = failed(name, e.error, "while timed: ")
+        except STOPS:
+            raise
+        except BaseException as e:   # noqa: BLE001 - outside the call: still this one's
+            bad[name] = failed(name, e, "while timed: ")
+    return bad
 
 
 def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int,

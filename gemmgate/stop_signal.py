@@ -32,6 +32,16 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread (`StopOnSigterm`)."""
 
 
+class CaseTimeout(BaseException):
+    """Raised in the measuring thread when its case ran past the limit
+    (gemmgate/deadline.py)."""
+
+
+# What stops a case from outside its providers: never a provider's failure, whatever a
+# provider's call was doing when it came (a provider's own BaseException is its failure)
+STOPS = (KeyboardInterrupt, CaseTimeout, GeneratorExit)
+
+
 class StopOnSigterm:
     """While in this context, SIGTERM raises `Terminated` in the main thread, and ends the
     process `grace_s` later where the context has not been left by then. Entered outside

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gemmgate.stats import MAX_BLOCK, block_medians, relative_ci_halfwidth
+from gemmgate.stop_signal import STOPS
 
 METHODS = ("graph", "eager", "wall")
 
@@ -143,8 +144,10 @@ class ProviderError(Exception):
 def _named(name: str, call: Callable[[], object]) -> object:
     try:
         return call()
-    except (Exception, SystemExit) as e:
-        raise ProviderError(name, e) from e
+    except STOPS:
+        raise
+    except BaseException as e:   # a provider's own BaseException too: it crashed the run
+        raise ProviderError(name, e) from e   # (exit 1, no --json; a review)
 
 
 def measure(fns: dict[str, Callable[[], object]], policy: TimingPolicy, *,
@@ -191,9 +194,11 @@ def _measure_wall(fns, policy, flush_bytes) -> dict[str, list[float]]:
                 if policy.flush:
                     buf.zero_()
                 t0 = time.perf_counter()
-                try:
+                try:   # (inline, not `_named`: no call added inside the timed span)
                     fns[name]()
-                except (Exception, SystemExit) as e:
+                except STOPS:
+                    raise
+                except BaseException as e:
                     raise ProviderError(name, e) from e
                 samples[name].append((time.perf_counter() - t0) * 1e3)
         rnd += 1
@@ -377,9 +382,11 @@ def _measure_device(fns, policy, flush_bytes, device, timed: dict | None = None
                     if eager:
                         torch.cuda.synchronize()
                     start.record(stream)
-                    try:
+                    try:   # (inline, not `_named`: no call added inside the timed span)
                         run[name]()
-                    except (Exception, SystemExit) as e:
+                    except STOPS:
+                        raise
+                    except BaseException as e:
                         raise ProviderError(name, e) from e
                     end.record(stream)
                     pending.append((name, start, end))

@@ -181,6 +181,29 @@ def test_a_write_into_the_inputs_after_timing_is_said_over_a_graph_s_failure(
     assert r.providers["triton"].accuracy == "pass"
 
 
+def test_a_graph_s_downgrade_is_said_beside_a_worse_verdict_after_it(
+        ctx, graphs_stand_in, monkeypatch):
+    """A graph that computes in bf16 (downgraded), then an eager call after timing that
+    is wrong (fail): the worse verdict is the provider's, and the graph's finding, which
+    it replaced unsaid (a review), is said after it."""
+    from gemmgate import run as run_mod
+
+    timed = []
+    real = run_mod._measured
+    monkeypatch.setattr(run_mod, "_measured", lambda *a: (real(*a), timed.append(1))[0])
+
+    def vendor(inp, mode):
+        def call():
+            out = inp.a @ inp.b
+            return out.mul_(1.5) if timed else out
+        call.graph = lambda: (inp.a.bfloat16() @ inp.b.bfloat16()).float()
+        return call
+
+    v = Runner(ctx, vendor=vendor).run_case(MODES["fp32"], Case(64, 64, 256)).providers["vendor"]
+    assert v.accuracy == "fail" and v.message.startswith("after its timed calls: error")
+    assert "; in its timed CUDA graph: precision downgraded" in v.message, v.message
+
+
 def test_a_graph_s_failure_stands_over_a_raise_after_it(ctx, graphs_stand_in, monkeypatch):
     """The first worse verdict after timing is the one shown: the graph's, not the eager
     call's raise after it."""

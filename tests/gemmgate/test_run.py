@@ -7,13 +7,14 @@ judgment after timing): test_judging.py. No verdict here rests on timing."""
 import json
 import math
 import types
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
 from gemmgate import stats
-from gemmgate.context import make_context
+from gemmgate.context import MeasurementError, make_context
 from gemmgate.execute import run_cases
 from gemmgate.precision import MODES
 from gemmgate.results import summary_by_mode
@@ -519,3 +520,172 @@ def test_after_a_provider_fails_while_timed_the_others_timed_callables_are_hande
     policy = TimingPolicy(method="wall", warmup=1, min_rounds=6, max_rounds=6, budget_s=5)
     got = _measured({"late": late, "ok": ok}, results, policy, 64, "cpu", timed)
     assert set(got) == {"ok"} and timed == {"ok": ok} and results["late"].accuracy == "fail"
+
+
+class _OwnStop(BaseException):
+    """A provider's own BaseException (not a stop of the case's: KeyboardInterrupt,
+    CaseTimeout, GeneratorExit)."""
+
+
+def _raises_from_its_third_call(error):
+    def vendor(inp, mode):
+        n = []
+
+        def call():
+            n.append(1)
+            if len(n) > 2:
+                raise error
+            return inp.a @ inp.b
+        return call
+    return vendor
+
+
+def test_a_providers_own_base_exception_while_timed_fails_it_alone(ctx):
+    """Timing caught Exception and SystemExit only: a provider's own BaseException on a
+    timed call crashed the run, exit 1, no --json (a review), where the same in its
+    checked calls failed its case. It fails while timed; the other is timed."""
+    r = Runner(ctx, vendor=_raises_from_its_third_call(_OwnStop("its own"))).run_case(
+        MODES["fp32"], Case(16, 16, 16))
+    v = r.providers["vendor"]
+    assert v.accuracy == "fail" and v.message == "while timed: _OwnStop: its own"
+    assert r.providers["triton"].accuracy == "pass" and r.providers["triton"].samples_ms
+
+
+def test_a_stop_while_timed_is_no_providers_failure(ctx):
+    """The case's stops pass through timing: Ctrl-C (SIGTERM is one) stops the run, the
+    case's time limit is the case's measurement error."""
+    from gemmgate.deadline import CaseTimeout
+
+    with pytest.raises(KeyboardInterrupt):
+        Runner(ctx, vendor=_raises_from_its_third_call(KeyboardInterrupt())).run_case(
+            MODES["fp32"], Case(16, 16, 16))
+    with pytest.raises(MeasurementError, match="ran past the case time limit"):
+        Runner(ctx, vendor=_raises_from_its_third_call(CaseTimeout())).run_case(
+            MODES["fp32"], Case(16, 16, 16))
+
+
+def test_a_triton_failing_while_a_slowdown_is_sized_fails_alone():
+    """The injected slowdown is sized by timing the Triton call ("plain", "wrapped"): a
+    Triton failing on a later call stopped the run there (exit 3: "ProviderError: plain:
+    ..."; a review), where without injection it fails while timed."""
+    def matmul(a, b, *, out=None, **kw):
+        calls.append(1)
+        if len(calls) > 2:
+            raise RuntimeError("from its third call")
+        return torch.matmul(a, b, out=out)
+
+    calls = []
+    c = make_context(chip="cpu", shapes="smoke", modes="fp32", slowdown=0.05)
+    r = Runner(c, triton=types.SimpleNamespace(matmul=matmul)).run_case(MODES["fp32"],
+                                                                        Case(16, 16, 16))
+    t = r.providers["triton"]
+    assert t.accuracy == "fail" and t.message == "while timed: RuntimeError: from its third call"
+    assert r.providers["vendor"].samples_ms and "injected_slowdown" not in r.telemetry
+
+
+class _Replay:
+    """`timing.graphed`'s replay on the CPU: a call's `graph` where it has one (what its
+    capture would record), else the call; returns what it returned when "captured"."""
+
+    live = None   # the replays alive (a weakref.WeakSet, per test)
+
+    def __init__(self, fn, warmup):
+        for _ in range(max(warmup, 1)):
+            fn()
+        self.fn = getattr(fn, "graph", fn)
+        self.out = self.fn()
+        _Replay.live.add(self)
+
+    def __call__(self):
+        self.fn()
+        return self.out
+
+
+@pytest.fixture
+def device_graphs(monkeypatch):
+    """timing's CUDA-graph path itself (`_measure_device`) on the CPU: torch.cuda's
+    synchronize, events, stream and spin stood in for, `graphed` made `_Replay`; the
+    context's timing "graph". Yields the context."""
+    import time
+    import weakref
+
+    from gemmgate import timing
+
+    class Event:
+        def __init__(self, enable_timing=True):
+            self.t = 0.0
+
+        def record(self, stream=None):
+            self.t = time.perf_counter()
+
+        def elapsed_time(self, end):
+            return (end.t - self.t) * 1e3
+
+    for name, fake in (("synchronize", lambda *a, **k: None), ("Event", Event),
+                       ("current_stream", lambda *a, **k: None),
+                       ("_sleep", lambda *a, **k: None)):
+        monkeypatch.setattr(torch.cuda, name, fake)
+    _Replay.live = weakref.WeakSet()
+    monkeypatch.setattr(timing, "graphed", _Replay)
+    c = make_context(chip="cpu", shapes="smoke", modes="fp32")
+    yield replace(c, policy=replace(c.policy, method="graph", warmup_s=0.0, batch=1))
+
+
+def _graph_of(graph):
+    """A vendor right in every eager call whose timed graph runs `graph(inp, out)`."""
+    def vendor(inp, mode):
+        out = torch.empty_like(inp.a @ inp.b)
+
+        def call():
+            return torch.matmul(inp.a, inp.b, out=out)
+        call.graph = lambda: graph(inp, out)
+        return call
+    return vendor
+
+
+def test_a_graph_alone_that_writes_its_inputs_fails_and_the_rest_are_timed_again(
+        device_graphs):
+    """Under graph timing the search for the writer called the eager calls only: a vendor
+    whose graph alone wrote into A was found by no one, and the whole case stopped
+    (MeasurementError, exit 3; a review). Its graph is called first now."""
+    def writes_a(inp, out):
+        torch.matmul(inp.a, inp.b, out=out)
+        inp.a.mul_(2.0)
+        return out
+
+    r = Runner(device_graphs, vendor=_graph_of(writes_a)).run_case(MODES["fp32"],
+                                                                   Case(16, 16, 16))
+    v, t = r.providers["vendor"], r.providers["triton"]
+    assert v.accuracy == "fail" and v.message.startswith("wrote into its inputs (A, B or a "
+                                                         "scale) while timed"), v.message
+    assert t.accuracy == "pass" and t.samples_ms and r.gate_passed is False
+
+
+def test_a_timing_that_failed_holds_no_graph_while_the_rest_are_timed_again(
+        device_graphs, monkeypatch):
+    """The rest were timed again inside the `except` of the first timing's failure: its
+    traceback kept that timing's frame alive, its captured graphs (each a memory pool on
+    a GPU) and flush buffer among its locals (a review). None is alive now when the rest
+    are captured again."""
+    import gc
+
+    def fails_on_its_sixth_replay(inp, out):
+        replays.append(1)
+        if len(replays) > 5:
+            raise RuntimeError("replay 6")
+        return torch.matmul(inp.a, inp.b, out=out)
+
+    replays, alive = [], []
+    init = _Replay.__init__
+
+    def counted(self, fn, warmup):
+        gc.collect()
+        alive.append(len(_Replay.live))
+        init(self, fn, warmup)
+
+    monkeypatch.setattr(_Replay, "__init__", counted)
+    r = Runner(device_graphs, vendor=_graph_of(fails_on_its_sixth_replay)).run_case(
+        MODES["fp32"], Case(16, 16, 16))
+    assert r.providers["vendor"].message == "while timed: RuntimeError: replay 6"
+    assert r.providers["triton"].samples_ms
+    assert alive == [0, 1, 0], alive   # triton's, the vendor's; then triton's alone again
