@@ -104,6 +104,9 @@ def write_table(path: Path, chip_id: str, match: Sequence[str], new: Sequence[di
 
     path.parent.mkdir(parents=True, exist_ok=True)
     gone = {_where(d) for d in drop}
+    # each entry names its chip, as the issue asks (on a device reading a lent table, its
+    # own and the lent entries are one list in memory; a review): the table's
+    new = [{"chip": chip_id, **{k: v for k, v in e.items() if k != "chip"}} for e in new]
     with FileLock(str(path) + ".lock", timeout=600):
         old = table_for(path, chip_id)
         # the file's own `match` names kept (a device added by hand lost its table at the

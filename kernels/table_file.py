@@ -125,6 +125,8 @@ def check_table(data, where: str) -> dict:
     for i, e in enumerate(data["entries"]):
         try:
             _check_entry(e)
+            if isinstance(e, dict) and e.get("chip", data.get("chip")) != data.get("chip"):
+                raise ValueError(f"chip is {e['chip']!r}, the table's {data.get('chip')!r}")
         except (KeyError, TypeError, ValueError) as err:
             raise TableError(f"tuning table {where}: entry {i} is invalid ({err})") from None
     return data

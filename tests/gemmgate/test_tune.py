@@ -103,6 +103,24 @@ def test_a_retune_keeps_the_devices_the_table_lends_itself_to(tmp_path):
     assert json.loads(path.read_text())["borrowed_by"] == ["h100"]
 
 
+def test_each_entry_names_its_chip_and_a_table_holds_one_chips(tmp_path):
+    """The issue asks each entry to carry its chip: a device reading a lent table holds
+    its own and the lent entries in one list (a review). Written with the table's; an
+    entry naming another chip is refused, the file as it was."""
+    path = tmp_path / "nvidia-h200.json"
+    data = write_table(path, "nvidia-h200", ("h200",),
+                       [dict(entry_of(_result(), ENV), chip="nvidia-h100")])
+    assert [e["chip"] for e in data["entries"]] == ["nvidia-h200"]
+    before = path.read_text()
+    bad = json.loads(before)
+    bad["entries"][0]["chip"] = "nvidia-h100"
+    with pytest.raises(table_file.TableError, match="entry 0 is invalid .chip is 'nvidia-h100'"):
+        table_file.check_table(bad, "t")
+    assert all(e["chip"] == json.loads(p.read_text())["chip"] for p in
+               sorted(table_file.DEFAULT_DIR.glob("*.json"))
+               for e in json.loads(p.read_text())["entries"])   # the committed tables
+
+
 def test_a_retune_keeps_the_device_names_a_table_was_given(tmp_path):
     """A name added to `match` by hand (another device the table serves) was dropped at
     the next tune, and that device lost its table unsaid (a review): kept, the chip's own
@@ -153,10 +171,12 @@ def test_stale_entries_become_cases_to_retune(tmp_path):
 
 def test_a_stale_entry_whose_case_retuned_under_another_bucket_is_an_orphan(tmp_path):
     path = tmp_path / "t.json"
-    old = dict(entry_of(_result(), ENV), kernel="0123456789ab", bucket="16bit bf16 rc tma")
+    old = dict(entry_of(_result(), ENV), kernel="0123456789ab", bucket="16bit bf16 rc tma",
+               chip="nvidia-h200")   # (each entry as written: its chip named)
     other = dict(old, m=8)   # stale, but its case was not retuned: kept
     write_table(path, "nvidia-h200", ("h200",), [old, other])
-    fresh = entry_of(_result(), ENV)   # the same case, filed under today's bucket
+    fresh = dict(entry_of(_result(), ENV), chip="nvidia-h200")   # the same case, filed
+    # under today's bucket
     write_table(path, "nvidia-h200", ("h200",), [fresh])
     assert orphans(path, [fresh]) == [old]
     left = write_table(path, "nvidia-h200", ("h200",), [], drop=orphans(path, [fresh]))
