@@ -94,6 +94,7 @@ def measure_all(cases=None, modes=None, budget_s=None) -> dict:
         raise RuntimeError(f"no mode to measure on {chip.id} (its modes: "
                            f"{', '.join(chip.modes)}; $GEMMGATE_BENCH_MODES="
                            f"{os.environ.get('GEMMGATE_BENCH_MODES')!r})")
+    _timed_tree_is_asvs()
     by_id = {c.id: c for s in SETS.values() for c in s}
     budget = budget_s or (GPU_BUDGET_S if gpu else CPU_BUDGET_S)
     # make_context picks the device, timing policy and this chip's tuning cache, and
@@ -117,6 +118,27 @@ def measure_all(cases=None, modes=None, budget_s=None) -> dict:
         else:
             _measure(erunner, eager, cases, by_id, "eager-", out)
     return out
+
+
+def _timed_tree_is_asvs() -> None:
+    """Under asv (ASV_CONF_DIR set), the gemmgate imported must be the tree asv records:
+    the one ASV_PYTHONPATH names first where it is set, else asv's own checkout. asv drops
+    PYTHONPATH, so an installed gemmgate of another checkout (an editable install left
+    pointing elsewhere) was timed and filed under this commit, nothing in the results
+    saying so (a review). RuntimeError naming both otherwise."""
+    conf = os.environ.get("ASV_CONF_DIR")
+    if not conf:
+        return
+    import gemmgate
+
+    got = os.path.realpath(os.path.dirname(os.path.dirname(gemmgate.__file__)))
+    named = [p for p in os.environ.get("ASV_PYTHONPATH", "").split(os.pathsep) if p]
+    want = os.path.realpath(named[0] if named else conf)
+    if got != want:
+        raise RuntimeError(f"asv records {want}'s commit, but the gemmgate imported is "
+                           f"{got}'s (an install of another tree): "
+                           + ("put this tree first in ASV_PYTHONPATH" if named else
+                              f"set ASV_PYTHONPATH={want}"))
 
 
 def _measure(runner, modes, cases, by_id: dict, prefix: str, out: dict) -> None:
@@ -159,6 +181,8 @@ def pick(cache: dict, case: str, mode: str, figure: str, timing: str = "") -> fl
     """The figure for (case, mode), of the eager pass with `timing` "eager"; raises
     NotImplementedError (asv: skipped) where it cannot exist on this machine, RuntimeError
     (asv: failed) where it should but does not."""
+    if "_error" in cache:   # setup_cache failed: every figure fails, saying why
+        raise RuntimeError(cache["_error"])
     meta = cache.get("_meta", {})
     if mode not in meta.get("chip_modes", (mode,)):
         raise NotImplementedError(f"{mode} is not supported on {meta.get('chip')}")
@@ -199,7 +223,13 @@ class _Mode:
     version = "2"
 
     def setup_cache(self):
-        return measure_all()
+        # a raise here is shown by `asv run` only under --show-stderr: the benchmarks read
+        # "skipped (setup_cache failed)", the reason nowhere in a CI log (a review); handed
+        # to each benchmark instead, it is printed as each one's failure
+        try:
+            return measure_all()
+        except Exception as e:   # noqa: BLE001 - any reason, said by every benchmark
+            return {"_error": f"setup_cache: {type(e).__name__}: {e}"}
 
     setup_cache.timeout = 900
 

@@ -318,3 +318,38 @@ def test_a_gpu_chips_machine_fields_hold_its_stack_and_no_host(monkeypatch):
     f = hosts[0]
     assert f["cpu"] == "NVIDIA H200 | driver 580.159.04 | CUDA 13.0"
     assert "torch 2.11.0+cu130" in f["os"] and "triton 3.6.0" in f["os"]
+
+
+def test_a_failed_setup_cache_is_each_benchmarks_failure_saying_why(monkeypatch):
+    """asv shows a raise in setup_cache only under --show-stderr: the benchmarks read
+    "skipped (setup_cache failed)", the reason nowhere in the nightly's log (a review).
+    The reason is handed to each benchmark, which fails with it (asv prints that)."""
+    bench = _bench_module()
+
+    def broken():
+        raise RuntimeError("no mode to measure on cpu")
+
+    monkeypatch.setattr(bench, "measure_all", broken)
+    cache = bench.Fp32().setup_cache()
+    with pytest.raises(RuntimeError, match="setup_cache: RuntimeError: no mode to measure"):
+        bench.Fp32().track_time_ratio(cache, bench.CPU_CASES[0])
+
+
+def test_the_tree_asv_times_is_the_one_it_records(monkeypatch, tmp_path):
+    """asv drops PYTHONPATH: an installed gemmgate of another checkout was timed and filed
+    under this commit, unsaid (a review). Under asv (ASV_CONF_DIR), the imported tree must
+    be ASV_PYTHONPATH's first, else asv's own."""
+    bench = _bench_module()
+    monkeypatch.delenv("ASV_PYTHONPATH", raising=False)
+    monkeypatch.delenv("ASV_CONF_DIR", raising=False)
+    bench._timed_tree_is_asvs()                       # not under asv: nothing to say
+    monkeypatch.setenv("ASV_CONF_DIR", str(ROOT))
+    bench._timed_tree_is_asvs()                       # this checkout's, as asv records
+    monkeypatch.setenv("ASV_CONF_DIR", str(tmp_path))
+    with pytest.raises(RuntimeError, match="an install of another tree.*ASV_PYTHONPATH="):
+        bench._timed_tree_is_asvs()
+    monkeypatch.setenv("ASV_PYTHONPATH", os.pathsep.join([str(ROOT), str(tmp_path)]))
+    bench._timed_tree_is_asvs()                       # the tree named first is this one
+    monkeypatch.setenv("ASV_PYTHONPATH", str(tmp_path))
+    with pytest.raises(RuntimeError, match="first in ASV_PYTHONPATH"):
+        bench._timed_tree_is_asvs()
