@@ -45,6 +45,7 @@ class Point:
     failed: bool = False              # accuracy failure or downgrade
     in_bytes: int = 4
     out_bytes: int = 4
+    failed_by: tuple[str, ...] = ()   # the providers that failed it (an extra's too)
 
     @property
     def label(self) -> str:
@@ -140,7 +141,7 @@ def heatmap(points: Sequence[Point], title: str) -> Figure:
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     fig.suptitle(f"{title}: vendor time / Triton time (> 1: Triton faster)")
     if not panels:
-        _empty(axes[0], "no row-major unpadded cases: see the table below")
+        _empty(axes[0], "no row-major unpadded cases: see the table of cases off the grid")
         return fig
     logs = [abs(math.log2(r)) for p in panels for row in p.ratio for r in row if r]
     lim = max([0.25, *logs])
@@ -181,6 +182,16 @@ def _categorical(ax, points: Sequence[Point]) -> None:
             tick.set_color("red")
 
 
+def _hatched(bars, points: Sequence[Point], name: str) -> None:
+    """The bars of a provider that failed accuracy on their case hatched, red-edged: an
+    extra's wrong result stood as its tallest bar, unmarked (a review)."""
+    for bar, p in zip(bars, points):
+        if name in p.failed_by:
+            bar.set_hatch("//")
+            bar.set_edgecolor("red")
+            bar.set_gid("failed")
+
+
 def _providers(points: Sequence[Point], field: str = "tflops") -> list[str]:
     """Who has figures in these points: the three known first, then the extras."""
     seen = dict.fromkeys(n for p in points for n in getattr(p, field))
@@ -210,7 +221,7 @@ def tflops_bars(points: Sequence[Point], title: str) -> Figure:
     for i, name in enumerate(names):
         xs = [j + (i - (len(names) - 1) / 2) * w for j in range(len(points))]
         ys = [p.tflops.get(name, 0.0) for p in points]
-        ax.bar(xs, ys, w, label=name, color=_style(name, names)[0])
+        _hatched(ax.bar(xs, ys, w, label=name, color=_style(name, names)[0]), points, name)
     _categorical(ax, points)
     if any(v > 0 for p in points for v in p.tflops.values()):
         ax.set_yscale("log")
@@ -238,8 +249,8 @@ def peak_and_roofline(points: Sequence[Point], title: str, chip: str,
         w = 0.8 / max(1, len(names))
         for i, name in enumerate(names):
             xs = [j + (i - (len(names) - 1) / 2) * w for j in range(len(points))]
-            left.bar(xs, [100 * p.tflops.get(name, 0.0) / peak for p in points], w,
-                     label=name, color=_style(name, names)[0])
+            _hatched(left.bar(xs, [100 * p.tflops.get(name, 0.0) / peak for p in points], w,
+                              label=name, color=_style(name, names)[0]), points, name)
         _categorical(left, points)
         left.axhline(100, color="black", lw=0.8, ls="--")
         left.set_ylabel(f"% of {peak:g} TFLOP/s")

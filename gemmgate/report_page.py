@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gemmgate import plots, plots_history
+from gemmgate.accuracy import DOWNGRADED, FAIL
 from gemmgate.baseline_provenance import calibration_mark
 from gemmgate.baseline_schema import Baseline
 from gemmgate.baseline_schema import load as load_baseline
@@ -61,7 +62,10 @@ class Source:
 
     @property
     def label(self) -> str:
-        return f"{self.kind} {self.date[:10] or '?'} {self.commit[:7] or '?'}"
+        """Kind, date to the minute and commit: two runs of one commit and day were one
+        label on the history's axis (a review); where even those match, `_series` adds
+        the file's name."""
+        return f"{self.kind} {self.date[:16].replace('T', ' ') or '?'} {self.commit[:7] or '?'}"
 
     @property
     def modes(self) -> list[str]:
@@ -87,7 +91,9 @@ def point_of_result(r: CaseResult) -> Point:
                  {n: p.tflops for n, p in provs.items() if p.tflops},
                  {n: (p.error if math.isfinite(p.error) else math.inf)
                   for n, p in provs.items() if p.error is not None},
-                 not r.gate_passed, *_bytes(r.mode))   # an extra's failure is not Triton's
+                 not r.gate_passed, *_bytes(r.mode),   # an extra's failure is not
+                 failed_by=tuple(n for n, p in provs.items()     # Triton's: its own
+                                 if p.accuracy in (FAIL, DOWNGRADED)))
 
 
 def software_of(env: dict) -> str:
@@ -176,10 +182,18 @@ def ceilings(chip_id: str, mode: str) -> tuple[float | None, float | None]:
     return chip.peak(mode), chip.mem_bw_gbs or None
 
 
-def _series(s: Source) -> Series:
+def _series(s: Source, name: str = "") -> Series:
     chip = CHIPS.get(s.chip)
-    return Series(f"{s.chip} {s.label}", s.chip, s.points,
+    return Series(name or f"{s.chip} {s.label}", s.chip, s.points,
                   dict(chip.peak_tflops) if chip else {})
+
+
+def _named_apart(sources: Sequence[Source]) -> list[Series]:
+    """Each source's series, named by chip and label, and by file name too where two
+    would share one."""
+    names = [f"{s.chip} {s.label}" for s in sources]
+    return [_series(s, n if names.count(n) == 1 else f"{n} ({Path(s.path).name})")
+            for s, n in zip(sources, names)]
 
 
 OWN_PNG = re.compile(r"r[0-9a-f]{8}-.+\.png")   # a report's figure (`_Writer`), by name
@@ -244,6 +258,8 @@ def _mode_section(w: _Writer, s: Source, idx: int, mode: str) -> list[str]:
     name, title = f"s{idx}-{slug(s.chip)}-{mode}", f"{s.chip} {mode}"
     peak, bw = ceilings(s.chip, mode)
     failed = [p.label for p in pts if p.failed]
+    extras = {n: sum(n in p.failed_by for p in pts) for p in pts for n in p.failed_by
+              if n not in ("triton", "vendor")}   # shown beside, never gated: said apart
     g = plots_history.geomean([p.ratio for p in pts if p.ratio and not p.failed])
     ceiling = f"{Chip.peak_source(mode)} {peak:g} TFLOP/s" if peak else "no datasheet peak"
     parts = [f'<h3 id="{name}">{html.escape(title)}</h3>',
@@ -251,7 +267,10 @@ def _mode_section(w: _Writer, s: Source, idx: int, mode: str) -> list[str]:
              f"{': ' + html.escape(', '.join(failed)) if failed else ''}; geomean speed "
              f"ratio {_f(g)}" + (f" over the {len(pts) - len(failed)} passing" if failed
                                  else "") + f"; {html.escape(ceiling)}, memory "
-             f"{_f(bw, 'g')} GB/s.</p>"]
+             f"{_f(bw, 'g')} GB/s."
+             + (" Failing accuracy beside them (not gated; bars hatched): " + html.escape(
+                 ", ".join(f"{n} in {c} of {len(pts)}" for n, c in extras.items())) + "."
+                if extras else "") + "</p>"]
     _, off = plots.heat_panels(pts)
     if off:
         parts.append("<p>Cases off the M×N grid (other layouts, padded):</p>" + _table(
@@ -282,7 +301,7 @@ def _history(w: _Writer, sources: Sequence[Source]) -> list[str]:
             of = [s for s in ss if mode in s.modes]   # modes left no case common to all
             if len(of) < 2:
                 continue
-            fig = plots_history.history([_series(s) for s in of], mode, f"{chip} {mode}")
+            fig = plots_history.history(_named_apart(of), mode, f"{chip} {mode}")
             mixed = sorted({s.software for s in of})
             parts.append(_img(w.save(fig, f"history-c{ci}-{slug(chip)}-{mode}",
                                      f"{chip} {mode}: history over {len(of)} runs/baselines"
@@ -302,7 +321,7 @@ def _cross(w: _Writer, sources: Sequence[Source]) -> list[str]:
              "<div class=figs>"]
     for mode in MODE_NAMES:
         if sum(mode in s.modes for s in newest) >= 2:
-            fig = plots_history.cross_chip([_series(s) for s in newest], mode)
+            fig = plots_history.cross_chip(_named_apart(newest), mode)
             parts.append(_img(w.save(fig, f"cross-{mode}",
                                      f"{mode}: chips normalised to their peak")))
     return [*parts, "</div>"]

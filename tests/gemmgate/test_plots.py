@@ -133,6 +133,16 @@ def test_tflops_bars_one_series_per_provider_that_ran():
     assert len(ax.patches) == 6 and ax.get_yscale() == "log"
 
 
+def test_a_providers_bars_where_it_failed_accuracy_are_hatched():
+    """An extra's wrong result stood as its tallest bar, unmarked (a review)."""
+    tf = {"triton": 1.0, "vendor": 2.0, "mod:bad": 9.0}
+    pts = [_pt(64, 64, 64, tflops=tf, failed_by=("mod:bad",)), _pt(48, 80, 72, tflops=tf)]
+    for fig in (plots.tflops_bars(pts, "cpu fp32"),
+                plots.peak_and_roofline(pts, "cpu fp32", "cpu", 10.0, 100.0)):
+        bars = [b for b in fig.axes[0].patches if isinstance(b, Rectangle)]
+        assert [b.get_hatch() for b in bars] == [None] * 4 + ["//", None], fig
+
+
 def test_extra_providers_get_bars_points_and_colours_of_their_own():
     """--providers extras (inductor, vendor_fast, module:function) were left out of every
     figure; they come after the three known, each in a colour none of those takes."""

@@ -253,6 +253,14 @@ def test_an_extra_providers_failure_is_not_the_cases(run_file, synthetic_record)
         "mod:wrong", "fail", 1.0, "off by one")}) for c in rec.cases)
     points = [report_page.point_of_result(c) for c in cases]
     assert not any(p.failed for p in points) and all(not c.passed for c in cases)
+    # but it is said, apart, and its bars marked: a wrong extra stood as the tallest bar,
+    # "0 failing accuracy" on the page (a review)
+    assert all(p.failed_by == ("mod:wrong",) for p in points)
+    src = report_page.Source("r.json", "run", "cpu", "2026-12-07", "abc", tuple(points))
+    html = "".join(report_page._mode_section(report_page._Writer(run_file.parent), src, 0,
+                                             points[0].mode))
+    assert f"Failing accuracy beside them (not gated; bars hatched): mod:wrong in " \
+           f"{len(points)} of {len(points)}" in html
 
 
 def test_the_cross_chip_figure_leaves_out_failed_cases(tmp_path, run_file):
@@ -313,3 +321,17 @@ def test_a_slowed_check_is_no_headline_nor_history_and_software_is_shown(tmp_pat
     (only,) = report_page.subjects([srcs[1]])   # every run slowed: shown, and said so
     report_page.write_report([srcs[1]], tmp_path / "out2")
     assert "This check was slowed on purpose" in (tmp_path / "out2" / "index.html").read_text()
+
+
+def test_two_runs_of_one_commit_and_day_are_told_apart_in_the_history():
+    """Both were "cpu run 2026-12-07 cdbfdc0" on the history's axis (a review): the label
+    has the minute, and where even that matches, the file's name."""
+    a = report_page.Source("/x/r1.json", "run", "cpu", "2026-12-07T09:13:00", "cdbfdc0aa",
+                           _A_POINT)
+    b = replace(a, path="/x/r2.json", date="2026-12-07T10:40:00")
+    c = replace(a, path="/x/r3.json")
+    assert a.label == "run 2026-12-07 09:13 cdbfdc0"
+    names = [s.label for s in report_page._named_apart([a, b, c])]
+    assert names == ["cpu run 2026-12-07 09:13 cdbfdc0 (r1.json)",
+                     "cpu run 2026-12-07 10:40 cdbfdc0",
+                     "cpu run 2026-12-07 09:13 cdbfdc0 (r3.json)"]
