@@ -190,6 +190,35 @@ def _import_isolated(root: Path, alias: str) -> ModuleType:
     return pkg
 
 
+def late_imports(package: Path) -> list[str]:
+    """'file:line' of each `import kernels...`, `from kernels... import` or relative
+    import inside a function of the package's modules: run at call time, it binds
+    whatever `kernels` is then, which for a commit's package loaded beside this tree
+    (`_import_isolated` sets this tree's aside only while it loads) is this tree's. A
+    module that does not parse is the import's error to say, not this."""
+    import ast
+
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        except SyntaxError:
+            continue
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    names = ["kernels." if node.level else node.module or ""]
+                else:
+                    continue
+                if any(n == "kernels" or n.startswith("kernels.") for n in names):
+                    found.append(f"{path.relative_to(package.parent)}:{node.lineno}")
+    return sorted(dict.fromkeys(found))
+
+
 def load(ref: str, repo: str | Path = ".") -> tuple[str, ModuleType]:
     """(commit id, the reference `kernels` package) for `ref`; loaded once per commit."""
     sha = resolve(ref, repo)
@@ -200,6 +229,12 @@ def load(ref: str, repo: str | Path = ".") -> tuple[str, ModuleType]:
         if not (root / "kernels" / "__init__.py").is_file():
             raise ValueError(f"kernels/ at {sha[:12]} has no __init__.py, so it is not "
                              "a package of its own")
+        late = late_imports(root / "kernels")
+        if late:   # bisect blamed the wrong commit, an A/B timed this tree there (a review)
+            raise ValueError(f"kernels/ at {sha[:12]} imports its own package at call time "
+                             f"({', '.join(late[:3])}): loaded beside this tree, those "
+                             "lines would run this tree's modules, so it cannot be "
+                             "measured as it was")
         try:
             pkg = _import_isolated(root, f"gemmgate_ref_{sha[:12]}")
         except Exception as e:   # whatever its import raises (a NameError at module level)

@@ -113,6 +113,20 @@ def test_a_reference_whose_import_raises_anything_is_a_clear_error(kernels_repo,
         reference.load("HEAD", d)
 
 
+def test_a_reference_that_imports_its_package_at_call_time_is_refused(kernels_repo,
+                                                                     tmp_path):
+    """`from kernels import slow` inside a function ran this tree's module when called:
+    bisect blamed a commit whose own files were not slow, and an A/B timed this tree's
+    code as the reference's (a review). Refused, naming the line (bisect: a skip)."""
+    d = _commit_kernels(kernels_repo, tmp_path, "late", {
+        "__init__.py": "from kernels.matmul import matmul\n",
+        "matmul.py": "def matmul(a, b, **kw):\n    from kernels import slow\n"
+                     "    return slow.product(a, b)\n"})
+    with pytest.raises(ValueError, match=r"imports its own package at call time "
+                                         r"\(kernels/matmul.py:2\)"):
+        reference.load("HEAD", d)
+
+
 def test_a_reference_without_init_is_refused_not_this_trees_package(kernels_repo, tmp_path):
     """Without __init__.py the extraction is a namespace portion, and `import kernels`
     found this tree's package instead: the A/B compared the tree with itself."""
