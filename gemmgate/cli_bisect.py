@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from rich.markup import escape
@@ -24,7 +25,9 @@ from gemmgate.baseline_provenance import recorded_commits
 from gemmgate.bisect import (
     BAD,
     CLEAN,
+    FAILED,
     FOUND,
+    GOOD,
     RANGE,
     SKIP,
     Commit,
@@ -51,7 +54,7 @@ from gemmgate.deadline import cli_limit
 from gemmgate.files import clear_outputs, read_text, write_json_atomic
 from gemmgate.gate import ab_tolerance
 from gemmgate.markdown import md_cell, md_row
-from gemmgate.reference import common_ancestor, resolve
+from gemmgate.reference import common_ancestor, kernels_alike, resolve
 from gemmgate.run import environment_of
 from gemmgate.stop_signal import stopped_by
 
@@ -180,7 +183,8 @@ def bisect_command(args, console, err) -> int:
 
     def is_bad(sha: str) -> bool | None:
         err.print(f"step {len(steps) + 1}: {info[sha].short} {escape(info[sha].subject)}")
-        steps.append(measure_step(ctx, items, sha, good.sha, tolerances))
+        steps.append(_alike(sha, steps, good, info)
+                     or _measured_step(ctx, items, sha, good.sha, tolerances, err))
         console.print(_steps_table(steps, keys, info, good.sha))
         return None if steps[-1].verdict == SKIP else steps[-1].verdict == BAD
 
@@ -206,7 +210,8 @@ def bisect_command(args, console, err) -> int:
                       f"{escape(args.json)}")
         raise
     outcome = _outcome(result, boundary)
-    text = _conclusion(outcome, result, steps[0] if steps else None, boundary, info, good, bad)
+    text = _conclusion(outcome, result, steps[0] if steps else None, boundary, info, good, bad,
+                       steps)
     console.print(("[bold]" if outcome == CULPRIT else "") + escape(text))
     if args.json:  # before the summary: a summary that fails must not lose the results
         write_json_atomic(args.json, _record(ctx, floor, tolerances, good, bad, commits,
@@ -216,6 +221,34 @@ def bisect_command(args, console, err) -> int:
     append_summary(args.summary, _markdown(ctx.chip.id, outcome, text, all_steps, keys, info,
                                             good.sha), err)
     return 0 if outcome in (CULPRIT, CLEAN) else 1
+
+
+def _alike(sha: str, steps: Sequence[Step], good: Commit, info: dict) -> Step | None:
+    """The verdict of a commit whose kernels/ is GOOD's (good: an A/A) or a judged step's
+    (its verdict), untimed; None otherwise. Noise alone had made such commits skips, the
+    culprit unisolated (a review: one kernels/ tree judged skip, good and skip)."""
+    if kernels_alike(sha, good.sha):
+        return Step(sha, good.sha, GOOD, (), "kernels/ as at GOOD: not timed")
+    for s in steps:
+        if s.verdict in (GOOD, BAD) and kernels_alike(sha, s.commit):
+            return Step(sha, good.sha, s.verdict, (),
+                        f"kernels/ as at {info[s.commit].short}: its verdict, not timed")
+    return None
+
+
+def _measured_step(ctx: RunContext, items, sha: str, against: str, tolerances: dict,
+                   err) -> Step:
+    """`measure_step`, and once more where every case it could not judge was
+    inconclusive (measured, a CI reaching past the tolerance): a skip is left for
+    noise that repeats, or a commit that cannot be measured."""
+    step = measure_step(ctx, items, sha, against, tolerances)
+    if step.verdict == SKIP and step.cases and \
+            all(c.verdict != FAILED for c in step.cases):
+        err.print("  inconclusive: measured again")
+        again = measure_step(ctx, items, sha, against, tolerances)
+        step = again if again.verdict != SKIP else replace(
+            again, note=f"inconclusive twice (noise): {again.note}")
+    return step
 
 
 def _outcome(result: SearchResult, boundary: Step | None) -> str:
@@ -238,7 +271,8 @@ def _figures(step: Step) -> str:
 
 
 def _conclusion(outcome: str, result: SearchResult, first: Step | None, boundary: Step | None,
-                info: dict[str, Commit], good: Commit, bad: Commit) -> str:
+                info: dict[str, Commit], good: Commit, bad: Commit,
+                steps: Sequence[Step] = ()) -> str:
     """The result in one paragraph; `first`: the first step (BAD against GOOD)."""
     if outcome == CLEAN:
         return (f"nothing regressed at BAD {bad.short} against GOOD {good.short} "
@@ -257,10 +291,12 @@ def _conclusion(outcome: str, result: SearchResult, first: Step | None, boundary
                 "--floor")
     if outcome == RANGE:
         cands = [info[c] for c in result.candidates]
-        skipped = [c.short for c in cands if any(t == (c.sha, SKIP) for t in result.tested)]
+        skipped = [c for c in cands if any(t == (c.sha, SKIP) for t in result.tested)]
+        why = {s.commit: s.note for s in steps if s.verdict == SKIP}
         return (f"the first slow commit is one of {len(cands)}: "
                 f"{', '.join(c.short for c in cands)} (oldest first); "
-                f"{', '.join(skipped)} could not be measured (skip), so it cannot be isolated")
+                + "; ".join(f"{c.short} was a skip ({why.get(c.sha) or 'not judged'})"
+                            for c in skipped) + ", so it cannot be isolated")
     why = f" ({first.note})" if first is not None and first.note else ""
     if first is not None and any(c.ab for c in first.cases):   # measured, not judged
         return (f"BAD {bad.short} against GOOD {good.short} was measured but not judged"

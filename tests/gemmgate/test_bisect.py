@@ -563,7 +563,8 @@ def test_unimportable_commits_are_skipped_and_the_range_said(tmp_path_factory, c
     skipped = [s for s in data["steps"] if s["verdict"] == "skip"]
     assert [s["commit"] for s in skipped] == [shas[2]]
     assert "does not import" in skipped[0]["note"] and skipped[0]["cases"] == []
-    assert "could not be measured (skip)" in out and "not isolated" in summary
+    assert "was a skip (kernels/ at" in out and "does not import" in out
+    assert "not isolated" in summary
     # GOOD itself unusable: exit 2 before measuring, naming it
     assert main(["bisect", shas[2], "HEAD", *FAST, "--case", CASE]) == 2
     assert "GOOD" in capsys.readouterr().err
@@ -691,3 +692,69 @@ def test_an_inconclusive_bad_step_is_said_measured_not_unmeasurable():
     failed = NS(note="kernels/ at bbbb does not import", cases=())
     text = _conclusion("untestable", None, failed, None, {}, good, bad)
     assert "BAD bbbb could not be measured against GOOD aaaa" in text
+
+
+def _commit_readme(d, text: str) -> str:
+    """A commit that changes no kernels/ file."""
+    (d / "README.md").write_text(text)
+    _git(d, "add", "-A")
+    _git(d, "commit", "-q", "-m", f"docs: {text}")
+    return _git(d, "rev-parse", "HEAD")
+
+
+@needs_git
+def test_a_commit_whose_kernels_were_judged_takes_that_verdict_untimed(
+        tmp_path_factory, costed_timing, monkeypatch, tmp_path):
+    """Commits of one kernels/ tree had been timed one by one, and noise made some of them
+    skips, the culprit left in a range (a review). One whose kernels/ is GOOD's is good
+    (an A/A), one whose kernels/ a step judged takes its verdict: neither is timed."""
+    d = tmp_path_factory.mktemp("bisect-alike")
+    good, slow = _make_history(d, [1.0, 3.0])
+    docs = [_commit_readme(d, f"r{i}") for i in range(5)]     # kernels/ as at `slow`
+    monkeypatch.chdir(d)
+    rc, data, _ = _bisect(tmp_path, good, "HEAD", "--case", CASE)
+    assert rc == 0 and data["culprit"]["sha"] == slow
+    steps = {s["commit"]: s for s in data["steps"]}
+    untimed = [s for s in data["steps"] if s["commit"] in docs and not s["cases"]]
+    assert untimed and all(s["verdict"] == "bad" and "its verdict, not timed" in s["note"]
+                           for s in untimed)
+    assert steps[docs[-1]]["cases"]   # BAD itself is timed (nothing judged before it)
+    # GOOD's own kernels/ on a later commit: good, not timed
+    d2 = tmp_path_factory.mktemp("bisect-aa")
+    (good2,) = _make_history(d2, [1.0])
+    same = _commit_readme(d2, "a")
+    from gemmgate import cli_bisect
+    from gemmgate.bisect import Commit
+
+    monkeypatch.chdir(d2)
+    step = cli_bisect._alike(same, [], Commit(good2, "g", "t"), {})
+    assert step.verdict == "good" and step.note == "kernels/ as at GOOD: not timed"
+
+
+def test_an_inconclusive_step_is_measured_again_before_it_is_a_skip(monkeypatch):
+    """A step measured but inconclusive (its CI reaching past the tolerance) was a skip at
+    once, and its commit "could not be measured" (a review): measured again first; a
+    case that failed (a kernel that does not load or compute) is not."""
+    import io
+
+    from rich.console import Console
+
+    from gemmgate import cli_bisect
+    from gemmgate.bisect import CaseAB, Step
+
+    answers = []
+
+    def measure_step(ctx, items, sha, against, tolerances):
+        verdict, case = answers.pop(0)
+        return Step(sha, against, verdict, (CaseAB("k", case, None, "note"),), "k: note")
+
+    monkeypatch.setattr(cli_bisect, "measure_step", measure_step)
+    quiet = Console(file=io.StringIO())
+    answers[:] = [("skip", "inconclusive"), ("good", "unchanged")]
+    assert cli_bisect._measured_step(None, (), "c", "g", {}, quiet).verdict == "good"
+    answers[:] = [("skip", "inconclusive"), ("skip", "inconclusive")]
+    step = cli_bisect._measured_step(None, (), "c", "g", {}, quiet)
+    assert step.verdict == "skip" and step.note.startswith("inconclusive twice (noise)")
+    answers[:] = [("skip", "failed"), ("good", "unchanged")]
+    assert cli_bisect._measured_step(None, (), "c", "g", {}, quiet).verdict == "skip"
+    assert answers == [("good", "unchanged")]   # not measured again
