@@ -118,21 +118,16 @@ def bisect_command(args, console, err) -> int:
     if args.from_check:
         named, check_chip, check_env = _check_file(args.from_check)
         ids += named
-        if not ids:
-            msg = (f"the check {args.from_check} calls no case regressed: nothing to bisect")
-            console.print(msg)
-            if args.json:   # (an earlier bisect's file stayed, looking like this one's)
-                write_json_atomic(args.json, {
-                    "schema": SCHEMA, "chip": check_chip, "outcome": NONE_REGRESSED,
-                    "from_check": args.from_check, "good": args.good, "bad": args.bad,
-                    "cases": [], "steps": []})
-                err.print(f"wrote {escape(args.json)}")
-            append_summary(args.summary, f"### gemmgate bisect: {msg}\n", err)
-            return 0
+        nothing = not ids   # said once the range, chip and baseline are checked: a swapped
+        # range, a bad --chip or a missing --baseline were exit 0 here (a review)
     if ids and (args.shapes or args.modes):
         raise ValueError("--shapes/--modes pick the cases only when neither --case nor "
                          "--from-check names them")
     items = list(dict.fromkeys(_case(i, args) for i in ids))
+    empty = [m.name + "-" + c.id for m, c in items if c.m == 0 or c.n == 0]
+    if empty:   # (each step "good", nothing timed: "nothing regressed", exit 0; a review)
+        raise ValueError(f"{', '.join(empty)}: an empty output (M or N is 0), nothing to "
+                         "time: bisect needs a case it can time")
     chip = args.chip if args.chip is not None else check_chip
     try:
         chip_id = select_chip(chip).chip.id
@@ -156,6 +151,10 @@ def bisect_command(args, console, err) -> int:
                                  "GOOD")
             good_ref = common_ancestor(shas, what=what)
     good, bad, commits = commit_range(good_ref, args.bad)
+    if args.from_check and nothing:
+        return _none_regressed(args, check_chip, good, bad, console, err)
+    if args.from_check:
+        _checked_elsewhere(args.from_check, check_env, bad, err)
     timed_as(args, check_env, base.provenance if base else {})   # as the check (else
     # its baseline) was timed
     # No pins: each commit's kernel runs its own dispatch (its tuning table), so a
@@ -221,6 +220,34 @@ def bisect_command(args, console, err) -> int:
     append_summary(args.summary, _markdown(ctx.chip.id, outcome, text, all_steps, keys, info,
                                             good.sha), err)
     return 0 if outcome in (CULPRIT, CLEAN) else 1
+
+
+def _none_regressed(args, chip: str | None, good: Commit, bad: Commit, console, err) -> int:
+    """A check that calls no case regressed: said, and its --json written with GOOD and BAD
+    as every outcome writes them (they were the refs as given; a review)."""
+    msg = f"the check {args.from_check} calls no case regressed: nothing to bisect"
+    console.print(msg)
+    if args.json:   # (an earlier bisect's file stayed, looking like this one's)
+        write_json_atomic(args.json, {
+            "schema": SCHEMA, "chip": chip, "outcome": NONE_REGRESSED,
+            "from_check": args.from_check, "good": good.to_json(), "bad": bad.to_json(),
+            "cases": [], "steps": []})
+        err.print(f"wrote {escape(args.json)}")
+    append_summary(args.summary, f"### gemmgate bisect: {msg}\n", err)
+    return 0
+
+
+def _checked_elsewhere(path: str, env: dict, bad: Commit, err) -> None:
+    """A warning where the check did not run BAD's committed kernels/: its commit is
+    another, or its tree had uncommitted changes (a slowdown there is in no commit, and
+    the bisect said "no commit's kernels/ to blame" without a word of it; a review)."""
+    commit, dirty = env.get("commit"), env.get("dirty")
+    other = isinstance(commit, str) and commit and not bad.sha.startswith(commit[:12])
+    if other or dirty:
+        err.print(f"[yellow]warning:[/] the check {escape(path)} ran on "
+                  + (f"{commit[:12]}, not BAD {bad.short}" if other else f"BAD {bad.short}")
+                  + (" with uncommitted changes" if dirty else "")
+                  + ": a slowdown it saw may be in no commit's kernels/")
 
 
 def _alike(sha: str, steps: Sequence[Step], good: Commit, info: dict) -> Step | None:

@@ -499,6 +499,28 @@ def test_a_check_without_regressions_has_nothing_to_bisect(planted, monkeypatch,
     assert rc == 0 and "nothing to bisect" in summary
     assert data["outcome"] == "none-regressed" and data["cases"] == [] and \
         data["from_check"] == str(check)
+    # GOOD and BAD as every outcome writes them, not the refs as given (a review)
+    assert data["good"]["sha"] == shas[0] and data["bad"]["sha"] == shas[-1]
+
+
+def test_a_check_that_ran_on_other_kernels_is_said(capsys):
+    """`--from-check` of a check run on uncommitted kernels/ ended "no commit's kernels/ to
+    blame", the dirty tree unsaid (a review): a warning names it, or another commit."""
+    from rich.console import Console
+
+    from gemmgate import cli_bisect
+    from gemmgate.bisect import Commit
+
+    bad = Commit("a" * 40, "s", "t")
+    said = []
+    err = Console(file=None, record=True)
+    for env in ({"commit": "a" * 40, "dirty": True}, {"commit": "b" * 40, "dirty": False},
+                {"commit": "a" * 40, "dirty": False}):
+        cli_bisect._checked_elsewhere("c.json", env, bad, err)
+        said.append(err.export_text())
+    assert "ran on BAD aaaaaaaaaaaa with uncommitted changes" in said[0]
+    assert "ran on bbbbbbbbbbbb, not BAD aaaaaaaaaaaa" in said[1].replace("\n", " ")
+    assert said[2] == ""   # a clean check of BAD: nothing said (each export clears)
 
 
 @needs_git
@@ -596,6 +618,11 @@ def test_a_commit_without_the_choose_hook_is_skipped_around(tmp_path_factory, co
     (["nope", "HEAD", "--from-check", "clean.json"], "GOOD 'nope': no such commit"),
     (["HEAD~2", "HEAD", "--from-check", "clean.json", "--json", "clean.json"],
      "--json clean.json is also --from-check"),
+    # a clean check's exit 0 came before these were checked (a review)
+    (["HEAD", "HEAD~3", "--from-check", "clean.json"], "is not an ancestor of BAD"),
+    (["baseline", "HEAD", "--from-check", "clean.json", "--baseline", "missing.json"],
+     "no baseline"),
+    (["HEAD~2", "HEAD", "--case", "fp32-m0-n16-k16"], "an empty output (M or N is 0)"),
 ])
 def test_usage_errors_exit_2_before_measuring(planted, monkeypatch, capsys, args, message):
     d, _ = planted
