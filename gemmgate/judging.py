@@ -40,9 +40,10 @@ def check(name: str, build, inp, mode: PrecisionMode, ref, scale2: float = 0.0):
                                 excess=measured.excess, block_excess=measured.block_excess)
 
 
-def judged(call, mode: PrecisionMode, ref, scale2: float):
+def judged(call, mode: PrecisionMode, ref, scale2: float, kept: list | None = None):
     """(Errors, Accuracy) of a provider's call made on its poisoned output: two calls,
-    the first one's output filled with NaN, so elements the second does not write show."""
+    the first one's output filled with NaN, so elements the second does not write show.
+    `kept`, where given, gets a copy of the output judged (`replayed` compares with it)."""
     out = _tensor(call())
     if out.is_floating_point() and out.numel():
         out.fill_(math.nan)
@@ -53,6 +54,8 @@ def judged(call, mode: PrecisionMode, ref, scale2: float):
     if out.dtype != want:   # the contract's output type: a wider one is another GEMM
         raise TypeError(f"output dtype {out.dtype}, the mode's is {want}")
     measured = errors(out, ref, scale2)                # (a wrong shape raises)
+    if kept is not None:
+        kept[:] = [out.clone()]
     return measured, classify(measured, mode)
 
 
@@ -91,21 +94,24 @@ def after_timing(calls: dict, guard: InputGuard, mode: PrecisionMode,
         return
     ref, scale2 = guard.inp.reference_and_scale2()
     for name, call in live.items():
-        replay = ran.pop(name, call)
+        replay, kept = ran.pop(name, call), []
         before = results[name]
-        if replay is not call:
-            _worse(results, name, *_tried(lambda r=replay: judged(r, mode, ref, scale2)),
-                   "in its timed CUDA graph")
-        _worse(results, name, *_tried(lambda r=replay: replayed(r, mode, ref, scale2)),
-               "in its timed CUDA graph" if replay is not call else "after its timed calls")
-        del replay
+        if replay is not call:   # the graph: judged, then replayed against what it gave
+            _worse(results, name, *_tried(lambda r=replay, k=kept: judged(
+                r, mode, ref, scale2, k)), "in its timed CUDA graph")
+            _worse(results, name, *_tried(lambda r=replay, k=kept: replayed(
+                r, mode, ref, scale2, k)), "in its timed CUDA graph")
         graph = results[name] if results[name] is not before else None
-        got = _tried(lambda c=call: judged(c, mode, ref, scale2))
+        got = _tried(lambda c=call, k=kept: judged(c, mode, ref, scale2, k))
+        again = (None, _PASSED) if replay is not call else \
+            _tried(lambda c=call, k=kept: replayed(c, mode, ref, scale2, k))   # (eager
+        del replay, kept   # timing: what was timed is the call; before the guard looks)
         if guard.written():
             results[name] = _failed_late(
                 results[name], "wrote into its inputs (A, B or a scale) after its timed calls")
         else:
             _worse(results, name, *got, "after its timed calls")
+            _worse(results, name, *again, "after its timed calls")
             if graph is not None and results[name] is not graph:   # worse again: the
                 results[name] = replace(results[name], message=(   # graph's finding said
                     f"{results[name].message}; {graph.message}")[:300])   # too (a review)
@@ -119,13 +125,19 @@ def after_timing(calls: dict, guard: InputGuard, mode: PrecisionMode,
 REPLAYS, REPLAYS_S = 8, 0.1
 
 
-def replayed(fn: Callable[[], object], mode: PrecisionMode, ref, scale2: float) -> tuple:
+_PASSED = Accuracy(0.0, PASS, "")
+
+
+def replayed(fn: Callable[[], object], mode: PrecisionMode, ref, scale2: float,
+             kept: list | None = None) -> tuple:
     """(Errors, Accuracy) of the worst of up to REPLAYS more calls of `fn` (within
     REPLAYS_S seconds, read at the call), each judged where its output's bits differ from
-    the last judged one's (NaN never repeats: judged); the message names the call. (None,
-    a pass) where each repeats bit for bit the first, which is judged."""
+    the last judged one's (`kept`: the output `judged` judged, else the first call's;
+    NaN never repeats: judged); the message names the call. (None, a pass) where each
+    repeats the last judged bit for bit: then no call is judged again."""
     times, seconds = REPLAYS, REPLAYS_S
-    started, last, worst = time.perf_counter(), None, (None, Accuracy(0.0, PASS, ""))
+    started, worst = time.perf_counter(), (None, _PASSED)
+    last = kept[0] if kept else None
     for i in range(1, times + 1):
         out = _tensor(fn())
         if out.is_cuda:

@@ -65,13 +65,10 @@ def test_unwritten_output_fails(ctx):
     assert math.isinf(r.providers["vendor"].error)
 
 
-_AFTER = "after its timed calls: call 1 of 8 after the judged two: "   # (its first repeat)
-
-
 @pytest.mark.parametrize("wrong, verdict, said", [
-    (garbage, "fail", _AFTER + "error"),
-    (bf16_sum, "downgraded", _AFTER + "precision downgraded"),
-    (one_row_left, "fail", _AFTER + "NaN/Inf in the output")])
+    (garbage, "fail", "after its timed calls: error"),
+    (bf16_sum, "downgraded", "after its timed calls: precision downgraded"),
+    (one_row_left, "fail", "after its timed calls: NaN/Inf in the output")])
 def test_a_provider_wrong_only_after_its_first_two_calls_fails_after_timing(
         ctx, wrong, verdict, said):
     """Accuracy was judged on a provider's first two calls only (a review): one that goes
@@ -332,3 +329,35 @@ def test_gpu_a_provider_wrong_in_its_timed_graph_fails(vendor, said):
     assert v.samples_ms and r.providers["triton"].accuracy == "pass"
 
 
+
+
+def test_a_call_wrong_on_some_calls_after_the_judged_ones_fails_under_eager_timing(
+        ctx, monkeypatch):
+    """Under wall and eager timing what was timed is the call itself: after its judged
+    pair it is called again, compared with the output judged (a wrong one on its 4th
+    call after timing fails, naming the call)."""
+    from gemmgate import judging
+
+    monkeypatch.setattr(judging, "REPLAYS_S", 600.0)
+    timed = []
+    from gemmgate import run as run_mod
+
+    real = run_mod._measured
+    monkeypatch.setattr(run_mod, "_measured", lambda *a: (real(*a), timed.append(1))[0])
+
+    def vendor(inp, mode):
+        out = torch.empty_like(inp.a @ inp.b)
+        after = []
+
+        def call():
+            torch.matmul(inp.a, inp.b, out=out)
+            if timed:
+                after.append(1)
+                if len(after) == 6:   # the judged pair, then the 4th call after them
+                    out.mul_(1.5)
+            return out
+        return call
+
+    v = Runner(ctx, vendor=vendor).run_case(MODES["fp32"], Case(64, 64, 256)).providers["vendor"]
+    assert v.accuracy == "fail" and v.message.startswith(
+        "after its timed calls: call 4 of 8 after the judged two: error"), v.message
