@@ -16,12 +16,14 @@ from gemmgate.chips import select_chip
 from gemmgate.cli_merge import levels, merge_command, summary_table, warn_lost
 from gemmgate.cli_run import (
     BASELINE_OUTPUT,
+    RUNNING,
     append_summary,
     check_floor,
     check_outputs,
     context_from_args,
     execute,
     keep_partial,
+    mark_running,
     say_stderr,
     shapes_file,
     stops_before_cases,
@@ -89,6 +91,7 @@ def check_command(args, console, err) -> int:
         gate = compare_run(record.cases, base, floor, env)
         results = record.cases
         if not args.no_remeasure:
+            mark_running(args.json, first_pass(RUNNING), err)   # the first pass, marked
             results, gate = remeasure(ctx, results, gate, base, floor, env, last_words)
         if args.json:
             data = type(record)(record.environment, record.shapes, tuple(results)).to_json()

@@ -139,6 +139,9 @@ def progress_bar(console: Console) -> Progress:
                     TimeElapsedColumn(), console=console, transient=True)
 
 
+RUNNING = "running: the process ended before the run did"   # (an --json's mark meanwhile)
+
+
 def execute(ctx: RunContext, err: Console, partial_to: str | None = None) -> RunRecord:
     """Run the context's cases with a progress bar. `partial_to`: the run's --json, where
     a case stuck past --case-timeout leaves the cases measured before it (the process
@@ -164,6 +167,8 @@ def execute(ctx: RunContext, err: Console, partial_to: str | None = None) -> Run
     def last_words() -> None:   # from the watchdog thread, the measuring one stuck
         write_partial(partial_to, partial("a case was stuck past --case-timeout "
                                           f"({ctx.case_timeout_s:g} s)"), say_stderr)
+
+    mark_running(partial_to, partial(RUNNING), err)
 
     with progress_bar(err) as bar:
         task = bar.add_task("running", total=len(ctx.items))
@@ -198,6 +203,20 @@ def stops_before_cases(path: str | None, label: str = "", checked: bool = True):
             write_partial(path, RunRecord.stopped_before_cases(stopped_by(e), label),
                           say_stderr)
         raise
+
+
+def mark_running(path: str | None, record: RunRecord, err: Console) -> None:
+    """`record` (marked RUNNING) at the run's --json while it measures: a process ended
+    outright (SIGKILL, the alarm, the hard stop after SIGTERM, a provider's os._exit) left
+    an earlier run's file there, complete and unmarked (a review). Best effort: where it
+    cannot be written, the run goes on and its end says why its file cannot be."""
+    if not path:
+        return
+    try:
+        write_json_atomic(path, record.to_json())
+    except OSError as e:
+        err.print(f"[yellow]warning:[/] cannot mark {escape(path)} as running: "
+                  f"{escape(str(e))}")
 
 
 def write_partial(path: str | None, record: RunRecord | None,

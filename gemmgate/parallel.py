@@ -17,7 +17,6 @@ from concurrent.futures.process import BrokenProcessPool
 
 from gemmgate import interpreter
 from gemmgate.context import MeasurementError, RunContext
-from gemmgate.deadline import EXIT_STUCK
 from gemmgate.precision import PrecisionMode
 from gemmgate.results import CaseResult
 from gemmgate.run import Runner
@@ -90,10 +89,11 @@ def run_parallel(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]],
                 on_case(results[i])
     except BrokenProcessPool:
         where = _in_flight(running, ctx, items)   # (read before the workers end)
-        codes = _stop(pool)
+        _stop(pool)
         devices = ",".join(map(str, ctx.devices))
-        if stuck.value or EXIT_STUCK in codes:   # its own stderr names the case and
-            # printed the stacks
+        if stuck.value:   # its own stderr names the case and printed the stacks (its
+            # last words set this before its exit 3: a provider's own exit(3) was "stuck
+            # past --case-timeout" by its code alone, no limit involved; a review)
             raise WorkerError(f"a worker process of --devices {devices} stopped itself: a "
                               "case was stuck past --case-timeout (the worker's message "
                               f"above names it){where}; the run is incomplete") from None
@@ -109,10 +109,9 @@ def run_parallel(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]],
     return results
 
 
-def _stop(pool: ProcessPoolExecutor) -> set[int | None]:
+def _stop(pool: ProcessPoolExecutor) -> None:
     """Cancel what is queued and end the workers (their current case too): leaving the
-    pool's `with` block waited for every queued case (Ctrl-C ran them all, session 57).
-    The workers' exit codes (EXIT_STUCK: one ended itself on a stuck case)."""
+    pool's `with` block waited for every queued case (Ctrl-C ran them all, session 57)."""
     procs = list((getattr(pool, "_processes", None) or {}).values())   # (shutdown drops them)
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in procs:
@@ -120,4 +119,3 @@ def _stop(pool: ProcessPoolExecutor) -> set[int | None]:
             proc.terminate()
     for proc in procs:
         proc.join(10)
-    return {proc.exitcode for proc in procs}

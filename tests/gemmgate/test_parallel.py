@@ -178,13 +178,16 @@ def test_a_worker_that_dies_ends_the_run_with_a_measurement_error_and_no_worker_
     assert killed and not mp.active_children()
 
 
-def test_a_worker_that_dies_names_the_cases_in_flight(monkeypatch, capsys):
+@pytest.mark.parametrize("provider", ["dies_on_32", "exits_3_on_32"])
+def test_a_worker_that_dies_names_the_cases_in_flight(monkeypatch, capsys, provider):
     """"A worker died" named neither the case nor the device (a review): the cases the
-    workers were running when it died are named, with their devices."""
+    workers were running when it died are named, with their devices. One that exits 3
+    by itself died too: it was "stopped itself: a case was stuck past --case-timeout",
+    by its exit code alone, with no limit involved (a review)."""
     monkeypatch.syspath_prepend(str(Path(__file__).parent))   # (spawned workers get it)
     assert main(["run", "--chip", "cpu", "--modes", "fp32", "--devices", "0,1", "--shapes",
                  "16x16x16,32x32x32", "--providers",
-                 "triton,vendor,custom_providers:dies_on_32"]) == 3
+                 f"triton,vendor,custom_providers:{provider}"]) == 3
     err = " ".join(capsys.readouterr().err.split())
     assert "a worker process of --devices 0,1 died" in err
     assert "in flight: " in err and "fp32 m32-n32-k32 on device " in err

@@ -540,14 +540,17 @@ def _raises_from_its_third_call(error):
     return vendor
 
 
-def test_a_providers_own_base_exception_while_timed_fails_it_alone(ctx):
+@pytest.mark.parametrize("error", [_OwnStop("its own"), GeneratorExit("its own")],
+                         ids=["its_own_class", "generator_exit"])
+def test_a_providers_own_base_exception_while_timed_fails_it_alone(ctx, error):
     """Timing caught Exception and SystemExit only: a provider's own BaseException on a
     timed call crashed the run, exit 1, no --json (a review), where the same in its
-    checked calls failed its case. It fails while timed; the other is timed."""
-    r = Runner(ctx, vendor=_raises_from_its_third_call(_OwnStop("its own"))).run_case(
+    checked calls failed its case; GeneratorExit, taken for a stop, did so after that
+    (a review). It fails while timed; the other is timed."""
+    r = Runner(ctx, vendor=_raises_from_its_third_call(error)).run_case(
         MODES["fp32"], Case(16, 16, 16))
     v = r.providers["vendor"]
-    assert v.accuracy == "fail" and v.message == "while timed: _OwnStop: its own"
+    assert v.accuracy == "fail" and v.message == f"while timed: {type(error).__name__}: its own"
     assert r.providers["triton"].accuracy == "pass" and r.providers["triton"].samples_ms
 
 
