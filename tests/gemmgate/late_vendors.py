@@ -1,6 +1,7 @@
 """Vendors that go wrong after their checked calls, which the verdict tests share
 (imported as tests.gemmgate.late_vendors): test_judging.py's judgments after timing and
-test_run.py's inputs written while timed."""
+test_run.py's inputs written while timed; `with_graph`, a vendor whose timed calls ran a
+stand-in graph, both use too."""
 
 import math
 
@@ -56,3 +57,17 @@ def acts_once_timed(monkeypatch, act):
 
 def writes_a(inp, out):
     inp.a.mul_(2.0)
+
+
+def with_graph(graph):
+    """A vendor right in every call, whose timed calls `measure` hands back as
+    `graph(inp, out)` (returning what it returns): a stand-in for the CUDA graph its timed
+    calls replayed, which on a GPU can compute otherwise than the eager calls."""
+    def vendor(inp, mode):
+        out = torch.empty_like(inp.a @ inp.b)
+
+        def call():
+            return torch.matmul(inp.a, inp.b, out=out)
+        call.graph = lambda: graph(inp, out)
+        return call
+    return vendor

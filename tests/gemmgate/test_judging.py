@@ -19,6 +19,7 @@ from tests.gemmgate.late_vendors import (
     garbage,
     one_row_left,
     turns_after_two_calls,
+    with_graph,
 )
 
 
@@ -83,24 +84,10 @@ def test_a_provider_wrong_only_after_its_first_two_calls_fails_after_timing(
     assert not r.passed and not r.gate_passed
 
 
-def _with_graph(graph):
-    """A vendor right in every call, whose timed calls `measure` hands back as
-    `graph(inp, out)` (returning what it returns): a stand-in for the CUDA graph its timed
-    calls replayed, which on a GPU can compute otherwise than the eager calls."""
-    def vendor(inp, mode):
-        out = torch.empty_like(inp.a @ inp.b)
-
-        def call():
-            return torch.matmul(inp.a, inp.b, out=out)
-        call.graph = lambda: graph(inp, out)
-        return call
-    return vendor
-
-
 @pytest.fixture
 def graphs_stand_in(monkeypatch):
     """gemmgate.run's `measure` as it is, but for what it hands back as each provider's
-    timed callable: a call's `graph`, where it has one (`_with_graph`)."""
+    timed callable: a call's `graph`, where it has one (`with_graph`)."""
     from gemmgate import run as run_mod
 
     real = run_mod.measure
@@ -148,7 +135,7 @@ def test_what_the_timed_calls_ran_is_judged_after_timing(ctx, graphs_stand_in, g
     leaves part of its output unwritten: judged on a poisoned output) passed. The graph
     `measure` hands back is judged as the calls are; its timings stay. (A stand-in graph
     here; tests marked gpu capture real ones.)"""
-    r = Runner(ctx, vendor=_with_graph(graph)).run_case(MODES["fp32"], Case(64, 64, 256))
+    r = Runner(ctx, vendor=with_graph(graph)).run_case(MODES["fp32"], Case(64, 64, 256))
     v = r.providers["vendor"]
     assert v.accuracy == verdict and v.samples_ms, v.message
     assert said is None or v.message.startswith(said), v.message
@@ -186,7 +173,7 @@ def test_a_graph_wrong_on_some_replays_only_fails(ctx, graphs_stand_in, graph, v
     from gemmgate import judging
 
     monkeypatch.setattr(judging, "REPLAYS_S", 600.0)   # all 8, on a loaded machine too
-    r = Runner(ctx, vendor=_with_graph(lambda inp, out: graph(inp, out))).run_case(
+    r = Runner(ctx, vendor=with_graph(lambda inp, out: graph(inp, out))).run_case(
         MODES["fp32"], Case(64, 64, 256))
     v = r.providers["vendor"]
     assert v.accuracy == verdict, v.message
@@ -200,11 +187,11 @@ def _garbage_graph_and_after(monkeypatch, ctx, act):
     calls once the timing is over call `act(inp)` first (`acts_once_timed`)."""
     vendor = acts_once_timed(monkeypatch, act)
 
-    def with_graph(inp, mode):
+    def graphed_vendor(inp, mode):
         call = vendor(inp, mode)
         call.graph = lambda: (inp.a @ inp.b).mul_(1.5)
         return call
-    return Runner(ctx, vendor=with_graph).run_case(MODES["fp32"], Case(16, 16, 16))
+    return Runner(ctx, vendor=graphed_vendor).run_case(MODES["fp32"], Case(16, 16, 16))
 
 
 def test_a_write_into_the_inputs_after_timing_is_said_over_a_graph_s_failure(

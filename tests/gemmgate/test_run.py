@@ -21,7 +21,12 @@ from gemmgate.results import summary_by_mode
 from gemmgate.run import Runner
 from gemmgate.shapes import Case
 from gemmgate.timing import TimingPolicy
-from tests.gemmgate.late_vendors import acts_once_timed, turns_after_two_calls, writes_a
+from tests.gemmgate.late_vendors import (
+    acts_once_timed,
+    turns_after_two_calls,
+    with_graph,
+    writes_a,
+)
 
 
 @pytest.fixture
@@ -634,29 +639,17 @@ def device_graphs(monkeypatch):
     yield replace(c, policy=replace(c.policy, method="graph", warmup_s=0.0, batch=1))
 
 
-def _graph_of(graph):
-    """A vendor right in every eager call whose timed graph runs `graph(inp, out)`."""
-    def vendor(inp, mode):
-        out = torch.empty_like(inp.a @ inp.b)
-
-        def call():
-            return torch.matmul(inp.a, inp.b, out=out)
-        call.graph = lambda: graph(inp, out)
-        return call
-    return vendor
-
-
 def test_a_graph_alone_that_writes_its_inputs_fails_and_the_rest_are_timed_again(
         device_graphs):
     """Under graph timing the search for the writer called the eager calls only: a vendor
     whose graph alone wrote into A was found by no one, and the whole case stopped
     (MeasurementError, exit 3; a review). Its graph is called first now."""
-    def writes_a(inp, out):
+    def writes_a_in_its_graph(inp, out):
         torch.matmul(inp.a, inp.b, out=out)
         inp.a.mul_(2.0)
         return out
 
-    r = Runner(device_graphs, vendor=_graph_of(writes_a)).run_case(MODES["fp32"],
+    r = Runner(device_graphs, vendor=with_graph(writes_a_in_its_graph)).run_case(MODES["fp32"],
                                                                    Case(16, 16, 16))
     v, t = r.providers["vendor"], r.providers["triton"]
     assert v.accuracy == "fail" and v.message.startswith("wrote into its inputs (A, B or a "
@@ -687,7 +680,7 @@ def test_a_timing_that_failed_holds_no_graph_while_the_rest_are_timed_again(
         init(self, fn, warmup)
 
     monkeypatch.setattr(_Replay, "__init__", counted)
-    r = Runner(device_graphs, vendor=_graph_of(fails_on_its_sixth_replay)).run_case(
+    r = Runner(device_graphs, vendor=with_graph(fails_on_its_sixth_replay)).run_case(
         MODES["fp32"], Case(16, 16, 16))
     assert r.providers["vendor"].message == "while timed: RuntimeError: replay 6"
     assert r.providers["triton"].samples_ms
