@@ -125,8 +125,10 @@ def _merge_inputs(inputs: list[str], notes: list[str] | None = None
         seen[mark] = p
     _one_chip([(p.chip, n) for p, n in zip(parts, names)]
               + [(r.environment.get("chip"), n) for r, n in zip(runs, run_names)])
-    _same_measurement([(p.provenance, n) for p, n in zip(parts, names)]
-                      + [(r.environment, n) for r, n in zip(runs, run_names)])
+    records = [(p.provenance, n) for p, n in zip(parts, names)] + \
+        [(r.environment, n) for r, n in zip(runs, run_names)]
+    _same_measurement(records)
+    _same_software(records, notes)
     _each_run_once([(run_ids(p), n) for p, n in zip(parts, names)]
                    + [([run_id(r)], n) for r, n in zip(runs, run_names)])
     if runs:
@@ -177,6 +179,32 @@ def _same_measurement(records: list[tuple[dict, str]]) -> None:
             said = ", ".join(f"{v} ({n})" for v, n in seen.items())
             raise ValueError(f"baseline merge: the inputs were measured with another "
                              f"{what}: {said}; merge calibrations timed alike")
+
+
+# a compiler's or library's offset on one input would pass for machine noise (a review:
+# a 3.6 calibration pooled with 3.9 ones widened the tolerance 4x, and the merged file said
+# 3.9): refused; a driver or CUDA runtime of its own is said, as fleets differ there
+_ONE_STACK, _SAID_STACK = ("triton", "torch"), ("cuda", "hip", "driver")
+
+
+def _same_software(records: list[tuple[dict, str]], notes: list[str]) -> None:
+    """The inputs of a merge ran one Triton and one torch (ValueError otherwise); other
+    CUDA/HIP runtimes or drivers are said in `notes`."""
+    for key in (*_ONE_STACK, *_SAID_STACK):
+        seen: dict = {}
+        for rec, name in records:
+            value = rec.get(key)
+            if value:
+                seen.setdefault(str(value), name)
+        if len(seen) < 2:
+            continue
+        said = ", ".join(f"{v} ({n})" for v, n in seen.items())
+        if key in _ONE_STACK:
+            raise ValueError(f"baseline merge: the inputs ran another {key}: {said}; its "
+                             "offset would pass for machine noise: merge calibrations of "
+                             "one Triton and torch")
+        notes.append(f"the inputs ran another {key} ({said}): its offset counts as machine "
+                     "noise here")
 
 
 def _is_run(path: str) -> bool:

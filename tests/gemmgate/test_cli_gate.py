@@ -590,6 +590,18 @@ def test_m_merge_two_hosts_gives_machine_noise_and_check_elsewhere_is_machine_le
     assert out.read_bytes() == merged_bytes                        # check never writes it
 
 
+def test_m_merge_says_the_inputs_other_drivers(work, base_file, capsys):
+    """Fleets differ in drivers: merged, their offset counts as machine noise, said."""
+    a = _on_host(work, "on-a.json", "host-a")
+    b = _on_host(work, "on-b.json", "host-b", scale=1.02)
+    data = json.loads(b.read_text())
+    data["provenance"]["driver"] = "999.1"
+    b.write_text(json.dumps(data))
+    assert main(["baseline", "merge", str(a), str(b), "--output", str(work / "m.json")]) == 0
+    said = " ".join(capsys.readouterr().err.split())
+    assert "note: the inputs ran another driver (" in said and "999.1 (" in said
+
+
 def test_m_merge_folds_check_runs_in_as_one_more_calibration(work, base_file,
                                                              synthetic_timing, capsys):
     """A fleet's A/A checks (`check --json`) are runs: merged with a baseline file they
@@ -734,7 +746,8 @@ def test_m_merge_onto_one_of_its_inputs(work, base_file, capsys):
                                   "missing-input", "corrupt-input",
                                   "output-under-a-file", "output-is-a-directory",
                                   "output-of-another-chip", "output-corrupt",
-                                  "other-block", "unrecorded-block", "per-call-run"])
+                                  "other-block", "unrecorded-block", "per-call-run",
+                                  "other-triton"])
 def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, what):
     a = _on_host(work, "on-a.json", "host-a")
     b = _on_host(work, "on-b.json", "host-b", scale=1.02)
@@ -776,6 +789,11 @@ def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, 
                 data["provenance"].update(block=block)
             p.write_text(json.dumps(data))
         msg = "were measured with another --block: 1 ("
+    elif what == "other-triton":   # its offset pooled as machine noise (a review)
+        data = json.loads(b.read_text())
+        data["provenance"]["triton"] = "3.6.0"
+        b.write_text(json.dumps(data))
+        msg = "the inputs ran another triton: "
     elif what == "per-call-run":
         rc, data = _check(work, base_file)
         data["environment"]["copies"] = "per-call"
