@@ -594,9 +594,10 @@ def test_m_merge_says_the_inputs_other_drivers(work, base_file, capsys):
     """Fleets differ in drivers: merged, their offset counts as machine noise, said."""
     a = _on_host(work, "on-a.json", "host-a")
     b = _on_host(work, "on-b.json", "host-b", scale=1.02)
-    data = json.loads(b.read_text())
-    data["provenance"]["driver"] = "999.1"
-    b.write_text(json.dumps(data))
+    for path, driver in ((a, "580.1"), (b, "999.1")):
+        data = json.loads(path.read_text())
+        data["provenance"]["driver"] = driver
+        path.write_text(json.dumps(data))
     assert main(["baseline", "merge", str(a), str(b), "--output", str(work / "m.json")]) == 0
     said = " ".join(capsys.readouterr().err.split())
     assert "note: the inputs ran another driver (" in said and "999.1 (" in said
