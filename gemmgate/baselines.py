@@ -146,12 +146,23 @@ def _machines(records: Sequence[RunRecord]) -> dict:
 
 
 def carry_noise(new: Baseline, old: Baseline | None) -> Baseline:
-    """An uncalibrated update keeps the old baseline's measured noise per case."""
-    if not old:
+    """An uncalibrated update keeps the old baseline's measured noise per case, where the
+    old file was timed as this update was (`noise_timed_otherwise`: else none is kept)."""
+    if not old or noise_timed_otherwise(old, new):
         return new
     cases = {k: replace(c, noise=_carried(old.cases[k].noise, c.noise))
              if c.noise.runs < 2 and k in old.cases else c for k, c in new.cases.items()}
     return replace(new, cases=cases)
+
+
+def noise_timed_otherwise(old: Baseline | None, new: Baseline) -> str | None:
+    """Why the old file's noise cannot judge `new`'s figures: it was measured with another
+    timing method or --block (an update of every case carried a block-1 calibration's
+    noise onto block-4 figures, graph noise onto eager ones, silently; a review). None
+    where it can, or there is none."""
+    if not old:
+        return None
+    return unlike_kept(old.provenance, new.provenance, len(old.cases))
 
 
 def _carried(old: Noise, new: Noise) -> Noise:

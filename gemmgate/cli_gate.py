@@ -283,6 +283,10 @@ def baseline_command(args, console, err) -> int:
         return 1
     measured = baselines.build(records, chip_id, ctx.shapes_label)
     new, old, kept = baselines.write_merged(path, chip_id, measured)
+    if len(records) < 2 and baselines.noise_timed_otherwise(old, measured):
+        err.print("[yellow]warning:[/] the file's stored noise was measured with another "
+                  "timing method or --block than this update, so none is kept: its cases "
+                  "are judged at the floor until `baseline calibrate` measures it again")
     if kept:
         console.print(f"kept {len(kept)} case(s) of the old baseline that this run did not "
                       "measure")

@@ -817,6 +817,25 @@ def test_write_merged_carries_noise_and_keeps_an_unusable_file_unwritten(tmp_pat
     assert old is None and kept == [] and baselines.load(path) == measured
 
 
+def test_an_update_timed_otherwise_carries_no_noise(tmp_path):
+    """An update of every case at another --block (or timing method) carried the old
+    calibration's noise onto figures timed otherwise, silently (a review): none is kept,
+    and `noise_timed_otherwise` says why."""
+    from dataclasses import replace as copy
+
+    old = baselines.build(_runs3(), "cpu", "s.csv")
+    old = copy(old, provenance={**old.provenance, "block": 1})
+    measured = baselines.build([make_run([make_result(C1, [1.0], [0.8]),
+                                          make_result(C2, [1.0], [0.8])])], "cpu", "s.csv")
+    at_4 = copy(measured, provenance={**measured.provenance, "block": 4})
+    assert "--block 1, these with 4" in baselines.noise_timed_otherwise(old, at_4)
+    assert baselines.carry_noise(at_4, old) == at_4                   # nothing carried
+    at_1 = copy(measured, provenance={**measured.provenance, "block": 1})
+    assert baselines.noise_timed_otherwise(old, at_1) is None
+    carried = baselines.carry_noise(at_1, old).cases[K1].noise
+    assert carried.ratio == old.cases[K1].noise.ratio                 # alike: carried
+
+
 # --- save --------------------------------------------------------------------------------
 
 def test_save_writes_valid_json_atomically(tmp_path, good):
