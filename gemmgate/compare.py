@@ -158,10 +158,16 @@ def drift_note(ratio: Judgement, tflops: Judgement | None) -> str:
     """The ratio gates; absolute TFLOP/s explains: both providers moving is drift."""
     if tflops is None:
         return ""
-    if tflops.verdict == REGRESSED and ratio.verdict == UNCHANGED:
-        return "both providers slower (clock/thermal drift?): not a regression"
-    if tflops.verdict == IMPROVED and ratio.verdict == UNCHANGED:
-        return "both providers faster (drift)"
+    if tflops.verdict in (REGRESSED, IMPROVED) and ratio.verdict == UNCHANGED:
+        # the vendor moved too only where the ratio moved under half of Triton's own: a
+        # Triton-only slowdown whose ratio tolerance is wide was "both providers slower
+        # (drift?): not a regression" (a review)
+        if abs(ratio.change) * 2 <= abs(tflops.change):
+            return ("both providers slower (clock/thermal drift?): not a regression"
+                    if tflops.verdict == REGRESSED else "both providers faster (drift)")
+        moved = "regressed" if tflops.verdict == REGRESSED else "improved"
+        return (f"Triton's own TFLOP/s {moved} ({tflops.change:+.1%}) and the ratio moved "
+                f"with it ({ratio.change:+.1%}), within its tolerance here: not judged")
     if tflops.verdict == UNCHANGED and ratio.verdict in (REGRESSED, IMPROVED) and \
             not _own_share(ratio.change, tflops.change):
         # the verdict stands (a kernel slower on a faster machine looks the same), but

@@ -302,3 +302,17 @@ def test_noise_factor_table_and_its_default():
     assert noise_factor(3) == compare.RUNS_FACTOR[3] > noise_factor(4) > NOISE_FACTOR
     assert noise_factor(2, about_one=True) == compare.RUNS_FACTOR_AB[2]
     assert noise_factor(5) == noise_factor(12) == noise_factor(0) == NOISE_FACTOR
+
+
+def test_a_triton_only_slowdown_within_a_wide_ratio_tolerance_is_not_called_drift():
+    """Triton 35% slower, the vendor unmoved, the ratio "unchanged" only because its
+    tolerance was wide (a noisy CPU baseline): the note said "both providers slower
+    (drift?): not a regression" (a review). It says Triton's own moved with the ratio."""
+    ratio = judge([0.65] * 9, 1.0, 0.7)                # -35%, within a 70% tolerance
+    own = judge([65.0] * 9, 100.0, 0.03)               # Triton's own TFLOP/s -35%
+    assert ratio.verdict == UNCHANGED and own.verdict == REGRESSED
+    note = drift_note(ratio, own)
+    assert "both providers" not in note and "not a regression" not in note
+    assert note.startswith("Triton's own TFLOP/s regressed (-35.0%) and the ratio moved")
+    faster = drift_note(judge([1.5] * 9, 1.0, 0.7), judge([150.0] * 9, 100.0, 0.03))
+    assert faster.startswith("Triton's own TFLOP/s improved (+50.0%)")
