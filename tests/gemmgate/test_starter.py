@@ -1,6 +1,7 @@
 """gemmgate/starter.py: a command started by another gemmgate process (a calibration run,
 trials' checks) ends with it, and a stale or foreign starter pid does not end it."""
 
+import json
 import os
 import signal
 import subprocess
@@ -10,6 +11,7 @@ import time
 import pytest
 
 from gemmgate import starter
+from gemmgate.cli_run import RUNNING
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs /proc")
@@ -41,7 +43,9 @@ def test_a_cli_command_whose_starter_is_killed_ends_too(tmp_path, pid_running):
         while pid_running(child) and time.time() < deadline:
             time.sleep(0.2)
         assert not pid_running(child), "the command outlived its starter by 20 s"
-        assert not out.exists()
+        if out.exists():   # its mark while it measured (cli_run.mark_running), never more:
+            data = json.loads(out.read_text())   # no case written, the run said unended
+            assert data["environment"]["incomplete"] == RUNNING and data["cases"] == []
     finally:
         if pid_running(child):
             os.kill(child, signal.SIGKILL)
