@@ -203,7 +203,11 @@ def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
             raise TrialError(f"trial {i} (slowdown {level:g}) failed with exit "
                              f"{proc.returncode}{_said(log)}; see {log}",
                              proc.returncode if proc.returncode >= 2 else 3)
-        RunRecord.load(path)  # validates the check's JSON before counting it
+        unended = RunRecord.load(path).environment.get("incomplete")   # (validates it)
+        if unended:   # an exit 0 or 1 over a record that says the check did not end: a
+            # process ended outright (cli_run.mark_running) is no trial to count
+            raise TrialError(f"trial {i} (slowdown {level:g}) exited {proc.returncode}, but "
+                             f"its check did not end ({unended}); see {log}", 3)
         got = check_rows(name, json.loads(path.read_text()), proc.returncode)
         rows += got
         write_csv(out / "checks.csv", rows)  # after every trial: a deadline kill keeps data

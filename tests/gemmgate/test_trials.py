@@ -5,6 +5,7 @@ subprocess writes a synthetic check JSON, so nothing is timed)."""
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -202,6 +203,26 @@ def test_an_out_folder_holding_an_earlier_trials_run_is_refused_and_kept(tmp_pat
     (out / "check_2_0.03.txt").unlink()
     (out / "checks.csv").unlink()
     assert trials.earlier_trials(out) == []   # a folder of other files is taken
+
+
+def test_a_child_check_that_did_not_end_is_no_trial(tmp_path, monkeypatch,
+                                                    synthetic_record):
+    """A check ended outright (a provider's os._exit(0)) exits 0 over its --json marked
+    running (cli_run.mark_running): not counted as a trial, exit 3."""
+    from gemmgate.cli_run import RUNNING
+
+    unended = synthetic_record([("fp32", Case(32, 32, 32))], environment={
+        "chip": "cpu", "incomplete": RUNNING})
+
+    def ended_outright(cmd, stdout=None, stderr=None, env=None):
+        Path(cmd[cmd.index("--json") + 1]).write_text(json.dumps(unended.to_json()))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(trials.subprocess, "run", ended_outright)
+    with pytest.raises(trials.TrialError, match="exited 0, but its check did not end "
+                                                r"\(running: ") as e:
+        trials.run_trials(["--chip", "cpu"], [0.0], 1, tmp_path / "t")
+    assert e.value.code == 3
 
 
 def test_a_failed_child_checks_own_reason_is_said(tmp_path, monkeypatch):
