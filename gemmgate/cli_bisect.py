@@ -2,7 +2,7 @@
 (gemmgate/bisect.py). Checks every input before measuring (refs, the range, case ids,
 GOOD's and BAD's kernels, output paths: exit 2), then binary-searches the first-parent
 history, printing the step table after each step, re-measures the boundary, and writes
-`--json` and the Markdown summary.
+`--json` and the Markdown summary (their text: gemmgate/bisect_text.py).
 
 Exit codes: 0 a culprit was found (or nothing regressed at BAD); 1 inconclusive (the
 boundary re-measure did not confirm it, skipped commits hide it, or BAD could not be
@@ -18,7 +18,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from rich.markup import escape
-from rich.table import Table
 
 from gemmgate import baselines
 from gemmgate.baseline_provenance import recorded_commits
@@ -28,7 +27,6 @@ from gemmgate.bisect import (
     FAILED,
     FOUND,
     GOOD,
-    RANGE,
     SKIP,
     Commit,
     SearchResult,
@@ -41,6 +39,7 @@ from gemmgate.bisect import (
     regressed_in_check,
     search,
 )
+from gemmgate.bisect_text import CULPRIT, conclusion, markdown, outcome_of, steps_table
 from gemmgate.chips import select_chip
 from gemmgate.cli_run import (
     append_summary,
@@ -53,16 +52,13 @@ from gemmgate.context import MeasurementError, RunContext, make_context, parse_d
 from gemmgate.deadline import cli_limit
 from gemmgate.files import clear_outputs, read_text, write_json_atomic
 from gemmgate.gate import ab_tolerance
-from gemmgate.markdown import md_cell, md_row
 from gemmgate.reference import common_ancestor, kernels_alike, resolve
 from gemmgate.run import environment_of
 from gemmgate.stop_signal import stopped_by
 
 SCHEMA = "gemmgate.bisect/1"
-CULPRIT, INCONCLUSIVE = "culprit", "inconclusive"   # outcomes beside search's clean/range
 NONE_REGRESSED = "none-regressed"   # --from-check's check called no case regressed
 STOPPED = "stopped"   # a measurement failed (exit 3) or the run was interrupted
-MAX_CASE_COLUMNS = 6  # past this, the step table folds the cases into one column
 
 
 def _check_file(path: str) -> tuple[list[str], str | None, dict]:
@@ -184,7 +180,7 @@ def bisect_command(args, console, err) -> int:
         err.print(f"step {len(steps) + 1}: {info[sha].short} {escape(info[sha].subject)}")
         steps.append(_alike(sha, steps, good, info)
                      or _measured_step(ctx, items, sha, good.sha, tolerances, err))
-        console.print(_steps_table(steps, keys, info, good.sha))
+        console.print(steps_table(steps, keys, info, good.sha))
         return None if steps[-1].verdict == SKIP else steps[-1].verdict == BAD
 
     clear_outputs(args.json)   # a stop the process cannot outlive (a case stuck past
@@ -198,7 +194,7 @@ def bisect_command(args, console, err) -> int:
                       f"before it, {info[parent].short}")
             boundary = measure_step(ctx, items, result.first_bad, parent, tolerances,
                                     boundary=True)
-            console.print(_steps_table([*steps, boundary], keys, info, good.sha))
+            console.print(steps_table([*steps, boundary], keys, info, good.sha))
     except (MeasurementError, KeyboardInterrupt) as e:   # the steps measured are kept
         if args.json:
             write_json_atomic(args.json, {
@@ -208,8 +204,8 @@ def bisect_command(args, console, err) -> int:
             err.print(f"wrote the {len(steps)} step(s) measured before it stopped to "
                       f"{escape(args.json)}")
         raise
-    outcome = _outcome(result, boundary)
-    text = _conclusion(outcome, result, steps[0] if steps else None, boundary, info, good, bad,
+    outcome = outcome_of(result, boundary)
+    text = conclusion(outcome, result, steps[0] if steps else None, boundary, info, good, bad,
                        steps)
     console.print(("[bold]" if outcome == CULPRIT else "") + escape(text))
     if args.json:  # before the summary: a summary that fails must not lose the results
@@ -217,7 +213,7 @@ def bisect_command(args, console, err) -> int:
                                              steps, boundary, result, outcome, info))
         err.print(f"wrote {escape(args.json)}")
     all_steps = [*steps, boundary] if boundary else steps
-    append_summary(args.summary, _markdown(ctx.chip.id, outcome, text, all_steps, keys, info,
+    append_summary(args.summary, markdown(ctx.chip.id, outcome, text, all_steps, keys, info,
                                             good.sha), err)
     return 0 if outcome in (CULPRIT, CLEAN) else 1
 
@@ -276,116 +272,6 @@ def _measured_step(ctx: RunContext, items, sha: str, against: str, tolerances: d
         step = again if again.verdict != SKIP else replace(
             again, note=f"inconclusive twice (noise): {again.note}")
     return step
-
-
-def _outcome(result: SearchResult, boundary: Step | None) -> str:
-    if result.status == FOUND:
-        return CULPRIT if boundary is not None and boundary.verdict == BAD else INCONCLUSIVE
-    return result.status  # clean | range | untestable
-
-
-def _figures(step: Step) -> str:
-    """Each case's A/B change and verdict; with many cases, the regressed ones."""
-    shown = step.cases
-    if len(shown) > MAX_CASE_COLUMNS:
-        shown = step.regressed[:MAX_CASE_COLUMNS]
-    text = ", ".join(f"{c.key} {c.ab.change:+.2%} {c.verdict}" if c.ab else
-                     f"{c.key} {c.verdict}" for c in shown)
-    if len(step.cases) > MAX_CASE_COLUMNS:
-        text = f"{len(step.regressed)} of {len(step.cases)} cases regressed" + (
-            f" ({text}{', ...' if len(step.regressed) > len(shown) else ''})" if text else "")
-    return text or step.note
-
-
-def _conclusion(outcome: str, result: SearchResult, first: Step | None, boundary: Step | None,
-                info: dict[str, Commit], good: Commit, bad: Commit,
-                steps: Sequence[Step] = ()) -> str:
-    """The result in one paragraph; `first`: the first step (BAD against GOOD)."""
-    if outcome == CLEAN:
-        return (f"nothing regressed at BAD {bad.short} against GOOD {good.short} "
-                "(A/B in one process): no commit's kernels/ to blame (a slowdown a check "
-                "saw comes from elsewhere: Triton, driver, machine)")
-    if outcome in (CULPRIT, INCONCLUSIVE):
-        x = info[result.first_bad]
-        p = info[boundary.against]
-        if outcome == CULPRIT:
-            return (f"first slow commit: {x.sha} \"{x.subject}\" by {x.author}; against the "
-                    f"commit before it ({p.short}): {_figures(boundary)}")
-        return (f"inconclusive: {x.short} \"{x.subject}\" is the first commit the search "
-                f"found slower than GOOD {good.short}, but against the commit before it "
-                f"({p.short}) it is not: {_figures(boundary)}. The slowdown may have come in "
-                "over several commits, or a step was noise; re-run, or bisect with a lower "
-                "--floor")
-    if outcome == RANGE:
-        cands = [info[c] for c in result.candidates]
-        skipped = [c for c in cands if any(t == (c.sha, SKIP) for t in result.tested)]
-        why = {s.commit: s.note for s in steps if s.verdict == SKIP}
-        return (f"the first slow commit is one of {len(cands)}: "
-                f"{', '.join(c.short for c in cands)} (oldest first); "
-                + "; ".join(f"{c.short} was a skip ({why.get(c.sha) or 'not judged'})"
-                            for c in skipped) + ", so it cannot be isolated")
-    why = f" ({first.note})" if first is not None and first.note else ""
-    if first is not None and any(c.ab for c in first.cases):   # measured, not judged
-        return (f"BAD {bad.short} against GOOD {good.short} was measured but not judged"
-                f"{why}: nothing to bisect; re-run, give a larger --budget, or bisect with "
-                "a higher --floor")
-    return (f"BAD {bad.short} could not be measured against GOOD {good.short}{why}: "
-            "nothing to bisect")
-
-
-def _cell(step: Step, key: str) -> str:
-    c = next((c for c in step.cases if c.key == key), None)
-    if c is None:
-        return "—"
-    return f"{c.ab.change:+.2%} {c.verdict}" if c.ab else f"{c.verdict}: {c.note}"
-
-
-def _row(n: str, step: Step, keys: Sequence[str], info: dict[str, Commit],
-         good: str) -> list[str]:
-    c = info[step.commit]
-    against = "GOOD" if step.against == good else info[step.against].short
-    if len(keys) <= MAX_CASE_COLUMNS:
-        cells = [_cell(step, k) for k in keys]
-    else:
-        worst = min((c for c in step.cases if c.ab), key=lambda c: c.ab.change, default=None)
-        cells = [f"{len(step.regressed)} of {len(keys)} regressed"
-                 + (f"; worst {worst.key} {worst.ab.change:+.2%}" if worst else "")]
-    verdict = step.verdict + (" (re-measure)" if step.boundary else "")
-    return [n, c.short, c.subject, against, *cells, verdict, step.note]
-
-
-def _head(keys: Sequence[str]) -> list[str]:
-    cases = [f"{k} A/B" for k in keys] if len(keys) <= MAX_CASE_COLUMNS else ["cases"]
-    return ["step", "commit", "subject", "against", *cases, "verdict", "note"]
-
-
-def _numbered(steps: Sequence[Step]) -> list[tuple[str, Step]]:
-    return [("re-measure" if s.boundary else str(i + 1), s) for i, s in enumerate(steps)]
-
-
-def _steps_table(steps: Sequence[Step], keys: Sequence[str], info: dict[str, Commit],
-                 good: str) -> Table:
-    t = Table(title=f"bisect steps (GOOD {good[:12]}; A/B: the commit's kernel against the "
-                    "reference commit's, same process; < 0: slower)", title_justify="left")
-    for h in _head(keys):
-        t.add_column(h, no_wrap=h in ("commit", "step"))
-    for n, s in _numbered(steps):
-        style = "red" if s.verdict == BAD else "yellow" if s.verdict == SKIP else None
-        t.add_row(*(escape(x) for x in _row(n, s, keys, info, good)), style=style)
-    return t
-
-
-def _markdown(chip: str, outcome: str, text: str, steps: Sequence[Step], keys: Sequence[str],
-              info: dict[str, Commit], good: str) -> str:
-    head = {CULPRIT: "first slow commit found", CLEAN: "nothing regressed",
-            INCONCLUSIVE: "**inconclusive**", RANGE: "**culprit not isolated** (skips)"}
-    lines = [f"### gemmgate bisect on {chip}: {head.get(outcome, '**BAD not measurable**')}",
-             "", md_cell(text), "", f"GOOD `{good[:12]}`, {len(keys)} case(s); A/B: the commit's "
-             "kernel against the reference commit's in one process (< 0: slower).", "",
-             "| " + " | ".join(_head(keys)) + " |", "|" + "---|" * len(_head(keys))]
-    lines += [md_row(_row(n, s, keys, info, good)) for n, s in _numbered(steps)]   # (a
-    # commit subject holding `<!--` hid the rest of the summary: a review)
-    return "\n".join(lines) + "\n"
 
 
 def _record(ctx: RunContext, floor: float, tolerances: dict[str, float], good: Commit,

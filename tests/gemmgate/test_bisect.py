@@ -709,7 +709,7 @@ def test_an_inconclusive_bad_step_is_said_measured_not_unmeasurable():
     review); one that failed to measure still does."""
     from types import SimpleNamespace as NS
 
-    from gemmgate.cli_bisect import _conclusion
+    from gemmgate.bisect_text import conclusion as _conclusion
 
     good, bad = NS(short="aaaa"), NS(short="bbbb")
     measured = NS(note="fp32-m16-n16-k16: A/B -3.0%, but its CI reaches +0.2%",
