@@ -170,13 +170,8 @@ def _same_measurement(records: list[tuple[dict, str]]) -> None:
     """The inputs of a merge were timed alike (method, --block), where they record it:
     pooled, another method's offset would pass for machine noise."""
     for key, what in MEASURED_BY:
-        seen: dict = {}
-        for rec, name in records:
-            value = measured(rec, key)
-            if value is not None:
-                seen.setdefault(value, name)
-        if len(seen) > 1:
-            said = ", ".join(f"{v} ({n})" for v, n in seen.items())
+        said = _differing(records, lambda rec, k=key: measured(rec, k))
+        if said:
             raise ValueError(f"baseline merge: the inputs were measured with another "
                              f"{what}: {said}; merge calibrations timed alike")
 
@@ -191,20 +186,25 @@ def _same_software(records: list[tuple[dict, str]], notes: list[str]) -> None:
     """The inputs of a merge ran one Triton and one torch (ValueError otherwise); other
     CUDA/HIP runtimes or drivers are said in `notes`."""
     for key in (*_ONE_STACK, *_SAID_STACK):
-        seen: dict = {}
-        for rec, name in records:
-            value = rec.get(key)
-            if value:
-                seen.setdefault(str(value), name)
-        if len(seen) < 2:
-            continue
-        said = ", ".join(f"{v} ({n})" for v, n in seen.items())
-        if key in _ONE_STACK:
+        said = _differing(records, lambda rec, k=key: str(rec[k]) if rec.get(k) else None)
+        if said and key in _ONE_STACK:
             raise ValueError(f"baseline merge: the inputs ran another {key}: {said}; its "
                              "offset would pass for machine noise: merge calibrations of "
                              "one Triton and torch")
-        notes.append(f"the inputs ran another {key} ({said}): its offset counts as machine "
-                     "noise here")
+        if said:
+            notes.append(f"the inputs ran another {key} ({said}): its offset counts as "
+                         "machine noise here")
+
+
+def _differing(records: list[tuple[dict, str]], value_of) -> str:
+    """'value (input), ...', each value with the first input recording it, where the
+    inputs record more than one (`value_of(record)`, None where one records none); ''."""
+    seen: dict = {}
+    for rec, name in records:
+        value = value_of(rec)
+        if value is not None:
+            seen.setdefault(value, name)
+    return ", ".join(f"{v} ({n})" for v, n in seen.items()) if len(seen) > 1 else ""
 
 
 def _is_run(path: str) -> bool:
