@@ -177,15 +177,24 @@ def execute(ctx: RunContext, err: Console, partial_to: str | None = None) -> Run
             done.append(r)
             bar.update(task, advance=1, description=f"{r.mode} {r.case.id}")
 
-        try:
+        with keeps_partial(partial_to, partial):
             results = run_cases(ctx, on_case=tick, last_words=last_words)
-        except MeasurementError as e:   # the cases measured before it are not lost
-            e.partial = partial(str(e))
-            raise
-        except KeyboardInterrupt as e:   # Ctrl-C, or SIGTERM (stop_signal.Terminated): nor here
-            write_partial(partial_to, partial(stopped_by(e)), say_stderr)
-            raise
     return RunRecord(env, ctx.shapes_label, tuple(results))
+
+
+@contextlib.contextmanager
+def keeps_partial(path: str | None, partial: Callable[[str], RunRecord]):
+    """What a run measured before it stopped is not lost: `partial(reason)`, its record
+    so far, goes on a MeasurementError raised in the block (`keep_partial` writes it), and
+    a stop (Ctrl-C, or SIGTERM: stop_signal.Terminated) writes it to `path` at once."""
+    try:
+        yield
+    except MeasurementError as e:
+        e.partial = partial(str(e))
+        raise
+    except KeyboardInterrupt as e:
+        write_partial(path, partial(stopped_by(e)), say_stderr)
+        raise
 
 
 @contextlib.contextmanager

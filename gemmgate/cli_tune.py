@@ -15,17 +15,15 @@ from gemmgate.cli_run import (
     check_outputs,
     context_from_args,
     keep_partial,
+    keeps_partial,
     progress_bar,
-    say_stderr,
     shapes_file,
-    write_partial,
 )
 from gemmgate.context import MeasurementError
 from gemmgate.files import clear_outputs, write_json_atomic
 from gemmgate.precision import get_mode
 from gemmgate.results import CaseResult, RunRecord
 from gemmgate.run import environment_of
-from gemmgate.stop_signal import stopped_by
 from gemmgate.tune import (
     KeyWriter,
     claimed_elsewhere,
@@ -121,13 +119,10 @@ def tune_command(args, console, err) -> int:
             done.append(r)
 
         try:
-            results = tune(ctx, args.budget_per_key, items, tick)
-        except MeasurementError as e:   # the keys measured before it are not lost
-            e.partial = partial(str(e))
+            with keeps_partial(args.json, partial):   # (the keys measured before a stop)
+                results = tune(ctx, args.budget_per_key, items, tick)
+        except MeasurementError as e:
             keep_partial(e, args.json, err)
-            raise
-        except KeyboardInterrupt as e:   # Ctrl-C, or SIGTERM (stop_signal.Terminated)
-            write_partial(args.json, partial(stopped_by(e)), say_stderr)
             raise
     entries = written.entries
     gone = orphans(path, entries) if args.stale else []
