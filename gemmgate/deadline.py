@@ -49,8 +49,6 @@ def cli_limit(given: float | None, tune_budget_s: float = 0.0) -> float:
     return given if given is not None else DEFAULT_LIMIT_S + 2 * tune_budget_s
 
 
-
-
 def grace_for(limit_s: float) -> float:
     """Seconds between the raise and the hard stop: a tenth of the limit, 1 s to 30 s."""
     return min(30.0, max(1.0, 0.1 * limit_s))
