@@ -1,4 +1,5 @@
-"""scripts/runner/: register.sh (token handling), job_venv.py, verify_pr_head.py.
+"""scripts/runner/: register.sh (token handling), job_venv.py, verify_pr_head.py,
+check_ended.py.
 
 No GPU, no network: register.sh runs against a fake config.sh, the PR API is a local
 HTTP server or an injected function.
@@ -369,3 +370,20 @@ def test_runner_scripts_are_executable():
         mode = (RUNNER / name).stat().st_mode
         assert mode & stat.S_IXUSR, name
     assert os.access(REGISTER, os.X_OK)
+
+
+def test_a_checks_exit_0_passes_only_with_the_whole_record(tmp_path):
+    """gpu.yml and nightly.yml run check_ended.py after a check's exit 0: a record marked
+    incomplete (a process ended outright: cli_run.mark_running) or none is no pass."""
+    from gemmgate.cli_run import RUNNING
+
+    ended, running = tmp_path / "ended.json", tmp_path / "running.json"
+    ended.write_text(json.dumps({"environment": {"chip": "cpu"}, "cases": []}))
+    running.write_text(json.dumps({"environment": {"incomplete": RUNNING}, "cases": []}))
+    script = str(ROOT / "scripts" / "runner" / "check_ended.py")
+    for path, rc, said in ((ended, 0, ""), (running, 1, "did not end: running: "),
+                           (tmp_path / "none.json", 1, "no readable record")):
+        out = subprocess.run([sys.executable, script, str(path)], capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == rc and said in out.stderr, (path, out)
+
