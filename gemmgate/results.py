@@ -271,13 +271,17 @@ class RunRecord:
 
     @classmethod
     def load(cls, path: str | Path) -> RunRecord:
-        text = read_text(path, "run file")
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as e:   # not JSON, an integer past Python's
-            # 4300 digits, or arrays nested past the parser's depth
-            raise ResultsError(f"run file {path} is not JSON ({e})") from None
-        return cls.from_json(data, str(path))
+        return cls.from_json(run_file_data(path), str(path))
+
+
+def run_file_data(path: str | Path):
+    """A run file's parsed JSON, unvalidated (RunRecord.from_json validates it)."""
+    text = read_text(path, "run file")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:   # not JSON, an integer past Python's
+        # 4300 digits, or arrays nested past the parser's depth
+        raise ResultsError(f"run file {path} is not JSON ({e})") from None
 
 
 # what baselines, merges and reports read of a run's environment as text (a chip of 5 or

@@ -28,7 +28,7 @@ from gemmgate.baseline_schema import Baseline
 from gemmgate.compare import DEFAULT_FLOOR, is_floor
 from gemmgate.files import read_text, write_text_atomic
 from gemmgate.gate import EMPTY, compare_run
-from gemmgate.results import RunRecord
+from gemmgate.results import RunRecord, run_file_data
 from gemmgate.starter import starter_env
 from gemmgate.trial_summaries import CASE_SUMMARY, CHECK_SUMMARY, summarize_cases, summarize_checks
 from gemmgate.tuning import config_name
@@ -203,12 +203,13 @@ def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
             raise TrialError(f"trial {i} (slowdown {level:g}) failed with exit "
                              f"{proc.returncode}{_said(log)}; see {log}",
                              proc.returncode if proc.returncode >= 2 else 3)
-        unended = RunRecord.load(path).environment.get("incomplete")   # (validates it)
+        data = run_file_data(path)
+        unended = RunRecord.from_json(data, str(path)).environment.get("incomplete")
         if unended:   # an exit 0 or 1 over a record that says the check did not end: a
             # process ended outright (cli_run.mark_running) is no trial to count
             raise TrialError(f"trial {i} (slowdown {level:g}) exited {proc.returncode}, but "
                              f"its check did not end ({unended}); see {log}", 3)
-        got = check_rows(name, json.loads(path.read_text()), proc.returncode)
+        got = check_rows(name, data, proc.returncode)
         rows += got
         write_csv(out / "checks.csv", rows)  # after every trial: a deadline kill keeps data
         write_summaries(out, rows)
