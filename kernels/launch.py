@@ -32,6 +32,7 @@ Triton's JIT and runtime is kernels/launch_jit.py's.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -47,6 +48,11 @@ __all__ = ["SHARED", "Bound", "Launch"]
 _UNSET = object()
 SHARED: dict = {}    # (fn, device, `specialization` of the arguments, keywords) -> kernel
 _MAX_SHARED = 1024   # compiled kernels kept so; past this the cache restarts
+# Triton's interpreter patches triton.language for the whole process while a kernel
+# runs: two threads interpreting at once raised InterpreterError or returned wrong
+# results silently (a review: 4 threads, 8-21 of 120 calls raised, one 4.4e13 off), so
+# interpreted launches take turns; compiled ones need no lock
+INTERPRETING = threading.Lock()
 
 
 @dataclass(eq=False)
@@ -72,7 +78,8 @@ class Launch:
         args = (*tensors, *self.ints)
         fn = self.fn
         if isinstance(fn, InterpretedFunction):
-            fn[self.grid](*args, **self.kw)
+            with INTERPRETING:
+                fn[self.grid](*args, **self.kw)
             return
         driver = triton.runtime.driver.active
         device = driver.get_current_device()

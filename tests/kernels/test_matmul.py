@@ -2,6 +2,8 @@
 names. On the CPU it runs on the Triton interpreter (fp32, fp16: the modes it computes
 correctly); on a GPU every mode the device supports."""
 
+import threading
+
 import pytest
 import torch
 
@@ -921,3 +923,30 @@ def test_a_view_whose_rows_lie_2_31_elements_apart_is_read_and_written_where_it_
         kernels.matmul(a, b, precision="fp32", out=got, config=config)
     rows = [((got[i].double() - ref[i]).norm() / ref[i].norm()).item() for i in range(3)]
     assert max(rows) < 1e-5, rows
+
+
+def test_calls_from_several_threads_are_each_correct(device):
+    """On the CPU, Triton's interpreter patches triton.language for the whole process
+    while a kernel runs: threads interpreting at once raised or returned wrong results
+    (a review: 8-21 of 120 calls raised, one 4.4e13 off), so interpreted launches take
+    turns (kernels.launch.INTERPRETING)."""
+    failures: list[str] = []
+
+    def work(seed: int) -> None:
+        for i in range(10):
+            inp = make_inputs(Case(33, 21, 70), MODES["fp32"], device, seed=seed * 100 + i)
+            try:
+                err = relative_error(kernels.matmul(inp.a, inp.b, precision="fp32"),
+                                     inp.reference())
+            except Exception as e:   # noqa: BLE001 - what a thread met is the finding
+                failures.append(f"{type(e).__name__}: {e}"[:200])
+                continue
+            if not err < 1e-5:
+                failures.append(f"seed {seed} call {i}: relative error {err:.3g}")
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
