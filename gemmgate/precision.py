@@ -184,3 +184,37 @@ def vendor_flags(mode: PrecisionMode) -> Iterator[None]:
     finally:
         for n, v in saved.items():
             _restore(torch, m, n, v)
+
+
+def math_flags() -> dict[str, object]:
+    """torch's matmul math flags as they are now: those `vendor_flags` pins, and oneDNN's
+    fp32 matmul precision (the CPU vendor's). A provider that changes one changes what the
+    others compute after it: one setting tf32 made the vendor's fp32 calls "downgraded"
+    (a review), on a GPU a tf32 vendor timed against an IEEE Triton."""
+    import torch
+
+    m = torch.backends.cuda.matmul
+    names = ("fp32_precision" if hasattr(m, "fp32_precision") else "allow_tf32",
+             "allow_bf16_reduced_precision_reduction",
+             "allow_fp16_reduced_precision_reduction", "allow_fp16_accumulation")
+    flags: dict[str, object] = {f"cuda.matmul.{n}": _flag(torch, m, n)
+                                for n in names if _has_flag(m, n)}
+    onednn = getattr(getattr(torch.backends, "mkldnn", None), "matmul", None)
+    if onednn is not None and _has_flag(onednn, "fp32_precision"):
+        flags["mkldnn.matmul.fp32_precision"] = onednn.fp32_precision
+    return flags
+
+
+def flags_changed(before: dict[str, object]) -> str:
+    """What changed in `math_flags()` since `before` ("" where nothing did); every
+    changed flag is set back to its value in `before`."""
+    import torch
+
+    now = math_flags()
+    changed = [n for n in before if now.get(n) != before[n]]
+    for n in changed:
+        where, attr = n.rsplit(".", 1)
+        owner = (torch.backends.cuda.matmul if where == "cuda.matmul"
+                 else torch.backends.mkldnn.matmul)
+        _restore(torch, owner, attr, before[n])
+    return ", ".join(f"{n} {before[n]!r} -> {now.get(n)!r}" for n in changed)

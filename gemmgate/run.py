@@ -38,7 +38,7 @@ from gemmgate.env import environment, telemetry, tuning_table
 from gemmgate.input_guard import InputGuard, timed_again
 from gemmgate.inputs import make_inputs
 from gemmgate.judging import after_timing, check, failed
-from gemmgate.precision import PrecisionMode, vendor_flags
+from gemmgate.precision import PrecisionMode, flags_changed, math_flags, vendor_flags
 from gemmgate.providers import (
     Builder,
     inductor_provider,
@@ -149,14 +149,17 @@ class Runner:
         # the vendor's check: reviews, sessions 73 and 74)
         names = (*ctx.providers[:2], *((REFERENCE,) if REFERENCE in self.kernels else ()),
                  *ctx.providers[2:])
-        guard = InputGuard(inp, fresh_inputs)
+        guard, flags = InputGuard(inp, fresh_inputs), math_flags()
         for name in names:
             build, chooser = self._builder(name)
             call, res = check(name, build, inp, mode, ref, scale2)
-            if guard.written():
+            wrote, changed = guard.written(), flags_changed(flags)   # (each puts back)
+            if wrote or changed:
                 call, res = None, ProviderResult(name, FAIL, message=(
                     "wrote into its inputs (A, B or a scale): not timed, and the inputs "
-                    "were made again for the rest"))
+                    "were made again for the rest" if wrote else
+                    f"changed torch's matmul math flags ({changed}): not timed, and they "
+                    "were set back for the rest"))
             results[name] = res
             if call is not None:
                 calls[name] = call
@@ -178,6 +181,11 @@ class Runner:
                                   lambda rest: _measured(rest, results, ctx.policy, flush,
                                                          ctx.device, timed),
                                   f"{mode.name} {case.id}", dict(timed))
+        changed = flags_changed(flags)
+        if changed:   # which of the interleaved calls did is not known; each later call
+            # of the others computed otherwise than judged
+            raise MeasurementError(f"{mode.name} {case.id}: a provider changed torch's "
+                                   f"matmul math flags while timed ({changed})")
         after_timing({n: calls[n] for n in samples}, guard, mode, results, timed)
         for name, ts in samples.items():
             # TFLOP/s of the rounds' median (`median_ms`), which the gate judges

@@ -244,3 +244,31 @@ SUMS = []
 def observer(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
     SUMS.append(float(a.sum()) + float(b.sum()))   # what its inputs held, each call
     return correct(a, b, precision=precision, out=out)
+
+
+def sets_tf32(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    """Right, but leaves torch's fp32 matmuls in tf32 for whoever comes next."""
+    import torch
+
+    torch.backends.cuda.matmul.fp32_precision = "tf32"
+    return correct(a, b, out=out)
+
+
+TIMED_CALLS = []
+
+
+def sets_tf32_when_timed(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    """Right; from its third call on (its checked calls are two) it sets tf32 as well."""
+    TIMED_CALLS.append(1)
+    if len(TIMED_CALLS) > 2:
+        return sets_tf32(a, b, out=out)
+    return correct(a, b, out=out)
+
+
+def like_cublas(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    """fp32 inputs rounded to tf32 when torch's flag says tf32, as cuBLAS computes."""
+    import torch
+
+    if a.dtype == torch.float32 and torch.backends.cuda.matmul.fp32_precision == "tf32":
+        a, b = (x.view(torch.int32).bitwise_and(~0x1FFF).view(torch.float32) for x in (a, b))
+    return correct(a, b, out=out)

@@ -685,3 +685,36 @@ def test_a_timing_that_failed_holds_no_graph_while_the_rest_are_timed_again(
     assert r.providers["vendor"].message == "while timed: RuntimeError: replay 6"
     assert r.providers["triton"].samples_ms
     assert alive == [0, 1, 0], alive   # triton's, the vendor's; then triton's alone again
+
+
+def test_a_provider_that_changes_the_math_flags_fails_and_they_are_set_back(custom):
+    """One provider setting tf32 made the next one's fp32 (cuBLAS-like: it reads the flag)
+    "downgraded" and its timings tf32's (a review): the provider that changed them fails,
+    untimed, the flags are set back, and the next one is judged and timed as asked."""
+    import torch
+
+    before = torch.backends.cuda.matmul.fp32_precision
+    ctx = _extras_ctx("custom_providers:sets_tf32", "custom_providers:like_cublas")
+    r = Runner(ctx).run_case(MODES["fp32"], Case(32, 32, 64))
+    bad, reader = (r.providers[f"custom_providers:{n}"] for n in ("sets_tf32", "like_cublas"))
+    assert bad.accuracy == "fail" and not bad.samples_ms
+    assert bad.message.startswith("changed torch's matmul math flags "
+                                  "(cuda.matmul.fp32_precision 'ieee' -> 'tf32')")
+    assert reader.accuracy == "pass" and reader.samples_ms and r.gate_passed
+    assert torch.backends.cuda.matmul.fp32_precision == before
+
+
+def test_math_flags_changed_while_timed_are_a_measurement_error(custom):
+    """A change while timed cannot be put on one of the interleaved calls: no figure of
+    the case is of the mode asked (exit 3, the case and the flag named)."""
+    import torch
+
+    from gemmgate.context import MeasurementError
+
+    custom.TIMED_CALLS.clear()
+    before = torch.backends.cuda.matmul.fp32_precision
+    ctx = _extras_ctx("custom_providers:sets_tf32_when_timed")
+    with pytest.raises(MeasurementError, match="fp32 m16-n16-k16: a provider changed torch's "
+                       "matmul math flags while timed \\(cuda.matmul.fp32_precision"):
+        Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
+    assert torch.backends.cuda.matmul.fp32_precision == before
