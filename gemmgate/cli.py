@@ -192,7 +192,8 @@ def _trials_parser(sub) -> None:
                    help="comma-separated injected slowdowns, 0 = A/A (default 0,0.03)")
     t.add_argument("--repeats", type=int, default=1, help="checks per level (default 1)")
     t.add_argument("--deadline", type=float, metavar="S",
-                   help="start no check after S seconds (default: no deadline)")
+                   help="start no check S seconds after the command started, --calibrate "
+                        "included (default: no deadline)")
     t.add_argument("--baseline", metavar="FILE", help="default: baselines/<chip>.json")
     t.add_argument("--calibrate", type=int, metavar="RUNS",
                    help="first recalibrate the baseline with this many runs (A/B noise too "

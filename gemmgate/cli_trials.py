@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from rich.markup import escape
@@ -18,6 +19,7 @@ from gemmgate.cli_run import check_floor, check_outputs, context_from_args
 from gemmgate.reference import resolve
 from gemmgate.starter import starter_env
 from gemmgate.trials import (
+    MEASURED,
     TrialError,
     earlier_trials,
     parse_levels,
@@ -39,6 +41,7 @@ def _forwarded(args) -> list[str]:
 
 
 def trials_command(args, console, err) -> int:
+    started = time.monotonic()   # --deadline counts from here, a calibration included
     if args.rejudge:
         return _rejudge(args, console)
     levels = parse_levels(args.levels)
@@ -75,7 +78,8 @@ def trials_command(args, console, err) -> int:
     baselines.load(base, chip_id)  # exit 2 before any check when unusable
     check_args = [*common, "--baseline", str(base)] + (["--ab-ref", ab] if ab else [])
     try:
-        rows = run_trials(check_args, levels, args.repeats, out, args.deadline, err.print)
+        rows = run_trials(check_args, levels, args.repeats, out, args.deadline, err.print,
+                          started)
     except TrialError as e:   # the child's exit: 2 bad input, 3 not measured to its end
         err.print(f"[red]gemmgate: error:[/] {escape(str(e))}")
         return e.code
@@ -102,6 +106,13 @@ def _rejudge(args, console) -> int:
                          "change nothing; leave them out")
     out = Path(args.out)
     check_outputs((str(out / "checks.csv"), "--out"))
+    measured = [f for f in earlier_trials(out) if MEASURED.fullmatch(f)]
+    if measured:   # its checks.csv (the children's exits, its own judgement) was replaced
+        # by this one's, beside check files judged otherwise (a review); an earlier
+        # rejudge's output there is replaced, as asked
+        raise ValueError(f"--out {out} holds a measured trials run ({', '.join(measured[:3])}"
+                         f"{', ...' if len(measured) > 3 else ''}): its checks.csv would be "
+                         "replaced; give another folder")
     if not args.baseline:  # offline: the chip comes from the file, no device is needed
         raise ValueError("--rejudge needs --baseline FILE")
     base = baselines.load(Path(args.baseline))

@@ -180,10 +180,13 @@ class TrialError(RuntimeError):
 
 def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
                out: Path, deadline_s: float | None = None,
-               on_trial: Callable[[str], None] | None = None) -> list[dict]:
+               on_trial: Callable[[str], None] | None = None,
+               started: float | None = None) -> list[dict]:
     """Fresh-process checks (`python -m gemmgate check CHECK_ARGS --inject-slowdown L
-    --json ...`), until done or the deadline; writes and returns every case check's row."""
-    started, rows = time.monotonic(), []
+    --json ...`), until done or `deadline_s` past `started` (time.monotonic(); default
+    now: the command's start, where a calibration ran before); writes and returns every
+    case check's row."""
+    started, rows = time.monotonic() if started is None else started, []
     out.mkdir(parents=True, exist_ok=True)
     for i, level in enumerate(schedule(levels, repeats), 1):
         if deadline_s is not None and time.monotonic() - started > deadline_s:
@@ -235,6 +238,7 @@ def _said(log: Path) -> str:
 
 
 EARLIER = re.compile(r"check_\d+_.+\.(json|txt)|checks\.csv")   # a trials run's own files
+MEASURED = re.compile(r"check_\d+_.+\.(json|txt)")   # what only a measuring run writes
 
 
 def earlier_trials(out: Path) -> list[str]:
@@ -311,6 +315,10 @@ def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
         except (ValueError, RecursionError) as e:
             raise ValueError(f"check file {p} is not JSON ({e})") from None
         rec = RunRecord.from_json(data, str(p))
+        unended = rec.environment.get("incomplete")
+        if unended:   # a check stopped part-way (Ctrl-C, SIGTERM) was counted as a trial
+            raise ValueError(f"check file {p} did not end ({unended}): it is no trial to "
+                             "count; leave it out")   # (run_trials refuses it too; a review)
         # rows are read from the record as the typed loader checked it, not the raw file
         data = {**rec.to_json(), "gate": data.get("gate")}
         chip = rec.environment.get("chip")

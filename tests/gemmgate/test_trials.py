@@ -5,6 +5,7 @@ subprocess writes a synthetic check JSON, so nothing is timed)."""
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -423,9 +424,10 @@ def test_case_summaries_take_the_median_and_largest_change():
     assert case["ab_change_median"] == "" and case["checks"] == 4
 
 
-def test_checks_csv_is_rewritten_whole_or_not_at_all(tmp_path):
-    """checks.csv is rewritten after every trial: a write stopped part way (here, rows that
-    raise after the first) leaves the file as it was, not cut off after the header."""
+def test_checks_csv_is_rewritten_whole_or_not_at_all(tmp_path, monkeypatch):
+    """checks.csv is rewritten after every trial: a write stopped part way (rows that
+    raise after the first; the file's own write stopped before it is on disk) leaves the
+    file as it was, not cut off after the header."""
     path = tmp_path / "checks.csv"
     first = [{"case": "m1-n1-k1", "level": 0.0}, {"case": "m2-n2-k2", "level": 0.03}]
     trials.write_csv(path, first)
@@ -441,6 +443,16 @@ def test_checks_csv_is_rewritten_whole_or_not_at_all(tmp_path):
     assert path.read_text() == before
     assert [p.name for p in tmp_path.iterdir()] == ["checks.csv"]   # no temp file left
 
+    def stopped(fd):   # as SIGTERM lands in the write itself (the rows above raise before
+        raise KeyboardInterrupt   # any file is opened: a plain write passed them; a review)
+
+    from gemmgate import files
+    monkeypatch.setattr(files.os, "fsync", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        trials.write_csv(path, [{"case": "m3-n3-k3", "level": 0.0}])
+    assert path.read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["checks.csv"]
+
 
 @pytest.mark.parametrize("edit, said", [
     (lambda d: d.update(gate="x"), "gate is str, not an object"),
@@ -449,6 +461,8 @@ def test_checks_csv_is_rewritten_whole_or_not_at_all(tmp_path):
     (lambda d: d["gate"].update(inject_slowdown=-5), "gate.inject_slowdown is -5"),
     (lambda d: d["environment"].update(block=3), "was timed with --block 3, the baseline"),
     (lambda d: d["environment"].update(copies="per-call"), "was timed with --copies per-call"),
+    (lambda d: d["environment"].update(incomplete="interrupted"),
+     "did not end (interrupted): it is no trial to count"),
 ])
 def test_rejudge_refuses_a_record_it_cannot_judge_naming_it(tmp_path, synthetic_record,
                                                             capsys, edit, said):
@@ -483,3 +497,37 @@ def test_rejudge_names_a_check_given_without_its_folder_by_its_name(tmp_path, sy
     monkeypatch.chdir(tmp_path)
     rows = trials.rejudge(["check_1_0.json"], bl.load(path), tmp_path / "o")
     assert {r["source"] for r in rows} == {"check_1_0"}
+
+
+def test_rejudge_into_a_measured_trials_folder_is_refused(tmp_path, synthetic_record, capsys):
+    """Its checks.csv (the children's exits, its own judgement) was replaced by the
+    rejudge's, beside check files judged against another baseline (a review); an earlier
+    rejudge's output is replaced, as asked."""
+    from gemmgate import baselines as bl
+
+    rec = synthetic_record([("fp32", A), ("fp32", B)])
+    path = tmp_path / "base.json"
+    bl.save(path, bl.build([rec], "cpu", "test"))
+    measured = tmp_path / "trials"
+    measured.mkdir()
+    check = measured / "check_1_0.json"
+    check.write_text(json.dumps(_check_json(rec, {}, 0.0)))
+    (measured / "checks.csv").write_text("kept\n")
+    assert main(["trials", "--rejudge", str(check), "--baseline", str(path),
+                 "--out", str(measured)]) == 2
+    assert "holds a measured trials run (check_1_0.json)" in capsys.readouterr().err
+    assert (measured / "checks.csv").read_text() == "kept\n"
+    again = tmp_path / "rejudged"
+    for _ in range(2):
+        assert main(["trials", "--rejudge", str(check), "--baseline", str(path),
+                     "--out", str(again)]) == 0
+
+
+def test_the_deadline_counts_from_the_command_s_start(tmp_path):
+    """`--deadline S`: no check starts S seconds after the command did; a calibration
+    before the checks counts (it was left out: a check began 25 s into a 4 s deadline,
+    a review). The CLI passes its start; here one 10 s ago, and no check runs."""
+    said = []
+    rows = trials.run_trials(["--chip", "cpu"], [0.0], 1, tmp_path / "o", deadline_s=5,
+                             on_trial=said.append, started=time.monotonic() - 10)
+    assert rows == [] and said == ["deadline: stopping before trial 1"]
