@@ -12,10 +12,8 @@ measuring). matplotlib is imported only with --plot.
 
 from __future__ import annotations
 
+import io
 import math
-import os
-import tempfile
-from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -24,7 +22,12 @@ from rich.table import Table
 from gemmgate import sweep
 from gemmgate.cli_run import check_outputs, progress_bar
 from gemmgate.deadline import cli_limit
-from gemmgate.files import clear_outputs, write_json_atomic, write_text_atomic
+from gemmgate.files import (
+    clear_outputs,
+    write_bytes_atomic,
+    write_json_atomic,
+    write_text_atomic,
+)
 
 
 def _f(x: float | None, fmt: str) -> str:
@@ -61,17 +64,11 @@ def plot_sweep(result: sweep.Sweep, path: str) -> None:
     fig = plots.sweep_curve(s.param, s.values, [p.triton_tflops for p in result.points],
                             [p.status for p in result.points], result.vendor_tflops,
                             f"{s.chip} {s.mode.name} {s.case.id}")
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            fig.savefig(f, format="png", dpi=plots.DPI, metadata={"Software": None})
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=plots.DPI, metadata={"Software": None})
+    # as --csv and --json: through a symbolic link to its target (a link was replaced by
+    # a file and its target deleted, a review), an OSError naming the file
+    write_bytes_atomic(path, png.getvalue())
 
 
 def sweep_command(args, console: Console, err: Console) -> int:

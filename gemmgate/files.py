@@ -154,6 +154,11 @@ def _try_create_in(d: Path, fail: _Fail) -> None:
 def write_text_atomic(path: str | Path, text: str) -> None:
     """`text` to `path` whole or not at all (a temp file beside it, renamed over); a
     symbolic link is written through to its target, not replaced by a file."""
+    write_bytes_atomic(path, text.encode())
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    """`write_text_atomic`'s for bytes (a figure's PNG)."""
     p = Path(path).resolve() if Path(path).is_symlink() else Path(path)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -161,8 +166,8 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     except OSError as e:
         raise _naming(e, path) from None
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; keep a normal file mode

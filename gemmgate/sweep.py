@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gemmgate import stats
-from gemmgate.context import RunContext, make_context
+from gemmgate.context import MeasurementError, RunContext, make_context
 from gemmgate.precision import PrecisionMode, get_mode
 from gemmgate.results import CaseResult
 from gemmgate.run import Runner, environment_of, own_kernels
@@ -274,7 +274,11 @@ def run_sweep(spec: SweepSpec, triton=None,
     fresh Tuner) per value. `triton`: a kernels-like package (tests substitute one)."""
     points = []
     for value, ctx in zip(spec.values, spec.contexts):
-        r = Runner(ctx, triton=triton).run_case(spec.mode, spec.case)
+        try:
+            r = Runner(ctx, triton=triton).run_case(spec.mode, spec.case)
+        except MeasurementError as e:   # (past --case-timeout: the value was not said)
+            raise MeasurementError(f"{spec.param}={value}: {e} ({len(points)} value(s) "
+                                   "measured before it)") from e
         point = point_of(spec.param, value, r, ctx.device)
         points.append(point)
         if on_point is not None:

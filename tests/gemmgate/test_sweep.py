@@ -290,3 +290,37 @@ def test_the_figure_marks_failed_values_and_the_vendor_line():
     gids = {a.get_gid() for a in ax.get_children()}
     assert {"triton", "failed", "vendor"} <= gids
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "✗ 3"]
+
+
+def test_a_value_that_stops_the_sweep_is_named(monkeypatch):
+    """A value past --case-timeout stopped the sweep (exit 3) naming only the case: the
+    value, the collapse a sweep looks for, was not said (a review)."""
+    from gemmgate.context import MeasurementError
+
+    class Runner:
+        def __init__(self, ctx, triton=None):
+            self.ctx = ctx
+
+        def run_case(self, mode, case):
+            raise MeasurementError("fp32 m32-n32-k32 ran past the case time limit")
+
+    monkeypatch.setattr(sweep, "Runner", Runner)
+    with pytest.raises(MeasurementError, match=r"^block_m=16: fp32 m32-n32-k32 ran past the "
+                       r"case time limit \(0 value\(s\) measured before it\)"):
+        sweep.run_sweep(_spec("block_m", "16,32"))
+
+
+def test_a_plot_through_a_symbolic_link_is_written_to_its_target(tmp_path, monkeypatch):
+    """As --csv and --json: the link was replaced by a file and its target deleted (a
+    review)."""
+    import kernels
+
+    monkeypatch.setattr(kernels, "matmul", _asking([]))
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "p.png").write_text("old")
+    link = tmp_path / "p.png"
+    link.symlink_to(real / "p.png")
+    assert main(["sweep", "--param", "block_m", "--values", "32", *CASE,
+                 "--plot", str(link)]) == 0
+    assert link.is_symlink() and (real / "p.png").read_bytes()[:4] == b"\x89PNG"
