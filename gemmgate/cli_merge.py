@@ -13,10 +13,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from gemmgate import baselines
-from gemmgate.baseline_provenance import MEASURED_BY, calibration_mark, measured, run_id, run_ids
+from gemmgate.baseline_provenance import (
+    MEASURED_BY,
+    calibration_mark,
+    commits,
+    measured,
+    run_id,
+    run_ids,
+)
 from gemmgate.cli_run import BASELINE_OUTPUT, check_outputs
 from gemmgate.files import read_text
-from gemmgate.reference import kernels_alike
+from gemmgate.reference import kernels_alike, kernels_differ
 from gemmgate.results import REFERENCE, RUN_SCHEMA, RunRecord
 
 
@@ -70,11 +77,14 @@ def merge_command(args, console, err) -> int:
         baselines.existing(out, parts[0].chip)   # an unusable file is exit 2, unlocked
     with baselines.locked(out):
         old = None
+        # the file as it was, for the levels its cases lose (`warn_lost`): onto one of its
+        # inputs, as README advises, a merge said none (a review)
+        before = baselines.existing(out, parts[0].chip)
         if is_input:   # read again under the lock: an update that landed since is merged
             parts, names = _merge_inputs(args.inputs)
             merged = baselines.combine(parts)
         else:
-            old = baselines.existing(out, parts[0].chip)
+            old = before
         skipped = baselines.other_tiles(parts)
         # the file's cases that no input holds stay as they are (as `update` keeps them):
         # merging calibrations of a few cases onto the baseline loses none of the others
@@ -88,7 +98,7 @@ def merge_command(args, console, err) -> int:
         console.print(summary_table(baselines.summary(old), baselines.summary(merged)))
     console.print(f"wrote {escape(str(out))} ({len(merged.cases)} cases from "
                   f"{len(args.inputs)} files, {levels(merged)})")
-    warn_lost(err, old, merged)
+    warn_lost(err, before, merged)
     if skipped:
         console.print(f"{len(skipped)} case(s) ran on another tile in some inputs; those "
                       "inputs were left out of them (a kernel change is not machine "
@@ -129,6 +139,9 @@ def _merge_inputs(inputs: list[str], notes: list[str] | None = None
         [(r.environment, n) for r, n in zip(runs, run_names)]
     _same_measurement(records)
     _same_software(records, notes)
+    _same_kernels([(commits(p), p.provenance.get("dirty"), n) for p, n in zip(parts, names)]
+                  + [([r.environment.get("commit")], r.environment.get("dirty"), n)
+                     for r, n in zip(runs, run_names)], notes)
     _each_run_once([(run_ids(p), n) for p, n in zip(parts, names)]
                    + [([run_id(r)], n) for r, n in zip(runs, run_names)])
     if runs:
@@ -194,6 +207,35 @@ def _same_software(records: list[tuple[dict, str]], notes: list[str]) -> None:
         if said:
             notes.append(f"the inputs ran another {key} ({said}): its offset counts as "
                          "machine noise here")
+
+
+def _same_kernels(inputs: list[tuple[list, object, str]], notes: list[str]) -> None:
+    """ValueError where an input was measured on other kernels/ than the first input's
+    commit holds (git says so): pooled, a kernel change passed for machine noise (a
+    30 ms sleep in kernels.matmul took a case's stored noise from 5% to 36%, no tile
+    moved; a review). An input whose kernels git cannot tell (no commit recorded, one not
+    in this repository, a dirty tree) is said in `notes`."""
+    first = next((c for shas, _, _ in inputs for c in shas if c), None)
+    unknown = []
+    for shas, dirty, name in inputs:
+        said = [c for c in shas if c]
+        if dirty is True or len(said) < len(shas) or first is None:
+            unknown.append(name)
+            continue
+        differ = [kernels_differ(first, c) if c != first else False for c in said]
+        if any(d is True for d in differ):
+            other = said[differ.index(True)]
+            raise ValueError(f"baseline merge: {name} was measured at {other[:12]}, whose "
+                             f"kernels/ is not {first[:12]}'s: a kernel change is not "
+                             "machine noise; merge calibrations of one kernel "
+                             "(`gemmgate baseline update` measures a new one)")
+        if any(d is None for d in differ):
+            unknown.append(name)
+    if unknown:
+        notes.append(f"whether the kernels/ of {', '.join(unknown)} "
+                     f"{'is' if len(unknown) == 1 else 'are'} the first input's could not be "
+                     "told (no commit, a commit git does not hold, or a tree that differed "
+                     "from its commit): they are pooled as one kernel's")
 
 
 def _differing(records: list[tuple[dict, str]], value_of) -> str:

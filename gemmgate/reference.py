@@ -77,14 +77,19 @@ def common_ancestor(shas: list[str], repo: str | Path = ".", what: str = "GOOD")
 def kernels_alike(a: str, b: str, repo: str | Path = ".") -> bool:
     """Whether commits `a` and `b` hold the same kernels/ (`git diff --quiet a b --
     kernels`); False where git cannot tell (not a repository, a commit not in it)."""
+    return kernels_differ(a, b, repo) is False
+
+
+def kernels_differ(a: str, b: str, repo: str | Path = ".") -> bool | None:
+    """Whether commits `a` and `b` hold other kernels/; None where git cannot tell."""
     # from the repository's top: from a subfolder, `kernels` named a folder that is not
     # there, and every change was "alike" (a review)
     try:
         out = subprocess.run(["git", "diff", "--quiet", a, b, "--", "kernels"],
                              cwd=_top(repo), capture_output=True, timeout=60)
     except (OSError, ValueError, subprocess.SubprocessError):
-        return False
-    return out.returncode == 0
+        return None
+    return {0: False, 1: True}.get(out.returncode)
 
 
 def _top(repo: str | Path) -> Path:

@@ -660,6 +660,37 @@ def test_m_merge_pools_a_run_s_ab_samples_only_against_its_own_kernels(
     assert ("its A/B samples were left out" in err) is not pooled
 
 
+@pytest.mark.parametrize("second, said", [
+    ("new", "was measured at {new12}, whose kernels/ is not {old12}'s"),
+    ("old", None),
+    ("unknown", "whether the kernels/ of {run1} is the first input's could not be told"),
+])
+def test_m_merge_refuses_inputs_of_other_kernels(work, base_file, synthetic_timing, capsys,
+                                                 monkeypatch, kernels_repo, second, said):
+    """Runs of two commits whose kernels/ differ were pooled as machine noise where no
+    tile moved (a 30 ms sleep in kernels.matmul: a case's noise 5% -> 36%; a review):
+    refused, exit 2, nothing written; one kernel's commits merge; a commit git does not
+    hold is said."""
+    repo, old, new = kernels_repo
+    commit = {"old": old, "new": new, "unknown": "e" * 40}
+    runs = []
+    for i, c in enumerate(("old", second)):
+        rc, data = _check(work, base_file)
+        data["environment"].update(commit=commit[c], dirty=False)
+        runs.append(work / f"run{i}.json")
+        runs[-1].write_text(json.dumps(data))
+    monkeypatch.chdir(repo)   # (git tells the commits' kernels/ in their repository)
+    out = work / "merged.json"
+    capsys.readouterr()
+    rc = main(["baseline", "merge", *map(str, runs), "--output", str(out)])
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert rc == (2 if second == "new" else 0) and out.exists() is (rc == 0)
+    if said:
+        assert said.format(new12=new[:12], old12=old[:12], run1=runs[1]) in err
+    else:
+        assert "kernels/" not in err
+
+
 @pytest.mark.parametrize("twice", ["same-path", "copy", "run", "run-copy"])
 def test_m_merge_refuses_an_input_given_twice(work, base_file, synthetic_timing, capsys,
                                               twice):
@@ -732,6 +763,23 @@ def test_m_merge_onto_a_file_warns_of_the_levels_its_cases_lose(work, base_file,
     assert main(["baseline", "merge", str(a), str(b), "--output", str(out)]) == 0
     err = capsys.readouterr().err.replace("\n", " ")
     assert "2 case(s) lost their machine-level noise" in err
+    assert "2 case(s) lost their A/B noise" in err
+    # onto one of its inputs (README's advice) it said none (a review): the file's cases
+    # ran on another tile than the first input's, so its runs (and their levels) are
+    # left out of them
+
+    def other_tile(data):
+        fleet(data)
+        for key, c in data["cases"].items():
+            c["tuning"] = {"key": key, "source": "tuned", "kernel": "k",
+                           "config": {"block_m": 128}}
+    out = _edited(work, "fleet2.json", other_tile)
+    data = json.loads(a.read_text())
+    for key, c in data["cases"].items():
+        c["tuning"] = {"key": key, "source": "tuned", "kernel": "k", "config": {"block_m": 64}}
+    a.write_text(json.dumps(data))
+    assert main(["baseline", "merge", str(a), str(out), "--output", str(out)]) == 0
+    err = capsys.readouterr().err.replace("\n", " ")
     assert "2 case(s) lost their A/B noise" in err
 
 
