@@ -84,6 +84,8 @@ def check_outputs(*paths: tuple[str | None, str], append: str | None = None,
         if str(path) == "-":   # not stdout: it would be a file named "-"
             raise InputError(f"{what} is '-': gemmgate writes a file, not standard "
                              "output; give a file path")
+        if str(path).endswith(("/", os.sep)):   # "newdir/" became a file named newdir
+            raise InputError(f"{what} {path} names a folder: give a file path")   # (a review)
         key = _same_file(path)
         if key in taken:
             raise InputError(f"{what} {path} is also {taken[key]}: writing it would "

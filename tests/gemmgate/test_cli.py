@@ -105,6 +105,9 @@ def test_an_output_that_is_an_input_or_empty_is_exit_2_and_the_input_kept(tmp_pa
     (["baseline", "calibrate", "--chip", "cpu", "--keep-runs", ""], "--keep-runs: is an empty"),
     (["run", "--chip", "cpu", "--json", "-"], "--json is '-': gemmgate writes a file"),
     (["check", "--chip", "cpu", "--comment", "-"], "--comment is '-'"),
+    (["baseline", "update", "--chip", "cpu", "--output", "newdir/"],   # wrote a file
+     "names a folder: give a file path"),                               # newdir (a review)
+    (["run", "--chip", "cpu", "--json", "out/"], "--json out/ names a folder"),
 ])
 def test_an_empty_folder_or_a_dash_for_an_output_is_exit_2_before_any_work(
         argv, said, tmp_path, monkeypatch, capsys):
