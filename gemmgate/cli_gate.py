@@ -4,6 +4,7 @@ calibrate.py), then output."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from rich.markup import escape
@@ -146,7 +147,8 @@ def _set_up(args, err, path, chip_id: str, floor: float):
             err.print(f"[yellow]warning:[/] {what} {given}, but the baseline was measured "
                       f"with {was}: its figures are not this timing's")
     if not args.shapes:   # the baseline's own cases too: a merge or update that added
-        ctx = _with_baseline_cases(args, ctx, base)   # cases keeps its first shapes label
+        ctx = _with_baseline_cases(args, ctx, base, own is None)   # cases keeps its first
+        # shapes label
     keys = {c.key(m.name) for m, c in ctx.items}
     if not keys & set(base.cases) and not ab_sha:   # before any work: nothing to judge is
         # not a pass (with --ab-ref, a case the baseline lacks is judged by A/B alone)
@@ -188,19 +190,24 @@ def _own_cases(base, modes: str | None, err) -> list | None:
     return own
 
 
-def _with_baseline_cases(args, ctx, base):
+def _with_baseline_cases(args, ctx, base, of_a_set: bool):
     """`ctx` with the baseline's cases of its modes that its shape set lacks (a baseline
     merged or updated from other shapes keeps its first --shapes label: those cases were
-    left out, said only as a note, and the check passed)."""
+    left out, said only as a note, and the check passed), each in the modes the baseline
+    holds it in; `of_a_set`: `ctx` runs a shape set in every mode (else the baseline's
+    own cases, each in its own modes alone)."""
+    modes = {m.name for m in ctx.modes}
+    held = frozenset((c.mode, c.case) for c in base.cases.values() if c.mode in modes)
+    only = held | {(m.name, c) for m in ctx.modes for c in ctx.cases} if of_a_set else held
     have = set(ctx.cases)
-    more = [c for c in _cases_of(base, {m.name for m in ctx.modes}) if c not in have]
-    if not more:
-        return ctx
-    return context_from_args(args, modes=",".join(m.name for m in ctx.modes),
-                             block=ctx.policy.block, reference=ctx.reference,
-                             slowdown=ctx.slowdown, cases=(*ctx.cases, *more),
-                             cases_label=f"{ctx.shapes_label} and {len(more)} more case(s) "
-                                         "of the baseline")
+    more = [c for c in _cases_of(base, modes) if c not in have]
+    if more:
+        ctx = context_from_args(args, modes=",".join(m.name for m in ctx.modes),
+                                block=ctx.policy.block, reference=ctx.reference,
+                                slowdown=ctx.slowdown, cases=(*ctx.cases, *more),
+                                cases_label=f"{ctx.shapes_label} and {len(more)} more "
+                                            "case(s) of the baseline")
+    return replace(ctx, only=only)
 
 
 def _cases_of(base, modes: set[str] | None) -> list:

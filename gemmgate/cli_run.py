@@ -164,8 +164,9 @@ def execute(ctx: RunContext, err: Console, partial_to: str | None = None) -> Run
     if sel.warning:
         err.print(f"[yellow]warning:[/] {sel.warning}")
     err.print(f"chip {sel.chip.id} ({sel.source}: {sel.device_name}), "
-              f"{len(ctx.cases)} cases x {len(ctx.modes)} modes, "
-              f"timing {ctx.policy.method}, devices {','.join(map(str, ctx.devices))}")
+              + (f"{len(ctx.cases)} cases x {len(ctx.modes)} modes, " if ctx.only is None
+                 else f"{len(ctx.items)} cases of {len(ctx.modes)} modes, ")
+              + f"timing {ctx.policy.method}, devices {','.join(map(str, ctx.devices))}")
     if ctx.reference:
         err.print(f"A/B: the kernel at {ctx.reference[:12]} is timed beside the current one")
     if ctx.providers[2:]:

@@ -1135,3 +1135,23 @@ def test_check_modes_on_the_baseline_s_own_cases_are_read_as_everywhere(
                  "--modes", modes]) == rc
     if said:
         assert said in capsys.readouterr().err
+
+
+def test_a_check_runs_each_added_case_in_the_modes_the_baseline_holds_it_in(
+        work, base_file, synthetic_timing, capsys):
+    """A case `update` added in fp16 alone was run in every mode the check ran (fp32
+    too), listed as new, an accuracy failure there an exit 1 over a case never
+    baselined (a review)."""
+    assert main(["baseline", "update", "--chip", "cpu", "--budget", "0.3", "--shapes",
+                 "16x16x16", "--modes", "fp16", "--output", str(base_file)]) == 0
+    out = work / "c.json"
+    capsys.readouterr()
+    assert main(["check", "--chip", "cpu", "--budget", "0.3", "--baseline", str(base_file),
+                 "--json", str(out), "--no-remeasure"]) == 0
+    err = capsys.readouterr().err
+    # the baseline's set in the modes it records (its fp16 cases new), and the added
+    # case in fp16 alone
+    data = json.loads(out.read_text())
+    assert set(_verdicts(data)) == KEYS | {"fp16-m16-n16-k16"}
+    assert set(data["gate"]["extra"]) == {"fp16-m32-n32-k32", "fp16-m48-n16-k64"}
+    assert "fp32-m16-n16-k16" not in err and "5 cases of 2 modes" in err
