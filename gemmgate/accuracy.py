@@ -112,18 +112,19 @@ def _ratio(diff2: float, ref2: float) -> float:
 
 
 # One provider's excess against another's on the same inputs: above both, its sum kept
-# less than the other's (`kept_less`). Shown as a note, never judged: the tensor cores'
-# own fp32 sums may truncate, but both sides' alike.
+# less than the other's (`kept_less`). Shown as a note; judged only in a mode with a
+# `kept_less_floor` (fp16: judging.judge_kept_less): the tensor cores' own fp32 sums may
+# truncate, but both sides' alike.
 EXCESS_RATIO = 3.0
 EXCESS_FLOOR = 1e-4
 
 
-def kept_less(mine: float | None, theirs: float | None) -> bool:
+def kept_less(mine: float | None, theirs: float | None, floor: float = EXCESS_FLOOR) -> bool:
     """Whether an output's excess over its rounding (`Errors.excess`) says its sum kept
     less precision than another's on the same inputs did."""
     if mine is None or theirs is None or not math.isfinite(theirs):
         return False
-    return mine > EXCESS_FLOOR and mine > EXCESS_RATIO * theirs
+    return mine > floor and mine > EXCESS_RATIO * theirs
 
 
 CHUNK_ELEMENTS = 1 << 24   # rows at a time: float64 temporaries stay ~0.7 GB a chunk

@@ -12,7 +12,16 @@ from dataclasses import replace
 
 import torch
 
-from gemmgate.accuracy import DOWNGRADED, FAIL, PASS, Accuracy, classify, errors
+from gemmgate.accuracy import (
+    DOWNGRADED,
+    EXCESS_RATIO,
+    FAIL,
+    PASS,
+    Accuracy,
+    classify,
+    errors,
+    kept_less,
+)
 from gemmgate.input_guard import InputGuard
 from gemmgate.precision import PrecisionMode
 from gemmgate.providers import Unsupported
@@ -69,6 +78,29 @@ def _tensor(out):
 
 
 _RANK = {PASS: 0, DOWNGRADED: 1, FAIL: 2}
+
+
+def judge_kept_less(results: dict, mode: PrecisionMode, vendor: str = "vendor") -> None:
+    """In a mode with a `kept_less_floor` (fp16), each passing provider whose error
+    beyond the output's rounding is above it and over EXCESS_RATIO x the other side's on
+    the same inputs is downgraded: every other provider against the vendor, the vendor
+    against Triton. A sum kept in fp16 between K blocks passed fp16's whole-error band
+    (a review); the other side's honest figure is the yardstick."""
+    floor = mode.kept_less_floor
+    if floor is None or vendor not in results:
+        return
+    pairs = [(n, vendor) for n in results if n != vendor] + [(vendor, "triton")]
+    judged = {}
+    for side, other in pairs:
+        a, b = results.get(side), results.get(other)
+        if a is None or b is None or a.accuracy != PASS or b.accuracy == FAIL:
+            continue
+        if kept_less(a.excess, b.excess, floor):
+            judged[side] = replace(a, accuracy=DOWNGRADED, message=(
+                f"accumulated below fp32: error {a.excess:.2e} beyond the output's own "
+                f"rounding, over {EXCESS_RATIO:g}x {other}'s {b.excess:.2e} on the same "
+                f"inputs and above {floor:.1e} (the whole output's {a.error:.2e})"))
+    results.update(judged)
 
 
 def after_timing(calls: dict, guard: InputGuard, mode: PrecisionMode,

@@ -37,7 +37,7 @@ from gemmgate.deadline import run_within
 from gemmgate.env import environment, telemetry, tuning_table
 from gemmgate.input_guard import InputGuard, timed_again
 from gemmgate.inputs import make_inputs
-from gemmgate.judging import after_timing, check, failed
+from gemmgate.judging import after_timing, check, failed, judge_kept_less
 from gemmgate.precision import PrecisionMode, flags_changed, math_flags, vendor_flags
 from gemmgate.providers import (
     Builder,
@@ -187,6 +187,7 @@ class Runner:
             raise MeasurementError(f"{mode.name} {case.id}: a provider changed torch's "
                                    f"matmul math flags while timed ({changed})")
         after_timing({n: calls[n] for n in samples}, guard, mode, results, timed)
+        judge_kept_less(results, mode)
         for name, ts in samples.items():
             # TFLOP/s of the rounds' median (`median_ms`), which the gate judges
             res = replace(results[name], samples_ms=tuple(ts), block=ctx.policy.block)

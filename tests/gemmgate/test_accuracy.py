@@ -301,7 +301,8 @@ def test_a_sum_rounded_to_the_output_type_each_k_block_shows_as_excess(mode, dty
     """Session 57's audit: these passed the whole-error band (3.5e-3 < 5e-3 in bf16,
     8.4e-4 < 1e-3 in fp16); their excess over the output's rounding is ~3.9e-3 / 8.7e-4.
     bf16 judges it at 1e-3 (session 67: the devices' honest figure at most 4.07e-4); fp16
-    does not (its honest 1.46e-4 is too near a downgrade's), a bound of 2.5e-4 would; its
+    judges it against the other side's only (its honest 1.46e-4 is too near a downgrade's
+    for one band: judging.judge_kept_less), a bound of 2.5e-4 would; its
     whole error fails fp16's band since session 71 (6e-4: an honest output's is its own
     rounding, 2.06e-4 to 2.10e-4 on every device case)."""
     from dataclasses import replace

@@ -348,3 +348,48 @@ def test_a_call_wrong_on_some_calls_after_the_judged_ones_fails_under_eager_timi
     v = Runner(ctx, vendor=vendor).run_case(MODES["fp32"], Case(64, 64, 256)).providers["vendor"]
     assert v.accuracy == "fail" and v.message.startswith(
         "after its timed calls: call 4 of 8 after the judged two: error"), v.message
+
+
+def _side(name, excess, accuracy="pass"):
+    from gemmgate.results import ProviderResult
+
+    return ProviderResult(name, accuracy, 2.1e-4, excess=excess)
+
+
+@pytest.mark.parametrize("mode, triton, vendor, downgraded", [
+    ("fp16", 3e-4, 1e-5, "triton"),    # a sum kept in fp16 between K blocks: judged
+    ("fp16", 1e-5, 3e-4, "vendor"),    # the vendor's, against Triton's
+    ("fp16", 3e-4, 2e-4, None),        # both alike (a chip whose sums truncate): not
+    ("fp16", 1.5e-4, 1e-6, None),      # under the floor: the devices' honest figures
+    ("bf16", 3e-4, 1e-5, None),        # bf16 judges its excess alone (max_excess)
+])
+def test_an_excess_over_three_times_the_other_side_s_is_downgraded_in_fp16(
+        mode, triton, vendor, downgraded):
+    from gemmgate.judging import judge_kept_less
+
+    results = {"triton": _side("triton", triton), "vendor": _side("vendor", vendor),
+               "ext": _side("ext", triton)}
+    judge_kept_less(results, MODES[mode])
+    got = {n for n, r in results.items() if r.accuracy == "downgraded"}
+    assert got == ({downgraded, "ext"} if downgraded == "triton" else
+                   {downgraded} if downgraded else set())
+    for n in got:
+        assert results[n].message.startswith("accumulated below fp32: error ")
+        assert "over 3x" in results[n].message and "above 2.2e-04" in results[n].message
+
+
+def test_a_provider_whose_fp16_sum_is_kept_in_fp16_between_k_blocks_is_downgraded(
+        monkeypatch):
+    """Its whole error (K 256 to 1024) passed fp16's band (a review); its excess is
+    judged against the vendor's."""
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    ctx = make_context(chip="cpu", shapes="smoke", modes="fp16",
+                       providers="triton,vendor,custom_providers:fp16_between_blocks")
+    for k in (256, 512, 1024):
+        r = Runner(ctx).run_case(MODES["fp16"], Case(64, 64, k))
+        p = r.providers["custom_providers:fp16_between_blocks"]
+        assert p.error < MODES["fp16"].max_error, k   # the whole error alone passes
+        assert p.accuracy == "downgraded" and "over 3x vendor's" in p.message, k
+        assert r.providers["triton"].accuracy == r.providers["vendor"].accuracy == "pass"
