@@ -23,7 +23,7 @@ from gemmgate.accuracy import (
     kept_less,
 )
 from gemmgate.input_guard import InputGuard
-from gemmgate.precision import PrecisionMode
+from gemmgate.precision import PrecisionMode, band_for
 from gemmgate.providers import Unsupported
 from gemmgate.results import UNSUPPORTED, ProviderResult
 from gemmgate.stop_signal import STOPS
@@ -35,7 +35,7 @@ def check(name: str, build, inp, mode: PrecisionMode, ref, scale2: float = 0.0):
     the inputs' typical product size, accuracy.errors' floor)."""
     try:
         call = build(inp, mode)
-        measured, acc = judged(call, mode, ref, scale2)
+        measured, acc = judged(call, band_for(mode, name), ref, scale2)
     except Unsupported as e:
         return None, ProviderResult(name, UNSUPPORTED, message=str(e))
     except TuningError:   # the harness's tuning cache, not the kernel: no accuracy verdict
@@ -127,16 +127,17 @@ def after_timing(calls: dict, guard: InputGuard, mode: PrecisionMode,
     ref, scale2 = guard.inp.reference_and_scale2()
     for name, call in live.items():
         replay, kept = ran.pop(name, call), []
+        band = band_for(mode, name)   # each side's band (tf32x3)
         before = results[name]
         if replay is not call:   # the graph: judged, then replayed against what it gave
-            _worse(results, name, *_tried(lambda r=replay, k=kept: judged(
-                r, mode, ref, scale2, k)), "in its timed CUDA graph")
-            _worse(results, name, *_tried(lambda r=replay, k=kept: replayed(
-                r, mode, ref, scale2, k)), "in its timed CUDA graph")
+            _worse(results, name, *_tried(lambda r=replay, k=kept, b=band: judged(
+                r, b, ref, scale2, k)), "in its timed CUDA graph")
+            _worse(results, name, *_tried(lambda r=replay, k=kept, b=band: replayed(
+                r, b, ref, scale2, k)), "in its timed CUDA graph")
         graph = results[name] if results[name] is not before else None
-        got = _tried(lambda c=call, k=kept: judged(c, mode, ref, scale2, k))
+        got = _tried(lambda c=call, k=kept, b=band: judged(c, b, ref, scale2, k))
         again = (None, _PASSED) if replay is not call else \
-            _tried(lambda c=call, k=kept: replayed(c, mode, ref, scale2, k))   # (eager
+            _tried(lambda c=call, k=kept, b=band: replayed(c, b, ref, scale2, k))   # (eager
         del replay, kept   # timing: what was timed is the call; before the guard looks)
         if guard.written():
             results[name] = _failed_late(

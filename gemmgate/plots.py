@@ -19,7 +19,7 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from gemmgate.precision import ERROR_BOUND, MODES
+from gemmgate.precision import ERROR_BOUND, MODES, band_for
 
 DPI = 100
 PROVIDERS = ("triton", "vendor", "reference")   # first, in this order; extras after them
@@ -88,14 +88,15 @@ def heat_panels(points: Sequence[Point]) -> tuple[list[HeatPanel], list[Point]]:
     return panels, [p for p in points if p.layout != "rr"]
 
 
-def error_band(error: float | None, mode: str) -> str | None:
-    """Where an error falls: "expected" (<= the mode's max_error), "downgraded" (above it,
-    under the bound: a lower precision ran) or "fail" (above the 1e-2 bound, NaN/Inf)."""
+def error_band(error: float | None, mode: str, provider: str = "vendor") -> str | None:
+    """Where `provider`'s error falls: "expected" (<= its band: the mode's max_error, the
+    kernels' own in tf32x3, `precision.band_for`), "downgraded" (above it, under the bound:
+    a lower precision ran) or "fail" (above the 1e-2 bound, NaN/Inf)."""
     if error is None:
         return None
     if not math.isfinite(error) or error > MODES[mode].bound:
         return "fail"
-    return "expected" if error <= MODES[mode].max_error else "downgraded"
+    return "expected" if error <= band_for(MODES[mode], provider).max_error else "downgraded"
 
 
 def roofline_ceiling(intensity: float, peak_tflops: float | None,
@@ -312,6 +313,9 @@ def error_bands(points: Sequence[Point], mode: str, title: str) -> Figure:
                label=f"downgraded ({m.downgrade_hint})")
     ax.axhspan(ERROR_BOUND, top, color=BAND_COLOR["fail"], alpha=0.12,
                label=f"fail > {ERROR_BOUND:g}")
+    if m.kernel_max_error is not None:   # tf32x3: the kernels' side has its own band
+        ax.axhline(m.kernel_max_error, color=BAND_COLOR["downgraded"], linestyle="--",
+                   linewidth=1, label=f"the kernels' band ≤ {m.kernel_max_error:g}")
     names = _providers(points, "errors")
     for i, name in enumerate(names):  # side by side: equal errors stay visible
         dx = (i - (len(names) - 1) / 2) * 0.18

@@ -69,6 +69,14 @@ def test_error_band_puts_a_downgrade_in_the_middle_band(error, mode, band):
     assert plots.error_band(error, mode) == band
 
 
+def test_tf32x3_s_kernels_have_their_own_band_and_the_vendor_fp32_s():
+    """bf16x3 (4.4e-6) under tf32x3's 1e-5: the kernels' side is judged at 3e-6, the
+    vendor's IEEE fp32 at 1e-5 (precision.band_for)."""
+    assert plots.error_band(4.4e-6, "tf32x3", "triton") == "downgraded"
+    assert plots.error_band(4.4e-6, "tf32x3", "vendor") == "expected"
+    assert plots.error_band(3.6e-7, "tf32x3", "triton") == "expected"
+
+
 def test_error_figure_draws_the_bound_and_the_modes_band():
     pts = [_pt(64, 64, 64, errors={"triton": 3e-4, "vendor": 1e-7}),
            _pt(48, 80, 72, errors={"triton": math.inf, "vendor": 0.0})]
