@@ -35,7 +35,8 @@ def check(name: str, build, inp, mode: PrecisionMode, ref, scale2: float = 0.0):
     the inputs' typical product size, accuracy.errors' floor)."""
     try:
         call = build(inp, mode)
-        measured, acc = judged(call, band_for(mode, name), ref, scale2)
+        measured, acc = judged(call, band_for(mode, name), ref, scale2,
+                               inputs=operands(inp))
     except Unsupported as e:
         return None, ProviderResult(name, UNSUPPORTED, message=str(e))
     except TuningError:   # the harness's tuning cache, not the kernel: no accuracy verdict
@@ -49,11 +50,22 @@ def check(name: str, build, inp, mode: PrecisionMode, ref, scale2: float = 0.0):
                                 excess=measured.excess, block_excess=measured.block_excess)
 
 
-def judged(call, mode: PrecisionMode, ref, scale2: float, kept: list | None = None):
+def operands(inp) -> tuple:
+    """A case's input tensors (A, B and fp8's scales), which no output may share."""
+    return tuple(x for x in (inp.a, inp.b, inp.scale_a, inp.scale_b) if x is not None)
+
+
+def judged(call, mode: PrecisionMode, ref, scale2: float, kept: list | None = None,
+           inputs: tuple = ()):
     """(Errors, Accuracy) of a provider's call made on its poisoned output: two calls,
     the first one's output filled with NaN, so elements the second does not write show.
-    `kept`, where given, gets a copy of the output judged (`replayed` compares with it)."""
+    `kept`, where given, gets a copy of the output judged (`replayed` compares with it).
+    An output that shares memory with one of `inputs` is refused before it is poisoned
+    (the poison wrote into A, and the provider was said to write into its inputs)."""
     out = _tensor(call())
+    if out.numel() and any(x.numel() and x.untyped_storage().data_ptr()
+                           == out.untyped_storage().data_ptr() for x in inputs):
+        raise ValueError("returned a view of its inputs (A, B or a scale), not its product")
     if out.is_floating_point() and out.numel():
         out.fill_(math.nan)
     out = _tensor(call())
@@ -125,17 +137,18 @@ def after_timing(calls: dict, guard: InputGuard, mode: PrecisionMode,
     if not live:
         return
     ref, scale2 = guard.inp.reference_and_scale2()
+    inputs = operands(guard.inp)
     for name, call in live.items():
         replay, kept = ran.pop(name, call), []
         band = band_for(mode, name)   # each side's band (tf32x3)
         before = results[name]
         if replay is not call:   # the graph: judged, then replayed against what it gave
             _worse(results, name, *_tried(lambda r=replay, k=kept, b=band: judged(
-                r, b, ref, scale2, k)), "in its timed CUDA graph")
+                r, b, ref, scale2, k, inputs)), "in its timed CUDA graph")
             _worse(results, name, *_tried(lambda r=replay, k=kept, b=band: replayed(
                 r, b, ref, scale2, k)), "in its timed CUDA graph")
         graph = results[name] if results[name] is not before else None
-        got = _tried(lambda c=call, k=kept, b=band: judged(c, b, ref, scale2, k))
+        got = _tried(lambda c=call, k=kept, b=band: judged(c, b, ref, scale2, k, inputs))
         again = (None, _PASSED) if replay is not call else \
             _tried(lambda c=call, k=kept, b=band: replayed(c, b, ref, scale2, k))   # (eager
         del replay, kept   # timing: what was timed is the call; before the guard looks)

@@ -283,3 +283,8 @@ def fp16_between_blocks(a, b, *, precision=None, out=None, scale_a=None, scale_b
     for i in range(0, a.shape[1], 128):
         acc = (acc.float() + a[:, i:i + 128].float() @ b[i:i + 128].float()).to(a.dtype)
     return out.copy_(acc) if out is not None else acc
+
+
+def returns_a(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
+    """Its output is its input A (a square case's shape and type)."""
+    return a

@@ -718,3 +718,13 @@ def test_math_flags_changed_while_timed_are_a_measurement_error(custom):
                        "matmul math flags while timed \\(cuda.matmul.fp32_precision"):
         Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
     assert torch.backends.cuda.matmul.fp32_precision == before
+
+
+def test_an_output_that_is_a_view_of_the_inputs_fails_as_such(custom):
+    """It was poisoned with NaN through its alias, A with it, and said to have "wrote into
+    its inputs" (a review): refused before the poison, the inputs untouched."""
+    ctx = _extras_ctx("custom_providers:returns_a")
+    r = Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
+    p = r.providers["custom_providers:returns_a"]
+    assert p.accuracy == "fail" and "returned a view of its inputs" in p.message
+    assert r.gate_passed and "wrote into its inputs" not in p.message
