@@ -90,11 +90,12 @@ def build(records: Sequence[RunRecord], chip_id: str, shapes: str) -> Baseline:
             med = _median_or_none([p.median_ms for p in ps])
             if med is None:
                 continue
-            first = next(p for p in ps if p.samples_ms)
             provs[name] = ProviderFigures(
                 med, _median_or_none([p.tflops for p in ps]),
                 _median_or_none([p.error if p.error is not None else math.inf for p in ps]),
-                stats.quantiles(first.rounds_ms))   # (a round's, as the run file's)
+                # every run's rounds (a round's, as the run file's): the first run's alone
+                # stood beside the runs' median, a median below its own p10 (a review)
+                stats.quantiles([x for p in ps for x in p.rounds_ms]))
         if "triton" not in provs:
             continue
         ratio_rows = [(c.ratio, m) for c, m in tagged if c.ratio]
@@ -263,7 +264,10 @@ def combine(parts: Sequence[Baseline]) -> Baseline:
                                         for _ in range(w)]
             ms = [flops / (t * 1e9) for t in tflops] if pooled and flops else \
                 [p.median_ms for p, w in zip(ps, weights) for _ in range(w)]
-            provs[name] = replace(ps[0], median_ms=stats.median(ms), tflops=_median_or_none(tf))
+            # (no quantiles: the parts' rounds are not stored, and the first part's
+            # stood beside the pooled median; a review)
+            provs[name] = replace(ps[0], median_ms=stats.median(ms), tflops=_median_or_none(tf),
+                                  quantiles_ms={})
         tuning = cs[0].tuning
         if tuning is not None:
             agree = all(c.tuning and c.tuning.get("config") == tuning["config"] for c in cs)
