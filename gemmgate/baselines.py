@@ -264,10 +264,10 @@ def combine(parts: Sequence[Baseline]) -> Baseline:
                                         for _ in range(w)]
             ms = [flops / (t * 1e9) for t in tflops] if pooled and flops else \
                 [p.median_ms for p, w in zip(ps, weights) for _ in range(w)]
-            # (no quantiles: the parts' rounds are not stored, and the first part's
-            # stood beside the pooled median; a review)
+            # (no quantiles of several parts: their rounds are not stored, and the first
+            # part's stood beside the pooled median; a review)
             provs[name] = replace(ps[0], median_ms=stats.median(ms), tflops=_median_or_none(tf),
-                                  quantiles_ms={})
+                                  quantiles_ms=ps[0].quantiles_ms if len(ps) == 1 else {})
         tuning = cs[0].tuning
         if tuning is not None:
             agree = all(c.tuning and c.tuning.get("config") == tuning["config"] for c in cs)
