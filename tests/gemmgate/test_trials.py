@@ -254,7 +254,9 @@ def test_the_summaries_kept_in_the_repository_give_the_same_power(tmp_path):
     rows = [row("c1", 0, "m1", "unchanged", "improved", "unchanged", 0),
             row("c1", 0, "m2", "regressed", "regressed", "unchanged", 0),
             row("c2", 0.03, "m1", "regressed", "unchanged", "regressed", 1),
-            row("c2", 0.03, "m2", "unchanged", "unchanged", "unchanged", 1)]
+            row("c2", 0.03, "m2", "unchanged", "unchanged", "unchanged", 1),
+            # a check without --ab-ref: no A/B verdict (counted as judged; a review)
+            row("c3", 0.03, "m1", "unchanged", "unchanged", "", 0)]
     trials.write_summaries(tmp_path, rows)
     with open(tmp_path / "checks_summary.csv") as f:
         checks = list(csv.DictReader(f))
