@@ -150,8 +150,14 @@ def select_chip(override: str | None = None) -> Selection:
                          "leave it out to detect the device")   # detected chip was gated)
     if not requested:
         requested, source = os.environ.get("GEMMGATE_CHIP") or None, "GEMMGATE_CHIP"
+        if requested is not None and not requested.strip():
+            raise ValueError("GEMMGATE_CHIP is blank: give a chip id (gemmgate chips --ids), "
+                             "or unset it to detect the device")
     if requested:
-        chip = get_chip(requested)
+        try:
+            chip = get_chip(requested)
+        except ValueError as e:   # (said without its source: GEMMGATE_CHIP=h100 read as
+            raise ValueError(f"{source}: {e}") from None   # if --chip had been given)
         if chip.device_type == "cuda" and not gpu:
             raise ValueError(f"chip {chip.id} was requested ({source}) but no GPU is present")
         mismatched = chip.device_type == "cuda" and not chip.names(device_name)

@@ -113,11 +113,11 @@ def parse_devices(text: str | None) -> tuple[int, ...]:
     parts = text.split(",")
     if len(parts) > 1 and not parts[-1].strip():   # a trailing comma, as --modes takes one
         parts.pop()
-    try:
-        ids = tuple(int(t) for t in parts)
-    except ValueError:
-        raise ValueError(f"--devices takes comma-separated device numbers, got {text!r}") \
-            from None
+    # ASCII digits only, as shapes and --values take them (int() took '١' as 1 and '1_0'
+    # as 10; a review)
+    if not all(t.strip().isascii() and t.strip().isdigit() for t in parts):
+        raise ValueError(f"--devices takes comma-separated device numbers, got {text!r}")
+    ids = tuple(int(t) for t in parts)
     if not ids or min(ids) < 0 or len(set(ids)) != len(ids):
         raise ValueError(f"--devices needs distinct non-negative numbers, got {text!r}")
     return ids

@@ -143,9 +143,12 @@ def parse_modes(text: str) -> tuple[PrecisionMode, ...]:
     thermal and power state its predecessors left. On the H200, checks that ran fp8
     after fp32 (alphabetical order) measured fp8 4096^3 3.8% faster, in every check, than
     the calibration that ran it after fp16."""
-    names = [t.strip() for t in text.split(",") if t.strip()]
+    parts = [t.strip() for t in text.split(",")]
+    names = [t for t in parts if t]
     if not names:
         raise ValueError("no precision mode given")
+    if "" in parts[:-1]:   # a trailing comma is taken, as by --shapes; an empty item
+        raise ValueError(f"--modes {text!r} has an empty item: a mode left out?")   # (a review)
     wanted = {get_mode(n).name for n in names}
     return tuple(MODES[n] for n in MODE_NAMES if n in wanted)
 

@@ -59,6 +59,9 @@ def _blank(fields: list[str]) -> bool:
 def _csv_rows(text: str, p: Path) -> list[tuple[dict, int]]:
     """(row, line) per case; blank lines, all-empty rows (`,,,` from a spreadsheet) and
     comment lines (# first) are skipped, and so are empty trailing fields."""
+    # comment lines blanked before the CSV reader sees them (line numbers kept): a `,"` in
+    # a comment opened a quoted field that swallowed the cases after it
+    text = "\n".join("" if ln.lstrip().startswith("#") else ln for ln in text.split("\n"))
     reader = csv.reader(io.StringIO(text))
     try:
         return _csv_read(reader, p)
@@ -115,6 +118,10 @@ def _yaml_rows(text: str, p: Path) -> list[tuple[object, int | None]]:
     finally:
         loader.dispose()
     if isinstance(data, dict):
+        keys = [str(k.value) for k, _ in node.value]
+        if keys.count("cases") > 1:
+            raise InputError(f"shape file {p}: `cases:` appears {keys.count('cases')} times; "
+                             "give one list (two files concatenated?)")
         other = [str(k) for k in data if k != "cases"]
         if other:
             raise InputError(f"shape file {p}: unknown top-level key(s) "
@@ -150,7 +157,7 @@ def _as_written(entry: dict, item, p: Path, i: int) -> dict:
             out[key.value] = value.value
         elif name == "layout" and not isinstance(out[key.value], str):
             raise InputError(f"{p}:{key.start_mark.line + 1}: case {i}: layout must be text "
-                             f"such as rr or cr, got {value.value!r}")
+                             f"such as rr or cr, got {out[key.value]!r}")
     return out
 
 
@@ -176,7 +183,8 @@ def _row_case(row, where: str, i: int) -> Case:
         if d not in row:
             raise InputError(f"{where}: case {i} lacks {d!r}")
     dims = [_whole(row, d, where, i) for d in ("m", "n", "k")]
-    layout = str(row.get("layout") or "rr").strip().lower()   # as inline shapes take it
+    layout = (str(row.get("layout") or "").strip() or "rr").lower()   # as inline shapes
+    # take it; a blank of spaces is an empty one (it was "unknown layout ''": a review)
     pad = _whole(row, "pad", where, i) if _given(row.get("pad")) else 0
     try:
         return Case(*dims, layout, pad)

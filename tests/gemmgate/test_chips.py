@@ -1,5 +1,6 @@
 """gemmgate/chips.py: the chip table, lookup, and selection (override, env, detection)."""
 
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -273,3 +274,13 @@ def test_a_derived_peak_is_not_called_a_datasheet_figure():
             assert chip.peak("tf32x3") == pytest.approx(chip.peak("tf32") / 3, rel=2e-3)
     assert Chip.peak_source("tf32x3") == "tf32's datasheet peak / 3 (three passes)"
     assert Chip.peak_source("bf16") == "datasheet peak"
+
+
+
+@pytest.mark.parametrize("value, said", [("h100", "GEMMGATE_CHIP: unknown chip id 'h100'"),
+                                         (" ", "GEMMGATE_CHIP is blank")])
+def test_a_bad_gemmgate_chip_names_the_variable(monkeypatch, value, said):
+    """Said as if --chip had been given, which the user had not (a review)."""
+    monkeypatch.setenv("GEMMGATE_CHIP", value)
+    with pytest.raises(ValueError, match=re.escape(said)):
+        select_chip(None)

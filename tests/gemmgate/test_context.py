@@ -322,3 +322,14 @@ def test_gpu_a_context_made_opens_no_cuda_context_where_nvml_answers():
     if out.stdout.strip() == "no-nvml":
         pytest.skip("NVML does not answer on this machine")
     assert out.stdout.strip() == "none"
+
+
+
+@pytest.mark.parametrize("text", ["\u0661", "1_0", "+1", "\u0660,\uff11"])
+def test_devices_are_ascii_numbers(text):
+    """int() took '١' as 1 and '1_0' as 10 (a review): as shapes and --values, ASCII."""
+    from gemmgate.context import parse_devices
+
+    with pytest.raises(ValueError, match="--devices takes comma-separated device numbers"):
+        parse_devices(text)
+    assert parse_devices("0,1,") == (0, 1)

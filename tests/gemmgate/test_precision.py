@@ -239,3 +239,13 @@ def test_tf32x3_judges_the_kernels_at_their_own_band_and_the_vendor_at_fp32_s():
     assert classify(4.4e-6, band_for(mode, "vendor")).status == "pass"
     for other in ("fp32", "tf32", "bf16", "fp16", "fp8"):
         assert band_for(MODES[other], "triton") is MODES[other]
+
+
+
+def test_an_empty_mode_item_is_refused_and_a_trailing_comma_taken():
+    """'fp32,,fp16' ran fp32 and fp16 where --shapes refuses an empty item (a review)."""
+    from gemmgate.precision import parse_modes
+
+    with pytest.raises(ValueError, match="has an empty item"):
+        parse_modes("fp32,,fp16")
+    assert [m.name for m in parse_modes("fp16,fp32,")] == ["fp32", "fp16"]

@@ -285,7 +285,13 @@ def test_a_layout_in_capitals_reads_alike_inline_and_in_a_file(tmp_path):
     ("- {m: 0x10, n: 16, k: 16}\n", "m must be a whole number, got '0x10'"),
     ("- {m: 1_6, n: 16, k: 16}\n", "m must be a whole number, got '1_6'"),
     ("- {m: 16, n: 16, k: 16, layout: false}\n", "layout must be text"),
-    ("- {m: 16, n: 16, k: 16, layout: 0}\n", "layout must be text")])
+    ("- {m: 16, n: 16, k: 16, layout: 0}\n", "layout must be text"),
+    # (its nodes were printed, not the value; a review)
+    ("- {m: 16, n: 16, k: 16, layout: [rr]}\n", "layout must be text such as rr or cr, "
+                                                "got ['rr']"),
+    # two files concatenated: the last list's cases took the first list's text (a review)
+    ("cases:\n  - {m: 32, n: 32, k: 32}\ncases:\n  - {m: 16, n: 16, k: 16, layout: cc}\n",
+     "`cases:` appears 2 times")])
 def test_a_yaml_case_is_read_as_written_not_as_yaml_types_it(tmp_path, text, said):
     """YAML 1.1 read `016` as octal 14 and `1:00` as 60 (m14-n16-k60 ran, exit 0), and a
     layout of `0` or `false` ran as rr (a review): dimensions are read as the CSV reads
@@ -310,3 +316,21 @@ def test_a_csv_comment_line_is_skipped(tmp_path):
     f = tmp_path / "c.csv"
     f.write_text("# the shapes we ship\nm,n,k\n# a comment\n16,16,16\n  # indented\n32,16,8\n")
     assert load_shape_file(f) == (Case(16, 16, 16), Case(32, 16, 8))
+
+
+
+def test_a_quote_in_a_csv_comment_does_not_swallow_the_cases_after_it(tmp_path):
+    """`# note,"big ones follow` opened a quoted field that ran over the next lines: their
+    cases were dropped, exit 0 (a review)."""
+    f = tmp_path / "c.csv"
+    f.write_text('m,n,k\n# note,"big ones follow\n64,64,64\n32,32,32\n# end"\n16,16,16\n')
+    assert load_shape_file(f) == (Case(64, 64, 64), Case(32, 32, 32), Case(16, 16, 16))
+    f.write_text('# first,"line\nm,n,k\n8,8,8\n')
+    assert load_shape_file(f) == (Case(8, 8, 8),)
+
+
+def test_a_layout_of_spaces_is_an_empty_one(tmp_path):
+    """`, ,` was "unknown layout ''" where `,,` is rr (a review)."""
+    f = tmp_path / "c.csv"
+    f.write_text("m,n,k,layout\n8,8,8,\n 16 , 16 , 16 ,  \n")
+    assert load_shape_file(f) == (Case(8, 8, 8), Case(16, 16, 16))
