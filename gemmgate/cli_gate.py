@@ -25,6 +25,7 @@ from gemmgate.cli_run import (
     execute,
     keep_partial,
     mark_running,
+    provider_files,
     say_stderr,
     shapes_file,
     stops_before_cases,
@@ -69,7 +70,9 @@ def check_command(args, console, err) -> int:
             baselines.default_path(chip_id)
         check_outputs((args.json, "--json"), (pr_comment, "--comment"),
                       append=args.summary,
-                      inputs=((str(path), "--baseline"), shapes_file(args.shapes)))
+                      inputs=((str(path), "--baseline"), shapes_file(args.shapes),
+                              *provider_files(args)))   # (a provider's source was
+    # written over by --json, which run refuses; a review)
     with stops_before_cases(args.json, args.shapes or ""):   # a stop here: a run of no
         base, ab_sha, ctx = _set_up(args, err, path, chip_id, floor)   # case, incomplete
     try:
@@ -120,8 +123,8 @@ def check_command(args, console, err) -> int:
             err.print(f"[yellow]note:[/] {len(keys_)} {what}: {', '.join(keys_)}")
     for note in (software, clocks):
         if note:
-            err.print(f"[yellow]note:[/] {note}")
-    for line in annotations(gate):
+            err.print(f"[yellow]note:[/] {escape(note)}")   # (the baseline's provenance
+    for line in annotations(gate):   # text: "2.0[/]" was a MarkupError, exit 1; a review)
         print(line, flush=True)
     if pr_comment:  # after --json, before the summary; posted by .github/workflows/gpu.yml
         write_text_atomic(pr_comment, comment(gate, chip_id, ab_sha, notes))
@@ -145,7 +148,7 @@ def _set_up(args, err, path, chip_id: str, floor: float):
         was = measured(base.provenance, key)   # (no block recorded: 1)
         if was not in (None, given):
             err.print(f"[yellow]warning:[/] {what} {given}, but the baseline was measured "
-                      f"with {was}: its figures are not this timing's")
+                      f"with {escape(str(was))}: its figures are not this timing's")
     if not args.shapes:   # the baseline's own cases too: a merge or update that added
         ctx = _with_baseline_cases(args, ctx, base, own is None)   # cases keeps its first
         # shapes label

@@ -65,7 +65,9 @@ def software_note(provenance: dict, env: dict) -> str:
     or the library (session 53: IEEE fp32's TMA tiles compiled to other code on triton
     3.9 than on 3.6), which an A/B against a reference kernel, timed in this process on
     this software, does not."""
-    moved = [f"{k} {provenance[k]} -> {env[k]}" for k in SOFTWARE
+    # (the values as Markdown text on one line: the baseline's raw provenance put a
+    # </details>, a heading and an <img> into the bot's PR comment; a review)
+    moved = [f"{k} {md_cell(provenance[k])} -> {md_cell(env[k])}" for k in SOFTWARE
              if provenance.get(k) and env.get(k) and str(provenance[k]) != str(env[k])]
     if not moved:
         return ""

@@ -1155,3 +1155,27 @@ def test_a_check_runs_each_added_case_in_the_modes_the_baseline_holds_it_in(
     assert set(_verdicts(data)) == KEYS | {"fp16-m16-n16-k16"}
     assert set(data["gate"]["extra"]) == {"fp16-m32-n32-k32", "fp16-m48-n16-k64"}
     assert "fp32-m16-n16-k16" not in err and "5 cases of 2 modes" in err
+
+
+def test_check_refuses_an_output_onto_a_provider_s_source(work, base_file, capsys,
+                                                         monkeypatch):
+    """`check --json prov.py` wrote the run over the provider's source, where `run`
+    refuses (a review)."""
+    src = work / "myprov.py"
+    src.write_text("def f(a, b, *, precision=None, out=None):\n    return out.copy_(a @ b)\n")
+    monkeypatch.syspath_prepend(str(work))
+    assert main(["check", *FAST, *_shapes(work), "--baseline", str(base_file),
+                 "--providers", "triton,vendor,myprov:f", "--json", str(src)]) == 2
+    assert "is also --providers myprov:f" in capsys.readouterr().err.replace("\n", " ")
+    assert src.read_text().startswith("def f(")
+
+
+def test_a_baseline_s_provenance_text_is_printed_as_text(work, base_file, synthetic_timing,
+                                                         capsys):
+    """"2.0[/]" in its torch was Rich markup: a MarkupError, exit 1 on a passing check,
+    no comment nor summary written (a review)."""
+    b = _edited(work, "marked.json", lambda d: d["provenance"].update(torch="2.0[/]"))
+    capsys.readouterr()
+    rc, _ = _check(work, b, "--no-remeasure")
+    assert rc == 0
+    assert "torch 2.0[/] ->" in capsys.readouterr().err.replace("\n", " ")

@@ -127,3 +127,18 @@ def test_a_comment_past_github_s_limit_is_cut_saying_so():
     assert len(text) <= COMMENT_MAX and text.startswith("| row 0 |")
     assert "more line(s) left out (GitHub's comment limit)" in text
     assert _capped(["short"]) == "short\n"
+
+
+def test_a_note_from_the_baseline_s_provenance_is_text_in_the_summary_and_comment():
+    """A PR's edit of baselines/*.json put a raw </details>, a heading and an <img> into
+    the bot's comment through the software note (a review)."""
+    from gemmgate.gate_text import comment, software_note
+
+    hostile = "2.0`\n\n</details>\n\n# PWNED <img src=x onerror=alert(1)> | a |"
+    note = software_note({"torch": hostile}, {"torch": "2.13.0"})
+    gate = mixed()
+    for text in (markdown(gate, "cpu", None, note), comment(gate, "cpu", None, note)):
+        assert not any(line.startswith("# PWNED") for line in text.splitlines())
+        assert "<img" not in text
+        assert text.count("</details>") == text.count("<details>")
+        assert any("PWNED" in line and "&lt;img" in line for line in text.splitlines())
