@@ -103,6 +103,16 @@ class BaselineCase:
                if m == machine]
         return stats.median(own) if own else self.providers["triton"].tflops
 
+    def runs_on(self, machine: str, figure: str = "ratio") -> int:
+        """How many runs the figure `ratio_on` (`tflops_on`: figure "tflops") gives
+        `machine` is the median of: its own runs, else the pooled runs the file lists (0
+        where it lists none)."""
+        n = self.noise
+        runs, machines = (n.ratio_runs, n.run_machines) if figure == "ratio" else \
+            (n.tflops_runs, n.tflops_machines)
+        own = sum(m == machine for m in machines)
+        return own or len(runs)
+
     def to_json(self) -> dict:
         d = {"mode": self.mode, "m": self.case.m, "n": self.case.n, "k": self.case.k,
              "layout": self.case.layout_id, "ratio": self.ratio,

@@ -47,6 +47,12 @@ NOISE_FACTOR = 2.5
 # in tests/gemmgate/test_compare.py).
 RUNS_FACTOR = {2: 48.2, 3: 5.55, 4: 3.43}
 RUNS_FACTOR_AB = {2: 7.46, 3: 4.02, 4: 2.99}
+# The same rate where the figure compared with is one run of its own, not the median of
+# the runs behind the spread: after `baseline update` (its one run, the calibration's
+# spread kept) or on a machine that gave one run to a merged calibration. The 5-run
+# factor passed 2.4% of A/A runs so, twice the rate (a review, session 77). Monte Carlo
+# of normal noise, 2*10^6 draws a cell; from 7 runs NOISE_FACTOR holds it.
+ONE_RUN_FACTOR = {2: 55.1, 3: 6.78, 4: 4.33, 5: 3.21, 6: 2.82}
 
 
 @dataclass(frozen=True)
@@ -70,10 +76,13 @@ def tolerance(noise: float | None, floor: float = DEFAULT_FLOOR,
     return max(floor, factor * noise)
 
 
-def noise_factor(runs: int, about_one: bool = False) -> float:
+def noise_factor(runs: int, about_one: bool = False, one_run: bool = False) -> float:
     """The factor a spread of `runs` runs is scaled by (RUNS_FACTOR; `about_one`: an A/B
-    spread, RUNS_FACTOR_AB); NOISE_FACTOR where the runs are 5 or more or not known (0: a
-    figure stored without the runs it came from)."""
+    spread, RUNS_FACTOR_AB; `one_run`: the figure compared with is a single run's,
+    ONE_RUN_FACTOR); NOISE_FACTOR where the runs are enough or not known (0: a figure
+    stored without the runs it came from)."""
+    if one_run and runs >= 2:
+        return ONE_RUN_FACTOR.get(runs, NOISE_FACTOR)
     return (RUNS_FACTOR_AB if about_one else RUNS_FACTOR).get(runs, NOISE_FACTOR)
 
 

@@ -134,7 +134,14 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
     # each tolerance scaled for the runs its noise figure came from (`noise_factor`)
     ratio_runs = behind(noise, "ratio" if ratio_level == PROCESS else "machine")
     tf_runs = behind(noise, "tflops" if tf_level == PROCESS else "tflops_machine")
-    ratio_factor, tf_factor = noise_factor(ratio_runs), noise_factor(tf_runs)
+    # at process level the figure compared with may be one run alone (after `baseline
+    # update`, or a machine's one run of a merge): its spread's factor then passed twice
+    # the false alarms it is set for (a review)
+    one = level != MACHINE
+    ratio_factor = noise_factor(ratio_runs, one_run=one and ratio_level == PROCESS
+                                and base.runs_on(machine) == 1)
+    tf_factor = noise_factor(tf_runs, one_run=one and tf_level == PROCESS
+                             and base.runs_on(machine, "tflops") == 1)
     ratio_j = None
     if base_ratio and result.ratio_samples:
         ratio_j = judge(result.ratio_samples, base_ratio,

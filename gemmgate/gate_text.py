@@ -174,31 +174,54 @@ def comment(gate: GateResult, chip: str, ab_ref: str | None = None, note: str = 
               f" | {v.level or '—'} | {_why(v)} |" for v in changed]
     if note:
         lines += ["", note]
-    if rest:
-        lines += ["", f"<details><summary>{len(rest)} other case(s)</summary>", "",
-                  md_row(GATE_HEAD), "|" + "---|" * len(GATE_HEAD),
-                  *(md_row(verdict_row(v)) for v in rest), "", "</details>"]
+    folded = [md_row(GATE_HEAD), "|" + "---|" * len(GATE_HEAD),
+              *(md_row(verdict_row(v)) for v in rest)] if rest else []
+    tail = []
     for what, keys in (("Not run (in the baseline)", gate.missing),
                        ("Not in the baseline (new cases)", gate.extra)):
-        lines += ["", f"{what}: {', '.join(keys)}"] if keys else []
-    return _capped(lines)
+        tail += ["", _listed(what, keys)] if keys else []
+    return _capped(lines, folded, f"{len(rest)} other case(s)", tail)
 
 
-def _capped(lines: list[str]) -> str:
-    """The comment's lines, cut to COMMENT_MAX characters at a line, saying how many were
-    left out (420 verdicts made 91,594 characters, which GitHub refuses; a review)."""
-    text = "\n".join(lines) + "\n"
-    if len(text) <= COMMENT_MAX:
+LIST_MAX = 4_000   # characters of a list of case keys in the comment
+
+
+def _listed(what: str, keys) -> str:
+    text = f"{what}: {', '.join(keys)}"
+    if len(text) <= LIST_MAX:
         return text
-    kept, size = [], 0
-    for line in lines:
-        if size + len(line) + 1 > COMMENT_MAX - 200:
-            break
-        kept.append(line)
-        size += len(line) + 1
-    return "\n".join(kept) + (f"\n\n… {len(lines) - len(kept)} more line(s) left out "
-                              "(GitHub's comment limit): the whole gate is in the check's "
-                              "--json and the job's summary.\n")
+    cut = text[:LIST_MAX].rsplit(", ", 1)[0]
+    shown = cut.count(", ") + 1
+    return f"{cut} … and {len(keys) - shown} more"
+
+
+def _capped(head: list[str], folded: list[str], title: str, tail: list[str]) -> str:
+    """The comment: `head` (the changed cases), `folded` (the other cases' table) inside
+    a <details> fold titled `title`, then `tail` (the missing and new cases), cut to
+    COMMENT_MAX characters at a line where needed, saying how many were left out (420
+    verdicts made 91,594 characters, which GitHub refuses; a review). The fold is always
+    closed and the tail always kept: cut, the fold was left open around the notice and
+    the missing cases' list was lost (a review)."""
+    fold = ["", f"<details><summary>{title}</summary>", ""] if folded else []
+    close = ["", "</details>"] if folded else []
+    whole = head + fold + folded + close + tail
+    if len("\n".join(whole)) + 1 <= COMMENT_MAX:
+        return "\n".join(whole) + "\n"
+    budget = COMMENT_MAX - 400 - len("\n".join(fold + close + tail))
+    kept, size, left = [], 0, 0
+    for part in (head, folded):
+        out = []
+        for line in part:
+            if size + len(line) + 1 > budget:
+                left += 1
+                continue
+            out.append(line)
+            size += len(line) + 1
+        kept.append(out)
+    notice = ["", f"… {left} more line(s) left out (GitHub's comment limit): the whole gate "
+              "is in the check's --json and the job's summary."]
+    body = kept[0] + (fold + kept[1] + close if kept[1] else [])
+    return "\n".join(body + notice + tail) + "\n"
 
 
 def annotations(gate: GateResult) -> list[str]:

@@ -110,9 +110,12 @@ def test_gpu_a_case_compiled_again_records_its_pick_again():
     """A second compile of a case (another run on the host, the same inductor caches) hit
     inductor's FX graph cache, which skips autotuning, and recorded no pick (session 76:
     `inductor_config` missing from every case of a second run). Its own autotune cache
-    still answers, through the hook."""
+    answers or it autotunes again, through the hook either way: the pick may differ
+    (session 77, an H100: 32x32x128 where the first compile picked 64x128x32), it is
+    recorded."""
     inp = make_inputs(Case(256, 256, 256), MODES["bf16"], "cuda", seed=3)
     first, again = Picks(), Picks()
     providers.inductor_provider(inp, MODES["bf16"], first)
     providers.inductor_provider(inp, MODES["bf16"], again)
-    assert first.last is not None and again.last == first.last
+    assert first.last is not None and again.last is not None
+    assert again.last.name.startswith("triton_mm ")

@@ -123,10 +123,28 @@ def test_a_comment_past_github_s_limit_is_cut_saying_so():
     from gemmgate.gate_text import COMMENT_MAX, _capped
 
     lines = [f"| row {i} | " + "x" * 200 for i in range(1000)]
-    text = _capped(lines)
+    text = _capped(lines, [], "", [])
     assert len(text) <= COMMENT_MAX and text.startswith("| row 0 |")
     assert "more line(s) left out (GitHub's comment limit)" in text
-    assert _capped(["short"]) == "short\n"
+    assert _capped(["short"], [], "", []) == "short\n"
+
+
+def test_a_cut_comment_closes_its_fold_and_keeps_the_missing_cases():
+    """Cut, the fold was left open around the notice and the "Not run" list was lost (a
+    review: 3 regressed, 600 unchanged, one missing case)."""
+    from gemmgate.gate import GateResult
+    from gemmgate.gate_text import COMMENT_MAX, comment
+
+    verdicts = tuple(CaseVerdict(f"fp32-m{i}-n1-k1", "regressed" if i < 3 else "unchanged",
+                                 None, None, "x" * 80) for i in range(600))
+    keys = tuple(f"fp8-m{i}-n1-k1" for i in range(2000))
+    text = comment(GateResult(verdicts, ("fp8-m1-n1-k1",), keys), "cpu")
+    assert len(text) <= COMMENT_MAX
+    assert text.count("<details>") == text.count("</details>") == 1
+    assert text.index("</details>") < text.index("more line(s) left out")
+    assert "Not run (in the baseline): fp8-m1-n1-k1" in text
+    assert "Not in the baseline (new cases): fp8-m0-n1-k1, " in text and "more\n" in text
+    assert all(f"fp32-m{i}-n1-k1" in text for i in range(3))   # the changed cases first
 
 
 def test_a_note_from_the_baseline_s_provenance_is_text_in_the_summary_and_comment():
