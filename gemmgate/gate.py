@@ -13,7 +13,9 @@ three figures (gemmgate/compare.py: median change, its 95% CI, a noise-derived t
   - "advisory": another GPU and no machine-level noise measured: the judgement is shown
     but decides nothing (a single machine's noise does not describe a fleet: H200,
     2026-11-30, 16.9% of A/A case checks on another host said "improved").
-- Triton TFLOP/s: reported at the same level, explains drift, never decides alone.
+- Triton TFLOP/s: reported at the same level, explains drift, never decides alone where
+  there is a speed ratio; a case with no vendor figure (the vendor unsupported) is
+  judged on it, at twice the floor (said in its note: "no ratio: judged on TFLOP/s").
 Verdict: "regressed" when A/B says so, or the stored ratio says so at a deciding level;
 "improved" when A/B says so (with A/B) or the stored ratio does (without A/B), and
 nothing says regressed: "improved" obeys the same tolerance as "regressed". With only an

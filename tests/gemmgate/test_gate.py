@@ -617,3 +617,20 @@ def test_an_empty_output_that_fails_accuracy_fails():
     e = Case(0, 64, 64)
     gate, v = one_verdict([result(e, t_acc="fail")], baseline(**{e.id: base_case(e, None)}))
     assert v.verdict == "failed" and gate.failed
+
+
+def test_against_one_run_s_figure_the_tolerance_takes_the_one_run_factor():
+    """After `baseline update` the figure compared with is its one run, the spread the
+    calibration's 5 runs: the 5-run factor passed twice the false alarms it is set for
+    (a review). At process level the factor is ONE_RUN_FACTOR's; 5 runs of its own, 2.5."""
+    from gemmgate.compare import ONE_RUN_FACTOR
+
+    bc = base_case(A, noise_ratio=0.015, machines=(HOST,))
+    bc["noise"].update(ratio_runs=[0.9], runs=1, behind={"ratio": 5})
+    v = one_verdict([result(A)], baseline(**{A.id: bc}))[1]
+    assert v.level == "process"
+    assert v.ratio.tolerance == pytest.approx(ONE_RUN_FACTOR[5] * 0.015)
+    assert "(5 runs: x3.21 the spread)" in v.note
+    bc["noise"].update(ratio_runs=[0.9] * 5, run_machines=[HOST] * 5, runs=5, behind={})
+    v = one_verdict([result(A)], baseline(**{A.id: bc}))[1]
+    assert v.ratio.tolerance == pytest.approx(NOISE_FACTOR * 0.015)
