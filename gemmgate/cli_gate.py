@@ -41,6 +41,7 @@ from gemmgate.gate_text import (
     annotations,
     clock_note,
     comment,
+    injected_note,
     markdown,
     software_note,
     verdict_row,
@@ -114,17 +115,19 @@ def check_command(args, console, err) -> int:
         raise
     print_tables(results, console, title=f"{chip_id} {ctx.shapes_label}")
     clocks = clock_note(results)
-    notes = "\n\n".join(n for n in (software, clocks) if n)
+    injected = injected_note(args.inject_slowdown)
+    notes = "\n\n".join(n for n in (injected, software, clocks) if n)
     console.print(_gate_table(gate))
     for what, keys_ in (("not run (in the baseline)", gate.missing),
                         ("not in the baseline (new cases: accuracy, and A/B with "
                          "--ab-ref)", gate.extra)):
         if keys_:
             err.print(f"[yellow]note:[/] {len(keys_)} {what}: {', '.join(keys_)}")
-    for note in (software, clocks):
+    for note in (injected, software, clocks):
         if note:
-            err.print(f"[yellow]note:[/] {escape(note)}")   # (the baseline's provenance
-    for line in annotations(gate):   # text: "2.0[/]" was a MarkupError, exit 1; a review)
+            # (the baseline's provenance text: "2.0[/]" was a MarkupError, exit 1; a review)
+            err.print(f"[yellow]note:[/] {escape(note)}")
+    for line in annotations(gate, args.inject_slowdown):
         print(line, flush=True)
     if pr_comment:  # after --json, before the summary; posted by .github/workflows/gpu.yml
         write_text_atomic(pr_comment, comment(gate, chip_id, ab_sha, notes))

@@ -224,8 +224,22 @@ def _capped(head: list[str], folded: list[str], title: str, tail: list[str]) -> 
     return "\n".join(body + notice + tail) + "\n"
 
 
-def annotations(gate: GateResult) -> list[str]:
-    """GitHub workflow commands: one ::error per regression or accuracy failure."""
+def injected_note(fraction: float) -> str:
+    """What a check slowed on purpose (`--inject-slowdown`) says of itself: its summary,
+    comment and annotations read as a real regression (a review)."""
+    return (f"This check was slowed on purpose (--inject-slowdown {fraction:g}): its "
+            "verdicts validate the gate, they are not the kernel's.") if fraction else ""
+
+
+def annotations(gate: GateResult, injected: float = 0.0) -> list[str]:
+    """GitHub workflow commands: one ::error per regression or accuracy failure (each
+    saying so where the check was slowed on purpose, `injected`)."""
+    out = _annotations(gate)
+    said = f" (injected slowdown {injected:g})" if injected else ""
+    return [line + said for line in out]
+
+
+def _annotations(gate: GateResult) -> list[str]:
     out = []
     for v in gate.verdicts:
         if v.verdict == REGRESSED and v.ab and v.ab.verdict == REGRESSED:

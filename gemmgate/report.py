@@ -49,8 +49,10 @@ def _rows(results: Sequence[CaseResult], ab: bool = False, extras: Sequence[str]
         t, v = r.providers["triton"], r.providers["vendor"]
         row = (r.case.id, _f(t.tflops, ".4g"), _f(v.tflops, ".4g"), _f(r.ratio, ".3g"),
                _f(r.pct_peak, ".0f"), _err(t), _err(v))
-        if ab:
-            row += (_f(stats.median(r.ab_samples) if r.ab_samples else None, ".3f"),)
+        if ab:   # a reference that failed accuracy is no yardstick (the gate's A/B
+            ref = r.providers.get(REFERENCE)   # is none; a review): its figure not shown
+            row += (_f(stats.median(r.ab_samples) if r.ab_samples else None, ".3f")
+                    if ref is None or ref.accuracy == "pass" else f"ref {ref.accuracy}",)
         for n in extras:
             row += _extra_cells(r, n)
         yield row + (_status(r),)

@@ -195,9 +195,18 @@ def test_d_three_times_lower_baseline_ratio_is_an_improvement(work, base_file, c
 
 
 def test_e_injected_slowdown_is_caught(work, base_file, capsys):
-    rc, data = _check(work, base_file, "--inject-slowdown", "2.0")
+    summary, pr = work / "summary.md", work / "comment.md"
+    rc, data = _check(work, base_file, "--inject-slowdown", "2.0", "--summary", str(summary),
+                      "--comment", str(pr))
     assert rc == 1
-    assert "::error title=gemmgate regression::" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "::error title=gemmgate regression::" in out
+    # slowed on purpose, and said so everywhere (it read as a real regression; a review)
+    said = "This check was slowed on purpose (--inject-slowdown 2)"
+    assert said in err.replace("\n", " ") and said in summary.read_text()
+    assert said in pr.read_text()
+    assert all(line.endswith("(injected slowdown 2)") for line in out.splitlines()
+               if line.startswith("::error"))
     gate = data["gate"]
     assert gate["inject_slowdown"] == 2.0
     assert _verdicts(data) == dict.fromkeys(KEYS, "regressed")

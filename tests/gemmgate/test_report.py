@@ -48,6 +48,11 @@ def test_a_reference_adds_the_ab_column_with_the_median_per_round_ratio():
     cells = dict(zip((c.strip() for c in head.strip("|").split("|")),
                      (c.strip() for c in row.strip("|").split("|"))))
     assert cells["A/B"] == "1.200" and cells["status"] == "pass"
+    # a reference that failed accuracy is no yardstick: the gate judges no A/B there, and
+    # the table showed its figure beside "pass" (a review)
+    r.providers["reference"] = ProviderResult("reference", "fail", 0.5, "wrong", (1.1,) * 3)
+    row = next(line for line in markdown([r], "run").splitlines() if line.startswith("| m64"))
+    assert "1.100" not in row and "ref fail" in row
 
 
 def test_an_accuracy_failure_is_named_in_the_status():
