@@ -116,8 +116,27 @@ def plain_text(draw: F) -> F:
     @functools.wraps(draw)
     def drawn(*args, **kwargs):
         with matplotlib.rc_context({"text.parse_math": False}):
-            return draw(*args, **kwargs)
+            fig = draw(*args, **kwargs)
+        _math_ticks(fig)
+        return fig
     return drawn  # type: ignore[return-value]
+
+
+def _math_ticks(fig) -> None:
+    """Tick labels read as math again: a log axis's formatter writes them as mathtext
+    (`$\\mathdefault{10^{-6}}$`) when the figure is saved, and the ticks made under
+    `plain_text` drew that text raw (a review). A log axis's labels are numbers, never a
+    run file's free text (a categorical axis may: only log axes are read so); new ticks
+    copy these ones' properties."""
+    if not isinstance(fig, Figure):
+        return
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() != "log":
+                continue
+            for tick in (*axis.get_major_ticks(), *axis.get_minor_ticks()):
+                tick.label1.set_parse_math(True)
+                tick.label2.set_parse_math(True)
 
 
 def figure(width: float, height: float) -> Figure:

@@ -246,3 +246,22 @@ def test_a_dollar_in_a_title_or_chip_is_drawn_as_itself():
         assert _png_size(fig)[0] > 0
         texts = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
         assert any(r"$\frac{$" in t for t in texts)
+
+
+def test_a_log_axis_s_tick_labels_are_drawn_as_math_not_raw_text():
+    """`plain_text` made tick labels plain text, and a log axis's formatter fills them
+    with mathtext when the figure is saved: `$\\mathdefault{10^{-9}}$` drawn raw (a
+    review). Titles stay plain; tick labels read math again."""
+    import io
+
+    pts = [plots.Point("fp32", 64, 64, 64, "rr", 1.0, {"triton": 1.0},
+                       {"triton": 2e-7, "vendor": 3e-7}),
+           plots.Point("fp32", 32, 32, 32, "rr", 1.0, {"triton": 1.0},
+                       {"triton": 1e-6, "vendor": 3e-7})]
+    fig = plots.error_bands(pts, "fp32", "a $5 title")
+    fig.savefig(io.BytesIO(), format="png")
+    labels = [t.label1 for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+              for t in (*axis.get_major_ticks(), *axis.get_minor_ticks())]
+    assert any("$" in x.get_text() for x in labels)
+    assert all(x.get_parse_math() for x in labels if "$" in x.get_text())
+    assert not fig.axes[0].title.get_parse_math()
