@@ -40,8 +40,9 @@ LOST = {   # why a write loses a level, and what the user can do
     "machine-level": "these runs replace the runs the file held from other machines, whose "
                      "checks are now advisory; merge their calibrations again (`gemmgate "
                      "baseline merge`, the file among the inputs to pool with it)",
-    "A/B": "these runs timed no A/B (calibrate with --ab-ref HEAD), so `check --ab-ref` "
-           "judges those cases at the floor (--floor, 1.5% by default)",
+    "A/B": "these runs timed no A/B (calibrate with --ab-ref HEAD), or those that did were "
+           "left out of the case (another tile), so `check --ab-ref` judges those cases at "
+           "the floor (--floor, 1.5% by default)",
 }
 
 
