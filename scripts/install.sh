@@ -16,7 +16,9 @@ if "$PY" -c 'import triton' >/dev/null 2>&1 && ! "$PY" -m pip show -q triton >/d
   reqs=$(mktemp)
   trap 'rm -f "$reqs"' EXIT
   "$PY" scripts/deps_except.py --extra "$extra" torch triton >"$reqs"
-  "$PY" -m pip install -q -r "$reqs"
+  # (pip's resolver would say "gemmgate requires triton, which is not installed" as an
+  # ERROR line over a working install: the triton kept is this one)
+  "$PY" -m pip install -q --no-warn-conflicts -r "$reqs"
 else
   "$PY" -m pip install -q -e "$spec"
 fi

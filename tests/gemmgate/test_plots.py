@@ -171,9 +171,12 @@ def test_extra_providers_get_bars_points_and_colours_of_their_own():
 
 
 def test_figure_pixel_size_is_its_inches_at_dpi():
+    """Within a pixel: matplotlib 3.7 (the floor pyproject admits) rounds 4.6 inches at
+    100 DPI to 459 px, later ones to 460; the report page reads the PNG's own size."""
     fig = plots.figure(7.0, 4.6)
     fig.subplots().plot([1, 2], [1, 2])
-    assert _png_size(fig) == (700, 460)
+    w, h = _png_size(fig)
+    assert w == 700 and h in (459, 460)
 
 
 def _series(chip, ratio, date, peaks):
