@@ -50,8 +50,9 @@ def _run_args(p: argparse.ArgumentParser) -> None:
                         "clock)")
     p.add_argument("--budget", type=float, metavar="S", help="timing budget per case, seconds")
     p.add_argument("--block", type=int, metavar="N",
-                   help="time each provider N calls in a row (default 1: strict A B "
-                        "alternation); see gemmgate/timing.py on power-capped GPUs")
+                   help="time each provider N calls in a row (default 1: call by call, "
+                        "each round's order the last one's reversed: A B, B A, ...); see "
+                        "gemmgate/timing.py on power-capped GPUs")
     p.add_argument("--devices", metavar="IDS",
                    help="spread cases over these devices, one worker process each (e.g. 0,1)")
     _case_timeout_arg(p)

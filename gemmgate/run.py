@@ -259,9 +259,14 @@ def _measured(calls: dict, results: dict, policy: TimingPolicy, flush: int,
 
 def _whose(calls: dict, policy: TimingPolicy, flush: int, device: str) -> dict:
     """{name: failed result} of the providers that raise when timed alone, briefly (only
-    their messages kept: an exception holds its frames)."""
+    their messages kept: an exception holds its frames). A raise in a provider's own call
+    (`ProviderError`: warm-up, capture, a timed call) is its; one outside the calls (the
+    flush buffer, a synchronize) is the provider's only where some others time alone
+    without it: raised for every one, it is the harness's or the device's (an out-of-
+    memory flush buffer failed every provider's accuracy, exit 1; a review), and none
+    is blamed (the caller raises: not measured, exit 3)."""
     quick = replace(policy, min_rounds=3, max_rounds=3, budget_s=0.05, warmup_s=0.0)
-    bad = {}
+    bad, outside = {}, {}
     for name, call in calls.items():
         try:
             measure({name: call}, quick, flush_bytes=flush, device=device)
@@ -269,8 +274,10 @@ def _whose(calls: dict, policy: TimingPolicy, flush: int, device: str) -> dict:
             bad[name] = failed(name, e.error, "while timed: ")
         except STOPS:
             raise
-        except BaseException as e:   # noqa: BLE001 - outside the call: still this one's
-            bad[name] = failed(name, e, "while timed: ")
+        except BaseException as e:   # noqa: BLE001 - outside the calls: whose, below
+            outside[name] = failed(name, e, "while timed: ")
+    if len(outside) < len(calls):
+        bad.update(outside)
     return bad
 
 

@@ -728,3 +728,38 @@ def test_an_output_that_is_a_view_of_the_inputs_fails_as_such(custom):
     p = r.providers["custom_providers:returns_a"]
     assert p.accuracy == "fail" and "returned a view of its inputs" in p.message
     assert r.gate_passed and "wrote into its inputs" not in p.message
+
+
+def test_a_timing_failure_outside_every_provider_s_call_is_not_theirs(ctx, monkeypatch):
+    """The flush buffer out of memory (2 x L2, outside any call) failed every provider's
+    accuracy, exit 1 (a review): raised for each alone, it is the harness's, and the case
+    is not measured (exit 3, the case named)."""
+    from gemmgate import timing
+    from gemmgate.context import MeasurementError
+
+    def no_memory(flush_bytes, device="cpu"):
+        raise torch.OutOfMemoryError("out of memory. Tried to allocate 64 MiB")
+
+    monkeypatch.setattr(timing, "flush_buffer", no_memory)
+    with pytest.raises(MeasurementError, match="fp32 m16-n16-k16 could not be measured: "
+                       "OutOfMemoryError"):
+        Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
+
+
+def test_a_failure_outside_the_calls_that_one_provider_alone_meets_is_its(ctx, monkeypatch):
+    """One raised outside the calls (an asynchronous fault seen at a synchronize) only
+    while one provider is timed is that provider's; the others are timed again."""
+    from gemmgate import timing
+
+    real = timing._measure_wall
+
+    def faulty(fns, policy, flush_bytes):
+        if "vendor" in fns:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return real(fns, policy, flush_bytes)
+
+    monkeypatch.setattr(timing, "_measure_wall", faulty)
+    r = Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
+    v, t = r.providers["vendor"], r.providers["triton"]
+    assert v.accuracy == "fail" and "illegal memory access" in v.message
+    assert t.accuracy == "pass" and t.samples_ms
