@@ -101,6 +101,7 @@ G73 = RESULTS / "h100-2026-12-07-s73"
 G74 = RESULTS / "h100-2026-12-07-s74"
 G75 = RESULTS / "h100-2026-12-07-s75"
 G76 = RESULTS / "h100-2026-12-07-s76"
+G77 = RESULTS / "h100-2026-12-07-s77"
 _WS = "kernels.matmul_ws:mm_ws_"
 
 
@@ -331,6 +332,8 @@ TABLES: dict[str, Callable[[], str]] = {
                                                            "call1-h100-pr-bf16")},
         "pr (call 2, a483ea8, budget 0.05)": {m: (G74 / "cases.csv", "call2-h100-pr")
                                               for m in ALL_MODES}}, lowest=True),
+    "s77-h100-flags-inductor": lambda: provider_cases(G77 / "cases.csv",
+                                                      "s77b-flags-inductor", "inductor"),
     "s76-h100-inductor-1": lambda: provider_cases(G76 / "cases.csv", "h100-lose-1",
                                                   "inductor"),
     "s76-h100-inductor-2": lambda: provider_cases(G76 / "cases.csv", "h100-lose-2",
