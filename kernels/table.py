@@ -25,8 +25,8 @@ unaligned rows (ld16-ld64) with nothing near borrows from its ld128 sibling, and
 TMA bucket of other layouts (or IEEE fp32's cr pointer bucket) from the row-major ones,
 with the forms derived from them that ran as fast there (`_LAYOUT_FREE`). An entry whose
 kernel hash differs from the current source is stale: never used (kernels/table_file.py
-reads the files and tells which entries are stale); the first stale hit in a process
-warns.
+reads the files and tells which entries are stale); a lookup that passes stale entries
+over warns, once per table and count of them (`table_file.warn_stale`).
 """
 
 from __future__ import annotations

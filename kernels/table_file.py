@@ -154,13 +154,17 @@ def _check_entry(e) -> None:
     for f, x in e["config"].items():
         if f != "variant" and type(x) is not int:
             raise ValueError(f"config.{f} is {x!r}: not a whole number")
-    TileConfig(**e["config"])
+    tile = TileConfig(**e["config"])
     for f in ("m", "n", "k", "pad"):
         if f not in e and f != "pad":   # (the lookup reads them: a KeyError per call)
             raise ValueError(f"{f} is missing")
         x = e.get(f, 0)
         if type(x) is not int or x < 0:
             raise ValueError(f"{f} is {x!r}: not a whole number >= 0")
+    if str(e.get("bucket", "")).split()[:1] == ["fp8"] and tile.block_k < 32:
+        # (fp8's dot takes K >= 32: every call of the shape raised a CompilationError on
+        # a device; a review)
+        raise ValueError(f"config.block_k is {tile.block_k}: fp8's dot takes 32 or more")
     ms = e.get("tuned_ms")   # the lookup prices by it (None: an entry it cannot price)
     if ms is not None and (type(ms) not in (int, float) or not 0 <= ms < math.inf):
         raise ValueError(f"tuned_ms is {ms!r}: not a number of milliseconds >= 0, nor null")

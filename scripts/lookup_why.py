@@ -109,8 +109,13 @@ def main(argv: list[str] | None = None) -> int:
     if min(c.m, c.n, c.k) < 1:
         print("lookup_why: M, N and K must be 1 or more", file=sys.stderr)
         return 2
-    print("\n".join(explain(args.mode, c.m, c.n, c.k, c.layout, args.sms, args.top, c.pad,
-                           args.device)))
+    try:
+        lines = explain(args.mode, c.m, c.n, c.k, c.layout, args.sms, args.top, c.pad,
+                        args.device)
+    except (RuntimeError, OverflowError) as e:   # a case too large for its meta operands
+        print(f"lookup_why: {args.case}: {e}", file=sys.stderr)   # (a traceback, exit 1)
+        return 2
+    print("\n".join(lines))
     return 0
 
 

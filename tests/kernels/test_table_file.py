@@ -355,3 +355,15 @@ def test_what_a_kernel_compiles_in_is_in_its_source_hash(monkeypatch, hashed_aga
     table_file.variant_hash.cache_clear()
     after = {v: table_file.variant_hash(v) for v in table_file._SOURCES}
     assert {v for v in before if before[v] != after[v]} == moved
+
+
+def test_an_fp8_tile_of_k_blocks_under_32_is_refused():
+    """fp8's dot takes K >= 32: such an entry made every call of its shape a Triton
+    CompilationError on a device (a review)."""
+    e = dict(GOOD, bucket="fp8 fp8 rc tma ld128", mode="fp8",
+             config=asdict(TileConfig(64, 64, 16, 8, 2, 4, "tma")))
+    data = {"schema": table_file.SCHEMA, "version": 1, "match": ["h200"], "entries": [e]}
+    with pytest.raises(table_file.TableError, match="config.block_k is 16: fp8's dot"):
+        table_file.check_table(data, "t")
+    e["config"] = asdict(TileConfig(64, 64, 32, 8, 2, 4, "tma"))
+    assert table_file.check_table(data, "t") == data
