@@ -36,8 +36,12 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _run_args(p: argparse.ArgumentParser) -> None:
-    """What a run measures and how: every command that measures takes these."""
+def _run_args(p: argparse.ArgumentParser, retune: bool = True,
+              devices: str = "spread cases over these devices, one worker process each "
+                             "(e.g. 0,1)") -> None:
+    """What a run measures and how: every command that measures takes these (`retune`
+    False: a command that tunes nothing or always, whose --help offered --retune, bisect
+    refusing it and tune ignoring it; a review)."""
     p.add_argument("--chip", help="chip id (default: $GEMMGATE_CHIP, else detected)")
     p.add_argument("--shapes", help=f"shape set ({', '.join(SETS)}), a .csv/.yaml file or "
                                     "shapes MxNxK[-LAYOUT][+pPAD],... (default: smoke on the "
@@ -53,9 +57,11 @@ def _run_args(p: argparse.ArgumentParser) -> None:
                    help="time each provider N calls in a row (default 1: call by call, "
                         "each round's order the last one's reversed: A B, B A, ...); see "
                         "gemmgate/timing.py on power-capped GPUs")
-    p.add_argument("--devices", metavar="IDS",
-                   help="spread cases over these devices, one worker process each (e.g. 0,1)")
+    p.add_argument("--devices", metavar="IDS", help=devices)
     _case_timeout_arg(p)
+    if not retune:   # (kept, unlisted: the command says why it takes none)
+        p.add_argument("--retune", action="store_true", help=argparse.SUPPRESS)
+        return
     p.add_argument("--retune", action="store_true",
                    help="tune every Triton key afresh, ignoring pinned tiles, searching up to "
                         "20 s a key (tuning.TuningSetup.budget_s; --budget is the timing's "
@@ -223,7 +229,8 @@ def _bisect_parser(sub) -> None:
     b.add_argument("--baseline", metavar="FILE",
                    help="the baseline whose commit GOOD 'baseline' means "
                         "(default with GOOD 'baseline': baselines/<chip>.json)")
-    _run_args(b)
+    _run_args(b, retune=False, devices="the one device to time on (bisect times both "
+                                        "kernels of a step in one process)")
     _json_arg(b)
     b.add_argument("--floor", type=float, default=DEFAULT_FLOOR,
                    help=f"smallest A/B slowdown called a regression (default {DEFAULT_FLOOR})")
@@ -268,7 +275,7 @@ def _sweep_parser(sub) -> None:
 def _tune_parser(sub) -> None:
     t = sub.add_parser("tune", help="search Triton tiles offline and write the kernel's "
                                     "tuning table (kernels/tuned/<chip>.json)")
-    _run_args(t)
+    _run_args(t, retune=False)   # (tune always searches: --budget-per-key)
     _json_arg(t)
     t.add_argument("--budget-per-key", type=float, default=10.0, metavar="S",
                    help="tuning seconds per key, at most 30 configs timed (default 10)")

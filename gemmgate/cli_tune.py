@@ -50,6 +50,9 @@ def tune_command(args, console, err) -> int:
     if not 0 < args.budget_per_key <= MAX_BUDGET_PER_KEY_S:
         raise ValueError(f"--budget-per-key must be > 0 and at most "
                          f"{MAX_BUDGET_PER_KEY_S:g} seconds, got {args.budget_per_key}")
+    if args.retune:   # (accepted and ignored: --help offered it; a review)
+        raise ValueError("--retune: tune always searches afresh (--budget-per-key a key); "
+                         "leave it out")
     if args.stale and (args.shapes or args.modes):
         raise ValueError("--stale retunes the table's stale entries, their own modes and "
                          "shapes: leave out --shapes and --modes")

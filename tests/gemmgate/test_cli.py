@@ -560,3 +560,17 @@ def test_a_builtin_provider_whose_signature_cannot_be_read_is_exit_2(capsys):
                  "--providers", "triton,vendor,torch:matmul"]) == 2
     err = capsys.readouterr().err.replace("\n", "")
     assert "--providers torch:matmul: its signature cannot be read" in err
+
+
+def test_commands_that_tune_nothing_or_always_do_not_offer_retune(capsys):
+    """bisect's and tune's --help offered --retune ("searching up to 20 s a key"): bisect
+    refused it, tune ignored it (a review). Unlisted there; each says why it takes none."""
+    for cmd in ("bisect", "tune"):
+        with pytest.raises(SystemExit):
+            main([cmd, "--help"])
+        assert "--retune" not in capsys.readouterr().out
+    assert main(["tune", "--retune", "--chip", "cpu"]) == 2
+    assert "--retune: tune always searches afresh" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "--retune" in capsys.readouterr().out
