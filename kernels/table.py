@@ -364,8 +364,14 @@ def _nearest(rows: tuple[_Row, ...], m: int, n: int, k: int, variants: tuple[str
     if not near:
         return None
     options = priced(near[:NEIGHBOURS], m, n, k, variants, chip, memo) if chip.sms else []
-    if not options:
-        return math.inf, near[0].config
+    if not options:   # no near tile priced here: the nearest taken as it is, but for a
+        # split into more ranges than K has blocks (some ranges empty: bf16 98 x 153 x 4011
+        # ran k64 over 32 blocks, x1.11 by the heuristic's split on an H100, session 77;
+        # other unpriced picks ran x0.81-0.89 by the heuristic's: kept)
+        c = near[0].config
+        if chip.sms and c.split_k > -(-k // c.block_k):
+            return None   # the next source or the heuristic decides
+        return math.inf, c
     best = fastest(options)
     far = priced(near[NEIGHBOURS:FAR_NEIGHBOURS], m, n, k, variants, chip, memo)
     if far:

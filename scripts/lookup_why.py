@@ -79,7 +79,12 @@ def _groups(head: str, near, m: int, n: int, k: int, variants: tuple[str, ...], 
         for ms, c, margin in options[:top]:
             out.append(f"    {name} option {ms * 1e3:7.1f} us x{margin:.2f}  {_text(c)}")
         if group and not options and name == "near":   # (a split whose K ranges do not
-            out.append("    no option priced: the nearest entry's tile is taken as it is")
+            c = group[0].config   # fit; `table._nearest`)
+            blocks = -(-k // c.block_k)
+            out.append(f"    no option priced: the nearest entry's split k{c.split_k} is more "
+                       f"ranges than K's {blocks} blocks: the next source or the heuristic "
+                       "decides" if c.split_k > blocks else
+                       "    no option priced: the nearest entry's tile is taken as it is")
     return out
 
 

@@ -334,6 +334,8 @@ TABLES: dict[str, Callable[[], str]] = {
                                               for m in ALL_MODES}}, lowest=True),
     "s77-h100-flags-inductor": lambda: provider_cases(G77 / "cases.csv",
                                                       "s77b-flags-inductor", "inductor"),
+    "s77-h100-nearest-ab": lambda: provider_cases(G77 / "cases.csv", "s77c-nearest-ab",
+                                                  "ab"),
     "s76-h100-inductor-1": lambda: provider_cases(G76 / "cases.csv", "h100-lose-1",
                                                   "inductor"),
     "s76-h100-inductor-2": lambda: provider_cases(G76 / "cases.csv", "h100-lose-2",
