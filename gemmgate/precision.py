@@ -190,6 +190,16 @@ def _restore(torch, m, name: str, value) -> None:
         setattr(m, name, value)
 
 
+def _pinned(m) -> tuple[str, tuple[str, ...]]:
+    """The cuBLAS flags `vendor_flags` pins (`math_flags` watches them too): its tf32
+    switch (`fp32_precision` on torch 2.9+, else `allow_tf32`) and the reduced-precision
+    ones it turns off, those this torch has (fp16 accumulation: torch 2.7+)."""
+    tf32 = "fp32_precision" if hasattr(m, "fp32_precision") else "allow_tf32"
+    return tf32, tuple(n for n in ("allow_bf16_reduced_precision_reduction",
+                                   "allow_fp16_reduced_precision_reduction",
+                                   "allow_fp16_accumulation") if _has_flag(m, n))
+
+
 @contextlib.contextmanager
 def vendor_flags(mode: PrecisionMode) -> Iterator[None]:
     """Set torch's matmul math flags explicitly for `mode`; restore them afterwards.
@@ -204,12 +214,9 @@ def vendor_flags(mode: PrecisionMode) -> Iterator[None]:
     import torch
 
     m = torch.backends.cuda.matmul
-    new_api = hasattr(m, "fp32_precision")
-    tf32_attr = "fp32_precision" if new_api else "allow_tf32"
+    tf32_attr, off = _pinned(m)
+    new_api = tf32_attr == "fp32_precision"
     tf32_value = ("tf32" if mode.allow_tf32 else "ieee") if new_api else mode.allow_tf32
-    off = [n for n in ("allow_bf16_reduced_precision_reduction",
-                       "allow_fp16_reduced_precision_reduction", "allow_fp16_accumulation")
-           if _has_flag(m, n)]   # (fp16 accumulation: torch 2.7+)
     saved = {n: _flag(torch, m, n) for n in (tf32_attr, *off)}
     try:
         setattr(m, tf32_attr, tf32_value)
@@ -229,11 +236,9 @@ def math_flags() -> dict[str, object]:
     import torch
 
     m = torch.backends.cuda.matmul
-    names = ("fp32_precision" if hasattr(m, "fp32_precision") else "allow_tf32",
-             "allow_bf16_reduced_precision_reduction",
-             "allow_fp16_reduced_precision_reduction", "allow_fp16_accumulation")
+    tf32, off = _pinned(m)
     flags: dict[str, object] = {f"cuda.matmul.{n}": _flag(torch, m, n)
-                                for n in names if _has_flag(m, n)}
+                                for n in (tf32, *off) if _has_flag(m, n)}
     onednn = getattr(getattr(torch.backends, "mkldnn", None), "matmul", None)
     if onednn is not None and _has_flag(onednn, "fp32_precision"):
         flags["mkldnn.matmul.fp32_precision"] = onednn.fp32_precision
