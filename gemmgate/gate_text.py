@@ -208,19 +208,14 @@ def _capped(head: list[str], folded: list[str], title: str, tail: list[str]) -> 
     if len("\n".join(whole)) + 1 <= COMMENT_MAX:
         return "\n".join(whole) + "\n"
     budget = COMMENT_MAX - 400 - len("\n".join(fold + close + tail))
-    kept, size, left = [], 0, 0
-    for part in (head, folded):
-        out = []
-        for line in part:
-            if size + len(line) + 1 > budget:
-                left += 1
-                continue
-            out.append(line)
-            size += len(line) + 1
-        kept.append(out)
-    notice = ["", f"… {left} more line(s) left out (GitHub's comment limit): the whole gate "
-              "is in the check's --json and the job's summary."]
-    body = kept[0] + (fold + kept[1] + close if kept[1] else [])
+    lines, size = head + folded, 0
+    n = 0   # the lines kept: the first ones that fit, none after the first that does not
+    while n < len(lines) and size + len(lines[n]) + 1 <= budget:
+        size += len(lines[n]) + 1
+        n += 1
+    notice = ["", f"… {len(lines) - n} more line(s) left out (GitHub's comment limit): the "
+              "whole gate is in the check's --json and the job's summary."]
+    body = head[:n] + (fold + folded[:n - len(head)] + close if n > len(head) else [])
     return "\n".join(body + notice + tail) + "\n"
 
 
