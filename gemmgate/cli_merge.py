@@ -5,7 +5,6 @@ files) pooled into one baseline; and the lines every baseline write prints (`lev
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from gemmgate.baseline_provenance import (
     run_ids,
 )
 from gemmgate.cli_run import BASELINE_OUTPUT, check_outputs
-from gemmgate.files import read_text
+from gemmgate.files import json_schema
 from gemmgate.reference import kernels_alike, kernels_differ
 from gemmgate.results import REFERENCE, RUN_SCHEMA, RunRecord
 
@@ -253,10 +252,7 @@ def _differing(records: list[tuple[dict, str]], value_of) -> str:
 def _is_run(path: str) -> bool:
     """A run JSON (schema gemmgate.run/1) rather than a baseline file; unreadable or
     non-JSON files are left to the baseline loader, whose message names the file."""
-    try:
-        return json.loads(read_text(path, "input"))["schema"] == RUN_SCHEMA
-    except (ValueError, KeyError, TypeError, RecursionError):
-        return False
+    return json_schema(path) == RUN_SCHEMA
 
 
 def _calibration_run(path: str, notes: list[str]) -> RunRecord:

@@ -5,7 +5,6 @@ running with a progress bar."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -22,7 +21,14 @@ from gemmgate.compare import is_floor
 from gemmgate.context import MeasurementError, RunContext, make_context
 from gemmgate.deadline import cli_limit
 from gemmgate.execute import run_cases
-from gemmgate.files import InputError, check_writable, head_holds, is_file, write_json_atomic
+from gemmgate.files import (
+    InputError,
+    check_writable,
+    head_holds,
+    is_file,
+    json_schema,
+    write_json_atomic,
+)
 from gemmgate.reference import resolve
 from gemmgate.report import print_tables
 from gemmgate.results import CaseResult, RunRecord, failures, holds_a_run
@@ -106,15 +112,8 @@ def _is_baseline(path: str) -> bool:
     Only a regular file is read (`files.head_holds`); where its head does not say so, the
     whole file is parsed: a baseline saved with sorted keys (jq -S) has its schema past
     the head, and a run's --json replaced it (a review)."""
-    if head_holds(path, f'"{baseline_schema.SCHEMA}"'):
-        return True
-    if not is_file(path):
-        return False
-    try:
-        data = json.loads(Path(path).read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return False
-    return isinstance(data, dict) and data.get("schema") == baseline_schema.SCHEMA
+    return head_holds(path, f'"{baseline_schema.SCHEMA}"') or \
+        json_schema(path) == baseline_schema.SCHEMA
 
 
 def _same_file(path: str) -> str:

@@ -208,6 +208,18 @@ def clear_outputs(*paths: str | Path | None) -> None:
                 p.unlink()
 
 
+def json_schema(path: str | Path) -> object:
+    """The top-level "schema" of a JSON object file; None where `path` is no regular file
+    (a FIFO or a terminal is not read), is unreadable, not JSON or not an object."""
+    if not is_file(path):
+        return None
+    try:
+        data = json.loads(read_text(path, "file"))
+    except (ValueError, RecursionError):   # (InputError is a ValueError)
+        return None
+    return data.get("schema") if isinstance(data, dict) else None
+
+
 def head_holds(path: str | Path | None, text: str) -> bool:
     """Whether `path` is a regular file whose first 4 KiB hold `text` (a JSON file's
     schema line: what kind of file a path holds, before writing over it). Only a regular

@@ -237,8 +237,8 @@ def _said(log: Path) -> str:
     return f": {said[-1].removeprefix('gemmgate: ')}" if said else ""
 
 
-EARLIER = re.compile(r"check_\d+_.+\.(json|txt)|checks\.csv")   # a trials run's own files
 MEASURED = re.compile(r"check_\d+_.+\.(json|txt)")   # what only a measuring run writes
+EARLIER = re.compile(MEASURED.pattern + r"|checks\.csv")   # a trials run's own files
 
 
 def earlier_trials(out: Path) -> list[str]:
