@@ -139,10 +139,9 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
     # at process level the figure compared with may be one run alone (after `baseline
     # update`, or a machine's one run of a merge): its spread's factor then passed twice
     # the false alarms it is set for (a review)
-    one = level != MACHINE
-    ratio_factor = noise_factor(ratio_runs, one_run=one and ratio_level == PROCESS
+    ratio_factor = noise_factor(ratio_runs, one_run=ratio_level == PROCESS
                                 and base.runs_on(machine) == 1)
-    tf_factor = noise_factor(tf_runs, one_run=one and tf_level == PROCESS
+    tf_factor = noise_factor(tf_runs, one_run=tf_level == PROCESS
                              and base.runs_on(machine, "tflops") == 1)
     ratio_j = None
     if base_ratio and result.ratio_samples:

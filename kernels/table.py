@@ -352,6 +352,12 @@ def _lookup(path: str, rows: tuple[_Row, ...], exacts: tuple[dict, dict], m: int
     return None if own is None else (own[1], "table-nearest")
 
 
+def over_split(c: TileConfig, k: int) -> bool:
+    """Whether `c` splits K into more ranges than K has blocks of `c.block_k` (some
+    ranges empty)."""
+    return c.split_k > cdiv(k, c.block_k)
+
+
 def _nearest(rows: tuple[_Row, ...], m: int, n: int, k: int, variants: tuple[str, ...],
              chip: Chip, memo: dict | None = None,
              where: tuple[float, float, float] | None = None
@@ -369,7 +375,7 @@ def _nearest(rows: tuple[_Row, ...], m: int, n: int, k: int, variants: tuple[str
         # ran k64 over 32 blocks, x1.11 by the heuristic's split on an H100, session 77;
         # other unpriced picks ran x0.81-0.89 by the heuristic's: kept)
         c = near[0].config
-        if chip.sms and c.split_k > -(-k // c.block_k):
+        if chip.sms and over_split(c, k):
             return None   # the next source or the heuristic decides
         return math.inf, c
     best = fastest(options)

@@ -67,6 +67,7 @@ def _groups(head: str, near, m: int, n: int, k: int, variants: tuple[str, ...], 
             top: int) -> list[str]:
     """A bucket's near and far entries and the options each group prices."""
     from kernels import pricing, table
+    from kernels.tile import cdiv
 
     out = [head]
     for name, group in (("near", near[:table.NEIGHBOURS]),
@@ -80,10 +81,9 @@ def _groups(head: str, near, m: int, n: int, k: int, variants: tuple[str, ...], 
             out.append(f"    {name} option {ms * 1e3:7.1f} us x{margin:.2f}  {_text(c)}")
         if group and not options and name == "near":   # (a split whose K ranges do not
             c = group[0].config   # fit; `table._nearest`)
-            blocks = -(-k // c.block_k)
             out.append(f"    no option priced: the nearest entry's split k{c.split_k} is more "
-                       f"ranges than K's {blocks} blocks: the next source or the heuristic "
-                       "decides" if c.split_k > blocks else
+                       f"ranges than K's {cdiv(k, c.block_k)} blocks: the next source or the "
+                       "heuristic decides" if table.over_split(c, k) else
                        "    no option priced: the nearest entry's tile is taken as it is")
     return out
 
