@@ -24,6 +24,7 @@ A wrong result (accuracy fail or silently downgraded precision) is a failure, no
 
 import math
 import os
+import sys
 
 # The whole gemmgate.shapes.SETS["pr"] set (GPU) and SETS["smoke"] (CPU), named by
 # Case.id (listed here: importing gemmgate would import torch in every asv process).
@@ -120,17 +121,31 @@ def measure_all(cases=None, modes=None, budget_s=None) -> dict:
     return out
 
 
+def _under_asv() -> bool:
+    """Whether this is one of asv's benchmark processes. `asv run --python=same` (asv's
+    ExistingEnvironment, the way this suite is run) starts them with the caller's own
+    environment: no ASV_CONF_DIR (only a built environment sets it), so that alone never
+    saw this suite run under asv. Their main script is asv's benchmark.py."""
+    if os.environ.get("ASV_CONF_DIR"):
+        return True
+    main = os.path.realpath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return (os.path.basename(main) == "benchmark.py"
+            and os.path.basename(os.path.dirname(main)) == "asv")
+
+
 def _timed_tree_is_asvs() -> None:
-    """Under asv (ASV_CONF_DIR set), the gemmgate imported must be the tree asv records:
-    the one ASV_PYTHONPATH names first where it is set, else asv's own checkout. asv drops
-    PYTHONPATH, so an installed gemmgate of another checkout (an editable install left
-    pointing elsewhere) was timed and filed under this commit, nothing in the results
-    saying so (a review). RuntimeError naming both otherwise."""
-    conf = os.environ.get("ASV_CONF_DIR")
-    if not conf:
+    """Under asv, the gemmgate imported must be the tree asv records: the one
+    ASV_PYTHONPATH names first where it is set, else asv's own checkout (ASV_CONF_DIR;
+    under --python=same, which sets none, the tree of this suite). asv drops PYTHONPATH,
+    so an installed gemmgate of another checkout (an editable install left pointing
+    elsewhere) was timed and filed under this commit, nothing in the results saying so
+    (a review). RuntimeError naming both otherwise."""
+    if not _under_asv():
         return
     import gemmgate
 
+    conf = os.environ.get("ASV_CONF_DIR") or os.path.dirname(
+        os.path.dirname(os.path.abspath(__file__)))
     got = os.path.realpath(os.path.dirname(os.path.dirname(gemmgate.__file__)))
     named = [p for p in os.environ.get("ASV_PYTHONPATH", "").split(os.pathsep) if p]
     want = os.path.realpath(named[0] if named else conf)

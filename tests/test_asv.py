@@ -353,3 +353,53 @@ def test_the_tree_asv_times_is_the_one_it_records(monkeypatch, tmp_path):
     monkeypatch.setenv("ASV_PYTHONPATH", str(tmp_path))
     with pytest.raises(RuntimeError, match="first in ASV_PYTHONPATH"):
         bench._timed_tree_is_asvs()
+
+
+def test_the_tree_guard_holds_under_asv_run_python_same(monkeypatch, tmp_path):
+    """`asv run --python=same` (asv's ExistingEnvironment) starts its benchmark processes
+    with the caller's environment, no ASV_CONF_DIR: the guard above never ran there, and
+    another checkout's installed gemmgate was timed and filed under this commit, exit 0.
+    Such a process is known by its main script, asv's benchmark.py."""
+    import gemmgate
+
+    bench = _bench_module()
+    for var in ("ASV_CONF_DIR", "ASV_PYTHONPATH"):
+        monkeypatch.delenv(var, raising=False)
+    asv_main = tmp_path / "site-packages" / "asv" / "benchmark.py"
+    monkeypatch.setattr(sys, "argv", [str(asv_main), "setup_cache", str(ROOT / "benchmarks")])
+    bench._timed_tree_is_asvs()                       # this checkout's gemmgate: fine
+    other = tmp_path / "other" / "gemmgate" / "__init__.py"
+    monkeypatch.setattr(gemmgate, "__file__", str(other))
+    with pytest.raises(RuntimeError, match="an install of another tree.*ASV_PYTHONPATH="):
+        bench._timed_tree_is_asvs()
+    monkeypatch.setattr(sys, "argv", ["pytest"])      # not asv's process: not its concern
+    bench._timed_tree_is_asvs()
+
+
+def test_asv_run_python_same_refuses_another_trees_gemmgate(asv_conf, tmp_path):
+    """End to end: a user site-packages .pth puts another copy of gemmgate first (as an
+    editable install of another checkout does); no ASV_PYTHONPATH. Every benchmark fails
+    naming both trees, instead of timing that copy under this commit."""
+    tmp, path, env, head = asv_conf
+    other = tmp_path / "other"
+    import shutil
+
+    shutil.copytree(ROOT / "gemmgate", other / "gemmgate",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    user = tmp_path / "userbase"
+    site_dir = user / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / \
+        "site-packages"
+    site_dir.mkdir(parents=True)
+    (site_dir / "other.pth").write_text(f"{other}\n")
+    env = {k: v for k, v in env.items() if k != "ASV_PYTHONPATH"}
+    env["PYTHONUSERBASE"] = str(user)
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "asv_machine.py"), "--machine",
+                    "cpu-ci"], cwd=tmp, env=env, capture_output=True, text=True, timeout=60,
+                   check=True)
+    out = subprocess.run([sys.executable, "-m", "asv", "run", "--python=same", "--quick",
+                          "--set-commit-hash", head, "--machine", "cpu-ci", "-b",
+                          "Fp32.track_time_ratio", "--config", str(path)],
+                         cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0, text
+    assert f"the gemmgate imported is {os.path.realpath(other)}'s" in text, text
