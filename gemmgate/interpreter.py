@@ -7,10 +7,11 @@ tiled kernel's `range(k_len // BLOCK_K)`) fails on the CPU. Later triton squeeze
 array first (3.9: `int(self.handle.data.squeeze())`). The H200 machine's triton 3.6 with
 NumPy 2.4 failed every CPU-path test so (session 16).
 
-`enable()` sets TRITON_INTERPRET (read when a kernel is decorated: call it before
-`kernels` is imported) and, where the installed interpreter has the old form, has it
-install the squeezing `__index__` in the same scope it patches `tl.tensor` in while a
-kernel runs (restored after, as its own patches are).
+`enable()` sets TRITON_INTERPRET (read when a kernel is decorated, triton's own
+`tl.cdiv` and the like at `import triton`: call it before triton and `kernels` are
+imported; `kernels.matmul` says which came first otherwise) and, where the installed
+interpreter has the old form, has it install the squeezing `__index__` in the same
+scope it patches `tl.tensor` in while a kernel runs (restored after, as its own patches are).
 """
 
 from __future__ import annotations

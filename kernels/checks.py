@@ -179,6 +179,10 @@ def check_device(device: torch.device, mode: KernelMode,
         if not dispatch.kernels_interpreted():   # (a driver error, "0 active drivers")
             raise ValueError("TRITON_INTERPRET=1 was set after `kernels` was imported: its "
                              "kernels were made for a GPU; set it before the import")
+        if not dispatch.triton_interpreted():
+            raise ValueError("TRITON_INTERPRET=1 was set after `triton` was imported: "
+                             "triton's own language functions were made for a GPU; set it "
+                             "before importing triton")
         if mode.name in ("tf32", "tf32x3", "fp8"):
             raise ValueError(f"{mode.name} is not supported on cpu")
         if mode.name == "bf16":   # pinned in tests/kernels/test_interpreter_defects.py

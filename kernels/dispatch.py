@@ -79,6 +79,17 @@ def kernels_interpreted() -> bool:
     return isinstance(relayout._copy_kernel, InterpretedFunction)
 
 
+def triton_interpreted() -> bool:
+    """Whether triton's own @jit helpers (tl.cdiv, ...) were made for the interpreter:
+    they are decorated when `triton` is imported, so TRITON_INTERPRET=1 set after
+    `import triton` but before `import kernels` left them GPU functions, and a CPU call
+    failed inside the interpreter ("Cannot call @triton.jit'd outside of the scope of a
+    kernel", a review)."""
+    from triton.runtime.jit import JITFunction
+
+    return not isinstance(getattr(triton.language, "cdiv", None), JITFunction)
+
+
 @functools.cache
 def _device_info(device: torch.device) -> tuple[tuple[int, int], int, str]:
     """(capability, shared memory per block, device name): asked once per device."""

@@ -27,6 +27,8 @@ import dataclasses
 import functools
 import hashlib
 import math
+import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -61,10 +63,20 @@ def kernel_hash() -> str:
     return hashlib.sha1(joined.encode()).hexdigest()[:12]
 
 
-def _bench_ms(fn, rep_ms: float = 25.0) -> float:
+def _bench_ms(fn, rep_ms: float = 25.0, cpu: bool = False) -> float:
     """One candidate's median time for a chooser; inf if it cannot compile or launch
-    (e.g. out of registers or shared memory on this chip)."""
+    (e.g. out of registers or shared memory on this chip). `cpu`: the interpreter's
+    call, timed by wall clock as the harness times the CPU (do_bench asks for a GPU
+    driver: every tile that ran there measured inf, "fails", a review)."""
     try:
+        if cpu:
+            fn()   # (a warm-up: the interpreter's first launch of a kernel)
+            times, end = [], time.perf_counter() + rep_ms / 1e3
+            while len(times) < 3 or time.perf_counter() < end:
+                t0 = time.perf_counter()
+                fn()
+                times.append((time.perf_counter() - t0) * 1e3)
+            return statistics.median(times)
         return triton.testing.do_bench(fn, warmup=5, rep=rep_ms, return_mode="median")
     except Exception:  # noqa: BLE001 - any compile/launch failure only rules the config out
         return math.inf
@@ -142,6 +154,11 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
                            "or torch.inference_mode(), or on detached tensors")
     if config is not None and not isinstance(config, TileConfig):
         raise TypeError(f"config must be a TileConfig or None, got {type(config).__name__}")
+    if cache_copies is not False and cache_copies is not True:   # (a list: "unhashable
+        # type" from the plan cache; "no" kept copies: a review)
+        raise TypeError(f"cache_copies must be True or False, got {cache_copies!r}")
+    if choose is not None and not callable(choose):   # ("'int' object is not callable")
+        raise TypeError(f"choose must be a callable or None, got {type(choose).__name__}")
     try:
         index = a.get_device()   # (an int, -1 off CUDA: ~40 ns, where a.device makes an
     except AttributeError:       # object; not a tensor: `_resolve` says what is wrong)
@@ -189,7 +206,7 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
                 fn = _launcher(cfg, a, b, out, sa, sb, flags, dispatch.b_room(plan, N))
             except Exception:  # noqa: BLE001 - a tile this call cannot take is ruled out
                 return math.inf
-            return _bench_ms(fn)
+            return _bench_ms(fn, cpu=a.device.type == "cpu")
 
         config = choose(plan.key, dispatch.candidates(plan, a.device, M, N, K), bench)
         if not isinstance(config, TileConfig):   # (None ran the dispatcher's pick unsaid)

@@ -119,7 +119,9 @@ class TileConfig:
             raise ValueError(f"invalid launch parameters in {self}")
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; known: {', '.join(VARIANTS)}")
-        if self.split_k < 1 or (self.split_k > 1 and self.variant not in _SPLITTING):
+        if self.split_k < 1:   # (it said "the tiled variant does not split K", a review)
+            raise ValueError(f"split_k={self.split_k} must be >= 1 (1: K unsplit)")
+        if self.split_k > 1 and self.variant not in _SPLITTING:
             raise ValueError(f"split_k={self.split_k}: the {self.variant} variant does not "
                              f"split K ({', '.join(_SPLITTING)} do)")
         if self.occupancy not in OCCUPANCIES or (

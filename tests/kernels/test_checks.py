@@ -49,10 +49,11 @@ def test_rows_apart_never_calls_views_that_share_a_byte_apart():
     assert apart > 100                                           # the test reaches the case
 
 
-@pytest.mark.parametrize("later, said", [
-    ("1", "TRITON_INTERPRET=1 was set after `kernels` was imported"),
-    ("false", "CPU tensors need the Triton interpreter")])
-def test_the_interpreter_is_asked_as_the_kernels_were_made(later, said):
+@pytest.mark.parametrize("later, said, first", [
+    ("1", "TRITON_INTERPRET=1 was set after `kernels` was imported", "kernels"),
+    ("false", "CPU tensors need the Triton interpreter", "kernels"),
+    ("1", "TRITON_INTERPRET=1 was set after `triton` was imported", "triton")])
+def test_the_interpreter_is_asked_as_the_kernels_were_made(later, said, first):
     """TRITON_INTERPRET set after the import (Triton decides at each @triton.jit), or set
     to "false" (off, as Triton reads it): a CPU call ended in "0 active drivers" (a
     review)."""
@@ -61,8 +62,11 @@ def test_the_interpreter_is_asked_as_the_kernels_were_made(later, said):
     import sys
     from pathlib import Path
 
-    code = ("import os, torch, kernels\n"
+    # first="triton": triton imported before the variable is set, kernels after it
+    # (triton's own @jit helpers stayed GPU functions: an InterpreterError, a review)
+    code = (f"import os, torch, {first}\n"
             f"os.environ['TRITON_INTERPRET'] = {later!r}\n"
+            "import kernels\n"
             "try:\n"
             "    kernels.matmul(torch.ones(4, 4), torch.ones(4, 4))\n"
             "except ValueError as e:\n"

@@ -534,6 +534,9 @@ def test_bad_input_is_named(a, b, exc, match):
     (dict(scale_a=2.0), ValueError, "scale_a must be a one-element float32 tensor on cpu, got fl"),
     (dict(config="tma"), TypeError, "config must be a TileConfig or None, got str"),
     (dict(config={}), TypeError, "config must be a TileConfig or None, got dict"),
+    (dict(cache_copies=[]), TypeError, r"cache_copies must be True or False, got \[\]"),
+    (dict(cache_copies="no"), TypeError, "cache_copies must be True or False, got 'no'"),
+    (dict(choose=5), TypeError, "choose must be a callable or None, got int"),
 ])
 def test_bad_out_scale_or_config_is_named(kw, exc, match):
     with pytest.raises(exc, match=match):
@@ -950,3 +953,19 @@ def test_calls_from_several_threads_are_each_correct(device):
     for t in threads:
         t.join()
     assert not failures, failures
+
+
+@pytest.mark.skipif(torch.cuda.is_available() or not dispatch.interpreting(),
+                    reason="the CPU path: needs the Triton interpreter")
+def test_a_choosers_bench_times_the_interpreters_tile():
+    """On the CPU `bench` measures the tile that runs (wall clock), not inf ("fails"):
+    do_bench asked for a GPU driver and every CPU tile measured inf (a review)."""
+    seen = []
+
+    def choose(key, candidates, bench):
+        seen.append(bench(candidates[0]))
+        return candidates[0]
+
+    a = torch.randn(8, 8)
+    kernels.matmul(a, a, choose=choose)
+    assert len(seen) == 1 and 0 < seen[0] < float("inf"), seen

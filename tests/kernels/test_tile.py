@@ -26,6 +26,12 @@ def test_tile_fields_are_validated():
         TileConfig(64, 64, 64, 8, 3, 4, "wgmma")
     with pytest.raises(ValueError, match="tma variant does not split K"):
         TileConfig(64, 64, 64, 8, 3, 4, "tma", split_k=2)
+    # split_k below 1 is named as such, not as a variant that cannot split (a review:
+    # the tiled variant's split_k=0 said "the tiled variant does not split K")
+    for variant in ("tiled", "tma"):
+        with pytest.raises(ValueError, match=r"split_k=0 must be >= 1") as got:
+            TileConfig(64, 64, 64, 8, 3, 4, variant, split_k=0)
+        assert "does not split K" not in str(got.value)
     # gemv: one row of A a program; the other blocks powers of two from 16
     assert TileConfig(1, 128, 32, 1, 1, 4, "gemv", 8).block_m == 1
     with pytest.raises(ValueError, match="block_m=2: the gemv variant takes one row"):
