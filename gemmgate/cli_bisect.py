@@ -126,7 +126,8 @@ def bisect_command(args, console, err) -> int:
                          "time: bisect needs a case it can time")
     chip = args.chip if args.chip is not None else check_chip
     try:
-        chip_id = select_chip(chip).chip.id
+        selected = select_chip(chip).chip
+        chip_id = selected.id
     except ValueError as e:
         if args.chip is not None or check_chip is None:
             raise
@@ -151,12 +152,20 @@ def bisect_command(args, console, err) -> int:
         return _none_regressed(args, check_chip, good, bad, console, err)
     if args.from_check:
         _checked_elsewhere(args.from_check, check_env, bad, err)
+    given = args.timing
     timed_as(args, check_env, base.provenance if base else {})   # as the check (else
     # its baseline) was timed
+    if given is None and selected.device_type == "cpu":   # the CPU times wall clock only:
+        args.timing = None   # a GPU check's graph timing made `--chip cpu` "--timing graph
+        # needs a GPU", an option nobody gave, and no --timing the CPU takes could undo it
     # No pins: each commit's kernel runs its own dispatch (its tuning table), so a
     # commit that changed the table is found like any other.
     ctx = _context(args, chip, items, None)
     items = items or ctx.items
+    if all(c.m == 0 or c.n == 0 for _, c in items):   # (--shapes 0x16x16: every step "good",
+        # nothing timed, "nothing regressed", exit 0, as --case's empty outputs were)
+        raise ValueError(f"--shapes {args.shapes}: every case has an empty output (M or N "
+                         "is 0), nothing to time: bisect needs a case it can time")
     for what, c in (("GOOD", good), ("BAD", bad)):
         try:
             load_kernels(ctx, c.sha)

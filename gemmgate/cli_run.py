@@ -100,10 +100,17 @@ def check_outputs(*paths: tuple[str | None, str], append: str | None = None,
         if what != BASELINE_OUTPUT and _is_baseline(path):
             raise InputError(f"{what} {path} is a baseline file: baselines are written "
                              "only by `gemmgate baseline`; give another path")
+        if what != TABLE_OUTPUT and _is_table(path):   # (a run's --json replaced
+            # kernels/tuned/<chip>.json, and that device's lookups lost their table)
+            raise InputError(f"{what} {path} is a tuning table: tables are written only "
+                             "by `gemmgate tune`; give another path")
         check_writable(path, what, append=appended)
 
 
 BASELINE_OUTPUT = "--output (the baseline file)"   # the one output a baseline may be at
+TABLE_OUTPUT = "--table"   # the one output a tuning table may be at (`gemmgate tune`)
+TABLE_SCHEMA = "kernels.tuning-table"   # kernels.table_file.SCHEMA (kernels is imported
+# only once make_context has set the interpreter up on the CPU)
 
 
 def _is_baseline(path: str) -> bool:
@@ -114,6 +121,11 @@ def _is_baseline(path: str) -> bool:
     the head, and a run's --json replaced it (a review)."""
     return head_holds(path, f'"{baseline_schema.SCHEMA}"') or \
         json_schema(path) == baseline_schema.SCHEMA
+
+
+def _is_table(path: str) -> bool:
+    """Whether `path` is a kernel tuning table file (schema kernels.tuning-table)."""
+    return head_holds(path, f'"{TABLE_SCHEMA}"') or json_schema(path) == TABLE_SCHEMA
 
 
 def _same_file(path: str) -> str:

@@ -4,10 +4,11 @@ tile parameter (gemmgate/sweep.py): a table, and optionally --csv, --json and --
 Checked before any measuring, exit 2 otherwise: the parameter (an integer field of the
 kernel's TileConfig), the values, the shape text, the layout, the mode on this chip, the
 budget, the output paths. A value that fails (invalid tile, compile or launch error,
-wrong result) is a failed point, not an error. Exit 0 when at least one value ran; 1
-when every value failed. The outputs are written at the end: a sweep stopped part-way
-(exit 3, Ctrl-C) leaves none (an earlier sweep's at those paths are removed as it starts
-measuring). matplotlib is imported only with --plot.
+wrong result) is a failed point, not an error. Exit 0 when at least one value ran as
+asked; 1 when every value failed, or none shaped a launch (a split K the case cannot
+make; on the CPU the interpreter's ignored stages and warps are exempt). The outputs are
+written at the end: a sweep stopped part-way (exit 3, Ctrl-C) leaves none (an earlier
+sweep's at those paths are removed as it starts measuring). matplotlib is imported only with --plot.
 """
 
 from __future__ import annotations

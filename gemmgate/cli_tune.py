@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gemmgate.cli_run import (
+    TABLE_OUTPUT,
     check_outputs,
     context_from_args,
     keep_partial,
@@ -76,7 +77,7 @@ def tune_command(args, console, err) -> int:
                          "name: the kernel would never read what tune writes; give it a chip "
                          "profile whose `match` is in the device's name (gemmgate/chips.py)")
     table = args.table if args.table is not None else str(table_path(ctx.chip.id))
-    check_outputs((table, "--table"), (args.json, "--json"), inputs=(shapes_file(args.shapes),))
+    check_outputs((table, TABLE_OUTPUT), (args.json, "--json"), inputs=(shapes_file(args.shapes),))
     path = Path(table)
     if args.stale and args.table is not None and not path.exists():
         raise ValueError(f"--table {table}: no such file, so no stale entries to retune")

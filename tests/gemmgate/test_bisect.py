@@ -503,6 +503,23 @@ def test_a_check_without_regressions_has_nothing_to_bisect(planted, monkeypatch,
     assert data["good"]["sha"] == shas[0] and data["bad"]["sha"] == shas[-1]
 
 
+@needs_git
+def test_a_gpu_check_bisected_on_the_cpu_is_not_refused_for_its_timing(
+        planted, costed_timing, monkeypatch, tmp_path, capsys):
+    """A GPU check's `environment.timing` ("graph") was taken as the bisect's: `--chip cpu`
+    (as "give --chip to bisect elsewhere" advises) was exit 2, "--timing graph needs a GPU",
+    an option nobody gave, and no --timing the CPU takes could undo it."""
+    d, shas = planted
+    monkeypatch.chdir(d)
+    check = tmp_path / "check.json"
+    check.write_text(json.dumps({
+        "gate": {"verdicts": [{"id": CASE, "verdict": "regressed"}]},
+        "environment": {"chip": "nvidia-h100", "timing": "graph", "block": 1}}))
+    rc, data, _ = _bisect(tmp_path, shas[0], "HEAD", "--from-check", str(check))
+    assert "--timing graph needs a GPU" not in capsys.readouterr().err
+    assert rc == 0 and data["outcome"] == "culprit"
+
+
 def test_a_check_that_ran_on_other_kernels_is_said(capsys):
     """`--from-check` of a check run on uncommitted kernels/ ended "no commit's kernels/ to
     blame", the dirty tree unsaid (a review): a warning names it, or another commit."""
@@ -623,6 +640,8 @@ def test_a_commit_without_the_choose_hook_is_skipped_around(tmp_path_factory, co
     (["baseline", "HEAD", "--from-check", "clean.json", "--baseline", "missing.json"],
      "no baseline"),
     (["HEAD~2", "HEAD", "--case", "fp32-m0-n16-k16"], "an empty output (M or N is 0)"),
+    (["HEAD~2", "HEAD", "--modes", "fp32", "--shapes", "0x16x16,16x0x16"],
+     "every case has an empty output (M or N is 0)"),
 ])
 def test_usage_errors_exit_2_before_measuring(planted, monkeypatch, capsys, args, message):
     d, _ = planted

@@ -328,6 +328,34 @@ def test_an_output_onto_a_baseline_file_is_exit_2_and_keeps_it(tmp_path, capsys,
     assert base.read_text() == text
 
 
+@pytest.mark.parametrize("argv", [
+    ["run", "--chip", "cpu", "--modes", "fp32", "--shapes", "16x16x16", "--json"],
+    ["sweep", "--chip", "cpu", "--mode", "fp32", "--shape", "16x16x16", "--param",
+     "num_stages", "--values", "2", "--csv"],
+    ["bisect", "HEAD~1", "HEAD", "--case", "fp32-m16-n16-k16", "--summary"],
+])
+def test_an_output_onto_a_tuning_table_is_exit_2_and_keeps_it(tmp_path, capsys, argv):
+    """A sweep's --json (or --csv, a run's --json, bisect's --summary appended) at
+    kernels/tuned/<chip>.json replaced the table, exit 0, and that device's lookups
+    skipped it from then on: tables are written by `gemmgate tune` only."""
+    from kernels import table_file
+
+    table = tmp_path / "nvidia-h100.json"
+    text = (Path(table_file.DEFAULT_DIR) / "nvidia-h100.json").read_text()
+    table.write_text(text)
+    assert main([*argv, str(table)]) == 2
+    assert f"{table} is a tuning table: tables are written only by `gemmgate tune`" \
+        in capsys.readouterr().err.replace("\n", " ")
+    assert table.read_text() == text
+
+
+def test_the_table_guard_knows_the_kernels_table_schema():
+    from gemmgate.cli_run import TABLE_SCHEMA
+    from kernels import table_file
+
+    assert TABLE_SCHEMA == table_file.SCHEMA
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this OS")
 def test_an_output_at_a_fifo_is_exit_2_without_reading_it(tmp_path, capsys):
     """The baseline probe read 4 KiB of each output path before the writable check, so
