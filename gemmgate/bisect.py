@@ -68,7 +68,8 @@ class SearchResult:
     found:      `candidates` is the one first bad commit; `last_good` the commit before
                 it (None: GOOD itself, i.e. the first commit of the range is the culprit)
     range:      skipped commits sit at the boundary: the first bad commit is one of
-                `candidates` (oldest first, the last one tested bad)
+                `candidates` (oldest first, the last one tested bad; after `narrowed`,
+                only those that change kernels/)
     clean:      BAD itself tested good: nothing to find
     untestable: BAD itself could not be tested
     `tested`: (commit, good | bad | skip) in the order tested."""
@@ -123,6 +124,24 @@ def search(commits: Sequence[str], is_bad: Callable[[str], bool | None]) -> Sear
     candidates = tuple(commits[lo + 1:hi + 1])
     return SearchResult(FOUND if len(candidates) == 1 else RANGE, candidates,
                         commits[lo] if lo >= 0 else None, tuple(tested))
+
+
+
+def narrowed(result: SearchResult, before: str,
+             alike: Callable[[str, str], bool]) -> SearchResult:
+    """A range's candidates less the commits that cannot be its first bad one: a commit
+    whose kernels/ is its predecessor's (`alike(prev, c)`; `before`: the commit before the
+    first candidate, last_good or GOOD) measures as that one does. Other results as they
+    are. A range of skips over one kernels/ change listed every commit after it (a
+    review: "one of 9", 3 of them changing kernels/)."""
+    if result.status != RANGE:
+        return result
+    kept, prev = [], before
+    for c in result.candidates:
+        if not alike(prev, c):
+            kept.append(c)
+        prev = c
+    return replace(result, candidates=tuple(kept)) if kept else result
 
 
 # --- the history (git) ---------------------------------------------------------------------

@@ -66,10 +66,15 @@ def conclusion(outcome: str, result: SearchResult, first: Step | None, boundary:
         cands = [info[c] for c in result.candidates]
         skipped = [c for c in cands if any(t == (c.sha, SKIP) for t in result.tested)]
         why = {s.commit: s.note for s in steps if s.verdict == SKIP}
-        return (f"the first slow commit is one of {len(cands)}: "
+        skips = "; ".join(f"{c.short} was a skip ({why.get(c.sha) or 'not judged'})"
+                          for c in skipped)
+        if len(cands) == 1:   # (the range's only kernels/ change, and no verdict of its own)
+            return (f"the first slow commit is {cands[0].short} \"{cands[0].subject}\", the "
+                    f"one commit there that changes kernels/, but {skips}, so it is not "
+                    "confirmed")
+        return (f"the first slow commit is one of {len(cands)} that change kernels/: "
                 f"{', '.join(c.short for c in cands)} (oldest first); "
-                + "; ".join(f"{c.short} was a skip ({why.get(c.sha) or 'not judged'})"
-                            for c in skipped) + ", so it cannot be isolated")
+                + skips + ", so it cannot be isolated")
     why = f" ({first.note})" if first is not None and first.note else ""
     if first is not None and any(c.ab for c in first.cases):   # measured, not judged
         return (f"BAD {bad.short} against GOOD {good.short} was measured but not judged"

@@ -35,6 +35,7 @@ from gemmgate.bisect import (
     expected_steps,
     load_kernels,
     measure_step,
+    narrowed,
     parse_case_id,
     regressed_in_check,
     search,
@@ -195,7 +196,8 @@ def bisect_command(args, console, err) -> int:
     clear_outputs(args.json)   # a stop the process cannot outlive (a case stuck past
     # --case-timeout in native code) leaves no earlier bisect's file looking like this one's
     try:
-        result = search([c.sha for c in commits], is_bad)
+        found = search([c.sha for c in commits], is_bad)
+        result = narrowed(found, found.last_good or good.sha, kernels_alike)
         boundary = None
         if result.status == FOUND:
             parent = result.last_good or good.sha
@@ -262,10 +264,20 @@ def _alike(sha: str, steps: Sequence[Step], good: Commit, info: dict) -> Step | 
     if kernels_alike(sha, good.sha):
         return Step(sha, good.sha, GOOD, (), "kernels/ as at GOOD: not timed")
     for s in steps:
-        if s.verdict in (GOOD, BAD) and kernels_alike(sha, s.commit):
+        if (s.verdict in (GOOD, BAD) or _unmeasurable(s)) and kernels_alike(sha, s.commit):
+            # (a skip that could not be measured too: the same kernels/ was measured again
+            # for the same end, a review; a skip for noise is measured again, and may judge)
             return Step(sha, good.sha, s.verdict, (),
-                        f"kernels/ as at {info[s.commit].short}: its verdict, not timed")
+                        f"kernels/ as at {info[s.commit].short}: its verdict, not timed"
+                        + (f" ({s.note})" if s.verdict == SKIP and s.note else ""))
     return None
+
+
+def _unmeasurable(step: Step) -> bool:
+    """A skip the same kernels/ would meet again: nothing measured, or a case failed
+    (not `_measured_step`'s inconclusive twice, which is noise)."""
+    return step.verdict == SKIP and (not step.cases
+                                     or any(c.verdict == FAILED for c in step.cases))
 
 
 def _measured_step(ctx: RunContext, items, sha: str, against: str, tolerances: dict,

@@ -30,6 +30,7 @@ from gemmgate.bisect import (
     commit_range,
     expected_steps,
     judge_ab,
+    narrowed,
     parse_case_id,
     regressed_in_check,
     search,
@@ -106,6 +107,25 @@ def test_skips_at_the_boundary_give_the_range():
     r = search(commits, is_bad)
     assert r.status == RANGE and r.first_bad is None
     assert r.candidates == ("c4", "c5", "c6") and r.last_good == "c3"
+
+
+def test_a_range_keeps_only_the_commits_that_change_kernels():
+    """c4 a skip, c5 and c6 leave its kernels/ (docs), c7 changes it and is bad: the first
+    bad commit is c4 or c7, not c5 or c6 (they measure as c4 does)."""
+    commits, is_bad, _ = _history(9, 7, skips={4, 5, 6})
+    r = search(commits, is_bad)
+    assert r.status == RANGE and r.candidates == ("c4", "c5", "c6", "c7")
+    same = {("c4", "c5"), ("c5", "c6")}
+    n = narrowed(r, r.last_good, lambda a, b: (a, b) in same)
+    assert n.status == RANGE and n.candidates == ("c4", "c7") and n.last_good == "c3"
+    assert n.tested == r.tested
+    # the first candidate against what came before it: GOOD where no commit tested good
+    r0 = search(*_history(4, 0, skips={0, 1})[:2])
+    assert r0.candidates == ("c0", "c1", "c2") and r0.last_good is None
+    assert narrowed(r0, "GOOD", lambda a, b: (a, b) == ("GOOD", "c0")).candidates == \
+        ("c1", "c2")
+    found = search(*_history(9, 3)[:2])               # other results as they are
+    assert narrowed(found, "x", lambda a, b: True) is found
 
 
 def test_bad_untestable_stops_at_once():
@@ -242,7 +262,8 @@ def _make_history(d, costs) -> list[str]:
     """A new git repository in `d` (as tests/conftest.py's `_repo_with_kernels` makes
     one) with a copy of this checkout's kernels/ committed once per entry of `costs` (a
     float: configs.py ends in COST = that; "broken": configs.py raises NameError on import;
-    "nochoose": matmul lacks the choose= hook); the commits, oldest first."""
+    "nochoose": matmul lacks the choose= hook; "docs": a commit that leaves kernels/ as
+    it was); the commits, oldest first."""
     if shutil.which("git") is None:
         pytest.skip("needs git")
     shutil.copytree(ROOT / "kernels", d / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
@@ -253,6 +274,12 @@ def _make_history(d, costs) -> list[str]:
     original, original_init = configs.read_text(), init.read_text()
     shas = []
     for i, cost in enumerate(costs):
+        if cost == "docs":
+            (d / "NOTES.md").write_text(f"step {i}\n")
+            _git(d, "add", "-A")
+            _git(d, "commit", "-q", "-m", f"step {i}: docs")
+            shas.append(_git(d, "rev-parse", "HEAD"))
+            continue
         # broken: a NameError, not an ImportError (any exception a commit's import
         # raises skips it; ImportError alone was caught once)
         tail = ("undefined_name_broken_on_purpose\n" if cost == "broken"
@@ -619,6 +646,30 @@ def test_a_commit_without_the_choose_hook_is_skipped_around(tmp_path_factory, co
     assert rc == 0 and data["outcome"] == "culprit" and data["culprit"]["sha"] == shas[4]
     (skip,) = [s for s in data["steps"] if s["verdict"] == "skip"]
     assert skip["commit"] == shas[2] and "no choose= hook" in skip["note"]
+
+
+@needs_git
+def test_a_range_names_only_commits_that_change_kernels(tmp_path_factory, costed_timing,
+                                                       monkeypatch, tmp_path, capsys):
+    """A broken commit, two docs commits after it, then the slow one: the range is the
+    broken commit or the slow one; the docs commits take the broken one's skip untimed
+    (they were measured, and listed as candidates: "one of 4", a review)."""
+    d = tmp_path_factory.mktemp("bisect-docs")
+    shas = _make_history(d, [1.0, 1.0, "broken", "docs", "docs", 3.0, 3.0])
+    monkeypatch.chdir(d)
+    rc, data, _ = _bisect(tmp_path, shas[0], "HEAD", "--case", CASE)
+    assert rc == 1 and data["outcome"] == "range", data
+    assert data["candidates"] == [shas[2], shas[5]]
+    one = [s for s in data["steps"] if s["commit"] in shas[2:5]]   # one kernels/ tree
+    assert {s["verdict"] for s in one} == {"skip"} and len(one) >= 2
+    imported = [s for s in one if "not timed" not in s["note"]]
+    assert len(imported) == 1 and "does not import" in imported[0]["note"], one
+    for s in one:
+        if s is not imported[0]:
+            assert f"kernels/ as at {imported[0]['commit'][:12]}: its verdict, not timed" \
+                in s["note"] and "does not import" in s["note"]
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"one of 2 that change kernels/: {shas[2][:12]}, {shas[5][:12]}" in out, out
 
 
 @needs_git
