@@ -48,9 +48,11 @@ def conclusion(outcome: str, result: SearchResult, first: Step | None, boundary:
                 steps: Sequence[Step] = ()) -> str:
     """The result in one paragraph; `first`: the first step (BAD against GOOD)."""
     if outcome == CLEAN:
-        return (f"nothing regressed at BAD {bad.short} against GOOD {good.short} "
-                "(A/B in one process): no commit's kernels/ to blame (a slowdown a check "
-                "saw comes from elsewhere: Triton, driver, machine)")
+        how = ("(its kernels/ is GOOD's: not timed)" if first is not None and not first.cases
+               else "(A/B in one process)")   # (said "A/B" where nothing was timed; a review)
+        return (f"nothing regressed at BAD {bad.short} against GOOD {good.short} {how}: "
+                "no commit's kernels/ to blame (a slowdown a check saw comes from "
+                "elsewhere: Triton, driver, machine)")
     if outcome in (CULPRIT, INCONCLUSIVE):
         x = info[result.first_bad]
         p = info[boundary.against]

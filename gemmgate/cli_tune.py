@@ -33,6 +33,7 @@ from gemmgate.tune import (
     lent_table,
     orphans,
     own_incumbents,
+    stale_entries,
     stale_items,
     table_data,
     table_for,
@@ -138,10 +139,12 @@ def tune_command(args, console, err) -> int:
     data = table_data(path)
     _print(console, entries, f"tuned {len(entries)} keys into {path} "
                              f"({len(data['entries'])} entries)")
-    left = len(stale_items(path))
-    if left:   # said by the tune, not only by a lookup's warning (a review)
+    left, cases = len(stale_entries(path)), len(stale_items(path))
+    if left:   # said by the tune, not only by a lookup's warning (a review; the count was
+        # of cases, an entry per bucket a case is in)
         err.print(f"[yellow]{left} entries of {escape(str(path))} are stale (tuned on other "
-                  "kernel source) and never used: `gemmgate tune --stale` retunes them[/]")
+                  "kernel source) and never used: `gemmgate tune --stale` retunes them"
+                  + (f" ({cases} cases)" if cases != left else "") + "[/]")
     line = budget_cut_line(entries, args.budget_per_key)
     if line:
         err.print(f"[yellow]{line}[/]")

@@ -211,7 +211,7 @@ def table_data(path: Path) -> dict:
 def stale_items(path: Path) -> list[tuple[str, Case]]:
     """(mode, case) of the table's entries tuned on another version of their kernel, each
     once (a case stale in two buckets is measured once: its key is where it tunes now)."""
-    return list(dict.fromkeys(_item(e) for e in _stale(path)))
+    return list(dict.fromkeys(_item(e) for e in stale_entries(path)))
 
 
 def _item(e: dict) -> tuple[str, Case]:
@@ -225,7 +225,7 @@ def incumbents(path: Path) -> tuple[tuple[str, tuple], ...]:
     """For TuningSetup.first: each stale entry's tuning-key prefix (its bucket and shape,
     as kernels.dispatch writes keys) and its tile, so a retune times the old tile on the
     new source before any other candidate and keeps it unless one measures faster."""
-    return incumbents_of(_stale(path))
+    return incumbents_of(stale_entries(path))
 
 
 def own_incumbents(path: Path) -> tuple[tuple[str, tuple], ...]:
@@ -249,10 +249,10 @@ def orphans(path: Path, tuned: Sequence[dict]) -> list[dict]:
     dispatcher now files that case in another bucket, so no retune can refresh them
     (`gemmgate tune --stale` drops them)."""
     done = {_item(e) for e in tuned}
-    return [e for e in _stale(path) if _item(e) in done]
+    return [e for e in stale_entries(path) if _item(e) in done]
 
 
-def _stale(path: Path) -> list[dict]:
+def stale_entries(path: Path) -> list[dict]:
     from kernels import table_file
 
     if not path.exists():

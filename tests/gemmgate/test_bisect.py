@@ -649,6 +649,19 @@ def test_a_commit_without_the_choose_hook_is_skipped_around(tmp_path_factory, co
 
 
 @needs_git
+def test_bad_with_goods_kernels_is_clean_untimed(tmp_path_factory, costed_timing,
+                                                 monkeypatch, tmp_path, capsys):
+    """BAD's kernels/ is GOOD's: clean, and said untimed (it said "A/B in one process")."""
+    d = tmp_path_factory.mktemp("bisect-docs-only")
+    shas = _make_history(d, [1.0, "docs", "docs"])
+    monkeypatch.chdir(d)
+    rc, data, _ = _bisect(tmp_path, shas[0], "HEAD", "--case", CASE)
+    assert rc == 0 and data["outcome"] == "clean" and not costed_timing
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(its kernels/ is GOOD's: not timed)" in out and "A/B in one process)" not in out
+
+
+@needs_git
 def test_a_range_names_only_commits_that_change_kernels(tmp_path_factory, costed_timing,
                                                        monkeypatch, tmp_path, capsys):
     """A broken commit, two docs commits after it, then the slow one: the range is the

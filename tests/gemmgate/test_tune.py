@@ -333,6 +333,14 @@ def test_a_tune_says_the_stale_entries_it_leaves(not_cpu, tmp_path, monkeypatch,
     assert main(["tune", "--shapes", "16x16x16", "--modes", "fp32",
                  "--table", str(table)]) == 0
     assert "1 entries of" in (err := capsys.readouterr().err) and "tune --stale" in err
+    assert "cases)" not in err
+    # one case stale in two buckets: two entries, one case (the count said cases, "1
+    # entries", a review)
+    write_table(table, "cpu", ("cpu",), [dict(old, bucket=old["bucket"] + " x")])
+    assert main(["tune", "--shapes", "16x16x16", "--modes", "fp32",
+                 "--table", str(table)]) == 0
+    assert "2 entries of" in (err := " ".join(capsys.readouterr().err.split())) and \
+        "retunes them (1 cases)" in err, err
 
 
 def test_tune_stale_with_a_table_that_is_not_there_is_an_error(not_cpu, tmp_path, capsys):
