@@ -73,6 +73,27 @@ def unlike_kept(old: dict, new: dict, kept: int) -> str | None:
     return None
 
 
+KEPT_SOFTWARE = ("triton", "torch")   # what compiles and runs the kernels: one per file
+
+
+def unlike_software(old: dict, new: dict, kept: int) -> str | None:
+    """Why the `kept` cases of a file whose provenance is `old` cannot stay beside cases
+    measured on the software `new` records (another Triton or torch, where both record
+    one), or None. The written provenance names one Triton and torch for every case, and
+    `check` says where a run's differ from it (gate_text.software_note): kept, a 3.6
+    calibration's cases were relabelled 3.9 by an update of others, and a check of them
+    on 3.9 no longer said that their stored ratios were another compiler's (a review).
+    `baseline merge` refuses inputs of two software stacks for the same reason."""
+    for key in KEPT_SOFTWARE:
+        was, now = old.get(key), new.get(key)
+        if kept and was and now and str(was) != str(now):
+            return (f"its {kept} other case(s) were measured on {key} {was}, these on "
+                    f"{now}: a baseline records one {key}, which `check` compares with; "
+                    "measure all of its cases (its --shapes and --modes) or write another "
+                    "file")
+    return None
+
+
 _SHA = re.compile(r"[0-9a-f]{7,40}")
 
 

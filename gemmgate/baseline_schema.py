@@ -206,6 +206,20 @@ def _positive(x, zero: bool = False) -> bool:
     return ok and (x >= 0 if zero else x > 0)
 
 
+# The least figure a check divides by (a speed ratio, Triton's TFLOP/s, their runs): a
+# run's times lie within 1e-6 to 1e7 ms (results.MIN_SAMPLE_MS, MAX_SAMPLE_MS), so no
+# measured ratio or TFLOP/s of a case of 2 FLOPs or more is near it. A subnormal figure
+# (5e-324) passed as positive, the change against it was inf, and the check, its cases
+# measured, ended at writing --json: exit 2, the cases lost (a review).
+MIN_FIGURE = 1e-30
+
+
+def _figure(x, zero: bool = False) -> bool:
+    """A figure a change is taken against: finite, positive (or 0 where `zero`: none
+    measured), at least MIN_FIGURE."""
+    return _positive(x, zero) and (x >= MIN_FIGURE or (zero and x == 0))
+
+
 def _opt(x):
     """An optional number as stored: None, a number, or an error string ('inf', 'nan')."""
     return x if isinstance(x, (int, float)) and not isinstance(x, bool) else None
@@ -247,6 +261,7 @@ def from_json(data, where: str = "<data>") -> Baseline:
 
 
 MAX_NOISE = 1e6   # a noise figure (a relative spread) past any a run could measure
+MAX_RUNS = 10**6   # runs behind a case: past any calibration or merge of a fleet's
 
 
 def _strings(x, none: bool = False) -> bool:
@@ -283,7 +298,7 @@ def _case(key: str, c, where: str, legacy: str) -> BaselineCase:
     _need(key == case.key(c["mode"]), where,
           f"case {key} holds {case.key(c['mode'])} (key and fields disagree)")
     r = c.get("ratio")
-    _need(r is None or _positive(r), where, f"case {key} has a bad ratio {r!r}")
+    _need(r is None or _figure(r), where, f"case {key} has a bad ratio {r!r}")
     _need(isinstance(c["providers"], dict), where, f"case {key}: providers is not an object")
     t = c["providers"].get("triton")
     _need(isinstance(t, dict) and _positive(t.get("median_ms")), where,
@@ -293,8 +308,9 @@ def _case(key: str, c, where: str, legacy: str) -> BaselineCase:
         _need(isinstance(p, dict) and _positive(p.get("median_ms")), where,
               f"case {key}: providers.{name}.median_ms is missing or not > 0")
         tf = p.get("tflops")
-        _need(tf is None or _positive(tf, zero=True), where,
-              f"case {key}: providers.{name}.tflops is {tf!r}, not a number")
+        _need(tf is None or _figure(tf, zero=True), where,
+              f"case {key}: providers.{name}.tflops is {tf!r}, not 0 or a number from "
+              f"{MIN_FIGURE:g}")
         q = p.get("quantiles_ms", {})
         _need(isinstance(q, dict) and all(_positive(x, zero=True) for x in q.values()), where,
               f"case {key}: providers.{name}.quantiles_ms is not an object of times")
@@ -311,8 +327,9 @@ def _case(key: str, c, where: str, legacy: str) -> BaselineCase:
     runs = {}
     for f in ("ratio_runs", "tflops_runs", "ab_runs"):
         xs = noise.get(f, [])
-        _need(isinstance(xs, list) and all(_positive(x) for x in xs), where,
-              f"case {key}: noise.{f} is not a list of positive numbers")
+        _need(isinstance(xs, list) and all(_figure(x) for x in xs), where,
+              f"case {key}: noise.{f} is not a list of positive numbers "
+              f"(from {MIN_FIGURE:g})")
         runs[f] = tuple(xs)
     machines = noise.get("run_machines") or [legacy] * len(runs["ratio_runs"])
     _need(isinstance(machines, list) and len(machines) == len(runs["ratio_runs"])
@@ -325,7 +342,11 @@ def _case(key: str, c, where: str, legacy: str) -> BaselineCase:
           and all(isinstance(m, str) for m in tf_machines), where,
           f"case {key}: noise.tflops_machines does not name one machine per TFLOP/s run")
     n_runs = noise.get("runs", len(runs["ratio_runs"]))
-    _need(isinstance(n_runs, int) and n_runs >= 0, where, f"case {key}: bad noise.runs")
+    # (a merge weighs each part's figures by its runs, one list entry a run: 10**12 ran
+    # out of memory after minutes; True passed as 1; a review)
+    _need(type(n_runs) is int and 0 <= n_runs <= MAX_RUNS, where,
+          f"case {key}: noise.runs is {n_runs!r}, not a whole number of runs from 0 to "
+          f"{MAX_RUNS:g}")
     behind = noise.get("behind", {})
     _need(isinstance(behind, dict) and all(
         f in NOISE_LEVELS and isinstance(x, int) and not isinstance(x, bool) and x >= 1

@@ -45,7 +45,14 @@ from gemmgate.baseline_noise import (
     tflops_machines_of,
     with_counts,
 )
-from gemmgate.baseline_provenance import any_dirty, commits, run_id, run_ids, unlike_kept
+from gemmgate.baseline_provenance import (
+    any_dirty,
+    commits,
+    run_id,
+    run_ids,
+    unlike_kept,
+    unlike_software,
+)
 from gemmgate.baseline_schema import (  # noqa: F401 - the model is part of this API
     SCHEMA,
     VERSION,
@@ -178,11 +185,13 @@ def _carried(old: Noise, new: Noise) -> Noise:
 def merge(new: Baseline, old: Baseline | None) -> tuple[Baseline, list[str]]:
     """Cases measured now replace theirs; the old file's other cases are kept (a run of
     some modes or shapes refreshes those only). Returns the merged data and kept keys.
-    BaselineError where the kept cases were timed otherwise (`unlike_kept`)."""
+    BaselineError where the kept cases were timed otherwise (`unlike_kept`) or measured on
+    another Triton or torch (`unlike_software`)."""
     if not old:
         return new, []
     kept = [k for k in old.cases if k not in new.cases]
-    unlike = unlike_kept(old.provenance, new.provenance, len(kept))
+    unlike = unlike_kept(old.provenance, new.provenance, len(kept)) or \
+        unlike_software(old.provenance, new.provenance, len(kept))
     if unlike:
         raise BaselineError(f"{unlike}; nothing written")
     cases = {**{k: old.cases[k] for k in kept}, **new.cases}

@@ -11,7 +11,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from gemmgate import baselines
-from gemmgate.baseline_provenance import measured, recorded_commit, unlike_kept
+from gemmgate.baseline_provenance import (
+    measured,
+    recorded_commit,
+    unlike_kept,
+    unlike_software,
+)
 from gemmgate.calibrate import CalibrationError, fresh_runs
 from gemmgate.chips import select_chip
 from gemmgate.cli_merge import levels, merge_command, summary_table, warn_lost
@@ -34,7 +39,7 @@ from gemmgate.cli_run import (
 )
 from gemmgate.compare import REGRESSED
 from gemmgate.context import MeasurementError
-from gemmgate.files import write_json_atomic, write_text_atomic
+from gemmgate.files import clear_outputs, write_json_atomic, write_text_atomic
 from gemmgate.gate import compare_run, remeasure
 from gemmgate.gate_text import (
     GATE_HEAD,
@@ -76,6 +81,8 @@ def check_command(args, console, err) -> int:
     # written over by --json, which run refuses; a review)
     with stops_before_cases(args.json, args.shapes or ""):   # a stop here: a run of no
         base, ab_sha, ctx = _set_up(args, err, path, chip_id, floor)   # case, incomplete
+    clear_outputs(pr_comment)   # written at the end: a check that stopped (Ctrl-C, exit 3)
+    # left an earlier check's comment there, whole, looking like this one's (a review)
     try:
         record = execute(ctx, err, args.json)
     except MeasurementError as e:   # judged nothing: what was measured is kept, unjudged
@@ -242,6 +249,14 @@ def _gate_table(gate) -> Table:
     return t
 
 
+def _software() -> dict:
+    """This process's Triton and torch, as its runs' environment records them."""
+    import torch
+    import triton
+
+    return {"triton": triton.__version__, "torch": torch.__version__}
+
+
 def baseline_command(args, console, err) -> int:
     if args.action == "merge":
         return merge_command(args, console, err)
@@ -274,9 +289,10 @@ def baseline_command(args, console, err) -> int:
     ctx = context_from_args(args, reference=ab_sha)
     if old:   # before any work: cases kept beside these must have been timed alike
         keys = {c.key(m.name) for m, c in ctx.items}
+        kept_n = sum(k not in keys for k in old.cases)
         unlike = unlike_kept(old.provenance, {"timing": ctx.policy.method,
-                                                        "block": ctx.policy.block},
-                                       sum(k not in keys for k in old.cases))
+                                              "block": ctx.policy.block}, kept_n) or \
+            unlike_software(old.provenance, _software(), kept_n)
         if unlike:
             raise baselines.BaselineError(f"{path}: {unlike}; nothing measured")
     try:

@@ -767,6 +767,33 @@ def test_cases_kept_beside_cases_timed_otherwise(old, new, refused):
     assert unlike_kept(old, new, kept=0) is None
 
 
+@pytest.mark.parametrize("runs", [True, 10**12, -1, 2.0])
+def test_a_bad_noise_runs_is_refused_at_load(tmp_path, runs):
+    """noise.runs weighs a part's figures in a merge, one entry a run: 10**12 (a typo'd
+    edit) held `baseline merge` until it ran out of memory, and True read as 1."""
+    data = _js(baselines.build(_runs3(), "cpu", "s.csv"))
+    data["cases"][K1]["noise"]["runs"] = runs
+    with pytest.raises(BaselineError, match="noise.runs"):
+        baselines.load(_write(tmp_path, data), "cpu")
+
+
+@pytest.mark.parametrize("where", ["ratio", "ratio_runs", "tflops_runs", "tflops"])
+def test_a_subnormal_figure_is_refused_at_load(tmp_path, where):
+    """A stored ratio or TFLOP/s of 5e-324 passed as positive: a check measured its cases,
+    took an infinite change against it, and ended exit 2 writing --json (Out of range
+    float values), the cases lost (a review). Refused at load, before any work."""
+    data = _js(baselines.build(_runs3(), "cpu", "s.csv"))
+    case = data["cases"][K1]
+    if where == "ratio":
+        case["ratio"] = 5e-324
+    elif where == "tflops":
+        case["providers"]["triton"]["tflops"] = 5e-324
+    else:
+        case["noise"][where] = [5e-324] * len(case["noise"][where])
+    with pytest.raises(BaselineError, match=K1):
+        baselines.load(_write(tmp_path, data), "cpu")
+
+
 @pytest.mark.parametrize("behind", [{"ratio": 0}, {"ratio": 2.0}, {"ratio": True},
                                     {"nonsense": 2}, {"ab": 3}, [3]])
 def test_a_bad_behind_is_refused(tmp_path, behind):
@@ -799,6 +826,29 @@ def test_merge_keeps_the_old_files_other_cases():
     assert merged.provenance["kept_from"] == "abc123"
     assert merged.provenance["shapes"] == "all.csv"
     assert baselines.merge(new, None) == (new, [])
+
+
+def test_cases_kept_beside_cases_of_another_triton_or_torch_are_refused(tmp_path):
+    """An update of some cases relabelled the file's other cases, measured on another
+    Triton, with this run's Triton: `check`'s software note (gate.software) then said
+    nothing of them (a review). Refused, nothing written, as a merge refuses inputs of
+    two stacks; an update of every case, or a file of the same stack, is written."""
+    path = tmp_path / "cpu.json"
+    old = baselines.build(_runs3(triton="3.6.0"), "cpu", "s.csv")
+    baselines.save(path, old)
+    before = path.read_text()
+    one = baselines.build([make_run([make_result(C1, [1.0], [0.8])])], "cpu", "s.csv")
+    with pytest.raises(BaselineError, match=r"1 other case\(s\) were measured on triton "
+                                            r"3\.6\.0, these on 3\.9\.0.*nothing written"):
+        baselines.write_merged(path, "cpu", one)
+    assert path.read_text() == before
+    both = baselines.build([make_run([make_result(C1, [1.0], [0.8]),
+                                      make_result(C2, [1.0], [0.8], mode="fp16")])],
+                           "cpu", "s.csv")
+    written, _, kept = baselines.write_merged(path, "cpu", both)   # nothing kept
+    assert kept == [] and written.provenance["triton"] == "3.9.0"
+    new, kept = baselines.merge(one, baselines.build(_runs3(), "cpu", "s.csv"))
+    assert kept == [K2]                                             # one stack: kept
 
 
 def test_write_merged_carries_noise_and_keeps_an_unusable_file_unwritten(tmp_path):

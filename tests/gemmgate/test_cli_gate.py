@@ -870,6 +870,25 @@ def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, 
     assert all(p.read_bytes() == d for p, d in data.items())
 
 
+@pytest.mark.parametrize("stop, code", [(KeyboardInterrupt, 130), ("measurement", 3)])
+def test_a_check_that_stops_leaves_no_earlier_comment(work, base_file, synthetic_timing,
+                                                      monkeypatch, stop, code):
+    """--comment is written at the end of a check: one stopped while measuring (Ctrl-C,
+    SIGTERM, exit 3) left an earlier check's comment at the path, whole, which read as
+    its own (a review). It is removed once the inputs are checked, as sweep's are."""
+    import gemmgate.cli_gate as cli_gate
+    from gemmgate.context import MeasurementError
+
+    def stopped(*a, **k):
+        raise KeyboardInterrupt if stop is KeyboardInterrupt else MeasurementError("boom")
+    comment = work / "comment.md"
+    comment.write_text("### gemmgate check on cpu: passed (an earlier check)\n")
+    monkeypatch.setattr(cli_gate, "execute", stopped)
+    rc = main(["check", *FAST, *_shapes(work), "--baseline", str(base_file),
+               "--comment", str(comment), "--summary", str(work / "s.md")])
+    assert rc == code and not comment.exists()
+
+
 @pytest.mark.parametrize("flag", ["--json", "--comment", "--summary"])
 def test_check_writing_over_its_baseline_is_exit_2(work, base_file, synthetic_timing, capsys,
                                                    flag):
