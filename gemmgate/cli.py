@@ -89,8 +89,8 @@ def _seconds(text: str) -> float:
 
 def _providers_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--providers", metavar="LIST",
-                   help="who computes: triton,vendor (the default; the list must start "
-                        "with both), plus inductor "
+                   help="who computes: triton,vendor (the default, always: the list must "
+                        "hold both, in any order), plus inductor "
                         "(torch.compile, Triton GEMM templates; GPU), vendor_fast (fp8: "
                         "cuBLASLt's fast accumulation) and/or module:function "
                         "GEMMs with the kernels.matmul contract; shown, never gated")

@@ -20,7 +20,7 @@ from gemmgate.chips import CHIPS, select_chip
 from gemmgate.compare import is_floor
 from gemmgate.context import MeasurementError, RunContext, make_context
 from gemmgate.deadline import cli_limit
-from gemmgate.execute import run_cases
+from gemmgate.execute import preflight, run_cases
 from gemmgate.files import (
     InputError,
     check_writable,
@@ -184,6 +184,7 @@ def execute(ctx: RunContext, err: Console, partial_to: str | None = None) -> Run
         err.print(f"also timed, not gated: {escape(', '.join(ctx.providers[2:]))}")
     with stops_before_cases(partial_to, ctx.shapes_label):
         env = environment_of(ctx)
+        preflight(ctx)   # bad input leaves the --json as it was (not marked running)
     done: list[CaseResult] = []
 
     def partial(reason: str) -> RunRecord:

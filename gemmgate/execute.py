@@ -15,6 +15,18 @@ from gemmgate.shapes import Case
 from gemmgate.tuning import Tuner
 
 
+def preflight(ctx: RunContext) -> None:
+    """ValueError (exit 2) where the run cannot start: this tree's kernels/ or the A/B
+    reference's not importing (or unusable), an unusable tuning cache or pin file. Asked
+    before a run's --json is marked running (`cli_run.execute`): found in the Runner's
+    start, such bad input had already replaced an earlier run's file there with a run of
+    no case, "the process ended before the run did" (a review). Cached: the Runner asks
+    again at no cost."""
+    own_kernels()
+    load_reference(ctx)
+    Tuner(ctx.tuning)
+
+
 def run_cases(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]] | None = None,
               on_case: Callable[[CaseResult], None] | None = None,
               last_words: Callable[[], None] | None = None) -> list[CaseResult]:
@@ -31,9 +43,7 @@ def run_cases(ctx: RunContext, items: Sequence[tuple[PrecisionMode, Case]] | Non
         # this tree's kernels/ or the reference's not importing, an unusable tuning cache
         # or pin file is a clear error here (exit 2); in a worker's start it was "a worker
         # died", exit 3 (a review)
-        own_kernels()
-        load_reference(ctx)
-        Tuner(ctx.tuning)
+        preflight(ctx)
         return run_parallel(ctx, items, on_case)
     runner = Runner(ctx, last_words=last_words)
     out = []

@@ -214,11 +214,21 @@ def resolve(spec: str) -> tuple[str, tuple[Case, ...]]:
     cases)."""
     if spec in SETS:
         return spec, SETS[spec]
-    if Path(spec).suffix.lower() in (".csv", ".yaml", ".yml") or may_exist(spec):
+    if Path(spec).suffix.lower() in (".csv", ".yaml", ".yml"):
         return spec, load_shape_file(spec)
-    inline = parse_inline(spec)
+    # shapes before a path of that name: a folder `48x40x24/` in the current directory
+    # (`--shapes 48x40x24 --json 48x40x24/run.json`) made the shapes "a shape file that is
+    # a directory", exit 2 (a review); a path that is not a .csv/.yaml one is never read
+    try:
+        inline, bad = parse_inline(spec), None
+    except InputError as e:
+        inline, bad = None, e
     if inline is not None:
         return spec, inline
+    if may_exist(spec):
+        return spec, load_shape_file(spec)
+    if bad is not None:
+        raise bad
     raise InputError(f"unknown shape set {spec!r}; known sets: {', '.join(SETS)}, "
                      "a .csv/.yaml shape file, or shapes such as 4096x4096x4096,1000x1000x1000-rc")
 

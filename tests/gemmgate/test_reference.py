@@ -296,3 +296,20 @@ def test_kernels_as_at_says_whether_the_tree_s_kernels_are_a_commit_s(clean_repo
     assert kernels_as_at(old, d2) is False
     assert kernels_as_at("0" * 40, d) is None          # not a commit there: git cannot say
     assert kernels_as_at(head, tmp_path) is None       # not a repository
+
+
+def test_an_unusable_ab_ref_leaves_the_json_as_it_was(kernels_repo, tmp_path, monkeypatch,
+                                                      capsys):
+    """A bad --ab-ref is exit 2 before the run's --json is marked running: the Runner found
+    it after the mark, and an earlier run's file there was replaced by a run of no case,
+    "the process ended before the run did" (a review)."""
+    from gemmgate.cli import main
+
+    d, _, _ = kernels_repo
+    monkeypatch.chdir(d)
+    out = tmp_path / "run.json"
+    out.write_text('{"earlier": "run"}\n')
+    assert main(["run", "--chip", "cpu", "--shapes", "16x16x16", "--modes", "fp32",
+                 "--ab-ref", "HEAD", "--json", str(out)]) == 2   # HEAD dropped kernels/
+    assert "has no kernels/" in capsys.readouterr().err
+    assert out.read_text() == '{"earlier": "run"}\n'

@@ -206,6 +206,20 @@ def test_an_inline_list_longer_than_a_file_name_is_read_as_shapes():
         resolve("q" * 300)
 
 
+def test_inline_shapes_are_shapes_where_a_path_of_that_name_exists(tmp_path, monkeypatch):
+    """`mkdir 48x40x24; gemmgate run --shapes 48x40x24 --json 48x40x24/run.json` was "cannot
+    read shape file 48x40x24: it is a directory", exit 2; a file of that name, "shape file
+    must end in .csv" (a review). A shape file is a .csv or .yaml one."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "48x40x24").mkdir()
+    (tmp_path / "16x16x16-rc").write_text("not shapes\n")
+    assert resolve("48x40x24") == ("48x40x24", (Case(48, 40, 24),))
+    assert resolve("16x16x16-rc") == ("16x16x16-rc", (Case(16, 16, 16, "rc"),))
+    (tmp_path / "notes").mkdir()   # a path that is no case is still read as one, and said
+    with pytest.raises(InputError, match="it is a directory"):
+        resolve("notes")
+
+
 @pytest.mark.parametrize("spec, match", [
     ("4096x4096x4096,foo", r"'foo' is not a case; write MxNxK\[-LAYOUT\]\[\+pPAD\]"),
     ("10x10x10-xy", "unknown layout 'xy'"),
