@@ -63,6 +63,10 @@ def judged(call, mode: PrecisionMode, ref, scale2: float, kept: list | None = No
     An output that shares memory with one of `inputs` is refused before it is poisoned
     (the poison wrote into A, and the provider was said to write into its inputs)."""
     out = _tensor(call())
+    if inputs and out.device != inputs[0].device:   # (a meta tensor failed on "item()
+        # cannot be called on meta tensors", a review)
+        raise ValueError(f"returned a tensor on {out.device}, its inputs are on "
+                         f"{inputs[0].device}")
     if out.numel() and any(x.numel() and x.untyped_storage().data_ptr()
                            == out.untyped_storage().data_ptr() for x in inputs):
         raise ValueError("returned a view of its inputs (A, B or a scale), not its product")

@@ -51,6 +51,16 @@ def test_a_provider_returning_no_tensor_fails_saying_so(ctx):
     assert v.message.startswith("TypeError: returned NoneType, not a tensor"), v.message
 
 
+def test_a_provider_returning_a_tensor_elsewhere_fails_naming_the_device(ctx):
+    """A meta (or other-device) output failed on "Tensor.item() cannot be called on meta
+    tensors" (a review): the devices are named."""
+    r = Runner(ctx, vendor=lambda inp, mode: (lambda: torch.empty(16, 16, device="meta"))
+               ).run_case(MODES["fp32"], Case(16, 16, 16))
+    v = r.providers["vendor"]
+    assert v.accuracy == "fail" and not v.samples_ms
+    assert "returned a tensor on meta, its inputs are on cpu" in v.message, v.message
+
+
 def test_unwritten_output_fails(ctx):
     # A provider that leaves part of its output unwritten: the NaN poison must show.
     def lazy(inp, mode):
