@@ -513,3 +513,46 @@ def block_excess(path: Path, label: str) -> str:
         out.append(f"| {mode} | {len(got)} | {bx:.2e} | {who} {case} | {_sci(xs)} | "
                    f"{ratio:.1f} |")
     return "\n".join(out)
+
+
+def tuned_against_lookup(path: Path, lookup: str, tuned: str) -> str:
+    """The same shapes run at the lookup's picks (`lookup`) and at a fresh tune's
+    (`tuned`, `gemmgate tune --json`), each against cuBLAS in its own run: case by case
+    the two tiles, their ratios and the tune's gain, then geomeans."""
+    rows = _rows(path)
+    picks = {r["case"]: r for r in rows if r["label"] == lookup}
+    fresh = {r["case"]: r for r in rows if r["label"] == tuned}
+    cases = [c for c in picks if c in fresh]
+    if not cases:
+        raise ValueError(f"{path}: no case in both {lookup} and {tuned}")
+    out = ["| case | mode | lookup tile | lookup/cuBLAS | tuned tile | tuned/cuBLAS | "
+           "tuned over lookup |", "|---|---|---|---:|---|---:|---:|"]
+    a = [float(picks[c]["ratio"]) for c in cases]
+    b = [float(fresh[c]["ratio"]) for c in cases]
+    out += [f"| {c} | {picks[c]['mode']} | {picks[c]['tile']} | {x:.3f} | "
+            f"{fresh[c]['tile']} | {y:.3f} | x{y / x:.3f} |" for c, x, y in zip(cases, a, b)]
+    out.append(f"| geomean ({len(cases)}) | | | {geomean(a):.3f} | | {geomean(b):.3f} | "
+               f"x{geomean(b) / geomean(a):.3f} |")
+    return "\n".join(out)
+
+
+def block_k_best(path: Path) -> str:
+    """From a tune's timings (mode, case, tile, ms): per case, the fastest tile reading K
+    128 deep a step and the fastest 64 deep, with K's last step's fill at each depth."""
+    best: dict[tuple[str, str], dict[int, tuple[float, str]]] = {}
+    for r in _rows(path):
+        depth = int(r["tile"].split()[1].split("x")[2])
+        got = best.setdefault((r["mode"], r["case"]), {})
+        if depth not in got or float(r["ms"]) < got[depth][0]:
+            got[depth] = (float(r["ms"]), r["tile"])
+    out = ["| case | mode | K | last step filled, 128 / 64 deep | fastest 128 deep | us | "
+           "fastest 64 deep | us | 128 over 64 |", "|---|---|---:|---|---|---:|---|---:|---:|"]
+    for (mode, case), got in best.items():
+        if 128 not in got or 64 not in got:
+            continue
+        k = int(case.split("-k")[1].split("-")[0])
+        fill = " / ".join(f"{(k - 1) % d + 1}/{d}" for d in (128, 64))
+        (t1, c1), (t2, c2) = got[128], got[64]
+        out.append(f"| {case} | {mode} | {k} | {fill} | {c1} | {t1 * 1e3:.2f} | {c2} | "
+                   f"{t2 * 1e3:.2f} | x{t1 / t2:.3f} |")
+    return "\n".join(out)

@@ -49,6 +49,7 @@ from perf_formats import (  # noqa: E402
     accum_table,
     baseline_tables,
     block_excess,
+    block_k_best,
     call_audit,
     call_audit_versions,
     errors_by_k,
@@ -64,6 +65,7 @@ from perf_formats import (  # noqa: E402
     targets_table,
     tile_kernels,
     tile_matrix,
+    tuned_against_lookup,
     wrong_cases,
 )
 
@@ -102,6 +104,7 @@ G74 = RESULTS / "h100-2026-12-07-s74"
 G75 = RESULTS / "h100-2026-12-07-s75"
 G76 = RESULTS / "h100-2026-12-07-s76"
 G77 = RESULTS / "h100-2026-12-07-s77"
+G78 = RESULTS / "h100-2026-12-07-s78"
 _WS = "kernels.matmul_ws:mm_ws_"
 
 
@@ -336,6 +339,9 @@ TABLES: dict[str, Callable[[], str]] = {
                                                       "s77b-flags-inductor", "inductor"),
     "s77-h100-nearest-ab": lambda: provider_cases(G77 / "cases.csv", "s77c-nearest-ab",
                                                   "ab"),
+    "s78-h100-worst6-tuned": lambda: tuned_against_lookup(
+        G78 / "cases.csv", "s78a-h100-worst6-lookup", "s78a-h100-worst6-tuned"),
+    "s78-h100-worst6-depth": lambda: block_k_best(G78 / "tune_timings.csv"),
     "s76-h100-inductor-1": lambda: provider_cases(G76 / "cases.csv", "h100-lose-1",
                                                   "inductor"),
     "s76-h100-inductor-2": lambda: provider_cases(G76 / "cases.csv", "h100-lose-2",
