@@ -189,6 +189,9 @@ def heatmap(points: Sequence[Point], title: str) -> Figure:
     bar = fig.colorbar(image, ax=list(axes[:len(panels)]), shrink=0.9)
     step = max(1, math.ceil(lim / 3))
     ticks = [t for t in range(-step * 3, step * 3 + 1, step) if abs(t) <= lim]
+    if lim < 1:   # ratios within 0.5 to 2 (fp8 on an H100: 0.97 to 1.1): whole powers of
+        # two left the bar one tick, "1", and its ends (0.84, 1.19) unsaid (a review)
+        ticks = [f * lim for f in (-1, -0.5, 0, 0.5, 1)]
     bar.set_ticks(ticks, labels=[f"{2.0 ** t:.3g}" for t in ticks])
     bar.set_label("speed ratio (log scale)")
     return fig
@@ -274,7 +277,8 @@ def peak_and_roofline(points: Sequence[Point], title: str, chip: str,
         _categorical(left, points)
         left.axhline(100, color="black", lw=0.8, ls="--")
         left.set_ylabel(f"% of {peak:g} TFLOP/s")
-        left.legend(fontsize=8)
+        if names:   # (a mode of empty outputs only: nothing to name, and
+            left.legend(fontsize=8)   # matplotlib warned on stderr)
         left.set_title(f"{title}: % of peak")
     pts = [(p.intensity, p.tflops[n], n) for p in points for n in names
            if p.intensity and p.tflops.get(n)]
@@ -308,7 +312,8 @@ def peak_and_roofline(points: Sequence[Point], title: str, chip: str,
     right.set_ylabel("TFLOP/s")
     right.set_title(f"{title}: roofline")
     right.grid(alpha=0.3)
-    right.legend(fontsize=8)
+    if right.get_legend_handles_labels()[0]:
+        right.legend(fontsize=8)
     return fig
 
 
@@ -321,7 +326,7 @@ def error_bands(points: Sequence[Point], mode: str, title: str) -> Figure:
     (<= max_error), downgraded (a lower precision ran), fail (> 1e-2, NaN/Inf plotted at
     the top). A silent downgrade is a point in the middle band."""
     m = MODES[mode]
-    fig = figure(_width(points), 4.6)
+    fig = figure(_width(points) + 2, 4.6)   # (+ its legend beside the axes)
     ax = fig.subplots()
     finite = [e for p in points for e in p.errors.values() if math.isfinite(e) and e > 0]
     bottom = min([m.max_error / 1e4, *(e / 10 for e in finite)])
@@ -350,7 +355,9 @@ def error_bands(points: Sequence[Point], mode: str, title: str) -> Figure:
     ax.set_xlim(-0.7, max(0, len(points) - 1) + 0.7)
     ax.set_ylabel("relative error vs float64")
     ax.set_title(f"{title}: errors against the bound and the {mode} band")
-    ax.legend(fontsize=7, loc="upper left", ncols=2)
+    # beside the axes, never over them: inside, at the upper left, it covered the fail
+    # band of the first cases (the smallest), and a failing error there was hidden
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     return fig
 
 

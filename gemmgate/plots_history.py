@@ -29,6 +29,14 @@ def geomean(xs: Sequence[float | None]) -> float:
     return stats.geomean([x for x in xs if x is not None])
 
 
+def _wrapped(label: str) -> str:
+    """A series label ("chip kind YYYY-MM-DD HH:MM commit (file)") as three short lines."""
+    words = label.split(" ")
+    if len(words) < 5:
+        return label
+    return "\n".join((words[0], " ".join(words[1:4]), " ".join(words[4:])))
+
+
 @plain_text
 def history(series: Sequence[Series], mode: str, title: str) -> Figure:
     """A chip's runs and baselines in date order: the speed ratio and Triton TFLOP/s of
@@ -52,8 +60,12 @@ def history(series: Sequence[Series], mode: str, title: str) -> Figure:
         ax.plot(range(len(series)), [geomean([b[lab] for lab in held]) for b in by],
                 "k-o", lw=2.5, label=f"geomean of the {len(held)} common cases",
                 gid="geomean")
-        ax.set_xticks(range(len(series)), [s.label for s in series], rotation=30, ha="right",
-                      fontsize=7)
+        # each label on three lines (chip; kind, date; commit or file): one line at 30
+        # degrees ran past the first tick's left, and with two or three runs (a nightly:
+        # the baseline and the night's run) the axes were squeezed under their own legend
+        few = len(series) <= 3
+        ax.set_xticks(range(len(series)), [_wrapped(s.label) for s in series], fontsize=7,
+                      rotation=0 if few else 30, ha="center" if few else "right")
         ax.set_yscale("log")
         ax.set_ylabel(what)
         ax.grid(alpha=0.3)

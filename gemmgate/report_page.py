@@ -29,6 +29,7 @@ from pathlib import Path
 from gemmgate import plots, plots_history
 from gemmgate.accuracy import DOWNGRADED, FAIL
 from gemmgate.baseline_provenance import calibration_mark
+from gemmgate.baseline_schema import SCHEMA as BASELINE_SCHEMA
 from gemmgate.baseline_schema import Baseline
 from gemmgate.baseline_schema import load as load_baseline
 from gemmgate.chips import CHIPS, Chip
@@ -36,7 +37,7 @@ from gemmgate.files import write_bytes_atomic, write_text_atomic
 from gemmgate.plots import Point
 from gemmgate.plots_history import Series
 from gemmgate.precision import MODE_NAMES, MODES
-from gemmgate.results import CaseResult, RunRecord
+from gemmgate.results import CaseResult, RunRecord, run_file_data
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3fn": 1,
                "float8_e4m3fnuz": 1}
@@ -125,10 +126,20 @@ def from_baseline(path: str | Path, base: Baseline) -> Source:
                   str(prov.get("commit") or ""), pts, software=software_of(prov))
 
 
+def _run(path: str) -> RunRecord:
+    """A run file; a baseline given as one is named as such (it said only "schema is
+    'gemmgate.baseline', expected 'gemmgate.run/1'": `report baselines/x.json`)."""
+    data = run_file_data(path)
+    if isinstance(data, dict) and data.get("schema") == BASELINE_SCHEMA:
+        raise ValueError(f"{path} is a baseline, not a run file: give it as --baseline "
+                         f"{path}")
+    return RunRecord.from_json(data, str(path))
+
+
 def load_sources(runs: Sequence[str], baseline_files: Sequence[str]) -> list[Source]:
     """Every input, validated before anything is drawn: a missing or corrupt file is a
     ValueError (exit 2) naming it."""
-    records = [(p, RunRecord.load(p)) for p in runs]
+    records = [(p, _run(p)) for p in runs]
     seen: dict[str, str] = {}
     for p, rec in records:   # a copy of a run drew its history a step that never was
         rid = rec.environment.get("run_id")   # (a review); `baseline merge` refuses one too
@@ -257,13 +268,21 @@ def _mode_section(w: _Writer, s: Source, idx: int, mode: str) -> list[str]:
     failed = [p.label for p in pts if p.failed]
     extras = {n: sum(n in p.failed_by for p in pts) for p in pts for n in p.failed_by
               if n not in ("triton", "vendor")}   # shown beside, never gated: said apart
-    g = plots_history.geomean([p.ratio for p in pts if p.ratio and not p.failed])
+    timed = [p.ratio for p in pts if p.ratio and not p.failed]
+    # a passing case without a ratio (an empty output, M or N 0: nothing computed, not
+    # timed) is in no geomean: said, and the geomean's count is the cases it is over
+    # (`tail`'s 11 cases read "11 cases ... geomean" over 9, unsaid; a review)
+    untimed = [p.label for p in pts if not p.failed and not p.ratio]
+    g = plots_history.geomean(timed)
     ceiling = f"{Chip.peak_source(mode)} {peak:g} TFLOP/s" if peak else "no datasheet peak"
     parts = [f'<h3 id="{name}">{html.escape(title)}</h3>',
              f"<p>{len(pts)} cases, {len(failed)} failing accuracy"
-             f"{': ' + html.escape(', '.join(failed)) if failed else ''}; geomean speed "
-             f"ratio {_f(g)}" + (f" over the {len(pts) - len(failed)} passing" if failed
-                                 else "") + f"; {html.escape(ceiling)}, memory "
+             f"{': ' + html.escape(', '.join(failed)) if failed else ''}"
+             + (f"; {len(untimed)} without a speed ratio (an empty output, or not timed): "
+                + html.escape(", ".join(untimed)) if untimed else "")
+             + f"; geomean speed ratio {_f(g)}"
+             + (f" over the {len(timed)} passing" + (" timed" if untimed else "")
+                if failed or untimed else "") + f"; {html.escape(ceiling)}, memory "
              f"{_f(bw, 'g')} GB/s."
              + (" Failing accuracy beside them (not gated; bars hatched): " + html.escape(
                  ", ".join(f"{n} in {c} of {len(pts)}" for n, c in extras.items())) + "."

@@ -46,6 +46,8 @@ def _bad_inputs(tmp_path, run_file):
                                         "base99.json"),
         "baseline is a run": ([r, "--baseline", r], "run.json"),
         "baseline is a run, once": (["--baseline", r], "run.json"),
+        # (it said only "schema is 'gemmgate.baseline', expected 'gemmgate.run/1'")
+        "run is a baseline": ([str(CPU_BASE)], f"give it as --baseline {CPU_BASE}"),
         "nothing given": ([], "nothing to report"),
         "run given twice": ([r, str(Path(r).parent / "." / Path(r).name)], "given twice"),
         # a copy of a run drew a two-step history from one measurement (a review)
@@ -66,7 +68,7 @@ def _run_and_copy(run_file: Path, tmp_path: Path) -> list[str]:
 @pytest.mark.parametrize("what", ["missing run", "run not JSON", "run of another schema",
                                   "run with a bad case", "missing baseline",
                                   "baseline of another version", "baseline is a run",
-                                  "baseline is a run, once",
+                                  "baseline is a run, once", "run is a baseline",
                                   "nothing given", "run given twice", "a copy of a run"])
 def test_bad_input_is_exit_2_naming_the_file_and_nothing_is_drawn(tmp_path, run_file, capsys,
                                                                    what):

@@ -268,3 +268,55 @@ def test_a_log_axis_s_tick_labels_are_drawn_as_math_not_raw_text():
     assert any("$" in x.get_text() for x in labels)
     assert all(x.get_parse_math() for x in labels if "$" in x.get_text())
     assert not fig.axes[0].title.get_parse_math()
+
+
+def test_no_error_is_drawn_under_the_legend():
+    """The legend sat inside the axes at the upper left, over the fail band of the first
+    (smallest) cases: a failing or NaN error of the first case was drawn under it."""
+    pts = [_pt(32, 32, 32, failed=True, errors={"triton": 0.5, "vendor": 1e-7}),
+           _pt(32, 64, 32, failed=True, errors={"triton": math.inf, "vendor": 1e-7}),
+           *(_pt(64 * i, 64, 64) for i in range(1, 5))]
+    for mode in ("fp32", "tf32x3"):   # (tf32x3: one more line in the legend)
+        fig = plots.error_bands(pts, mode, "cpu")
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        box = ax.get_legend().get_window_extent().expanded(1.05, 1.05)
+        xy = [p for c in ax.collections for p in ax.transData.transform(c.get_offsets())]
+        assert len(xy) == 12 and not any(box.contains(x, y) for x, y in xy)
+
+
+def test_the_heatmaps_colour_bar_says_its_ends_when_ratios_are_near_1():
+    """Ratios within 0.84 to 1.19 (a baseline's fp8 on an H100) got one tick, "1": the
+    colours' scale was unsaid."""
+    fig = plots.heatmap([_pt(64, 64, 64, 0.97), _pt(64, 128, 64, 1.1)], "h100 fp8")
+    fig.canvas.draw()
+    bar = fig.axes[-1]
+    labels = [t.get_text() for t in bar.get_yticklabels() if t.get_text()]
+    assert len(labels) >= 3 and "1" in labels
+    assert float(labels[0]) < 0.9 and float(labels[-1]) > 1.1
+
+
+@pytest.mark.parametrize("peak,bw", [(None, None), (66.9, 3350.0)])
+def test_a_mode_of_empty_outputs_only_draws_without_a_warning(peak, bw):
+    """`--shapes 0x8x8`: no provider has a figure; legend() of nothing warned on stderr
+    ("No artists with labels found to put in legend") under the report's line."""
+    import warnings
+    pts = [Point("fp32", 0, 8, 8, "rr", None, {}, {"triton": 0.0, "vendor": 0.0})]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _png_size(plots.peak_and_roofline(pts, "x fp32", "x", peak, bw))
+
+
+def test_a_two_step_history_keeps_its_legends_inside_their_axes():
+    """A nightly's history is two steps (the baseline, the night's run), labelled "chip
+    kind date time commit": at 30 degrees the first label ran far left, the axes were
+    squeezed to a sliver and each legend spilled out over the other panel's labels."""
+    pts = tuple(_pt(64 * i, 64, 64, 1.0 + i / 10) for i in range(1, 8))
+    series = [Series(f"nvidia-h100 baseline 2026-12-0{d} 04:39 6fe4ccb", "nvidia-h100", pts)
+              for d in (6, 7)]
+    fig = plots_history.history(series, "fp32", "nvidia-h100 fp32")
+    fig.canvas.draw()
+    for ax in fig.axes:
+        box, legend = ax.get_window_extent(), ax.get_legend().get_window_extent()
+        assert box.x0 <= legend.x0 and legend.x1 <= box.x1
+        assert box.width > 200   # pixels (an 8-inch figure: 800)

@@ -335,3 +335,18 @@ def test_two_runs_of_one_commit_and_day_are_told_apart_in_the_history():
     assert names == ["cpu run 2026-12-07 09:13 cdbfdc0 (r1.json)",
                      "cpu run 2026-12-07 10:40 cdbfdc0",
                      "cpu run 2026-12-07 09:13 cdbfdc0 (r3.json)"]
+
+
+def test_a_case_without_a_ratio_is_named_and_the_geomeans_count_is_its_own(tmp_path,
+                                                                           synthetic_record):
+    """An empty output (M or N 0, as `tail` holds) has no speed ratio: the page said "over
+    the 5 passing" of a geomean over 4, and without a failure nothing at all."""
+    items = [*ITEMS, ("fp32", Case(0, 8, 8))]
+    rec = _with_failure_and_reference(synthetic_record(items, environment=ENV))
+    p = tmp_path / "run.json"
+    p.write_text(json.dumps(rec.to_json()))
+    report_page.write_report(report_page.load_sources([str(p)], []), tmp_path / "out")
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "6 cases, 1 failing accuracy" in page
+    assert "1 without a speed ratio" in page and "0×8×8" in page
+    assert "over the 4 passing" in page and "over the 5 passing" not in page
