@@ -29,6 +29,10 @@ def geomean(xs: Sequence[float | None]) -> float:
     return stats.geomean([x for x in xs if x is not None])
 
 
+NAMED_CASES = 5   # a history's thin lines named at their ends: the cases that moved
+# most (by over 1%)
+
+
 def _wrapped(label: str) -> str:
     """A series label ("chip kind YYYY-MM-DD HH:MM commit (file)") as three short lines."""
     words = label.split(" ")
@@ -51,9 +55,14 @@ def history(series: Sequence[Series], mode: str, title: str) -> Figure:
     for ax, what, get in ((axes[0], "speed ratio (vendor / Triton)", lambda p: p.ratio),
                           (axes[1], "Triton TFLOP/s", lambda p: p.tflops.get("triton"))):
         by = [{p.label: get(p) for p in s.points if p.mode == mode} for s in series]
+        moved = []
         for lab in labels:
-            ax.plot(range(len(series)), [b.get(lab) or math.nan for b in by], lw=0.8,
-                    marker=".", alpha=0.6)
+            ys = [b.get(lab) or math.nan for b in by]
+            (line,) = ax.plot(range(len(series)), ys, lw=0.8, marker=".", alpha=0.6)
+            held_at = [(i, y) for i, y in enumerate(ys) if math.isfinite(y) and y > 0]
+            if len(held_at) > 1 and abs(math.log(held_at[-1][1] / held_at[0][1])) > 0.01:
+                moved.append((abs(math.log(held_at[-1][1] / held_at[0][1])), lab,
+                              held_at[-1], line.get_color()))
         # the common cases with this figure in every one (an empty output has no ratio:
         # counted in the legend, left out of the geomean; a review)
         held = sorted(lab for lab in common if all(b.get(lab) is not None for b in by))
@@ -67,11 +76,30 @@ def history(series: Sequence[Series], mode: str, title: str) -> Figure:
         ax.set_xticks(range(len(series)), [_wrapped(s.label) for s in series], fontsize=7,
                       rotation=0 if few else 30, ha="center" if few else "right")
         ax.set_yscale("log")
+        _name_ends(ax, sorted(moved, reverse=True)[:NAMED_CASES], len(series))
         ax.set_ylabel(what)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(f"{title}: history, {len(labels)} cases")
     return fig
+
+
+def _name_ends(ax, named: list, steps: int, gap_pt: float = 7.0) -> None:
+    """The cases that moved most named at their last point (unnamed, the thin lines could
+    not say which shape went down; a review), each name at least `gap_pt` points above
+    the one below it at the same step (log axis), and room on the right for them."""
+    if not named:
+        return
+    ax.set_xlim(-0.3, steps - 1 + 0.7)
+    lo, hi = (math.log(v) for v in ax.get_ylim())
+    height = ax.get_window_extent().height * 72 / ax.figure.dpi   # the axes, in points
+    below: dict[int, float] = {}
+    for _, lab, (i, y), color in sorted(named, key=lambda t: (t[2][0], t[2][1])):
+        at = (math.log(y) - lo) / ((hi - lo) or 1.0) * height
+        shown = max(at, below.get(i, -math.inf) + gap_pt)
+        below[i] = shown
+        ax.annotate(lab, (i, y), xytext=(4, shown - at), textcoords="offset points",
+                    fontsize=6, color=color, va="center", gid=f"named-{lab}")
 
 
 @plain_text

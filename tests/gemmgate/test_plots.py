@@ -195,6 +195,31 @@ def test_history_draws_the_geomean_per_snapshot():
     assert [t.get_text() for t in ratio_ax.get_xticklabels()] == [s.label for s in ss]
 
 
+def test_the_history_names_the_cases_that_moved_most_at_their_ends():
+    """The thin lines had no names: a history could not say which shape went down (a
+    review). The NAMED_CASES that moved most are named at their last point."""
+    pts = [[_pt(64 * (j + 1), 64, 64, r * (1.0 if j else 0.5 ** i),
+                tflops={"triton": 1.0, "vendor": 1.0}) for j in range(7)]
+           for i, r in enumerate((1.0, 1.0))]
+    ss = [Series(f"cpu 2026-11-0{i}", "cpu", tuple(p), {}) for i, p in enumerate(pts, 1)]
+    fig = plots_history.history(ss, "fp32", "cpu fp32")
+    named = {t.get_gid(): t for t in fig.axes[0].texts}
+    assert list(named) == ["named-64×64×64"] and named["named-64×64×64"].xy == (1, 0.5)
+    pts = [[_pt(64 * (j + 1), 64, 64, 1.0 + i * j / 10, tflops={"triton": 1.0, "vendor": 1.0})
+            for j in range(9)] for i in range(2)]                 # 8 moved: the 5 most
+    ss = [Series(f"cpu 2026-11-0{i}", "cpu", tuple(p), {}) for i, p in enumerate(pts, 1)]
+    texts = plots_history.history(ss, "fp32", "cpu fp32").axes[0].texts
+    assert sorted(t.get_text() for t in texts) == sorted(f"{64 * j}×64×64"
+                                                         for j in (9, 8, 7, 6, 5))
+    # two cases ending at one figure: their names 7 points apart, not one over the other
+    pts = [[_pt(64, 64, 64, (0.5, 1.0)[i]), _pt(128, 64, 64, (2.0, 1.0)[i])]
+           for i in range(2)]
+    ss = [Series(f"cpu 2026-11-0{i}", "cpu", tuple(p), {}) for i, p in enumerate(pts, 1)]
+    texts = plots_history.history(ss, "fp32", "cpu fp32").axes[0].texts
+    assert [t.xy for t in texts] == [(1, 1.0), (1, 1.0)]
+    assert abs(texts[0].xyann[1] - texts[1].xyann[1]) >= 7
+
+
 def test_the_history_legend_counts_the_cases_its_geomean_is_over():
     """An empty output (no ratio) in every snapshot was counted in "geomean of the N
     common cases" and left out of the geomean (a review)."""
