@@ -349,6 +349,11 @@ def error_bands(points: Sequence[Point], mode: str, title: str) -> Figure:
         color, mark = _style(name, names)
         ax.scatter([j for j, _ in xy], ys, color=color, marker=mark,
                    label=name, zorder=3, edgecolor="black", linewidth=0.5)
+        for (x, e), y in zip(xy, ys):   # drawn at an edge: the figure says what it is (an
+            if e == 0 or not math.isfinite(e):   # error of 0 read as ~1e-9; a review)
+                ax.annotate("0" if e == 0 else str(e), (x, y), xytext=(0, -8 if e == 0 else 7),
+                            textcoords="offset points", fontsize=6, ha="center",
+                            va="center", gid=f"edge-{name}")
     _categorical(ax, points)
     ax.set_yscale("log")
     ax.set_ylim(bottom, top)

@@ -77,6 +77,15 @@ def test_tf32x3_s_kernels_have_their_own_band_and_the_vendor_fp32_s():
     assert plots.error_band(3.6e-7, "tf32x3", "triton") == "expected"
 
 
+def test_an_error_drawn_at_an_edge_says_what_it_is():
+    """0 (an empty output, K = 0) is drawn at the axis' bottom and NaN/inf at its top: each
+    is labelled (a 0 read as ~1e-9, a review); other errors are not."""
+    pts = [_pt(8, 8, 0, errors={"triton": 0.0, "vendor": 1e-7}),
+           _pt(8, 8, 8, errors={"triton": math.nan, "vendor": math.inf})]
+    texts = [t.get_text() for t in plots.error_bands(pts, "fp32", "x").axes[0].texts]
+    assert sorted(texts) == ["0", "inf", "nan"]
+
+
 def test_error_figure_draws_the_bound_and_the_modes_band():
     pts = [_pt(64, 64, 64, errors={"triton": 3e-4, "vendor": 1e-7}),
            _pt(48, 80, 72, errors={"triton": math.inf, "vendor": 0.0})]
