@@ -65,12 +65,14 @@ class Point:
 
 @dataclass(frozen=True)
 class HeatPanel:
-    """The M×N grid of one K: ratio[i][j] for ms[i], ns[j]; None where no case ran."""
+    """The M×N grid of one K: ratio[i][j] for ms[i], ns[j]; None where no case ran or it
+    has no ratio (an empty output); `held`: whether a case ran there."""
     k: int
     ms: tuple[int, ...]
     ns: tuple[int, ...]
     ratio: tuple[tuple[float | None, ...], ...]
     failed: tuple[tuple[bool, ...], ...]
+    held: tuple[tuple[bool, ...], ...] = ()
 
 
 def heat_panels(points: Sequence[Point]) -> tuple[list[HeatPanel], list[Point]]:
@@ -84,7 +86,8 @@ def heat_panels(points: Sequence[Point]) -> tuple[list[HeatPanel], list[Point]]:
         cell = [[grid.get((k, m, n)) for n in ns] for m in ms]
         panels.append(HeatPanel(k, tuple(ms), tuple(ns),
                                 tuple(tuple(p.ratio if p else None for p in r) for r in cell),
-                                tuple(tuple(bool(p and p.failed) for p in r) for r in cell)))
+                                tuple(tuple(bool(p and p.failed) for p in r) for r in cell),
+                                tuple(tuple(p is not None for p in r) for r in cell)))
     return panels, [p for p in points if p.layout != "rr"]
 
 
@@ -181,7 +184,10 @@ def heatmap(points: Sequence[Point], title: str) -> Figure:
                 if bad:
                     ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="xx",
                                            edgecolor="black", linewidth=0, gid="failed"))
-                text = ("FAIL\n" if bad else "") + (f"{r:.3g}" if r else "—")
+                # a case without a ratio (an empty output: nothing timed) "—"; no case
+                # there, blank (both were "—", a review)
+                held = not p.held or p.held[i][j]
+                text = ("FAIL\n" if bad else "") + (f"{r:.3g}" if r else "—" if held else "")
                 ax.text(j, i, text, ha="center", va="center", fontsize=8,
                         fontweight="bold" if bad else "normal")
     for ax in axes[len(panels):]:

@@ -51,8 +51,13 @@ def test_heatmap_hatches_exactly_the_failed_cells():
     assert len(marks) == 1 and marks[0].get_hatch() == "xx"
     assert marks[0].get_xy() == (0.5, -0.5)                 # column N=128, row M=64
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
-    assert "FAIL\n0.8" in texts and "—" in texts
+    assert "FAIL\n0.8" in texts and "" in texts and "—" not in texts   # 128x128: not run
     assert [ax.get_title() for ax in fig.axes[:2]] == ["K = 32", "K = 64"]
+    # a case there without a ratio (an empty output) is "—", told from a cell not run
+    fig = plots.heatmap([*POINTS, Point("fp32", 128, 128, 64, "rr", None, {}, {}, False)],
+                        "cpu fp32")
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert "—" in texts and "" not in texts
     _png_size(fig)
 
 
