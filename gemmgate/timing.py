@@ -16,9 +16,10 @@ after a 30 us flush is timed with whatever launch gap the host left (H200: per-r
 jitter of +-1 us and 2-3x outliers on bf16 1024^3).
 
 Providers are interleaved (A B, B A, A B, ...; three or more take each rotation forward
-and reversed, so none sits in the middle of every round) so clock and thermal drift hit
-all alike, and rounds run, in pairs, until every provider's median is known to
-`target_rel_ci` (half-width of its 95% distribution-free CI over the median), or
+and reversed, so none sits in the middle of every round, each round starting with the
+provider the last one ended with, so each follows every other alike) so clock and
+thermal drift hit all alike, and rounds run, in pairs, until every provider's median is
+known to `target_rel_ci` (half-width of its 95% distribution-free CI over the median), or
 `max_rounds`, or the time budget is spent.
 The flush writes a buffer twice the chip's L2/LLC, so every timed call starts cold.
 
@@ -121,13 +122,29 @@ def _done(samples: dict[str, list[float]], policy: TimingPolicy, started: float)
 
 
 def _order(names: list[str], rnd: int) -> list[str]:
-    """Round `rnd`'s provider order: A B, B A for two; for more, each rotation in turn,
-    forward then reversed (A B C, C B A, B C A, A C B, ...), so that no provider sits in
-    the middle of every round (with triton, vendor, reference the vendor never came
-    first, after the batch's spin, nor after itself)."""
-    k = (rnd // 2) % len(names) if len(names) > 2 else 0
-    turned = names[k:] + names[:k]
-    return turned if rnd % 2 == 0 else turned[::-1]
+    """Round `rnd`'s provider order: A B, B A for two; for more, each rotation once
+    forward and once reversed (every provider in every place alike: with triton, vendor,
+    reference the vendor once never came first, after the batch's spin, nor after itself),
+    in the order that starts each round with the provider the last one ended with (for
+    three, T R V, V T R, R V T, T V R, R T V, V R T). So every call follows every
+    provider alike: for three, each ordered pair twice a cycle, and a round's turn is a
+    provider run twice, as with two. Taken as rotation forward then reversed, the turns
+    went T->V, V->R, R->T one way only: in an A/B (triton, vendor, reference) the
+    reference came right after the vendor 14 times in 30 rounds, Triton 10, so whatever
+    the vendor's call leaves behind (power, clock) fell on one side of an A/A comparison:
+    +1.5% from a 3% carry-over (a review)."""
+    n = len(names)
+    if n <= 2:
+        return list(names) if rnd % 2 == 0 else names[::-1]
+    i = rnd % (2 * n)
+    # rotation k (names[k:] + names[:k]) goes names[k] -> names[k-1]; reversed, back. The
+    # reversed ones k = 1 .. n-1, 0 chain names[0] -> names[1] -> ... -> names[0], then the
+    # forward ones k = 0, n-1, .. 1 the other way round (an Euler circuit of the turns)
+    if i < n:
+        k = (i + 1) % n
+        return (names[k:] + names[:k])[::-1]
+    k = (n - (i - n)) % n
+    return names[k:] + names[:k]
 
 
 class ProviderError(Exception):

@@ -1,5 +1,7 @@
 """gemmgate.baseline_noise: machine ids and the noise levels of per-run medians."""
 
+import pytest
+
 from gemmgate import baseline_noise
 from gemmgate.compare import aa_noise, ab_noise
 from gemmgate.results import CaseResult
@@ -60,3 +62,19 @@ def test_runs_behind_a_noise_figure():
     ab = [1.0, 1.01, 0.995]
     assert baseline_noise.runs_behind(ab_noise(ab), ab, (), "ab") == 3
     assert baseline_noise.runs_behind(0.05, ab, (), "ab") == 0
+
+
+@pytest.mark.parametrize("outlier", [1.019, 1.04])
+def test_a_machine_figure_a_machine_s_own_spread_floors_counts_the_machines(outlier):
+    """Two GPUs, one with an outlier run: where its own spread (the larger one, 4%) is
+    the machine figure, the runs behind it are still the two machines, as where the
+    pooled spread (1.9%) is: its 5 runs gave x2.5, a 10% machine-level tolerance, where
+    the smaller noise had x48.2, 92% (a review)."""
+    from gemmgate.compare import noise_factor, tolerance
+
+    vals = [1.0, 1.0, 1.0, 1.0, outlier] + [1.02] * 5
+    machines = ["a"] * 5 + ["b"] * 5
+    n = baseline_noise.from_runs(vals, machines, [], [], [], 10)
+    assert n.machine >= n.ratio
+    assert baseline_noise.behind(n, "machine") == 2
+    assert tolerance(n.machine, 0.015, noise_factor(2)) > 0.9

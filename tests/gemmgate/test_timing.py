@@ -316,3 +316,41 @@ def test_gpu_eager_samples_ask_for_the_stream_once_not_in_each_window(monkeypatc
     out = measure({"a": lambda: x.add_(1.0), "b": lambda: x.add_(2.0)},
                   TimingPolicy(method="eager", **kw), flush_bytes=1 << 20)
     assert len(out["a"]) >= 6 and len(asked) <= 2   # (was two a sample: 24 and more)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+def test_each_round_starts_with_the_provider_the_last_one_ended_with(k):
+    """So no provider follows another more often than the reverse: the turns between
+    rounds are a provider run twice (as with two), and within rounds each rotation runs
+    both ways. For three, each ordered pair (itself too) twice a cycle."""
+    from collections import Counter
+
+    from gemmgate.timing import _order, order_cycle
+
+    names = [f"p{i}" for i in range(k)]
+    cycle = [_order(names, r) for r in range(order_cycle(k))]
+    for r, rnd in enumerate(cycle):
+        assert rnd[-1] == cycle[(r + 1) % len(cycle)][0], (r, cycle)
+    if k == 3:
+        calls = [n for rnd in cycle for n in rnd]
+        pairs = Counter(zip(calls, calls[1:] + calls[:1]))
+        assert set(pairs.values()) == {2} and len(pairs) == 9
+
+
+def test_an_a_a_comparison_holds_no_carry_over_of_the_vendor_s_call(monkeypatch):
+    """Triton and the reference the same kernel, and every call right after the vendor's
+    3% slower (power or clock carried over): the reference/Triton median is 1. With each
+    rotation taken forward then reversed, the reference followed the vendor in 14 of 30
+    rounds, Triton in 10, and the A/A median was 1.015 (a review)."""
+    now, prev = [0.0], [None]
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: now[0])
+
+    def provider(name):
+        def call():
+            now[0] += 1e-3 * (1.03 if prev[0] == "vendor" else 1.0)
+            prev[0] = name
+        return call
+
+    fns = {n: provider(n) for n in ("triton", "vendor", "reference")}
+    got = measure(fns, _policy(min_rounds=30, max_rounds=30, budget_s=1e9), flush_bytes=FLUSH)
+    assert median([r / t for t, r in zip(got["triton"], got["reference"])]) == 1.0
