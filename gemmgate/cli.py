@@ -338,8 +338,11 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
     (`report r1.json -o DIR r2.json`: argparse takes one run of positionals, and called
     the second "unrecognized", a review)."""
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command == "report" and not any(e.startswith("-") for e in extra):
-        args.runs += extra
+    cut = extra.index("--") if "--" in extra else len(extra)
+    before, after = extra[:cut], extra[cut + 1:]
+    if extra and args.command == "report" and not any(e.startswith("-") for e in before):
+        args.runs += before + after   # (after `--`, every word a run file: "unrecognized
+        # arguments: -- r2.json" was exit 2, a review)
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     return args

@@ -117,6 +117,9 @@ def test_a_run_file_after_baseline_stays_a_run_file():
     (["report", "-o", "x", "r1.json", "--baseline", "b.json", "r2.json", "r3.json"],
      ["r1.json", "r2.json", "r3.json"]),
     (["report", "--baseline", "b.json", "-o", "x", "r1.json"], ["r1.json"]),
+    # after `--`, every word a run file ("unrecognized arguments: -- r2.json", a review)
+    (["report", "r1.json", "-o", "x", "--", "r2.json", "-odd.json"],
+     ["r1.json", "r2.json", "-odd.json"]),
 ])
 def test_run_files_on_both_sides_of_the_options_are_all_run_files(argv, runs):
     """`report r1.json -o DIR r2.json` was "unrecognized arguments: r2.json", exit 2
