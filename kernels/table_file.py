@@ -195,6 +195,16 @@ def _tables(directory: str) -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]
             warnings.warn(f"{e}; skipped (no device reads it until it is mended)",
                           stacklevel=2)
             continue
+        repeated = repeats(data["entries"])
+        if repeated:   # (a hand merge of two tunes' files: silently the first, a review)
+            (i, j), more = repeated[0], len(repeated) - 1
+            bucket, m, n, k = where(data["entries"][i])
+            warnings.warn(f"tuning table {path}: entry {i} repeats entry {j}'s bucket and "
+                          f"shape ({bucket}, {m} x {n} x {k})"
+                          + (f", and {more} more entries repeat earlier ones" if more else "")
+                          + ": a lookup takes the first fresh one and weighs each as a "
+                          "neighbour; keep one (`gemmgate tune` writes one entry a bucket "
+                          "and shape)", stacklevel=2)
         out.append((str(path), tuple(m.lower() for m in data["match"]),
                     tuple(m.lower() for m in data.get("borrowed_by", ())),
                     tuple(data["entries"])))
@@ -226,6 +236,18 @@ def where(e: dict) -> tuple[str, int, int, int]:
     """An entry's bucket and shape: one entry per such key in a table (`gemmgate tune`
     replaces it), and a device's own entry hides a lent one's."""
     return e["bucket"], int(e["m"]), int(e["n"]), int(e["k"])
+
+
+def repeats(entries: tuple[dict, ...] | list[dict]) -> list[tuple[int, int]]:
+    """(i, j) for each entry i whose bucket and shape (`where`) entry j, the first of
+    them, already has: a table holds one entry a key (`gemmgate tune` replaces it)."""
+    first: dict[tuple, int] = {}
+    out = []
+    for i, e in enumerate(entries):
+        j = first.setdefault(where(e), i)
+        if j != i:
+            out.append((i, j))
+    return out
 
 
 def table_for_device(device_name: str, directory: Path = DEFAULT_DIR) -> DeviceTable:

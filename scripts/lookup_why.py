@@ -114,11 +114,17 @@ def main(argv: list[str] | None = None) -> int:
     if min(c.m, c.n, c.k) < 1:
         print("lookup_why: M, N and K must be 1 or more", file=sys.stderr)
         return 2
+    from kernels.table_file import TableError
+
     try:
         lines = explain(args.mode, c.m, c.n, c.k, c.layout, args.sms, args.top, c.pad,
                         args.device)
     except (RuntimeError, OverflowError) as e:   # a case too large for its meta operands
         print(f"lookup_why: {args.case}: {e}", file=sys.stderr)   # (a traceback, exit 1)
+        return 2
+    except TableError as e:   # the tables the device reads: two claim it (a candidate
+        # file beside its own), as lookup_diff says it (a traceback, exit 1; a review)
+        print(f"lookup_why: error: {e}", file=sys.stderr)
         return 2
     print("\n".join(lines))
     return 0

@@ -78,3 +78,20 @@ def test_a_near_entry_with_no_option_here_is_said_to_be_taken_as_it_is(lw):
     lines = lw.explain("fp32", 256, 256, 128)
     assert "k4" in lines[1] and "table-nearest" in lines[1]
     assert "    no option priced: the nearest entry's tile is taken as it is" in lines
+
+
+def test_tables_the_device_cannot_read_exit_2_with_the_tables_message(lw, capsys,
+                                                                       monkeypatch):
+    """A candidate table beside the device's own (both `match` it: table_file.TableError
+    at the lookup) was a traceback and exit 1, where lookup_diff says it and exits 2."""
+    from kernels import table, table_file
+
+    def two_claim(*args, **kw):
+        raise table_file.TableError("tuning tables a.json and b.json both name "
+                                    "'nvidia h200' in their match: keep one")
+
+    monkeypatch.setattr(table, "lookup", two_claim)
+    assert lw.main(["bf16", "2264x616x136"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lookup_why: error: tuning tables a.json and b.json both name")
+    assert "Traceback" not in err

@@ -367,3 +367,76 @@ def test_an_fp8_tile_of_k_blocks_under_32_is_refused():
         table_file.check_table(data, "t")
     e["config"] = asdict(TileConfig(64, 64, 32, 8, 2, 4, "tma"))
     assert table_file.check_table(data, "t") == data
+
+
+def test_a_table_that_repeats_a_bucket_and_shape_is_warned_of_naming_both_entries(tmp_path):
+    """Two entries of one bucket and shape (a hand merge of two tunes' files) were read
+    in silence: the first ran, the second's tile lost its exact key unsaid, and both took a
+    neighbour's place in the nearest lookup. Read, and warned of once, naming both."""
+    from kernels import table
+
+    first, second = TileConfig(64, 64, 64, 8, 4, 4, "tma"), TileConfig(128, 128, 64, 8, 4, 8, "tma")
+    d = tmp_path / "tuned"
+    d.mkdir()
+
+    def entry(c, m=4096):
+        return {"bucket": "16bit bf16 rr tma ld128", "mode": "bf16", "m": m, "n": 4096,
+                "k": 4096, "config": asdict(c), "kernel": table_file.variant_hash("tma"),
+                "tuned_ms": 0.5}
+
+    data = {"schema": table_file.SCHEMA, "version": 1, "match": ["h200"],
+            "entries": [entry(first), entry(first, 2048), entry(second), entry(second, 2048)]}
+    (d / "nvidia-h200.json").write_text(json.dumps(data))
+    assert table_file.repeats(data["entries"]) == [(2, 0), (3, 1)]
+    table.reload()
+    try:
+        with pytest.warns(UserWarning, match=r"nvidia-h200\.json: entry 2 repeats entry 0's "
+                          r"bucket and shape \(16bit bf16 rr tma ld128, 4096 x 4096 x 4096\), "
+                          r"and 1 more entries repeat earlier ones"):
+            got = table.lookup("NVIDIA H200", "16bit bf16 rr tma ld128", 4096, 4096, 4096,
+                               directory=d, variants=("tma",))
+        assert got == (first, "table")   # read as before: the first
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")   # once a read of the folder
+            table.lookup("NVIDIA H200", "16bit bf16 rr tma ld128", 4096, 4096, 4096,
+                         directory=d, variants=("tma",))
+        for path in table_file.DEFAULT_DIR.glob("*.json"):   # the committed: none
+            assert not table_file.repeats(table_file.read_table(path)["entries"]), path
+    finally:
+        table.reload()
+
+
+def test_every_committed_entry_is_its_own_case_s_exact_pick():
+    """Each committed entry is read: its case (mode, shape, layout, padding), laid out as
+    the harness lays it and decided on a Hopper chip (copies kept or not), is filed in the
+    entry's bucket and gets the entry's tile back (the device's own entry first, where
+    its own table has one). Two H200 entries tuned before B was copied K-major at M >= 64
+    (tf32 and fp8 128 x 8192 x 8192 rr, buckets 'rr tma') were in no bucket a call makes:
+    never read, their 4x slower times left in the table (a review)."""
+    from gemmgate.case import Case
+    from gemmgate.inputs import layout
+    from gemmgate.precision import get_mode
+    from kernels import table
+    from kernels.decide import decide
+    from kernels.modes import mode_named
+
+    devices = {"nvidia-h200": "NVIDIA H200", "nvidia-h100": "NVIDIA H100 80GB HBM3"}
+    for path in sorted(table_file.DEFAULT_DIR.glob("*.json")):
+        device = devices[path.stem]
+        for i, e in enumerate(table_file.read_table(path)["entries"]):
+            case = Case(e["m"], e["n"], e["k"], e.get("layout", "rr"), e.get("pad", 0))
+            a, b = layout(case, get_mode(e["mode"]))
+            filed = {}   # copies kept (the harness), or made per call (a library call)
+            for cached in (True, False):
+                *_, bucket, _, _, variants = decide(
+                    mode_named(e["mode"]), (9, 0), case.m, case.n, case.k, a.stride(),
+                    b.stride(), (True, True), a.element_size(), has_tma=True, cached=cached)
+                filed[bucket] = variants
+            where = f"{path.name} entry {i} ({e['mode']} {case})"
+            assert e["bucket"] in filed, f"{where}: its case is filed in {sorted(filed)}"
+            bucket, variants = e["bucket"], filed[e["bucket"]]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")   # (tuned on another triton)
+                got = table.lookup(device, bucket, case.m, case.n, case.k, variants=variants,
+                                   sms=132, smem=232448)
+            assert got == (TileConfig(**e["config"]), "table"), f"{where}: {got}"
