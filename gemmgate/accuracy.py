@@ -43,6 +43,13 @@ PASS, FAIL, DOWNGRADED = "pass", "fail", "downgraded"
 BLOCK_ELEMENTS = 4096
 TILE = 64   # 2-D blocks: TILE x TILE (BLOCK_ELEMENTS), where M and N are TILE or more
 BLOCK_SLACK = 2.0
+# One element's error over a typical element's size (the RMS of the reference, never below
+# the floor's): a block of 4,096 elements dilutes one wrong element 64-fold, so a corner
+# element off by 60% of a typical one (a split-K partial lost) passed bf16 and fp8 at
+# 2048^2 (a review). Honest outputs stay far below: bf16's rounding is at most 2^-9 of an
+# element (~0.012 of a typical one at 6 sigma), fp8's fast accumulation at the edge of its
+# band ~0.06 (CPU model, 11 bits, K = 28,672).
+ELEMENT_SLACK = 25.0   # x the mode's bound: 0.25 of a typical element
 FLOOR = 0.5   # of a typical product's norm: the least a denominator is (see above)
 
 
@@ -57,6 +64,8 @@ class Errors:
     block_excess: float | None = None   # the same in its worst block (recorded, not
     excess_where: str = ""              # judged: docs/PERF.md, session 70)
     nonfinite: bool = False   # the output holds a NaN or an Inf
+    element: float = 0.0      # the worst element's error over a typical element's size
+    element_where: str = ""   # e.g. "element (4095, 4095)"
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,10 @@ def classify(error: float | Errors, mode: PrecisionMode) -> Accuracy:
     if e.block > mode.bound:
         return Accuracy(err, FAIL, f"error {e.block:.2e} in {e.where} > bound "
                         f"{mode.bound:.0e} (the whole output's {err:.2e})")
+    if e.element > ELEMENT_SLACK * mode.bound:
+        return Accuracy(err, FAIL, f"{e.element_where} off by {e.element:.2f} x a typical "
+                        f"element's size > {ELEMENT_SLACK * mode.bound:g} (the whole "
+                        f"output's error {err:.2e})")
     if err > mode.max_error:
         return Accuracy(err, DOWNGRADED,
                         f"precision downgraded: error {err:.2e} > {mode.max_error:.0e} "
@@ -98,6 +111,21 @@ def classify(error: float | Errors, mode: PrecisionMode) -> Accuracy:
                         f"{BLOCK_SLACK:g} x {mode.max_error:.0e} expected of {mode.name} "
                         f"(the whole output's {err:.2e}); looks like {mode.downgrade_hint}")
     return Accuracy(err, PASS)
+
+
+def past_range(ref, output_dtype: str) -> float | None:
+    """The reference's largest magnitude where an honest output of `output_dtype` cannot
+    hold it (it rounds to inf: fp16 past 65,504 and half its last step), else None. Such
+    a case's every output is "NaN/Inf", a verdict on the inputs, not on the kernels."""
+    import torch
+
+    dtype = getattr(torch, output_dtype)
+    if not ref.numel() or dtype not in (torch.float16, torch.bfloat16):
+        return None
+    top = float(ref.abs().max())
+    big = torch.finfo(dtype).max
+    ulp = 2.0 ** (math.floor(math.log2(big)) - (10 if dtype == torch.float16 else 7))
+    return top if top >= big + ulp / 2 else None   # (from there it rounds to inf)
 
 
 def relative_error(out, ref) -> float:
@@ -157,10 +185,16 @@ def errors(out, ref, scale2: float = 0.0) -> Errors:
     tile_cols = _starts(n, TILE, out.device) if m >= TILE and n >= TILE else None
     sums = _Sums(m, n, tile_cols, f64)                         # the error's squares
     owns = _Sums(m, n, tile_cols, f64) if rounded else None    # the sum's own error's
+    worst_d2, worst_at = 0.0, 0
     for lo in range(0, m, step):
         o, r = out[lo:lo + step].double(), ref[lo:lo + step].double()
-        r2 = r.square()
-        sums.add(lo, (o - r).square(), r2)
+        r2, d2 = r.square(), (o - r).square()
+        sums.add(lo, d2, r2)
+        if d2.numel():   # (the worst element: its flat index, row-major, in C)
+            flat = d2.reshape(-1)
+            i = int(flat.argmax())
+            if float(flat[i]) > worst_d2:
+                worst_d2, worst_at = float(flat[i]), lo * n + i
         if owns is not None:   # the reference rounded as the output was: what is left is
             # the sum's own error
             owns.add(lo, (o - r.to(dtype).double().clamp(-big, big)).square(), r2)
@@ -170,10 +204,12 @@ def errors(out, ref, scale2: float = 0.0) -> Errors:
     excess = _ratio(float(owns.row_d.sum()), ref2) if owns is not None else None
     if not out.numel():
         return Errors(whole, excess=excess)
+    element = _ratio(worst_d2 * out.numel(), ref2)   # over the typical element's size
+    spot = dict(element=element, element_where=f"element ({worst_at // n}, {worst_at % n})")
     block, where = sums.worst(floor2)
     if owns is None:
-        return Errors(whole, block, where, excess)
-    return Errors(whole, block, where, excess, *owns.worst(floor2))
+        return Errors(whole, block, where, excess, **spot)
+    return Errors(whole, block, where, excess, *owns.worst(floor2), **spot)
 
 
 class _Sums:

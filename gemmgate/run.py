@@ -30,7 +30,7 @@ from dataclasses import replace
 import torch
 
 from gemmgate import reference, stats
-from gemmgate.accuracy import FAIL
+from gemmgate.accuracy import FAIL, past_range
 from gemmgate.autotune_pick import Picks
 from gemmgate.context import MeasurementError, RunContext, load_function
 from gemmgate.deadline import run_within
@@ -142,6 +142,13 @@ class Runner:
 
         inp = fresh_inputs()
         ref, scale2 = inp.reference_and_scale2()
+        top = past_range(ref, mode.output_dtype)
+        if top is not None:   # every honest output is inf there: both sides "failed
+            # accuracy" (exit 1, a regression) on a case no kernel can compute (a review)
+            raise MeasurementError(
+                f"{mode.name} {case.id}: the product reaches {top:.4g}, past {mode.name}'s "
+                f"output type ({mode.output_dtype}) range: no output can hold it, so "
+                "none is judged; use a smaller K")
         calls, results, tiles = {}, {}, {}
         # the gated pair and the A/B reference first, then the extras, each seen to leave
         # the inputs as they were (an extra that wrote into them made the reference fail

@@ -475,12 +475,14 @@ def test_a_nonzero_output_where_the_product_is_zero_is_said_so_not_nan():
     assert classify(errors(torch.zeros(8, 8), zero), MODES["fp32"]).status == "pass"
 
 
-@pytest.mark.parametrize("m, n, k", [(16, 16, 16), (64, 48, 32), (64, 64, 256)])
-def test_an_fp16_sum_kept_in_fp16_is_downgraded_from_k_16(m, n, k):
+@pytest.mark.parametrize("m, n, k", [(16, 16, 32), (64, 48, 32), (64, 64, 256)])
+def test_an_fp16_sum_kept_in_fp16_is_downgraded_from_k_32(m, n, k):
     """fp16's band was 1e-3, and a sum kept in fp16 after every K step passed it at K 16
     and 32 on the CPU (6.2e-4, 8.4e-4; a review). An honest output's error is its own
     rounding, at most 2^-11 an element (measured 2.06e-4 to 2.10e-4 on every device
-    case): 6e-4 passes every honest one and fails these."""
+    case): 6e-4 passes every honest one and fails these from K = 32 (at K = 16 about half
+    the seeds pass it, 43-47% of 40, a review: the other side's comparison catches
+    those, `judging.judge_kept_less`)."""
     import torch
 
     from gemmgate.accuracy import classify, errors
@@ -497,3 +499,63 @@ def test_an_fp16_sum_kept_in_fp16_is_downgraded_from_k_16(m, n, k):
         kept = (kept.float() + inp.a[:, i:i + 1].float() * inp.b[i:i + 1, :].float()).half()
     assert classify(errors(honest, ref, inp.scale2()), mode).status == "pass"
     assert classify(errors(kept, ref, inp.scale2()), mode).status == "downgraded"
+
+
+# --- one element far off: the blocks dilute it ---------------------------------------------
+
+@pytest.mark.parametrize("mode", ["bf16", "fp8"])
+def test_one_element_far_off_fails_where_its_blocks_dilute_it(mode):
+    """A block holds 4,096 elements at least: a corner element off by 60% of a typical
+    element (a split-K partial lost) showed at 9.6e-3 in its block, under the bound and
+    bf16's and fp8's 2 x 5e-3, and passed at 2048^2 (a review)."""
+    g = torch.Generator().manual_seed(3)
+    ref = torch.randn(2048, 2048, generator=g, dtype=torch.float64) * 64
+    honest = ref.bfloat16()
+    assert classify(errors(honest, ref), MODES[mode]).status == PASS
+    out = ref.clone()
+    out[2047, 2047] += 0.6 * 64
+    e = errors(out.bfloat16(), ref)
+    assert e.block < MODES[mode].bound and e.whole < MODES[mode].max_error
+    got = classify(e, MODES[mode])
+    assert got.status == FAIL and got.message.startswith("element (2047, 2047) off by 0.6")
+
+
+def test_the_worst_element_is_found_in_chunks_and_in_a_column_major_output(monkeypatch):
+    import gemmgate.accuracy as accuracy
+
+    g = torch.Generator().manual_seed(4)
+    ref = torch.randn(300, 70, generator=g, dtype=torch.float64)
+    out = ref.t().contiguous().t().float()   # column-major, as a transposed kernel writes
+    out[201, 33] += 0.5
+    monkeypatch.setattr(accuracy, "CHUNK_ELEMENTS", 7 * 70 + 3)   # 7 rows a chunk
+    e = errors(out, ref)
+    assert e.element_where == "element (201, 33)"
+    assert e.element == pytest.approx(0.5 / float(ref.square().mean().sqrt()), rel=1e-6)
+    assert classify(e, MODES["fp32"]).status == FAIL
+
+
+@pytest.mark.parametrize("mode", MODE_NAMES)
+def test_honest_outputs_worst_element_is_far_under_its_bound(mode):
+    """Each mode's output rounded from the exact product (bf16's 2^-9, fp16's 2^-11 of an
+    element at most) over a million elements: the worst stays under a tenth of the
+    element bound."""
+    from gemmgate.accuracy import ELEMENT_SLACK
+
+    g = torch.Generator().manual_seed(6)
+    ref = torch.randn(1024, 1024, generator=g, dtype=torch.float64) * 30
+    out = ref.to(getattr(torch, MODES[mode].output_dtype))
+    e = errors(out, ref)
+    assert e.element < ELEMENT_SLACK * MODES[mode].bound / 10
+    assert classify(e, MODES[mode]).status == PASS
+
+
+def test_a_reference_an_output_type_cannot_hold_is_said_so():
+    from gemmgate.accuracy import past_range
+
+    ref = torch.tensor([[65519.9, -3.0]], dtype=torch.float64)
+    assert past_range(ref, "float16") is None                  # rounds to 65504
+    assert ref.half().isfinite().all()
+    ref[0, 1] = -65520.0                                       # rounds to -inf
+    assert past_range(ref, "float16") == 65520.0 and not ref.half().isfinite().all()
+    assert past_range(ref, "bfloat16") is None and past_range(ref, "float32") is None
+    assert past_range(torch.zeros(0, 3, dtype=torch.float64), "float16") is None

@@ -763,3 +763,19 @@ def test_a_failure_outside_the_calls_that_one_provider_alone_meets_is_its(ctx, m
     v, t = r.providers["vendor"], r.providers["triton"]
     assert v.accuracy == "fail" and "illegal memory access" in v.message
     assert t.accuracy == "pass" and t.samples_ms
+
+
+def test_a_product_past_the_output_types_range_is_not_an_accuracy_failure(monkeypatch):
+    """Every honest fp16 output of a product past 65,504 is inf (standard-normal inputs
+    reach it at K ~ 2^30: 1 x 1 x 2^31 fits an 80 GB GPU and fails 16% of the time):
+    both sides "failed accuracy", exit 1, a regression. The case is not measured."""
+    from gemmgate import run as run_mod
+    from gemmgate.inputs import GemmInputs
+
+    real = run_mod.make_inputs
+    monkeypatch.setattr(run_mod, "make_inputs", lambda case, mode, *a, **k: GemmInputs(
+        *(x * 64 for x in (lambda i: (i.a, i.b))(real(case, mode, *a, **k)))))
+    ctx = make_context(chip="cpu", shapes="smoke", modes="fp16")
+    with pytest.raises(MeasurementError, match="fp16 m16-n16-k256: the product reaches "
+                                               ".* past fp16's output type"):
+        Runner(ctx).run_case(MODES["fp16"], Case(16, 16, 256))
