@@ -32,6 +32,10 @@ class Chip:
     fp8_dtype: str = "float8_e4m3fn"
     # modes known not to run here, each with why: asked for, a usage error that says so
     refused: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    # words of a device name that mark another part of this chip with the same SMs (an
+    # H100 NVL: 132 SMs at 350-400 W, dense bf16 835 TFLOP/s against the SXM's 989): its
+    # peaks, bandwidth, baseline and tuning table are not this profile's (a review)
+    other_parts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.vendor not in ("nvidia", "amd", "cpu", "unknown"):
@@ -79,14 +83,16 @@ PEAK_SOURCES = {"tf32x3": "tf32's datasheet peak / 3 (three passes)"}
 _HOPPER = dict(vendor="nvidia", compute_units=132, smem_per_block=232448, llc_bytes=50 * MiB,
                peak_tflops={"fp32": 66.9, "tf32": 494.7, "tf32x3": 164.9, "bf16": 989.4,
                             "fp16": 989.4, "fp8": 1978.9},
-               modes=("fp32", "tf32", "tf32x3", "bf16", "fp16", "fp8"))
+               modes=("fp32", "tf32", "tf32x3", "bf16", "fp16", "fp8"),
+               other_parts=("nvl", "pcie"))
 
 CHIPS: dict[str, Chip] = {
     c.id: c
     for c in (
         Chip("nvidia-a100", "nvidia", "NVIDIA A100 SXM4 80GB", 108, 166912, 40 * MiB, 2039.0,
              {"fp32": 19.5, "tf32": 156.0, "tf32x3": 52.0, "bf16": 312.0, "fp16": 312.0},
-             modes=("fp32", "tf32", "tf32x3", "bf16", "fp16"), match=("a100",)),
+             modes=("fp32", "tf32", "tf32x3", "bf16", "fp16"), match=("a100",),
+             other_parts=("pcie",)),
         Chip("nvidia-h100", name="NVIDIA H100 SXM5", mem_bw_gbs=3350.0, match=("h100",),
              **_HOPPER),
         Chip("nvidia-h200", name="NVIDIA H200 SXM", mem_bw_gbs=4800.0, match=("h200",),
@@ -138,12 +144,18 @@ def match_device_name(device_name: str) -> Chip | None:
     return None
 
 
-def select_chip(override: str | None = None) -> Selection:
-    """Pick the chip profile: explicit override, environment, then the torch device."""
+def select_chip(override: str | None = None, device: int = 0) -> Selection:
+    """Pick the chip profile: explicit override, environment, then the torch device.
+    `device`: the run's (first) device, whose name and SMs are matched (device 0 was,
+    whatever `--devices` said: `--devices 1` on a host of an H100 and an H200 timed the
+    H200 as nvidia-h100; a review). A device past torch's count reads device 0's
+    (`context.check_devices` refuses it)."""
     import torch
 
     gpu = torch.cuda.is_available()
-    device_name = torch.cuda.get_device_name(0) if gpu else "cpu"
+    if gpu and not 0 <= device < torch.cuda.device_count():
+        device = 0
+    device_name = torch.cuda.get_device_name(device) if gpu else "cpu"
     requested, source = override, "--chip"
     if requested is not None and not requested.strip():   # (an unset CI variable: the
         raise ValueError("--chip is empty: give a chip id (gemmgate chips --ids), or "
@@ -164,7 +176,7 @@ def select_chip(override: str | None = None) -> Selection:
         warning = f"{source} says {chip.id} but the device is {device_name!r}" \
             if mismatched else None
         if chip.device_type == "cuda" and not mismatched:   # named right, sized otherwise
-            warning = _other_units(torch, chip, device_name)
+            warning = _other_units(torch, chip, device_name, device)
             mismatched = warning is not None
         return Selection(chip, source, device_name, warning, mismatched)
     if not gpu:
@@ -172,37 +184,45 @@ def select_chip(override: str | None = None) -> Selection:
     chip = match_device_name(device_name)
     if chip is not None:   # an H100 PCIe (114 SMs), a MIG slice: the profile's peaks and
         # tuning table are another card's; `tune` refuses (`mismatched`)
-        warning = _other_units(torch, chip, device_name)
+        warning = _other_units(torch, chip, device_name, device)
         return Selection(chip, "detected", device_name, warning, warning is not None)
     if torch.version.hip is not None:
-        by_arch = _amd_by_arch(torch, device_name)
+        by_arch = _amd_by_arch(torch, device_name, device)
         if by_arch is not None:
             return by_arch
-    return Selection(_generic(torch), "generic", device_name,
+    return Selection(_generic(torch, device), "generic", device_name,
                      f"unknown GPU {device_name!r}: generic profile, no peak figures")
 
 
-def _other_units(torch, chip: Chip, device_name: str) -> str | None:
+def _other_units(torch, chip: Chip, device_name: str, device: int = 0) -> str | None:
     """Why `chip`'s profile, which names the device, is another card's: its SMs (compute
-    units) differ from the device's; None where they agree or torch cannot say."""
-    units = _units(torch)
-    if not units or units == chip.compute_units:
-        return None
-    return (f"{device_name!r} has {units} SMs, the {chip.id} profile {chip.compute_units}: "
-            "its peaks and tuning table are that card's")
+    units) differ from the device's, or its name says another part of the chip
+    (`other_parts`: an H100 NVL has the SXM's 132 SMs); None where neither."""
+    units = _units(torch, device)
+    if units and units != chip.compute_units:
+        return (f"{device_name!r} has {units} SMs, the {chip.id} profile "
+                f"{chip.compute_units}: its peaks and tuning table are that card's")
+    low = device_name.lower()
+    part = next((w for w in chip.other_parts
+                 if re.search(rf"(?<![a-z0-9]){re.escape(w)}(?![a-z0-9])", low)), None)
+    if part is not None:   # same SMs, other clocks and power: the SM count cannot tell
+        return (f"{device_name!r} is another part than the {chip.id} profile's "
+                f"{chip.name} ({'NVL' if part == 'nvl' else 'PCIe'}: other clocks and "
+                "power): its peaks, baseline and tuning table are that card's")
+    return None
 
 
-def _units(torch) -> int:
+def _units(torch, device: int = 0) -> int:
     """The device's SMs (compute units), 0 where torch cannot say."""
     try:
-        return int(getattr(torch.cuda.get_device_properties(0), "multi_processor_count", 0))
+        return int(getattr(torch.cuda.get_device_properties(device), "multi_processor_count", 0))
     except Exception:  # noqa: BLE001 - a best-effort query (a CPU build asserts)
         return 0
 
 
-def _amd_by_arch(torch, device_name: str) -> Selection | None:
+def _amd_by_arch(torch, device_name: str, device: int = 0) -> Selection | None:
     """An AMD GPU whose name no profile matches, by its architecture (AMD_ARCHS)."""
-    props = torch.cuda.get_device_properties(0)
+    props = torch.cuda.get_device_properties(device)
     arch = str(getattr(props, "gcnArchName", "") or "").split(":")[0]
     if arch not in AMD_ARCHS:
         return None
@@ -215,9 +235,9 @@ def _amd_by_arch(torch, device_name: str) -> Selection | None:
     return Selection(chip, "detected", device_name, warning)
 
 
-def _generic(torch) -> Chip:
+def _generic(torch, device: int = 0) -> Chip:
     """A profile read off the device itself: sizes are real, peaks unknown."""
-    props = torch.cuda.get_device_properties(0)
+    props = torch.cuda.get_device_properties(device)
     modes = ["fp32", "bf16", "fp16"]
     if torch.version.hip is None and props.major >= 8:   # on AMD, Triton's tf32 needs
         modes.insert(1, "tf32")                          # gfx942 (AMD_ARCHS' profile)

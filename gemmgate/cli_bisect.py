@@ -49,7 +49,13 @@ from gemmgate.cli_run import (
     shapes_file,
     timed_as,
 )
-from gemmgate.context import MeasurementError, RunContext, make_context, parse_devices
+from gemmgate.context import (
+    MeasurementError,
+    RunContext,
+    first_device,
+    make_context,
+    parse_devices,
+)
 from gemmgate.deadline import cli_limit
 from gemmgate.files import clear_outputs, read_text, write_json_atomic
 from gemmgate.gate import ab_tolerance
@@ -127,7 +133,7 @@ def bisect_command(args, console, err) -> int:
                          "time: bisect needs a case it can time")
     chip = args.chip if args.chip is not None else check_chip
     try:
-        selected = select_chip(chip).chip
+        selected = select_chip(chip, first_device(args)).chip
         chip_id = selected.id
     except ValueError as e:
         if args.chip is not None or check_chip is None:

@@ -38,7 +38,7 @@ from gemmgate.cli_run import (
     write_partial,
 )
 from gemmgate.compare import REGRESSED
-from gemmgate.context import MeasurementError
+from gemmgate.context import MeasurementError, first_device
 from gemmgate.files import clear_outputs, write_json_atomic, write_text_atomic
 from gemmgate.gate import compare_run, remeasure
 from gemmgate.gate_text import (
@@ -71,7 +71,8 @@ def check_command(args, console, err) -> int:
         raise ValueError("--inject-slowdown must be between 0 and 10")
     pr_comment = getattr(args, "comment", None)
     with stops_before_cases(args.json, args.shapes or "", checked=False):   # (the chip:
-        chip_id = select_chip(args.chip).chip.id              # CUDA starts, seconds)
+        chip_id = select_chip(args.chip, first_device(args)).chip.id   # CUDA starts,
+        # seconds)
         path = args.baseline if args.baseline is not None else \
             baselines.default_path(chip_id)
         check_outputs((args.json, "--json"), (pr_comment, "--comment"),
@@ -269,7 +270,7 @@ def baseline_command(args, console, err) -> int:
     if args.action == "calibrate" and args.runs < 2:
         raise ValueError(f"--runs {args.runs}: calibrate needs at least 2 runs (the noise "
                          "is their spread); `baseline update` measures once")
-    chip_id = select_chip(args.chip).chip.id
+    chip_id = select_chip(args.chip, first_device(args)).chip.id
     out = args.output if args.output is not None else str(baselines.default_path(chip_id))
     keep = Path(args.keep_runs) if getattr(args, "keep_runs", None) else None
     if keep is not None and any(keep.glob("run*.json")):   # merged later, runs of two

@@ -18,7 +18,7 @@ from rich.table import Table
 from gemmgate import baseline_schema
 from gemmgate.chips import CHIPS, select_chip
 from gemmgate.compare import is_floor
-from gemmgate.context import MeasurementError, RunContext, make_context
+from gemmgate.context import MeasurementError, RunContext, first_device, make_context
 from gemmgate.deadline import cli_limit
 from gemmgate.execute import preflight, run_cases
 from gemmgate.files import (
@@ -311,7 +311,8 @@ def run_command(args, console: Console, err: Console) -> int:
                 raise ValueError(f"--pin-tiles {args.pin_tiles}: "
                                  + ("a directory, not a baseline file"
                                     if Path(args.pin_tiles).is_dir() else "no such file"))
-            baseline_schema.load(args.pin_tiles, select_chip(args.chip).chip.id)
+            baseline_schema.load(args.pin_tiles,
+                                 select_chip(args.chip, first_device(args)).chip.id)
         ref = resolve(args.ab_ref) if args.ab_ref else None
         ctx = context_from_args(args, pins_from=args.pin_tiles, reference=ref)
     try:

@@ -16,6 +16,7 @@ from rich.table import Table
 from gemmgate import baselines
 from gemmgate.chips import select_chip
 from gemmgate.cli_run import check_floor, check_outputs, context_from_args
+from gemmgate.context import first_device
 from gemmgate.reference import resolve
 from gemmgate.starter import starter_env
 from gemmgate.trials import (
@@ -60,7 +61,7 @@ def trials_command(args, console, err) -> int:
         raise ValueError(f"--out {out} holds an earlier trials run ({', '.join(earlier[:3])}"
                          f"{', ...' if len(earlier) > 3 else ''}: {len(earlier)} file(s)); "
                          "give a new folder, or move them away")
-    chip_id = select_chip(args.chip).chip.id
+    chip_id = select_chip(args.chip, first_device(args)).chip.id
     base = Path(args.baseline or baselines.default_path(chip_id))
     ab = resolve(args.ab_ref) if args.ab_ref else None
     context_from_args(args)   # the checks' own arguments: bad ones are exit 2 here, not

@@ -123,6 +123,12 @@ def parse_devices(text: str | None) -> tuple[int, ...]:
     return ids
 
 
+def first_device(args) -> int:
+    """The first of a command's `--devices` (0 where it has none): the device whose chip
+    the command's baseline and tuning table are (`select_chip`'s `device`)."""
+    return parse_devices(getattr(args, "devices", None))[0]
+
+
 def check_devices(ids: Sequence[int], device_type: str) -> None:
     if device_type == "cpu":
         if max(ids) >= (os.cpu_count() or 1) * 4:
@@ -136,6 +142,23 @@ def check_devices(ids: Sequence[int], device_type: str) -> None:
     if bad:
         raise ValueError(f"--devices {','.join(map(str, bad))}: only {n} GPU(s) present "
                          f"(valid: {','.join(map(str, range(n))) or 'none'})")
+    # one run is one chip: its profile, baseline and tuning table are the first device's
+    kinds = {i: _kind(torch, i) for i in ids} if len(ids) > 1 else {}
+    if len({k for k in kinds.values() if k is not None}) > 1:
+        raise ValueError("--devices " + ",".join(map(str, ids)) + ": the devices differ ("
+                         + "; ".join(f"{i}: {k[0]!r}, {k[1]} SMs" for i, k in kinds.items()
+                                     if k is not None)
+                         + "): one run measures one chip; run each kind on its own")
+
+
+def _kind(torch, index: int) -> tuple[str, int] | None:
+    """A GPU's name and SMs, None where torch cannot say."""
+    from gemmgate.chips import _units
+
+    try:
+        return torch.cuda.get_device_name(index), _units(torch, index)
+    except Exception:  # noqa: BLE001 - a best-effort query (a CPU build asserts)
+        return None
 
 
 def load_function(path: str):
@@ -239,9 +262,9 @@ def make_context(chip: str | None = None, shapes: str | None = None, modes: str 
     seconds a case may take before the run stops (0: no limit; gemmgate/deadline.py)."""
     if copies not in COPIES:
         raise ValueError(f"--copies {copies!r}: give one of {', '.join(COPIES)}")
-    sel = select_chip(chip)
-    c = sel.chip
     device_ids = parse_devices(devices)
+    sel = select_chip(chip, device_ids[0])
+    c = sel.chip
     check_devices(device_ids, c.device_type)
     if modes is not None and not modes.strip(", "):
         raise ValueError(f"--modes {modes!r} names no mode; give e.g. --modes bf16,fp8")

@@ -209,6 +209,22 @@ def test_a_device_with_other_sms_than_its_profile_is_said_and_kept_from_tune(fak
     assert not select_chip("nvidia-h200").warning.startswith(repr(name) + " has")
 
 
+@pytest.mark.parametrize("name, chip", [
+    ("NVIDIA H100 NVL", "nvidia-h100"), ("NVIDIA H200 NVL", "nvidia-h200"),
+    ("NVIDIA A100-PCIE-40GB", "nvidia-a100"), ("NVIDIA A100 80GB PCIe", "nvidia-a100")])
+def test_another_part_with_the_profiles_sms_is_said_and_kept_from_tune(fake_gpu, name,
+                                                                      chip):
+    """An H100 NVL or H200 NVL has the SXM part's 132 SMs but 350-600 W and a dense bf16
+    peak of 835 TFLOP/s, not 989: it took the SXM profile silently, its peaks, baseline
+    and tuning table (`tune` wrote into the SXM's table; a review)."""
+    fake_gpu(name)   # the profile's own SM count
+    for sel in (select_chip(), select_chip(chip)):
+        assert sel.chip.id == chip and sel.mismatched
+        assert repr(name) in sel.warning and "another part" in sel.warning
+    fake_gpu("NVIDIA H100 80GB HBM3")
+    assert select_chip().warning is None and not select_chip().mismatched
+
+
 def test_select_override_disagreeing_with_device_warns(fake_gpu):
     fake_gpu("NVIDIA H100 80GB HBM3")
     sel = select_chip("nvidia-h200")

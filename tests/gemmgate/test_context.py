@@ -12,6 +12,7 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -19,6 +20,7 @@ import torch
 import gemmgate.cli_run
 import gemmgate.env
 import gemmgate.run
+from gemmgate import chips, context, env
 from gemmgate.chips import CHIPS, Selection
 from gemmgate.cli import main
 from gemmgate.context import check_devices, make_context, parse_devices, parse_providers
@@ -333,3 +335,38 @@ def test_devices_are_ascii_numbers(text):
     with pytest.raises(ValueError, match="--devices takes comma-separated device numbers"):
         parse_devices(text)
     assert parse_devices("0,1,") == (0, 1)
+
+
+def _two_gpus(monkeypatch, names, sms=(132, 132)):
+    props = {i: SimpleNamespace(name=n, major=9, minor=0, multi_processor_count=u,
+                                shared_memory_per_block_optin=232448, L2_cache_size=50 << 20)
+             for i, (n, u) in enumerate(zip(names, sms))}
+    monkeypatch.delenv("GEMMGATE_CHIP", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: names[i])
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i=0: props[i])
+    monkeypatch.setattr(torch.version, "hip", None)
+    monkeypatch.setattr(env, "free_memory", lambda i: 80 << 30)
+
+
+def test_the_chip_is_the_first_run_devices_not_device_0(monkeypatch):
+    """`--devices 1` on a host of an H100 (0) and an H200 (1) measured the H200 as
+    nvidia-h100: its record, baseline and `tune`'s table another chip's (a review)."""
+    _two_gpus(monkeypatch, ("NVIDIA H100 80GB HBM3", "NVIDIA H200"))
+    ctx = make_context(devices="1", shapes="64x48x32", modes="fp16")
+    assert ctx.device == "cuda:1" and ctx.chip.id == "nvidia-h200"
+    assert ctx.selection.device_name == "NVIDIA H200"
+    assert make_context(devices="0", shapes="64x48x32", modes="fp16").chip.id == "nvidia-h100"
+    assert chips.select_chip(None, context.first_device(SimpleNamespace(devices="1"))
+                             ).chip.id == "nvidia-h200"
+
+
+@pytest.mark.parametrize("names, sms", [(("NVIDIA H100 80GB HBM3", "NVIDIA H200"), (132, 132)),
+                                        (("NVIDIA H100 80GB HBM3",) * 2, (132, 16))])
+def test_devices_of_two_kinds_are_refused(monkeypatch, names, sms):
+    """`--devices 0,1` over two kinds of GPU measured half the cases on the other one,
+    all recorded as the first's chip (a MIG slice beside a whole card too)."""
+    _two_gpus(monkeypatch, names, sms)
+    with pytest.raises(ValueError, match="the devices differ"):
+        make_context(devices="0,1", shapes="64x48x32", modes="fp16")
