@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gemmgate import baselines
+from gemmgate.baseline_provenance import MEASURED_BY, measured
 from gemmgate.chips import select_chip
 from gemmgate.cli_run import check_floor, check_outputs, context_from_args
 from gemmgate.context import first_device
@@ -44,7 +45,7 @@ def _forwarded(args) -> list[str]:
 def trials_command(args, console, err) -> int:
     started = time.monotonic()   # --deadline counts from here, a calibration included
     if args.rejudge:
-        return _rejudge(args, console)
+        return _rejudge(args, console, err)
     levels = parse_levels(args.levels)
     if args.floor is not None:
         raise ValueError("--floor is --rejudge's (a fresh check takes the baseline's own)")
@@ -76,7 +77,8 @@ def trials_command(args, console, err) -> int:
         if rc != 0:
             err.print(f"[red]calibration failed (exit {rc})[/]")
             return rc
-    baselines.load(base, chip_id)  # exit 2 before any check when unusable
+    stored = baselines.load(base, chip_id)  # exit 2 before any check when unusable
+    _timed_as_baseline(args, stored.provenance, base)
     check_args = [*common, "--baseline", str(base)] + (["--ab-ref", ab] if ab else [])
     try:
         rows = run_trials(check_args, levels, args.repeats, out, args.deadline, err.print,
@@ -84,11 +86,33 @@ def trials_command(args, console, err) -> int:
     except TrialError as e:   # the child's exit: 2 bad input, 3 not measured to its end
         err.print(f"[red]gemmgate: error:[/] {escape(str(e))}")
         return e.code
+    if not rows:   # the deadline passed before the first check: no power was measured
+        err.print("[red]gemmgate: error:[/] no check ran (--deadline passed before the "
+                  "first): nothing measured, no power to report")
+        return 3
+    ran = {float(r["injected"] or 0) for r in rows}
+    unrun = [f"{lv * 100:g}%" for lv in dict.fromkeys(levels) if float(f"{lv:.5g}") not in ran]
+    if unrun:   # a level the deadline left without a check was simply absent from the table
+        err.print(f"[yellow]warning:[/] no check at injected {', '.join(unrun)} "
+                  "(--deadline): not in the table")
     _print_power(rows, chip_id, out, console)
     return 0
 
 
-def _rejudge(args, console) -> int:
+def _timed_as_baseline(args, provenance: dict, base: Path) -> None:
+    """--timing or --block given otherwise than the baseline was measured: every check
+    warned only in its log, and its figures were judged against the baseline's (an A/A
+    at --block 3 against a block-1 baseline: 100% false alarms, exit 0), where `trials
+    --rejudge` refuses those very checks (trials._timed_as)."""
+    for key, what in MEASURED_BY:
+        given, was = getattr(args, key), measured(provenance, key)
+        if given is not None and was is not None and given != was:
+            raise ValueError(f"{what} {given}, but the baseline {base} was measured with "
+                             f"{was}: the checks' figures would not be the baseline's; "
+                             f"leave {what} out or give a baseline timed alike")
+
+
+def _rejudge(args, console, err) -> int:
     """`trials --rejudge CHECK.json ... --baseline FILE --out DIR`: the recorded checks'
     cases judged again, offline, against another baseline."""
     if args.floor is not None:
@@ -117,7 +141,7 @@ def _rejudge(args, console) -> int:
     if not args.baseline:  # offline: the chip comes from the file, no device is needed
         raise ValueError("--rejudge needs --baseline FILE")
     base = baselines.load(Path(args.baseline))
-    rows = rejudge(args.rejudge, base, out, args.floor)
+    rows = rejudge(args.rejudge, base, out, args.floor, said=lambda m: err.print(escape(m)))
     _print_power(rows, base.chip, out, console)
     return 0
 

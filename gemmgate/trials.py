@@ -198,10 +198,16 @@ def run_trials(check_args: Sequence[str], levels: Sequence[float], repeats: int,
         # an earlier run's file there, kept where this check wrote none (a traceback, exit
         # 1), was counted as this trial's (a review): only what this check writes counts
         path.unlink(missing_ok=True)
-        with open(log, "w") as f:
-            proc = subprocess.run([sys.executable, "-m", "gemmgate", "check", *check_args,
-                                   "--inject-slowdown", str(level), "--json", str(path)],
-                                  stdout=f, stderr=subprocess.STDOUT, env=starter_env())
+        try:
+            with open(log, "w") as f:
+                proc = subprocess.run([sys.executable, "-m", "gemmgate", "check", *check_args,
+                                       "--inject-slowdown", str(level), "--json", str(path)],
+                                      stdout=f, stderr=subprocess.STDOUT, env=starter_env())
+        except KeyboardInterrupt:   # Ctrl-C, SIGTERM: said only "interrupted", what was kept
+            if on_trial:            # and what not unsaid (a review)
+                on_trial(f"stopped during trial {i} (slowdown {level:g}, not counted): "
+                         f"{out / 'checks.csv'} keeps the {i - 1} check(s) before it")
+            raise
         if proc.returncode not in (0, 1) or not path.exists():
             raise TrialError(f"trial {i} (slowdown {level:g}) failed with exit "
                              f"{proc.returncode}{_said(log)}; see {log}",
@@ -292,12 +298,13 @@ def _timed_as(env: dict, provenance: dict, path) -> None:
 
 
 def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
-            floor: float | None = None) -> list[dict]:
+            floor: float | None = None,
+            said: Callable[[str], None] | None = None) -> list[dict]:
     """Recorded checks (`check --json`, or plain `run --json` files) judged again against
     `baseline`, offline: the same rows as `run_trials` (exit code = whether the new
     judgement fails). Each check's cases are its final measurements (re-measured where
     the check re-measured)."""
-    rows = []
+    rows, unjudged = [], []   # unjudged: recorded case checks the baseline leaves out
     seen: dict[str, str] = {}
     # a row's source: its check's folder and name, the path where two checks share them
     # (a/res/check_1 and b/res/check_1 were one source, their rows folded into one)
@@ -333,7 +340,13 @@ def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
         gate = compare_run(rec.cases, baseline, fl, rec.environment)
         data["gate"] = {**gate_rec, "failed": gate.failed,
                         "verdicts": [v.to_json() for v in gate.verdicts]}
+        judged = {v["id"] for v in data["gate"]["verdicts"]}
+        unjudged += [c["id"] for c in data["cases"] if c["id"] not in judged]
         rows += check_rows(label, data, int(gate.failed))
+    if unjudged and said:   # left out silently: a check's cases counted fewer than it judged
+        names = sorted(set(unjudged))
+        said(f"note: {len(unjudged)} recorded case check(s) not in the baseline, not "
+             f"judged: {', '.join(names[:5])}{', ...' if len(names) > 5 else ''}")
     if not rows:   # nothing judged is no measure of the gate's power
         raise ValueError(f"no case of these checks is in the baseline ({len(baseline.cases)} "
                          "cases): nothing to judge; give checks of its cases")

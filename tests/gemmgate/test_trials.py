@@ -533,3 +533,100 @@ def test_the_deadline_counts_from_the_command_s_start(tmp_path):
     rows = trials.run_trials(["--chip", "cpu"], [0.0], 1, tmp_path / "o", deadline_s=5,
                              on_trial=said.append, started=time.monotonic() - 10)
     assert rows == [] and said == ["deadline: stopping before trial 1"]
+
+
+def _cpu_baseline(tmp_path):
+    base = tmp_path / "b.json"
+    (tmp_path / "s.csv").write_text("m,n,k\n32,32,32\n")
+    assert main(["baseline", "update", "--chip", "cpu", "--modes", "fp32", "--budget", "0.1",
+                 "--shapes", str(tmp_path / "s.csv"), "--output", str(base)]) == 0
+    return base
+
+
+def test_trials_refuses_a_block_unlike_the_baseline_s_before_any_check(tmp_path, monkeypatch,
+                                                                      capsys):
+    """`trials --block 3` against a block-1 baseline ran every check (each warning only in
+    its log) and reported an A/A's 100% false alarms, exit 0, where `--rejudge` refuses
+    those very checks (a review)."""
+    base = _cpu_baseline(tmp_path)
+    monkeypatch.setattr(trials.subprocess, "run", lambda *a, **k: pytest.fail("a check ran"))
+    assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--baseline", str(base),
+                 "--block", "3", "--levels", "0", "--out", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err.replace("\n", "")
+    assert "--block 3, but the baseline" in err and "measured with 1" in err
+
+
+def test_a_deadline_before_the_first_check_is_no_power_and_unrun_levels_are_said(
+        tmp_path, monkeypatch, synthetic_record, capsys):
+    """No check ran (the deadline passed first): an empty power table, exit 0; a level
+    the deadline left unchecked was silently absent from the table (a review)."""
+    base = _cpu_baseline(tmp_path)
+    ticks = iter(range(0, 10**9, 100))   # 100 s a call: the deadline passes at once
+    monkeypatch.setattr(trials.time, "monotonic", lambda: next(ticks))
+    assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--baseline", str(base),
+                 "--deadline", "5", "--levels", "0", "--out", str(tmp_path / "t")]) == 3
+    assert "no check ran" in capsys.readouterr().err
+    monkeypatch.undo()
+    calls = []
+
+    def fake_run(cmd, stdout=None, stderr=None, env=None):   # one check, then the deadline
+        calls.append(cmd)
+        monkeypatch.setattr(trials.time, "monotonic", lambda: 1e12)   # deadline passed
+        data = _check_json(synthetic_record([("fp32", A)]), {"fp32-m32-n32-k32": "unchanged"},
+                           0.0)
+        with open(cmd[cmd.index("--json") + 1], "w") as f:
+            json.dump(data, f)
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(trials.subprocess, "run", fake_run)
+    assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--baseline", str(base),
+                 "--deadline", "1000", "--levels", "0,0.03", "--out", str(tmp_path / "u")]) == 0
+    assert len(calls) == 1
+    assert "no check at injected 3%" in capsys.readouterr().err
+
+
+def test_rejudge_says_the_recorded_cases_the_baseline_leaves_out(tmp_path, synthetic_record,
+                                                                 capsys):
+    """A check of two cases rejudged against a baseline of one counted one case check,
+    the other left out unsaid (`check` notes the cases not in its baseline; a review)."""
+    from gemmgate import baselines as bl
+
+    rec = synthetic_record([("fp32", A), ("fp32", B)])
+    check = tmp_path / "g" / "check_1_0.json"
+    check.parent.mkdir()
+    check.write_text(json.dumps(_check_json(rec, dict.fromkeys(
+        ("fp32-m32-n32-k32", "fp32-m48-n16-k64"), "unchanged"), 0.0)))
+    path = tmp_path / "one.json"
+    bl.save(path, bl.build([synthetic_record([("fp32", A)])], "cpu", "test"))
+    assert main(["trials", "--rejudge", str(check), "--baseline", str(path),
+                 "--out", str(tmp_path / "o")]) == 0
+    assert len(trials.read_csv(tmp_path / "o" / "checks.csv")) == 1
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert "1 recorded case check(s) not in the baseline, not judged: fp32-m48-n16-k64" in err
+
+
+def test_an_interrupted_trials_run_says_what_checks_csv_keeps(tmp_path, monkeypatch,
+                                                              synthetic_record, capsys):
+    """Ctrl-C during the second check: exit 130, the first check's rows kept, and said
+    (it printed only "gemmgate: interrupted"; a review)."""
+    base = _cpu_baseline(tmp_path)
+    calls = []
+
+    def fake_run(cmd, stdout=None, stderr=None, env=None):
+        calls.append(cmd)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        data = _check_json(synthetic_record([("fp32", A)]), {"fp32-m32-n32-k32": "unchanged"},
+                           0.0)
+        with open(cmd[cmd.index("--json") + 1], "w") as f:
+            json.dump(data, f)
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(trials.subprocess, "run", fake_run)
+    out = tmp_path / "t"
+    assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--baseline", str(base),
+                 "--levels", "0,0.03", "--out", str(out)]) == 130
+    assert len(trials.read_csv(out / "checks.csv")) == 1
+    err = capsys.readouterr().err.replace("\n", "")
+    assert "stopped during trial 2 (slowdown 0.03, not counted)" in err
+    assert "keeps the 1 check(s) before it" in err
