@@ -572,17 +572,22 @@ def test_a_deadline_before_the_first_check_is_no_power_and_unrun_levels_are_said
     def fake_run(cmd, stdout=None, stderr=None, env=None):   # one check, then the deadline
         calls.append(cmd)
         monkeypatch.setattr(trials.time, "monotonic", lambda: 1e12)   # deadline passed
-        data = _check_json(synthetic_record([("fp32", A)]), {"fp32-m32-n32-k32": "unchanged"},
-                           0.0)
-        with open(cmd[cmd.index("--json") + 1], "w") as f:
-            json.dump(data, f)
-        return subprocess.CompletedProcess(cmd, 0)
+        return _a_passing_check(cmd, synthetic_record)
 
     monkeypatch.setattr(trials.subprocess, "run", fake_run)
     assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--baseline", str(base),
                  "--deadline", "1000", "--levels", "0,0.03", "--out", str(tmp_path / "u")]) == 0
     assert len(calls) == 1
     assert "no check at injected 3%" in capsys.readouterr().err
+
+
+def _a_passing_check(cmd, synthetic_record) -> subprocess.CompletedProcess:
+    """A stand-in `gemmgate check` child: A unchanged, written to its --json, exit 0."""
+    data = _check_json(synthetic_record([("fp32", A)]), {"fp32-m32-n32-k32": "unchanged"},
+                       0.0)
+    with open(cmd[cmd.index("--json") + 1], "w") as f:
+        json.dump(data, f)
+    return subprocess.CompletedProcess(cmd, 0)
 
 
 def test_rejudge_says_the_recorded_cases_the_baseline_leaves_out(tmp_path, synthetic_record,
@@ -616,11 +621,7 @@ def test_an_interrupted_trials_run_says_what_checks_csv_keeps(tmp_path, monkeypa
         calls.append(cmd)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        data = _check_json(synthetic_record([("fp32", A)]), {"fp32-m32-n32-k32": "unchanged"},
-                           0.0)
-        with open(cmd[cmd.index("--json") + 1], "w") as f:
-            json.dump(data, f)
-        return subprocess.CompletedProcess(cmd, 0)
+        return _a_passing_check(cmd, synthetic_record)
 
     monkeypatch.setattr(trials.subprocess, "run", fake_run)
     out = tmp_path / "t"
