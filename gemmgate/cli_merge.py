@@ -20,6 +20,7 @@ from gemmgate.baseline_provenance import (
     run_id,
     run_ids,
 )
+from gemmgate.chips import GENERIC_GPU
 from gemmgate.cli_run import BASELINE_OUTPUT, check_outputs
 from gemmgate.files import json_schema
 from gemmgate.reference import kernels_alike, kernels_differ
@@ -138,6 +139,7 @@ def _merge_inputs(inputs: list[str], notes: list[str] | None = None
     records = [(p.provenance, n) for p, n in zip(parts, names)] + \
         [(r.environment, n) for r, n in zip(runs, run_names)]
     _same_measurement(records)
+    _one_model(parts[0].chip if parts else runs[0].environment.get("chip"), records)
     _same_software(records, notes)
     _same_kernels([(commits(p), p.provenance.get("dirty"), n) for p, n in zip(parts, names)]
                   + [([r.environment.get("commit")], r.environment.get("dirty"), n)
@@ -193,6 +195,19 @@ def _same_measurement(records: list[tuple[dict, str]]) -> None:
 # a 3.6 calibration pooled with 3.9 ones widened the tolerance 4x, and the merged file said
 # 3.9): refused; a driver or CUDA runtime of its own is said, as fleets differ there
 _ONE_STACK, _SAID_STACK = ("triton", "torch"), ("cuda", "hip", "driver")
+
+
+def _one_model(chip: str | None, records: list[tuple[dict, str]]) -> None:
+    """ValueError where the inputs of the generic profile (every GPU no profile names
+    shares its id) ran on GPUs of other names: an Ada card's and a V100's calibrations
+    pooled as one chip's machine noise (a review)."""
+    if chip != GENERIC_GPU.id:
+        return
+    said = _differing(records, lambda rec: rec.get("device_name") or None)
+    if said:
+        raise ValueError(f"baseline merge: the inputs are {GENERIC_GPU.id}s of other "
+                         f"names: {said}; a baseline of the generic profile is one GPU "
+                         "model's: merge calibrations of one model")
 
 
 def _same_software(records: list[tuple[dict, str]], notes: list[str]) -> None:

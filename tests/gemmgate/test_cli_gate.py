@@ -805,7 +805,7 @@ def test_m_merge_onto_one_of_its_inputs(work, base_file, capsys):
                                   "output-under-a-file", "output-is-a-directory",
                                   "output-of-another-chip", "output-corrupt",
                                   "other-block", "unrecorded-block", "per-call-run",
-                                  "other-triton"])
+                                  "other-triton", "generic-of-two-models"])
 def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, what):
     a = _on_host(work, "on-a.json", "host-a")
     b = _on_host(work, "on-b.json", "host-b", scale=1.02)
@@ -852,6 +852,14 @@ def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, 
         data["provenance"]["triton"] = "3.6.0"
         b.write_text(json.dumps(data))
         msg = "the inputs ran another triton: "
+    elif what == "generic-of-two-models":   # every unnamed GPU is generic-gpu: an Ada's
+        for p, name in ((a, "NVIDIA RTX 6000 Ada Generation"),   # and a V100's calibrations
+                        (b, "Tesla V100-SXM2-16GB")):            # pooled (a review)
+            data = json.loads(p.read_text())
+            data["chip"] = data["provenance"]["chip"] = "generic-gpu"
+            data["provenance"]["device_name"] = name
+            p.write_text(json.dumps(data))
+        msg = "the inputs are generic-gpus of other names: NVIDIA RTX 6000 Ada Generation ("
     elif what == "per-call-run":
         rc, data = _check(work, base_file)
         data["environment"]["copies"] = "per-call"
