@@ -76,9 +76,17 @@ def git_dirty(root: Path | None = None) -> bool | None:
                               "--untracked-files=normal", "--", "gemmgate", "kernels"],
                              capture_output=True, text=True, cwd=root, timeout=30)
         # (--untracked-files: under status.showUntrackedFiles=no a new table was clean)
+        # and an ignored table the lookup reads all the same (it globs kernels/tuned/*.json:
+        # one kept out by .git/info/exclude or a global excludesFile was "clean", a review)
+        hidden = subprocess.run(["git", "-c", "safe.directory=*", "ls-files", "--others",
+                                 "--ignored", "--exclude-standard", "--",
+                                 "kernels/tuned/*.json"],
+                                capture_output=True, text=True, cwd=root, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
-    return bool(out.stdout.strip()) if out.returncode == 0 else None
+    if out.returncode != 0:
+        return None
+    return bool(out.stdout.strip()) or (hidden.returncode == 0 and bool(hidden.stdout.strip()))
 
 
 def _nvml():

@@ -237,6 +237,15 @@ def test_the_record_says_when_the_tree_is_not_its_commit(tmp_path):
     git("config", "status.showUntrackedFiles", "no")   # (a common setting: it was clean)
     assert git_dirty(tmp_path) is True
     (tmp_path / "kernels" / "new.json").unlink()
+    # an ignored table the lookup globs all the same (kernels/tuned/*.json): dirty; an
+    # ignored cache beside it is not (a review: .git/info/exclude hid it, "clean")
+    (tmp_path / "kernels" / "tuned").mkdir()
+    (tmp_path / ".git" / "info" / "exclude").write_text("kernels/tuned/local*\n*.lock\n")
+    (tmp_path / "kernels" / "tuned" / "x.json.lock").write_text("")
+    assert git_dirty(tmp_path) is False
+    (tmp_path / "kernels" / "tuned" / "local-h100.json").write_text("{}")
+    assert git_dirty(tmp_path) is True
+    (tmp_path / "kernels" / "tuned" / "local-h100.json").unlink()
     (tmp_path / "gemmgate" / "x.py").write_text("x = 2\n")
     assert git_dirty(tmp_path) is True
     assert git_dirty(tmp_path / "nowhere") is None
