@@ -360,7 +360,7 @@ def chips_command(args, console: Console, err: Console) -> int:
         return 0
     table = Table(title="chips")
     for h in ("id", "name", "SM/CU", "smem/block KiB", "L2/LLC MiB", "GB/s", "modes",
-              "peak TFLOP/s", "tuning table"):
+              "dense peak TFLOP/s", "tuning table"):
         table.add_column(h, overflow="fold")
     for c in CHIPS.values():
         peaks = " ".join(f"{m}:{v:g}" for m, v in c.peak_tflops.items()) or "—"
