@@ -122,7 +122,8 @@ def past_range(ref, output_dtype: str) -> float | None:
     dtype = getattr(torch, output_dtype)
     if not ref.numel() or dtype not in (torch.float16, torch.bfloat16):
         return None
-    top = float(ref.abs().max())
+    low, high = torch.aminmax(ref)   # (no full-size |ref| made: the reference is float64)
+    top = max(-float(low), float(high))
     big = torch.finfo(dtype).max
     ulp = 2.0 ** (math.floor(math.log2(big)) - (10 if dtype == torch.float16 else 7))
     return top if top >= big + ulp / 2 else None   # (from there it rounds to inf)

@@ -126,7 +126,6 @@ def search(commits: Sequence[str], is_bad: Callable[[str], bool | None]) -> Sear
                         commits[lo] if lo >= 0 else None, tuple(tested))
 
 
-
 def narrowed(result: SearchResult, before: str,
              alike: Callable[[str, str], bool]) -> SearchResult:
     """A range's candidates less the commits that cannot be its first bad one: a commit

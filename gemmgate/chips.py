@@ -198,7 +198,7 @@ def _other_units(torch, chip: Chip, device_name: str, device: int = 0) -> str | 
     """Why `chip`'s profile, which names the device, is another card's: its SMs (compute
     units) differ from the device's, or its name says another part of the chip
     (`other_parts`: an H100 NVL has the SXM's 132 SMs); None where neither."""
-    units = _units(torch, device)
+    units = device_units(torch, device)
     if units and units != chip.compute_units:
         return (f"{device_name!r} has {units} SMs, the {chip.id} profile "
                 f"{chip.compute_units}: its peaks and tuning table are that card's")
@@ -212,7 +212,7 @@ def _other_units(torch, chip: Chip, device_name: str, device: int = 0) -> str | 
     return None
 
 
-def _units(torch, device: int = 0) -> int:
+def device_units(torch, device: int = 0) -> int:
     """The device's SMs (compute units), 0 where torch cannot say."""
     try:
         return int(getattr(torch.cuda.get_device_properties(device), "multi_processor_count", 0))

@@ -153,10 +153,10 @@ def check_devices(ids: Sequence[int], device_type: str) -> None:
 
 def _kind(torch, index: int) -> tuple[str, int] | None:
     """A GPU's name and SMs, None where torch cannot say."""
-    from gemmgate.chips import _units
+    from gemmgate.chips import device_units
 
     try:
-        return torch.cuda.get_device_name(index), _units(torch, index)
+        return torch.cuda.get_device_name(index), device_units(torch, index)
     except Exception:  # noqa: BLE001 - a best-effort query (a CPU build asserts)
         return None
 

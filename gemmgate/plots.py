@@ -72,7 +72,7 @@ class HeatPanel:
     ns: tuple[int, ...]
     ratio: tuple[tuple[float | None, ...], ...]
     failed: tuple[tuple[bool, ...], ...]
-    held: tuple[tuple[bool, ...], ...] = ()
+    held: tuple[tuple[bool, ...], ...]
 
 
 def heat_panels(points: Sequence[Point]) -> tuple[list[HeatPanel], list[Point]]:
@@ -186,8 +186,8 @@ def heatmap(points: Sequence[Point], title: str) -> Figure:
                                            edgecolor="black", linewidth=0, gid="failed"))
                 # a case without a ratio (an empty output: nothing timed) "—"; no case
                 # there, blank (both were "—", a review)
-                held = not p.held or p.held[i][j]
-                text = ("FAIL\n" if bad else "") + (f"{r:.3g}" if r else "—" if held else "")
+                text = ("FAIL\n" if bad else "") + (f"{r:.3g}" if r else
+                                                     "—" if p.held[i][j] else "")
                 ax.text(j, i, text, ha="center", va="center", fontsize=8,
                         fontweight="bold" if bad else "normal")
     for ax in axes[len(panels):]:

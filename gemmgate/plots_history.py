@@ -60,9 +60,9 @@ def history(series: Sequence[Series], mode: str, title: str) -> Figure:
             ys = [b.get(lab) or math.nan for b in by]
             (line,) = ax.plot(range(len(series)), ys, lw=0.8, marker=".", alpha=0.6)
             held_at = [(i, y) for i, y in enumerate(ys) if math.isfinite(y) and y > 0]
-            if len(held_at) > 1 and abs(math.log(held_at[-1][1] / held_at[0][1])) > 0.01:
-                moved.append((abs(math.log(held_at[-1][1] / held_at[0][1])), lab,
-                              held_at[-1], line.get_color()))
+            change = abs(math.log(held_at[-1][1] / held_at[0][1])) if len(held_at) > 1 else 0
+            if change > 0.01:
+                moved.append((change, lab, held_at[-1], line.get_color()))
         # the common cases with this figure in every one (an empty output has no ratio:
         # counted in the legend, left out of the geomean; a review)
         held = sorted(lab for lab in common if all(b.get(lab) is not None for b in by))
