@@ -47,7 +47,8 @@ def check(name: str, build, inp, mode: PrecisionMode, ref, scale2: float = 0.0):
         return None, failed(name, e)   # exit or own BaseException (which crashed the
         # run, exit 1, no --json: a review) fails this case, not the run
     return call, ProviderResult(name, acc.status, acc.error, acc.message,
-                                excess=measured.excess, block_excess=measured.block_excess)
+                                excess=measured.excess, block_excess=measured.block_excess,
+                                element=measured.element)
 
 
 def operands(inp) -> tuple:
@@ -225,13 +226,14 @@ def _worse(results: dict, name: str, measured, acc, when: str) -> None:
     elif _RANK[acc.status] > _RANK[before.accuracy]:
         results[name] = replace(before, accuracy=acc.status, error=acc.error,
                                 message=f"{when}: {acc.message}",
-                                excess=measured.excess, block_excess=measured.block_excess)
+                                excess=measured.excess, block_excess=measured.block_excess,
+                                element=measured.element)
 
 
 def _failed_late(before: ProviderResult, message: str) -> ProviderResult:
     """A failed verdict after timing: its first check's figures are not of these calls."""
     return replace(before, accuracy=FAIL, error=None, excess=None, block_excess=None,
-                   message=message)
+                   element=None, message=message)
 
 
 def failed(name: str, e: BaseException, when: str = "") -> ProviderResult:

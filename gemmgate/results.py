@@ -51,6 +51,8 @@ class ProviderResult:
     excess: float | None = None          # beyond the output's own rounding (16-bit outputs)
     block: int = 1                       # its case's (`CaseResult` sets it): calls a round
     block_excess: float | None = None    # `excess` in the output's worst block (recorded)
+    element: float | None = None         # the worst element's error over a typical
+    #                                      element's size (accuracy.Errors.element)
 
     @property
     def rounds_ms(self) -> list[float]:
@@ -68,7 +70,7 @@ class ProviderResult:
         d = {"accuracy": self.accuracy, "error": _num(self.error), "message": self.message,
              "median_ms": self.median_ms, "tflops": self.tflops, "n": len(self.samples_ms),
              "samples_ms": list(self.samples_ms), "excess": _num(self.excess),
-             "block_excess": _num(self.block_excess)}
+             "block_excess": _num(self.block_excess), "element": _num(self.element)}
         d["quantiles_ms"] = stats.quantiles(self.rounds_ms) if self.samples_ms else {}
         return d
 
@@ -98,9 +100,13 @@ class ProviderResult:
         bexc = d.get("block_excess")   # optional: runs before session 70 have none
         _need(bexc is None or (_real(bexc) and bexc >= 0) or bexc in ("nan", "inf"),
               f"{where}.block_excess", f"is {bexc!r}, not a relative error >= 0")
+        elem = d.get("element")   # optional: runs before session 79 have none
+        _need(elem is None or (_real(elem) and elem >= 0) or elem in ("nan", "inf"),
+              f"{where}.element", f"is {elem!r}, not an error >= 0")
         return cls(name, d["accuracy"], None if err is None else float(err), msg or "",
                    tuple(float(x) for x in samples), tf, None if exc is None else float(exc),
-                   block_excess=None if bexc is None else float(bexc))
+                   block_excess=None if bexc is None else float(bexc),
+                   element=None if elem is None else float(elem))
 
 
 @dataclass(frozen=True)

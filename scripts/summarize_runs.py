@@ -42,7 +42,7 @@ def ab_of(case: dict, block: int = 1) -> float | None:
     return CaseResult.from_json(case, f"case {case.get('id')}", block).ab_median
 
 
-_SCI = ("xs_", "bx_")   # errors: written in e-notation, a zero kept
+_SCI = ("xs_", "bx_", "el_")   # errors: written in e-notation, a zero kept
 
 
 def rows_of(label: str, paths: list[str]) -> list[dict]:
@@ -68,6 +68,10 @@ def rows_of(label: str, paths: list[str]) -> list[dict]:
                 bx = _median(c["providers"][name].get("block_excess") for c in cs)
                 if bx is not None:   # its worst block's (session 70 on)
                     extra[f"bx_{name}"] = bx
+            if name in cs[0]["providers"]:   # its worst element's, over a typical one's
+                el = _median(c["providers"][name].get("element") for c in cs)
+                if el is not None:           # (session 79 on; every mode)
+                    extra[f"el_{name}"] = el
         out.append({
             "label": label, "mode": cs[0]["mode"], "case": cid.split("-", 1)[1],
             "triton_tflops": f"{t:.1f}" if t else "", "vendor_tflops": f"{v:.1f}" if v else "",

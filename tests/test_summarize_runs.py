@@ -67,11 +67,13 @@ def test_a_providers_block_excess_is_kept_beside_its_whole_excess(sr, tmp_path):
     on), in e-notation as `xs_NAME`; none where the run did not record it."""
     run = _run(tmp_path / "r.json", 0.9)
     data = json.loads(run.read_text())
-    data["cases"][0]["providers"]["triton"].update(excess=2e-4, block_excess=6.5e-4)
+    data["cases"][0]["providers"]["triton"].update(excess=2e-4, block_excess=6.5e-4,
+                                                   element=1.5e-2)
     run.write_text(json.dumps(data))
     out = tmp_path / "cases.csv"
     assert sr.main([str(out), f"a={run}"]) == 0
     (row,) = csv.DictReader(out.open())
     assert "xs_triton:2.00e-04" in row["extra"] and "bx_triton:6.50e-04" in row["extra"]
-    assert "bx_vendor" not in row["extra"]
+    assert "el_triton:1.50e-02" in row["extra"]   # its worst element's (session 79 on)
+    assert "bx_vendor" not in row["extra"] and "el_vendor" not in row["extra"]
 

@@ -173,15 +173,15 @@ def test_an_integer_past_pythons_digit_limit_is_a_clear_error(tmp_path):
 def test_a_providers_excess_round_trips_and_older_runs_have_none(excess):
     block = None if excess is None else 2 * excess
     p = ProviderResult("triton", "pass", 1.66e-3, "", (0.1, 0.2), 5.0, excess,
-                       block_excess=block)
+                       block_excess=block, element=None if excess is None else 4 * excess)
     d = p.to_json()
     assert ProviderResult.from_json("triton", d, "w") == p
-    del d["excess"], d["block_excess"]     # a run before session 58 (block: session 70)
-    back = ProviderResult.from_json("triton", d, "w")
-    assert back.excess is None and back.block_excess is None
+    del d["excess"], d["block_excess"], d["element"]   # a run before session 58 (block:
+    back = ProviderResult.from_json("triton", d, "w")   # session 70, element: 79)
+    assert back.excess is None and back.block_excess is None and back.element is None
 
 
-@pytest.mark.parametrize("field", ["excess", "block_excess"])
+@pytest.mark.parametrize("field", ["excess", "block_excess", "element"])
 def test_a_negative_excess_is_refused(field):
     d = ProviderResult("triton", "pass", 1e-3, "", (0.1,), 1.0, 1e-4).to_json()
     d[field] = -1.0
