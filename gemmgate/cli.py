@@ -56,7 +56,7 @@ def _run_args(p: argparse.ArgumentParser, retune: bool = True,
     p.add_argument("--block", type=int, metavar="N",
                    help="time each provider N calls in a row (default 1: call by call, "
                         "each round's order the last one's reversed: A B, B A, ...); see "
-                        "gemmgate/timing.py on power-capped GPUs")
+                        "gemmgate/timing_policy.py on power-capped GPUs")
     p.add_argument("--devices", metavar="IDS", help=devices)
     _case_timeout_arg(p)
     if not retune:   # (kept, unlisted: the command says why it takes none)

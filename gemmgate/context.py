@@ -26,7 +26,7 @@ from gemmgate.precision import PrecisionMode, get_mode, parse_modes
 from gemmgate.results import GATED  # always run: the gate compares these two
 from gemmgate.shapes import Case, check_fits, resolve
 from gemmgate.stats import MAX_BLOCK
-from gemmgate.timing import TimingPolicy, cpu_policy
+from gemmgate.timing_policy import TimingPolicy, cpu_policy
 from gemmgate.tuning import TuningSetup
 
 KNOWN_PROVIDERS = GATED + ("inductor", "vendor_fast")   # besides `module:function` paths

@@ -51,7 +51,8 @@ from gemmgate.results import REFERENCE, CaseResult, ProviderResult
 from gemmgate.shapes import Case
 from gemmgate.slowdown import slowed
 from gemmgate.stop_signal import STOPS
-from gemmgate.timing import ProviderError, TimingPolicy, measure
+from gemmgate.timing import ProviderError, measure
+from gemmgate.timing_policy import TimingPolicy
 from gemmgate.tuning import Tuner
 
 

@@ -15,136 +15,21 @@ reached with the flush and the call already queued behind it. Without it, a 10 u
 after a 30 us flush is timed with whatever launch gap the host left (H200: per-round
 jitter of +-1 us and 2-3x outliers on bf16 1024^3).
 
-Providers are interleaved (A B, B A, A B, ...; three or more take each rotation forward
-and reversed, so none sits in the middle of every round, each round starting with the
-provider the last one ended with, so each follows every other alike) so clock and
-thermal drift hit all alike, and rounds run, in pairs, until every provider's median is
-known to `target_rel_ci` (half-width of its 95% distribution-free CI over the median), or
-`max_rounds`, or the time budget is spent.
-The flush writes a buffer twice the chip's L2/LLC, so every timed call starts cold.
-
-`block` > 1 times each provider that many calls in a row (A A A B B B, B B B A A A, ...).
-Under a power cap, strict alternation couples the providers: extra power drawn by one
-lowers the clock for the other too (H200: a 2.6% Triton slowdown made cuBLAS 0.8-2.1%
-slower in the same rounds). Blocks of several milliseconds let each run at the clock its
-own draw allows, at some cost in drift cancellation.
+The flush writes a buffer twice the chip's L2/LLC, so every timed call starts cold. The
+rounds, their order and when they stop: gemmgate/timing_policy.py (pure).
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from gemmgate.stats import MAX_BLOCK, block_medians, relative_ci_halfwidth
 from gemmgate.stop_signal import STOPS
-
-METHODS = ("graph", "eager", "wall")
-
-
-@dataclass(frozen=True)
-class TimingPolicy:
-    method: str = "graph"
-    warmup: int = 3
-    min_rounds: int = 10
-    max_rounds: int = 200
-    target_rel_ci: float = 0.005
-    budget_s: float = 2.0
-    batch: int = 5            # rounds between host syncs (device methods)
-    flush: bool = True
-    warmup_s: float = 0.1     # device methods: run the calls this long before timing
-    block: int = 1            # timed calls of one provider in a row before the next
-
-    def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"unknown timing method {self.method!r}; use one of "
-                             f"{', '.join(METHODS)}")
-        if not 1 <= self.min_rounds <= self.max_rounds:
-            raise ValueError("need 1 <= min_rounds <= max_rounds")
-        if self.budget_s <= 0 or self.target_rel_ci <= 0 or self.batch < 1:
-            raise ValueError("budget_s, target_rel_ci and batch must be positive")
-        if self.warmup_s < 0:
-            raise ValueError("warmup_s must be >= 0")
-        if not 1 <= self.block <= MAX_BLOCK:
-            raise ValueError(f"block must be 1 to {MAX_BLOCK}")
-
-
-def cpu_policy() -> TimingPolicy:
-    """The interpreter is slow: few rounds, a short budget. At least 15 rounds: the
-    median's 95% CI then ignores the 3 most extreme samples on each side, and the CPU
-    BLAS side (tens of microseconds) is at the mercy of thread-pool wake-ups and OS
-    interrupts (seen here: 2 of 9 rounds 5-10x slow)."""
-    return TimingPolicy(method="wall", warmup=1, min_rounds=15, max_rounds=30,
-                        target_rel_ci=0.05, budget_s=1.0, batch=1)
-
+from gemmgate.timing_policy import TimingPolicy, finished, round_order
 
 # Spin per timed call in a batch, in GPU cycles (~100 us at 2 GHz): more than the host
 # needs to enqueue one flush + two events + one graph launch from Python (~30-40 us).
 SPIN_CYCLES_PER_CALL = 200_000
-
-
-def order_cycle(providers: int) -> int:
-    """Rounds after which `_order` has put every provider in every place equally often:
-    2 for two (A B, B A), 2 x their count for more."""
-    return 2 if providers <= 2 else 2 * providers
-
-
-def round_cap(policy: TimingPolicy, providers: int) -> int:
-    """The rounds a run stops at when nothing else stops it: max_rounds, lowered to the
-    last whole `_order` cycle that a stop can land on (a device asks every `batch`
-    rounds) and that is not below min_rounds; max_rounds itself where none fits. (At
-    max_rounds 200 three providers stopped 2 rounds into a cycle, and four at the CPU's
-    30 stopped 6 in: the middle place 14-16 times to the first's 7-8; a review.)"""
-    step = math.lcm(order_cycle(providers), 1 if policy.method == "wall" else policy.batch)
-    cap = policy.max_rounds // step * step
-    return cap if cap >= policy.min_rounds else policy.max_rounds
-
-
-def _done(samples: dict[str, list[float]], policy: TimingPolicy, started: float) -> bool:
-    """Whether to stop, counted in rounds (a round: each provider's `block` calls): at
-    `round_cap`; never below min_rounds or within `_order`'s cycle (each provider is first
-    in as many rounds as another: with block 15 the CPU policy stopped after one round, A
-    A ... B B, and an odd count gave Triton the extra first place; an A/B's three stopped
-    at 10 rounds, the vendor in the middle 4 times to Triton's 2, a review. On a device,
-    where the stop is asked every `batch` rounds, three providers stop at 30 rounds at
-    the least: each also first after the batch's spin alike); else on the budget or when
-    every median is known to the target."""
-    n = min(len(v) for v in samples.values()) // policy.block
-    if n >= round_cap(policy, len(samples)):
-        return True
-    if n < policy.min_rounds or n % order_cycle(len(samples)):
-        return False
-    if time.perf_counter() - started > policy.budget_s:
-        return True
-    return all(relative_ci_halfwidth(block_medians(v, policy.block)) <= policy.target_rel_ci
-               for v in samples.values())   # a round's calls in a row are one sample
-
-
-def _order(names: list[str], rnd: int) -> list[str]:
-    """Round `rnd`'s provider order: A B, B A for two; for more, each rotation once
-    forward and once reversed (every provider in every place alike: with triton, vendor,
-    reference the vendor once never came first, after the batch's spin, nor after itself),
-    in the order that starts each round with the provider the last one ended with (for
-    three, T R V, V T R, R V T, T V R, R T V, V R T). So every call follows every
-    provider alike: for three, each ordered pair twice a cycle, and a round's turn is a
-    provider run twice, as with two. Taken as rotation forward then reversed, the turns
-    went T->V, V->R, R->T one way only: in an A/B (triton, vendor, reference) the
-    reference came right after the vendor 14 times in 30 rounds, Triton 10, so whatever
-    the vendor's call leaves behind (power, clock) fell on one side of an A/A comparison:
-    +1.5% from a 3% carry-over (a review)."""
-    n = len(names)
-    if n <= 2:
-        return list(names) if rnd % 2 == 0 else names[::-1]
-    i = rnd % (2 * n)
-    # rotation k (names[k:] + names[:k]) goes names[k] -> names[k-1]; reversed, back. The
-    # reversed ones k = 1 .. n-1, 0 chain names[0] -> names[1] -> ... -> names[0], then the
-    # forward ones k = 0, n-1, .. 1 the other way round (an Euler circuit of the turns)
-    if i < n:
-        k = (i + 1) % n
-        return (names[k:] + names[:k])[::-1]
-    k = (n - (i - n)) % n
-    return names[k:] + names[:k]
 
 
 class ProviderError(Exception):
@@ -205,8 +90,8 @@ def _measure_wall(fns, policy, flush_bytes) -> dict[str, list[float]]:
     names = list(fns)
     started = time.perf_counter()
     rnd = 0
-    while not _done(samples, policy, started):
-        for name in _order(names, rnd):
+    while not finished(samples, policy, started):
+        for name in round_order(names, rnd):
             for _ in range(policy.block):
                 if policy.flush:
                     buf.zero_()
@@ -386,12 +271,12 @@ def _measure_device(fns, policy, flush_bytes, device, timed: dict | None = None
     torch.cuda.synchronize()
     started = time.perf_counter()
     rnd = 0
-    while not _done(samples, policy, started):
+    while not finished(samples, policy, started):
         pending = []
         if not eager:
             torch.cuda._sleep(spin)  # the host enqueues the batch while the GPU spins
         for _ in range(policy.batch):
-            for name in _order(names, rnd):
+            for name in round_order(names, rnd):
                 for _ in range(policy.block):
                     start, end = events[len(pending)]
                     if policy.flush:

@@ -46,7 +46,8 @@ from gemmgate.chips import select_chip
 from gemmgate.inputs import make_inputs
 from gemmgate.precision import get_mode, vendor_flags
 from gemmgate.sweep import parse_shape
-from gemmgate.timing import TimingPolicy, measure
+from gemmgate.timing import measure
+from gemmgate.timing_policy import TimingPolicy
 
 FIELDS = ("shape", "mode", "provider", "promote", "error", "block_error", "excess", "ms", "tflops")
 

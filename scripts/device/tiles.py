@@ -54,7 +54,8 @@ from gemmgate.inputs import make_inputs
 from gemmgate.precision import get_mode, vendor_flags
 from gemmgate.shapes import LAYOUTS
 from gemmgate.sweep import parse_shape
-from gemmgate.timing import TimingPolicy, measure
+from gemmgate.timing import measure
+from gemmgate.timing_policy import TimingPolicy
 from gemmgate.tuning import config_spec
 from kernels.tile import TileConfig
 

@@ -20,7 +20,7 @@ from gemmgate.precision import MODES
 from gemmgate.results import summary_by_mode
 from gemmgate.run import Runner
 from gemmgate.shapes import Case
-from gemmgate.timing import TimingPolicy
+from gemmgate.timing_policy import TimingPolicy
 from tests.gemmgate.late_vendors import (
     acts_once_timed,
     turns_after_two_calls,
@@ -508,7 +508,7 @@ def test_after_a_provider_fails_while_timed_the_others_timed_callables_are_hande
     calls ran is of that timing, none of the failed one's (its graph would be replayed
     and judged after timing though it failed)."""
     from gemmgate.run import _measured
-    from gemmgate.timing import TimingPolicy
+    from gemmgate.timing_policy import TimingPolicy
 
     n = [0]
 

@@ -1,5 +1,5 @@
-"""gemmgate/timing.py: TimingPolicy validation and the CPU ("wall") measuring loop; the
-device methods in the tests marked gpu.
+"""gemmgate/timing.py: the CPU ("wall") measuring loop; the device methods in the tests
+marked gpu (the policy and the rounds' order: test_timing_policy.py).
 """
 
 import time
@@ -8,7 +8,8 @@ import pytest
 
 from gemmgate import timing
 from gemmgate.stats import median
-from gemmgate.timing import TimingPolicy, cpu_policy, measure
+from gemmgate.timing import measure
+from gemmgate.timing_policy import TimingPolicy, cpu_policy
 
 FLUSH = 4096  # bytes: a tiny flush buffer keeps these tests fast
 
@@ -32,38 +33,6 @@ def _bimodal(limit: int = 5000):
         if state["n"] % 2:
             sum(range(20000))
     return fn
-
-
-# --- TimingPolicy ---------------------------------------------------------------------------
-
-def test_defaults_and_cpu_policy_are_valid():
-    p = TimingPolicy()
-    assert p.method == "graph" and p.min_rounds <= p.max_rounds
-    c = cpu_policy()
-    assert c.method == "wall" and 1 <= c.min_rounds <= c.max_rounds and c.budget_s > 0
-
-
-@pytest.mark.parametrize(("kwargs", "match"), [
-    (dict(method="cupti"), "unknown timing method 'cupti'"),
-    (dict(min_rounds=11, max_rounds=10), "min_rounds <= max_rounds"),
-    (dict(min_rounds=0), "min_rounds"),
-    (dict(budget_s=0.0), "budget_s"),
-    (dict(budget_s=-1.0), "budget_s"),
-    (dict(target_rel_ci=0.0), "target_rel_ci"),
-    (dict(batch=0), "batch"),
-    (dict(warmup_s=-0.1), "warmup_s"),
-    (dict(block=0), "block"),
-])
-def test_policy_validation(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        TimingPolicy(**kwargs)
-
-
-def test_unknown_method_message_lists_every_method():
-    with pytest.raises(ValueError) as e:
-        TimingPolicy(method="cupti")
-    for method in timing.METHODS:
-        assert method in str(e.value)
 
 
 # --- measure(method="wall") ------------------------------------------------------------------
@@ -114,38 +83,12 @@ def test_measure_wall_is_in_milliseconds():
 
 
 def test_measure_stops_at_max_rounds_when_target_unreachable():
-    """At the last whole `_order` cycle within max_rounds: 14 of 15 for two providers
+    """At the last whole `round_order` cycle within max_rounds: 14 of 15 for two providers
     (the 15th put A first once more than B)."""
     fns = {"a": _bimodal(), "b": _bimodal()}
     policy = _policy(min_rounds=3, max_rounds=15, target_rel_ci=1e-9, budget_s=60.0)
     out = measure(fns, policy, flush_bytes=FLUSH)
     assert len(out["a"]) == len(out["b"]) == 14
-
-
-@pytest.mark.parametrize("providers, method, batch, max_rounds, min_rounds, want", [
-    (3, "graph", 5, 200, 10, 180),   # a device asks every 5 rounds: cycles of 6 meet at 30
-    (3, "wall", 1, 200, 10, 198),
-    (4, "wall", 1, 30, 15, 24),      # the CPU policy's 30, four providers
-    (2, "graph", 5, 200, 10, 200),
-    (3, "graph", 5, 20, 10, 20),     # no whole cycle fits: max_rounds
-    (3, "wall", 1, 200, 200, 200),   # none at or above min_rounds: max_rounds
-])
-def test_the_round_cap_ends_a_whole_order_cycle(providers, method, batch, max_rounds,
-                                                min_rounds, want):
-    """Each provider is first, middle and last alike at the cap too (three stopped at 200
-    rounds 2 into a cycle, four at 30 6 into one; a review)."""
-    from collections import Counter
-
-    from gemmgate.timing import _order, round_cap
-
-    policy = TimingPolicy(method=method, batch=batch, max_rounds=max_rounds,
-                          min_rounds=min_rounds)
-    cap = round_cap(policy, providers)
-    assert cap == want
-    if cap != max_rounds:
-        names = [f"p{i}" for i in range(providers)]
-        for place in range(providers):
-            assert len(set(Counter(_order(names, r)[place] for r in range(cap)).values())) == 1
 
 
 def test_measure_stops_early_when_target_met():
@@ -188,54 +131,6 @@ def test_block_times_each_provider_several_calls_in_a_row():
                          target_rel_ci=1e6), flush_bytes=FLUSH)
     # both orders, and six rounds: a CI needs six samples, and a block's calls are one
     assert "".join(order) == "a" * 15 + ("b" * 30 + "a" * 30) * 2 + "b" * 30 + "a" * 15
-
-
-def test_the_stopping_rule_counts_a_blocks_calls_as_one_sample():
-    """Six rounds of two calls in a row, the two alike: over the 12 calls the median's CI
-    is within 0.5 of it (2 to 5 about 3.5), over the 6 rounds it is not (1 to 6): the
-    rounds are the independent samples, so the run goes on."""
-    calls = [float(x) for x in (1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6)]
-    samples = {"a": calls, "b": calls}
-    kw = dict(min_rounds=2, max_rounds=100, target_rel_ci=0.5, budget_s=1e9)
-    started = time.perf_counter()
-    assert timing._done(samples, _policy(**kw), started)             # 12 lone calls: done
-    assert not timing._done(samples, _policy(block=2, **kw), started)  # 6 rounds: not yet
-
-
-def test_three_providers_take_every_place_alike():
-    """With triton, vendor, reference the vendor sat in the middle of every round (never
-    first after the batch's spin, never after itself); each rotation, forward and
-    reversed, gives each provider each place equally over 2 x 3 rounds."""
-    from collections import Counter
-
-    from gemmgate.timing import _order
-
-    names = ["triton", "vendor", "reference"]
-    rounds = [_order(names, r) for r in range(6)]
-    for place in range(3):
-        assert Counter(r[place] for r in rounds) == Counter({n: 2 for n in names})
-    assert [_order(["a", "b"], r) for r in range(4)] == [["a", "b"], ["b", "a"]] * 2
-
-
-@pytest.mark.parametrize("k", [2, 3, 4])
-def test_a_run_stops_only_where_every_provider_held_every_place_alike(k):
-    """An A/B's three providers stopped at 10 rounds (the minimum, an even count), the
-    vendor in the middle 4 times to Triton's 2: the stop waits for `_order`'s cycle.
-    Constant samples (CI 0): done at the first whole cycle past min_rounds, not before."""
-    from collections import Counter
-
-    from gemmgate.timing import _order, order_cycle
-
-    names = [f"p{i}" for i in range(k)]
-    cycle = order_cycle(k)
-    for place in range(k):   # over one cycle, each provider holds each place alike
-        held = Counter(_order(names, r)[place] for r in range(cycle))
-        assert set(held.values()) == {cycle // k} and set(held) == set(names)
-    policy = _policy(min_rounds=10, max_rounds=100, budget_s=1e9)
-    started = time.perf_counter()
-    first = next(n for n in range(10, 100) if n % cycle == 0)
-    for n in range(10, first + 1):
-        assert timing._done({p: [1.0] * n for p in names}, policy, started) == (n == first)
 
 
 def test_device_clock_ratio_rounds_take_turns_first(monkeypatch):
@@ -316,25 +211,6 @@ def test_gpu_eager_samples_ask_for_the_stream_once_not_in_each_window(monkeypatc
     out = measure({"a": lambda: x.add_(1.0), "b": lambda: x.add_(2.0)},
                   TimingPolicy(method="eager", **kw), flush_bytes=1 << 20)
     assert len(out["a"]) >= 6 and len(asked) <= 2   # (was two a sample: 24 and more)
-
-
-@pytest.mark.parametrize("k", [2, 3, 4, 5])
-def test_each_round_starts_with_the_provider_the_last_one_ended_with(k):
-    """So no provider follows another more often than the reverse: the turns between
-    rounds are a provider run twice (as with two), and within rounds each rotation runs
-    both ways. For three, each ordered pair (itself too) twice a cycle."""
-    from collections import Counter
-
-    from gemmgate.timing import _order, order_cycle
-
-    names = [f"p{i}" for i in range(k)]
-    cycle = [_order(names, r) for r in range(order_cycle(k))]
-    for r, rnd in enumerate(cycle):
-        assert rnd[-1] == cycle[(r + 1) % len(cycle)][0], (r, cycle)
-    if k == 3:
-        calls = [n for rnd in cycle for n in rnd]
-        pairs = Counter(zip(calls, calls[1:] + calls[:1]))
-        assert set(pairs.values()) == {2} and len(pairs) == 9
 
 
 def test_an_a_a_comparison_holds_no_carry_over_of_the_vendor_s_call(monkeypatch):
