@@ -556,3 +556,24 @@ def block_k_best(path: Path) -> str:
         out.append(f"| {case} | {mode} | {k} | {fill} | {c1} | {t1 * 1e3:.2f} | {c2} | "
                    f"{t2 * 1e3:.2f} | x{t1 / t2:.3f} |")
     return "\n".join(out)
+
+
+def worst_elements(path: Path, labels: tuple[str, ...], limit: float) -> str:
+    """Per mode over the runs `labels` (cases.csv, `el_` figures: the worst element's
+    error over a typical element's size, session 79 on): each provider's largest, its case,
+    and how far under the element check's `limit` it stays."""
+    out = ["| mode | provider | cases | worst element | case | limit over it |",
+           "|---|---|---:|---:|---|---:|"]
+    rows = [r for r in _rows(path) if r["label"] in labels]
+    for mode, rs in _grouped(rows, lambda r: r["mode"]).items():
+        for p in ("triton", "vendor", "vendor_fast"):
+            got = [(x[f"el_{p}"], r["case"]) for r in rs
+                   for x in (_extras(r["extra"]),) if f"el_{p}" in x]
+            if got:
+                el, case = max(got)
+                out.append(f"| {mode} | {p} | {len(got)} | {el:.2e} | {case} | "
+                           f"{limit / el:.1f}x |" if el else
+                           f"| {mode} | {p} | {len(got)} | 0 | {case} | |")
+    if len(out) == 2:
+        raise ValueError(f"{path}: no element figure under {', '.join(labels)}")
+    return "\n".join(out)

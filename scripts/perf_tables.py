@@ -66,9 +66,11 @@ from perf_formats import (  # noqa: E402
     tile_kernels,
     tile_matrix,
     tuned_against_lookup,
+    worst_elements,
     wrong_cases,
 )
 
+from gemmgate.accuracy import ELEMENT_SLACK  # noqa: E402
 from gemmgate.trials import power  # noqa: E402
 from gemmgate.trials import read_csv as read_checks  # noqa: E402
 
@@ -105,6 +107,7 @@ G75 = RESULTS / "h100-2026-12-07-s75"
 G76 = RESULTS / "h100-2026-12-07-s76"
 G77 = RESULTS / "h100-2026-12-07-s77"
 G78 = RESULTS / "h100-2026-12-07-s78"
+G79 = RESULTS / "h100-2026-12-07-s79"
 _WS = "kernels.matmul_ws:mm_ws_"
 
 
@@ -339,6 +342,13 @@ TABLES: dict[str, Callable[[], str]] = {
                                                       "s77b-flags-inductor", "inductor"),
     "s77-h100-nearest-ab": lambda: provider_cases(G77 / "cases.csv", "s77c-nearest-ab",
                                                   "ab"),
+    "s79-h100-targets": lambda: targets_table({
+        "pr (9123517, budget 0.1)": {m: (G79 / "cases.csv", "pr") for m in ALL_MODES},
+        "nightly (9123517, budget 0.1)": {m: (G79 / "cases.csv", f"nightly-{m}")
+                                          for m in ALL_MODES}}, lowest=True),
+    "s79-h100-elements": lambda: worst_elements(
+        G79 / "cases.csv", ("pr", *(f"nightly-{m}" for m in ALL_MODES)),
+        ELEMENT_SLACK * 1e-2),
     "s78-h100-worst6-tuned": lambda: tuned_against_lookup(
         G78 / "cases.csv", "s78a-h100-worst6-lookup", "s78a-h100-worst6-tuned"),
     "s78-h100-worst6-depth": lambda: block_k_best(G78 / "tune_timings.csv"),

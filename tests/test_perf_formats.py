@@ -232,3 +232,18 @@ def test_block_excess_gives_each_modes_largest_block_and_its_whole(pf, tmp_path)
                     "y,bf16,m3-n3-k3,1,1,1.0,xs_triton:1.00e-04 bx_triton:9.00e-03,t\n")
     lines = pf.block_excess(path, "x").splitlines()
     assert lines[2:] == ["| bf16 | 3 | 6.00e-04 | triton m1-n1-k1 | 2.00e-04 | 10.0 |"]
+
+
+def test_worst_elements_gives_each_providers_largest_and_its_margin(pf, tmp_path):
+    path = tmp_path / "cases.csv"
+    path.write_text("label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile\n"
+                    "a,bf16,m1-n1-k1,1,1,1.0,el_triton:2.00e-02 el_vendor:1.00e-02,t\n"
+                    "b,bf16,m2-n2-k2,1,1,1.0,el_triton:5.00e-02 el_vendor:0.00e+00,t\n"
+                    "a,fp8,m3-n3-k3,1,1,1.0,el_triton:1.00e-01,t\n"
+                    "c,fp8,m4-n4-k4,1,1,1.0,el_triton:2.00e-01,t\n")
+    lines = pf.worst_elements(path, ("a", "b"), 0.25).splitlines()
+    assert lines[2:] == ["| bf16 | triton | 2 | 5.00e-02 | m2-n2-k2 | 5.0x |",
+                         "| bf16 | vendor | 2 | 1.00e-02 | m1-n1-k1 | 25.0x |",
+                         "| fp8 | triton | 1 | 1.00e-01 | m3-n3-k3 | 2.5x |"]
+    with pytest.raises(ValueError, match="no element figure under d, e"):
+        pf.worst_elements(path, ("d", "e"), 0.25)
