@@ -82,6 +82,13 @@ def test_unaligned_leading_dimensions():
             _decide("bf16", m, 4096, 4096)[3:]
     assert _decide("fp8", 256, 4096, 4096, elem=1, cached=True)[3:] == \
         _decide("fp8", 256, 4096, 4096, elem=1)[3:]
+    # ... and A K-major at any N alike (thin-N cr kept A MN-major: 0.41 of cuBLAS,
+    # session 79); not copied per call, where the copy would be all the work
+    for n in (1, 16, 32):
+        _, _, bucket, ca, cb, _ = _decide("fp8", 11008, n, 4096, a="c", elem=1, cached=True)
+        assert ca == "kmajor" and cb in ("kmajor", "aligned") and bucket.startswith("fp8 fp8 rc")
+        if n > 1:   # (one column: the pointer loads are scalar, so copied anyway)
+            assert _decide("fp8", 11008, n, 4096, a="c", elem=1)[3] == ""
     # lda = 2056 (pad 8) bf16 = 4112 bytes: a multiple of 16, described as is
     assert _decide("bf16", 2048, 2048, 2048, pad=8)[5] == TMA_TILED_KB + WS
     assert _decide("bf16", 4096, 4096, 4096, aligned=(False, True))[3] == "aligned"
