@@ -28,6 +28,7 @@ from gemmgate.run import environment_of
 from gemmgate.tune import (
     KeyWriter,
     claimed_elsewhere,
+    entry_of,
     in_kernel_folder,
     incumbents_of,
     lent_table,
@@ -99,8 +100,10 @@ def tune_command(args, console, err) -> int:
     items = None
     if args.stale:
         stale = stale_items(path)
-        if not stale:
-            err.print(f"no stale entries in {escape(str(path))}: nothing to retune")
+        if not stale:   # an earlier tune's --json there is not this one's: removed, as a
+            clear_outputs(args.json)   # tune that measures removes it (a review)
+            err.print(f"no stale entries in {escape(str(path))}: nothing to retune"
+                      + (f"; no {escape(args.json)} written" if args.json else ""))
             return 0
         ctx = context_from_args(args, modes=",".join(dict.fromkeys(m for m, _ in stale)),
                                 cases=tuple(c for _, c in stale), cases_label="stale entries")
@@ -155,6 +158,10 @@ def tune_command(args, console, err) -> int:
         record = RunRecord(written.env, ctx.shapes_label, tuple(results))
         write_json_atomic(args.json, record.to_json())
     failed = [r for r in results if r.providers["triton"].accuracy != "pass"]
+    untuned = [r for r in results if r not in failed and entry_of(r, written.env) is None]
+    for r in untuned:   # (M or N 0: no tile chosen; counted nowhere, exit 0, a review)
+        err.print(f"[yellow]{r.mode} {r.case.id}: the kernel chose no tile for it (nothing "
+                  "to tune), not written[/]")
     for r in failed:
         err.print(f"[red]{r.mode} {r.case.id}: Triton {r.providers['triton'].accuracy}, "
                   f"not written[/]")

@@ -208,19 +208,49 @@ def point_of(param: str, value: int, r: CaseResult, device: str) -> SweepPoint:
         return SweepPoint(value, IGNORED, config, f"{param}={value} not applied: {why}", r)
     # taken as the tile, yet not what ran: the interpreter has no stages or warps, and a
     # K split into whole BLOCK_K ranges may make fewer of them than asked
-    why = _not_run(param, value, (tile.get("config") or {}), r.case.k, device)
+    why = _not_run(param, value, (tile.get("config") or {}), r.case.k, device, r.mode)
     if why:
         return SweepPoint(value, IGNORED, config, f"{param}={value} not applied: {why}", r)
-    return SweepPoint(value, OK, config, "", r)
+    return SweepPoint(value, OK, config, _ran_as(tile.get("config") or {}, device, r.mode), r)
+
+
+def _ran_as(tile: dict, device: str, mode: str) -> str:
+    """A note where the tile ran in another kernel than its variant's: a `tma_ws` tile the
+    warp-specialized kernel does not take (4 warps, a 32-deep K block) launches its tma
+    form (kernels/matmul.py `_recipe`), and the row named tma_ws beside the 8-warp value
+    that did run warp-specialized: two kernels compared as one parameter (a review)."""
+    if device == "cpu" or tile.get("variant") != "tma_ws" or _ws_stages(tile, mode) is not None:
+        return ""
+    from kernels import matmul_ws
+    from kernels.tile import TileConfig
+
+    try:
+        plain = matmul_ws.fallback(TileConfig(**tile)).variant
+    except (TypeError, ValueError):
+        return ""
+    return f"ran as {plain}: the warp-specialized kernel does not take this tile"
 
 
 INTERPRETER_IGNORES = ("num_stages", "num_warps")   # the CPU's interpreter runs neither
 
 
-def _not_run(param: str, value: int, tile: dict, k: int, device: str) -> str:
+def _not_run(param: str, value: int, tile: dict, k: int, device: str, mode: str = "") -> str:
     """Why a forced value the chooser handed back did not shape the launch, or ""."""
     if device == "cpu" and param in INTERPRETER_IGNORES:
         return "the Triton interpreter (CPU) runs no stages and no warps"
+    variant = tile.get("variant", "tiled")
+    if device != "cpu" and param == "occupancy" and mode == "fp32" \
+            and variant in ("tma", "tma_hybrid", "tma_ws"):
+        # (IEEE fp32 on the FMA units: kernels/matmul_tma.programs_per_sm, which the
+        # warp-specialized tile's tma form and the hybrid's head launch through too; a GPU
+        # sweep said "ok" for 1 and 2, both launched alike; a review)
+        return ("IEEE fp32's persistent TMA grid runs as many programs per SM as shared "
+                "memory holds, whatever the tile's occupancy")
+    if device != "cpu" and param == "num_stages" and variant == "tma_ws":
+        ran = _ws_stages(tile, mode)   # (a bf16 3072 x 3072 x 4096 sweep on an H200 said
+        if ran is not None and ran != value:   # "ok" for 5, 6 and 7: each ran 4; a review)
+            return (f"the warp-specialized kernel runs as many stages as shared memory "
+                    f"holds: {ran}")
     if param == "split_k" and value > 1:
         from kernels.tile import cdiv, k_range  # the split-K launches' one rule
 
@@ -229,6 +259,20 @@ def _not_run(param: str, value: int, tile: dict, k: int, device: str) -> str:
             return (f"K={k} in whole BLOCK_K={tile.get('block_k')} blocks makes "
                     f"{ranges} range(s)")
     return ""
+
+
+def _ws_stages(tile: dict, mode: str) -> int | None:
+    """The stages kernels/matmul_ws.py launches a `tma_ws` tile with, where that kernel
+    runs it (`ws_forms.fits`; else its tma form runs, at its own stages); None otherwise."""
+    from kernels import ws_forms
+    from kernels.tile import TileConfig
+
+    try:
+        cfg = TileConfig(**tile)
+    except (TypeError, ValueError):
+        return None
+    elem = 1 if mode == "fp8" else 2
+    return ws_forms.stages(cfg, elem) if ws_forms.fits(cfg, elem) else None
 
 
 @dataclass(frozen=True)

@@ -324,3 +324,58 @@ def test_a_plot_through_a_symbolic_link_is_written_to_its_target(tmp_path, monke
     assert main(["sweep", "--param", "block_m", "--values", "32", *CASE,
                  "--plot", str(link)]) == 0
     assert link.is_symlink() and (real / "p.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def _forced_result(mode: str, tile, m=3072, n=3072, k=4096):
+    """A GPU case result whose chooser handed back the forced `tile` (as run_case records it)."""
+    from gemmgate.results import CaseResult, ProviderResult
+    from gemmgate.shapes import Case
+    from gemmgate.tuning import config_name, tile_dict
+
+    tele = {"tuning": {"key": "k", "config": tile_dict(tile), "source": "forced",
+                       "kernel": "x", "timings_ms": {}}, "triton_config": config_name(tile)}
+    return CaseResult(mode, Case(m, n, k), {
+        "triton": ProviderResult("triton", "pass", 1e-3, samples_ms=(1.0, 1.0, 1.0)),
+        "vendor": ProviderResult("vendor", "pass", 1e-3, samples_ms=(1.0, 1.0, 1.0))},
+        telemetry=tele)
+
+
+def test_a_gpu_value_the_kernel_launches_otherwise_is_not_applied():
+    """Forced values the GPU kernels take as the tile and launch otherwise were "ok": IEEE
+    fp32's TMA grid sizes its programs per SM by shared memory (occupancy 1 and 2 launched
+    alike, kernels/matmul_tma.programs_per_sm), and the warp-specialized kernel launches
+    at most the stages shared memory holds (bf16 3072 x 3072 x 4096 on an H200: 5, 6 and
+    7 each ran 4; kernels/ws_forms.stages). Both read as a plateau where the sweep is
+    there to show the collapse (a review)."""
+    from kernels.tile import TileConfig
+
+    for occ in (1, 2):
+        tile = TileConfig(64, 64, 64, 8, 3, 4, "tma", occupancy=occ)
+        p = sweep.point_of("occupancy", occ, _forced_result("fp32", tile, 1024, 1024, 1024),
+                           "cuda")
+        assert p.status == sweep.IGNORED and "programs per SM" in p.message, p
+        p = sweep.point_of("occupancy", occ, _forced_result("bf16", tile), "cuda")
+        assert p.status == sweep.OK, p.message      # the wgmma modes launch it as asked
+    for stages, want in ((4, sweep.OK), (5, sweep.IGNORED), (7, sweep.IGNORED)):
+        tile = TileConfig(128, 192, 64, 8, stages, 8, "tma_ws")
+        p = sweep.point_of("num_stages", stages, _forced_result("bf16", tile), "cuda")
+        assert p.status == want, (stages, p.message)
+        if want == sweep.IGNORED:
+            assert p.message.endswith("holds: 4")
+    plain = TileConfig(128, 256, 64, 8, 7, 8, "tma")    # the plain TMA kernel runs its own
+    assert sweep.point_of("num_stages", 7, _forced_result("bf16", plain), "cuda").status \
+        == sweep.OK
+
+
+def test_a_warp_specialized_tile_the_kernel_does_not_take_says_what_ran():
+    """A `tma_ws` pick forced to 4 warps (or a 32-deep K block) launches its tma form, the
+    plain kernel, under the row's tma_ws name: the sweep compared two kernels as one
+    parameter, unsaid (a review). The row says what ran."""
+    from kernels.tile import TileConfig
+
+    p = sweep.point_of("num_warps", 4, _forced_result(
+        "bf16", TileConfig(128, 192, 64, 8, 4, 4, "tma_ws")), "cuda")
+    assert p.status == sweep.OK and p.message.startswith("ran as tma_wide"), p.message
+    p = sweep.point_of("num_warps", 8, _forced_result(
+        "bf16", TileConfig(128, 192, 64, 8, 4, 8, "tma_ws")), "cuda")
+    assert p.status == sweep.OK and p.message == ""

@@ -510,3 +510,33 @@ def test_tune_refuses_a_chip_the_device_is_not(not_cpu, monkeypatch, tmp_path, c
     err = capsys.readouterr().err
     assert "the device is 'NVIDIA H100 80GB HBM3'" in err and "tunes on that device only" in err
     assert not table.exists()
+
+
+def test_a_stale_tune_with_nothing_to_retune_leaves_no_earlier_json(not_cpu, tmp_path, capsys):
+    """`tune --stale --json F` with no stale entry returned before F was cleared: an
+    earlier tune's F stayed there after exit 0, looking like this run's (a review)."""
+    table, out = tmp_path / "cpu.json", tmp_path / "tune.json"
+    write_table(table, "cpu", ("cpu",), [entry_of(_result(), ENV)])   # fresh: nothing stale
+    out.write_text(json.dumps({"old": "an earlier tune"}))
+    assert main(["tune", "--stale", "--table", str(table), "--json", str(out)]) == 0
+    assert "nothing to retune" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_case_that_made_no_key_is_said_not_written(not_cpu, tmp_path, monkeypatch, capsys):
+    """A case the kernel chose no tile for (M or N 0: nothing to compute) passed, made no
+    entry and was named nowhere: "tuned 1 keys" of 2 cases, exit 0 (a review)."""
+    from gemmgate import cli_tune
+
+    none = _result()
+    none.telemetry.clear()
+    none = replace(none, case=Case(0, 4096, 4096))
+    monkeypatch.setattr(cli_tune, "tune", lambda ctx, b, items, on_case: [
+        on_case(r) or r for r in (_result(), none)])
+    monkeypatch.setattr(cli_tune, "_device", lambda ctx: ("cpu", 1, (0, 0)))
+    table = tmp_path / "cpu.json"
+    assert main(["tune", "--shapes", "16x16x16", "--modes", "fp32",
+                 "--table", str(table)]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "bf16 m0-n4096-k4096: the kernel chose no tile for it" in err, err
+    assert "m4096-n4096-k4096: the kernel chose" not in err
