@@ -41,10 +41,23 @@ def _same(path: str, executable: str) -> bool:
 
 
 def _write(folder: Path, target: Path, data: dict) -> None:
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f)
-    os.replace(tmp, target)
+    """`data` to `target` whole or not at all, with a normal file's mode: mkstemp's 0600
+    made the renamed results unreadable to others beside asv's own 0644 files (a tarball
+    of .asv/results, a site served by another user; a review), and a failed write left
+    its temp file in the folder, which the nightly's store job commits whole."""
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f)
+            f.flush()
+            os.fsync(f.fileno())
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def rename(folder: Path, version: str, executable: str | None) -> list[Path]:

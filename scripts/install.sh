@@ -10,6 +10,24 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 extra=${1:-}
 spec=".${extra:+[$extra]}"
+# An extra pyproject.toml does not declare (`install.sh tests`) is refused before pip runs:
+# pip only warned, installed none of the tools and exited 0 (a review)
+if [ -n "$extra" ] && ! "$PY" - "$extra" <<'PY'
+import sys
+try:
+    import tomllib
+except ImportError:   # Python 3.10: pip's vendored copy
+    from pip._vendor import tomli as tomllib
+with open("pyproject.toml", "rb") as f:
+    extras = tomllib.load(f)["project"].get("optional-dependencies", {})
+if sys.argv[1] not in extras:
+    print(f"install: no extra {sys.argv[1]!r} in pyproject.toml (its extras: "
+          f"{', '.join(extras) or 'none'})", file=sys.stderr)
+    sys.exit(2)
+PY
+then
+  exit 2
+fi
 if "$PY" -c 'import triton' >/dev/null 2>&1 && ! "$PY" -m pip show -q triton >/dev/null 2>&1; then
   echo "install: keeping the installed triton (not PyPI's 'triton' distribution)" >&2
   "$PY" -m pip install -q --no-deps -e "$spec"

@@ -56,8 +56,10 @@ def _no_ci_step_summary(monkeypatch):
 
 DEFAULT_STORAGE = "file://./.benchmarks"
 # Options that only make sense with benchmarking on: any of them switches it on.
+# (--benchmark-compare-fail alone, the compare forgotten, passed with nothing compared:
+# on, pytest-benchmark refuses it as a usage error; a review)
 ENABLING = ("benchmark_enable", "benchmark_only", "benchmark_save", "benchmark_autosave",
-            "benchmark_compare", "benchmark_json")
+            "benchmark_compare", "benchmark_compare_fail", "benchmark_json")
 
 
 def _storage_given(config) -> bool:

@@ -123,3 +123,29 @@ def test_a_missing_folder_is_exit_2(tmp_path):
     out = subprocess.run([sys.executable, str(ROOT / "scripts" / "asv_results.py"),
                           str(tmp_path / "nope")], capture_output=True, text=True)
     assert out.returncode == 2 and "is not a folder" in out.stderr
+
+
+def test_a_renamed_result_keeps_a_normal_file_mode_and_no_temp_file(tmp_path, monkeypatch):
+    """The rename wrote through mkstemp and kept its 0600 (asv's own files are 0644), and
+    a write that failed left its temp file in the results folder (a review)."""
+    import os
+    import stat
+
+    import asv_results
+
+    _result(tmp_path, "/v/bin/python3")
+    rename(tmp_path, "3.12", "/v/bin/python3")
+    mask = os.umask(0)
+    os.umask(mask)
+    mode = stat.S_IMODE((tmp_path / "04545a7c-existing-py3.12.json").stat().st_mode)
+    assert mode == 0o666 & ~mask, oct(mode)
+    _result(tmp_path, "/v/bin/python3", commit="0badc0de")
+
+    def broken(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(asv_results.json, "dump", broken)
+    with pytest.raises(OSError):
+        rename(tmp_path, "3.12", "/v/bin/python3")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "04545a7c-existing-py3.12.json", "0badc0de-existing-py__v_bin_python3.json"]

@@ -61,3 +61,29 @@ def test_a_triton_of_another_distribution_is_kept(tmp_path, triton):
     assert any("scripts/deps_except.py --extra test torch triton" in c for c in calls) == kept
     assert any("pip install -q --no-warn-conflicts -r " in c for c in calls) == kept
     assert ("keeping the installed triton" in out.stderr) == kept
+
+
+def test_an_extra_pyproject_does_not_declare_is_refused_before_pip(tmp_path):
+    """`scripts/install.sh tests` (a typo of `test`): pip only warned that gemmgate does
+    not provide the extra, installed none of the test tools and exited 0 (a review). The
+    real interpreter reads pyproject.toml; its `-m pip` calls are only recorded."""
+    import sys
+
+    tree = tmp_path / "tree"
+    (tree / "scripts").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "install.sh", tree / "scripts" / "install.sh")
+    shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
+    log = tmp_path / "log"
+    py = tmp_path / "py"
+    _stub(py, f'[ "$1" = -m ] && [ "$2" = pip ] && {{ echo "$*" >>{log}; exit 0; }}\n'
+              f'exec {sys.executable} "$@"\n')
+    run = lambda extra: subprocess.run(  # noqa: E731
+        ["bash", str(tree / "scripts" / "install.sh"), extra], capture_output=True,
+        text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "PYTHON": str(py)})
+    out = run("tests")
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    assert "no extra 'tests' in pyproject.toml (its extras: test)" in out.stderr
+    assert not log.exists()   # nothing installed
+    out = run("test")
+    assert out.returncode == 0, out.stderr
+    assert any("-e .[test]" in c for c in log.read_text().splitlines())

@@ -123,6 +123,15 @@ def test_autosave_then_compare_fail_through_public_options(tmp_path):
     assert "Comparing against benchmarks from" in compared.stdout + compared.stderr
 
 
+def test_a_compare_fail_without_a_compare_is_a_usage_error_not_a_pass(tmp_path):
+    """`--benchmark-compare-fail=median:5%` alone (the nightly's gate, its
+    --benchmark-compare forgotten) left benchmarking off and passed, exit 0, with nothing
+    compared: a gate that could not fail (a review)."""
+    run = _pytest(tmp_path, "--benchmark-compare-fail=median:5%")
+    assert run.returncode == 4, run.stdout + run.stderr
+    assert "requires valid --benchmark-compare" in run.stdout + run.stderr
+
+
 def test_without_the_benchmark_plugin_the_perf_tests_skip_saying_why(tmp_path):
     """`-p no:benchmark`: every perf test errored, "fixture 'benchmark' not found", though
     the conftest supports the flag for its hook (a review)."""
