@@ -104,7 +104,28 @@ def check_outputs(*paths: tuple[str | None, str], append: str | None = None,
             # kernels/tuned/<chip>.json, and that device's lookups lost their table)
             raise InputError(f"{what} {path} is a tuning table: tables are written only "
                              "by `gemmgate tune`; give another path")
+        in_tuned = _in_tables_folder(path)
+        if in_tuned and what != TABLE_OUTPUT and str(path).endswith(".json"):
+            # (a sweep's --json there made every later table read warn "not a tuning table")
+            raise InputError(f"{what} {path} is in {in_tuned}, where the kernel reads every "
+                             "*.json as a tuning table; give another path")
+        if in_tuned and what == TABLE_OUTPUT and not str(path).endswith(".json"):
+            raise InputError(f"--table {path}: the kernel reads only *.json files of "
+                             f"{in_tuned}; name it <chip>.json")
         check_writable(path, what, append=appended)
+
+
+def _in_tables_folder(path: str) -> str:
+    """The kernel's tuning-table folder (kernels/tuned, which its lookup globs) where
+    `path` lies in it, else "" (found without importing kernels: see TABLE_SCHEMA)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("kernels")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        tuned = Path(root, "tuned").resolve()
+        if Path(path).resolve().parent == tuned:
+            return str(tuned)
+    return ""
 
 
 BASELINE_OUTPUT = "--output (the baseline file)"   # the one output a baseline may be at

@@ -349,6 +349,25 @@ def test_an_output_onto_a_tuning_table_is_exit_2_and_keeps_it(tmp_path, capsys, 
     assert table.read_text() == text
 
 
+def test_a_new_json_in_the_kernels_table_folder_is_exit_2(capsys, monkeypatch):
+    """A sweep's --json created in kernels/tuned/ (no table there to protect) made every
+    later table read warn that it is not a tuning table: the kernel globs *.json there.
+    A --table there that is not *.json is a table the kernel never reads (a review)."""
+    from gemmgate import cli_run
+    from kernels import table_file
+
+    out = Path(table_file.DEFAULT_DIR) / "sweep-out.json"
+    assert main(["sweep", "--chip", "cpu", "--mode", "fp32", "--shape", "16x16x16",
+                 "--param", "num_stages", "--values", "2", "--json", str(out)]) == 2
+    assert "where the kernel reads every *.json as a tuning table" in \
+        capsys.readouterr().err.replace("\n", " ")
+    assert not out.exists()
+    with pytest.raises(cli_run.InputError, match="reads only \\*.json files"):
+        cli_run.check_outputs((str(Path(table_file.DEFAULT_DIR) / "x.txt"),
+                               cli_run.TABLE_OUTPUT))
+    cli_run.check_outputs((str(Path(table_file.DEFAULT_DIR) / "x.csv"), "--csv"))
+
+
 def test_the_table_guard_knows_the_kernels_table_schema():
     from gemmgate.cli_run import TABLE_SCHEMA
     from kernels import table_file
