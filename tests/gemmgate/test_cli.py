@@ -357,11 +357,15 @@ def test_a_new_json_in_the_kernels_table_folder_is_exit_2(capsys, monkeypatch):
     from kernels import table_file
 
     out = Path(table_file.DEFAULT_DIR) / "sweep-out.json"
-    assert main(["sweep", "--chip", "cpu", "--mode", "fp32", "--shape", "16x16x16",
-                 "--param", "num_stages", "--values", "2", "--json", str(out)]) == 2
+    try:
+        assert main(["sweep", "--chip", "cpu", "--mode", "fp32", "--shape", "16x16x16",
+                     "--param", "num_stages", "--values", "2", "--json", str(out)]) == 2
+    finally:
+        written = out.exists()
+        out.unlink(missing_ok=True)   # (never left in the tree, whatever failed)
+    assert not written
     assert "where the kernel reads every *.json as a tuning table" in \
         capsys.readouterr().err.replace("\n", " ")
-    assert not out.exists()
     with pytest.raises(cli_run.InputError, match="reads only \\*.json files"):
         cli_run.check_outputs((str(Path(table_file.DEFAULT_DIR) / "x.txt"),
                                cli_run.TABLE_OUTPUT))
