@@ -174,8 +174,8 @@ def errors(out, ref, scale2: float = 0.0) -> Errors:
 
     if tuple(out.shape) != tuple(ref.shape):
         raise ValueError(f"output shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
-    if not bool(torch.isfinite(out).all()):
-        return Errors(math.inf, nonfinite=True)
+    if not bool(torch.isfinite(out).all()):   # (its worst element: not 0.0, "no error",
+        return Errors(math.inf, nonfinite=True, element=math.inf)   # in its run file; a review)
     if out.dim() != 2:
         out, ref = out.reshape(1, -1), ref.reshape(1, -1)
     dtype, (m, n) = out.dtype, out.shape

@@ -14,7 +14,7 @@ from pathlib import Path
 from gemmgate import stats
 from gemmgate.files import read_text
 from gemmgate.precision import MODE_NAMES
-from gemmgate.results import ResultsError, case_from_json
+from gemmgate.results import ResultsError, case_from_json, real_number
 from gemmgate.shapes import Case
 from gemmgate.stats import MAX_BLOCK
 
@@ -202,8 +202,8 @@ def _need(cond: bool, where: str, what: str) -> None:
 
 
 def _positive(x, zero: bool = False) -> bool:
-    ok = isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-    return ok and (x >= 0 if zero else x > 0)
+    return real_number(x) and (x >= 0 if zero else x > 0)   # (an integer past a float's range:
+    # not a number here, as a run file's; it raised OverflowError, exit 1, a review)
 
 
 # The least figure a check divides by (a speed ratio, Triton's TFLOP/s, their runs): a

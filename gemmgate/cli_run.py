@@ -321,6 +321,25 @@ def provider_files(args) -> list[tuple[str, str]]:
     return out
 
 
+def _check_pins(path: str, base) -> None:
+    """ValueError naming the case where a pinned tile is not one the kernel's tile class
+    makes (a field it lacks, a block of 48, a "32"): the pin was dropped and the kernel's
+    own tile ran in its place, exit 0, said only by the run file's tuning source (a
+    review). Checked before any work."""
+    from kernels.tile import TileConfig
+
+    for key, c in base.cases.items():
+        cfg = (c.tuning or {}).get("config")
+        if cfg is None:
+            continue
+        try:
+            TileConfig(**cfg)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"--pin-tiles {path}: case {key}'s tile {cfg} is not one the "
+                             f"kernel makes ({e}); give a baseline of this kernel's "
+                             "tiles") from None
+
+
 def run_command(args, console: Console, err: Console) -> int:
     with stops_before_cases(args.json, args.shapes or "", checked=False):
         check_outputs((args.json, "--json"), inputs=((args.pin_tiles, "--pin-tiles"),
@@ -332,10 +351,12 @@ def run_command(args, console: Console, err: Console) -> int:
                 raise ValueError(f"--pin-tiles {args.pin_tiles}: "
                                  + ("a directory, not a baseline file"
                                     if Path(args.pin_tiles).is_dir() else "no such file"))
-            baseline_schema.load(args.pin_tiles,
-                                 select_chip(args.chip, first_device(args)).chip.id)
+            pins = baseline_schema.load(args.pin_tiles,
+                                        select_chip(args.chip, first_device(args)).chip.id)
         ref = resolve(args.ab_ref) if args.ab_ref else None
         ctx = context_from_args(args, pins_from=args.pin_tiles, reference=ref)
+        if args.pin_tiles is not None:   # (kernels imported after the context: on the
+            _check_pins(args.pin_tiles, pins)   # CPU it sets TRITON_INTERPRET first)
     try:
         record = execute(ctx, err, args.json)
     except MeasurementError as e:

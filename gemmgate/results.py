@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -83,25 +84,25 @@ class ProviderResult:
               f"is {d['accuracy']!r}, not one of {', '.join(STATUSES)}")
         samples = d["samples_ms"]
         _need(isinstance(samples, list) and all(
-            _real(x) and (x == 0 or MIN_SAMPLE_MS <= x <= MAX_SAMPLE_MS) for x in samples),
+            real_number(x) and (x == 0 or MIN_SAMPLE_MS <= x <= MAX_SAMPLE_MS) for x in samples),
               f"{where}.samples_ms", f"is not a list of times in ms (0, or {MIN_SAMPLE_MS:g} "
               f"to {MAX_SAMPLE_MS:g})")
         err = d["error"]
-        _need(err is None or (_real(err) and err >= 0) or err in ("nan", "inf"),
+        _need(err is None or (real_number(err) and err >= 0) or err in ("nan", "inf"),
               f"{where}.error", f"is {err!r}, not a relative error >= 0")
         tf = d["tflops"]
-        _need(tf is None or (_real(tf) and 0 <= tf <= MAX_TFLOPS), f"{where}.tflops",
+        _need(tf is None or (real_number(tf) and 0 <= tf <= MAX_TFLOPS), f"{where}.tflops",
               f"is {tf!r}, not a number from 0 to {MAX_TFLOPS:g}")
         msg = d.get("message")
         _need(msg is None or isinstance(msg, str), f"{where}.message", "is not text")
         exc = d.get("excess")   # optional: runs before session 58 have none
-        _need(exc is None or (_real(exc) and exc >= 0) or exc in ("nan", "inf"),
+        _need(exc is None or (real_number(exc) and exc >= 0) or exc in ("nan", "inf"),
               f"{where}.excess", f"is {exc!r}, not a relative error >= 0")
         bexc = d.get("block_excess")   # optional: runs before session 70 have none
-        _need(bexc is None or (_real(bexc) and bexc >= 0) or bexc in ("nan", "inf"),
+        _need(bexc is None or (real_number(bexc) and bexc >= 0) or bexc in ("nan", "inf"),
               f"{where}.block_excess", f"is {bexc!r}, not a relative error >= 0")
         elem = d.get("element")   # optional: runs before session 79 have none
-        _need(elem is None or (_real(elem) and elem >= 0) or elem in ("nan", "inf"),
+        _need(elem is None or (real_number(elem) and elem >= 0) or elem in ("nan", "inf"),
               f"{where}.element", f"is {elem!r}, not an error >= 0")
         return cls(name, d["accuracy"], None if err is None else float(err), msg or "",
                    tuple(float(x) for x in samples), tf, None if exc is None else float(exc),
@@ -229,9 +230,18 @@ class CaseResult:
                               and isinstance(tun.get("config"), dict)),
               f"{where}.telemetry.tuning", "is not a tile record (key, config)")
         peak = d.get("peak_tflops")
-        _need(peak is None or (_real(peak) and peak > 0), f"{where}.peak_tflops",
+        _need(peak is None or (real_number(peak) and peak > 0), f"{where}.peak_tflops",
               f"is {peak!r}, not a number > 0")
-        return cls(d["mode"], case, providers, peak, tele, str(d.get("worker", "")), block)
+        res = cls(d["mode"], case, providers, peak, tele, str(d.get("worker", "")), block)
+        for n, p in res.providers.items():   # run.py makes it of the case's FLOPs and the
+            # rounds' median: none without both (a hand-made one on an M 0 case passed,
+            # and the report stopped part-drawn, its figures written, on matplotlib's "Data
+            # cannot be log-scaled", naming no file; a review)
+            _need(not p.tflops or bool(case.flops and p.median_ms),
+                  f"{where}.providers.{n}.tflops", f"is {p.tflops!r} where "
+                  + ("the case computes no FLOPs" if not case.flops else "nothing was timed")
+                  + ": a figure nothing measured (run files hold null there)")
+        return res
 
 
 @dataclass(frozen=True)
@@ -262,6 +272,13 @@ class RunRecord:
         _need(isinstance(block, int) and not isinstance(block, bool)
               and 1 <= block <= MAX_BLOCK, f"{where}: environment.block",
               f"is {block!r}, not 1 to {MAX_BLOCK}")
+        # a check's --inject-slowdown (0 to 10): a word ("0.5") read as none made a slowed
+        # check the report's headline where `trials` and `baseline merge` refused it, and
+        # an integer past a float's range was an OverflowError there (a review)
+        inj = env.get("inject_slowdown")
+        _need(inj is None or (real_number(inj) and 0 <= inj <= 10),
+              f"{where}: environment.inject_slowdown", f"is {inj!r}, not a number from 0 "
+              "to 10 (check --inject-slowdown)")
         got = tuple(CaseResult.from_json(c, f"{where}: cases[{i}]", block)
                     for i, c in enumerate(cases))
         seen: set[str] = set()
@@ -307,7 +324,11 @@ def case_from_json(d: dict, where: str) -> Case:
               f"{where}.{f}", f"is {x!r}, not an integer in [0, 2**40)")
     layout = d.get("layout")
     _need(isinstance(layout, str), f"{where}.layout", "is missing")
-    base, _, pad = layout.partition("+p")
+    base, sep, pad = layout.partition("+p")
+    # ASCII digits, as a shape file's (int() took "1_6" as 16 and "１" as 1: the case read
+    # was not the one the file names; a review)
+    _need(not sep or re.fullmatch(r"[0-9]+", pad) is not None, f"{where}.layout",
+          f"{layout!r}: the pad after +p is not a whole number")
     try:
         return Case(d["m"], d["n"], d["k"], base, int(pad) if pad else 0)
     except ValueError as e:
@@ -319,8 +340,16 @@ def _need(cond: bool, where: str, what: str) -> None:
         raise ResultsError(f"{where} {what}")
 
 
-def _real(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+def real_number(x) -> bool:
+    """A finite JSON number. An integer past a float's range (400 digits: JSON reads it as
+    an int, not as inf) is none: math.isfinite raised OverflowError, a traceback with
+    exit 1 where a field's message and exit 2 were due (a review)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
 
 
 def _num(x: float | None):

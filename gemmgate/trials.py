@@ -306,6 +306,7 @@ def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
     the check re-measured)."""
     rows, unjudged = [], []   # unjudged: recorded case checks the baseline leaves out
     seen: dict[str, str] = {}
+    ids: dict[str, str] = {}   # run id: the check file that holds it
     # a row's source: its check's folder and name, the path where two checks share them
     # (a/res/check_1 and b/res/check_1 were one source, their rows folded into one)
     # ("check_1", not "/check_1", for a file given without its folder; a review)
@@ -322,6 +323,14 @@ def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
         except (ValueError, RecursionError) as e:
             raise ValueError(f"check file {p} is not JSON ({e})") from None
         rec = RunRecord.from_json(data, str(p))
+        rid = rec.environment.get("run_id")   # a copy saved otherwise (reindented, a key
+        # moved) is the same check: its verdicts counted twice in the rates (a review;
+        # `report` and `baseline merge` refuse a run id given twice too)
+        if isinstance(rid, str):
+            if rid in ids:
+                raise ValueError(f"check file {p} is the same check as {ids[rid]} (the "
+                                 "same run id): give each check once")
+            ids[rid] = str(p)
         unended = rec.environment.get("incomplete")
         if unended:   # a check stopped part-way (Ctrl-C, SIGTERM) was counted as a trial
             raise ValueError(f"check file {p} did not end ({unended}): it is no trial to "

@@ -26,7 +26,8 @@ across values); it wins over pins.
 
 A cache entry whose config is no longer a candidate (configs.py changed) is ignored and
 the key is tuned again; a pin's tile runs all the same (made in the kernel's tile class;
-where that class refuses it, the pin is ignored so). Entries record the kernel source hash they were
+where that class refuses it, the pin is ignored so; `run --pin-tiles` refuses such a
+file before any work, naming the case). Entries record the kernel source hash they were
 tuned with; a pin tuned for another kernel version is still used, and reported stale.
 
 The kernel knows nothing of this module: it takes a `choose(key, candidates, bench)`

@@ -29,7 +29,9 @@ FIELDS = ("label", "mode", "case", "triton_tflops", "vendor_tflops", "ratio", "e
 
 
 def _median(xs):
-    xs = [x for x in xs if x is not None]
+    # an error past any number is written "inf" or "nan" (results._num): a number here,
+    # not a word that the row's e-notation raised on (a traceback; a review)
+    xs = [float(x) if isinstance(x, str) else x for x in xs if x is not None]
     return median(xs) if xs else None
 
 

@@ -77,3 +77,20 @@ def test_a_providers_block_excess_is_kept_beside_its_whole_excess(sr, tmp_path):
     assert "el_triton:1.50e-02" in row["extra"]   # its worst element's (session 79 on)
     assert "bx_vendor" not in row["extra"] and "el_vendor" not in row["extra"]
 
+
+
+@pytest.mark.parametrize("field, word", [("element", "inf"), ("excess", "nan"),
+                                         ("block_excess", "inf")])
+def test_an_error_written_as_a_word_is_a_number_in_the_row(sr, tmp_path, field, word):
+    """The run file writes an error past any number as "inf" or "nan" (a nonzero output
+    where the product is zero, K = 0): the row's e-notation raised on the word, a
+    ValueError traceback (a review)."""
+    run = _run(tmp_path / "a.json", 2.0)
+    data = json.loads(run.read_text())
+    data["cases"][0]["providers"]["triton"][field] = word
+    run.write_text(json.dumps(data))
+    out = tmp_path / "cases.csv"
+    assert sr.main([str(out), f"a={run}"]) == 0
+    extra = next(csv.DictReader(out.read_text().splitlines()))["extra"]
+    short = {"element": "el", "excess": "xs", "block_excess": "bx"}[field]
+    assert f"{short}_triton:{word}" in extra.split()

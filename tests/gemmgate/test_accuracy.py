@@ -559,3 +559,16 @@ def test_a_reference_an_output_type_cannot_hold_is_said_so():
     assert past_range(ref, "float16") == 65520.0 and not ref.half().isfinite().all()
     assert past_range(ref, "bfloat16") is None and past_range(ref, "float32") is None
     assert past_range(torch.zeros(0, 3, dtype=torch.float64), "float16") is None
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_a_nonfinite_output_s_worst_element_is_not_recorded_as_exact(bad):
+    """A NaN in the output recorded `"element": 0.0` in the run file (the worst element
+    no error at all) beside `"error": "inf"` (a review): its worst element is past any
+    size too."""
+    from gemmgate.accuracy import errors
+
+    out = torch.ones(8, 8)
+    out[3, 5] = bad
+    e = errors(out, torch.ones(8, 8, dtype=torch.float64))
+    assert e.nonfinite and e.whole == math.inf and e.element == math.inf

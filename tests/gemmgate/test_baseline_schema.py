@@ -309,3 +309,24 @@ def test_a_number_past_a_floats_range_is_corrupt_on_load(tmp_path):
 def test_quantiles_are_times(q):
     assert "providers.triton.quantiles_ms is not an object of times" in _corrupt(
         lambda c: c["providers"]["triton"].update(quantiles_ms=q))
+
+
+@pytest.mark.parametrize("where", ["median_ms", "tflops", "error", "ratio", "noise",
+                                   "ratio_runs", "quantiles_ms"])
+def test_an_integer_past_a_floats_range_is_corrupt_on_load(tmp_path, where):
+    """JSON reads 1 and 400 zeros as an int, not as inf (`_finite` sees floats only):
+    math.isfinite raised OverflowError, exit 1 (a review)."""
+    p = tmp_path / "big.json"
+    data = _file()
+    c = data["cases"][KEY]
+    big = 10**400
+    {"median_ms": lambda: c["providers"]["triton"].update(median_ms=big),
+     "tflops": lambda: c["providers"]["triton"].update(tflops=big),
+     "error": lambda: c["providers"]["triton"].update(error=big),
+     "ratio": lambda: c.update(ratio=big),
+     "noise": lambda: c["noise"].update(ratio=big),
+     "ratio_runs": lambda: c["noise"]["ratio_runs"].__setitem__(0, big),
+     "quantiles_ms": lambda: c["providers"]["triton"]["quantiles_ms"].update(p50=big)}[where]()
+    p.write_text(json.dumps(data))
+    with pytest.raises(BaselineError, match="big.json is corrupt"):
+        load(p)

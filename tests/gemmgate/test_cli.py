@@ -122,7 +122,15 @@ def test_an_empty_folder_or_a_dash_for_an_output_is_exit_2_before_any_work(
 @pytest.mark.parametrize("edit, said", [
     (lambda d: d.update(chip="nvidia-h200"), "is for chip nvidia-h200, not cpu"),
     (lambda d: next(iter(d["cases"].values())).update(m="64"), "corrupt"),
-    (None, "corrupt (not JSON")])
+    (None, "corrupt (not JSON"),
+    # a tile the kernel's class refuses was dropped, the kernel's own tile run in its
+    # place, exit 0, unsaid (a review)
+    (lambda d: [c["tuning"]["config"].update(block_m=48) for c in d["cases"].values()],
+     "tile {'block_m': 48"),
+    (lambda d: [c["tuning"]["config"].update(block_m="32") for c in d["cases"].values()],
+     "is not one the kernel makes (TileConfig block_m='32': give an int)"),
+    (lambda d: [c["tuning"]["config"].update(colour=1) for c in d["cases"].values()],
+     "is not one the kernel makes")])
 def test_pins_that_are_not_this_chips_baseline_are_exit_2_before_any_work(tmp_path, capsys,
                                                                          edit, said):
     pins = tmp_path / "pins.json"

@@ -187,3 +187,46 @@ def test_a_negative_excess_is_refused(field):
     d[field] = -1.0
     with pytest.raises(ResultsError, match=field):
         ProviderResult.from_json("triton", d, "w")
+
+
+@pytest.mark.parametrize("edit, said", [
+    # an integer past a float's range (JSON reads 400 digits as an int, not inf): an
+    # OverflowError traceback, exit 1, in every number field (a review)
+    (lambda d: d["cases"][0]["providers"]["triton"]["samples_ms"].__setitem__(0, 10**400),
+     "triton.samples_ms is not a list of times"),
+    (lambda d: d["cases"][0]["providers"]["triton"].update(tflops=10**400), "triton.tflops"),
+    (lambda d: d["cases"][0]["providers"]["vendor"].update(error=10**400), "vendor.error"),
+    (lambda d: d["cases"][0]["providers"]["triton"].update(element=10**400), "element"),
+    (lambda d: d["cases"][0].update(peak_tflops=10**400), "peak_tflops"),
+    (lambda d: d["environment"].update(inject_slowdown=10**400),
+     "environment.inject_slowdown"),
+    # read as none by `report` (a slowed check its headline) where merge/trials refuse it
+    (lambda d: d["environment"].update(inject_slowdown="0.5"),
+     "environment.inject_slowdown is '0.5', not a number from 0 to 10"),
+    (lambda d: d["environment"].update(inject_slowdown=-1), "inject_slowdown is -1"),
+    # a TFLOP/s figure where nothing could measure one (run.py writes null there)
+    (lambda d: (d["cases"][0].update(m=0),
+                d["cases"][0]["providers"]["triton"].update(tflops=0.5)),
+     "triton.tflops is 0.5 where the case computes no FLOPs"),
+    (lambda d: d["cases"][0]["providers"]["vendor"].update(samples_ms=[], tflops=0.5),
+     "vendor.tflops is 0.5 where nothing was timed"),
+    # int() reads "1_6" as 16 and "１" as 1: a case the file does not name
+    (lambda d: d["cases"][0].update(layout="rr+p1_6"), "the pad after +p is not"),
+    (lambda d: d["cases"][0].update(layout="rr+p\uff11"), "the pad after +p is not"),
+])
+def test_a_hand_edited_number_is_a_named_error_not_a_traceback(edit, said):
+    data = _run_json()
+    edit(data)
+    with pytest.raises(ResultsError, match=re.escape(said)):
+        RunRecord.from_json(data, "r.json")
+
+
+def test_a_huge_integer_in_a_run_file_is_exit_2_naming_it(tmp_path, capsys):
+    from gemmgate.cli import main
+
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(_run_json()).replace('"tflops": null', '"tflops": 1'
+                                                 + "0" * 400, 1))
+    assert main(["report", str(p), "-o", str(tmp_path / "out")]) == 2
+    assert "triton.tflops is 1000" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

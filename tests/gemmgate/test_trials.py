@@ -631,3 +631,27 @@ def test_an_interrupted_trials_run_says_what_checks_csv_keeps(tmp_path, monkeypa
     err = capsys.readouterr().err.replace("\n", "")
     assert "stopped during trial 2 (slowdown 0.03, not counted)" in err
     assert "keeps the 1 check(s) before it" in err
+
+
+def test_rejudge_refuses_one_check_given_twice_as_two_files(tmp_path, synthetic_record,
+                                                            capsys):
+    """A check saved again otherwise (reindented) is the same check, its run id the same:
+    its verdicts counted twice in the rates, "2 checks" of one (a review); `report` and
+    `baseline merge` refuse a run id given twice too."""
+    from gemmgate import baselines as bl
+
+    rec = synthetic_record([("fp32", A)], environment={"chip": "cpu", "timing": "wall",
+                                                       "run_id": "0123456789abcdef"})
+    data = _check_json(rec, {"fp32-m32-n32-k32": "unchanged"}, 0.0)
+    one, two = tmp_path / "a" / "check_1.json", tmp_path / "b" / "check_1.json"
+    for p, indent in ((one, None), (two, 2)):
+        p.parent.mkdir()
+        p.write_text(json.dumps(data, indent=indent))
+    path = tmp_path / "base.json"
+    bl.save(path, bl.build([rec], "cpu", "test"))
+    out = tmp_path / "out"
+    assert main(["trials", "--rejudge", str(one), str(two), "--baseline", str(path),
+                 "--out", str(out)]) == 2
+    assert f"check file {two} is the same check as {one} (the same run id)" in \
+        capsys.readouterr().err.replace("\n", "")
+    assert not out.exists()
