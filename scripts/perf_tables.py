@@ -349,6 +349,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "s79-h100-elements": lambda: worst_elements(
         G79 / "cases.csv", ("pr", *(f"nightly-{m}" for m in ALL_MODES)),
         ELEMENT_SLACK * 1e-2),
+    "s79-h100-thin-n": lambda: cases_ab(G79 / "thin_n.csv", "thin-n"),
     "s78-h100-worst6-tuned": lambda: tuned_against_lookup(
         G78 / "cases.csv", "s78a-h100-worst6-lookup", "s78a-h100-worst6-tuned"),
     "s78-h100-worst6-depth": lambda: block_k_best(G78 / "tune_timings.csv"),
