@@ -113,6 +113,7 @@ _SMALL = {"16bit": (64, 64, 64), "fp32": (64, 64, 32), "fp8": (64, 64, 128)}
 # C tile (5 x 32 KiB + 64 KiB); where it does not, the usual stages and warps.
 _TF32_TMA = (5, 4)
 _THIN_TMA = {"16bit": (64, 128, 128)}   # the heuristic's thin-M tile on TMA alone
+_THIN_N, _THIN_N_MIN_M = 32, 1024   # ... and its thin-N one: N this or less, M this or more
 # TMA tiles the search adds below wgmma's M: 16-bit 64x256x64 (4 stages, 8 warps) ran x @
 # W.T at 16 x 28672 x 8192 and 16 x 20480 x 4608 at 1.00 of cuBLAS where the table's
 # 64x128 tiles ran 0.84-0.86 (half the tiles: fewer waves; session 21, call D)
@@ -349,6 +350,16 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
         # idle (session 20, call B: 64x128x128 split 4 ran 1 and 16 x 4096 x 4096 rc at
         # 1.02 of cuBLAS, unsplit 16 x 11008 x 4096 at 1.02; the 128-row tile the loop
         # below would take at N = 28672 wastes half of each wgmma)
+        c = _fit(cfg(*_THIN_TMA[family], 4, 4, "tma"), family, smem_limit)
+        split = split_for(m, n, k, c, num_sms)
+        return replace(c, variant="tma_split", split_k=split) if split > 1 else c
+    if family in _THIN_TMA and tma and n <= _THIN_N and m >= _THIN_N_MIN_M:
+        # Thin N (y = W x, a batch of few columns) where no entry is near: the 64-row tile
+        # thin-M keys chose, K split where its tiles leave SMs idle. The size loop below
+        # took 128x256x64, 15/16 of each wgmma's columns empty: 24576 x 16 and 24576 x 1
+        # x 6144 bf16 ran 0.70-0.77 of cuBLAS on an H100, where 14336 x 16 x 4096 and 16384
+        # x 32 x 8192 ran 64x128x128 (lent by a thin-M neighbour) at 0.98 (session 79,
+        # call B)
         c = _fit(cfg(*_THIN_TMA[family], 4, 4, "tma"), family, smem_limit)
         split = split_for(m, n, k, c, num_sms)
         return replace(c, variant="tma_split", split_k=split) if split > 1 else c

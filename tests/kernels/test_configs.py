@@ -428,6 +428,15 @@ def test_heuristic_fills_the_sms_and_splits_k_when_tiles_cannot():
                       tiled=False)
         assert (c.block_m, c.block_n, c.block_k, c.split_k) == (64, 128, 128, split)
         assert c.variant == ("tma_split" if split > 1 else "tma")
+    # 16-bit thin N (y = W x) where no entry is near: the same 64-row tile, not the size
+    # loop's 128x256x64 (15/16 of each wgmma's columns empty; session 79, call B)
+    for m, n, k, split in ((24576, 16, 6144, 1), (24576, 1, 6144, 1), (4096, 8, 4096, 2)):
+        c = heuristic("16bit", m, n, k, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
+        assert (c.block_m, c.block_n, c.block_k, c.split_k) == (64, 128, 128, split)
+        assert c.variant == ("tma_split" if split > 1 else "tma")
+    for m, n in ((24576, 33), (1000, 16)):   # wider, or not tall: the size loop as before
+        c = heuristic("16bit", m, n, 6144, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
+        assert (c.block_m, c.block_n, c.block_k) != (64, 128, 128)
     for fam in ("16bit", "fp32", "fp8"):   # whatever the shape, the pick fits the chip
         for shape in ((1, 1, 1), (64, 64, 64), (4096, 4096, 253), (300, 300, 100000)):
             c = heuristic(fam, *shape, tma=False, num_sms=H200_SMS, smem_limit=H200_SMEM)
