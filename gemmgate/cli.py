@@ -1,7 +1,8 @@
 """gemmgate command line: every parser and every printed line live in the cli* modules;
 they parse, build a RunContext, call the harness, print, and return the exit code.
 
-Exit codes: 0 all good; 1 regression or accuracy failure; 2 usage or input error.
+Exit codes: 0 all good; 1 regression or accuracy failure; 2 usage or input error; 3 the
+run could not be measured to its end (MeasurementError); 130 and 143 Ctrl-C, SIGTERM.
 """
 
 from __future__ import annotations
@@ -36,26 +37,43 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+# The defaults of a command that runs its baseline's cases, timed as the baseline was
+# (`check`, and `trials`' checks: cli_gate._set_up), where --help said "smoke on the CPU,
+# pr on a GPU", "every mode the chip supports" and "graph", "1" (a review).
+AS_BASELINE = {"shapes": "default: the baseline's shape set and every other case it holds",
+               "modes": "default: the baseline's modes",
+               "timing": "as the baseline was timed", "block": "as the baseline was timed"}
+# bisect: timed as the --from-check check (else the --baseline) was (cli_run.timed_as)
+AS_CHECKED = {"timing": "as the --from-check check, else the --baseline, was timed; else "
+                        "graph on a GPU",
+              "block": "as the --from-check check, else the --baseline, was timed; else 1"}
+
+
 def _run_args(p: argparse.ArgumentParser, retune: bool = True,
               devices: str = "spread cases over these devices, one worker process each "
-                             "(e.g. 0,1)") -> None:
+                             "(e.g. 0,1)", defaults: dict[str, str] | None = None) -> None:
     """What a run measures and how: every command that measures takes these (`retune`
     False: a command that tunes nothing or always, whose --help offered --retune, bisect
-    refusing it and tune ignoring it; a review)."""
+    refusing it and tune ignoring it; a review). `defaults`: the command's own defaults
+    of shapes, modes, timing and block where they are not a plain run's (AS_BASELINE)."""
+    d = defaults or {}
     p.add_argument("--chip", help="chip id (default: $GEMMGATE_CHIP, else detected)")
     p.add_argument("--shapes", help=f"shape set ({', '.join(SETS)}), a .csv/.yaml file or "
-                                    "shapes MxNxK[-LAYOUT][+pPAD],... (default: smoke on the "
-                                    "CPU, pr on a GPU)")
+                                    "shapes MxNxK[-LAYOUT][+pPAD],... ("
+                                    + d.get("shapes", "default: smoke on the CPU, pr on a GPU")
+                                    + ")")
     p.add_argument("--modes", help=f"comma-separated precision modes ({','.join(MODE_NAMES)}); "
-                                   "default: every mode the chip supports")
+                                   + d.get("modes", "default: every mode the chip supports"))
     p.add_argument("--timing", choices=("graph", "eager"),
-                   help="graph: CUDA-graph replay, device time only (default on a GPU); "
-                        "eager: host launch cost included (GPU only: the CPU times wall "
-                        "clock)")
+                   help="graph: CUDA-graph replay, device time only; eager: host launch "
+                        "cost included (GPU only: the CPU times wall clock); default: "
+                        + d.get("timing", "graph on a GPU"))
     p.add_argument("--budget", type=float, metavar="S", help="timing budget per case, seconds")
     p.add_argument("--block", type=int, metavar="N",
-                   help="time each provider N calls in a row (default 1: call by call, "
-                        "each round's order the last one's reversed: A B, B A, ...); see "
+                   help="time each provider N calls in a row ("
+                        + (f"default: {d['block']}; 1" if "block" in d else "default 1")
+                        + ": call by call, each round's order the last one's reversed: "
+                        "A B, B A, ...); see "
                         "gemmgate/timing_policy.py on power-capped GPUs")
     p.add_argument("--devices", metavar="IDS", help=devices)
     _case_timeout_arg(p)
@@ -136,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "library caller whose operands change (cache_copies off; fp8's vendor "
                           "lays out its operands in every call too; the JSON records it)")
     chips = sub.add_parser("chips", help="list the chip table and what is detected here")
-    chips.add_argument("--chip", help="chip id to select (default: detected)")
+    chips.add_argument("--chip", help="chip id to select (default: $GEMMGATE_CHIP, else "
+                                      "detected)")
     chips.add_argument("--ids", action="store_true", help="print chip ids only")
     _check_parser(sub)
     _baseline_parsers(sub)
@@ -150,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _check_parser(sub) -> None:
     check = sub.add_parser("check", help="run the chip's set and compare with its baseline")
-    _run_args(check)
+    _run_args(check, defaults=AS_BASELINE)
     _providers_arg(check)
     _json_arg(check)
     check.add_argument("--baseline", metavar="FILE", help="default: baselines/<chip>.json")
@@ -194,14 +213,15 @@ def _baseline_parsers(sub) -> None:
 def _trials_parser(sub) -> None:
     t = sub.add_parser("trials", help="gate power: fresh-process checks with injected "
                                       "slowdowns, counted per case (validation)")
-    _run_args(t)
+    _run_args(t, defaults=AS_BASELINE)
     t.add_argument("--levels", default="0,0.03",
                    help="comma-separated injected slowdowns, 0 = A/A (default 0,0.03)")
     t.add_argument("--repeats", type=int, default=1, help="checks per level (default 1)")
     t.add_argument("--deadline", type=float, metavar="S",
                    help="start no check S seconds after the command started, --calibrate "
                         "included (default: no deadline)")
-    t.add_argument("--baseline", metavar="FILE", help="default: baselines/<chip>.json")
+    t.add_argument("--baseline", metavar="FILE", help="default: baselines/<chip>.json; "
+                                                      "--rejudge needs it given")
     t.add_argument("--calibrate", type=int, metavar="RUNS",
                    help="first recalibrate the baseline with this many runs (A/B noise too "
                         "with --ab-ref)")
@@ -230,7 +250,8 @@ def _bisect_parser(sub) -> None:
                    help="the baseline whose commit GOOD 'baseline' means "
                         "(default with GOOD 'baseline': baselines/<chip>.json)")
     _run_args(b, retune=False, devices="the one device to time on (bisect times both "
-                                        "kernels of a step in one process)")
+                                        "kernels of a step in one process)",
+              defaults=AS_CHECKED)
     _json_arg(b)
     b.add_argument("--floor", type=float, default=DEFAULT_FLOOR,
                    help=f"smallest A/B slowdown called a regression (default {DEFAULT_FLOOR})")

@@ -633,3 +633,34 @@ def test_commands_that_tune_nothing_or_always_do_not_offer_retune(capsys):
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     assert "--retune" in capsys.readouterr().out
+
+
+def _help_text(cmd: list[str], capsys) -> str:
+    with pytest.raises(SystemExit):
+        main([*cmd, "--help"])
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_help_states_the_defaults_each_command_runs(capsys):
+    """check's and trials' --help said their --shapes, --modes, --timing and --block
+    default to a plain run's ("smoke on the CPU, pr on a GPU", "every mode the chip
+    supports", graph, 1), where they run the baseline's cases, timed as it was
+    (cli_gate._set_up); chips' --chip said "default: detected", where GEMMGATE_CHIP
+    selects (a review)."""
+    for cmd in (["check"], ["trials"]):
+        text = _help_text(cmd, capsys)
+        assert "smoke on the CPU" not in text and "every mode the chip supports" not in text
+        assert "default: the baseline's shape set and every other case it holds" in text
+        assert "default: the baseline's modes" in text
+        assert "default: as the baseline was timed" in text   # --timing
+        assert "(default: as the baseline was timed; 1: call by call" in text   # --block
+    assert "--rejudge needs it given" in _help_text(["trials"], capsys)   # (no default:
+    # "--rejudge needs --baseline FILE", exit 2)
+    text = _help_text(["bisect"], capsys)
+    assert "as the --from-check check, else the --baseline, was timed" in text
+    for cmd in (["run"], ["baseline", "update"], ["baseline", "calibrate"], ["tune"]):
+        text = _help_text(cmd, capsys)
+        assert "(default: smoke on the CPU, pr on a GPU)" in text
+        assert "default: every mode the chip supports" in text
+        assert "default: graph on a GPU" in text and "(default 1: call by call" in text
+    assert "(default: $GEMMGATE_CHIP, else detected)" in _help_text(["chips"], capsys)
