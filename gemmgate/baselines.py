@@ -285,8 +285,12 @@ def combine(parts: Sequence[Baseline]) -> Baseline:
         cases[key] = BaselineCase(cs[0].mode, cs[0].case, ratio, provs, noise, tuning)
     prov = dict(parts[0].provenance)
     machines_prov: dict = {}
-    for p in parts:
-        machines_prov.update(p.provenance.get("machines") or {})
+    for p in parts:   # a machine in several parts gave each part's runs: their sum (the
+        # last part's count alone stood, 1 run for a machine behind 4; a review)
+        for mid, entry in (p.provenance.get("machines") or {}).items():
+            was = machines_prov.get(mid, {})
+            runs = [x.get("runs") for x in (was, entry) if type(x.get("runs")) is int]
+            machines_prov[mid] = {**was, **entry, **({"runs": sum(runs)} if runs else {})}
     prov.update(run_ids=list(dict.fromkeys(i for p in parts for i in run_ids(p))))
     prov.update(runs=sum(p.provenance.get("runs") or 0 for p in parts), machines=machines_prov,
                 modes=sorted({c.mode for c in cases.values()}),

@@ -466,6 +466,20 @@ def test_combine_two_machines_pools_the_runs():
     _reload(merged)
 
 
+def test_combine_counts_each_machines_runs_over_the_parts():
+    """Two calibrations of one machine merged: its provenance entry counts all their runs
+    (the last part's count alone stood: 2 runs said for a machine behind 5)."""
+    a = baselines.build(_runs_on("ci-a", (1.0, 1.02, 0.99), commit="aaa"), "cpu", "s")
+    b = baselines.build(_runs_on("ci-a", (1.0, 1.01), commit="aaa"), "cpu", "s")
+    c = baselines.build(_runs_on("ci-b", (1.0,), commit="aaa"), "cpu", "s")
+    assert a.provenance["machines"]["ci-a"]["runs"] == 3
+    merged = baselines.combine([a, b, c])
+    assert merged.provenance["machines"]["ci-a"]["runs"] == 5
+    assert merged.provenance["machines"]["ci-b"]["runs"] == 1
+    assert merged.provenance["runs"] == 6
+    _reload(merged)
+
+
 @pytest.mark.parametrize("flags,want", [((False, False), False), ((False, True), True),
                                         ((None, False), None), ((None, True), True)])
 def test_combine_is_dirty_where_any_part_is(flags, want):

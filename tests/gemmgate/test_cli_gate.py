@@ -907,6 +907,19 @@ def test_check_writing_over_its_baseline_is_exit_2(work, base_file, synthetic_ti
     assert base_file.read_bytes() == before and len(synthetic_timing.measured) == measured
 
 
+@pytest.mark.parametrize("flag", ["--json", "--comment", "--summary"])
+def test_check_writing_over_the_shape_file_its_baseline_names_is_exit_2(
+        work, base_file, synthetic_timing, capsys, flag):
+    """Without --shapes a check runs the shape file the baseline's provenance names: an
+    output there wrote over it, and the shapes were lost (only --shapes was an input)."""
+    shapes = work / "shapes.csv"
+    assert json.loads(base_file.read_text())["provenance"]["shapes"] == str(shapes)
+    before, measured = shapes.read_bytes(), len(synthetic_timing.measured)
+    assert main(["check", *FAST, "--baseline", str(base_file), flag, str(shapes)]) == 2
+    assert "is also the baseline's shape file" in capsys.readouterr().err.replace("\n", " ")
+    assert shapes.read_bytes() == before and len(synthetic_timing.measured) == measured
+
+
 def test_update_with_an_empty_output_is_exit_2_not_the_committed_file(work, synthetic_timing,
                                                                       capsys):
     assert main(["baseline", "update", *FAST, *_shapes(work), "--output", ""]) == 2

@@ -409,6 +409,29 @@ def test_advisory_a_stored_regression_alone_is_inconclusive_and_does_not_fail():
     assert v.note == "stored: advisory-level -1.48%/+1.50%"
 
 
+def test_a_case_without_a_ratio_is_judged_at_its_tflops_machine_level():
+    """A case with no stored ratio (the vendor unsupported) is judged on Triton's TFLOP/s:
+    merged from three machines, its TFLOP/s machine noise was measured, yet on a fourth
+    machine it was "advisory" ("machine noise is unmeasured") and Triton 2x slower passed."""
+    from gemmgate.baseline_noise import from_runs
+
+    tf = A.flops / 1e-3 / 1e12
+    rng = random.Random(1)
+    runs = [tf * (1 + rng.gauss(0, 0.01)) for _ in range(15)]
+    noise = from_runs([], [], runs, [f"m{i // 5}" for i in range(15)], [], 15)
+    case = {**base_case(A, None), "noise": noise.to_json()}
+    assert noise.machine is None and noise.tflops_machine is not None
+    slower = result(A, t_ms=2.0, v_acc="unsupported")
+    gate, v = one_verdict([slower], baseline(**{A.id: case}), env={"host": "m9"})
+    assert v.level == "machine" and v.tflops.verdict == "regressed"
+    assert v.verdict == "regressed" and gate.failed and "unmeasured" not in v.note
+    # with no machine-level figure at all it stays advisory
+    alone = from_runs([], [], runs[:5], ["m0"] * 5, [], 5)
+    _, v = one_verdict([slower], baseline(**{A.id: {**case, "noise": alone.to_json()}}),
+                       env={"host": "m9"})
+    assert v.level == "advisory" and v.verdict == "inconclusive"
+
+
 def test_a_run_without_a_host_is_not_on_a_calibration_machine():
     base = baseline(**{A.id: base_case(A, 0.95)})
     v = compare_run([result(A)], from_json(base), DEFAULT_FLOOR).verdicts[0]   # no env
@@ -634,3 +657,21 @@ def test_against_one_run_s_figure_the_tolerance_takes_the_one_run_factor():
     bc["noise"].update(ratio_runs=[0.9] * 5, run_machines=[HOST] * 5, runs=5, behind={})
     v = one_verdict([result(A)], baseline(**{A.id: bc}))[1]
     assert v.ratio.tolerance == pytest.approx(NOISE_FACTOR * 0.015)
+
+
+def test_at_machine_level_one_runs_figure_takes_the_one_run_factor_too():
+    """An update on machine F stores its one run, the merge's machine-level spread kept:
+    a check on machine G compares with that run, not the machines' pooled median, and the
+    5-machine factor passed 2.4% of A/A checks (a review's Monte Carlo; 1.1% with the
+    one-run factor). A pooled figure of several runs keeps the machines' factor."""
+    from gemmgate.compare import ONE_RUN_FACTOR, RUNS_FACTOR
+
+    bc = base_case(A, machines=("f",), machine=0.01)
+    bc["noise"].update(runs=1, behind={"machine": 3})
+    v = one_verdict([result(A)], baseline(**{A.id: bc}), env={"host": "g"})[1]
+    assert v.level == "machine"
+    assert v.ratio.tolerance == pytest.approx(ONE_RUN_FACTOR[3] * 0.01)
+    bc = base_case(A, machines=("a", "b", "c"), machine=0.01)
+    bc["noise"].update(behind={"machine": 3})
+    v = one_verdict([result(A)], baseline(**{A.id: bc}), env={"host": "g"})[1]
+    assert v.ratio.tolerance == pytest.approx(RUNS_FACTOR[3] * 0.01)
