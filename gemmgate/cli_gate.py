@@ -19,7 +19,7 @@ from gemmgate.baseline_provenance import (
 )
 from gemmgate.calibrate import CalibrationError, fresh_runs
 from gemmgate.chips import select_chip
-from gemmgate.cli_merge import levels, merge_command, summary_table, warn_lost
+from gemmgate.cli_merge import levels, merge_command, summary_table, warn_lost, warn_wide
 from gemmgate.cli_run import (
     BASELINE_OUTPUT,
     RUNNING,
@@ -332,4 +332,5 @@ def baseline_command(args, console, err) -> int:
     console.print(f"wrote {escape(str(path))} ({len(new.cases)} cases, {len(records)} run(s), "
                   f"{levels(new)})")
     warn_lost(err, old, new)
+    warn_wide(err, new)
     return 0

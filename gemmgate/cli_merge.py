@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gemmgate import baselines
+from gemmgate.baseline_noise import behind
 from gemmgate.baseline_provenance import (
     MEASURED_BY,
     calibration_mark,
@@ -22,6 +23,7 @@ from gemmgate.baseline_provenance import (
 )
 from gemmgate.chips import GENERIC_GPU
 from gemmgate.cli_run import BASELINE_OUTPUT, check_outputs
+from gemmgate.compare import DEFAULT_FLOOR, noise_factor, tolerance
 from gemmgate.files import json_schema
 from gemmgate.reference import kernels_alike, kernels_differ
 from gemmgate.results import REFERENCE, RUN_SCHEMA, RunRecord
@@ -54,6 +56,29 @@ def warn_lost(err, old, new) -> None:
         err.print(f"[yellow]warning:[/] {len(keys)} case(s) lost their {level} noise: "
                   f"{LOST[level]}: {escape(', '.join(keys[:5]))}"
                   + (" ..." if len(keys) > 5 else ""))
+
+
+WIDE = 0.5   # a tolerance past which a slowdown by half passes: the gate is off there
+
+
+def warn_wide(err, base) -> None:
+    """The warning every baseline write gives for cases whose stored noise makes a
+    tolerance past WIDE at the floor's default (process level, else machine level): the
+    figure is honest, but such a case passes almost any slowdown (a calibration on a
+    loaded machine stored +-548% and a 6x slowdown passed, silently; a review)."""
+    wide = []
+    for key, c in base.cases.items():
+        for figure, level in ((c.noise.ratio, "ratio"), (c.noise.machine, "machine")):
+            if figure is not None:
+                tol = tolerance(figure, DEFAULT_FLOOR, noise_factor(behind(c.noise, level)))
+                if tol > WIDE:
+                    wide.append(f"{key} (+-{tol:.0%})")
+                break
+    if wide:
+        err.print(f"[yellow]warning:[/] {len(wide)} case(s) store noise that passes a "
+                  f"slowdown of over {WIDE:.0%}: {escape(', '.join(wide[:5]))}"
+                  + (" ..." if len(wide) > 5 else "")
+                  + "; calibrate them again on a quiet machine, with more runs")
 
 
 def merge_command(args, console, err) -> int:
@@ -100,6 +125,7 @@ def merge_command(args, console, err) -> int:
     console.print(f"wrote {escape(str(out))} ({len(merged.cases)} cases from "
                   f"{len(args.inputs)} files, {levels(merged)})")
     warn_lost(err, before, merged)
+    warn_wide(err, merged)
     if skipped:
         console.print(f"{len(skipped)} case(s) ran on another tile in some inputs; those "
                       "inputs were left out of them (a kernel change is not machine "

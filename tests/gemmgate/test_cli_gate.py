@@ -1228,3 +1228,33 @@ def test_a_baseline_s_provenance_text_is_printed_as_text(work, base_file, synthe
     rc, _ = _check(work, b, "--no-remeasure")
     assert rc == 0
     assert "torch 2.0[/] ->" in capsys.readouterr().err.replace("\n", " ")
+
+
+def test_a_baseline_write_warns_of_cases_whose_noise_passes_a_large_slowdown(work, base_file,
+                                                                             capsys):
+    """A calibration on a loaded machine stored +-548% and said nothing: a 6x slowdown
+    passed the gate there (a review). Every write names such cases (process level, else
+    machine level); quiet ones are not named."""
+    def noisy(data):
+        first = next(iter(data["cases"].values()))
+        first["noise"].update(ratio=0.4)   # x2.5 at 5 runs: +-100%
+    a = _on_host(work, "on-a.json", "host-a")
+    b = _edited(work, "noisy.json", noisy)
+    data = json.loads(b.read_text())
+    data["provenance"]["run_ids"] = ["another-run"]
+    b.write_text(json.dumps(data))
+    key = next(iter(data["cases"]))
+    capsys.readouterr()
+    assert main(["baseline", "merge", str(a), str(b), "--output", str(work / "m.json")]) == 0
+    err = capsys.readouterr().err.replace("\n", " ")
+    assert "store noise that passes a slowdown of over 50%" in err
+    import io
+
+    from rich.console import Console
+
+    from gemmgate.cli_merge import warn_wide
+    for base, named in ((baselines.load(b, "cpu"), True), (baselines.load(base_file, "cpu"),
+                                                             False)):
+        buf = io.StringIO()
+        warn_wide(Console(file=buf, width=400), base)
+        assert (key in buf.getvalue()) == named
