@@ -235,7 +235,8 @@ def from_json(data, where: str = "<data>") -> Baseline:
                             "calibrate` writes one)")
     _need(data.get("schema") == SCHEMA, where, f"schema is {data.get('schema')!r}, "
                                                f"expected {SCHEMA!r}")
-    if data.get("version") != VERSION:
+    if type(data.get("version")) is not int or data["version"] != VERSION:   # (true and
+        # 1.0 equal 1 in Python and were read as version 1; a review)
         raise BaselineError(f"baseline {where} has schema version {data.get('version')!r}; "
                             f"this gemmgate reads version {VERSION}: recalibrate it")
     _need(isinstance(data.get("chip"), str), where, "no chip id")

@@ -330,3 +330,11 @@ def test_an_integer_past_a_floats_range_is_corrupt_on_load(tmp_path, where):
     p.write_text(json.dumps(data))
     with pytest.raises(BaselineError, match="big.json is corrupt"):
         load(p)
+
+
+@pytest.mark.parametrize("version", [True, 1.0, "1"])
+def test_a_version_that_only_equals_1_is_not_version_1(version):
+    data = _file()
+    data["version"] = version
+    with pytest.raises(BaselineError, match="schema version"):
+        from_json(data)
