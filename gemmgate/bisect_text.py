@@ -132,7 +132,11 @@ def markdown(chip: str, outcome: str, text: str, steps: Sequence[Step], keys: Se
               info: dict[str, Commit], good: str) -> str:
     head = {CULPRIT: "first slow commit found", CLEAN: "nothing regressed",
             INCONCLUSIVE: "**inconclusive**", RANGE: "**culprit not isolated** (skips)"}
-    lines = [f"### gemmgate bisect on {chip}: {head.get(outcome, '**BAD not measurable**')}",
+    first = steps[0] if steps else None   # BAD's step: measured, inconclusive, it read
+    # "BAD not measurable" over a conclusion saying it was measured (a review)
+    judged_not = first is not None and any(c.ab for c in first.cases)
+    unmeasured = "**BAD measured, not judged**" if judged_not else "**BAD not measurable**"
+    lines = [f"### gemmgate bisect on {chip}: {head.get(outcome, unmeasured)}",
              "", md_cell(text), "", f"GOOD `{good[:12]}`, {len(keys)} case(s); A/B: the commit's "
              "kernel against the reference commit's in one process (< 0: slower).", "",
              "| " + " | ".join(_head(keys)) + " |", "|" + "---|" * len(_head(keys))]

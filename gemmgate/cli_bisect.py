@@ -78,7 +78,16 @@ def _check_file(path: str) -> tuple[list[str], str | None, dict]:
         raise ValueError(f"--from-check {path} is not JSON ({e})") from None
     env = data.get("environment") if isinstance(data, dict) else None
     chip = env.get("chip") if isinstance(env, dict) else None
-    return (regressed_in_check(data, path), chip if isinstance(chip, str) else None,
+    regressed = regressed_in_check(data, path)
+    injected = [x for x in (data["gate"].get("inject_slowdown"),
+                            env.get("inject_slowdown") if isinstance(env, dict) else None)
+                if type(x) in (int, float) and x > 0]
+    if regressed and injected:   # a slowdown no commit made: bisect found "nothing
+        # regressed at BAD", and blamed "Triton, driver, machine" (a review)
+        raise ValueError(f"--from-check {path}: the check ran with --inject-slowdown "
+                         f"{injected[0]:g}: its regressions were injected, not made by a "
+                         "commit; bisect a check run without it")
+    return (regressed, chip if isinstance(chip, str) else None,
             env if isinstance(env, dict) else {})
 
 

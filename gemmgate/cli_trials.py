@@ -16,7 +16,7 @@ from rich.table import Table
 from gemmgate import baselines
 from gemmgate.baseline_provenance import MEASURED_BY, measured
 from gemmgate.chips import select_chip
-from gemmgate.cli_run import check_floor, check_outputs, context_from_args
+from gemmgate.cli_run import check_floor, check_outputs, context_from_args, shapes_file
 from gemmgate.context import first_device
 from gemmgate.reference import resolve
 from gemmgate.starter import starter_env
@@ -56,7 +56,8 @@ def trials_command(args, console, err) -> int:
     if args.calibrate is not None and args.calibrate < 2:
         raise ValueError("--calibrate needs at least 2 runs (noise is their spread)")
     out = Path(args.out)
-    check_outputs((str(out / "checks.csv"), "--out"))
+    check_outputs(*_outputs(out, measuring=True),
+                  inputs=(shapes_file(args.shapes), (args.baseline, "--baseline")))
     earlier = earlier_trials(out)
     if earlier:   # hours of checks, not overwritten nor mixed with this run's
         raise ValueError(f"--out {out} holds an earlier trials run ({', '.join(earlier[:3])}"
@@ -78,6 +79,12 @@ def trials_command(args, console, err) -> int:
             err.print(f"[red]calibration failed (exit {rc})[/]")
             return rc
     stored = baselines.load(base, chip_id)  # exit 2 before any check when unusable
+    label = stored.provenance.get("shapes")
+    if not args.shapes and label and shapes_file(label)[0]:   # the shape file each check
+        # reads as its set, named by the baseline: a summary over it lost the shapes, and
+        # the next check failed on the summary's columns (a review)
+        check_outputs(*_outputs(out, measuring=True),
+                      inputs=((label, "the baseline's shape file (provenance.shapes)"),))
     _timed_as_baseline(args, stored.provenance, base)
     check_args = [*common, "--baseline", str(base)] + (["--ab-ref", ab] if ab else [])
     try:
@@ -97,6 +104,16 @@ def trials_command(args, console, err) -> int:
                   "(--deadline): not in the table")
     _print_power(rows, chip_id, out, console)
     return 0
+
+
+def _outputs(out: Path, measuring: bool) -> tuple[tuple[str, str], ...]:
+    """What a trials run writes in --out, for `check_outputs` before any work: checks.csv
+    and the two summaries (only checks.csv was checked: a --shapes file there named
+    cases_summary.csv was overwritten after the first check), and where it measures, a
+    check's JSON as the first one is named (--out kernels/tuned failed in the first child
+    check, after any --calibrate)."""
+    names = ["checks.csv", "checks_summary.csv", "cases_summary.csv"]
+    return tuple((str(out / n), "--out") for n in names + ["check_1_0.json"] * measuring)
 
 
 def _timed_as_baseline(args, provenance: dict, base: Path) -> None:
@@ -130,7 +147,9 @@ def _rejudge(args, console, err) -> int:
         raise ValueError(f"--rejudge judges recorded checks: {', '.join(ignored)} would "
                          "change nothing; leave them out")
     out = Path(args.out)
-    check_outputs((str(out / "checks.csv"), "--out"))
+    check_outputs(*_outputs(out, measuring=False),
+                  inputs=((args.baseline, "--baseline"),
+                          *((p, "--rejudge") for p in args.rejudge)))
     measured = [f for f in earlier_trials(out) if MEASURED.fullmatch(f)]
     if measured:   # its checks.csv (the children's exits, its own judgement) was replaced
         # by this one's, beside check files judged otherwise (a review); an earlier

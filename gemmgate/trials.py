@@ -347,8 +347,16 @@ def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
         _timed_as(rec.environment, baseline.provenance, p)
         fl = floor if floor is not None else _recorded_floor(gate_rec, p)
         gate = compare_run(rec.cases, baseline, fl, rec.environment)
+        # the cases the check measured again: their recorded figures are the second
+        # measurement's (rows said remeasured 0 for them; docs/results/README.md: "1 if
+        # the check measured the case again"; a review)
+        recorded = gate_rec.get("verdicts")
+        again = {v.get("id") for v in (recorded if isinstance(recorded, list) else ())
+                 if isinstance(v, dict) and v.get("remeasured") is True
+                 and isinstance(v.get("id"), str)}
         data["gate"] = {**gate_rec, "failed": gate.failed,
-                        "verdicts": [v.to_json() for v in gate.verdicts]}
+                        "verdicts": [{**v.to_json(), "remeasured": v.key in again}
+                                     for v in gate.verdicts]}
         judged = {v["id"] for v in data["gate"]["verdicts"]}
         unjudged += [c["id"] for c in data["cases"] if c["id"] not in judged]
         rows += check_rows(label, data, int(gate.failed))

@@ -868,3 +868,44 @@ def test_an_inconclusive_step_is_measured_again_before_it_is_a_skip(monkeypatch)
     answers[:] = [("skip", "failed"), ("good", "unchanged")]
     assert cli_bisect._measured_step(None, (), "c", "g", {}, quiet).verdict == "skip"
     assert answers == [("good", "unchanged")]   # not measured again
+
+
+def test_the_summary_heading_of_a_measured_inconclusive_bad_says_measured():
+    """The Markdown heading said "BAD not measurable" over a conclusion saying BAD "was
+    measured but not judged" (a review): the heading says which it was."""
+    from gemmgate.bisect import CaseAB, Commit, Step
+    from gemmgate.bisect_text import markdown
+    from gemmgate.compare import judge
+
+    info = {c: Commit(c, f"subject {c}", "t") for c in ("g" * 40, "b" * 40)}
+    ab = judge([1.0, 0.8, 1.2, 0.9, 1.1] * 4, 1.0, 0.015)
+    measured = Step("b" * 40, "g" * 40, SKIP, (CaseAB(CASE, "inconclusive", ab, "noise"),),
+                    "noise")
+    text = markdown("cpu", "untestable", "t", [measured], [CASE], info, "g" * 40)
+    assert "BAD measured, not judged" in text and "not measurable" not in text
+    failed = Step("b" * 40, "g" * 40, SKIP, (), "kernels/ at bbbb does not import")
+    text = markdown("cpu", "untestable", "t", [failed], [CASE], info, "g" * 40)
+    assert "**BAD not measurable**" in text
+
+
+@needs_git
+@pytest.mark.parametrize("where", ["gate", "environment"])
+def test_a_check_whose_regressions_were_injected_is_refused(planted, monkeypatch, tmp_path,
+                                                           capsys, where):
+    """A check run with --inject-slowdown (a trials check) calls cases regressed that no
+    commit slowed: bisect timed BAD against GOOD, found nothing, and blamed "Triton,
+    driver, machine", exit 0 (a review)."""
+    from gemmgate import cli_bisect
+
+    d, shas = planted
+    monkeypatch.chdir(d)
+    monkeypatch.setattr(cli_bisect, "measure_step", lambda *a, **k: pytest.fail("measured"))
+    check = tmp_path / "check.json"
+    check.write_text(json.dumps({
+        "environment": {"chip": "cpu", **({"inject_slowdown": 0.03}
+                                          if where == "environment" else {})},
+        "gate": {"verdicts": [{"id": CASE, "verdict": "regressed"}],
+                 **({"inject_slowdown": 0.03} if where == "gate" else {})}}))
+    assert main(["bisect", shas[0], "HEAD", *FAST, "--from-check", str(check)]) == 2
+    assert "--inject-slowdown 0.03: its regressions were injected" in \
+        capsys.readouterr().err.replace("\n", " ")

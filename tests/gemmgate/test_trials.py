@@ -655,3 +655,67 @@ def test_rejudge_refuses_one_check_given_twice_as_two_files(tmp_path, synthetic_
     assert f"check file {two} is the same check as {one} (the same run id)" in \
         capsys.readouterr().err.replace("\n", "")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_a_summary_over_the_shape_file_the_checks_read_is_refused_before_any_check(
+        tmp_path, monkeypatch, capsys, given):
+    """Only checks.csv was checked: a shape file in --out named cases_summary.csv (given as
+    --shapes, or named by the baseline's provenance.shapes, which each check reads without
+    --shapes) was overwritten after the first check, and the next check failed on the
+    summary's columns (a review)."""
+    out = tmp_path / "t"
+    out.mkdir()
+    shapes = out / "cases_summary.csv"
+    shapes.write_text("m,n,k\n32,32,32\n")
+    base = tmp_path / "b.json"
+    assert main(["baseline", "update", "--chip", "cpu", "--modes", "fp32", "--budget", "0.1",
+                 "--shapes", str(shapes), "--output", str(base)]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(trials.subprocess, "run", lambda *a, **k: pytest.fail("a check ran"))
+    assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--baseline", str(base),
+                 *(["--shapes", str(shapes)] if given else []), "--levels", "0",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.replace("\n", "")
+    assert f"{shapes} is also " + ("--shapes" if given else "the baseline's shape file") in err
+    assert shapes.read_text() == "m,n,k\n32,32,32\n"
+
+
+def test_an_out_folder_a_check_cannot_write_is_refused_before_any_check(tmp_path,
+                                                                        monkeypatch, capsys):
+    """--out kernels/tuned: each check's --json there is a new "tuning table", which the
+    child check refused (exit 2) only after any --calibrate had run."""
+    import kernels
+
+    tuned = Path(kernels.__file__).parent / "tuned"
+    before = sorted(p.name for p in tuned.iterdir())
+    monkeypatch.setattr(trials.subprocess, "run", lambda *a, **k: pytest.fail("a check ran"))
+    try:
+        assert main(["trials", "--chip", "cpu", "--levels", "0", "--out", str(tuned)]) == 2
+        assert "where the kernel reads every *.json as a tuning table" in \
+            capsys.readouterr().err.replace("\n", "")
+    finally:   # (without the fix: a check's log written there before the check ran)
+        left = [p for p in tuned.iterdir() if p.name not in before]
+        for p in left:
+            p.unlink()
+    assert not left
+
+
+def test_rejudge_keeps_which_cases_the_check_measured_again(tmp_path, synthetic_record):
+    """A rejudged check's figures are its final ones, a re-measured case's the second
+    measurement's: its row said remeasured 0 (docs/results/README.md: "1 if the check
+    measured the case again"; a review)."""
+    from gemmgate import baselines as bl
+
+    rec = synthetic_record([("fp32", A), ("fp32", B)])
+    check = tmp_path / "g0" / "check_1_0.json"
+    check.parent.mkdir()
+    check.write_text(json.dumps(_check_json(rec, {"fp32-m32-n32-k32": "regressed",
+                                                  "fp32-m48-n16-k64": "unchanged"}, 0.0)))
+    path = tmp_path / "same.json"
+    bl.save(path, bl.build([rec], "cpu", "test"))
+    out = tmp_path / "out"
+    assert main(["trials", "--rejudge", str(check), "--baseline", str(path),
+                 "--out", str(out)]) == 0
+    rows = {r["case"]: r["remeasured"] for r in trials.read_csv(out / "checks.csv")}
+    assert rows == {"m32-n32-k32": "1", "m48-n16-k64": "0"}
