@@ -503,6 +503,32 @@ def test_an_injected_slowdown_reports_the_spin_it_installs(monkeypatch):
     assert got == pytest.approx((installed * 10) ** 2)   # what the installed spin gives
 
 
+@pytest.mark.parametrize("device", ["cuda:0", "cpu"])
+def test_the_injected_fraction_reported_is_the_one_measured_on_the_cpu_too(monkeypatch,
+                                                                          device):
+    """On the CPU the busy-wait was sized once and reported as the fraction asked (50%
+    asked ran 9-82% on a loaded machine; a review): it is the same closed loop as a GPU's
+    now, its last measured step reported. A stand-in: the extra work gives 60% of what
+    it is sized for."""
+    import gemmgate.run as run_mod
+
+    def slowed(plain, extra, device):
+        def call():
+            return plain()
+        call.extra = extra
+        return call
+
+    def measure(fns, policy, *, flush_bytes, device, timed=None):
+        return {name: [1.0 + 0.6 * getattr(fn, "extra", 0.0)] * 3 for name, fn in fns.items()}
+
+    monkeypatch.setattr(run_mod, "slowed", slowed)
+    monkeypatch.setattr(run_mod, "measure", measure)
+    calls = {"triton": lambda: None}
+    got = run_mod._inject(calls, 0.5, TimingPolicy(), 0, device)
+    assert got == pytest.approx(0.6 * calls["triton"].extra) and got == pytest.approx(0.5)
+    assert calls["triton"].extra == pytest.approx(0.5 / 0.6)   # rescaled to what was asked
+
+
 def test_after_a_provider_fails_while_timed_the_others_timed_callables_are_handed_back():
     """`_measured` times the rest again without the one that raised: what their timed
     calls ran is of that timing, none of the failed one's (its graph would be replayed
