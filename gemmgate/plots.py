@@ -19,8 +19,6 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from gemmgate.precision import ERROR_BOUND, MODES, band_for
-
 DPI = 100
 PROVIDERS = ("triton", "vendor", "reference")   # first, in this order; extras after them
 COLOR = {"triton": "#1f77b4", "vendor": "#ff7f0e", "reference": "#2ca02c"}
@@ -89,17 +87,6 @@ def heat_panels(points: Sequence[Point]) -> tuple[list[HeatPanel], list[Point]]:
                                 tuple(tuple(bool(p and p.failed) for p in r) for r in cell),
                                 tuple(tuple(p is not None for p in r) for r in cell)))
     return panels, [p for p in points if p.layout != "rr"]
-
-
-def error_band(error: float | None, mode: str, provider: str = "vendor") -> str | None:
-    """Where `provider`'s error falls: "expected" (<= its band: the mode's max_error, the
-    kernels' own in tf32x3, `precision.band_for`), "downgraded" (above it, under the bound:
-    a lower precision ran) or "fail" (above the 1e-2 bound, NaN/Inf)."""
-    if error is None:
-        return None
-    if not math.isfinite(error) or error > MODES[mode].bound:
-        return "fail"
-    return "expected" if error <= band_for(MODES[mode], provider).max_error else "downgraded"
 
 
 def roofline_ceiling(intensity: float, peak_tflops: float | None,
@@ -203,7 +190,7 @@ def heatmap(points: Sequence[Point], title: str) -> Figure:
     return fig
 
 
-def _categorical(ax, points: Sequence[Point]) -> None:
+def categorical_axis(ax, points: Sequence[Point]) -> None:
     ax.set_xticks(range(len(points)), [("✗ " if p.failed else "") + p.label for p in points],
                   rotation=45, ha="right", fontsize=8)
     for tick, p in zip(ax.get_xticklabels(), points):
@@ -221,13 +208,13 @@ def _hatched(bars, points: Sequence[Point], name: str) -> None:
             bar.set_gid("failed")
 
 
-def _providers(points: Sequence[Point], field: str = "tflops") -> list[str]:
+def providers_of(points: Sequence[Point], field: str = "tflops") -> list[str]:
     """Who has figures in these points: the three known first, then the extras."""
     seen = dict.fromkeys(n for p in points for n in getattr(p, field))
     return [n for n in PROVIDERS if n in seen] + [n for n in seen if n not in PROVIDERS]
 
 
-def _style(name: str, names: Sequence[str]) -> tuple[str, str]:
+def style_of(name: str, names: Sequence[str]) -> tuple[str, str]:
     """(colour, marker) of a provider: fixed for the three known, else by its place
     among the extras of `names`."""
     if name in COLOR:
@@ -236,22 +223,22 @@ def _style(name: str, names: Sequence[str]) -> tuple[str, str]:
     return _EXTRA_COLORS[i % len(_EXTRA_COLORS)], _EXTRA_MARKS[i % len(_EXTRA_MARKS)]
 
 
-def _width(points: Sequence[Point]) -> float:
+def width_for(points: Sequence[Point]) -> float:
     return min(18.0, max(6.4, 0.45 * len(points) + 3))
 
 
 @plain_text
 def tflops_bars(points: Sequence[Point], title: str) -> Figure:
     """TFLOP/s per shape for every provider that ran (log scale)."""
-    fig = figure(_width(points), 4.6)
+    fig = figure(width_for(points), 4.6)
     ax = fig.subplots()
-    names = _providers(points)
+    names = providers_of(points)
     w = 0.8 / max(1, len(names))
     for i, name in enumerate(names):
         xs = [j + (i - (len(names) - 1) / 2) * w for j in range(len(points))]
         ys = [p.tflops.get(name, 0.0) for p in points]
-        _hatched(ax.bar(xs, ys, w, label=name, color=_style(name, names)[0]), points, name)
-    _categorical(ax, points)
+        _hatched(ax.bar(xs, ys, w, label=name, color=style_of(name, names)[0]), points, name)
+    categorical_axis(ax, points)
     if any(v > 0 for p in points for v in p.tflops.values()):
         ax.set_yscale("log")
     ax.set_ylabel("TFLOP/s")
@@ -268,19 +255,19 @@ def peak_and_roofline(points: Sequence[Point], title: str, chip: str,
     """Left: % of the chip's datasheet peak per shape (left out without a peak). Right:
     the roofline, arithmetic intensity against TFLOP/s, under the compute (peak) and
     bandwidth ceilings."""
-    names = _providers(points)
+    names = providers_of(points)
     if not peak:
         fig = figure(6.4, 4.8)
         right = fig.subplots()
     else:
-        fig = figure(max(12.0, _width(points) + 5), 4.8)
+        fig = figure(max(12.0, width_for(points) + 5), 4.8)
         left, right = fig.subplots(1, 2, width_ratios=(1.4, 1))
         w = 0.8 / max(1, len(names))
         for i, name in enumerate(names):
             xs = [j + (i - (len(names) - 1) / 2) * w for j in range(len(points))]
             _hatched(left.bar(xs, [100 * p.tflops.get(name, 0.0) / peak for p in points], w,
-                              label=name, color=_style(name, names)[0]), points, name)
-        _categorical(left, points)
+                              label=name, color=style_of(name, names)[0]), points, name)
+        categorical_axis(left, points)
         left.axhline(100, color="black", lw=0.8, ls="--")
         left.set_ylabel(f"% of {peak:g} TFLOP/s")
         if names:   # (a mode of empty outputs only: nothing to name, and
@@ -290,7 +277,7 @@ def peak_and_roofline(points: Sequence[Point], title: str, chip: str,
            if p.intensity and p.tflops.get(n)]
     for name in names:
         xy = [(x, y) for x, y, n in pts if n == name]
-        color, mark = _style(name, names)
+        color, mark = style_of(name, names)
         right.scatter([x for x, _ in xy], [y for _, y in xy], label=name, color=color,
                       marker=mark, zorder=3)
     xs = [x for x, _, _ in pts] or [1.0]
@@ -320,55 +307,6 @@ def peak_and_roofline(points: Sequence[Point], title: str, chip: str,
     right.grid(alpha=0.3)
     if right.get_legend_handles_labels()[0]:
         right.legend(fontsize=8)
-    return fig
-
-
-BAND_COLOR = {"expected": "#2ca02c", "downgraded": "#ff9f1c", "fail": "#d62728"}
-
-
-@plain_text
-def error_bands(points: Sequence[Point], mode: str, title: str) -> Figure:
-    """Relative errors per shape and provider (log scale) over the mode's bands: expected
-    (<= max_error), downgraded (a lower precision ran), fail (> 1e-2, NaN/Inf plotted at
-    the top). A silent downgrade is a point in the middle band."""
-    m = MODES[mode]
-    fig = figure(_width(points) + 2, 4.6)   # (+ its legend beside the axes)
-    ax = fig.subplots()
-    finite = [e for p in points for e in p.errors.values() if math.isfinite(e) and e > 0]
-    bottom = min([m.max_error / 1e4, *(e / 10 for e in finite)])
-    top = 1.0
-    ax.axhspan(bottom, m.max_error, color=BAND_COLOR["expected"], alpha=0.12,
-               label=f"expected ≤ {m.max_error:g}")
-    ax.axhspan(m.max_error, ERROR_BOUND, color=BAND_COLOR["downgraded"], alpha=0.15,
-               label=f"downgraded ({m.downgrade_hint})")
-    ax.axhspan(ERROR_BOUND, top, color=BAND_COLOR["fail"], alpha=0.12,
-               label=f"fail > {ERROR_BOUND:g}")
-    if m.kernel_max_error is not None:   # tf32x3: the kernels' side has its own band
-        ax.axhline(m.kernel_max_error, color=BAND_COLOR["downgraded"], linestyle="--",
-                   linewidth=1, label=f"the kernels' band ≤ {m.kernel_max_error:g}")
-    names = _providers(points, "errors")
-    for i, name in enumerate(names):  # side by side: equal errors stay visible
-        dx = (i - (len(names) - 1) / 2) * 0.18
-        xy = [(j + dx, p.errors[name]) for j, p in enumerate(points) if name in p.errors]
-        ys = [min(max(e, bottom * 1.5), top * 0.8) if math.isfinite(e) else top * 0.8
-              for _, e in xy]  # 0 at the bottom, NaN/Inf at the top
-        color, mark = _style(name, names)
-        ax.scatter([j for j, _ in xy], ys, color=color, marker=mark,
-                   label=name, zorder=3, edgecolor="black", linewidth=0.5)
-        for (x, e), y in zip(xy, ys):   # drawn at an edge: the figure says what it is (an
-            if e == 0 or not math.isfinite(e):   # error of 0 read as ~1e-9; a review)
-                ax.annotate("0" if e == 0 else str(e), (x, y), xytext=(0, -8 if e == 0 else 7),
-                            textcoords="offset points", fontsize=6, ha="center",
-                            va="center", gid=f"edge-{name}")
-    _categorical(ax, points)
-    ax.set_yscale("log")
-    ax.set_ylim(bottom, top)
-    ax.set_xlim(-0.7, max(0, len(points) - 1) + 0.7)
-    ax.set_ylabel("relative error vs float64")
-    ax.set_title(f"{title}: errors against the bound and the {mode} band")
-    # beside the axes, never over them: inside, at the upper left, it covered the fail
-    # band of the first cases (the smallest), and a failing error there was hidden
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     return fig
 
 

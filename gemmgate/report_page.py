@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gemmgate import plots, plots_history
+from gemmgate import plots, plots_errors, plots_history
 from gemmgate.accuracy import DOWNGRADED, FAIL
 from gemmgate.baseline_provenance import calibration_mark
 from gemmgate.baseline_schema import SCHEMA as BASELINE_SCHEMA
@@ -300,7 +300,7 @@ def _mode_section(w: _Writer, s: Source, idx: int, mode: str) -> list[str]:
                              f"{title}: TFLOP/s per shape and provider")))
     parts.append(_img(w.save(plots.peak_and_roofline(pts, title, s.chip, peak, bw),
                              f"{name}-roofline", f"{title}: % of peak and roofline")))
-    parts.append(_img(w.save(plots.error_bands(pts, mode, title), f"{name}-errors",
+    parts.append(_img(w.save(plots_errors.error_bands(pts, mode, title), f"{name}-errors",
                              f"{title}: errors against the 1e-2 bound and the {mode} band")))
     return [*parts, "</div>"]
 

@@ -1,6 +1,7 @@
-"""gemmgate/plots.py and plots_history.py: the data functions that decide what a figure
-shows (heat-map grid and failure marks, error bands, roofline ceilings, intensity), and
-that each figure function draws from plain data without a display. No pixels compared."""
+"""gemmgate/plots.py, plots_errors.py and plots_history.py: the data functions that
+decide what a figure shows (heat-map grid and failure marks, error bands, roofline
+ceilings, intensity), and that each figure function draws from plain data without a
+display. No pixels compared."""
 
 import io
 import math
@@ -8,7 +9,7 @@ import math
 import pytest
 from matplotlib.patches import Rectangle
 
-from gemmgate import plots, plots_history
+from gemmgate import plots, plots_errors, plots_history
 from gemmgate.chips import CHIPS
 from gemmgate.plots import Point
 from gemmgate.plots_history import Series
@@ -71,15 +72,15 @@ def test_heatmap_without_grid_cases_still_draws():
     (3e-3, "fp16", "downgraded"), (2e-3, "bf16", "expected"),
     (0.05, "bf16", "fail"), (math.inf, "fp32", "fail"), (None, "fp32", None)])
 def test_error_band_puts_a_downgrade_in_the_middle_band(error, mode, band):
-    assert plots.error_band(error, mode) == band
+    assert plots_errors.error_band(error, mode) == band
 
 
 def test_tf32x3_s_kernels_have_their_own_band_and_the_vendor_fp32_s():
     """bf16x3 (4.4e-6) under tf32x3's 1e-5: the kernels' side is judged at 3e-6, the
     vendor's IEEE fp32 at 1e-5 (precision.band_for)."""
-    assert plots.error_band(4.4e-6, "tf32x3", "triton") == "downgraded"
-    assert plots.error_band(4.4e-6, "tf32x3", "vendor") == "expected"
-    assert plots.error_band(3.6e-7, "tf32x3", "triton") == "expected"
+    assert plots_errors.error_band(4.4e-6, "tf32x3", "triton") == "downgraded"
+    assert plots_errors.error_band(4.4e-6, "tf32x3", "vendor") == "expected"
+    assert plots_errors.error_band(3.6e-7, "tf32x3", "triton") == "expected"
 
 
 def test_an_error_drawn_at_an_edge_says_what_it_is():
@@ -87,14 +88,14 @@ def test_an_error_drawn_at_an_edge_says_what_it_is():
     is labelled (a 0 read as ~1e-9, a review); other errors are not."""
     pts = [_pt(8, 8, 0, errors={"triton": 0.0, "vendor": 1e-7}),
            _pt(8, 8, 8, errors={"triton": math.nan, "vendor": math.inf})]
-    texts = [t.get_text() for t in plots.error_bands(pts, "fp32", "x").axes[0].texts]
+    texts = [t.get_text() for t in plots_errors.error_bands(pts, "fp32", "x").axes[0].texts]
     assert sorted(texts) == ["0", "inf", "nan"]
 
 
 def test_error_figure_draws_the_bound_and_the_modes_band():
     pts = [_pt(64, 64, 64, errors={"triton": 3e-4, "vendor": 1e-7}),
            _pt(48, 80, 72, errors={"triton": math.inf, "vendor": 0.0})]
-    fig = plots.error_bands(pts, "fp32", "cpu fp32")
+    fig = plots_errors.error_bands(pts, "fp32", "cpu fp32")
     ax = fig.axes[0]
     labels = ax.get_legend_handles_labels()[1]
     assert "expected ≤ 2e-05" in labels and "fail > 0.01" in labels
@@ -178,7 +179,7 @@ def test_extra_providers_get_bars_points_and_colours_of_their_own():
                                                  "vendor_fast"]
     colours = {c.get_label(): c.patches[0].get_facecolor() for c in ax.containers}
     assert len(set(colours.values())) == 4
-    err = plots.error_bands(pts, "fp8", "h200 fp8").axes[0]
+    err = plots_errors.error_bands(pts, "fp8", "h200 fp8").axes[0]
     assert "vendor_fast" in err.get_legend_handles_labels()[1]
     fig = plots.peak_and_roofline(pts, "h200 fp8", "nvidia-h200", 1978.9, 4800.0)
     assert "inductor" in fig.axes[0].get_legend_handles_labels()[1]
@@ -280,7 +281,7 @@ def test_a_dollar_in_a_title_or_chip_is_drawn_as_itself():
     stopped the report (a review): every figure draws `$` as text."""
     weird = r"evil$\frac{$ chip"
     figs = [plots.heatmap(POINTS, weird), plots.tflops_bars(POINTS, weird),
-            plots.error_bands(POINTS, "fp32", weird),
+            plots_errors.error_bands(POINTS, "fp32", weird),
             plots.sweep_curve("num_stages", [1, 2], [1.0, 2.0], ["ok", "ok"], 1.5, weird),
             plots_history.history([_series(weird, 1.0, "2026-11-01", {})], "fp32", weird),
             plots_history.cross_chip([_series(weird, 1.0, "2026-11-01", {})], "fp32")]
@@ -300,7 +301,7 @@ def test_a_log_axis_s_tick_labels_are_drawn_as_math_not_raw_text():
                        {"triton": 2e-7, "vendor": 3e-7}),
            plots.Point("fp32", 32, 32, 32, "rr", 1.0, {"triton": 1.0},
                        {"triton": 1e-6, "vendor": 3e-7})]
-    fig = plots.error_bands(pts, "fp32", "a $5 title")
+    fig = plots_errors.error_bands(pts, "fp32", "a $5 title")
     fig.savefig(io.BytesIO(), format="png")
     labels = [t.label1 for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
               for t in (*axis.get_major_ticks(), *axis.get_minor_ticks())]
@@ -316,7 +317,7 @@ def test_no_error_is_drawn_under_the_legend():
            _pt(32, 64, 32, failed=True, errors={"triton": math.inf, "vendor": 1e-7}),
            *(_pt(64 * i, 64, 64) for i in range(1, 5))]
     for mode in ("fp32", "tf32x3"):   # (tf32x3: one more line in the legend)
-        fig = plots.error_bands(pts, mode, "cpu")
+        fig = plots_errors.error_bands(pts, mode, "cpu")
         fig.canvas.draw()
         ax = fig.axes[0]
         box = ax.get_legend().get_window_extent().expanded(1.05, 1.05)
@@ -359,3 +360,17 @@ def test_a_two_step_history_keeps_its_legends_inside_their_axes():
         box, legend = ax.get_window_extent(), ax.get_legend().get_window_extent()
         assert box.x0 <= legend.x0 and legend.x1 <= box.x1
         assert box.width > 200   # pixels (an 8-inch figure: 800)
+
+
+def test_a_point_outside_its_own_band_is_ringed_in_that_bands_colour():
+    """tf32x3: the shading is the vendor's band (1e-5), the kernels' is 3e-6: a Triton
+    error of 4.4e-6 (bf16x3 run as tf32x3) sat in the green unmarked; it is ringed as
+    downgraded, the vendor's same error not."""
+    from matplotlib.colors import to_hex
+
+    pts = [_pt(64, 64, 64, errors={"triton": 4.4e-6, "vendor": 4.4e-6})]
+    ax = plots_errors.error_bands(pts, "tf32x3", "x").axes[0]
+    edge = {c.get_gid(): to_hex(c.get_edgecolor()[0]) for c in ax.collections
+            if c.get_gid()}
+    assert edge["errors-triton"] == plots_errors.BAND_COLOR["downgraded"]
+    assert edge["errors-vendor"] == "#000000"
