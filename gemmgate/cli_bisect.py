@@ -210,6 +210,7 @@ def bisect_command(args, console, err) -> int:
 
     clear_outputs(args.json)   # a stop the process cannot outlive (a case stuck past
     # --case-timeout in native code) leaves no earlier bisect's file looking like this one's
+    result = None
     try:
         found = search([c.sha for c in commits], is_bad)
         result = narrowed(found, found.last_good or good.sha, kernels_alike)
@@ -224,7 +225,9 @@ def bisect_command(args, console, err) -> int:
     except (MeasurementError, KeyboardInterrupt) as e:   # the steps measured are kept
         if args.json:
             write_json_atomic(args.json, {
-                **_record(ctx, floor, tolerances, good, bad, commits, steps, None, None,
+                # the search's end where it had one (stopped in the boundary's
+                # re-measure, first_bad was null though the search had found it; a review)
+                **_record(ctx, floor, tolerances, good, bad, commits, steps, None, result,
                           STOPPED, info),
                 "stopped": stopped_by(e) if isinstance(e, KeyboardInterrupt) else str(e)})
             err.print(f"wrote the {len(steps)} step(s) measured before it stopped to "

@@ -599,6 +599,29 @@ def test_a_bisect_stopped_part_way_keeps_its_steps_in_json(planted, costed_timin
 
 
 @needs_git
+def test_a_bisect_stopped_in_its_boundary_re_measure_keeps_what_its_search_found(
+        planted, costed_timing, monkeypatch, tmp_path):
+    """The search had ended on the planted commit when the boundary's re-measure was
+    stopped: --json said first_bad null (a review); it keeps the search's end, the outcome
+    "stopped" (no culprit named: the boundary did not confirm it)."""
+    import gemmgate.cli_bisect
+
+    d, shas = planted
+    monkeypatch.chdir(d)
+
+    real = gemmgate.cli_bisect.measure_step
+
+    def stops_at_the_boundary(*args, boundary=False, **kw):
+        if boundary:
+            raise KeyboardInterrupt()
+        return real(*args, **kw)
+    monkeypatch.setattr(gemmgate.cli_bisect, "measure_step", stops_at_the_boundary)
+    rc, data, _ = _bisect(tmp_path, shas[0], "HEAD", "--case", CASE)
+    assert rc == 130 and data["outcome"] == "stopped" and data["culprit"] is None
+    assert data["first_bad"] == shas[PLANTED] and data["last_good"] == shas[PLANTED - 1]
+
+
+@needs_git
 def test_a_slow_creep_is_inconclusive_at_the_boundary(tmp_path_factory, costed_timing,
                                                        monkeypatch, tmp_path, capsys):
     """1% per commit: the 2% commit is the first slower than GOOD beyond the 1.5% floor,
