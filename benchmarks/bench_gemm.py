@@ -17,8 +17,9 @@ Importing this module is cheap and imports neither torch nor gemmgate: asv impor
 every benchmark process. Older commits are measured by pointing ASV_PYTHONPATH at that
 commit's `gemmgate/` and `kernels/` (docs/PERF_TESTS.md, scripts/device/h200_asv.sh).
 
-Skips (asv's NotImplementedError in setup): a mode the chip lacks, a case the provider
-cannot do (the vendor's fp8 path needs K % 16 == 0), a case not measured on this machine.
+Skips (asv's SkipNotImplemented, raised by the track_* function: n/a): a mode the chip
+lacks, a case the provider cannot do (a shape torch._scaled_mm rejects even zero-padded
+to multiples of 16: none of the pr set), a case not measured on this machine.
 A wrong result (accuracy fail or silently downgraded precision) is a failure, not a skip.
 """
 
@@ -47,8 +48,8 @@ EAGER_MODES = ("bf16", "fp16")
 
 def on_gpu() -> bool:
     """Decided without importing torch: $GEMMGATE_CHIP, else a GPU driver's device node.
-    (If this guesses a GPU that torch cannot use, setup_cache measures the CPU set and
-    every GPU case is skipped as not measured.)"""
+    (If this guesses a GPU that torch cannot use, setup_cache measures nothing and every
+    benchmark fails, saying to set GEMMGATE_CHIP: measure_all.)"""
     chip = os.environ.get("GEMMGATE_CHIP")
     if chip:
         return chip != "cpu"

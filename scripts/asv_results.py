@@ -60,6 +60,15 @@ def _write(folder: Path, target: Path, data: dict) -> None:
         raise
 
 
+def _read(path: Path):
+    """A results file's JSON; ValueError naming the file (a bare "Expecting value: line 2
+    column 1" said nothing of which of the folder's files it was; a review)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path} is not an asv results JSON ({e}): fix or remove it") from None
+
+
 def rename(folder: Path, version: str, executable: str | None) -> list[Path]:
     """Rewrite `folder`'s path-named results of `executable` (None: all of them) to
     `existing-py<version>`; the files written."""
@@ -70,7 +79,7 @@ def rename(folder: Path, version: str, executable: str | None) -> list[Path]:
     for path in sorted(folder.glob("*.json")):
         if path.name == "machine.json":
             continue
-        data = json.loads(path.read_text())
+        data = _read(path)
         old = data.get("env_name", "") if isinstance(data, dict) else ""
         if not old.startswith(_PATH_FORM) or not isinstance(data.get("python"), str):
             continue
@@ -83,7 +92,7 @@ def rename(folder: Path, version: str, executable: str | None) -> list[Path]:
         commit = str(data.get("commit_hash", ""))[:8] or path.name.split("-", 1)[0]
         target = path.with_name(f"{commit}-{env}.json")
         if target.exists():   # the commit's earlier results: kept where not run again
-            earlier = json.loads(target.read_text())
+            earlier = _read(target)
             for key in _MERGED:
                 if isinstance(earlier.get(key), dict) and isinstance(data.get(key), dict):
                     data[key] = {**earlier[key], **data[key]}

@@ -26,7 +26,14 @@ from gemmgate.files import write_text_atomic  # noqa: E402
 def _benchmarks(path: str) -> dict[str, dict]:
     try:
         data = json.loads(Path(path).read_text())
-        return {b["name"]: b for b in data["benchmarks"]}
+        got = {b["name"]: b for b in data["benchmarks"]}
+        for name, b in got.items():   # (a test without a median was a traceback, exit 1,
+            med = b["stats"]["median"]   # and a zero one a ZeroDivisionError; a review)
+            if isinstance(med, bool) or not isinstance(med, (int, float)) or not med > 0:
+                raise ValueError(f"{name}'s stats.median is {med!r}, not a time > 0")
+            if not isinstance(b.get("extra_info", {}), dict):
+                raise ValueError(f"{name}'s extra_info is not an object")
+        return got
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ValueError(f"{path} is not a pytest-benchmark JSON: {e}") from None
 

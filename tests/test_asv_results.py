@@ -149,3 +149,14 @@ def test_a_renamed_result_keeps_a_normal_file_mode_and_no_temp_file(tmp_path, mo
         rename(tmp_path, "3.12", "/v/bin/python3")
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "04545a7c-existing-py3.12.json", "0badc0de-existing-py__v_bin_python3.json"]
+
+
+def test_a_broken_results_file_is_named(tmp_path, capsys):
+    """A truncated results file (an asv run killed while writing it) stopped the script
+    with "Expecting value: line 2 column 1 (char 41)", exit 2, naming no file (a review)."""
+    _result(tmp_path, sys.executable)
+    broken = tmp_path / "aaaa1111-existing-py_x.json"
+    broken.write_text('{"env_name": "existing-py_x", "python": ')
+    assert main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert str(broken) in err and "not an asv results JSON" in err

@@ -74,6 +74,51 @@ def test_the_device_clock_times_a_call_with_events():
     assert 1.5 < sorted(ratios)[2] < 2.5
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")   # perf: tests/perf's
+@pytest.mark.parametrize("figure, key, want", [("ratio", "per_round_time_ratio", 1.25),
+                                               ("time", "per_call_median_ms", 2.5)])
+def test_a_rounds_figure_goes_to_extra_info_in_the_unit_its_name_says(
+        perf_conftest, load_script, monkeypatch, figure, key, want):
+    """pytest-benchmark's median is in the timer's seconds; the DeviceClock advances by a
+    ratio round's Triton/vendor ratio read as ms. `per_round_time_ratio` was that median
+    as is: 0.00125 for Triton 1.25x the vendor's time (a review)."""
+    from types import SimpleNamespace
+
+    import gemmgate.stats
+
+    bench_mod = load_script(ROOT / "tests" / "perf" / "test_gemm_bench.py", "perf_gemm_bench")
+    clock = DeviceClock()
+    monkeypatch.setattr(clock, "_sample", lambda fn, flush: fn())   # fn() is its ms
+    triton, vendor = (lambda: 2.5), (lambda: 2.0)
+
+    perf = SimpleNamespace(figure=figure, gpu=True, rounds=5, warmup=1)
+    perf.round_info = lambda median: perf_conftest.PerfRunner.round_info(perf, median)
+    prov = SimpleNamespace(accuracy="pass", message="", median_ms=2.5)
+    perf.measure = lambda mode, case: SimpleNamespace(key="k", providers={"triton": prov})
+    perf.extra_info = lambda res: {}
+    perf.triton_call = lambda mode, case, ms: (
+        (lambda: clock.time_ratio(triton, vendor)) if figure == "ratio"
+        else (lambda: clock.time(triton)))
+
+    class Benchmark:   # pytest-benchmark's pedantic: each round timer() after - before
+        group, extra_info, stats = None, {}, None
+
+        def pedantic(self, call, rounds, warmup_rounds, iterations):
+            for _ in range(warmup_rounds):
+                call()
+            times = []
+            for _ in range(rounds):
+                t0 = clock()
+                call()
+                times.append(clock() - t0)
+            self.stats = SimpleNamespace(stats=SimpleNamespace(
+                median=gemmgate.stats.median(times)))
+
+    bench = Benchmark()
+    bench_mod.test_triton_gemm(bench, perf, "bf16", "m1-n1-k1")
+    assert bench.extra_info[key] == pytest.approx(want)
+
+
 def test_the_injected_slowdown_is_sized_from_gemmgates_median(perf_conftest, monkeypatch):
     c = perf_conftest
     seen = []
@@ -187,3 +232,13 @@ def test_pytest_benchmark_rows_give_each_runs_median_change(tmp_path):
                           f"compare1={script}"], capture_output=True, text=True)
     assert bad.returncode == 2 and "is not a pytest-benchmark JSON" in bad.stderr
     assert not (tmp_path / "x.csv").exists()
+    # a test without a median (or a zero one), saved or compared: a usage error, no traceback
+    for i, stats in enumerate(({}, None, {"median": 0.0}, {"median": None})):
+        broken = tmp_path / f"broken{i}.json"
+        broken.write_text(json.dumps({"benchmarks": [{"name": "t", "stats": stats}]}))
+        for args in ([str(broken)], [saved, f"compare1={broken}"]):
+            bad = subprocess.run([sys.executable, str(script), str(tmp_path / "x.csv"), *args],
+                                 capture_output=True, text=True)
+            assert bad.returncode == 2 and "Traceback" not in bad.stderr, (stats, bad.stderr)
+            assert f"{broken} is not a pytest-benchmark JSON" in bad.stderr
+            assert not (tmp_path / "x.csv").exists()

@@ -21,8 +21,5 @@ def test_triton_gemm(benchmark, perf, mode, case_id):
     call = perf.triton_call(mode, case_id, triton.median_ms)
     benchmark.pedantic(call, rounds=perf.rounds, warmup_rounds=perf.warmup, iterations=1)
     if benchmark.stats is not None:  # None when benchmarking is off (a smoke run)
-        median = benchmark.stats.stats.median   # a round's figure on the session's clock
-        if perf.figure == "ratio" and perf.gpu:   # Triton time / vendor time (a review)
-            benchmark.extra_info["per_round_time_ratio"] = median
-        else:
-            benchmark.extra_info["per_call_median_ms"] = median * 1e3
+        # a round's figure on the session's clock, in extra_info in its own unit
+        benchmark.extra_info.update(perf.round_info(benchmark.stats.stats.median))
