@@ -72,8 +72,11 @@ def error_bands(points: Sequence[Point], mode: str, title: str) -> Figure:
                    linewidth=[1.8 if b != "expected" else 0.5 for b in bands],
                    gid=f"errors-{name}")
         for (x, e), y in zip(xy, ys):   # drawn at an edge: the figure says what it is (an
-            if e == 0 or not math.isfinite(e):   # error of 0 read as ~1e-9; a review)
-                ax.annotate("0" if e == 0 else str(e), (x, y), xytext=(0, -8 if e == 0 else 7),
+            # error of 0 read as ~1e-9; a review), and so does one over the top's 0.8 (a
+            # failing extra's 15 was drawn as 0.8, unlabelled)
+            if e == 0 or not math.isfinite(e) or e > y:
+                text = "0" if e == 0 else str(e) if not math.isfinite(e) else f"{e:.2g}"
+                ax.annotate(text, (x, y), xytext=(0, -8 if e == 0 else 7),
                             textcoords="offset points", fontsize=6, ha="center",
                             va="center", gid=f"edge-{name}")
     categorical_axis(ax, points)

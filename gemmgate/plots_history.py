@@ -54,7 +54,16 @@ def history(series: Sequence[Series], mode: str, title: str) -> Figure:
                                 for s in series)) if series else set()
     for ax, what, get in ((axes[0], "speed ratio (vendor / Triton)", lambda p: p.ratio),
                           (axes[1], "Triton TFLOP/s", lambda p: p.tflops.get("triton"))):
-        by = [{p.label: get(p) for p in s.points if p.mode == mode} for s in series]
+        # a case that failed accuracy in a snapshot: no step of its line (a wrong answer's
+        # speed is no figure, as cross-chip's), a red x at its value instead: joined, its
+        # 1000x "speed-up" was the line's step and named as the case that moved most
+        by = [{p.label: get(p) for p in s.points if p.mode == mode and not p.failed}
+              for s in series]
+        bad = [(i, get(p)) for i, s in enumerate(series) for p in s.points
+               if p.mode == mode and p.failed and get(p)]
+        if bad:
+            ax.scatter([i for i, _ in bad], [y for _, y in bad], marker="x", color="#d62728",
+                       zorder=4, label="failed accuracy (not joined)", gid="failed")
         moved = []
         for lab in labels:
             ys = [b.get(lab) or math.nan for b in by]

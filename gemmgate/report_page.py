@@ -37,7 +37,7 @@ from gemmgate.files import write_bytes_atomic, write_text_atomic
 from gemmgate.plots import Point
 from gemmgate.plots_history import Series
 from gemmgate.precision import MODE_NAMES, MODES
-from gemmgate.results import CaseResult, RunRecord, run_file_data
+from gemmgate.results import REFERENCE, CaseResult, RunRecord, run_file_data
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3fn": 1,
                "float8_e4m3fnuz": 1}
@@ -55,6 +55,7 @@ class Source:
     incomplete: str = ""      # a run that stopped early: why (environment.incomplete)
     software: str = ""        # torch, triton, timing method and block it was measured with
     injected: float = 0.0     # a check's --inject-slowdown (validation: not the kernel's)
+    ab_ref: str = ""          # --ab-ref: the kernel the "reference" bars are (a run's)
 
     @property
     def usable(self) -> bool:
@@ -99,8 +100,12 @@ def point_of_result(r: CaseResult) -> Point:
 
 def software_of(env: dict) -> str:
     """What a run or baseline was measured with, as the report's file table shows it."""
+    # --copies per-call times the operand copies in every call: figures the gate and
+    # baselines refuse beside kept copies' (trials, calibrate), said here too, so a
+    # history mixing them says it was measured two ways (it said nothing; a review)
     return (f"torch {env.get('torch') or '?'}, triton {env.get('triton') or '?'}, "
-            f"{env.get('timing') or '?'} timing, block {env.get('block') or 1}")
+            f"{env.get('timing') or '?'} timing, block {env.get('block') or 1}"
+            + (", copies per call" if env.get("copies") == "per-call" else ""))
 
 
 def _injected(env: dict) -> float:
@@ -112,7 +117,9 @@ def from_run(path: str | Path, rec: RunRecord) -> Source:
     env = rec.environment
     return Source(str(path), "run", str(env.get("chip") or "?"), str(env.get("date") or ""),
                   str(env.get("commit") or ""), tuple(map(point_of_result, rec.cases)),
-                  str(env.get("incomplete") or ""), software_of(env), _injected(env))
+                  str(env.get("incomplete") or ""), software_of(env), _injected(env),
+                  str(env.get("ab_ref") or "") if any(
+                      REFERENCE in c.providers for c in rec.cases) else "")
 
 
 def from_baseline(path: str | Path, base: Baseline) -> Source:
@@ -368,6 +375,9 @@ def write_report(sources: Sequence[Source], out: str | Path) -> list[Image]:
             body.append(f"<p><b>This run stopped early</b> ({html.escape(s.incomplete)}): "
                         f"{len(s.points)} case(s) measured; left out of history and "
                         "cross-chip.</p>")
+        if s.ab_ref:   # the "reference" bars: which kernel (the page never said; a review)
+            body.append(f"<p>reference: the kernel at {html.escape(s.ab_ref[:12])} "
+                        "(--ab-ref), timed in the same rounds.</p>")
         if s.injected:
             body.append(f"<p><b>This check was slowed on purpose</b> (--inject-slowdown "
                         f"{s.injected:g}): every run of this chip given was; left out of "

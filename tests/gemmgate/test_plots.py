@@ -374,3 +374,26 @@ def test_a_point_outside_its_own_band_is_ringed_in_that_bands_colour():
             if c.get_gid()}
     assert edge["errors-triton"] == plots_errors.BAND_COLOR["downgraded"]
     assert edge["errors-vendor"] == "#000000"
+
+
+def test_a_history_does_not_join_a_case_that_failed_accuracy():
+    """A case that failed accuracy (a wrong answer 1000x "faster") was a step of its thin
+    line, and named as the case that moved most, unmarked (a review): it is a red x, out
+    of the line and of the names."""
+    ok = (_pt(64, 64, 64, 1.0), _pt(128, 64, 64, 1.0))
+    bad = (_pt(64, 64, 64, 1000.0, failed=True), _pt(128, 64, 64, 1.0))
+    ss = [Series(f"cpu 2026-11-0{i}", "cpu", p, {}) for i, p in enumerate((ok, ok, bad), 1)]
+    ax = plots_history.history(ss, "fp32", "cpu fp32").axes[0]
+    thin = [list(ln.get_ydata()) for ln in ax.lines if ln.get_gid() != "geomean"]
+    assert all(not any(y == 1000.0 for y in ys) for ys in thin)
+    (failed,) = [c for c in ax.collections if c.get_gid() == "failed"]
+    assert [tuple(o) for o in failed.get_offsets()] == [(2, 1000.0)]
+    assert not [t for t in ax.texts if t.get_gid() == "named-64×64×64"]
+
+
+def test_an_error_over_the_top_of_the_axis_is_labelled_with_its_value():
+    """A failing extra's error of 15 was drawn at 0.8, the axis' top, unlabelled (NaN/Inf
+    and 0 at the edges are labelled)."""
+    pts = [_pt(8, 8, 8, errors={"triton": 1e-7, "vendor": 1e-7, "mine": 15.4})]
+    texts = [t.get_text() for t in plots_errors.error_bands(pts, "fp32", "x").axes[0].texts]
+    assert texts == ["15"]

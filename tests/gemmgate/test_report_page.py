@@ -350,3 +350,24 @@ def test_a_case_without_a_ratio_is_named_and_the_geomeans_count_is_its_own(tmp_p
     assert "6 cases, 1 failing accuracy" in page
     assert "1 without a speed ratio" in page and "0×8×8" in page
     assert "over the 4 passing" in page and "over the 5 passing" not in page
+
+
+def test_a_run_with_copies_per_call_says_so_and_a_history_beside_kept_copies_too():
+    """`--copies per-call` times the operand copies in every call (trials and calibrate
+    refuse it beside kept copies' figures): the file table said the same "measured with"
+    for both, and a history mixing them said nothing (a review)."""
+    kept = report_page.software_of({"torch": "2.13", "triton": "3.9", "timing": "graph"})
+    per_call = report_page.software_of({"torch": "2.13", "triton": "3.9", "timing": "graph",
+                                        "copies": "per-call"})
+    assert kept != per_call and "copies per call" in per_call
+
+
+def test_an_ab_runs_reference_is_named_on_the_page(tmp_path, run_file, synthetic_record):
+    """An `--ab-ref` run's "reference" bars were drawn, and the page never said which
+    kernel they are (a review)."""
+    rec = _with_failure_and_reference(synthetic_record(ITEMS, environment={
+        **ENV, "ab_ref": "711b7a3f80982e1aa24145d29483b46b84a58333"}))
+    p = tmp_path / "ab.json"
+    p.write_text(json.dumps(rec.to_json()))
+    report_page.write_report(report_page.load_sources([str(p)], []), tmp_path / "out")
+    assert "reference: the kernel at 711b7a3f8098" in (tmp_path / "out" / "index.html").read_text()
