@@ -51,6 +51,7 @@ from gemmgate.baseline_provenance import (
     run_id,
     run_ids,
     unlike_kept,
+    unlike_model,
     unlike_software,
 )
 from gemmgate.baseline_schema import (  # noqa: F401 - the model is part of this API
@@ -136,7 +137,7 @@ def _machines(records: Sequence[RunRecord]) -> dict:
     out: dict[str, dict] = {}
     for rec in records:
         env = rec.environment
-        gpus = {g.get("uuid"): g for g in env.get("gpus", []) if isinstance(g, dict)}
+        gpus = {g.get("uuid"): g for g in env.get("gpus") or [] if isinstance(g, dict)}
         for c in rec.cases:
             mid = machine_of(c, env)
             entry = out.setdefault(mid, {"host": env.get("host"), "runs": 0})
@@ -191,7 +192,8 @@ def merge(new: Baseline, old: Baseline | None) -> tuple[Baseline, list[str]]:
         return new, []
     kept = [k for k in old.cases if k not in new.cases]
     unlike = unlike_kept(old.provenance, new.provenance, len(kept)) or \
-        unlike_software(old.provenance, new.provenance, len(kept))
+        unlike_software(old.provenance, new.provenance, len(kept)) or \
+        unlike_model(old.chip, old.provenance, new.provenance, len(kept))
     if unlike:
         raise BaselineError(f"{unlike}; nothing written")
     cases = {**{k: old.cases[k] for k in kept}, **new.cases}

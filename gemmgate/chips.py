@@ -92,7 +92,7 @@ CHIPS: dict[str, Chip] = {
         Chip("nvidia-a100", "nvidia", "NVIDIA A100 SXM4 80GB", 108, 166912, 40 * MiB, 2039.0,
              {"fp32": 19.5, "tf32": 156.0, "tf32x3": 52.0, "bf16": 312.0, "fp16": 312.0},
              modes=("fp32", "tf32", "tf32x3", "bf16", "fp16"), match=("a100",),
-             other_parts=("pcie",)),
+             other_parts=("pcie", "40gb")),   # (the 40 GB SXM4: 1555 GB/s, not 2039)
         Chip("nvidia-h100", name="NVIDIA H100 SXM5", mem_bw_gbs=3350.0, match=("h100",),
              **_HOPPER),
         Chip("nvidia-h200", name="NVIDIA H200 SXM", mem_bw_gbs=4800.0, match=("h200",),
@@ -207,9 +207,15 @@ def _other_units(torch, chip: Chip, device_name: str, device: int = 0) -> str | 
                  if re.search(rf"(?<![a-z0-9]){re.escape(w)}(?![a-z0-9])", low)), None)
     if part is not None:   # same SMs, other clocks and power: the SM count cannot tell
         return (f"{device_name!r} is another part than the {chip.id} profile's "
-                f"{chip.name} ({'NVL' if part == 'nvl' else 'PCIe'}: other clocks and "
-                "power): its peaks, baseline and tuning table are that card's")
+                f"{chip.name} ({PARTS.get(part, part)}): its peaks, baseline and tuning "
+                "table are that card's")
     return None
+
+
+# what each of `other_parts` differs in (an A100-SXM4-40GB took the 80 GB profile's
+# 2039 GB/s silently, its baseline and table; a review)
+PARTS = {"nvl": "NVL: other clocks and power", "pcie": "PCIe: other clocks and power",
+         "40gb": "40GB: other memory bandwidth"}
 
 
 def device_units(torch, device: int = 0) -> int:

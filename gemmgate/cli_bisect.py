@@ -41,7 +41,7 @@ from gemmgate.bisect import (
     search,
 )
 from gemmgate.bisect_text import CULPRIT, conclusion, markdown, outcome_of, steps_table
-from gemmgate.chips import select_chip
+from gemmgate.chips import GENERIC_GPU, select_chip
 from gemmgate.cli_run import (
     append_summary,
     check_floor,
@@ -141,9 +141,17 @@ def bisect_command(args, console, err) -> int:
         raise ValueError(f"{', '.join(empty)}: an empty output (M or N is 0), nothing to "
                          "time: bisect needs a case it can time")
     chip = args.chip if args.chip is not None else check_chip
+    # the generic profile (a GPU no profile names) is no chip id --chip takes: it is
+    # detected (a check on such a GPU was "unknown chip id 'generic-gpu'", and no --chip
+    # could bisect it there; a review)
+    generic = args.chip is None and check_chip == GENERIC_GPU.id
+    if generic:
+        chip = None
     try:
         selected = select_chip(chip, first_device(args)).chip
         chip_id = selected.id
+        if generic and chip_id != GENERIC_GPU.id:
+            raise ValueError(f"it ran on a GPU no profile names, this device is {chip_id}")
     except ValueError as e:
         if args.chip is not None or check_chip is None:
             raise

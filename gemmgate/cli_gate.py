@@ -15,6 +15,7 @@ from gemmgate.baseline_provenance import (
     measured,
     recorded_commit,
     unlike_kept,
+    unlike_model,
     unlike_software,
 )
 from gemmgate.calibrate import CalibrationError, fresh_runs
@@ -161,6 +162,13 @@ def _set_up(args, err, path, chip_id: str, floor: float):
     ctx = context_from_args(args, shapes=args.shapes or base.provenance.get("shapes"),
                             modes=modes, reference=ab_sha, slowdown=args.inject_slowdown,
                             cases=own, cases_label="the baseline's cases")
+    model = unlike_model(base.chip, base.provenance,
+                         {"device_name": ctx.selection.device_name}, len(base.cases))
+    if model:   # (merge and update refuse another model's cases; a check judged them)
+        err.print(f"[yellow]warning:[/] the baseline {escape(str(path))} was measured on "
+                  f"{escape(str(base.provenance.get('device_name')))}, this GPU is "
+                  f"{escape(ctx.selection.device_name)}: a generic-gpu baseline is one GPU "
+                  "model's, and its stored figures are not this GPU's")
     for given, key, what in ((ctx.policy.method, "timing", "--timing"),
                              (ctx.policy.block, "block", "--block")):
         was = measured(base.provenance, key)   # (no block recorded: 1)
@@ -300,7 +308,9 @@ def baseline_command(args, console, err) -> int:
         kept_n = sum(k not in keys for k in old.cases)
         unlike = unlike_kept(old.provenance, {"timing": ctx.policy.method,
                                               "block": ctx.policy.block}, kept_n) or \
-            unlike_software(old.provenance, _software(), kept_n)
+            unlike_software(old.provenance, _software(), kept_n) or \
+            unlike_model(old.chip, old.provenance,
+                         {"device_name": ctx.selection.device_name}, kept_n)
         if unlike:
             raise baselines.BaselineError(f"{path}: {unlike}; nothing measured")
     try:

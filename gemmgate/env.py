@@ -15,9 +15,14 @@ from pathlib import Path
 
 
 def _git_commit() -> str | None:
-    """HEAD's commit: from git, else read from .git directly (machines without git)."""
+    """HEAD's commit: from git, else read from .git directly (machines without git: only
+    where git could not run; where git says this package is not tracked, the .git beside
+    it is another project's, whose HEAD holds no gemmgate: an exported tree copied to the
+    top of another repository recorded that repository's HEAD, a review)."""
     found = _git_cli()
-    return found if found else _git_files(Path(__file__).resolve().parent.parent / ".git")
+    if found or _tracked(Path(__file__).resolve().parent) is not None:
+        return found
+    return _git_files(Path(__file__).resolve().parent.parent / ".git")
 
 
 def _git_files(git: Path) -> str | None:
@@ -49,16 +54,17 @@ def _git_cli() -> str | None:
 
 
 @functools.cache   # (asked for the commit and for the dirty flag: once a folder)
-def _tracked(package: Path) -> bool:
+def _tracked(package: Path) -> bool | None:
     """Whether this package (its folder) is tracked by the git repository around it:
     installed into another project's (ignored) virtual environment, git found that
-    project and the record named its HEAD, clean (a review)."""
+    project and the record named its HEAD, clean (a review). None where git could not
+    run (no git on the machine): `_git_commit` then reads .git itself."""
     try:
         out = subprocess.run(["git", "-c", "safe.directory=*", "ls-files", "--error-unmatch",
                               Path(__file__).name], capture_output=True, cwd=package,
                              timeout=5)
     except (OSError, subprocess.SubprocessError):
-        return False
+        return None
     return out.returncode == 0
 
 
@@ -171,7 +177,7 @@ def environment(chip_id: str, timing: str, device_index: int = 0,
         "driver": None,
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "interpreter": os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"),
+        "interpreter": _interpreting(triton),
         "commit": _git_commit(),
         "dirty": git_dirty(),
         "host": platform.node(),
@@ -188,6 +194,17 @@ def environment(chip_id: str, timing: str, device_index: int = 0,
         rec["gpus"] = [g for g in (gpu_identity(nvml, i) for i in devices or (device_index,))
                        if g]
     return rec
+
+
+def _interpreting(triton) -> bool:
+    """Whether TRITON_INTERPRET asks for the interpreter, read as Triton (and the kernels:
+    kernels.dispatch.interpreting) read it: "false", "off" and "no" are off, where the
+    record said True and the run compiled its kernels (a review)."""
+    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
+    if runtime is not None and hasattr(runtime, "interpret"):
+        return bool(runtime.interpret)
+    return os.environ.get("TRITON_INTERPRET", "0").lower() not in ("", "0", "false", "off",
+                                                                   "no")
 
 
 def tuning_table(device_name: str, directory: Path | None = None) -> dict | None:

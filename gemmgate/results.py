@@ -268,6 +268,11 @@ class RunRecord:
         for f in _ENV_STRINGS:
             _need(env.get(f) is None or isinstance(env[f], str),
                   f"{where}: environment.{f}", f"is {env.get(f)!r}, not a string")
+        gpus = env.get("gpus")   # read by baselines' machine records (a bare TypeError,
+        # "'NoneType' object is not iterable", naming no file: a review)
+        _need(gpus is None or (isinstance(gpus, list) and all(isinstance(g, dict)
+                                                               for g in gpus)),
+              f"{where}: environment.gpus", f"is {gpus!r}, not a list of GPU records")
         block = env.get("block", 1)   # runs before --block have none: strict alternation
         _need(isinstance(block, int) and not isinstance(block, bool)
               and 1 <= block <= MAX_BLOCK, f"{where}: environment.block",

@@ -865,6 +865,28 @@ def test_cases_kept_beside_cases_of_another_triton_or_torch_are_refused(tmp_path
     assert kept == [K2]                                             # one stack: kept
 
 
+def test_generic_cases_kept_beside_another_gpu_models_are_refused():
+    """Every GPU no profile names is generic-gpu: an update on an Ada card kept a V100's
+    cases beside its own, the file naming the Ada card alone, where `baseline merge`
+    refuses the two models' inputs (a review). Other chips, or one model, keep them."""
+    old = baselines.build(_runs3(chip="generic-gpu", device_name="Tesla V100-SXM2-32GB"),
+                          "generic-gpu", "s.csv")
+    one = baselines.build([make_run([make_result(C1, [1.0], [0.8])], chip="generic-gpu",
+                                    device_name="NVIDIA RTX 6000 Ada Generation")],
+                          "generic-gpu", "s.csv")
+    with pytest.raises(BaselineError, match=r"1 other case\(s\) were measured on Tesla "
+                                            r"V100-SXM2-32GB, these on NVIDIA RTX 6000"):
+        baselines.merge(one, old)
+    same = baselines.build([make_run([make_result(C1, [1.0], [0.8])], chip="generic-gpu",
+                                     device_name="Tesla V100-SXM2-32GB")],
+                           "generic-gpu", "s.csv")
+    assert baselines.merge(same, old)[1] == [K2]
+    cpu_old = baselines.build(_runs3(device_name="x86_64"), "cpu", "s.csv")
+    cpu_one = baselines.build([make_run([make_result(C1, [1.0], [0.8])],
+                                        device_name="aarch64")], "cpu", "s.csv")
+    assert baselines.merge(cpu_one, cpu_old)[1] == [K2]
+
+
 def test_write_merged_carries_noise_and_keeps_an_unusable_file_unwritten(tmp_path):
     path = tmp_path / "cpu.json"
     baselines.save(path, baselines.build(_runs3(), "cpu", "s.csv"))

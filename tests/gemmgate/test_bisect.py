@@ -497,6 +497,10 @@ def test_a_step_inside_the_baselines_ab_noise_is_not_a_culprit(tmp_path_factory,
     ({"environment": {"chip": "nvidia-h200"},
       "gate": {"verdicts": [{"id": CASE, "verdict": "regressed"}]}},
      "its environment.chip 'nvidia-h200': chip nvidia-h200 was requested"),
+    ({"environment": {"chip": "generic-gpu"},
+      "gate": {"verdicts": [{"id": CASE, "verdict": "regressed"}]}},
+     "its environment.chip 'generic-gpu': it ran on a GPU no profile names, this device "
+     "is cpu"),
     (None, "cannot read --from-check file"),
 ])
 def test_what_is_wrong_in_a_check_file_is_said_of_the_file(planted, monkeypatch, tmp_path,
@@ -512,6 +516,46 @@ def test_what_is_wrong_in_a_check_file_is_said_of_the_file(planted, monkeypatch,
     err = capsys.readouterr().err.replace("\n", "")
     assert f"--from-check {path}" in err or f"--from-check file {path}" in err, err
     assert said in err and "--case '" not in err, err
+
+
+@needs_git
+def test_a_check_on_a_gpu_no_profile_names_is_bisected_there(planted, monkeypatch, tmp_path,
+                                                             capsys):
+    """A check on an unknown GPU records chip 'generic-gpu', which is no chip id --chip
+    takes: `--from-check` was "unknown chip id 'generic-gpu'" on that very GPU, and no
+    --chip could bisect it (a review). The generic profile is detected."""
+    import types
+
+    import torch
+
+    from gemmgate import cli_bisect
+
+    d, shas = planted
+    monkeypatch.chdir(d)
+    name = "NVIDIA RTX 6000 Ada Generation"
+    props = types.SimpleNamespace(name=name, multi_processor_count=142, major=8, minor=9,
+                                  shared_memory_per_block_optin=101376,
+                                  L2_cache_size=96 << 20)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: name)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i=0: props)
+    monkeypatch.setattr(torch.version, "hip", None)
+    reached = []
+
+    def context(args, chip, items, pins_from):   # the run itself needs a real GPU
+        reached.append(chip)
+        raise ValueError("reached the run context")
+
+    monkeypatch.setattr(cli_bisect, "_context", context)
+    check = tmp_path / "check.json"
+    check.write_text(json.dumps({
+        "gate": {"verdicts": [{"id": CASE, "verdict": "regressed"}]},
+        "environment": {"chip": "generic-gpu", "timing": "graph", "block": 1}}))
+    assert main(["bisect", shas[0], "HEAD", "--from-check", str(check)]) == 2
+    err = capsys.readouterr().err
+    assert "reached the run context" in err and "unknown chip id" not in err, err
+    assert reached == [None]   # detected: the generic profile
 
 
 @needs_git

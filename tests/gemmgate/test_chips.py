@@ -211,7 +211,8 @@ def test_a_device_with_other_sms_than_its_profile_is_said_and_kept_from_tune(fak
 
 @pytest.mark.parametrize("name, chip", [
     ("NVIDIA H100 NVL", "nvidia-h100"), ("NVIDIA H200 NVL", "nvidia-h200"),
-    ("NVIDIA A100-PCIE-40GB", "nvidia-a100"), ("NVIDIA A100 80GB PCIe", "nvidia-a100")])
+    ("NVIDIA A100-PCIE-40GB", "nvidia-a100"), ("NVIDIA A100 80GB PCIe", "nvidia-a100"),
+    ("NVIDIA A100-SXM4-40GB", "nvidia-a100")])
 def test_another_part_with_the_profiles_sms_is_said_and_kept_from_tune(fake_gpu, name,
                                                                       chip):
     """An H100 NVL or H200 NVL has the SXM part's 132 SMs but 350-600 W and a dense bf16
@@ -221,8 +222,9 @@ def test_another_part_with_the_profiles_sms_is_said_and_kept_from_tune(fake_gpu,
     for sel in (select_chip(), select_chip(chip)):
         assert sel.chip.id == chip and sel.mismatched
         assert repr(name) in sel.warning and "another part" in sel.warning
-    fake_gpu("NVIDIA H100 80GB HBM3")
-    assert select_chip().warning is None and not select_chip().mismatched
+    for same in ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"):
+        fake_gpu(same)
+        assert select_chip().warning is None and not select_chip().mismatched
 
 
 def test_select_override_disagreeing_with_device_warns(fake_gpu):

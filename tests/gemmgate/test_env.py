@@ -278,6 +278,48 @@ def test_a_package_installed_inside_another_repository_records_no_commit(tmp_pat
         assert env._git_cli() is not None   # this checkout's own package: its HEAD
 
 
+def test_a_package_untracked_at_the_top_of_another_repository_records_no_commit(
+        tmp_path, monkeypatch):
+    """An exported tree (no .git of its own) at the top of another project's repository,
+    untracked there: git says the package is not tracked, and the fallback for machines
+    without git read that project's .git and recorded its HEAD, which holds no gemmgate
+    (`--ab-ref baseline` and bisect's GOOD took it; a review). Without git, .git is read."""
+    import shutil
+    import subprocess
+
+    from gemmgate import env
+
+    if shutil.which("git") is None:
+        import pytest
+
+        pytest.skip("needs git")
+    (tmp_path / "gemmgate").mkdir()
+    shutil.copy(env.__file__, tmp_path / "gemmgate" / "env.py")
+    (tmp_path / "README").write_text("their project\n")
+    for args in (["init", "-q"], ["add", "README"], ["-c", "user.email=t@example.com", "-c",
+                                                     "user.name=t", "commit", "-q", "-m", "c"]):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+    monkeypatch.setattr(env, "__file__", str(tmp_path / "gemmgate" / "env.py"))
+    assert env._git_commit() is None and env.git_dirty() is None
+    # tracked there, but no git to ask: its .git is read (machines without git)
+    subprocess.run(["git", "add", "gemmgate"], cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "commit",
+                    "-q", "-m", "d"], cwd=tmp_path, check=True, capture_output=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    env._tracked.cache_clear()
+    real_run = subprocess.run
+
+    def no_git(cmd, *a, **k):
+        if cmd and cmd[0] == "git":
+            raise FileNotFoundError("git")
+        return real_run(cmd, *a, **k)
+
+    monkeypatch.setattr(subprocess, "run", no_git)
+    assert env._git_commit() == head and env.git_dirty() is None
+    env._tracked.cache_clear()
+
+
 def test_free_memory_is_nvmls_count_of_torchs_device_or_none(monkeypatch):
     """NVML's free bytes of the device torch's index names (`_nvml_handle`); None where
     NVML is absent or cannot give the handle: the caller then asks CUDA."""
@@ -290,3 +332,16 @@ def test_free_memory_is_nvmls_count_of_torchs_device_or_none(monkeypatch):
     assert env.free_memory(1) is None
     monkeypatch.setattr(env, "_nvml", lambda: None)
     assert env.free_memory(0) is None
+
+
+@pytest.mark.parametrize("value, on", [("1", True), ("true", True), ("false", False),
+                                       ("off", False), ("no", False), ("0", False)])
+def test_the_record_reads_triton_interpret_as_triton_does(monkeypatch, value, on):
+    """TRITON_INTERPRET=false compiled the kernels (Triton and kernels.dispatch read it
+    off), and the record said "interpreter": true (a review)."""
+    from gemmgate.env import environment
+    from kernels import dispatch
+
+    monkeypatch.setenv("TRITON_INTERPRET", value)
+    assert dispatch.interpreting() is on
+    assert environment("cpu", "wall")["interpreter"] is on

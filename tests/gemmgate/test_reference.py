@@ -206,6 +206,15 @@ def test_same_kernels_sees_an_untracked_file_under_kernels(tmp_path):
     (tmp_path / "kernels" / "new.json").write_text("{}\n")
     with pytest.raises(ValueError, match=r"kernels/ differs from .* \(untracked: kernels/new"):
         reference.same_kernels("HEAD", tmp_path)
+    (tmp_path / "kernels" / "new.json").unlink()
+    # an ignored table the kernel's lookup reads all the same (kernels/tuned/*.json): the
+    # reference's extraction lacks it, so A/B is no A/A (env.git_dirty counts it too)
+    (tmp_path / "kernels" / "tuned").mkdir()
+    (tmp_path / ".git" / "info" / "exclude").write_text("kernels/tuned/local*\n")
+    (tmp_path / "kernels" / "tuned" / "local-a100.json").write_text("{}\n")
+    with pytest.raises(ValueError, match=r"untracked: kernels/tuned/local-a100.json"):
+        reference.same_kernels("HEAD", tmp_path)
+    assert reference.kernels_as_at("HEAD", tmp_path) is False
 
 
 def test_an_extraction_left_by_a_killed_process_is_swept_and_a_live_ones_kept(tmp_path):

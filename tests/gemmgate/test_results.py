@@ -87,6 +87,19 @@ def test_a_run_s_environment_text_of_another_type_is_refused_naming_it(field, ba
         RunRecord.from_json({**record, "environment": {**record["environment"], field: bad}})
 
 
+@pytest.mark.parametrize("bad", [5, "text", {"uuid": "u-1"}, [5]])
+def test_a_run_s_gpu_records_of_another_type_are_refused_naming_them(bad):
+    """`environment.gpus` is read by a baseline's machine records: 5 was "'int' object is
+    not iterable", naming no file (a review); null is none, as a CPU run has none."""
+    from gemmgate.baselines import build
+
+    record = RunRecord({"chip": "cpu"}, "t", (_result(),)).to_json()
+    nulled = RunRecord.from_json({**record, "environment": {"chip": "cpu", "gpus": None}})
+    assert build([nulled], "cpu", "t").cases
+    with pytest.raises(ResultsError, match=r"<run>: environment.gpus is .*not a list of GPU"):
+        RunRecord.from_json({**record, "environment": {"chip": "cpu", "gpus": bad}})
+
+
 def test_a_blocked_case_s_median_is_the_rounds_median_everywhere():
     """--block 2, Triton's calls 1 5 | 1 5 | 4 4: the rounds are 3, 3, 4, so its median is
     3 ms, as its TFLOP/s and the gate take it; over the six calls it was 4, and baselines,
