@@ -478,11 +478,10 @@ def test_the_vendor_is_asked_to_keep_its_layouts_as_the_kernel_is(copies, asked)
     assert seen and set(seen) == {asked}
 
 
-def test_an_injected_slowdown_reports_the_spin_it_installs(monkeypatch):
-    """On a GPU the spin is sized, measured and rescaled; after the last measurement it
-    was rescaled once more and installed unmeasured, so the telemetry's `sized` described
-    the spin before it. A stand-in device: the wrapped call's extra time grows as the
-    square of the spin asked, so no step lands within 10%."""
+def _injecting(monkeypatch, got_ms):
+    """gemmgate.run's `_inject` on a stand-in device: `slowed` marks the call with the
+    extra work asked, and `measure` gives each call got_ms(that extra) for every sample.
+    Returns a runner of `_inject(calls, slowdown, device)` -> (fraction, installed)."""
     import gemmgate.run as run_mod
 
     def slowed(plain, extra, device):
@@ -492,14 +491,25 @@ def test_an_injected_slowdown_reports_the_spin_it_installs(monkeypatch):
         return call
 
     def measure(fns, policy, *, flush_bytes, device, timed=None):
-        return {name: [1.0 + (getattr(fn, "extra", 0.0) * 10) ** 2] * 3
-                for name, fn in fns.items()}
+        return {name: [got_ms(getattr(fn, "extra", 0.0))] * 3 for name, fn in fns.items()}
 
     monkeypatch.setattr(run_mod, "slowed", slowed)
     monkeypatch.setattr(run_mod, "measure", measure)
-    calls = {"triton": lambda: None}
-    got = run_mod._inject(calls, 0.5, TimingPolicy(), 0, "cuda:0")
-    installed = calls["triton"].extra
+
+    def inject(slowdown, device):
+        calls = {"triton": lambda: None}
+        got = run_mod._inject(calls, slowdown, TimingPolicy(), 0, device)
+        return got, calls["triton"].extra
+    return inject
+
+
+def test_an_injected_slowdown_reports_the_spin_it_installs(monkeypatch):
+    """On a GPU the spin is sized, measured and rescaled; after the last measurement it
+    was rescaled once more and installed unmeasured, so the telemetry's `sized` described
+    the spin before it. A stand-in device: the wrapped call's extra time grows as the
+    square of the spin asked, so no step lands within 10%."""
+    got, installed = _injecting(monkeypatch, lambda extra: 1.0 + (extra * 10) ** 2)(
+        0.5, "cuda:0")
     assert got == pytest.approx((installed * 10) ** 2)   # what the installed spin gives
 
 
@@ -510,23 +520,9 @@ def test_the_injected_fraction_reported_is_the_one_measured_on_the_cpu_too(monke
     asked ran 9-82% on a loaded machine; a review): it is the same closed loop as a GPU's
     now, its last measured step reported. A stand-in: the extra work gives 60% of what
     it is sized for."""
-    import gemmgate.run as run_mod
-
-    def slowed(plain, extra, device):
-        def call():
-            return plain()
-        call.extra = extra
-        return call
-
-    def measure(fns, policy, *, flush_bytes, device, timed=None):
-        return {name: [1.0 + 0.6 * getattr(fn, "extra", 0.0)] * 3 for name, fn in fns.items()}
-
-    monkeypatch.setattr(run_mod, "slowed", slowed)
-    monkeypatch.setattr(run_mod, "measure", measure)
-    calls = {"triton": lambda: None}
-    got = run_mod._inject(calls, 0.5, TimingPolicy(), 0, device)
-    assert got == pytest.approx(0.6 * calls["triton"].extra) and got == pytest.approx(0.5)
-    assert calls["triton"].extra == pytest.approx(0.5 / 0.6)   # rescaled to what was asked
+    got, installed = _injecting(monkeypatch, lambda extra: 1.0 + 0.6 * extra)(0.5, device)
+    assert got == pytest.approx(0.6 * installed) and got == pytest.approx(0.5)
+    assert installed == pytest.approx(0.5 / 0.6)   # rescaled to what was asked
 
 
 def test_after_a_provider_fails_while_timed_the_others_timed_callables_are_handed_back():
