@@ -91,8 +91,8 @@ def point_of_result(r: CaseResult) -> Point:
     provs = r.providers
     return Point(r.mode, r.case.m, r.case.n, r.case.k, r.case.layout_id, r.ratio,
                  {n: p.tflops for n, p in provs.items() if p.tflops},
-                 {n: (p.error if math.isfinite(p.error) else math.inf)
-                  for n, p in provs.items() if p.error is not None},
+                 {n: p.error for n, p in provs.items() if p.error is not None},   # (NaN
+                 # kept: the error figure labels it, where it read "inf"; a review)
                  not r.gate_passed, *_bytes(r.mode),   # an extra's failure is not
                  failed_by=tuple(n for n, p in provs.items()     # Triton's: its own
                                  if p.accuracy in (FAIL, DOWNGRADED)))

@@ -62,6 +62,31 @@ def test_heatmap_hatches_exactly_the_failed_cells():
     _png_size(fig)
 
 
+def test_a_failed_cases_ratio_does_not_stretch_the_heatmaps_scale():
+    """A wrong, fast kernel at 1000x stretched the colour scale to 2^-10..2^10, and every
+    passing case (0.8 to 1.25) read as parity (a review): the scale is the passing
+    cases'."""
+    pts = [_pt(64, 64, 64, 1.25), _pt(64, 128, 64, 0.8), _pt(128, 64, 64, 1000.0, failed=True)]
+    image = plots.heatmap(pts, "x").axes[0].images[0]
+    assert image.norm.vmax == pytest.approx(max(0.25, math.log2(1.25)))
+
+
+def test_a_nan_error_is_labelled_nan_on_the_page():
+    """point_of_result turned a NaN error into inf, and the error figure labelled it "inf"
+    (a review)."""
+    from gemmgate.report_page import point_of_result
+    from gemmgate.results import CaseResult, ProviderResult
+    from gemmgate.shapes import Case
+
+    r = CaseResult("fp32", Case(8, 8, 8), {
+        "triton": ProviderResult("triton", "fail", math.nan, "NaN/Inf in the output"),
+        "vendor": ProviderResult("vendor", "pass", 1e-7)})
+    pt = point_of_result(r)
+    assert math.isnan(pt.errors["triton"])
+    texts = [t.get_text() for t in plots_errors.error_bands([pt], "fp32", "x").axes[0].texts]
+    assert "nan" in texts
+
+
 def test_heatmap_without_grid_cases_still_draws():
     fig = plots.heatmap([_pt(64, 32, 96, layout="cr")], "x")
     assert "no row-major" in fig.axes[0].texts[0].get_text()
