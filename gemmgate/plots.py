@@ -39,7 +39,7 @@ class Point:
     layout: str                       # "rr", "cr", "rr+p8", ...
     ratio: float | None               # vendor time / Triton time (> 1: Triton faster)
     tflops: dict[str, float] = field(default_factory=dict)   # per provider that ran
-    errors: dict[str, float] = field(default_factory=dict)   # relative error; inf: NaN/Inf
+    errors: dict[str, float] = field(default_factory=dict)   # relative error (NaN, inf: not finite)
     failed: bool = False              # accuracy failure or downgrade
     in_bytes: int = 4
     out_bytes: int = 4
