@@ -44,6 +44,7 @@ class Point:
     in_bytes: int = 4
     out_bytes: int = 4
     failed_by: tuple[str, ...] = ()   # the providers that failed it (an extra's too)
+    unsupported_by: tuple[str, ...] = ()   # the providers that could not run it
 
     @property
     def label(self) -> str:

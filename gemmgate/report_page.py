@@ -37,7 +37,7 @@ from gemmgate.files import write_bytes_atomic, write_text_atomic
 from gemmgate.plots import Point
 from gemmgate.plots_history import Series
 from gemmgate.precision import MODE_NAMES, MODES
-from gemmgate.results import REFERENCE, CaseResult, RunRecord, run_file_data
+from gemmgate.results import REFERENCE, UNSUPPORTED, CaseResult, RunRecord, run_file_data
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3fn": 1,
                "float8_e4m3fnuz": 1}
@@ -95,7 +95,8 @@ def point_of_result(r: CaseResult) -> Point:
                  # kept: the error figure labels it, where it read "inf"; a review)
                  not r.gate_passed, *_bytes(r.mode),   # an extra's failure is not
                  failed_by=tuple(n for n, p in provs.items()     # Triton's: its own
-                                 if p.accuracy in (FAIL, DOWNGRADED)))
+                                 if p.accuracy in (FAIL, DOWNGRADED)),
+                 unsupported_by=tuple(n for n, p in provs.items() if p.accuracy == UNSUPPORTED))
 
 
 def software_of(env: dict) -> str:
@@ -275,6 +276,11 @@ def _mode_section(w: _Writer, s: Source, idx: int, mode: str) -> list[str]:
     failed = [p.label for p in pts if p.failed]
     extras = {n: sum(n in p.failed_by for p in pts) for p in pts for n in p.failed_by
               if n not in ("triton", "vendor")}   # shown beside, never gated: said apart
+    # a provider that could not run a case draws nothing for it: one unsupported in every
+    # case (inductor on the CPU) vanished from the page, where the terminal said so (a
+    # review)
+    unrun = {n: sum(n in p.unsupported_by for p in pts) for p in pts
+             for n in p.unsupported_by}
     timed = [p.ratio for p in pts if p.ratio and not p.failed]
     # a passing case without a ratio (an empty output, M or N 0: nothing computed, not
     # timed) is in no geomean: said, and the geomean's count is the cases it is over
@@ -293,7 +299,10 @@ def _mode_section(w: _Writer, s: Source, idx: int, mode: str) -> list[str]:
              f"{_f(bw, 'g')} GB/s."
              + (" Failing accuracy beside them (not gated; bars hatched): " + html.escape(
                  ", ".join(f"{n} in {c} of {len(pts)}" for n, c in extras.items())) + "."
-                if extras else "") + "</p>"]
+                if extras else "")
+             + (" Unsupported here (nothing drawn for it): " + html.escape(
+                 ", ".join(f"{n} in {c} of {len(pts)}" for n, c in unrun.items())) + "."
+                if unrun else "") + "</p>"]
     _, off = plots.heat_panels(pts)
     if off:
         parts.append("<p>Cases off the M×N grid (other layouts, padded):</p>" + _table(

@@ -371,3 +371,21 @@ def test_an_ab_runs_reference_is_named_on_the_page(tmp_path, run_file, synthetic
     p.write_text(json.dumps(rec.to_json()))
     report_page.write_report(report_page.load_sources([str(p)], []), tmp_path / "out")
     assert "reference: the kernel at 711b7a3f8098" in (tmp_path / "out" / "index.html").read_text()
+
+
+def test_a_provider_unsupported_in_every_case_is_said_not_dropped(tmp_path,
+                                                                   synthetic_record):
+    """inductor on the CPU is unsupported in every case: it drew nothing and the page
+    never named it, where the terminal's table said "unsupported" (a review)."""
+    from gemmgate.results import ProviderResult
+
+    rec = synthetic_record(ITEMS, environment=ENV)
+    rec = replace(rec, cases=tuple(replace(c, providers={
+        **c.providers, "inductor": ProviderResult("inductor", "unsupported",
+                                                  message="no GPU")}) for c in rec.cases))
+    p = tmp_path / "ind.json"
+    p.write_text(json.dumps(rec.to_json()))
+    report_page.write_report(report_page.load_sources([str(p)], []), tmp_path / "out")
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert f"Unsupported here (nothing drawn for it): inductor in {len(ITEMS)} of " \
+        f"{len(ITEMS)}." in page
