@@ -87,27 +87,18 @@ class ProviderResult:
             real_number(x) and (x == 0 or MIN_SAMPLE_MS <= x <= MAX_SAMPLE_MS) for x in samples),
               f"{where}.samples_ms", f"is not a list of times in ms (0, or {MIN_SAMPLE_MS:g} "
               f"to {MAX_SAMPLE_MS:g})")
-        err = d["error"]
-        _need(err is None or (real_number(err) and err >= 0) or err in ("nan", "inf"),
-              f"{where}.error", f"is {err!r}, not a relative error >= 0")
+        err = _error_of(d, "error", where)
         tf = d["tflops"]
         _need(tf is None or (real_number(tf) and 0 <= tf <= MAX_TFLOPS), f"{where}.tflops",
               f"is {tf!r}, not a number from 0 to {MAX_TFLOPS:g}")
         msg = d.get("message")
         _need(msg is None or isinstance(msg, str), f"{where}.message", "is not text")
-        exc = d.get("excess")   # optional: runs before session 58 have none
-        _need(exc is None or (real_number(exc) and exc >= 0) or exc in ("nan", "inf"),
-              f"{where}.excess", f"is {exc!r}, not a relative error >= 0")
-        bexc = d.get("block_excess")   # optional: runs before session 70 have none
-        _need(bexc is None or (real_number(bexc) and bexc >= 0) or bexc in ("nan", "inf"),
-              f"{where}.block_excess", f"is {bexc!r}, not a relative error >= 0")
-        elem = d.get("element")   # optional: runs before session 79 have none
-        _need(elem is None or (real_number(elem) and elem >= 0) or elem in ("nan", "inf"),
-              f"{where}.element", f"is {elem!r}, not an error >= 0")
-        return cls(name, d["accuracy"], None if err is None else float(err), msg or "",
-                   tuple(float(x) for x in samples), tf, None if exc is None else float(exc),
-                   block_excess=None if bexc is None else float(bexc),
-                   element=None if elem is None else float(elem))
+        # excess, block_excess and element are optional: runs before sessions 58, 70 and
+        # 79 have none
+        return cls(name, d["accuracy"], err, msg or "", tuple(float(x) for x in samples), tf,
+                   _error_of(d, "excess", where),
+                   block_excess=_error_of(d, "block_excess", where),
+                   element=_error_of(d, "element", where, "an error"))
 
 
 @dataclass(frozen=True)
@@ -338,6 +329,15 @@ def case_from_json(d: dict, where: str) -> Case:
         return Case(d["m"], d["n"], d["k"], base, int(pad) if pad else 0)
     except ValueError as e:
         raise ResultsError(f"{where}.layout {layout!r}: {e}") from None
+
+
+def _error_of(d: dict, field: str, where: str, what: str = "a relative error") -> float | None:
+    """A provider's error field: None (absent or null), a number >= 0, or "nan"/"inf"
+    (`_num` writes those) as a float; ResultsError naming it otherwise."""
+    x = d.get(field)
+    _need(x is None or (real_number(x) and x >= 0) or x in ("nan", "inf"),
+          f"{where}.{field}", f"is {x!r}, not {what} >= 0")
+    return None if x is None else float(x)
 
 
 def _need(cond: bool, where: str, what: str) -> None:

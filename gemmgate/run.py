@@ -289,6 +289,9 @@ def _whose(calls: dict, policy: TimingPolicy, flush: int, device: str) -> dict:
     return bad
 
 
+_SIZING_STEPS = 2   # an injected slowdown measured and rescaled at most this many times
+
+
 def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int,
             device: str) -> float:
     """Wrap the Triton call with `slowdown` x its own median time of extra device work.
@@ -308,12 +311,10 @@ def _inject(calls: dict, slowdown: float, policy: TimingPolicy, flush: int,
         return {k: stats.median(v) for k, v in got.items()}
 
     extra = slowdown * medians({"plain": plain})["plain"]
-    achieved = slowdown
-    steps = 2
-    for step in range(steps):
+    for step in range(_SIZING_STEPS):
         m = medians({"plain": plain, "wrapped": slowed(plain, extra, device)})
         achieved = m["wrapped"] / m["plain"] - 1
-        if abs(achieved - slowdown) <= 0.1 * slowdown or step == steps - 1:
+        if abs(achieved - slowdown) <= 0.1 * slowdown or step == _SIZING_STEPS - 1:
             break   # the last spin measured is the one installed: its figure is reported
         if achieved > 0:
             extra *= slowdown / achieved

@@ -64,16 +64,17 @@ def rows_of(label: str, paths: list[str]) -> list[dict]:
                  for name in cs[0].get("ratios", {}) if name not in ("vendor", "reference")}
         if "reference" in cs[0]["providers"]:   # A/B: the reference's time / Triton's
             extra["ab"] = _median(abs_[cid])
-        for name in ("triton", "vendor", "vendor_fast"):   # beyond the output's rounding
-            if name in cs[0]["providers"]:                 # (16-bit outputs, session 58 on)
-                extra[f"xs_{name}"] = _median(c["providers"][name].get("excess") for c in cs)
-                bx = _median(c["providers"][name].get("block_excess") for c in cs)
-                if bx is not None:   # its worst block's (session 70 on)
-                    extra[f"bx_{name}"] = bx
-            if name in cs[0]["providers"]:   # its worst element's, over a typical one's
-                el = _median(c["providers"][name].get("element") for c in cs)
-                if el is not None:           # (session 79 on; every mode)
-                    extra[f"el_{name}"] = el
+        for name in ("triton", "vendor", "vendor_fast"):
+            if name not in cs[0]["providers"]:
+                continue
+            # beyond the output's rounding (16-bit outputs, session 58 on), always written
+            extra[f"xs_{name}"] = _median(c["providers"][name].get("excess") for c in cs)
+            # its worst block's (session 70 on) and its worst element's over a typical
+            # one's (session 79 on; every mode), where recorded
+            for key, field in (("bx", "block_excess"), ("el", "element")):
+                x = _median(c["providers"][name].get(field) for c in cs)
+                if x is not None:
+                    extra[f"{key}_{name}"] = x
         out.append({
             "label": label, "mode": cs[0]["mode"], "case": cid.split("-", 1)[1],
             "triton_tflops": f"{t:.1f}" if t else "", "vendor_tflops": f"{v:.1f}" if v else "",
