@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 
 from gemmgate.baseline_schema import Baseline
+from gemmgate.chips import GENERIC_GPU
 from gemmgate.results import RunRecord
 
 
@@ -94,9 +95,6 @@ def unlike_software(old: dict, new: dict, kept: int) -> str | None:
     return None
 
 
-GENERIC = "generic-gpu"   # chips.GENERIC_GPU.id: every GPU no profile names shares it
-
-
 def unlike_model(chip: str, old: dict, new: dict, kept: int) -> str | None:
     """Why the `kept` cases of a generic-gpu file whose provenance is `old` cannot stay
     beside cases measured on the GPU `new` names (another model: every GPU no profile
@@ -104,7 +102,7 @@ def unlike_model(chip: str, old: dict, new: dict, kept: int) -> str | None:
     `_one_model`); an update kept a V100's cases beside an Ada card's, the file naming
     the Ada card alone (a review)."""
     was, now = old.get("device_name"), new.get("device_name")
-    if chip == GENERIC and kept and was and now and str(was) != str(now):
+    if chip == GENERIC_GPU.id and kept and was and now and str(was) != str(now):
         return (f"its {kept} other case(s) were measured on {was}, these on {now}: a "
                 f"baseline of the generic profile is one GPU model's; measure all of its "
                 "cases (its --shapes and --modes) or write another file")

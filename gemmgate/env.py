@@ -82,17 +82,24 @@ def git_dirty(root: Path | None = None) -> bool | None:
                               "--untracked-files=normal", "--", "gemmgate", "kernels"],
                              capture_output=True, text=True, cwd=root, timeout=30)
         # (--untracked-files: under status.showUntrackedFiles=no a new table was clean)
-        # and an ignored table the lookup reads all the same (it globs kernels/tuned/*.json:
-        # one kept out by .git/info/exclude or a global excludesFile was "clean", a review)
-        hidden = subprocess.run(["git", "-c", "safe.directory=*", "ls-files", "--others",
-                                 "--ignored", "--exclude-standard", "--",
-                                 "kernels/tuned/*.json"],
-                                capture_output=True, text=True, cwd=root, timeout=30)
+        hidden = ignored_tables(root, 30)
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0:
         return None
-    return bool(out.stdout.strip()) or (hidden.returncode == 0 and bool(hidden.stdout.strip()))
+    return bool(out.stdout.strip()) or bool(hidden)
+
+
+def ignored_tables(root: Path, timeout: float) -> list[str] | None:
+    """The tuning tables git ignores that the lookup reads all the same (it globs
+    kernels/tuned/*.json): one kept out by .git/info/exclude or a global excludesFile made
+    a tree "clean" (`git_dirty`) and an A/B's kernels "the same" (reference.py) while it
+    picked the tiles (a review). None where git could not list them; OSError or
+    SubprocessError where git could not run."""
+    out = subprocess.run(["git", "-c", "safe.directory=*", "ls-files", "--others",
+                          "--ignored", "--exclude-standard", "--", "kernels/tuned/*.json"],
+                         capture_output=True, text=True, cwd=root, timeout=timeout)
+    return out.stdout.split() if out.returncode == 0 else None
 
 
 def _nvml():

@@ -35,6 +35,8 @@ from types import ModuleType
 
 from filelock import FileLock, Timeout
 
+from gemmgate.env import ignored_tables
+
 _LOADED: dict[str, ModuleType] = {}
 
 
@@ -293,12 +295,10 @@ def _kernels_against(sha: str, top: Path) -> tuple[int, list[str] | None]:
                           capture_output=True, timeout=60)
     new = subprocess.run([*git, "ls-files", "--others", "--exclude-standard", "--", "kernels"],
                          cwd=top, capture_output=True, text=True, timeout=60)
-    # and an ignored table the lookup reads all the same (it globs kernels/tuned/*.json;
-    # the reference's extraction holds only the commit's): as env.git_dirty counts it, or
-    # `calibrate --ab-ref HEAD` stored a tuning difference as A/A noise (a review)
-    hidden = subprocess.run([*git, "ls-files", "--others", "--ignored", "--exclude-standard",
-                             "--", "kernels/tuned/*.json"],
-                            cwd=top, capture_output=True, text=True, timeout=60)
-    if new.returncode != 0 or hidden.returncode != 0:
+    # and an ignored table the lookup reads all the same (the reference's extraction
+    # holds only the commit's): as env.git_dirty counts it, or `calibrate --ab-ref HEAD`
+    # stored a tuning difference as A/A noise (a review)
+    hidden = ignored_tables(top, 60)
+    if new.returncode != 0 or hidden is None:
         return diff.returncode, None
-    return diff.returncode, new.stdout.split() + hidden.stdout.split()
+    return diff.returncode, new.stdout.split() + hidden
