@@ -25,6 +25,7 @@ from gemmgate.cli_run import (
     BASELINE_OUTPUT,
     RUNNING,
     append_summary,
+    baseline_shapes_file,
     check_floor,
     check_outputs,
     context_from_args,
@@ -148,13 +149,9 @@ def _set_up(args, err, path, chip_id: str, floor: float):
     """`check`'s baseline, A/B commit and run context, before any work (ValueError on bad
     input), with its warnings."""
     base = baselines.load(path, chip_id)  # before any work: a bad file is exit 2
-    label = base.provenance.get("shapes")
-    if not args.shapes and label and shapes_file(label)[0]:   # the shape file this check
-        # reads as its set, named by the baseline: --json over it wrote the run there and
-        # the shapes were lost (only a --shapes given was an input; a review)
-        check_outputs((args.json, "--json"), (getattr(args, "comment", None), "--comment"),
-                      append=args.summary,
-                      inputs=((label, "the baseline's shape file (provenance.shapes)"),))
+    check_outputs((args.json, "--json"), (getattr(args, "comment", None), "--comment"),
+                  append=args.summary,
+                  inputs=(baseline_shapes_file(args, base.provenance),))
     ab_sha = _ab_commit(args.ab_ref, base)
     timed_as(args, base.provenance)   # --timing and --block as the baseline's
     modes = _modes_arg(args, base)

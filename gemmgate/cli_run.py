@@ -159,6 +159,16 @@ def shapes_file(shapes: str | None) -> tuple[str | None, str]:
     return (shapes if shapes and is_file(shapes) else None), "--shapes"
 
 
+def baseline_shapes_file(args, provenance: dict) -> tuple[str | None, str]:
+    """The shape file a command without --shapes reads as its set, named by its baseline
+    (`provenance.shapes`), as an input of `check_outputs`: only a --shapes given was one,
+    and `check --json` or trials' summaries over the baseline's file lost the shapes (a
+    review). (None, ...) where --shapes is given or the set is no file."""
+    label = provenance.get("shapes")
+    return (None if args.shapes else shapes_file(label)[0],
+            "the baseline's shape file (provenance.shapes)")
+
+
 def check_floor(x: float) -> float:
     """--floor: the smallest relative change ever flagged (check, bisect)."""
     if not is_floor(x):

@@ -16,7 +16,13 @@ from rich.table import Table
 from gemmgate import baselines
 from gemmgate.baseline_provenance import MEASURED_BY, measured
 from gemmgate.chips import select_chip
-from gemmgate.cli_run import check_floor, check_outputs, context_from_args, shapes_file
+from gemmgate.cli_run import (
+    baseline_shapes_file,
+    check_floor,
+    check_outputs,
+    context_from_args,
+    shapes_file,
+)
 from gemmgate.context import first_device
 from gemmgate.reference import resolve
 from gemmgate.starter import starter_env
@@ -79,12 +85,8 @@ def trials_command(args, console, err) -> int:
             err.print(f"[red]calibration failed (exit {rc})[/]")
             return rc
     stored = baselines.load(base, chip_id)  # exit 2 before any check when unusable
-    label = stored.provenance.get("shapes")
-    if not args.shapes and label and shapes_file(label)[0]:   # the shape file each check
-        # reads as its set, named by the baseline: a summary over it lost the shapes, and
-        # the next check failed on the summary's columns (a review)
-        check_outputs(*_outputs(out, measuring=True),
-                      inputs=((label, "the baseline's shape file (provenance.shapes)"),))
+    check_outputs(*_outputs(out, measuring=True),   # (and the baseline's shape file,
+                  inputs=(baseline_shapes_file(args, stored.provenance),))   # each check's)
     _timed_as_baseline(args, stored.provenance, base)
     check_args = [*common, "--baseline", str(base)] + (["--ab-ref", ab] if ab else [])
     try:
