@@ -42,13 +42,8 @@ from gemmgate.bisect import (
 )
 from gemmgate.bisect_text import CULPRIT, conclusion, markdown, outcome_of, steps_table
 from gemmgate.chips import GENERIC_GPU, select_chip
-from gemmgate.cli_run import (
-    append_summary,
-    check_floor,
-    check_outputs,
-    shapes_file,
-    timed_as,
-)
+from gemmgate.cli_outputs import check_outputs, shapes_file
+from gemmgate.cli_run import append_summary, check_floor, timed_as
 from gemmgate.context import (
     MeasurementError,
     RunContext,

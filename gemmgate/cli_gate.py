@@ -21,20 +21,17 @@ from gemmgate.baseline_provenance import (
 from gemmgate.calibrate import CalibrationError, fresh_runs
 from gemmgate.chips import select_chip
 from gemmgate.cli_merge import levels, merge_command, summary_table, warn_lost, warn_wide
+from gemmgate.cli_outputs import BASELINE_OUTPUT, baseline_shapes_file, check_outputs, shapes_file
 from gemmgate.cli_run import (
-    BASELINE_OUTPUT,
     RUNNING,
     append_summary,
-    baseline_shapes_file,
     check_floor,
-    check_outputs,
     context_from_args,
     execute,
     keep_partial,
     mark_running,
     provider_files,
     say_stderr,
-    shapes_file,
     stops_before_cases,
     timed_as,
     write_partial,

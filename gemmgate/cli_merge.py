@@ -22,7 +22,7 @@ from gemmgate.baseline_provenance import (
     run_ids,
 )
 from gemmgate.chips import GENERIC_GPU
-from gemmgate.cli_run import BASELINE_OUTPUT, check_outputs
+from gemmgate.cli_outputs import BASELINE_OUTPUT, check_outputs
 from gemmgate.compare import DEFAULT_FLOOR, noise_factor, tolerance
 from gemmgate.files import json_schema
 from gemmgate.reference import kernels_alike, kernels_differ

@@ -21,7 +21,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from gemmgate import sweep
-from gemmgate.cli_run import check_outputs, progress_bar
+from gemmgate.cli_outputs import check_outputs
+from gemmgate.cli_run import progress_bar
 from gemmgate.deadline import cli_limit
 from gemmgate.files import (
     clear_outputs,

@@ -16,13 +16,8 @@ from rich.table import Table
 from gemmgate import baselines
 from gemmgate.baseline_provenance import MEASURED_BY, measured
 from gemmgate.chips import select_chip
-from gemmgate.cli_run import (
-    baseline_shapes_file,
-    check_floor,
-    check_outputs,
-    context_from_args,
-    shapes_file,
-)
+from gemmgate.cli_outputs import baseline_shapes_file, check_outputs, shapes_file
+from gemmgate.cli_run import check_floor, context_from_args
 from gemmgate.context import first_device
 from gemmgate.reference import resolve
 from gemmgate.starter import starter_env

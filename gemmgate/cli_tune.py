@@ -11,15 +11,8 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from gemmgate.cli_run import (
-    TABLE_OUTPUT,
-    check_outputs,
-    context_from_args,
-    keep_partial,
-    keeps_partial,
-    progress_bar,
-    shapes_file,
-)
+from gemmgate.cli_outputs import TABLE_OUTPUT, check_outputs, shapes_file
+from gemmgate.cli_run import context_from_args, keep_partial, keeps_partial, progress_bar
 from gemmgate.context import MeasurementError
 from gemmgate.files import clear_outputs, write_json_atomic
 from gemmgate.precision import get_mode

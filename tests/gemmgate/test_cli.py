@@ -361,7 +361,7 @@ def test_a_new_json_in_the_kernels_table_folder_is_exit_2(capsys, monkeypatch):
     """A sweep's --json created in kernels/tuned/ (no table there to protect) made every
     later table read warn that it is not a tuning table: the kernel globs *.json there.
     A --table there that is not *.json is a table the kernel never reads (a review)."""
-    from gemmgate import cli_run
+    from gemmgate import cli_outputs
     from kernels import table_file
 
     out = Path(table_file.DEFAULT_DIR) / "sweep-out.json"
@@ -374,14 +374,14 @@ def test_a_new_json_in_the_kernels_table_folder_is_exit_2(capsys, monkeypatch):
     assert not written
     assert "where the kernel reads every *.json as a tuning table" in \
         capsys.readouterr().err.replace("\n", " ")
-    with pytest.raises(cli_run.InputError, match="reads only \\*.json files"):
-        cli_run.check_outputs((str(Path(table_file.DEFAULT_DIR) / "x.txt"),
-                               cli_run.TABLE_OUTPUT))
-    cli_run.check_outputs((str(Path(table_file.DEFAULT_DIR) / "x.csv"), "--csv"))
+    with pytest.raises(cli_outputs.InputError, match="reads only \\*.json files"):
+        cli_outputs.check_outputs((str(Path(table_file.DEFAULT_DIR) / "x.txt"),
+                                   cli_outputs.TABLE_OUTPUT))
+    cli_outputs.check_outputs((str(Path(table_file.DEFAULT_DIR) / "x.csv"), "--csv"))
 
 
 def test_the_table_guard_knows_the_kernels_table_schema():
-    from gemmgate.cli_run import TABLE_SCHEMA
+    from gemmgate.cli_outputs import TABLE_SCHEMA
     from kernels import table_file
 
     assert TABLE_SCHEMA == table_file.SCHEMA
@@ -425,7 +425,7 @@ def test_chips_with_an_unknown_chip_is_exit_2_and_prints_no_table(capsys):
 def test_an_inline_list_past_the_file_name_limit_is_read_as_shapes(tmp_path):
     """29 shapes inline (420 characters) were exit 2 with ENAMETOOLONG from the CLI's
     input check (`shapes_file`: is the --shapes text a file?), an H100 call."""
-    from gemmgate.cli_run import check_outputs, shapes_file
+    from gemmgate.cli_outputs import check_outputs, shapes_file
 
     text = ",".join(f"{4096 + i}x{4096 + i}x{4096 + i}-rr" for i in range(29))
     assert len(text) > 255 and shapes_file(text) == (None, "--shapes")
