@@ -32,9 +32,9 @@ def report_command(args, console, err) -> int:
                              "index.html and its figures: it would be written over; move "
                              "it or give another -o")
     check_writable(out / "index.html", "-o (the report folder)")
-    from gemmgate import report_page  # matplotlib: only for this command
+    from gemmgate import report_page, report_sources  # matplotlib: only here
 
-    sources = report_page.load_sources(runs, bases)
+    sources = report_sources.load_sources(runs, bases)
     if not any(s.points for s in sources):
         raise ValueError("nothing to report: the files given hold no cases")
     images = report_page.write_report(sources, out)

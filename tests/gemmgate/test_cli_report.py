@@ -82,12 +82,12 @@ def test_bad_input_is_exit_2_naming_the_file_and_nothing_is_drawn(tmp_path, run_
 
 def test_an_unwritable_output_is_exit_2_before_any_work(tmp_path, run_file, capsys,
                                                         monkeypatch):
-    import gemmgate.report_page
+    import gemmgate.report_sources
 
     def no_work(*a, **k):
         raise AssertionError("inputs were read before -o was checked")
 
-    monkeypatch.setattr(gemmgate.report_page, "load_sources", no_work)
+    monkeypatch.setattr(gemmgate.report_sources, "load_sources", no_work)
     (tmp_path / "afile").write_text("x")
     assert main(["report", str(run_file), "-o", str(tmp_path / "afile" / "out")]) == 2
     err = capsys.readouterr().err.replace("\n", "")

@@ -1,138 +1,36 @@
-"""gemmgate/report_page.py: runs and baselines into typed rows, and the page written from
-them (index.html + PNGs): synthetic runs (tests/conftest.py `synthetic_record`) and the
-committed baselines. Checks files, references, PNG sizes, offline-ness; no pixels."""
+"""gemmgate/report_page.py: the page written from a report's sources (index.html +
+PNGs): synthetic runs (tests/conftest.py `synthetic_record`) and the committed baselines.
+Checks files, references, PNG sizes, offline-ness; no pixels."""
 
 import json
-import math
 import re
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from gemmgate import report_page
-from gemmgate.chips import CHIPS
+from gemmgate import report_page, report_sources
 from gemmgate.results import ProviderResult
 from gemmgate.shapes import Case
-
-REPO = Path(__file__).resolve().parents[2]
-CPU_BASE, H200_BASE = REPO / "baselines" / "cpu.json", REPO / "baselines" / "nvidia-h200.json"
-ITEMS = [("fp32", Case(64, 64, 64)), ("fp32", Case(48, 80, 72)), ("fp32", Case(64, 128, 64)),
-         ("fp32", Case(64, 32, 96, "cr")), ("fp32", Case(32, 64, 48, "rc", 5))]
-ENV = {"chip": "cpu", "timing": "wall", "date": "2026-12-01T10:00:00+00:00",
-       "commit": "c0ffee1" * 5}
-
-
-def _with_failure_and_reference(rec):
-    """The 64x128x64 case fails accuracy on the Triton side; every case has a reference."""
-    cases = []
-    for c in rec.cases:
-        provs = dict(c.providers)
-        t = provs["triton"]
-        provs["reference"] = replace(t, name="reference", tflops=t.tflops * 1.01)
-        if c.case == Case(64, 128, 64):
-            provs["triton"] = replace(t, accuracy="fail", error=math.inf,
-                                      message="NaN/Inf in the output")
-        cases.append(replace(c, providers=provs))
-    return replace(rec, cases=tuple(cases))
+from tests.gemmgate.report_files import (
+    CPU_BASE,
+    ENV,
+    ITEMS,
+    trimmed_h200,
+    with_failure_and_reference,
+    write_run_file,
+)
 
 
 @pytest.fixture
 def run_file(tmp_path, synthetic_record):
-    rec = _with_failure_and_reference(synthetic_record(ITEMS, environment=ENV))
-    p = tmp_path / "run.json"
-    p.write_text(json.dumps(rec.to_json()))
-    return p
-
-
-def test_a_run_becomes_points_with_its_failure_errors_and_providers(run_file):
-    (src,) = report_page.load_sources([str(run_file)], [])
-    assert (src.kind, src.chip, src.date[:10], src.commit[:7]) == ("run", "cpu", "2026-12-01",
-                                                                   "c0ffee1")
-    assert src.modes == ["fp32"] and len(src.points) == 5
-    by = {p.label: p for p in src.points}
-    bad = by["64×128×64"]
-    assert bad.failed and bad.errors["triton"] == math.inf
-    assert [p.label for p in src.points if p.failed] == ["64×128×64"]
-    assert set(by["64×64×64"].tflops) == {"triton", "vendor", "reference"}
-    assert by["64×64×64"].ratio == pytest.approx(0.9)
-    assert by["32×64×48 rc+p5"].layout == "rc+p5"
-    assert (bad.in_bytes, bad.out_bytes) == (4, 4)
-
-
-def test_committed_baselines_become_points():
-    cpu, h200 = report_page.load_sources([], [str(CPU_BASE), str(H200_BASE)])
-    assert cpu.kind == "baseline" and cpu.chip == "cpu" and cpu.modes == ["fp32", "fp16"]
-    assert h200.chip == "nvidia-h200"
-    assert h200.modes == ["fp32", "tf32", "bf16", "fp16", "fp8", "tf32x3"]
-    assert not any(p.failed for p in cpu.points + h200.points)
-    fp8 = next(p for p in h200.points if p.mode == "fp8")
-    assert (fp8.in_bytes, fp8.out_bytes) == (1, 2)
-    assert all(p.tflops.get("triton") for p in h200.points)
-
-
-def test_ceilings_come_from_the_chip_table():
-    h200 = CHIPS["nvidia-h200"]
-    for mode in h200.modes:
-        assert report_page.ceilings("nvidia-h200", mode) == (h200.peak(mode), h200.mem_bw_gbs)
-    assert report_page.ceilings("cpu", "fp32") == (None, None)
-    assert report_page.ceilings("no-such-chip", "fp32") == (None, None)
-
-
-_A_POINT = (object(),)   # (a source's points, not read here)
-
-
-def _src(kind, chip, date, points=_A_POINT):
-    return report_page.Source(f"{kind}-{chip}-{date}", kind, chip, date, "", points)
-
-
-def test_subjects_are_each_chips_newest_run_else_its_newest_baseline():
-    srcs = [_src("run", "cpu", "2026-11-01"), _src("run", "cpu", "2026-12-01"),
-            _src("baseline", "cpu", "2026-12-05"), _src("baseline", "nvidia-h200", "2026-11-01"),
-            _src("baseline", "nvidia-h200", "2026-11-30")]
-    assert [s.path for s in report_page.subjects(srcs)] == [
-        "run-cpu-2026-12-01", "baseline-nvidia-h200-2026-11-30"]
-
-
-def test_an_empty_newer_run_does_not_hide_a_chips_cases():
-    full = report_page.Source("full", "run", "cpu", "2026-11-01", "", (object(),))
-    empty = report_page.Source("empty", "run", "cpu", "2026-12-01", "", ())
-    assert [s.path for s in report_page.subjects([full, empty])] == ["full"]
-
-
-def test_a_run_stopped_before_its_first_case_does_not_hide_the_baseline():
-    """A chip's only run, stopped before its first case (a cancelled CI job), was the
-    chip's subject: a page of no figures, the baseline beside it never drawn (a review)."""
-    empty = _src("run", "cpu", "2026-12-06", points=())
-    base = _src("baseline", "cpu", "2026-12-01")
-    assert [s.path for s in report_page.subjects([empty, base])] == [base.path]
-
-
-def test_a_copy_of_a_baseline_is_refused(tmp_path):
-    """A copied baseline drew its history a step that never was (runs were refused so;
-    baselines were not: a review)."""
-    one = _trimmed_h200(tmp_path)
-    two = tmp_path / "copy.json"
-    two.write_text(one.read_text())
-    with pytest.raises(ValueError, match="copy.json holds the same calibration as the "
-                                         "baseline .*nvidia-h200.json"):
-        report_page.load_sources([], [str(one), str(two)])
-    assert len(report_page.load_sources([], [str(one)])) == 1
+    return write_run_file(tmp_path, synthetic_record)
 
 
 def test_a_chip_id_from_a_run_file_is_a_safe_name_and_id():
     assert report_page.slug('x"><img src=x onerror=alert(1)>') == "x___img_src_x_onerror_alert_1__"
     assert report_page.slug("nvidia/h100") == "nvidia_h100" and report_page.slug("") == "_"
     assert len(report_page.slug("c" * 300)) == 80
-
-
-def _trimmed_h200(tmp_path) -> Path:
-    """The committed H200 baseline, fp32 cases only (fewer figures to draw)."""
-    data = json.loads(H200_BASE.read_text())
-    data["cases"] = {k: c for k, c in data["cases"].items() if c["mode"] == "fp32"}
-    p = tmp_path / "nvidia-h200.json"
-    p.write_text(json.dumps(data))
-    return p
 
 
 def _png_size(p: Path) -> tuple[int, int]:
@@ -144,7 +42,8 @@ def _png_size(p: Path) -> tuple[int, int]:
 def test_the_page_references_every_png_at_its_size_opens_offline_and_holds_each_view(
         tmp_path, run_file):
     out = tmp_path / "out"
-    srcs = report_page.load_sources([str(run_file)], [str(CPU_BASE), str(_trimmed_h200(tmp_path))])
+    srcs = report_sources.load_sources([str(run_file)],
+                                       [str(CPU_BASE), str(trimmed_h200(tmp_path))])
     images = report_page.write_report(srcs, out)
     html = (out / "index.html").read_text()
     tags = re.findall(r'<img src="([^"]+)" width="(\d+)" height="(\d+)"', html)
@@ -171,11 +70,11 @@ def test_the_page_references_every_png_at_its_size_opens_offline_and_holds_each_
 
 def test_a_baseline_only_report_then_a_run_only_report_over_it(tmp_path, run_file):
     out = tmp_path / "o"
-    images = report_page.write_report(report_page.load_sources([], [str(CPU_BASE)]), out)
+    images = report_page.write_report(report_sources.load_sources([], [str(CPU_BASE)]), out)
     assert sorted(_bare(i.file) for i in images) == sorted(
         f"s1-cpu-{m}-{k}.png" for m in ("fp32", "fp16")
         for k in ("heatmap", "tflops", "roofline", "errors"))
-    images = report_page.write_report(report_page.load_sources([str(run_file)], []), out)
+    images = report_page.write_report(report_sources.load_sources([str(run_file)], []), out)
     assert len(images) == 4
     html = (out / "index.html").read_text()
     assert "History" not in html and html.count("<img") == 4 and "baselines/" not in html
@@ -204,7 +103,7 @@ def test_a_report_stopped_part_way_leaves_the_earlier_page_whole(tmp_path, run_f
     every figure it names are left as they were; the next whole report removes the
     stopped one's figures and the earlier page's."""
     out = tmp_path / "o"
-    report_page.write_report(report_page.load_sources([str(run_file)], []), out)
+    report_page.write_report(report_sources.load_sources([str(run_file)], []), out)
     before = _page_files(out)
     real, saved = report_page._Writer.save, []
 
@@ -216,10 +115,10 @@ def test_a_report_stopped_part_way_leaves_the_earlier_page_whole(tmp_path, run_f
 
     monkeypatch.setattr(report_page._Writer, "save", stop_after_three)
     with pytest.raises(KeyboardInterrupt):
-        report_page.write_report(report_page.load_sources([], [str(CPU_BASE)]), out)
+        report_page.write_report(report_sources.load_sources([], [str(CPU_BASE)]), out)
     assert _page_files(out) == before and len(saved) == 3
     monkeypatch.setattr(report_page._Writer, "save", real)
-    images = report_page.write_report(report_page.load_sources([], [str(CPU_BASE)]), out)
+    images = report_page.write_report(report_sources.load_sources([], [str(CPU_BASE)]), out)
     assert sorted(p.name for p in out.glob("*.png")) == sorted(i.file for i in images)
     assert not set(before) & {i.file for i in images}
 
@@ -229,8 +128,8 @@ def test_other_pngs_in_the_folder_are_left_alone(tmp_path, run_file):
     out.mkdir()
     (out / "notes.png").write_bytes(b"mine")
     (out / "r1234-x.png").write_bytes(b"mine too")   # not a token's 8 digits
-    report_page.write_report(report_page.load_sources([str(run_file)], []), out)
-    report_page.write_report(report_page.load_sources([], [str(CPU_BASE)]), out)
+    report_page.write_report(report_sources.load_sources([str(run_file)], []), out)
+    report_page.write_report(report_sources.load_sources([], [str(CPU_BASE)]), out)
     assert (out / "notes.png").read_bytes() == b"mine"
     assert (out / "r1234-x.png").read_bytes() == b"mine too"
 
@@ -240,7 +139,7 @@ def test_a_provider_without_figures_is_left_out(tmp_path, synthetic_record):
     c = rec.cases[0]
     v = ProviderResult("vendor", "unsupported", None, "no fp8 here")
     rec = replace(rec, cases=(replace(c, providers={**c.providers, "vendor": v}),))
-    (src,) = [report_page.from_run("r.json", rec)]
+    (src,) = [report_sources.from_run("r.json", rec)]
     assert set(src.points[0].tflops) == {"triton"} and src.points[0].ratio is None
 
 
@@ -251,12 +150,12 @@ def test_an_extra_providers_failure_is_not_the_cases(run_file, synthetic_record)
     rec = synthetic_record(ITEMS[:2], environment=ENV)
     cases = tuple(replace(c, providers={**c.providers, "mod:wrong": ProviderResult(
         "mod:wrong", "fail", 1.0, "off by one")}) for c in rec.cases)
-    points = [report_page.point_of_result(c) for c in cases]
+    points = [report_sources.point_of_result(c) for c in cases]
     assert not any(p.failed for p in points) and all(not c.passed for c in cases)
     # but it is said, apart, and its bars marked: a wrong extra stood as the tallest bar,
     # "0 failing accuracy" on the page (a review)
     assert all(p.failed_by == ("mod:wrong",) for p in points)
-    src = report_page.Source("r.json", "run", "cpu", "2026-12-07", "abc", tuple(points))
+    src = report_sources.Source("r.json", "run", "cpu", "2026-12-07", "abc", tuple(points))
     html = "".join(report_page._mode_section(report_page._Writer(run_file.parent), src, 0,
                                              points[0].mode))
     assert f"Failing accuracy beside them (not gated; bars hatched): mod:wrong in " \
@@ -267,8 +166,8 @@ def test_the_cross_chip_figure_leaves_out_failed_cases(tmp_path, run_file):
     """A wrong answer's speed was plotted beside the others, unmarked."""
     from gemmgate import plots_history
 
-    (src,) = report_page.load_sources([str(run_file)], [])
-    base = report_page.load_sources([], [str(CPU_BASE)])[0]
+    (src,) = report_sources.load_sources([str(run_file)], [])
+    base = report_sources.load_sources([], [str(CPU_BASE)])[0]
     fig = plots_history.cross_chip([report_page._series(src), report_page._series(base)],
                                    "fp32")
     right = fig.axes[1]
@@ -286,9 +185,9 @@ def test_a_run_that_stopped_early_is_said_so_and_kept_out_of_history(tmp_path, r
     rec = synthetic_record(ITEMS[:1], environment={**ENV, "date": "2026-12-02T10:00:00+00:00",
                                                    "incomplete": "a case was stuck"})
     part.write_text(json.dumps(rec.to_json()))
-    srcs = report_page.load_sources([str(run_file), str(part)], [str(CPU_BASE)])
+    srcs = report_sources.load_sources([str(run_file), str(part)], [str(CPU_BASE)])
     assert [s.incomplete for s in srcs] == ["", "a case was stuck", ""]
-    (subject,) = report_page.subjects(srcs)
+    (subject,) = report_sources.subjects(srcs)
     assert subject.path == str(run_file)              # the newest complete run
     report_page.write_report(srcs, tmp_path / "out")
     page = (tmp_path / "out" / "index.html").read_text()
@@ -310,15 +209,15 @@ def test_a_slowed_check_is_no_headline_nor_history_and_software_is_shown(tmp_pat
     rec = synthetic_record(ITEMS, environment={**ENV, "date": "2026-12-02T10:00:00+00:00",
                                                "triton": "3.6.0"})
     other.write_text(json.dumps(rec.to_json()))
-    srcs = report_page.load_sources([str(run_file), str(slowed), str(other)], [])
+    srcs = report_sources.load_sources([str(run_file), str(slowed), str(other)], [])
     assert [s.injected for s in srcs] == [0.0, 0.5, 0.0]
-    (subject,) = report_page.subjects(srcs)
+    (subject,) = report_sources.subjects(srcs)
     assert subject.path == str(other)   # the newest run not slowed on purpose
     report_page.write_report(srcs, tmp_path / "out")
     page = (tmp_path / "out" / "index.html").read_text()
     assert "<th>measured with</th>" in page and "<td>0.5</td>" in page
     assert "triton 3.6.0" in page and "history over 2 runs/baselines; measured with 2" in page
-    (only,) = report_page.subjects([srcs[1]])   # every run slowed: shown, and said so
+    (only,) = report_sources.subjects([srcs[1]])   # every run slowed: shown, and said so
     report_page.write_report([srcs[1]], tmp_path / "out2")
     assert "This check was slowed on purpose" in (tmp_path / "out2" / "index.html").read_text()
 
@@ -326,8 +225,8 @@ def test_a_slowed_check_is_no_headline_nor_history_and_software_is_shown(tmp_pat
 def test_two_runs_of_one_commit_and_day_are_told_apart_in_the_history():
     """Both were "cpu run 2026-12-07 cdbfdc0" on the history's axis (a review): the label
     has the minute, and where even that matches, the file's name."""
-    a = report_page.Source("/x/r1.json", "run", "cpu", "2026-12-07T09:13:00", "cdbfdc0aa",
-                           _A_POINT)
+    a = report_sources.Source("/x/r1.json", "run", "cpu", "2026-12-07T09:13:00", "cdbfdc0aa",
+                           (object(),))
     b = replace(a, path="/x/r2.json", date="2026-12-07T10:40:00")
     c = replace(a, path="/x/r3.json")
     assert a.label == "run 2026-12-07 09:13 cdbfdc0"
@@ -342,10 +241,10 @@ def test_a_case_without_a_ratio_is_named_and_the_geomeans_count_is_its_own(tmp_p
     """An empty output (M or N 0, as `tail` holds) has no speed ratio: the page said "over
     the 5 passing" of a geomean over 4, and without a failure nothing at all."""
     items = [*ITEMS, ("fp32", Case(0, 8, 8))]
-    rec = _with_failure_and_reference(synthetic_record(items, environment=ENV))
+    rec = with_failure_and_reference(synthetic_record(items, environment=ENV))
     p = tmp_path / "run.json"
     p.write_text(json.dumps(rec.to_json()))
-    report_page.write_report(report_page.load_sources([str(p)], []), tmp_path / "out")
+    report_page.write_report(report_sources.load_sources([str(p)], []), tmp_path / "out")
     page = (tmp_path / "out" / "index.html").read_text()
     assert "6 cases, 1 failing accuracy" in page
     assert "1 without a speed ratio" in page and "0×8×8" in page
@@ -356,8 +255,8 @@ def test_a_run_with_copies_per_call_says_so_and_a_history_beside_kept_copies_too
     """`--copies per-call` times the operand copies in every call (trials and calibrate
     refuse it beside kept copies' figures): the file table said the same "measured with"
     for both, and a history mixing them said nothing (a review)."""
-    kept = report_page.software_of({"torch": "2.13", "triton": "3.9", "timing": "graph"})
-    per_call = report_page.software_of({"torch": "2.13", "triton": "3.9", "timing": "graph",
+    kept = report_sources.software_of({"torch": "2.13", "triton": "3.9", "timing": "graph"})
+    per_call = report_sources.software_of({"torch": "2.13", "triton": "3.9", "timing": "graph",
                                         "copies": "per-call"})
     assert kept != per_call and "copies per call" in per_call
 
@@ -365,11 +264,11 @@ def test_a_run_with_copies_per_call_says_so_and_a_history_beside_kept_copies_too
 def test_an_ab_runs_reference_is_named_on_the_page(tmp_path, run_file, synthetic_record):
     """An `--ab-ref` run's "reference" bars were drawn, and the page never said which
     kernel they are (a review)."""
-    rec = _with_failure_and_reference(synthetic_record(ITEMS, environment={
+    rec = with_failure_and_reference(synthetic_record(ITEMS, environment={
         **ENV, "ab_ref": "711b7a3f80982e1aa24145d29483b46b84a58333"}))
     p = tmp_path / "ab.json"
     p.write_text(json.dumps(rec.to_json()))
-    report_page.write_report(report_page.load_sources([str(p)], []), tmp_path / "out")
+    report_page.write_report(report_sources.load_sources([str(p)], []), tmp_path / "out")
     assert "reference: the kernel at 711b7a3f8098" in (tmp_path / "out" / "index.html").read_text()
 
 
@@ -385,7 +284,7 @@ def test_a_provider_unsupported_in_every_case_is_said_not_dropped(tmp_path,
                                                   message="no GPU")}) for c in rec.cases))
     p = tmp_path / "ind.json"
     p.write_text(json.dumps(rec.to_json()))
-    report_page.write_report(report_page.load_sources([str(p)], []), tmp_path / "out")
+    report_page.write_report(report_sources.load_sources([str(p)], []), tmp_path / "out")
     page = (tmp_path / "out" / "index.html").read_text()
     assert f"Unsupported here (nothing drawn for it): inductor in {len(ITEMS)} of " \
         f"{len(ITEMS)}." in page
