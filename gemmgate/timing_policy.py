@@ -105,9 +105,13 @@ def round_order(names: list[str], rnd: int) -> list[str]:
     forward and once reversed (every provider in every place alike: with triton, vendor,
     reference the vendor once never came first, after the batch's spin, nor after itself),
     in the order that starts each round with the provider the last one ended with (for
-    three, T R V, V T R, R V T, T V R, R T V, V R T). So every call follows every
-    provider alike: for three, each ordered pair twice a cycle, and a round's turn is a
-    provider run twice, as with two. Taken as rotation forward then reversed, the turns
+    three, T R V, V T R, R V T, T V R, R T V, V R T). So for three every call follows
+    every provider alike, each ordered pair twice a cycle, and a round's turn is a
+    provider run twice, as with two. For four or more, only neighbours in `names` (and
+    the last and first) follow each other: with triton, vendor, reference and one extra,
+    triton never follows the reference nor the vendor the extra, so an extra's carry-over
+    falls on triton's side of the gated ratio (session 80's review; the A/B pair keeps
+    its balance). Taken as rotation forward then reversed, the turns
     went T->V, V->R, R->T one way only: in an A/B (triton, vendor, reference) the
     reference came right after the vendor 14 times in 30 rounds, Triton 10, so whatever
     the vendor's call leaves behind (power, clock) fell on one side of an A/A comparison:

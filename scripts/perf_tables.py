@@ -108,6 +108,7 @@ G76 = RESULTS / "h100-2026-12-07-s76"
 G77 = RESULTS / "h100-2026-12-07-s77"
 G78 = RESULTS / "h100-2026-12-07-s78"
 G79 = RESULTS / "h100-2026-12-07-s79"
+G80 = RESULTS / "h100-2026-12-07-s80"
 _WS = "kernels.matmul_ws:mm_ws_"
 
 
@@ -350,6 +351,8 @@ TABLES: dict[str, Callable[[], str]] = {
         G79 / "cases.csv", ("pr", *(f"nightly-{m}" for m in ALL_MODES)),
         ELEMENT_SLACK * 1e-2),
     "s79-h100-thin-n": lambda: cases_ab(G79 / "thin_n.csv", "thin-n"),
+    "s80-h100-fp8-a-ab": lambda: cases_ab(G80 / "cases.csv", "s80a-fp8-ab"),
+    "s80-h100-thin-n-ab": lambda: cases_ab(G80 / "cases.csv", "s80a-thin-n-ab"),
     "s78-h100-worst6-tuned": lambda: tuned_against_lookup(
         G78 / "cases.csv", "s78a-h100-worst6-lookup", "s78a-h100-worst6-tuned"),
     "s78-h100-worst6-depth": lambda: block_k_best(G78 / "tune_timings.csv"),
