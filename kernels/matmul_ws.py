@@ -53,6 +53,7 @@ from kernels.ws_forms import (
     BLOCK_K,
     BLOCK_M,
     WARPS,
+    _most_stages,  # noqa: F401 - `stages` reads it (COMPILED_IN: the source hash)
     fits,
     max_regs,
     parts,
@@ -215,6 +216,10 @@ def _ws_kernel(a_desc, b_desc, b1_desc, c_desc, c1_desc, scale_a, scale_b, M, N,
 
 
 KERNELS = (_ws_kernel, _mmas, _loads, _load_b, _store_c, _tile)   # the source hashed
+# host parts that decide what the launch compiles beyond the entry's tile: the consumer
+# warps and the register budget (num_warps, maxnreg), the B and C boxes, the stages a tile
+# runs at: in the source hash too (kernels/table_file.variant_hash)
+COMPILED_IN = ("warps", "max_regs", "parts", "stages", "_most_stages", "stages_for")
 
 
 @dataclass(frozen=True)

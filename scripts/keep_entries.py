@@ -180,11 +180,12 @@ class Picker:
     """The picks this tree's dispatcher makes with a given table, on every case of the sets
     (each table in its own directory: kernels.table caches its index per directory)."""
 
-    def __init__(self, sets, modes: list[str], sms: int, chip: str, header: dict):
+    def __init__(self, sets, modes: list[str], sms: int, chip: str, header: dict,
+                 device: str = lookup_diff.DEVICE):
         import kernels
 
         self.kernels, self.sets, self.modes, self.sms = kernels, sets, modes, sms
-        self.chip, self.header = chip, header
+        self.chip, self.header, self.device = chip, header, device
         self._tmp = tempfile.TemporaryDirectory()
         self._n = 0
 
@@ -192,6 +193,11 @@ class Picker:
         self._n += 1
         folder = Path(self._tmp.name) / str(self._n)
         folder.mkdir()
+        # the other chips' tables beside it, as the kernel's folder holds them: a table
+        # lent to this chip (`borrowed_by`) fills in the keys its own lacks
+        for other in self.kernels.table_file.DEFAULT_DIR.glob("*.json"):
+            if other.name != f"{self.chip}.json":
+                (folder / other.name).write_bytes(other.read_bytes())
         (folder / f"{self.chip}.json").write_text(json.dumps({**self.header,
                                                              "entries": entries}))
         k = self.kernels
@@ -199,7 +205,8 @@ class Picker:
             k.table.lookup, directory=folder)})
         pkg = types.SimpleNamespace(dispatch=k.dispatch, modes=k.modes, configs=k.configs,
                                     table=table)
-        return {(name, mode, case.id): lookup_diff.pick(pkg, mode, case, self.sms)
+        return {(name, mode, case.id): lookup_diff.pick(pkg, mode, case, self.sms,
+                                                        self.device)
                 for name, cases in self.sets for mode in self.modes for case in cases}
 
 
@@ -359,8 +366,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     modes = args.modes.split(",")
     header = {k: v for k, v in new_data.items() if k != "entries"}
-    picker = Picker(sets, modes, args.sms, args.chip, header)
-    before = {(n, m, c.id): lookup_diff.pick(old_pkg, m, c, args.sms)
+    # the chip's picks: a device name its table names (the H200's name matched no other
+    # chip's table, and every --chip nvidia-h100 pick was "heuristic", a review)
+    device = (header.get("match") or [""])[0] or lookup_diff.DEVICE
+    if header.get("chip", args.chip) != args.chip:
+        print(f"keep_entries: error: --table {args.table} is {header['chip']}'s, not "
+              f"--chip {args.chip}'s", file=sys.stderr)
+        return 2
+    picker = Picker(sets, modes, args.sms, args.chip, header, device)
+    before = {(n, m, c.id): lookup_diff.pick(old_pkg, m, c, args.sms, device)
               for n, cases in sets for m in modes for c in cases}
     named = {k: {key(e) for e in new if e["mode"] in modes and _named(e) in keys}
              for k, keys in (("out", extra), ("keep", forced))}

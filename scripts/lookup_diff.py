@@ -185,6 +185,20 @@ def diff(old, new, sets, modes: list[str], sms: int, predict: bool = False,
     return out
 
 
+def read_by(pkg, device: str) -> str:
+    """The table file(s) `pkg`'s lookup reads for `device`; ValueError where no table
+    names it: every pick is then the heuristic's in both trees, and a changed table
+    showed as "none" differing (a typo'd --device; a review)."""
+    got = pkg.table_file.table_for_device(device, pkg.table_file.DEFAULT_DIR)
+    if not got.path:
+        raise ValueError(f"--device {device!r}: no tuning table in "
+                         f"{pkg.table_file.DEFAULT_DIR} names it (its `match` or "
+                         "`borrowed_by`), so every pick would be the heuristic's; give a "
+                         "device name as torch.cuda.get_device_name writes it, e.g. "
+                         f"{DEVICE!r}")
+    return got.name
+
+
 def write_cases(path: str, sets, rows: list[tuple[str, ...]]) -> int:
     """Write the cases of `rows` (`diff`'s) once each, in the sets' order, as a shape
     file; the number written."""
@@ -196,20 +210,27 @@ def write_cases(path: str, sets, rows: list[tuple[str, ...]]) -> int:
             if (name, case.id) in changed and point not in seen:
                 seen.add(point)
                 lines.append(",".join(str(x) for x in point))
-    Path(path).write_text("\n".join(lines) + "\n")
+    from gemmgate.files import write_text_atomic
+
+    write_text_atomic(path, "\n".join(lines) + "\n")
     return len(seen)
 
 
 def write_moved(path: str, rows: list[tuple[str, ...]]) -> None:
     """Write `diff`'s rows as `set,mode,case,old,new,predicted` (a set given as a shape
     file named by its stem; `predicted`: the gain without its 'x', or '-')."""
-    with open(path, "w", newline="") as f:
-        out = csv.writer(f, lineterminator="\n")
-        out.writerow(("set", "mode", "case", "old", "new", "predicted"))
-        for name, mode, case_id, old, new, *pred in rows:
-            gain = pred[1].removeprefix("x") if pred else "-"
-            out.writerow((Path(name).stem if name.endswith(".csv") else name, mode, case_id,
-                          old, new, gain))
+    import io
+
+    from gemmgate.files import write_text_atomic
+
+    f = io.StringIO()
+    out = csv.writer(f, lineterminator="\n")
+    out.writerow(("set", "mode", "case", "old", "new", "predicted"))
+    for name, mode, case_id, old, new, *pred in rows:
+        gain = pred[1].removeprefix("x") if pred else "-"
+        out.writerow((Path(name).stem if name.endswith(".csv") else name, mode, case_id,
+                      old, new, gain))
+    write_text_atomic(path, f.getvalue())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,9 +256,16 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import kernels  # its kernels are never run here: decide and lookup are pure
     from gemmgate import reference
+    from gemmgate.files import check_writable
     from gemmgate.shapes import resolve
 
     try:
+        if args.sms < 1:   # (0 priced nothing, -5 sized the heuristic's grid: "none")
+            raise ValueError(f"--sms must be 1 or more, got {args.sms}")
+        read_by(kernels, args.device)
+        for path, flag in ((args.csv, "--csv"), (args.moved, "--moved")):
+            if path:   # (checked before the diff: a directory was a traceback after it)
+                check_writable(path, f"{flag} file")
         sha, old = reference.load(reference.resolve(args.ref, ".", "--ref"))
         sets = [(name, resolve(name)[1]) for name in args.sets.split(",")]
         rows = diff(old, kernels, sets, args.modes.split(","), args.sms, args.predict,

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from lookup_diff import DEVICE, MODES, SMEM, _decided, _operands, _text  # noqa: E402
+from lookup_diff import DEVICE, MODES, SMEM, _decided, _operands, _text, read_by  # noqa: E402
 
 
 def explain(mode: str, m: int, n: int, k: int, layout: str = "rr", sms: int = 132,
@@ -114,16 +114,18 @@ def main(argv: list[str] | None = None) -> int:
     if min(c.m, c.n, c.k) < 1:
         print("lookup_why: M, N and K must be 1 or more", file=sys.stderr)
         return 2
-    from kernels.table_file import TableError
+    import kernels
 
     try:
+        read_by(kernels, args.device)
         lines = explain(args.mode, c.m, c.n, c.k, c.layout, args.sms, args.top, c.pad,
                         args.device)
     except (RuntimeError, OverflowError) as e:   # a case too large for its meta operands
         print(f"lookup_why: {args.case}: {e}", file=sys.stderr)   # (a traceback, exit 1)
         return 2
-    except TableError as e:   # the tables the device reads: two claim it (a candidate
-        # file beside its own), as lookup_diff says it (a traceback, exit 1; a review)
+    except ValueError as e:   # the tables the device reads: two claim it (a candidate
+        # file beside its own, TableError), as lookup_diff says it (a traceback, exit 1; a
+        # review), or none does (every pick the heuristic's, said as the table's answer)
         print(f"lookup_why: error: {e}", file=sys.stderr)
         return 2
     print("\n".join(lines))

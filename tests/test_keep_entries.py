@@ -265,3 +265,23 @@ def test_twin_entries_that_each_move_nothing_alone_are_judged_on_what_they_move_
     ab = {k: ke.Measured(1.1, 1.2, "t") for k in ab}
     assert ke.judge(picker, [z], [z, *twins], {"bf16", "fp16"}, ab, before,
                     {"out": set(), "keep": set()}) == set()
+
+
+def test_another_chips_unchanged_table_moves_no_pick(ke, tmp_path, capsys):
+    """--chip nvidia-h100 with its committed table unchanged: no pick moves. The picks were
+    an H200's ("NVIDIA H200" read no H100 table, nor the lent one beside it): every one
+    the heuristic's, 13 of pr's tf32 cases "unmeasured", exit 1 (a review)."""
+    from kernels import table_file
+
+    same = tmp_path / "h100.json"
+    same.write_text((table_file.DEFAULT_DIR / "nvidia-h100.json").read_text())
+    ab = tmp_path / "ab.json"
+    ab.write_text(json.dumps({"cases": []}))
+    rc = ke.main(["--ref", "HEAD", "--chip", "nvidia-h100", "--table", str(same), "--ab",
+                  str(ab), "--modes", "tf32", "--sets", "pr"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "0 picks differ" in out and "heuristic" not in out
+    # another chip's table under --chip: refused
+    assert ke.main(["--ref", "HEAD", "--chip", "nvidia-h200", "--table", str(same), "--ab",
+                    str(ab), "--modes", "tf32", "--sets", "pr"]) == 2
+    assert "is nvidia-h100's" in capsys.readouterr().err

@@ -199,3 +199,27 @@ def test_device_reads_that_devices_tables(ld, monkeypatch):
     monkeypatch.setattr(ld, "diff", lambda *a, **k: seen.append(a[-1]) or [])
     assert ld.main(["--ref", "HEAD", "--sets", "pr", "--modes", "fp8", "--device", h100]) == 0
     assert seen[-1] == h100
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--device", "NVIDIA H2OO"], "no tuning table"),   # (a typo: every pick heuristic)
+    (["--sms", "0"], "--sms must be 1 or more"),
+    (["--sms", "-5"], "--sms must be 1 or more"),
+])
+def test_input_that_makes_every_pick_the_same_is_exit_2(ld, capsys, monkeypatch, argv, said):
+    """A --device no table names read no table in either tree: both picked the heuristic's
+    tile, and a changed table said "0 picks differ" (exit 0); --sms 0 or below alike. Refused
+    before any work (the diff is never run)."""
+    monkeypatch.setattr(ld, "diff", lambda *a, **k: pytest.fail("diffed"))
+    assert ld.main(["--ref", "HEAD", "--sets", "pr", "--modes", "bf16", *argv]) == 2
+    assert said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--csv", "--moved"])
+def test_an_output_that_cannot_be_written_is_exit_2_before_the_diff(ld, capsys, monkeypatch,
+                                                                     tmp_path, flag):
+    """--csv or --moved naming a directory: a traceback (exit 1) after the whole diff ran."""
+    monkeypatch.setattr(ld, "diff", lambda *a, **k: pytest.fail("diffed"))
+    assert ld.main(["--ref", "HEAD", "--sets", "pr", "--modes", "bf16", flag,
+                    str(tmp_path)]) == 2
+    assert f"cannot write {flag} file" in capsys.readouterr().err

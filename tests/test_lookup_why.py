@@ -95,3 +95,10 @@ def test_tables_the_device_cannot_read_exit_2_with_the_tables_message(lw, capsys
     err = capsys.readouterr().err
     assert err.startswith("lookup_why: error: tuning tables a.json and b.json both name")
     assert "Traceback" not in err
+
+
+def test_a_device_no_table_names_is_exit_2(lw, capsys):
+    """--device naming no table (a typo) printed "pick: none (the heuristic's tile)", exit 0,
+    as if the table had nothing near."""
+    assert lw.main(["bf16", "4096x4096x4096", "--device", "NVIDIA H2OO"]) == 2
+    assert "no tuning table" in capsys.readouterr().err

@@ -338,7 +338,12 @@ def hashed_again():
     ("matmul_tma_streamk", "MAX_PARTS", 3, {"tma_streamk"}),
     # a constant a host part reads (B read first from Triton 3.6 on: IEEE fp32's TMA dot)
     ("fma", "B_FIRST_FROM", (3, 6), {"tma", "tma_split", "tma_hybrid"}),
-], ids=["kernel_constant", "compiled_in_value", "compiled_in_function"])
+    # the widest C box a wide or tall tile stores through (past it: C by pointer, C_PTR)
+    ("tile", "C_BOX_MAX", 512, {"tma_wide", "tma_tall"}),
+    # the warp-specialized kernel's register budget a thread (its launch's maxnreg)
+    ("matmul_ws", "max_regs", lambda block_m, occupancy=1: 160, {"tma_ws"}),
+], ids=["kernel_constant", "compiled_in_value", "compiled_in_function", "wide_c_box",
+        "ws_registers"])
 def test_what_a_kernel_compiles_in_is_in_its_source_hash(monkeypatch, hashed_again,
                                                          module, name, value, moved):
     """The source hash was the kernels' text alone: an edit to a constant a kernel reads,
