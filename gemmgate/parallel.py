@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -34,6 +35,10 @@ class WorkerError(MeasurementError):
 def _init(counter, stuck, running, ctx: RunContext, parent: int) -> None:
     global _RUNNER, _SLOT
     exit_with_parent(parent)
+    # Ctrl-C reaches the terminal's whole process group: the parent stops the pool
+    # (`_stop`); a worker idle between cases died of it printing "Process SpawnProcess-2:"
+    # and the start of a traceback under the run's "interrupted" (a review)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     with counter.get_lock():
         slot = counter.value
         counter.value += 1

@@ -90,6 +90,24 @@ def sigterm_on_24_rows(a, b, *, precision=None, out=None, scale_a=None, scale_b=
     return correct(a, b, precision=precision, out=out)
 
 
+def sigterm_twice_on_24_rows(a, b, *, precision=None, out=None, scale_a=None,
+                             scale_b=None):
+    """As `sigterm_on_24_rows`, the SIGTERM sent twice at once, as `timeout` sends it: to
+    the command, then to its process group (the second lands after the first's handler
+    ran)."""
+    import os
+    import signal
+    import time
+
+    if a.shape[0] == 24:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)   # its handler raises here
+            time.sleep(60)
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)
+    return correct(a, b, precision=precision, out=out)
+
+
 def sigint_on_24_rows(a, b, *, precision=None, out=None, scale_a=None, scale_b=None):
     """Right, except on 24-row cases: the process sends itself SIGINT (Ctrl-C)."""
     import os
@@ -105,7 +123,7 @@ def sigint_on_24_rows(a, b, *, precision=None, out=None, scale_a=None, scale_b=N
 def sigterm_in_native_code_on_24_rows(a, b, *, precision=None, out=None, scale_a=None,
                                       scale_b=None, times: int = 1):
     """Right, except on 24-row cases: minutes of native code that holds no GIL (a key
-    derivation), and a thread sends the process SIGTERM (`times` times, 0.1 s apart) a
+    derivation), and a thread sends the process SIGTERM (`times` times, 1 s apart) a
     second after the measuring thread reached it, so no Python signal handler can run
     until it ends (as a GPU kernel that never ends). The thread waits for the measuring
     one's frame to be on the derivation's line (a loaded machine may hold that thread a
@@ -130,7 +148,7 @@ def sigterm_in_native_code_on_24_rows(a, b, *, precision=None, out=None, scale_a
             time.sleep(1.0)
             for _ in range(times):
                 os.kill(os.getpid(), signal.SIGTERM)
-                time.sleep(0.1)
+                time.sleep(1.0)   # (further apart than stop_signal.SAME_STOP_S)
 
         line = here.f_lineno + 2
         threading.Thread(target=kill, daemon=True).start()

@@ -7,6 +7,7 @@ both land (issue 10). Worker processes time for real: no verdict is asserted her
 import json
 import multiprocessing as mp
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -176,6 +177,27 @@ def test_a_worker_that_dies_ends_the_run_with_a_measurement_error_and_no_worker_
     while mp.active_children() and time.time() < deadline:
         time.sleep(0.2)
     assert killed and not mp.active_children()
+
+
+def test_a_worker_leaves_ctrl_c_to_the_parent():
+    """Ctrl-C reaches the whole process group: a worker idle between cases died of it,
+    printing "Process SpawnProcess-2:" and the start of a traceback under the run's
+    "interrupted" (a review). The parent stops the pool (its own KeyboardInterrupt): a
+    worker ignores SIGINT, so one sent to a worker alone ends nothing."""
+    from gemmgate.parallel import run_parallel
+
+    ctx = make_context(chip="cpu", shapes="16x16x16,24x24x24,32x32x32,40x40x40",
+                       modes="fp32", devices="0,1", budget_s=0.1)
+    sent = []
+
+    def interrupt_one(result):   # the worker that measured it, idle or on its next case
+        if not sent:
+            sent.append(int(result.worker.rsplit("pid", 1)[1]))
+            os.kill(sent[0], signal.SIGINT)
+            time.sleep(1.0)
+
+    got = run_parallel(ctx, ctx.items, on_case=interrupt_one)
+    assert sent and [r.case.m for r in got] == [16, 24, 32, 40]
 
 
 @pytest.mark.parametrize("provider", ["dies_on_32", "exits_3_on_32"])

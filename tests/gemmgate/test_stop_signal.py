@@ -13,6 +13,9 @@ import pytest
 
 @pytest.mark.parametrize("provider, code, reason", [
     ("sigterm_on_24_rows", 143, "terminated (SIGTERM)"),
+    # `timeout` sends it twice, to the command and to its process group: the second was
+    # SIGTERM's default action, no case kept and the --json left "running" (a review)
+    ("sigterm_twice_on_24_rows", 143, "terminated (SIGTERM)"),
     ("sigint_on_24_rows", 130, "interrupted"),
 ])
 def test_a_run_stopped_by_a_signal_keeps_the_cases_before_it(tmp_path, provider, code, reason):
