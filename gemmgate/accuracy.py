@@ -98,19 +98,26 @@ def classify(error: float | Errors, mode: PrecisionMode) -> Accuracy:
                         f"output's error {err:.2e})")
     if err > mode.max_error:
         return Accuracy(err, DOWNGRADED,
-                        f"precision downgraded: error {err:.2e} > {mode.max_error:.0e} "
+                        f"precision downgraded: error {err:.2e} > {_band(mode.max_error)} "
                         f"expected of {mode.name}; looks like {mode.downgrade_hint}")
     if mode.max_excess is not None and e.excess is not None and e.excess > mode.max_excess:
         return Accuracy(err, DOWNGRADED,
                         f"accumulated below fp32: error {e.excess:.2e} beyond the output's "
-                        f"own rounding > {mode.max_excess:.0e} (the whole output's "
+                        f"own rounding > {_band(mode.max_excess)} (the whole output's "
                         f"{err:.2e})")
     if e.block > BLOCK_SLACK * mode.max_error:
         return Accuracy(err, DOWNGRADED,
                         f"precision downgraded in {e.where}: error {e.block:.2e} there > "
-                        f"{BLOCK_SLACK:g} x {mode.max_error:.0e} expected of {mode.name} "
+                        f"{BLOCK_SLACK:g} x {_band(mode.max_error)} expected of {mode.name} "
                         f"(the whole output's {err:.2e}); looks like {mode.downgrade_hint}")
     return Accuracy(err, PASS)
+
+
+def _band(x: float) -> str:
+    """A band as its figure is: one digit where that is exact (2e-05), else two (tf32's
+    1.5e-03 was shown "2e-03": "error 1.70e-03 > 2e-03", a review)."""
+    one = f"{x:.0e}"
+    return one if float(one) == x else f"{x:.1e}"
 
 
 def past_range(ref, output_dtype: str) -> float | None:

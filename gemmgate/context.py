@@ -174,7 +174,11 @@ def load_function(path: str):
         fn = importlib.import_module(module)
         for part in attr.split("."):
             fn = getattr(fn, part)
-    except (Exception, SystemExit) as e:  # ImportError, AttributeError, the module's own
+    except KeyboardInterrupt:   # (a stop: 130)
+        raise
+    except BaseException as e:  # ImportError, AttributeError, the module's own exit or its
+        # own BaseException (which was a traceback and exit 1, the regression code, as a
+        # provider's call raising one was before it failed the case: a review)
         raise ValueError(f"--providers {path}: cannot import it "
                          f"({type(e).__name__}: {e})") from None
     if not callable(fn):

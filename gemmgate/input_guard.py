@@ -29,12 +29,23 @@ class InputGuard:
     def __init__(self, inp, fresh: Callable[[], object]) -> None:
         self.inp, self.fresh = inp, fresh
         self.seen = _fingerprint(inp)
+        self.layout = _layout(inp)
 
     def written(self) -> bool:
+        # an in-place change of an input's shape, strides or storage (`a.t_()`,
+        # `b.unsqueeze_(0)`) is set back first: left, the inputs made again could not be
+        # copied into A (the case "could not be measured", exit 3), or B stayed 3-D and
+        # the next provider, Triton, failed on it (exit 1; a review)
+        moved = _moved(_layout(self.inp), self.layout)
+        if moved:
+            with torch.no_grad():
+                for t, (storage, size, stride, offset) in zip(_tensors(self.inp),
+                                                              self.layout):
+                    t.set_(storage, offset, size, stride)
         now = _fingerprint(self.inp)
-        if now == self.seen:
+        if now == self.seen and not moved:
             return False
-        if [s for _, s in now] == [s for _, s in self.seen] and all(
+        if not moved and [s for _, s in now] == [s for _, s in self.seen] and all(
                 torch.equal(_bits(t), _bits(f))
                 for t, f in zip(_tensors(self.inp), _tensors(self.fresh()))):
             self.seen = now   # a counter moved, nothing was written
@@ -91,6 +102,18 @@ def timed_again(guard: InputGuard, calls: dict, samples: dict, results: dict,
 
 def _tensors(inp) -> tuple:
     return tuple(t for t in (inp.a, inp.b, inp.scale_a, inp.scale_b) if t is not None)
+
+
+def _layout(inp) -> tuple:
+    """Each input's storage (held, to be set back), size, strides and offset."""
+    return tuple((t.untyped_storage(), tuple(t.shape), t.stride(), t.storage_offset())
+                 for t in _tensors(inp))
+
+
+def _moved(now: tuple, was: tuple) -> bool:
+    """Whether an input's layout differs (its storage compared by the memory it holds)."""
+    return any(n[0].data_ptr() != w[0].data_ptr() or n[1:] != w[1:]
+               for n, w in zip(now, was))
 
 
 def _fingerprint(inp) -> tuple:

@@ -23,7 +23,7 @@ from gemmgate.accuracy import (
     kept_less,
 )
 from gemmgate.input_guard import InputGuard
-from gemmgate.precision import PrecisionMode, band_for
+from gemmgate.precision import PrecisionMode, band_for, flags_changed
 from gemmgate.providers import Unsupported
 from gemmgate.results import UNSUPPORTED, ProviderResult
 from gemmgate.stop_signal import STOPS
@@ -59,7 +59,9 @@ def operands(inp) -> tuple:
 def judged(call, mode: PrecisionMode, ref, scale2: float, kept: list | None = None,
            inputs: tuple = ()):
     """(Errors, Accuracy) of a provider's call made on its poisoned output: two calls,
-    the first one's output filled with NaN, so elements the second does not write show.
+    the first one's output filled with NaN, so elements the second does not write show
+    (with a block more of its size: where a provider makes its own output, the memory it
+    gets back).
     `kept`, where given, gets a copy of the output judged (`replayed` compares with it).
     An output that shares memory with one of `inputs` is refused before it is poisoned
     (the poison wrote into A, and the provider was said to write into its inputs)."""
@@ -73,6 +75,12 @@ def judged(call, mode: PrecisionMode, ref, scale2: float, kept: list | None = No
         raise ValueError("returned a view of its inputs (A, B or a scale), not its product")
     if out.is_floating_point() and out.numel():
         out.fill_(math.nan)
+        # and a free block of its size (a scratch of C's size a call freed) poisoned too,
+        # both let go: a provider that makes its own output, not writing `out=`, gets this
+        # memory back (the poison reached nothing its second call wrote: one that never
+        # wrote its last row passed, the row holding its freed scratch's product; a review)
+        spare = torch.empty_like(out).fill_(math.nan)
+        del out, spare
     out = _tensor(call())
     if out.is_cuda:
         torch.cuda.synchronize()
@@ -121,7 +129,8 @@ def judge_kept_less(results: dict, mode: PrecisionMode, vendor: str = "vendor") 
 
 
 def after_timing(calls: dict, guard: InputGuard, mode: PrecisionMode,
-                  results: dict, timed: dict | None = None) -> None:
+                  results: dict, timed: dict | None = None,
+                  flags: dict | None = None) -> None:
     """Each timed provider judged again, against a reference made again (the float64 one
     is dropped while timing), as before timing (`judged`: two calls, the first's output
     poisoned): first what its timed calls ran where that is not the call itself
@@ -134,7 +143,10 @@ def after_timing(calls: dict, guard: InputGuard, mode: PrecisionMode,
     the eager calls (or leaves part of its output unwritten) failed no check. The timings
     stay; the verdict fails the case. One that writes into its inputs in these calls
     fails so, and the inputs are made again for the rest (else they were judged against
-    a reference of other inputs; a review)."""
+    a reference of other inputs; a review); one that changes torch's matmul math flags
+    from `flags` (`precision.math_flags()` as the case set them) fails so, and they are
+    set back for the rest (else a provider judged after it, reading them, was said to be
+    "downgraded", and the one that set them passed; a review)."""
     ran = dict(timed or {})
     if timed is not None:
         timed.clear()   # (a replay holds its graph and its memory: dropped after its check)
@@ -157,9 +169,14 @@ def after_timing(calls: dict, guard: InputGuard, mode: PrecisionMode,
         again = (None, _PASSED) if replay is not call else \
             _tried(lambda c=call, k=kept, b=band: replayed(c, b, ref, scale2, k))   # (eager
         del replay, kept   # timing: what was timed is the call; before the guard looks)
+        changed = flags_changed(flags) if flags is not None else ""   # (puts them back)
         if guard.written():
             results[name] = _failed_late(
                 results[name], "wrote into its inputs (A, B or a scale) after its timed calls")
+        elif changed:
+            results[name] = _failed_late(results[name], (
+                f"changed torch's matmul math flags after its timed calls ({changed}): "
+                "they were set back for the rest")[:300])
         else:
             _worse(results, name, *got, "after its timed calls")
             _worse(results, name, *again, "after its timed calls")

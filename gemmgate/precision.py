@@ -238,12 +238,34 @@ def math_flags() -> dict[str, object]:
 
     m = torch.backends.cuda.matmul
     tf32, off = _pinned(m)
-    flags: dict[str, object] = {f"cuda.matmul.{n}": _flag(torch, m, n)
-                                for n in (tf32, *off) if _has_flag(m, n)}
+    flags: dict[str, object] = {}
+    # the parents first (torch 2.9+: a backend's "none" is its parent's value): a provider
+    # that set `torch.backends.fp32_precision` was seen through mkldnn.matmul's "none",
+    # which was "set back" to "none", still the parent's tf32; the next check of the same
+    # flags then said a timed provider had changed them (exit 3; a review)
+    for where in _PARENTS:
+        owner = _owner(torch, where)
+        if owner is not None and _has_flag(owner, "fp32_precision"):
+            flags[f"{where}.fp32_precision".lstrip(".")] = owner.fp32_precision
+    flags.update({f"cuda.matmul.{n}": _flag(torch, m, n)
+                  for n in (tf32, *off) if _has_flag(m, n)})
     onednn = getattr(getattr(torch.backends, "mkldnn", None), "matmul", None)
     if onednn is not None and _has_flag(onednn, "fp32_precision"):
         flags["mkldnn.matmul.fp32_precision"] = onednn.fp32_precision
     return flags
+
+
+_PARENTS = ("", "mkldnn")   # torch.backends.fp32_precision, torch.backends.mkldnn's
+
+
+def _owner(torch, where: str):
+    """torch.backends' member at dotted path `where` ("" torch.backends), else None."""
+    owner = torch.backends
+    for part in filter(None, where.split(".")):
+        owner = getattr(owner, part, None)
+        if owner is None:
+            return None
+    return owner
 
 
 def flags_changed(before: dict[str, object]) -> str:
@@ -253,9 +275,7 @@ def flags_changed(before: dict[str, object]) -> str:
 
     now = math_flags()
     changed = [n for n in before if now.get(n) != before[n]]
-    for n in changed:
-        where, attr = n.rsplit(".", 1)
-        owner = (torch.backends.cuda.matmul if where == "cuda.matmul"
-                 else torch.backends.mkldnn.matmul)
-        _restore(torch, owner, attr, before[n])
+    for n in changed:   # (in `math_flags`' order: parents before their children)
+        where, _, attr = n.rpartition(".")
+        _restore(torch, _owner(torch, where), attr, before[n])
     return ", ".join(f"{n} {before[n]!r} -> {now.get(n)!r}" for n in changed)

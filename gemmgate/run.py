@@ -194,7 +194,7 @@ class Runner:
             # of the others computed otherwise than judged
             raise MeasurementError(f"{mode.name} {case.id}: a provider changed torch's "
                                    f"matmul math flags while timed ({changed})")
-        after_timing({n: calls[n] for n in samples}, guard, mode, results, timed)
+        after_timing({n: calls[n] for n in samples}, guard, mode, results, timed, flags)
         judge_kept_less(results, mode)
         for name, ts in samples.items():
             # TFLOP/s of the rounds' median (`median_ms`), which the gate judges

@@ -62,6 +62,25 @@ def test_downgraded_message_and_fields():
     assert "fp32" in acc.message and "tf32 or lower" in acc.message
 
 
+@pytest.mark.parametrize("name", MODE_NAMES)
+def test_a_downgrade_s_message_shows_the_band_it_was_judged_by(name):
+    """tf32's 1.5e-3 band was written "2e-03" ("error 1.70e-03 > 2e-03", and in a block
+    "3.23e-03 there > 2 x 2e-03": a review): each message's band reads back as the band."""
+    import re
+
+    from gemmgate.accuracy import BLOCK_SLACK, Errors
+
+    mode = MODES[name]
+    err = mode.max_error * 1.1
+    judged = [(classify(err, mode), r"> ([0-9.e+-]+) expected")]
+    if BLOCK_SLACK * err < mode.bound:   # (bf16, fp8: 2 x the band is the bound)
+        judged.append((classify(Errors(mode.max_error / 2, BLOCK_SLACK * err, "rows 0-7"),
+                                mode), r"> 2 x ([0-9.e+-]+) expected"))
+    for acc, said in judged:
+        assert acc.status == DOWNGRADED
+        assert float(re.search(said, acc.message).group(1)) == mode.max_error, acc.message
+
+
 def test_fail_and_pass_messages():
     fail = classify(2e-2, MODES["bf16"])
     assert fail.status == FAIL and "bound" in fail.message and not fail.ok

@@ -275,6 +275,10 @@ def test_a_bad_provider_path_exits_2(capsys, monkeypatch):
     assert main(["run", "--chip", "cpu", "--shapes", "smoke", "--modes", "fp32",
                  "--providers", "triton,vendor,exits_at_import:f"]) == 2
     assert "cannot import it (SystemExit: 3)" in capsys.readouterr().err
+    # its own BaseException: a traceback and exit 1, the regression code (a review)
+    assert main(["run", "--chip", "cpu", "--shapes", "smoke", "--modes", "fp32",
+                 "--providers", "triton,vendor,raises_at_import:f"]) == 2
+    assert "cannot import it (Odd: raised at import)" in capsys.readouterr().err
 
 
 def test_a_run_that_cannot_be_measured_to_its_end_is_exit_3(monkeypatch, capsys):

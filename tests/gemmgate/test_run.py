@@ -726,6 +726,44 @@ def test_a_provider_that_changes_the_math_flags_fails_and_they_are_set_back(cust
     assert torch.backends.cuda.matmul.fp32_precision == before
 
 
+def test_a_provider_that_sets_a_parent_flag_fails_and_it_is_set_back(custom):
+    """torch.backends.fp32_precision showed through oneDNN's matmul flag ("none": its
+    parent's), which was "set back" to "none", the parent still tf32: the check after
+    timing said a timed provider had changed the flags, and the run stopped (exit 3; a
+    review). The provider fails in every case, each measured, the parent set back."""
+    import torch
+
+    if not hasattr(torch.backends, "fp32_precision"):
+        pytest.skip("this torch has no global fp32_precision")
+    before = torch.backends.fp32_precision
+    ctx = _extras_ctx("custom_providers:sets_global_tf32")
+    runner = Runner(ctx)
+    for case in (Case(16, 16, 16), Case(24, 24, 24)):
+        r = runner.run_case(MODES["fp32"], case)
+        bad = r.providers["custom_providers:sets_global_tf32"]
+        assert bad.accuracy == "fail" and not bad.samples_ms
+        assert bad.message.startswith("changed torch's matmul math flags (fp32_precision "
+                                      f"{before!r} -> 'tf32'"), bad.message
+        assert r.gate_passed and torch.backends.fp32_precision == before
+
+
+def test_math_flags_changed_in_the_check_after_timing_fail_that_provider(custom):
+    """The calls judged after timing were not watched: the provider that set tf32 there
+    passed, and the one judged after it, reading the flag, was "downgraded" (a review)."""
+    import torch
+
+    before = torch.backends.cuda.matmul.fp32_precision
+    ctx = _extras_ctx("custom_providers:sets_tf32_after_timing", "custom_providers:like_cublas")
+    r = Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
+    bad, reader = (r.providers[f"custom_providers:{n}"]
+                   for n in ("sets_tf32_after_timing", "like_cublas"))
+    assert bad.accuracy == "fail" and bad.message.startswith(
+        "changed torch's matmul math flags after its timed calls "
+        "(cuda.matmul.fp32_precision 'ieee' -> 'tf32')"), bad.message
+    assert reader.accuracy == "pass" and r.gate_passed
+    assert torch.backends.cuda.matmul.fp32_precision == before
+
+
 def test_math_flags_changed_while_timed_are_a_measurement_error(custom):
     """A change while timed cannot be put on one of the interleaved calls: no figure of
     the case is of the mode asked (exit 3, the case and the flag named)."""
@@ -740,6 +778,18 @@ def test_math_flags_changed_while_timed_are_a_measurement_error(custom):
                        "matmul math flags while timed \\(cuda.matmul.fp32_precision"):
         Runner(ctx).run_case(MODES["fp32"], Case(16, 16, 16))
     assert torch.backends.cuda.matmul.fp32_precision == before
+
+
+@pytest.mark.parametrize("provider", ["transposes_a", "unsqueezes_b"])
+def test_a_provider_that_changes_its_inputs_layout_fails_alone(custom, provider):
+    """A's shape changed in place: the inputs made again could not be copied into it, and
+    the case "could not be measured" (exit 3); B left 3-D failed Triton, called after it
+    (exit 1, Triton's; a review). Its layout is set back; it alone fails."""
+    ctx = _extras_ctx(f"custom_providers:{provider}")
+    r = Runner(ctx).run_case(MODES["fp32"], Case(16, 24, 32))
+    p = r.providers[f"custom_providers:{provider}"]
+    assert p.accuracy == "fail" and "wrote into its inputs" in p.message
+    assert r.gate_passed and r.providers["triton"].samples_ms
 
 
 def test_an_output_that_is_a_view_of_the_inputs_fails_as_such(custom):
