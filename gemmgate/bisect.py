@@ -224,8 +224,10 @@ def commit_range(good: str, bad: str, repo: str | Path = ".") \
 
 # --- naming cases --------------------------------------------------------------------------
 
-_CASE_ID = re.compile(r"(?P<mode>[a-z0-9]+)-m(?P<m>\d+)-n(?P<n>\d+)-k(?P<k>\d+)"
-                      r"(?:-(?P<layout>[a-z]{2})(?:\+p(?P<pad>\d+))?)?")
+# ASCII digits, as --shapes and shape files take them (\d took '٨' and '８' as 8: `--case
+# fp32-m٨-n8-k8` bisected m8-n8-k8, a case --shapes refuses to name)
+_CASE_ID = re.compile(r"(?P<mode>[a-z0-9]+)-m(?P<m>[0-9]+)-n(?P<n>[0-9]+)-k(?P<k>[0-9]+)"
+                      r"(?:-(?P<layout>[a-z]{2})(?:\+p(?P<pad>[0-9]+))?)?")
 
 
 def parse_case_id(text: str, what: str = "--case") -> tuple[PrecisionMode, Case]:

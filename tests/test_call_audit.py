@@ -96,6 +96,20 @@ def test_bad_input_is_exit_2_with_a_message(audit, capsys, argv, said):
     assert said in capsys.readouterr().err
 
 
+def test_each_call_is_audited_once(audit):
+    """A case in two sets (pr's 4096^3 is in nightly and llm too), given twice inline or a
+    mode given twice is one call, as a run measures it once ("N calls" counted each)."""
+    from gemmgate.shape_sets import SETS
+
+    args = audit.argparse.Namespace(modes="bf16,bf16", cached="both", shapes="all",
+                                    draw=None)
+    calls = audit._calls(args)
+    distinct = {c for s in SETS.values() for c in s if 0 not in (c.m, c.n, c.k)}
+    assert len(calls) == len(set(calls)) == 2 * len(distinct)
+    args.shapes, args.modes = "64x64x64,64x64x64-rr+p0,32x32x32", "fp16"
+    assert len(audit._calls(args)) == 4
+
+
 def test_the_verdict_is_what_the_device_refuses(audit):
     k = audit.Kernel("_tma_kernel", 8, 3, 232448, "")
     assert k.verdict() == "ok"

@@ -172,7 +172,10 @@ def test_case_ids_round_trip(case):
 
 
 @pytest.mark.parametrize("text", ["m16-n16-k16", "fp64-m16-n16-k16", "fp32-m16-n16",
-                                  "fp32-m16-n16-k16-xy", "fp32-m16-n16-k16-cr+q3", ""])
+                                  "fp32-m16-n16-k16-xy", "fp32-m16-n16-k16-cr+q3", "",
+                                  # digits that are not ASCII, as --shapes refuses them
+                                  "fp32-m\u0668-n8-k8", "fp32-m8-n\uff18-k8",
+                                  "fp32-m8-n8-k8-rr+p\u0663"])
 def test_bad_case_ids_are_clear_errors(text):
     with pytest.raises(ValueError, match="--case"):
         parse_case_id(text)
