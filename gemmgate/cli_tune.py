@@ -22,6 +22,7 @@ from gemmgate.tune import (
     KeyWriter,
     claimed_elsewhere,
     entry_of,
+    holdout_shapes,
     in_kernel_folder,
     incumbents_of,
     lent_table,
@@ -53,6 +54,14 @@ def tune_command(args, console, err) -> int:
         raise ValueError("--stale retunes the table's stale entries, their own modes and "
                          "shapes: leave out --shapes and --modes")
     ctx = context_from_args(args)
+    table = args.table if args.table is not None else str(table_path(ctx.chip.id))
+    held = holdout_shapes(c for _, c in ctx.items) if in_kernel_folder(Path(table)) else []
+    if held:
+        raise ValueError(f"{', '.join(held[:6])}{' ...' if len(held) > 6 else ''}: "
+                         f"{len(held)} case(s) of a holdout set, which no table in the "
+                         f"kernel's folder may tune (they measure how {table} carries to "
+                         "shapes it was not tuned on): leave them out, or tune into a "
+                         "--table outside kernels/tuned to measure them")
     if ctx.chip.device_type == "cpu":
         raise ValueError("gemmgate tune needs a GPU: on the CPU the Triton interpreter runs "
                          "one fixed tile, so there is nothing to tune")
@@ -71,7 +80,6 @@ def tune_command(args, console, err) -> int:
                          f"whose table names devices by {list(ctx.chip.match)}, none in its "
                          "name: the kernel would never read what tune writes; give it a chip "
                          "profile whose `match` is in the device's name (gemmgate/chips.py)")
-    table = args.table if args.table is not None else str(table_path(ctx.chip.id))
     check_outputs((table, TABLE_OUTPUT), (args.json, "--json"), inputs=(shapes_file(args.shapes),))
     path = Path(table)
     if args.stale and args.table is not None and not path.exists():

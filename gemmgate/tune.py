@@ -164,6 +164,17 @@ def in_kernel_folder(path: Path) -> bool:
     return path.parent.resolve() == table_file.DEFAULT_DIR.resolve()
 
 
+def holdout_shapes(cases) -> list[str]:
+    """The cases whose shape (M, N, K) a holdout set holds: a table in the kernel's folder
+    may not tune them (they measure how it carries to shapes it was not tuned on; CI's
+    `test_no_committed_entry_is_a_holdout_shape` caught it only after a GPU tune)."""
+    from gemmgate.shapes import SETS
+
+    held = {(c.m, c.n, c.k) for name, cs in SETS.items() if name.startswith("holdout")
+            for c in cs}
+    return list(dict.fromkeys(c.id for c in cases if (c.m, c.n, c.k) in held))
+
+
 def claimed_elsewhere(path: Path, device_name: str) -> str:
     """The table of the kernel's folder whose `match` already names this device, where
     `path` is another file there; '' otherwise. A tune into a second one (`--table

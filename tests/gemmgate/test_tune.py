@@ -262,6 +262,30 @@ def test_tune_refuses_an_empty_table_path_before_tuning(not_cpu, capsys):
     assert "--table is an empty path" in capsys.readouterr().err
 
 
+def test_tune_refuses_holdout_shapes_for_the_kernels_table_before_tuning(not_cpu, tmp_path,
+                                                                       monkeypatch, capsys):
+    """Holdout shapes measure how the table carries to shapes it was not tuned on: a tune
+    wrote them into kernels/tuned (only a CI test caught it, after the GPU tune; a
+    review). Into a --table elsewhere they may go (a measurement)."""
+    import gemmgate.cli_tune
+    from gemmgate.shapes import SETS
+
+    class Reached(Exception):
+        pass
+
+    def no_tuning(*a, **k):
+        raise Reached
+
+    monkeypatch.setattr(gemmgate.cli_tune, "tune", no_tuning)
+    c = SETS["holdout"][0]
+    assert main(["tune", "--shapes", f"16x16x16,{c.m}x{c.n}x{c.k}", "--modes", "fp32"]) == 2
+    err = capsys.readouterr().err.replace("\n", "")
+    assert f"{c.id}: 1 case(s) of a holdout set" in err and "--table outside" in err
+    with pytest.raises(Reached):
+        main(["tune", "--shapes", f"{c.m}x{c.n}x{c.k}", "--modes", "fp32", "--table",
+              str(tmp_path / "x.json")])
+
+
 def test_tune_refuses_another_chips_or_a_broken_table_before_tuning(not_cpu, tmp_path, capsys):
     other = tmp_path / "h100.json"
     write_table(other, "nvidia-h100", ("h100",), [entry_of(_result(), ENV)])
