@@ -23,6 +23,7 @@ from gemmgate.deadline import DEFAULT_LIMIT_S
 from gemmgate.precision import MODE_NAMES
 from gemmgate.shapes import SETS
 from gemmgate.stop_signal import EXIT_TERMINATED, StopOnSigterm, Terminated
+from gemmgate.timing_policy import TimingPolicy, cpu_policy
 
 OK, FAILED, USAGE, MEASUREMENT = 0, 1, 2, 3
 
@@ -49,6 +50,16 @@ AS_CHECKED = {"timing": "as the --from-check check, else the --baseline, was tim
               "block": "as the --from-check check, else the --baseline, was timed; else 1"}
 
 
+# --budget: asked only after the rounds every case times, and at whole round-order cycles
+# (timing_policy.finished): `--block 100 --budget 0.1` timed 16 x 100 calls a provider on
+# the CPU, where the help said "timing budget per case" (a review)
+BUDGET_HELP = (f"timing budget per case, seconds (default {TimingPolicy().budget_s:g} on a "
+               f"GPU, {cpu_policy().budget_s:g} on the CPU); a soft limit: every case times "
+               "at least 10 rounds on a GPU and 16 on the CPU (30 and 18 with three "
+               "providers, e.g. --ab-ref), each round --block calls of every provider, "
+               "whatever the budget")
+
+
 def _run_args(p: argparse.ArgumentParser, retune: bool = True,
               devices: str = "spread cases over these devices, one worker process each "
                              "(e.g. 0,1)", defaults: dict[str, str] | None = None) -> None:
@@ -68,12 +79,13 @@ def _run_args(p: argparse.ArgumentParser, retune: bool = True,
                    help="graph: CUDA-graph replay, device time only; eager: host launch "
                         "cost included (GPU only: the CPU times wall clock); default: "
                         + d.get("timing", "graph on a GPU"))
-    p.add_argument("--budget", type=float, metavar="S", help="timing budget per case, seconds")
+    p.add_argument("--budget", type=float, metavar="S", help=BUDGET_HELP)
     p.add_argument("--block", type=int, metavar="N",
                    help="time each provider N calls in a row ("
                         + (f"default: {d['block']}; 1" if "block" in d else "default 1")
                         + ": call by call, each round's order the last one's reversed: "
-                        "A B, B A, ...); see "
+                        "A B, B A, ... for two; three or more, e.g. with --ab-ref, take "
+                        "each rotation of their order forward and reversed); see "
                         "gemmgate/timing_policy.py on power-capped GPUs")
     p.add_argument("--devices", metavar="IDS", help=devices)
     _case_timeout_arg(p)

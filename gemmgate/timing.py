@@ -8,9 +8,9 @@ Methods:
   host, so the figure includes host launch cost (Python, autotuner lookup, driver).
 - "wall": CPU path; perf_counter around the call after flushing the LLC.
 
-In the device methods the host never sits inside a timed region: each batch of timed
-calls starts behind a GPU-side spin (torch.cuda._sleep, nvbench's "blocking kernel"
-idea) long enough for the host to enqueue the whole batch, so every start event is
+Under "graph" the host never sits inside a timed region ("eager" times it on purpose):
+each batch of timed calls starts behind a GPU-side spin (torch.cuda._sleep, nvbench's
+"blocking kernel" idea) long enough for the host to enqueue the whole batch, so every start event is
 reached with the flush and the call already queued behind it. Without it, a 10 us kernel
 after a 30 us flush is timed with whatever launch gap the host left (H200: per-round
 jitter of +-1 us and 2-3x outliers on bf16 1024^3).
@@ -150,10 +150,14 @@ class DeviceClock:
     `gap_ms` > 0 keeps the GPU busy after each call with a
     spin kernel (`torch.cuda._sleep`: an active GPU at little power) for that long,
     untimed and without the host waiting for it: a test's rounds then span at least
-    rounds x gap_ms at a steady clock, never idle, so a short clock dip moves some
-    rounds, not the median (session 8, H200: with duty 0.25 and 10 ms, two unchanged
-    pytest-benchmark compares moved no case more than 2.0%). `cycles_per_ms` converts
-    (gemmgate.slowdown.cycles_per_ms).
+    rounds x gap_ms at a steady clock, so a short clock dip moves some rounds, not the
+    median (session 8, H200: with duty 0.25 and 10 ms, two unchanged pytest-benchmark
+    compares moved no case more than 2.0%). `cycles_per_ms` converts
+    (gemmgate.slowdown.cycles_per_ms). The spin is queued right behind the call, and the
+    duty's rest is the host's sleep from the call's end, so the two overlap: the GPU
+    idles only where the rest outlasts the gap, max(0, (1/duty - 1) x call - gap_ms)
+    after each call (at duty 0.25 and 10 ms: never for calls up to 3.3 ms, 5 ms after
+    a 5 ms call), not the rest and then the gap.
     """
 
     __name__ = "DeviceClock"   # how pytest-benchmark names the timer in its JSON

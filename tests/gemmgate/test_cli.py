@@ -668,3 +668,16 @@ def test_help_states_the_defaults_each_command_runs(capsys):
         assert "default: every mode the chip supports" in text
         assert "default: graph on a GPU" in text and "(default 1: call by call" in text
     assert "(default: $GEMMGATE_CHIP, else detected)" in _help_text(["chips"], capsys)
+
+
+def test_help_says_the_budget_is_soft_and_how_three_providers_take_turns(capsys):
+    """--budget said "timing budget per case, seconds": a case times its rounds' floor
+    whatever the budget (`--block 100 --budget 0.1` timed 16 x 100 calls a provider on the
+    CPU), and --block said each round's order is the last one's reversed, which holds for
+    two providers only (an A/B's three take each rotation forward and reversed; a review).
+    The floors said are the stopping rule's (test_timing_policy.py)."""
+    for cmd in (["run"], ["check"], ["baseline", "calibrate"]):
+        text = _help_text(cmd, capsys)
+        assert "(default 2 on a GPU, 1 on the CPU); a soft limit" in text
+        assert "at least 10 rounds on a GPU and 16 on the CPU (30 and 18 with three" in text
+        assert "take each rotation of their order forward and reversed" in text

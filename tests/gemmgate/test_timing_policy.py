@@ -132,3 +132,21 @@ def test_each_round_starts_with_the_provider_the_last_one_ended_with(k):
         calls = [n for rnd in cycle for n in rnd]
         pairs = Counter(zip(calls, calls[1:] + calls[:1]))
         assert set(pairs.values()) == {2} and len(pairs) == 9
+
+
+@pytest.mark.parametrize("policy, providers, floor", [
+    (TimingPolicy(), 2, 10), (TimingPolicy(), 3, 30),
+    (cpu_policy(), 2, 16), (cpu_policy(), 3, 18),
+])
+def test_the_rounds_every_case_times_whatever_the_budget(policy, providers, floor):
+    """The floors `--budget`'s help and the README state: with the budget spent, a run
+    stops first at these rounds (a device asks every `batch` rounds)."""
+    from dataclasses import replace
+
+    spent = replace(policy, budget_s=1e-9)
+    step = 1 if policy.method == "wall" else policy.batch
+    n = step
+    while not finished({f"p{i}": [float(r % 7 + 1) for r in range(n)]
+                        for i in range(providers)}, spent, time.perf_counter() - 1.0):
+        n += step
+    assert n == floor

@@ -11,9 +11,11 @@
   stored figure is that device time. Rounds of back-to-back calls timed on the host
   moved 6-15% between unchanged runs on the H200 (session 7: the GPU ran some rounds at
   full clock and the rest at its power cap), and so did back-to-back device-timed calls
-  (5-17%): the clock idles the GPU 3x each call's time after it (DUTY), and a spin
-  kernel keeps it busy `--perf-gap-ms` (default 10) after that, untimed: two unchanged
-  5% compares then failed 0 of 78 (session 8; 3 and 2 without the gap, session 7).
+  (5-17%): the clock rests 3x each call's time after it (DUTY), and a spin kernel
+  keeps the GPU busy `--perf-gap-ms` (default 10) from the call's end, untimed, during
+  that rest (the GPU idles only where the rest outlasts the gap: calls over 3.3 ms): two
+  unchanged 5% compares then failed 0 of 78 (session 8; 3 and 2 without the gap,
+  session 7).
 - `--perf-figure ratio`: a round is the vendor's call then Triton's, each one gemmgate
   sample, and the stored figure is Triton's time / the vendor's (ms per vendor-ms: 1 ms
   is parity), the ratio gemmgate gates on (session 8: also 0 of 78 twice).
