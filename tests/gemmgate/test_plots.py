@@ -74,7 +74,7 @@ def test_a_failed_cases_ratio_does_not_stretch_the_heatmaps_scale():
 def test_a_nan_error_is_labelled_nan_on_the_page():
     """point_of_result turned a NaN error into inf, and the error figure labelled it "inf"
     (a review)."""
-    from gemmgate.report_page import point_of_result
+    from gemmgate.report_sources import point_of_result
     from gemmgate.results import CaseResult, ProviderResult
     from gemmgate.shapes import Case
 
