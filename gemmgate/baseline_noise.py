@@ -1,8 +1,8 @@
 """Baseline noise at its levels, from per-run medians tagged with the machine each ran on.
 
 Noise, per case, at three levels (each a relative spread; the gate's tolerance is
-max(floor, factor x spread), the factor 2.5 from 5 runs up, more from fewer:
-gemmgate/compare.py):
+max(floor, factor x spread in log space: compare.scaled), the factor 2.5 from 5 runs up,
+more from fewer: gemmgate/compare.py):
 - `ab`: A/B in one process, interleaved: the spread of the reference/current time ratio
   when both are the same kernel (`calibrate --ab-ref HEAD`);
 - `ratio`, `tflops` (process level): fresh processes on one machine, the largest

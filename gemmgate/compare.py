@@ -68,12 +68,33 @@ class Judgement:
                 "ci_high": self.ci_high, "tolerance": self.tolerance}
 
 
+TOL_MAX = 1e6   # a spread of 100% or more: a slowdown no smaller than a million-fold
+
+
+def scaled(noise: float, factor: float) -> float:
+    """A spread scaled by `factor` in log space, as a relative change: (1 - noise)^-factor
+    - 1. The factors were derived for a threshold of factor x spread below the centre,
+    and the band's slow side is a slowdown by the factor 1 + tol (`slower_bound`), which
+    lies closer to zero than -tol: with tol = factor x spread, A/A checks regressed more
+    the wider the spread (a Monte Carlo of `judge`, 5 runs of lognormal noise: 1.0% at
+    sigma 1%, 1.35% at 5%, 1.5-1.7% at 10%, against 1.15%; a review, session 80). The
+    spread is the largest |x/m - 1| of either sign; taken as a slow run's (ln 1/(1-d), the
+    larger log deviation of the two), its log scaled by the factor holds the rate at any
+    sigma: 0.9-1.1% (lognormal), 1.0-1.3% (normal), 40,000 checks a cell. About factor x
+    noise for small spreads (2% x 2.5: 5.18%, not 5%)."""
+    if noise >= 1:   # (a run at 2x the median or more: the slow side is not bounded)
+        return TOL_MAX
+    x = -factor * math.log1p(-noise)
+    return TOL_MAX if x >= math.log1p(TOL_MAX) else math.expm1(x)
+
+
 def tolerance(noise: float | None, floor: float = DEFAULT_FLOOR,
               factor: float = NOISE_FACTOR) -> float:
-    """Threshold for a relative change: the measured A/A noise, scaled, with a floor."""
+    """Threshold for a relative change: the measured A/A noise, scaled (`scaled`), with a
+    floor."""
     if noise is None or not math.isfinite(noise):
         return floor
-    return max(floor, factor * noise)
+    return max(floor, scaled(noise, factor))
 
 
 def noise_factor(runs: int, about_one: bool = False, one_run: bool = False) -> float:

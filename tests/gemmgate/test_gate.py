@@ -10,7 +10,7 @@ import pytest
 
 from gemmgate import baselines
 from gemmgate.baseline_schema import from_json
-from gemmgate.compare import DEFAULT_FLOOR, NOISE_FACTOR, aa_noise
+from gemmgate.compare import DEFAULT_FLOOR, NOISE_FACTOR, aa_noise, scaled
 from gemmgate.gate import compare_run, judge_case, stored_level
 from gemmgate.gate_text import GATE_HEAD, annotations, comment, markdown
 from gemmgate.results import CaseResult, ProviderResult
@@ -61,7 +61,7 @@ def test_measured_noise_widens_tolerance():
     # 4% A/A noise -> tolerance 10% (factor 2.5): a 5.3% drop is within noise
     base = baseline(**{A.id: base_case(A, 0.95, noise_ratio=0.04)})
     gate, v = one_verdict([result(A)], base)
-    assert v.ratio.tolerance == pytest.approx(0.04 * NOISE_FACTOR)
+    assert v.ratio.tolerance == pytest.approx(scaled(0.04, NOISE_FACTOR))
     assert v.verdict == "unchanged" and not gate.failed
 
 
@@ -242,11 +242,11 @@ def test_a_case_new_to_the_baseline_is_judged_by_ab_alone(slower, verdict):
 
 
 def test_ab_identical_kernels_are_unchanged_and_a_3pct_slowdown_is_regressed():
-    base = baseline(**{A.id: base_case(A, noise_ratio=0.03)})  # stored tolerance 7.5%
+    base = baseline(**{A.id: base_case(A, noise_ratio=0.03)})  # stored tolerance 7.9%
     same = one_verdict([ab_result(A, 1.0)], base)[1]
     assert same.verdict == "unchanged" and abs(same.ab.change) < 0.005
     # 3% slower than the reference; the vendor slowed alike, so the stored ratio (noisy
-    # case, tolerance 7.5%) sees nothing: A/B alone catches it
+    # case, tolerance 7.9%) sees nothing: A/B alone catches it
     slow = one_verdict([ab_result(A, 1.03)], base)[1]
     assert slow.ratio.verdict == "unchanged" and slow.ab.verdict == "regressed"
     assert slow.verdict == "regressed" and slow.note.startswith("A/B: slower than the reference")
@@ -281,7 +281,7 @@ def test_ab_tolerance_comes_from_the_calibrated_ab_noise():
     noisy = base_case(A)
     noisy["noise"]["ab"] = 0.016                      # tolerance 2.5 x 1.6% = 4%
     v = one_verdict([ab_result(A, 1.03)], baseline(**{A.id: noisy}))[1]
-    assert v.ab.tolerance == pytest.approx(NOISE_FACTOR * 0.016)
+    assert v.ab.tolerance == pytest.approx(scaled(0.016, NOISE_FACTOR))
     assert v.ab.verdict == "unchanged" and v.verdict == "unchanged"
     v = one_verdict([ab_result(A, 1.06)], baseline(**{A.id: noisy}))[1]
     assert v.ab.verdict == "regressed"
@@ -325,7 +325,7 @@ def test_ab_column_and_json():
 
 # --- the verdict policy: the stored judgement's noise level ---------------------------------
 # (gemmgate/gate.py module docstring). A baseline case calibrated on h1 (twice) and h2,
-# process noise 0.4% (tolerance: the 1.5% floor), machine noise 3% (tolerance 7.5%); the
+# process noise 0.4% (tolerance: the 1.5% floor), machine noise 3% (tolerance 7.9%); the
 # run's ratio is ~5.3% below the stored 0.95: between the two tolerances.
 
 TWO_HOSTS = ("h1", "h1", "h2")
@@ -358,7 +358,7 @@ def test_on_a_calibration_machine_the_process_level_judges():
     gate, v = one_verdict([result(A)], base, env={"host": "h2"})
     assert v.level == "process" and v.ratio.tolerance == DEFAULT_FLOOR
     # no process-level TFLOP/s noise stored: the pooled (machine) spread, never narrower
-    assert v.tflops.tolerance == pytest.approx(NOISE_FACTOR * 0.04)
+    assert v.tflops.tolerance == pytest.approx(scaled(0.04, NOISE_FACTOR))
     assert v.verdict == "regressed" and gate.failed
     assert v.note.startswith("stored: process-level -1.48%/+1.50%")
 
@@ -367,11 +367,11 @@ def test_on_another_machine_the_machine_level_judges_with_the_wider_tolerance():
     base = baseline(**{A.id: _levels_case()})
     gate, v = one_verdict([result(A)], base, env={"host": "h3"})
     assert v.level == "machine"
-    assert v.ratio.tolerance == pytest.approx(NOISE_FACTOR * 0.03)
-    assert v.tflops.tolerance == pytest.approx(NOISE_FACTOR * 0.04)    # TFLOP/s: same level
-    assert v.ratio.change == pytest.approx(0.9 / 0.95 - 1, abs=0.003)   # beyond 1.5%, within 7.5%
+    assert v.ratio.tolerance == pytest.approx(scaled(0.03, NOISE_FACTOR))
+    assert v.tflops.tolerance == pytest.approx(scaled(0.04, NOISE_FACTOR))    # TFLOP/s: same level
+    assert v.ratio.change == pytest.approx(0.9 / 0.95 - 1, abs=0.003)   # beyond 1.5%, within 7.9%
     assert v.verdict == "unchanged" and not gate.failed
-    assert v.note == "stored: machine-level -6.98%/+7.50%"
+    assert v.note == "stored: machine-level -7.33%/+7.91%"
     # a change beyond the machine-level tolerance still regresses, and fails the gate
     gate, v = one_verdict([result(A)], baseline(**{A.id: _levels_case(ratio=1.0)}),
                    env={"host": "h3"})
@@ -488,7 +488,8 @@ def test_improved_obeys_the_same_tolerance_as_regressed(host, level):
     inside = [judged(+0.04), judged(-0.04)]
     beyond = [judged(+0.07), judged(-0.07)]
     assert {v.level for v in inside + beyond} == {level}
-    assert [v.ratio.tolerance for v in inside + beyond] == [pytest.approx(0.05)] * 4
+    tol = scaled(0.02, NOISE_FACTOR)   # 5.18%
+    assert [v.ratio.tolerance for v in inside + beyond] == [pytest.approx(tol)] * 4
     assert [v.verdict for v in inside] == ["unchanged", "unchanged"]
     assert [v.verdict for v in beyond] == ["improved", "regressed"]
 
@@ -499,7 +500,7 @@ def test_ab_improved_obeys_the_same_tolerance_as_ab_regressed():
     base = baseline(**{A.id: case})
     got = {change: one_verdict([ab_result(A, 1 / (1 + change))], base)[1]
            for change in (0.04, -0.04, 0.07, -0.07)}
-    assert [v.ab.tolerance for v in got.values()] == [pytest.approx(0.05)] * 4
+    assert [v.ab.tolerance for v in got.values()] == [pytest.approx(scaled(0.02, NOISE_FACTOR))] * 4
     assert [got[c].verdict for c in (0.04, -0.04, 0.07, -0.07)] == [
         "unchanged", "unchanged", "improved", "regressed"]
 
@@ -512,7 +513,7 @@ def test_the_level_is_in_the_json_the_note_and_the_gate_table():
     by = {v.key: v for v in gate.verdicts}
     assert [by[f"fp32-{c.id}"].level for c in (A, B, C)] == ["machine", "advisory", "advisory"]
     assert by[f"fp32-{A.id}"].to_json()["level"] == "machine"
-    assert "stored: machine-level -6.98%/+7.50%" in by[f"fp32-{A.id}"].note
+    assert "stored: machine-level -7.33%/+7.91%" in by[f"fp32-{A.id}"].note
     assert GATE_HEAD.index("level") == GATE_HEAD.index("tolerance") + 1
     md = markdown(gate, "cpu").splitlines()
     head = next(line for line in md if line.startswith("| case |"))
@@ -611,16 +612,16 @@ def test_a_process_tolerance_is_scaled_for_the_runs_behind_it(runs, factor):
     bc = base_case(A, noise_ratio=aa_noise(ratios), machines=(HOST,) * runs)
     bc["noise"]["ratio_runs"] = ratios
     v = one_verdict([result(A)], baseline(**{A.id: bc}))[1]
-    assert v.ratio.tolerance == pytest.approx(factor * aa_noise(ratios), rel=1e-9)
+    assert v.ratio.tolerance == pytest.approx(scaled(aa_noise(ratios), factor), rel=1e-9)
     assert (f"({runs} runs: x{factor:g} the spread)" in v.note) == (runs < 5)
     bc["noise"]["ratio"] = 0.015            # a figure its runs do not give: carried over
     bc["noise"]["runs"] = runs              # (`baseline update`): the calibration's count
     v = one_verdict([result(A)], baseline(**{A.id: bc}))[1]
-    assert v.ratio.tolerance == pytest.approx(factor * 0.015)
+    assert v.ratio.tolerance == pytest.approx(scaled(0.015, factor))
     bc["noise"]["runs"] = 10                # the count stored with it, where there is one
     bc["noise"]["behind"] = {"ratio": runs}
     v = one_verdict([result(A)], baseline(**{A.id: bc}))[1]
-    assert v.ratio.tolerance == pytest.approx(factor * 0.015)
+    assert v.ratio.tolerance == pytest.approx(scaled(0.015, factor))
 
 
 @pytest.mark.parametrize("m, n", [(0, 64), (64, 0), (0, 0)])
@@ -652,11 +653,11 @@ def test_against_one_run_s_figure_the_tolerance_takes_the_one_run_factor():
     bc["noise"].update(ratio_runs=[0.9], runs=1, behind={"ratio": 5})
     v = one_verdict([result(A)], baseline(**{A.id: bc}))[1]
     assert v.level == "process"
-    assert v.ratio.tolerance == pytest.approx(ONE_RUN_FACTOR[5] * 0.015)
+    assert v.ratio.tolerance == pytest.approx(scaled(0.015, ONE_RUN_FACTOR[5]))
     assert "(5 runs: x3.21 the spread)" in v.note
     bc["noise"].update(ratio_runs=[0.9] * 5, run_machines=[HOST] * 5, runs=5, behind={})
     v = one_verdict([result(A)], baseline(**{A.id: bc}))[1]
-    assert v.ratio.tolerance == pytest.approx(NOISE_FACTOR * 0.015)
+    assert v.ratio.tolerance == pytest.approx(scaled(0.015, NOISE_FACTOR))
 
 
 def test_at_machine_level_one_runs_figure_takes_the_one_run_factor_too():
@@ -670,8 +671,8 @@ def test_at_machine_level_one_runs_figure_takes_the_one_run_factor_too():
     bc["noise"].update(runs=1, behind={"machine": 3})
     v = one_verdict([result(A)], baseline(**{A.id: bc}), env={"host": "g"})[1]
     assert v.level == "machine"
-    assert v.ratio.tolerance == pytest.approx(ONE_RUN_FACTOR[3] * 0.01)
+    assert v.ratio.tolerance == pytest.approx(scaled(0.01, ONE_RUN_FACTOR[3]))
     bc = base_case(A, machines=("a", "b", "c"), machine=0.01)
     bc["noise"].update(behind={"machine": 3})
     v = one_verdict([result(A)], baseline(**{A.id: bc}), env={"host": "g"})[1]
-    assert v.ratio.tolerance == pytest.approx(RUNS_FACTOR[3] * 0.01)
+    assert v.ratio.tolerance == pytest.approx(scaled(0.01, RUNS_FACTOR[3]))
