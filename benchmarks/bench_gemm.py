@@ -140,21 +140,31 @@ def _timed_tree_is_asvs() -> None:
     under --python=same, which sets none, the tree of this suite). asv drops PYTHONPATH,
     so an installed gemmgate of another checkout (an editable install left pointing
     elsewhere) was timed and filed under this commit, nothing in the results saying so
-    (a review). RuntimeError naming both otherwise."""
+    (a review). So must the `kernels` it will import, the GEMM under test: a tree in
+    ASV_PYTHONPATH with gemmgate/ alone passed, and another tree's kernels were timed
+    under this commit (a review; located, not imported: on the CPU the interpreter is
+    switched on first). RuntimeError naming both otherwise."""
     if not _under_asv():
         return
+    import importlib.util
+
     import gemmgate
 
     conf = os.environ.get("ASV_CONF_DIR") or os.path.dirname(
         os.path.dirname(os.path.abspath(__file__)))
-    got = os.path.realpath(os.path.dirname(os.path.dirname(gemmgate.__file__)))
     named = [p for p in os.environ.get("ASV_PYTHONPATH", "").split(os.pathsep) if p]
     want = os.path.realpath(named[0] if named else conf)
-    if got != want:
-        raise RuntimeError(f"asv records {want}'s commit, but the gemmgate imported is "
-                           f"{got}'s (an install of another tree): "
-                           + ("put this tree first in ASV_PYTHONPATH" if named else
-                              f"set ASV_PYTHONPATH={want}"))
+    spec = importlib.util.find_spec("kernels")
+    for pkg, init in (("gemmgate", gemmgate.__file__),
+                      ("kernels", spec.origin if spec is not None else None)):
+        if not init:   # no kernels at all: own_kernels says so, as each case's failure
+            continue
+        got = os.path.realpath(os.path.dirname(os.path.dirname(init)))
+        if got != want:
+            raise RuntimeError(f"asv records {want}'s commit, but the {pkg} imported is "
+                               f"{got}'s (an install of another tree): "
+                               + ("put this tree first in ASV_PYTHONPATH" if named else
+                                  f"set ASV_PYTHONPATH={want}"))
 
 
 def _measure(runner, modes, cases, by_id: dict, prefix: str, out: dict) -> None:

@@ -355,6 +355,25 @@ def test_the_tree_asv_times_is_the_one_it_records(monkeypatch, tmp_path):
         bench._timed_tree_is_asvs()
 
 
+def test_the_tree_guard_covers_the_kernels_timed_too(monkeypatch, tmp_path):
+    """A tree in ASV_PYTHONPATH with gemmgate/ but no kernels/ (`git archive <sha>
+    gemmgate`): the guard passed, and the kernels of whatever was installed were timed
+    and filed under that commit (a review). The GEMM under test must be the tree's too."""
+    import gemmgate
+
+    bench = _bench_module()
+    other = tmp_path / "other"
+    (other / "gemmgate").mkdir(parents=True)
+    monkeypatch.setenv("ASV_CONF_DIR", str(ROOT))
+    monkeypatch.setenv("ASV_PYTHONPATH", str(other))
+    monkeypatch.setattr(gemmgate, "__file__", str(other / "gemmgate" / "__init__.py"))
+    with pytest.raises(RuntimeError, match=r"the kernels imported is .*first in ASV_PYTHONPATH"):
+        bench._timed_tree_is_asvs()
+    monkeypatch.setenv("ASV_PYTHONPATH", str(ROOT))   # both from the tree named: fine
+    monkeypatch.setattr(gemmgate, "__file__", str(ROOT / "gemmgate" / "__init__.py"))
+    bench._timed_tree_is_asvs()
+
+
 def test_the_tree_guard_holds_under_asv_run_python_same(monkeypatch, tmp_path):
     """`asv run --python=same` (asv's ExistingEnvironment) starts its benchmark processes
     with the caller's environment, no ASV_CONF_DIR: the guard above never ran there, and
@@ -376,6 +395,12 @@ def test_the_tree_guard_holds_under_asv_run_python_same(monkeypatch, tmp_path):
     bench._timed_tree_is_asvs()
 
 
+def _user_site_on(env: dict) -> bool:
+    """Whether this Python, run with `env`, reads the user site-packages (.pth files)."""
+    code = "import site, sys; sys.exit(0 if site.ENABLE_USER_SITE else 1)"
+    return subprocess.run([sys.executable, "-c", code], env=env, timeout=60).returncode == 0
+
+
 def test_asv_run_python_same_refuses_another_trees_gemmgate(asv_conf, tmp_path):
     """End to end: a user site-packages .pth puts another copy of gemmgate first (as an
     editable install of another checkout does); no ASV_PYTHONPATH. Every benchmark fails
@@ -393,6 +418,12 @@ def test_asv_run_python_same_refuses_another_trees_gemmgate(asv_conf, tmp_path):
     (site_dir / "other.pth").write_text(f"{other}\n")
     env = {k: v for k, v in env.items() if k != "ASV_PYTHONPATH"}
     env["PYTHONUSERBASE"] = str(user)
+    # A virtual environment without --system-site-packages (README's PEP 668 advice, the
+    # GPU jobs' scripts/runner/job_venv.py) reads no user site-packages: the .pth never
+    # loaded, asv timed this tree's gemmgate, and this test failed there (a review)
+    if not _user_site_on(env):
+        pytest.skip("this Python reads no user site-packages (a virtual environment): "
+                    "no .pth there can put another gemmgate first")
     subprocess.run([sys.executable, str(ROOT / "scripts" / "asv_machine.py"), "--machine",
                     "cpu-ci"], cwd=tmp, env=env, capture_output=True, text=True, timeout=60,
                    check=True)
