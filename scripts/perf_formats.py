@@ -64,6 +64,12 @@ def baseline_tables(path: Path) -> str:
 # --- power tables from checks.csv ------------------------------------------------------
 
 
+def _level(level: float) -> str:
+    """An injected slowdown as a percentage, as `gemmgate trials` prints it ('0.5%': as
+    whole percents, 0.5% read "0%", under the A/A row, and 1.5% and 2.5% both "2%")."""
+    return f"{level * 100:g}%"
+
+
 def power_table(groups: list[tuple[str, dict]], label: str = "") -> str:
     """Markdown power table; with `label`, one block of rows per (name, power) group."""
     head = (f"| {label} " if label else "") + \
@@ -74,7 +80,7 @@ def power_table(groups: list[tuple[str, dict]], label: str = "") -> str:
             frac = f"{p['regressed'] / p['judged']:.1%}" if p["judged"] else "—"
             if level == 0.03:
                 frac = f"**{frac}**"
-            what = f"{level:.0%}" + (" (A/A: false alarms)" if level == 0 else "")
+            what = _level(level) + (" (A/A: false alarms)" if level == 0 else "")
             out.append((f"| {name} " if label else "") +
                        f"| {what} | {p['checks']} | {p['judged']} | {p['regressed']} | {frac} |")
     return "\n".join(out)
@@ -85,7 +91,7 @@ def wrong_cases(rows: list[dict]) -> str:
     out = []
     for level, p in power(rows).items():
         if p["wrong"]:
-            out.append(f"\n{'false alarms' if level == 0 else 'missed'} at {level:.0%}:")
+            out.append(f"\n{'false alarms' if level == 0 else 'missed'} at {_level(level)}:")
             out += [f"  {case}: {n}" for case, n in sorted(p["wrong"].items())]
     return "\n".join(out)
 

@@ -391,8 +391,17 @@ def render(text: str) -> tuple[str, list[str]]:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--power"] and argv[1:]:
-        rows = read_checks(*map(Path, argv[1:]))
-        print(power_table([("", power(rows))]) + "\n" + wrong_cases(rows))
+        try:   # (a missing file, or a CSV of another kind, was a traceback)
+            rows = read_checks(*map(Path, argv[1:]))
+            text = power_table([("", power(rows))]) + "\n" + wrong_cases(rows)
+        except OSError as e:
+            print(f"perf_tables: error: {e}", file=sys.stderr)
+            return 2
+        except (KeyError, ValueError) as e:
+            print(f"perf_tables: error: not a `gemmgate trials` checks.csv ({e!r}): give "
+                  "the checks.csv of a trials --out folder", file=sys.stderr)
+            return 2
+        print(text)
         return 0
     if argv[:1] == ["--print"] and argv[1:2] and argv[1] in TABLES:
         print(TABLES[argv[1]]())

@@ -73,6 +73,7 @@ import csv
 import functools
 import gc
 import importlib
+import io
 import json
 import os
 import random
@@ -572,6 +573,12 @@ def main(argv: list[str] | None = None) -> int:
     modes = args.modes.split(",")
     cases = _set_cases(args.set) if args.set and args.calls else None
     try:
+        if args.csv is not None:   # before the measuring: a --csv that cannot be written
+            # was a traceback and exit 1 ("a --first process failed") after every round,
+            # the figures lost (a review)
+            from gemmgate.cli_outputs import check_outputs
+
+            check_outputs((args.csv, "--csv"))
         head = reference.resolve("HEAD", ROOT, "HEAD")
         refs = [reference.resolve(ref, ROOT, "--ref") for ref in args.ref]
         labels = [f"ref {ref}" for ref in args.ref]
@@ -600,10 +607,13 @@ def main(argv: list[str] | None = None) -> int:
     _print(rows, "call" if args.calls or args.first else "plan",
            not (args.calls or args.first))
     if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=_FIELDS)
-            w.writeheader()
-            w.writerows(rows)
+        from gemmgate.files import write_text_atomic
+
+        text = io.StringIO(newline="")
+        w = csv.DictWriter(text, fieldnames=_FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+        write_text_atomic(args.csv, text.getvalue())
     return 0
 
 

@@ -47,6 +47,18 @@ def ab_of(case: dict, block: int = 1) -> float | None:
 _SCI = ("xs_", "bx_", "el_")   # errors: written in e-notation, a zero kept
 
 
+def _accuracy(cases: list[dict]) -> str:
+    """Triton's accuracy over the label's runs: the one verdict where they agree, else
+    each with its count, failures first ("fail 1/2, pass 1/2"). The first run's alone was
+    written: a later run's failure read "pass", and the row's medians left that run out
+    (a review)."""
+    got = [c["providers"]["triton"]["accuracy"] for c in cases]
+    if len(set(got)) == 1:
+        return got[0]
+    return ", ".join(f"{a} {got.count(a)}/{len(got)}"
+                     for a in sorted(set(got), key=lambda a: (a == "pass", a)))
+
+
 def rows_of(label: str, paths: list[str]) -> list[dict]:
     by: dict[str, list[dict]] = {}
     abs_: dict[str, list[float | None]] = {}   # each run's A/B of the case (`ab_of`)
@@ -75,15 +87,18 @@ def rows_of(label: str, paths: list[str]) -> list[dict]:
                 x = _median(c["providers"][name].get(field) for c in cs)
                 if x is not None:
                     extra[f"{key}_{name}"] = x
+        ratio = _median(c.get("ratio") for c in cs)
         out.append({
             "label": label, "mode": cs[0]["mode"], "case": cid.split("-", 1)[1],
             "triton_tflops": f"{t:.1f}" if t else "", "vendor_tflops": f"{v:.1f}" if v else "",
-            "ratio": f"{_median(c.get('ratio') for c in cs):.4f}" if cs[0].get("ratio") else "",
+            # every run's (the first run's alone said whether there was one: a first run
+            # without a ratio blanked the others', a review)
+            "ratio": f"{ratio:.4f}" if ratio else "",
             "extra": " ".join(f"{k}:{r:.2e}" if k.startswith(_SCI) else f"{k}:{r:.4f}"
                               for k, r in extra.items()
                               if r or (r is not None and k.startswith(_SCI))),
             "tile": cs[0]["telemetry"].get("triton_config", ""),
-            "accuracy": cs[0]["providers"]["triton"]["accuracy"], "runs": len(cs)})
+            "accuracy": _accuracy(cs), "runs": len(cs)})
     return out
 
 
@@ -93,6 +108,12 @@ def main(argv: list[str]) -> int:
         return 2
     out = Path(argv[0])
     labels = [a.split("=", 1) for a in argv[1:]]
+    names = [lab for lab, _ in labels]
+    twice = sorted({lab for lab in names if names.count(lab) > 1})
+    if twice:   # (its rows were written once per time given: each case twice)
+        print(f"label {', '.join(twice)} given more than once; give a label's runs once, "
+              "comma-separated (LABEL=RUN.json,RUN2.json)", file=sys.stderr)
+        return 2
     keep = []
     if out.exists():
         with open(out, newline="") as f:
@@ -102,7 +123,11 @@ def main(argv: list[str]) -> int:
                       "file or one this script wrote", file=sys.stderr)
                 return 2
             keep = [r for r in reader if r["label"] not in {lab for lab, _ in labels}]
-    rows = keep + [r for lab, paths in labels for r in rows_of(lab, paths.split(","))]
+    try:
+        rows = keep + [r for lab, paths in labels for r in rows_of(lab, paths.split(","))]
+    except (OSError, ValueError) as e:   # a missing or unreadable run file, not JSON
+        print(f"summarize_runs: error: {e}", file=sys.stderr)
+        return 2
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", newline="") as f:
         w = csv.DictWriter(f, FIELDS)

@@ -247,3 +247,22 @@ def test_worst_elements_gives_each_providers_largest_and_its_margin(pf, tmp_path
                          "| fp8 | triton | 1 | 1.00e-01 | m3-n3-k3 | 2.5x |"]
     with pytest.raises(ValueError, match="no element figure under d, e"):
         pf.worst_elements(path, ("d", "e"), 0.25)
+
+
+def test_the_power_table_names_each_level_as_trials_does(pf, tmp_path):
+    """Levels as percentages with their decimals: as whole percents, 0.5% read "0%" (and
+    its misses "missed at 0%"), 1.5% and 2.5% both "2%"."""
+    from gemmgate.trials import power, read_csv
+
+    extra = "".join(f"check_{i}_{lv},{lv},bf16,m1,unchanged\n"
+                    for i, lv in enumerate((0.005, 0.015, 0.025), 5))
+    path = tmp_path / "checks.csv"
+    path.write_text(CSV + extra)
+    rows = read_csv(path)
+    table = pf.power_table([("", power(rows))])
+    firsts = [line.split(" | ")[0] for line in table.splitlines()[2:]]
+    assert firsts == ["| 0% (A/A: false alarms)", "| 0.5%", "| 1.5%", "| 2.5%", "| 3%"]
+    assert "| 3% | 2 | 3 | 2 | **66.7%** |" in table   # (the failed case check: unjudged)
+    wrong = pf.wrong_cases(rows)
+    assert "missed at 0.5%:" in wrong and "missed at 0%" not in wrong
+    assert "false alarms at 0%:\n  bf16-m2: 1" in wrong

@@ -49,3 +49,12 @@ def test_render_rewrites_only_between_markers(pt):
     assert pt.render(new + frozen) == (new + frozen, [])
     with pytest.raises(SystemExit, match="no table in TABLES: gone"):
         pt.render(new + "<!-- perf_tables:gone -->\n<!-- /perf_tables:gone -->\n")
+
+
+def test_power_of_a_missing_or_foreign_csv_is_an_error_not_a_traceback(pt, tmp_path, capsys):
+    shapes = tmp_path / "shapes.csv"
+    shapes.write_text("m,n,k\n1,2,3\n")
+    assert pt.main(["--power", str(tmp_path / "missing.csv")]) == 2
+    assert pt.main(["--power", str(shapes)]) == 2
+    err = capsys.readouterr().err
+    assert "missing.csv" in err and "not a `gemmgate trials` checks.csv" in err

@@ -51,6 +51,18 @@ def test_the_cli_writes_its_csv_and_refuses_bad_input(pt, tmp_path, capsys):
     assert "no-such-commit-xyz" in capsys.readouterr().err
 
 
+def test_a_csv_that_cannot_be_written_is_refused_before_measuring(pt, tmp_path, capsys,
+                                                                  monkeypatch):
+    """A --csv under a regular file was a traceback and exit 1 after every round (the
+    figures lost): exit 2, before anything is measured."""
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    monkeypatch.setattr(pt, "measure", lambda *a, **k: pytest.fail("measured"))
+    assert pt.main(["--modes", "tf32", "--shapes", "1", "--rounds", "1", "--csv",
+                    str(blocker / "t.csv")]) == 2
+    assert "--csv" in capsys.readouterr().err
+
+
 def test_cold_plans_are_timed_one_shape_at_a_time_in_a_fresh_process(pt):
     """`--cold`'s child times each new shape's plan alone after one untimed plan; the
     parent starts one such process per tree and round (here this tree: one process)."""

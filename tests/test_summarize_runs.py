@@ -94,3 +94,35 @@ def test_an_error_written_as_a_word_is_a_number_in_the_row(sr, tmp_path, field, 
     extra = next(csv.DictReader(out.read_text().splitlines()))["extra"]
     short = {"element": "el", "excess": "xs", "block_excess": "bx"}[field]
     assert f"{short}_triton:{word}" in extra.split()
+
+
+def _failed_run(path: Path) -> Path:
+    """`_run`'s case, Triton failing accuracy there: not timed, no ratio."""
+    data = json.loads(_run(path, 2.0).read_text())
+    case = data["cases"][0]
+    case["providers"]["triton"].update(accuracy="fail", message="max error 3", tflops=None,
+                                       median_ms=None, samples_ms=[])
+    case.update(passed=False, ratio=None)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_every_runs_accuracy_and_ratio_count_whatever_their_order(sr, tmp_path):
+    """A label's second run failing accuracy read "pass" (the first run's alone); with the
+    failing run first, the other run's ratio was left blank."""
+    good, bad = _run(tmp_path / "a.json", 2.0), _failed_run(tmp_path / "b.json")
+    for name, runs in (("ab.csv", (good, bad)), ("ba.csv", (bad, good))):
+        out = tmp_path / name
+        assert sr.main([str(out), "a=" + ",".join(map(str, runs))]) == 0
+        (row,) = csv.DictReader(out.read_text().splitlines())
+        assert (row["accuracy"], row["ratio"], row["runs"]) == (
+            "fail 1/2, pass 1/2", "2.0000", "2"), name
+
+
+def test_a_label_given_twice_or_a_missing_run_is_refused(sr, tmp_path, capsys):
+    run, out = _run(tmp_path / "a.json", 2.0), tmp_path / "cases.csv"
+    assert sr.main([str(out), f"a={run}", f"a={run}"]) == 2   # (each row written twice)
+    assert sr.main([str(out), f"a={tmp_path / 'missing.json'}"]) == 2   # (a traceback)
+    err = capsys.readouterr().err
+    assert "label a given more than once" in err and "missing.json" in err
+    assert not out.exists()
