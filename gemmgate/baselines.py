@@ -311,8 +311,11 @@ def save(path: str | Path, base: Baseline) -> None:
 
 
 def locked(path: str | Path, timeout_s: float = 600) -> FileLock:
-    """The lock every writer of a baseline file holds while it reads and writes it."""
-    return FileLock(str(path) + ".lock", timeout=timeout_s)
+    """The lock every writer of a baseline file holds while it reads and writes it: the
+    file's own, whatever the spelling (a symbolic link is written through to its target,
+    and a writer through the link took a lock of its own beside the link, so two
+    updates of one file ran at once and one's cases were lost; a review)."""
+    return FileLock(str(Path(path).resolve()) + ".lock", timeout=timeout_s)
 
 
 def write_merged(path: str | Path, chip_id: str, measured: Baseline,

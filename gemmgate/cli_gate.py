@@ -204,7 +204,7 @@ def _own_cases(base, modes: str | None, err) -> list | None:
         shape_set(label)
         return None
     except (ValueError, OSError) as e:
-        err.print(f"note: the baseline's shapes {escape(label)!r} name no shape set here "
+        err.print(f"note: the baseline's shapes {escape(repr(label))} name no shape set here "
                   f"({escape(str(e))}); checking the baseline's own cases")
     # (parsed as --modes is everywhere: " fp32" held no case, "FP32" was not unknown)
     own = _cases_of(base, {m.name for m in parse_modes(modes)} if modes else None)

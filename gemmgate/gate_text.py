@@ -172,15 +172,16 @@ def comment(gate: GateResult, chip: str, ab_ref: str | None = None, note: str = 
               f"{' (re-measured)' if v.remeasured else ''} | {_moved(v.ab)} | "
               f"{_moved(v.ratio) if v.ratio or not v.tflops else 'TFLOP/s ' + _moved(v.tflops)}"
               f" | {v.level or '—'} | {_why(v)} |" for v in changed]
-    if note:
-        lines += ["", note]
     folded = [md_row(GATE_HEAD), "|" + "---|" * len(GATE_HEAD),
               *(md_row(verdict_row(v)) for v in rest)] if rest else []
     tail = []
     for what, keys in (("Not run (in the baseline)", gate.missing),
                        ("Not in the baseline (new cases)", gate.extra)):
         tail += ["", _listed(what, keys)] if keys else []
-    return _capped(lines, folded, f"{len(rest)} other case(s)", tail)
+    # the notes (an injected slowdown, other software, held-down clocks) are kept whole:
+    # after the changed cases, they were the first lines a cut comment lost (a review)
+    return _capped(lines, folded, f"{len(rest)} other case(s)", tail,
+                   ["", note] if note else [])
 
 
 LIST_MAX = 4_000   # characters of a list of case keys in the comment
@@ -195,19 +196,21 @@ def _listed(what: str, keys) -> str:
     return f"{cut} … and {len(keys) - shown} more"
 
 
-def _capped(head: list[str], folded: list[str], title: str, tail: list[str]) -> str:
+def _capped(head: list[str], folded: list[str], title: str, tail: list[str],
+            notes: Sequence[str] = ()) -> str:
     """The comment: `head` (the changed cases), `folded` (the other cases' table) inside
     a <details> fold titled `title`, then `tail` (the missing and new cases), cut to
     COMMENT_MAX characters at a line where needed, saying how many were left out (420
     verdicts made 91,594 characters, which GitHub refuses; a review). The fold is always
     closed and the tail always kept: cut, the fold was left open around the notice and
-    the missing cases' list was lost (a review)."""
+    the missing cases' list was lost (a review). `notes` follow `head`, always kept."""
+    notes = list(notes)
     fold = ["", f"<details><summary>{title}</summary>", ""] if folded else []
     close = ["", "</details>"] if folded else []
-    whole = head + fold + folded + close + tail
+    whole = head + notes + fold + folded + close + tail
     if len("\n".join(whole)) + 1 <= COMMENT_MAX:
         return "\n".join(whole) + "\n"
-    budget = COMMENT_MAX - 400 - len("\n".join(fold + close + tail))
+    budget = COMMENT_MAX - 400 - len("\n".join(notes + fold + close + tail))
     lines, size = head + folded, 0
     n = 0   # the lines kept: the first ones that fit, none after the first that does not
     while n < len(lines) and size + len(lines[n]) + 1 <= budget:
@@ -215,7 +218,8 @@ def _capped(head: list[str], folded: list[str], title: str, tail: list[str]) -> 
         n += 1
     notice = ["", f"… {len(lines) - n} more line(s) left out (GitHub's comment limit): the "
               "whole gate is in the check's --json and the job's summary."]
-    body = head[:n] + (fold + folded[:n - len(head)] + close if n > len(head) else [])
+    body = head[:n] + notes + (fold + folded[:n - len(head)] + close if n > len(head)
+                               else [])
     return "\n".join(body + notice + tail) + "\n"
 
 

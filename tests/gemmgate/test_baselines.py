@@ -909,6 +909,25 @@ def test_write_merged_carries_noise_and_keeps_an_unusable_file_unwritten(tmp_pat
     assert old is None and kept == [] and baselines.load(path) == measured
 
 
+def test_a_write_through_a_link_waits_for_a_writer_of_its_target(tmp_path):
+    """Written through to its target, a baseline reached by a symbolic link was locked
+    beside the link: an update through the link ran while another held the target's
+    lock, and one's cases were lost (a review)."""
+    from filelock import Timeout
+
+    target = tmp_path / "shared" / "cpu.json"
+    target.parent.mkdir()
+    baselines.save(target, baselines.build(_runs3(), "cpu", "s.csv"))
+    link = tmp_path / "cpu.json"
+    link.symlink_to(target)
+    measured = baselines.build([make_run([make_result(C1, [1.0], [0.8])])], "cpu", "s.csv")
+    before = target.read_text()
+    with baselines.locked(target):
+        with pytest.raises(Timeout):
+            baselines.write_merged(link, "cpu", measured, timeout_s=0.2)
+    assert target.read_text() == before and link.is_symlink()
+
+
 def test_an_update_timed_otherwise_carries_no_noise(tmp_path):
     """An update of every case at another --block (or timing method) carried the old
     calibration's noise onto figures timed otherwise, silently (a review): none is kept,

@@ -1146,7 +1146,8 @@ def test_the_gate_table_prints_a_note_s_brackets_as_text():
 
 
 @pytest.mark.parametrize("label", ["32x32x32,48x16x64 and 1 more case(s) of the baseline",
-                                   "gone/shapes.csv", None])
+                                   "gone/shapes.csv", None, "gone/[/]x.csv",
+                                   "gone/[bold]x.csv"])
 def test_a_check_runs_the_baseline_s_own_cases_where_its_label_names_no_set(
         work, base_file, synthetic_timing, capsys, label):
     """A merge of check files stored their label ("... and 1 more case(s) of the
@@ -1165,6 +1166,7 @@ def test_a_check_runs_the_baseline_s_own_cases_where_its_label_names_no_set(
     assert set(_verdicts(json.loads(out.read_text()))) == KEYS
     if label is not None:
         assert "name no shape set here" in err
+        assert repr(label) in err   # as text: "[/]" in it was a MarkupError, exit 1 (a review)
 
 
 @pytest.mark.parametrize("modes, rc, said", [

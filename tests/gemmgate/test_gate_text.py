@@ -147,6 +147,24 @@ def test_a_cut_comment_closes_its_fold_and_keeps_the_missing_cases():
     assert all(f"fp32-m{i}-n1-k1" in text for i in range(3))   # the changed cases first
 
 
+def test_a_cut_comment_keeps_its_notes():
+    """The notes (an injected slowdown, other software, held-down clocks) followed the
+    changed cases, and a comment cut at GitHub's limit lost them first: 400 injected
+    regressions read as real ones (a review)."""
+    from gemmgate.compare import Judgement
+    from gemmgate.gate import GateResult
+    from gemmgate.gate_text import COMMENT_MAX, comment, injected_note
+
+    j = Judgement("regressed", -0.5, -0.55, -0.45, 0.015)
+    verdicts = tuple(CaseVerdict(f"fp32-m{i}-n64-k64", "regressed", j, None, "x" * 80,
+                                 ab=j, level="process") for i in range(400))
+    note = injected_note(0.5)
+    text = comment(GateResult(verdicts, ("fp8-m1-n1-k1",), ()), "cpu", "a" * 40, note)
+    assert len(text) <= COMMENT_MAX and "more line(s) left out" in text
+    assert note in text and "Not run (in the baseline): fp8-m1-n1-k1" in text
+    assert comment(GateResult(verdicts[:2], (), ()), "cpu", None, note).count(note) == 1
+
+
 def test_a_note_from_the_baseline_s_provenance_is_text_in_the_summary_and_comment():
     """A PR's edit of baselines/*.json put a raw </details>, a heading and an <img> into
     the bot's comment through the software note (a review)."""
