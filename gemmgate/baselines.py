@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from gemmgate import stats
 from gemmgate.baseline_noise import (
@@ -319,19 +319,41 @@ def locked(path: str | Path, timeout_s: float = 600) -> FileLock:
 
 
 def write_merged(path: str | Path, chip_id: str, measured: Baseline,
-                 timeout_s: float = 600) -> tuple[Baseline, Baseline | None, list[str]]:
+                 timeout_s: float = 600, on_wait: Callable[[str], None] | None = None,
+                 ) -> tuple[Baseline, Baseline | None, list[str]]:
     """Merge freshly measured cases onto the baseline file as it is *now* and write it,
     all under a lock on the file: (written data, the file as found, kept case keys).
     Another update running at once either finished before (its cases are kept) or waits
-    for this one. A file there that cannot be used (corrupt, another chip's, another
-    schema version) is BaselineError and stays as it is: replacing it would lose what it
-    holds (`existing`)."""
+    for this one; `on_wait` is told where the lock is held. Where it stays held past
+    `timeout_s`, the measured cases are saved beside the file (`PATH.measured.json`, a
+    baseline of their own) and BaselineError says so: it waited silently, then dropped what it
+    had measured (hours of a calibration; a review). A file there that cannot be used
+    (corrupt, another chip's, another schema version) is BaselineError and stays as it
+    is: replacing it would lose what it holds (`existing`)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    with locked(p, timeout_s):
+    lock = locked(p, timeout_s)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        if on_wait is not None:
+            on_wait(f"waiting up to {timeout_s:g} s for {lock.lock_file} (another write of "
+                    f"{p} holds it)")
+        try:
+            lock.acquire()
+        except Timeout:
+            aside = p.with_name(p.name + ".measured.json")
+            save(aside, measured)
+            raise BaselineError(f"{p}: another writer held {lock.lock_file} for "
+                                f"{timeout_s:g} s; nothing written there. The cases measured "
+                                f"are kept in {aside}, a baseline of their own (not merged "
+                                f"onto {p})") from None
+    try:
         old = existing(p, chip_id)
         new, kept = merge(carry_noise(measured, old), old)
         save(p, new)
+    finally:
+        lock.release()
     return new, old, kept
 
 

@@ -323,7 +323,8 @@ def baseline_command(args, console, err) -> int:
         err.print(f"[red]accuracy failures, baseline not written:[/] {', '.join(bad)}")
         return 1
     measured = baselines.build(records, chip_id, ctx.shapes_label)
-    new, old, kept = baselines.write_merged(path, chip_id, measured)
+    new, old, kept = baselines.write_merged(
+        path, chip_id, measured, on_wait=lambda m: err.print(f"note: {escape(m)}"))
     if len(records) < 2 and baselines.noise_timed_otherwise(old, measured):
         err.print("[yellow]warning:[/] the file's stored noise was measured with another "
                   "timing method or --block than this update, so none is kept: its cases "

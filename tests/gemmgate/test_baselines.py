@@ -913,8 +913,6 @@ def test_a_write_through_a_link_waits_for_a_writer_of_its_target(tmp_path):
     """Written through to its target, a baseline reached by a symbolic link was locked
     beside the link: an update through the link ran while another held the target's
     lock, and one's cases were lost (a review)."""
-    from filelock import Timeout
-
     target = tmp_path / "shared" / "cpu.json"
     target.parent.mkdir()
     baselines.save(target, baselines.build(_runs3(), "cpu", "s.csv"))
@@ -923,9 +921,30 @@ def test_a_write_through_a_link_waits_for_a_writer_of_its_target(tmp_path):
     measured = baselines.build([make_run([make_result(C1, [1.0], [0.8])])], "cpu", "s.csv")
     before = target.read_text()
     with baselines.locked(target):
-        with pytest.raises(Timeout):
+        with pytest.raises(baselines.BaselineError, match="another writer held"):
             baselines.write_merged(link, "cpu", measured, timeout_s=0.2)
     assert target.read_text() == before and link.is_symlink()
+
+
+def test_a_write_kept_waiting_says_so_and_keeps_what_it_measured(tmp_path):
+    """Where another writer holds the file's lock, the write said nothing while it
+    waited, then failed and dropped the cases it had measured (a calibration: hours of a
+    GPU; a review): it says it waits, and past its time saves them beside the file."""
+    path = tmp_path / "cpu.json"
+    baselines.save(path, baselines.build(_runs3(), "cpu", "s.csv"))
+    before = path.read_text()
+    measured = baselines.build([make_run([make_result(C1, [1.0], [0.8])])], "cpu", "s.csv")
+    said: list[str] = []
+    with baselines.locked(path):
+        with pytest.raises(baselines.BaselineError, match="cpu.json.measured.json, a baseline"):
+            baselines.write_merged(path, "cpu", measured, timeout_s=0.2, on_wait=said.append)
+    assert path.read_text() == before
+    assert len(said) == 1 and "waiting up to 0.2 s for" in said[0] and "cpu.json.lock" in said[0]
+    aside = baselines.load(tmp_path / "cpu.json.measured.json", "cpu")
+    assert set(aside.cases) == set(measured.cases)
+    said.clear()   # unheld: no wait said, the file written
+    baselines.write_merged(path, "cpu", measured, timeout_s=0.2, on_wait=said.append)
+    assert said == [] and path.read_text() != before
 
 
 def test_an_update_timed_otherwise_carries_no_noise(tmp_path):
