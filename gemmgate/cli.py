@@ -84,8 +84,9 @@ def _run_args(p: argparse.ArgumentParser, retune: bool = True,
                    help="time each provider N calls in a row ("
                         + (f"default: {d['block']}; 1" if "block" in d else "default 1")
                         + ": call by call, each round's order the last one's reversed: "
-                        "A B, B A, ... for two; three or more, e.g. with --ab-ref, take "
-                        "each rotation of their order forward and reversed); see "
+                        "A B, B A, ... for two; three, e.g. with --ab-ref, take each "
+                        "rotation of their order forward and reversed, four to six a "
+                        "cycle in which each follows each other alike); see "
                         "gemmgate/timing_policy.py on power-capped GPUs")
     p.add_argument("--devices", metavar="IDS", help=devices)
     _case_timeout_arg(p)

@@ -100,25 +100,40 @@ def finished(samples: dict[str, list[float]], policy: TimingPolicy, started: flo
                for v in samples.values())   # a round's calls in a row are one sample
 
 
+# Four to six providers: a cycle of 2n rounds (indexes into `names`) in which each provider
+# holds each place twice, each ordered pair of providers is next to each other twice, and
+# each round starts with the provider the last one ended with; found by a backtracking
+# search (each property checked in tests/gemmgate/test_timing_policy.py). Rotations (as
+# for three) put only neighbours in `names` next to each other: with triton, vendor,
+# reference and an extra, triton never followed the reference nor the vendor the extra,
+# so the extra's carry-over fell on triton's side of the gated ratio (a review, session 80).
+_CYCLES = {
+    4: ("0123", "3012", "2031", "1302", "2103", "3210", "0231", "1320"),
+    5: ("01234", "40213", "30142", "23104", "41302", "24031", "12043", "32410", "03421",
+        "14320"),
+    6: ("012345", "501234", "402135", "531420", "024513", "315042", "240351", "153204",
+        "430521", "143052", "254103", "325410"),
+}
+
+
 def round_order(names: list[str], rnd: int) -> list[str]:
-    """Round `rnd`'s provider order: A B, B A for two; for more, each rotation once
+    """Round `rnd`'s provider order: A B, B A for two; for three, each rotation once
     forward and once reversed (every provider in every place alike: with triton, vendor,
     reference the vendor once never came first, after the batch's spin, nor after itself),
-    in the order that starts each round with the provider the last one ended with (for
-    three, T R V, V T R, R V T, T V R, R T V, V R T). So for three every call follows
-    every provider alike, each ordered pair twice a cycle, and a round's turn is a
-    provider run twice, as with two. For four or more, only neighbours in `names` (and
-    the last and first) follow each other: with triton, vendor, reference and one extra,
-    triton never follows the reference nor the vendor the extra, so an extra's carry-over
-    falls on triton's side of the gated ratio (session 80's review; the A/B pair keeps
-    its balance). Taken as rotation forward then reversed, the turns
-    went T->V, V->R, R->T one way only: in an A/B (triton, vendor, reference) the
-    reference came right after the vendor 14 times in 30 rounds, Triton 10, so whatever
-    the vendor's call leaves behind (power, clock) fell on one side of an A/A comparison:
-    +1.5% from a 3% carry-over (a review)."""
+    in the order that starts each round with the provider the last one ended with (T R V,
+    V T R, R V T, T V R, R T V, V R T); for four to six, `_CYCLES`. So every call follows
+    every provider alike: each ordered pair twice a cycle, and a round's turn is a provider
+    run twice, as with two. Taken as rotation forward then reversed, the turns went T->V,
+    V->R, R->T one way only: in an A/B (triton, vendor, reference) the reference came right
+    after the vendor 14 times in 30 rounds, Triton 10, so whatever the vendor's call leaves
+    behind (power, clock) fell on one side of an A/A comparison: +1.5% from a 3% carry-over
+    (a review). From seven, rotations as for three: every place alike, but only neighbours
+    in `names` (and the last and first) follow each other."""
     n = len(names)
     if n <= 2:
         return list(names) if rnd % 2 == 0 else names[::-1]
+    if n in _CYCLES:
+        return [names[int(i)] for i in _CYCLES[n][rnd % (2 * n)]]
     i = rnd % (2 * n)
     # rotation k (names[k:] + names[:k]) goes names[k] -> names[k-1]; reversed, back. The
     # reversed ones k = 1 .. n-1, 0 chain names[0] -> names[1] -> ... -> names[0], then the

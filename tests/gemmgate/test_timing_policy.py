@@ -134,6 +134,26 @@ def test_each_round_starts_with_the_provider_the_last_one_ended_with(k):
         assert set(pairs.values()) == {2} and len(pairs) == 9
 
 
+@pytest.mark.parametrize("k", [3, 4, 5, 6, 7])
+def test_each_provider_follows_each_other_alike_up_to_six(k):
+    """Within a cycle's rounds, each ordered pair of providers is next to each other
+    equally often (twice), each provider holds each place equally often, and each round
+    starts with the provider the last one ended with. With four by rotations, triton never
+    followed the reference nor the vendor an extra (a review); from seven, rotations still
+    (only neighbours in `names` follow each other), as documented."""
+    names = [f"p{i}" for i in range(k)]
+    cycle = [round_order(names, r) for r in range(order_cycle(k))]
+    assert all(sorted(rnd) == names for rnd in cycle)
+    for place in range(k):
+        assert Counter(rnd[place] for rnd in cycle) == Counter({n: 2 for n in names})
+    assert all(rnd[-1] == cycle[(r + 1) % len(cycle)][0] for r, rnd in enumerate(cycle))
+    pairs = Counter((rnd[i], rnd[i + 1]) for rnd in cycle for i in range(k - 1))
+    if k <= 6:
+        assert len(pairs) == k * (k - 1) and set(pairs.values()) == {2}
+    else:
+        assert len(pairs) == 2 * k   # neighbours both ways only
+
+
 @pytest.mark.parametrize("policy, providers, floor", [
     (TimingPolicy(), 2, 10), (TimingPolicy(), 3, 30),
     (cpu_policy(), 2, 16), (cpu_policy(), 3, 18),
