@@ -44,6 +44,7 @@ from gemmgate.bisect_text import CULPRIT, conclusion, markdown, outcome_of, step
 from gemmgate.chips import GENERIC_GPU, select_chip
 from gemmgate.cli_outputs import check_outputs, shapes_file
 from gemmgate.cli_run import append_summary, check_floor, timed_as
+from gemmgate.compare import band
 from gemmgate.context import (
     MeasurementError,
     RunContext,
@@ -201,7 +202,7 @@ def bisect_command(args, console, err) -> int:
     noisy = sum(t > floor for t in tolerances.values())
     err.print(f"A/B tolerance: {noisy} of {len(keys)} case(s) wider than the {floor:.1%} "
               "floor from the baseline's A/B noise, the rest the floor; "
-              + ", ".join(f"{k} ±{t:.1%}" for k, t in tolerances.items()))
+              + ", ".join(f"{k} {band(t)}" for k, t in tolerances.items()))
     steps: list[Step] = []
 
     def is_bad(sha: str) -> bool | None:

@@ -12,7 +12,8 @@ current median (order statistics). The tolerance comes from the baseline's measu
 noise (spread of the median across independent runs), never below a floor. The band it
 makes is multiplicative, from 1/(1+tol) to 1+tol of the baseline: a slowdown by a factor
 is as far out as a speedup by it (a linear band of ±tol let nothing regress once tol
-reached 100%, which a 2-run calibration's x48.2 gives from a 2.1% spread; a review):
+reached 100%, which a 2-run calibration's x48.2 gives from a 1.43% spread, 2.1% before
+the spread was scaled in log space; a review):
 - regressed:    change < 1/(1+tol) - 1 and the whole CI is below the baseline (CI high < 0)
 - improved:     change > +tol and the whole CI is above it
 - unchanged:    within the band, with the CI not reaching below it
@@ -32,11 +33,12 @@ from gemmgate import stats
 IMPROVED, UNCHANGED, REGRESSED, INCONCLUSIVE = "improved", "unchanged", "regressed", \
     "inconclusive"
 DEFAULT_FLOOR = 0.015   # 1.5%: below this, medians of the same case differ by noise alone
-# tolerance = max(floor, factor * A/A spread). The spread is the largest deviation of the
-# fresh-process runs' medians from their median (5 runs of normal noise: 1.56 sigma on
-# average), and 2.5 x that spread is passed, one-sided, by 1.15% of new runs. Measured on
-# the H200 (docs/PERF.md): 1.5 gave 4 false alarms in 195 A/A case checks, 2.5 gives 1 in
-# 189 on the same data.
+# tolerance = max(floor, scaled(A/A spread, factor)), about factor x spread for small
+# spreads (the factors were derived for that linear threshold). The spread is the largest
+# deviation of the fresh-process runs' medians from their median (5 runs of normal noise:
+# 1.56 sigma on average), and 2.5 x that spread is passed, one-sided, by 1.15% of new runs.
+# Measured on the H200 (docs/PERF.md): 1.5 gave 4 false alarms in 195 A/A case checks,
+# 2.5 gives 1 in 189 on the same data.
 NOISE_FACTOR = 2.5
 # Fewer runs make the spread a poorer estimate of the noise (3 runs: 1.24 sigma on average,
 # and often far less), so the same factor passes more A/A runs: 2 runs 19%, 3 runs 5.0%, 4
@@ -80,7 +82,7 @@ def scaled(noise: float, factor: float) -> float:
     sigma 1%, 1.35% at 5%, 1.5-1.7% at 10%, against 1.15%; a review, session 80). The
     spread is the largest |x/m - 1| of either sign; taken as a slow run's (ln 1/(1-d), the
     larger log deviation of the two), its log scaled by the factor holds the rate at any
-    sigma: 0.9-1.1% (lognormal), 1.0-1.3% (normal), 40,000 checks a cell. About factor x
+    sigma: 0.9-1.1% (lognormal), 1.0-1.4% (normal), 40,000-400,000 checks a cell. About factor x
     noise for small spreads (2% x 2.5: 5.18%, not 5%)."""
     if noise >= 1:   # (a run at 2x the median or more: the slow side is not bounded)
         return TOL_MAX

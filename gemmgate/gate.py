@@ -170,7 +170,8 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
         else (tf_runs, tf_factor, tf_level)
     notes = [f"stored: {level}-level {band(stored.tolerance)}" + (
                  f" ({runs} {'machines' if of == MACHINE else 'runs'}: x{factor:g} the "
-                 "spread)" if factor != NOISE_FACTOR else "")
+                 "spread in log space)" if factor != NOISE_FACTOR else "")   # ("x5.55 the
+             # spread" read as linear: 5.55 x 6.46% is 35.9%, the band +44.9%; a review)
              if stored else "not judged: no speed ratio or Triton TFLOP/s on both sides",
              "noise unmeasured: the floor (`baseline calibrate` measures it)"
              if stored and level == PROCESS

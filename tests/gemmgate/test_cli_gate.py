@@ -1239,7 +1239,7 @@ def test_a_baseline_write_warns_of_cases_whose_noise_passes_a_large_slowdown(wor
     machine level); quiet ones are not named."""
     def noisy(data):
         first = next(iter(data["cases"].values()))
-        first["noise"].update(ratio=0.4)   # x2.5 at 5 runs: +-100%
+        first["noise"].update(ratio=0.4)   # x2.5 at 5 runs, in log space: +258%
     a = _on_host(work, "on-a.json", "host-a")
     b = _edited(work, "noisy.json", noisy)
     data = json.loads(b.read_text())
@@ -1260,3 +1260,30 @@ def test_a_baseline_write_warns_of_cases_whose_noise_passes_a_large_slowdown(wor
         buf = io.StringIO()
         warn_wide(Console(file=buf, width=400), base)
         assert (key in buf.getvalue()) == named
+
+
+def test_the_wide_warning_scales_one_run_s_figure_as_the_gate_does():
+    """After `baseline update` the figure compared with is one run's and the gate scales
+    the calibration's spread by ONE_RUN_FACTOR: a 13% spread of 5 runs was +56.37% there
+    (a slowdown by 1.56x passed) while the warning, at the 5-run x2.5 (+41.6%), said
+    nothing; it printed "+-54%" for a -35%/+54% band (a review)."""
+    import io
+
+    from rich.console import Console
+
+    from gemmgate.baseline_schema import from_json
+    from gemmgate.cli_merge import warn_wide
+    from tests.gemmgate.gate_cases import HOST, A, base_case, baseline, one_verdict, result
+
+    bc = base_case(A, noise_ratio=0.13, machines=(HOST,))
+    bc["noise"].update(ratio_runs=[0.9], runs=1, behind={"ratio": 5})
+    data = baseline(**{A.id: bc})
+    v = one_verdict([result(A)], data)[1]
+    assert v.ratio.tolerance == pytest.approx(0.87 ** -3.21 - 1)          # +56.37%
+    buf = io.StringIO()
+    warn_wide(Console(file=buf, width=400), from_json(data))
+    assert f"{v.key} (-36.05%/+56.37%)" in buf.getvalue()
+    bc["noise"].update(ratio_runs=[0.9] * 5, run_machines=[HOST] * 5, runs=5, behind={})
+    buf = io.StringIO()   # its 5 runs listed: x2.5, +41.6%, not named
+    warn_wide(Console(file=buf, width=400), from_json(baseline(**{A.id: bc})))
+    assert buf.getvalue() == ""

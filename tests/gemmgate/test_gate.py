@@ -613,7 +613,7 @@ def test_a_process_tolerance_is_scaled_for_the_runs_behind_it(runs, factor):
     bc["noise"]["ratio_runs"] = ratios
     v = one_verdict([result(A)], baseline(**{A.id: bc}))[1]
     assert v.ratio.tolerance == pytest.approx(scaled(aa_noise(ratios), factor), rel=1e-9)
-    assert (f"({runs} runs: x{factor:g} the spread)" in v.note) == (runs < 5)
+    assert (f"({runs} runs: x{factor:g} the spread in log space)" in v.note) == (runs < 5)
     bc["noise"]["ratio"] = 0.015            # a figure its runs do not give: carried over
     bc["noise"]["runs"] = runs              # (`baseline update`): the calibration's count
     v = one_verdict([result(A)], baseline(**{A.id: bc}))[1]
@@ -654,7 +654,7 @@ def test_against_one_run_s_figure_the_tolerance_takes_the_one_run_factor():
     v = one_verdict([result(A)], baseline(**{A.id: bc}))[1]
     assert v.level == "process"
     assert v.ratio.tolerance == pytest.approx(scaled(0.015, ONE_RUN_FACTOR[5]))
-    assert "(5 runs: x3.21 the spread)" in v.note
+    assert "(5 runs: x3.21 the spread in log space)" in v.note
     bc["noise"].update(ratio_runs=[0.9] * 5, run_machines=[HOST] * 5, runs=5, behind={})
     v = one_verdict([result(A)], baseline(**{A.id: bc}))[1]
     assert v.ratio.tolerance == pytest.approx(scaled(0.015, NOISE_FACTOR))
