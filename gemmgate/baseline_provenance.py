@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 
 from gemmgate.baseline_schema import Baseline
-from gemmgate.chips import GENERIC_GPU
+from gemmgate.chips import GENERIC_GPU, other_model
 from gemmgate.results import RunRecord
 
 
@@ -96,15 +96,17 @@ def unlike_software(old: dict, new: dict, kept: int) -> str | None:
 
 
 def unlike_model(chip: str, old: dict, new: dict, kept: int) -> str | None:
-    """Why the `kept` cases of a generic-gpu file whose provenance is `old` cannot stay
-    beside cases measured on the GPU `new` names (another model: every GPU no profile
-    names is that chip), or None. `baseline merge` refuses such inputs (cli_merge's
-    `_one_model`); an update kept a V100's cases beside an Ada card's, the file naming
-    the Ada card alone (a review)."""
+    """Why the `kept` cases of a file whose provenance is `old` cannot stay beside cases
+    measured on the GPU `new` names (another model, `chips.other_model`: for generic-gpu
+    every GPU no profile names; for a named chip, a device that is not its own part, as
+    an H200 run with GEMMGATE_CHIP=nvidia-h100), or None. `baseline merge` refuses such
+    inputs (cli_merge's `_one_model`); an update kept a V100's cases beside an Ada
+    card's, the file naming the Ada card alone (a review)."""
     was, now = old.get("device_name"), new.get("device_name")
-    if chip == GENERIC_GPU.id and kept and was and now and str(was) != str(now):
+    if kept and other_model(chip, was, now):
+        what = "of the generic profile" if chip == GENERIC_GPU.id else f"of {chip}"
         return (f"its {kept} other case(s) were measured on {was}, these on {now}: a "
-                f"baseline of the generic profile is one GPU model's; measure all of its "
+                f"baseline {what} is one GPU model's; measure all of its "
                 "cases (its --shapes and --modes) or write another file")
     return None
 

@@ -62,6 +62,22 @@ class Chip:
         return any(re.search(rf"(?<![a-z0-9]){re.escape(m)}(?![0-9])", low)
                    for m in self.match)
 
+    def other_part(self, device_name: str) -> str | None:
+        """The word of `other_parts` the device name holds (another part of this chip:
+        an H100 NVL, an A100 40GB), or None."""
+        low = device_name.lower()
+        return next((w for w in self.other_parts
+                     if re.search(rf"(?<![a-z0-9]){re.escape(w)}(?![a-z0-9])", low)), None)
+
+    def own_part(self, device_name: str) -> bool:
+        """Whether a device of this name is this profile's own part, as a recorded name
+        tells (a run's or a baseline's `device_name`): `match` names it and no word of
+        `other_parts` is in it; for an AMD profile also a name that names no Instinct
+        model ("AMD Radeon Graphics": found by its architecture, AMD_ARCHS)."""
+        if self.names(device_name):
+            return self.other_part(device_name) is None
+        return self.vendor == "amd" and not instinct_model(device_name)
+
     def peak(self, mode: str) -> float | None:
         return self.peak_tflops.get(mode)
 
@@ -119,6 +135,30 @@ GENERIC_GPU = Chip("generic-gpu", "unknown", "unknown GPU", 0, 49152, 64 * MiB, 
 AMD_ARCHS = {"gfx942": "amd-mi300x"}
 AMD_CACHE_FLOOR = 256 * MiB   # the L2 ROCm reports (4 MiB) leaves out the Infinity Cache
 
+_INSTINCT = re.compile(r"(?<![a-z0-9])mi\d{3}[a-z]*(?![a-z0-9])")
+
+
+def instinct_model(device_name: str) -> str | None:
+    """The AMD Instinct model a device name names ("mi325x" of "AMD Instinct MI325X"),
+    or None ("AMD Radeon Graphics")."""
+    found = _INSTINCT.search(device_name.lower())
+    return found.group(0) if found else None
+
+
+def other_model(chip_id: str, was: str | None, now: str | None) -> bool:
+    """Whether devices named `was` and `now`, both recorded as chip `chip_id`, are other
+    GPU models or parts: for the generic profile, any two names (every GPU no profile
+    names is that chip); for a named profile, two names of which one is not the
+    profile's own part (`Chip.own_part`): an H200 run as nvidia-h100 (--chip or
+    GEMMGATE_CHIP, warned of at run time only), an H100 NVL beside an H100 SXM's cases,
+    an MI325X (6 TB/s) beside an MI300X's (5.3 TB/s). False where either is unknown."""
+    if not was or not now or str(was) == str(now):
+        return False
+    chip = CHIPS.get(chip_id)
+    if chip is None or chip.device_type != "cuda":
+        return chip_id == GENERIC_GPU.id
+    return not (chip.own_part(str(was)) and chip.own_part(str(now)))
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -172,7 +212,10 @@ def select_chip(override: str | None = None, device: int = 0) -> Selection:
             raise ValueError(f"{source}: {e}") from None   # if --chip had been given)
         if chip.device_type == "cuda" and not gpu:
             raise ValueError(f"chip {chip.id} was requested ({source}) but no GPU is present")
-        mismatched = chip.device_type == "cuda" and not chip.names(device_name)
+        mismatched = chip.device_type == "cuda" and not chip.names(device_name) \
+            and not _by_arch_is(torch, chip, device_name, device)   # (an MI300X named
+        # "AMD Radeon Graphics": GEMMGATE_CHIP=amd-mi300x, set so that such a name is not
+        # mis-detected, called it another device and `tune` refused it; a review)
         warning = f"{source} says {chip.id} but the device is {device_name!r}" \
             if mismatched else None
         if chip.device_type == "cuda" and not mismatched:   # named right, sized otherwise
@@ -202,9 +245,7 @@ def _other_units(torch, chip: Chip, device_name: str, device: int = 0) -> str | 
     if units and units != chip.compute_units:
         return (f"{device_name!r} has {units} SMs, the {chip.id} profile "
                 f"{chip.compute_units}: its peaks and tuning table are that card's")
-    low = device_name.lower()
-    part = next((w for w in chip.other_parts
-                 if re.search(rf"(?<![a-z0-9]){re.escape(w)}(?![a-z0-9])", low)), None)
+    part = chip.other_part(device_name)
     if part is not None:   # same SMs, other clocks and power: the SM count cannot tell
         return (f"{device_name!r} is another part than the {chip.id} profile's "
                 f"{chip.name} ({PARTS.get(part, part)}): its peaks, baseline and tuning "
@@ -226,19 +267,44 @@ def device_units(torch, device: int = 0) -> int:
         return 0
 
 
-def _amd_by_arch(torch, device_name: str, device: int = 0) -> Selection | None:
-    """An AMD GPU whose name no profile matches, by its architecture (AMD_ARCHS)."""
+def _arch_of(torch, device: int = 0) -> str:
     props = torch.cuda.get_device_properties(device)
-    arch = str(getattr(props, "gcnArchName", "") or "").split(":")[0]
+    return str(getattr(props, "gcnArchName", "") or "").split(":")[0]
+
+
+def _by_arch_is(torch, chip: Chip, device_name: str, device: int = 0) -> bool:
+    """Whether an AMD device is `chip` by its architecture (AMD_ARCHS), its name naming
+    no other Instinct model."""
+    if torch.version.hip is None or instinct_model(device_name):
+        return False
+    try:
+        return AMD_ARCHS.get(_arch_of(torch, device)) == chip.id
+    except Exception:  # noqa: BLE001 - a best-effort query
+        return False
+
+
+def _amd_by_arch(torch, device_name: str, device: int = 0) -> Selection | None:
+    """An AMD GPU whose name no profile matches, by its architecture (AMD_ARCHS). One of
+    other CUs (an MI300A, a partition) or whose name says another model of the same
+    die (an MI325X: 6 TB/s of HBM3e against the MI300X's 5.3, 1000 W against 750) gets
+    the profile with a warning, marked mismatched: its bandwidth, baseline and tuning
+    table are not the profile's (an MI325X took them silently; a review)."""
+    props = torch.cuda.get_device_properties(device)
+    arch = _arch_of(torch, device)
     if arch not in AMD_ARCHS:
         return None
     chip = CHIPS[AMD_ARCHS[arch]]
     cus = getattr(props, "multi_processor_count", 0)
+    model = instinct_model(device_name)
     warning = None
     if cus != chip.compute_units:
         warning = (f"{device_name!r} is {arch} with {cus} compute units: the {chip.id} "
                    f"profile ({chip.compute_units}) is used; its peaks are the full chip's")
-    return Selection(chip, "detected", device_name, warning)
+    elif model is not None:
+        warning = (f"{device_name!r} is {arch}, another part than the {chip.id} profile's "
+                   f"{chip.name}: the profile is used; its bandwidth, baseline and tuning "
+                   "table are that card's")
+    return Selection(chip, "detected", device_name, warning, warning is not None)
 
 
 def _generic(torch, device: int = 0) -> Chip:

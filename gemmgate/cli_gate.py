@@ -161,8 +161,8 @@ def _set_up(args, err, path, chip_id: str, floor: float):
     if model:   # (merge and update refuse another model's cases; a check judged them)
         err.print(f"[yellow]warning:[/] the baseline {escape(str(path))} was measured on "
                   f"{escape(str(base.provenance.get('device_name')))}, this GPU is "
-                  f"{escape(ctx.selection.device_name)}: a generic-gpu baseline is one GPU "
-                  "model's, and its stored figures are not this GPU's")
+                  f"{escape(ctx.selection.device_name)}: a {escape(base.chip)} baseline is "
+                  "one GPU model's, and its stored figures are not this GPU's")
     for given, key, what in ((ctx.policy.method, "timing", "--timing"),
                              (ctx.policy.block, "block", "--block")):
         was = measured(base.provenance, key)   # (no block recorded: 1)

@@ -21,7 +21,7 @@ from gemmgate.baseline_provenance import (
     run_id,
     run_ids,
 )
-from gemmgate.chips import GENERIC_GPU
+from gemmgate.chips import GENERIC_GPU, other_model
 from gemmgate.cli_outputs import BASELINE_OUTPUT, check_outputs
 from gemmgate.compare import DEFAULT_FLOOR, band, noise_factor, tolerance
 from gemmgate.files import json_schema
@@ -235,16 +235,24 @@ _ONE_STACK, _SAID_STACK = ("triton", "torch"), ("cuda", "hip", "driver")
 
 
 def _one_model(chip: str | None, records: list[tuple[dict, str]]) -> None:
-    """ValueError where the inputs of the generic profile (every GPU no profile names
-    shares its id) ran on GPUs of other names: an Ada card's and a V100's calibrations
-    pooled as one chip's machine noise (a review)."""
-    if chip != GENERIC_GPU.id:
-        return
+    """ValueError where the inputs ran on other GPU models (`chips.other_model`): of the
+    generic profile (every GPU no profile names shares its id), GPUs of other names (an
+    Ada card's and a V100's calibrations pooled as one chip's machine noise); of a named
+    chip, a device that is not its own part (an H200 run as nvidia-h100; a review)."""
     said = _differing(records, lambda rec: rec.get("device_name") or None)
-    if said:
+    names = list(dict.fromkeys(str(rec.get("device_name")) for rec, _ in records
+                               if rec.get("device_name")))
+    if not said or not any(other_model(str(chip), a, b) for a in names for b in names):
+        return
+    if chip == GENERIC_GPU.id:
         raise ValueError(f"baseline merge: the inputs are {GENERIC_GPU.id}s of other "
                          f"names: {said}; a baseline of the generic profile is one GPU "
                          "model's: merge calibrations of one model")
+    # (a named chip: an H200's run with GEMMGATE_CHIP=nvidia-h100, warned of when it ran,
+    # pooled with H100s' as machine noise, the file naming the first's device; a review)
+    raise ValueError(f"baseline merge: the {chip} inputs ran on other GPU models or "
+                     f"parts: {said}; a baseline is one GPU model's: merge calibrations "
+                     "of one model")
 
 
 def _same_software(records: list[tuple[dict, str]], notes: list[str]) -> None:

@@ -66,10 +66,12 @@ def tune_command(args, console, err) -> int:
         raise ValueError("gemmgate tune needs a GPU: on the CPU the Triton interpreter runs "
                          "one fixed tile, so there is nothing to tune")
     if ctx.selection.mismatched:   # its timings would go into another device's table
-        named = ctx.selection.chip.names(ctx.selection.device_name)
+        named = ctx.selection.chip.names(ctx.selection.device_name) or \
+            ctx.selection.source == "detected"   # (an MI325X, found by its architecture)
         raise ValueError(f"{ctx.selection.warning}: gemmgate tune writes what it measures "
                          f"into {ctx.chip.id}'s table, so it tunes on that device only "
-                         + ("(a device of other SMs has no table of its own here)" if named
+                         + ("(a device of other SMs, or another part, has no table of its "
+                            "own here)" if named
                             else "(leave out --chip and GEMMGATE_CHIP to tune this "
                                  "device's)"))
     name = ctx.selection.device_name   # the kernel finds its table by this name

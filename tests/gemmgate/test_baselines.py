@@ -887,6 +887,24 @@ def test_generic_cases_kept_beside_another_gpu_models_are_refused():
     assert baselines.merge(cpu_one, cpu_old)[1] == [K2]
 
 
+def test_a_named_chips_cases_kept_beside_another_gpus_are_refused():
+    """An update run as nvidia-h100 on an H200 (GEMMGATE_CHIP or --chip set wrong: a
+    warning when it ran) kept the H100's cases beside its own, the file naming the H200
+    alone; only generic-gpu's were told apart (a review). Same part: kept."""
+    old = baselines.build(_runs3(chip="nvidia-h100", device_name="NVIDIA H100 80GB HBM3"),
+                          "nvidia-h100", "s.csv")
+    for name, refused in (("NVIDIA H200", True), ("NVIDIA H100 NVL", True),
+                          ("NVIDIA H100 80GB HBM3", False)):
+        one = baselines.build([make_run([make_result(C1, [1.0], [0.8])], chip="nvidia-h100",
+                                        device_name=name)], "nvidia-h100", "s.csv")
+        if refused:
+            with pytest.raises(BaselineError, match=r"were measured on NVIDIA H100 80GB "
+                                                    r"HBM3, these on " + name):
+                baselines.merge(one, old)
+        else:
+            assert baselines.merge(one, old)[1] == [K2]
+
+
 def test_write_merged_carries_noise_and_keeps_an_unusable_file_unwritten(tmp_path):
     path = tmp_path / "cpu.json"
     baselines.save(path, baselines.build(_runs3(), "cpu", "s.csv"))

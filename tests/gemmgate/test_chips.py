@@ -302,3 +302,56 @@ def test_a_bad_gemmgate_chip_names_the_variable(monkeypatch, value, said):
     monkeypatch.setenv("GEMMGATE_CHIP", value)
     with pytest.raises(ValueError, match=re.escape(said)):
         select_chip(None)
+
+
+def _gfx942(fake_gpu, monkeypatch, name, cus=304, arch="gfx942:sramecc+:xnack-"):
+    fake_gpu(name)
+    props = torch.cuda.get_device_properties(0)
+    props.gcnArchName, props.multi_processor_count = arch, cus
+    monkeypatch.setattr(torch.version, "hip", "6.2.41133")
+
+
+@pytest.mark.parametrize("via_env", [False, True])
+def test_an_mi300x_named_by_its_architecture_is_no_mismatch_when_named(
+        fake_gpu, monkeypatch, via_env):
+    """GEMMGATE_CHIP=amd-mi300x (the runner's .env, so that an unusual device name is
+    never mis-detected) on an MI300X that ROCm calls "AMD Radeon Graphics": detected, it
+    is the MI300X profile; named, it was "GEMMGATE_CHIP says amd-mi300x but the device
+    is 'AMD Radeon Graphics'", marked mismatched, on every run (a review)."""
+    _gfx942(fake_gpu, monkeypatch, "AMD Radeon Graphics")
+    if via_env:
+        monkeypatch.setenv("GEMMGATE_CHIP", "amd-mi300x")
+    sel = select_chip(None if via_env else "amd-mi300x")
+    assert sel.chip.id == "amd-mi300x" and sel.warning is None and not sel.mismatched
+    _gfx942(fake_gpu, monkeypatch, "AMD Radeon Graphics", arch="gfx90a:sramecc+:xnack-")
+    assert select_chip("amd-mi300x").mismatched          # an MI250 is not one
+
+
+@pytest.mark.parametrize("name, cus", [("AMD Instinct MI325X", 304),
+                                       ("AMD Instinct MI300A", 228)])
+def test_another_part_of_the_mi300x_die_is_said_and_marked(fake_gpu, monkeypatch, name, cus):
+    """An MI325X is gfx942 with the MI300X's 304 CUs but 6 TB/s of HBM3e (5.3) and
+    1000 W (750): it took the MI300X profile, its bandwidth, baseline and tuning table,
+    without a word (as an H200 would take an H100's); an MI300A was warned of but not
+    marked mismatched, as a named device of other SMs is (a review)."""
+    _gfx942(fake_gpu, monkeypatch, name, cus)
+    for sel in (select_chip(), select_chip("amd-mi300x")):
+        assert sel.chip.id == "amd-mi300x" and sel.mismatched
+        assert repr(name) in sel.warning
+
+
+@pytest.mark.parametrize("chip, was, now, other", [
+    ("nvidia-h100", "NVIDIA H100 80GB HBM3", "NVIDIA H200", True),
+    ("nvidia-h100", "NVIDIA H100 80GB HBM3", "NVIDIA H100 NVL", True),
+    ("nvidia-h100", "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3", False),
+    ("nvidia-a100", "NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-40GB", True),
+    ("amd-mi300x", "AMD Instinct MI300X", "AMD Radeon Graphics", False),
+    ("amd-mi300x", "AMD Instinct MI300X", "AMD Instinct MI325X", True),
+    ("generic-gpu", "Tesla V100-SXM2-16GB", "NVIDIA RTX 6000 Ada Generation", True),
+    ("cpu", "x86_64", "cpu", False),
+    ("nvidia-h100", None, "NVIDIA H200", False)])
+def test_other_model_of_a_named_chip(chip, was, now, other):
+    """A named chip's cases from another GPU (an H200 run with GEMMGATE_CHIP=nvidia-h100)
+    were pooled, kept and judged as its own: only the generic profile's were told apart
+    (a review)."""
+    assert chips.other_model(chip, was, now) is other

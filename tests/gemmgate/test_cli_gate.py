@@ -805,7 +805,8 @@ def test_m_merge_onto_one_of_its_inputs(work, base_file, capsys):
                                   "output-under-a-file", "output-is-a-directory",
                                   "output-of-another-chip", "output-corrupt",
                                   "other-block", "unrecorded-block", "per-call-run",
-                                  "other-triton", "generic-of-two-models"])
+                                  "other-triton", "generic-of-two-models",
+                                  "named-chip-of-two-models"])
 def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, what):
     a = _on_host(work, "on-a.json", "host-a")
     b = _on_host(work, "on-b.json", "host-b", scale=1.02)
@@ -860,6 +861,14 @@ def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, 
             data["provenance"]["device_name"] = name
             p.write_text(json.dumps(data))
         msg = "the inputs are generic-gpus of other names: NVIDIA RTX 6000 Ada Generation ("
+    elif what == "named-chip-of-two-models":   # an H200's calibration run as nvidia-h100
+        for p, name in ((a, "NVIDIA H100 80GB HBM3"), (b, "NVIDIA H200")):   # (GEMMGATE_CHIP
+            data = json.loads(p.read_text())           # set wrong: warned of when it ran,
+            data["chip"] = data["provenance"]["chip"] = "nvidia-h100"   # then pooled
+            data["provenance"].update(device_name=name, timing="graph")   # silently)
+            p.write_text(json.dumps(data))
+        msg = ("the nvidia-h100 inputs ran on other GPU models or parts: NVIDIA H100 80GB "
+               "HBM3 (")
     elif what == "per-call-run":
         rc, data = _check(work, base_file)
         data["environment"]["copies"] = "per-call"
