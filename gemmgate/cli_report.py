@@ -31,6 +31,11 @@ def report_command(args, console, err) -> int:
             raise ValueError(f"{f} is in the report folder {out}, where the report writes "
                              "index.html and its figures: it would be written over; move "
                              "it or give another -o")
+    if (out / "index.html").is_dir():   # (check_writable's advice, "give a file path,
+        # e.g. DIR/index.html/out.json", is for an output file, not a folder: a review)
+        raise ValueError(f"cannot write -o (the report folder) {out}: its index.html is a "
+                         "directory, where the report writes its page; move it or give "
+                         "another -o")
     check_writable(out / "index.html", "-o (the report folder)")
     from gemmgate import report_page, report_sources  # matplotlib: only here
 

@@ -278,14 +278,22 @@ def peak_and_roofline(points: Sequence[Point], title: str, chip: str,
         if names:   # (a mode of empty outputs only: nothing to name, and
             left.legend(fontsize=8)   # matplotlib warned on stderr)
         left.set_title(f"{title}: % of peak")
-    pts = [(p.intensity, p.tflops[n], n) for p in points for n in names
+    pts = [(p.intensity, p.tflops[n], n, n in p.failed_by) for p in points for n in names
            if p.intensity and p.tflops.get(n)]
     for name in names:
-        xy = [(x, y) for x, y, n in pts if n == name]
+        xy = [(x, y) for x, y, n, bad in pts if n == name and not bad]
         color, mark = style_of(name, names)
         right.scatter([x for x, _ in xy], [y for _, y in xy], label=name, color=color,
                       marker=mark, zorder=3)
-    xs = [x for x, _, _ in pts] or [1.0]
+        # a provider's point where it failed accuracy hollow, red-edged, as its bar on
+        # the left is hatched: it stood as any other point, a wrong answer's speed
+        # unmarked under the ceiling (a review)
+        bad = [(x, y) for x, y, n, b in pts if n == name and b]
+        if bad:
+            right.scatter([x for x, _ in bad], [y for _, y in bad], facecolors="none",
+                          edgecolors="red", marker=mark, zorder=3, gid="failed",
+                          label=f"{name}: failed accuracy")
+    xs = [x for x, *_ in pts] or [1.0]
     lo, hi = min(xs) / 3, max(xs) * 3
     if mem_bw_gbs and peak:
         lo, hi = min(lo, peak * 1e3 / mem_bw_gbs / 10), max(hi, peak * 1e3 / mem_bw_gbs * 10)
@@ -302,7 +310,7 @@ def peak_and_roofline(points: Sequence[Point], title: str, chip: str,
     else:
         right.text(0.02, 0.98, f"{chip}: no peak or bandwidth in the chip table", va="top",
                    transform=right.transAxes, fontsize=8)
-    ys = [y for _, y, _ in pts] or [1.0]
+    ys = [y for _, y, *_ in pts] or [1.0]
     right.set_ylim(min(ys) / 3, max([*ys, peak or 0]) * 3)
     right.set_xscale("log")
     right.set_yscale("log")

@@ -167,7 +167,7 @@ def _history(w: _Writer, sources: Sequence[Source]) -> list[str]:
     whole = [s for s in sources if s.usable]   # a part-run shrinks the common cases; a
     # slowed one is no step of the kernel's history
     for ci, chip in enumerate(sorted({s.chip for s in whole})):   # (chip slugs can meet)
-        ss = sorted((s for s in whole if s.chip == chip), key=lambda s: s.date)
+        ss = sorted((s for s in whole if s.chip == chip), key=lambda s: s.when)
         if len(ss) < 2:
             continue
         for mode in MODE_NAMES:   # the sources that measured the mode: a PR run of fewer
@@ -192,11 +192,16 @@ def _cross(w: _Writer, sources: Sequence[Source]) -> list[str]:
              "<p>The newest run or baseline of each chip: "
              + html.escape("; ".join(f"{s.chip}: {s.path}" for s in newest)) + "</p>",
              "<div class=figs>"]
+    drawn = len(parts)
     for mode in MODE_NAMES:
         if sum(mode in s.modes for s in newest) >= 2:
             fig = plots_history.cross_chip(_named_apart(newest), mode)
             parts.append(_img(w.save(fig, f"cross-{mode}",
                                      f"{mode}: chips normalised to their peak")))
+    if len(parts) == drawn:   # a heading over nothing, unsaid (a review)
+        parts.append("<p>No mode was measured on two of these chips: nothing to compare "
+                     "(" + html.escape("; ".join(f"{s.chip}: {','.join(s.modes) or 'no case'}"
+                                                 for s in newest)) + ").</p>")
     return [*parts, "</div>"]
 
 

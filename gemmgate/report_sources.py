@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from gemmgate.accuracy import DOWNGRADED, FAIL
@@ -43,15 +44,35 @@ class Source:
         return not self.incomplete and not self.injected
 
     @property
+    def when(self) -> tuple:
+        """The date as an order: the instant, in UTC. The text's order put an ISO date of
+        another offset wrongly (18:30-05:00, 23:30 UTC, before 22:00+00:00: the older run
+        became the headline; a review); a date without an offset is UTC (the harness
+        writes UTC), and one that is no ISO date comes first, by its text."""
+        at = _utc(self.date)
+        return (0, 0.0, self.date) if at is None else (1, at.timestamp(), self.date)
+
+    @property
     def label(self) -> str:
-        """Kind, date to the minute and commit: two runs of one commit and day were one
-        label on the history's axis (a review); where even those match, `_series` adds
+        """Kind, date (UTC) to the minute and commit: two runs of one commit and day were
+        one label on the history's axis (a review); where even those match, `_series` adds
         the file's name."""
-        return f"{self.kind} {self.date[:16].replace('T', ' ') or '?'} {self.commit[:7] or '?'}"
+        at = _utc(self.date)
+        day = at.strftime("%Y-%m-%d %H:%M") if at else self.date[:16].replace("T", " ")
+        return f"{self.kind} {day or '?'} {self.commit[:7] or '?'}"
 
     @property
     def modes(self) -> list[str]:
         return [m for m in MODE_NAMES if any(p.mode == m for p in self.points)]
+
+
+def _utc(date: str) -> datetime | None:
+    """An ISO date as a UTC datetime (no offset: UTC); None where it is none."""
+    try:
+        at = datetime.fromisoformat(date)
+        return (at if at.tzinfo else at.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+    except (ValueError, OverflowError):   # (9999-12-31T23:00-05:00 is past datetime's end)
+        return None
 
 
 def _bytes(mode: str) -> tuple[int, int]:
@@ -147,7 +168,7 @@ def newest_per_chip(sources: Sequence[Source]) -> dict[str, Source]:
     chip's data)."""
     newest: dict[str, Source] = {}
     with_cases: dict[str, Source] = {}
-    for s in sorted(sources, key=lambda s: s.date):
+    for s in sorted(sources, key=lambda s: s.when):
         newest[s.chip] = s
         if s.points:
             with_cases[s.chip] = s

@@ -175,3 +175,13 @@ def test_an_input_where_the_report_writes_is_exit_2_and_kept(tmp_path, run_file,
     assert main(["report", str(page), "-o", str(out)]) == 2
     assert "where the report writes index.html" in capsys.readouterr().err.replace("\n", " ")
     assert page.read_text() == run_file.read_text()
+
+
+def test_a_report_folder_whose_index_html_is_a_directory_is_exit_2_with_its_own_advice(
+        tmp_path, run_file, capsys):
+    """It said "give a file path, e.g. DIR/index.html/out.json": advice for an output
+    file, and -o is a folder (a review)."""
+    (tmp_path / "o" / "index.html").mkdir(parents=True)
+    assert main(["report", str(run_file), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.replace("\n", "")
+    assert "its index.html is a directory" in err and "out.json" not in err

@@ -422,3 +422,17 @@ def test_an_error_over_the_top_of_the_axis_is_labelled_with_its_value():
     pts = [_pt(8, 8, 8, errors={"triton": 1e-7, "vendor": 1e-7, "mine": 15.4})]
     texts = [t.get_text() for t in plots_errors.error_bands(pts, "fp32", "x").axes[0].texts]
     assert texts == ["15"]
+
+
+def test_a_providers_roofline_point_where_it_failed_accuracy_is_marked():
+    """Its bar was hatched on the left, and its point on the roofline stood as any other:
+    a wrong answer's speed under the ceiling, unmarked (a review)."""
+    tf = {"triton": 1.0, "vendor": 2.0, "mod:bad": 9.0}
+    pts = [_pt(64, 64, 64, tflops=tf, failed_by=("mod:bad",)), _pt(48, 80, 72, tflops=tf)]
+    right = plots.peak_and_roofline(pts, "cpu fp32", "cpu", 10.0, 100.0).axes[1]
+    failed = [c for c in right.collections if c.get_gid() == "failed"]
+    assert len(failed) == 1 and len(failed[0].get_offsets()) == 1
+    assert failed[0].get_offsets()[0][1] == 9.0
+    plain = [c for c in right.collections if c.get_label() == "mod:bad"]
+    assert [len(c.get_offsets()) for c in plain] == [1]   # its passing case only
+    assert "mod:bad: failed accuracy" in right.get_legend_handles_labels()[1]

@@ -288,3 +288,18 @@ def test_a_provider_unsupported_in_every_case_is_said_not_dropped(tmp_path,
     page = (tmp_path / "out" / "index.html").read_text()
     assert f"Unsupported here (nothing drawn for it): inductor in {len(ITEMS)} of " \
         f"{len(ITEMS)}." in page
+
+
+def test_a_cross_chip_view_of_no_shared_mode_says_so(tmp_path):
+    """Two chips of no common mode: the page had a "Cross-chip" heading over nothing, and
+    no word why (a review)."""
+    from gemmgate.plots import Point
+    cpu = report_sources.Source("a.json", "run", "cpu", "2026-12-01", "", (
+        Point("fp32", 16, 16, 16, "rr", 1.0, {"triton": 1.0}),))
+    h100 = report_sources.Source("b.json", "run", "nvidia-h100", "2026-12-01", "", (
+        Point("fp16", 16, 16, 16, "rr", 1.0, {"triton": 1.0}),))
+    w = report_page._Writer(tmp_path)
+    page = "".join(report_page._cross(w, [cpu, h100]))
+    assert not w.images and "Cross-chip" in page
+    assert "No mode was measured on two of these chips" in page
+    assert "cpu: fp32; nvidia-h100: fp16" in page

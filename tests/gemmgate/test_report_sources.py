@@ -89,3 +89,18 @@ def test_a_copy_of_a_baseline_is_refused(tmp_path):
                                          "baseline .*nvidia-h200.json"):
         report_sources.load_sources([], [str(one), str(two)])
     assert len(report_sources.load_sources([], [str(one)])) == 1
+
+
+def test_dates_of_other_offsets_are_ordered_by_the_instant():
+    """ISO dates were ordered as text: 18:30-05:00 (23:30 UTC) came before 22:00+00:00,
+    the older run the chip's headline and the history's last step, labelled 18:30 (a
+    review)."""
+    older = _src("run", "nvidia-h100", "2026-12-07T22:00:00+00:00")
+    newer = _src("run", "nvidia-h100", "2026-12-07T18:30:00-05:00")
+    assert [s.path for s in report_sources.subjects([older, newer])] == [newer.path]
+    assert sorted([newer, older], key=lambda s: s.when) == [older, newer]
+    assert newer.label == "run 2026-12-07 23:30 ?"
+    odd = [_src("run", "cpu", d) for d in ("", "yesterday", "9999-12-31T23:00:00-05:00")]
+    assert [s.label for s in odd] == ["run ? ?", "run yesterday ?",
+                                      "run 9999-12-31 23:00 ?"]
+    assert sorted(odd + [older], key=lambda s: s.when)[-1] is older
