@@ -76,7 +76,9 @@ def error_bands(points: Sequence[Point], mode: str, title: str) -> Figure:
             # failing extra's 15 was drawn as 0.8, unlabelled)
             if e == 0 or not math.isfinite(e) or e > y:
                 text = "0" if e == 0 else str(e) if not math.isfinite(e) else f"{e:.2g}"
-                ax.annotate(text, (x, y), xytext=(0, -8 if e == 0 else 7),
+                ax.annotate(text, (x, y), xytext=(0, 7 if e == 0 else -8),   # inside the
+                            # axes: above the bottom, below the top (7 pt above the top ran
+                            # into the title; a review)
                             textcoords="offset points", fontsize=6, ha="center",
                             va="center", gid=f"edge-{name}")
     categorical_axis(ax, points)

@@ -87,6 +87,29 @@ def test_a_nan_error_is_labelled_nan_on_the_page():
     assert "nan" in texts
 
 
+def test_the_edge_labels_stay_inside_the_axes():
+    """A NaN/Inf or over-the-top error is drawn at the top and labelled; its label was
+    set 7 pt above the point, over the figure's title (a review). Each label's box lies
+    within the axes, at the top as at the bottom (an error of 0)."""
+    from gemmgate.report_sources import point_of_result
+    from gemmgate.results import CaseResult, ProviderResult
+    from gemmgate.shapes import Case
+
+    r = CaseResult("fp32", Case(8, 8, 8), {
+        "triton": ProviderResult("triton", "fail", math.nan, "NaN/Inf in the output"),
+        "vendor": ProviderResult("vendor", "pass", 0.0),
+        "x:y": ProviderResult("x:y", "fail", 15.0)})
+    fig = plots_errors.error_bands([point_of_result(r)], "fp32", "x")
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    box = ax.get_window_extent()
+    texts = [t for t in ax.texts if t.get_gid() and t.get_gid().startswith("edge-")]
+    assert sorted(t.get_text() for t in texts) == ["0", "15", "nan"]
+    for t in texts:
+        b = t.get_window_extent()
+        assert box.y0 <= b.y0 and b.y1 <= box.y1, (t.get_text(), b, box)
+
+
 def test_heatmap_without_grid_cases_still_draws():
     fig = plots.heatmap([_pt(64, 32, 96, layout="cr")], "x")
     assert "no row-major" in fig.axes[0].texts[0].get_text()
