@@ -91,9 +91,14 @@ def make_inputs(case: Case, mode: PrecisionMode, device: str, seed: int = 0,
         # swapped scale passed the accuracy check (a review, session 67)
         bufs = tuple(buf * f for buf, f in zip(bufs, FP8_SPREAD))
         fmax = torch.finfo(dtype).max
-        scales = [(buf.abs().amax() / fmax).clamp(min=1e-12) if buf.numel()
-                  else torch.ones((), device=device) for buf in bufs]
-        bufs = tuple((buf / s).to(dtype) for buf, s in zip(bufs, scales))
+        # the amax of each operand, not of its buffer: a padded leading dimension's
+        # extra elements are no part of A or B (`+p3` put A's largest at 288, not 448)
+        views = (_view(bufs[0], case.m, case.k, ca), _view(bufs[1], case.k, case.n, cb))
+        scales = [(v.abs().amax() / fmax).clamp(min=1e-12) if v.numel()
+                  else torch.ones((), device=device) for v in views]
+        # (clamped: the padding beyond an operand's amax saturates, rather than turning
+        # NaN in e4m3fn, which holds no inf)
+        bufs = tuple((buf / s).clamp(-fmax, fmax).to(dtype) for buf, s in zip(bufs, scales))
     else:
         bufs = tuple(buf.to(dtype) for buf in bufs)
     a = _view(bufs[0], case.m, case.k, ca)

@@ -20,7 +20,7 @@ import pytest
 
 from gemmgate import baselines, stats
 from gemmgate.cli import main
-from gemmgate.compare import aa_noise, noise_factor, scaled
+from gemmgate.compare import aa_noise, band, noise_factor, scaled
 from gemmgate.env import machine_id
 
 FAST = ["--chip", "cpu", "--modes", "fp32", "--budget", "0.3"]
@@ -1269,6 +1269,35 @@ def test_a_baseline_write_warns_of_cases_whose_noise_passes_a_large_slowdown(wor
         buf = io.StringIO()
         warn_wide(Console(file=buf, width=400), base)
         assert (key in buf.getvalue()) == named
+
+
+def test_the_wide_warning_looks_at_the_machine_level_too():
+    """Two machines' 5-run calibrations, their medians 2% apart: on a third GPU the gate
+    judges at machine level, x48.2 the machines' spread, and the warning (process level
+    only, where one existed) said nothing (a review). It names the level and what narrows
+    it."""
+    import io
+
+    from rich.console import Console
+
+    from gemmgate.baseline_noise import level_noise
+    from gemmgate.baseline_schema import from_json
+    from gemmgate.cli_merge import warn_wide
+    from tests.gemmgate.gate_cases import A, base_case, baseline, one_verdict, result
+
+    runs = [0.9] * 5 + [0.918] * 5   # two machines' 5-run calibrations, 2% apart
+    hosts = ["h1"] * 5 + ["h2"] * 5
+    bc = base_case(A, noise_ratio=0.01, machines=tuple(hosts))
+    bc["noise"].update(ratio_runs=runs, machine=level_noise(runs, hosts)[1])
+    data = baseline(**{A.id: bc})
+    v = one_verdict([result(A)], data, env={"host": "h3"})[1]
+    assert v.level == "machine" and v.ratio.tolerance > 0.5
+    buf = io.StringIO()
+    warn_wide(Console(file=buf, width=400), from_json(data))
+    out = buf.getvalue()
+    assert "at machine level (a check on another GPU without --ab-ref)" in out
+    assert f"{v.key} ({band(v.ratio.tolerance)})" in out and "three or more machines" in out
+    assert out.count("warning:") == 1   # the process level (1% at x2.5) is not named
 
 
 def test_the_wide_warning_scales_one_run_s_figure_as_the_gate_does():
