@@ -70,7 +70,7 @@ def test_fp8_scale_is_the_operands_amax_not_the_padded_buffers():
     from gemmgate.inputs import make_inputs
     from gemmgate.precision import MODES
     from gemmgate.shapes import Case
-    for layout in ("rr", "cr", "rc", "cc"):
-        inp = make_inputs(Case(5, 7, 3, layout, 3), MODES["fp8"], "cpu", 1)
+    for lay in ("rr", "cr", "rc", "cc"):
+        inp = make_inputs(Case(5, 7, 3, lay, 3), MODES["fp8"], "cpu", 1)
         for q in (inp.a, inp.b):   # each operand's largest quantised value is the fp8 max
             assert float(q.float().abs().max()) == 448.0
