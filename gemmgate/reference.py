@@ -55,6 +55,10 @@ def resolve(ref: str, repo: str | Path = ".", what: str = "--ab-ref") -> str:
             raise ValueError(f"{what} {ref!r}: {Path(repo).resolve()} is not in a git "
                              "repository; run gemmgate from the project's checkout (the "
                              "commit's kernels/ comes from its history)")
+        kind = subprocess.run(["git", "cat-file", "-t", f"{ref}"], cwd=repo,
+                              capture_output=True, text=True, timeout=30).stdout.strip()
+        if kind and not ref.startswith("-"):   # a tag of a tree, `HEAD^{tree}`, a blob
+            raise ValueError(f"{what} {ref!r} names a {kind}, not a commit")
         raise ValueError(f"{what} {ref!r}: no such commit in {Path(repo).resolve()} "
                          "(a typo, or a shallow clone? fetch the history, e.g. "
                          "actions/checkout fetch-depth: 0)")
@@ -118,6 +122,8 @@ def _extract(sha: str, repo: str | Path) -> Path:
             tar.extractall(root, filter="data")
         except TypeError:   # a Python before 3.10.12 / 3.11.4: no filters; git's own
             tar.extractall(root)   # archive of one commit's tracked files
+        except tarfile.TarError as e:   # a link out of the tree (a traceback, exit 1)
+            raise ValueError(f"kernels/ at {sha[:12]} cannot be extracted: {e}") from None
     return root
 
 
@@ -219,11 +225,40 @@ def late_imports(package: Path) -> list[str]:
                     names = [a.name for a in node.names]
                 elif isinstance(node, ast.ImportFrom):
                     names = ["kernels." if node.level else node.module or ""]
+                elif isinstance(node, ast.Call) and _imports_by_call(node):
+                    # importlib.import_module("kernels.x") / (".x", __name__) and
+                    # __import__("kernels.x") bind the same way (a review)
+                    names = [_called_name(node.args[0])]
                 else:
                     continue
                 if any(n == "kernels" or n.startswith("kernels.") for n in names):
                     found.append(f"{path.relative_to(package.parent)}:{node.lineno}")
     return sorted(dict.fromkeys(found))
+
+
+def _imports_by_call(node) -> bool:
+    """Whether a call is `import_module(...)` / `importlib.import_module(...)` /
+    `__import__(...)` with an argument."""
+    import ast
+
+    f = node.func
+    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) \
+        else ""
+    return name in ("import_module", "__import__") and bool(node.args)
+
+
+def _called_name(arg) -> str:
+    """The module a dynamic import names, as far as the source says: a literal, an
+    f-string's literal start ("." for a relative one: the package's own), else
+    "kernels." (it cannot be told, so it is taken to be the package's own)."""
+    import ast
+
+    if isinstance(arg, ast.JoinedStr) and arg.values:
+        arg = arg.values[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        got = arg.value
+        return "kernels." if got.startswith(".") else got
+    return "kernels."
 
 
 def load(ref: str, repo: str | Path = ".") -> tuple[str, ModuleType]:

@@ -42,6 +42,8 @@ def test_bad_refs_are_clear_errors(kernels_repo, tmp_path):
     d, _, _ = kernels_repo
     with pytest.raises(ValueError, match="no such commit"):
         reference.resolve("no-such-branch", d)
+    with pytest.raises(ValueError, match="names a tree, not a commit"):
+        reference.resolve("HEAD^{tree}", d)   # was "no such commit (a typo, a shallow clone?)"
     with pytest.raises(ValueError, match="is not in a git repository; run gemmgate from"):
         reference.resolve("HEAD", tmp_path)  # not a git repository
     with pytest.raises(ValueError, match="has no kernels/"):
@@ -124,6 +126,40 @@ def test_a_reference_that_imports_its_package_at_call_time_is_refused(kernels_re
                      "    return slow.product(a, b)\n"})
     with pytest.raises(ValueError, match=r"imports its own package at call time "
                                          r"\(kernels/matmul.py:2\)"):
+        reference.load("HEAD", d)
+
+
+@pytest.mark.parametrize("line", [
+    'importlib.import_module("kernels.slow")',
+    'importlib.import_module(".slow", __name__)',
+    'importlib.import_module(f".{name}", __name__)',
+    '__import__("kernels.slow")',
+])
+def test_a_reference_that_imports_its_package_dynamically_at_call_time_is_refused(
+        kernels_repo, tmp_path, line):
+    """importlib.import_module / __import__ inside a function bind this tree's module at
+    call time just as an import statement does, and were let through (a review)."""
+    d = _commit_kernels(kernels_repo, tmp_path, "dyn", {
+        "__init__.py": "from kernels.matmul import matmul\n",
+        "matmul.py": "import importlib\n\ndef matmul(a, b, name='slow', **kw):\n"
+                     f"    return {line}\n"})
+    with pytest.raises(ValueError, match=r"imports its own package at call time "
+                                         r"\(kernels/matmul.py:4\)"):
+        reference.load("HEAD", d)
+
+
+def test_a_reference_with_a_link_out_of_its_tree_is_a_clear_error(kernels_repo, tmp_path):
+    """tarfile's "data" filter refuses an absolute symlink: a traceback (exit 1, which
+    says "regression") where a refusal (exit 2; bisect: a skip) belongs (a review)."""
+    import os
+    import subprocess
+
+    d = _commit_kernels(kernels_repo, tmp_path, "link",
+                        {"__init__.py": "def matmul(a, b, **kw):\n    return a @ b\n"})
+    os.symlink("/etc/hostname", d / "kernels" / "host.txt")
+    subprocess.run(["git", "add", "-A"], cwd=d, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "link"], cwd=d, check=True)
+    with pytest.raises(ValueError, match="cannot be extracted: .*absolute"):
         reference.load("HEAD", d)
 
 
