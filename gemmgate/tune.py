@@ -28,7 +28,7 @@ from gemmgate.execute import run_cases
 from gemmgate.files import write_json_atomic
 from gemmgate.precision import PrecisionMode
 from gemmgate.results import CaseResult
-from gemmgate.shapes import Case
+from gemmgate.shapes import SETS, Case
 from gemmgate.tuning import config_name
 
 
@@ -168,8 +168,6 @@ def holdout_shapes(cases) -> list[str]:
     """The cases whose shape (M, N, K) a holdout set holds: a table in the kernel's folder
     may not tune them (they measure how it carries to shapes it was not tuned on; CI's
     `test_no_committed_entry_is_a_holdout_shape` caught it only after a GPU tune)."""
-    from gemmgate.shapes import SETS
-
     held = {(c.m, c.n, c.k) for name, cs in SETS.items() if name.startswith("holdout")
             for c in cs}
     return list(dict.fromkeys(c.id for c in cases if (c.m, c.n, c.k) in held))
