@@ -252,7 +252,7 @@ def test_copies_kept_by_default_per_call_on_request_and_recorded():
 
 @pytest.mark.parametrize("seconds", [-1.0, float("nan"), 1e10, 5e9, 2.2e9])
 def test_a_case_time_limit_out_of_range_is_refused_as_the_cli_refuses_it(seconds):
-    """RunContext takes what `--case-timeout` takes (gemmgate/cli.py `_seconds`): seconds
+    """RunContext takes what `--case-timeout` takes (gemmgate/cli_args.py `_seconds`): seconds
     >= 0 up to MAX_LIMIT_S (past threading.TIMEOUT_MAX a wait overflows; past a C int the
     case alarm raised OverflowError, exit 1: 5e9 and 2.2e9, a review); 0 is no limit."""
     with pytest.raises(ValueError, match="give seconds >= 0 and up to 1e"):
