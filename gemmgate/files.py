@@ -9,11 +9,13 @@ file in the same directory, fsyncs it and renames it over, so a reader never see
 
 from __future__ import annotations
 
+import csv
 import errno
+import io
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -194,6 +196,18 @@ def _umask() -> int:
 
 def write_json_atomic(path: str | Path, data) -> None:
     write_text_atomic(path, json.dumps(data, indent=1, sort_keys=False, allow_nan=False) + "\n")
+
+
+def write_csv_atomic(path: str | Path, rows: Iterable[dict], columns: Sequence[str],
+                     extra: str = "raise") -> None:
+    """`rows` as CSV (a header of `columns`), whole or not at all (`write_text_atomic`):
+    a kill mid-write keeps the file as it was. `extra`: csv.DictWriter's `extrasaction`
+    for keys outside `columns`."""
+    text = io.StringIO(newline="")
+    w = csv.DictWriter(text, columns, extrasaction=extra)
+    w.writeheader()
+    w.writerows(rows)
+    write_text_atomic(path, text.getvalue())
 
 
 def clear_outputs(*paths: str | Path | None) -> None:

@@ -13,7 +13,6 @@ case): the summaries are what docs/results keeps.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import re
 import subprocess
@@ -26,7 +25,7 @@ from pathlib import Path
 from gemmgate.baseline_provenance import MEASURED_BY, measured
 from gemmgate.baseline_schema import Baseline
 from gemmgate.compare import DEFAULT_FLOOR, is_floor
-from gemmgate.files import read_text, write_text_atomic
+from gemmgate.files import read_text, write_csv_atomic
 from gemmgate.gate import EMPTY, compare_run
 from gemmgate.results import RunRecord, run_file_data
 from gemmgate.starter import starter_env
@@ -153,11 +152,7 @@ def write_csv(path: Path, rows: Sequence[dict], columns: Sequence[str] = COLUMNS
     """`rows` as CSV, whole or not at all: rewritten after every trial, a kill mid-write
     must not cut off the trials before it. `extra`: csv.DictWriter's `extrasaction` for
     keys outside `columns` (checks.csv's rows carry more than it keeps)."""
-    text = io.StringIO(newline="")
-    w = csv.DictWriter(text, columns, extrasaction=extra)
-    w.writeheader()
-    w.writerows(rows)
-    write_text_atomic(path, text.getvalue())
+    write_csv_atomic(path, rows, columns, extra)
 
 
 def read_csv(*paths: Path) -> list[dict]:

@@ -69,11 +69,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import functools
 import gc
 import importlib
-import io
 import json
 import os
 import random
@@ -607,13 +605,9 @@ def main(argv: list[str] | None = None) -> int:
     _print(rows, "call" if args.calls or args.first else "plan",
            not (args.calls or args.first))
     if args.csv:
-        from gemmgate.files import write_text_atomic
+        from gemmgate.files import write_csv_atomic
 
-        text = io.StringIO(newline="")
-        w = csv.DictWriter(text, fieldnames=_FIELDS)
-        w.writeheader()
-        w.writerows(rows)
-        write_text_atomic(args.csv, text.getvalue())
+        write_csv_atomic(args.csv, rows, _FIELDS)
     return 0
 
 

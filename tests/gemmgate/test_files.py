@@ -213,3 +213,21 @@ def test_only_a_name_too_long_is_no_file(monkeypatch, code, named):
         raise OSError(getattr(errno, code), "refused")
     monkeypatch.setattr(pathlib.Path, "exists", refuse)
     assert files.may_exist("locked/shapes") is named
+
+
+def test_a_csv_is_written_whole_with_its_columns(tmp_path):
+    """`write_csv_atomic`: a header of the columns, each row under it; a key outside them
+    raises (by default) before any file is there."""
+    import csv as csv_module
+
+    from gemmgate.files import write_csv_atomic
+
+    path = tmp_path / "t.csv"
+    write_csv_atomic(path, [{"a": 1, "b": "x"}, {"a": 2}], ("a", "b"))
+    with open(path, newline="") as f:
+        assert list(csv_module.DictReader(f)) == [{"a": "1", "b": "x"}, {"a": "2", "b": ""}]
+    with pytest.raises(ValueError):
+        write_csv_atomic(tmp_path / "u.csv", [{"a": 1, "c": 3}], ("a", "b"))
+    assert not (tmp_path / "u.csv").exists()
+    write_csv_atomic(tmp_path / "u.csv", [{"a": 1, "c": 3}], ("a", "b"), extra="ignore")
+    assert (tmp_path / "u.csv").read_text().splitlines() == ["a,b", "1,"]
