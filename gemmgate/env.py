@@ -171,12 +171,6 @@ def environment(chip_id: str, timing: str, device_index: int = 0,
     import torch
     import triton
 
-    # TRITON_INTERPRET as the kernels read it ("false", "off", "no" are off: the record
-    # said True where the run compiled them; a review). Imported here, at a run's record:
-    # every caller enables the CPU's interpreter first (context, worker, parallel), and
-    # kernels must not be imported before that
-    from kernels.dispatch import interpreting
-
     gpu = torch.cuda.is_available() and chip_id != "cpu"
     rec = {
         "chip": chip_id,
@@ -190,7 +184,7 @@ def environment(chip_id: str, timing: str, device_index: int = 0,
         "driver": None,
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "interpreter": interpreting(),
+        "interpreter": _interpreting(triton),
         "commit": _git_commit(),
         "dirty": git_dirty(),
         "host": platform.node(),
@@ -207,6 +201,19 @@ def environment(chip_id: str, timing: str, device_index: int = 0,
         rec["gpus"] = [g for g in (gpu_identity(nvml, i) for i in devices or (device_index,))
                        if g]
     return rec
+
+
+def _interpreting(triton) -> bool:
+    """Whether TRITON_INTERPRET asks for the interpreter, read as Triton (and the kernels:
+    kernels.dispatch.interpreting) read it: "false", "off" and "no" are off, where the
+    record said True and the run compiled its kernels (a review). Not the kernels' own
+    function: the record is made before the Runner imports kernels, and a kernels/ that
+    does not import is the Runner's to say (exit 2, naming it), not a traceback here."""
+    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
+    if runtime is not None and hasattr(runtime, "interpret"):
+        return bool(runtime.interpret)
+    return os.environ.get("TRITON_INTERPRET", "0").lower() not in ("", "0", "false", "off",
+                                                                   "no")
 
 
 def tuning_table(device_name: str, directory: Path | None = None) -> dict | None:
