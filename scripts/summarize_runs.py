@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from gemmgate.files import write_csv_atomic  # noqa: E402
 from gemmgate.results import CaseResult  # noqa: E402
 from gemmgate.stats import median  # noqa: E402
 
@@ -59,6 +60,14 @@ def _accuracy(cases: list[dict]) -> str:
                      for a in sorted(set(got), key=lambda a: (a == "pass", a)))
 
 
+def _tflops(x: float | None) -> str:
+    """A rate as the row keeps it: one decimal at 1 TFLOP/s and up, three significant
+    digits under it (a CPU's 0.004 TFLOP/s had been written 0.0); blank without one."""
+    if not x:
+        return ""
+    return f"{x:.1f}" if x >= 1 else f"{x:.3g}"
+
+
 def rows_of(label: str, paths: list[str]) -> list[dict]:
     by: dict[str, list[dict]] = {}
     abs_: dict[str, list[float | None]] = {}   # each run's A/B of the case (`ab_of`)
@@ -90,7 +99,7 @@ def rows_of(label: str, paths: list[str]) -> list[dict]:
         ratio = _median(c.get("ratio") for c in cs)
         out.append({
             "label": label, "mode": cs[0]["mode"], "case": cid.split("-", 1)[1],
-            "triton_tflops": f"{t:.1f}" if t else "", "vendor_tflops": f"{v:.1f}" if v else "",
+            "triton_tflops": _tflops(t), "vendor_tflops": _tflops(v),
             # every run's (the first run's alone said whether there was one: a first run
             # without a ratio blanked the others', a review)
             "ratio": f"{ratio:.4f}" if ratio else "",
@@ -128,11 +137,13 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError) as e:   # a missing or unreadable run file, not JSON
         print(f"summarize_runs: error: {e}", file=sys.stderr)
         return 2
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="") as f:
-        w = csv.DictWriter(f, FIELDS)
-        w.writeheader()
-        w.writerows(rows)
+    try:   # whole or not at all: the other labels' rows too
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_csv_atomic(out, rows, FIELDS)
+    except OSError as e:
+        print(f"summarize_runs: error: {out} not written ({e}); it is as it was",
+              file=sys.stderr)
+        return 2
     print(f"wrote {out}: {len(rows)} rows")
     return 0
 

@@ -126,3 +126,25 @@ def test_a_label_given_twice_or_a_missing_run_is_refused(sr, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "label a given more than once" in err and "missing.json" in err
     assert not out.exists()
+
+
+def test_a_rate_under_one_tflops_keeps_its_digits(sr, tmp_path):
+    """A CPU's rates (0.004 TFLOP/s) had been written 0.0, which read as nothing ran."""
+    out = tmp_path / "cases.csv"
+    assert sr.main([str(out), f"a={_run(tmp_path / 'a.json', 2.0, rounds=(125.0,) * 6)}"]) == 0
+    row = next(csv.DictReader(out.read_text().splitlines()))
+    assert (row["triton_tflops"], row["vendor_tflops"]) == ("0.004", "0.25")
+    assert sr._tflops(666.04) == "666.0" and sr._tflops(None) == "" and sr._tflops(0.0) == ""
+
+
+def test_a_failed_write_keeps_the_other_labels_rows(sr, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "cases.csv"
+    assert sr.main([str(out), f"a={_run(tmp_path / 'a.json', 2.0)}"]) == 0
+    before = out.read_text()
+
+    def boom(path, text):
+        raise OSError("disk full")
+    monkeypatch.setattr("gemmgate.files.write_text_atomic", boom)
+    assert sr.main([str(out), f"b={_run(tmp_path / 'b.json', 1.5)}"]) == 2
+    assert out.read_text() == before
+    assert "disk full" in capsys.readouterr().err
