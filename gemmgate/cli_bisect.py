@@ -54,7 +54,7 @@ from gemmgate.context import (
 )
 from gemmgate.deadline import cli_limit
 from gemmgate.files import clear_outputs, read_text, write_json_atomic
-from gemmgate.gate import ab_tolerance
+from gemmgate.gate_levels import ab_tolerance
 from gemmgate.reference import common_ancestor, kernels_alike, resolve
 from gemmgate.run import environment_of
 from gemmgate.stop_signal import stopped_by

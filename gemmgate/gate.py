@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from gemmgate.accuracy import PASS
-from gemmgate.baseline_noise import behind, machine_of
+from gemmgate.baseline_noise import machine_of
 from gemmgate.baselines import Baseline, BaselineCase
 from gemmgate.compare import (
     INCONCLUSIVE,
@@ -46,16 +46,21 @@ from gemmgate.compare import (
     band,
     drift_note,
     judge,
-    noise_factor,
-    tolerance,
 )
 from gemmgate.context import RunContext
 from gemmgate.execute import run_cases
+from gemmgate.gate_levels import (
+    ADVISORY,
+    MACHINE,
+    PROCESS,
+    ab_tolerance,
+    stored_level,
+    stored_tolerance,
+)
 from gemmgate.precision import get_mode
 from gemmgate.results import REFERENCE, UNSUPPORTED, CaseResult
 from gemmgate.tuning import config_name
 
-PROCESS, MACHINE, ADVISORY = "process", "machine", "advisory"
 # An empty output (M or N is 0): accuracy is checked, speed is not judged (both sides time a
 # call that computes nothing, and no ratio is kept: results.CaseResult.paired). Its own
 # verdict, neither a change nor "inconclusive", keeps it out of a PR comment's changes.
@@ -96,66 +101,26 @@ class GateResult:
         return any(v.verdict in (REGRESSED, "failed") for v in self.verdicts)
 
 
-def stored_level(base: BaselineCase, machine: str) -> str:
-    """Which noise level judges this case against the stored baseline."""
-    if machine in base.noise.machines:
-        return PROCESS
-    # a case with no stored ratio (the vendor unsupported) is judged on Triton's TFLOP/s:
-    # its machine-level figure is that one's (it was "advisory", "machine noise
-    # unmeasured", on a merge of three machines, and a 2x slowdown passed; a review)
-    held = base.noise.machine if base.ratio is not None else base.noise.tflops_machine
-    return MACHINE if held is not None else ADVISORY
-
-
-def ab_tolerance(base: BaselineCase | None, floor: float) -> float:
-    """The tolerance of a case's A/B figure (this kernel against the reference commit's,
-    vs 1): its stored A/B noise scaled for the runs behind it, at least `floor`; the floor
-    alone without a baseline case or A/B noise. `check --ab-ref` and `bisect` both."""
-    if base is None:
-        return tolerance(None, floor)
-    noise = base.noise
-    factor = noise_factor(behind(noise, "ab"), about_one=True)
-    return tolerance(noise.ab, floor, factor)
-
-
 def judge_case(result: CaseResult, base: BaselineCase, floor: float,
                machine: str = "") -> CaseVerdict:
     if not result.gate_passed:  # extra providers (--providers) never decide a verdict
         return CaseVerdict(result.key, "failed", None, None, "accuracy failure")
     if result.empty_output:
         return CaseVerdict(result.key, EMPTY, None, None, EMPTY_NOTE)
-    noise = base.noise
     level = stored_level(base, machine)
     base_ratio, base_tf = base.ratio, base.providers["triton"].tflops
-    if level == MACHINE:
-        ratio_noise, tf_noise = noise.machine, noise.tflops_machine
-        ratio_level = tf_level = MACHINE
-    else:  # process level: against this machine's own calibration runs
+    if level != MACHINE:   # process level: against this machine's own calibration runs
         base_ratio, base_tf = base.ratio_on(machine), base.tflops_on(machine)
-        # with one run per machine, only the pooled spread is known
-        ratio_level = PROCESS if noise.ratio is not None else MACHINE
-        tf_level = PROCESS if noise.tflops is not None else MACHINE
-        ratio_noise = noise.ratio if noise.ratio is not None else noise.machine
-        tf_noise = noise.tflops if noise.tflops is not None else noise.tflops_machine
-    # each tolerance scaled for the runs its noise figure came from (`noise_factor`)
-    ratio_runs = behind(noise, "ratio" if ratio_level == PROCESS else "machine")
-    tf_runs = behind(noise, "tflops" if tf_level == PROCESS else "tflops_machine")
-    # the figure compared with may be one run alone (after `baseline update`, or a
-    # machine's one run of a merge): its spread's factor then passed twice the false
-    # alarms it is set for (a review), at the machine level too, where an update's one run
-    # replaced the machines' pooled median (5 machines of one run: 2.4% of A/A checks
-    # regressed, 1.1% with the one-run factor; Monte Carlo, session 79)
-    ratio_factor = noise_factor(ratio_runs, one_run=base.runs_on(machine) == 1)
-    tf_factor = noise_factor(tf_runs, one_run=base.runs_on(machine, "tflops") == 1)
+    ratio_t = stored_tolerance(base, level, machine, floor)
+    tf_t = stored_tolerance(base, level, machine, floor, "tflops")
     ratio_j = None
     if base_ratio and result.ratio_samples:
-        ratio_j = judge(result.ratio_samples, base_ratio,
-                        tolerance(ratio_noise, floor, ratio_factor))
+        ratio_j = judge(result.ratio_samples, base_ratio, ratio_t.tolerance)
     tf_j = None
     tf_samples = [result.case.flops / (ms * 1e-3) / 1e12 for ms in result.round_ms("triton")
                   if ms > 0]
     if base_tf and tf_samples and result.case.flops:
-        tf_j = judge(tf_samples, base_tf, tolerance(tf_noise, 2 * floor, tf_factor))
+        tf_j = judge(tf_samples, base_tf, tf_t.tolerance)
     ref = result.providers.get(REFERENCE)   # a reference that failed accuracy is no
     # yardstick: a wrong, fast one made a fix "regressed" (exit 1; bisect calls the same
     # case failed; a review). Its note says so; the stored judgement decides.
@@ -166,8 +131,8 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
                       ab_j.verdict if ab_j else None)
     if stored is None and ab_j is None:   # no figure on either side to compare
         verdict = INCONCLUSIVE
-    runs, factor, of = (ratio_runs, ratio_factor, ratio_level) if ratio_j is not None \
-        else (tf_runs, tf_factor, tf_level)
+    used = ratio_t if ratio_j is not None else tf_t
+    runs, factor, of = used.runs, used.factor, used.level
     notes = [f"stored: {level}-level {band(stored.tolerance)}" + (
                  f" ({runs} {'machines' if of == MACHINE else 'runs'}: x{factor:g} the "
                  "spread in log space)" if factor != NOISE_FACTOR else "")   # ("x5.55 the
@@ -175,7 +140,7 @@ def judge_case(result: CaseResult, base: BaselineCase, floor: float,
              if stored else "not judged: no speed ratio or Triton TFLOP/s on both sides",
              "noise unmeasured: the floor (`baseline calibrate` measures it)"
              if stored and level == PROCESS
-             and (ratio_noise if ratio_j is not None else tf_noise) is None else "",
+             and used.noise is None else "",
              "no ratio: judged on TFLOP/s" if ratio_j is None and tf_j else "",
              "stored judgement advisory: this GPU/machine is not in the calibration and "
              "machine noise is unmeasured (gemmgate baseline merge)" if level == ADVISORY and stored

@@ -16,7 +16,8 @@ from gemmgate.compare import (
     slower_bound,
     within,
 )
-from gemmgate.gate import ADVISORY, EMPTY, CaseVerdict, GateResult, join_notes
+from gemmgate.gate import EMPTY, CaseVerdict, GateResult, join_notes
+from gemmgate.gate_levels import ADVISORY
 from gemmgate.markdown import md_cell, md_row
 from gemmgate.results import CaseResult
 

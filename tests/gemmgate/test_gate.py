@@ -11,7 +11,8 @@ import pytest
 from gemmgate import baselines
 from gemmgate.baseline_schema import from_json
 from gemmgate.compare import DEFAULT_FLOOR, NOISE_FACTOR, aa_noise, scaled
-from gemmgate.gate import compare_run, judge_case, stored_level
+from gemmgate.gate import compare_run, judge_case
+from gemmgate.gate_levels import stored_level
 from gemmgate.gate_text import GATE_HEAD, annotations, comment, markdown
 from gemmgate.results import CaseResult, ProviderResult
 from gemmgate.shapes import Case
