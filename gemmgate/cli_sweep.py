@@ -58,8 +58,8 @@ def print_sweep(result: sweep.Sweep, console: Console) -> None:
     console.print(line, highlight=False)
 
 
-def plot_sweep(result: sweep.Sweep, path: str) -> None:
-    """The sweep's figure as a PNG, written atomically (a temp file beside it, renamed)."""
+def sweep_png(result: sweep.Sweep) -> bytes:
+    """The sweep's figure as PNG bytes."""
     from gemmgate import plots  # matplotlib: only with --plot
 
     s = result.spec
@@ -68,9 +68,7 @@ def plot_sweep(result: sweep.Sweep, path: str) -> None:
                             f"{s.chip} {s.mode.name} {s.case.id}")
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=plots.DPI, metadata={"Software": None})
-    # as --csv and --json: through a symbolic link to its target (a link was replaced by
-    # a file and its target deleted, a review), an OSError naming the file
-    write_bytes_atomic(path, png.getvalue())
+    return png.getvalue()
 
 
 def sweep_command(args, console: Console, err: Console) -> int:
@@ -95,14 +93,28 @@ def sweep_command(args, console: Console, err: Console) -> int:
 
         result = sweep.run_sweep(spec, on_point=tick)
     print_sweep(result, console)
+    # the figure drawn before any file is written: a stop while matplotlib imports and
+    # draws (most of a second) left --csv and --json without --plot, exit 130 or 143,
+    # where a stopped sweep keeps none (a review). A figure that cannot be drawn still
+    # leaves the data written, then is the error it was.
+    png, not_drawn = None, None
+    if args.plot:
+        try:
+            png = sweep_png(result)
+        except Exception as e:  # noqa: BLE001 - raised once the data is written
+            not_drawn = e
     if args.csv:
         write_text_atomic(args.csv, result.csv_text())
         err.print(f"wrote {escape(args.csv)}")
     if args.json:
         write_json_atomic(args.json, result.to_json())
         err.print(f"wrote {escape(args.json)}")
-    if args.plot:
-        plot_sweep(result, args.plot)
+    if not_drawn is not None:
+        raise not_drawn
+    if png is not None:
+        # as --csv and --json: through a symbolic link to its target (a link was replaced
+        # by a file and its target deleted, a review), an OSError naming the file
+        write_bytes_atomic(args.plot, png)
         err.print(f"wrote {escape(args.plot)}")
     if all(p.status == sweep.FAILED for p in result.points):
         err.print(f"[red]every value of {spec.param} failed[/]")

@@ -379,3 +379,30 @@ def test_a_warp_specialized_tile_the_kernel_does_not_take_says_what_ran():
     p = sweep.point_of("num_warps", 8, _forced_result(
         "bf16", TileConfig(128, 192, 64, 8, 4, 8, "tma_ws")), "cuda")
     assert p.status == sweep.OK and p.message == ""
+
+
+def test_a_stop_while_the_figure_is_drawn_leaves_no_output(tmp_path, monkeypatch):
+    """The figure was drawn (matplotlib imported, most of a second) after --csv and --json
+    were written: a SIGTERM then (exit 143, a reproduction) left them without --plot,
+    where a stopped sweep keeps none. A figure that cannot be drawn still leaves the
+    data."""
+    import kernels
+    from gemmgate import plots
+
+    monkeypatch.setattr(kernels, "matmul", _asking([]))
+    paths = [tmp_path / "s.csv", tmp_path / "s.json", tmp_path / "s.png"]
+    outs = ["--csv", str(paths[0]), "--json", str(paths[1]), "--plot", str(paths[2])]
+
+    def stopped(*a, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(plots, "sweep_curve", stopped)
+    assert main(["sweep", "--param", "block_m", "--values", "32", *CASE, *outs]) == 130
+    assert not any(p.exists() for p in paths)
+
+    def broken(*a, **kw):
+        raise ValueError("cannot draw")
+
+    monkeypatch.setattr(plots, "sweep_curve", broken)
+    assert main(["sweep", "--param", "block_m", "--values", "32", *CASE, *outs]) == 2
+    assert paths[0].exists() and paths[1].exists() and not paths[2].exists()
