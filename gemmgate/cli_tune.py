@@ -17,7 +17,7 @@ from gemmgate.context import MeasurementError
 from gemmgate.files import clear_outputs, write_json_atomic
 from gemmgate.precision import get_mode
 from gemmgate.results import CaseResult, RunRecord
-from gemmgate.run import environment_of
+from gemmgate.run import environment_of, own_kernels
 from gemmgate.tune import (
     KeyWriter,
     claimed_elsewhere,
@@ -54,6 +54,8 @@ def tune_command(args, console, err) -> int:
         raise ValueError("--stale retunes the table's stale entries, their own modes and "
                          "shapes: leave out --shapes and --modes")
     ctx = context_from_args(args)
+    own_kernels()   # (table_path imports kernels: a syntax error there was a traceback,
+    # exit 1, the regression code, where `run` says so with exit 2; a review)
     table = args.table if args.table is not None else str(table_path(ctx.chip.id))
     held = holdout_shapes(c for _, c in ctx.items) if in_kernel_folder(Path(table)) else []
     if held:
