@@ -14,6 +14,7 @@ from rich.table import Table
 from gemmgate.cli_outputs import TABLE_OUTPUT, check_outputs, shapes_file
 from gemmgate.cli_run import context_from_args, keep_partial, keeps_partial, progress_bar
 from gemmgate.context import MeasurementError
+from gemmgate.execute import preflight
 from gemmgate.files import clear_outputs, write_json_atomic
 from gemmgate.precision import get_mode
 from gemmgate.results import CaseResult, RunRecord
@@ -34,6 +35,7 @@ from gemmgate.tune import (
     table_for,
     table_path,
     tune,
+    tune_context,
     write_table,
 )
 from gemmgate.tuning import KEEP_MARGIN, config_name
@@ -116,6 +118,10 @@ def tune_command(args, console, err) -> int:
     first = tune_first(path, lent_entries)
     if first:
         ctx = replace(ctx, tuning=replace(ctx.tuning, first=first))
+    # an unusable tuning cache (the search saves each key there) is exit 2 before the
+    # --json is cleared: found in the Runner's start, it had removed an earlier run's
+    # file for a tune that measured nothing (a review)
+    preflight(tune_context(ctx, args.budget_per_key))
     written = KeyWriter(path, ctx.chip.id, tuple(ctx.chip.match), environment_of(ctx))
     clear_outputs(args.json)   # a tune stopped part way left an earlier run's file there,
     done: list[CaseResult] = []   # looking like its own (a review): its keys go in instead

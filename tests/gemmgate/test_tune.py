@@ -587,3 +587,19 @@ def test_a_kernels_package_that_does_not_import_is_exit_2_naming_it(tmp_path):
     assert r.returncode == 2, r.stderr[-2000:]
     assert "kernels/ cannot be imported: SyntaxError" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_an_unusable_tuning_cache_leaves_an_earlier_json_as_it_was(not_cpu, tmp_path,
+                                                                   monkeypatch, capsys):
+    """Bad input is exit 2 with the --json untouched, as `run` leaves it (its preflight):
+    tune cleared the --json, then its Runner found the tuning cache unusable (a review)."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "cpu.json").write_text("{broken")
+    monkeypatch.setenv("GEMMGATE_TUNING_DIR", str(cache))
+    out = tmp_path / "tune.json"
+    out.write_text(json.dumps({"old": "an earlier run"}))
+    assert main(["tune", "--shapes", "16x16x16", "--modes", "fp32", "--table",
+                 str(tmp_path / "cpu.json"), "--json", str(out)]) == 2
+    assert "tuning cache" in capsys.readouterr().err
+    assert json.loads(out.read_text()) == {"old": "an earlier run"}
