@@ -209,8 +209,6 @@ def provider_files(args) -> list[tuple[str, str]]:
     """(file, option) of each `module:function` provider's module, an input an output
     must not name: `--json prov.py` wrote the run over the provider's source (a review).
     Where the module is not found here, nothing: its import is the error then."""
-    import importlib.util
-
     out = []
     for name in (getattr(args, "providers", None) or "").split(","):
         module = name.strip().partition(":")[0]
@@ -218,13 +216,38 @@ def provider_files(args) -> list[tuple[str, str]]:
             continue
         if os.getcwd() not in sys.path:   # as load_function finds it
             sys.path.append(os.getcwd())
-        try:
-            spec = importlib.util.find_spec(module)
-        except (ImportError, ValueError):
-            continue
-        if spec is not None and spec.origin and Path(spec.origin).is_file():
-            out.append((spec.origin, f"--providers {name.strip()}"))
+        origin = _module_file(module)
+        if origin is not None:
+            out.append((origin, f"--providers {name.strip()}"))
     return out
+
+
+def _module_file(module: str) -> str | None:
+    """The file `module` would be imported from, found without running any module:
+    importlib.util.find_spec imports a dotted name's parent packages, so a `pkg.mod:fn`
+    provider's package ran here, before the context: one that raised was a traceback
+    (exit 1), one that exited set the exit code, one that imported `kernels` did so
+    before the CPU's interpreter was on (Triton then failed accuracy; a review). None
+    where it cannot be told; its import is then load_function's to report."""
+    path, spec = None, getattr(sys.modules.get(module), "__spec__", None)
+    try:
+        parts = module.split(".") if spec is None else []
+        for i in range(len(parts)):
+            name = ".".join(parts[:i + 1])
+            loaded = sys.modules.get(name)
+            spec = getattr(loaded, "__spec__", None) if loaded is not None else None
+            if spec is None:
+                spec = next((s for f in sys.meta_path if hasattr(f, "find_spec")
+                             if (s := f.find_spec(name, path)) is not None), None)
+            if spec is None:
+                return None
+            path = spec.submodule_search_locations
+            if path is None and name != module:   # a module, not a package, as a parent
+                return None
+    except Exception:  # noqa: BLE001 - a finder's own error: the import's to say
+        return None
+    origin = spec.origin if spec is not None else None
+    return origin if origin and Path(origin).is_file() else None
 
 
 def _check_pins(path: str, base) -> None:

@@ -459,6 +459,38 @@ def test_json_over_a_custom_providers_source_is_refused(tmp_path, monkeypatch, c
     assert "--pin-tiles d: a directory, not a baseline file" in capsys.readouterr().err
 
 
+def test_a_dotted_providers_package_is_not_run_by_the_output_check(tmp_path, monkeypatch,
+                                                                     capsys):
+    """The output check (`provider_files`) found a `pkg.mod:fn` provider's file with
+    importlib.util.find_spec, which imports `pkg`: its __init__ ran there, before the
+    context. One that raised was a traceback, exit 1 (`pkg:fn` was exit 2 with a message),
+    one that exited set the exit code (4); one that imported `kernels` did so before the
+    CPU's interpreter was on, and Triton failed accuracy, exit 1 (a review)."""
+    from argparse import Namespace
+
+    from gemmgate.cli_run import provider_files
+
+    for pkg, init in (("pkg_s81_raises", "raise RuntimeError('pkg init broken')\n"),
+                      ("pkg_s81_exits", "import sys\nsys.exit(4)\n"),
+                      ("pkg_s81_runs", "import os\nos.environ['PKG_S81_RAN'] = '1'\n")):
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text(init)
+        (tmp_path / pkg / "sub.py").write_text(
+            "def fn(a, b, *, precision=None, out=None):\n    return a @ b\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PKG_S81_RAN", raising=False)
+    found = provider_files(Namespace(providers="triton,vendor,pkg_s81_runs.sub:fn"))
+    assert [Path(f).resolve() for f, _ in found] == \
+        [(tmp_path / "pkg_s81_runs" / "sub.py").resolve()]
+    assert "PKG_S81_RAN" not in os.environ and "pkg_s81_runs" not in sys.modules
+    for pkg, said in (("pkg_s81_raises", "RuntimeError: pkg init broken"),
+                      ("pkg_s81_exits", "SystemExit: 4")):
+        assert main(["run", "--chip", "cpu", "--modes", "fp32", "--shapes", "16x16x16",
+                     "--providers", f"triton,vendor,{pkg}.sub:fn"]) == 2
+        assert f"--providers {pkg}.sub:fn: cannot import it ({said})" in \
+            capsys.readouterr().err.replace("\n", "")
+
+
 @pytest.mark.parametrize("command, at", [
     (["run"], "gemmgate.cli_run.context_from_args"),
     (["run"], "gemmgate.cli_run.check_outputs"),   # before the path is checked
