@@ -279,7 +279,11 @@ def load(ref: str, repo: str | Path = ".") -> tuple[str, ModuleType]:
                              "measured as it was")
         try:
             pkg = _import_isolated(root, f"gemmgate_ref_{sha[:12]}")
-        except Exception as e:   # whatever its import raises (a NameError at module level)
+        except KeyboardInterrupt:   # (a stop: 130)
+            raise
+        except BaseException as e:   # whatever its import raises (a NameError at module
+            # level; a sys.exit(0) there ended `check --ab-ref` with exit 0, no verdict and
+            # no --json: a review)
             raise ValueError(f"kernels/ at {sha[:12]} does not import: "
                              f"{type(e).__name__}: {e}") from None
         if Path(pkg.__file__ or "").resolve().parent != (root / "kernels").resolve():

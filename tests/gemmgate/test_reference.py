@@ -115,6 +115,17 @@ def test_a_reference_whose_import_raises_anything_is_a_clear_error(kernels_repo,
         reference.load("HEAD", d)
 
 
+def test_a_reference_whose_import_exits_is_a_clear_error(kernels_repo, tmp_path):
+    """A sys.exit(0) at its import ended `check --ab-ref` with exit 0 (passed), no verdict
+    and no --json (a review, on the CPU); any exit the same."""
+    d = _commit_kernels(kernels_repo, tmp_path, "exits",
+                        {"__init__.py": "import sys\nsys.exit(0)\n"})
+    current = sys.modules["kernels"]
+    with pytest.raises(ValueError, match="does not import: SystemExit: 0"):
+        reference.load("HEAD", d)
+    assert sys.modules["kernels"] is current
+
+
 def test_a_reference_that_imports_its_package_at_call_time_is_refused(kernels_repo,
                                                                      tmp_path):
     """`from kernels import slow` inside a function ran this tree's module when called:
