@@ -851,3 +851,21 @@ def test_a_product_past_the_output_types_range_is_not_an_accuracy_failure(monkey
     with pytest.raises(MeasurementError, match="fp16 m16-n16-k256: the product reaches "
                                                ".* past fp16's output type"):
         Runner(ctx).run_case(MODES["fp16"], Case(16, 16, 256))
+
+
+@pytest.mark.parametrize("init, said", [("import sys\nsys.exit(0)\n", "SystemExit: 0"),
+                                         ("raise SystemExit(4)\n", "SystemExit: 4")])
+def test_a_kernels_package_whose_import_exits_is_a_value_error(init, said, tmp_path,
+                                                               monkeypatch):
+    """own_kernels caught Exception only: a PR whose kernels/ import calls sys.exit(0)
+    ended `check` with exit 0 (passed), no verdict and no --json (a review, on the CPU)."""
+    import sys
+
+    from gemmgate.run import own_kernels
+
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "__init__.py").write_text(init)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "kernels", raising=False)
+    with pytest.raises(ValueError, match=f"kernels/ cannot be imported: {said}"):
+        own_kernels()
