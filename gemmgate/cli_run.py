@@ -26,7 +26,7 @@ from gemmgate.files import write_json_atomic
 from gemmgate.reference import resolve
 from gemmgate.report import print_tables
 from gemmgate.results import CaseResult, RunRecord, failures, holds_a_run
-from gemmgate.run import environment_of
+from gemmgate.run import environment_of, own_kernels
 from gemmgate.shapes import Case
 from gemmgate.stop_signal import stopped_by
 
@@ -254,7 +254,10 @@ def _check_pins(path: str, base) -> None:
     """ValueError naming the case where a pinned tile is not one the kernel's tile class
     makes (a field it lacks, a block of 48, a "32"): the pin was dropped and the kernel's
     own tile ran in its place, exit 0, said only by the run file's tuning source (a
-    review). Checked before any work."""
+    review). Checked before any work. A kernels/ that does not import is own_kernels'
+    ValueError (exit 2), as without --pin-tiles (imported bare here: a traceback, exit 1,
+    the regression code; a review)."""
+    own_kernels()
     from kernels.tile import TileConfig
 
     for key, c in base.cases.items():

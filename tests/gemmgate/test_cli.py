@@ -459,6 +459,22 @@ def test_json_over_a_custom_providers_source_is_refused(tmp_path, monkeypatch, c
     assert "--pin-tiles d: a directory, not a baseline file" in capsys.readouterr().err
 
 
+def test_pin_tiles_with_a_kernels_package_that_does_not_import_is_exit_2(tmp_path,
+                                                                          monkeypatch,
+                                                                          capsys):
+    """`run --pin-tiles` imported kernels.tile bare to check the pins: a kernels/ with a
+    syntax error was a traceback, exit 1 (the regression code), where without
+    --pin-tiles it is exit 2 naming it (a review)."""
+    pins = Path(__file__).resolve().parents[2] / "baselines" / "cpu.json"
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "__init__.py").write_text("def matmul(a, b:\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "kernels", raising=False)
+    assert main(["run", "--chip", "cpu", "--modes", "fp32", "--shapes", "16x16x16",
+                 "--pin-tiles", str(pins)]) == 2
+    assert "kernels/ cannot be imported: SyntaxError" in capsys.readouterr().err
+
+
 def test_a_dotted_providers_package_is_not_run_by_the_output_check(tmp_path, monkeypatch,
                                                                      capsys):
     """The output check (`provider_files`) found a `pkg.mod:fn` provider's file with
