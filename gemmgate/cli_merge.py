@@ -71,11 +71,9 @@ def warn_wide(err, base) -> None:
     machines' 1% spread is -38%/+62% at x48.2 on a third GPU (a review)."""
     wide: dict[str, list[str]] = {"ratio": [], "machine": []}
     for key, c in base.cases.items():
-        for figure, level in ((c.noise.ratio, "ratio"), (c.noise.machine, "machine")):
-            if figure is not None:
-                tol = _widest(c, level)
-                if tol > WIDE:   # (the band the gate prints: "+-54%" was -35%/+54%)
-                    wide[level].append(f"{key} ({band(tol)})")
+        for level, tol in _widest(c).items():
+            if tol > WIDE:   # (the band the gate prints: "+-54%" was -35%/+54%)
+                wide[level].append(f"{key} ({band(tol)})")
     advice = {"ratio": ("", "calibrate them again on a quiet machine, with more runs"),
               "machine": (" at machine level (a check on another GPU without --ab-ref)",
                           "merge calibrations of three or more machines, or check with "
@@ -92,17 +90,31 @@ def warn_wide(err, base) -> None:
 _OUTSIDE = "\0another machine"
 
 
-def _widest(c, level: str) -> float:
-    """The widest tolerance the gate (`gate.stored_tolerance`, at the floor's default)
-    gives `c`'s stored ratio at `level`: "ratio" on the calibration's machines (its
-    widest: a machine of one run compares one run's figure, scaled by
-    `compare.ONE_RUN_FACTOR`: after `baseline update`, a 13% spread of 5 runs was +56% at
-    the gate, x3.21, and unwarned here at +42%, x2.5; a review), "machine" on another
-    GPU. Asked of the gate, so the warning cannot drift from the verdict."""
-    if level == "machine":
-        return stored_tolerance(c, MACHINE, _OUTSIDE, DEFAULT_FLOOR).tolerance
-    machines = set(c.noise.run_machines) or {_OUTSIDE}
-    return max(stored_tolerance(c, PROCESS, m, DEFAULT_FLOOR).tolerance for m in machines)
+def _widest(c) -> dict[str, float]:
+    """Per level ("ratio": a check on a machine of the calibration; "machine": on another
+    GPU), the widest tolerance the gate gives (`gate_levels.stored_tolerance`, at the
+    floor's default) the figure that decides `c`'s stored judgement there: its speed
+    ratio, or Triton's TFLOP/s where no ratio is stored (twice the floor; it had not been
+    looked at: a 30% spread was -59%/+144% at the gate, unwarned; a review). Asked of the
+    gate, so the warning cannot drift from the verdict:
+    - on a machine of the calibration a machine of one run compares that run's figure
+      (`compare.ONE_RUN_FACTOR`: after `baseline update`, a 13% spread of 5 runs was +56%
+      at the gate, x3.21, and unwarned here at +42%, x2.5), and with no process figure
+      (every machine gave one run) the machine level's spread judges there (three
+      machines of one run, 6.5% apart: -36.6%/+57.7% on each, x6.78, where the warning
+      took the machine level's x5.55 alone and said nothing; a review);
+    - on another GPU, the pooled runs' machine-level figure."""
+    n = c.noise
+    figure = "ratio" if c.ratio is not None else "tflops"
+    own, pooled = (n.ratio, n.machine) if figure == "ratio" else (n.tflops, n.tflops_machine)
+    out: dict[str, float] = {}
+    if (own is not None or pooled is not None) and n.machines:
+        out["ratio"] = max(stored_tolerance(c, PROCESS, m, DEFAULT_FLOOR, figure).tolerance
+                           for m in n.machines)
+    if pooled is not None:
+        out["machine"] = stored_tolerance(c, MACHINE, _OUTSIDE, DEFAULT_FLOOR,
+                                          figure).tolerance
+    return out
 
 
 def merge_command(args, console, err) -> int:

@@ -1325,3 +1325,55 @@ def test_the_wide_warning_scales_one_run_s_figure_as_the_gate_does():
     buf = io.StringIO()   # its 5 runs listed: x2.5, +41.6%, not named
     warn_wide(Console(file=buf, width=400), from_json(baseline(**{A.id: bc})))
     assert buf.getvalue() == ""
+
+
+def test_the_wide_warning_sees_the_machine_figure_a_calibration_machine_is_judged_by():
+    """A merge of three machines' one run each, 6.5% apart, stores no process figure: on
+    each of those machines the gate judges at process level with the machine figure,
+    compared with that machine's one run (x6.78: -36.6%/+57.7%), while the warning took
+    the machine level's x5.55 (+45.2%) alone and said nothing (a review)."""
+    import io
+
+    from rich.console import Console
+
+    from gemmgate.baseline_noise import level_noise
+    from gemmgate.baseline_schema import from_json
+    from gemmgate.cli_merge import warn_wide
+    from tests.gemmgate.gate_cases import HOST, A, base_case, baseline, one_verdict, result
+
+    runs, hosts = [0.9, 0.9 * 0.935, 0.9 * 1.01], [HOST, "h2", "h3"]
+    bc = base_case(A, machines=tuple(hosts))
+    bc["noise"].update(ratio_runs=runs, runs=3, machine=level_noise(runs, hosts)[1])
+    data = baseline(**{A.id: bc})
+    v = one_verdict([result(A)], data)[1]
+    assert v.level == "process" and v.ratio.tolerance > 0.5
+    other = one_verdict([result(A)], data, env={"host": "h4"})[1]
+    assert other.level == "machine" and other.ratio.tolerance < 0.5
+    buf = io.StringIO()
+    warn_wide(Console(file=buf, width=400), from_json(data))
+    out = buf.getvalue()
+    assert f"{v.key} ({band(v.ratio.tolerance)})" in out
+    assert "at machine level" not in out and out.count("warning:") == 1
+
+
+def test_the_wide_warning_looks_at_triton_s_tflops_where_no_ratio_is_stored():
+    """A case with no speed ratio (the vendor unsupported) is judged on Triton's TFLOP/s
+    at twice the floor: its 30% spread of 5 runs is -59%/+144% at the gate, and the
+    warning, which read the ratio's figures alone, said nothing (a review)."""
+    import io
+
+    from rich.console import Console
+
+    from gemmgate.baseline_schema import from_json
+    from gemmgate.cli_merge import warn_wide
+    from tests.gemmgate.gate_cases import HOST, A, base_case, baseline, one_verdict, result
+
+    bc = base_case(A, ratio=None, noise_tflops=0.3)
+    tf = bc["providers"]["triton"]["tflops"]
+    bc["noise"].update(tflops_runs=[tf] * 5, tflops_machines=[HOST] * 5)
+    data = baseline(**{A.id: bc})
+    v = one_verdict([result(A)], data)[1]
+    assert v.level == "process" and v.ratio is None and v.tflops.tolerance > 0.5
+    buf = io.StringIO()
+    warn_wide(Console(file=buf, width=400), from_json(data))
+    assert f"{v.key} ({band(v.tflops.tolerance)})" in buf.getvalue()
