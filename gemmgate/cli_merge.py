@@ -189,6 +189,11 @@ def _merge_inputs(inputs: list[str], notes: list[str] | None = None
             mark = "run " + hashlib.sha256(Path(p).read_bytes()).hexdigest()
         else:
             parts.append(baselines.load(p))
+            if not parts[-1].cases:   # (as a run with none: merged, two such wrote a
+                # baseline of 0 cases, exit 0, and one beside a calibration counted its
+                # runs in the provenance, 5 runs where 3 were behind the cases; a review)
+                raise ValueError(f"{p}: the baseline holds no cases, so it cannot calibrate "
+                                 "a baseline")
             names.append(p)
             mark = calibration_mark(parts[-1])
         if mark in seen:

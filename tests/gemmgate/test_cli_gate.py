@@ -801,7 +801,7 @@ def test_m_merge_onto_one_of_its_inputs(work, base_file, capsys):
 
 
 @pytest.mark.parametrize("what", ["one-input", "other-chip", "other-chip-timed-otherwise",
-                                  "missing-input", "corrupt-input",
+                                  "missing-input", "corrupt-input", "empty-input",
                                   "output-under-a-file", "output-is-a-directory",
                                   "output-of-another-chip", "output-corrupt",
                                   "other-block", "unrecorded-block", "per-call-run",
@@ -827,6 +827,11 @@ def test_m_merge_input_errors_exit_2_and_write_nothing(work, base_file, capsys, 
     elif what == "corrupt-input":
         b.write_text("{")
         msg = "corrupt"
+    elif what == "empty-input":   # two such wrote a baseline of 0 cases, exit 0; one beside
+        data = json.loads(b.read_text())   # a calibration counted its runs (a review)
+        data["cases"] = {}
+        b.write_text(json.dumps(data))
+        msg = f"{b}: the baseline holds no cases"
     elif what == "output-under-a-file":
         (work / "afile").write_text("x")
         out, msg = work / "afile" / "out.json", "cannot write --output (the baseline file)"
