@@ -216,6 +216,15 @@ def _tile(c: BaselineCase) -> dict | None:
     return c.tuning.get("config") if c.tuning else None
 
 
+def _figure_runs(c: BaselineCase) -> int:
+    """The runs a case's provider figures are the median of, to weigh its part by in a
+    merge: the runs it lists (ratio_runs, tflops_runs), else, in a file listing none, its
+    run count. Not `noise.runs` first: after `baseline update` that is the calibration's
+    whose noise was kept, and an update's one run of a 5-run calibration outweighed a
+    3-run calibration's vendor time, 5 to 3 (a review)."""
+    return max(len(c.noise.ratio_runs), len(c.noise.tflops_runs)) or max(1, c.noise.runs)
+
+
 def other_tiles(parts: Sequence[Baseline]) -> dict[str, list[int]]:
     """Per case, the parts (indices) that ran it on another tile than the first part
     that has the case with a recorded tile: a kernel change between calibrations, not
@@ -269,7 +278,7 @@ def combine(parts: Sequence[Baseline]) -> Baseline:
         for name in cs[0].providers:
             held = [c for c in cs if name in c.providers]
             ps = [c.providers[name] for c in held]
-            weights = [max(1, c.noise.runs) for c in held]
+            weights = [_figure_runs(c) for c in held]
             pooled = name == "triton" and all(c.noise.tflops_runs for c in cs)
             tf = tflops if pooled else [p.tflops for p, w in zip(ps, weights)
                                         for _ in range(w)]

@@ -737,6 +737,21 @@ def test_a_merge_weighs_the_vendor_s_figures_by_each_part_s_runs():
     assert vendor.median_ms / triton.median_ms == pytest.approx(c.ratio, rel=1e-9)
 
 
+def test_a_merge_weighs_an_updated_part_by_the_run_its_figures_are():
+    """A 5-run calibration refreshed by `baseline update` (one run, the vendor 1.2x slower
+    there; the noise and its count, 5, kept) merged with another host's 3-run calibration:
+    the vendor's figures are one run's beside three, and weighed as the update's kept
+    count (5 to 3) they were the one run's (a review)."""
+    cal = baselines.build(_runs_on("ci-a", (1.0, 1.01, 0.99, 1.0, 1.005)), "cpu", "s")
+    updated = baselines.carry_noise(
+        baselines.build(_runs_on("ci-a", (1.0,), vendor=1.2), "cpu", "s"), cal)
+    assert updated.cases[K1].noise.runs == 5 and len(updated.cases[K1].noise.ratio_runs) == 1
+    other = baselines.build(_runs_on("ci-b", (1.0, 1.01, 0.99)), "cpu", "s")
+    c = baselines.combine([updated, other]).cases[K1]
+    assert c.providers["vendor"].median_ms == other.cases[K1].providers["vendor"].median_ms
+    assert c.providers["vendor"].tflops == other.cases[K1].providers["vendor"].tflops
+
+
 def test_a_baseline_s_quantiles_are_a_round_s_as_its_run_file_s():
     """With --block 3 the run file's quantiles are over rounds (each its calls' median);
     the baseline built from it took them over every call (a review: p75 1.0 became 5.0)."""
