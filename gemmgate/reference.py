@@ -87,7 +87,12 @@ def kernels_alike(a: str, b: str, repo: str | Path = ".") -> bool:
 
 
 def kernels_differ(a: str, b: str, repo: str | Path = ".") -> bool | None:
-    """Whether commits `a` and `b` hold other kernels/; None where git cannot tell."""
+    """Whether commits `a` and `b` hold other kernels/; None where git cannot tell, or
+    where one is no commit name git would take as one: a commit read from a run or
+    baseline file (`baseline merge`) went to git as it was, and "--output=PATH" was an
+    option of `git diff`, which emptied PATH (a review)."""
+    if not all(isinstance(x, str) and x and not x.startswith("-") for x in (a, b)):
+        return None
     # from the repository's top: from a subfolder, `kernels` named a folder that is not
     # there, and every change was "alike" (a review)
     try:

@@ -340,6 +340,21 @@ def test_kernels_alike_answers_from_the_repositorys_top_whatever_the_folder(kern
     assert not kernels_alike(old, "0" * 40, d)   # a commit not in the clone: not known alike
 
 
+def test_kernels_differ_takes_no_commit_from_a_file_as_an_option_of_git(kernels_repo,
+                                                                        tmp_path):
+    """A run's ab_ref or a baseline's commit, read from its file by `baseline merge`, went
+    to `git diff` as it was: "--output=PATH" emptied PATH (a review). Not a commit: not
+    told (None), and nothing written."""
+    from gemmgate.reference import kernels_differ
+
+    d, old, _ = kernels_repo
+    kept = tmp_path / "precious.txt"
+    kept.write_text("precious")
+    for a, b in ((old, f"--output={kept}"), (f"--output={kept}", old), (old, 5), (old, "")):
+        assert kernels_differ(a, b, d) is None
+    assert kept.read_text() == "precious"
+
+
 def test_kernels_as_at_says_whether_the_tree_s_kernels_are_a_commit_s(clean_repo, kernels_repo,
                                                                      tmp_path):
     """What a run records of its A/B reference (`ab_kernels_same`), for `baseline merge`
