@@ -63,7 +63,8 @@ def test_the_wide_warning_names_what_the_gate_passes_past_half(spread, hosts, on
     if len(set(hosts)) > 1:
         bc["noise"].update(machine=level_noise(runs, list(hosts))[1])
     if one_run:   # after `baseline update`: one run listed, the spread kept from 5
-        behind = ({"ratio": 5} if own else {}) | ({"machine": len(set(hosts))} if len(set(hosts)) > 1 else {})
+        many = len(set(hosts)) > 1
+        behind = ({"ratio": 5} if own else {}) | ({"machine": len(set(hosts))} if many else {})
         bc["noise"].update(ratio_runs=[0.9], run_machines=["h1"], runs=1, behind=behind)
     data = baseline(**{A.id: bc})
     want = set()
