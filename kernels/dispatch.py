@@ -210,30 +210,35 @@ FP8_SPLIT_PROGRAM_COST = 1.6
 def fast_ranges(pick: TileConfig, fam: str, m: int, n: int, k: int,
                 variants: tuple[str, ...], smem: int = 0, sms: int = 0) -> TileConfig:
     """An fp8 pick one of whose programs would sum more than FP8_UNSPLIT_MAX of K in the
-    fast accumulator, split into ranges of FP8_MAX_RANGE at most, as a split tile the chip
-    holds (`usable` in `smem` bytes a program). Where M and N are FP8_SPLIT_TILE_MIN or
-    more: FP8_SPLIT_TILE, or FP8_SPLIT_ONE_WAVE where its waves on the chip's `sms` cost
-    less (FP8_SPLIT_PROGRAM_COST). Smaller: FP8_SPLIT_ONE_WAVE where its waves load less
+    fast accumulator, split into ranges of FP8_MAX_RANGE at most (where that takes more
+    than MAX_TMA_SPLIT ranges: into MAX_TMA_SPLIT), as a split tile the chip holds
+    (`usable` in `smem` bytes a program). Where M and N are FP8_SPLIT_TILE_MIN or more:
+    FP8_SPLIT_TILE, or FP8_SPLIT_ONE_WAVE where its waves on the chip's `sms` cost less
+    (FP8_SPLIT_PROGRAM_COST). Smaller: FP8_SPLIT_ONE_WAVE where its waves load less
     than the pick's own split's (`_loads`; the pick's own split on a tie, and where no SM
     count is known), else that; FP8_SPLIT_ONE_WAVE too where the pick has no split form.
     Other picks as they are."""
     if fam != "fp8" or longest_range(pick, k) <= max(FP8_UNSPLIT_MAX, FP8_MAX_RANGE):
         return pick
+    # past MAX_TMA_SPLIT ranges of FP8_MAX_RANGE, ranges as short as a split makes them
+    # (the pick ran unsplit there: fp8 2048 x 2048 x 1,052,672 summed all of K in the fast
+    # accumulator where 1,048,576 ran 64 ranges of 16,384; a review)
+    most = max(FP8_MAX_RANGE, cdiv(k, MAX_TMA_SPLIT))
 
     def held(tile: TileConfig) -> TileConfig | None:
         if not smem or not usable(tile, fam, smem):
             return None
-        got = split_ranges(tile, k, variants, FP8_MAX_RANGE)
-        return got if longest_range(got, k) <= FP8_MAX_RANGE else None
+        got = split_ranges(tile, k, variants, most)
+        return got if longest_range(got, k) <= most else None
 
-    one, own = held(FP8_SPLIT_ONE_WAVE), split_ranges(pick, k, variants, FP8_MAX_RANGE)
+    one, own = held(FP8_SPLIT_ONE_WAVE), split_ranges(pick, k, variants, most)
     big = held(FP8_SPLIT_TILE) if min(m, n) >= FP8_SPLIT_TILE_MIN else None
     if big is not None:
         if one is not None and sms and \
                 _waves(one, m, n, sms) < FP8_SPLIT_PROGRAM_COST * _waves(big, m, n, sms):
             return one
         return big
-    if longest_range(own, k) > FP8_MAX_RANGE:   # no split form of its own
+    if longest_range(own, k) > most:   # no split form of its own
         return one or own
     if one is None or not sms:
         return own

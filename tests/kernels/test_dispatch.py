@@ -260,7 +260,7 @@ def test_an_fp8_hybrid_pick_is_split_by_its_unsplit_head_not_its_tails_split(m, 
 
 
 def test_picks_within_the_unsplit_range_or_of_other_modes_or_forms_stay_as_they_are():
-    from kernels.tile import MAX_TMA_SPLIT, TileConfig
+    from kernels.tile import TileConfig
 
     short = _tile()
     assert dispatch.FP8_MAX_RANGE < dispatch.FP8_UNSPLIT_MAX
@@ -276,8 +276,27 @@ def test_picks_within_the_unsplit_range_or_of_other_modes_or_forms_stay_as_they_
     assert dispatch.fast_ranges(ws, "fp8", *SMALL, 65536, TMA) is ws
     ws256 = TileConfig(128, 256, 64, 8, 4, 8, "tma_ws")
     assert dispatch.fast_ranges(ws256, "fp8", *SMALL, 65536, TMA) == _tile("tma_split", 4)
+
+
+@pytest.mark.parametrize("m,n", [SMALL, (2048, 2048)])
+def test_an_fp8_pick_past_max_tma_split_ranges_is_split_as_far_as_a_split_goes(m, n):
+    """K past MAX_TMA_SPLIT ranges of FP8_MAX_RANGE: the pick split MAX_TMA_SPLIT ways
+    (ranges within FP8_UNSPLIT_MAX up to 64 x 28,672), not left unsplit: fast_ranges
+    returned the pick there, and 2048 x 2048 x 1,052,672 summed all of K in the fast
+    accumulator where 1,048,576 ran 64 ranges of 16,384 (a review)."""
+    from kernels.tile import MAX_TMA_SPLIT, TileConfig
+
     too_long = (MAX_TMA_SPLIT + 1) * dispatch.FP8_MAX_RANGE   # more ranges than a split has
-    assert dispatch.fast_ranges(short, "fp8", *SMALL, too_long, TMA) is short
+    for k in (too_long, MAX_TMA_SPLIT * dispatch.FP8_UNSPLIT_MAX):
+        for smem, sms in ((0, 0), (232448, 132)):
+            got = dispatch.fast_ranges(_tile(), "fp8", m, n, k, TMA, smem, sms)
+            assert got.variant == "tma_split" and got.split_k == MAX_TMA_SPLIT
+            assert dispatch.longest_range(got, k) <= dispatch.FP8_UNSPLIT_MAX
+    # a pick with no split form stays where the chip holds no split tile; other modes'
+    # picks are not split
+    wide = TileConfig(128, 384, 64, 8, 3, 8, "tma_wide")
+    assert dispatch.fast_ranges(wide, "fp8", m, n, too_long, TMA) is wide
+    assert dispatch.fast_ranges(_tile(), "16bit", m, n, too_long, TMA) == _tile()
 
 
 def test_a_forced_fp8_split_of_a_large_output_runs_the_split_tile_where_the_chip_holds_it():
@@ -335,8 +354,9 @@ def test_a_forced_fp8_split_of_a_large_output_runs_the_half_width_tile_where_its
 
 def test_a_pick_without_a_split_form_runs_the_half_width_split_whatever_the_sm_count():
     """A wide or three-part ws pick has no split form of its own: its fp8 ranges come
-    from FP8_SPLIT_ONE_WAVE where the chip holds it, SM count known or not; where no split
-    of that tile fits MAX_TMA_SPLIT either, the pick as it is."""
+    from FP8_SPLIT_ONE_WAVE where the chip holds it, SM count known or not; where ranges of
+    FP8_MAX_RANGE would pass MAX_TMA_SPLIT, that tile split MAX_TMA_SPLIT ways (it was the
+    pick as it is, all of K in the fast accumulator: a review)."""
     from kernels.tile import MAX_TMA_SPLIT, TileConfig, replace
 
     h200 = 232448
@@ -347,11 +367,13 @@ def test_a_pick_without_a_split_form_runs_the_half_width_split_whatever_the_sm_c
             assert dispatch.fast_ranges(pick, "fp8", 512, 512, 65536, TMA, h200, sms) == one4
         assert dispatch.fast_ranges(pick, "fp8", 512, 512, 65536, TMA, 0, 132) is pick
         too_long = (MAX_TMA_SPLIT + 1) * dispatch.FP8_MAX_RANGE
-        assert dispatch.fast_ranges(pick, "fp8", 512, 512, too_long, TMA, h200, 132) is pick
-    # a large output whose splits would pass MAX_TMA_SPLIT keeps its pick, not an
-    # unsplit FP8_SPLIT_TILE
+        assert dispatch.fast_ranges(pick, "fp8", 512, 512, too_long, TMA, h200, 132) == \
+            replace(dispatch.FP8_SPLIT_ONE_WAVE, split_k=MAX_TMA_SPLIT)
+    # a large output whose ranges of FP8_MAX_RANGE would pass MAX_TMA_SPLIT: a split tile
+    # of MAX_TMA_SPLIT ranges, never an unsplit FP8_SPLIT_TILE nor the pick unsplit
     tma = TileConfig(128, 128, 128, 8, 4, 8, "tma")
-    assert dispatch.fast_ranges(tma, "fp8", 2048, 2048, too_long, TMA, h200, 132) is tma
+    got = dispatch.fast_ranges(tma, "fp8", 2048, 2048, too_long, TMA, h200, 132)
+    assert got.variant == "tma_split" and got.split_k == MAX_TMA_SPLIT
 
 
 def test_split_ranges_takes_any_limit_and_leaves_a_pick_no_split_can_bring_within_it():
