@@ -90,6 +90,9 @@ def _gemv_kernel(
 
 
 KERNELS = (_gemv_kernel, _reduce_kernel, store_tile, pointer_strides, wide)   # its source
+# host parts that decide a constexpr the entry's tile does not hold (the G_* stride
+# factors, I64): in the source hash too (kernels/table_file.variant_hash)
+COMPILED_IN = ("_split_stride", "wide_offsets")
 
 
 def recipe(config: TileConfig, a, b, out, *, input_precision: str, is_fp32: bool,

@@ -110,7 +110,7 @@ def _reduce_kernel(ws_ptr, c_ptr, scale_a_ptr, scale_b_ptr, M, N, scm, scn,
 
 
 # host parts that decide a constexpr the entry's tile does not hold: in the source hash too
-COMPILED_IN = ("masked_loop",)   # (kernels/table_file.variant_hash)
+COMPILED_IN = ("masked_loop", "_split_stride", "wide_offsets")   # (kernels/table_file.variant_hash)
 KERNELS = (_tiled_kernel, _reduce_kernel, dot_acc, grouped_tile, store_tile, pointer_strides,
            wide)   # its source
 _REDUCE_BLOCK = 1024

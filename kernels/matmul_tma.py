@@ -82,7 +82,7 @@ def _tma_kernel(
 
 KERNELS = (_tma_kernel, k_step, load_oriented, dot_acc, grouped_tile, wide)   # its source
 # host parts that decide a constexpr the entry's tile does not hold: in the source hash too
-COMPILED_IN = ("b_first",)   # (kernels/table_file.variant_hash)
+COMPILED_IN = ("b_first", "wide_offsets")   # (kernels/table_file.variant_hash)
 
 
 def describable(shape: tuple, stride: tuple, elem: int) -> bool | None:

@@ -182,7 +182,7 @@ KERNELS = (_streamk_kernel, _tile_origin, _owner, k_step, load_oriented, dot_acc
 FIX_ROWS = 32   # rows of a split tile's partials summed at a time (the kernel's FIX_M)
 MAX_PARTS = 4   # programs sharing a tile at most (the kernel's fix-up is unrolled for it)
 # host parts that decide a constexpr the entry's tile does not hold: in the source hash too
-COMPILED_IN = ("FIX_ROWS", "MAX_PARTS")   # (kernels/table_file.variant_hash)
+COMPILED_IN = ("FIX_ROWS", "MAX_PARTS", "wide_offsets")   # (kernels/table_file.variant_hash)
 
 
 def stream_tiles(tiles: int, sms: int) -> int:

@@ -139,8 +139,9 @@ def _wide_kernel(
 
 KERNELS = (_wide_kernel, load_oriented, dot_acc, grouped_tile, wide)   # its source (the hash)
 # host parts that decide a constexpr the entry's tile does not hold (C stored by pointer past
-# C_BOX_MAX, the two boxes' widths, the pointer store's vector): in the source hash too
-COMPILED_IN = ("c_by_pointer", "wide_parts", "_c_vec")   # (kernels/table_file.variant_hash)
+# C_BOX_MAX, the two boxes' widths, the pointer store's vector, I64): in the source hash
+# too (kernels/table_file.variant_hash)
+COMPILED_IN = ("c_by_pointer", "wide_parts", "_c_vec", "wide_offsets")
 
 
 @dataclass(frozen=True)

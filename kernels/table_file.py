@@ -62,7 +62,8 @@ _SOURCES = {"tiled": matmul_tiled.KERNELS, "tma": matmul_tma.KERNELS,
 # the modules whose COMPILED_IN a variant's launches go through
 _HOSTS = {"tiled": (matmul_tiled,), "tma": (matmul_tma,), "tma_split": (matmul_tma_split,),
           "tma_streamk": (matmul_tma_streamk,), "tma_hybrid": (matmul_tma, matmul_tma_split),
-          "tma_wide": (matmul_tma_wide,), "tma_tall": (matmul_tma_wide,), "tma_ws": (matmul_ws,)}
+          "tma_wide": (matmul_tma_wide,), "tma_tall": (matmul_tma_wide,), "tma_ws": (matmul_ws,),
+          "gemv": (matmul_gemv,)}
 
 
 @functools.cache

@@ -342,8 +342,15 @@ def hashed_again():
     ("tile", "C_BOX_MAX", 512, {"tma_wide", "tma_tall"}),
     # the warp-specialized kernel's register budget a thread (its launch's maxnreg)
     ("matmul_ws", "max_regs", lambda block_m, occupancy=1: 160, {"tma_ws"}),
+    # the stride factors the tiled and gemv kernels compile in (G_AM...: their host
+    # `_split_stride`), and a launch's 64-bit offsets (I64: `tile.wide_offsets`); an edit
+    # to either left those entries fresh (a review, session 81)
+    ("matmul_tiled", "_split_stride", lambda s: (s, 1), {"tiled"}),
+    ("matmul_gemv", "_split_stride", lambda s: (s, 1), {"gemv"}),
+    ("matmul_tiled", "wide_offsets", lambda *operands: True, {"tiled"}),
+    ("matmul_tma", "wide_offsets", lambda *operands: True, {"tma", "tma_hybrid"}),
 ], ids=["kernel_constant", "compiled_in_value", "compiled_in_function", "wide_c_box",
-        "ws_registers"])
+        "ws_registers", "tiled_strides", "gemv_strides", "tiled_i64", "tma_i64"])
 def test_what_a_kernel_compiles_in_is_in_its_source_hash(monkeypatch, hashed_again,
                                                          module, name, value, moved):
     """The source hash was the kernels' text alone: an edit to a constant a kernel reads,
@@ -356,7 +363,8 @@ def test_what_a_kernel_compiles_in_is_in_its_source_hash(monkeypatch, hashed_aga
     before = {v: table_file.variant_hash(v) for v in table_file._SOURCES}
     mod = importlib.import_module(f"kernels.{module}")
     old = getattr(mod, name)
-    monkeypatch.setattr(mod, name, type(old)(value) if name.startswith("_") else value)
+    monkeypatch.setattr(mod, name, type(old)(value)
+                        if name.startswith("_") and not callable(old) else value)
     table_file.variant_hash.cache_clear()
     after = {v: table_file.variant_hash(v) for v in table_file._SOURCES}
     assert {v for v in before if before[v] != after[v]} == moved
