@@ -114,6 +114,11 @@ _SMALL = {"16bit": (64, 64, 64), "fp32": (64, 64, 32), "fp8": (64, 64, 128)}
 _TF32_TMA = (5, 4)
 _THIN_TMA = {"16bit": (64, 128, 128)}   # the heuristic's thin-M tile on TMA alone
 _THIN_N, _THIN_N_MIN_M = 32, 1024   # ... and its thin-N one: N this or less, M this or more
+# The thin-N tile: one 32-column tile across N, two persistent programs an SM where two fit.
+# `gemmgate tune` chose it for 11008 x 32 x 4096 cr, 4096 x 8 x 4096 and 24576 x 1 x 6144
+# in bf16 and for two of the three in fp16 (H100, session 81: 0.97-0.99 of cuBLAS, where
+# the 64x128x128 before ran 0.86-0.95; fp16's 11008 x 32 chose 64x64x128 at 0.991)
+_THIN_N_TILE = {"16bit": (64, 32, 128)}
 # TMA tiles the search adds below wgmma's M: 16-bit 64x256x64 (4 stages, 8 warps) ran x @
 # W.T at 16 x 28672 x 8192 and 16 x 20480 x 4608 at 1.00 of cuBLAS where the table's
 # 64x128 tiles ran 0.84-0.86 (half the tiles: fewer waves; session 21, call D)
@@ -298,6 +303,13 @@ def _fit(c: TileConfig, family: str, smem_limit: int) -> TileConfig:
     return c
 
 
+def thin_n(family: str, m: int, n: int) -> bool:
+    """Whether the heuristic answers an M x N call of `family` on TMA with its thin-N
+    tile (`_THIN_N_TILE`): N of `_THIN_N` or less under an M of `_THIN_N_MIN_M` or more.
+    The lookup lends such a call no thin-M entry (kernels/table.crossed)."""
+    return family in _THIN_N_TILE and n <= _THIN_N and m >= _THIN_N_MIN_M
+
+
 def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
               smem_limit: int, tiled: bool = True, fma: bool = False,
               gemv: bool = False, three_pass: bool = False, b_kmajor: bool = False
@@ -353,16 +365,19 @@ def heuristic(family: str, m: int, n: int, k: int, *, tma: bool, num_sms: int,
         c = _fit(cfg(*_THIN_TMA[family], 4, 4, "tma"), family, smem_limit)
         split = split_for(m, n, k, c, num_sms)
         return replace(c, variant="tma_split", split_k=split) if split > 1 else c
-    if family in _THIN_TMA and tma and n <= _THIN_N and m >= _THIN_N_MIN_M:
-        # Thin N (y = W x, a batch of few columns) where no entry is near: the 64-row tile
-        # thin-M keys chose, K split where its tiles leave SMs idle. The size loop below
+    if tma and thin_n(family, m, n):
+        # Thin N (y = W x, a batch of few columns) where no entry is near: `_THIN_N_TILE`,
+        # K split where its tiles leave SMs idle. The size loop below
         # took 128x256x64, 15/16 of each wgmma's columns empty: 24576 x 16 and 24576 x 1
         # x 6144 bf16 ran 0.70-0.77 of cuBLAS on an H100, where 14336 x 16 x 4096 and 16384
         # x 32 x 8192 ran 64x128x128 (lent by a thin-M neighbour) at 0.98 (session 79,
         # call B)
-        c = _fit(cfg(*_THIN_TMA[family], 4, 4, "tma"), family, smem_limit)
+        c = _fit(cfg(*_THIN_N_TILE[family], 4, 4, "tma"), family, smem_limit)
         split = split_for(m, n, k, c, num_sms)
-        return replace(c, variant="tma_split", split_k=split) if split > 1 else c
+        if split > 1:
+            return replace(c, variant="tma_split", split_k=split)
+        two = replace(c, occupancy=2)
+        return two if usable(two, family, smem_limit) else c
     if fma:
         sizes = ((mid, 3, 8, 4), (small, 4, 4, 1))
     elif family == "fp32" and tma and not three_pass:   # tf32 (its big tile is `mid`)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 from pathlib import Path
 
+from kernels.configs import thin_n
 from kernels.fma import fma_split
 from kernels.pricing import Chip, chip_for, fastest, per_step_of, priced
 from kernels.table_file import DEFAULT_DIR, is_stale, table_for_device, warn_stale, warn_triton
@@ -127,6 +128,18 @@ def fragile(c: TileConfig, m: int, n: int, k: int = 0, fma: bool = False) -> boo
         return m < WGMMA_M and c.block_m > WGMMA_M
     return c.split_k == 1 and c.block_m * c.block_n >= 128 * 128 \
         and (m % c.block_m != 0 or n % c.block_n != 0)
+
+
+def crossed(m: int, n: int, shape: tuple[int, int, int], family: str) -> bool:
+    """Whether an entry of `shape` is thin in M (under wgmma's 64 rows, across a wide N)
+    where the M x N call is thin in N and the heuristic has a thin-N tile for it
+    (`configs.thin_n`). `regime` takes the thinner side whichever it is, and the tile does
+    not: a thin-M entry's 64x128 tiles lay their 128 columns across the thin N (bf16 11008
+    x 32 x 4096 cr borrowed 24 x 6000 x 3000's as tma_hybrid 64x64x128 k3, priced 37.6 us,
+    and ran 51 at 0.88 of cuBLAS where a search found 64x32x128 at 0.98; H100, session
+    81). Such rows are not lent there. Other families keep them: the heuristic has no
+    thin-N tile of theirs (fp8's and tf32's thin-N picks fell to 128x256 tiles without)."""
+    return shape[0] < WGMMA_M <= shape[1] and thin_n(family, m, n)
 
 
 @dataclass(frozen=True, eq=False)
@@ -267,8 +280,9 @@ def predict(device_name: str, bucket: str, m: int, n: int, k: int, config: TileC
     chip = chip_for(sms, smem, fam, bucket)
     for b, carried in buckets:
         runs = _carried(variants, carried)
-        near = [*_near(rows.get(b, ()), m, n, k, runs, chip.fma),
-                *_near(rows.get(_other_type(b), ()), m, n, k, runs, chip.fma)]
+        near = [*_near(rows.get(b, ()), m, n, k, runs, chip.fma, family=chip.fam),
+                *_near(rows.get(_other_type(b), ()), m, n, k, runs, chip.fma,
+                       family=chip.fam)]
         got = [ms for ms, c, _ in priced(near, m, n, k, runs, chip) if c == config]
         if got:
             return min(got)
@@ -292,13 +306,14 @@ _NEAR_WIDE = NEAREST_MAX + _WINDOW_SLACK
 
 def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
           variants: tuple[str, ...], fma: bool = False,
-          where: tuple[float, float, float] | None = None) -> list[_Row]:
+          where: tuple[float, float, float] | None = None, family: str = "") -> list[_Row]:
     """The rows a nearest lookup weighs: fresh, of a variant the call can run, not
-    `fragile` here, within NEAREST_MAX of this shape's regime (`where`, where the caller
-    has it); nearest first; of equal distance (to 1/`_TIE_SCALE`), nearest in uncapped log2
-    M, N, K, then first in the file. (The regime's caps put 8192^3 and 4096 x 4096 x 11008
-    at 0 from 8192 x 8192 x 28672, where file order gave the latter's tile, x0.575 on an
-    H100, session 65.) `rows`: one bucket's, as `_index` sorts them."""
+    `fragile` here, not `crossed` (given the bucket's `family`), within NEAREST_MAX of this
+    shape's regime (`where`, where the caller has it); nearest first; of equal distance (to
+    1/`_TIE_SCALE`), nearest in uncapped log2 M, N, K, then first in the file. (The
+    regime's caps put 8192^3 and 4096 x 4096 x 11008 at 0 from 8192 x 8192 x 28672, where
+    file order gave the latter's tile, x0.575 on an H100, session 65.) `rows`: one
+    bucket's, as `_index` sorts them."""
     if not rows:
         return []
     t, d, w = where or regime(m, n, k)
@@ -315,7 +330,8 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
         if -_NEAR_WIDE <= dt <= _NEAR_WIDE:
             dist = abs(dt) + abs(d - rd) + abs(w - rw)
             if dist <= _NEAR_WIDE and r.config.variant in variants and not r.stale \
-                    and not fragile(r.config, m, n, k, fma):
+                    and not fragile(r.config, m, n, k, fma) \
+                    and not (family and crossed(m, n, r.shape, family)):
                 units = int(dist * _TIE_SCALE + 0.5)   # (the rule: in units, below)
                 if units <= _NEAR_MAX_UNITS:
                     rm, rn, rk = r.logs   # the tie-break, inline: a first call's loop
@@ -366,7 +382,7 @@ def _nearest(rows: tuple[_Row, ...], m: int, n: int, k: int, variants: tuple[str
     farther one FAR_MARGIN faster), or None; without `sms` the nearest row's tile at
     infinite ms (nothing to predict with). `memo`: `priced`'s, for this shape."""
     memo = {} if memo is None else memo
-    near = _near(rows, m, n, k, variants, chip.fma, where)
+    near = _near(rows, m, n, k, variants, chip.fma, where, chip.fam)
     if not near:
         return None
     options = priced(near[:NEIGHBOURS], m, n, k, variants, chip, memo) if chip.sms else []

@@ -54,7 +54,8 @@ def explain(mode: str, m: int, n: int, k: int, layout: str = "rr", sms: int = 13
             f" (borrowed{': ' + ', '.join(runs) if carried else ''})"
         listed = False
         for src in (source, table._other_type(source)):
-            near = table._near(rows.get(src, ()), m, n, k, runs, chip.fma) if src else []
+            near = table._near(rows.get(src, ()), m, n, k, runs, chip.fma,
+                                family=chip.fam) if src else []
             if near:
                 listed = True
                 out += _groups(f"{src}{borrowed}:", near, m, n, k, runs, chip, top)

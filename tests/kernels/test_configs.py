@@ -3,7 +3,7 @@
 
 import pytest
 
-from kernels.configs import heuristic, search_space, split_for, tma_split_space
+from kernels.configs import heuristic, search_space, split_for, thin_n, tma_split_space
 from kernels.fma import fma_skinny_split, fma_split, fma_thin
 from kernels.tile import TileConfig, cdiv, k_range, usable
 
@@ -428,15 +428,20 @@ def test_heuristic_fills_the_sms_and_splits_k_when_tiles_cannot():
                       tiled=False)
         assert (c.block_m, c.block_n, c.block_k, c.split_k) == (64, 128, 128, split)
         assert c.variant == ("tma_split" if split > 1 else "tma")
-    # 16-bit thin N (y = W x) where no entry is near: the same 64-row tile, not the size
-    # loop's 128x256x64 (15/16 of each wgmma's columns empty; session 79, call B)
-    for m, n, k, split in ((24576, 16, 6144, 1), (24576, 1, 6144, 1), (4096, 8, 4096, 2)):
+    # 16-bit thin N (y = W x) where no entry is near: one 32-column tile across N, two
+    # programs an SM unsplit, not the size loop's 128x256x64 (15/16 of each wgmma's
+    # columns empty; session 79, call B) nor 64x128x128 (3/4 empty; session 81's tune)
+    for m, n, k, split in ((24576, 16, 6144, 1), (24576, 1, 6144, 1), (4096, 8, 4096, 2),
+                           (11008, 32, 4096, 1)):
         c = heuristic("16bit", m, n, k, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
-        assert (c.block_m, c.block_n, c.block_k, c.split_k) == (64, 128, 128, split)
-        assert c.variant == ("tma_split" if split > 1 else "tma")
+        assert (c.block_m, c.block_n, c.block_k, c.split_k) == (64, 32, 128, split)
+        assert (c.variant, c.occupancy) == (("tma_split", 1) if split > 1 else ("tma", 2))
+        assert thin_n("16bit", m, n) and usable(c, "16bit", H200_SMEM)
     for m, n in ((24576, 33), (1000, 16)):   # wider, or not tall: the size loop as before
         c = heuristic("16bit", m, n, 6144, tma=True, num_sms=H200_SMS, smem_limit=H200_SMEM)
-        assert (c.block_m, c.block_n, c.block_k) != (64, 128, 128)
+        assert (c.block_m, c.block_n, c.block_k) not in ((64, 128, 128), (64, 32, 128))
+        assert not thin_n("16bit", m, n)
+    assert not thin_n("fp8", 24576, 16) and not thin_n("fp32", 24576, 16)
     for fam in ("16bit", "fp32", "fp8"):   # whatever the shape, the pick fits the chip
         for shape in ((1, 1, 1), (64, 64, 64), (4096, 4096, 253), (300, 300, 100000)):
             c = heuristic(fam, *shape, tma=False, num_sms=H200_SMS, smem_limit=H200_SMEM)

@@ -664,3 +664,27 @@ def test_rows_of_one_tile_share_its_options_priced_by_each_rows_own_time():
     assert both == alone[0] + alone[1]
     assert pricing.priced([slow], 1500, 2100, 3000, variants, chip, memo) == alone[1]
     assert all(f[0] < s[0] and f[1:] == s[1:] for f, s in zip(*alone))
+
+
+def test_a_thin_m_entry_is_not_lent_to_a_thin_n_call_the_heuristic_answers(tmp_path):
+    """`regime` takes the thinner side whichever it is: 11008 x 32 x 4096 cr bf16 borrowed
+    24 x 6000 x 3000's 64-row tile (its columns across the thin N) and ran 0.88 of cuBLAS
+    where the heuristic's thin-N tile is what a search found (H100, session 81). The
+    thin-M entry stays lent to thin-M calls, to calls of a family without a thin-N tile,
+    and to a thin-N call too short for the thin-N tile; an exact entry is used as ever."""
+    thin_m = TileConfig(64, 64, 128, 8, 5, 4, "tma")
+    thin_n = TileConfig(64, 32, 128, 8, 4, 4, "tma", occupancy=2)
+    fp8 = TileConfig(64, 64, 256, 8, 5, 4, "tma")
+    d = _write(tmp_path, [_entry(24, 6000, 3000, thin_m),
+                          _entry(24, 6000, 3000, fp8, bucket="fp8 fp8 rr tma")])
+    look = lambda b, *a: table.lookup("NVIDIA H200", b, *a, directory=d)  # noqa: E731
+    assert look("16bit bf16 rr tma", 11008, 32, 4096) is None          # the heuristic's
+    assert look("16bit bf16 rr tma", 32, 11008, 4096) == (thin_m, "table-nearest")
+    assert look("fp8 fp8 rr tma", 11008, 32, 4096) == (fp8, "table-nearest")
+    d = _write(tmp_path, [_entry(24, 6000, 3000, thin_m), _entry(6000, 24, 3000, thin_n)])
+    assert look("16bit bf16 rr tma", 11008, 32, 4096) == (thin_n, "table-nearest")
+    assert look("16bit bf16 rr tma", 24, 6000, 3000) == (thin_m, "table")
+    assert table.crossed(11008, 32, (24, 6000, 3000), "16bit")
+    assert not table.crossed(11008, 32, (6000, 24, 3000), "16bit")   # thin N itself
+    assert not table.crossed(11008, 32, (24, 6000, 3000), "fp8")
+    assert not table.crossed(900, 32, (24, 6000, 3000), "16bit")     # M < 1024: not thin N
