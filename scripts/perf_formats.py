@@ -526,8 +526,9 @@ def tuned_against_lookup(path: Path, lookup: str, tuned: str) -> str:
     (`tuned`, `gemmgate tune --json`), each against cuBLAS in its own run: case by case
     the two tiles, their ratios and the tune's gain, then geomeans."""
     rows = _rows(path)
-    picks = {r["case"]: r for r in rows if r["label"] == lookup}
-    fresh = {r["case"]: r for r in rows if r["label"] == tuned}
+    # by mode and case: a run of two modes had kept one mode's row a case (a review)
+    picks = {(r["mode"], r["case"]): r for r in rows if r["label"] == lookup}
+    fresh = {(r["mode"], r["case"]): r for r in rows if r["label"] == tuned}
     cases = [c for c in picks if c in fresh]
     if not cases:
         raise ValueError(f"{path}: no case in both {lookup} and {tuned}")
@@ -535,8 +536,9 @@ def tuned_against_lookup(path: Path, lookup: str, tuned: str) -> str:
            "tuned over lookup |", "|---|---|---|---:|---|---:|---:|"]
     a = [float(picks[c]["ratio"]) for c in cases]
     b = [float(fresh[c]["ratio"]) for c in cases]
-    out += [f"| {c} | {picks[c]['mode']} | {picks[c]['tile']} | {x:.3f} | "
-            f"{fresh[c]['tile']} | {y:.3f} | x{y / x:.3f} |" for c, x, y in zip(cases, a, b)]
+    out += [f"| {case} | {mode} | {picks[mode, case]['tile']} | {x:.3f} | "
+            f"{fresh[mode, case]['tile']} | {y:.3f} | x{y / x:.3f} |"
+            for (mode, case), x, y in zip(cases, a, b)]
     out.append(f"| geomean ({len(cases)}) | | | {geomean(a):.3f} | | {geomean(b):.3f} | "
                f"x{geomean(b) / geomean(a):.3f} |")
     return "\n".join(out)

@@ -109,6 +109,7 @@ G77 = RESULTS / "h100-2026-12-07-s77"
 G78 = RESULTS / "h100-2026-12-07-s78"
 G79 = RESULTS / "h100-2026-12-07-s79"
 G80 = RESULTS / "h100-2026-12-07-s80"
+G81 = RESULTS / "h100-2026-12-07-s81"
 _WS = "kernels.matmul_ws:mm_ws_"
 
 
@@ -353,6 +354,11 @@ TABLES: dict[str, Callable[[], str]] = {
     "s79-h100-thin-n": lambda: cases_ab(G79 / "thin_n.csv", "thin-n"),
     "s80-h100-fp8-a-ab": lambda: cases_ab(G80 / "cases.csv", "s80a-fp8-ab"),
     "s80-h100-thin-n-ab": lambda: cases_ab(G80 / "cases.csv", "s80a-thin-n-ab"),
+    "s81-h100-pr": lambda: targets_table({
+        "pr (9a55f7d, budget 0.05)": {m: (G81 / "cases.csv", "s80c-pr") for m in ALL_MODES}},
+        lowest=True),
+    "s81-h100-thin-n-tuned": lambda: tuned_against_lookup(
+        G81 / "cases.csv", "s80b-thin-n-lookup", "s80b-thin-n-tuned"),
     "s78-h100-worst6-tuned": lambda: tuned_against_lookup(
         G78 / "cases.csv", "s78a-h100-worst6-lookup", "s78a-h100-worst6-tuned"),
     "s78-h100-worst6-depth": lambda: block_k_best(G78 / "tune_timings.csv"),

@@ -266,3 +266,18 @@ def test_the_power_table_names_each_level_as_trials_does(pf, tmp_path):
     wrong = pf.wrong_cases(rows)
     assert "missed at 0.5%:" in wrong and "missed at 0%" not in wrong
     assert "false alarms at 0%:\n  bf16-m2: 1" in wrong
+
+
+def test_tuned_against_lookup_pairs_rows_by_mode_and_case(pf, tmp_path):
+    """A run of two modes has two rows a case: keyed by case alone, one mode's lookup row
+    was paired with it and the other's lost (the table said 3 cases of 6)."""
+    f = tmp_path / "c.csv"
+    head = "label,mode,case,triton_tflops,vendor_tflops,ratio,extra,tile"
+    f.write_text("\n".join([head, "look,bf16,m1-n1-k1,1,1,0.8000,,a",
+                            "look,fp16,m1-n1-k1,1,1,0.5000,,b",
+                            "tune,bf16,m1-n1-k1,1,1,0.9600,,c",
+                            "tune,fp16,m1-n1-k1,1,1,1.0000,,d"]) + "\n")
+    lines = pf.tuned_against_lookup(f, "look", "tune").splitlines()
+    assert lines[2:] == ["| m1-n1-k1 | bf16 | a | 0.800 | c | 0.960 | x1.200 |",
+                         "| m1-n1-k1 | fp16 | b | 0.500 | d | 1.000 | x2.000 |",
+                         "| geomean (2) | | | 0.632 | | 0.980 | x1.549 |"]
