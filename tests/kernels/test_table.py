@@ -83,6 +83,11 @@ def test_lookup_takes_only_variants_the_call_can_run_and_borrows_from_ld128(tmp_
     d = _write(tmp_path, fp32)
     assert look("fp32 fp32 cr ptr ld128") == (tiled, "table-nearest")
     assert look("fp32 fp32 rc ptr ld128") is None
+    # ... IEEE fp32's alone, where it was measured: tf32's and tf32x3's cr pointer calls
+    # had borrowed by the same rule (a review)
+    for mode in ("tf32", "tf32x3"):
+        d = _write(tmp_path, [{**fp32[0], "bucket": f"fp32 {mode} rr tma ld128"}])
+        assert look(f"fp32 {mode} cr ptr ld128") is None
     d = _write(tmp_path, [{**fp32[0], "config": asdict(TMA),
                            "kernel": table_file.variant_hash("tma")}])
     assert look("fp32 fp32 cr ptr ld128") is None
