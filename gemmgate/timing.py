@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 
 from gemmgate.stop_signal import STOPS
-from gemmgate.timing_policy import TimingPolicy, finished, round_order
+from gemmgate.timing_policy import TimingPolicy, batch_rounds, finished, round_order
 
 # Spin per timed call in a batch, in GPU cycles (~100 us at 2 GHz): more than the host
 # needs to enqueue one flush + two events + one graph launch from Python (~30-40 us).
@@ -265,8 +265,9 @@ def _measure_device(fns, policy, flush_bytes, device, timed: dict | None = None
     _warm(run, buf if policy.flush else None, policy.warmup_s)
     samples: dict[str, list[float]] = {k: [] for k in fns}
     names = list(fns)
+    batch = batch_rounds(policy, len(names))   # (each provider first after the spin alike)
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(policy.batch * len(names) * policy.block)]
+              for _ in range(batch * len(names) * policy.block)]
     spin = SPIN_CYCLES_PER_CALL * len(events)
     # the events' stream, asked once: `record()` without one makes a Python Stream per
     # call, which in an eager sample ran inside the window (after the call, before the
@@ -279,7 +280,7 @@ def _measure_device(fns, policy, flush_bytes, device, timed: dict | None = None
         pending = []
         if not eager:
             torch.cuda._sleep(spin)  # the host enqueues the batch while the GPU spins
-        for _ in range(policy.batch):
+        for _ in range(batch):
             for name in round_order(names, rnd):
                 for _ in range(policy.block):
                     start, end = events[len(pending)]

@@ -69,13 +69,28 @@ def order_cycle(providers: int) -> int:
     return 2 if providers <= 2 else 2 * providers
 
 
+def batch_rounds(policy: TimingPolicy, providers: int) -> int:
+    """Rounds a device enqueues behind one spin (gemmgate/timing.py), the stop asked after
+    each batch: `batch`, lowered until it shares no factor with `order_cycle`, so the
+    batches start at every round of the cycle in turn and each provider is first after
+    the spin alike (1 for "wall": no spin, asked every round). Five providers (a cycle of
+    10) at batch 5 started every batch at round 0 or 5: triton and one extra came first
+    after the spin, the vendor never (a review)."""
+    if policy.method == "wall":
+        return 1
+    cycle, batch = order_cycle(providers), policy.batch
+    while math.gcd(batch, cycle) > 1:
+        batch -= 1
+    return batch
+
+
 def round_cap(policy: TimingPolicy, providers: int) -> int:
     """The rounds a run stops at when nothing else stops it: max_rounds, lowered to the
     last whole `round_order` cycle that a stop can land on (a device asks every `batch`
     rounds) and that is not below min_rounds; max_rounds itself where none fits. (At
     max_rounds 200 three providers stopped 2 rounds into a cycle, and four at the CPU's
     30 stopped 6 in: the middle place 14-16 times to the first's 7-8; a review.)"""
-    step = math.lcm(order_cycle(providers), 1 if policy.method == "wall" else policy.batch)
+    step = math.lcm(order_cycle(providers), batch_rounds(policy, providers))
     cap = policy.max_rounds // step * step
     return cap if cap >= policy.min_rounds else policy.max_rounds
 
@@ -86,8 +101,8 @@ def finished(samples: dict[str, list[float]], policy: TimingPolicy, started: flo
     in as many rounds as another: with block 15 the CPU policy stopped after one round, A
     A ... B B, and an odd count gave Triton the extra first place; an A/B's three stopped
     at 10 rounds, the vendor in the middle 4 times to Triton's 2, a review. On a device,
-    where the stop is asked every `batch` rounds, three providers stop at 30 rounds at
-    the least: each also first after the batch's spin alike); else on the budget or when
+    where the stop is asked every `batch_rounds` rounds, three providers stop at 30 rounds
+    at the least: each also first after the batch's spin alike); else on the budget or when
     every median is known to the target."""
     n = min(len(v) for v in samples.values()) // policy.block
     if n >= round_cap(policy, len(samples)):

@@ -3,6 +3,7 @@ marked gpu (the policy and the rounds' order: test_timing_policy.py).
 """
 
 import time
+from collections import Counter
 
 import pytest
 
@@ -230,3 +231,40 @@ def test_an_a_a_comparison_holds_no_carry_over_of_the_vendor_s_call(monkeypatch)
     fns = {n: provider(n) for n in ("triton", "vendor", "reference")}
     got = measure(fns, _policy(min_rounds=30, max_rounds=30, budget_s=1e9), flush_bytes=FLUSH)
     assert median([r / t for t, r in zip(got["triton"], got["reference"])]) == 1.0
+
+
+@pytest.mark.parametrize("providers", [2, 3, 4, 5, 6, 7])
+def test_each_provider_is_first_after_a_batch_s_spin_alike(monkeypatch, providers):
+    """The device loop's order of work with torch.cuda stood in for (no device, nothing
+    timed for real): which provider's call comes right after each batch's spin. Five
+    providers (a cycle of 10 rounds) at 5 rounds a batch started every batch at round 0
+    or 5: triton and one extra were first after the spin in half the batches each, the
+    vendor never (a review). Stopped by the budget and at the round cap alike."""
+    import torch
+
+    seen = []
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.t = 0.0
+
+        def record(self, stream=None):
+            self.t = len(seen)
+
+        def elapsed_time(self, other):
+            return 1.0
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: seen.append("spin"))
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a: None)
+    monkeypatch.setattr(timing, "graphed", lambda fn, warmup: fn)
+    names = ["triton", "vendor", "reference", "inductor", "vendor_fast", "mine:f", "x:g"]
+    fns = {n: (lambda n=n: seen.append(n)) for n in names[:providers]}
+    for kw in (dict(budget_s=1e-9), dict(budget_s=1e9, target_rel_ci=1e-12)):
+        seen.clear()
+        policy = TimingPolicy(method="graph", warmup=0, warmup_s=0.0, **kw)
+        out = measure(fns, policy, flush_bytes=FLUSH, device="cpu")
+        rounds = len(out["triton"])
+        after = Counter(seen[i + 1] for i, x in enumerate(seen) if x == "spin")
+        assert set(after) == set(fns) and len(set(after.values())) == 1, (rounds, after)
