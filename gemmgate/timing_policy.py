@@ -97,7 +97,7 @@ def round_cap(policy: TimingPolicy, providers: int) -> int:
 
 def finished(samples: dict[str, list[float]], policy: TimingPolicy, started: float) -> bool:
     """Whether to stop, counted in rounds (a round: each provider's `block` calls): at
-    `round_cap`; never below min_rounds or within `roundround_order`'s cycle (each provider is first
+    `round_cap`; never below min_rounds or within `round_order`'s cycle (each provider is first
     in as many rounds as another: with block 15 the CPU policy stopped after one round, A
     A ... B B, and an odd count gave Triton the extra first place; an A/B's three stopped
     at 10 rounds, the vendor in the middle 4 times to Triton's 2, a review. On a device,
