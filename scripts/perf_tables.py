@@ -359,6 +359,9 @@ TABLES: dict[str, Callable[[], str]] = {
         lowest=True),
     "s81-h100-thin-n-tuned": lambda: tuned_against_lookup(
         G81 / "cases.csv", "s80b-thin-n-lookup", "s80b-thin-n-tuned"),
+    "s81-h100-thin-n-ab": lambda: cases_ab(G81 / "cases.csv", "s81a-thin-n-ab"),
+    "s81-h100-thin-n-searched": lambda: tuned_against_lookup(
+        G81 / "cases.csv", "s81a-thin-n-ab", "s81a-thin-n-tuned"),
     "s78-h100-worst6-tuned": lambda: tuned_against_lookup(
         G78 / "cases.csv", "s78a-h100-worst6-lookup", "s78a-h100-worst6-tuned"),
     "s78-h100-worst6-depth": lambda: block_k_best(G78 / "tune_timings.csv"),
