@@ -24,6 +24,7 @@ from gemmgate.execute import run_cases
 from gemmgate.gate import CaseVerdict, GateResult, remeasure
 from gemmgate.results import REFERENCE, RunRecord
 from gemmgate.shapes import SETS, Case
+from tests.gemmgate.broken_kernels import run_broken
 
 
 def test_split_over_two_workers_keeps_order(tmp_path):
@@ -118,19 +119,11 @@ def test_an_unusable_reference_on_several_devices_is_exit_2(tmp_path, monkeypatc
 def test_a_kernels_package_that_does_not_import_is_exit_2_naming_it(tmp_path, devices):
     """A PR's syntax error in kernels/: a traceback and exit 1 (the regression code) on one
     device, "a worker died" (exit 3) with --devices (a review)."""
-    broken = tmp_path / "broken" / "kernels"
-    broken.mkdir(parents=True)
-    (broken / "__init__.py").write_text("def matmul(a, b:\n")
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": f"{broken.parent}{os.pathsep}{root}"}
-    env.pop("GEMMGATE_CHIP", None)
-    r = subprocess.run([sys.executable, "-m", "gemmgate", "run", "--chip", "cpu", "--shapes",
-                        "16x16x16", "--modes", "fp32", "--json", str(tmp_path / "r.json"),
-                        *devices], capture_output=True, text=True, env=env, cwd=tmp_path,
-                       timeout=300)
+    r, init = run_broken(tmp_path, "run", "--chip", "cpu", "--shapes", "16x16x16", "--modes",
+                         "fp32", "--json", str(tmp_path / "r.json"), *devices)
     assert r.returncode == 2, r.stderr[-2000:]
     assert "kernels/ cannot be imported: SyntaxError" in r.stderr
-    assert str(broken / "__init__.py") in r.stderr and "Traceback" not in r.stderr
+    assert str(init) in r.stderr and "Traceback" not in r.stderr
 
 
 def test_an_unusable_tuning_cache_on_several_devices_is_a_tuning_error_not_a_dead_worker(
@@ -218,7 +211,6 @@ def test_a_worker_that_dies_names_the_cases_in_flight(monkeypatch, capsys, provi
 def test_a_process_whose_parent_dies_ends_too(tmp_path, pid_running):
     """`exit_with_parent` in workers and calibration runs: an orphan kept measuring (on a
     GPU runner, holding a CUDA context into the next job)."""
-    import sys
 
     ready = tmp_path / "ready"   # written once it imported: a crash is no pass
     orphan = tmp_path / "orphan.py"

@@ -569,21 +569,10 @@ def test_a_case_that_made_no_key_is_said_not_written(not_cpu, tmp_path, monkeypa
 def test_a_kernels_package_that_does_not_import_is_exit_2_naming_it(tmp_path):
     """A syntax error in kernels/: `run` says so with exit 2, where `tune` (whose first
     look at the table imports kernels) raised a traceback, exit 1 (a review)."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
+    from tests.gemmgate.broken_kernels import run_broken
 
-    broken = tmp_path / "broken" / "kernels"
-    broken.mkdir(parents=True)
-    (broken / "__init__.py").write_text("def matmul(a, b:\n")
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": f"{broken.parent}{os.pathsep}{root}"}
-    env.pop("GEMMGATE_CHIP", None)
-    r = subprocess.run([sys.executable, "-m", "gemmgate", "tune", "--chip", "cpu",
-                        "--shapes", "16x16x16", "--modes", "fp32", "--table",
-                        str(tmp_path / "t.json")], capture_output=True, text=True, env=env,
-                       cwd=tmp_path, timeout=300)
+    r, _ = run_broken(tmp_path, "tune", "--chip", "cpu", "--shapes", "16x16x16", "--modes",
+                      "fp32", "--table", str(tmp_path / "t.json"))
     assert r.returncode == 2, r.stderr[-2000:]
     assert "kernels/ cannot be imported: SyntaxError" in r.stderr
     assert "Traceback" not in r.stderr
