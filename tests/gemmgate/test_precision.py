@@ -89,6 +89,7 @@ def test_tf32_sets_allow_tf32():
     (dict(max_error=1e-2), "max_error"),            # == bound is not below it
     (dict(max_error=2e-2), "max_error"),
     (dict(input_precision="tf32x9"), "input_precision"),
+    (dict(block_max_error=1e-2), "block_max_error"),
 ])
 def test_precision_mode_validation(kwargs, match):
     base = dict(name="x", input_dtype="float32", output_dtype="float32",
