@@ -11,7 +11,8 @@ also cut into blocks of whole rows and of whole columns, each at least `BLOCK_EL
 elements (fewer only where C is smaller; the last block ends at C's edge, overlapping the
 one before), and the worst block's own relative error must
 stay under the bound, and under `BLOCK_SLACK` x the mode's band (or the mode's own
-`block_max_error`: tf32's is its band, where a block from bf16 inputs passed twice it).
+`block_max_error`: tf32's, fp16's and tf32x3's kernels' is the band itself, where a
+block of the downgrade each band is there for passed twice it).
 On random normal inputs the worst block measured at most 1.13x the whole (CPU, every mode
 emulated, 11 shapes from 2x2x2 to 4097x4097x257 and 1x4096x4096), so the slack of 2 leaves
 room (tf32 at K = 1: 1.76x, a row's error being its one element of A's rounding).
@@ -107,7 +108,7 @@ def classify(error: float | Errors, mode: PrecisionMode) -> Accuracy:
                         f"accumulated below fp32: error {e.excess:.2e} beyond the output's "
                         f"own rounding > {_band(mode.max_excess)} (the whole output's "
                         f"{err:.2e})")
-    own = mode.block_max_error   # (tf32: its band itself, a bf16 block passed twice it)
+    own = mode.block_max_error   # (tf32, fp16: the band itself; a downgraded tile passed 2x)
     if e.block > (BLOCK_SLACK * mode.max_error if own is None else own):
         band = f"{BLOCK_SLACK:g} x {_band(mode.max_error)}" if own is None else _band(own)
         return Accuracy(err, DOWNGRADED,

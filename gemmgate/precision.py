@@ -111,8 +111,12 @@ MODES: dict[str, PrecisionMode] = {
         # (max_num_imprecise_acc_default 2**30): its error grows with K (4.9e-3 at 28,672).
         PrecisionMode("bf16", "bfloat16", "bfloat16", "ieee", False, 5e-3,
                       "reduced-precision accumulation", max_excess=1e-3),
+        # Its blocks are judged at the band itself (an honest block is its own rounding,
+        # under 2^-11 too): a tile summed in fp16 after every product showed at 8.2e-4 (K =
+        # 32) to 1.2e-3 (K = 64) in its block and passed 2 x 6e-4 (a review, session 81).
         PrecisionMode("fp16", "float16", "float16", "ieee", False, 6e-4,
-                      "reduced-precision accumulation", kept_less_floor=2.2e-4),
+                      "reduced-precision accumulation", kept_less_floor=2.2e-4,
+                      block_max_error=6e-4),
         PrecisionMode("fp8", "float8_e4m3fn", "bfloat16", "ieee", False, 5e-3,
                       "reduced-precision accumulation", scaled=True),
         # Three tf32 passes on tensor cores against the vendor's IEEE fp32: its band is
