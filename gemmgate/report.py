@@ -90,7 +90,9 @@ def _extra_line(s: dict) -> str:
 def accumulation_note(results: Sequence[CaseResult]) -> str:
     """A line where Triton's or the vendor's error beyond the output's own rounding is over
     EXCESS_RATIO x the other's on the same inputs: a sum kept below fp32 on that side
-    (e.g. fp8's fast accumulation). Not judged; empty where no case shows it."""
+    (e.g. fp8's fast accumulation). Judged only in a mode with a `kept_less_floor`
+    (fp16: above it the case is downgraded, `judging.judge_kept_less`), and the line says
+    so; empty where no case shows it."""
     lines = []
     for side, other in (("triton", "vendor"), ("vendor", "triton")):
         hits = [r for r in results if side in r.providers and other in r.providers and
@@ -99,10 +101,16 @@ def accumulation_note(results: Sequence[CaseResult]) -> str:
             lo = min(r.providers[side].excess for r in hits)
             hi = max(r.providers[side].excess for r in hits)
             ks = sorted({r.case.k for r in hits})
+            # (it said "not judged" of fp16 too, where a case above the floor is
+            # downgraded; a review)
+            floors = {r.mode: f for r in hits
+                      if (f := getattr(MODES.get(r.mode), "kept_less_floor", None)) is not None}
+            judged = "not judged" if not floors else "judged in " + ", ".join(
+                f"{m} above {f:.1e} (downgraded)" for m, f in floors.items())
             lines.append(f"note: {side}'s error beyond the output's own rounding is over "
                          f"{EXCESS_RATIO:g}x {other}'s in {len(hits)} of {len(results)} "
                          f"cases ({lo:.1e} to {hi:.1e}, K {ks[0]} to {ks[-1]}): its sum "
-                         f"kept less than fp32? (not judged; docs/GATE.md)")
+                         f"kept less than fp32? ({judged}; docs/GATE.md)")
     return "\n".join(lines)
 
 

@@ -152,6 +152,18 @@ def test_a_sum_kept_below_the_others_is_noted_never_judged():
     assert "note: triton's error beyond" in md and "2 of 5 cases" in md
 
 
+def test_the_note_says_fp16_judges_what_fp8_does_not():
+    """The note said "not judged" of every mode, where fp16 downgrades a side whose
+    excess is above its floor and over 3x the other's (`judging.judge_kept_less`; a
+    review)."""
+    from dataclasses import replace as swap
+    fp8 = " ".join(_printed([_fp8(1024, 5.5e-4, 2e-5)]).split())
+    assert "(not judged; docs/GATE.md)" in fp8
+    fp16 = swap(_fp8(1024, 5.5e-4, 2e-5), mode="fp16")
+    out = " ".join(_printed([fp16]).split())
+    assert "(judged in fp16 above 2.2e-04 (downgraded); docs/GATE.md)" in out
+
+
 def test_no_note_where_both_sides_keep_alike():
     out = _printed([_fp8(8192, 3.5e-4, 3.4e-4), _result()])
     assert "note:" not in out
