@@ -325,6 +325,8 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
     # below is the rule, in its own arithmetic)
     lo = bisect_left(rows, t - NEAREST_MAX - _WINDOW_SLACK, key=_tiles_of)
     hi = bisect_right(rows, t + NEAREST_MAX + _WINDOW_SLACK, lo=lo, key=_tiles_of)
+    # `crossed`, its call's half asked once (a first call's loop): the rows' half inline
+    thin = bool(family) and thin_n(family, m, n)
     scored = []
     for i in range(lo, hi):
         r = rows[i]
@@ -334,7 +336,7 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
             dist = abs(dt) + abs(d - rd) + abs(w - rw)
             if dist <= _NEAR_WIDE and r.config.variant in variants and not r.stale \
                     and not fragile(r.config, m, n, k, fma) \
-                    and not (family and crossed(m, n, r.shape, family)):
+                    and not (thin and r.shape[0] < WGMMA_M <= r.shape[1]):
                 units = int(dist * _TIE_SCALE + 0.5)   # (the rule: in units, below)
                 if units <= _NEAR_MAX_UNITS:
                     rm, rn, rk = r.logs   # the tie-break, inline: a first call's loop
