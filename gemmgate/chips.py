@@ -72,11 +72,14 @@ class Chip:
     def own_part(self, device_name: str) -> bool:
         """Whether a device of this name is this profile's own part, as a recorded name
         tells (a run's or a baseline's `device_name`): `match` names it and no word of
-        `other_parts` is in it; for an AMD profile also a name that names no Instinct
-        model ("AMD Radeon Graphics": found by its architecture, AMD_ARCHS)."""
+        `other_parts` is in it; for an AMD profile also an AMD name that names no model
+        ("AMD Radeon Graphics": found by its architecture, AMD_ARCHS), not any name that
+        names no Instinct model ("NVIDIA H200", "AMD Radeon PRO W7900" run with
+        GEMMGATE_CHIP=amd-mi300x were the MI300X's own part: kept and pooled beside its
+        cases, where an H200 run as nvidia-h100 is refused; a review)."""
         if self.names(device_name):
             return self.other_part(device_name) is None
-        return self.vendor == "amd" and not instinct_model(device_name)
+        return self.vendor == "amd" and names_no_amd_model(device_name)
 
     def peak(self, mode: str) -> float | None:
         return self.peak_tflops.get(mode)
@@ -143,6 +146,15 @@ def instinct_model(device_name: str) -> str | None:
     or None ("AMD Radeon Graphics")."""
     found = _INSTINCT.search(device_name.lower())
     return found.group(0) if found else None
+
+
+def names_no_amd_model(device_name: str) -> bool:
+    """Whether a device name is an AMD one that names no model ("AMD Radeon Graphics",
+    which some ROCm images report for an MI300X): AMD or Radeon, and no model number
+    (an Instinct "MI325X", a Radeon "W7900", another vendor's "H200" all have one)."""
+    low = device_name.lower()
+    return (re.search(r"(?<![a-z])(amd|radeon)(?![a-z])", low) is not None
+            and re.search(r"[0-9]", low) is None)
 
 
 def other_model(chip_id: str, was: str | None, now: str | None) -> bool:

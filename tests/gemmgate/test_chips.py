@@ -347,6 +347,12 @@ def test_another_part_of_the_mi300x_die_is_said_and_marked(fake_gpu, monkeypatch
     ("nvidia-a100", "NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-40GB", True),
     ("amd-mi300x", "AMD Instinct MI300X", "AMD Radeon Graphics", False),
     ("amd-mi300x", "AMD Instinct MI300X", "AMD Instinct MI325X", True),
+    # another vendor's GPU or a Radeon model run as amd-mi300x (GEMMGATE_CHIP set wrong):
+    # they were its own part, kept and pooled beside its cases (a review)
+    ("amd-mi300x", "AMD Instinct MI300X", "NVIDIA H200", True),
+    ("amd-mi300x", "AMD Instinct MI300X", "AMD Radeon PRO W7900", True),
+    ("amd-mi300x", "AMD Radeon Graphics", "NVIDIA TITAN RTX", True),
+    ("amd-mi300x", "AMD Radeon Graphics", "AMD Instinct MI300X VF", False),
     ("generic-gpu", "Tesla V100-SXM2-16GB", "NVIDIA RTX 6000 Ada Generation", True),
     ("cpu", "x86_64", "cpu", False),
     ("nvidia-h100", None, "NVIDIA H200", False)])
