@@ -180,12 +180,21 @@ def comment(gate: GateResult, chip: str, ab_ref: str | None = None, note: str = 
                        ("Not in the baseline (new cases)", gate.extra)):
         tail += ["", _listed(what, keys)] if keys else []
     # the notes (an injected slowdown, other software, held-down clocks) are kept whole:
-    # after the changed cases, they were the first lines a cut comment lost (a review)
+    # after the changed cases, they were the first lines a cut comment lost (a review);
+    # whole up to NOTE_MAX (a baseline's provenance of 70,000 characters made the
+    # software note longer than the comment's limit: the comment came out at 70,375
+    # characters, which GitHub refuses, without its heading; a review)
     return _capped(lines, folded, f"{len(rest)} other case(s)", tail,
-                   ["", note] if note else [])
+                   ["", _cut(note, NOTE_MAX)] if note else [])
 
 
 LIST_MAX = 4_000   # characters of a list of case keys in the comment
+NOTE_MAX = 4_000   # characters of the notes in the comment
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text`, cut to `limit` characters where longer, saying so."""
+    return text if len(text) <= limit else f"{text[:limit]} … (cut)"
 
 
 def _listed(what: str, keys) -> str:

@@ -178,3 +178,17 @@ def test_a_note_from_the_baseline_s_provenance_is_text_in_the_summary_and_commen
         assert "<img" not in text
         assert text.count("</details>") == text.count("<details>")
         assert any("PWNED" in line and "&lt;img" in line for line in text.splitlines())
+
+
+def test_a_comment_with_an_overlong_note_keeps_its_heading_and_the_limit():
+    """A baseline's provenance of 70,000 characters (torch's version, as a PR may edit
+    baselines/*.json) made the software note longer than the limit: the comment came out
+    at 70,375 characters, which GitHub refuses, and without its heading (a review)."""
+    from gemmgate.gate_text import COMMENT_MAX, comment, software_note
+
+    note = software_note({"torch": "x" * 70_000}, {"torch": "2.13.0"})
+    text = comment(mixed(), "cpu", None, note)
+    assert len(text) <= COMMENT_MAX
+    assert text.startswith("### gemmgate check on cpu: **FAILED**")
+    assert "The baseline was measured on other software (torch xxx" in text
+    assert "fp32-m8-n8-k8" in text                       # the changed cases are kept
