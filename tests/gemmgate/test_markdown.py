@@ -58,3 +58,15 @@ def test_a_cell_shows_its_text_as_written_on_github():
     assert md_cell("mod:_mm_ a*b `c`") == "mod:\\_mm\\_ a\\*b \\`c\\`"
     assert md_cell("<class 'X'> & <!-- x") == "&lt;class 'X'&gt; &amp; &lt;!-- x"
     assert md_cell("a |\n b") == "a \\| b"
+
+
+def test_a_backslash_in_a_cell_is_text_not_an_escape_of_the_escape():
+    """A backslash before `_`, `*` or a backtick escaped the escape md_cell put there:
+    a message holding "\\_x\\_" came out in italics on GitHub, one holding "\\`x\\`" as code,
+    and "a\\|b" lost its backslash (a review, rendered with markdown-it's tables)."""
+    assert md_cell("x \\_it\\_ y") == "x \\\\\\_it\\\\\\_ y"
+    assert md_cell("a \\`c\\` b") == "a \\\\\\`c\\\\\\` b"
+    assert md_cell("C:\\dir\\ | z") == "C:\\\\dir\\\\ \\| z"
+    # every backslash doubled, every special escaped: none reaches GitHub unescaped
+    cell = md_cell("\\_\\*\\`\\|")
+    assert cell == "\\\\\\_\\\\\\*\\\\\\`\\\\\\|"
