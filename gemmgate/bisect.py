@@ -132,7 +132,11 @@ def narrowed(result: SearchResult, before: str,
     whose kernels/ is its predecessor's (`alike(prev, c)`; `before`: the commit before the
     first candidate, last_good or GOOD) measures as that one does. Other results as they
     are. A range of skips over one kernels/ change listed every commit after it (a
-    review: "one of 9", 3 of them changing kernels/)."""
+    review: "one of 9", 3 of them changing kernels/). Where only the commit tested bad
+    is left (every skip before it measures as the good commit before them), it is the
+    first bad one: found, the commit before it its last good (a skip for noise on a
+    docs commit after a good one left "one commit there that changes kernels/, but ,
+    so it is not confirmed", exit 1, unmeasured against its parent; review rbis)."""
     if result.status != RANGE:
         return result
     kept, prev = [], before
@@ -140,6 +144,9 @@ def narrowed(result: SearchResult, before: str,
         if not alike(prev, c):
             kept.append(c)
         prev = c
+    if kept == [result.candidates[-1]]:
+        return replace(result, status=FOUND, candidates=tuple(kept),
+                       last_good=result.candidates[-2])
     return replace(result, candidates=tuple(kept)) if kept else result
 
 

@@ -128,6 +128,17 @@ def test_a_range_keeps_only_the_commits_that_change_kernels():
     assert narrowed(found, "x", lambda a, b: True) is found
 
 
+def test_a_range_whose_skips_measure_as_the_last_good_is_found():
+    """c4 a skip (noise) whose kernels/ is c3's (tested good), c5 tested bad: c5 is the
+    first bad commit. It was a range of one, "the one commit there that changes kernels/,
+    but , so it is not confirmed", exit 1 (review rbis)."""
+    r = search(*_history(9, 5, skips={4})[:2])
+    assert r.status == RANGE and r.candidates == ("c4", "c5") and r.last_good == "c3"
+    n = narrowed(r, r.last_good, lambda a, b: (a, b) == ("c3", "c4"))
+    assert n.status == FOUND and n.first_bad == "c5" and n.last_good == "c4"
+    assert n.tested == r.tested
+
+
 def test_bad_untestable_stops_at_once():
     commits, is_bad, calls = _history(9, 3, skips={8})
     r = search(commits, is_bad)
@@ -732,6 +743,36 @@ def test_bad_with_goods_kernels_is_clean_untimed(tmp_path_factory, costed_timing
     assert rc == 0 and data["outcome"] == "clean" and not costed_timing
     out = " ".join(capsys.readouterr().out.split())
     assert "(its kernels/ is GOOD's: not timed)" in out and "A/B in one process)" not in out
+
+
+@needs_git
+def test_a_noisy_skip_with_the_last_goods_kernels_leaves_the_culprit_found(
+        tmp_path_factory, costed_timing, monkeypatch, tmp_path, capsys):
+    """A docs commit after a good one measured inconclusive twice (noise, synthetic here):
+    the range left was only the slow commit after it, said "the one commit there that
+    changes kernels/, but , so it is not confirmed", exit 1 (review rbis). It is the
+    culprit, confirmed against its parent."""
+    import gemmgate.run
+
+    d = tmp_path_factory.mktemp("bisect-noisy-docs")
+    shas = _make_history(d, [1.0, 1.0, "docs", 3.0, 3.0])
+    costed, calls = gemmgate.run.measure, []
+
+    def measure(fns, policy, **kw):
+        calls.append(1)
+        out = costed(fns, policy, **kw)
+        if len(calls) in (2, 3):   # the docs commit's step, and its second try
+            out["triton"] = [x * (1.2 if i % 2 else 1.0) for i, x in enumerate(out["triton"])]
+        return out
+
+    monkeypatch.setattr(gemmgate.run, "measure", measure)
+    monkeypatch.chdir(d)
+    rc, data, _ = _bisect(tmp_path, shas[0], "HEAD", "--case", CASE)
+    out = capsys.readouterr().out
+    assert ("skip" in [s["verdict"] for s in data["steps"] if s["commit"] == shas[2]]), data
+    assert rc == 0 and data["outcome"] == "culprit", out
+    assert data["culprit"]["sha"] == shas[3] and data["last_good"] == shas[2]
+    assert data["boundary"]["against"] == shas[2] and "but ," not in out
 
 
 @needs_git
