@@ -24,7 +24,8 @@ Three parts, kept apart:
 
 During the search every commit is measured against GOOD. Once the search names a
 first bad commit X, X is measured once more against the commit before it (its
-first parent, the last good commit): only if that also says regressed is X the culprit;
+first parent, the last good commit; again where noise left it inconclusive, as a
+search step is): only if that also says regressed is X the culprit;
 otherwise the slowdown crept in over several commits, or the step was noise, and the
 result is "inconclusive", with the figures. The vendor's BLAS is not timed: A/B needs
 only the two kernels.

@@ -59,6 +59,11 @@ def conclusion(outcome: str, result: SearchResult, first: Step | None, boundary:
         if outcome == CULPRIT:
             return (f"first slow commit: {x.sha} \"{x.subject}\" by {x.author}; against the "
                     f"commit before it ({p.short}): {figures(boundary)}")
+        if boundary.verdict == SKIP:   # (it said "it is not: -33.52% inconclusive")
+            return (f"inconclusive: {x.short} \"{x.subject}\" is the first commit the "
+                    f"search found slower than GOOD {good.short}, but against the commit "
+                    f"before it ({p.short}) it could not be judged: {figures(boundary)}; "
+                    "re-run")
         return (f"inconclusive: {x.short} \"{x.subject}\" is the first commit the search "
                 f"found slower than GOOD {good.short}, but against the commit before it "
                 f"({p.short}) it is not: {figures(boundary)}. The slowdown may have come in "

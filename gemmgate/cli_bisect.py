@@ -223,8 +223,10 @@ def bisect_command(args, console, err) -> int:
             parent = result.last_good or good.sha
             err.print(f"re-measure: {info[result.first_bad].short} against the commit "
                       f"before it, {info[parent].short}")
-            boundary = measure_step(ctx, items, result.first_bad, parent, tolerances,
-                                    boundary=True)
+            # measured again where noise left it inconclusive, as each step is (once, it
+            # made a 3x culprit "inconclusive", exit 1; review rbis)
+            boundary = _measured_step(ctx, items, result.first_bad, parent, tolerances, err,
+                                      boundary=True)
             console.print(steps_table([*steps, boundary], keys, info, good.sha))
     except (MeasurementError, KeyboardInterrupt) as e:   # the steps measured are kept
         if args.json:
@@ -303,15 +305,16 @@ def _unmeasurable(step: Step) -> bool:
 
 
 def _measured_step(ctx: RunContext, items, sha: str, against: str, tolerances: dict,
-                   err) -> Step:
+                   err, boundary: bool = False) -> Step:
     """`measure_step`, and once more where every case it could not judge was
     inconclusive (measured, a CI reaching past the tolerance): a skip is left for
-    noise that repeats, or a commit that cannot be measured."""
-    step = measure_step(ctx, items, sha, against, tolerances)
+    noise that repeats, or a commit that cannot be measured. `boundary`: the re-measure
+    against the last good commit."""
+    step = measure_step(ctx, items, sha, against, tolerances, boundary=boundary)
     if step.verdict == SKIP and step.cases and \
             all(c.verdict != FAILED for c in step.cases):
         err.print("  inconclusive: measured again")
-        again = measure_step(ctx, items, sha, against, tolerances)
+        again = measure_step(ctx, items, sha, against, tolerances, boundary=boundary)
         step = again if again.verdict != SKIP else replace(
             again, note=f"inconclusive twice (noise): {again.note}")
     return step

@@ -701,6 +701,59 @@ def test_a_slow_creep_is_inconclusive_at_the_boundary(tmp_path_factory, costed_t
 
 
 @needs_git
+def test_a_noisy_boundary_re_measure_is_measured_again(tmp_path_factory, costed_timing,
+                                                       monkeypatch, tmp_path, capsys):
+    """The boundary's re-measure (the culprit against its parent) was measured once: one
+    noisy measurement (synthetic: half its rounds at the parent's time) made a 3x culprit
+    "inconclusive", exit 1, said "against the commit before it ... it is not: -33.52%
+    inconclusive" (review rbis). It is measured again, as each step is."""
+    import gemmgate.cli_bisect
+    import gemmgate.run
+
+    d = tmp_path_factory.mktemp("bisect-noisy-boundary")
+    shas = _make_history(d, [1.0, 1.0, 3.0, 3.0])
+    real, costed, at_boundary = gemmgate.cli_bisect.measure_step, gemmgate.run.measure, []
+
+    def measure_step(*args, boundary=False, **kw):
+        at_boundary.append(boundary)
+        return real(*args, boundary=boundary, **kw)
+
+    def measure(fns, policy, **kw):
+        out = costed(fns, policy, **kw)
+        if at_boundary.count(True) == 1 and at_boundary[-1]:   # the boundary's first
+            out["triton"] = [x / 3 if i % 2 else x for i, x in enumerate(out["triton"])]
+        return out
+
+    monkeypatch.setattr(gemmgate.cli_bisect, "measure_step", measure_step)
+    monkeypatch.setattr(gemmgate.run, "measure", measure)
+    monkeypatch.chdir(d)
+    rc, data, _ = _bisect(tmp_path, shas[0], "HEAD", "--case", CASE)
+    out = capsys.readouterr()
+    assert at_boundary.count(True) == 2 and "inconclusive: measured again" in out.err
+    assert rc == 0 and data["outcome"] == "culprit", out.out
+    assert data["culprit"]["sha"] == shas[2] and data["boundary"]["verdict"] == "bad"
+
+
+def test_an_unjudged_boundary_is_not_said_not_slower():
+    """A boundary inconclusive twice read "against the commit before it ... it is not:
+    -33.52% inconclusive" (review rbis): it could not be judged."""
+    from gemmgate.bisect import CaseAB, Commit, SearchResult, Step
+    from gemmgate.bisect_text import INCONCLUSIVE as UNCONFIRMED
+    from gemmgate.bisect_text import conclusion
+    from gemmgate.compare import judge
+
+    info = {c: Commit(c, f"subject {c}", "t") for c in ("g" * 40, "p" * 40, "x" * 40)}
+    ab = judge([0.333, 1.0] * 10, 1.0, 0.015)
+    assert ab.verdict == "inconclusive"
+    boundary = Step("x" * 40, "p" * 40, SKIP, (CaseAB(CASE, "inconclusive", ab),),
+                    f"{CASE}: inconclusive", boundary=True)
+    found = SearchResult(FOUND, ("x" * 40,), "p" * 40, ())
+    text = conclusion(UNCONFIRMED, found, None, boundary, info, info["g" * 40],
+                      info["x" * 40])
+    assert "it could not be judged" in text and "it is not:" not in text
+
+
+@needs_git
 def test_unimportable_commits_are_skipped_and_the_range_said(tmp_path_factory, costed_timing,
                                                               monkeypatch, tmp_path, capsys):
     d = tmp_path_factory.mktemp("bisect-skip")
@@ -968,7 +1021,7 @@ def test_an_inconclusive_step_is_measured_again_before_it_is_a_skip(monkeypatch)
 
     answers = []
 
-    def measure_step(ctx, items, sha, against, tolerances):
+    def measure_step(ctx, items, sha, against, tolerances, boundary=False):
         verdict, case = answers.pop(0)
         return Step(sha, against, verdict, (CaseAB("k", case, None, "note"),), "k: note")
 
