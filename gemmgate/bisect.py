@@ -180,11 +180,15 @@ def _git(repo: str | Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def _parse_log(text: str) -> list[Commit]:
-    return [Commit(*line.split(_SEP, 2)) for line in text.splitlines() if line.strip()]
+    # one commit a NUL (git log -z): split at lines, a subject holding U+2028, U+0085,
+    # \x1c-\x1e, \v, \f or \r (a newline once decoded) was two, and a valid range was exit
+    # 2, "Commit.__init__() missing 1 required positional argument" (review rbis)
+    return [Commit(*rec.strip("\n").split(_SEP, 2)) for rec in text.split("\0")
+            if rec.strip()]
 
 
 def describe(sha: str, repo: str | Path = ".") -> Commit:
-    out = _git(repo, "log", "-1", _FORMAT, sha)
+    out = _git(repo, "log", "-z", "-1", _FORMAT, sha)
     if out.returncode != 0:
         raise ValueError(f"git log {sha[:12]}: {out.stderr.strip()}")
     return _parse_log(out.stdout)[0]
@@ -210,7 +214,7 @@ def commit_range(good: str, bad: str, repo: str | Path = ".") \
                              ": give an older GOOD (swapped arguments?)"))
     if anc.returncode != 0:
         raise ValueError(f"git merge-base {g[:12]} {b[:12]}: {anc.stderr.strip()}")
-    out = _git(repo, "log", "--first-parent", "--reverse", _FORMAT, f"{g}..{b}")
+    out = _git(repo, "log", "-z", "--first-parent", "--reverse", _FORMAT, f"{g}..{b}")
     if out.returncode != 0:
         raise ValueError(f"git log {g[:12]}..{b[:12]}: {out.stderr.strip()}")
     commits = _parse_log(out.stdout)

@@ -917,6 +917,24 @@ def test_commit_range_is_the_first_parent_history(planted):
 
 
 @needs_git
+@pytest.mark.parametrize("odd", ["\u2028", "\x85", "\x1c", "\x0c", "\r"])
+def test_a_subject_holding_a_line_separator_is_one_commit(tmp_path, odd):
+    """A subject with a character str.splitlines() splits at (U+2028 pasted from a web
+    page) made commit_range a TypeError, "Commit.__init__() missing 1 required positional
+    argument", exit 2 for a valid range (review rbis)."""
+    d = tmp_path / "repo"
+    d.mkdir()
+    good, = _make_history(d, [1.0])
+    (d / "NOTES.md").write_text("x\n")
+    _git(d, "add", "-A")
+    _git(d, "commit", "-q", "-m", f"fix the{odd}tile")
+    _commit_readme(d, "after")
+    g, bad, commits = commit_range(good, "HEAD", d)
+    assert len(commits) == 2 and commits[1].sha == bad.sha
+    assert commits[0].subject.startswith("fix the") and commits[0].author == "t <t@example.com>"
+
+
+@needs_git
 def test_a_shallow_clone_missing_the_history_says_so(planted, tmp_path):
     """GOOD fetched alone into a shallow clone is an ancestor git cannot see: the message
     said "swapped arguments?"."""
