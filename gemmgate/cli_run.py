@@ -112,10 +112,14 @@ def execute(ctx: RunContext, err: Console, partial_to: str | None = None) -> Run
     with stops_before_cases(partial_to, ctx.shapes_label):
         env = environment_of(ctx)
         preflight(ctx)   # bad input leaves the --json as it was (not marked running)
-    done: list[CaseResult] = []
+    done: list[CaseResult] = []   # (as they finish: under --devices, in no set order)
+    order = {c.key(m.name): i for i, (m, c) in enumerate(ctx.items)}
 
-    def partial(reason: str) -> RunRecord:
-        return RunRecord({**env, "incomplete": reason}, ctx.shapes_label, tuple(done))
+    def partial(reason: str) -> RunRecord:   # in the run's case order, as a whole run is
+        # (--devices wrote a stopped run's cases as its workers finished them: 16, 8, 32,
+        # 24; a review)
+        kept = sorted(done, key=lambda r: order.get(r.key, len(order)))
+        return RunRecord({**env, "incomplete": reason}, ctx.shapes_label, tuple(kept))
 
     def last_words() -> None:   # from the watchdog thread, the measuring one stuck
         write_partial(partial_to, partial("a case was stuck past --case-timeout "

@@ -293,6 +293,33 @@ def test_a_run_that_cannot_be_measured_to_its_end_is_exit_3(monkeypatch, capsys)
     assert "measurement failed: a worker process" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("stop", ["measurement", "interrupt"])
+def test_a_stopped_run_keeps_its_cases_in_case_order(tmp_path, monkeypatch, synthetic_record,
+                                                     stop):
+    """--devices hands each case's result on as its worker finishes it; a stopped run's
+    --json listed its cases so (16, 8, 32, 24), where a whole run and a one-device run
+    list them in case order (a review). Here the workers' finishing order is given."""
+    import gemmgate.cli_run
+    from gemmgate.context import MeasurementError
+
+    def out_of_order(ctx, items=None, on_case=None, last_words=None):
+        done = synthetic_record([(m.name, c) for m, c in ctx.items]).cases
+        for r in (done[3], done[1], done[0]):
+            on_case(r)
+        if stop == "interrupt":
+            raise KeyboardInterrupt
+        raise MeasurementError("a worker process of --devices 0,1 died")
+
+    monkeypatch.setattr(gemmgate.cli_run, "run_cases", out_of_order)
+    out = tmp_path / "run.json"
+    assert main(["run", "--chip", "cpu", "--modes", "fp32", "--shapes",
+                 "8x8x8,16x16x16,24x24x24,32x32x32", "--json", str(out)]) == \
+        (130 if stop == "interrupt" else 3)
+    data = json.loads(out.read_text())
+    assert data["environment"]["incomplete"]
+    assert [c["m"] for c in data["cases"]] == [8, 16, 32]
+
+
 def test_a_provider_that_hangs_stops_the_run_at_the_case_time_limit(monkeypatch, capsys):
     """The limit stops a Python loop (a custom provider here; a kernel on a GPU) with exit
     3 naming the case. The limit is far above what the Triton and vendor checks before
