@@ -23,6 +23,7 @@ from gemmgate.context import MeasurementError, RunContext, first_device, make_co
 from gemmgate.deadline import cli_limit
 from gemmgate.execute import preflight, run_cases
 from gemmgate.files import write_json_atomic
+from gemmgate.precision import PrecisionMode
 from gemmgate.reference import resolve
 from gemmgate.report import print_tables
 from gemmgate.results import CaseResult, RunRecord, failures, holds_a_run
@@ -112,14 +113,11 @@ def execute(ctx: RunContext, err: Console, partial_to: str | None = None) -> Run
     with stops_before_cases(partial_to, ctx.shapes_label):
         env = environment_of(ctx)
         preflight(ctx)   # bad input leaves the --json as it was (not marked running)
-    done: list[CaseResult] = []   # (as they finish: under --devices, in no set order)
-    order = {c.key(m.name): i for i, (m, c) in enumerate(ctx.items)}
+    done: list[CaseResult] = []
 
-    def partial(reason: str) -> RunRecord:   # in the run's case order, as a whole run is
-        # (--devices wrote a stopped run's cases as its workers finished them: 16, 8, 32,
-        # 24; a review)
-        kept = sorted(done, key=lambda r: order.get(r.key, len(order)))
-        return RunRecord({**env, "incomplete": reason}, ctx.shapes_label, tuple(kept))
+    def partial(reason: str) -> RunRecord:
+        return RunRecord({**env, "incomplete": reason}, ctx.shapes_label,
+                         in_case_order(done, ctx.items))
 
     def last_words() -> None:   # from the watchdog thread, the measuring one stuck
         write_partial(partial_to, partial("a case was stuck past --case-timeout "
@@ -137,6 +135,15 @@ def execute(ctx: RunContext, err: Console, partial_to: str | None = None) -> Run
         with keeps_partial(partial_to, partial):
             results = run_cases(ctx, on_case=tick, last_words=last_words)
     return RunRecord(env, ctx.shapes_label, tuple(results))
+
+
+def in_case_order(done: Sequence[CaseResult],
+                  items: Sequence[tuple[PrecisionMode, Case]]) -> tuple[CaseResult, ...]:
+    """The cases a stopped run measured (`on_case`'s, as they finished: under --devices,
+    in the order its workers finished them), in the run's order, as a whole run's are: a
+    stopped --devices run's --json listed them 16, 8, 32, 24 (a review)."""
+    order = {c.key(m.name): i for i, (m, c) in enumerate(items)}
+    return tuple(sorted(done, key=lambda r: order.get(r.key, len(order))))
 
 
 @contextlib.contextmanager

@@ -12,7 +12,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from gemmgate.cli_outputs import TABLE_OUTPUT, check_outputs, shapes_file
-from gemmgate.cli_run import context_from_args, keep_partial, keeps_partial, progress_bar
+from gemmgate.cli_run import (
+    context_from_args,
+    in_case_order,
+    keep_partial,
+    keeps_partial,
+    progress_bar,
+)
 from gemmgate.context import MeasurementError
 from gemmgate.execute import preflight
 from gemmgate.files import clear_outputs, write_json_atomic
@@ -127,7 +133,8 @@ def tune_command(args, console, err) -> int:
     done: list[CaseResult] = []   # looking like its own (a review): its keys go in instead
 
     def partial(reason: str) -> RunRecord:
-        return RunRecord({**written.env, "incomplete": reason}, ctx.shapes_label, tuple(done))
+        return RunRecord({**written.env, "incomplete": reason}, ctx.shapes_label,
+                         in_case_order(done, items if items is not None else ctx.items))
 
     with progress_bar(err) as bar:
         task = bar.add_task("tuning", total=len(items if items is not None else ctx.items))

@@ -343,6 +343,29 @@ def test_a_tune_stopped_part_way_leaves_its_keys_in_its_json(not_cpu, tmp_path, 
     assert len(json.loads(table.read_text())["entries"]) == 1
 
 
+def test_a_tune_stopped_part_way_keeps_its_keys_in_case_order(not_cpu, tmp_path,
+                                                              monkeypatch, capsys):
+    """`tune --devices` hands each key on as its worker finishes it: a stopped tune's
+    --json listed them in that order, where a whole one lists them in case order (a
+    review). Here the workers' finishing order is given."""
+    from dataclasses import replace
+
+    from gemmgate import cli_tune
+
+    def stopped(ctx, budget_s, items, on_case):
+        done = [replace(_result(), mode=m.name, case=c, telemetry={}) for m, c in ctx.items]
+        for r in (done[2], done[0]):
+            on_case(r)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_tune, "tune", stopped)
+    out, table = tmp_path / "tune.json", tmp_path / "cpu.json"
+    assert main(["tune", "--shapes", "16x16x16,32x32x32,48x48x48", "--modes", "fp32",
+                 "--table", str(table), "--json", str(out)]) == 130
+    got = json.loads(out.read_text())
+    assert got["environment"]["incomplete"] and [c["m"] for c in got["cases"]] == [16, 48]
+
+
 def test_a_tune_says_the_stale_entries_it_leaves(not_cpu, tmp_path, monkeypatch, capsys):
     """A plain tune wrote its keys and said nothing of the table's stale ones (only a
     lookup's warning did; a review): it counts them and names the command."""
