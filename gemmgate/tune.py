@@ -158,10 +158,12 @@ def table_for(path: Path, chip_id: str) -> dict:
 
 def in_kernel_folder(path: Path) -> bool:
     """Whether a table file sits where the kernel reads tables (kernels/tuned): a `--table`
-    elsewhere is not what a call runs."""
+    elsewhere is not what a call runs. A symbolic link is its target's: a write goes
+    through it (files.write_text_atomic), and a link to a table there tuned holdout shapes
+    into it (a review)."""
     from kernels import table_file
 
-    return path.parent.resolve() == table_file.DEFAULT_DIR.resolve()
+    return path.resolve().parent == table_file.DEFAULT_DIR.resolve()
 
 
 def holdout_shapes(cases) -> list[str]:

@@ -615,3 +615,25 @@ def test_an_unusable_tuning_cache_leaves_an_earlier_json_as_it_was(not_cpu, tmp_
                  str(tmp_path / "cpu.json"), "--json", str(out)]) == 2
     assert "tuning cache" in capsys.readouterr().err
     assert json.loads(out.read_text()) == {"old": "an earlier run"}
+
+
+def test_tune_refuses_holdout_shapes_for_a_table_linked_into_the_kernels_folder(
+        not_cpu, tmp_path, monkeypatch, capsys):
+    """A --table that is a symbolic link to a table of kernels/tuned is written through to
+    it (files.write_text_atomic): its holdout shapes are refused as that file's own path's
+    are (the link's folder was checked, and the tune went on to tune them; a review)."""
+    from gemmgate.shapes import SETS
+    from kernels import table_file
+
+    monkeypatch.setattr(table_file, "DEFAULT_DIR", tmp_path / "tuned")
+    target = tmp_path / "tuned" / "cpu.json"
+    write_table(target, "cpu", ("cpu",), [entry_of(_result(), ENV)])
+    link = tmp_path / "elsewhere" / "table.json"
+    link.parent.mkdir()
+    link.symlink_to(target)
+    before = target.read_text()
+    c = SETS["holdout"][0]
+    assert main(["tune", "--shapes", f"{c.m}x{c.n}x{c.k}", "--modes", "fp32",
+                 "--table", str(link)]) == 2
+    assert f"{c.id}: 1 case(s) of a holdout set" in capsys.readouterr().err.replace("\n", "")
+    assert target.read_text() == before
