@@ -22,7 +22,8 @@ them; this script, on the CPU, decides per entry:
   (take the entries they come from out with --leave-out, or measure them).
 
 With --write (and nothing unmeasured) the kept table replaces kernels/tuned/<chip>.json,
-atomically. --candidate FILE writes the kept table to FILE whatever is unmeasured, and
+atomically; one holding a holdout set's shape is refused (exit 2).
+--candidate FILE writes the kept table to FILE whatever is unmeasured, and
 its unmeasured cases beside it as a shape file (FILE with .csv), for the next device
 call to A/B that table on them (`gemmgate run --shapes FILE.csv --ab-ref REV`).
 --tuned-csv FILE --call LABEL records the call's changed entries (REV's tile and ratio,
@@ -401,6 +402,18 @@ def main(argv: list[str] | None = None) -> int:
                         tuned_rows(base, new, set(modes), left_out, args.call), args.call)
         print(f"wrote {args.tuned_csv} ({args.call})")
     if args.write:
+        from gemmgate.case import Case
+        from gemmgate.tune import holdout_shapes
+
+        # a holdout shape tuned into a --table elsewhere (tune allows it, to measure it) was
+        # kept (it moved no pick of --sets) and written into the kernel's table (a review)
+        held = holdout_shapes(Case(e["m"], e["n"], e["k"]) for e in kept)
+        if held:
+            print(f"keep_entries: error: the kept table holds {len(held)} shape(s) of a "
+                  f"holdout set ({', '.join(held[:6])}{' ...' if len(held) > 6 else ''}), "
+                  f"which no table in kernels/tuned may hold: leave them out (--leave-out); "
+                  f"{rel} not written", file=sys.stderr)
+            return 2
         write_json_atomic(ROOT / rel, {**header, "entries": kept})
         print(f"wrote {rel}")
     return 0

@@ -285,3 +285,29 @@ def test_another_chips_unchanged_table_moves_no_pick(ke, tmp_path, capsys):
     assert ke.main(["--ref", "HEAD", "--chip", "nvidia-h200", "--table", str(same), "--ab",
                     str(ab), "--modes", "tf32", "--sets", "pr"]) == 2
     assert "is nvidia-h100's" in capsys.readouterr().err
+
+
+def test_write_refuses_a_kept_table_holding_a_holdout_shape(ke, tmp_path, capsys,
+                                                            monkeypatch):
+    """A holdout shape tuned into a --table outside kernels/tuned (tune allows it, to
+    measure it) moves no pick of pr, so it is kept: --write put it into the kernel's table,
+    exit 0, where no table there may hold one (a review)."""
+    import gemmgate.files
+    from gemmgate.shapes import SETS
+
+    written = []
+    monkeypatch.setattr(gemmgate.files, "write_json_atomic", lambda *a: written.append(a))
+    shown = subprocess.run(["git", "show", f"HEAD:{TABLE}"], cwd=ROOT, capture_output=True,
+                           text=True, check=True)
+    data = json.loads(shown.stdout)
+    e = next(e for e in data["entries"] if e["mode"] == "bf16")
+    c = SETS["holdout"][0]
+    data["entries"].append({**e, "m": c.m, "n": c.n, "k": c.k,
+                            "date": "2099-01-01T00:00:00+00:00"})
+    new = tmp_path / "new.json"
+    new.write_text(json.dumps(data))
+    ab = tmp_path / "ab.json"
+    ab.write_text(json.dumps({"cases": []}))
+    assert ke.main(["--ref", "HEAD", "--table", str(new), "--ab", str(ab), "--modes", "bf16",
+                    "--sets", "pr", "--write"]) == 2
+    assert f"holdout set ({c.id})" in capsys.readouterr().err and not written
