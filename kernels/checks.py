@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 
 import torch
+from torch.autograd import forward_ad
 
 from kernels import dispatch
 from kernels.modes import KernelMode, mode_for_dtype, mode_named
@@ -22,6 +23,17 @@ def wants_grad(a, b, out, scale_a, scale_b) -> bool:
             (scale_b is not None and scale_b.requires_grad)
     except AttributeError:   # not tensors: `check_call` says what is wrong
         return False
+
+
+def has_tangent(a, b, out, scale_a, scale_b) -> bool:
+    """Whether an argument is a forward-mode AD dual tensor (`forward_ad.make_dual`): its
+    tangent would be dropped from the product silently, grad mode or not (no_grad keeps
+    forward AD on). Asked only inside a `forward_ad.dual_level()` (a module global read
+    otherwise: this runs every call)."""
+    if forward_ad._current_level < 0:
+        return False
+    return any(isinstance(x, torch.Tensor) and forward_ad.unpack_dual(x).tangent is not None
+               for x in (a, b, out, scale_a, scale_b))
 
 
 def span(x: torch.Tensor) -> int:

@@ -47,7 +47,7 @@ from kernels import (
     matmul_ws,
     table_file,
 )
-from kernels.checks import check_apart, check_call, facts, span, wants_grad
+from kernels.checks import check_apart, check_call, facts, has_tangent, span, wants_grad
 from kernels.launch_jit import current_index
 from kernels.modes import KernelMode
 from kernels.tile import VARIANTS, TileConfig, pow2_floor
@@ -152,6 +152,10 @@ def matmul(a, b, *, precision=None, out=None, scale_a=None, scale_b=None, config
     if torch.is_grad_enabled() and wants_grad(a, b, out, scale_a, scale_b):
         raise RuntimeError("kernels.matmul has no backward: call it under torch.no_grad() "
                            "or torch.inference_mode(), or on detached tensors")
+    if has_tangent(a, b, out, scale_a, scale_b):   # (forward AD: no_grad leaves it on)
+        raise RuntimeError("kernels.matmul has no forward-mode derivative: an argument "
+                           "carries a tangent (forward_ad.make_dual, torch.func.jvp); pass "
+                           "its primal (forward_ad.unpack_dual(x).primal)")
     if config is not None and not isinstance(config, TileConfig):
         raise TypeError(f"config must be a TileConfig or None, got {type(config).__name__}")
     if cache_copies is not False and cache_copies is not True:   # (a list: "unhashable

@@ -615,6 +615,26 @@ def test_inputs_that_require_grad_are_refused_where_autograd_would_record():
         assert torch.equal(kernels.matmul(_t(2, 3), w), _t(2, 3) @ w.detach())
 
 
+def test_a_forward_mode_dual_tensor_is_refused_not_its_tangent_dropped():
+    """A forward-mode AD dual tensor (requires_grad False, and no_grad leaves forward AD
+    on) ran, and the product carried no tangent: a derivative of zero, silently (a
+    review). Refused for each argument; its primal runs."""
+    import torch.autograd.forward_ad as fwAD
+
+    a, b, out = _t(4, 3), _t(3, 2), torch.zeros(4, 2)
+    with fwAD.dual_level():
+        for where in ("a", "b", "out"):
+            args = dict(a=a, b=b, out=out)
+            args[where] = fwAD.make_dual(args[where], torch.ones_like(args[where]))
+            with torch.no_grad(), pytest.raises(RuntimeError,
+                                                match="no forward-mode derivative"):
+                kernels.matmul(args["a"], args["b"], out=args["out"])
+        dual = fwAD.make_dual(a, torch.ones_like(a))
+        got = kernels.matmul(fwAD.unpack_dual(dual).primal, b)
+        assert fwAD.unpack_dual(got).tangent is None and torch.equal(got, a @ b)
+    assert torch.equal(kernels.matmul(a, b), a @ b)   # outside the level: as before
+
+
 def test_a_write_into_out_bumps_its_version_so_a_kept_copy_of_it_is_made_again():
     """`out` is written in place: its version counter moves, as PyTorch's in-place ops
     move it. A copy the dispatcher keeps of a tensor (`cache_copies`) is valid while its
