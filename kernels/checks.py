@@ -108,6 +108,7 @@ def check_call(a, b, precision, out, scale_a, scale_b) -> KernelMode:
         raise ValueError(f"precision must be a mode name or None, got {precision!r}")
     for name, x in (("a", a), ("b", b)):
         dense(name, x)
+        stored(name, x)
         not_negated(name, x)
     mode, out_dtype = mode_for(a.dtype, precision)
     check_device(a.device, mode, a.dtype)  # not cached: it reads TRITON_INTERPRET
@@ -128,6 +129,19 @@ def dense(name: str, x: torch.Tensor) -> None:
     elements share memory, a review)."""
     if x.layout != torch.strided:
         raise ValueError(f"{name} must be a dense (strided) tensor, got layout {x.layout}")
+
+
+def stored(name: str, x: torch.Tensor) -> None:
+    """`x` has memory the kernels can read: a tensor that a torch.func transform wraps
+    (vmap, jvp) has none, and a call under vmap raised torch's "Cannot access data pointer
+    of Tensor that doesn't have storage" from inside the plan (a review)."""
+    try:
+        x.data_ptr()
+    except RuntimeError:
+        raise ValueError(f"{name} has no storage for the kernels to read (a tensor a "
+                         "torch.func transform such as vmap wraps, or a subclass without "
+                         "data): call kernels.matmul on plain tensors, outside the "
+                         "transform") from None
 
 
 def not_negated(name: str, x: torch.Tensor) -> None:
@@ -152,6 +166,7 @@ def check_out(out, want: tuple, dtype: torch.dtype, device: torch.device) -> Non
     if out.device != device:
         raise ValueError(f"out is on {out.device}, inputs on {device}")
     dense("out", out)
+    stored("out", out)
     if out.is_inference() and not torch.is_inference_mode_enabled():   # as torch refuses
         raise RuntimeError("out is an inference tensor: it can be written in place only "
                            "inside torch.inference_mode()")

@@ -635,6 +635,19 @@ def test_a_forward_mode_dual_tensor_is_refused_not_its_tangent_dropped():
     assert torch.equal(kernels.matmul(a, b), a @ b)   # outside the level: as before
 
 
+def test_a_tensor_a_torch_func_transform_wraps_is_named_not_an_internal_error():
+    """Under torch.func.vmap an operand (or out) is a wrapper with no storage: the plan's
+    data_ptr raised torch's "Cannot access data pointer of Tensor that doesn't have
+    storage" from inside kernels/dispatch.py (a review). Refused, naming the argument."""
+    b = _t(3, 2)
+    with pytest.raises(ValueError, match="a has no storage for the kernels to read"):
+        torch.func.vmap(lambda x: kernels.matmul(x, b))(torch.ones(2, 4, 3))
+    with pytest.raises(ValueError, match="b has no storage for the kernels to read"):
+        torch.func.vmap(lambda x: kernels.matmul(_t(4, 3), x))(torch.ones(2, 3, 2))
+    with pytest.raises(ValueError, match="out has no storage for the kernels to read"):
+        torch.func.vmap(lambda x: kernels.matmul(_t(4, 3), b, out=x))(torch.zeros(2, 4, 2))
+
+
 def test_a_write_into_out_bumps_its_version_so_a_kept_copy_of_it_is_made_again():
     """`out` is written in place: its version counter moves, as PyTorch's in-place ops
     move it. A copy the dispatcher keeps of a tensor (`cache_copies`) is valid while its
