@@ -239,13 +239,16 @@ def _said(log: Path) -> str:
 
 
 MEASURED = re.compile(r"check_\d+_.+\.(json|txt)")   # what only a measuring run writes
-EARLIER = re.compile(MEASURED.pattern + r"|checks\.csv")   # a trials run's own files
+# a trials run's own files: its checks, checks.csv and the two summaries (a folder kept
+# as docs/results keeps a run, its summaries alone, was written over; a review)
+EARLIER = re.compile(MEASURED.pattern + r"|checks\.csv|checks_summary\.csv|cases_summary\.csv")
 
 
 def earlier_trials(out: Path) -> list[str]:
-    """The files of an earlier trials run in `out` (its checks and checks.csv), sorted: a
-    new run there mixed with them (its checks.csv listed the new checks beside the old
-    files; `--rejudge out/check_*.json` took both; a review)."""
+    """The files of an earlier trials run in `out` (its checks, checks.csv and its
+    summaries), sorted: a new run there mixed with them (its checks.csv listed the new
+    checks beside the old files; `--rejudge out/check_*.json` took both; a review), or
+    replaced the summaries of a run kept as docs/results keeps one."""
     try:
         return sorted(f.name for f in out.iterdir() if EARLIER.fullmatch(f.name))
     except OSError:   # no folder yet (or not one: check_outputs says so)

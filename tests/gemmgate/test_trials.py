@@ -206,6 +206,23 @@ def test_an_out_folder_holding_an_earlier_trials_run_is_refused_and_kept(tmp_pat
     assert trials.earlier_trials(out) == []   # a folder of other files is taken
 
 
+def test_an_out_folder_holding_only_a_kept_runs_summaries_is_refused_and_kept(tmp_path,
+                                                                             capsys):
+    """checks_summary.csv and cases_summary.csv are what docs/results keeps of a trials
+    run: a new run into such a folder wrote over them, exit 0, where one holding
+    checks.csv is refused (a review)."""
+    out = tmp_path / "kept"
+    out.mkdir()
+    for name in ("checks_summary.csv", "cases_summary.csv"):
+        (out / name).write_text("earlier")
+    assert main(["trials", "--chip", "cpu", "--modes", "fp32", "--levels", "0",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.replace("\n", "")
+    assert f"--out {out} holds an earlier trials run" in err and "2 file(s)" in err
+    assert all((out / n).read_text() == "earlier"
+               for n in ("checks_summary.csv", "cases_summary.csv"))
+
+
 def test_a_child_check_that_did_not_end_is_no_trial(tmp_path, monkeypatch,
                                                     synthetic_record):
     """A check ended outright (a provider's os._exit(0)) exits 0 over its --json marked
