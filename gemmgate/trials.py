@@ -333,6 +333,12 @@ def rejudge(paths: Sequence[str], baseline: Baseline, out: Path,
         if unended:   # a check stopped part-way (Ctrl-C, SIGTERM) was counted as a trial
             raise ValueError(f"check file {p} did not end ({unended}): it is no trial to "
                              "count; leave it out")   # (run_trials refuses it too; a review)
+        for c in rec.cases:   # the row reads its fields (a number there, as the gate
+            # record keeps it, was an AttributeError traceback, exit 1; a review)
+            inj = c.telemetry.get("injected_slowdown")
+            if inj is not None and not isinstance(inj, dict):
+                raise ValueError(f"{p}: case {c.key}: telemetry.injected_slowdown is "
+                                 f"{inj!r}, not an object (asked, sized)")
         # rows are read from the record as the typed loader checked it, not the raw file
         data = {**rec.to_json(), "gate": data.get("gate")}
         chip = rec.environment.get("chip")

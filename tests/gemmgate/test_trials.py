@@ -482,6 +482,8 @@ def test_checks_csv_is_rewritten_whole_or_not_at_all(tmp_path, monkeypatch):
     (lambda d: d["environment"].update(copies="per-call"), "was timed with --copies per-call"),
     (lambda d: d["environment"].update(incomplete="interrupted"),
      "did not end (interrupted): it is no trial to count"),
+    (lambda d: d["cases"][0]["telemetry"].update(injected_slowdown=0.03),
+     "telemetry.injected_slowdown is 0.03, not an object"),
 ])
 def test_rejudge_refuses_a_record_it_cannot_judge_naming_it(tmp_path, synthetic_record,
                                                             capsys, edit, said):
