@@ -383,7 +383,8 @@ def _block(name: str) -> re.Pattern:
 def render(text: str) -> tuple[str, list[str]]:
     """PERF.md's text with every table regenerated, and the names of those that changed."""
     changed = []
-    unknown = sorted(set(re.findall(r"<!-- perf_tables:([\w.-]+) -->", text)) - set(TABLES))
+    opened = re.findall(r"<!-- perf_tables:([\w.-]+) -->", text)
+    unknown = sorted(set(opened) - set(TABLES))
     if unknown:
         raise SystemExit(f"{PERF_MD}: blocks with no table in TABLES: {', '.join(unknown)} "
                          "(a frozen table is marked <!-- frozen:NAME -->)")
@@ -391,6 +392,10 @@ def render(text: str) -> tuple[str, list[str]]:
         m = _block(name).search(text)
         if not m:
             raise SystemExit(f"{PERF_MD}: no <!-- perf_tables:{name} --> block")
+        if opened.count(name) > 1:   # (only the first was rewritten and checked: a stale
+            # second copy passed --check, a review)
+            raise SystemExit(f"{PERF_MD}: {opened.count(name)} <!-- perf_tables:{name} --> "
+                             "blocks; a table is generated into one block")
         body = f"\n{make()}\n\n"
         if m.group(2) != body:
             changed.append(name)

@@ -58,3 +58,14 @@ def test_power_of_a_missing_or_foreign_csv_is_an_error_not_a_traceback(pt, tmp_p
     assert pt.main(["--power", str(shapes)]) == 2
     err = capsys.readouterr().err
     assert "missing.csv" in err and "not a `gemmgate trials` checks.csv" in err
+
+
+def test_a_second_block_of_one_table_is_refused_not_left_stale(pt):
+    """Only the first block of a name was rewritten and compared: a stale second copy
+    passed --check (exit 0)."""
+    pt.TABLES = {"t": lambda: "| a |"}
+    block = "<!-- perf_tables:t -->\n\n| a |\n\n<!-- /perf_tables:t -->\n"
+    stale = "<!-- perf_tables:t -->\n| old |\n<!-- /perf_tables:t -->\n"
+    assert pt.render(block) == (block, [])
+    with pytest.raises(SystemExit, match="2 <!-- perf_tables:t --> blocks"):
+        pt.render(block + stale)
