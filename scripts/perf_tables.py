@@ -430,8 +430,10 @@ def main(argv: list[str]) -> int:
             print(f"{PERF_MD.relative_to(ROOT)}: table {name!r} is out of date "
                   "(run python3 scripts/perf_tables.py)")
         return 1 if changed else 0
-    if changed:
-        PERF_MD.write_text(new)
+    if changed:   # (written in place: a kill mid-write left PERF.md's prose cut; a review)
+        from gemmgate.files import write_text_atomic
+
+        write_text_atomic(PERF_MD, new)
     print(f"updated: {', '.join(changed) or 'nothing'}")
     return 0
 

@@ -69,3 +69,20 @@ def test_a_second_block_of_one_table_is_refused_not_left_stale(pt):
     assert pt.render(block) == (block, [])
     with pytest.raises(SystemExit, match="2 <!-- perf_tables:t --> blocks"):
         pt.render(block + stale)
+
+
+def test_rewriting_perf_md_replaces_it_whole(pt, tmp_path, monkeypatch, capsys):
+    """PERF.md was rewritten in place (Path.write_text: truncated, then written), so a
+    reader or a kill mid-write met a cut file; it is now renamed over whole: a reader that
+    opened it before still reads the old text."""
+    md = tmp_path / "PERF.md"
+    old = "prose\n<!-- perf_tables:t -->\nstale\n<!-- /perf_tables:t -->\n"
+    md.write_text(old)
+    monkeypatch.setattr(pt, "PERF_MD", md)
+    monkeypatch.setattr(pt, "ROOT", tmp_path)
+    monkeypatch.setattr(pt, "TABLES", {"t": lambda: "| a |"})
+    with md.open() as reader:
+        assert pt.main([]) == 0
+        assert reader.read() == old
+    assert md.read_text() == "prose\n<!-- perf_tables:t -->\n\n| a |\n\n<!-- /perf_tables:t -->\n"
+    assert "updated: t" in capsys.readouterr().out
