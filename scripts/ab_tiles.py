@@ -89,8 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, type=Path, help="the tiles.py CSV to write")
     args = ap.parse_args(argv)
     from gemmgate import reference
+    from gemmgate.files import check_writable, write_csv_atomic
 
-    try:
+    try:   # (a directory, or a missing folder, was a traceback after the work, a stray
+        # OUT.tmp left; a review)
+        check_writable(args.out, "--out file")
         with args.cases.open(newline="") as f:
             cases = list(csv.DictReader(f))
         _, old = reference.load(reference.resolve(args.ref, ".", "--ref"))
@@ -109,12 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ab_tiles: error: no A/B row of a label starting {args.label!r} in "
               f"{args.cases} ran a tile other than {args.ref}'s", file=sys.stderr)
         return 2
-    tmp = args.out.with_name(args.out.name + ".tmp")
-    with tmp.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
-        w.writeheader()
-        w.writerows(out)
-    tmp.replace(args.out)
+    write_csv_atomic(args.out, out, FIELDS)
     print(f"wrote {args.out}: {len(out) // 2} A/B cases, two tiles each"
           + (f"; {skipped} rows skipped (no tile or no ab)" if skipped else ""))
     return 0

@@ -91,3 +91,20 @@ def test_bad_input_is_exit_2(ab, tmp_path, capsys):
     assert ab.main([str(empty), "--label", "x", "--ref", "HEAD",
                     "--out", str(tmp_path / "o.csv")]) == 2
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_an_out_that_cannot_be_written_is_exit_2_and_a_missing_folder_is_made(ab, tmp_path,
+                                                                              capsys):
+    """--out a directory was a traceback (IsADirectoryError, exit 1) after the work, its
+    OUT.tmp left beside it; --out in a folder not made yet was one (FileNotFoundError)."""
+    cases = tmp_path / "cases.csv"
+    cases.write_text(HEADER + "x,bf16,m1024-n1024-k1024,36.6,33.7,1.0861,ab:1.1,"
+                     "tma 16x16x16 g8 s3 w4,pass,1\n")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    assert ab.main([str(cases), "--label", "x", "--ref", "HEAD", "--out", str(folder)]) == 2
+    assert "--out file" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cases.csv", "folder"]
+    made = tmp_path / "new" / "tiles_ab.csv"
+    assert ab.main([str(cases), "--label", "x", "--ref", "HEAD", "--out", str(made)]) == 0
+    assert len(list(csv.DictReader(made.open()))) == 2
