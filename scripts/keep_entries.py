@@ -342,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from gemmgate import reference
     from gemmgate.files import write_json_atomic
+    from gemmgate.precision import get_mode
     from gemmgate.shapes import resolve
 
     rel = f"kernels/tuned/{args.chip}.json"
@@ -362,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--leave-out and --keep both name {sorted(extra & forced)}")
         if bool(args.tuned_csv) != bool(args.call):
             raise ValueError("--tuned-csv and --call go together")
+        for mode in args.modes.split(","):   # (an unknown one was a traceback, exit 1)
+            get_mode(mode)
     except (OSError, KeyError, json.JSONDecodeError, ValueError) as e:
         print(f"keep_entries: error: {e}", file=sys.stderr)
         return 2

@@ -92,6 +92,7 @@ def test_a_changed_pick_needs_an_ab_of_that_very_tile(ke):
     (["--keep", "axbxc:rr"], "MxNxK"),
     (["--ref", "no-such-ref-anywhere"], "no-such-ref-anywhere"),
     (["--keep", "8x8x8", "--leave-out", "8x8x8:rr"], "both name"),
+    (["--modes", "bf17"], "unknown precision mode 'bf17'"),   # was a traceback, exit 1
 ])
 def test_bad_input_exits_2_with_a_message(ke, tmp_path, capsys, argv, message):
     ab = tmp_path / "ab.json"
@@ -311,3 +312,4 @@ def test_write_refuses_a_kept_table_holding_a_holdout_shape(ke, tmp_path, capsys
     assert ke.main(["--ref", "HEAD", "--table", str(new), "--ab", str(ab), "--modes", "bf16",
                     "--sets", "pr", "--write"]) == 2
     assert f"holdout set ({c.id})" in capsys.readouterr().err and not written
+
