@@ -301,6 +301,22 @@ def tuned_rows(base: list[dict], new: list[dict], modes: set[str], left_out: set
     return rows
 
 
+def check_tuned_csv(path: Path) -> None:
+    """ValueError unless `path` can be written as a tuned.csv: a new file, an empty one or
+    one with TUNED_COLUMNS (another CSV's rows would be lost, or a KeyError)."""
+    from gemmgate.files import check_writable, read_text
+
+    check_writable(path, "--tuned-csv file")
+    if not path.exists():
+        return
+    text = read_text(path, "--tuned-csv file")
+    head = next(csv.reader(io.StringIO(text)), None)
+    lacks = [c for c in TUNED_COLUMNS if head is not None and c not in head]
+    if lacks:
+        raise ValueError(f"--tuned-csv {path} is not a tuned.csv (no column "
+                         f"{', '.join(lacks)}): give a session's tuned.csv or a new file")
+
+
 def write_tuned_csv(path: Path, rows: list[dict], call: str) -> None:
     """`rows` replace the file's rows of label `call`; other labels' rows stay."""
     from gemmgate.files import write_text_atomic
@@ -365,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--tuned-csv and --call go together")
         for mode in args.modes.split(","):   # (an unknown one was a traceback, exit 1)
             get_mode(mode)
+        if args.tuned_csv:   # (checked before the judging: another CSV was a KeyError
+            check_tuned_csv(Path(args.tuned_csv))   # traceback after it, or replaced)
     except (OSError, KeyError, json.JSONDecodeError, ValueError) as e:
         print(f"keep_entries: error: {e}", file=sys.stderr)
         return 2

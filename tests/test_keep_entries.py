@@ -313,3 +313,22 @@ def test_write_refuses_a_kept_table_holding_a_holdout_shape(ke, tmp_path, capsys
                     "--sets", "pr", "--write"]) == 2
     assert f"holdout set ({c.id})" in capsys.readouterr().err and not written
 
+
+def test_a_tuned_csv_of_another_kind_is_exit_2_and_kept(ke, tmp_path, capsys):
+    """An existing --tuned-csv without tuned.csv's columns was a KeyError traceback (exit
+    1) after the judging; with no rows, it was replaced by a tuned.csv, exit 0."""
+    ab = tmp_path / "ab.json"
+    ab.write_text(json.dumps({"cases": []}))
+    for text in ("a,b\n1,2\n", "a,b\n"):
+        other = tmp_path / "other.csv"
+        other.write_text(text)
+        assert ke.main(["--ref", "HEAD", "--table", str(ROOT / TABLE), "--ab", str(ab),
+                        "--modes", "bf16", "--sets", "64x64x64", "--tuned-csv", str(other),
+                        "--call", "c1"]) == 2
+        assert "is not a tuned.csv" in capsys.readouterr().err
+        assert other.read_text() == text
+    new = tmp_path / "tuned.csv"
+    assert ke.main(["--ref", "HEAD", "--table", str(ROOT / TABLE), "--ab", str(ab),
+                    "--modes", "bf16", "--sets", "64x64x64", "--tuned-csv", str(new),
+                    "--call", "c1"]) == 0
+    assert new.read_text().startswith(",".join(ke.TUNED_COLUMNS))
