@@ -379,6 +379,10 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--leave-out and --keep both name {sorted(extra & forced)}")
         if bool(args.tuned_csv) != bool(args.call):
             raise ValueError("--tuned-csv and --call go together")
+        if args.candidate and Path(args.candidate).suffix == ".csv":   # (the table was
+            # written, then its shape file over it: "wrote X and X", exit 0; a review)
+            raise ValueError(f"--candidate {args.candidate}: its shape file is FILE with "
+                             ".csv, the same file; give the table a .json name")
         for mode in args.modes.split(","):   # (an unknown one was a traceback, exit 1)
             get_mode(mode)
         if args.tuned_csv:   # (checked before the judging: another CSV was a KeyError

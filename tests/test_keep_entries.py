@@ -93,6 +93,7 @@ def test_a_changed_pick_needs_an_ab_of_that_very_tile(ke):
     (["--ref", "no-such-ref-anywhere"], "no-such-ref-anywhere"),
     (["--keep", "8x8x8", "--leave-out", "8x8x8:rr"], "both name"),
     (["--modes", "bf17"], "unknown precision mode 'bf17'"),   # was a traceback, exit 1
+    (["--candidate", "{tmp}/kept.csv"], "the same file"),   # its shape file was written over it
 ])
 def test_bad_input_exits_2_with_a_message(ke, tmp_path, capsys, argv, message):
     ab = tmp_path / "ab.json"
@@ -100,7 +101,7 @@ def test_bad_input_exits_2_with_a_message(ke, tmp_path, capsys, argv, message):
     args = {"--ref": "HEAD", "--table": str(ROOT / TABLE), "--ab": str(ab), "--modes": "bf16",
             "--sets": "pr"}
     for flag, value in zip(argv[::2], argv[1::2]):
-        args[flag] = value
+        args[flag] = value.replace("{tmp}", str(tmp_path))
     assert ke.main([x for kv in args.items() for x in kv]) == 2
     assert message in capsys.readouterr().err
 
