@@ -11,7 +11,8 @@ choice is made once per key (kernel family, M, N, K, operand strides) and kept:
    deterministic (the committed tuning table, session 5), check, baseline and bisect pin
    nothing: a table change must show in them;
 2. the local cache, $GEMMGATE_TUNING_DIR/<chip>.json (default ~/.cache/gemmgate/tuning),
-   written atomically after every new choice, one entry per key and candidate list;
+   written atomically after every new choice, one entry per key, candidate list and
+   kernel source;
 3. otherwise the kernel's own choice: a kernel puts the tile its dispatcher picks (its
    committed tuning table, kernels/tuned/<chip>.json, or its heuristic) first among the
    candidates, and that is what runs. No tuning on the measured path: `gemmgate check`,
@@ -185,9 +186,13 @@ def tune(candidates: Sequence[TileConfig], bench: Callable[[TileConfig], float],
     return best, timings
 
 
-def _cache_key(key: str, candidates: Sequence[TileConfig]) -> str:
-    """Cache entries are per candidate list: `key` plus a digest of the configs."""
-    digest = hashlib.sha1(repr(tuple(candidates)).encode()).hexdigest()[:8]
+def _cache_key(key: str, candidates: Sequence[TileConfig], kernel: str = "") -> str:
+    """Cache entries are per candidate list and kernel source: `key` plus a digest of
+    both. Without the kernel, an A/B reference kernel of other source but the same
+    candidates shared the current's entry: each saved over the other's, so every later
+    calibration run tuned both again while measuring (a review)."""
+    digest = hashlib.sha1((repr(tuple(candidates)) + (f" {kernel}" if kernel else ""))
+                          .encode()).hexdigest()[:8]
     return f"{key} #{digest}"
 
 
@@ -308,7 +313,7 @@ class Tuner:
             if held is not None:
                 best = kept_incumbent(held, best, timings)
             choice = Choice(key, best, TUNED, kernel, timings, offered=len(ordered))
-            entry = {_cache_key(key, candidates): choice.to_json()}
+            entry = {_cache_key(key, candidates, kernel): choice.to_json()}
             self.cache.update(entry)
             save_cache(self.setup.cache_path, self.setup.chip_id, entry)
         self.memo[memo_key] = choice
@@ -319,7 +324,8 @@ class Tuner:
         return Chooser(self, kernel)
 
     def _lookup(self, key: str, candidates: Sequence[TileConfig], kernel: str):
-        lookups = ((PINNED, self.pins, key), (CACHED, self.cache, _cache_key(key, candidates)))
+        lookups = ((PINNED, self.pins, key),
+                   (CACHED, self.cache, _cache_key(key, candidates, kernel)))
         for source, table, k in lookups:
             entry = table.get(k)
             if not isinstance(entry, dict):

@@ -402,3 +402,32 @@ def test_an_incumbent_outside_the_candidates_counts_among_those_offered(tmp_path
     choice = Tuner(setup).choice(KEY, CANDIDATES, fake_bench({odd: 1, BIG: 2, MID: 1,
                                                               SMALL: 3}, []))
     assert choice.offered == len(CANDIDATES) + 1
+
+
+def test_an_ab_reference_kernel_with_the_same_candidates_keeps_its_own_cache_entry(tmp_path):
+    """The A/B reference kernel (other source, its own TileConfig class, the same
+    candidate list) shared the current kernel's cache entry: each saved over the other's,
+    so every later calibration run tuned both again while measuring (a review)."""
+    import importlib.util
+    import sys
+    from dataclasses import asdict
+
+    spec = importlib.util.spec_from_file_location("ref_tile_for_test", "kernels/tile.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    try:
+        spec.loader.exec_module(mod)
+        ref = tuple(mod.TileConfig(**asdict(c)) for c in CANDIDATES)
+    finally:
+        del sys.modules[spec.name]
+    times = {BIG: 2.0, MID: 1.0, SMALL: 3.0}
+    ref_times = {r: times[c] for r, c in zip(ref, CANDIDATES)}
+    first = Tuner(setup_for(tmp_path, retune=True))   # the calibration's first run
+    first.chooser("current")(KEY, CANDIDATES, fake_bench(times, []))
+    first.chooser("reference")(KEY, ref, fake_bench(ref_times, []))
+    calls = []
+    later = Tuner(setup_for(tmp_path))   # a later run: both from the cache, none tuned
+    cur, old = later.chooser("current"), later.chooser("reference")
+    cur(KEY, CANDIDATES, fake_bench(times, calls))
+    old(KEY, ref, fake_bench(ref_times, calls))
+    assert (cur.last.source, old.last.source, calls) == (tuning.CACHED, tuning.CACHED, [])
