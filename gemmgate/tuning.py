@@ -19,9 +19,11 @@ choice is made once per key (kernel family, M, N, K, operand strides) and kept:
    `run` and `baseline` measure what a library user's call runs.
 
 Only with `search` (`--retune`, and `gemmgate tune`, which writes the kernel's table)
-are keys without a pin tuned: the local cache is read, and a key not in it has every
-candidate benchmarked with triton.testing.do_bench, fastest wins; once `budget_s` is
-spent the remaining candidates are skipped (at least one is measured that ran).
+are keys without a pin tuned: a key not in the local cache has every candidate
+benchmarked with triton.testing.do_bench, fastest wins; once `budget_s` is spent the
+remaining candidates are skipped (at least one is measured that ran). `retune`, which
+both set, reads no cache: it tunes every key afresh and only writes the cache (a
+calibration's later runs search its first run's).
 `force` overrides fields of the kernel's own choice (`gemmgate sweep`: one parameter
 across values); it wins over pins.
 

@@ -481,3 +481,14 @@ def test_gemmgate_report_runs_without_torch(tmp_path, synthetic_record):
                          timeout=300, cwd=ROOT)
     assert run.returncode == 0, run.stdout + run.stderr
     assert (tmp_path / "out" / "index.html").is_file()
+
+
+def test_runners_md_sections_it_refers_to_exist():
+    """RUNNERS.md sent the tuning cache's reader to "Pinned tiles and the tuning cache",
+    a section it no longer has (a review)."""
+    import re
+
+    text = (ROOT / "docs" / "RUNNERS.md").read_text()
+    headings = {h.strip() for h in re.findall(r"^#+ (.+)$", text, re.M)}
+    referred = {" ".join(r.split()) for r in re.findall(r'\(see "([^"]+)"', text)}
+    assert referred and referred <= headings, referred - headings
