@@ -297,10 +297,32 @@ def run_file_data(path: str | Path):
     """A run file's parsed JSON, unvalidated (RunRecord.from_json validates it)."""
     text = read_text(path, "run file")
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except (ValueError, RecursionError) as e:   # not JSON, an integer past Python's
         # 4300 digits, or arrays nested past the parser's depth
         raise ResultsError(f"run file {path} is not JSON ({e})") from None
+    bad = _non_finite(data)   # gemmgate writes none (allow_nan=False): a NaN in a field
+    # no check reads (telemetry, machine_id) reached a merge's write of the baseline, "Out
+    # of range float values are not JSON compliant: nan", naming no file (a review)
+    if bad is not None:
+        raise ResultsError(f"run file {path}: {bad} is NaN or Infinity, not a JSON number "
+                           "(gemmgate writes such a value as null or as text)")
+    return data
+
+
+def _non_finite(data) -> str | None:
+    """The path of the first NaN or Infinity in parsed JSON `data`, else None (a loop, not
+    recursion: the parser takes arrays nested nearly as deep as Python's stack)."""
+    todo = [(data, "")]
+    while todo:
+        x, where = todo.pop()
+        if isinstance(x, float) and not math.isfinite(x):
+            return where or "the top level"
+        items = x.items() if isinstance(x, dict) else \
+            enumerate(x) if isinstance(x, list) else ()
+        todo.extend(reversed([(v, f"{where}[{k}]" if isinstance(k, int) else
+                               f"{where}.{k}" if where else str(k)) for k, v in items]))
+    return None
 
 
 # what baselines, merges and reports read of a run's environment as text (a chip of 5 or

@@ -2,7 +2,9 @@
 the gate judges (the median of the per-round ratios), on synthetic samples."""
 
 import json
+import math
 import re
+from pathlib import Path
 
 import pytest
 
@@ -243,3 +245,26 @@ def test_a_huge_integer_in_a_run_file_is_exit_2_naming_it(tmp_path, capsys):
     assert main(["report", str(p), "-o", str(tmp_path / "out")]) == 2
     assert "triton.tflops is 1000" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+
+def test_a_nan_in_a_field_no_check_reads_is_exit_2_naming_file_and_field(tmp_path, capsys):
+    """gemmgate writes no NaN (allow_nan=False); a hand-edited one in a field the run's
+    checks do not read reached `baseline merge`'s write of the baseline: exit 2 with "Out
+    of range float values are not JSON compliant: nan", naming neither file nor field."""
+    from gemmgate.cli import main
+
+    data = _run_json()
+    data["environment"].update(machine_id=float("nan"), commit=None)
+    run = tmp_path / "r.json"
+    run.write_text(json.dumps(data))
+    out, base = tmp_path / "out.json", Path(__file__).parents[2] / "baselines" / "cpu.json"
+    assert main(["baseline", "merge", "--output", str(out), str(base), str(run)]) == 2
+    assert f"run file {run}: environment.machine_id is NaN" in capsys.readouterr().err
+    assert not out.exists()
+    data["environment"]["machine_id"] = "m1"   # anywhere, named by its path
+    data["cases"][0]["telemetry"]["tuning"] = {"key": "k", "config": {"block_m": -math.inf}}
+    run.write_text(json.dumps(data))
+    with pytest.raises(ResultsError, match=re.escape(
+            f"{run}: cases[0].telemetry.tuning.config.block_m is NaN or Infinity")):
+        RunRecord.load(run)
