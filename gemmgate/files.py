@@ -14,6 +14,7 @@ import errno
 import io
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -172,7 +173,7 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; keep a normal file mode
+        os.chmod(tmp, _mode_for(p))  # mkstemp makes 0600
         os.replace(tmp, p)
     except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
@@ -186,6 +187,16 @@ def _naming(e: OSError, path: str | Path) -> OSError:
     named none, after a run's whole measuring; a review); the earlier file is kept."""
     return type(e)(e.errno, f"cannot write {path}: {e.strerror or e} (the file there, if "
                             "any, is left as it was)")
+
+
+def _mode_for(p: Path) -> int:
+    """The mode a file written at `p` gets: the one it has there (0644 over a 0600 file
+    made a private file every user's to read, through a rewrite; a review), else a new
+    file's under the umask."""
+    try:
+        return stat.S_IMODE(os.stat(p).st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
 
 
 def _umask() -> int:

@@ -4,6 +4,7 @@ import json
 import math
 import os
 import re
+import stat
 
 import pytest
 
@@ -186,6 +187,25 @@ def test_a_symbolic_link_is_written_through_to_its_target(tmp_path):
     link.symlink_to(target)
     write_json_atomic(link, {"a": 1})
     assert link.is_symlink() and json.loads(target.read_text()) == {"a": 1}
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o664])
+def test_a_rewrite_keeps_the_files_mode(tmp_path, mode):
+    """The temp file renamed over took 0666 less the umask: a private (0600) --json or
+    baseline became every user's to read at its next write (a review)."""
+    path = tmp_path / "private.json"
+    path.write_text("{}")
+    path.chmod(mode)
+    write_json_atomic(path, {"a": 1})
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert stat.S_IMODE(path.stat().st_mode) == mode
+    old = os.umask(0o022)
+    try:
+        write_json_atomic(tmp_path / "new.json", {})   # a new file: the umask's
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == 0o644
+    assert not list(tmp_path.glob(".*.tmp"))
 
 
 def test_a_file_in_a_folder_one_may_not_enter_is_said_so(tmp_path, monkeypatch):
