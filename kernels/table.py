@@ -139,7 +139,12 @@ def crossed(m: int, n: int, shape: tuple[int, int, int], family: str) -> bool:
     and ran 51 at 0.88 of cuBLAS where a search found 64x32x128 at 0.98; H100, session
     81). Such rows are not lent there. Other families keep them: the heuristic has no
     thin-N tile of theirs (fp8's and tf32's thin-N picks fell to 128x256 tiles without)."""
-    return shape[0] < WGMMA_M <= shape[1] and thin_n(family, m, n)
+    return thin_m(shape) and thin_n(family, m, n)
+
+
+def thin_m(shape: tuple[int, int, int]) -> bool:
+    """Whether an entry of `shape` is thin in M across a wide N: `crossed`'s entry half."""
+    return shape[0] < WGMMA_M <= shape[1]
 
 
 @dataclass(frozen=True, eq=False)
@@ -325,7 +330,8 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
     # below is the rule, in its own arithmetic)
     lo = bisect_left(rows, t - NEAREST_MAX - _WINDOW_SLACK, key=_tiles_of)
     hi = bisect_right(rows, t + NEAREST_MAX + _WINDOW_SLACK, lo=lo, key=_tiles_of)
-    # `crossed`, its call's half asked once (a first call's loop): the rows' half inline
+    # `crossed`, its call's half asked once (a first call's loop), its rows' half only
+    # for a thin-N call
     thin = bool(family) and thin_n(family, m, n)
     scored = []
     for i in range(lo, hi):
@@ -336,7 +342,7 @@ def _near(rows: tuple[_Row, ...], m: int, n: int, k: int,
             dist = abs(dt) + abs(d - rd) + abs(w - rw)
             if dist <= _NEAR_WIDE and r.config.variant in variants and not r.stale \
                     and not fragile(r.config, m, n, k, fma) \
-                    and not (thin and r.shape[0] < WGMMA_M <= r.shape[1]):
+                    and not (thin and thin_m(r.shape)):
                 units = int(dist * _TIE_SCALE + 0.5)   # (the rule: in units, below)
                 if units <= _NEAR_MAX_UNITS:
                     rm, rn, rk = r.logs   # the tie-break, inline: a first call's loop
